@@ -1,0 +1,422 @@
+/**
+ * @file zerfoo.h
+ * @brief The zerfoo C ABI: load a GGUF model, tokenize, and stream generated text.
+ *
+ * Stability rules (see doc/abi.md): flat functions only, fixed-width integer types, no struct
+ * passed or returned by value, every fallible call returns a ::zf_status, params structs start
+ * with `struct_size` and are append-only. Once a function ships its signature never changes.
+ *
+ * Thread-safety: a ::zf_model is immutable after load and may be shared by any number of threads
+ * and sessions. A ::zf_session is used by one thread at a time (it may move between threads);
+ * zf_session_cancel() is safe from any thread at any time. zf_last_error() is per thread.
+ */
+#ifndef ZERFOO_H
+#define ZERFOO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#  if defined(ZF_BUILDING_LIBRARY)
+#    define ZF_API __declspec(dllexport)
+#  else
+#    define ZF_API __declspec(dllimport)
+#  endif
+#else
+#  define ZF_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Version
+ * ------------------------------------------------------------------------------------------- */
+
+/** Major version: bumped only on an ABI break (also the SONAME suffix). */
+#define ZF_VERSION_MAJOR 0
+/** Minor version: bumped when functions or params fields are appended. */
+#define ZF_VERSION_MINOR 1
+/** Patch version: bumped for fixes that change no interface. */
+#define ZF_VERSION_PATCH 0
+/** The header's version as one number: MAJOR*1000000 + MINOR*1000 + PATCH. */
+#define ZF_VERSION (ZF_VERSION_MAJOR * 1000000 + ZF_VERSION_MINOR * 1000 + ZF_VERSION_PATCH)
+
+/**
+ * @brief The loaded library's version, encoded like ::ZF_VERSION.
+ *
+ * A binding is compatible when the major parts are equal and the runtime minor is >= the minor
+ * of the header it was written for. Thread-safe; never fails.
+ */
+ZF_API uint32_t zf_version(void);
+
+/**
+ * @brief The loaded library's version as text, e.g. "0.1.0".
+ * @return A static NUL-terminated string owned by the library; valid for the process lifetime.
+ */
+ZF_API const char* zf_version_string(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Status codes and errors
+ * ------------------------------------------------------------------------------------------- */
+
+/** Result of every fallible call. Open-ended: treat unknown nonzero values as a generic error. */
+typedef int32_t zf_status;
+
+#define ZF_OK 0                     /**< Success. */
+#define ZF_ERR_INVALID_ARGUMENT 1   /**< A NULL handle, NULL pointer, or out-of-range value. */
+#define ZF_ERR_IO 2                 /**< The file could not be opened, read or mapped. */
+#define ZF_ERR_FORMAT 3             /**< The file is not a valid GGUF file (message says where). */
+#define ZF_ERR_UNSUPPORTED 4        /**< Valid input the library does not support (arch, type). */
+#define ZF_ERR_OUT_OF_MEMORY 5      /**< An allocation failed. */
+#define ZF_ERR_BUFFER_TOO_SMALL 6   /**< Output buffer too small; `*needed` holds the size. */
+#define ZF_ERR_NOT_FOUND 7          /**< A metadata key or token does not exist. */
+#define ZF_ERR_INVALID_UTF8 8       /**< Input text is not valid UTF-8. */
+#define ZF_ERR_CONTEXT_FULL 9       /**< The tokens do not fit in the session's context. */
+#define ZF_ERR_CANCELLED 10         /**< A load was aborted by its progress callback. */
+#define ZF_ERR_BACKEND 11           /**< The requested compute backend is unavailable or failed. */
+#define ZF_ERR_INTERNAL 12          /**< A bug in zerfoo; the message has details. */
+
+/**
+ * @brief The name of a status code, e.g. "ZF_ERR_FORMAT"; "ZF_ERR_UNKNOWN" for unknown values.
+ * @return A static string; never NULL. Thread-safe.
+ */
+ZF_API const char* zf_status_string(zf_status status);
+
+/**
+ * @brief Describes the last failure on the calling thread.
+ * @return A NUL-terminated string owned by the library, valid until the next zerfoo call on
+ *         this thread; "" when the last call succeeded or no call failed yet. Never NULL.
+ */
+ZF_API const char* zf_last_error(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Logging
+ * ------------------------------------------------------------------------------------------- */
+
+#define ZF_LOG_DEBUG 0 /**< Verbose diagnostics. */
+#define ZF_LOG_INFO 1  /**< Informational (e.g. which backend was chosen and why). */
+#define ZF_LOG_WARN 2  /**< Something unusual that the library worked around. */
+#define ZF_LOG_ERROR 3 /**< A failure (also reported through the status). */
+#define ZF_LOG_NONE 4  /**< Threshold value that silences all logging. */
+
+/**
+ * @brief Log sink. `msg` is NUL-terminated, without trailing newline, valid only during the call.
+ * The return value is ignored (reserved); return 0. May be called from any thread that calls
+ * into zerfoo, so the callback must be thread-safe.
+ */
+typedef int32_t (*zf_log_cb)(void* user_data, int32_t level, const char* msg);
+
+/**
+ * @brief Routes library logs to `cb` (NULL restores the default: stderr). Process-wide.
+ * Thread-safe, but messages already being delivered may still reach the previous sink.
+ * @return ::ZF_OK.
+ */
+ZF_API zf_status zf_set_log_callback(zf_log_cb cb, void* user_data);
+
+/**
+ * @brief Sets the minimum level delivered (default ::ZF_LOG_WARN; the environment variable
+ * ZF_LOG_LEVEL=debug|info|warn|error|none sets the initial value). Process-wide.
+ * @return ::ZF_OK, or ::ZF_ERR_INVALID_ARGUMENT for a level outside DEBUG..NONE.
+ */
+ZF_API zf_status zf_set_log_level(int32_t level);
+
+/* ---------------------------------------------------------------------------------------------
+ * Backends
+ * ------------------------------------------------------------------------------------------- */
+
+#define ZF_DEVICE_AUTO 0 /**< The GPU if usable, else the CPU (the reason is logged at INFO). */
+#define ZF_DEVICE_CPU 1  /**< The CPU engine. */
+#define ZF_DEVICE_CUDA 2 /**< The CUDA engine; fails with ::ZF_ERR_BACKEND if unavailable. */
+
+/**
+ * @brief Checks whether a backend can run on this host.
+ * @return ::ZF_OK if usable; ::ZF_ERR_BACKEND with the reason in zf_last_error() if not;
+ *         ::ZF_ERR_INVALID_ARGUMENT for an unknown device value.
+ */
+ZF_API zf_status zf_backend_available(int32_t device);
+
+/* ---------------------------------------------------------------------------------------------
+ * Model
+ * ------------------------------------------------------------------------------------------- */
+
+/** Opaque model: immutable after load, shareable across threads and sessions. */
+typedef struct zf_model zf_model;
+
+/**
+ * @brief Load progress. `progress` is in permille (0..1000). Return nonzero to abort the load,
+ * which then fails with ::ZF_ERR_CANCELLED. Runs on the loading thread.
+ */
+typedef int32_t (*zf_progress_cb)(void* user_data, int32_t progress);
+
+#define ZF_MODEL_VOCAB_ONLY 0x1u /**< Load only metadata and the tokenizer (no weights). */
+#define ZF_MODEL_NO_MMAP 0x2u    /**< Read the file into memory instead of mapping it. */
+
+/** Model load parameters. Initialize with zf_model_params_init(). */
+typedef struct zf_model_params {
+  uint32_t struct_size;      /**< sizeof(zf_model_params) as the caller compiled it. */
+  int32_t device;            /**< ::ZF_DEVICE_AUTO (default), ::ZF_DEVICE_CPU, ::ZF_DEVICE_CUDA. */
+  int32_t gpu_index;         /**< CUDA device ordinal (default 0). */
+  int32_t n_threads;         /**< CPU threads used by sessions by default; 0 = physical cores. */
+  uint32_t flags;            /**< ::ZF_MODEL_VOCAB_ONLY | ::ZF_MODEL_NO_MMAP. */
+  uint32_t reserved0;        /**< Padding; must be 0. */
+  zf_progress_cb progress;   /**< Optional load progress callback (NULL = none). */
+  void* progress_user_data;  /**< Passed to `progress`. */
+} zf_model_params;
+
+/**
+ * @brief Fills `params` with defaults. `size` must be sizeof(zf_model_params) as compiled by
+ * the caller (older, smaller layouts are accepted).
+ * @return ::ZF_OK, or ::ZF_ERR_INVALID_ARGUMENT if params is NULL or size < 4.
+ */
+ZF_API zf_status zf_model_params_init(zf_model_params* params, size_t size);
+
+/**
+ * @brief Memory-maps and validates a GGUF file (v2/v3), builds its tokenizer and weights.
+ * @param path NUL-terminated UTF-8 file path.
+ * @param params NULL for defaults.
+ * @param out Receives the model, or NULL on failure. Free with zf_model_free().
+ * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL path/out); ::ZF_ERR_IO (cannot open/map);
+ *         ::ZF_ERR_FORMAT (malformed file); ::ZF_ERR_UNSUPPORTED (architecture, tensor type);
+ *         ::ZF_ERR_BACKEND (device=CUDA unavailable); ::ZF_ERR_CANCELLED; ::ZF_ERR_OUT_OF_MEMORY.
+ */
+ZF_API zf_status zf_model_load(const char* path, const zf_model_params* params, zf_model** out);
+
+/**
+ * @brief Frees a model. NULL is a no-op. Every session of the model must be freed first.
+ * May be called from any thread.
+ */
+ZF_API void zf_model_free(zf_model* model);
+
+/** Facts about a loaded model, filled by zf_model_info(). Strings are owned by the model and
+ * live as long as it. */
+typedef struct zf_model_summary {
+  uint32_t struct_size;        /**< sizeof(zf_model_summary) as the caller compiled it. */
+  int32_t backend;             /**< Active device: ::ZF_DEVICE_CPU or ::ZF_DEVICE_CUDA. */
+  const char* architecture;    /**< general.architecture, e.g. "llama", "gemma3". */
+  const char* name;            /**< general.name or "". */
+  const char* quant;           /**< Dominant weight type of the layers, e.g. "Q4_K". */
+  uint64_t n_params;           /**< Number of weight elements. */
+  uint64_t file_size;          /**< Bytes in the GGUF file. */
+  int32_t n_ctx_train;         /**< Training context length. */
+  int32_t n_vocab;             /**< Vocabulary size. */
+  int32_t n_layer;             /**< Transformer blocks. */
+  int32_t n_embd;              /**< Hidden size. */
+  int32_t n_head;              /**< Attention heads. */
+  int32_t n_head_kv;           /**< KV heads. */
+  int32_t token_bos;           /**< Beginning-of-sequence id, or -1. */
+  int32_t token_eos;           /**< End-of-sequence id, or -1. */
+  int32_t token_eot;           /**< End-of-turn id, or -1. */
+  int32_t n_tensors;           /**< Tensors in the file. */
+} zf_model_summary;
+
+/**
+ * @brief Fills `info` (set info->struct_size first). Fields beyond struct_size are not written.
+ * @return ::ZF_OK or ::ZF_ERR_INVALID_ARGUMENT (NULL model/info, struct_size too small).
+ */
+ZF_API zf_status zf_model_info(const zf_model* model, zf_model_summary* info);
+
+/**
+ * @brief Any GGUF metadata value as text (numbers in decimal, booleans as true/false,
+ * arrays as JSON-like `[a, b, ...]`, strings verbatim). Thread-safe.
+ * @param buf Output buffer (may be NULL when cap is 0); receives a NUL-terminated string.
+ * @param needed Optional; receives the bytes required including the NUL.
+ * @return ::ZF_OK; ::ZF_ERR_NOT_FOUND; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT.
+ */
+ZF_API zf_status zf_model_meta(const zf_model* model, const char* key, char* buf, size_t cap,
+                               size_t* needed);
+
+/* ---------------------------------------------------------------------------------------------
+ * Tokenizer
+ * ------------------------------------------------------------------------------------------- */
+
+#define ZF_TOKENIZE_ADD_SPECIAL 0x1u   /**< Add BOS/EOS as the model's metadata asks. */
+#define ZF_TOKENIZE_PARSE_SPECIAL 0x2u /**< Match special-token text (e.g. "<eos>") as tokens. */
+
+#define ZF_DETOKENIZE_REMOVE_SPECIAL 0x1u  /**< Drop BOS/EOS (leading/trailing) from the text. */
+#define ZF_DETOKENIZE_RENDER_SPECIAL 0x2u  /**< Render control tokens' text (else skipped). */
+
+/**
+ * @brief Converts UTF-8 text to token ids. Thread-safe.
+ * @param tokens Output array (may be NULL when cap is 0).
+ * @param n Receives the number of tokens (also when the buffer is too small).
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *n); ::ZF_ERR_INVALID_UTF8;
+ *         ::ZF_ERR_INVALID_ARGUMENT.
+ */
+ZF_API zf_status zf_tokenize(const zf_model* model, const char* text, size_t len, uint32_t flags,
+                             int32_t* tokens, size_t cap, size_t* n);
+
+/**
+ * @brief Converts token ids to UTF-8 text (NUL-terminated). Thread-safe.
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *needed); ::ZF_ERR_INVALID_ARGUMENT
+ *         (NULL model, or an id outside the vocabulary).
+ */
+ZF_API zf_status zf_detokenize(const zf_model* model, const int32_t* tokens, size_t n,
+                               uint32_t flags, char* buf, size_t cap, size_t* needed);
+
+/**
+ * @brief The raw text of one token (may be a partial UTF-8 sequence for byte tokens), not
+ * NUL-terminated. Control tokens render only with ::ZF_DETOKENIZE_RENDER_SPECIAL.
+ * @param needed Receives the number of bytes.
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT.
+ */
+ZF_API zf_status zf_token_to_piece(const zf_model* model, int32_t token, uint32_t flags,
+                                   char* buf, size_t cap, size_t* needed);
+
+/* ---------------------------------------------------------------------------------------------
+ * Chat templates
+ * ------------------------------------------------------------------------------------------- */
+
+/** One chat turn. `role` is "system", "user" or "assistant"; both strings NUL-terminated. */
+typedef struct zf_chat_message {
+  const char* role;
+  const char* content;
+} zf_chat_message;
+
+#define ZF_CHAT_ADD_ASSISTANT 0x1u /**< Append the prefix that starts the assistant's turn. */
+
+/**
+ * @brief Renders messages with the model's `tokenizer.chat_template` (recognized families:
+ * Gemma, ChatML, Llama 2/3, Mistral, Phi-3). NUL-terminated output. Thread-safe.
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_UNSUPPORTED (unknown template);
+ *         ::ZF_ERR_INVALID_ARGUMENT.
+ */
+ZF_API zf_status zf_chat_apply_template(const zf_model* model, const zf_chat_message* msgs,
+                                        size_t n_msgs, uint32_t flags, char* buf, size_t cap,
+                                        size_t* needed);
+
+/* ---------------------------------------------------------------------------------------------
+ * Sessions
+ * ------------------------------------------------------------------------------------------- */
+
+/** Opaque session: KV cache + sampler state for one conversation. One thread at a time. */
+typedef struct zf_session zf_session;
+
+#define ZF_KV_F32 0 /**< KV cache in 32-bit floats. */
+#define ZF_KV_F16 1 /**< KV cache in 16-bit floats (default). */
+
+/** Session parameters. Initialize with zf_session_params_init(). */
+typedef struct zf_session_params {
+  uint32_t struct_size; /**< sizeof(zf_session_params) as the caller compiled it. */
+  int32_t n_ctx;        /**< Context length in tokens; 0 = min(training context, 4096). */
+  int32_t n_threads;    /**< CPU threads; 0 = the model's default. */
+  int32_t kv_type;      /**< ::ZF_KV_F16 (default) or ::ZF_KV_F32. */
+} zf_session_params;
+
+/** @brief Fills defaults; see zf_model_params_init(). */
+ZF_API zf_status zf_session_params_init(zf_session_params* params, size_t size);
+
+/**
+ * @brief Creates a session on a model (the model must outlive it).
+ * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL model/out, negative n_ctx, model loaded with
+ *         ::ZF_MODEL_VOCAB_ONLY); ::ZF_ERR_OUT_OF_MEMORY.
+ */
+ZF_API zf_status zf_session_create(zf_model* model, const zf_session_params* params,
+                                   zf_session** out);
+
+/** @brief Frees a session. NULL is a no-op. Not concurrently with a call using the session. */
+ZF_API void zf_session_free(zf_session* session);
+
+/** @brief Clears the KV cache and history; the next generate starts a new conversation. */
+ZF_API zf_status zf_session_reset(zf_session* session);
+
+/**
+ * @brief Asks a running zf_generate()/zf_session_eval() on this session to stop at the next
+ * token boundary. Safe from any thread at any time (including signal-free async contexts).
+ * The request is consumed by the call it stops; a cancel with no call running makes the next
+ * call stop at once.
+ * @return ::ZF_OK or ::ZF_ERR_INVALID_ARGUMENT (NULL session).
+ */
+ZF_API zf_status zf_session_cancel(zf_session* session);
+
+/**
+ * @brief Number of tokens currently in the session's KV cache.
+ * @return ::ZF_OK or ::ZF_ERR_INVALID_ARGUMENT.
+ */
+ZF_API zf_status zf_session_n_past(const zf_session* session, int32_t* n_past);
+
+/**
+ * @brief Appends tokens to the KV cache and writes the last position's logits (n_vocab
+ * floats) into `logits` (may be NULL when cap is 0 to only extend the cache).
+ * @return ::ZF_OK; ::ZF_ERR_CONTEXT_FULL (nothing appended); ::ZF_ERR_BUFFER_TOO_SMALL
+ *         (0 < cap < n_vocab; nothing appended); ::ZF_ERR_CANCELLED; ::ZF_ERR_INVALID_ARGUMENT.
+ */
+ZF_API zf_status zf_session_eval(zf_session* session, const int32_t* tokens, size_t n,
+                                 float* logits, size_t cap);
+
+/* ---------------------------------------------------------------------------------------------
+ * Generation
+ * ------------------------------------------------------------------------------------------- */
+
+/**
+ * @brief Receives each piece of generated text. `piece` holds `len` bytes of whole UTF-8
+ * characters (not NUL-terminated), valid only during the call; `token` is the id that completed
+ * it. Return 0 to continue, nonzero to stop (stop reason ::ZF_STOP_CALLBACK).
+ */
+typedef int32_t (*zf_stream_cb)(void* user_data, const char* piece, size_t len, int32_t token);
+
+#define ZF_GENERATE_NO_SPECIAL 0x1u       /**< Don't add BOS/special tokens to the prompt. */
+#define ZF_GENERATE_NO_PARSE_SPECIAL 0x2u /**< Treat special-token text in the prompt as text. */
+#define ZF_GENERATE_IGNORE_EOS 0x4u       /**< Keep generating past EOS/EOT. */
+
+/** Generation parameters. Initialize with zf_generate_params_init(). */
+typedef struct zf_generate_params {
+  uint32_t struct_size;     /**< sizeof(zf_generate_params) as the caller compiled it. */
+  int32_t max_tokens;       /**< Tokens to generate at most (default 256; <0 = until full). */
+  float temperature;        /**< 0 = greedy (default 0.8). */
+  int32_t top_k;            /**< Keep the k most likely (default 40; 0 = off). */
+  float top_p;              /**< Nucleus threshold (default 0.95; 1 = off). */
+  float min_p;              /**< Drop below min_p * p(max) (default 0.05; 0 = off). */
+  float repeat_penalty;     /**< >1 penalizes repeats (default 1.0 = off). */
+  int32_t repeat_last_n;    /**< Window for the penalty (default 64). */
+  uint32_t reserved0;       /**< Padding; must be 0. */
+  uint64_t seed;            /**< RNG seed (default 0xFFFFFFFFFFFFFFFF = random). */
+  const char* const* stop;  /**< Stop strings (UTF-8, NUL-terminated); never emitted. */
+  size_t n_stop;            /**< Number of stop strings. */
+  uint32_t flags;           /**< ZF_GENERATE_* flags. */
+  uint32_t reserved1;       /**< Padding; must be 0. */
+} zf_generate_params;
+
+/** @brief Fills defaults; see zf_model_params_init(). */
+ZF_API zf_status zf_generate_params_init(zf_generate_params* params, size_t size);
+
+#define ZF_STOP_EOS 0          /**< The model produced EOS/EOT. */
+#define ZF_STOP_MAX_TOKENS 1   /**< max_tokens reached. */
+#define ZF_STOP_STRING 2       /**< A stop string matched (not emitted). */
+#define ZF_STOP_CALLBACK 3     /**< The stream callback returned nonzero. */
+#define ZF_STOP_CANCELLED 4    /**< zf_session_cancel() was called. */
+#define ZF_STOP_CONTEXT_FULL 5 /**< The context filled up. */
+
+/** Outcome of zf_generate(). */
+typedef struct zf_generate_result {
+  uint32_t struct_size;   /**< sizeof(zf_generate_result) as the caller compiled it. */
+  int32_t stop_reason;    /**< ZF_STOP_*. */
+  int32_t n_prompt;       /**< Prompt tokens evaluated by this call. */
+  int32_t n_generated;    /**< Tokens sampled by this call. */
+  double prompt_ms;       /**< Prefill wall time. */
+  double decode_ms;       /**< Decode wall time. */
+} zf_generate_result;
+
+/**
+ * @brief Evaluates the prompt, then samples tokens and streams their text to `cb` until a stop
+ * condition. A second call on the same session continues the conversation (the KV cache is
+ * reused) unless zf_session_reset() was called. A prompt that does not fit the remaining
+ * context fails with ::ZF_ERR_CONTEXT_FULL before anything is evaluated; filling up during
+ * decode ends with ::ZF_STOP_CONTEXT_FULL and ::ZF_OK.
+ * @param prompt UTF-8 text of `len` bytes (may be empty to continue generating).
+ * @param params NULL for defaults.
+ * @param cb May be NULL (text is then only counted).
+ * @param out May be NULL; set out->struct_size first.
+ * @return ::ZF_OK (also when stopped by callback, cancel, stop string, EOS, max tokens);
+ *         ::ZF_ERR_INVALID_UTF8; ::ZF_ERR_CONTEXT_FULL; ::ZF_ERR_INVALID_ARGUMENT.
+ */
+ZF_API zf_status zf_generate(zf_session* session, const char* prompt, size_t len,
+                             const zf_generate_params* params, zf_stream_cb cb, void* user_data,
+                             zf_generate_result* out);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ZERFOO_H */

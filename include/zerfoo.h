@@ -370,12 +370,11 @@ typedef struct zf_generate_params {
   float min_p;              /**< Drop below min_p * p(max) (default 0.05; 0 = off). */
   float repeat_penalty;     /**< >1 penalizes repeats (default 1.0 = off). */
   int32_t repeat_last_n;    /**< Window for the penalty (default 64). */
+  uint32_t flags;           /**< ZF_GENERATE_* flags (default 0). */
   uint32_t reserved0;       /**< Padding; must be 0. */
   uint64_t seed;            /**< RNG seed (default 0xFFFFFFFFFFFFFFFF = random). */
   const char* const* stop;  /**< Stop strings (UTF-8, NUL-terminated); never emitted. */
   size_t n_stop;            /**< Number of stop strings. */
-  uint32_t flags;           /**< ZF_GENERATE_* flags. */
-  uint32_t reserved1;       /**< Padding; must be 0. */
 } zf_generate_params;
 
 /** @brief Fills defaults; see zf_model_params_init(). */

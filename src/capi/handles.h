@@ -1,0 +1,61 @@
+// Definitions behind the opaque C handles, and the helpers every C entry point uses to turn
+// C++ outcomes (Status, exceptions) into a zf_status plus the thread-local error text.
+#pragma once
+
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "common/status.h"
+#include "model/model.h"
+#include "runtime/session.h"
+#include "zerfoo.h"
+
+struct zf_model {
+  std::unique_ptr<zf::model::Model> impl;
+};
+
+struct zf_session {
+  zf_model* model;
+  std::unique_ptr<zf::rt::Session> impl;
+};
+
+namespace zf::capi {
+
+// Records the error for zf_last_error() on this thread and returns its code.
+zf_status Fail(const Status& s);
+zf_status Fail(int32_t code, const std::string& message);
+// Clears the thread's error text and returns ZF_OK.
+zf_status Succeed();
+const char* LastError();
+
+// Copies a string into a caller buffer (NUL-terminated) per the ABI's buffer rule.
+zf_status CopyOut(const std::string& s, char* buf, size_t cap, size_t* needed);
+
+// Reads a caller params struct of `struct_size` bytes into a fully defaulted T.
+template <typename T>
+bool ReadParams(const T* in, T* out) {
+  if (in == nullptr) return true;
+  if (in->struct_size < sizeof(uint32_t)) return false;
+  const size_t n = in->struct_size < sizeof(T) ? in->struct_size : sizeof(T);
+  std::memcpy(static_cast<void*>(out), in, n);
+  out->struct_size = sizeof(T);
+  return true;
+}
+
+}  // namespace zf::capi
+
+// Every entry point body runs inside ZF_GUARD: no C++ exception ever crosses the ABI.
+#define ZF_GUARD_BEGIN try {
+#define ZF_GUARD_END                                                                   \
+  }                                                                                    \
+  catch (const std::bad_alloc&) {                                                      \
+    return ::zf::capi::Fail(ZF_ERR_OUT_OF_MEMORY, "out of memory");                   \
+  }                                                                                    \
+  catch (const std::exception& e) {                                                    \
+    return ::zf::capi::Fail(ZF_ERR_INTERNAL, std::string("internal error: ") + e.what()); \
+  }                                                                                    \
+  catch (...) {                                                                        \
+    return ::zf::capi::Fail(ZF_ERR_INTERNAL, "internal error: unknown exception");     \
+  }

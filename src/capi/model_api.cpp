@@ -1,0 +1,202 @@
+// C entry points for models, metadata, tokenizer and chat templates.
+#include <string>
+#include <vector>
+
+#include "capi/handles.h"
+#include "common/utf8.h"
+
+using zf::capi::CopyOut;
+using zf::capi::Fail;
+using zf::capi::Succeed;
+
+static_assert(sizeof(zf_model_params) == 40, "zf_model_params layout is part of the ABI");
+static_assert(sizeof(zf_model_summary) == 88, "zf_model_summary layout is part of the ABI");
+
+namespace {
+
+zf_status NullArg(const char* what) { return Fail(ZF_ERR_INVALID_ARGUMENT, std::string(what) + " is NULL"); }
+
+// The template to use when the file has none: the family's own for Gemma (whose small GGUFs
+// ship without one), ChatML otherwise — the same choice the reference makes. Detection works
+// on markers in the template source, so a marker alone selects the family.
+std::string TemplateFor(const zf::model::Model& m) {
+  if (!m.chat_template().empty()) return m.chat_template();
+  return m.config().arch.rfind("gemma", 0) == 0 ? "<start_of_turn>" : "<|im_start|>";
+}
+
+}  // namespace
+
+extern "C" {
+
+ZF_API zf_status zf_model_params_init(zf_model_params* params, size_t size) {
+  if (params == nullptr) return NullArg("params");
+  if (size < sizeof(uint32_t)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params size " + std::to_string(size) + " is too small");
+  zf_model_params d;
+  std::memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  d.device = ZF_DEVICE_AUTO;
+  const size_t n = size < sizeof d ? size : sizeof d;
+  std::memcpy(params, &d, n);
+  params->struct_size = static_cast<uint32_t>(n);
+  return Succeed();
+}
+
+ZF_API zf_status zf_model_load(const char* path, const zf_model_params* params, zf_model** out) {
+  if (out != nullptr) *out = nullptr;
+  if (path == nullptr) return NullArg("path");
+  if (out == nullptr) return NullArg("out");
+  ZF_GUARD_BEGIN
+  zf_model_params p;
+  zf_model_params_init(&p, sizeof p);
+  if (!zf::capi::ReadParams(params, &p)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params->struct_size is too small");
+  if (p.device < ZF_DEVICE_AUTO || p.device > ZF_DEVICE_CUDA) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "unknown device " + std::to_string(p.device));
+  }
+  if (p.n_threads < 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "n_threads must be >= 0");
+  if ((p.flags & ~(ZF_MODEL_VOCAB_ONLY | ZF_MODEL_NO_MMAP)) != 0) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "unknown model flags " + std::to_string(p.flags));
+  }
+  zf::model::LoadOptions o;
+  o.vocab_only = (p.flags & ZF_MODEL_VOCAB_ONLY) != 0;
+  o.no_mmap = (p.flags & ZF_MODEL_NO_MMAP) != 0;
+  o.device = static_cast<zf::model::Device>(p.device);
+  o.gpu_index = p.gpu_index;
+  o.n_threads = p.n_threads;
+  o.progress = p.progress;
+  o.progress_user_data = p.progress_user_data;
+  std::unique_ptr<zf_model> m(new zf_model());
+  zf::Status s = zf::model::Model::Load(path, o, &m->impl);
+  if (!s.ok()) return Fail(s);
+  *out = m.release();
+  return Succeed();
+  ZF_GUARD_END
+}
+
+ZF_API void zf_model_free(zf_model* model) { delete model; }
+
+ZF_API zf_status zf_model_info(const zf_model* model, zf_model_summary* info) {
+  if (model == nullptr) return NullArg("model");
+  if (info == nullptr) return NullArg("info");
+  if (info->struct_size < sizeof(uint32_t) * 2) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "info->struct_size must be set to sizeof(zf_model_summary)");
+  }
+  const zf::model::Model& m = *model->impl;
+  const zf::model::ModelConfig& c = m.config();
+  const zf::tok::Tokenizer& t = m.tokenizer();
+  zf_model_summary s;
+  std::memset(&s, 0, sizeof s);
+  s.struct_size = info->struct_size < sizeof s ? info->struct_size : static_cast<uint32_t>(sizeof s);
+  s.backend = m.device() == zf::model::Device::kCuda ? ZF_DEVICE_CUDA : ZF_DEVICE_CPU;
+  s.architecture = c.arch.c_str();
+  s.name = m.name().c_str();
+  s.quant = m.quant_name().c_str();
+  s.n_params = c.n_params;
+  s.file_size = m.file().file_size();
+  s.n_ctx_train = c.n_ctx_train;
+  s.n_vocab = c.n_vocab;
+  s.n_layer = c.n_layer;
+  s.n_embd = c.n_embd;
+  s.n_head = c.n_head;
+  s.n_head_kv = c.n_head_kv;
+  s.token_bos = t.bos();
+  s.token_eos = t.eos();
+  s.token_eot = t.eot();
+  s.n_tensors = static_cast<int32_t>(m.file().tensors().size());
+  std::memcpy(info, &s, s.struct_size);
+  return Succeed();
+}
+
+ZF_API zf_status zf_model_meta(const zf_model* model, const char* key, char* buf, size_t cap, size_t* needed) {
+  if (model == nullptr) return NullArg("model");
+  if (key == nullptr) return NullArg("key");
+  ZF_GUARD_BEGIN
+  const zf::gguf::Value* v = model->impl->file().Find(key);
+  if (v == nullptr) return Fail(ZF_ERR_NOT_FOUND, std::string("no metadata key '") + key + "'");
+  return CopyOut(zf::gguf::GgufFile::ValueToString(*v), buf, cap, needed);
+  ZF_GUARD_END
+}
+
+ZF_API zf_status zf_tokenize(const zf_model* model, const char* text, size_t len, uint32_t flags, int32_t* tokens,
+                             size_t cap, size_t* n) {
+  if (n != nullptr) *n = 0;
+  if (model == nullptr) return NullArg("model");
+  if (text == nullptr && len > 0) return NullArg("text");
+  if (n == nullptr) return NullArg("n");
+  if ((flags & ~(ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL)) != 0) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "unknown tokenize flags " + std::to_string(flags));
+  }
+  ZF_GUARD_BEGIN
+  std::vector<int32_t> ids;
+  zf::Status s = model->impl->tokenizer().Encode(std::string_view(text == nullptr ? "" : text, len),
+                                                 (flags & ZF_TOKENIZE_ADD_SPECIAL) != 0,
+                                                 (flags & ZF_TOKENIZE_PARSE_SPECIAL) != 0, &ids);
+  if (!s.ok()) return Fail(s);
+  *n = ids.size();
+  if (tokens == nullptr || cap < ids.size()) {
+    return Fail(ZF_ERR_BUFFER_TOO_SMALL, std::to_string(ids.size()) + " tokens do not fit in a buffer of " +
+                                             std::to_string(tokens == nullptr ? 0 : cap));
+  }
+  std::copy(ids.begin(), ids.end(), tokens);
+  return Succeed();
+  ZF_GUARD_END
+}
+
+ZF_API zf_status zf_detokenize(const zf_model* model, const int32_t* tokens, size_t n, uint32_t flags, char* buf,
+                               size_t cap, size_t* needed) {
+  if (model == nullptr) return NullArg("model");
+  if (tokens == nullptr && n > 0) return NullArg("tokens");
+  ZF_GUARD_BEGIN
+  std::string text;
+  zf::Status s = model->impl->tokenizer().Decode(tokens, n, (flags & ZF_DETOKENIZE_REMOVE_SPECIAL) != 0,
+                                                 (flags & ZF_DETOKENIZE_RENDER_SPECIAL) != 0, &text);
+  if (!s.ok()) return Fail(s);
+  return CopyOut(text, buf, cap, needed);
+  ZF_GUARD_END
+}
+
+ZF_API zf_status zf_token_to_piece(const zf_model* model, int32_t token, uint32_t flags, char* buf, size_t cap,
+                                   size_t* needed) {
+  if (model == nullptr) return NullArg("model");
+  const zf::tok::Tokenizer& t = model->impl->tokenizer();
+  if (token < 0 || token >= t.n_vocab()) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "token " + std::to_string(token) + " is outside the vocabulary [0, " +
+                                             std::to_string(t.n_vocab()) + ")");
+  }
+  ZF_GUARD_BEGIN
+  const std::string piece = t.TokenToPiece(token, (flags & ZF_DETOKENIZE_RENDER_SPECIAL) != 0);
+  if (needed != nullptr) *needed = piece.size();
+  if (cap < piece.size() || (buf == nullptr && !piece.empty())) {
+    return Fail(ZF_ERR_BUFFER_TOO_SMALL, "piece of " + std::to_string(piece.size()) + " bytes does not fit in " +
+                                             std::to_string(cap));
+  }
+  if (!piece.empty()) std::memcpy(buf, piece.data(), piece.size());
+  return Succeed();
+  ZF_GUARD_END
+}
+
+ZF_API zf_status zf_chat_apply_template(const zf_model* model, const zf_chat_message* msgs, size_t n_msgs,
+                                        uint32_t flags, char* buf, size_t cap, size_t* needed) {
+  if (model == nullptr) return NullArg("model");
+  if (msgs == nullptr && n_msgs > 0) return NullArg("msgs");
+  ZF_GUARD_BEGIN
+  std::vector<zf::tok::ChatMessage> v;
+  v.reserve(n_msgs);
+  for (size_t i = 0; i < n_msgs; ++i) {
+    if (msgs[i].role == nullptr || msgs[i].content == nullptr) {
+      return Fail(ZF_ERR_INVALID_ARGUMENT, "message " + std::to_string(i) + " has a NULL role or content");
+    }
+    size_t bad = 0;
+    if (!zf::IsValidUtf8(msgs[i].content, &bad)) {
+      return Fail(ZF_ERR_INVALID_UTF8, "message " + std::to_string(i) + ": invalid UTF-8 at byte " + std::to_string(bad));
+    }
+    v.push_back({msgs[i].role, msgs[i].content});
+  }
+  const zf::model::Model& m = *model->impl;
+  std::string out;
+  zf::Status s = zf::tok::ApplyChatTemplate(TemplateFor(m), v, (flags & ZF_CHAT_ADD_ASSISTANT) != 0, &out);
+  if (!s.ok()) return Fail(s);
+  return CopyOut(out, buf, cap, needed);
+  ZF_GUARD_END
+}
+
+}  // extern "C"

@@ -1,0 +1,189 @@
+// C entry points for sessions, evaluation and streaming generation.
+#include <random>
+#include <string>
+#include <vector>
+
+#include "capi/handles.h"
+#include "runtime/generator.h"
+
+using zf::capi::Fail;
+using zf::capi::Succeed;
+
+static_assert(sizeof(zf_session_params) == 16, "zf_session_params layout is part of the ABI");
+static_assert(sizeof(zf_generate_params) == 64, "zf_generate_params layout is part of the ABI");
+static_assert(sizeof(zf_generate_result) == 32, "zf_generate_result layout is part of the ABI");
+
+namespace {
+
+zf_status NullArg(const char* what) { return Fail(ZF_ERR_INVALID_ARGUMENT, std::string(what) + " is NULL"); }
+
+template <typename T>
+zf_status InitParams(T* params, size_t size, const T& defaults) {
+  if (params == nullptr) return NullArg("params");
+  if (size < sizeof(uint32_t)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params size " + std::to_string(size) + " is too small");
+  const size_t n = size < sizeof(T) ? size : sizeof(T);
+  std::memcpy(static_cast<void*>(params), &defaults, n);
+  params->struct_size = static_cast<uint32_t>(n);
+  return Succeed();
+}
+
+zf_generate_params DefaultGenerateParams() {
+  zf_generate_params d;
+  std::memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  d.max_tokens = 256;
+  d.temperature = 0.8f;
+  d.top_k = 40;
+  d.top_p = 0.95f;
+  d.min_p = 0.05f;
+  d.repeat_penalty = 1.0f;
+  d.repeat_last_n = 64;
+  d.seed = UINT64_MAX;
+  return d;
+}
+
+struct StreamCtx {
+  zf_stream_cb cb;
+  void* user_data;
+};
+
+bool Stream(void* p, std::string_view piece, int32_t token) {
+  StreamCtx* c = static_cast<StreamCtx*>(p);
+  return c->cb(c->user_data, piece.data(), piece.size(), token) != 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+ZF_API zf_status zf_session_params_init(zf_session_params* params, size_t size) {
+  zf_session_params d;
+  std::memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  d.kv_type = ZF_KV_F16;
+  return InitParams(params, size, d);
+}
+
+ZF_API zf_status zf_session_create(zf_model* model, const zf_session_params* params, zf_session** out) {
+  if (out != nullptr) *out = nullptr;
+  if (model == nullptr) return NullArg("model");
+  if (out == nullptr) return NullArg("out");
+  ZF_GUARD_BEGIN
+  zf_session_params p;
+  zf_session_params_init(&p, sizeof p);
+  if (!zf::capi::ReadParams(params, &p)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params->struct_size is too small");
+  if (p.kv_type != ZF_KV_F16 && p.kv_type != ZF_KV_F32) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "unknown kv_type " + std::to_string(p.kv_type));
+  }
+  zf::rt::SessionOptions o;
+  o.n_ctx = p.n_ctx;
+  o.n_threads = p.n_threads;
+  o.kv_type = p.kv_type == ZF_KV_F32 ? zf::engine::KvType::kF32 : zf::engine::KvType::kF16;
+  std::unique_ptr<zf_session> s(new zf_session());
+  s->model = model;
+  zf::Status st = zf::rt::Session::Create(*model->impl, o, &s->impl);
+  if (!st.ok()) return Fail(st);
+  *out = s.release();
+  return Succeed();
+  ZF_GUARD_END
+}
+
+ZF_API void zf_session_free(zf_session* session) { delete session; }
+
+ZF_API zf_status zf_session_reset(zf_session* session) {
+  if (session == nullptr) return NullArg("session");
+  session->impl->Reset();
+  return Succeed();
+}
+
+ZF_API zf_status zf_session_cancel(zf_session* session) {
+  // No error-text write here: this may run on any thread, concurrently with the owner.
+  if (session == nullptr) return ZF_ERR_INVALID_ARGUMENT;
+  session->impl->RequestCancel();
+  return ZF_OK;
+}
+
+ZF_API zf_status zf_session_n_past(const zf_session* session, int32_t* n_past) {
+  if (session == nullptr) return NullArg("session");
+  if (n_past == nullptr) return NullArg("n_past");
+  *n_past = session->impl->n_past();
+  return Succeed();
+}
+
+ZF_API zf_status zf_session_eval(zf_session* session, const int32_t* tokens, size_t n, float* logits, size_t cap) {
+  if (session == nullptr) return NullArg("session");
+  if (tokens == nullptr && n > 0) return NullArg("tokens");
+  if (n == 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "no tokens to evaluate");
+  ZF_GUARD_BEGIN
+  zf::rt::Session& s = *session->impl;
+  const size_t n_vocab = size_t(s.model().config().n_vocab);
+  if (logits != nullptr && cap > 0 && cap < n_vocab) {
+    return Fail(ZF_ERR_BUFFER_TOO_SMALL, "logits buffer holds " + std::to_string(cap) + " floats; " +
+                                             std::to_string(n_vocab) + " needed");
+  }
+  // Tokens shown by an earlier generation but not yet evaluated come first.
+  std::vector<int32_t> all = s.pending();
+  all.insert(all.end(), tokens, tokens + n);
+  zf::Status st = s.EvalKeepLogits(all.data(), all.size());
+  if (!st.ok()) return Fail(st);
+  s.pending().clear();
+  if (logits != nullptr && cap > 0) std::memcpy(logits, s.last_logits(), n_vocab * sizeof(float));
+  return Succeed();
+  ZF_GUARD_END
+}
+
+ZF_API zf_status zf_generate_params_init(zf_generate_params* params, size_t size) {
+  return InitParams(params, size, DefaultGenerateParams());
+}
+
+ZF_API zf_status zf_generate(zf_session* session, const char* prompt, size_t len, const zf_generate_params* params,
+                             zf_stream_cb cb, void* user_data, zf_generate_result* out) {
+  if (session == nullptr) return NullArg("session");
+  if (prompt == nullptr && len > 0) return NullArg("prompt");
+  if (out != nullptr && out->struct_size < sizeof(uint32_t) * 2) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "out->struct_size must be set to sizeof(zf_generate_result)");
+  }
+  ZF_GUARD_BEGIN
+  zf_generate_params p = DefaultGenerateParams();
+  if (!zf::capi::ReadParams(params, &p)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params->struct_size is too small");
+  if (p.n_stop > 0 && p.stop == nullptr) return Fail(ZF_ERR_INVALID_ARGUMENT, "n_stop > 0 but stop is NULL");
+  if (!(p.temperature >= 0.0f) || !(p.top_p >= 0.0f) || !(p.min_p >= 0.0f) || !(p.repeat_penalty > 0.0f)) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "sampling parameters out of range (temperature, top_p, min_p >= 0; "
+                                         "repeat_penalty > 0)");
+  }
+  zf::rt::GenerateOptions o;
+  o.max_tokens = p.max_tokens;
+  o.sampler.temperature = p.temperature;
+  o.sampler.top_k = p.top_k;
+  o.sampler.top_p = p.top_p;
+  o.sampler.min_p = p.min_p;
+  o.sampler.repeat_penalty = p.repeat_penalty;
+  o.sampler.repeat_last_n = p.repeat_last_n;
+  o.sampler.seed = p.seed == UINT64_MAX ? (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}() : p.seed;
+  for (size_t i = 0; i < p.n_stop; ++i) {
+    if (p.stop[i] == nullptr) return Fail(ZF_ERR_INVALID_ARGUMENT, "stop[" + std::to_string(i) + "] is NULL");
+    if (p.stop[i][0] != '\0') o.stop.emplace_back(p.stop[i]);
+  }
+  o.add_special = (p.flags & ZF_GENERATE_NO_SPECIAL) == 0;
+  o.parse_special = (p.flags & ZF_GENERATE_NO_PARSE_SPECIAL) == 0;
+  o.ignore_eos = (p.flags & ZF_GENERATE_IGNORE_EOS) != 0;
+  StreamCtx ctx{cb, user_data};
+  zf::rt::GenerateResult r;
+  zf::Status st = zf::rt::Generate(*session->impl, std::string_view(prompt == nullptr ? "" : prompt, len), o,
+                                   cb != nullptr ? Stream : nullptr, &ctx, &r);
+  if (!st.ok()) return Fail(st);
+  if (out != nullptr) {
+    zf_generate_result res;
+    res.struct_size = out->struct_size < sizeof res ? out->struct_size : uint32_t(sizeof res);
+    res.stop_reason = static_cast<int32_t>(r.stop_reason);
+    res.n_prompt = r.n_prompt;
+    res.n_generated = r.n_generated;
+    res.prompt_ms = r.prompt_ms;
+    res.decode_ms = r.decode_ms;
+    std::memcpy(out, &res, res.struct_size);
+  }
+  return Succeed();
+  ZF_GUARD_END
+}
+
+}  // extern "C"

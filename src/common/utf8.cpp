@@ -1,0 +1,37 @@
+// UTF-8 validation.
+#include "common/utf8.h"
+
+#include <cstdint>
+
+namespace zf {
+
+bool IsValidUtf8(std::string_view s, size_t* bad_offset) {
+  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+  const size_t n = s.size();
+  size_t i = 0;
+  while (i < n) {
+    const uint8_t c = p[i];
+    size_t len;
+    uint32_t min_cp, cp;
+    if (c < 0x80) { ++i; continue; }
+    if ((c & 0xE0) == 0xC0) { len = 2; min_cp = 0x80; cp = c & 0x1F; }
+    else if ((c & 0xF0) == 0xE0) { len = 3; min_cp = 0x800; cp = c & 0x0F; }
+    else if ((c & 0xF8) == 0xF0) { len = 4; min_cp = 0x10000; cp = c & 0x07; }
+    else break;
+    if (i + len > n) break;
+    size_t k = 1;
+    for (; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) break;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    if (k != len || cp < min_cp || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) break;
+    i += len;
+  }
+  if (i < n) {
+    if (bad_offset != nullptr) *bad_offset = i;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace zf

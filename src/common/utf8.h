@@ -1,0 +1,12 @@
+// UTF-8 validation (RFC 3629: no overlongs, no surrogates, max U+10FFFF).
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace zf {
+
+// True if `s` is valid UTF-8; otherwise *bad_offset (if given) is the first invalid byte.
+bool IsValidUtf8(std::string_view s, size_t* bad_offset = nullptr);
+
+}  // namespace zf

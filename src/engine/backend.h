@@ -1,0 +1,80 @@
+// The compute interface every engine implements (CPU now, CUDA later): the transformer body in
+// model/transformer.cpp is written only against this table of operations.
+//
+// Conventions: activations are row-major float arrays owned by the backend's scratch (host
+// memory for the CPU engine, device memory for CUDA); weights are GGUF tensors in their stored
+// quantized layout (matrices have ne[0] = input features, ne[1] = output features). One Backend
+// instance serves one session (it owns that session's threads and KV cache): thread-compatible,
+// not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "common/status.h"
+#include "gguf/gguf.h"
+#include "model/config.h"
+
+namespace zf::engine {
+
+using Tensor = gguf::TensorInfo;
+
+enum class KvType : int32_t { kF32 = 0, kF16 = 1 };
+
+struct RopeParams {
+  int32_t n_rot = 0;                   // rotated dimensions at the start of each head
+  float base = 10000.0f;
+  float freq_scale = 1.0f;             // position multiplier (linear scaling)
+  const float* freq_factors = nullptr; // optional [n_rot/2] divisors of each frequency
+  model::RopeStyle style = model::RopeStyle::kNorm;
+};
+
+struct AttentionParams {
+  int32_t n_head = 0;
+  int32_t n_head_kv = 0;
+  int32_t head_dim_k = 0;
+  int32_t head_dim_v = 0;
+  float scale = 1.0f;        // multiplies q·k
+  float softcap = 0.0f;      // 0 = off
+  int32_t window = 0;        // 0 = full causal; else a position sees the last `window` positions
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+
+  // Allocates the KV cache: n_layer x n_ctx positions of k_width (= n_head_kv*head_dim_k) and
+  // v_width floats. kOutOfMemory on failure.
+  virtual Status InitKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width,
+                        KvType type) = 0;
+
+  // out[t, :] = dequantized row ids[t] of `table`, times `scale`.
+  virtual void GetRows(const Tensor& table, const int32_t* ids, int32_t n, float scale, float* out) = 0;
+  // y[t, :] = W x[t, :] for t < n_tok (x: n_tok x w.ne[0], y: n_tok x w.ne[1]).
+  virtual void MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y) = 0;
+  // y[r, :] = x[r, :] / rms(x[r, :]) * w  (y may alias x).
+  virtual void RmsNorm(const float* x, const float* w, int32_t rows, int32_t n, float eps, float* y) = 0;
+  // x[t, :] += b  for each of `rows` rows of width n.
+  virtual void AddBias(float* x, const float* b, int32_t rows, int32_t n) = 0;
+  // x += y over n elements.
+  virtual void Add(float* x, const float* y, int64_t n) = 0;
+  // Rotary embedding in place on x (n_tok x n_heads x head_dim) at positions pos[t].
+  virtual void Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim, const int32_t* pos,
+                    const RopeParams& rp) = 0;
+  // gate[i] = act(gate[i]) * up[i] over n elements.
+  virtual void GatedActivation(model::FfnActivation act, float* gate, const float* up, int64_t n) = 0;
+  // Writes k/v rows for positions pos0..pos0+n_tok-1 of `layer` into the cache.
+  virtual void StoreKv(int32_t layer, const float* k, const float* v, int32_t n_tok, int32_t pos0) = 0;
+  // Causal attention of n_tok queries (positions pos0..) over the cache of `layer`;
+  // out: n_tok x (n_head*head_dim_v).
+  virtual void Attention(int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
+                         const AttentionParams& ap, float* out) = 0;
+  // x = cap * tanh(x / cap) over n elements.
+  virtual void Softcap(float* x, int64_t n, float cap) = 0;
+};
+
+// The CPU engine with n_threads workers (the caller's thread included).
+std::unique_ptr<Backend> CreateCpuBackend(int32_t n_threads);
+
+}  // namespace zf::engine

@@ -1,0 +1,241 @@
+// CPU engine ops. Numerics follow the reference engine where it matters for parity:
+// activations quantized to the weight's vec-dot type, RMS sums in double, iterative rope
+// angles in float, GELU evaluated on F16-rounded inputs (the reference uses an F16 table).
+#include "engine/cpu/cpu_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <new>
+
+#include "quant/quant.h"
+
+namespace zf::engine {
+
+CpuBackend::CpuBackend(int32_t n_threads) : pool_(n_threads) {}
+
+Status CpuBackend::InitKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type) {
+  const size_t elem = type == KvType::kF16 ? 2 : 4;
+  try {
+    k_cache_.assign(size_t(n_layer) * size_t(n_ctx) * size_t(k_width) * elem, 0);
+    v_cache_.assign(size_t(n_layer) * size_t(n_ctx) * size_t(v_width) * elem, 0);
+    attn_scratch_.assign(size_t(pool_.size()) * (size_t(n_ctx) + size_t(std::max(k_width, v_width))), 0.0f);
+  } catch (const std::bad_alloc&) {
+    return Status(Code::kOutOfMemory, "cannot allocate the KV cache for n_ctx=" + std::to_string(n_ctx));
+  }
+  n_ctx_ = n_ctx;
+  k_width_ = k_width;
+  v_width_ = v_width;
+  kv_type_ = type;
+  return Status::Ok();
+}
+
+void CpuBackend::GetRows(const Tensor& table, const int32_t* ids, int32_t n, float scale, float* out) {
+  const int64_t width = table.ne[0];
+  const size_t row_bytes = RowSize(table.type, width);
+  for (int32_t t = 0; t < n; ++t) {
+    float* dst = out + int64_t{t} * width;
+    quant::DequantizeRow(table.type, table.data + size_t(ids[t]) * row_bytes, dst, width);
+    if (scale != 1.0f) {
+      for (int64_t i = 0; i < width; ++i) dst[i] *= scale;
+    }
+  }
+}
+
+void CpuBackend::MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y) {
+  const int64_t k = w.ne[0];
+  const int64_t m = w.ne[1];
+  const GgmlType act_type = quant::VecDotType(w.type);
+  const size_t act_row = RowSize(act_type, k);
+  const size_t w_row = RowSize(w.type, k);
+  if (act_q_.size() < act_row * size_t(n_tok)) act_q_.resize(act_row * size_t(n_tok));
+  uint8_t* act = act_q_.data();
+  pool_.ParallelFor(n_tok, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) quant::QuantizeActivations(act_type, x + t * k, act + size_t(t) * act_row, k);
+  });
+  // Rows split across threads; each weight row is read once and applied to every token.
+  pool_.ParallelFor(m, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const uint8_t* wr = w.data + size_t(r) * w_row;
+      for (int32_t t = 0; t < n_tok; ++t) {
+        y[int64_t{t} * m + r] = quant::VecDot(w.type, k, wr, act + size_t(t) * act_row);
+      }
+    }
+  });
+}
+
+void CpuBackend::RmsNorm(const float* x, const float* w, int32_t rows, int32_t n, float eps, float* y) {
+  for (int32_t r = 0; r < rows; ++r) {
+    const float* xr = x + int64_t{r} * n;
+    float* yr = y + int64_t{r} * n;
+    double sum = 0.0;
+    for (int32_t i = 0; i < n; ++i) sum += double(xr[i]) * double(xr[i]);
+    const float scale = 1.0f / std::sqrt(float(sum / n) + eps);
+    for (int32_t i = 0; i < n; ++i) yr[i] = xr[i] * scale * w[i];
+  }
+}
+
+void CpuBackend::AddBias(float* x, const float* b, int32_t rows, int32_t n) {
+  for (int32_t r = 0; r < rows; ++r) {
+    for (int32_t i = 0; i < n; ++i) x[int64_t{r} * n + i] += b[i];
+  }
+}
+
+void CpuBackend::Add(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+void CpuBackend::Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim, const int32_t* pos,
+                      const RopeParams& rp) {
+  const int32_t half = rp.n_rot / 2;
+  const float theta_scale = std::pow(rp.base, -2.0f / float(rp.n_rot));
+  std::vector<float> cs(size_t(half) * 2);  // small; rope runs once per layer per call
+  for (int32_t t = 0; t < n_tok; ++t) {
+    float theta = float(pos[t]) * rp.freq_scale;
+    for (int32_t i = 0; i < half; ++i) {
+      const float th = rp.freq_factors ? theta / rp.freq_factors[i] : theta;
+      cs[size_t(2 * i)] = std::cos(th);
+      cs[size_t(2 * i + 1)] = std::sin(th);
+      theta *= theta_scale;
+    }
+    for (int32_t h = 0; h < n_heads; ++h) {
+      float* v = x + (int64_t{t} * n_heads + h) * head_dim;
+      for (int32_t i = 0; i < half; ++i) {
+        const float c = cs[size_t(2 * i)], s = cs[size_t(2 * i + 1)];
+        const int32_t i0 = rp.style == model::RopeStyle::kNorm ? 2 * i : i;
+        const int32_t i1 = rp.style == model::RopeStyle::kNorm ? 2 * i + 1 : i + half;
+        const float a = v[i0], b = v[i1];
+        v[i0] = a * c - b * s;
+        v[i1] = a * s + b * c;
+      }
+    }
+  }
+}
+
+namespace {
+
+// GELU, tanh approximation, on the F16-rounded input as the reference's lookup table does.
+inline float Gelu(float x) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+  constexpr float kCoef = 0.044715f;
+  if (x <= -10.0f) return 0.0f;
+  if (x >= 10.0f) return x;
+  const float xh = quant::Fp16ToFp32(quant::Fp32ToFp16(x));
+  const float g = 0.5f * xh * (1.0f + std::tanh(kSqrt2OverPi * xh * (1.0f + kCoef * xh * xh)));
+  return quant::Fp16ToFp32(quant::Fp32ToFp16(g));
+}
+
+inline float Silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+}  // namespace
+
+void CpuBackend::GatedActivation(model::FfnActivation act, float* gate, const float* up, int64_t n) {
+  pool_.ParallelFor(n, [&](int64_t b, int64_t e) {
+    if (act == model::FfnActivation::kGeluTanh) {
+      for (int64_t i = b; i < e; ++i) gate[i] = Gelu(gate[i]) * up[i];
+    } else {
+      for (int64_t i = b; i < e; ++i) gate[i] = Silu(gate[i]) * up[i];
+    }
+  });
+}
+
+void CpuBackend::StoreKv(int32_t layer, const float* k, const float* v, int32_t n_tok, int32_t pos0) {
+  const size_t elem = kv_type_ == KvType::kF16 ? 2 : 4;
+  for (int32_t t = 0; t < n_tok; ++t) {
+    const int64_t slot = int64_t{layer} * n_ctx_ + pos0 + t;
+    const float* kr = k + int64_t{t} * k_width_;
+    const float* vr = v + int64_t{t} * v_width_;
+    uint8_t* kd = k_cache_.data() + size_t(slot) * size_t(k_width_) * elem;
+    uint8_t* vd = v_cache_.data() + size_t(slot) * size_t(v_width_) * elem;
+    if (kv_type_ == KvType::kF16) {
+      uint16_t* k16 = reinterpret_cast<uint16_t*>(kd);
+      uint16_t* v16 = reinterpret_cast<uint16_t*>(vd);
+      for (int32_t i = 0; i < k_width_; ++i) k16[i] = quant::Fp32ToFp16(kr[i]);
+      for (int32_t i = 0; i < v_width_; ++i) v16[i] = quant::Fp32ToFp16(vr[i]);
+    } else {
+      std::memcpy(kd, kr, size_t(k_width_) * 4);
+      std::memcpy(vd, vr, size_t(v_width_) * 4);
+    }
+  }
+}
+
+void CpuBackend::LoadKvRow(const void* base, int64_t index, int32_t width, float* out) const {
+  if (kv_type_ == KvType::kF16) {
+    const uint16_t* p = static_cast<const uint16_t*>(base) + index * width;
+    for (int32_t i = 0; i < width; ++i) out[i] = quant::Fp16ToFp32(p[i]);
+  } else {
+    std::memcpy(out, static_cast<const float*>(base) + index * width, size_t(width) * 4);
+  }
+}
+
+void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const AttentionParams& ap,
+                           float* out) {
+  const int32_t group = ap.n_head / ap.n_head_kv;
+  const int32_t q_width = ap.n_head * ap.head_dim_k;
+  const int32_t o_width = ap.n_head * ap.head_dim_v;
+  const int64_t layer_base = int64_t{layer} * n_ctx_;
+  const size_t per_thread = size_t(n_ctx_) + size_t(std::max(k_width_, v_width_));
+  struct Ctx {
+    CpuBackend* self;
+    const float* q;
+    float* out;
+    const AttentionParams* ap;
+    int32_t n_tok, pos0, group, q_width, o_width;
+    int64_t layer_base;
+    size_t per_thread;
+  } c{this, q, out, &ap, n_tok, pos0, group, q_width, o_width, layer_base, per_thread};
+  pool_.Run(
+      [](void* p, int32_t ith, int32_t nth) {
+        Ctx& c = *static_cast<Ctx*>(p);
+        CpuBackend& self = *c.self;
+        const AttentionParams& ap = *c.ap;
+        float* scores = self.attn_scratch_.data() + size_t(ith) * c.per_thread;
+        float* row = scores + self.n_ctx_;
+        const int64_t n_pairs = int64_t{c.n_tok} * ap.n_head;
+        for (int64_t pair = ith; pair < n_pairs; pair += nth) {
+          const int32_t t = int32_t(pair / ap.n_head);
+          const int32_t h = int32_t(pair % ap.n_head);
+          const int32_t g = h / c.group;
+          const int32_t p_q = c.pos0 + t;
+          const int32_t lo = ap.window > 0 ? std::max(0, p_q - ap.window + 1) : 0;
+          const float* qh = c.q + int64_t{t} * c.q_width + int64_t{h} * ap.head_dim_k;
+          float mx = -INFINITY;
+          for (int32_t j = lo; j <= p_q; ++j) {
+            self.LoadKvRow(self.k_cache_.data(), c.layer_base + j, self.k_width_, row);
+            const float* kh = row + int64_t{g} * ap.head_dim_k;
+            float s = 0.0f;
+            for (int32_t d = 0; d < ap.head_dim_k; ++d) s += qh[d] * kh[d];
+            s *= ap.scale;
+            if (ap.softcap > 0.0f) s = ap.softcap * std::tanh(s / ap.softcap);
+            scores[j - lo] = s;
+            mx = std::max(mx, s);
+          }
+          const int32_t n = p_q - lo + 1;
+          double sum = 0.0;
+          for (int32_t j = 0; j < n; ++j) {
+            scores[j] = std::exp(scores[j] - mx);
+            sum += scores[j];
+          }
+          const float inv = float(1.0 / sum);
+          float* oh = c.out + int64_t{t} * c.o_width + int64_t{h} * ap.head_dim_v;
+          std::fill(oh, oh + ap.head_dim_v, 0.0f);
+          for (int32_t j = 0; j < n; ++j) {
+            self.LoadKvRow(self.v_cache_.data(), c.layer_base + lo + j, self.v_width_, row);
+            const float* vh = row + int64_t{g} * ap.head_dim_v;
+            const float wj = scores[j] * inv;
+            for (int32_t d = 0; d < ap.head_dim_v; ++d) oh[d] += wj * vh[d];
+          }
+        }
+      },
+      &c);
+}
+
+void CpuBackend::Softcap(float* x, int64_t n, float cap) {
+  for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
+}
+
+std::unique_ptr<Backend> CreateCpuBackend(int32_t n_threads) {
+  return std::unique_ptr<Backend>(new CpuBackend(n_threads));
+}
+
+}  // namespace zf::engine

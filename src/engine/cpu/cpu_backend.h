@@ -1,0 +1,50 @@
+// The CPU engine: quantized matmuls through quant/ (SIMD picked at run time), norms, rope,
+// attention over an F16/F32 KV cache, all split across a persistent thread pool.
+// Thread-compatible: one session's thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/backend.h"
+#include "engine/thread_pool.h"
+
+namespace zf::engine {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int32_t n_threads);
+  const char* name() const override { return "cpu"; }
+
+  Status InitKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type) override;
+  void GetRows(const Tensor& table, const int32_t* ids, int32_t n, float scale, float* out) override;
+  void MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y) override;
+  void RmsNorm(const float* x, const float* w, int32_t rows, int32_t n, float eps, float* y) override;
+  void AddBias(float* x, const float* b, int32_t rows, int32_t n) override;
+  void Add(float* x, const float* y, int64_t n) override;
+  void Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim, const int32_t* pos,
+            const RopeParams& rp) override;
+  void GatedActivation(model::FfnActivation act, float* gate, const float* up, int64_t n) override;
+  void StoreKv(int32_t layer, const float* k, const float* v, int32_t n_tok, int32_t pos0) override;
+  void Attention(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const AttentionParams& ap,
+                 float* out) override;
+  void Softcap(float* x, int64_t n, float cap) override;
+
+ private:
+  // Reads one cached row (k or v) as floats.
+  void LoadKvRow(const void* base, int64_t index, int32_t width, float* out) const;
+
+  ThreadPool pool_;
+  // Activation rows quantized to the weight's vec-dot type (grown on demand, reused).
+  std::vector<uint8_t> act_q_;
+  // Per-thread attention scratch: scores over n_ctx positions + one k/v row.
+  std::vector<float> attn_scratch_;
+  int32_t n_ctx_ = 0;
+  int32_t k_width_ = 0;
+  int32_t v_width_ = 0;
+  KvType kv_type_ = KvType::kF16;
+  std::vector<uint8_t> k_cache_;  // [n_layer][n_ctx][k_width]
+  std::vector<uint8_t> v_cache_;  // [n_layer][n_ctx][v_width]
+};
+
+}  // namespace zf::engine

@@ -1,0 +1,74 @@
+// Fork-join pool: an epoch counter publishes each task; workers spin ~50 us, then block.
+#include "engine/thread_pool.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define ZF_PAUSE() _mm_pause()
+#else
+#define ZF_PAUSE() ((void)0)
+#endif
+
+namespace zf::engine {
+
+namespace {
+// Spins before sleeping: long enough to bridge the gap between two ops of one decode step,
+// short enough not to burn a core when the session is idle.
+constexpr int kSpinIterations = 20000;
+}  // namespace
+
+ThreadPool::ThreadPool(int32_t n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+  workers_.reserve(static_cast<size_t>(n_threads_ - 1));
+  for (int32_t i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_.store(true);
+    epoch_.fetch_add(1);
+  }
+  cv_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+void ThreadPool::Run(TaskFn fn, void* ctx) {
+  if (n_threads_ == 1) {
+    fn(ctx, 0, 1);
+    return;
+  }
+  fn_ = fn;
+  ctx_ = ctx;
+  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+  {
+    // Publish under the mutex so a worker about to sleep cannot miss the new epoch.
+    std::lock_guard<std::mutex> lock(mu_);
+    epoch_.fetch_add(1, std::memory_order_release);
+  }
+  if (sleepers_.load(std::memory_order_acquire) > 0) cv_.notify_all();
+  fn(ctx, 0, n_threads_);
+  while (pending_.load(std::memory_order_acquire) != 0) ZF_PAUSE();
+}
+
+void ThreadPool::WorkerLoop(int32_t ith) {
+  uint64_t seen = 0;
+  for (;;) {
+    uint64_t e = epoch_.load(std::memory_order_acquire);
+    for (int i = 0; e == seen && i < kSpinIterations; ++i) {
+      ZF_PAUSE();
+      e = epoch_.load(std::memory_order_acquire);
+    }
+    if (e == seen) {
+      std::unique_lock<std::mutex> lock(mu_);
+      sleepers_.fetch_add(1);
+      cv_.wait(lock, [&] { return epoch_.load(std::memory_order_acquire) != seen; });
+      sleepers_.fetch_sub(1);
+      e = epoch_.load(std::memory_order_acquire);
+    }
+    seen = e;
+    if (stop_.load()) return;
+    fn_(ctx_, ith, n_threads_);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+}  // namespace zf::engine

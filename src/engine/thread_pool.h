@@ -1,0 +1,62 @@
+// Persistent worker pool for the CPU engine: one fork-join Run() per op, workers spin briefly
+// between ops (decode issues hundreds of small ops per token) and then sleep.
+// Thread-compatible: one caller at a time (a session's thread).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace zf::engine {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int32_t n_threads);  // total threads, the caller's included
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int32_t size() const { return n_threads_; }
+
+  // Calls fn(ctx, thread_index, n_threads) on every thread (caller is index 0); returns when all
+  // have finished. No allocation.
+  using TaskFn = void (*)(void* ctx, int32_t ith, int32_t nth);
+  void Run(TaskFn fn, void* ctx);
+
+  // Convenience: splits [0, n) into contiguous chunks, calls f(begin, end) per thread.
+  template <typename F>
+  void ParallelFor(int64_t n, F&& f) {
+    struct Ctx {
+      F* f;
+      int64_t n;
+    } c{&f, n};
+    Run(
+        [](void* p, int32_t ith, int32_t nth) {
+          Ctx* c = static_cast<Ctx*>(p);
+          const int64_t chunk = (c->n + nth - 1) / nth;
+          const int64_t b = chunk * ith;
+          const int64_t e = b + chunk < c->n ? b + chunk : c->n;
+          if (b < e) (*c->f)(b, e);
+        },
+        &c);
+  }
+
+ private:
+  void WorkerLoop(int32_t ith);
+
+  int32_t n_threads_;
+  std::vector<std::thread> workers_;
+  std::atomic<uint64_t> epoch_{0};
+  std::atomic<int32_t> pending_{0};
+  std::atomic<bool> stop_{false};
+  TaskFn fn_ = nullptr;
+  void* ctx_ = nullptr;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::atomic<int32_t> sleepers_{0};
+};
+
+}  // namespace zf::engine

@@ -1,0 +1,99 @@
+// Model loading: map + validate the file, read the config, build the tokenizer, bind weights.
+#include "model/model.h"
+
+#include <map>
+#include <set>
+#include <thread>
+#include <fstream>
+
+#include "common/log.h"
+
+namespace zf::model {
+namespace {
+
+Status Progress(const LoadOptions& o, int32_t permille) {
+  if (o.progress != nullptr && o.progress(o.progress_user_data, permille) != 0) {
+    return Status(Code::kCancelled, "model load aborted by the progress callback");
+  }
+  return Status::Ok();
+}
+
+// The most common weight type among the layer matrices, by element count ("Q4_K").
+std::string DominantQuant(const gguf::GgufFile& f) {
+  std::map<std::string, int64_t> count;
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    if (t.n_dims >= 2 && t.name.substr(0, 4) == "blk.") count[TypeName(t.type)] += t.n_elements();
+  }
+  std::string best = "F32";
+  int64_t best_n = -1;
+  for (const auto& kv : count) {
+    if (kv.second > best_n) best = kv.first, best_n = kv.second;
+  }
+  return best;
+}
+
+}  // namespace
+
+int32_t PhysicalCores() {
+  // Count distinct (physical id, core id) pairs; fall back to hardware_concurrency.
+  std::ifstream in("/proc/cpuinfo");
+  std::set<std::pair<std::string, std::string>> cores;
+  std::string line, phys = "0";
+  while (std::getline(in, line)) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
+    std::string val = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "physical id") phys = val;
+    if (key == "core id") cores.insert({phys, val});
+  }
+  if (!cores.empty()) return int32_t(cores.size());
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : int32_t(n);
+}
+
+Status Model::Load(const std::string& path, const LoadOptions& o, std::unique_ptr<Model>* out) {
+  out->reset();
+  std::unique_ptr<Model> m(new Model());
+  ZF_RETURN_IF_ERROR(Progress(o, 0));
+  gguf::OpenOptions fo;
+  fo.no_mmap = o.no_mmap;
+  ZF_RETURN_IF_ERROR(gguf::GgufFile::Open(path, fo, &m->file_));
+  ZF_RETURN_IF_ERROR(Progress(o, 200));
+  const gguf::GgufFile& f = *m->file_;
+
+  ZF_RETURN_IF_ERROR(LoadConfig(f, &m->config_));
+  ZF_RETURN_IF_ERROR(tok::Tokenizer::Create(f, &m->tokenizer_));
+  if (m->tokenizer_->n_vocab() != m->config_.n_vocab) {
+    return FormatError("tokenizer has " + std::to_string(m->tokenizer_->n_vocab()) + " tokens but the model expects " +
+                       std::to_string(m->config_.n_vocab));
+  }
+  ZF_RETURN_IF_ERROR(Progress(o, 600));
+  std::string_view sv;
+  if (f.GetString("general.name", &sv).ok()) m->name_ = std::string(sv);
+  if (f.GetString("tokenizer.chat_template", &sv).ok()) m->chat_template_ = std::string(sv);
+  m->quant_name_ = DominantQuant(f);
+  m->vocab_only_ = o.vocab_only;
+  m->n_threads_ = o.n_threads > 0 ? o.n_threads : PhysicalCores();
+
+  if (!o.vocab_only) {
+    ZF_RETURN_IF_ERROR(BindWeights(f, m->config_, &m->weights_));
+    uint64_t n = 0;
+    for (const gguf::TensorInfo& t : f.tensors()) n += uint64_t(t.n_elements());
+    m->config_.n_params = n;
+  }
+  // The CUDA engine is resolved at run time; until it is present, AUTO means the CPU.
+  if (o.device == Device::kCuda) {
+    return Status(Code::kBackend, "device=CUDA requested but this build has no CUDA engine "
+                                  "(kernel library libzerfoo_kernels.so not available)");
+  }
+  if (o.device == Device::kAuto) {
+    ZF_LOGI("using the CPU engine: no CUDA engine in this build");
+  }
+  m->device_ = Device::kCpu;
+  ZF_RETURN_IF_ERROR(Progress(o, 1000));
+  *out = std::move(m);
+  return Status::Ok();
+}
+
+}  // namespace zf::model

@@ -1,0 +1,64 @@
+// A loaded model: the mapped GGUF file, its tokenizer, hyperparameters and bound weights.
+// Immutable after Load: may be shared by any number of threads and sessions.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "gguf/gguf.h"
+#include "model/config.h"
+#include "model/weights.h"
+#include "tokenizer/tokenizer.h"
+
+namespace zf::model {
+
+enum class Device : int32_t { kAuto = 0, kCpu = 1, kCuda = 2 };
+
+struct LoadOptions {
+  bool vocab_only = false;
+  bool no_mmap = false;
+  Device device = Device::kAuto;
+  int32_t gpu_index = 0;
+  int32_t n_threads = 0;  // 0 = physical cores
+  // Progress in permille; returning nonzero aborts the load with kCancelled.
+  int32_t (*progress)(void* user_data, int32_t permille) = nullptr;
+  void* progress_user_data = nullptr;
+};
+
+class Model {
+ public:
+  static Status Load(const std::string& path, const LoadOptions& options, std::unique_ptr<Model>* out);
+
+  const gguf::GgufFile& file() const { return *file_; }
+  const tok::Tokenizer& tokenizer() const { return *tokenizer_; }
+  const ModelConfig& config() const { return config_; }
+  const Weights& weights() const { return weights_; }
+  bool vocab_only() const { return vocab_only_; }
+  Device device() const { return device_; }
+  int32_t default_threads() const { return n_threads_; }
+  const std::string& name() const { return name_; }
+  const std::string& quant_name() const { return quant_name_; }
+  // tokenizer.chat_template, or "" when the file has none.
+  const std::string& chat_template() const { return chat_template_; }
+
+ private:
+  Model() = default;
+
+  std::unique_ptr<gguf::GgufFile> file_;
+  std::unique_ptr<tok::Tokenizer> tokenizer_;
+  ModelConfig config_;
+  Weights weights_;
+  bool vocab_only_ = false;
+  Device device_ = Device::kCpu;
+  int32_t n_threads_ = 1;
+  std::string name_;
+  std::string quant_name_;
+  std::string chat_template_;
+};
+
+// Number of physical cores (hyperthreads share their FP units, so they don't help matmuls).
+int32_t PhysicalCores();
+
+}  // namespace zf::model

@@ -1,0 +1,36 @@
+// The shared transformer body (llama, gemma3, ...): embeddings -> blocks -> norm -> logits,
+// written against engine::Backend. One Forward object per session holds its scratch buffers.
+// Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/backend.h"
+#include "model/model.h"
+
+namespace zf::model {
+
+class Forward {
+ public:
+  // max_batch: tokens evaluated per step (prefill is split into chunks of this size).
+  Forward(const Model& model, engine::Backend& backend, int32_t max_batch);
+
+  int32_t max_batch() const { return max_batch_; }
+
+  // Evaluates tokens[0..n) at positions pos0.. (n <= max_batch), appending to the KV cache.
+  // If logits != nullptr, writes the last token's n_vocab logits there.
+  void Run(const int32_t* tokens, int32_t n, int32_t pos0, float* logits);
+
+ private:
+  const Model& model_;
+  engine::Backend& be_;
+  int32_t max_batch_;
+  // Scratch, sized for max_batch rows: x/h [B, n_embd], q [B, n_head*hd_k], k [B, n_kv*hd_k],
+  // v [B, n_kv*hd_v], attn [B, n_head*hd_v], gate/up [B, n_ff], pos [B].
+  std::vector<float> x_, h_, q_, k_, v_, attn_, gate_, up_;
+  std::vector<int32_t> pos_;
+};
+
+}  // namespace zf::model

@@ -1,0 +1,71 @@
+// Session: context sizing, KV allocation, chunked evaluation with cancellation checks.
+#include "runtime/session.h"
+
+#include <algorithm>
+
+namespace zf::rt {
+
+Session::Session(const model::Model& model, int32_t n_ctx, std::unique_ptr<engine::Backend> backend)
+    : model_(model), n_ctx_(n_ctx), backend_(std::move(backend)) {}
+
+Status Session::Create(const model::Model& model, const SessionOptions& o, std::unique_ptr<Session>* out) {
+  out->reset();
+  if (model.vocab_only()) return InvalidArgument("the model was loaded with ZF_MODEL_VOCAB_ONLY and has no weights");
+  if (o.n_ctx < 0) return InvalidArgument("n_ctx must be >= 0, got " + std::to_string(o.n_ctx));
+  if (o.n_threads < 0) return InvalidArgument("n_threads must be >= 0, got " + std::to_string(o.n_threads));
+  const model::ModelConfig& c = model.config();
+  int32_t n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(c.n_ctx_train, kDefaultContext);
+  if (n_ctx > (1 << 24)) return InvalidArgument("n_ctx " + std::to_string(n_ctx) + " is too large");
+  const int32_t threads = o.n_threads > 0 ? o.n_threads : model.default_threads();
+  std::unique_ptr<engine::Backend> backend = engine::CreateCpuBackend(std::min(threads, 256));
+  ZF_RETURN_IF_ERROR(backend->InitKv(c.n_layer, n_ctx, c.n_head_kv * c.head_dim_k, c.n_head_kv * c.head_dim_v,
+                                     o.kv_type));
+  std::unique_ptr<Session> s(new Session(model, n_ctx, std::move(backend)));
+  s->forward_.reset(new model::Forward(model, *s->backend_, std::min(kMaxBatch, n_ctx)));
+  s->history_.reserve(size_t(n_ctx));
+  s->logits_.resize(size_t(c.n_vocab));
+  *out = std::move(s);
+  return Status::Ok();
+}
+
+Status Session::Eval(const int32_t* tokens, size_t n, float* logits) {
+  if (n == 0) return InvalidArgument("no tokens to evaluate");
+  const int32_t n_vocab = model_.config().n_vocab;
+  for (size_t i = 0; i < n; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= n_vocab) {
+      return InvalidArgument("token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
+                             " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
+    }
+  }
+  if (size_t(n_past()) + n > size_t(n_ctx_)) {
+    return Status(Code::kContextFull, std::to_string(n) + " tokens do not fit: " + std::to_string(n_past()) + " of " +
+                                          std::to_string(n_ctx_) + " context positions are used");
+  }
+  const int32_t batch = forward_->max_batch();
+  size_t done = 0;
+  while (done < n) {
+    if (ConsumeCancel()) return Status(Code::kCancelled, "evaluation cancelled");
+    const int32_t chunk = int32_t(std::min<size_t>(size_t(batch), n - done));
+    const bool last = done + size_t(chunk) == n;
+    has_logits_ = false;
+    forward_->Run(tokens + done, chunk, n_past(), last ? logits : nullptr);
+    history_.insert(history_.end(), tokens + done, tokens + done + chunk);
+    done += size_t(chunk);
+  }
+  return Status::Ok();
+}
+
+Status Session::EvalKeepLogits(const int32_t* tokens, size_t n) {
+  ZF_RETURN_IF_ERROR(Eval(tokens, n, logits_.data()));
+  has_logits_ = true;
+  return Status::Ok();
+}
+
+void Session::Reset() {
+  history_.clear();
+  pending_.clear();
+  has_logits_ = false;
+  cancel_.store(false);
+}
+
+}  // namespace zf::rt

@@ -1,0 +1,73 @@
+// A session: one conversation's KV cache, token history and engine state over a shared model.
+// Thread-compatible (one thread at a time); RequestCancel() is safe from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/backend.h"
+#include "model/model.h"
+#include "model/transformer.h"
+
+namespace zf::rt {
+
+struct SessionOptions {
+  int32_t n_ctx = 0;      // 0 = min(training context, kDefaultContext)
+  int32_t n_threads = 0;  // 0 = the model's default
+  engine::KvType kv_type = engine::KvType::kF16;
+};
+
+// Default context when the caller does not choose one: large enough for chat, small enough
+// that a 128k-context model does not allocate gigabytes of KV cache by surprise.
+constexpr int32_t kDefaultContext = 4096;
+// Prefill chunk: tokens evaluated per forward step.
+constexpr int32_t kMaxBatch = 512;
+
+class Session {
+ public:
+  static Status Create(const model::Model& model, const SessionOptions& options, std::unique_ptr<Session>* out);
+
+  const model::Model& model() const { return model_; }
+  int32_t n_ctx() const { return n_ctx_; }
+  int32_t n_past() const { return int32_t(history_.size()); }
+  const std::vector<int32_t>& history() const { return history_; }
+
+  // Appends tokens to the cache (in chunks of kMaxBatch) and, if logits != nullptr, writes the
+  // last token's n_vocab logits. kContextFull (nothing appended) if they don't fit; kCancelled
+  // if a cancel request arrived (tokens evaluated so far stay in the cache).
+  Status Eval(const int32_t* tokens, size_t n, float* logits);
+
+  void Reset();
+
+  // Logits of the last evaluated position (valid when has_logits()).
+  const float* last_logits() const { return logits_.data(); }
+  bool has_logits() const { return has_logits_; }
+  // Evaluates tokens and keeps the last position's logits in last_logits().
+  Status EvalKeepLogits(const int32_t* tokens, size_t n);
+
+  // Tokens sampled and shown to the caller but not yet in the KV cache (the last token of a
+  // generation that stopped before evaluating it); evaluated first by the next call.
+  std::vector<int32_t>& pending() { return pending_; }
+
+  void RequestCancel() { cancel_.store(true, std::memory_order_relaxed); }
+  // True (and clears the request) if a cancel is pending.
+  bool ConsumeCancel() { return cancel_.exchange(false, std::memory_order_relaxed); }
+
+ private:
+  Session(const model::Model& model, int32_t n_ctx, std::unique_ptr<engine::Backend> backend);
+
+  const model::Model& model_;
+  int32_t n_ctx_;
+  std::unique_ptr<engine::Backend> backend_;
+  std::unique_ptr<model::Forward> forward_;
+  std::vector<int32_t> history_;
+  std::vector<int32_t> pending_;
+  std::vector<float> logits_;  // [n_vocab]
+  bool has_logits_ = false;
+  std::atomic<bool> cancel_{false};
+};
+
+}  // namespace zf::rt

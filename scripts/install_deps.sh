@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the build and test dependencies on Debian/Ubuntu (idempotent; uses sudo if not root).
+# Build: cmake, ninja, g++, pkg-config. Tests: GoogleTest, nlohmann-json (golden files),
+# doctest, Google Benchmark, Python 3 with pip (model fetch), Go (Go binding tests).
+set -euo pipefail
+
+pkgs=(cmake ninja-build g++ gcc make pkg-config libgtest-dev nlohmann-json3-dev doctest-dev
+      libbenchmark-dev python3 python3-pip unzip ca-certificates binutils)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "installing: ${missing[*]}" >&2
+  $sudo apt-get update -q >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${missing[@]}" >&2
+fi

@@ -4,7 +4,12 @@
 // to the weight type's "vec dot type" (as the reference engine does: Q8_0 for Q4_0/Q5_0/Q8_0,
 // Q8_1 for Q4_1/Q5_1, Q8_K for the K quants, F16 for F16, BF16 for BF16, F32 for F32) and runs an
 // integer dot product per weight row. Every function has a scalar reference implementation
-// (quant_ref.cpp) and may have SIMD versions picked at run time; all are thread-safe.
+// (quant_ref*.cpp) and may have SIMD versions (quant_avx2.cpp) picked once at run time from the
+// CPU features; all functions are thread-safe (pure functions of their arguments).
+//
+// Preconditions (callers validate tensor shapes/types once at load time; checked by assert in
+// debug builds only because these are the hot loops): n is a multiple of the block size of the
+// type, buffers hold RowSize(type, n) bytes, and the type is supported.
 #pragma once
 
 #include <cstdint>
@@ -13,21 +18,33 @@
 
 namespace zf::quant {
 
-// True if DequantizeRow/VecDot support this weight type.
+// True if DequantizeRow/VecDot support this weight type (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1,
+// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K).
 bool IsSupported(GgmlType t);
 
-// Dequantizes n elements (a multiple of the block size) from src into dst.
+// Dequantizes n elements (a multiple of the block size) from src into dst. Also accepts the
+// activation types Q8_1 and Q8_K (used by tests and debugging).
 void DequantizeRow(GgmlType t, const void* src, float* dst, int64_t n);
 
 // The activation format VecDot expects for weight type t (Q8_0, Q8_1, Q8_K, F16, BF16 or F32).
+// Returns t itself for unsupported types.
 GgmlType VecDotType(GgmlType weight_type);
 
-// Quantizes n floats into `act_type` blocks (act_type is a VecDotType result; F32 copies).
+// Quantizes n floats into `act_type` blocks (act_type is a VecDotType result; F32 copies). dst
+// holds RowSize(act_type, n) bytes.
 void QuantizeActivations(GgmlType act_type, const float* src, void* dst, int64_t n);
 
 // Dot product of one weight row (n elements of weight_type) with one activation row already in
 // VecDotType(weight_type). n is a multiple of the block size.
 float VecDot(GgmlType weight_type, int64_t n, const void* weight_row, const void* act_row);
+
+// The kernel VecDot would call for this weight type (nullptr if unsupported), so a GEMV loop
+// over rows can look it up once instead of switching on the type per row.
+using VecDotFn = float (*)(int64_t n, const void* weight_row, const void* act_row);
+VecDotFn GetVecDotFn(GgmlType weight_type);
+
+// Name of the instruction set the dispatching functions use: "avx2" or "scalar".
+const char* ActiveIsa();
 
 // Scalar reference versions (always available; the SIMD paths are tested against them).
 namespace ref {
@@ -36,10 +53,16 @@ void QuantizeActivations(GgmlType act_type, const float* src, void* dst, int64_t
 float VecDot(GgmlType weight_type, int64_t n, const void* weight_row, const void* act_row);
 }  // namespace ref
 
-// IEEE half and bfloat16 conversions.
+// IEEE half and bfloat16 conversions (portable bit manipulation; exact for every input).
 float Fp16ToFp32(uint16_t h);
-uint16_t Fp32ToFp16(float f);  // round to nearest even
+uint16_t Fp32ToFp16(float f);  // round to nearest even; overflow -> inf; NaN stays a quiet NaN
 float Bf16ToFp32(uint16_t h);
-uint16_t Fp32ToBf16(float f);  // round to nearest even
+uint16_t Fp32ToBf16(float f);  // round to nearest even; NaN stays a quiet NaN
+
+// Row conversions (used for F16/BF16 activations and dequantization).
+void Fp16ToFp32Row(const uint16_t* src, float* dst, int64_t n);
+void Fp32ToFp16Row(const float* src, uint16_t* dst, int64_t n);
+void Bf16ToFp32Row(const uint16_t* src, float* dst, int64_t n);
+void Fp32ToBf16Row(const float* src, uint16_t* dst, int64_t n);
 
 }  // namespace zf::quant

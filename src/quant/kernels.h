@@ -1,0 +1,69 @@
+// Internal: the per-type kernels behind quant.h (scalar reference and SIMD), for dispatch/tests.
+//
+// All kernels are pure functions of their arguments (thread-safe). n is the number of elements
+// and must be a multiple of the type's block size; rows need only the natural alignment of the
+// block struct (2 bytes, 4 for Q8_K).
+#pragma once
+
+#include <cstdint>
+
+#include "quant/quant.h"
+
+namespace zf::quant {
+
+using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
+using QuantizeFn = void (*)(const float* src, void* dst, int64_t n);
+
+namespace ref {
+// Dot products, weight row first, activation row (in the vec-dot type) second.
+float VecDotF32(int64_t n, const void* w, const void* a);
+float VecDotF16(int64_t n, const void* w, const void* a);
+float VecDotBF16(int64_t n, const void* w, const void* a);
+float VecDotQ4_0(int64_t n, const void* w, const void* a);  // x Q8_0
+float VecDotQ4_1(int64_t n, const void* w, const void* a);  // x Q8_1
+float VecDotQ5_0(int64_t n, const void* w, const void* a);  // x Q8_0
+float VecDotQ5_1(int64_t n, const void* w, const void* a);  // x Q8_1
+float VecDotQ8_0(int64_t n, const void* w, const void* a);  // x Q8_0
+float VecDotQ2_K(int64_t n, const void* w, const void* a);  // x Q8_K
+float VecDotQ3_K(int64_t n, const void* w, const void* a);  // x Q8_K
+float VecDotQ4_K(int64_t n, const void* w, const void* a);  // x Q8_K
+float VecDotQ5_K(int64_t n, const void* w, const void* a);  // x Q8_K
+float VecDotQ6_K(int64_t n, const void* w, const void* a);  // x Q8_K
+
+// Activation quantizers (the reference rounding: roundf for Q8_0/Q8_1, nearest-even for Q8_K).
+void QuantizeQ8_0(const float* src, void* dst, int64_t n);
+void QuantizeQ8_1(const float* src, void* dst, int64_t n);
+void QuantizeQ8_K(const float* src, void* dst, int64_t n);
+
+// Type -> kernel tables of the scalar reference; nullptr for unsupported types.
+VecDotFn GetVecDotFn(GgmlType weight_type);
+QuantizeFn GetQuantizeFn(GgmlType act_type);
+DequantizeFn GetDequantizeFn(GgmlType t);
+}  // namespace ref
+
+#if defined(__x86_64__) || defined(__i386__)
+// AVX2 + FMA + F16C kernels (quant_avx2.cpp); only call when CpuHasAvx2Fma16() is true.
+namespace avx2 {
+float VecDotF32(int64_t n, const void* w, const void* a);
+float VecDotF16(int64_t n, const void* w, const void* a);
+float VecDotBF16(int64_t n, const void* w, const void* a);
+float VecDotQ4_0(int64_t n, const void* w, const void* a);
+float VecDotQ4_1(int64_t n, const void* w, const void* a);
+float VecDotQ5_0(int64_t n, const void* w, const void* a);
+float VecDotQ5_1(int64_t n, const void* w, const void* a);
+float VecDotQ8_0(int64_t n, const void* w, const void* a);
+float VecDotQ4_K(int64_t n, const void* w, const void* a);
+float VecDotQ5_K(int64_t n, const void* w, const void* a);
+float VecDotQ6_K(int64_t n, const void* w, const void* a);
+// Bit-identical to the reference quantizers (same float operations, same rounding).
+void QuantizeQ8_0(const float* src, void* dst, int64_t n);
+void QuantizeQ8_1(const float* src, void* dst, int64_t n);
+void QuantizeQ8_K(const float* src, void* dst, int64_t n);
+void QuantizeF16(const float* src, void* dst, int64_t n);
+}  // namespace avx2
+#endif
+
+// True when the CPU (and OS) support AVX2, FMA and F16C.
+bool CpuHasAvx2Fma16();
+
+}  // namespace zf::quant

@@ -1,0 +1,118 @@
+// Run-time dispatch of the quant kernels: picks AVX2 kernels when the CPU has AVX2+FMA+F16C and
+// falls back to the scalar reference otherwise. The choice is made once (thread-safe static
+// initialization) and stored as a table of function pointers.
+#include <cassert>
+
+#include "quant/kernels.h"
+
+namespace zf::quant {
+namespace {
+
+constexpr int kNumTypes = 40;  // covers every GgmlType id handled here (ids < 40)
+
+struct KernelTable {
+  VecDotFn vec_dot[kNumTypes] = {};
+  QuantizeFn quantize[kNumTypes] = {};
+  DequantizeFn dequantize[kNumTypes] = {};
+  const char* isa = "scalar";
+};
+
+inline int Index(GgmlType t) { return static_cast<int>(t); }
+
+KernelTable BuildTable() {
+  KernelTable k;
+  for (int id = 0; id < kNumTypes; ++id) {
+    const GgmlType t = static_cast<GgmlType>(id);
+    k.vec_dot[id] = ref::GetVecDotFn(t);
+    k.quantize[id] = ref::GetQuantizeFn(t);
+    k.dequantize[id] = ref::GetDequantizeFn(t);
+  }
+#if defined(__x86_64__) || defined(__i386__)
+  if (CpuHasAvx2Fma16()) {
+    k.isa = "avx2";
+    k.vec_dot[Index(GgmlType::F32)] = avx2::VecDotF32;
+    k.vec_dot[Index(GgmlType::F16)] = avx2::VecDotF16;
+    k.vec_dot[Index(GgmlType::BF16)] = avx2::VecDotBF16;
+    k.vec_dot[Index(GgmlType::Q4_0)] = avx2::VecDotQ4_0;
+    k.vec_dot[Index(GgmlType::Q4_1)] = avx2::VecDotQ4_1;
+    k.vec_dot[Index(GgmlType::Q5_0)] = avx2::VecDotQ5_0;
+    k.vec_dot[Index(GgmlType::Q5_1)] = avx2::VecDotQ5_1;
+    k.vec_dot[Index(GgmlType::Q8_0)] = avx2::VecDotQ8_0;
+    k.vec_dot[Index(GgmlType::Q4_K)] = avx2::VecDotQ4_K;
+    k.vec_dot[Index(GgmlType::Q5_K)] = avx2::VecDotQ5_K;
+    k.vec_dot[Index(GgmlType::Q6_K)] = avx2::VecDotQ6_K;
+    k.quantize[Index(GgmlType::Q8_0)] = avx2::QuantizeQ8_0;
+    k.quantize[Index(GgmlType::Q8_1)] = avx2::QuantizeQ8_1;
+    k.quantize[Index(GgmlType::Q8_K)] = avx2::QuantizeQ8_K;
+    k.quantize[Index(GgmlType::F16)] = avx2::QuantizeF16;
+  }
+#endif
+  return k;
+}
+
+const KernelTable& Table() {
+  static const KernelTable table = BuildTable();
+  return table;
+}
+
+inline bool InRange(GgmlType t) { return static_cast<uint32_t>(t) < kNumTypes; }
+
+}  // namespace
+
+bool CpuHasAvx2Fma16() {
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+  // __builtin_cpu_supports checks the OS-enabled (XSAVE) state for AVX as well as cpuid bits.
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
+#else
+  return false;
+#endif
+}
+
+bool IsSupported(GgmlType t) { return ref::GetVecDotFn(t) != nullptr; }
+
+GgmlType VecDotType(GgmlType weight_type) {
+  switch (weight_type) {
+    case GgmlType::Q4_0:
+    case GgmlType::Q5_0:
+    case GgmlType::Q8_0:
+      return GgmlType::Q8_0;
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_1:
+      return GgmlType::Q8_1;
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
+      return GgmlType::Q8_K;
+    default:
+      return weight_type;  // F32, F16, BF16 (and unsupported types) pair with themselves
+  }
+}
+
+void DequantizeRow(GgmlType t, const void* src, float* dst, int64_t n) {
+  DequantizeFn fn = InRange(t) ? Table().dequantize[Index(t)] : nullptr;
+  assert(fn != nullptr);
+  if (fn) fn(src, dst, n);
+}
+
+void QuantizeActivations(GgmlType act_type, const float* src, void* dst, int64_t n) {
+  QuantizeFn fn = InRange(act_type) ? Table().quantize[Index(act_type)] : nullptr;
+  assert(fn != nullptr);
+  if (fn) fn(src, dst, n);
+}
+
+VecDotFn GetVecDotFn(GgmlType weight_type) {
+  return InRange(weight_type) ? Table().vec_dot[Index(weight_type)] : nullptr;
+}
+
+float VecDot(GgmlType weight_type, int64_t n, const void* weight_row, const void* act_row) {
+  VecDotFn fn = GetVecDotFn(weight_type);
+  assert(fn != nullptr);
+  return fn ? fn(n, weight_row, act_row) : 0.0f;
+}
+
+const char* ActiveIsa() { return Table().isa; }
+
+}  // namespace zf::quant

@@ -116,15 +116,19 @@ def gen_activations():
     x[40] = 3.0  # a positive maximum in block 1 of Q8_0
     x[300] = -4.0  # a negative maximum in super-block 1 of Q8_K
     x[64:96] = np.float32(0)  # an all-zero Q8_0/Q8_1 block
-    # Exact .5 ties after scaling: block 3 = multiples of amax/254 land on k + 0.5 boundaries.
-    x[96:128] = (np.arange(32, dtype=np.float32) - 16) * np.float32(0.5) / np.float32(127) * np.float32(2.0)
-    x[127] = 2.0
+    # Exact .5 ties after scaling: amax 127 gives d = id = 1, so k + 0.5 rounds away from zero.
+    x[96:128] = np.arange(32, dtype=np.float32) - np.float32(15.5)
+    x[127] = 127.0
     q8_0 = quants.quantize(x.reshape(1, -1), T.Q8_0)
     write("Q8_0.act", int(T.Q8_0), q8_0.tobytes(), x)
     write("Q8_1.act", int(T.Q8_1), q8_1_reference(x), x)
     xk = x.copy()
     xk[256:] = (rng.standard_normal(256) * 2.0).astype(np.float32)
     xk[300] = -9.0
+    # A super-block of exact ties: max -127 gives iscale = 1, so k + 0.5 rounds to even.
+    ties = (np.arange(256) % 64 - 32).astype(np.float32) + np.float32(0.5)
+    ties[0] = -127.0
+    xk = np.concatenate([xk, ties])
     write("Q8_K.act", int(T.Q8_K), q8_k_reference(xk), xk)
     z = np.zeros(256, dtype=np.float32)  # all-zero super-block: d = 0, qs = 0, bsums = 0
     write("Q8_K_zero.act", int(T.Q8_K), q8_k_reference(z), z)

@@ -77,6 +77,14 @@ inline __m256i ExpandBits32(const uint8_t* qh) {
 
 inline __m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
+// Offset (m) of a weight block and sum field (s) of an activation block; the blocks without
+// them return 0 and are never asked (kHasMin is false for them).
+template <typename B> inline uint16_t MinOf(const B&) { return 0; }
+inline uint16_t MinOf(const BlockQ4_1& b) { return b.m; }
+inline uint16_t MinOf(const BlockQ5_1& b) { return b.m; }
+template <typename B> inline uint16_t SumOf(const B&) { return 0; }
+inline uint16_t SumOf(const BlockQ8_1& b) { return b.s; }
+
 }  // namespace
 
 float VecDotF32(int64_t n, const void* w, const void* a) {
@@ -133,80 +141,76 @@ float VecDotBF16(int64_t n, const void* w, const void* a) {
   return VecDotHalf<LoadBF16x8, Bf16ToFp32>(n, w, a);
 }
 
-float VecDotQ8_0(int64_t n, const void* w, const void* a) {
-  const BlockQ8_0* x = static_cast<const BlockQ8_0*>(w);
-  const BlockQ8_0* y = static_cast<const BlockQ8_0*>(a);
+namespace {
+
+// Shared loop of the 32-element formats: acc += (d_w * d_a) * BlockDot(w, a) over the blocks,
+// two blocks per step into two accumulators (one FMA chain per block would be latency-bound),
+// plus m * s for the formats with an offset (Q4_1/Q5_1 against Q8_1).
+template <typename WBlock, typename ABlock, __m256i (*BlockDot)(const WBlock&, const ABlock&), bool kHasMin>
+inline float DotBlocks32(int64_t n, const void* w, const void* a) {
+  const WBlock* x = static_cast<const WBlock*>(w);
+  const ABlock* y = static_cast<const ABlock*>(a);
   const int64_t nb = n / kQK;
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  float summs0 = 0.0f, summs1 = 0.0f;
   int64_t i = 0;
-  for (; i + 2 <= nb; i += 2) {  // two blocks per step: two independent FMA chains
-    const __m256 p0 = _mm256_cvtepi32_ps(DotI8(Load256(x[i].qs), Load256(y[i].qs)));
-    const __m256 p1 = _mm256_cvtepi32_ps(DotI8(Load256(x[i + 1].qs), Load256(y[i + 1].qs)));
+  for (; i + 2 <= nb; i += 2) {
+    const __m256 p0 = _mm256_cvtepi32_ps(BlockDot(x[i], y[i]));
+    const __m256 p1 = _mm256_cvtepi32_ps(BlockDot(x[i + 1], y[i + 1]));
     acc0 = _mm256_fmadd_ps(_mm256_set1_ps(H(x[i].d) * H(y[i].d)), p0, acc0);
     acc1 = _mm256_fmadd_ps(_mm256_set1_ps(H(x[i + 1].d) * H(y[i + 1].d)), p1, acc1);
+    if (kHasMin) {
+      summs0 += H(MinOf(x[i])) * H(SumOf(y[i]));
+      summs1 += H(MinOf(x[i + 1])) * H(SumOf(y[i + 1]));
+    }
   }
   for (; i < nb; ++i) {
-    const __m256 p = _mm256_cvtepi32_ps(DotI8(Load256(x[i].qs), Load256(y[i].qs)));
+    const __m256 p = _mm256_cvtepi32_ps(BlockDot(x[i], y[i]));
     acc0 = _mm256_fmadd_ps(_mm256_set1_ps(H(x[i].d) * H(y[i].d)), p, acc0);
+    if (kHasMin) summs0 += H(MinOf(x[i])) * H(SumOf(y[i]));
   }
-  return HsumF32(_mm256_add_ps(acc0, acc1));
+  return HsumF32(_mm256_add_ps(acc0, acc1)) + (summs0 + summs1);
 }
 
+inline __m256i DotQ8_0(const BlockQ8_0& x, const BlockQ8_0& y) { return DotI8(Load256(x.qs), Load256(y.qs)); }
+
+inline __m256i DotQ4_0(const BlockQ4_0& x, const BlockQ8_0& y) {
+  return DotI8(_mm256_sub_epi8(UnpackNibbles16(x.qs), _mm256_set1_epi8(8)), Load256(y.qs));
+}
+
+inline __m256i DotQ4_1(const BlockQ4_1& x, const BlockQ8_1& y) {
+  return DotU8I8(UnpackNibbles16(x.qs), Load256(y.qs));
+}
+
+// The 5-bit quants of a Q5 block as bytes in [0, 31].
+inline __m256i Q5Bytes(const uint8_t* qs, const uint8_t* qh) {
+  return _mm256_or_si256(UnpackNibbles16(qs), _mm256_and_si256(ExpandBits32(qh), _mm256_set1_epi8(0x10)));
+}
+
+inline __m256i DotQ5_0(const BlockQ5_0& x, const BlockQ8_0& y) {
+  return DotI8(_mm256_sub_epi8(Q5Bytes(x.qs, x.qh), _mm256_set1_epi8(16)), Load256(y.qs));
+}
+
+inline __m256i DotQ5_1(const BlockQ5_1& x, const BlockQ8_1& y) {
+  return DotU8I8(Q5Bytes(x.qs, x.qh), Load256(y.qs));
+}
+
+}  // namespace
+
+float VecDotQ8_0(int64_t n, const void* w, const void* a) {
+  return DotBlocks32<BlockQ8_0, BlockQ8_0, DotQ8_0, false>(n, w, a);
+}
 float VecDotQ4_0(int64_t n, const void* w, const void* a) {
-  const BlockQ4_0* x = static_cast<const BlockQ4_0*>(w);
-  const BlockQ8_0* y = static_cast<const BlockQ8_0*>(a);
-  const __m256i eight = _mm256_set1_epi8(8);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n / kQK; ++i) {
-    const __m256i q = _mm256_sub_epi8(UnpackNibbles16(x[i].qs), eight);
-    const __m256 p = _mm256_cvtepi32_ps(DotI8(q, Load256(y[i].qs)));
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(H(x[i].d) * H(y[i].d)), p, acc);
-  }
-  return HsumF32(acc);
+  return DotBlocks32<BlockQ4_0, BlockQ8_0, DotQ4_0, false>(n, w, a);
 }
-
 float VecDotQ4_1(int64_t n, const void* w, const void* a) {
-  const BlockQ4_1* x = static_cast<const BlockQ4_1*>(w);
-  const BlockQ8_1* y = static_cast<const BlockQ8_1*>(a);
-  __m256 acc = _mm256_setzero_ps();
-  float summs = 0.0f;  // sum of m * s: the weights' offset times the activation sums
-  for (int64_t i = 0; i < n / kQK; ++i) {
-    const __m256 p = _mm256_cvtepi32_ps(DotU8I8(UnpackNibbles16(x[i].qs), Load256(y[i].qs)));
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(H(x[i].d) * H(y[i].d)), p, acc);
-    summs += H(x[i].m) * H(y[i].s);
-  }
-  return HsumF32(acc) + summs;
+  return DotBlocks32<BlockQ4_1, BlockQ8_1, DotQ4_1, true>(n, w, a);
 }
-
 float VecDotQ5_0(int64_t n, const void* w, const void* a) {
-  const BlockQ5_0* x = static_cast<const BlockQ5_0*>(w);
-  const BlockQ8_0* y = static_cast<const BlockQ8_0*>(a);
-  const __m256i bit4 = _mm256_set1_epi8(0x10);
-  const __m256i sixteen = _mm256_set1_epi8(16);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n / kQK; ++i) {
-    const __m256i hi = _mm256_and_si256(ExpandBits32(x[i].qh), bit4);
-    const __m256i q = _mm256_sub_epi8(_mm256_or_si256(UnpackNibbles16(x[i].qs), hi), sixteen);
-    const __m256 p = _mm256_cvtepi32_ps(DotI8(q, Load256(y[i].qs)));
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(H(x[i].d) * H(y[i].d)), p, acc);
-  }
-  return HsumF32(acc);
+  return DotBlocks32<BlockQ5_0, BlockQ8_0, DotQ5_0, false>(n, w, a);
 }
-
 float VecDotQ5_1(int64_t n, const void* w, const void* a) {
-  const BlockQ5_1* x = static_cast<const BlockQ5_1*>(w);
-  const BlockQ8_1* y = static_cast<const BlockQ8_1*>(a);
-  const __m256i bit4 = _mm256_set1_epi8(0x10);
-  __m256 acc = _mm256_setzero_ps();
-  float summs = 0.0f;
-  for (int64_t i = 0; i < n / kQK; ++i) {
-    const __m256i hi = _mm256_and_si256(ExpandBits32(x[i].qh), bit4);
-    const __m256i q = _mm256_or_si256(UnpackNibbles16(x[i].qs), hi);
-    const __m256 p = _mm256_cvtepi32_ps(DotU8I8(q, Load256(y[i].qs)));
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(H(x[i].d) * H(y[i].d)), p, acc);
-    summs += H(x[i].m) * H(y[i].s);
-  }
-  return HsumF32(acc) + summs;
+  return DotBlocks32<BlockQ5_1, BlockQ8_1, DotQ5_1, true>(n, w, a);
 }
 
 namespace {
@@ -219,29 +223,27 @@ inline __m256i KMinsTerm(const uint8_t* m, const int16_t* bsums) {
   return _mm256_madd_epi16(Load256(bsums), mins);
 }
 
-// Shared body of Q4_K and Q5_K; qh == nullptr for Q4_K.
-inline float VecDotK4(int64_t n, const uint8_t* base, size_t stride, size_t scales_off,
-                      size_t qs_off, ptrdiff_t qh_off, const BlockQ8_K* y) {
+inline const uint8_t* QhOf(const BlockQ4_K&) { return nullptr; }
+inline const uint8_t* QhOf(const BlockQ5_K& b) { return b.qh; }
+
+// Shared body of Q4_K and Q5_K (Q5_K adds the fifth bit from qh).
+template <typename Block, bool kHasQh>
+inline float VecDotK4(int64_t n, const Block* x, const BlockQ8_K* y) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   const __m256i bit4 = _mm256_set1_epi8(0x10);
   __m256 acc = _mm256_setzero_ps();
   __m256 acc_m = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n / kQK_K; ++i, base += stride) {
-    uint16_t d16, dmin16;
-    std::memcpy(&d16, base, 2);
-    std::memcpy(&dmin16, base + 2, 2);
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
     uint8_t sc[8], m[8];
-    UnpackScaleMinK4(base + scales_off, sc, m);
-    const uint8_t* qs = base + qs_off;
+    UnpackScaleMinK4(x[i].scales, sc, m);
     const int8_t* q8 = y[i].qs;
-    __m256i hbits = _mm256_setzero_si256();
-    if (qh_off >= 0) hbits = Load256(base + qh_off);
+    const __m256i hbits = kHasQh ? Load256(QhOf(x[i])) : _mm256_setzero_si256();
     __m256i sumi = _mm256_setzero_si256();
     for (int c = 0; c < 4; ++c) {  // 64 elements: sub-blocks 2c (low nibbles) and 2c+1 (high)
-      const __m256i q = Load256(qs + 32 * c);
+      const __m256i q = Load256(x[i].qs + 32 * c);
       __m256i lo = _mm256_and_si256(q, low4);
       __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-      if (qh_off >= 0) {
+      if (kHasQh) {  // bit 2c / 2c+1 of each qh byte -> 0x10
         const __m256i b0 = _mm256_set1_epi8(static_cast<char>(1 << (2 * c)));
         const __m256i b1 = _mm256_set1_epi8(static_cast<char>(1 << (2 * c + 1)));
         lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hbits, b0), b0), bit4));
@@ -252,8 +254,8 @@ inline float VecDotK4(int64_t n, const uint8_t* base, size_t stride, size_t scal
       sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p0, _mm256_set1_epi16(sc[2 * c])));
       sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p1, _mm256_set1_epi16(sc[2 * c + 1])));
     }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(H(d16) * y[i].d), _mm256_cvtepi32_ps(sumi), acc);
-    acc_m = _mm256_fmadd_ps(_mm256_set1_ps(H(dmin16) * y[i].d),
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(H(x[i].d) * y[i].d), _mm256_cvtepi32_ps(sumi), acc);
+    acc_m = _mm256_fmadd_ps(_mm256_set1_ps(H(x[i].dmin) * y[i].d),
                             _mm256_cvtepi32_ps(KMinsTerm(m, y[i].bsums)), acc_m);
   }
   return HsumF32(acc) - HsumF32(acc_m);
@@ -262,15 +264,11 @@ inline float VecDotK4(int64_t n, const uint8_t* base, size_t stride, size_t scal
 }  // namespace
 
 float VecDotQ4_K(int64_t n, const void* w, const void* a) {
-  return VecDotK4(n, static_cast<const uint8_t*>(w), sizeof(BlockQ4_K),
-                  offsetof(BlockQ4_K, scales), offsetof(BlockQ4_K, qs), -1,
-                  static_cast<const BlockQ8_K*>(a));
+  return VecDotK4<BlockQ4_K, false>(n, static_cast<const BlockQ4_K*>(w), static_cast<const BlockQ8_K*>(a));
 }
 
 float VecDotQ5_K(int64_t n, const void* w, const void* a) {
-  return VecDotK4(n, static_cast<const uint8_t*>(w), sizeof(BlockQ5_K),
-                  offsetof(BlockQ5_K, scales), offsetof(BlockQ5_K, qs),
-                  static_cast<ptrdiff_t>(offsetof(BlockQ5_K, qh)), static_cast<const BlockQ8_K*>(a));
+  return VecDotK4<BlockQ5_K, true>(n, static_cast<const BlockQ5_K*>(w), static_cast<const BlockQ8_K*>(a));
 }
 
 float VecDotQ6_K(int64_t n, const void* w, const void* a) {

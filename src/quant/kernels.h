@@ -60,6 +60,7 @@ void QuantizeQ8_0(const float* src, void* dst, int64_t n);
 void QuantizeQ8_1(const float* src, void* dst, int64_t n);
 void QuantizeQ8_K(const float* src, void* dst, int64_t n);
 void QuantizeF16(const float* src, void* dst, int64_t n);
+void DequantizeF16(const void* src, float* dst, int64_t n);
 }  // namespace avx2
 #endif
 

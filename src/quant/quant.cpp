@@ -45,6 +45,7 @@ KernelTable BuildTable() {
     k.quantize[Index(GgmlType::Q8_1)] = avx2::QuantizeQ8_1;
     k.quantize[Index(GgmlType::Q8_K)] = avx2::QuantizeQ8_K;
     k.quantize[Index(GgmlType::F16)] = avx2::QuantizeF16;
+    k.dequantize[Index(GgmlType::F16)] = avx2::DequantizeF16;
   }
 #endif
   return k;

@@ -417,6 +417,13 @@ void QuantizeF16(const float* src, void* dst, int64_t n) {
   for (; i < n; ++i) out[i] = Fp32ToFp16(src[i]);
 }
 
+void DequantizeF16(const void* src, float* dst, int64_t n) {
+  const uint16_t* in = static_cast<const uint16_t*>(src);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, LoadF16x8(in + i));  // exact conversion
+  for (; i < n; ++i) dst[i] = H(in[i]);
+}
+
 }  // namespace zf::quant::avx2
 
 #endif  // x86

@@ -486,6 +486,13 @@ TEST(QuantSimd, ActivationQuantizersAreBitExact) {
   avx2::QuantizeF16(f.data(), got.data(), static_cast<int64_t>(f.size()));
   Fp32ToFp16Row(f.data(), want.data(), static_cast<int64_t>(f.size()));
   EXPECT_EQ(got, want);
+  // And back: every half (with a tail), SIMD vs scalar conversion.
+  std::vector<uint16_t> all(65536 + 5);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i * 40503u);
+  std::vector<float> back(all.size()), back_ref(all.size());
+  DequantizeRow(GgmlType::F16, all.data(), back.data(), static_cast<int64_t>(all.size()));
+  Fp16ToFp32Row(all.data(), back_ref.data(), static_cast<int64_t>(all.size()));
+  for (size_t i = 0; i < all.size(); ++i) ASSERT_TRUE(SameFloat(back[i], back_ref[i])) << all[i];
 }
 
 // ---------------------------------------------------------------- fp16 / bf16

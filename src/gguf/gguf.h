@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "common/status.h"
@@ -114,6 +115,8 @@ class GgufFile {
   uint64_t alignment_ = 32;
   std::vector<KeyValue> kv_;
   std::vector<TensorInfo> tensors_;
+  std::unordered_map<std::string_view, size_t> key_index_;     // key -> kv_ index
+  std::unordered_map<std::string_view, size_t> tensor_index_;  // name -> tensors_ index
   // Mapping / buffer ownership (implementation-defined).
   void* map_ = nullptr;
   std::unique_ptr<uint8_t[]> owned_;

@@ -1,0 +1,47 @@
+// Token sampler: repetition penalty, top-k, top-p, min-p, temperature, then a seeded draw —
+// the reference's default chain order. Greedy (argmax) when temperature <= 0.
+// Thread-compatible; Sample() does not allocate (buffers sized at construction).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace zf::rt {
+
+struct SamplerParams {
+  float temperature = 0.8f;
+  int32_t top_k = 40;         // <= 0: off
+  float top_p = 0.95f;        // >= 1: off
+  float min_p = 0.05f;        // <= 0: off
+  float repeat_penalty = 1.0f;
+  int32_t repeat_last_n = 64;
+  uint64_t seed = 0;
+};
+
+class Sampler {
+ public:
+  Sampler(const SamplerParams& params, int32_t n_vocab);
+
+  // history: every earlier token of the session (prompt and generated); the penalty applies to
+  // the distinct tokens among its last repeat_last_n.
+  int32_t Sample(const float* logits, const int32_t* history, size_t n_history);
+
+  void Reset(uint64_t seed);
+
+ private:
+  struct Candidate {
+    int32_t id;
+    float logit;
+  };
+  double NextUniform();  // [0, 1) from the raw 64-bit generator output (portable)
+
+  SamplerParams p_;
+  int32_t n_vocab_;
+  uint64_t state_;  // splitmix64 state: tiny, fast and identical on every platform
+  std::vector<Candidate> cand_;
+  std::vector<float> probs_;
+  std::vector<uint8_t> seen_;  // [n_vocab] marks for the penalty window
+};
+
+}  // namespace zf::rt

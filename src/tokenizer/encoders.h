@@ -1,0 +1,27 @@
+// The two subword algorithms over a Vocab: SentencePiece-style score merging and byte-level
+// BPE rank merging. Both are pure functions of their input (thread-safe).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tokenizer/vocab.h"
+
+namespace zf::tok {
+
+// SPM: text already has spaces escaped to U+2581. Merges the highest-score adjacent pair
+// first (ties: leftmost), then emits byte tokens for pieces not in the vocabulary.
+void SpmEncode(const Vocab& vocab, std::string_view text, std::vector<int32_t>* out);
+
+// BPE on one pre-tokenized word given in byte-encoded form (see ByteEncode): merges the
+// lowest-rank adjacent pair first (ties: leftmost).
+void BpeEncodeWord(const Vocab& vocab, std::string_view word, std::vector<int32_t>* out);
+
+// GPT-2's reversible byte <-> printable-codepoint mapping.
+std::string ByteEncode(std::string_view raw);
+// Inverse; codepoints outside the mapping are kept as their UTF-8 bytes.
+std::string ByteDecode(std::string_view encoded);
+
+}  // namespace zf::tok

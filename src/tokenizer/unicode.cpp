@@ -1,0 +1,68 @@
+#include "tokenizer/unicode.h"
+
+#include <algorithm>
+
+#include "tokenizer/unicode_tables.h"
+
+namespace zf::tok {
+
+uint16_t CodepointFlags(uint32_t cp) {
+  if (cp >= 0x110000) return kCpUndefined;
+  const tables::FlagRange* begin = tables::kFlagRanges;
+  const tables::FlagRange* end = begin + tables::kFlagRangeCount;
+  // Last range whose start <= cp.
+  const tables::FlagRange* it = std::upper_bound(
+      begin, end, cp, [](uint32_t c, const tables::FlagRange& r) { return c < r.start; });
+  return (it - 1)->flags;
+}
+
+uint32_t ToLower(uint32_t cp) {
+  if (cp < 0x80) return (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp;
+  const tables::CaseMap* begin = tables::kLowerMap;
+  const tables::CaseMap* end = begin + tables::kLowerMapCount;
+  const tables::CaseMap* it = std::lower_bound(
+      begin, end, cp, [](const tables::CaseMap& m, uint32_t c) { return m.from < c; });
+  return (it != end && it->from == cp) ? it->to : cp;
+}
+
+void DecodeUtf8(std::string_view text, std::vector<uint32_t>* cps, std::vector<size_t>* offsets) {
+  cps->clear();
+  if (offsets) offsets->clear();
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  size_t i = 0, n = text.size();
+  while (i < n) {
+    size_t len = Utf8Len(s[i]);
+    if (i + len > n) len = 1;
+    uint32_t cp = s[i];
+    if (len == 2) cp = ((s[i] & 0x1Fu) << 6) | (s[i + 1] & 0x3Fu);
+    if (len == 3) cp = ((s[i] & 0x0Fu) << 12) | ((s[i + 1] & 0x3Fu) << 6) | (s[i + 2] & 0x3Fu);
+    if (len == 4) {
+      cp = ((s[i] & 0x07u) << 18) | ((s[i + 1] & 0x3Fu) << 12) | ((s[i + 2] & 0x3Fu) << 6) |
+           (s[i + 3] & 0x3Fu);
+    }
+    cps->push_back(cp);
+    if (offsets) offsets->push_back(i);
+    i += len;
+  }
+  if (offsets) offsets->push_back(n);
+}
+
+void AppendUtf8(uint32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    out->push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+}  // namespace zf::tok

@@ -1,0 +1,165 @@
+// Tokenizer tests: the reference vocabularies' test vectors (exact ids), detokenize
+// round-trips, special tokens, invalid UTF-8 and concurrent use.
+#include "tokenizer/tokenizer.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "gguf/gguf.h"
+
+namespace zf::tok {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct Case {
+  std::string text;
+  std::vector<int32_t> ids;
+};
+
+// .inp: strings separated by "\n__ggml_vocab_test__\n"; .out: one line of ids per string.
+std::vector<Case> LoadCases(const std::string& base) {
+  std::string inp = ReadFile(base + ".inp");
+  std::string out = ReadFile(base + ".out");
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  std::vector<std::string> texts;
+  size_t pos = 0;
+  while (true) {
+    size_t next = inp.find(sep, pos);
+    if (next == std::string::npos) break;
+    texts.push_back(inp.substr(pos, next - pos));
+    pos = next + sep.size();
+  }
+  std::vector<Case> cases;
+  std::istringstream lines(out);
+  std::string line;
+  for (const std::string& t : texts) {
+    if (!std::getline(lines, line)) break;
+    Case c{t, {}};
+    std::istringstream ids(line);
+    int32_t id;
+    while (ids >> id) c.ids.push_back(id);
+    cases.push_back(std::move(c));
+  }
+  EXPECT_EQ(cases.size(), texts.size()) << base;
+  return cases;
+}
+
+class VocabTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    base_ = std::string(ZF_TEST_DATA_DIR) + "/tokenizer/ggml-vocab-" + GetParam() + ".gguf";
+    ASSERT_TRUE(gguf::GgufFile::Open(base_, {}, &file_).ok());
+    Status s = Tokenizer::Create(*file_, &tok_);
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  std::string base_;
+  std::unique_ptr<gguf::GgufFile> file_;
+  std::unique_ptr<Tokenizer> tok_;
+};
+
+TEST_P(VocabTest, MatchesReferenceIds) {
+  std::vector<Case> cases = LoadCases(base_);
+  ASSERT_GT(cases.size(), 10u);
+  for (const Case& c : cases) {
+    std::vector<int32_t> ids;
+    ASSERT_TRUE(tok_->Encode(c.text, false, false, &ids).ok());
+    EXPECT_EQ(ids, c.ids) << "text: '" << c.text << "'";
+  }
+}
+
+TEST_P(VocabTest, DetokenizeRoundTrips) {
+  for (const Case& c : LoadCases(base_)) {
+    std::string text;
+    ASSERT_TRUE(tok_->Decode(c.ids.data(), c.ids.size(), false, false, &text).ok());
+    std::string expected = c.text;
+    if (std::string(GetParam()) == "gpt-2") continue;  // GPT-2 cleans " ," etc. (checked below)
+    EXPECT_EQ(text, expected);
+  }
+}
+
+TEST_P(VocabTest, RejectsInvalidUtf8) {
+  std::vector<int32_t> ids;
+  Status s = tok_->Encode(std::string_view("ab\xC3(", 4), false, false, &ids);
+  EXPECT_EQ(s.code(), Code::kInvalidUtf8);
+  EXPECT_NE(s.message().find("offset 2"), std::string::npos) << s.message();
+}
+
+TEST_P(VocabTest, ConcurrentEncodeIsDeterministic) {
+  std::vector<Case> cases = LoadCases(base_);
+  std::vector<std::thread> threads;
+  std::vector<int> failures(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 5; ++rep) {
+        for (const Case& c : cases) {
+          std::vector<int32_t> ids;
+          if (!tok_->Encode(c.text, false, false, &ids).ok() || ids != c.ids) ++failures[t];
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int f : failures) EXPECT_EQ(f, 0);
+}
+
+TEST_P(VocabTest, DecodeRejectsOutOfRangeIds) {
+  int32_t bad[] = {1, tok_->n_vocab()};
+  std::string text;
+  EXPECT_EQ(tok_->Decode(bad, 2, false, false, &text).code(), Code::kInvalidArgument);
+}
+
+INSTANTIATE_TEST_SUITE_P(ReferenceVocabs, VocabTest, ::testing::Values("llama-spm", "gpt-2"));
+
+TEST(SpmVocab, SpecialTokensAndBos) {
+  std::unique_ptr<gguf::GgufFile> f;
+  ASSERT_TRUE(gguf::GgufFile::Open(std::string(ZF_TEST_DATA_DIR) + "/tokenizer/ggml-vocab-llama-spm.gguf", {}, &f).ok());
+  std::unique_ptr<Tokenizer> tok;
+  ASSERT_TRUE(Tokenizer::Create(*f, &tok).ok());
+  std::vector<int32_t> ids;
+  ASSERT_TRUE(tok->Encode("<s>Hi", true, true, &ids).ok());
+  ASSERT_GE(ids.size(), 3u);
+  EXPECT_EQ(ids[0], tok->bos());
+  EXPECT_EQ(ids[1], tok->bos()) << "<s> text must become the BOS token with parse_special";
+  std::vector<int32_t> plain;
+  ASSERT_TRUE(tok->Encode("<s>Hi", false, false, &plain).ok());
+  EXPECT_NE(plain[0], tok->bos()) << "without parse_special <s> is plain text";
+  EXPECT_EQ(tok->TokenToPiece(tok->bos(), false), "");
+  EXPECT_EQ(tok->TokenToPiece(tok->bos(), true), "<s>");
+  EXPECT_TRUE(tok->IsEndOfGeneration(tok->eos()));
+  std::string text;
+  ASSERT_TRUE(tok->Decode(ids.data(), ids.size(), true, false, &text).ok());
+  EXPECT_EQ(text, " Hi") << "the reference keeps the prefix space when it removes a BOS";
+  std::vector<int32_t> no_bos(ids.begin() + 2, ids.end());
+  ASSERT_TRUE(tok->Decode(no_bos.data(), no_bos.size(), false, false, &text).ok());
+  EXPECT_EQ(text, "Hi");
+}
+
+TEST(ChatTemplate, GemmaMergesSystemIntoFirstUserTurn) {
+  std::string out;
+  ASSERT_TRUE(ApplyChatTemplate("{{ '<start_of_turn>' }}", {{"system", " Be brief. "}, {"user", "Hi"}, {"assistant", "Hello"}, {"user", "Bye"}}, true, &out).ok());
+  EXPECT_EQ(out, "<start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello<end_of_turn>\n"
+                 "<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n");
+}
+
+TEST(ChatTemplate, ChatMl) {
+  std::string out;
+  ASSERT_TRUE(ApplyChatTemplate("{% for m in messages %}<|im_start|>...", {{"system", "S"}, {"user", "U"}}, true, &out).ok());
+  EXPECT_EQ(out, "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(ChatTemplate, UnknownTemplateIsUnsupported) {
+  std::string out;
+  EXPECT_EQ(ApplyChatTemplate("{{ messages }}", {{"user", "U"}}, true, &out).code(), Code::kUnsupported);
+}
+
+}  // namespace
+}  // namespace zf::tok

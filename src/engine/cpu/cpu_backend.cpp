@@ -19,7 +19,7 @@ Status CpuBackend::InitKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32
   try {
     k_cache_.assign(size_t(n_layer) * size_t(n_ctx) * size_t(k_width) * elem, 0);
     v_cache_.assign(size_t(n_layer) * size_t(n_ctx) * size_t(v_width) * elem, 0);
-    attn_scratch_.assign(size_t(pool_.size()) * (size_t(n_ctx) + size_t(std::max(k_width, v_width))), 0.0f);
+    attn_scratch_.assign(size_t(pool_.size()) * AttnScratchPerThread(n_ctx, k_width, v_width), 0.0f);
   } catch (const std::bad_alloc&) {
     return Status(Code::kOutOfMemory, "cannot allocate the KV cache for n_ctx=" + std::to_string(n_ctx));
   }
@@ -168,13 +168,22 @@ void CpuBackend::LoadKvRow(const void* base, int64_t index, int32_t width, float
   }
 }
 
+namespace {
+inline float RoundF16(float x) { return quant::Fp16ToFp32(quant::Fp32ToFp16(x)); }
+}  // namespace
+
+// Scores for a whole context row, one K/V row, the F16-rounded query and the accumulator.
+size_t CpuBackend::AttnScratchPerThread(int32_t n_ctx, int32_t k_width, int32_t v_width) {
+  return size_t(n_ctx) + size_t(std::max(k_width, v_width)) + size_t(k_width) + size_t(v_width);
+}
+
 void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const AttentionParams& ap,
                            float* out) {
   const int32_t group = ap.n_head / ap.n_head_kv;
   const int32_t q_width = ap.n_head * ap.head_dim_k;
   const int32_t o_width = ap.n_head * ap.head_dim_v;
   const int64_t layer_base = int64_t{layer} * n_ctx_;
-  const size_t per_thread = size_t(n_ctx_) + size_t(std::max(k_width_, v_width_));
+  const size_t per_thread = AttnScratchPerThread(n_ctx_, k_width_, v_width_);
   struct Ctx {
     CpuBackend* self;
     const float* q;
@@ -199,32 +208,41 @@ void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t
           const int32_t p_q = c.pos0 + t;
           const int32_t lo = ap.window > 0 ? std::max(0, p_q - ap.window + 1) : 0;
           const float* qh = c.q + int64_t{t} * c.q_width + int64_t{h} * ap.head_dim_k;
-          float mx = -INFINITY;
+          // Same numerics as the reference's CPU flash attention: Q rounded to F16 when the
+          // cache is F16, one pass with an online softmax, and (F16 cache) the unnormalized
+          // output accumulated in F16.
+          float* qr = row + self.k_width_;
+          float* acc = qr + ap.head_dim_k;
+          const bool f16 = self.kv_type_ == KvType::kF16;
+          for (int32_t d = 0; d < ap.head_dim_k; ++d) qr[d] = f16 ? RoundF16(qh[d]) : qh[d];
+          std::fill(acc, acc + ap.head_dim_v, 0.0f);
+          float m = -INFINITY, sum = 0.0f;
           for (int32_t j = lo; j <= p_q; ++j) {
             self.LoadKvRow(self.k_cache_.data(), c.layer_base + j, self.k_width_, row);
             const float* kh = row + int64_t{g} * ap.head_dim_k;
             float s = 0.0f;
-            for (int32_t d = 0; d < ap.head_dim_k; ++d) s += qh[d] * kh[d];
+            for (int32_t d = 0; d < ap.head_dim_k; ++d) s += qr[d] * kh[d];
             s *= ap.scale;
             if (ap.softcap > 0.0f) s = ap.softcap * std::tanh(s / ap.softcap);
-            scores[j - lo] = s;
-            mx = std::max(mx, s);
-          }
-          const int32_t n = p_q - lo + 1;
-          double sum = 0.0;
-          for (int32_t j = 0; j < n; ++j) {
-            scores[j] = std::exp(scores[j] - mx);
-            sum += scores[j];
-          }
-          const float inv = float(1.0 / sum);
-          float* oh = c.out + int64_t{t} * c.o_width + int64_t{h} * ap.head_dim_v;
-          std::fill(oh, oh + ap.head_dim_v, 0.0f);
-          for (int32_t j = 0; j < n; ++j) {
-            self.LoadKvRow(self.v_cache_.data(), c.layer_base + lo + j, self.v_width_, row);
+            float ms = 1.0f, vs = 1.0f;
+            if (s > m) {
+              ms = std::exp(m - s);
+              m = s;
+              for (int32_t d = 0; d < ap.head_dim_v; ++d) acc[d] = f16 ? RoundF16(acc[d] * ms) : acc[d] * ms;
+            } else {
+              vs = std::exp(s - m);
+            }
+            self.LoadKvRow(self.v_cache_.data(), c.layer_base + j, self.v_width_, row);
             const float* vh = row + int64_t{g} * ap.head_dim_v;
-            const float wj = scores[j] * inv;
-            for (int32_t d = 0; d < ap.head_dim_v; ++d) oh[d] += wj * vh[d];
+            for (int32_t d = 0; d < ap.head_dim_v; ++d) {
+              const float a = acc[d] + vh[d] * vs;
+              acc[d] = f16 ? RoundF16(a) : a;
+            }
+            sum = sum * ms + vs;
           }
+          const float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
+          float* oh = c.out + int64_t{t} * c.o_width + int64_t{h} * ap.head_dim_v;
+          for (int32_t d = 0; d < ap.head_dim_v; ++d) oh[d] = acc[d] * inv;
         }
       },
       &c);

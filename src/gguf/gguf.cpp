@@ -140,13 +140,17 @@ Status ReadArray(Cursor& c, Value* v, int depth, const std::string& where) {
                        std::to_string(c.remaining()) + " bytes at offset " + std::to_string(c.pos()));
   }
   if (v->elem_type == ValueType::STRING) {
-    v->strings.resize(count);
-    for (uint64_t i = 0; i < count; ++i) ZF_RETURN_IF_ERROR(c.String(&v->strings[i], where + " element " + std::to_string(i)));
+    for (uint64_t i = 0; i < count; ++i) {
+      v->strings.emplace_back();
+      ZF_RETURN_IF_ERROR(c.String(&v->strings.back(), where + " element " + std::to_string(i)));
+    }
     return Status::Ok();
   }
-  v->nested.resize(count);
+  // Grow as elements parse (not resize(count) up front), so memory stays proportional to the
+  // bytes actually read even when a hostile count is large.
   for (uint64_t i = 0; i < count; ++i) {
-    ZF_RETURN_IF_ERROR(ReadArray(c, &v->nested[i], depth + 1, where + "[" + std::to_string(i) + "]"));
+    v->nested.emplace_back();
+    ZF_RETURN_IF_ERROR(ReadArray(c, &v->nested.back(), depth + 1, where + "[" + std::to_string(i) + "]"));
   }
   return Status::Ok();
 }
@@ -305,12 +309,12 @@ Status GgufFile::Parse() {
     return FormatError("tensor count " + std::to_string(n_tensors) + " cannot fit in a file of " + std::to_string(size_) + " bytes");
   }
 
-  kv_.resize(n_kv);
+  kv_.reserve(std::min<uint64_t>(n_kv, 4096));  // grows with what parses (see ReadArray)
   std::unordered_map<std::string_view, size_t> key_index;
-  key_index.reserve(n_kv);
+  key_index.reserve(std::min<uint64_t>(n_kv, 4096));
   for (uint64_t i = 0; i < n_kv; ++i) {
     const std::string where = "metadata key #" + std::to_string(i);
-    KeyValue& kv = kv_[i];
+    KeyValue& kv = kv_.emplace_back();
     ZF_RETURN_IF_ERROR(c.String(&kv.key, where));
     size_t bad = 0;
     if (!IsValidUtf8(kv.key, &bad)) return FormatError(where + ": invalid UTF-8 in key at byte " + std::to_string(bad));
@@ -352,18 +356,27 @@ Status GgufFile::Parse() {
     const GgmlTypeTraits* tr = GetTypeTraits(type);
     if (tr == nullptr) return FormatError(named + ": unknown tensor type id " + std::to_string(type));
     t.type = static_cast<GgmlType>(type);
-    // Element count without overflow: every dim >= 0, product < 2^62.
-    int64_t n = 1;
+    // Element count without overflow: every dim >= 0 and the product of the dims (zeros
+    // counted as 1, so no partial product of a zero-sized tensor overflows either) < 2^62.
+    int64_t n = 1, n_nonzero = 1;
     for (uint32_t d = 0; d < 4; ++d) {
       if (t.ne[d] < 0) return FormatError(named + ": negative dimension " + std::to_string(t.ne[d]));
-      if (t.ne[d] != 0 && n > (int64_t(1) << 62) / t.ne[d]) return FormatError(named + ": element count overflows");
+      const int64_t e = t.ne[d] == 0 ? 1 : t.ne[d];
+      if (n_nonzero > (int64_t(1) << 62) / e) return FormatError(named + ": element count overflows");
+      n_nonzero *= e;
       n *= t.ne[d];
     }
     if (t.ne[0] % tr->block_size != 0) {
       return FormatError(named + ": row length " + std::to_string(t.ne[0]) + " is not a multiple of the " + tr->name +
                          " block size " + std::to_string(tr->block_size));
     }
-    t.nbytes = uint64_t(n / tr->block_size) * tr->type_size;
+    // Byte size in 128 bits: a huge element count times the type size must not wrap.
+    const unsigned __int128 nbytes = static_cast<unsigned __int128>(n / tr->block_size) * tr->type_size;
+    if (nbytes > size_) {
+      return FormatError(named + ": data size of " + std::to_string(n) + " " + tr->name +
+                         " elements exceeds the data section (the file has " + std::to_string(size_) + " bytes)");
+    }
+    t.nbytes = static_cast<uint64_t>(nbytes);
     if (t.offset % alignment_ != 0) {
       return FormatError(named + ": data offset " + std::to_string(t.offset) + " is not a multiple of the alignment " +
                          std::to_string(alignment_));

@@ -159,22 +159,10 @@ void CpuBackend::StoreKv(int32_t layer, const float* k, const float* v, int32_t 
   }
 }
 
-void CpuBackend::LoadKvRow(const void* base, int64_t index, int32_t width, float* out) const {
-  if (kv_type_ == KvType::kF16) {
-    const uint16_t* p = static_cast<const uint16_t*>(base) + index * width;
-    for (int32_t i = 0; i < width; ++i) out[i] = quant::Fp16ToFp32(p[i]);
-  } else {
-    std::memcpy(out, static_cast<const float*>(base) + index * width, size_t(width) * 4);
-  }
-}
-
-namespace {
-inline float RoundF16(float x) { return quant::Fp16ToFp32(quant::Fp32ToFp16(x)); }
-}  // namespace
-
-// Scores for a whole context row, one K/V row, the F16-rounded query and the accumulator.
+// Per thread: a V head in F32, the accumulator, Q and the accumulator in the cache type.
 size_t CpuBackend::AttnScratchPerThread(int32_t n_ctx, int32_t k_width, int32_t v_width) {
-  return size_t(n_ctx) + size_t(std::max(k_width, v_width)) + size_t(k_width) + size_t(v_width);
+  (void)n_ctx;
+  return size_t(k_width) + 3 * size_t(v_width);
 }
 
 void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const AttentionParams& ap,
@@ -198,8 +186,7 @@ void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t
         Ctx& c = *static_cast<Ctx*>(p);
         CpuBackend& self = *c.self;
         const AttentionParams& ap = *c.ap;
-        float* scores = self.attn_scratch_.data() + size_t(ith) * c.per_thread;
-        float* row = scores + self.n_ctx_;
+        float* row = self.attn_scratch_.data() + size_t(ith) * c.per_thread;
         const int64_t n_pairs = int64_t{c.n_tok} * ap.n_head;
         for (int64_t pair = ith; pair < n_pairs; pair += nth) {
           const int32_t t = int32_t(pair / ap.n_head);
@@ -208,35 +195,40 @@ void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t
           const int32_t p_q = c.pos0 + t;
           const int32_t lo = ap.window > 0 ? std::max(0, p_q - ap.window + 1) : 0;
           const float* qh = c.q + int64_t{t} * c.q_width + int64_t{h} * ap.head_dim_k;
-          // Same numerics as the reference's CPU flash attention: Q rounded to F16 when the
-          // cache is F16, one pass with an online softmax, and (F16 cache) the unnormalized
-          // output accumulated in F16.
-          float* qr = row + self.k_width_;
-          float* acc = qr + ap.head_dim_k;
+          // Same numerics as the reference's CPU flash attention: with an F16 cache, Q is
+          // rounded to F16 and dotted with K in F16 (F32 sums); one pass with an online
+          // softmax; the unnormalized output is accumulated in F16. Cache rows are used in
+          // place through the dispatched (AVX2) F16 kernels, one KV head at a time.
           const bool f16 = self.kv_type_ == KvType::kF16;
-          for (int32_t d = 0; d < ap.head_dim_k; ++d) qr[d] = f16 ? RoundF16(qh[d]) : qh[d];
+          const GgmlType kv = f16 ? GgmlType::F16 : GgmlType::F32;
+          const size_t elem = f16 ? 2 : 4;
+          float* vrow = row;                          // one V head in F32
+          float* acc = vrow + ap.head_dim_v;          // accumulator (F16-exact values when f16)
+          auto* q16 = reinterpret_cast<uint8_t*>(acc + ap.head_dim_v);  // Q in cache type
+          auto* acc16 = q16 + size_t(ap.head_dim_k) * elem;
+          quant::QuantizeActivations(kv, qh, q16, ap.head_dim_k);
           std::fill(acc, acc + ap.head_dim_v, 0.0f);
+          const uint8_t* kbase = self.k_cache_.data() + size_t(g) * ap.head_dim_k * elem;
+          const uint8_t* vbase = self.v_cache_.data() + size_t(g) * ap.head_dim_v * elem;
           float m = -INFINITY, sum = 0.0f;
           for (int32_t j = lo; j <= p_q; ++j) {
-            self.LoadKvRow(self.k_cache_.data(), c.layer_base + j, self.k_width_, row);
-            const float* kh = row + int64_t{g} * ap.head_dim_k;
-            float s = 0.0f;
-            for (int32_t d = 0; d < ap.head_dim_k; ++d) s += qr[d] * kh[d];
+            const size_t slot = size_t(c.layer_base + j);
+            float s = quant::VecDot(kv, ap.head_dim_k, kbase + slot * self.k_width_ * elem, q16);
             s *= ap.scale;
             if (ap.softcap > 0.0f) s = ap.softcap * std::tanh(s / ap.softcap);
             float ms = 1.0f, vs = 1.0f;
             if (s > m) {
               ms = std::exp(m - s);
               m = s;
-              for (int32_t d = 0; d < ap.head_dim_v; ++d) acc[d] = f16 ? RoundF16(acc[d] * ms) : acc[d] * ms;
+              for (int32_t d = 0; d < ap.head_dim_v; ++d) acc[d] *= ms;
             } else {
               vs = std::exp(s - m);
             }
-            self.LoadKvRow(self.v_cache_.data(), c.layer_base + j, self.v_width_, row);
-            const float* vh = row + int64_t{g} * ap.head_dim_v;
-            for (int32_t d = 0; d < ap.head_dim_v; ++d) {
-              const float a = acc[d] + vh[d] * vs;
-              acc[d] = f16 ? RoundF16(a) : a;
+            quant::DequantizeRow(kv, vbase + slot * self.v_width_ * elem, vrow, ap.head_dim_v);
+            for (int32_t d = 0; d < ap.head_dim_v; ++d) acc[d] += vrow[d] * vs;
+            if (f16) {  // round the accumulator to F16 as the reference does
+              quant::QuantizeActivations(kv, acc, acc16, ap.head_dim_v);
+              quant::DequantizeRow(kv, acc16, acc, ap.head_dim_v);
             }
             sum = sum * ms + vs;
           }

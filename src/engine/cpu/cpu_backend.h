@@ -33,7 +33,6 @@ class CpuBackend final : public Backend {
  private:
   // Reads one cached row (k or v) as floats.
   static size_t AttnScratchPerThread(int32_t n_ctx, int32_t k_width, int32_t v_width);
-  void LoadKvRow(const void* base, int64_t index, int32_t width, float* out) const;
 
   ThreadPool pool_;
   // Activation rows quantized to the weight's vec-dot type (grown on demand, reused).

@@ -159,10 +159,9 @@ void CpuBackend::StoreKv(int32_t layer, const float* k, const float* v, int32_t 
   }
 }
 
-// Per thread: a V head in F32, the accumulator, Q and the accumulator in the cache type.
+// Per thread: a V head in F32, Q in the cache type, and the scores of one context row.
 size_t CpuBackend::AttnScratchPerThread(int32_t n_ctx, int32_t k_width, int32_t v_width) {
-  (void)n_ctx;
-  return size_t(k_width) + 3 * size_t(v_width);
+  return size_t(v_width) + size_t(k_width) + size_t(n_ctx);
 }
 
 void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const AttentionParams& ap,
@@ -195,46 +194,42 @@ void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t
           const int32_t p_q = c.pos0 + t;
           const int32_t lo = ap.window > 0 ? std::max(0, p_q - ap.window + 1) : 0;
           const float* qh = c.q + int64_t{t} * c.q_width + int64_t{h} * ap.head_dim_k;
-          // Same numerics as the reference's CPU flash attention: with an F16 cache, Q is
-          // rounded to F16 and dotted with K in F16 (F32 sums); one pass with an online
-          // softmax; the unnormalized output is accumulated in F16. Cache rows are used in
-          // place through the dispatched (AVX2) F16 kernels, one KV head at a time.
+          // With an F16 cache, Q is rounded to F16 and dotted with K in F16 (F32 sums), as the
+          // reference does; softmax and the weighted sum of V are in F32. Cache rows are used
+          // in place through the dispatched (AVX2) kernels, one KV head at a time.
           const bool f16 = self.kv_type_ == KvType::kF16;
           const GgmlType kv = f16 ? GgmlType::F16 : GgmlType::F32;
           const size_t elem = f16 ? 2 : 4;
-          float* vrow = row;                          // one V head in F32
-          float* acc = vrow + ap.head_dim_v;          // accumulator (F16-exact values when f16)
-          auto* q16 = reinterpret_cast<uint8_t*>(acc + ap.head_dim_v);  // Q in cache type
-          auto* acc16 = q16 + size_t(ap.head_dim_k) * elem;
+          float* vrow = row;                                          // one V head in F32
+          auto* q16 = reinterpret_cast<uint8_t*>(vrow + ap.head_dim_v);  // Q in the cache type
+          float* scores = reinterpret_cast<float*>(q16 + size_t(ap.head_dim_k) * elem);
           quant::QuantizeActivations(kv, qh, q16, ap.head_dim_k);
-          std::fill(acc, acc + ap.head_dim_v, 0.0f);
           const uint8_t* kbase = self.k_cache_.data() + size_t(g) * ap.head_dim_k * elem;
           const uint8_t* vbase = self.v_cache_.data() + size_t(g) * ap.head_dim_v * elem;
-          float m = -INFINITY, sum = 0.0f;
+          float mx = -INFINITY;
           for (int32_t j = lo; j <= p_q; ++j) {
             const size_t slot = size_t(c.layer_base + j);
             float s = quant::VecDot(kv, ap.head_dim_k, kbase + slot * self.k_width_ * elem, q16);
             s *= ap.scale;
             if (ap.softcap > 0.0f) s = ap.softcap * std::tanh(s / ap.softcap);
-            float ms = 1.0f, vs = 1.0f;
-            if (s > m) {
-              ms = std::exp(m - s);
-              m = s;
-              for (int32_t d = 0; d < ap.head_dim_v; ++d) acc[d] *= ms;
-            } else {
-              vs = std::exp(s - m);
-            }
-            quant::DequantizeRow(kv, vbase + slot * self.v_width_ * elem, vrow, ap.head_dim_v);
-            for (int32_t d = 0; d < ap.head_dim_v; ++d) acc[d] += vrow[d] * vs;
-            if (f16) {  // round the accumulator to F16 as the reference does
-              quant::QuantizeActivations(kv, acc, acc16, ap.head_dim_v);
-              quant::DequantizeRow(kv, acc16, acc, ap.head_dim_v);
-            }
-            sum = sum * ms + vs;
+            scores[j - lo] = s;
+            mx = std::max(mx, s);
           }
-          const float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
+          const int32_t n = p_q - lo + 1;
+          float sum = 0.0f;
+          for (int32_t j = 0; j < n; ++j) {
+            scores[j] = std::exp(scores[j] - mx);
+            sum += scores[j];
+          }
+          const float inv = 1.0f / sum;
           float* oh = c.out + int64_t{t} * c.o_width + int64_t{h} * ap.head_dim_v;
-          for (int32_t d = 0; d < ap.head_dim_v; ++d) oh[d] = acc[d] * inv;
+          std::fill(oh, oh + ap.head_dim_v, 0.0f);
+          for (int32_t j = 0; j < n; ++j) {
+            const size_t slot = size_t(c.layer_base + lo + j);
+            quant::DequantizeRow(kv, vbase + slot * self.v_width_ * elem, vrow, ap.head_dim_v);
+            const float w = scores[j] * inv;
+            for (int32_t d = 0; d < ap.head_dim_v; ++d) oh[d] += w * vrow[d];
+          }
         }
       },
       &c);

@@ -1,0 +1,146 @@
+// Kernel micro-benchmarks: quantized dot products per type, GEMV/GEMM shapes of the two real
+// models through the CPU engine, attention at several KV lengths, RMSNorm, RoPE, and sampling
+// over a 262k vocabulary. Random data; weights quantized with the library's own quantizers.
+//   cmake -DZF_BUILD_BENCH=ON ... && build/bench/zerfoo_kernel_bench
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "engine/cpu/cpu_backend.h"
+#include "quant/quant.h"
+#include "runtime/sampler.h"
+
+namespace {
+
+using zf::GgmlType;
+
+std::vector<float> Random(size_t n, uint32_t seed = 1) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// Weights of a type without a quantizer in the library's activation path are filled with
+// random bytes whose block scales are sane (F16 1.0) - enough for timing.
+std::vector<uint8_t> RandomWeights(GgmlType t, int64_t rows, int64_t cols) {
+  const size_t row = zf::RowSize(t, cols);
+  std::vector<uint8_t> w(row * size_t(rows));
+  std::mt19937 rng(3);
+  for (auto& b : w) b = uint8_t(rng());
+  const auto* tr = zf::GetTypeTraits(t);
+  if (t != GgmlType::F32 && t != GgmlType::F16 && t != GgmlType::BF16) {
+    // Keep every 16-bit word that may be a scale finite: clear exponent bits' top.
+    for (size_t i = 1; i < w.size(); i += 2) w[i] &= 0x3B;
+  }
+  (void)tr;
+  return w;
+}
+
+void BM_VecDot(benchmark::State& state, GgmlType t) {
+  const int64_t n = state.range(0);
+  std::vector<uint8_t> w = RandomWeights(t, 1, n);
+  const GgmlType at = zf::quant::VecDotType(t);
+  std::vector<uint8_t> a(zf::RowSize(at, n));
+  std::vector<float> x = Random(size_t(n));
+  zf::quant::QuantizeActivations(at, x.data(), a.data(), n);
+  for (auto _ : state) benchmark::DoNotOptimize(zf::quant::VecDot(t, n, w.data(), a.data()));
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(w.size()));
+}
+
+#define ZF_VECDOT(T) BENCHMARK_CAPTURE(BM_VecDot, T, GgmlType::T)->Arg(2048)
+ZF_VECDOT(F16);
+ZF_VECDOT(Q8_0);
+ZF_VECDOT(Q4_0);
+ZF_VECDOT(Q4_1);
+ZF_VECDOT(Q5_0);
+ZF_VECDOT(Q5_1);
+ZF_VECDOT(Q2_K);
+ZF_VECDOT(Q3_K);
+ZF_VECDOT(Q4_K);
+ZF_VECDOT(Q5_K);
+ZF_VECDOT(Q6_K);
+
+// y = W x for n_tok tokens: args {rows (out), cols (in), n_tok, threads}.
+void BM_MatMul(benchmark::State& state, GgmlType t) {
+  const int64_t rows = state.range(0), cols = state.range(1);
+  const int32_t n_tok = int32_t(state.range(2));
+  zf::engine::CpuBackend be(int32_t(state.range(3)));
+  std::vector<uint8_t> w = RandomWeights(t, rows, cols);
+  zf::engine::Tensor ti;
+  ti.type = t;
+  ti.n_dims = 2;
+  ti.ne[0] = cols;
+  ti.ne[1] = rows;
+  ti.data = w.data();
+  ti.nbytes = w.size();
+  std::vector<float> x = Random(size_t(cols) * size_t(n_tok)), y(size_t(rows) * size_t(n_tok));
+  for (auto _ : state) {
+    be.MatMul(ti, x.data(), n_tok, y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(w.size()));
+}
+
+// SmolLM2 (Q4_1, 576 -> 1536 FFN) and Gemma 3 (Q4_K 640 -> 2048; Q8_0 output 640 -> 262144).
+BENCHMARK_CAPTURE(BM_MatMul, smollm2_ffn_up_Q4_1, GgmlType::Q4_1)
+    ->Args({1536, 576, 1, 1})->Args({1536, 576, 1, 2})->Args({1536, 576, 64, 2});
+BENCHMARK_CAPTURE(BM_MatMul, gemma3_ffn_up_Q4_K, GgmlType::Q4_K)
+    ->Args({2048, 640, 1, 1})->Args({2048, 640, 1, 2})->Args({2048, 640, 64, 2});
+BENCHMARK_CAPTURE(BM_MatMul, gemma3_output_Q8_0, GgmlType::Q8_0)
+    ->Args({262144, 640, 1, 1})->Args({262144, 640, 1, 2})->Unit(benchmark::kMillisecond);
+
+// One decode step's attention: args {kv_len, n_head, n_head_kv, head_dim}.
+void BM_Attention(benchmark::State& state) {
+  const int32_t kv_len = int32_t(state.range(0)), n_head = int32_t(state.range(1));
+  const int32_t n_kv = int32_t(state.range(2)), hd = int32_t(state.range(3));
+  zf::engine::CpuBackend be(1);
+  if (!be.InitKv(1, kv_len + 1, n_kv * hd, n_kv * hd, zf::engine::KvType::kF16).ok()) {
+    state.SkipWithError("InitKv failed");
+    return;
+  }
+  std::vector<float> kv = Random(size_t(kv_len) * size_t(n_kv * hd), 5);
+  be.StoreKv(0, kv.data(), kv.data(), kv_len, 0);
+  std::vector<float> q = Random(size_t(n_head * hd), 6), out(size_t(n_head * hd));
+  zf::engine::AttentionParams ap;
+  ap.n_head = n_head;
+  ap.n_head_kv = n_kv;
+  ap.head_dim_k = ap.head_dim_v = hd;
+  ap.scale = 0.125f;
+  for (auto _ : state) be.Attention(0, q.data(), 1, kv_len - 1, ap, out.data());
+}
+BENCHMARK(BM_Attention)->Args({128, 9, 3, 64})->Args({1024, 9, 3, 64})->Args({512, 4, 1, 256})->Args({4096, 4, 1, 256});
+
+void BM_RmsNorm(benchmark::State& state) {
+  const int32_t n = int32_t(state.range(0));
+  zf::engine::CpuBackend be(1);
+  std::vector<float> x = Random(size_t(n)), w = Random(size_t(n), 2);
+  std::vector<float> y(static_cast<size_t>(n));
+  for (auto _ : state) be.RmsNorm(x.data(), w.data(), 1, n, 1e-6f, y.data());
+}
+BENCHMARK(BM_RmsNorm)->Arg(576)->Arg(640);
+
+void BM_Rope(benchmark::State& state) {
+  zf::engine::CpuBackend be(1);
+  std::vector<float> x = Random(9 * 64);
+  int32_t pos = 100;
+  zf::engine::RopeParams rp;
+  rp.n_rot = 64;
+  for (auto _ : state) be.Rope(x.data(), 1, 9, 64, &pos, rp);
+}
+BENCHMARK(BM_Rope);
+
+// Sampling over Gemma's 262k vocabulary: greedy and the default top-k/top-p/min-p chain.
+void BM_Sample(benchmark::State& state) {
+  const int32_t n_vocab = 262144;
+  std::vector<float> logits = Random(size_t(n_vocab), 9);
+  zf::rt::SamplerParams p;
+  p.temperature = state.range(0) == 0 ? 0.0f : 0.8f;
+  zf::rt::Sampler s(p, n_vocab);
+  for (auto _ : state) benchmark::DoNotOptimize(s.Sample(logits.data(), nullptr, 0));
+}
+BENCHMARK(BM_Sample)->Arg(0)->Arg(1);
+
+}  // namespace

@@ -1,0 +1,73 @@
+// `zerfoo generate`: one prompt in, streamed text out (or one JSON object with --json).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "common.h"
+#include "interrupt.h"
+#include "json.h"
+
+namespace cli {
+namespace {
+
+struct Sink {
+  bool collect = false;  // --json: keep the text instead of printing it
+  std::string text;
+  char last = '\n';      // last byte written, to end the output on a fresh line
+};
+
+int32_t OnPiece(void* user_data, const char* piece, size_t len, int32_t /*token*/) {
+  auto* sink = static_cast<Sink*>(user_data);
+  if (len == 0) return 0;
+  if (sink->collect) {
+    sink->text.append(piece, len);
+  } else {
+    std::fwrite(piece, 1, len, stdout);
+    std::fflush(stdout);  // stream: show each piece as soon as it exists
+    sink->last = piece[len - 1];
+  }
+  return 0;
+}
+
+}  // namespace
+
+int RunGenerate(const Options& opts) {
+  ModelPtr model;
+  zf_status st = LoadModel(opts, &model);
+  if (st != ZF_OK) return ReportError(st);
+  SessionPtr session;
+  st = CreateSession(opts, model.get(), &session);
+  if (st != ZF_OK) return ReportError(st);
+
+  std::vector<const char*> stops;
+  const zf_generate_params gp = MakeGenerateParams(opts, &stops);
+  zf_generate_result r{};
+  r.struct_size = sizeof r;
+  Sink sink;
+  sink.collect = opts.json;
+  {
+    interrupt::CancelScope scope(session.get());
+    st = zf_generate(session.get(), opts.prompt.data(), opts.prompt.size(), &gp, &OnPiece, &sink, &r);
+  }
+  if (sink.last != '\n') std::fputc('\n', stdout);
+  std::fflush(stdout);
+  if (st != ZF_OK) return ReportError(st);
+
+  if (opts.json) {
+    const std::string obj = json::Object()
+                                .Str("text", sink.text)
+                                .Int("prompt_tokens", r.n_prompt)
+                                .Int("generated_tokens", r.n_generated)
+                                .Num("prefill_tok_s", TokPerSec(r.n_prompt, r.prompt_ms))
+                                .Num("decode_tok_s", TokPerSec(r.n_generated, r.decode_ms))
+                                .Str("stop_reason", StopReasonName(r.stop_reason))
+                                .Done();
+    std::printf("%s\n", obj.c_str());
+  } else {
+    PrintSummary(r);
+  }
+  return r.stop_reason == ZF_STOP_CANCELLED ? kExitInterrupted : kExitOk;
+}
+
+}  // namespace cli

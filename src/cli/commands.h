@@ -1,0 +1,16 @@
+// The subcommands. Each returns the process exit code (see common.h).
+#ifndef ZERFOO_CLI_COMMANDS_H
+#define ZERFOO_CLI_COMMANDS_H
+
+#include "args.h"
+
+namespace cli {
+
+int RunGenerate(const Options& opts);
+int RunChat(const Options& opts);
+int RunInfo(const Options& opts);
+int RunTokenize(const Options& opts);
+
+}  // namespace cli
+
+#endif  // ZERFOO_CLI_COMMANDS_H

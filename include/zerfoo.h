@@ -196,7 +196,7 @@ typedef struct zf_model_summary {
   int32_t backend;             /**< Active device: ::ZF_DEVICE_CPU or ::ZF_DEVICE_CUDA. */
   const char* architecture;    /**< general.architecture, e.g. "llama", "gemma3". */
   const char* name;            /**< general.name or "". */
-  const char* quant;           /**< Dominant weight type of the layers, e.g. "Q4_K". */
+  const char* quant;           /**< Quantization mix (general.file_type, e.g. "Q4_K_M"), else the dominant layer type. */
   uint64_t n_params;           /**< Number of weight elements. */
   uint64_t file_size;          /**< Bytes in the GGUF file. */
   int32_t n_ctx_train;         /**< Training context length. */

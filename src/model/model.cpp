@@ -32,6 +32,20 @@ std::string DominantQuant(const gguf::GgufFile& f) {
   return best;
 }
 
+// Name of general.file_type (the quantization "mix" a file was made with, e.g. Q4_K_M), as the
+// reference's llama_ftype names it; "" when absent or unknown.
+std::string FileTypeName(const gguf::GgufFile& f) {
+  uint32_t ft = 0;
+  if (!f.GetU32("general.file_type", &ft).ok()) return std::string();
+  static const std::map<uint32_t, const char*> kNames = {
+      {0, "F32"},     {1, "F16"},     {2, "Q4_0"},    {3, "Q4_1"},    {7, "Q8_0"},
+      {8, "Q5_0"},    {9, "Q5_1"},    {10, "Q2_K"},   {11, "Q3_K_S"}, {12, "Q3_K_M"},
+      {13, "Q3_K_L"}, {14, "Q4_K_S"}, {15, "Q4_K_M"}, {16, "Q5_K_S"}, {17, "Q5_K_M"},
+      {18, "Q6_K"},   {32, "BF16"}};
+  auto it = kNames.find(ft);
+  return it == kNames.end() ? std::string() : it->second;
+}
+
 }  // namespace
 
 int32_t PhysicalCores() {
@@ -72,7 +86,8 @@ Status Model::Load(const std::string& path, const LoadOptions& o, std::unique_pt
   std::string_view sv;
   if (f.GetString("general.name", &sv).ok()) m->name_ = std::string(sv);
   if (f.GetString("tokenizer.chat_template", &sv).ok()) m->chat_template_ = std::string(sv);
-  m->quant_name_ = DominantQuant(f);
+  m->quant_name_ = FileTypeName(f);
+  if (m->quant_name_.empty()) m->quant_name_ = DominantQuant(f);
   m->vocab_only_ = o.vocab_only;
   m->n_threads_ = o.n_threads > 0 ? o.n_threads : PhysicalCores();
 

@@ -1,0 +1,72 @@
+package zerfoo
+
+// Go mirrors of the C structs in zerfoo.h, field for field (amd64/arm64 layout; sizes and
+// offsets are checked in layout_test.go). They are only ever passed to C by pointer.
+
+type cModelParams struct { // zf_model_params, 40 bytes
+	structSize       uint32
+	device           int32
+	gpuIndex         int32
+	nThreads         int32
+	flags            uint32
+	reserved0        uint32
+	progress         uintptr // zf_progress_cb (unused: NULL)
+	progressUserData uintptr
+}
+
+type cModelSummary struct { // zf_model_summary, 88 bytes
+	structSize   uint32
+	backend      int32
+	architecture *byte // C strings owned by the model
+	name         *byte
+	quant        *byte
+	nParams      uint64
+	fileSize     uint64
+	nCtxTrain    int32
+	nVocab       int32
+	nLayer       int32
+	nEmbd        int32
+	nHead        int32
+	nHeadKV      int32
+	tokenBOS     int32
+	tokenEOS     int32
+	tokenEOT     int32
+	nTensors     int32
+}
+
+type cChatMessage struct { // zf_chat_message, 16 bytes
+	role    *byte
+	content *byte
+}
+
+type cSessionParams struct { // zf_session_params, 16 bytes
+	structSize uint32
+	nCtx       int32
+	nThreads   int32
+	kvType     int32
+}
+
+type cGenParams struct { // zf_generate_params, 64 bytes
+	structSize    uint32
+	maxTokens     int32
+	temperature   float32
+	topK          int32
+	topP          float32
+	minP          float32
+	repeatPenalty float32
+	repeatLastN   int32
+	flags         uint32
+	reserved0     uint32
+	seed          uint64
+	stop          **byte // array of n_stop NUL-terminated strings (Go memory, borrowed for the call)
+	nStop         uintptr
+}
+
+type cGenResult struct { // zf_generate_result, 32 bytes
+	structSize uint32
+	stopReason int32
+	nPrompt    int32
+	nGenerated int32
+	promptMs   float64
+	decodeMs   float64
+}

@@ -1,0 +1,302 @@
+package zerfoo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// Device selects the compute backend.
+type Device int32
+
+const (
+	DeviceAuto Device = 0 // the GPU if usable, else the CPU
+	DeviceCPU  Device = 1
+	DeviceCUDA Device = 2
+)
+
+// ModelOption configures Open.
+type ModelOption func(*cModelParams)
+
+// WithDevice picks the backend (default DeviceAuto).
+func WithDevice(d Device) ModelOption { return func(p *cModelParams) { p.device = int32(d) } }
+
+// WithGPU picks the CUDA device ordinal (default 0).
+func WithGPU(index int) ModelOption { return func(p *cModelParams) { p.gpuIndex = int32(index) } }
+
+// WithDefaultThreads sets the CPU threads sessions use by default (0 = physical cores).
+func WithDefaultThreads(n int) ModelOption { return func(p *cModelParams) { p.nThreads = int32(n) } }
+
+// WithVocabOnly loads only metadata and the tokenizer (no sessions possible).
+func WithVocabOnly() ModelOption { return func(p *cModelParams) { p.flags |= 0x1 } }
+
+// WithNoMmap reads the file into memory instead of mapping it.
+func WithNoMmap() ModelOption { return func(p *cModelParams) { p.flags |= 0x2 } }
+
+// Model is a loaded GGUF model. It is immutable and safe for concurrent use by any number of
+// goroutines; each conversation needs its own Session. Close it when done (sessions keep the
+// underlying C model alive until they are closed too).
+type Model struct {
+	h       *modelHandle
+	cleanup runtime.Cleanup
+}
+
+// modelHandle owns the C model. It is separate from Model so the cleanup can run.
+type modelHandle struct {
+	mu     sync.RWMutex // R: a Model method is using ptr; W: Close
+	ptr    uintptr
+	closed bool
+	refs   atomic.Int32 // 1 for the open Model + 1 per open Session
+}
+
+func (h *modelHandle) close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	h.mu.Unlock()
+	h.release()
+}
+
+func (h *modelHandle) release() {
+	if h.refs.Add(-1) == 0 {
+		lib.modelFree(h.ptr)
+		h.ptr = 0
+	}
+}
+
+// use runs f with the C model pointer, or returns ErrClosed.
+func (m *Model) use(f func(ptr uintptr) error) error {
+	if m == nil || m.h == nil {
+		return ErrClosed
+	}
+	m.h.mu.RLock()
+	defer m.h.mu.RUnlock()
+	if m.h.closed {
+		return ErrClosed
+	}
+	return f(m.h.ptr)
+}
+
+// Open loads a GGUF model file (loading libzerfoo first if needed).
+func Open(path string, opts ...ModelOption) (*Model, error) {
+	if err := Load(""); err != nil {
+		return nil, err
+	}
+	var p cModelParams
+	lib.modelInit(&p, unsafe.Sizeof(p))
+	for _, o := range opts {
+		o(&p)
+	}
+	cpath := cstr(path)
+	var ptr uintptr
+	err := call("open", func() int32 { return lib.modelLoad(&cpath[0], &p, &ptr) })
+	runtime.KeepAlive(cpath)
+	if e, ok := err.(*Error); ok && !strings.Contains(e.Message, path) {
+		e.Op = fmt.Sprintf("open %q", path) // make sure the message names the file
+	}
+	if err != nil {
+		return nil, err
+	}
+	h := &modelHandle{ptr: ptr}
+	h.refs.Store(1)
+	m := &Model{h: h}
+	m.cleanup = runtime.AddCleanup(m, (*modelHandle).close, h)
+	return m, nil
+}
+
+// Close releases the model. It is idempotent; open sessions stay usable until closed.
+func (m *Model) Close() error {
+	if m == nil || m.h == nil {
+		return nil
+	}
+	m.cleanup.Stop()
+	m.h.close()
+	return nil
+}
+
+// Info describes a loaded model (zf_model_summary).
+type Info struct {
+	Backend      Device // DeviceCPU or DeviceCUDA
+	Architecture string // e.g. "llama", "gemma3"
+	Name         string
+	Quant        string // dominant weight type, e.g. "Q4_K"
+	NParams      uint64
+	FileSize     uint64
+	NCtxTrain    int
+	NVocab       int
+	NLayer       int
+	NEmbd        int
+	NHead        int
+	NHeadKV      int
+	TokenBOS     int32 // -1 if none
+	TokenEOS     int32
+	TokenEOT     int32
+	NTensors     int
+}
+
+// Info returns facts about the model.
+func (m *Model) Info() (Info, error) {
+	var s cModelSummary
+	s.structSize = uint32(unsafe.Sizeof(s))
+	err := m.use(func(ptr uintptr) error {
+		return call("model info", func() int32 { return lib.modelInfo(ptr, &s) })
+	})
+	if err != nil {
+		return Info{}, err
+	}
+	// The strings live as long as the model; copy them while it is held open.
+	return Info{
+		Backend: Device(s.backend), Architecture: goString(s.architecture), Name: goString(s.name),
+		Quant: goString(s.quant), NParams: s.nParams, FileSize: s.fileSize,
+		NCtxTrain: int(s.nCtxTrain), NVocab: int(s.nVocab), NLayer: int(s.nLayer), NEmbd: int(s.nEmbd),
+		NHead: int(s.nHead), NHeadKV: int(s.nHeadKV), TokenBOS: s.tokenBOS, TokenEOS: s.tokenEOS,
+		TokenEOT: s.tokenEOT, NTensors: int(s.nTensors),
+	}, nil
+}
+
+// goString copies a NUL-terminated C string.
+func goString(p *byte) string {
+	if p == nil {
+		return ""
+	}
+	n := 0
+	for *(*byte)(unsafe.Add(unsafe.Pointer(p), n)) != 0 {
+		n++
+	}
+	return string(unsafe.Slice(p, n))
+}
+
+// Meta returns any GGUF metadata value as text; ErrNotFound if the key does not exist.
+func (m *Model) Meta(key string) (string, error) {
+	var out string
+	err := m.use(func(ptr uintptr) (err error) {
+		ckey := cstr(key)
+		out, err = fetchString(fmt.Sprintf("meta %q", key), func(buf *byte, cap uintptr, needed *uintptr) int32 {
+			return lib.modelMeta(ptr, &ckey[0], buf, cap, needed)
+		})
+		runtime.KeepAlive(ckey)
+		return err
+	})
+	return out, err
+}
+
+// TokenizeFlag modifies Tokenize.
+type TokenizeFlag uint32
+
+const (
+	AddSpecial   TokenizeFlag = 0x1 // add BOS/EOS as the model's metadata asks
+	ParseSpecial TokenizeFlag = 0x2 // match special-token text such as "<eos>" as tokens
+)
+
+// Tokenize converts UTF-8 text to token ids.
+func (m *Model) Tokenize(text string, flags TokenizeFlag) ([]int32, error) {
+	var toks []int32
+	err := m.use(func(ptr uintptr) error {
+		ctext := cstr(text)
+		defer runtime.KeepAlive(ctext)
+		toks = make([]int32, len(text)+4)
+		for {
+			var n uintptr
+			err := call("tokenize", func() int32 {
+				return lib.tokenize(ptr, &ctext[0], uintptr(len(text)), uint32(flags), &toks[0], uintptr(len(toks)), &n)
+			})
+			switch {
+			case err == nil:
+				toks = toks[:n]
+				return nil
+			case errors.Is(err, ErrBufferTooSmall) && n > uintptr(len(toks)):
+				toks = make([]int32, n)
+			default:
+				return err
+			}
+		}
+	})
+	return toks, err
+}
+
+// Detokenize converts token ids to text (control tokens are skipped).
+func (m *Model) Detokenize(tokens []int32) (string, error) { return m.detokenize(tokens, 0) }
+
+// TokenText returns the text of one token with control tokens rendered (e.g. "<bos>").
+func (m *Model) TokenText(token int32) (string, error) { return m.detokenize([]int32{token}, 0x2) }
+
+func (m *Model) detokenize(tokens []int32, flags uint32) (string, error) {
+	var out string
+	err := m.use(func(ptr uintptr) (err error) {
+		var first *int32
+		if len(tokens) > 0 {
+			first = &tokens[0]
+		}
+		out, err = fetchString("detokenize", func(buf *byte, cap uintptr, needed *uintptr) int32 {
+			return lib.detokenize(ptr, first, uintptr(len(tokens)), flags, buf, cap, needed)
+		})
+		runtime.KeepAlive(tokens)
+		return err
+	})
+	return out, err
+}
+
+// Message is one chat turn. Role is "system", "user" or "assistant".
+type Message struct {
+	Role    string
+	Content string
+}
+
+// ChatTemplate renders messages with the model's chat template; addAssistant appends the
+// prefix that opens the assistant's turn.
+func (m *Model) ChatTemplate(msgs []Message, addAssistant bool) (string, error) {
+	var out string
+	err := m.use(func(ptr uintptr) (err error) {
+		strs := make([][]byte, 0, 2*len(msgs)) // keeps the C strings alive
+		cmsgs := make([]cChatMessage, len(msgs)+1)
+		for i, msg := range msgs {
+			r, c := cstr(msg.Role), cstr(msg.Content)
+			strs = append(strs, r, c)
+			cmsgs[i] = cChatMessage{role: &r[0], content: &c[0]}
+		}
+		var flags uint32
+		if addAssistant {
+			flags = 0x1
+		}
+		out, err = fetchString("chat template", func(buf *byte, cap uintptr, needed *uintptr) int32 {
+			return lib.applyTemplate(ptr, &cmsgs[0], uintptr(len(msgs)), flags, buf, cap, needed)
+		})
+		runtime.KeepAlive(strs)
+		runtime.KeepAlive(cmsgs)
+		return err
+	})
+	return out, err
+}
+
+// Chat is a one-shot convenience: it opens a session (see WithSession), renders msgs with the
+// chat template (assistant prefix added) and generates the reply.
+func (m *Model) Chat(ctx context.Context, msgs []Message, opts ...GenOption) (Result, error) {
+	prompt, err := m.ChatTemplate(msgs, true)
+	if err != nil {
+		return Result{}, err
+	}
+	var g genConfig
+	for _, o := range opts {
+		o(&g)
+	}
+	s, err := m.NewSession(g.session...)
+	if err != nil {
+		return Result{}, err
+	}
+	defer s.Close()
+	// Templates that spell out BOS themselves must not get a second one.
+	if info, err := m.Info(); err == nil && info.TokenBOS >= 0 {
+		if bos, err := m.TokenText(info.TokenBOS); err == nil && bos != "" && strings.HasPrefix(prompt, bos) {
+			opts = append(opts, WithNoSpecial())
+		}
+	}
+	return s.Generate(ctx, prompt, opts...)
+}

@@ -1,0 +1,280 @@
+package zerfoo
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// Session holds the KV cache and sampler state of one conversation. Its methods may be called
+// from any goroutine but run one at a time (concurrent calls wait). Close may be called at any
+// time: it cancels a running generation first.
+type Session struct {
+	h       *sessionHandle
+	cleanup runtime.Cleanup
+	last    Result // guarded by h.busy
+}
+
+type sessionHandle struct {
+	busy    sync.Mutex // held for every C call that uses the session (except cancel)
+	state   sync.Mutex // guards the fields below; never held across a long C call
+	ptr     uintptr
+	model   *modelHandle
+	closed  bool
+	running bool // a zf_generate is in progress
+	sent    bool // zf_session_cancel was called during the running generate
+}
+
+// NewSession creates a session on the model.
+func (m *Model) NewSession(opts ...SessionOption) (*Session, error) {
+	var p cSessionParams
+	lib.sessionInit(&p, unsafe.Sizeof(p))
+	for _, o := range opts {
+		o(&p)
+	}
+	var sp uintptr
+	err := m.use(func(ptr uintptr) error {
+		err := call("new session", func() int32 { return lib.sessionCreate(ptr, &p, &sp) })
+		if err == nil {
+			m.h.refs.Add(1)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	h := &sessionHandle{ptr: sp, model: m.h}
+	s := &Session{h: h}
+	s.cleanup = runtime.AddCleanup(s, (*sessionHandle).close, h)
+	return s, nil
+}
+
+// cancel asks a running generate to stop; a no-op when none runs.
+func (h *sessionHandle) cancel() {
+	h.state.Lock()
+	defer h.state.Unlock()
+	if h.running {
+		lib.sessionCancel(h.ptr)
+		h.sent = true
+	}
+}
+
+func (h *sessionHandle) close() {
+	h.state.Lock()
+	if h.closed {
+		h.state.Unlock()
+		return
+	}
+	h.closed = true
+	h.state.Unlock()
+	h.cancel()
+	h.busy.Lock() // wait for a running call to return
+	lib.sessionFree(h.ptr)
+	h.ptr = 0
+	h.busy.Unlock()
+	h.model.release()
+}
+
+// Close frees the session (cancelling a running generation). It is idempotent.
+func (s *Session) Close() error {
+	if s == nil || s.h == nil {
+		return nil
+	}
+	s.cleanup.Stop()
+	s.h.close()
+	return nil
+}
+
+// lock takes the session for one call; the caller must unlock h.busy.
+func (s *Session) lock() (*sessionHandle, error) {
+	if s == nil || s.h == nil {
+		return nil, ErrClosed
+	}
+	h := s.h
+	h.busy.Lock()
+	if h.closed {
+		h.busy.Unlock()
+		return nil, ErrClosed
+	}
+	return h, nil
+}
+
+// Reset clears the KV cache and history: the next call starts a new conversation.
+func (s *Session) Reset() error {
+	h, err := s.lock()
+	if err != nil {
+		return err
+	}
+	defer h.busy.Unlock()
+	defer runtime.KeepAlive(s)
+	return call("reset", func() int32 { return lib.sessionReset(h.ptr) })
+}
+
+// NPast returns the number of tokens in the session's KV cache.
+func (s *Session) NPast() (int, error) {
+	h, err := s.lock()
+	if err != nil {
+		return 0, err
+	}
+	defer h.busy.Unlock()
+	defer runtime.KeepAlive(s)
+	var n int32
+	err = call("n_past", func() int32 { return lib.sessionNPast(h.ptr, &n) })
+	return int(n), err
+}
+
+// StopReason says why generation ended.
+type StopReason int32
+
+const (
+	StopEOS         StopReason = 0 // the model produced EOS/EOT
+	StopMaxTokens   StopReason = 1
+	StopString      StopReason = 2 // a stop string matched
+	StopCallback    StopReason = 3 // the Stream consumer stopped early
+	StopCancelled   StopReason = 4 // the context was cancelled (or the session closed)
+	StopContextFull StopReason = 5
+)
+
+func (r StopReason) String() string {
+	names := [...]string{"eos", "max_tokens", "stop_string", "callback", "cancelled", "context_full"}
+	if r >= 0 && int(r) < len(names) {
+		return names[r]
+	}
+	return "unknown"
+}
+
+// Result is the outcome of a generation.
+type Result struct {
+	Text       string // the generated text (empty for Stream)
+	StopReason StopReason
+	NPrompt    int // prompt tokens evaluated by this call
+	NGenerated int // tokens sampled by this call
+	PromptTime time.Duration
+	DecodeTime time.Duration
+}
+
+// TokensPerSecond is the decode speed.
+func (r Result) TokensPerSecond() float64 {
+	if r.DecodeTime <= 0 {
+		return 0
+	}
+	return float64(r.NGenerated) / r.DecodeTime.Seconds()
+}
+
+// Generate evaluates prompt and generates until a stop condition, returning the whole text.
+// Calling it again continues the conversation unless Reset is called. Cancelling ctx stops
+// generation at the next token; the partial Result comes back with an error that matches
+// both ErrCancelled and ctx's error.
+func (s *Session) Generate(ctx context.Context, prompt string, opts ...GenOption) (Result, error) {
+	var b strings.Builder
+	r, err := s.run(ctx, prompt, opts, func(piece string) bool { b.WriteString(piece); return true })
+	r.Text = b.String()
+	return r, err
+}
+
+// Stream is Generate as a Go 1.23 range-over-func iterator of text pieces (whole UTF-8
+// characters). Breaking out of the loop stops generation. An error is yielded once, last, with
+// an empty piece. The yield body runs inside the C call, on the calling goroutine: it must not
+// use this Session. LastResult gives the counts afterwards.
+func (s *Session) Stream(ctx context.Context, prompt string, opts ...GenOption) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		stopped := false
+		_, err := s.run(ctx, prompt, opts, func(piece string) bool {
+			stopped = !yield(piece, nil)
+			return !stopped
+		})
+		if err != nil && !stopped {
+			yield("", err)
+		}
+	}
+}
+
+// LastResult returns the Result of the session's last Generate or Stream (Text is empty).
+func (s *Session) LastResult() Result {
+	h, err := s.lock()
+	if err != nil {
+		return Result{}
+	}
+	defer h.busy.Unlock()
+	return s.last
+}
+
+func (s *Session) run(ctx context.Context, prompt string, opts []GenOption, fn func(string) bool) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{StopReason: StopCancelled}, cancelled(context.Cause(ctx))
+	}
+	h, err := s.lock()
+	if err != nil {
+		return Result{}, err
+	}
+	defer h.busy.Unlock()
+	defer runtime.KeepAlive(s) // the cleanup must not close the session mid-call
+
+	var g genConfig
+	for _, o := range opts {
+		o(&g)
+	}
+	var p cGenParams
+	lib.generateInit(&p, unsafe.Sizeof(p))
+	for _, f := range g.set {
+		f(&p)
+	}
+	stops := make([][]byte, len(g.stop))
+	ptrs := make([]*byte, len(g.stop))
+	for i, st := range g.stop {
+		stops[i] = cstr(st)
+		ptrs[i] = &stops[i][0]
+	}
+	if len(ptrs) > 0 {
+		p.stop, p.nStop = &ptrs[0], uintptr(len(ptrs))
+	}
+	cprompt := cstr(prompt)
+	sk := &sink{fn: fn}
+	id := registerSink(sk)
+	defer sinks.Delete(id)
+
+	h.state.Lock()
+	h.running, h.sent = true, false
+	h.state.Unlock()
+	stopWatch := context.AfterFunc(ctx, h.cancel) // runs zf_session_cancel from another goroutine
+	var r cGenResult
+	r.structSize = uint32(unsafe.Sizeof(r))
+	err = call("generate", func() int32 {
+		return lib.generate(h.ptr, &cprompt[0], uintptr(len(prompt)), &p, trampoline(), id, &r)
+	})
+	stopWatch()
+	h.state.Lock()
+	h.running = false
+	sent := h.sent
+	h.state.Unlock()
+	runtime.KeepAlive(cprompt)
+	runtime.KeepAlive(stops)
+	runtime.KeepAlive(ptrs)
+
+	res := Result{
+		StopReason: StopReason(r.stopReason), NPrompt: int(r.nPrompt), NGenerated: int(r.nGenerated),
+		PromptTime: msDuration(r.promptMs), DecodeTime: msDuration(r.decodeMs),
+	}
+	gotCancel := errors.Is(err, ErrCancelled) || (err == nil && res.StopReason == StopCancelled)
+	if sent && !gotCancel {
+		// The cancel arrived as the call was ending, so the request is still pending and would
+		// stop the next call at once; only a reset clears it (as the C CLI does).
+		lib.sessionReset(h.ptr)
+	}
+	s.last = res
+	if sk.panic != nil {
+		panic(sk.panic)
+	}
+	if gotCancel {
+		res.StopReason = StopCancelled
+		return res, cancelled(context.Cause(ctx))
+	}
+	return res, err
+}
+
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }

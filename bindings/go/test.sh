@@ -1,0 +1,22 @@
+#!/bin/sh
+# Checks the Go binding: vet, a cgo-free build and test run, then the race detector (which
+# needs cgo). Library: $ZERFOO_LIBRARY (tests that need it skip when it is unset).
+# Model: $ZERFOO_TEST_MODEL, default ~/.cache/zerfoo/models/smollm2-135m-instruct-q4_1.gguf.
+set -eu
+cd "$(dirname "$0")"
+GO=${GO:-go}
+command -v "$GO" >/dev/null 2>&1 || GO=/usr/local/go/bin/go
+export GOFLAGS="${GOFLAGS:--mod=mod}"
+if [ -z "${ZERFOO_LIBRARY:-}" ]; then
+  echo "test.sh: ZERFOO_LIBRARY is not set; tests needing libzerfoo will skip" >&2
+fi
+
+step() { echo "== $*"; "$@"; }
+step "$GO" vet ./...
+step env CGO_ENABLED=0 "$GO" build ./...
+step env CGO_ENABLED=0 "$GO" test -count=1 ./...
+if command -v "${CC:-gcc}" >/dev/null 2>&1; then
+  step env CGO_ENABLED=1 "$GO" test -race -count=1 ./...
+else
+  echo "test.sh: no C compiler; skipping go test -race (it needs cgo)" >&2
+fi

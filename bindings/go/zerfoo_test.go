@@ -1,0 +1,470 @@
+package zerfoo
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// Environment: ZERFOO_LIBRARY (path to libzerfoo.so.0) and optionally ZERFOO_TEST_MODEL
+// (default: the SmolLM2-135M file in ~/.cache/zerfoo/models).
+
+const prompt = "The capital of France is"
+
+func needLib(t *testing.T) {
+	t.Helper()
+	p := os.Getenv("ZERFOO_LIBRARY")
+	if p == "" {
+		t.Skip("ZERFOO_LIBRARY is not set: skipping tests that need libzerfoo")
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("ZERFOO_LIBRARY=%s: %v", p, err)
+	}
+	if err := Load(p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func modelPath(t *testing.T) string {
+	t.Helper()
+	needLib(t)
+	p := os.Getenv("ZERFOO_TEST_MODEL")
+	if p == "" {
+		home, _ := os.UserHomeDir()
+		p = filepath.Join(home, ".cache/zerfoo/models/smollm2-135m-instruct-q4_1.gguf")
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("test model missing (set ZERFOO_TEST_MODEL): %v", err)
+	}
+	return p
+}
+
+var shared struct {
+	once sync.Once
+	m    *Model
+	err  error
+}
+
+// sharedModel is opened once for the tests that only read from it.
+func sharedModel(t *testing.T) *Model {
+	t.Helper()
+	p := modelPath(t)
+	shared.once.Do(func() { shared.m, shared.err = Open(p, WithDevice(DeviceCPU)) })
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.m
+}
+
+func newSession(t *testing.T, m *Model) *Session {
+	t.Helper()
+	s, err := m.NewSession(WithContextSize(256), WithThreads(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+var greedy = []GenOption{WithTemperature(0), WithMaxTokens(16)}
+
+func TestLayout(t *testing.T) {
+	// Values from offsetof/sizeof in C (x86-64 / aarch64 LP64).
+	checks := []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"sizeof zf_model_params", unsafe.Sizeof(cModelParams{}), 40},
+		{"offsetof progress", unsafe.Offsetof(cModelParams{}.progress), 24},
+		{"sizeof zf_model_summary", unsafe.Sizeof(cModelSummary{}), 88},
+		{"offsetof architecture", unsafe.Offsetof(cModelSummary{}.architecture), 8},
+		{"offsetof n_params", unsafe.Offsetof(cModelSummary{}.nParams), 32},
+		{"offsetof n_ctx_train", unsafe.Offsetof(cModelSummary{}.nCtxTrain), 48},
+		{"offsetof n_tensors", unsafe.Offsetof(cModelSummary{}.nTensors), 84},
+		{"sizeof zf_chat_message", unsafe.Sizeof(cChatMessage{}), 16},
+		{"sizeof zf_session_params", unsafe.Sizeof(cSessionParams{}), 16},
+		{"sizeof zf_generate_params", unsafe.Sizeof(cGenParams{}), 64},
+		{"offsetof seed", unsafe.Offsetof(cGenParams{}.seed), 40},
+		{"offsetof stop", unsafe.Offsetof(cGenParams{}.stop), 48},
+		{"offsetof n_stop", unsafe.Offsetof(cGenParams{}.nStop), 56},
+		{"sizeof zf_generate_result", unsafe.Sizeof(cGenResult{}), 32},
+		{"offsetof prompt_ms", unsafe.Offsetof(cGenResult{}.promptMs), 16},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestErrorIs(t *testing.T) {
+	err := error(&Error{Status: 2, Op: "open", Message: "no such file"})
+	if !errors.Is(err, ErrIO) || errors.Is(err, ErrFormat) {
+		t.Fatalf("errors.Is mismatch for %v", err)
+	}
+	c := cancelled(context.Canceled)
+	if !errors.Is(c, ErrCancelled) || !errors.Is(c, context.Canceled) {
+		t.Fatalf("cancelled error %v does not match both", c)
+	}
+}
+
+func TestLoadErrorNamesPath(t *testing.T) {
+	err := load("/nonexistent/libzerfoo.so.0")
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/libzerfoo.so.0") {
+		t.Fatalf("want an error naming the path, got %v", err)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	needLib(t)
+	v, err := Version()
+	if err != nil || !strings.HasPrefix(v, "0.") {
+		t.Fatalf("Version() = %q, %v", v, err)
+	}
+}
+
+func TestOpenBadPath(t *testing.T) {
+	needLib(t)
+	p := filepath.Join(t.TempDir(), "missing.gguf")
+	_, err := Open(p)
+	if !errors.Is(err, ErrIO) {
+		t.Fatalf("want ErrIO, got %v", err)
+	}
+	if !strings.Contains(err.Error(), p) {
+		t.Fatalf("error does not name the path: %v", err)
+	}
+}
+
+func TestOpenJunk(t *testing.T) {
+	needLib(t)
+	p := filepath.Join(t.TempDir(), "junk.gguf")
+	if err := os.WriteFile(p, []byte(strings.Repeat("not a gguf file ", 64)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(p)
+	if !errors.Is(err, ErrFormat) {
+		t.Fatalf("want ErrFormat, got %v", err)
+	}
+	var ze *Error
+	if !errors.As(err, &ze) || ze.Message == "" {
+		t.Fatalf("want an *Error with the library's message, got %#v", err)
+	}
+}
+
+func TestInfoTokenizeTemplate(t *testing.T) {
+	m := sharedModel(t)
+	info, err := m.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Architecture == "" || info.NVocab <= 0 || info.NLayer <= 0 || info.NParams == 0 || info.Backend != DeviceCPU {
+		t.Fatalf("implausible info: %+v", info)
+	}
+	toks, err := m.Tokenize("Hello, world!", 0)
+	if err != nil || len(toks) == 0 {
+		t.Fatalf("Tokenize: %v %v", toks, err)
+	}
+	text, err := m.Detokenize(toks)
+	if err != nil || text != "Hello, world!" {
+		t.Fatalf("Detokenize = %q, %v", text, err)
+	}
+	long := strings.Repeat("word ", 300) // forces the buffer-growing paths
+	if toks, err = m.Tokenize(long, AddSpecial); err != nil {
+		t.Fatal(err)
+	}
+	if text, err = m.Detokenize(toks); err != nil || !strings.Contains(text, strings.TrimSpace(long)) {
+		t.Fatalf("long round trip failed: %v", err)
+	}
+	if _, err := m.Tokenize("bad \xff utf8", 0); !errors.Is(err, ErrInvalidUTF8) {
+		t.Fatalf("want ErrInvalidUTF8, got %v", err)
+	}
+	chat, err := m.ChatTemplate([]Message{{"system", "Be brief."}, {"user", "Hi there"}}, true)
+	if err != nil || !strings.Contains(chat, "Hi there") || !strings.Contains(chat, "Be brief.") {
+		t.Fatalf("ChatTemplate = %q, %v", chat, err)
+	}
+	if _, err := m.Meta("general.architecture"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Meta("no.such.key"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("want ErrNotFound, got %v", err)
+	}
+}
+
+func collect(t *testing.T, s *Session, ctx context.Context, opts ...GenOption) string {
+	t.Helper()
+	var b strings.Builder
+	for piece, err := range s.Stream(ctx, prompt, opts...) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(piece)
+	}
+	return b.String()
+}
+
+func TestGenerateEqualsStreamAndIsDeterministic(t *testing.T) {
+	m := sharedModel(t)
+	r, err := newSession(t, m).Generate(context.Background(), prompt, greedy...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Text == "" || r.NGenerated == 0 || r.NPrompt == 0 || r.TokensPerSecond() <= 0 {
+		t.Fatalf("implausible result: %+v", r)
+	}
+	t.Logf("greedy: %q (%s, %d tokens, %.1f tok/s)", r.Text, r.StopReason, r.NGenerated, r.TokensPerSecond())
+	s2 := newSession(t, m)
+	if got := collect(t, s2, context.Background(), greedy...); got != r.Text {
+		t.Fatalf("stream %q != generate %q", got, r.Text)
+	}
+	if lr := s2.LastResult(); lr.NGenerated != r.NGenerated || lr.StopReason != r.StopReason {
+		t.Fatalf("LastResult %+v vs %+v", lr, r)
+	}
+	r3, err := newSession(t, m).Generate(context.Background(), prompt, greedy...)
+	if err != nil || r3.Text != r.Text {
+		t.Fatalf("second session: %q, %v; want %q", r3.Text, err, r.Text)
+	}
+}
+
+func TestStopStringAndBreak(t *testing.T) {
+	m := sharedModel(t)
+	r, err := newSession(t, m).Generate(context.Background(), prompt, greedy...)
+	if err != nil || len(r.Text) < 4 {
+		t.Fatalf("%q %v", r.Text, err)
+	}
+	stop := strings.TrimSpace(r.Text)[:2]
+	r2, err := newSession(t, m).Generate(context.Background(), prompt, append(greedy, WithStop(stop))...)
+	if err != nil || r2.StopReason != StopString || strings.Contains(r2.Text, stop) {
+		t.Fatalf("stop %q: %+v %v", stop, r2, err)
+	}
+	s := newSession(t, m)
+	n := 0
+	for _, err := range s.Stream(context.Background(), prompt, greedy...) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n++; n == 2 {
+			break
+		}
+	}
+	if lr := s.LastResult(); lr.StopReason != StopCallback {
+		t.Fatalf("break: stop reason %s", lr.StopReason)
+	}
+}
+
+func TestCancelMidStream(t *testing.T) {
+	m := sharedModel(t)
+	s := newSession(t, m)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pieces := 0
+	var cancelledAt time.Time
+	var gotErr error
+	for _, err := range s.Stream(ctx, prompt, WithTemperature(0), WithMaxTokens(200), WithIgnoreEOS()) {
+		if err != nil {
+			gotErr = err
+			break
+		}
+		if pieces++; pieces == 3 {
+			cancelledAt = time.Now()
+			cancel()
+		}
+	}
+	if !errors.Is(gotErr, ErrCancelled) || !errors.Is(gotErr, context.Canceled) {
+		t.Fatalf("want ErrCancelled, got %v after %d pieces", gotErr, pieces)
+	}
+	// The cancel is sent from another goroutine, so a few more pieces may arrive first.
+	since := time.Since(cancelledAt)
+	t.Logf("stopped %d pieces and %v after the cancel", pieces-3, since)
+	if pieces > 3+10 || since > 3*time.Second {
+		t.Fatalf("cancel not prompt: %d pieces, %v", pieces, since)
+	}
+	if lr := s.LastResult(); lr.StopReason != StopCancelled || lr.NGenerated >= 200 {
+		t.Fatalf("LastResult after cancel: %+v", lr)
+	}
+	// The session stays usable; an already-cancelled context fails fast.
+	if _, err := s.Generate(ctx, "x"); !errors.Is(err, ErrCancelled) {
+		t.Fatalf("done ctx: want ErrCancelled, got %v", err)
+	}
+	if err := s.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.Generate(context.Background(), prompt, WithTemperature(0), WithMaxTokens(4)); err != nil || r.NGenerated == 0 {
+		t.Fatalf("after cancel: %+v %v", r, err)
+	}
+}
+
+func TestContextFull(t *testing.T) {
+	m := sharedModel(t)
+	s, err := m.NewSession(WithContextSize(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.Generate(context.Background(), strings.Repeat("many words here ", 10), greedy...)
+	if !errors.Is(err, ErrContextFull) {
+		t.Fatalf("want ErrContextFull, got %v", err)
+	}
+}
+
+func TestConcurrentSessions(t *testing.T) {
+	m := sharedModel(t)
+	opts := []GenOption{WithTemperature(0), WithMaxTokens(8)}
+	want, err := newSession(t, m).Generate(context.Background(), prompt, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			s, err := m.NewSession(WithContextSize(64), WithThreads(1))
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer s.Close()
+			r, err := s.Generate(context.Background(), prompt, opts...)
+			if err == nil && r.Text != want.Text {
+				err = errors.New("got " + r.Text + ", want " + want.Text)
+			}
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestGCPressure(t *testing.T) {
+	m := sharedModel(t)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				runtime.GC()
+				_ = make([]byte, 1<<16)
+			}
+		}
+	}()
+	want, err := newSession(t, m).Generate(context.Background(), prompt, greedy...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		s, err := m.NewSession(WithContextSize(128), WithThreads(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := collect(t, s, context.Background(), append(greedy, WithStop("\x01never"))...)
+		if got != want.Text {
+			t.Errorf("under GC: %q, want %q", got, want.Text)
+		}
+		_ = s // not closed: left to the cleanup
+		runtime.GC()
+	}
+	close(stop)
+	<-done
+}
+
+func TestCloseAndUseAfterClose(t *testing.T) {
+	m, err := Open(modelPath(t), WithDevice(DeviceCPU))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := m.NewSession(WithContextSize(64), WithThreads(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Closing the model first keeps the session usable until it closes too.
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Generate(context.Background(), prompt, WithMaxTokens(2)); err != nil {
+		t.Fatalf("session after model close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Info(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Info after Close: %v", err)
+	}
+	if _, err := m.Tokenize("x", 0); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Tokenize after Close: %v", err)
+	}
+	if _, err := m.NewSession(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("NewSession after Close: %v", err)
+	}
+	if _, err := s.Generate(context.Background(), prompt); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Generate after Close: %v", err)
+	}
+	for _, err := range s.Stream(context.Background(), prompt) {
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("Stream after Close: %v", err)
+		}
+	}
+	if err := s.Reset(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Reset after Close: %v", err)
+	}
+	var nilModel *Model
+	if err := nilModel.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCloseWhileGenerating(t *testing.T) {
+	m := sharedModel(t)
+	s, err := m.NewSession(WithContextSize(256), WithThreads(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	started := make(chan struct{})
+	go func() {
+		var err error
+		n := 0
+		for _, e := range s.Stream(context.Background(), prompt, WithMaxTokens(200), WithIgnoreEOS()) {
+			if n++; n == 1 {
+				close(started)
+			}
+			err = e
+		}
+		errc <- err
+	}()
+	<-started
+	s.Close()
+	if err := <-errc; !errors.Is(err, ErrCancelled) {
+		t.Fatalf("want ErrCancelled after Close, got %v", err)
+	}
+}
+
+func TestChat(t *testing.T) {
+	m := sharedModel(t)
+	r, err := m.Chat(context.Background(), []Message{{"user", "Say hello."}},
+		WithTemperature(0), WithMaxTokens(8), WithSession(WithContextSize(128), WithThreads(1)))
+	if err != nil || r.NGenerated == 0 {
+		t.Fatalf("Chat: %+v %v", r, err)
+	}
+	t.Logf("chat reply: %q", r.Text)
+}

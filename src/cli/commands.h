@@ -10,6 +10,8 @@ int RunGenerate(const Options& opts);
 int RunChat(const Options& opts);
 int RunInfo(const Options& opts);
 int RunTokenize(const Options& opts);
+// `zerfoo bench` parses its own llama-bench style flags (lists such as -t 1,2).
+int RunBench(int argc, char** argv, int first);
 
 }  // namespace cli
 

@@ -22,6 +22,7 @@ constexpr const char* kUsage =
     "  chat       interactive chat with the model's chat template\n"
     "  info       show model facts and available backends\n"
     "  tokenize   print the token ids of a text\n"
+    "  bench      prompt/generation throughput, llama-bench style\n"
     "  help       show this help, or `zerfoo help <command>`\n"
     "\n"
     "Run `zerfoo <command> --help` for a command's options; `zerfoo --version` for the version.\n";
@@ -69,6 +70,13 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
     }
     return cli::kExitOk;
+  }
+  if (cmd == "bench") {
+    try {
+      return cli::RunBench(argc, argv, 2);
+    } catch (const cli::UsageError& e) {
+      return ReportUsage(e.what(), cmd);
+    }
   }
   if (!cli::IsCommand(cmd)) {
     return ReportUsage(cmd[0] == '-' ? "expected a command before '" + cmd + "'" : "unknown command '" + cmd + "'",

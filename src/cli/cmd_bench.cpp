@@ -1,0 +1,220 @@
+// `zerfoo bench`: prompt-processing (ppN) and text-generation (tgN) throughput, measured the way
+// llama-bench measures it, with its flags (-m -t -p -n -r -o), so rows line up one for one:
+// ppN evaluates N tokens in one call; tgN evaluates N tokens one call each; every test runs
+// once to warm up, then -r times on a fresh context; t/s is mean +- sample stddev over reps.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <algorithm>
+#include <random>
+#include <thread>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "common.h"
+#include "json.h"
+
+namespace cli {
+namespace {
+
+struct BenchArgs {
+  std::vector<std::string> models;
+  std::vector<int32_t> threads = {static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()))};
+  std::vector<int32_t> n_prompt = {512};
+  std::vector<int32_t> n_gen = {128};
+  int32_t reps = 5;
+  std::string output = "md";
+};
+
+constexpr const char* kBenchHelp =
+    "usage: zerfoo bench -m MODEL [-m MODEL ...] [options]\n\n"
+    "Throughput like llama-bench: ppN (prompt of N tokens in one batch) and tgN (N tokens\n"
+    "generated one at a time), mean and standard deviation over repetitions.\n\n"
+    "options (lists are comma-separated, as in llama-bench):\n"
+    "  -m, --model FILE      GGUF model (repeatable)\n"
+    "  -t, --threads LIST    CPU threads (default: all hardware threads)\n"
+    "  -p, --n-prompt LIST   prompt sizes (default 512; 0 skips)\n"
+    "  -n, --n-gen LIST      generation lengths (default 128; 0 skips)\n"
+    "  -r, --repetitions N   repetitions per test (default 5)\n"
+    "  -o, --output FMT      md or json (default md)\n";
+
+std::vector<int32_t> ParseList(const std::string& flag, const std::string& v, int64_t lo) {
+  std::vector<int32_t> out;
+  size_t start = 0;
+  while (start <= v.size()) {
+    size_t comma = v.find(',', start);
+    if (comma == std::string::npos) comma = v.size();
+    out.push_back(static_cast<int32_t>(ParseInt(flag, v.substr(start, comma - start), lo, 1 << 20)));
+    start = comma + 1;
+  }
+  return out;
+}
+
+BenchArgs ParseBench(int argc, char** argv, int first, bool* help) {
+  BenchArgs a;
+  for (int i = first; i < argc; ++i) {
+    const std::string f = argv[i];
+    if (f == "-h" || f == "--help") {
+      *help = true;
+      return a;
+    }
+    if (i + 1 >= argc) throw UsageError("missing value for " + f);
+    const std::string v = argv[++i];
+    if (f == "-m" || f == "--model") a.models.push_back(v);
+    else if (f == "-t" || f == "--threads") a.threads = ParseList(f, v, 1);
+    else if (f == "-p" || f == "--n-prompt") a.n_prompt = ParseList(f, v, 0);
+    else if (f == "-n" || f == "--n-gen") a.n_gen = ParseList(f, v, 0);
+    else if (f == "-r" || f == "--repetitions") a.reps = static_cast<int32_t>(ParseInt(f, v, 1, 1000));
+    else if (f == "-o" || f == "--output") {
+      if (v != "md" && v != "json") throw UsageError(f + ": expected md or json, got '" + v + "'");
+      a.output = v;
+    } else {
+      throw UsageError("unknown option '" + f + "'");
+    }
+  }
+  if (a.models.empty()) throw UsageError("missing -m MODEL");
+  return a;
+}
+
+struct Result {
+  std::string model;
+  std::string quant;
+  double size_mib = 0;
+  double params_m = 0;
+  int32_t threads = 0;
+  int32_t n_prompt = 0, n_gen = 0;
+  std::vector<double> ts;  // tokens/s per repetition
+  double Mean() const {
+    double s = 0;
+    for (double x : ts) s += x;
+    return ts.empty() ? 0 : s / double(ts.size());
+  }
+  double Stddev() const {
+    if (ts.size() < 2) return 0;
+    const double m = Mean();
+    double s = 0;
+    for (double x : ts) s += (x - m) * (x - m);
+    return std::sqrt(s / double(ts.size() - 1));
+  }
+};
+
+// Seconds for one repetition of a test on a fresh session.
+zf_status RunOnce(zf_model* model, int32_t threads, int32_t n_prompt, int32_t n_gen,
+                  int32_t n_vocab, std::mt19937* rng, double* seconds) {
+  zf_session_params sp;
+  zf_session_params_init(&sp, sizeof sp);
+  sp.n_threads = threads;
+  sp.n_ctx = n_prompt + n_gen + 1;
+  zf_session* raw = nullptr;
+  zf_status st = zf_session_create(model, &sp, &raw);
+  if (st != ZF_OK) return st;
+  SessionPtr session(raw);
+  std::uniform_int_distribution<int32_t> tok(0, n_vocab - 1);
+  std::vector<float> logits(static_cast<size_t>(n_vocab));
+  using Clock = std::chrono::steady_clock;
+  if (n_prompt > 0) {
+    std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
+    for (int32_t& t : prompt) t = tok(*rng);
+    const auto t0 = Clock::now();
+    st = zf_session_eval(session.get(), prompt.data(), prompt.size(), logits.data(), logits.size());
+    *seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    return st;
+  }
+  int32_t t = tok(*rng);
+  const auto t0 = Clock::now();
+  for (int32_t i = 0; i < n_gen; ++i) {
+    st = zf_session_eval(session.get(), &t, 1, logits.data(), logits.size());
+    if (st != ZF_OK) return st;
+    t = tok(*rng);
+  }
+  *seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return ZF_OK;
+}
+
+std::string Basename(const std::string& p) {
+  const size_t s = p.find_last_of('/');
+  return s == std::string::npos ? p : p.substr(s + 1);
+}
+
+void PrintMarkdownHeader() {
+  std::printf("| model | size | params | backend | threads | test | t/s |\n");
+  std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
+}
+
+void PrintMarkdownRow(const Result& r) {
+  const std::string test = r.n_prompt > 0 ? "pp" + std::to_string(r.n_prompt) : "tg" + std::to_string(r.n_gen);
+  std::printf("| %s %s | %.2f MiB | %.2f M | CPU | %d | %s | %.2f ± %.2f |\n", r.model.c_str(),
+              r.quant.c_str(), r.size_mib, r.params_m, r.threads, test.c_str(), r.Mean(), r.Stddev());
+  std::fflush(stdout);
+}
+
+std::string JsonRow(const Result& r) {
+  std::string ts = "[";
+  for (size_t i = 0; i < r.ts.size(); ++i) ts += (i ? ", " : "") + std::to_string(r.ts[i]);
+  ts += "]";
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "{\"model_filename\": %s, \"model_type\": %s, \"model_size\": %.0f, "
+                "\"model_n_params\": %.0f, \"backends\": \"CPU\", \"n_threads\": %d, "
+                "\"n_prompt\": %d, \"n_gen\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, ",
+                json::Quote(r.model).c_str(), json::Quote(r.quant).c_str(), r.size_mib * 1048576.0,
+                r.params_m * 1e6, r.threads, r.n_prompt, r.n_gen, r.Mean(), r.Stddev());
+  return std::string(buf) + "\"samples_ts\": " + ts + "}";
+}
+
+}  // namespace
+
+int RunBench(int argc, char** argv, int first) {
+  bool help = false;
+  BenchArgs a = ParseBench(argc, argv, first, &help);
+  if (help) {
+    std::fputs(kBenchHelp, stdout);
+    return kExitOk;
+  }
+  std::mt19937 rng(1234);
+  std::vector<std::string> rows;
+  if (a.output == "md") PrintMarkdownHeader();
+  for (const std::string& path : a.models) {
+    zf_model_params mp;
+    zf_model_params_init(&mp, sizeof mp);
+    zf_model* raw = nullptr;
+    zf_status st = zf_model_load(path.c_str(), &mp, &raw);
+    if (st != ZF_OK) return ReportError(st);
+    ModelPtr model(raw);
+    zf_model_summary info;
+    info.struct_size = sizeof info;
+    if ((st = zf_model_info(model.get(), &info)) != ZF_OK) return ReportError(st);
+    std::vector<std::pair<int32_t, int32_t>> tests;
+    for (int32_t p : a.n_prompt) if (p > 0) tests.push_back({p, 0});
+    for (int32_t n : a.n_gen) if (n > 0) tests.push_back({0, n});
+    for (int32_t threads : a.threads) {
+      for (const auto& test : tests) {
+        Result r;
+        r.model = Basename(path);
+        r.quant = info.quant;
+        r.size_mib = double(info.file_size) / 1048576.0;
+        r.params_m = double(info.n_params) / 1e6;
+        r.threads = threads;
+        r.n_prompt = test.first;
+        r.n_gen = test.second;
+        for (int32_t rep = -1; rep < a.reps; ++rep) {  // rep -1: warm-up
+          double seconds = 0;
+          st = RunOnce(model.get(), threads, test.first, test.second, info.n_vocab, &rng, &seconds);
+          if (st != ZF_OK) return ReportError(st);
+          if (rep >= 0) r.ts.push_back(double(test.first + test.second) / seconds);
+        }
+        if (a.output == "md") PrintMarkdownRow(r);
+        else rows.push_back(JsonRow(r));
+      }
+    }
+  }
+  if (a.output == "json") {
+    std::printf("[\n");
+    for (size_t i = 0; i < rows.size(); ++i) std::printf("  %s%s\n", rows[i].c_str(), i + 1 < rows.size() ? "," : "");
+    std::printf("]\n");
+  }
+  return kExitOk;
+}
+
+}  // namespace cli

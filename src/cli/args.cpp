@@ -73,6 +73,8 @@ const Flag kFlags[] = {
      }},
     {"--no-special", nullptr, nullptr, kGen | kTok, "do not add BOS/special tokens to the text",
      [](Options& o, const std::string&, const std::string&) { o.no_special = true; }},
+    {"--ignore-eos", nullptr, nullptr, kGen, "keep generating past end-of-generation tokens",
+     [](Options& o, const std::string&, const std::string&) { o.ignore_eos = true; }},
     {"--parse-special", nullptr, nullptr, kTok, "match special-token text such as <eos> as tokens",
      [](Options& o, const std::string&, const std::string&) { o.parse_special = true; }},
     {"--json", nullptr, nullptr, kGen | kInfo | kTok, "print one JSON value on stdout",

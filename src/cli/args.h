@@ -27,6 +27,7 @@ struct Options {
   std::vector<std::string> stop;
   bool json = false;
   bool no_special = false;
+  bool ignore_eos = false;
   bool parse_special = false;
   bool verbose = false;
   bool help = false;

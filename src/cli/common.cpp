@@ -56,6 +56,7 @@ zf_generate_params MakeGenerateParams(const Options& opts, std::vector<const cha
   if (opts.repeat_last_n) gp.repeat_last_n = *opts.repeat_last_n;
   if (opts.seed) gp.seed = *opts.seed;
   if (opts.no_special) gp.flags |= ZF_GENERATE_NO_SPECIAL;
+  if (opts.ignore_eos) gp.flags |= ZF_GENERATE_IGNORE_EOS;
   stop_ptrs->clear();
   for (const std::string& s : opts.stop) stop_ptrs->push_back(s.c_str());
   gp.stop = stop_ptrs->empty() ? nullptr : stop_ptrs->data();

@@ -60,6 +60,8 @@ void QuantizeQ8_0(const float* src, void* dst, int64_t n);
 void QuantizeQ8_1(const float* src, void* dst, int64_t n);
 void QuantizeQ8_K(const float* src, void* dst, int64_t n);
 void QuantizeF16(const float* src, void* dst, int64_t n);
+void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
+              size_t a_stride, int64_t n_tok, float* y, int64_t y_stride);
 void DequantizeF16(const void* src, float* dst, int64_t n);
 }  // namespace avx2
 #endif

@@ -15,12 +15,27 @@ struct KernelTable {
   QuantizeFn quantize[kNumTypes] = {};
   DequantizeFn dequantize[kNumTypes] = {};
   const char* isa = "scalar";
+  void (*gemm_q8_0)(int64_t, const void*, size_t, int64_t, const void*, size_t, int64_t, float*,
+                    int64_t) = nullptr;
 };
+
+// Scalar fallback of GemmQ8_0: one VecDot per (row, token).
+void GemmQ8_0Ref(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
+                 size_t a_stride, int64_t n_tok, float* y, int64_t y_stride) {
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* ab = static_cast<const uint8_t*>(a);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t t = 0; t < n_tok; ++t) {
+      y[t * y_stride + r] = ref::VecDotQ8_0(k, wb + size_t(r) * w_stride, ab + size_t(t) * a_stride);
+    }
+  }
+}
 
 inline int Index(GgmlType t) { return static_cast<int>(t); }
 
 KernelTable BuildTable() {
   KernelTable k;
+  k.gemm_q8_0 = GemmQ8_0Ref;
   for (int id = 0; id < kNumTypes; ++id) {
     const GgmlType t = static_cast<GgmlType>(id);
     k.vec_dot[id] = ref::GetVecDotFn(t);
@@ -46,6 +61,7 @@ KernelTable BuildTable() {
     k.quantize[Index(GgmlType::Q8_K)] = avx2::QuantizeQ8_K;
     k.quantize[Index(GgmlType::F16)] = avx2::QuantizeF16;
     k.dequantize[Index(GgmlType::F16)] = avx2::DequantizeF16;
+    k.gemm_q8_0 = avx2::GemmQ8_0;
   }
 #endif
   return k;
@@ -115,5 +131,10 @@ float VecDot(GgmlType weight_type, int64_t n, const void* weight_row, const void
 }
 
 const char* ActiveIsa() { return Table().isa; }
+
+void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
+              size_t a_stride, int64_t n_tok, float* y, int64_t y_stride) {
+  Table().gemm_q8_0(k, w, w_stride, rows, a, a_stride, n_tok, y, y_stride);
+}
 
 }  // namespace zf::quant

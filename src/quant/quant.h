@@ -46,6 +46,12 @@ VecDotFn GetVecDotFn(GgmlType weight_type);
 // Name of the instruction set the dispatching functions use: "avx2" or "scalar".
 const char* ActiveIsa();
 
+// Multi-token product on Q8_0 rows (prefill): y[t * y_stride + r] = dot(weight row r,
+// activation row t) for r < rows, t < n_tok; rows of k elements, strides in bytes. Same value
+// as VecDot(Q8_0, ...) per pair, but each weight block is loaded once for several tokens.
+void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
+              size_t a_stride, int64_t n_tok, float* y, int64_t y_stride);
+
 // Scalar reference versions (always available; the SIMD paths are tested against them).
 namespace ref {
 void DequantizeRow(GgmlType t, const void* src, float* dst, int64_t n);

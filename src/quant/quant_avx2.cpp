@@ -197,6 +197,36 @@ inline __m256i DotQ5_1(const BlockQ5_1& x, const BlockQ8_1& y) {
 
 }  // namespace
 
+// 1 weight row x 4 tokens per pass: |w| and the row's block scale are computed once per block
+// and applied to four activation blocks (four independent accumulators).
+void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
+              size_t a_stride, int64_t n_tok, float* y, int64_t y_stride) {
+  const int64_t nb = k / kQK;
+  const auto* wbase = static_cast<const uint8_t*>(w);
+  const auto* abase = static_cast<const uint8_t*>(a);
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto* wr = reinterpret_cast<const BlockQ8_0*>(wbase + size_t(r) * w_stride);
+    int64_t t = 0;
+    for (; t + 4 <= n_tok; t += 4) {
+      const BlockQ8_0* at[4];
+      for (int j = 0; j < 4; ++j) at[j] = reinterpret_cast<const BlockQ8_0*>(abase + size_t(t + j) * a_stride);
+      __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+      for (int64_t b = 0; b < nb; ++b) {
+        const __m256i wq = Load256(wr[b].qs);
+        const __m256i aw = _mm256_sign_epi8(wq, wq);
+        const float dw = H(wr[b].d);
+        for (int j = 0; j < 4; ++j) {
+          const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(Load256(at[j][b].qs), wq)), ones);
+          acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * H(at[j][b].d)), _mm256_cvtepi32_ps(p), acc[j]);
+        }
+      }
+      for (int j = 0; j < 4; ++j) y[(t + j) * y_stride + r] = HsumF32(acc[j]);
+    }
+    for (; t < n_tok; ++t) y[t * y_stride + r] = VecDotQ8_0(k, wr, abase + size_t(t) * a_stride);
+  }
+}
+
 float VecDotQ8_0(int64_t n, const void* w, const void* a) {
   return DotBlocks32<BlockQ8_0, BlockQ8_0, DotQ8_0, false>(n, w, a);
 }

@@ -42,8 +42,68 @@ void CpuBackend::GetRows(const Tensor& table, const int32_t* ids, int32_t n, flo
   }
 }
 
+namespace {
+// Prefill batches of at least this many tokens take the Q8_0 GEMM path.
+constexpr int32_t kGemmMinTokens = 8;
+constexpr int64_t kGemmRowTile = 16;  // weight rows requantized and reused per pass
+}  // namespace
+
+// Prefill: each tile of weight rows is converted once to Q8_0 (dequantize + 8-bit requantize;
+// the added error is <= 1/254 of a 32-element block's largest weight, far below the 4-6 bit
+// quantization already in the file) and multiplied with every token's Q8_0 activations by
+// the multi-token kernel, so the unpacking cost is paid once per row, not once per token.
+void CpuBackend::MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, float* y) {
+  const int64_t k = w.ne[0];
+  const int64_t m = w.ne[1];
+  const size_t q8_row = RowSize(GgmlType::Q8_0, k);
+  const size_t w_row = RowSize(w.type, k);
+  if (act_q_.size() < q8_row * size_t(n_tok)) act_q_.resize(q8_row * size_t(n_tok));
+  const size_t nth = size_t(pool_.size());
+  if (gemm_rows_.size() < nth * kGemmRowTile * q8_row) gemm_rows_.resize(nth * kGemmRowTile * q8_row);
+  if (gemm_f32_.size() < nth * size_t(k)) gemm_f32_.resize(nth * size_t(k));
+  uint8_t* act = act_q_.data();
+  pool_.ParallelFor(n_tok, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) quant::QuantizeActivations(GgmlType::Q8_0, x + t * k, act + size_t(t) * q8_row, k);
+  });
+  struct Ctx {
+    CpuBackend* self;
+    const Tensor* w;
+    float* y;
+    const uint8_t* act;
+    int64_t k, m;
+    int32_t n_tok;
+    size_t q8_row, w_row;
+  } c{this, &w, y, act, k, m, n_tok, q8_row, w_row};
+  pool_.Run(
+      [](void* p, int32_t ith, int32_t nth) {
+        Ctx& c = *static_cast<Ctx*>(p);
+        const int64_t per = (c.m + nth - 1) / nth;
+        const int64_t r0 = std::min<int64_t>(c.m, per * ith), r1 = std::min<int64_t>(c.m, r0 + per);
+        uint8_t* rows = c.self->gemm_rows_.data() + size_t(ith) * kGemmRowTile * c.q8_row;
+        float* f32 = c.self->gemm_f32_.data() + size_t(ith) * size_t(c.k);
+        const bool direct = c.w->type == GgmlType::Q8_0;
+        for (int64_t r = r0; r < r1; r += kGemmRowTile) {
+          const int64_t n = std::min<int64_t>(kGemmRowTile, r1 - r);
+          const uint8_t* src = c.w->data + size_t(r) * c.w_row;
+          if (!direct) {
+            for (int64_t i = 0; i < n; ++i) {
+              quant::DequantizeRow(c.w->type, src + size_t(i) * c.w_row, f32, c.k);
+              quant::QuantizeActivations(GgmlType::Q8_0, f32, rows + size_t(i) * c.q8_row, c.k);
+            }
+          }
+          quant::GemmQ8_0(c.k, direct ? src : rows, c.q8_row, n, c.act, c.q8_row, c.n_tok, c.y + r, c.m);
+        }
+      },
+      &c);
+}
+
 void CpuBackend::MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y) {
   const int64_t k = w.ne[0];
+  if (n_tok >= kGemmMinTokens && k % 32 == 0 && w.type != GgmlType::F32 && w.type != GgmlType::F16 &&
+      w.type != GgmlType::BF16) {
+    MatMulQ8Gemm(w, x, n_tok, y);
+    return;
+  }
   const int64_t m = w.ne[1];
   const GgmlType act_type = quant::VecDotType(w.type);
   const size_t act_row = RowSize(act_type, k);
@@ -114,15 +174,35 @@ void CpuBackend::Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim
 
 namespace {
 
-// GELU, tanh approximation, on the F16-rounded input as the reference's lookup table does.
-inline float Gelu(float x) {
-  constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
-  constexpr float kCoef = 0.044715f;
-  if (x <= -10.0f) return 0.0f;
-  if (x >= 10.0f) return x;
-  const float xh = quant::Fp16ToFp32(quant::Fp32ToFp16(x));
-  const float g = 0.5f * xh * (1.0f + std::tanh(kSqrt2OverPi * xh * (1.0f + kCoef * xh * xh)));
-  return quant::Fp16ToFp32(quant::Fp32ToFp16(g));
+// GELU (tanh approximation) as the reference computes it: a table over every F16 input, with
+// the result rounded to F16; inputs beyond +-10 bypass the table.
+const float* GeluTable() {
+  static const std::vector<float> table = [] {
+    constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+    constexpr float kCoef = 0.044715f;
+    std::vector<float> t(65536);
+    for (uint32_t h = 0; h < 65536; ++h) {
+      const float x = quant::Fp16ToFp32(uint16_t(h));
+      const float g = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoef * x * x)));
+      t[h] = quant::Fp16ToFp32(quant::Fp32ToFp16(g));
+    }
+    return t;
+  }();
+  return table.data();
+}
+
+void GeluMul(float* gate, const float* up, int64_t n) {
+  const float* table = GeluTable();
+  uint16_t h[256];
+  for (int64_t i0 = 0; i0 < n; i0 += 256) {
+    const int64_t len = std::min<int64_t>(256, n - i0);
+    quant::QuantizeActivations(GgmlType::F16, gate + i0, h, len);  // vectorized F32 -> F16
+    for (int64_t i = 0; i < len; ++i) {
+      const float x = gate[i0 + i];
+      const float g = x <= -10.0f ? 0.0f : x >= 10.0f ? x : table[h[i]];
+      gate[i0 + i] = g * up[i0 + i];
+    }
+  }
 }
 
 inline float Silu(float x) { return x / (1.0f + std::exp(-x)); }
@@ -132,7 +212,7 @@ inline float Silu(float x) { return x / (1.0f + std::exp(-x)); }
 void CpuBackend::GatedActivation(model::FfnActivation act, float* gate, const float* up, int64_t n) {
   pool_.ParallelFor(n, [&](int64_t b, int64_t e) {
     if (act == model::FfnActivation::kGeluTanh) {
-      for (int64_t i = b; i < e; ++i) gate[i] = Gelu(gate[i]) * up[i];
+      GeluMul(gate + b, up + b, e - b);
     } else {
       for (int64_t i = b; i < e; ++i) gate[i] = Silu(gate[i]) * up[i];
     }
@@ -148,10 +228,8 @@ void CpuBackend::StoreKv(int32_t layer, const float* k, const float* v, int32_t 
     uint8_t* kd = k_cache_.data() + size_t(slot) * size_t(k_width_) * elem;
     uint8_t* vd = v_cache_.data() + size_t(slot) * size_t(v_width_) * elem;
     if (kv_type_ == KvType::kF16) {
-      uint16_t* k16 = reinterpret_cast<uint16_t*>(kd);
-      uint16_t* v16 = reinterpret_cast<uint16_t*>(vd);
-      for (int32_t i = 0; i < k_width_; ++i) k16[i] = quant::Fp32ToFp16(kr[i]);
-      for (int32_t i = 0; i < v_width_; ++i) v16[i] = quant::Fp32ToFp16(vr[i]);
+      quant::QuantizeActivations(GgmlType::F16, kr, kd, k_width_);  // vectorized F32 -> F16
+      quant::QuantizeActivations(GgmlType::F16, vr, vd, v_width_);
     } else {
       std::memcpy(kd, kr, size_t(k_width_) * 4);
       std::memcpy(vd, vr, size_t(v_width_) * 4);

@@ -37,6 +37,10 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   // Activation rows quantized to the weight's vec-dot type (grown on demand, reused).
   std::vector<uint8_t> act_q_;
+  // Prefill: per-thread weight rows requantized to Q8_0 and their float staging row.
+  std::vector<uint8_t> gemm_rows_;
+  std::vector<float> gemm_f32_;
+  void MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, float* y);
   // Per-thread attention scratch: scores over n_ctx positions + one k/v row.
   std::vector<float> attn_scratch_;
   int32_t n_ctx_ = 0;

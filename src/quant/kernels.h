@@ -69,4 +69,12 @@ void DequantizeF16(const void* src, float* dst, int64_t n);
 // True when the CPU (and OS) support AVX2, FMA and F16C.
 bool CpuHasAvx2Fma16();
 
+// AVX-512 F/BW/VL/VNNI kernels (quant_avx512.cpp); only call when CpuHasAvx512Vnni() is true.
+namespace avx512 {
+float VecDotQ8_0(int64_t n, const void* w, const void* a);
+void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
+              size_t a_stride, int64_t n_tok, float* y, int64_t y_stride);
+}  // namespace avx512
+bool CpuHasAvx512Vnni();
+
 }  // namespace zf::quant

@@ -2,6 +2,7 @@
 // falls back to the scalar reference otherwise. The choice is made once (thread-safe static
 // initialization) and stored as a table of function pointers.
 #include <cassert>
+#include <cstdlib>
 
 #include "quant/kernels.h"
 
@@ -62,6 +63,11 @@ KernelTable BuildTable() {
     k.quantize[Index(GgmlType::F16)] = avx2::QuantizeF16;
     k.dequantize[Index(GgmlType::F16)] = avx2::DequantizeF16;
     k.gemm_q8_0 = avx2::GemmQ8_0;
+    if (CpuHasAvx512Vnni() && std::getenv("ZF_NO_AVX512") == nullptr) {
+      k.isa = "avx512-vnni";
+      k.vec_dot[Index(GgmlType::Q8_0)] = avx512::VecDotQ8_0;
+      k.gemm_q8_0 = avx512::GemmQ8_0;
+    }
   }
 #endif
   return k;
@@ -81,6 +87,16 @@ bool CpuHasAvx2Fma16() {
   // __builtin_cpu_supports checks the OS-enabled (XSAVE) state for AVX as well as cpuid bits.
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
          __builtin_cpu_supports("f16c");
+#else
+  return false;
+#endif
+}
+
+bool CpuHasAvx512Vnni() {
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+  // As above, __builtin_cpu_supports also requires the OS to save the ZMM state (XCR0).
+  return CpuHasAvx2Fma16() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
 #else
   return false;
 #endif

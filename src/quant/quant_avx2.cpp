@@ -197,33 +197,67 @@ inline __m256i DotQ5_1(const BlockQ5_1& x, const BlockQ8_1& y) {
 
 }  // namespace
 
-// 1 weight row x 4 tokens per pass: |w| and the row's block scale are computed once per block
-// and applied to four activation blocks (four independent accumulators).
+// Tiles of 2 weight rows x 4 tokens: |w| is computed once per weight block, each activation
+// block is loaded once for both rows, and block scales are converted to float once per tile
+// (8 independent accumulators keep the FMA pipes busy).
 void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
               size_t a_stride, int64_t n_tok, float* y, int64_t y_stride) {
   const int64_t nb = k / kQK;
   const auto* wbase = static_cast<const uint8_t*>(w);
   const auto* abase = static_cast<const uint8_t*>(a);
   const __m256i ones = _mm256_set1_epi16(1);
-  for (int64_t r = 0; r < rows; ++r) {
-    const auto* wr = reinterpret_cast<const BlockQ8_0*>(wbase + size_t(r) * w_stride);
-    int64_t t = 0;
-    for (; t + 4 <= n_tok; t += 4) {
-      const BlockQ8_0* at[4];
-      for (int j = 0; j < 4; ++j) at[j] = reinterpret_cast<const BlockQ8_0*>(abase + size_t(t + j) * a_stride);
-      __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  constexpr int64_t kMaxBlocks = 512;  // scale staging on the stack; longer rows use VecDot
+  if (nb > kMaxBlocks) {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t t = 0; t < n_tok; ++t) {
+        y[t * y_stride + r] = VecDotQ8_0(k, wbase + size_t(r) * w_stride, abase + size_t(t) * a_stride);
+      }
+    }
+    return;
+  }
+  float ad[4][kMaxBlocks];
+  float wd[2][kMaxBlocks];
+  int64_t t = 0;
+  for (; t + 4 <= n_tok; t += 4) {
+    const BlockQ8_0* at[4];
+    for (int j = 0; j < 4; ++j) {
+      at[j] = reinterpret_cast<const BlockQ8_0*>(abase + size_t(t + j) * a_stride);
+      for (int64_t b = 0; b < nb; ++b) ad[j][b] = H(at[j][b].d);
+    }
+    int64_t r = 0;
+    for (; r + 2 <= rows; r += 2) {
+      const BlockQ8_0* wr[2];
+      for (int i = 0; i < 2; ++i) {
+        wr[i] = reinterpret_cast<const BlockQ8_0*>(wbase + size_t(r + i) * w_stride);
+        for (int64_t b = 0; b < nb; ++b) wd[i][b] = H(wr[i][b].d);
+      }
+      __m256 acc[2][4];
+      for (auto& row : acc) for (__m256& v : row) v = _mm256_setzero_ps();
       for (int64_t b = 0; b < nb; ++b) {
-        const __m256i wq = Load256(wr[b].qs);
-        const __m256i aw = _mm256_sign_epi8(wq, wq);
-        const float dw = H(wr[b].d);
+        const __m256i w0 = Load256(wr[0][b].qs), w1 = Load256(wr[1][b].qs);
+        const __m256i u0 = _mm256_sign_epi8(w0, w0), u1 = _mm256_sign_epi8(w1, w1);
         for (int j = 0; j < 4; ++j) {
-          const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(Load256(at[j][b].qs), wq)), ones);
-          acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * H(at[j][b].d)), _mm256_cvtepi32_ps(p), acc[j]);
+          const __m256i aq = Load256(at[j][b].qs);
+          const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(u0, _mm256_sign_epi8(aq, w0)), ones);
+          const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(u1, _mm256_sign_epi8(aq, w1)), ones);
+          acc[0][j] = _mm256_fmadd_ps(_mm256_set1_ps(wd[0][b] * ad[j][b]), _mm256_cvtepi32_ps(p0), acc[0][j]);
+          acc[1][j] = _mm256_fmadd_ps(_mm256_set1_ps(wd[1][b] * ad[j][b]), _mm256_cvtepi32_ps(p1), acc[1][j]);
         }
       }
-      for (int j = 0; j < 4; ++j) y[(t + j) * y_stride + r] = HsumF32(acc[j]);
+      for (int i = 0; i < 2; ++i) {
+        for (int j = 0; j < 4; ++j) y[(t + j) * y_stride + r + i] = HsumF32(acc[i][j]);
+      }
     }
-    for (; t < n_tok; ++t) y[t * y_stride + r] = VecDotQ8_0(k, wr, abase + size_t(t) * a_stride);
+    for (; r < rows; ++r) {
+      for (int j = 0; j < 4; ++j) {
+        y[(t + j) * y_stride + r] = VecDotQ8_0(k, wbase + size_t(r) * w_stride, at[j]);
+      }
+    }
+  }
+  for (; t < n_tok; ++t) {
+    for (int64_t r = 0; r < rows; ++r) {
+      y[t * y_stride + r] = VecDotQ8_0(k, wbase + size_t(r) * w_stride, abase + size_t(t) * a_stride);
+    }
   }
 }
 

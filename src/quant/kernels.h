@@ -74,6 +74,8 @@ namespace avx512 {
 float VecDotQ8_0(int64_t n, const void* w, const void* a);
 void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
               size_t a_stride, int64_t n_tok, float* y, int64_t y_stride);
+void GemmAffine(int64_t k, const AffineRows& w, int64_t rows, const void* a, size_t a_stride,
+                const float* asum, int64_t n_tok, float* y, int64_t y_stride);
 }  // namespace avx512
 bool CpuHasAvx512Vnni();
 

@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cstdlib>
 
+#include "quant/blocks.h"
 #include "quant/kernels.h"
 
 namespace zf::quant {
@@ -18,7 +19,28 @@ struct KernelTable {
   const char* isa = "scalar";
   void (*gemm_q8_0)(int64_t, const void*, size_t, int64_t, const void*, size_t, int64_t, float*,
                     int64_t) = nullptr;
+  void (*gemm_affine)(int64_t, const AffineRows&, int64_t, const void*, size_t, const float*, int64_t,
+                      float*, int64_t) = nullptr;
 };
+
+// Scalar GemmAffine (the definition the SIMD version is tested against).
+void GemmAffineRef(int64_t k, const AffineRows& w, int64_t rows, const void* a, size_t a_stride,
+                   const float* asum, int64_t n_tok, float* y, int64_t y_stride) {
+  const int64_t nb = k / 32;
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const auto* at = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(a) + size_t(t) * a_stride);
+    for (int64_t r = 0; r < rows; ++r) {
+      float sum = 0.0f;
+      for (int64_t g = 0; g < nb; ++g) {
+        int32_t dot = 0;
+        const uint8_t* q = w.q + r * k + g * 32;
+        for (int i = 0; i < 32; ++i) dot += int32_t(q[i]) * int32_t(at[g].qs[i]);
+        sum += w.d[r * nb + g] * Fp16ToFp32(at[g].d) * float(dot) + w.m[r * nb + g] * asum[t * nb + g];
+      }
+      y[t * y_stride + r] = sum;
+    }
+  }
+}
 
 // Scalar fallback of GemmQ8_0: one VecDot per (row, token).
 void GemmQ8_0Ref(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
@@ -37,6 +59,7 @@ inline int Index(GgmlType t) { return static_cast<int>(t); }
 KernelTable BuildTable() {
   KernelTable k;
   k.gemm_q8_0 = GemmQ8_0Ref;
+  k.gemm_affine = GemmAffineRef;
   for (int id = 0; id < kNumTypes; ++id) {
     const GgmlType t = static_cast<GgmlType>(id);
     k.vec_dot[id] = ref::GetVecDotFn(t);
@@ -67,6 +90,7 @@ KernelTable BuildTable() {
       k.isa = "avx512-vnni";
       k.vec_dot[Index(GgmlType::Q8_0)] = avx512::VecDotQ8_0;
       k.gemm_q8_0 = avx512::GemmQ8_0;
+      k.gemm_affine = avx512::GemmAffine;
     }
   }
 #endif
@@ -151,6 +175,20 @@ const char* ActiveIsa() { return Table().isa; }
 void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
               size_t a_stride, int64_t n_tok, float* y, int64_t y_stride) {
   Table().gemm_q8_0(k, w, w_stride, rows, a, a_stride, n_tok, y, y_stride);
+}
+
+void GemmAffine(int64_t k, const AffineRows& w, int64_t rows, const void* a, size_t a_stride,
+                const float* asum, int64_t n_tok, float* y, int64_t y_stride) {
+  Table().gemm_affine(k, w, rows, a, a_stride, asum, n_tok, y, y_stride);
+}
+
+void Q8_0BlockSums(const void* a, int64_t k, float* asum) {
+  const auto* x = static_cast<const BlockQ8_0*>(a);
+  for (int64_t g = 0; g < k / 32; ++g) {
+    int32_t s = 0;
+    for (int i = 0; i < 32; ++i) s += x[g].qs[i];
+    asum[g] = Fp16ToFp32(x[g].d) * float(s);
+  }
 }
 
 }  // namespace zf::quant

@@ -52,6 +52,23 @@ const char* ActiveIsa();
 void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
               size_t a_stride, int64_t n_tok, float* y, int64_t y_stride);
 
+// Exact unpacking of Q4_0, Q4_1, Q5_0, Q5_1, Q4_K and Q5_K rows into 32-element affine groups:
+// w[32g + i] = d[g] * q[32g + i] + m[g], q in [0, 31] (k/32 groups). False for other types.
+bool UnpackAffine32(GgmlType t, const void* row, int64_t k, float* d, float* m, uint8_t* q);
+
+// Prefill product on unpacked affine rows and Q8_0 activations: y[t * y_stride + r] =
+// sum_g d[r,g] * da[t,g] * (q[r,g] . a[t,g]) + m[r,g] * asum[t,g], where asum[t,g] is
+// da[t,g] * (sum of a[t,g]'s quants). Row r's d/m start at r * k/32, its q at r * k.
+struct AffineRows {
+  const float* d;
+  const float* m;
+  const uint8_t* q;
+};
+void GemmAffine(int64_t k, const AffineRows& w, int64_t rows, const void* a, size_t a_stride,
+                const float* asum, int64_t n_tok, float* y, int64_t y_stride);
+// Per-block activation sums for GemmAffine: asum[g] = d[g] * sum(qs[g]) of one Q8_0 row.
+void Q8_0BlockSums(const void* a, int64_t k, float* asum);
+
 // Scalar reference versions (always available; the SIMD paths are tested against them).
 namespace ref {
 void DequantizeRow(GgmlType t, const void* src, float* dst, int64_t n);

@@ -16,6 +16,8 @@
 #endif
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "quant/blocks.h"
 #include "quant/kernels.h"
 
@@ -75,13 +77,16 @@ float VecDotQ8_0(int64_t n, const void* w, const void* a) {
 }
 
 // Tiles of 2 weight rows x 4 tokens, two blocks per step (see the AVX2 version for the tiling).
+// Block scales are staged as ready lane vectors ([s_b x8 | s_b+1 x8]): the activations' once per
+// token tile, the weights' once per row pair, so the inner step is one multiply of two
+// vectors instead of scalar products and broadcasts.
 void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
               size_t a_stride, int64_t n_tok, float* y, int64_t y_stride) {
   const int64_t nb = k / kQK;
   const auto* wbase = static_cast<const uint8_t*>(w);
   const auto* abase = static_cast<const uint8_t*>(a);
-  constexpr int64_t kMaxBlocks = 512;
-  if (nb > kMaxBlocks || nb % 2 != 0) {
+  constexpr int64_t kMaxPairs = 64;  // rows up to 4096 elements; longer rows use VecDot
+  if (nb > 2 * kMaxPairs || nb % 2 != 0) {
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t t = 0; t < n_tok; ++t) {
         y[t * y_stride + r] = VecDotQ8_0(k, wbase + size_t(r) * w_stride, abase + size_t(t) * a_stride);
@@ -89,36 +94,33 @@ void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const voi
     }
     return;
   }
-  float ad[4][kMaxBlocks];
-  float wd[2][kMaxBlocks];
+  const int64_t np = nb / 2;
+  __m512 av[4][kMaxPairs];
+  __m512 wv[2][kMaxPairs];
   int64_t t = 0;
   for (; t + 4 <= n_tok; t += 4) {
     const BlockQ8_0* at[4];
     for (int j = 0; j < 4; ++j) {
       at[j] = reinterpret_cast<const BlockQ8_0*>(abase + size_t(t + j) * a_stride);
-      for (int64_t b = 0; b < nb; ++b) ad[j][b] = H(at[j][b].d);
+      for (int64_t q = 0; q < np; ++q) av[j][q] = Scale2(H(at[j][2 * q].d), H(at[j][2 * q + 1].d));
     }
     int64_t r = 0;
     for (; r + 2 <= rows; r += 2) {
       const BlockQ8_0* wr[2];
       for (int i = 0; i < 2; ++i) {
         wr[i] = reinterpret_cast<const BlockQ8_0*>(wbase + size_t(r + i) * w_stride);
-        for (int64_t b = 0; b < nb; ++b) wd[i][b] = H(wr[i][b].d);
+        for (int64_t q = 0; q < np; ++q) wv[i][q] = Scale2(H(wr[i][2 * q].d), H(wr[i][2 * q + 1].d));
       }
       __m512 acc[2][4];
       for (auto& row : acc) for (__m512& v : row) v = _mm512_setzero_ps();
-      for (int64_t b = 0; b < nb; b += 2) {
-        const __m512i w0 = Load2(wr[0] + b), w1 = Load2(wr[1] + b);
+      for (int64_t q = 0; q < np; ++q) {
+        const __m512i w0 = Load2(wr[0] + 2 * q), w1 = Load2(wr[1] + 2 * q);
         const __m512i u0 = _mm512_abs_epi8(w0), u1 = _mm512_abs_epi8(w1);
         const __mmask64 n0 = _mm512_movepi8_mask(w0), n1 = _mm512_movepi8_mask(w1);
         for (int j = 0; j < 4; ++j) {
-          const __m512i aq = Load2(at[j] + b);
-          const __m512i p0 = Dot2(u0, n0, aq);
-          const __m512i p1 = Dot2(u1, n1, aq);
-          acc[0][j] = _mm512_fmadd_ps(Scale2(wd[0][b] * ad[j][b], wd[0][b + 1] * ad[j][b + 1]),
-                                      _mm512_cvtepi32_ps(p0), acc[0][j]);
-          acc[1][j] = _mm512_fmadd_ps(Scale2(wd[1][b] * ad[j][b], wd[1][b + 1] * ad[j][b + 1]),
-                                      _mm512_cvtepi32_ps(p1), acc[1][j]);
+          const __m512i aq = Load2(at[j] + 2 * q);
+          acc[0][j] = _mm512_fmadd_ps(_mm512_mul_ps(wv[0][q], av[j][q]), _mm512_cvtepi32_ps(Dot2(u0, n0, aq)), acc[0][j]);
+          acc[1][j] = _mm512_fmadd_ps(_mm512_mul_ps(wv[1][q], av[j][q]), _mm512_cvtepi32_ps(Dot2(u1, n1, aq)), acc[1][j]);
         }
       }
       for (int i = 0; i < 2; ++i) {
@@ -132,6 +134,76 @@ void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const voi
   for (; t < n_tok; ++t) {
     for (int64_t r = 0; r < rows; ++r) {
       y[t * y_stride + r] = VecDotQ8_0(k, wbase + size_t(r) * w_stride, abase + size_t(t) * a_stride);
+    }
+  }
+}
+
+// Affine rows (unsigned 0..31 quants, see quant.h): VPDPBUSD takes the weights as the unsigned
+// operand directly; the per-group min term is a float dot of m with the activation sums.
+void GemmAffine(int64_t k, const AffineRows& w, int64_t rows, const void* a, size_t a_stride,
+                const float* asum, int64_t n_tok, float* y, int64_t y_stride) {
+  const int64_t nb = k / kQK;
+  const auto* abase = static_cast<const uint8_t*>(a);
+  constexpr int64_t kMaxPairs = 64;
+  if (nb > 2 * kMaxPairs || nb % 2 != 0) {
+    // Unusual row lengths: the plain definition.
+    for (int64_t t = 0; t < n_tok; ++t) {
+      const auto* at = reinterpret_cast<const BlockQ8_0*>(abase + size_t(t) * a_stride);
+      for (int64_t r = 0; r < rows; ++r) {
+        float sum = 0.0f;
+        for (int64_t g = 0; g < nb; ++g) {
+          int32_t dot = 0;
+          for (int i = 0; i < kQK; ++i) dot += int32_t(w.q[r * k + g * kQK + i]) * int32_t(at[g].qs[i]);
+          sum += w.d[r * nb + g] * H(at[g].d) * float(dot) + w.m[r * nb + g] * asum[t * nb + g];
+        }
+        y[t * y_stride + r] = sum;
+      }
+    }
+    return;
+  }
+  const int64_t np = nb / 2;
+  __m512 av[4][kMaxPairs];
+  __m512 wv[2][kMaxPairs];
+  int64_t t = 0;
+  for (; t < n_tok; t += 4) {
+    const int tn = int(std::min<int64_t>(4, n_tok - t));
+    const BlockQ8_0* at[4];
+    for (int j = 0; j < 4; ++j) {
+      at[j] = reinterpret_cast<const BlockQ8_0*>(abase + size_t(t + (j < tn ? j : 0)) * a_stride);
+      for (int64_t q = 0; q < np; ++q) av[j][q] = Scale2(H(at[j][2 * q].d), H(at[j][2 * q + 1].d));
+    }
+    for (int64_t r = 0; r < rows; r += 2) {
+      const int rn = int(std::min<int64_t>(2, rows - r));
+      const uint8_t* wq[2];
+      for (int i = 0; i < 2; ++i) {
+        const int64_t ri = r + (i < rn ? i : 0);
+        wq[i] = w.q + ri * k;
+        for (int64_t q = 0; q < np; ++q) wv[i][q] = Scale2(w.d[ri * nb + 2 * q], w.d[ri * nb + 2 * q + 1]);
+      }
+      __m512 acc[2][4];
+      for (auto& row : acc) for (__m512& v : row) v = _mm512_setzero_ps();
+      for (int64_t q = 0; q < np; ++q) {
+        const __m512i u0 = _mm512_loadu_si512(wq[0] + 64 * q), u1 = _mm512_loadu_si512(wq[1] + 64 * q);
+        for (int j = 0; j < 4; ++j) {
+          const __m512i aq = Load2(at[j] + 2 * q);
+          const __m512i p0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u0, aq);
+          const __m512i p1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u1, aq);
+          acc[0][j] = _mm512_fmadd_ps(_mm512_mul_ps(wv[0][q], av[j][q]), _mm512_cvtepi32_ps(p0), acc[0][j]);
+          acc[1][j] = _mm512_fmadd_ps(_mm512_mul_ps(wv[1][q], av[j][q]), _mm512_cvtepi32_ps(p1), acc[1][j]);
+        }
+      }
+      for (int i = 0; i < rn; ++i) {
+        const float* m = w.m + (r + i) * nb;
+        for (int j = 0; j < tn; ++j) {
+          const float* s = asum + (t + j) * nb;
+          __m512 mm = _mm512_setzero_ps();
+          for (int64_t g = 0; g < nb; g += 16) {
+            const __mmask16 lanes = nb - g >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (nb - g)) - 1);
+            mm = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(lanes, m + g), _mm512_maskz_loadu_ps(lanes, s + g), mm);
+          }
+          y[(t + j) * y_stride + r + i] = HsumF32(acc[i][j]) + HsumF32(mm);
+        }
+      }
     }
   }
 }

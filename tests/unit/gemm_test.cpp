@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -46,6 +47,67 @@ TEST(GemmQ8_0, LongRowsAndExtremeScales) {
   Check(5, 6, 32 * 600, 1.0f);  // beyond the kernel's stack staging: falls back to VecDot
   Check(4, 8, 2048, 1e-4f);
   Check(4, 8, 2048, 1e4f);
+}
+
+}  // namespace
+}  // namespace zf::quant
+
+namespace zf::quant {
+namespace {
+
+// Random bytes are valid blocks of every affine type once the F16 scale words at the start of
+// each block (d, and m or dmin) are set to small values.
+std::vector<uint8_t> RandomBlocks(GgmlType t, int64_t rows, int64_t k, uint32_t seed) {
+  std::vector<uint8_t> v(RowSize(t, k) * size_t(rows));
+  std::mt19937 rng(seed);
+  for (auto& b : v) b = uint8_t(rng());
+  const size_t block = GetTypeTraits(t)->type_size;
+  for (size_t off = 0; off + block <= v.size(); off += block) {
+    const uint16_t d = Fp32ToFp16(0.01f + 0.001f * float(rng() % 10)), m = Fp32ToFp16(-0.05f);
+    std::memcpy(&v[off], &d, 2);
+    std::memcpy(&v[off + 2], &m, 2);
+  }
+  return v;
+}
+
+// The affine unpacking reproduces DequantizeRow exactly, and GemmAffine (dispatched) matches
+// its scalar definition and the float dot of the dequantized rows.
+TEST(GemmAffine, UnpackIsExactAndProductMatches) {
+  const int64_t k = 512, rows = 5, n_tok = 6, nb = k / 32;
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K}) {
+    std::vector<uint8_t> w = RandomBlocks(t, rows, k, 7);
+    const size_t wrow = RowSize(t, k);
+    std::vector<float> d(size_t(rows * nb)), m(size_t(rows * nb));
+    std::vector<float> deq(static_cast<size_t>(k));
+    std::vector<uint8_t> q(size_t(rows * k));
+    for (int64_t r = 0; r < rows; ++r) {
+      ASSERT_TRUE(UnpackAffine32(t, w.data() + wrow * size_t(r), k, &d[size_t(r * nb)], &m[size_t(r * nb)], &q[size_t(r * k)]));
+      DequantizeRow(t, w.data() + wrow * size_t(r), deq.data(), k);
+      for (int64_t i = 0; i < k; ++i) {
+        const float v = d[size_t(r * nb + i / 32)] * float(q[size_t(r * k + i)]) + m[size_t(r * nb + i / 32)];
+        ASSERT_NEAR(v, deq[size_t(i)], 1e-6f * std::fabs(deq[size_t(i)]) + 1e-30f) << TypeName(t) << " row " << r << " i " << i;
+      }
+    }
+    std::vector<uint8_t> a = QuantRows(n_tok, k, 1.0f, 3);
+    const size_t arow = RowSize(GgmlType::Q8_0, k);
+    std::vector<float> asum(size_t(n_tok * nb));
+    for (int64_t tt = 0; tt < n_tok; ++tt) Q8_0BlockSums(a.data() + arow * size_t(tt), k, &asum[size_t(tt * nb)]);
+    std::vector<float> y(size_t(rows * n_tok));
+    GemmAffine(k, AffineRows{d.data(), m.data(), q.data()}, rows, a.data(), arow, asum.data(), n_tok, y.data(), rows);
+    for (int64_t tt = 0; tt < n_tok; ++tt) {
+      std::vector<float> af(static_cast<size_t>(k));
+      DequantizeRow(GgmlType::Q8_0, a.data() + arow * size_t(tt), af.data(), k);
+      for (int64_t r = 0; r < rows; ++r) {
+        DequantizeRow(t, w.data() + wrow * size_t(r), deq.data(), k);
+        double ref = 0, mag = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          ref += double(deq[size_t(i)]) * af[size_t(i)];
+          mag += std::fabs(double(deq[size_t(i)]) * af[size_t(i)]);
+        }
+        ASSERT_NEAR(y[size_t(tt * rows + r)], ref, 1e-4 * mag + 1e-6) << TypeName(t) << " (" << r << ", " << tt << ")";
+      }
+    }
+  }
 }
 
 }  // namespace

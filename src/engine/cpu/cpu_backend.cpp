@@ -48,50 +48,75 @@ constexpr int32_t kGemmMinTokens = 8;
 constexpr int64_t kGemmRowTile = 16;  // weight rows requantized and reused per pass
 }  // namespace
 
-// Prefill: each tile of weight rows is converted once to Q8_0 (dequantize + 8-bit requantize;
-// the added error is <= 1/254 of a 32-element block's largest weight, far below the 4-6 bit
-// quantization already in the file) and multiplied with every token's Q8_0 activations by
-// the multi-token kernel, so the unpacking cost is paid once per row, not once per token.
+// Prefill: each tile of weight rows is unpacked once and multiplied with every token's Q8_0
+// activations by a multi-token kernel, so unpacking is paid once per row, not once per token.
+// Affine formats (Q4_0/1, Q5_0/1, Q4_K, Q5_K) unpack exactly to 32-element groups (d, m,
+// unsigned quants). Others are dequantized and requantized to Q8_0 (added error <= 1/254 of a
+// block's largest weight, far below the quantization already in the file).
 void CpuBackend::MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, float* y) {
   const int64_t k = w.ne[0];
   const int64_t m = w.ne[1];
+  const int64_t nb = k / 32;
   const size_t q8_row = RowSize(GgmlType::Q8_0, k);
   const size_t w_row = RowSize(w.type, k);
   if (act_q_.size() < q8_row * size_t(n_tok)) act_q_.resize(q8_row * size_t(n_tok));
+  if (gemm_asum_.size() < size_t(nb) * size_t(n_tok)) gemm_asum_.resize(size_t(nb) * size_t(n_tok));
   const size_t nth = size_t(pool_.size());
-  if (gemm_rows_.size() < nth * kGemmRowTile * q8_row) gemm_rows_.resize(nth * kGemmRowTile * q8_row);
-  if (gemm_f32_.size() < nth * size_t(k)) gemm_f32_.resize(nth * size_t(k));
+  // Per thread: kGemmRowTile rows of quants (Q8_0 blocks or unpacked bytes), their d and m, and
+  // one float row for the requantizing path.
+  const size_t q_bytes = kGemmRowTile * std::max(q8_row, size_t(k));
+  if (gemm_rows_.size() < nth * q_bytes) gemm_rows_.resize(nth * q_bytes);
+  const size_t f_per = size_t(k) + 2 * kGemmRowTile * size_t(nb);
+  if (gemm_f32_.size() < nth * f_per) gemm_f32_.resize(nth * f_per);
   uint8_t* act = act_q_.data();
+  float* asum = gemm_asum_.data();
   pool_.ParallelFor(n_tok, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) quant::QuantizeActivations(GgmlType::Q8_0, x + t * k, act + size_t(t) * q8_row, k);
+    for (int64_t t = b; t < e; ++t) {
+      quant::QuantizeActivations(GgmlType::Q8_0, x + t * k, act + size_t(t) * q8_row, k);
+      quant::Q8_0BlockSums(act + size_t(t) * q8_row, k, asum + t * nb);
+    }
   });
   struct Ctx {
     CpuBackend* self;
     const Tensor* w;
     float* y;
     const uint8_t* act;
-    int64_t k, m;
+    const float* asum;
+    int64_t k, m, nb;
     int32_t n_tok;
-    size_t q8_row, w_row;
-  } c{this, &w, y, act, k, m, n_tok, q8_row, w_row};
+    size_t q8_row, w_row, q_bytes, f_per;
+  } c{this, &w, y, act, asum, k, m, nb, n_tok, q8_row, w_row, q_bytes, f_per};
   pool_.Run(
       [](void* p, int32_t ith, int32_t nth) {
         Ctx& c = *static_cast<Ctx*>(p);
         const int64_t per = (c.m + nth - 1) / nth;
         const int64_t r0 = std::min<int64_t>(c.m, per * ith), r1 = std::min<int64_t>(c.m, r0 + per);
-        uint8_t* rows = c.self->gemm_rows_.data() + size_t(ith) * kGemmRowTile * c.q8_row;
-        float* f32 = c.self->gemm_f32_.data() + size_t(ith) * size_t(c.k);
-        const bool direct = c.w->type == GgmlType::Q8_0;
+        uint8_t* rows = c.self->gemm_rows_.data() + size_t(ith) * c.q_bytes;
+        float* f32 = c.self->gemm_f32_.data() + size_t(ith) * c.f_per;
+        float* dd = f32 + c.k;
+        float* mm = dd + kGemmRowTile * c.nb;
+        const GgmlType t = c.w->type;
         for (int64_t r = r0; r < r1; r += kGemmRowTile) {
           const int64_t n = std::min<int64_t>(kGemmRowTile, r1 - r);
           const uint8_t* src = c.w->data + size_t(r) * c.w_row;
-          if (!direct) {
-            for (int64_t i = 0; i < n; ++i) {
-              quant::DequantizeRow(c.w->type, src + size_t(i) * c.w_row, f32, c.k);
-              quant::QuantizeActivations(GgmlType::Q8_0, f32, rows + size_t(i) * c.q8_row, c.k);
-            }
+          if (t == GgmlType::Q8_0) {
+            quant::GemmQ8_0(c.k, src, c.q8_row, n, c.act, c.q8_row, c.n_tok, c.y + r, c.m);
+            continue;
           }
-          quant::GemmQ8_0(c.k, direct ? src : rows, c.q8_row, n, c.act, c.q8_row, c.n_tok, c.y + r, c.m);
+          bool affine = true;
+          for (int64_t i = 0; i < n && affine; ++i) {
+            affine = quant::UnpackAffine32(t, src + size_t(i) * c.w_row, c.k, dd + i * c.nb, mm + i * c.nb,
+                                           rows + size_t(i) * size_t(c.k));
+          }
+          if (affine) {
+            quant::GemmAffine(c.k, quant::AffineRows{dd, mm, rows}, n, c.act, c.q8_row, c.asum, c.n_tok, c.y + r, c.m);
+            continue;
+          }
+          for (int64_t i = 0; i < n; ++i) {
+            quant::DequantizeRow(t, src + size_t(i) * c.w_row, f32, c.k);
+            quant::QuantizeActivations(GgmlType::Q8_0, f32, rows + size_t(i) * c.q8_row, c.k);
+          }
+          quant::GemmQ8_0(c.k, rows, c.q8_row, n, c.act, c.q8_row, c.n_tok, c.y + r, c.m);
         }
       },
       &c);

@@ -264,7 +264,7 @@ void CpuBackend::StoreKv(int32_t layer, const float* k, const float* v, int32_t 
 
 // Per thread: a V head in F32, Q in the cache type, and the scores of one context row.
 size_t CpuBackend::AttnScratchPerThread(int32_t n_ctx, int32_t k_width, int32_t v_width) {
-  return size_t(v_width) + size_t(k_width) + size_t(n_ctx);
+  return size_t(v_width) + 2 * size_t(k_width) + size_t(n_ctx);
 }
 
 void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const AttentionParams& ap,
@@ -274,15 +274,39 @@ void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t
   const int32_t o_width = ap.n_head * ap.head_dim_v;
   const int64_t layer_base = int64_t{layer} * n_ctx_;
   const size_t per_thread = AttnScratchPerThread(n_ctx_, k_width_, v_width_);
+  // Prefill with an F16 cache: this layer's K/V rows are converted to F32 once (in parallel)
+  // and shared by every query, instead of converting them again for each (token, head).
+  const bool f16 = kv_type_ == KvType::kF16;
+  const bool staged = f16 && n_tok > 1;
+  const uint8_t* kdata = k_cache_.data() + size_t(layer_base) * size_t(k_width_) * (f16 ? 2 : 4);
+  const uint8_t* vdata = v_cache_.data() + size_t(layer_base) * size_t(v_width_) * (f16 ? 2 : 4);
+  if (staged) {
+    const int32_t n_pos = pos0 + n_tok;
+    if (kv_stage_.size() < size_t(n_pos) * size_t(k_width_ + v_width_)) {
+      kv_stage_.resize(size_t(n_ctx_) * size_t(k_width_ + v_width_));
+    }
+    float* kf = kv_stage_.data();
+    float* vf = kf + size_t(n_pos) * size_t(k_width_);
+    pool_.ParallelFor(n_pos, [&](int64_t b, int64_t e) {
+      quant::DequantizeRow(GgmlType::F16, kdata + size_t(b) * size_t(k_width_) * 2, kf + size_t(b) * size_t(k_width_),
+                           (e - b) * k_width_);
+      quant::DequantizeRow(GgmlType::F16, vdata + size_t(b) * size_t(v_width_) * 2, vf + size_t(b) * size_t(v_width_),
+                           (e - b) * v_width_);
+    });
+    kdata = reinterpret_cast<const uint8_t*>(kf);
+    vdata = reinterpret_cast<const uint8_t*>(vf);
+  }
   struct Ctx {
     CpuBackend* self;
     const float* q;
     float* out;
     const AttentionParams* ap;
     int32_t n_tok, pos0, group, q_width, o_width;
-    int64_t layer_base;
     size_t per_thread;
-  } c{this, q, out, &ap, n_tok, pos0, group, q_width, o_width, layer_base, per_thread};
+    const uint8_t* kdata;  // this layer's position 0 (cache type, or F32 when staged)
+    const uint8_t* vdata;
+    bool f16, staged;
+  } c{this, q, out, &ap, n_tok, pos0, group, q_width, o_width, per_thread, kdata, vdata, f16, staged};
   pool_.Run(
       [](void* p, int32_t ith, int32_t nth) {
         Ctx& c = *static_cast<Ctx*>(p);
@@ -298,20 +322,24 @@ void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t
           const int32_t lo = ap.window > 0 ? std::max(0, p_q - ap.window + 1) : 0;
           const float* qh = c.q + int64_t{t} * c.q_width + int64_t{h} * ap.head_dim_k;
           // With an F16 cache, Q is rounded to F16 and dotted with K in F16 (F32 sums), as the
-          // reference does; softmax and the weighted sum of V are in F32. Cache rows are used
-          // in place through the dispatched (AVX2) kernels, one KV head at a time.
-          const bool f16 = self.kv_type_ == KvType::kF16;
-          const GgmlType kv = f16 ? GgmlType::F16 : GgmlType::F32;
-          const size_t elem = f16 ? 2 : 4;
+          // reference does; softmax and the weighted sum of V are in F32. Rows are read in
+          // place through the dispatched (AVX2) kernels, one KV head at a time.
+          const GgmlType kv = (c.f16 && !c.staged) ? GgmlType::F16 : GgmlType::F32;
+          const size_t elem = kv == GgmlType::F16 ? 2 : 4;
           float* vrow = row;                                          // one V head in F32
-          auto* q16 = reinterpret_cast<uint8_t*>(vrow + ap.head_dim_v);  // Q in the cache type
-          float* scores = reinterpret_cast<float*>(q16 + size_t(ap.head_dim_k) * elem);
-          quant::QuantizeActivations(kv, qh, q16, ap.head_dim_k);
-          const uint8_t* kbase = self.k_cache_.data() + size_t(g) * ap.head_dim_k * elem;
-          const uint8_t* vbase = self.v_cache_.data() + size_t(g) * ap.head_dim_v * elem;
+          auto* q16 = reinterpret_cast<uint8_t*>(vrow + ap.head_dim_v);  // Q in the rows' type
+          float* scores = reinterpret_cast<float*>(q16 + size_t(ap.head_dim_k) * 4);
+          if (c.staged) {  // F16-rounded Q, kept in F32 to meet the staged F32 rows
+            quant::QuantizeActivations(GgmlType::F16, qh, scores, ap.head_dim_k);
+            quant::DequantizeRow(GgmlType::F16, scores, reinterpret_cast<float*>(q16), ap.head_dim_k);
+          } else {
+            quant::QuantizeActivations(kv, qh, q16, ap.head_dim_k);
+          }
+          const uint8_t* kbase = c.kdata + size_t(g) * ap.head_dim_k * elem;
+          const uint8_t* vbase = c.vdata + size_t(g) * ap.head_dim_v * elem;
           float mx = -INFINITY;
           for (int32_t j = lo; j <= p_q; ++j) {
-            const size_t slot = size_t(c.layer_base + j);
+            const size_t slot = size_t(j);
             float s = quant::VecDot(kv, ap.head_dim_k, kbase + slot * self.k_width_ * elem, q16);
             s *= ap.scale;
             if (ap.softcap > 0.0f) s = ap.softcap * std::tanh(s / ap.softcap);
@@ -328,10 +356,15 @@ void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t
           float* oh = c.out + int64_t{t} * c.o_width + int64_t{h} * ap.head_dim_v;
           std::fill(oh, oh + ap.head_dim_v, 0.0f);
           for (int32_t j = 0; j < n; ++j) {
-            const size_t slot = size_t(c.layer_base + lo + j);
-            quant::DequantizeRow(kv, vbase + slot * self.v_width_ * elem, vrow, ap.head_dim_v);
+            const size_t slot = size_t(lo + j);
             const float w = scores[j] * inv;
-            for (int32_t d = 0; d < ap.head_dim_v; ++d) oh[d] += w * vrow[d];
+            const float* vh = vrow;
+            if (kv == GgmlType::F32) {
+              vh = reinterpret_cast<const float*>(vbase + slot * self.v_width_ * elem);
+            } else {
+              quant::DequantizeRow(kv, vbase + slot * self.v_width_ * elem, vrow, ap.head_dim_v);
+            }
+            for (int32_t d = 0; d < ap.head_dim_v; ++d) oh[d] += w * vh[d];
           }
         }
       },

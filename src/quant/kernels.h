@@ -63,7 +63,31 @@ void QuantizeF16(const float* src, void* dst, int64_t n);
 void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
               size_t a_stride, int64_t n_tok, float* y, int64_t y_stride);
 void DequantizeF16(const void* src, float* dst, int64_t n);
+bool Gemv(GgmlType t, int64_t n, const void* w, size_t stride, int64_t rows, const void* a, float* y);
 }  // namespace avx2
+// The same kernels built with AVX-512 VL + VNNI (quant_vnni_avx512.cpp): VPDPBUSD products.
+namespace vnni {
+float VecDotF32(int64_t n, const void* w, const void* a);
+float VecDotF16(int64_t n, const void* w, const void* a);
+float VecDotBF16(int64_t n, const void* w, const void* a);
+float VecDotQ4_0(int64_t n, const void* w, const void* a);
+float VecDotQ4_1(int64_t n, const void* w, const void* a);
+float VecDotQ5_0(int64_t n, const void* w, const void* a);
+float VecDotQ5_1(int64_t n, const void* w, const void* a);
+float VecDotQ8_0(int64_t n, const void* w, const void* a);
+float VecDotQ4_K(int64_t n, const void* w, const void* a);
+float VecDotQ5_K(int64_t n, const void* w, const void* a);
+float VecDotQ6_K(int64_t n, const void* w, const void* a);
+// Bit-identical to the reference quantizers (same float operations, same rounding).
+void QuantizeQ8_0(const float* src, void* dst, int64_t n);
+void QuantizeQ8_1(const float* src, void* dst, int64_t n);
+void QuantizeQ8_K(const float* src, void* dst, int64_t n);
+void QuantizeF16(const float* src, void* dst, int64_t n);
+void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
+              size_t a_stride, int64_t n_tok, float* y, int64_t y_stride);
+void DequantizeF16(const void* src, float* dst, int64_t n);
+bool Gemv(GgmlType t, int64_t n, const void* w, size_t stride, int64_t rows, const void* a, float* y);
+}  // namespace vnni
 #endif
 
 // True when the CPU (and OS) support AVX2, FMA and F16C.

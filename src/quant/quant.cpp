@@ -19,6 +19,7 @@ struct KernelTable {
   const char* isa = "scalar";
   void (*gemm_q8_0)(int64_t, const void*, size_t, int64_t, const void*, size_t, int64_t, float*,
                     int64_t) = nullptr;
+  bool (*gemv)(GgmlType, int64_t, const void*, size_t, int64_t, const void*, float*) = nullptr;
   void (*gemm_affine)(int64_t, const AffineRows&, int64_t, const void*, size_t, const float*, int64_t,
                       float*, int64_t) = nullptr;
 };
@@ -86,11 +87,17 @@ KernelTable BuildTable() {
     k.quantize[Index(GgmlType::F16)] = avx2::QuantizeF16;
     k.dequantize[Index(GgmlType::F16)] = avx2::DequantizeF16;
     k.gemm_q8_0 = avx2::GemmQ8_0;
+    k.gemv = avx2::Gemv;
     if (CpuHasAvx512Vnni() && std::getenv("ZF_NO_AVX512") == nullptr) {
       k.isa = "avx512-vnni";
+      k.vec_dot[Index(GgmlType::Q4_0)] = vnni::VecDotQ4_0;
+      k.vec_dot[Index(GgmlType::Q4_1)] = vnni::VecDotQ4_1;
+      k.vec_dot[Index(GgmlType::Q5_0)] = vnni::VecDotQ5_0;
+      k.vec_dot[Index(GgmlType::Q5_1)] = vnni::VecDotQ5_1;
       k.vec_dot[Index(GgmlType::Q8_0)] = avx512::VecDotQ8_0;
       k.gemm_q8_0 = avx512::GemmQ8_0;
       k.gemm_affine = avx512::GemmAffine;
+      k.gemv = vnni::Gemv;
     }
   }
 #endif
@@ -177,9 +184,18 @@ void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const voi
   Table().gemm_q8_0(k, w, w_stride, rows, a, a_stride, n_tok, y, y_stride);
 }
 
+bool HasFastGemmAffine() { return Table().gemm_affine != GemmAffineRef; }
+
 void GemmAffine(int64_t k, const AffineRows& w, int64_t rows, const void* a, size_t a_stride,
                 const float* asum, int64_t n_tok, float* y, int64_t y_stride) {
   Table().gemm_affine(k, w, rows, a, a_stride, asum, n_tok, y, y_stride);
+}
+
+void Gemv(GgmlType t, int64_t k, const void* w, size_t stride, int64_t rows, const void* a, float* y) {
+  if (Table().gemv != nullptr && Table().gemv(t, k, w, stride, rows, a, y)) return;
+  const VecDotFn fn = GetVecDotFn(t);
+  const auto* wb = static_cast<const uint8_t*>(w);
+  for (int64_t r = 0; r < rows; ++r) y[r] = fn(k, wb + size_t(r) * stride, a);
 }
 
 void Q8_0BlockSums(const void* a, int64_t k, float* asum) {

@@ -52,6 +52,10 @@ const char* ActiveIsa();
 void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
               size_t a_stride, int64_t n_tok, float* y, int64_t y_stride);
 
+// Decode product: y[r] = VecDot(t, k, weight row r, a) for r < rows (row stride in bytes), with
+// several rows per pass where a kernel exists.
+void Gemv(GgmlType t, int64_t k, const void* w, size_t stride, int64_t rows, const void* a, float* y);
+
 // Exact unpacking of Q4_0, Q4_1, Q5_0, Q5_1, Q4_K and Q5_K rows into 32-element affine groups:
 // w[32g + i] = d[g] * q[32g + i] + m[g], q in [0, 31] (k/32 groups). False for other types.
 bool UnpackAffine32(GgmlType t, const void* row, int64_t k, float* d, float* m, uint8_t* q);
@@ -64,6 +68,8 @@ struct AffineRows {
   const float* m;
   const uint8_t* q;
 };
+// True when GemmAffine has a SIMD kernel on this CPU (else requantizing to Q8_0 is faster).
+bool HasFastGemmAffine();
 void GemmAffine(int64_t k, const AffineRows& w, int64_t rows, const void* a, size_t a_stride,
                 const float* asum, int64_t n_tok, float* y, int64_t y_stride);
 // Per-block activation sums for GemmAffine: asum[g] = d[g] * sum(qs[g]) of one Q8_0 row.

@@ -103,7 +103,7 @@ void CpuBackend::MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, fl
             quant::GemmQ8_0(c.k, src, c.q8_row, n, c.act, c.q8_row, c.n_tok, c.y + r, c.m);
             continue;
           }
-          bool affine = true;
+          bool affine = quant::HasFastGemmAffine();
           for (int64_t i = 0; i < n && affine; ++i) {
             affine = quant::UnpackAffine32(t, src + size_t(i) * c.w_row, c.k, dd + i * c.nb, mm + i * c.nb,
                                            rows + size_t(i) * size_t(c.k));
@@ -138,13 +138,10 @@ void CpuBackend::MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y
   pool_.ParallelFor(n_tok, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) quant::QuantizeActivations(act_type, x + t * k, act + size_t(t) * act_row, k);
   });
-  // Rows split across threads; each weight row is read once and applied to every token.
+  // Rows split across threads; several rows per kernel pass for each (few) token(s).
   pool_.ParallelFor(m, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      const uint8_t* wr = w.data + size_t(r) * w_row;
-      for (int32_t t = 0; t < n_tok; ++t) {
-        y[int64_t{t} * m + r] = quant::VecDot(w.type, k, wr, act + size_t(t) * act_row);
-      }
+    for (int32_t t = 0; t < n_tok; ++t) {
+      quant::Gemv(w.type, k, w.data + size_t(b) * w_row, w_row, e - b, act + size_t(t) * act_row, y + int64_t{t} * m + b);
     }
   });
 }

@@ -24,7 +24,7 @@ ctest --test-dir build-test --output-on-failure -j"$jobs" --timeout 900
 stage "Go binding (purego, CGO_ENABLED=0; race detector)"
 export PATH="$PATH:/usr/local/go/bin"
 if command -v go >/dev/null 2>&1; then
-  ZERFOO_LIBRARY="$PWD/build-test/libzerfoo.so.0" \
+  ZERFOO_LIBRARY="$PWD/build-test/libzerfoo.so.0" ZERFOO_CLI="$PWD/build-test/zerfoo" \
   ZERFOO_TEST_MODEL="$(scripts/fetch_models.sh smollm2)" bindings/go/test.sh
 else
   echo "FAIL: Go toolchain not found (need Go >= 1.25 for bindings/go)" >&2

@@ -3,6 +3,8 @@
 // the SIMD kernels against the scalar reference, and the fp16/bf16 conversions.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -373,7 +375,9 @@ bool HaveSimd() { return CpuHasAvx2Fma16(); }
 
 TEST(QuantSimd, DispatchPicksAvx2WhenAvailable) {
   if (!HaveSimd()) GTEST_SKIP() << "CPU lacks AVX2/FMA/F16C";
-  EXPECT_STREQ(ActiveIsa(), "avx2");
+  // AVX-512 VNNI CPUs get the wider kernels unless ZF_NO_AVX512 is set.
+  const bool avx512 = CpuHasAvx512Vnni() && std::getenv("ZF_NO_AVX512") == nullptr;
+  EXPECT_STREQ(ActiveIsa(), avx512 ? "avx512-vnni" : "avx2");
   EXPECT_NE(GetVecDotFn(GgmlType::Q4_K), ref::GetVecDotFn(GgmlType::Q4_K));
 }
 

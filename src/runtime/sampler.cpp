@@ -1,5 +1,5 @@
-// Sampling chain. Filters work on a candidate list; top-k uses nth_element so a 262k vocabulary
-// costs one linear pass instead of a full sort.
+// Sampling chain. Filters work on a candidate list; greedy is one argmax pass and top-k keeps a
+// k-element heap in one pass, so a 262k vocabulary costs about one read of the logits.
 #include "runtime/sampler.h"
 
 #include <algorithm>
@@ -26,37 +26,61 @@ double Sampler::NextUniform() {
 
 int32_t Sampler::Sample(const float* logits, const int32_t* history, size_t n_history) {
   const size_t n = size_t(n_vocab_);
-  for (size_t i = 0; i < n; ++i) {
-    const float l = logits[i];
-    cand_[i] = {int32_t(i), std::isnan(l) ? -INFINITY : l};
+  // Repetition penalty over the distinct tokens of the window: marked in seen_ and applied as the
+  // logits are read (no copy of the whole vocabulary).
+  const bool penalize = p_.repeat_penalty != 1.0f && p_.repeat_last_n != 0 && n_history > 0;
+  const size_t window = !penalize ? 0
+                        : p_.repeat_last_n < 0 ? n_history
+                                               : std::min(n_history, size_t(p_.repeat_last_n));
+  const int32_t* recent = history + (n_history - window);
+  for (size_t i = 0; i < window; ++i) {
+    if (recent[i] >= 0 && recent[i] < n_vocab_) seen_[size_t(recent[i])] = 1;
   }
-  // Repetition penalty over the distinct tokens of the window.
-  if (p_.repeat_penalty != 1.0f && p_.repeat_last_n != 0 && n_history > 0) {
-    const size_t window = p_.repeat_last_n < 0 ? n_history : std::min(n_history, size_t(p_.repeat_last_n));
-    const int32_t* start = history + (n_history - window);
-    for (size_t i = 0; i < window; ++i) {
-      const int32_t t = start[i];
-      if (t < 0 || t >= n_vocab_ || seen_[size_t(t)]) continue;
-      seen_[size_t(t)] = 1;
-      float& l = cand_[size_t(t)].logit;
-      l = l > 0 ? l / p_.repeat_penalty : l * p_.repeat_penalty;
-    }
-    for (size_t i = 0; i < window; ++i) {
-      if (start[i] >= 0 && start[i] < n_vocab_) seen_[size_t(start[i])] = 0;
-    }
-  }
+  const auto value = [&](size_t i) {
+    float l = logits[i];
+    if (std::isnan(l)) return -INFINITY;
+    if (penalize && seen_[i]) l = l > 0 ? l / p_.repeat_penalty : l * p_.repeat_penalty;
+    return l;
+  };
   const auto by_logit = [](const Candidate& a, const Candidate& b) {
     return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
   };
-  if (p_.temperature <= 0.0f) {
-    return std::min_element(cand_.begin(), cand_.end(), by_logit)->id;
+  const auto clear_seen = [&] {
+    for (size_t i = 0; i < window; ++i) {
+      if (recent[i] >= 0 && recent[i] < n_vocab_) seen_[size_t(recent[i])] = 0;
+    }
+  };
+
+  if (p_.temperature <= 0.0f) {  // greedy: one pass, ties to the lowest id
+    Candidate best{0, value(0)};
+    for (size_t i = 1; i < n; ++i) {
+      const float l = value(i);
+      if (l > best.logit) best = {int32_t(i), l};
+    }
+    clear_seen();
+    return best.id;
   }
 
   size_t m = n;
-  if (p_.top_k > 0 && size_t(p_.top_k) < m) {
-    std::nth_element(cand_.begin(), cand_.begin() + p_.top_k, cand_.end(), by_logit);
-    m = size_t(p_.top_k);
+  if (p_.top_k > 0 && size_t(p_.top_k) < n) {
+    // One pass keeping the k best in a heap whose top is the worst kept: most tokens are
+    // rejected by a single comparison, so a 262k vocabulary costs little more than reading it.
+    const size_t k = size_t(p_.top_k);
+    for (size_t i = 0; i < k; ++i) cand_[i] = {int32_t(i), value(i)};
+    std::make_heap(cand_.begin(), cand_.begin() + long(k), by_logit);
+    for (size_t i = k; i < n; ++i) {
+      const Candidate c{int32_t(i), value(i)};
+      if (by_logit(c, cand_[0])) {
+        std::pop_heap(cand_.begin(), cand_.begin() + long(k), by_logit);
+        cand_[k - 1] = c;
+        std::push_heap(cand_.begin(), cand_.begin() + long(k), by_logit);
+      }
+    }
+    m = k;
+  } else {
+    for (size_t i = 0; i < n; ++i) cand_[i] = {int32_t(i), value(i)};
   }
+  clear_seen();
   std::sort(cand_.begin(), cand_.begin() + long(m), by_logit);
   if (cand_[0].logit == -INFINITY) return cand_[0].id;  // nothing finite: deterministic fallback
 

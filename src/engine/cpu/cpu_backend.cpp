@@ -171,7 +171,8 @@ void CpuBackend::Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim
                       const RopeParams& rp) {
   const int32_t half = rp.n_rot / 2;
   const float theta_scale = std::pow(rp.base, -2.0f / float(rp.n_rot));
-  std::vector<float> cs(size_t(half) * 2);  // small; rope runs once per layer per call
+  if (rope_cs_.size() < size_t(half) * 2) rope_cs_.resize(size_t(half) * 2);  // once: no allocation per call
+  float* cs = rope_cs_.data();
   for (int32_t t = 0; t < n_tok; ++t) {
     float theta = float(pos[t]) * rp.freq_scale;
     for (int32_t i = 0; i < half; ++i) {

@@ -34,7 +34,20 @@ for m in "$model_gemma3" "$model_smollm2"; do
 done
 bw1=$("$tmp/membw" 1); bw2=$("$tmp/membw" 2)
 
-python3 - "$tmp/rows.jsonl" "$bw1" "$bw2" <<'PY'
+# Load-to-first-token and peak RSS: each tool's CLI loads the file and generates one token.
+: > "$tmp/rss.txt"
+for m in "$model_gemma3" "$model_smollm2"; do
+  for r in 1 2 3; do
+    /usr/bin/time -f "llama.cpp $(basename "$m") %e %M" "$ref/bin/llama-completion" -m "$m" \
+      -p "The capital of France is" -n 1 -t 2 -c 512 --temp 0 -no-cnv >/dev/null 2>>"$tmp/rss.err" || true
+    tail -n 1 "$tmp/rss.err" >> "$tmp/rss.txt"
+    /usr/bin/time -f "zerfoo $(basename "$m") %e %M" "$zf" generate -m "$m" \
+      -p "The capital of France is" -n 1 -t 2 -c 512 --temp 0 >/dev/null 2>>"$tmp/rss.err" || true
+    tail -n 1 "$tmp/rss.err" >> "$tmp/rss.txt"
+  done
+done
+
+python3 - "$tmp/rows.jsonl" "$bw1" "$bw2" "$tmp/rss.txt" <<'PY'
 import json, os, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 bw = {1: float(sys.argv[2]), 2: float(sys.argv[3])}
@@ -56,4 +69,20 @@ for k in sorted(by):
         limit = f"{100 * z['model_size'] * z['avg_ts'] / (bw[k[1]] * 1e9):.0f}%"
     print(f"| {k[0]} | {k[1]} | {test} | {l['avg_ts']:.2f} ± {l['stddev_ts']:.2f} | "
           f"{z['avg_ts']:.2f} ± {z['stddev_ts']:.2f} | {z['avg_ts'] / l['avg_ts']:.2f}x | {limit} |")
+
+# Best of 3 runs: wall seconds to load + first token, peak RSS.
+best = {}
+for line in open(sys.argv[4]):
+    f = line.split()
+    if len(f) != 4:
+        continue
+    tool, model, secs, rss = f[0], f[1], float(f[2]), int(f[3])
+    b = best.setdefault((model, tool), [secs, rss])
+    b[0], b[1] = min(b[0], secs), min(b[1], rss)
+print("\n| model | load + 1 token: llama.cpp | zerfoo | peak RSS: llama.cpp | zerfoo |")
+print("| --- | ---: | ---: | ---: | ---: |")
+for model in sorted({m for m, _ in best}):
+    l, z = best.get((model, "llama.cpp")), best.get((model, "zerfoo"))
+    if l and z:
+        print(f"| {model} | {l[0]:.2f} s | {z[0]:.2f} s | {l[1] / 1024:.0f} MiB | {z[1] / 1024:.0f} MiB |")
 PY

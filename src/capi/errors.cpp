@@ -2,6 +2,7 @@
 #include <string>
 
 #include "capi/handles.h"
+#include "engine/cuda/kernel_library.h"
 #include "common/log.h"
 
 static_assert(ZF_ERR_INTERNAL == static_cast<int32_t>(zf::Code::kInternal), "status codes must match");
@@ -96,7 +97,7 @@ ZF_API zf_status zf_backend_available(int32_t device) {
     case ZF_DEVICE_CPU:
       return zf::capi::Succeed();
     case ZF_DEVICE_CUDA:
-      return zf::capi::Fail(ZF_ERR_BACKEND, "the CUDA engine is not available: this build has no CUDA kernel library");
+      return zf::capi::Fail(ZF_ERR_BACKEND, "CUDA unavailable: " + zf::engine::cuda::CudaUnavailableReason());
     default:
       return zf::capi::Fail(ZF_ERR_INVALID_ARGUMENT, "unknown device " + std::to_string(device));
   }

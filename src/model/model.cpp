@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "common/log.h"
+#include "engine/cuda/kernel_library.h"
 
 namespace zf::model {
 namespace {
@@ -97,13 +98,13 @@ Status Model::Load(const std::string& path, const LoadOptions& o, std::unique_pt
     for (const gguf::TensorInfo& t : f.tensors()) n += uint64_t(t.n_elements());
     m->config_.n_params = n;
   }
-  // The CUDA engine is resolved at run time; until it is present, AUTO means the CPU.
+  // The CUDA engine is resolved at run time (engine/cuda/kernel_library.h); AUTO falls back to
+  // the CPU and says why, CUDA fails with the reason.
   if (o.device == Device::kCuda) {
-    return Status(Code::kBackend, "device=CUDA requested but this build has no CUDA engine "
-                                  "(kernel library libzerfoo_kernels.so not available)");
+    return Status(Code::kBackend, "device=CUDA unavailable: " + engine::cuda::CudaUnavailableReason());
   }
   if (o.device == Device::kAuto) {
-    ZF_LOGI("using the CPU engine: no CUDA engine in this build");
+    ZF_LOGI("using the CPU engine: %s", engine::cuda::CudaUnavailableReason().c_str());
   }
   m->device_ = Device::kCpu;
   ZF_RETURN_IF_ERROR(Progress(o, 1000));

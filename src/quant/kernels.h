@@ -42,52 +42,37 @@ DequantizeFn GetDequantizeFn(GgmlType t);
 }  // namespace ref
 
 #if defined(__x86_64__) || defined(__i386__)
-// AVX2 + FMA + F16C kernels (quant_avx2.cpp); only call when CpuHasAvx2Fma16() is true.
+// The kernels of quant_x86.inc, built twice: AVX2 + FMA + F16C (namespace avx2, call only when
+// CpuHasAvx2Fma16()) and with AVX-512 VL + VNNI products (namespace vnni, quant_vnni_avx512.cpp,
+// call only when CpuHasAvx512Vnni()). The Quantize* kernels are bit-identical to the reference
+// quantizers (same float operations, same rounding).
+#define ZF_DECLARE_X86_KERNELS \
+  float VecDotF32(int64_t n, const void* w, const void* a); \
+  float VecDotF16(int64_t n, const void* w, const void* a); \
+  float VecDotBF16(int64_t n, const void* w, const void* a); \
+  float VecDotQ4_0(int64_t n, const void* w, const void* a); \
+  float VecDotQ4_1(int64_t n, const void* w, const void* a); \
+  float VecDotQ5_0(int64_t n, const void* w, const void* a); \
+  float VecDotQ5_1(int64_t n, const void* w, const void* a); \
+  float VecDotQ8_0(int64_t n, const void* w, const void* a); \
+  float VecDotQ4_K(int64_t n, const void* w, const void* a); \
+  float VecDotQ5_K(int64_t n, const void* w, const void* a); \
+  float VecDotQ6_K(int64_t n, const void* w, const void* a); \
+  void QuantizeQ8_0(const float* src, void* dst, int64_t n); \
+  void QuantizeQ8_1(const float* src, void* dst, int64_t n); \
+  void QuantizeQ8_K(const float* src, void* dst, int64_t n); \
+  void QuantizeF16(const float* src, void* dst, int64_t n); \
+  void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a, \
+                size_t a_stride, int64_t n_tok, float* y, int64_t y_stride); \
+  void DequantizeF16(const void* src, float* dst, int64_t n); \
+  bool Gemv(GgmlType t, int64_t n, const void* w, size_t stride, int64_t rows, const void* a, float* y);
 namespace avx2 {
-float VecDotF32(int64_t n, const void* w, const void* a);
-float VecDotF16(int64_t n, const void* w, const void* a);
-float VecDotBF16(int64_t n, const void* w, const void* a);
-float VecDotQ4_0(int64_t n, const void* w, const void* a);
-float VecDotQ4_1(int64_t n, const void* w, const void* a);
-float VecDotQ5_0(int64_t n, const void* w, const void* a);
-float VecDotQ5_1(int64_t n, const void* w, const void* a);
-float VecDotQ8_0(int64_t n, const void* w, const void* a);
-float VecDotQ4_K(int64_t n, const void* w, const void* a);
-float VecDotQ5_K(int64_t n, const void* w, const void* a);
-float VecDotQ6_K(int64_t n, const void* w, const void* a);
-// Bit-identical to the reference quantizers (same float operations, same rounding).
-void QuantizeQ8_0(const float* src, void* dst, int64_t n);
-void QuantizeQ8_1(const float* src, void* dst, int64_t n);
-void QuantizeQ8_K(const float* src, void* dst, int64_t n);
-void QuantizeF16(const float* src, void* dst, int64_t n);
-void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
-              size_t a_stride, int64_t n_tok, float* y, int64_t y_stride);
-void DequantizeF16(const void* src, float* dst, int64_t n);
-bool Gemv(GgmlType t, int64_t n, const void* w, size_t stride, int64_t rows, const void* a, float* y);
+ZF_DECLARE_X86_KERNELS
 }  // namespace avx2
-// The same kernels built with AVX-512 VL + VNNI (quant_vnni_avx512.cpp): VPDPBUSD products.
 namespace vnni {
-float VecDotF32(int64_t n, const void* w, const void* a);
-float VecDotF16(int64_t n, const void* w, const void* a);
-float VecDotBF16(int64_t n, const void* w, const void* a);
-float VecDotQ4_0(int64_t n, const void* w, const void* a);
-float VecDotQ4_1(int64_t n, const void* w, const void* a);
-float VecDotQ5_0(int64_t n, const void* w, const void* a);
-float VecDotQ5_1(int64_t n, const void* w, const void* a);
-float VecDotQ8_0(int64_t n, const void* w, const void* a);
-float VecDotQ4_K(int64_t n, const void* w, const void* a);
-float VecDotQ5_K(int64_t n, const void* w, const void* a);
-float VecDotQ6_K(int64_t n, const void* w, const void* a);
-// Bit-identical to the reference quantizers (same float operations, same rounding).
-void QuantizeQ8_0(const float* src, void* dst, int64_t n);
-void QuantizeQ8_1(const float* src, void* dst, int64_t n);
-void QuantizeQ8_K(const float* src, void* dst, int64_t n);
-void QuantizeF16(const float* src, void* dst, int64_t n);
-void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
-              size_t a_stride, int64_t n_tok, float* y, int64_t y_stride);
-void DequantizeF16(const void* src, float* dst, int64_t n);
-bool Gemv(GgmlType t, int64_t n, const void* w, size_t stride, int64_t rows, const void* a, float* y);
+ZF_DECLARE_X86_KERNELS
 }  // namespace vnni
+#undef ZF_DECLARE_X86_KERNELS
 #endif
 
 // True when the CPU (and OS) support AVX2, FMA and F16C.

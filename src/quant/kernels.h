@@ -65,7 +65,8 @@ DequantizeFn GetDequantizeFn(GgmlType t);
   void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a, \
                 size_t a_stride, int64_t n_tok, float* y, int64_t y_stride); \
   void DequantizeF16(const void* src, float* dst, int64_t n); \
-  bool Gemv(GgmlType t, int64_t n, const void* w, size_t stride, int64_t rows, const void* a, float* y);
+  bool Gemv(GgmlType t, int64_t n, const void* w, size_t stride, int64_t rows, const void* a, float* y); \
+  void AxpyF32(int64_t n, float a, const float* x, float* y);
 namespace avx2 {
 ZF_DECLARE_X86_KERNELS
 }  // namespace avx2

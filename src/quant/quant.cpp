@@ -19,6 +19,7 @@ struct KernelTable {
   const char* isa = "scalar";
   void (*gemm_q8_0)(int64_t, const void*, size_t, int64_t, const void*, size_t, int64_t, float*,
                     int64_t) = nullptr;
+  void (*axpy)(int64_t, float, const float*, float*) = nullptr;
   bool (*gemv)(GgmlType, int64_t, const void*, size_t, int64_t, const void*, float*) = nullptr;
   void (*gemm_affine)(int64_t, const AffineRows&, int64_t, const void*, size_t, const float*, int64_t,
                       float*, int64_t) = nullptr;
@@ -88,6 +89,7 @@ KernelTable BuildTable() {
     k.dequantize[Index(GgmlType::F16)] = avx2::DequantizeF16;
     k.gemm_q8_0 = avx2::GemmQ8_0;
     k.gemv = avx2::Gemv;
+    k.axpy = avx2::AxpyF32;
     if (CpuHasAvx512Vnni() && std::getenv("ZF_NO_AVX512") == nullptr) {
       k.isa = "avx512-vnni";
       k.vec_dot[Index(GgmlType::Q4_0)] = vnni::VecDotQ4_0;
@@ -189,6 +191,14 @@ bool HasFastGemmAffine() { return Table().gemm_affine != GemmAffineRef; }
 void GemmAffine(int64_t k, const AffineRows& w, int64_t rows, const void* a, size_t a_stride,
                 const float* asum, int64_t n_tok, float* y, int64_t y_stride) {
   Table().gemm_affine(k, w, rows, a, a_stride, asum, n_tok, y, y_stride);
+}
+
+void AxpyF32(int64_t n, float a, const float* x, float* y) {
+  if (Table().axpy != nullptr) {
+    Table().axpy(n, a, x, y);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
 void Gemv(GgmlType t, int64_t k, const void* w, size_t stride, int64_t rows, const void* a, float* y) {

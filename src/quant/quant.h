@@ -52,6 +52,9 @@ const char* ActiveIsa();
 void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
               size_t a_stride, int64_t n_tok, float* y, int64_t y_stride);
 
+// y += a * x over n floats (attention's weighted sum of V rows).
+void AxpyF32(int64_t n, float a, const float* x, float* y);
+
 // Decode product: y[r] = VecDot(t, k, weight row r, a) for r < rows (row stride in bytes), with
 // several rows per pass where a kernel exists.
 void Gemv(GgmlType t, int64_t k, const void* w, size_t stride, int64_t rows, const void* a, float* y);

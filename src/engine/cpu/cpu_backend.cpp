@@ -362,7 +362,7 @@ void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t
             } else {
               quant::DequantizeRow(kv, vbase + slot * self.v_width_ * elem, vrow, ap.head_dim_v);
             }
-            for (int32_t d = 0; d < ap.head_dim_v; ++d) oh[d] += w * vh[d];
+            quant::AxpyF32(ap.head_dim_v, w, vh, oh);
           }
         }
       },

@@ -82,6 +82,7 @@ bool CpuHasAvx2Fma16();
 // AVX-512 F/BW/VL/VNNI kernels (quant_avx512.cpp); only call when CpuHasAvx512Vnni() is true.
 namespace avx512 {
 float VecDotQ8_0(int64_t n, const void* w, const void* a);
+void GemvQ8_0(int64_t k, const void* w, size_t stride, int64_t rows, const void* a, float* y);
 void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
               size_t a_stride, int64_t n_tok, float* y, int64_t y_stride);
 void GemmAffine(int64_t k, const AffineRows& w, int64_t rows, const void* a, size_t a_stride,

@@ -76,6 +76,44 @@ float VecDotQ8_0(int64_t n, const void* w, const void* a) {
   return sum;
 }
 
+// Decode on Q8_0 rows: the activation's block scales are staged once as lane vectors for all
+// rows; each row then costs, per block pair, its two scales, one VPDPBUSD and one FMA.
+void GemvQ8_0(int64_t k, const void* w, size_t stride, int64_t rows, const void* a, float* y) {
+  const int64_t nb = k / kQK;
+  const auto* wbase = static_cast<const uint8_t*>(w);
+  const BlockQ8_0* ab = static_cast<const BlockQ8_0*>(a);
+  constexpr int64_t kMaxPairs = 256;
+  if (nb > 2 * kMaxPairs || nb % 2 != 0) {
+    for (int64_t r = 0; r < rows; ++r) y[r] = VecDotQ8_0(k, wbase + size_t(r) * stride, a);
+    return;
+  }
+  const int64_t np = nb / 2;
+  __m512 av[kMaxPairs];
+  __m512i aq[kMaxPairs];
+  for (int64_t q = 0; q < np; ++q) {
+    av[q] = Scale2(H(ab[2 * q].d), H(ab[2 * q + 1].d));
+    aq[q] = Load2(ab + 2 * q);
+  }
+  int64_t r = 0;
+  for (; r + 2 <= rows; r += 2) {
+    const auto* w0 = reinterpret_cast<const BlockQ8_0*>(wbase + size_t(r) * stride);
+    const auto* w1 = reinterpret_cast<const BlockQ8_0*>(wbase + size_t(r + 1) * stride);
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    for (int64_t q = 0; q < np; ++q) {
+      const __m512i x0 = Load2(w0 + 2 * q), x1 = Load2(w1 + 2 * q);
+      const __m512i p0 = Dot2(_mm512_abs_epi8(x0), _mm512_movepi8_mask(x0), aq[q]);
+      const __m512i p1 = Dot2(_mm512_abs_epi8(x1), _mm512_movepi8_mask(x1), aq[q]);
+      acc0 = _mm512_fmadd_ps(_mm512_mul_ps(Scale2(H(w0[2 * q].d), H(w0[2 * q + 1].d)), av[q]),
+                             _mm512_cvtepi32_ps(p0), acc0);
+      acc1 = _mm512_fmadd_ps(_mm512_mul_ps(Scale2(H(w1[2 * q].d), H(w1[2 * q + 1].d)), av[q]),
+                             _mm512_cvtepi32_ps(p1), acc1);
+    }
+    y[r] = HsumF32(acc0);
+    y[r + 1] = HsumF32(acc1);
+  }
+  for (; r < rows; ++r) y[r] = VecDotQ8_0(k, wbase + size_t(r) * stride, a);
+}
+
 // Tiles of 2 weight rows x 4 tokens, two blocks per step (see the AVX2 version for the tiling).
 // Block scales are staged as ready lane vectors ([s_b x8 | s_b+1 x8]): the activations' once per
 // token tile, the weights' once per row pair, so the inner step is one multiply of two

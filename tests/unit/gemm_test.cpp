@@ -112,3 +112,34 @@ TEST(GemmAffine, UnpackIsExactAndProductMatches) {
 
 }  // namespace
 }  // namespace zf::quant
+
+namespace zf::quant {
+namespace {
+
+// The decode GEMV (dispatched: AVX-512, VNNI or AVX2) equals one reference dot per row, for
+// even/odd block counts, row counts with tails, and rows longer than the kernel's staging.
+TEST(Gemv, MatchesReferenceDotPerRow) {
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1}) {
+    for (int64_t k : {int64_t(32), int64_t(96), int64_t(640), int64_t(32 * 600)}) {
+      const int64_t rows = 7;
+      std::vector<uint8_t> w = t == GgmlType::Q8_0 ? QuantRows(rows, k, 1.0f, 11) : RandomBlocks(t, rows, k, 12);
+      const GgmlType at = VecDotType(t);
+      std::vector<float> x(static_cast<size_t>(k));
+      std::mt19937 rng(5);
+      std::normal_distribution<float> d(0.0f, 1.0f);
+      for (float& v : x) v = d(rng);
+      std::vector<uint8_t> a(RowSize(at, k));
+      QuantizeActivations(at, x.data(), a.data(), k);
+      std::vector<float> y(static_cast<size_t>(rows));
+      const size_t stride = RowSize(t, k);
+      Gemv(t, k, w.data(), stride, rows, a.data(), y.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        const float ref = ref::VecDot(t, k, w.data() + stride * size_t(r), a.data());
+        ASSERT_NEAR(y[size_t(r)], ref, 1e-4f * (std::fabs(ref) + 1.0f)) << TypeName(t) << " k " << k << " row " << r;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zf::quant

@@ -83,6 +83,8 @@ bool CpuHasAvx2Fma16();
 namespace avx512 {
 float VecDotQ8_0(int64_t n, const void* w, const void* a);
 void GemvQ8_0(int64_t k, const void* w, size_t stride, int64_t rows, const void* a, float* y);
+// Decode GEMV: Q8_0 here, the other 32-element formats through vnni::Gemv.
+bool Gemv(GgmlType t, int64_t n, const void* w, size_t stride, int64_t rows, const void* a, float* y);
 void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a,
               size_t a_stride, int64_t n_tok, float* y, int64_t y_stride);
 void GemmAffine(int64_t k, const AffineRows& w, int64_t rows, const void* a, size_t a_stride,

@@ -21,7 +21,6 @@ struct KernelTable {
                     int64_t) = nullptr;
   void (*axpy)(int64_t, float, const float*, float*) = nullptr;
   bool (*gemv)(GgmlType, int64_t, const void*, size_t, int64_t, const void*, float*) = nullptr;
-  void (*gemv_q8_0)(int64_t, const void*, size_t, int64_t, const void*, float*) = nullptr;
   void (*gemm_affine)(int64_t, const AffineRows&, int64_t, const void*, size_t, const float*, int64_t,
                       float*, int64_t) = nullptr;
 };
@@ -100,8 +99,7 @@ KernelTable BuildTable() {
       k.vec_dot[Index(GgmlType::Q8_0)] = avx512::VecDotQ8_0;
       k.gemm_q8_0 = avx512::GemmQ8_0;
       k.gemm_affine = avx512::GemmAffine;
-      k.gemv = vnni::Gemv;
-      k.gemv_q8_0 = avx512::GemvQ8_0;
+      k.gemv = avx512::Gemv;
     }
   }
 #endif
@@ -204,10 +202,6 @@ void AxpyF32(int64_t n, float a, const float* x, float* y) {
 }
 
 void Gemv(GgmlType t, int64_t k, const void* w, size_t stride, int64_t rows, const void* a, float* y) {
-  if (t == GgmlType::Q8_0 && Table().gemv_q8_0 != nullptr) {
-    Table().gemv_q8_0(k, w, stride, rows, a, y);
-    return;
-  }
   if (Table().gemv != nullptr && Table().gemv(t, k, w, stride, rows, a, y)) return;
   const VecDotFn fn = GetVecDotFn(t);
   const auto* wb = static_cast<const uint8_t*>(w);

@@ -62,6 +62,7 @@ void Gemv(GgmlType t, int64_t k, const void* w, size_t stride, int64_t rows, con
 // Exact unpacking of Q4_0, Q4_1, Q5_0, Q5_1, Q4_K and Q5_K rows into 32-element affine groups:
 // w[32g + i] = d[g] * q[32g + i] + m[g], q in [0, 31] (k/32 groups). False for other types.
 bool UnpackAffine32(GgmlType t, const void* row, int64_t k, float* d, float* m, uint8_t* q);
+bool IsAffine32(GgmlType t);  // the types UnpackAffine32 accepts
 
 // Prefill product on unpacked affine rows and Q8_0 activations: y[t * y_stride + r] =
 // sum_g d[r,g] * da[t,g] * (q[r,g] . a[t,g]) + m[r,g] * asum[t,g], where asum[t,g] is

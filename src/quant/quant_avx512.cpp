@@ -114,6 +114,12 @@ void GemvQ8_0(int64_t k, const void* w, size_t stride, int64_t rows, const void*
   for (; r < rows; ++r) y[r] = VecDotQ8_0(k, wbase + size_t(r) * stride, a);
 }
 
+bool Gemv(GgmlType t, int64_t n, const void* w, size_t stride, int64_t rows, const void* a, float* y) {
+  if (t != GgmlType::Q8_0) return vnni::Gemv(t, n, w, stride, rows, a, y);  // 256-bit VNNI kernels
+  GemvQ8_0(n, w, stride, rows, a, y);
+  return true;
+}
+
 // Tiles of 2 weight rows x 4 tokens, two blocks per step (see the AVX2 version for the tiling).
 // Block scales are staged as ready lane vectors ([s_b x8 | s_b+1 x8]): the activations' once per
 // token tile, the weights' once per row pair, so the inner step is one multiply of two

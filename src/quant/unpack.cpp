@@ -50,6 +50,16 @@ void KQuant(const Block* x, int64_t nsb, float* d, float* m, uint8_t* q) {
 
 }  // namespace
 
+bool IsAffine32(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1:
+    case GgmlType::Q4_K: case GgmlType::Q5_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool UnpackAffine32(GgmlType t, const void* row, int64_t k, float* d, float* m, uint8_t* q) {
   const int64_t nb = k / 32;
   switch (t) {

@@ -76,9 +76,11 @@ std::string ByteDecode(std::string_view encoded) {
 
 void BpeEncodeWord(const Vocab& vocab, std::string_view word, std::vector<int32_t>* out) {
   std::vector<Symbol> symbols;
-  if (vocab.ignore_merges && vocab.Find(word) >= 0) {
-    out->push_back(vocab.Find(word));
-    return;
+  if (vocab.ignore_merges) {
+    if (const int32_t id = vocab.Find(word); id >= 0) {
+      out->push_back(id);
+      return;
+    }
   }
   for (size_t off = 0; off < word.size();) {
     size_t len = std::min(Utf8Len(static_cast<unsigned char>(word[off])), word.size() - off);

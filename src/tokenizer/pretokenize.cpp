@@ -1,6 +1,5 @@
 #include "tokenizer/pretokenize.h"
 
-#include <functional>
 #include <string>
 
 #include "tokenizer/regex_split.h"
@@ -9,12 +8,13 @@
 namespace zf::tok {
 namespace {
 
-// Each regex is applied to each current segment on its own; matches and the text between them
-// both become segments (nothing is dropped), as in the reference.
-using MatchFn = std::function<size_t(const uint32_t* cps, size_t pos, size_t end)>;
+// A hand-written splitter: the length of its match at pos within [pos, end), 0 for none.
+using MatchFn = size_t (*)(const uint32_t* cps, size_t pos, size_t end);
 
+// Like SplitSegments (regex_split.h) for a hand-written splitter: each current segment is split
+// on its own; matches and the text between them both become segments, as in the reference.
 std::vector<size_t> ApplyMatcher(const std::vector<uint32_t>& cps, const std::vector<size_t>& in,
-                                 const MatchFn& match) {
+                                 MatchFn match) {
   std::vector<size_t> out;
   out.reserve(in.size() * 2);
   size_t begin = 0;
@@ -147,29 +147,10 @@ bool NameListHas(const char* names, std::string_view pre) {
   return false;
 }
 
-// Same as ApplyMatcher, for the general regex engine.
-std::vector<size_t> ApplyRegex(const std::vector<uint32_t>& cps, const std::vector<size_t>& in,
-                               const SplitRegex& re) {
-  std::vector<size_t> out;
-  std::vector<std::pair<size_t, size_t>> matches;
-  size_t begin = 0;
-  for (size_t end : in) {
-    matches.clear();
-    re.FindAll(cps.data(), begin, end, &matches);
-    for (const auto& m : matches) {
-      if (out.empty() ? m.first > 0 : m.first > out.back()) out.push_back(m.first);
-      out.push_back(m.second);
-    }
-    if (out.empty() || out.back() != end) out.push_back(end);
-    begin = end;
-  }
-  return out;
-}
-
 class RegexPreTokenizer final : public PreTokenizer {
  public:
   struct Stage {
-    MatchFn match;                     // hand-written splitter, or
+    MatchFn match = nullptr;           // hand-written splitter, or
     std::unique_ptr<SplitRegex> regex;  // the general engine
   };
   std::vector<Stage> stages;
@@ -178,7 +159,7 @@ class RegexPreTokenizer final : public PreTokenizer {
     std::vector<size_t> bounds = {cps.size()};
     if (cps.empty()) return bounds;
     for (const Stage& s : stages) {
-      bounds = s.regex ? ApplyRegex(cps, bounds, *s.regex) : ApplyMatcher(cps, bounds, s.match);
+      bounds = s.regex ? SplitSegments(cps, bounds, *s.regex) : ApplyMatcher(cps, bounds, s.match);
     }
     return bounds;
   }

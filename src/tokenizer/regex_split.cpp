@@ -841,30 +841,33 @@ void SplitRegex::FindAll(const uint32_t* cps, size_t begin, size_t end,
   }
 }
 
+std::vector<size_t> SplitSegments(const std::vector<uint32_t>& cps, const std::vector<size_t>& bounds,
+                                  const SplitRegex& re) {
+  std::vector<size_t> out;
+  out.reserve(bounds.size());
+  std::vector<std::pair<size_t, size_t>> matches;
+  size_t begin = 0;
+  for (size_t end : bounds) {
+    matches.clear();
+    re.FindAll(cps.data(), begin, end, &matches);
+    size_t last = begin;
+    for (const auto& mt : matches) {
+      if (mt.first > last) out.push_back(mt.first);
+      out.push_back(mt.second);
+      last = mt.second;
+    }
+    if (last < end) out.push_back(end);
+    begin = end;
+  }
+  return out;
+}
+
 std::vector<size_t> SplitWithRegexes(const std::vector<uint32_t>& cps,
                                      const std::vector<const SplitRegex*>& regexes) {
   std::vector<size_t> bounds;
   if (cps.empty()) return bounds;
   bounds.push_back(cps.size());
-  std::vector<std::pair<size_t, size_t>> matches;
-  for (const SplitRegex* re : regexes) {
-    std::vector<size_t> out;
-    out.reserve(bounds.size());
-    size_t begin = 0;
-    for (size_t end : bounds) {
-      matches.clear();
-      re->FindAll(cps.data(), begin, end, &matches);
-      size_t last = begin;
-      for (const auto& mt : matches) {
-        if (mt.first > last) out.push_back(mt.first);
-        out.push_back(mt.second);
-        last = mt.second;
-      }
-      if (last < end) out.push_back(end);
-      begin = end;
-    }
-    bounds = std::move(out);
-  }
+  for (const SplitRegex* re : regexes) bounds = SplitSegments(cps, bounds, *re);
   return bounds;
 }
 

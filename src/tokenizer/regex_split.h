@@ -105,4 +105,8 @@ class SplitRegex {
 std::vector<size_t> SplitWithRegexes(const std::vector<uint32_t>& cps,
                                      const std::vector<const SplitRegex*>& regexes);
 
+// One step of the above: splits each segment of `bounds` (end offsets) with `re`.
+std::vector<size_t> SplitSegments(const std::vector<uint32_t>& cps, const std::vector<size_t>& bounds,
+                                  const SplitRegex& re);
+
 }  // namespace zf::tok

@@ -63,7 +63,7 @@ Status ReadBool(const gguf::GgufFile& f, const char* key, bool* out) {
 }  // namespace
 
 int32_t Vocab::Find(std::string_view s) const {
-  auto it = text_to_id.find(std::string(s));
+  auto it = text_to_id.find(s);
   return it == text_to_id.end() ? -1 : it->second;
 }
 

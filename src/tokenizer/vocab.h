@@ -31,12 +31,18 @@ enum TokenAttr : uint32_t {
 enum class VocabKind { kSpm, kBpe };
 
 struct Vocab {
+  Vocab() = default;
+  Vocab(const Vocab&) = delete;
+  Vocab& operator=(const Vocab&) = delete;
+
   VocabKind kind = VocabKind::kSpm;
   std::string pre;  // tokenizer.ggml.pre (BPE)
   std::vector<std::string> text;
   std::vector<float> score;
   std::vector<uint32_t> attr;
-  std::unordered_map<std::string, int32_t> text_to_id;
+  // Keys view the strings in `text` (reserved once, never reallocated), so lookups by
+  // string_view need no allocation; hence a Vocab is not copyable.
+  std::unordered_map<std::string_view, int32_t> text_to_id;
   // BPE merge ranks keyed by left + '\0' + right.
   std::unordered_map<std::string, int32_t> merge_rank;
 

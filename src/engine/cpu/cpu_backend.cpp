@@ -70,10 +70,12 @@ void CpuBackend::MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, fl
   if (gemm_f32_.size() < nth * f_per) gemm_f32_.resize(nth * f_per);
   uint8_t* act = act_q_.data();
   float* asum = gemm_asum_.data();
+  // Exact affine unpacking pays off only with its SIMD kernel; otherwise requantize to Q8_0.
+  const bool affine = quant::HasFastGemmAffine() && quant::IsAffine32(w.type);
   pool_.ParallelFor(n_tok, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
       quant::QuantizeActivations(GgmlType::Q8_0, x + t * k, act + size_t(t) * q8_row, k);
-      quant::Q8_0BlockSums(act + size_t(t) * q8_row, k, asum + t * nb);
+      if (affine) quant::Q8_0BlockSums(act + size_t(t) * q8_row, k, asum + t * nb);
     }
   });
   struct Ctx {
@@ -85,7 +87,8 @@ void CpuBackend::MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, fl
     int64_t k, m, nb;
     int32_t n_tok;
     size_t q8_row, w_row, q_bytes, f_per;
-  } c{this, &w, y, act, asum, k, m, nb, n_tok, q8_row, w_row, q_bytes, f_per};
+    bool affine;
+  } c{this, &w, y, act, asum, k, m, nb, n_tok, q8_row, w_row, q_bytes, f_per, affine};
   pool_.Run(
       [](void* p, int32_t ith, int32_t nth) {
         Ctx& c = *static_cast<Ctx*>(p);
@@ -103,12 +106,11 @@ void CpuBackend::MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, fl
             quant::GemmQ8_0(c.k, src, c.q8_row, n, c.act, c.q8_row, c.n_tok, c.y + r, c.m);
             continue;
           }
-          bool affine = quant::HasFastGemmAffine();
-          for (int64_t i = 0; i < n && affine; ++i) {
-            affine = quant::UnpackAffine32(t, src + size_t(i) * c.w_row, c.k, dd + i * c.nb, mm + i * c.nb,
-                                           rows + size_t(i) * size_t(c.k));
-          }
-          if (affine) {
+          if (c.affine) {
+            for (int64_t i = 0; i < n; ++i) {
+              quant::UnpackAffine32(t, src + size_t(i) * c.w_row, c.k, dd + i * c.nb, mm + i * c.nb,
+                                    rows + size_t(i) * size_t(c.k));
+            }
             quant::GemmAffine(c.k, quant::AffineRows{dd, mm, rows}, n, c.act, c.q8_row, c.asum, c.n_tok, c.y + r, c.m);
             continue;
           }

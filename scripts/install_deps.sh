@@ -5,7 +5,7 @@
 set -euo pipefail
 
 pkgs=(cmake ninja-build g++ gcc make pkg-config libgtest-dev nlohmann-json3-dev doctest-dev
-      libbenchmark-dev python3 python3-pip unzip ca-certificates binutils)
+      libbenchmark-dev python3 python3-pip unzip curl ca-certificates binutils)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

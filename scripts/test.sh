@@ -22,14 +22,10 @@ cmake --build build-test -j"$jobs"
 ctest --test-dir build-test --output-on-failure -j"$jobs" --timeout 900
 
 stage "Go binding (purego, CGO_ENABLED=0; race detector)"
-export PATH="$PATH:/usr/local/go/bin"
-if command -v go >/dev/null 2>&1; then
-  ZERFOO_LIBRARY="$PWD/build-test/libzerfoo.so.0" ZERFOO_CLI="$PWD/build-test/zerfoo" \
-  ZERFOO_TEST_MODEL="$(scripts/fetch_models.sh smollm2)" bindings/go/test.sh
-else
-  echo "FAIL: Go toolchain not found (need Go >= 1.25 for bindings/go)" >&2
-  exit 1
-fi
+go_bin="$(scripts/ensure_go.sh)"  # installs Go >= 1.25 from the module proxy when missing
+export PATH="$(dirname "$go_bin"):$PATH"
+ZERFOO_LIBRARY="$PWD/build-test/libzerfoo.so.0" ZERFOO_CLI="$PWD/build-test/zerfoo" \
+ZERFOO_TEST_MODEL="$(scripts/fetch_models.sh smollm2)" bindings/go/test.sh
 
 if [ "${ZF_TEST_FAST:-0}" = "1" ]; then
   echo "ZF_TEST_FAST=1: sanitizer stages skipped"

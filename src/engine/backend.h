@@ -74,7 +74,9 @@ class Backend {
   virtual void Softcap(float* x, int64_t n, float cap) = 0;
 };
 
-// The CPU engine with n_threads workers (the caller's thread included).
-std::unique_ptr<Backend> CreateCpuBackend(int32_t n_threads);
+class PackedWeights;
+// The CPU engine with n_threads workers (the caller's thread included); `packed` (the model's
+// repacked decode copies, may be null) must outlive it.
+std::unique_ptr<Backend> CreateCpuBackend(int32_t n_threads, const PackedWeights* packed = nullptr);
 
 }  // namespace zf::engine

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "common/log.h"
+#include "engine/cpu/packed_weights.h"
 #include "engine/cuda/kernel_library.h"
 
 namespace zf::model {
@@ -67,6 +68,8 @@ int32_t PhysicalCores() {
   return n == 0 ? 1 : int32_t(n);
 }
 
+Model::~Model() = default;
+
 Status Model::Load(const std::string& path, const LoadOptions& o, std::unique_ptr<Model>* out) {
   out->reset();
   std::unique_ptr<Model> m(new Model());
@@ -107,6 +110,7 @@ Status Model::Load(const std::string& path, const LoadOptions& o, std::unique_pt
     ZF_LOGI("using the CPU engine: %s", engine::cuda::CudaUnavailableReason().c_str());
   }
   m->device_ = Device::kCpu;
+  if (!o.vocab_only) ZF_RETURN_IF_ERROR(engine::PackedWeights::Build(f, m->weights_, &m->packed_));
   ZF_RETURN_IF_ERROR(Progress(o, 1000));
   *out = std::move(m);
   return Status::Ok();

@@ -12,6 +12,10 @@
 #include "model/weights.h"
 #include "tokenizer/tokenizer.h"
 
+namespace zf::engine {
+class PackedWeights;
+}  // namespace zf::engine
+
 namespace zf::model {
 
 enum class Device : int32_t { kAuto = 0, kCpu = 1, kCuda = 2 };
@@ -29,12 +33,15 @@ struct LoadOptions {
 
 class Model {
  public:
+  ~Model();
   static Status Load(const std::string& path, const LoadOptions& options, std::unique_ptr<Model>* out);
 
   const gguf::GgufFile& file() const { return *file_; }
   const tok::Tokenizer& tokenizer() const { return *tokenizer_; }
   const ModelConfig& config() const { return config_; }
   const Weights& weights() const { return weights_; }
+  // The CPU engine's repacked decode copies (engine/cpu/packed_weights.h); nullptr when none.
+  const engine::PackedWeights* packed() const { return packed_.get(); }
   bool vocab_only() const { return vocab_only_; }
   Device device() const { return device_; }
   int32_t default_threads() const { return n_threads_; }
@@ -50,6 +57,7 @@ class Model {
   std::unique_ptr<tok::Tokenizer> tokenizer_;
   ModelConfig config_;
   Weights weights_;
+  std::unique_ptr<engine::PackedWeights> packed_;
   bool vocab_only_ = false;
   Device device_ = Device::kCpu;
   int32_t n_threads_ = 1;

@@ -17,7 +17,7 @@ Status Session::Create(const model::Model& model, const SessionOptions& o, std::
   int32_t n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(c.n_ctx_train, kDefaultContext);
   if (n_ctx > (1 << 24)) return InvalidArgument("n_ctx " + std::to_string(n_ctx) + " is too large");
   const int32_t threads = o.n_threads > 0 ? o.n_threads : model.default_threads();
-  std::unique_ptr<engine::Backend> backend = engine::CreateCpuBackend(std::min(threads, 256));
+  std::unique_ptr<engine::Backend> backend = engine::CreateCpuBackend(std::min(threads, 256), model.packed());
   ZF_RETURN_IF_ERROR(backend->InitKv(c.n_layer, n_ctx, c.n_head_kv * c.head_dim_k, c.n_head_kv * c.head_dim_v,
                                      o.kv_type));
   std::unique_ptr<Session> s(new Session(model, n_ctx, std::move(backend)));

@@ -8,11 +8,12 @@
 #include <cstring>
 #include <new>
 
+#include "quant/packed.h"
 #include "quant/quant.h"
 
 namespace zf::engine {
 
-CpuBackend::CpuBackend(int32_t n_threads) : pool_(n_threads) {}
+CpuBackend::CpuBackend(int32_t n_threads, const PackedWeights* packed) : pool_(n_threads), packed_(packed) {}
 
 Status CpuBackend::InitKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type) {
   const size_t elem = type == KvType::kF16 ? 2 : 4;
@@ -140,6 +141,15 @@ void CpuBackend::MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y
   pool_.ParallelFor(n_tok, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) quant::QuantizeActivations(act_type, x + t * k, act + size_t(t) * act_row, k);
   });
+  if (const PackedWeights::Matrix* p = packed_ != nullptr ? packed_->Find(w) : nullptr) {
+    // Row-interleaved copy (quant/packed.h): 16-row groups split across threads.
+    pool_.ParallelFor(quant::PackedGroups(m), [&](int64_t b, int64_t e) {
+      for (int32_t t = 0; t < n_tok; ++t) {
+        quant::GemvPackedQ8_0(k, p->data, b, e, m, act + size_t(t) * act_row, y + int64_t{t} * m + b * quant::kPackRows);
+      }
+    });
+    return;
+  }
   // Rows split across threads; several rows per kernel pass for each (few) token(s).
   pool_.ParallelFor(m, [&](int64_t b, int64_t e) {
     for (int32_t t = 0; t < n_tok; ++t) {
@@ -375,8 +385,8 @@ void CpuBackend::Softcap(float* x, int64_t n, float cap) {
   for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
 }
 
-std::unique_ptr<Backend> CreateCpuBackend(int32_t n_threads) {
-  return std::unique_ptr<Backend>(new CpuBackend(n_threads));
+std::unique_ptr<Backend> CreateCpuBackend(int32_t n_threads, const PackedWeights* packed) {
+  return std::unique_ptr<Backend>(new CpuBackend(n_threads, packed));
 }
 
 }  // namespace zf::engine

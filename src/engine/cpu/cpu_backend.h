@@ -7,13 +7,14 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/cpu/packed_weights.h"
 #include "engine/thread_pool.h"
 
 namespace zf::engine {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int32_t n_threads);
+  explicit CpuBackend(int32_t n_threads, const PackedWeights* packed = nullptr);
   const char* name() const override { return "cpu"; }
 
   Status InitKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type) override;
@@ -35,6 +36,7 @@ class CpuBackend final : public Backend {
   static size_t AttnScratchPerThread(int32_t n_ctx, int32_t k_width, int32_t v_width);
 
   ThreadPool pool_;
+  const PackedWeights* packed_;  // the model's decode copies (not owned; may be null)
   // Activation rows quantized to the weight's vec-dot type (grown on demand, reused).
   std::vector<uint8_t> act_q_;
   // Prefill: per-thread weight rows requantized to Q8_0 and their float staging row.

@@ -43,6 +43,7 @@ class CpuBackend final : public Backend {
   std::vector<uint8_t> gemm_rows_;
   std::vector<float> gemm_f32_;
   std::vector<float> gemm_asum_;
+  std::vector<uint8_t> gemm_unpacked_;  // prefill: per-thread 16 rows unpacked from a packed copy
   std::vector<float> kv_stage_;
   std::vector<float> rope_cs_;  // cos/sin of one position's rotation angles  // prefill attention: one layer's K then V rows in F32  // per token, per 32-block: activation scale x sum of quants
   void MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, float* y);

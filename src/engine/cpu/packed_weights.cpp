@@ -37,7 +37,7 @@ PackedWeights::~PackedWeights() {
   if (mem_ != nullptr) munmap(mem_, size_);
 }
 
-Status PackedWeights::Build(const gguf::GgufFile& file, const model::Weights& w, std::unique_ptr<PackedWeights>* out) {
+Status PackedWeights::Build(const gguf::GgufFile& /*file*/, const model::Weights& w, std::unique_ptr<PackedWeights>* out) {
   out->reset();
   if (std::getenv("ZF_NO_PACK") != nullptr) return Status::Ok();
   std::vector<const gguf::TensorInfo*> todo;
@@ -70,16 +70,15 @@ Status PackedWeights::Build(const gguf::GgufFile& file, const model::Weights& w,
   for (const gguf::TensorInfo* t : todo) {
     const int64_t k = t->ne[0], rows = t->ne[1];
     const size_t row_bytes = RowSize(t->type, k), gbytes = quant::PackedGroupBytes(t->type, k);
-    const bool release = file.file_backed() && t == w.output;
     const uint8_t* released = t->data;
-    p->index_[t] = Matrix{dst};
+    p->index_[t] = Matrix{dst, gbytes};
     for (int64_t g = 0; g < quant::PackedGroups(rows); ++g) {
       const int64_t r0 = g * quant::kPackRows;
       const int64_t n = rows - r0 < quant::kPackRows ? rows - r0 : quant::kPackRows;
       const uint8_t* src = t->data + size_t(r0) * row_bytes;
-      quant::PackQ8_0Group(src, row_bytes, k, n, dst + size_t(g) * gbytes);
+      quant::PackGroup(t->type, src, row_bytes, k, n, dst + size_t(g) * gbytes);
       const uint8_t* done = src + size_t(n) * row_bytes;
-      if (release && (done - released >= (1 << 20) || g + 1 == quant::PackedGroups(rows))) {
+      if ((done - released >= (1 << 20) || g + 1 == quant::PackedGroups(rows))) {
         released = ReleasePages(released, done);  // keeps peak resident memory near the final size
       }
     }

@@ -1,11 +1,13 @@
 // Repacked copies of a model's weight matrices in the CPU decode layout (quant/packed.h), built
 // once at load and shared read-only by every session of the model.
 //
-// Which matrices: those whose type has a packed kernel on this CPU (Q8_0 with AVX-512 VNNI).
-// Prefill keeps reading the file's blocks; decode (a few tokens) reads the packed copy. The
-// output projection is only multiplied in decode, so when the file is memory-mapped its source
-// pages are dropped from the process as packing goes (MADV_DONTNEED; the embedding lookup reads
-// single rows back from the page cache), and resident memory does not grow by its size.
+// Which matrices: those whose type has a packed kernel on this CPU (Q8_0, Q4_0, Q4_1, Q5_0,
+// Q5_1 with AVX-512 VNNI). After packing, the engine reads only the packed copy: decode through
+// the packed GEMV, prefill by unpacking 16-row tiles back to the file's blocks (exact), the
+// embedding lookup by dequantizing a packed row. So the file's pages of those tensors are
+// dropped from the process as packing goes (MADV_DONTNEED: a file mapping re-reads them from
+// the page cache if ever touched; a --no-mmap copy is freed), and resident memory stays about
+// the file's size.
 //
 // Thread-safety: immutable after Build; Find may be called from any thread.
 #pragma once
@@ -25,6 +27,7 @@ class PackedWeights {
  public:
   struct Matrix {
     const uint8_t* data = nullptr;  // PackedGroups(rows) groups of PackedGroupBytes(type, k)
+    size_t group_bytes = 0;
   };
 
   ~PackedWeights();

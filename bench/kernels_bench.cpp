@@ -4,10 +4,12 @@
 //   cmake -DZF_BUILD_BENCH=ON ... && build/bench/zerfoo_kernel_bench
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
 #include "engine/cpu/cpu_backend.h"
+#include "quant/packed.h"
 #include "quant/quant.h"
 #include "runtime/sampler.h"
 
@@ -91,6 +93,39 @@ BENCHMARK_CAPTURE(BM_MatMul, gemma3_ffn_up_Q4_K, GgmlType::Q4_K)
     ->Args({2048, 640, 1, 1})->Args({2048, 640, 1, 2})->Args({2048, 640, 64, 2});
 BENCHMARK_CAPTURE(BM_MatMul, gemma3_output_Q8_0, GgmlType::Q8_0)
     ->Args({262144, 640, 1, 1})->Args({262144, 640, 1, 2})->Unit(benchmark::kMillisecond);
+
+// The packed decode GEMV (quant/packed.h), one thread: args {rows (out), cols (in)}. Bytes are
+// the file's bytes of the matrix, so bytes_per_second compares with the memory bandwidth.
+void BM_GemvPacked(benchmark::State& state, GgmlType t) {
+  const int64_t rows = state.range(0), cols = state.range(1);
+  if (!zf::quant::PackedGemvAvailable(t)) {
+    state.SkipWithError("no packed kernel on this CPU");
+    return;
+  }
+  const std::vector<uint8_t> w = RandomWeights(t, rows, cols);
+  const size_t row = zf::RowSize(t, cols), gbytes = zf::quant::PackedGroupBytes(t, cols);
+  const int64_t groups = zf::quant::PackedGroups(rows);
+  std::vector<uint8_t> buf(size_t(groups) * gbytes + 64);
+  uint8_t* p = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t n = std::min<int64_t>(zf::quant::kPackRows, rows - g * zf::quant::kPackRows);
+    zf::quant::PackGroup(t, w.data() + size_t(g * zf::quant::kPackRows) * row, row, cols, n, p + size_t(g) * gbytes);
+  }
+  const GgmlType at = zf::quant::VecDotType(t);
+  std::vector<uint8_t> a(zf::RowSize(at, cols));
+  std::vector<float> x = Random(size_t(cols)), y(size_t(groups * zf::quant::kPackRows));
+  zf::quant::QuantizeActivations(at, x.data(), a.data(), cols);
+  for (auto _ : state) {
+    zf::quant::GemvPacked(t, cols, p, 0, groups, rows, a.data(), y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(w.size()));
+}
+BENCHMARK_CAPTURE(BM_GemvPacked, gemma3_output_Q8_0, GgmlType::Q8_0)->Args({262144, 640})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_GemvPacked, smollm2_ffn_up_Q4_1, GgmlType::Q4_1)->Args({1536, 576});
+BENCHMARK_CAPTURE(BM_GemvPacked, gemma3_ffn_up_Q5_0, GgmlType::Q5_0)->Args({2048, 640});
+BENCHMARK_CAPTURE(BM_GemvPacked, big_Q4_1, GgmlType::Q4_1)->Args({65536, 640})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_GemvPacked, big_Q5_0, GgmlType::Q5_0)->Args({65536, 640})->Unit(benchmark::kMillisecond);
 
 // One decode step's attention: args {kv_len, n_head, n_head_kv, head_dim}.
 void BM_Attention(benchmark::State& state) {

@@ -110,7 +110,7 @@ Status Model::Load(const std::string& path, const LoadOptions& o, std::unique_pt
     ZF_LOGI("using the CPU engine: %s", engine::cuda::CudaUnavailableReason().c_str());
   }
   m->device_ = Device::kCpu;
-  if (!o.vocab_only) ZF_RETURN_IF_ERROR(engine::PackedWeights::Build(f, m->weights_, &m->packed_));
+  if (!o.vocab_only) ZF_RETURN_IF_ERROR(engine::PackedWeights::Build(m->weights_, m->n_threads_, &m->packed_));
   ZF_RETURN_IF_ERROR(Progress(o, 1000));
   *out = std::move(m);
   return Status::Ok();

@@ -158,9 +158,13 @@ void CpuBackend::MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y
   const size_t w_row = RowSize(w.type, k);
   if (act_q_.size() < act_row * size_t(n_tok)) act_q_.resize(act_row * size_t(n_tok));
   uint8_t* act = act_q_.data();
-  pool_.ParallelFor(n_tok, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) quant::QuantizeActivations(act_type, x + t * k, act + size_t(t) * act_row, k);
-  });
+  if (n_tok == 1) {  // decode: one row is quicker here than a round trip through the pool
+    quant::QuantizeActivations(act_type, x, act, k);
+  } else {
+    pool_.ParallelFor(n_tok, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) quant::QuantizeActivations(act_type, x + t * k, act + size_t(t) * act_row, k);
+    });
+  }
   if (const PackedWeights::Matrix* p = packed_ != nullptr ? packed_->Find(w) : nullptr) {
     // Row-interleaved copy (quant/packed.h): 16-row groups split across threads.
     pool_.ParallelFor(quant::PackedGroups(m), [&](int64_t b, int64_t e) {

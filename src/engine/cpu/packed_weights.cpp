@@ -4,7 +4,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "quant/packed.h"
@@ -37,7 +41,7 @@ PackedWeights::~PackedWeights() {
   if (mem_ != nullptr) munmap(mem_, size_);
 }
 
-Status PackedWeights::Build(const gguf::GgufFile& /*file*/, const model::Weights& w, std::unique_ptr<PackedWeights>* out) {
+Status PackedWeights::Build(const model::Weights& w, int32_t n_threads, std::unique_ptr<PackedWeights>* out) {
   out->reset();
   if (std::getenv("ZF_NO_PACK") != nullptr) return Status::Ok();
   std::vector<const gguf::TensorInfo*> todo;
@@ -66,24 +70,47 @@ Status PackedWeights::Build(const gguf::GgufFile& /*file*/, const model::Weights
 #ifdef MADV_HUGEPAGE
   madvise(mem, p->size_, MADV_HUGEPAGE);  // the decode stream then needs few TLB entries
 #endif
+  // Work items of up to kChunkGroups groups, taken by n_threads threads: the cost is the
+  // first touch of new pages (the kernel zeroes them) and of the file's pages, which both
+  // scale with threads. Each item drops its source's whole pages when done, so the resident
+  // size never holds both copies of more than a few items.
+  struct Item {
+    const gguf::TensorInfo* t;
+    uint8_t* dst;
+    int64_t g0, g1;
+  };
+  constexpr int64_t kChunkGroups = 64;
+  std::vector<Item> items;
   uint8_t* dst = static_cast<uint8_t*>(mem);
   for (const gguf::TensorInfo* t : todo) {
-    const int64_t k = t->ne[0], rows = t->ne[1];
-    const size_t row_bytes = RowSize(t->type, k), gbytes = quant::PackedGroupBytes(t->type, k);
-    const uint8_t* released = t->data;
-    p->index_[t] = Matrix{dst, gbytes};
-    for (int64_t g = 0; g < quant::PackedGroups(rows); ++g) {
-      const int64_t r0 = g * quant::kPackRows;
-      const int64_t n = rows - r0 < quant::kPackRows ? rows - r0 : quant::kPackRows;
-      const uint8_t* src = t->data + size_t(r0) * row_bytes;
-      quant::PackGroup(t->type, src, row_bytes, k, n, dst + size_t(g) * gbytes);
-      const uint8_t* done = src + size_t(n) * row_bytes;
-      if ((done - released >= (1 << 20) || g + 1 == quant::PackedGroups(rows))) {
-        released = ReleasePages(released, done);  // keeps peak resident memory near the final size
-      }
-    }
+    p->index_[t] = Matrix{dst, quant::PackedGroupBytes(t->type, t->ne[0])};
+    const int64_t groups = quant::PackedGroups(t->ne[1]);
+    for (int64_t g = 0; g < groups; g += kChunkGroups) items.push_back({t, dst, g, std::min(groups, g + kChunkGroups)});
     dst += PackedBytes(*t);
   }
+  std::atomic<size_t> next{0};
+  const auto worker = [&] {
+    for (size_t i = next.fetch_add(1); i < items.size(); i = next.fetch_add(1)) {
+      const Item& it = items[i];
+      const int64_t k = it.t->ne[0], rows = it.t->ne[1];
+      const size_t row_bytes = RowSize(it.t->type, k), gbytes = quant::PackedGroupBytes(it.t->type, k);
+      for (int64_t g = it.g0; g < it.g1; ++g) {
+        const int64_t r0 = g * quant::kPackRows;
+        const int64_t n = std::min<int64_t>(quant::kPackRows, rows - r0);
+        quant::PackGroup(it.t->type, it.t->data + size_t(r0) * row_bytes, row_bytes, k, n, it.dst + size_t(g) * gbytes);
+      }
+      const int64_t r1 = std::min<int64_t>(rows, it.g1 * quant::kPackRows);
+      ReleasePages(it.t->data + size_t(it.g0 * quant::kPackRows) * row_bytes, it.t->data + size_t(r1) * row_bytes);
+    }
+  };
+  std::vector<std::thread> threads;
+  try {
+    for (int32_t i = 1; i < std::min<int32_t>(n_threads, 64); ++i) threads.emplace_back(worker);
+  } catch (const std::system_error&) {
+    // Fewer threads than asked (resource limits): the ones started and this one finish the work.
+  }
+  worker();
+  for (std::thread& th : threads) th.join();
   *out = std::move(p);
   return Status::Ok();
 }

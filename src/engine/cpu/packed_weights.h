@@ -34,9 +34,10 @@ class PackedWeights {
   PackedWeights(const PackedWeights&) = delete;
   PackedWeights& operator=(const PackedWeights&) = delete;
 
-  // Packs the matrices of `w` that have a packed kernel here; *out stays null when none does
-  // (other CPUs, ZF_NO_AVX512, ZF_NO_PACK). kOutOfMemory when the copy cannot be allocated.
-  static Status Build(const gguf::GgufFile& file, const model::Weights& w, std::unique_ptr<PackedWeights>* out);
+  // Packs the matrices of `w` that have a packed kernel here, with n_threads threads; *out
+  // stays null when none does (other CPUs, ZF_NO_AVX512, ZF_NO_PACK). kOutOfMemory when the
+  // copy cannot be allocated.
+  static Status Build(const model::Weights& w, int32_t n_threads, std::unique_ptr<PackedWeights>* out);
 
   // The packed copy of tensor t, or nullptr.
   const Matrix* Find(const gguf::TensorInfo& t) const {

@@ -10,7 +10,7 @@ constexpr int kThreads = 256;
 // Fused = true: x += h first (x written back), then normalized into y.
 template <bool Fused>
 __global__ void __launch_bounds__(kThreads)
-    RmsNormKernel(float* x, const float* __restrict__ h, const float* __restrict__ w, int n, float eps, float* y) {
+    RmsNormKernel(float* x, const float* h, const float* __restrict__ w, int n, float eps, float* y) {  // y may alias h
   __shared__ float red[32];
   float* xr = x + int64_t(blockIdx.x) * n;
   float* yr = y + int64_t(blockIdx.x) * n;

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "common/log.h"
+#include "engine/cuda/device_weights.h"
 #include "engine/cuda/kernel_library.h"
 
 namespace zf::model {
@@ -98,15 +99,29 @@ Status Model::Load(const std::string& path, const LoadOptions& o, std::unique_pt
     for (const gguf::TensorInfo& t : f.tensors()) n += uint64_t(t.n_elements());
     m->config_.n_params = n;
   }
-  // The CUDA engine is resolved at run time (engine/cuda/kernel_library.h); AUTO falls back to
-  // the CPU and says why, CUDA fails with the reason.
-  if (o.device == Device::kCuda) {
-    return Status(Code::kBackend, "device=CUDA unavailable: " + engine::cuda::CudaUnavailableReason());
-  }
-  if (o.device == Device::kAuto) {
-    ZF_LOGI("using the CPU engine: %s", engine::cuda::CudaUnavailableReason().c_str());
-  }
+  // The CUDA engine is resolved at run time (engine/cuda/kernel_library.h): the weights are
+  // uploaded once here. AUTO falls back to the CPU and says why, CUDA fails with the reason.
   m->device_ = Device::kCpu;
+  if (o.device != Device::kCpu) {
+    Status gpu;
+    if (o.vocab_only) {
+      const std::string why = engine::cuda::CudaUnavailableReason();
+      gpu = why.empty() ? Status::Ok() : Status(Code::kBackend, why);
+    } else {
+      std::shared_ptr<engine::cuda::DeviceWeights> dw;
+      gpu = engine::cuda::DeviceWeights::Upload(f, o.gpu_index, &dw);
+      m->device_weights_ = std::move(dw);
+    }
+    if (gpu.ok()) {
+      m->device_ = Device::kCuda;
+      ZF_LOGI("using the CUDA engine on GPU %d", o.gpu_index);
+    } else if (o.device == Device::kCuda) {
+      return Status(gpu.code() == Code::kOutOfMemory ? gpu.code() : Code::kBackend,
+                    "device=CUDA unavailable: " + gpu.message());
+    } else {
+      ZF_LOGI("using the CPU engine: %s", gpu.message().c_str());
+    }
+  }
   ZF_RETURN_IF_ERROR(Progress(o, 1000));
   *out = std::move(m);
   return Status::Ok();

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "engine/cuda/cuda_backend.h"
+
 namespace zf::rt {
 
 Session::Session(const model::Model& model, int32_t n_ctx, std::unique_ptr<engine::Backend> backend)
@@ -17,11 +19,18 @@ Status Session::Create(const model::Model& model, const SessionOptions& o, std::
   int32_t n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(c.n_ctx_train, kDefaultContext);
   if (n_ctx > (1 << 24)) return InvalidArgument("n_ctx " + std::to_string(n_ctx) + " is too large");
   const int32_t threads = o.n_threads > 0 ? o.n_threads : model.default_threads();
-  std::unique_ptr<engine::Backend> backend = engine::CreateCpuBackend(std::min(threads, 256));
+  std::unique_ptr<engine::Backend> backend;
+  if (model.device() == model::Device::kCuda) {
+    ZF_RETURN_IF_ERROR(engine::cuda::CreateCudaBackend(model.device_weights(), &backend));
+  } else {
+    backend = engine::CreateCpuBackend(std::min(threads, 256));
+  }
   ZF_RETURN_IF_ERROR(backend->InitKv(c.n_layer, n_ctx, c.n_head_kv * c.head_dim_k, c.n_head_kv * c.head_dim_v,
                                      o.kv_type));
   std::unique_ptr<Session> s(new Session(model, n_ctx, std::move(backend)));
   s->forward_.reset(new model::Forward(model, *s->backend_, std::min(kMaxBatch, n_ctx)));
+  if (!s->forward_->ok()) return Status(Code::kOutOfMemory, std::string("cannot allocate activations on the ") +
+                                                              s->backend_->name() + " engine");
   s->history_.reserve(size_t(n_ctx));
   s->logits_.resize(size_t(c.n_vocab));
   *out = std::move(s);
@@ -49,6 +58,7 @@ Status Session::Eval(const int32_t* tokens, size_t n, float* logits) {
     const bool last = done + size_t(chunk) == n;
     has_logits_ = false;
     forward_->Run(tokens + done, chunk, n_past(), last ? logits : nullptr);
+    ZF_RETURN_IF_ERROR(backend_->TakeError());  // device engines can fail at run time
     history_.insert(history_.end(), tokens + done, tokens + done + chunk);
     done += size_t(chunk);
   }

@@ -61,8 +61,8 @@ if(ZF_KERNELS_BUILT)
   set(ZF_KERNELS_LIBRARY ${PROJECT_BINARY_DIR}/libzerfoo_kernels.so)
   add_custom_command(OUTPUT ${ZF_KERNELS_LIBRARY}
     COMMAND ${_nvcc} -shared -cudart static ${_gencode} -Xcompiler=-static-libstdc++,-static-libgcc
-            ${_objs} -o ${ZF_KERNELS_LIBRARY}
-    DEPENDS ${_objs} COMMENT "nvcc -shared libzerfoo_kernels.so (CUDA runtime static)" VERBATIM)
+            -Xlinker=--version-script=${_kdir}/zfk.map -Xlinker=--no-undefined ${_objs} -o ${ZF_KERNELS_LIBRARY}
+    DEPENDS ${_objs} ${_kdir}/zfk.map COMMENT "nvcc -shared libzerfoo_kernels.so (CUDA runtime static)" VERBATIM)
   add_custom_target(zerfoo_kernels ALL DEPENDS ${ZF_KERNELS_LIBRARY})
   install(FILES ${ZF_KERNELS_LIBRARY} DESTINATION ${CMAKE_INSTALL_LIBDIR}
     PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)

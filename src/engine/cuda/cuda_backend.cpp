@@ -201,6 +201,8 @@ class CudaBackend final : public Backend {
   }
 
   bool BeginStep(const int32_t* tokens, int32_t n, int32_t pos0, bool logits) override {
+    // The CUDA current device is per host thread, and a session may move between threads.
+    if (!Check(a_.set_device(w_->device()), "select the GPU")) return false;
     step_tokens_ = tokens;
     step_n_ = n;
     step_pos0_ = pos0;

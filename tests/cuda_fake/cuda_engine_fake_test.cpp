@@ -12,6 +12,8 @@
 #include <map>
 #include <string>
 
+#include <unistd.h>
+
 #include "common/test_models.h"
 #include "engine/cuda/kernel_library.h"
 #include "model/model.h"
@@ -37,7 +39,9 @@ class CudaEngineFake : public ::testing::Test {
     (void)kFakeEnv;
     path_ = testing::ModelPath("smollm2");
     if (path_.empty()) GTEST_SKIP() << "smollm2 model not present (scripts/fetch_models.sh)";
-    trace_ = ::testing::TempDir() + "/fake_zfk_trace.txt";
+    // One file per test process: ctest runs these tests in parallel.
+    trace_ = ::testing::TempDir() + "/fake_zfk_trace_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + std::to_string(getpid()) + ".txt";
     std::remove(trace_.c_str());
     setenv("FAKE_ZFK_LOG", trace_.c_str(), 1);
   }

@@ -39,12 +39,12 @@ __host__ __device__ constexpr int BlockBytes(int type) {
 }
 inline size_t RowBytes(int type, int64_t k) { return size_t(k / BlockElems(type)) * size_t(BlockBytes(type)); }
 
-__device__ __forceinline__ uint32_t Load32Unaligned(const uint8_t* p) {
+__host__ __device__ __forceinline__ uint32_t Load32Unaligned(const uint8_t* p) {
   return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
 }
 
 // The 6-bit scale and min of sub-block j of a Q4_K/Q5_K super-block (12 packed bytes).
-__device__ __forceinline__ void ScaleMinK4(int j, const uint8_t* q, float* sc, float* m) {
+__host__ __device__ __forceinline__ void ScaleMinK4(int j, const uint8_t* q, float* sc, float* m) {
   if (j < 4) {
     *sc = float(q[j] & 63);
     *m = float(q[j + 4] & 63);
@@ -54,9 +54,10 @@ __device__ __forceinline__ void ScaleMinK4(int j, const uint8_t* q, float* sc, f
   }
 }
 
-// v[0..32) = elements 32g .. 32g+31 of a row stored as `Type` blocks.
+// v[0..32) = elements 32g .. 32g+31 of a row stored as `Type` blocks. Host-callable too, so
+// tests/kernels_host checks it against the CPU engine's dequantization without a GPU.
 template <int Type>
-__device__ __forceinline__ void DequantGroup(const uint8_t* row, int g, float* v) {
+__host__ __device__ __forceinline__ void DequantGroup(const uint8_t* row, int g, float* v) {
   if constexpr (Type == ZFK_TYPE_F32) {
     const float4* p = reinterpret_cast<const float4*>(row) + g * 8;  // rows are 16-byte aligned
 #pragma unroll

@@ -35,6 +35,10 @@ void Forward::Run(const int32_t* tokens, int32_t n, int32_t pos0, float* logits,
   if (logits != nullptr && out != logits) be_.ReadActivations(out, size_t(n_vocab), logits);
 }
 
+void Forward::ReadLogits(float* host) {
+  be_.ReadActivations(logits_.data(), size_t(model_.config().n_vocab), host);
+}
+
 void Forward::RunOps(const int32_t* tokens, int32_t n, int32_t pos0, float* logits) {
   const ModelConfig& c = model_.config();
   const Weights& w = model_.weights();

@@ -27,6 +27,8 @@ class Forward {
   // stores the index of the largest logit instead (computed by the backend: on a GPU only the
   // id crosses to the host); logits may then be nullptr.
   void Run(const int32_t* tokens, int32_t n, int32_t pos0, float* logits, int32_t* argmax = nullptr);
+  // Copies the logits of the last Run that asked only for the argmax into host memory.
+  void ReadLogits(float* host);
 
  private:
   // A backend-owned activation buffer (host memory on the CPU, device memory on CUDA).

@@ -37,7 +37,9 @@ Status Session::Create(const model::Model& model, const SessionOptions& o, std::
   return Status::Ok();
 }
 
-Status Session::Eval(const int32_t* tokens, size_t n, float* logits) {
+Status Session::Eval(const int32_t* tokens, size_t n, float* logits) { return EvalImpl(tokens, n, logits, nullptr); }
+
+Status Session::EvalImpl(const int32_t* tokens, size_t n, float* logits, int32_t* argmax) {
   if (n == 0) return InvalidArgument("no tokens to evaluate");
   const int32_t n_vocab = model_.config().n_vocab;
   for (size_t i = 0; i < n; ++i) {
@@ -57,7 +59,8 @@ Status Session::Eval(const int32_t* tokens, size_t n, float* logits) {
     const int32_t chunk = int32_t(std::min<size_t>(size_t(batch), n - done));
     const bool last = done + size_t(chunk) == n;
     has_logits_ = false;
-    forward_->Run(tokens + done, chunk, n_past(), last ? logits : nullptr);
+    has_argmax_ = false;
+    forward_->Run(tokens + done, chunk, n_past(), last ? logits : nullptr, last ? argmax : nullptr);
     ZF_RETURN_IF_ERROR(backend_->TakeError());  // device engines can fail at run time
     history_.insert(history_.end(), tokens + done, tokens + done + chunk);
     done += size_t(chunk);
@@ -71,10 +74,27 @@ Status Session::EvalKeepLogits(const int32_t* tokens, size_t n) {
   return Status::Ok();
 }
 
+Status Session::EvalKeepArgmax(const int32_t* tokens, size_t n) {
+  int32_t id = 0;
+  ZF_RETURN_IF_ERROR(EvalImpl(tokens, n, nullptr, &id));
+  argmax_ = id;
+  has_argmax_ = true;
+  return Status::Ok();
+}
+
+Status Session::FetchLogits() {
+  if (!has_argmax_) return InvalidArgument("no evaluated position to fetch logits from");
+  forward_->ReadLogits(logits_.data());
+  ZF_RETURN_IF_ERROR(backend_->TakeError());
+  has_logits_ = true;
+  return Status::Ok();
+}
+
 void Session::Reset() {
   history_.clear();
   pending_.clear();
   has_logits_ = false;
+  has_argmax_ = false;
   cancel_.store(false);
 }
 

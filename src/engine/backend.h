@@ -101,7 +101,9 @@ class Backend {
   std::vector<std::unique_ptr<float[]>> host_buffers_;  // AllocActivations' default storage
 };
 
-// The CPU engine with n_threads workers (the caller's thread included).
-std::unique_ptr<Backend> CreateCpuBackend(int32_t n_threads);
+class PackedWeights;
+// The CPU engine with n_threads workers (the caller's thread included); `packed` (the model's
+// repacked decode copies, may be null) must outlive it.
+std::unique_ptr<Backend> CreateCpuBackend(int32_t n_threads, const PackedWeights* packed = nullptr);
 
 }  // namespace zf::engine

@@ -239,6 +239,7 @@ Status GgufFile::Open(const std::string& path, const OpenOptions& options, std::
     }
     f->map_ = p;
     f->mapped_ = true;
+    f->file_backed_ = true;
     f->base_ = static_cast<const uint8_t*>(p);
   } else {
     // Anonymous memory asking for transparent huge pages: the weights are then read through

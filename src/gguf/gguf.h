@@ -83,6 +83,9 @@ class GgufFile {
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
   uint64_t file_size() const { return size_; }
+  // True when the bytes are a read-only mapping of the file (not a private copy): pages of it
+  // may be dropped (madvise) and are read back from the page cache on the next access.
+  bool file_backed() const { return file_backed_; }
   const std::vector<KeyValue>& metadata() const { return kv_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
 
@@ -121,6 +124,7 @@ class GgufFile {
   void* map_ = nullptr;
   std::unique_ptr<uint8_t[]> owned_;
   bool mapped_ = false;
+  bool file_backed_ = false;
 };
 
 }  // namespace zf::gguf

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "common/log.h"
+#include "engine/cpu/packed_weights.h"
 #include "engine/cuda/device_weights.h"
 #include "engine/cuda/kernel_library.h"
 
@@ -68,6 +69,8 @@ int32_t PhysicalCores() {
   return n == 0 ? 1 : int32_t(n);
 }
 
+Model::~Model() = default;
+
 Status Model::Load(const std::string& path, const LoadOptions& o, std::unique_ptr<Model>* out) {
   out->reset();
   std::unique_ptr<Model> m(new Model());
@@ -121,6 +124,10 @@ Status Model::Load(const std::string& path, const LoadOptions& o, std::unique_pt
     } else {
       ZF_LOGI("using the CPU engine: %s", gpu.message().c_str());
     }
+  }
+  // The CPU engine's repacked copies are only for CPU models (a CUDA model reads its GPU copy).
+  if (!o.vocab_only && m->device_ == Device::kCpu) {
+    ZF_RETURN_IF_ERROR(engine::PackedWeights::Build(f, m->weights_, &m->packed_));
   }
   ZF_RETURN_IF_ERROR(Progress(o, 1000));
   *out = std::move(m);

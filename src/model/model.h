@@ -15,6 +15,9 @@
 namespace zf::engine::cuda {
 class DeviceWeights;
 }
+namespace zf::engine {
+class PackedWeights;
+}  // namespace zf::engine
 
 namespace zf::model {
 
@@ -33,12 +36,15 @@ struct LoadOptions {
 
 class Model {
  public:
+  ~Model();
   static Status Load(const std::string& path, const LoadOptions& options, std::unique_ptr<Model>* out);
 
   const gguf::GgufFile& file() const { return *file_; }
   const tok::Tokenizer& tokenizer() const { return *tokenizer_; }
   const ModelConfig& config() const { return config_; }
   const Weights& weights() const { return weights_; }
+  // The CPU engine's repacked decode copies (engine/cpu/packed_weights.h); nullptr when none.
+  const engine::PackedWeights* packed() const { return packed_.get(); }
   bool vocab_only() const { return vocab_only_; }
   Device device() const { return device_; }
   // The weights' GPU copy when device() == kCuda, else null.
@@ -56,6 +62,7 @@ class Model {
   std::unique_ptr<tok::Tokenizer> tokenizer_;
   ModelConfig config_;
   Weights weights_;
+  std::unique_ptr<engine::PackedWeights> packed_;
   bool vocab_only_ = false;
   Device device_ = Device::kCpu;
   std::shared_ptr<const engine::cuda::DeviceWeights> device_weights_;

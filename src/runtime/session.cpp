@@ -23,7 +23,7 @@ Status Session::Create(const model::Model& model, const SessionOptions& o, std::
   if (model.device() == model::Device::kCuda) {
     ZF_RETURN_IF_ERROR(engine::cuda::CreateCudaBackend(model.device_weights(), &backend));
   } else {
-    backend = engine::CreateCpuBackend(std::min(threads, 256));
+    backend = engine::CreateCpuBackend(std::min(threads, 256), model.packed());
   }
   ZF_RETURN_IF_ERROR(backend->InitKv(c.n_layer, n_ctx, c.n_head_kv * c.head_dim_k, c.n_head_kv * c.head_dim_v,
                                      o.kv_type));

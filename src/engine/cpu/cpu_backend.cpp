@@ -8,11 +8,12 @@
 #include <cstring>
 #include <new>
 
+#include "quant/packed.h"
 #include "quant/quant.h"
 
 namespace zf::engine {
 
-CpuBackend::CpuBackend(int32_t n_threads) : pool_(n_threads) {}
+CpuBackend::CpuBackend(int32_t n_threads, const PackedWeights* packed) : pool_(n_threads), packed_(packed) {}
 
 Status CpuBackend::InitKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type) {
   const size_t elem = type == KvType::kF16 ? 2 : 4;
@@ -33,9 +34,14 @@ Status CpuBackend::InitKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32
 void CpuBackend::GetRows(const Tensor& table, const int32_t* ids, int32_t n, float scale, float* out) {
   const int64_t width = table.ne[0];
   const size_t row_bytes = RowSize(table.type, width);
+  const PackedWeights::Matrix* p = packed_ != nullptr ? packed_->Find(table) : nullptr;
   for (int32_t t = 0; t < n; ++t) {
     float* dst = out + int64_t{t} * width;
-    quant::DequantizeRow(table.type, table.data + size_t(ids[t]) * row_bytes, dst, width);
+    if (p != nullptr) {  // a packed (tied) output projection: its file copy is not resident
+      quant::DequantizePackedRow(table.type, p->data, width, ids[t], dst);
+    } else {
+      quant::DequantizeRow(table.type, table.data + size_t(ids[t]) * row_bytes, dst, width);
+    }
     if (scale != 1.0f) {
       for (int64_t i = 0; i < width; ++i) dst[i] *= scale;
     }
@@ -72,6 +78,12 @@ void CpuBackend::MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, fl
   float* asum = gemm_asum_.data();
   // Exact affine unpacking pays off only with its SIMD kernel; otherwise requantize to Q8_0.
   const bool affine = quant::HasFastGemmAffine() && quant::IsAffine32(w.type);
+  // A packed matrix (decode layout) is the only resident copy: tiles of 16 rows are unpacked
+  // back to the file's blocks (exact) into per-thread scratch, then take the same path.
+  const PackedWeights::Matrix* packed = packed_ != nullptr ? packed_->Find(w) : nullptr;
+  if (packed != nullptr && gemm_unpacked_.size() < nth * size_t(kGemmRowTile) * w_row) {
+    gemm_unpacked_.resize(nth * size_t(kGemmRowTile) * w_row);
+  }
   pool_.ParallelFor(n_tok, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
       quant::QuantizeActivations(GgmlType::Q8_0, x + t * k, act + size_t(t) * q8_row, k);
@@ -88,11 +100,14 @@ void CpuBackend::MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, fl
     int32_t n_tok;
     size_t q8_row, w_row, q_bytes, f_per;
     bool affine;
-  } c{this, &w, y, act, asum, k, m, nb, n_tok, q8_row, w_row, q_bytes, f_per, affine};
+    const PackedWeights::Matrix* packed;
+  } c{this, &w, y, act, asum, k, m, nb, n_tok, q8_row, w_row, q_bytes, f_per, affine, packed};
   pool_.Run(
       [](void* p, int32_t ith, int32_t nth) {
         Ctx& c = *static_cast<Ctx*>(p);
-        const int64_t per = (c.m + nth - 1) / nth;
+        // Row ranges in whole tiles, so a packed matrix's tiles are its 16-row groups.
+        static_assert(kGemmRowTile == quant::kPackRows, "tiles must be packed groups");
+        const int64_t per = (c.m + nth * kGemmRowTile - 1) / (nth * kGemmRowTile) * kGemmRowTile;
         const int64_t r0 = std::min<int64_t>(c.m, per * ith), r1 = std::min<int64_t>(c.m, r0 + per);
         uint8_t* rows = c.self->gemm_rows_.data() + size_t(ith) * c.q_bytes;
         float* f32 = c.self->gemm_f32_.data() + size_t(ith) * c.f_per;
@@ -102,6 +117,12 @@ void CpuBackend::MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, fl
         for (int64_t r = r0; r < r1; r += kGemmRowTile) {
           const int64_t n = std::min<int64_t>(kGemmRowTile, r1 - r);
           const uint8_t* src = c.w->data + size_t(r) * c.w_row;
+          if (c.packed != nullptr) {
+            uint8_t* tile = c.self->gemm_unpacked_.data() + size_t(ith) * size_t(kGemmRowTile) * c.w_row;
+            quant::UnpackGroup(t, c.packed->data + size_t(r / kGemmRowTile) * c.packed->group_bytes, c.k, n, tile,
+                               c.w_row);
+            src = tile;
+          }
           if (t == GgmlType::Q8_0) {
             quant::GemmQ8_0(c.k, src, c.q8_row, n, c.act, c.q8_row, c.n_tok, c.y + r, c.m);
             continue;
@@ -140,6 +161,15 @@ void CpuBackend::MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y
   pool_.ParallelFor(n_tok, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) quant::QuantizeActivations(act_type, x + t * k, act + size_t(t) * act_row, k);
   });
+  if (const PackedWeights::Matrix* p = packed_ != nullptr ? packed_->Find(w) : nullptr) {
+    // Row-interleaved copy (quant/packed.h): 16-row groups split across threads.
+    pool_.ParallelFor(quant::PackedGroups(m), [&](int64_t b, int64_t e) {
+      for (int32_t t = 0; t < n_tok; ++t) {
+        quant::GemvPacked(w.type, k, p->data, b, e, m, act + size_t(t) * act_row, y + int64_t{t} * m + b * quant::kPackRows);
+      }
+    });
+    return;
+  }
   // Rows split across threads; several rows per kernel pass for each (few) token(s).
   pool_.ParallelFor(m, [&](int64_t b, int64_t e) {
     for (int32_t t = 0; t < n_tok; ++t) {
@@ -375,8 +405,8 @@ void CpuBackend::Softcap(float* x, int64_t n, float cap) {
   for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
 }
 
-std::unique_ptr<Backend> CreateCpuBackend(int32_t n_threads) {
-  return std::unique_ptr<Backend>(new CpuBackend(n_threads));
+std::unique_ptr<Backend> CreateCpuBackend(int32_t n_threads, const PackedWeights* packed) {
+  return std::unique_ptr<Backend>(new CpuBackend(n_threads, packed));
 }
 
 }  // namespace zf::engine

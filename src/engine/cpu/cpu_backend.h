@@ -7,13 +7,14 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/cpu/packed_weights.h"
 #include "engine/thread_pool.h"
 
 namespace zf::engine {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int32_t n_threads);
+  explicit CpuBackend(int32_t n_threads, const PackedWeights* packed = nullptr);
   const char* name() const override { return "cpu"; }
 
   Status InitKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type) override;
@@ -35,12 +36,14 @@ class CpuBackend final : public Backend {
   static size_t AttnScratchPerThread(int32_t n_ctx, int32_t k_width, int32_t v_width);
 
   ThreadPool pool_;
+  const PackedWeights* packed_;  // the model's decode copies (not owned; may be null)
   // Activation rows quantized to the weight's vec-dot type (grown on demand, reused).
   std::vector<uint8_t> act_q_;
   // Prefill: per-thread weight rows requantized to Q8_0 and their float staging row.
   std::vector<uint8_t> gemm_rows_;
   std::vector<float> gemm_f32_;
   std::vector<float> gemm_asum_;
+  std::vector<uint8_t> gemm_unpacked_;  // prefill: per-thread 16 rows unpacked from a packed copy
   std::vector<float> kv_stage_;
   std::vector<float> rope_cs_;  // cos/sin of one position's rotation angles  // prefill attention: one layer's K then V rows in F32  // per token, per 32-block: activation scale x sum of quants
   void MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, float* y);

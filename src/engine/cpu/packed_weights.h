@@ -1,0 +1,55 @@
+// Repacked copies of a model's weight matrices in the CPU decode layout (quant/packed.h), built
+// once at load and shared read-only by every session of the model.
+//
+// Which matrices: those whose type has a packed kernel on this CPU (Q8_0, Q4_0, Q4_1, Q5_0,
+// Q5_1 with AVX-512 VNNI). After packing, the engine reads only the packed copy: decode through
+// the packed GEMV, prefill by unpacking 16-row tiles back to the file's blocks (exact), the
+// embedding lookup by dequantizing a packed row. So the file's pages of those tensors are
+// dropped from the process as packing goes (MADV_DONTNEED: a file mapping re-reads them from
+// the page cache if ever touched; a --no-mmap copy is freed), and resident memory stays about
+// the file's size.
+//
+// Thread-safety: immutable after Build; Find may be called from any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+
+#include "common/status.h"
+#include "gguf/gguf.h"
+#include "model/weights.h"
+
+namespace zf::engine {
+
+class PackedWeights {
+ public:
+  struct Matrix {
+    const uint8_t* data = nullptr;  // PackedGroups(rows) groups of PackedGroupBytes(type, k)
+    size_t group_bytes = 0;
+  };
+
+  ~PackedWeights();
+  PackedWeights(const PackedWeights&) = delete;
+  PackedWeights& operator=(const PackedWeights&) = delete;
+
+  // Packs the matrices of `w` that have a packed kernel here; *out stays null when none does
+  // (other CPUs, ZF_NO_AVX512, ZF_NO_PACK). kOutOfMemory when the copy cannot be allocated.
+  static Status Build(const gguf::GgufFile& file, const model::Weights& w, std::unique_ptr<PackedWeights>* out);
+
+  // The packed copy of tensor t, or nullptr.
+  const Matrix* Find(const gguf::TensorInfo& t) const {
+    auto it = index_.find(&t);
+    return it == index_.end() ? nullptr : &it->second;
+  }
+  size_t bytes() const { return size_; }
+
+ private:
+  PackedWeights() = default;
+  void* mem_ = nullptr;
+  size_t size_ = 0;
+  std::unordered_map<const gguf::TensorInfo*, Matrix> index_;
+};
+
+}  // namespace zf::engine

@@ -1,0 +1,177 @@
+// Packing into the row-interleaved decode layout (packed.h) and back, the scalar reference
+// product, and the run-time choice of kernel.
+#include "quant/packed.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "quant/blocks.h"
+#include "quant/kernels.h"
+#include "quant/packed_layout.h"
+#include "quant/quant.h"
+
+namespace zf::quant {
+namespace {
+
+bool FastKernels() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool fast = CpuHasAvx512Vnni() && std::getenv("ZF_NO_AVX512") == nullptr;
+  return fast;
+#else
+  return false;
+#endif
+}
+
+// Field offsets inside one file block: d at 0, then m (if any), qh (if any), qs.
+inline size_t MinAt() { return 2; }
+inline size_t QhAt(const PackedLayout& l) { return l.has_min ? 4 : 2; }
+inline size_t QsAt(const PackedLayout& l) { return QhAt(l) + (l.has_high ? 4 : 0); }
+
+}  // namespace
+
+bool IsPackable(GgmlType t) {
+  bool valid = false;
+  GetPackedLayout(t, 32, &valid);
+  return valid;
+}
+
+bool PackedGemvAvailable(GgmlType t) { return IsPackable(t) && FastKernels(); }
+
+size_t PackedGroupBytes(GgmlType t, int64_t k) {
+  bool valid = false;
+  const PackedLayout l = GetPackedLayout(t, k, &valid);
+  return valid ? l.group : 0;
+}
+
+void PackGroup(GgmlType t, const void* src, size_t src_stride, int64_t k, int64_t n, void* dst_group) {
+  bool valid = false;
+  const PackedLayout l = GetPackedLayout(t, k, &valid);
+  if (!valid) return;
+  auto* dst = static_cast<uint8_t*>(dst_group);
+  std::memset(dst, 0, l.group);  // padding rows: scales 0, quants 0, no fifth bits
+  auto* d = reinterpret_cast<uint16_t*>(dst);
+  auto* m = reinterpret_cast<uint16_t*>(dst + l.m_off);
+  auto* h = reinterpret_cast<uint64_t*>(dst + l.h_off);
+  uint8_t* q = dst + l.q_off;
+  if (l.eight_bit) {
+    for (int64_t r = n; r < kPackRows; ++r) {  // a padding row's quant 0 is stored as 128
+      for (int64_t b = 0; b < l.nb; ++b) {
+        for (int c = 0; c < 8; ++c) std::memset(q + size_t(b) * l.q_block + size_t(c * kPackRows + r) * 4, 0x80, 4);
+      }
+    }
+  }
+  for (int64_t r = 0; r < n; ++r) {
+    const uint8_t* row = static_cast<const uint8_t*>(src) + size_t(r) * src_stride;
+    for (int64_t b = 0; b < l.nb; ++b) {
+      const uint8_t* blk = row + size_t(b) * l.block_bytes;
+      std::memcpy(&d[b * kPackRows + r], blk, 2);
+      if (l.has_min) std::memcpy(&m[b * kPackRows + r], blk + MinAt(), 2);
+      uint8_t* qb = q + size_t(b) * l.q_block;
+      if (l.eight_bit) {
+        for (int c = 0; c < 8; ++c) {  // 4 quants at a time, each biased by +128
+          uint32_t v;
+          std::memcpy(&v, blk + 2 + 4 * c, 4);
+          v ^= 0x80808080u;
+          std::memcpy(qb + size_t(c * kPackRows + r) * 4, &v, 4);
+        }
+        continue;
+      }
+      const uint8_t* qs = blk + QsAt(l);
+      for (int c = 0; c < 4; ++c) std::memcpy(qb + size_t(c * kPackRows + r) * 4, qs + 4 * c, 4);
+      if (l.has_high) {
+        uint32_t qh;
+        std::memcpy(&qh, blk + QhAt(l), 4);
+        for (int e = 0; e < 32; ++e) {
+          if ((qh >> e) & 1u) h[b * 8 + e / 4] |= uint64_t(1) << (4 * r + e % 4);
+        }
+      }
+    }
+  }
+}
+
+namespace {
+
+// Blocks [b0, b1) of row r of a group back in the file's format (dst: (b1 - b0) blocks).
+void UnpackRowBlocks(const PackedLayout& l, const uint8_t* src, int64_t r, int64_t b0, int64_t b1, uint8_t* dst) {
+  const auto* d = reinterpret_cast<const uint16_t*>(src);
+  const auto* m = reinterpret_cast<const uint16_t*>(src + l.m_off);
+  const auto* h = reinterpret_cast<const uint64_t*>(src + l.h_off);
+  const uint8_t* q = src + l.q_off;
+  for (int64_t b = b0; b < b1; ++b) {
+    uint8_t* blk = dst + size_t(b - b0) * l.block_bytes;
+    std::memcpy(blk, &d[b * kPackRows + r], 2);
+    if (l.has_min) std::memcpy(blk + MinAt(), &m[b * kPackRows + r], 2);
+    const uint8_t* qb = q + size_t(b) * l.q_block;
+    if (l.eight_bit) {
+      for (int c = 0; c < 8; ++c) {
+        uint32_t v;
+        std::memcpy(&v, qb + size_t(c * kPackRows + r) * 4, 4);
+        v ^= 0x80808080u;
+        std::memcpy(blk + 2 + 4 * c, &v, 4);
+      }
+      continue;
+    }
+    for (int c = 0; c < 4; ++c) std::memcpy(blk + QsAt(l) + 4 * c, qb + size_t(c * kPackRows + r) * 4, 4);
+    if (l.has_high) {
+      uint32_t qh = 0;
+      for (int e = 0; e < 32; ++e) {
+        if ((h[b * 8 + e / 4] >> (4 * r + e % 4)) & 1u) qh |= 1u << e;
+      }
+      std::memcpy(blk + QhAt(l), &qh, 4);
+    }
+  }
+}
+
+}  // namespace
+
+void UnpackGroup(GgmlType t, const void* group, int64_t k, int64_t n, void* dst, size_t dst_stride) {
+  bool valid = false;
+  const PackedLayout l = GetPackedLayout(t, k, &valid);
+  if (!valid) return;
+  for (int64_t r = 0; r < n; ++r) {
+    UnpackRowBlocks(l, static_cast<const uint8_t*>(group), r, 0, l.nb,
+                    static_cast<uint8_t*>(dst) + size_t(r) * dst_stride);
+  }
+}
+
+void DequantizePackedRow(GgmlType t, const void* packed, int64_t k, int64_t row, float* dst) {
+  bool valid = false;
+  const PackedLayout l = GetPackedLayout(t, k, &valid);
+  if (!valid) return;
+  const auto* group = static_cast<const uint8_t*>(packed) + size_t(row / kPackRows) * l.group;
+  constexpr int64_t kChunk = 64;  // blocks per pass: a small stack buffer, no allocation
+  uint8_t blocks[kChunk * 34];
+  for (int64_t b0 = 0; b0 < l.nb; b0 += kChunk) {
+    const int64_t b1 = l.nb - b0 < kChunk ? l.nb : b0 + kChunk;
+    UnpackRowBlocks(l, group, row % kPackRows, b0, b1, blocks);
+    DequantizeRow(t, blocks, dst + b0 * 32, (b1 - b0) * 32);
+  }
+}
+
+namespace ref {
+void GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
+                float* y) {
+  bool valid = false;
+  const PackedLayout l = GetPackedLayout(t, k, &valid);
+  if (!valid) return;
+  const VecDotFn dot = ref::GetVecDotFn(t);
+  const size_t row_bytes = size_t(l.nb) * l.block_bytes;
+  uint8_t* scratch = new uint8_t[row_bytes * kPackRows];
+  for (int64_t g = g0; g < g1; ++g) {
+    const int64_t n = rows - g * kPackRows < kPackRows ? rows - g * kPackRows : kPackRows;
+    UnpackGroup(t, static_cast<const uint8_t*>(packed) + size_t(g) * l.group, k, n, scratch, row_bytes);
+    for (int64_t r = 0; r < n; ++r) y[(g - g0) * kPackRows + r] = dot(k, scratch + size_t(r) * row_bytes, a);
+  }
+  delete[] scratch;
+}
+}  // namespace ref
+
+void GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
+                float* y) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (FastKernels() && avx512::GemvPacked(t, k, packed, g0, g1, rows, a, y)) return;
+#endif
+  ref::GemvPacked(t, k, packed, g0, g1, rows, a, y);
+}
+
+}  // namespace zf::quant

@@ -1,0 +1,76 @@
+// Row-interleaved ("packed") weight layouts for the decode product (one token, matrix x vector).
+//
+// Why: a GGUF row is a sequence of small blocks (34 bytes per 32 weights for Q8_0), so a
+// one-row-at-a-time GEMV pays, per 32 weights, scalar F16 scale conversions, nibble/sign
+// fix-ups and a horizontal reduction; on Gemma 3's 262k x 640 output projection that made
+// decode compute-bound at ~10 GB/s while one core streams ~40 GB/s. Here 16 rows sit side by
+// side: one VPDPBUSD adds 4 weights x 16 rows (lane j accumulates row j) and the 16 rows' block
+// scales load as one vector. Every layout has exactly the file's bytes per weight (plus <= 63
+// bytes of alignment per 16 rows), and packing is exactly invertible (UnpackGroup), so the
+// prefill GEMM reads its tiles from the packed copy and the file's copy need not stay resident.
+//
+// Types: the 32-element block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1. One group per 16
+// consecutive rows (the last one zero-padded), groups contiguous, GroupBytes(t, k) each (a
+// multiple of 64). Within a group, regions in this order, each padded to a multiple of 64 bytes:
+//   d:      nb x 16 F16 scales (block b: rows 0..15);
+//   m:      nb x 16 F16 mins (Q4_1, Q5_1);
+//   hmask:  nb x 8 x 64-bit masks (Q5_0, Q5_1): mask v of block b has bit 4r+i set when
+//           element 4v+i of row r has its fifth bit set;
+//   quants: Q8_0: nb x 512 bytes; block b, chunk c (elements 4c..4c+3): rows 0..15 x 4 bytes,
+//           stored as q + 128 (unsigned, VPDPBUSD's unsigned operand; the kernel subtracts
+//           128 x the activation block's quant sum, exact in int32);
+//           4/5-bit types: nb x 256 bytes; block b, chunk c (0..3): rows 0..15 x the 4 file
+//           bytes qs[4c..4c+3] (low nibbles: elements 4c+i, high nibbles: 16+4c+i).
+//
+// Thread-safety: pure functions of their arguments.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "quant/types.h"
+
+namespace zf::quant {
+
+constexpr int64_t kPackRows = 16;
+
+// True for the types above.
+bool IsPackable(GgmlType t);
+// True when t is packable and this CPU has the kernel that makes the layout pay (AVX-512 VNNI;
+// ZF_NO_AVX512 turns it off). The scalar kernel is the reference for tests, not a fast path.
+bool PackedGemvAvailable(GgmlType t);
+
+// Bytes of one 16-row group of a packed matrix with rows of k elements (k % 32 == 0); 0 for
+// types that are not packable.
+size_t PackedGroupBytes(GgmlType t, int64_t k);
+inline int64_t PackedGroups(int64_t rows) { return (rows + kPackRows - 1) / kPackRows; }
+
+// Packs rows [0, n) (n <= 16) of a matrix of type t (row stride in bytes) into one group.
+void PackGroup(GgmlType t, const void* src, size_t src_stride, int64_t k, int64_t n, void* dst_group);
+// The exact inverse: rows [0, n) of a group back in the file's block format (row stride in bytes).
+void UnpackGroup(GgmlType t, const void* group, int64_t k, int64_t n, void* dst, size_t dst_stride);
+
+// Decode product: y[r] = VecDot(t, k, weight row r, a) for the rows of groups [g0, g1) (y
+// indexed from group g0's first row); `rows` is the matrix's row count, so padding rows of the
+// last group are not written. a: one activation row in VecDotType(t) (Q8_0 or Q8_1).
+void GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
+                float* y);
+
+// One row of a packed matrix dequantized (the embedding lookup of a packed, tied output).
+void DequantizePackedRow(GgmlType t, const void* packed, int64_t k, int64_t row, float* dst);
+
+namespace ref {
+// Unpacks each group and calls the scalar VecDot per row.
+void GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
+                float* y);
+}  // namespace ref
+
+#if defined(__x86_64__) || defined(__i386__)
+namespace avx512 {
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1; false for other types.
+bool GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
+                float* y);
+}  // namespace avx512
+#endif
+
+}  // namespace zf::quant

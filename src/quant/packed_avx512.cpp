@@ -1,0 +1,147 @@
+// AVX-512 VNNI kernels for the packed (16 rows interleaved) decode product, packed.h. Per
+// 32-element block and 16 rows: 8 VPDPBUSD (4 weights x 16 rows each, the activation's 4 quants
+// broadcast), one F16->F32 scale vector, one multiply and one FMA (plus one FMA for the min
+// term of Q4_1/Q5_1). Compiled with AVX-512 flags (file name suffix); called only after the
+// run-time check in packed.cpp. Integer parts are exact; only the float summation order differs
+// from the scalar reference.
+#if defined(__x86_64__) || defined(__i386__)
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "quant/blocks.h"
+#include "quant/packed.h"
+#include "quant/packed_layout.h"
+
+namespace zf::quant::avx512 {
+namespace {
+
+constexpr int64_t kMaxBlocks = 128;  // activation blocks staged per pass (rows up to 4096 in one)
+
+// The activation row, staged once per call: quants as 8 dwords per block (for the broadcasts),
+// block scales as floats, the Q8_1 sums, and the integer correction -offset x (sum of quants).
+struct Staged {
+  alignas(64) int32_t q[kMaxBlocks * 8];
+  alignas(64) float d[kMaxBlocks];
+  alignas(64) float s[kMaxBlocks];
+  alignas(64) int32_t corr[kMaxBlocks];
+};
+
+// Blocks [b0, b0 + n) of a Q8_0 (qs at byte 2) or Q8_1 (qs at byte 4) row.
+void Stage(const uint8_t* a, bool q8_1, int64_t b0, int64_t n, int32_t offset, Staged* st) {
+  const size_t bytes = q8_1 ? sizeof(BlockQ8_1) : sizeof(BlockQ8_0);
+  for (int64_t b = 0; b < n; ++b) {
+    const uint8_t* blk = a + size_t(b0 + b) * bytes;
+    const auto* qs = reinterpret_cast<const int8_t*>(blk + (q8_1 ? 4 : 2));
+    std::memcpy(st->q + b * 8, qs, 32);
+    uint16_t h;
+    std::memcpy(&h, blk, 2);
+    st->d[b] = _cvtsh_ss(h);
+    if (q8_1) {
+      std::memcpy(&h, blk + 2, 2);
+      st->s[b] = _cvtsh_ss(h);
+    }
+    int32_t sum = 0;
+    for (int i = 0; i < 32; ++i) sum += qs[i];
+    st->corr[b] = -offset * sum;
+  }
+}
+
+inline __m512 Scales(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+inline void Store(float* out, int64_t valid, __m512 v, bool add) {
+  const __mmask16 m = valid >= kPackRows ? __mmask16(0xFFFF) : __mmask16((1u << valid) - 1);
+  if (add) v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, out), v);
+  _mm512_mask_storeu_ps(out, m, v);
+}
+
+// 16 rows' int32 dots of one Q8_0 block (weights stored + 128; st->corr undoes it).
+inline __m512i DotQ8(const uint8_t* qb, const int32_t* x, int32_t corr) {
+  __m512i s0 = _mm512_set1_epi32(corr), s1 = _mm512_setzero_si512();
+  for (int c = 0; c < 8; c += 2) {
+    s0 = _mm512_dpbusd_epi32(s0, _mm512_load_si512(qb + c * 64), _mm512_set1_epi32(x[c]));
+    s1 = _mm512_dpbusd_epi32(s1, _mm512_load_si512(qb + (c + 1) * 64), _mm512_set1_epi32(x[c + 1]));
+  }
+  return _mm512_add_epi32(s0, s1);
+}
+
+// 16 rows' int32 dots of one 4/5-bit block: low nibbles pair with elements 4c..4c+3, high
+// nibbles with 16+4c..; the fifth bits come from the block's 8 lane masks.
+template <bool kHigh>
+inline __m512i DotQ4(const uint8_t* qb, const uint64_t* hm, const int32_t* x, int32_t corr) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
+  __m512i s0 = _mm512_set1_epi32(corr), s1 = _mm512_setzero_si512();
+  for (int c = 0; c < 4; ++c) {
+    const __m512i raw = _mm512_load_si512(qb + c * 64);
+    __m512i lo = _mm512_and_si512(raw, low4);
+    __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+    if (kHigh) {
+      lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(hm[c]), lo, bit4);
+      hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(hm[4 + c]), hi, bit4);
+    }
+    s0 = _mm512_dpbusd_epi32(s0, lo, _mm512_set1_epi32(x[c]));
+    s1 = _mm512_dpbusd_epi32(s1, hi, _mm512_set1_epi32(x[4 + c]));
+  }
+  return _mm512_add_epi32(s0, s1);
+}
+
+template <bool kEight, bool kMin, bool kHigh>
+void Kernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
+            float* y) {
+  Staged st;
+  for (int64_t b0 = 0; b0 < l.nb; b0 += kMaxBlocks) {  // long rows: several passes adding into y
+    const int64_t n = l.nb - b0 < kMaxBlocks ? l.nb - b0 : kMaxBlocks;
+    Stage(a, kMin, b0, n, kEight ? 128 : l.offset, &st);
+    for (int64_t g = g0; g < g1; ++g) {
+      const uint8_t* grp = packed + size_t(g) * l.group;
+      const auto* d = reinterpret_cast<const uint16_t*>(grp) + b0 * kPackRows;
+      const auto* m = reinterpret_cast<const uint16_t*>(grp + l.m_off) + b0 * kPackRows;
+      const auto* hm = reinterpret_cast<const uint64_t*>(grp + l.h_off) + b0 * 8;
+      const uint8_t* q = grp + l.q_off + size_t(b0) * l.q_block;
+      __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps(), accm = _mm512_setzero_ps();
+      for (int64_t b = 0; b < n; ++b) {
+        const __m512i dot = kEight ? DotQ8(q + size_t(b) * 512, st.q + b * 8, st.corr[b])
+                                   : DotQ4<kHigh>(q + size_t(b) * 256, hm + b * 8, st.q + b * 8, st.corr[b]);
+        const __m512 scale = _mm512_mul_ps(Scales(d + b * kPackRows), _mm512_set1_ps(st.d[b]));
+        // Alternate accumulators so consecutive blocks' FMAs do not wait on each other.
+        if (b & 1) {
+          acc1 = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(dot), acc1);
+        } else {
+          acc0 = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(dot), acc0);
+        }
+        if (kMin) accm = _mm512_fmadd_ps(Scales(m + b * kPackRows), _mm512_set1_ps(st.s[b]), accm);
+      }
+      Store(y + (g - g0) * kPackRows, rows - g * kPackRows, _mm512_add_ps(_mm512_add_ps(acc0, acc1), accm), b0 > 0);
+    }
+  }
+}
+
+}  // namespace
+
+bool GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
+                float* y) {
+  bool valid = false;
+  const PackedLayout l = GetPackedLayout(t, k, &valid);
+  if (!valid) return false;
+  const auto* p = static_cast<const uint8_t*>(packed);
+  const auto* x = static_cast<const uint8_t*>(a);
+  switch (t) {
+    case GgmlType::Q8_0: Kernel<true, false, false>(l, p, g0, g1, rows, x, y); return true;
+    case GgmlType::Q4_0: Kernel<false, false, false>(l, p, g0, g1, rows, x, y); return true;
+    case GgmlType::Q4_1: Kernel<false, true, false>(l, p, g0, g1, rows, x, y); return true;
+    case GgmlType::Q5_0: Kernel<false, false, true>(l, p, g0, g1, rows, x, y); return true;
+    case GgmlType::Q5_1: Kernel<false, true, true>(l, p, g0, g1, rows, x, y); return true;
+    default: return false;
+  }
+}
+
+}  // namespace zf::quant::avx512
+
+#endif  // x86

@@ -1,0 +1,50 @@
+// Internal: region offsets of the packed group layout described in packed.h, shared by the
+// packing code and the kernels.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "quant/types.h"
+
+namespace zf::quant {
+
+struct PackedLayout {
+  int64_t nb = 0;          // 32-element blocks per row
+  bool has_min = false;    // Q4_1, Q5_1
+  bool has_high = false;   // Q5_0, Q5_1
+  bool eight_bit = false;  // Q8_0
+  int32_t offset = 0;      // Q4_0: 8, Q5_0: 16 (w = d * (q - offset)); 0 otherwise
+  size_t block_bytes = 0;  // the file's bytes per block
+  size_t m_off = 0, h_off = 0, q_off = 0, group = 0;  // region offsets and group size (bytes)
+  size_t q_block = 0;      // quant bytes per block and 16 rows (512 or 256)
+};
+
+inline size_t Pad64(size_t n) { return (n + 63) / 64 * 64; }
+
+// valid == false for types that are not packable.
+inline PackedLayout GetPackedLayout(GgmlType t, int64_t k, bool* valid) {
+  PackedLayout l;
+  *valid = true;
+  switch (t) {
+    case GgmlType::Q8_0: l.eight_bit = true; l.block_bytes = 34; break;
+    case GgmlType::Q4_0: l.offset = 8; l.block_bytes = 18; break;
+    case GgmlType::Q4_1: l.has_min = true; l.block_bytes = 20; break;
+    case GgmlType::Q5_0: l.has_high = true; l.offset = 16; l.block_bytes = 22; break;
+    case GgmlType::Q5_1: l.has_min = true; l.has_high = true; l.block_bytes = 24; break;
+    default: *valid = false; return l;
+  }
+  l.nb = k / 32;
+  const size_t nb = size_t(l.nb);
+  l.q_block = l.eight_bit ? 512 : 256;
+  size_t off = Pad64(nb * 32);                        // d
+  l.m_off = off;
+  if (l.has_min) off += Pad64(nb * 32);               // m
+  l.h_off = off;
+  if (l.has_high) off += nb * 64;                     // 8 masks of 8 bytes per block
+  l.q_off = off;
+  l.group = off + nb * l.q_block;
+  return l;
+}
+
+}  // namespace zf::quant

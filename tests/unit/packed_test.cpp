@@ -1,0 +1,164 @@
+// The row-interleaved decode layouts (quant/packed.h) for Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1:
+// packing is exactly invertible, a packed row dequantizes like the file's row, and the
+// dispatched kernel and the scalar reference match one VecDot per row on tails (rows not a
+// multiple of 16), group sub-ranges (how threads split the work), long rows (several staging
+// passes), extreme quants and extreme scales.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "quant/packed.h"
+#include "quant/quant.h"
+
+namespace zf::quant {
+namespace {
+
+const GgmlType kTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1};
+
+// Random bytes are valid blocks once the F16 words at the start of each block (d, and m for the
+// _1 types) hold finite values of the given magnitude.
+std::vector<uint8_t> RandomRows(GgmlType t, int64_t rows, int64_t k, float scale, uint32_t seed) {
+  std::vector<uint8_t> v(RowSize(t, k) * size_t(rows));
+  std::mt19937 rng(seed);
+  for (auto& b : v) b = uint8_t(rng());
+  const size_t block = GetTypeTraits(t)->type_size;
+  const bool has_min = t == GgmlType::Q4_1 || t == GgmlType::Q5_1;
+  for (size_t off = 0; off + block <= v.size(); off += block) {
+    const uint16_t d = Fp32ToFp16(scale * (0.5f + 0.1f * float(rng() % 10)));
+    const uint16_t m = Fp32ToFp16(-scale * 0.1f * float(rng() % 10));
+    std::memcpy(&v[off], &d, 2);
+    if (has_min) std::memcpy(&v[off + 2], &m, 2);
+  }
+  return v;
+}
+
+std::vector<uint8_t> Activation(GgmlType t, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(k));
+  for (float& v : x) v = nd(rng);
+  const GgmlType at = VecDotType(t);
+  std::vector<uint8_t> a(RowSize(at, k));
+  QuantizeActivations(at, x.data(), a.data(), k);
+  return a;
+}
+
+// A packed matrix in a 64-byte aligned buffer (the kernels use aligned loads).
+struct Packed {
+  std::vector<uint8_t> buf;
+  const uint8_t* data() const { return buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64; }
+};
+
+Packed Pack(GgmlType t, const std::vector<uint8_t>& w, int64_t rows, int64_t k) {
+  const size_t row = RowSize(t, k), gbytes = PackedGroupBytes(t, k);
+  EXPECT_EQ(gbytes % 64, 0u);
+  EXPECT_GE(gbytes, size_t(kPackRows) * row) << "16 rows' quants and scales";
+  EXPECT_LT(gbytes, size_t(kPackRows) * row + 3 * 64) << "plus at most the regions' alignment padding";
+  Packed p;
+  p.buf.resize(size_t(PackedGroups(rows)) * gbytes + 64);
+  uint8_t* base = const_cast<uint8_t*>(p.data());
+  for (int64_t g = 0; g < PackedGroups(rows); ++g) {
+    const int64_t n = std::min<int64_t>(kPackRows, rows - g * kPackRows);
+    PackGroup(t, w.data() + size_t(g * kPackRows) * row, row, k, n, base + size_t(g) * gbytes);
+  }
+  return p;
+}
+
+void CheckProduct(GgmlType t, int64_t rows, int64_t k, float scale) {
+  SCOPED_TRACE(std::string(TypeName(t)) + " rows " + std::to_string(rows) + " k " + std::to_string(k));
+  const size_t row = RowSize(t, k);
+  const std::vector<uint8_t> w = RandomRows(t, rows, k, scale, 7), a = Activation(t, k, 8);
+  const Packed p = Pack(t, w, rows, k);
+  const int64_t groups = PackedGroups(rows);
+  std::vector<float> fast(size_t(groups * kPackRows), -1.0f), slow(fast);
+  GemvPacked(t, k, p.data(), 0, groups, rows, a.data(), fast.data());
+  ref::GemvPacked(t, k, p.data(), 0, groups, rows, a.data(), slow.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    const float want = VecDot(t, k, w.data() + row * size_t(r), a.data());
+    const float tol = 1e-4f * (std::fabs(want) + float(k) * scale);
+    ASSERT_NEAR(fast[size_t(r)], want, tol) << "row " << r;
+    ASSERT_EQ(slow[size_t(r)], ref::VecDot(t, k, w.data() + row * size_t(r), a.data())) << "row " << r;
+  }
+  for (size_t r = size_t(rows); r < fast.size(); ++r) {
+    EXPECT_EQ(fast[r], -1.0f) << "padding row " << r << " was written";
+    EXPECT_EQ(slow[r], -1.0f) << "padding row " << r << " was written";
+  }
+  if (groups >= 3) {  // a sub-range writes only its own rows, from y[0]
+    std::vector<float> part(size_t(kPackRows), -1.0f);
+    GemvPacked(t, k, p.data(), 1, 2, rows, a.data(), part.data());
+    for (int64_t r = 0; r < kPackRows; ++r) EXPECT_EQ(part[size_t(r)], fast[size_t(kPackRows + r)]);
+  }
+}
+
+TEST(Packed, RoundTripIsExactAndRowsDequantizeAlike) {
+  for (GgmlType t : kTypes) {
+    for (int64_t rows : {1, 16, 21}) {
+      const int64_t k = 96;
+      const size_t row = RowSize(t, k);
+      const std::vector<uint8_t> w = RandomRows(t, rows, k, 1.0f, 3);
+      const Packed p = Pack(t, w, rows, k);
+      std::vector<uint8_t> back(w.size(), 0xAB);
+      for (int64_t g = 0; g < PackedGroups(rows); ++g) {
+        const int64_t n = std::min<int64_t>(kPackRows, rows - g * kPackRows);
+        UnpackGroup(t, p.data() + size_t(g) * PackedGroupBytes(t, k), k, n, back.data() + size_t(g * kPackRows) * row,
+                    row);
+      }
+      EXPECT_EQ(back, w) << TypeName(t) << " rows " << rows;
+      std::vector<float> got(static_cast<size_t>(k)), want(static_cast<size_t>(k));
+      for (int64_t r = 0; r < rows; ++r) {
+        DequantizePackedRow(t, p.data(), k, r, got.data());
+        DequantizeRow(t, w.data() + row * size_t(r), want.data(), k);
+        ASSERT_EQ(got, want) << TypeName(t) << " row " << r;
+      }
+    }
+  }
+}
+
+TEST(Packed, ProductMatchesVecDotWithTails) {
+  for (GgmlType t : kTypes) {
+    for (int64_t rows : {1, 15, 16, 17, 50}) {
+      for (int64_t k : {32, 64, 576, 640}) CheckProduct(t, rows, k, 1.0f);
+    }
+  }
+}
+
+TEST(Packed, LongRowsAndExtremeScales) {
+  for (GgmlType t : kTypes) {
+    CheckProduct(t, 20, 32 * 300, 1.0f);  // more blocks than one staging pass holds
+    CheckProduct(t, 33, 2048, 1e-4f);
+    CheckProduct(t, 33, 2048, 1e3f);
+  }
+}
+
+TEST(Packed, ExtremeQ8QuantsAreExact) {
+  // Weights of -128 (allowed in files) and 127 against activations of +-127: the +128 bias and
+  // its correction must stay exact in int32.
+  const int64_t k = 64, rows = 16;
+  const size_t row = RowSize(GgmlType::Q8_0, k);
+  std::vector<uint8_t> w(row * rows), a(row);
+  const uint16_t one = Fp32ToFp16(1.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < k / 32; ++b) {
+      uint8_t* blk = w.data() + row * size_t(r) + size_t(b) * 34;
+      std::memcpy(blk, &one, 2);
+      for (int i = 0; i < 32; ++i) blk[2 + i] = uint8_t(r % 2 ? 0x80 : 0x7F);  // -128 or 127
+    }
+  }
+  for (int64_t b = 0; b < k / 32; ++b) {
+    std::memcpy(a.data() + size_t(b) * 34, &one, 2);
+    for (int i = 0; i < 32; ++i) a[size_t(b) * 34 + 2 + size_t(i)] = uint8_t(i % 2 ? 127 : -127);
+  }
+  const Packed p = Pack(GgmlType::Q8_0, w, rows, k);
+  std::vector<float> y(rows);
+  GemvPacked(GgmlType::Q8_0, k, p.data(), 0, 1, rows, a.data(), y.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    EXPECT_EQ(y[size_t(r)], VecDot(GgmlType::Q8_0, k, w.data() + row * size_t(r), a.data())) << "row " << r;
+  }
+}
+
+}  // namespace
+}  // namespace zf::quant

@@ -6,6 +6,8 @@
 #   3. the Go binding's tests (vet, cgo-free build and tests, race detector);
 #   4. the unit and C API tests under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   5. the concurrency tests under ThreadSanitizer.
+# The CUDA kernel library is compiled in stage 2 with nvcc from PyPI (no GPU here: its GPU tests
+# report Skipped; scripts/gpu_test.sh runs them on a GPU machine).
 # ZF_TEST_FAST=1 skips the sanitizer stages (local iteration). Build dirs: build-test*.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,8 +18,19 @@ stage "dependencies and models"
 scripts/install_deps.sh
 scripts/fetch_models.sh
 
+stage "CUDA toolkit (nvcc from PyPI, to compile the kernel library)"
+kernels=(-DZF_BUILD_KERNELS=OFF)
+if nvcc="$(scripts/install_cuda_toolkit.sh)"; then
+  kernels=(-DZF_BUILD_KERNELS=ON "-DZF_NVCC=$nvcc")
+  echo "nvcc: $nvcc"
+elif ! python3 -m pip download --no-deps --disable-pip-version-check -q -d "$(mktemp -d)" gguf >/dev/null 2>&1; then
+  echo "SKIPPED: CUDA kernel compile check (PyPI unreachable, the toolkit could not be installed)"
+else
+  echo "FAIL: scripts/install_cuda_toolkit.sh failed although PyPI is reachable"; exit 1
+fi
+
 stage "release build + ctest"
-cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DZF_BUILD_TESTS=ON -DZF_WERROR=ON >/dev/null
+cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DZF_BUILD_TESTS=ON -DZF_WERROR=ON "${kernels[@]}" >/dev/null
 cmake --build build-test -j"$jobs"
 ctest --test-dir build-test --output-on-failure -j"$jobs" --timeout 900
 
@@ -34,7 +47,7 @@ fi
 
 stage "AddressSanitizer + UndefinedBehaviorSanitizer"
 cmake -S . -B build-test-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZF_BUILD_TESTS=ON \
-  -DZF_SANITIZE="address;undefined" >/dev/null
+  -DZF_SANITIZE="address;undefined" -DZF_BUILD_KERNELS=OFF >/dev/null
 cmake --build build-test-asan -j"$jobs" --target zerfoo_unit_tests zerfoo_capi_tests
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 build-test-asan/tests/zerfoo_unit_tests --gtest_brief=1
@@ -42,7 +55,7 @@ build-test-asan/tests/zerfoo_capi_tests --gtest_brief=1
 
 stage "ThreadSanitizer (concurrency tests)"
 cmake -S . -B build-test-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZF_BUILD_TESTS=ON \
-  -DZF_SANITIZE=thread >/dev/null
+  -DZF_SANITIZE=thread -DZF_BUILD_KERNELS=OFF >/dev/null
 cmake --build build-test-tsan -j"$jobs" --target zerfoo_unit_tests zerfoo_capi_tests
 export TSAN_OPTIONS=halt_on_error=1
 build-test-tsan/tests/zerfoo_unit_tests --gtest_brief=1 --gtest_filter='*Concurrent*:*Thread*'

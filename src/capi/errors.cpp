@@ -96,8 +96,11 @@ ZF_API zf_status zf_backend_available(int32_t device) {
     case ZF_DEVICE_AUTO:
     case ZF_DEVICE_CPU:
       return zf::capi::Succeed();
-    case ZF_DEVICE_CUDA:
-      return zf::capi::Fail(ZF_ERR_BACKEND, "CUDA unavailable: " + zf::engine::cuda::CudaUnavailableReason());
+    case ZF_DEVICE_CUDA: {
+      const std::string why = zf::engine::cuda::CudaUnavailableReason();
+      if (why.empty()) return zf::capi::Succeed();
+      return zf::capi::Fail(ZF_ERR_BACKEND, "CUDA unavailable: " + why);
+    }
     default:
       return zf::capi::Fail(ZF_ERR_INVALID_ARGUMENT, "unknown device " + std::to_string(device));
   }

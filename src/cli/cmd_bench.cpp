@@ -26,6 +26,7 @@ struct BenchArgs {
   int32_t reps = 5;
   std::string output = "md";
   bool mmap = true;
+  int32_t device = ZF_DEVICE_AUTO;
 };
 
 constexpr const char* kBenchHelp =
@@ -39,7 +40,8 @@ constexpr const char* kBenchHelp =
     "  -n, --n-gen LIST      generation lengths (default 128; 0 skips)\n"
     "  -r, --repetitions N   repetitions per test (default 5)\n"
     "  -o, --output FMT      md or json (default md)\n"
-    "  -mmp, --mmap 0|1      memory-map the file (1, default) or read it into memory (0)\n";
+    "  -mmp, --mmap 0|1      memory-map the file (1, default) or read it into memory (0)\n"
+    "  -dev, --device DEV    auto, cpu or cuda (default auto)\n";
 
 std::vector<int32_t> ParseList(const std::string& flag, const std::string& v, int64_t lo) {
   std::vector<int32_t> out;
@@ -68,7 +70,12 @@ BenchArgs ParseBench(int argc, char** argv, int first, bool* help) {
     else if (f == "-p" || f == "--n-prompt") a.n_prompt = ParseList(f, v, 0);
     else if (f == "-n" || f == "--n-gen") a.n_gen = ParseList(f, v, 0);
     else if (f == "-mmp" || f == "--mmap") a.mmap = ParseInt(f, v, 0, 1) != 0;
-    else if (f == "-r" || f == "--repetitions") a.reps = static_cast<int32_t>(ParseInt(f, v, 1, 1000));
+    else if (f == "-dev" || f == "--device") {
+      if (v == "auto") a.device = ZF_DEVICE_AUTO;
+      else if (v == "cpu") a.device = ZF_DEVICE_CPU;
+      else if (v == "cuda") a.device = ZF_DEVICE_CUDA;
+      else throw UsageError(f + ": expected auto, cpu or cuda, got '" + v + "'");
+    } else if (f == "-r" || f == "--repetitions") a.reps = static_cast<int32_t>(ParseInt(f, v, 1, 1000));
     else if (f == "-o" || f == "--output") {
       if (v != "md" && v != "json") throw UsageError(f + ": expected md or json, got '" + v + "'");
       a.output = v;
@@ -182,6 +189,7 @@ int RunBench(int argc, char** argv, int first) {
     zf_model_params mp;
     zf_model_params_init(&mp, sizeof mp);
     if (!a.mmap) mp.flags |= ZF_MODEL_NO_MMAP;
+    mp.device = a.device;
     zf_model* raw = nullptr;
     zf_status st = zf_model_load(path.c_str(), &mp, &raw);
     if (st != ZF_OK) return ReportError(st);

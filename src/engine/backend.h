@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "common/status.h"
 #include "gguf/gguf.h"
@@ -72,6 +73,32 @@ class Backend {
                          const AttentionParams& ap, float* out) = 0;
   // x = cap * tanh(x / cap) over n elements.
   virtual void Softcap(float* x, int64_t n, float cap) = 0;
+
+  // ---- Activation memory and step hooks. Defaults (host memory, nothing recorded) are what the
+  // CPU engine uses; a device engine overrides them. ----
+
+  // A buffer of n floats for activations, owned by the backend until it is destroyed (host
+  // memory by default, device memory on CUDA). nullptr when out of memory.
+  virtual float* AllocActivations(size_t n);
+  // True when activation buffers are host memory (callers may then read/write them directly).
+  virtual bool HostActivations() const { return true; }
+  // Copies n floats of an activation buffer into host memory (waits for pending work).
+  virtual void ReadActivations(const float* src, size_t n, float* host);
+  // Bracket one evaluation step (the ops of Forward::Run). BeginStep returns true when the
+  // backend has already executed the whole step (a replayed CUDA graph): the caller skips the
+  // ops. EndStep returns true when the ops since BeginStep were only recorded, not executed
+  // (graph capture failed), so the caller must issue them again.
+  virtual bool BeginStep(const int32_t* tokens, int32_t n, int32_t pos0, bool logits) { return false; }
+  virtual bool EndStep() { return false; }
+  // Index of the largest of n values of an activation buffer, computed where the buffer lives
+  // (on the device only 4 bytes cross to the host). Lowest index among equal maxima.
+  virtual int32_t Argmax(const float* x, int32_t n);
+  // The first error of an op since the last call, then cleared (ops return void; a device
+  // engine can fail at run time). Always Ok on the CPU.
+  virtual Status TakeError() { return Status::Ok(); }
+
+ private:
+  std::vector<std::unique_ptr<float[]>> host_buffers_;  // AllocActivations' default storage
 };
 
 class PackedWeights;

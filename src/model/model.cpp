@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "engine/cpu/packed_weights.h"
+#include "engine/cuda/device_weights.h"
 #include "engine/cuda/kernel_library.h"
 
 namespace zf::model {
@@ -101,16 +102,33 @@ Status Model::Load(const std::string& path, const LoadOptions& o, std::unique_pt
     for (const gguf::TensorInfo& t : f.tensors()) n += uint64_t(t.n_elements());
     m->config_.n_params = n;
   }
-  // The CUDA engine is resolved at run time (engine/cuda/kernel_library.h); AUTO falls back to
-  // the CPU and says why, CUDA fails with the reason.
-  if (o.device == Device::kCuda) {
-    return Status(Code::kBackend, "device=CUDA unavailable: " + engine::cuda::CudaUnavailableReason());
-  }
-  if (o.device == Device::kAuto) {
-    ZF_LOGI("using the CPU engine: %s", engine::cuda::CudaUnavailableReason().c_str());
-  }
+  // The CUDA engine is resolved at run time (engine/cuda/kernel_library.h): the weights are
+  // uploaded once here. AUTO falls back to the CPU and says why, CUDA fails with the reason.
   m->device_ = Device::kCpu;
-  if (!o.vocab_only) ZF_RETURN_IF_ERROR(engine::PackedWeights::Build(m->weights_, m->n_threads_, &m->packed_));
+  if (o.device != Device::kCpu) {
+    Status gpu;
+    if (o.vocab_only) {
+      const std::string why = engine::cuda::CudaUnavailableReason();
+      gpu = why.empty() ? Status::Ok() : Status(Code::kBackend, why);
+    } else {
+      std::shared_ptr<engine::cuda::DeviceWeights> dw;
+      gpu = engine::cuda::DeviceWeights::Upload(f, o.gpu_index, &dw);
+      m->device_weights_ = std::move(dw);
+    }
+    if (gpu.ok()) {
+      m->device_ = Device::kCuda;
+      ZF_LOGI("using the CUDA engine on GPU %d", o.gpu_index);
+    } else if (o.device == Device::kCuda) {
+      return Status(gpu.code() == Code::kOutOfMemory ? gpu.code() : Code::kBackend,
+                    "device=CUDA unavailable: " + gpu.message());
+    } else {
+      ZF_LOGI("using the CPU engine: %s", gpu.message().c_str());
+    }
+  }
+  // The CPU engine's repacked copies are only for CPU models (a CUDA model reads its GPU copy).
+  if (!o.vocab_only && m->device_ == Device::kCpu) {
+    ZF_RETURN_IF_ERROR(engine::PackedWeights::Build(m->weights_, m->n_threads_, &m->packed_));
+  }
   ZF_RETURN_IF_ERROR(Progress(o, 1000));
   *out = std::move(m);
   return Status::Ok();

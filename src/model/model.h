@@ -12,6 +12,9 @@
 #include "model/weights.h"
 #include "tokenizer/tokenizer.h"
 
+namespace zf::engine::cuda {
+class DeviceWeights;
+}
 namespace zf::engine {
 class PackedWeights;
 }  // namespace zf::engine
@@ -44,6 +47,8 @@ class Model {
   const engine::PackedWeights* packed() const { return packed_.get(); }
   bool vocab_only() const { return vocab_only_; }
   Device device() const { return device_; }
+  // The weights' GPU copy when device() == kCuda, else null.
+  const std::shared_ptr<const engine::cuda::DeviceWeights>& device_weights() const { return device_weights_; }
   int32_t default_threads() const { return n_threads_; }
   const std::string& name() const { return name_; }
   const std::string& quant_name() const { return quant_name_; }
@@ -60,6 +65,7 @@ class Model {
   std::unique_ptr<engine::PackedWeights> packed_;
   bool vocab_only_ = false;
   Device device_ = Device::kCpu;
+  std::shared_ptr<const engine::cuda::DeviceWeights> device_weights_;
   int32_t n_threads_ = 1;
   std::string name_;
   std::string quant_name_;

@@ -10,18 +10,36 @@ Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch
     : model_(model), be_(backend), max_batch_(max_batch) {
   const ModelConfig& c = model.config();
   const size_t b = size_t(max_batch);
-  x_.resize(b * size_t(c.n_embd));
-  h_.resize(b * size_t(std::max(c.n_embd, c.n_head * c.head_dim_v)));
-  q_.resize(b * size_t(c.n_head) * size_t(c.head_dim_k));
-  k_.resize(b * size_t(c.n_head_kv) * size_t(c.head_dim_k));
-  v_.resize(b * size_t(c.n_head_kv) * size_t(c.head_dim_v));
-  attn_.resize(b * size_t(c.n_head) * size_t(c.head_dim_v));
-  gate_.resize(b * size_t(c.n_ff));
-  up_.resize(b * size_t(c.n_ff));
+  // Scratch lives where the backend computes (host memory for the CPU engine).
+  const auto alloc = [&](ActBuf& buf, size_t n) { return (buf.p = be_.AllocActivations(n)) != nullptr; };
+  ok_ = alloc(x_, b * size_t(c.n_embd)) && alloc(h_, b * size_t(std::max(c.n_embd, c.n_head * c.head_dim_v))) &&
+        alloc(q_, b * size_t(c.n_head) * size_t(c.head_dim_k)) &&
+        alloc(k_, b * size_t(c.n_head_kv) * size_t(c.head_dim_k)) &&
+        alloc(v_, b * size_t(c.n_head_kv) * size_t(c.head_dim_v)) &&
+        alloc(attn_, b * size_t(c.n_head) * size_t(c.head_dim_v)) && alloc(gate_, b * size_t(c.n_ff)) &&
+        alloc(up_, b * size_t(c.n_ff)) && alloc(logits_, size_t(c.n_vocab));
   pos_.resize(b);
 }
 
-void Forward::Run(const int32_t* tokens, int32_t n, int32_t pos0, float* logits) {
+void Forward::Run(const int32_t* tokens, int32_t n, int32_t pos0, float* logits, int32_t* argmax) {
+  const int32_t n_vocab = model_.config().n_vocab;
+  const bool want = logits != nullptr || argmax != nullptr;
+  // On the CPU the logits are written straight into the caller's array, as before.
+  float* out = !want ? nullptr : (be_.HostActivations() && logits != nullptr) ? logits : logits_.data();
+  if (!be_.BeginStep(tokens, n, pos0, want)) {
+    RunOps(tokens, n, pos0, out);
+    if (be_.EndStep()) RunOps(tokens, n, pos0, out);  // only recorded (capture failed): run for real
+  }
+  if (!want) return;
+  if (argmax != nullptr) *argmax = be_.Argmax(out, n_vocab);
+  if (logits != nullptr && out != logits) be_.ReadActivations(out, size_t(n_vocab), logits);
+}
+
+void Forward::ReadLogits(float* host) {
+  be_.ReadActivations(logits_.data(), size_t(model_.config().n_vocab), host);
+}
+
+void Forward::RunOps(const int32_t* tokens, int32_t n, int32_t pos0, float* logits) {
   const ModelConfig& c = model_.config();
   const Weights& w = model_.weights();
   const int32_t E = c.n_embd;

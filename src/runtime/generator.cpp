@@ -26,7 +26,7 @@ Status Generate(Session& session, std::string_view prompt, const GenerateOptions
   const bool first = session.n_past() == 0 && tokens.empty();
   ZF_RETURN_IF_ERROR(tok.Encode(prompt, o.add_special && first, o.parse_special, &prompt_tokens));
   tokens.insert(tokens.end(), prompt_tokens.begin(), prompt_tokens.end());
-  if (tokens.empty() && !session.has_logits()) {
+  if (tokens.empty() && !session.has_logits() && !session.has_argmax()) {
     return InvalidArgument("empty prompt and nothing to continue from");
   }
   if (size_t(session.n_past()) + tokens.size() > size_t(session.n_ctx())) {
@@ -35,9 +35,18 @@ Status Generate(Session& session, std::string_view prompt, const GenerateOptions
                                           std::to_string(session.n_ctx()) + " context positions are used");
   }
 
+  // Plain greedy on a device engine: only the argmax crosses to the host per token.
+  const bool device_greedy = session.logits_on_device() && o.sampler.temperature <= 0.0f &&
+                             (o.sampler.repeat_penalty == 1.0f || o.sampler.repeat_last_n == 0);
+  const auto eval = [&](const int32_t* t, size_t n) {
+    return device_greedy ? session.EvalKeepArgmax(t, n) : session.EvalKeepLogits(t, n);
+  };
+  if (tokens.empty() && !session.has_logits() && session.has_argmax() && !device_greedy) {
+    ZF_RETURN_IF_ERROR(session.FetchLogits());  // continuing a device-greedy turn with sampling
+  }
   const auto t0 = std::chrono::steady_clock::now();
   if (!tokens.empty()) {
-    Status s = session.EvalKeepLogits(tokens.data(), tokens.size());
+    Status s = eval(tokens.data(), tokens.size());
     if (s.code() == Code::kCancelled) {
       session.pending().clear();
       result->stop_reason = StopReason::kCancelled;
@@ -70,7 +79,9 @@ Status Generate(Session& session, std::string_view prompt, const GenerateOptions
       reason = StopReason::kCancelled;
       break;
     }
-    const int32_t token = sampler.Sample(session.last_logits(), history.data(), history.size());
+    const int32_t token = device_greedy && session.has_argmax()
+                              ? session.last_argmax()
+                              : sampler.Sample(session.last_logits(), history.data(), history.size());
     if (!o.ignore_eos && tok.IsEndOfGeneration(token)) {
       reason = StopReason::kEos;
       break;
@@ -102,7 +113,7 @@ Status Generate(Session& session, std::string_view prompt, const GenerateOptions
       reason = StopReason::kMaxTokens;
       break;
     }
-    Status s = session.EvalKeepLogits(&token, 1);
+    Status s = eval(&token, 1);
     if (s.code() == Code::kCancelled) {
       session.pending().push_back(token);
       reason = StopReason::kCancelled;

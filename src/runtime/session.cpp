@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "engine/cuda/cuda_backend.h"
+
 namespace zf::rt {
 
 Session::Session(const model::Model& model, int32_t n_ctx, std::unique_ptr<engine::Backend> backend)
@@ -17,18 +19,27 @@ Status Session::Create(const model::Model& model, const SessionOptions& o, std::
   int32_t n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(c.n_ctx_train, kDefaultContext);
   if (n_ctx > (1 << 24)) return InvalidArgument("n_ctx " + std::to_string(n_ctx) + " is too large");
   const int32_t threads = o.n_threads > 0 ? o.n_threads : model.default_threads();
-  std::unique_ptr<engine::Backend> backend = engine::CreateCpuBackend(std::min(threads, 256), model.packed());
+  std::unique_ptr<engine::Backend> backend;
+  if (model.device() == model::Device::kCuda) {
+    ZF_RETURN_IF_ERROR(engine::cuda::CreateCudaBackend(model.device_weights(), &backend));
+  } else {
+    backend = engine::CreateCpuBackend(std::min(threads, 256), model.packed());
+  }
   ZF_RETURN_IF_ERROR(backend->InitKv(c.n_layer, n_ctx, c.n_head_kv * c.head_dim_k, c.n_head_kv * c.head_dim_v,
                                      o.kv_type));
   std::unique_ptr<Session> s(new Session(model, n_ctx, std::move(backend)));
   s->forward_.reset(new model::Forward(model, *s->backend_, std::min(kMaxBatch, n_ctx)));
+  if (!s->forward_->ok()) return Status(Code::kOutOfMemory, std::string("cannot allocate activations on the ") +
+                                                              s->backend_->name() + " engine");
   s->history_.reserve(size_t(n_ctx));
   s->logits_.resize(size_t(c.n_vocab));
   *out = std::move(s);
   return Status::Ok();
 }
 
-Status Session::Eval(const int32_t* tokens, size_t n, float* logits) {
+Status Session::Eval(const int32_t* tokens, size_t n, float* logits) { return EvalImpl(tokens, n, logits, nullptr); }
+
+Status Session::EvalImpl(const int32_t* tokens, size_t n, float* logits, int32_t* argmax) {
   if (n == 0) return InvalidArgument("no tokens to evaluate");
   const int32_t n_vocab = model_.config().n_vocab;
   for (size_t i = 0; i < n; ++i) {
@@ -48,7 +59,9 @@ Status Session::Eval(const int32_t* tokens, size_t n, float* logits) {
     const int32_t chunk = int32_t(std::min<size_t>(size_t(batch), n - done));
     const bool last = done + size_t(chunk) == n;
     has_logits_ = false;
-    forward_->Run(tokens + done, chunk, n_past(), last ? logits : nullptr);
+    has_argmax_ = false;
+    forward_->Run(tokens + done, chunk, n_past(), last ? logits : nullptr, last ? argmax : nullptr);
+    ZF_RETURN_IF_ERROR(backend_->TakeError());  // device engines can fail at run time
     history_.insert(history_.end(), tokens + done, tokens + done + chunk);
     done += size_t(chunk);
   }
@@ -61,10 +74,27 @@ Status Session::EvalKeepLogits(const int32_t* tokens, size_t n) {
   return Status::Ok();
 }
 
+Status Session::EvalKeepArgmax(const int32_t* tokens, size_t n) {
+  int32_t id = 0;
+  ZF_RETURN_IF_ERROR(EvalImpl(tokens, n, nullptr, &id));
+  argmax_ = id;
+  has_argmax_ = true;
+  return Status::Ok();
+}
+
+Status Session::FetchLogits() {
+  if (!has_argmax_) return InvalidArgument("no evaluated position to fetch logits from");
+  forward_->ReadLogits(logits_.data());
+  ZF_RETURN_IF_ERROR(backend_->TakeError());
+  has_logits_ = true;
+  return Status::Ok();
+}
+
 void Session::Reset() {
   history_.clear();
   pending_.clear();
   has_logits_ = false;
+  has_argmax_ = false;
   cancel_.store(false);
 }
 

@@ -48,6 +48,16 @@ class Session {
   // Evaluates tokens and keeps the last position's logits in last_logits().
   Status EvalKeepLogits(const int32_t* tokens, size_t n);
 
+  // Greedy decoding on a device engine: evaluates tokens and keeps only the index of the
+  // largest last-position logit, computed where the logits are (4 bytes cross to the host).
+  // has_logits() is false afterwards until FetchLogits() copies them.
+  Status EvalKeepArgmax(const int32_t* tokens, size_t n);
+  bool has_argmax() const { return has_argmax_; }
+  int32_t last_argmax() const { return argmax_; }
+  Status FetchLogits();
+  // True when the engine's logits live off the host (then EvalKeepArgmax saves the copy).
+  bool logits_on_device() const { return !backend_->HostActivations(); }
+
   // Tokens sampled and shown to the caller but not yet in the KV cache (the last token of a
   // generation that stopped before evaluating it); evaluated first by the next call.
   std::vector<int32_t>& pending() { return pending_; }
@@ -58,6 +68,7 @@ class Session {
 
  private:
   Session(const model::Model& model, int32_t n_ctx, std::unique_ptr<engine::Backend> backend);
+  Status EvalImpl(const int32_t* tokens, size_t n, float* logits, int32_t* argmax);
 
   const model::Model& model_;
   int32_t n_ctx_;
@@ -67,6 +78,8 @@ class Session {
   std::vector<int32_t> pending_;
   std::vector<float> logits_;  // [n_vocab]
   bool has_logits_ = false;
+  bool has_argmax_ = false;
+  int32_t argmax_ = 0;
   std::atomic<bool> cancel_{false};
 };
 

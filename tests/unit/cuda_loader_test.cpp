@@ -23,9 +23,12 @@ TEST(CudaLoader, FakeLibraryLoadsWithDevicesAndOptionalKernels) {
   ASSERT_EQ(lib->devices().size(), 1u);
   EXPECT_EQ(lib->devices()[0].cc_major, 9);
   EXPECT_EQ(lib->devices()[0].name, "Fake GPU 0");
-  EXPECT_TRUE(lib->Has("zfk_gemv_q4_k"));
-  EXPECT_FALSE(lib->Has("zfk_rope"));
-  EXPECT_FALSE(lib->optional_missing().empty());
+  EXPECT_TRUE(lib->Has("zfk_add_rms_norm"));
+  EXPECT_NE(lib->api().add_rms_norm, nullptr);
+  EXPECT_FALSE(lib->Has("zfk_argmax"));  // optional and absent: the engine falls back
+  EXPECT_EQ(lib->api().argmax, nullptr);
+  EXPECT_NE(lib->api().matmul, nullptr);  // required ones are all resolved
+  EXPECT_NE(lib->api().graph_end, nullptr);
 }
 
 TEST(CudaLoader, FoundThroughZfKernelsPathDirectory) {
@@ -56,9 +59,9 @@ TEST(CudaLoader, MissingRequiredSymbolIsNamed) {
 TEST(CudaLoader, AbiDriverAndComputeCapabilityChecks) {
   std::unique_ptr<KernelLibrary> lib;
   {
-    EnvGuard e("FAKE_ZFK_ABI", "2");
+    EnvGuard e("FAKE_ZFK_ABI", "1");  // a library built for the previous ABI
     Status s = KernelLibrary::Open(ZF_FAKE_KERNELS, &lib);
-    EXPECT_NE(s.message().find("ABI version 2"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("ABI version 1"), std::string::npos) << s.message();
   }
   {
     EnvGuard e("FAKE_ZFK_DEVICES", "-1");

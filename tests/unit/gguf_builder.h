@@ -23,7 +23,8 @@ enum : uint32_t {
 
 // Ggml tensor type ids used by the tests.
 enum : uint32_t {
-  kTF32 = 0, kTF16 = 1, kTQ4_0 = 2, kTQ8_0 = 8, kTQ4_K = 12, kTQ6_K = 14, kTI8 = 24,
+  kTF32 = 0, kTF16 = 1, kTQ4_0 = 2, kTQ4_1 = 3, kTQ5_0 = 6, kTQ5_1 = 7, kTQ8_0 = 8, kTQ4_K = 12,
+  kTQ5_K = 13, kTQ6_K = 14, kTI8 = 24,
   kTI32 = 26, kTF64 = 28, kTBF16 = 30,
 };
 
@@ -33,6 +34,10 @@ inline void TypeLayout(uint32_t type, int64_t* block, uint64_t* bytes) {
     case kTF32: *block = 1; *bytes = 4; return;
     case kTF16: *block = 1; *bytes = 2; return;
     case kTQ4_0: *block = 32; *bytes = 18; return;
+    case kTQ4_1: *block = 32; *bytes = 20; return;
+    case kTQ5_0: *block = 32; *bytes = 22; return;
+    case kTQ5_1: *block = 32; *bytes = 24; return;
+    case kTQ5_K: *block = 256; *bytes = 176; return;
     case kTQ8_0: *block = 32; *bytes = 34; return;
     case kTQ4_K: *block = 256; *bytes = 144; return;
     case kTQ6_K: *block = 256; *bytes = 210; return;

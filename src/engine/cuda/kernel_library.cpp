@@ -9,14 +9,12 @@
 namespace zf::engine::cuda {
 namespace {
 
-constexpr int32_t kAbiVersion = 1;  // ZFK_ABI_VERSION in kernels/zfk.h
+constexpr int32_t kAbiVersion = ZFK_ABI_VERSION;
 constexpr const char* kLibName = "libzerfoo_kernels.so";
 
-// Kernels the engine will use when present; each has a slower fallback.
-const char* const kOptionalKernels[] = {
-    "zfk_gemv_q4_0", "zfk_gemv_q4_1", "zfk_gemv_q5_0", "zfk_gemv_q8_0", "zfk_gemv_q4_k",
-    "zfk_gemv_q5_k", "zfk_gemv_q6_k", "zfk_rms_norm",  "zfk_rope",      "zfk_attention_decode",
-};
+// Kernels the engine uses when present; each has a fallback (add + rms_norm; argmax on the
+// host after copying the logits).
+const char* const kOptionalKernels[] = {"zfk_add_rms_norm", "zfk_argmax"};
 
 bool IsDirectory(const std::string& p) {
   struct stat st;
@@ -79,23 +77,32 @@ Status KernelLibrary::Open(const std::string& explicit_path, std::unique_ptr<Ker
                                       (tried.empty() ? std::string(" nothing (no candidate paths)") : tried));
   }
   KernelApi& a = lib->api_;
-  const std::pair<const char*, bool> required[] = {
-      {"zfk_abi_version", Resolve(lib->handle_, "zfk_abi_version", &a.abi_version)},
-      {"zfk_last_error", Resolve(lib->handle_, "zfk_last_error", &a.last_error)},
-      {"zfk_device_count", Resolve(lib->handle_, "zfk_device_count", &a.device_count)},
-      {"zfk_device_info", Resolve(lib->handle_, "zfk_device_info", &a.device_info)},
-      {"zfk_supports_cc", Resolve(lib->handle_, "zfk_supports_cc", &a.supports_cc)},
-  };
-  for (const auto& r : required) {
-    if (!r.second) {
-      return Status(Code::kBackend, "CUDA kernel library " + lib->path_ + " lacks the required symbol " + r.first);
-    }
+  // The version first: a library of another ABI may lack today's required symbols, and the
+  // version mismatch is the useful message then.
+  if (!Resolve(lib->handle_, "zfk_abi_version", &a.abi_version)) {
+    return Status(Code::kBackend, "CUDA kernel library " + lib->path_ + " lacks the required symbol zfk_abi_version");
   }
   if (a.abi_version() != kAbiVersion) {
     return Status(Code::kBackend, "CUDA kernel library " + lib->path_ + " has ABI version " +
                                       std::to_string(a.abi_version()) + ", this libzerfoo needs " +
                                       std::to_string(kAbiVersion));
   }
+  const char* missing = nullptr;
+#define ZF_REQUIRE(name) \
+  if (!Resolve(lib->handle_, "zfk_" #name, &a.name) && missing == nullptr) missing = "zfk_" #name;
+  ZF_REQUIRE(last_error) ZF_REQUIRE(device_count) ZF_REQUIRE(device_info) ZF_REQUIRE(supports_cc)
+  ZF_REQUIRE(supports_type) ZF_REQUIRE(set_device) ZF_REQUIRE(malloc) ZF_REQUIRE(free) ZF_REQUIRE(memcpy_h2d)
+  ZF_REQUIRE(memcpy_d2h) ZF_REQUIRE(memcpy_d2d) ZF_REQUIRE(memset) ZF_REQUIRE(stream_create)
+  ZF_REQUIRE(stream_destroy) ZF_REQUIRE(stream_sync) ZF_REQUIRE(graph_begin) ZF_REQUIRE(graph_end)
+  ZF_REQUIRE(graph_launch) ZF_REQUIRE(graph_destroy) ZF_REQUIRE(get_rows) ZF_REQUIRE(matmul) ZF_REQUIRE(rms_norm)
+  ZF_REQUIRE(add) ZF_REQUIRE(add_bias) ZF_REQUIRE(softcap) ZF_REQUIRE(gated_act) ZF_REQUIRE(rope)
+  ZF_REQUIRE(store_kv) ZF_REQUIRE(attention) ZF_REQUIRE(attention_workspace)
+#undef ZF_REQUIRE
+  if (missing != nullptr) {
+    return Status(Code::kBackend, "CUDA kernel library " + lib->path_ + " lacks the required symbol " + missing);
+  }
+  Resolve(lib->handle_, "zfk_add_rms_norm", &a.add_rms_norm);
+  Resolve(lib->handle_, "zfk_argmax", &a.argmax);
   for (const char* name : kOptionalKernels) {
     (dlsym(lib->handle_, name) != nullptr ? lib->optional_found_ : lib->optional_missing_).push_back(name);
   }
@@ -143,10 +150,7 @@ bool KernelLibrary::Has(const std::string& name) const {
 
 std::string CudaUnavailableReason() {
   std::string reason;
-  const KernelLibrary* lib = KernelLibrary::Default(&reason);
-  if (lib == nullptr) return reason;
-  return "CUDA kernel library " + lib->path() + " and " + std::to_string(lib->devices().size()) +
-         " GPU(s) found, but this build's CUDA engine is not implemented yet";
+  return KernelLibrary::Default(&reason) == nullptr ? reason : std::string();
 }
 
 }  // namespace zf::engine::cuda

@@ -10,15 +10,26 @@
 #include <vector>
 
 #include "common/status.h"
+#include "zfk.h"  // kernels/zfk.h: plain C, no CUDA header
 
 namespace zf::engine::cuda {
 
+// The kernel library's functions, typed from kernels/zfk.h. Required ones are never null in an
+// opened library; optional ones (add_rms_norm, argmax) may be.
 struct KernelApi {
-  int32_t (*abi_version)() = nullptr;
-  const char* (*last_error)() = nullptr;
-  int32_t (*device_count)(int32_t*) = nullptr;
-  int32_t (*device_info)(int32_t, int32_t*, int32_t*, uint64_t*, char*, size_t) = nullptr;
-  int32_t (*supports_cc)(int32_t, int32_t, int32_t*) = nullptr;
+#define ZF_ZFK_FN(name) decltype(&::zfk_##name) name = nullptr;
+  ZF_ZFK_FN(abi_version) ZF_ZFK_FN(last_error) ZF_ZFK_FN(device_count) ZF_ZFK_FN(device_info)
+  ZF_ZFK_FN(supports_cc) ZF_ZFK_FN(supports_type)
+  // runtime
+  ZF_ZFK_FN(set_device) ZF_ZFK_FN(malloc) ZF_ZFK_FN(free) ZF_ZFK_FN(memcpy_h2d) ZF_ZFK_FN(memcpy_d2h)
+  ZF_ZFK_FN(memcpy_d2d) ZF_ZFK_FN(memset) ZF_ZFK_FN(stream_create) ZF_ZFK_FN(stream_destroy) ZF_ZFK_FN(stream_sync)
+  ZF_ZFK_FN(graph_begin) ZF_ZFK_FN(graph_end) ZF_ZFK_FN(graph_launch) ZF_ZFK_FN(graph_destroy)
+  // kernels
+  ZF_ZFK_FN(get_rows) ZF_ZFK_FN(matmul) ZF_ZFK_FN(rms_norm) ZF_ZFK_FN(add) ZF_ZFK_FN(add_bias) ZF_ZFK_FN(softcap)
+  ZF_ZFK_FN(gated_act) ZF_ZFK_FN(rope) ZF_ZFK_FN(store_kv) ZF_ZFK_FN(attention) ZF_ZFK_FN(attention_workspace)
+  // optional
+  ZF_ZFK_FN(add_rms_norm) ZF_ZFK_FN(argmax)
+#undef ZF_ZFK_FN
 };
 
 struct DeviceInfo {
@@ -57,8 +68,8 @@ class KernelLibrary {
   std::vector<std::string> optional_found_, optional_missing_;
 };
 
-// The reason device=CUDA cannot be used in this process ("" never: until the CUDA engine is
-// implemented this always explains what was found and what is missing).
+// Why device=CUDA cannot be used in this process: what was tried and what is missing; "" when
+// the kernel library loaded and found a supported GPU.
 std::string CudaUnavailableReason();
 
 }  // namespace zf::engine::cuda

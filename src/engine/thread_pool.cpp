@@ -14,6 +14,9 @@ namespace {
 // Spins before sleeping: long enough to bridge the gap between two ops of one decode step,
 // short enough not to burn a core when the session is idle.
 constexpr int kSpinIterations = 20000;
+constexpr int kYieldEvery = 256;
+// The caller's wait for the workers: ~5 us of spinning covers a balanced op's skew.
+constexpr int kCallerSpins = 2000;
 }  // namespace
 
 ThreadPool::ThreadPool(int32_t n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
@@ -46,7 +49,15 @@ void ThreadPool::Run(TaskFn fn, void* ctx) {
   }
   if (sleepers_.load(std::memory_order_acquire) > 0) cv_.notify_all();
   fn(ctx, 0, n_threads_);
-  while (pending_.load(std::memory_order_acquire) != 0) ZF_PAUSE();
+  // Spin for the quick case, then yield: when the machine is oversubscribed a worker may be
+  // descheduled, and a caller spinning through its whole time slice only delays it further.
+  for (int i = 0; pending_.load(std::memory_order_acquire) != 0; ++i) {
+    if (i < kCallerSpins) {
+      ZF_PAUSE();
+    } else {
+      std::this_thread::yield();
+    }
+  }
 }
 
 void ThreadPool::WorkerLoop(int32_t ith) {
@@ -54,7 +65,13 @@ void ThreadPool::WorkerLoop(int32_t ith) {
   for (;;) {
     uint64_t e = epoch_.load(std::memory_order_acquire);
     for (int i = 0; e == seen && i < kSpinIterations; ++i) {
-      ZF_PAUSE();
+      // An occasional yield costs ~1 us when the core is free and hands the core over when it
+      // is not (an oversubscribed machine would otherwise starve the thread we wait for).
+      if (i % kYieldEvery == kYieldEvery - 1) {
+        std::this_thread::yield();
+      } else {
+        ZF_PAUSE();
+      }
       e = epoch_.load(std::memory_order_acquire);
     }
     if (e == seen) {

@@ -27,11 +27,57 @@ inline size_t MinAt() { return 2; }
 inline size_t QhAt(const PackedLayout& l) { return l.has_min ? 4 : 2; }
 inline size_t QsAt(const PackedLayout& l) { return QhAt(l) + (l.has_high ? 4 : 0); }
 
+// Q4_K: super-block s of row r -> d, dmin, the 8 unpacked scales and mins, and the 128 quant
+// bytes as 32 chunks of 4 (chunk 8c+i = qs[32c+4i..]: low nibbles sub-block 2c, high 2c+1).
+void PackQ4KGroup(const PackedLayout& l, const uint8_t* src, size_t stride, int64_t n, uint8_t* dst) {
+  auto* d = reinterpret_cast<uint16_t*>(dst);
+  auto* dmin = reinterpret_cast<uint16_t*>(dst + l.dmin_off);
+  for (int64_t r = 0; r < n; ++r) {
+    const auto* x = reinterpret_cast<const BlockQ4_K*>(src + size_t(r) * stride);
+    for (int64_t s = 0; s < l.nb; ++s) {
+      d[s * kPackRows + r] = x[s].d;
+      dmin[s * kPackRows + r] = x[s].dmin;
+      uint8_t sc[8], mn[8];
+      UnpackScaleMinK4(x[s].scales, sc, mn);
+      for (int j = 0; j < 8; ++j) {
+        dst[l.sc_off + size_t(s) * 128 + size_t(j) * kPackRows + size_t(r)] = sc[j];
+        dst[l.mn_off + size_t(s) * 128 + size_t(j) * kPackRows + size_t(r)] = mn[j];
+      }
+      uint8_t* q = dst + l.q_off + size_t(s) * l.q_block;
+      for (int ch = 0; ch < 32; ++ch) std::memcpy(q + size_t(ch * kPackRows + r) * 4, x[s].qs + 4 * ch, 4);
+    }
+  }
+}
+
+// The inverse for super-blocks [s0, s1) of row r (the 12-byte scale encoding uses all 96 bits,
+// so re-encoding the unpacked values gives back the file's bytes).
+void UnpackQ4KRow(const PackedLayout& l, const uint8_t* src, int64_t r, int64_t s0, int64_t s1, uint8_t* dst) {
+  const auto* d = reinterpret_cast<const uint16_t*>(src);
+  const auto* dmin = reinterpret_cast<const uint16_t*>(src + l.dmin_off);
+  for (int64_t s = s0; s < s1; ++s) {
+    auto* x = reinterpret_cast<BlockQ4_K*>(dst + size_t(s - s0) * sizeof(BlockQ4_K));
+    x->d = d[s * kPackRows + r];
+    x->dmin = dmin[s * kPackRows + r];
+    uint8_t sc[8], mn[8];
+    for (int j = 0; j < 8; ++j) {
+      sc[j] = src[l.sc_off + size_t(s) * 128 + size_t(j) * kPackRows + size_t(r)];
+      mn[j] = src[l.mn_off + size_t(s) * 128 + size_t(j) * kPackRows + size_t(r)];
+    }
+    for (int j = 0; j < 4; ++j) {
+      x->scales[j] = uint8_t(sc[j] | ((sc[j + 4] >> 4) << 6));
+      x->scales[j + 4] = uint8_t(mn[j] | ((mn[j + 4] >> 4) << 6));
+      x->scales[j + 8] = uint8_t((sc[j + 4] & 0x0F) | ((mn[j + 4] & 0x0F) << 4));
+    }
+    const uint8_t* q = src + l.q_off + size_t(s) * l.q_block;
+    for (int ch = 0; ch < 32; ++ch) std::memcpy(x->qs + 4 * ch, q + size_t(ch * kPackRows + r) * 4, 4);
+  }
+}
+
 }  // namespace
 
 bool IsPackable(GgmlType t) {
   bool valid = false;
-  GetPackedLayout(t, 32, &valid);
+  GetPackedLayout(t, 256, &valid);  // a row length every packable type's blocks divide
   return valid;
 }
 
@@ -49,6 +95,10 @@ void PackGroup(GgmlType t, const void* src, size_t src_stride, int64_t k, int64_
   if (!valid) return;
   auto* dst = static_cast<uint8_t*>(dst_group);
   std::memset(dst, 0, l.group);  // padding rows: scales 0, quants 0, no fifth bits
+  if (l.q4_k) {
+    PackQ4KGroup(l, static_cast<const uint8_t*>(src), src_stride, n, dst);
+    return;
+  }
   auto* d = reinterpret_cast<uint16_t*>(dst);
   auto* m = reinterpret_cast<uint16_t*>(dst + l.m_off);
   auto* h = reinterpret_cast<uint64_t*>(dst + l.h_off);
@@ -93,6 +143,10 @@ namespace {
 
 // Blocks [b0, b1) of row r of a group back in the file's format (dst: (b1 - b0) blocks).
 void UnpackRowBlocks(const PackedLayout& l, const uint8_t* src, int64_t r, int64_t b0, int64_t b1, uint8_t* dst) {
+  if (l.q4_k) {
+    UnpackQ4KRow(l, src, r, b0, b1, dst);
+    return;
+  }
   const auto* d = reinterpret_cast<const uint16_t*>(src);
   const auto* m = reinterpret_cast<const uint16_t*>(src + l.m_off);
   const auto* h = reinterpret_cast<const uint64_t*>(src + l.h_off);
@@ -139,12 +193,13 @@ void DequantizePackedRow(GgmlType t, const void* packed, int64_t k, int64_t row,
   const PackedLayout l = GetPackedLayout(t, k, &valid);
   if (!valid) return;
   const auto* group = static_cast<const uint8_t*>(packed) + size_t(row / kPackRows) * l.group;
-  constexpr int64_t kChunk = 64;  // blocks per pass: a small stack buffer, no allocation
-  uint8_t blocks[kChunk * 34];
+  constexpr int64_t kChunk = 16;  // blocks per pass: a small stack buffer, no allocation
+  uint8_t blocks[kChunk * sizeof(BlockQ4_K)];
+  const int64_t per_block = l.q4_k ? 256 : 32;
   for (int64_t b0 = 0; b0 < l.nb; b0 += kChunk) {
     const int64_t b1 = l.nb - b0 < kChunk ? l.nb : b0 + kChunk;
     UnpackRowBlocks(l, group, row % kPackRows, b0, b1, blocks);
-    DequantizeRow(t, blocks, dst + b0 * 32, (b1 - b0) * 32);
+    DequantizeRow(t, blocks, dst + b0 * per_block, (b1 - b0) * per_block);
   }
 }
 

@@ -9,7 +9,7 @@
 // bytes of alignment per 16 rows), and packing is exactly invertible (UnpackGroup), so the
 // prefill GEMM reads its tiles from the packed copy and the file's copy need not stay resident.
 //
-// Types: the 32-element block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1. One group per 16
+// Types: the 32-element block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, and Q4_K (below). One group per 16
 // consecutive rows (the last one zero-padded), groups contiguous, GroupBytes(t, k) each (a
 // multiple of 64). Within a group, regions in this order, each padded to a multiple of 64 bytes:
 //   d:      nb x 16 F16 scales (block b: rows 0..15);
@@ -21,6 +21,12 @@
 //           128 x the activation block's quant sum, exact in int32);
 //           4/5-bit types: nb x 256 bytes; block b, chunk c (0..3): rows 0..15 x the 4 file
 //           bytes qs[4c..4c+3] (low nibbles: elements 4c+i, high nibbles: 16+4c+i).
+//
+// Q4_K (rows a multiple of 256): per 256-element super-block, regions d and dmin (16 F16
+// each), the 8 sub-block scales and the 8 mins unpacked from their 12-byte 6-bit encoding (u8,
+// sub-block j: rows 0..15), and 2048 quant bytes: chunk 8c+i holds rows 0..15 x the file bytes
+// qs[32c+4i..32c+4i+3] (low nibbles: sub-block 2c, high: 2c+1). 148 bytes per 256 weights and
+// row instead of 144; the kernel then needs no bit twiddling for the scales.
 //
 // Thread-safety: pure functions of their arguments.
 #pragma once
@@ -67,7 +73,7 @@ void GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g
 
 #if defined(__x86_64__) || defined(__i386__)
 namespace avx512 {
-// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1; false for other types.
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K; false for other types.
 bool GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
                 float* y);
 }  // namespace avx512

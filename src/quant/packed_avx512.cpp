@@ -131,6 +131,54 @@ void Kernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1
   }
 }
 
+// Q4_K against Q8_K activations, in integers as the format defines it: per super-block and
+// row, isum = sum_j sc_j * dot_j (8 sub-blocks of 32) and msum = sum_j mn_j * bsum_j, then
+// d * da * isum - dmin * da * msum. Sub-block dots stay below 2^16 and the sums below 2^31.
+void KernelQ4K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
+               float* y) {
+  const auto* ab = reinterpret_cast<const BlockQ8_K*>(a);
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* grp = packed + size_t(g) * l.group;
+    const auto* d = reinterpret_cast<const uint16_t*>(grp);
+    const auto* dmin = reinterpret_cast<const uint16_t*>(grp + l.dmin_off);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t s = 0; s < l.nb; ++s) {
+      const uint8_t* q = grp + l.q_off + size_t(s) * l.q_block;
+      {
+        const char* pf = reinterpret_cast<const char*>(q) + kPrefetch;
+        for (size_t off = 0; off < l.q_block; off += 64) _mm_prefetch(pf + off, _MM_HINT_T0);
+      }
+      const uint8_t* sc = grp + l.sc_off + size_t(s) * 128;
+      const uint8_t* mn = grp + l.mn_off + size_t(s) * 128;
+      int32_t x[64];
+      std::memcpy(x, ab[s].qs, 256);
+      __m512i isum = _mm512_setzero_si512(), msum = _mm512_setzero_si512();
+      for (int c = 0; c < 4; ++c) {  // sub-blocks 2c (low nibbles) and 2c+1 (high nibbles)
+        __m512i lo_acc = _mm512_setzero_si512(), hi_acc = _mm512_setzero_si512();
+        for (int i = 0; i < 8; ++i) {
+          const __m512i raw = _mm512_load_si512(q + size_t(8 * c + i) * 64);
+          lo_acc = _mm512_dpbusd_epi32(lo_acc, _mm512_and_si512(raw, low4), _mm512_set1_epi32(x[16 * c + i]));
+          hi_acc = _mm512_dpbusd_epi32(hi_acc, _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4),
+                                       _mm512_set1_epi32(x[16 * c + 8 + i]));
+        }
+        const __m512i sc_lo = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 32 * c)));
+        const __m512i sc_hi = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 32 * c + 16)));
+        isum = _mm512_add_epi32(isum, _mm512_add_epi32(_mm512_mullo_epi32(lo_acc, sc_lo), _mm512_mullo_epi32(hi_acc, sc_hi)));
+      }
+      for (int j = 0; j < 8; ++j) {
+        const int32_t bsum = int32_t(ab[s].bsums[2 * j]) + int32_t(ab[s].bsums[2 * j + 1]);
+        const __m512i m = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(mn + 16 * j)));
+        msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(m, _mm512_set1_epi32(bsum)));
+      }
+      const __m512 da = _mm512_set1_ps(ab[s].d);
+      acc = _mm512_fmadd_ps(_mm512_mul_ps(Scales(d + s * kPackRows), da), _mm512_cvtepi32_ps(isum), acc);
+      acc = _mm512_fnmadd_ps(_mm512_mul_ps(Scales(dmin + s * kPackRows), da), _mm512_cvtepi32_ps(msum), acc);
+    }
+    Store(y + (g - g0) * kPackRows, rows - g * kPackRows, acc, false);
+  }
+}
+
 }  // namespace
 
 bool GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
@@ -146,6 +194,7 @@ bool GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g
     case GgmlType::Q4_1: Kernel<false, true, false>(l, p, g0, g1, rows, x, y); return true;
     case GgmlType::Q5_0: Kernel<false, false, true>(l, p, g0, g1, rows, x, y); return true;
     case GgmlType::Q5_1: Kernel<false, true, true>(l, p, g0, g1, rows, x, y); return true;
+    case GgmlType::Q4_K: KernelQ4K(l, p, g0, g1, rows, x, y); return true;
     default: return false;
   }
 }

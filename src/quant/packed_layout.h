@@ -18,6 +18,10 @@ struct PackedLayout {
   size_t block_bytes = 0;  // the file's bytes per block
   size_t m_off = 0, h_off = 0, q_off = 0, group = 0;  // region offsets and group size (bytes)
   size_t q_block = 0;      // quant bytes per block and 16 rows (512 or 256)
+  // Q4_K: nb counts 256-element super-blocks; d, dmin (F16) and the unpacked 6-bit sub-block
+  // scales and mins (u8, 8 per super-block) each have a region; quants 2048 bytes per block.
+  bool q4_k = false;
+  size_t dmin_off = 0, sc_off = 0, mn_off = 0;
 };
 
 inline size_t Pad64(size_t n) { return (n + 63) / 64 * 64; }
@@ -32,7 +36,25 @@ inline PackedLayout GetPackedLayout(GgmlType t, int64_t k, bool* valid) {
     case GgmlType::Q4_1: l.has_min = true; l.block_bytes = 20; break;
     case GgmlType::Q5_0: l.has_high = true; l.offset = 16; l.block_bytes = 22; break;
     case GgmlType::Q5_1: l.has_min = true; l.has_high = true; l.block_bytes = 24; break;
+    case GgmlType::Q4_K: {
+      if (k % 256 != 0) break;
+      l.q4_k = true;
+      l.block_bytes = 144;
+      l.nb = k / 256;
+      const size_t nsb = size_t(l.nb);
+      l.q_block = 2048;
+      l.dmin_off = Pad64(nsb * 32);
+      l.sc_off = l.dmin_off + Pad64(nsb * 32);
+      l.mn_off = l.sc_off + nsb * 128;
+      l.q_off = l.mn_off + nsb * 128;
+      l.group = l.q_off + nsb * l.q_block;
+      return l;
+    }
     default: *valid = false; return l;
+  }
+  if (t == GgmlType::Q4_K) {  // a row length the super-blocks do not divide
+    *valid = false;
+    return l;
   }
   l.nb = k / 32;
   const size_t nb = size_t(l.nb);

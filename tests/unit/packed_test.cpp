@@ -17,7 +17,8 @@
 namespace zf::quant {
 namespace {
 
-const GgmlType kTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1};
+const GgmlType kTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                           GgmlType::Q4_K};
 
 // Random bytes are valid blocks once the F16 words at the start of each block (d, and m for the
 // _1 types) hold finite values of the given magnitude.
@@ -26,7 +27,7 @@ std::vector<uint8_t> RandomRows(GgmlType t, int64_t rows, int64_t k, float scale
   std::mt19937 rng(seed);
   for (auto& b : v) b = uint8_t(rng());
   const size_t block = GetTypeTraits(t)->type_size;
-  const bool has_min = t == GgmlType::Q4_1 || t == GgmlType::Q5_1;
+  const bool has_min = t == GgmlType::Q4_1 || t == GgmlType::Q5_1 || t == GgmlType::Q4_K;  // Q4_K: d, dmin
   for (size_t off = 0; off + block <= v.size(); off += block) {
     const uint16_t d = Fp32ToFp16(scale * (0.5f + 0.1f * float(rng() % 10)));
     const uint16_t m = Fp32ToFp16(-scale * 0.1f * float(rng() % 10));
@@ -57,7 +58,9 @@ Packed Pack(GgmlType t, const std::vector<uint8_t>& w, int64_t rows, int64_t k) 
   const size_t row = RowSize(t, k), gbytes = PackedGroupBytes(t, k);
   EXPECT_EQ(gbytes % 64, 0u);
   EXPECT_GE(gbytes, size_t(kPackRows) * row) << "16 rows' quants and scales";
-  EXPECT_LT(gbytes, size_t(kPackRows) * row + 3 * 64) << "plus at most the regions' alignment padding";
+  // Plus the regions' alignment padding; Q4_K also keeps its 12-byte scale encoding unpacked (16).
+  const size_t extra = t == GgmlType::Q4_K ? size_t(kPackRows) * size_t(k / 256) * 4 : 0;
+  EXPECT_LT(gbytes, size_t(kPackRows) * row + extra + 3 * 64) << "plus at most the regions' alignment padding";
   Packed p;
   p.buf.resize(size_t(PackedGroups(rows)) * gbytes + 64);
   uint8_t* base = const_cast<uint8_t*>(p.data());
@@ -97,7 +100,7 @@ void CheckProduct(GgmlType t, int64_t rows, int64_t k, float scale) {
 TEST(Packed, RoundTripIsExactAndRowsDequantizeAlike) {
   for (GgmlType t : kTypes) {
     for (int64_t rows : {1, 16, 21}) {
-      const int64_t k = 96;
+      const int64_t k = t == GgmlType::Q4_K ? 512 : 96;
       const size_t row = RowSize(t, k);
       const std::vector<uint8_t> w = RandomRows(t, rows, k, 1.0f, 3);
       const Packed p = Pack(t, w, rows, k);
@@ -121,14 +124,16 @@ TEST(Packed, RoundTripIsExactAndRowsDequantizeAlike) {
 TEST(Packed, ProductMatchesVecDotWithTails) {
   for (GgmlType t : kTypes) {
     for (int64_t rows : {1, 15, 16, 17, 50}) {
-      for (int64_t k : {32, 64, 576, 640}) CheckProduct(t, rows, k, 1.0f);
+      for (int64_t k : {32, 64, 576, 640, 1024}) {
+        if (PackedGroupBytes(t, k) != 0) CheckProduct(t, rows, k, 1.0f);  // Q4_K: k % 256 == 0
+      }
     }
   }
 }
 
 TEST(Packed, LongRowsAndExtremeScales) {
   for (GgmlType t : kTypes) {
-    CheckProduct(t, 20, 32 * 300, 1.0f);  // more blocks than one staging pass holds
+    CheckProduct(t, 20, 256 * 40, 1.0f);  // more blocks than one staging pass holds
     CheckProduct(t, 33, 2048, 1e-4f);
     CheckProduct(t, 33, 2048, 1e3f);
   }

@@ -17,7 +17,8 @@ namespace zf::engine {
 namespace {
 
 bool Packable(const gguf::TensorInfo* t) {
-  return t != nullptr && t->n_dims == 2 && t->ne[0] % 32 == 0 && quant::PackedGemvAvailable(t->type);
+  return t != nullptr && t->n_dims == 2 && quant::PackedGemvAvailable(t->type) &&
+         quant::PackedGroupBytes(t->type, t->ne[0]) != 0;
 }
 
 size_t PackedBytes(const gguf::TensorInfo& t) {

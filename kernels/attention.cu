@@ -36,6 +36,22 @@ __device__ __forceinline__ float Score(float dot, const Shape& s) {
 
 __device__ __forceinline__ int WindowStart(int pq, int window) { return window > 0 ? max(0, pq - window + 1) : 0; }
 
+// One key of the online softmax (flash attention): fold score x and V row vr into the running
+// max m, normalizer l and this lane's output elements acc (elements lane + 32 i).
+template <int kLanes>
+__device__ __forceinline__ void OnlineSoftmaxStep(float x, const __half* vr, int hd_v, int lane, float& m, float& l,
+                                                  float (&acc)[kLanes]) {
+  const float m_new = fmaxf(m, x);
+  const float corr = expf(m - m_new), p = expf(x - m_new);
+  l = l * corr + p;
+#pragma unroll
+  for (int i = 0; i < kLanes; ++i) {
+    const int d = lane + 32 * i;
+    if (d < hd_v) acc[i] = acc[i] * corr + p * __half2float(vr[d]);
+  }
+  m = m_new;
+}
+
 __global__ void __launch_bounds__(kWarps * 32)
     DecodeSplitKernel(Shape s, const float* __restrict__ q, const int32_t* __restrict__ pos, float* __restrict__ work) {
   __shared__ float qs[kMaxDim];
@@ -59,17 +75,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     const __half* kr = s.k + int64_t(j) * s.k_width + g * s.hd_k;
     float dot = 0.0f;
     for (int d = lane; d < s.hd_k; d += 32) dot += qs[d] * __half2float(kr[d]);
-    const float x = Score(WarpSum(dot), s);
-    const float m_new = fmaxf(m, x);
-    const float corr = expf(m - m_new), p = expf(x - m_new);
-    l = l * corr + p;
-    const __half* vr = s.v + int64_t(j) * s.v_width + g * s.hd_v;
-#pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
-      const int d = lane + 32 * i;
-      if (d < s.hd_v) acc[i] = acc[i] * corr + p * __half2float(vr[d]);
-    }
-    m = m_new;
+    OnlineSoftmaxStep(Score(WarpSum(dot), s), s.v + int64_t(j) * s.v_width + g * s.hd_v, s.hd_v, lane, m, l, acc);
   }
   if (lane == 0) wm[warp] = m, wl[warp] = l;
 #pragma unroll
@@ -143,17 +149,7 @@ __global__ void __launch_bounds__(kWarps * 32)
       const int d = lane + 32 * i;
       if (d < s.hd_k) dot += qr[i] * __half2float(kr[d]);
     }
-    const float x = Score(WarpSum(dot), s);
-    const float m_new = fmaxf(m, x);
-    const float corr = expf(m - m_new), p = expf(x - m_new);
-    l = l * corr + p;
-    const __half* vr = s.v + int64_t(j) * s.v_width + g * s.hd_v;
-#pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
-      const int d = lane + 32 * i;
-      if (d < s.hd_v) acc[i] = acc[i] * corr + p * __half2float(vr[d]);
-    }
-    m = m_new;
+    OnlineSoftmaxStep(Score(WarpSum(dot), s), s.v + int64_t(j) * s.v_width + g * s.hd_v, s.hd_v, lane, m, l, acc);
   }
   float* oh = out + (int64_t(t) * s.n_head + h) * s.hd_v;
   const float inv = 1.0f / l;

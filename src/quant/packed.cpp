@@ -49,6 +49,87 @@ void PackQ4KGroup(const PackedLayout& l, const uint8_t* src, size_t stride, int6
   }
 }
 
+// Q6_K's 6-bit values in element order (q in [0, 63]; w = d * scale[e / 16] * (q - 32)).
+void Q6Values(const BlockQ6_K& x, uint8_t* q) {
+  for (int n = 0; n < 2; ++n) {
+    const uint8_t* ql = x.ql + 64 * n;
+    const uint8_t* qh = x.qh + 32 * n;
+    uint8_t* o = q + 128 * n;
+    for (int l = 0; l < 32; ++l) {
+      o[l] = uint8_t((ql[l] & 0x0F) | ((qh[l] & 3) << 4));
+      o[l + 32] = uint8_t((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4));
+      o[l + 64] = uint8_t((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+      o[l + 96] = uint8_t((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+    }
+  }
+}
+
+// The inverse of Q6Values.
+void Q6Encode(const uint8_t* q, BlockQ6_K* x) {
+  for (int n = 0; n < 2; ++n) {
+    uint8_t* ql = x->ql + 64 * n;
+    uint8_t* qh = x->qh + 32 * n;
+    const uint8_t* v = q + 128 * n;
+    for (int l = 0; l < 32; ++l) {
+      ql[l] = uint8_t((v[l] & 0x0F) | ((v[l + 64] & 0x0F) << 4));
+      ql[l + 32] = uint8_t((v[l + 32] & 0x0F) | ((v[l + 96] & 0x0F) << 4));
+      qh[l] = uint8_t((v[l] >> 4) | ((v[l + 32] >> 4) << 2) | ((v[l + 64] >> 4) << 4) | ((v[l + 96] >> 4) << 6));
+    }
+  }
+}
+
+// Q6_K, per super-block: chunk c = elements 4c..4c+3 (c < 64). Low-nibble vector v (< 32)
+// holds chunk v's low 4 bits in its low nibbles and chunk v+32's in its high nibbles; high-bit
+// vector u (< 16) holds the top 2 bits of chunks u, u+16, u+32, u+48 at bits 0-1, 2-3, 4-5, 6-7.
+void PackQ6KGroup(const PackedLayout& l, const uint8_t* src, size_t stride, int64_t n, uint8_t* dst) {
+  auto* d = reinterpret_cast<uint16_t*>(dst);
+  for (int64_t r = 0; r < n; ++r) {
+    const auto* x = reinterpret_cast<const BlockQ6_K*>(src + size_t(r) * stride);
+    for (int64_t s = 0; s < l.nb; ++s) {
+      d[s * kPackRows + r] = x[s].d;
+      for (int j = 0; j < 16; ++j) {
+        dst[l.sc_off + size_t(s) * 256 + size_t(j) * kPackRows + size_t(r)] = uint8_t(x[s].scales[j]);
+      }
+      uint8_t q[256];
+      Q6Values(x[s], q);
+      uint8_t* lo = dst + l.q_off + size_t(s) * 2048;
+      uint8_t* hi = dst + l.qh_off + size_t(s) * 1024;
+      for (int v = 0; v < 32; ++v) {
+        for (int i = 0; i < 4; ++i) {
+          lo[size_t(v * kPackRows + r) * 4 + size_t(i)] = uint8_t((q[4 * v + i] & 0x0F) | ((q[4 * (v + 32) + i] & 0x0F) << 4));
+        }
+      }
+      for (int u = 0; u < 16; ++u) {
+        for (int i = 0; i < 4; ++i) {
+          uint8_t b = 0;
+          for (int f = 0; f < 4; ++f) b = uint8_t(b | ((q[4 * (u + 16 * f) + i] >> 4) << (2 * f)));
+          hi[size_t(u * kPackRows + r) * 4 + size_t(i)] = b;
+        }
+      }
+    }
+  }
+}
+
+void UnpackQ6KRow(const PackedLayout& l, const uint8_t* src, int64_t r, int64_t s0, int64_t s1, uint8_t* dst) {
+  const auto* d = reinterpret_cast<const uint16_t*>(src);
+  for (int64_t s = s0; s < s1; ++s) {
+    auto* x = reinterpret_cast<BlockQ6_K*>(dst + size_t(s - s0) * sizeof(BlockQ6_K));
+    x->d = d[s * kPackRows + r];
+    for (int j = 0; j < 16; ++j) x->scales[j] = int8_t(src[l.sc_off + size_t(s) * 256 + size_t(j) * kPackRows + size_t(r)]);
+    const uint8_t* lo = src + l.q_off + size_t(s) * 2048;
+    const uint8_t* hi = src + l.qh_off + size_t(s) * 1024;
+    uint8_t q[256];
+    for (int c = 0; c < 64; ++c) {
+      for (int i = 0; i < 4; ++i) {
+        const uint8_t nib = lo[size_t((c % 32) * kPackRows + r) * 4 + size_t(i)];
+        const uint8_t hb = hi[size_t((c % 16) * kPackRows + r) * 4 + size_t(i)];
+        q[4 * c + i] = uint8_t(((c < 32 ? nib : nib >> 4) & 0x0F) | (((hb >> (2 * (c / 16))) & 3) << 4));
+      }
+    }
+    Q6Encode(q, x);
+  }
+}
+
 // The inverse for super-blocks [s0, s1) of row r (the 12-byte scale encoding uses all 96 bits,
 // so re-encoding the unpacked values gives back the file's bytes).
 void UnpackQ4KRow(const PackedLayout& l, const uint8_t* src, int64_t r, int64_t s0, int64_t s1, uint8_t* dst) {
@@ -99,6 +180,10 @@ void PackGroup(GgmlType t, const void* src, size_t src_stride, int64_t k, int64_
     PackQ4KGroup(l, static_cast<const uint8_t*>(src), src_stride, n, dst);
     return;
   }
+  if (l.q6_k) {
+    PackQ6KGroup(l, static_cast<const uint8_t*>(src), src_stride, n, dst);
+    return;
+  }
   auto* d = reinterpret_cast<uint16_t*>(dst);
   auto* m = reinterpret_cast<uint16_t*>(dst + l.m_off);
   auto* h = reinterpret_cast<uint64_t*>(dst + l.h_off);
@@ -145,6 +230,10 @@ namespace {
 void UnpackRowBlocks(const PackedLayout& l, const uint8_t* src, int64_t r, int64_t b0, int64_t b1, uint8_t* dst) {
   if (l.q4_k) {
     UnpackQ4KRow(l, src, r, b0, b1, dst);
+    return;
+  }
+  if (l.q6_k) {
+    UnpackQ6KRow(l, src, r, b0, b1, dst);
     return;
   }
   const auto* d = reinterpret_cast<const uint16_t*>(src);
@@ -194,8 +283,8 @@ void DequantizePackedRow(GgmlType t, const void* packed, int64_t k, int64_t row,
   if (!valid) return;
   const auto* group = static_cast<const uint8_t*>(packed) + size_t(row / kPackRows) * l.group;
   constexpr int64_t kChunk = 16;  // blocks per pass: a small stack buffer, no allocation
-  uint8_t blocks[kChunk * sizeof(BlockQ4_K)];
-  const int64_t per_block = l.q4_k ? 256 : 32;
+  uint8_t blocks[kChunk * sizeof(BlockQ6_K)];  // the largest packable block
+  const int64_t per_block = (l.q4_k || l.q6_k) ? 256 : 32;
   for (int64_t b0 = 0; b0 < l.nb; b0 += kChunk) {
     const int64_t b1 = l.nb - b0 < kChunk ? l.nb : b0 + kChunk;
     UnpackRowBlocks(l, group, row % kPackRows, b0, b1, blocks);

@@ -179,6 +179,56 @@ void KernelQ4K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t
   }
 }
 
+// Q6_K against Q8_K activations: per super-block and row, isum = sum_g scale_g * (dot_g -
+// 32 * bsum_g) over 16 groups of 16 (the -32 offset folded into the accumulator's start), then
+// d * da * isum. The 6-bit values are rebuilt per chunk from a nibble and a 2-bit field.
+void KernelQ6K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
+               float* y) {
+  const auto* ab = reinterpret_cast<const BlockQ8_K*>(a);
+  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* grp = packed + size_t(g) * l.group;
+    const auto* d = reinterpret_cast<const uint16_t*>(grp);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t s = 0; s < l.nb; ++s) {
+      const uint8_t* lo = grp + l.q_off + size_t(s) * 2048;
+      const uint8_t* hi = grp + l.qh_off + size_t(s) * 1024;
+      {
+        const char* pf = reinterpret_cast<const char*>(lo) + kPrefetch;
+        for (size_t off = 0; off < 3072; off += 64) _mm_prefetch(pf + off, _MM_HINT_T0);
+      }
+      const auto* sc = reinterpret_cast<const int8_t*>(grp + l.sc_off + size_t(s) * 256);
+      int32_t x[64];
+      std::memcpy(x, ab[s].qs, 256);
+      __m512i isum = _mm512_setzero_si512();
+      for (int grp16 = 0; grp16 < 16; ++grp16) {
+        __m512i dot = _mm512_set1_epi32(-32 * int32_t(ab[s].bsums[grp16]));
+        for (int i = 0; i < 4; ++i) {
+          const int c = 4 * grp16 + i;
+          const __m512i raw = _mm512_load_si512(lo + size_t(c % 32) * 64);
+          const __m512i nib = c < 32 ? _mm512_and_si512(raw, low4) : _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+          const __m512i hb = _mm512_load_si512(hi + size_t(c % 16) * 64);
+          // The chunk's 2-bit field moved to bits 4-5 (shifts within 16-bit lanes; the mask drops
+          // what crossed from the neighbouring byte).
+          __m512i top;
+          switch (c / 16) {
+            case 0: top = _mm512_slli_epi16(hb, 4); break;
+            case 1: top = _mm512_slli_epi16(hb, 2); break;
+            case 2: top = hb; break;
+            default: top = _mm512_srli_epi16(hb, 2); break;
+          }
+          const __m512i q = _mm512_or_si512(nib, _mm512_and_si512(top, bits45));
+          dot = _mm512_dpbusd_epi32(dot, q, _mm512_set1_epi32(x[c]));
+        }
+        const __m512i scale = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16 * grp16)));
+        isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(dot, scale));
+      }
+      acc = _mm512_fmadd_ps(_mm512_mul_ps(Scales(d + s * kPackRows), _mm512_set1_ps(ab[s].d)), _mm512_cvtepi32_ps(isum), acc);
+    }
+    Store(y + (g - g0) * kPackRows, rows - g * kPackRows, acc, false);
+  }
+}
+
 }  // namespace
 
 bool GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
@@ -195,6 +245,7 @@ bool GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g
     case GgmlType::Q5_0: Kernel<false, false, true>(l, p, g0, g1, rows, x, y); return true;
     case GgmlType::Q5_1: Kernel<false, true, true>(l, p, g0, g1, rows, x, y); return true;
     case GgmlType::Q4_K: KernelQ4K(l, p, g0, g1, rows, x, y); return true;
+    case GgmlType::Q6_K: KernelQ6K(l, p, g0, g1, rows, x, y); return true;
     default: return false;
   }
 }

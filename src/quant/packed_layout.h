@@ -22,6 +22,10 @@ struct PackedLayout {
   // scales and mins (u8, 8 per super-block) each have a region; quants 2048 bytes per block.
   bool q4_k = false;
   size_t dmin_off = 0, sc_off = 0, mn_off = 0;
+  // Q6_K: nb counts super-blocks; d (F16), the 16 int8 scales (sub-block j: rows 0..15),
+  // low-nibble vectors (2048 bytes) and high-bit vectors (1024 bytes), see packed.h.
+  bool q6_k = false;
+  size_t qh_off = 0;
 };
 
 inline size_t Pad64(size_t n) { return (n + 63) / 64 * 64; }
@@ -50,9 +54,22 @@ inline PackedLayout GetPackedLayout(GgmlType t, int64_t k, bool* valid) {
       l.group = l.q_off + nsb * l.q_block;
       return l;
     }
+    case GgmlType::Q6_K: {
+      if (k % 256 != 0) break;
+      l.q6_k = true;
+      l.block_bytes = 210;
+      l.nb = k / 256;
+      const size_t nsb = size_t(l.nb);
+      l.q_block = 2048;
+      l.sc_off = Pad64(nsb * 32);
+      l.q_off = l.sc_off + nsb * 256;
+      l.qh_off = l.q_off + nsb * 2048;
+      l.group = l.qh_off + nsb * 1024;
+      return l;
+    }
     default: *valid = false; return l;
   }
-  if (t == GgmlType::Q4_K) {  // a row length the super-blocks do not divide
+  if (t == GgmlType::Q4_K || t == GgmlType::Q6_K) {  // a row length the super-blocks do not divide
     *valid = false;
     return l;
   }

@@ -18,7 +18,7 @@ namespace zf::quant {
 namespace {
 
 const GgmlType kTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                           GgmlType::Q4_K};
+                           GgmlType::Q4_K, GgmlType::Q6_K};
 
 // Random bytes are valid blocks once the F16 words at the start of each block (d, and m for the
 // _1 types) hold finite values of the given magnitude.
@@ -31,7 +31,7 @@ std::vector<uint8_t> RandomRows(GgmlType t, int64_t rows, int64_t k, float scale
   for (size_t off = 0; off + block <= v.size(); off += block) {
     const uint16_t d = Fp32ToFp16(scale * (0.5f + 0.1f * float(rng() % 10)));
     const uint16_t m = Fp32ToFp16(-scale * 0.1f * float(rng() % 10));
-    std::memcpy(&v[off], &d, 2);
+    std::memcpy(&v[off + (t == GgmlType::Q6_K ? 208 : 0)], &d, 2);  // Q6_K keeps d last
     if (has_min) std::memcpy(&v[off + 2], &m, 2);
   }
   return v;
@@ -59,7 +59,7 @@ Packed Pack(GgmlType t, const std::vector<uint8_t>& w, int64_t rows, int64_t k) 
   EXPECT_EQ(gbytes % 64, 0u);
   EXPECT_GE(gbytes, size_t(kPackRows) * row) << "16 rows' quants and scales";
   // Plus the regions' alignment padding; Q4_K also keeps its 12-byte scale encoding unpacked (16).
-  const size_t extra = t == GgmlType::Q4_K ? size_t(kPackRows) * size_t(k / 256) * 4 : 0;
+  const size_t extra = t == GgmlType::Q4_K ? size_t(kPackRows) * size_t(k / 256) * 4 : 0;  // Q6_K: none
   EXPECT_LT(gbytes, size_t(kPackRows) * row + extra + 3 * 64) << "plus at most the regions' alignment padding";
   Packed p;
   p.buf.resize(size_t(PackedGroups(rows)) * gbytes + 64);
@@ -100,7 +100,7 @@ void CheckProduct(GgmlType t, int64_t rows, int64_t k, float scale) {
 TEST(Packed, RoundTripIsExactAndRowsDequantizeAlike) {
   for (GgmlType t : kTypes) {
     for (int64_t rows : {1, 16, 21}) {
-      const int64_t k = t == GgmlType::Q4_K ? 512 : 96;
+      const int64_t k = (t == GgmlType::Q4_K || t == GgmlType::Q6_K) ? 512 : 96;
       const size_t row = RowSize(t, k);
       const std::vector<uint8_t> w = RandomRows(t, rows, k, 1.0f, 3);
       const Packed p = Pack(t, w, rows, k);

@@ -16,7 +16,7 @@ zf="${ZERFOO_BIN:-$root/build/zerfoo}"
 [ -x "$zf" ] || { cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DZF_BUILD_TESTS=OFF >/dev/null; cmake --build "$root/build" --target zerfoo_cli >/dev/null; }
 ref="$("$root/scripts/reference/build_llama_cpp.sh")"
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
-cc -O2 -pthread "$root/bench/membw.c" -o "$tmp/membw"
+cc -O3 -march=native -pthread "$root/bench/membw.c" -o "$tmp/membw"
 eval "$("$root/scripts/fetch_models.sh" | sed 's/^/export model_/')"
 
 : > "$tmp/rows.jsonl"

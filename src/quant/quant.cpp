@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "quant/blocks.h"
+#include "quant/gemm_packed.h"
 #include "quant/kernels.h"
 
 namespace zf::quant {
@@ -22,6 +23,8 @@ struct KernelTable {
   void (*axpy)(int64_t, float, const float*, float*) = nullptr;
   bool (*gemv)(GgmlType, int64_t, const void*, size_t, int64_t, const void*, float*) = nullptr;
   void (*gemm_affine)(int64_t, const AffineRows&, int64_t, const void*, size_t, const float*, int64_t,
+                      float*, int64_t) = nullptr;
+  void (*gemm_packed)(const void*, int64_t, int, int64_t, const void*, size_t, const float*, const float*, int64_t,
                       float*, int64_t) = nullptr;
 };
 
@@ -62,6 +65,7 @@ KernelTable BuildTable() {
   KernelTable k;
   k.gemm_q8_0 = GemmQ8_0Ref;
   k.gemm_affine = GemmAffineRef;
+  k.gemm_packed = ref::GemmPacked;
   for (int id = 0; id < kNumTypes; ++id) {
     const GgmlType t = static_cast<GgmlType>(id);
     k.vec_dot[id] = ref::GetVecDotFn(t);
@@ -99,6 +103,7 @@ KernelTable BuildTable() {
       k.vec_dot[Index(GgmlType::Q8_0)] = avx512::VecDotQ8_0;
       k.gemm_q8_0 = avx512::GemmQ8_0;
       k.gemm_affine = avx512::GemmAffine;
+      k.gemm_packed = avx512::GemmPacked;
       k.gemv = avx512::Gemv;
     }
   }
@@ -191,6 +196,13 @@ bool HasFastGemmAffine() { return Table().gemm_affine != GemmAffineRef; }
 void GemmAffine(int64_t k, const AffineRows& w, int64_t rows, const void* a, size_t a_stride,
                 const float* asum, int64_t n_tok, float* y, int64_t y_stride) {
   Table().gemm_affine(k, w, rows, a, a_stride, asum, n_tok, y, y_stride);
+}
+
+bool HasFastGemmPacked() { return Table().gemm_packed != ref::GemmPacked; }
+
+void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const void* a, size_t a_stride,
+                const float* ad, const float* asum, int64_t n_tok, float* y, int64_t y_stride) {
+  Table().gemm_packed(tile, k, group, rows, a, a_stride, ad, asum, n_tok, y, y_stride);
 }
 
 void AxpyF32(int64_t n, float a, const float* x, float* y) {

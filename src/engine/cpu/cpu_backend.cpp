@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
+#include "quant/gemm_packed.h"
 #include "quant/quant.h"
 
 namespace zf::engine {
@@ -124,8 +126,70 @@ void CpuBackend::MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, fl
       &c);
 }
 
+// Prefill: each thread packs tiles of 16 weight rows (its share of the rows, contiguous) into
+// the row-interleaved layout and multiplies each tile with all tokens' Q8_0 activations. A
+// packed tile (k * 16 bytes + scales: 40 KiB for k = 2048) stays in L1/L2 while the tokens
+// stream past it; packing is paid once per weight row per call.
+void CpuBackend::MatMulPacked(const Tensor& w, const float* x, int32_t n_tok, float* y) {
+  const int64_t k = w.ne[0];
+  const int64_t m = w.ne[1];
+  const int group = quant::PackGroup(w.type);
+  const int64_t nb = k / 32, ng = k / group;
+  const size_t q8_row = RowSize(GgmlType::Q8_0, k);
+  const size_t w_row = RowSize(w.type, k);
+  if (act_q_.size() < q8_row * size_t(n_tok)) act_q_.resize(q8_row * size_t(n_tok));
+  if (pack_ad_.size() < size_t(nb) * size_t(n_tok)) pack_ad_.resize(size_t(nb) * size_t(n_tok));
+  if (pack_asum_.size() < size_t(ng) * size_t(n_tok)) pack_asum_.resize(size_t(ng) * size_t(n_tok));
+  const size_t tile_bytes = (quant::PackedTileBytes(k, group) + 63) / 64 * 64;
+  const size_t per_thread = tile_bytes + size_t(k) + 2 * size_t(k / 16) * 4 + 64;
+  const size_t nth = size_t(pool_.size());
+  if (pack_tiles_.size() < nth * per_thread) pack_tiles_.resize(nth * per_thread);
+  uint8_t* act = act_q_.data();
+  float* ad = pack_ad_.data();
+  float* asum = pack_asum_.data();
+  pool_.ParallelFor(n_tok, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      quant::QuantizeActivations(GgmlType::Q8_0, x + t * k, act + size_t(t) * q8_row, k);
+      quant::Q8_0Scales(act + size_t(t) * q8_row, k, group, ad + t * nb, asum + t * ng);
+    }
+  });
+  struct Ctx {
+    CpuBackend* self;
+    const Tensor* w;
+    float* y;
+    const uint8_t* act;
+    const float* ad;
+    const float* asum;
+    int64_t k, m;
+    int32_t n_tok, group;
+    size_t q8_row, w_row, per_thread;
+  } c{this, &w, y, act, ad, asum, k, m, n_tok, group, q8_row, w_row, per_thread};
+  pool_.Run(
+      [](void* p, int32_t ith, int32_t nth) {
+        Ctx& c = *static_cast<Ctx*>(p);
+        const int64_t n_tiles = (c.m + quant::kPackRows - 1) / quant::kPackRows;
+        const int64_t t0 = n_tiles * ith / nth, t1 = n_tiles * (ith + 1) / nth;
+        uint8_t* buf = c.self->pack_tiles_.data() + size_t(ith) * c.per_thread;
+        uint8_t* tile = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf) + 63) & ~uintptr_t(63));
+        uint8_t* scratch = tile + (quant::PackedTileBytes(c.k, c.group) + 63) / 64 * 64;
+        for (int64_t ti = t0; ti < t1; ++ti) {
+          const int64_t r = ti * quant::kPackRows;
+          const int64_t rows = std::min<int64_t>(quant::kPackRows, c.m - r);
+          quant::PackTile(c.w->type, c.w->data + size_t(r) * c.w_row, c.w_row, rows, c.k, tile, scratch);
+          quant::GemmPacked(tile, c.k, c.group, rows, c.act, c.q8_row, c.ad, c.asum, c.n_tok, c.y + r, c.m);
+        }
+      },
+      &c);
+}
+
 void CpuBackend::MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y) {
   const int64_t k = w.ne[0];
+  // ZF_NO_PACKED_GEMM=1 keeps the previous prefill kernels (A/B measurements).
+  static const bool packed_ok = quant::HasFastGemmPacked() && std::getenv("ZF_NO_PACKED_GEMM") == nullptr;
+  if (n_tok >= kGemmMinTokens && k % 32 == 0 && packed_ok && quant::PackGroup(w.type) != 0) {
+    MatMulPacked(w, x, n_tok, y);
+    return;
+  }
   if (n_tok >= kGemmMinTokens && k % 32 == 0 && w.type != GgmlType::F32 && w.type != GgmlType::F16 &&
       w.type != GgmlType::BF16) {
     MatMulQ8Gemm(w, x, n_tok, y);

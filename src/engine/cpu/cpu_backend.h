@@ -44,6 +44,11 @@ class CpuBackend final : public Backend {
   std::vector<float> kv_stage_;
   std::vector<float> rope_cs_;  // cos/sin of one position's rotation angles  // prefill attention: one layer's K then V rows in F32  // per token, per 32-block: activation scale x sum of quants
   void MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, float* y);
+  // Prefill on row-interleaved tiles packed per call (quant/gemm_packed.h).
+  void MatMulPacked(const Tensor& w, const float* x, int32_t n_tok, float* y);
+  std::vector<float> pack_ad_;    // [n_tok][k/32] activation block scales
+  std::vector<float> pack_asum_;  // [n_tok][k/group] activation scale x group sum of quants
+  std::vector<uint8_t> pack_tiles_;  // per thread: one packed tile + one unpacked row
   // Per-thread attention scratch: scores over n_ctx positions + one k/v row.
   std::vector<float> attn_scratch_;
   int32_t n_ctx_ = 0;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <new>
 
+#include "engine/cpu/attention_kernels.h"
 #include "quant/gemm_packed.h"
 #include "quant/quant.h"
 
@@ -331,8 +332,143 @@ size_t CpuBackend::AttnScratchPerThread(int32_t n_ctx, int32_t k_width, int32_t 
   return size_t(v_width) + 2 * size_t(k_width) + size_t(n_ctx);
 }
 
+// Prefill: per KV head, blocks of kAttnRows query rows ((token, head) pairs of that head's group)
+// go through the blocked kernel. This layer's K is staged once transposed (head, dimension,
+// position) in F32 and V as F32 rows. With an F16 cache, Q is rounded to F16 as the reference
+// does (products and sums in F32).
+void CpuBackend::AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
+                                  const AttentionParams& ap, float* out) {
+  const bool f16 = kv_type_ == KvType::kF16;
+  const size_t elem = f16 ? 2 : 4;
+  const int32_t n_pos = pos0 + n_tok;
+  const int32_t dk = ap.head_dim_k;
+  const int64_t kt_stride = (int64_t{n_pos} + attn::kKeyPad + 15) / 16 * 16;
+  const int64_t layer_base = int64_t{layer} * n_ctx_;
+  const uint8_t* kdata = k_cache_.data() + size_t(layer_base) * size_t(k_width_) * elem;
+  const uint8_t* vdata = v_cache_.data() + size_t(layer_base) * size_t(v_width_) * elem;
+  const size_t nth = size_t(pool_.size());
+  constexpr int32_t kStageRows = 16;  // K rows converted per step before the transposing scatter
+  const size_t per_thread = size_t(attn::kAttnRows) * size_t(dk) +
+                            size_t(attn::kAttnRows) * size_t(attn::ScoreStride(n_pos)) +
+                            size_t(kStageRows) * size_t(k_width_);
+  if (kt_stage_.size() < size_t(k_width_) * size_t(kt_stride)) kt_stage_.resize(size_t(k_width_) * size_t(kt_stride));
+  if (attn_block_.size() < nth * per_thread) attn_block_.resize(nth * per_thread);
+  float* kt = kt_stage_.data();
+  const float* vf = reinterpret_cast<const float*>(vdata);
+  if (f16) {
+    if (kv_stage_.size() < size_t(n_pos) * size_t(v_width_)) kv_stage_.resize(size_t(n_ctx_) * size_t(v_width_));
+    vf = kv_stage_.data();
+  }
+  float* blk = attn_block_.data();
+  const int32_t kw = k_width_, vw = v_width_;
+  // Stage K transposed (and V as F32 rows for an F16 cache), positions split across threads.
+  const int64_t n_chunks = (n_pos + kStageRows - 1) / kStageRows;
+  auto stage = [&](int32_t ith, int32_t nth) {
+    float* tmp = blk + size_t(ith) * per_thread + size_t(attn::kAttnRows) * size_t(dk) +
+                 size_t(attn::kAttnRows) * size_t(attn::ScoreStride(n_pos));
+    for (int64_t c = n_chunks * ith / nth; c < n_chunks * (ith + 1) / nth; ++c) {
+      const int32_t p0 = int32_t(c * kStageRows), n = std::min(kStageRows, n_pos - p0);
+      if (f16) {
+        quant::DequantizeRow(GgmlType::F16, kdata + size_t(p0) * size_t(kw) * 2, tmp, int64_t{n} * kw);
+        quant::DequantizeRow(GgmlType::F16, vdata + size_t(p0) * size_t(vw) * 2, kv_stage_.data() + size_t(p0) * size_t(vw),
+                             int64_t{n} * vw);
+      } else {
+        std::memcpy(tmp, kdata + size_t(p0) * size_t(kw) * 4, size_t(n) * size_t(kw) * 4);
+      }
+      for (int32_t i = 0; i < kw; ++i) {  // element i of a K row: head i / dk, dimension i % dk
+        float* dst = kt + size_t(i) * size_t(kt_stride) + size_t(p0);
+        for (int32_t r = 0; r < n; ++r) dst[r] = tmp[size_t(r) * size_t(kw) + size_t(i)];
+      }
+    }
+    for (int32_t i = ith; i < kw; i += nth) {  // zero keys past n_pos (read by the 64-key tiles)
+      std::fill(kt + size_t(i) * size_t(kt_stride) + size_t(n_pos), kt + size_t(i + 1) * size_t(kt_stride), 0.0f);
+    }
+  };
+  using Stage = decltype(stage);
+  pool_.Run([](void* p, int32_t ith, int32_t nth) { (*static_cast<Stage*>(p))(ith, nth); }, &stage);
+  struct Ctx {
+    const float* q;
+    float* out;
+    const AttentionParams* ap;
+    const float* kt;
+    const float* vf;
+    float* blk;
+    size_t per_thread;
+    int64_t kt_stride;
+    int32_t n_tok, pos0, n_pos, vw;
+    bool f16;
+  } c{q, out, &ap, kt, vf, blk, per_thread, kt_stride, n_tok, pos0, n_pos, vw, f16};
+  pool_.Run(
+      [](void* p, int32_t ith, int32_t nth) {
+        const Ctx& c = *static_cast<const Ctx*>(p);
+        const AttentionParams& ap = *c.ap;
+        const int32_t group = ap.n_head / ap.n_head_kv, dk = ap.head_dim_k, dv = ap.head_dim_v;
+        const int64_t rows_per_head = int64_t{c.n_tok} * group;
+        const int64_t n_blocks = (rows_per_head + attn::kAttnRows - 1) / attn::kAttnRows;
+        float* qb = c.blk + size_t(ith) * c.per_thread;
+        float* sb = qb + size_t(attn::kAttnRows) * size_t(dk);
+        int32_t lo[attn::kAttnRows], hi[attn::kAttnRows];
+        float* outp[attn::kAttnRows];
+        // Items interleaved across threads; later blocks see more keys, so this also balances.
+        for (int64_t it = ith; it < n_blocks * ap.n_head_kv; it += nth) {
+          const int32_t g = int32_t(it % ap.n_head_kv);
+          const int64_t r0 = (it / ap.n_head_kv) * attn::kAttnRows;
+          const int32_t rows = int32_t(std::min<int64_t>(attn::kAttnRows, rows_per_head - r0));
+          int32_t key0 = INT32_MAX, key1 = 0;
+          for (int32_t i = 0; i < attn::kAttnRows; ++i) {
+            float* qi = qb + size_t(i) * size_t(dk);
+            if (i >= rows) {
+              std::fill(qi, qi + dk, 0.0f);
+              continue;
+            }
+            const int32_t t = int32_t((r0 + i) / group), h = g * group + int32_t((r0 + i) % group);
+            const float* src = c.q + int64_t{t} * ap.n_head * dk + int64_t{h} * dk;
+            if (c.f16) {  // F16-rounded Q (sb as the F16 staging row)
+              quant::QuantizeActivations(GgmlType::F16, src, sb, dk);
+              quant::DequantizeRow(GgmlType::F16, sb, qi, dk);
+            } else {
+              std::copy(src, src + dk, qi);
+            }
+            const int32_t p_q = c.pos0 + t;
+            lo[i] = ap.window > 0 ? std::max(0, p_q - ap.window + 1) : 0;
+            hi[i] = p_q;
+            key0 = std::min(key0, lo[i]);
+            key1 = std::max(key1, hi[i]);
+            outp[i] = c.out + int64_t{t} * ap.n_head * dv + int64_t{h} * dv;
+          }
+          for (int32_t i = 0; i < rows; ++i) {
+            lo[i] -= key0;
+            hi[i] -= key0;
+          }
+          attn::Block b;
+          b.q = qb;
+          b.rows = rows;
+          b.d_k = dk;
+          b.d_v = dv;
+          b.kt = c.kt + size_t(g) * size_t(dk) * size_t(c.kt_stride) + size_t(key0);
+          b.kt_stride = c.kt_stride;
+          b.v = c.vf + size_t(key0) * size_t(c.vw) + size_t(g) * size_t(dv);
+          b.v_stride = c.vw;
+          b.n_keys = key1 - key0 + 1;
+          b.lo = lo;
+          b.hi = hi;
+          b.scale = ap.scale;
+          b.softcap = ap.softcap;
+          b.s = sb;
+          b.out = outp;
+          attn::RunBlock(b);
+        }
+      },
+      &c);
+}
+
 void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const AttentionParams& ap,
                            float* out) {
+  static const bool blocked_ok = attn::HasFastBlock() && std::getenv("ZF_NO_BLOCKED_ATTN") == nullptr;
+  if (n_tok > 1 && blocked_ok) {
+    AttentionBlocked(layer, q, n_tok, pos0, ap, out);
+    return;
+  }
   const int32_t group = ap.n_head / ap.n_head_kv;
   const int32_t q_width = ap.n_head * ap.head_dim_k;
   const int32_t o_width = ap.n_head * ap.head_dim_v;

@@ -49,6 +49,11 @@ class CpuBackend final : public Backend {
   std::vector<float> pack_ad_;    // [n_tok][k/32] activation block scales
   std::vector<float> pack_asum_;  // [n_tok][k/group] activation scale x group sum of quants
   std::vector<uint8_t> pack_tiles_;  // per thread: one packed tile + one unpacked row
+  // Prefill attention in blocks of query rows (engine/cpu/attention_kernels.h).
+  void AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const AttentionParams& ap,
+                        float* out);
+  std::vector<float> kt_stage_;    // [n_head_kv][head_dim_k][n_pos + pad]: this layer's K transposed
+  std::vector<float> attn_block_;  // per thread: Q rows, score rows, conversion rows
   // Per-thread attention scratch: scores over n_ctx positions + one k/v row.
   std::vector<float> attn_scratch_;
   int32_t n_ctx_ = 0;

@@ -91,6 +91,12 @@ BENCHMARK_CAPTURE(BM_MatMul, gemma3_ffn_up_Q4_K, GgmlType::Q4_K)
     ->Args({2048, 640, 1, 1})->Args({2048, 640, 1, 2})->Args({2048, 640, 64, 2});
 BENCHMARK_CAPTURE(BM_MatMul, gemma3_output_Q8_0, GgmlType::Q8_0)
     ->Args({262144, 640, 1, 1})->Args({262144, 640, 1, 2})->Unit(benchmark::kMillisecond);
+// Prefill (pp512) shapes, one thread: Gemma 3 ffn_up (Q5_0), ffn_down (Q4_K, Q6_K); SmolLM2
+// ffn_up (Q4_1).
+BENCHMARK_CAPTURE(BM_MatMul, pp512_gemma3_ffn_up_Q5_0, GgmlType::Q5_0)->Args({2048, 640, 512, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatMul, pp512_gemma3_ffn_down_Q4_K, GgmlType::Q4_K)->Args({640, 2048, 512, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatMul, pp512_gemma3_ffn_down_Q6_K, GgmlType::Q6_K)->Args({640, 2048, 512, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatMul, pp512_smollm2_ffn_up_Q4_1, GgmlType::Q4_1)->Args({1536, 576, 512, 1})->Unit(benchmark::kMillisecond);
 
 // One decode step's attention: args {kv_len, n_head, n_head_kv, head_dim}.
 void BM_Attention(benchmark::State& state) {

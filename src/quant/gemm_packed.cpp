@@ -61,6 +61,16 @@ int PackGroup(GgmlType t) {
   }
 }
 
+int PackOffset(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q4_0: return 8;
+    case GgmlType::Q5_0: return 16;
+    case GgmlType::Q8_0: return 128;
+    case GgmlType::Q6_K: return 32;
+    default: return 0;
+  }
+}
+
 size_t PackedTileBytes(int64_t k, int group) { return size_t(k / group) * GroupBytes(group); }
 
 void PackTile(GgmlType t, const void* w, size_t w_stride, int64_t rows, int64_t k, void* dst, void* scratch) {
@@ -90,7 +100,7 @@ void PackTile(GgmlType t, const void* w, size_t w_stride, int64_t rows, int64_t 
   }
 }
 
-void Q8_0Scales(const void* a, int64_t k, int group, float* ad, float* asum) {
+void Q8_0Scales(const void* a, int64_t k, int group, int offset, float* ad, float* asum, int32_t* aoff) {
   const auto* x = static_cast<const BlockQ8_0*>(a);
   const int per = 32 / group;  // groups per block: 1 or 2
   for (int64_t b = 0; b < k / 32; ++b) {
@@ -100,20 +110,22 @@ void Q8_0Scales(const void* a, int64_t k, int group, float* ad, float* asum) {
       int32_t sum = 0;
       for (int i = 0; i < group; ++i) sum += x[b].qs[h * group + i];
       asum[b * per + h] = s * float(sum);
+      if (offset != 0) aoff[b * per + h] = -offset * sum;
     }
   }
 }
 
 namespace ref {
 
-// The definition: per group, d * ad * (integer dot) + m * asum, summed over the groups in order.
-void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const void* a, size_t a_stride,
-                const float* ad, const float* asum, int64_t n_tok, float* y, int64_t y_stride) {
+// The definition: per group, d * ad * (integer dot) + m * asum (or d * ad * (integer dot + aoff)),
+// summed over the groups in order.
+void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok, float* y,
+                int64_t y_stride) {
   const int64_t ng = k / group, nb = k / 32;
   const size_t gb = GroupBytes(group);
   const auto* base = static_cast<const uint8_t*>(tile);
   for (int64_t t = 0; t < n_tok; ++t) {
-    const auto* at = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(a) + size_t(t) * a_stride);
+    const auto* at = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(a.q) + size_t(t) * a.q_stride);
     for (int64_t r = 0; r < rows; ++r) {
       float sum = 0.0f;
       for (int64_t g = 0; g < ng; ++g) {
@@ -127,7 +139,11 @@ void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const void
         float dr, mr;
         std::memcpy(&dr, o + size_t(16 * group) + 4 * size_t(r), 4);
         std::memcpy(&mr, o + size_t(16 * group) + 64 + 4 * size_t(r), 4);
-        sum += dr * ad[t * nb + e0 / 32] * float(dot) + mr * asum[t * ng + g];
+        if (a.aoff != nullptr) {  // fixed offset: exact in the integer dot
+          sum += dr * a.ad[t * nb + e0 / 32] * float(dot + a.aoff[t * ng + g]);
+        } else {
+          sum += dr * a.ad[t * nb + e0 / 32] * float(dot) + mr * a.asum[t * ng + g];
+        }
       }
       y[t * y_stride + r] = sum;
     }

@@ -18,9 +18,12 @@
 //            then d[16] floats, then m[16] floats.
 // Rows past `rows` in a tile are zero (they contribute nothing and are not stored).
 //
-// Activations: Q8_0 rows (quantized as the reference does) plus two float tables per token:
-// ad[t][b] = the scale of block b (k/32 per token), asum[t][g] = ad * (sum of the quants of
-// group g) (k/G per token). All functions are pure (thread-safe).
+// Activations: Q8_0 rows (quantized as the reference does) plus tables per token: ad[t][b] =
+// the scale of block b (k/32 per token), asum[t][g] = ad * (sum of the quants of group g) (k/G
+// per token), and for formats with a fixed offset (m = -c * d: Q4_0, Q5_0, Q8_0, Q6_K)
+// aoff[t][g] = -c * (sum of the quants of group g), an int32 that starts the group's integer
+// dot product so the offset costs no float operation (and no cancellation error).
+// All functions are pure (thread-safe).
 #pragma once
 
 #include <cstddef>
@@ -36,6 +39,10 @@ constexpr int64_t kPackRows = 16;
 // Q5_K), 16 (Q6_K), or 0 when t cannot be packed.
 int PackGroup(GgmlType t);
 
+// The fixed offset c of t's packed quants (m = -c * d): 8, 16, 128, 32 for Q4_0, Q5_0, Q8_0,
+// Q6_K; 0 for the formats with a free m.
+int PackOffset(GgmlType t);
+
 // Bytes of one packed tile of k elements per row (k a multiple of 32 and of t's block size).
 size_t PackedTileBytes(int64_t k, int group);
 
@@ -43,26 +50,35 @@ size_t PackedTileBytes(int64_t k, int group);
 // (PackedTileBytes bytes). `scratch` holds k bytes + 2 * k/16 floats (one row unpacked).
 void PackTile(GgmlType t, const void* w, size_t w_stride, int64_t rows, int64_t k, void* dst, void* scratch);
 
-// ad / asum of one Q8_0 activation row of k elements for group size `group`.
-void Q8_0Scales(const void* a, int64_t k, int group, float* ad, float* asum);
+// The tables of one Q8_0 activation row of k elements for group size `group`: ad and asum, and
+// aoff when offset != 0 (else aoff is not written and may be null).
+void Q8_0Scales(const void* a, int64_t k, int group, int offset, float* ad, float* asum, int32_t* aoff);
+
+// Activation tables for GemmPacked, each [n_tok][...] with the per-token sizes above.
+struct PackedActs {
+  const void* q;        // Q8_0 rows
+  size_t q_stride;      // bytes between tokens
+  const float* ad;      // [n_tok][k/32]
+  const float* asum;    // [n_tok][k/G]
+  const int32_t* aoff;  // [n_tok][k/G] or null: with it, m is ignored (the tile's format has a fixed offset)
+};
 
 // y[t * y_stride + r] = sum over the row of w[r][i] * a[t][i], for r < rows, t < n_tok.
-// a: Q8_0 rows (stride a_stride bytes); ad, asum: the tables above (k/32 and k/group per token).
-void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const void* a, size_t a_stride,
-                const float* ad, const float* asum, int64_t n_tok, float* y, int64_t y_stride);
+void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok, float* y,
+                int64_t y_stride);
 
 // True when GemmPacked has a SIMD kernel on this CPU.
 bool HasFastGemmPacked();
 
 namespace ref {
-void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const void* a, size_t a_stride,
-                const float* ad, const float* asum, int64_t n_tok, float* y, int64_t y_stride);
+void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok, float* y,
+                int64_t y_stride);
 }  // namespace ref
 
 #if defined(__x86_64__) || defined(__i386__)
 namespace avx512 {  // gemm_avx512.cpp; only call when CpuHasAvx512Vnni()
-void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const void* a, size_t a_stride,
-                const float* ad, const float* asum, int64_t n_tok, float* y, int64_t y_stride);
+void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok, float* y,
+                int64_t y_stride);
 }  // namespace avx512
 #endif
 

@@ -24,8 +24,7 @@ struct KernelTable {
   bool (*gemv)(GgmlType, int64_t, const void*, size_t, int64_t, const void*, float*) = nullptr;
   void (*gemm_affine)(int64_t, const AffineRows&, int64_t, const void*, size_t, const float*, int64_t,
                       float*, int64_t) = nullptr;
-  void (*gemm_packed)(const void*, int64_t, int, int64_t, const void*, size_t, const float*, const float*, int64_t,
-                      float*, int64_t) = nullptr;
+  void (*gemm_packed)(const void*, int64_t, int, int64_t, const PackedActs&, int64_t, float*, int64_t) = nullptr;
 };
 
 // Scalar GemmAffine (the definition the SIMD version is tested against).
@@ -200,9 +199,9 @@ void GemmAffine(int64_t k, const AffineRows& w, int64_t rows, const void* a, siz
 
 bool HasFastGemmPacked() { return Table().gemm_packed != ref::GemmPacked; }
 
-void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const void* a, size_t a_stride,
-                const float* ad, const float* asum, int64_t n_tok, float* y, int64_t y_stride) {
-  Table().gemm_packed(tile, k, group, rows, a, a_stride, ad, asum, n_tok, y, y_stride);
+void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok, float* y,
+                int64_t y_stride) {
+  Table().gemm_packed(tile, k, group, rows, a, n_tok, y, y_stride);
 }
 
 void AxpyF32(int64_t n, float a, const float* x, float* y) {

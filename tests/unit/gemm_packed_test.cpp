@@ -55,8 +55,17 @@ void Check(GgmlType t, int64_t rows, int64_t n_tok, int64_t k, float w_scale, fl
   const int64_t ng = k / group, nb = k / 32;
   const size_t w_row = RowSize(t, k), a_row = RowSize(GgmlType::Q8_0, k);
   std::vector<uint8_t> w = RandomWeights(t, rows, k, w_scale, 11), a = RandomActivations(n_tok, k, a_scale, 12);
+  const int offset = PackOffset(t);
   std::vector<float> ad(size_t(n_tok * nb)), asum(size_t(n_tok * ng));
-  for (int64_t j = 0; j < n_tok; ++j) Q8_0Scales(a.data() + a_row * size_t(j), k, group, &ad[size_t(j * nb)], &asum[size_t(j * ng)]);
+  std::vector<int32_t> aoff(size_t(n_tok * ng));
+  for (int64_t j = 0; j < n_tok; ++j) {
+    Q8_0Scales(a.data() + a_row * size_t(j), k, group, offset, &ad[size_t(j * nb)], &asum[size_t(j * ng)], &aoff[size_t(j * ng)]);
+  }
+  // Fixed-offset formats are checked both ways: offset in the integer dot (as the engine runs
+  // them) and through m * asum.
+  for (bool use_aoff : {offset != 0, false}) {
+  SCOPED_TRACE(use_aoff ? "integer offset" : "m * asum");
+  const PackedActs acts{a.data(), a_row, ad.data(), asum.data(), use_aoff ? aoff.data() : nullptr};
 
   std::vector<float> y(size_t(rows * n_tok), NAN), y_ref(size_t(rows * n_tok), NAN);
   std::vector<uint8_t> tile(PackedTileBytes(k, group)), scratch(size_t(k) + 2 * size_t(k / 16) * 4);
@@ -81,8 +90,8 @@ void Check(GgmlType t, int64_t rows, int64_t n_tok, int64_t k, float w_scale, fl
         absw[size_t((r0 + r) * k + i)] = std::fabs(double(d) * q) + std::fabs(double(m));
       }
     }
-    GemmPacked(tile.data(), k, group, n, a.data(), a_row, ad.data(), asum.data(), n_tok, y.data() + r0, rows);
-    ref::GemmPacked(tile.data(), k, group, n, a.data(), a_row, ad.data(), asum.data(), n_tok, y_ref.data() + r0, rows);
+    GemmPacked(tile.data(), k, group, n, acts, n_tok, y.data() + r0, rows);
+    ref::GemmPacked(tile.data(), k, group, n, acts, n_tok, y_ref.data() + r0, rows);
   }
   for (int64_t j = 0; j < n_tok; ++j) {
     DequantizeRow(GgmlType::Q8_0, a.data() + a_row * size_t(j), af.data(), k);
@@ -99,6 +108,7 @@ void Check(GgmlType t, int64_t rows, int64_t n_tok, int64_t k, float w_scale, fl
       ASSERT_NEAR(got, want, 1e-5 * mag + 1e-30) << "(" << r << ", " << j << ") vs reference";
       ASSERT_NEAR(got, exact, 1e-5 * mag + 1e-30) << "(" << r << ", " << j << ") vs float product";
     }
+  }
   }
 }
 
@@ -123,6 +133,24 @@ TEST(GemmPacked, ExtremeScales) {
   for (GgmlType t : kTypes) {
     Check(t, 16, 9, 256, 1e-4f, 1e-3f);
     Check(t, 16, 9, 256, 8.0f, 1e3f);
+  }
+}
+
+TEST(GemmPacked, OffsetsMatchTheUnpackedMins) {
+  for (GgmlType t : kTypes) {
+    if (PackOffset(t) == 0) continue;
+    std::vector<uint8_t> w = RandomWeights(t, 3, 256, 0.01f, 5);
+    std::vector<uint8_t> tile(PackedTileBytes(256, PackGroup(t))), scratch(256 + 2 * 16 * 4);
+    PackTile(t, w.data(), RowSize(t, 256), 3, 256, tile.data(), scratch.data());
+    const int g = PackGroup(t);
+    for (int64_t grp = 0; grp < 256 / g; ++grp) {
+      for (int r = 0; r < 3; ++r) {
+        float d, m;
+        std::memcpy(&d, tile.data() + size_t(grp) * size_t(16 * g + 128) + size_t(16 * g + 4 * r), 4);
+        std::memcpy(&m, tile.data() + size_t(grp) * size_t(16 * g + 128) + size_t(16 * g + 64 + 4 * r), 4);
+        ASSERT_EQ(m, -float(PackOffset(t)) * d) << TypeName(t);
+      }
+    }
   }
 }
 

@@ -141,6 +141,9 @@ void CpuBackend::MatMulPacked(const Tensor& w, const float* x, int32_t n_tok, fl
   if (act_q_.size() < q8_row * size_t(n_tok)) act_q_.resize(q8_row * size_t(n_tok));
   if (pack_ad_.size() < size_t(nb) * size_t(n_tok)) pack_ad_.resize(size_t(nb) * size_t(n_tok));
   if (pack_asum_.size() < size_t(ng) * size_t(n_tok)) pack_asum_.resize(size_t(ng) * size_t(n_tok));
+  const int offset = quant::PackOffset(w.type);
+  if (offset != 0 && pack_aoff_.size() < size_t(ng) * size_t(n_tok)) pack_aoff_.resize(size_t(ng) * size_t(n_tok));
+  int32_t* aoff = offset != 0 ? pack_aoff_.data() : nullptr;
   const size_t tile_bytes = (quant::PackedTileBytes(k, group) + 63) / 64 * 64;
   const size_t per_thread = tile_bytes + size_t(k) + 2 * size_t(k / 16) * 4 + 64;
   const size_t nth = size_t(pool_.size());
@@ -151,20 +154,19 @@ void CpuBackend::MatMulPacked(const Tensor& w, const float* x, int32_t n_tok, fl
   pool_.ParallelFor(n_tok, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
       quant::QuantizeActivations(GgmlType::Q8_0, x + t * k, act + size_t(t) * q8_row, k);
-      quant::Q8_0Scales(act + size_t(t) * q8_row, k, group, ad + t * nb, asum + t * ng);
+      quant::Q8_0Scales(act + size_t(t) * q8_row, k, group, offset, ad + t * nb, asum + t * ng,
+                        aoff != nullptr ? aoff + t * ng : nullptr);
     }
   });
   struct Ctx {
     CpuBackend* self;
     const Tensor* w;
     float* y;
-    const uint8_t* act;
-    const float* ad;
-    const float* asum;
+    quant::PackedActs acts;
     int64_t k, m;
     int32_t n_tok, group;
-    size_t q8_row, w_row, per_thread;
-  } c{this, &w, y, act, ad, asum, k, m, n_tok, group, q8_row, w_row, per_thread};
+    size_t w_row, per_thread;
+  } c{this, &w, y, quant::PackedActs{act, q8_row, ad, asum, aoff}, k, m, n_tok, group, w_row, per_thread};
   pool_.Run(
       [](void* p, int32_t ith, int32_t nth) {
         Ctx& c = *static_cast<Ctx*>(p);
@@ -177,7 +179,7 @@ void CpuBackend::MatMulPacked(const Tensor& w, const float* x, int32_t n_tok, fl
           const int64_t r = ti * quant::kPackRows;
           const int64_t rows = std::min<int64_t>(quant::kPackRows, c.m - r);
           quant::PackTile(c.w->type, c.w->data + size_t(r) * c.w_row, c.w_row, rows, c.k, tile, scratch);
-          quant::GemmPacked(tile, c.k, c.group, rows, c.act, c.q8_row, c.ad, c.asum, c.n_tok, c.y + r, c.m);
+          quant::GemmPacked(tile, c.k, c.group, rows, c.acts, c.n_tok, c.y + r, c.m);
         }
       },
       &c);
@@ -213,15 +215,32 @@ void CpuBackend::MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y
   });
 }
 
-void CpuBackend::RmsNorm(const float* x, const float* w, int32_t rows, int32_t n, float eps, float* y) {
-  for (int32_t r = 0; r < rows; ++r) {
-    const float* xr = x + int64_t{r} * n;
-    float* yr = y + int64_t{r} * n;
-    double sum = 0.0;
-    for (int32_t i = 0; i < n; ++i) sum += double(xr[i]) * double(xr[i]);
-    const float scale = 1.0f / std::sqrt(float(sum / n) + eps);
-    for (int32_t i = 0; i < n; ++i) yr[i] = xr[i] * scale * w[i];
+namespace {
+// One row: the sum of squares in double (8 partial sums: independent chains the compiler can
+// keep in vector lanes; the order change is far below float precision).
+void RmsNormRow(const float* x, const float* w, int32_t n, float eps, float* y) {
+  double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int32_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) part[j] += double(x[i + j]) * double(x[i + j]);
   }
+  double sum = 0.0;
+  for (; i < n; ++i) sum += double(x[i]) * double(x[i]);
+  sum += ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+  const float scale = 1.0f / std::sqrt(float(sum / n) + eps);
+  for (int32_t k = 0; k < n; ++k) y[k] = x[k] * scale * w[k];
+}
+}  // namespace
+
+void CpuBackend::RmsNorm(const float* x, const float* w, int32_t rows, int32_t n, float eps, float* y) {
+  // Prefill-sized calls are split across threads; small ones (decode) stay on the caller.
+  if (int64_t{rows} * n >= (int64_t{1} << 14)) {
+    pool_.ParallelFor(rows, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) RmsNormRow(x + r * n, w, n, eps, y + r * n);
+    });
+    return;
+  }
+  for (int32_t r = 0; r < rows; ++r) RmsNormRow(x + int64_t{r} * n, w, n, eps, y + int64_t{r} * n);
 }
 
 void CpuBackend::AddBias(float* x, const float* b, int32_t rows, int32_t n) {
@@ -238,28 +257,42 @@ void CpuBackend::Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim
                       const RopeParams& rp) {
   const int32_t half = rp.n_rot / 2;
   const float theta_scale = std::pow(rp.base, -2.0f / float(rp.n_rot));
-  if (rope_cs_.size() < size_t(half) * 2) rope_cs_.resize(size_t(half) * 2);  // once: no allocation per call
-  float* cs = rope_cs_.data();
-  for (int32_t t = 0; t < n_tok; ++t) {
-    float theta = float(pos[t]) * rp.freq_scale;
-    for (int32_t i = 0; i < half; ++i) {
-      const float th = rp.freq_factors ? theta / rp.freq_factors[i] : theta;
-      cs[size_t(2 * i)] = std::cos(th);
-      cs[size_t(2 * i + 1)] = std::sin(th);
-      theta *= theta_scale;
-    }
-    for (int32_t h = 0; h < n_heads; ++h) {
-      float* v = x + (int64_t{t} * n_heads + h) * head_dim;
+  const size_t nth = size_t(pool_.size());
+  // Per thread: the cos/sin of one position's angles (sized once: no allocation per call).
+  if (rope_cs_.size() < nth * size_t(half) * 2) rope_cs_.resize(nth * size_t(half) * 2);
+  auto run = [&](int32_t ith, int32_t nth_run, int32_t t0, int32_t t1) {
+    (void)nth_run;
+    float* cs = rope_cs_.data() + size_t(ith) * size_t(half) * 2;
+    for (int32_t t = t0; t < t1; ++t) {
+      float theta = float(pos[t]) * rp.freq_scale;
       for (int32_t i = 0; i < half; ++i) {
-        const float c = cs[size_t(2 * i)], s = cs[size_t(2 * i + 1)];
-        const int32_t i0 = rp.style == model::RopeStyle::kNorm ? 2 * i : i;
-        const int32_t i1 = rp.style == model::RopeStyle::kNorm ? 2 * i + 1 : i + half;
-        const float a = v[i0], b = v[i1];
-        v[i0] = a * c - b * s;
-        v[i1] = a * s + b * c;
+        const float th = rp.freq_factors ? theta / rp.freq_factors[i] : theta;
+        cs[size_t(2 * i)] = std::cos(th);
+        cs[size_t(2 * i + 1)] = std::sin(th);
+        theta *= theta_scale;
+      }
+      for (int32_t h = 0; h < n_heads; ++h) {
+        float* v = x + (int64_t{t} * n_heads + h) * head_dim;
+        for (int32_t i = 0; i < half; ++i) {
+          const float c = cs[size_t(2 * i)], s = cs[size_t(2 * i + 1)];
+          const int32_t i0 = rp.style == model::RopeStyle::kNorm ? 2 * i : i;
+          const int32_t i1 = rp.style == model::RopeStyle::kNorm ? 2 * i + 1 : i + half;
+          const float a = v[i0], b = v[i1];
+          v[i0] = a * c - b * s;
+          v[i1] = a * s + b * c;
+        }
       }
     }
+  };
+  if (n_tok < 8) {  // decode: on the caller
+    run(0, 1, 0, n_tok);
+    return;
   }
+  auto split = [&](int32_t ith, int32_t nth_run) {
+    run(ith, nth_run, int32_t(int64_t{n_tok} * ith / nth_run), int32_t(int64_t{n_tok} * (ith + 1) / nth_run));
+  };
+  using Split = decltype(split);
+  pool_.Run([](void* p, int32_t ith, int32_t nth_run) { (*static_cast<Split*>(p))(ith, nth_run); }, &split);
 }
 
 namespace {

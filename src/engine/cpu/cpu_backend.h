@@ -48,6 +48,7 @@ class CpuBackend final : public Backend {
   void MatMulPacked(const Tensor& w, const float* x, int32_t n_tok, float* y);
   std::vector<float> pack_ad_;    // [n_tok][k/32] activation block scales
   std::vector<float> pack_asum_;  // [n_tok][k/group] activation scale x group sum of quants
+  std::vector<int32_t> pack_aoff_;  // [n_tok][k/group] -offset x group sum of quants (fixed-offset formats)
   std::vector<uint8_t> pack_tiles_;  // per thread: one packed tile + one unpacked row
   // Prefill attention in blocks of query rows (engine/cpu/attention_kernels.h).
   void AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const AttentionParams& ap,

@@ -51,6 +51,7 @@ inline void ScoreTile(const Block& b, int32_t a, int64_t j0, float* s, int64_t s
     const float* kd = kt + d * b.kt_stride;
     const __m512 k0 = _mm512_loadu_ps(kd), k1 = _mm512_loadu_ps(kd + 16);
     const __m512 k2 = _mm512_loadu_ps(kd + 32), k3 = _mm512_loadu_ps(kd + 48);
+#pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) {
       const __m512 qv = _mm512_set1_ps(q0[i * b.d_k + d]);
       acc[i][0] = _mm512_fmadd_ps(qv, k0, acc[i][0]);
@@ -93,6 +94,52 @@ float SoftmaxRow(const Block& b, float* s, int32_t lo, int32_t hi) {
   return 1.0f / _mm512_reduce_add_ps(sum);
 }
 
+// out[i][e0 .. e0+63] = inv[i] * sum over keys j in [ulo, uhi] of p[i][j] * V[j][e0 ..] for the
+// na (<= 4) rows of a tile. Every loop over the 4 rows is unrolled and the row count handled by
+// `if`, so that the 16 accumulators stay in registers.
+void ValueTile(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t uhi, int32_t e0, int32_t na,
+               const float* inv, float* const* out) {
+  __mmask16 mk[4];
+  for (int c = 0; c < 4; ++c) mk[c] = TailMask(std::max<int64_t>(0, int64_t{b.d_v} - e0 - 16 * c));
+  const int64_t vs = b.v_stride;
+  const float* v = b.v + e0;
+  const float* p0 = p;
+  const float* p1 = p + ss;
+  const float* p2 = p + 2 * ss;
+  const float* p3 = p + 3 * ss;
+  __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+  __m512 a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+  for (int32_t j = ulo; j <= uhi; ++j) {
+    const float* vj = v + j * vs;
+    const __m512 v0 = _mm512_maskz_loadu_ps(mk[0], vj), v1 = _mm512_maskz_loadu_ps(mk[1], vj + 16);
+    const __m512 v2 = _mm512_maskz_loadu_ps(mk[2], vj + 32), v3 = _mm512_maskz_loadu_ps(mk[3], vj + 48);
+    __m512 w = _mm512_set1_ps(p0[j]);
+    a00 = _mm512_fmadd_ps(w, v0, a00), a01 = _mm512_fmadd_ps(w, v1, a01);
+    a02 = _mm512_fmadd_ps(w, v2, a02), a03 = _mm512_fmadd_ps(w, v3, a03);
+    w = _mm512_set1_ps(p1[j]);
+    a10 = _mm512_fmadd_ps(w, v0, a10), a11 = _mm512_fmadd_ps(w, v1, a11);
+    a12 = _mm512_fmadd_ps(w, v2, a12), a13 = _mm512_fmadd_ps(w, v3, a13);
+    w = _mm512_set1_ps(p2[j]);
+    a20 = _mm512_fmadd_ps(w, v0, a20), a21 = _mm512_fmadd_ps(w, v1, a21);
+    a22 = _mm512_fmadd_ps(w, v2, a22), a23 = _mm512_fmadd_ps(w, v3, a23);
+    w = _mm512_set1_ps(p3[j]);
+    a30 = _mm512_fmadd_ps(w, v0, a30), a31 = _mm512_fmadd_ps(w, v1, a31);
+    a32 = _mm512_fmadd_ps(w, v2, a32), a33 = _mm512_fmadd_ps(w, v3, a33);
+  }
+  const auto store = [&](int i, __m512 x0, __m512 x1, __m512 x2, __m512 x3) {
+    const __m512 iv = _mm512_set1_ps(inv[i]);
+    float* o = out[i] + e0;
+    _mm512_mask_storeu_ps(o, mk[0], _mm512_mul_ps(x0, iv));
+    _mm512_mask_storeu_ps(o + 16, mk[1], _mm512_mul_ps(x1, iv));
+    _mm512_mask_storeu_ps(o + 32, mk[2], _mm512_mul_ps(x2, iv));
+    _mm512_mask_storeu_ps(o + 48, mk[3], _mm512_mul_ps(x3, iv));
+  };
+  store(0, a00, a01, a02, a03);
+  if (na > 1) store(1, a10, a11, a12, a13);
+  if (na > 2) store(2, a20, a21, a22, a23);
+  if (na > 3) store(3, a30, a31, a32, a33);
+}
+
 }  // namespace
 
 void RunBlockAvx512(const Block& b) {
@@ -118,29 +165,7 @@ void RunBlockAvx512(const Block& b) {
       std::fill(s + b.hi[a + i] + 1, s + uhi + 1, 0.0f);
     }
     // O = P V over the union of the rows' keys, 64 value dimensions at a time.
-    const float* s0 = b.s + a * ss;
-    for (int32_t e0 = 0; e0 < b.d_v; e0 += 64) {
-      __mmask16 mk[4];
-      for (int c = 0; c < 4; ++c) mk[c] = TailMask(std::max<int64_t>(0, int64_t{b.d_v} - e0 - 16 * c));
-      __m512 acc[4][4];
-      for (auto& row : acc) for (__m512& v : row) v = _mm512_setzero_ps();
-      for (int32_t j = ulo; j <= uhi; ++j) {
-        const float* vj = b.v + j * b.v_stride + e0;
-        const __m512 v0 = _mm512_maskz_loadu_ps(mk[0], vj), v1 = _mm512_maskz_loadu_ps(mk[1], vj + 16);
-        const __m512 v2 = _mm512_maskz_loadu_ps(mk[2], vj + 32), v3 = _mm512_maskz_loadu_ps(mk[3], vj + 48);
-        for (int i = 0; i < 4; ++i) {
-          const __m512 p = _mm512_set1_ps(s0[i * ss + j]);
-          acc[i][0] = _mm512_fmadd_ps(p, v0, acc[i][0]);
-          acc[i][1] = _mm512_fmadd_ps(p, v1, acc[i][1]);
-          acc[i][2] = _mm512_fmadd_ps(p, v2, acc[i][2]);
-          acc[i][3] = _mm512_fmadd_ps(p, v3, acc[i][3]);
-        }
-      }
-      for (int i = 0; i < na; ++i) {
-        const __m512 iv = _mm512_set1_ps(inv[i]);
-        for (int c = 0; c < 4; ++c) _mm512_mask_storeu_ps(b.out[a + i] + e0 + 16 * c, mk[c], _mm512_mul_ps(acc[i][c], iv));
-      }
-    }
+    for (int32_t e0 = 0; e0 < b.d_v; e0 += 64) ValueTile(b, b.s + a * ss, ss, ulo, uhi, e0, na, inv, b.out + a);
   }
 }
 

@@ -4,6 +4,7 @@
 #include "engine/cpu/cpu_backend.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -127,7 +128,7 @@ void CpuBackend::MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, fl
       &c);
 }
 
-// Prefill: each thread packs tiles of 16 weight rows (its share of the rows, contiguous) into
+// Prefill: each thread packs tiles of 16 weight rows (taken dynamically from a counter) into
 // the row-interleaved layout and multiplies each tile with all tokens' Q8_0 activations. A
 // packed tile (k * 16 bytes + scales: 40 KiB for k = 2048) stays in L1/L2 while the tokens
 // stream past it; packing is paid once per weight row per call.
@@ -166,16 +167,21 @@ void CpuBackend::MatMulPacked(const Tensor& w, const float* x, int32_t n_tok, fl
     int64_t k, m;
     int32_t n_tok, group;
     size_t w_row, per_thread;
-  } c{this, &w, y, quant::PackedActs{act, q8_row, ad, asum, aoff}, k, m, n_tok, group, w_row, per_thread};
+    std::atomic<int64_t> next;  // the next tile to take
+  } c{this, &w, y, quant::PackedActs{act, q8_row, ad, asum, aoff}, k, m, n_tok, group, w_row, per_thread, {0}};
   pool_.Run(
       [](void* p, int32_t ith, int32_t nth) {
         Ctx& c = *static_cast<Ctx*>(p);
+        (void)nth;
         const int64_t n_tiles = (c.m + quant::kPackRows - 1) / quant::kPackRows;
-        const int64_t t0 = n_tiles * ith / nth, t1 = n_tiles * (ith + 1) / nth;
         uint8_t* buf = c.self->pack_tiles_.data() + size_t(ith) * c.per_thread;
         uint8_t* tile = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf) + 63) & ~uintptr_t(63));
         uint8_t* scratch = tile + (quant::PackedTileBytes(c.k, c.group) + 63) / 64 * 64;
-        for (int64_t ti = t0; ti < t1; ++ti) {
+        // Tiles are taken dynamically (one atomic per tile of 16 rows x all tokens, tens of
+        // microseconds of work): a thread that is delayed (a shared machine, or a slower core)
+        // takes fewer tiles instead of making the others wait at the join.
+        for (int64_t ti = c.next.fetch_add(1, std::memory_order_relaxed); ti < n_tiles;
+             ti = c.next.fetch_add(1, std::memory_order_relaxed)) {
           const int64_t r = ti * quant::kPackRows;
           const int64_t rows = std::min<int64_t>(quant::kPackRows, c.m - r);
           quant::PackTile(c.w->type, c.w->data + size_t(r) * c.w_row, c.w_row, rows, c.k, tile, scratch);
@@ -430,10 +436,12 @@ void CpuBackend::AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, 
     int64_t kt_stride;
     int32_t n_tok, pos0, n_pos, vw;
     bool f16;
-  } c{q, out, &ap, kt, vf, blk, per_thread, kt_stride, n_tok, pos0, n_pos, vw, f16};
+    std::atomic<int64_t> next;  // the next item (block of query rows) to take
+  } c{q, out, &ap, kt, vf, blk, per_thread, kt_stride, n_tok, pos0, n_pos, vw, f16, {0}};
   pool_.Run(
       [](void* p, int32_t ith, int32_t nth) {
-        const Ctx& c = *static_cast<const Ctx*>(p);
+        Ctx& c = *static_cast<Ctx*>(p);
+        (void)nth;
         const AttentionParams& ap = *c.ap;
         const int32_t group = ap.n_head / ap.n_head_kv, dk = ap.head_dim_k, dv = ap.head_dim_v;
         const int64_t rows_per_head = int64_t{c.n_tok} * group;
@@ -442,8 +450,11 @@ void CpuBackend::AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, 
         float* sb = qb + size_t(attn::kAttnRows) * size_t(dk);
         int32_t lo[attn::kAttnRows], hi[attn::kAttnRows];
         float* outp[attn::kAttnRows];
-        // Items interleaved across threads; later blocks see more keys, so this also balances.
-        for (int64_t it = ith; it < n_blocks * ap.n_head_kv; it += nth) {
+        // Items taken dynamically, the costliest (last rows: the most keys) first.
+        const int64_t n_items = n_blocks * ap.n_head_kv;
+        for (int64_t taken = c.next.fetch_add(1, std::memory_order_relaxed); taken < n_items;
+             taken = c.next.fetch_add(1, std::memory_order_relaxed)) {
+          const int64_t it = n_items - 1 - taken;
           const int32_t g = int32_t(it % ap.n_head_kv);
           const int64_t r0 = (it / ap.n_head_kv) * attn::kAttnRows;
           const int32_t rows = int32_t(std::min<int64_t>(attn::kAttnRows, rows_per_head - r0));

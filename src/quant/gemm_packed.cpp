@@ -73,6 +73,7 @@ int PackOffset(GgmlType t) {
 
 size_t PackedTileBytes(int64_t k, int group) { return size_t(k / group) * GroupBytes(group); }
 
+namespace ref {
 void PackTile(GgmlType t, const void* w, size_t w_stride, int64_t rows, int64_t k, void* dst, void* scratch) {
   const int group = PackGroup(t);
   const int64_t ng = k / group;
@@ -99,6 +100,8 @@ void PackTile(GgmlType t, const void* w, size_t w_stride, int64_t rows, int64_t 
     }
   }
 }
+
+}  // namespace ref
 
 void Q8_0Scales(const void* a, int64_t k, int group, int offset, float* ad, float* asum, int32_t* aoff) {
   const auto* x = static_cast<const BlockQ8_0*>(a);

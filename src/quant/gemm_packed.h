@@ -71,12 +71,14 @@ void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const Pack
 bool HasFastGemmPacked();
 
 namespace ref {
+void PackTile(GgmlType t, const void* w, size_t w_stride, int64_t rows, int64_t k, void* dst, void* scratch);
 void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok, float* y,
                 int64_t y_stride);
 }  // namespace ref
 
 #if defined(__x86_64__) || defined(__i386__)
 namespace avx512 {  // gemm_avx512.cpp; only call when CpuHasAvx512Vnni()
+void PackTile(GgmlType t, const void* w, size_t w_stride, int64_t rows, int64_t k, void* dst, void* scratch);
 void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok, float* y,
                 int64_t y_stride);
 }  // namespace avx512

@@ -24,6 +24,7 @@ struct KernelTable {
   bool (*gemv)(GgmlType, int64_t, const void*, size_t, int64_t, const void*, float*) = nullptr;
   void (*gemm_affine)(int64_t, const AffineRows&, int64_t, const void*, size_t, const float*, int64_t,
                       float*, int64_t) = nullptr;
+  void (*pack_tile)(GgmlType, const void*, size_t, int64_t, int64_t, void*, void*) = nullptr;
   void (*gemm_packed)(const void*, int64_t, int, int64_t, const PackedActs&, int64_t, float*, int64_t) = nullptr;
 };
 
@@ -65,6 +66,7 @@ KernelTable BuildTable() {
   k.gemm_q8_0 = GemmQ8_0Ref;
   k.gemm_affine = GemmAffineRef;
   k.gemm_packed = ref::GemmPacked;
+  k.pack_tile = ref::PackTile;
   for (int id = 0; id < kNumTypes; ++id) {
     const GgmlType t = static_cast<GgmlType>(id);
     k.vec_dot[id] = ref::GetVecDotFn(t);
@@ -103,6 +105,7 @@ KernelTable BuildTable() {
       k.gemm_q8_0 = avx512::GemmQ8_0;
       k.gemm_affine = avx512::GemmAffine;
       k.gemm_packed = avx512::GemmPacked;
+      k.pack_tile = avx512::PackTile;
       k.gemv = avx512::Gemv;
     }
   }
@@ -195,6 +198,10 @@ bool HasFastGemmAffine() { return Table().gemm_affine != GemmAffineRef; }
 void GemmAffine(int64_t k, const AffineRows& w, int64_t rows, const void* a, size_t a_stride,
                 const float* asum, int64_t n_tok, float* y, int64_t y_stride) {
   Table().gemm_affine(k, w, rows, a, a_stride, asum, n_tok, y, y_stride);
+}
+
+void PackTile(GgmlType t, const void* w, size_t w_stride, int64_t rows, int64_t k, void* dst, void* scratch) {
+  Table().pack_tile(t, w, w_stride, rows, k, dst, scratch);
 }
 
 bool HasFastGemmPacked() { return Table().gemm_packed != ref::GemmPacked; }

@@ -154,6 +154,23 @@ TEST(GemmPacked, OffsetsMatchTheUnpackedMins) {
   }
 }
 
+// The dispatched (SIMD) packer writes exactly the bytes of the portable one.
+TEST(GemmPacked, PackerMatchesReferenceBytes) {
+  for (GgmlType t : kTypes) {
+    const bool k_quant = t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K;
+    for (int64_t k : {int64_t{256}, int64_t{768}, k_quant ? int64_t{256} : int64_t{96}}) {
+      for (int64_t rows : {1, 7, 16}) {
+        std::vector<uint8_t> w = RandomWeights(t, rows, k, 0.02f, uint32_t(rows + k));
+        const size_t bytes = PackedTileBytes(k, PackGroup(t));
+        std::vector<uint8_t> a(bytes, 0xAB), b(bytes, 0xCD), scratch(size_t(k) + 2 * size_t(k / 16) * 4);
+        PackTile(t, w.data(), RowSize(t, k), rows, k, a.data(), scratch.data());
+        ref::PackTile(t, w.data(), RowSize(t, k), rows, k, b.data(), scratch.data());
+        ASSERT_EQ(a, b) << TypeName(t) << " k " << k << " rows " << rows;
+      }
+    }
+  }
+}
+
 TEST(GemmPacked, UnsupportedTypesAreNotPacked) {
   EXPECT_EQ(PackGroup(GgmlType::F32), 0);
   EXPECT_EQ(PackGroup(GgmlType::F16), 0);

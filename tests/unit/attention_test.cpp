@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "engine/cpu/activation_kernels.h"
 #include "engine/cpu/attention_kernels.h"
 #include "engine/cpu/cpu_backend.h"
 
@@ -119,6 +120,22 @@ TEST(AttentionPrefill, MatchesDecodePathPerToken) {
     CheckBackend(type, 4, 1, 256, 40, 3, 16, 0.0f);  // sliding window
     CheckBackend(type, 2, 2, 80, 9, 0, 0, 30.0f);    // softcap, no grouping, odd head size
   }
+}
+
+}  // namespace
+}  // namespace zf::engine
+
+namespace zf::engine {
+namespace {
+
+// SiLU x up (dispatched) against the std::exp reference, including large |x| and a tail.
+TEST(SiluMul, MatchesReference) {
+  std::vector<float> g = Random(1003, 7, 4.0f), u = Random(1003, 8);
+  g[0] = -100.0f, g[1] = 100.0f, g[2] = 0.0f, g[3] = -88.5f, g[4] = 30.0f;
+  std::vector<float> a = g, b = g;
+  act::SiluMul(a.data(), u.data(), int64_t(a.size()));
+  act::SiluMulRef(b.data(), u.data(), int64_t(b.size()));
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-6f * (1.0f + std::fabs(b[i]))) << i << " x " << g[i];
 }
 
 }  // namespace

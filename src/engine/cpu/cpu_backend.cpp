@@ -10,6 +10,7 @@
 #include <cstring>
 #include <new>
 
+#include "engine/cpu/activation_kernels.h"
 #include "engine/cpu/attention_kernels.h"
 #include "quant/gemm_packed.h"
 #include "quant/quant.h"
@@ -334,8 +335,6 @@ void GeluMul(float* gate, const float* up, int64_t n) {
   }
 }
 
-inline float Silu(float x) { return x / (1.0f + std::exp(-x)); }
-
 }  // namespace
 
 void CpuBackend::GatedActivation(model::FfnActivation act, float* gate, const float* up, int64_t n) {
@@ -343,7 +342,7 @@ void CpuBackend::GatedActivation(model::FfnActivation act, float* gate, const fl
     if (act == model::FfnActivation::kGeluTanh) {
       GeluMul(gate + b, up + b, e - b);
     } else {
-      for (int64_t i = b; i < e; ++i) gate[i] = Silu(gate[i]) * up[i];
+      act::SiluMul(gate + b, up + b, e - b);
     }
   });
 }

@@ -129,75 +129,110 @@ void CpuBackend::MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, fl
       &c);
 }
 
-// Prefill: each thread packs tiles of 16 weight rows (taken dynamically from a counter) into
-// the row-interleaved layout and multiplies each tile with all tokens' Q8_0 activations. A
-// packed tile (k * 16 bytes + scales: 40 KiB for k = 2048) stays in L1/L2 while the tokens
-// stream past it; packing is paid once per weight row per call.
-void CpuBackend::MatMulPacked(const Tensor& w, const float* x, int32_t n_tok, float* y) {
-  const int64_t k = w.ne[0];
-  const int64_t m = w.ne[1];
-  const int group = quant::PackGroup(w.type);
-  const int64_t nb = k / 32, ng = k / group;
+// Prefill: x is quantized to Q8_0 once for all the weights that share it (Q, K, V; gate, up),
+// then the threads take tiles of 16 weight rows from one counter over all of those weights, pack
+// each tile into the row-interleaved layout and multiply it with every token. A packed tile
+// (k * 16 bytes + scales: 40 KiB for k = 2048) stays in L1/L2 while the tokens stream past it;
+// packing is paid once per weight row per call. Tiles are taken dynamically (one atomic per
+// tile of tens of microseconds): a delayed thread (a shared machine, a slower core) takes fewer
+// tiles instead of making the others wait at the join.
+void CpuBackend::MatMulPacked(const Tensor* const* w, float* const* y, int32_t n_w, const float* x, int32_t n_tok) {
+  const int64_t k = w[0]->ne[0];
+  const int64_t nb = k / 32, ng_max = k / 16;
   const size_t q8_row = RowSize(GgmlType::Q8_0, k);
-  const size_t w_row = RowSize(w.type, k);
   if (act_q_.size() < q8_row * size_t(n_tok)) act_q_.resize(q8_row * size_t(n_tok));
   if (pack_ad_.size() < size_t(nb) * size_t(n_tok)) pack_ad_.resize(size_t(nb) * size_t(n_tok));
-  if (pack_asum_.size() < size_t(ng) * size_t(n_tok)) pack_asum_.resize(size_t(ng) * size_t(n_tok));
-  const int offset = quant::PackOffset(w.type);
-  if (offset != 0 && pack_aoff_.size() < size_t(ng) * size_t(n_tok)) pack_aoff_.resize(size_t(ng) * size_t(n_tok));
-  int32_t* aoff = offset != 0 ? pack_aoff_.data() : nullptr;
-  const size_t tile_bytes = (quant::PackedTileBytes(k, group) + 63) / 64 * 64;
-  const size_t per_thread = tile_bytes + size_t(k) + 2 * size_t(k / 16) * 4 + 64;
+  // Per weight: its activation sums (layout depends on the group size and offset).
+  const size_t per_w = size_t(ng_max) * size_t(n_tok);
+  if (pack_asum_.size() < per_w * size_t(n_w)) pack_asum_.resize(per_w * size_t(n_w));
+  if (pack_aoff_.size() < per_w * size_t(n_w)) pack_aoff_.resize(per_w * size_t(n_w));
+  size_t per_thread = 0;
+  for (int32_t i = 0; i < n_w; ++i) {
+    const size_t tile_bytes = (quant::PackedTileBytes(k, quant::PackGroup(w[i]->type)) + 63) / 64 * 64;
+    per_thread = std::max(per_thread, tile_bytes + size_t(k) + 2 * size_t(k / 16) * 4 + 64);
+  }
   const size_t nth = size_t(pool_.size());
   if (pack_tiles_.size() < nth * per_thread) pack_tiles_.resize(nth * per_thread);
   uint8_t* act = act_q_.data();
   float* ad = pack_ad_.data();
-  float* asum = pack_asum_.data();
   pool_.ParallelFor(n_tok, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
+      const uint8_t* at = act + size_t(t) * q8_row;
       quant::QuantizeActivations(GgmlType::Q8_0, x + t * k, act + size_t(t) * q8_row, k);
-      quant::Q8_0Scales(act + size_t(t) * q8_row, k, group, offset, ad + t * nb, asum + t * ng,
-                        aoff != nullptr ? aoff + t * ng : nullptr);
+      for (int32_t i = 0; i < n_w; ++i) {
+        const int group = quant::PackGroup(w[i]->type), offset = quant::PackOffset(w[i]->type);
+        const int64_t ng = k / group;
+        quant::Q8_0Scales(at, k, group, offset, ad + t * nb, pack_asum_.data() + per_w * size_t(i) + size_t(t * ng),
+                          pack_aoff_.data() + per_w * size_t(i) + size_t(t * ng));
+      }
     }
   });
+  constexpr int32_t kMaxShared = 4;
   struct Ctx {
     CpuBackend* self;
-    const Tensor* w;
-    float* y;
-    quant::PackedActs acts;
-    int64_t k, m;
-    int32_t n_tok, group;
-    size_t w_row, per_thread;
+    const Tensor* const* w;
+    float* const* y;
+    int32_t n_w, n_tok;
+    int64_t k;
+    size_t per_thread;
+    int64_t tile_end[kMaxShared];             // cumulative tile counts over the weights
+    quant::PackedActs acts[kMaxShared];
     std::atomic<int64_t> next;  // the next tile to take
-  } c{this, &w, y, quant::PackedActs{act, q8_row, ad, asum, aoff}, k, m, n_tok, group, w_row, per_thread, {0}};
+  } c{this, w, y, n_w, n_tok, k, per_thread, {}, {}, {0}};
+  int64_t total = 0;
+  for (int32_t i = 0; i < n_w; ++i) {
+    total += (w[i]->ne[1] + quant::kPackRows - 1) / quant::kPackRows;
+    c.tile_end[i] = total;
+    c.acts[i] = quant::PackedActs{act, q8_row, ad, pack_asum_.data() + per_w * size_t(i),
+                                  quant::PackOffset(w[i]->type) != 0 ? pack_aoff_.data() + per_w * size_t(i) : nullptr};
+  }
   pool_.Run(
       [](void* p, int32_t ith, int32_t nth) {
         Ctx& c = *static_cast<Ctx*>(p);
         (void)nth;
-        const int64_t n_tiles = (c.m + quant::kPackRows - 1) / quant::kPackRows;
         uint8_t* buf = c.self->pack_tiles_.data() + size_t(ith) * c.per_thread;
         uint8_t* tile = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf) + 63) & ~uintptr_t(63));
-        uint8_t* scratch = tile + (quant::PackedTileBytes(c.k, c.group) + 63) / 64 * 64;
-        // Tiles are taken dynamically (one atomic per tile of 16 rows x all tokens, tens of
-        // microseconds of work): a thread that is delayed (a shared machine, or a slower core)
-        // takes fewer tiles instead of making the others wait at the join.
-        for (int64_t ti = c.next.fetch_add(1, std::memory_order_relaxed); ti < n_tiles;
+        const int64_t total = c.tile_end[c.n_w - 1];
+        for (int64_t ti = c.next.fetch_add(1, std::memory_order_relaxed); ti < total;
              ti = c.next.fetch_add(1, std::memory_order_relaxed)) {
-          const int64_t r = ti * quant::kPackRows;
-          const int64_t rows = std::min<int64_t>(quant::kPackRows, c.m - r);
-          quant::PackTile(c.w->type, c.w->data + size_t(r) * c.w_row, c.w_row, rows, c.k, tile, scratch);
-          quant::GemmPacked(tile, c.k, c.group, rows, c.acts, c.n_tok, c.y + r, c.m);
+          int32_t i = 0;
+          while (ti >= c.tile_end[i]) ++i;
+          const Tensor& w = *c.w[i];
+          const int group = quant::PackGroup(w.type);
+          uint8_t* scratch = tile + (quant::PackedTileBytes(c.k, group) + 63) / 64 * 64;
+          const int64_t m = w.ne[1];
+          const size_t w_row = RowSize(w.type, c.k);
+          const int64_t r = (ti - (i > 0 ? c.tile_end[i - 1] : 0)) * quant::kPackRows;
+          const int64_t rows = std::min<int64_t>(quant::kPackRows, m - r);
+          quant::PackTile(w.type, w.data + size_t(r) * w_row, w_row, rows, c.k, tile, scratch);
+          quant::GemmPacked(tile, c.k, group, rows, c.acts[i], c.n_tok, c.y[i] + r, m);
         }
       },
       &c);
 }
 
-void CpuBackend::MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y) {
-  const int64_t k = w.ne[0];
+bool CpuBackend::UsePacked(const Tensor& w, int32_t n_tok) {
   // ZF_NO_PACKED_GEMM=1 keeps the previous prefill kernels (A/B measurements).
   static const bool packed_ok = quant::HasFastGemmPacked() && std::getenv("ZF_NO_PACKED_GEMM") == nullptr;
-  if (n_tok >= kGemmMinTokens && k % 32 == 0 && packed_ok && quant::PackGroup(w.type) != 0) {
-    MatMulPacked(w, x, n_tok, y);
+  return n_tok >= kGemmMinTokens && w.ne[0] % 32 == 0 && packed_ok && quant::PackGroup(w.type) != 0;
+}
+
+void CpuBackend::MatMulShared(const Tensor* const* w, float* const* y, int32_t n, const float* x, int32_t n_tok) {
+  bool packed = n <= 4;
+  for (int32_t i = 0; i < n && packed; ++i) packed = UsePacked(*w[i], n_tok) && w[i]->ne[0] == w[0]->ne[0];
+  if (packed) {
+    MatMulPacked(w, y, n, x, n_tok);
+    return;
+  }
+  for (int32_t i = 0; i < n; ++i) MatMul(*w[i], x, n_tok, y[i]);
+}
+
+void CpuBackend::MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y) {
+  const int64_t k = w.ne[0];
+  if (UsePacked(w, n_tok)) {
+    const Tensor* ws[1] = {&w};
+    float* ys[1] = {y};
+    MatMulPacked(ws, ys, 1, x, n_tok);
     return;
   }
   if (n_tok >= kGemmMinTokens && k % 32 == 0 && w.type != GgmlType::F32 && w.type != GgmlType::F16 &&

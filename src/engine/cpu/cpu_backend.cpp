@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <thread>
 
 #include "engine/cpu/activation_kernels.h"
 #include "engine/cpu/attention_kernels.h"
@@ -48,6 +49,32 @@ void CpuBackend::GetRows(const Tensor& table, const int32_t* ids, int32_t n, flo
 }
 
 namespace {
+// Items [0, n) claimed one at a time by the threads of one parallel region, with a wait that
+// ends when every item is done (not when every thread has arrived): a late thread finds the
+// items done by the others and moves on, so a phase boundary inside one region costs no wake-up.
+class ClaimedWork {
+ public:
+  explicit ClaimedWork(int64_t n) : n_(n) {}
+  // Runs f(i) for the items this thread claims, then waits until all n items are done.
+  template <typename F>
+  void Work(F&& f) {
+    for (int64_t i = next_.fetch_add(1, std::memory_order_relaxed); i < n_; i = next_.fetch_add(1, std::memory_order_relaxed)) {
+      f(i);
+      done_.fetch_add(1, std::memory_order_release);
+    }
+    for (int spins = 0; done_.load(std::memory_order_acquire) < n_; ++spins) {
+      if (spins > 256) std::this_thread::yield();  // the claimant was preempted mid-item
+    }
+  }
+
+ private:
+  const int64_t n_;
+  std::atomic<int64_t> next_{0};
+  std::atomic<int64_t> done_{0};
+};
+
+constexpr int64_t kQuantChunk = 16;  // tokens per claimed quantization item
+
 // Prefill batches of at least this many tokens take the Q8_0 GEMM path.
 constexpr int32_t kGemmMinTokens = 8;
 constexpr int64_t kGemmRowTile = 16;  // weight rows requantized and reused per pass
@@ -155,8 +182,12 @@ void CpuBackend::MatMulPacked(const Tensor* const* w, float* const* y, int32_t n
   if (pack_tiles_.size() < nth * per_thread) pack_tiles_.resize(nth * per_thread);
   uint8_t* act = act_q_.data();
   float* ad = pack_ad_.data();
-  pool_.ParallelFor(n_tok, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) {
+  // Phase 1 (quantizing x) is split in chunks of tokens claimed from a counter; phase 2 starts
+  // when every chunk is done, whoever did them. So a thread that starts late (woken late on a
+  // busy machine) finds the work done instead of the others waiting for it, and one parallel
+  // region serves both phases.
+  auto quantize = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
       const uint8_t* at = act + size_t(t) * q8_row;
       quant::QuantizeActivations(GgmlType::Q8_0, x + t * k, act + size_t(t) * q8_row, k);
       for (int32_t i = 0; i < n_w; ++i) {
@@ -166,7 +197,8 @@ void CpuBackend::MatMulPacked(const Tensor* const* w, float* const* y, int32_t n
                           pack_aoff_.data() + per_w * size_t(i) + size_t(t * ng));
       }
     }
-  });
+  };
+  using Quantize = decltype(quantize);
   constexpr int32_t kMaxShared = 4;
   struct Ctx {
     CpuBackend* self;
@@ -177,8 +209,10 @@ void CpuBackend::MatMulPacked(const Tensor* const* w, float* const* y, int32_t n
     size_t per_thread;
     int64_t tile_end[kMaxShared];             // cumulative tile counts over the weights
     quant::PackedActs acts[kMaxShared];
+    Quantize* quantize;
+    ClaimedWork phase1;          // chunks of tokens to quantize
     std::atomic<int64_t> next;  // the next tile to take
-  } c{this, w, y, n_w, n_tok, k, per_thread, {}, {}, {0}};
+  } c{this, w, y, n_w, n_tok, k, per_thread, {}, {}, &quantize, ClaimedWork((n_tok + kQuantChunk - 1) / kQuantChunk), {0}};
   int64_t total = 0;
   for (int32_t i = 0; i < n_w; ++i) {
     total += (w[i]->ne[1] + quant::kPackRows - 1) / quant::kPackRows;
@@ -190,6 +224,9 @@ void CpuBackend::MatMulPacked(const Tensor* const* w, float* const* y, int32_t n
       [](void* p, int32_t ith, int32_t nth) {
         Ctx& c = *static_cast<Ctx*>(p);
         (void)nth;
+        c.phase1.Work([&](int64_t i) {
+          (*c.quantize)(i * kQuantChunk, std::min<int64_t>(c.n_tok, (i + 1) * kQuantChunk));
+        });
         uint8_t* buf = c.self->pack_tiles_.data() + size_t(ith) * c.per_thread;
         uint8_t* tile = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf) + 63) & ~uintptr_t(63));
         const int64_t total = c.tile_end[c.n_w - 1];
@@ -275,8 +312,10 @@ void RmsNormRow(const float* x, const float* w, int32_t n, float eps, float* y) 
 }  // namespace
 
 void CpuBackend::RmsNorm(const float* x, const float* w, int32_t rows, int32_t n, float eps, float* y) {
-  // Prefill-sized calls are split across threads; small ones (decode) stay on the caller.
-  if (int64_t{rows} * n >= (int64_t{1} << 14)) {
+  // Only very large calls are split across threads: a norm is a light pass over memory (tens of
+  // microseconds for a 512-token prefill), less than what waking a worker on a busy machine can
+  // cost.
+  if (int64_t{rows} * n >= (int64_t{1} << 21)) {
     pool_.ParallelFor(rows, [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) RmsNormRow(x + r * n, w, n, eps, y + r * n);
     });
@@ -436,29 +475,31 @@ void CpuBackend::AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, 
   const int32_t kw = k_width_, vw = v_width_;
   // Stage K transposed (and V as F32 rows for an F16 cache), positions split across threads.
   const int64_t n_chunks = (n_pos + kStageRows - 1) / kStageRows;
-  auto stage = [&](int32_t ith, int32_t nth) {
+  // Phase 1, one item per chunk of kStageRows positions (the last item also zeroes the padding
+  // keys), claimed inside the same parallel region as the blocks (see ClaimedWork).
+  auto stage = [&](int32_t ith, int64_t c) {
     float* tmp = blk + size_t(ith) * per_thread + size_t(attn::kAttnRows) * size_t(dk) +
                  size_t(attn::kAttnRows) * size_t(attn::ScoreStride(n_pos));
-    for (int64_t c = n_chunks * ith / nth; c < n_chunks * (ith + 1) / nth; ++c) {
-      const int32_t p0 = int32_t(c * kStageRows), n = std::min(kStageRows, n_pos - p0);
-      if (f16) {
-        quant::DequantizeRow(GgmlType::F16, kdata + size_t(p0) * size_t(kw) * 2, tmp, int64_t{n} * kw);
-        quant::DequantizeRow(GgmlType::F16, vdata + size_t(p0) * size_t(vw) * 2, kv_stage_.data() + size_t(p0) * size_t(vw),
-                             int64_t{n} * vw);
-      } else {
-        std::memcpy(tmp, kdata + size_t(p0) * size_t(kw) * 4, size_t(n) * size_t(kw) * 4);
+    if (c == n_chunks) {  // zero keys past n_pos (read by the 64-key tiles)
+      for (int32_t i = 0; i < kw; ++i) {
+        std::fill(kt + size_t(i) * size_t(kt_stride) + size_t(n_pos), kt + size_t(i + 1) * size_t(kt_stride), 0.0f);
       }
-      for (int32_t i = 0; i < kw; ++i) {  // element i of a K row: head i / dk, dimension i % dk
-        float* dst = kt + size_t(i) * size_t(kt_stride) + size_t(p0);
-        for (int32_t r = 0; r < n; ++r) dst[r] = tmp[size_t(r) * size_t(kw) + size_t(i)];
-      }
+      return;
     }
-    for (int32_t i = ith; i < kw; i += nth) {  // zero keys past n_pos (read by the 64-key tiles)
-      std::fill(kt + size_t(i) * size_t(kt_stride) + size_t(n_pos), kt + size_t(i + 1) * size_t(kt_stride), 0.0f);
+    const int32_t p0 = int32_t(c * kStageRows), n = std::min(kStageRows, n_pos - p0);
+    if (f16) {
+      quant::DequantizeRow(GgmlType::F16, kdata + size_t(p0) * size_t(kw) * 2, tmp, int64_t{n} * kw);
+      quant::DequantizeRow(GgmlType::F16, vdata + size_t(p0) * size_t(vw) * 2, kv_stage_.data() + size_t(p0) * size_t(vw),
+                           int64_t{n} * vw);
+    } else {
+      std::memcpy(tmp, kdata + size_t(p0) * size_t(kw) * 4, size_t(n) * size_t(kw) * 4);
+    }
+    for (int32_t i = 0; i < kw; ++i) {  // element i of a K row: head i / dk, dimension i % dk
+      float* dst = kt + size_t(i) * size_t(kt_stride) + size_t(p0);
+      for (int32_t r = 0; r < n; ++r) dst[r] = tmp[size_t(r) * size_t(kw) + size_t(i)];
     }
   };
   using Stage = decltype(stage);
-  pool_.Run([](void* p, int32_t ith, int32_t nth) { (*static_cast<Stage*>(p))(ith, nth); }, &stage);
   struct Ctx {
     const float* q;
     float* out;
@@ -470,12 +511,15 @@ void CpuBackend::AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, 
     int64_t kt_stride;
     int32_t n_tok, pos0, n_pos, vw;
     bool f16;
+    Stage* stage;
+    ClaimedWork phase1;          // staging chunks
     std::atomic<int64_t> next;  // the next item (block of query rows) to take
-  } c{q, out, &ap, kt, vf, blk, per_thread, kt_stride, n_tok, pos0, n_pos, vw, f16, {0}};
+  } c{q, out, &ap, kt, vf, blk, per_thread, kt_stride, n_tok, pos0, n_pos, vw, f16, &stage, ClaimedWork(n_chunks + 1), {0}};
   pool_.Run(
       [](void* p, int32_t ith, int32_t nth) {
         Ctx& c = *static_cast<Ctx*>(p);
         (void)nth;
+        c.phase1.Work([&](int64_t i) { (*c.stage)(ith, i); });
         const AttentionParams& ap = *c.ap;
         const int32_t group = ap.n_head / ap.n_head_kv, dk = ap.head_dim_k, dv = ap.head_dim_v;
         const int64_t rows_per_head = int64_t{c.n_tok} * group;

@@ -365,7 +365,7 @@ void CpuBackend::Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim
       }
     }
   };
-  if (n_tok < 8) {  // decode: on the caller
+  if (int64_t{n_tok} * n_heads * head_dim < (int64_t{1} << 21)) {  // small (decode, K of a prefill): on the caller
     run(0, 1, 0, n_tok);
     return;
   }

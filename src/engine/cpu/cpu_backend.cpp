@@ -165,14 +165,34 @@ void CpuBackend::MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, fl
 // tiles instead of making the others wait at the join.
 void CpuBackend::MatMulPacked(const Tensor* const* w, float* const* y, int32_t n_w, const float* x, int32_t n_tok) {
   const int64_t k = w[0]->ne[0];
-  const int64_t nb = k / 32, ng_max = k / 16;
+  const int64_t nb = k / 32;
   const size_t q8_row = RowSize(GgmlType::Q8_0, k);
   if (act_q_.size() < q8_row * size_t(n_tok)) act_q_.resize(q8_row * size_t(n_tok));
   if (pack_ad_.size() < size_t(nb) * size_t(n_tok)) pack_ad_.resize(size_t(nb) * size_t(n_tok));
   // Per weight: its activation sums (layout depends on the group size and offset).
-  const size_t per_w = size_t(ng_max) * size_t(n_tok);
-  if (pack_asum_.size() < per_w * size_t(n_w)) pack_asum_.resize(per_w * size_t(n_w));
-  if (pack_aoff_.size() < per_w * size_t(n_w)) pack_aoff_.resize(per_w * size_t(n_w));
+  // Weights of the same group size and offset share one set of tables (Q, K, V usually do).
+  constexpr int32_t kMaxShared = 4;
+  int32_t owner[kMaxShared];   // the first weight with the same tables
+  size_t table_at[kMaxShared];  // offset of weight i's tables in pack_asum_ / pack_aoff_
+  size_t table_size = 0;
+  for (int32_t i = 0; i < n_w; ++i) {
+    owner[i] = i;
+    for (int32_t j = 0; j < i; ++j) {
+      if (quant::PackGroup(w[j]->type) == quant::PackGroup(w[i]->type) &&
+          quant::PackOffset(w[j]->type) == quant::PackOffset(w[i]->type)) {
+        owner[i] = j;
+        break;
+      }
+    }
+    if (owner[i] == i) {
+      table_at[i] = table_size;
+      table_size += size_t(k / quant::PackGroup(w[i]->type)) * size_t(n_tok);
+    } else {
+      table_at[i] = table_at[owner[i]];
+    }
+  }
+  if (pack_asum_.size() < table_size) pack_asum_.resize(table_size);
+  if (pack_aoff_.size() < table_size) pack_aoff_.resize(table_size);
   size_t per_thread = 0;
   for (int32_t i = 0; i < n_w; ++i) {
     const size_t tile_bytes = (quant::PackedTileBytes(k, quant::PackGroup(w[i]->type)) + 63) / 64 * 64;
@@ -191,15 +211,15 @@ void CpuBackend::MatMulPacked(const Tensor* const* w, float* const* y, int32_t n
       const uint8_t* at = act + size_t(t) * q8_row;
       quant::QuantizeActivations(GgmlType::Q8_0, x + t * k, act + size_t(t) * q8_row, k);
       for (int32_t i = 0; i < n_w; ++i) {
+        if (owner[i] != i) continue;
         const int group = quant::PackGroup(w[i]->type), offset = quant::PackOffset(w[i]->type);
         const int64_t ng = k / group;
-        quant::Q8_0Scales(at, k, group, offset, ad + t * nb, pack_asum_.data() + per_w * size_t(i) + size_t(t * ng),
-                          pack_aoff_.data() + per_w * size_t(i) + size_t(t * ng));
+        quant::Q8_0Scales(at, k, group, offset, ad + t * nb, pack_asum_.data() + table_at[i] + size_t(t * ng),
+                          pack_aoff_.data() + table_at[i] + size_t(t * ng));
       }
     }
   };
   using Quantize = decltype(quantize);
-  constexpr int32_t kMaxShared = 4;
   struct Ctx {
     CpuBackend* self;
     const Tensor* const* w;
@@ -217,8 +237,8 @@ void CpuBackend::MatMulPacked(const Tensor* const* w, float* const* y, int32_t n
   for (int32_t i = 0; i < n_w; ++i) {
     total += (w[i]->ne[1] + quant::kPackRows - 1) / quant::kPackRows;
     c.tile_end[i] = total;
-    c.acts[i] = quant::PackedActs{act, q8_row, ad, pack_asum_.data() + per_w * size_t(i),
-                                  quant::PackOffset(w[i]->type) != 0 ? pack_aoff_.data() + per_w * size_t(i) : nullptr};
+    c.acts[i] = quant::PackedActs{act, q8_row, ad, pack_asum_.data() + table_at[i],
+                                  quant::PackOffset(w[i]->type) != 0 ? pack_aoff_.data() + table_at[i] : nullptr};
   }
   pool_.Run(
       [](void* p, int32_t ith, int32_t nth) {

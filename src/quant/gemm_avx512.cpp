@@ -300,7 +300,50 @@ inline void Transpose16(const TransposeIdx& ix, const uint8_t* q, size_t q_strid
   }
 }
 
+// roundf semantics (half away from zero), exactly as the reference: t = trunc(v), plus sign(v)
+// when |v - t| >= 0.5.
+inline __m512 RoundHalfAway(__m512 v) {
+  const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m512 frac = _mm512_abs_ps(_mm512_sub_ps(v, t));
+  const __m512 one = _mm512_or_ps(_mm512_set1_ps(1.0f), _mm512_and_ps(v, _mm512_set1_ps(-0.0f)));
+  const __mmask16 ge = _mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+  return _mm512_mask_add_ps(t, ge, t, one);
+}
+
 }  // namespace
+
+void QuantizeQ8_0Tables(const float* x, int64_t k, void* dst, int group, int offset, float* ad, float* asum,
+                        int32_t* aoff) {
+  auto* y = static_cast<BlockQ8_0*>(dst);
+  for (int64_t b = 0; b < k / 32; ++b, x += 32) {
+    const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const uint16_t d16 = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);  // = Fp32ToFp16 (nearest even)
+    y[b].d = d16;
+    const float s = _cvtsh_ss(d16);
+    ad[b] = s;
+    const __m512 vid = _mm512_set1_ps(id);
+    const __m512i q0 = _mm512_cvttps_epi32(RoundHalfAway(_mm512_mul_ps(v0, vid)));
+    const __m512i q1 = _mm512_cvttps_epi32(RoundHalfAway(_mm512_mul_ps(v1, vid)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs), _mm512_cvtepi32_epi8(q0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16), _mm512_cvtepi32_epi8(q1));
+    if (group == 32) {
+      const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+      asum[b] = s * float(sum);
+      if (offset != 0) aoff[b] = -offset * sum;
+    } else {
+      const int32_t s0 = _mm512_reduce_add_epi32(q0), s1 = _mm512_reduce_add_epi32(q1);
+      asum[2 * b] = s * float(s0);
+      asum[2 * b + 1] = s * float(s1);
+      if (offset != 0) {
+        aoff[2 * b] = -offset * s0;
+        aoff[2 * b + 1] = -offset * s1;
+      }
+    }
+  }
+}
 
 void PackTile(GgmlType t, const void* w, size_t w_stride, int64_t rows, int64_t k, void* dst, void* scratch) {
   static const TransposeIdx ix;

@@ -54,6 +54,10 @@ void PackTile(GgmlType t, const void* w, size_t w_stride, int64_t rows, int64_t 
 // aoff when offset != 0 (else aoff is not written and may be null).
 void Q8_0Scales(const void* a, int64_t k, int group, int offset, float* ad, float* asum, int32_t* aoff);
 
+// QuantizeActivations(Q8_0) and Q8_0Scales in one pass (same bytes and values).
+void QuantizeQ8_0Tables(const float* x, int64_t k, void* dst, int group, int offset, float* ad, float* asum,
+                        int32_t* aoff);
+
 // Activation tables for GemmPacked, each [n_tok][...] with the per-token sizes above.
 struct PackedActs {
   const void* q;        // Q8_0 rows
@@ -78,6 +82,8 @@ void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const Pack
 
 #if defined(__x86_64__) || defined(__i386__)
 namespace avx512 {  // gemm_avx512.cpp; only call when CpuHasAvx512Vnni()
+void QuantizeQ8_0Tables(const float* x, int64_t k, void* dst, int group, int offset, float* ad, float* asum,
+                        int32_t* aoff);
 void PackTile(GgmlType t, const void* w, size_t w_stride, int64_t rows, int64_t k, void* dst, void* scratch);
 void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok, float* y,
                 int64_t y_stride);

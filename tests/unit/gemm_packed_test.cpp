@@ -180,3 +180,36 @@ TEST(GemmPacked, UnsupportedTypesAreNotPacked) {
 
 }  // namespace
 }  // namespace zf::quant
+
+namespace zf::quant {
+namespace {
+
+// The fused quantizer (dispatched) writes the reference quantizer's bytes and Q8_0Scales' tables.
+TEST(GemmPacked, FusedQuantizerMatchesReference) {
+  const int64_t k = 640;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  std::vector<float> x(static_cast<size_t>(k));
+  for (float& v : x) v = nd(rng);
+  std::fill(x.begin() + 64, x.begin() + 96, 0.0f);  // an all-zero block (scale 0)
+  for (int i = 0; i < 32; ++i) x[size_t(96 + i)] = float(i - 16) * 0.5f;  // exact halves after scaling
+  x[200] = 1e6f;                                   // one huge value
+  for (int group : {32, 16}) {
+    for (int offset : {0, 16, 128}) {
+      const size_t row = RowSize(GgmlType::Q8_0, k);
+      std::vector<uint8_t> a(row), b(row);
+      std::vector<float> ad_a(size_t(k / 32)), ad_b(size_t(k / 32)), as_a(size_t(k / group)), as_b(size_t(k / group));
+      std::vector<int32_t> ao_a(size_t(k / group), 7), ao_b(size_t(k / group), 7);
+      QuantizeQ8_0Tables(x.data(), k, a.data(), group, offset, ad_a.data(), as_a.data(), ao_a.data());
+      ref::QuantizeActivations(GgmlType::Q8_0, x.data(), b.data(), k);
+      Q8_0Scales(b.data(), k, group, offset, ad_b.data(), as_b.data(), ao_b.data());
+      EXPECT_EQ(a, b) << "group " << group;
+      EXPECT_EQ(ad_a, ad_b);
+      EXPECT_EQ(as_a, as_b);
+      EXPECT_EQ(ao_a, ao_b);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zf::quant

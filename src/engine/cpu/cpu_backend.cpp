@@ -208,14 +208,18 @@ void CpuBackend::MatMulPacked(const Tensor* const* w, float* const* y, int32_t n
   // region serves both phases.
   auto quantize = [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      const uint8_t* at = act + size_t(t) * q8_row;
-      quant::QuantizeActivations(GgmlType::Q8_0, x + t * k, act + size_t(t) * q8_row, k);
+      uint8_t* at = act + size_t(t) * q8_row;
       for (int32_t i = 0; i < n_w; ++i) {
         if (owner[i] != i) continue;
         const int group = quant::PackGroup(w[i]->type), offset = quant::PackOffset(w[i]->type);
         const int64_t ng = k / group;
-        quant::Q8_0Scales(at, k, group, offset, ad + t * nb, pack_asum_.data() + table_at[i] + size_t(t * ng),
-                          pack_aoff_.data() + table_at[i] + size_t(t * ng));
+        float* asum = pack_asum_.data() + table_at[i] + size_t(t * ng);
+        int32_t* aoff = pack_aoff_.data() + table_at[i] + size_t(t * ng);
+        if (i == 0) {  // quantize and the first weight's tables in one pass
+          quant::QuantizeQ8_0Tables(x + t * k, k, at, group, offset, ad + t * nb, asum, aoff);
+        } else {
+          quant::Q8_0Scales(at, k, group, offset, ad + t * nb, asum, aoff);
+        }
       }
     }
   };

@@ -1,4 +1,4 @@
-// Prefill attention and activation kernels: the blocked kernel (engine/cpu/attention_kernels.h, dispatched) against its
+// Prefill attention: the blocked kernel (engine/cpu/attention_kernels.h, dispatched) against its
 // scalar reference, and CpuBackend's prefill path against one decode-path call per token, with
 // grouped heads, sliding windows, a softcap, a non-zero start position and F16/F32 caches.
 #include <gtest/gtest.h>
@@ -11,7 +11,6 @@
 #include "engine/cpu/activation_kernels.h"
 #include "engine/cpu/attention_kernels.h"
 #include "engine/cpu/cpu_backend.h"
-#include "quant/quant.h"
 
 namespace zf::engine {
 namespace {
@@ -137,34 +136,6 @@ TEST(SiluMul, MatchesReference) {
   act::SiluMul(a.data(), u.data(), int64_t(a.size()));
   act::SiluMulRef(b.data(), u.data(), int64_t(b.size()));
   for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-6f * (1.0f + std::fabs(b[i]))) << i << " x " << g[i];
-}
-
-}  // namespace
-}  // namespace zf::engine
-
-namespace zf::engine {
-namespace {
-
-// The table GELU kernel against the scalar definition with a synthetic table, across the
-// saturation limits (+-10), infinities, NaN and a tail.
-TEST(GeluTableMul, MatchesScalarDefinition) {
-  std::vector<float> table(65536);
-  for (uint32_t h = 0; h < 65536; ++h) table[h] = quant::Fp16ToFp32(uint16_t(h)) * 0.25f + 1.0f;
-  std::vector<float> g = Random(1001, 11, 6.0f), u = Random(1001, 12);
-  const float special[] = {-10.0f, 10.0f, -10.001f, 9.999f, -INFINITY, INFINITY, NAN, 0.0f, -0.0f, 65504.0f, 1e-8f};
-  for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); ++i) g[i] = special[i];
-  std::vector<float> a = g;
-  if (!act::GeluTableMul(table.data(), a.data(), u.data(), int64_t(a.size()))) GTEST_SKIP() << "no SIMD kernel here";
-  for (size_t i = 0; i < g.size(); ++i) {
-    const float x = g[i];
-    const float gx = x <= -10.0f ? 0.0f : x >= 10.0f ? x : table[quant::Fp32ToFp16(x)];
-    const float want = gx * u[i];
-    if (std::isnan(want)) {
-      EXPECT_TRUE(std::isnan(a[i])) << i;
-    } else {
-      EXPECT_EQ(a[i], want) << i << " x " << x;
-    }
-  }
 }
 
 }  // namespace

@@ -27,16 +27,4 @@ void SiluMul(float* gate, const float* up, int64_t n) {
   fn(gate, up, n);
 }
 
-bool GeluTableMul(const float* table, float* gate, const float* up, int64_t n) {
-  static const bool fast = Pick() != SiluMulRef;
-#if defined(__x86_64__) || defined(__i386__)
-  if (fast) {
-    GeluTableMulAvx512(table, gate, up, n);
-    return true;
-  }
-#endif
-  (void)table, (void)gate, (void)up, (void)n, (void)fast;
-  return false;
-}
-
 }  // namespace zf::engine::act

@@ -421,7 +421,6 @@ const float* GeluTable() {
 
 void GeluMul(float* gate, const float* up, int64_t n) {
   const float* table = GeluTable();
-  if (act::GeluTableMul(table, gate, up, n)) return;
   uint16_t h[256];
   for (int64_t i0 = 0; i0 < n; i0 += 256) {
     const int64_t len = std::min<int64_t>(256, n - i0);

@@ -93,6 +93,12 @@ BENCHMARK_CAPTURE(BM_MatMul, gemma3_ffn_up_Q4_K, GgmlType::Q4_K)
     ->Args({2048, 640, 1, 1})->Args({2048, 640, 1, 2})->Args({2048, 640, 64, 2});
 BENCHMARK_CAPTURE(BM_MatMul, gemma3_output_Q8_0, GgmlType::Q8_0)
     ->Args({262144, 640, 1, 1})->Args({262144, 640, 1, 2})->Unit(benchmark::kMillisecond);
+// Prefill (pp512) shapes, one thread: Gemma 3 ffn_up (Q5_0), ffn_down (Q4_K, Q6_K); SmolLM2
+// ffn_up (Q4_1).
+BENCHMARK_CAPTURE(BM_MatMul, pp512_gemma3_ffn_up_Q5_0, GgmlType::Q5_0)->Args({2048, 640, 512, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatMul, pp512_gemma3_ffn_down_Q4_K, GgmlType::Q4_K)->Args({640, 2048, 512, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatMul, pp512_gemma3_ffn_down_Q6_K, GgmlType::Q6_K)->Args({640, 2048, 512, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatMul, pp512_smollm2_ffn_up_Q4_1, GgmlType::Q4_1)->Args({1536, 576, 512, 1})->Unit(benchmark::kMillisecond);
 
 // The packed decode GEMV (quant/packed.h), one thread: args {rows (out), cols (in)}. Bytes are
 // the file's bytes of the matrix, so bytes_per_second compares with the memory bandwidth.
@@ -109,7 +115,7 @@ void BM_GemvPacked(benchmark::State& state, GgmlType t) {
   uint8_t* p = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t n = std::min<int64_t>(zf::quant::kPackRows, rows - g * zf::quant::kPackRows);
-    zf::quant::PackGroup(t, w.data() + size_t(g * zf::quant::kPackRows) * row, row, cols, n, p + size_t(g) * gbytes);
+    zf::quant::PackDecodeGroup(t, w.data() + size_t(g * zf::quant::kPackRows) * row, row, cols, n, p + size_t(g) * gbytes);
   }
   const GgmlType at = zf::quant::VecDotType(t);
   std::vector<uint8_t> a(zf::RowSize(at, cols));
@@ -146,6 +152,27 @@ void BM_Attention(benchmark::State& state) {
   ap.scale = 0.125f;
   for (auto _ : state) be.Attention(0, q.data(), 1, kv_len - 1, ap, out.data());
 }
+// Prefill attention over a whole prompt: args {n_tok, n_head, n_head_kv, head_dim}, one thread.
+void BM_AttentionPrefill(benchmark::State& state) {
+  const int32_t n_tok = int32_t(state.range(0)), n_head = int32_t(state.range(1));
+  const int32_t n_kv = int32_t(state.range(2)), hd = int32_t(state.range(3));
+  zf::engine::CpuBackend be(1);
+  if (!be.InitKv(1, n_tok, n_kv * hd, n_kv * hd, zf::engine::KvType::kF16).ok()) {
+    state.SkipWithError("InitKv failed");
+    return;
+  }
+  std::vector<float> kv = Random(size_t(n_tok) * size_t(n_kv * hd), 5);
+  be.StoreKv(0, kv.data(), kv.data(), n_tok, 0);
+  std::vector<float> q = Random(size_t(n_tok) * size_t(n_head * hd), 6), out(size_t(n_tok) * size_t(n_head * hd));
+  zf::engine::AttentionParams ap;
+  ap.n_head = n_head;
+  ap.n_head_kv = n_kv;
+  ap.head_dim_k = ap.head_dim_v = hd;
+  ap.scale = 0.125f;
+  for (auto _ : state) be.Attention(0, q.data(), n_tok, 0, ap, out.data());
+}
+BENCHMARK(BM_AttentionPrefill)->Args({512, 4, 1, 256})->Args({512, 9, 3, 64})->Unit(benchmark::kMillisecond);
+
 BENCHMARK(BM_Attention)->Args({128, 9, 3, 64})->Args({1024, 9, 3, 64})->Args({512, 4, 1, 256})->Args({4096, 4, 1, 256});
 
 void BM_RmsNorm(benchmark::State& state) {

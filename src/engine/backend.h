@@ -54,6 +54,11 @@ class Backend {
   virtual void GetRows(const Tensor& table, const int32_t* ids, int32_t n, float scale, float* out) = 0;
   // y[t, :] = W x[t, :] for t < n_tok (x: n_tok x w.ne[0], y: n_tok x w.ne[1]).
   virtual void MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y) = 0;
+  // Optional (default: one MatMul per weight): y[i] = W[i] x for i < n, several weights applied
+  // to the same input (Q, K, V; gate, up), so an engine can convert x once and share the work.
+  virtual void MatMulShared(const Tensor* const* w, float* const* y, int32_t n, const float* x, int32_t n_tok) {
+    for (int32_t i = 0; i < n; ++i) MatMul(*w[i], x, n_tok, y[i]);
+  }
   // y[r, :] = x[r, :] / rms(x[r, :]) * w  (y may alias x).
   virtual void RmsNorm(const float* x, const float* w, int32_t rows, int32_t n, float eps, float* y) = 0;
   // x[t, :] += b  for each of `rows` rows of width n.

@@ -62,9 +62,11 @@ void Forward::RunOps(const int32_t* tokens, int32_t n, int32_t pos0, float* logi
 
     // Attention block.
     be_.RmsNorm(x_.data(), f32(L.attn_norm), n, E, c.norm_eps, h_.data());
-    be_.MatMul(*L.wq, h_.data(), n, q_.data());
-    be_.MatMul(*L.wk, h_.data(), n, k_.data());
-    be_.MatMul(*L.wv, h_.data(), n, v_.data());
+    {
+      const Tensor* w3[3] = {L.wq, L.wk, L.wv};
+      float* y3[3] = {q_.data(), k_.data(), v_.data()};
+      be_.MatMulShared(w3, y3, 3, h_.data(), n);
+    }
     if (L.bq) be_.AddBias(q_.data(), f32(L.bq), n, c.n_head * c.head_dim_k);
     if (L.bk) be_.AddBias(k_.data(), f32(L.bk), n, c.n_head_kv * c.head_dim_k);
     if (L.bv) be_.AddBias(v_.data(), f32(L.bv), n, c.n_head_kv * c.head_dim_v);
@@ -89,8 +91,11 @@ void Forward::RunOps(const int32_t* tokens, int32_t n, int32_t pos0, float* logi
 
     // Feed-forward block (gated).
     be_.RmsNorm(x_.data(), f32(L.ffn_norm), n, E, c.norm_eps, h_.data());
-    be_.MatMul(*L.ffn_gate, h_.data(), n, gate_.data());
-    be_.MatMul(*L.ffn_up, h_.data(), n, up_.data());
+    {
+      const Tensor* w2[2] = {L.ffn_gate, L.ffn_up};
+      float* y2[2] = {gate_.data(), up_.data()};
+      be_.MatMulShared(w2, y2, 2, h_.data(), n);
+    }
     be_.GatedActivation(c.activation, gate_.data(), up_.data(), int64_t{n} * c.n_ff);
     be_.MatMul(*L.ffn_down, gate_.data(), n, h_.data());
     if (c.post_norms) be_.RmsNorm(h_.data(), f32(L.post_ffn_norm), n, E, c.norm_eps, h_.data());

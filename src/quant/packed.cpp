@@ -170,7 +170,7 @@ size_t PackedGroupBytes(GgmlType t, int64_t k) {
   return valid ? l.group : 0;
 }
 
-void PackGroup(GgmlType t, const void* src, size_t src_stride, int64_t k, int64_t n, void* dst_group) {
+void PackDecodeGroup(GgmlType t, const void* src, size_t src_stride, int64_t k, int64_t n, void* dst_group) {
   bool valid = false;
   const PackedLayout l = GetPackedLayout(t, k, &valid);
   if (!valid) return;
@@ -267,7 +267,7 @@ void UnpackRowBlocks(const PackedLayout& l, const uint8_t* src, int64_t r, int64
 
 }  // namespace
 
-void UnpackGroup(GgmlType t, const void* group, int64_t k, int64_t n, void* dst, size_t dst_stride) {
+void UnpackDecodeGroup(GgmlType t, const void* group, int64_t k, int64_t n, void* dst, size_t dst_stride) {
   bool valid = false;
   const PackedLayout l = GetPackedLayout(t, k, &valid);
   if (!valid) return;
@@ -303,7 +303,7 @@ void GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g
   uint8_t* scratch = new uint8_t[row_bytes * kPackRows];
   for (int64_t g = g0; g < g1; ++g) {
     const int64_t n = rows - g * kPackRows < kPackRows ? rows - g * kPackRows : kPackRows;
-    UnpackGroup(t, static_cast<const uint8_t*>(packed) + size_t(g) * l.group, k, n, scratch, row_bytes);
+    UnpackDecodeGroup(t, static_cast<const uint8_t*>(packed) + size_t(g) * l.group, k, n, scratch, row_bytes);
     for (int64_t r = 0; r < n; ++r) y[(g - g0) * kPackRows + r] = dot(k, scratch + size_t(r) * row_bytes, a);
   }
   delete[] scratch;

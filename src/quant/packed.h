@@ -52,9 +52,9 @@ size_t PackedGroupBytes(GgmlType t, int64_t k);
 inline int64_t PackedGroups(int64_t rows) { return (rows + kPackRows - 1) / kPackRows; }
 
 // Packs rows [0, n) (n <= 16) of a matrix of type t (row stride in bytes) into one group.
-void PackGroup(GgmlType t, const void* src, size_t src_stride, int64_t k, int64_t n, void* dst_group);
+void PackDecodeGroup(GgmlType t, const void* src, size_t src_stride, int64_t k, int64_t n, void* dst_group);
 // The exact inverse: rows [0, n) of a group back in the file's block format (row stride in bytes).
-void UnpackGroup(GgmlType t, const void* group, int64_t k, int64_t n, void* dst, size_t dst_stride);
+void UnpackDecodeGroup(GgmlType t, const void* group, int64_t k, int64_t n, void* dst, size_t dst_stride);
 
 // Decode product: y[r] = VecDot(t, k, weight row r, a) for the rows of groups [g0, g1) (y
 // indexed from group g0's first row); `rows` is the matrix's row count, so padding rows of the

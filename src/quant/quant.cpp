@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "quant/blocks.h"
+#include "quant/gemm_packed.h"
 #include "quant/kernels.h"
 
 namespace zf::quant {
@@ -23,6 +24,9 @@ struct KernelTable {
   bool (*gemv)(GgmlType, int64_t, const void*, size_t, int64_t, const void*, float*) = nullptr;
   void (*gemm_affine)(int64_t, const AffineRows&, int64_t, const void*, size_t, const float*, int64_t,
                       float*, int64_t) = nullptr;
+  void (*quantize_tables)(const float*, int64_t, void*, int, int, float*, float*, int32_t*) = nullptr;
+  void (*pack_tile)(GgmlType, const void*, size_t, int64_t, int64_t, void*, void*) = nullptr;
+  void (*gemm_packed)(const void*, int64_t, int, int64_t, const PackedActs&, int64_t, float*, int64_t) = nullptr;
 };
 
 // Scalar GemmAffine (the definition the SIMD version is tested against).
@@ -62,6 +66,8 @@ KernelTable BuildTable() {
   KernelTable k;
   k.gemm_q8_0 = GemmQ8_0Ref;
   k.gemm_affine = GemmAffineRef;
+  k.gemm_packed = ref::GemmPacked;
+  k.pack_tile = ref::PackTile;
   for (int id = 0; id < kNumTypes; ++id) {
     const GgmlType t = static_cast<GgmlType>(id);
     k.vec_dot[id] = ref::GetVecDotFn(t);
@@ -99,6 +105,9 @@ KernelTable BuildTable() {
       k.vec_dot[Index(GgmlType::Q8_0)] = avx512::VecDotQ8_0;
       k.gemm_q8_0 = avx512::GemmQ8_0;
       k.gemm_affine = avx512::GemmAffine;
+      k.gemm_packed = avx512::GemmPacked;
+      k.pack_tile = avx512::PackTile;
+      k.quantize_tables = avx512::QuantizeQ8_0Tables;
       k.gemv = avx512::Gemv;
     }
   }
@@ -191,6 +200,27 @@ bool HasFastGemmAffine() { return Table().gemm_affine != GemmAffineRef; }
 void GemmAffine(int64_t k, const AffineRows& w, int64_t rows, const void* a, size_t a_stride,
                 const float* asum, int64_t n_tok, float* y, int64_t y_stride) {
   Table().gemm_affine(k, w, rows, a, a_stride, asum, n_tok, y, y_stride);
+}
+
+void QuantizeQ8_0Tables(const float* x, int64_t k, void* dst, int group, int offset, float* ad, float* asum,
+                        int32_t* aoff) {
+  if (Table().quantize_tables != nullptr) {
+    Table().quantize_tables(x, k, dst, group, offset, ad, asum, aoff);
+    return;
+  }
+  QuantizeActivations(GgmlType::Q8_0, x, dst, k);
+  Q8_0Scales(dst, k, group, offset, ad, asum, aoff);
+}
+
+void PackTile(GgmlType t, const void* w, size_t w_stride, int64_t rows, int64_t k, void* dst, void* scratch) {
+  Table().pack_tile(t, w, w_stride, rows, k, dst, scratch);
+}
+
+bool HasFastGemmPacked() { return Table().gemm_packed != ref::GemmPacked; }
+
+void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok, float* y,
+                int64_t y_stride) {
+  Table().gemm_packed(tile, k, group, rows, a, n_tok, y, y_stride);
 }
 
 void AxpyF32(int64_t n, float a, const float* x, float* y) {

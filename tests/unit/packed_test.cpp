@@ -66,7 +66,7 @@ Packed Pack(GgmlType t, const std::vector<uint8_t>& w, int64_t rows, int64_t k) 
   uint8_t* base = const_cast<uint8_t*>(p.data());
   for (int64_t g = 0; g < PackedGroups(rows); ++g) {
     const int64_t n = std::min<int64_t>(kPackRows, rows - g * kPackRows);
-    PackGroup(t, w.data() + size_t(g * kPackRows) * row, row, k, n, base + size_t(g) * gbytes);
+    PackDecodeGroup(t, w.data() + size_t(g * kPackRows) * row, row, k, n, base + size_t(g) * gbytes);
   }
   return p;
 }
@@ -107,7 +107,7 @@ TEST(Packed, RoundTripIsExactAndRowsDequantizeAlike) {
       std::vector<uint8_t> back(w.size(), 0xAB);
       for (int64_t g = 0; g < PackedGroups(rows); ++g) {
         const int64_t n = std::min<int64_t>(kPackRows, rows - g * kPackRows);
-        UnpackGroup(t, p.data() + size_t(g) * PackedGroupBytes(t, k), k, n, back.data() + size_t(g * kPackRows) * row,
+        UnpackDecodeGroup(t, p.data() + size_t(g) * PackedGroupBytes(t, k), k, n, back.data() + size_t(g * kPackRows) * row,
                     row);
       }
       EXPECT_EQ(back, w) << TypeName(t) << " rows " << rows;

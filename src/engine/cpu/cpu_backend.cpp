@@ -4,10 +4,16 @@
 #include "engine/cpu/cpu_backend.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <new>
+#include <thread>
 
+#include "engine/cpu/activation_kernels.h"
+#include "engine/cpu/attention_kernels.h"
+#include "quant/gemm_packed.h"
 #include "quant/packed.h"
 #include "quant/quant.h"
 
@@ -49,6 +55,32 @@ void CpuBackend::GetRows(const Tensor& table, const int32_t* ids, int32_t n, flo
 }
 
 namespace {
+// Items [0, n) claimed one at a time by the threads of one parallel region, with a wait that
+// ends when every item is done (not when every thread has arrived): a late thread finds the
+// items done by the others and moves on, so a phase boundary inside one region costs no wake-up.
+class ClaimedWork {
+ public:
+  explicit ClaimedWork(int64_t n) : n_(n) {}
+  // Runs f(i) for the items this thread claims, then waits until all n items are done.
+  template <typename F>
+  void Work(F&& f) {
+    for (int64_t i = next_.fetch_add(1, std::memory_order_relaxed); i < n_; i = next_.fetch_add(1, std::memory_order_relaxed)) {
+      f(i);
+      done_.fetch_add(1, std::memory_order_release);
+    }
+    for (int spins = 0; done_.load(std::memory_order_acquire) < n_; ++spins) {
+      if (spins > 256) std::this_thread::yield();  // the claimant was preempted mid-item
+    }
+  }
+
+ private:
+  const int64_t n_;
+  std::atomic<int64_t> next_{0};
+  std::atomic<int64_t> done_{0};
+};
+
+constexpr int64_t kQuantChunk = 16;  // tokens per claimed quantization item
+
 // Prefill batches of at least this many tokens take the Q8_0 GEMM path.
 constexpr int32_t kGemmMinTokens = 8;
 constexpr int64_t kGemmRowTile = 16;  // weight rows requantized and reused per pass
@@ -119,7 +151,7 @@ void CpuBackend::MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, fl
           const uint8_t* src = c.w->data + size_t(r) * c.w_row;
           if (c.packed != nullptr) {
             uint8_t* tile = c.self->gemm_unpacked_.data() + size_t(ith) * size_t(kGemmRowTile) * c.w_row;
-            quant::UnpackGroup(t, c.packed->data + size_t(r / kGemmRowTile) * c.packed->group_bytes, c.k, n, tile,
+            quant::UnpackDecodeGroup(t, c.packed->data + size_t(r / kGemmRowTile) * c.packed->group_bytes, c.k, n, tile,
                                c.w_row);
             src = tile;
           }
@@ -145,8 +177,159 @@ void CpuBackend::MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, fl
       &c);
 }
 
+// Prefill: x is quantized to Q8_0 once for all the weights that share it (Q, K, V; gate, up),
+// then the threads take tiles of 16 weight rows from one counter over all of those weights, pack
+// each tile into the row-interleaved layout and multiply it with every token. A packed tile
+// (k * 16 bytes + scales: 40 KiB for k = 2048) stays in L1/L2 while the tokens stream past it;
+// packing is paid once per weight row per call. Tiles are taken dynamically (one atomic per
+// tile of tens of microseconds): a delayed thread (a shared machine, a slower core) takes fewer
+// tiles instead of making the others wait at the join.
+void CpuBackend::MatMulPacked(const Tensor* const* w, float* const* y, int32_t n_w, const float* x, int32_t n_tok) {
+  const int64_t k = w[0]->ne[0];
+  const int64_t nb = k / 32;
+  const size_t q8_row = RowSize(GgmlType::Q8_0, k);
+  if (act_q_.size() < q8_row * size_t(n_tok)) act_q_.resize(q8_row * size_t(n_tok));
+  if (pack_ad_.size() < size_t(nb) * size_t(n_tok)) pack_ad_.resize(size_t(nb) * size_t(n_tok));
+  // Per weight: its activation sums (layout depends on the group size and offset).
+  // Weights of the same group size and offset share one set of tables (Q, K, V usually do).
+  constexpr int32_t kMaxShared = 4;
+  int32_t owner[kMaxShared];   // the first weight with the same tables
+  size_t table_at[kMaxShared];  // offset of weight i's tables in pack_asum_ / pack_aoff_
+  size_t table_size = 0;
+  for (int32_t i = 0; i < n_w; ++i) {
+    owner[i] = i;
+    for (int32_t j = 0; j < i; ++j) {
+      if (quant::PackGroup(w[j]->type) == quant::PackGroup(w[i]->type) &&
+          quant::PackOffset(w[j]->type) == quant::PackOffset(w[i]->type)) {
+        owner[i] = j;
+        break;
+      }
+    }
+    if (owner[i] == i) {
+      table_at[i] = table_size;
+      table_size += size_t(k / quant::PackGroup(w[i]->type)) * size_t(n_tok);
+    } else {
+      table_at[i] = table_at[owner[i]];
+    }
+  }
+  if (pack_asum_.size() < table_size) pack_asum_.resize(table_size);
+  if (pack_aoff_.size() < table_size) pack_aoff_.resize(table_size);
+  size_t per_thread = 0;
+  for (int32_t i = 0; i < n_w; ++i) {
+    const size_t tile_bytes = (quant::PackedTileBytes(k, quant::PackGroup(w[i]->type)) + 63) / 64 * 64;
+    per_thread = std::max(per_thread, tile_bytes + size_t(k) + 2 * size_t(k / 16) * 4 + 64);
+  }
+  // PackTile's scratch, then room for 16 file rows unpacked from a decode copy (packed_weights.h).
+  const size_t scratch_bytes = (size_t(k) + 2 * size_t(k / 16) * 4 + 63) / 64 * 64;
+  size_t max_row = 0;
+  for (int32_t i = 0; i < n_w; ++i) max_row = std::max(max_row, RowSize(w[i]->type, k));
+  per_thread += scratch_bytes + size_t(quant::kPackRows) * max_row;
+  const size_t nth = size_t(pool_.size());
+  if (pack_tiles_.size() < nth * per_thread) pack_tiles_.resize(nth * per_thread);
+  uint8_t* act = act_q_.data();
+  float* ad = pack_ad_.data();
+  // Phase 1 (quantizing x) is split in chunks of tokens claimed from a counter; phase 2 starts
+  // when every chunk is done, whoever did them. So a thread that starts late (woken late on a
+  // busy machine) finds the work done instead of the others waiting for it, and one parallel
+  // region serves both phases.
+  auto quantize = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      uint8_t* at = act + size_t(t) * q8_row;
+      for (int32_t i = 0; i < n_w; ++i) {
+        if (owner[i] != i) continue;
+        const int group = quant::PackGroup(w[i]->type), offset = quant::PackOffset(w[i]->type);
+        const int64_t ng = k / group;
+        float* asum = pack_asum_.data() + table_at[i] + size_t(t * ng);
+        int32_t* aoff = pack_aoff_.data() + table_at[i] + size_t(t * ng);
+        if (i == 0) {  // quantize and the first weight's tables in one pass
+          quant::QuantizeQ8_0Tables(x + t * k, k, at, group, offset, ad + t * nb, asum, aoff);
+        } else {
+          quant::Q8_0Scales(at, k, group, offset, ad + t * nb, asum, aoff);
+        }
+      }
+    }
+  };
+  using Quantize = decltype(quantize);
+  struct Ctx {
+    CpuBackend* self;
+    const Tensor* const* w;
+    float* const* y;
+    int32_t n_w, n_tok;
+    int64_t k;
+    size_t per_thread, scratch_bytes;
+    int64_t tile_end[kMaxShared];             // cumulative tile counts over the weights
+    quant::PackedActs acts[kMaxShared];
+    Quantize* quantize;
+    ClaimedWork phase1;          // chunks of tokens to quantize
+    std::atomic<int64_t> next;  // the next tile to take
+  } c{this, w, y, n_w, n_tok, k, per_thread, scratch_bytes, {}, {}, &quantize, ClaimedWork((n_tok + kQuantChunk - 1) / kQuantChunk), {0}};
+  int64_t total = 0;
+  for (int32_t i = 0; i < n_w; ++i) {
+    total += (w[i]->ne[1] + quant::kPackRows - 1) / quant::kPackRows;
+    c.tile_end[i] = total;
+    c.acts[i] = quant::PackedActs{act, q8_row, ad, pack_asum_.data() + table_at[i],
+                                  quant::PackOffset(w[i]->type) != 0 ? pack_aoff_.data() + table_at[i] : nullptr};
+  }
+  pool_.Run(
+      [](void* p, int32_t ith, int32_t nth) {
+        Ctx& c = *static_cast<Ctx*>(p);
+        (void)nth;
+        c.phase1.Work([&](int64_t i) {
+          (*c.quantize)(i * kQuantChunk, std::min<int64_t>(c.n_tok, (i + 1) * kQuantChunk));
+        });
+        uint8_t* buf = c.self->pack_tiles_.data() + size_t(ith) * c.per_thread;
+        uint8_t* tile = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf) + 63) & ~uintptr_t(63));
+        const int64_t total = c.tile_end[c.n_w - 1];
+        for (int64_t ti = c.next.fetch_add(1, std::memory_order_relaxed); ti < total;
+             ti = c.next.fetch_add(1, std::memory_order_relaxed)) {
+          int32_t i = 0;
+          while (ti >= c.tile_end[i]) ++i;
+          const Tensor& w = *c.w[i];
+          const int group = quant::PackGroup(w.type);
+          uint8_t* scratch = tile + (quant::PackedTileBytes(c.k, group) + 63) / 64 * 64;
+          const int64_t m = w.ne[1];
+          const size_t w_row = RowSize(w.type, c.k);
+          const int64_t r = (ti - (i > 0 ? c.tile_end[i - 1] : 0)) * quant::kPackRows;
+          const int64_t rows = std::min<int64_t>(quant::kPackRows, m - r);
+          const uint8_t* src = w.data + size_t(r) * w_row;
+          if (const PackedWeights::Matrix* dec = c.self->packed_ != nullptr ? c.self->packed_->Find(w) : nullptr) {
+            // Only the decode copy is resident: its group back to the file's blocks (exact).
+            uint8_t* rows_buf = scratch + c.scratch_bytes;
+            quant::UnpackDecodeGroup(w.type, dec->data + size_t(r / quant::kPackRows) * dec->group_bytes, c.k, rows,
+                                     rows_buf, w_row);
+            src = rows_buf;
+          }
+          quant::PackTile(w.type, src, w_row, rows, c.k, tile, scratch);
+          quant::GemmPacked(tile, c.k, group, rows, c.acts[i], c.n_tok, c.y[i] + r, m);
+        }
+      },
+      &c);
+}
+
+bool CpuBackend::UsePacked(const Tensor& w, int32_t n_tok) {
+  // ZF_NO_PACKED_GEMM=1 keeps the previous prefill kernels (A/B measurements).
+  static const bool packed_ok = quant::HasFastGemmPacked() && std::getenv("ZF_NO_PACKED_GEMM") == nullptr;
+  return n_tok >= kGemmMinTokens && w.ne[0] % 32 == 0 && packed_ok && quant::PackGroup(w.type) != 0;
+}
+
+void CpuBackend::MatMulShared(const Tensor* const* w, float* const* y, int32_t n, const float* x, int32_t n_tok) {
+  bool packed = n <= 4;
+  for (int32_t i = 0; i < n && packed; ++i) packed = UsePacked(*w[i], n_tok) && w[i]->ne[0] == w[0]->ne[0];
+  if (packed) {
+    MatMulPacked(w, y, n, x, n_tok);
+    return;
+  }
+  for (int32_t i = 0; i < n; ++i) MatMul(*w[i], x, n_tok, y[i]);
+}
+
 void CpuBackend::MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y) {
   const int64_t k = w.ne[0];
+  if (UsePacked(w, n_tok)) {
+    const Tensor* ws[1] = {&w};
+    float* ys[1] = {y};
+    MatMulPacked(ws, ys, 1, x, n_tok);
+    return;
+  }
   if (n_tok >= kGemmMinTokens && k % 32 == 0 && w.type != GgmlType::F32 && w.type != GgmlType::F16 &&
       w.type != GgmlType::BF16) {
     MatMulQ8Gemm(w, x, n_tok, y);
@@ -182,15 +365,34 @@ void CpuBackend::MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y
   });
 }
 
-void CpuBackend::RmsNorm(const float* x, const float* w, int32_t rows, int32_t n, float eps, float* y) {
-  for (int32_t r = 0; r < rows; ++r) {
-    const float* xr = x + int64_t{r} * n;
-    float* yr = y + int64_t{r} * n;
-    double sum = 0.0;
-    for (int32_t i = 0; i < n; ++i) sum += double(xr[i]) * double(xr[i]);
-    const float scale = 1.0f / std::sqrt(float(sum / n) + eps);
-    for (int32_t i = 0; i < n; ++i) yr[i] = xr[i] * scale * w[i];
+namespace {
+// One row: the sum of squares in double (8 partial sums: independent chains the compiler can
+// keep in vector lanes; the order change is far below float precision).
+void RmsNormRow(const float* x, const float* w, int32_t n, float eps, float* y) {
+  double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int32_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) part[j] += double(x[i + j]) * double(x[i + j]);
   }
+  double sum = 0.0;
+  for (; i < n; ++i) sum += double(x[i]) * double(x[i]);
+  sum += ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+  const float scale = 1.0f / std::sqrt(float(sum / n) + eps);
+  for (int32_t k = 0; k < n; ++k) y[k] = x[k] * scale * w[k];
+}
+}  // namespace
+
+void CpuBackend::RmsNorm(const float* x, const float* w, int32_t rows, int32_t n, float eps, float* y) {
+  // Only very large calls are split across threads: a norm is a light pass over memory (tens of
+  // microseconds for a 512-token prefill), less than what waking a worker on a busy machine can
+  // cost.
+  if (int64_t{rows} * n >= (int64_t{1} << 21)) {
+    pool_.ParallelFor(rows, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) RmsNormRow(x + r * n, w, n, eps, y + r * n);
+    });
+    return;
+  }
+  for (int32_t r = 0; r < rows; ++r) RmsNormRow(x + int64_t{r} * n, w, n, eps, y + int64_t{r} * n);
 }
 
 void CpuBackend::AddBias(float* x, const float* b, int32_t rows, int32_t n) {
@@ -207,28 +409,42 @@ void CpuBackend::Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim
                       const RopeParams& rp) {
   const int32_t half = rp.n_rot / 2;
   const float theta_scale = std::pow(rp.base, -2.0f / float(rp.n_rot));
-  if (rope_cs_.size() < size_t(half) * 2) rope_cs_.resize(size_t(half) * 2);  // once: no allocation per call
-  float* cs = rope_cs_.data();
-  for (int32_t t = 0; t < n_tok; ++t) {
-    float theta = float(pos[t]) * rp.freq_scale;
-    for (int32_t i = 0; i < half; ++i) {
-      const float th = rp.freq_factors ? theta / rp.freq_factors[i] : theta;
-      cs[size_t(2 * i)] = std::cos(th);
-      cs[size_t(2 * i + 1)] = std::sin(th);
-      theta *= theta_scale;
-    }
-    for (int32_t h = 0; h < n_heads; ++h) {
-      float* v = x + (int64_t{t} * n_heads + h) * head_dim;
+  const size_t nth = size_t(pool_.size());
+  // Per thread: the cos/sin of one position's angles (sized once: no allocation per call).
+  if (rope_cs_.size() < nth * size_t(half) * 2) rope_cs_.resize(nth * size_t(half) * 2);
+  auto run = [&](int32_t ith, int32_t nth_run, int32_t t0, int32_t t1) {
+    (void)nth_run;
+    float* cs = rope_cs_.data() + size_t(ith) * size_t(half) * 2;
+    for (int32_t t = t0; t < t1; ++t) {
+      float theta = float(pos[t]) * rp.freq_scale;
       for (int32_t i = 0; i < half; ++i) {
-        const float c = cs[size_t(2 * i)], s = cs[size_t(2 * i + 1)];
-        const int32_t i0 = rp.style == model::RopeStyle::kNorm ? 2 * i : i;
-        const int32_t i1 = rp.style == model::RopeStyle::kNorm ? 2 * i + 1 : i + half;
-        const float a = v[i0], b = v[i1];
-        v[i0] = a * c - b * s;
-        v[i1] = a * s + b * c;
+        const float th = rp.freq_factors ? theta / rp.freq_factors[i] : theta;
+        cs[size_t(2 * i)] = std::cos(th);
+        cs[size_t(2 * i + 1)] = std::sin(th);
+        theta *= theta_scale;
+      }
+      for (int32_t h = 0; h < n_heads; ++h) {
+        float* v = x + (int64_t{t} * n_heads + h) * head_dim;
+        for (int32_t i = 0; i < half; ++i) {
+          const float c = cs[size_t(2 * i)], s = cs[size_t(2 * i + 1)];
+          const int32_t i0 = rp.style == model::RopeStyle::kNorm ? 2 * i : i;
+          const int32_t i1 = rp.style == model::RopeStyle::kNorm ? 2 * i + 1 : i + half;
+          const float a = v[i0], b = v[i1];
+          v[i0] = a * c - b * s;
+          v[i1] = a * s + b * c;
+        }
       }
     }
+  };
+  if (int64_t{n_tok} * n_heads * head_dim < (int64_t{1} << 21)) {  // small (decode, K of a prefill): on the caller
+    run(0, 1, 0, n_tok);
+    return;
   }
+  auto split = [&](int32_t ith, int32_t nth_run) {
+    run(ith, nth_run, int32_t(int64_t{n_tok} * ith / nth_run), int32_t(int64_t{n_tok} * (ith + 1) / nth_run));
+  };
+  using Split = decltype(split);
+  pool_.Run([](void* p, int32_t ith, int32_t nth_run) { (*static_cast<Split*>(p))(ith, nth_run); }, &split);
 }
 
 namespace {
@@ -264,8 +480,6 @@ void GeluMul(float* gate, const float* up, int64_t n) {
   }
 }
 
-inline float Silu(float x) { return x / (1.0f + std::exp(-x)); }
-
 }  // namespace
 
 void CpuBackend::GatedActivation(model::FfnActivation act, float* gate, const float* up, int64_t n) {
@@ -273,7 +487,7 @@ void CpuBackend::GatedActivation(model::FfnActivation act, float* gate, const fl
     if (act == model::FfnActivation::kGeluTanh) {
       GeluMul(gate + b, up + b, e - b);
     } else {
-      for (int64_t i = b; i < e; ++i) gate[i] = Silu(gate[i]) * up[i];
+      act::SiluMul(gate + b, up + b, e - b);
     }
   });
 }
@@ -301,8 +515,153 @@ size_t CpuBackend::AttnScratchPerThread(int32_t n_ctx, int32_t k_width, int32_t 
   return size_t(v_width) + 2 * size_t(k_width) + size_t(n_ctx);
 }
 
+// Prefill: per KV head, blocks of kAttnRows query rows ((token, head) pairs of that head's group)
+// go through the blocked kernel. This layer's K is staged once transposed (head, dimension,
+// position) in F32 and V as F32 rows. With an F16 cache, Q is rounded to F16 as the reference
+// does (products and sums in F32).
+void CpuBackend::AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
+                                  const AttentionParams& ap, float* out) {
+  const bool f16 = kv_type_ == KvType::kF16;
+  const size_t elem = f16 ? 2 : 4;
+  const int32_t n_pos = pos0 + n_tok;
+  const int32_t dk = ap.head_dim_k;
+  const int64_t kt_stride = (int64_t{n_pos} + attn::kKeyPad + 15) / 16 * 16;
+  const int64_t layer_base = int64_t{layer} * n_ctx_;
+  const uint8_t* kdata = k_cache_.data() + size_t(layer_base) * size_t(k_width_) * elem;
+  const uint8_t* vdata = v_cache_.data() + size_t(layer_base) * size_t(v_width_) * elem;
+  const size_t nth = size_t(pool_.size());
+  constexpr int32_t kStageRows = 16;  // K rows converted per step before the transposing scatter
+  const size_t per_thread = size_t(attn::kAttnRows) * size_t(dk) +
+                            size_t(attn::kAttnRows) * size_t(attn::ScoreStride(n_pos)) +
+                            size_t(kStageRows) * size_t(k_width_);
+  if (kt_stage_.size() < size_t(k_width_) * size_t(kt_stride)) kt_stage_.resize(size_t(k_width_) * size_t(kt_stride));
+  if (attn_block_.size() < nth * per_thread) attn_block_.resize(nth * per_thread);
+  float* kt = kt_stage_.data();
+  const float* vf = reinterpret_cast<const float*>(vdata);
+  if (f16) {
+    if (kv_stage_.size() < size_t(n_pos) * size_t(v_width_)) kv_stage_.resize(size_t(n_ctx_) * size_t(v_width_));
+    vf = kv_stage_.data();
+  }
+  float* blk = attn_block_.data();
+  const int32_t kw = k_width_, vw = v_width_;
+  // Stage K transposed (and V as F32 rows for an F16 cache), positions split across threads.
+  const int64_t n_chunks = (n_pos + kStageRows - 1) / kStageRows;
+  // Phase 1, one item per chunk of kStageRows positions (the last item also zeroes the padding
+  // keys), claimed inside the same parallel region as the blocks (see ClaimedWork).
+  auto stage = [&](int32_t ith, int64_t c) {
+    float* tmp = blk + size_t(ith) * per_thread + size_t(attn::kAttnRows) * size_t(dk) +
+                 size_t(attn::kAttnRows) * size_t(attn::ScoreStride(n_pos));
+    if (c == n_chunks) {  // zero keys past n_pos (read by the 64-key tiles)
+      for (int32_t i = 0; i < kw; ++i) {
+        std::fill(kt + size_t(i) * size_t(kt_stride) + size_t(n_pos), kt + size_t(i + 1) * size_t(kt_stride), 0.0f);
+      }
+      return;
+    }
+    const int32_t p0 = int32_t(c * kStageRows), n = std::min(kStageRows, n_pos - p0);
+    if (f16) {
+      quant::DequantizeRow(GgmlType::F16, kdata + size_t(p0) * size_t(kw) * 2, tmp, int64_t{n} * kw);
+      quant::DequantizeRow(GgmlType::F16, vdata + size_t(p0) * size_t(vw) * 2, kv_stage_.data() + size_t(p0) * size_t(vw),
+                           int64_t{n} * vw);
+    } else {
+      std::memcpy(tmp, kdata + size_t(p0) * size_t(kw) * 4, size_t(n) * size_t(kw) * 4);
+    }
+    for (int32_t i = 0; i < kw; ++i) {  // element i of a K row: head i / dk, dimension i % dk
+      float* dst = kt + size_t(i) * size_t(kt_stride) + size_t(p0);
+      for (int32_t r = 0; r < n; ++r) dst[r] = tmp[size_t(r) * size_t(kw) + size_t(i)];
+    }
+  };
+  using Stage = decltype(stage);
+  struct Ctx {
+    const float* q;
+    float* out;
+    const AttentionParams* ap;
+    const float* kt;
+    const float* vf;
+    float* blk;
+    size_t per_thread;
+    int64_t kt_stride;
+    int32_t n_tok, pos0, n_pos, vw;
+    bool f16;
+    Stage* stage;
+    ClaimedWork phase1;          // staging chunks
+    std::atomic<int64_t> next;  // the next item (block of query rows) to take
+  } c{q, out, &ap, kt, vf, blk, per_thread, kt_stride, n_tok, pos0, n_pos, vw, f16, &stage, ClaimedWork(n_chunks + 1), {0}};
+  pool_.Run(
+      [](void* p, int32_t ith, int32_t nth) {
+        Ctx& c = *static_cast<Ctx*>(p);
+        (void)nth;
+        c.phase1.Work([&](int64_t i) { (*c.stage)(ith, i); });
+        const AttentionParams& ap = *c.ap;
+        const int32_t group = ap.n_head / ap.n_head_kv, dk = ap.head_dim_k, dv = ap.head_dim_v;
+        const int64_t rows_per_head = int64_t{c.n_tok} * group;
+        const int64_t n_blocks = (rows_per_head + attn::kAttnRows - 1) / attn::kAttnRows;
+        float* qb = c.blk + size_t(ith) * c.per_thread;
+        float* sb = qb + size_t(attn::kAttnRows) * size_t(dk);
+        int32_t lo[attn::kAttnRows], hi[attn::kAttnRows];
+        float* outp[attn::kAttnRows];
+        // Items taken dynamically, the costliest (last rows: the most keys) first.
+        const int64_t n_items = n_blocks * ap.n_head_kv;
+        for (int64_t taken = c.next.fetch_add(1, std::memory_order_relaxed); taken < n_items;
+             taken = c.next.fetch_add(1, std::memory_order_relaxed)) {
+          const int64_t it = n_items - 1 - taken;
+          const int32_t g = int32_t(it % ap.n_head_kv);
+          const int64_t r0 = (it / ap.n_head_kv) * attn::kAttnRows;
+          const int32_t rows = int32_t(std::min<int64_t>(attn::kAttnRows, rows_per_head - r0));
+          int32_t key0 = INT32_MAX, key1 = 0;
+          for (int32_t i = 0; i < attn::kAttnRows; ++i) {
+            float* qi = qb + size_t(i) * size_t(dk);
+            if (i >= rows) {
+              std::fill(qi, qi + dk, 0.0f);
+              continue;
+            }
+            const int32_t t = int32_t((r0 + i) / group), h = g * group + int32_t((r0 + i) % group);
+            const float* src = c.q + int64_t{t} * ap.n_head * dk + int64_t{h} * dk;
+            if (c.f16) {  // F16-rounded Q (sb as the F16 staging row)
+              quant::QuantizeActivations(GgmlType::F16, src, sb, dk);
+              quant::DequantizeRow(GgmlType::F16, sb, qi, dk);
+            } else {
+              std::copy(src, src + dk, qi);
+            }
+            const int32_t p_q = c.pos0 + t;
+            lo[i] = ap.window > 0 ? std::max(0, p_q - ap.window + 1) : 0;
+            hi[i] = p_q;
+            key0 = std::min(key0, lo[i]);
+            key1 = std::max(key1, hi[i]);
+            outp[i] = c.out + int64_t{t} * ap.n_head * dv + int64_t{h} * dv;
+          }
+          for (int32_t i = 0; i < rows; ++i) {
+            lo[i] -= key0;
+            hi[i] -= key0;
+          }
+          attn::Block b;
+          b.q = qb;
+          b.rows = rows;
+          b.d_k = dk;
+          b.d_v = dv;
+          b.kt = c.kt + size_t(g) * size_t(dk) * size_t(c.kt_stride) + size_t(key0);
+          b.kt_stride = c.kt_stride;
+          b.v = c.vf + size_t(key0) * size_t(c.vw) + size_t(g) * size_t(dv);
+          b.v_stride = c.vw;
+          b.n_keys = key1 - key0 + 1;
+          b.lo = lo;
+          b.hi = hi;
+          b.scale = ap.scale;
+          b.softcap = ap.softcap;
+          b.s = sb;
+          b.out = outp;
+          attn::RunBlock(b);
+        }
+      },
+      &c);
+}
+
 void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const AttentionParams& ap,
                            float* out) {
+  static const bool blocked_ok = attn::HasFastBlock() && std::getenv("ZF_NO_BLOCKED_ATTN") == nullptr;
+  if (n_tok > 1 && blocked_ok) {
+    AttentionBlocked(layer, q, n_tok, pos0, ap, out);
+    return;
+  }
   const int32_t group = ap.n_head / ap.n_head_kv;
   const int32_t q_width = ap.n_head * ap.head_dim_k;
   const int32_t o_width = ap.n_head * ap.head_dim_v;

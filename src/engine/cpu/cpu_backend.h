@@ -20,6 +20,7 @@ class CpuBackend final : public Backend {
   Status InitKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type) override;
   void GetRows(const Tensor& table, const int32_t* ids, int32_t n, float scale, float* out) override;
   void MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y) override;
+  void MatMulShared(const Tensor* const* w, float* const* y, int32_t n, const float* x, int32_t n_tok) override;
   void RmsNorm(const float* x, const float* w, int32_t rows, int32_t n, float eps, float* y) override;
   void AddBias(float* x, const float* b, int32_t rows, int32_t n) override;
   void Add(float* x, const float* y, int64_t n) override;
@@ -47,6 +48,19 @@ class CpuBackend final : public Backend {
   std::vector<float> kv_stage_;
   std::vector<float> rope_cs_;  // cos/sin of one position's rotation angles  // prefill attention: one layer's K then V rows in F32  // per token, per 32-block: activation scale x sum of quants
   void MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, float* y);
+  // Prefill on row-interleaved tiles packed per call (quant/gemm_packed.h): y[i] = w[i] x for
+  // i < n_w (<= 4) weights of the same input width, x quantized once.
+  void MatMulPacked(const Tensor* const* w, float* const* y, int32_t n_w, const float* x, int32_t n_tok);
+  static bool UsePacked(const Tensor& w, int32_t n_tok);
+  std::vector<float> pack_ad_;    // [n_tok][k/32] activation block scales
+  std::vector<float> pack_asum_;  // per weight: [n_tok][k/group] activation scale x group sum of quants
+  std::vector<int32_t> pack_aoff_;  // per weight: [n_tok][k/group] -offset x group sum (fixed-offset formats)
+  std::vector<uint8_t> pack_tiles_;  // per thread: one packed tile + one unpacked row
+  // Prefill attention in blocks of query rows (engine/cpu/attention_kernels.h).
+  void AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const AttentionParams& ap,
+                        float* out);
+  std::vector<float> kt_stage_;    // [n_head_kv][head_dim_k][n_pos + pad]: this layer's K transposed
+  std::vector<float> attn_block_;  // per thread: Q rows, score rows, conversion rows
   // Per-thread attention scratch: scores over n_ctx positions + one k/v row.
   std::vector<float> attn_scratch_;
   int32_t n_ctx_ = 0;

@@ -98,7 +98,7 @@ Status PackedWeights::Build(const model::Weights& w, int32_t n_threads, std::uni
       for (int64_t g = it.g0; g < it.g1; ++g) {
         const int64_t r0 = g * quant::kPackRows;
         const int64_t n = std::min<int64_t>(quant::kPackRows, rows - r0);
-        quant::PackGroup(it.t->type, it.t->data + size_t(r0) * row_bytes, row_bytes, k, n, it.dst + size_t(g) * gbytes);
+        quant::PackDecodeGroup(it.t->type, it.t->data + size_t(r0) * row_bytes, row_bytes, k, n, it.dst + size_t(g) * gbytes);
       }
       const int64_t r1 = std::min<int64_t>(rows, it.g1 * quant::kPackRows);
       ReleasePages(it.t->data + size_t(it.g0 * quant::kPackRows) * row_bytes, it.t->data + size_t(r1) * row_bytes);

@@ -1,0 +1,17 @@
+// Gated-FFN activation kernels: gate[i] = silu(gate[i]) * up[i], scalar reference + AVX-512.
+// Thread-safe (pure functions of their arguments).
+#pragma once
+
+#include <cstdint>
+
+namespace zf::engine::act {
+
+// With the fastest kernel this CPU has.
+void SiluMul(float* gate, const float* up, int64_t n);
+
+void SiluMulRef(float* gate, const float* up, int64_t n);  // x / (1 + exp(-x)) with std::exp
+#if defined(__x86_64__) || defined(__i386__)
+void SiluMulAvx512(float* gate, const float* up, int64_t n);  // activation_avx512.cpp; AVX-512 F
+#endif
+
+}  // namespace zf::engine::act

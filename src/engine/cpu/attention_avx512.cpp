@@ -1,0 +1,159 @@
+// AVX-512 blocked prefill attention (see attention_kernels.h).
+//
+// Register tiles of 4 query rows x 64 keys (S = Q K^T: per head dimension, 4 loads of K^T and 4
+// broadcasts of Q feed 16 FMAs) and 4 rows x 64 value dimensions (O = P V: per key, 4 loads of
+// V and 4 broadcasts of P feed 16 FMAs); 16 accumulators leave registers for the operands.
+// exp is a degree-6 polynomial after range reduction (about 1 ulp, as accurate as needed for
+// softmax weights). Results differ from the scalar reference by float rounding only.
+#if defined(__x86_64__) || defined(__i386__)
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/cpu/attention_kernels.h"
+#include "engine/cpu/vec_math_avx512.h"
+
+namespace zf::engine::attn {
+namespace {
+
+using vec::Exp;
+
+inline __mmask16 TailMask(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
+
+// S[a..a+3][j0 .. j0+63] for keys j0.. (all 64 computed; K^T is padded).
+inline void ScoreTile(const Block& b, int32_t a, int64_t j0, float* s, int64_t ss) {
+  __m512 acc[4][4];
+  for (auto& row : acc) for (__m512& v : row) v = _mm512_setzero_ps();
+  const float* q0 = b.q + int64_t{a} * b.d_k;
+  const float* kt = b.kt + j0;
+  for (int32_t d = 0; d < b.d_k; ++d) {
+    const float* kd = kt + d * b.kt_stride;
+    const __m512 k0 = _mm512_loadu_ps(kd), k1 = _mm512_loadu_ps(kd + 16);
+    const __m512 k2 = _mm512_loadu_ps(kd + 32), k3 = _mm512_loadu_ps(kd + 48);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      const __m512 qv = _mm512_set1_ps(q0[i * b.d_k + d]);
+      acc[i][0] = _mm512_fmadd_ps(qv, k0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(qv, k1, acc[i][1]);
+      acc[i][2] = _mm512_fmadd_ps(qv, k2, acc[i][2]);
+      acc[i][3] = _mm512_fmadd_ps(qv, k3, acc[i][3]);
+    }
+  }
+  for (int i = 0; i < 4; ++i) {
+    for (int c = 0; c < 4; ++c) _mm512_storeu_ps(s + (a + i) * ss + j0 + 16 * c, acc[i][c]);
+  }
+}
+
+// Softmax of row i over [lo, hi] in place (exp(s - max), unnormalized); returns 1 / sum.
+float SoftmaxRow(const Block& b, float* s, int32_t lo, int32_t hi) {
+  const int64_t n = int64_t{hi} - lo + 1;
+  float* x = s + lo;
+  if (b.softcap > 0.0f) {
+    for (int64_t j = 0; j < n; ++j) x[j] = b.softcap * std::tanh(x[j] * b.scale / b.softcap);
+  } else {
+    const __m512 sc = _mm512_set1_ps(b.scale);
+    for (int64_t j = 0; j < n; j += 16) {
+      const __mmask16 m = TailMask(n - j);
+      _mm512_mask_storeu_ps(x + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + j), sc));
+    }
+  }
+  __m512 mx = _mm512_set1_ps(-INFINITY);
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = TailMask(n - j);
+    mx = _mm512_mask_max_ps(mx, m, mx, _mm512_maskz_loadu_ps(m, x + j));
+  }
+  const __m512 mv = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = TailMask(n - j);
+    const __m512 e = Exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + j), mv));
+    _mm512_mask_storeu_ps(x + j, m, e);
+    sum = _mm512_mask_add_ps(sum, m, sum, e);
+  }
+  return 1.0f / _mm512_reduce_add_ps(sum);
+}
+
+// out[i][e0 .. e0+63] = inv[i] * sum over keys j in [ulo, uhi] of p[i][j] * V[j][e0 ..] for the
+// na (<= 4) rows of a tile. Every loop over the 4 rows is unrolled and the row count handled by
+// `if`, so that the 16 accumulators stay in registers.
+void ValueTile(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t uhi, int32_t e0, int32_t na,
+               const float* inv, float* const* out) {
+  __mmask16 mk[4];
+  for (int c = 0; c < 4; ++c) mk[c] = TailMask(std::max<int64_t>(0, int64_t{b.d_v} - e0 - 16 * c));
+  const int64_t vs = b.v_stride;
+  const float* v = b.v + e0;
+  const float* p0 = p;
+  const float* p1 = p + ss;
+  const float* p2 = p + 2 * ss;
+  const float* p3 = p + 3 * ss;
+  __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+  __m512 a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+  for (int32_t j = ulo; j <= uhi; ++j) {
+    const float* vj = v + j * vs;
+    const __m512 v0 = _mm512_maskz_loadu_ps(mk[0], vj), v1 = _mm512_maskz_loadu_ps(mk[1], vj + 16);
+    const __m512 v2 = _mm512_maskz_loadu_ps(mk[2], vj + 32), v3 = _mm512_maskz_loadu_ps(mk[3], vj + 48);
+    __m512 w = _mm512_set1_ps(p0[j]);
+    a00 = _mm512_fmadd_ps(w, v0, a00), a01 = _mm512_fmadd_ps(w, v1, a01);
+    a02 = _mm512_fmadd_ps(w, v2, a02), a03 = _mm512_fmadd_ps(w, v3, a03);
+    w = _mm512_set1_ps(p1[j]);
+    a10 = _mm512_fmadd_ps(w, v0, a10), a11 = _mm512_fmadd_ps(w, v1, a11);
+    a12 = _mm512_fmadd_ps(w, v2, a12), a13 = _mm512_fmadd_ps(w, v3, a13);
+    w = _mm512_set1_ps(p2[j]);
+    a20 = _mm512_fmadd_ps(w, v0, a20), a21 = _mm512_fmadd_ps(w, v1, a21);
+    a22 = _mm512_fmadd_ps(w, v2, a22), a23 = _mm512_fmadd_ps(w, v3, a23);
+    w = _mm512_set1_ps(p3[j]);
+    a30 = _mm512_fmadd_ps(w, v0, a30), a31 = _mm512_fmadd_ps(w, v1, a31);
+    a32 = _mm512_fmadd_ps(w, v2, a32), a33 = _mm512_fmadd_ps(w, v3, a33);
+  }
+  const auto store = [&](int i, __m512 x0, __m512 x1, __m512 x2, __m512 x3) {
+    const __m512 iv = _mm512_set1_ps(inv[i]);
+    float* o = out[i] + e0;
+    _mm512_mask_storeu_ps(o, mk[0], _mm512_mul_ps(x0, iv));
+    _mm512_mask_storeu_ps(o + 16, mk[1], _mm512_mul_ps(x1, iv));
+    _mm512_mask_storeu_ps(o + 32, mk[2], _mm512_mul_ps(x2, iv));
+    _mm512_mask_storeu_ps(o + 48, mk[3], _mm512_mul_ps(x3, iv));
+  };
+  store(0, a00, a01, a02, a03);
+  if (na > 1) store(1, a10, a11, a12, a13);
+  if (na > 2) store(2, a20, a21, a22, a23);
+  if (na > 3) store(3, a30, a31, a32, a33);
+}
+
+}  // namespace
+
+void RunBlockAvx512(const Block& b) {
+  const int64_t ss = ScoreStride(b.n_keys);
+  for (int32_t a = 0; a < b.rows; a += 4) {
+    const int32_t na = std::min(4, b.rows - a);
+    int32_t ulo = b.lo[a], uhi = b.hi[a];
+    for (int i = 1; i < na; ++i) {
+      ulo = std::min(ulo, b.lo[a + i]);
+      uhi = std::max(uhi, b.hi[a + i]);
+    }
+    // Scores for keys [ulo & ~15, uhi] (tiles of 64; the 4 rows share each K^T load).
+    for (int64_t j0 = ulo & ~15; j0 <= uhi; j0 += 64) ScoreTile(b, a, j0, b.s, ss);
+    float inv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int i = 0; i < 4; ++i) {
+      float* s = b.s + (a + i) * ss;
+      if (i >= na) {  // padding row: weight 0 everywhere
+        std::fill(s + ulo, s + uhi + 1, 0.0f);
+        continue;
+      }
+      inv[i] = SoftmaxRow(b, s, b.lo[a + i], b.hi[a + i]);
+      std::fill(s + ulo, s + b.lo[a + i], 0.0f);  // keys the union sees but this row does not
+      std::fill(s + b.hi[a + i] + 1, s + uhi + 1, 0.0f);
+    }
+    // O = P V over the union of the rows' keys, 64 value dimensions at a time.
+    for (int32_t e0 = 0; e0 < b.d_v; e0 += 64) ValueTile(b, b.s + a * ss, ss, ulo, uhi, e0, na, inv, b.out + a);
+  }
+}
+
+}  // namespace zf::engine::attn
+
+#endif  // x86

@@ -1,0 +1,58 @@
+// Scalar reference of the blocked prefill attention (attention_kernels.h) and its dispatch.
+#include "engine/cpu/attention_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "quant/kernels.h"
+
+namespace zf::engine::attn {
+
+void RunBlockRef(const Block& b) {
+  const int64_t ss = ScoreStride(b.n_keys);
+  for (int32_t i = 0; i < b.rows; ++i) {
+    float* s = b.s + i * ss;
+    const float* q = b.q + int64_t{i} * b.d_k;
+    float mx = -INFINITY;
+    for (int32_t j = b.lo[i]; j <= b.hi[i]; ++j) {
+      float dot = 0.0f;
+      for (int32_t d = 0; d < b.d_k; ++d) dot += q[d] * b.kt[d * b.kt_stride + j];
+      float v = dot * b.scale;
+      if (b.softcap > 0.0f) v = b.softcap * std::tanh(v / b.softcap);
+      s[j] = v;
+      mx = std::max(mx, v);
+    }
+    float sum = 0.0f;
+    for (int32_t j = b.lo[i]; j <= b.hi[i]; ++j) {
+      s[j] = std::exp(s[j] - mx);
+      sum += s[j];
+    }
+    const float inv = 1.0f / sum;
+    float* o = b.out[i];
+    std::fill(o, o + b.d_v, 0.0f);
+    for (int32_t j = b.lo[i]; j <= b.hi[i]; ++j) {
+      const float w = s[j] * inv;
+      for (int32_t e = 0; e < b.d_v; ++e) o[e] += w * b.v[j * b.v_stride + e];
+    }
+  }
+}
+
+namespace {
+using BlockFn = void (*)(const Block&);
+BlockFn Pick() {
+#if defined(__x86_64__) || defined(__i386__)
+  if (quant::CpuHasAvx512Vnni() && std::getenv("ZF_NO_AVX512") == nullptr) return RunBlockAvx512;
+#endif
+  return RunBlockRef;
+}
+BlockFn Fn() {
+  static const BlockFn fn = Pick();
+  return fn;
+}
+}  // namespace
+
+void RunBlock(const Block& b) { Fn()(b); }
+bool HasFastBlock() { return Fn() != RunBlockRef; }
+
+}  // namespace zf::engine::attn

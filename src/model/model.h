@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "gguf/gguf.h"
@@ -57,12 +58,17 @@ class Model {
 
  private:
   Model() = default;
+  void CopySmallTensors();
 
   std::unique_ptr<gguf::GgufFile> file_;
   std::unique_ptr<tok::Tokenizer> tokenizer_;
   ModelConfig config_;
   Weights weights_;
   std::unique_ptr<engine::PackedWeights> packed_;
+  // With packed weights: the small tensors (norms, biases) copied out of the file mapping, and
+  // the Weights pointers rebound to them (see CopySmallTensors in model.cpp).
+  std::vector<gguf::TensorInfo> small_tensors_;
+  std::vector<uint8_t> small_bytes_;
   bool vocab_only_ = false;
   Device device_ = Device::kCpu;
   std::shared_ptr<const engine::cuda::DeviceWeights> device_weights_;

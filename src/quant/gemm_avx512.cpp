@@ -10,11 +10,7 @@
 // the 32 ZMM registers. Results differ from the scalar reference only by float rounding order.
 #if defined(__x86_64__) || defined(__i386__)
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-#include <immintrin.h>
+#include "quant/avx512_intrinsics.h"
 
 #include <cstring>
 

@@ -9,12 +9,7 @@
 // -128, weights may (|-128| = 128 still fits the unsigned operand).
 #if defined(__x86_64__) || defined(__i386__)
 
-// GCC 12 reports false "(maybe) uninitialized" warnings inside its own AVX-512 intrinsics.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-#include <immintrin.h>
+#include "quant/avx512_intrinsics.h"
 
 #include <algorithm>
 

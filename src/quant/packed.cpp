@@ -1,8 +1,7 @@
 // Packing into the row-interleaved decode layout (packed.h) and back, the scalar reference
-// product, and the run-time choice of kernel.
+// product (the run-time choice of kernel is in quant.cpp's table).
 #include "quant/packed.h"
 
-#include <cstdlib>
 #include <cstring>
 
 #include "quant/blocks.h"
@@ -12,15 +11,6 @@
 
 namespace zf::quant {
 namespace {
-
-bool FastKernels() {
-#if defined(__x86_64__) || defined(__i386__)
-  static const bool fast = CpuHasAvx512Vnni() && std::getenv("ZF_NO_AVX512") == nullptr;
-  return fast;
-#else
-  return false;
-#endif
-}
 
 // Field offsets inside one file block: d at 0, then m (if any), qh (if any), qs.
 inline size_t MinAt() { return 2; }
@@ -161,8 +151,6 @@ bool IsPackable(GgmlType t) {
   GetPackedLayout(t, 256, &valid);  // a row length every packable type's blocks divide
   return valid;
 }
-
-bool PackedGemvAvailable(GgmlType t) { return IsPackable(t) && FastKernels(); }
 
 size_t PackedGroupBytes(GgmlType t, int64_t k) {
   bool valid = false;
@@ -309,13 +297,5 @@ void GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g
   delete[] scratch;
 }
 }  // namespace ref
-
-void GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
-                float* y) {
-#if defined(__x86_64__) || defined(__i386__)
-  if (FastKernels() && avx512::GemvPacked(t, k, packed, g0, g1, rows, a, y)) return;
-#endif
-  ref::GemvPacked(t, k, packed, g0, g1, rows, a, y);
-}
 
 }  // namespace zf::quant

@@ -6,6 +6,7 @@
 
 #include "quant/blocks.h"
 #include "quant/gemm_packed.h"
+#include "quant/packed.h"
 #include "quant/kernels.h"
 
 namespace zf::quant {
@@ -27,6 +28,8 @@ struct KernelTable {
   void (*quantize_tables)(const float*, int64_t, void*, int, int, float*, float*, int32_t*) = nullptr;
   void (*pack_tile)(GgmlType, const void*, size_t, int64_t, int64_t, void*, void*) = nullptr;
   void (*gemm_packed)(const void*, int64_t, int, int64_t, const PackedActs&, int64_t, float*, int64_t) = nullptr;
+  // Decode product on the packed layout (packed.h); null: no fast kernel, do not pack.
+  bool (*gemv_packed)(GgmlType, int64_t, const void*, int64_t, int64_t, int64_t, const void*, float*) = nullptr;
 };
 
 // Scalar GemmAffine (the definition the SIMD version is tested against).
@@ -106,6 +109,7 @@ KernelTable BuildTable() {
       k.gemm_q8_0 = avx512::GemmQ8_0;
       k.gemm_affine = avx512::GemmAffine;
       k.gemm_packed = avx512::GemmPacked;
+      k.gemv_packed = avx512::GemvPacked;
       k.pack_tile = avx512::PackTile;
       k.quantize_tables = avx512::QuantizeQ8_0Tables;
       k.gemv = avx512::Gemv;
@@ -217,6 +221,14 @@ void PackTile(GgmlType t, const void* w, size_t w_stride, int64_t rows, int64_t 
 }
 
 bool HasFastGemmPacked() { return Table().gemm_packed != ref::GemmPacked; }
+
+bool PackedGemvAvailable(GgmlType t) { return IsPackable(t) && Table().gemv_packed != nullptr; }
+
+void GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
+                float* y) {
+  if (Table().gemv_packed != nullptr && Table().gemv_packed(t, k, packed, g0, g1, rows, a, y)) return;
+  ref::GemvPacked(t, k, packed, g0, g1, rows, a, y);
+}
 
 void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok, float* y,
                 int64_t y_stride) {

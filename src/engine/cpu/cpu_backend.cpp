@@ -148,13 +148,8 @@ void CpuBackend::MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, fl
         const GgmlType t = c.w->type;
         for (int64_t r = r0; r < r1; r += kGemmRowTile) {
           const int64_t n = std::min<int64_t>(kGemmRowTile, r1 - r);
-          const uint8_t* src = c.w->data + size_t(r) * c.w_row;
-          if (c.packed != nullptr) {
-            uint8_t* tile = c.self->gemm_unpacked_.data() + size_t(ith) * size_t(kGemmRowTile) * c.w_row;
-            quant::UnpackDecodeGroup(t, c.packed->data + size_t(r / kGemmRowTile) * c.packed->group_bytes, c.k, n, tile,
-                               c.w_row);
-            src = tile;
-          }
+          const uint8_t* src = PackedWeights::FileRows(
+              *c.w, c.packed, r, n, c.self->gemm_unpacked_.data() + size_t(ith) * size_t(kGemmRowTile) * c.w_row);
           if (t == GgmlType::Q8_0) {
             quant::GemmQ8_0(c.k, src, c.q8_row, n, c.act, c.q8_row, c.n_tok, c.y + r, c.m);
             continue;
@@ -257,16 +252,18 @@ void CpuBackend::MatMulPacked(const Tensor* const* w, float* const* y, int32_t n
     int32_t n_w, n_tok;
     int64_t k;
     size_t per_thread, scratch_bytes;
-    int64_t tile_end[kMaxShared];             // cumulative tile counts over the weights
+    int64_t tile_end[kMaxShared];                  // cumulative tile counts over the weights
+    const PackedWeights::Matrix* dec[kMaxShared];  // decode copies (looked up once per call)
     quant::PackedActs acts[kMaxShared];
     Quantize* quantize;
     ClaimedWork phase1;          // chunks of tokens to quantize
     std::atomic<int64_t> next;  // the next tile to take
-  } c{this, w, y, n_w, n_tok, k, per_thread, scratch_bytes, {}, {}, &quantize, ClaimedWork((n_tok + kQuantChunk - 1) / kQuantChunk), {0}};
+  } c{this, w, y, n_w, n_tok, k, per_thread, scratch_bytes, {}, {}, {}, &quantize, ClaimedWork((n_tok + kQuantChunk - 1) / kQuantChunk), {0}};
   int64_t total = 0;
   for (int32_t i = 0; i < n_w; ++i) {
     total += (w[i]->ne[1] + quant::kPackRows - 1) / quant::kPackRows;
     c.tile_end[i] = total;
+    c.dec[i] = packed_ != nullptr ? packed_->Find(*w[i]) : nullptr;
     c.acts[i] = quant::PackedActs{act, q8_row, ad, pack_asum_.data() + table_at[i],
                                   quant::PackOffset(w[i]->type) != 0 ? pack_aoff_.data() + table_at[i] : nullptr};
   }
@@ -291,14 +288,7 @@ void CpuBackend::MatMulPacked(const Tensor* const* w, float* const* y, int32_t n
           const size_t w_row = RowSize(w.type, c.k);
           const int64_t r = (ti - (i > 0 ? c.tile_end[i - 1] : 0)) * quant::kPackRows;
           const int64_t rows = std::min<int64_t>(quant::kPackRows, m - r);
-          const uint8_t* src = w.data + size_t(r) * w_row;
-          if (const PackedWeights::Matrix* dec = c.self->packed_ != nullptr ? c.self->packed_->Find(w) : nullptr) {
-            // Only the decode copy is resident: its group back to the file's blocks (exact).
-            uint8_t* rows_buf = scratch + c.scratch_bytes;
-            quant::UnpackDecodeGroup(w.type, dec->data + size_t(r / quant::kPackRows) * dec->group_bytes, c.k, rows,
-                                     rows_buf, w_row);
-            src = rows_buf;
-          }
+          const uint8_t* src = PackedWeights::FileRows(w, c.dec[i], r, rows, scratch + c.scratch_bytes);
           quant::PackTile(w.type, src, w_row, rows, c.k, tile, scratch);
           quant::GemmPacked(tile, c.k, group, rows, c.acts[i], c.n_tok, c.y[i] + r, m);
         }

@@ -38,6 +38,13 @@ const uint8_t* ReleasePages(const uint8_t* from, const uint8_t* to) {
 
 }  // namespace
 
+const uint8_t* PackedWeights::FileRows(const gguf::TensorInfo& t, const Matrix* p, int64_t r, int64_t n, uint8_t* buf) {
+  const size_t row_bytes = RowSize(t.type, t.ne[0]);
+  if (p == nullptr) return t.data + size_t(r) * row_bytes;
+  quant::UnpackDecodeGroup(t.type, p->data + size_t(r / quant::kPackRows) * p->group_bytes, t.ne[0], n, buf, row_bytes);
+  return buf;
+}
+
 PackedWeights::~PackedWeights() {
   if (mem_ != nullptr) munmap(mem_, size_);
 }

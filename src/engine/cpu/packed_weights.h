@@ -46,6 +46,11 @@ class PackedWeights {
   }
   size_t bytes() const { return size_; }
 
+  // Rows [r, r + n) of t in the file's block format (r a multiple of 16, n <= 16): in place from
+  // the file, or, when t is packed (`p` = Find(t), its file pages are not resident), unpacked
+  // exactly from the packed copy into buf (n rows of RowSize bytes).
+  static const uint8_t* FileRows(const gguf::TensorInfo& t, const Matrix* p, int64_t r, int64_t n, uint8_t* buf);
+
  private:
   PackedWeights() = default;
   void* mem_ = nullptr;

@@ -161,7 +161,10 @@ Status Model::Load(const std::string& path, const LoadOptions& o, std::unique_pt
   // The CPU engine's repacked copies are only for CPU models (a CUDA model reads its GPU copy).
   if (!o.vocab_only && m->device_ == Device::kCpu) {
     ZF_RETURN_IF_ERROR(engine::PackedWeights::Build(m->weights_, m->n_threads_, &m->packed_));
-    if (m->packed_ != nullptr) m->CopySmallTensors();
+    if (m->packed_ != nullptr) {
+      m->CopySmallTensors();
+      m->packed_->ReleaseFilePages();
+    }
   }
   ZF_RETURN_IF_ERROR(Progress(o, 1000));
   *out = std::move(m);

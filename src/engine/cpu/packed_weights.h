@@ -39,6 +39,11 @@ class PackedWeights {
   // copy cannot be allocated.
   static Status Build(const model::Weights& w, int32_t n_threads, std::unique_ptr<PackedWeights>* out);
 
+  // Drops the file's pages of every packed tensor from the process again. Build drops them as it
+  // goes, but a read of a neighbouring tensor (the model copies its small tensors after
+  // packing) maps the pages of its fault-around window back in.
+  void ReleaseFilePages() const;
+
   // The packed copy of tensor t, or nullptr.
   const Matrix* Find(const gguf::TensorInfo& t) const {
     auto it = index_.find(&t);

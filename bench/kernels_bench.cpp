@@ -3,6 +3,7 @@
 // over a 262k vocabulary. Random data; weights quantized with the library's own quantizers.
 //   cmake -DZF_BUILD_BENCH=ON ... && build/bench/zerfoo_kernel_bench
 #include <benchmark/benchmark.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <random>
@@ -24,6 +25,28 @@ std::vector<float> Random(size_t n, uint32_t seed = 1) {
   for (float& x : v) x = d(rng);
   return v;
 }
+
+// Anonymous memory asking for transparent huge pages, freed at scope end.
+class HugeBuffer {
+ public:
+  explicit HugeBuffer(size_t n) : size_((n + (size_t(2) << 20) - 1) & ~((size_t(2) << 20) - 1)) {
+    void* m = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    p_ = m == MAP_FAILED ? nullptr : static_cast<uint8_t*>(m);
+#ifdef MADV_HUGEPAGE
+    if (p_ != nullptr) madvise(p_, size_, MADV_HUGEPAGE);
+#endif
+  }
+  ~HugeBuffer() {
+    if (p_ != nullptr) munmap(p_, size_);
+  }
+  HugeBuffer(const HugeBuffer&) = delete;
+  HugeBuffer& operator=(const HugeBuffer&) = delete;
+  uint8_t* data() const { return p_; }
+
+ private:
+  size_t size_;
+  uint8_t* p_;
+};
 
 // Weights of a type without a quantizer in the library's activation path are filled with
 // random bytes whose block scales are sane (F16 1.0) - enough for timing.
@@ -111,8 +134,9 @@ void BM_GemvPacked(benchmark::State& state, GgmlType t) {
   const std::vector<uint8_t> w = RandomWeights(t, rows, cols);
   const size_t row = zf::RowSize(t, cols), gbytes = zf::quant::PackedGroupBytes(t, cols);
   const int64_t groups = zf::quant::PackedGroups(rows);
-  std::vector<uint8_t> buf(size_t(groups) * gbytes + 64);
-  uint8_t* p = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
+  // Huge-page memory, as the engine's packed arena (engine/cpu/packed_weights.cpp) asks for.
+  HugeBuffer buf(size_t(groups) * gbytes);
+  uint8_t* p = buf.data();
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t n = std::min<int64_t>(zf::quant::kPackRows, rows - g * zf::quant::kPackRows);
     zf::quant::PackDecodeGroup(t, w.data() + size_t(g * zf::quant::kPackRows) * row, row, cols, n, p + size_t(g) * gbytes);
@@ -128,6 +152,7 @@ void BM_GemvPacked(benchmark::State& state, GgmlType t) {
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(w.size()));
 }
 BENCHMARK_CAPTURE(BM_GemvPacked, gemma3_output_Q8_0, GgmlType::Q8_0)->Args({262144, 640})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_GemvPacked, l3_Q8_0, GgmlType::Q8_0)->Args({16384, 640});
 BENCHMARK_CAPTURE(BM_GemvPacked, smollm2_ffn_up_Q4_1, GgmlType::Q4_1)->Args({1536, 576});
 BENCHMARK_CAPTURE(BM_GemvPacked, gemma3_ffn_up_Q5_0, GgmlType::Q5_0)->Args({2048, 640});
 BENCHMARK_CAPTURE(BM_GemvPacked, big_Q4_1, GgmlType::Q4_1)->Args({65536, 640})->Unit(benchmark::kMillisecond);

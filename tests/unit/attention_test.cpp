@@ -11,6 +11,7 @@
 #include "engine/cpu/activation_kernels.h"
 #include "engine/cpu/attention_kernels.h"
 #include "engine/cpu/cpu_backend.h"
+#include "quant/quant.h"
 
 namespace zf::engine {
 namespace {
@@ -82,6 +83,56 @@ TEST(AttentionBlock, WindowSoftcapAndLargeScores) {
   CheckBlock(16, 64, 64, 200, 0, 0.0f, 30.0f);       // peaked softmax (scores ~ +-200)
 }
 
+// Grouped decode (dispatched) against its scalar reference over an F16 cache laid out like the
+// engine's: rows of several KV heads, this group's head at an offset.
+void CheckDecode(int32_t n_q, int32_t d_k, int32_t d_v, int32_t n_keys, float softcap, float q_scale) {
+  SCOPED_TRACE("heads " + std::to_string(n_q) + " d_k " + std::to_string(d_k) + " d_v " + std::to_string(d_v) +
+               " keys " + std::to_string(n_keys) + " softcap " + std::to_string(softcap));
+  const int64_t k_stride = 3 * int64_t{d_k} + 8, v_stride = 2 * int64_t{d_v} + 16;
+  const std::vector<float> kf = Random(size_t(n_keys) * size_t(k_stride), 11);
+  const std::vector<float> vf = Random(size_t(n_keys) * size_t(v_stride), 12);
+  std::vector<uint16_t> k(kf.size()), v(vf.size());
+  for (size_t i = 0; i < k.size(); ++i) k[i] = quant::Fp32ToFp16(kf[i]);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = quant::Fp32ToFp16(vf[i]);
+  const std::vector<float> q = Random(size_t(n_q) * size_t(d_k), 13, q_scale);
+  std::vector<float> s(size_t(n_q) * size_t(n_keys));
+  std::vector<float> out(size_t(n_q) * size_t(d_v), NAN), out_ref(out.size(), NAN);
+  std::vector<float*> op, op_ref;
+  for (int32_t i = 0; i < n_q; ++i) {
+    op.push_back(out.data() + size_t(i) * size_t(d_v));
+    op_ref.push_back(out_ref.data() + size_t(i) * size_t(d_v));
+  }
+  attn::DecodeGroup g;
+  g.q = q.data();
+  g.n_q = n_q;
+  g.d_k = d_k;
+  g.d_v = d_v;
+  g.k = k.data() + d_k;  // the second KV head of each row
+  g.k_stride = k_stride;
+  g.v = v.data() + d_v;
+  g.v_stride = v_stride;
+  g.n_keys = n_keys;
+  g.scale = 1.0f / std::sqrt(float(d_k));
+  g.softcap = softcap;
+  g.s = s.data();
+  g.out = op.data();
+  attn::RunDecode(g);
+  g.out = op_ref.data();
+  attn::RunDecodeRef(g);
+  for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], out_ref[i], 2e-5f * (1.0f + std::fabs(out_ref[i]))) << i;
+}
+
+TEST(AttentionDecode, MatchesReference) {
+  for (int32_t n_q = 1; n_q <= attn::kDecodeHeads; ++n_q) {
+    for (int32_t dk : {64, 256, 80, 40}) {  // 40: not a multiple of 16 (the reference runs)
+      for (int32_t n_keys : {1, 17, 300}) CheckDecode(n_q, dk, dk, n_keys, 0.0f, 1.0f);
+    }
+  }
+  CheckDecode(3, 128, 96, 200, 0.0f, 1.0f);  // d_v != d_k, a value tile of 2 chunks
+  CheckDecode(4, 64, 64, 200, 50.0f, 1.0f);  // softcap
+  CheckDecode(2, 64, 64, 200, 0.0f, 30.0f);  // peaked softmax (scores ~ +-200)
+}
+
 // The prefill path (n_tok > 1) equals one decode-path call per token over the same cache.
 void CheckBackend(KvType type, int32_t n_head, int32_t n_kv, int32_t hd, int32_t n_tok, int32_t pos0, int32_t window,
                   float softcap) {
@@ -119,6 +170,8 @@ TEST(AttentionPrefill, MatchesDecodePathPerToken) {
     CheckBackend(type, 9, 3, 64, 21, 7, 0, 0.0f);    // SmolLM2 shape, continuing a cache
     CheckBackend(type, 4, 1, 256, 40, 3, 16, 0.0f);  // sliding window
     CheckBackend(type, 2, 2, 80, 9, 0, 0, 30.0f);    // softcap, no grouping, odd head size
+    CheckBackend(type, 8, 1, 64, 5, 2, 0, 0.0f);     // a group wider than one decode pass
+    CheckBackend(type, 6, 2, 40, 7, 1, 0, 0.0f);     // head size the AVX-512 decode does not take
   }
 }
 

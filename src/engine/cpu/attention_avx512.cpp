@@ -1,4 +1,4 @@
-// AVX-512 blocked prefill attention (see attention_kernels.h).
+// AVX-512 attention kernels (see attention_kernels.h): blocked prefill and grouped decode.
 //
 // Register tiles of 4 query rows x 64 keys (S = Q K^T: per head dimension, 4 loads of K^T and 4
 // broadcasts of Q feed 16 FMAs) and 4 rows x 64 value dimensions (O = P V: per key, 4 loads of
@@ -50,14 +50,13 @@ inline void ScoreTile(const Block& b, int32_t a, int64_t j0, float* s, int64_t s
   }
 }
 
-// Softmax of row i over [lo, hi] in place (exp(s - max), unnormalized); returns 1 / sum.
-float SoftmaxRow(const Block& b, float* s, int32_t lo, int32_t hi) {
-  const int64_t n = int64_t{hi} - lo + 1;
-  float* x = s + lo;
-  if (b.softcap > 0.0f) {
-    for (int64_t j = 0; j < n; ++j) x[j] = b.softcap * std::tanh(x[j] * b.scale / b.softcap);
+// Softmax of x[0, n) in place after scaling (and the softcap): exp(s - max), unnormalized;
+// returns 1 / sum.
+float Softmax(float* x, int64_t n, float scale, float softcap) {
+  if (softcap > 0.0f) {
+    for (int64_t j = 0; j < n; ++j) x[j] = softcap * std::tanh(x[j] * scale / softcap);
   } else {
-    const __m512 sc = _mm512_set1_ps(b.scale);
+    const __m512 sc = _mm512_set1_ps(scale);
     for (int64_t j = 0; j < n; j += 16) {
       const __mmask16 m = TailMask(n - j);
       _mm512_mask_storeu_ps(x + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + j), sc));
@@ -77,6 +76,11 @@ float SoftmaxRow(const Block& b, float* s, int32_t lo, int32_t hi) {
     sum = _mm512_mask_add_ps(sum, m, sum, e);
   }
   return 1.0f / _mm512_reduce_add_ps(sum);
+}
+
+// Softmax of row i over [lo, hi] in place; returns 1 / sum.
+float SoftmaxRow(const Block& b, float* s, int32_t lo, int32_t hi) {
+  return Softmax(s + lo, int64_t{hi} - lo + 1, b.scale, b.softcap);
 }
 
 // out[i][e0 .. e0+63] = inv[i] * sum over keys j in [ulo, uhi] of p[i][j] * V[j][e0 ..] for the
@@ -125,7 +129,73 @@ void ValueTile(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t 
   if (na > 3) store(3, a30, a31, a32, a33);
 }
 
+inline __m512 LoadF16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+// Raw scores of NQ heads: s[h][j] = q_h . k_j. Each key row is converted once for all heads.
+template <int NQ>
+void DecodeScores(const DecodeGroup& g) {
+  for (int32_t j = 0; j < g.n_keys; ++j) {
+    const uint16_t* k = g.k + j * g.k_stride;
+    __m512 acc[NQ];
+    for (__m512& a : acc) a = _mm512_setzero_ps();
+    for (int32_t d = 0; d < g.d_k; d += 16) {
+      const __m512 kv = LoadF16(k + d);
+#pragma GCC unroll 4
+      for (int h = 0; h < NQ; ++h) acc[h] = _mm512_fmadd_ps(_mm512_loadu_ps(g.q + h * g.d_k + d), kv, acc[h]);
+    }
+#pragma GCC unroll 4
+    for (int h = 0; h < NQ; ++h) g.s[h * g.n_keys + j] = _mm512_reduce_add_ps(acc[h]);
+  }
+}
+
+// out[h][e0 .. e0+63] = inv[h] * sum_j p[h][j] v_j[e0 ..]: each value row converted once, the
+// NQ x 4 accumulators in registers.
+template <int NQ>
+void DecodeValues(const DecodeGroup& g, const float* inv) {
+  for (int32_t e0 = 0; e0 < g.d_v; e0 += 64) {
+    const int32_t nc = std::min(4, (g.d_v - e0) / 16);  // 16-wide chunks in this tile
+    __m512 acc[NQ][4];
+    for (auto& row : acc) for (__m512& a : row) a = _mm512_setzero_ps();
+    for (int32_t j = 0; j < g.n_keys; ++j) {
+      const uint16_t* v = g.v + j * g.v_stride + e0;
+      __m512 vv[4];
+      for (int c = 0; c < 4; ++c) vv[c] = c < nc ? LoadF16(v + 16 * c) : _mm512_setzero_ps();
+#pragma GCC unroll 4
+      for (int h = 0; h < NQ; ++h) {
+        const __m512 w = _mm512_set1_ps(g.s[h * g.n_keys + j]);
+        for (int c = 0; c < 4; ++c) acc[h][c] = _mm512_fmadd_ps(w, vv[c], acc[h][c]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int h = 0; h < NQ; ++h) {
+      const __m512 iv = _mm512_set1_ps(inv[h]);
+      for (int c = 0; c < nc; ++c) _mm512_storeu_ps(g.out[h] + e0 + 16 * c, _mm512_mul_ps(acc[h][c], iv));
+    }
+  }
+}
+
+template <int NQ>
+void Decode(const DecodeGroup& g) {
+  DecodeScores<NQ>(g);
+  float inv[NQ];
+  for (int h = 0; h < NQ; ++h) inv[h] = Softmax(g.s + h * g.n_keys, g.n_keys, g.scale, g.softcap);
+  DecodeValues<NQ>(g, inv);
+}
+
 }  // namespace
+
+static_assert(kDecodeHeads == 4, "RunDecodeAvx512 has cases for 1..4 heads");
+
+void RunDecodeAvx512(const DecodeGroup& g) {
+  switch (g.n_q) {
+    case 1: Decode<1>(g); return;
+    case 2: Decode<2>(g); return;
+    case 3: Decode<3>(g); return;
+    default: Decode<4>(g); return;
+  }
+}
 
 void RunBlockAvx512(const Block& b) {
   const int64_t ss = ScoreStride(b.n_keys);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "quant/quant.h"
 #include "quant/kernels.h"
 
 namespace zf::engine::attn {
@@ -38,6 +39,36 @@ void RunBlockRef(const Block& b) {
   }
 }
 
+void RunDecodeRef(const DecodeGroup& g) {
+  for (int32_t h = 0; h < g.n_q; ++h) {
+    const float* q = g.q + int64_t{h} * g.d_k;
+    float* s = g.s + int64_t{h} * g.n_keys;
+    float mx = -INFINITY;
+    for (int32_t j = 0; j < g.n_keys; ++j) {
+      const uint16_t* k = g.k + j * g.k_stride;
+      float dot = 0.0f;
+      for (int32_t d = 0; d < g.d_k; ++d) dot += q[d] * quant::Fp16ToFp32(k[d]);
+      float x = dot * g.scale;
+      if (g.softcap > 0.0f) x = g.softcap * std::tanh(x / g.softcap);
+      s[j] = x;
+      mx = std::max(mx, x);
+    }
+    float sum = 0.0f;
+    for (int32_t j = 0; j < g.n_keys; ++j) {
+      s[j] = std::exp(s[j] - mx);
+      sum += s[j];
+    }
+    const float inv = 1.0f / sum;
+    float* o = g.out[h];
+    std::fill(o, o + g.d_v, 0.0f);
+    for (int32_t j = 0; j < g.n_keys; ++j) {
+      const uint16_t* v = g.v + j * g.v_stride;
+      for (int32_t e = 0; e < g.d_v; ++e) o[e] += s[j] * quant::Fp16ToFp32(v[e]);
+    }
+    for (int32_t e = 0; e < g.d_v; ++e) o[e] *= inv;
+  }
+}
+
 namespace {
 using BlockFn = void (*)(const Block&);
 BlockFn Pick() {
@@ -54,5 +85,17 @@ BlockFn Fn() {
 
 void RunBlock(const Block& b) { Fn()(b); }
 bool HasFastBlock() { return Fn() != RunBlockRef; }
+
+void RunDecode(const DecodeGroup& g) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (HasFastDecode() && g.d_k % 16 == 0 && g.d_v % 16 == 0) {
+    RunDecodeAvx512(g);
+    return;
+  }
+#endif
+  RunDecodeRef(g);
+}
+// The same CPU check as the blocked kernel (AVX-512 F implies F16C there).
+bool HasFastDecode() { return HasFastBlock(); }
 
 }  // namespace zf::engine::attn

@@ -501,8 +501,65 @@ void CpuBackend::StoreKv(int32_t layer, const float* k, const float* v, int32_t 
 }
 
 // Per thread: a V head in F32, Q in the cache type, and the scores of one context row.
+// Decode (AttentionDecode) uses the same block: kDecodeHeads score rows and Q rows (a head is
+// at most k_width wide).
 size_t CpuBackend::AttnScratchPerThread(int32_t n_ctx, int32_t k_width, int32_t v_width) {
-  return size_t(v_width) + 2 * size_t(k_width) + size_t(n_ctx);
+  const size_t per_row = size_t(v_width) + 2 * size_t(k_width) + size_t(n_ctx);
+  const size_t decode = size_t(attn::kDecodeHeads) * (size_t(n_ctx) + size_t(k_width));
+  return std::max(per_row, decode);
+}
+
+void CpuBackend::AttentionDecode(int32_t layer, const float* q, int32_t pos0, const AttentionParams& ap, float* out) {
+  struct Ctx {
+    CpuBackend* self;
+    const float* q;
+    float* out;
+    const AttentionParams* ap;
+    int32_t layer, pos0;
+  } c{this, q, out, &ap, layer, pos0};
+  pool_.Run(
+      [](void* p, int32_t ith, int32_t nth) {
+        Ctx& c = *static_cast<Ctx*>(p);
+        CpuBackend& self = *c.self;
+        const AttentionParams& ap = *c.ap;
+        const int32_t group = ap.n_head / ap.n_head_kv, dk = ap.head_dim_k, dv = ap.head_dim_v;
+        const int32_t lo = ap.window > 0 ? std::max(0, c.pos0 - ap.window + 1) : 0;
+        const int64_t slot0 = int64_t{c.layer} * self.n_ctx_ + lo;
+        const auto* kc = reinterpret_cast<const uint16_t*>(self.k_cache_.data()) + slot0 * self.k_width_;
+        const auto* vc = reinterpret_cast<const uint16_t*>(self.v_cache_.data()) + slot0 * self.v_width_;
+        float* qs = self.attn_scratch_.data() + size_t(ith) * AttnScratchPerThread(self.n_ctx_, self.k_width_, self.v_width_);
+        float* scores = qs + size_t(attn::kDecodeHeads) * size_t(dk);
+        // This thread's heads [h0, h1), taken a KV group (and at most kDecodeHeads) at a time.
+        const int32_t h0 = int32_t(int64_t{ap.n_head} * ith / nth), h1 = int32_t(int64_t{ap.n_head} * (ith + 1) / nth);
+        for (int32_t h = h0; h < h1;) {
+          const int32_t g = h / group;
+          const int32_t n_q = std::min({h1 - h, (g + 1) * group - h, attn::kDecodeHeads});
+          float* outp[attn::kDecodeHeads];
+          for (int32_t i = 0; i < n_q; ++i) {
+            // Q rounded to F16, as the reference multiplies it with the F16 cache.
+            quant::QuantizeActivations(GgmlType::F16, c.q + int64_t{h + i} * dk, scores, dk);
+            quant::DequantizeRow(GgmlType::F16, scores, qs + size_t(i) * size_t(dk), dk);
+            outp[i] = c.out + int64_t{h + i} * dv;
+          }
+          attn::DecodeGroup dg;
+          dg.q = qs;
+          dg.n_q = n_q;
+          dg.d_k = dk;
+          dg.d_v = dv;
+          dg.k = kc + int64_t{g} * dk;
+          dg.k_stride = self.k_width_;
+          dg.v = vc + int64_t{g} * dv;
+          dg.v_stride = self.v_width_;
+          dg.n_keys = c.pos0 - lo + 1;
+          dg.scale = ap.scale;
+          dg.softcap = ap.softcap;
+          dg.s = scores;
+          dg.out = outp;
+          attn::RunDecode(dg);
+          h += n_q;
+        }
+      },
+      &c);
 }
 
 // Prefill: per KV head, blocks of kAttnRows query rows ((token, head) pairs of that head's group)
@@ -650,6 +707,10 @@ void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t
   static const bool blocked_ok = attn::HasFastBlock() && std::getenv("ZF_NO_BLOCKED_ATTN") == nullptr;
   if (n_tok > 1 && blocked_ok) {
     AttentionBlocked(layer, q, n_tok, pos0, ap, out);
+    return;
+  }
+  if (n_tok == 1 && blocked_ok && kv_type_ == KvType::kF16 && attn::HasFastDecode()) {
+    AttentionDecode(layer, q, pos0, ap, out);
     return;
   }
   const int32_t group = ap.n_head / ap.n_head_kv;

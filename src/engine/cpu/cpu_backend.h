@@ -43,10 +43,10 @@ class CpuBackend final : public Backend {
   // Prefill: per-thread weight rows requantized to Q8_0 and their float staging row.
   std::vector<uint8_t> gemm_rows_;
   std::vector<float> gemm_f32_;
-  std::vector<float> gemm_asum_;
+  std::vector<float> gemm_asum_;         // per token, per 32-block: activation scale x sum of quants
   std::vector<uint8_t> gemm_unpacked_;  // prefill: per-thread 16 rows unpacked from a packed copy
-  std::vector<float> kv_stage_;
-  std::vector<float> rope_cs_;  // cos/sin of one position's rotation angles  // prefill attention: one layer's K then V rows in F32  // per token, per 32-block: activation scale x sum of quants
+  std::vector<float> kv_stage_;         // prefill attention: one layer's K then V rows in F32
+  std::vector<float> rope_cs_;          // cos/sin of one position's rotation angles
   void MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, float* y);
   // Prefill on row-interleaved tiles packed per call (quant/gemm_packed.h): y[i] = w[i] x for
   // i < n_w (<= 4) weights of the same input width, x quantized once.
@@ -59,6 +59,9 @@ class CpuBackend final : public Backend {
   // Prefill attention in blocks of query rows (engine/cpu/attention_kernels.h).
   void AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const AttentionParams& ap,
                         float* out);
+  // Decode attention with an F16 cache: the heads of each KV group together
+  // (attention_kernels.h, DecodeGroup), heads split evenly across threads.
+  void AttentionDecode(int32_t layer, const float* q, int32_t pos0, const AttentionParams& ap, float* out);
   std::vector<float> kt_stage_;    // [n_head_kv][head_dim_k][n_pos + pad]: this layer's K transposed
   std::vector<float> attn_block_;  // per thread: Q rows, score rows, conversion rows
   // Per-thread attention scratch: scores over n_ctx positions + one k/v row.

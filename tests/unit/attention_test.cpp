@@ -172,6 +172,7 @@ TEST(AttentionPrefill, MatchesDecodePathPerToken) {
     CheckBackend(type, 2, 2, 80, 9, 0, 0, 30.0f);    // softcap, no grouping, odd head size
     CheckBackend(type, 8, 1, 64, 5, 2, 0, 0.0f);     // a group wider than one decode pass
     CheckBackend(type, 6, 2, 40, 7, 1, 0, 0.0f);     // head size the AVX-512 decode does not take
+    CheckBackend(type, 4, 1, 256, 2, 0, 0, 0.0f);    // a context far shorter than a head (scratch sizes)
   }
 }
 

@@ -501,11 +501,11 @@ void CpuBackend::StoreKv(int32_t layer, const float* k, const float* v, int32_t 
 }
 
 // Per thread: a V head in F32, Q in the cache type, and the scores of one context row.
-// Decode (AttentionDecode) uses the same block: kDecodeHeads score rows and Q rows (a head is
-// at most k_width wide).
+// Decode (AttentionDecode) uses the same block: kDecodeHeads Q rows, one F16 staging row, and
+// kDecodeHeads score rows (a head is at most k_width wide).
 size_t CpuBackend::AttnScratchPerThread(int32_t n_ctx, int32_t k_width, int32_t v_width) {
   const size_t per_row = size_t(v_width) + 2 * size_t(k_width) + size_t(n_ctx);
-  const size_t decode = size_t(attn::kDecodeHeads) * (size_t(n_ctx) + size_t(k_width));
+  const size_t decode = size_t(attn::kDecodeHeads) * (size_t(n_ctx) + size_t(k_width)) + size_t(k_width);
   return std::max(per_row, decode);
 }
 
@@ -528,7 +528,8 @@ void CpuBackend::AttentionDecode(int32_t layer, const float* q, int32_t pos0, co
         const auto* kc = reinterpret_cast<const uint16_t*>(self.k_cache_.data()) + slot0 * self.k_width_;
         const auto* vc = reinterpret_cast<const uint16_t*>(self.v_cache_.data()) + slot0 * self.v_width_;
         float* qs = self.attn_scratch_.data() + size_t(ith) * AttnScratchPerThread(self.n_ctx_, self.k_width_, self.v_width_);
-        float* scores = qs + size_t(attn::kDecodeHeads) * size_t(dk);
+        float* q16 = qs + size_t(attn::kDecodeHeads) * size_t(dk);
+        float* scores = q16 + size_t(dk);
         // This thread's heads [h0, h1), taken a KV group (and at most kDecodeHeads) at a time.
         const int32_t h0 = int32_t(int64_t{ap.n_head} * ith / nth), h1 = int32_t(int64_t{ap.n_head} * (ith + 1) / nth);
         for (int32_t h = h0; h < h1;) {
@@ -537,8 +538,8 @@ void CpuBackend::AttentionDecode(int32_t layer, const float* q, int32_t pos0, co
           float* outp[attn::kDecodeHeads];
           for (int32_t i = 0; i < n_q; ++i) {
             // Q rounded to F16, as the reference multiplies it with the F16 cache.
-            quant::QuantizeActivations(GgmlType::F16, c.q + int64_t{h + i} * dk, scores, dk);
-            quant::DequantizeRow(GgmlType::F16, scores, qs + size_t(i) * size_t(dk), dk);
+            quant::QuantizeActivations(GgmlType::F16, c.q + int64_t{h + i} * dk, q16, dk);
+            quant::DequantizeRow(GgmlType::F16, q16, qs + size_t(i) * size_t(dk), dk);
             outp[i] = c.out + int64_t{h + i} * dv;
           }
           attn::DecodeGroup dg;

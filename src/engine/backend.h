@@ -59,6 +59,16 @@ class Backend {
   virtual void MatMulShared(const Tensor* const* w, float* const* y, int32_t n, const float* x, int32_t n_tok) {
     for (int32_t i = 0; i < n; ++i) MatMul(*w[i], x, n_tok, y[i]);
   }
+  // Optional (default: MatMulShared of both, then GatedActivation): the first half of a gated
+  // FFN, gate = act(W_gate x) * (W_up x) (up receives W_up x), so an engine can apply the
+  // activation where the rows are produced instead of in a pass of its own.
+  virtual void MatMulGated(model::FfnActivation act, const Tensor& w_gate, const Tensor& w_up, const float* x,
+                           int32_t n_tok, float* gate, float* up) {
+    const Tensor* w[2] = {&w_gate, &w_up};
+    float* y[2] = {gate, up};
+    MatMulShared(w, y, 2, x, n_tok);
+    GatedActivation(act, gate, up, int64_t{n_tok} * w_gate.ne[1]);
+  }
   // y[r, :] = x[r, :] / rms(x[r, :]) * w  (y may alias x).
   virtual void RmsNorm(const float* x, const float* w, int32_t rows, int32_t n, float eps, float* y) = 0;
   // x[t, :] += b  for each of `rows` rows of width n.

@@ -91,12 +91,7 @@ void Forward::RunOps(const int32_t* tokens, int32_t n, int32_t pos0, float* logi
 
     // Feed-forward block (gated).
     be_.RmsNorm(x_.data(), f32(L.ffn_norm), n, E, c.norm_eps, h_.data());
-    {
-      const Tensor* w2[2] = {L.ffn_gate, L.ffn_up};
-      float* y2[2] = {gate_.data(), up_.data()};
-      be_.MatMulShared(w2, y2, 2, h_.data(), n);
-    }
-    be_.GatedActivation(c.activation, gate_.data(), up_.data(), int64_t{n} * c.n_ff);
+    be_.MatMulGated(c.activation, *L.ffn_gate, *L.ffn_up, h_.data(), n, gate_.data(), up_.data());
     be_.MatMul(*L.ffn_down, gate_.data(), n, h_.data());
     if (c.post_norms) be_.RmsNorm(h_.data(), f32(L.post_ffn_norm), n, E, c.norm_eps, h_.data());
     be_.Add(x_.data(), h_.data(), int64_t{n} * E);

@@ -309,7 +309,96 @@ void CpuBackend::MatMulShared(const Tensor* const* w, float* const* y, int32_t n
     MatMulPacked(w, y, n, x, n_tok);
     return;
   }
+  if (DecodePacked(w, y, n, x, n_tok, nullptr)) return;
   for (int32_t i = 0; i < n; ++i) MatMul(*w[i], x, n_tok, y[i]);
+}
+
+void CpuBackend::MatMulGated(model::FfnActivation act, const Tensor& w_gate, const Tensor& w_up, const float* x,
+                             int32_t n_tok, float* gate, float* up) {
+  const Tensor* w[2] = {&w_gate, &w_up};
+  float* y[2] = {gate, up};
+  if (w_gate.ne[1] == w_up.ne[1] && DecodePacked(w, y, 2, x, n_tok, &act)) return;
+  Backend::MatMulGated(act, w_gate, w_up, x, n_tok, gate, up);
+}
+
+bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n, const float* x, int32_t n_tok,
+                              const model::FfnActivation* gated) {
+  constexpr int32_t kMax = 4;
+  if (n_tok != 1 || n > kMax || packed_ == nullptr) return false;
+  const int64_t k = w[0]->ne[0];
+  struct Part {
+    const Tensor* w;
+    const PackedWeights::Matrix* p;
+    const uint8_t* act;
+    float* y;
+    size_t bytes;  // of its packed copy
+  } parts[kMax];
+  GgmlType act_type[kMax];
+  size_t act_off[kMax], act_bytes = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    const PackedWeights::Matrix* p = packed_->Find(*w[i]);
+    if (p == nullptr || w[i]->ne[0] != k) return false;
+    parts[i] = Part{w[i], p, nullptr, y[i], size_t(quant::PackedGroups(w[i]->ne[1])) * p->group_bytes};
+    // x quantized once per activation type (Q8_0, Q8_1 or Q8_K; the weights' types may differ).
+    act_type[i] = quant::VecDotType(w[i]->type);
+    act_off[i] = act_bytes;
+    for (int32_t j = 0; j < i; ++j) {
+      if (act_type[j] == act_type[i]) {
+        act_off[i] = act_off[j];
+        break;
+      }
+    }
+    if (act_off[i] == act_bytes) act_bytes += RowSize(act_type[i], k);
+  }
+  if (act_q_.size() < act_bytes) act_q_.resize(act_bytes);
+  for (int32_t i = 0; i < n; ++i) {
+    parts[i].act = act_q_.data() + act_off[i];
+    bool done = false;
+    for (int32_t j = 0; j < i; ++j) done = done || act_off[j] == act_off[i];
+    if (!done) quant::QuantizeActivations(act_type[i], x, act_q_.data() + act_off[i], k);
+  }
+  struct Ctx {
+    const Part* parts;
+    int32_t n;
+    int64_t k;
+    const model::FfnActivation* gated;
+  } c{parts, n, k, gated};
+  pool_.Run(
+      [](void* p, int32_t ith, int32_t nth) {
+        const Ctx& c = *static_cast<const Ctx*>(p);
+        const auto gemv = [&](const Part& part, int64_t g0, int64_t g1) {
+          quant::GemvPacked(part.w->type, c.k, part.p->data, g0, g1, part.w->ne[1], part.act,
+                            part.y + g0 * quant::kPackRows);
+        };
+        if (c.gated != nullptr) {  // the same row range of gate and up, then the activation on it
+          const int64_t m = c.parts[0].w->ne[1], groups = quant::PackedGroups(m);
+          const int64_t g0 = groups * ith / nth, g1 = groups * (ith + 1) / nth;
+          if (g0 == g1) return;
+          gemv(c.parts[0], g0, g1);
+          gemv(c.parts[1], g0, g1);
+          const int64_t r0 = g0 * quant::kPackRows, r1 = std::min(m, g1 * quant::kPackRows);
+          ApplyGated(*c.gated, c.parts[0].y + r0, c.parts[1].y + r0, r1 - r0);
+          return;
+        }
+        // Thread ith takes the 16-row groups whose first byte lies in its share of all bytes.
+        size_t total = 0;
+        for (int32_t i = 0; i < c.n; ++i) total += c.parts[i].bytes;
+        const size_t cut0 = total * size_t(ith) / size_t(nth), cut1 = total * size_t(ith + 1) / size_t(nth);
+        size_t off = 0;
+        for (int32_t i = 0; i < c.n; ++i) {
+          const Part& part = c.parts[i];
+          const int64_t groups = quant::PackedGroups(part.w->ne[1]);
+          const size_t gb = part.p->group_bytes;
+          const auto first = [&](size_t cut) {
+            return cut <= off ? int64_t{0} : std::min<int64_t>(groups, int64_t((cut - off + gb - 1) / gb));
+          };
+          const int64_t g0 = first(cut0), g1 = first(cut1);
+          if (g0 < g1) gemv(part, g0, g1);
+          off += part.bytes;
+        }
+      },
+      &c);
+  return true;
 }
 
 void CpuBackend::MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y) {
@@ -472,14 +561,16 @@ void GeluMul(float* gate, const float* up, int64_t n) {
 
 }  // namespace
 
+void CpuBackend::ApplyGated(model::FfnActivation act, float* gate, const float* up, int64_t n) {
+  if (act == model::FfnActivation::kGeluTanh) {
+    GeluMul(gate, up, n);
+  } else {
+    act::SiluMul(gate, up, n);
+  }
+}
+
 void CpuBackend::GatedActivation(model::FfnActivation act, float* gate, const float* up, int64_t n) {
-  pool_.ParallelFor(n, [&](int64_t b, int64_t e) {
-    if (act == model::FfnActivation::kGeluTanh) {
-      GeluMul(gate + b, up + b, e - b);
-    } else {
-      act::SiluMul(gate + b, up + b, e - b);
-    }
-  });
+  pool_.ParallelFor(n, [&](int64_t b, int64_t e) { ApplyGated(act, gate + b, up + b, e - b); });
 }
 
 void CpuBackend::StoreKv(int32_t layer, const float* k, const float* v, int32_t n_tok, int32_t pos0) {

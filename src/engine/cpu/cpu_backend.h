@@ -21,6 +21,8 @@ class CpuBackend final : public Backend {
   void GetRows(const Tensor& table, const int32_t* ids, int32_t n, float scale, float* out) override;
   void MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y) override;
   void MatMulShared(const Tensor* const* w, float* const* y, int32_t n, const float* x, int32_t n_tok) override;
+  void MatMulGated(model::FfnActivation act, const Tensor& w_gate, const Tensor& w_up, const float* x, int32_t n_tok,
+                   float* gate, float* up) override;
   void RmsNorm(const float* x, const float* w, int32_t rows, int32_t n, float eps, float* y) override;
   void AddBias(float* x, const float* b, int32_t rows, int32_t n) override;
   void Add(float* x, const float* y, int64_t n) override;
@@ -52,6 +54,14 @@ class CpuBackend final : public Backend {
   // i < n_w (<= 4) weights of the same input width, x quantized once.
   void MatMulPacked(const Tensor* const* w, float* const* y, int32_t n_w, const float* x, int32_t n_tok);
   static bool UsePacked(const Tensor& w, int32_t n_tok);
+  // Decode (one token) through the packed copies: the n (<= 4) products of one input in one
+  // pool run, rows split by bytes; with `gated`, w[0]/w[1] are gate/up of one shape, split by
+  // rows, and each thread applies the activation to the rows it produced. False (nothing done)
+  // when a weight has no packed copy or the shapes do not fit.
+  // gate[i] = act(gate[i]) * up[i] on the calling thread.
+  static void ApplyGated(model::FfnActivation act, float* gate, const float* up, int64_t n);
+  bool DecodePacked(const Tensor* const* w, float* const* y, int32_t n, const float* x, int32_t n_tok,
+                    const model::FfnActivation* gated);
   std::vector<float> pack_ad_;    // [n_tok][k/32] activation block scales
   std::vector<float> pack_asum_;  // per weight: [n_tok][k/group] activation scale x group sum of quants
   std::vector<int32_t> pack_aoff_;  // per weight: [n_tok][k/group] -offset x group sum (fixed-offset formats)

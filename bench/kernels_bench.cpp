@@ -155,6 +155,10 @@ BENCHMARK_CAPTURE(BM_GemvPacked, gemma3_output_Q8_0, GgmlType::Q8_0)->Args({2621
 BENCHMARK_CAPTURE(BM_GemvPacked, l3_Q8_0, GgmlType::Q8_0)->Args({16384, 640});
 BENCHMARK_CAPTURE(BM_GemvPacked, smollm2_ffn_up_Q4_1, GgmlType::Q4_1)->Args({1536, 576});
 BENCHMARK_CAPTURE(BM_GemvPacked, gemma3_ffn_up_Q5_0, GgmlType::Q5_0)->Args({2048, 640});
+BENCHMARK_CAPTURE(BM_GemvPacked, gemma3_ffn_down_Q4_K, GgmlType::Q4_K)->Args({640, 2048});
+BENCHMARK_CAPTURE(BM_GemvPacked, gemma3_ffn_down_Q6_K, GgmlType::Q6_K)->Args({640, 2048});
+BENCHMARK_CAPTURE(BM_GemvPacked, big_Q4_K, GgmlType::Q4_K)->Args({16384, 2048})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_GemvPacked, big_Q6_K, GgmlType::Q6_K)->Args({16384, 2048})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_GemvPacked, big_Q4_1, GgmlType::Q4_1)->Args({65536, 640})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_GemvPacked, big_Q5_0, GgmlType::Q5_0)->Args({65536, 640})->Unit(benchmark::kMillisecond);
 

@@ -103,6 +103,22 @@ static_assert(sizeof(BlockQ3_K) == 110, "Q3_K block size");
 static_assert(sizeof(BlockQ4_K) == 144, "Q4_K block size");
 static_assert(sizeof(BlockQ5_K) == 176, "Q5_K block size");
 static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block size");
+
+// Q6_K's 6-bit values in element order, q in [0, 63] (w = d * scales[e / 16] * (q - 32)): the
+// low 4 bits from ql, the top 2 from qh, as the reference dequantizer lays them out.
+inline void Q6KValues(const BlockQ6_K& x, uint8_t* q) {
+  for (int n = 0; n < 2; ++n) {
+    const uint8_t* ql = x.ql + 64 * n;
+    const uint8_t* qh = x.qh + 32 * n;
+    uint8_t* o = q + 128 * n;
+    for (int l = 0; l < 32; ++l) {
+      o[l] = uint8_t((ql[l] & 0x0F) | ((qh[l] & 3) << 4));
+      o[l + 32] = uint8_t((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4));
+      o[l + 64] = uint8_t((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+      o[l + 96] = uint8_t((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+    }
+  }
+}
 static_assert(sizeof(BlockQ8_K) == 292, "Q8_K block size");
 
 // Unpacks the 8 six-bit scales and 8 six-bit mins of a Q4_K/Q5_K block. Bytes 0-3 hold the low

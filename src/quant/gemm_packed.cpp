@@ -33,17 +33,7 @@ void UnpackQ6_K(const void* row, int64_t k, float* d, float* m, uint8_t* q) {
       d[16 * s + j] = dd * float(x[s].scales[j]);
       m[16 * s + j] = -32.0f * d[16 * s + j];
     }
-    uint8_t* qs = q + 256 * s;
-    for (int h = 0; h < 2; ++h) {
-      for (int g = 0; g < 4; ++g) {
-        for (int l = 0; l < 32; ++l) {
-          const uint8_t lb = x[s].ql[64 * h + 32 * (g & 1) + l];
-          const int lo = g >= 2 ? (lb >> 4) : (lb & 0x0F);
-          const int hi = (x[s].qh[32 * h + l] >> (2 * g)) & 3;
-          qs[128 * h + 32 * g + l] = uint8_t(lo | (hi << 4));
-        }
-      }
-    }
+    Q6KValues(x[s], q + 256 * s);
   }
 }
 

@@ -39,22 +39,7 @@ void PackQ4KGroup(const PackedLayout& l, const uint8_t* src, size_t stride, int6
   }
 }
 
-// Q6_K's 6-bit values in element order (q in [0, 63]; w = d * scale[e / 16] * (q - 32)).
-void Q6Values(const BlockQ6_K& x, uint8_t* q) {
-  for (int n = 0; n < 2; ++n) {
-    const uint8_t* ql = x.ql + 64 * n;
-    const uint8_t* qh = x.qh + 32 * n;
-    uint8_t* o = q + 128 * n;
-    for (int l = 0; l < 32; ++l) {
-      o[l] = uint8_t((ql[l] & 0x0F) | ((qh[l] & 3) << 4));
-      o[l + 32] = uint8_t((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4));
-      o[l + 64] = uint8_t((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
-      o[l + 96] = uint8_t((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
-    }
-  }
-}
-
-// The inverse of Q6Values.
+// The inverse of Q6KValues (blocks.h).
 void Q6Encode(const uint8_t* q, BlockQ6_K* x) {
   for (int n = 0; n < 2; ++n) {
     uint8_t* ql = x->ql + 64 * n;
@@ -81,7 +66,7 @@ void PackQ6KGroup(const PackedLayout& l, const uint8_t* src, size_t stride, int6
         dst[l.sc_off + size_t(s) * 256 + size_t(j) * kPackRows + size_t(r)] = uint8_t(x[s].scales[j]);
       }
       uint8_t q[256];
-      Q6Values(x[s], q);
+      Q6KValues(x[s], q);
       uint8_t* lo = dst + l.q_off + size_t(s) * 2048;
       uint8_t* hi = dst + l.qh_off + size_t(s) * 1024;
       for (int v = 0; v < 32; ++v) {

@@ -189,9 +189,7 @@ void PackDecodeGroup(GgmlType t, const void* src, size_t src_stride, int64_t k, 
       if (l.has_high) {
         uint32_t qh;
         std::memcpy(&qh, blk + QhAt(l), 4);
-        for (int e = 0; e < 32; ++e) {
-          if ((qh >> e) & 1u) h[b * 8 + e / 4] |= uint64_t(1) << (4 * r + e % 4);
-        }
+        for (int c = 0; c < 8; ++c) h[b * 8 + c] |= uint64_t((qh >> (4 * c)) & 0xF) << (4 * r);
       }
     }
   }
@@ -229,10 +227,8 @@ void UnpackRowBlocks(const PackedLayout& l, const uint8_t* src, int64_t r, int64
     }
     for (int c = 0; c < 4; ++c) std::memcpy(blk + QsAt(l) + 4 * c, qb + size_t(c * kPackRows + r) * 4, 4);
     if (l.has_high) {
-      uint32_t qh = 0;
-      for (int e = 0; e < 32; ++e) {
-        if ((h[b * 8 + e / 4] >> (4 * r + e % 4)) & 1u) qh |= 1u << e;
-      }
+      uint32_t qh = 0;  // mask c holds bits 4c..4c+3 of every row, row r at bits 4r..4r+3
+      for (int c = 0; c < 8; ++c) qh |= uint32_t((h[b * 8 + c] >> (4 * r)) & 0xF) << (4 * c);
       std::memcpy(blk + QhAt(l), &qh, 4);
     }
   }

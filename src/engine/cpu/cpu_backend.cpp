@@ -333,36 +333,38 @@ bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n
     float* y;
     size_t bytes;  // of its packed copy
   } parts[kMax];
-  GgmlType act_type[kMax];
-  size_t act_off[kMax], act_bytes = 0;
+  // x quantized once per activation type (Q8_0, Q8_1 or Q8_K; the weights' types may differ):
+  // owner[i] is the first part with part i's type, the one whose row the others read.
+  int32_t owner[kMax];
+  size_t act_off[kMax], act_bytes = 0, total = 0;
   for (int32_t i = 0; i < n; ++i) {
     const PackedWeights::Matrix* p = packed_->Find(*w[i]);
     if (p == nullptr || w[i]->ne[0] != k) return false;
     parts[i] = Part{w[i], p, nullptr, y[i], size_t(quant::PackedGroups(w[i]->ne[1])) * p->group_bytes};
-    // x quantized once per activation type (Q8_0, Q8_1 or Q8_K; the weights' types may differ).
-    act_type[i] = quant::VecDotType(w[i]->type);
-    act_off[i] = act_bytes;
-    for (int32_t j = 0; j < i; ++j) {
-      if (act_type[j] == act_type[i]) {
-        act_off[i] = act_off[j];
-        break;
-      }
+    total += parts[i].bytes;
+    owner[i] = i;
+    for (int32_t j = 0; j < i && owner[i] == i; ++j) {
+      if (quant::VecDotType(w[j]->type) == quant::VecDotType(w[i]->type)) owner[i] = j;
     }
-    if (act_off[i] == act_bytes) act_bytes += RowSize(act_type[i], k);
+    if (owner[i] == i) {
+      act_off[i] = act_bytes;
+      act_bytes += RowSize(quant::VecDotType(w[i]->type), k);
+    } else {
+      act_off[i] = act_off[owner[i]];
+    }
   }
   if (act_q_.size() < act_bytes) act_q_.resize(act_bytes);
   for (int32_t i = 0; i < n; ++i) {
     parts[i].act = act_q_.data() + act_off[i];
-    bool done = false;
-    for (int32_t j = 0; j < i; ++j) done = done || act_off[j] == act_off[i];
-    if (!done) quant::QuantizeActivations(act_type[i], x, act_q_.data() + act_off[i], k);
+    if (owner[i] == i) quant::QuantizeActivations(quant::VecDotType(w[i]->type), x, act_q_.data() + act_off[i], k);
   }
   struct Ctx {
     const Part* parts;
     int32_t n;
     int64_t k;
+    size_t total;  // bytes of all packed copies
     const model::FfnActivation* gated;
-  } c{parts, n, k, gated};
+  } c{parts, n, k, total, gated};
   pool_.Run(
       [](void* p, int32_t ith, int32_t nth) {
         const Ctx& c = *static_cast<const Ctx*>(p);
@@ -381,9 +383,7 @@ bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n
           return;
         }
         // Thread ith takes the 16-row groups whose first byte lies in its share of all bytes.
-        size_t total = 0;
-        for (int32_t i = 0; i < c.n; ++i) total += c.parts[i].bytes;
-        const size_t cut0 = total * size_t(ith) / size_t(nth), cut1 = total * size_t(ith + 1) / size_t(nth);
+        const size_t cut0 = c.total * size_t(ith) / size_t(nth), cut1 = c.total * size_t(ith + 1) / size_t(nth);
         size_t off = 0;
         for (int32_t i = 0; i < c.n; ++i) {
           const Part& part = c.parts[i];
@@ -801,7 +801,7 @@ void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t
     AttentionBlocked(layer, q, n_tok, pos0, ap, out);
     return;
   }
-  if (n_tok == 1 && blocked_ok && kv_type_ == KvType::kF16 && attn::HasFastDecode()) {
+  if (n_tok == 1 && blocked_ok && kv_type_ == KvType::kF16) {  // HasFastDecode() == HasFastBlock()
     AttentionDecode(layer, q, pos0, ap, out);
     return;
   }

@@ -42,8 +42,9 @@ constexpr int64_t kPackRows = 16;
 
 // True for the types above.
 bool IsPackable(GgmlType t);
-// True when t is packable and this CPU has the kernel that makes the layout pay (AVX-512 VNNI;
-// ZF_NO_AVX512 turns it off). The scalar kernel is the reference for tests, not a fast path.
+// True when t is packable and this CPU has a kernel that makes the layout pay (AVX-512 VNNI, or
+// AVX2 + FMA + F16C; ZF_NO_AVX512 falls back to the AVX2 one). The scalar kernel is the
+// reference for tests, not a fast path.
 bool PackedGemvAvailable(GgmlType t);
 
 // Bytes of one 16-row group of a packed matrix with rows of k elements (k % 32 == 0); 0 for
@@ -73,10 +74,15 @@ void GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g
 
 #if defined(__x86_64__) || defined(__i386__)
 namespace avx512 {
-// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K; false for other types.
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K; false for other types. Only when CpuHasAvx512Vnni().
 bool GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
                 float* y);
 }  // namespace avx512
+namespace avx2 {
+// The same types on AVX2 + FMA + F16C (packed_avx2.cpp). Only when CpuHasAvx2Fma16().
+bool GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
+                float* y);
+}  // namespace avx2
 #endif
 
 }  // namespace zf::quant

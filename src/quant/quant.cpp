@@ -98,6 +98,7 @@ KernelTable BuildTable() {
     k.dequantize[Index(GgmlType::F16)] = avx2::DequantizeF16;
     k.gemm_q8_0 = avx2::GemmQ8_0;
     k.gemv = avx2::Gemv;
+    k.gemv_packed = avx2::GemvPacked;
     k.axpy = avx2::AxpyF32;
     if (CpuHasAvx512Vnni() && std::getenv("ZF_NO_AVX512") == nullptr) {
       k.isa = "avx512-vnni";

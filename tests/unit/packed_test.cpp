@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "quant/kernels.h"
 #include "quant/packed.h"
 #include "quant/quant.h"
 
@@ -71,14 +72,24 @@ Packed Pack(GgmlType t, const std::vector<uint8_t>& w, int64_t rows, int64_t k) 
   return p;
 }
 
-void CheckProduct(GgmlType t, int64_t rows, int64_t k, float scale) {
+// The product under test: the dispatched one, or one ISA's kernel called directly (so an
+// AVX-512 machine also checks the AVX2 kernels).
+using GemvFn = void (*)(GgmlType, int64_t, const void*, int64_t, int64_t, int64_t, const void*, float*);
+
+#if defined(__x86_64__) || defined(__i386__)
+void Avx2Gemv(GgmlType t, int64_t k, const void* p, int64_t g0, int64_t g1, int64_t rows, const void* a, float* y) {
+  ASSERT_TRUE(avx2::GemvPacked(t, k, p, g0, g1, rows, a, y)) << TypeName(t);
+}
+#endif
+
+void CheckProduct(GgmlType t, int64_t rows, int64_t k, float scale, GemvFn gemv = GemvPacked) {
   SCOPED_TRACE(std::string(TypeName(t)) + " rows " + std::to_string(rows) + " k " + std::to_string(k));
   const size_t row = RowSize(t, k);
   const std::vector<uint8_t> w = RandomRows(t, rows, k, scale, 7), a = Activation(t, k, 8);
   const Packed p = Pack(t, w, rows, k);
   const int64_t groups = PackedGroups(rows);
   std::vector<float> fast(size_t(groups * kPackRows), -1.0f), slow(fast);
-  GemvPacked(t, k, p.data(), 0, groups, rows, a.data(), fast.data());
+  gemv(t, k, p.data(), 0, groups, rows, a.data(), fast.data());
   ref::GemvPacked(t, k, p.data(), 0, groups, rows, a.data(), slow.data());
   for (int64_t r = 0; r < rows; ++r) {
     const float want = VecDot(t, k, w.data() + row * size_t(r), a.data());
@@ -92,7 +103,7 @@ void CheckProduct(GgmlType t, int64_t rows, int64_t k, float scale) {
   }
   if (groups >= 3) {  // a sub-range writes only its own rows, from y[0]
     std::vector<float> part(size_t(kPackRows), -1.0f);
-    GemvPacked(t, k, p.data(), 1, 2, rows, a.data(), part.data());
+    gemv(t, k, p.data(), 1, 2, rows, a.data(), part.data());
     for (int64_t r = 0; r < kPackRows; ++r) EXPECT_EQ(part[size_t(r)], fast[size_t(kPackRows + r)]);
   }
 }
@@ -139,6 +150,22 @@ TEST(Packed, LongRowsAndExtremeScales) {
   }
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+TEST(Packed, Avx2KernelsMatchVecDot) {
+  if (!CpuHasAvx2Fma16()) GTEST_SKIP() << "this CPU has no AVX2 + FMA + F16C";
+  for (GgmlType t : kTypes) {
+    for (int64_t rows : {1, 8, 9, 17, 50}) {
+      for (int64_t k : {32, 64, 640, 1024}) {
+        if (PackedGroupBytes(t, k) != 0) CheckProduct(t, rows, k, 1.0f, Avx2Gemv);
+      }
+    }
+    CheckProduct(t, 20, 256 * 40, 1.0f, Avx2Gemv);
+    CheckProduct(t, 33, 2048, 1e-4f, Avx2Gemv);
+    CheckProduct(t, 33, 2048, 1e3f, Avx2Gemv);
+  }
+}
+#endif
+
 TEST(Packed, ExtremeQ8QuantsAreExact) {
   // Weights of -128 (allowed in files) and 127 against activations of +-127: the +128 bias and
   // its correction must stay exact in int32.
@@ -159,9 +186,15 @@ TEST(Packed, ExtremeQ8QuantsAreExact) {
   }
   const Packed p = Pack(GgmlType::Q8_0, w, rows, k);
   std::vector<float> y(rows);
-  GemvPacked(GgmlType::Q8_0, k, p.data(), 0, 1, rows, a.data(), y.data());
-  for (int64_t r = 0; r < rows; ++r) {
-    EXPECT_EQ(y[size_t(r)], VecDot(GgmlType::Q8_0, k, w.data() + row * size_t(r), a.data())) << "row " << r;
+  std::vector<GemvFn> kernels = {GemvPacked};
+#if defined(__x86_64__) || defined(__i386__)
+  if (CpuHasAvx2Fma16()) kernels.push_back(Avx2Gemv);
+#endif
+  for (GemvFn gemv : kernels) {
+    gemv(GgmlType::Q8_0, k, p.data(), 0, 1, rows, a.data(), y.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      EXPECT_EQ(y[size_t(r)], VecDot(GgmlType::Q8_0, k, w.data() + row * size_t(r), a.data())) << "row " << r;
+    }
   }
 }
 

@@ -65,6 +65,8 @@ struct PackedActs {
   const float* ad;      // [n_tok][k/32]
   const float* asum;    // [n_tok][k/G]
   const int32_t* aoff;  // [n_tok][k/G] or null: with it, m is ignored (the tile's format has a fixed offset)
+  int32_t offset = 0;   // the tile format's PackOffset, with or without aoff: kernels whose 8-bit
+                        // products could saturate (AVX2) treat Q8_0 tiles (c = 128) apart
 };
 
 // y[t * y_stride + r] = sum over the row of w[r][i] * a[t][i], for r < rows, t < n_tok.
@@ -88,6 +90,10 @@ void PackTile(GgmlType t, const void* w, size_t w_stride, int64_t rows, int64_t 
 void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok, float* y,
                 int64_t y_stride);
 }  // namespace avx512
+namespace avx2 {  // gemm_avx2.cpp; only call when CpuHasAvx2Fma16()
+void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok, float* y,
+                int64_t y_stride);
+}  // namespace avx2
 #endif
 
 }  // namespace zf::quant

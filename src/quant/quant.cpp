@@ -99,6 +99,7 @@ KernelTable BuildTable() {
     k.gemm_q8_0 = avx2::GemmQ8_0;
     k.gemv = avx2::Gemv;
     k.gemv_packed = avx2::GemvPacked;
+    k.gemm_packed = avx2::GemmPacked;
     k.axpy = avx2::AxpyF32;
     if (CpuHasAvx512Vnni() && std::getenv("ZF_NO_AVX512") == nullptr) {
       k.isa = "avx512-vnni";

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "quant/kernels.h"
 #include "quant/quant.h"
 
 namespace zf::quant {
@@ -47,7 +48,11 @@ std::vector<uint8_t> RandomActivations(int64_t n_tok, int64_t k, float scale, ui
   return q;
 }
 
-void Check(GgmlType t, int64_t rows, int64_t n_tok, int64_t k, float w_scale, float a_scale) {
+// The product under test: the dispatched one, or one ISA's kernel called directly (so an
+// AVX-512 machine also checks the AVX2 kernel).
+using GemmFn = void (*)(const void*, int64_t, int, int64_t, const PackedActs&, int64_t, float*, int64_t);
+
+void Check(GgmlType t, int64_t rows, int64_t n_tok, int64_t k, float w_scale, float a_scale, GemmFn gemm = GemmPacked) {
   SCOPED_TRACE(std::string(TypeName(t)) + " rows " + std::to_string(rows) + " tokens " + std::to_string(n_tok) +
                " k " + std::to_string(k) + " w_scale " + std::to_string(w_scale) + " a_scale " + std::to_string(a_scale));
   const int group = PackGroup(t);
@@ -65,7 +70,7 @@ void Check(GgmlType t, int64_t rows, int64_t n_tok, int64_t k, float w_scale, fl
   // them) and through m * asum.
   for (bool use_aoff : {offset != 0, false}) {
   SCOPED_TRACE(use_aoff ? "integer offset" : "m * asum");
-  const PackedActs acts{a.data(), a_row, ad.data(), asum.data(), use_aoff ? aoff.data() : nullptr};
+  const PackedActs acts{a.data(), a_row, ad.data(), asum.data(), use_aoff ? aoff.data() : nullptr, offset};
 
   std::vector<float> y(size_t(rows * n_tok), NAN), y_ref(size_t(rows * n_tok), NAN);
   std::vector<uint8_t> tile(PackedTileBytes(k, group)), scratch(size_t(k) + 2 * size_t(k / 16) * 4);
@@ -90,7 +95,7 @@ void Check(GgmlType t, int64_t rows, int64_t n_tok, int64_t k, float w_scale, fl
         absw[size_t((r0 + r) * k + i)] = std::fabs(double(d) * q) + std::fabs(double(m));
       }
     }
-    GemmPacked(tile.data(), k, group, n, acts, n_tok, y.data() + r0, rows);
+    gemm(tile.data(), k, group, n, acts, n_tok, y.data() + r0, rows);
     ref::GemmPacked(tile.data(), k, group, n, acts, n_tok, y_ref.data() + r0, rows);
   }
   for (int64_t j = 0; j < n_tok; ++j) {
@@ -135,6 +140,60 @@ TEST(GemmPacked, ExtremeScales) {
     Check(t, 16, 9, 256, 8.0f, 1e3f);
   }
 }
+
+#if defined(__x86_64__) || defined(__i386__)
+TEST(GemmPacked, Avx2KernelWithTailsAndExtremeScales) {
+  if (!CpuHasAvx2Fma16()) GTEST_SKIP() << "this CPU has no AVX2 + FMA + F16C";
+  for (GgmlType t : kTypes) {
+    for (int64_t rows : {1, 8, 9, 33}) {
+      for (int64_t n_tok : {1, 2, 3, 7}) Check(t, rows, n_tok, 512, 0.01f, 1.0f, avx2::GemmPacked);
+    }
+    Check(t, 16, 9, 256, 1e-4f, 1e-3f, avx2::GemmPacked);
+    Check(t, 16, 9, 256, 8.0f, 1e3f, avx2::GemmPacked);
+  }
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q5_1, GgmlType::Q8_0}) Check(t, 17, 4, 96, 0.01f, 1.0f, avx2::GemmPacked);
+}
+
+TEST(GemmPacked, Avx2KernelQ8ExtremeQuantsDoNotSaturate) {
+  if (!CpuHasAvx2Fma16()) GTEST_SKIP() << "this CPU has no AVX2 + FMA + F16C";
+  // Q8_0 weights of -128 / 127 against activations of +-127: the largest int16 pairs.
+  const int64_t k = 64, rows = 16, n_tok = 2;
+  const size_t row = RowSize(GgmlType::Q8_0, k);
+  std::vector<uint8_t> w(row * rows), a(row * n_tok);
+  const uint16_t one = Fp32ToFp16(1.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < k / 32; ++b) {
+      uint8_t* blk = w.data() + row * size_t(r) + size_t(b) * 34;
+      std::memcpy(blk, &one, 2);
+      for (int i = 0; i < 32; ++i) blk[2 + i] = uint8_t(r % 2 ? 0x80 : 0x7F);
+    }
+  }
+  for (int64_t j = 0; j < n_tok; ++j) {
+    for (int64_t b = 0; b < k / 32; ++b) {
+      uint8_t* blk = a.data() + row * size_t(j) + size_t(b) * 34;
+      std::memcpy(blk, &one, 2);
+      for (int i = 0; i < 32; ++i) blk[2 + i] = uint8_t(((i + j) % 2) ? 127 : -127);
+    }
+  }
+  std::vector<float> ad(size_t(n_tok * k / 32)), asum(ad.size());
+  std::vector<int32_t> aoff(ad.size());
+  for (int64_t j = 0; j < n_tok; ++j) {
+    Q8_0Scales(a.data() + row * size_t(j), k, 32, 128, &ad[size_t(j * k / 32)], &asum[size_t(j * k / 32)],
+               &aoff[size_t(j * k / 32)]);
+  }
+  std::vector<uint8_t> tile(PackedTileBytes(k, 32)), scratch(size_t(k) + 2 * size_t(k / 16) * 4);
+  PackTile(GgmlType::Q8_0, w.data(), row, rows, k, tile.data(), scratch.data());
+  const PackedActs acts{a.data(), row, ad.data(), asum.data(), aoff.data(), 128};
+  std::vector<float> y(size_t(rows * n_tok));
+  avx2::GemmPacked(tile.data(), k, 32, rows, acts, n_tok, y.data(), rows);
+  for (int64_t j = 0; j < n_tok; ++j) {
+    for (int64_t r = 0; r < rows; ++r) {
+      EXPECT_EQ(y[size_t(j * rows + r)], VecDot(GgmlType::Q8_0, k, w.data() + row * size_t(r), a.data() + row * size_t(j)))
+          << "row " << r << " token " << j;
+    }
+  }
+}
+#endif
 
 TEST(GemmPacked, OffsetsMatchTheUnpackedMins) {
   for (GgmlType t : kTypes) {

@@ -264,8 +264,9 @@ void CpuBackend::MatMulPacked(const Tensor* const* w, float* const* y, int32_t n
     total += (w[i]->ne[1] + quant::kPackRows - 1) / quant::kPackRows;
     c.tile_end[i] = total;
     c.dec[i] = packed_ != nullptr ? packed_->Find(*w[i]) : nullptr;
+    const int32_t offset = quant::PackOffset(w[i]->type);
     c.acts[i] = quant::PackedActs{act, q8_row, ad, pack_asum_.data() + table_at[i],
-                                  quant::PackOffset(w[i]->type) != 0 ? pack_aoff_.data() + table_at[i] : nullptr};
+                                  offset != 0 ? pack_aoff_.data() + table_at[i] : nullptr, offset};
   }
   pool_.Run(
       [](void* p, int32_t ith, int32_t nth) {

@@ -11,6 +11,7 @@
 #include "engine/cpu/activation_kernels.h"
 #include "engine/cpu/attention_kernels.h"
 #include "engine/cpu/cpu_backend.h"
+#include "quant/kernels.h"
 #include "quant/quant.h"
 
 namespace zf::engine {
@@ -24,7 +25,11 @@ std::vector<float> Random(size_t n, uint32_t seed, float scale = 1.0f) {
   return v;
 }
 
-void CheckBlock(int32_t rows, int32_t d_k, int32_t d_v, int32_t n_keys, int32_t window, float softcap, float q_scale) {
+using BlockFn = void (*)(const attn::Block&);
+using DecodeFn = void (*)(const attn::DecodeGroup&);
+
+void CheckBlock(int32_t rows, int32_t d_k, int32_t d_v, int32_t n_keys, int32_t window, float softcap, float q_scale,
+                BlockFn fast = attn::RunBlock) {
   SCOPED_TRACE("rows " + std::to_string(rows) + " d_k " + std::to_string(d_k) + " d_v " + std::to_string(d_v) +
                " keys " + std::to_string(n_keys) + " window " + std::to_string(window));
   const int64_t kt_stride = n_keys + attn::kKeyPad + 3;  // any stride with the padding works
@@ -61,7 +66,7 @@ void CheckBlock(int32_t rows, int32_t d_k, int32_t d_v, int32_t n_keys, int32_t 
   b.softcap = softcap;
   b.s = s.data();
   b.out = op.data();
-  attn::RunBlock(b);
+  fast(b);
   b.out = op_ref.data();
   attn::RunBlockRef(b);
   for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], out_ref[i], 2e-5f * (1.0f + std::fabs(out_ref[i]))) << i;
@@ -85,7 +90,8 @@ TEST(AttentionBlock, WindowSoftcapAndLargeScores) {
 
 // Grouped decode (dispatched) against its scalar reference over an F16 cache laid out like the
 // engine's: rows of several KV heads, this group's head at an offset.
-void CheckDecode(int32_t n_q, int32_t d_k, int32_t d_v, int32_t n_keys, float softcap, float q_scale) {
+void CheckDecode(int32_t n_q, int32_t d_k, int32_t d_v, int32_t n_keys, float softcap, float q_scale,
+                 DecodeFn fast = attn::RunDecode) {
   SCOPED_TRACE("heads " + std::to_string(n_q) + " d_k " + std::to_string(d_k) + " d_v " + std::to_string(d_v) +
                " keys " + std::to_string(n_keys) + " softcap " + std::to_string(softcap));
   const int64_t k_stride = 3 * int64_t{d_k} + 8, v_stride = 2 * int64_t{d_v} + 16;
@@ -116,7 +122,7 @@ void CheckDecode(int32_t n_q, int32_t d_k, int32_t d_v, int32_t n_keys, float so
   g.softcap = softcap;
   g.s = s.data();
   g.out = op.data();
-  attn::RunDecode(g);
+  fast(g);
   g.out = op_ref.data();
   attn::RunDecodeRef(g);
   for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], out_ref[i], 2e-5f * (1.0f + std::fabs(out_ref[i]))) << i;
@@ -163,6 +169,34 @@ void CheckBackend(KvType type, int32_t n_head, int32_t n_kv, int32_t hd, int32_t
     }
   }
 }
+
+#if defined(__x86_64__) || defined(__i386__)
+// The AVX2 kernels called directly, so AVX-512 machines check them too.
+TEST(AttentionBlock, Avx2MatchesReference) {
+  if (!quant::CpuHasAvx2Fma16()) GTEST_SKIP() << "this CPU has no AVX2 + FMA + F16C";
+  for (int32_t rows : {16, 13, 1}) {
+    for (int32_t dk : {64, 256, 80, 36}) {  // 80: a half value tile; 36: masked lanes
+      for (int32_t n_keys : {1, 17, 300}) CheckBlock(rows, dk, dk, n_keys, 0, 0.0f, 1.0f, attn::RunBlockAvx2);
+    }
+  }
+  CheckBlock(16, 128, 72, 200, 0, 0.0f, 1.0f, attn::RunBlockAvx2);
+  CheckBlock(16, 64, 64, 300, 40, 0.0f, 1.0f, attn::RunBlockAvx2);
+  CheckBlock(16, 64, 64, 200, 0, 50.0f, 1.0f, attn::RunBlockAvx2);
+  CheckBlock(16, 64, 64, 200, 0, 0.0f, 30.0f, attn::RunBlockAvx2);
+}
+
+TEST(AttentionDecode, Avx2MatchesReference) {
+  if (!quant::CpuHasAvx2Fma16()) GTEST_SKIP() << "this CPU has no AVX2 + FMA + F16C";
+  for (int32_t n_q = 1; n_q <= attn::kDecodeHeads; ++n_q) {
+    for (int32_t dk : {64, 256, 40}) {  // 40: a value tile of one chunk of 8
+      for (int32_t n_keys : {1, 17, 300}) CheckDecode(n_q, dk, dk, n_keys, 0.0f, 1.0f, attn::RunDecodeAvx2);
+    }
+  }
+  CheckDecode(3, 128, 96, 200, 0.0f, 1.0f, attn::RunDecodeAvx2);
+  CheckDecode(4, 64, 64, 200, 50.0f, 1.0f, attn::RunDecodeAvx2);
+  CheckDecode(2, 64, 64, 200, 0.0f, 30.0f, attn::RunDecodeAvx2);
+}
+#endif
 
 TEST(AttentionPrefill, MatchesDecodePathPerToken) {
   for (KvType type : {KvType::kF16, KvType::kF32}) {

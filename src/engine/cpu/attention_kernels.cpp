@@ -70,32 +70,46 @@ void RunDecodeRef(const DecodeGroup& g) {
 }
 
 namespace {
-using BlockFn = void (*)(const Block&);
-BlockFn Pick() {
+enum class Isa { kRef, kAvx2, kAvx512 };
+Isa Pick() {
 #if defined(__x86_64__) || defined(__i386__)
-  if (quant::CpuHasAvx512Vnni() && std::getenv("ZF_NO_AVX512") == nullptr) return RunBlockAvx512;
+  if (quant::CpuHasAvx512Vnni() && std::getenv("ZF_NO_AVX512") == nullptr) return Isa::kAvx512;
+  if (quant::CpuHasAvx2Fma16()) return Isa::kAvx2;
 #endif
-  return RunBlockRef;
+  return Isa::kRef;
 }
-BlockFn Fn() {
-  static const BlockFn fn = Pick();
-  return fn;
+Isa Chosen() {
+  static const Isa isa = Pick();
+  return isa;
 }
 }  // namespace
 
-void RunBlock(const Block& b) { Fn()(b); }
-bool HasFastBlock() { return Fn() != RunBlockRef; }
+void RunBlock(const Block& b) {
+#if defined(__x86_64__) || defined(__i386__)
+  switch (Chosen()) {
+    case Isa::kAvx512: RunBlockAvx512(b); return;
+    case Isa::kAvx2: RunBlockAvx2(b); return;
+    default: break;
+  }
+#endif
+  RunBlockRef(b);
+}
+bool HasFastBlock() { return Chosen() != Isa::kRef; }
 
 void RunDecode(const DecodeGroup& g) {
 #if defined(__x86_64__) || defined(__i386__)
-  if (HasFastDecode() && g.d_k % 16 == 0 && g.d_v % 16 == 0) {
+  if (Chosen() == Isa::kAvx512 && g.d_k % 16 == 0 && g.d_v % 16 == 0) {
     RunDecodeAvx512(g);
+    return;
+  }
+  if (Chosen() != Isa::kRef && g.d_k % 8 == 0 && g.d_v % 8 == 0) {  // AVX-512 machines have AVX2
+    RunDecodeAvx2(g);
     return;
   }
 #endif
   RunDecodeRef(g);
 }
-// The same CPU check as the blocked kernel (AVX-512 F implies F16C there).
+// The same CPU check as the blocked kernel (both SIMD levels include F16C).
 bool HasFastDecode() { return HasFastBlock(); }
 
 }  // namespace zf::engine::attn

@@ -231,6 +231,44 @@ void KernelQ4K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t
   }
 }
 
+// One quarter F of a Q6_K super-block (chunks 16F..16F+15, scale groups 4F..4F+3) for one
+// half: the nibble (low for F < 2, high otherwise) and the 2-bit field's shift are
+// compile-time, so the chunk loop has no branches. Adds sum_g scale_g * dot_g to isum and
+// sum_g scale_g * bsum_g to corr.
+template <int F>
+inline void Q6KQuarter(const uint8_t* lo, const uint8_t* hi, const uint8_t* sc, const int32_t* x, const int16_t* bsums,
+                       __m256i* isum, __m256i* corr) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
+#pragma GCC unroll 4
+  for (int gg = 0; gg < 4; ++gg) {
+    __m256i p16[2];
+#pragma GCC unroll 2
+    for (int pair = 0; pair < 2; ++pair) {
+      __m256i sum = _mm256_setzero_si256();
+#pragma GCC unroll 2
+      for (int i = 0; i < 2; ++i) {
+        const int c = 16 * F + 4 * gg + 2 * pair + i;
+        const __m256i raw = Load(lo + size_t(c % 32) * 64);
+        const __m256i nib = F < 2 ? _mm256_and_si256(raw, low4) : _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+        const __m256i hb = Load(hi + size_t(c % 16) * 64);
+        // The chunk's 2-bit field moved to bits 4-5 (shifts within 16-bit lanes; the mask drops
+        // what crossed from the neighbouring byte).
+        const __m256i top = F == 0 ? _mm256_slli_epi16(hb, 4)
+                            : F == 1 ? _mm256_slli_epi16(hb, 2)
+                            : F == 2 ? hb
+                                     : _mm256_srli_epi16(hb, 2);
+        const __m256i qv = _mm256_or_si256(nib, _mm256_and_si256(top, bits45));
+        sum = _mm256_add_epi16(sum, _mm256_maddubs_epi16(qv, _mm256_set1_epi32(x[c])));
+      }
+      p16[pair] = sum;
+    }
+    const int grp16 = 4 * F + gg;
+    const __m256i scale = PairI8(sc + 16 * grp16);
+    *isum = _mm256_add_epi32(*isum, _mm256_add_epi32(_mm256_madd_epi16(p16[0], scale), _mm256_madd_epi16(p16[1], scale)));
+    *corr = _mm256_add_epi32(*corr, _mm256_madd_epi16(scale, _mm256_set1_epi32(int32_t(uint16_t(bsums[grp16])))));
+  }
+}
+
 // Q6_K against Q8_K activations: per super-block and row, isum = sum_g scale_g * (dot_g -
 // 32 * bsum_g) over 16 groups of 16 elements (4 chunks each). Quants <= 63, so one chunk's
 // int16 pairs are <= 16002 and two chunks add before VPMADDWD. The -32 offset is applied once
@@ -238,7 +276,6 @@ void KernelQ4K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t
 void KernelQ6K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
                float* y) {
   const auto* ab = reinterpret_cast<const BlockQ8_K*>(a);
-  const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* grp = packed + size_t(g) * l.group;
     const auto* d = reinterpret_cast<const uint16_t*>(grp);
@@ -247,39 +284,19 @@ void KernelQ6K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t
       const uint8_t* lo = grp + l.q_off + size_t(s) * 2048;
       const uint8_t* hi = grp + l.qh_off + size_t(s) * 1024;
       PrefetchBlock(lo, 3072);  // the high-bit region follows the low nibbles
-      const auto* sc = grp + l.sc_off + size_t(s) * 256;
+      const uint8_t* sc = grp + l.sc_off + size_t(s) * 256;
       int32_t x[64];
       std::memcpy(x, ab[s].qs, 256);
       const __m256 da = _mm256_set1_ps(ab[s].d);
       for (int h = 0; h < 2; ++h) {
         __m256i isum = _mm256_setzero_si256(), corr = _mm256_setzero_si256();
-        for (int grp16 = 0; grp16 < 16; ++grp16) {
-          __m256i p16[2];
-          for (int pair = 0; pair < 2; ++pair) {
-            __m256i sum = _mm256_setzero_si256();
-            for (int i = 0; i < 2; ++i) {
-              const int c = 4 * grp16 + 2 * pair + i;
-              const __m256i raw = Load(lo + size_t(c % 32) * 64 + 32 * h);
-              const __m256i nib = c < 32 ? _mm256_and_si256(raw, low4) : _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
-              const __m256i hb = Load(hi + size_t(c % 16) * 64 + 32 * h);
-              // The chunk's 2-bit field moved to bits 4-5 (shifts within 16-bit lanes; the mask
-              // drops what crossed from the neighbouring byte).
-              __m256i top;
-              switch (c / 16) {
-                case 0: top = _mm256_slli_epi16(hb, 4); break;
-                case 1: top = _mm256_slli_epi16(hb, 2); break;
-                case 2: top = hb; break;
-                default: top = _mm256_srli_epi16(hb, 2); break;
-              }
-              const __m256i qv = _mm256_or_si256(nib, _mm256_and_si256(top, bits45));
-              sum = _mm256_add_epi16(sum, _mm256_maddubs_epi16(qv, _mm256_set1_epi32(x[c])));
-            }
-            p16[pair] = sum;
-          }
-          const __m256i scale = PairI8(sc + 16 * grp16 + 8 * h);
-          isum = _mm256_add_epi32(isum, _mm256_add_epi32(_mm256_madd_epi16(p16[0], scale), _mm256_madd_epi16(p16[1], scale)));
-          corr = _mm256_add_epi32(corr, _mm256_madd_epi16(scale, _mm256_set1_epi32(int32_t(uint16_t(ab[s].bsums[grp16])))));
-        }
+        const uint8_t* lh = lo + 32 * h;
+        const uint8_t* hh = hi + 32 * h;
+        const uint8_t* sh = sc + 8 * h;
+        Q6KQuarter<0>(lh, hh, sh, x, ab[s].bsums, &isum, &corr);
+        Q6KQuarter<1>(lh, hh, sh, x, ab[s].bsums, &isum, &corr);
+        Q6KQuarter<2>(lh, hh, sh, x, ab[s].bsums, &isum, &corr);
+        Q6KQuarter<3>(lh, hh, sh, x, ab[s].bsums, &isum, &corr);
         isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(corr, 5));
         acc[h] = _mm256_fmadd_ps(_mm256_mul_ps(Scales8(d + s * kPackRows + kHalf * h), da), _mm256_cvtepi32_ps(isum),
                                  acc[h]);

@@ -220,10 +220,18 @@ namespace {
 TEST(SiluMul, MatchesReference) {
   std::vector<float> g = Random(1003, 7, 4.0f), u = Random(1003, 8);
   g[0] = -100.0f, g[1] = 100.0f, g[2] = 0.0f, g[3] = -88.5f, g[4] = 30.0f;
-  std::vector<float> a = g, b = g;
-  act::SiluMul(a.data(), u.data(), int64_t(a.size()));
-  act::SiluMulRef(b.data(), u.data(), int64_t(b.size()));
-  for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-6f * (1.0f + std::fabs(b[i]))) << i << " x " << g[i];
+  std::vector<void (*)(float*, const float*, int64_t)> kernels = {act::SiluMul};
+#if defined(__x86_64__) || defined(__i386__)
+  if (quant::CpuHasAvx2Fma16()) kernels.push_back(act::SiluMulAvx2);  // AVX-512 machines check it too
+#endif
+  for (auto kernel : kernels) {
+    for (int64_t n : {int64_t(g.size()), int64_t{5}}) {  // a masked tail, and a row shorter than a vector
+      std::vector<float> a = g, b = g;
+      kernel(a.data(), u.data(), n);
+      act::SiluMulRef(b.data(), u.data(), n);
+      for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-6f * (1.0f + std::fabs(b[i]))) << i << " x " << g[i];
+    }
+  }
 }
 
 }  // namespace

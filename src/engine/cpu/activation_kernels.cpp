@@ -17,6 +17,7 @@ using SiluFn = void (*)(float*, const float*, int64_t);
 SiluFn Pick() {
 #if defined(__x86_64__) || defined(__i386__)
   if (quant::CpuHasAvx512Vnni() && std::getenv("ZF_NO_AVX512") == nullptr) return SiluMulAvx512;
+  if (quant::CpuHasAvx2Fma16()) return SiluMulAvx2;
 #endif
   return SiluMulRef;
 }

@@ -3,7 +3,9 @@
 // Thread-compatible: one session's thread at a time.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "engine/backend.h"
@@ -62,6 +64,12 @@ class CpuBackend final : public Backend {
   static void ApplyGated(model::FfnActivation act, float* gate, const float* up, int64_t n);
   bool DecodePacked(const Tensor* const* w, float* const* y, int32_t n, const float* x, int32_t n_tok,
                     const model::FfnActivation* gated);
+  // Decode work split (DecodePacked): per thread, the chunks of its share not yet taken, as
+  // front (low 32 bits) and back (high 32 bits, exclusive); one cache line each.
+  struct alignas(64) ChunkRange {
+    std::atomic<uint64_t> range{0};
+  };
+  std::unique_ptr<ChunkRange[]> decode_ranges_;
   std::vector<float> pack_ad_;    // [n_tok][k/32] activation block scales
   std::vector<float> pack_asum_;  // per weight: [n_tok][k/group] activation scale x group sum of quants
   std::vector<int32_t> pack_aoff_;  // per weight: [n_tok][k/group] -offset x group sum (fixed-offset formats)

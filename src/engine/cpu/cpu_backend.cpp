@@ -390,7 +390,7 @@ bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n
   // across chunk boundaries. A thread done with its share takes chunks from the back of the
   // others' (a cold start only for those): on a busy or shared machine one core is often slower,
   // and a fixed split left the other waiting (perf, SmolLM2 decode at 2 threads on Zen 3: the
-  // pool's waits 10.8% -> 7% of samples; tok/s changed within the host's noise, Gemma +5%).
+X
   // 32 KiB chunks measured no better: every call re-stages the activation row.
   constexpr size_t kChunkBytes = size_t(128) << 10;
   const int32_t nth = pool_.size();

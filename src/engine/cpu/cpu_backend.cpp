@@ -390,8 +390,8 @@ bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n
   // across chunk boundaries. A thread done with its share takes chunks from the back of the
   // others' (a cold start only for those): on a busy or shared machine one core is often slower,
   // and a fixed split left the other waiting (perf, SmolLM2 decode at 2 threads on Zen 3: the
-X
-  // 32 KiB chunks measured no better: every call re-stages the activation row.
+  // pool's waits 10.8% -> 7.8% of samples; tok/s changed within the host's noise, Gemma
+  // +5%). 32 KiB chunks measured no better: every call re-stages the activation row.
   constexpr size_t kChunkBytes = size_t(128) << 10;
   const int32_t nth = pool_.size();
   int64_t gate_groups = 0, chunk_groups = 1;  // gated: units of 16 rows of gate and up

@@ -69,6 +69,11 @@ struct PackedActs {
                         // products could saturate (AVX2) treat Q8_0 tiles (c = 128) apart
 };
 
+// Packs the tile of one decode-layout group (packed.h) of a matrix of type t: the bytes
+// PackTile writes for the group's `rows` rows unpacked. False (nothing written) when this CPU
+// has no such packer or t has no decode layout; then unpack the rows and call PackTile.
+bool PackTileFromDecode(GgmlType t, const void* group, int64_t rows, int64_t k, void* dst);
+
 // y[t * y_stride + r] = sum over the row of w[r][i] * a[t][i], for r < rows, t < n_tok.
 void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok, float* y,
                 int64_t y_stride);
@@ -90,7 +95,8 @@ void PackTile(GgmlType t, const void* w, size_t w_stride, int64_t rows, int64_t 
 void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok, float* y,
                 int64_t y_stride);
 }  // namespace avx512
-namespace avx2 {  // gemm_avx2.cpp; only call when CpuHasAvx2Fma16()
+namespace avx2 {  // gemm_avx2.cpp, tile_from_decode_avx2.cpp; only call when CpuHasAvx2Fma16()
+bool PackTileFromDecode(GgmlType t, const void* group, int64_t rows, int64_t k, void* dst);
 void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok, float* y,
                 int64_t y_stride);
 }  // namespace avx2

@@ -27,6 +27,7 @@ struct KernelTable {
                       float*, int64_t) = nullptr;
   void (*quantize_tables)(const float*, int64_t, void*, int, int, float*, float*, int32_t*) = nullptr;
   void (*pack_tile)(GgmlType, const void*, size_t, int64_t, int64_t, void*, void*) = nullptr;
+  bool (*tile_from_decode)(GgmlType, const void*, int64_t, int64_t, void*) = nullptr;
   void (*gemm_packed)(const void*, int64_t, int, int64_t, const PackedActs&, int64_t, float*, int64_t) = nullptr;
   // Decode product on the packed layout (packed.h); null: no fast kernel, do not pack.
   bool (*gemv_packed)(GgmlType, int64_t, const void*, int64_t, int64_t, int64_t, const void*, float*) = nullptr;
@@ -100,6 +101,7 @@ KernelTable BuildTable() {
     k.gemv = avx2::Gemv;
     k.gemv_packed = avx2::GemvPacked;
     k.gemm_packed = avx2::GemmPacked;
+    k.tile_from_decode = avx2::PackTileFromDecode;  // AVX-512 machines keep it (same layouts)
     k.axpy = avx2::AxpyF32;
     if (CpuHasAvx512Vnni() && std::getenv("ZF_NO_AVX512") == nullptr) {
       k.isa = "avx512-vnni";
@@ -220,6 +222,10 @@ void QuantizeQ8_0Tables(const float* x, int64_t k, void* dst, int group, int off
 
 void PackTile(GgmlType t, const void* w, size_t w_stride, int64_t rows, int64_t k, void* dst, void* scratch) {
   Table().pack_tile(t, w, w_stride, rows, k, dst, scratch);
+}
+
+bool PackTileFromDecode(GgmlType t, const void* group, int64_t rows, int64_t k, void* dst) {
+  return Table().tile_from_decode != nullptr && Table().tile_from_decode(t, group, rows, k, dst);
 }
 
 bool HasFastGemmPacked() { return Table().gemm_packed != ref::GemmPacked; }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "quant/kernels.h"
+#include "quant/packed.h"
 #include "quant/quant.h"
 
 namespace zf::quant {
@@ -228,6 +229,31 @@ TEST(GemmPacked, PackerMatchesReferenceBytes) {
       }
     }
   }
+}
+
+// A tile made straight from a decode-layout group (packed.h) holds PackTile's bytes.
+TEST(GemmPacked, TileFromDecodeLayoutMatchesPackTile) {
+  bool ran = false;
+  for (GgmlType t : kTypes) {
+    const bool k_quant = t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K;
+    for (int64_t k : {int64_t{256}, int64_t{768}, k_quant ? int64_t{512} : int64_t{96}}) {
+      if (PackedGroupBytes(t, k) == 0) continue;  // no decode layout (Q5_K)
+      for (int64_t rows : {1, 7, 9, 16}) {
+        SCOPED_TRACE(std::string(TypeName(t)) + " k " + std::to_string(k) + " rows " + std::to_string(rows));
+        std::vector<uint8_t> w = RandomWeights(t, rows, k, 0.02f, uint32_t(3 * rows + k));
+        std::vector<uint8_t> group(PackedGroupBytes(t, k) + 64);
+        uint8_t* g = group.data() + (64 - reinterpret_cast<uintptr_t>(group.data()) % 64) % 64;
+        PackDecodeGroup(t, w.data(), RowSize(t, k), k, rows, g);
+        const size_t bytes = PackedTileBytes(k, PackGroup(t));
+        std::vector<uint8_t> a(bytes, 0xAB), b(bytes, 0xCD), scratch(size_t(k) + 2 * size_t(k / 16) * 4);
+        if (!PackTileFromDecode(t, g, rows, k, a.data())) continue;  // no packer on this CPU
+        ran = true;
+        PackTile(t, w.data(), RowSize(t, k), rows, k, b.data(), scratch.data());
+        ASSERT_EQ(a, b);
+      }
+    }
+  }
+  if (!ran) GTEST_SKIP() << "no decode-layout tile packer on this CPU";
 }
 
 TEST(GemmPacked, UnsupportedTypesAreNotPacked) {

@@ -315,8 +315,14 @@ void CpuBackend::MatMulPacked(const Tensor* const* w, float* const* y, int32_t n
           const size_t w_row = RowSize(w.type, c.k);
           const int64_t r = (ti - (i > 0 ? c.tile_end[i - 1] : 0)) * quant::kPackRows;
           const int64_t rows = std::min<int64_t>(quant::kPackRows, m - r);
-          const uint8_t* src = PackedWeights::FileRows(w, c.dec[i], r, rows, scratch + c.scratch_bytes);
-          quant::PackTile(w.type, src, w_row, rows, c.k, tile, scratch);
+          // From the decode copy in one pass where this CPU can; else its rows unpacked, then packed.
+          const PackedWeights::Matrix* dec = c.dec[i];
+          if (dec == nullptr ||
+              !quant::PackTileFromDecode(w.type, dec->data + size_t(r / quant::kPackRows) * dec->group_bytes, rows, c.k,
+                                         tile)) {
+            const uint8_t* src = PackedWeights::FileRows(w, dec, r, rows, scratch + c.scratch_bytes);
+            quant::PackTile(w.type, src, w_row, rows, c.k, tile, scratch);
+          }
           quant::GemmPacked(tile, c.k, group, rows, c.acts[i], c.n_tok, c.y[i] + r, m);
         }
       },

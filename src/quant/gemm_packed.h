@@ -6,6 +6,7 @@
 // are 16 weight rows: one VPDPBUSD multiplies 4 consecutive elements of 16 rows by the same 4
 // activation bytes (a 32-bit broadcast), the 8 (or 4) products of a scale group add up in int32
 // lanes, and the group's scales are applied once for 16 rows with two FMAs. No horizontal sums.
+// The AVX2 kernel (gemm_avx2.cpp) takes 8 rows per register and VPMADDUBSW + VPMADDWD.
 //
 // Every supported format is unpacked exactly into groups of G elements (G = 32 or 16):
 //   w[r][G*g + i] = d[g][r] * q[g][r][i] + m[g][r],  q unsigned (0..255), d and m floats,

@@ -8,6 +8,8 @@
 // scales load as one vector. Every layout has exactly the file's bytes per weight (plus <= 63
 // bytes of alignment per 16 rows), and packing is exactly invertible (UnpackGroup), so the
 // prefill GEMM reads its tiles from the packed copy and the file's copy need not stay resident.
+// AVX2-only CPUs (packed_avx2.cpp) read each 64-byte chunk as two 256-bit halves (rows 0-7,
+// 8-15) with VPMADDUBSW + VPMADDWD in place of VPDPBUSD: same layout, same bytes.
 //
 // Types: the 32-element block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, and Q4_K (below). One group per 16
 // consecutive rows (the last one zero-padded), groups contiguous, GroupBytes(t, k) each (a

@@ -2,9 +2,10 @@
 // once at load and shared read-only by every session of the model.
 //
 // Which matrices: those whose type has a packed kernel on this CPU (Q8_0, Q4_0, Q4_1, Q5_0,
-// Q5_1 with AVX-512 VNNI). After packing, the engine reads only the packed copy: decode through
-// the packed GEMV, prefill by unpacking 16-row tiles back to the file's blocks (exact), the
-// embedding lookup by dequantizing a packed row. So the file's pages of those tensors are
+// Q5_1, Q4_K, Q6_K with AVX-512 VNNI or AVX2). After packing, the engine reads only the packed
+// copy: decode through the packed GEMV, prefill by building its tiles from the packed groups
+// (or unpacking 16-row tiles back to the file's blocks, exact), the embedding lookup by
+// dequantizing a packed row. So the file's pages of those tensors are
 // dropped from the process as packing goes (MADV_DONTNEED: a file mapping re-reads them from
 // the page cache if ever touched; a --no-mmap copy is freed), and resident memory stays about
 // the file's size.

@@ -196,6 +196,45 @@ TEST(GemmPacked, Avx2KernelQ8ExtremeQuantsDoNotSaturate) {
 }
 #endif
 
+TEST(GemmPacked, Avx2KernelLargestQuantsDoNotOverflowInt16) {
+  if (!CpuHasAvx2Fma16()) GTEST_SKIP() << "this CPU has no AVX2 + FMA + F16C";
+  // Every quant at its format's maximum (all bits set) against activations all +127: the int16
+  // partial sums reach their bounds (4 x 2 x 31 x 127 for the 32-element groups, 2 x 2 x 63 x
+  // 127 for Q6_K's 16-element groups).
+  const int64_t k = 512, rows = 16, n_tok = 4;
+  for (GgmlType t : kTypes) {
+    SCOPED_TRACE(TypeName(t));
+    std::vector<uint8_t> w(RowSize(t, k) * size_t(rows), 0xFF);
+    const size_t block = GetTypeTraits(t)->type_size;
+    const uint16_t d = Fp32ToFp16(0.01f), m = Fp32ToFp16(-0.003f);
+    for (size_t off = 0; off + block <= w.size(); off += block) {
+      std::memcpy(&w[off + (t == GgmlType::Q6_K ? 208 : 0)], &d, 2);
+      if (t == GgmlType::Q4_1 || t == GgmlType::Q5_1 || t == GgmlType::Q4_K || t == GgmlType::Q5_K) {
+        std::memcpy(&w[off + 2], &m, 2);
+      }
+    }
+    const std::vector<float> x(size_t(n_tok * k), 1.0f);
+    const size_t a_row = RowSize(GgmlType::Q8_0, k);
+    std::vector<uint8_t> a(a_row * size_t(n_tok));
+    for (int64_t j = 0; j < n_tok; ++j) QuantizeActivations(GgmlType::Q8_0, x.data() + j * k, a.data() + a_row * size_t(j), k);
+    const int group = PackGroup(t), offset = PackOffset(t);
+    const int64_t ng = k / group, nb = k / 32;
+    std::vector<float> ad(size_t(n_tok * nb)), asum(size_t(n_tok * ng));
+    std::vector<int32_t> aoff(size_t(n_tok * ng));
+    for (int64_t j = 0; j < n_tok; ++j) {
+      Q8_0Scales(a.data() + a_row * size_t(j), k, group, offset, &ad[size_t(j * nb)], &asum[size_t(j * ng)],
+                 &aoff[size_t(j * ng)]);
+    }
+    std::vector<uint8_t> tile(PackedTileBytes(k, group)), scratch(size_t(k) + 2 * size_t(k / 16) * 4);
+    PackTile(t, w.data(), RowSize(t, k), rows, k, tile.data(), scratch.data());
+    const PackedActs acts{a.data(), a_row, ad.data(), asum.data(), offset != 0 ? aoff.data() : nullptr, offset};
+    std::vector<float> y(size_t(rows * n_tok)), y_ref(y.size());
+    avx2::GemmPacked(tile.data(), k, group, rows, acts, n_tok, y.data(), rows);
+    ref::GemmPacked(tile.data(), k, group, rows, acts, n_tok, y_ref.data(), rows);
+    for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-4f * (1.0f + std::fabs(y_ref[i]))) << i;
+  }
+}
+
 TEST(GemmPacked, OffsetsMatchTheUnpackedMins) {
   for (GgmlType t : kTypes) {
     if (PackOffset(t) == 0) continue;

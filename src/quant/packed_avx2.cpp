@@ -17,6 +17,7 @@
 
 #include <cstring>
 
+#include "quant/avx2_inline.h"
 #include "quant/blocks.h"
 #include "quant/packed.h"
 #include "quant/packed_layout.h"
@@ -72,14 +73,6 @@ inline __m256i PairU8(const uint8_t* p) {
 inline __m256i PairI8(const uint8_t* p) {
   const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
   return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(v, 16));
-}
-
-// Byte j = 0x10 where bit j of the 32-bit mask is set, else 0 (one half's fifth bits).
-inline __m256i FifthBits(uint32_t bits) {
-  const __m256i shuf = _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL, 0x0101010101010101LL, 0);
-  const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(int(bits)), shuf);
-  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
-  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit), _mm256_set1_epi8(0x10));
 }
 
 // Rows [0, valid) of 8 (store or add).

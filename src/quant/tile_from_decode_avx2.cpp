@@ -12,6 +12,7 @@
 
 #include <cstring>
 
+#include "quant/avx2_inline.h"
 #include "quant/gemm_packed.h"
 #include "quant/packed_layout.h"
 
@@ -29,14 +30,6 @@ inline __m256 U8x8(const uint8_t* p) {
 }
 inline __m256 I8x8(const uint8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-}
-
-// Byte j = 0x10 where bit j of the 32-bit mask is set, else 0.
-inline __m256i FifthBits(uint32_t bits) {
-  const __m256i shuf = _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL, 0x0101010101010101LL, 0);
-  const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(int(bits)), shuf);
-  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
-  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit), _mm256_set1_epi8(0x10));
 }
 
 // The 32-element formats: decode block b -> tile group b.

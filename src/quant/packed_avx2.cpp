@@ -107,7 +107,8 @@ inline __m256i DotQ8(const uint8_t* qb, const int32_t* x) {
 // One half's int32 dots of a 4/5-bit block: low nibbles pair with elements 4c..4c+3, high
 // nibbles with 16+4c..; quants <= 31, so each int16 pair is <= 2 x 31 x 127 = 7874 and four
 // chunks' pairs add up to at most 31496 before VPMADDWD.
-template <bool kHigh>
+// kCorr: the format has a fixed offset (Q4_0, Q5_0), undone by corr = -offset x sum of quants.
+template <bool kHigh, bool kCorr>
 inline __m256i DotQ4(const uint8_t* qb, const uint32_t* hm, const int32_t* x, int32_t corr) {
   const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   __m256i p16[2];
@@ -127,7 +128,7 @@ inline __m256i DotQ4(const uint8_t* qb, const uint32_t* hm, const int32_t* x, in
     p16[h] = acc;
   }
   const __m256i s = _mm256_add_epi32(_mm256_madd_epi16(p16[0], ones), _mm256_madd_epi16(p16[1], ones));
-  return _mm256_add_epi32(s, _mm256_set1_epi32(corr));
+  return kCorr ? _mm256_add_epi32(s, _mm256_set1_epi32(corr)) : s;
 }
 
 // Software prefetch distance (bytes ahead in the quant stream), as in the AVX-512 kernels.
@@ -159,7 +160,7 @@ void Kernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1
         const __m256 dx = _mm256_set1_ps(st.d[b]);
         for (int h = 0; h < 2; ++h) {  // rows 8h..8h+7: bytes 32h.. of every chunk
           const __m256i dot = kEight ? DotQ8(qb + 32 * h, st.q + b * 8)
-                                     : DotQ4<kHigh>(qb + 32 * h, hm + b * 16 + h, st.q + b * 8, st.corr[b]);
+                                     : DotQ4<kHigh, !kMin>(qb + 32 * h, hm + b * 16 + h, st.q + b * 8, st.corr[b]);
           const __m256 scale = _mm256_mul_ps(Scales8(d + b * kPackRows + kHalf * h), dx);
           acc[h] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(dot), acc[h]);
           if (kMin) accm[h] = _mm256_fmadd_ps(Scales8(m + b * kPackRows + kHalf * h), _mm256_set1_ps(st.s[b]), accm[h]);

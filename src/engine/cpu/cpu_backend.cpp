@@ -561,13 +561,21 @@ void CpuBackend::Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim
   const float theta_scale = std::pow(rp.base, -2.0f / float(rp.n_rot));
   const size_t nth = size_t(pool_.size());
   // Per thread: the cos/sin of one position's angles (sized once: no allocation per call).
-  if (rope_cs_.size() < nth * size_t(half) * 2) rope_cs_.resize(nth * size_t(half) * 2);
+  if (rope_cs_.size() < nth * size_t(half) * 2) {
+    rope_cs_.resize(nth * size_t(half) * 2);
+    rope_key_ = RopeKey{};
+  }
+  // One token: the angles of the last single-token call are reused when nothing changed (the
+  // caller computes slot 0; any other call may overwrite it, so it forgets the key).
+  const RopeKey key{n_tok == 1 ? pos[0] : -1, rp.n_rot, rp.base, rp.freq_scale, rp.freq_factors};
+  const bool reuse = n_tok == 1 && key == rope_key_;
+  rope_key_ = n_tok == 1 ? key : RopeKey{};
   auto run = [&](int32_t ith, int32_t nth_run, int32_t t0, int32_t t1) {
     (void)nth_run;
     float* cs = rope_cs_.data() + size_t(ith) * size_t(half) * 2;
     for (int32_t t = t0; t < t1; ++t) {
       float theta = float(pos[t]) * rp.freq_scale;
-      for (int32_t i = 0; i < half; ++i) {
+      for (int32_t i = 0; i < half && !reuse; ++i) {
         const float th = rp.freq_factors ? theta / rp.freq_factors[i] : theta;
         cs[size_t(2 * i)] = std::cos(th);
         cs[size_t(2 * i + 1)] = std::sin(th);

@@ -51,6 +51,17 @@ class CpuBackend final : public Backend {
   std::vector<uint8_t> gemm_unpacked_;  // prefill: per-thread 16 rows unpacked from a packed copy
   std::vector<float> kv_stage_;         // prefill attention: one layer's K then V rows in F32
   std::vector<float> rope_cs_;          // cos/sin of one position's rotation angles
+  // Decode: what rope_cs_'s first slot holds (Q and K of a layer, and every layer with the same
+  // rotation, share one position's angles).
+  struct RopeKey {
+    int32_t pos = -1, n_rot = 0;
+    float base = 0.0f, freq_scale = 0.0f;
+    const float* freq_factors = nullptr;
+    bool operator==(const RopeKey& o) const {
+      return pos == o.pos && n_rot == o.n_rot && base == o.base && freq_scale == o.freq_scale &&
+             freq_factors == o.freq_factors;
+    }
+  } rope_key_;
   void MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, float* y);
   // Prefill on row-interleaved tiles packed per call (quant/gemm_packed.h): y[i] = w[i] x for
   // i < n_w (<= 4) weights of the same input width, x quantized once.

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Installs the build and test dependencies on Debian/Ubuntu (idempotent; uses sudo if not root).
+# Installs the build and test dependencies on Debian/Ubuntu (idempotent; uses sudo if not root),
+# or, given package names, just those.
 # Build: cmake, ninja, g++, pkg-config. Tests: GoogleTest, nlohmann-json (golden files),
 # doctest, Google Benchmark, Python 3 with pip (model fetch), Go (Go binding tests).
 set -euo pipefail
 
 pkgs=(cmake ninja-build g++ gcc make pkg-config libgtest-dev nlohmann-json3-dev doctest-dev
       libbenchmark-dev python3 python3-pip unzip curl ca-certificates binutils)
+[ $# -gt 0 ] && pkgs=("$@")  # other scripts' extra packages: scripts/install_deps.sh PKG...
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -17,37 +17,6 @@
 namespace zf::quant::avx512 {
 namespace {
 
-constexpr int64_t kMaxBlocks = 128;  // activation blocks staged per pass (rows up to 4096 in one)
-
-// The activation row, staged once per call: quants as 8 dwords per block (for the broadcasts),
-// block scales as floats, the Q8_1 sums, and the integer correction -offset x (sum of quants).
-struct Staged {
-  alignas(64) int32_t q[kMaxBlocks * 8];
-  alignas(64) float d[kMaxBlocks];
-  alignas(64) float s[kMaxBlocks];
-  alignas(64) int32_t corr[kMaxBlocks];
-};
-
-// Blocks [b0, b0 + n) of a Q8_0 (qs at byte 2) or Q8_1 (qs at byte 4) row.
-void Stage(const uint8_t* a, bool q8_1, int64_t b0, int64_t n, int32_t offset, Staged* st) {
-  const size_t bytes = q8_1 ? sizeof(BlockQ8_1) : sizeof(BlockQ8_0);
-  for (int64_t b = 0; b < n; ++b) {
-    const uint8_t* blk = a + size_t(b0 + b) * bytes;
-    const auto* qs = reinterpret_cast<const int8_t*>(blk + (q8_1 ? 4 : 2));
-    std::memcpy(st->q + b * 8, qs, 32);
-    uint16_t h;
-    std::memcpy(&h, blk, 2);
-    st->d[b] = _cvtsh_ss(h);
-    if (q8_1) {
-      std::memcpy(&h, blk + 2, 2);
-      st->s[b] = _cvtsh_ss(h);
-    }
-    int32_t sum = 0;
-    for (int i = 0; i < 32; ++i) sum += qs[i];
-    st->corr[b] = -offset * sum;
-  }
-}
-
 inline __m512 Scales(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
 }
@@ -95,10 +64,10 @@ constexpr int64_t kPrefetch = 8192;
 template <bool kEight, bool kMin, bool kHigh>
 void Kernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
             float* y) {
-  Staged st;
-  for (int64_t b0 = 0; b0 < l.nb; b0 += kMaxBlocks) {  // long rows: several passes adding into y
-    const int64_t n = l.nb - b0 < kMaxBlocks ? l.nb - b0 : kMaxBlocks;
-    Stage(a, kMin, b0, n, kEight ? 128 : l.offset, &st);
+  StagedActivations st;
+  for (int64_t b0 = 0; b0 < l.nb; b0 += kStagedBlocks) {  // long rows: several passes adding into y
+    const int64_t n = l.nb - b0 < kStagedBlocks ? l.nb - b0 : kStagedBlocks;
+    StageActivations(a, kMin, b0, n, kEight ? 128 : l.offset, &st);
     for (int64_t g = g0; g < g1; ++g) {
       const uint8_t* grp = packed + size_t(g) * l.group;
       const auto* d = reinterpret_cast<const uint16_t*>(grp) + b0 * kPackRows;

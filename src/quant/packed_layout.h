@@ -86,4 +86,19 @@ inline PackedLayout GetPackedLayout(GgmlType t, int64_t k, bool* valid) {
   return l;
 }
 
+// One activation row of the 32-element formats staged for the packed GEMV kernels (AVX-512
+// and AVX2), blocks [b0, b0 + n) at a time: quants as 8 dwords per block (the kernels
+// broadcast 4 bytes at a time), block scales as floats, the Q8_1 sums, and the integer
+// correction -offset x (sum of the block's quants) for the fixed-offset formats (0 otherwise).
+// Portable code (packed.cpp): the kernels' ISA flags do not reach it.
+constexpr int64_t kStagedBlocks = 128;  // rows up to 4096 elements in one pass
+struct StagedActivations {
+  alignas(64) int32_t q[kStagedBlocks * 8];
+  alignas(64) float d[kStagedBlocks];
+  alignas(64) float s[kStagedBlocks];
+  alignas(64) int32_t corr[kStagedBlocks];
+};
+// a: a Q8_0 row (qs at byte 2) or, with q8_1, a Q8_1 row (qs at byte 4); n <= kStagedBlocks.
+void StageActivations(const uint8_t* a, bool q8_1, int64_t b0, int64_t n, int32_t offset, StagedActivations* st);
+
 }  // namespace zf::quant

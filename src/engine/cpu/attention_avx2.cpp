@@ -1,5 +1,5 @@
-// AVX2 attention kernels (see attention_kernels.h): blocked prefill and grouped decode, the
-// AVX-512 kernels' structure at half the width. Register tiles of 4 query rows x 16 keys
+// AVX2 attention kernels (see attention_kernels.h; loops in attention_drivers.h): blocked
+// prefill and grouped decode, the AVX-512 kernels' tiles at half the width. Register tiles of 4 query rows x 16 keys
 // (S = Q K^T: per head dimension, 2 loads of K^T and 4 broadcasts of Q feed 8 FMAs) and 4 rows
 // x 16 value dimensions (O = P V); 8 accumulators leave registers for the operands in the 16
 // YMM registers. Results differ from the scalar reference by float rounding only.
@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/cpu/attention_drivers.h"
 #include "engine/cpu/attention_kernels.h"
 #include "engine/cpu/vec_math_avx2.h"
 
@@ -168,55 +169,32 @@ void DecodeValues(const DecodeGroup& g, const float* inv) {
   }
 }
 
-template <int NQ>
-void Decode(const DecodeGroup& g) {
-  DecodeScores<NQ>(g);
-  float inv[NQ];
-  for (int h = 0; h < NQ; ++h) inv[h] = Softmax(g.s + h * g.n_keys, g.n_keys, g.scale, g.softcap);
-  DecodeValues<NQ>(g, inv);
-}
+// Vector width 8: the ops of the shared loops (attention_drivers.h).
+struct Avx2Ops {
+  static void ScoreTile(const Block& b, int32_t a, int64_t j0, float* s, int64_t ss) {
+    attn::ScoreTile(b, a, j0, s, ss);
+  }
+  static float Softmax(float* x, int64_t n, float scale, float softcap) { return attn::Softmax(x, n, scale, softcap); }
+  static void ValueTiles(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t uhi, int32_t na,
+                         const float* inv, float* const* out) {
+    int32_t e0 = 0;  // 16 value dimensions at a time, a masked tile for the rest
+    for (; e0 + 16 <= b.d_v; e0 += 16) ValueTile<true>(b, p, ss, ulo, uhi, e0, na, inv, out);
+    if (e0 < b.d_v) ValueTile<false>(b, p, ss, ulo, uhi, e0, na, inv, out);
+  }
+  template <int NQ>
+  static void DecodeScores(const DecodeGroup& g) {
+    attn::DecodeScores<NQ>(g);
+  }
+  template <int NQ>
+  static void DecodeValues(const DecodeGroup& g, const float* inv) {
+    attn::DecodeValues<NQ>(g, inv);
+  }
+};
 
 }  // namespace
 
-static_assert(kDecodeHeads == 4, "RunDecodeAvx2 has cases for 1..4 heads");
-
-void RunDecodeAvx2(const DecodeGroup& g) {
-  switch (g.n_q) {
-    case 1: Decode<1>(g); return;
-    case 2: Decode<2>(g); return;
-    case 3: Decode<3>(g); return;
-    default: Decode<4>(g); return;
-  }
-}
-
-void RunBlockAvx2(const Block& b) {
-  const int64_t ss = ScoreStride(b.n_keys);
-  for (int32_t a = 0; a < b.rows; a += 4) {
-    const int32_t na = std::min(4, b.rows - a);
-    int32_t ulo = b.lo[a], uhi = b.hi[a];
-    for (int i = 1; i < na; ++i) {
-      ulo = std::min(ulo, b.lo[a + i]);
-      uhi = std::max(uhi, b.hi[a + i]);
-    }
-    // Scores for keys [ulo & ~15, uhi] (tiles of 64; the 4 rows share each K^T load).
-    for (int64_t j0 = ulo & ~15; j0 <= uhi; j0 += 64) ScoreTile(b, a, j0, b.s, ss);
-    float inv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int i = 0; i < 4; ++i) {
-      float* s = b.s + (a + i) * ss;
-      if (i >= na) {  // padding row: weight 0 everywhere
-        std::fill(s + ulo, s + uhi + 1, 0.0f);
-        continue;
-      }
-      inv[i] = Softmax(s + b.lo[a + i], int64_t{b.hi[a + i]} - b.lo[a + i] + 1, b.scale, b.softcap);
-      std::fill(s + ulo, s + b.lo[a + i], 0.0f);  // keys the union sees but this row does not
-      std::fill(s + b.hi[a + i] + 1, s + uhi + 1, 0.0f);
-    }
-    // O = P V over the union of the rows' keys, 16 value dimensions at a time.
-    int32_t e0 = 0;
-    for (; e0 + 16 <= b.d_v; e0 += 16) ValueTile<true>(b, b.s + a * ss, ss, ulo, uhi, e0, na, inv, b.out + a);
-    if (e0 < b.d_v) ValueTile<false>(b, b.s + a * ss, ss, ulo, uhi, e0, na, inv, b.out + a);
-  }
-}
+void RunDecodeAvx2(const DecodeGroup& g) { RunDecodeWith<Avx2Ops>(g); }
+void RunBlockAvx2(const Block& b) { RunBlockWith<Avx2Ops>(b); }
 
 }  // namespace zf::engine::attn
 

@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "common/random_data.h"
 #include "engine/cpu/activation_kernels.h"
 #include "engine/cpu/attention_kernels.h"
 #include "engine/cpu/cpu_backend.h"
@@ -17,13 +18,7 @@
 namespace zf::engine {
 namespace {
 
-std::vector<float> Random(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+using testing::RandomFloats;
 
 using BlockFn = void (*)(const attn::Block&);
 using DecodeFn = void (*)(const attn::DecodeGroup&);
@@ -33,11 +28,11 @@ void CheckBlock(int32_t rows, int32_t d_k, int32_t d_v, int32_t n_keys, int32_t 
   SCOPED_TRACE("rows " + std::to_string(rows) + " d_k " + std::to_string(d_k) + " d_v " + std::to_string(d_v) +
                " keys " + std::to_string(n_keys) + " window " + std::to_string(window));
   const int64_t kt_stride = n_keys + attn::kKeyPad + 3;  // any stride with the padding works
-  std::vector<float> q = Random(size_t(attn::kAttnRows) * size_t(d_k), 1, q_scale);
-  std::vector<float> kt = Random(size_t(d_k) * size_t(kt_stride), 2);
+  std::vector<float> q = RandomFloats(size_t(attn::kAttnRows) * size_t(d_k), 1, q_scale);
+  std::vector<float> kt = RandomFloats(size_t(d_k) * size_t(kt_stride), 2);
   for (int32_t d = 0; d < d_k; ++d) std::fill(kt.begin() + d * kt_stride + n_keys, kt.begin() + (d + 1) * kt_stride, 0.0f);
   const int64_t v_stride = d_v + 5;
-  std::vector<float> v = Random(size_t(n_keys) * size_t(v_stride), 3);
+  std::vector<float> v = RandomFloats(size_t(n_keys) * size_t(v_stride), 3);
   std::vector<int32_t> lo(static_cast<size_t>(rows)), hi(static_cast<size_t>(rows));
   for (int32_t i = 0; i < rows; ++i) {  // causal rows ending near the last key, optional window
     hi[size_t(i)] = std::max(0, n_keys - 1 - (rows - 1 - i) * 3);
@@ -95,12 +90,12 @@ void CheckDecode(int32_t n_q, int32_t d_k, int32_t d_v, int32_t n_keys, float so
   SCOPED_TRACE("heads " + std::to_string(n_q) + " d_k " + std::to_string(d_k) + " d_v " + std::to_string(d_v) +
                " keys " + std::to_string(n_keys) + " softcap " + std::to_string(softcap));
   const int64_t k_stride = 3 * int64_t{d_k} + 8, v_stride = 2 * int64_t{d_v} + 16;
-  const std::vector<float> kf = Random(size_t(n_keys) * size_t(k_stride), 11);
-  const std::vector<float> vf = Random(size_t(n_keys) * size_t(v_stride), 12);
+  const std::vector<float> kf = RandomFloats(size_t(n_keys) * size_t(k_stride), 11);
+  const std::vector<float> vf = RandomFloats(size_t(n_keys) * size_t(v_stride), 12);
   std::vector<uint16_t> k(kf.size()), v(vf.size());
   for (size_t i = 0; i < k.size(); ++i) k[i] = quant::Fp32ToFp16(kf[i]);
   for (size_t i = 0; i < v.size(); ++i) v[i] = quant::Fp32ToFp16(vf[i]);
-  const std::vector<float> q = Random(size_t(n_q) * size_t(d_k), 13, q_scale);
+  const std::vector<float> q = RandomFloats(size_t(n_q) * size_t(d_k), 13, q_scale);
   std::vector<float> s(size_t(n_q) * size_t(n_keys));
   std::vector<float> out(size_t(n_q) * size_t(d_v), NAN), out_ref(out.size(), NAN);
   std::vector<float*> op, op_ref;
@@ -149,9 +144,9 @@ void CheckBackend(KvType type, int32_t n_head, int32_t n_kv, int32_t hd, int32_t
   CpuBackend be(2);
   ASSERT_TRUE(be.InitKv(layers, n_ctx, n_kv * hd, n_kv * hd, type).ok());
   const int32_t n_pos = pos0 + n_tok;
-  std::vector<float> k = Random(size_t(n_pos) * size_t(n_kv * hd), 4), v = Random(size_t(n_pos) * size_t(n_kv * hd), 5);
+  std::vector<float> k = RandomFloats(size_t(n_pos) * size_t(n_kv * hd), 4), v = RandomFloats(size_t(n_pos) * size_t(n_kv * hd), 5);
   be.StoreKv(layer, k.data(), v.data(), n_pos, 0);
-  std::vector<float> q = Random(size_t(n_tok) * size_t(n_head * hd), 6);
+  std::vector<float> q = RandomFloats(size_t(n_tok) * size_t(n_head * hd), 6);
   AttentionParams ap;
   ap.n_head = n_head;
   ap.n_head_kv = n_kv;
@@ -218,7 +213,7 @@ namespace {
 
 // SiLU x up (dispatched) against the std::exp reference, including large |x| and a tail.
 TEST(SiluMul, MatchesReference) {
-  std::vector<float> g = Random(1003, 7, 4.0f), u = Random(1003, 8);
+  std::vector<float> g = RandomFloats(1003, 7, 4.0f), u = RandomFloats(1003, 8);
   g[0] = -100.0f, g[1] = 100.0f, g[2] = 0.0f, g[3] = -88.5f, g[4] = 30.0f;
   std::vector<void (*)(float*, const float*, int64_t)> kernels = {act::SiluMul};
 #if defined(__x86_64__) || defined(__i386__)

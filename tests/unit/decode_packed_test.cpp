@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/random_data.h"
 #include "engine/cpu/activation_kernels.h"
 #include "engine/cpu/cpu_backend.h"
 #include "engine/cpu/packed_weights.h"
@@ -23,8 +24,7 @@
 namespace zf::engine {
 namespace {
 
-// A weight matrix with random quants and finite F16 scales (d, and m/dmin where the type has
-// one), its data owned here.
+// A weight matrix of random quant rows (testing::RandomQuantRows), its data owned here.
 struct Matrix {
   std::vector<uint8_t> bytes;
   gguf::TensorInfo t;
@@ -32,17 +32,7 @@ struct Matrix {
 
 std::unique_ptr<Matrix> RandomMatrix(GgmlType type, int64_t k, int64_t rows, uint32_t seed) {
   auto m = std::make_unique<Matrix>();
-  m->bytes.resize(RowSize(type, k) * size_t(rows));
-  std::mt19937 rng(seed);
-  for (auto& b : m->bytes) b = uint8_t(rng());
-  const size_t block = GetTypeTraits(type)->type_size;
-  const bool has_min = type == GgmlType::Q4_1 || type == GgmlType::Q5_1 || type == GgmlType::Q4_K;
-  for (size_t off = 0; off + block <= m->bytes.size(); off += block) {
-    const uint16_t d = quant::Fp32ToFp16(0.01f * (0.5f + 0.1f * float(rng() % 10)));
-    const uint16_t mn = quant::Fp32ToFp16(-0.001f * float(rng() % 10));
-    std::memcpy(&m->bytes[off + (type == GgmlType::Q6_K ? 208 : 0)], &d, 2);  // Q6_K keeps d last
-    if (has_min) std::memcpy(&m->bytes[off + 2], &mn, 2);
-  }
+  m->bytes = testing::RandomQuantRows(type, rows, k, 0.01f, seed);
   m->t.name = "w";
   m->t.type = type;
   m->t.n_dims = 2;
@@ -66,14 +56,6 @@ std::vector<float> Reference(const Matrix& m, const std::vector<float>& x) {
   return y;
 }
 
-std::vector<float> RandomVector(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& f : v) f = nd(rng);
-  return v;
-}
-
 void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, int64_t k, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t r = 0; r < want.size(); ++r) {
@@ -91,7 +73,7 @@ TEST(DecodePacked, MixedTypesGatedAndStolenChunksMatchReference) {
   auto gate = RandomMatrix(GgmlType::Q5_0, kIn, kFf - 8, 4);
   auto up = RandomMatrix(GgmlType::Q5_0, kIn, kFf - 8, 5);
   auto down = RandomMatrix(GgmlType::Q6_K, kFf, 700, 6);
-  const std::vector<float> x = RandomVector(kIn, 7), h = RandomVector(kFf, 8);
+  const std::vector<float> x = testing::RandomFloats(size_t(kIn), 7), h = testing::RandomFloats(size_t(kFf), 8);
   const std::vector<float> yq = Reference(*wq, x), yk = Reference(*wk, x), yv = Reference(*wv, x);
   std::vector<float> yg = Reference(*gate, x);
   act::SiluMulRef(yg.data(), Reference(*up, x).data(), int64_t(yg.size()));

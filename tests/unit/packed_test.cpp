@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "common/random_data.h"
 #include "quant/kernels.h"
 #include "quant/packed.h"
 #include "quant/quant.h"
@@ -20,23 +21,6 @@ namespace {
 
 const GgmlType kTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
                            GgmlType::Q4_K, GgmlType::Q6_K};
-
-// Random bytes are valid blocks once the F16 words at the start of each block (d, and m for the
-// _1 types) hold finite values of the given magnitude.
-std::vector<uint8_t> RandomRows(GgmlType t, int64_t rows, int64_t k, float scale, uint32_t seed) {
-  std::vector<uint8_t> v(RowSize(t, k) * size_t(rows));
-  std::mt19937 rng(seed);
-  for (auto& b : v) b = uint8_t(rng());
-  const size_t block = GetTypeTraits(t)->type_size;
-  const bool has_min = t == GgmlType::Q4_1 || t == GgmlType::Q5_1 || t == GgmlType::Q4_K;  // Q4_K: d, dmin
-  for (size_t off = 0; off + block <= v.size(); off += block) {
-    const uint16_t d = Fp32ToFp16(scale * (0.5f + 0.1f * float(rng() % 10)));
-    const uint16_t m = Fp32ToFp16(-scale * 0.1f * float(rng() % 10));
-    std::memcpy(&v[off + (t == GgmlType::Q6_K ? 208 : 0)], &d, 2);  // Q6_K keeps d last
-    if (has_min) std::memcpy(&v[off + 2], &m, 2);
-  }
-  return v;
-}
 
 std::vector<uint8_t> Activation(GgmlType t, int64_t k, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -85,7 +69,7 @@ void Avx2Gemv(GgmlType t, int64_t k, const void* p, int64_t g0, int64_t g1, int6
 void CheckProduct(GgmlType t, int64_t rows, int64_t k, float scale, GemvFn gemv = GemvPacked) {
   SCOPED_TRACE(std::string(TypeName(t)) + " rows " + std::to_string(rows) + " k " + std::to_string(k));
   const size_t row = RowSize(t, k);
-  const std::vector<uint8_t> w = RandomRows(t, rows, k, scale, 7), a = Activation(t, k, 8);
+  const std::vector<uint8_t> w = testing::RandomQuantRows(t, rows, k, scale, 7), a = Activation(t, k, 8);
   const Packed p = Pack(t, w, rows, k);
   const int64_t groups = PackedGroups(rows);
   std::vector<float> fast(size_t(groups * kPackRows), -1.0f), slow(fast);
@@ -113,7 +97,7 @@ TEST(Packed, RoundTripIsExactAndRowsDequantizeAlike) {
     for (int64_t rows : {1, 16, 21}) {
       const int64_t k = (t == GgmlType::Q4_K || t == GgmlType::Q6_K) ? 512 : 96;
       const size_t row = RowSize(t, k);
-      const std::vector<uint8_t> w = RandomRows(t, rows, k, 1.0f, 3);
+      const std::vector<uint8_t> w = testing::RandomQuantRows(t, rows, k, 1.0f, 3);
       const Packed p = Pack(t, w, rows, k);
       std::vector<uint8_t> back(w.size(), 0xAB);
       for (int64_t g = 0; g < PackedGroups(rows); ++g) {

@@ -8,21 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/random_data.h"
 #include "engine/cpu/cpu_backend.h"
-
-namespace zf::engine {
-namespace {
-
-std::vector<float> RandomVector(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& f : v) f = nd(rng);
-  return v;
-}
-
-}  // namespace
-}  // namespace zf::engine
 
 namespace zf::engine {
 namespace {
@@ -44,7 +31,7 @@ TEST(Rope, SingleTokenCallsReuseOnlyMatchingAngles) {
       }
     }
   };
-  const std::vector<float> x = RandomVector(kHeads * kDim, 9);
+  const std::vector<float> x = testing::RandomFloats(size_t(kHeads * kDim), 9);
   RopeParams rp;
   rp.n_rot = kDim;
   rp.style = model::RopeStyle::kNorm;

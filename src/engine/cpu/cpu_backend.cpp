@@ -400,32 +400,24 @@ bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n
   // +5%). 32 KiB chunks measured no better: every call re-stages the activation row.
   constexpr size_t kChunkBytes = size_t(128) << 10;
   const int32_t nth = pool_.size();
-  int64_t gate_groups = 0, chunk_groups = 1;  // gated: units of 16 rows of gate and up
+  // Units split across threads: bytes of all parts, or (gated) 16-row groups of gate and up.
+  int64_t units = int64_t(total), per = int64_t(kChunkBytes);
   if (gated != nullptr) {
-    gate_groups = quant::PackedGroups(w[0]->ne[1]);
-    chunk_groups = std::max<int64_t>(1, int64_t(kChunkBytes / (parts[0].p->group_bytes + parts[1].p->group_bytes)));
+    units = quant::PackedGroups(w[0]->ne[1]);
+    per = std::max<int64_t>(1, int64_t(kChunkBytes / (parts[0].p->group_bytes + parts[1].p->group_bytes)));
   }
-  const auto share = [&](int32_t t, int64_t* lo, int64_t* hi) {  // thread t's units: bytes or groups
-    const int64_t units = gated != nullptr ? gate_groups : int64_t(total);
-    *lo = units * t / nth;
-    *hi = units * (t + 1) / nth;
-  };
-  const auto chunks = [&](int32_t t) {
-    int64_t lo, hi;
-    share(t, &lo, &hi);
-    const int64_t per = gated != nullptr ? chunk_groups : int64_t(kChunkBytes);
-    return uint64_t((hi - lo + per - 1) / per);
-  };
-  for (int32_t t = 0; t < nth; ++t) decode_ranges_[size_t(t)].range.store(chunks(t) << 32, std::memory_order_relaxed);
+  for (int32_t t = 0; t < nth; ++t) {
+    const int64_t share = units * (t + 1) / nth - units * t / nth;
+    decode_ranges_[size_t(t)].range.store(uint64_t((share + per - 1) / per) << 32, std::memory_order_relaxed);
+  }
   struct Ctx {
     const Part* parts;
     int32_t n;
     int64_t k;
-    size_t total;  // bytes of all packed copies
     const model::FfnActivation* gated;
-    int64_t gate_groups, chunk_groups;
+    int64_t units, per;  // as above; chunk j of thread t: units [lo_t + j per, min(hi_t, ...))
     ChunkRange* ranges;
-  } c{parts, n, k, total, gated, gate_groups, chunk_groups, decode_ranges_.get()};
+  } c{parts, n, k, gated, units, per, decode_ranges_.get()};
   pool_.Run(
       [](void* p, int32_t ith, int32_t nth) {
         const Ctx& c = *static_cast<const Ctx*>(p);
@@ -433,30 +425,28 @@ bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n
           quant::GemvPacked(part.w->type, c.k, part.p->data, g0, g1, part.w->ne[1], part.act,
                             part.y + g0 * quant::kPackRows);
         };
-        // Chunk j of thread t's share.
         const auto run_chunk = [&](int32_t t, uint32_t j) {
+          const int64_t hi = c.units * (t + 1) / nth;
+          const int64_t u0 = c.units * t / nth + int64_t(j) * c.per, u1 = std::min(hi, u0 + c.per);
           if (c.gated != nullptr) {  // the same row range of gate and up, then the activation on it
-            const int64_t lo = c.gate_groups * t / nth, hi = c.gate_groups * (t + 1) / nth;
-            const int64_t g0 = lo + int64_t(j) * c.chunk_groups, g1 = std::min(hi, g0 + c.chunk_groups);
-            gemv(c.parts[0], g0, g1);
-            gemv(c.parts[1], g0, g1);
+            gemv(c.parts[0], u0, u1);
+            gemv(c.parts[1], u0, u1);
             const int64_t m = c.parts[0].w->ne[1];
-            const int64_t r0 = g0 * quant::kPackRows, r1 = std::min(m, g1 * quant::kPackRows);
+            const int64_t r0 = u0 * quant::kPackRows, r1 = std::min(m, u1 * quant::kPackRows);
             ApplyGated(*c.gated, c.parts[0].y + r0, c.parts[1].y + r0, r1 - r0);
             return;
           }
-          // The 16-row groups whose first byte lies in [b0, b1) of all parts' bytes.
-          const size_t lo = c.total * size_t(t) / size_t(nth), hi = c.total * size_t(t + 1) / size_t(nth);
-          const size_t b0 = lo + size_t(j) * kChunkBytes, b1 = std::min(hi, b0 + kChunkBytes);
+          // The 16-row groups whose first byte lies in [u0, u1) of all parts' bytes.
           size_t off = 0;
           for (int32_t i = 0; i < c.n; ++i) {
             const Part& part = c.parts[i];
             const int64_t groups = quant::PackedGroups(part.w->ne[1]);
             const size_t gb = part.p->group_bytes;
-            const auto first = [&](size_t cut) {
-              return cut <= off ? int64_t{0} : std::min<int64_t>(groups, int64_t((cut - off + gb - 1) / gb));
+            const auto first = [&](int64_t cut) {
+              return size_t(cut) <= off ? int64_t{0}
+                                        : std::min<int64_t>(groups, int64_t((size_t(cut) - off + gb - 1) / gb));
             };
-            const int64_t g0 = first(b0), g1 = first(b1);
+            const int64_t g0 = first(u0), g1 = first(u1);
             if (g0 < g1) gemv(part, g0, g1);
             off += part.bytes;
           }
@@ -575,11 +565,13 @@ void CpuBackend::Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim
     float* cs = rope_cs_.data() + size_t(ith) * size_t(half) * 2;
     for (int32_t t = t0; t < t1; ++t) {
       float theta = float(pos[t]) * rp.freq_scale;
-      for (int32_t i = 0; i < half && !reuse; ++i) {
-        const float th = rp.freq_factors ? theta / rp.freq_factors[i] : theta;
-        cs[size_t(2 * i)] = std::cos(th);
-        cs[size_t(2 * i + 1)] = std::sin(th);
-        theta *= theta_scale;
+      if (!reuse) {
+        for (int32_t i = 0; i < half; ++i) {
+          const float th = rp.freq_factors ? theta / rp.freq_factors[i] : theta;
+          cs[size_t(2 * i)] = std::cos(th);
+          cs[size_t(2 * i + 1)] = std::sin(th);
+          theta *= theta_scale;
+        }
       }
       for (int32_t h = 0; h < n_heads; ++h) {
         float* v = x + (int64_t{t} * n_heads + h) * head_dim;

@@ -155,6 +155,9 @@ BENCHMARK_CAPTURE(BM_GemvPacked, gemma3_output_Q8_0, GgmlType::Q8_0)->Args({2621
 // 11 MB: stays in L3, so this is the kernel's compute ceiling (the one above is DRAM-bound).
 BENCHMARK_CAPTURE(BM_GemvPacked, cached_Q8_0, GgmlType::Q8_0)->Args({16384, 640});
 BENCHMARK_CAPTURE(BM_GemvPacked, smollm2_ffn_up_Q4_1, GgmlType::Q4_1)->Args({1536, 576});
+// ~90 KB: in L2, the kernels' compute ceiling without L3 in the way.
+BENCHMARK_CAPTURE(BM_GemvPacked, l2_Q4_1, GgmlType::Q4_1)->Args({256, 576});
+BENCHMARK_CAPTURE(BM_GemvPacked, l2_Q8_0, GgmlType::Q8_0)->Args({256, 640});
 BENCHMARK_CAPTURE(BM_GemvPacked, gemma3_ffn_up_Q5_0, GgmlType::Q5_0)->Args({2048, 640});
 BENCHMARK_CAPTURE(BM_GemvPacked, gemma3_ffn_down_Q4_K, GgmlType::Q4_K)->Args({640, 2048});
 BENCHMARK_CAPTURE(BM_GemvPacked, gemma3_ffn_down_Q6_K, GgmlType::Q6_K)->Args({640, 2048});

@@ -20,20 +20,19 @@ inline size_t QsAt(const PackedLayout& l) { return QhAt(l) + (l.has_high ? 4 : 0
 // Q4_K: super-block s of row r -> d, dmin, the 8 unpacked scales and mins, and the 128 quant
 // bytes as 32 chunks of 4 (chunk 8c+i = qs[32c+4i..]: low nibbles sub-block 2c, high 2c+1).
 void PackQ4KGroup(const PackedLayout& l, const uint8_t* src, size_t stride, int64_t n, uint8_t* dst) {
-  auto* d = reinterpret_cast<uint16_t*>(dst);
-  auto* dmin = reinterpret_cast<uint16_t*>(dst + l.dmin_off);
   for (int64_t r = 0; r < n; ++r) {
     const auto* x = reinterpret_cast<const BlockQ4_K*>(src + size_t(r) * stride);
     for (int64_t s = 0; s < l.nb; ++s) {
-      d[s * kPackRows + r] = x[s].d;
-      dmin[s * kPackRows + r] = x[s].dmin;
+      uint8_t* u = dst + l.UnitAt(s);
+      reinterpret_cast<uint16_t*>(u + l.d_off)[r] = x[s].d;
+      reinterpret_cast<uint16_t*>(u + l.dmin_off)[r] = x[s].dmin;
       uint8_t sc[8], mn[8];
       UnpackScaleMinK4(x[s].scales, sc, mn);
       for (int j = 0; j < 8; ++j) {
-        dst[l.sc_off + size_t(s) * 128 + size_t(j) * kPackRows + size_t(r)] = sc[j];
-        dst[l.mn_off + size_t(s) * 128 + size_t(j) * kPackRows + size_t(r)] = mn[j];
+        u[l.sc_off + size_t(j) * kPackRows + size_t(r)] = sc[j];
+        u[l.mn_off + size_t(j) * kPackRows + size_t(r)] = mn[j];
       }
-      uint8_t* q = dst + l.q_off + size_t(s) * l.q_block;
+      uint8_t* q = u + l.q_off;
       for (int ch = 0; ch < 32; ++ch) std::memcpy(q + size_t(ch * kPackRows + r) * 4, x[s].qs + 4 * ch, 4);
     }
   }
@@ -57,18 +56,16 @@ void Q6Encode(const uint8_t* q, BlockQ6_K* x) {
 // holds chunk v's low 4 bits in its low nibbles and chunk v+32's in its high nibbles; high-bit
 // vector u (< 16) holds the top 2 bits of chunks u, u+16, u+32, u+48 at bits 0-1, 2-3, 4-5, 6-7.
 void PackQ6KGroup(const PackedLayout& l, const uint8_t* src, size_t stride, int64_t n, uint8_t* dst) {
-  auto* d = reinterpret_cast<uint16_t*>(dst);
   for (int64_t r = 0; r < n; ++r) {
     const auto* x = reinterpret_cast<const BlockQ6_K*>(src + size_t(r) * stride);
     for (int64_t s = 0; s < l.nb; ++s) {
-      d[s * kPackRows + r] = x[s].d;
-      for (int j = 0; j < 16; ++j) {
-        dst[l.sc_off + size_t(s) * 256 + size_t(j) * kPackRows + size_t(r)] = uint8_t(x[s].scales[j]);
-      }
+      uint8_t* u = dst + l.UnitAt(s);
+      reinterpret_cast<uint16_t*>(u + l.d_off)[r] = x[s].d;
+      for (int j = 0; j < 16; ++j) u[l.sc_off + size_t(j) * kPackRows + size_t(r)] = uint8_t(x[s].scales[j]);
       uint8_t q[256];
       Q6KValues(x[s], q);
-      uint8_t* lo = dst + l.q_off + size_t(s) * 2048;
-      uint8_t* hi = dst + l.qh_off + size_t(s) * 1024;
+      uint8_t* lo = u + l.q_off;
+      uint8_t* hi = u + l.qh_off;
       for (int v = 0; v < 32; ++v) {
         for (int i = 0; i < 4; ++i) {
           lo[size_t(v * kPackRows + r) * 4 + size_t(i)] = uint8_t((q[4 * v + i] & 0x0F) | ((q[4 * (v + 32) + i] & 0x0F) << 4));
@@ -86,13 +83,13 @@ void PackQ6KGroup(const PackedLayout& l, const uint8_t* src, size_t stride, int6
 }
 
 void UnpackQ6KRow(const PackedLayout& l, const uint8_t* src, int64_t r, int64_t s0, int64_t s1, uint8_t* dst) {
-  const auto* d = reinterpret_cast<const uint16_t*>(src);
   for (int64_t s = s0; s < s1; ++s) {
     auto* x = reinterpret_cast<BlockQ6_K*>(dst + size_t(s - s0) * sizeof(BlockQ6_K));
-    x->d = d[s * kPackRows + r];
-    for (int j = 0; j < 16; ++j) x->scales[j] = int8_t(src[l.sc_off + size_t(s) * 256 + size_t(j) * kPackRows + size_t(r)]);
-    const uint8_t* lo = src + l.q_off + size_t(s) * 2048;
-    const uint8_t* hi = src + l.qh_off + size_t(s) * 1024;
+    const uint8_t* u = src + l.UnitAt(s);
+    x->d = reinterpret_cast<const uint16_t*>(u + l.d_off)[r];
+    for (int j = 0; j < 16; ++j) x->scales[j] = int8_t(u[l.sc_off + size_t(j) * kPackRows + size_t(r)]);
+    const uint8_t* lo = u + l.q_off;
+    const uint8_t* hi = u + l.qh_off;
     uint8_t q[256];
     for (int c = 0; c < 64; ++c) {
       for (int i = 0; i < 4; ++i) {
@@ -108,23 +105,22 @@ void UnpackQ6KRow(const PackedLayout& l, const uint8_t* src, int64_t r, int64_t 
 // The inverse for super-blocks [s0, s1) of row r (the 12-byte scale encoding uses all 96 bits,
 // so re-encoding the unpacked values gives back the file's bytes).
 void UnpackQ4KRow(const PackedLayout& l, const uint8_t* src, int64_t r, int64_t s0, int64_t s1, uint8_t* dst) {
-  const auto* d = reinterpret_cast<const uint16_t*>(src);
-  const auto* dmin = reinterpret_cast<const uint16_t*>(src + l.dmin_off);
   for (int64_t s = s0; s < s1; ++s) {
     auto* x = reinterpret_cast<BlockQ4_K*>(dst + size_t(s - s0) * sizeof(BlockQ4_K));
-    x->d = d[s * kPackRows + r];
-    x->dmin = dmin[s * kPackRows + r];
+    const uint8_t* u = src + l.UnitAt(s);
+    x->d = reinterpret_cast<const uint16_t*>(u + l.d_off)[r];
+    x->dmin = reinterpret_cast<const uint16_t*>(u + l.dmin_off)[r];
     uint8_t sc[8], mn[8];
     for (int j = 0; j < 8; ++j) {
-      sc[j] = src[l.sc_off + size_t(s) * 128 + size_t(j) * kPackRows + size_t(r)];
-      mn[j] = src[l.mn_off + size_t(s) * 128 + size_t(j) * kPackRows + size_t(r)];
+      sc[j] = u[l.sc_off + size_t(j) * kPackRows + size_t(r)];
+      mn[j] = u[l.mn_off + size_t(j) * kPackRows + size_t(r)];
     }
     for (int j = 0; j < 4; ++j) {
       x->scales[j] = uint8_t(sc[j] | ((sc[j + 4] >> 4) << 6));
       x->scales[j + 4] = uint8_t(mn[j] | ((mn[j + 4] >> 4) << 6));
       x->scales[j + 8] = uint8_t((sc[j + 4] & 0x0F) | ((mn[j + 4] & 0x0F) << 4));
     }
-    const uint8_t* q = src + l.q_off + size_t(s) * l.q_block;
+    const uint8_t* q = u + l.q_off;
     for (int ch = 0; ch < 32; ++ch) std::memcpy(x->qs + 4 * ch, q + size_t(ch * kPackRows + r) * 4, 4);
   }
 }
@@ -157,14 +153,10 @@ void PackDecodeGroup(GgmlType t, const void* src, size_t src_stride, int64_t k, 
     PackQ6KGroup(l, static_cast<const uint8_t*>(src), src_stride, n, dst);
     return;
   }
-  auto* d = reinterpret_cast<uint16_t*>(dst);
-  auto* m = reinterpret_cast<uint16_t*>(dst + l.m_off);
-  auto* h = reinterpret_cast<uint64_t*>(dst + l.h_off);
-  uint8_t* q = dst + l.q_off;
   if (l.eight_bit) {
     for (int64_t r = n; r < kPackRows; ++r) {  // a padding row's quant 0 is stored as 128
       for (int64_t b = 0; b < l.nb; ++b) {
-        for (int c = 0; c < 8; ++c) std::memset(q + size_t(b) * l.q_block + size_t(c * kPackRows + r) * 4, 0x80, 4);
+        for (int c = 0; c < 8; ++c) std::memset(dst + l.Q(b) + size_t(c * kPackRows + r) * 4, 0x80, 4);
       }
     }
   }
@@ -172,9 +164,9 @@ void PackDecodeGroup(GgmlType t, const void* src, size_t src_stride, int64_t k, 
     const uint8_t* row = static_cast<const uint8_t*>(src) + size_t(r) * src_stride;
     for (int64_t b = 0; b < l.nb; ++b) {
       const uint8_t* blk = row + size_t(b) * l.block_bytes;
-      std::memcpy(&d[b * kPackRows + r], blk, 2);
-      if (l.has_min) std::memcpy(&m[b * kPackRows + r], blk + MinAt(), 2);
-      uint8_t* qb = q + size_t(b) * l.q_block;
+      std::memcpy(dst + l.D(b) + 2 * r, blk, 2);
+      if (l.has_min) std::memcpy(dst + l.M(b) + 2 * r, blk + MinAt(), 2);
+      uint8_t* qb = dst + l.Q(b);
       if (l.eight_bit) {
         for (int c = 0; c < 8; ++c) {  // 4 quants at a time, each biased by +128
           uint32_t v;
@@ -189,7 +181,8 @@ void PackDecodeGroup(GgmlType t, const void* src, size_t src_stride, int64_t k, 
       if (l.has_high) {
         uint32_t qh;
         std::memcpy(&qh, blk + QhAt(l), 4);
-        for (int c = 0; c < 8; ++c) h[b * 8 + c] |= uint64_t((qh >> (4 * c)) & 0xF) << (4 * r);
+        auto* h = reinterpret_cast<uint64_t*>(dst + l.H(b));
+        for (int c = 0; c < 8; ++c) h[c] |= uint64_t((qh >> (4 * c)) & 0xF) << (4 * r);
       }
     }
   }
@@ -207,15 +200,11 @@ void UnpackRowBlocks(const PackedLayout& l, const uint8_t* src, int64_t r, int64
     UnpackQ6KRow(l, src, r, b0, b1, dst);
     return;
   }
-  const auto* d = reinterpret_cast<const uint16_t*>(src);
-  const auto* m = reinterpret_cast<const uint16_t*>(src + l.m_off);
-  const auto* h = reinterpret_cast<const uint64_t*>(src + l.h_off);
-  const uint8_t* q = src + l.q_off;
   for (int64_t b = b0; b < b1; ++b) {
     uint8_t* blk = dst + size_t(b - b0) * l.block_bytes;
-    std::memcpy(blk, &d[b * kPackRows + r], 2);
-    if (l.has_min) std::memcpy(blk + MinAt(), &m[b * kPackRows + r], 2);
-    const uint8_t* qb = q + size_t(b) * l.q_block;
+    std::memcpy(blk, src + l.D(b) + 2 * r, 2);
+    if (l.has_min) std::memcpy(blk + MinAt(), src + l.M(b) + 2 * r, 2);
+    const uint8_t* qb = src + l.Q(b);
     if (l.eight_bit) {
       for (int c = 0; c < 8; ++c) {
         uint32_t v;
@@ -228,7 +217,8 @@ void UnpackRowBlocks(const PackedLayout& l, const uint8_t* src, int64_t r, int64
     for (int c = 0; c < 4; ++c) std::memcpy(blk + QsAt(l) + 4 * c, qb + size_t(c * kPackRows + r) * 4, 4);
     if (l.has_high) {
       uint32_t qh = 0;  // mask c holds bits 4c..4c+3 of every row, row r at bits 4r..4r+3
-      for (int c = 0; c < 8; ++c) qh |= uint32_t((h[b * 8 + c] >> (4 * r)) & 0xF) << (4 * c);
+      const auto* h = reinterpret_cast<const uint64_t*>(src + l.H(b));
+      for (int c = 0; c < 8; ++c) qh |= uint32_t((h[c] >> (4 * r)) & 0xF) << (4 * c);
       std::memcpy(blk + QhAt(l), &qh, 4);
     }
   }

@@ -5,30 +5,35 @@
 // fix-ups and a horizontal reduction; on Gemma 3's 262k x 640 output projection that made
 // decode compute-bound at ~10 GB/s while one core streams ~40 GB/s. Here 16 rows sit side by
 // side: one VPDPBUSD adds 4 weights x 16 rows (lane j accumulates row j) and the 16 rows' block
-// scales load as one vector. Every layout has exactly the file's bytes per weight (plus <= 63
-// bytes of alignment per 16 rows), and packing is exactly invertible (UnpackGroup), so the
-// prefill GEMM reads its tiles from the packed copy and the file's copy need not stay resident.
+// scales load as one vector. Every layout has the file's bytes per weight (plus the padding
+// below), and packing is exactly invertible (UnpackGroup), so the prefill GEMM reads its tiles
+// from the packed copy and the file's copy need not stay resident.
 // AVX2-only CPUs (packed_avx2.cpp) read each 64-byte chunk as two 256-bit halves (rows 0-7,
 // 8-15) with VPMADDUBSW + VPMADDWD in place of VPDPBUSD: same layout, same bytes.
 //
-// Types: the 32-element block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, and Q4_K (below). One group per 16
-// consecutive rows (the last one zero-padded), groups contiguous, GroupBytes(t, k) each (a
-// multiple of 64). Within a group, regions in this order, each padded to a multiple of 64 bytes:
-//   d:      nb x 16 F16 scales (block b: rows 0..15);
-//   m:      nb x 16 F16 mins (Q4_1, Q5_1);
-//   hmask:  nb x 8 x 64-bit masks (Q5_0, Q5_1): mask v of block b has bit 4r+i set when
+// Types: the 32-element block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, and Q4_K, Q6_K (below).
+// One group per 16 consecutive rows (the last one zero-padded), groups contiguous,
+// GroupBytes(t, k) each (a multiple of 64). A group is a sequence of units, each holding its
+// blocks' fields side by side, so a kernel reads the group front to back as one stream
+// (packed_layout.h has the offsets and the measurement behind this). 32-element formats: units
+// of 2 blocks (an odd block count leaves the last unit's second block as zero padding):
+//   d:      2 x 16 F16 scales (block j of the unit: rows 0..15);
+//   m:      2 x 16 F16 mins (Q4_1, Q5_1);
+//   hmask:  2 x 8 x 64-bit masks (Q5_0, Q5_1): mask v of a block has bit 4r+i set when
 //           element 4v+i of row r has its fifth bit set;
-//   quants: Q8_0: nb x 512 bytes; block b, chunk c (elements 4c..4c+3): rows 0..15 x 4 bytes,
+//   quants: Q8_0: 2 x 512 bytes; a block's chunk c (elements 4c..4c+3): rows 0..15 x 4 bytes,
 //           stored as q + 128 (unsigned, VPDPBUSD's unsigned operand; the kernel subtracts
 //           128 x the activation block's quant sum, exact in int32);
-//           4/5-bit types: nb x 256 bytes; block b, chunk c (0..3): rows 0..15 x the 4 file
+//           4/5-bit types: 2 x 256 bytes; a block's chunk c (0..3): rows 0..15 x the 4 file
 //           bytes qs[4c..4c+3] (low nibbles: elements 4c+i, high nibbles: 16+4c+i).
 //
-// Q4_K (rows a multiple of 256): per 256-element super-block, regions d and dmin (16 F16
+// Q4_K (rows a multiple of 256): one unit per 256-element super-block: d and dmin (16 F16
 // each), the 8 sub-block scales and the 8 mins unpacked from their 12-byte 6-bit encoding (u8,
 // sub-block j: rows 0..15), and 2048 quant bytes: chunk 8c+i holds rows 0..15 x the file bytes
 // qs[32c+4i..32c+4i+3] (low nibbles: sub-block 2c, high: 2c+1). 148 bytes per 256 weights and
 // row instead of 144; the kernel then needs no bit twiddling for the scales.
+// Q6_K: one unit per super-block: d (16 F16), 32 bytes of padding, 16 x 16 int8 scales, then
+// the low-nibble and high-bit vectors (packed.cpp, PackQ6KGroup).
 //
 // Thread-safety: pure functions of their arguments.
 #pragma once

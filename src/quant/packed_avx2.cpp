@@ -118,22 +118,22 @@ void Kernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1
     StageActivations(a, kMin, b0, n, kEight ? 0 : l.offset, &st);
     for (int64_t g = g0; g < g1; ++g) {
       const uint8_t* grp = packed + size_t(g) * l.group;
-      const auto* d = reinterpret_cast<const uint16_t*>(grp) + b0 * kPackRows;
-      const auto* m = reinterpret_cast<const uint16_t*>(grp + l.m_off) + b0 * kPackRows;
-      const auto* hm = reinterpret_cast<const uint32_t*>(grp + l.h_off) + b0 * 16;
-      const uint8_t* q = grp + l.q_off + size_t(b0) * l.q_block;
       __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
       __m256 accm[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
       for (int64_t b = 0; b < n; ++b) {
-        const uint8_t* qb = q + size_t(b) * l.q_block;
-        PrefetchBlock(qb, l.q_block);
+        const int64_t blk = b0 + b;
+        if (l.UnitStart(blk)) PrefetchBlock(grp + l.UnitAt(blk), l.unit);
+        const uint8_t* qb = grp + l.Q(blk);
+        const auto* d = reinterpret_cast<const uint16_t*>(grp + l.D(blk));
+        const auto* m = reinterpret_cast<const uint16_t*>(grp + l.M(blk));
+        const auto* hm = reinterpret_cast<const uint32_t*>(grp + l.H(blk));
         const __m256 dx = _mm256_set1_ps(st.d[b]);
         for (int h = 0; h < 2; ++h) {  // rows 8h..8h+7: bytes 32h.. of every chunk
           const __m256i dot = kEight ? DotQ8(qb + 32 * h, st.q + b * 8)
-                                     : DotQ4<kHigh, !kMin>(qb + 32 * h, hm + b * 16 + h, st.q + b * 8, st.corr[b]);
-          const __m256 scale = _mm256_mul_ps(Scales8(d + b * kPackRows + kHalf * h), dx);
+                                     : DotQ4<kHigh, !kMin>(qb + 32 * h, hm + h, st.q + b * 8, st.corr[b]);
+          const __m256 scale = _mm256_mul_ps(Scales8(d + kHalf * h), dx);
           acc[h] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(dot), acc[h]);
-          if (kMin) accm[h] = _mm256_fmadd_ps(Scales8(m + b * kPackRows + kHalf * h), _mm256_set1_ps(st.s[b]), accm[h]);
+          if (kMin) accm[h] = _mm256_fmadd_ps(Scales8(m + kHalf * h), _mm256_set1_ps(st.s[b]), accm[h]);
         }
       }
       for (int h = 0; h < 2; ++h) {
@@ -154,14 +154,15 @@ void KernelQ4K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* grp = packed + size_t(g) * l.group;
-    const auto* d = reinterpret_cast<const uint16_t*>(grp);
-    const auto* dmin = reinterpret_cast<const uint16_t*>(grp + l.dmin_off);
     __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int64_t s = 0; s < l.nb; ++s) {
-      const uint8_t* q = grp + l.q_off + size_t(s) * l.q_block;
-      PrefetchBlock(q, l.q_block);
-      const uint8_t* sc = grp + l.sc_off + size_t(s) * 128;
-      const uint8_t* mn = grp + l.mn_off + size_t(s) * 128;
+      const uint8_t* u = grp + l.UnitAt(s);
+      PrefetchBlock(u, l.unit);
+      const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
+      const auto* dmin = reinterpret_cast<const uint16_t*>(u + l.dmin_off);
+      const uint8_t* q = u + l.q_off;
+      const uint8_t* sc = u + l.sc_off;
+      const uint8_t* mn = u + l.mn_off;
       int32_t x[64];
       std::memcpy(x, ab[s].qs, 256);
       int32_t bsum[8];  // (bsums[2j], bsums[2j+1]) as one int16 pair
@@ -185,9 +186,8 @@ void KernelQ4K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t
         for (int j = 0; j < 8; ++j) {
           msum = _mm256_add_epi32(msum, _mm256_madd_epi16(PairU8(mn + 16 * j + 8 * h), _mm256_set1_epi32(bsum[j])));
         }
-        acc[h] = _mm256_fmadd_ps(_mm256_mul_ps(Scales8(d + s * kPackRows + kHalf * h), da), _mm256_cvtepi32_ps(isum),
-                                 acc[h]);
-        acc[h] = _mm256_fnmadd_ps(_mm256_mul_ps(Scales8(dmin + s * kPackRows + kHalf * h), da),
+        acc[h] = _mm256_fmadd_ps(_mm256_mul_ps(Scales8(d + kHalf * h), da), _mm256_cvtepi32_ps(isum), acc[h]);
+        acc[h] = _mm256_fnmadd_ps(_mm256_mul_ps(Scales8(dmin + kHalf * h), da),
                                   _mm256_cvtepi32_ps(msum), acc[h]);
       }
     }
@@ -242,13 +242,14 @@ void KernelQ6K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t
   const auto* ab = reinterpret_cast<const BlockQ8_K*>(a);
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* grp = packed + size_t(g) * l.group;
-    const auto* d = reinterpret_cast<const uint16_t*>(grp);
     __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int64_t s = 0; s < l.nb; ++s) {
-      const uint8_t* lo = grp + l.q_off + size_t(s) * 2048;
-      const uint8_t* hi = grp + l.qh_off + size_t(s) * 1024;
-      PrefetchBlock(lo, 3072);  // the high-bit region follows the low nibbles
-      const uint8_t* sc = grp + l.sc_off + size_t(s) * 256;
+      const uint8_t* u = grp + l.UnitAt(s);
+      PrefetchBlock(u, l.unit);
+      const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
+      const uint8_t* lo = u + l.q_off;
+      const uint8_t* hi = u + l.qh_off;
+      const uint8_t* sc = u + l.sc_off;
       int32_t x[64];
       std::memcpy(x, ab[s].qs, 256);
       const __m256 da = _mm256_set1_ps(ab[s].d);
@@ -262,7 +263,7 @@ void KernelQ6K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t
         Q6KQuarter<2>(lh, hh, sh, x, ab[s].bsums, &isum, &corr);
         Q6KQuarter<3>(lh, hh, sh, x, ab[s].bsums, &isum, &corr);
         isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(corr, 5));
-        acc[h] = _mm256_fmadd_ps(_mm256_mul_ps(Scales8(d + s * kPackRows + kHalf * h), da), _mm256_cvtepi32_ps(isum),
+        acc[h] = _mm256_fmadd_ps(_mm256_mul_ps(Scales8(d + kHalf * h), da), _mm256_cvtepi32_ps(isum),
                                  acc[h]);
       }
     }

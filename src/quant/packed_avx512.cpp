@@ -61,6 +61,12 @@ inline __m512i DotQ4(const uint8_t* qb, const uint64_t* hm, const int32_t* x, in
 // bench/kernels_bench (BM_GemvPacked, DRAM-sized matrices): 4/5-bit 19 -> 33-35 GB/s, Q8_0
 // 23 -> 25 GB/s; 4 KiB gained less, 16 KiB lost some of it.
 constexpr int64_t kPrefetch = 8192;
+// The unit at u (packed_layout.h: fields side by side, the group one forward stream),
+// kPrefetch bytes ahead.
+inline void PrefetchUnit(const uint8_t* u, size_t bytes) {
+  const char* pf = reinterpret_cast<const char*>(u) + kPrefetch;
+  for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(pf + off, _MM_HINT_T0);
+}
 template <bool kEight, bool kMin, bool kHigh>
 void Kernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
             float* y) {
@@ -70,26 +76,23 @@ void Kernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1
     StageActivations(a, kMin, b0, n, kEight ? 128 : l.offset, &st);
     for (int64_t g = g0; g < g1; ++g) {
       const uint8_t* grp = packed + size_t(g) * l.group;
-      const auto* d = reinterpret_cast<const uint16_t*>(grp) + b0 * kPackRows;
-      const auto* m = reinterpret_cast<const uint16_t*>(grp + l.m_off) + b0 * kPackRows;
-      const auto* hm = reinterpret_cast<const uint64_t*>(grp + l.h_off) + b0 * 8;
-      const uint8_t* q = grp + l.q_off + size_t(b0) * l.q_block;
       __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps(), accm = _mm512_setzero_ps();
       for (int64_t b = 0; b < n; ++b) {
-        {
-          const char* pf = reinterpret_cast<const char*>(q + size_t(b) * l.q_block) + kPrefetch;
-          for (size_t off = 0; off < l.q_block; off += 64) _mm_prefetch(pf + off, _MM_HINT_T0);
-        }
-        const __m512i dot = kEight ? DotQ8(q + size_t(b) * 512, st.q + b * 8, st.corr[b])
-                                   : DotQ4<kHigh>(q + size_t(b) * 256, hm + b * 8, st.q + b * 8, st.corr[b]);
-        const __m512 scale = _mm512_mul_ps(Scales(d + b * kPackRows), _mm512_set1_ps(st.d[b]));
+        const int64_t blk = b0 + b;
+        if (l.UnitStart(blk)) PrefetchUnit(grp + l.UnitAt(blk), l.unit);
+        const uint8_t* qb = grp + l.Q(blk);
+        const auto* d = reinterpret_cast<const uint16_t*>(grp + l.D(blk));
+        const auto* m = reinterpret_cast<const uint16_t*>(grp + l.M(blk));
+        const auto* hm = reinterpret_cast<const uint64_t*>(grp + l.H(blk));
+        const __m512i dot = kEight ? DotQ8(qb, st.q + b * 8, st.corr[b]) : DotQ4<kHigh>(qb, hm, st.q + b * 8, st.corr[b]);
+        const __m512 scale = _mm512_mul_ps(Scales(d), _mm512_set1_ps(st.d[b]));
         // Alternate accumulators so consecutive blocks' FMAs do not wait on each other.
         if (b & 1) {
           acc1 = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(dot), acc1);
         } else {
           acc0 = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(dot), acc0);
         }
-        if (kMin) accm = _mm512_fmadd_ps(Scales(m + b * kPackRows), _mm512_set1_ps(st.s[b]), accm);
+        if (kMin) accm = _mm512_fmadd_ps(Scales(m), _mm512_set1_ps(st.s[b]), accm);
       }
       Store(y + (g - g0) * kPackRows, rows - g * kPackRows, _mm512_add_ps(_mm512_add_ps(acc0, acc1), accm), b0 > 0);
     }
@@ -105,17 +108,15 @@ void KernelQ4K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* grp = packed + size_t(g) * l.group;
-    const auto* d = reinterpret_cast<const uint16_t*>(grp);
-    const auto* dmin = reinterpret_cast<const uint16_t*>(grp + l.dmin_off);
     __m512 acc = _mm512_setzero_ps();
     for (int64_t s = 0; s < l.nb; ++s) {
-      const uint8_t* q = grp + l.q_off + size_t(s) * l.q_block;
-      {
-        const char* pf = reinterpret_cast<const char*>(q) + kPrefetch;
-        for (size_t off = 0; off < l.q_block; off += 64) _mm_prefetch(pf + off, _MM_HINT_T0);
-      }
-      const uint8_t* sc = grp + l.sc_off + size_t(s) * 128;
-      const uint8_t* mn = grp + l.mn_off + size_t(s) * 128;
+      const uint8_t* u = grp + l.UnitAt(s);
+      PrefetchUnit(u, l.unit);
+      const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
+      const auto* dmin = reinterpret_cast<const uint16_t*>(u + l.dmin_off);
+      const uint8_t* q = u + l.q_off;
+      const uint8_t* sc = u + l.sc_off;
+      const uint8_t* mn = u + l.mn_off;
       int32_t x[64];
       std::memcpy(x, ab[s].qs, 256);
       __m512i isum = _mm512_setzero_si512(), msum = _mm512_setzero_si512();
@@ -137,8 +138,8 @@ void KernelQ4K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t
         msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(m, _mm512_set1_epi32(bsum)));
       }
       const __m512 da = _mm512_set1_ps(ab[s].d);
-      acc = _mm512_fmadd_ps(_mm512_mul_ps(Scales(d + s * kPackRows), da), _mm512_cvtepi32_ps(isum), acc);
-      acc = _mm512_fnmadd_ps(_mm512_mul_ps(Scales(dmin + s * kPackRows), da), _mm512_cvtepi32_ps(msum), acc);
+      acc = _mm512_fmadd_ps(_mm512_mul_ps(Scales(d), da), _mm512_cvtepi32_ps(isum), acc);
+      acc = _mm512_fnmadd_ps(_mm512_mul_ps(Scales(dmin), da), _mm512_cvtepi32_ps(msum), acc);
     }
     Store(y + (g - g0) * kPackRows, rows - g * kPackRows, acc, false);
   }
@@ -153,16 +154,14 @@ void KernelQ6K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t
   const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* grp = packed + size_t(g) * l.group;
-    const auto* d = reinterpret_cast<const uint16_t*>(grp);
     __m512 acc = _mm512_setzero_ps();
     for (int64_t s = 0; s < l.nb; ++s) {
-      const uint8_t* lo = grp + l.q_off + size_t(s) * 2048;
-      const uint8_t* hi = grp + l.qh_off + size_t(s) * 1024;
-      {
-        const char* pf = reinterpret_cast<const char*>(lo) + kPrefetch;
-        for (size_t off = 0; off < 3072; off += 64) _mm_prefetch(pf + off, _MM_HINT_T0);
-      }
-      const auto* sc = reinterpret_cast<const int8_t*>(grp + l.sc_off + size_t(s) * 256);
+      const uint8_t* u = grp + l.UnitAt(s);
+      PrefetchUnit(u, l.unit);
+      const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
+      const uint8_t* lo = u + l.q_off;
+      const uint8_t* hi = u + l.qh_off;
+      const auto* sc = reinterpret_cast<const int8_t*>(u + l.sc_off);
       int32_t x[64];
       std::memcpy(x, ab[s].qs, 256);
       __m512i isum = _mm512_setzero_si512();
@@ -188,7 +187,7 @@ void KernelQ6K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t
         const __m512i scale = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16 * grp16)));
         isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(dot, scale));
       }
-      acc = _mm512_fmadd_ps(_mm512_mul_ps(Scales(d + s * kPackRows), _mm512_set1_ps(ab[s].d)), _mm512_cvtepi32_ps(isum), acc);
+      acc = _mm512_fmadd_ps(_mm512_mul_ps(Scales(d), _mm512_set1_ps(ab[s].d)), _mm512_cvtepi32_ps(isum), acc);
     }
     Store(y + (g - g0) * kPackRows, rows - g * kPackRows, acc, false);
   }

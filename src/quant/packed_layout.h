@@ -9,26 +9,49 @@
 
 namespace zf::quant {
 
+// A group holds its blocks in units, one after the other; a unit holds the fields of its
+// blocks side by side (scales, then mins, fifth-bit masks, quants), so the kernels read one
+// group as one forward stream. Measured on Zen 3 (AVX2, 4 KiB pages): with the fields in
+// per-group regions instead (d of every block, then m, ..., then the quants) the same kernels
+// streamed 11-13 GB/s where a linear sweep of the same bytes read 16-17; block-major reached
+// 14-17 (Q4_1 +25%, Q8_0 +9%).
 struct PackedLayout {
-  int64_t nb = 0;          // 32-element blocks per row
+  int64_t nb = 0;          // 32-element blocks per row (super-blocks for Q4_K, Q6_K)
   bool has_min = false;    // Q4_1, Q5_1
   bool has_high = false;   // Q5_0, Q5_1
   bool eight_bit = false;  // Q8_0
   int32_t offset = 0;      // Q4_0: 8, Q5_0: 16 (w = d * (q - offset)); 0 otherwise
   size_t block_bytes = 0;  // the file's bytes per block
-  size_t m_off = 0, h_off = 0, q_off = 0, group = 0;  // region offsets and group size (bytes)
-  size_t q_block = 0;      // quant bytes per block and 16 rows (512 or 256)
-  // Q4_K: nb counts 256-element super-blocks; d, dmin (F16) and the unpacked 6-bit sub-block
-  // scales and mins (u8, 8 per super-block) each have a region; quants 2048 bytes per block.
+  size_t q_block = 0;      // quant bytes per block and 16 rows (512, 256, or 2048 for K)
+  // Units: 2 blocks for the 32-element formats (every unit a multiple of 64 bytes whatever
+  // the fields), 1 super-block for Q4_K and Q6_K; the last unit of an odd nb is half padding.
+  int unit_shift = 0;      // log2(blocks per unit)
+  size_t unit = 0;         // bytes per unit
+  size_t group = 0;        // bytes per 16-row group: units x unit
+  // Field offsets inside a unit; block j of the unit at + j x (the field's bytes per block):
+  // d 32 (16 F16), m 32, h 64 (8 masks of 8 bytes), q q_block.
+  size_t d_off = 0, m_off = 0, h_off = 0, q_off = 0;
+  // Q4_K per super-block: d and dmin (16 F16 each), the unpacked 6-bit sub-block scales and
+  // mins (u8, 8 per super-block: 128 bytes each), quants (2048).
   bool q4_k = false;
   size_t dmin_off = 0, sc_off = 0, mn_off = 0;
-  // Q6_K: nb counts super-blocks; d (F16), the 16 int8 scales (sub-block j: rows 0..15),
-  // low-nibble vectors (2048 bytes) and high-bit vectors (1024 bytes), see packed.h.
+  // Q6_K per super-block: d (F16), 32 bytes of padding, the 16 int8 scales (sub-block j:
+  // rows 0..15), low-nibble vectors (2048 bytes) and high-bit vectors (1024 bytes), packed.h.
   bool q6_k = false;
   size_t qh_off = 0;
-};
 
-inline size_t Pad64(size_t n) { return (n + 63) / 64 * 64; }
+  // Byte offset, from its group's start, of block b's field at `off` (`size` bytes per block).
+  size_t At(int64_t b, size_t off, size_t size) const {
+    return size_t(b >> unit_shift) * unit + off + size_t(b & ((int64_t{1} << unit_shift) - 1)) * size;
+  }
+  size_t D(int64_t b) const { return At(b, d_off, 32); }
+  size_t M(int64_t b) const { return At(b, m_off, 32); }
+  size_t H(int64_t b) const { return At(b, h_off, 64); }
+  size_t Q(int64_t b) const { return At(b, q_off, q_block); }
+  // The unit holding block b starts here; true when b is its unit's first block.
+  size_t UnitAt(int64_t b) const { return size_t(b >> unit_shift) * unit; }
+  bool UnitStart(int64_t b) const { return (b & ((int64_t{1} << unit_shift) - 1)) == 0; }
+};
 
 // valid == false for types that are not packable.
 inline PackedLayout GetPackedLayout(GgmlType t, int64_t k, bool* valid) {
@@ -40,49 +63,46 @@ inline PackedLayout GetPackedLayout(GgmlType t, int64_t k, bool* valid) {
     case GgmlType::Q4_1: l.has_min = true; l.block_bytes = 20; break;
     case GgmlType::Q5_0: l.has_high = true; l.offset = 16; l.block_bytes = 22; break;
     case GgmlType::Q5_1: l.has_min = true; l.has_high = true; l.block_bytes = 24; break;
-    case GgmlType::Q4_K: {
-      if (k % 256 != 0) break;
-      l.q4_k = true;
-      l.block_bytes = 144;
-      l.nb = k / 256;
-      const size_t nsb = size_t(l.nb);
-      l.q_block = 2048;
-      l.dmin_off = Pad64(nsb * 32);
-      l.sc_off = l.dmin_off + Pad64(nsb * 32);
-      l.mn_off = l.sc_off + nsb * 128;
-      l.q_off = l.mn_off + nsb * 128;
-      l.group = l.q_off + nsb * l.q_block;
-      return l;
-    }
+    case GgmlType::Q4_K:
     case GgmlType::Q6_K: {
-      if (k % 256 != 0) break;
-      l.q6_k = true;
-      l.block_bytes = 210;
+      if (k % 256 != 0) {  // a row length the super-blocks do not divide
+        *valid = false;
+        return l;
+      }
       l.nb = k / 256;
-      const size_t nsb = size_t(l.nb);
       l.q_block = 2048;
-      l.sc_off = Pad64(nsb * 32);
-      l.q_off = l.sc_off + nsb * 256;
-      l.qh_off = l.q_off + nsb * 2048;
-      l.group = l.qh_off + nsb * 1024;
+      if (t == GgmlType::Q4_K) {
+        l.q4_k = true;
+        l.block_bytes = 144;
+        l.dmin_off = 32;
+        l.sc_off = 64;
+        l.mn_off = l.sc_off + 128;
+        l.q_off = l.mn_off + 128;
+        l.unit = l.q_off + 2048;  // 2368 = 37 x 64
+      } else {
+        l.q6_k = true;
+        l.block_bytes = 210;
+        l.sc_off = 64;
+        l.q_off = l.sc_off + 256;
+        l.qh_off = l.q_off + 2048;
+        l.unit = l.qh_off + 1024;  // 3392 = 53 x 64
+      }
+      l.group = size_t(l.nb) * l.unit;
       return l;
     }
     default: *valid = false; return l;
   }
-  if (t == GgmlType::Q4_K || t == GgmlType::Q6_K) {  // a row length the super-blocks do not divide
-    *valid = false;
-    return l;
-  }
   l.nb = k / 32;
-  const size_t nb = size_t(l.nb);
   l.q_block = l.eight_bit ? 512 : 256;
-  size_t off = Pad64(nb * 32);                        // d
+  l.unit_shift = 1;
+  size_t off = 2 * 32;                   // d
   l.m_off = off;
-  if (l.has_min) off += Pad64(nb * 32);               // m
+  if (l.has_min) off += 2 * 32;          // m
   l.h_off = off;
-  if (l.has_high) off += nb * 64;                     // 8 masks of 8 bytes per block
+  if (l.has_high) off += 2 * 64;         // h
   l.q_off = off;
-  l.group = off + nb * l.q_block;
+  l.unit = off + 2 * l.q_block;
+  l.group = size_t((l.nb + 1) / 2) * l.unit;
   return l;
 }
 

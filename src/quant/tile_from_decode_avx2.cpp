@@ -39,12 +39,12 @@ void Legacy(const PackedLayout& l, GgmlType t, const uint8_t* grp, uint8_t* out)
   constexpr size_t kGroup = 16 * 32 + 128;
   for (int64_t b = 0; b < l.nb; ++b) {
     uint8_t* o = out + size_t(b) * kGroup;
-    const uint8_t* q = grp + l.q_off + size_t(b) * l.q_block;
+    const uint8_t* q = grp + l.Q(b);
     if (l.eight_bit) {
       std::memcpy(o, q, 512);  // the same chunks: rows x 4 quants stored as q + 128
     } else {
       uint32_t hm[16];
-      if (l.has_high) std::memcpy(hm, grp + l.h_off + size_t(b) * 64, 64);
+      if (l.has_high) std::memcpy(hm, grp + l.H(b), 64);
       for (int c = 0; c < 4; ++c) {
         for (int h = 0; h < 2; ++h) {
           const __m256i raw = Load(q + 64 * c + 32 * h);
@@ -59,11 +59,11 @@ void Legacy(const PackedLayout& l, GgmlType t, const uint8_t* grp, uint8_t* out)
         }
       }
     }
-    const uint8_t* d = grp + size_t(b) * 32;
+    const uint8_t* d = grp + l.D(b);
     for (int h = 0; h < 2; ++h) {
       const __m256 dv = F16x8(d + 16 * h);
       StoreF(o + 512 + 32 * h, dv);
-      const __m256 mv = l.has_min ? F16x8(grp + l.m_off + size_t(b) * 32 + 16 * h) : _mm256_mul_ps(_mm256_set1_ps(off), dv);
+      const __m256 mv = l.has_min ? F16x8(grp + l.M(b) + 16 * h) : _mm256_mul_ps(_mm256_set1_ps(off), dv);
       StoreF(o + 512 + 64 + 32 * h, mv);
     }
   }
@@ -74,9 +74,10 @@ void Q4K(const PackedLayout& l, const uint8_t* grp, uint8_t* out) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   constexpr size_t kGroup = 16 * 32 + 128;
   for (int64_t s = 0; s < l.nb; ++s) {
-    const uint8_t* q = grp + l.q_off + size_t(s) * l.q_block;
-    const uint8_t* sc = grp + l.sc_off + size_t(s) * 128;
-    const uint8_t* mn = grp + l.mn_off + size_t(s) * 128;
+    const uint8_t* u = grp + l.UnitAt(s);
+    const uint8_t* q = u + l.q_off;
+    const uint8_t* sc = u + l.sc_off;
+    const uint8_t* mn = u + l.mn_off;
     for (int c = 0; c < 4; ++c) {
       uint8_t* o_lo = out + size_t(8 * s + 2 * c) * kGroup;
       uint8_t* o_hi = o_lo + kGroup;
@@ -89,8 +90,8 @@ void Q4K(const PackedLayout& l, const uint8_t* grp, uint8_t* out) {
       }
     }
     for (int h = 0; h < 2; ++h) {
-      const __m256 dd = F16x8(grp + size_t(s) * 32 + 16 * h);
-      const __m256 ndm = _mm256_sub_ps(_mm256_setzero_ps(), F16x8(grp + l.dmin_off + size_t(s) * 32 + 16 * h));
+      const __m256 dd = F16x8(u + l.d_off + 16 * h);
+      const __m256 ndm = _mm256_sub_ps(_mm256_setzero_ps(), F16x8(u + l.dmin_off + 16 * h));
       for (int j = 0; j < 8; ++j) {
         uint8_t* o = out + size_t(8 * s + j) * kGroup;
         StoreF(o + 512 + 32 * h, _mm256_mul_ps(dd, U8x8(sc + 16 * j + 8 * h)));
@@ -106,9 +107,10 @@ void Q6K(const PackedLayout& l, const uint8_t* grp, uint8_t* out) {
   const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
   constexpr size_t kGroup = 16 * 16 + 128;
   for (int64_t s = 0; s < l.nb; ++s) {
-    const uint8_t* lo = grp + l.q_off + size_t(s) * 2048;
-    const uint8_t* hi = grp + l.qh_off + size_t(s) * 1024;
-    const uint8_t* sc = grp + l.sc_off + size_t(s) * 256;
+    const uint8_t* u = grp + l.UnitAt(s);
+    const uint8_t* lo = u + l.q_off;
+    const uint8_t* hi = u + l.qh_off;
+    const uint8_t* sc = u + l.sc_off;
     for (int c = 0; c < 64; ++c) {
       uint8_t* o = out + size_t(16 * s + c / 4) * kGroup + 64 * (c % 4);
       for (int h = 0; h < 2; ++h) {
@@ -122,7 +124,7 @@ void Q6K(const PackedLayout& l, const uint8_t* grp, uint8_t* out) {
       }
     }
     for (int h = 0; h < 2; ++h) {
-      const __m256 dd = F16x8(grp + size_t(s) * 32 + 16 * h);
+      const __m256 dd = F16x8(u + l.d_off + 16 * h);
       for (int j = 0; j < 16; ++j) {
         uint8_t* o = out + size_t(16 * s + j) * kGroup;
         const __m256 dj = _mm256_mul_ps(dd, I8x8(sc + 16 * j + 8 * h));

@@ -42,10 +42,14 @@ struct Packed {
 Packed Pack(GgmlType t, const std::vector<uint8_t>& w, int64_t rows, int64_t k) {
   const size_t row = RowSize(t, k), gbytes = PackedGroupBytes(t, k);
   EXPECT_EQ(gbytes % 64, 0u);
-  EXPECT_GE(gbytes, size_t(kPackRows) * row) << "16 rows' quants and scales";
-  // Plus the regions' alignment padding; Q4_K also keeps its 12-byte scale encoding unpacked (16).
-  const size_t extra = t == GgmlType::Q4_K ? size_t(kPackRows) * size_t(k / 256) * 4 : 0;  // Q6_K: none
-  EXPECT_LT(gbytes, size_t(kPackRows) * row + extra + 3 * 64) << "plus at most the regions' alignment padding";
+  // Exactly the file's bytes of 16 rows, plus: a padding block when a 32-element format has an
+  // odd block count (units of 2 blocks); per super-block, Q4_K's scales unpacked (12 -> 16
+  // bytes per row) and Q6_K's 32 bytes that align its unit.
+  const bool k_quant = t == GgmlType::Q4_K || t == GgmlType::Q6_K;
+  const size_t blocks = k_quant ? size_t(k / 256) : size_t(k / 32), block = row / blocks;
+  const size_t padded = k_quant ? blocks : (blocks + 1) / 2 * 2;
+  const size_t extra = t == GgmlType::Q4_K ? 64 : t == GgmlType::Q6_K ? 32 : 0;
+  EXPECT_EQ(gbytes, padded * (size_t(kPackRows) * block + extra));
   Packed p;
   p.buf.resize(size_t(PackedGroups(rows)) * gbytes + 64);
   uint8_t* base = const_cast<uint8_t*>(p.data());

@@ -71,6 +71,7 @@ template <bool kEight, bool kMin, bool kHigh>
 void Kernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
             float* y) {
   StagedActivations st;
+  const size_t unit = l.unit, d_off = l.d_off, q_off = l.q_off, m_off = l.m_off, h_off = l.h_off;
   for (int64_t b0 = 0; b0 < l.nb; b0 += kStagedBlocks) {  // long rows: several passes adding into y
     const int64_t n = l.nb - b0 < kStagedBlocks ? l.nb - b0 : kStagedBlocks;
     StageActivations(a, kMin, b0, n, kEight ? 128 : l.offset, &st);
@@ -78,12 +79,14 @@ void Kernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1
       const uint8_t* grp = packed + size_t(g) * l.group;
       __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps(), accm = _mm512_setzero_ps();
       for (int64_t b = 0; b < n; ++b) {
-        const int64_t blk = b0 + b;
-        if (l.UnitStart(blk)) PrefetchUnit(grp + l.UnitAt(blk), l.unit);
-        const uint8_t* qb = grp + l.Q(blk);
-        const auto* d = reinterpret_cast<const uint16_t*>(grp + l.D(blk));
-        const auto* m = reinterpret_cast<const uint16_t*>(grp + l.M(blk));
-        const auto* hm = reinterpret_cast<const uint64_t*>(grp + l.H(blk));
+        const int64_t blk = b0 + b;  // its unit u, and j-th there (packed_layout.h)
+        const uint8_t* u = grp + size_t(blk / kUnitBlocks) * unit;
+        const size_t j = size_t(blk % kUnitBlocks);
+        if (j == 0) PrefetchUnit(u, unit);
+        const uint8_t* qb = u + q_off + j * (kEight ? 512 : 256);
+        const auto* d = reinterpret_cast<const uint16_t*>(u + d_off + j * 32);
+        const auto* m = reinterpret_cast<const uint16_t*>(u + m_off + j * 32);
+        const auto* hm = reinterpret_cast<const uint64_t*>(u + h_off + j * 64);
         const __m512i dot = kEight ? DotQ8(qb, st.q + b * 8, st.corr[b]) : DotQ4<kHigh>(qb, hm, st.q + b * 8, st.corr[b]);
         const __m512 scale = _mm512_mul_ps(Scales(d), _mm512_set1_ps(st.d[b]));
         // Alternate accumulators so consecutive blocks' FMAs do not wait on each other.

@@ -48,10 +48,13 @@ struct PackedLayout {
   size_t M(int64_t b) const { return At(b, m_off, 32); }
   size_t H(int64_t b) const { return At(b, h_off, 64); }
   size_t Q(int64_t b) const { return At(b, q_off, q_block); }
-  // The unit holding block b starts here; true when b is its unit's first block.
+  // The unit holding block b starts here.
   size_t UnitAt(int64_t b) const { return size_t(b >> unit_shift) * unit; }
-  bool UnitStart(int64_t b) const { return (b & ((int64_t{1} << unit_shift) - 1)) == 0; }
 };
+
+// Blocks per unit of the 32-element formats, a compile-time constant for the kernels' inner
+// loops (the general At() costs them ~6% in L2-resident runs).
+constexpr int64_t kUnitBlocks = 2;
 
 // valid == false for types that are not packable.
 inline PackedLayout GetPackedLayout(GgmlType t, int64_t k, bool* valid) {
@@ -94,7 +97,7 @@ inline PackedLayout GetPackedLayout(GgmlType t, int64_t k, bool* valid) {
   }
   l.nb = k / 32;
   l.q_block = l.eight_bit ? 512 : 256;
-  l.unit_shift = 1;
+  l.unit_shift = 1;  // kUnitBlocks
   size_t off = 2 * 32;                   // d
   l.m_off = off;
   if (l.has_min) off += 2 * 32;          // m
@@ -102,7 +105,7 @@ inline PackedLayout GetPackedLayout(GgmlType t, int64_t k, bool* valid) {
   if (l.has_high) off += 2 * 64;         // h
   l.q_off = off;
   l.unit = off + 2 * l.q_block;
-  l.group = size_t((l.nb + 1) / 2) * l.unit;
+  l.group = size_t((l.nb + kUnitBlocks - 1) / kUnitBlocks) * l.unit;
   return l;
 }
 

@@ -3,14 +3,18 @@
 # files, threads and prompt sizes, alternating tool by tool for each configuration, plus the
 # machine's measured read bandwidth. Prints one Markdown table with ratios (zerfoo / llama.cpp)
 # and, for decode, the share of the bandwidth limit reached (weights bytes/token x tok/s / BW).
-#   bench/compare_llama_cpp.sh [-t 1,2] [-p 512] [-n 128] [-r 5]
+#   bench/compare_llama_cpp.sh [-t 1,2] [-p 512] [-n 128] [-r 5] [-k 1]
+# -k K repeats the whole alternation K times (rounds) and reports, per row, the median of the
+# K per-round ratios and their range: on a shared host one tool's block of repetitions can land
+# in a slow phase (2-core cloud VMs measured here swing 10-30% over tens of seconds), and a
+# ratio taken within one round only cancels what both tools saw.
 # Needs: a Release build in build/ (scripts/quickstart.sh makes one) and the reference, built on
 # demand by scripts/reference/build_llama_cpp.sh (cached in ~/.cache/zerfoo/reference).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-threads=1,2; n_prompt=512; n_gen=128; reps=5
-while getopts "t:p:n:r:" o; do
-  case "$o" in t) threads=$OPTARG ;; p) n_prompt=$OPTARG ;; n) n_gen=$OPTARG ;; r) reps=$OPTARG ;; *) exit 2 ;; esac
+threads=1,2; n_prompt=512; n_gen=128; reps=5; rounds=1
+while getopts "t:p:n:r:k:" o; do
+  case "$o" in t) threads=$OPTARG ;; p) n_prompt=$OPTARG ;; n) n_gen=$OPTARG ;; r) reps=$OPTARG ;; k) rounds=$OPTARG ;; *) exit 2 ;; esac
 done
 zf="${ZERFOO_BIN:-$root/build/zerfoo}"
 [ -x "$zf" ] || { cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DZF_BUILD_TESTS=OFF >/dev/null; cmake --build "$root/build" --target zerfoo_cli >/dev/null; }
@@ -20,15 +24,17 @@ cc -O3 -march=native -pthread "$root/bench/membw.c" -o "$tmp/membw"
 eval "$("$root/scripts/fetch_models.sh" | sed 's/^/export model_/')"
 
 : > "$tmp/rows.jsonl"
-for m in "$model_gemma3" "$model_smollm2"; do
-  for t in ${threads//,/ }; do
-    for test in "-p $n_prompt -n 0" "-p 0 -n $n_gen"; do
-      # shellcheck disable=SC2086
-      "$ref/bin/llama-bench" -m "$m" -t "$t" $test -r "$reps" -o json 2>/dev/null \
-        | python3 -c 'import json,sys; [print(json.dumps({"tool":"llama.cpp",**r})) for r in json.load(sys.stdin)]' >> "$tmp/rows.jsonl"
-      # shellcheck disable=SC2086
-      "$zf" bench -m "$m" -t "$t" $test -r "$reps" -o json \
-        | python3 -c 'import json,sys; [print(json.dumps({"tool":"zerfoo",**r})) for r in json.load(sys.stdin)]' >> "$tmp/rows.jsonl"
+tag='import json,sys; [print(json.dumps({"tool":sys.argv[1],"round":int(sys.argv[2]),**r})) for r in json.load(sys.stdin)]'
+for round in $(seq 1 "$rounds"); do
+  for m in "$model_gemma3" "$model_smollm2"; do
+    for t in ${threads//,/ }; do
+      for test in "-p $n_prompt -n 0" "-p 0 -n $n_gen"; do
+        # shellcheck disable=SC2086
+        "$ref/bin/llama-bench" -m "$m" -t "$t" $test -r "$reps" -o json 2>/dev/null \
+          | python3 -c "$tag" llama.cpp "$round" >> "$tmp/rows.jsonl"
+        # shellcheck disable=SC2086
+        "$zf" bench -m "$m" -t "$t" $test -r "$reps" -o json | python3 -c "$tag" zerfoo "$round" >> "$tmp/rows.jsonl"
+      done
     done
   done
 done
@@ -57,21 +63,31 @@ bw = {1: float(sys.argv[2]), 2: float(sys.argv[3])}
 key = lambda r: (os.path.basename(r["model_filename"]), r["n_threads"], r["n_prompt"], r["n_gen"])
 by = {}
 for r in rows:
-    by.setdefault(key(r), {})[r["tool"]] = r
+    by.setdefault(key(r), {}).setdefault(r["round"], {})[r["tool"]] = r
+med = lambda v: sorted(v)[len(v) // 2] if len(v) % 2 else sum(sorted(v)[len(v) // 2 - 1:len(v) // 2 + 1]) / 2
 print(f"Read bandwidth: {bw[1]:.1f} GB/s (1 thread), {bw[2]:.1f} GB/s (2 threads)\n")
 print("| model | threads | test | llama.cpp t/s | zerfoo t/s | ratio | zerfoo % of BW limit |")
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 for k in sorted(by):
-    d = by[k]
-    if "llama.cpp" not in d or "zerfoo" not in d:
+    pairs = [(d["llama.cpp"], d["zerfoo"]) for _, d in sorted(by[k].items()) if "llama.cpp" in d and "zerfoo" in d]
+    if not pairs:
         continue
-    l, z = d["llama.cpp"], d["zerfoo"]
     test = f"pp{k[2]}" if k[2] else f"tg{k[3]}"
+    ratios = [z["avg_ts"] / l["avg_ts"] for l, z in pairs]
+    if len(pairs) == 1:  # one round: each tool's mean ± its spread over the repetitions
+        (l, z), = pairs
+        lt, zt = f"{l['avg_ts']:.2f} ± {l['stddev_ts']:.2f}", f"{z['avg_ts']:.2f} ± {z['stddev_ts']:.2f}"
+        ratio = f"{ratios[0]:.2f}x"
+    else:  # medians over the rounds, and the rounds' range of ratios
+        lt, zt = f"{med([l['avg_ts'] for l, _ in pairs]):.2f}", f"{med([z['avg_ts'] for _, z in pairs]):.2f}"
+        ratio = f"{med(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
     limit = ""
     if k[3] and k[1] in bw:  # decode: weight bytes per token ~ file size
-        limit = f"{100 * z['model_size'] * z['avg_ts'] / (bw[k[1]] * 1e9):.0f}%"
-    print(f"| {k[0]} | {k[1]} | {test} | {l['avg_ts']:.2f} ± {l['stddev_ts']:.2f} | "
-          f"{z['avg_ts']:.2f} ± {z['stddev_ts']:.2f} | {z['avg_ts'] / l['avg_ts']:.2f}x | {limit} |")
+        z_ts = med([z["avg_ts"] for _, z in pairs])
+        limit = f"{100 * pairs[0][1]['model_size'] * z_ts / (bw[k[1]] * 1e9):.0f}%"
+    print(f"| {k[0]} | {k[1]} | {test} | {lt} | {zt} | {ratio} | {limit} |")
+if max(len(d) for d in by.values()) > 1:
+    print(f"\nt/s: medians over {max(len(d) for d in by.values())} rounds; ratio: median of the per-round ratios (range).")
 
 # Best of 3 runs: wall seconds to load + first token, peak RSS.
 best = {}

@@ -121,10 +121,16 @@ ZF_API zf_status zf_session_eval(zf_session* session, const int32_t* tokens, siz
     return Fail(ZF_ERR_BUFFER_TOO_SMALL, "logits buffer holds " + std::to_string(cap) + " floats; " +
                                              std::to_string(n_vocab) + " needed");
   }
-  // Tokens shown by an earlier generation but not yet evaluated come first.
-  std::vector<int32_t> all = s.pending();
-  all.insert(all.end(), tokens, tokens + n);
-  zf::Status st = s.EvalKeepLogits(all.data(), all.size());
+  // Tokens shown by an earlier generation but not yet evaluated come first (a copy only then:
+  // a caller's own decode loop of one-token calls allocates nothing here).
+  zf::Status st;
+  if (s.pending().empty()) {
+    st = s.EvalKeepLogits(tokens, n);
+  } else {
+    std::vector<int32_t> all = s.pending();
+    all.insert(all.end(), tokens, tokens + n);
+    st = s.EvalKeepLogits(all.data(), all.size());
+  }
   if (!st.ok()) return Fail(st);
   s.pending().clear();
   if (logits != nullptr && cap > 0) std::memcpy(logits, s.last_logits(), n_vocab * sizeof(float));

@@ -2,11 +2,12 @@
 # Installs the build and test dependencies on Debian/Ubuntu (idempotent; uses sudo if not root),
 # or, given package names, just those.
 # Build: cmake, ninja, g++, pkg-config. Tests: GoogleTest, nlohmann-json (golden files),
-# doctest, Google Benchmark, Python 3 with pip (model fetch), Go (Go binding tests).
+# doctest, Google Benchmark, SIMDe (AVX-512 kernels emulated on AVX2 machines), Python 3 with
+# pip (model fetch), Go (Go binding tests).
 set -euo pipefail
 
 pkgs=(cmake ninja-build g++ gcc make pkg-config libgtest-dev nlohmann-json3-dev doctest-dev
-      libbenchmark-dev python3 python3-pip unzip curl ca-certificates binutils)
+      libbenchmark-dev libsimde-dev python3 python3-pip unzip curl ca-certificates binutils)
 [ $# -gt 0 ] && pkgs=("$@")  # other scripts' extra packages: scripts/install_deps.sh PKG...
 missing=()
 for p in "${pkgs[@]}"; do

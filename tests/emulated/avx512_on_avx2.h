@@ -1,0 +1,70 @@
+// AVX-512 intrinsics on an AVX2 machine, for testing only: SIMDe's portable implementations
+// (Debian's libsimde-dev) under the native names, plus the few that SIMDe 0.7.4 does not alias
+// (element-wise, obviously correct versions). Included first by the *_emulated.cpp wrappers,
+// which compile an AVX-512 kernel file unchanged so its logic runs, slowly, where no AVX-512
+// CPU is available (QEMU's TCG cannot execute AVX-512 either). Sessions of this project run on
+// AVX2-only and AVX-512 machines in turn; without this, an AVX-512 kernel changed on an AVX2
+// machine would ship untested.
+#pragma once
+
+#define SIMDE_ENABLE_NATIVE_ALIASES
+#include <simde/x86/avx512.h>
+
+#include <immintrin.h>
+
+// F16 -> F32 of 16 values: two F16C conversions (the test binaries are built with -mf16c).
+static inline simde__m512 zf_emu_mm512_cvtph_ps(simde__m256i h) {
+  const simde__m256i_private a = simde__m256i_to_private(h);
+  __m128i lo, hi;
+  __builtin_memcpy(&lo, &a.u16[0], 16);
+  __builtin_memcpy(&hi, &a.u16[8], 16);
+  simde__m512_private r;
+  _mm256_storeu_ps(&r.f32[0], _mm256_cvtph_ps(lo));
+  _mm256_storeu_ps(&r.f32[8], _mm256_cvtph_ps(hi));
+  return simde__m512_from_private(r);
+}
+static inline simde__m512 zf_emu_mm512_maskz_loadu_ps(simde__mmask16 k, const void* p) {
+  simde__m512_private r;
+  for (int i = 0; i < 16; ++i) r.f32[i] = (k >> i) & 1 ? static_cast<const float*>(p)[i] : 0.0f;
+  return simde__m512_from_private(r);
+}
+static inline void zf_emu_mm512_mask_storeu_ps(void* p, simde__mmask16 k, simde__m512 v) {
+  const simde__m512_private a = simde__m512_to_private(v);
+  for (int i = 0; i < 16; ++i) {
+    if ((k >> i) & 1) static_cast<float*>(p)[i] = a.f32[i];
+  }
+}
+static inline simde__m512 zf_emu_mm512_cvtepi32_ps(simde__m512i v) {
+  const simde__m512i_private a = simde__m512i_to_private(v);
+  simde__m512_private r;
+  for (int i = 0; i < 16; ++i) r.f32[i] = static_cast<float>(a.i32[i]);
+  return simde__m512_from_private(r);
+}
+static inline simde__m512i zf_emu_mm512_cvtepi8_epi32(simde__m128i v) {
+  const simde__m128i_private a = simde__m128i_to_private(v);
+  simde__m512i_private r;
+  for (int i = 0; i < 16; ++i) r.i32[i] = a.i8[i];
+  return simde__m512i_from_private(r);
+}
+static inline simde__m512i zf_emu_mm512_cvtepu8_epi32(simde__m128i v) {
+  const simde__m128i_private a = simde__m128i_to_private(v);
+  simde__m512i_private r;
+  for (int i = 0; i < 16; ++i) r.i32[i] = a.u8[i];
+  return simde__m512i_from_private(r);
+}
+
+#undef _mm512_cvtph_ps
+#define _mm512_cvtph_ps(h) zf_emu_mm512_cvtph_ps(h)
+#undef _mm512_maskz_loadu_ps
+#define _mm512_maskz_loadu_ps(k, p) zf_emu_mm512_maskz_loadu_ps(k, p)
+#undef _mm512_mask_storeu_ps
+#define _mm512_mask_storeu_ps(p, k, v) zf_emu_mm512_mask_storeu_ps(p, k, v)
+#undef _mm512_cvtepi32_ps
+#define _mm512_cvtepi32_ps(v) zf_emu_mm512_cvtepi32_ps(v)
+#undef _mm512_cvtepi8_epi32
+#define _mm512_cvtepi8_epi32(v) zf_emu_mm512_cvtepi8_epi32(v)
+#undef _mm512_cvtepu8_epi32
+#define _mm512_cvtepu8_epi32(v) zf_emu_mm512_cvtepu8_epi32(v)
+#undef _cvtu64_mask64
+#define _cvtu64_mask64(x) static_cast<simde__mmask64>(x)
+#define __mmask16 simde__mmask16

@@ -12,6 +12,8 @@
 
 #include <immintrin.h>
 
+#include <cstdint>
+
 // F16 -> F32 of 16 values: two F16C conversions (the test binaries are built with -mf16c).
 static inline simde__m512 zf_emu_mm512_cvtph_ps(simde__m256i h) {
   const simde__m256i_private a = simde__m256i_to_private(h);
@@ -53,6 +55,64 @@ static inline simde__m512i zf_emu_mm512_cvtepu8_epi32(simde__m128i v) {
   return simde__m512i_from_private(r);
 }
 
+static inline simde__m256i zf_emu_mm256_maskz_set1_epi8(uint32_t k, char v) {
+  simde__m256i_private r;
+  for (int i = 0; i < 32; ++i) r.i8[i] = (k >> i) & 1 ? static_cast<int8_t>(v) : 0;
+  return simde__m256i_from_private(r);
+}
+// Truncation toward zero; values out of int32 range give INT32_MIN, as VCVTTPS2DQ does.
+static inline simde__m512i zf_emu_mm512_cvttps_epi32(simde__m512 v) {
+  const simde__m512_private a = simde__m512_to_private(v);
+  simde__m512i_private r;
+  for (int i = 0; i < 16; ++i) {
+    const float f = a.f32[i];
+    r.i32[i] = (f >= -2147483648.0f && f < 2147483648.0f) ? static_cast<int32_t>(f) : INT32_MIN;
+  }
+  return simde__m512i_from_private(r);
+}
+static inline simde__m128i zf_emu_mm512_cvtepi32_epi8(simde__m512i v) {  // truncating (VPMOVDB)
+  const simde__m512i_private a = simde__m512i_to_private(v);
+  simde__m128i_private r;
+  for (int i = 0; i < 16; ++i) r.i8[i] = static_cast<int8_t>(a.i32[i]);
+  return simde__m128i_from_private(r);
+}
+static inline int32_t zf_emu_mm512_reduce_add_epi32(simde__m512i v) {
+  const simde__m512i_private a = simde__m512i_to_private(v);
+  uint32_t s = 0;
+  for (int i = 0; i < 16; ++i) s += static_cast<uint32_t>(a.i32[i]);
+  return static_cast<int32_t>(s);
+}
+static inline float zf_emu_mm512_reduce_max_ps(simde__m512 v) {
+  const simde__m512_private a = simde__m512_to_private(v);
+  float m = a.f32[0];
+  for (int i = 1; i < 16; ++i) m = a.f32[i] > m ? a.f32[i] : m;
+  return m;
+}
+// Pairwise, in the order GCC's _mm512_reduce_add_ps adds (halves, then quarters, ...).
+static inline float zf_emu_mm512_reduce_add_ps(simde__m512 v) {
+  simde__m512_private a = simde__m512_to_private(v);
+  for (int w = 8; w >= 1; w /= 2) {
+    for (int i = 0; i < w; ++i) a.f32[i] += a.f32[i + w];
+  }
+  return a.f32[0];
+}
+
+// SIMDe 0.7.4 reads VRNDSCALEPS's immediate wrongly (it kept 3 fraction bits for
+// _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); here: scale bits 7:4 must be 0, bits 1:0 the mode.
+static inline simde__m512 zf_emu_mm512_roundscale_ps(simde__m512 v, int imm) {
+  simde__m512_private a = simde__m512_to_private(v);
+  for (int i = 0; i < 16; ++i) {
+    const float f = a.f32[i];
+    switch (imm & 3) {
+      case 0: a.f32[i] = __builtin_nearbyintf(f); break;  // the default mode: nearest even
+      case 1: a.f32[i] = __builtin_floorf(f); break;
+      case 2: a.f32[i] = __builtin_ceilf(f); break;
+      default: a.f32[i] = __builtin_truncf(f); break;
+    }
+  }
+  return simde__m512_from_private(a);
+}
+
 #undef _mm512_cvtph_ps
 #define _mm512_cvtph_ps(h) zf_emu_mm512_cvtph_ps(h)
 #undef _mm512_maskz_loadu_ps
@@ -68,3 +128,19 @@ static inline simde__m512i zf_emu_mm512_cvtepu8_epi32(simde__m128i v) {
 #undef _cvtu64_mask64
 #define _cvtu64_mask64(x) static_cast<simde__mmask64>(x)
 #define __mmask16 simde__mmask16
+#undef _mm256_maskz_set1_epi8
+#define _mm256_maskz_set1_epi8(k, v) zf_emu_mm256_maskz_set1_epi8(k, v)
+#undef _mm512_cvttps_epi32
+#define _mm512_cvttps_epi32(v) zf_emu_mm512_cvttps_epi32(v)
+#undef _mm512_cvtepi32_epi8
+#define _mm512_cvtepi32_epi8(v) zf_emu_mm512_cvtepi32_epi8(v)
+#undef _mm512_reduce_add_epi32
+#define _mm512_reduce_add_epi32(v) zf_emu_mm512_reduce_add_epi32(v)
+#undef _mm512_reduce_max_ps
+#define _mm512_reduce_max_ps(v) zf_emu_mm512_reduce_max_ps(v)
+#undef _mm512_reduce_add_ps
+#define _mm512_reduce_add_ps(v) zf_emu_mm512_reduce_add_ps(v)
+#define __mmask32 uint32_t
+#define __mmask64 simde__mmask64
+#undef _mm512_roundscale_ps
+#define _mm512_roundscale_ps(v, imm) zf_emu_mm512_roundscale_ps(v, imm)

@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "common/attention_checks.h"
 #include "common/random_data.h"
 #include "engine/cpu/activation_kernels.h"
 #include "engine/cpu/attention_kernels.h"
@@ -18,54 +19,9 @@
 namespace zf::engine {
 namespace {
 
+using testing::CheckBlock;
+using testing::CheckDecode;
 using testing::RandomFloats;
-
-using BlockFn = void (*)(const attn::Block&);
-using DecodeFn = void (*)(const attn::DecodeGroup&);
-
-void CheckBlock(int32_t rows, int32_t d_k, int32_t d_v, int32_t n_keys, int32_t window, float softcap, float q_scale,
-                BlockFn fast = attn::RunBlock) {
-  SCOPED_TRACE("rows " + std::to_string(rows) + " d_k " + std::to_string(d_k) + " d_v " + std::to_string(d_v) +
-               " keys " + std::to_string(n_keys) + " window " + std::to_string(window));
-  const int64_t kt_stride = n_keys + attn::kKeyPad + 3;  // any stride with the padding works
-  std::vector<float> q = RandomFloats(size_t(attn::kAttnRows) * size_t(d_k), 1, q_scale);
-  std::vector<float> kt = RandomFloats(size_t(d_k) * size_t(kt_stride), 2);
-  for (int32_t d = 0; d < d_k; ++d) std::fill(kt.begin() + d * kt_stride + n_keys, kt.begin() + (d + 1) * kt_stride, 0.0f);
-  const int64_t v_stride = d_v + 5;
-  std::vector<float> v = RandomFloats(size_t(n_keys) * size_t(v_stride), 3);
-  std::vector<int32_t> lo(static_cast<size_t>(rows)), hi(static_cast<size_t>(rows));
-  for (int32_t i = 0; i < rows; ++i) {  // causal rows ending near the last key, optional window
-    hi[size_t(i)] = std::max(0, n_keys - 1 - (rows - 1 - i) * 3);
-    lo[size_t(i)] = window > 0 ? std::max(0, hi[size_t(i)] - window + 1) : 0;
-  }
-  std::vector<float> s(size_t(attn::kAttnRows) * size_t(attn::ScoreStride(n_keys)));
-  std::vector<float> out(size_t(rows) * size_t(d_v), NAN), out_ref(size_t(rows) * size_t(d_v), NAN);
-  std::vector<float*> op(static_cast<size_t>(rows)), op_ref(static_cast<size_t>(rows));
-  for (int32_t i = 0; i < rows; ++i) {
-    op[size_t(i)] = out.data() + size_t(i) * size_t(d_v);
-    op_ref[size_t(i)] = out_ref.data() + size_t(i) * size_t(d_v);
-  }
-  attn::Block b;
-  b.q = q.data();
-  b.rows = rows;
-  b.d_k = d_k;
-  b.d_v = d_v;
-  b.kt = kt.data();
-  b.kt_stride = kt_stride;
-  b.v = v.data();
-  b.v_stride = v_stride;
-  b.n_keys = n_keys;
-  b.lo = lo.data();
-  b.hi = hi.data();
-  b.scale = 1.0f / std::sqrt(float(d_k));
-  b.softcap = softcap;
-  b.s = s.data();
-  b.out = op.data();
-  fast(b);
-  b.out = op_ref.data();
-  attn::RunBlockRef(b);
-  for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], out_ref[i], 2e-5f * (1.0f + std::fabs(out_ref[i]))) << i;
-}
 
 TEST(AttentionBlock, MatchesReference) {
   for (int32_t rows : {16, 13, 4, 1}) {
@@ -81,46 +37,6 @@ TEST(AttentionBlock, WindowSoftcapAndLargeScores) {
   CheckBlock(9, 64, 64, 300, 1, 0.0f, 1.0f);         // window of one key
   CheckBlock(16, 64, 64, 200, 0, 50.0f, 1.0f);       // softcap
   CheckBlock(16, 64, 64, 200, 0, 0.0f, 30.0f);       // peaked softmax (scores ~ +-200)
-}
-
-// Grouped decode (dispatched) against its scalar reference over an F16 cache laid out like the
-// engine's: rows of several KV heads, this group's head at an offset.
-void CheckDecode(int32_t n_q, int32_t d_k, int32_t d_v, int32_t n_keys, float softcap, float q_scale,
-                 DecodeFn fast = attn::RunDecode) {
-  SCOPED_TRACE("heads " + std::to_string(n_q) + " d_k " + std::to_string(d_k) + " d_v " + std::to_string(d_v) +
-               " keys " + std::to_string(n_keys) + " softcap " + std::to_string(softcap));
-  const int64_t k_stride = 3 * int64_t{d_k} + 8, v_stride = 2 * int64_t{d_v} + 16;
-  const std::vector<float> kf = RandomFloats(size_t(n_keys) * size_t(k_stride), 11);
-  const std::vector<float> vf = RandomFloats(size_t(n_keys) * size_t(v_stride), 12);
-  std::vector<uint16_t> k(kf.size()), v(vf.size());
-  for (size_t i = 0; i < k.size(); ++i) k[i] = quant::Fp32ToFp16(kf[i]);
-  for (size_t i = 0; i < v.size(); ++i) v[i] = quant::Fp32ToFp16(vf[i]);
-  const std::vector<float> q = RandomFloats(size_t(n_q) * size_t(d_k), 13, q_scale);
-  std::vector<float> s(size_t(n_q) * size_t(n_keys));
-  std::vector<float> out(size_t(n_q) * size_t(d_v), NAN), out_ref(out.size(), NAN);
-  std::vector<float*> op, op_ref;
-  for (int32_t i = 0; i < n_q; ++i) {
-    op.push_back(out.data() + size_t(i) * size_t(d_v));
-    op_ref.push_back(out_ref.data() + size_t(i) * size_t(d_v));
-  }
-  attn::DecodeGroup g;
-  g.q = q.data();
-  g.n_q = n_q;
-  g.d_k = d_k;
-  g.d_v = d_v;
-  g.k = k.data() + d_k;  // the second KV head of each row
-  g.k_stride = k_stride;
-  g.v = v.data() + d_v;
-  g.v_stride = v_stride;
-  g.n_keys = n_keys;
-  g.scale = 1.0f / std::sqrt(float(d_k));
-  g.softcap = softcap;
-  g.s = s.data();
-  g.out = op.data();
-  fast(g);
-  g.out = op_ref.data();
-  attn::RunDecodeRef(g);
-  for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], out_ref[i], 2e-5f * (1.0f + std::fabs(out_ref[i]))) << i;
 }
 
 TEST(AttentionDecode, MatchesReference) {

@@ -21,14 +21,14 @@ inline std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale = 1.
 }
 
 // `rows` rows of k elements of type t: random bytes, made valid blocks by finite F16 words at
-// the scale fields: d in [0.5, 1.4] x scale, and the min (Q4_1, Q5_1; Q4_K's dmin) in
+// the scale fields: d in [0.5, 1.4] x scale, and the min (Q4_1, Q5_1; Q4_K and Q5_K: dmin) in
 // [-0.9, 0] x scale.
 inline std::vector<uint8_t> RandomQuantRows(GgmlType t, int64_t rows, int64_t k, float scale, uint32_t seed) {
   std::vector<uint8_t> v(RowSize(t, k) * size_t(rows));
   std::mt19937 rng(seed);
   for (auto& b : v) b = uint8_t(rng());
   const size_t block = GetTypeTraits(t)->type_size;
-  const bool has_min = t == GgmlType::Q4_1 || t == GgmlType::Q5_1 || t == GgmlType::Q4_K;
+  const bool has_min = t == GgmlType::Q4_1 || t == GgmlType::Q5_1 || t == GgmlType::Q4_K || t == GgmlType::Q5_K;
   for (size_t off = 0; off + block <= v.size(); off += block) {
     const uint16_t d = quant::Fp32ToFp16(scale * (0.5f + 0.1f * float(rng() % 10)));
     const uint16_t m = quant::Fp32ToFp16(-scale * 0.1f * float(rng() % 10));

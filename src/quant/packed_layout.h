@@ -1,4 +1,4 @@
-// Internal: region offsets of the packed group layout described in packed.h, shared by the
+// Internal: the unit layout of a packed 16-row group (packed.h) as offsets, shared by the
 // packing code and the kernels.
 #pragma once
 
@@ -54,7 +54,8 @@ struct PackedLayout {
 
 // Blocks per unit of the 32-element formats, a compile-time constant for the kernels' inner
 // loops (the general At() costs them ~6% in L2-resident runs).
-constexpr int64_t kUnitBlocks = 2;
+constexpr int kUnitShift = 1;
+constexpr int64_t kUnitBlocks = int64_t{1} << kUnitShift;
 
 // valid == false for types that are not packable.
 inline PackedLayout GetPackedLayout(GgmlType t, int64_t k, bool* valid) {
@@ -97,7 +98,7 @@ inline PackedLayout GetPackedLayout(GgmlType t, int64_t k, bool* valid) {
   }
   l.nb = k / 32;
   l.q_block = l.eight_bit ? 512 : 256;
-  l.unit_shift = 1;  // kUnitBlocks
+  l.unit_shift = kUnitShift;
   size_t off = 2 * 32;                   // d
   l.m_off = off;
   if (l.has_min) off += 2 * 32;          // m

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,17 @@ namespace zf::testing {
 
 using BlockFn = void (*)(const engine::attn::Block&);
 using DecodeFn = void (*)(const engine::attn::DecodeGroup&);
+
+// Row pointers into an [n][width] output block (the kernels write through such pointers).
+inline std::vector<float*> RowPointers(std::vector<float>& out, int32_t n, int32_t width) {
+  std::vector<float*> p(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) p[size_t(i)] = out.data() + size_t(i) * size_t(width);
+  return p;
+}
+
+inline void ExpectCloseToReference(const std::vector<float>& out, const std::vector<float>& out_ref) {
+  for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], out_ref[i], 2e-5f * (1.0f + std::fabs(out_ref[i]))) << i;
+}
 
 inline void CheckBlock(int32_t rows, int32_t d_k, int32_t d_v, int32_t n_keys, int32_t window, float softcap, float q_scale,
                 BlockFn fast = engine::attn::RunBlock) {
@@ -36,11 +48,7 @@ inline void CheckBlock(int32_t rows, int32_t d_k, int32_t d_v, int32_t n_keys, i
   }
   std::vector<float> s(size_t(engine::attn::kAttnRows) * size_t(engine::attn::ScoreStride(n_keys)));
   std::vector<float> out(size_t(rows) * size_t(d_v), NAN), out_ref(size_t(rows) * size_t(d_v), NAN);
-  std::vector<float*> op(static_cast<size_t>(rows)), op_ref(static_cast<size_t>(rows));
-  for (int32_t i = 0; i < rows; ++i) {
-    op[size_t(i)] = out.data() + size_t(i) * size_t(d_v);
-    op_ref[size_t(i)] = out_ref.data() + size_t(i) * size_t(d_v);
-  }
+  std::vector<float*> op = RowPointers(out, rows, d_v), op_ref = RowPointers(out_ref, rows, d_v);
   engine::attn::Block b;
   b.q = q.data();
   b.rows = rows;
@@ -60,7 +68,7 @@ inline void CheckBlock(int32_t rows, int32_t d_k, int32_t d_v, int32_t n_keys, i
   fast(b);
   b.out = op_ref.data();
   engine::attn::RunBlockRef(b);
-  for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], out_ref[i], 2e-5f * (1.0f + std::fabs(out_ref[i]))) << i;
+  ExpectCloseToReference(out, out_ref);
 }
 
 // Grouped decode (dispatched) against its scalar reference over an F16 cache laid out like the
@@ -78,11 +86,7 @@ inline void CheckDecode(int32_t n_q, int32_t d_k, int32_t d_v, int32_t n_keys, f
   const std::vector<float> q = RandomFloats(size_t(n_q) * size_t(d_k), 13, q_scale);
   std::vector<float> s(size_t(n_q) * size_t(n_keys));
   std::vector<float> out(size_t(n_q) * size_t(d_v), NAN), out_ref(out.size(), NAN);
-  std::vector<float*> op, op_ref;
-  for (int32_t i = 0; i < n_q; ++i) {
-    op.push_back(out.data() + size_t(i) * size_t(d_v));
-    op_ref.push_back(out_ref.data() + size_t(i) * size_t(d_v));
-  }
+  std::vector<float*> op = RowPointers(out, n_q, d_v), op_ref = RowPointers(out_ref, n_q, d_v);
   engine::attn::DecodeGroup g;
   g.q = q.data();
   g.n_q = n_q;
@@ -100,7 +104,34 @@ inline void CheckDecode(int32_t n_q, int32_t d_k, int32_t d_v, int32_t n_keys, f
   fast(g);
   g.out = op_ref.data();
   engine::attn::RunDecodeRef(g);
-  for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], out_ref[i], 2e-5f * (1.0f + std::fabs(out_ref[i]))) << i;
+  ExpectCloseToReference(out, out_ref);
+}
+
+// The cases every SIMD blocked kernel runs: row and head-size tails (80: a half value tile;
+// 36: masked lanes), d_v != d_k, a window, a softcap, peaked scores.
+inline void CheckBlockKernel(BlockFn fast) {
+  for (int32_t rows : {16, 13, 1}) {
+    for (int32_t dk : {64, 256, 80, 36}) {
+      for (int32_t n_keys : {1, 17, 300}) CheckBlock(rows, dk, dk, n_keys, 0, 0.0f, 1.0f, fast);
+    }
+  }
+  CheckBlock(16, 128, 72, 200, 0, 0.0f, 1.0f, fast);
+  CheckBlock(16, 64, 64, 300, 40, 0.0f, 1.0f, fast);
+  CheckBlock(16, 64, 64, 200, 0, 50.0f, 1.0f, fast);
+  CheckBlock(16, 64, 64, 200, 0, 0.0f, 30.0f, fast);
+}
+
+// The cases every SIMD decode kernel runs, over the head sizes it takes; then d_v != d_k, a
+// softcap, peaked scores.
+inline void CheckDecodeKernel(DecodeFn fast, std::initializer_list<int32_t> head_dims) {
+  for (int32_t n_q = 1; n_q <= engine::attn::kDecodeHeads; ++n_q) {
+    for (int32_t dk : head_dims) {
+      for (int32_t n_keys : {1, 17, 300}) CheckDecode(n_q, dk, dk, n_keys, 0.0f, 1.0f, fast);
+    }
+  }
+  CheckDecode(3, 128, 96, 200, 0.0f, 1.0f, fast);
+  CheckDecode(4, 64, 64, 200, 50.0f, 1.0f, fast);
+  CheckDecode(2, 64, 64, 200, 0.0f, 30.0f, fast);
 }
 
 }  // namespace zf::testing

@@ -22,32 +22,14 @@ void SiluMulAvx512Emulated(float* gate, const float* up, int64_t n);
 namespace zf::engine {
 namespace {
 
-using testing::CheckBlock;
-using testing::CheckDecode;
-
 TEST(AttentionAvx512Emulated, BlockMatchesReference) {
   if (!quant::CpuHasAvx2Fma16()) GTEST_SKIP() << "the emulation is built for AVX2 + FMA + F16C";
-  for (int32_t rows : {16, 13, 1}) {
-    for (int32_t dk : {64, 256, 80, 36}) {  // 80: a half value tile; 36: masked lanes
-      for (int32_t n_keys : {1, 17, 300}) CheckBlock(rows, dk, dk, n_keys, 0, 0.0f, 1.0f, attn::RunBlockAvx512Emulated);
-    }
-  }
-  CheckBlock(16, 128, 72, 200, 0, 0.0f, 1.0f, attn::RunBlockAvx512Emulated);
-  CheckBlock(16, 64, 64, 300, 40, 0.0f, 1.0f, attn::RunBlockAvx512Emulated);
-  CheckBlock(16, 64, 64, 200, 0, 50.0f, 1.0f, attn::RunBlockAvx512Emulated);
-  CheckBlock(16, 64, 64, 200, 0, 0.0f, 30.0f, attn::RunBlockAvx512Emulated);
+  testing::CheckBlockKernel(attn::RunBlockAvx512Emulated);
 }
 
 TEST(AttentionAvx512Emulated, DecodeMatchesReference) {
   if (!quant::CpuHasAvx2Fma16()) GTEST_SKIP() << "the emulation is built for AVX2 + FMA + F16C";
-  for (int32_t n_q = 1; n_q <= attn::kDecodeHeads; ++n_q) {
-    for (int32_t dk : {64, 256}) {  // the AVX-512 decode takes multiples of 16
-      for (int32_t n_keys : {1, 17, 300}) CheckDecode(n_q, dk, dk, n_keys, 0.0f, 1.0f, attn::RunDecodeAvx512Emulated);
-    }
-  }
-  CheckDecode(3, 128, 96, 200, 0.0f, 1.0f, attn::RunDecodeAvx512Emulated);
-  CheckDecode(4, 64, 64, 200, 50.0f, 1.0f, attn::RunDecodeAvx512Emulated);
-  CheckDecode(2, 64, 64, 200, 0.0f, 30.0f, attn::RunDecodeAvx512Emulated);
+  testing::CheckDecodeKernel(attn::RunDecodeAvx512Emulated, {64, 256});  // it takes multiples of 16
 }
 
 TEST(SiluMulAvx512Emulated, MatchesReference) {

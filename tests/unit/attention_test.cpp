@@ -85,27 +85,12 @@ void CheckBackend(KvType type, int32_t n_head, int32_t n_kv, int32_t hd, int32_t
 // The AVX2 kernels called directly, so AVX-512 machines check them too.
 TEST(AttentionBlock, Avx2MatchesReference) {
   if (!quant::CpuHasAvx2Fma16()) GTEST_SKIP() << "this CPU has no AVX2 + FMA + F16C";
-  for (int32_t rows : {16, 13, 1}) {
-    for (int32_t dk : {64, 256, 80, 36}) {  // 80: a half value tile; 36: masked lanes
-      for (int32_t n_keys : {1, 17, 300}) CheckBlock(rows, dk, dk, n_keys, 0, 0.0f, 1.0f, attn::RunBlockAvx2);
-    }
-  }
-  CheckBlock(16, 128, 72, 200, 0, 0.0f, 1.0f, attn::RunBlockAvx2);
-  CheckBlock(16, 64, 64, 300, 40, 0.0f, 1.0f, attn::RunBlockAvx2);
-  CheckBlock(16, 64, 64, 200, 0, 50.0f, 1.0f, attn::RunBlockAvx2);
-  CheckBlock(16, 64, 64, 200, 0, 0.0f, 30.0f, attn::RunBlockAvx2);
+  testing::CheckBlockKernel(attn::RunBlockAvx2);
 }
 
 TEST(AttentionDecode, Avx2MatchesReference) {
   if (!quant::CpuHasAvx2Fma16()) GTEST_SKIP() << "this CPU has no AVX2 + FMA + F16C";
-  for (int32_t n_q = 1; n_q <= attn::kDecodeHeads; ++n_q) {
-    for (int32_t dk : {64, 256, 40}) {  // 40: a value tile of one chunk of 8
-      for (int32_t n_keys : {1, 17, 300}) CheckDecode(n_q, dk, dk, n_keys, 0.0f, 1.0f, attn::RunDecodeAvx2);
-    }
-  }
-  CheckDecode(3, 128, 96, 200, 0.0f, 1.0f, attn::RunDecodeAvx2);
-  CheckDecode(4, 64, 64, 200, 50.0f, 1.0f, attn::RunDecodeAvx2);
-  CheckDecode(2, 64, 64, 200, 0.0f, 30.0f, attn::RunDecodeAvx2);
+  testing::CheckDecodeKernel(attn::RunDecodeAvx2, {64, 256, 40});  // 40: a value tile of one chunk of 8
 }
 #endif
 

@@ -57,21 +57,10 @@ inline __m512i DotQ4(const uint8_t* qb, const uint64_t* hm, const int32_t* x, in
   return _mm512_add_epi32(s0, s1);
 }
 
-// Software prefetch distance (bytes ahead in the quant stream): measured on Zen 5 with
-// bench/kernels_bench (BM_GemvPacked, DRAM-sized matrices): 4/5-bit 19 -> 33-35 GB/s, Q8_0
-// 23 -> 25 GB/s; 4 KiB gained less, 16 KiB lost some of it.
-constexpr int64_t kPrefetch = 8192;
-// The unit at u (packed_layout.h: fields side by side, the group one forward stream),
-// kPrefetch bytes ahead.
-inline void PrefetchUnit(const uint8_t* u, size_t bytes) {
-  const char* pf = reinterpret_cast<const char*>(u) + kPrefetch;
-  for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(pf + off, _MM_HINT_T0);
-}
 template <bool kEight, bool kMin, bool kHigh>
 void Kernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
             float* y) {
   StagedActivations st;
-  const size_t unit = l.unit, d_off = l.d_off, q_off = l.q_off, m_off = l.m_off, h_off = l.h_off;
   for (int64_t b0 = 0; b0 < l.nb; b0 += kStagedBlocks) {  // long rows: several passes adding into y
     const int64_t n = l.nb - b0 < kStagedBlocks ? l.nb - b0 : kStagedBlocks;
     StageActivations(a, kMin, b0, n, kEight ? 128 : l.offset, &st);
@@ -79,14 +68,12 @@ void Kernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1
       const uint8_t* grp = packed + size_t(g) * l.group;
       __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps(), accm = _mm512_setzero_ps();
       for (int64_t b = 0; b < n; ++b) {
-        const int64_t blk = b0 + b;  // its unit u, and j-th there (packed_layout.h)
-        const uint8_t* u = grp + size_t(blk / kUnitBlocks) * unit;
-        const size_t j = size_t(blk % kUnitBlocks);
-        if (j == 0) PrefetchUnit(u, unit);
-        const uint8_t* qb = u + q_off + j * (kEight ? 512 : 256);
-        const auto* d = reinterpret_cast<const uint16_t*>(u + d_off + j * 32);
-        const auto* m = reinterpret_cast<const uint16_t*>(u + m_off + j * 32);
-        const auto* hm = reinterpret_cast<const uint64_t*>(u + h_off + j * 64);
+        const BlockFields f = Fields32(l, grp, b0 + b);
+        if (f.first) PrefetchAhead(f.unit, l.unit);
+        const uint8_t* qb = f.q;
+        const uint16_t* d = f.d;
+        const uint16_t* m = f.m;
+        const auto* hm = reinterpret_cast<const uint64_t*>(f.h);
         const __m512i dot = kEight ? DotQ8(qb, st.q + b * 8, st.corr[b]) : DotQ4<kHigh>(qb, hm, st.q + b * 8, st.corr[b]);
         const __m512 scale = _mm512_mul_ps(Scales(d), _mm512_set1_ps(st.d[b]));
         // Alternate accumulators so consecutive blocks' FMAs do not wait on each other.
@@ -114,7 +101,7 @@ void KernelQ4K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t
     __m512 acc = _mm512_setzero_ps();
     for (int64_t s = 0; s < l.nb; ++s) {
       const uint8_t* u = grp + l.UnitAt(s);
-      PrefetchUnit(u, l.unit);
+      PrefetchAhead(u, l.unit);
       const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
       const auto* dmin = reinterpret_cast<const uint16_t*>(u + l.dmin_off);
       const uint8_t* q = u + l.q_off;
@@ -160,7 +147,7 @@ void KernelQ6K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t
     __m512 acc = _mm512_setzero_ps();
     for (int64_t s = 0; s < l.nb; ++s) {
       const uint8_t* u = grp + l.UnitAt(s);
-      PrefetchUnit(u, l.unit);
+      PrefetchAhead(u, l.unit);
       const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
       const uint8_t* lo = u + l.q_off;
       const uint8_t* hi = u + l.qh_off;

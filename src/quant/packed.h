@@ -49,9 +49,9 @@ constexpr int64_t kPackRows = 16;
 
 // True for the types above.
 bool IsPackable(GgmlType t);
-// True when t is packable and this CPU has a kernel that makes the layout pay (AVX-512 VNNI, or
-// AVX2 + FMA + F16C; ZF_NO_AVX512 falls back to the AVX2 one). The scalar kernel is the
-// reference for tests, not a fast path.
+// True when t is packable and this CPU has a kernel that makes the layout pay (AVX-512 VNNI,
+// AVX2 + FMA + F16C, or aarch64 with the dot product; ZF_NO_AVX512 falls back to the AVX2 one).
+// The scalar kernel is the reference for tests, not a fast path.
 bool PackedGemvAvailable(GgmlType t);
 
 // Bytes of one 16-row group of a packed matrix with rows of k elements (k % 32 == 0); 0 for
@@ -90,6 +90,13 @@ namespace avx2 {
 bool GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
                 float* y);
 }  // namespace avx2
+#endif
+#if defined(__aarch64__)
+namespace neon {
+// The same types with the ARMv8.2 dot product (packed_neon.cpp). Only when CpuHasNeonDotprod().
+bool GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
+                float* y);
+}  // namespace neon
 #endif
 
 }  // namespace zf::quant

@@ -1,8 +1,17 @@
-// Run-time dispatch of the quant kernels: picks AVX2 kernels when the CPU has AVX2+FMA+F16C and
-// falls back to the scalar reference otherwise. The choice is made once (thread-safe static
+// Run-time dispatch of the quant kernels: picks AVX2 kernels when the CPU has AVX2+FMA+F16C
+// (AVX-512 VNNI ones on top where it has those), the NEON packed decode product on aarch64
+// CPUs with the dot product, and falls back to the scalar reference otherwise. The choice is made once (thread-safe static
 // initialization) and stored as a table of function pointers.
 #include <cassert>
 #include <cstdlib>
+
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+#if defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
 
 #include "quant/blocks.h"
 #include "quant/gemm_packed.h"
@@ -120,6 +129,12 @@ KernelTable BuildTable() {
     }
   }
 #endif
+#if defined(__aarch64__)
+  if (CpuHasNeonDotprod()) {
+    k.isa = "neon-dotprod";
+    k.gemv_packed = neon::GemvPacked;
+  }
+#endif
   return k;
 }
 
@@ -147,6 +162,19 @@ bool CpuHasAvx512Vnni() {
   // As above, __builtin_cpu_supports also requires the OS to save the ZMM state (XCR0).
   return CpuHasAvx2Fma16() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+#else
+  return false;
+#endif
+}
+
+bool CpuHasNeonDotprod() {
+#if defined(__aarch64__) && defined(__linux__)
+  return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0 && std::getenv("ZF_NO_NEON") == nullptr;
+#elif defined(__aarch64__) && defined(__APPLE__)
+  int has = 0;
+  size_t size = sizeof(has);
+  return sysctlbyname("hw.optional.arm.FEAT_DotProd", &has, &size, nullptr, 0) == 0 && has != 0 &&
+         std::getenv("ZF_NO_NEON") == nullptr;
 #else
   return false;
 #endif

@@ -194,7 +194,6 @@ TEST(GemmPacked, Avx2KernelQ8ExtremeQuantsDoNotSaturate) {
     }
   }
 }
-#endif
 
 TEST(GemmPacked, Avx2KernelLargestQuantsDoNotOverflowInt16) {
   if (!CpuHasAvx2Fma16()) GTEST_SKIP() << "this CPU has no AVX2 + FMA + F16C";
@@ -234,6 +233,7 @@ TEST(GemmPacked, Avx2KernelLargestQuantsDoNotOverflowInt16) {
     for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-4f * (1.0f + std::fabs(y_ref[i]))) << i;
   }
 }
+#endif
 
 TEST(GemmPacked, OffsetsMatchTheUnpackedMins) {
   for (GgmlType t : kTypes) {

@@ -1,8 +1,8 @@
-// The row-interleaved decode layouts (quant/packed.h) for Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1:
-// packing is exactly invertible, a packed row dequantizes like the file's row, and the
-// dispatched kernel and the scalar reference match one VecDot per row on tails (rows not a
-// multiple of 16), group sub-ranges (how threads split the work), long rows (several staging
-// passes), extreme quants and extreme scales.
+// The row-interleaved decode layouts (quant/packed.h) for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K
+// and Q6_K: packing is exactly invertible, a packed row dequantizes like the file's row, and the
+// dispatched kernel (AVX-512, AVX2 or NEON) and the scalar reference match one VecDot per row
+// on tails (rows not a multiple of 16), group sub-ranges (how threads split the work), long
+// rows (several staging passes), extreme quants and extreme scales.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -151,6 +151,15 @@ TEST(Packed, Avx2KernelsMatchVecDot) {
     CheckProduct(t, 33, 2048, 1e-4f, Avx2Gemv);
     CheckProduct(t, 33, 2048, 1e3f, Avx2Gemv);
   }
+}
+#endif
+
+#if defined(__aarch64__)
+// On aarch64 the packed layout is used exactly when the NEON dot-product kernels run (the
+// tests above then check them through the dispatched GemvPacked).
+TEST(Packed, Aarch64DispatchPicksNeonWithTheDotProduct) {
+  EXPECT_STREQ(ActiveIsa(), CpuHasNeonDotprod() ? "neon-dotprod" : "scalar");
+  for (GgmlType t : kTypes) EXPECT_EQ(PackedGemvAvailable(t), CpuHasNeonDotprod()) << TypeName(t);
 }
 #endif
 

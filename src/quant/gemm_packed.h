@@ -67,7 +67,8 @@ struct PackedActs {
   const float* asum;    // [n_tok][k/G]
   const int32_t* aoff;  // [n_tok][k/G] or null: with it, m is ignored (the tile's format has a fixed offset)
   int32_t offset = 0;   // the tile format's PackOffset, with or without aoff: kernels whose 8-bit
-                        // products could saturate (AVX2) treat Q8_0 tiles (c = 128) apart
+                        // products could saturate (AVX2) or are signed x signed (NEON) treat
+                        // Q8_0 tiles (c = 128) apart
 };
 
 // Packs the tile of one decode-layout group (packed.h) of a matrix of type t: the bytes
@@ -101,6 +102,12 @@ bool PackTileFromDecode(GgmlType t, const void* group, int64_t rows, int64_t k, 
 void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok, float* y,
                 int64_t y_stride);
 }  // namespace avx2
+#endif
+#if defined(__aarch64__)
+namespace neon {  // gemm_neon.cpp; only call when CpuHasNeonDotprod()
+void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok, float* y,
+                int64_t y_stride);
+}  // namespace neon
 #endif
 
 }  // namespace zf::quant

@@ -1,6 +1,6 @@
 // Run-time dispatch of the quant kernels: picks AVX2 kernels when the CPU has AVX2+FMA+F16C
-// (AVX-512 VNNI ones on top where it has those), the NEON packed decode product on aarch64
-// CPUs with the dot product, and falls back to the scalar reference otherwise. The choice is made once (thread-safe static
+// (AVX-512 VNNI ones on top where it has those), the NEON packed decode product and prefill
+// GEMM on aarch64 CPUs with the dot product, and falls back to the scalar reference otherwise. The choice is made once (thread-safe static
 // initialization) and stored as a table of function pointers.
 #include <cassert>
 #include <cstdlib>
@@ -133,6 +133,7 @@ KernelTable BuildTable() {
   if (CpuHasNeonDotprod()) {
     k.isa = "neon-dotprod";
     k.gemv_packed = neon::GemvPacked;
+    k.gemm_packed = neon::GemmPacked;
   }
 #endif
   return k;

@@ -1,5 +1,6 @@
 // IEEE binary16 and bfloat16 <-> binary32 conversions, written with integer bit manipulation so
-// they are exact and identical on every compiler and ISA (no dependence on F16C or _Float16).
+// they are exact and identical on every compiler and ISA (no dependence on F16C or _Float16);
+// AArch64 uses its hardware half conversions instead (quant.h), which give the same values.
 #include <cstring>
 
 #include "quant/quant.h"
@@ -21,6 +22,7 @@ inline float BitsFloat(uint32_t u) {
 
 }  // namespace
 
+#if !defined(__aarch64__)  // AArch64: inline hardware conversions (quant.h)
 float Fp16ToFp32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1Fu;
@@ -63,6 +65,7 @@ uint16_t Fp32ToFp16(float f) {
   if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // carry into the exponent is correct
   return static_cast<uint16_t>(sign | h);
 }
+#endif
 
 float Bf16ToFp32(uint16_t h) { return BitsFloat(static_cast<uint32_t>(h) << 16); }
 

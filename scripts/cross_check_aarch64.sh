@@ -8,19 +8,12 @@
 #   3. runs greedy generations of SmolLM2 on that CPU model (NEON prefill GEMM and decode GEMV)
 #      and on a Cortex-A53 model (no dot product: the scalar path); each must pick the kernels
 #      it should and reproduce llama.cpp's recorded greedy text (tests/data/golden/smollm2.json).
-# Installs g++-aarch64-linux-gnu, qemu-user and googletest's sources (apt) when missing.
-# Build dir: build-test-aarch64.
+# Build: scripts/build_aarch64.sh (build-test-aarch64).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install_deps.sh g++-aarch64-linux-gnu qemu-user googletest
-
 qemu=(qemu-aarch64 -L /usr/aarch64-linux-gnu)
-cmake -S . -B build-test-aarch64 -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_SYSTEM_NAME=Linux \
-  -DCMAKE_SYSTEM_PROCESSOR=aarch64 -DCMAKE_C_COMPILER=aarch64-linux-gnu-gcc \
-  -DCMAKE_CXX_COMPILER=aarch64-linux-gnu-g++ -DZF_BUILD_TESTS=ON -DZF_BUILD_KERNELS=OFF -DZF_WERROR=ON \
-  "-DCMAKE_CROSSCOMPILING_EMULATOR=$(IFS=';'; echo "${qemu[*]}")" >/dev/null
-cmake --build build-test-aarch64 -j"$(nproc)" --target zerfoo_cli zerfoo_unit_tests
+scripts/build_aarch64.sh zerfoo_cli zerfoo_unit_tests
 
 echo "aarch64 unit tests (qemu, dot-product CPU model):"
 "${qemu[@]}" build-test-aarch64/tests/zerfoo_unit_tests --gtest_brief=1

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # aarch64 work per token, counted under qemu-user (no ARM machine has run this project, so this
 # compares the kernels by guest instructions executed, not by time): SmolLM2 greedy generation
-# on qemu's default CPU model (ARMv8.2 dot product: the NEON kernels) and on a Cortex-A53 model
-# (no dot product: the portable scalar path), one thread.
+# on qemu's default CPU model (ARMv8.2 dot product: the NEON matmul kernels) and on a Cortex-A53
+# model (no dot product: the scalar matmuls), one thread.
 #   decode:  instructions of a 36-token generation minus a 4-token one, / 32
 #   prefill: instructions of a 70-token prompt minus a 1-token prompt (1 token generated), / 69
 # Usage: bench/aarch64_insns.sh [MODEL.gguf]   (default: SmolLM2 from scripts/fetch_models.sh)
@@ -21,7 +21,7 @@ insns() {  # CPU PROMPT N_GEN
     generate -m "$model" -p "$2" -n "$3" --temp 0 --ignore-eos -t 1 2>&1 >/dev/null | sed -n 's/^insns: //p'
 }
 printf '| qemu CPU model | kernels | decode M insns/token | prefill M insns/token |\n| --- | --- | ---: | ---: |\n'
-for run in max:neon-dotprod cortex-a53:scalar; do
+for run in max:neon-dotprod cortex-a53:neon; do
   cpu="${run%%:*}"
   d4="$(insns "$cpu" "The capital of France is" 4)"
   d36="$(insns "$cpu" "The capital of France is" 36)"

@@ -76,6 +76,14 @@ ZF_DECLARE_X86_KERNELS
 #undef ZF_DECLARE_X86_KERNELS
 #endif
 
+#if defined(__aarch64__)
+// AArch64 baseline Advanced SIMD (quant_asimd.cpp): every aarch64 CPU.
+namespace asimd {
+float VecDotF32(int64_t n, const void* w, const void* a);
+float VecDotF16(int64_t n, const void* w, const void* a);
+}  // namespace asimd
+#endif
+
 // True when the CPU (and OS) support AVX2, FMA and F16C.
 bool CpuHasAvx2Fma16();
 // True on aarch64 when the CPU has the ARMv8.2 dot product (SDOT/UDOT) and ZF_NO_NEON is unset.

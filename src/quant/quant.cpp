@@ -1,6 +1,6 @@
 // Run-time dispatch of the quant kernels: picks AVX2 kernels when the CPU has AVX2+FMA+F16C
-// (AVX-512 VNNI ones on top where it has those), the NEON packed decode product and prefill
-// GEMM on aarch64 CPUs with the dot product, and falls back to the scalar reference otherwise. The choice is made once (thread-safe static
+// (AVX-512 VNNI ones on top where it has those); on aarch64 the float dot products in baseline
+// NEON and, with the dot product, the NEON packed decode product and prefill GEMM; and falls back to the scalar reference otherwise. The choice is made once (thread-safe static
 // initialization) and stored as a table of function pointers.
 #include <cassert>
 #include <cstdlib>
@@ -130,6 +130,9 @@ KernelTable BuildTable() {
   }
 #endif
 #if defined(__aarch64__)
+  k.isa = "neon";
+  k.vec_dot[Index(GgmlType::F32)] = asimd::VecDotF32;
+  k.vec_dot[Index(GgmlType::F16)] = asimd::VecDotF16;
   if (CpuHasNeonDotprod()) {
     k.isa = "neon-dotprod";
     k.gemv_packed = neon::GemvPacked;

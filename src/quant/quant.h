@@ -44,7 +44,8 @@ float VecDot(GgmlType weight_type, int64_t n, const void* weight_row, const void
 using VecDotFn = float (*)(int64_t n, const void* weight_row, const void* act_row);
 VecDotFn GetVecDotFn(GgmlType weight_type);
 
-// Name of the instruction set the dispatching functions use: "avx2" or "scalar".
+// Name of the instruction set the dispatching functions use: "avx512-vnni", "avx2", "neon-dotprod",
+// "neon" (aarch64 without the dot product) or "scalar".
 const char* ActiveIsa();
 
 // Multi-token product on Q8_0 rows (prefill): y[t * y_stride + r] = dot(weight row r,

@@ -158,7 +158,7 @@ TEST(Packed, Avx2KernelsMatchVecDot) {
 // On aarch64 the packed layout is used exactly when the NEON dot-product kernels run (the
 // tests above then check them through the dispatched GemvPacked).
 TEST(Packed, Aarch64DispatchPicksNeonWithTheDotProduct) {
-  EXPECT_STREQ(ActiveIsa(), CpuHasNeonDotprod() ? "neon-dotprod" : "scalar");
+  EXPECT_STREQ(ActiveIsa(), CpuHasNeonDotprod() ? "neon-dotprod" : "neon");
   for (GgmlType t : kTypes) EXPECT_EQ(PackedGemvAvailable(t), CpuHasNeonDotprod()) << TypeName(t);
 }
 #endif

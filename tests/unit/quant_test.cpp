@@ -371,10 +371,18 @@ TEST(QuantDot, SupportAndVecDotTypes) {
 
 // ---------------------------------------------------------------- SIMD vs scalar reference
 
-bool HaveSimd() { return CpuHasAvx2Fma16(); }
+// A CPU whose dispatched kernels are not all the scalar reference: x86 with AVX2 + FMA + F16C,
+// or any aarch64 CPU (NEON float dot products; the dot-product kernels where it has them).
+bool HaveSimd() {
+#if defined(__aarch64__)
+  return true;
+#else
+  return CpuHasAvx2Fma16();
+#endif
+}
 
 TEST(QuantSimd, DispatchPicksAvx2WhenAvailable) {
-  if (!HaveSimd()) GTEST_SKIP() << "CPU lacks AVX2/FMA/F16C";
+  if (!CpuHasAvx2Fma16()) GTEST_SKIP() << "CPU lacks AVX2/FMA/F16C";
   // AVX-512 VNNI CPUs get the wider kernels unless ZF_NO_AVX512 is set.
   const bool avx512 = CpuHasAvx512Vnni() && std::getenv("ZF_NO_AVX512") == nullptr;
   EXPECT_STREQ(ActiveIsa(), avx512 ? "avx512-vnni" : "avx2");
@@ -410,7 +418,7 @@ std::vector<int64_t> SimdLengths(GgmlType t) {
 }
 
 TEST(QuantSimd, VecDotMatchesReferenceOnRandomRows) {
-  if (!HaveSimd()) GTEST_SKIP() << "CPU lacks AVX2/FMA/F16C";
+  if (!HaveSimd()) GTEST_SKIP() << "no SIMD kernels on this CPU";
   std::mt19937 rng(42);
   for (GgmlType t : kWeightTypes) {
     for (int64_t n : SimdLengths(t)) {
@@ -422,7 +430,7 @@ TEST(QuantSimd, VecDotMatchesReferenceOnRandomRows) {
 }
 
 TEST(QuantSimd, VecDotMatchesReferenceOnEdgeCases) {
-  if (!HaveSimd()) GTEST_SKIP() << "CPU lacks AVX2/FMA/F16C";
+  if (!HaveSimd()) GTEST_SKIP() << "no SIMD kernels on this CPU";
   std::mt19937 rng(43);
   // fp16 scale extremes: zero, the smallest subnormal, tiny, 1, the largest finite, negative.
   const float scales[] = {0.0f, Fp16ToFp32(0x0001), 1e-6f, 1.0f, 65504.0f, -2.5f};
@@ -453,7 +461,7 @@ TEST(QuantSimd, VecDotMatchesReferenceOnEdgeCases) {
 }
 
 TEST(QuantSimd, ActivationQuantizersAreBitExact) {
-  if (!HaveSimd()) GTEST_SKIP() << "CPU lacks AVX2/FMA/F16C";
+  if (!HaveSimd()) GTEST_SKIP() << "no SIMD kernels on this CPU";
   std::mt19937 rng(44);
   std::vector<std::vector<float>> inputs;
   for (int64_t n : {256, 768, 2048}) inputs.push_back(RandomFloats(n, rng, 3.0f));

@@ -4,7 +4,8 @@
 #   2. Release build with -Werror, then ctest: unit tests, C API tests, golden tests against
 #      llama.cpp's recorded outputs, ABI checks (header as C99/C++, exports, installed package);
 #   3. the Go binding's tests (vet, cgo-free build and tests, race detector), and the aarch64
-#      cross build (scalar kernels) with one greedy generation under qemu-user;
+#      cross build (NEON kernels) with its unit tests, SmolLM2's golden test and greedy runs
+#      under qemu-user (scripts/cross_check_aarch64.sh);
 #   4. the unit and C API tests under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   5. the concurrency tests under ThreadSanitizer.
 # The CUDA kernel library is compiled in stage 2 with nvcc from PyPI (no GPU here: its GPU tests
@@ -41,7 +42,7 @@ export PATH="$(dirname "$go_bin"):$PATH"
 ZERFOO_LIBRARY="$PWD/build-test/libzerfoo.so.0" ZERFOO_CLI="$PWD/build-test/zerfoo" \
 ZERFOO_TEST_MODEL="$(scripts/fetch_models.sh smollm2)" bindings/go/test.sh
 
-stage "aarch64 cross build (portable kernels) + one greedy generation under qemu"
+stage "aarch64 cross build (NEON kernels): unit tests, SmolLM2 golden test and greedy runs under qemu"
 scripts/cross_check_aarch64.sh
 
 if [ "${ZF_TEST_FAST:-0}" = "1" ]; then

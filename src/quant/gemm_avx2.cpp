@@ -106,21 +106,11 @@ void Run(const uint8_t* tile, int64_t k, int64_t rows, const PackedActs& pa, int
   for (int h = 0; h < 2; ++h) {
     const int valid = int(rows - 8 * h);
     if (valid <= 0) break;
-    int64_t t = 0;
-    for (; t + kTokens <= n_tok; t += kTokens) {
-      Tile<G, kTokens, kOff, kSigned>(tile, k, h, a + size_t(t) * as, as, pa.ad + t * nb, pa.asum + t * ng,
-                                      pa.aoff + (kOff ? t * ng : 0), y + t * y_stride, y_stride, valid);
-    }
-    const uint8_t* at = a + size_t(t) * as;
-    const float* adt = pa.ad + t * nb;
-    const float* ast = pa.asum + t * ng;
-    const int32_t* aot = pa.aoff + (kOff ? t * ng : 0);
-    float* yt = y + t * y_stride;
-    switch (n_tok - t) {
-      case 2: Tile<G, 2, kOff, kSigned>(tile, k, h, at, as, adt, ast, aot, yt, y_stride, valid); break;
-      case 1: Tile<G, 1, kOff, kSigned>(tile, k, h, at, as, adt, ast, aot, yt, y_stride, valid); break;
-      default: break;
-    }
+    ForTokenTiles<kTokens>(n_tok, [&](int64_t t, auto tokens) {
+      Tile<G, decltype(tokens)::value, kOff, kSigned>(tile, k, h, a + size_t(t) * as, as, pa.ad + t * nb,
+                                                      pa.asum + t * ng, pa.aoff + (kOff ? t * ng : 0),
+                                                      y + t * y_stride, y_stride, valid);
+    });
   }
 }
 

@@ -74,26 +74,10 @@ void Run(const uint8_t* tile, int64_t k, int64_t rows, const PackedActs& pa, int
   const int64_t nb = k / 32, ng = k / G;
   const auto* a = static_cast<const uint8_t*>(pa.q);
   const size_t as = pa.q_stride;
-  int64_t t = 0;
-  for (; t + 8 <= n_tok; t += 8) {
-    Tile<G, 8, kOff>(tile, k, a + size_t(t) * as, as, pa.ad + t * nb, pa.asum + t * ng, pa.aoff + (kOff ? t * ng : 0),
-                     y + t * y_stride, y_stride, rmask);
-  }
-  const uint8_t* at = a + size_t(t) * as;
-  const float* adt = pa.ad + t * nb;
-  const float* ast = pa.asum + t * ng;
-  const int32_t* aot = pa.aoff + (kOff ? t * ng : 0);
-  float* yt = y + t * y_stride;
-  switch (n_tok - t) {
-    case 7: Tile<G, 7, kOff>(tile, k, at, as, adt, ast, aot, yt, y_stride, rmask); break;
-    case 6: Tile<G, 6, kOff>(tile, k, at, as, adt, ast, aot, yt, y_stride, rmask); break;
-    case 5: Tile<G, 5, kOff>(tile, k, at, as, adt, ast, aot, yt, y_stride, rmask); break;
-    case 4: Tile<G, 4, kOff>(tile, k, at, as, adt, ast, aot, yt, y_stride, rmask); break;
-    case 3: Tile<G, 3, kOff>(tile, k, at, as, adt, ast, aot, yt, y_stride, rmask); break;
-    case 2: Tile<G, 2, kOff>(tile, k, at, as, adt, ast, aot, yt, y_stride, rmask); break;
-    case 1: Tile<G, 1, kOff>(tile, k, at, as, adt, ast, aot, yt, y_stride, rmask); break;
-    default: break;
-  }
+  ForTokenTiles<8>(n_tok, [&](int64_t t, auto tokens) {
+    Tile<G, decltype(tokens)::value, kOff>(tile, k, a + size_t(t) * as, as, pa.ad + t * nb, pa.asum + t * ng,
+                                           pa.aoff + (kOff ? t * ng : 0), y + t * y_stride, y_stride, rmask);
+  });
 }
 
 // ---- Packing (the layout of gemm_packed.h), vectorized per block and transposed in registers ----

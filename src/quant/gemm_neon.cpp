@@ -91,26 +91,11 @@ void Run(const uint8_t* tile, int64_t k, int64_t rows, const PackedActs& pa, int
   for (int v = 0; v < 4; ++v) {
     const int valid = int(rows - 4 * v);
     if (valid <= 0) break;
-    int64_t t = 0;
-    for (; t + kTokens <= n_tok; t += kTokens) {
-      Tile<G, kTokens, kOff, kSigned>(tile, k, v, valid, a + size_t(t) * as, as, pa.ad + t * nb, pa.asum + t * ng,
-                                      pa.aoff + (kOff ? t * ng : 0), y + t * y_stride, y_stride);
-    }
-    const uint8_t* at = a + size_t(t) * as;
-    const float* adt = pa.ad + t * nb;
-    const float* ast = pa.asum + t * ng;
-    const int32_t* aot = pa.aoff + (kOff ? t * ng : 0);
-    float* yt = y + t * y_stride;
-    switch (n_tok - t) {
-      case 7: Tile<G, 7, kOff, kSigned>(tile, k, v, valid, at, as, adt, ast, aot, yt, y_stride); break;
-      case 6: Tile<G, 6, kOff, kSigned>(tile, k, v, valid, at, as, adt, ast, aot, yt, y_stride); break;
-      case 5: Tile<G, 5, kOff, kSigned>(tile, k, v, valid, at, as, adt, ast, aot, yt, y_stride); break;
-      case 4: Tile<G, 4, kOff, kSigned>(tile, k, v, valid, at, as, adt, ast, aot, yt, y_stride); break;
-      case 3: Tile<G, 3, kOff, kSigned>(tile, k, v, valid, at, as, adt, ast, aot, yt, y_stride); break;
-      case 2: Tile<G, 2, kOff, kSigned>(tile, k, v, valid, at, as, adt, ast, aot, yt, y_stride); break;
-      case 1: Tile<G, 1, kOff, kSigned>(tile, k, v, valid, at, as, adt, ast, aot, yt, y_stride); break;
-      default: break;
-    }
+    ForTokenTiles<kTokens>(n_tok, [&](int64_t t, auto tokens) {
+      Tile<G, decltype(tokens)::value, kOff, kSigned>(tile, k, v, valid, a + size_t(t) * as, as, pa.ad + t * nb,
+                                                      pa.asum + t * ng, pa.aoff + (kOff ? t * ng : 0),
+                                                      y + t * y_stride, y_stride);
+    });
   }
 }
 

@@ -63,6 +63,17 @@ int PackOffset(GgmlType t) {
 
 size_t PackedTileBytes(int64_t k, int group) { return size_t(k / group) * GroupBytes(group); }
 
+void ClearTilePaddingRows(void* tile, int64_t rows, int64_t k, int group) {
+  auto* out = static_cast<uint8_t*>(tile);
+  const size_t gb = GroupBytes(group), pad = size_t(4 * (kPackRows - rows));
+  for (int64_t gi = 0; gi < k / group; ++gi) {
+    uint8_t* o = out + size_t(gi) * gb;
+    for (int c = 0; c < group / 4; ++c) std::memset(o + 64 * c + 4 * rows, 0, pad);
+    std::memset(o + 16 * group + 4 * rows, 0, pad);
+    std::memset(o + 16 * group + 64 + 4 * rows, 0, pad);
+  }
+}
+
 namespace ref {
 void PackTile(GgmlType t, const void* w, size_t w_stride, int64_t rows, int64_t k, void* dst, void* scratch) {
   const int group = PackGroup(t);

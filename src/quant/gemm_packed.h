@@ -30,7 +30,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <type_traits>
+
 #include "quant/packed.h"  // kPackRows: the same 16-row interleave as the decode layout
+#include "quant/packed_layout.h"
 #include "quant/types.h"
 
 namespace zf::quant {
@@ -46,6 +49,10 @@ int PackOffset(GgmlType t);
 
 // Bytes of one packed tile of k elements per row (k a multiple of 32 and of t's block size).
 size_t PackedTileBytes(int64_t k, int group);
+
+// Zeroes the quants and scales of rows [rows, 16) of a tile: PackTile's padding rows (its
+// -0.0 scales included), for the packers that fill all 16 rows from a decode group.
+void ClearTilePaddingRows(void* tile, int64_t rows, int64_t k, int group);
 
 // Packs `rows` (1..kPackRows) rows of type t, row stride w_stride bytes, into dst
 // (PackedTileBytes bytes). `scratch` holds k bytes + 2 * k/16 floats (one row unpacked).
@@ -89,6 +96,48 @@ void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const Pack
                 int64_t y_stride);
 }  // namespace ref
 
+// ---- Shared by the ISAs' kernel files (instantiated there, so with their ISA flags) ----
+
+// The format switch of PackTileFromDecode: P names the packers LegacyTile(layout, t, group,
+// out), Q4KTile(layout, group, out) and Q6KTile(layout, group, out), which fill all 16 rows.
+template <typename P>
+bool DispatchTileFromDecode(GgmlType t, const void* group, int64_t rows, int64_t k, void* dst) {
+  bool valid = false;
+  const PackedLayout l = GetPackedLayout(t, k, &valid);
+  const int g = PackGroup(t);
+  if (!valid || g == 0) return false;
+  const auto* grp = static_cast<const uint8_t*>(group);
+  auto* out = static_cast<uint8_t*>(dst);
+  if (l.q4_k) {
+    P::Q4KTile(l, grp, out);
+  } else if (l.q6_k) {
+    P::Q6KTile(l, grp, out);
+  } else {
+    P::LegacyTile(l, t, grp, out);
+  }
+  if (rows < kPackRows) ClearTilePaddingRows(out, rows, k, g);
+  return true;
+}
+
+// Tokens [0, n_tok) in register tiles of kMax tokens and one tail tile of n_tok % kMax:
+// tile(t0, std::integral_constant<int, T>) for each, T a compile-time token count.
+template <int T, typename F>
+inline void TailTokenTile(int64_t t0, int64_t n, F& tile) {
+  if constexpr (T > 0) {
+    if (n == T) {
+      tile(t0, std::integral_constant<int, T>{});
+    } else {
+      TailTokenTile<T - 1>(t0, n, tile);
+    }
+  }
+}
+template <int kMax, typename F>
+inline void ForTokenTiles(int64_t n_tok, F&& tile) {
+  int64_t t = 0;
+  for (; t + kMax <= n_tok; t += kMax) tile(t, std::integral_constant<int, kMax>{});
+  TailTokenTile<kMax - 1>(t, n_tok - t, tile);
+}
+
 #if defined(__x86_64__) || defined(__i386__)
 namespace avx512 {  // gemm_avx512.cpp; only call when CpuHasAvx512Vnni()
 void QuantizeQ8_0Tables(const float* x, int64_t k, void* dst, int group, int offset, float* ad, float* asum,
@@ -104,7 +153,8 @@ void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const Pack
 }  // namespace avx2
 #endif
 #if defined(__aarch64__)
-namespace neon {  // gemm_neon.cpp; only call when CpuHasNeonDotprod()
+namespace neon {  // gemm_neon.cpp, tile_from_decode_neon.cpp; only call when CpuHasNeonDotprod()
+bool PackTileFromDecode(GgmlType t, const void* group, int64_t rows, int64_t k, void* dst);
 void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok, float* y,
                 int64_t y_stride);
 }  // namespace neon

@@ -183,25 +183,16 @@ void KernelQ6K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t
   }
 }
 
+struct Kernels {  // for DispatchPackedGemv (packed_layout.h)
+  template <bool kEight, bool kMin, bool kHigh> static constexpr auto Legacy = Kernel<kEight, kMin, kHigh>;
+  static constexpr auto Q4K = KernelQ4K, Q6K = KernelQ6K;
+};
+
 }  // namespace
 
 bool GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
                 float* y) {
-  bool valid = false;
-  const PackedLayout l = GetPackedLayout(t, k, &valid);
-  if (!valid) return false;
-  const auto* p = static_cast<const uint8_t*>(packed);
-  const auto* x = static_cast<const uint8_t*>(a);
-  switch (t) {
-    case GgmlType::Q8_0: Kernel<true, false, false>(l, p, g0, g1, rows, x, y); return true;
-    case GgmlType::Q4_0: Kernel<false, false, false>(l, p, g0, g1, rows, x, y); return true;
-    case GgmlType::Q4_1: Kernel<false, true, false>(l, p, g0, g1, rows, x, y); return true;
-    case GgmlType::Q5_0: Kernel<false, false, true>(l, p, g0, g1, rows, x, y); return true;
-    case GgmlType::Q5_1: Kernel<false, true, true>(l, p, g0, g1, rows, x, y); return true;
-    case GgmlType::Q4_K: KernelQ4K(l, p, g0, g1, rows, x, y); return true;
-    case GgmlType::Q6_K: KernelQ6K(l, p, g0, g1, rows, x, y); return true;
-    default: return false;
-  }
+  return DispatchPackedGemv<Kernels>(t, k, packed, g0, g1, rows, a, y);
 }
 
 }  // namespace zf::quant::avx512

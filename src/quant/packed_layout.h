@@ -137,6 +137,30 @@ inline PackedLayout GetPackedLayout(GgmlType t, int64_t k, bool* valid) {
   return l;
 }
 
+// The type switch of the ISAs' packed GEMVs (packed.h GemvPacked): K names the kernels,
+// Legacy<kEight, kMin, kHigh> (the 32-element formats), Q4K and Q6K, each taking (layout,
+// packed, g0, g1, rows, activation row, y). Instantiated in each kernel file,
+// so with that file's ISA flags. False for types without a packed layout.
+template <typename K>
+bool DispatchPackedGemv(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
+                        float* y) {
+  bool valid = false;
+  const PackedLayout l = GetPackedLayout(t, k, &valid);
+  if (!valid) return false;
+  const auto* p = static_cast<const uint8_t*>(packed);
+  const auto* x = static_cast<const uint8_t*>(a);
+  switch (t) {
+    case GgmlType::Q8_0: K::template Legacy<true, false, false>(l, p, g0, g1, rows, x, y); return true;
+    case GgmlType::Q4_0: K::template Legacy<false, false, false>(l, p, g0, g1, rows, x, y); return true;
+    case GgmlType::Q4_1: K::template Legacy<false, true, false>(l, p, g0, g1, rows, x, y); return true;
+    case GgmlType::Q5_0: K::template Legacy<false, false, true>(l, p, g0, g1, rows, x, y); return true;
+    case GgmlType::Q5_1: K::template Legacy<false, true, true>(l, p, g0, g1, rows, x, y); return true;
+    case GgmlType::Q4_K: K::Q4K(l, p, g0, g1, rows, x, y); return true;
+    case GgmlType::Q6_K: K::Q6K(l, p, g0, g1, rows, x, y); return true;
+    default: return false;
+  }
+}
+
 // One activation row of the 32-element formats staged for the packed GEMV kernels (AVX-512
 // and AVX2), blocks [b0, b0 + n) at a time: quants as 8 dwords per block (the kernels
 // broadcast 4 bytes at a time), block scales as floats, the Q8_1 sums, and the integer

@@ -19,6 +19,7 @@
 
 #include "quant/blocks.h"
 #include "quant/packed.h"
+#include "quant/neon_inline.h"
 #include "quant/packed_layout.h"
 
 namespace zf::quant::neon {
@@ -28,7 +29,7 @@ constexpr int kVecs = 4;  // 128-bit vectors per 64-byte chunk (4 rows each)
 
 // 16 F16 values (one per row) as four float vectors.
 inline void Scales(const uint16_t* p, float32x4_t out[kVecs]) {
-  for (int v = 0; v < kVecs; ++v) out[v] = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p + 4 * v)));
+  for (int v = 0; v < kVecs; ++v) out[v] = F16x4(p + 4 * v);
 }
 
 // Rows [0, valid) of 16 (store, or add to what is there).
@@ -77,18 +78,6 @@ inline void DotQ8(const uint8_t* qb, int8x16_t x0, int8x16_t x1, int32x4_t out[k
   Q8Chunk<6>(qb, x0, x1, a);
   Q8Chunk<7>(qb, x0, x1, b);
   for (int v = 0; v < kVecs; ++v) out[v] = vaddq_s32(a[v], b[v]);
-}
-
-// Bit j of a chunk's 64-bit fifth-bit mask (packed.h) belongs to byte j of the chunk: vector v
-// takes mask bytes 2v and 2v+1, each spread over 8 lanes, tested against 1, 2, ..., 128.
-inline uint8x16_t FifthBits(uint64_t mask, int v) {
-  static const uint8_t kSpread[4][16] = {{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
-                                         {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
-                                         {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5},
-                                         {6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7}};
-  static const uint8_t kBit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
-  const uint8x16_t bytes = vqtbl1q_u8(vreinterpretq_u8_u64(vdupq_n_u64(mask)), vld1q_u8(kSpread[v]));
-  return vandq_u8(vtstq_u8(bytes, vld1q_u8(kBit)), vdupq_n_u8(0x10));
 }
 
 // Chunk C of a 4/5-bit block: low nibbles pair with quad C, high nibbles with quad 4 + C.
@@ -308,25 +297,16 @@ void KernelQ6K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t
   }
 }
 
+struct Kernels {  // for DispatchPackedGemv (packed_layout.h)
+  template <bool kEight, bool kMin, bool kHigh> static constexpr auto Legacy = Kernel<kEight, kMin, kHigh>;
+  static constexpr auto Q4K = KernelQ4K, Q6K = KernelQ6K;
+};
+
 }  // namespace
 
 bool GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
                 float* y) {
-  bool valid = false;
-  const PackedLayout l = GetPackedLayout(t, k, &valid);
-  if (!valid) return false;
-  const auto* p = static_cast<const uint8_t*>(packed);
-  const auto* x = static_cast<const uint8_t*>(a);
-  switch (t) {
-    case GgmlType::Q8_0: Kernel<true, false, false>(l, p, g0, g1, rows, x, y); return true;
-    case GgmlType::Q4_0: Kernel<false, false, false>(l, p, g0, g1, rows, x, y); return true;
-    case GgmlType::Q4_1: Kernel<false, true, false>(l, p, g0, g1, rows, x, y); return true;
-    case GgmlType::Q5_0: Kernel<false, false, true>(l, p, g0, g1, rows, x, y); return true;
-    case GgmlType::Q5_1: Kernel<false, true, true>(l, p, g0, g1, rows, x, y); return true;
-    case GgmlType::Q4_K: KernelQ4K(l, p, g0, g1, rows, x, y); return true;
-    case GgmlType::Q6_K: KernelQ6K(l, p, g0, g1, rows, x, y); return true;
-    default: return false;
-  }
+  return DispatchPackedGemv<Kernels>(t, k, packed, g0, g1, rows, a, y);
 }
 
 }  // namespace zf::quant::neon

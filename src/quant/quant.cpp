@@ -137,6 +137,7 @@ KernelTable BuildTable() {
     k.isa = "neon-dotprod";
     k.gemv_packed = neon::GemvPacked;
     k.gemm_packed = neon::GemmPacked;
+    k.tile_from_decode = neon::PackTileFromDecode;
   }
 #endif
   return k;

@@ -33,7 +33,7 @@ inline __m256 I8x8(const uint8_t* p) {
 }
 
 // The 32-element formats: decode block b -> tile group b.
-void Legacy(const PackedLayout& l, GgmlType t, const uint8_t* grp, uint8_t* out) {
+void LegacyTile(const PackedLayout& l, GgmlType t, const uint8_t* grp, uint8_t* out) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   const float off = t == GgmlType::Q4_0 ? -8.0f : t == GgmlType::Q5_0 ? -16.0f : -128.0f;  // m = off * d
   constexpr size_t kGroup = 16 * 32 + 128;
@@ -70,7 +70,7 @@ void Legacy(const PackedLayout& l, GgmlType t, const uint8_t* grp, uint8_t* out)
 }
 
 // Q4_K: super-block s, sub-block j -> tile group 8s + j (d = d * sc, m = -dmin * mn).
-void Q4K(const PackedLayout& l, const uint8_t* grp, uint8_t* out) {
+void Q4KTile(const PackedLayout& l, const uint8_t* grp, uint8_t* out) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   constexpr size_t kGroup = 16 * 32 + 128;
   for (int64_t s = 0; s < l.nb; ++s) {
@@ -103,7 +103,7 @@ void Q4K(const PackedLayout& l, const uint8_t* grp, uint8_t* out) {
 
 // Q6_K: super-block s, 16-element group j (chunks 4j..4j+3) -> tile group 16s + j, quants
 // 0..63 rebuilt from a nibble and a 2-bit field (d = d * scale, m = -32 d).
-void Q6K(const PackedLayout& l, const uint8_t* grp, uint8_t* out) {
+void Q6KTile(const PackedLayout& l, const uint8_t* grp, uint8_t* out) {
   const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
   constexpr size_t kGroup = 16 * 16 + 128;
   for (int64_t s = 0; s < l.nb; ++s) {
@@ -135,32 +135,15 @@ void Q6K(const PackedLayout& l, const uint8_t* grp, uint8_t* out) {
   }
 }
 
+struct Packers {  // for DispatchTileFromDecode (gemm_packed.h)
+  static constexpr auto LegacyTile = zf::quant::avx2::LegacyTile;
+  static constexpr auto Q4KTile = zf::quant::avx2::Q4KTile, Q6KTile = zf::quant::avx2::Q6KTile;
+};
+
 }  // namespace
 
 bool PackTileFromDecode(GgmlType t, const void* group, int64_t rows, int64_t k, void* dst) {
-  bool valid = false;
-  const PackedLayout l = GetPackedLayout(t, k, &valid);
-  const int g = PackGroup(t);
-  if (!valid || g == 0) return false;
-  const auto* grp = static_cast<const uint8_t*>(group);
-  auto* out = static_cast<uint8_t*>(dst);
-  if (l.q4_k) {
-    Q4K(l, grp, out);
-  } else if (l.q6_k) {
-    Q6K(l, grp, out);
-  } else {
-    Legacy(l, t, grp, out);
-  }
-  if (rows < 16) {  // padding rows are zero in PackTile's tiles (-0.0 scales included)
-    const size_t gb = size_t(16 * g + 128);
-    for (int64_t gi = 0; gi < k / g; ++gi) {
-      uint8_t* o = out + size_t(gi) * gb;
-      for (int c = 0; c < g / 4; ++c) std::memset(o + 64 * c + 4 * rows, 0, size_t(4 * (16 - rows)));
-      std::memset(o + 16 * g + 4 * rows, 0, size_t(4 * (16 - rows)));
-      std::memset(o + 16 * g + 64 + 4 * rows, 0, size_t(4 * (16 - rows)));
-    }
-  }
-  return true;
+  return DispatchTileFromDecode<Packers>(t, group, rows, k, dst);
 }
 
 }  // namespace zf::quant::avx2

@@ -98,7 +98,7 @@ void Tile(const uint8_t* tile, int64_t k, int h, const uint8_t* a, size_t a_stri
 }
 
 template <int G, bool kOff, bool kSigned>
-void Run(const uint8_t* tile, int64_t k, int64_t rows, const PackedActs& pa, int64_t n_tok, float* y,
+void RunTiles(const uint8_t* tile, int64_t k, int64_t rows, const PackedActs& pa, int64_t n_tok, float* y,
          int64_t y_stride) {
   const int64_t nb = k / 32, ng = k / G;
   const auto* a = static_cast<const uint8_t*>(pa.q);
@@ -114,21 +114,15 @@ void Run(const uint8_t* tile, int64_t k, int64_t rows, const PackedActs& pa, int
   }
 }
 
+struct Runs {  // for DispatchSignedGemm (gemm_packed.h)
+  template <int G, bool kOff, bool kSigned> static constexpr auto Run = RunTiles<G, kOff, kSigned>;
+};
+
 }  // namespace
 
 void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok, float* y,
                 int64_t y_stride) {
-  const auto* tp = static_cast<const uint8_t*>(tile);
-  if (group == 16) {  // Q6_K (fixed offset 32, quants <= 63)
-    a.aoff != nullptr ? Run<16, true, false>(tp, k, rows, a, n_tok, y, y_stride)
-                      : Run<16, false, false>(tp, k, rows, a, n_tok, y, y_stride);
-  } else if (a.offset == 128) {  // Q8_0: the signed product needs neither aoff nor m
-    Run<32, true, true>(tp, k, rows, a, n_tok, y, y_stride);
-  } else if (a.aoff == nullptr) {
-    Run<32, false, false>(tp, k, rows, a, n_tok, y, y_stride);
-  } else {
-    Run<32, true, false>(tp, k, rows, a, n_tok, y, y_stride);
-  }
+  DispatchSignedGemm<Runs>(tile, k, group, rows, a, n_tok, y, y_stride);
 }
 
 }  // namespace zf::quant::avx2

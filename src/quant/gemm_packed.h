@@ -119,6 +119,26 @@ bool DispatchTileFromDecode(GgmlType t, const void* group, int64_t rows, int64_t
   return true;
 }
 
+// The format switch of the GemmPacked kernels with signed x unsigned 8-bit products (AVX2's
+// VPMADDUBSW, NEON's SDOT after flipping Q8_0's bias): R names Run<G, kOff, kSigned>(tile, k,
+// rows, acts, n_tok, y, y_stride); kSigned: Q8_0 tiles (offset 128), whose quants are flipped
+// back to signed and need neither aoff nor m.
+template <typename R>
+void DispatchSignedGemm(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok,
+                        float* y, int64_t y_stride) {
+  const auto* tp = static_cast<const uint8_t*>(tile);
+  if (group == 16) {  // Q6_K (fixed offset 32, quants <= 63)
+    a.aoff != nullptr ? R::template Run<16, true, false>(tp, k, rows, a, n_tok, y, y_stride)
+                      : R::template Run<16, false, false>(tp, k, rows, a, n_tok, y, y_stride);
+  } else if (a.offset == 128) {
+    R::template Run<32, true, true>(tp, k, rows, a, n_tok, y, y_stride);
+  } else if (a.aoff == nullptr) {
+    R::template Run<32, false, false>(tp, k, rows, a, n_tok, y, y_stride);
+  } else {
+    R::template Run<32, true, false>(tp, k, rows, a, n_tok, y, y_stride);
+  }
+}
+
 // Tokens [0, n_tok) in register tiles of kMax tokens and one tail tile of n_tok % kMax:
 // tile(t0, std::integral_constant<int, T>) for each, T a compile-time token count.
 template <int T, typename F>

@@ -4,6 +4,10 @@
 # record goldens and to benchmark side by side; none of its code enters zerfoo.
 # Prints the build directory.
 #
+# `build_llama_cpp.sh aarch64` cross-builds llama-completion for aarch64 instead (static,
+# -march=armv8.2-a+dotprod, as zerfoo's NEON kernels require; build-aarch64/), for
+# bench/aarch64_insns.sh under qemu-user.
+#
 # AMX is off: this machine kind reports AMX in /proc/cpuinfo but traps tile instructions
 # (SIGILL in tilezero), so a -march=native build crashes. Everything else is native.
 set -euo pipefail
@@ -16,6 +20,20 @@ if [ ! -f "$ref/sdist/llama_cpp_python-$version.tar.gz" ]; then
 fi
 src="$ref/sdist/llama_cpp_python-$version/vendor/llama.cpp"
 [ -d "$src" ] || tar xzf "$ref/sdist/llama_cpp_python-$version.tar.gz" -C "$ref/sdist"
+if [ "${1:-}" = aarch64 ]; then
+  build="$ref/build-aarch64"
+  if [ ! -x "$build/bin/llama-completion" ]; then
+    "$(dirname "$0")/../install_deps.sh" g++-aarch64-linux-gnu >&2
+    cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_SYSTEM_NAME=Linux \
+      -DCMAKE_SYSTEM_PROCESSOR=aarch64 -DCMAKE_C_COMPILER=aarch64-linux-gnu-gcc \
+      -DCMAKE_CXX_COMPILER=aarch64-linux-gnu-g++ -DGGML_NATIVE=OFF -DGGML_CPU_ARM_ARCH=armv8.2-a+dotprod \
+      -DGGML_OPENMP=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+      -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF >&2
+    cmake --build "$build" -j"$(nproc)" --target llama-completion >&2
+  fi
+  echo "$build"
+  exit 0
+fi
 build="$ref/build"
 noamx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 if [ ! -x "$build/bin/llama-bench" ]; then

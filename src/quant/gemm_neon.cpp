@@ -84,7 +84,7 @@ void Tile(const uint8_t* tile, int64_t k, int v, int valid, const uint8_t* a, si
 
 template <int G, bool kOff, bool kSigned>
 void RunTiles(const uint8_t* tile, int64_t k, int64_t rows, const PackedActs& pa, int64_t n_tok, float* y,
-         int64_t y_stride) {
+              int64_t y_stride) {
   const int64_t nb = k / 32, ng = k / G;
   const auto* a = static_cast<const uint8_t*>(pa.q);
   const size_t as = pa.q_stride;

@@ -86,7 +86,7 @@ float VecDotF16(int64_t n, const void* w, const void* a);
 
 // True when the CPU (and OS) support AVX2, FMA and F16C.
 bool CpuHasAvx2Fma16();
-// True on aarch64 when the CPU has the ARMv8.2 dot product (SDOT/UDOT) and ZF_NO_NEON is unset.
+// True on aarch64 when the CPU has the ARMv8.2 dot product (SDOT/UDOT).
 bool CpuHasNeonDotprod();
 
 // AVX-512 F/BW/VL/VNNI kernels (quant_avx512.cpp); only call when CpuHasAvx512Vnni() is true.

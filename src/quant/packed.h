@@ -50,7 +50,8 @@ constexpr int64_t kPackRows = 16;
 // True for the types above.
 bool IsPackable(GgmlType t);
 // True when t is packable and this CPU has a kernel that makes the layout pay (AVX-512 VNNI,
-// AVX2 + FMA + F16C, or aarch64 with the dot product; ZF_NO_AVX512 falls back to the AVX2 one).
+// AVX2 + FMA + F16C, or aarch64 with the dot product; ZF_NO_AVX512 falls back to the AVX2 one,
+// ZF_NO_NEON to the scalar path).
 // The scalar kernel is the reference for tests, not a fast path.
 bool PackedGemvAvailable(GgmlType t);
 

@@ -1,7 +1,9 @@
 // Run-time dispatch of the quant kernels: picks AVX2 kernels when the CPU has AVX2+FMA+F16C
-// (AVX-512 VNNI ones on top where it has those); on aarch64 the float dot products in baseline
-// NEON and, with the dot product, the NEON packed decode product and prefill GEMM; and falls back to the scalar reference otherwise. The choice is made once (thread-safe static
-// initialization) and stored as a table of function pointers.
+// (AVX-512 VNNI ones on top where it has those, unless ZF_NO_AVX512 is set); on aarch64 the
+// baseline-NEON float dot products and, with the dot product (unless ZF_NO_NEON is set), the
+// NEON packed decode product and prefill GEMM; and falls back to the scalar reference
+// otherwise. The choice is made once (thread-safe static initialization) and stored as a
+// table of function pointers.
 #include <cassert>
 #include <cstdlib>
 
@@ -133,7 +135,7 @@ KernelTable BuildTable() {
   k.isa = "neon";
   k.vec_dot[Index(GgmlType::F32)] = asimd::VecDotF32;
   k.vec_dot[Index(GgmlType::F16)] = asimd::VecDotF16;
-  if (CpuHasNeonDotprod()) {
+  if (CpuHasNeonDotprod() && std::getenv("ZF_NO_NEON") == nullptr) {
     k.isa = "neon-dotprod";
     k.gemv_packed = neon::GemvPacked;
     k.gemm_packed = neon::GemmPacked;
@@ -174,12 +176,11 @@ bool CpuHasAvx512Vnni() {
 
 bool CpuHasNeonDotprod() {
 #if defined(__aarch64__) && defined(__linux__)
-  return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0 && std::getenv("ZF_NO_NEON") == nullptr;
+  return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
 #elif defined(__aarch64__) && defined(__APPLE__)
   int has = 0;
   size_t size = sizeof(has);
-  return sysctlbyname("hw.optional.arm.FEAT_DotProd", &has, &size, nullptr, 0) == 0 && has != 0 &&
-         std::getenv("ZF_NO_NEON") == nullptr;
+  return sysctlbyname("hw.optional.arm.FEAT_DotProd", &has, &size, nullptr, 0) == 0 && has != 0;
 #else
   return false;
 #endif

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # The aarch64 build, checked from an x86 machine under qemu-user:
 #   1. cross-compiles the library, CLI and unit tests for aarch64 with -Werror (the x86 kernel
-#      files drop out; the NEON dot-product kernels, *_neon.cpp, come in);
+#      files drop out; the NEON kernels come in: *_neon.cpp with the dot product, *_asimd.cpp
+#      without);
 #   2. runs the unit tests under qemu's default CPU model, which has the ARMv8.2 dot product,
 #      so the dispatched packed GEMV and prefill GEMM checked against the scalar reference are
-#      the NEON ones;
+#      the SDOT ones (the baseline NEON ones are called directly by the same tests);
 #   3. runs the golden test of SmolLM2 there (tests/capi/golden_test.cpp: 3 prompts x 64
 #      teacher-forced greedy tokens and top-5 logits against llama.cpp, the near-tie margin and
 #      logit tolerance of the x86 runs; about a minute under qemu, Gemma 3 would take several);
-#   4. runs a greedy generation on that CPU model and on a Cortex-A53 model (no dot product:
-#      the scalar matmuls); each must pick the kernels it should and reproduce llama.cpp's
-#      recorded greedy text for the first golden prompt.
+#   4. runs a greedy generation on that CPU model and on a Cortex-A53 model (no dot product: the
+#      baseline NEON kernels, so an ARMv8.2 instruction in them would stop it with SIGILL); each
+#      must pick the kernels it should and reproduce llama.cpp's recorded greedy text for the
+#      first golden prompt.
 # Build: scripts/build_aarch64.sh (build-test-aarch64).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -4,8 +4,9 @@
 # record goldens and to benchmark side by side; none of its code enters zerfoo.
 # Prints the build directory.
 #
-# `build_llama_cpp.sh aarch64` cross-builds llama-completion for aarch64 instead (static,
-# -march=armv8.2-a+dotprod, as zerfoo's NEON kernels require; build-aarch64/), for
+# `build_llama_cpp.sh aarch64 [ARCH]` cross-builds llama-completion for aarch64 instead (static,
+# -march=ARCH: armv8.2-a+dotprod by default, into build-aarch64/; armv8-a, the level of
+# Cortex-A53/A72 CPUs without the dot product, into build-aarch64-armv8-a/), for
 # bench/aarch64_insns.sh under qemu-user.
 #
 # AMX is off: this machine kind reports AMX in /proc/cpuinfo but traps tile instructions
@@ -21,12 +22,14 @@ fi
 src="$ref/sdist/llama_cpp_python-$version/vendor/llama.cpp"
 [ -d "$src" ] || tar xzf "$ref/sdist/llama_cpp_python-$version.tar.gz" -C "$ref/sdist"
 if [ "${1:-}" = aarch64 ]; then
+  arch="${2:-armv8.2-a+dotprod}"
   build="$ref/build-aarch64"
+  [ "$arch" = armv8.2-a+dotprod ] || build="$ref/build-aarch64-$arch"
   if [ ! -x "$build/bin/llama-completion" ]; then
     "$(dirname "$0")/../install_deps.sh" g++-aarch64-linux-gnu >&2
     cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_SYSTEM_NAME=Linux \
       -DCMAKE_SYSTEM_PROCESSOR=aarch64 -DCMAKE_C_COMPILER=aarch64-linux-gnu-gcc \
-      -DCMAKE_CXX_COMPILER=aarch64-linux-gnu-g++ -DGGML_NATIVE=OFF -DGGML_CPU_ARM_ARCH=armv8.2-a+dotprod \
+      -DCMAKE_CXX_COMPILER=aarch64-linux-gnu-g++ -DGGML_NATIVE=OFF -DGGML_CPU_ARM_ARCH="$arch" \
       -DGGML_OPENMP=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
       -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF >&2
     cmake --build "$build" -j"$(nproc)" --target llama-completion >&2

@@ -173,11 +173,15 @@ void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const Pack
 }  // namespace avx2
 #endif
 #if defined(__aarch64__)
-namespace neon {  // gemm_neon.cpp, tile_from_decode_neon.cpp; only call when CpuHasNeonDotprod()
-bool PackTileFromDecode(GgmlType t, const void* group, int64_t rows, int64_t k, void* dst);
+namespace neon {  // gemm_neon.cpp; only call when CpuHasNeonDotprod()
 void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok, float* y,
                 int64_t y_stride);
 }  // namespace neon
+namespace asimd {  // gemm_asimd.cpp, tile_from_decode_asimd.cpp: every aarch64 CPU
+bool PackTileFromDecode(GgmlType t, const void* group, int64_t rows, int64_t k, void* dst);
+void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok, float* y,
+                int64_t y_stride);
+}  // namespace asimd
 #endif
 
 }  // namespace zf::quant

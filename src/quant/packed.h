@@ -50,8 +50,8 @@ constexpr int64_t kPackRows = 16;
 // True for the types above.
 bool IsPackable(GgmlType t);
 // True when t is packable and this CPU has a kernel that makes the layout pay (AVX-512 VNNI,
-// AVX2 + FMA + F16C, or aarch64 with the dot product; ZF_NO_AVX512 falls back to the AVX2 one,
-// ZF_NO_NEON to the scalar path).
+// AVX2 + FMA + F16C, or any aarch64 CPU; ZF_NO_AVX512 falls back to the AVX2 one, ZF_NO_NEON
+// to the scalar path).
 // The scalar kernel is the reference for tests, not a fast path.
 bool PackedGemvAvailable(GgmlType t);
 
@@ -98,6 +98,11 @@ namespace neon {
 bool GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
                 float* y);
 }  // namespace neon
+namespace asimd {
+// The same kernels on baseline NEON (packed_asimd.cpp): every aarch64 CPU.
+bool GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
+                float* y);
+}  // namespace asimd
 #endif
 
 }  // namespace zf::quant

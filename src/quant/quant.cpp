@@ -1,7 +1,7 @@
 // Run-time dispatch of the quant kernels: picks AVX2 kernels when the CPU has AVX2+FMA+F16C
-// (AVX-512 VNNI ones on top where it has those, unless ZF_NO_AVX512 is set); on aarch64 the
-// baseline-NEON float dot products and, with the dot product (unless ZF_NO_NEON is set), the
-// NEON packed decode product and prefill GEMM; and falls back to the scalar reference
+// (AVX-512 VNNI ones on top where it has those, unless ZF_NO_AVX512 is set); on aarch64, unless
+// ZF_NO_NEON is set, the NEON float dot products, packed decode product and prefill GEMM (with
+// SDOT where the CPU has the dot product); and falls back to the scalar reference
 // otherwise. The choice is made once (thread-safe static initialization) and stored as a
 // table of function pointers.
 #include <cassert>
@@ -132,14 +132,18 @@ KernelTable BuildTable() {
   }
 #endif
 #if defined(__aarch64__)
-  k.isa = "neon";
-  k.vec_dot[Index(GgmlType::F32)] = asimd::VecDotF32;
-  k.vec_dot[Index(GgmlType::F16)] = asimd::VecDotF16;
-  if (CpuHasNeonDotprod() && std::getenv("ZF_NO_NEON") == nullptr) {
-    k.isa = "neon-dotprod";
-    k.gemv_packed = neon::GemvPacked;
-    k.gemm_packed = neon::GemmPacked;
-    k.tile_from_decode = neon::PackTileFromDecode;
+  if (std::getenv("ZF_NO_NEON") == nullptr) {
+    k.isa = "neon";
+    k.vec_dot[Index(GgmlType::F32)] = asimd::VecDotF32;
+    k.vec_dot[Index(GgmlType::F16)] = asimd::VecDotF16;
+    k.gemv_packed = asimd::GemvPacked;
+    k.gemm_packed = asimd::GemmPacked;
+    k.tile_from_decode = asimd::PackTileFromDecode;
+    if (CpuHasNeonDotprod()) {
+      k.isa = "neon-dotprod";
+      k.gemv_packed = neon::GemvPacked;
+      k.gemm_packed = neon::GemmPacked;
+    }
   }
 #endif
   return k;

@@ -17,7 +17,7 @@ namespace zf::quant::asimd {
 namespace {
 
 inline float32x4_t Load4(const float* p) { return vld1q_f32(p); }
-inline float32x4_t Load4(const uint16_t* p) { return neon::F16x4(p); }
+inline float32x4_t Load4(const uint16_t* p) { return F16x4(p); }
 inline float ToFloat(float v) { return v; }
 inline float ToFloat(uint16_t h) { return Fp16ToFp32(h); }
 

@@ -50,8 +50,19 @@ std::vector<uint8_t> RandomActivations(int64_t n_tok, int64_t k, float scale, ui
 }
 
 // The product under test: the dispatched one, or one ISA's kernel called directly (so an
-// AVX-512 machine also checks the AVX2 kernel).
+// AVX-512 machine also checks the AVX2 kernel, and a dot-product aarch64 CPU the baseline NEON
+// one).
 using GemmFn = void (*)(const void*, int64_t, int, int64_t, const PackedActs&, int64_t, float*, int64_t);
+
+// The lower-level kernels this CPU can run besides the dispatched one.
+std::vector<GemmFn> DirectKernels() {
+#if defined(__x86_64__) || defined(__i386__)
+  if (CpuHasAvx2Fma16()) return {avx2::GemmPacked};
+#elif defined(__aarch64__)
+  return {asimd::GemmPacked};
+#endif
+  return {};
+}
 
 void Check(GgmlType t, int64_t rows, int64_t n_tok, int64_t k, float w_scale, float a_scale, GemmFn gemm = GemmPacked) {
   SCOPED_TRACE(std::string(TypeName(t)) + " rows " + std::to_string(rows) + " tokens " + std::to_string(n_tok) +
@@ -142,22 +153,26 @@ TEST(GemmPacked, ExtremeScales) {
   }
 }
 
-#if defined(__x86_64__) || defined(__i386__)
-TEST(GemmPacked, Avx2KernelWithTailsAndExtremeScales) {
-  if (!CpuHasAvx2Fma16()) GTEST_SKIP() << "this CPU has no AVX2 + FMA + F16C";
-  for (GgmlType t : kTypes) {
-    for (int64_t rows : {1, 8, 9, 33}) {
-      for (int64_t n_tok : {1, 2, 3, 7}) Check(t, rows, n_tok, 512, 0.01f, 1.0f, avx2::GemmPacked);
+TEST(GemmPacked, LowerLevelKernelsWithTailsAndExtremeScales) {
+  const std::vector<GemmFn> kernels = DirectKernels();
+  if (kernels.empty()) GTEST_SKIP() << "no lower-level SIMD kernel runs on this CPU";
+  for (GemmFn gemm : kernels) {
+    for (GgmlType t : kTypes) {
+      for (int64_t rows : {1, 8, 9, 33}) {
+        for (int64_t n_tok : {1, 2, 3, 7}) Check(t, rows, n_tok, 512, 0.01f, 1.0f, gemm);
+      }
+      Check(t, 16, 9, 256, 1e-4f, 1e-3f, gemm);
+      Check(t, 16, 9, 256, 8.0f, 1e3f, gemm);
     }
-    Check(t, 16, 9, 256, 1e-4f, 1e-3f, avx2::GemmPacked);
-    Check(t, 16, 9, 256, 8.0f, 1e3f, avx2::GemmPacked);
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q5_1, GgmlType::Q8_0}) Check(t, 17, 4, 96, 0.01f, 1.0f, gemm);
   }
-  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q5_1, GgmlType::Q8_0}) Check(t, 17, 4, 96, 0.01f, 1.0f, avx2::GemmPacked);
 }
 
-TEST(GemmPacked, Avx2KernelQ8ExtremeQuantsDoNotSaturate) {
-  if (!CpuHasAvx2Fma16()) GTEST_SKIP() << "this CPU has no AVX2 + FMA + F16C";
-  // Q8_0 weights of -128 / 127 against activations of +-127: the largest int16 pairs.
+TEST(GemmPacked, LowerLevelKernelsQ8ExtremeQuantsDoNotSaturate) {
+  const std::vector<GemmFn> kernels = DirectKernels();
+  if (kernels.empty()) GTEST_SKIP() << "no lower-level SIMD kernel runs on this CPU";
+  // Q8_0 weights of -128 / 127 against activations of +-127: the largest int16 pairs (AVX2) and
+  // products (baseline NEON).
   const int64_t k = 64, rows = 16, n_tok = 2;
   const size_t row = RowSize(GgmlType::Q8_0, k);
   std::vector<uint8_t> w(row * rows), a(row * n_tok);
@@ -186,17 +201,21 @@ TEST(GemmPacked, Avx2KernelQ8ExtremeQuantsDoNotSaturate) {
   PackTile(GgmlType::Q8_0, w.data(), row, rows, k, tile.data(), scratch.data());
   const PackedActs acts{a.data(), row, ad.data(), asum.data(), aoff.data(), 128};
   std::vector<float> y(size_t(rows * n_tok));
-  avx2::GemmPacked(tile.data(), k, 32, rows, acts, n_tok, y.data(), rows);
-  for (int64_t j = 0; j < n_tok; ++j) {
-    for (int64_t r = 0; r < rows; ++r) {
-      EXPECT_EQ(y[size_t(j * rows + r)], VecDot(GgmlType::Q8_0, k, w.data() + row * size_t(r), a.data() + row * size_t(j)))
-          << "row " << r << " token " << j;
+  for (GemmFn gemm : kernels) {
+    gemm(tile.data(), k, 32, rows, acts, n_tok, y.data(), rows);
+    for (int64_t j = 0; j < n_tok; ++j) {
+      for (int64_t r = 0; r < rows; ++r) {
+        EXPECT_EQ(y[size_t(j * rows + r)],
+                  VecDot(GgmlType::Q8_0, k, w.data() + row * size_t(r), a.data() + row * size_t(j)))
+            << "row " << r << " token " << j;
+      }
     }
   }
 }
 
-TEST(GemmPacked, Avx2KernelLargestQuantsDoNotOverflowInt16) {
-  if (!CpuHasAvx2Fma16()) GTEST_SKIP() << "this CPU has no AVX2 + FMA + F16C";
+TEST(GemmPacked, LowerLevelKernelsLargestQuantsDoNotOverflowInt16) {
+  const std::vector<GemmFn> kernels = DirectKernels();
+  if (kernels.empty()) GTEST_SKIP() << "no lower-level SIMD kernel runs on this CPU";
   // Every quant at its format's maximum (all bits set) against activations all +127: the int16
   // partial sums reach their bounds (4 x 2 x 31 x 127 for the 32-element groups, 2 x 2 x 63 x
   // 127 for Q6_K's 16-element groups).
@@ -228,12 +247,13 @@ TEST(GemmPacked, Avx2KernelLargestQuantsDoNotOverflowInt16) {
     PackTile(t, w.data(), RowSize(t, k), rows, k, tile.data(), scratch.data());
     const PackedActs acts{a.data(), a_row, ad.data(), asum.data(), offset != 0 ? aoff.data() : nullptr, offset};
     std::vector<float> y(size_t(rows * n_tok)), y_ref(y.size());
-    avx2::GemmPacked(tile.data(), k, group, rows, acts, n_tok, y.data(), rows);
     ref::GemmPacked(tile.data(), k, group, rows, acts, n_tok, y_ref.data(), rows);
-    for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-4f * (1.0f + std::fabs(y_ref[i]))) << i;
+    for (GemmFn gemm : kernels) {
+      gemm(tile.data(), k, group, rows, acts, n_tok, y.data(), rows);
+      for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-4f * (1.0f + std::fabs(y_ref[i]))) << i;
+    }
   }
 }
-#endif
 
 TEST(GemmPacked, OffsetsMatchTheUnpackedMins) {
   for (GgmlType t : kTypes) {

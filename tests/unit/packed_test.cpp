@@ -62,7 +62,8 @@ Packed Pack(GgmlType t, const std::vector<uint8_t>& w, int64_t rows, int64_t k) 
 }
 
 // The product under test: the dispatched one, or one ISA's kernel called directly (so an
-// AVX-512 machine also checks the AVX2 kernels).
+// AVX-512 machine also checks the AVX2 kernels, and a dot-product aarch64 CPU the baseline
+// NEON ones).
 using GemvFn = void (*)(GgmlType, int64_t, const void*, int64_t, int64_t, int64_t, const void*, float*);
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -70,6 +71,21 @@ void Avx2Gemv(GgmlType t, int64_t k, const void* p, int64_t g0, int64_t g1, int6
   ASSERT_TRUE(avx2::GemvPacked(t, k, p, g0, g1, rows, a, y)) << TypeName(t);
 }
 #endif
+#if defined(__aarch64__)
+void AsimdGemv(GgmlType t, int64_t k, const void* p, int64_t g0, int64_t g1, int64_t rows, const void* a, float* y) {
+  ASSERT_TRUE(asimd::GemvPacked(t, k, p, g0, g1, rows, a, y)) << TypeName(t);
+}
+#endif
+
+// The lower-level kernels this CPU can run besides the dispatched ones.
+std::vector<GemvFn> DirectKernels() {
+#if defined(__x86_64__) || defined(__i386__)
+  if (CpuHasAvx2Fma16()) return {Avx2Gemv};
+#elif defined(__aarch64__)
+  return {AsimdGemv};
+#endif
+  return {};
+}
 
 void CheckProduct(GgmlType t, int64_t rows, int64_t k, float scale, GemvFn gemv = GemvPacked) {
   SCOPED_TRACE(std::string(TypeName(t)) + " rows " + std::to_string(rows) + " k " + std::to_string(k));
@@ -139,30 +155,30 @@ TEST(Packed, LongRowsAndExtremeScales) {
   }
 }
 
-#if defined(__x86_64__) || defined(__i386__)
-TEST(Packed, Avx2KernelsMatchVecDot) {
-  if (!CpuHasAvx2Fma16()) GTEST_SKIP() << "this CPU has no AVX2 + FMA + F16C";
-  for (GgmlType t : kTypes) {
-    for (int64_t rows : {1, 8, 9, 17, 50}) {
-      for (int64_t k : {32, 64, 640, 1024}) {
-        if (PackedGroupBytes(t, k) != 0) CheckProduct(t, rows, k, 1.0f, Avx2Gemv);
+TEST(Packed, LowerLevelKernelsMatchVecDot) {
+  const std::vector<GemvFn> kernels = DirectKernels();
+  if (kernels.empty()) GTEST_SKIP() << "no lower-level SIMD kernel runs on this CPU";
+  for (GemvFn gemv : kernels) {
+    for (GgmlType t : kTypes) {
+      for (int64_t rows : {1, 8, 9, 17, 50}) {
+        for (int64_t k : {32, 64, 640, 1024}) {
+          if (PackedGroupBytes(t, k) != 0) CheckProduct(t, rows, k, 1.0f, gemv);
+        }
       }
+      CheckProduct(t, 20, 256 * 40, 1.0f, gemv);
+      CheckProduct(t, 33, 2048, 1e-4f, gemv);
+      CheckProduct(t, 33, 2048, 1e3f, gemv);
     }
-    CheckProduct(t, 20, 256 * 40, 1.0f, Avx2Gemv);
-    CheckProduct(t, 33, 2048, 1e-4f, Avx2Gemv);
-    CheckProduct(t, 33, 2048, 1e3f, Avx2Gemv);
   }
 }
-#endif
 
 #if defined(__aarch64__)
-// On aarch64 the packed layout is used exactly when the NEON dot-product kernels run (the
-// tests above then check them through the dispatched GemvPacked).
-TEST(Packed, Aarch64DispatchPicksNeonWithTheDotProduct) {
-  // Dot-product CPUs get the NEON kernels unless ZF_NO_NEON is set.
-  const bool dotprod = CpuHasNeonDotprod() && std::getenv("ZF_NO_NEON") == nullptr;
-  EXPECT_STREQ(ActiveIsa(), dotprod ? "neon-dotprod" : "neon");
-  for (GgmlType t : kTypes) EXPECT_EQ(PackedGemvAvailable(t), dotprod) << TypeName(t);
+// On aarch64 every CPU runs NEON packed kernels (SDOT ones where it has the dot product; the
+// tests above check them through the dispatched GemvPacked) unless ZF_NO_NEON is set.
+TEST(Packed, Aarch64DispatchPicksTheNeonLevel) {
+  const bool neon = std::getenv("ZF_NO_NEON") == nullptr;
+  EXPECT_STREQ(ActiveIsa(), !neon ? "scalar" : CpuHasNeonDotprod() ? "neon-dotprod" : "neon");
+  for (GgmlType t : kTypes) EXPECT_EQ(PackedGemvAvailable(t), neon) << TypeName(t);
 }
 #endif
 
@@ -186,10 +202,8 @@ TEST(Packed, ExtremeQ8QuantsAreExact) {
   }
   const Packed p = Pack(GgmlType::Q8_0, w, rows, k);
   std::vector<float> y(rows);
-  std::vector<GemvFn> kernels = {GemvPacked};
-#if defined(__x86_64__) || defined(__i386__)
-  if (CpuHasAvx2Fma16()) kernels.push_back(Avx2Gemv);
-#endif
+  std::vector<GemvFn> kernels = DirectKernels();
+  kernels.push_back(GemvPacked);
   for (GemvFn gemv : kernels) {
     gemv(GgmlType::Q8_0, k, p.data(), 0, 1, rows, a.data(), y.data());
     for (int64_t r = 0; r < rows; ++r) {

@@ -372,10 +372,10 @@ TEST(QuantDot, SupportAndVecDotTypes) {
 // ---------------------------------------------------------------- SIMD vs scalar reference
 
 // A CPU whose dispatched kernels are not all the scalar reference: x86 with AVX2 + FMA + F16C,
-// or any aarch64 CPU (NEON float dot products; the dot-product kernels where it has them).
+// or any aarch64 CPU unless ZF_NO_NEON is set (NEON float dot products and packed kernels).
 bool HaveSimd() {
 #if defined(__aarch64__)
-  return true;
+  return std::getenv("ZF_NO_NEON") == nullptr;
 #else
   return CpuHasAvx2Fma16();
 #endif

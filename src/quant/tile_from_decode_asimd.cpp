@@ -3,7 +3,8 @@
 // four of them). Without it a tile took two scalar passes (the 16 rows unpacked back to file
 // blocks, then unpacked again and interleaved by PackTile): 24% of the guest instructions of a
 // 70-token SmolLM2 prefill under qemu once the GEMM ran on NEON (bench/aarch64_insns.sh). The
-// bytes equal PackTile's on the unpacked rows (tested). Dispatched with the dot-product GEMM.
+// bytes equal PackTile's on the unpacked rows (tested). Baseline NEON (no dot product), so
+// every aarch64 CPU uses it, with either build of the GEMM (gemm_neon.cpp / gemm_asimd.cpp).
 #if defined(__aarch64__)
 
 #include <arm_neon.h>
@@ -14,7 +15,7 @@
 #include "quant/neon_inline.h"
 #include "quant/packed_layout.h"
 
-namespace zf::quant::neon {
+namespace zf::quant::asimd {
 namespace {
 
 inline void StoreF(uint8_t* p, float32x4_t v) { vst1q_f32(reinterpret_cast<float*>(p), v); }
@@ -132,8 +133,8 @@ void Q6KTile(const PackedLayout& l, const uint8_t* grp, uint8_t* out) {
 }
 
 struct Packers {  // for DispatchTileFromDecode (gemm_packed.h)
-  static constexpr auto LegacyTile = zf::quant::neon::LegacyTile;
-  static constexpr auto Q4KTile = zf::quant::neon::Q4KTile, Q6KTile = zf::quant::neon::Q6KTile;
+  static constexpr auto LegacyTile = zf::quant::asimd::LegacyTile;
+  static constexpr auto Q4KTile = zf::quant::asimd::Q4KTile, Q6KTile = zf::quant::asimd::Q6KTile;
 };
 
 }  // namespace
@@ -142,6 +143,6 @@ bool PackTileFromDecode(GgmlType t, const void* group, int64_t rows, int64_t k, 
   return DispatchTileFromDecode<Packers>(t, group, rows, k, dst);
 }
 
-}  // namespace zf::quant::neon
+}  // namespace zf::quant::asimd
 
 #endif  // __aarch64__

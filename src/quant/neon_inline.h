@@ -24,20 +24,23 @@ inline uint8x16_t FifthBits(uint64_t mask, int v) {
   return vandq_u8(vtstq_u8(bytes, vld1q_u8(kBit)), vdupq_n_u8(0x10));
 }
 
-// An int32 accumulator of 4 rows' dot products, fed 4 weights x 4 rows at a time (DotLane: a
-// 16-byte vector of 4 rows x 4 weights against the 4 activation quants in lane kLane of x).
-// With the ARMv8.2 dot product that is one SDOT by lane. Without it (the same kernels compiled
-// for baseline NEON, *_asimd.cpp: Cortex-A53/A72, Raspberry Pi 3/4, Graviton 1) two widening
-// multiplies (int8 x int8 fits int16) and two pairwise add-accumulates into two int32 partial
-// sums per row, folded by DotSum. DotInit(c) starts every row at c. Exact either way.
+// An int32 accumulator of 4 rows' dot products, fed 2 x 4 weights x 4 rows at a time:
+// DotLane2 adds w0 . (the 4 activation quants in lane kLane0 of x0) and w1 . (lane kLane1 of
+// x1), each w a 16-byte vector of 4 rows x 4 weights. With the ARMv8.2 dot product that is two
+// SDOT by lane. Without it (the same kernels compiled for baseline NEON, *_asimd.cpp:
+// Cortex-A53/A72, Raspberry Pi 3/4, Graviton 1) each half of the rows is a widening multiply
+// and a widening multiply-add (int16), then a pairwise add-accumulate into two int32 partial
+// sums per row, folded by DotSum: 6 instructions, exact while each pair of products fits
+// int16, which holds for int8 weights against activation quants in [-127, 127], what the
+// quantizers produce (2 x 128 x 127 = 32512). DotInit(c) starts every row at c.
 #if defined(__ARM_FEATURE_DOTPROD)
 struct DotAcc {
   int32x4_t s;
 };
 inline DotAcc DotInit(int32_t c) { return {vdupq_n_s32(c)}; }
-template <int kLane>
-inline void DotLane(DotAcc& a, int8x16_t w, int8x16_t x) {
-  a.s = vdotq_laneq_s32(a.s, w, x, kLane);
+template <int kLane0, int kLane1>
+inline void DotLane2(DotAcc& a, int8x16_t w0, int8x16_t x0, int8x16_t w1, int8x16_t x1) {
+  a.s = vdotq_laneq_s32(vdotq_laneq_s32(a.s, w0, x0, kLane0), w1, x1, kLane1);
 }
 inline int32x4_t DotSum(const DotAcc& a) { return a.s; }
 #else
@@ -48,11 +51,14 @@ inline DotAcc DotInit(int32_t c) {
   const int32x4_t v = vreinterpretq_s32_u64(vdupq_n_u64(uint32_t(c)));  // c, 0, c, 0
   return {v, v};
 }
-template <int kLane>
-inline void DotLane(DotAcc& a, int8x16_t w, int8x16_t x) {
-  const int8x16_t xq = vreinterpretq_s8_s32(vdupq_laneq_s32(vreinterpretq_s32_s8(x), kLane));
-  a.lo = vpadalq_s16(a.lo, vmull_s8(vget_low_s8(w), vget_low_s8(xq)));
-  a.hi = vpadalq_s16(a.hi, vmull_high_s8(w, xq));
+template <int kLane0, int kLane1>
+inline void DotLane2(DotAcc& a, int8x16_t w0, int8x16_t x0, int8x16_t w1, int8x16_t x1) {
+  const int8x16_t q0 = vreinterpretq_s8_s32(vdupq_laneq_s32(vreinterpretq_s32_s8(x0), kLane0));
+  const int8x16_t q1 = vreinterpretq_s8_s32(vdupq_laneq_s32(vreinterpretq_s32_s8(x1), kLane1));
+  const int16x8_t lo = vmlal_s8(vmull_s8(vget_low_s8(w0), vget_low_s8(q0)), vget_low_s8(w1), vget_low_s8(q1));
+  const int16x8_t hi = vmlal_high_s8(vmull_high_s8(w0, q0), w1, q1);
+  a.lo = vpadalq_s16(a.lo, lo);
+  a.hi = vpadalq_s16(a.hi, hi);
 }
 inline int32x4_t DotSum(const DotAcc& a) { return vpaddq_s32(a.lo, a.hi); }
 #endif

@@ -124,9 +124,7 @@ void Kernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1
     for (int64_t g = g0; g < g1; ++g) {
       const uint8_t* grp = packed + size_t(g) * l.group;
       __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-      for (int64_t b = 0; b < n; ++b) {
-        const BlockFields f = Fields32(l, grp, b0 + b);
-        if (f.first) PrefetchAhead(f.unit, l.unit);
+      ForBlocks32(l, grp, b0, n, [&](const BlockFields& f, int64_t b, auto) {
         const uint8_t* qb = f.q;
         const uint16_t* d = f.d;
         const uint16_t* m = f.m;
@@ -141,7 +139,7 @@ void Kernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1
           acc[h] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(dot), acc[h]);
           if (kMin) acc[h] = _mm256_fmadd_ps(Scales8(m + kHalf * h), _mm256_set1_ps(st.s[b]), acc[h]);
         }
-      }
+      });
       for (int h = 0; h < 2; ++h) {
         Store8(y + (g - g0) * kPackRows + kHalf * h, rows - g * kPackRows - kHalf * h, acc[h],
                b0 > 0);

@@ -67,9 +67,7 @@ void Kernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1
     for (int64_t g = g0; g < g1; ++g) {
       const uint8_t* grp = packed + size_t(g) * l.group;
       __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps(), accm = _mm512_setzero_ps();
-      for (int64_t b = 0; b < n; ++b) {
-        const BlockFields f = Fields32(l, grp, b0 + b);
-        if (f.first) PrefetchAhead(f.unit, l.unit);
+      ForBlocks32(l, grp, b0, n, [&](const BlockFields& f, int64_t b, auto j) {
         const uint8_t* qb = f.q;
         const uint16_t* d = f.d;
         const uint16_t* m = f.m;
@@ -77,13 +75,13 @@ void Kernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1
         const __m512i dot = kEight ? DotQ8(qb, st.q + b * 8, st.corr[b]) : DotQ4<kHigh>(qb, hm, st.q + b * 8, st.corr[b]);
         const __m512 scale = _mm512_mul_ps(Scales(d), _mm512_set1_ps(st.d[b]));
         // Alternate accumulators so consecutive blocks' FMAs do not wait on each other.
-        if (b & 1) {
+        if (decltype(j)::value == 1) {
           acc1 = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(dot), acc1);
         } else {
           acc0 = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(dot), acc0);
         }
         if (kMin) accm = _mm512_fmadd_ps(Scales(m), _mm512_set1_ps(st.s[b]), accm);
-      }
+      });
       Store(y + (g - g0) * kPackRows, rows - g * kPackRows, _mm512_add_ps(_mm512_add_ps(acc0, acc1), accm), b0 > 0);
     }
   }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "quant/types.h"
 
@@ -57,31 +58,43 @@ struct PackedLayout {
 constexpr int kUnitShift = 1;
 constexpr int64_t kUnitBlocks = int64_t{1} << kUnitShift;
 
-// Block blk's fields in group `grp` of a 32-element format (units of kUnitBlocks blocks), and
-// its unit's start (for the prefetch, issued once per unit). Inline: the layout's offsets are
-// loop-invariant, so the kernels' compilers keep them in registers.
+// The fields of one block of a 32-element format, inside its unit.
 struct BlockFields {
-  const uint8_t* unit;
-  bool first;          // blk is its unit's first block
   const uint8_t* q;    // q_block bytes
   const uint16_t* d;   // 16 F16 scales
   const uint16_t* m;   // 16 F16 mins (Q4_1, Q5_1)
   const uint8_t* h;    // 8 x 64-bit fifth-bit masks (Q5_0, Q5_1)
 };
-inline BlockFields Fields32(const PackedLayout& l, const uint8_t* grp, int64_t blk) {
-  const uint8_t* u = grp + size_t(blk / kUnitBlocks) * l.unit;
-  const size_t j = size_t(blk % kUnitBlocks);
-  return {u, j == 0, u + l.q_off + j * l.q_block, reinterpret_cast<const uint16_t*>(u + l.d_off + j * 32),
-          reinterpret_cast<const uint16_t*>(u + l.m_off + j * 32), u + l.h_off + j * 64};
+template <int J>  // the block's place in its unit
+inline BlockFields FieldsInUnit(const PackedLayout& l, const uint8_t* u) {
+  return {u + l.q_off + J * l.q_block, reinterpret_cast<const uint16_t*>(u + l.d_off + J * 32),
+          reinterpret_cast<const uint16_t*>(u + l.m_off + J * 32), u + l.h_off + J * 64};
 }
 
 // The decode kernels' software prefetch: [p + kPrefetchAhead, + bytes) into L1, a line at a
 // time. Measured with BM_GemvPacked on DRAM-sized matrices: on Zen 5, 8 KiB took the 4/5-bit
 // kernels from 19 to 33-35 GB/s and Q8_0 from 23 to 25 (4 KiB gained less, 16 KiB lost some);
-// on Zen 3, 2-16 KiB and the T1/NTA hints made no difference.
+// on Zen 3, 2-64 KiB and the T1/NTA hints made no difference, but none at all did (Q8_0 13.6
+// instead of 17.5 GB/s, Q4_1 16 instead of 26).
 constexpr size_t kPrefetchAhead = 8192;
 inline void PrefetchAhead(const uint8_t* p, size_t bytes) {
   for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + kPrefetchAhead + off, 0, 3);
+}
+
+// Calls f(fields, i, j) for blocks b0 + i, i in [0, n), of group grp of a 32-element format:
+// a unit at a time, prefetched once, its address worked out once and each block's place in it,
+// j, a constant (std::integral_constant; b0 is a multiple of kUnitBlocks: the kernels' passes
+// start at multiples of kStagedBlocks). Inline, so the kernels' compilers keep the layout's
+// offsets in registers.
+template <typename F>
+inline void ForBlocks32(const PackedLayout& l, const uint8_t* grp, int64_t b0, int64_t n, F&& f) {
+  static_assert(kUnitBlocks == 2, "two blocks per unit");
+  const uint8_t* u = grp + size_t(b0 / kUnitBlocks) * l.unit;
+  for (int64_t i = 0; i < n; i += kUnitBlocks, u += l.unit) {
+    PrefetchAhead(u, l.unit);
+    f(FieldsInUnit<0>(l, u), i, std::integral_constant<int, 0>{});
+    if (i + 1 < n) f(FieldsInUnit<1>(l, u), i + 1, std::integral_constant<int, 1>{});
+  }
 }
 
 // valid == false for types that are not packable.
@@ -167,6 +180,7 @@ bool DispatchPackedGemv(GgmlType t, int64_t k, const void* packed, int64_t g0, i
 // correction -offset x (sum of the block's quants) for the fixed-offset formats (0 otherwise).
 // Portable code (packed.cpp): the kernels' ISA flags do not reach it.
 constexpr int64_t kStagedBlocks = 128;  // rows up to 4096 elements in one pass
+static_assert(kStagedBlocks % kUnitBlocks == 0, "passes start at a unit");
 struct StagedActivations {
   alignas(64) int32_t q[kStagedBlocks * 8];
   alignas(64) float d[kStagedBlocks];

@@ -116,6 +116,7 @@ inline void CheckBlockKernel(BlockFn fast) {
     }
   }
   CheckBlock(16, 128, 72, 200, 0, 0.0f, 1.0f, fast);
+  CheckBlock(13, 40, 38, 100, 0, 0.0f, 1.0f, fast);  // d_v not a multiple of 4 (NEON: scalar dimensions)
   CheckBlock(16, 64, 64, 300, 40, 0.0f, 1.0f, fast);
   CheckBlock(16, 64, 64, 200, 0, 50.0f, 1.0f, fast);
   CheckBlock(16, 64, 64, 200, 0, 0.0f, 30.0f, fast);

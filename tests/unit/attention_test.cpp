@@ -94,6 +94,15 @@ TEST(AttentionDecode, Avx2MatchesReference) {
 }
 #endif
 
+#if defined(__aarch64__)
+// The NEON kernels called directly (the dispatched ones are them unless ZF_NO_NEON is set).
+TEST(AttentionBlock, AsimdMatchesReference) { testing::CheckBlockKernel(attn::RunBlockAsimd); }
+
+TEST(AttentionDecode, AsimdMatchesReference) {
+  testing::CheckDecodeKernel(attn::RunDecodeAsimd, {64, 256, 40});  // 40: two tiles of 16 and two of 4
+}
+#endif
+
 TEST(AttentionPrefill, MatchesDecodePathPerToken) {
   for (KvType type : {KvType::kF16, KvType::kF32}) {
     CheckBackend(type, 4, 1, 256, 37, 0, 0, 0.0f);   // Gemma 3 shape
@@ -119,6 +128,9 @@ TEST(SiluMul, MatchesReference) {
   std::vector<void (*)(float*, const float*, int64_t)> kernels = {act::SiluMul};
 #if defined(__x86_64__) || defined(__i386__)
   if (quant::CpuHasAvx2Fma16()) kernels.push_back(act::SiluMulAvx2);  // AVX-512 machines check it too
+#endif
+#if defined(__aarch64__)
+  kernels.push_back(act::SiluMulAsimd);
 #endif
   for (auto kernel : kernels) {
     for (int64_t n : {int64_t(g.size()), int64_t{5}}) {  // a masked tail, and a row shorter than a vector

@@ -19,6 +19,9 @@ SiluFn Pick() {
   if (quant::CpuHasAvx512Vnni() && std::getenv("ZF_NO_AVX512") == nullptr) return SiluMulAvx512;
   if (quant::CpuHasAvx2Fma16()) return SiluMulAvx2;
 #endif
+#if defined(__aarch64__)
+  if (std::getenv("ZF_NO_NEON") == nullptr) return SiluMulAsimd;
+#endif
   return SiluMulRef;
 }
 }  // namespace

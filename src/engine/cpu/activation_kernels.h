@@ -1,4 +1,5 @@
-// Gated-FFN activation kernels: gate[i] = silu(gate[i]) * up[i], scalar reference, AVX-512 and AVX2.
+// Gated-FFN activation kernels: gate[i] = silu(gate[i]) * up[i], scalar reference, AVX-512,
+// AVX2 and NEON.
 // Thread-safe (pure functions of their arguments).
 #pragma once
 
@@ -13,6 +14,9 @@ void SiluMulRef(float* gate, const float* up, int64_t n);  // x / (1 + exp(-x)) 
 #if defined(__x86_64__) || defined(__i386__)
 void SiluMulAvx512(float* gate, const float* up, int64_t n);  // activation_avx512.cpp; AVX-512 F
 void SiluMulAvx2(float* gate, const float* up, int64_t n);    // activation_avx2.cpp; AVX2 + FMA
+#endif
+#if defined(__aarch64__)
+void SiluMulAsimd(float* gate, const float* up, int64_t n);  // activation_asimd.cpp; every aarch64 CPU
 #endif
 
 }  // namespace zf::engine::act

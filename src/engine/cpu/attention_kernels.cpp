@@ -70,11 +70,14 @@ void RunDecodeRef(const DecodeGroup& g) {
 }
 
 namespace {
-enum class Isa { kRef, kAvx2, kAvx512 };
+enum class Isa { kRef, kAvx2, kAvx512, kNeon };
 Isa Pick() {
 #if defined(__x86_64__) || defined(__i386__)
   if (quant::CpuHasAvx512Vnni() && std::getenv("ZF_NO_AVX512") == nullptr) return Isa::kAvx512;
   if (quant::CpuHasAvx2Fma16()) return Isa::kAvx2;
+#endif
+#if defined(__aarch64__)
+  if (std::getenv("ZF_NO_NEON") == nullptr) return Isa::kNeon;
 #endif
   return Isa::kRef;
 }
@@ -92,6 +95,12 @@ void RunBlock(const Block& b) {
     default: break;
   }
 #endif
+#if defined(__aarch64__)
+  if (Chosen() == Isa::kNeon) {
+    RunBlockAsimd(b);
+    return;
+  }
+#endif
   RunBlockRef(b);
 }
 bool HasFastBlock() { return Chosen() != Isa::kRef; }
@@ -107,9 +116,16 @@ void RunDecode(const DecodeGroup& g) {
     return;
   }
 #endif
+#if defined(__aarch64__)
+  if (Chosen() == Isa::kNeon && g.d_k % 8 == 0 && g.d_v % 4 == 0) {
+    RunDecodeAsimd(g);
+    return;
+  }
+#endif
   RunDecodeRef(g);
 }
-// The same CPU check as the blocked kernel (both SIMD levels include F16C).
+// The same CPU check as the blocked kernel (the x86 SIMD levels include F16C; NEON converts
+// half precision in every aarch64 CPU).
 bool HasFastDecode() { return HasFastBlock(); }
 
 }  // namespace zf::engine::attn

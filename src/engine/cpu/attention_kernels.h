@@ -1,4 +1,4 @@
-// Attention kernels of the CPU engine, scalar reference + AVX-512 and AVX2 versions of each.
+// Attention kernels of the CPU engine, scalar reference + AVX-512, AVX2 and NEON versions of each.
 //
 // Prefill attention on a block of query rows as two small GEMMs: S = Q K^T (K stored
 // transposed), a masked softmax per row, then O = P V. Scalar reference + AVX-512 version.
@@ -50,6 +50,9 @@ void RunBlockRef(const Block& b);
 void RunBlockAvx512(const Block& b);  // attention_avx512.cpp; needs AVX-512 F
 void RunBlockAvx2(const Block& b);    // attention_avx2.cpp; needs AVX2 + FMA
 #endif
+#if defined(__aarch64__)
+void RunBlockAsimd(const Block& b);   // attention_asimd.cpp; every aarch64 CPU
+#endif
 
 // Decode attention (one new token) for up to kDecodeHeads query heads that share one KV head,
 // reading the F16 cache in place: each key and value row is converted once and serves every
@@ -79,6 +82,9 @@ void RunDecodeRef(const DecodeGroup& g);
 #if defined(__x86_64__) || defined(__i386__)
 void RunDecodeAvx512(const DecodeGroup& g);  // needs AVX-512 F + F16C; d_k, d_v multiples of 16
 void RunDecodeAvx2(const DecodeGroup& g);    // needs AVX2 + FMA + F16C; d_k, d_v multiples of 8
+#endif
+#if defined(__aarch64__)
+void RunDecodeAsimd(const DecodeGroup& g);   // every aarch64 CPU; d_k a multiple of 8, d_v of 4
 #endif
 
 }  // namespace zf::engine::attn

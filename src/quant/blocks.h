@@ -104,6 +104,9 @@ static_assert(sizeof(BlockQ4_K) == 144, "Q4_K block size");
 static_assert(sizeof(BlockQ5_K) == 176, "Q5_K block size");
 static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block size");
 
+// Internal linkage: files compiled for different ISAs include these (see packed_layout.h).
+namespace {
+
 // Q6_K's 6-bit values in element order, q in [0, 63] (w = d * scales[e / 16] * (q - 32)): the
 // low 4 bits from ql, the top 2 from qh, as the reference dequantizer lays them out.
 inline void Q6KValues(const BlockQ6_K& x, uint8_t* q) {
@@ -142,5 +145,7 @@ inline void UnpackScalesQ3K(const uint8_t* s, int8_t* out) {
     out[i] = static_cast<int8_t>((lo | (hi << 4)) - 32);
   }
 }
+
+}  // namespace
 
 }  // namespace zf::quant

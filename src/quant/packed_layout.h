@@ -10,6 +10,12 @@
 
 namespace zf::quant {
 
+// Internal linkage for everything up to the staged activations: this header is included by
+// files compiled for different ISAs (-mavx512f, -mavx2, +dotprod, baseline), and in unoptimized
+// builds the inline functions are emitted out of line, where the linker would keep one file's
+// copy for all (one with AVX-512 stores in a build run on an AVX2 machine).
+namespace {
+
 // A group holds its blocks in units, one after the other; a unit holds the fields of its
 // blocks side by side (scales, then mins, fifth-bit masks, quants), so the kernels read one
 // group as one forward stream. Measured on Zen 3 (AVX2, 4 KiB pages): with the fields in
@@ -173,6 +179,8 @@ bool DispatchPackedGemv(GgmlType t, int64_t k, const void* packed, int64_t g0, i
     default: return false;
   }
 }
+
+}  // namespace
 
 // One activation row of the 32-element formats staged for the packed GEMV kernels (AVX-512
 // and AVX2), blocks [b0, b0 + n) at a time: quants as 8 dwords per block (the kernels

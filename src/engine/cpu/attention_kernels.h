@@ -38,7 +38,10 @@ struct Block {
 
 // Floats per score row: n_keys rounded up to the 64-key tiles, plus one tile because tiles
 // start at a row's first visible key rounded down to 16.
+// (Internal linkage: files compiled for different ISAs include this.)
+namespace {
 inline int64_t ScoreStride(int32_t n_keys) { return (int64_t{n_keys} + kKeyPad - 1) / kKeyPad * kKeyPad + kKeyPad; }
+}  // namespace
 
 // Runs the block with the fastest kernel this CPU has.
 void RunBlock(const Block& b);

@@ -21,7 +21,7 @@ zf_status NullArg(const char* what) { return Fail(ZF_ERR_INVALID_ARGUMENT, std::
 // on markers in the template source, so a marker alone selects the family.
 std::string TemplateFor(const zf::model::Model& m) {
   if (!m.chat_template().empty()) return m.chat_template();
-  return m.config().arch.rfind("gemma", 0) == 0 ? "<start_of_turn>" : "<|im_start|>";
+  return m.desc().arch.rfind("gemma", 0) == 0 ? "<start_of_turn>" : "<|im_start|>";
 }
 
 }  // namespace
@@ -81,7 +81,8 @@ ZF_API zf_status zf_model_info(const zf_model* model, zf_model_summary* info) {
     return Fail(ZF_ERR_INVALID_ARGUMENT, "info->struct_size must be set to sizeof(zf_model_summary)");
   }
   const zf::model::Model& m = *model->impl;
-  const zf::model::ModelConfig& c = m.config();
+  const zf::model::ModelDesc& c = m.desc();
+  const zf::model::AttentionDesc a0 = c.layers.empty() ? zf::model::AttentionDesc{} : c.layers[0].attn;
   const zf::tok::Tokenizer& t = m.tokenizer();
   zf_model_summary s;
   std::memset(&s, 0, sizeof s);
@@ -96,8 +97,8 @@ ZF_API zf_status zf_model_info(const zf_model* model, zf_model_summary* info) {
   s.n_vocab = c.n_vocab;
   s.n_layer = c.n_layer;
   s.n_embd = c.n_embd;
-  s.n_head = c.n_head;
-  s.n_head_kv = c.n_head_kv;
+  s.n_head = a0.n_head;
+  s.n_head_kv = a0.n_head_kv;
   s.token_bos = t.bos();
   s.token_eos = t.eos();
   s.token_eot = t.eot();

@@ -116,7 +116,7 @@ ZF_API zf_status zf_session_eval(zf_session* session, const int32_t* tokens, siz
   if (n == 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "no tokens to evaluate");
   ZF_GUARD_BEGIN
   zf::rt::Session& s = *session->impl;
-  const size_t n_vocab = size_t(s.model().config().n_vocab);
+  const size_t n_vocab = size_t(s.model().desc().n_vocab);
   if (logits != nullptr && cap > 0 && cap < n_vocab) {
     return Fail(ZF_ERR_BUFFER_TOO_SMALL, "logits buffer holds " + std::to_string(cap) + " floats; " +
                                              std::to_string(n_vocab) + " needed");

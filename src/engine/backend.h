@@ -1,5 +1,5 @@
-// The compute interface every engine implements (CPU now, CUDA later): the transformer body in
-// model/transformer.cpp is written only against this table of operations.
+// The compute interface every engine implements (CPU, CUDA): the forward pass in model/forward.cpp
+// is written only against this table of operations.
 //
 // Conventions: activations are row-major float arrays owned by the backend's scratch (host
 // memory for the CPU engine, device memory for CUDA); weights are GGUF tensors in their stored
@@ -14,31 +14,13 @@
 
 #include "common/status.h"
 #include "gguf/gguf.h"
-#include "model/config.h"
+#include "engine/ops.h"
 
 namespace zf::engine {
 
 using Tensor = gguf::TensorInfo;
 
 enum class KvType : int32_t { kF32 = 0, kF16 = 1 };
-
-struct RopeParams {
-  int32_t n_rot = 0;                   // rotated dimensions at the start of each head
-  float base = 10000.0f;
-  float freq_scale = 1.0f;             // position multiplier (linear scaling)
-  const float* freq_factors = nullptr; // optional [n_rot/2] divisors of each frequency
-  model::RopeStyle style = model::RopeStyle::kNorm;
-};
-
-struct AttentionParams {
-  int32_t n_head = 0;
-  int32_t n_head_kv = 0;
-  int32_t head_dim_k = 0;
-  int32_t head_dim_v = 0;
-  float scale = 1.0f;        // multiplies q·k
-  float softcap = 0.0f;      // 0 = off
-  int32_t window = 0;        // 0 = full causal; else a position sees the last `window` positions
-};
 
 class Backend {
  public:
@@ -62,7 +44,7 @@ class Backend {
   // Optional (default: MatMulShared of both, then GatedActivation): the first half of a gated
   // FFN, gate = act(W_gate x) * (W_up x) (up receives W_up x), so an engine can apply the
   // activation where the rows are produced instead of in a pass of its own.
-  virtual void MatMulGated(model::FfnActivation act, const Tensor& w_gate, const Tensor& w_up, const float* x,
+  virtual void MatMulGated(Activation act, const Tensor& w_gate, const Tensor& w_up, const float* x,
                            int32_t n_tok, float* gate, float* up) {
     const Tensor* w[2] = {&w_gate, &w_up};
     float* y[2] = {gate, up};
@@ -79,7 +61,7 @@ class Backend {
   virtual void Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim, const int32_t* pos,
                     const RopeParams& rp) = 0;
   // gate[i] = act(gate[i]) * up[i] over n elements.
-  virtual void GatedActivation(model::FfnActivation act, float* gate, const float* up, int64_t n) = 0;
+  virtual void GatedActivation(Activation act, float* gate, const float* up, int64_t n) = 0;
   // Writes k/v rows for positions pos0..pos0+n_tok-1 of `layer` into the cache.
   virtual void StoreKv(int32_t layer, const float* k, const float* v, int32_t n_tok, int32_t pos0) = 0;
   // Causal attention of n_tok queries (positions pos0..) over the cache of `layer`;
@@ -88,6 +70,17 @@ class Backend {
                          const AttentionParams& ap, float* out) = 0;
   // x = cap * tanh(x / cap) over n elements.
   virtual void Softcap(float* x, int64_t n, float cap) = 0;
+
+  // ---- Ops of engine/ops.h's Op list: only called when Supports(op). ----
+  virtual bool Supports(Op op) const { return false; }
+  // y[r, :] = (x[r, :] - mean) / sqrt(var + eps) * w (+ b when b != nullptr); y may alias x.
+  virtual void LayerNorm(const float* x, const float* w, const float* b, int32_t rows, int32_t n, float eps, float* y) {}
+  // x *= s over n elements.
+  virtual void Scale(float* x, int64_t n, float s) {}
+  // x += s * y over n elements.
+  virtual void AddScaled(float* x, const float* y, int64_t n, float s) {}
+  // x = act(x) over n elements (an FFN without a gate).
+  virtual void Activate(Activation act, float* x, int64_t n) {}
 
   // ---- Activation memory and step hooks. Defaults (host memory, nothing recorded) are what the
   // CPU engine uses; a device engine overrides them. ----

@@ -1,30 +1,35 @@
-// Gemma 3: scaled embeddings, QK-norm, post-norms, GeGLU, 5 sliding-window layers per global one.
+// Gemma 3: scaled embeddings, per-head QK-norm, post-norms, GeGLU, 5 sliding-window layers per
+// global one; local layers use rope base 10000 (or rope.freq_base_swa) without scaling.
 #include <cmath>
 
 #include "model/registry.h"
 
 namespace zf::model {
 
-Status SetupGemma3(const gguf::GgufFile& f, ModelConfig* c) {
-  c->rope_style = RopeStyle::kNeox;
-  c->activation = FfnActivation::kGeluTanh;
-  c->embed_scale = std::sqrt(static_cast<float>(c->n_embd));
-  c->qk_norm = true;
-  c->post_norms = true;
-  // Queries are scaled by query_pre_attn_scalar^-1/2; the GGUF has no key for it, and the
-  // reference uses 1/sqrt(head_dim) for every size except 27B (1/sqrt(n_embd/n_head)).
-  c->attn_scale = (c->n_layer == 62) ? 1.0f / std::sqrt(static_cast<float>(c->n_embd / c->n_head))
-                                     : 1.0f / std::sqrt(static_cast<float>(c->head_dim_k));
-  // Local layers use a fixed rope base of 10000 and no scaling; global layers use the file's.
-  c->rope_base_local = 10000.0f;
-  c->rope_freq_scale_local = 1.0f;
+Status BuildGemma3(const Hparams& h, ModelDesc* d) {
+  d->embed_scale = std::sqrt(float(d->n_embd));
   int32_t window = 0;
-  Status s = f.GetI32("gemma3.attention.sliding_window", &window);
-  if (!s.ok() && s.code() != Code::kNotFound) return s;
+  ZF_RETURN_IF_ERROR(h.OptI32("attention.sliding_window", &window));
   if (window <= 0) window = 512;
-  c->sliding_window = window;
-  // Every 6th layer (il % 6 == 5) is global; the rest are sliding-window layers.
-  for (int32_t il = 0; il < c->n_layer; ++il) c->layer_is_local[static_cast<size_t>(il)] = (il % 6 != 5);
+  float base_local = 10000.0f;
+  ZF_RETURN_IF_ERROR(h.OptF32("rope.freq_base_swa", &base_local));
+  for (int32_t il = 0; il < d->n_layer; ++il) {
+    LayerDesc& l = d->layers[size_t(il)];
+    l.attn.rope.style = RopeStyle::kNeox;
+    l.attn.qk_norm = QkNorm::kPerHead;
+    l.ffn.act = Activation::kGeluTanh;
+    l.norm.post_attn = l.norm.post_ffn = true;
+    // Queries are scaled by query_pre_attn_scalar^-1/2; the GGUF has no key for it, and the
+    // reference uses 1/sqrt(head_dim) for every size except 27B (1/sqrt(n_embd/n_head)).
+    l.attn.scale = d->n_layer == 62 ? 1.0f / std::sqrt(float(d->n_embd / l.attn.n_head))
+                                    : 1.0f / std::sqrt(float(l.attn.head_dim_k));
+    if (il % 6 != 5) {  // every 6th layer is global, the rest slide
+      l.attn.window = window;
+      l.attn.rope.base = base_local;
+      l.attn.rope.freq_scale = 1.0f;
+      l.attn.rope.use_freq_factors = false;
+    }
+  }
   return Status::Ok();
 }
 

@@ -1,18 +1,19 @@
-// llama family (Llama 2/3, SmolLM, Mistral): pre-norm blocks, SwiGLU FFN, rope on adjacent pairs.
+// llama family (Llama 2/3, SmolLM2, Mistral): ReadCommon's defaults are this family — pre-norm
+// RMS, SwiGLU, rope on adjacent pairs, llama3 scaling through rope_freqs, Mixtral-style experts
+// when expert_count is set (softmax router, top-k weights renormalized).
 #include "model/registry.h"
 
 namespace zf::model {
 
-Status SetupLlama(const gguf::GgufFile& f, ModelConfig* c) {
-  c->rope_style = RopeStyle::kNorm;
-  c->activation = FfnActivation::kSilu;
-  c->rope_base_local = c->rope_base;
-  c->rope_freq_scale_local = c->rope_freq_scale;
+Status BuildLlama(const Hparams& h, ModelDesc* d) {
   int32_t window = 0;  // Mistral v0.1 style sliding window on every layer
-  Status s = f.GetI32(c->arch + ".attention.sliding_window", &window);
-  if (s.ok() && window > 0) {
-    c->sliding_window = window;
-    c->layer_is_local.assign(static_cast<size_t>(c->n_layer), 1);
+  ZF_RETURN_IF_ERROR(h.OptI32("attention.sliding_window", &window));
+  for (LayerDesc& l : d->layers) {
+    if (window > 0) l.attn.window = window;
+    if (l.ffn.kind == FfnKind::kMoe) {
+      l.ffn.gating = Gating::kSoftmax;
+      l.ffn.norm_topk = true;
+    }
   }
   return Status::Ok();
 }

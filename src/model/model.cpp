@@ -1,4 +1,5 @@
-// Model loading: map + validate the file, read the config, build the tokenizer, bind weights.
+// Model loading: map + validate the file, build the description, the tokenizer, bind the weights
+// through the role table, and hand them to the engine.
 #include "model/model.h"
 
 #include <cstring>
@@ -8,10 +9,7 @@
 #include <fstream>
 
 #include "common/log.h"
-#include "engine/cpu/packed_weights.h"
-#include "engine/cuda/device_weights.h"
-#include "engine/cuda/kernel_library.h"
-#include "quant/quant.h"
+#include "model/registry.h"
 
 namespace zf::model {
 namespace {
@@ -79,16 +77,8 @@ Model::~Model() = default;
 // read at run time move to one heap block, and the file's pages stay out of the process.
 void Model::CopySmallTensors() {
   std::vector<const Tensor**> refs;
-  const auto add = [&](const Tensor** t) {
-    if (*t != nullptr && (*t)->nbytes < (size_t(1) << 20)) refs.push_back(t);
-  };
-  add(&weights_.output_norm);
-  add(&weights_.rope_freqs);
-  for (LayerWeights& l : weights_.layers) {
-    for (const Tensor** t : {&l.attn_norm, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.post_attn_norm, &l.ffn_norm,
-                             &l.post_ffn_norm}) {
-      add(t);
-    }
+  for (const Tensor** t : weights_.VectorRefs()) {
+    if ((*t)->nbytes < (size_t(1) << 20)) refs.push_back(t);
   }
   size_t total = 0;
   for (const Tensor** t : refs) total += ((*t)->nbytes + 63) / 64 * 64;
@@ -105,6 +95,23 @@ void Model::CopySmallTensors() {
   }
 }
 
+namespace {
+
+// A vocabulary-only load needs the tokenizer, not the family: any architecture string works.
+Status VocabOnlyDesc(const gguf::GgufFile& f, ModelDesc* d) {
+  std::string_view arch;
+  Status s = f.GetString("general.architecture", &arch);
+  if (s.code() == Code::kNotFound) return FormatError("missing required metadata key 'general.architecture'");
+  ZF_RETURN_IF_ERROR(s);
+  d->arch = std::string(arch);
+  const gguf::Value* tokens = f.Find("tokenizer.ggml.tokens");
+  if (tokens != nullptr && tokens->type == gguf::ValueType::ARRAY) d->n_vocab = int32_t(tokens->count);
+  if (d->n_vocab <= 0) return FormatError("missing or empty 'tokenizer.ggml.tokens'");
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status Model::Load(const std::string& path, const LoadOptions& o, std::unique_ptr<Model>* out) {
   out->reset();
   std::unique_ptr<Model> m(new Model());
@@ -115,11 +122,14 @@ Status Model::Load(const std::string& path, const LoadOptions& o, std::unique_pt
   ZF_RETURN_IF_ERROR(Progress(o, 200));
   const gguf::GgufFile& f = *m->file_;
 
-  ZF_RETURN_IF_ERROR(LoadConfig(f, &m->config_));
+  // A vocabulary-only load of a family without a builder still gives the tokenizer.
+  std::string_view arch;
+  const bool known = f.GetString("general.architecture", &arch).ok() && FindArch(arch) != nullptr;
+  ZF_RETURN_IF_ERROR(o.vocab_only && !known ? VocabOnlyDesc(f, &m->desc_) : BuildDescription(f, &m->desc_));
   ZF_RETURN_IF_ERROR(tok::Tokenizer::Create(f, &m->tokenizer_));
-  if (m->tokenizer_->n_vocab() != m->config_.n_vocab) {
+  if (m->tokenizer_->n_vocab() != m->desc_.n_vocab) {
     return FormatError("tokenizer has " + std::to_string(m->tokenizer_->n_vocab()) + " tokens but the model expects " +
-                       std::to_string(m->config_.n_vocab));
+                       std::to_string(m->desc_.n_vocab));
   }
   ZF_RETURN_IF_ERROR(Progress(o, 600));
   std::string_view sv;
@@ -130,44 +140,29 @@ Status Model::Load(const std::string& path, const LoadOptions& o, std::unique_pt
   m->vocab_only_ = o.vocab_only;
   m->n_threads_ = o.n_threads > 0 ? o.n_threads : PhysicalCores();
 
-  if (!o.vocab_only) {
-    ZF_RETURN_IF_ERROR(BindWeights(f, m->config_, &m->weights_));
+  if (o.vocab_only) {
+    // No weights: only say whether the requested device could be used.
+    if (o.device == Device::kCuda) {
+      const std::string why = engine::CudaUnavailable();
+      if (!why.empty()) return Status(Code::kBackend, "device=CUDA unavailable: " + why);
+    }
+  } else {
+    ZF_RETURN_IF_ERROR(BindWeights(f, m->desc_, &m->weights_));
     uint64_t n = 0;
     for (const gguf::TensorInfo& t : f.tensors()) n += uint64_t(t.n_elements());
-    m->config_.n_params = n;
-  }
-  // The CUDA engine is resolved at run time (engine/cuda/kernel_library.h): the weights are
-  // uploaded once here. AUTO falls back to the CPU and says why, CUDA fails with the reason.
-  m->device_ = Device::kCpu;
-  if (o.device != Device::kCpu) {
-    Status gpu;
-    if (o.vocab_only) {
-      const std::string why = engine::cuda::CudaUnavailableReason();
-      gpu = why.empty() ? Status::Ok() : Status(Code::kBackend, why);
-    } else {
-      std::shared_ptr<engine::cuda::DeviceWeights> dw;
-      gpu = engine::cuda::DeviceWeights::Upload(f, o.gpu_index, &dw);
-      m->device_weights_ = std::move(dw);
-    }
-    if (gpu.ok()) {
-      m->device_ = Device::kCuda;
-      ZF_LOGI("using the CUDA engine on GPU %d", o.gpu_index);
-    } else if (o.device == Device::kCuda) {
-      return Status(gpu.code() == Code::kOutOfMemory ? gpu.code() : Code::kBackend,
-                    "device=CUDA unavailable: " + gpu.message());
-    } else {
-      ZF_LOGI("using the CPU engine: %s", gpu.message().c_str());
-    }
-  }
-  // The CPU engine's repacked copies are only for CPU models (a CUDA model reads its GPU copy).
-  if (!o.vocab_only && m->device_ == Device::kCpu) {
-    ZF_RETURN_IF_ERROR(engine::PackedWeights::Build(m->weights_, m->n_threads_, &m->packed_));
-    if (m->packed_ != nullptr) {
+    m->desc_.n_params = n;
+    engine::EngineRequest req;
+    req.device = o.device;
+    req.gpu_index = o.gpu_index;
+    req.n_threads = m->n_threads_;
+    req.tensors = m->weights_.bound;
+    req.matrices = m->weights_.Matrices();
+    req.ops = RequiredOps(m->desc_);
+    ZF_RETURN_IF_ERROR(engine::CreateEngine(req, &m->engine_));
+    if (m->engine_->device() == Device::kCpu && m->engine_->weight_bytes() > 0) {
       m->CopySmallTensors();
-      m->packed_->ReleaseFilePages();
+      m->engine_->ReleaseFilePages();
     }
-    ZF_LOGI("CPU kernels: %s; packed decode copies: %zu MiB", quant::ActiveIsa(),
-            m->packed_ != nullptr ? m->packed_->bytes() >> 20 : size_t{0});
   }
   ZF_RETURN_IF_ERROR(Progress(o, 1000));
   *out = std::move(m);

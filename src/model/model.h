@@ -1,4 +1,5 @@
-// A loaded model: the mapped GGUF file, its tokenizer, hyperparameters and bound weights.
+// A loaded model: the mapped GGUF file, its tokenizer, its description (model/description.h),
+// the tensors bound by the role table, and the engine it runs on with that engine's weight copy.
 // Immutable after Load: may be shared by any number of threads and sessions.
 #pragma once
 
@@ -9,20 +10,14 @@
 
 #include "common/status.h"
 #include "gguf/gguf.h"
-#include "model/config.h"
-#include "model/weights.h"
+#include "engine/engine.h"
+#include "model/description.h"
+#include "model/tensor_roles.h"
 #include "tokenizer/tokenizer.h"
-
-namespace zf::engine::cuda {
-class DeviceWeights;
-}
-namespace zf::engine {
-class PackedWeights;
-}  // namespace zf::engine
 
 namespace zf::model {
 
-enum class Device : int32_t { kAuto = 0, kCpu = 1, kCuda = 2 };
+using engine::Device;
 
 struct LoadOptions {
   bool vocab_only = false;
@@ -42,14 +37,13 @@ class Model {
 
   const gguf::GgufFile& file() const { return *file_; }
   const tok::Tokenizer& tokenizer() const { return *tokenizer_; }
-  const ModelConfig& config() const { return config_; }
+  // The description; for a vocabulary-only load only arch and n_vocab are set.
+  const ModelDesc& desc() const { return desc_; }
   const Weights& weights() const { return weights_; }
-  // The CPU engine's repacked decode copies (engine/cpu/packed_weights.h); nullptr when none.
-  const engine::PackedWeights* packed() const { return packed_.get(); }
   bool vocab_only() const { return vocab_only_; }
-  Device device() const { return device_; }
-  // The weights' GPU copy when device() == kCuda, else null.
-  const std::shared_ptr<const engine::cuda::DeviceWeights>& device_weights() const { return device_weights_; }
+  Device device() const { return engine_ != nullptr ? engine_->device() : Device::kCpu; }
+  // The engine and its weight copy (null for a vocabulary-only load).
+  const engine::Engine* engine() const { return engine_.get(); }
   int32_t default_threads() const { return n_threads_; }
   const std::string& name() const { return name_; }
   const std::string& quant_name() const { return quant_name_; }
@@ -62,16 +56,14 @@ class Model {
 
   std::unique_ptr<gguf::GgufFile> file_;
   std::unique_ptr<tok::Tokenizer> tokenizer_;
-  ModelConfig config_;
+  ModelDesc desc_;
   Weights weights_;
-  std::unique_ptr<engine::PackedWeights> packed_;
-  // With packed weights: the small tensors (norms, biases) copied out of the file mapping, and
+  std::unique_ptr<engine::Engine> engine_;
+  // On the CPU engine: the small tensors (norms, biases) copied out of the file mapping, and
   // the Weights pointers rebound to them (see CopySmallTensors in model.cpp).
   std::vector<gguf::TensorInfo> small_tensors_;
   std::vector<uint8_t> small_bytes_;
   bool vocab_only_ = false;
-  Device device_ = Device::kCpu;
-  std::shared_ptr<const engine::cuda::DeviceWeights> device_weights_;
   int32_t n_threads_ = 1;
   std::string name_;
   std::string quant_name_;

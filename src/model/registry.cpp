@@ -4,11 +4,10 @@
 namespace zf::model {
 namespace {
 
-// Families sharing the llama block (pre-norm, SwiGLU, rope) reuse its setup.
 constexpr ArchEntry kArchs[] = {
-    {"llama", SetupLlama},
-    {"mistral", SetupLlama},
-    {"gemma3", SetupGemma3},
+    {"llama", BuildLlama},
+    {"mistral", BuildLlama},
+    {"gemma3", BuildGemma3},
 };
 
 }  // namespace
@@ -24,6 +23,31 @@ std::vector<const char*> SupportedArchs() {
   std::vector<const char*> names;
   for (const ArchEntry& e : kArchs) names.push_back(e.name);
   return names;
+}
+
+std::string SupportedArchList() {
+  std::string list;
+  for (const ArchEntry& e : kArchs) list += std::string(list.empty() ? "" : ", ") + e.name;
+  return list;
+}
+
+Status BuildDescription(const gguf::GgufFile& f, ModelDesc* d) {
+  std::string_view arch;
+  Status s = f.GetString("general.architecture", &arch);
+  if (s.code() == Code::kNotFound) return FormatError("missing required metadata key 'general.architecture'");
+  ZF_RETURN_IF_ERROR(s);
+  const ArchEntry* entry = FindArch(arch);
+  if (entry == nullptr) {
+    return Unsupported("unsupported architecture '" + std::string(arch) + "' (supported: " + SupportedArchList() + ")");
+  }
+  const Hparams h(f, std::string(arch));
+  ZF_RETURN_IF_ERROR(ReadCommon(h, d));
+  ZF_RETURN_IF_ERROR(entry->build(h, d));
+  // Vocabulary size: the token list is authoritative.
+  const gguf::Value* tokens = f.Find("tokenizer.ggml.tokens");
+  if (tokens != nullptr && tokens->type == gguf::ValueType::ARRAY) d->n_vocab = int32_t(tokens->count);
+  if (d->n_vocab <= 0) return FormatError("missing or empty 'tokenizer.ggml.tokens'");
+  return ValidateDesc(*d);
 }
 
 }  // namespace zf::model

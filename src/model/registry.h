@@ -1,30 +1,37 @@
-// Architecture registry: general.architecture -> the function that reads that family's options.
+// Architecture registry: general.architecture -> the builder that fills the model description
+// for that family. Each builder is one small file (model/arch_*.cpp): it starts from ReadCommon
+// and sets what its family does differently.
 #pragma once
 
 #include <string_view>
 #include <vector>
 
 #include "common/status.h"
-#include "gguf/gguf.h"
-#include "model/config.h"
+#include "model/description.h"
+#include "model/hparams.h"
 
 namespace zf::model {
 
-// Fills the architecture-specific part of `config` (common keys are already read).
-using ArchSetupFn = Status (*)(const gguf::GgufFile& file, ModelConfig* config);
+using ArchBuildFn = Status (*)(const Hparams& h, ModelDesc* d);
 
 struct ArchEntry {
   const char* name;  // general.architecture value
-  ArchSetupFn setup;
+  ArchBuildFn build;
 };
 
 // nullptr for an unknown architecture.
 const ArchEntry* FindArch(std::string_view arch);
-// Names of all supported architectures (for error messages and `zerfoo info`).
+// Names of all supported architectures (error messages, `zerfoo info`).
 std::vector<const char*> SupportedArchs();
+// "llama, mistral, ..." for messages.
+std::string SupportedArchList();
+
+// Reads general.architecture and builds its description (arch builder + validation).
+// kUnsupported names an architecture without a builder.
+Status BuildDescription(const gguf::GgufFile& file, ModelDesc* d);
 
 // One per family file (model/arch_*.cpp).
-Status SetupLlama(const gguf::GgufFile& file, ModelConfig* config);
-Status SetupGemma3(const gguf::GgufFile& file, ModelConfig* config);
+Status BuildLlama(const Hparams& h, ModelDesc* d);
+Status BuildGemma3(const Hparams& h, ModelDesc* d);
 
 }  // namespace zf::model

@@ -60,7 +60,7 @@ Status Generate(Session& session, std::string_view prompt, const GenerateOptions
   result->prompt_ms = MsSince(t0);
 
   const auto t1 = std::chrono::steady_clock::now();
-  Sampler sampler(o.sampler, model.config().n_vocab);
+  Sampler sampler(o.sampler, model.desc().n_vocab);
   TextStream text(o.stop);
   std::vector<int32_t> history = session.history();
   history.reserve(size_t(session.n_ctx()) + 1);

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include "engine/cuda/cuda_backend.h"
 
 namespace zf::rt {
 
@@ -15,24 +14,18 @@ Status Session::Create(const model::Model& model, const SessionOptions& o, std::
   if (model.vocab_only()) return InvalidArgument("the model was loaded with ZF_MODEL_VOCAB_ONLY and has no weights");
   if (o.n_ctx < 0) return InvalidArgument("n_ctx must be >= 0, got " + std::to_string(o.n_ctx));
   if (o.n_threads < 0) return InvalidArgument("n_threads must be >= 0, got " + std::to_string(o.n_threads));
-  const model::ModelConfig& c = model.config();
-  int32_t n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(c.n_ctx_train, kDefaultContext);
+  const model::ModelDesc& d = model.desc();
+  int32_t n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(d.n_ctx_train, kDefaultContext);
   if (n_ctx > (1 << 24)) return InvalidArgument("n_ctx " + std::to_string(n_ctx) + " is too large");
   const int32_t threads = o.n_threads > 0 ? o.n_threads : model.default_threads();
   std::unique_ptr<engine::Backend> backend;
-  if (model.device() == model::Device::kCuda) {
-    ZF_RETURN_IF_ERROR(engine::cuda::CreateCudaBackend(model.device_weights(), &backend));
-  } else {
-    backend = engine::CreateCpuBackend(std::min(threads, 256), model.packed());
-  }
-  ZF_RETURN_IF_ERROR(backend->InitKv(c.n_layer, n_ctx, c.n_head_kv * c.head_dim_k, c.n_head_kv * c.head_dim_v,
-                                     o.kv_type));
+  ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(std::min(threads, 256), &backend));
+  ZF_RETURN_IF_ERROR(backend->InitKv(d.n_layer, n_ctx, d.MaxKWidth(), d.MaxVWidth(), o.kv_type));
   std::unique_ptr<Session> s(new Session(model, n_ctx, std::move(backend)));
-  s->forward_.reset(new model::Forward(model, *s->backend_, std::min(kMaxBatch, n_ctx)));
-  if (!s->forward_->ok()) return Status(Code::kOutOfMemory, std::string("cannot allocate activations on the ") +
-                                                              s->backend_->name() + " engine");
+  s->forward_.reset(new model::Forward(model, *s->backend_, std::min(kMaxBatch, n_ctx), n_ctx));
+  ZF_RETURN_IF_ERROR(s->forward_->status());
   s->history_.reserve(size_t(n_ctx));
-  s->logits_.resize(size_t(c.n_vocab));
+  s->logits_.resize(size_t(d.n_vocab));
   *out = std::move(s);
   return Status::Ok();
 }
@@ -41,7 +34,7 @@ Status Session::Eval(const int32_t* tokens, size_t n, float* logits) { return Ev
 
 Status Session::EvalImpl(const int32_t* tokens, size_t n, float* logits, int32_t* argmax) {
   if (n == 0) return InvalidArgument("no tokens to evaluate");
-  const int32_t n_vocab = model_.config().n_vocab;
+  const int32_t n_vocab = model_.desc().n_vocab;
   for (size_t i = 0; i < n; ++i) {
     if (tokens[i] < 0 || tokens[i] >= n_vocab) {
       return InvalidArgument("token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +

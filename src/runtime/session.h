@@ -10,7 +10,7 @@
 #include "common/status.h"
 #include "engine/backend.h"
 #include "model/model.h"
-#include "model/transformer.h"
+#include "model/forward.h"
 
 namespace zf::rt {
 

@@ -63,7 +63,7 @@ class CudaEngineFake : public ::testing::Test {
     so.n_ctx = 64;
     s = rt::Session::Create(*m, so, &sess);
     ASSERT_TRUE(s.ok()) << s.message();
-    std::vector<float> logits(size_t(m->config().n_vocab));
+    std::vector<float> logits(size_t(m->desc().n_vocab));
     const int32_t prompt[] = {1, 2, 3};
     ASSERT_TRUE(sess->Eval(prompt, 3, logits.data()).ok());
     for (int i = 0; i < decode; ++i) {

@@ -101,7 +101,9 @@ class GpuOps : public ::testing::Test {
     std::fclose(f);
     ASSERT_TRUE(gguf::GgufFile::Open(path, gguf::OpenOptions(), &file_).ok());
     std::shared_ptr<cuda::DeviceWeights> dw;
-    Status s = cuda::DeviceWeights::Upload(*file_, 0, &dw);
+    std::vector<const gguf::TensorInfo*> tensors;
+    for (const gguf::TensorInfo& t : file_->tensors()) tensors.push_back(&t);
+    Status s = cuda::DeviceWeights::Upload(tensors, 0, &dw);
     ASSERT_TRUE(s.ok()) << s.message();
     weights_ = dw;
   }
@@ -209,7 +211,7 @@ TEST_F(GpuOps, NormsAddActivationsSoftcap) {
   gpu_->RmsNorm(dx, Vec(), rows, n, 1e-6f, dy);
   EXPECT_LE(NormErr(Down(dy, x.size()), cy), 1e-5f) << "add+rms_norm";
   EXPECT_LE(NormErr(Down(dx, x.size()), cx), 1e-6f) << "residual written back";
-  for (auto act : {model::FfnActivation::kSilu, model::FfnActivation::kGeluTanh}) {
+  for (auto act : {Activation::kSilu, Activation::kGeluTanh}) {
     std::vector<float> g = Random(4096, -12, 12), u = Random(4096);
     float* dg = Up(g);
     cpu_->GatedActivation(act, g.data(), u.data(), 4096);
@@ -229,7 +231,7 @@ TEST_F(GpuOps, NormsAddActivationsSoftcap) {
 TEST_F(GpuOps, RopeBothStylesAndFusedQkNorm) {
   const int32_t n_tok = 3, heads = 4, hd = 128;
   const std::vector<int32_t> pos = {100, 101, 102};
-  for (auto style : {model::RopeStyle::kNorm, model::RopeStyle::kNeox}) {
+  for (auto style : {RopeStyle::kNorm, RopeStyle::kNeox}) {
     for (bool qk_norm : {false, true}) {
       RopeParams rp;
       rp.n_rot = hd;

@@ -44,7 +44,7 @@ void Open(const std::string& path, model::Device dev, Engine* e) {
   so.n_ctx = 256;
   s = rt::Session::Create(*e->model, so, &e->session);
   ASSERT_TRUE(s.ok()) << s.message();
-  e->logits.resize(size_t(e->model->config().n_vocab));
+  e->logits.resize(size_t(e->model->desc().n_vocab));
 }
 
 int32_t Argmax(const std::vector<float>& x) { return int32_t(std::max_element(x.begin(), x.end()) - x.begin()); }
@@ -70,7 +70,7 @@ TEST_P(GpuParity, LogitsWithinToleranceAnd64GreedyTokensIdentical) {
   Engine cpu, gpu;
   Open(path, model::Device::kCpu, &cpu);
   Open(path, model::Device::kCuda, &gpu);
-  const int32_t n_vocab = cpu.model->config().n_vocab;
+  const int32_t n_vocab = cpu.model->desc().n_vocab;
   std::vector<int32_t> prompt;
   for (int32_t i = 0; i < 12; ++i) prompt.push_back((i * 7919 + 11) % n_vocab);
   ASSERT_TRUE(cpu.session->Eval(prompt.data(), prompt.size(), cpu.logits.data()).ok());

@@ -17,7 +17,6 @@
 #include "engine/cpu/activation_kernels.h"
 #include "engine/cpu/cpu_backend.h"
 #include "engine/cpu/packed_weights.h"
-#include "model/weights.h"
 #include "quant/packed.h"
 #include "quant/quant.h"
 
@@ -79,16 +78,9 @@ TEST(DecodePacked, MixedTypesGatedAndStolenChunksMatchReference) {
   act::SiluMulRef(yg.data(), Reference(*up, x).data(), int64_t(yg.size()));
   const std::vector<float> yd = Reference(*down, h);
 
-  model::Weights w;
-  w.layers.resize(1);
-  w.layers[0].wq = &wq->t;
-  w.layers[0].wk = &wk->t;
-  w.layers[0].wv = &wv->t;
-  w.layers[0].ffn_gate = &gate->t;
-  w.layers[0].ffn_up = &up->t;
-  w.layers[0].ffn_down = &down->t;
+  const std::vector<const gguf::TensorInfo*> matrices = {&wq->t, &wk->t, &wv->t, &gate->t, &up->t, &down->t};
   std::unique_ptr<PackedWeights> packed;
-  ASSERT_TRUE(PackedWeights::Build(w, 2, &packed).ok());  // drops the file rows' pages: references first
+  ASSERT_TRUE(PackedWeights::Build(matrices, 2, &packed).ok());  // drops the file rows' pages: references first
   if (!quant::PackedGemvAvailable(GgmlType::Q8_0)) {
     GTEST_SKIP() << "no packed decode kernels on this CPU";
   }
@@ -107,7 +99,7 @@ TEST(DecodePacked, MixedTypesGatedAndStolenChunksMatchReference) {
     ExpectNear(v, yv, kIn, "v");
 
     std::vector<float> g(yg.size(), NAN), u(yg.size(), NAN);
-    be.MatMulGated(model::FfnActivation::kSilu, gate->t, up->t, x.data(), 1, g.data(), u.data());
+    be.MatMulGated(Activation::kSilu, gate->t, up->t, x.data(), 1, g.data(), u.data());
     for (size_t r = 0; r < yg.size(); ++r) {
       ASSERT_NEAR(g[r], yg[r], 1e-4f * (std::fabs(yg[r]) + 0.01f * float(kIn)) * (1.0f + std::fabs(u[r]))) << "row " << r;
     }

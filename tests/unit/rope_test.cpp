@@ -34,7 +34,7 @@ TEST(Rope, SingleTokenCallsReuseOnlyMatchingAngles) {
   const std::vector<float> x = testing::RandomFloats(size_t(kHeads * kDim), 9);
   RopeParams rp;
   rp.n_rot = kDim;
-  rp.style = model::RopeStyle::kNorm;
+  rp.style = RopeStyle::kNorm;
   rp.freq_scale = 1.0f;
   struct Call {
     int32_t pos;

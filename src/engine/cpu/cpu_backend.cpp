@@ -346,7 +346,7 @@ void CpuBackend::MatMulShared(const Tensor* const* w, float* const* y, int32_t n
   for (int32_t i = 0; i < n; ++i) MatMul(*w[i], x, n_tok, y[i]);
 }
 
-void CpuBackend::MatMulGated(model::FfnActivation act, const Tensor& w_gate, const Tensor& w_up, const float* x,
+void CpuBackend::MatMulGated(Activation act, const Tensor& w_gate, const Tensor& w_up, const float* x,
                              int32_t n_tok, float* gate, float* up) {
   const Tensor* w[2] = {&w_gate, &w_up};
   float* y[2] = {gate, up};
@@ -355,7 +355,7 @@ void CpuBackend::MatMulGated(model::FfnActivation act, const Tensor& w_gate, con
 }
 
 bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n, const float* x, int32_t n_tok,
-                              const model::FfnActivation* gated) {
+                              const Activation* gated) {
   constexpr int32_t kMax = 4;
   if (n_tok != 1 || n > kMax || packed_ == nullptr) return false;
   const int64_t k = w[0]->ne[0];
@@ -414,7 +414,7 @@ bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n
     const Part* parts;
     int32_t n;
     int64_t k;
-    const model::FfnActivation* gated;
+    const Activation* gated;
     int64_t units, per;  // as above; chunk j of thread t: units [lo_t + j per, min(hi_t, ...))
     ChunkRange* ranges;
   } c{parts, n, k, gated, units, per, decode_ranges_.get()};
@@ -545,6 +545,29 @@ void CpuBackend::Add(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
+void CpuBackend::AddScaled(float* x, const float* y, int64_t n, float s) {
+  for (int64_t i = 0; i < n; ++i) x[i] += s * y[i];
+}
+
+void CpuBackend::Scale(float* x, int64_t n, float s) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+void CpuBackend::LayerNorm(const float* x, const float* w, const float* b, int32_t rows, int32_t n, float eps,
+                           float* y) {
+  for (int32_t r = 0; r < rows; ++r) {
+    const float* xr = x + int64_t{r} * n;
+    float* yr = y + int64_t{r} * n;
+    double sum = 0.0;
+    for (int32_t i = 0; i < n; ++i) sum += xr[i];
+    const float mean = float(sum / n);
+    double var = 0.0;
+    for (int32_t i = 0; i < n; ++i) var += double(xr[i] - mean) * double(xr[i] - mean);
+    const float inv = 1.0f / std::sqrt(float(var / n) + eps);
+    for (int32_t i = 0; i < n; ++i) yr[i] = (xr[i] - mean) * inv * w[i] + (b != nullptr ? b[i] : 0.0f);
+  }
+}
+
 void CpuBackend::Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim, const int32_t* pos,
                       const RopeParams& rp) {
   const int32_t half = rp.n_rot / 2;
@@ -557,7 +580,7 @@ void CpuBackend::Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim
   }
   // One token: the angles of the last single-token call are reused when nothing changed (the
   // caller computes slot 0; any other call may overwrite it, so it forgets the key).
-  const RopeKey key{n_tok == 1 ? pos[0] : -1, rp.n_rot, rp.base, rp.freq_scale, rp.freq_factors};
+  const RopeKey key{n_tok == 1 ? pos[0] : -1, rp.n_rot, rp.base, rp.freq_scale, rp.attn_factor, rp.freq_factors};
   const bool reuse = n_tok == 1 && key == rope_key_;
   rope_key_ = n_tok == 1 ? key : RopeKey{};
   auto run = [&](int32_t ith, int32_t nth_run, int32_t t0, int32_t t1) {
@@ -568,8 +591,8 @@ void CpuBackend::Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim
       if (!reuse) {
         for (int32_t i = 0; i < half; ++i) {
           const float th = rp.freq_factors ? theta / rp.freq_factors[i] : theta;
-          cs[size_t(2 * i)] = std::cos(th);
-          cs[size_t(2 * i + 1)] = std::sin(th);
+          cs[size_t(2 * i)] = std::cos(th) * rp.attn_factor;
+          cs[size_t(2 * i + 1)] = std::sin(th) * rp.attn_factor;
           theta *= theta_scale;
         }
       }
@@ -577,8 +600,8 @@ void CpuBackend::Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim
         float* v = x + (int64_t{t} * n_heads + h) * head_dim;
         for (int32_t i = 0; i < half; ++i) {
           const float c = cs[size_t(2 * i)], s = cs[size_t(2 * i + 1)];
-          const int32_t i0 = rp.style == model::RopeStyle::kNorm ? 2 * i : i;
-          const int32_t i1 = rp.style == model::RopeStyle::kNorm ? 2 * i + 1 : i + half;
+          const int32_t i0 = rp.style == RopeStyle::kNorm ? 2 * i : i;
+          const int32_t i1 = rp.style == RopeStyle::kNorm ? 2 * i + 1 : i + half;
           const float a = v[i0], b = v[i1];
           v[i0] = a * c - b * s;
           v[i1] = a * s + b * c;
@@ -632,15 +655,21 @@ void GeluMul(float* gate, const float* up, int64_t n) {
 
 }  // namespace
 
-void CpuBackend::ApplyGated(model::FfnActivation act, float* gate, const float* up, int64_t n) {
-  if (act == model::FfnActivation::kGeluTanh) {
+void CpuBackend::ApplyGated(Activation act, float* gate, const float* up, int64_t n) {
+  if (act == Activation::kGeluTanh) {
     GeluMul(gate, up, n);
   } else {
     act::SiluMul(gate, up, n);
   }
 }
 
-void CpuBackend::GatedActivation(model::FfnActivation act, float* gate, const float* up, int64_t n) {
+// A plain activation is the gated one with up = 1: the same kernels, rounding and tables.
+void CpuBackend::Activate(Activation act, float* x, int64_t n) {
+  static const std::vector<float> ones(256, 1.0f);
+  for (int64_t i = 0; i < n; i += 256) ApplyGated(act, x + i, ones.data(), std::min<int64_t>(256, n - i));
+}
+
+void CpuBackend::GatedActivation(Activation act, float* gate, const float* up, int64_t n) {
   pool_.ParallelFor(n, [&](int64_t b, int64_t e) { ApplyGated(act, gate + b, up + b, e - b); });
 }
 

@@ -23,18 +23,23 @@ class CpuBackend final : public Backend {
   void GetRows(const Tensor& table, const int32_t* ids, int32_t n, float scale, float* out) override;
   void MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y) override;
   void MatMulShared(const Tensor* const* w, float* const* y, int32_t n, const float* x, int32_t n_tok) override;
-  void MatMulGated(model::FfnActivation act, const Tensor& w_gate, const Tensor& w_up, const float* x, int32_t n_tok,
+  void MatMulGated(Activation act, const Tensor& w_gate, const Tensor& w_up, const float* x, int32_t n_tok,
                    float* gate, float* up) override;
   void RmsNorm(const float* x, const float* w, int32_t rows, int32_t n, float eps, float* y) override;
   void AddBias(float* x, const float* b, int32_t rows, int32_t n) override;
   void Add(float* x, const float* y, int64_t n) override;
   void Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim, const int32_t* pos,
             const RopeParams& rp) override;
-  void GatedActivation(model::FfnActivation act, float* gate, const float* up, int64_t n) override;
+  void GatedActivation(Activation act, float* gate, const float* up, int64_t n) override;
   void StoreKv(int32_t layer, const float* k, const float* v, int32_t n_tok, int32_t pos0) override;
   void Attention(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const AttentionParams& ap,
                  float* out) override;
   void Softcap(float* x, int64_t n, float cap) override;
+  bool Supports(Op) const override { return true; }
+  void LayerNorm(const float* x, const float* w, const float* b, int32_t rows, int32_t n, float eps, float* y) override;
+  void Scale(float* x, int64_t n, float s) override;
+  void AddScaled(float* x, const float* y, int64_t n, float s) override;
+  void Activate(Activation act, float* x, int64_t n) override;
 
  private:
   // Reads one cached row (k or v) as floats.
@@ -55,11 +60,11 @@ class CpuBackend final : public Backend {
   // rotation, share one position's angles).
   struct RopeKey {
     int32_t pos = -1, n_rot = 0;
-    float base = 0.0f, freq_scale = 0.0f;
+    float base = 0.0f, freq_scale = 0.0f, attn_factor = 0.0f;
     const float* freq_factors = nullptr;
     bool operator==(const RopeKey& o) const {
       return pos == o.pos && n_rot == o.n_rot && base == o.base && freq_scale == o.freq_scale &&
-             freq_factors == o.freq_factors;
+             attn_factor == o.attn_factor && freq_factors == o.freq_factors;
     }
   } rope_key_;
   void MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, float* y);
@@ -72,9 +77,9 @@ class CpuBackend final : public Backend {
   // rows, and each thread applies the activation to the rows it produced. False (nothing done)
   // when a weight has no packed copy or the shapes do not fit.
   // gate[i] = act(gate[i]) * up[i] on the calling thread.
-  static void ApplyGated(model::FfnActivation act, float* gate, const float* up, int64_t n);
+  static void ApplyGated(Activation act, float* gate, const float* up, int64_t n);
   bool DecodePacked(const Tensor* const* w, float* const* y, int32_t n, const float* x, int32_t n_tok,
-                    const model::FfnActivation* gated);
+                    const Activation* gated);
   // Decode work split (DecodePacked): per thread, the chunks of its share not yet taken, as
   // front (low 32 bits) and back (high 32 bits, exclusive); one cache line each.
   struct alignas(64) ChunkRange {

@@ -53,20 +53,13 @@ PackedWeights::~PackedWeights() {
   if (mem_ != nullptr) munmap(mem_, size_);
 }
 
-Status PackedWeights::Build(const model::Weights& w, int32_t n_threads, std::unique_ptr<PackedWeights>* out) {
+Status PackedWeights::Build(const std::vector<const gguf::TensorInfo*>& matrices, int32_t n_threads,
+                           std::unique_ptr<PackedWeights>* out) {
   out->reset();
   if (std::getenv("ZF_NO_PACK") != nullptr) return Status::Ok();
-  std::vector<const gguf::TensorInfo*> todo;
-  const auto add = [&](const gguf::TensorInfo* t) {
-    if (!Packable(t)) return;
-    for (const gguf::TensorInfo* u : todo) {
-      if (u == t) return;
-    }
-    todo.push_back(t);
-  };
-  add(w.output);
-  for (const model::LayerWeights& l : w.layers) {
-    for (const gguf::TensorInfo* t : {l.wq, l.wk, l.wv, l.wo, l.ffn_gate, l.ffn_up, l.ffn_down}) add(t);
+  std::vector<const gguf::TensorInfo*> todo;  // matrices holds each once
+  for (const gguf::TensorInfo* t : matrices) {
+    if (Packable(t)) todo.push_back(t);
   }
   if (todo.empty()) return Status::Ok();
   size_t total = 0;

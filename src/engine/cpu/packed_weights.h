@@ -20,7 +20,7 @@
 
 #include "common/status.h"
 #include "gguf/gguf.h"
-#include "model/weights.h"
+#include <vector>
 
 namespace zf::engine {
 
@@ -35,10 +35,11 @@ class PackedWeights {
   PackedWeights(const PackedWeights&) = delete;
   PackedWeights& operator=(const PackedWeights&) = delete;
 
-  // Packs the matrices of `w` that have a packed kernel here, with n_threads threads; *out
+  // Packs the matrices that have a packed kernel here, with n_threads threads; *out
   // stays null when none does (other CPUs, ZF_NO_AVX512, ZF_NO_PACK). kOutOfMemory when the
   // copy cannot be allocated.
-  static Status Build(const model::Weights& w, int32_t n_threads, std::unique_ptr<PackedWeights>* out);
+  static Status Build(const std::vector<const gguf::TensorInfo*>& matrices, int32_t n_threads,
+                      std::unique_ptr<PackedWeights>* out);
 
   // Drops the file's pages of every packed tensor from the process again. Build drops them as it
   // goes, but a read of a neighbouring tensor (the model copies its small tensors after

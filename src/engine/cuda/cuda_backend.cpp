@@ -41,6 +41,7 @@ class CudaBackend final : public Backend {
   }
 
   const char* name() const override { return "cuda"; }
+  bool Supports(Op op) const override { return cuda::Supports(op); }
 
   Status InitKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type) override {
     if (type != KvType::kF16) return Unsupported("the CUDA engine keeps the KV cache in F16 only");
@@ -108,7 +109,7 @@ class CudaBackend final : public Backend {
     if (pending_add_.x != nullptr) Flush();
     zfk_rope_params p{};
     p.n_rot = rp.n_rot;
-    p.style = rp.style == model::RopeStyle::kNorm ? ZFK_ROPE_NORM : ZFK_ROPE_NEOX;
+    p.style = rp.style == RopeStyle::kNorm ? ZFK_ROPE_NORM : ZFK_ROPE_NEOX;
     p.base = rp.base;
     p.freq_scale = rp.freq_scale;
     p.d_freq_factors = rp.freq_factors != nullptr ? F(rp.freq_factors) : nullptr;
@@ -129,9 +130,9 @@ class CudaBackend final : public Backend {
     Check(a_.rope(x, n_tok, n_heads, head_dim, d_pos, &p, stream_), p.d_norm_w ? "rms_norm+rope" : "rope");
   }
 
-  void GatedActivation(model::FfnActivation act, float* gate, const float* up, int64_t n) override {
+  void GatedActivation(Activation act, float* gate, const float* up, int64_t n) override {
     Flush();
-    const int32_t a = act == model::FfnActivation::kGeluTanh ? ZFK_ACT_GELU_TANH : ZFK_ACT_SILU;
+    const int32_t a = act == Activation::kGeluTanh ? ZFK_ACT_GELU_TANH : ZFK_ACT_SILU;
     Check(a_.gated_act(a, gate, up, n, stream_), "gated_act");
   }
 
@@ -409,6 +410,9 @@ class CudaBackend final : public Backend {
 };
 
 }  // namespace
+
+// The kernel library has none of the optional ops yet: models needing one run on the CPU.
+bool Supports(Op) { return false; }
 
 Status CreateCudaBackend(std::shared_ptr<const DeviceWeights> weights, std::unique_ptr<Backend>* out) {
   out->reset();

@@ -16,6 +16,9 @@
 namespace zf::engine::cuda {
 
 // A backend on weights->device(); kBackend with the reason when the stream cannot be created.
+// Which optional ops (engine/ops.h) the CUDA engine implements.
+bool Supports(Op op);
+
 Status CreateCudaBackend(std::shared_ptr<const DeviceWeights> weights, std::unique_ptr<Backend>* out);
 
 }  // namespace zf::engine::cuda

@@ -1,5 +1,5 @@
 // Weight upload: one device allocation, tensors at 256-byte aligned offsets (the alignment the
-// kernels' vector loads assume), copied in file order.
+// kernels' vector loads assume), copied in the order the model bound them.
 #include "engine/cuda/device_weights.h"
 
 namespace zf::engine::cuda {
@@ -11,7 +11,8 @@ DeviceWeights::~DeviceWeights() {
   if (base_ != nullptr && lib_ != nullptr) lib_->api().free(base_);
 }
 
-Status DeviceWeights::Upload(const gguf::GgufFile& file, int32_t device, std::shared_ptr<DeviceWeights>* out) {
+Status DeviceWeights::Upload(const std::vector<const gguf::TensorInfo*>& tensors, int32_t device,
+                             std::shared_ptr<DeviceWeights>* out) {
   out->reset();
   std::string reason;
   const KernelLibrary* lib = KernelLibrary::Default(&reason);
@@ -22,7 +23,8 @@ Status DeviceWeights::Upload(const gguf::GgufFile& file, int32_t device, std::sh
                                       std::to_string(lib->devices().size()) + " CUDA device(s)");
   }
   uint64_t total = 0;
-  for (const gguf::TensorInfo& t : file.tensors()) {
+  for (const gguf::TensorInfo* tp : tensors) {
+    const gguf::TensorInfo& t = *tp;
     int32_t ok = 0;
     if (t.n_dims >= 2 && (a.supports_type(int32_t(t.type), &ok) != 0 || !ok)) {
       return Status(Code::kUnsupported, "tensor '" + std::string(t.name) + "' has type " + TypeName(t.type) +
@@ -40,12 +42,13 @@ Status DeviceWeights::Upload(const gguf::GgufFile& file, int32_t device, std::sh
   }
   w->bytes_ = total;
   uint64_t off = 0;
-  for (const gguf::TensorInfo& t : file.tensors()) {
+  for (const gguf::TensorInfo* tp : tensors) {
+    const gguf::TensorInfo& t = *tp;
     void* dst = static_cast<uint8_t*>(w->base_) + off;
     if (a.memcpy_h2d(dst, t.data, t.nbytes, nullptr) != 0) {
       return Status(Code::kBackend, "uploading tensor '" + std::string(t.name) + "': " + a.last_error());
     }
-    w->map_[t.data] = dst;
+    w->map_[t.data] = Span{static_cast<const uint8_t*>(dst), t.nbytes};
     off += (t.nbytes + kAlign - 1) / kAlign * kAlign;
   }
   if (a.stream_sync(nullptr) != 0) return Status(Code::kBackend, std::string("weight upload: ") + a.last_error());
@@ -54,8 +57,12 @@ Status DeviceWeights::Upload(const gguf::GgufFile& file, int32_t device, std::sh
 }
 
 const void* DeviceWeights::Find(const void* host) const {
-  auto it = map_.find(host);
-  return it == map_.end() ? nullptr : it->second;
+  const uint8_t* h = static_cast<const uint8_t*>(host);
+  auto it = map_.upper_bound(h);  // the first tensor starting after h; h lies in the one before
+  if (it == map_.begin()) return nullptr;
+  --it;
+  const uint64_t off = uint64_t(h - it->first);
+  return off < it->second.bytes ? it->second.device + off : nullptr;
 }
 
 }  // namespace zf::engine::cuda

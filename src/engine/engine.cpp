@@ -1,0 +1,82 @@
+// Engine selection and the two engines' weight copies.
+#include "engine/engine.h"
+
+#include "common/log.h"
+#include "engine/cpu/packed_weights.h"
+#include "engine/cuda/cuda_backend.h"
+#include "engine/cuda/device_weights.h"
+#include "engine/cuda/kernel_library.h"
+#include "quant/quant.h"
+
+namespace zf::engine {
+namespace {
+
+class CpuEngine final : public Engine {
+ public:
+  explicit CpuEngine(std::unique_ptr<PackedWeights> packed) : packed_(std::move(packed)) {}
+  Device device() const override { return Device::kCpu; }
+  const char* name() const override { return "cpu"; }
+  size_t weight_bytes() const override { return packed_ != nullptr ? packed_->bytes() : 0; }
+  Status CreateBackend(int32_t n_threads, std::unique_ptr<Backend>* out) const override {
+    *out = CreateCpuBackend(n_threads, packed_.get());
+    return Status::Ok();
+  }
+  void ReleaseFilePages() const override {
+    if (packed_ != nullptr) packed_->ReleaseFilePages();
+  }
+
+ private:
+  std::unique_ptr<PackedWeights> packed_;
+};
+
+class CudaEngine final : public Engine {
+ public:
+  explicit CudaEngine(std::shared_ptr<const cuda::DeviceWeights> w) : w_(std::move(w)) {}
+  Device device() const override { return Device::kCuda; }
+  const char* name() const override { return "cuda"; }
+  size_t weight_bytes() const override { return size_t(w_->bytes()); }
+  Status CreateBackend(int32_t, std::unique_ptr<Backend>* out) const override {
+    return cuda::CreateCudaBackend(w_, out);
+  }
+
+ private:
+  std::shared_ptr<const cuda::DeviceWeights> w_;
+};
+
+Status CreateCuda(const EngineRequest& r, std::unique_ptr<Engine>* out) {
+  for (Op op : r.ops) {
+    if (!cuda::Supports(op)) return Unsupported(std::string("the CUDA engine lacks ") + OpName(op));
+  }
+  std::shared_ptr<cuda::DeviceWeights> dw;
+  ZF_RETURN_IF_ERROR(cuda::DeviceWeights::Upload(r.tensors, r.gpu_index, &dw));
+  out->reset(new CudaEngine(std::move(dw)));
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string CudaUnavailable() { return cuda::CudaUnavailableReason(); }
+
+Status CreateEngine(const EngineRequest& r, std::unique_ptr<Engine>* out) {
+  out->reset();
+  if (r.device != Device::kCpu) {
+    Status gpu = CreateCuda(r, out);
+    if (gpu.ok()) {
+      ZF_LOGI("using the CUDA engine on GPU %d", r.gpu_index);
+      return Status::Ok();
+    }
+    if (r.device == Device::kCuda) {
+      const Code code = gpu.code() == Code::kOutOfMemory || gpu.code() == Code::kUnsupported ? gpu.code() : Code::kBackend;
+      return Status(code, "device=CUDA unavailable: " + gpu.message());
+    }
+    ZF_LOGI("using the CPU engine: %s", gpu.message().c_str());
+  }
+  std::unique_ptr<PackedWeights> packed;
+  ZF_RETURN_IF_ERROR(PackedWeights::Build(r.matrices, r.n_threads, &packed));
+  ZF_LOGI("CPU kernels: %s; packed decode copies: %zu MiB", quant::ActiveIsa(),
+          packed != nullptr ? packed->bytes() >> 20 : size_t{0});
+  out->reset(new CpuEngine(std::move(packed)));
+  return Status::Ok();
+}
+
+}  // namespace zf::engine

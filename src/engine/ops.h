@@ -1,0 +1,58 @@
+// The vocabulary of the compute interface (engine/backend.h): op parameters and the kinds a
+// model description chooses between. Defined here, not in model/, so that the engines depend
+// on nothing above them; model/ builds its per-layer description from these.
+#pragma once
+
+#include <cstdint>
+
+namespace zf::engine {
+
+// Where a model computes. kAuto: CUDA when the driver, our kernel library and a GPU are there
+// and the engine supports the model, else the CPU (with a log line saying why).
+enum class Device : int32_t { kAuto = 0, kCpu = 1, kCuda = 2 };
+
+// Which pairs of a head's dimensions RoPE rotates together.
+enum class RopeStyle : int32_t {
+  kNorm,  // adjacent pairs (x[2i], x[2i+1]): the llama family (its GGUF Q/K are permuted for this)
+  kNeox,  // halves (x[i], x[i + n_rot/2]): gemma, qwen, phi3, olmo2
+};
+
+// Activation of an FFN: gated (act(gate) * up) or applied alone (plain MLP).
+enum class Activation : int32_t { kSilu, kGeluTanh };
+
+// MoE router: how expert scores are made from the router's logits.
+enum class Gating : int32_t { kSoftmax, kSigmoid };
+
+// Ops beyond the core set that not every engine implements (Backend::Supports). A model whose
+// description needs one that the chosen engine lacks is refused by that engine (CPU fallback
+// under device=AUTO, an error naming the op under device=CUDA): it never moves silently.
+enum class Op : int32_t {
+  kLayerNorm,   // mean-centred norm with optional bias
+  kScale,       // x *= s, and x += s * y (residual / logit multipliers)
+  kPlainFfn,    // act(x) without a gate
+  kMoe,         // router top-k and expert matmuls (reads the router's logits on the host)
+  kRopeFactors, // per-frequency divisors and a cos/sin multiplier (LongRoPE, llama3)
+  kCount
+};
+const char* OpName(Op op);
+
+struct RopeParams {
+  int32_t n_rot = 0;                    // rotated dimensions at the start of each head
+  float base = 10000.0f;
+  float freq_scale = 1.0f;              // position multiplier (linear scaling)
+  const float* freq_factors = nullptr;  // optional [n_rot/2] divisors of each frequency
+  float attn_factor = 1.0f;             // multiplies cos and sin (LongRoPE's magnitude scale)
+  RopeStyle style = RopeStyle::kNorm;
+};
+
+struct AttentionParams {
+  int32_t n_head = 0;
+  int32_t n_head_kv = 0;
+  int32_t head_dim_k = 0;
+  int32_t head_dim_v = 0;
+  float scale = 1.0f;    // multiplies q·k
+  float softcap = 0.0f;  // 0 = off
+  int32_t window = 0;    // 0 = full causal; else a position sees the last `window` positions
+};
+
+}  // namespace zf::engine

@@ -1,0 +1,37 @@
+// Derived facts of a model description.
+#include "model/description.h"
+
+#include <algorithm>
+
+namespace zf::model {
+
+int32_t ModelDesc::MaxKWidth() const {
+  int32_t w = 0;
+  for (const LayerDesc& l : layers) w = std::max(w, l.attn.n_head_kv * l.attn.head_dim_k);
+  return w;
+}
+
+int32_t ModelDesc::MaxVWidth() const {
+  int32_t w = 0;
+  for (const LayerDesc& l : layers) w = std::max(w, l.attn.n_head_kv * l.attn.head_dim_v);
+  return w;
+}
+
+std::vector<engine::Op> RequiredOps(const ModelDesc& d) {
+  std::vector<engine::Op> ops;
+  const auto need = [&](engine::Op op) {
+    if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
+  };
+  if (d.output_norm_kind == NormKind::kLayer) need(engine::Op::kLayerNorm);
+  if (d.residual_scale != 1.0f || d.logit_scale != 1.0f) need(engine::Op::kScale);
+  if (d.longrope_ctx_orig > 0) need(engine::Op::kRopeFactors);
+  for (const LayerDesc& l : d.layers) {
+    if (l.norm.kind == NormKind::kLayer) need(engine::Op::kLayerNorm);
+    if (l.ffn.kind == FfnKind::kPlain) need(engine::Op::kPlainFfn);
+    if (l.ffn.kind == FfnKind::kMoe) need(engine::Op::kMoe);
+    if (l.attn.rope.attn_factor != 1.0f) need(engine::Op::kRopeFactors);
+  }
+  return ops;
+}
+
+}  // namespace zf::model

@@ -1,0 +1,120 @@
+// The model description: what every layer computes, filled by the family's builder
+// (model/arch_*.cpp) from GGUF metadata. Binding (tensor_roles), the forward pass (forward.cpp)
+// and the engines' weight copies read only this; nothing downstream switches on the family name.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/ops.h"
+
+namespace zf::model {
+
+using engine::Activation;
+using engine::Gating;
+using engine::RopeStyle;
+
+enum class NormKind : int32_t { kRms, kLayer };
+
+// Where a layer normalizes Q and K after the projections.
+enum class QkNorm : int32_t {
+  kNone,
+  kPerHead,    // one [head_dim] weight applied to every head (gemma3, qwen3)
+  kFullWidth,  // one [n_head * head_dim] weight over the whole projection (olmo2)
+};
+
+struct RopeDesc {
+  bool enabled = true;  // false: this layer applies no rotary embedding (smollm3's every 4th)
+  RopeStyle style = RopeStyle::kNorm;
+  int32_t n_rot = 0;        // rotated dimensions at the start of each head (partial rotary < head_dim)
+  float base = 10000.0f;
+  float freq_scale = 1.0f;  // linear scaling: positions multiplied by this
+  float attn_factor = 1.0f; // cos/sin magnitude (LongRoPE)
+  // Per-frequency divisors from a tensor: rope_freqs (llama3 scaling) or, for LongRoPE,
+  // rope_factors_long / _short chosen by the session's context (see ModelDesc::longrope_*).
+  bool use_freq_factors = false;
+};
+
+struct AttentionDesc {
+  int32_t n_head = 0;
+  int32_t n_head_kv = 0;
+  int32_t head_dim_k = 0;
+  int32_t head_dim_v = 0;
+  float scale = 0.0f;    // multiplies q·k; 0 = 1/sqrt(head_dim_k)
+  float softcap = 0.0f;  // tanh cap of the scores; 0 = off
+  int32_t window = 0;    // sliding window in positions; 0 = full causal
+  RopeDesc rope;
+  QkNorm qk_norm = QkNorm::kNone;
+  bool fused_qkv = false;  // one attn_qkv matrix, rows [Q | K | V]
+  bool bias_qkv = false;   // optional q/k/v biases are bound when present
+  bool bias_out = false;
+};
+
+enum class FfnKind : int32_t {
+  kGated,  // down(act(gate x) * up x)
+  kPlain,  // down(act(up x))
+  kMoe,    // sum over the top-k experts of weight_e * gated expert FFN, (+ shared experts)
+};
+
+struct FfnDesc {
+  FfnKind kind = FfnKind::kGated;
+  Activation act = Activation::kSilu;
+  int32_t n_ff = 0;            // inner size (per expert for MoE)
+  bool fused_gate_up = false;  // one ffn_up matrix, rows [gate | up]
+  // MoE.
+  int32_t n_expert = 0;
+  int32_t n_expert_used = 0;
+  Gating gating = Gating::kSoftmax;
+  bool norm_topk = false;       // renormalize the selected experts' weights to sum to 1
+  float expert_weight_scale = 1.0f;
+  int32_t n_ff_shared = 0;      // shared expert inner size; 0 = none
+};
+
+struct NormDesc {
+  NormKind kind = NormKind::kRms;
+  float eps = 1e-5f;
+  bool pre_attn = true;   // attn_norm before attention
+  bool pre_ffn = true;    // ffn_norm before the FFN
+  bool post_attn = false; // post_attention_norm on the attention output, before the residual
+  bool post_ffn = false;  // post_ffw_norm on the FFN output, before the residual
+};
+
+struct LayerDesc {
+  AttentionDesc attn;
+  FfnDesc ffn;
+  NormDesc norm;
+};
+
+struct ModelDesc {
+  std::string arch;  // general.architecture
+  int32_t n_vocab = 0;
+  int32_t n_ctx_train = 0;
+  int32_t n_embd = 0;
+  int32_t n_layer = 0;
+  std::vector<LayerDesc> layers;  // [n_layer]
+
+  NormKind output_norm_kind = NormKind::kRms;
+  float output_norm_eps = 1e-5f;
+  float embed_scale = 1.0f;        // token embeddings multiplied by this
+  float residual_scale = 1.0f;     // block outputs multiplied by this before the residual add
+  float logit_scale = 1.0f;        // final logits multiplied by this
+  float final_logit_softcap = 0.0f;
+  bool tied_output = false;        // the output head is token_embd even if output.weight exists
+
+  // LongRoPE (phi3): factors tensor chosen by context; the long set applies when a session's
+  // context exceeds longrope_ctx_orig.
+  int32_t longrope_ctx_orig = 0;
+
+  uint64_t n_params = 0;  // total weight elements (zf_model_info)
+
+  // Convenience for uniform models: the largest KV widths over the layers (cache sizing).
+  int32_t MaxKWidth() const;
+  int32_t MaxVWidth() const;
+};
+
+// The optional engine ops (engine/ops.h) this model's forward pass calls; an engine lacking one
+// cannot run it.
+std::vector<engine::Op> RequiredOps(const ModelDesc& d);
+
+}  // namespace zf::model

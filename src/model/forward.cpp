@@ -1,0 +1,267 @@
+// The forward pass: embeddings -> per layer an attention block and an FFN block (dense or MoE)
+// -> output head, each block reading the layer's description.
+#include "model/forward.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace zf::model {
+namespace {
+
+const float* F32(const Tensor* t) { return t == nullptr ? nullptr : reinterpret_cast<const float*>(t->data); }
+
+}  // namespace
+
+Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch, int32_t n_ctx)
+    : model_(model), be_(backend), max_batch_(max_batch) {
+  const ModelDesc& d = model.desc();
+  for (engine::Op op : RequiredOps(d)) {
+    if (!be_.Supports(op)) {
+      status_ = Unsupported(std::string("the ") + be_.name() + " engine cannot run '" + d.arch + "': it lacks " +
+                            engine::OpName(op));
+      return;
+    }
+  }
+  const Weights& w = model.weights();
+  rope_factors_ = F32(w[GlobalRole::kRopeFreqs]);
+  if (d.longrope_ctx_orig > 0) {
+    rope_factors_ = F32(n_ctx > d.longrope_ctx_orig ? w[GlobalRole::kRopeFactorsLong] : w[GlobalRole::kRopeFactorsShort]);
+  }
+  size_t q = 0, k = 0, v = 0, o = 0, ff = 0, ne = 0;
+  for (const LayerDesc& l : d.layers) {
+    q = std::max(q, size_t(l.attn.n_head) * size_t(l.attn.head_dim_k));
+    k = std::max(k, size_t(l.attn.n_head_kv) * size_t(l.attn.head_dim_k));
+    v = std::max(v, size_t(l.attn.n_head_kv) * size_t(l.attn.head_dim_v));
+    o = std::max(o, size_t(l.attn.n_head) * size_t(l.attn.head_dim_v));
+    ff = std::max(ff, size_t(l.ffn.n_ff));
+    ne = std::max(ne, size_t(l.ffn.n_expert));
+  }
+  const size_t b = size_t(max_batch), E = size_t(d.n_embd);
+  // Scratch lives where the backend computes (host memory for the CPU engine).
+  const auto alloc = [&](ActBuf& buf, size_t n) { return (buf.p = be_.AllocActivations(n)) != nullptr; };
+  bool ok = alloc(x_, b * E) && alloc(h_, b * std::max(E, o)) && alloc(q_, b * q) && alloc(k_, b * k) &&
+            alloc(v_, b * v) && alloc(attn_, b * o) && alloc(gate_, b * ff) && alloc(up_, b * ff) &&
+            alloc(logits_, size_t(d.n_vocab));
+  if (ok && ne > 0) {
+    ok = alloc(router_, b * ne) && alloc(moe_in_, b * E) && alloc(moe_out_, b * E) && alloc(moe_acc_, b * E);
+    expert_rows_.resize(ne);
+    probs_.resize(ne);
+  }
+  if (!ok) {
+    status_ = Status(Code::kOutOfMemory, std::string("cannot allocate activations on the ") + be_.name() + " engine");
+    return;
+  }
+  pos_.resize(b);
+}
+
+void Forward::Run(const int32_t* tokens, int32_t n, int32_t pos0, float* logits, int32_t* argmax) {
+  const int32_t n_vocab = model_.desc().n_vocab;
+  const bool want = logits != nullptr || argmax != nullptr;
+  // On the CPU the logits are written straight into the caller's array.
+  float* out = !want ? nullptr : (be_.HostActivations() && logits != nullptr) ? logits : logits_.data();
+  if (!be_.BeginStep(tokens, n, pos0, want)) {
+    RunOps(tokens, n, pos0, out);
+    if (be_.EndStep()) RunOps(tokens, n, pos0, out);  // only recorded (capture failed): run for real
+  }
+  if (!want) return;
+  if (argmax != nullptr) *argmax = be_.Argmax(out, n_vocab);
+  if (logits != nullptr && out != logits) be_.ReadActivations(out, size_t(n_vocab), logits);
+}
+
+void Forward::ReadLogits(float* host) { be_.ReadActivations(logits_.data(), size_t(model_.desc().n_vocab), host); }
+
+void Forward::RunOps(const int32_t* tokens, int32_t n, int32_t pos0, float* logits) {
+  const ModelDesc& d = model_.desc();
+  for (int32_t t = 0; t < n; ++t) pos_[size_t(t)] = pos0 + t;
+  be_.GetRows(*model_.weights()[GlobalRole::kTokenEmbd], tokens, n, d.embed_scale, x_.data());
+  for (int32_t il = 0; il < d.n_layer; ++il) {
+    AttentionBlock(il, n, pos0);
+    if (d.layers[size_t(il)].ffn.kind == FfnKind::kMoe) {
+      MoeFfn(il, n);
+    } else {
+      DenseFfn(il, n);
+    }
+  }
+  if (logits != nullptr) OutputHead(n, logits);
+}
+
+void Forward::Norm(NormKind kind, float eps, const Tensor* w, const Tensor* b, const float* x, int32_t rows, float* y) {
+  const int32_t E = model_.desc().n_embd;
+  if (kind == NormKind::kLayer) {
+    be_.LayerNorm(x, F32(w), F32(b), rows, E, eps, y);
+  } else {
+    be_.RmsNorm(x, F32(w), rows, E, eps, y);
+  }
+}
+
+void Forward::Residual(const float* out, int32_t n) {
+  const ModelDesc& d = model_.desc();
+  if (d.residual_scale != 1.0f) {
+    be_.AddScaled(x_.data(), out, int64_t{n} * d.n_embd, d.residual_scale);
+  } else {
+    be_.Add(x_.data(), out, int64_t{n} * d.n_embd);
+  }
+}
+
+void Forward::AttentionBlock(int32_t il, int32_t n, int32_t pos0) {
+  const LayerDesc& ld = model_.desc().layers[size_t(il)];
+  const AttentionDesc& a = ld.attn;
+  const LayerTensors& L = model_.weights().layers[size_t(il)];
+  const int32_t E = model_.desc().n_embd;
+  const int32_t q_w = a.n_head * a.head_dim_k, k_w = a.n_head_kv * a.head_dim_k, v_w = a.n_head_kv * a.head_dim_v;
+
+  const float* in = x_.data();
+  if (ld.norm.pre_attn) {
+    Norm(ld.norm.kind, ld.norm.eps, L[LayerRole::kAttnNorm], L[LayerRole::kAttnNormBias], x_.data(), n, h_.data());
+    in = h_.data();
+  }
+  {
+    const Tensor* w3[3] = {L[LayerRole::kAttnQ], L[LayerRole::kAttnK], L[LayerRole::kAttnV]};
+    float* y3[3] = {q_.data(), k_.data(), v_.data()};
+    be_.MatMulShared(w3, y3, 3, in, n);
+  }
+  if (L[LayerRole::kAttnQBias]) be_.AddBias(q_.data(), F32(L[LayerRole::kAttnQBias]), n, q_w);
+  if (L[LayerRole::kAttnKBias]) be_.AddBias(k_.data(), F32(L[LayerRole::kAttnKBias]), n, k_w);
+  if (L[LayerRole::kAttnVBias]) be_.AddBias(v_.data(), F32(L[LayerRole::kAttnVBias]), n, v_w);
+  if (a.qk_norm == QkNorm::kPerHead) {
+    be_.RmsNorm(q_.data(), F32(L[LayerRole::kAttnQNorm]), n * a.n_head, a.head_dim_k, ld.norm.eps, q_.data());
+    be_.RmsNorm(k_.data(), F32(L[LayerRole::kAttnKNorm]), n * a.n_head_kv, a.head_dim_k, ld.norm.eps, k_.data());
+  } else if (a.qk_norm == QkNorm::kFullWidth) {
+    be_.RmsNorm(q_.data(), F32(L[LayerRole::kAttnQNorm]), n, q_w, ld.norm.eps, q_.data());
+    be_.RmsNorm(k_.data(), F32(L[LayerRole::kAttnKNorm]), n, k_w, ld.norm.eps, k_.data());
+  }
+  if (a.rope.enabled) {
+    engine::RopeParams rp;
+    rp.n_rot = a.rope.n_rot;
+    rp.style = a.rope.style;
+    rp.base = a.rope.base;
+    rp.freq_scale = a.rope.freq_scale;
+    rp.attn_factor = a.rope.attn_factor;
+    rp.freq_factors = a.rope.use_freq_factors ? rope_factors_ : nullptr;
+    be_.Rope(q_.data(), n, a.n_head, a.head_dim_k, pos_.data(), rp);
+    be_.Rope(k_.data(), n, a.n_head_kv, a.head_dim_k, pos_.data(), rp);
+  }
+  be_.StoreKv(il, k_.data(), v_.data(), n, pos0);
+  engine::AttentionParams ap;
+  ap.n_head = a.n_head;
+  ap.n_head_kv = a.n_head_kv;
+  ap.head_dim_k = a.head_dim_k;
+  ap.head_dim_v = a.head_dim_v;
+  ap.scale = a.scale > 0.0f ? a.scale : 1.0f / std::sqrt(float(a.head_dim_k));
+  ap.softcap = a.softcap;
+  ap.window = a.window;
+  be_.Attention(il, q_.data(), n, pos0, ap, attn_.data());
+  be_.MatMul(*L[LayerRole::kAttnOut], attn_.data(), n, h_.data());
+  if (L[LayerRole::kAttnOutBias]) be_.AddBias(h_.data(), F32(L[LayerRole::kAttnOutBias]), n, E);
+  if (ld.norm.post_attn) be_.RmsNorm(h_.data(), F32(L[LayerRole::kPostAttnNorm]), n, E, ld.norm.eps, h_.data());
+  Residual(h_.data(), n);
+}
+
+void Forward::DenseFfn(int32_t il, int32_t n) {
+  const LayerDesc& ld = model_.desc().layers[size_t(il)];
+  const LayerTensors& L = model_.weights().layers[size_t(il)];
+  const int32_t E = model_.desc().n_embd;
+  const float* in = x_.data();
+  if (ld.norm.pre_ffn) {
+    Norm(ld.norm.kind, ld.norm.eps, L[LayerRole::kFfnNorm], L[LayerRole::kFfnNormBias], x_.data(), n, h_.data());
+    in = h_.data();
+  }
+  if (ld.ffn.kind == FfnKind::kGated) {
+    be_.MatMulGated(ld.ffn.act, *L[LayerRole::kFfnGate], *L[LayerRole::kFfnUp], in, n, gate_.data(), up_.data());
+  } else {
+    be_.MatMul(*L[LayerRole::kFfnUp], in, n, gate_.data());
+    be_.Activate(ld.ffn.act, gate_.data(), int64_t{n} * ld.ffn.n_ff);
+  }
+  be_.MatMul(*L[LayerRole::kFfnDown], gate_.data(), n, h_.data());
+  if (ld.norm.post_ffn) be_.RmsNorm(h_.data(), F32(L[LayerRole::kPostFfnNorm]), n, E, ld.norm.eps, h_.data());
+  Residual(h_.data(), n);
+}
+
+// Routing runs on the host (the engine said Supports(kMoe)): per token the top-k experts by
+// router score, then per selected expert one gated FFN over the rows routed to it, so decode
+// reads only the selected experts' weights and prefill multiplies each expert's rows together.
+void Forward::MoeFfn(int32_t il, int32_t n) {
+  const LayerDesc& ld = model_.desc().layers[size_t(il)];
+  const FfnDesc& f = ld.ffn;
+  const LayerTensors& L = model_.weights().layers[size_t(il)];
+  const int32_t E = model_.desc().n_embd, K = f.n_expert_used;
+  const float* in = x_.data();
+  if (ld.norm.pre_ffn) {
+    Norm(ld.norm.kind, ld.norm.eps, L[LayerRole::kFfnNorm], L[LayerRole::kFfnNormBias], x_.data(), n, h_.data());
+    in = h_.data();
+  }
+  be_.MatMul(*L[LayerRole::kFfnGateInp], in, n, router_.data());
+  sel_.resize(size_t(n) * size_t(K));
+  sel_w_.resize(size_t(n) * size_t(K));
+  for (auto& rows : expert_rows_) rows.clear();
+  for (int32_t t = 0; t < n; ++t) {
+    const float* r = router_.data() + int64_t{t} * f.n_expert;
+    if (f.gating == Gating::kSoftmax) {
+      const float mx = *std::max_element(r, r + f.n_expert);
+      double sum = 0.0;
+      for (int32_t e = 0; e < f.n_expert; ++e) sum += (probs_[size_t(e)] = std::exp(r[e] - mx));
+      for (int32_t e = 0; e < f.n_expert; ++e) probs_[size_t(e)] = float(probs_[size_t(e)] / sum);
+    } else {
+      for (int32_t e = 0; e < f.n_expert; ++e) probs_[size_t(e)] = 1.0f / (1.0f + std::exp(-r[e]));
+    }
+    int32_t* s = sel_.data() + size_t(t) * size_t(K);
+    float* sw = sel_w_.data() + size_t(t) * size_t(K);
+    // Top-k by score, the lower index first among equal scores.
+    for (int32_t j = 0; j < K; ++j) {
+      int32_t best = -1;
+      for (int32_t e = 0; e < f.n_expert; ++e) {
+        if (std::find(s, s + j, e) != s + j) continue;
+        if (best < 0 || probs_[size_t(e)] > probs_[size_t(best)]) best = e;
+      }
+      s[j] = best;
+      sw[j] = probs_[size_t(best)];
+    }
+    float norm = 1.0f;
+    if (f.norm_topk) {
+      double sum = 0.0;
+      for (int32_t j = 0; j < K; ++j) sum += sw[j];
+      norm = sum > 0.0 ? float(1.0 / sum) : 1.0f;
+    }
+    for (int32_t j = 0; j < K; ++j) {
+      sw[j] *= norm * f.expert_weight_scale;
+      expert_rows_[size_t(s[j])].push_back(t * K + j);  // (token, slot) of this expert
+    }
+  }
+  float* acc = moe_acc_.data();
+  std::fill(acc, acc + int64_t{n} * E, 0.0f);
+  for (int32_t e = 0; e < f.n_expert; ++e) {
+    const std::vector<int32_t>& rows = expert_rows_[size_t(e)];
+    if (rows.empty()) continue;
+    const int32_t m = int32_t(rows.size());
+    const float* xe = in;
+    if (!(m == n && n == 1)) {  // gather the routed tokens' rows
+      for (int32_t i = 0; i < m; ++i) {
+        const float* src = in + int64_t{rows[size_t(i)] / K} * E;
+        std::copy(src, src + E, moe_in_.data() + int64_t{i} * E);
+      }
+      xe = moe_in_.data();
+    }
+    be_.MatMulGated(f.act, *L.expert_gate[size_t(e)], *L.expert_up[size_t(e)], xe, m, gate_.data(), up_.data());
+    be_.MatMul(*L.expert_down[size_t(e)], gate_.data(), m, moe_out_.data());
+    for (int32_t i = 0; i < m; ++i) {
+      const int32_t slot = rows[size_t(i)];
+      be_.AddScaled(acc + int64_t{slot / K} * E, moe_out_.data() + int64_t{i} * E, E, sel_w_[size_t(slot)]);
+    }
+  }
+  if (ld.norm.post_ffn) be_.RmsNorm(acc, F32(L[LayerRole::kPostFfnNorm]), n, E, ld.norm.eps, acc);
+  Residual(acc, n);
+}
+
+void Forward::OutputHead(int32_t n, float* logits) {
+  const ModelDesc& d = model_.desc();
+  const Weights& w = model_.weights();
+  // Only the last position's logits are needed (generation and zf_session_eval).
+  const float* last = x_.data() + int64_t{n - 1} * d.n_embd;
+  Norm(d.output_norm_kind, d.output_norm_eps, w[GlobalRole::kOutputNorm], w[GlobalRole::kOutputNormBias], last, 1,
+       h_.data());
+  be_.MatMul(*w[GlobalRole::kOutput], h_.data(), 1, logits);
+  if (d.logit_scale != 1.0f) be_.Scale(logits, d.n_vocab, d.logit_scale);
+  if (d.final_logit_softcap > 0.0f) be_.Softcap(logits, d.n_vocab, d.final_logit_softcap);
+}
+
+}  // namespace zf::model

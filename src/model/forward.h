@@ -1,0 +1,69 @@
+// The forward pass, built from block variants dispatched per layer by the model description:
+// the attention block, a dense FFN (gated or plain) or a MoE FFN, then the output head. Written
+// only against engine::Backend. One Forward per session holds its scratch buffers.
+// Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/backend.h"
+#include "model/model.h"
+
+namespace zf::model {
+
+class Forward {
+ public:
+  // max_batch: tokens evaluated per step (prefill is split into chunks of this size); n_ctx:
+  // the session's context (LongRoPE picks its factors by it).
+  Forward(const Model& model, engine::Backend& backend, int32_t max_batch, int32_t n_ctx);
+
+  int32_t max_batch() const { return max_batch_; }
+
+  // Ok, or why the backend cannot run this model (an op it lacks, or no memory for scratch).
+  const Status& status() const { return status_; }
+
+  // Evaluates tokens[0..n) at positions pos0.. (n <= max_batch), appending to the KV cache.
+  // If logits != nullptr, writes the last token's n_vocab logits there. If argmax != nullptr,
+  // stores the index of the largest logit instead (computed by the backend: on a GPU only the
+  // id crosses to the host); logits may then be nullptr.
+  void Run(const int32_t* tokens, int32_t n, int32_t pos0, float* logits, int32_t* argmax = nullptr);
+  // Copies the logits of the last Run that asked only for the argmax into host memory.
+  void ReadLogits(float* host);
+
+ private:
+  // A backend-owned activation buffer (host memory on the CPU, device memory on CUDA).
+  struct ActBuf {
+    float* p = nullptr;
+    float* data() const { return p; }
+  };
+  void RunOps(const int32_t* tokens, int32_t n, int32_t pos0, float* logits_out);
+  // The blocks: each reads the residual stream x_ and adds its output to it.
+  void AttentionBlock(int32_t il, int32_t n, int32_t pos0);
+  void DenseFfn(int32_t il, int32_t n);
+  void MoeFfn(int32_t il, int32_t n);
+  void OutputHead(int32_t n, float* logits);
+  // y = norm(x) over rows of width n_embd (y may alias x), with the layer's kind and eps.
+  void Norm(NormKind kind, float eps, const Tensor* w, const Tensor* b, const float* x, int32_t rows, float* y);
+  // x += out (times the model's residual multiplier).
+  void Residual(const float* out, int32_t n);
+
+  const Model& model_;
+  engine::Backend& be_;
+  int32_t max_batch_;
+  const float* rope_factors_ = nullptr;  // rope_freqs or the LongRoPE set for this context
+  // Scratch, sized for max_batch rows and the widest layer: x/h [B, n_embd (or attn out)],
+  // q/k/v/attn, gate/up [B, n_ff], MoE: router [B, n_expert], gathered input / output [B, n_embd].
+  ActBuf x_, h_, q_, k_, v_, attn_, gate_, up_, logits_;
+  ActBuf router_, moe_in_, moe_out_, moe_acc_;
+  std::vector<int32_t> pos_;
+  // MoE routing on the host: per token the selected experts and weights, and per expert its rows.
+  std::vector<int32_t> sel_;
+  std::vector<float> sel_w_;
+  std::vector<float> probs_;
+  std::vector<std::vector<int32_t>> expert_rows_;
+  Status status_;
+};
+
+}  // namespace zf::model

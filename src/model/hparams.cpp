@@ -1,0 +1,166 @@
+// The metadata keys every family shares, read into a per-layer description.
+#include "model/hparams.h"
+
+#include <cmath>
+
+namespace zf::model {
+namespace {
+
+Status Missing(const std::string& key) { return FormatError("missing required metadata key '" + key + "'"); }
+
+template <typename T, typename Getter>
+Status Optional(const gguf::GgufFile& f, const std::string& key, T* out, Getter get) {
+  Status s = (f.*get)(key, out);
+  return s.code() == Code::kNotFound ? Status::Ok() : s;
+}
+
+}  // namespace
+
+Status Hparams::I32(const char* suffix, int32_t* out) const {
+  Status s = f_.GetI32(Key(suffix), out);
+  return s.code() == Code::kNotFound ? Missing(Key(suffix)) : s;
+}
+Status Hparams::OptI32(const char* suffix, int32_t* out) const { return Optional(f_, Key(suffix), out, &gguf::GgufFile::GetI32); }
+Status Hparams::OptF32(const char* suffix, float* out) const { return Optional(f_, Key(suffix), out, &gguf::GgufFile::GetF32); }
+Status Hparams::OptBool(const char* suffix, bool* out) const { return Optional(f_, Key(suffix), out, &gguf::GgufFile::GetBool); }
+Status Hparams::OptString(const char* suffix, std::string* out) const {
+  std::string_view sv;
+  Status s = f_.GetString(Key(suffix), &sv);
+  if (s.code() == Code::kNotFound) return Status::Ok();
+  ZF_RETURN_IF_ERROR(s);
+  *out = std::string(sv);
+  return Status::Ok();
+}
+
+Status Hparams::OptI32PerLayer(const char* suffix, int32_t n_layer, std::vector<int32_t>* out) const {
+  const gguf::Value* v = f_.Find(Key(suffix));
+  if (v == nullptr) return Status::Ok();
+  if (v->type == gguf::ValueType::ARRAY) {
+    std::vector<int32_t> a;
+    ZF_RETURN_IF_ERROR(f_.GetI32Array(Key(suffix), &a));
+    if (a.size() != size_t(n_layer)) {
+      return FormatError("metadata '" + Key(suffix) + "' has " + std::to_string(a.size()) + " entries, expected one per layer (" +
+                         std::to_string(n_layer) + ")");
+    }
+    *out = std::move(a);
+    return Status::Ok();
+  }
+  int32_t x = 0;
+  ZF_RETURN_IF_ERROR(f_.GetI32(Key(suffix), &x));
+  out->assign(size_t(n_layer), x);
+  return Status::Ok();
+}
+
+Status ReadCommon(const Hparams& h, ModelDesc* d) {
+  d->arch = h.arch();
+  ZF_RETURN_IF_ERROR(h.I32("embedding_length", &d->n_embd));
+  ZF_RETURN_IF_ERROR(h.I32("block_count", &d->n_layer));
+  d->n_ctx_train = 2048;
+  ZF_RETURN_IF_ERROR(h.OptI32("context_length", &d->n_ctx_train));
+  if (d->n_embd <= 0 || d->n_embd > (1 << 16) || d->n_layer <= 0 || d->n_layer > 4096 || d->n_ctx_train <= 0) {
+    return FormatError("inconsistent hyperparameters for '" + d->arch + "': embedding_length=" + std::to_string(d->n_embd) +
+                       " block_count=" + std::to_string(d->n_layer) + " context_length=" + std::to_string(d->n_ctx_train));
+  }
+  const int32_t L = d->n_layer;
+  if (!h.Has("attention.head_count")) return Missing(h.Key("attention.head_count"));
+  if (!h.Has("feed_forward_length")) return Missing(h.Key("feed_forward_length"));
+  std::vector<int32_t> n_head, n_head_kv, n_ff;
+  ZF_RETURN_IF_ERROR(h.OptI32PerLayer("attention.head_count", L, &n_head));
+  n_head_kv = n_head;
+  ZF_RETURN_IF_ERROR(h.OptI32PerLayer("attention.head_count_kv", L, &n_head_kv));
+  ZF_RETURN_IF_ERROR(h.OptI32PerLayer("feed_forward_length", L, &n_ff));
+
+  float eps = 1e-5f;
+  ZF_RETURN_IF_ERROR(h.OptF32("attention.layer_norm_rms_epsilon", &eps));
+  NormKind norm_kind = NormKind::kRms;
+  if (!h.Has("attention.layer_norm_rms_epsilon") && h.Has("attention.layer_norm_epsilon")) {
+    norm_kind = NormKind::kLayer;
+    ZF_RETURN_IF_ERROR(h.OptF32("attention.layer_norm_epsilon", &eps));
+  }
+  d->output_norm_kind = norm_kind;
+  d->output_norm_eps = eps;
+
+  float rope_base = 10000.0f, freq_scale = 1.0f;
+  ZF_RETURN_IF_ERROR(h.OptF32("rope.freq_base", &rope_base));
+  std::string scaling;
+  ZF_RETURN_IF_ERROR(h.OptString("rope.scaling.type", &scaling));
+  float factor = 1.0f;
+  ZF_RETURN_IF_ERROR(h.OptF32("rope.scaling.factor", &factor));
+  if (scaling == "linear") {
+    if (!(factor > 0.0f)) return FormatError("rope.scaling.factor must be > 0");
+    freq_scale = 1.0f / factor;
+  } else if (!scaling.empty() && scaling != "none" && scaling != "longrope" && !(scaling == "yarn" && factor == 1.0f)) {
+    // llama3-style scaling arrives as the rope_freqs tensor, LongRoPE through its builder.
+    return Unsupported("rope scaling type '" + scaling + "' is not supported yet");
+  }
+  float attn_softcap = 0.0f;
+  ZF_RETURN_IF_ERROR(h.OptF32("final_logit_softcapping", &d->final_logit_softcap));
+  ZF_RETURN_IF_ERROR(h.OptF32("attn_logit_softcapping", &attn_softcap));
+  int32_t n_expert = 0, n_expert_used = 0;
+  ZF_RETURN_IF_ERROR(h.OptI32("expert_count", &n_expert));
+  ZF_RETURN_IF_ERROR(h.OptI32("expert_used_count", &n_expert_used));
+  const bool has_rope_freqs = h.file().FindTensor("rope_freqs.weight") != nullptr;
+
+  d->layers.assign(size_t(L), LayerDesc{});
+  for (int32_t il = 0; il < L; ++il) {
+    LayerDesc& ld = d->layers[size_t(il)];
+    AttentionDesc& a = ld.attn;
+    a.n_head = n_head[size_t(il)];
+    a.n_head_kv = n_head_kv[size_t(il)];
+    if (a.n_head <= 0 || a.n_head > 4096 || a.n_head_kv <= 0 || a.n_head % a.n_head_kv != 0) {
+      return FormatError("inconsistent attention heads for '" + d->arch + "' layer " + std::to_string(il) + ": head_count=" +
+                         std::to_string(a.n_head) + " head_count_kv=" + std::to_string(a.n_head_kv));
+    }
+    a.head_dim_k = d->n_embd / a.n_head;
+    ZF_RETURN_IF_ERROR(h.OptI32("attention.key_length", &a.head_dim_k));
+    a.head_dim_v = a.head_dim_k;
+    ZF_RETURN_IF_ERROR(h.OptI32("attention.value_length", &a.head_dim_v));
+    a.rope.n_rot = a.head_dim_k;
+    ZF_RETURN_IF_ERROR(h.OptI32("rope.dimension_count", &a.rope.n_rot));
+    a.rope.base = rope_base;
+    a.rope.freq_scale = freq_scale;
+    a.rope.use_freq_factors = has_rope_freqs;
+    a.softcap = attn_softcap;
+    a.bias_qkv = true;  // bound when the file has them (qwen2, ...)
+    ld.ffn.n_ff = n_ff[size_t(il)];
+    if (n_expert > 0) {
+      ld.ffn.kind = FfnKind::kMoe;
+      ld.ffn.n_expert = n_expert;
+      ld.ffn.n_expert_used = n_expert_used;
+    }
+    ld.norm.kind = norm_kind;
+    ld.norm.eps = eps;
+  }
+  return Status::Ok();
+}
+
+Status ValidateDesc(const ModelDesc& d) {
+  for (int32_t il = 0; il < d.n_layer; ++il) {
+    const LayerDesc& l = d.layers[size_t(il)];
+    const AttentionDesc& a = l.attn;
+    const std::string where = "'" + d.arch + "' layer " + std::to_string(il);
+    if (a.head_dim_k <= 0 || a.head_dim_v <= 0 || a.head_dim_k > 1024 || a.head_dim_v > 1024 || a.rope.n_rot <= 0 ||
+        a.rope.n_rot > a.head_dim_k || a.rope.n_rot % 2 != 0) {
+      return FormatError("inconsistent head sizes for " + where + ": key_length=" + std::to_string(a.head_dim_k) +
+                         " value_length=" + std::to_string(a.head_dim_v) + " rope.dimension_count=" + std::to_string(a.rope.n_rot));
+    }
+    if (l.ffn.n_ff <= 0 && l.ffn.kind != FfnKind::kMoe) {
+      return FormatError("feed_forward_length of " + where + " must be > 0, got " + std::to_string(l.ffn.n_ff));
+    }
+    if (l.ffn.kind == FfnKind::kMoe &&
+        (l.ffn.n_expert <= 0 || l.ffn.n_expert > 4096 || l.ffn.n_expert_used <= 0 ||
+         l.ffn.n_expert_used > l.ffn.n_expert || l.ffn.n_ff <= 0)) {
+      return FormatError("inconsistent experts for " + where + ": expert_count=" + std::to_string(l.ffn.n_expert) +
+                         " expert_used_count=" + std::to_string(l.ffn.n_expert_used) + " expert feed_forward_length=" +
+                         std::to_string(l.ffn.n_ff));
+    }
+    if (a.window < 0) return FormatError("negative sliding window for " + where);
+    const AttentionDesc& a0 = d.layers[0].attn;
+    if (a.n_head_kv * a.head_dim_k != a0.n_head_kv * a0.head_dim_k || a.n_head_kv * a.head_dim_v != a0.n_head_kv * a0.head_dim_v) {
+      return Unsupported("layers with different KV cache widths (" + where + ") are not supported yet");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace zf::model

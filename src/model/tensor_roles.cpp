@@ -1,0 +1,240 @@
+// The tensor-role table and the binding that iterates it.
+#include "model/tensor_roles.h"
+
+#include <unordered_set>
+
+#include "quant/quant.h"
+
+namespace zf::model {
+namespace {
+
+enum class Need { kAbsent, kOptional, kRequired };
+
+struct Shape {
+  int64_t ne[3] = {0, 0, 0};
+  uint32_t n_dims = 0;
+};
+Shape Vec(int64_t n) { return Shape{{n, 0, 0}, 1}; }
+Shape Mat(int64_t in, int64_t out) { return Shape{{in, out, 0}, 2}; }
+Shape Experts(int64_t in, int64_t out, int64_t n) { return Shape{{in, out, n}, 3}; }
+
+Need If(bool c, Need n = Need::kRequired) { return c ? n : Need::kAbsent; }
+
+int64_t QRows(const LayerDesc& l) { return int64_t{l.attn.n_head} * l.attn.head_dim_k; }
+int64_t KRows(const LayerDesc& l) { return int64_t{l.attn.n_head_kv} * l.attn.head_dim_k; }
+int64_t VRows(const LayerDesc& l) { return int64_t{l.attn.n_head_kv} * l.attn.head_dim_v; }
+bool Dense(const LayerDesc& l) { return l.ffn.kind != FfnKind::kMoe; }
+bool LayerNormBias(const LayerDesc& l, bool has_norm) { return has_norm && l.norm.kind == NormKind::kLayer; }
+
+struct LayerRoleSpec {
+  LayerRole role;
+  const char* name;  // after "blk.N."
+  Need (*need)(const LayerDesc&);
+  Shape (*shape)(const ModelDesc&, const LayerDesc&);
+};
+
+using D = const ModelDesc&;
+using L = const LayerDesc&;
+
+// clang-format off
+const LayerRoleSpec kLayerRoles[] = {
+  {LayerRole::kAttnNorm, "attn_norm.weight", [](L l) { return If(l.norm.pre_attn); }, [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kAttnNormBias, "attn_norm.bias", [](L l) { return If(LayerNormBias(l, l.norm.pre_attn), Need::kOptional); },
+   [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kAttnQ, "attn_q.weight", [](L l) { return If(!l.attn.fused_qkv); }, [](D d, L l) { return Mat(d.n_embd, QRows(l)); }},
+  {LayerRole::kAttnK, "attn_k.weight", [](L l) { return If(!l.attn.fused_qkv); }, [](D d, L l) { return Mat(d.n_embd, KRows(l)); }},
+  {LayerRole::kAttnV, "attn_v.weight", [](L l) { return If(!l.attn.fused_qkv); }, [](D d, L l) { return Mat(d.n_embd, VRows(l)); }},
+  {LayerRole::kAttnQkv, "attn_qkv.weight", [](L l) { return If(l.attn.fused_qkv); },
+   [](D d, L l) { return Mat(d.n_embd, QRows(l) + KRows(l) + VRows(l)); }},
+  {LayerRole::kAttnOut, "attn_output.weight", [](L) { return Need::kRequired; },
+   [](D d, L l) { return Mat(int64_t{l.attn.n_head} * l.attn.head_dim_v, d.n_embd); }},
+  {LayerRole::kAttnQBias, "attn_q.bias", [](L l) { return If(l.attn.bias_qkv && !l.attn.fused_qkv, Need::kOptional); },
+   [](D, L l) { return Vec(QRows(l)); }},
+  {LayerRole::kAttnKBias, "attn_k.bias", [](L l) { return If(l.attn.bias_qkv && !l.attn.fused_qkv, Need::kOptional); },
+   [](D, L l) { return Vec(KRows(l)); }},
+  {LayerRole::kAttnVBias, "attn_v.bias", [](L l) { return If(l.attn.bias_qkv && !l.attn.fused_qkv, Need::kOptional); },
+   [](D, L l) { return Vec(VRows(l)); }},
+  {LayerRole::kAttnOutBias, "attn_output.bias", [](L l) { return If(l.attn.bias_out, Need::kOptional); },
+   [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kAttnQNorm, "attn_q_norm.weight", [](L l) { return If(l.attn.qk_norm != QkNorm::kNone); },
+   [](D, L l) { return Vec(l.attn.qk_norm == QkNorm::kFullWidth ? QRows(l) : l.attn.head_dim_k); }},
+  {LayerRole::kAttnKNorm, "attn_k_norm.weight", [](L l) { return If(l.attn.qk_norm != QkNorm::kNone); },
+   [](D, L l) { return Vec(l.attn.qk_norm == QkNorm::kFullWidth ? KRows(l) : l.attn.head_dim_k); }},
+  {LayerRole::kPostAttnNorm, "post_attention_norm.weight", [](L l) { return If(l.norm.post_attn); },
+   [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kFfnNorm, "ffn_norm.weight", [](L l) { return If(l.norm.pre_ffn); }, [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kFfnNormBias, "ffn_norm.bias", [](L l) { return If(LayerNormBias(l, l.norm.pre_ffn), Need::kOptional); },
+   [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kFfnGate, "ffn_gate.weight", [](L l) { return If(l.ffn.kind == FfnKind::kGated && !l.ffn.fused_gate_up); },
+   [](D d, L l) { return Mat(d.n_embd, l.ffn.n_ff); }},
+  {LayerRole::kFfnUp, "ffn_up.weight", [](L l) { return If(Dense(l)); },
+   [](D d, L l) { return Mat(d.n_embd, int64_t{l.ffn.n_ff} * (l.ffn.fused_gate_up ? 2 : 1)); }},
+  {LayerRole::kFfnDown, "ffn_down.weight", [](L l) { return If(Dense(l)); }, [](D d, L l) { return Mat(l.ffn.n_ff, d.n_embd); }},
+  {LayerRole::kPostFfnNorm, "post_ffw_norm.weight", [](L l) { return If(l.norm.post_ffn); }, [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kFfnGateInp, "ffn_gate_inp.weight", [](L l) { return If(!Dense(l)); },
+   [](D d, L l) { return Mat(d.n_embd, l.ffn.n_expert); }},
+  {LayerRole::kFfnGateExps, "ffn_gate_exps.weight", [](L l) { return If(!Dense(l)); },
+   [](D d, L l) { return Experts(d.n_embd, l.ffn.n_ff, l.ffn.n_expert); }},
+  {LayerRole::kFfnUpExps, "ffn_up_exps.weight", [](L l) { return If(!Dense(l)); },
+   [](D d, L l) { return Experts(d.n_embd, l.ffn.n_ff, l.ffn.n_expert); }},
+  {LayerRole::kFfnDownExps, "ffn_down_exps.weight", [](L l) { return If(!Dense(l)); },
+   [](D d, L l) { return Experts(l.ffn.n_ff, d.n_embd, l.ffn.n_expert); }},
+};
+
+struct GlobalRoleSpec {
+  GlobalRole role;
+  const char* name;
+  Need (*need)(D);
+  Shape (*shape)(D);
+};
+
+int64_t HalfRot(D d) { return d.layers.empty() ? 0 : d.layers[0].attn.rope.n_rot / 2; }
+
+const GlobalRoleSpec kGlobalRoles[] = {
+  {GlobalRole::kTokenEmbd, "token_embd.weight", [](D) { return Need::kRequired; }, [](D d) { return Mat(d.n_embd, d.n_vocab); }},
+  {GlobalRole::kOutputNorm, "output_norm.weight", [](D) { return Need::kRequired; }, [](D d) { return Vec(d.n_embd); }},
+  {GlobalRole::kOutputNormBias, "output_norm.bias", [](D d) { return If(d.output_norm_kind == NormKind::kLayer, Need::kOptional); },
+   [](D d) { return Vec(d.n_embd); }},
+  {GlobalRole::kOutput, "output.weight", [](D d) { return If(!d.tied_output, Need::kOptional); },
+   [](D d) { return Mat(d.n_embd, d.n_vocab); }},
+  {GlobalRole::kRopeFreqs, "rope_freqs.weight", [](D) { return Need::kOptional; }, [](D d) { return Vec(HalfRot(d)); }},
+  {GlobalRole::kRopeFactorsLong, "rope_factors_long.weight", [](D d) { return If(d.longrope_ctx_orig > 0); },
+   [](D d) { return Vec(HalfRot(d)); }},
+  {GlobalRole::kRopeFactorsShort, "rope_factors_short.weight", [](D d) { return If(d.longrope_ctx_orig > 0); },
+   [](D d) { return Vec(HalfRot(d)); }},
+};
+// clang-format on
+
+std::string ShapeString(const int64_t* ne, uint32_t n_dims) {
+  std::string s = "[";
+  for (uint32_t i = 0; i < n_dims; ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
+  return s + "]";
+}
+
+Status Bind(const gguf::GgufFile& f, const std::string& name, Need need, const Shape& want, const Tensor** out) {
+  *out = nullptr;
+  if (need == Need::kAbsent) return Status::Ok();
+  const Tensor* t = f.FindTensor(name);
+  if (t == nullptr) {
+    if (need == Need::kOptional) return Status::Ok();
+    return FormatError("missing tensor '" + name + "' (expected shape " + ShapeString(want.ne, want.n_dims) + ")");
+  }
+  bool ok = t->n_dims == want.n_dims;
+  for (uint32_t i = 0; ok && i < want.n_dims; ++i) ok = t->ne[i] == want.ne[i];
+  if (!ok) {
+    return FormatError("tensor '" + name + "' has shape " + ShapeString(t->ne, t->n_dims) + ", expected " +
+                       ShapeString(want.ne, want.n_dims));
+  }
+  if (want.n_dims == 1 && t->type != GgmlType::F32) {
+    return Unsupported("tensor '" + name + "' is " + TypeName(t->type) + "; norms, biases and factors must be F32");
+  }
+  if (want.n_dims >= 2 && !quant::IsSupported(t->type)) {
+    return Unsupported("tensor '" + name + "' has type " + std::string(TypeName(t->type)) +
+                       ", which this build cannot compute with");
+  }
+  *out = t;
+  return Status::Ok();
+}
+
+Status BindInto(Weights* w, const gguf::GgufFile& f, const std::string& name, Need need, const Shape& want,
+                const Tensor** out) {
+  ZF_RETURN_IF_ERROR(Bind(f, name, need, want, out));
+  if (*out != nullptr) w->bound.push_back(*out);
+  return Status::Ok();
+}
+
+// A 2-D view of rows [r0, r0 + rows) of matrix `t`, or of expert `e`'s slice of a 3-D tensor.
+const Tensor* View(Weights* w, const Tensor& t, int64_t e, int64_t r0, int64_t rows, const std::string& tag) {
+  const size_t row_bytes = RowSize(t.type, t.ne[0]);
+  Tensor v = t;
+  v.n_dims = 2;
+  v.ne[1] = rows;
+  v.ne[2] = v.ne[3] = 1;
+  const size_t off = (size_t(e) * size_t(t.ne[1]) + size_t(r0)) * row_bytes;
+  v.data = t.data + off;
+  v.offset = t.offset + off;
+  v.nbytes = size_t(rows) * row_bytes;
+  w->names.push_back(std::string(t.name) + "[" + tag + "]");
+  v.name = w->names.back();
+  w->views.push_back(v);
+  return &w->views.back();
+}
+
+}  // namespace
+
+Status BindWeights(const gguf::GgufFile& f, const ModelDesc& d, Weights* w) {
+  for (const GlobalRoleSpec& s : kGlobalRoles) {
+    ZF_RETURN_IF_ERROR(BindInto(w, f, s.name, s.need(d), s.shape(d), &w->global[size_t(s.role)]));
+  }
+  if (w->global[size_t(GlobalRole::kOutput)] == nullptr) {
+    w->global[size_t(GlobalRole::kOutput)] = w->global[size_t(GlobalRole::kTokenEmbd)];  // tied embeddings
+  }
+  w->layers.assign(size_t(d.n_layer), LayerTensors{});
+  for (int32_t il = 0; il < d.n_layer; ++il) {
+    const LayerDesc& ld = d.layers[size_t(il)];
+    LayerTensors& lt = w->layers[size_t(il)];
+    const std::string prefix = "blk." + std::to_string(il) + ".";
+    for (const LayerRoleSpec& s : kLayerRoles) {
+      ZF_RETURN_IF_ERROR(BindInto(w, f, prefix + s.name, s.need(ld), s.shape(d, ld), &lt[s.role]));
+    }
+    if (ld.attn.fused_qkv) {
+      const Tensor& qkv = *lt[LayerRole::kAttnQkv];
+      lt[LayerRole::kAttnQ] = View(w, qkv, 0, 0, QRows(ld), "q");
+      lt[LayerRole::kAttnK] = View(w, qkv, 0, QRows(ld), KRows(ld), "k");
+      lt[LayerRole::kAttnV] = View(w, qkv, 0, QRows(ld) + KRows(ld), VRows(ld), "v");
+    }
+    if (ld.ffn.kind != FfnKind::kMoe && ld.ffn.fused_gate_up) {
+      const Tensor& up = *lt[LayerRole::kFfnUp];
+      lt[LayerRole::kFfnGate] = View(w, up, 0, 0, ld.ffn.n_ff, "gate");
+      lt[LayerRole::kFfnUp] = View(w, up, 0, ld.ffn.n_ff, ld.ffn.n_ff, "up");
+    }
+    if (ld.ffn.kind == FfnKind::kMoe) {
+      const Tensor& g = *lt[LayerRole::kFfnGateExps];
+      const Tensor& u = *lt[LayerRole::kFfnUpExps];
+      const Tensor& dn = *lt[LayerRole::kFfnDownExps];
+      for (int32_t e = 0; e < ld.ffn.n_expert; ++e) {
+        const std::string tag = std::to_string(e);
+        lt.expert_gate.push_back(View(w, g, e, 0, g.ne[1], tag));
+        lt.expert_up.push_back(View(w, u, e, 0, u.ne[1], tag));
+        lt.expert_down.push_back(View(w, dn, e, 0, dn.ne[1], tag));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+std::vector<const Tensor*> Weights::Matrices() const {
+  std::vector<const Tensor*> out;
+  std::unordered_set<const Tensor*> seen;
+  const auto add = [&](const Tensor* t) {
+    if (t != nullptr && t->n_dims == 2 && seen.insert(t).second) out.push_back(t);
+  };
+  add((*this)[GlobalRole::kOutput]);
+  for (const LayerTensors& l : layers) {
+    for (LayerRole r : {LayerRole::kAttnQ, LayerRole::kAttnK, LayerRole::kAttnV, LayerRole::kAttnOut, LayerRole::kFfnGate,
+                        LayerRole::kFfnUp, LayerRole::kFfnDown, LayerRole::kFfnGateInp}) {
+      add(l[r]);
+    }
+    for (size_t e = 0; e < l.expert_gate.size(); ++e) {
+      add(l.expert_gate[e]);
+      add(l.expert_up[e]);
+      add(l.expert_down[e]);
+    }
+  }
+  return out;
+}
+
+std::vector<const Tensor**> Weights::VectorRefs() {
+  std::vector<const Tensor**> out;
+  for (const Tensor*& t : global) {
+    if (t != nullptr && t->n_dims == 1) out.push_back(&t);
+  }
+  for (LayerTensors& l : layers) {
+    for (const Tensor*& t : l.t) {
+      if (t != nullptr && t->n_dims == 1) out.push_back(&t);
+    }
+  }
+  return out;
+}
+
+}  // namespace zf::model

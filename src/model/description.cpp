@@ -24,7 +24,6 @@ std::vector<engine::Op> RequiredOps(const ModelDesc& d) {
   };
   if (d.output_norm_kind == NormKind::kLayer) need(engine::Op::kLayerNorm);
   if (d.residual_scale != 1.0f || d.logit_scale != 1.0f) need(engine::Op::kScale);
-  if (d.longrope_ctx_orig > 0) need(engine::Op::kRopeFactors);
   for (const LayerDesc& l : d.layers) {
     if (l.norm.kind == NormKind::kLayer) need(engine::Op::kLayerNorm);
     if (l.ffn.kind == FfnKind::kPlain) need(engine::Op::kPlainFfn);

@@ -32,7 +32,7 @@ struct RopeDesc {
   float freq_scale = 1.0f;  // linear scaling: positions multiplied by this
   float attn_factor = 1.0f; // cos/sin magnitude (LongRoPE)
   // Per-frequency divisors from a tensor: rope_freqs (llama3 scaling) or, for LongRoPE,
-  // rope_factors_long / _short chosen by the session's context (see ModelDesc::longrope_*).
+  // rope_factors_long / _short chosen by the session's context (see ModelDesc::n_ctx_orig).
   bool use_freq_factors = false;
 };
 
@@ -102,9 +102,9 @@ struct ModelDesc {
   float final_logit_softcap = 0.0f;
   bool tied_output = false;        // the output head is token_embd even if output.weight exists
 
-  // LongRoPE (phi3): factors tensor chosen by context; the long set applies when a session's
-  // context exceeds longrope_ctx_orig.
-  int32_t longrope_ctx_orig = 0;
+  // Rope frequency factors: rope_freqs when the file has it (llama3 scaling), else LongRoPE's
+  // rope_factors_long when a session's context exceeds n_ctx_orig, else rope_factors_short.
+  int32_t n_ctx_orig = 0;  // rope.scaling.original_context_length (default: context_length)
 
   uint64_t n_params = 0;  // total weight elements (zf_model_info)
 

@@ -24,8 +24,8 @@ Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch
   }
   const Weights& w = model.weights();
   rope_factors_ = F32(w[GlobalRole::kRopeFreqs]);
-  if (d.longrope_ctx_orig > 0) {
-    rope_factors_ = F32(n_ctx > d.longrope_ctx_orig ? w[GlobalRole::kRopeFactorsLong] : w[GlobalRole::kRopeFactorsShort]);
+  if (rope_factors_ == nullptr) {
+    rope_factors_ = F32(n_ctx > d.n_ctx_orig ? w[GlobalRole::kRopeFactorsLong] : w[GlobalRole::kRopeFactorsShort]);
   }
   size_t q = 0, k = 0, v = 0, o = 0, ff = 0, ne = 0;
   for (const LayerDesc& l : d.layers) {

@@ -1,6 +1,7 @@
 // The metadata keys every family shares, read into a per-layer description.
 #include "model/hparams.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace zf::model {
@@ -51,6 +52,27 @@ Status Hparams::OptI32PerLayer(const char* suffix, int32_t n_layer, std::vector<
   return Status::Ok();
 }
 
+Status Hparams::SlidingPattern(int32_t n_layer, uint32_t pattern, std::vector<bool>* out) const {
+  out->assign(size_t(n_layer), false);
+  const gguf::Value* v = f_.Find(Key("attention.sliding_window_pattern"));
+  if (v != nullptr && v->type == gguf::ValueType::ARRAY) {
+    if (v->elem_type != gguf::ValueType::BOOL || v->count != uint64_t(n_layer)) {
+      return FormatError("metadata '" + Key("attention.sliding_window_pattern") + "' must be " + std::to_string(n_layer) +
+                         " booleans");
+    }
+    for (int32_t il = 0; il < n_layer; ++il) (*out)[size_t(il)] = v->raw[il] != 0;
+    return Status::Ok();
+  }
+  if (v != nullptr) {
+    int32_t n = 0;
+    ZF_RETURN_IF_ERROR(f_.GetI32(Key("attention.sliding_window_pattern"), &n));
+    if (n < 0) return FormatError("negative attention.sliding_window_pattern");
+    pattern = uint32_t(n);
+  }
+  for (int32_t il = 0; il < n_layer; ++il) (*out)[size_t(il)] = pattern == 0 || uint32_t(il) % pattern < pattern - 1;
+  return Status::Ok();
+}
+
 Status ReadCommon(const Hparams& h, ModelDesc* d) {
   d->arch = h.arch();
   ZF_RETURN_IF_ERROR(h.I32("embedding_length", &d->n_embd));
@@ -80,26 +102,33 @@ Status ReadCommon(const Hparams& h, ModelDesc* d) {
   d->output_norm_kind = norm_kind;
   d->output_norm_eps = eps;
 
-  float rope_base = 10000.0f, freq_scale = 1.0f;
+  // Rope: as the reference reads it, rope.scaling.factor divides positions whatever the type
+  // (linear, none, longrope); llama3 scaling arrives as the rope_freqs tensor and LongRoPE's as
+  // rope_factors_long/short. YaRN's interpolation is not implemented.
+  float rope_base = 10000.0f, freq_scale = 1.0f, factor = 0.0f, attn_factor = 1.0f;
   ZF_RETURN_IF_ERROR(h.OptF32("rope.freq_base", &rope_base));
   std::string scaling;
   ZF_RETURN_IF_ERROR(h.OptString("rope.scaling.type", &scaling));
-  float factor = 1.0f;
   ZF_RETURN_IF_ERROR(h.OptF32("rope.scaling.factor", &factor));
-  if (scaling == "linear") {
-    if (!(factor > 0.0f)) return FormatError("rope.scaling.factor must be > 0");
-    freq_scale = 1.0f / factor;
-  } else if (!scaling.empty() && scaling != "none" && scaling != "longrope" && !(scaling == "yarn" && factor == 1.0f)) {
-    // llama3-style scaling arrives as the rope_freqs tensor, LongRoPE through its builder.
-    return Unsupported("rope scaling type '" + scaling + "' is not supported yet");
+  ZF_RETURN_IF_ERROR(h.OptF32("rope.scaling.attn_factor", &attn_factor));
+  if (factor < 0.0f || !std::isfinite(factor) || !(attn_factor > 0.0f) || !std::isfinite(attn_factor)) {
+    return FormatError("invalid rope scaling: factor " + std::to_string(factor) + ", attn_factor " +
+                       std::to_string(attn_factor));
   }
-  float attn_softcap = 0.0f;
-  ZF_RETURN_IF_ERROR(h.OptF32("final_logit_softcapping", &d->final_logit_softcap));
-  ZF_RETURN_IF_ERROR(h.OptF32("attn_logit_softcapping", &attn_softcap));
+  if (factor != 0.0f) freq_scale = 1.0f / factor;
+  if (scaling == "yarn" && freq_scale != 1.0f) return Unsupported("rope scaling type 'yarn' is not supported yet");
+  if (!scaling.empty() && scaling != "none" && scaling != "linear" && scaling != "longrope" && scaling != "yarn") {
+    return Unsupported("rope scaling type '" + scaling + "' is not supported");
+  }
+  d->n_ctx_orig = d->n_ctx_train;
+  ZF_RETURN_IF_ERROR(h.OptI32("rope.scaling.original_context_length", &d->n_ctx_orig));
   int32_t n_expert = 0, n_expert_used = 0;
   ZF_RETURN_IF_ERROR(h.OptI32("expert_count", &n_expert));
   ZF_RETURN_IF_ERROR(h.OptI32("expert_used_count", &n_expert_used));
-  const bool has_rope_freqs = h.file().FindTensor("rope_freqs.weight") != nullptr;
+  const gguf::GgufFile& f = h.file();
+  const bool has_rope_factors = f.FindTensor("rope_freqs.weight") != nullptr ||
+                                f.FindTensor("rope_factors_long.weight") != nullptr ||
+                                f.FindTensor("rope_factors_short.weight") != nullptr;
 
   d->layers.assign(size_t(L), LayerDesc{});
   for (int32_t il = 0; il < L; ++il) {
@@ -119,9 +148,12 @@ Status ReadCommon(const Hparams& h, ModelDesc* d) {
     ZF_RETURN_IF_ERROR(h.OptI32("rope.dimension_count", &a.rope.n_rot));
     a.rope.base = rope_base;
     a.rope.freq_scale = freq_scale;
-    a.rope.use_freq_factors = has_rope_freqs;
-    a.softcap = attn_softcap;
-    a.bias_qkv = true;  // bound when the file has them (qwen2, ...)
+    a.rope.attn_factor = attn_factor;
+    a.rope.use_freq_factors = has_rope_factors;
+    // Any family may store Q/K/V fused (the reference accepts attn_qkv everywhere); biases are
+    // bound when the file has them (qwen2, ...).
+    a.fused_qkv = f.FindTensor("blk." + std::to_string(il) + ".attn_qkv.weight") != nullptr;
+    a.bias_qkv = true;
     ld.ffn.n_ff = n_ff[size_t(il)];
     if (n_expert > 0) {
       ld.ffn.kind = FfnKind::kMoe;

@@ -30,14 +30,17 @@ class Hparams {
   Status OptString(const char* suffix, std::string* out) const;
   // A key that is either one integer for every layer or an array of n_layer integers.
   Status OptI32PerLayer(const char* suffix, int32_t n_layer, std::vector<int32_t>* out) const;
+  // Which layers use the sliding window: `attention.sliding_window_pattern` as a per-layer bool
+  // array, or as a period n (layer il slides when il % n < n - 1), default `pattern`.
+  Status SlidingPattern(int32_t n_layer, uint32_t pattern, std::vector<bool>* out) const;
 
  private:
   const gguf::GgufFile& f_;
   std::string arch_;
 };
 
-// Reads the keys every family shares (sizes, heads, norm eps, rope base and linear/llama3
-// scaling, sliding window, softcaps, expert counts) into `d`, one LayerDesc per layer with the
+// Reads the keys every family shares (sizes, heads, norm eps, rope base, scaling factor and
+// magnitude, fused QKV, expert counts) into `d`, one LayerDesc per layer with the
 // llama defaults (pre-norm RMS, gated SiLU FFN, NORM rope on all head dims). kFormat for
 // missing or inconsistent values, kUnsupported for a rope scaling the engine lacks.
 Status ReadCommon(const Hparams& h, ModelDesc* d);

@@ -7,7 +7,15 @@ namespace {
 constexpr ArchEntry kArchs[] = {
     {"llama", BuildLlama},
     {"mistral", BuildLlama},
+    {"gemma2", BuildGemma2},
     {"gemma3", BuildGemma3},
+    {"qwen2", BuildQwen2},
+    {"qwen3", BuildQwen3},
+    {"qwen3moe", BuildQwen3Moe},
+    {"phi3", BuildPhi3},
+    {"smollm3", BuildSmolLM3},
+    {"granite", BuildGranite},
+    {"olmo2", BuildOlmo2},
 };
 
 }  // namespace

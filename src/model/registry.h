@@ -32,6 +32,14 @@ Status BuildDescription(const gguf::GgufFile& file, ModelDesc* d);
 
 // One per family file (model/arch_*.cpp).
 Status BuildLlama(const Hparams& h, ModelDesc* d);
+Status BuildGemma2(const Hparams& h, ModelDesc* d);
 Status BuildGemma3(const Hparams& h, ModelDesc* d);
+Status BuildQwen2(const Hparams& h, ModelDesc* d);
+Status BuildQwen3(const Hparams& h, ModelDesc* d);
+Status BuildQwen3Moe(const Hparams& h, ModelDesc* d);
+Status BuildPhi3(const Hparams& h, ModelDesc* d);
+Status BuildSmolLM3(const Hparams& h, ModelDesc* d);
+Status BuildGranite(const Hparams& h, ModelDesc* d);
+Status BuildOlmo2(const Hparams& h, ModelDesc* d);
 
 }  // namespace zf::model

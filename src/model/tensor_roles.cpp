@@ -46,13 +46,15 @@ const LayerRoleSpec kLayerRoles[] = {
   {LayerRole::kAttnV, "attn_v.weight", [](L l) { return If(!l.attn.fused_qkv); }, [](D d, L l) { return Mat(d.n_embd, VRows(l)); }},
   {LayerRole::kAttnQkv, "attn_qkv.weight", [](L l) { return If(l.attn.fused_qkv); },
    [](D d, L l) { return Mat(d.n_embd, QRows(l) + KRows(l) + VRows(l)); }},
+  {LayerRole::kAttnQkvBias, "attn_qkv.bias", [](L l) { return If(l.attn.fused_qkv && l.attn.bias_qkv, Need::kOptional); },
+   [](D, L l) { return Vec(QRows(l) + KRows(l) + VRows(l)); }},
   {LayerRole::kAttnOut, "attn_output.weight", [](L) { return Need::kRequired; },
    [](D d, L l) { return Mat(int64_t{l.attn.n_head} * l.attn.head_dim_v, d.n_embd); }},
-  {LayerRole::kAttnQBias, "attn_q.bias", [](L l) { return If(l.attn.bias_qkv && !l.attn.fused_qkv, Need::kOptional); },
+  {LayerRole::kAttnQBias, "attn_q.bias", [](L l) { return If(l.attn.bias_qkv, Need::kOptional); },
    [](D, L l) { return Vec(QRows(l)); }},
-  {LayerRole::kAttnKBias, "attn_k.bias", [](L l) { return If(l.attn.bias_qkv && !l.attn.fused_qkv, Need::kOptional); },
+  {LayerRole::kAttnKBias, "attn_k.bias", [](L l) { return If(l.attn.bias_qkv, Need::kOptional); },
    [](D, L l) { return Vec(KRows(l)); }},
-  {LayerRole::kAttnVBias, "attn_v.bias", [](L l) { return If(l.attn.bias_qkv && !l.attn.fused_qkv, Need::kOptional); },
+  {LayerRole::kAttnVBias, "attn_v.bias", [](L l) { return If(l.attn.bias_qkv, Need::kOptional); },
    [](D, L l) { return Vec(VRows(l)); }},
   {LayerRole::kAttnOutBias, "attn_output.bias", [](L l) { return If(l.attn.bias_out, Need::kOptional); },
    [](D d, L) { return Vec(d.n_embd); }},
@@ -98,9 +100,9 @@ const GlobalRoleSpec kGlobalRoles[] = {
   {GlobalRole::kOutput, "output.weight", [](D d) { return If(!d.tied_output, Need::kOptional); },
    [](D d) { return Mat(d.n_embd, d.n_vocab); }},
   {GlobalRole::kRopeFreqs, "rope_freqs.weight", [](D) { return Need::kOptional; }, [](D d) { return Vec(HalfRot(d)); }},
-  {GlobalRole::kRopeFactorsLong, "rope_factors_long.weight", [](D d) { return If(d.longrope_ctx_orig > 0); },
+  {GlobalRole::kRopeFactorsLong, "rope_factors_long.weight", [](D) { return Need::kOptional; },
    [](D d) { return Vec(HalfRot(d)); }},
-  {GlobalRole::kRopeFactorsShort, "rope_factors_short.weight", [](D d) { return If(d.longrope_ctx_orig > 0); },
+  {GlobalRole::kRopeFactorsShort, "rope_factors_short.weight", [](D) { return Need::kOptional; },
    [](D d) { return Vec(HalfRot(d)); }},
 };
 // clang-format on
@@ -160,6 +162,19 @@ const Tensor* View(Weights* w, const Tensor& t, int64_t e, int64_t r0, int64_t r
   return &w->views.back();
 }
 
+// Elements [i0, i0 + n) of a 1-D F32 tensor.
+const Tensor* VectorView(Weights* w, const Tensor& t, int64_t i0, int64_t n, const std::string& tag) {
+  Tensor v = t;
+  v.ne[0] = n;
+  v.data = t.data + size_t(i0) * sizeof(float);
+  v.offset = t.offset + size_t(i0) * sizeof(float);
+  v.nbytes = size_t(n) * sizeof(float);
+  w->names.push_back(std::string(t.name) + "[" + tag + "]");
+  v.name = w->names.back();
+  w->views.push_back(v);
+  return &w->views.back();
+}
+
 }  // namespace
 
 Status BindWeights(const gguf::GgufFile& f, const ModelDesc& d, Weights* w) {
@@ -182,6 +197,11 @@ Status BindWeights(const gguf::GgufFile& f, const ModelDesc& d, Weights* w) {
       lt[LayerRole::kAttnQ] = View(w, qkv, 0, 0, QRows(ld), "q");
       lt[LayerRole::kAttnK] = View(w, qkv, 0, QRows(ld), KRows(ld), "k");
       lt[LayerRole::kAttnV] = View(w, qkv, 0, QRows(ld) + KRows(ld), VRows(ld), "v");
+      if (const Tensor* b = lt[LayerRole::kAttnQkvBias]) {  // a fused bias wins over separate ones
+        lt[LayerRole::kAttnQBias] = VectorView(w, *b, 0, QRows(ld), "q");
+        lt[LayerRole::kAttnKBias] = VectorView(w, *b, QRows(ld), KRows(ld), "k");
+        lt[LayerRole::kAttnVBias] = VectorView(w, *b, QRows(ld) + KRows(ld), VRows(ld), "v");
+      }
     }
     if (ld.ffn.kind != FfnKind::kMoe && ld.ffn.fused_gate_up) {
       const Tensor& up = *lt[LayerRole::kFfnUp];
@@ -199,6 +219,13 @@ Status BindWeights(const gguf::GgufFile& f, const ModelDesc& d, Weights* w) {
         lt.expert_down.push_back(View(w, dn, e, 0, dn.ne[1], tag));
       }
     }
+  }
+  // A tensor no role bound would be silently ignored, and the model computed without it: refuse.
+  std::unordered_set<const Tensor*> used(w->bound.begin(), w->bound.end());
+  for (const Tensor& t : f.tensors()) {
+    if (used.count(&t) != 0 || (d.tied_output && t.name == "output.weight")) continue;
+    return Unsupported("tensor '" + std::string(t.name) + "' has no role in the '" + d.arch +
+                       "' model description (a layout variant zerfoo does not implement)");
   }
   return Status::Ok();
 }

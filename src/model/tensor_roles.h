@@ -30,7 +30,7 @@ enum class GlobalRole : int32_t {
 
 enum class LayerRole : int32_t {
   kAttnNorm, kAttnNormBias,
-  kAttnQ, kAttnK, kAttnV, kAttnQkv, kAttnOut,
+  kAttnQ, kAttnK, kAttnV, kAttnQkv, kAttnQkvBias, kAttnOut,
   kAttnQBias, kAttnKBias, kAttnVBias, kAttnOutBias,
   kAttnQNorm, kAttnKNorm, kPostAttnNorm,
   kFfnNorm, kFfnNormBias,

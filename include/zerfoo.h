@@ -227,6 +227,17 @@ ZF_API zf_status zf_model_info(const zf_model* model, zf_model_summary* info);
 ZF_API zf_status zf_model_meta(const zf_model* model, const char* key, char* buf, size_t cap,
                                size_t* needed);
 
+/**
+ * @brief The model architectures this library runs: the `general.architecture` values that
+ * zf_model_load() accepts, comma-separated ("llama,mistral,gemma2,..."). Any other value loads
+ * only with ::ZF_MODEL_VOCAB_ONLY (tokenizer and chat template) and otherwise fails with
+ * ::ZF_ERR_UNSUPPORTED. Thread-safe; needs no model.
+ * @param buf Output buffer (may be NULL when cap is 0); receives a NUL-terminated string.
+ * @param needed Optional; receives the bytes required including the NUL.
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL.
+ */
+ZF_API zf_status zf_architectures(char* buf, size_t cap, size_t* needed);
+
 /* ---------------------------------------------------------------------------------------------
  * Tokenizer
  * ------------------------------------------------------------------------------------------- */

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "capi/handles.h"
+#include "model/registry.h"
 #include "common/utf8.h"
 
 using zf::capi::CopyOut;
@@ -105,6 +106,12 @@ ZF_API zf_status zf_model_info(const zf_model* model, zf_model_summary* info) {
   s.n_tensors = static_cast<int32_t>(m.file().tensors().size());
   std::memcpy(info, &s, s.struct_size);
   return Succeed();
+}
+
+ZF_API zf_status zf_architectures(char* buf, size_t cap, size_t* needed) {
+  std::string list;
+  for (const char* name : zf::model::SupportedArchs()) list += std::string(list.empty() ? "" : ",") + name;
+  return CopyOut(list, buf, cap, needed);
 }
 
 ZF_API zf_status zf_model_meta(const zf_model* model, const char* key, char* buf, size_t cap, size_t* needed) {

@@ -47,6 +47,13 @@ std::vector<std::pair<std::string, std::string>> ReadMeta(const zf_model* model)
   return out;
 }
 
+// The architectures this library runs (zf_architectures), comma-separated.
+std::string SupportedArchitectures() {
+  std::string list;
+  FetchString([](char* buf, size_t cap, size_t* needed) { return zf_architectures(buf, cap, needed); }, true, &list);
+  return list;
+}
+
 void PrintJson(const Options& opts, const zf_model_summary& s,
                const std::vector<std::pair<std::string, std::string>>& meta, const std::vector<Backend>& backends) {
   json::Object m;
@@ -78,6 +85,7 @@ void PrintJson(const Options& opts, const zf_model_summary& s,
                               .Str("backend", DeviceName(s.backend))
                               .Raw("metadata", m.Done())
                               .Raw("backends", b.Done())
+                              .Str("supported_architectures", SupportedArchitectures())
                               .Done();
   std::printf("%s\n", obj.c_str());
 }
@@ -100,6 +108,7 @@ void PrintText(const Options& opts, const zf_model_summary& s,
   std::printf("backend:       %s\n", DeviceName(s.backend));
   std::printf("metadata:\n");
   for (const auto& kv : meta) std::printf("  %-22s %s\n", kv.first.c_str(), kv.second.c_str());
+  std::printf("supported:     %s\n", SupportedArchitectures().c_str());
   std::printf("backends:\n");
   for (const Backend& be : backends) {
     std::printf("  %-22s %s%s%s\n", be.name, be.available ? "available" : "unavailable",

@@ -12,13 +12,15 @@ Status BuildGranite(const Hparams& h, ModelDesc* d) {
   ZF_RETURN_IF_ERROR(h.OptF32("residual_scale", &residual));
   ZF_RETURN_IF_ERROR(h.OptF32("embedding_scale", &embedding));
   ZF_RETURN_IF_ERROR(h.OptF32("attention.scale", &attention));
+  bool finetuned = true;  // as the reference reads it: false turns rope off on every layer
+  ZF_RETURN_IF_ERROR(h.OptBool("rope.scaling.finetuned", &finetuned));
   if (!(logit_scale != 0.0f)) return FormatError(h.Key("logit_scale") + " must be nonzero");
   d->logit_scale = 1.0f / logit_scale;
   if (residual != 0.0f) d->residual_scale = residual;
   if (embedding != 0.0f) d->embed_scale = embedding;
   for (LayerDesc& l : d->layers) {
     if (attention != 0.0f) l.attn.scale = attention;
-    l.attn.bias_out = true;  // optional attn_output.bias
+    l.attn.rope.enabled = finetuned;
   }
   return Status::Ok();
 }

@@ -1,4 +1,4 @@
-// Qwen 2 / 2.5 (Q/K/V biases), Qwen 3 (per-head QK-norm) and Qwen 3 MoE (QK-norm, softmax
+// Qwen 2 / 2.5 (Q/K/V biases, optional output bias), Qwen 3 (per-head QK-norm) and Qwen 3 MoE (QK-norm, softmax
 // router over expert_count experts of expert_feed_forward_length, top-k renormalized): llama
 // blocks with rope on halves.
 #include "model/registry.h"
@@ -6,6 +6,7 @@
 namespace zf::model {
 
 Status BuildQwen2(const Hparams&, ModelDesc* d) {
+  d->output_bias = true;
   for (LayerDesc& l : d->layers) l.attn.rope.style = RopeStyle::kNeox;
   return Status::Ok();
 }

@@ -101,6 +101,7 @@ struct ModelDesc {
   float logit_scale = 1.0f;        // final logits multiplied by this
   float final_logit_softcap = 0.0f;
   bool tied_output = false;        // the output head is token_embd even if output.weight exists
+  bool output_bias = false;        // an optional output.bias [n_vocab] is added to the logits
 
   // Rope frequency factors: rope_freqs when the file has it (llama3 scaling), else LongRoPE's
   // rope_factors_long when a session's context exceeds n_ctx_orig, else rope_factors_short.

@@ -25,7 +25,9 @@ Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch
   const Weights& w = model.weights();
   rope_factors_ = F32(w[GlobalRole::kRopeFreqs]);
   if (rope_factors_ == nullptr) {
-    rope_factors_ = F32(n_ctx > d.n_ctx_orig ? w[GlobalRole::kRopeFactorsLong] : w[GlobalRole::kRopeFactorsShort]);
+    // The reference compares its context padded to a multiple of 256 with the original one.
+    const int64_t padded = (int64_t{n_ctx} + 255) / 256 * 256;
+    rope_factors_ = F32(padded > d.n_ctx_orig ? w[GlobalRole::kRopeFactorsLong] : w[GlobalRole::kRopeFactorsShort]);
   }
   size_t q = 0, k = 0, v = 0, o = 0, ff = 0, ne = 0;
   for (const LayerDesc& l : d.layers) {
@@ -220,7 +222,7 @@ void Forward::MoeFfn(int32_t il, int32_t n) {
     if (f.norm_topk) {
       double sum = 0.0;
       for (int32_t j = 0; j < K; ++j) sum += sw[j];
-      norm = sum > 0.0 ? float(1.0 / sum) : 1.0f;
+      norm = float(1.0 / std::max(sum, 6.103515625e-5));  // the reference clamps the sum (F16's smallest normal)
     }
     for (int32_t j = 0; j < K; ++j) {
       sw[j] *= norm * f.expert_weight_scale;
@@ -260,6 +262,7 @@ void Forward::OutputHead(int32_t n, float* logits) {
   Norm(d.output_norm_kind, d.output_norm_eps, w[GlobalRole::kOutputNorm], w[GlobalRole::kOutputNormBias], last, 1,
        h_.data());
   be_.MatMul(*w[GlobalRole::kOutput], h_.data(), 1, logits);
+  if (w[GlobalRole::kOutputBias]) be_.AddBias(logits, F32(w[GlobalRole::kOutputBias]), 1, d.n_vocab);
   if (d.logit_scale != 1.0f) be_.Scale(logits, d.n_vocab, d.logit_scale);
   if (d.final_logit_softcap > 0.0f) be_.Softcap(logits, d.n_vocab, d.final_logit_softcap);
 }

@@ -154,6 +154,7 @@ Status ReadCommon(const Hparams& h, ModelDesc* d) {
     // bound when the file has them (qwen2, ...).
     a.fused_qkv = f.FindTensor("blk." + std::to_string(il) + ".attn_qkv.weight") != nullptr;
     a.bias_qkv = true;
+    a.bias_out = true;  // optional attn_output.bias
     ld.ffn.n_ff = n_ff[size_t(il)];
     if (n_expert > 0) {
       ld.ffn.kind = FfnKind::kMoe;

@@ -99,6 +99,8 @@ const GlobalRoleSpec kGlobalRoles[] = {
    [](D d) { return Vec(d.n_embd); }},
   {GlobalRole::kOutput, "output.weight", [](D d) { return If(!d.tied_output, Need::kOptional); },
    [](D d) { return Mat(d.n_embd, d.n_vocab); }},
+  {GlobalRole::kOutputBias, "output.bias", [](D d) { return If(d.output_bias, Need::kOptional); },
+   [](D d) { return Vec(d.n_vocab); }},
   {GlobalRole::kRopeFreqs, "rope_freqs.weight", [](D) { return Need::kOptional; }, [](D d) { return Vec(HalfRot(d)); }},
   {GlobalRole::kRopeFactorsLong, "rope_factors_long.weight", [](D) { return Need::kOptional; },
    [](D d) { return Vec(HalfRot(d)); }},

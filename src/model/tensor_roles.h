@@ -24,7 +24,7 @@ namespace zf::model {
 using Tensor = gguf::TensorInfo;
 
 enum class GlobalRole : int32_t {
-  kTokenEmbd, kOutputNorm, kOutputNormBias, kOutput, kRopeFreqs, kRopeFactorsLong, kRopeFactorsShort,
+  kTokenEmbd, kOutputNorm, kOutputNormBias, kOutput, kOutputBias, kRopeFreqs, kRopeFactorsLong, kRopeFactorsShort,
   kCount
 };
 

@@ -1,0 +1,228 @@
+// A plain-loop F32 forward pass driven by a model description (model/description.h): the
+// independent check of the engine's blocks and kernels for every family. It reads the bound F32
+// tensors of a loaded model and computes the logits of every position with doubles-free,
+// unvectorized loops written from the math (doc/families.md), not from the engine's code.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "model/model.h"
+
+namespace zf::model::testref {
+
+using Vec = std::vector<float>;
+
+inline const float* F32(const Tensor* t) { return t == nullptr ? nullptr : reinterpret_cast<const float*>(t->data); }
+
+// y = W x for a [in, out] matrix (rows of `in` floats).
+inline Vec MatVec(const Tensor* w, const Vec& x) {
+  const int64_t in = w->ne[0], out = w->ne[1];
+  const float* W = F32(w);
+  Vec y(size_t(out), 0.0f);
+  for (int64_t r = 0; r < out; ++r) {
+    float s = 0.0f;
+    for (int64_t i = 0; i < in; ++i) s += W[r * in + i] * x[size_t(i)];
+    y[size_t(r)] = s;
+  }
+  return y;
+}
+
+inline void AddVec(Vec* x, const float* b) {
+  if (b == nullptr) return;
+  for (size_t i = 0; i < x->size(); ++i) (*x)[i] += b[i];
+}
+
+// RMS or layer norm of x[off, off + n) with weight w (and bias b).
+inline void NormInPlace(NormKind kind, float eps, const float* w, const float* b, float* x, int64_t n) {
+  if (kind == NormKind::kLayer) {
+    float mean = 0.0f;
+    for (int64_t i = 0; i < n; ++i) mean += x[i];
+    mean /= float(n);
+    float var = 0.0f;
+    for (int64_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+    const float inv = 1.0f / std::sqrt(var / float(n) + eps);
+    for (int64_t i = 0; i < n; ++i) x[i] = (x[i] - mean) * inv * w[i] + (b ? b[i] : 0.0f);
+    return;
+  }
+  float ss = 0.0f;
+  for (int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
+  const float inv = 1.0f / std::sqrt(ss / float(n) + eps);
+  for (int64_t i = 0; i < n; ++i) x[i] = x[i] * inv * w[i];
+}
+
+inline float Act(Activation a, float x) {
+  if (a == Activation::kSilu) return x / (1.0f + std::exp(-x));
+  return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
+}
+
+// Rotates each head of x (n_heads x hd) at position p.
+inline void Rope(const RopeDesc& r, const float* factors, int32_t p, float* x, int32_t n_heads, int32_t hd) {
+  const int32_t half = r.n_rot / 2;
+  for (int32_t h = 0; h < n_heads; ++h) {
+    float* v = x + int64_t{h} * hd;
+    for (int32_t i = 0; i < half; ++i) {
+      float theta = float(p) * r.freq_scale * std::pow(r.base, -2.0f * float(i) / float(r.n_rot));
+      if (factors != nullptr) theta /= factors[i];
+      const float c = std::cos(theta) * r.attn_factor, s = std::sin(theta) * r.attn_factor;
+      const int32_t i0 = r.style == RopeStyle::kNorm ? 2 * i : i;
+      const int32_t i1 = r.style == RopeStyle::kNorm ? 2 * i + 1 : i + half;
+      const float a = v[i0], b = v[i1];
+      v[i0] = a * c - b * s;
+      v[i1] = a * s + b * c;
+    }
+  }
+}
+
+// The FFN of one token (dense or MoE).
+inline Vec Ffn(const LayerDesc& ld, const LayerTensors& L, const Vec& in) {
+  const FfnDesc& f = ld.ffn;
+  const auto expert = [&](const Tensor* g, const Tensor* u, const Tensor* d) {
+    Vec a = MatVec(u, in);
+    if (g != nullptr) {
+      const Vec gv = MatVec(g, in);
+      for (size_t i = 0; i < a.size(); ++i) a[i] *= Act(f.act, gv[i]);
+    } else {
+      for (float& v : a) v = Act(f.act, v);
+    }
+    return MatVec(d, a);
+  };
+  if (f.kind != FfnKind::kMoe) {
+    return expert(f.kind == FfnKind::kGated ? L[LayerRole::kFfnGate] : nullptr, L[LayerRole::kFfnUp],
+                  L[LayerRole::kFfnDown]);
+  }
+  const Vec logits = MatVec(L[LayerRole::kFfnGateInp], in);
+  Vec p(logits.size());
+  if (f.gating == Gating::kSoftmax) {
+    const float mx = *std::max_element(logits.begin(), logits.end());
+    float sum = 0.0f;
+    for (size_t e = 0; e < p.size(); ++e) sum += (p[e] = std::exp(logits[e] - mx));
+    for (float& v : p) v /= sum;
+  } else {
+    for (size_t e = 0; e < p.size(); ++e) p[e] = 1.0f / (1.0f + std::exp(-logits[e]));
+  }
+  std::vector<int32_t> order(p.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return p[size_t(a)] > p[size_t(b)]; });
+  float wsum = 0.0f;
+  for (int32_t j = 0; j < f.n_expert_used; ++j) wsum += p[size_t(order[size_t(j)])];
+  Vec out(in.size(), 0.0f);
+  for (int32_t j = 0; j < f.n_expert_used; ++j) {
+    const int32_t e = order[size_t(j)];
+    const float w = p[size_t(e)] * (f.norm_topk ? 1.0f / wsum : 1.0f) * f.expert_weight_scale;
+    const Vec y = expert(L.expert_gate[size_t(e)], L.expert_up[size_t(e)], L.expert_down[size_t(e)]);
+    for (size_t i = 0; i < out.size(); ++i) out[i] += w * y[i];
+  }
+  return out;
+}
+
+// Logits [n_tok][n_vocab] of every position of `tokens` (positions 0..), session context n_ctx.
+inline std::vector<Vec> Forward(const Model& m, const std::vector<int32_t>& tokens, int32_t n_ctx) {
+  const ModelDesc& d = m.desc();
+  const Weights& w = m.weights();
+  const int64_t E = d.n_embd, T = int64_t(tokens.size());
+  const float* factors = F32(w[GlobalRole::kRopeFreqs]);
+  if (factors == nullptr) {
+    factors = F32((int64_t{n_ctx} + 255) / 256 * 256 > d.n_ctx_orig ? w[GlobalRole::kRopeFactorsLong]
+                                                                     : w[GlobalRole::kRopeFactorsShort]);
+  }
+  std::vector<Vec> x(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) {
+    const float* row = F32(w[GlobalRole::kTokenEmbd]) + int64_t{tokens[size_t(t)]} * E;
+    x[size_t(t)].assign(row, row + E);
+    for (float& v : x[size_t(t)]) v *= d.embed_scale;
+  }
+  for (int32_t il = 0; il < d.n_layer; ++il) {
+    const LayerDesc& ld = d.layers[size_t(il)];
+    const AttentionDesc& a = ld.attn;
+    const LayerTensors& L = w.layers[size_t(il)];
+    const int32_t hd = a.head_dim_k, hv = a.head_dim_v;
+    std::vector<Vec> q(static_cast<size_t>(T)), k(static_cast<size_t>(T)), v(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) {
+      Vec in = x[size_t(t)];
+      if (ld.norm.pre_attn) {
+        NormInPlace(ld.norm.kind, ld.norm.eps, F32(L[LayerRole::kAttnNorm]), F32(L[LayerRole::kAttnNormBias]), in.data(), E);
+      }
+      q[size_t(t)] = MatVec(L[LayerRole::kAttnQ], in);
+      k[size_t(t)] = MatVec(L[LayerRole::kAttnK], in);
+      v[size_t(t)] = MatVec(L[LayerRole::kAttnV], in);
+      AddVec(&q[size_t(t)], F32(L[LayerRole::kAttnQBias]));
+      AddVec(&k[size_t(t)], F32(L[LayerRole::kAttnKBias]));
+      AddVec(&v[size_t(t)], F32(L[LayerRole::kAttnVBias]));
+      if (a.qk_norm == QkNorm::kPerHead) {
+        for (int32_t h = 0; h < a.n_head; ++h) {
+          NormInPlace(NormKind::kRms, ld.norm.eps, F32(L[LayerRole::kAttnQNorm]), nullptr, q[size_t(t)].data() + h * hd, hd);
+        }
+        for (int32_t h = 0; h < a.n_head_kv; ++h) {
+          NormInPlace(NormKind::kRms, ld.norm.eps, F32(L[LayerRole::kAttnKNorm]), nullptr, k[size_t(t)].data() + h * hd, hd);
+        }
+      } else if (a.qk_norm == QkNorm::kFullWidth) {
+        NormInPlace(NormKind::kRms, ld.norm.eps, F32(L[LayerRole::kAttnQNorm]), nullptr, q[size_t(t)].data(),
+                    int64_t(q[size_t(t)].size()));
+        NormInPlace(NormKind::kRms, ld.norm.eps, F32(L[LayerRole::kAttnKNorm]), nullptr, k[size_t(t)].data(),
+                    int64_t(k[size_t(t)].size()));
+      }
+      if (a.rope.enabled) {
+        const float* ff = a.rope.use_freq_factors ? factors : nullptr;
+        Rope(a.rope, ff, int32_t(t), q[size_t(t)].data(), a.n_head, hd);
+        Rope(a.rope, ff, int32_t(t), k[size_t(t)].data(), a.n_head_kv, hd);
+      }
+    }
+    const float scale = a.scale > 0.0f ? a.scale : 1.0f / std::sqrt(float(hd));
+    const int32_t group = a.n_head / a.n_head_kv;
+    for (int64_t t = 0; t < T; ++t) {
+      Vec attn(size_t(a.n_head) * size_t(hv), 0.0f);
+      for (int32_t h = 0; h < a.n_head; ++h) {
+        const int32_t kh = h / group;
+        std::vector<float> s;
+        std::vector<int64_t> pos;
+        for (int64_t p = 0; p <= t; ++p) {
+          if (a.window > 0 && t - p >= a.window) continue;
+          float dot = 0.0f;
+          for (int32_t i = 0; i < hd; ++i) dot += q[size_t(t)][size_t(h * hd + i)] * k[size_t(p)][size_t(kh * hd + i)];
+          dot *= scale;
+          if (a.softcap > 0.0f) dot = a.softcap * std::tanh(dot / a.softcap);
+          s.push_back(dot);
+          pos.push_back(p);
+        }
+        const float mx = *std::max_element(s.begin(), s.end());
+        float sum = 0.0f;
+        for (float& e : s) sum += (e = std::exp(e - mx));
+        for (size_t j = 0; j < s.size(); ++j) {
+          for (int32_t i = 0; i < hv; ++i) attn[size_t(h * hv + i)] += s[j] / sum * v[size_t(pos[j])][size_t(kh * hv + i)];
+        }
+      }
+      Vec o = MatVec(L[LayerRole::kAttnOut], attn);
+      AddVec(&o, F32(L[LayerRole::kAttnOutBias]));
+      if (ld.norm.post_attn) NormInPlace(NormKind::kRms, ld.norm.eps, F32(L[LayerRole::kPostAttnNorm]), nullptr, o.data(), E);
+      for (int64_t i = 0; i < E; ++i) x[size_t(t)][size_t(i)] += d.residual_scale * o[size_t(i)];
+    }
+    for (int64_t t = 0; t < T; ++t) {
+      Vec in = x[size_t(t)];
+      if (ld.norm.pre_ffn) {
+        NormInPlace(ld.norm.kind, ld.norm.eps, F32(L[LayerRole::kFfnNorm]), F32(L[LayerRole::kFfnNormBias]), in.data(), E);
+      }
+      Vec f = Ffn(ld, L, in);
+      if (ld.norm.post_ffn) NormInPlace(NormKind::kRms, ld.norm.eps, F32(L[LayerRole::kPostFfnNorm]), nullptr, f.data(), E);
+      for (int64_t i = 0; i < E; ++i) x[size_t(t)][size_t(i)] += d.residual_scale * f[size_t(i)];
+    }
+  }
+  std::vector<Vec> logits(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) {
+    Vec h = x[size_t(t)];
+    NormInPlace(d.output_norm_kind, d.output_norm_eps, F32(w[GlobalRole::kOutputNorm]), F32(w[GlobalRole::kOutputNormBias]),
+                h.data(), E);
+    Vec l = MatVec(w[GlobalRole::kOutput], h);
+    AddVec(&l, F32(w[GlobalRole::kOutputBias]));
+    for (float& e : l) {
+      e *= d.logit_scale;
+      if (d.final_logit_softcap > 0.0f) e = d.final_logit_softcap * std::tanh(e / d.final_logit_softcap);
+    }
+    logits[size_t(t)] = std::move(l);
+  }
+  return logits;
+}
+
+}  // namespace zf::model::testref

@@ -191,6 +191,11 @@ Status BindWeights(const gguf::GgufFile& f, const ModelDesc& d, Weights* w) {
     const LayerDesc& ld = d.layers[size_t(il)];
     LayerTensors& lt = w->layers[size_t(il)];
     const std::string prefix = "blk." + std::to_string(il) + ".";
+    if (ld.ffn.kind == FfnKind::kMoe && f.FindTensor(prefix + "ffn_gate_exps.weight") == nullptr &&
+        f.FindTensor(prefix + "ffn_gate.0.weight") != nullptr) {
+      return Unsupported("tensor '" + prefix + "ffn_gate.0.weight': one tensor per expert is the old Mixtral GGUF layout, "
+                         "which is not supported (convert the model again to get 3-D ffn_*_exps tensors)");
+    }
     for (const LayerRoleSpec& s : kLayerRoles) {
       ZF_RETURN_IF_ERROR(BindInto(w, f, prefix + s.name, s.need(ld), s.shape(d, ld), &lt[s.role]));
     }

@@ -70,5 +70,48 @@ TEST(ModelLoad, VocabOnlyLoadsWithoutWeights) {
   EXPECT_EQ(m->tokenizer().n_vocab(), 5);
 }
 
+TEST(ModelLoad, VocabOnlyLoadsAnyArchitecture) {
+  std::unique_ptr<Model> m;
+  LoadOptions o;
+  o.vocab_only = true;
+  Status s = Model::Load(WriteTemp(TinyLlama("mamba9").Build(), "vocab_only_unknown.gguf"), o, &m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(m->desc().arch, "mamba9");
+  EXPECT_EQ(m->tokenizer().n_vocab(), 5);
+}
+
+TEST(ModelLoad, OldPerExpertMixtralLayoutIsUnsupportedAndNamed) {
+  GgufBuilder b = TinyLlama("llama");
+  b.Kv("llama.expert_count", val::U32(2)).Kv("llama.expert_used_count", val::U32(1));
+  b.Tensor("token_embd.weight", kTF32, {32, 5}).Tensor("output_norm.weight", kTF32, {32});
+  b.Tensor("blk.0.attn_norm.weight", kTF32, {32}).Tensor("blk.0.attn_q.weight", kTF32, {32, 32});
+  b.Tensor("blk.0.attn_k.weight", kTF32, {32, 32}).Tensor("blk.0.attn_v.weight", kTF32, {32, 32});
+  b.Tensor("blk.0.attn_output.weight", kTF32, {32, 32}).Tensor("blk.0.ffn_norm.weight", kTF32, {32});
+  b.Tensor("blk.0.ffn_gate_inp.weight", kTF32, {32, 2});
+  for (int e = 0; e < 2; ++e) {
+    const std::string x = std::to_string(e);
+    b.Tensor("blk.0.ffn_gate." + x + ".weight", kTF32, {32, 64}).Tensor("blk.0.ffn_up." + x + ".weight", kTF32, {32, 64});
+    b.Tensor("blk.0.ffn_down." + x + ".weight", kTF32, {64, 32});
+  }
+  Status s = LoadBytes(b.Build(), "old_mixtral.gguf");
+  EXPECT_EQ(s.code(), Code::kUnsupported) << s.message();
+  EXPECT_NE(s.message().find("ffn_gate.0.weight"), std::string::npos) << s.message();
+}
+
+TEST(ModelLoad, TensorWithoutARoleIsUnsupportedAndNamed) {
+  GgufBuilder b = TinyLlama("llama");
+  b.Tensor("token_embd.weight", kTF32, {32, 5}).Tensor("output_norm.weight", kTF32, {32});
+  b.Tensor("blk.0.attn_norm.weight", kTF32, {32}).Tensor("blk.0.attn_q.weight", kTF32, {32, 32});
+  b.Tensor("blk.0.attn_k.weight", kTF32, {32, 32}).Tensor("blk.0.attn_v.weight", kTF32, {32, 32});
+  b.Tensor("blk.0.attn_output.weight", kTF32, {32, 32}).Tensor("blk.0.ffn_norm.weight", kTF32, {32});
+  b.Tensor("blk.0.ffn_gate.weight", kTF32, {32, 64}).Tensor("blk.0.ffn_up.weight", kTF32, {32, 64});
+  b.Tensor("blk.0.ffn_down.weight", kTF32, {64, 32});
+  ASSERT_TRUE(LoadBytes(b.Build(), "complete_llama.gguf").ok());
+  b.Tensor("blk.0.ffn_up.bias", kTF32, {64});  // a bias the llama description has no role for
+  Status s = LoadBytes(b.Build(), "llama_ffn_bias.gguf");
+  EXPECT_EQ(s.code(), Code::kUnsupported) << s.message();
+  EXPECT_NE(s.message().find("blk.0.ffn_up.bias"), std::string::npos) << s.message();
+}
+
 }  // namespace
 }  // namespace zf::model

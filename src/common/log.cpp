@@ -1,5 +1,6 @@
 // Process-wide log sink and threshold (see log.h).
 #include "common/log.h"
+#include "common/switches.h"
 
 #include <atomic>
 #include <cstdarg>
@@ -12,7 +13,7 @@ namespace zf {
 namespace {
 
 LogLevel InitialLevel() {
-  const char* env = std::getenv("ZF_LOG_LEVEL");
+  const char* env = env::LogLevel();
   if (env == nullptr) return LogLevel::kWarn;
   if (std::strcmp(env, "debug") == 0) return LogLevel::kDebug;
   if (std::strcmp(env, "info") == 0) return LogLevel::kInfo;

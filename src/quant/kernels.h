@@ -89,6 +89,12 @@ bool CpuHasAvx2Fma16();
 // True on aarch64 when the CPU has the ARMv8.2 dot product (SDOT/UDOT).
 bool CpuHasNeonDotprod();
 
+// The instruction set of every CPU kernel family, chosen once per process (isa.cpp) from the CPU
+// and the ZF_NO_AVX512 / ZF_NO_NEON switches, so the quant tables, attention and activations
+// always agree. kAvx512 means AVX-512 F/BW/VL + VNNI on top of AVX2.
+enum class Isa { kScalar, kAvx2, kAvx512, kNeon, kNeonDot };
+Isa SelectedIsa();
+
 // AVX-512 F/BW/VL/VNNI kernels (quant_avx512.cpp); only call when CpuHasAvx512Vnni() is true.
 namespace avx512 {
 float VecDotQ8_0(int64_t n, const void* w, const void* a);

@@ -90,7 +90,7 @@ KernelTable BuildTable() {
     k.dequantize[id] = ref::GetDequantizeFn(t);
   }
 #if defined(__x86_64__) || defined(__i386__)
-  if (CpuHasAvx2Fma16()) {
+  if (SelectedIsa() == Isa::kAvx2 || SelectedIsa() == Isa::kAvx512) {
     k.isa = "avx2";
     k.vec_dot[Index(GgmlType::F32)] = avx2::VecDotF32;
     k.vec_dot[Index(GgmlType::F16)] = avx2::VecDotF16;
@@ -114,7 +114,7 @@ KernelTable BuildTable() {
     k.gemm_packed = avx2::GemmPacked;
     k.tile_from_decode = avx2::PackTileFromDecode;  // AVX-512 machines keep it (same layouts)
     k.axpy = avx2::AxpyF32;
-    if (CpuHasAvx512Vnni() && std::getenv("ZF_NO_AVX512") == nullptr) {
+    if (SelectedIsa() == Isa::kAvx512) {
       k.isa = "avx512-vnni";
       k.vec_dot[Index(GgmlType::Q4_0)] = vnni::VecDotQ4_0;
       k.vec_dot[Index(GgmlType::Q4_1)] = vnni::VecDotQ4_1;
@@ -132,14 +132,14 @@ KernelTable BuildTable() {
   }
 #endif
 #if defined(__aarch64__)
-  if (std::getenv("ZF_NO_NEON") == nullptr) {
+  if (SelectedIsa() == Isa::kNeon || SelectedIsa() == Isa::kNeonDot) {
     k.isa = "neon";
     k.vec_dot[Index(GgmlType::F32)] = asimd::VecDotF32;
     k.vec_dot[Index(GgmlType::F16)] = asimd::VecDotF16;
     k.gemv_packed = asimd::GemvPacked;
     k.gemm_packed = asimd::GemmPacked;
     k.tile_from_decode = asimd::PackTileFromDecode;
-    if (CpuHasNeonDotprod()) {
+    if (SelectedIsa() == Isa::kNeonDot) {
       k.isa = "neon-dotprod";
       k.gemv_packed = neon::GemvPacked;
       k.gemm_packed = neon::GemmPacked;

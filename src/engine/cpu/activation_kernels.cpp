@@ -15,13 +15,16 @@ void SiluMulRef(float* gate, const float* up, int64_t n) {
 namespace {
 using SiluFn = void (*)(float*, const float*, int64_t);
 SiluFn Pick() {
+  switch (quant::SelectedIsa()) {
 #if defined(__x86_64__) || defined(__i386__)
-  if (quant::CpuHasAvx512Vnni() && std::getenv("ZF_NO_AVX512") == nullptr) return SiluMulAvx512;
-  if (quant::CpuHasAvx2Fma16()) return SiluMulAvx2;
+    case quant::Isa::kAvx512: return SiluMulAvx512;
+    case quant::Isa::kAvx2: return SiluMulAvx2;
 #endif
 #if defined(__aarch64__)
-  if (std::getenv("ZF_NO_NEON") == nullptr) return SiluMulAsimd;
+    case quant::Isa::kNeon: case quant::Isa::kNeonDot: return SiluMulAsimd;
 #endif
+    default: break;
+  }
   return SiluMulRef;
 }
 }  // namespace

@@ -72,13 +72,12 @@ void RunDecodeRef(const DecodeGroup& g) {
 namespace {
 enum class Isa { kRef, kAvx2, kAvx512, kNeon };
 Isa Pick() {
-#if defined(__x86_64__) || defined(__i386__)
-  if (quant::CpuHasAvx512Vnni() && std::getenv("ZF_NO_AVX512") == nullptr) return Isa::kAvx512;
-  if (quant::CpuHasAvx2Fma16()) return Isa::kAvx2;
-#endif
-#if defined(__aarch64__)
-  if (std::getenv("ZF_NO_NEON") == nullptr) return Isa::kNeon;
-#endif
+  switch (quant::SelectedIsa()) {
+    case quant::Isa::kAvx512: return Isa::kAvx512;
+    case quant::Isa::kAvx2: return Isa::kAvx2;
+    case quant::Isa::kNeon: case quant::Isa::kNeonDot: return Isa::kNeon;
+    case quant::Isa::kScalar: break;
+  }
   return Isa::kRef;
 }
 Isa Chosen() {

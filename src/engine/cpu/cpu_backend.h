@@ -1,5 +1,6 @@
-// The CPU engine: quantized matmuls through quant/ (SIMD picked at run time), norms, rope,
-// attention over an F16/F32 KV cache, all split across a persistent thread pool.
+// The CPU engine: quantized matmuls through quant/ (SIMD picked once at run time), norms, rope,
+// attention over an F16/F32 KV cache, all split across a persistent thread pool. Its methods are
+// defined by job: cpu_backend.cpp, cpu_matmul.cpp, cpu_elementwise.cpp, cpu_attention.cpp.
 // Thread-compatible: one session's thread at a time.
 #pragma once
 
@@ -67,6 +68,9 @@ class CpuBackend final : public Backend {
              attn_factor == o.attn_factor && freq_factors == o.freq_factors;
     }
   } rope_key_;
+  enum class MatMulPath { kGemmPacked, kDecodePacked, kEach, kGemmQ8, kGemvPacked, kGemvRows };
+  // How the product of n weights (sharing the input) with n_tok tokens runs (cpu_matmul.cpp).
+  MatMulPath ChoosePath(const Tensor* const* w, int32_t n, int32_t n_tok) const;
   void MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, float* y);
   // Prefill on row-interleaved tiles packed per call (quant/gemm_packed.h): y[i] = w[i] x for
   // i < n_w (<= 4) weights of the same input width, x quantized once.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "quant/packed.h"
+#include "common/switches.h"
 
 namespace zf::engine {
 namespace {
@@ -56,7 +57,7 @@ PackedWeights::~PackedWeights() {
 Status PackedWeights::Build(const std::vector<const gguf::TensorInfo*>& matrices, int32_t n_threads,
                            std::unique_ptr<PackedWeights>* out) {
   out->reset();
-  if (std::getenv("ZF_NO_PACK") != nullptr) return Status::Ok();
+  if (env::NoPack()) return Status::Ok();
   std::vector<const gguf::TensorInfo*> todo;  // matrices holds each once
   for (const gguf::TensorInfo* t : matrices) {
     if (Packable(t)) todo.push_back(t);

@@ -11,20 +11,16 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/switches.h"
 
 namespace zf::engine::cuda {
 namespace {
 
-bool EnvFlag(const char* name, bool def) {
-  const char* v = std::getenv(name);
-  return v == nullptr || *v == '\0' ? def : v[0] != '0';
-}
-
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(std::shared_ptr<const DeviceWeights> w)
-      : w_(std::move(w)), a_(w_->library().api()), debug_(EnvFlag("ZF_DEBUG_GPU", false)),
-        graphs_(EnvFlag("ZF_CUDA_GRAPH", true)) {}
+      : w_(std::move(w)), a_(w_->library().api()), debug_(env::DebugGpu()),
+        graphs_(env::CudaGraph()) {}
 
   ~CudaBackend() override {
     if (stream_ != nullptr) a_.stream_sync(stream_);

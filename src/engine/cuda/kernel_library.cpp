@@ -1,4 +1,5 @@
 #include "engine/cuda/kernel_library.h"
+#include "common/switches.h"
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -38,7 +39,7 @@ std::vector<std::string> Candidates(const std::string& explicit_path) {
   std::vector<std::string> c;
   const std::string own = OwnDirectory();
   if (!own.empty()) c.push_back(own + "/" + kLibName);
-  if (const char* env = std::getenv("ZF_KERNELS_PATH"); env != nullptr && *env != '\0') {
+  if (const char* env = env::KernelsPath(); env != nullptr) {
     c.push_back(IsDirectory(env) ? std::string(env) + "/" + kLibName : std::string(env));
   }
 #ifdef ZF_INSTALL_LIBDIR

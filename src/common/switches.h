@@ -1,0 +1,18 @@
+// Every ZF_* environment variable the library reads, named once here with what it does. Each
+// accessor reads the environment when called (tests set some at run time); callers on hot paths
+// cache the answer.
+#pragma once
+
+namespace zf::env {
+
+bool NoAvx512();            // ZF_NO_AVX512: the AVX2 kernels on AVX-512 machines (A/B runs, tests)
+bool NoNeon();              // ZF_NO_NEON: the portable kernels on aarch64
+bool NoPack();              // ZF_NO_PACK: no repacked decode copies (GEMV on the file's blocks)
+bool NoPackedGemm();        // ZF_NO_PACKED_GEMM: prefill without the tile-packed GEMM
+bool NoBlockedAttention();  // ZF_NO_BLOCKED_ATTN: prefill attention row by row
+bool DebugGpu();            // ZF_DEBUG_GPU: log every captured CUDA op and capture failures
+bool CudaGraph();           // ZF_CUDA_GRAPH (default 1): replay decode as one CUDA graph
+const char* KernelsPath();  // ZF_KERNELS_PATH: where to look for the CUDA kernel library; null if unset
+const char* LogLevel();     // ZF_LOG_LEVEL: error|warn|info|debug|none; null if unset
+
+}  // namespace zf::env

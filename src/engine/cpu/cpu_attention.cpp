@@ -1,0 +1,352 @@
+// CPU KV cache writes and attention: grouped decode over the F16 cache, blocked flash-style
+// prefill, and the per-row path for the rest (attention_kernels.h has the SIMD kernels).
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "common/switches.h"
+#include "engine/cpu/attention_kernels.h"
+#include "engine/cpu/cpu_backend.h"
+#include "engine/cpu/work_claim.h"
+#include "quant/quant.h"
+
+namespace zf::engine {
+
+void CpuBackend::StoreKv(int32_t layer, const float* k, const float* v, int32_t n_tok, int32_t pos0) {
+  const size_t elem = kv_type_ == KvType::kF16 ? 2 : 4;
+  for (int32_t t = 0; t < n_tok; ++t) {
+    const int64_t slot = int64_t{layer} * n_ctx_ + pos0 + t;
+    const float* kr = k + int64_t{t} * k_width_;
+    const float* vr = v + int64_t{t} * v_width_;
+    uint8_t* kd = k_cache_.data() + size_t(slot) * size_t(k_width_) * elem;
+    uint8_t* vd = v_cache_.data() + size_t(slot) * size_t(v_width_) * elem;
+    if (kv_type_ == KvType::kF16) {
+      quant::QuantizeActivations(GgmlType::F16, kr, kd, k_width_);  // vectorized F32 -> F16
+      quant::QuantizeActivations(GgmlType::F16, vr, vd, v_width_);
+    } else {
+      std::memcpy(kd, kr, size_t(k_width_) * 4);
+      std::memcpy(vd, vr, size_t(v_width_) * 4);
+    }
+  }
+}
+
+// Per thread: a V head in F32, Q in the cache type, and the scores of one context row.
+// Decode (AttentionDecode) uses the same block: kDecodeHeads Q rows, one F16 staging row, and
+// kDecodeHeads score rows (a head is at most k_width wide).
+size_t CpuBackend::AttnScratchPerThread(int32_t n_ctx, int32_t k_width, int32_t v_width) {
+  const size_t per_row = size_t(v_width) + 2 * size_t(k_width) + size_t(n_ctx);
+  const size_t decode = size_t(attn::kDecodeHeads) * (size_t(n_ctx) + size_t(k_width)) + size_t(k_width);
+  return std::max(per_row, decode);
+}
+
+void CpuBackend::AttentionDecode(int32_t layer, const float* q, int32_t pos0, const AttentionParams& ap, float* out) {
+  struct Ctx {
+    CpuBackend* self;
+    const float* q;
+    float* out;
+    const AttentionParams* ap;
+    int32_t layer, pos0;
+  } c{this, q, out, &ap, layer, pos0};
+  pool_.Run(
+      [](void* p, int32_t ith, int32_t nth) {
+        Ctx& c = *static_cast<Ctx*>(p);
+        CpuBackend& self = *c.self;
+        const AttentionParams& ap = *c.ap;
+        const int32_t group = ap.n_head / ap.n_head_kv, dk = ap.head_dim_k, dv = ap.head_dim_v;
+        const int32_t lo = ap.window > 0 ? std::max(0, c.pos0 - ap.window + 1) : 0;
+        const int64_t slot0 = int64_t{c.layer} * self.n_ctx_ + lo;
+        const auto* kc = reinterpret_cast<const uint16_t*>(self.k_cache_.data()) + slot0 * self.k_width_;
+        const auto* vc = reinterpret_cast<const uint16_t*>(self.v_cache_.data()) + slot0 * self.v_width_;
+        float* qs = self.attn_scratch_.data() + size_t(ith) * AttnScratchPerThread(self.n_ctx_, self.k_width_, self.v_width_);
+        float* q16 = qs + size_t(attn::kDecodeHeads) * size_t(dk);
+        float* scores = q16 + size_t(dk);
+        // This thread's heads [h0, h1), taken a KV group (and at most kDecodeHeads) at a time.
+        const int32_t h0 = int32_t(int64_t{ap.n_head} * ith / nth), h1 = int32_t(int64_t{ap.n_head} * (ith + 1) / nth);
+        for (int32_t h = h0; h < h1;) {
+          const int32_t g = h / group;
+          const int32_t n_q = std::min({h1 - h, (g + 1) * group - h, attn::kDecodeHeads});
+          float* outp[attn::kDecodeHeads];
+          for (int32_t i = 0; i < n_q; ++i) {
+            // Q rounded to F16, as the reference multiplies it with the F16 cache.
+            quant::QuantizeActivations(GgmlType::F16, c.q + int64_t{h + i} * dk, q16, dk);
+            quant::DequantizeRow(GgmlType::F16, q16, qs + size_t(i) * size_t(dk), dk);
+            outp[i] = c.out + int64_t{h + i} * dv;
+          }
+          attn::DecodeGroup dg;
+          dg.q = qs;
+          dg.n_q = n_q;
+          dg.d_k = dk;
+          dg.d_v = dv;
+          dg.k = kc + int64_t{g} * dk;
+          dg.k_stride = self.k_width_;
+          dg.v = vc + int64_t{g} * dv;
+          dg.v_stride = self.v_width_;
+          dg.n_keys = c.pos0 - lo + 1;
+          dg.scale = ap.scale;
+          dg.softcap = ap.softcap;
+          dg.s = scores;
+          dg.out = outp;
+          attn::RunDecode(dg);
+          h += n_q;
+        }
+      },
+      &c);
+}
+
+// Prefill: per KV head, blocks of kAttnRows query rows ((token, head) pairs of that head's group)
+// go through the blocked kernel. This layer's K is staged once transposed (head, dimension,
+// position) in F32 and V as F32 rows. With an F16 cache, Q is rounded to F16 as the reference
+// does (products and sums in F32).
+void CpuBackend::AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
+                                  const AttentionParams& ap, float* out) {
+  const bool f16 = kv_type_ == KvType::kF16;
+  const size_t elem = f16 ? 2 : 4;
+  const int32_t n_pos = pos0 + n_tok;
+  const int32_t dk = ap.head_dim_k;
+  const int64_t kt_stride = (int64_t{n_pos} + attn::kKeyPad + 15) / 16 * 16;
+  const int64_t layer_base = int64_t{layer} * n_ctx_;
+  const uint8_t* kdata = k_cache_.data() + size_t(layer_base) * size_t(k_width_) * elem;
+  const uint8_t* vdata = v_cache_.data() + size_t(layer_base) * size_t(v_width_) * elem;
+  const size_t nth = size_t(pool_.size());
+  constexpr int32_t kStageRows = 16;  // K rows converted per step before the transposing scatter
+  const size_t per_thread = size_t(attn::kAttnRows) * size_t(dk) +
+                            size_t(attn::kAttnRows) * size_t(attn::ScoreStride(n_pos)) +
+                            size_t(kStageRows) * size_t(k_width_);
+  if (kt_stage_.size() < size_t(k_width_) * size_t(kt_stride)) kt_stage_.resize(size_t(k_width_) * size_t(kt_stride));
+  if (attn_block_.size() < nth * per_thread) attn_block_.resize(nth * per_thread);
+  float* kt = kt_stage_.data();
+  const float* vf = reinterpret_cast<const float*>(vdata);
+  if (f16) {
+    if (kv_stage_.size() < size_t(n_pos) * size_t(v_width_)) kv_stage_.resize(size_t(n_ctx_) * size_t(v_width_));
+    vf = kv_stage_.data();
+  }
+  float* blk = attn_block_.data();
+  const int32_t kw = k_width_, vw = v_width_;
+  // Stage K transposed (and V as F32 rows for an F16 cache), positions split across threads.
+  const int64_t n_chunks = (n_pos + kStageRows - 1) / kStageRows;
+  // Phase 1, one item per chunk of kStageRows positions (the last item also zeroes the padding
+  // keys), claimed inside the same parallel region as the blocks (see ClaimedWork).
+  auto stage = [&](int32_t ith, int64_t c) {
+    float* tmp = blk + size_t(ith) * per_thread + size_t(attn::kAttnRows) * size_t(dk) +
+                 size_t(attn::kAttnRows) * size_t(attn::ScoreStride(n_pos));
+    if (c == n_chunks) {  // zero keys past n_pos (read by the 64-key tiles)
+      for (int32_t i = 0; i < kw; ++i) {
+        std::fill(kt + size_t(i) * size_t(kt_stride) + size_t(n_pos), kt + size_t(i + 1) * size_t(kt_stride), 0.0f);
+      }
+      return;
+    }
+    const int32_t p0 = int32_t(c * kStageRows), n = std::min(kStageRows, n_pos - p0);
+    if (f16) {
+      quant::DequantizeRow(GgmlType::F16, kdata + size_t(p0) * size_t(kw) * 2, tmp, int64_t{n} * kw);
+      quant::DequantizeRow(GgmlType::F16, vdata + size_t(p0) * size_t(vw) * 2, kv_stage_.data() + size_t(p0) * size_t(vw),
+                           int64_t{n} * vw);
+    } else {
+      std::memcpy(tmp, kdata + size_t(p0) * size_t(kw) * 4, size_t(n) * size_t(kw) * 4);
+    }
+    for (int32_t i = 0; i < kw; ++i) {  // element i of a K row: head i / dk, dimension i % dk
+      float* dst = kt + size_t(i) * size_t(kt_stride) + size_t(p0);
+      for (int32_t r = 0; r < n; ++r) dst[r] = tmp[size_t(r) * size_t(kw) + size_t(i)];
+    }
+  };
+  using Stage = decltype(stage);
+  struct Ctx {
+    const float* q;
+    float* out;
+    const AttentionParams* ap;
+    const float* kt;
+    const float* vf;
+    float* blk;
+    size_t per_thread;
+    int64_t kt_stride;
+    int32_t n_tok, pos0, n_pos, vw;
+    bool f16;
+    Stage* stage;
+    ClaimedWork phase1;          // staging chunks
+    std::atomic<int64_t> next;  // the next item (block of query rows) to take
+  } c{q, out, &ap, kt, vf, blk, per_thread, kt_stride, n_tok, pos0, n_pos, vw, f16, &stage, ClaimedWork(n_chunks + 1), {0}};
+  pool_.Run(
+      [](void* p, int32_t ith, int32_t nth) {
+        Ctx& c = *static_cast<Ctx*>(p);
+        (void)nth;
+        c.phase1.Work([&](int64_t i) { (*c.stage)(ith, i); });
+        const AttentionParams& ap = *c.ap;
+        const int32_t group = ap.n_head / ap.n_head_kv, dk = ap.head_dim_k, dv = ap.head_dim_v;
+        const int64_t rows_per_head = int64_t{c.n_tok} * group;
+        const int64_t n_blocks = (rows_per_head + attn::kAttnRows - 1) / attn::kAttnRows;
+        float* qb = c.blk + size_t(ith) * c.per_thread;
+        float* sb = qb + size_t(attn::kAttnRows) * size_t(dk);
+        int32_t lo[attn::kAttnRows], hi[attn::kAttnRows];
+        float* outp[attn::kAttnRows];
+        // Items taken dynamically, the costliest (last rows: the most keys) first.
+        const int64_t n_items = n_blocks * ap.n_head_kv;
+        for (int64_t taken = c.next.fetch_add(1, std::memory_order_relaxed); taken < n_items;
+             taken = c.next.fetch_add(1, std::memory_order_relaxed)) {
+          const int64_t it = n_items - 1 - taken;
+          const int32_t g = int32_t(it % ap.n_head_kv);
+          const int64_t r0 = (it / ap.n_head_kv) * attn::kAttnRows;
+          const int32_t rows = int32_t(std::min<int64_t>(attn::kAttnRows, rows_per_head - r0));
+          int32_t key0 = INT32_MAX, key1 = 0;
+          for (int32_t i = 0; i < attn::kAttnRows; ++i) {
+            float* qi = qb + size_t(i) * size_t(dk);
+            if (i >= rows) {
+              std::fill(qi, qi + dk, 0.0f);
+              continue;
+            }
+            const int32_t t = int32_t((r0 + i) / group), h = g * group + int32_t((r0 + i) % group);
+            const float* src = c.q + int64_t{t} * ap.n_head * dk + int64_t{h} * dk;
+            if (c.f16) {  // F16-rounded Q (sb as the F16 staging row)
+              quant::QuantizeActivations(GgmlType::F16, src, sb, dk);
+              quant::DequantizeRow(GgmlType::F16, sb, qi, dk);
+            } else {
+              std::copy(src, src + dk, qi);
+            }
+            const int32_t p_q = c.pos0 + t;
+            lo[i] = ap.window > 0 ? std::max(0, p_q - ap.window + 1) : 0;
+            hi[i] = p_q;
+            key0 = std::min(key0, lo[i]);
+            key1 = std::max(key1, hi[i]);
+            outp[i] = c.out + int64_t{t} * ap.n_head * dv + int64_t{h} * dv;
+          }
+          for (int32_t i = 0; i < rows; ++i) {
+            lo[i] -= key0;
+            hi[i] -= key0;
+          }
+          attn::Block b;
+          b.q = qb;
+          b.rows = rows;
+          b.d_k = dk;
+          b.d_v = dv;
+          b.kt = c.kt + size_t(g) * size_t(dk) * size_t(c.kt_stride) + size_t(key0);
+          b.kt_stride = c.kt_stride;
+          b.v = c.vf + size_t(key0) * size_t(c.vw) + size_t(g) * size_t(dv);
+          b.v_stride = c.vw;
+          b.n_keys = key1 - key0 + 1;
+          b.lo = lo;
+          b.hi = hi;
+          b.scale = ap.scale;
+          b.softcap = ap.softcap;
+          b.s = sb;
+          b.out = outp;
+          attn::RunBlock(b);
+        }
+      },
+      &c);
+}
+
+void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const AttentionParams& ap,
+                           float* out) {
+  static const bool blocked_ok = attn::HasFastBlock() && !env::NoBlockedAttention();
+  if (n_tok > 1 && blocked_ok) {
+    AttentionBlocked(layer, q, n_tok, pos0, ap, out);
+    return;
+  }
+  if (n_tok == 1 && blocked_ok && kv_type_ == KvType::kF16) {  // HasFastDecode() == HasFastBlock()
+    AttentionDecode(layer, q, pos0, ap, out);
+    return;
+  }
+  const int32_t group = ap.n_head / ap.n_head_kv;
+  const int32_t q_width = ap.n_head * ap.head_dim_k;
+  const int32_t o_width = ap.n_head * ap.head_dim_v;
+  const int64_t layer_base = int64_t{layer} * n_ctx_;
+  const size_t per_thread = AttnScratchPerThread(n_ctx_, k_width_, v_width_);
+  // Prefill with an F16 cache: this layer's K/V rows are converted to F32 once (in parallel)
+  // and shared by every query, instead of converting them again for each (token, head).
+  const bool f16 = kv_type_ == KvType::kF16;
+  const bool staged = f16 && n_tok > 1;
+  const uint8_t* kdata = k_cache_.data() + size_t(layer_base) * size_t(k_width_) * (f16 ? 2 : 4);
+  const uint8_t* vdata = v_cache_.data() + size_t(layer_base) * size_t(v_width_) * (f16 ? 2 : 4);
+  if (staged) {
+    const int32_t n_pos = pos0 + n_tok;
+    if (kv_stage_.size() < size_t(n_pos) * size_t(k_width_ + v_width_)) {
+      kv_stage_.resize(size_t(n_ctx_) * size_t(k_width_ + v_width_));
+    }
+    float* kf = kv_stage_.data();
+    float* vf = kf + size_t(n_pos) * size_t(k_width_);
+    pool_.ParallelFor(n_pos, [&](int64_t b, int64_t e) {
+      quant::DequantizeRow(GgmlType::F16, kdata + size_t(b) * size_t(k_width_) * 2, kf + size_t(b) * size_t(k_width_),
+                           (e - b) * k_width_);
+      quant::DequantizeRow(GgmlType::F16, vdata + size_t(b) * size_t(v_width_) * 2, vf + size_t(b) * size_t(v_width_),
+                           (e - b) * v_width_);
+    });
+    kdata = reinterpret_cast<const uint8_t*>(kf);
+    vdata = reinterpret_cast<const uint8_t*>(vf);
+  }
+  struct Ctx {
+    CpuBackend* self;
+    const float* q;
+    float* out;
+    const AttentionParams* ap;
+    int32_t n_tok, pos0, group, q_width, o_width;
+    size_t per_thread;
+    const uint8_t* kdata;  // this layer's position 0 (cache type, or F32 when staged)
+    const uint8_t* vdata;
+    bool f16, staged;
+  } c{this, q, out, &ap, n_tok, pos0, group, q_width, o_width, per_thread, kdata, vdata, f16, staged};
+  pool_.Run(
+      [](void* p, int32_t ith, int32_t nth) {
+        Ctx& c = *static_cast<Ctx*>(p);
+        CpuBackend& self = *c.self;
+        const AttentionParams& ap = *c.ap;
+        float* row = self.attn_scratch_.data() + size_t(ith) * c.per_thread;
+        const int64_t n_pairs = int64_t{c.n_tok} * ap.n_head;
+        for (int64_t pair = ith; pair < n_pairs; pair += nth) {
+          const int32_t t = int32_t(pair / ap.n_head);
+          const int32_t h = int32_t(pair % ap.n_head);
+          const int32_t g = h / c.group;
+          const int32_t p_q = c.pos0 + t;
+          const int32_t lo = ap.window > 0 ? std::max(0, p_q - ap.window + 1) : 0;
+          const float* qh = c.q + int64_t{t} * c.q_width + int64_t{h} * ap.head_dim_k;
+          // With an F16 cache, Q is rounded to F16 and dotted with K in F16 (F32 sums), as the
+          // reference does; softmax and the weighted sum of V are in F32. Rows are read in
+          // place through the dispatched (AVX2) kernels, one KV head at a time.
+          const GgmlType kv = (c.f16 && !c.staged) ? GgmlType::F16 : GgmlType::F32;
+          const size_t elem = kv == GgmlType::F16 ? 2 : 4;
+          float* vrow = row;                                          // one V head in F32
+          auto* q16 = reinterpret_cast<uint8_t*>(vrow + ap.head_dim_v);  // Q in the rows' type
+          float* scores = reinterpret_cast<float*>(q16 + size_t(ap.head_dim_k) * 4);
+          if (c.staged) {  // F16-rounded Q, kept in F32 to meet the staged F32 rows
+            quant::QuantizeActivations(GgmlType::F16, qh, scores, ap.head_dim_k);
+            quant::DequantizeRow(GgmlType::F16, scores, reinterpret_cast<float*>(q16), ap.head_dim_k);
+          } else {
+            quant::QuantizeActivations(kv, qh, q16, ap.head_dim_k);
+          }
+          const uint8_t* kbase = c.kdata + size_t(g) * ap.head_dim_k * elem;
+          const uint8_t* vbase = c.vdata + size_t(g) * ap.head_dim_v * elem;
+          float mx = -INFINITY;
+          for (int32_t j = lo; j <= p_q; ++j) {
+            const size_t slot = size_t(j);
+            float s = quant::VecDot(kv, ap.head_dim_k, kbase + slot * self.k_width_ * elem, q16);
+            s *= ap.scale;
+            if (ap.softcap > 0.0f) s = ap.softcap * std::tanh(s / ap.softcap);
+            scores[j - lo] = s;
+            mx = std::max(mx, s);
+          }
+          const int32_t n = p_q - lo + 1;
+          float sum = 0.0f;
+          for (int32_t j = 0; j < n; ++j) {
+            scores[j] = std::exp(scores[j] - mx);
+            sum += scores[j];
+          }
+          const float inv = 1.0f / sum;
+          float* oh = c.out + int64_t{t} * c.o_width + int64_t{h} * ap.head_dim_v;
+          std::fill(oh, oh + ap.head_dim_v, 0.0f);
+          for (int32_t j = 0; j < n; ++j) {
+            const size_t slot = size_t(lo + j);
+            const float w = scores[j] * inv;
+            const float* vh = vrow;
+            if (kv == GgmlType::F32) {
+              vh = reinterpret_cast<const float*>(vbase + slot * self.v_width_ * elem);
+            } else {
+              quant::DequantizeRow(kv, vbase + slot * self.v_width_ * elem, vrow, ap.head_dim_v);
+            }
+            quant::AxpyF32(ap.head_dim_v, w, vh, oh);
+          }
+        }
+      },
+      &c);
+}
+
+}  // namespace zf::engine

@@ -1,0 +1,185 @@
+// CPU row-wise ops: norms, residual adds and scales, rope, activations, softcap.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "engine/cpu/activation_kernels.h"
+#include "engine/cpu/cpu_backend.h"
+#include "quant/quant.h"
+
+namespace zf::engine {
+
+namespace {
+// One row: the sum of squares in double (8 partial sums: independent chains the compiler can
+// keep in vector lanes; the order change is far below float precision).
+void RmsNormRow(const float* x, const float* w, int32_t n, float eps, float* y) {
+  double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int32_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) part[j] += double(x[i + j]) * double(x[i + j]);
+  }
+  double sum = 0.0;
+  for (; i < n; ++i) sum += double(x[i]) * double(x[i]);
+  sum += ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+  const float scale = 1.0f / std::sqrt(float(sum / n) + eps);
+  for (int32_t k = 0; k < n; ++k) y[k] = x[k] * scale * w[k];
+}
+}  // namespace
+
+void CpuBackend::RmsNorm(const float* x, const float* w, int32_t rows, int32_t n, float eps, float* y) {
+  // Only very large calls are split across threads: a norm is a light pass over memory (tens of
+  // microseconds for a 512-token prefill), less than what waking a worker on a busy machine can
+  // cost.
+  if (int64_t{rows} * n >= (int64_t{1} << 21)) {
+    pool_.ParallelFor(rows, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) RmsNormRow(x + r * n, w, n, eps, y + r * n);
+    });
+    return;
+  }
+  for (int32_t r = 0; r < rows; ++r) RmsNormRow(x + int64_t{r} * n, w, n, eps, y + int64_t{r} * n);
+}
+
+void CpuBackend::AddBias(float* x, const float* b, int32_t rows, int32_t n) {
+  for (int32_t r = 0; r < rows; ++r) {
+    for (int32_t i = 0; i < n; ++i) x[int64_t{r} * n + i] += b[i];
+  }
+}
+
+void CpuBackend::Add(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+void CpuBackend::AddScaled(float* x, const float* y, int64_t n, float s) {
+  for (int64_t i = 0; i < n; ++i) x[i] += s * y[i];
+}
+
+void CpuBackend::Scale(float* x, int64_t n, float s) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+void CpuBackend::LayerNorm(const float* x, const float* w, const float* b, int32_t rows, int32_t n, float eps,
+                           float* y) {
+  for (int32_t r = 0; r < rows; ++r) {
+    const float* xr = x + int64_t{r} * n;
+    float* yr = y + int64_t{r} * n;
+    double sum = 0.0;
+    for (int32_t i = 0; i < n; ++i) sum += xr[i];
+    const float mean = float(sum / n);
+    double var = 0.0;
+    for (int32_t i = 0; i < n; ++i) var += double(xr[i] - mean) * double(xr[i] - mean);
+    const float inv = 1.0f / std::sqrt(float(var / n) + eps);
+    for (int32_t i = 0; i < n; ++i) yr[i] = (xr[i] - mean) * inv * w[i] + (b != nullptr ? b[i] : 0.0f);
+  }
+}
+
+void CpuBackend::Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim, const int32_t* pos,
+                      const RopeParams& rp) {
+  const int32_t half = rp.n_rot / 2;
+  const float theta_scale = std::pow(rp.base, -2.0f / float(rp.n_rot));
+  const size_t nth = size_t(pool_.size());
+  // Per thread: the cos/sin of one position's angles (sized once: no allocation per call).
+  if (rope_cs_.size() < nth * size_t(half) * 2) {
+    rope_cs_.resize(nth * size_t(half) * 2);
+    rope_key_ = RopeKey{};
+  }
+  // One token: the angles of the last single-token call are reused when nothing changed (the
+  // caller computes slot 0; any other call may overwrite it, so it forgets the key).
+  const RopeKey key{n_tok == 1 ? pos[0] : -1, rp.n_rot, rp.base, rp.freq_scale, rp.attn_factor, rp.freq_factors};
+  const bool reuse = n_tok == 1 && key == rope_key_;
+  rope_key_ = n_tok == 1 ? key : RopeKey{};
+  auto run = [&](int32_t ith, int32_t nth_run, int32_t t0, int32_t t1) {
+    (void)nth_run;
+    float* cs = rope_cs_.data() + size_t(ith) * size_t(half) * 2;
+    for (int32_t t = t0; t < t1; ++t) {
+      float theta = float(pos[t]) * rp.freq_scale;
+      if (!reuse) {
+        for (int32_t i = 0; i < half; ++i) {
+          const float th = rp.freq_factors ? theta / rp.freq_factors[i] : theta;
+          cs[size_t(2 * i)] = std::cos(th) * rp.attn_factor;
+          cs[size_t(2 * i + 1)] = std::sin(th) * rp.attn_factor;
+          theta *= theta_scale;
+        }
+      }
+      for (int32_t h = 0; h < n_heads; ++h) {
+        float* v = x + (int64_t{t} * n_heads + h) * head_dim;
+        for (int32_t i = 0; i < half; ++i) {
+          const float c = cs[size_t(2 * i)], s = cs[size_t(2 * i + 1)];
+          const int32_t i0 = rp.style == RopeStyle::kNorm ? 2 * i : i;
+          const int32_t i1 = rp.style == RopeStyle::kNorm ? 2 * i + 1 : i + half;
+          const float a = v[i0], b = v[i1];
+          v[i0] = a * c - b * s;
+          v[i1] = a * s + b * c;
+        }
+      }
+    }
+  };
+  if (int64_t{n_tok} * n_heads * head_dim < (int64_t{1} << 21)) {  // small (decode, K of a prefill): on the caller
+    run(0, 1, 0, n_tok);
+    return;
+  }
+  auto split = [&](int32_t ith, int32_t nth_run) {
+    run(ith, nth_run, int32_t(int64_t{n_tok} * ith / nth_run), int32_t(int64_t{n_tok} * (ith + 1) / nth_run));
+  };
+  using Split = decltype(split);
+  pool_.Run([](void* p, int32_t ith, int32_t nth_run) { (*static_cast<Split*>(p))(ith, nth_run); }, &split);
+}
+
+namespace {
+
+// GELU (tanh approximation) as the reference computes it: a table over every F16 input, with
+// the result rounded to F16; inputs beyond +-10 bypass the table.
+const float* GeluTable() {
+  static const std::vector<float> table = [] {
+    constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+    constexpr float kCoef = 0.044715f;
+    std::vector<float> t(65536);
+    for (uint32_t h = 0; h < 65536; ++h) {
+      const float x = quant::Fp16ToFp32(uint16_t(h));
+      const float g = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoef * x * x)));
+      t[h] = quant::Fp16ToFp32(quant::Fp32ToFp16(g));
+    }
+    return t;
+  }();
+  return table.data();
+}
+
+void GeluMul(float* gate, const float* up, int64_t n) {
+  const float* table = GeluTable();
+  uint16_t h[256];
+  for (int64_t i0 = 0; i0 < n; i0 += 256) {
+    const int64_t len = std::min<int64_t>(256, n - i0);
+    quant::QuantizeActivations(GgmlType::F16, gate + i0, h, len);  // vectorized F32 -> F16
+    for (int64_t i = 0; i < len; ++i) {
+      const float x = gate[i0 + i];
+      const float g = x <= -10.0f ? 0.0f : x >= 10.0f ? x : table[h[i]];
+      gate[i0 + i] = g * up[i0 + i];
+    }
+  }
+}
+
+}  // namespace
+
+void CpuBackend::ApplyGated(Activation act, float* gate, const float* up, int64_t n) {
+  if (act == Activation::kGeluTanh) {
+    GeluMul(gate, up, n);
+  } else {
+    act::SiluMul(gate, up, n);
+  }
+}
+
+// A plain activation is the gated one with up = 1: the same kernels, rounding and tables.
+void CpuBackend::Activate(Activation act, float* x, int64_t n) {
+  static const std::vector<float> ones(256, 1.0f);
+  for (int64_t i = 0; i < n; i += 256) ApplyGated(act, x + i, ones.data(), std::min<int64_t>(256, n - i));
+}
+
+void CpuBackend::GatedActivation(Activation act, float* gate, const float* up, int64_t n) {
+  pool_.ParallelFor(n, [&](int64_t b, int64_t e) { ApplyGated(act, gate + b, up + b, e - b); });
+}
+
+
+void CpuBackend::Softcap(float* x, int64_t n, float cap) {
+  for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
+}
+
+}  // namespace zf::engine

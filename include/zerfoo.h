@@ -184,8 +184,14 @@ ZF_API zf_status zf_model_params_init(zf_model_params* params, size_t size);
 ZF_API zf_status zf_model_load(const char* path, const zf_model_params* params, zf_model** out);
 
 /**
- * @brief Frees a model. NULL is a no-op. Every session of the model must be freed first.
- * May be called from any thread.
+ * @brief Releases the caller's reference to a model. NULL is a no-op. May be called from any
+ * thread.
+ *
+ * Sessions hold their own reference (like SQLite's sqlite3_close_v2): when sessions of the model
+ * are still alive, they keep working and the model's memory is released together with the last
+ * of them (zf_session_free()), so bindings whose garbage collector frees in any order are safe.
+ * After this call the caller must not pass `model` to any function again (not even to create a
+ * session); it may keep using the sessions it has.
  */
 ZF_API void zf_model_free(zf_model* model);
 
@@ -308,7 +314,8 @@ typedef struct zf_session_params {
 ZF_API zf_status zf_session_params_init(zf_session_params* params, size_t size);
 
 /**
- * @brief Creates a session on a model (the model must outlive it).
+ * @brief Creates a session on a model. The session holds a reference to the model, which
+ * therefore stays alive until the session is freed, even after zf_model_free().
  * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL model/out, negative n_ctx, model loaded with
  *         ::ZF_MODEL_VOCAB_ONLY); ::ZF_ERR_OUT_OF_MEMORY.
  */

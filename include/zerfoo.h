@@ -16,6 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/** @def ZF_API
+ * Marks the exported functions of the library (default visibility; dllexport/dllimport on
+ * Windows). */
 #if defined(_WIN32)
 #  if defined(ZF_BUILDING_LIBRARY)
 #    define ZF_API __declspec(dllexport)
@@ -226,7 +229,10 @@ ZF_API zf_status zf_model_info(const zf_model* model, zf_model_summary* info);
 /**
  * @brief Any GGUF metadata value as text (numbers in decimal, booleans as true/false,
  * arrays as JSON-like `[a, b, ...]`, strings verbatim). Thread-safe.
+ * @param model The model.
+ * @param key NUL-terminated metadata key, e.g. "general.name".
  * @param buf Output buffer (may be NULL when cap is 0); receives a NUL-terminated string.
+ * @param cap Bytes available in `buf`.
  * @param needed Optional; receives the bytes required including the NUL.
  * @return ::ZF_OK; ::ZF_ERR_NOT_FOUND; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT.
  */
@@ -245,7 +251,12 @@ ZF_API zf_status zf_model_meta(const zf_model* model, const char* key, char* buf
 
 /**
  * @brief Converts UTF-8 text to token ids. Thread-safe.
+ * @param model The model (a ::ZF_MODEL_VOCAB_ONLY load suffices).
+ * @param text UTF-8 text of `len` bytes (may be NULL when len is 0).
+ * @param len Bytes of text.
+ * @param flags ::ZF_TOKENIZE_ADD_SPECIAL | ::ZF_TOKENIZE_PARSE_SPECIAL; other bits are rejected.
  * @param tokens Output array (may be NULL when cap is 0).
+ * @param cap Capacity of `tokens` in ids.
  * @param n Receives the number of tokens (also when the buffer is too small).
  * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *n); ::ZF_ERR_INVALID_UTF8;
  *         ::ZF_ERR_INVALID_ARGUMENT.
@@ -264,6 +275,12 @@ ZF_API zf_status zf_detokenize(const zf_model* model, const int32_t* tokens, siz
 /**
  * @brief The raw text of one token (may be a partial UTF-8 sequence for byte tokens), not
  * NUL-terminated. Control tokens render only with ::ZF_DETOKENIZE_RENDER_SPECIAL.
+ * @param model The model.
+ * @param token A token id in [0, n_vocab).
+ * @param flags ::ZF_DETOKENIZE_RENDER_SPECIAL (::ZF_DETOKENIZE_REMOVE_SPECIAL is accepted and
+ *        has no effect on one piece); other bits are rejected.
+ * @param buf Output buffer (may be NULL when cap is 0).
+ * @param cap Bytes available in `buf`.
  * @param needed Receives the number of bytes.
  * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT.
  */
@@ -276,8 +293,8 @@ ZF_API zf_status zf_token_to_piece(const zf_model* model, int32_t token, uint32_
 
 /** One chat turn. `role` is "system", "user" or "assistant"; both strings NUL-terminated. */
 typedef struct zf_chat_message {
-  const char* role;
-  const char* content;
+  const char* role;    /**< NUL-terminated UTF-8 role name. */
+  const char* content; /**< NUL-terminated UTF-8 message text. */
 } zf_chat_message;
 
 #define ZF_CHAT_ADD_ASSISTANT 0x1u /**< Append the prefix that starts the assistant's turn. */
@@ -410,9 +427,12 @@ typedef struct zf_generate_result {
  * reused) unless zf_session_reset() was called. A prompt that does not fit the remaining
  * context fails with ::ZF_ERR_CONTEXT_FULL before anything is evaluated; filling up during
  * decode ends with ::ZF_STOP_CONTEXT_FULL and ::ZF_OK.
+ * @param session The session (one thread at a time).
  * @param prompt UTF-8 text of `len` bytes (may be empty to continue generating).
+ * @param len Bytes of prompt.
  * @param params NULL for defaults.
  * @param cb May be NULL (text is then only counted).
+ * @param user_data Passed to `cb`.
  * @param out May be NULL; set out->struct_size first.
  * @return ::ZF_OK (also when stopped by callback, cancel, stop string, EOS, max tokens);
  *         ::ZF_ERR_INVALID_UTF8; ::ZF_ERR_CONTEXT_FULL; ::ZF_ERR_INVALID_ARGUMENT.

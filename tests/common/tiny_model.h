@@ -1,4 +1,5 @@
-// A complete tiny llama model as GGUF bytes (1 layer, n_embd 256, 8 tokens, SPM vocabulary), for
+// A complete tiny llama model as GGUF bytes (1 layer, n_embd = n_ff = 256 by default, 8 tokens,
+// SPM vocabulary), for
 // tests and fuzzers that need a loadable model without a download: the C API's load-time
 // validation tests (tests/capi/reliability_test.cpp) and the load-then-decode fuzzer
 // (tests/fuzz/). Weights are pseudo-random with small finite scales; `weight_type` picks the
@@ -50,15 +51,17 @@ inline std::vector<uint8_t> TinyTensorData(uint32_t type, int64_t n_elements, ui
 // The tiny model's bytes. `poison` names a tensor whose block `poison_block` gets a NaN scale
 // (fp16 0x7E00) — or, for an F32 tensor, a NaN value.
 inline std::vector<uint8_t> TinyLlamaGguf(uint32_t weight_type = zf::gguf::testutil::kTQ8_0,
-                                          const std::string& poison = "", size_t poison_block = 0) {
+                                          const std::string& poison = "", size_t poison_block = 0,
+                                          zf::gguf::testutil::Layout* layout = nullptr,
+                                          int64_t embd = kTinyEmbd) {
   using namespace zf::gguf::testutil;  // NOLINT
   GgufBuilder b;
   b.Kv("general.architecture", val::Str("llama"))
       .Kv("general.name", val::Str("tiny"))
       .Kv("llama.context_length", val::U32(256))
-      .Kv("llama.embedding_length", val::U32(uint32_t(kTinyEmbd)))
+      .Kv("llama.embedding_length", val::U32(uint32_t(embd)))
       .Kv("llama.block_count", val::U32(1))
-      .Kv("llama.feed_forward_length", val::U32(uint32_t(kTinyFf)))
+      .Kv("llama.feed_forward_length", val::U32(uint32_t(embd)))
       .Kv("llama.attention.head_count", val::U32(4))
       .Kv("llama.attention.head_count_kv", val::U32(2))
       .Kv("llama.attention.layer_norm_rms_epsilon", val::F32(1e-5f))
@@ -100,19 +103,19 @@ inline std::vector<uint8_t> TinyLlamaGguf(uint32_t weight_type = zf::gguf::testu
     }
     b.Tensor(t);
   };
-  add("token_embd.weight", kTQ8_0, {kTinyEmbd, kTinyVocab});
-  add("output_norm.weight", kTF32, {kTinyEmbd});
-  add("output.weight", kTQ8_0, {kTinyEmbd, kTinyVocab});
-  add("blk.0.attn_norm.weight", kTF32, {kTinyEmbd});
-  add("blk.0.attn_q.weight", weight_type, {kTinyEmbd, kTinyEmbd});
-  add("blk.0.attn_k.weight", weight_type, {kTinyEmbd, kTinyEmbd / 2});
-  add("blk.0.attn_v.weight", weight_type, {kTinyEmbd, kTinyEmbd / 2});
-  add("blk.0.attn_output.weight", weight_type, {kTinyEmbd, kTinyEmbd});
-  add("blk.0.ffn_norm.weight", kTF32, {kTinyEmbd});
-  add("blk.0.ffn_gate.weight", weight_type, {kTinyEmbd, kTinyFf});
-  add("blk.0.ffn_up.weight", weight_type, {kTinyEmbd, kTinyFf});
-  add("blk.0.ffn_down.weight", weight_type, {kTinyFf, kTinyEmbd});
-  return b.Build();
+  add("token_embd.weight", kTQ8_0, {embd, kTinyVocab});
+  add("output_norm.weight", kTF32, {embd});
+  add("output.weight", kTQ8_0, {embd, kTinyVocab});
+  add("blk.0.attn_norm.weight", kTF32, {embd});
+  add("blk.0.attn_q.weight", weight_type, {embd, embd});
+  add("blk.0.attn_k.weight", weight_type, {embd, embd / 2});
+  add("blk.0.attn_v.weight", weight_type, {embd, embd / 2});
+  add("blk.0.attn_output.weight", weight_type, {embd, embd});
+  add("blk.0.ffn_norm.weight", kTF32, {embd});
+  add("blk.0.ffn_gate.weight", weight_type, {embd, embd});
+  add("blk.0.ffn_up.weight", weight_type, {embd, embd});
+  add("blk.0.ffn_down.weight", weight_type, {embd, embd});
+  return b.Build(layout);
 }
 
 }  // namespace zf::testutil

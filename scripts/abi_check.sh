@@ -5,7 +5,8 @@
 # function, a constant or a params field at the end of a struct passes.
 #   scripts/abi_check.sh [--update] [--lib LIB] [--header HEADER]
 # LIB must carry debug info (DWARF) for abidiff's type comparison; without --lib the library is
-# built with -g in build-abi/ (a Debug build of the library target only). --update rewrites the
+# built with clang -g in build-abi/ (a Debug build of the library target only; CI passes its
+# clang sanitizer build's library instead). --update rewrites the
 # baseline (commit it together with the intentional append; the lead re-runs it after merging
 # branches that append functions).
 # abidiff (Debian's abigail-tools) compares the library's exported functions and the types they
@@ -27,7 +28,11 @@ if ! command -v abidw >/dev/null || ! command -v abidiff >/dev/null; then
   apt-get install -y -qq abigail-tools >/dev/null 2>&1 || { apt-get update -qq >/dev/null && apt-get install -y -qq abigail-tools >/dev/null; }
 fi
 if [ -z "$lib" ]; then
-  cmake -S . -B build-abi -G Ninja -DCMAKE_BUILD_TYPE=Debug -DZF_BUILD_TESTS=OFF -DZF_BUILD_KERNELS=OFF >/dev/null
+  # clang, as CI's build-test-clang from which the committed baseline was made (DWARF of one
+  # compiler compares most cleanly with the same compiler's).
+  command -v clang++ >/dev/null || scripts/install_deps.sh clang
+  CC=clang CXX=clang++ cmake -S . -B build-abi -G Ninja -DCMAKE_BUILD_TYPE=Debug -DZF_BUILD_TESTS=OFF \
+    -DZF_BUILD_KERNELS=OFF >/dev/null
   cmake --build build-abi -j"$(nproc)" --target zerfoo >/dev/null
   lib=build-abi/libzerfoo.so.0
 fi

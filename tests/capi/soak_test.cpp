@@ -74,7 +74,7 @@ std::string Greedy(zf_session* s, const std::string& prompt, int32_t n) {
 
 TEST(Soak, LoadFreeCyclesKeepRssFlat) {
   ZF_REQUIRE_MODEL(path, "smollm2");
-  const int cycles = EnvInt("ZF_SOAK_LOADS", 30);
+  const int cycles = EnvInt("ZF_SOAK_LOADS", 20);
   const int warm = cycles < 10 ? 1 : 5;
   long base = 0;
   for (int i = 0; i < cycles; ++i) {
@@ -114,7 +114,7 @@ TEST(Soak, SessionCreateFreeCyclesKeepRssFlat) {
 
 // One model, 8 threads x 4 sessions each, all generating at once (each thread interleaves its
 // sessions token batch by token batch); every output equals the sequential run's.
-TEST(Soak, ThirtyTwoConcurrentSessionsMatchTheSequentialRun) {
+TEST(Soak, EightThreadsWithFourSessionsEachMatchTheSequentialRun) {
   ZF_REQUIRE_MODEL(path, "smollm2");
   const int n_threads = 8, per_thread = 4, n_tokens = EnvInt("ZF_SOAK_TOKENS", 6);
   const std::vector<std::string> prompts = {"The capital of France is", "Once upon a time", "def fibonacci(n):",
@@ -124,7 +124,8 @@ TEST(Soak, ThirtyTwoConcurrentSessionsMatchTheSequentialRun) {
   std::vector<std::string> expected;
   for (const std::string& p : prompts) {
     zf_session* s = Session(m);
-    expected.push_back(Greedy(s, p, n_tokens) + "|" + Greedy(s, "", n_tokens));
+    const std::string first = Greedy(s, p, n_tokens);  // (sequenced: operands of + are not)
+    expected.push_back(first + "|" + Greedy(s, "", n_tokens));
     zf_session_free(s);
   }
   std::vector<std::string> got(size_t(n_threads * per_thread));

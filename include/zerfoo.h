@@ -16,6 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/** @def ZF_API
+ * Marks the exported functions of the library (default visibility; dllexport/dllimport on
+ * Windows). */
 #if defined(_WIN32)
 #  if defined(ZF_BUILDING_LIBRARY)
 #    define ZF_API __declspec(dllexport)
@@ -184,8 +187,14 @@ ZF_API zf_status zf_model_params_init(zf_model_params* params, size_t size);
 ZF_API zf_status zf_model_load(const char* path, const zf_model_params* params, zf_model** out);
 
 /**
- * @brief Frees a model. NULL is a no-op. Every session of the model must be freed first.
- * May be called from any thread.
+ * @brief Releases the caller's reference to a model. NULL is a no-op. May be called from any
+ * thread.
+ *
+ * Sessions hold their own reference (like SQLite's sqlite3_close_v2): when sessions of the model
+ * are still alive, they keep working and the model's memory is released together with the last
+ * of them (zf_session_free()), so bindings whose garbage collector frees in any order are safe.
+ * After this call the caller must not pass `model` to any function again (not even to create a
+ * session); it may keep using the sessions it has.
  */
 ZF_API void zf_model_free(zf_model* model);
 
@@ -220,7 +229,10 @@ ZF_API zf_status zf_model_info(const zf_model* model, zf_model_summary* info);
 /**
  * @brief Any GGUF metadata value as text (numbers in decimal, booleans as true/false,
  * arrays as JSON-like `[a, b, ...]`, strings verbatim). Thread-safe.
+ * @param model The model.
+ * @param key NUL-terminated metadata key, e.g. "general.name".
  * @param buf Output buffer (may be NULL when cap is 0); receives a NUL-terminated string.
+ * @param cap Bytes available in `buf`.
  * @param needed Optional; receives the bytes required including the NUL.
  * @return ::ZF_OK; ::ZF_ERR_NOT_FOUND; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT.
  */
@@ -250,7 +262,12 @@ ZF_API zf_status zf_architectures(char* buf, size_t cap, size_t* needed);
 
 /**
  * @brief Converts UTF-8 text to token ids. Thread-safe.
+ * @param model The model (a ::ZF_MODEL_VOCAB_ONLY load suffices).
+ * @param text UTF-8 text of `len` bytes (may be NULL when len is 0).
+ * @param len Bytes of text.
+ * @param flags ::ZF_TOKENIZE_ADD_SPECIAL | ::ZF_TOKENIZE_PARSE_SPECIAL; other bits are rejected.
  * @param tokens Output array (may be NULL when cap is 0).
+ * @param cap Capacity of `tokens` in ids.
  * @param n Receives the number of tokens (also when the buffer is too small).
  * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *n); ::ZF_ERR_INVALID_UTF8;
  *         ::ZF_ERR_INVALID_ARGUMENT.
@@ -269,6 +286,12 @@ ZF_API zf_status zf_detokenize(const zf_model* model, const int32_t* tokens, siz
 /**
  * @brief The raw text of one token (may be a partial UTF-8 sequence for byte tokens), not
  * NUL-terminated. Control tokens render only with ::ZF_DETOKENIZE_RENDER_SPECIAL.
+ * @param model The model.
+ * @param token A token id in [0, n_vocab).
+ * @param flags ::ZF_DETOKENIZE_RENDER_SPECIAL (::ZF_DETOKENIZE_REMOVE_SPECIAL is accepted and
+ *        has no effect on one piece); other bits are rejected.
+ * @param buf Output buffer (may be NULL when cap is 0).
+ * @param cap Bytes available in `buf`.
  * @param needed Receives the number of bytes.
  * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT.
  */
@@ -281,8 +304,8 @@ ZF_API zf_status zf_token_to_piece(const zf_model* model, int32_t token, uint32_
 
 /** One chat turn. `role` is "system", "user" or "assistant"; both strings NUL-terminated. */
 typedef struct zf_chat_message {
-  const char* role;
-  const char* content;
+  const char* role;    /**< NUL-terminated UTF-8 role name. */
+  const char* content; /**< NUL-terminated UTF-8 message text. */
 } zf_chat_message;
 
 #define ZF_CHAT_ADD_ASSISTANT 0x1u /**< Append the prefix that starts the assistant's turn. */
@@ -319,7 +342,8 @@ typedef struct zf_session_params {
 ZF_API zf_status zf_session_params_init(zf_session_params* params, size_t size);
 
 /**
- * @brief Creates a session on a model (the model must outlive it).
+ * @brief Creates a session on a model. The session holds a reference to the model, which
+ * therefore stays alive until the session is freed, even after zf_model_free().
  * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL model/out, negative n_ctx, model loaded with
  *         ::ZF_MODEL_VOCAB_ONLY); ::ZF_ERR_OUT_OF_MEMORY.
  */
@@ -414,9 +438,12 @@ typedef struct zf_generate_result {
  * reused) unless zf_session_reset() was called. A prompt that does not fit the remaining
  * context fails with ::ZF_ERR_CONTEXT_FULL before anything is evaluated; filling up during
  * decode ends with ::ZF_STOP_CONTEXT_FULL and ::ZF_OK.
+ * @param session The session (one thread at a time).
  * @param prompt UTF-8 text of `len` bytes (may be empty to continue generating).
+ * @param len Bytes of prompt.
  * @param params NULL for defaults.
  * @param cb May be NULL (text is then only counted).
+ * @param user_data Passed to `cb`.
  * @param out May be NULL; set out->struct_size first.
  * @return ::ZF_OK (also when stopped by callback, cancel, stop string, EOS, max tokens);
  *         ::ZF_ERR_INVALID_UTF8; ::ZF_ERR_CONTEXT_FULL; ::ZF_ERR_INVALID_ARGUMENT.

@@ -6,7 +6,8 @@
 #   3. the Go binding's tests (vet, cgo-free build and tests, race detector), and the aarch64
 #      cross build (NEON kernels) with its unit tests, SmolLM2's golden test and greedy runs
 #      under qemu-user (scripts/cross_check_aarch64.sh);
-#   4. the unit and C API tests under AddressSanitizer + UndefinedBehaviorSanitizer;
+#   4. the clang build: unit, C API and soak tests under ASan+UBSan+LSan, the ABI check against
+#      abi/ and the libFuzzer targets for a bounded time;
 #   5. the concurrency tests under ThreadSanitizer.
 # The CUDA kernel library is compiled in stage 2 with nvcc from PyPI (no GPU here: its GPU tests
 # report Skipped; scripts/gpu_test.sh runs them on a GPU machine).
@@ -45,18 +46,22 @@ ZERFOO_TEST_MODEL="$(scripts/fetch_models.sh smollm2)" bindings/go/test.sh
 stage "aarch64 cross build (NEON kernels): unit tests, SmolLM2 golden test and greedy runs under qemu"
 scripts/cross_check_aarch64.sh
 
+stage "Doxygen ABI reference (warnings are errors)"
+scripts/docs.sh
+
 if [ "${ZF_TEST_FAST:-0}" = "1" ]; then
   echo "ZF_TEST_FAST=1: sanitizer stages skipped"
   exit 0
 fi
 
-stage "AddressSanitizer + UndefinedBehaviorSanitizer"
-cmake -S . -B build-test-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZF_BUILD_TESTS=ON \
-  -DZF_SANITIZE="address;undefined" -DZF_BUILD_KERNELS=OFF >/dev/null
-cmake --build build-test-asan -j"$jobs" --target zerfoo_unit_tests zerfoo_capi_tests
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
-build-test-asan/tests/zerfoo_unit_tests --gtest_brief=1
-build-test-asan/tests/zerfoo_capi_tests --gtest_brief=1
+stage "clang build, AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer (unit, C API, soak tests)"
+scripts/clang_sanitize.sh build-test-clang
+
+stage "ABI check against abi/ (abidiff, constants, struct layouts)"
+scripts/abi_check.sh --lib build-test-clang/libzerfoo.so.0
+
+stage "libFuzzer targets, ${ZF_FUZZ_SECONDS:-30} s each under ASan+UBSan (scripts/fuzz.sh)"
+ZF_FUZZ_BUILD=build-test-clang scripts/fuzz.sh "${ZF_FUZZ_SECONDS:-30}"
 
 stage "ThreadSanitizer (concurrency tests)"
 cmake -S . -B build-test-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZF_BUILD_TESTS=ON \

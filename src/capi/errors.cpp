@@ -1,4 +1,5 @@
 // Version, status names, thread-local error text and logging entry points.
+#include <cstdio>
 #include <string>
 
 #include "capi/handles.h"
@@ -29,6 +30,23 @@ zf_status Fail(int32_t code, const std::string& message) {
 zf_status Succeed() {
   t_last_error.clear();
   return ZF_OK;
+}
+
+void ReleaseModel(zf_model* model) {
+  if (model != nullptr && model->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete model;
+}
+
+zf_status CheckFlags(const char* field, uint32_t value, uint32_t known) {
+  if ((value & ~known) == 0) return ZF_OK;
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "0x%x", value & ~known);
+  return Fail(ZF_ERR_INVALID_ARGUMENT, std::string(field) + " has unknown bits " + hex);
+}
+
+zf_status CheckReserved(const char* field, uint32_t value) {
+  if (value == 0) return ZF_OK;
+  return Fail(ZF_ERR_INVALID_ARGUMENT, std::string(field) + " is reserved and must be 0 (got " +
+                                           std::to_string(value) + ")");
 }
 
 zf_status CopyOut(const std::string& s, char* buf, size_t cap, size_t* needed) {

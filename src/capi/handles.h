@@ -2,6 +2,7 @@
 // C++ outcomes (Status, exceptions) into a zf_status plus the thread-local error text.
 #pragma once
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -12,8 +13,13 @@
 #include "runtime/session.h"
 #include "zerfoo.h"
 
+// Reference counted like sqlite3_close_v2: the caller's handle holds one reference and every
+// session one more, so zf_model_free() with sessions still alive only drops the caller's
+// reference and the model goes away with its last session (bindings with garbage collectors
+// cannot order their frees).
 struct zf_model {
   std::unique_ptr<zf::model::Model> impl;
+  std::atomic<uint32_t> refs{1};
 };
 
 struct zf_session {
@@ -29,6 +35,15 @@ zf_status Fail(int32_t code, const std::string& message);
 // Clears the thread's error text and returns ZF_OK.
 zf_status Succeed();
 const char* LastError();
+
+// Drops one reference to the model and deletes it with the last one.
+void ReleaseModel(zf_model* model);
+
+// The one rule for flags and reserved fields: bits outside `known`, or a nonzero reserved
+// field, fail with ZF_ERR_INVALID_ARGUMENT naming the field (future flags must not silently
+// mean nothing to an older library). Return ZF_OK when the value is acceptable.
+zf_status CheckFlags(const char* field, uint32_t value, uint32_t known);
+zf_status CheckReserved(const char* field, uint32_t value);
 
 // Copies a string into a caller buffer (NUL-terminated) per the ABI's buffer rule.
 zf_status CopyOut(const std::string& s, char* buf, size_t cap, size_t* needed);

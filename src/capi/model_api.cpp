@@ -54,9 +54,8 @@ ZF_API zf_status zf_model_load(const char* path, const zf_model_params* params, 
     return Fail(ZF_ERR_INVALID_ARGUMENT, "unknown device " + std::to_string(p.device));
   }
   if (p.n_threads < 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "n_threads must be >= 0");
-  if ((p.flags & ~(ZF_MODEL_VOCAB_ONLY | ZF_MODEL_NO_MMAP)) != 0) {
-    return Fail(ZF_ERR_INVALID_ARGUMENT, "unknown model flags " + std::to_string(p.flags));
-  }
+  if (zf_status e = zf::capi::CheckFlags("params->flags", p.flags, ZF_MODEL_VOCAB_ONLY | ZF_MODEL_NO_MMAP)) return e;
+  if (zf_status e = zf::capi::CheckReserved("params->reserved0", p.reserved0)) return e;
   zf::model::LoadOptions o;
   o.vocab_only = (p.flags & ZF_MODEL_VOCAB_ONLY) != 0;
   o.no_mmap = (p.flags & ZF_MODEL_NO_MMAP) != 0;
@@ -73,7 +72,7 @@ ZF_API zf_status zf_model_load(const char* path, const zf_model_params* params, 
   ZF_GUARD_END
 }
 
-ZF_API void zf_model_free(zf_model* model) { delete model; }
+ZF_API void zf_model_free(zf_model* model) { zf::capi::ReleaseModel(model); }
 
 ZF_API zf_status zf_model_info(const zf_model* model, zf_model_summary* info) {
   if (model == nullptr) return NullArg("model");
@@ -130,9 +129,7 @@ ZF_API zf_status zf_tokenize(const zf_model* model, const char* text, size_t len
   if (model == nullptr) return NullArg("model");
   if (text == nullptr && len > 0) return NullArg("text");
   if (n == nullptr) return NullArg("n");
-  if ((flags & ~(ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL)) != 0) {
-    return Fail(ZF_ERR_INVALID_ARGUMENT, "unknown tokenize flags " + std::to_string(flags));
-  }
+  if (zf_status e = zf::capi::CheckFlags("flags", flags, ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL)) return e;
   ZF_GUARD_BEGIN
   std::vector<int32_t> ids;
   zf::Status s = model->impl->tokenizer().Encode(std::string_view(text == nullptr ? "" : text, len),
@@ -153,6 +150,9 @@ ZF_API zf_status zf_detokenize(const zf_model* model, const int32_t* tokens, siz
                                size_t cap, size_t* needed) {
   if (model == nullptr) return NullArg("model");
   if (tokens == nullptr && n > 0) return NullArg("tokens");
+  if (zf_status e = zf::capi::CheckFlags("flags", flags, ZF_DETOKENIZE_REMOVE_SPECIAL | ZF_DETOKENIZE_RENDER_SPECIAL)) {
+    return e;
+  }
   ZF_GUARD_BEGIN
   std::string text;
   zf::Status s = model->impl->tokenizer().Decode(tokens, n, (flags & ZF_DETOKENIZE_REMOVE_SPECIAL) != 0,
@@ -165,6 +165,10 @@ ZF_API zf_status zf_detokenize(const zf_model* model, const int32_t* tokens, siz
 ZF_API zf_status zf_token_to_piece(const zf_model* model, int32_t token, uint32_t flags, char* buf, size_t cap,
                                    size_t* needed) {
   if (model == nullptr) return NullArg("model");
+  // REMOVE_SPECIAL is accepted (a known detokenize bit) and has no effect on one piece.
+  if (zf_status e = zf::capi::CheckFlags("flags", flags, ZF_DETOKENIZE_REMOVE_SPECIAL | ZF_DETOKENIZE_RENDER_SPECIAL)) {
+    return e;
+  }
   const zf::tok::Tokenizer& t = model->impl->tokenizer();
   if (token < 0 || token >= t.n_vocab()) {
     return Fail(ZF_ERR_INVALID_ARGUMENT, "token " + std::to_string(token) + " is outside the vocabulary [0, " +
@@ -186,6 +190,7 @@ ZF_API zf_status zf_chat_apply_template(const zf_model* model, const zf_chat_mes
                                         uint32_t flags, char* buf, size_t cap, size_t* needed) {
   if (model == nullptr) return NullArg("model");
   if (msgs == nullptr && n_msgs > 0) return NullArg("msgs");
+  if (zf_status e = zf::capi::CheckFlags("flags", flags, ZF_CHAT_ADD_ASSISTANT)) return e;
   ZF_GUARD_BEGIN
   std::vector<zf::tok::ChatMessage> v;
   v.reserve(n_msgs);
@@ -194,6 +199,10 @@ ZF_API zf_status zf_chat_apply_template(const zf_model* model, const zf_chat_mes
       return Fail(ZF_ERR_INVALID_ARGUMENT, "message " + std::to_string(i) + " has a NULL role or content");
     }
     size_t bad = 0;
+    if (!zf::IsValidUtf8(msgs[i].role, &bad)) {
+      return Fail(ZF_ERR_INVALID_UTF8, "message " + std::to_string(i) + ": role has invalid UTF-8 at byte " +
+                                           std::to_string(bad));
+    }
     if (!zf::IsValidUtf8(msgs[i].content, &bad)) {
       return Fail(ZF_ERR_INVALID_UTF8, "message " + std::to_string(i) + ": invalid UTF-8 at byte " + std::to_string(bad));
     }

@@ -83,12 +83,18 @@ ZF_API zf_status zf_session_create(zf_model* model, const zf_session_params* par
   s->model = model;
   zf::Status st = zf::rt::Session::Create(*model->impl, o, &s->impl);
   if (!st.ok()) return Fail(st);
+  model->refs.fetch_add(1, std::memory_order_relaxed);  // released by zf_session_free
   *out = s.release();
   return Succeed();
   ZF_GUARD_END
 }
 
-ZF_API void zf_session_free(zf_session* session) { delete session; }
+ZF_API void zf_session_free(zf_session* session) {
+  if (session == nullptr) return;
+  zf_model* model = session->model;
+  delete session;  // the session (which refers to the model) goes first
+  zf::capi::ReleaseModel(model);
+}
 
 ZF_API zf_status zf_session_reset(zf_session* session) {
   if (session == nullptr) return NullArg("session");
@@ -117,6 +123,13 @@ ZF_API zf_status zf_session_eval(zf_session* session, const int32_t* tokens, siz
   ZF_GUARD_BEGIN
   zf::rt::Session& s = *session->impl;
   const size_t n_vocab = size_t(s.model().desc().n_vocab);
+  // Checked here, before pending tokens are prepended, so the error names the caller's index.
+  for (size_t i = 0; i < n; ++i) {
+    if (tokens[i] < 0 || size_t(tokens[i]) >= n_vocab) {
+      return Fail(ZF_ERR_INVALID_ARGUMENT, "token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
+                                               " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
+    }
+  }
   if (logits != nullptr && cap > 0 && cap < n_vocab) {
     return Fail(ZF_ERR_BUFFER_TOO_SMALL, "logits buffer holds " + std::to_string(cap) + " floats; " +
                                              std::to_string(n_vocab) + " needed");
@@ -152,6 +165,11 @@ ZF_API zf_status zf_generate(zf_session* session, const char* prompt, size_t len
   ZF_GUARD_BEGIN
   zf_generate_params p = DefaultGenerateParams();
   if (!zf::capi::ReadParams(params, &p)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params->struct_size is too small");
+  if (zf_status e = zf::capi::CheckFlags("params->flags", p.flags,
+                                         ZF_GENERATE_NO_SPECIAL | ZF_GENERATE_NO_PARSE_SPECIAL | ZF_GENERATE_IGNORE_EOS)) {
+    return e;
+  }
+  if (zf_status e = zf::capi::CheckReserved("params->reserved0", p.reserved0)) return e;
   if (p.n_stop > 0 && p.stop == nullptr) return Fail(ZF_ERR_INVALID_ARGUMENT, "n_stop > 0 but stop is NULL");
   if (!(p.temperature >= 0.0f) || !(p.top_p >= 0.0f) || !(p.min_p >= 0.0f) || !(p.repeat_penalty > 0.0f)) {
     return Fail(ZF_ERR_INVALID_ARGUMENT, "sampling parameters out of range (temperature, top_p, min_p >= 0; "

@@ -7,9 +7,30 @@
 #include "engine/cuda/device_weights.h"
 #include "engine/cuda/kernel_library.h"
 #include "quant/quant.h"
+#include "quant/scales.h"
+
+#include <algorithm>
+#include <utility>
 
 namespace zf::engine {
 namespace {
+
+// Scans the tensors the CPU engine reads from the file mapping (the packed ones were scanned
+// while packing): every bound tensor not entirely covered by packed matrices (its views).
+Status CheckUnpacked(const EngineRequest& r, const PackedWeights* packed) {
+  std::vector<std::pair<const uint8_t*, uint64_t>> spans;  // packed matrices' bytes, by address
+  for (const Tensor* m : r.matrices) {
+    if (packed != nullptr && packed->Find(*m) != nullptr) spans.emplace_back(m->data, m->nbytes);
+  }
+  std::sort(spans.begin(), spans.end());
+  for (const Tensor* t : r.tensors) {
+    uint64_t covered = 0;
+    auto it = std::lower_bound(spans.begin(), spans.end(), std::make_pair(t->data, uint64_t{0}));
+    for (; it != spans.end() && it->first < t->data + t->nbytes; ++it) covered += it->second;
+    if (covered < t->nbytes) ZF_RETURN_IF_ERROR(CheckFinite(*t));
+  }
+  return Status::Ok();
+}
 
 class CpuEngine final : public Engine {
  public:
@@ -47,6 +68,7 @@ Status CreateCuda(const EngineRequest& r, std::unique_ptr<Engine>* out) {
   for (Op op : r.ops) {
     if (!cuda::Supports(op)) return Unsupported(std::string("the CUDA engine lacks ") + OpName(op));
   }
+  for (const Tensor* t : r.tensors) ZF_RETURN_IF_ERROR(CheckFinite(*t));  // the upload reads them all anyway
   std::shared_ptr<cuda::DeviceWeights> dw;
   ZF_RETURN_IF_ERROR(cuda::DeviceWeights::Upload(r.tensors, r.gpu_index, &dw));
   out->reset(new CudaEngine(std::move(dw)));
@@ -54,6 +76,13 @@ Status CreateCuda(const EngineRequest& r, std::unique_ptr<Engine>* out) {
 }
 
 }  // namespace
+
+Status CheckFinite(const Tensor& t) {
+  const int64_t b = quant::FindNonFiniteBlock(t.type, t.data, t.nbytes);
+  if (b < 0) return Status::Ok();
+  return FormatError("tensor '" + std::string(t.name) + "' (" + TypeName(t.type) + "): block " + std::to_string(b) +
+                     " has a NaN or infinite scale or value");
+}
 
 std::string CudaUnavailable() { return cuda::CudaUnavailableReason(); }
 
@@ -73,6 +102,7 @@ Status CreateEngine(const EngineRequest& r, std::unique_ptr<Engine>* out) {
   }
   std::unique_ptr<PackedWeights> packed;
   ZF_RETURN_IF_ERROR(PackedWeights::Build(r.matrices, r.n_threads, &packed));
+  ZF_RETURN_IF_ERROR(CheckUnpacked(r, packed.get()));
   ZF_LOGI("CPU kernels: %s; packed decode copies: %zu MiB", quant::ActiveIsa(),
           packed != nullptr ? packed->bytes() >> 20 : size_t{0});
   out->reset(new CpuEngine(std::move(packed)));

@@ -42,6 +42,10 @@ struct EngineRequest {
 // kOutOfMemory).
 Status CreateEngine(const EngineRequest& request, std::unique_ptr<Engine>* out);
 
+// kFormat naming the tensor and block when t holds a NaN or infinite scale, min or value: a file
+// that would load and compute garbage (the engines call it on what they read; quant/scales.h).
+Status CheckFinite(const Tensor& t);
+
 // The CUDA engine's availability without preparing weights ("" = available): vocab-only loads.
 std::string CudaUnavailable();
 

@@ -212,7 +212,10 @@ GgufFile::~GgufFile() {
 
 Status GgufFile::Open(const std::string& path, const OpenOptions& options, std::unique_ptr<GgufFile>* out) {
   out->reset();
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO with no writer (or a device that waits for a peer) would block
+  // forever; the open returns at once and the regular-file check below refuses it. O_NONBLOCK
+  // has no effect on reads of regular files.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return IoError("cannot open '" + path + "': " + std::strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0) {

@@ -305,8 +305,11 @@ void QuantizeQ8_0Tables(const float* x, int64_t k, void* dst, int group, int off
     const float s = _cvtsh_ss(d16);
     ad[b] = s;
     const __m512 vid = _mm512_set1_ps(id);
-    const __m512i q0 = _mm512_cvttps_epi32(RoundHalfAway(_mm512_mul_ps(v0, vid)));
-    const __m512i q1 = _mm512_cvttps_epi32(RoundHalfAway(_mm512_mul_ps(v1, vid)));
+    // Clamped to [-127, 127] (NaN -> -127, max_ps returns its second operand): a non-finite
+    // activation gives bounded quants, never INT_MIN sums (finite values are within range).
+    const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+    const __m512i q0 = _mm512_cvttps_epi32(RoundHalfAway(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v0, vid), lo), hi)));
+    const __m512i q1 = _mm512_cvttps_epi32(RoundHalfAway(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v1, vid), lo), hi)));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs), _mm512_cvtepi32_epi8(q0));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16), _mm512_cvtepi32_epi8(q1));
     if (group == 32) {

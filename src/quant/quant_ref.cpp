@@ -202,6 +202,11 @@ inline int NearestInt(float v) {
   return static_cast<int>(r);
 }
 
+// Clamps a scaled activation to the int8 range before it is converted: a NaN or infinite
+// activation (from a broken model) must not reach a float-to-int conversion, which is undefined
+// behaviour in C++. NaN maps to -127; finite inputs already lie within the range.
+inline float Clamp127(float v) { return v >= -127.0f ? (v <= 127.0f ? v : 127.0f) : -127.0f; }
+
 void QuantF32(const float* src, void* dst, int64_t n) {
   std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
 }
@@ -222,7 +227,7 @@ void QuantizeQ8_0(const float* x, void* dst, int64_t n) {
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[i].d = Fp32ToFp16(d);
-    for (int j = 0; j < kQK; ++j) y[i].qs[j] = static_cast<int8_t>(std::round(x[j] * id));
+    for (int j = 0; j < kQK; ++j) y[i].qs[j] = static_cast<int8_t>(std::round(Clamp127(x[j] * id)));
   }
 }
 
@@ -236,7 +241,7 @@ void QuantizeQ8_1(const float* x, void* dst, int64_t n) {
     y[i].d = Fp32ToFp16(d);
     int sum = 0;
     for (int j = 0; j < kQK; ++j) {
-      y[i].qs[j] = static_cast<int8_t>(std::round(x[j] * id));
+      y[i].qs[j] = static_cast<int8_t>(std::round(Clamp127(x[j] * id)));
       sum += y[i].qs[j];
     }
     // s carries d * sum(q) so that Q4_1/Q5_1 dot products add m * s for the weights' offset.
@@ -263,7 +268,7 @@ void QuantizeQ8_K(const float* x, void* dst, int64_t n) {
     }
     const float iscale = -127.0f / max;
     for (int j = 0; j < kQK_K; ++j) {
-      const int v = NearestInt(iscale * x[j]);
+      const int v = NearestInt(Clamp127(iscale * x[j]));
       y[i].qs[j] = static_cast<int8_t>(v < 127 ? v : 127);
     }
     for (int b = 0; b < kQK_K / 16; ++b) {

@@ -1,6 +1,10 @@
 // Session: context sizing, KV allocation, chunked evaluation with cancellation checks.
 #include "runtime/session.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+
 #include <algorithm>
 
 
@@ -8,6 +12,30 @@ namespace zf::rt {
 
 Session::Session(const model::Model& model, int32_t n_ctx, std::unique_ptr<engine::Backend> backend)
     : model_(model), n_ctx_(n_ctx), backend_(std::move(backend)) {}
+
+namespace {
+
+// Memory the system can still give this process without swapping: MemAvailable on Linux, else
+// the physical memory; 0 when unknown (no check).
+uint64_t AvailableMemoryBytes() {
+  if (FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    unsigned long long kb = 0;
+    bool found = false;
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+      if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+        found = true;
+        break;
+      }
+    }
+    std::fclose(f);
+    if (found) return uint64_t(kb) << 10;
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+}
+
+}  // namespace
 
 Status Session::Create(const model::Model& model, const SessionOptions& o, std::unique_ptr<Session>* out) {
   out->reset();
@@ -18,6 +46,18 @@ Status Session::Create(const model::Model& model, const SessionOptions& o, std::
   int32_t n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(d.n_ctx_train, kDefaultContext);
   if (n_ctx > (1 << 24)) return InvalidArgument("n_ctx " + std::to_string(n_ctx) + " is too large");
   const int32_t threads = o.n_threads > 0 ? o.n_threads : model.default_threads();
+  if (model.device() != model::Device::kCuda) {
+    // The KV cache is zero-filled at once: with memory overcommit an absurd n_ctx would not fail
+    // the allocation but bring in the OOM killer while filling it. Refused beforehand instead.
+    const uint64_t elem = o.kv_type == engine::KvType::kF16 ? 2 : 4;
+    const uint64_t kv = uint64_t(d.n_layer) * uint64_t(n_ctx) * uint64_t(d.MaxKWidth() + d.MaxVWidth()) * elem;
+    const uint64_t avail = AvailableMemoryBytes();
+    if (avail != 0 && kv > avail) {
+      return Status(Code::kOutOfMemory, "the KV cache for n_ctx=" + std::to_string(n_ctx) + " needs " +
+                                            std::to_string(kv >> 20) + " MiB, more than the " +
+                                            std::to_string(avail >> 20) + " MiB of memory available");
+    }
+  }
   std::unique_ptr<engine::Backend> backend;
   ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(std::min(threads, 256), &backend));
   ZF_RETURN_IF_ERROR(backend->InitKv(d.n_layer, n_ctx, d.MaxKWidth(), d.MaxVWidth(), o.kv_type));

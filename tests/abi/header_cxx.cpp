@@ -1,10 +1,68 @@
-// The public header must compile as C++ (C++11 and later) with every warning, as for bindgen
-// and other C++ consumers; no C++ type crosses it.
-#include "zerfoo.h"
+// The public header compiles as C++11 with every warning (as for bindgen and other C++
+// consumers; no C++ type crosses it), and the basic contract holds from a consumer's view.
+// doctest (header-only, Debian's doctest-dev): a consumer-side test needs no GoogleTest.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
 
+#include <cstring>
+#include <string>
 #include <type_traits>
+
+#include "zerfoo.h"
 
 static_assert(std::is_trivial<zf_generate_params>::value, "ABI structs are plain C");
 static_assert(std::is_trivial<zf_model_summary>::value, "ABI structs are plain C");
+static_assert(std::is_standard_layout<zf_model_params>::value, "ABI structs are plain C");
 
-int main() { return zf_version() == ZF_VERSION ? 0 : 1; }
+TEST_CASE("the loaded library is the header's version") {
+  CHECK(zf_version() == uint32_t(ZF_VERSION));
+  const std::string expected = std::to_string(ZF_VERSION_MAJOR) + "." + std::to_string(ZF_VERSION_MINOR) + "." +
+                               std::to_string(ZF_VERSION_PATCH);
+  CHECK(std::string(zf_version_string()) == expected);
+}
+
+TEST_CASE("every status code has its name") {
+  const char* names[] = {"ZF_OK", "ZF_ERR_INVALID_ARGUMENT", "ZF_ERR_IO", "ZF_ERR_FORMAT", "ZF_ERR_UNSUPPORTED",
+                         "ZF_ERR_OUT_OF_MEMORY", "ZF_ERR_BUFFER_TOO_SMALL", "ZF_ERR_NOT_FOUND",
+                         "ZF_ERR_INVALID_UTF8", "ZF_ERR_CONTEXT_FULL", "ZF_ERR_CANCELLED", "ZF_ERR_BACKEND",
+                         "ZF_ERR_INTERNAL"};
+  for (int32_t s = ZF_OK; s <= ZF_ERR_INTERNAL; ++s) CHECK(std::string(zf_status_string(s)) == names[s]);
+  CHECK(std::string(zf_status_string(999)) == "ZF_ERR_UNKNOWN");
+}
+
+TEST_CASE("params structs have their ABI sizes and defaults") {
+  CHECK(sizeof(zf_model_params) == 40);
+  CHECK(sizeof(zf_model_summary) == 88);
+  CHECK(sizeof(zf_session_params) == 16);
+  CHECK(sizeof(zf_generate_params) == 64);
+  CHECK(sizeof(zf_generate_result) == 32);
+  zf_generate_params g;
+  std::memset(&g, 0xAB, sizeof g);
+  REQUIRE(zf_generate_params_init(&g, sizeof g) == ZF_OK);
+  CHECK(g.struct_size == sizeof g);
+  CHECK(g.max_tokens == 256);
+  CHECK(g.reserved0 == 0u);
+  CHECK(g.flags == 0u);
+  SUBCASE("an older, smaller struct is filled only up to its size") {
+    unsigned char buf[sizeof(zf_model_params) + 8];
+    std::memset(buf, 0xCD, sizeof buf);
+    REQUIRE(zf_model_params_init(reinterpret_cast<zf_model_params*>(buf), 8) == ZF_OK);
+    CHECK(reinterpret_cast<zf_model_params*>(buf)->struct_size == 8u);
+    CHECK(buf[8] == 0xCD);
+  }
+}
+
+TEST_CASE("unknown flags and reserved fields are rejected before the file is opened") {
+  zf_model_params p;
+  zf_model_params_init(&p, sizeof p);
+  p.reserved0 = 1;
+  zf_model* m = nullptr;
+  CHECK(zf_model_load("/nonexistent.gguf", &p, &m) == ZF_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(zf_last_error()).find("reserved0") != std::string::npos);
+  p.reserved0 = 0;
+  p.flags = 0x80000000u;
+  CHECK(zf_model_load("/nonexistent.gguf", &p, &m) == ZF_ERR_INVALID_ARGUMENT);
+  p.flags = 0;
+  CHECK(zf_model_load("/nonexistent.gguf", &p, &m) == ZF_ERR_IO);
+  CHECK(m == nullptr);
+}

@@ -100,14 +100,24 @@ TEST(ModelLoad, OldPerExpertMixtralLayoutIsUnsupportedAndNamed) {
 
 TEST(ModelLoad, TensorWithoutARoleIsUnsupportedAndNamed) {
   GgufBuilder b = TinyLlama("llama");
-  b.Tensor("token_embd.weight", kTF32, {32, 5}).Tensor("output_norm.weight", kTF32, {32});
-  b.Tensor("blk.0.attn_norm.weight", kTF32, {32}).Tensor("blk.0.attn_q.weight", kTF32, {32, 32});
-  b.Tensor("blk.0.attn_k.weight", kTF32, {32, 32}).Tensor("blk.0.attn_v.weight", kTF32, {32, 32});
-  b.Tensor("blk.0.attn_output.weight", kTF32, {32, 32}).Tensor("blk.0.ffn_norm.weight", kTF32, {32});
-  b.Tensor("blk.0.ffn_gate.weight", kTF32, {32, 64}).Tensor("blk.0.ffn_up.weight", kTF32, {32, 64});
-  b.Tensor("blk.0.ffn_down.weight", kTF32, {64, 32});
-  ASSERT_TRUE(LoadBytes(b.Build(), "complete_llama.gguf").ok());
-  b.Tensor("blk.0.ffn_up.bias", kTF32, {64});  // a bias the llama description has no role for
+  const auto zeros = [&](const std::string& name, std::vector<int64_t> ne) {  // finite values
+    TensorSpec t;
+    t.name = name;
+    t.ne = ne;
+    t.data.assign(size_t(ne[0] * (ne.size() > 1 ? ne[1] : 1)) * 4, 0);
+    b.Tensor(t);
+  };
+  zeros("token_embd.weight", {32, 5});
+  zeros("output_norm.weight", {32});
+  zeros("blk.0.attn_norm.weight", {32});
+  for (const char* n : {"attn_q", "attn_k", "attn_v", "attn_output"}) zeros(std::string("blk.0.") + n + ".weight", {32, 32});
+  zeros("blk.0.ffn_norm.weight", {32});
+  zeros("blk.0.ffn_gate.weight", {32, 64});
+  zeros("blk.0.ffn_up.weight", {32, 64});
+  zeros("blk.0.ffn_down.weight", {64, 32});
+  Status ok = LoadBytes(b.Build(), "complete_llama.gguf");
+  ASSERT_TRUE(ok.ok()) << ok.message();
+  zeros("blk.0.ffn_up.bias", {64});  // a bias the llama description has no role for
   Status s = LoadBytes(b.Build(), "llama_ffn_bias.gguf");
   EXPECT_EQ(s.code(), Code::kUnsupported) << s.message();
   EXPECT_NE(s.message().find("blk.0.ffn_up.bias"), std::string::npos) << s.message();

@@ -7,11 +7,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <mutex>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
 
 #include "quant/packed.h"
+#include "quant/scales.h"
 #include "common/switches.h"
 
 namespace zf::engine {
@@ -112,11 +115,23 @@ Status PackedWeights::Build(const std::vector<const gguf::TensorInfo*>& matrices
     (void)e;
   }
   std::atomic<size_t> next{0};
+  // Non-finite block scales are refused here, where every byte is read anyway (quant/scales.h).
+  std::mutex bad_mu;
+  std::string bad;
   const auto worker = [&] {
     for (size_t i = next.fetch_add(1); i < items.size(); i = next.fetch_add(1)) {
       const Item& it = items[i];
       const int64_t k = it.t->ne[0], rows = it.t->ne[1];
       const size_t row_bytes = RowSize(it.t->type, k), gbytes = quant::PackedGroupBytes(it.t->type, k);
+      const int64_t rb = it.g0 * quant::kPackRows, re = std::min<int64_t>(rows, it.g1 * quant::kPackRows);
+      const int64_t b = quant::FindNonFiniteBlock(it.t->type, it.t->data + size_t(rb) * row_bytes, size_t(re - rb) * row_bytes);
+      if (b >= 0) {
+        const int64_t per_row = int64_t(row_bytes / GetTypeTraits(it.t->type)->type_size);
+        std::lock_guard<std::mutex> lock(bad_mu);
+        bad = "tensor '" + std::string(it.t->name) + "' (" + TypeName(it.t->type) + "): block " +
+              std::to_string(rb * per_row + b) + " has a NaN or infinite scale or value";
+        continue;
+      }
       for (int64_t g = it.g0; g < it.g1; ++g) {
         const int64_t r0 = g * quant::kPackRows;
         const int64_t n = std::min<int64_t>(quant::kPackRows, rows - r0);
@@ -134,6 +149,7 @@ Status PackedWeights::Build(const std::vector<const gguf::TensorInfo*>& matrices
   }
   worker();
   for (std::thread& th : threads) th.join();
+  if (!bad.empty()) return FormatError(bad);
   *out = std::move(p);
   return Status::Ok();
 }

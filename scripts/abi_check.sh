@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# ABI stability check of libzerfoo.so against the committed baseline in abi/ (README: "ABI
+# stability"). Fails on an incompatible change: a removed or changed function, a struct field
+# moved, resized or removed, a struct that shrank, a changed #define ZF_* constant. Appending a
+# function, a constant or a params field at the end of a struct passes.
+#   scripts/abi_check.sh [--update] [--lib LIB] [--header HEADER]
+# LIB must carry debug info (DWARF) for abidiff's type comparison; without --lib the library is
+# built with clang -g in build-abi/ (a Debug build of the library target only; CI passes its
+# clang sanitizer build's library instead). --update rewrites the
+# baseline (commit it together with the intentional append; the lead re-runs it after merging
+# branches that append functions).
+# abidiff (Debian's abigail-tools) compares the library's exported functions and the types they
+# reach; the header's #define constants, declarations and struct layouts (offsetof/sizeof of every
+# field, compiled and printed by a generated C program) are compared by scripts/abi_surface.py.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+update=0; lib=""; header="include/zerfoo.h"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --update) update=1 ;;
+    --lib) lib="$2"; shift ;;
+    --header) header="$2"; shift ;;
+    *) echo "usage: $0 [--update] [--lib LIB] [--header HEADER]"; exit 2 ;;
+  esac
+  shift
+done
+if ! command -v abidw >/dev/null || ! command -v abidiff >/dev/null; then
+  apt-get install -y -qq abigail-tools >/dev/null 2>&1 || { apt-get update -qq >/dev/null && apt-get install -y -qq abigail-tools >/dev/null; }
+fi
+if [ -z "$lib" ]; then
+  # clang, as CI's build-test-clang from which the committed baseline was made (DWARF of one
+  # compiler compares most cleanly with the same compiler's).
+  command -v clang++ >/dev/null || scripts/install_deps.sh clang
+  CC=clang CXX=clang++ cmake -S . -B build-abi -G Ninja -DCMAKE_BUILD_TYPE=Debug -DZF_BUILD_TESTS=OFF \
+    -DZF_BUILD_KERNELS=OFF >/dev/null
+  cmake --build build-abi -j"$(nproc)" --target zerfoo >/dev/null
+  lib=build-abi/libzerfoo.so.0
+fi
+tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
+cc="${CC:-cc}"
+
+# The current surface.
+hdir="$(dirname "$header")"
+abidw --no-corpus-path --headers-dir "$hdir" --drop-private-types "$lib" > "$tmp/libzerfoo.abi"
+python3 scripts/abi_surface.py functions "$header" > "$tmp/functions.txt"
+python3 scripts/abi_surface.py constants "$header" > "$tmp/constants.txt"
+python3 scripts/abi_surface.py layout_c "$header" > "$tmp/layout.c"
+"$cc" -std=c99 -I"$hdir" "$tmp/layout.c" -o "$tmp/layout"
+"$tmp/layout" > "$tmp/layout.txt"
+
+if [ "$update" = 1 ]; then
+  cp "$tmp/libzerfoo.abi" "$tmp/functions.txt" "$tmp/constants.txt" "$tmp/layout.txt" abi/
+  echo "abi/: baseline updated from $lib and $header ($(wc -l < abi/functions.txt) declarations, $(wc -l < abi/constants.txt) constants, $(grep -c '^field' abi/layout.txt) struct fields)"
+  exit 0
+fi
+
+fail=0
+echo "== abidiff abi/libzerfoo.abi $lib"
+set +e
+abidiff --no-added-syms abi/libzerfoo.abi "$tmp/libzerfoo.abi" > "$tmp/abidiff.txt" 2>&1
+rc=$?
+set -e
+sed 's/^/  /' "$tmp/abidiff.txt" | head -60
+# Bit 8: an incompatible change (e.g. a removed function); bits 1/2: abidiff itself failed.
+# Bit 4 (a change) is judged by the summary: removed or changed functions fail, unless the only
+# changes are params structs that grew at their end (checked exactly by the layout check below).
+if [ $((rc & 3)) -ne 0 ]; then echo "FAIL: abidiff could not compare (exit $rc)"; fail=1; fi
+if [ $((rc & 8)) -ne 0 ]; then echo "FAIL: abidiff reports an incompatible change"; fail=1; fi
+if grep -Eq 'Functions changes summary: [1-9][0-9]* Removed|Variables changes summary: [1-9][0-9]* Removed' "$tmp/abidiff.txt"; then
+  echo "FAIL: functions or variables removed"; fail=1
+fi
+if [ $((rc & 4)) -ne 0 ] && grep -Eq "parameter [0-9]+ of type .* changed|return type changed|parameter [0-9]+ .* was (added|removed)" "$tmp/abidiff.txt"; then
+  # A parameter whose type itself changed (not merely a pointed-to struct that grew).
+  if grep -Eq "type of parameter|parameter [0-9]+ of type '[^']*' was (added|removed)|return type changed" "$tmp/abidiff.txt"; then
+    echo "FAIL: a function's parameters or return type changed"; fail=1
+  fi
+fi
+for kind in functions constants layout; do
+  echo "== $kind (abi/$kind.txt)"
+  python3 scripts/abi_surface.py compare "$kind" "abi/$kind.txt" "$tmp/$kind.txt" || fail=1
+done
+if [ "$fail" != 0 ]; then
+  echo "ABI CHECK FAILED. An intentional append? Run scripts/abi_check.sh --update and commit abi/."
+  exit 1
+fi
+echo "ABI check passed: no incompatible change against abi/"

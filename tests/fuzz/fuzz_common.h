@@ -1,0 +1,57 @@
+// Helpers shared by the libFuzzer targets (tests/fuzz/README.md).
+#pragma once
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "zerfoo.h"
+
+namespace zf::fuzz {
+
+// An in-memory file holding `data` (memfd), loadable by path through /proc/self/fd.
+class MemFile {
+ public:
+  MemFile(const uint8_t* data, size_t size) {
+    fd_ = memfd_create("zf_fuzz", MFD_CLOEXEC);
+    if (fd_ < 0) std::abort();
+    for (size_t done = 0; done < size;) {
+      const ssize_t n = write(fd_, data + done, size - done);
+      if (n <= 0) std::abort();
+      done += size_t(n);
+    }
+    path_ = "/proc/self/fd/" + std::to_string(fd_);
+  }
+  ~MemFile() { close(fd_); }
+  const char* path() const { return path_.c_str(); }
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+};
+
+inline void Check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "fuzz invariant violated: %s (last error: %s)\n", what, zf_last_error());
+    std::abort();
+  }
+}
+
+// zf_status values the API documents; anything else (or ZF_ERR_INTERNAL) is a finding.
+inline void CheckStatus(zf_status s, const char* what) {
+  Check(s >= ZF_OK && s <= ZF_ERR_BACKEND, what);
+}
+
+inline void QuietLogs() {
+  static bool done = false;
+  if (!done) {
+    zf_set_log_level(ZF_LOG_NONE);
+    done = true;
+  }
+}
+
+}  // namespace zf::fuzz

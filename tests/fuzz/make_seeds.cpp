@@ -1,0 +1,116 @@
+// Writes the committed seed corpora of tests/fuzz/corpus/ (run by scripts/fuzz.sh --seeds;
+// the output is committed, so this only runs when the seeds change).
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/tiny_model.h"
+
+namespace {
+
+std::string g_root;
+
+void Write(const std::string& dir, const std::string& name, const std::vector<uint8_t>& bytes) {
+  const std::string d = g_root + "/" + dir;
+  mkdir(d.c_str(), 0755);
+  std::ofstream(d + "/" + name, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                                        std::streamsize(bytes.size()));
+}
+std::vector<uint8_t> Bytes(uint8_t first, const std::string& s) {
+  std::vector<uint8_t> v{first};
+  v.insert(v.end(), s.begin(), s.end());
+  return v;
+}
+std::vector<uint8_t> Prefixed(uint8_t first, const std::vector<uint8_t>& s) {
+  std::vector<uint8_t> v{first};
+  v.insert(v.end(), s.begin(), s.end());
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: make_seeds CORPUS_DIR TEST_DATA_DIR\n");
+    return 2;
+  }
+  g_root = argv[1];
+  mkdir(g_root.c_str(), 0755);
+  using namespace zf::gguf::testutil;  // NOLINT
+  // gguf_load: a full tiny model (F32 and Q8_0 weights, n_embd 32) and vocab-only variants.
+  Write("gguf_load", "tiny_f32", Prefixed(0, zf::testutil::TinyLlamaGguf(kTF32, "", 0, nullptr, 32)));
+  Write("gguf_load", "tiny_q8_0", Prefixed(0, zf::testutil::TinyLlamaGguf(kTQ8_0, "", 0, nullptr, 32)));
+  Write("gguf_load", "tiny_q8_0_vocab", Prefixed(1, zf::testutil::TinyLlamaGguf(kTQ8_0, "", 0, nullptr, 32)));
+  {
+    GgufBuilder b;
+    b.Kv("general.architecture", val::Str("gemma3"))
+        .Kv("tokenizer.ggml.model", val::Str("gpt2"))
+        .Kv("tokenizer.ggml.pre", val::Str("llama3"))
+        .Kv("tokenizer.ggml.tokens", val::StrArr({"a", "b", "ab", "\xC4\xA0", "<|eot_id|>"}))
+        .Kv("tokenizer.ggml.token_type", val::ArrOf<int32_t>(kI32, {1, 1, 1, 1, 3}))
+        .Kv("tokenizer.ggml.merges", val::StrArr({"a b"}))
+        .Kv("tokenizer.chat_template", val::Str("{% for m in messages %}<start_of_turn>{{ m.content }}{% endfor %}"));
+    Write("gguf_load", "bpe_vocab", Prefixed(1, b.Build()));
+  }
+  // tiny_decode: no mutation, a NaN scale, a few byte runs.
+  for (uint8_t t = 0; t < 4; ++t) Write("tiny_decode", "clean_" + std::to_string(t), {t});
+  Write("tiny_decode", "nan_q8", {1, 0x00, 0x10, 0x00, 0x01, 0x00, 0x7E});
+  Write("tiny_decode", "bytes_q4k", {2, 0x10, 0x20, 0x00, 0x07, 1, 2, 3, 4, 5, 6, 7, 8});
+  Write("tiny_decode", "big_f32", {4, 0x40, 0x02, 0x00, 0x03, 0x00, 0x00, 0x7F, 0x7F});
+  // tokenizer: the reference test strings of both vocabularies.
+  {
+    std::ifstream in(std::string(argv[2]) + "/tokenizer/ggml-vocab-llama-spm.gguf.inp", std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string all = ss.str(), sep = "\n__ggml_vocab_test__\n";
+    size_t pos = 0, i = 0;
+    while (pos <= all.size() && i < 40) {
+      size_t e = all.find(sep, pos);
+      if (e == std::string::npos) e = all.size();
+      const std::string t = all.substr(pos, e - pos);
+      Write("tokenizer", "spm_" + std::to_string(i), Bytes(0, t));
+      Write("tokenizer", "bpe_" + std::to_string(i), Bytes(1, t));
+      pos = e + sep.size();
+      ++i;
+    }
+    Write("tokenizer", "special", Bytes(6, "<s>Hello</s> <|endoftext|> world"));
+  }
+  // pretokenize: text for each splitter, and a pattern.
+  const char* texts[] = {"Hello world, it's 2024!", "  multiple   spaces\n\nand\ttabs", "caf\xC3\xA9 \xE4\xB8\xAD\xE6\x96\x87 123456",
+                         "I'm don't we'll they've", "\xF0\x9F\x98\x80 emoji!"};
+  for (uint8_t k = 0; k < 10; ++k) Write("pretokenize", "pre_" + std::to_string(k), Bytes(k, texts[k % 5]));
+  {
+    std::string pat = std::string("\\s?\\p{L}+|\\p{N}{1,3}|[^\\s\\p{L}\\p{N}]+") + '\0' + "Hello 12345 world!!";
+    Write("pretokenize", "pattern", Bytes(0x80, pat));
+  }
+  // sampler: parameters, then n_vocab, logits.
+  {
+    std::vector<uint8_t> v;
+    const auto put = [&](const void* p, size_t n) { v.insert(v.end(), (const uint8_t*)p, (const uint8_t*)p + n); };
+    const float temp = 0.8f, top_p = 0.95f, min_p = 0.05f, rp = 1.1f;
+    const int32_t top_k = 40, last_n = 64;
+    const uint64_t seed = 42;
+    put(&temp, 4); put(&top_k, 4); put(&top_p, 4); put(&min_p, 4); put(&rp, 4); put(&last_n, 4); put(&seed, 8);
+    v.push_back(15);
+    for (int i = 0; i < 16; ++i) {
+      const float l = float(i % 7) - 3.0f;
+      put(&l, 4);
+    }
+    v.push_back(3);
+    v.push_back(5);
+    Write("sampler", "defaults", v);
+  }
+  // chat_template: the families' markers.
+  const char* tmpls[] = {"<start_of_turn>", "<|im_start|>", "<|start_header_id|>", "[INST]", "<|user|>", "{{ bos_token }}"};
+  for (int k = 0; k < 6; ++k) {
+    std::string s = std::string(tmpls[k]) + '\0' + "system" + '\0' + "Be brief." + '\0' + "user" + '\0' + "Hi";
+    Write("chat_template", "family_" + std::to_string(k), Bytes(uint8_t(k & 1), s));
+  }
+  return 0;
+}

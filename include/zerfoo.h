@@ -245,6 +245,7 @@ ZF_API zf_status zf_model_meta(const zf_model* model, const char* key, char* buf
  * only with ::ZF_MODEL_VOCAB_ONLY (tokenizer and chat template) and otherwise fails with
  * ::ZF_ERR_UNSUPPORTED. Thread-safe; needs no model.
  * @param buf Output buffer (may be NULL when cap is 0); receives a NUL-terminated string.
+ * @param cap Size of buf in bytes.
  * @param needed Optional; receives the bytes required including the NUL.
  * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL.
  */

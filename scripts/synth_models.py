@@ -5,6 +5,10 @@ the GPU machine, and the CPU engine is the reference there.
 
   scripts/synth_models.py OUT_DIR [--models gemma3-270m,smollm2-135m,gemma3-1b] [--seed N]
                                   [--from-dir ~/.cache/zerfoo/models]
+  scripts/synth_models.py --families OUT_DIR [--only llama,qwen3,...] [--vocab-dir DIR]
+                                  [--gemma-vocab FILE]
+
+--families writes the model-family files of the golden tests instead (scripts/synth_families.py).
 
 When the real file of a model is in --from-dir, its metadata (tokenizer included) and its
 tensor directory (names, shapes, types) are copied exactly and only the data is random;
@@ -195,11 +199,26 @@ def synth(name, out_dir, from_dir, seed):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("out_dir")
+    ap.add_argument("out_dir", nargs="?")
+    ap.add_argument("--families", metavar="OUT_DIR", help="write the family files (synth_families.py)")
+    ap.add_argument("--only", default="", help="with --families: a comma-separated subset")
+    ap.add_argument("--vocab-dir", default=os.path.expanduser(os.environ.get(
+        "ZERFOO_VOCAB_DIR", "~/.cache/zerfoo/reference/vocab-0.3.36")),
+                    help="with --families: llama.cpp's models/ggml-vocab-*.gguf")
+    ap.add_argument("--gemma-vocab", default=os.path.expanduser(os.path.join(
+        os.environ.get("ZERFOO_MODELS", "~/.cache/zerfoo/models"), "gemma-3-270m-q4_k_m.gguf")),
+                    help="with --families: the GGUF whose tokenizer gemma2 uses")
     ap.add_argument("--models", default="gemma3-270m,smollm2-135m,gemma3-1b")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--from-dir", default=os.path.expanduser(os.environ.get("ZERFOO_MODELS", "~/.cache/zerfoo/models")))
     a = ap.parse_args()
+    if a.families:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import synth_families
+        synth_families.main(a.families, a.only, a.vocab_dir, a.gemma_vocab)
+        return
+    if not a.out_dir:
+        ap.error("OUT_DIR is required (or --families OUT_DIR)")
     os.makedirs(a.out_dir, exist_ok=True)
     for i, name in enumerate(a.models.split(",")):
         if name not in HPARAMS:

@@ -1,0 +1,429 @@
+#!/usr/bin/env python3
+"""Random-weight GGUF files of the model families of issue #15, in each family's exact tensor
+names, shapes and metadata (what llama.cpp's converter writes; see doc/families.md), with the
+real tokenizer of the family, for the golden tests against the reference (tests/family).
+
+  scripts/synth_models.py --families OUT_DIR [--only llama,qwen3,...] [--vocab-dir DIR]
+                          [--gemma-vocab FILE]
+
+Tokenizers: copied (every tokenizer.* key) from llama.cpp's models/ggml-vocab-*.gguf in the
+llama-cpp-python 0.3.36 sdist (--vocab-dir; tests/family/make_models.sh extracts them) and,
+for gemma2, from the Gemma 3 270M file of scripts/fetch_models.sh (--gemma-vocab).
+
+Output: OUT_DIR/<model>-<quant>.gguf for each model of FAMILIES and quant in
+f32 | q8_0 | q4 (Q4_K_M-style mix: Q4_K, Q6_K for the tied embedding/output, attn_v and
+ffn_down on llama.cpp's use_more_bits layers, Q5_0/Q8_0 where a row is not a multiple of 256;
+1-D tensors and the MoE router stay F32 as llama-quantize leaves them), plus
+OUT_DIR/vocab-phi3.gguf (phi-3's vocabulary only, no tensors, for ZF_MODEL_VOCAB_ONLY).
+
+Weights are random blocks written directly (no quantizer): quants uniform, block scales chosen
+so weights are ~N(0, sigma) with sigma 0.02-0.06 and centred (K-quant mins cancel the mean),
+norm weights ~1 +- 0.1. Deterministic: each file's generator is seeded from its name, so the
+same numpy/gguf versions (scripts/requirements-synth.txt) give the same bytes; the goldens in
+tests/data/golden/families/ record each file's sha256.
+"""
+import hashlib
+import math
+import os
+import struct
+import sys
+import zlib
+
+import numpy as np
+
+
+class Q:
+    """ggml type ids and (block elements, block bytes)."""
+    F32, Q5_0, Q8_0, Q4_K, Q6_K = 0, 6, 8, 12, 14
+    SIZES = {0: (1, 4), 6: (32, 22), 8: (32, 34), 12: (256, 144), 14: (256, 210)}
+
+
+QUANTS = ("f32", "q8_0", "q4")
+
+# Each model: arch, tokenizer source, sizes and family-specific keys. E is 256 everywhere
+# (K-quant rows are multiples of 256); odd shapes: qwen3 head dim 80, 14 heads on 2 KV heads
+# (its attn_output rows of 1120 take the Q5_0 fallback in q4),
+# qwen3moe / gemma2 head dims that differ from E / H, phi3 partial rotary (48 of 64).
+# GQA ratios: 1 (llama31, phi3, olmo2), 2 (qwen2, gemma2, granite), 4 (llama, mixtral,
+# qwen3moe, smollm3), 7 (qwen3).
+FAMILIES = {
+    # Llama 2 / Mistral style: SPM vocab, untied output.
+    "llama": dict(arch="llama", vocab="llama-spm", E=256, L=2, H=4, Hkv=1, hd=64, F=512, base=10000.0,
+                  tied=False, eps=1e-5, ctx=4096),
+    # Llama 3.1 style: BPE vocab, tied, rope_freqs.weight from the llama3 rule (orig ctx 64 so the
+    # factors move positions inside the test's 32 tokens).
+    "llama31": dict(arch="llama", vocab="llama-bpe", E=256, L=2, H=4, Hkv=4, hd=64, F=768, base=500000.0,
+                    tied=True, eps=1e-5, ctx=131072, llama3_rope=dict(factor=8.0, low=1.0, high=4.0, orig=64)),
+    # Mixtral style experts in the llama architecture.
+    "mixtral": dict(arch="llama", vocab="llama-spm", E=256, L=2, H=4, Hkv=1, hd=64, F=256, base=1e6,
+                    tied=True, eps=1e-5, ctx=32768, experts=(4, 2)),
+    "qwen2": dict(arch="qwen2", vocab="qwen2", E=256, L=2, H=4, Hkv=2, hd=64, F=768, base=1e6, tied=True,
+                  eps=1e-6, ctx=32768, qkv_bias=True),
+    "qwen3": dict(arch="qwen3", vocab="qwen2", E=256, L=2, H=14, Hkv=2, hd=80, F=768, base=1e6, tied=True,
+                  eps=1e-6, ctx=40960, qk_norm=True, key_length=True),
+    "qwen3moe": dict(arch="qwen3moe", vocab="qwen2", E=256, L=2, H=4, Hkv=1, hd=128, F=768, base=1e6,
+                     tied=True, eps=1e-6, ctx=40960, qk_norm=True, key_length=True, experts=(8, 3), Fe=256),
+    # Phi-3 / Phi-4-mini style: fused QKV and gate|up, LongRoPE factors, partial rotary, a
+    # sliding_window key that llama.cpp ignores.
+    "phi3": dict(arch="phi3", vocab="phi-3", E=256, L=2, H=4, Hkv=4, hd=64, F=512, base=10000.0, tied=True,
+                 eps=1e-5, ctx=131072, orig_ctx=4096, n_rot=48, window=8),
+    # Gemma 2: softcaps set low enough to bite on a random model, window 8 < the 32 test tokens.
+    "gemma2": dict(arch="gemma2", vocab="gemma", E=256, L=4, H=4, Hkv=2, hd=128, F=512, base=10000.0,
+                   tied=True, eps=1e-6, ctx=8192, key_length=True, window=8, attn_cap=2.0, final_cap=1.0),
+    # SmolLM3: no rope on layer 3 (every 4th layer), hence 4 layers.
+    "smollm3": dict(arch="smollm3", vocab="llama-bpe", E=256, L=4, H=4, Hkv=1, hd=64, F=512, base=2e6,
+                    tied=True, eps=1e-6, ctx=65536),
+    # Granite 3: the four multipliers (attention scale differs from 1/sqrt(hd)).
+    "granite": dict(arch="granite", vocab="refact", E=256, L=2, H=4, Hkv=2, hd=64, F=512, base=10000.0,
+                    tied=True, eps=1e-5, ctx=4096,
+                    scales=dict(embedding=12.0, residual=0.22, attention=0.25, logit=8.0)),
+    # OLMo 2: no pre-norms, post-norms, full-width QK-norm, output never tied.
+    "olmo2": dict(arch="olmo2", vocab="gpt-2", E=256, L=2, H=4, Hkv=4, hd=64, F=512, base=500000.0,
+                  tied=False, eps=1e-6, ctx=4096, qk_norm_full=True),
+}
+
+FILE_TYPE = {"f32": 0, "q8_0": 7, "q4": 15}
+
+
+def more_bits(i, n):
+    """llama.cpp's use_more_bits: the first and last eighth of the layers, and every third."""
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+def q4_type(t, n_in):
+    """The Q4_K_M type of a matrix with rows of n_in, with llama.cpp's fallbacks."""
+    if n_in % 256 == 0:
+        return t
+    return {Q.Q4_K: Q.Q5_0, Q.Q6_K: Q.Q8_0}[t]
+
+
+def tensor_specs(h, n_vocab, quant):
+    """[(name, ne, type, sigma)] in the converter's naming; sigma None = a norm (1 +- 0.1),
+    a string = a special F32 vector."""
+    E, L, H, Hkv, hd, F = h["E"], h["L"], h["H"], h["Hkv"], h["hd"], h["F"]
+    arch = h["arch"]
+    nq, nkv = hd * H, hd * Hkv
+    if arch in ("qwen2", "phi3", "olmo2"):
+        assert nq == E, f"{arch}: Q is {{E, E}}, so hd must be E/H"
+
+    def mat(name, n_in, n_out, sigma, layer=-1, kind="base", n_exp=0):
+        if quant == "f32":
+            t = Q.F32
+        elif quant == "q8_0":
+            t = Q.Q8_0
+        else:
+            high = kind == "out" or (kind == "more" and more_bits(layer, L))
+            t = q4_type(Q.Q6_K if high else Q.Q4_K, n_in)
+        ne = (n_in, n_out, n_exp) if n_exp else (n_in, n_out)
+        return (name, ne, t, sigma)
+
+    def vec(name, n, sigma=None):
+        return (name, (n,), Q.F32, sigma)
+
+    specs = [mat("token_embd.weight", E, n_vocab, 0.02, kind="out" if h["tied"] else "base")]
+    if "llama3_rope" in h:
+        specs.append(vec("rope_freqs.weight", hd // 2, "llama3"))
+    if arch == "phi3":
+        specs.append(vec("rope_factors_long.weight", h["n_rot"] // 2, "long"))
+        specs.append(vec("rope_factors_short.weight", h["n_rot"] // 2, "short"))
+    for i in range(L):
+        p = f"blk.{i}."
+        if arch != "olmo2":
+            specs.append(vec(p + "attn_norm.weight", E))
+        if arch == "phi3":
+            specs.append(mat(p + "attn_qkv.weight", E, nq + 2 * nkv, 0.06, i))
+        else:
+            specs += [mat(p + "attn_q.weight", E, nq, 0.06, i), mat(p + "attn_k.weight", E, nkv, 0.06, i),
+                      mat(p + "attn_v.weight", E, nkv, 0.03, i, kind="more")]
+        if h.get("qkv_bias"):
+            specs += [vec(p + "attn_q.bias", nq, 0.2), vec(p + "attn_k.bias", nkv, 0.2),
+                      vec(p + "attn_v.bias", nkv, 0.05)]
+        if h.get("qk_norm"):
+            specs += [vec(p + "attn_q_norm.weight", hd), vec(p + "attn_k_norm.weight", hd)]
+        if h.get("qk_norm_full"):
+            specs += [vec(p + "attn_q_norm.weight", nq), vec(p + "attn_k_norm.weight", nkv)]
+        specs.append(mat(p + "attn_output.weight", nq, E, 0.03, i))
+        if arch in ("gemma2", "olmo2"):
+            specs.append(vec(p + "post_attention_norm.weight", E))
+        if arch != "olmo2":
+            specs.append(vec(p + "ffn_norm.weight", E))
+        if "experts" in h:
+            n_exp = h["experts"][0]
+            Fe = h.get("Fe", F)
+            specs += [(p + "ffn_gate_inp.weight", (E, n_exp), Q.F32, 0.06),
+                      mat(p + "ffn_gate_exps.weight", E, Fe, 0.03, i, n_exp=n_exp),
+                      mat(p + "ffn_up_exps.weight", E, Fe, 0.03, i, n_exp=n_exp),
+                      mat(p + "ffn_down_exps.weight", Fe, E, 0.03, i, kind="more", n_exp=n_exp)]
+        elif arch == "phi3":
+            specs += [mat(p + "ffn_up.weight", E, 2 * F, 0.03, i), mat(p + "ffn_down.weight", F, E, 0.03, i, kind="more")]
+        else:
+            specs += [mat(p + "ffn_gate.weight", E, F, 0.03, i), mat(p + "ffn_up.weight", E, F, 0.03, i),
+                      mat(p + "ffn_down.weight", F, E, 0.03, i, kind="more")]
+        if arch in ("gemma2", "olmo2"):
+            specs.append(vec(p + "post_ffw_norm.weight", E))
+    specs.append(vec("output_norm.weight", E))
+    if not h["tied"]:
+        specs.append(mat("output.weight", E, n_vocab, 0.02, kind="out"))
+    return specs
+
+
+def llama3_factors(h):
+    """rope_freqs as the converter computes them for rope_type llama3."""
+    r, hd, base = h["llama3_rope"], h["hd"], h["base"]
+    out = []
+    for i in range(0, hd, 2):
+        freq = 1.0 / base ** (i / hd)
+        wavelen = 2 * math.pi / freq
+        lo_w, hi_w = r["orig"] / r["low"], r["orig"] / r["high"]
+        if wavelen < hi_w:
+            out.append(1.0)
+        elif wavelen > lo_w:
+            out.append(r["factor"])
+        else:
+            s = (r["orig"] / wavelen - r["low"]) / (r["high"] - r["low"])
+            out.append(1.0 / ((1 - s) / r["factor"] + s))
+    return np.array(out, dtype=np.float32)
+
+
+def f16_bytes(v):
+    return np.asarray(v, dtype=np.float16).view(np.uint8).reshape(-1, 2)
+
+
+def random_tensor(rng, h, name, ne, t, sigma):
+    """The tensor's data: float32 array (F32) or uint8 rows of blocks (quantized)."""
+    n = int(np.prod(ne))
+    shape = tuple(reversed(ne))
+    if t == Q.F32:
+        if sigma is None:
+            v = 1.0 + 0.1 * rng.standard_normal(n, dtype=np.float32)
+        elif sigma == "llama3":
+            v = llama3_factors(h)
+        elif sigma == "long":
+            v = rng.uniform(1.0, 8.0, n).astype(np.float32)
+        elif sigma == "short":
+            v = rng.uniform(1.0, 3.0, n).astype(np.float32)
+        else:
+            v = sigma * rng.standard_normal(n, dtype=np.float32)
+        return v.astype(np.float32).reshape(shape)
+    block, size = Q.SIZES[t]
+    nb = n // block
+    jitter = rng.uniform(0.75, 1.25, nb)
+    if t == Q.Q8_0:  # d, int8[32]: q uniform in [-127, 127] (std 73.6)
+        b = np.empty((nb, size), np.uint8)
+        b[:, 0:2] = f16_bytes(sigma / 73.6 * jitter)
+        b[:, 2:] = rng.integers(-127, 128, (nb, 32), dtype=np.int8).view(np.uint8)
+    elif t == Q.Q5_0:  # d, qh[4], qs[16]: q - 16 uniform in [-16, 15] (std 9.2)
+        b = rng.integers(0, 256, (nb, size), dtype=np.uint8)
+        b[:, 0:2] = f16_bytes(sigma / 9.2 * jitter)
+    elif t == Q.Q4_K:
+        # d, dmin, scales[12], qs[128]: w = d*sc*q - dmin*m, q in [0, 15]; m = 7.5*sc centres
+        # each sub-block (dmin = d); std = d*sc*4.6 with sc in [4, 8].
+        b = rng.integers(0, 256, (nb, size), dtype=np.uint8)
+        sc = rng.integers(4, 9, (nb, 8))
+        m = np.rint(7.5 * sc).astype(np.int64)
+        d = sigma / (6.0 * 4.6) * jitter
+        b[:, 0:2] = f16_bytes(d)
+        b[:, 2:4] = f16_bytes(d)
+        s = np.zeros((nb, 12), np.int64)
+        s[:, 0:4] = (sc[:, 0:4] & 63) | ((sc[:, 4:8] >> 4) << 6)
+        s[:, 4:8] = (m[:, 0:4] & 63) | ((m[:, 4:8] >> 4) << 6)
+        s[:, 8:12] = (sc[:, 4:8] & 15) | ((m[:, 4:8] & 15) << 4)
+        b[:, 4:16] = s.astype(np.uint8)
+    elif t == Q.Q6_K:
+        # ql[128], qh[64], scales int8[16], d: w = d*sc*(q - 32), q in [0, 63] (std 18.5),
+        # sc in [1, 4] (mean 2.5) keeps d a normal F16.
+        b = rng.integers(0, 256, (nb, size), dtype=np.uint8)
+        b[:, 192:208] = rng.integers(1, 5, (nb, 16)).astype(np.uint8)
+        b[:, 208:210] = f16_bytes(sigma / (2.5 * 18.5) * jitter)
+    else:
+        raise ValueError(f"{name}: no random generator for type {t}")
+    out_shape = list(shape)
+    out_shape[-1] = out_shape[-1] // block * size
+    return b.reshape(out_shape)
+
+
+# ---- a minimal GGUF v3 encoder (the gguf package's reader takes minutes on a 150k-token
+# vocabulary; here the tokenizer's key/value bytes are copied verbatim) ----
+T_U32, T_F32, T_STR, T_ARR = 4, 6, 8, 9
+FIXED = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+ALIGN = 32
+
+
+def gguf_str(v):
+    b = v.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def kv_u32(key, v):
+    return gguf_str(key) + struct.pack("<II", T_U32, v)
+
+
+def kv_f32(key, v):
+    return gguf_str(key) + struct.pack("<If", T_F32, v)
+
+
+def kv_str(key, v):
+    return gguf_str(key) + struct.pack("<I", T_STR) + gguf_str(v)
+
+
+def read_tokenizer_kv(path):
+    """(raw bytes of every tokenizer.* key/value pair, in file order; their count; n_vocab)."""
+    with open(path, "rb") as f:
+        buf = f.read()
+    magic, version, _n_tensors, n_kv = struct.unpack_from("<IIQQ", buf, 0)
+    if magic != 0x46554747 or version < 2:
+        sys.exit(f"{path}: not a GGUF v2/v3 file")
+    off = 24
+    out, count, n_vocab = [], 0, None
+
+    def skip_value(off, t):
+        if t in FIXED:
+            return off + FIXED[t]
+        if t == T_STR:
+            (n,) = struct.unpack_from("<Q", buf, off)
+            return off + 8 + n
+        if t == T_ARR:
+            et, n = struct.unpack_from("<IQ", buf, off)
+            off += 12
+            if et in FIXED:
+                return off + n * FIXED[et]
+            for _ in range(n):
+                off = skip_value(off, et)
+            return off
+        sys.exit(f"{path}: unknown GGUF value type {t}")
+
+    for _ in range(n_kv):
+        start = off
+        (klen,) = struct.unpack_from("<Q", buf, off)
+        key = buf[off + 8:off + 8 + klen].decode()
+        off += 8 + klen
+        (t,) = struct.unpack_from("<I", buf, off)
+        off = skip_value(off + 4, t)
+        if key.startswith("tokenizer."):
+            out.append(buf[start:off])
+            count += 1
+            if key == "tokenizer.ggml.tokens":
+                n_vocab = struct.unpack_from("<IQ", buf, start + 8 + klen + 4)[1]
+    if not n_vocab:
+        sys.exit(f"{path}: no tokenizer.ggml.tokens")
+    return b"".join(out), count, n_vocab
+
+
+def write_gguf(path, kvs, kv_raw, kv_raw_count, tensors):
+    """kvs: list of encoded pairs; tensors: [(name, ne, type, data array)]."""
+    infos, offset = [], 0
+    for name, ne, t, data in tensors:
+        block, size = Q.SIZES[t]
+        nbytes = int(np.prod(ne)) // block * size
+        assert data.nbytes == nbytes, (name, data.nbytes, nbytes)
+        infos.append(gguf_str(name) + struct.pack("<I", len(ne)) + struct.pack(f"<{len(ne)}Q", *ne) +
+                     struct.pack("<IQ", t, offset))
+        offset += (nbytes + ALIGN - 1) // ALIGN * ALIGN
+    head = struct.pack("<IIQQ", 0x46554747, 3, len(tensors), len(kvs) + kv_raw_count)
+    head += b"".join(kvs) + kv_raw + b"".join(infos)
+    with open(path, "wb") as f:
+        f.write(head)
+        f.write(b"\0" * (-len(head) % ALIGN))
+        for _name, _ne, _t, data in tensors:
+            f.write(np.ascontiguousarray(data).tobytes())
+            f.write(b"\0" * (-data.nbytes % ALIGN))
+
+
+def metadata(h, quant, name):
+    a = h["arch"]
+    E, H, hd = h["E"], h["H"], h["hd"]
+    kv = [kv_str("general.architecture", a), kv_str("general.name", f"zerfoo synthetic {name}"),
+          kv_u32(f"{a}.context_length", h["ctx"]), kv_u32(f"{a}.embedding_length", E),
+          kv_u32(f"{a}.block_count", h["L"]), kv_u32(f"{a}.feed_forward_length", h["F"]),
+          kv_u32(f"{a}.attention.head_count", H), kv_u32(f"{a}.attention.head_count_kv", h["Hkv"]),
+          kv_f32(f"{a}.rope.freq_base", h["base"]),
+          kv_f32(f"{a}.attention.layer_norm_rms_epsilon", h["eps"])]
+    if h.get("key_length"):
+        kv += [kv_u32(f"{a}.attention.key_length", hd), kv_u32(f"{a}.attention.value_length", hd)]
+    if a == "llama":
+        kv.append(kv_u32(f"{a}.rope.dimension_count", hd))
+    if "experts" in h:
+        kv += [kv_u32(f"{a}.expert_count", h["experts"][0]), kv_u32(f"{a}.expert_used_count", h["experts"][1])]
+        if "Fe" in h:
+            kv.append(kv_u32(f"{a}.expert_feed_forward_length", h["Fe"]))
+    if a == "phi3":
+        scale = h["ctx"] / h["orig_ctx"]
+        kv += [kv_u32(f"{a}.rope.dimension_count", h["n_rot"]),
+               kv_u32(f"{a}.rope.scaling.original_context_length", h["orig_ctx"]),
+               kv_f32(f"{a}.rope.scaling.attn_factor", math.sqrt(1 + math.log(scale) / math.log(h["orig_ctx"]))),
+               kv_u32(f"{a}.attention.sliding_window", h["window"])]
+    if a == "gemma2":
+        kv += [kv_f32(f"{a}.attn_logit_softcapping", h["attn_cap"]),
+               kv_f32(f"{a}.final_logit_softcapping", h["final_cap"]),
+               kv_u32(f"{a}.attention.sliding_window", h["window"])]
+    if a == "granite":
+        s = h["scales"]
+        kv += [kv_f32(f"{a}.embedding_scale", s["embedding"]), kv_f32(f"{a}.residual_scale", s["residual"]),
+               kv_f32(f"{a}.attention.scale", s["attention"]), kv_f32(f"{a}.logit_scale", s["logit"])]
+    kv.append(kv_u32("general.file_type", FILE_TYPE[quant]))
+    if quant != "f32":
+        kv.append(kv_u32("general.quantization_version", 2))
+    return kv
+
+
+def vocab_path(h, vocab_dir, gemma_vocab):
+    if h["vocab"] == "gemma":
+        return gemma_vocab
+    return os.path.join(vocab_dir, f"ggml-vocab-{h['vocab']}.gguf")
+
+
+def synth_one(name, quant, out_dir, tok):
+    h = FAMILIES[name]
+    kv_raw, kv_count, n_vocab = tok
+    fname = f"{name}-{quant}.gguf"
+    path = os.path.join(out_dir, fname)
+    rng = np.random.default_rng(zlib.crc32(fname.encode()))
+    tensors = [(tname, ne, t, random_tensor(rng, h, tname, ne, t, sigma))
+               for tname, ne, t, sigma in tensor_specs(h, n_vocab, quant)]
+    write_gguf(path + ".tmp", metadata(h, quant, name), kv_raw, kv_count, tensors)
+    os.replace(path + ".tmp", path)
+    return path
+
+
+def synth_vocab_only(out_dir, vocab_dir):
+    """phi-3's vocabulary file as llama.cpp ships it (metadata only), under a stable name."""
+    src = os.path.join(vocab_dir, "ggml-vocab-phi-3.gguf")
+    dst = os.path.join(out_dir, "vocab-phi3.gguf")
+    with open(src, "rb") as f, open(dst + ".tmp", "wb") as g:
+        g.write(f.read())
+    os.replace(dst + ".tmp", dst)
+    return dst
+
+
+def sha256(path):
+    hsh = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            hsh.update(chunk)
+    return hsh.hexdigest()
+
+
+def main(out_dir, only, vocab_dir, gemma_vocab):
+    names = list(FAMILIES) if not only else only.split(",")
+    for n in names:
+        if n not in FAMILIES:
+            sys.exit(f"unknown family model {n!r}; known: {', '.join(FAMILIES)}")
+    if not os.path.isdir(vocab_dir):
+        sys.exit(f"no vocab dir {vocab_dir} (tests/family/make_models.sh extracts llama.cpp's vocab files)")
+    if any(FAMILIES[n]["vocab"] == "gemma" for n in names) and not os.path.isfile(gemma_vocab):
+        sys.exit(f"no gemma tokenizer source {gemma_vocab} (scripts/fetch_models.sh gemma3)")
+    os.makedirs(out_dir, exist_ok=True)
+    total = 0
+    toks = {}
+    for n in names:
+        src = vocab_path(FAMILIES[n], vocab_dir, gemma_vocab)
+        if src not in toks:
+            toks[src] = read_tokenizer_kv(src)
+        for quant in QUANTS:
+            p = synth_one(n, quant, out_dir, toks[src])
+            size = os.path.getsize(p)
+            total += size
+            print(f"{p}: {size / 2**20:.1f} MiB")
+    p = synth_vocab_only(out_dir, vocab_dir)
+    print(f"{p}: vocab only")
+    print(f"total {total / 2**20:.0f} MiB")

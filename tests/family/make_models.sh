@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Writes the model-family files of the golden tests (scripts/synth_models.py --families) into
+# OUT_DIR, from a fresh Debian machine: the pinned numpy/gguf of scripts/requirements-synth.txt
+# (pip --target into a cache, the system site-packages untouched), llama.cpp's vocabulary files
+# (models/ggml-vocab-*.gguf from the llama-cpp-python 0.3.36 sdist on PyPI, sha256-checked) and
+# Gemma 3's tokenizer (scripts/fetch_models.sh). Run by ctest as the fixture family.models;
+# fails (non-zero) on any missing input, never skips.
+#
+#   tests/family/make_models.sh OUT_DIR
+#
+# Caches: ~/.cache/zerfoo/synth-py/<requirements hash> (Python packages),
+# $ZERFOO_REFERENCE (default ~/.cache/zerfoo/reference)/sdist (the sdist tarball, shared with
+# scripts/reference/build_llama_cpp.sh) and .../vocab-0.3.36 (the extracted vocab files).
+# OUT_DIR/.stamp holds the hash of the inputs: an unchanged generator is not re-run.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+out="${1:?usage: make_models.sh OUT_DIR}"
+py="${PYTHON:-python3}"
+req="$root/scripts/requirements-synth.txt"
+version=0.3.36
+sdist_sha=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+ref="${ZERFOO_REFERENCE:-$HOME/.cache/zerfoo/reference}"
+vocab="$ref/vocab-$version"
+start=$(date +%s)
+
+# 1. Pinned Python packages.
+pydir="$HOME/.cache/zerfoo/synth-py/$(sha256sum "$req" | cut -c1-16)"
+if [ ! -f "$pydir/.ok" ]; then
+  "$py" -m pip --version >/dev/null 2>&1 || {
+    echo "make_models: python3 -m pip is missing (apt-get install python3-pip)" >&2; exit 2; }
+  flags=(--no-deps --disable-pip-version-check --quiet --only-binary :all: --target "$pydir.tmp")
+  "$py" -m pip install --help | grep -q -- --break-system-packages && flags+=(--break-system-packages)
+  rm -rf "$pydir.tmp"
+  "$py" -m pip install "${flags[@]}" -r "$req" >&2
+  rm -rf "$pydir" && mv "$pydir.tmp" "$pydir" && touch "$pydir/.ok"
+fi
+export PYTHONPATH="$pydir${PYTHONPATH:+:$PYTHONPATH}"
+
+# 2. llama.cpp's vocabulary files.
+if [ ! -f "$vocab/.ok" ]; then
+  tarball="$ref/sdist/llama_cpp_python-$version.tar.gz"
+  if [ ! -f "$tarball" ]; then
+    mkdir -p "$ref/sdist"
+    tmp="$(mktemp -d)"
+    "$py" -m pip download -q --disable-pip-version-check --no-deps --no-binary llama-cpp-python \
+      "llama-cpp-python==$version" -d "$tmp" >&2
+    mv -n "$tmp/llama_cpp_python-$version.tar.gz" "$tarball" 2>/dev/null || true
+    rm -rf "$tmp"
+  fi
+  [ "$(sha256sum "$tarball" | cut -d' ' -f1)" = "$sdist_sha" ] || {
+    echo "make_models: $tarball: sha256 mismatch (expected $sdist_sha)" >&2; exit 1; }
+  tmp="$(mktemp -d)"
+  tar xzf "$tarball" -C "$tmp" --wildcards "llama_cpp_python-$version/vendor/llama.cpp/models/ggml-vocab-*.gguf"
+  rm -rf "$vocab" && mkdir -p "$vocab"
+  mv "$tmp/llama_cpp_python-$version/vendor/llama.cpp/models/"ggml-vocab-*.gguf "$vocab/"
+  rm -rf "$tmp"
+  touch "$vocab/.ok"
+fi
+
+# 3. Gemma's tokenizer (the Gemma 3 270M file).
+gemma="$("$root/scripts/fetch_models.sh" gemma3)"
+
+# 4. The files (skipped when the generator and its inputs are unchanged and every file exists).
+stamp="$(cat "$root/scripts/synth_models.py" "$root/scripts/synth_families.py" "$req" | sha256sum | cut -c1-32)"
+if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ]; then
+  echo "make_models: $out is up to date"
+  exit 0
+fi
+rm -f "$out/.stamp"
+"$py" "$root/scripts/synth_models.py" --families "$out" --vocab-dir "$vocab" --gemma-vocab "$gemma"
+echo "$stamp" > "$out/.stamp"
+echo "make_models: wrote $out in $(( $(date +%s) - start )) s"

@@ -47,8 +47,7 @@ const char* const kQuants[] = {"f32", "q8_0", "q4"};
 
 // The models whose load must fail with ZF_ERR_UNSUPPORTED today. Remove a model from here when
 // its family is implemented; the test then compares it with the reference.
-const std::set<std::string> kNotYetSupported = {"mixtral", "qwen2",   "qwen3",   "qwen3moe", "phi3",
-                                                "gemma2",  "smollm3", "granite", "olmo2"};
+const std::set<std::string> kNotYetSupported = {};
 
 constexpr double kTieFraction = 0.1;   // of the reference's logit std
 constexpr double kMinTop1 = 0.9;       // fraction of positions

@@ -3,7 +3,10 @@
 # files, threads and prompt sizes, alternating tool by tool for each configuration, plus the
 # machine's measured read bandwidth. Prints one Markdown table with ratios (zerfoo / llama.cpp)
 # and, for decode, the share of the bandwidth limit reached (weights bytes/token x tok/s / BW).
-#   bench/compare_llama_cpp.sh [-t 1,2] [-p 512] [-n 128] [-r 5] [-k 1]
+#   bench/compare_llama_cpp.sh [-t 1,2] [-p 512] [-n 128] [-r 5] [-k 1] [-m FILE,FILE]
+# -m benchmarks other GGUF files than the two real models (bench/family_bench.sh passes its
+# 1B-class synthesized ones). Bytes per decoded token come from bench/decode_bytes.py (for MoE
+# files, the experts' bytes times expert_used_count / expert_count).
 # -k K repeats the whole alternation K times (rounds) and reports, per row, the median of the
 # K per-round ratios and their range: on a shared host one tool's block of repetitions can land
 # in a slow phase (2-core cloud VMs measured here swing 10-30% over tens of seconds), and a
@@ -12,9 +15,10 @@
 # demand by scripts/reference/build_llama_cpp.sh (cached in ~/.cache/zerfoo/reference).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-threads=1,2; n_prompt=512; n_gen=128; reps=5; rounds=1
-while getopts "t:p:n:r:k:" o; do
-  case "$o" in t) threads=$OPTARG ;; p) n_prompt=$OPTARG ;; n) n_gen=$OPTARG ;; r) reps=$OPTARG ;; k) rounds=$OPTARG ;; *) exit 2 ;; esac
+threads=1,2; n_prompt=512; n_gen=128; reps=5; rounds=1; models=""
+while getopts "t:p:n:r:k:m:" o; do
+  case "$o" in t) threads=$OPTARG ;; p) n_prompt=$OPTARG ;; n) n_gen=$OPTARG ;; r) reps=$OPTARG ;; k) rounds=$OPTARG ;;
+    m) models=$OPTARG ;; *) exit 2 ;; esac
 done
 zf="${ZERFOO_BIN:-$root/build/zerfoo}"
 [ -x "$zf" ] || { cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DZF_BUILD_TESTS=OFF >/dev/null; cmake --build "$root/build" --target zerfoo_cli >/dev/null; }
@@ -22,11 +26,14 @@ ref="$("$root/scripts/reference/build_llama_cpp.sh")"
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 cc -O3 -march=native -pthread "$root/bench/membw.c" -o "$tmp/membw"
 eval "$("$root/scripts/fetch_models.sh" | sed 's/^/export model_/')"
+if [ -n "$models" ]; then files=(${models//,/ }); else files=("$model_gemma3" "$model_smollm2"); fi
+: > "$tmp/bytes.txt"
+for m in "${files[@]}"; do echo "$(basename "$m") $(python3 "$root/bench/decode_bytes.py" "$m")" >> "$tmp/bytes.txt"; done
 
 : > "$tmp/rows.jsonl"
 tag='import json,sys; [print(json.dumps({"tool":sys.argv[1],"round":int(sys.argv[2]),**r})) for r in json.load(sys.stdin)]'
 for round in $(seq 1 "$rounds"); do
-  for m in "$model_gemma3" "$model_smollm2"; do
+  for m in "${files[@]}"; do
     for t in ${threads//,/ }; do
       for test in "-p $n_prompt -n 0" "-p 0 -n $n_gen"; do
         # shellcheck disable=SC2086
@@ -44,7 +51,7 @@ isa="$("$zf" info -m "$model_smollm2" -v 2>&1 | sed -n 's/.*CPU kernels: \([^;]*
 
 # Load-to-first-token and peak RSS: each tool's CLI loads the file and generates one token.
 : > "$tmp/rss.txt"
-for m in "$model_gemma3" "$model_smollm2"; do
+for m in "${files[@]}"; do
   for r in 1 2 3; do
     /usr/bin/time -f "llama.cpp $(basename "$m") %e %M" "$ref/bin/llama-completion" -m "$m" \
       -p "The capital of France is" -n 1 -t 2 -c 512 --temp 0 -no-cnv >/dev/null 2>>"$tmp/rss.err" || true
@@ -56,8 +63,9 @@ for m in "$model_gemma3" "$model_smollm2"; do
 done
 
 echo "CPU: $cpu, $(nproc) cores; zerfoo's kernels: ${isa:-unknown}"
-python3 - "$tmp/rows.jsonl" "$bw1" "$bw2" "$tmp/rss.txt" <<'PY'
+python3 - "$tmp/rows.jsonl" "$bw1" "$bw2" "$tmp/rss.txt" "$tmp/bytes.txt" <<'PY'
 import json, os, sys
+decode_bytes = {l.split()[0]: int(l.split()[1]) for l in open(sys.argv[5])}
 rows = [json.loads(l) for l in open(sys.argv[1])]
 bw = {1: float(sys.argv[2]), 2: float(sys.argv[3])}
 key = lambda r: (os.path.basename(r["model_filename"]), r["n_threads"], r["n_prompt"], r["n_gen"])
@@ -68,6 +76,7 @@ med = lambda v: sorted(v)[len(v) // 2] if len(v) % 2 else sum(sorted(v)[len(v) /
 print(f"Read bandwidth: {bw[1]:.1f} GB/s (1 thread), {bw[2]:.1f} GB/s (2 threads)\n")
 print("| model | threads | test | llama.cpp t/s | zerfoo t/s | ratio | zerfoo % of BW limit |")
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+print_bytes = {m: b for m, b in decode_bytes.items()}
 for k in sorted(by):
     pairs = [(d["llama.cpp"], d["zerfoo"]) for _, d in sorted(by[k].items()) if "llama.cpp" in d and "zerfoo" in d]
     if not pairs:
@@ -82,10 +91,11 @@ for k in sorted(by):
         lt, zt = f"{med([l['avg_ts'] for l, _ in pairs]):.2f}", f"{med([z['avg_ts'] for _, z in pairs]):.2f}"
         ratio = f"{med(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
     limit = ""
-    if k[3] and k[1] in bw:  # decode: weight bytes per token ~ file size
+    if k[3] and k[1] in bw:  # decode: weight bytes per token (bench/decode_bytes.py) x tok/s / BW
         z_ts = med([z["avg_ts"] for _, z in pairs])
-        limit = f"{100 * pairs[0][1]['model_size'] * z_ts / (bw[k[1]] * 1e9):.0f}%"
+        limit = f"{100 * decode_bytes.get(k[0], pairs[0][1]['model_size']) * z_ts / (bw[k[1]] * 1e9):.0f}%"
     print(f"| {k[0]} | {k[1]} | {test} | {lt} | {zt} | {ratio} | {limit} |")
+print("\nBytes read per decoded token: " + ", ".join(f"{m} {b / 1e6:.1f} MB" for m, b in sorted(print_bytes.items())))
 if max(len(d) for d in by.values()) > 1:
     print(f"\nt/s: medians over {max(len(d) for d in by.values())} rounds; ratio: median of the per-round ratios (range).")
 

@@ -82,6 +82,17 @@ FAMILIES = {
                   tied=False, eps=1e-6, ctx=4096, qk_norm_full=True),
 }
 
+# 1B-class shapes for bench/family_bench.sh (Q4_K_M mix only, never in the tests): a dense
+# Qwen3 in Qwen3-1.7B's shape, and a Qwen3-MoE with 8 experts of which 2 are used per token.
+BENCH = {
+    "bench-qwen3-1.7b": dict(arch="qwen3", vocab="qwen2", E=2048, L=28, H=16, Hkv=8, hd=128, F=6144, base=1e6,
+                             tied=True, eps=1e-6, ctx=40960, qk_norm=True, key_length=True),
+    "bench-qwen3moe-8x2": dict(arch="qwen3moe", vocab="qwen2", E=1024, L=24, H=16, Hkv=4, hd=64, F=1024,
+                               base=1e6, tied=True, eps=1e-6, ctx=40960, qk_norm=True, key_length=True,
+                               experts=(8, 2), Fe=1024),
+}
+FAMILIES.update(BENCH)
+
 FILE_TYPE = {"f32": 0, "q8_0": 7, "q4": 15}
 
 
@@ -403,8 +414,8 @@ def sha256(path):
     return hsh.hexdigest()
 
 
-def main(out_dir, only, vocab_dir, gemma_vocab):
-    names = list(FAMILIES) if not only else only.split(",")
+def main(out_dir, only, vocab_dir, gemma_vocab, quants=QUANTS):
+    names = [n for n in FAMILIES if n not in BENCH] if not only else only.split(",")
     for n in names:
         if n not in FAMILIES:
             sys.exit(f"unknown family model {n!r}; known: {', '.join(FAMILIES)}")
@@ -419,7 +430,7 @@ def main(out_dir, only, vocab_dir, gemma_vocab):
         src = vocab_path(FAMILIES[n], vocab_dir, gemma_vocab)
         if src not in toks:
             toks[src] = read_tokenizer_kv(src)
-        for quant in QUANTS:
+        for quant in quants:
             p = synth_one(n, quant, out_dir, toks[src])
             size = os.path.getsize(p)
             total += size

@@ -208,6 +208,7 @@ def main():
     ap.add_argument("--gemma-vocab", default=os.path.expanduser(os.path.join(
         os.environ.get("ZERFOO_MODELS", "~/.cache/zerfoo/models"), "gemma-3-270m-q4_k_m.gguf")),
                     help="with --families: the GGUF whose tokenizer gemma2 uses")
+    ap.add_argument("--quants", default="f32,q8_0,q4", help="with --families: which variants to write")
     ap.add_argument("--models", default="gemma3-270m,smollm2-135m,gemma3-1b")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--from-dir", default=os.path.expanduser(os.environ.get("ZERFOO_MODELS", "~/.cache/zerfoo/models")))
@@ -215,7 +216,7 @@ def main():
     if a.families:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import synth_families
-        synth_families.main(a.families, a.only, a.vocab_dir, a.gemma_vocab)
+        synth_families.main(a.families, a.only, a.vocab_dir, a.gemma_vocab, a.quants.split(","))
         return
     if not a.out_dir:
         ap.error("OUT_DIR is required (or --families OUT_DIR)")

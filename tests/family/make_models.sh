@@ -6,7 +6,8 @@
 # Gemma 3's tokenizer (scripts/fetch_models.sh). Run by ctest as the fixture family.models;
 # fails (non-zero) on any missing input, never skips.
 #
-#   tests/family/make_models.sh OUT_DIR
+#   tests/family/make_models.sh OUT_DIR [--only NAMES --quants QUANTS]
+# (the extra arguments go to synth_models.py: bench/family_bench.sh writes its 1B-class files so)
 #
 # Caches: ~/.cache/zerfoo/synth-py/<requirements hash> (Python packages),
 # $ZERFOO_REFERENCE (default ~/.cache/zerfoo/reference)/sdist (the sdist tarball, shared with
@@ -14,7 +15,8 @@
 # OUT_DIR/.stamp holds the hash of the inputs: an unchanged generator is not re-run.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-out="${1:?usage: make_models.sh OUT_DIR}"
+out="${1:?usage: make_models.sh OUT_DIR [synth_models.py args]}"
+shift
 py="${PYTHON:-python3}"
 req="$root/scripts/requirements-synth.txt"
 version=0.3.36
@@ -61,12 +63,12 @@ fi
 gemma="$("$root/scripts/fetch_models.sh" gemma3)"
 
 # 4. The files (skipped when the generator and its inputs are unchanged and every file exists).
-stamp="$(cat "$root/scripts/synth_models.py" "$root/scripts/synth_families.py" "$req" | sha256sum | cut -c1-32)"
+stamp="$( (cat "$root/scripts/synth_models.py" "$root/scripts/synth_families.py" "$req"; echo "$@") | sha256sum | cut -c1-32)"
 if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ]; then
   echo "make_models: $out is up to date"
   exit 0
 fi
 rm -f "$out/.stamp"
-"$py" "$root/scripts/synth_models.py" --families "$out" --vocab-dir "$vocab" --gemma-vocab "$gemma"
+"$py" "$root/scripts/synth_models.py" --families "$out" --vocab-dir "$vocab" --gemma-vocab "$gemma" "$@"
 echo "$stamp" > "$out/.stamp"
 echo "make_models: wrote $out in $(( $(date +%s) - start )) s"

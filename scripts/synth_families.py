@@ -14,7 +14,8 @@ Output: OUT_DIR/<model>-<quant>.gguf for each model of FAMILIES and quant in
 f32 | q8_0 | q4 (Q4_K_M-style mix: Q4_K, Q6_K for the tied embedding/output, attn_v and
 ffn_down on llama.cpp's use_more_bits layers, Q5_0/Q8_0 where a row is not a multiple of 256;
 1-D tensors and the MoE router stay F32 as llama-quantize leaves them), plus
-OUT_DIR/vocab-phi3.gguf (phi-3's vocabulary only, no tensors, for ZF_MODEL_VOCAB_ONLY).
+OUT_DIR/vocab-phi3.gguf (phi-3's vocabulary only, no tensors, for ZF_MODEL_VOCAB_ONLY) with its
+tokenizer test vectors vocab-phi3.gguf.inp / .out.
 
 Weights are random blocks written directly (no quantizer): quants uniform, block scales chosen
 so weights are ~N(0, sigma) with sigma 0.02-0.06 and centred (K-quant mins cancel the mean),
@@ -397,13 +398,16 @@ def synth_one(name, quant, out_dir, tok):
 
 
 def synth_vocab_only(out_dir, vocab_dir):
-    """phi-3's vocabulary file as llama.cpp ships it (metadata only), under a stable name."""
-    src = os.path.join(vocab_dir, "ggml-vocab-phi-3.gguf")
-    dst = os.path.join(out_dir, "vocab-phi3.gguf")
-    with open(src, "rb") as f, open(dst + ".tmp", "wb") as g:
-        g.write(f.read())
-    os.replace(dst + ".tmp", dst)
-    return dst
+    """phi-3's vocabulary file as llama.cpp ships it (metadata only) and its tokenizer test
+    vectors (.inp: texts separated by __ggml_vocab_test__ lines, .out: ids per line), under
+    stable names."""
+    for ext in (".gguf", ".gguf.inp", ".gguf.out"):
+        src = os.path.join(vocab_dir, "ggml-vocab-phi-3" + ext)
+        dst = os.path.join(out_dir, "vocab-phi3" + ext)
+        with open(src, "rb") as f, open(dst + ".tmp", "wb") as g:
+            g.write(f.read())
+        os.replace(dst + ".tmp", dst)
+    return os.path.join(out_dir, "vocab-phi3.gguf")
 
 
 def sha256(path):

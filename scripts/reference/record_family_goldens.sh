@@ -6,10 +6,11 @@
 # test run; the committed JSON files are (tests/family/family_test.cpp). Builds the reference
 # first if needed.
 #
-#   scripts/reference/record_family_goldens.sh [MODELS_DIR]   (default build/family-models)
+#   scripts/reference/record_family_goldens.sh [MODELS_DIR]   (default build/tests/family-models,
+#   where the ctest fixture family.models writes them)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-models="${1:-$root/build/family-models}"
+models="${1:-$root/build/tests/family-models}"
 build="$("$root/scripts/reference/build_llama_cpp.sh")"
 src="$(ls -d "$(dirname "$build")"/sdist/llama_cpp_python-*/vendor/llama.cpp | head -n1)"
 bin="$build/family_recorder"

@@ -23,15 +23,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <array>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -265,23 +267,47 @@ INSTANTIATE_TEST_SUITE_P(Files, FamilyGolden, testing::ValuesIn(AllFiles()),
                            return s;
                          });
 
+std::string ReadAll(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
 // A vocabulary-only load of phi-3's vocabulary file from llama.cpp's test set (issue #15: the
-// tokenizer supports it, the architecture string must not stop it).
-TEST(FamilyVocabOnly, Phi3VocabularyLoads) {
+// tokenizer supports it, the architecture string must not stop it), checked on all its test
+// vectors (.inp: texts separated by "\n__ggml_vocab_test__\n"; .out: ids per line, tokenized
+// without BOS/EOS and without parsing special-token text).
+TEST(FamilyVocabOnly, Phi3VocabularyLoadsAndTokenizes) {
   const std::string path = ModelsDir() + "/vocab-phi3.gguf";
-  ASSERT_TRUE(std::ifstream(path).good()) << path << " missing (tests/family/make_models.sh)";
+  const std::string inp = ReadAll(path + ".inp"), out = ReadAll(path + ".out");
+  ASSERT_TRUE(std::ifstream(path).good() && !inp.empty() && !out.empty())
+      << path << "(.inp/.out) missing (tests/family/make_models.sh)";
   zf_model_params mp;
   ASSERT_EQ(zf_model_params_init(&mp, sizeof mp), ZF_OK);
   mp.flags = ZF_MODEL_VOCAB_ONLY;
   Model model;
   ASSERT_EQ(zf_model_load(path.c_str(), &mp, &model.m), ZF_OK) << zf_last_error();
-  const std::string text = "Hello world";
-  std::vector<int32_t> ids(32);
-  size_t n = 0;
-  ASSERT_EQ(zf_tokenize(model.m, text.data(), text.size(), 0, ids.data(), ids.size(), &n), ZF_OK) << zf_last_error();
-  ids.resize(n);
-  // llama.cpp's models/ggml-vocab-phi-3.gguf.out: "Hello world" -> 15043 3186.
-  EXPECT_EQ(ids, (std::vector<int32_t>{15043, 3186}));
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  std::vector<std::string> texts;
+  for (size_t pos = 0, next; (next = inp.find(sep, pos)) != std::string::npos; pos = next + sep.size()) {
+    texts.push_back(inp.substr(pos, next - pos));
+  }
+  std::istringstream lines(out);
+  std::string line;
+  size_t checked = 0;
+  for (const std::string& text : texts) {
+    ASSERT_TRUE(static_cast<bool>(std::getline(lines, line)));
+    std::vector<int32_t> want;
+    std::istringstream ids(line);
+    for (int32_t id; ids >> id;) want.push_back(id);
+    std::vector<int32_t> got(text.size() * 4 + 16);
+    size_t n = 0;
+    ASSERT_EQ(zf_tokenize(model.m, text.data(), text.size(), 0, got.data(), got.size(), &n), ZF_OK)
+        << zf_last_error();
+    got.resize(n);
+    EXPECT_EQ(got, want) << "text: '" << text << "'";
+    ++checked;
+  }
+  EXPECT_GE(checked, 40u);
 }
 
 }  // namespace

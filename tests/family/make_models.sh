@@ -38,8 +38,8 @@ if [ ! -f "$pydir/.ok" ]; then
 fi
 export PYTHONPATH="$pydir${PYTHONPATH:+:$PYTHONPATH}"
 
-# 2. llama.cpp's vocabulary files.
-if [ ! -f "$vocab/.ok" ]; then
+# 2. llama.cpp's vocabulary files (with their tokenizer test vectors, *.inp / *.out).
+if [ ! -f "$vocab/.ok2" ]; then
   tarball="$ref/sdist/llama_cpp_python-$version.tar.gz"
   if [ ! -f "$tarball" ]; then
     mkdir -p "$ref/sdist"
@@ -52,11 +52,11 @@ if [ ! -f "$vocab/.ok" ]; then
   [ "$(sha256sum "$tarball" | cut -d' ' -f1)" = "$sdist_sha" ] || {
     echo "make_models: $tarball: sha256 mismatch (expected $sdist_sha)" >&2; exit 1; }
   tmp="$(mktemp -d)"
-  tar xzf "$tarball" -C "$tmp" --wildcards "llama_cpp_python-$version/vendor/llama.cpp/models/ggml-vocab-*.gguf"
+  tar xzf "$tarball" -C "$tmp" --wildcards "llama_cpp_python-$version/vendor/llama.cpp/models/ggml-vocab-*"
   rm -rf "$vocab" && mkdir -p "$vocab"
-  mv "$tmp/llama_cpp_python-$version/vendor/llama.cpp/models/"ggml-vocab-*.gguf "$vocab/"
+  mv "$tmp/llama_cpp_python-$version/vendor/llama.cpp/models/"ggml-vocab-* "$vocab/"
   rm -rf "$tmp"
-  touch "$vocab/.ok"
+  touch "$vocab/.ok2"
 fi
 
 # 3. Gemma's tokenizer (the Gemma 3 270M file).

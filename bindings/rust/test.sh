@@ -1,7 +1,7 @@
 #!/bin/sh
 # Checks the Rust binding: the committed bindgen output against include/zerfoo.h, rustfmt,
 # clippy (-D warnings), the tests (linked, with the tokio feature; then the dynamic feature),
-# rustdoc (-D warnings), and the build script's and loader's error messages.
+# rustdoc (-D warnings), the build script's and loader's error messages, and pkg-config discovery.
 # Library: $ZERFOO_LIB_DIR (directory of libzerfoo.so.0), or derived from $ZERFOO_LIBRARY.
 # Model: $ZERFOO_TEST_MODEL (SmolLM2); CLI for the parity test: $ZERFOO_CLI.
 # Installs what is missing: Rust (rustup), bindgen-cli 0.73.2 (cargo, into target/tools),
@@ -84,4 +84,13 @@ if ! ls /usr/lib/libzerfoo.so* /usr/local/lib/libzerfoo.so* /usr/lib/*/libzerfoo
     { echo "FAIL: build script accepted or misreported an old zerfoo.pc: $out"; exit 1; }
 fi
 echo "OK: build script errors name what to set"
+
+# 7. Discovery through pkg-config: an installed zerfoo (from the CMake build dir), no ZERFOO_LIB_DIR.
+if [ -f "$ZERFOO_LIB_DIR/cmake_install.cmake" ]; then
+  prefix=$(mktemp -d)
+  cmake --install "$ZERFOO_LIB_DIR" --prefix "$prefix" >/dev/null
+  step env -u ZERFOO_LIB_DIR PKG_CONFIG_PATH="$prefix/lib/pkgconfig" LD_LIBRARY_PATH="$prefix/lib" \
+    cargo test --quiet -p zerfoo --test model
+  rm -rf "$prefix"
+fi
 echo "Rust binding checks passed in $(($(date +%s) - t0)) s"

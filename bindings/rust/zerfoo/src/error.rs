@@ -91,7 +91,7 @@ impl ErrorCode {
 
 /// An error from zerfoo: a [`code`](Error::code) and the library's message.
 ///
-/// ```no_run
+/// ```
 /// # use zerfoo::{ErrorCode, Model, ModelOptions};
 /// match Model::load("missing.gguf", &ModelOptions::default()) {
 ///     Err(e) if e.code() == ErrorCode::Io => eprintln!("no such model: {e}"),

@@ -44,6 +44,14 @@ pub use session::{
 pub use zerfoo_sys as sys;
 
 /// Loads (with the `dynamic` feature) and version-checks the library once per process.
+/// The model for this crate's runnable documentation examples: `$ZERFOO_TEST_MODEL`, or
+/// `None` (the example then does nothing) when it is not set.
+#[doc(hidden)]
+pub fn __doc_model() -> Option<Model> {
+    let path = std::env::var_os("ZERFOO_TEST_MODEL")?;
+    Some(Model::load(path, &ModelOptions::default()).expect("load $ZERFOO_TEST_MODEL"))
+}
+
 pub(crate) fn init() -> Result<()> {
     zerfoo_sys::load().map(|_| ()).map_err(Error::from)
 }

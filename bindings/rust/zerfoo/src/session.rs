@@ -427,9 +427,9 @@ impl<'m> Session<'m> {
     /// A later call continues the conversation. A prompt that does not fit the remaining
     /// context is [`ErrorCode::ContextFull`] (nothing is evaluated).
     ///
-    /// ```no_run
+    /// ```
     /// # use zerfoo::*;
-    /// # let model = Model::load("m.gguf", &Default::default())?;
+    /// # let Some(model) = zerfoo::__doc_model() else { return Ok(()) };
     /// let mut session = model.session(&Default::default())?;
     /// let g = session.generate("The capital of France is", &GenerateOptions::greedy(8))?;
     /// println!("{} ({:?}, {:.1} tok/s)", g.text, g.stop_reason, g.tokens_per_second());
@@ -456,13 +456,13 @@ impl<'m> Session<'m> {
     /// A panic in the closure stops generation and is resumed here after the C call returns
     /// (it never unwinds through C); the session stays usable.
     ///
-    /// ```no_run
+    /// ```
     /// # use zerfoo::*;
     /// # use std::ops::ControlFlow;
     /// # use std::io::Write;
-    /// # let model = Model::load("m.gguf", &Default::default())?;
+    /// # let Some(model) = zerfoo::__doc_model() else { return Ok(()) };
     /// let mut session = model.session(&Default::default())?;
-    /// session.generate_with("Once upon a time", &GenerateOptions::default(), |piece| {
+    /// session.generate_with("Once upon a time", &GenerateOptions::greedy(32), |piece| {
     ///     print!("{piece}");
     ///     std::io::stdout().flush().ok();
     ///     ControlFlow::Continue(())
@@ -522,9 +522,9 @@ impl<'m> Session<'m> {
     /// The prompt is evaluated here, so prompt errors come back at once. Dropping the iterator
     /// early stops the generation and leaves the session ready for the next turn.
     ///
-    /// ```no_run
+    /// ```
     /// # use zerfoo::*;
-    /// # let model = Model::load("m.gguf", &Default::default())?;
+    /// # let Some(model) = zerfoo::__doc_model() else { return Ok(()) };
     /// let mut session = model.session(&Default::default())?;
     /// let mut pieces = session.stream("List three colors:", &GenerateOptions::greedy(32))?;
     /// for piece in pieces.by_ref() {
@@ -554,16 +554,17 @@ impl<'m> Session<'m> {
 /// stops the session's next one at once. The handle keeps the session's memory alive, never
 /// the ability to use it.
 ///
-/// ```no_run
+/// ```
 /// # use zerfoo::*;
-/// # let model = Model::load("m.gguf", &Default::default())?;
+/// # let Some(model) = zerfoo::__doc_model() else { return Ok(()) };
 /// let mut session = model.session(&Default::default())?;
 /// let cancel = session.cancel_handle();
 /// std::thread::spawn(move || {
 ///     std::thread::sleep(std::time::Duration::from_millis(100));
 ///     cancel.cancel();
 /// });
-/// let g = session.generate("Tell me a long story", &GenerateOptions { max_tokens: None, ..Default::default() })?;
+/// let unbounded = GenerateOptions { max_tokens: None, ignore_eos: true, ..Default::default() };
+/// let g = session.generate("Tell me a long story", &unbounded)?;
 /// assert_eq!(g.stop_reason, StopReason::Cancelled);
 /// # Ok::<(), zerfoo::Error>(())
 /// ```

@@ -318,7 +318,8 @@ ZF_API zf_status zf_session_create(zf_model* model, const zf_session_params* par
 /** @brief Frees a session. NULL is a no-op. Not concurrently with a call using the session. */
 ZF_API void zf_session_free(zf_session* session);
 
-/** @brief Clears the KV cache and history; the next generate starts a new conversation. */
+/** @brief Clears the KV cache and history; the next generate starts a new conversation.
+ * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL session, or a zf_generation in progress). */
 ZF_API zf_status zf_session_reset(zf_session* session);
 
 /**
@@ -340,7 +341,8 @@ ZF_API zf_status zf_session_n_past(const zf_session* session, int32_t* n_past);
  * @brief Appends tokens to the KV cache and writes the last position's logits (n_vocab
  * floats) into `logits` (may be NULL when cap is 0 to only extend the cache).
  * @return ::ZF_OK; ::ZF_ERR_CONTEXT_FULL (nothing appended); ::ZF_ERR_BUFFER_TOO_SMALL
- *         (0 < cap < n_vocab; nothing appended); ::ZF_ERR_CANCELLED; ::ZF_ERR_INVALID_ARGUMENT.
+ *         (0 < cap < n_vocab; nothing appended); ::ZF_ERR_CANCELLED; ::ZF_ERR_INVALID_ARGUMENT
+ *         (also while a zf_generation is in progress on the session).
  */
 ZF_API zf_status zf_session_eval(zf_session* session, const int32_t* tokens, size_t n,
                                  float* logits, size_t cap);
@@ -394,7 +396,9 @@ typedef struct zf_generate_result {
   int32_t n_prompt;       /**< Prompt tokens evaluated by this call. */
   int32_t n_generated;    /**< Tokens sampled by this call. */
   double prompt_ms;       /**< Prefill wall time. */
-  double decode_ms;       /**< Decode wall time. */
+  double decode_ms;       /**< Decode wall time (sampling and evaluation; since 0.2 without the
+                               time spent in the stream callback or between zf_generation_next
+                               calls). */
 } zf_generate_result;
 
 /**
@@ -408,7 +412,8 @@ typedef struct zf_generate_result {
  * @param cb May be NULL (text is then only counted).
  * @param out May be NULL; set out->struct_size first.
  * @return ::ZF_OK (also when stopped by callback, cancel, stop string, EOS, max tokens);
- *         ::ZF_ERR_INVALID_UTF8; ::ZF_ERR_CONTEXT_FULL; ::ZF_ERR_INVALID_ARGUMENT.
+ *         ::ZF_ERR_INVALID_UTF8; ::ZF_ERR_CONTEXT_FULL; ::ZF_ERR_INVALID_ARGUMENT (also for
+ *         unknown flag bits, a nonzero reserved0, or a zf_generation in progress on the session).
  */
 ZF_API zf_status zf_generate(zf_session* session, const char* prompt, size_t len,
                              const zf_generate_params* params, zf_stream_cb cb, void* user_data,
@@ -468,8 +473,9 @@ ZF_API zf_status zf_generate_begin(zf_session* session, const char* prompt, size
  * @param token Optional; receives the token id (-1 when done).
  * @param done Receives 1 when the generation has ended, else 0. Required.
  * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT (NULL generation, len
- *         or done; or the session was freed); ::ZF_ERR_INTERNAL / ::ZF_ERR_BACKEND when the
- *         engine fails (the generation is then done).
+ *         or done, NULL buf with cap > 0, or the session was freed); ::ZF_ERR_OUT_OF_MEMORY,
+ *         ::ZF_ERR_INTERNAL or ::ZF_ERR_BACKEND when the engine fails (the generation is then
+ *         done).
  */
 ZF_API zf_status zf_generation_next(zf_generation* gen, char* buf, size_t cap, size_t* len,
                                     int32_t* token, int32_t* done);

@@ -335,7 +335,7 @@ impl ZerfooLib {
     pub unsafe fn zf_session_free(&self, session: *mut zf_session) {
         (self.zf_session_free)(session)
     }
-    #[doc = " @brief Clears the KV cache and history; the next generate starts a new conversation."]
+    #[doc = " @brief Clears the KV cache and history; the next generate starts a new conversation.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL session, or a zf_generation in progress)."]
     pub unsafe fn zf_session_reset(&self, session: *mut zf_session) -> zf_status {
         (self.zf_session_reset)(session)
     }
@@ -351,7 +351,7 @@ impl ZerfooLib {
     ) -> zf_status {
         (self.zf_session_n_past)(session, n_past)
     }
-    #[doc = " @brief Appends tokens to the KV cache and writes the last position's logits (n_vocab\n floats) into `logits` (may be NULL when cap is 0 to only extend the cache).\n @return ::ZF_OK; ::ZF_ERR_CONTEXT_FULL (nothing appended); ::ZF_ERR_BUFFER_TOO_SMALL\n         (0 < cap < n_vocab; nothing appended); ::ZF_ERR_CANCELLED; ::ZF_ERR_INVALID_ARGUMENT."]
+    #[doc = " @brief Appends tokens to the KV cache and writes the last position's logits (n_vocab\n floats) into `logits` (may be NULL when cap is 0 to only extend the cache).\n @return ::ZF_OK; ::ZF_ERR_CONTEXT_FULL (nothing appended); ::ZF_ERR_BUFFER_TOO_SMALL\n         (0 < cap < n_vocab; nothing appended); ::ZF_ERR_CANCELLED; ::ZF_ERR_INVALID_ARGUMENT\n         (also while a zf_generation is in progress on the session)."]
     pub unsafe fn zf_session_eval(
         &self,
         session: *mut zf_session,
@@ -370,7 +370,7 @@ impl ZerfooLib {
     ) -> zf_status {
         (self.zf_generate_params_init)(params, size)
     }
-    #[doc = " @brief Evaluates the prompt, then samples tokens and streams their text to `cb` until a stop\n condition. A second call on the same session continues the conversation (the KV cache is\n reused) unless zf_session_reset() was called. A prompt that does not fit the remaining\n context fails with ::ZF_ERR_CONTEXT_FULL before anything is evaluated; filling up during\n decode ends with ::ZF_STOP_CONTEXT_FULL and ::ZF_OK.\n @param prompt UTF-8 text of `len` bytes (may be empty to continue generating).\n @param params NULL for defaults.\n @param cb May be NULL (text is then only counted).\n @param out May be NULL; set out->struct_size first.\n @return ::ZF_OK (also when stopped by callback, cancel, stop string, EOS, max tokens);\n         ::ZF_ERR_INVALID_UTF8; ::ZF_ERR_CONTEXT_FULL; ::ZF_ERR_INVALID_ARGUMENT."]
+    #[doc = " @brief Evaluates the prompt, then samples tokens and streams their text to `cb` until a stop\n condition. A second call on the same session continues the conversation (the KV cache is\n reused) unless zf_session_reset() was called. A prompt that does not fit the remaining\n context fails with ::ZF_ERR_CONTEXT_FULL before anything is evaluated; filling up during\n decode ends with ::ZF_STOP_CONTEXT_FULL and ::ZF_OK.\n @param prompt UTF-8 text of `len` bytes (may be empty to continue generating).\n @param params NULL for defaults.\n @param cb May be NULL (text is then only counted).\n @param out May be NULL; set out->struct_size first.\n @return ::ZF_OK (also when stopped by callback, cancel, stop string, EOS, max tokens);\n         ::ZF_ERR_INVALID_UTF8; ::ZF_ERR_CONTEXT_FULL; ::ZF_ERR_INVALID_ARGUMENT (also for\n         unknown flag bits, a nonzero reserved0, or a zf_generation in progress on the session)."]
     pub unsafe fn zf_generate(
         &self,
         session: *mut zf_session,
@@ -394,7 +394,7 @@ impl ZerfooLib {
     ) -> zf_status {
         (self.zf_generate_begin)(session, prompt, len, params, out)
     }
-    #[doc = " @brief Produces the next piece of text: samples and evaluates tokens until one piece of whole\n UTF-8 characters is ready (the piece a ::zf_stream_cb would receive), or the generation ends.\n\n On ::ZF_OK with `*done == 0`, `buf` holds `*len` bytes (not NUL-terminated) and `*token` is\n the id that completed the piece. On ::ZF_OK with `*done == 1` the generation has ended\n (`*len` is 0; the stop reason is in zf_generation_result()) and every later call does the\n same. On ::ZF_ERR_BUFFER_TOO_SMALL `*len` holds the piece's size and nothing is lost: the\n next call returns the same piece (a 64-byte buffer fits almost every piece). A pending\n zf_session_cancel() ends the generation with ::ZF_STOP_CANCELLED at the next token boundary.\n The token that completed a piece is evaluated by the following call, so stopping after any\n piece (zf_generation_free()) leaves it to be evaluated first by the session's next call, as\n when a ::zf_stream_cb stops zf_generate().\n @param buf Output buffer (may be NULL when cap is 0).\n @param len Receives the piece's size in bytes. Required.\n @param token Optional; receives the token id (-1 when done).\n @param done Receives 1 when the generation has ended, else 0. Required.\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT (NULL generation, len\n         or done; or the session was freed); ::ZF_ERR_INTERNAL / ::ZF_ERR_BACKEND when the\n         engine fails (the generation is then done)."]
+    #[doc = " @brief Produces the next piece of text: samples and evaluates tokens until one piece of whole\n UTF-8 characters is ready (the piece a ::zf_stream_cb would receive), or the generation ends.\n\n On ::ZF_OK with `*done == 0`, `buf` holds `*len` bytes (not NUL-terminated) and `*token` is\n the id that completed the piece. On ::ZF_OK with `*done == 1` the generation has ended\n (`*len` is 0; the stop reason is in zf_generation_result()) and every later call does the\n same. On ::ZF_ERR_BUFFER_TOO_SMALL `*len` holds the piece's size and nothing is lost: the\n next call returns the same piece (a 64-byte buffer fits almost every piece). A pending\n zf_session_cancel() ends the generation with ::ZF_STOP_CANCELLED at the next token boundary.\n The token that completed a piece is evaluated by the following call, so stopping after any\n piece (zf_generation_free()) leaves it to be evaluated first by the session's next call, as\n when a ::zf_stream_cb stops zf_generate().\n @param buf Output buffer (may be NULL when cap is 0).\n @param len Receives the piece's size in bytes. Required.\n @param token Optional; receives the token id (-1 when done).\n @param done Receives 1 when the generation has ended, else 0. Required.\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT (NULL generation, len\n         or done, NULL buf with cap > 0, or the session was freed); ::ZF_ERR_OUT_OF_MEMORY,\n         ::ZF_ERR_INTERNAL or ::ZF_ERR_BACKEND when the engine fails (the generation is then\n         done)."]
     pub unsafe fn zf_generation_next(
         &self,
         gen_: *mut zf_generation,

@@ -162,7 +162,7 @@ pub struct zf_generate_result {
     pub n_generated: i32,
     #[doc = "< Prefill wall time."]
     pub prompt_ms: f64,
-    #[doc = "< Decode wall time."]
+    #[doc = "< Decode wall time (sampling and evaluation; since 0.2 without the\ntime spent in the stream callback or between zf_generation_next\ncalls)."]
     pub decode_ms: f64,
 }
 #[doc = " Opaque generation in progress: the pull-style counterpart of zf_generate(), for iterators\n that ask for the next piece instead of receiving callbacks. Both run the same generation loop\n and give the same output for the same session state and params.\n\n Ownership and thread-safety: created by zf_generate_begin() on a session, freed by\n zf_generation_free(). It is used by one thread at a time, like its session (it may move\n between threads). While it is in progress (begun, not yet done) the session accepts no other\n call (zf_generate, zf_generate_begin, zf_session_eval, zf_session_reset fail with\n ::ZF_ERR_INVALID_ARGUMENT) except zf_session_cancel(), zf_session_n_past() and\n zf_session_free(). The generation keeps its session's memory alive: the two may be freed in\n either order (the session is then unusable, but freeing the generation stays valid)."]

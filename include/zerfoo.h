@@ -40,7 +40,7 @@ extern "C" {
 /** Major version: bumped only on an ABI break (also the SONAME suffix). */
 #define ZF_VERSION_MAJOR 0
 /** Minor version: bumped when functions or params fields are appended. */
-#define ZF_VERSION_MINOR 1
+#define ZF_VERSION_MINOR 2
 /** Patch version: bumped for fixes that change no interface. */
 #define ZF_VERSION_PATCH 0
 /** The header's version as one number: MAJOR*1000000 + MINOR*1000 + PATCH. */
@@ -55,7 +55,7 @@ extern "C" {
 ZF_API uint32_t zf_version(void);
 
 /**
- * @brief The loaded library's version as text, e.g. "0.1.0".
+ * @brief The loaded library's version as text, e.g. "0.2.0".
  * @return A static NUL-terminated string owned by the library; valid for the process lifetime.
  */
 ZF_API const char* zf_version_string(void);
@@ -354,7 +354,8 @@ ZF_API zf_status zf_session_create(zf_model* model, const zf_session_params* par
 /** @brief Frees a session. NULL is a no-op. Not concurrently with a call using the session. */
 ZF_API void zf_session_free(zf_session* session);
 
-/** @brief Clears the KV cache and history; the next generate starts a new conversation. */
+/** @brief Clears the KV cache and history; the next generate starts a new conversation.
+ * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL session, or a zf_generation in progress). */
 ZF_API zf_status zf_session_reset(zf_session* session);
 
 /**
@@ -376,7 +377,8 @@ ZF_API zf_status zf_session_n_past(const zf_session* session, int32_t* n_past);
  * @brief Appends tokens to the KV cache and writes the last position's logits (n_vocab
  * floats) into `logits` (may be NULL when cap is 0 to only extend the cache).
  * @return ::ZF_OK; ::ZF_ERR_CONTEXT_FULL (nothing appended); ::ZF_ERR_BUFFER_TOO_SMALL
- *         (0 < cap < n_vocab; nothing appended); ::ZF_ERR_CANCELLED; ::ZF_ERR_INVALID_ARGUMENT.
+ *         (0 < cap < n_vocab; nothing appended); ::ZF_ERR_CANCELLED; ::ZF_ERR_INVALID_ARGUMENT
+ *         (also while a zf_generation is in progress on the session).
  */
 ZF_API zf_status zf_session_eval(zf_session* session, const int32_t* tokens, size_t n,
                                  float* logits, size_t cap);
@@ -430,7 +432,9 @@ typedef struct zf_generate_result {
   int32_t n_prompt;       /**< Prompt tokens evaluated by this call. */
   int32_t n_generated;    /**< Tokens sampled by this call. */
   double prompt_ms;       /**< Prefill wall time. */
-  double decode_ms;       /**< Decode wall time. */
+  double decode_ms;       /**< Decode wall time (sampling and evaluation; since 0.2 without the
+                               time spent in the stream callback or between zf_generation_next
+                               calls). */
 } zf_generate_result;
 
 /**
@@ -447,11 +451,92 @@ typedef struct zf_generate_result {
  * @param user_data Passed to `cb`.
  * @param out May be NULL; set out->struct_size first.
  * @return ::ZF_OK (also when stopped by callback, cancel, stop string, EOS, max tokens);
- *         ::ZF_ERR_INVALID_UTF8; ::ZF_ERR_CONTEXT_FULL; ::ZF_ERR_INVALID_ARGUMENT.
+ *         ::ZF_ERR_INVALID_UTF8; ::ZF_ERR_CONTEXT_FULL; ::ZF_ERR_INVALID_ARGUMENT (also for
+ *         unknown flag bits, a nonzero reserved0, or a zf_generation in progress on the session).
  */
 ZF_API zf_status zf_generate(zf_session* session, const char* prompt, size_t len,
                              const zf_generate_params* params, zf_stream_cb cb, void* user_data,
                              zf_generate_result* out);
+
+
+/* ---------------------------------------------------------------------------------------------
+ * Pull-style generation (since 0.2)
+ * ------------------------------------------------------------------------------------------- */
+
+/**
+ * Opaque generation in progress: the pull-style counterpart of zf_generate(), for iterators
+ * that ask for the next piece instead of receiving callbacks. Both run the same generation loop
+ * and give the same output for the same session state and params.
+ *
+ * Ownership and thread-safety: created by zf_generate_begin() on a session, freed by
+ * zf_generation_free(). It is used by one thread at a time, like its session (it may move
+ * between threads). While it is in progress (begun, not yet done) the session accepts no other
+ * call (zf_generate, zf_generate_begin, zf_session_eval, zf_session_reset fail with
+ * ::ZF_ERR_INVALID_ARGUMENT) except zf_session_cancel(), zf_session_n_past() and
+ * zf_session_free(). The generation keeps its session's memory alive: the two may be freed in
+ * either order (the session is then unusable, but freeing the generation stays valid).
+ */
+typedef struct zf_generation zf_generation;
+
+/**
+ * @brief Starts a generation: tokenizes the prompt and evaluates it (the prefill runs here,
+ * not in the first zf_generation_next(), so prompt errors surface at once). Prompt rules,
+ * params and conversation continuation are exactly those of zf_generate().
+ * @param prompt UTF-8 text of `len` bytes (may be NULL when len is 0, to continue generating).
+ * @param params NULL for defaults.
+ * @param out Receives the generation, or NULL on failure. Free with zf_generation_free().
+ * @return ::ZF_OK (also when a zf_session_cancel() stops the prefill: the generation is then
+ *         already done with ::ZF_STOP_CANCELLED); ::ZF_ERR_INVALID_UTF8; ::ZF_ERR_CONTEXT_FULL
+ *         (nothing evaluated); ::ZF_ERR_INVALID_ARGUMENT (NULL session/out, bad params, empty
+ *         prompt with nothing to continue from, another generation in progress on the session);
+ *         ::ZF_ERR_OUT_OF_MEMORY.
+ */
+ZF_API zf_status zf_generate_begin(zf_session* session, const char* prompt, size_t len,
+                                   const zf_generate_params* params, zf_generation** out);
+
+/**
+ * @brief Produces the next piece of text: samples and evaluates tokens until one piece of whole
+ * UTF-8 characters is ready (the piece a ::zf_stream_cb would receive), or the generation ends.
+ *
+ * On ::ZF_OK with `*done == 0`, `buf` holds `*len` bytes (not NUL-terminated) and `*token` is
+ * the id that completed the piece. On ::ZF_OK with `*done == 1` the generation has ended
+ * (`*len` is 0; the stop reason is in zf_generation_result()) and every later call does the
+ * same. On ::ZF_ERR_BUFFER_TOO_SMALL `*len` holds the piece's size and nothing is lost: the
+ * next call returns the same piece (a 64-byte buffer fits almost every piece). A pending
+ * zf_session_cancel() ends the generation with ::ZF_STOP_CANCELLED at the next token boundary.
+ * The token that completed a piece is evaluated by the following call, so stopping after any
+ * piece (zf_generation_free()) leaves it to be evaluated first by the session's next call, as
+ * when a ::zf_stream_cb stops zf_generate().
+ * @param buf Output buffer (may be NULL when cap is 0).
+ * @param len Receives the piece's size in bytes. Required.
+ * @param token Optional; receives the token id (-1 when done).
+ * @param done Receives 1 when the generation has ended, else 0. Required.
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT (NULL generation, len
+ *         or done, NULL buf with cap > 0, or the session was freed); ::ZF_ERR_OUT_OF_MEMORY,
+ *         ::ZF_ERR_INTERNAL or ::ZF_ERR_BACKEND when the engine fails (the generation is then
+ *         done).
+ */
+ZF_API zf_status zf_generation_next(zf_generation* gen, char* buf, size_t cap, size_t* len,
+                                    int32_t* token, int32_t* done);
+
+/**
+ * @brief The outcome of a generation, as zf_generate() reports it: set out->struct_size
+ * first; fields beyond it are not written. The counts and times are those so far; the stop
+ * reason is meaningful once zf_generation_next() reported done (before that it reads
+ * ::ZF_STOP_EOS). `decode_ms` counts only the time spent inside zf_generation_next().
+ * Thread-safety: as the generation (not concurrently with zf_generation_next()).
+ * @return ::ZF_OK or ::ZF_ERR_INVALID_ARGUMENT (NULL gen/out, struct_size too small).
+ */
+ZF_API zf_status zf_generation_result(const zf_generation* gen, zf_generate_result* out);
+
+/**
+ * @brief Frees a generation. NULL is a no-op. If it was still in progress it stops as if a
+ * ::zf_stream_cb returned nonzero (::ZF_STOP_CALLBACK): the KV cache keeps what was evaluated,
+ * the last piece's token is evaluated by the session's next call, and the session can continue
+ * the conversation or be reset. May be called from any thread, but not concurrently with a
+ * call using the same session.
+ */
+ZF_API void zf_generation_free(zf_generation* gen);
 
 #ifdef __cplusplus
 } /* extern "C" */

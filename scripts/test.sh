@@ -46,6 +46,10 @@ ZERFOO_TEST_MODEL="$(scripts/fetch_models.sh smollm2)" bindings/go/test.sh
 stage "aarch64 cross build (NEON kernels): unit tests, SmolLM2 golden test and greedy runs under qemu"
 scripts/cross_check_aarch64.sh
 
+stage "Rust binding (bindgen check, clippy, cargo test linked + dynamic, rustdoc)"
+ZERFOO_LIB_DIR="$PWD/build-test" ZERFOO_LIBRARY="$PWD/build-test/libzerfoo.so.0" ZERFOO_CLI="$PWD/build-test/zerfoo" \
+ZERFOO_TEST_MODEL="$(scripts/fetch_models.sh smollm2)" bindings/rust/test.sh
+
 stage "Doxygen ABI reference (warnings are errors)"
 scripts/docs.sh
 

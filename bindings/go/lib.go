@@ -14,7 +14,7 @@ import (
 // The C header version this binding was written for (ZF_VERSION_MAJOR/MINOR in zerfoo.h).
 const (
 	HeaderMajor = 0
-	HeaderMinor = 1
+	HeaderMinor = 2
 )
 
 // lib holds the process-wide library handle and its functions. It is filled once.
@@ -24,27 +24,31 @@ var lib struct {
 	handle uintptr
 	path   string // where the library was found
 
-	version       func() uint32
-	versionString func() string
-	lastError     func() string
-	setLogLevel   func(level int32) int32
-	backendAvail  func(device int32) int32
-	modelInit     func(p *cModelParams, size uintptr) int32
-	modelLoad     func(path *byte, p *cModelParams, out *uintptr) int32
-	modelFree     func(m uintptr)
-	modelInfo     func(m uintptr, info *cModelSummary) int32
-	modelMeta     func(m uintptr, key *byte, buf *byte, cap uintptr, needed *uintptr) int32
-	tokenize      func(m uintptr, text *byte, n uintptr, flags uint32, toks *int32, cap uintptr, nOut *uintptr) int32
-	detokenize    func(m uintptr, toks *int32, n uintptr, flags uint32, buf *byte, cap uintptr, needed *uintptr) int32
-	applyTemplate func(m uintptr, msgs *cChatMessage, n uintptr, flags uint32, buf *byte, cap uintptr, needed *uintptr) int32
-	sessionInit   func(p *cSessionParams, size uintptr) int32
-	sessionCreate func(m uintptr, p *cSessionParams, out *uintptr) int32
-	sessionFree   func(s uintptr)
-	sessionReset  func(s uintptr) int32
-	sessionCancel func(s uintptr) int32
-	sessionNPast  func(s uintptr, n *int32) int32
-	generateInit  func(p *cGenParams, size uintptr) int32
-	generate      func(s uintptr, prompt *byte, n uintptr, p *cGenParams, cb uintptr, userData uintptr, out *cGenResult) int32
+	version          func() uint32
+	versionString    func() string
+	lastError        func() string
+	setLogLevel      func(level int32) int32
+	backendAvail     func(device int32) int32
+	modelInit        func(p *cModelParams, size uintptr) int32
+	modelLoad        func(path *byte, p *cModelParams, out *uintptr) int32
+	modelFree        func(m uintptr)
+	modelInfo        func(m uintptr, info *cModelSummary) int32
+	modelMeta        func(m uintptr, key *byte, buf *byte, cap uintptr, needed *uintptr) int32
+	tokenize         func(m uintptr, text *byte, n uintptr, flags uint32, toks *int32, cap uintptr, nOut *uintptr) int32
+	detokenize       func(m uintptr, toks *int32, n uintptr, flags uint32, buf *byte, cap uintptr, needed *uintptr) int32
+	applyTemplate    func(m uintptr, msgs *cChatMessage, n uintptr, flags uint32, buf *byte, cap uintptr, needed *uintptr) int32
+	sessionInit      func(p *cSessionParams, size uintptr) int32
+	sessionCreate    func(m uintptr, p *cSessionParams, out *uintptr) int32
+	sessionFree      func(s uintptr)
+	sessionReset     func(s uintptr) int32
+	sessionCancel    func(s uintptr) int32
+	sessionNPast     func(s uintptr, n *int32) int32
+	generateInit     func(p *cGenParams, size uintptr) int32
+	generate         func(s uintptr, prompt *byte, n uintptr, p *cGenParams, cb uintptr, userData uintptr, out *cGenResult) int32
+	generateBegin    func(s uintptr, prompt *byte, n uintptr, p *cGenParams, out *uintptr) int32
+	generationNext   func(g uintptr, buf *byte, cap uintptr, n *uintptr, token *int32, done *int32) int32
+	generationResult func(g uintptr, out *cGenResult) int32
+	generationFree   func(g uintptr)
 }
 
 // Load loads libzerfoo from path (if non-empty) or by the default search: $ZERFOO_LIBRARY,
@@ -147,6 +151,10 @@ func bind(h uintptr) error {
 		{&lib.sessionNPast, "zf_session_n_past"},
 		{&lib.generateInit, "zf_generate_params_init"},
 		{&lib.generate, "zf_generate"},
+		{&lib.generateBegin, "zf_generate_begin"},
+		{&lib.generationNext, "zf_generation_next"},
+		{&lib.generationResult, "zf_generation_result"},
+		{&lib.generationFree, "zf_generation_free"},
 	}
 	for _, s := range syms {
 		if err := sym(h, s.fn, s.name); err != nil {

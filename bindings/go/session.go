@@ -179,12 +179,14 @@ func (s *Session) Generate(ctx context.Context, prompt string, opts ...GenOption
 
 // Stream is Generate as a Go 1.23 range-over-func iterator of text pieces (whole UTF-8
 // characters). Breaking out of the loop stops generation. An error is yielded once, last, with
-// an empty piece. The yield body runs inside the C call, on the calling goroutine: it must not
-// use this Session. LastResult gives the counts afterwards.
+// an empty piece. It pulls pieces one at a time through the library's pull-style calls
+// (zf_generate_begin / zf_generation_next), so the loop body runs in plain Go, outside any C
+// call: it may block or panic freely. It must not use this Session (the session is busy until
+// the loop ends). LastResult gives the counts afterwards.
 func (s *Session) Stream(ctx context.Context, prompt string, opts ...GenOption) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		stopped := false
-		_, err := s.run(ctx, prompt, opts, func(piece string) bool {
+		_, err := s.pull(ctx, prompt, opts, func(piece string) bool {
 			stopped = !yield(piece, nil)
 			return !stopped
 		})
@@ -215,24 +217,7 @@ func (s *Session) run(ctx context.Context, prompt string, opts []GenOption, fn f
 	defer h.busy.Unlock()
 	defer runtime.KeepAlive(s) // the cleanup must not close the session mid-call
 
-	var g genConfig
-	for _, o := range opts {
-		o(&g)
-	}
-	var p cGenParams
-	lib.generateInit(&p, unsafe.Sizeof(p))
-	for _, f := range g.set {
-		f(&p)
-	}
-	stops := make([][]byte, len(g.stop))
-	ptrs := make([]*byte, len(g.stop))
-	for i, st := range g.stop {
-		stops[i] = cstr(st)
-		ptrs[i] = &stops[i][0]
-	}
-	if len(ptrs) > 0 {
-		p.stop, p.nStop = &ptrs[0], uintptr(len(ptrs))
-	}
+	p, keep := genParams(opts)
 	cprompt := cstr(prompt)
 	sk := &sink{fn: fn}
 	id := registerSink(sk)
@@ -253,9 +238,35 @@ func (s *Session) run(ctx context.Context, prompt string, opts []GenOption, fn f
 	sent := h.sent
 	h.state.Unlock()
 	runtime.KeepAlive(cprompt)
-	runtime.KeepAlive(stops)
-	runtime.KeepAlive(ptrs)
+	runtime.KeepAlive(keep)
+	return s.finish(ctx, h, r, sent, sk.panic, err)
+}
 
+// genParams builds the C params; keep holds the stop strings they point to (KeepAlive it
+// until the C call that reads them returns).
+func genParams(opts []GenOption) (p cGenParams, keep any) {
+	var g genConfig
+	for _, o := range opts {
+		o(&g)
+	}
+	lib.generateInit(&p, unsafe.Sizeof(p))
+	for _, f := range g.set {
+		f(&p)
+	}
+	stops := make([][]byte, len(g.stop))
+	ptrs := make([]*byte, len(g.stop))
+	for i, st := range g.stop {
+		stops[i] = cstr(st)
+		ptrs[i] = &stops[i][0]
+	}
+	if len(ptrs) > 0 {
+		p.stop, p.nStop = &ptrs[0], uintptr(len(ptrs))
+	}
+	return p, [2]any{stops, ptrs}
+}
+
+// finish turns a generation's C result into the Result (with h.busy held).
+func (s *Session) finish(ctx context.Context, h *sessionHandle, r cGenResult, sent bool, panicked any, err error) (Result, error) {
 	res := Result{
 		StopReason: StopReason(r.stopReason), NPrompt: int(r.nPrompt), NGenerated: int(r.nGenerated),
 		PromptTime: msDuration(r.promptMs), DecodeTime: msDuration(r.decodeMs),
@@ -267,14 +278,84 @@ func (s *Session) run(ctx context.Context, prompt string, opts []GenOption, fn f
 		lib.sessionReset(h.ptr)
 	}
 	s.last = res
-	if sk.panic != nil {
-		panic(sk.panic)
+	if panicked != nil {
+		panic(panicked)
 	}
 	if gotCancel {
 		res.StopReason = StopCancelled
 		return res, cancelled(context.Cause(ctx))
 	}
 	return res, err
+}
+
+// pull runs a generation through the pull-style API, passing each piece to fn (false stops)
+// outside any C call. A panic in fn stops and frees the generation, then propagates.
+func (s *Session) pull(ctx context.Context, prompt string, opts []GenOption, fn func(string) bool) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{StopReason: StopCancelled}, cancelled(context.Cause(ctx))
+	}
+	h, err := s.lock()
+	if err != nil {
+		return Result{}, err
+	}
+	defer h.busy.Unlock()
+	defer runtime.KeepAlive(s) // the cleanup must not close the session mid-generation
+
+	p, keep := genParams(opts)
+	cprompt := cstr(prompt)
+	h.state.Lock()
+	h.running, h.sent = true, false
+	h.state.Unlock()
+	stopWatch := context.AfterFunc(ctx, h.cancel) // runs zf_session_cancel from another goroutine
+	var gen uintptr
+	err = call("generate", func() int32 {
+		return lib.generateBegin(h.ptr, &cprompt[0], uintptr(len(prompt)), &p, &gen)
+	})
+	runtime.KeepAlive(cprompt)
+	runtime.KeepAlive(keep)
+	var r cGenResult
+	r.structSize = uint32(unsafe.Sizeof(r))
+	stopped := false
+	var panicked any
+	if err == nil {
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					panicked, stopped = v, true
+				}
+				lib.generationResult(gen, &r)
+				lib.generationFree(gen) // stops it if still running; the session stays consistent
+			}()
+			buf := make([]byte, 256)
+			for {
+				var n uintptr
+				var token, done int32
+				err = call("generate", func() int32 {
+					return lib.generationNext(gen, &buf[0], uintptr(len(buf)), &n, &token, &done)
+				})
+				if errors.Is(err, ErrBufferTooSmall) && n > uintptr(len(buf)) {
+					buf = make([]byte, n) // the same piece comes again
+					continue
+				}
+				if err != nil || done != 0 {
+					return
+				}
+				if !fn(string(buf[:n])) {
+					stopped = true
+					return
+				}
+			}
+		}()
+	}
+	stopWatch()
+	h.state.Lock()
+	h.running = false
+	sent := h.sent
+	h.state.Unlock()
+	if stopped {
+		r.stopReason = int32(StopCallback) // stopped by the consumer (the result was read before the stop)
+	}
+	return s.finish(ctx, h, r, sent, panicked, err)
 }
 
 func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }

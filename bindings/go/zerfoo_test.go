@@ -468,3 +468,28 @@ func TestChat(t *testing.T) {
 	}
 	t.Logf("chat reply: %q", r.Text)
 }
+
+// TestPanicInStreamBody: Stream pulls pieces, so a panic in the loop body unwinds through Go
+// only; it propagates to the caller, the generation is stopped and freed, the session stays
+// usable.
+func TestPanicInStreamBody(t *testing.T) {
+	m := sharedModel(t)
+	s := newSession(t, m)
+	func() {
+		defer func() {
+			if r := recover(); r != "boom" {
+				t.Fatalf("recovered %v, want boom", r)
+			}
+		}()
+		for range s.Stream(context.Background(), prompt, greedy...) {
+			panic("boom")
+		}
+	}()
+	if lr := s.LastResult(); lr.StopReason != StopCallback || lr.NGenerated != 1 {
+		t.Fatalf("after panic: %+v", lr)
+	}
+	r, err := s.Generate(context.Background(), prompt, WithTemperature(0), WithMaxTokens(4), WithIgnoreEOS())
+	if err != nil || r.NGenerated != 4 {
+		t.Fatalf("after panic: %+v %v", r, err)
+	}
+}

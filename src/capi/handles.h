@@ -10,6 +10,7 @@
 
 #include "common/status.h"
 #include "model/model.h"
+#include "runtime/generator.h"
 #include "runtime/session.h"
 #include "zerfoo.h"
 
@@ -22,9 +23,23 @@ struct zf_model {
   std::atomic<uint32_t> refs{1};
 };
 
+struct zf_generation;
+
 struct zf_session {
   zf_model* model;
   std::unique_ptr<zf::rt::Session> impl;
+  // Owners: the caller (until zf_session_free) and each live zf_generation on it.
+  std::atomic<int32_t> refs{1};
+  bool freed = false;                // zf_session_free was called (a generation still holds it)
+  zf_generation* active = nullptr;  // a pull-style generation in progress (not yet done)
+};
+
+struct zf_generation {
+  zf_session* session;
+  std::unique_ptr<zf::rt::Generation> impl;
+  std::string piece;        // the piece not yet delivered (kept across BUFFER_TOO_SMALL)
+  int32_t piece_token = -1;
+  bool has_piece = false;
 };
 
 namespace zf::capi {

@@ -1,4 +1,5 @@
 // C entry points for sessions, evaluation and streaming generation.
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -52,6 +53,65 @@ bool Stream(void* p, std::string_view piece, int32_t token) {
   return c->cb(c->user_data, piece.data(), piece.size(), token) != 0;
 }
 
+// Validates caller params and converts them to the runtime's options (zf_generate and
+// zf_generate_begin read them identically).
+zf_status ToOptions(const zf_generate_params* params, zf::rt::GenerateOptions* out) {
+  zf_generate_params p = DefaultGenerateParams();
+  if (!zf::capi::ReadParams(params, &p)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params->struct_size is too small");
+  if (p.n_stop > 0 && p.stop == nullptr) return Fail(ZF_ERR_INVALID_ARGUMENT, "n_stop > 0 but stop is NULL");
+  if (zf_status e = zf::capi::CheckFlags("params->flags", p.flags,
+                                         ZF_GENERATE_NO_SPECIAL | ZF_GENERATE_NO_PARSE_SPECIAL | ZF_GENERATE_IGNORE_EOS)) {
+    return e;
+  }
+  if (zf_status e = zf::capi::CheckReserved("params->reserved0", p.reserved0)) return e;
+  if (!(p.temperature >= 0.0f) || !(p.top_p >= 0.0f) || !(p.min_p >= 0.0f) || !(p.repeat_penalty > 0.0f)) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "sampling parameters out of range (temperature, top_p, min_p >= 0; "
+                                         "repeat_penalty > 0)");
+  }
+  out->max_tokens = p.max_tokens;
+  out->sampler.temperature = p.temperature;
+  out->sampler.top_k = p.top_k;
+  out->sampler.top_p = p.top_p;
+  out->sampler.min_p = p.min_p;
+  out->sampler.repeat_penalty = p.repeat_penalty;
+  out->sampler.repeat_last_n = p.repeat_last_n;
+  out->sampler.seed = p.seed == UINT64_MAX ? (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}() : p.seed;
+  for (size_t i = 0; i < p.n_stop; ++i) {
+    if (p.stop[i] == nullptr) return Fail(ZF_ERR_INVALID_ARGUMENT, "stop[" + std::to_string(i) + "] is NULL");
+    if (p.stop[i][0] != '\0') out->stop.emplace_back(p.stop[i]);
+  }
+  out->add_special = (p.flags & ZF_GENERATE_NO_SPECIAL) == 0;
+  out->parse_special = (p.flags & ZF_GENERATE_NO_PARSE_SPECIAL) == 0;
+  out->ignore_eos = (p.flags & ZF_GENERATE_IGNORE_EOS) != 0;
+  return ZF_OK;
+}
+
+zf_status Busy(const zf_session* s) {
+  return Fail(ZF_ERR_INVALID_ARGUMENT, s->freed ? "session was freed"
+                                                : "session has a generation in progress (zf_generate_begin); "
+                                                  "finish or free it first");
+}
+
+void CopyResult(const zf::rt::GenerateResult& r, zf_generate_result* out) {
+  zf_generate_result res;
+  res.struct_size = out->struct_size < sizeof res ? out->struct_size : uint32_t(sizeof res);
+  res.stop_reason = static_cast<int32_t>(r.stop_reason);
+  res.n_prompt = r.n_prompt;
+  res.n_generated = r.n_generated;
+  res.prompt_ms = r.prompt_ms;
+  res.decode_ms = r.decode_ms;
+  std::memcpy(out, &res, res.struct_size);
+}
+
+// Drops one owner of the session (the caller's handle or a generation); the last one deletes
+// it and then drops the session's reference to its model.
+void Release(zf_session* s) {
+  if (s->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  zf_model* model = s->model;
+  delete s;  // the session (which refers to the model) goes first
+  zf::capi::ReleaseModel(model);
+}
+
 }  // namespace
 
 extern "C" {
@@ -91,13 +151,13 @@ ZF_API zf_status zf_session_create(zf_model* model, const zf_session_params* par
 
 ZF_API void zf_session_free(zf_session* session) {
   if (session == nullptr) return;
-  zf_model* model = session->model;
-  delete session;  // the session (which refers to the model) goes first
-  zf::capi::ReleaseModel(model);
+  session->freed = true;
+  Release(session);
 }
 
 ZF_API zf_status zf_session_reset(zf_session* session) {
   if (session == nullptr) return NullArg("session");
+  if (session->active != nullptr) return Busy(session);
   session->impl->Reset();
   return Succeed();
 }
@@ -120,6 +180,7 @@ ZF_API zf_status zf_session_eval(zf_session* session, const int32_t* tokens, siz
   if (session == nullptr) return NullArg("session");
   if (tokens == nullptr && n > 0) return NullArg("tokens");
   if (n == 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "no tokens to evaluate");
+  if (session->active != nullptr) return Busy(session);
   ZF_GUARD_BEGIN
   zf::rt::Session& s = *session->impl;
   const size_t n_vocab = size_t(s.model().desc().n_vocab);
@@ -162,52 +223,93 @@ ZF_API zf_status zf_generate(zf_session* session, const char* prompt, size_t len
   if (out != nullptr && out->struct_size < sizeof(uint32_t) * 2) {
     return Fail(ZF_ERR_INVALID_ARGUMENT, "out->struct_size must be set to sizeof(zf_generate_result)");
   }
+  if (session->active != nullptr) return Busy(session);
   ZF_GUARD_BEGIN
-  zf_generate_params p = DefaultGenerateParams();
-  if (!zf::capi::ReadParams(params, &p)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params->struct_size is too small");
-  if (zf_status e = zf::capi::CheckFlags("params->flags", p.flags,
-                                         ZF_GENERATE_NO_SPECIAL | ZF_GENERATE_NO_PARSE_SPECIAL | ZF_GENERATE_IGNORE_EOS)) {
-    return e;
-  }
-  if (zf_status e = zf::capi::CheckReserved("params->reserved0", p.reserved0)) return e;
-  if (p.n_stop > 0 && p.stop == nullptr) return Fail(ZF_ERR_INVALID_ARGUMENT, "n_stop > 0 but stop is NULL");
-  if (!(p.temperature >= 0.0f) || !(p.top_p >= 0.0f) || !(p.min_p >= 0.0f) || !(p.repeat_penalty > 0.0f)) {
-    return Fail(ZF_ERR_INVALID_ARGUMENT, "sampling parameters out of range (temperature, top_p, min_p >= 0; "
-                                         "repeat_penalty > 0)");
-  }
   zf::rt::GenerateOptions o;
-  o.max_tokens = p.max_tokens;
-  o.sampler.temperature = p.temperature;
-  o.sampler.top_k = p.top_k;
-  o.sampler.top_p = p.top_p;
-  o.sampler.min_p = p.min_p;
-  o.sampler.repeat_penalty = p.repeat_penalty;
-  o.sampler.repeat_last_n = p.repeat_last_n;
-  o.sampler.seed = p.seed == UINT64_MAX ? (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}() : p.seed;
-  for (size_t i = 0; i < p.n_stop; ++i) {
-    if (p.stop[i] == nullptr) return Fail(ZF_ERR_INVALID_ARGUMENT, "stop[" + std::to_string(i) + "] is NULL");
-    if (p.stop[i][0] != '\0') o.stop.emplace_back(p.stop[i]);
-  }
-  o.add_special = (p.flags & ZF_GENERATE_NO_SPECIAL) == 0;
-  o.parse_special = (p.flags & ZF_GENERATE_NO_PARSE_SPECIAL) == 0;
-  o.ignore_eos = (p.flags & ZF_GENERATE_IGNORE_EOS) != 0;
+  if (zf_status st = ToOptions(params, &o); st != ZF_OK) return st;
   StreamCtx ctx{cb, user_data};
   zf::rt::GenerateResult r;
   zf::Status st = zf::rt::Generate(*session->impl, std::string_view(prompt == nullptr ? "" : prompt, len), o,
                                    cb != nullptr ? Stream : nullptr, &ctx, &r);
   if (!st.ok()) return Fail(st);
-  if (out != nullptr) {
-    zf_generate_result res;
-    res.struct_size = out->struct_size < sizeof res ? out->struct_size : uint32_t(sizeof res);
-    res.stop_reason = static_cast<int32_t>(r.stop_reason);
-    res.n_prompt = r.n_prompt;
-    res.n_generated = r.n_generated;
-    res.prompt_ms = r.prompt_ms;
-    res.decode_ms = r.decode_ms;
-    std::memcpy(out, &res, res.struct_size);
-  }
+  if (out != nullptr) CopyResult(r, out);
   return Succeed();
   ZF_GUARD_END
+}
+
+ZF_API zf_status zf_generate_begin(zf_session* session, const char* prompt, size_t len,
+                                   const zf_generate_params* params, zf_generation** out) {
+  if (out != nullptr) *out = nullptr;
+  if (session == nullptr) return NullArg("session");
+  if (out == nullptr) return NullArg("out");
+  if (prompt == nullptr && len > 0) return NullArg("prompt");
+  if (session->active != nullptr) return Busy(session);
+  ZF_GUARD_BEGIN
+  zf::rt::GenerateOptions o;
+  if (zf_status st = ToOptions(params, &o); st != ZF_OK) return st;
+  std::unique_ptr<zf_generation> g(new zf_generation());
+  zf::Status st = zf::rt::Generation::Begin(*session->impl, std::string_view(prompt == nullptr ? "" : prompt, len),
+                                            o, &g->impl);
+  if (!st.ok()) return Fail(st);
+  g->session = session;
+  session->refs.fetch_add(1, std::memory_order_relaxed);
+  if (!g->impl->done()) session->active = g.get();
+  *out = g.release();
+  return Succeed();
+  ZF_GUARD_END
+}
+
+ZF_API zf_status zf_generation_next(zf_generation* gen, char* buf, size_t cap, size_t* len, int32_t* token,
+                                   int32_t* done) {
+  if (gen == nullptr) return NullArg("gen");
+  if (len == nullptr) return NullArg("len");
+  if (done == nullptr) return NullArg("done");
+  if (buf == nullptr && cap > 0) return NullArg("buf");
+  *len = 0;
+  *done = 0;
+  if (token != nullptr) *token = -1;
+  if (gen->session->freed) return Busy(gen->session);
+  ZF_GUARD_BEGIN
+  if (!gen->has_piece) {
+    bool finished = false;
+    zf::Status st = gen->impl->Next(&gen->piece, &gen->piece_token, &finished);
+    if (gen->impl->done() && gen->session->active == gen) gen->session->active = nullptr;
+    if (!st.ok()) return Fail(st);
+    if (finished) {
+      *done = 1;
+      return Succeed();
+    }
+    gen->has_piece = true;
+  }
+  *len = gen->piece.size();
+  if (cap < gen->piece.size()) {
+    return Fail(ZF_ERR_BUFFER_TOO_SMALL, "piece of " + std::to_string(gen->piece.size()) + " bytes does not fit in " +
+                                             std::to_string(cap));
+  }
+  if (!gen->piece.empty()) std::memcpy(buf, gen->piece.data(), gen->piece.size());
+  if (token != nullptr) *token = gen->piece_token;
+  gen->has_piece = false;
+  return Succeed();
+  ZF_GUARD_END
+}
+
+ZF_API zf_status zf_generation_result(const zf_generation* gen, zf_generate_result* out) {
+  if (gen == nullptr) return NullArg("gen");
+  if (out == nullptr) return NullArg("out");
+  if (out->struct_size < sizeof(uint32_t) * 2) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "out->struct_size must be set to sizeof(zf_generate_result)");
+  }
+  CopyResult(gen->impl->result(), out);
+  return Succeed();
+}
+
+ZF_API void zf_generation_free(zf_generation* gen) {
+  if (gen == nullptr) return;
+  zf_session* s = gen->session;
+  if (!s->freed) gen->impl->Stop();  // the token of the last piece stays pending: evaluated next
+  if (s->active == gen) s->active = nullptr;
+  delete gen;
+  Release(s);
 }
 
 }  // extern "C"

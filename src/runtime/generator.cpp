@@ -1,9 +1,8 @@
-// The generation loop: prefill, then sample -> stream -> decode one token at a time.
+// The generation step machine: prefill, then sample -> piece -> decode one token at a time.
+// Generate() (push, callback) and the C API's zf_generation (pull) both run this one loop.
 #include "runtime/generator.h"
 
 #include <chrono>
-
-#include "runtime/text_stream.h"
 
 namespace zf::rt {
 namespace {
@@ -14,11 +13,22 @@ double MsSince(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-Status Generate(Session& session, std::string_view prompt, const GenerateOptions& o, StreamFn stream, void* stream_ctx,
-                GenerateResult* result) {
-  *result = GenerateResult();
-  const model::Model& model = session.model();
-  const tok::Tokenizer& tok = model.tokenizer();
+Generation::Generation(Session& session, const GenerateOptions& options)
+    : session_(session),
+      options_(options),
+      sampler_(options.sampler, session.model().desc().n_vocab),
+      text_(options.stop) {
+  emit_.reserve(256);
+}
+
+Status Generation::Eval(const int32_t* tokens, size_t n) {
+  return device_greedy_ ? session_.EvalKeepArgmax(tokens, n) : session_.EvalKeepLogits(tokens, n);
+}
+
+Status Generation::Begin(Session& session, std::string_view prompt, const GenerateOptions& o,
+                         std::unique_ptr<Generation>* out) {
+  out->reset();
+  const tok::Tokenizer& tok = session.model().tokenizer();
 
   // Special tokens (BOS) only open a conversation; later turns continue the same sequence.
   std::vector<int32_t> tokens = session.pending();
@@ -35,99 +45,148 @@ Status Generate(Session& session, std::string_view prompt, const GenerateOptions
                                           std::to_string(session.n_ctx()) + " context positions are used");
   }
 
+  std::unique_ptr<Generation> g(new Generation(session, o));
   // Plain greedy on a device engine: only the argmax crosses to the host per token.
-  const bool device_greedy = session.logits_on_device() && o.sampler.temperature <= 0.0f &&
-                             (o.sampler.repeat_penalty == 1.0f || o.sampler.repeat_last_n == 0);
-  const auto eval = [&](const int32_t* t, size_t n) {
-    return device_greedy ? session.EvalKeepArgmax(t, n) : session.EvalKeepLogits(t, n);
-  };
-  if (tokens.empty() && !session.has_logits() && session.has_argmax() && !device_greedy) {
+  g->device_greedy_ = session.logits_on_device() && o.sampler.temperature <= 0.0f &&
+                      (o.sampler.repeat_penalty == 1.0f || o.sampler.repeat_last_n == 0);
+  if (tokens.empty() && !session.has_logits() && session.has_argmax() && !g->device_greedy_) {
     ZF_RETURN_IF_ERROR(session.FetchLogits());  // continuing a device-greedy turn with sampling
   }
   const auto t0 = std::chrono::steady_clock::now();
   if (!tokens.empty()) {
-    Status s = eval(tokens.data(), tokens.size());
+    Status s = g->Eval(tokens.data(), tokens.size());
     if (s.code() == Code::kCancelled) {
       session.pending().clear();
-      result->stop_reason = StopReason::kCancelled;
-      result->prompt_ms = MsSince(t0);
+      g->result_.prompt_ms = MsSince(t0);
+      g->End(StopReason::kCancelled, true);
+      *out = std::move(g);
       return Status::Ok();
     }
     ZF_RETURN_IF_ERROR(s);
     session.pending().clear();
   }
-  result->n_prompt = int32_t(prompt_tokens.size());
-  result->prompt_ms = MsSince(t0);
+  g->result_.n_prompt = int32_t(prompt_tokens.size());
+  g->result_.prompt_ms = MsSince(t0);
+  g->history_ = session.history();
+  g->history_.reserve(size_t(session.n_ctx()) + 1);
+  *out = std::move(g);
+  return Status::Ok();
+}
 
-  const auto t1 = std::chrono::steady_clock::now();
-  Sampler sampler(o.sampler, model.desc().n_vocab);
-  TextStream text(o.stop);
-  std::vector<int32_t> history = session.history();
-  history.reserve(size_t(session.n_ctx()) + 1);
-  std::string emit;
-  emit.reserve(256);
-  int32_t last_token = -1;
-  StopReason reason = StopReason::kMaxTokens;
-  bool stopped_early = false;  // text after this point must not be emitted
+void Generation::End(StopReason reason, bool early) {
+  result_.stop_reason = reason;
+  phase_ = early ? Phase::kDone : Phase::kTail;  // kTail: release the held text first
+}
 
+void Generation::Stop() {
+  if (phase_ == Phase::kAfterPiece) session_.pending().push_back(last_token_);  // shown, not evaluated
+  if (phase_ == Phase::kSample || phase_ == Phase::kAfterPiece) result_.stop_reason = StopReason::kCallback;
+  phase_ = Phase::kDone;
+}
+
+Status Generation::Next(std::string* piece, int32_t* token, bool* done) {
+  piece->clear();
+  *done = false;
+  const auto t0 = std::chrono::steady_clock::now();
+  struct AddTime {
+    double* ms;
+    std::chrono::steady_clock::time_point t0;
+    ~AddTime() { *ms += MsSince(t0); }
+  } add_time{&result_.decode_ms, t0};
+  const tok::Tokenizer& tok = session_.model().tokenizer();
+  const GenerateOptions& o = options_;
   for (;;) {
-    if (o.max_tokens >= 0 && result->n_generated >= o.max_tokens) {
-      reason = StopReason::kMaxTokens;
-      break;
+    switch (phase_) {
+      case Phase::kDone:
+        *done = true;
+        return Status::Ok();
+      case Phase::kTail:
+        emit_.clear();
+        text_.Finish(&emit_);
+        phase_ = Phase::kDone;
+        if (!emit_.empty()) {
+          piece->swap(emit_);
+          *token = last_token_;
+          return Status::Ok();
+        }
+        continue;
+      case Phase::kAfterPiece: {  // last_token_ was shown (or held back): stop here or evaluate it
+        if (hit_stop_) {
+          session_.pending().push_back(last_token_);
+          End(StopReason::kStopString, true);
+          continue;
+        }
+        if (session_.n_past() + 1 > session_.n_ctx()) {
+          session_.pending().clear();  // no room to ever evaluate it
+          End(StopReason::kContextFull, false);
+          continue;
+        }
+        if (o.max_tokens >= 0 && result_.n_generated >= o.max_tokens) {
+          session_.pending().push_back(last_token_);  // shown but not evaluated: evaluated by the next call
+          End(StopReason::kMaxTokens, false);
+          continue;
+        }
+        Status s = Eval(&last_token_, 1);
+        if (s.code() == Code::kCancelled) {
+          session_.pending().push_back(last_token_);
+          End(StopReason::kCancelled, false);
+          continue;
+        }
+        if (!s.ok()) {
+          phase_ = Phase::kDone;
+          return s;
+        }
+        phase_ = Phase::kSample;
+        continue;
+      }
+      case Phase::kSample: {
+        if (o.max_tokens >= 0 && result_.n_generated >= o.max_tokens) {
+          End(StopReason::kMaxTokens, false);
+          continue;
+        }
+        if (session_.ConsumeCancel()) {
+          End(StopReason::kCancelled, false);
+          continue;
+        }
+        const int32_t t = device_greedy_ && session_.has_argmax()
+                              ? session_.last_argmax()
+                              : sampler_.Sample(session_.last_logits(), history_.data(), history_.size());
+        if (!o.ignore_eos && tok.IsEndOfGeneration(t)) {
+          End(StopReason::kEos, false);
+          continue;
+        }
+        ++result_.n_generated;
+        history_.push_back(t);
+        last_token_ = t;
+        emit_.clear();
+        hit_stop_ = text_.Push(tok.TokenToPiece(t, false), &emit_);
+        phase_ = Phase::kAfterPiece;
+        if (!emit_.empty()) {
+          piece->swap(emit_);
+          *token = t;
+          return Status::Ok();
+        }
+        continue;
+      }
     }
-    if (session.ConsumeCancel()) {
-      reason = StopReason::kCancelled;
-      break;
-    }
-    const int32_t token = device_greedy && session.has_argmax()
-                              ? session.last_argmax()
-                              : sampler.Sample(session.last_logits(), history.data(), history.size());
-    if (!o.ignore_eos && tok.IsEndOfGeneration(token)) {
-      reason = StopReason::kEos;
-      break;
-    }
-    ++result->n_generated;
-    history.push_back(token);
-    last_token = token;
-    emit.clear();
-    const bool hit_stop = text.Push(tok.TokenToPiece(token, false), &emit);
-    if (!emit.empty() && stream != nullptr && stream(stream_ctx, emit, token)) {
-      session.pending().push_back(token);
-      reason = StopReason::kCallback;
-      stopped_early = true;
-      break;
-    }
-    if (hit_stop) {
-      session.pending().push_back(token);
-      reason = StopReason::kStopString;
-      stopped_early = true;
-      break;
-    }
-    if (session.n_past() + 1 > session.n_ctx()) {
-      session.pending().clear();  // no room to ever evaluate it
-      reason = StopReason::kContextFull;
-      break;
-    }
-    if (o.max_tokens >= 0 && result->n_generated >= o.max_tokens) {
-      session.pending().push_back(token);  // shown but not evaluated: evaluated by the next call
-      reason = StopReason::kMaxTokens;
-      break;
-    }
-    Status s = eval(&token, 1);
-    if (s.code() == Code::kCancelled) {
-      session.pending().push_back(token);
-      reason = StopReason::kCancelled;
-      break;
-    }
-    ZF_RETURN_IF_ERROR(s);
   }
-  if (!stopped_early) {
-    emit.clear();
-    text.Finish(&emit);
-    if (!emit.empty() && stream != nullptr) stream(stream_ctx, emit, last_token);
+}
+
+Status Generate(Session& session, std::string_view prompt, const GenerateOptions& o, StreamFn stream, void* stream_ctx,
+                GenerateResult* result) {
+  *result = GenerateResult();
+  std::unique_ptr<Generation> g;
+  ZF_RETURN_IF_ERROR(Generation::Begin(session, prompt, o, &g));
+  std::string piece;
+  int32_t token = -1;
+  bool done = false;
+  for (;;) {
+    Status s = g->Next(&piece, &token, &done);
+    if (!s.ok()) return s;
+    if (done) break;
+    if (stream != nullptr && stream(stream_ctx, piece, token)) g->Stop();
   }
-  result->stop_reason = reason;
-  result->decode_ms = MsSince(t1);
+  *result = g->result();
   return Status::Ok();
 }
 

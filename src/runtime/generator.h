@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "common/status.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
+#include "runtime/text_stream.h"
 
 namespace zf::rt {
 
@@ -38,6 +40,54 @@ struct GenerateResult {
 // Returns true to stop generation.
 using StreamFn = bool (*)(void* ctx, std::string_view piece, int32_t token);
 
+// One generation as a step machine: Begin() tokenizes and prefills the prompt, each Next()
+// samples and evaluates tokens until one whole-UTF-8 piece of text is ready (or the generation
+// ends). Generate() drives it with a callback; the C API's zf_generation pulls from it.
+//
+// Session state stays consistent at every step: the KV cache holds exactly the evaluated
+// tokens, and a token already shown to the caller but not evaluated yet sits in
+// session.pending() (evaluated first by the next call). A piece's token is evaluated lazily by
+// the following Next(), so Stop() after any piece leaves the session ready for another turn.
+// The session must outlive the Generation and must not be used by anything else meanwhile.
+class Generation {
+ public:
+  // Errors as Generate(). A cancel that arrives during the prefill gives a generation that is
+  // already done with StopReason::kCancelled.
+  static Status Begin(Session& session, std::string_view prompt, const GenerateOptions& options,
+                      std::unique_ptr<Generation>* out);
+
+  // Produces the next non-empty piece in *piece and its token in *token, or sets *done when the
+  // generation has ended (then result() holds the stop reason). An evaluation error ends the
+  // generation and is returned.
+  Status Next(std::string* piece, int32_t* token, bool* done);
+
+  // The caller stops consuming (a callback returned nonzero, or the generation is dropped):
+  // StopReason::kCallback unless the generation had already ended. Idempotent.
+  void Stop();
+
+  bool done() const { return phase_ == Phase::kDone; }
+  const GenerateResult& result() const { return result_; }
+
+ private:
+  enum class Phase { kSample, kAfterPiece, kTail, kDone };
+  Generation(Session& session, const GenerateOptions& options);
+  void End(StopReason reason, bool early);
+  Status Eval(const int32_t* tokens, size_t n);
+
+  Session& session_;
+  GenerateOptions options_;
+  Sampler sampler_;
+  TextStream text_;
+  std::vector<int32_t> history_;
+  GenerateResult result_;
+  Phase phase_ = Phase::kSample;
+  bool device_greedy_ = false;
+  bool hit_stop_ = false;     // the last token completed a stop string
+  int32_t last_token_ = -1;
+  std::string emit_;
+};
+
+// Begin() + Next() until done, each piece passed to `stream` (a true return is Stop()).
 // kInvalidUtf8 for a malformed prompt, kContextFull if the prompt does not fit (nothing is
 // evaluated), kInvalidArgument for an empty prompt with nothing to continue from.
 Status Generate(Session& session, std::string_view prompt, const GenerateOptions& options, StreamFn stream,

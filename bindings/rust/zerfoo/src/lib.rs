@@ -1,0 +1,79 @@
+//! Safe, idiomatic Rust API for [zerfoo](https://github.com/zerfoo/zerfoo): load GGUF models,
+//! tokenize, apply chat templates, and generate text whole, through a streaming callback, or
+//! as an iterator.
+//!
+//! ```no_run
+//! use zerfoo::{GenerateOptions, Model, ModelOptions, SessionOptions};
+//! let model = Model::load("smollm2-135m-instruct-q4_1.gguf", &ModelOptions::default())?;
+//! let mut session = model.session(&SessionOptions::default())?;
+//! let out = session.generate("The capital of France is", &GenerateOptions::greedy(32))?;
+//! println!("{}", out.text);
+//! # Ok::<(), zerfoo::Error>(())
+//! ```
+//!
+//! - [`Model`] is immutable, `Send + Sync` and cheap to clone: share it between threads.
+//! - [`Session`] is one conversation (KV cache); it borrows its model, is `Send` but not
+//!   `Sync`, and is freed on drop. Generation: [`Session::generate`] (whole text),
+//!   [`Session::generate_with`] (a `FnMut(&str) -> ControlFlow<()>` callback),
+//!   [`Session::stream`] (an `Iterator<Item = Result<String>>`), and with the `tokio` feature
+//!   `Session::into_async_stream` (a `Stream`).
+//! - [`CancelHandle`] stops a generation from any thread.
+//! - Every failure is an [`Error`] with an [`ErrorCode`] and the library's message.
+//!
+//! The library (`libzerfoo.so.0`) is linked by `zerfoo-sys` (see its docs for
+//! `ZERFOO_LIB_DIR`), or loaded at run time with the `dynamic` feature; its version is checked
+//! against the bindings' header at first use.
+#![warn(missing_docs)]
+
+mod error;
+mod model;
+mod session;
+
+#[cfg(feature = "tokio")]
+mod async_stream;
+
+#[cfg(feature = "tokio")]
+pub use async_stream::AsyncPieces;
+pub use error::{Error, ErrorCode, Result};
+pub use model::{ChatMessage, Device, Model, ModelInfo, ModelOptions, Token};
+pub use session::{
+    CancelHandle, GenerateOptions, Generation, KvType, Pieces, Session, SessionOptions, StopReason,
+};
+
+/// The raw bindings this crate is built on.
+pub use zerfoo_sys as sys;
+
+/// Loads (with the `dynamic` feature) and version-checks the library once per process.
+/// The model for this crate's runnable documentation examples: `$ZERFOO_TEST_MODEL`, or
+/// `None` (the example then does nothing) when it is not set.
+#[doc(hidden)]
+pub fn __doc_model() -> Option<Model> {
+    let path = std::env::var_os("ZERFOO_TEST_MODEL")?;
+    Some(Model::load(path, &ModelOptions::default()).expect("load $ZERFOO_TEST_MODEL"))
+}
+
+pub(crate) fn init() -> Result<()> {
+    zerfoo_sys::load().map(|_| ()).map_err(Error::from)
+}
+
+/// The loaded library's version as text, e.g. `"0.2.0"`.
+///
+/// ```
+/// assert!(zerfoo::version().unwrap().starts_with("0."));
+/// ```
+pub fn version() -> Result<String> {
+    init()?;
+    // SAFETY: zf_version_string returns a static NUL-terminated string.
+    let s = unsafe { std::ffi::CStr::from_ptr(zerfoo_sys::zf!(zf_version_string())) };
+    Ok(s.to_string_lossy().into_owned())
+}
+
+/// Whether a device can run on this host; the error says why not.
+///
+/// ```
+/// assert!(zerfoo::backend_available(zerfoo::Device::Cpu).is_ok());
+/// ```
+pub fn backend_available(device: Device) -> Result<()> {
+    init()?;
+    error::check(unsafe { zerfoo_sys::zf!(zf_backend_available(device.raw())) })
+}

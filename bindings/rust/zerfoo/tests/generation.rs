@@ -1,0 +1,357 @@
+//! Generation through the safe API on the real SmolLM2 model: parity with the C CLI, the
+//! three generation styles agree, cancel, early drop, panics, threads.
+mod common;
+
+use std::ops::ControlFlow;
+use std::panic::{self, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+use common::{model, PROMPT};
+use zerfoo::{GenerateOptions, Model, SessionOptions, StopReason};
+
+fn opts1() -> SessionOptions {
+    SessionOptions {
+        n_ctx: 512,
+        n_threads: 1,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn greedy_output_equals_the_c_cli() {
+    let Some(model) = model() else { return };
+    let Ok(cli) = std::env::var("ZERFOO_CLI") else {
+        eprintln!("skipping: ZERFOO_CLI is not set");
+        return;
+    };
+    let path = common::model_path().unwrap();
+    let out = std::process::Command::new(cli)
+        .args(["generate", "-m"])
+        .arg(&path)
+        .args(["-p", PROMPT, "-n", "32", "--temp", "0", "-t", "1", "--json"])
+        .output()
+        .expect("run the CLI");
+    assert!(
+        out.status.success(),
+        "CLI failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expected = common::json_text(&String::from_utf8(out.stdout).unwrap());
+    let mut session = model.session(&opts1()).unwrap();
+    let g = session
+        .generate(PROMPT, &GenerateOptions::greedy(32))
+        .unwrap();
+    assert!(!g.text.is_empty());
+    assert_eq!(g.text, expected);
+    assert_eq!(g.generated_tokens, 32.min(g.generated_tokens));
+    assert!(g.prompt_tokens > 0);
+}
+
+#[test]
+fn callback_iterator_and_whole_text_agree() {
+    let Some(model) = model() else { return };
+    let options = GenerateOptions::greedy(40);
+    let whole = model
+        .session(&opts1())
+        .unwrap()
+        .generate(PROMPT, &options)
+        .unwrap();
+
+    let mut pushed = Vec::new();
+    let via_cb = model
+        .session(&opts1())
+        .unwrap()
+        .generate_with(PROMPT, &options, |p| {
+            pushed.push(p.to_string());
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+
+    let mut session = model.session(&opts1()).unwrap();
+    let mut it = session.stream(PROMPT, &options).unwrap();
+    let pulled: Vec<String> = it.by_ref().map(|p| p.unwrap()).collect();
+    let via_iter = it.generation();
+    drop(it);
+
+    assert!(!pushed.is_empty());
+    assert_eq!(
+        pushed.concat(),
+        whole.text,
+        "streamed pieces concatenate to the full text"
+    );
+    assert_eq!(pulled, pushed, "iterator and callback give the same pieces");
+    assert_eq!(via_cb.text, whole.text);
+    assert_eq!(via_iter.text, whole.text);
+    for g in [&via_cb, &via_iter] {
+        assert_eq!(g.stop_reason, whole.stop_reason);
+        assert_eq!(g.generated_tokens, whole.generated_tokens);
+        assert_eq!(g.prompt_tokens, whole.prompt_tokens);
+    }
+    // The session continues the conversation like the push API does.
+    let next_iter: String = session
+        .stream(" Paris is", &options)
+        .unwrap()
+        .map(|p| p.unwrap())
+        .collect();
+    let mut s2 = model.session(&opts1()).unwrap();
+    s2.generate(PROMPT, &options).unwrap();
+    assert_eq!(next_iter, s2.generate(" Paris is", &options).unwrap().text);
+}
+
+#[test]
+fn stop_strings_and_max_tokens() {
+    let Some(model) = model() else { return };
+    let mut session = model.session(&opts1()).unwrap();
+    let g = session
+        .generate(PROMPT, &GenerateOptions::greedy(3))
+        .unwrap();
+    assert_eq!(g.stop_reason, StopReason::MaxTokens);
+    assert_eq!(g.generated_tokens, 3);
+    session.reset().unwrap();
+    assert_eq!(session.n_past().unwrap(), 0);
+    let full = session
+        .generate(PROMPT, &GenerateOptions::greedy(40))
+        .unwrap()
+        .text;
+    let cut = full.char_indices().nth(10).map(|(i, _)| i).unwrap();
+    let stop = full[cut..].chars().take(3).collect::<String>();
+    session.reset().unwrap();
+    let o = GenerateOptions {
+        stop: vec![stop.clone()],
+        ..GenerateOptions::greedy(40)
+    };
+    let g = session.generate(PROMPT, &o).unwrap();
+    assert_eq!(g.stop_reason, StopReason::StopString);
+    assert!(
+        full.starts_with(&g.text) && !g.text.contains(&stop),
+        "{:?} vs {:?}",
+        g.text,
+        full
+    );
+}
+
+#[test]
+fn cancel_from_another_thread_stops_within_a_token() {
+    let Some(model) = model() else { return };
+    let mut session = model
+        .session(&SessionOptions {
+            n_ctx: 2048,
+            n_threads: 1,
+            ..Default::default()
+        })
+        .unwrap();
+    let cancel = session.cancel_handle();
+    let options = GenerateOptions {
+        max_tokens: None,
+        ignore_eos: true,
+        ..GenerateOptions::greedy(0)
+    };
+    // Callback style: cancel after the 3rd piece from another thread, wait until it is sent.
+    let mut n = 0;
+    let g = session
+        .generate_with(PROMPT, &options, |_| {
+            n += 1;
+            if n == 3 {
+                let c = cancel.clone();
+                std::thread::spawn(move || c.cancel()).join().unwrap();
+            }
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    assert_eq!(g.stop_reason, StopReason::Cancelled);
+    assert!(
+        g.generated_tokens <= 4,
+        "stopped within one token: {}",
+        g.generated_tokens
+    );
+    assert!(n <= 4);
+
+    // Iterator style: the same.
+    let mut it = session.stream(" Again", &options).unwrap();
+    for _ in 0..3 {
+        it.next().unwrap().unwrap();
+    }
+    std::thread::spawn(move || cancel.cancel()).join().unwrap();
+    let rest: Vec<_> = it.by_ref().collect();
+    assert!(
+        rest.len() <= 1,
+        "at most a held-back tail after cancel: {rest:?}"
+    );
+    assert_eq!(it.generation().stop_reason, StopReason::Cancelled);
+    assert!(it.generation().generated_tokens <= 4);
+    drop(it);
+    // Consumed: the next generation runs normally.
+    assert_eq!(
+        session
+            .generate(" More", &GenerateOptions::greedy(2))
+            .unwrap()
+            .generated_tokens,
+        2
+    );
+}
+
+#[test]
+fn cancel_while_running_unbounded() {
+    let Some(model) = model() else { return };
+    let mut session = model
+        .session(&SessionOptions {
+            n_ctx: 4096,
+            n_threads: 1,
+            ..Default::default()
+        })
+        .unwrap();
+    let cancel = session.cancel_handle();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        let at = Instant::now();
+        cancel.cancel();
+        at
+    });
+    let options = GenerateOptions {
+        max_tokens: None,
+        ignore_eos: true,
+        ..GenerateOptions::greedy(0)
+    };
+    let g = session.generate(PROMPT, &options).unwrap();
+    let returned = Instant::now();
+    let sent = t.join().unwrap();
+    assert_eq!(g.stop_reason, StopReason::Cancelled);
+    assert!(g.generated_tokens < 4000);
+    assert!(
+        returned.duration_since(sent) < Duration::from_millis(500),
+        "stopped promptly"
+    );
+}
+
+#[test]
+fn dropping_the_iterator_mid_stream_keeps_the_session_consistent() {
+    let Some(model) = model() else { return };
+    let options = GenerateOptions::greedy(40);
+    // Reference: a callback that stops after 5 pieces, then a second turn.
+    let mut a = model.session(&opts1()).unwrap();
+    let mut n = 0;
+    let first = a
+        .generate_with(PROMPT, &options, |_| {
+            n += 1;
+            if n == 5 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .unwrap();
+    assert_eq!(first.stop_reason, StopReason::Callback);
+    let a_past = a.n_past().unwrap();
+    let second = a.generate(" Then", &options).unwrap().text;
+
+    let mut b = model.session(&opts1()).unwrap();
+    let mut it = b.stream(PROMPT, &options).unwrap();
+    let five: String = it.by_ref().take(5).map(|p| p.unwrap()).collect();
+    assert_eq!(five, first.text);
+    drop(it); // stops and frees the generation mid-stream
+    assert_eq!(b.n_past().unwrap(), a_past);
+    assert_eq!(b.generate(" Then", &options).unwrap().text, second);
+}
+
+#[test]
+fn a_panicking_callback_is_resumed_and_the_session_stays_usable() {
+    let Some(model) = model() else { return };
+    let mut session = model.session(&opts1()).unwrap();
+    let mut calls = 0;
+    let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+        let _ = session.generate_with(PROMPT, &GenerateOptions::greedy(20), |_| {
+            calls += 1;
+            if calls == 2 {
+                panic!("boom in the callback");
+            }
+            ControlFlow::Continue(())
+        });
+    }));
+    let payload = caught.expect_err("the panic reaches the caller");
+    assert_eq!(
+        payload.downcast_ref::<&str>(),
+        Some(&"boom in the callback")
+    );
+    assert_eq!(calls, 2, "generation stopped at the panic");
+    // Usable: it continues, and after a reset it gives the reference output again.
+    assert!(
+        session
+            .generate(" Next", &GenerateOptions::greedy(4))
+            .unwrap()
+            .generated_tokens
+            == 4
+    );
+    session.reset().unwrap();
+    let again = session
+        .generate(PROMPT, &GenerateOptions::greedy(8))
+        .unwrap()
+        .text;
+    let fresh = model
+        .session(&opts1())
+        .unwrap()
+        .generate(PROMPT, &GenerateOptions::greedy(8))
+        .unwrap()
+        .text;
+    assert_eq!(again, fresh);
+}
+
+#[test]
+fn many_threads_share_one_model() {
+    let Some(model) = model() else { return };
+    let reference = model
+        .session(&opts1())
+        .unwrap()
+        .generate(PROMPT, &GenerateOptions::greedy(12))
+        .unwrap()
+        .text;
+    let model: &Model = model;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut s = model.session(&opts1()).unwrap();
+                    s.generate(PROMPT, &GenerateOptions::greedy(12))
+                        .unwrap()
+                        .text
+                })
+            })
+            .collect();
+        for h in handles {
+            assert_eq!(h.join().unwrap(), reference);
+        }
+    });
+    // An owned session moves into a 'static thread with a clone of the model.
+    let owned = model.session_owned(&opts1()).unwrap();
+    let text = std::thread::spawn(move || {
+        let mut s = owned;
+        s.generate(PROMPT, &GenerateOptions::greedy(12))
+            .unwrap()
+            .text
+    })
+    .join()
+    .unwrap();
+    assert_eq!(text, reference);
+}
+
+#[test]
+fn seeded_sampling_is_reproducible() {
+    let Some(model) = model() else { return };
+    let o = GenerateOptions {
+        seed: Some(42),
+        max_tokens: Some(16),
+        ..Default::default()
+    };
+    let a = model
+        .session(&opts1())
+        .unwrap()
+        .generate(PROMPT, &o)
+        .unwrap()
+        .text;
+    let b = model
+        .session(&opts1())
+        .unwrap()
+        .generate(PROMPT, &o)
+        .unwrap()
+        .text;
+    assert_eq!(a, b);
+}

@@ -2,6 +2,7 @@ using System;
 using System.Collections.Generic;
 using System.Runtime.InteropServices;
 using System.Text;
+using System.Threading;
 
 namespace Zerfoo
 {
@@ -355,7 +356,7 @@ namespace Zerfoo
         /// OutOfMemory.</exception>
         public Session CreateSession(SessionOptions options = null)
         {
-            if (handle.IsClosed) throw new ObjectDisposedException("Model");
+            if (disposed != 0) throw new ObjectDisposedException("Model");
             var p = new zf_session_params();
             ZerfooException.Check(NativeMethods.zf_session_params_init(ref p,
                 (UIntPtr)Marshal.SizeOf(typeof(zf_session_params))), "zf_session_params_init");
@@ -372,11 +373,16 @@ namespace Zerfoo
         /// its last session is disposed too. Idempotent.</summary>
         public void Dispose()
         {
+            // SafeHandle.IsClosed stays false while sessions hold references (Mono), so the
+            // model tracks its own Dispose.
+            Interlocked.Exchange(ref disposed, 1);
             handle.Dispose();
         }
 
+        int disposed;
+
         /// <summary>True after Dispose.</summary>
-        public bool IsDisposed { get { return handle.IsClosed; } }
+        public bool IsDisposed { get { return Volatile.Read(ref disposed) != 0; } }
 
         // ------------------------------------------------------------------ load progress
 

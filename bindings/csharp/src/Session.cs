@@ -206,8 +206,11 @@ namespace Zerfoo
         /// another thread keeps the native session until it returns. Idempotent.</summary>
         public void Dispose()
         {
+            Interlocked.Exchange(ref disposed, 1);
             handle.Dispose();
         }
+
+        int disposed;
 
         // ------------------------------------------------------------------ internals
 
@@ -217,7 +220,7 @@ namespace Zerfoo
                 throw new InvalidOperationException(
                     "this Session is in use by another call; a session is used by one thread at a time " +
                     "(create one session per concurrent conversation)");
-            if (handle.IsClosed)
+            if (Volatile.Read(ref disposed) != 0 || handle.IsClosed)
             {
                 Volatile.Write(ref busy, 0);
                 throw new ObjectDisposedException("Session");

@@ -158,6 +158,7 @@ namespace Zerfoo
             internal override bool OnPiece(ReadOnlySpan<byte> piece, int token)
             {
                 base.OnPiece(piece, token);  // Result.Text stays complete even if the loop stops
+                Interlocked.Increment(ref produced);  // callbacks so far (the one-token bound)
                 if (stop.IsCancellationRequested) return false;
                 try
                 {
@@ -167,7 +168,6 @@ namespace Zerfoo
                 {
                     return false;
                 }
-                Interlocked.Increment(ref produced);
                 return !stop.IsCancellationRequested;
             }
 

@@ -82,7 +82,7 @@ namespace Zerfoo
     /// <summary>One conversation: KV cache and sampler state. Used by one thread at a time (it
     /// may move between threads): a second concurrent call throws InvalidOperationException
     /// instead of corrupting the state. <see cref="Cancel"/> is safe from any thread.</summary>
-    public sealed class Session : IDisposable
+    public sealed partial class Session : IDisposable
     {
         readonly Model model;   // keeps the Model object (and, through the handle, the native model) alive
         readonly SessionHandle handle;

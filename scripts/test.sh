@@ -45,6 +45,10 @@ ZERFOO_TEST_MODEL="$(scripts/fetch_models.sh smollm2)" bindings/go/test.sh
 stage "aarch64 cross build (NEON kernels): unit tests, SmolLM2 golden test and greedy runs under qemu"
 scripts/cross_check_aarch64.sh
 
+stage "C# binding (Mono 6.8: mcs build, NUnit tests)"
+ZERFOO_LIBRARY="$PWD/build-test/libzerfoo.so.0" ZERFOO_CLI="$PWD/build-test/zerfoo" ZERFOO_CSHARP_OUT="$PWD/build-test-csharp" \
+ZERFOO_TEST_MODEL="$(scripts/fetch_models.sh smollm2)" bindings/csharp/test.sh
+
 if [ "${ZF_TEST_FAST:-0}" = "1" ]; then
   echo "ZF_TEST_FAST=1: sanitizer stages skipped"
   exit 0

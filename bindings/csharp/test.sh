@@ -58,4 +58,12 @@ reply="$(echo "Name a color." | mono "$out/Chat.exe" "$ZERFOO_TEST_MODEL" -n 12 
 [ -n "$(echo "$reply" | tr -d '> \n')" ] || { echo "FAIL: Chat.exe printed no reply" >&2; exit 1; }
 
 echo "== nunit-console ZerfooTests.dll"
-nunit-console -nologo -noresult -labels "$out/ZerfooTests.dll"
+rc=0
+nunit-console -nologo -labels -result="$out/TestResult.xml" "$out/ZerfooTests.dll" || rc=$?
+# NUnit 2.6 counts errors and failures apart; the summary every CI reader knows:
+attr() { sed -n "s/.*<test-results[^>]* $1=\"\([0-9]*\)\".*/\1/p" "$out/TestResult.xml" | head -1; }
+if [ -f "$out/TestResult.xml" ]; then
+  total="$(attr total)"; errors="$(attr errors)"; failures="$(attr failures)"
+  echo "csharp: $((total - errors - failures)) passed, $((errors + failures)) failed"
+fi
+exit "$rc"

@@ -580,7 +580,7 @@ public class ZerfooTests
 
     // ------------------------------------------------------------------ library loading
 
-    static string RunLoadCheck(string library)
+    static string RunLoadCheck(string library, string ldLibraryPath = "")
     {
         string exe = Env("ZERFOO_LOADCHECK");
         var psi = new ProcessStartInfo("mono", "\"" + exe + "\"")
@@ -588,7 +588,7 @@ public class ZerfooTests
             UseShellExecute = false, RedirectStandardOutput = true, RedirectStandardError = true,
         };
         psi.EnvironmentVariables["ZERFOO_LIBRARY"] = library;
-        psi.EnvironmentVariables["LD_LIBRARY_PATH"] = "";
+        psi.EnvironmentVariables["LD_LIBRARY_PATH"] = ldLibraryPath;
         using (var p = Process.Start(psi))
         {
             string o = p.StandardOutput.ReadToEnd() + p.StandardError.ReadToEnd();
@@ -617,6 +617,8 @@ public class ZerfooTests
         string none = RunLoadCheck("");
         StringAssert.Contains("libzerfoo.so.0", none);
         StringAssert.StartsWith("Zerfoo.ZerfooLibraryException IO:", none);
+        // ... and finds libzerfoo.so.0 on LD_LIBRARY_PATH (Mono: through Zerfoo.dll.config).
+        StringAssert.StartsWith("loaded 0.", RunLoadCheck("", Path.GetDirectoryName(Env("ZERFOO_LIBRARY"))));
     }
 
     // ------------------------------------------------------------------ ABI drift

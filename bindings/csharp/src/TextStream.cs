@@ -38,8 +38,8 @@ namespace Zerfoo
         }
 
         /// <summary>Stop reason, token counts and timings once the generation has ended (after
-        /// the loop, including after a break); null before. Text is the full text generated,
-        /// including pieces the loop did not consume.</summary>
+        /// the loop, including after a break); null before, and after a failure (which the loop
+        /// threw). Text is the full text generated, including pieces the loop did not consume.</summary>
         public GenerateResult Result { get { return pump == null ? null : pump.Result; } }
 
         /// <summary>Pieces the generation had produced when a cancel (token or break) was
@@ -137,9 +137,10 @@ namespace Zerfoo
 
             void Produce()
             {
+                GenerateResult r = null;
                 try
                 {
-                    Result = session.GenerateCore(prompt, options, this);
+                    r = session.GenerateCore(prompt, options, this);
                 }
                 catch (Exception e)
                 {
@@ -149,6 +150,7 @@ namespace Zerfoo
                 {
                     registration.Dispose();
                     session.Release();
+                    Result = r;  // published after the release: a non-null Result means the session is free
                     done.Set();
                     queue.CompleteAdding();
                 }

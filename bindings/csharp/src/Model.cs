@@ -366,7 +366,7 @@ namespace Zerfoo
                 if (options.Threads.HasValue) p.n_threads = options.Threads.Value;
                 if (options.KvF32) p.kv_type = 0;
             }
-            return new Session(this, SessionHandle.Create(handle, ref p), p.n_ctx);
+            return new Session(this, SessionHandle.Create(handle, ref p));
         }
 
         /// <summary>Releases this reference to the native model; the model itself is freed once

@@ -91,7 +91,7 @@ namespace Zerfoo
         bool cancelRequested;   // a cancel arrived during the current call (guarded by cancelGate)
         readonly object cancelGate = new object();
 
-        internal Session(Model model, SessionHandle handle, int contextSize)
+        internal Session(Model model, SessionHandle handle)
         {
             this.model = model;
             this.handle = handle;
@@ -102,14 +102,23 @@ namespace Zerfoo
 
         internal SessionHandle Handle { get { return handle; } }
 
-        /// <summary>Tokens currently in the KV cache.</summary>
+        /// <summary>Tokens currently in the KV cache (throws InvalidOperationException while
+        /// another call uses the session).</summary>
         public int TokensInContext
         {
             get
             {
-                int n;
-                ZerfooException.Check(NativeMethods.zf_session_n_past(handle, out n), "zf_session_n_past");
-                return n;
+                Acquire();  // the count changes while a generation runs: one call at a time here too
+                try
+                {
+                    int n;
+                    ZerfooException.Check(NativeMethods.zf_session_n_past(handle, out n), "zf_session_n_past");
+                    return n;
+                }
+                finally
+                {
+                    Release();
+                }
             }
         }
 

@@ -66,7 +66,7 @@ nunit-console -nologo -labels -result="$out/TestResult.xml" "$out/ZerfooTests.dl
 # NUnit 2.6 counts errors and failures apart; the summary every CI reader knows:
 attr() { sed -n "s/.*<test-results[^>]* $1=\"\([0-9]*\)\".*/\1/p" "$out/TestResult.xml" | head -1; }
 if [ -f "$out/TestResult.xml" ]; then
-  total="$(attr total)"; errors="$(attr errors)"; failures="$(attr failures)"
-  echo "csharp: $((total - errors - failures)) passed, $((errors + failures)) failed"
+  total="$(attr total)"; errors="$(attr errors)"; failures="$(attr failures)"; inconclusive="$(attr inconclusive)"
+  echo "csharp: $((total - errors - failures - inconclusive)) passed, $((errors + failures)) failed, $inconclusive skipped"
 fi
 exit "$rc"

@@ -56,6 +56,17 @@ namespace Zerfoo
 
         IEnumerator IEnumerable.GetEnumerator() { return GetEnumerator(); }
 
+        /// <summary>Enumerators stopped by their finalizer (for the tests).</summary>
+        internal static int FinalizedEnumerators;
+
+        /// <summary>Stops the generation and waits for the producer, as the enumerator's Dispose
+        /// would (for the tests).</summary>
+        internal void StopForTests()
+        {
+            Pump p = pump;
+            if (p != null) p.Stop(true);
+        }
+
         /// <summary>The consumer's side. Holds the pump, never the reverse, so an abandoned
         /// enumerator (no Dispose) is finalized and its finalizer stops the generation.</summary>
         sealed class Enumerator : IEnumerator<string>
@@ -86,6 +97,7 @@ namespace Zerfoo
 
             ~Enumerator()
             {
+                Interlocked.Increment(ref FinalizedEnumerators);
                 Pump p = pump;
                 if (p != null) p.Stop(false);  // must not block the finalizer thread
             }

@@ -187,8 +187,9 @@ namespace Zerfoo
 
             void OnTokenCancelled()
             {
-                Interlocked.CompareExchange(ref ProducedAtStop, Volatile.Read(ref produced), -1);
                 stop.Cancel();              // the next callback returns nonzero, a blocked Add wakes
+                // Read after the stop is visible: every later callback returns nonzero.
+                Interlocked.CompareExchange(ref ProducedAtStop, Volatile.Read(ref produced), -1);
                 session.ForwardCancel();    // stops a prefill too (only while zf_generate runs)
             }
 
@@ -220,10 +221,10 @@ namespace Zerfoo
             internal void Stop(bool wait)
             {
                 if (thread == null) return;  // never started
-                Interlocked.CompareExchange(ref ProducedAtStop, Volatile.Read(ref produced), -1);
                 if (!done.IsSet)
                 {
                     stop.Cancel();
+                    Interlocked.CompareExchange(ref ProducedAtStop, Volatile.Read(ref produced), -1);
                     // Before the first piece the generation may still be in the prompt's prefill,
                     // which only zf_session_cancel interrupts.
                     if (Volatile.Read(ref produced) == 0) session.ForwardCancel();

@@ -57,12 +57,14 @@ export ZERFOO_LIBRARY ZERFOO_CLI ZERFOO_TEST_MODEL
 export ZERFOO_ABI_TABLE="$out/abi.txt" ZERFOO_LOADCHECK="$out/LoadCheck.exe"
 
 echo "== example: Chat.exe (one turn from stdin)"
-reply="$(echo "Name a color." | mono "$out/Chat.exe" "$ZERFOO_TEST_MODEL" -n 12 2>/dev/null)"
+reply="$(echo "Name a color." | timeout 120 mono "$out/Chat.exe" "$ZERFOO_TEST_MODEL" -n 12 2>/dev/null)"
 [ -n "$(echo "$reply" | tr -d '> \n')" ] || { echo "FAIL: Chat.exe printed no reply" >&2; exit 1; }
 
 echo "== nunit-console ZerfooTests.dll"
 rc=0
-nunit-console -nologo -labels -result="$out/TestResult.xml" "$out/ZerfooTests.dll" || rc=$?
+rm -f "$out/TestResult.xml"  # a crashed run must not report an older run's counts
+# Bounded: 2 minutes per test, 10 for the run (a hang fails the stage instead of stalling CI).
+timeout 600 nunit-console -nologo -labels -timeout=120000 -result="$out/TestResult.xml" "$out/ZerfooTests.dll" || rc=$?
 # NUnit 2.6 counts errors and failures apart; the summary every CI reader knows:
 attr() { sed -n "s/.*<test-results[^>]* $1=\"\([0-9]*\)\".*/\1/p" "$out/TestResult.xml" | head -1; }
 if [ -f "$out/TestResult.xml" ]; then

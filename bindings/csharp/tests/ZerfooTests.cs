@@ -195,6 +195,31 @@ public class ZerfooTests
     }
 
     [Test]
+    public void CancelFromAnotherThreadStopsGenerate()
+    {
+        using (var s = model.CreateSession(new SessionOptions { ContextSize = 1024 }))
+        using (var first = new ManualResetEventSlim(false))
+        {
+            int piecesAtCancel = -1, pieces = 0;
+            GenerateResult r = null;
+            var t = new Thread(() => r = s.Generate(Prompt, Greedy(500), p =>
+            {
+                Interlocked.Increment(ref pieces);
+                first.Set();
+            }));
+            t.Start();
+            Assert.IsTrue(first.Wait(60000), "a first piece");
+            s.Cancel();  // safe from any thread while the session is busy elsewhere
+            piecesAtCancel = Volatile.Read(ref pieces);
+            t.Join();
+            Assert.AreEqual(StopReason.Cancelled, r.StopReason);
+            Assert.That(r.GeneratedTokens, Is.LessThanOrEqualTo(piecesAtCancel + 2), "stops at the next token boundary");
+            s.Reset();
+            Assert.AreEqual(greedy32, s.Generate(Prompt, Greedy(32)).Text, "no cancel left for the next call");
+        }
+    }
+
+    [Test]
     public void BreakOutOfTheStreamStopsTheGeneration()
     {
         using (var s = model.CreateSession())

@@ -52,6 +52,9 @@ ZERFOO_TEST_MODEL="$(scripts/fetch_models.sh smollm2)" bindings/rust/test.sh
 
 stage "Doxygen ABI reference (warnings are errors)"
 scripts/docs.sh
+stage "C# binding (Mono 6.8: mcs build, NUnit tests)"
+ZERFOO_LIBRARY="$PWD/build-test/libzerfoo.so.0" ZERFOO_CLI="$PWD/build-test/zerfoo" ZERFOO_CSHARP_OUT="$PWD/build-test-csharp" \
+ZERFOO_TEST_MODEL="$(scripts/fetch_models.sh smollm2)" bindings/csharp/test.sh
 
 if [ "${ZF_TEST_FAST:-0}" = "1" ]; then
   echo "ZF_TEST_FAST=1: sanitizer stages skipped"

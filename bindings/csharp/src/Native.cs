@@ -1,0 +1,202 @@
+// P/Invoke declarations for include/zerfoo.h, one per exported function, in header order.
+// C# 7.2 (Mono's mcs and .NET alike). Conventions, checked against the header by
+// tests/AbiTests.cs: size_t is UIntPtr, pointers are IntPtr / byte[] / int[] / ref / out /
+// SafeHandle / delegate, int32_t is int, uint32_t is uint, uint64_t is ulong. Strings cross as
+// UTF-8 bytes that the binding encodes itself (never the platform's default marshalling).
+using System;
+using System.Runtime.InteropServices;
+
+namespace Zerfoo
+{
+    /// <summary>Marks the static methods native code calls back into (needed by Mono's AOT
+    /// mode, harmless elsewhere). Mono recognizes the attribute by name in any namespace.</summary>
+    [AttributeUsage(AttributeTargets.Method)]
+    internal sealed class MonoPInvokeCallbackAttribute : Attribute
+    {
+        public MonoPInvokeCallbackAttribute(Type delegateType) { DelegateType = delegateType; }
+        public Type DelegateType { get; private set; }
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct zf_model_params
+    {
+        public uint struct_size;
+        public int device;
+        public int gpu_index;
+        public int n_threads;
+        public uint flags;
+        public uint reserved0;
+        public IntPtr progress;            // zf_progress_cb
+        public IntPtr progress_user_data;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct zf_model_summary
+    {
+        public uint struct_size;
+        public int backend;
+        public IntPtr architecture;
+        public IntPtr name;
+        public IntPtr quant;
+        public ulong n_params;
+        public ulong file_size;
+        public int n_ctx_train;
+        public int n_vocab;
+        public int n_layer;
+        public int n_embd;
+        public int n_head;
+        public int n_head_kv;
+        public int token_bos;
+        public int token_eos;
+        public int token_eot;
+        public int n_tensors;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct zf_chat_message
+    {
+        public IntPtr role;
+        public IntPtr content;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct zf_session_params
+    {
+        public uint struct_size;
+        public int n_ctx;
+        public int n_threads;
+        public int kv_type;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct zf_generate_params
+    {
+        public uint struct_size;
+        public int max_tokens;
+        public float temperature;
+        public int top_k;
+        public float top_p;
+        public float min_p;
+        public float repeat_penalty;
+        public int repeat_last_n;
+        public uint flags;
+        public uint reserved0;
+        public ulong seed;
+        public IntPtr stop;               // const char* const*
+        public UIntPtr n_stop;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct zf_generate_result
+    {
+        public uint struct_size;
+        public int stop_reason;
+        public int n_prompt;
+        public int n_generated;
+        public double prompt_ms;
+        public double decode_ms;
+    }
+
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    internal delegate int zf_log_cb(IntPtr user_data, int level, IntPtr msg);
+
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    internal delegate int zf_progress_cb(IntPtr user_data, int progress);
+
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    internal delegate int zf_stream_cb(IntPtr user_data, IntPtr piece, UIntPtr len, int token);
+
+    internal static class NativeMethods
+    {
+        /// <summary>The logical library name. Mono maps it through Zerfoo.dll.config; .NET
+        /// through the resolver in Library.Net.cs.</summary>
+        internal const string Lib = "zerfoo";
+
+        /// <summary>The header version this binding was written for (ZF_VERSION_MAJOR/MINOR).</summary>
+        internal const int HeaderMajor = 0;
+        internal const int HeaderMinor = 1;
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern uint zf_version();
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern IntPtr zf_version_string();
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern IntPtr zf_status_string(int status);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern IntPtr zf_last_error();
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_set_log_callback(zf_log_cb cb, IntPtr user_data);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_set_log_level(int level);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_backend_available(int device);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_model_params_init(ref zf_model_params p, UIntPtr size);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_model_load(byte[] path, ref zf_model_params p, out IntPtr model);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern void zf_model_free(IntPtr model);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_model_info(ModelHandle model, ref zf_model_summary info);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_model_meta(ModelHandle model, byte[] key, byte[] buf, UIntPtr cap,
+                                                 out UIntPtr needed);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern unsafe int zf_tokenize(ModelHandle model, byte* text, UIntPtr len, uint flags,
+                                                      int* tokens, UIntPtr cap, out UIntPtr n);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern unsafe int zf_detokenize(ModelHandle model, int* tokens, UIntPtr n, uint flags,
+                                                        byte* buf, UIntPtr cap, out UIntPtr needed);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_token_to_piece(ModelHandle model, int token, uint flags, byte[] buf,
+                                                     UIntPtr cap, out UIntPtr needed);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_chat_apply_template(ModelHandle model, zf_chat_message[] msgs, UIntPtr n_msgs,
+                                                          uint flags, byte[] buf, UIntPtr cap, out UIntPtr needed);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_session_params_init(ref zf_session_params p, UIntPtr size);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_session_create(ModelHandle model, ref zf_session_params p, out IntPtr session);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern void zf_session_free(IntPtr session);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_session_reset(SessionHandle session);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_session_cancel(SessionHandle session);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_session_n_past(SessionHandle session, out int n_past);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern unsafe int zf_session_eval(SessionHandle session, int* tokens, UIntPtr n,
+                                                          float* logits, UIntPtr cap);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_generate_params_init(ref zf_generate_params p, UIntPtr size);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern unsafe int zf_generate(SessionHandle session, byte* prompt, UIntPtr len,
+                                                      ref zf_generate_params p, zf_stream_cb cb, IntPtr user_data,
+                                                      ref zf_generate_result result);
+    }
+}

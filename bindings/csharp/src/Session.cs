@@ -1,0 +1,393 @@
+using System;
+using System.Collections.Generic;
+using System.IO;
+using System.Runtime.InteropServices;
+using System.Text;
+using System.Threading;
+
+namespace Zerfoo
+{
+    /// <summary>Options for <see cref="Model.CreateSession"/>; null keeps the library default.</summary>
+    public sealed class SessionOptions
+    {
+        /// <summary>Context length in tokens (default 0 = min(training context, 4096)).</summary>
+        public int? ContextSize { get; set; }
+        /// <summary>CPU threads (default 0 = the model's default).</summary>
+        public int? Threads { get; set; }
+        /// <summary>KV cache in 32-bit floats instead of the default 16-bit.</summary>
+        public bool KvF32 { get; set; }
+    }
+
+    /// <summary>Options for one generation; null keeps the library's default
+    /// (zf_generate_params_init: 256 tokens, temperature 0.8, top-k 40, top-p 0.95, min-p 0.05).</summary>
+    public sealed class GenerateOptions
+    {
+        /// <summary>Tokens to generate at most (negative: until the context is full).</summary>
+        public int? MaxTokens { get; set; }
+        /// <summary>0 = greedy.</summary>
+        public float? Temperature { get; set; }
+        public int? TopK { get; set; }
+        public float? TopP { get; set; }
+        public float? MinP { get; set; }
+        public float? RepeatPenalty { get; set; }
+        public int? RepeatLastN { get; set; }
+        /// <summary>RNG seed (default random).</summary>
+        public ulong? Seed { get; set; }
+        /// <summary>Stop strings; never emitted.</summary>
+        public IList<string> Stop { get; set; }
+        /// <summary>Don't add BOS/special tokens to the prompt.</summary>
+        public bool NoSpecial { get; set; }
+        /// <summary>Treat special-token text in the prompt as plain text.</summary>
+        public bool NoParseSpecial { get; set; }
+        /// <summary>Keep generating past EOS/EOT.</summary>
+        public bool IgnoreEos { get; set; }
+    }
+
+    /// <summary>Why a generation ended (ZF_STOP_*).</summary>
+    public enum StopReason
+    {
+        Eos = 0,
+        MaxTokens = 1,
+        StopString = 2,
+        /// <summary>The consumer stopped it (a break out of Stream, or the callback).</summary>
+        Callback = 3,
+        /// <summary>Cancelled through a CancellationToken or <see cref="Session.Cancel"/>.</summary>
+        Cancelled = 4,
+        ContextFull = 5,
+    }
+
+    /// <summary>The outcome of a generation.</summary>
+    public sealed class GenerateResult
+    {
+        /// <summary>The generated text (the concatenation of the streamed pieces).</summary>
+        public string Text { get; internal set; }
+        /// <summary>For each piece, the id of the token that completed it (a token that only
+        /// starts a multi-byte character has no piece of its own).</summary>
+        public int[] Tokens { get; internal set; }
+        public StopReason StopReason { get; internal set; }
+        /// <summary>Prompt tokens evaluated by this call.</summary>
+        public int PromptTokens { get; internal set; }
+        /// <summary>Tokens sampled by this call.</summary>
+        public int GeneratedTokens { get; internal set; }
+        public TimeSpan PromptTime { get; internal set; }
+        public TimeSpan DecodeTime { get; internal set; }
+
+        /// <summary>Decode throughput (generated tokens per second of decode time).</summary>
+        public double TokensPerSecond
+        {
+            get { return DecodeTime.TotalSeconds > 0 ? GeneratedTokens / DecodeTime.TotalSeconds : 0; }
+        }
+    }
+
+    /// <summary>One conversation: KV cache and sampler state. Used by one thread at a time (it
+    /// may move between threads): a second concurrent call throws InvalidOperationException
+    /// instead of corrupting the state. <see cref="Cancel"/> is safe from any thread.</summary>
+    public sealed partial class Session : IDisposable
+    {
+        readonly Model model;   // keeps the Model object (and, through the handle, the native model) alive
+        readonly SessionHandle handle;
+        int busy;               // 1 while a call owns the session
+        int inNative;           // 1 while zf_generate runs (cancel is forwarded only then)
+        bool cancelRequested;   // a cancel arrived during the current call (guarded by cancelGate)
+        readonly object cancelGate = new object();
+
+        internal Session(Model model, SessionHandle handle)
+        {
+            this.model = model;
+            this.handle = handle;
+        }
+
+        /// <summary>The model this session was created from.</summary>
+        public Model Model { get { return model; } }
+
+        internal SessionHandle Handle { get { return handle; } }
+
+        /// <summary>Tokens currently in the KV cache (throws InvalidOperationException while
+        /// another call uses the session).</summary>
+        public int TokensInContext
+        {
+            get
+            {
+                Acquire();  // the count changes while a generation runs: one call at a time here too
+                try
+                {
+                    int n;
+                    ZerfooException.Check(NativeMethods.zf_session_n_past(handle, out n), "zf_session_n_past");
+                    return n;
+                }
+                finally
+                {
+                    Release();
+                }
+            }
+        }
+
+        /// <summary>Generates a continuation of <paramref name="prompt"/>; the KV cache carries
+        /// over from the previous call until <see cref="Reset"/>. <paramref name="onPiece"/> (may
+        /// be null) receives each piece of text as it is produced, on this thread; an exception
+        /// thrown by it stops the generation and is rethrown here.</summary>
+        /// <exception cref="OperationCanceledException">The token was cancelled (the generation
+        /// stops at the next token boundary).</exception>
+        /// <exception cref="ZerfooException">ContextFull (prompt longer than the free context),
+        /// InvalidUtf8, InvalidArgument.</exception>
+        /// <exception cref="InvalidOperationException">Another call is using the session.</exception>
+        public GenerateResult Generate(string prompt, GenerateOptions options = null, Action<string> onPiece = null,
+                                       CancellationToken cancellationToken = default(CancellationToken))
+        {
+            if (prompt == null) throw new ArgumentNullException("prompt");
+            Acquire();
+            try
+            {
+                cancellationToken.ThrowIfCancellationRequested();
+                var sink = new CollectingSink(onPiece);
+                GenerateResult r;
+                using (cancellationToken.Register(ForwardCancel))
+                {
+                    r = GenerateCore(Encoding.UTF8.GetBytes(prompt), options, sink);
+                }
+                if (r.StopReason == StopReason.Cancelled && cancellationToken.IsCancellationRequested)
+                    throw new OperationCanceledException(cancellationToken);
+                return r;
+            }
+            finally
+            {
+                Release();
+            }
+        }
+
+        /// <summary>Streams the continuation of <paramref name="prompt"/> piece by piece:
+        /// <c>foreach (string piece in session.Stream(...))</c>. Breaking out of the loop (or
+        /// disposing the enumerator) stops the generation within one token and leaves the session
+        /// ready for the next call; cancelling the token does the same and makes the loop throw
+        /// OperationCanceledException. After the loop, <see cref="TextStream.Result"/> holds the
+        /// stop reason, counts and timings. The session is busy from the first MoveNext until the
+        /// enumerator is disposed (foreach does that).</summary>
+        public TextStream Stream(string prompt, GenerateOptions options = null,
+                                 CancellationToken cancellationToken = default(CancellationToken))
+        {
+            if (prompt == null) throw new ArgumentNullException("prompt");
+            return new TextStream(this, Encoding.UTF8.GetBytes(prompt), options, cancellationToken);
+        }
+
+        /// <summary>Clears the KV cache and history; the next call starts a new conversation.</summary>
+        public void Reset()
+        {
+            Acquire();
+            try { ZerfooException.Check(NativeMethods.zf_session_reset(handle), "zf_session_reset"); }
+            finally { Release(); }
+        }
+
+        /// <summary>Stops a running generation at the next token boundary. Safe from any thread;
+        /// does nothing when no generation is running.</summary>
+        public void Cancel() { ForwardCancel(); }
+
+        /// <summary>Appends tokens to the KV cache and writes the last position's logits
+        /// (VocabSize floats) into <paramref name="logits"/> (empty: only extend the cache).</summary>
+        /// <exception cref="ZerfooException">ContextFull, BufferTooSmall, InvalidArgument.</exception>
+        public unsafe void Eval(ReadOnlySpan<int> tokens, Span<float> logits)
+        {
+            Acquire();
+            try
+            {
+                int st;
+                fixed (int* t = &MemoryMarshal.GetReference(tokens))
+                fixed (float* l = &MemoryMarshal.GetReference(logits))
+                {
+                    st = NativeMethods.zf_session_eval(handle, t, (UIntPtr)tokens.Length, l, (UIntPtr)logits.Length);
+                }
+                ZerfooException.Check(st, "zf_session_eval");
+            }
+            finally
+            {
+                Release();
+            }
+        }
+
+        /// <summary>Like <see cref="Eval(ReadOnlySpan{int}, Span{float})"/>, returning new logits.</summary>
+        public float[] Eval(int[] tokens)
+        {
+            var logits = new float[model.Info.VocabSize];
+            Eval(new ReadOnlySpan<int>(tokens), new Span<float>(logits));
+            return logits;
+        }
+
+        /// <summary>Frees the session (and its reference on the model). A generation running on
+        /// another thread keeps the native session until it returns. Idempotent.</summary>
+        public void Dispose()
+        {
+            Interlocked.Exchange(ref disposed, 1);
+            handle.Dispose();
+        }
+
+        int disposed;
+
+        // ------------------------------------------------------------------ internals
+
+        internal void Acquire()
+        {
+            if (Interlocked.CompareExchange(ref busy, 1, 0) != 0)
+                throw new InvalidOperationException(
+                    "this Session is in use by another call; a session is used by one thread at a time " +
+                    "(create one session per concurrent conversation)");
+            if (Volatile.Read(ref disposed) != 0 || handle.IsClosed)
+            {
+                Volatile.Write(ref busy, 0);
+                throw new ObjectDisposedException("Session");
+            }
+            lock (cancelGate) cancelRequested = false;
+        }
+
+        internal void Release() { Volatile.Write(ref busy, 0); }
+
+        /// <summary>Forwards a cancel to zf_generate only while it runs: the ABI keeps a cancel
+        /// that arrives with no call running for the next call, which must not inherit it.</summary>
+        internal void ForwardCancel()
+        {
+            lock (cancelGate)
+            {
+                cancelRequested = true;
+                if (inNative == 1 && !handle.IsClosed)
+                {
+                    try { NativeMethods.zf_session_cancel(handle); }
+                    catch (ObjectDisposedException) { }
+                }
+            }
+        }
+
+        /// <summary>Runs zf_generate on the calling thread, streaming to <paramref name="sink"/>.
+        /// The caller holds the session (Acquire).</summary>
+        internal unsafe GenerateResult GenerateCore(byte[] prompt, GenerateOptions o, PieceSink sink)
+        {
+            var p = new zf_generate_params();
+            ZerfooException.Check(NativeMethods.zf_generate_params_init(ref p,
+                (UIntPtr)Marshal.SizeOf(typeof(zf_generate_params))), "zf_generate_params_init");
+            IntPtr stopArray = IntPtr.Zero;
+            var owned = new List<IntPtr>();
+            GCHandle gch = GCHandle.Alloc(sink);
+            try
+            {
+                if (o != null)
+                {
+                    if (o.MaxTokens.HasValue) p.max_tokens = o.MaxTokens.Value;
+                    if (o.Temperature.HasValue) p.temperature = o.Temperature.Value;
+                    if (o.TopK.HasValue) p.top_k = o.TopK.Value;
+                    if (o.TopP.HasValue) p.top_p = o.TopP.Value;
+                    if (o.MinP.HasValue) p.min_p = o.MinP.Value;
+                    if (o.RepeatPenalty.HasValue) p.repeat_penalty = o.RepeatPenalty.Value;
+                    if (o.RepeatLastN.HasValue) p.repeat_last_n = o.RepeatLastN.Value;
+                    if (o.Seed.HasValue) p.seed = o.Seed.Value;
+                    if (o.NoSpecial) p.flags |= 1u;
+                    if (o.NoParseSpecial) p.flags |= 2u;
+                    if (o.IgnoreEos) p.flags |= 4u;
+                    if (o.Stop != null && o.Stop.Count > 0)
+                    {
+                        stopArray = Marshal.AllocHGlobal(IntPtr.Size * o.Stop.Count);
+                        for (int i = 0; i < o.Stop.Count; i++)
+                        {
+                            IntPtr s = Library.AllocUtf8Z(o.Stop[i]);
+                            owned.Add(s);
+                            Marshal.WriteIntPtr(stopArray, i * IntPtr.Size, s);
+                        }
+                        p.stop = stopArray;
+                        p.n_stop = (UIntPtr)o.Stop.Count;
+                    }
+                }
+                var r = new zf_generate_result();
+                r.struct_size = (uint)Marshal.SizeOf(typeof(zf_generate_result));
+                int st;
+                lock (cancelGate)
+                {
+                    inNative = 1;
+                    // A cancel that came after Acquire but before this point: make the call stop
+                    // at once (zf_generate consumes the request).
+                    if (cancelRequested) NativeMethods.zf_session_cancel(handle);
+                }
+                try
+                {
+                    fixed (byte* text = prompt)
+                    {
+                        st = NativeMethods.zf_generate(handle, text, (UIntPtr)prompt.Length, ref p,
+                                                       StreamDelegate, GCHandle.ToIntPtr(gch), ref r);
+                    }
+                    if (st != 0) ZerfooException.Check(st, "zf_generate");  // same thread, next call
+                }
+                finally
+                {
+                    lock (cancelGate) inNative = 0;
+                }
+                if (sink.Error != null)
+                    System.Runtime.ExceptionServices.ExceptionDispatchInfo.Capture(sink.Error).Throw();
+                return new GenerateResult
+                {
+                    Text = sink.Text(),
+                    Tokens = sink.Tokens.ToArray(),
+                    StopReason = (StopReason)r.stop_reason,
+                    PromptTokens = r.n_prompt,
+                    GeneratedTokens = r.n_generated,
+                    PromptTime = TimeSpan.FromTicks((long)(r.prompt_ms * TimeSpan.TicksPerMillisecond)),
+                    DecodeTime = TimeSpan.FromTicks((long)(r.decode_ms * TimeSpan.TicksPerMillisecond)),
+                };
+            }
+            finally
+            {
+                gch.Free();
+                foreach (IntPtr s in owned) Marshal.FreeHGlobal(s);
+                if (stopArray != IntPtr.Zero) Marshal.FreeHGlobal(stopArray);
+            }
+        }
+
+        // One delegate for every generation (it lives as long as the process, so no callback
+        // can outlive it); the generation's state travels in user_data as a GCHandle.
+        static readonly zf_stream_cb StreamDelegate = StreamTrampoline;
+
+        [MonoPInvokeCallback(typeof(zf_stream_cb))]
+        static unsafe int StreamTrampoline(IntPtr userData, IntPtr piece, UIntPtr len, int token)
+        {
+            var sink = (PieceSink)GCHandle.FromIntPtr(userData).Target;
+            try
+            {
+                return sink.OnPiece(new ReadOnlySpan<byte>((void*)piece, (int)len), token) ? 0 : 1;
+            }
+            catch (Exception e)
+            {
+                sink.Error = e;  // never unwind into native code; rethrown after zf_generate
+                return 1;
+            }
+        }
+    }
+
+    /// <summary>Receives the pieces of one generation (on the thread running zf_generate).</summary>
+    internal abstract class PieceSink
+    {
+        internal Exception Error;
+        internal readonly List<int> Tokens = new List<int>();
+        readonly MemoryStream text = new MemoryStream();
+
+        /// <summary>Returns false to stop the generation.</summary>
+        internal virtual bool OnPiece(ReadOnlySpan<byte> piece, int token)
+        {
+            Tokens.Add(token);
+            for (int i = 0; i < piece.Length; i++) text.WriteByte(piece[i]);
+            return true;
+        }
+
+        internal string Text()
+        {
+            return Encoding.UTF8.GetString(text.GetBuffer(), 0, (int)text.Length);
+        }
+    }
+
+    sealed class CollectingSink : PieceSink
+    {
+        readonly Action<string> onPiece;
+
+        internal CollectingSink(Action<string> onPiece) { this.onPiece = onPiece; }
+
+        internal override bool OnPiece(ReadOnlySpan<byte> piece, int token)
+        {
+            base.OnPiece(piece, token);
+            if (onPiece != null) onPiece(Encoding.UTF8.GetString(piece));
+            return true;
+        }
+    }
+}

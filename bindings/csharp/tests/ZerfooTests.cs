@@ -1,0 +1,765 @@
+// Tests of the C# binding under Mono (NUnit 2.6 from Debian) against the freshly built library
+// and SmolLM2. Environment (set by bindings/csharp/test.sh):
+//   ZERFOO_LIBRARY      libzerfoo.so.0 to test
+//   ZERFOO_TEST_MODEL   smollm2-135m-instruct-q4_1.gguf
+//   ZERFOO_CLI          the C CLI, for the greedy-parity test
+//   ZERFOO_ABI_TABLE    the table tests/abi_table.py generated from include/zerfoo.h
+//   ZERFOO_LOADCHECK    LoadCheck.exe plus the fake libraries test.sh built next to it
+using System;
+using System.Collections.Generic;
+using System.Diagnostics;
+using System.IO;
+using System.Linq;
+using System.Reflection;
+using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
+using System.Text;
+using System.Threading;
+using NUnit.Framework;
+using Zerfoo;
+
+[TestFixture]
+public class ZerfooTests
+{
+    const string Prompt = "The capital of France is";
+    static Model model;
+    static string greedy32;  // the binding's greedy 32-token continuation of Prompt
+
+    static string Env(string name)
+    {
+        string v = Environment.GetEnvironmentVariable(name);
+        if (string.IsNullOrEmpty(v)) Assert.Fail("test.sh sets $" + name);
+        return v;
+    }
+
+    static string ModelPath { get { return Env("ZERFOO_TEST_MODEL"); } }
+
+    static GenerateOptions Greedy(int n)
+    {
+        return new GenerateOptions { Temperature = 0, MaxTokens = n };
+    }
+
+    [TestFixtureSetUp]
+    public void LoadModel()
+    {
+        model = Model.Load(ModelPath, new ModelOptions { Threads = 1 });
+        using (var s = model.CreateSession(new SessionOptions { ContextSize = 256 }))
+            greedy32 = s.Generate(Prompt, Greedy(32)).Text;
+    }
+
+    [TestFixtureTearDown]
+    public void FreeModel() { model.Dispose(); }
+
+    // ------------------------------------------------------------------ generation
+
+    [Test]
+    public void GreedyMatchesTheCCli()
+    {
+        var psi = new ProcessStartInfo(Env("ZERFOO_CLI"),
+            "generate -m \"" + ModelPath + "\" -p \"" + Prompt + "\" -n 32 --temp 0 -t 1")
+        {
+            UseShellExecute = false, RedirectStandardOutput = true, RedirectStandardError = true,
+            StandardOutputEncoding = Encoding.UTF8,
+        };
+        string cli;
+        using (var p = Process.Start(psi))
+        {
+            cli = p.StandardOutput.ReadToEnd();
+            p.WaitForExit();
+            Assert.AreEqual(0, p.ExitCode, p.StandardError.ReadToEnd());
+        }
+        // The CLI streams the text, then ends the output on a fresh line.
+        string expected = greedy32.EndsWith("\n") ? greedy32 : greedy32 + "\n";
+        Assert.That(greedy32.Length, Is.GreaterThan(20));
+        Assert.AreEqual(expected, cli);
+    }
+
+    [Test]
+    public void GenerateReportsCountsAndTimings()
+    {
+        using (var s = model.CreateSession())
+        {
+            var r = s.Generate(Prompt, Greedy(16));
+            Assert.AreEqual(StopReason.MaxTokens, r.StopReason);
+            Assert.AreEqual(16, r.GeneratedTokens);
+            Assert.AreEqual(model.Tokenize(Prompt).Length, r.PromptTokens);
+            Assert.AreEqual(r.Text, model.Detokenize(r.Tokens));
+            Assert.That(r.DecodeTime, Is.GreaterThan(TimeSpan.Zero));
+            Assert.That(r.PromptTime, Is.GreaterThan(TimeSpan.Zero));
+            Assert.That(r.TokensPerSecond, Is.GreaterThan(0));
+            Assert.AreEqual(r.PromptTokens + r.GeneratedTokens - 1, s.TokensInContext);
+            Assert.That(greedy32.StartsWith(r.Text), "16 greedy tokens are a prefix of 32: " + r.Text);
+        }
+    }
+
+    [Test]
+    public void StreamedPiecesConcatenateToTheText()
+    {
+        using (var s = model.CreateSession())
+        {
+            var pieces = new List<string>();
+            var stream = s.Stream(Prompt, Greedy(32));
+            foreach (string p in stream) pieces.Add(p);
+            Assert.That(pieces.Count, Is.GreaterThan(10));
+            Assert.AreEqual(greedy32, string.Concat(pieces));
+            Assert.AreEqual(greedy32, stream.Result.Text);
+            Assert.AreEqual(StopReason.MaxTokens, stream.Result.StopReason);
+            Assert.AreEqual(32, stream.Result.GeneratedTokens);
+        }
+    }
+
+    [Test]
+    public void GenerateCallbackSeesEveryPiece()
+    {
+        using (var s = model.CreateSession())
+        {
+            var sb = new StringBuilder();
+            var r = s.Generate(Prompt, Greedy(32), piece => sb.Append(piece));
+            Assert.AreEqual(greedy32, sb.ToString());
+            Assert.AreEqual(greedy32, r.Text);
+        }
+    }
+
+    [Test]
+    public void ConversationContinuesUntilReset()
+    {
+        using (var s = model.CreateSession())
+        {
+            var a = s.Generate(Prompt, Greedy(8));
+            int past = s.TokensInContext;
+            s.Generate(" And", Greedy(4));
+            Assert.That(s.TokensInContext, Is.GreaterThan(past));
+            s.Reset();
+            Assert.AreEqual(0, s.TokensInContext);
+            Assert.AreEqual(a.Text, s.Generate(Prompt, Greedy(8)).Text);
+        }
+    }
+
+    [Test]
+    public void StopStringEndsTheGeneration()
+    {
+        int cut = greedy32.IndexOf("United", StringComparison.Ordinal);
+        Assume.That(cut > 0, "the reference text contains the stop string");
+        using (var s = model.CreateSession())
+        {
+            var o = Greedy(32);
+            o.Stop = new[] { "United" };
+            var r = s.Generate(Prompt, o);
+            Assert.AreEqual(StopReason.StopString, r.StopReason);
+            Assert.AreEqual(greedy32.Substring(0, cut), r.Text);
+        }
+    }
+
+    [Test]
+    public void CancellationTokenStopsWithinOneToken()
+    {
+        using (var s = model.CreateSession())
+        using (var cts = new CancellationTokenSource())
+        {
+            var stream = s.Stream(Prompt, Greedy(64), cts.Token);
+            int seen = 0;
+            Assert.Throws<OperationCanceledException>(() =>
+            {
+                foreach (string p in stream)
+                {
+                    if (++seen == 3) cts.Cancel();
+                }
+            });
+            Assert.AreEqual(3, seen, "no piece after the cancel");
+            var r = stream.Result;
+            Assert.That(r.StopReason == StopReason.Cancelled || r.StopReason == StopReason.Callback,
+                        r.StopReason.ToString());
+            Assert.That(stream.ProducedAtStop, Is.GreaterThanOrEqualTo(3));
+            Assert.That(r.Tokens.Length, Is.LessThanOrEqualTo(stream.ProducedAtStop + 1),
+                        "pieces produced after the cancel request");
+            Assert.That(r.GeneratedTokens, Is.LessThan(64));
+            // The session is free and no cancel is left pending for the next call.
+            s.Reset();
+            Assert.AreEqual(greedy32, s.Generate(Prompt, Greedy(32)).Text);
+        }
+    }
+
+    [Test]
+    public void CancellationTokenStopsGenerate()
+    {
+        using (var s = model.CreateSession())
+        using (var cts = new CancellationTokenSource())
+        {
+            int pieces = 0;
+            Assert.Throws<OperationCanceledException>(() =>
+                s.Generate(Prompt, Greedy(64), p => { if (++pieces == 2) cts.Cancel(); }, cts.Token));
+            Assert.That(pieces, Is.InRange(2, 3), "stops at the next token boundary");
+            s.Reset();
+            Assert.AreEqual(greedy32, s.Generate(Prompt, Greedy(32)).Text);
+        }
+    }
+
+    [Test]
+    public void CancelFromAnotherThreadStopsGenerate()
+    {
+        using (var s = model.CreateSession(new SessionOptions { ContextSize = 1024 }))
+        using (var first = new ManualResetEventSlim(false))
+        {
+            int piecesAtCancel = -1, pieces = 0;
+            GenerateResult r = null;
+            var t = new Thread(() => r = s.Generate(Prompt, Greedy(500), p =>
+            {
+                Interlocked.Increment(ref pieces);
+                first.Set();
+            }));
+            t.Start();
+            Assert.IsTrue(first.Wait(60000), "a first piece");
+            s.Cancel();  // safe from any thread while the session is busy elsewhere
+            piecesAtCancel = Volatile.Read(ref pieces);
+            t.Join();
+            Assert.AreEqual(StopReason.Cancelled, r.StopReason);
+            Assert.That(r.GeneratedTokens, Is.LessThanOrEqualTo(piecesAtCancel + 2), "stops at the next token boundary");
+            s.Reset();
+            Assert.AreEqual(greedy32, s.Generate(Prompt, Greedy(32)).Text, "no cancel left for the next call");
+        }
+    }
+
+    [Test]
+    public void BreakOutOfTheStreamStopsTheGeneration()
+    {
+        using (var s = model.CreateSession())
+        {
+            var stream = s.Stream(Prompt, Greedy(200));
+            var sb = new StringBuilder();
+            foreach (string p in stream)
+            {
+                sb.Append(p);
+                if (sb.Length > 10) break;
+            }
+            Assert.That(greedy32.StartsWith(sb.ToString()));
+            Assert.AreEqual(StopReason.Callback, stream.Result.StopReason);
+            Assert.That(stream.Result.Tokens.Length, Is.LessThanOrEqualTo(stream.ProducedAtStop + 1));
+            Assert.That(stream.Result.GeneratedTokens, Is.LessThan(200));
+            // The session is usable at once: the break waited for the producer.
+            s.Reset();
+            Assert.AreEqual(greedy32, s.Generate(Prompt, Greedy(32)).Text);
+        }
+    }
+
+    [Test]
+    public void ExceptionInTheCallbackStopsAndPropagates()
+    {
+        using (var s = model.CreateSession())
+        {
+            int n = 0;
+            var e = Assert.Throws<ApplicationException>(() =>
+                s.Generate(Prompt, Greedy(64), p => { if (++n == 2) throw new ApplicationException("boom"); }));
+            Assert.AreEqual("boom", e.Message);
+            Assert.AreEqual(2, n);
+        }
+    }
+
+    [Test]
+    public void GarbageCollectionWhileStreaming()
+    {
+        using (var s = model.CreateSession())
+        {
+            bool running = true;
+            var gc = new Thread(() =>
+            {
+                while (Volatile.Read(ref running))
+                {
+                    GC.Collect();
+                    GC.WaitForPendingFinalizers();
+                }
+            });
+            gc.Start();
+            try
+            {
+                for (int round = 0; round < 3; round++)
+                {
+                    s.Reset();
+                    var sb = new StringBuilder();
+                    foreach (string p in s.Stream(Prompt, Greedy(32)))
+                    {
+                        sb.Append(p);
+                        GC.Collect();
+                        GC.WaitForPendingFinalizers();
+                    }
+                    Assert.AreEqual(greedy32, sb.ToString(), "round " + round);
+                }
+            }
+            finally
+            {
+                running = false;
+                gc.Join();
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ lifetimes
+
+    static void Collect()
+    {
+        for (int i = 0; i < 3; i++)
+        {
+            GC.Collect();
+            GC.WaitForPendingFinalizers();
+        }
+    }
+
+    [Test]
+    public void DisposingTheModelFirstKeepsSessionsWorking()
+    {
+        Collect();
+        int models = ModelHandle.LiveCount, sessions = SessionHandle.LiveCount;
+        var m = Model.Load(ModelPath);
+        var a = m.CreateSession();
+        var b = m.CreateSession();
+        m.Dispose();
+        Assert.Throws<ObjectDisposedException>(() => m.CreateSession());
+        Assert.AreEqual(models + 1, ModelHandle.LiveCount, "the sessions keep the native model");
+        Assert.AreEqual(greedy32, a.Generate(Prompt, Greedy(32)).Text);
+        a.Dispose();
+        Assert.AreEqual(models + 1, ModelHandle.LiveCount);
+        Assert.AreEqual(greedy32, b.Generate(Prompt, Greedy(32)).Text);
+        b.Dispose();
+        Assert.AreEqual(models, ModelHandle.LiveCount, "freed with its last session");
+        Assert.AreEqual(sessions, SessionHandle.LiveCount);
+        a.Dispose();  // idempotent
+        m.Dispose();
+    }
+
+    [Test]
+    public void DisposingSessionsFirstThenTheModel()
+    {
+        Collect();
+        int models = ModelHandle.LiveCount;
+        var m = Model.Load(ModelPath);
+        var a = m.CreateSession();
+        a.Dispose();
+        Assert.Throws<ObjectDisposedException>(() => a.Generate(Prompt, Greedy(4)));
+        Assert.AreEqual(models + 1, ModelHandle.LiveCount);
+        m.Dispose();
+        Assert.AreEqual(models, ModelHandle.LiveCount);
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void LeakModelAndSessions(int sessions, bool generate)
+    {
+        var m = Model.Load(ModelPath);
+        for (int i = 0; i < sessions; i++)
+        {
+            var s = m.CreateSession(new SessionOptions { ContextSize = 64 });
+            if (generate) s.Generate(Prompt, Greedy(2));
+        }
+    }
+
+    [Test]
+    public void FinalizersFreeLeakedHandlesInAnyOrder()
+    {
+        Collect();
+        int models = ModelHandle.LiveCount, sessions = SessionHandle.LiveCount;
+        // The model and its sessions become garbage together: the GC finalizes them in an order
+        // of its choosing, many times over, and nothing may crash or leak.
+        // Leaked on a thread that then ends: no live stack can hold a stale reference.
+        var t = new Thread(() => { for (int i = 0; i < 10; i++) LeakModelAndSessions(3, i % 3 == 0); });
+        t.Start();
+        t.Join();
+        var deadline = DateTime.UtcNow.AddSeconds(10);
+        do Collect(); while ((ModelHandle.LiveCount != models || SessionHandle.LiveCount != sessions) &&
+                             DateTime.UtcNow < deadline);
+        Assert.AreEqual(models, ModelHandle.LiveCount, "leaked models freed");
+        Assert.AreEqual(sessions, SessionHandle.LiveCount, "leaked sessions freed");
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static TextStream StartAndAbandonStream(Session s)
+    {
+        var stream = s.Stream(Prompt, Greedy(500));
+        var e = stream.GetEnumerator();
+        Assert.IsTrue(e.MoveNext());  // started, then dropped without Dispose
+        return stream;
+    }
+
+    [Test]
+    public void AnAbandonedStreamIsStoppedByTheFinalizer()
+    {
+        const int n = 3;
+        var sessions = Enumerable.Range(0, n).Select(_ => model.CreateSession(new SessionOptions { ContextSize = 1024 })).ToArray();
+        var streams = new TextStream[n];
+        try
+        {
+            // Started on a thread that then ends, so no stale slot of a live stack keeps the
+            // enumerators reachable. Mono's GC scans stacks conservatively (native frames
+            // included), so a stale word somewhere can still keep one alive: three streams make
+            // it very likely that at least one finalizer is observed.
+            int before = Volatile.Read(ref TextStream.FinalizedEnumerators);
+            var t = new Thread(() => { for (int i = 0; i < n; i++) streams[i] = StartAndAbandonStream(sessions[i]); });
+            t.Start();
+            t.Join();
+            var deadline = DateTime.UtcNow.AddSeconds(10);
+            while (Volatile.Read(ref TextStream.FinalizedEnumerators) - before < n && DateTime.UtcNow < deadline)
+            {
+                Collect();
+                Thread.Sleep(10);
+            }
+            int finalized = Volatile.Read(ref TextStream.FinalizedEnumerators) - before;
+            if (finalized == 0)
+                Assert.Inconclusive("no abandoned enumerator was finalized (conservative GC kept them reachable)");
+            deadline = DateTime.UtcNow.AddSeconds(30);
+            while (streams.Count(x => x.Result != null) < finalized && DateTime.UtcNow < deadline) Thread.Sleep(10);
+            var ended = Enumerable.Range(0, n).Where(i => streams[i].Result != null).ToList();
+            Assert.AreEqual(finalized, ended.Count, "each finalized enumerator stopped its producer");
+            foreach (int i in ended)
+            {
+                Assert.AreEqual(StopReason.Callback, streams[i].Result.StopReason);
+                Assert.That(streams[i].Result.GeneratedTokens, Is.LessThan(500));
+                sessions[i].Reset();  // the session is free again
+                Assert.AreEqual(4, sessions[i].Generate(Prompt, Greedy(4)).GeneratedTokens);
+            }
+        }
+        finally
+        {
+            foreach (TextStream x in streams) if (x != null) x.StopForTests();
+            foreach (Session x in sessions) x.Dispose();
+        }
+    }
+
+    // ------------------------------------------------------------------ threads
+
+    [Test]
+    public void SeveralThreadsShareOneModel()
+    {
+        const int n = 4;
+        var texts = new string[n];
+        var tokens = new int[n][];
+        var errors = new Exception[n];
+        var threads = Enumerable.Range(0, n).Select(i => new Thread(() =>
+        {
+            try
+            {
+                using (var s = model.CreateSession(new SessionOptions { ContextSize = 128, Threads = 1 }))
+                {
+                    for (int k = 0; k < 20; k++) tokens[i] = model.Tokenize(Prompt + " " + k);
+                    texts[i] = s.Generate(Prompt, Greedy(32)).Text;
+                }
+            }
+            catch (Exception e)
+            {
+                errors[i] = e;
+            }
+        })).ToList();
+        threads.ForEach(t => t.Start());
+        threads.ForEach(t => t.Join());
+        for (int i = 0; i < n; i++)
+        {
+            Assert.IsNull(errors[i], "thread " + i + ": " + errors[i]);
+            Assert.AreEqual(greedy32, texts[i], "thread " + i);
+            CollectionAssert.AreEqual(model.Tokenize(Prompt + " 19"), tokens[i]);
+        }
+    }
+
+    [Test]
+    public void ConcurrentUseOfOneSessionThrows()
+    {
+        using (var s = model.CreateSession())
+        {
+            using (var e = s.Stream(Prompt, Greedy(64)).GetEnumerator())
+            {
+                Assert.IsTrue(e.MoveNext());  // the stream owns the session now
+                var err = Assert.Throws<InvalidOperationException>(() => s.Generate(Prompt, Greedy(4)));
+                StringAssert.Contains("one thread at a time", err.Message);
+                Exception other = null;
+                var t = new Thread(() =>
+                {
+                    try { s.Reset(); } catch (Exception x) { other = x; }
+                });
+                t.Start();
+                t.Join();
+                Assert.IsInstanceOf<InvalidOperationException>(other);
+                Assert.Throws<InvalidOperationException>(() => s.Stream(Prompt).GetEnumerator().MoveNext());
+            }
+            Assert.AreEqual(4, s.Generate(Prompt, Greedy(4)).GeneratedTokens, "free again after Dispose");
+        }
+    }
+
+    // ------------------------------------------------------------------ errors
+
+    [Test]
+    public void BadPathThrowsIO()
+    {
+        var e = Assert.Throws<ZerfooException>(() => Model.Load("/nonexistent/dir/model.gguf"));
+        Assert.AreEqual(Status.IO, e.Status);
+        StringAssert.Contains("/nonexistent/dir/model.gguf", e.Message);
+        Assert.AreEqual("ZF_ERR_IO", e.StatusName);
+    }
+
+    [Test]
+    public void NonGgufFileThrowsFormat()
+    {
+        string path = Path.GetTempFileName();
+        try
+        {
+            File.WriteAllText(path, "this is not a GGUF file, just some text that is long enough to read a header from");
+            var e = Assert.Throws<ZerfooException>(() => Model.Load(path));
+            Assert.AreEqual(Status.Format, e.Status);
+            Assert.That(e.Message.Length, Is.GreaterThan("zf_model_load: ZF_ERR_FORMAT".Length), "library message");
+        }
+        finally
+        {
+            File.Delete(path);
+        }
+    }
+
+    [Test]
+    public void PromptLongerThanTheContextThrowsContextFull()
+    {
+        using (var s = model.CreateSession(new SessionOptions { ContextSize = 32 }))
+        {
+            string prompt = string.Join(" ", Enumerable.Repeat("The capital of France is Paris.", 20));
+            var e = Assert.Throws<ZerfooException>(() => s.Generate(prompt, Greedy(4)));
+            Assert.AreEqual(Status.ContextFull, e.Status);
+            StringAssert.Contains("ZF_ERR_CONTEXT_FULL", e.Message);
+            // The same failure through a stream surfaces from the loop.
+            var e2 = Assert.Throws<ZerfooException>(() => { foreach (string p in s.Stream(prompt)) { } });
+            Assert.AreEqual(Status.ContextFull, e2.Status);
+            Assert.AreEqual(0, s.TokensInContext, "nothing was evaluated");
+        }
+    }
+
+    [Test]
+    public void OtherErrorsCarryTheirStatus()
+    {
+        var e = Assert.Throws<ZerfooException>(() => model.Detokenize(new[] { 1, model.Info.VocabSize + 5 }));
+        Assert.AreEqual(Status.InvalidArgument, e.Status);
+        e = Assert.Throws<ZerfooException>(() => model.Meta("no.such.key"));
+        Assert.AreEqual(Status.NotFound, e.Status);
+        using (var vocab = Model.Load(ModelPath, new ModelOptions { VocabOnly = true }))
+        {
+            e = Assert.Throws<ZerfooException>(() => vocab.CreateSession());
+            Assert.AreEqual(Status.InvalidArgument, e.Status);
+            CollectionAssert.AreEqual(model.Tokenize(Prompt), vocab.Tokenize(Prompt));
+        }
+        e = Assert.Throws<ZerfooException>(() =>
+            Model.Load(ModelPath, new ModelOptions { Progress = p => p < 0.5f }));
+        Assert.AreEqual(Status.Cancelled, e.Status);
+    }
+
+    // ------------------------------------------------------------------ model API
+
+    [Test]
+    public void InfoAndMetadata()
+    {
+        var i = model.Info;
+        Assert.AreEqual("llama", i.Architecture);
+        Assert.AreEqual(49152, i.VocabSize);
+        Assert.AreEqual(30, i.Layers);
+        Assert.AreEqual(Device.Cpu, i.Backend);
+        Assert.AreEqual("llama", model.Meta("general.architecture"));
+        Assert.AreEqual(i.ContextLengthTrain.ToString(), model.Meta("llama.context_length"));
+        string v;
+        Assert.IsFalse(model.TryGetMeta("no.such.key", out v));
+        Assert.AreEqual(new FileInfo(ModelPath).Length, (long)i.FileSize);
+    }
+
+    [Test]
+    public void TokenizeRoundTrips()
+    {
+        string text = "Grüße, 世界! Ünïcödé — and emoji 🙂.";
+        int[] t = model.Tokenize(text);
+        Assert.That(t.Length, Is.GreaterThan(5));
+        Assert.AreEqual(text, model.Detokenize(t));
+        // The span overload writes the same ids without allocating, and reports a short buffer.
+        byte[] utf8 = Encoding.UTF8.GetBytes(text);
+        var buf = new int[t.Length];
+        Assert.AreEqual(t.Length, model.Tokenize(utf8, buf, TokenizeFlags.AddSpecial | TokenizeFlags.ParseSpecial));
+        CollectionAssert.AreEqual(t, buf);
+        Assert.AreEqual(t.Length, model.Tokenize(utf8, new int[2], TokenizeFlags.AddSpecial | TokenizeFlags.ParseSpecial));
+        // Special-token text is one token only when parsed.
+        Assert.AreEqual(1, model.Tokenize("<|im_end|>", TokenizeFlags.ParseSpecial).Length);
+        Assert.That(model.Tokenize("<|im_end|>", TokenizeFlags.None).Length, Is.GreaterThan(1));
+        var piece = new StringBuilder();
+        foreach (int id in model.Tokenize("Hello world", TokenizeFlags.None))
+            piece.Append(Encoding.UTF8.GetString(model.TokenToPiece(id)));
+        Assert.AreEqual("Hello world", piece.ToString());
+    }
+
+    [Test]
+    public void ChatTemplate()
+    {
+        string text = model.ApplyChatTemplate(new[]
+        {
+            ChatMessage.System("Be brief."),
+            ChatMessage.User("Hi"),
+        });
+        Assert.AreEqual("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", text);
+        string noPrefix = model.ApplyChatTemplate(new[] { ChatMessage.User("Hi") }, addAssistant: false);
+        Assert.AreEqual("<|im_start|>user\nHi<|im_end|>\n", noPrefix);
+        using (var s = model.CreateSession())
+        {
+            var r = s.Generate(text, new GenerateOptions { Temperature = 0, MaxTokens = 64 });
+            Assert.That(r.Text.Length, Is.GreaterThan(0));
+        }
+    }
+
+    [Test]
+    public void EvalReturnsLogitsWhoseArgmaxIsTheGreedyToken()
+    {
+        using (var s = model.CreateSession())
+        {
+            float[] logits = s.Eval(model.Tokenize(Prompt));
+            Assert.AreEqual(model.Info.VocabSize, logits.Length);
+            int best = 0;
+            for (int i = 1; i < logits.Length; i++) if (logits[i] > logits[best]) best = i;
+            string first = model.Detokenize(new[] { best });
+            Assert.That(greedy32.StartsWith(first), first);
+            var e = Assert.Throws<ZerfooException>(() => s.Eval(new[] { 1 }.AsSpan(), new float[10]));
+            Assert.AreEqual(Status.BufferTooSmall, e.Status);
+        }
+    }
+
+    [Test]
+    public void LibraryVersionAndLogs()
+    {
+        Assert.AreEqual(Library.Version, string.Format("{0}.{1}.{2}", Library.VersionNumber / 1000000,
+            Library.VersionNumber / 1000 % 1000, Library.VersionNumber % 1000));
+        Assert.IsTrue(Library.BackendAvailable(Device.Cpu));
+        var lines = new List<string>();
+        Library.SetLogLevel(LogLevel.Debug);
+        Library.SetLogCallback((level, msg) => { lock (lines) lines.Add(level + ": " + msg); });
+        try
+        {
+            using (Model.Load(ModelPath, new ModelOptions { VocabOnly = true })) { }
+        }
+        finally
+        {
+            Library.SetLogCallback(null);
+            Library.SetLogLevel(LogLevel.Warn);
+        }
+        Assert.That(lines.Count, Is.GreaterThan(0), "debug/info lines during a load");
+    }
+
+    // ------------------------------------------------------------------ library loading
+
+    static string RunLoadCheck(string library, string ldLibraryPath = "")
+    {
+        string exe = Env("ZERFOO_LOADCHECK");
+        var psi = new ProcessStartInfo("mono", "\"" + exe + "\"")
+        {
+            UseShellExecute = false, RedirectStandardOutput = true, RedirectStandardError = true,
+        };
+        psi.EnvironmentVariables["ZERFOO_LIBRARY"] = library;
+        psi.EnvironmentVariables["LD_LIBRARY_PATH"] = ldLibraryPath;
+        using (var p = Process.Start(psi))
+        {
+            string o = p.StandardOutput.ReadToEnd() + p.StandardError.ReadToEnd();
+            p.WaitForExit();
+            return o.Trim();
+        }
+    }
+
+    [Test]
+    public void MissingOrIncompatibleLibraryIsOneClearException()
+    {
+        string dir = Path.GetDirectoryName(Env("ZERFOO_LOADCHECK"));
+        string ok = RunLoadCheck(Env("ZERFOO_LIBRARY"));
+        StringAssert.StartsWith("loaded 0.", ok);
+        string missing = RunLoadCheck("/nonexistent/libzerfoo.so.0");
+        StringAssert.StartsWith("Zerfoo.ZerfooLibraryException IO: cannot load libzerfoo", missing);
+        StringAssert.Contains("$ZERFOO_LIBRARY=/nonexistent/libzerfoo.so.0", missing);
+        string old = RunLoadCheck(Path.Combine(dir, "fake-0.0/libzerfoo.so.0"));
+        StringAssert.StartsWith("Zerfoo.ZerfooLibraryException Unsupported: libzerfoo 0.0.7 found", old);
+        StringAssert.Contains("needs 0.x with x >= 1", old);
+        string major = RunLoadCheck(Path.Combine(dir, "fake-1.5/libzerfoo.so.0"));
+        StringAssert.StartsWith("Zerfoo.ZerfooLibraryException Unsupported: libzerfoo 1.5.0 found", major);
+        string notZerfoo = RunLoadCheck(Path.Combine(dir, "fake-none/libzerfoo.so.0"));
+        StringAssert.StartsWith("Zerfoo.ZerfooLibraryException Unsupported: the library found", notZerfoo);
+        // Default loader (no $ZERFOO_LIBRARY, nothing on the path): names what it looked for.
+        string none = RunLoadCheck("");
+        StringAssert.Contains("libzerfoo.so.0", none);
+        StringAssert.StartsWith("Zerfoo.ZerfooLibraryException IO:", none);
+        // ... and finds libzerfoo.so.0 on LD_LIBRARY_PATH (Mono: through Zerfoo.dll.config).
+        StringAssert.StartsWith("loaded 0.", RunLoadCheck("", Path.GetDirectoryName(Env("ZERFOO_LIBRARY"))));
+    }
+
+    // ------------------------------------------------------------------ ABI drift
+
+    static string Kind(Type t)
+    {
+        if (t == typeof(void)) return "void";
+        if (t == typeof(int)) return "i32";
+        if (t == typeof(uint)) return "u32";
+        if (t == typeof(long)) return "i64";
+        if (t == typeof(ulong)) return "u64";
+        if (t == typeof(float)) return "f32";
+        if (t == typeof(double)) return "f64";
+        if (t == typeof(UIntPtr)) return "size";  // the binding's convention: UIntPtr is size_t
+        if (t == typeof(IntPtr) || t.IsPointer || t.IsArray || t.IsByRef ||
+            typeof(SafeHandle).IsAssignableFrom(t) || typeof(Delegate).IsAssignableFrom(t)) return "ptr";
+        return "unknown:" + t.FullName;
+    }
+
+    [Test]
+    public void EveryPInvokeMatchesTheHeader()
+    {
+        var fns = new Dictionary<string, string>();
+        var cbs = new Dictionary<string, string>();
+        var structs = new Dictionary<string, int[]>();  // size, nfields
+        var fields = new List<string[]>();
+        foreach (string line in File.ReadAllLines(Env("ZERFOO_ABI_TABLE")))
+        {
+            string[] w = line.Split(' ');
+            if (w[0] == "fn") fns[w[1]] = string.Join(" ", w.Skip(2));
+            else if (w[0] == "cb") cbs[w[1]] = string.Join(" ", w.Skip(2));
+            else if (w[0] == "struct") structs[w[1]] = new[] { int.Parse(w[2]), int.Parse(w[3]) };
+            else if (w[0] == "field") fields.Add(w);
+        }
+        Assert.That(fns.Count, Is.GreaterThan(20));
+        Assembly asm = typeof(Model).Assembly;
+        Type native = asm.GetType("Zerfoo.NativeMethods", true);
+        var bound = new HashSet<string>();
+        var problems = new List<string>();
+        foreach (MethodInfo m in native.GetMethods(BindingFlags.Static | BindingFlags.NonPublic | BindingFlags.Public))
+        {
+            var dll = m.GetCustomAttributes(typeof(DllImportAttribute), false).Cast<DllImportAttribute>().FirstOrDefault();
+            if (dll == null && (m.Attributes & MethodAttributes.PinvokeImpl) == 0) continue;
+            string name = m.Name;
+            bound.Add(name);
+            string sig = string.Join(" ", new[] { Kind(m.ReturnType) }.Concat(m.GetParameters().Select(p => Kind(p.ParameterType))));
+            string want;
+            if (!fns.TryGetValue(name, out want)) problems.Add(name + ": not in zerfoo.h");
+            else if (want != sig) problems.Add(name + ": header " + want + ", binding " + sig);
+        }
+        // Functions the header has and the binding does not use are allowed (the ABI is
+        // append-only and a binding written for 0.1 works with 0.2), but reported.
+        foreach (string f in fns.Keys)
+            if (!bound.Contains(f)) Console.WriteLine("note: " + f + " is in zerfoo.h but the binding does not declare it");
+        foreach (var cb in cbs)
+        {
+            Type d = asm.GetType("Zerfoo." + cb.Key);
+            if (d == null) { problems.Add(cb.Key + ": no delegate type"); continue; }
+            MethodInfo inv = d.GetMethod("Invoke");
+            string sig = string.Join(" ", new[] { Kind(inv.ReturnType) }.Concat(inv.GetParameters().Select(p => Kind(p.ParameterType))));
+            if (sig != cb.Value) problems.Add(cb.Key + ": header " + cb.Value + ", delegate " + sig);
+            var ufp = (UnmanagedFunctionPointerAttribute)Attribute.GetCustomAttribute(d, typeof(UnmanagedFunctionPointerAttribute));
+            if (ufp == null || ufp.CallingConvention != CallingConvention.Cdecl) problems.Add(cb.Key + ": not Cdecl");
+        }
+        foreach (var s in structs)
+        {
+            Type t = asm.GetType("Zerfoo." + s.Key);
+            if (t == null) { problems.Add(s.Key + ": no C# struct"); continue; }
+            if (Marshal.SizeOf(t) != s.Value[0]) problems.Add(s.Key + ": size " + s.Value[0] + " in C, " + Marshal.SizeOf(t) + " in C#");
+            int n = t.GetFields(BindingFlags.Instance | BindingFlags.Public | BindingFlags.NonPublic).Length;
+            if (n != s.Value[1]) problems.Add(s.Key + ": " + s.Value[1] + " fields in C, " + n + " in C#");
+        }
+        foreach (string[] f in fields)
+        {
+            Type t = asm.GetType("Zerfoo." + f[1]);
+            if (t == null) continue;
+            FieldInfo fi = t.GetField(f[2], BindingFlags.Instance | BindingFlags.Public | BindingFlags.NonPublic);
+            if (fi == null) { problems.Add(f[1] + "." + f[2] + ": missing in C#"); continue; }
+            int off = (int)Marshal.OffsetOf(t, f[2]);
+            int size = Marshal.SizeOf(fi.FieldType);
+            if (off != int.Parse(f[3]) || size != int.Parse(f[4]))
+                problems.Add(f[1] + "." + f[2] + ": C offset " + f[3] + " size " + f[4] + ", C# offset " + off + " size " + size);
+        }
+        Assert.IsEmpty(problems, string.Join("\n", problems));
+        Assert.That(bound.Count, Is.GreaterThanOrEqualTo(25), "the v0.1 surface is declared");
+    }
+}

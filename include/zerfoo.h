@@ -538,6 +538,57 @@ ZF_API zf_status zf_generation_result(const zf_generation* gen, zf_generate_resu
  */
 ZF_API void zf_generation_free(zf_generation* gen);
 
+/* ---------------------------------------------------------------------------------------------
+ * Prompt reuse and session state (since 0.2)
+ * ------------------------------------------------------------------------------------------- */
+
+/**
+ * @brief The session's conversation as its next call sees it: the tokens in its KV cache, then
+ * the pending ones (a token already shown by a generation that stopped early, evaluated first
+ * by the next call). With zf_session_truncate() a server keeps the prefix a new prompt shares
+ * with a session and evaluates only the rest (prompt caching).
+ * @param tokens Output array (may be NULL when cap is 0).
+ * @param cap Capacity of `tokens` in ids.
+ * @param n Receives the number of tokens. Required.
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (`*n` says how many); ::ZF_ERR_INVALID_ARGUMENT.
+ */
+ZF_API zf_status zf_session_tokens(const zf_session* session, int32_t* tokens, size_t cap, size_t* n);
+
+/**
+ * @brief Keeps the first `n_keep` tokens of the conversation (zf_session_tokens()) and forgets
+ * the rest: the next call continues after them, so a prompt that starts with them is evaluated
+ * from there on. `n_keep == 0` is zf_session_reset().
+ * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL session, `n_keep` beyond the conversation,
+ *         or a zf_generation in progress).
+ */
+ZF_API zf_status zf_session_truncate(zf_session* session, size_t n_keep);
+
+/**
+ * @brief Bytes zf_session_state_save() needs for the session as it is now: a header naming the
+ * model (a fingerprint of its architecture, sizes and tensors), the conversation tokens and the
+ * KV cache rows in use.
+ * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT; ::ZF_ERR_UNSUPPORTED (an engine that cannot export
+ *         its KV cache, e.g. CUDA in this version).
+ */
+ZF_API zf_status zf_session_state_size(const zf_session* session, size_t* size);
+
+/**
+ * @brief Writes the session's state into `buf` (see zf_session_state_size()).
+ * @param written Receives the bytes written, or needed on ::ZF_ERR_BUFFER_TOO_SMALL. Required.
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT; ::ZF_ERR_UNSUPPORTED.
+ */
+ZF_API zf_status zf_session_state_save(const zf_session* session, void* buf, size_t cap, size_t* written);
+
+/**
+ * @brief Replaces the session's conversation and KV cache with a saved state. Nothing changes
+ * on failure. The state must come from a session of the same model file (same fingerprint)
+ * with the same KV cache type; its tokens must fit this session's context.
+ * @return ::ZF_OK; ::ZF_ERR_FORMAT (not a state, truncated, inconsistent);
+ *         ::ZF_ERR_INVALID_ARGUMENT (another model or KV type, NULL arguments, a generation in
+ *         progress); ::ZF_ERR_CONTEXT_FULL; ::ZF_ERR_UNSUPPORTED.
+ */
+ZF_API zf_status zf_session_state_load(zf_session* session, const void* buf, size_t len);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -162,6 +162,20 @@ def main():
     with open(os.path.join(DATA, "features.json"), encoding="utf-8") as f:
         feats = json.load(f)
     res = {c["name"]: render(env, c["template"], c["context"]) for c in feats}
+    # The golden models' chat cases (tests/data/golden/*.json "chat"), rendered with the template
+    # zf_chat_apply_template uses for that model: SmolLM2's own, the built-in Gemma one for the
+    # Gemma 3 file (it has none). Neither template reads bos_token/eos_token.
+    golden = {}
+    for model, tname in (("smollm2", "gguf-smollm2-135m-instruct-q4_1"), ("gemma3", "builtin-gemma")):
+        with open(os.path.join(ROOT, "tests", "data", "golden", model + ".json"), encoding="utf-8") as f:
+            cases = json.load(f)["chat"]
+        with open(os.path.join(tdir, tname + ".jinja"), encoding="utf-8", newline="") as f:
+            source = f.read()
+        golden[model] = [render(env, source, {"messages": c["messages"], "add_generation_prompt": True})["output"]
+                         for c in cases]
+    with open(os.path.join(DATA, "golden_chat.json"), "w", encoding="utf-8") as g:
+        json.dump(golden, g, ensure_ascii=False, indent=1)
+        g.write("\n")
     with open(os.path.join(DATA, "features_expected.json"), "w", encoding="utf-8") as g:
         json.dump(res, g, ensure_ascii=False, indent=1, sort_keys=True)
         g.write("\n")

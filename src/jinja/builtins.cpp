@@ -471,7 +471,7 @@ void Interp::InstallGlobals(Frame* f) {
       },
       "range");
   f->vars["namespace"] = Value::MakeFunction(
-      [](Args& a) {
+      [this](Args& a) {
         Value ns = Value::MakeDict();
         ns.set_namespace();
         for (auto& p : a.pos) {
@@ -479,6 +479,7 @@ void Interp::InstallGlobals(Frame* f) {
           for (auto& kv : p.d().items) ns.d().Set(kv.first, kv.second);
         }
         for (auto& kv : a.kw) ns.d().Set(Value::Str(kv.first), kv.second);
+        namespaces_.push_back(ns);
         return ns;
       },
       "namespace");

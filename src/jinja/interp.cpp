@@ -43,6 +43,11 @@ double FloorMod(double a, double b) {
 
 void Interp::Fail(const std::string& m) const { throw Error(m); }
 
+Interp::~Interp() {
+  for (auto& ns : namespaces_) ns.d().items.clear();
+  macro_frames_.clear();
+}
+
 void Interp::CheckSize(size_t n) const {
   if (n > limits_.max_output_bytes) {
     throw Error("limit exceeded: output size (max_output_bytes " + std::to_string(limits_.max_output_bytes) + ")");
@@ -114,15 +119,16 @@ Interp::Flow Interp::ExecStmt(const Stmt& s, const FrameP& f, std::string* out) 
       case StmtType::kMacro: f->vars[s.text] = MakeMacro(s, f); break;
       case StmtType::kCallBlock: {
         // caller() renders the block body; the call's callee receives it.
-        auto caller_frame = f;
+        macro_frames_.push_back(f);
+        Frame* caller_frame = f.get();
         const Stmt* sp = &s;
         Value caller = Value::MakeFunction(
             [this, sp, caller_frame](Args& a) {
               auto fr = std::make_shared<Frame>();
-              fr->parent = caller_frame;
+              fr->parent = caller_frame->shared_from_this();
               for (size_t k = 0; k < sp->names.size(); ++k) {
                 Value v = a.Get(k, sp->names[k].c_str());
-                if (!a.Has(k, sp->names[k].c_str()) && sp->defaults[k]) v = Eval(*sp->defaults[k], caller_frame);
+                if (!a.Has(k, sp->names[k].c_str()) && sp->defaults[k]) v = Eval(*sp->defaults[k], fr);
                 fr->vars[sp->names[k]] = v;
               }
               std::string buf;
@@ -273,13 +279,14 @@ void Interp::Assign(const Expr& target, const Value& v, const FrameP& f) {
 
 Value Interp::MakeMacro(const Stmt& s, const FrameP& f) {
   const Stmt* sp = &s;
-  FrameP def = f;
+  macro_frames_.push_back(f);
+  Frame* def = f.get();
   return Value::MakeFunction(
       [this, sp, def](Args& a) {
         Step();
         DepthGuard g(&depth_, limits_.max_depth);
         auto fr = std::make_shared<Frame>();
-        fr->parent = def;
+        fr->parent = def->shared_from_this();
         if (a.pos.size() > sp->names.size()) Fail("macro '" + sp->text + "' takes not more than " + std::to_string(sp->names.size()) + " argument(s)");
         for (size_t k = 0; k < sp->names.size(); ++k) {
           const char* n = sp->names[k].c_str();

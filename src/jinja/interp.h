@@ -11,7 +11,7 @@
 
 namespace zf::jinja {
 
-struct Frame {
+struct Frame : std::enable_shared_from_this<Frame> {
   std::shared_ptr<Frame> parent;
   std::map<std::string, Value> vars;
   Value* Find(const std::string& n) {
@@ -26,7 +26,10 @@ using FrameP = std::shared_ptr<Frame>;
 
 class Interp {
  public:
-  Interp(const Limits& limits) : limits_(limits) {}
+  explicit Interp(const Limits& limits) : limits_(limits) {}
+  // Breaks the reference cycles a render can build (a namespace holding itself) so that
+  // everything is freed.
+  ~Interp();
 
   std::string Run(const Body& body, const Value& vars);
 
@@ -68,6 +71,12 @@ class Interp {
   const Expr* cur_ = nullptr;  // for error positions
   const Stmt* cur_stmt_ = nullptr;
   Value globals_;
+  // Frames that macros and call blocks were defined in: kept alive for the whole render, so
+  // the macros refer to them without owning them (a frame holds its macros: no cycle).
+  std::vector<FrameP> macro_frames_;
+
+ public:
+  std::vector<Value> namespaces_;  // every namespace() made, emptied at the end
 };
 
 }  // namespace zf::jinja

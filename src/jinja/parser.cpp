@@ -575,9 +575,12 @@ class Parser {
     return n;
   }
 
+  // Postfix nodes (attribute, item, slice, call) report the position where their object starts.
   ExprP ParsePostfix(ExprP n) {
     while (true) {
-      const Token at = Cur();
+      Token at = Cur();
+      at.line = n->line;
+      at.col = n->col;
       if (IsOp(".")) {
         Next();
         if (Cur().type == Tok::kName) {
@@ -661,7 +664,10 @@ class Parser {
   }
 
   ExprP ParseCall(ExprP callee) {
-    auto n = Node(ExprType::kCall, Cur());
+    Token at = Cur();
+    at.line = callee->line;
+    at.col = callee->col;
+    auto n = Node(ExprType::kCall, at);
     n->kids.push_back(std::move(callee));
     ParseArgs(n.get());
     return n;

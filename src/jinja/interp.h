@@ -74,9 +74,7 @@ class Interp {
   // Frames that macros and call blocks were defined in: kept alive for the whole render, so
   // the macros refer to them without owning them (a frame holds its macros: no cycle).
   std::vector<FrameP> macro_frames_;
-
- public:
-  std::vector<Value> namespaces_;  // every namespace() made, emptied at the end
+  std::vector<Value> namespaces_;  // every namespace() made (InstallGlobals), emptied at the end
 };
 
 }  // namespace zf::jinja

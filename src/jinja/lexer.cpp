@@ -196,20 +196,23 @@ class Lexer {
       } else if (c == '\'' || c == '"') {
         p = LexString(p);
       } else {
-        static const char* kOps[] = {"//", "**", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "~", "<", ">", "=",
-                                     "(", ")", "[", "]", "{", "}", ",", ".", ":", "|", ";"};
-        const char* op = nullptr;
-        for (const char* o : kOps) {
-          if (src_.compare(p, std::strlen(o), o) == 0) {
+        // Two-character operators first, then single characters.
+        static const char* const kOps2[] = {"//", "**", "==", "!=", "<=", ">="};
+        static const char kOps1[] = "+-*/%~<>=()[]{},.:|;";
+        std::string op;
+        const char n = p + 1 < src_.size() ? src_[p + 1] : 0;
+        for (const char* o : kOps2) {
+          if (c == o[0] && n == o[1]) {
             op = o;
             break;
           }
         }
-        if (op == nullptr) Fail(std::string("unexpected char '") + c + "'", p);
-        if (*op == '(' || *op == '[' || *op == '{') ++depth;
-        if ((*op == ')' || *op == ']' || *op == '}') && depth > 0) --depth;
+        if (op.empty() && std::strchr(kOps1, c) != nullptr && c != 0) op = std::string(1, c);
+        if (op.empty()) Fail(std::string("unexpected char '") + c + "'", p);
+        if (op[0] == '(' || op[0] == '[' || op[0] == '{') ++depth;
+        if ((op[0] == ')' || op[0] == ']' || op[0] == '}') && depth > 0) --depth;
         Emit(Tok::kOp, op, p);
-        p += std::strlen(op);
+        p += op.size();
       }
     }
   }

@@ -1,6 +1,10 @@
 // Chat templates: the Jinja source in tokenizer.chat_template (or the caller's) rendered by the
 // template engine in src/jinja exactly as transformers' apply_chat_template renders it.
+#include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "jinja/jinja.h"
 #include "tokenizer/tokenizer.h"
@@ -32,12 +36,40 @@ const char kGemmaTemplate[] =
     "{{- '<start_of_turn>model\\n' -}}\n"
     "{%- endif -%}\n";
 
+namespace {
+
+// Parsed templates, most recent first: a chat renders the same template every turn, and the
+// parse is most of the cost (a parsed Template is immutable, so threads share it).
+std::shared_ptr<const jinja::Template> Parsed(std::string_view text) {
+  static std::mutex mu;
+  static std::vector<std::pair<std::string, std::shared_ptr<const jinja::Template>>> cache;
+  constexpr size_t kEntries = 8;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (size_t i = 0; i < cache.size(); ++i) {
+      if (cache[i].first == text) {
+        auto hit = cache[i];
+        cache.erase(cache.begin() + static_cast<std::ptrdiff_t>(i));
+        cache.insert(cache.begin(), hit);
+        return hit.second;
+      }
+    }
+  }
+  auto t = std::make_shared<const jinja::Template>(text);  // throws on a syntax error
+  std::lock_guard<std::mutex> lock(mu);
+  cache.insert(cache.begin(), {std::string(text), t});
+  if (cache.size() > kEntries) cache.pop_back();
+  return t;
+}
+
+}  // namespace
+
 Status RenderChatTemplate(std::string_view chat_template, const jinja::Value& vars, int64_t now, std::string* out) {
   try {
-    jinja::Template t(chat_template);
+    std::shared_ptr<const jinja::Template> t = Parsed(chat_template);
     jinja::Limits limits;
     limits.now = now;
-    *out = t.Render(vars, limits);
+    *out = t->Render(vars, limits);
     return Status::Ok();
   } catch (const jinja::Error& e) {
     std::string where = e.line > 0 ? "chat template line " + std::to_string(e.line) + ", column " + std::to_string(e.col) + ": "

@@ -155,6 +155,9 @@ std::vector<std::string> Split(const std::string& s, const Value& sep, int64_t m
 }
 
 Value StrList(const std::vector<std::string>& v) {
+  if (v.size() > Value::kMaxListLength) {
+    throw Error("limit exceeded: list length (" + std::to_string(Value::kMaxListLength) + ")");
+  }
   List l;
   for (auto& s : v) l.push_back(Value::Str(s));
   return Value::MakeList(std::move(l));
@@ -234,7 +237,7 @@ std::string Format(const std::string& f, Args& a, size_t limit) {
         if (!found) throw Error("KeyError: '" + field + "'");
       }
       if (!spec.empty()) throw Error("format spec '" + spec + "' is not supported");
-      out += conv == "r" ? v.Repr() : v.Str();
+      out += conv == "r" ? v.Repr(limit) : v.Str(limit);
       i = e;
     } else {
       out += c;
@@ -245,7 +248,7 @@ std::string Format(const std::string& f, Args& a, size_t limit) {
 }
 
 // printf-style "%s" % args (the |format filter).
-std::string Percent(const std::string& f, const Args& a) {
+std::string Percent(const std::string& f, const Args& a, size_t limit) {
   std::string out;
   size_t idx = 0;
   for (size_t i = 0; i < f.size(); ++i) {
@@ -261,8 +264,9 @@ std::string Percent(const std::string& f, const Args& a) {
     }
     if (idx >= a.pos.size()) throw Error("not enough arguments for format string");
     const Value& v = a.pos[idx++];
-    if (c == 's') out += v.Str();
-    else if (c == 'r') out += v.Repr();
+    if (out.size() > limit) throw Error("limit exceeded: output size (max_output_bytes " + std::to_string(limit) + ")");
+    if (c == 's') out += v.Str(limit);
+    else if (c == 'r') out += v.Repr(limit);
     else if (c == 'd' || c == 'i') {
       if (!v.is_number()) throw Error("%d format: a real number is required");
       out += std::to_string(v.kind() == Kind::kFloat ? static_cast<int64_t>(v.f()) : v.i());
@@ -496,7 +500,7 @@ void Interp::InstallGlobals(Frame* f) {
       },
       "dict");
   f->vars["raise_exception"] = Value::MakeFunction(
-      [](Args& a) -> Value { throw Error(a.Get(0, "message").Str()); }, "raise_exception");
+      [this](Args& a) -> Value { throw Error(a.Get(0, "message").Str(limits_.max_output_bytes)); }, "raise_exception");
   const int64_t now = limits_.now;
   f->vars["strftime_now"] = Value::MakeFunction(
       [now](Args& a) {
@@ -551,7 +555,7 @@ bool Interp::ApplyTest(const std::string& n, const Value& v, Args& a) {
     return v.i() % arg.i() == 0;
   }
   if (n == "in") return Contains(arg, v);
-  if (n == "lower" || n == "upper") return IsUpperStr(v.Str(), n == "upper");
+  if (n == "lower" || n == "upper") return IsUpperStr(v.Str(limits_.max_output_bytes), n == "upper");
   if (n == "filter") return arg.is_string() && HasFilter(arg.s());
   if (n == "test") return arg.is_string() && HasTest(arg.s());
   if (v.undefined() || arg.undefined()) Fail("'" + (v.undefined() ? v.name() : arg.name()) + "' is undefined");
@@ -568,7 +572,7 @@ Value Interp::ApplyFilter(const std::string& n, const Value& v, Args& a) {
   auto attr_path = [&](const Value& x, const Value& attr) {
     if (attr.is_int()) return GetItem(x, attr);
     Value cur = x;
-    std::string path = attr.Str();
+    std::string path = attr.Str(limits_.max_output_bytes);
     size_t p = 0;
     while (true) {
       size_t dot = path.find('.', p);
@@ -585,18 +589,18 @@ Value Interp::ApplyFilter(const std::string& n, const Value& v, Args& a) {
     return x;
   };
 
-  if (n == "safe") return v.is_markup() ? v : Value::Markup(v.Str());
-  if (n == "e" || n == "escape") return v.is_markup() ? v : Value::Markup(Escape(v.Str()));
-  if (n == "string") return v.is_markup() ? v : Value::Str(v.Str());
+  if (n == "safe") return v.is_markup() ? v : Value::Markup(v.Str(limits_.max_output_bytes));
+  if (n == "e" || n == "escape") return v.is_markup() ? v : Value::Markup(Escape(v.Str(limits_.max_output_bytes)));
+  if (n == "string") return v.is_markup() ? v : Value::Str(v.Str(limits_.max_output_bytes));
   if (n == "trim") {
     Value c = a.Get(0, "chars", Value::None());
     std::string chars = c.is_string() ? c.s() : std::string();
-    return Value::Str(Strip(v.Str(), c.is_string() ? &chars : nullptr, true, true));
+    return Value::Str(Strip(v.Str(limits_.max_output_bytes), c.is_string() ? &chars : nullptr, true, true));
   }
-  if (n == "upper") return Value::Str(Upper(v.Str()));
-  if (n == "lower") return Value::Str(Lower(v.Str()));
-  if (n == "title") return Value::Str(Title(v.Str()));
-  if (n == "capitalize") return Value::Str(Capitalize(v.Str()));
+  if (n == "upper") return Value::Str(Upper(v.Str(limits_.max_output_bytes)));
+  if (n == "lower") return Value::Str(Lower(v.Str(limits_.max_output_bytes)));
+  if (n == "title") return Value::Str(Title(v.Str(limits_.max_output_bytes)));
+  if (n == "capitalize") return Value::Str(Capitalize(v.Str(limits_.max_output_bytes)));
   if (n == "length" || n == "count") {
     switch (v.kind()) {
       case Kind::kUndefined: return Value::Int(0);
@@ -671,7 +675,7 @@ Value Interp::ApplyFilter(const std::string& n, const Value& v, Args& a) {
   if (n == "round") {
     if (!v.is_number()) Fail("round needs a number");
     int64_t prec = NeedInt(a.Get(0, "precision", Value::Int(0)), "precision");
-    std::string method = a.Get(1, "method", Value::Str("common")).Str();
+    std::string method = a.Get(1, "method", Value::Str("common")).Str(limits_.max_output_bytes);
     double m = std::pow(10.0, static_cast<double>(prec));
     double x = v.f() * m;
     double r = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::round(x);
@@ -700,19 +704,19 @@ Value Interp::ApplyFilter(const std::string& n, const Value& v, Args& a) {
     return v.is_list() ? Value::MakeGenerator(std::move(it)) : Value::MakeList(std::move(it));
   }
   if (n == "join") {
-    std::string sep = a.Get(0, "d", Value::Str("")).Str();
+    std::string sep = a.Get(0, "d", Value::Str("")).Str(limits_.max_output_bytes);
     Value attr = a.Get(1, "attribute", Value::None());
     std::string o;
     std::vector<Value> it = items_of(v);
     for (size_t k = 0; k < it.size(); ++k) {
       if (k) o += sep;
-      o += (attr.none() ? it[k] : attr_path(it[k], attr)).Str();
+      o += (attr.none() ? it[k] : attr_path(it[k], attr)).Str(limits_.max_output_bytes);
       CheckSize(o.size());
     }
     return Value::Str(o);
   }
   if (n == "replace") {
-    return Value::Str(Replace(v.Str(), a.Get(0, "old").Str(), a.Get(1, "new").Str(),
+    return Value::Str(Replace(v.Str(limits_.max_output_bytes), a.Get(0, "old").Str(limits_.max_output_bytes), a.Get(1, "new").Str(limits_.max_output_bytes),
                               a.Has(2, "count") && !a.Get(2, "count").none() ? NeedInt(a.Get(2, "count"), "count") : -1,
                               limits_.max_output_bytes));
   }
@@ -725,7 +729,7 @@ Value Interp::ApplyFilter(const std::string& n, const Value& v, Args& a) {
   if (n == "dictsort") {
     if (!v.is_dict() || v.is_namespace()) Fail("dictsort needs a mapping");
     bool cs = a.Get(0, "case_sensitive", Value::Bool(false)).Truthy();
-    std::string by = a.Get(1, "by", Value::Str("key")).Str();
+    std::string by = a.Get(1, "by", Value::Str("key")).Str(limits_.max_output_bytes);
     bool rev = a.Get(2, "reverse", Value::Bool(false)).Truthy();
     int pos = by == "key" ? 0 : by == "value" ? 1 : -1;
     if (pos < 0) Fail("You can only sort by either \"key\" or \"value\"");
@@ -789,7 +793,7 @@ Value Interp::ApplyFilter(const std::string& n, const Value& v, Args& a) {
     for (auto& x : items_of(v)) acc = EvalBinary("+", acc, attr.none() ? x : attr_path(x, attr));
     return acc;
   }
-  if (n == "attr") return GetAttr(v, a.Get(0, "name").Str());
+  if (n == "attr") return GetAttr(v, a.Get(0, "name").Str(limits_.max_output_bytes));
   if (n == "map") {
     std::vector<Value> it = v.Truthy() ? items_of(v) : std::vector<Value>();
     List l;
@@ -802,7 +806,7 @@ Value Interp::ApplyFilter(const std::string& n, const Value& v, Args& a) {
       }
       return Value::MakeGenerator(std::move(l));
     } else {
-      std::string f = a.pos[0].Str();
+      std::string f = a.pos[0].Str(limits_.max_output_bytes);
       if (!HasFilter(f)) Fail("No filter named '" + f + "'.");
       Args rest;
       rest.pos.assign(a.pos.begin() + 1, a.pos.end());
@@ -824,7 +828,7 @@ Value Interp::ApplyFilter(const std::string& n, const Value& v, Args& a) {
       attr = a.pos[p++];
     }
     std::string test;
-    if (p < a.pos.size()) test = a.pos[p++].Str();
+    if (p < a.pos.size()) test = a.pos[p++].Str(limits_.max_output_bytes);
     if (!test.empty() && !HasTest(test)) Fail("No test named '" + test + "'.");
     Args rest;
     rest.pos.assign(a.pos.begin() + static_cast<long>(p), a.pos.end());
@@ -843,7 +847,7 @@ Value Interp::ApplyFilter(const std::string& n, const Value& v, Args& a) {
     bool first = a.Get(1, "first", Value::Bool(false)).Truthy();
     bool blank = a.Get(2, "blank", Value::Bool(false)).Truthy();
     std::string ind = w.is_string() ? w.s() : std::string(static_cast<size_t>(std::max<int64_t>(0, std::min<int64_t>(NeedInt(w, "width"), 10000))), ' ');
-    std::string s = v.Str() + "\n";
+    std::string s = v.Str(limits_.max_output_bytes) + "\n";
     std::vector<std::string> lines = SplitLines(s, false);
     std::string rv;
     if (blank) {
@@ -867,10 +871,10 @@ Value Interp::ApplyFilter(const std::string& n, const Value& v, Args& a) {
   if (n == "center") {
     Args c;
     c.pos.push_back(a.Get(0, "width", Value::Int(80)));
-    return CallMethod(Value::Str(v.Str()), "center", c);
+    return CallMethod(Value::Str(v.Str(limits_.max_output_bytes)), "center", c);
   }
-  if (n == "wordcount") return Value::Int(static_cast<int64_t>(Split(v.Str(), Value::None(), -1).size()));
-  if (n == "format") return Value::Str(Percent(v.Str(), a));
+  if (n == "wordcount") return Value::Int(static_cast<int64_t>(Split(v.Str(limits_.max_output_bytes), Value::None(), -1).size()));
+  if (n == "format") return Value::Str(Percent(v.Str(limits_.max_output_bytes), a, limits_.max_output_bytes));
   if (n == "batch") {
     int64_t size = NeedInt(a.Get(0, "linecount"), "linecount");
     if (size <= 0) Fail("batch size must be positive");

@@ -92,7 +92,7 @@ Interp::Flow Interp::ExecStmt(const Stmt& s, const FrameP& f, std::string* out) 
   try {
     switch (s.type) {
       case StmtType::kText: Emit(out, s.text); break;
-      case StmtType::kOutput: Emit(out, Eval(*s.expr, f).Str()); break;
+      case StmtType::kOutput: Emit(out, Eval(*s.expr, f).Str(limits_.max_output_bytes)); break;
       case StmtType::kIf:
         for (size_t k = 0; k < s.bodies.size(); ++k) {
           if (k >= s.conds.size() || Eval(*s.conds[k], f).Truthy()) return Exec(s.bodies[k], f, out);
@@ -141,7 +141,7 @@ Interp::Flow Interp::ExecStmt(const Stmt& s, const FrameP& f, std::string* out) 
         Args a;
         EvalArgs(call, 1, f, &a);
         a.kw.emplace_back("caller", caller);
-        Emit(out, Call(fn, a).Str());
+        Emit(out, Call(fn, a).Str(limits_.max_output_bytes));
         break;
       }
       case StmtType::kFilterBlock: {
@@ -155,7 +155,7 @@ Interp::Flow Interp::ExecStmt(const Stmt& s, const FrameP& f, std::string* out) 
           EvalArgs(**it, 1, f, &a);
           v = ApplyFilter((*it)->name, v, a);
         }
-        Emit(out, v.Str());
+        Emit(out, v.Str(limits_.max_output_bytes));
         break;
       }
       case StmtType::kBreak: return Flow::kBreak;
@@ -180,6 +180,9 @@ std::vector<Value> Interp::Iterate(const Value& v) {
       return keys;
     }
     case Kind::kString: {
+      if (v.s().size() > Value::kMaxListLength && CodepointCount(v.s()) > Value::kMaxListLength) {
+        Fail("limit exceeded: list length (" + std::to_string(Value::kMaxListLength) + ")");
+      }
       std::vector<Value> r;
       for (uint32_t cp : ToCodepoints(v.s())) {
         std::string c;
@@ -563,8 +566,8 @@ Value Interp::Eval(const Expr& e, const FrameP& f) {
 
 Value Interp::EvalBinary(const std::string& op, const Value& a, const Value& b) {
   if (op == "~") {
-    std::string s = a.Str();
-    std::string t = b.Str();
+    std::string s = a.Str(limits_.max_output_bytes);
+    std::string t = b.Str(limits_.max_output_bytes);
     CheckSize(s.size() + t.size());
     return Value::Str(s + t);
   }
@@ -613,7 +616,9 @@ Value Interp::EvalBinary(const std::string& op, const Value& a, const Value& b) 
       return Value::Str(a.s() + b.s());
     }
     if (a.is_list() && b.is_list() && !a.is_generator() && !b.is_generator()) {
-      CheckSize(a.l().size() + b.l().size());
+      if (a.l().size() + b.l().size() > Value::kMaxListLength) {
+        Fail("limit exceeded: list length (" + std::to_string(Value::kMaxListLength) + ")");
+      }
       List l = a.l();
       l.insert(l.end(), b.l().begin(), b.l().end());
       return Value::MakeList(std::move(l));
@@ -623,13 +628,17 @@ Value Interp::EvalBinary(const std::string& op, const Value& a, const Value& b) 
     const Value& seq = a.is_int() ? b : a;
     int64_t n = std::max<int64_t>(0, a.is_int() ? a.i() : b.i());
     if (seq.is_string()) {
-      CheckSize(seq.s().size() * static_cast<size_t>(n));
+      if (!seq.s().empty() && static_cast<uint64_t>(n) > limits_.max_output_bytes / seq.s().size()) {
+        CheckSize(limits_.max_output_bytes + 1);
+      }
       std::string s;
       for (int64_t k = 0; k < n; ++k) s += seq.s();
       return seq.is_markup() ? Value::Markup(std::move(s)) : Value::Str(std::move(s));
     }
     if (seq.is_list()) {
-      CheckSize(seq.l().size() * static_cast<size_t>(n));
+      if (!seq.l().empty() && static_cast<uint64_t>(n) > Value::kMaxListLength / seq.l().size()) {
+        Fail("limit exceeded: list length (" + std::to_string(Value::kMaxListLength) + ")");
+      }
       List l;
       for (int64_t k = 0; k < n; ++k) l.insert(l.end(), seq.l().begin(), seq.l().end());
       return Value::MakeList(std::move(l));

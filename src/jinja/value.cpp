@@ -127,15 +127,27 @@ std::string StrRepr(const std::string& s) {
   return out;
 }
 
-std::string Value::Repr() const {
+namespace {
+void CheckLimit(size_t n, size_t limit) {
+  if (n > limit) throw Error("limit exceeded: output size (max_output_bytes " + std::to_string(limit) + ")");
+}
+}  // namespace
+
+std::string Value::Repr(size_t limit) const {
   switch (kind_) {
-    case Kind::kString: return StrRepr(*s_);
+    case Kind::kString: {
+      CheckLimit(s_->size(), limit);
+      std::string r = StrRepr(*s_);
+      CheckLimit(r.size(), limit);
+      return r;
+    }
     case Kind::kList: {
       if (gen_) return "<generator object>";
       std::string o = tuple_ ? "(" : "[";
       for (size_t k = 0; k < l_->size(); ++k) {
         if (k) o += ", ";
-        o += (*l_)[k].Repr();
+        o += (*l_)[k].Repr(limit);
+        CheckLimit(o.size(), limit);
       }
       if (tuple_) return o + (l_->size() == 1 ? ",)" : ")");
       return o + "]";
@@ -147,7 +159,8 @@ std::string Value::Repr() const {
       for (auto& kv : dict_->items) {
         if (!first) o += ", ";
         first = false;
-        o += kv.first.Repr() + ": " + kv.second.Repr();
+        o += kv.first.Repr(limit) + ": " + kv.second.Repr(limit);
+        CheckLimit(o.size(), limit);
       }
       return o + "}";
     }
@@ -155,7 +168,7 @@ std::string Value::Repr() const {
   }
 }
 
-std::string Value::Str() const {
+std::string Value::Str(size_t limit) const {
   switch (kind_) {
     case Kind::kUndefined: return "";
     case Kind::kNone: return "None";
@@ -164,7 +177,7 @@ std::string Value::Str() const {
     case Kind::kFloat: return FloatRepr(d_);
     case Kind::kString: return *s_;
     case Kind::kFunction: return "<function " + *s_ + ">";
-    default: return Repr();
+    default: return Repr(limit);
   }
 }
 

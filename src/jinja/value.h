@@ -3,6 +3,7 @@
 // reference like Python's; dicts keep insertion order.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -49,6 +50,8 @@ class Value {
   // Nesting deeper than this is an error, so that printing, comparing and freeing a value
   // never recurse without bound.
   static constexpr int kMaxNesting = 512;
+  // Longest list a template can build (items from a string, split, +, *).
+  static constexpr size_t kMaxListLength = size_t{1} << 20;
   static Value MakeList(List l = {}) {
     Value v;
     v.kind_ = Kind::kList;
@@ -116,9 +119,10 @@ class Value {
 
   bool Truthy() const;
   // str() of the value as Python prints it (lists and dicts as repr).
-  std::string Str() const;
+  // Throws Error ("limit exceeded: output size") once the text would pass `limit` bytes.
+  std::string Str(size_t limit = SIZE_MAX) const;
   // repr() of the value.
-  std::string Repr() const;
+  std::string Repr(size_t limit = SIZE_MAX) const;
   const char* TypeName() const;
 
  private:

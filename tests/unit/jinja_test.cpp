@@ -69,6 +69,23 @@ TEST(JinjaLimits, OutputSize) {
   EXPECT_NE(o.text.find("limit exceeded: output size"), std::string::npos) << o.text;
   o = Try("{{ 'x' * 100000 }}", "{}", lim);
   EXPECT_NE(o.text.find("limit exceeded: output size"), std::string::npos) << o.text;
+  // A count whose product with the length wraps around size_t is still caught.
+  o = Try("{{ 'abcdefghijklmnop' * 1152921504606846976 }}", "{}", lim);
+  EXPECT_NE(o.text.find("limit exceeded: output size"), std::string::npos) << o.text;
+  // Printing a list of many references to one string.
+  o = Try("{% set s = 'x' * 900 %}{{ [s, s, s, s] }}", "{}", lim);
+  EXPECT_NE(o.text.find("limit exceeded: output size"), std::string::npos) << o.text;
+  o = Try("{% set s = 'x' * 900 %}{{ '%s%s' | format(s, s) }}", "{}", lim);
+  EXPECT_NE(o.text.find("limit exceeded: output size"), std::string::npos) << o.text;
+}
+
+TEST(JinjaLimits, ListLength) {
+  for (const char* src : {"{{ ([1] * 100000000) | length }}", "{{ ('x' * 2000000) | list | length }}",
+                          "{{ ('x,' * 2000000).split(',') | length }}",
+                          "{% set ns = namespace(l=[0]) %}{% for i in range(30) %}{% set ns.l = ns.l + ns.l %}{% endfor %}"}) {
+    Outcome o = Try(src);
+    EXPECT_NE(o.text.find("limit exceeded: list length (1048576)"), std::string::npos) << src << " -> " << o.text;
+  }
 }
 
 TEST(JinjaLimits, LoopIterations) {

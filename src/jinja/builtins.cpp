@@ -632,8 +632,10 @@ Value Interp::ApplyFilter(const std::string& n, const Value& v, Args& a) {
       is = seps.l()[0].s();
       ks = seps.l()[1].s();
     }
-    return Value::Str(ToJsonOpts(v, ensure_ascii, indent, seps.none() ? nullptr : &is, seps.none() ? nullptr : &ks,
-                                 sort_keys, limits_.max_output_bytes));
+    std::string json = ToJsonOpts(v, ensure_ascii, indent, seps.none() ? nullptr : &is, seps.none() ? nullptr : &ks,
+                                  sort_keys, limits_.max_output_bytes);
+    Work(json.size());
+    return Value::Str(std::move(json));
   }
   if (n == "int") {
     Value def = a.Get(0, "default", Value::Int(0));

@@ -60,7 +60,16 @@ void Interp::Step() {
   }
 }
 
+void Interp::Work(size_t bytes) {
+  steps_ += bytes >> 8;
+  if (steps_ > limits_.max_steps) {
+    throw Error("limit exceeded: loop iterations (max_steps " + std::to_string(limits_.max_steps) +
+                ", copying counts one per 256 bytes)");
+  }
+}
+
 void Interp::Emit(std::string* out, const std::string& s) {
+  Work(s.size());
   CheckSize(out->size() + s.size());
   out->append(s);
 }
@@ -172,7 +181,7 @@ Interp::Flow Interp::ExecStmt(const Stmt& s, const FrameP& f, std::string* out) 
 std::vector<Value> Interp::Iterate(const Value& v) {
   switch (v.kind()) {
     case Kind::kUndefined: return {};
-    case Kind::kList: return v.l();
+    case Kind::kList: Work(v.l().size() * 16); return v.l();
     case Kind::kDict: {
       if (v.is_namespace()) Fail("'Namespace' object is not iterable");
       std::vector<Value> keys;
@@ -569,6 +578,7 @@ Value Interp::EvalBinary(const std::string& op, const Value& a, const Value& b) 
     std::string s = a.Str(limits_.max_output_bytes);
     std::string t = b.Str(limits_.max_output_bytes);
     CheckSize(s.size() + t.size());
+    Work(s.size() + t.size());
     return Value::Str(s + t);
   }
   if (a.undefined() || b.undefined()) Fail("'" + (a.undefined() ? a.name() : b.name()) + "' is undefined");
@@ -610,6 +620,7 @@ Value Interp::EvalBinary(const std::string& op, const Value& a, const Value& b) 
   if (op == "+") {
     if (a.is_string() && b.is_string()) {
       CheckSize(a.s().size() + b.s().size());
+      Work(a.s().size() + b.s().size());
       if (a.is_markup() || b.is_markup()) {
         return Value::Markup((a.is_markup() ? a.s() : Escape(a.s())) + (b.is_markup() ? b.s() : Escape(b.s())));
       }
@@ -619,6 +630,7 @@ Value Interp::EvalBinary(const std::string& op, const Value& a, const Value& b) 
       if (a.l().size() + b.l().size() > Value::kMaxListLength) {
         Fail("limit exceeded: list length (" + std::to_string(Value::kMaxListLength) + ")");
       }
+      Work((a.l().size() + b.l().size()) * 16);
       List l = a.l();
       l.insert(l.end(), b.l().begin(), b.l().end());
       return Value::MakeList(std::move(l));
@@ -631,6 +643,7 @@ Value Interp::EvalBinary(const std::string& op, const Value& a, const Value& b) 
       if (!seq.s().empty() && static_cast<uint64_t>(n) > limits_.max_output_bytes / seq.s().size()) {
         CheckSize(limits_.max_output_bytes + 1);
       }
+      Work(seq.s().size() * static_cast<size_t>(n));
       std::string s;
       for (int64_t k = 0; k < n; ++k) s += seq.s();
       return seq.is_markup() ? Value::Markup(std::move(s)) : Value::Str(std::move(s));
@@ -639,6 +652,7 @@ Value Interp::EvalBinary(const std::string& op, const Value& a, const Value& b) 
       if (!seq.l().empty() && static_cast<uint64_t>(n) > Value::kMaxListLength / seq.l().size()) {
         Fail("limit exceeded: list length (" + std::to_string(Value::kMaxListLength) + ")");
       }
+      Work(seq.l().size() * static_cast<size_t>(n) * 16);
       List l;
       for (int64_t k = 0; k < n; ++k) l.insert(l.end(), seq.l().begin(), seq.l().end());
       return Value::MakeList(std::move(l));

@@ -42,6 +42,9 @@ class Interp {
   Value CallMethod(const Value& obj, const std::string& name, Args& args);
   void CheckSize(size_t n) const;
   void Step();
+  // Charges copying work to the same budget as Step (one step per 256 bytes / 16 list items),
+  // so a loop that copies large values cannot run for hours within max_steps iterations.
+  void Work(size_t bytes);
   std::vector<Value> Iterate(const Value& v);
   [[noreturn]] void Fail(const std::string& m) const;
 

@@ -94,6 +94,10 @@ TEST(JinjaLimits, LoopIterations) {
   EXPECT_TRUE(Try("{% for i in range(4000) %}{% endfor %}", "{}", lim).ok);
   Outcome o = Try("{% for i in range(100) %}{% for j in range(100) %}{% endfor %}{% endfor %}", "{}", lim);
   EXPECT_NE(o.text.find("limit exceeded: loop iterations (max_steps 5000)"), std::string::npos) << o.text;
+  // Copying large values counts too: 4000 iterations of a 1 MB concatenation would copy 4 GB.
+  o = Try("{% set s = 'x' * 1000000 %}{% for i in range(4000) %}{% set t = s ~ s %}{% endfor %}", "{}", lim);
+  EXPECT_NE(o.text.find("limit exceeded: loop iterations (max_steps 5000, copying counts one per 256 bytes)"),
+            std::string::npos) << o.text;
   // The sandbox's range limit, as in jinja2.
   o = Try("{{ range(1000000) | length }}");
   EXPECT_NE(o.text.find("Range too big"), std::string::npos) << o.text;

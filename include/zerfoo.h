@@ -346,8 +346,9 @@ ZF_API zf_status zf_chat_params_init(zf_chat_params* params, size_t size);
  * lstrip_blocks, tojson without ASCII escaping, raise_exception, strftime_now, loop controls,
  * the generation block). Variables: messages (with the fields given), add_generation_prompt,
  * bos_token, eos_token (the model's), tools, documents, and the keys of params->extra_json.
- * A template cannot hang or exhaust the process: output (64 MiB), loop iterations + macro
- * calls (10 million) and nesting are bounded, and exceeding one fails naming the limit.
+ * A template cannot hang or exhaust the process: every string it builds (64 MiB), loop
+ * iterations + macro calls + copying (10 million steps, one per 256 bytes copied), list length
+ * (2^20), recursion and nesting are bounded, and exceeding one fails naming the limit.
  * NUL-terminated output. Thread-safe.
  * @param params NULL for defaults.
  * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *needed); ::ZF_ERR_TEMPLATE (syntax

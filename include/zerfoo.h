@@ -310,8 +310,9 @@ typedef struct zf_chat_message_v2 {
                                       "id":"call_1","function":{"name":"f","arguments":{...}}}]. */
   const char* tool_call_id;      /**< `tool_call_id` of a tool result message. */
   const char* name;              /**< `name` (the tool's name on a tool result message). */
-  const char* extra_json;        /**< A JSON object whose keys are added to the message as
-                                      they are (any other field a template reads). */
+  const char* extra_json;        /**< A JSON object whose keys are set on the message as they
+                                      are: any other field a template reads, or content as a
+                                      list of parts ({"content":[{"type":"text",...}]}). */
 } zf_chat_message_v2;
 
 #define ZF_CHAT_FIXED_TIME 0x2u /**< strftime_now uses zf_chat_params::time_unix (as UTC)

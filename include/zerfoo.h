@@ -80,6 +80,9 @@ typedef int32_t zf_status;
 #define ZF_ERR_CANCELLED 10         /**< A load was aborted by its progress callback. */
 #define ZF_ERR_BACKEND 11           /**< The requested compute backend is unavailable or failed. */
 #define ZF_ERR_INTERNAL 12          /**< A bug in zerfoo; the message has details. */
+#define ZF_ERR_TEMPLATE 13          /**< A chat template failed (syntax, unknown filter, its own
+                                         raise_exception, a limit); the message gives the
+                                         template's line and column. */
 
 /**
  * @brief The name of a status code, e.g. "ZF_ERR_FORMAT"; "ZF_ERR_UNKNOWN" for unknown values.
@@ -312,14 +315,88 @@ typedef struct zf_chat_message {
 #define ZF_CHAT_ADD_ASSISTANT 0x1u /**< Append the prefix that starts the assistant's turn. */
 
 /**
- * @brief Renders messages with the model's `tokenizer.chat_template` (recognized families:
- * Gemma, ChatML, Llama 2/3, Mistral, Phi-3). NUL-terminated output. Thread-safe.
- * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_UNSUPPORTED (unknown template);
+ * @brief Renders messages with the model's `tokenizer.chat_template`, a Jinja template rendered
+ * exactly as Python's jinja2 renders it in Hugging Face transformers' apply_chat_template
+ * (variables: messages, add_generation_prompt, bos_token, eos_token; tools and documents are
+ * None). A file without a template gets ChatML, or Gemma's turn format for gemma models.
+ * NUL-terminated output. Thread-safe. For tool calls, other message fields, extra variables or
+ * another template use zf_chat_apply_template_v2().
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_TEMPLATE (the template failed: message
+ *         with line and column); ::ZF_ERR_INVALID_UTF8 (a role or content);
  *         ::ZF_ERR_INVALID_ARGUMENT.
  */
 ZF_API zf_status zf_chat_apply_template(const zf_model* model, const zf_chat_message* msgs,
                                         size_t n_msgs, uint32_t flags, char* buf, size_t cap,
                                         size_t* needed);
+
+/**
+ * One chat turn with the fields chat templates read beyond role and content. Every string is
+ * NUL-terminated UTF-8 and borrowed for the call; NULL leaves the field out of the message
+ * (a template then sees it undefined), except `role`, which is required. In an array every
+ * element has the same `struct_size` (the array's stride); set it to sizeof(zf_chat_message_v2).
+ */
+typedef struct zf_chat_message_v2 {
+  uint32_t struct_size;          /**< sizeof(zf_chat_message_v2). */
+  uint32_t reserved;             /**< Must be 0. */
+  const char* role;              /**< "system", "user", "assistant", "tool", ... (required). */
+  const char* content;           /**< The text; NULL gives the template `content` = None. */
+  const char* reasoning_content; /**< The assistant's thinking (`reasoning_content`). */
+  const char* tool_calls_json;   /**< `tool_calls`: a JSON array, e.g. [{"type":"function",
+                                      "id":"call_1","function":{"name":"f","arguments":{...}}}]. */
+  const char* tool_call_id;      /**< `tool_call_id` of a tool result message. */
+  const char* name;              /**< `name` (the tool's name on a tool result message). */
+  const char* extra_json;        /**< A JSON object whose keys are set on the message as they
+                                      are: any other field a template reads, or content as a
+                                      list of parts ({"content":[{"type":"text",...}]}). */
+} zf_chat_message_v2;
+
+#define ZF_CHAT_FIXED_TIME 0x2u /**< strftime_now uses zf_chat_params::time_unix (as UTC)
+                                     instead of the local time now: reproducible output. */
+
+/** Options of zf_chat_apply_template_v2(). Initialize with zf_chat_params_init(). */
+typedef struct zf_chat_params {
+  uint32_t struct_size;       /**< sizeof(zf_chat_params). */
+  uint32_t flags;             /**< ::ZF_CHAT_ADD_ASSISTANT (add_generation_prompt),
+                                   ::ZF_CHAT_FIXED_TIME; other bits are rejected. */
+  const char* template_name;  /**< NULL: `tokenizer.chat_template`; else the file's
+                                   `tokenizer.chat_template.NAME` (e.g. "tool_use"). */
+  const char* template_text;  /**< The caller's own Jinja template (overrides the file's and
+                                   template_name); NULL for none. */
+  const char* tools_json;     /**< `tools`: a JSON array of tool definitions; NULL = None. */
+  const char* documents_json; /**< `documents`: a JSON array; NULL = None. */
+  const char* extra_json;     /**< A JSON object of extra template variables, e.g.
+                                   {"enable_thinking": false}; NULL for none. */
+  int64_t time_unix;          /**< strftime_now's clock with ::ZF_CHAT_FIXED_TIME (seconds). */
+} zf_chat_params;
+
+/**
+ * @brief Fills `params` with defaults (no flags, the file's template, no tools or extras).
+ * @param size sizeof(zf_chat_params) as the caller knows it.
+ * @return ::ZF_OK, or ::ZF_ERR_INVALID_ARGUMENT if params is NULL or size < 4.
+ */
+ZF_API zf_status zf_chat_params_init(zf_chat_params* params, size_t size);
+
+/**
+ * @brief Renders a conversation with a chat template exactly as Python's jinja2 renders it in
+ * Hugging Face transformers' apply_chat_template (ImmutableSandboxedEnvironment, trim_blocks,
+ * lstrip_blocks, tojson without ASCII escaping, raise_exception, strftime_now, loop controls,
+ * the generation block). Variables: messages (with the fields given), add_generation_prompt,
+ * bos_token, eos_token (the model's), tools, documents, and the keys of params->extra_json.
+ * A template cannot hang or exhaust the process: every string it builds (64 MiB), loop
+ * iterations + macro calls + copying (10 million steps, one per 256 bytes copied), list length
+ * (2^20), recursion and nesting are bounded, and exceeding one fails naming the limit.
+ * NUL-terminated output. Thread-safe.
+ * @param params NULL for defaults.
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *needed); ::ZF_ERR_TEMPLATE (syntax
+ *         error, unknown filter or test, the template's raise_exception, a limit: the message
+ *         gives the line and column); ::ZF_ERR_NOT_FOUND (no such template_name);
+ *         ::ZF_ERR_INVALID_ARGUMENT (NULL model or role, a struct_size that differs between
+ *         messages or is too small, nonzero reserved, unknown flag bits, malformed JSON or a
+ *         string that is not UTF-8: the message names the field).
+ */
+ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_message_v2* msgs,
+                                           size_t n_msgs, const zf_chat_params* params, char* buf,
+                                           size_t cap, size_t* needed);
 
 /* ---------------------------------------------------------------------------------------------
  * Sessions

@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "common/utf8.h"
+#include "quant/scales.h"
 
 namespace zf::gguf {
 namespace {
@@ -204,6 +205,21 @@ const char* ValueTypeName(ValueType t) {
                                 "BOOL", "STRING", "ARRAY", "UINT64", "INT64", "FLOAT64"};
   const uint32_t i = static_cast<uint32_t>(t);
   return i < sizeof(names) / sizeof(names[0]) ? names[i] : "?";
+}
+
+Status GgufFile::CheckTensorValues() const {
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  for (const TensorInfo& t : tensors_) {
+    if (const int64_t b = quant::FindNonFiniteBlock(t.type, t.data, t.nbytes); b >= 0) {
+      return FormatError("tensor '" + std::string(t.name) + "' (" + TypeName(t.type) + "): block " + std::to_string(b) +
+                         " has a NaN or infinite scale or value");
+    }
+    if (file_backed_ && t.nbytes > 0) {  // never on an anonymous copy (MADV_DONTNEED zeroes it)
+      const uintptr_t b = (uintptr_t(t.data) + page - 1) & ~(page - 1), e = uintptr_t(t.data + t.nbytes) & ~(page - 1);
+      if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
+    }
+  }
+  return Status::Ok();
 }
 
 GgufFile::~GgufFile() {

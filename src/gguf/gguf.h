@@ -88,6 +88,10 @@ class GgufFile {
   bool file_backed() const { return file_backed_; }
   const std::vector<KeyValue>& metadata() const { return kv_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  // Scans every tensor's data for NaN or infinite block scales and values (quant/scales.h):
+  // kFormat naming the tensor and block. Pages of a file mapping are dropped after each tensor
+  // (re-read from the page cache on use), so the scan does not raise the resident size.
+  Status CheckTensorValues() const;
 
   // nullptr when absent.
   const Value* Find(std::string_view key) const;

@@ -12,7 +12,6 @@
 #include "engine/cuda/device_weights.h"
 #include "engine/cuda/kernel_library.h"
 #include "quant/quant.h"
-#include "quant/scales.h"
 
 namespace zf::model {
 namespace {
@@ -134,14 +133,8 @@ Status Model::Load(const std::string& path, const LoadOptions& o, std::unique_pt
   if (!o.vocab_only) {
     ZF_RETURN_IF_ERROR(BindWeights(f, m->config_, &m->weights_));
     uint64_t n = 0;
-    for (const gguf::TensorInfo& t : f.tensors()) {
-      n += uint64_t(t.n_elements());
-      // Non-finite scales would load and compute garbage (quant/scales.h): refused here, once.
-      if (const int64_t b = quant::FindNonFiniteBlock(t.type, t.data, t.nbytes); b >= 0) {
-        return FormatError("tensor '" + std::string(t.name) + "' (" + TypeName(t.type) + "): block " + std::to_string(b) +
-                           " has a NaN or infinite scale or value");
-      }
-    }
+    for (const gguf::TensorInfo& t : f.tensors()) n += uint64_t(t.n_elements());
+    ZF_RETURN_IF_ERROR(f.CheckTensorValues());  // NaN/Inf block scales: refused, once, at load
     m->config_.n_params = n;
   }
   // The CUDA engine is resolved at run time (engine/cuda/kernel_library.h): the weights are

@@ -64,18 +64,12 @@ rc=$?
 set -e
 sed 's/^/  /' "$tmp/abidiff.txt" | head -60
 # Bit 8: an incompatible change (e.g. a removed function); bits 1/2: abidiff itself failed.
-# Bit 4 (a change) is judged by the summary: removed or changed functions fail, unless the only
-# changes are params structs that grew at their end (checked exactly by the layout check below).
+# Bit 4 (a change) alone passes here: a params struct that grew at its end is one; changed
+# parameter types and moved fields are caught exactly by the declaration and layout checks below.
 if [ $((rc & 3)) -ne 0 ]; then echo "FAIL: abidiff could not compare (exit $rc)"; fail=1; fi
 if [ $((rc & 8)) -ne 0 ]; then echo "FAIL: abidiff reports an incompatible change"; fail=1; fi
 if grep -Eq 'Functions changes summary: [1-9][0-9]* Removed|Variables changes summary: [1-9][0-9]* Removed' "$tmp/abidiff.txt"; then
   echo "FAIL: functions or variables removed"; fail=1
-fi
-if [ $((rc & 4)) -ne 0 ] && grep -Eq "parameter [0-9]+ of type .* changed|return type changed|parameter [0-9]+ .* was (added|removed)" "$tmp/abidiff.txt"; then
-  # A parameter whose type itself changed (not merely a pointed-to struct that grew).
-  if grep -Eq "type of parameter|parameter [0-9]+ of type '[^']*' was (added|removed)|return type changed" "$tmp/abidiff.txt"; then
-    echo "FAIL: a function's parameters or return type changed"; fail=1
-  fi
 fi
 for kind in functions constants layout; do
   echo "== $kind (abi/$kind.txt)"

@@ -24,13 +24,11 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-if ! command -v abidw >/dev/null || ! command -v abidiff >/dev/null; then
-  apt-get install -y -qq abigail-tools >/dev/null 2>&1 || { apt-get update -qq >/dev/null && apt-get install -y -qq abigail-tools >/dev/null; }
-fi
+command -v abidw >/dev/null && command -v abidiff >/dev/null || scripts/install_deps.sh abigail-tools
 if [ -z "$lib" ]; then
   # clang, as CI's build-test-clang from which the committed baseline was made (DWARF of one
   # compiler compares most cleanly with the same compiler's).
-  command -v clang++ >/dev/null || scripts/install_deps.sh clang
+  scripts/ensure_clang.sh
   CC=clang CXX=clang++ cmake -S . -B build-abi -G Ninja -DCMAKE_BUILD_TYPE=Debug -DZF_BUILD_TESTS=OFF \
     -DZF_BUILD_KERNELS=OFF >/dev/null
   cmake --build build-abi -j"$(nproc)" --target zerfoo >/dev/null

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build-test-clang}"
-command -v clang++ >/dev/null || scripts/install_deps.sh clang
+scripts/ensure_clang.sh
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZF_BUILD_TESTS=ON \
   -DZF_WERROR=ON -DZF_SANITIZE="address;undefined" -DZF_BUILD_FUZZERS=ON -DZF_BUILD_KERNELS=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" --target zerfoo zerfoo_unit_tests zerfoo_capi_tests \

@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 targets_all=(gguf_load tiny_decode tokenizer pretokenize sampler chat_template)
 build="${ZF_FUZZ_BUILD:-build-fuzz}"
-command -v clang++ >/dev/null || scripts/install_deps.sh clang
+scripts/ensure_clang.sh
 configure() {
   if [ ! -f "$build/build.ninja" ]; then
     CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZF_BUILD_TESTS=ON \

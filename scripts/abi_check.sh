@@ -5,8 +5,7 @@
 # function, a constant or a params field at the end of a struct passes.
 #   scripts/abi_check.sh [--update] [--lib LIB] [--header HEADER]
 # LIB must carry debug info (DWARF) for abidiff's type comparison; without --lib the library is
-# built with clang -g in build-abi/ (a Debug build of the library target only; CI passes its
-# clang sanitizer build's library instead). --update rewrites the
+# built as CI's clang stage builds it (scripts/clang_sanitize.sh build-test-clang --lib-only). --update rewrites the
 # baseline (commit it together with the intentional append; the lead re-runs it after merging
 # branches that append functions).
 # abidiff (Debian's abigail-tools) compares the library's exported functions and the types they
@@ -26,13 +25,10 @@ while [ $# -gt 0 ]; do
 done
 command -v abidw >/dev/null && command -v abidiff >/dev/null || scripts/install_deps.sh abigail-tools
 if [ -z "$lib" ]; then
-  # clang, as CI's build-test-clang from which the committed baseline was made (DWARF of one
-  # compiler compares most cleanly with the same compiler's).
-  scripts/ensure_clang.sh
-  CC=clang CXX=clang++ cmake -S . -B build-abi -G Ninja -DCMAKE_BUILD_TYPE=Debug -DZF_BUILD_TESTS=OFF \
-    -DZF_BUILD_KERNELS=OFF >/dev/null
-  cmake --build build-abi -j"$(nproc)" --target zerfoo >/dev/null
-  lib=build-abi/libzerfoo.so.0
+  # The same build as CI's clang stage (the committed baseline comes from it: DWARF of one
+  # compiler and configuration compares most cleanly with its own).
+  scripts/clang_sanitize.sh build-test-clang --lib-only >/dev/null
+  lib=build-test-clang/libzerfoo.so.0
 fi
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 cc="${CC:-cc}"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# ABI stability check of libzerfoo.so against the committed baseline in abi/ (README: "ABI
-# stability"). Fails on an incompatible change: a removed or changed function, a struct field
+# ABI stability check of libzerfoo.so against the committed baseline in abi/ (README:
+# "Reliability, fuzzing, ABI check and API reference"). Fails on an incompatible change: a removed or changed function, a struct field
 # moved, resized or removed, a struct that shrank, a changed #define ZF_* constant. Appending a
 # function, a constant or a params field at the end of a struct passes.
 #   scripts/abi_check.sh [--update] [--lib LIB] [--header HEADER]
 # LIB must carry debug info (DWARF) for abidiff's type comparison; without --lib the library is
-# built as CI's clang stage builds it (scripts/clang_sanitize.sh build-test-clang --lib-only). --update rewrites the
-# baseline (commit it together with the intentional append; the lead re-runs it after merging
+# built as CI's clang stage builds it (scripts/clang_sanitize.sh build-test-clang --lib-only).
+# --update rewrites the baseline (commit it together with the intentional append; the lead re-runs it after merging
 # branches that append functions).
 # abidiff (Debian's abigail-tools) compares the library's exported functions and the types they
 # reach; the header's #define constants, declarations and struct layouts (offsetof/sizeof of every

@@ -88,7 +88,7 @@ def compare(kind, base, cur):
         bad = ["removed or changed: " + l for l in b if l not in cset]
     added = [l for l in c if l not in set(b)]
     for l in added:
-        print("  appended (compatible): " + l)
+        print("  new: " + l)
     for l in bad:
         print("  INCOMPATIBLE: " + l)
     return 1 if bad else 0

@@ -3,13 +3,19 @@
 # LeakSanitizer), -Werror, plus the libFuzzer targets' coverage instrumentation so that one build
 # serves three CI stages: this one (unit and C API tests under the sanitizers, the soak tests in
 # their short form), scripts/fuzz.sh and scripts/abi_check.sh (the library carries DWARF).
-#   scripts/clang_sanitize.sh [BUILD_DIR]     default build-test-clang
+#   scripts/clang_sanitize.sh [BUILD_DIR] [--lib-only]     default build-test-clang
+# --lib-only: configure and build only libzerfoo.so (what scripts/abi_check.sh compares).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build-test-clang}"
-command -v clang++ >/dev/null || scripts/install_deps.sh clang
+lib_only="${2:-}"
+scripts/ensure_clang.sh
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZF_BUILD_TESTS=ON \
   -DZF_WERROR=ON -DZF_SANITIZE="address;undefined" -DZF_BUILD_FUZZERS=ON -DZF_BUILD_KERNELS=OFF >/dev/null
+if [ "$lib_only" = "--lib-only" ]; then
+  cmake --build "$build" -j"$(nproc)" --target zerfoo
+  exit 0
+fi
 cmake --build "$build" -j"$(nproc)" --target zerfoo zerfoo_unit_tests zerfoo_capi_tests \
   fuzz_gguf_load fuzz_tiny_decode fuzz_tokenizer fuzz_pretokenize fuzz_sampler fuzz_chat_template
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

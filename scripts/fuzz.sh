@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz (clang, ASan+UBSan, coverage) and runs each for a
-# given time, two at a time (README: "Fuzzing").
+# given time, two at a time (README: "Reliability, fuzzing, ABI check and API reference").
 #   scripts/fuzz.sh [SECONDS] [TARGET...]    default 60 s each, every target
 # Env: ZF_FUZZ_BUILD (build dir, default build-fuzz; CI passes its clang build), ZF_FUZZ_JOBS
-# (parallel fuzzers, default 2), ZF_FUZZ_WORK (corpus dir, default $ZF_FUZZ_BUILD/fuzz-corpus:
+# (parallel fuzzers, default 2), ZF_FUZZ_NO_BUILD=1 (use the binaries as they are), ZF_FUZZ_WORK (corpus dir, default $ZF_FUZZ_BUILD/fuzz-corpus:
 # the committed seeds of tests/fuzz/corpus/ plus what the runs found, kept between runs so long
 # campaigns accumulate). scripts/fuzz.sh --seeds regenerates the committed seeds.
 # Exec counts of each run are printed ("#N DONE" / "stat::number_of_executed_units") and added
@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 targets_all=(gguf_load tiny_decode tokenizer pretokenize sampler chat_template)
 build="${ZF_FUZZ_BUILD:-build-fuzz}"
-command -v clang++ >/dev/null || scripts/install_deps.sh clang
+scripts/ensure_clang.sh
 configure() {
   if [ ! -f "$build/build.ninja" ]; then
     CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZF_BUILD_TESTS=ON \
@@ -30,8 +30,10 @@ if [ "${1:-}" = "--seeds" ]; then
 fi
 secs="${1:-60}"; [ $# -gt 0 ] && shift
 targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=("${targets_all[@]}")
-configure
-cmake --build "$build" -j"$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}")
+if [ "${ZF_FUZZ_NO_BUILD:-0}" != 1 ]; then
+  configure
+  cmake --build "$build" -j"$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}")
+fi
 work="${ZF_FUZZ_WORK:-$build/fuzz-corpus}"
 mkdir -p "$work/crashes"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:allocator_may_return_null=1:${ASAN_OPTIONS:-}"

@@ -88,7 +88,6 @@ class GgufFile {
   bool file_backed() const { return file_backed_; }
   const std::vector<KeyValue>& metadata() const { return kv_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
-
   // nullptr when absent.
   const Value* Find(std::string_view key) const;
   const TensorInfo* FindTensor(std::string_view name) const;

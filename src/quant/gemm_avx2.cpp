@@ -108,7 +108,7 @@ void RunTiles(const uint8_t* tile, int64_t k, int64_t rows, const PackedActs& pa
     if (valid <= 0) break;
     ForTokenTiles<kTokens>(n_tok, [&](int64_t t, auto tokens) {
       Tile<G, decltype(tokens)::value, kOff, kSigned>(tile, k, h, a + size_t(t) * as, as, pa.ad + t * nb,
-                                                      pa.asum + t * ng, pa.aoff + (kOff ? t * ng : 0),
+                                                      pa.asum + t * ng, pa.aoff + (kOff && !kSigned ? t * ng : 0),
                                                       y + t * y_stride, y_stride, valid);
     });
   }

@@ -95,6 +95,23 @@ TEST(Reliability, TinyModelLoadsAndGeneratesForEveryWeightType) {
   }
 }
 
+// The load-time scan drops the pages of a file mapping after reading them; a private copy
+// (ZF_MODEL_NO_MMAP) must be left intact: both loads generate the same text.
+TEST(Reliability, ScanLeavesMappedAndCopiedWeightsIntact) {
+  const std::string path = WriteTemp(zf::testutil::TinyLlamaGguf(kTQ4_K), "scan.gguf");
+  std::string out[2];
+  for (int no_mmap = 0; no_mmap < 2; ++no_mmap) {
+    zf_model* m = nullptr;
+    ASSERT_EQ(LoadPath(path, &m, no_mmap ? ZF_MODEL_NO_MMAP : 0), ZF_OK) << Err();
+    zf_session* s = NewSession(m);
+    out[no_mmap] = Generate(s, "ab a", 8);
+    zf_session_free(s);
+    zf_model_free(m);
+  }
+  EXPECT_FALSE(out[0].empty());
+  EXPECT_EQ(out[0], out[1]);
+}
+
 // A FIFO with no writer used to block zf_model_load forever inside open().
 TEST(Reliability, FifoIsRefusedWithoutBlocking) {
   const std::string path = ::testing::TempDir() + "zf_rel_fifo_" + std::to_string(getpid());

@@ -16,13 +16,17 @@
 
 // F16 -> F32 of 16 values: two F16C conversions (the test binaries are built with -mf16c).
 static inline simde__m512 zf_emu_mm512_cvtph_ps(simde__m256i h) {
+  // Whole-object copies: under clang SIMDe's private members are vector types, whose elements
+  // have no address.
   const simde__m256i_private a = simde__m256i_to_private(h);
   __m128i lo, hi;
-  __builtin_memcpy(&lo, &a.u16[0], 16);
-  __builtin_memcpy(&hi, &a.u16[8], 16);
+  __builtin_memcpy(&lo, reinterpret_cast<const char*>(&a), 16);
+  __builtin_memcpy(&hi, reinterpret_cast<const char*>(&a) + 16, 16);
+  alignas(64) float f[16];
+  _mm256_storeu_ps(f, _mm256_cvtph_ps(lo));
+  _mm256_storeu_ps(f + 8, _mm256_cvtph_ps(hi));
   simde__m512_private r;
-  _mm256_storeu_ps(&r.f32[0], _mm256_cvtph_ps(lo));
-  _mm256_storeu_ps(&r.f32[8], _mm256_cvtph_ps(hi));
+  __builtin_memcpy(&r, f, sizeof f);
   return simde__m512_from_private(r);
 }
 static inline simde__m512 zf_emu_mm512_maskz_loadu_ps(simde__mmask16 k, const void* p) {

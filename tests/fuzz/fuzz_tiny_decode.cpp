@@ -23,7 +23,8 @@ const Base& Model(int which) {
   Base& b = models[which];
   if (b.bytes.empty()) {
     zf::gguf::testutil::Layout lay;
-    b.bytes = zf::testutil::TinyLlamaGguf(types[which], "", 0, &lay);
+    // F32 and Q8_0 at n_embd 32 (fast); the K quants need rows of 256.
+    b.bytes = zf::testutil::TinyLlamaGguf(types[which], "", 0, &lay, which < 2 ? 32 : zf::testutil::kTinyEmbd);
     b.data_start = lay.data_start;  // only tensor data is mutated (the header has its own fuzzer)
   }
   return b;

@@ -22,7 +22,7 @@ void Write(const std::string& dir, const std::string& name, const std::vector<ui
   std::ofstream(d + "/" + name, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
                                                         std::streamsize(bytes.size()));
 }
-std::vector<uint8_t> Bytes(uint8_t first, const std::string& s) {
+std::vector<uint8_t> Text(uint8_t first, const std::string& s) {
   std::vector<uint8_t> v{first};
   v.insert(v.end(), s.begin(), s.end());
   return v;
@@ -74,20 +74,20 @@ int main(int argc, char** argv) {
       size_t e = all.find(sep, pos);
       if (e == std::string::npos) e = all.size();
       const std::string t = all.substr(pos, e - pos);
-      Write("tokenizer", "spm_" + std::to_string(i), Bytes(0, t));
-      Write("tokenizer", "bpe_" + std::to_string(i), Bytes(1, t));
+      Write("tokenizer", "spm_" + std::to_string(i), Text(0, t));
+      Write("tokenizer", "bpe_" + std::to_string(i), Text(1, t));
       pos = e + sep.size();
       ++i;
     }
-    Write("tokenizer", "special", Bytes(6, "<s>Hello</s> <|endoftext|> world"));
+    Write("tokenizer", "special", Text(6, "<s>Hello</s> <|endoftext|> world"));
   }
   // pretokenize: text for each splitter, and a pattern.
   const char* texts[] = {"Hello world, it's 2024!", "  multiple   spaces\n\nand\ttabs", "caf\xC3\xA9 \xE4\xB8\xAD\xE6\x96\x87 123456",
                          "I'm don't we'll they've", "\xF0\x9F\x98\x80 emoji!"};
-  for (uint8_t k = 0; k < 10; ++k) Write("pretokenize", "pre_" + std::to_string(k), Bytes(k, texts[k % 5]));
+  for (uint8_t k = 0; k < 10; ++k) Write("pretokenize", "pre_" + std::to_string(k), Text(k, texts[k % 5]));
   {
     std::string pat = std::string("\\s?\\p{L}+|\\p{N}{1,3}|[^\\s\\p{L}\\p{N}]+") + '\0' + "Hello 12345 world!!";
-    Write("pretokenize", "pattern", Bytes(0x80, pat));
+    Write("pretokenize", "pattern", Text(0x80, pat));
   }
   // sampler: parameters, then n_vocab, logits.
   {
@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
   const char* tmpls[] = {"<start_of_turn>", "<|im_start|>", "<|start_header_id|>", "[INST]", "<|user|>", "{{ bos_token }}"};
   for (int k = 0; k < 6; ++k) {
     std::string s = std::string(tmpls[k]) + '\0' + "system" + '\0' + "Be brief." + '\0' + "user" + '\0' + "Hi";
-    Write("chat_template", "family_" + std::to_string(k), Bytes(uint8_t(k & 1), s));
+    Write("chat_template", "family_" + std::to_string(k), Text(uint8_t(k & 1), s));
   }
   return 0;
 }

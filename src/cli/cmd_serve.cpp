@@ -202,6 +202,7 @@ struct Slot {
   std::vector<int32_t> history;   // tokens in the KV cache + pending; valid when `known`
   bool known = true;
   bool busy = false;
+  uint64_t last_used = 0;         // Acquire() order, for least-recently-used eviction
   std::atomic<int32_t> kv_tokens{0};  // for the KV utilization gauge
   std::atomic<bool> cancel{false};    // set by drain after the grace period
 };
@@ -249,6 +250,13 @@ class Server {
   // Slot scheduling.
   Slot* Acquire(const std::vector<int32_t>& prompt, ApiError* err);
   void Release(Slot* s);
+  // Gives the slot back when the last owner (the handler, or the streaming response's content
+  // provider, which httplib destroys with the response) lets go, on every path.
+  struct Lease {
+    Server* server;
+    Slot* slot;
+    ~Lease() { server->Release(slot); }
+  };
 
   // Runs one completion on `slot`; `emit(text)` returns false if the client is gone.
   struct Outcome {
@@ -276,7 +284,8 @@ class Server {
   std::condition_variable cv_;
   int waiting_ = 0;
   int running_ = 0;
-  bool draining_cancel_ = false;  // grace period over: queued requests give up (under mu_)
+  bool draining_cancel_ = false;
+  uint64_t use_counter_ = 0;  // grace period over: queued requests give up (under mu_)
 
   std::atomic<uint64_t> n_requests_ok_{0}, n_requests_err_{0}, n_rejected_{0}, n_cancelled_{0};
   std::atomic<uint64_t> n_prompt_tokens_{0}, n_gen_tokens_{0}, n_prompt_cached_{0};
@@ -544,17 +553,23 @@ Slot* Server::Acquire(const std::vector<int32_t>& prompt, ApiError* err) {
       return nullptr;
     }
   }
+  // The idle slot whose history is the longest prefix of the prompt (only a whole-history
+  // prefix can be reused: the ABI cannot truncate a KV cache); else the least recently used.
   Slot* best = nullptr;
   size_t best_len = 0;
   for (auto& s : slots_) {
     if (s->busy) continue;
-    const size_t len = s->known ? CommonPrefix(s->history, prompt) : 0;
-    if (best == nullptr || len > best_len) {
+    size_t len = 0;
+    if (s->known && s->history.size() < prompt.size() && CommonPrefix(s->history, prompt) == s->history.size()) {
+      len = s->history.size();
+    }
+    if (best == nullptr || len > best_len || (len == best_len && s->last_used < best->last_used)) {
       best = s.get();
       best_len = len;
     }
   }
   best->busy = true;
+  best->last_used = ++use_counter_;
   ++running_;
   return best;
 }
@@ -677,6 +692,7 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
     SendError(res, err);
     return;
   }
+  auto lease = std::shared_ptr<Lease>(new Lease{this, slot});
   const std::string id = std::string(chat ? "chatcmpl-" : "cmpl-") + std::to_string(++id_counter_);
   const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
                               std::chrono::system_clock::now().time_since_epoch())
@@ -687,11 +703,10 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
                 {"completion_tokens", o.n_generated},
                 {"total_tokens", o.n_prompt + o.n_generated}};
   };
-  auto finish = [this, slot, t0](zf_status st) {
+  auto finish = [this, t0](zf_status st) {
     if (st == ZF_OK) ++n_requests_ok_;
     else ++n_requests_err_;
     e2e_.Observe(std::chrono::duration<double>(Clock::now() - t0).count());
-    Release(slot);
   };
   if (o_.verbose) std::fprintf(stderr, "zerfoo serve: %s on slot %d, %zu prompt tokens\n", id.c_str(), slot->id, r->prompt.size());
 
@@ -726,7 +741,8 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
   const std::string chunk_object = chat ? "chat.completion.chunk" : "text_completion";
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, r, slot, id, created, chunk_object, chat, t0, usage, finish](size_t, httplib::DataSink& sink) {
+      [this, r, slot, lease, id, created, chunk_object, chat, t0, usage, finish](size_t, httplib::DataSink& sink) {
+       try {
         auto send = [&sink](const json& j) {
           const std::string line = "data: " + Dump(j) + "\n\n";
           return sink.write(line.data(), line.size());
@@ -783,6 +799,10 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
         sink.write(done.data(), done.size());
         sink.done();
         return true;
+       } catch (const std::exception& e) {  // e.g. bad_alloc: end this stream, keep serving
+        std::fprintf(stderr, "zerfoo serve: stream failed: %s\n", e.what());
+        return false;
+       }
       });
 }
 

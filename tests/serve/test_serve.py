@@ -241,6 +241,8 @@ def test_concurrent_16(s):
     c = s.client()
     alone = {p: c.completions.create(model="smollm2", prompt=p, max_tokens=N_TOK, temperature=0).choices[0].text
              for p in PROMPTS}
+    for p, text in alone.items():
+        assert text and text == cli_generate(p)["text"], (p, text)
     results, errors = {}, []
 
     def worker(i):

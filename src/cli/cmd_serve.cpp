@@ -57,6 +57,7 @@ struct ServeOptions {
   std::string alias;
   bool verbose = false;
   bool help = false;
+  bool cache_prompt = true;
 };
 
 constexpr const char* kServeHelp =
@@ -78,6 +79,9 @@ constexpr const char* kServeHelp =
     "                            (default 30)\n"
     "      --api-key KEY         require 'Authorization: Bearer KEY' on /v1, /tokenize, ...\n"
     "      --alias NAME          model name reported by /v1/models (default: the file name)\n"
+    "      --no-cache-prompt     always prefill the whole prompt (default: a slot whose tokens\n"
+    "                            are a prefix of the prompt evaluates only the rest; that\n"
+    "                            can change greedy output in the last bits, see README)\n"
     "      --device DEV          auto, cpu or cuda (default auto)\n"
     "  -v, --verbose             log requests and library INFO messages\n"
     "  -h, --help                show this help\n";
@@ -100,6 +104,7 @@ ServeOptions ParseServeArgs(int argc, char** argv, int first) {
     };
     if (name == "-h" || name == "--help") o.help = true;
     else if (name == "-v" || name == "--verbose") o.verbose = true;
+    else if (name == "--no-cache-prompt") o.cache_prompt = false;
     else if (name == "-m" || name == "--model") o.model = val();
     else if (name == "--host") o.host = val();
     else if (name == "--port") o.port = int(ParseInt(name, val(), 0, 65535));
@@ -219,6 +224,7 @@ struct Request {
   bool chat = false;
   bool stream = false;
   bool include_usage = false;
+  bool cache_prompt = true;
   std::vector<int32_t> prompt;
   std::string model_name;
   std::vector<std::string> stop;
@@ -476,6 +482,11 @@ Request Server::ParseCompletion(const std::string& text, bool chat) {
     if (!body["ignore_eos"].is_boolean()) throw BadRequest("invalid_type", "'ignore_eos' must be a boolean");
     if (body["ignore_eos"].get<bool>()) r.gp.flags |= ZF_GENERATE_IGNORE_EOS;
   }
+  r.cache_prompt = o_.cache_prompt;
+  if (body.contains("cache_prompt") && !body["cache_prompt"].is_null()) {  // llama-server's extension
+    if (!body["cache_prompt"].is_boolean()) throw BadRequest("invalid_type", "'cache_prompt' must be a boolean");
+    r.cache_prompt = r.cache_prompt && body["cache_prompt"].get<bool>();
+  }
   if (body.contains("n") && !body["n"].is_null() && body["n"] != 1) {
     throw BadRequest("invalid_value", "only n = 1 is supported");
   }
@@ -589,7 +600,7 @@ zf_status Server::Generate(Slot* slot, const Request& r, const std::function<boo
   // Reuse the cache when the slot's tokens are a whole prefix of the prompt (at least one new
   // token must remain: its logits start the generation); else start over.
   size_t reuse = 0;
-  if (slot->known && slot->history.size() < r.prompt.size() &&
+  if (r.cache_prompt && slot->known && slot->history.size() < r.prompt.size() &&
       CommonPrefix(slot->history, r.prompt) == slot->history.size()) {
     reuse = slot->history.size();
   }

@@ -299,11 +299,18 @@ class Server {
   std::atomic<uint64_t> id_counter_{0};
 };
 
+volatile sig_atomic_t g_stop_signal = 0;
+void OnStopSignal(int sig) { g_stop_signal = sig; }
+
+// A SIGTERM during the load aborts it (the load then fails with ZF_ERR_CANCELLED).
+int32_t LoadProgress(void*, int32_t) { return g_stop_signal != 0 ? 1 : 0; }
+
 zf_status Server::Load() {
   zf_model_params mp;
   zf_model_params_init(&mp, sizeof mp);
   mp.device = o_.device;
   mp.n_threads = o_.threads;
+  mp.progress = &LoadProgress;
   zf_model* m = nullptr;
   zf_status st = zf_model_load(o_.model.c_str(), &mp, &m);
   if (st != ZF_OK) return st;
@@ -977,8 +984,15 @@ void Server::Routes() {
   });
 }
 
-volatile sig_atomic_t g_stop_signal = 0;
-void OnStopSignal(int sig) { g_stop_signal = sig; }
+// httplib's stop() is a no-op until listen has started running: wait for that first (or for the
+// listener thread to have ended on its own).
+void StopListener(httplib::Server& svr, const std::atomic<bool>& listener_done) {
+  const Clock::time_point deadline = Clock::now() + std::chrono::seconds(10);
+  while (!svr.is_running() && !listener_done && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  svr.stop();
+}
 
 int Server::Run() {
   Routes();
@@ -1004,14 +1018,20 @@ int Server::Run() {
   }
   std::fprintf(stderr, "zerfoo serve: listening on http://%s:%d (model loading)\n", o_.host.c_str(), port);
 
-  std::thread http([this] { svr_.listen_after_bind(); });
+  std::atomic<bool> listener_done{false};
+  std::thread http([this, &listener_done] {
+    svr_.listen_after_bind();
+    listener_done = true;
+  });
 
   const zf_status st = Load();
   if (st != ZF_OK) {
-    ReportError(st);
-    svr_.stop();
+    const bool by_signal = st == ZF_ERR_CANCELLED && g_stop_signal != 0;
+    if (by_signal) std::fprintf(stderr, "zerfoo serve: signal during the load: stopped\n");
+    else ReportError(st);
+    StopListener(svr_, listener_done);
     http.join();
-    return kExitRuntime;
+    return by_signal ? kExitOk : kExitRuntime;
   }
   loaded_ = true;
   std::fprintf(stderr, "zerfoo serve: model '%s' ready: %d slot(s), context %d, queue %d\n", o_.alias.c_str(),
@@ -1021,7 +1041,7 @@ int Server::Run() {
   while (g_stop_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   std::fprintf(stderr, "zerfoo serve: signal %d: draining (grace %d s)\n", int(g_stop_signal), o_.grace);
   draining_ = true;
-  svr_.stop();  // closes the listening socket; listen_after_bind() returns once workers finish
+  StopListener(svr_, listener_done);  // closes the listening socket; the listener returns once workers finish
   std::atomic<bool> drained{false};
   std::thread grace([this, &drained] {
     const Clock::time_point deadline = Clock::now() + std::chrono::seconds(o_.grace);

@@ -760,67 +760,67 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
   res.set_chunked_content_provider(
       "text/event-stream",
       [this, r, slot, lease, id, created, chunk_object, chat, t0, usage, finish](size_t, httplib::DataSink& sink) {
-       try {
-        auto send = [&sink](const json& j) {
-          const std::string line = "data: " + Dump(j) + "\n\n";
-          return sink.write(line.data(), line.size());
-        };
-        auto chunk = [&](const json& delta_or_text, const json& finish_reason) {
-          json choice = {{"index", 0}, {"finish_reason", finish_reason}};
-          if (chat) {
-            choice["delta"] = delta_or_text;
+        try {
+          auto send = [&sink](const json& j) {
+            const std::string line = "data: " + Dump(j) + "\n\n";
+            return sink.write(line.data(), line.size());
+          };
+          auto chunk = [&](const json& delta_or_text, const json& finish_reason) {
+            json choice = {{"index", 0}, {"finish_reason", finish_reason}};
+            if (chat) {
+              choice["delta"] = delta_or_text;
+            } else {
+              choice["text"] = delta_or_text;
+              choice["logprobs"] = nullptr;
+            }
+            json j = {{"id", id}, {"object", chunk_object}, {"created", created}, {"model", o_.alias},
+                      {"choices", json::array({choice})}};
+            if (r->include_usage) j["usage"] = nullptr;
+            return j;
+          };
+          bool ok = true;
+          if (chat) ok = send(chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr));
+          Outcome out;
+          zf_status st = ZF_OK;
+          if (ok) {
+            st = Generate(
+                slot, *r,
+                [&](const std::string& piece) {
+                  return send(chunk(chat ? json{{"content", piece}} : json(piece), nullptr));
+                },
+                t0, &out);
           } else {
-            choice["text"] = delta_or_text;
-            choice["logprobs"] = nullptr;
+            out.client_gone = true;
           }
-          json j = {{"id", id}, {"object", chunk_object}, {"created", created}, {"model", o_.alias},
-                    {"choices", json::array({choice})}};
-          if (r->include_usage) j["usage"] = nullptr;
-          return j;
-        };
-        bool ok = true;
-        if (chat) ok = send(chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr));
-        Outcome out;
-        zf_status st = ZF_OK;
-        if (ok) {
-          st = Generate(
-              slot, *r,
-              [&](const std::string& piece) {
-                return send(chunk(chat ? json{{"content", piece}} : json(piece), nullptr));
-              },
-              t0, &out);
-        } else {
-          out.client_gone = true;
-        }
-        if (out.client_gone || !ok) {
-          ++n_cancelled_;
-          finish(ZF_OK);
+          if (out.client_gone || !ok) {
+            ++n_cancelled_;
+            finish(ZF_OK);
+            sink.done();
+            return false;
+          }
+          if (st != ZF_OK) {
+            const ApiError e = st == ZF_ERR_CONTEXT_FULL
+                                   ? BadRequest("context_length_exceeded", zf_last_error())
+                                   : ApiError{500, "server_error", zf_status_string(st), zf_last_error()};
+            finish(st);
+            const std::string line = "data: " + ErrorBody(e) + "\n\n";
+            sink.write(line.data(), line.size());
+          } else {
+            finish(st);
+            send(chunk(chat ? json::object() : json(""), FinishReason(out.stop_reason)));
+            if (r->include_usage) {
+              send(json{{"id", id}, {"object", chunk_object}, {"created", created}, {"model", o_.alias},
+                        {"choices", json::array()}, {"usage", usage(out)}});
+            }
+          }
+          const std::string done = "data: [DONE]\n\n";
+          sink.write(done.data(), done.size());
           sink.done();
+          return true;
+        } catch (const std::exception& e) {  // e.g. bad_alloc: end this stream, keep serving
+          std::fprintf(stderr, "zerfoo serve: stream failed: %s\n", e.what());
           return false;
         }
-        if (st != ZF_OK) {
-          const ApiError e = st == ZF_ERR_CONTEXT_FULL
-                                 ? BadRequest("context_length_exceeded", zf_last_error())
-                                 : ApiError{500, "server_error", zf_status_string(st), zf_last_error()};
-          finish(st);
-          const std::string line = "data: " + ErrorBody(e) + "\n\n";
-          sink.write(line.data(), line.size());
-        } else {
-          finish(st);
-          send(chunk(chat ? json::object() : json(""), FinishReason(out.stop_reason)));
-          if (r->include_usage) {
-            send(json{{"id", id}, {"object", chunk_object}, {"created", created}, {"model", o_.alias},
-                      {"choices", json::array()}, {"usage", usage(out)}});
-          }
-        }
-        const std::string done = "data: [DONE]\n\n";
-        sink.write(done.data(), done.size());
-        sink.done();
-        return true;
-       } catch (const std::exception& e) {  // e.g. bad_alloc: end this stream, keep serving
-        std::fprintf(stderr, "zerfoo serve: stream failed: %s\n", e.what());
-        return false;
-       }
       });
 }
 

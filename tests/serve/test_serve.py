@@ -497,6 +497,24 @@ def test_grace_cancels():
         s.stop()
 
 
+def test_startup_errors():
+    # A missing model: error on stderr, exit 1, promptly (the listener is shut down again).
+    p = subprocess.run([CLI, "serve", "-m", "/nonexistent/model.gguf", "--port", str(free_port())],
+                       capture_output=True, timeout=30)
+    assert p.returncode == 1 and b"ZF_ERR_IO" in p.stderr, p
+    # The port is taken: exit 1.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        p = subprocess.run([CLI, "serve", "-m", MODEL, "--port", str(taken.getsockname()[1])],
+                           capture_output=True, timeout=30)
+    assert p.returncode == 1 and b"cannot listen" in p.stderr, p
+    # Usage errors: exit 2.
+    for args in (["serve"], ["serve", "-m", MODEL, "--parallel", "0"], ["serve", "-m", MODEL, "--bogus"]):
+        p = subprocess.run([CLI, *args], capture_output=True, timeout=30)
+        assert p.returncode == 2, (args, p)
+
+
 def main():
     t_all = time.time()
     failed = []
@@ -511,7 +529,7 @@ def main():
         rc = shared.stop()
     if rc != 0:
         failed.append("shared server exit code %s" % rc)
-    for t in [test_queue_full_auth_and_drain, test_grace_cancels]:
+    for t in [test_queue_full_auth_and_drain, test_grace_cancels, test_startup_errors]:
         run(t, failed)
     print("serve tests: %d failed, %.1f s" % (len(failed), time.time() - t_all))
     if failed:

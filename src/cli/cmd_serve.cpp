@@ -834,20 +834,24 @@ std::string Server::Metrics() {
   auto counter = [&](const std::string& name, const std::string& help, uint64_t v) {
     m += "# HELP " + name + " " + help + "\n# TYPE " + name + " counter\n" + name + " " + std::to_string(v) + "\n";
   };
+  // KV utilization counts the positions of running requests only: an idle slot's cached
+  // prompt is reusable but free to overwrite, so it is no load for a router.
   int waiting = 0, running = 0;
+  double kv = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     waiting = waiting_;
     running = running_;
+    for (auto& s : slots_) {
+      if (s->busy) kv += s->kv_tokens.load();
+    }
   }
-  double kv = 0;
-  for (auto& s : slots_) kv += s->kv_tokens.load();
   const double cap = double(n_ctx_) * double(slots_.empty() ? 1 : slots_.size());
   const double kv_frac = loaded_ ? kv / cap : 0.0;
   // Gateway API Inference Extension, model server protocol (vLLM names).
   gauge("vllm:num_requests_waiting", "Requests waiting for a slot.", waiting);
   gauge("vllm:num_requests_running", "Requests generating on a slot.", running);
-  gauge("vllm:kv_cache_usage_perc", "KV cache utilization (1 = every slot's context full).", kv_frac);
+  gauge("vllm:kv_cache_usage_perc", "KV positions used by running requests / all slots' positions (0..1).", kv_frac);
   gauge("vllm:gpu_cache_usage_perc", "Same as vllm:kv_cache_usage_perc (older name).", kv_frac);
   // llama-server's names for the same gauges.
   gauge("llamacpp:requests_processing", "Requests generating on a slot.", running);

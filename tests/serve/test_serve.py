@@ -341,6 +341,8 @@ def test_disconnect_cancels(s):
     for _ in sse_events_partial(r, 3):
         n += 1
     assert n == 3
+    during = s.metrics()
+    assert during["vllm:num_requests_running"] == 1 and during["vllm:kv_cache_usage_perc"] > 0, during
     c.sock.shutdown(socket.SHUT_RDWR)
     c.close()
     t0 = time.time()
@@ -350,6 +352,7 @@ def test_disconnect_cancels(s):
             break
         assert time.time() - t0 < 5, "generation still running 5 s after the client left"
         time.sleep(0.02)
+    assert m["vllm:kv_cache_usage_perc"] == 0, m  # no running request holds KV positions
     gen = m["zerfoo:generation_tokens_total"] - before["zerfoo:generation_tokens_total"]
     assert gen < 200, "the cancelled stream generated %d tokens" % gen
     assert m['zerfoo:requests_total{outcome="disconnected"}'] == before['zerfoo:requests_total{outcome="disconnected"}'] + 1

@@ -842,11 +842,13 @@ std::string Server::Metrics() {
     std::lock_guard<std::mutex> lock(mu_);
     waiting = waiting_;
     running = running_;
-    for (auto& s : slots_) {
-      if (s->busy) kv += s->kv_tokens.load();
+    if (loaded_) {  // slots_ is filled by the loading thread before loaded_ is set
+      for (auto& s : slots_) {
+        if (s->busy) kv += s->kv_tokens.load();
+      }
     }
   }
-  const double cap = double(n_ctx_) * double(slots_.empty() ? 1 : slots_.size());
+  const double cap = double(n_ctx_) * double(o_.parallel);
   const double kv_frac = loaded_ ? kv / cap : 0.0;
   // Gateway API Inference Extension, model server protocol (vLLM names).
   gauge("vllm:num_requests_waiting", "Requests waiting for a slot.", waiting);
@@ -856,7 +858,7 @@ std::string Server::Metrics() {
   // llama-server's names for the same gauges.
   gauge("llamacpp:requests_processing", "Requests generating on a slot.", running);
   gauge("llamacpp:requests_deferred", "Requests waiting for a slot.", waiting);
-  gauge("zerfoo:slots_total", "Slots (sessions) of the server.", double(slots_.size()));
+  gauge("zerfoo:slots_total", "Slots (sessions) of the server.", loaded_ ? double(slots_.size()) : 0.0);
   gauge("zerfoo:queue_capacity", "Requests that may wait for a slot.", o_.queue);
   gauge("zerfoo:ready", "1 once the model is loaded and the server is not draining.",
         loaded_ && !draining_ ? 1.0 : 0.0);

@@ -848,7 +848,7 @@ std::string Server::Metrics() {
       }
     }
   }
-  const double cap = double(n_ctx_) * double(o_.parallel);
+  const double cap = loaded_ ? double(n_ctx_) * double(o_.parallel) : 1.0;
   const double kv_frac = loaded_ ? kv / cap : 0.0;
   // Gateway API Inference Extension, model server protocol (vLLM names).
   gauge("vllm:num_requests_waiting", "Requests waiting for a slot.", waiting);

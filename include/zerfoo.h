@@ -80,6 +80,9 @@ typedef int32_t zf_status;
 #define ZF_ERR_CANCELLED 10         /**< A load was aborted by its progress callback. */
 #define ZF_ERR_BACKEND 11           /**< The requested compute backend is unavailable or failed. */
 #define ZF_ERR_INTERNAL 12          /**< A bug in zerfoo; the message has details. */
+#define ZF_ERR_TEMPLATE 13          /**< A chat template failed (syntax, unknown filter, its own
+                                         raise_exception, a limit); the message gives the
+                                         template's line and column. */
 
 /**
  * @brief The name of a status code, e.g. "ZF_ERR_FORMAT"; "ZF_ERR_UNKNOWN" for unknown values.
@@ -312,14 +315,88 @@ typedef struct zf_chat_message {
 #define ZF_CHAT_ADD_ASSISTANT 0x1u /**< Append the prefix that starts the assistant's turn. */
 
 /**
- * @brief Renders messages with the model's `tokenizer.chat_template` (recognized families:
- * Gemma, ChatML, Llama 2/3, Mistral, Phi-3). NUL-terminated output. Thread-safe.
- * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_UNSUPPORTED (unknown template);
+ * @brief Renders messages with the model's `tokenizer.chat_template`, a Jinja template rendered
+ * exactly as Python's jinja2 renders it in Hugging Face transformers' apply_chat_template
+ * (variables: messages, add_generation_prompt, bos_token, eos_token; tools and documents are
+ * None). A file without a template gets ChatML, or Gemma's turn format for gemma models.
+ * NUL-terminated output. Thread-safe. For tool calls, other message fields, extra variables or
+ * another template use zf_chat_apply_template_v2().
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_TEMPLATE (the template failed: message
+ *         with line and column); ::ZF_ERR_INVALID_UTF8 (a role or content);
  *         ::ZF_ERR_INVALID_ARGUMENT.
  */
 ZF_API zf_status zf_chat_apply_template(const zf_model* model, const zf_chat_message* msgs,
                                         size_t n_msgs, uint32_t flags, char* buf, size_t cap,
                                         size_t* needed);
+
+/**
+ * One chat turn with the fields chat templates read beyond role and content. Every string is
+ * NUL-terminated UTF-8 and borrowed for the call; NULL leaves the field out of the message
+ * (a template then sees it undefined), except `role`, which is required. In an array every
+ * element has the same `struct_size` (the array's stride); set it to sizeof(zf_chat_message_v2).
+ */
+typedef struct zf_chat_message_v2 {
+  uint32_t struct_size;          /**< sizeof(zf_chat_message_v2). */
+  uint32_t reserved;             /**< Must be 0. */
+  const char* role;              /**< "system", "user", "assistant", "tool", ... (required). */
+  const char* content;           /**< The text; NULL gives the template `content` = None. */
+  const char* reasoning_content; /**< The assistant's thinking (`reasoning_content`). */
+  const char* tool_calls_json;   /**< `tool_calls`: a JSON array, e.g. [{"type":"function",
+                                      "id":"call_1","function":{"name":"f","arguments":{...}}}]. */
+  const char* tool_call_id;      /**< `tool_call_id` of a tool result message. */
+  const char* name;              /**< `name` (the tool's name on a tool result message). */
+  const char* extra_json;        /**< A JSON object whose keys are set on the message as they
+                                      are: any other field a template reads, or content as a
+                                      list of parts ({"content":[{"type":"text",...}]}). */
+} zf_chat_message_v2;
+
+#define ZF_CHAT_FIXED_TIME 0x2u /**< strftime_now uses zf_chat_params::time_unix (as UTC)
+                                     instead of the local time now: reproducible output. */
+
+/** Options of zf_chat_apply_template_v2(). Initialize with zf_chat_params_init(). */
+typedef struct zf_chat_params {
+  uint32_t struct_size;       /**< sizeof(zf_chat_params). */
+  uint32_t flags;             /**< ::ZF_CHAT_ADD_ASSISTANT (add_generation_prompt),
+                                   ::ZF_CHAT_FIXED_TIME; other bits are rejected. */
+  const char* template_name;  /**< NULL: `tokenizer.chat_template`; else the file's
+                                   `tokenizer.chat_template.NAME` (e.g. "tool_use"). */
+  const char* template_text;  /**< The caller's own Jinja template (overrides the file's and
+                                   template_name); NULL for none. */
+  const char* tools_json;     /**< `tools`: a JSON array of tool definitions; NULL = None. */
+  const char* documents_json; /**< `documents`: a JSON array; NULL = None. */
+  const char* extra_json;     /**< A JSON object of extra template variables, e.g.
+                                   {"enable_thinking": false}; NULL for none. */
+  int64_t time_unix;          /**< strftime_now's clock with ::ZF_CHAT_FIXED_TIME (seconds). */
+} zf_chat_params;
+
+/**
+ * @brief Fills `params` with defaults (no flags, the file's template, no tools or extras).
+ * @param size sizeof(zf_chat_params) as the caller knows it.
+ * @return ::ZF_OK, or ::ZF_ERR_INVALID_ARGUMENT if params is NULL or size < 4.
+ */
+ZF_API zf_status zf_chat_params_init(zf_chat_params* params, size_t size);
+
+/**
+ * @brief Renders a conversation with a chat template exactly as Python's jinja2 renders it in
+ * Hugging Face transformers' apply_chat_template (ImmutableSandboxedEnvironment, trim_blocks,
+ * lstrip_blocks, tojson without ASCII escaping, raise_exception, strftime_now, loop controls,
+ * the generation block). Variables: messages (with the fields given), add_generation_prompt,
+ * bos_token, eos_token (the model's), tools, documents, and the keys of params->extra_json.
+ * A template cannot hang or exhaust the process: every string it builds (64 MiB), loop
+ * iterations + macro calls + copying (10 million steps, one per 256 bytes copied), list length
+ * (2^20), recursion and nesting are bounded, and exceeding one fails naming the limit.
+ * NUL-terminated output. Thread-safe.
+ * @param params NULL for defaults.
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *needed); ::ZF_ERR_TEMPLATE (syntax
+ *         error, unknown filter or test, the template's raise_exception, a limit: the message
+ *         gives the line and column); ::ZF_ERR_NOT_FOUND (no such template_name);
+ *         ::ZF_ERR_INVALID_ARGUMENT (NULL model or role, a struct_size that differs between
+ *         messages or is too small, nonzero reserved, unknown flag bits, malformed JSON or a
+ *         string that is not UTF-8: the message names the field).
+ */
+ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_message_v2* msgs,
+                                           size_t n_msgs, const zf_chat_params* params, char* buf,
+                                           size_t cap, size_t* needed);
 
 /* ---------------------------------------------------------------------------------------------
  * Sessions
@@ -537,6 +614,57 @@ ZF_API zf_status zf_generation_result(const zf_generation* gen, zf_generate_resu
  * call using the same session.
  */
 ZF_API void zf_generation_free(zf_generation* gen);
+
+/* ---------------------------------------------------------------------------------------------
+ * Prompt reuse and session state (since 0.2)
+ * ------------------------------------------------------------------------------------------- */
+
+/**
+ * @brief The session's conversation as its next call sees it: the tokens in its KV cache, then
+ * the pending ones (a token already shown by a generation that stopped early, evaluated first
+ * by the next call). With zf_session_truncate() a server keeps the prefix a new prompt shares
+ * with a session and evaluates only the rest (prompt caching).
+ * @param tokens Output array (may be NULL when cap is 0).
+ * @param cap Capacity of `tokens` in ids.
+ * @param n Receives the number of tokens. Required.
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (`*n` says how many); ::ZF_ERR_INVALID_ARGUMENT.
+ */
+ZF_API zf_status zf_session_tokens(const zf_session* session, int32_t* tokens, size_t cap, size_t* n);
+
+/**
+ * @brief Keeps the first `n_keep` tokens of the conversation (zf_session_tokens()) and forgets
+ * the rest: the next call continues after them, so a prompt that starts with them is evaluated
+ * from there on. `n_keep == 0` is zf_session_reset().
+ * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL session, `n_keep` beyond the conversation,
+ *         or a zf_generation in progress).
+ */
+ZF_API zf_status zf_session_truncate(zf_session* session, size_t n_keep);
+
+/**
+ * @brief Bytes zf_session_state_save() needs for the session as it is now: a header naming the
+ * model (a fingerprint of its architecture, sizes and tensors), the conversation tokens and the
+ * KV cache rows in use.
+ * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT; ::ZF_ERR_UNSUPPORTED (an engine that cannot export
+ *         its KV cache, e.g. CUDA in this version).
+ */
+ZF_API zf_status zf_session_state_size(const zf_session* session, size_t* size);
+
+/**
+ * @brief Writes the session's state into `buf` (see zf_session_state_size()).
+ * @param written Receives the bytes written, or needed on ::ZF_ERR_BUFFER_TOO_SMALL. Required.
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT; ::ZF_ERR_UNSUPPORTED.
+ */
+ZF_API zf_status zf_session_state_save(const zf_session* session, void* buf, size_t cap, size_t* written);
+
+/**
+ * @brief Replaces the session's conversation and KV cache with a saved state. Nothing changes
+ * on failure. The state must come from a session of the same model file (same fingerprint)
+ * with the same KV cache type; its tokens must fit this session's context.
+ * @return ::ZF_OK; ::ZF_ERR_FORMAT (not a state, truncated, inconsistent);
+ *         ::ZF_ERR_INVALID_ARGUMENT (another model or KV type, NULL arguments, a generation in
+ *         progress); ::ZF_ERR_CONTEXT_FULL; ::ZF_ERR_UNSUPPORTED.
+ */
+ZF_API zf_status zf_session_state_load(zf_session* session, const void* buf, size_t len);
 
 #ifdef __cplusplus
 } /* extern "C" */

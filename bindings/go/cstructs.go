@@ -39,6 +39,29 @@ type cChatMessage struct { // zf_chat_message, 16 bytes
 	content *byte
 }
 
+type cChatMessageV2 struct { // zf_chat_message_v2, 64 bytes
+	structSize       uint32
+	reserved         uint32
+	role             *byte
+	content          *byte
+	reasoningContent *byte
+	toolCallsJSON    *byte
+	toolCallID       *byte
+	name             *byte
+	extraJSON        *byte
+}
+
+type cChatParams struct { // zf_chat_params, 56 bytes
+	structSize    uint32
+	flags         uint32
+	templateName  *byte
+	templateText  *byte
+	toolsJSON     *byte
+	documentsJSON *byte
+	extraJSON     *byte
+	timeUnix      int64
+}
+
 type cSessionParams struct { // zf_session_params, 16 bytes
 	structSize uint32
 	nCtx       int32

@@ -45,6 +45,7 @@ var (
 	ErrCancelled       = &Error{Status: 10} // also returned when a context.Context stops generation
 	ErrBackend         = &Error{Status: 11}
 	ErrInternal        = &Error{Status: 12}
+	ErrTemplate        = &Error{Status: 13} // a chat template failed; the message has line:column
 )
 
 // ErrClosed is returned by methods of a Model or Session after Close.
@@ -52,7 +53,7 @@ var ErrClosed = errors.New("zerfoo: use of closed Model or Session")
 
 var statusNames = [...]string{"ZF_OK", "ZF_ERR_INVALID_ARGUMENT", "ZF_ERR_IO", "ZF_ERR_FORMAT",
 	"ZF_ERR_UNSUPPORTED", "ZF_ERR_OUT_OF_MEMORY", "ZF_ERR_BUFFER_TOO_SMALL", "ZF_ERR_NOT_FOUND",
-	"ZF_ERR_INVALID_UTF8", "ZF_ERR_CONTEXT_FULL", "ZF_ERR_CANCELLED", "ZF_ERR_BACKEND", "ZF_ERR_INTERNAL"}
+	"ZF_ERR_INVALID_UTF8", "ZF_ERR_CONTEXT_FULL", "ZF_ERR_CANCELLED", "ZF_ERR_BACKEND", "ZF_ERR_INTERNAL", "ZF_ERR_TEMPLATE"}
 
 func statusName(st int32) string {
 	if st >= 0 && int(st) < len(statusNames) {

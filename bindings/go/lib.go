@@ -37,6 +37,7 @@ var lib struct {
 	tokenize         func(m uintptr, text *byte, n uintptr, flags uint32, toks *int32, cap uintptr, nOut *uintptr) int32
 	detokenize       func(m uintptr, toks *int32, n uintptr, flags uint32, buf *byte, cap uintptr, needed *uintptr) int32
 	applyTemplate    func(m uintptr, msgs *cChatMessage, n uintptr, flags uint32, buf *byte, cap uintptr, needed *uintptr) int32
+	applyTemplate2   func(m uintptr, msgs *cChatMessageV2, n uintptr, p *cChatParams, buf *byte, cap uintptr, needed *uintptr) int32
 	sessionInit      func(p *cSessionParams, size uintptr) int32
 	sessionCreate    func(m uintptr, p *cSessionParams, out *uintptr) int32
 	sessionFree      func(s uintptr)
@@ -143,6 +144,7 @@ func bind(h uintptr) error {
 		{&lib.tokenize, "zf_tokenize"},
 		{&lib.detokenize, "zf_detokenize"},
 		{&lib.applyTemplate, "zf_chat_apply_template"},
+		{&lib.applyTemplate2, "zf_chat_apply_template_v2"},
 		{&lib.sessionInit, "zf_session_params_init"},
 		{&lib.sessionCreate, "zf_session_create"},
 		{&lib.sessionFree, "zf_session_free"},

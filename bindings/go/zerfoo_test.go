@@ -89,6 +89,10 @@ func TestLayout(t *testing.T) {
 		{"offsetof n_ctx_train", unsafe.Offsetof(cModelSummary{}.nCtxTrain), 48},
 		{"offsetof n_tensors", unsafe.Offsetof(cModelSummary{}.nTensors), 84},
 		{"sizeof zf_chat_message", unsafe.Sizeof(cChatMessage{}), 16},
+		{"sizeof zf_chat_message_v2", unsafe.Sizeof(cChatMessageV2{}), 64},
+		{"offsetof extra_json", unsafe.Offsetof(cChatMessageV2{}.extraJSON), 56},
+		{"sizeof zf_chat_params", unsafe.Sizeof(cChatParams{}), 56},
+		{"offsetof time_unix", unsafe.Offsetof(cChatParams{}.timeUnix), 48},
 		{"sizeof zf_session_params", unsafe.Sizeof(cSessionParams{}), 16},
 		{"sizeof zf_generate_params", unsafe.Sizeof(cGenParams{}), 64},
 		{"offsetof seed", unsafe.Offsetof(cGenParams{}.seed), 40},
@@ -491,5 +495,39 @@ func TestPanicInStreamBody(t *testing.T) {
 	r, err := s.Generate(context.Background(), prompt, WithTemperature(0), WithMaxTokens(4), WithIgnoreEOS())
 	if err != nil || r.NGenerated != 4 {
 		t.Fatalf("after panic: %+v %v", r, err)
+	}
+}
+
+func TestApplyChatTemplate(t *testing.T) {
+	m := sharedModel(t)
+	// SmolLM2's own template (jinja2 output, tests/data/chat_templates/golden_chat.json).
+	got, err := m.ApplyChatTemplate([]ChatMessage{{Role: "user", Content: "Hi there"}}, ChatOptions{AddAssistant: true})
+	want := "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n" +
+		"<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n"
+	if err != nil || got != want {
+		t.Fatalf("ApplyChatTemplate = %q, %v", got, err)
+	}
+	// The caller's template with tool calls, None content, tools, extra variables, pinned time.
+	when := time.Date(2025, 1, 15, 10, 30, 0, 0, time.UTC)
+	tmpl := "{% for m in messages %}{{ m.role }}:{{ m.content }}{% if m.tool_calls %}{{ m.tool_calls | tojson }}{% endif %}" +
+		"{% if m.content is none %}<none>{% endif %}|{% endfor %}{{ tools | length }} {{ enable_thinking }} {{ strftime_now('%Y-%m-%d') }}"
+	got, err = m.ApplyChatTemplate([]ChatMessage{
+		{Role: "user", Content: "Hi é"},
+		{Role: "assistant", NoContent: true, ToolCallsJSON: `[{"function":{"name":"f","arguments":{"a":1}}}]`},
+	}, ChatOptions{Template: tmpl, ToolsJSON: `[{"type":"function"}]`, ExtraJSON: `{"enable_thinking": false}`, FixedTime: &when})
+	want = `user:Hi é|assistant:None[{"function": {"name": "f", "arguments": {"a": 1}}}]<none>|1 False 2025-01-15`
+	if err != nil || got != want {
+		t.Fatalf("ApplyChatTemplate = %q, %v", got, err)
+	}
+	if _, err := m.ApplyChatTemplate(nil, ChatOptions{Template: "a\n{{ raise_exception('nope') }}"}); !errors.Is(err, ErrTemplate) ||
+		!strings.Contains(err.Error(), "line 2, column 4: nope") {
+		t.Fatalf("want ErrTemplate at line 2, got %v", err)
+	}
+	if _, err := m.ApplyChatTemplate(nil, ChatOptions{ToolsJSON: "[oops"}); !errors.Is(err, ErrInvalidArgument) ||
+		!strings.Contains(err.Error(), "tools_json") {
+		t.Fatalf("want ErrInvalidArgument naming tools_json, got %v", err)
+	}
+	if _, err := m.ApplyChatTemplate(nil, ChatOptions{TemplateName: "tool_use"}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("want ErrNotFound for a missing named template, got %v", err)
 	}
 }

@@ -7,6 +7,7 @@
 #include "common/log.h"
 
 static_assert(ZF_ERR_INTERNAL == static_cast<int32_t>(zf::Code::kInternal), "status codes must match");
+static_assert(ZF_ERR_TEMPLATE == static_cast<int32_t>(zf::Code::kTemplate), "status codes must match");
 static_assert(ZF_ERR_BACKEND == static_cast<int32_t>(zf::Code::kBackend), "status codes must match");
 static_assert(ZF_ERR_CONTEXT_FULL == static_cast<int32_t>(zf::Code::kContextFull), "status codes must match");
 static_assert(ZF_ERR_INVALID_UTF8 == static_cast<int32_t>(zf::Code::kInvalidUtf8), "status codes must match");
@@ -90,6 +91,7 @@ ZF_API const char* zf_status_string(zf_status status) {
     case ZF_ERR_CANCELLED: return "ZF_ERR_CANCELLED";
     case ZF_ERR_BACKEND: return "ZF_ERR_BACKEND";
     case ZF_ERR_INTERNAL: return "ZF_ERR_INTERNAL";
+    case ZF_ERR_TEMPLATE: return "ZF_ERR_TEMPLATE";
     default: return "ZF_ERR_UNKNOWN";
   }
 }

@@ -1,4 +1,4 @@
-// C entry points for models, metadata, tokenizer and chat templates.
+// C entry points for models, metadata and the tokenizer (chat templates: chat_api.cpp).
 #include <string>
 #include <vector>
 
@@ -16,14 +16,6 @@ static_assert(sizeof(zf_model_summary) == 88, "zf_model_summary layout is part o
 namespace {
 
 zf_status NullArg(const char* what) { return Fail(ZF_ERR_INVALID_ARGUMENT, std::string(what) + " is NULL"); }
-
-// The template to use when the file has none: the family's own for Gemma (whose small GGUFs
-// ship without one), ChatML otherwise — the same choice the reference makes. Detection works
-// on markers in the template source, so a marker alone selects the family.
-std::string TemplateFor(const zf::model::Model& m) {
-  if (!m.chat_template().empty()) return m.chat_template();
-  return m.desc().arch.rfind("gemma", 0) == 0 ? "<start_of_turn>" : "<|im_start|>";
-}
 
 }  // namespace
 
@@ -183,36 +175,6 @@ ZF_API zf_status zf_token_to_piece(const zf_model* model, int32_t token, uint32_
   }
   if (!piece.empty()) std::memcpy(buf, piece.data(), piece.size());
   return Succeed();
-  ZF_GUARD_END
-}
-
-ZF_API zf_status zf_chat_apply_template(const zf_model* model, const zf_chat_message* msgs, size_t n_msgs,
-                                        uint32_t flags, char* buf, size_t cap, size_t* needed) {
-  if (model == nullptr) return NullArg("model");
-  if (msgs == nullptr && n_msgs > 0) return NullArg("msgs");
-  if (zf_status e = zf::capi::CheckFlags("flags", flags, ZF_CHAT_ADD_ASSISTANT)) return e;
-  ZF_GUARD_BEGIN
-  std::vector<zf::tok::ChatMessage> v;
-  v.reserve(n_msgs);
-  for (size_t i = 0; i < n_msgs; ++i) {
-    if (msgs[i].role == nullptr || msgs[i].content == nullptr) {
-      return Fail(ZF_ERR_INVALID_ARGUMENT, "message " + std::to_string(i) + " has a NULL role or content");
-    }
-    size_t bad = 0;
-    if (!zf::IsValidUtf8(msgs[i].role, &bad)) {
-      return Fail(ZF_ERR_INVALID_UTF8, "message " + std::to_string(i) + ": role has invalid UTF-8 at byte " +
-                                           std::to_string(bad));
-    }
-    if (!zf::IsValidUtf8(msgs[i].content, &bad)) {
-      return Fail(ZF_ERR_INVALID_UTF8, "message " + std::to_string(i) + ": invalid UTF-8 at byte " + std::to_string(bad));
-    }
-    v.push_back({msgs[i].role, msgs[i].content});
-  }
-  const zf::model::Model& m = *model->impl;
-  std::string out;
-  zf::Status s = zf::tok::ApplyChatTemplate(TemplateFor(m), v, (flags & ZF_CHAT_ADD_ASSISTANT) != 0, &out);
-  if (!s.ok()) return Fail(s);
-  return CopyOut(out, buf, cap, needed);
   ZF_GUARD_END
 }
 

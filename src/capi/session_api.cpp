@@ -176,6 +176,55 @@ ZF_API zf_status zf_session_n_past(const zf_session* session, int32_t* n_past) {
   return Succeed();
 }
 
+ZF_API zf_status zf_session_tokens(const zf_session* session, int32_t* tokens, size_t cap, size_t* n) {
+  if (session == nullptr) return NullArg("session");
+  if (n == nullptr) return NullArg("n");
+  if (tokens == nullptr && cap > 0) return NullArg("tokens");
+  ZF_GUARD_BEGIN
+  const std::vector<int32_t> all = session->impl->Conversation();
+  *n = all.size();
+  if (cap < all.size()) {
+    return Fail(ZF_ERR_BUFFER_TOO_SMALL, "the conversation has " + std::to_string(all.size()) + " tokens");
+  }
+  std::copy(all.begin(), all.end(), tokens);
+  return Succeed();
+  ZF_GUARD_END
+}
+
+ZF_API zf_status zf_session_truncate(zf_session* session, size_t n_keep) {
+  if (session == nullptr) return NullArg("session");
+  if (session->active != nullptr) return Busy(session);
+  zf::Status st = session->impl->Truncate(n_keep);
+  return st.ok() ? Succeed() : Fail(st);
+}
+
+ZF_API zf_status zf_session_state_size(const zf_session* session, size_t* size) {
+  if (session == nullptr) return NullArg("session");
+  if (size == nullptr) return NullArg("size");
+  zf::Status st = session->impl->StateSize(size);
+  return st.ok() ? Succeed() : Fail(st);
+}
+
+ZF_API zf_status zf_session_state_save(const zf_session* session, void* buf, size_t cap, size_t* written) {
+  if (session == nullptr) return NullArg("session");
+  if (written == nullptr) return NullArg("written");
+  if (buf == nullptr && cap > 0) return NullArg("buf");
+  ZF_GUARD_BEGIN
+  zf::Status st = session->impl->SaveState(static_cast<uint8_t*>(buf), cap, written);
+  return st.ok() ? Succeed() : Fail(st);
+  ZF_GUARD_END
+}
+
+ZF_API zf_status zf_session_state_load(zf_session* session, const void* buf, size_t len) {
+  if (session == nullptr) return NullArg("session");
+  if (buf == nullptr) return NullArg("buf");
+  if (session->active != nullptr) return Busy(session);
+  ZF_GUARD_BEGIN
+  zf::Status st = session->impl->LoadState(static_cast<const uint8_t*>(buf), len);
+  return st.ok() ? Succeed() : Fail(st);
+  ZF_GUARD_END
+}
+
 ZF_API zf_status zf_session_eval(zf_session* session, const int32_t* tokens, size_t n, float* logits, size_t cap) {
   if (session == nullptr) return NullArg("session");
   if (tokens == nullptr && n > 0) return NullArg("tokens");

@@ -42,6 +42,8 @@ const Flag kFlags[] = {
      [](Options& o, const std::string&, const std::string& v) { o.prompt = v; }},
     {"--system", nullptr, "TEXT", kChat, "system message that opens the conversation",
      [](Options& o, const std::string&, const std::string& v) { o.system = v; }},
+    {"--template", nullptr, "FILE", kChat, "Jinja chat template to use instead of the model's",
+     [](Options& o, const std::string&, const std::string& v) { o.template_file = v; }},
     {"--n-predict", "-n", "N", kSample, "tokens to generate at most (-1 = until context is full)",
      [](Options& o, const std::string& f, const std::string& v) { o.n_predict = I32(f, v, -1); }},
     {"--temp", nullptr, "T", kSample, "sampling temperature (0 = greedy)",

@@ -23,6 +23,7 @@ struct Options {
   std::string model;
   std::string prompt;
   std::string system;
+  std::string template_file;  // chat: a Jinja chat template to use instead of the model's
   std::vector<std::string> positional;
   std::vector<std::string> stop;
   bool json = false;

@@ -4,7 +4,9 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,13 +20,22 @@ namespace {
 
 using History = std::vector<std::pair<std::string, std::string>>;  // (role, content)
 
-zf_status Render(const zf_model* model, const History& history, std::string* out) {
-  std::vector<zf_chat_message> msgs;
-  msgs.reserve(history.size());
-  for (const auto& m : history) msgs.push_back({m.first.c_str(), m.second.c_str()});
+// The conversation through the chat template: the model's, or the --template file's text.
+zf_status Render(const zf_model* model, const History& history, const std::string& tmpl, std::string* out) {
+  std::vector<zf_chat_message_v2> msgs(history.size());
+  for (size_t i = 0; i < history.size(); ++i) {
+    msgs[i] = zf_chat_message_v2{};
+    msgs[i].struct_size = sizeof(zf_chat_message_v2);
+    msgs[i].role = history[i].first.c_str();
+    msgs[i].content = history[i].second.c_str();
+  }
+  zf_chat_params p;
+  zf_chat_params_init(&p, sizeof p);
+  p.flags = ZF_CHAT_ADD_ASSISTANT;
+  if (!tmpl.empty()) p.template_text = tmpl.c_str();
   return FetchString(
       [&](char* buf, size_t cap, size_t* needed) {
-        return zf_chat_apply_template(model, msgs.data(), msgs.size(), ZF_CHAT_ADD_ASSISTANT, buf, cap, needed);
+        return zf_chat_apply_template_v2(model, msgs.data(), msgs.size(), &p, buf, cap, needed);
       },
       true, out);
 }
@@ -40,10 +51,31 @@ int32_t OnPiece(void* user_data, const char* piece, size_t len, int32_t /*token*
 }  // namespace
 
 int RunChat(const Options& opts) {
+  std::string tmpl;
+  if (!opts.template_file.empty()) {
+    std::ifstream f(opts.template_file, std::ios::binary);
+    if (!f) {
+      std::fprintf(stderr, "zerfoo: cannot read template file '%s'\n", opts.template_file.c_str());
+      return kExitUsage;
+    }
+    tmpl.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
   ModelPtr model;
   SessionPtr session;
   if (!OpenModelAndSession(opts, &model, &session)) return kExitRuntime;
   zf_status st = ZF_OK;
+
+  // Templates that spell out the BOS text themselves (Llama 3, ...) must not get a second BOS.
+  std::string bos_text;
+  {
+    zf_model_summary info;
+    info.struct_size = sizeof info;
+    if (zf_model_info(model.get(), &info) == ZF_OK && info.token_bos >= 0) {
+      FetchString([&](char* buf, size_t cap, size_t* needed) {
+        return zf_token_to_piece(model.get(), info.token_bos, ZF_DETOKENIZE_RENDER_SPECIAL, buf, cap, needed);
+      }, false, &bos_text);
+    }
+  }
 
   std::vector<const char*> stops;
   const zf_generate_params base = MakeGenerateParams(opts, &stops);
@@ -69,7 +101,7 @@ int RunChat(const Options& opts) {
     zf_generate_result r{};
     r.struct_size = sizeof r;
     for (int attempt = 0;; ++attempt) {
-      st = Render(model.get(), history, &rendered);
+      st = Render(model.get(), history, tmpl, &rendered);
       if (st != ZF_OK) return ReportError(st);
 
       // Continue the cached conversation when the new rendering extends it; otherwise (the
@@ -81,6 +113,9 @@ int RunChat(const Options& opts) {
         gp.flags |= ZF_GENERATE_NO_SPECIAL;  // BOS only opens a conversation
       } else if (!fed.empty()) {
         zf_session_reset(session.get());
+      }
+      if (skip == 0 && !bos_text.empty() && rendered.compare(0, bos_text.size(), bos_text) == 0) {
+        gp.flags |= ZF_GENERATE_NO_SPECIAL;
       }
       {
         interrupt::CancelScope scope(session.get());

@@ -22,6 +22,7 @@ enum class Code : int32_t {
   kCancelled = 10,
   kBackend = 11,
   kInternal = 12,
+  kTemplate = 13,
 };
 
 // Thread-compatible value type. Cheap to move; the message is empty on success.
@@ -46,6 +47,7 @@ inline Status FormatError(std::string m) { return Status(Code::kFormat, std::mov
 inline Status Unsupported(std::string m) { return Status(Code::kUnsupported, std::move(m)); }
 inline Status NotFound(std::string m) { return Status(Code::kNotFound, std::move(m)); }
 inline Status InternalError(std::string m) { return Status(Code::kInternal, std::move(m)); }
+inline Status TemplateError(std::string m) { return Status(Code::kTemplate, std::move(m)); }
 
 }  // namespace zf
 

@@ -71,6 +71,13 @@ class Backend {
   // x = cap * tanh(x / cap) over n elements.
   virtual void Softcap(float* x, int64_t n, float cap) = 0;
 
+  // ---- Session state (runtime/session_state.cpp): the KV rows of positions [0, n_pos) of every
+  // layer as bytes, K then V per layer in the cache's element type. An engine without it
+  // returns kUnsupported. ----
+  virtual size_t KvStateBytes(int32_t n_pos) const { return 0; }
+  virtual Status SaveKv(int32_t n_pos, uint8_t* out) const { return Unsupported("this engine cannot save its KV cache"); }
+  virtual Status LoadKv(int32_t n_pos, const uint8_t* in) { return Unsupported("this engine cannot load a KV cache"); }
+
   // ---- Ops of engine/ops.h's Op list: only called when Supports(op). ----
   virtual bool Supports(Op op) const { return false; }
   // y[r, :] = (x[r, :] - mean) / sqrt(var + eps) * w (+ b when b != nullptr); y may alias x.

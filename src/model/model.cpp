@@ -142,9 +142,10 @@ Status Model::Load(const std::string& path, const LoadOptions& o, std::unique_pt
 
   if (o.vocab_only) {
     // No weights: only say whether the requested device could be used.
-    if (o.device == Device::kCuda) {
+    if (o.device != Device::kCpu) {
       const std::string why = engine::CudaUnavailable();
-      if (!why.empty()) return Status(Code::kBackend, "device=CUDA unavailable: " + why);
+      if (!why.empty() && o.device == Device::kCuda) return Status(Code::kBackend, "device=CUDA unavailable: " + why);
+      if (!why.empty()) ZF_LOGI("vocabulary only; the CPU engine would be used: %s", why.c_str());
     }
   } else {
     ZF_RETURN_IF_ERROR(BindWeights(f, m->desc_, &m->weights_));

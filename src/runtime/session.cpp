@@ -62,6 +62,7 @@ Status Session::Create(const model::Model& model, const SessionOptions& o, std::
   ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(std::min(threads, 256), &backend));
   ZF_RETURN_IF_ERROR(backend->InitKv(d.n_layer, n_ctx, d.MaxKWidth(), d.MaxVWidth(), o.kv_type));
   std::unique_ptr<Session> s(new Session(model, n_ctx, std::move(backend)));
+  s->kv_type_ = o.kv_type;
   s->forward_.reset(new model::Forward(model, *s->backend_, std::min(kMaxBatch, n_ctx), n_ctx));
   ZF_RETURN_IF_ERROR(s->forward_->status());
   s->history_.reserve(size_t(n_ctx));
@@ -129,6 +130,28 @@ void Session::Reset() {
   has_logits_ = false;
   has_argmax_ = false;
   cancel_.store(false);
+}
+
+std::vector<int32_t> Session::Conversation() const {
+  std::vector<int32_t> all = history_;
+  all.insert(all.end(), pending_.begin(), pending_.end());
+  return all;
+}
+
+Status Session::Truncate(size_t n_keep) {
+  const size_t total = history_.size() + pending_.size();
+  if (n_keep > total) {
+    return InvalidArgument("cannot keep " + std::to_string(n_keep) + " tokens of a conversation of " + std::to_string(total));
+  }
+  if (n_keep <= history_.size()) {
+    history_.resize(n_keep);
+    pending_.clear();
+  } else {
+    pending_.resize(n_keep - history_.size());
+  }
+  has_logits_ = false;
+  has_argmax_ = false;
+  return Status::Ok();
 }
 
 }  // namespace zf::rt

@@ -42,6 +42,19 @@ class Session {
 
   void Reset();
 
+  // The conversation as the next call sees it: the tokens in the KV cache, then the pending ones.
+  std::vector<int32_t> Conversation() const;
+  // Keeps the first n_keep tokens of Conversation() and forgets the rest (their KV rows are
+  // overwritten later), so a prompt sharing that prefix evaluates only its suffix.
+  // kInvalidArgument when n_keep exceeds the conversation.
+  Status Truncate(size_t n_keep);
+
+  // Session state (session_state.cpp): conversation tokens and KV rows with a header naming the
+  // model; LoadState checks the header against this session's model and context.
+  Status StateSize(size_t* size) const;
+  Status SaveState(uint8_t* buf, size_t cap, size_t* written) const;
+  Status LoadState(const uint8_t* buf, size_t len);
+
   // Logits of the last evaluated position (valid when has_logits()).
   const float* last_logits() const { return logits_.data(); }
   bool has_logits() const { return has_logits_; }
@@ -72,6 +85,7 @@ class Session {
 
   const model::Model& model_;
   int32_t n_ctx_;
+  engine::KvType kv_type_ = engine::KvType::kF16;
   std::unique_ptr<engine::Backend> backend_;
   std::unique_ptr<model::Forward> forward_;
   std::vector<int32_t> history_;

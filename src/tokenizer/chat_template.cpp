@@ -1,121 +1,81 @@
-// Built-in chat templates: the Jinja source in tokenizer.chat_template is recognized by its
-// markers (as the reference does) and rendered by hand; no Jinja engine is embedded.
-#include <cctype>
+// Chat templates: the Jinja source in tokenizer.chat_template (or the caller's) rendered by the
+// template engine in src/jinja exactly as transformers' apply_chat_template renders it.
+#include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "jinja/jinja.h"
 #include "tokenizer/tokenizer.h"
 
 namespace zf::tok {
+
+// Kept byte-identical to tests/data/chat_templates/templates/builtin-chatml.jinja and
+// builtin-gemma.jinja (checked by a test), which the corpus renders with jinja2.
+const char kChatMlTemplate[] =
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+    "'<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+const char kGemmaTemplate[] =
+    "{%- set ns = namespace(system='') -%}\n"
+    "{%- for message in messages -%}\n"
+    "{%- if message['role'] == 'system' -%}\n"
+    "{%- set ns.system = ns.system + message['content'] | trim -%}\n"
+    "{%- else -%}\n"
+    "{%- set role = 'model' if message['role'] == 'assistant' else message['role'] -%}\n"
+    "{{- '<start_of_turn>' + role + '\\n' -}}\n"
+    "{%- if ns.system and role != 'model' -%}\n"
+    "{{- ns.system + '\\n\\n' -}}\n"
+    "{%- set ns.system = '' -%}\n"
+    "{%- endif -%}\n"
+    "{{- message['content'] | trim + '<end_of_turn>\\n' -}}\n"
+    "{%- endif -%}\n"
+    "{%- endfor -%}\n"
+    "{%- if add_generation_prompt -%}\n"
+    "{{- '<start_of_turn>model\\n' -}}\n"
+    "{%- endif -%}\n";
+
 namespace {
 
-enum class Family { kChatMl, kGemma, kLlama3, kPhi3, kMistralV7, kLlama2, kLlama2Sys, kZephyr };
-
-std::string Trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
-
-bool Detect(std::string_view t, Family* f) {
-  auto has = [t](const char* s) { return t.find(s) != std::string_view::npos; };
-  if (t == "chatml" || (has("<|im_start|>") && !has("<|im_sep|>") && !has("<end_of_utterance>"))) {
-    *f = Family::kChatMl;
-  } else if (t == "mistral-v7" || ((t.rfind("mistral", 0) == 0 || has("[INST]")) && has("[SYSTEM_PROMPT]"))) {
-    *f = Family::kMistralV7;
-  } else if (t == "llama2" || (has("[INST]") && !has("[AVAILABLE_TOOLS]") && !has("' [INST] ' + system_message"))) {
-    *f = has("<<SYS>>") ? Family::kLlama2Sys : Family::kLlama2;
-  } else if (t == "phi3" || (has("<|assistant|>") && has("<|end|>"))) {
-    *f = Family::kPhi3;
-  } else if (t == "zephyr" || (has("<|user|>") && has("<|endoftext|>"))) {
-    *f = Family::kZephyr;
-  } else if (t == "gemma" || has("<start_of_turn>")) {
-    *f = Family::kGemma;
-  } else if (t == "llama3" || (has("<|start_header_id|>") && has("<|end_header_id|>"))) {
-    *f = Family::kLlama3;
-  } else {
-    return false;
+// Parsed templates, most recent first: a chat renders the same template every turn, and the
+// parse is most of the cost (a parsed Template is immutable, so threads share it).
+std::shared_ptr<const jinja::Template> Parsed(std::string_view text) {
+  static std::mutex mu;
+  static std::vector<std::pair<std::string, std::shared_ptr<const jinja::Template>>> cache;
+  constexpr size_t kEntries = 8;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (size_t i = 0; i < cache.size(); ++i) {
+      if (cache[i].first == text) {
+        auto hit = cache[i];
+        cache.erase(cache.begin() + static_cast<std::ptrdiff_t>(i));
+        cache.insert(cache.begin(), hit);
+        return hit.second;
+      }
+    }
   }
-  return true;
+  auto t = std::make_shared<const jinja::Template>(text);  // throws on a syntax error
+  std::lock_guard<std::mutex> lock(mu);
+  cache.insert(cache.begin(), {std::string(text), t});
+  if (cache.size() > kEntries) cache.pop_back();
+  return t;
 }
 
 }  // namespace
 
-Status ApplyChatTemplate(std::string_view chat_template, const std::vector<ChatMessage>& msgs,
-                         bool add_assistant, std::string* out) {
-  Family f;
-  if (!Detect(chat_template, &f)) {
-    return Unsupported("chat template not recognized (supported: ChatML, Gemma, Llama 2/3, "
-                       "Mistral v7, Phi-3, Zephyr)");
+Status RenderChatTemplate(std::string_view chat_template, const jinja::Value& vars, int64_t now, std::string* out) {
+  try {
+    std::shared_ptr<const jinja::Template> t = Parsed(chat_template);
+    jinja::Limits limits;
+    limits.now = now;
+    *out = t->Render(vars, limits);
+    return Status::Ok();
+  } catch (const jinja::Error& e) {
+    std::string where = e.line > 0 ? "chat template line " + std::to_string(e.line) + ", column " + std::to_string(e.col) + ": "
+                                   : "chat template: ";
+    return TemplateError(where + e.what());
   }
-  std::string s;
-  switch (f) {
-    case Family::kChatMl:
-      for (const auto& m : msgs) s += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
-      if (add_assistant) s += "<|im_start|>assistant\n";
-      break;
-    case Family::kGemma: {
-      std::string system;  // Gemma has no system role: prepend it to the first user turn
-      for (const auto& m : msgs) {
-        if (m.role == "system") {
-          system += Trim(m.content);
-          continue;
-        }
-        std::string role = m.role == "assistant" ? "model" : m.role;
-        s += "<start_of_turn>" + role + "\n";
-        if (!system.empty() && role != "model") {
-          s += system + "\n\n";
-          system.clear();
-        }
-        s += Trim(m.content) + "<end_of_turn>\n";
-      }
-      if (add_assistant) s += "<start_of_turn>model\n";
-      break;
-    }
-    case Family::kLlama3:
-      for (const auto& m : msgs) {
-        s += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + Trim(m.content) + "<|eot_id|>";
-      }
-      if (add_assistant) s += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-      break;
-    case Family::kPhi3:
-      for (const auto& m : msgs) s += "<|" + m.role + "|>\n" + m.content + "<|end|>\n";
-      if (add_assistant) s += "<|assistant|>\n";
-      break;
-    case Family::kZephyr:
-      for (const auto& m : msgs) s += "<|" + m.role + "|>\n" + m.content + "<|endoftext|>\n";
-      if (add_assistant) s += "<|assistant|>\n";
-      break;
-    case Family::kMistralV7:
-      for (const auto& m : msgs) {
-        if (m.role == "system") s += "[SYSTEM_PROMPT] " + m.content + "[/SYSTEM_PROMPT]";
-        else if (m.role == "user") s += "[INST] " + m.content + "[/INST]";
-        else s += " " + m.content + "</s>";
-      }
-      break;
-    case Family::kLlama2:
-    case Family::kLlama2Sys: {
-      bool inside = true;
-      s += "[INST] ";
-      for (const auto& m : msgs) {
-        if (!inside) {
-          inside = true;
-          s += "[INST] ";
-        }
-        if (m.role == "system") {
-          s += f == Family::kLlama2Sys ? "<<SYS>>\n" + m.content + "\n<</SYS>>\n\n" : m.content + "\n";
-        } else if (m.role == "user") {
-          s += m.content + " [/INST]";
-        } else {
-          s += m.content + "</s>";
-          inside = false;
-        }
-      }
-      break;
-    }
-  }
-  *out = std::move(s);
-  return Status::Ok();
 }
 
 }  // namespace zf::tok

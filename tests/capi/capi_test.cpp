@@ -383,6 +383,126 @@ TEST_P(CapiModel, SessionsShareOneModelAcrossThreads) {
   EXPECT_FALSE(out[0].empty());
 }
 
+std::string ChatV2(zf_model* m, const std::vector<zf_chat_message_v2>& msgs, const zf_chat_params* p, zf_status* st) {
+  size_t needed = 0;
+  *st = zf_chat_apply_template_v2(m, msgs.data(), msgs.size(), p, nullptr, 0, &needed);
+  if (*st != ZF_ERR_BUFFER_TOO_SMALL) return "";
+  std::vector<char> buf(needed);
+  *st = zf_chat_apply_template_v2(m, msgs.data(), msgs.size(), p, buf.data(), buf.size(), &needed);
+  return *st == ZF_OK ? std::string(buf.data(), needed - 1) : "";
+}
+
+zf_chat_message_v2 Msg(const char* role, const char* content) {
+  zf_chat_message_v2 x;
+  std::memset(&x, 0, sizeof x);
+  x.struct_size = sizeof x;
+  x.role = role;
+  x.content = content;
+  return x;
+}
+
+TEST_P(CapiModel, ChatTemplateV2FieldsOptionsAndErrors) {
+  ZF_REQUIRE_MODEL(path, GetParam());
+  ModelPtr m = Load(path, ZF_MODEL_VOCAB_ONLY);
+  ASSERT_TRUE(m);
+  zf_chat_params p;
+  ASSERT_EQ(zf_chat_params_init(&p, sizeof p), ZF_OK);
+  EXPECT_EQ(p.struct_size, sizeof p);
+  // Every message field, tools, documents, extra variables, the pinned clock.
+  std::vector<zf_chat_message_v2> msgs = {Msg("system", "S"), Msg("user", "Wie geht's? \xc3\xa9"), Msg("assistant", nullptr),
+                                          Msg("tool", "{\"t\": 21}")};
+  msgs[2].reasoning_content = "think";
+  msgs[2].tool_calls_json = R"([{"id": "c1", "type": "function", "function": {"name": "f", "arguments": {"city": "Paris"}}}])";
+  msgs[3].tool_call_id = "c1";
+  msgs[3].name = "f";
+  msgs[3].extra_json = R"({"custom": [1, 2]})";
+  p.template_text =
+      "{{ bos_token }}|{% for m in messages %}{{ m.role }}={{ m.content }}"
+      "{% if m.reasoning_content is defined %} r={{ m.reasoning_content }}{% endif %}"
+      "{% if m.tool_calls is defined %} c={{ m.tool_calls[0].function.arguments | tojson }}{% endif %}"
+      "{% if m.tool_call_id is defined %} id={{ m.tool_call_id }} n={{ m.name }} x={{ m.custom }}{% endif %};{% endfor %}"
+      "{{ tools | map(attribute='name') | join(',') }}|{{ documents }}|{{ enable_thinking }}|"
+      "{{ strftime_now('%Y-%m-%d %H:%M') }}|{{ add_generation_prompt }}";
+  p.tools_json = R"([{"name": "f"}, {"name": "g"}])";
+  p.extra_json = R"({"enable_thinking": false})";
+  p.flags = ZF_CHAT_ADD_ASSISTANT | ZF_CHAT_FIXED_TIME;
+  p.time_unix = 1736937000;
+  zf_status st;
+  std::string out = ChatV2(m.get(), msgs, &p, &st);
+  ASSERT_EQ(st, ZF_OK) << LastError();
+  zf_model_summary info;
+  info.struct_size = sizeof info;
+  ASSERT_EQ(zf_model_info(m.get(), &info), ZF_OK);
+  char bos[64] = {0};
+  size_t n = 0;
+  ASSERT_EQ(zf_token_to_piece(m.get(), info.token_bos, ZF_DETOKENIZE_RENDER_SPECIAL, bos, sizeof bos, &n), ZF_OK);
+  EXPECT_EQ(out, std::string(bos, n) +
+                     "|system=S;user=Wie geht's? \xc3\xa9;assistant=None r=think c={\"city\": \"Paris\"};"
+                     "tool={\"t\": 21} id=c1 n=f x=[1, 2];f,g|None|False|2025-01-15 10:30|True");
+
+  // Errors: the template's own (line, column), bad arguments naming the field.
+  p.template_text = "ok\n  {{ raise_exception('roles must alternate') }}";
+  out = ChatV2(m.get(), msgs, &p, &st);
+  EXPECT_EQ(st, ZF_ERR_TEMPLATE);
+  EXPECT_EQ(LastError(), "chat template line 2, column 6: roles must alternate");
+  p.template_text = "{{ x | nosuchfilter }}";
+  ChatV2(m.get(), msgs, &p, &st);
+  EXPECT_EQ(st, ZF_ERR_TEMPLATE);
+  EXPECT_NE(LastError().find("No filter named 'nosuchfilter'"), std::string::npos) << LastError();
+  p.template_text = "{{ messages | length }}";
+  p.tools_json = "[1, 2";
+  ChatV2(m.get(), msgs, &p, &st);
+  EXPECT_EQ(st, ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("params->tools_json"), std::string::npos) << LastError();
+  p.tools_json = nullptr;
+  p.extra_json = "[]";
+  ChatV2(m.get(), msgs, &p, &st);
+  EXPECT_EQ(st, ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("params->extra_json: expected a JSON object"), std::string::npos) << LastError();
+  p.extra_json = nullptr;
+  p.flags = 0x80;
+  ChatV2(m.get(), msgs, &p, &st);
+  EXPECT_EQ(st, ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("params->flags"), std::string::npos) << LastError();
+  p.flags = 0;
+  std::vector<zf_chat_message_v2> bad = msgs;
+  bad[1].role = "\xff";
+  ChatV2(m.get(), bad, &p, &st);
+  EXPECT_EQ(st, ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("msgs[1].role: invalid UTF-8"), std::string::npos) << LastError();
+  bad = msgs;
+  bad[2].reserved = 1;
+  ChatV2(m.get(), bad, &p, &st);
+  EXPECT_EQ(st, ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("msgs[2].reserved"), std::string::npos) << LastError();
+  bad = msgs;
+  bad[3].struct_size = 8;
+  ChatV2(m.get(), bad, &p, &st);
+  EXPECT_EQ(st, ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("msgs[3].struct_size"), std::string::npos) << LastError();
+  bad = msgs;
+  bad[2].tool_calls_json = "{\"not\": \"a list\"}";
+  ChatV2(m.get(), bad, &p, &st);
+  EXPECT_EQ(st, ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("msgs[2].tool_calls_json: expected a JSON array"), std::string::npos) << LastError();
+  p.template_text = nullptr;
+  p.template_name = "no_such_name";
+  ChatV2(m.get(), msgs, &p, &st);
+  EXPECT_EQ(st, ZF_ERR_NOT_FOUND);
+  EXPECT_NE(LastError().find("tokenizer.chat_template.no_such_name"), std::string::npos) << LastError();
+  // NULL params: the model's template, no generation prompt; v1 gives the same text.
+  std::vector<zf_chat_message_v2> two = {Msg("user", "Hi"), Msg("assistant", "Hello")};
+  std::string v2 = ChatV2(m.get(), two, nullptr, &st);
+  ASSERT_EQ(st, ZF_OK) << LastError();
+  zf_chat_message v1msgs[2] = {{"user", "Hi"}, {"assistant", "Hello"}};
+  std::vector<char> buf(4096);
+  size_t needed = 0;
+  ASSERT_EQ(zf_chat_apply_template(m.get(), v1msgs, 2, 0, buf.data(), buf.size(), &needed), ZF_OK) << LastError();
+  EXPECT_EQ(std::string(buf.data(), needed - 1), v2);
+  EXPECT_EQ(zf_chat_apply_template(m.get(), v1msgs, 2, 0x4, buf.data(), buf.size(), &needed), ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_STREQ(zf_status_string(ZF_ERR_TEMPLATE), "ZF_ERR_TEMPLATE");
+}
+
 INSTANTIATE_TEST_SUITE_P(RealModels, CapiModel, ::testing::Values("gemma3", "smollm2"));
 
 }  // namespace

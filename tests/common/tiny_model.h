@@ -66,7 +66,7 @@ inline std::vector<uint8_t> TinyLlamaGguf(uint32_t weight_type = zf::gguf::testu
       .Kv("llama.attention.head_count_kv", val::U32(2))
       .Kv("llama.attention.layer_norm_rms_epsilon", val::F32(1e-5f))
       .Kv("tokenizer.ggml.model", val::Str("llama"))
-      .Kv("tokenizer.ggml.tokens", val::StrArr({"<unk>", "<s>", "</s>", "\xE2\x96\x81a", "a", "b", "\xE2\x96\x81", "ab"}))
+      .Kv("tokenizer.ggml.tokens", val::StrArr({"<unk>", "<s>", "</s>", "\xE2\x96\x81" "a", "a", "b", "\xE2\x96\x81", "ab"}))
       .Kv("tokenizer.ggml.scores", val::ArrOf<float>(kF32, {0, 0, 0, -1, -2, -3, -4, -5}))
       .Kv("tokenizer.ggml.token_type", val::ArrOf<int32_t>(kI32, {2, 3, 3, 1, 1, 1, 1, 1}))
       .Kv("tokenizer.ggml.bos_token_id", val::U32(1))

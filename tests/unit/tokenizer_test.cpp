@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -143,22 +144,51 @@ TEST(SpmVocab, SpecialTokensAndBos) {
   EXPECT_EQ(text, "Hi");
 }
 
-TEST(ChatTemplate, GemmaMergesSystemIntoFirstUserTurn) {
+jinja::Value Conversation(const std::vector<std::pair<std::string, std::string>>& msgs, bool add_generation_prompt) {
+  jinja::Value list = jinja::Value::MakeList();
+  for (auto& m : msgs) {
+    jinja::Value d = jinja::Value::MakeDict();
+    d.d().Set(jinja::Value::Str("role"), jinja::Value::Str(m.first));
+    d.d().Set(jinja::Value::Str("content"), jinja::Value::Str(m.second));
+    list.l().push_back(d);
+  }
+  jinja::Value vars = jinja::Value::MakeDict();
+  vars.d().Set(jinja::Value::Str("messages"), list);
+  vars.d().Set(jinja::Value::Str("add_generation_prompt"), jinja::Value::Bool(add_generation_prompt));
+  return vars;
+}
+
+TEST(ChatTemplate, BuiltinGemmaMergesSystemIntoFirstUserTurn) {
   std::string out;
-  ASSERT_TRUE(ApplyChatTemplate("{{ '<start_of_turn>' }}", {{"system", " Be brief. "}, {"user", "Hi"}, {"assistant", "Hello"}, {"user", "Bye"}}, true, &out).ok());
+  ASSERT_TRUE(RenderChatTemplate(kGemmaTemplate, Conversation({{"system", " Be brief. "}, {"user", "Hi"}, {"assistant", "Hello"}, {"user", "Bye"}}, true), -1, &out).ok());
   EXPECT_EQ(out, "<start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello<end_of_turn>\n"
                  "<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n");
 }
 
-TEST(ChatTemplate, ChatMl) {
+TEST(ChatTemplate, BuiltinChatMl) {
   std::string out;
-  ASSERT_TRUE(ApplyChatTemplate("{% for m in messages %}<|im_start|>...", {{"system", "S"}, {"user", "U"}}, true, &out).ok());
+  ASSERT_TRUE(RenderChatTemplate(kChatMlTemplate, Conversation({{"system", "S"}, {"user", "U"}}, true), -1, &out).ok());
   EXPECT_EQ(out, "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n");
 }
 
-TEST(ChatTemplate, UnknownTemplateIsUnsupported) {
+// The corpus renders the data files with jinja2; the library must embed the same text.
+TEST(ChatTemplate, BuiltinTemplatesAreTheCorpusFiles) {
+  auto read = [](const std::string& name) {
+    std::ifstream f(std::string(ZF_TEST_DATA_DIR) + "/chat_templates/templates/" + name, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  EXPECT_EQ(read("builtin-chatml.jinja"), kChatMlTemplate);
+  EXPECT_EQ(read("builtin-gemma.jinja"), kGemmaTemplate);
+}
+
+TEST(ChatTemplate, TemplateErrorsAreKTemplateWithPosition) {
   std::string out;
-  EXPECT_EQ(ApplyChatTemplate("{{ messages }}", {{"user", "U"}}, true, &out).code(), Code::kUnsupported);
+  Status s = RenderChatTemplate("line one\n{{ raise_exception('no system role') }}", Conversation({}, true), -1, &out);
+  EXPECT_EQ(s.code(), Code::kTemplate);
+  EXPECT_EQ(s.message(), "chat template line 2, column 4: no system role");
+  s = RenderChatTemplate("{% for %}", Conversation({}, true), -1, &out);
+  EXPECT_EQ(s.code(), Code::kTemplate);
+  EXPECT_EQ(s.message(), "chat template line 1, column 8: expected a name, got end of statement block");
 }
 
 }  // namespace

@@ -15,6 +15,39 @@
 
 namespace zf::engine {
 
+size_t CpuBackend::KvStateBytes(int32_t n_pos) const {
+  const size_t elem = kv_type_ == KvType::kF16 ? 2 : 4;
+  const size_t layers = k_width_ == 0 ? 0 : k_cache_.size() / (size_t(n_ctx_) * size_t(k_width_) * elem);
+  return layers * size_t(n_pos) * size_t(k_width_ + v_width_) * elem;
+}
+
+// Per layer: the K rows of positions [0, n_pos), then the V rows.
+Status CpuBackend::SaveKv(int32_t n_pos, uint8_t* out) const {
+  if (n_pos < 0 || n_pos > n_ctx_) return InvalidArgument("KV positions out of range");
+  const size_t elem = kv_type_ == KvType::kF16 ? 2 : 4;
+  const size_t kl = size_t(n_ctx_) * size_t(k_width_) * elem, vl = size_t(n_ctx_) * size_t(v_width_) * elem;
+  const size_t kb = size_t(n_pos) * size_t(k_width_) * elem, vb = size_t(n_pos) * size_t(v_width_) * elem;
+  for (size_t l = 0; kl != 0 && l < k_cache_.size() / kl; ++l) {
+    std::memcpy(out, k_cache_.data() + l * kl, kb);
+    std::memcpy(out + kb, v_cache_.data() + l * vl, vb);
+    out += kb + vb;
+  }
+  return Status::Ok();
+}
+
+Status CpuBackend::LoadKv(int32_t n_pos, const uint8_t* in) {
+  if (n_pos < 0 || n_pos > n_ctx_) return InvalidArgument("KV positions out of range");
+  const size_t elem = kv_type_ == KvType::kF16 ? 2 : 4;
+  const size_t kl = size_t(n_ctx_) * size_t(k_width_) * elem, vl = size_t(n_ctx_) * size_t(v_width_) * elem;
+  const size_t kb = size_t(n_pos) * size_t(k_width_) * elem, vb = size_t(n_pos) * size_t(v_width_) * elem;
+  for (size_t l = 0; kl != 0 && l < k_cache_.size() / kl; ++l) {
+    std::memcpy(k_cache_.data() + l * kl, in, kb);
+    std::memcpy(v_cache_.data() + l * vl, in + kb, vb);
+    in += kb + vb;
+  }
+  return Status::Ok();
+}
+
 void CpuBackend::StoreKv(int32_t layer, const float* k, const float* v, int32_t n_tok, int32_t pos0) {
   const size_t elem = kv_type_ == KvType::kF16 ? 2 : 4;
   for (int32_t t = 0; t < n_tok; ++t) {

@@ -37,6 +37,9 @@ class CpuBackend final : public Backend {
                  float* out) override;
   void Softcap(float* x, int64_t n, float cap) override;
   bool Supports(Op) const override { return true; }
+  size_t KvStateBytes(int32_t n_pos) const override;
+  Status SaveKv(int32_t n_pos, uint8_t* out) const override;
+  Status LoadKv(int32_t n_pos, const uint8_t* in) override;
   void LayerNorm(const float* x, const float* w, const float* b, int32_t rows, int32_t n, float eps, float* y) override;
   void Scale(float* x, int64_t n, float s) override;
   void AddScaled(float* x, const float* y, int64_t n, float s) override;

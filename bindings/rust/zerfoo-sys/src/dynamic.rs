@@ -29,6 +29,11 @@ pub struct ZerfooLib {
         cap: usize,
         needed: *mut usize,
     ) -> zf_status,
+    pub zf_architectures: unsafe extern "C" fn(
+        buf: *mut ::core::ffi::c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status,
     pub zf_tokenize: unsafe extern "C" fn(
         model: *const zf_model,
         text: *const ::core::ffi::c_char,
@@ -60,6 +65,17 @@ pub struct ZerfooLib {
         msgs: *const zf_chat_message,
         n_msgs: usize,
         flags: u32,
+        buf: *mut ::core::ffi::c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status,
+    pub zf_chat_params_init:
+        unsafe extern "C" fn(params: *mut zf_chat_params, size: usize) -> zf_status,
+    pub zf_chat_apply_template_v2: unsafe extern "C" fn(
+        model: *const zf_model,
+        msgs: *const zf_chat_message_v2,
+        n_msgs: usize,
+        params: *const zf_chat_params,
         buf: *mut ::core::ffi::c_char,
         cap: usize,
         needed: *mut usize,
@@ -112,6 +128,27 @@ pub struct ZerfooLib {
     pub zf_generation_result:
         unsafe extern "C" fn(gen_: *const zf_generation, out: *mut zf_generate_result) -> zf_status,
     pub zf_generation_free: unsafe extern "C" fn(gen_: *mut zf_generation),
+    pub zf_session_tokens: unsafe extern "C" fn(
+        session: *const zf_session,
+        tokens: *mut i32,
+        cap: usize,
+        n: *mut usize,
+    ) -> zf_status,
+    pub zf_session_truncate:
+        unsafe extern "C" fn(session: *mut zf_session, n_keep: usize) -> zf_status,
+    pub zf_session_state_size:
+        unsafe extern "C" fn(session: *const zf_session, size: *mut usize) -> zf_status,
+    pub zf_session_state_save: unsafe extern "C" fn(
+        session: *const zf_session,
+        buf: *mut ::core::ffi::c_void,
+        cap: usize,
+        written: *mut usize,
+    ) -> zf_status,
+    pub zf_session_state_load: unsafe extern "C" fn(
+        session: *mut zf_session,
+        buf: *const ::core::ffi::c_void,
+        len: usize,
+    ) -> zf_status,
 }
 impl ZerfooLib {
     pub unsafe fn new<P>(path: P) -> Result<Self, ::libloading::Error>
@@ -139,10 +176,15 @@ impl ZerfooLib {
         let zf_model_free = __library.get(b"zf_model_free\0").map(|sym| *sym)?;
         let zf_model_info = __library.get(b"zf_model_info\0").map(|sym| *sym)?;
         let zf_model_meta = __library.get(b"zf_model_meta\0").map(|sym| *sym)?;
+        let zf_architectures = __library.get(b"zf_architectures\0").map(|sym| *sym)?;
         let zf_tokenize = __library.get(b"zf_tokenize\0").map(|sym| *sym)?;
         let zf_detokenize = __library.get(b"zf_detokenize\0").map(|sym| *sym)?;
         let zf_token_to_piece = __library.get(b"zf_token_to_piece\0").map(|sym| *sym)?;
         let zf_chat_apply_template = __library.get(b"zf_chat_apply_template\0").map(|sym| *sym)?;
+        let zf_chat_params_init = __library.get(b"zf_chat_params_init\0").map(|sym| *sym)?;
+        let zf_chat_apply_template_v2 = __library
+            .get(b"zf_chat_apply_template_v2\0")
+            .map(|sym| *sym)?;
         let zf_session_params_init = __library.get(b"zf_session_params_init\0").map(|sym| *sym)?;
         let zf_session_create = __library.get(b"zf_session_create\0").map(|sym| *sym)?;
         let zf_session_free = __library.get(b"zf_session_free\0").map(|sym| *sym)?;
@@ -158,6 +200,11 @@ impl ZerfooLib {
         let zf_generation_next = __library.get(b"zf_generation_next\0").map(|sym| *sym)?;
         let zf_generation_result = __library.get(b"zf_generation_result\0").map(|sym| *sym)?;
         let zf_generation_free = __library.get(b"zf_generation_free\0").map(|sym| *sym)?;
+        let zf_session_tokens = __library.get(b"zf_session_tokens\0").map(|sym| *sym)?;
+        let zf_session_truncate = __library.get(b"zf_session_truncate\0").map(|sym| *sym)?;
+        let zf_session_state_size = __library.get(b"zf_session_state_size\0").map(|sym| *sym)?;
+        let zf_session_state_save = __library.get(b"zf_session_state_save\0").map(|sym| *sym)?;
+        let zf_session_state_load = __library.get(b"zf_session_state_load\0").map(|sym| *sym)?;
         Ok(ZerfooLib {
             __library,
             zf_version,
@@ -172,10 +219,13 @@ impl ZerfooLib {
             zf_model_free,
             zf_model_info,
             zf_model_meta,
+            zf_architectures,
             zf_tokenize,
             zf_detokenize,
             zf_token_to_piece,
             zf_chat_apply_template,
+            zf_chat_params_init,
+            zf_chat_apply_template_v2,
             zf_session_params_init,
             zf_session_create,
             zf_session_free,
@@ -189,6 +239,11 @@ impl ZerfooLib {
             zf_generation_next,
             zf_generation_result,
             zf_generation_free,
+            zf_session_tokens,
+            zf_session_truncate,
+            zf_session_state_size,
+            zf_session_state_save,
+            zf_session_state_load,
         })
     }
     #[doc = " @brief The loaded library's version, encoded like ::ZF_VERSION.\n\n A binding is compatible when the major parts are equal and the runtime minor is >= the minor\n of the header it was written for. Thread-safe; never fails."]
@@ -240,7 +295,7 @@ impl ZerfooLib {
     ) -> zf_status {
         (self.zf_model_load)(path, params, out)
     }
-    #[doc = " @brief Frees a model. NULL is a no-op. Every session of the model must be freed first.\n May be called from any thread."]
+    #[doc = " @brief Releases the caller's reference to a model. NULL is a no-op. May be called from any\n thread.\n\n Sessions hold their own reference (like SQLite's sqlite3_close_v2): when sessions of the model\n are still alive, they keep working and the model's memory is released together with the last\n of them (zf_session_free()), so bindings whose garbage collector frees in any order are safe.\n After this call the caller must not pass `model` to any function again (not even to create a\n session); it may keep using the sessions it has."]
     pub unsafe fn zf_model_free(&self, model: *mut zf_model) {
         (self.zf_model_free)(model)
     }
@@ -252,7 +307,7 @@ impl ZerfooLib {
     ) -> zf_status {
         (self.zf_model_info)(model, info)
     }
-    #[doc = " @brief Any GGUF metadata value as text (numbers in decimal, booleans as true/false,\n arrays as JSON-like `[a, b, ...]`, strings verbatim). Thread-safe.\n @param buf Output buffer (may be NULL when cap is 0); receives a NUL-terminated string.\n @param needed Optional; receives the bytes required including the NUL.\n @return ::ZF_OK; ::ZF_ERR_NOT_FOUND; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT."]
+    #[doc = " @brief Any GGUF metadata value as text (numbers in decimal, booleans as true/false,\n arrays as JSON-like `[a, b, ...]`, strings verbatim). Thread-safe.\n @param model The model.\n @param key NUL-terminated metadata key, e.g. \"general.name\".\n @param buf Output buffer (may be NULL when cap is 0); receives a NUL-terminated string.\n @param cap Bytes available in `buf`.\n @param needed Optional; receives the bytes required including the NUL.\n @return ::ZF_OK; ::ZF_ERR_NOT_FOUND; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT."]
     pub unsafe fn zf_model_meta(
         &self,
         model: *const zf_model,
@@ -263,7 +318,16 @@ impl ZerfooLib {
     ) -> zf_status {
         (self.zf_model_meta)(model, key, buf, cap, needed)
     }
-    #[doc = " @brief Converts UTF-8 text to token ids. Thread-safe.\n @param tokens Output array (may be NULL when cap is 0).\n @param n Receives the number of tokens (also when the buffer is too small).\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *n); ::ZF_ERR_INVALID_UTF8;\n         ::ZF_ERR_INVALID_ARGUMENT."]
+    #[doc = " @brief The model architectures this library runs: the `general.architecture` values that\n zf_model_load() accepts, comma-separated (\"llama,mistral,gemma2,...\"). Any other value loads\n only with ::ZF_MODEL_VOCAB_ONLY (tokenizer and chat template) and otherwise fails with\n ::ZF_ERR_UNSUPPORTED. Thread-safe; needs no model.\n @param buf Output buffer (may be NULL when cap is 0); receives a NUL-terminated string.\n @param cap Size of buf in bytes.\n @param needed Optional; receives the bytes required including the NUL.\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL."]
+    pub unsafe fn zf_architectures(
+        &self,
+        buf: *mut ::core::ffi::c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status {
+        (self.zf_architectures)(buf, cap, needed)
+    }
+    #[doc = " @brief Converts UTF-8 text to token ids. Thread-safe.\n @param model The model (a ::ZF_MODEL_VOCAB_ONLY load suffices).\n @param text UTF-8 text of `len` bytes (may be NULL when len is 0).\n @param len Bytes of text.\n @param flags ::ZF_TOKENIZE_ADD_SPECIAL | ::ZF_TOKENIZE_PARSE_SPECIAL; other bits are rejected.\n @param tokens Output array (may be NULL when cap is 0).\n @param cap Capacity of `tokens` in ids.\n @param n Receives the number of tokens (also when the buffer is too small).\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *n); ::ZF_ERR_INVALID_UTF8;\n         ::ZF_ERR_INVALID_ARGUMENT."]
     pub unsafe fn zf_tokenize(
         &self,
         model: *const zf_model,
@@ -289,7 +353,7 @@ impl ZerfooLib {
     ) -> zf_status {
         (self.zf_detokenize)(model, tokens, n, flags, buf, cap, needed)
     }
-    #[doc = " @brief The raw text of one token (may be a partial UTF-8 sequence for byte tokens), not\n NUL-terminated. Control tokens render only with ::ZF_DETOKENIZE_RENDER_SPECIAL.\n @param needed Receives the number of bytes.\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT."]
+    #[doc = " @brief The raw text of one token (may be a partial UTF-8 sequence for byte tokens), not\n NUL-terminated. Control tokens render only with ::ZF_DETOKENIZE_RENDER_SPECIAL.\n @param model The model.\n @param token A token id in [0, n_vocab).\n @param flags ::ZF_DETOKENIZE_RENDER_SPECIAL (::ZF_DETOKENIZE_REMOVE_SPECIAL is accepted and\n        has no effect on one piece); other bits are rejected.\n @param buf Output buffer (may be NULL when cap is 0).\n @param cap Bytes available in `buf`.\n @param needed Receives the number of bytes.\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT."]
     pub unsafe fn zf_token_to_piece(
         &self,
         model: *const zf_model,
@@ -301,7 +365,7 @@ impl ZerfooLib {
     ) -> zf_status {
         (self.zf_token_to_piece)(model, token, flags, buf, cap, needed)
     }
-    #[doc = " @brief Renders messages with the model's `tokenizer.chat_template` (recognized families:\n Gemma, ChatML, Llama 2/3, Mistral, Phi-3). NUL-terminated output. Thread-safe.\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_UNSUPPORTED (unknown template);\n         ::ZF_ERR_INVALID_ARGUMENT."]
+    #[doc = " @brief Renders messages with the model's `tokenizer.chat_template`, a Jinja template rendered\n exactly as Python's jinja2 renders it in Hugging Face transformers' apply_chat_template\n (variables: messages, add_generation_prompt, bos_token, eos_token; tools and documents are\n None). A file without a template gets ChatML, or Gemma's turn format for gemma models.\n NUL-terminated output. Thread-safe. For tool calls, other message fields, extra variables or\n another template use zf_chat_apply_template_v2().\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_TEMPLATE (the template failed: message\n         with line and column); ::ZF_ERR_INVALID_UTF8 (a role or content);\n         ::ZF_ERR_INVALID_ARGUMENT."]
     pub unsafe fn zf_chat_apply_template(
         &self,
         model: *const zf_model,
@@ -314,6 +378,27 @@ impl ZerfooLib {
     ) -> zf_status {
         (self.zf_chat_apply_template)(model, msgs, n_msgs, flags, buf, cap, needed)
     }
+    #[doc = " @brief Fills `params` with defaults (no flags, the file's template, no tools or extras).\n @param size sizeof(zf_chat_params) as the caller knows it.\n @return ::ZF_OK, or ::ZF_ERR_INVALID_ARGUMENT if params is NULL or size < 4."]
+    pub unsafe fn zf_chat_params_init(
+        &self,
+        params: *mut zf_chat_params,
+        size: usize,
+    ) -> zf_status {
+        (self.zf_chat_params_init)(params, size)
+    }
+    #[doc = " @brief Renders a conversation with a chat template exactly as Python's jinja2 renders it in\n Hugging Face transformers' apply_chat_template (ImmutableSandboxedEnvironment, trim_blocks,\n lstrip_blocks, tojson without ASCII escaping, raise_exception, strftime_now, loop controls,\n the generation block). Variables: messages (with the fields given), add_generation_prompt,\n bos_token, eos_token (the model's), tools, documents, and the keys of params->extra_json.\n A template cannot hang or exhaust the process: every string it builds (64 MiB), loop\n iterations + macro calls + copying (10 million steps, one per 256 bytes copied), list length\n (2^20), recursion and nesting are bounded, and exceeding one fails naming the limit.\n NUL-terminated output. Thread-safe.\n @param params NULL for defaults.\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *needed); ::ZF_ERR_TEMPLATE (syntax\n         error, unknown filter or test, the template's raise_exception, a limit: the message\n         gives the line and column); ::ZF_ERR_NOT_FOUND (no such template_name);\n         ::ZF_ERR_INVALID_ARGUMENT (NULL model or role, a struct_size that differs between\n         messages or is too small, nonzero reserved, unknown flag bits, malformed JSON or a\n         string that is not UTF-8: the message names the field)."]
+    pub unsafe fn zf_chat_apply_template_v2(
+        &self,
+        model: *const zf_model,
+        msgs: *const zf_chat_message_v2,
+        n_msgs: usize,
+        params: *const zf_chat_params,
+        buf: *mut ::core::ffi::c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status {
+        (self.zf_chat_apply_template_v2)(model, msgs, n_msgs, params, buf, cap, needed)
+    }
     #[doc = " @brief Fills defaults; see zf_model_params_init()."]
     pub unsafe fn zf_session_params_init(
         &self,
@@ -322,7 +407,7 @@ impl ZerfooLib {
     ) -> zf_status {
         (self.zf_session_params_init)(params, size)
     }
-    #[doc = " @brief Creates a session on a model (the model must outlive it).\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL model/out, negative n_ctx, model loaded with\n         ::ZF_MODEL_VOCAB_ONLY); ::ZF_ERR_OUT_OF_MEMORY."]
+    #[doc = " @brief Creates a session on a model. The session holds a reference to the model, which\n therefore stays alive until the session is freed, even after zf_model_free().\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL model/out, negative n_ctx, model loaded with\n         ::ZF_MODEL_VOCAB_ONLY); ::ZF_ERR_OUT_OF_MEMORY."]
     pub unsafe fn zf_session_create(
         &self,
         model: *mut zf_model,
@@ -370,7 +455,7 @@ impl ZerfooLib {
     ) -> zf_status {
         (self.zf_generate_params_init)(params, size)
     }
-    #[doc = " @brief Evaluates the prompt, then samples tokens and streams their text to `cb` until a stop\n condition. A second call on the same session continues the conversation (the KV cache is\n reused) unless zf_session_reset() was called. A prompt that does not fit the remaining\n context fails with ::ZF_ERR_CONTEXT_FULL before anything is evaluated; filling up during\n decode ends with ::ZF_STOP_CONTEXT_FULL and ::ZF_OK.\n @param prompt UTF-8 text of `len` bytes (may be empty to continue generating).\n @param params NULL for defaults.\n @param cb May be NULL (text is then only counted).\n @param out May be NULL; set out->struct_size first.\n @return ::ZF_OK (also when stopped by callback, cancel, stop string, EOS, max tokens);\n         ::ZF_ERR_INVALID_UTF8; ::ZF_ERR_CONTEXT_FULL; ::ZF_ERR_INVALID_ARGUMENT (also for\n         unknown flag bits, a nonzero reserved0, or a zf_generation in progress on the session)."]
+    #[doc = " @brief Evaluates the prompt, then samples tokens and streams their text to `cb` until a stop\n condition. A second call on the same session continues the conversation (the KV cache is\n reused) unless zf_session_reset() was called. A prompt that does not fit the remaining\n context fails with ::ZF_ERR_CONTEXT_FULL before anything is evaluated; filling up during\n decode ends with ::ZF_STOP_CONTEXT_FULL and ::ZF_OK.\n @param session The session (one thread at a time).\n @param prompt UTF-8 text of `len` bytes (may be empty to continue generating).\n @param len Bytes of prompt.\n @param params NULL for defaults.\n @param cb May be NULL (text is then only counted).\n @param user_data Passed to `cb`.\n @param out May be NULL; set out->struct_size first.\n @return ::ZF_OK (also when stopped by callback, cancel, stop string, EOS, max tokens);\n         ::ZF_ERR_INVALID_UTF8; ::ZF_ERR_CONTEXT_FULL; ::ZF_ERR_INVALID_ARGUMENT (also for\n         unknown flag bits, a nonzero reserved0, or a zf_generation in progress on the session)."]
     pub unsafe fn zf_generate(
         &self,
         session: *mut zf_session,
@@ -417,5 +502,46 @@ impl ZerfooLib {
     #[doc = " @brief Frees a generation. NULL is a no-op. If it was still in progress it stops as if a\n ::zf_stream_cb returned nonzero (::ZF_STOP_CALLBACK): the KV cache keeps what was evaluated,\n the last piece's token is evaluated by the session's next call, and the session can continue\n the conversation or be reset. May be called from any thread, but not concurrently with a\n call using the same session."]
     pub unsafe fn zf_generation_free(&self, gen_: *mut zf_generation) {
         (self.zf_generation_free)(gen_)
+    }
+    #[doc = " @brief The session's conversation as its next call sees it: the tokens in its KV cache, then\n the pending ones (a token already shown by a generation that stopped early, evaluated first\n by the next call). With zf_session_truncate() a server keeps the prefix a new prompt shares\n with a session and evaluates only the rest (prompt caching).\n @param tokens Output array (may be NULL when cap is 0).\n @param cap Capacity of `tokens` in ids.\n @param n Receives the number of tokens. Required.\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (`*n` says how many); ::ZF_ERR_INVALID_ARGUMENT."]
+    pub unsafe fn zf_session_tokens(
+        &self,
+        session: *const zf_session,
+        tokens: *mut i32,
+        cap: usize,
+        n: *mut usize,
+    ) -> zf_status {
+        (self.zf_session_tokens)(session, tokens, cap, n)
+    }
+    #[doc = " @brief Keeps the first `n_keep` tokens of the conversation (zf_session_tokens()) and forgets\n the rest: the next call continues after them, so a prompt that starts with them is evaluated\n from there on. `n_keep == 0` is zf_session_reset().\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL session, `n_keep` beyond the conversation,\n         or a zf_generation in progress)."]
+    pub unsafe fn zf_session_truncate(&self, session: *mut zf_session, n_keep: usize) -> zf_status {
+        (self.zf_session_truncate)(session, n_keep)
+    }
+    #[doc = " @brief Bytes zf_session_state_save() needs for the session as it is now: a header naming the\n model (a fingerprint of its architecture, sizes and tensors), the conversation tokens and the\n KV cache rows in use.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT; ::ZF_ERR_UNSUPPORTED (an engine that cannot export\n         its KV cache, e.g. CUDA in this version)."]
+    pub unsafe fn zf_session_state_size(
+        &self,
+        session: *const zf_session,
+        size: *mut usize,
+    ) -> zf_status {
+        (self.zf_session_state_size)(session, size)
+    }
+    #[doc = " @brief Writes the session's state into `buf` (see zf_session_state_size()).\n @param written Receives the bytes written, or needed on ::ZF_ERR_BUFFER_TOO_SMALL. Required.\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT; ::ZF_ERR_UNSUPPORTED."]
+    pub unsafe fn zf_session_state_save(
+        &self,
+        session: *const zf_session,
+        buf: *mut ::core::ffi::c_void,
+        cap: usize,
+        written: *mut usize,
+    ) -> zf_status {
+        (self.zf_session_state_save)(session, buf, cap, written)
+    }
+    #[doc = " @brief Replaces the session's conversation and KV cache with a saved state. Nothing changes\n on failure. The state must come from a session of the same model file (same fingerprint)\n with the same KV cache type; its tokens must fit this session's context.\n @return ::ZF_OK; ::ZF_ERR_FORMAT (not a state, truncated, inconsistent);\n         ::ZF_ERR_INVALID_ARGUMENT (another model or KV type, NULL arguments, a generation in\n         progress); ::ZF_ERR_CONTEXT_FULL; ::ZF_ERR_UNSUPPORTED."]
+    pub unsafe fn zf_session_state_load(
+        &self,
+        session: *mut zf_session,
+        buf: *const ::core::ffi::c_void,
+        len: usize,
+    ) -> zf_status {
+        (self.zf_session_state_load)(session, buf, len)
     }
 }

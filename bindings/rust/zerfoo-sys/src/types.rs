@@ -95,8 +95,54 @@ pub struct zf_model_summary {
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct zf_chat_message {
+    #[doc = "< NUL-terminated UTF-8 role name."]
     pub role: *const ::core::ffi::c_char,
+    #[doc = "< NUL-terminated UTF-8 message text."]
     pub content: *const ::core::ffi::c_char,
+}
+#[doc = " One chat turn with the fields chat templates read beyond role and content. Every string is\n NUL-terminated UTF-8 and borrowed for the call; NULL leaves the field out of the message\n (a template then sees it undefined), except `role`, which is required. In an array every\n element has the same `struct_size` (the array's stride); set it to sizeof(zf_chat_message_v2)."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct zf_chat_message_v2 {
+    #[doc = "< sizeof(zf_chat_message_v2)."]
+    pub struct_size: u32,
+    #[doc = "< Must be 0."]
+    pub reserved: u32,
+    #[doc = "< \"system\", \"user\", \"assistant\", \"tool\", ... (required)."]
+    pub role: *const ::core::ffi::c_char,
+    #[doc = "< The text; NULL gives the template `content` = None."]
+    pub content: *const ::core::ffi::c_char,
+    #[doc = "< The assistant's thinking (`reasoning_content`)."]
+    pub reasoning_content: *const ::core::ffi::c_char,
+    #[doc = "< `tool_calls`: a JSON array, e.g. [{\"type\":\"function\",\n\"id\":\"call_1\",\"function\":{\"name\":\"f\",\"arguments\":{...}}}]."]
+    pub tool_calls_json: *const ::core::ffi::c_char,
+    #[doc = "< `tool_call_id` of a tool result message."]
+    pub tool_call_id: *const ::core::ffi::c_char,
+    #[doc = "< `name` (the tool's name on a tool result message)."]
+    pub name: *const ::core::ffi::c_char,
+    #[doc = "< A JSON object whose keys are set on the message as they\nare: any other field a template reads, or content as a\nlist of parts ({\"content\":[{\"type\":\"text\",...}]})."]
+    pub extra_json: *const ::core::ffi::c_char,
+}
+#[doc = " Options of zf_chat_apply_template_v2(). Initialize with zf_chat_params_init()."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct zf_chat_params {
+    #[doc = "< sizeof(zf_chat_params)."]
+    pub struct_size: u32,
+    #[doc = "< ::ZF_CHAT_ADD_ASSISTANT (add_generation_prompt),\n::ZF_CHAT_FIXED_TIME; other bits are rejected."]
+    pub flags: u32,
+    #[doc = "< NULL: `tokenizer.chat_template`; else the file's\n`tokenizer.chat_template.NAME` (e.g. \"tool_use\")."]
+    pub template_name: *const ::core::ffi::c_char,
+    #[doc = "< The caller's own Jinja template (overrides the file's and\ntemplate_name); NULL for none."]
+    pub template_text: *const ::core::ffi::c_char,
+    #[doc = "< `tools`: a JSON array of tool definitions; NULL = None."]
+    pub tools_json: *const ::core::ffi::c_char,
+    #[doc = "< `documents`: a JSON array; NULL = None."]
+    pub documents_json: *const ::core::ffi::c_char,
+    #[doc = "< A JSON object of extra template variables, e.g.\n{\"enable_thinking\": false}; NULL for none."]
+    pub extra_json: *const ::core::ffi::c_char,
+    #[doc = "< strftime_now's clock with ::ZF_CHAT_FIXED_TIME (seconds)."]
+    pub time_unix: i64,
 }
 #[doc = " Opaque session: KV cache + sampler state for one conversation. One thread at a time."]
 #[repr(C)]
@@ -188,6 +234,7 @@ pub const ZF_ERR_CONTEXT_FULL: i32 = 9;
 pub const ZF_ERR_CANCELLED: i32 = 10;
 pub const ZF_ERR_BACKEND: i32 = 11;
 pub const ZF_ERR_INTERNAL: i32 = 12;
+pub const ZF_ERR_TEMPLATE: i32 = 13;
 pub const ZF_LOG_DEBUG: i32 = 0;
 pub const ZF_LOG_INFO: i32 = 1;
 pub const ZF_LOG_WARN: i32 = 2;
@@ -203,6 +250,7 @@ pub const ZF_TOKENIZE_PARSE_SPECIAL: i32 = 2;
 pub const ZF_DETOKENIZE_REMOVE_SPECIAL: i32 = 1;
 pub const ZF_DETOKENIZE_RENDER_SPECIAL: i32 = 2;
 pub const ZF_CHAT_ADD_ASSISTANT: i32 = 1;
+pub const ZF_CHAT_FIXED_TIME: i32 = 2;
 pub const ZF_KV_F32: i32 = 0;
 pub const ZF_KV_F16: i32 = 1;
 pub const ZF_GENERATE_NO_SPECIAL: i32 = 1;
@@ -282,6 +330,50 @@ const _: () = {
         [::core::mem::offset_of!(zf_chat_message, role) - 0usize];
     ["Offset of field: zf_chat_message::content"]
         [::core::mem::offset_of!(zf_chat_message, content) - 8usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of zf_chat_message_v2"][::core::mem::size_of::<zf_chat_message_v2>() - 64usize];
+    ["Alignment of zf_chat_message_v2"][::core::mem::align_of::<zf_chat_message_v2>() - 8usize];
+    ["Offset of field: zf_chat_message_v2::struct_size"]
+        [::core::mem::offset_of!(zf_chat_message_v2, struct_size) - 0usize];
+    ["Offset of field: zf_chat_message_v2::reserved"]
+        [::core::mem::offset_of!(zf_chat_message_v2, reserved) - 4usize];
+    ["Offset of field: zf_chat_message_v2::role"]
+        [::core::mem::offset_of!(zf_chat_message_v2, role) - 8usize];
+    ["Offset of field: zf_chat_message_v2::content"]
+        [::core::mem::offset_of!(zf_chat_message_v2, content) - 16usize];
+    ["Offset of field: zf_chat_message_v2::reasoning_content"]
+        [::core::mem::offset_of!(zf_chat_message_v2, reasoning_content) - 24usize];
+    ["Offset of field: zf_chat_message_v2::tool_calls_json"]
+        [::core::mem::offset_of!(zf_chat_message_v2, tool_calls_json) - 32usize];
+    ["Offset of field: zf_chat_message_v2::tool_call_id"]
+        [::core::mem::offset_of!(zf_chat_message_v2, tool_call_id) - 40usize];
+    ["Offset of field: zf_chat_message_v2::name"]
+        [::core::mem::offset_of!(zf_chat_message_v2, name) - 48usize];
+    ["Offset of field: zf_chat_message_v2::extra_json"]
+        [::core::mem::offset_of!(zf_chat_message_v2, extra_json) - 56usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of zf_chat_params"][::core::mem::size_of::<zf_chat_params>() - 56usize];
+    ["Alignment of zf_chat_params"][::core::mem::align_of::<zf_chat_params>() - 8usize];
+    ["Offset of field: zf_chat_params::struct_size"]
+        [::core::mem::offset_of!(zf_chat_params, struct_size) - 0usize];
+    ["Offset of field: zf_chat_params::flags"]
+        [::core::mem::offset_of!(zf_chat_params, flags) - 4usize];
+    ["Offset of field: zf_chat_params::template_name"]
+        [::core::mem::offset_of!(zf_chat_params, template_name) - 8usize];
+    ["Offset of field: zf_chat_params::template_text"]
+        [::core::mem::offset_of!(zf_chat_params, template_text) - 16usize];
+    ["Offset of field: zf_chat_params::tools_json"]
+        [::core::mem::offset_of!(zf_chat_params, tools_json) - 24usize];
+    ["Offset of field: zf_chat_params::documents_json"]
+        [::core::mem::offset_of!(zf_chat_params, documents_json) - 32usize];
+    ["Offset of field: zf_chat_params::extra_json"]
+        [::core::mem::offset_of!(zf_chat_params, extra_json) - 40usize];
+    ["Offset of field: zf_chat_params::time_unix"]
+        [::core::mem::offset_of!(zf_chat_params, time_unix) - 48usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {

@@ -1,0 +1,80 @@
+package zerfoo
+
+import (
+	"runtime"
+	"time"
+)
+
+// ChatMessage is one chat turn with every field chat templates read (zf_chat_message_v2).
+// Empty optional strings leave the field out of the message the template sees.
+type ChatMessage struct {
+	Role             string // "system", "user", "assistant", "tool", ...
+	Content          string
+	NoContent        bool   // content is None (e.g. an assistant turn with only tool calls)
+	ReasoningContent string // the assistant's thinking
+	ToolCallsJSON    string // JSON array: [{"type":"function","id":"call_1","function":{"name":"f","arguments":{...}}}]
+	ToolCallID       string // on a tool result
+	Name             string // the tool's name on a tool result
+	ExtraJSON        string // JSON object whose keys are added to the message
+}
+
+// ChatOptions select the template and the variables besides messages (zf_chat_params).
+type ChatOptions struct {
+	AddAssistant  bool       // add_generation_prompt
+	TemplateName  string     // use the file's tokenizer.chat_template.NAME
+	Template      string     // the caller's own Jinja template (overrides the file's)
+	ToolsJSON     string     // `tools`: a JSON array of tool definitions
+	DocumentsJSON string     // `documents`: a JSON array
+	ExtraJSON     string     // extra variables as a JSON object, e.g. {"enable_thinking":false}
+	FixedTime     *time.Time // strftime_now's clock (rendered as UTC); nil = the local time now
+}
+
+// ApplyChatTemplate renders msgs with the model's chat template (or the one opts names) exactly
+// as Python's jinja2 renders it in transformers' apply_chat_template. A template failure is
+// ErrTemplate with the template's line and column in the message.
+func (m *Model) ApplyChatTemplate(msgs []ChatMessage, opts ChatOptions) (string, error) {
+	var out string
+	err := m.use(func(ptr uintptr) (err error) {
+		var keep [][]byte // keeps the C strings alive
+		opt := func(s string) *byte {
+			if s == "" {
+				return nil
+			}
+			b := cstr(s)
+			keep = append(keep, b)
+			return &b[0]
+		}
+		req := func(s string) *byte {
+			b := cstr(s)
+			keep = append(keep, b)
+			return &b[0]
+		}
+		cmsgs := make([]cChatMessageV2, len(msgs)+1)
+		for i, msg := range msgs {
+			c := cChatMessageV2{structSize: 64, role: req(msg.Role), reasoningContent: opt(msg.ReasoningContent),
+				toolCallsJSON: opt(msg.ToolCallsJSON), toolCallID: opt(msg.ToolCallID), name: opt(msg.Name),
+				extraJSON: opt(msg.ExtraJSON)}
+			if !msg.NoContent {
+				c.content = req(msg.Content)
+			}
+			cmsgs[i] = c
+		}
+		p := cChatParams{structSize: 56, templateName: opt(opts.TemplateName), templateText: opt(opts.Template),
+			toolsJSON: opt(opts.ToolsJSON), documentsJSON: opt(opts.DocumentsJSON), extraJSON: opt(opts.ExtraJSON)}
+		if opts.AddAssistant {
+			p.flags |= 0x1
+		}
+		if opts.FixedTime != nil {
+			p.flags |= 0x2
+			p.timeUnix = opts.FixedTime.Unix()
+		}
+		out, err = fetchString("chat template", func(buf *byte, cap uintptr, needed *uintptr) int32 {
+			return lib.applyTemplate2(ptr, &cmsgs[0], uintptr(len(msgs)), &p, buf, cap, needed)
+		})
+		runtime.KeepAlive(keep)
+		runtime.KeepAlive(cmsgs)
+		runtime.KeepAlive(&p)
+		return err
+	})
+	return out, err
+}

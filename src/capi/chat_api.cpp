@@ -1,0 +1,205 @@
+// C entry points for chat templates: messages and options to template variables (the way
+// transformers' apply_chat_template passes them), rendered by the Jinja engine.
+#include <cstring>
+#include <string>
+
+#include "capi/handles.h"
+#include "common/utf8.h"
+#include "jinja/jinja.h"
+#include "tokenizer/tokenizer.h"
+
+using zf::capi::CopyOut;
+using zf::capi::Fail;
+using zf::capi::Succeed;
+using zf::jinja::Value;
+
+static_assert(sizeof(zf_chat_message_v2) == 64, "zf_chat_message_v2 layout is part of the ABI");
+static_assert(sizeof(zf_chat_params) == 56, "zf_chat_params layout is part of the ABI");
+
+namespace {
+
+// An invalid field: ZF_ERR_INVALID_ARGUMENT naming it (thrown inside the guard).
+struct BadField {
+  std::string message;
+};
+
+void CheckUtf8(const char* s, const std::string& field) {
+  size_t bad = 0;
+  if (!zf::IsValidUtf8(s, &bad)) throw BadField{field + ": invalid UTF-8 at byte " + std::to_string(bad)};
+}
+
+Value Json(const char* s, const std::string& field, bool object) {
+  CheckUtf8(s, field);
+  Value v;
+  try {
+    v = zf::jinja::FromJson(s);
+  } catch (const zf::jinja::Error& e) {
+    throw BadField{field + ": " + e.what()};
+  }
+  if (object && !v.is_dict()) throw BadField{field + ": expected a JSON object"};
+  if (!object && !v.is_list()) throw BadField{field + ": expected a JSON array"};
+  return v;
+}
+
+Value Str(const char* s, const std::string& field) {
+  CheckUtf8(s, field);
+  return Value::Str(s);
+}
+
+// The template: the caller's, a named one from the file, the file's, or the built-in fallback.
+zf_status PickTemplate(const zf::model::Model& m, const char* name, const char* text, std::string* out) {
+  if (text != nullptr) {
+    CheckUtf8(text, "params->template_text");
+    *out = text;
+    return ZF_OK;
+  }
+  if (name != nullptr) {
+    const std::string key = std::string("tokenizer.chat_template.") + name;
+    std::string_view sv;
+    if (!m.file().GetString(key, &sv).ok()) return Fail(ZF_ERR_NOT_FOUND, "the model has no '" + key + "'");
+    *out = std::string(sv);
+    return ZF_OK;
+  }
+  if (!m.chat_template().empty()) *out = m.chat_template();
+  else *out = m.desc().arch.rfind("gemma", 0) == 0 ? zf::tok::kGemmaTemplate : zf::tok::kChatMlTemplate;
+  return ZF_OK;
+}
+
+// The variables transformers passes besides messages: special tokens, tools, documents.
+void AddModelVars(const zf::model::Model& m, Value* vars) {
+  const zf::tok::Tokenizer& t = m.tokenizer();
+  if (t.bos() >= 0) vars->d().Set(Value::Str("bos_token"), Value::Str(t.TokenText(t.bos())));
+  if (t.eos() >= 0) vars->d().Set(Value::Str("eos_token"), Value::Str(t.TokenText(t.eos())));
+}
+
+zf_status Render(const zf::model::Model& m, const std::string& tmpl, const Value& vars, int64_t now, char* buf,
+                 size_t cap, size_t* needed) {
+  std::string out;
+  zf::Status s = zf::tok::RenderChatTemplate(tmpl, vars, now, &out);
+  if (!s.ok()) return Fail(s);
+  (void)m;
+  return CopyOut(out, buf, cap, needed);
+}
+
+}  // namespace
+
+extern "C" {
+
+ZF_API zf_status zf_chat_apply_template(const zf_model* model, const zf_chat_message* msgs, size_t n_msgs,
+                                        uint32_t flags, char* buf, size_t cap, size_t* needed) {
+  if (model == nullptr) return Fail(ZF_ERR_INVALID_ARGUMENT, "model is NULL");
+  if (msgs == nullptr && n_msgs > 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "msgs is NULL");
+  if (zf_status e = zf::capi::CheckFlags("flags", flags, ZF_CHAT_ADD_ASSISTANT)) return e;
+  ZF_GUARD_BEGIN
+  Value list = Value::MakeList();
+  for (size_t i = 0; i < n_msgs; ++i) {
+    if (msgs[i].role == nullptr || msgs[i].content == nullptr) {
+      return Fail(ZF_ERR_INVALID_ARGUMENT, "message " + std::to_string(i) + " has a NULL role or content");
+    }
+    for (const char* s : {msgs[i].role, msgs[i].content}) {
+      size_t bad = 0;
+      if (!zf::IsValidUtf8(s, &bad)) {
+        return Fail(ZF_ERR_INVALID_UTF8, "message " + std::to_string(i) + ": " + (s == msgs[i].role ? "role" : "content") +
+                                             " has invalid UTF-8 at byte " + std::to_string(bad));
+      }
+    }
+    Value msg = Value::MakeDict();
+    msg.d().Set(Value::Str("role"), Value::Str(msgs[i].role));
+    msg.d().Set(Value::Str("content"), Value::Str(msgs[i].content));
+    list.l().push_back(msg);
+  }
+  const zf::model::Model& m = *model->impl;
+  std::string tmpl;
+  if (zf_status st = PickTemplate(m, nullptr, nullptr, &tmpl); st != ZF_OK) return st;
+  Value vars = Value::MakeDict();
+  vars.d().Set(Value::Str("messages"), list);
+  vars.d().Set(Value::Str("tools"), Value::None());
+  vars.d().Set(Value::Str("documents"), Value::None());
+  vars.d().Set(Value::Str("add_generation_prompt"), Value::Bool((flags & ZF_CHAT_ADD_ASSISTANT) != 0));
+  AddModelVars(m, &vars);
+  return Render(m, tmpl, vars, -1, buf, cap, needed);
+  ZF_GUARD_END
+}
+
+ZF_API zf_status zf_chat_params_init(zf_chat_params* params, size_t size) {
+  if (params == nullptr) return Fail(ZF_ERR_INVALID_ARGUMENT, "params is NULL");
+  if (size < sizeof(uint32_t)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params size " + std::to_string(size) + " is too small");
+  zf_chat_params d;
+  std::memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  const size_t n = size < sizeof d ? size : sizeof d;
+  std::memcpy(params, &d, n);
+  params->struct_size = static_cast<uint32_t>(n);
+  return Succeed();
+}
+
+ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_message_v2* msgs, size_t n_msgs,
+                                           const zf_chat_params* params, char* buf, size_t cap, size_t* needed) {
+  if (model == nullptr) return Fail(ZF_ERR_INVALID_ARGUMENT, "model is NULL");
+  if (msgs == nullptr && n_msgs > 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "msgs is NULL");
+  ZF_GUARD_BEGIN
+  zf_chat_params p;
+  zf_chat_params_init(&p, sizeof p);
+  if (!zf::capi::ReadParams(params, &p)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params->struct_size is too small");
+  if (zf_status e = zf::capi::CheckFlags("params->flags", p.flags, ZF_CHAT_ADD_ASSISTANT | ZF_CHAT_FIXED_TIME)) return e;
+  try {
+    // Messages: the stride is the first element's struct_size (all must agree); fields past a
+    // caller's shorter struct are absent.
+    Value list = Value::MakeList();
+    const size_t stride = n_msgs > 0 ? msgs[0].struct_size : 0;
+    constexpr size_t kMinSize = offsetof(zf_chat_message_v2, content);
+    if (n_msgs > 0 && (stride < kMinSize + sizeof(const char*) || stride % alignof(zf_chat_message_v2) != 0)) {
+      throw BadField{"msgs[0].struct_size " + std::to_string(stride) + " is too small or misaligned"};
+    }
+    for (size_t i = 0; i < n_msgs; ++i) {
+      const auto* raw = reinterpret_cast<const unsigned char*>(msgs) + i * stride;
+      zf_chat_message_v2 m;
+      std::memset(&m, 0, sizeof m);
+      std::memcpy(&m, raw, stride < sizeof m ? stride : sizeof m);
+      const std::string at = "msgs[" + std::to_string(i) + "]";
+      if (m.struct_size != stride) {
+        throw BadField{at + ".struct_size " + std::to_string(m.struct_size) + " differs from msgs[0]'s " + std::to_string(stride)};
+      }
+      if (m.reserved != 0) throw BadField{at + ".reserved must be 0"};
+      if (m.role == nullptr) throw BadField{at + ".role is NULL"};
+      Value msg = Value::MakeDict();
+      zf::jinja::Dict& d = msg.d();
+      d.Set(Value::Str("role"), Str(m.role, at + ".role"));
+      d.Set(Value::Str("content"), m.content ? Str(m.content, at + ".content") : Value::None());
+      if (m.reasoning_content) d.Set(Value::Str("reasoning_content"), Str(m.reasoning_content, at + ".reasoning_content"));
+      if (m.tool_calls_json) d.Set(Value::Str("tool_calls"), Json(m.tool_calls_json, at + ".tool_calls_json", false));
+      if (m.tool_call_id) d.Set(Value::Str("tool_call_id"), Str(m.tool_call_id, at + ".tool_call_id"));
+      if (m.name) d.Set(Value::Str("name"), Str(m.name, at + ".name"));
+      if (m.extra_json) {
+        Value extra = Json(m.extra_json, at + ".extra_json", true);
+        for (auto& kv : extra.d().items) d.Set(kv.first, kv.second);
+      }
+      msg.UpdateNesting();
+      list.l().push_back(msg);
+    }
+    const zf::model::Model& mm = *model->impl;
+    std::string tmpl;
+    if (p.template_name != nullptr) CheckUtf8(p.template_name, "params->template_name");
+    if (zf_status st = PickTemplate(mm, p.template_name, p.template_text, &tmpl); st != ZF_OK) return st;
+    Value vars = Value::MakeDict();
+    vars.d().Set(Value::Str("messages"), list);
+    vars.d().Set(Value::Str("tools"), p.tools_json ? Json(p.tools_json, "params->tools_json", false) : Value::None());
+    vars.d().Set(Value::Str("documents"),
+                 p.documents_json ? Json(p.documents_json, "params->documents_json", false) : Value::None());
+    vars.d().Set(Value::Str("add_generation_prompt"), Value::Bool((p.flags & ZF_CHAT_ADD_ASSISTANT) != 0));
+    AddModelVars(mm, &vars);
+    if (p.extra_json) {
+      Value extra = Json(p.extra_json, "params->extra_json", true);
+      for (auto& kv : extra.d().items) vars.d().Set(kv.first, kv.second);
+    }
+    const int64_t now = (p.flags & ZF_CHAT_FIXED_TIME) != 0 ? (p.time_unix < 0 ? 0 : p.time_unix) : -1;
+    return Render(mm, tmpl, vars, now, buf, cap, needed);
+  } catch (const BadField& b) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, b.message);
+  } catch (const zf::jinja::Error& e) {  // nesting limits while building the variables
+    return Fail(ZF_ERR_INVALID_ARGUMENT, e.what());
+  }
+  ZF_GUARD_END
+}
+
+}  // extern "C"

@@ -1,0 +1,115 @@
+// Session state as bytes: a header that names the model (so a state is never loaded into
+// another model's session), the conversation tokens, and the engine's KV rows.
+//
+// Layout (little-endian): "ZFST", u32 version, u64 model fingerprint, u32 kv type, u32 n_past,
+// u32 n_pending, i32 tokens[n_past + n_pending], u64 kv bytes, kv bytes.
+#include <cstring>
+
+#include "runtime/session.h"
+
+namespace zf::rt {
+namespace {
+
+constexpr char kMagic[4] = {'Z', 'F', 'S', 'T'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kHeader = 4 + 4 + 8 + 4 + 4 + 4;
+
+// FNV-1a over what makes KV rows of one model meaningless in another: the architecture, sizes,
+// and every tensor's name, type and shape.
+uint64_t Fingerprint(const model::Model& m) {
+  uint64_t h = 1469598103934665603ull;
+  const auto mix = [&](const void* p, size_t n) {
+    const uint8_t* b = static_cast<const uint8_t*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  };
+  const model::ModelDesc& d = m.desc();
+  mix(d.arch.data(), d.arch.size());
+  const int32_t sizes[] = {d.n_vocab, d.n_layer, d.n_embd, d.MaxKWidth(), d.MaxVWidth()};
+  mix(sizes, sizeof sizes);
+  for (const gguf::TensorInfo& t : m.file().tensors()) {
+    mix(t.name.data(), t.name.size());
+    mix(&t.type, sizeof t.type);
+    mix(t.ne, sizeof t.ne);
+  }
+  return h;
+}
+
+template <typename T>
+void Put(uint8_t*& p, T v) {
+  std::memcpy(p, &v, sizeof v);
+  p += sizeof v;
+}
+template <typename T>
+T Get(const uint8_t*& p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  p += sizeof v;
+  return v;
+}
+
+}  // namespace
+
+Status Session::StateSize(size_t* size) const {
+  const size_t kv = backend_->KvStateBytes(n_past());
+  if (kv == 0 && n_past() > 0) return Unsupported(std::string("the ") + backend_->name() + " engine cannot save its KV cache");
+  *size = kHeader + (history_.size() + pending_.size()) * 4 + 8 + kv;
+  return Status::Ok();
+}
+
+Status Session::SaveState(uint8_t* buf, size_t cap, size_t* written) const {
+  size_t need = 0;
+  ZF_RETURN_IF_ERROR(StateSize(&need));
+  *written = need;
+  if (cap < need) return Status(Code::kBufferTooSmall, "the session state needs " + std::to_string(need) + " bytes");
+  uint8_t* p = buf;
+  std::memcpy(p, kMagic, 4);
+  p += 4;
+  Put<uint32_t>(p, kVersion);
+  Put<uint64_t>(p, Fingerprint(model_));
+  Put<uint32_t>(p, uint32_t(kv_type_));
+  Put<uint32_t>(p, uint32_t(history_.size()));
+  Put<uint32_t>(p, uint32_t(pending_.size()));
+  for (int32_t t : history_) Put<int32_t>(p, t);
+  for (int32_t t : pending_) Put<int32_t>(p, t);
+  const size_t kv = backend_->KvStateBytes(n_past());
+  Put<uint64_t>(p, kv);
+  return backend_->SaveKv(n_past(), p);
+}
+
+Status Session::LoadState(const uint8_t* buf, size_t len) {
+  if (len < kHeader || std::memcmp(buf, kMagic, 4) != 0) return FormatError("not a zerfoo session state (bad magic or size)");
+  const uint8_t* p = buf + 4;
+  const uint32_t version = Get<uint32_t>(p);
+  if (version != kVersion) return Unsupported("session state version " + std::to_string(version) + " is not supported");
+  if (Get<uint64_t>(p) != Fingerprint(model_)) {
+    return InvalidArgument("the session state was saved from another model (architecture, sizes or tensors differ)");
+  }
+  if (Get<uint32_t>(p) != uint32_t(kv_type_)) return InvalidArgument("the session state has another KV cache type");
+  const uint32_t n_hist = Get<uint32_t>(p), n_pend = Get<uint32_t>(p);
+  if (uint64_t(n_hist) + n_pend > uint64_t(n_ctx_)) {
+    return Status(Code::kContextFull, "the session state holds " + std::to_string(uint64_t(n_hist) + n_pend) +
+                                          " tokens; this session's context is " + std::to_string(n_ctx_));
+  }
+  const size_t toks = (size_t(n_hist) + n_pend) * 4;
+  if (len - kHeader < toks + 8) return FormatError("truncated session state");
+  std::vector<int32_t> hist(n_hist), pend(n_pend);
+  for (int32_t& t : hist) t = Get<int32_t>(p);
+  for (int32_t& t : pend) t = Get<int32_t>(p);
+  for (int32_t t : hist) {
+    if (t < 0 || t >= model_.desc().n_vocab) return FormatError("session state holds token id " + std::to_string(t) + " outside the vocabulary");
+  }
+  for (int32_t t : pend) {
+    if (t < 0 || t >= model_.desc().n_vocab) return FormatError("session state holds token id " + std::to_string(t) + " outside the vocabulary");
+  }
+  const uint64_t kv = Get<uint64_t>(p);
+  if (kv != backend_->KvStateBytes(int32_t(n_hist)) || len - kHeader - toks - 8 != kv) {
+    return FormatError("session state KV size " + std::to_string(kv) + " does not match this session's cache");
+  }
+  ZF_RETURN_IF_ERROR(backend_->LoadKv(int32_t(n_hist), p));
+  history_ = std::move(hist);
+  pending_ = std::move(pend);
+  has_logits_ = has_argmax_ = false;
+  return Status::Ok();
+}
+
+}  // namespace zf::rt

@@ -5,11 +5,10 @@
 // its generation at the next piece. Requests beyond the slots wait in a bounded queue; beyond
 // that they get 503 + Retry-After.
 //
-// Prompt caching: each slot remembers the tokens its session holds (KV cache + the pending token
-// of the last generation). A request takes the idle slot whose history shares the longest prefix
-// with its prompt; if that history is a whole prefix of the prompt only the suffix is evaluated
-// (zf_session_eval), else the session is reset. The ABI cannot truncate a KV cache, so a partial
-// match cannot be reused (a note for the ABI: zf_session_truncate would allow it).
+// Prompt caching: each slot remembers its session's conversation (zf_session_tokens). A request
+// takes the idle slot sharing the longest token prefix with its prompt; zf_session_truncate keeps
+// that prefix and only the rest is evaluated (zf_session_eval), then zf_generate_begin with an
+// empty prompt samples from those logits.
 #include "commands.h"
 
 #if ZF_CLI_HAVE_HTTPLIB
@@ -57,7 +56,7 @@ struct ServeOptions {
   std::string alias;
   bool verbose = false;
   bool help = false;
-  bool cache_prompt = true;
+  bool cache_prompt = false;
 };
 
 constexpr const char* kServeHelp =
@@ -79,9 +78,10 @@ constexpr const char* kServeHelp =
     "                            (default 30)\n"
     "      --api-key KEY         require 'Authorization: Bearer KEY' on /v1, /tokenize, ...\n"
     "      --alias NAME          model name reported by /v1/models (default: the file name)\n"
-    "      --no-cache-prompt     always prefill the whole prompt (default: a slot whose tokens\n"
-    "                            are a prefix of the prompt evaluates only the rest; that\n"
-    "                            can change greedy output in the last bits, see README)\n"
+    "      --cache-prompt        reuse a slot's KV cache for the prefix a prompt shares with its\n"
+    "                            conversation (a request's \"cache_prompt\" overrides). Off by\n"
+    "                            default: the shorter prefill rounds differently, so greedy\n"
+    "                            output may differ from a full prefill (see README)\n"
     "      --device DEV          auto, cpu or cuda (default auto)\n"
     "  -v, --verbose             log requests and library INFO messages\n"
     "  -h, --help                show this help\n";
@@ -104,6 +104,7 @@ ServeOptions ParseServeArgs(int argc, char** argv, int first) {
     };
     if (name == "-h" || name == "--help") o.help = true;
     else if (name == "-v" || name == "--verbose") o.verbose = true;
+    else if (name == "--cache-prompt") o.cache_prompt = true;
     else if (name == "--no-cache-prompt") o.cache_prompt = false;
     else if (name == "-m" || name == "--model") o.model = val();
     else if (name == "--host") o.host = val();
@@ -492,7 +493,7 @@ Request Server::ParseCompletion(const std::string& text, bool chat) {
   r.cache_prompt = o_.cache_prompt;
   if (body.contains("cache_prompt") && !body["cache_prompt"].is_null()) {  // llama-server's extension
     if (!body["cache_prompt"].is_boolean()) throw BadRequest("invalid_type", "'cache_prompt' must be a boolean");
-    r.cache_prompt = r.cache_prompt && body["cache_prompt"].get<bool>();
+    r.cache_prompt = body["cache_prompt"].get<bool>();
   }
   if (body.contains("n") && !body["n"].is_null() && body["n"] != 1) {
     throw BadRequest("invalid_value", "only n = 1 is supported");
@@ -571,16 +572,13 @@ Slot* Server::Acquire(const std::vector<int32_t>& prompt, ApiError* err) {
       return nullptr;
     }
   }
-  // The idle slot whose history is the longest prefix of the prompt (only a whole-history
-  // prefix can be reused: the ABI cannot truncate a KV cache); else the least recently used.
+  // The idle slot whose conversation shares the longest prefix with the prompt (that much is
+  // not evaluated again); on a tie the least recently used.
   Slot* best = nullptr;
   size_t best_len = 0;
   for (auto& s : slots_) {
     if (s->busy) continue;
-    size_t len = 0;
-    if (s->known && s->history.size() < prompt.size() && CommonPrefix(s->history, prompt) == s->history.size()) {
-      len = s->history.size();
-    }
+    const size_t len = s->known ? CommonPrefix(s->history, prompt) : 0;
     if (best == nullptr || len > best_len || (len == best_len && s->last_used < best->last_used)) {
       best = s.get();
       best_len = len;
@@ -604,24 +602,20 @@ void Server::Release(Slot* s) {
 zf_status Server::Generate(Slot* slot, const Request& r, const std::function<bool(const std::string&)>& emit,
                            Clock::time_point t_arrival, Outcome* out) {
   zf_session* s = slot->session.get();
-  // Reuse the cache when the slot's tokens are a whole prefix of the prompt (at least one new
-  // token must remain: its logits start the generation); else start over.
+  // Keep the longest prefix the slot's conversation shares with the prompt (zf_session_truncate
+  // drops the rest of its KV cache) and evaluate only the remainder. At least one prompt token
+  // is evaluated: its logits start the generation.
   size_t reuse = 0;
-  if (r.cache_prompt && slot->known && slot->history.size() < r.prompt.size() &&
-      CommonPrefix(slot->history, r.prompt) == slot->history.size()) {
-    reuse = slot->history.size();
+  if (r.cache_prompt && slot->known) {
+    reuse = std::min(CommonPrefix(slot->history, r.prompt), r.prompt.size() - 1);
   }
-  if (reuse == 0) {
-    zf_status st = zf_session_reset(s);
-    if (st != ZF_OK) return st;
-    slot->history.clear();
-  }
-  slot->known = false;  // until this request's tokens are accounted for
+  slot->known = false;  // until the session's tokens are read back below
+  zf_status st = zf_session_truncate(s, reuse);  // 0: reset
+  if (st != ZF_OK) return st;
   n_prompt_cached_ += reuse;
   std::vector<float> logits(size_t(info_.n_vocab));
-  zf_status st = zf_session_eval(s, r.prompt.data() + reuse, r.prompt.size() - reuse, logits.data(), logits.size());
+  st = zf_session_eval(s, r.prompt.data() + reuse, r.prompt.size() - reuse, logits.data(), logits.size());
   if (st != ZF_OK) return st;
-  slot->history = r.prompt;
   slot->kv_tokens = int32_t(r.prompt.size());
   out->n_prompt = int32_t(r.prompt.size());
 
@@ -635,7 +629,7 @@ zf_status Server::Generate(Slot* slot, const Request& r, const std::function<boo
   if (st != ZF_OK) return st;
   std::unique_ptr<zf_generation, void (*)(zf_generation*)> gen(g, &zf_generation_free);
 
-  std::vector<int32_t> generated;
+  size_t n_pieces = 0;
   std::string buf(256, '\0');
   Clock::time_point last = t_arrival;
   bool first = true;
@@ -650,8 +644,8 @@ zf_status Server::Generate(Slot* slot, const Request& r, const std::function<boo
     }
     if (st != ZF_OK) return st;
     if (done) break;
-    generated.push_back(token);
-    slot->kv_tokens = int32_t(r.prompt.size() + generated.size());
+    ++n_pieces;
+    slot->kv_tokens = int32_t(r.prompt.size() + n_pieces);
     const Clock::time_point now = Clock::now();
     const double dt = std::chrono::duration<double>(now - last).count();
     if (first) ttft_.Observe(dt);
@@ -673,12 +667,12 @@ zf_status Server::Generate(Slot* slot, const Request& r, const std::function<boo
   out->n_generated = res.n_generated;
   n_gen_tokens_ += uint64_t(res.n_generated);
   n_prompt_tokens_ += r.prompt.size();
-  // The session now holds prompt + every sampled token (the last one maybe pending), except
-  // after a full context (the last token is dropped) or a cancel. We know the tokens only when
-  // each piece came from one token (no multi-token characters, no held-back stop text).
-  if (int32_t(generated.size()) == res.n_generated && res.stop_reason != ZF_STOP_CONTEXT_FULL &&
-      res.stop_reason != ZF_STOP_CANCELLED) {
-    slot->history.insert(slot->history.end(), generated.begin(), generated.end());
+  // What the session now holds (KV cache + a pending token), for the next request's choice.
+  size_t n_hist = 0;
+  std::vector<int32_t> hist(size_t(n_ctx_) + 1);
+  if (zf_session_tokens(s, hist.data(), hist.size(), &n_hist) == ZF_OK) {
+    hist.resize(n_hist);
+    slot->history.swap(hist);
     slot->known = true;
   }
   return ZF_OK;

@@ -385,10 +385,12 @@ def test_prompt_cache_multi_turn(s):
     c = s.client()
     before = s.metrics()["zerfoo:prompt_tokens_cached_total"]
     msgs = [{"role": "user", "content": "Say hello."}]
-    r = c.chat.completions.create(model="smollm2", messages=msgs, max_tokens=N_TOK, temperature=0)
+    cache = {"cache_prompt": True}
+    r = c.chat.completions.create(model="smollm2", messages=msgs, max_tokens=N_TOK, temperature=0, extra_body=cache)
     msgs += [{"role": "assistant", "content": r.choices[0].message.content},
              {"role": "user", "content": "Again, please."}]
-    r2 = c.chat.completions.create(model="smollm2", messages=msgs, max_tokens=N_TOK, temperature=0)
+    r2 = c.chat.completions.create(model="smollm2", messages=msgs, max_tokens=N_TOK, temperature=0,
+                                   extra_body=cache)
     after = s.metrics()["zerfoo:prompt_tokens_cached_total"]
     print("    second turn reused %d cached prompt tokens" % (after - before))
     assert after > before, "no prompt tokens reused"
@@ -396,7 +398,7 @@ def test_prompt_cache_multi_turn(s):
     ref = cli_generate(rendered["prompt"])
     assert r2.usage.prompt_tokens == ref["prompt_tokens"], (r2.usage, ref)
     assert r2.choices[0].message.content, r2
-    # With the cache off the same turn is exactly the CLI's answer. (With the cache on, the
+    # With the cache off (the default) the same turn is exactly the CLI's answer. (With the cache on, the
     # prefix was evaluated in other chunks - prompt batch, then one token at a time - whose
     # kernels round differently, so greedy output may diverge; reported, not asserted.)
     r3 = c.chat.completions.create(model="smollm2", messages=msgs, max_tokens=N_TOK, temperature=0,
@@ -405,6 +407,18 @@ def test_prompt_cache_multi_turn(s):
     assert r3.choices[0].message.content == ref["text"], (r3.choices[0].message.content, ref["text"])
     print("    cached turn %s the full-prefill answer" %
           ("equals" if r2.choices[0].message.content == ref["text"] else "differs from"))
+    # A partial match: same long prefix, another ending. The slot that ran the first request is
+    # chosen and keeps the shared prefix (zf_session_truncate drops the rest).
+    prefix = "Here is a list of facts about the solar system, one per line, numbered. " * 4
+    st, _, tok = s.post("/tokenize", {"content": prefix, "add_special": True})
+    c.completions.create(model="smollm2", prompt=prefix + "First, the Sun", max_tokens=4, temperature=0,
+                         extra_body=cache)
+    before = s.metrics()["zerfoo:prompt_tokens_cached_total"]
+    r = c.completions.create(model="smollm2", prompt=prefix + "Second, the Moon", max_tokens=4, temperature=0,
+                             extra_body=cache)
+    reused = s.metrics()["zerfoo:prompt_tokens_cached_total"] - before
+    print("    partial prefix: %d of %d prompt tokens reused" % (reused, r.usage.prompt_tokens))
+    assert len(tok["tokens"]) - 2 <= reused < r.usage.prompt_tokens, (reused, len(tok["tokens"]))
 
 
 # ---- tests with their own server -----------------------------------------------------------

@@ -1095,7 +1095,7 @@ int RunServe(int argc, char** argv, int first) {
 
 namespace cli {
 int RunServe(int, char**, int) {
-  std::fputs("zerfoo: error: this build has no HTTP server (cpp-httplib was not found at configure time)\n", stderr);
+  std::fputs("zerfoo: error: this build has no HTTP server (configured with -DZF_CLI_SERVE=OFF or without cpp-httplib)\n", stderr);
   return kExitRuntime;
 }
 }  // namespace cli

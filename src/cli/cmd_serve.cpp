@@ -678,6 +678,15 @@ zf_status Server::Generate(Slot* slot, const Request& r, const std::function<boo
   return ZF_OK;
 }
 
+// The error answer for a failed Generate(); call it right after the failure (zf_last_error).
+ApiError GenerateError(zf_status st) {
+  if (st == ZF_ERR_CONTEXT_FULL) return BadRequest("context_length_exceeded", zf_last_error());
+  if (st == ZF_ERR_CANCELLED) {  // the drain's grace period ended during the prefill
+    return {503, "server_error", "shutting_down", "the server is shutting down"};
+  }
+  return {500, "server_error", zf_status_string(st), zf_last_error()};
+}
+
 const char* FinishReason(int32_t stop) {
   switch (stop) {
     case ZF_STOP_MAX_TOKENS:
@@ -726,9 +735,7 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
     Outcome out;
     const zf_status st = Generate(slot, *r, [](const std::string&) { return true; }, t0, &out);
     if (st != ZF_OK) {
-      const ApiError e = st == ZF_ERR_CONTEXT_FULL
-                             ? BadRequest("context_length_exceeded", zf_last_error())
-                             : ApiError{500, "server_error", zf_status_string(st), zf_last_error()};
+      const ApiError e = GenerateError(st);
       finish(st);
       SendError(res, e);
       return;
@@ -793,9 +800,7 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
             return false;
           }
           if (st != ZF_OK) {
-            const ApiError e = st == ZF_ERR_CONTEXT_FULL
-                                   ? BadRequest("context_length_exceeded", zf_last_error())
-                                   : ApiError{500, "server_error", zf_status_string(st), zf_last_error()};
+            const ApiError e = GenerateError(st);
             finish(st);
             const std::string line = "data: " + ErrorBody(e) + "\n\n";
             sink.write(line.data(), line.size());

@@ -3,11 +3,12 @@
 # or, given package names, just those.
 # Build: cmake, ninja, g++, pkg-config. Tests: GoogleTest, nlohmann-json (golden files),
 # doctest, Google Benchmark, SIMDe (AVX-512 kernels emulated on AVX2 machines), Python 3 with
-# pip (model fetch), Go (Go binding tests).
+# pip (model fetch), Go (Go binding tests), cpp-httplib (`zerfoo serve`, linked into the CLI only).
 set -euo pipefail
 
 pkgs=(cmake ninja-build g++ gcc make pkg-config libgtest-dev nlohmann-json3-dev doctest-dev
-      libbenchmark-dev libsimde-dev python3 python3-pip unzip curl ca-certificates binutils)
+      libbenchmark-dev libsimde-dev python3 python3-pip unzip curl ca-certificates binutils
+      libcpp-httplib-dev)
 [ $# -gt 0 ] && pkgs=("$@")  # other scripts' extra packages: scripts/install_deps.sh PKG...
 missing=()
 for p in "${pkgs[@]}"; do

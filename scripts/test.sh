@@ -56,6 +56,9 @@ stage "C# binding (Mono 6.8: mcs build, NUnit tests)"
 ZERFOO_LIBRARY="$PWD/build-test/libzerfoo.so.0" ZERFOO_CLI="$PWD/build-test/zerfoo" ZERFOO_CSHARP_OUT="$PWD/build-test-csharp" \
 ZERFOO_TEST_MODEL="$(scripts/fetch_models.sh smollm2)" bindings/csharp/test.sh
 
+stage "zerfoo serve (openai client, curl, 16 concurrent clients, cancel, queue-full, drain)"
+ZERFOO_CLI="$PWD/build-test/zerfoo" ZERFOO_TEST_MODEL="$(scripts/fetch_models.sh smollm2)" tests/serve/test.sh
+
 if [ "${ZF_TEST_FAST:-0}" = "1" ]; then
   echo "ZF_TEST_FAST=1: sanitizer stages skipped"
   exit 0

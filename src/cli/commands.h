@@ -12,6 +12,8 @@ int RunInfo(const Options& opts);
 int RunTokenize(const Options& opts);
 // `zerfoo bench` parses its own llama-bench style flags (lists such as -t 1,2).
 int RunBench(int argc, char** argv, int first);
+// `zerfoo serve` (OpenAI-compatible HTTP server) parses its own flags too.
+int RunServe(int argc, char** argv, int first);
 
 }  // namespace cli
 

@@ -23,6 +23,7 @@ constexpr const char* kUsage =
     "  info       show model facts and available backends\n"
     "  tokenize   print the token ids of a text\n"
     "  bench      prompt/generation throughput, llama-bench style\n"
+    "  serve      OpenAI-compatible HTTP server (chat, completions, SSE, metrics)\n"
     "  help       show this help, or `zerfoo help <command>`\n"
     "\n"
     "Run `zerfoo <command> --help` for a command's options; `zerfoo --version` for the version.\n";
@@ -62,6 +63,11 @@ int main(int argc, char** argv) {
     return cli::kExitOk;
   }
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+    if (argc >= 3 && std::strcmp(argv[2], "serve") == 0) {
+      char help_flag[] = "--help";
+      char* serve_argv[] = {argv[0], argv[2], help_flag};
+      return cli::RunServe(3, serve_argv, 2);
+    }
     if (argc >= 3 && cli::IsCommand(argv[2])) {
       std::fputs(cli::CommandHelp(argv[2]).c_str(), stdout);
     } else if (argc >= 3) {
@@ -76,6 +82,16 @@ int main(int argc, char** argv) {
       return cli::RunBench(argc, argv, 2);
     } catch (const cli::UsageError& e) {
       return ReportUsage(e.what(), cmd);
+    }
+  }
+  if (cmd == "serve") {
+    try {
+      return cli::RunServe(argc, argv, 2);
+    } catch (const cli::UsageError& e) {
+      return ReportUsage(e.what(), cmd);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "zerfoo: error: %s\n", e.what());
+      return cli::kExitRuntime;
     }
   }
   if (!cli::IsCommand(cmd)) {

@@ -1,0 +1,32 @@
+#!/bin/sh
+# CI stage for `zerfoo serve`: runs tests/serve/test_serve.py (the `openai` PyPI client, curl,
+# raw HTTP) against the CLI on 127.0.0.1 with SmolLM2. Installs what is missing: curl (apt), the
+# openai package (pip, into ~/.cache/zerfoo/serve-py/<version>, reused across runs).
+# Environment: ZERFOO_CLI (default build/zerfoo), ZERFOO_TEST_MODEL (default: SmolLM2 via
+# scripts/fetch_models.sh).
+set -eu
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+ZERFOO_CLI="${ZERFOO_CLI:-$root/build/zerfoo}"
+ZERFOO_TEST_MODEL="${ZERFOO_TEST_MODEL:-$("$root/scripts/fetch_models.sh" smollm2)}"
+export ZERFOO_CLI ZERFOO_TEST_MODEL
+
+if ! "$ZERFOO_CLI" serve --help >/dev/null 2>&1; then
+  echo "tests/serve: '$ZERFOO_CLI serve' is missing (was libcpp-httplib-dev installed at configure time?)" >&2
+  exit 1
+fi
+command -v curl >/dev/null 2>&1 || "$root/scripts/install_deps.sh" curl
+
+py="${PYTHON:-python3}"
+openai_version=3.54.0
+pydir="$HOME/.cache/zerfoo/serve-py/openai-$openai_version"
+if [ ! -f "$pydir/.ok" ]; then
+  "$py" -m pip --version >/dev/null 2>&1 || "$root/scripts/install_deps.sh" python3-pip
+  flags="--disable-pip-version-check --quiet --only-binary :all: --target $pydir.tmp"
+  "$py" -m pip install --help | grep -q -- --break-system-packages && flags="$flags --break-system-packages"
+  rm -rf "$pydir.tmp"
+  # shellcheck disable=SC2086
+  "$py" -m pip install $flags "openai==$openai_version" >&2
+  rm -rf "$pydir" && mv "$pydir.tmp" "$pydir" && touch "$pydir/.ok"
+fi
+PYTHONPATH="$pydir${PYTHONPATH:+:$PYTHONPATH}" exec timeout 900 "$py" "$here/test_serve.py"

@@ -6,11 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "common/utf8.h"
+
 namespace zf::jinja {
 
 // Decodes the code point at *i (advancing it); invalid bytes decode as themselves.
 uint32_t DecodeUtf8(const std::string& s, size_t* i);
-void AppendUtf8(uint32_t cp, std::string* out);
+using zf::AppendUtf8;  // common/utf8.h
 std::vector<uint32_t> ToCodepoints(const std::string& s);
 std::string FromCodepoints(const std::vector<uint32_t>& cps, size_t begin, size_t end);
 size_t CodepointCount(const std::string& s);

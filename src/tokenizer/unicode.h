@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/utf8.h"
+
 namespace zf::tok {
 
 // Category flags, one bit per general-category major class plus helpers.
@@ -36,7 +38,8 @@ uint32_t ToLower(uint32_t cp);
 // Decodes valid UTF-8 (callers validate first). offsets[i] is the byte offset of cps[i];
 // offsets has one extra entry, the text size.
 void DecodeUtf8(std::string_view text, std::vector<uint32_t>* cps, std::vector<size_t>* offsets);
-void AppendUtf8(uint32_t cp, std::string* out);
+using zf::AppendUtf8;  // common/utf8.h
+
 // Length of the UTF-8 sequence starting with byte c (1 for invalid lead bytes).
 inline size_t Utf8Len(unsigned char c) {
   return c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 1;

@@ -12,39 +12,15 @@
 #include <thread>
 #include <vector>
 
+#include "capi/handles.h"
 #include "common/test_models.h"
 #include "zerfoo.h"
 
 namespace {
 
+using namespace zf::capitest;  // NOLINT: the shared handle helpers
+
 std::string LastError() { return zf_last_error(); }
-
-struct ModelDeleter {
-  void operator()(zf_model* m) const { zf_model_free(m); }
-};
-struct SessionDeleter {
-  void operator()(zf_session* s) const { zf_session_free(s); }
-};
-using ModelPtr = std::unique_ptr<zf_model, ModelDeleter>;
-using SessionPtr = std::unique_ptr<zf_session, SessionDeleter>;
-
-ModelPtr Load(const std::string& path, uint32_t flags = 0) {
-  zf_model_params p;
-  zf_model_params_init(&p, sizeof p);
-  p.flags = flags;
-  zf_model* m = nullptr;
-  EXPECT_EQ(zf_model_load(path.c_str(), &p, &m), ZF_OK) << LastError();
-  return ModelPtr(m);
-}
-
-SessionPtr NewSession(zf_model* m, int32_t n_ctx = 512) {
-  zf_session_params p;
-  zf_session_params_init(&p, sizeof p);
-  p.n_ctx = n_ctx;
-  zf_session* s = nullptr;
-  EXPECT_EQ(zf_session_create(m, &p, &s), ZF_OK) << LastError();
-  return SessionPtr(s);
-}
 
 struct Collected {
   std::string text;

@@ -8,35 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "capi/handles.h"
 #include "common/test_models.h"
 #include "zerfoo.h"
 
 namespace {
 
-struct ModelDeleter {
-  void operator()(zf_model* m) const { zf_model_free(m); }
-};
-struct SessionDeleter {
-  void operator()(zf_session* s) const { zf_session_free(s); }
-};
-using ModelPtr = std::unique_ptr<zf_model, ModelDeleter>;
-using SessionPtr = std::unique_ptr<zf_session, SessionDeleter>;
-
-ModelPtr Load(const std::string& path) {
-  zf_model* m = nullptr;
-  EXPECT_EQ(zf_model_load(path.c_str(), nullptr, &m), ZF_OK) << zf_last_error();
-  return ModelPtr(m);
-}
-
-SessionPtr NewSession(zf_model* m, int32_t n_ctx = 256) {
-  zf_session_params p;
-  zf_session_params_init(&p, sizeof p);
-  p.n_ctx = n_ctx;
-  p.n_threads = 2;
-  zf_session* s = nullptr;
-  EXPECT_EQ(zf_session_create(m, &p, &s), ZF_OK) << zf_last_error();
-  return SessionPtr(s);
-}
+using namespace zf::capitest;  // NOLINT: the shared handle helpers
 
 std::string Greedy(zf_session* s, const std::string& prompt, int32_t n) {
   zf_generate_params p;

@@ -1,0 +1,47 @@
+// RAII owners of the C API's handles and the model/session helpers the C API tests share.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "zerfoo.h"
+
+namespace zf::capitest {
+
+struct ModelDeleter {
+  void operator()(zf_model* m) const { zf_model_free(m); }
+};
+struct SessionDeleter {
+  void operator()(zf_session* s) const { zf_session_free(s); }
+};
+struct GenerationDeleter {
+  void operator()(zf_generation* g) const { zf_generation_free(g); }
+};
+using ModelPtr = std::unique_ptr<zf_model, ModelDeleter>;
+using SessionPtr = std::unique_ptr<zf_session, SessionDeleter>;
+using GenerationPtr = std::unique_ptr<zf_generation, GenerationDeleter>;
+
+// Loads `path` with the given flags (a failure is a test failure and a null pointer).
+inline ModelPtr Load(const std::string& path, uint32_t flags = 0) {
+  zf_model_params p;
+  zf_model_params_init(&p, sizeof p);
+  p.flags = flags;
+  zf_model* m = nullptr;
+  EXPECT_EQ(zf_model_load(path.c_str(), &p, &m), ZF_OK) << zf_last_error();
+  return ModelPtr(m);
+}
+
+// A session with context n_ctx (and n_threads workers; 0 = the model's default).
+inline SessionPtr NewSession(zf_model* m, int32_t n_ctx = 512, int32_t n_threads = 0) {
+  zf_session_params p;
+  zf_session_params_init(&p, sizeof p);
+  p.n_ctx = n_ctx;
+  p.n_threads = n_threads;
+  zf_session* s = nullptr;
+  EXPECT_EQ(zf_session_create(m, &p, &s), ZF_OK) << zf_last_error();
+  return SessionPtr(s);
+}
+
+}  // namespace zf::capitest

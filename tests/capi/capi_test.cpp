@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "capi/handles.h"
+#include "capi/test_handles.h"
 #include "common/test_models.h"
 #include "zerfoo.h"
 

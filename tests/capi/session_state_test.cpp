@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "capi/handles.h"
+#include "capi/test_handles.h"
 #include "common/test_models.h"
 #include "zerfoo.h"
 

@@ -371,6 +371,7 @@ typedef struct zf_chat_params {
 
 /**
  * @brief Fills `params` with defaults (no flags, the file's template, no tools or extras).
+ * @param params The struct to fill.
  * @param size sizeof(zf_chat_params) as the caller knows it.
  * @return ::ZF_OK, or ::ZF_ERR_INVALID_ARGUMENT if params is NULL or size < 4.
  */
@@ -386,7 +387,13 @@ ZF_API zf_status zf_chat_params_init(zf_chat_params* params, size_t size);
  * iterations + macro calls + copying (10 million steps, one per 256 bytes copied), list length
  * (2^20), recursion and nesting are bounded, and exceeding one fails naming the limit.
  * NUL-terminated output. Thread-safe.
+ * @param model The model (its template, BOS/EOS text).
+ * @param msgs The conversation; the first element's struct_size is the array's stride.
+ * @param n_msgs Number of messages (may be 0).
  * @param params NULL for defaults.
+ * @param buf Output buffer (may be NULL when cap is 0).
+ * @param cap Size of `buf` in bytes.
+ * @param needed Optional; receives the bytes required including the NUL.
  * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *needed); ::ZF_ERR_TEMPLATE (syntax
  *         error, unknown filter or test, the template's raise_exception, a limit: the message
  *         gives the line and column); ::ZF_ERR_NOT_FOUND (no such template_name);
@@ -559,7 +566,9 @@ typedef struct zf_generation zf_generation;
  * @brief Starts a generation: tokenizes the prompt and evaluates it (the prefill runs here,
  * not in the first zf_generation_next(), so prompt errors surface at once). Prompt rules,
  * params and conversation continuation are exactly those of zf_generate().
+ * @param session The session to generate on.
  * @param prompt UTF-8 text of `len` bytes (may be NULL when len is 0, to continue generating).
+ * @param len Bytes of `prompt`.
  * @param params NULL for defaults.
  * @param out Receives the generation, or NULL on failure. Free with zf_generation_free().
  * @return ::ZF_OK (also when a zf_session_cancel() stops the prefill: the generation is then
@@ -584,7 +593,9 @@ ZF_API zf_status zf_generate_begin(zf_session* session, const char* prompt, size
  * The token that completed a piece is evaluated by the following call, so stopping after any
  * piece (zf_generation_free()) leaves it to be evaluated first by the session's next call, as
  * when a ::zf_stream_cb stops zf_generate().
+ * @param gen The generation.
  * @param buf Output buffer (may be NULL when cap is 0).
+ * @param cap Size of `buf` in bytes.
  * @param len Receives the piece's size in bytes. Required.
  * @param token Optional; receives the token id (-1 when done).
  * @param done Receives 1 when the generation has ended, else 0. Required.
@@ -624,6 +635,7 @@ ZF_API void zf_generation_free(zf_generation* gen);
  * the pending ones (a token already shown by a generation that stopped early, evaluated first
  * by the next call). With zf_session_truncate() a server keeps the prefix a new prompt shares
  * with a session and evaluates only the rest (prompt caching).
+ * @param session The session (not concurrently with a call using it).
  * @param tokens Output array (may be NULL when cap is 0).
  * @param cap Capacity of `tokens` in ids.
  * @param n Receives the number of tokens. Required.
@@ -635,6 +647,8 @@ ZF_API zf_status zf_session_tokens(const zf_session* session, int32_t* tokens, s
  * @brief Keeps the first `n_keep` tokens of the conversation (zf_session_tokens()) and forgets
  * the rest: the next call continues after them, so a prompt that starts with them is evaluated
  * from there on. `n_keep == 0` is zf_session_reset().
+ * @param session The session.
+ * @param n_keep Tokens to keep, at most the conversation's length.
  * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL session, `n_keep` beyond the conversation,
  *         or a zf_generation in progress).
  */
@@ -644,6 +658,8 @@ ZF_API zf_status zf_session_truncate(zf_session* session, size_t n_keep);
  * @brief Bytes zf_session_state_save() needs for the session as it is now: a header naming the
  * model (a fingerprint of its architecture, sizes and tensors), the conversation tokens and the
  * KV cache rows in use.
+ * @param session The session.
+ * @param size Receives the size in bytes. Required.
  * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT; ::ZF_ERR_UNSUPPORTED (an engine that cannot export
  *         its KV cache, e.g. CUDA in this version).
  */
@@ -651,6 +667,9 @@ ZF_API zf_status zf_session_state_size(const zf_session* session, size_t* size);
 
 /**
  * @brief Writes the session's state into `buf` (see zf_session_state_size()).
+ * @param session The session (not concurrently with a call using it).
+ * @param buf Output buffer (may be NULL when cap is 0).
+ * @param cap Size of `buf` in bytes.
  * @param written Receives the bytes written, or needed on ::ZF_ERR_BUFFER_TOO_SMALL. Required.
  * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT; ::ZF_ERR_UNSUPPORTED.
  */
@@ -660,6 +679,9 @@ ZF_API zf_status zf_session_state_save(const zf_session* session, void* buf, siz
  * @brief Replaces the session's conversation and KV cache with a saved state. Nothing changes
  * on failure. The state must come from a session of the same model file (same fingerprint)
  * with the same KV cache type; its tokens must fit this session's context.
+ * @param session The session to overwrite.
+ * @param buf The saved state.
+ * @param len Its size in bytes.
  * @return ::ZF_OK; ::ZF_ERR_FORMAT (not a state, truncated, inconsistent);
  *         ::ZF_ERR_INVALID_ARGUMENT (another model or KV type, NULL arguments, a generation in
  *         progress); ::ZF_ERR_CONTEXT_FULL; ::ZF_ERR_UNSUPPORTED.

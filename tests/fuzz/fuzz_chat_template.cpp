@@ -1,11 +1,13 @@
-// The chat template renderer: template text and messages from the input ("template\0role\0
-// content\0role\0content..."; byte 0 holds the add-assistant flag). Unknown templates are
-// ZF_ERR_UNSUPPORTED; a rendering of valid UTF-8 inputs is valid UTF-8.
+// The chat template engine as zf_chat_apply_template uses it: template text and messages from
+// the input ("template\0role\0content\0role\0content..."; byte 0 holds the add-assistant flag).
+// Any input must end in output or a template error, within the engine's limits (no crash, no
+// hang); a rendering of valid UTF-8 inputs is valid UTF-8.
 #include <string>
 #include <vector>
 
 #include "common/utf8.h"
 #include "fuzz_common.h"
+#include "jinja/jinja.h"
 #include "tokenizer/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -25,10 +27,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const std::string& s : parts) {
     if (!zf::IsValidUtf8(s)) return 0;  // the C API validates roles and contents first
   }
-  std::vector<zf::tok::ChatMessage> msgs;
-  for (size_t i = 1; i + 1 < parts.size(); i += 2) msgs.push_back({parts[i], parts[i + 1]});
+  using zf::jinja::Value;
+  Value messages = Value::MakeList();
+  for (size_t i = 1; i + 1 < parts.size(); i += 2) {
+    Value m = Value::MakeDict();
+    m.d().Set(Value::Str("role"), Value::Str(parts[i]));
+    m.d().Set(Value::Str("content"), Value::Str(parts[i + 1]));
+    messages.l().push_back(m);
+  }
+  Value vars = Value::MakeDict();
+  vars.d().Set(Value::Str("messages"), messages);
+  vars.d().Set(Value::Str("add_generation_prompt"), Value::Bool(add_assistant));
+  vars.d().Set(Value::Str("bos_token"), Value::Str("<s>"));
+  vars.d().Set(Value::Str("eos_token"), Value::Str("</s>"));
   std::string out;
-  const zf::Status st = zf::tok::ApplyChatTemplate(parts[0], msgs, add_assistant, &out);
+  const zf::Status st = zf::tok::RenderChatTemplate(parts[0], vars, 0, &out);
   if (st.ok()) zf::fuzz::Check(zf::IsValidUtf8(out), "rendered text is valid UTF-8");
   return 0;
 }

@@ -150,6 +150,18 @@ ApiError BadRequest(const std::string& code, const std::string& msg) {
   return {400, "invalid_request_error", code, msg};
 }
 
+// A request body that must be a JSON object (every POST endpoint takes one).
+json ParseObject(const std::string& text) {
+  json body;
+  try {
+    body = json::parse(text);
+  } catch (const json::exception& e) {
+    throw BadRequest("invalid_json", std::string("request body is not valid JSON: ") + e.what());
+  }
+  if (!body.is_object()) throw BadRequest("invalid_json", "request body must be a JSON object");
+  return body;
+}
+
 std::string ErrorBody(const ApiError& e) {
   json j = {{"error", {{"message", e.message}, {"type", e.type}, {"code", e.code}}}};
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -423,13 +435,7 @@ bool GetNumber(const json& body, const char* key, T* out) {
 }
 
 Request Server::ParseCompletion(const std::string& text, bool chat) {
-  json body;
-  try {
-    body = json::parse(text);
-  } catch (const json::exception& e) {
-    throw BadRequest("invalid_json", std::string("request body is not valid JSON: ") + e.what());
-  }
-  if (!body.is_object()) throw BadRequest("invalid_json", "request body must be a JSON object");
+  json body = ParseObject(text);
   Request r;
   r.chat = chat;
   if (body.contains("model") && !body["model"].is_null()) {
@@ -906,20 +912,10 @@ void Server::Routes() {
   svr_.Post("/completions",
             [this](const httplib::Request& req, httplib::Response& res) { HandleCompletion(req, res, false); });
 
-  auto parse_object = [](const std::string& text) {
-    json body;
-    try {
-      body = json::parse(text);
-    } catch (const json::exception& e) {
-      throw BadRequest("invalid_json", std::string("request body is not valid JSON: ") + e.what());
-    }
-    if (!body.is_object()) throw BadRequest("invalid_json", "request body must be a JSON object");
-    return body;
-  };
-  svr_.Post("/tokenize", [this, parse_object](const httplib::Request& req, httplib::Response& res) {
+  svr_.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorized(req, res) || !Ready(res)) return;
     try {
-      const json body = parse_object(req.body);
+      const json body = ParseObject(req.body);
       if (!body.contains("content") || !body["content"].is_string()) {
         throw BadRequest("invalid_type", "'content' must be a string");
       }
@@ -935,10 +931,10 @@ void Server::Routes() {
       SendError(res, BadRequest("invalid_type", e.what()));
     }
   });
-  svr_.Post("/detokenize", [this, parse_object](const httplib::Request& req, httplib::Response& res) {
+  svr_.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorized(req, res) || !Ready(res)) return;
     try {
-      const json body = parse_object(req.body);
+      const json body = ParseObject(req.body);
       if (!body.contains("tokens") || !body["tokens"].is_array()) {
         throw BadRequest("invalid_type", "'tokens' must be an array of token ids");
       }
@@ -961,10 +957,10 @@ void Server::Routes() {
       SendError(res, e);
     }
   });
-  svr_.Post("/apply-template", [this, parse_object](const httplib::Request& req, httplib::Response& res) {
+  svr_.Post("/apply-template", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorized(req, res) || !Ready(res)) return;
     try {
-      const json body = parse_object(req.body);
+      const json body = ParseObject(req.body);
       if (!body.contains("messages")) throw BadRequest("missing_field", "'messages' is required");
       res.set_content(Dump(json{{"prompt", RenderChat(body["messages"])}}), "application/json");
     } catch (const ApiError& e) {

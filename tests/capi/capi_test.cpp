@@ -35,14 +35,6 @@ int32_t Collect(void* ud, const char* piece, size_t len, int32_t) {
   return (c->stop_after >= 0 && int32_t(c->pieces.size()) >= c->stop_after) ? 1 : 0;
 }
 
-zf_generate_params Greedy(int32_t max_tokens) {
-  zf_generate_params g;
-  zf_generate_params_init(&g, sizeof g);
-  g.temperature = 0.0f;
-  g.max_tokens = max_tokens;
-  return g;
-}
-
 std::string Generate(zf_session* s, const std::string& prompt, const zf_generate_params& g,
                      zf_generate_result* res = nullptr) {
   Collected c;

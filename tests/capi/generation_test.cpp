@@ -16,14 +16,6 @@ namespace {
 
 using namespace zf::capitest;  // NOLINT: the shared handle helpers
 
-zf_generate_params Greedy(int32_t max_tokens) {
-  zf_generate_params g;
-  zf_generate_params_init(&g, sizeof g);
-  g.temperature = 0.0f;
-  g.max_tokens = max_tokens;
-  return g;
-}
-
 struct Pushed {
   std::vector<std::string> pieces;
   std::vector<int32_t> tokens;

@@ -1,4 +1,4 @@
-// RAII owners of the C API's handles and the model/session helpers the C API tests share.
+// RAII owners of the C API's handles and the model/session/params helpers the C API tests share.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -42,6 +42,15 @@ inline SessionPtr NewSession(zf_model* m, int32_t n_ctx = 512, int32_t n_threads
   zf_session* s = nullptr;
   EXPECT_EQ(zf_session_create(m, &p, &s), ZF_OK) << zf_last_error();
   return SessionPtr(s);
+}
+
+// Greedy sampling (temperature 0) for at most max_tokens tokens.
+inline zf_generate_params Greedy(int32_t max_tokens) {
+  zf_generate_params g;
+  zf_generate_params_init(&g, sizeof g);
+  g.temperature = 0.0f;
+  g.max_tokens = max_tokens;
+  return g;
 }
 
 }  // namespace zf::capitest

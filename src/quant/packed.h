@@ -71,6 +71,14 @@ void UnpackDecodeGroup(GgmlType t, const void* group, int64_t k, int64_t n, void
 void GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
                 float* y);
 
+// Batched decode (several sequences' next tokens against one weight): for i < n,
+// y[i][r] = exactly (bit for bit) what GemvPacked(t, k, packed, g0, g1, rows, a[i], y[i]) writes.
+// Batch invariance: a sequence's result must not depend on the other rows in the batch, so a
+// kernel may share weight loads and unpacking across the rows but must reduce each row in
+// GemvPacked's order. The weights are read from memory once per group for all n rows.
+void GemvPackedMulti(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows,
+                     const void* const* a, float* const* y, int32_t n);
+
 // One row of a packed matrix dequantized (the embedding lookup of a packed, tied output).
 void DequantizePackedRow(GgmlType t, const void* packed, int64_t k, int64_t row, float* dst);
 

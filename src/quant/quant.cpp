@@ -282,6 +282,15 @@ void GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g
   ref::GemvPacked(t, k, packed, g0, g1, rows, a, y);
 }
 
+void GemvPackedMulti(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows,
+                     const void* const* a, float* const* y, int32_t n) {
+  // One group at a time for every row: the group's bytes come from memory once and stay in L1/L2
+  // for the other rows; each row is reduced by GemvPacked itself, so the results are identical.
+  for (int64_t g = g0; g < g1; ++g) {
+    for (int32_t i = 0; i < n; ++i) GemvPacked(t, k, packed, g, g + 1, rows, a[i], y[i] + (g - g0) * kPackRows);
+  }
+}
+
 void GemmPacked(const void* tile, int64_t k, int group, int64_t rows, const PackedActs& a, int64_t n_tok, float* y,
                 int64_t y_stride) {
   Table().gemm_packed(tile, k, group, rows, a, n_tok, y, y_stride);

@@ -169,6 +169,18 @@ typedef struct zf_model_params {
   uint32_t reserved0;        /**< Padding; must be 0. */
   zf_progress_cb progress;   /**< Optional load progress callback (NULL = none). */
   void* progress_user_data;  /**< Passed to `progress`. */
+  /**
+   * Batched decode (appended in 0.3): up to this many sessions of the model share each decode
+   * step, reading the weights once for all of them; 0 or 1 = off (default), at most 64. When on,
+   * zf_generate() / zf_session_eval() calls on different sessions from different threads are
+   * coalesced by a per-model worker thread (continuous batching: prompts are evaluated in chunks
+   * of 128 tokens between decode steps); each caller's thread still samples and receives its own
+   * callbacks. A sequence's output does not depend on the other sequences in the batch (greedy
+   * decoding gives the same tokens alone or among others). CPU engine only: on CUDA the value is
+   * ignored (logged).
+   */
+  int32_t max_batch;
+  uint32_t reserved1;        /**< Padding; must be 0. */
 } zf_model_params;
 
 /**

@@ -10,6 +10,7 @@
 
 #include "common/status.h"
 #include "model/model.h"
+#include "runtime/batcher.h"
 #include "runtime/generator.h"
 #include "runtime/session.h"
 #include "zerfoo.h"
@@ -20,6 +21,9 @@
 // cannot order their frees).
 struct zf_model {
   std::unique_ptr<zf::model::Model> impl;
+  // Batched decode (zf_model_params.max_batch), shared by every session of the model; declared
+  // after impl so that it stops before the model goes.
+  std::unique_ptr<zf::rt::Batcher> batcher;
   std::atomic<uint32_t> refs{1};
 };
 

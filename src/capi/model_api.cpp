@@ -1,16 +1,19 @@
 // C entry points for models, metadata and the tokenizer (chat templates: chat_api.cpp).
+#include <cstddef>
 #include <string>
 #include <vector>
 
 #include "capi/handles.h"
 #include "model/registry.h"
+#include "common/log.h"
 #include "common/utf8.h"
 
 using zf::capi::CopyOut;
 using zf::capi::Fail;
 using zf::capi::Succeed;
 
-static_assert(sizeof(zf_model_params) == 40, "zf_model_params layout is part of the ABI");
+static_assert(sizeof(zf_model_params) == 48, "zf_model_params layout is part of the ABI");
+static_assert(offsetof(zf_model_params, max_batch) == 40, "fields are appended, never moved");
 static_assert(sizeof(zf_model_summary) == 88, "zf_model_summary layout is part of the ABI");
 
 namespace {
@@ -48,6 +51,12 @@ ZF_API zf_status zf_model_load(const char* path, const zf_model_params* params, 
   if (p.n_threads < 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "n_threads must be >= 0");
   if (zf_status e = zf::capi::CheckFlags("params->flags", p.flags, ZF_MODEL_VOCAB_ONLY | ZF_MODEL_NO_MMAP)) return e;
   if (zf_status e = zf::capi::CheckReserved("params->reserved0", p.reserved0)) return e;
+  if (zf_status e = zf::capi::CheckReserved("params->reserved1", p.reserved1)) return e;
+  if (p.max_batch < 0 || p.max_batch > zf::rt::Batcher::kMaxBatchLimit) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "max_batch must be between 0 and " +
+                                             std::to_string(zf::rt::Batcher::kMaxBatchLimit) + ", got " +
+                                             std::to_string(p.max_batch));
+  }
   zf::model::LoadOptions o;
   o.vocab_only = (p.flags & ZF_MODEL_VOCAB_ONLY) != 0;
   o.no_mmap = (p.flags & ZF_MODEL_NO_MMAP) != 0;
@@ -59,6 +68,14 @@ ZF_API zf_status zf_model_load(const char* path, const zf_model_params* params, 
   std::unique_ptr<zf_model> m(new zf_model());
   zf::Status s = zf::model::Model::Load(path, o, &m->impl);
   if (!s.ok()) return Fail(s);
+  if (p.max_batch > 1 && !m->impl->vocab_only()) {
+    s = zf::rt::Batcher::Create(*m->impl, p.max_batch, p.n_threads, &m->batcher);
+    if (s.code() == zf::Code::kUnsupported) {
+      ZF_LOGW("%s; sessions decode one at a time", s.message().c_str());
+    } else if (!s.ok()) {
+      return Fail(s);
+    }
+  }
   *out = m.release();
   return Succeed();
   ZF_GUARD_END

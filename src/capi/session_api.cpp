@@ -143,6 +143,7 @@ ZF_API zf_status zf_session_create(zf_model* model, const zf_session_params* par
   s->model = model;
   zf::Status st = zf::rt::Session::Create(*model->impl, o, &s->impl);
   if (!st.ok()) return Fail(st);
+  s->impl->set_batcher(model->batcher.get());
   model->refs.fetch_add(1, std::memory_order_relaxed);  // released by zf_session_free
   *out = s.release();
   return Succeed();

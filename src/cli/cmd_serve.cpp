@@ -57,6 +57,7 @@ struct ServeOptions {
   bool verbose = false;
   bool help = false;
   bool cache_prompt = false;
+  bool batch = true;  // the slots share decode steps (zf_model_params.max_batch = parallel)
 };
 
 constexpr const char* kServeHelp =
@@ -71,7 +72,10 @@ constexpr const char* kServeHelp =
     "      --port N              TCP port (default 8080; 0 = any free port, printed on stderr)\n"
     "  -np, --parallel N         sessions (slots) generating at once (default 1)\n"
     "  -c, --ctx-size N          context length per slot (0 = min(training, 4096))\n"
-    "  -t, --threads N           CPU threads per session (0 = physical cores)\n"
+    "  -t, --threads N           CPU threads per session and for the batched steps\n"
+    "                            (0 = physical cores)\n"
+    "      --no-batch            slots decode one at a time instead of sharing each decode\n"
+    "                            step (continuous batching, on by default with -np > 1)\n"
     "      --queue N             requests that may wait for a slot (default 4 * parallel);\n"
     "                            beyond that: 503 with Retry-After\n"
     "      --grace SECONDS       drain time on SIGTERM before running requests are cancelled\n"
@@ -106,6 +110,7 @@ ServeOptions ParseServeArgs(int argc, char** argv, int first) {
     else if (name == "-v" || name == "--verbose") o.verbose = true;
     else if (name == "--cache-prompt") o.cache_prompt = true;
     else if (name == "--no-cache-prompt") o.cache_prompt = false;
+    else if (name == "--no-batch") o.batch = false;
     else if (name == "-m" || name == "--model") o.model = val();
     else if (name == "--host") o.host = val();
     else if (name == "--port") o.port = int(ParseInt(name, val(), 0, 65535));
@@ -324,6 +329,8 @@ zf_status Server::Load() {
   mp.device = o_.device;
   mp.n_threads = o_.threads;
   mp.progress = &LoadProgress;
+  // Continuous batching: every slot's decode steps coalesced by the library (at most 64 a step).
+  if (o_.batch && o_.parallel > 1) mp.max_batch = std::min(o_.parallel, 64);
   zf_model* m = nullptr;
   zf_status st = zf_model_load(o_.model.c_str(), &mp, &m);
   if (st != ZF_OK) return st;

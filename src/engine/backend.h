@@ -78,6 +78,12 @@ class Backend {
   virtual Status SaveKv(int32_t n_pos, uint8_t* out) const { return Unsupported("this engine cannot save its KV cache"); }
   virtual Status LoadKv(int32_t n_pos, const uint8_t* in) { return Unsupported("this engine cannot load a KV cache"); }
 
+  // ---- Batched decode (runtime/batcher.h): each row of the following products is a different
+  // sequence's next token. With `on`, every product computes each of its rows exactly (bit for
+  // bit) as a one-token product would, so a sequence's result does not depend on what else is
+  // in the batch. False when the engine cannot (then nothing changes). ----
+  virtual bool SetBatchInvariant(bool on) { return !on; }
+
   // ---- Ops of engine/ops.h's Op list: only called when Supports(op). ----
   virtual bool Supports(Op op) const { return false; }
   // y[r, :] = (x[r, :] - mean) / sqrt(var + eps) * w (+ b when b != nullptr); y may alias x.

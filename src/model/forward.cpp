@@ -12,8 +12,8 @@ const float* F32(const Tensor* t) { return t == nullptr ? nullptr : reinterpret_
 
 }  // namespace
 
-Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch, int32_t n_ctx)
-    : model_(model), be_(backend), max_batch_(max_batch) {
+Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch, int32_t n_ctx, int32_t max_seqs)
+    : model_(model), be_(backend), max_batch_(max_batch), max_seqs_(max_seqs) {
   const ModelDesc& d = model.desc();
   for (engine::Op op : RequiredOps(d)) {
     if (!be_.Supports(op)) {
@@ -43,7 +43,7 @@ Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch
   const auto alloc = [&](ActBuf& buf, size_t n) { return (buf.p = be_.AllocActivations(n)) != nullptr; };
   bool ok = alloc(x_, b * E) && alloc(h_, b * std::max(E, o)) && alloc(q_, b * q) && alloc(k_, b * k) &&
             alloc(v_, b * v) && alloc(attn_, b * o) && alloc(gate_, b * ff) && alloc(up_, b * ff) &&
-            alloc(logits_, size_t(d.n_vocab));
+            alloc(logits_, size_t(max_seqs) * size_t(d.n_vocab));
   if (ok && ne > 0) {
     ok = alloc(router_, b * ne) && alloc(moe_in_, b * E) && alloc(moe_out_, b * E) && alloc(moe_acc_, b * E);
     expert_rows_.resize(ne);
@@ -61,9 +61,10 @@ void Forward::Run(const int32_t* tokens, int32_t n, int32_t pos0, float* logits,
   const bool want = logits != nullptr || argmax != nullptr;
   // On the CPU the logits are written straight into the caller's array.
   float* out = !want ? nullptr : (be_.HostActivations() && logits != nullptr) ? logits : logits_.data();
+  const Seq seq{&be_, pos0, n, nullptr, nullptr, rope_factors_};
   if (!be_.BeginStep(tokens, n, pos0, want)) {
-    RunOps(tokens, n, pos0, out);
-    if (be_.EndStep()) RunOps(tokens, n, pos0, out);  // only recorded (capture failed): run for real
+    RunOps(tokens, n, &seq, 1, out);
+    if (be_.EndStep()) RunOps(tokens, n, &seq, 1, out);  // only recorded (capture failed): run for real
   }
   if (!want) return;
   if (argmax != nullptr) *argmax = be_.Argmax(out, n_vocab);
@@ -72,19 +73,33 @@ void Forward::Run(const int32_t* tokens, int32_t n, int32_t pos0, float* logits,
 
 void Forward::ReadLogits(float* host) { be_.ReadActivations(logits_.data(), size_t(model_.desc().n_vocab), host); }
 
-void Forward::RunOps(const int32_t* tokens, int32_t n, int32_t pos0, float* logits) {
+void Forward::RunBatch(const int32_t* tokens, const Seq* seqs, int32_t n_seq) {
+  const size_t n_vocab = size_t(model_.desc().n_vocab);
+  int32_t n = 0;
+  for (int32_t i = 0; i < n_seq; ++i) n += seqs[i].n;
+  RunOps(tokens, n, seqs, n_seq, logits_.data());
+  for (int32_t i = 0; i < n_seq; ++i) {
+    const float* l = logits_.data() + size_t(i) * n_vocab;
+    if (seqs[i].argmax != nullptr) *seqs[i].argmax = be_.Argmax(l, int32_t(n_vocab));
+    if (seqs[i].logits != nullptr) std::copy(l, l + n_vocab, seqs[i].logits);
+  }
+}
+
+void Forward::RunOps(const int32_t* tokens, int32_t n, const Seq* seqs, int32_t n_seq, float* logits) {
   const ModelDesc& d = model_.desc();
-  for (int32_t t = 0; t < n; ++t) pos_[size_t(t)] = pos0 + t;
+  for (int32_t i = 0, row = 0; i < n_seq; ++i) {
+    for (int32_t t = 0; t < seqs[i].n; ++t) pos_[size_t(row++)] = seqs[i].pos0 + t;
+  }
   be_.GetRows(*model_.weights()[GlobalRole::kTokenEmbd], tokens, n, d.embed_scale, x_.data());
   for (int32_t il = 0; il < d.n_layer; ++il) {
-    AttentionBlock(il, n, pos0);
+    AttentionBlock(il, n, seqs, n_seq);
     if (d.layers[size_t(il)].ffn.kind == FfnKind::kMoe) {
       MoeFfn(il, n);
     } else {
       DenseFfn(il, n);
     }
   }
-  if (logits != nullptr) OutputHead(n, logits);
+  if (logits != nullptr) OutputHead(seqs, n_seq, logits);
 }
 
 void Forward::Norm(NormKind kind, float eps, const Tensor* w, const Tensor* b, const float* x, int32_t rows, float* y) {
@@ -105,7 +120,7 @@ void Forward::Residual(const float* out, int32_t n) {
   }
 }
 
-void Forward::AttentionBlock(int32_t il, int32_t n, int32_t pos0) {
+void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_seq) {
   const LayerDesc& ld = model_.desc().layers[size_t(il)];
   const AttentionDesc& a = ld.attn;
   const LayerTensors& L = model_.weights().layers[size_t(il)];
@@ -139,11 +154,17 @@ void Forward::AttentionBlock(int32_t il, int32_t n, int32_t pos0) {
     rp.base = a.rope.base;
     rp.freq_scale = a.rope.freq_scale;
     rp.attn_factor = a.rope.attn_factor;
-    rp.freq_factors = a.rope.use_freq_factors ? rope_factors_ : nullptr;
-    be_.Rope(q_.data(), n, a.n_head, a.head_dim_k, pos_.data(), rp);
-    be_.Rope(k_.data(), n, a.n_head_kv, a.head_dim_k, pos_.data(), rp);
+    // Over runs of sequences with the same factors (sessions of other contexts may differ).
+    for (int32_t i = 0, row = 0; i < n_seq;) {
+      int32_t j = i + 1, rows = seqs[i].n;
+      while (j < n_seq && seqs[j].rope_factors == seqs[i].rope_factors) rows += seqs[j++].n;
+      rp.freq_factors = a.rope.use_freq_factors ? seqs[i].rope_factors : nullptr;
+      be_.Rope(q_.data() + int64_t{row} * q_w, rows, a.n_head, a.head_dim_k, pos_.data() + row, rp);
+      be_.Rope(k_.data() + int64_t{row} * k_w, rows, a.n_head_kv, a.head_dim_k, pos_.data() + row, rp);
+      row += rows;
+      i = j;
+    }
   }
-  be_.StoreKv(il, k_.data(), v_.data(), n, pos0);
   engine::AttentionParams ap;
   ap.n_head = a.n_head;
   ap.n_head_kv = a.n_head_kv;
@@ -152,7 +173,13 @@ void Forward::AttentionBlock(int32_t il, int32_t n, int32_t pos0) {
   ap.scale = a.scale > 0.0f ? a.scale : 1.0f / std::sqrt(float(a.head_dim_k));
   ap.softcap = a.softcap;
   ap.window = a.window;
-  be_.Attention(il, q_.data(), n, pos0, ap, attn_.data());
+  // Each sequence's rows go to its own cache and attend over it.
+  const int32_t o_w = a.n_head * a.head_dim_v;
+  for (int32_t i = 0, row = 0; i < n_seq; row += seqs[i].n, ++i) {
+    const Seq& s = seqs[i];
+    s.kv->StoreKv(il, k_.data() + int64_t{row} * k_w, v_.data() + int64_t{row} * v_w, s.n, s.pos0);
+    s.kv->Attention(il, q_.data() + int64_t{row} * q_w, s.n, s.pos0, ap, attn_.data() + int64_t{row} * o_w);
+  }
   be_.MatMul(*L[LayerRole::kAttnOut], attn_.data(), n, h_.data());
   if (L[LayerRole::kAttnOutBias]) be_.AddBias(h_.data(), F32(L[LayerRole::kAttnOutBias]), n, E);
   if (ld.norm.post_attn) be_.RmsNorm(h_.data(), F32(L[LayerRole::kPostAttnNorm]), n, E, ld.norm.eps, h_.data());
@@ -254,17 +281,21 @@ void Forward::MoeFfn(int32_t il, int32_t n) {
   Residual(acc, n);
 }
 
-void Forward::OutputHead(int32_t n, float* logits) {
+void Forward::OutputHead(const Seq* seqs, int32_t n_seq, float* logits) {
   const ModelDesc& d = model_.desc();
   const Weights& w = model_.weights();
-  // Only the last position's logits are needed (generation and zf_session_eval).
-  const float* last = x_.data() + int64_t{n - 1} * d.n_embd;
-  Norm(d.output_norm_kind, d.output_norm_eps, w[GlobalRole::kOutputNorm], w[GlobalRole::kOutputNormBias], last, 1,
-       h_.data());
-  be_.MatMul(*w[GlobalRole::kOutput], h_.data(), 1, logits);
-  if (w[GlobalRole::kOutputBias]) be_.AddBias(logits, F32(w[GlobalRole::kOutputBias]), 1, d.n_vocab);
-  if (d.logit_scale != 1.0f) be_.Scale(logits, d.n_vocab, d.logit_scale);
-  if (d.final_logit_softcap > 0.0f) be_.Softcap(logits, d.n_vocab, d.final_logit_softcap);
+  // Only each sequence's last position's logits are needed (generation and zf_session_eval).
+  for (int32_t i = 0, row = 0; i < n_seq; ++i) {
+    row += seqs[i].n;
+    const float* last = x_.data() + int64_t{row - 1} * d.n_embd;
+    Norm(d.output_norm_kind, d.output_norm_eps, w[GlobalRole::kOutputNorm], w[GlobalRole::kOutputNormBias], last, 1,
+         h_.data() + int64_t{i} * d.n_embd);
+  }
+  const int64_t n_out = int64_t{n_seq} * d.n_vocab;
+  be_.MatMul(*w[GlobalRole::kOutput], h_.data(), n_seq, logits);
+  if (w[GlobalRole::kOutputBias]) be_.AddBias(logits, F32(w[GlobalRole::kOutputBias]), n_seq, d.n_vocab);
+  if (d.logit_scale != 1.0f) be_.Scale(logits, n_out, d.logit_scale);
+  if (d.final_logit_softcap > 0.0f) be_.Softcap(logits, n_out, d.final_logit_softcap);
 }
 
 }  // namespace zf::model

@@ -16,8 +16,8 @@ namespace zf::model {
 class Forward {
  public:
   // max_batch: tokens evaluated per step (prefill is split into chunks of this size); n_ctx:
-  // the session's context (LongRoPE picks its factors by it).
-  Forward(const Model& model, engine::Backend& backend, int32_t max_batch, int32_t n_ctx);
+  // the session's context (LongRoPE picks its factors by it); max_seqs: sequences per RunBatch.
+  Forward(const Model& model, engine::Backend& backend, int32_t max_batch, int32_t n_ctx, int32_t max_seqs = 1);
 
   int32_t max_batch() const { return max_batch_; }
 
@@ -32,18 +32,38 @@ class Forward {
   // Copies the logits of the last Run that asked only for the argmax into host memory.
   void ReadLogits(float* host);
 
+  // One sequence of a batched step: its n tokens at positions pos0.. go to the KV cache of
+  // `kv` (that sequence's own backend, whose cache and attention it uses); the products of
+  // every sequence's rows run together on this Forward's backend.
+  struct Seq {
+    engine::Backend* kv;
+    int32_t pos0;
+    int32_t n;
+    float* logits;   // host array for the last token's n_vocab logits, or nullptr
+    int32_t* argmax;  // or the index of the largest of them, or nullptr
+    const float* rope_factors;  // the sequence's Forward's rope_factors() (they follow its n_ctx)
+  };
+  // The frequency factors this Forward's rope uses (rope_freqs, or LongRoPE's set for n_ctx).
+  const float* rope_factors() const { return rope_factors_; }
+  // Evaluates the sequences' tokens (tokens: theirs one after the other, sum of n <= max_batch,
+  // n_seq <= max_seqs) in one pass over the weights. Host-memory backends only. With the
+  // backend's SetBatchInvariant(true) each sequence's logits equal those of Run() on its own.
+  void RunBatch(const int32_t* tokens, const Seq* seqs, int32_t n_seq);
+
  private:
   // A backend-owned activation buffer (host memory on the CPU, device memory on CUDA).
   struct ActBuf {
     float* p = nullptr;
     float* data() const { return p; }
   };
-  void RunOps(const int32_t* tokens, int32_t n, int32_t pos0, float* logits_out);
+  // The layers over n rows belonging to the sequences seqs[0..n_seq) (rows in order); the
+  // logits of each sequence's last row to logits + i * n_vocab when logits != nullptr.
+  void RunOps(const int32_t* tokens, int32_t n, const Seq* seqs, int32_t n_seq, float* logits);
   // The blocks: each reads the residual stream x_ and adds its output to it.
-  void AttentionBlock(int32_t il, int32_t n, int32_t pos0);
+  void AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_seq);
   void DenseFfn(int32_t il, int32_t n);
   void MoeFfn(int32_t il, int32_t n);
-  void OutputHead(int32_t n, float* logits);
+  void OutputHead(const Seq* seqs, int32_t n_seq, float* logits);
   // y = norm(x) over rows of width n_embd (y may alias x), with the layer's kind and eps.
   void Norm(NormKind kind, float eps, const Tensor* w, const Tensor* b, const float* x, int32_t rows, float* y);
   // x += out (times the model's residual multiplier).
@@ -52,6 +72,7 @@ class Forward {
   const Model& model_;
   engine::Backend& be_;
   int32_t max_batch_;
+  int32_t max_seqs_;
   const float* rope_factors_ = nullptr;  // rope_freqs or the LongRoPE set for this context
   // Scratch, sized for max_batch rows and the widest layer: x/h [B, n_embd (or attn out)],
   // q/k/v/attn, gate/up [B, n_ff], MoE: router [B, n_expert], gathered input / output [B, n_embd].

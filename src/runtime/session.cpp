@@ -1,6 +1,8 @@
 // Session: context sizing, KV allocation, chunked evaluation with cancellation checks.
 #include "runtime/session.h"
 
+#include "runtime/batcher.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -86,7 +88,10 @@ Status Session::EvalImpl(const int32_t* tokens, size_t n, float* logits, int32_t
     return Status(Code::kContextFull, std::to_string(n) + " tokens do not fit: " + std::to_string(n_past()) + " of " +
                                           std::to_string(n_ctx_) + " context positions are used");
   }
-  const int32_t batch = forward_->max_batch();
+  // Batched: prefill chunks of a fixed size (they depend only on this request), between the
+  // model's decode steps.
+  const int32_t batch = batcher_ != nullptr ? std::min(forward_->max_batch(), Batcher::kPrefillChunk)
+                                            : forward_->max_batch();
   size_t done = 0;
   while (done < n) {
     if (ConsumeCancel()) return Status(Code::kCancelled, "evaluation cancelled");
@@ -94,7 +99,12 @@ Status Session::EvalImpl(const int32_t* tokens, size_t n, float* logits, int32_t
     const bool last = done + size_t(chunk) == n;
     has_logits_ = false;
     has_argmax_ = false;
-    forward_->Run(tokens + done, chunk, n_past(), last ? logits : nullptr, last ? argmax : nullptr);
+    if (batcher_ != nullptr) {
+      ZF_RETURN_IF_ERROR(batcher_->Eval(*backend_, *forward_, tokens + done, chunk, n_past(), last ? logits : nullptr,
+                                        last ? argmax : nullptr));
+    } else {
+      forward_->Run(tokens + done, chunk, n_past(), last ? logits : nullptr, last ? argmax : nullptr);
+    }
     ZF_RETURN_IF_ERROR(backend_->TakeError());  // device engines can fail at run time
     history_.insert(history_.end(), tokens + done, tokens + done + chunk);
     done += size_t(chunk);

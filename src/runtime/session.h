@@ -14,6 +14,8 @@
 
 namespace zf::rt {
 
+class Batcher;
+
 struct SessionOptions {
   int32_t n_ctx = 0;      // 0 = min(training context, kDefaultContext)
   int32_t n_threads = 0;  // 0 = the model's default
@@ -75,6 +77,12 @@ class Session {
   // generation that stopped before evaluating it); evaluated first by the next call.
   std::vector<int32_t>& pending() { return pending_; }
 
+  // Batched decode (runtime/batcher.h): from now on this session's steps run on the model's
+  // batching worker, together with the other sessions'. nullptr = on the session's own threads.
+  // The batcher must outlive the session.
+  void set_batcher(Batcher* batcher) { batcher_ = batcher; }
+  bool batched() const { return batcher_ != nullptr; }
+
   void RequestCancel() { cancel_.store(true, std::memory_order_relaxed); }
   // True (and clears the request) if a cancel is pending.
   bool ConsumeCancel() { return cancel_.exchange(false, std::memory_order_relaxed); }
@@ -88,6 +96,7 @@ class Session {
   engine::KvType kv_type_ = engine::KvType::kF16;
   std::unique_ptr<engine::Backend> backend_;
   std::unique_ptr<model::Forward> forward_;
+  Batcher* batcher_ = nullptr;
   std::vector<int32_t> history_;
   std::vector<int32_t> pending_;
   std::vector<float> logits_;  // [n_vocab]

@@ -37,6 +37,10 @@ class CpuBackend final : public Backend {
                  float* out) override;
   void Softcap(float* x, int64_t n, float cap) override;
   bool Supports(Op) const override { return true; }
+  bool SetBatchInvariant(bool on) override {
+    invariant_ = on;
+    return true;
+  }
   size_t KvStateBytes(int32_t n_pos) const override;
   Status SaveKv(int32_t n_pos, uint8_t* out) const override;
   Status LoadKv(int32_t n_pos, const uint8_t* in) override;
@@ -51,6 +55,8 @@ class CpuBackend final : public Backend {
 
   ThreadPool pool_;
   const PackedWeights* packed_;  // the model's decode copies (not owned; may be null)
+  // Batched decode (SetBatchInvariant): products with several rows take the one-token paths.
+  bool invariant_ = false;
   // Activation rows quantized to the weight's vec-dot type (grown on demand, reused).
   std::vector<uint8_t> act_q_;
   // Prefill: per-thread weight rows requantized to Q8_0 and their float staging row.

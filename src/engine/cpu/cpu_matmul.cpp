@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "common/switches.h"
 #include "engine/cpu/cpu_backend.h"
@@ -268,14 +269,26 @@ void CpuBackend::MatMulGated(Activation act, const Tensor& w_gate, const Tensor&
 bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n, const float* x, int32_t n_tok,
                               const Activation* gated) {
   constexpr int32_t kMax = 4;
-  if (n_tok != 1 || n > kMax || packed_ == nullptr) return false;
+  // One token, or (batched decode, SetBatchInvariant) up to kMaxRows sequences' tokens: every
+  // row then goes through GemvPackedMulti, which reduces each row exactly as GemvPacked does.
+  constexpr int32_t kMaxRows = 64;
+  if (n_tok < 1 || (n_tok > 1 && !invariant_) || n > kMax || packed_ == nullptr) return false;
+  if (n_tok > kMaxRows) {  // in slices (each row's result does not depend on the others)
+    const int64_t k = w[0]->ne[0];
+    for (int32_t t0 = 0; t0 < n_tok; t0 += kMaxRows) {
+      float* ys[kMax];
+      for (int32_t i = 0; i < n; ++i) ys[i] = y[i] + int64_t{t0} * w[i]->ne[1];
+      if (!DecodePacked(w, ys, n, x + int64_t{t0} * k, std::min(kMaxRows, n_tok - t0), gated)) return false;
+    }
+    return true;
+  }
   const int64_t k = w[0]->ne[0];
   struct Part {
     const Tensor* w;
     const PackedWeights::Matrix* p;
-    const uint8_t* act;
-    float* y;
-    size_t bytes;  // of its packed copy
+    const uint8_t* act;  // token t's row at act + t * act_stride
+    float* y;            // token t's outputs at y + t * w->ne[1]
+    size_t bytes;        // of its packed copy
   } parts[kMax];
   // x quantized once per activation type (Q8_0, Q8_1 or Q8_K; the weights' types may differ):
   // owner[i] is the first part with part i's type, the one whose row the others read.
@@ -297,10 +310,14 @@ bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n
       act_off[i] = act_off[owner[i]];
     }
   }
-  if (act_q_.size() < act_bytes) act_q_.resize(act_bytes);
+  if (act_q_.size() < act_bytes * size_t(n_tok)) act_q_.resize(act_bytes * size_t(n_tok));
   for (int32_t i = 0; i < n; ++i) {
     parts[i].act = act_q_.data() + act_off[i];
-    if (owner[i] == i) quant::QuantizeActivations(quant::VecDotType(w[i]->type), x, act_q_.data() + act_off[i], k);
+    if (owner[i] != i) continue;
+    for (int32_t t = 0; t < n_tok; ++t) {
+      quant::QuantizeActivations(quant::VecDotType(w[i]->type), x + int64_t{t} * k,
+                                 act_q_.data() + size_t(t) * act_bytes + act_off[i], k);
+    }
   }
   // Each thread owns an equal share of the bytes (or of gate/up's rows), cut in chunks of about
   // kChunkBytes that it takes front to back, so its stream stays contiguous and prefetched
@@ -323,18 +340,29 @@ bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n
   }
   struct Ctx {
     const Part* parts;
-    int32_t n;
+    int32_t n, n_tok;
     int64_t k;
+    size_t act_stride;
     const Activation* gated;
     int64_t units, per;  // as above; chunk j of thread t: units [lo_t + j per, min(hi_t, ...))
     ChunkRange* ranges;
-  } c{parts, n, k, gated, units, per, decode_ranges_.get()};
+  } c{parts, n, n_tok, k, act_bytes, gated, units, per, decode_ranges_.get()};
   pool_.Run(
       [](void* p, int32_t ith, int32_t nth) {
         const Ctx& c = *static_cast<const Ctx*>(p);
         const auto gemv = [&](const Part& part, int64_t g0, int64_t g1) {
-          quant::GemvPacked(part.w->type, c.k, part.p->data, g0, g1, part.w->ne[1], part.act,
-                            part.y + g0 * quant::kPackRows);
+          const int64_t m = part.w->ne[1];
+          if (c.n_tok == 1) {
+            quant::GemvPacked(part.w->type, c.k, part.p->data, g0, g1, m, part.act, part.y + g0 * quant::kPackRows);
+            return;
+          }
+          const void* a[kMaxRows];
+          float* ys[kMaxRows];
+          for (int32_t t = 0; t < c.n_tok; ++t) {
+            a[t] = part.act + size_t(t) * c.act_stride;
+            ys[t] = part.y + int64_t{t} * m + g0 * quant::kPackRows;
+          }
+          quant::GemvPackedMulti(part.w->type, c.k, part.p->data, g0, g1, m, a, ys, c.n_tok);
         };
         const auto run_chunk = [&](int32_t t, uint32_t j) {
           const int64_t hi = c.units * (t + 1) / nth;
@@ -344,7 +372,9 @@ bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n
             gemv(c.parts[1], u0, u1);
             const int64_t m = c.parts[0].w->ne[1];
             const int64_t r0 = u0 * quant::kPackRows, r1 = std::min(m, u1 * quant::kPackRows);
-            ApplyGated(*c.gated, c.parts[0].y + r0, c.parts[1].y + r0, r1 - r0);
+            for (int32_t tok = 0; tok < c.n_tok; ++tok) {
+              ApplyGated(*c.gated, c.parts[0].y + int64_t{tok} * m + r0, c.parts[1].y + int64_t{tok} * m + r0, r1 - r0);
+            }
             return;
           }
           // The 16-row groups whose first byte lies in [u0, u1) of all parts' bytes.
@@ -378,7 +408,11 @@ bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n
 // work split by bytes across all of them for one token, else each on its own. One weight: the
 // tile-packed GEMM, the Q8_0 GEMM for other quantized types (prefill), the GEMV over its packed
 // copy, or row by row over the file's blocks.
+//
+// Batched decode (invariant_): several rows are chosen for as one token is, and those paths
+// (packed GEMV, row-at-a-time GEMV) compute each row the same way whatever the row count.
 CpuBackend::MatMulPath CpuBackend::ChoosePath(const Tensor* const* w, int32_t n, int32_t n_tok) const {
+  if (invariant_) n_tok = 1;
   bool gemm_packed = n <= 4;
   for (int32_t i = 0; i < n && gemm_packed; ++i) gemm_packed = UsePacked(*w[i], n_tok) && w[i]->ne[0] == w[0]->ne[0];
   if (gemm_packed) return MatMulPath::kGemmPacked;
@@ -424,10 +458,18 @@ void CpuBackend::MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y
   if (path == MatMulPath::kGemvPacked) {
     // Row-interleaved copy (quant/packed.h): 16-row groups split across threads.
     const PackedWeights::Matrix* p = packed_->Find(w);
+    if (n_tok > 1) {  // batched decode: each group read once for every row
+      std::vector<const void*> a(static_cast<size_t>(n_tok));
+      for (int32_t t = 0; t < n_tok; ++t) a[size_t(t)] = act + size_t(t) * act_row;
+      pool_.ParallelFor(quant::PackedGroups(m), [&](int64_t b, int64_t e) {
+        std::vector<float*> ys(static_cast<size_t>(n_tok));
+        for (int32_t t = 0; t < n_tok; ++t) ys[size_t(t)] = y + int64_t{t} * m + b * quant::kPackRows;
+        quant::GemvPackedMulti(w.type, k, p->data, b, e, m, a.data(), ys.data(), n_tok);
+      });
+      return;
+    }
     pool_.ParallelFor(quant::PackedGroups(m), [&](int64_t b, int64_t e) {
-      for (int32_t t = 0; t < n_tok; ++t) {
-        quant::GemvPacked(w.type, k, p->data, b, e, m, act + size_t(t) * act_row, y + int64_t{t} * m + b * quant::kPackRows);
-      }
+      quant::GemvPacked(w.type, k, p->data, b, e, m, act, y + b * quant::kPackRows);
     });
     return;
   }

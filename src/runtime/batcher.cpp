@@ -1,0 +1,121 @@
+// The batching worker: decode steps over every waiting session, prefill chunks in between.
+#include "runtime/batcher.h"
+
+#include <algorithm>
+#include <chrono>
+#include <new>
+
+#include "common/log.h"
+
+namespace zf::rt {
+namespace {
+
+// After a step, how long the worker waits for the sequences it carried to come back with their
+// next token (their threads sample and run callbacks in between) before it runs without the
+// late ones. Sampling takes well under a millisecond; a step takes tens.
+constexpr auto kGatherWindow = std::chrono::microseconds(2000);
+
+}  // namespace
+
+Batcher::Batcher(const model::Model& model, int32_t max_batch) : model_(model), max_batch_(max_batch) {}
+
+Status Batcher::Create(const model::Model& model, int32_t max_batch, int32_t n_threads, std::unique_ptr<Batcher>* out) {
+  out->reset();
+  if (model.vocab_only()) return InvalidArgument("a vocabulary-only model cannot batch decode steps");
+  if (max_batch < 2 || max_batch > kMaxBatchLimit) {
+    return InvalidArgument("max_batch must be between 2 and " + std::to_string(kMaxBatchLimit) + ", got " +
+                           std::to_string(max_batch));
+  }
+  std::unique_ptr<Batcher> b(new Batcher(model, max_batch));
+  const int32_t threads = n_threads > 0 ? n_threads : model.default_threads();
+  ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(std::min(threads, 256), &b->backend_));
+  if (!b->backend_->SetBatchInvariant(true) || !b->backend_->HostActivations()) {
+    return Unsupported(std::string("the ") + b->backend_->name() + " engine cannot batch decode steps");
+  }
+  b->forward_.reset(new model::Forward(model, *b->backend_, max_batch, model.desc().n_ctx_train, max_batch));
+  ZF_RETURN_IF_ERROR(b->forward_->status());
+  b->tokens_.reserve(size_t(max_batch));
+  b->seqs_.reserve(size_t(max_batch));
+  b->worker_ = std::thread([p = b.get()] { p->WorkerLoop(); });
+  *out = std::move(b);
+  return Status::Ok();
+}
+
+Batcher::~Batcher() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+Status Batcher::Eval(engine::Backend& kv, model::Forward& own, const int32_t* tokens, int32_t n, int32_t pos0,
+                     float* logits, int32_t* argmax) {
+  if (n < 1 || n > kPrefillChunk) return InvalidArgument("a batched step takes 1.." + std::to_string(kPrefillChunk) + " tokens");
+  Request r{&kv, &own, tokens, n, pos0, logits, argmax, Status::Ok(), false};
+  std::unique_lock<std::mutex> lock(mu_);
+  (n == 1 ? decodes_ : prefills_).push_back(&r);
+  work_cv_.notify_one();
+  done_cv_.wait(lock, [&] { return r.done; });
+  return r.status;
+}
+
+void Batcher::WorkerLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  size_t expected = 0;  // sequences of the last decode step, expected back
+  std::vector<Request*> batch;
+  batch.reserve(size_t(max_batch_));
+  for (;;) {
+    work_cv_.wait(lock, [&] { return stop_ || !decodes_.empty() || !prefills_.empty(); });
+    if (decodes_.empty() && prefills_.empty()) return;  // stop_ with nothing left
+    if (!decodes_.empty() && decodes_.size() < expected && prefills_.empty() && !stop_) {
+      const bool all = work_cv_.wait_for(lock, kGatherWindow, [&] { return stop_ || decodes_.size() >= expected; });
+      (void)all;
+    }
+    batch.clear();
+    while (!decodes_.empty() && int32_t(batch.size()) < max_batch_) {
+      batch.push_back(decodes_.front());
+      decodes_.pop_front();
+    }
+    Request* prefill = nullptr;
+    if (!prefills_.empty()) {
+      prefill = prefills_.front();
+      prefills_.pop_front();
+    }
+    expected = batch.size();
+    lock.unlock();
+    if (!batch.empty()) RunDecode(batch);
+    if (prefill != nullptr) {
+      try {
+        prefill->own->Run(prefill->tokens, prefill->n, prefill->pos0, prefill->logits, prefill->argmax);
+      } catch (const std::bad_alloc&) {
+        prefill->status = Status(Code::kOutOfMemory, "out of memory in a prefill chunk");
+      }
+    }
+    lock.lock();
+    for (Request* r : batch) r->done = true;
+    if (prefill != nullptr) prefill->done = true;
+    done_cv_.notify_all();
+  }
+}
+
+void Batcher::RunDecode(std::vector<Request*>& batch) {
+  tokens_.clear();
+  seqs_.clear();
+  for (Request* r : batch) {
+    tokens_.push_back(r->tokens[0]);
+    seqs_.push_back(model::Forward::Seq{r->kv, r->pos0, 1, r->logits, r->argmax, r->own->rope_factors()});
+  }
+  try {
+    forward_->RunBatch(tokens_.data(), seqs_.data(), int32_t(seqs_.size()));
+  } catch (const std::bad_alloc&) {
+    for (Request* r : batch) r->status = Status(Code::kOutOfMemory, "out of memory in a batched decode step");
+  }
+  decode_steps_.fetch_add(1, std::memory_order_relaxed);
+  decode_rows_.fetch_add(batch.size(), std::memory_order_relaxed);
+  const int32_t rows = int32_t(batch.size());
+  if (rows > max_rows_seen_.load(std::memory_order_relaxed)) max_rows_seen_.store(rows, std::memory_order_relaxed);
+}
+
+}  // namespace zf::rt

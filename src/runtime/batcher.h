@@ -1,0 +1,99 @@
+// Batched decode across the sessions of one model (continuous batching).
+//
+// Why: one decode step of one sequence streams every weight from memory, so on a CPU whose
+// single-sequence decode already runs near the memory bandwidth, N users each get 1/N of the
+// speed. Here the sessions' evaluations are coalesced instead: one worker thread per model runs
+// every step, and a decode step takes the next token of every session waiting for one, so the
+// weights are read once for all of them (model::Forward::RunBatch); attention stays per
+// sequence, over each session's own KV cache. A prompt (several tokens) is evaluated in chunks
+// of kPrefillChunk tokens, one chunk between two decode steps, so a long prompt delays the
+// other streams by one chunk at a time instead of stopping them.
+//
+// Transparent to callers: Session::Eval hands its steps here and blocks until they are done,
+// so zf_generate / zf_session_eval on different sessions from different threads are batched
+// and each caller's thread still runs its own sampling and callbacks.
+//
+// Batch invariance: the worker's backend runs with SetBatchInvariant(true), so each row of a
+// batched product is computed exactly as a one-token product, and a chunk's size depends only
+// on its own request: a sequence's tokens do not depend on what else is in the batch.
+//
+// Thread-safe: any number of sessions' threads may call Decode/Prefill at once.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/backend.h"
+#include "model/forward.h"
+#include "model/model.h"
+
+namespace zf::rt {
+
+class Batcher {
+ public:
+  // Most sequences one step may batch (the engine's batched products take up to 64 rows).
+  static constexpr int32_t kMaxBatchLimit = 64;
+  // Tokens per prefill chunk (a request's chunks depend only on its own length).
+  static constexpr int32_t kPrefillChunk = 128;
+
+  // max_batch: sequences per decode step (2..kMaxBatchLimit); n_threads: the worker's threads
+  // for the products (0 = the model's default). kUnsupported on an engine without batch
+  // invariant products (the CUDA engine today).
+  static Status Create(const model::Model& model, int32_t max_batch, int32_t n_threads, std::unique_ptr<Batcher>* out);
+  ~Batcher();  // finishes the requests in flight, then stops the worker
+
+  int32_t max_batch() const { return max_batch_; }
+
+  // One step of a session, run on the worker; blocks until done. `kv` is the session's backend
+  // (its KV cache), `own` the session's Forward (prefill chunks run on it). Output as
+  // model::Forward::Run: the last token's logits into `logits` or their argmax into `argmax`.
+  // n == 1 joins the next batched decode step; 1 < n <= kPrefillChunk runs as one prefill chunk
+  // between decode steps. kOutOfMemory if the worker could not run the step.
+  Status Eval(engine::Backend& kv, model::Forward& own, const int32_t* tokens, int32_t n, int32_t pos0, float* logits,
+            int32_t* argmax);
+
+  // Steps run and sequences they carried (tests, metrics).
+  uint64_t decode_steps() const { return decode_steps_.load(std::memory_order_relaxed); }
+  uint64_t decode_rows() const { return decode_rows_.load(std::memory_order_relaxed); }
+  // The largest number of sequences one decode step has carried so far.
+  int32_t max_rows_seen() const { return max_rows_seen_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Request {
+    engine::Backend* kv;
+    model::Forward* own;
+    const int32_t* tokens;
+    int32_t n, pos0;
+    float* logits;
+    int32_t* argmax;
+    Status status;
+    bool done = false;
+  };
+  Batcher(const model::Model& model, int32_t max_batch);
+  void WorkerLoop();
+  void RunDecode(std::vector<Request*>& batch);
+
+  const model::Model& model_;
+  int32_t max_batch_;
+  std::unique_ptr<engine::Backend> backend_;  // the products of batched steps
+  std::unique_ptr<model::Forward> forward_;
+  std::mutex mu_;
+  std::condition_variable work_cv_;  // a request arrived, or stop
+  std::condition_variable done_cv_;  // a request finished
+  std::deque<Request*> decodes_, prefills_;
+  bool stop_ = false;
+  std::thread worker_;
+  std::vector<int32_t> tokens_;  // the batch's tokens
+  std::vector<model::Forward::Seq> seqs_;
+  std::atomic<uint64_t> decode_steps_{0}, decode_rows_{0};
+  std::atomic<int32_t> max_rows_seen_{0};
+};
+
+}  // namespace zf::rt

@@ -68,6 +68,18 @@ class Backend {
   // out: n_tok x (n_head*head_dim_v).
   virtual void Attention(int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
                          const AttentionParams& ap, float* out) = 0;
+  // Batched decode: one query row per sequence at position `pos`, over the cache of the
+  // sequence's own backend `kv` (its K/V row for pos already stored); out as Attention's. An
+  // engine may run all rows on its own threads; the default runs each on its own backend.
+  struct DecodeRow {
+    Backend* kv;
+    const float* q;
+    int32_t pos;
+    float* out;
+  };
+  virtual void AttentionRows(int32_t layer, const DecodeRow* rows, int32_t n, const AttentionParams& ap) {
+    for (int32_t i = 0; i < n; ++i) rows[i].kv->Attention(layer, rows[i].q, 1, rows[i].pos, ap, rows[i].out);
+  }
   // x = cap * tanh(x / cap) over n elements.
   virtual void Softcap(float* x, int64_t n, float cap) = 0;
 

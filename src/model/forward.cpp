@@ -173,12 +173,23 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
   ap.scale = a.scale > 0.0f ? a.scale : 1.0f / std::sqrt(float(a.head_dim_k));
   ap.softcap = a.softcap;
   ap.window = a.window;
-  // Each sequence's rows go to its own cache and attend over it.
+  // Each sequence's rows go to its own cache and attend over it. A batched decode step (one
+  // row per sequence, caches of other backends) runs every row's attention on this backend's
+  // threads at once.
   const int32_t o_w = a.n_head * a.head_dim_v;
-  for (int32_t i = 0, row = 0; i < n_seq; row += seqs[i].n, ++i) {
-    const Seq& s = seqs[i];
-    s.kv->StoreKv(il, k_.data() + int64_t{row} * k_w, v_.data() + int64_t{row} * v_w, s.n, s.pos0);
-    s.kv->Attention(il, q_.data() + int64_t{row} * q_w, s.n, s.pos0, ap, attn_.data() + int64_t{row} * o_w);
+  if (n == n_seq && seqs[0].kv != &be_) {
+    attn_rows_.resize(size_t(n_seq));
+    for (int32_t i = 0; i < n_seq; ++i) {
+      seqs[i].kv->StoreKv(il, k_.data() + int64_t{i} * k_w, v_.data() + int64_t{i} * v_w, 1, seqs[i].pos0);
+      attn_rows_[size_t(i)] = {seqs[i].kv, q_.data() + int64_t{i} * q_w, seqs[i].pos0, attn_.data() + int64_t{i} * o_w};
+    }
+    be_.AttentionRows(il, attn_rows_.data(), n_seq, ap);
+  } else {
+    for (int32_t i = 0, row = 0; i < n_seq; row += seqs[i].n, ++i) {
+      const Seq& s = seqs[i];
+      s.kv->StoreKv(il, k_.data() + int64_t{row} * k_w, v_.data() + int64_t{row} * v_w, s.n, s.pos0);
+      s.kv->Attention(il, q_.data() + int64_t{row} * q_w, s.n, s.pos0, ap, attn_.data() + int64_t{row} * o_w);
+    }
   }
   be_.MatMul(*L[LayerRole::kAttnOut], attn_.data(), n, h_.data());
   if (L[LayerRole::kAttnOutBias]) be_.AddBias(h_.data(), F32(L[LayerRole::kAttnOutBias]), n, E);

@@ -79,6 +79,7 @@ class Forward {
   ActBuf x_, h_, q_, k_, v_, attn_, gate_, up_, logits_;
   ActBuf router_, moe_in_, moe_out_, moe_acc_;
   std::vector<int32_t> pos_;
+  std::vector<engine::Backend::DecodeRow> attn_rows_;  // a batched decode step's attention rows
   // MoE routing on the host: per token the selected experts and weights, and per expert its rows.
   std::vector<int32_t> sel_;
   std::vector<float> sel_w_;

@@ -75,6 +75,49 @@ size_t CpuBackend::AttnScratchPerThread(int32_t n_ctx, int32_t k_width, int32_t 
   return std::max(per_row, decode);
 }
 
+// Heads [h0, h1) of one query row at position pos0 over `cache`'s layer, a KV group (and at most
+// kDecodeHeads) at a time; scratch: AttnScratchPerThread floats. A head's result does not depend
+// on which heads share its call (each has its own accumulators), so any split of the heads
+// across threads gives the same output.
+void CpuBackend::DecodeHeads(const CpuBackend& cache, int32_t layer, const float* q, int32_t pos0,
+                             const AttentionParams& ap, float* out, int32_t h0, int32_t h1, float* scratch) {
+  const int32_t group = ap.n_head / ap.n_head_kv, dk = ap.head_dim_k, dv = ap.head_dim_v;
+  const int32_t lo = ap.window > 0 ? std::max(0, pos0 - ap.window + 1) : 0;
+  const int64_t slot0 = int64_t{layer} * cache.n_ctx_ + lo;
+  const auto* kc = reinterpret_cast<const uint16_t*>(cache.k_cache_.data()) + slot0 * cache.k_width_;
+  const auto* vc = reinterpret_cast<const uint16_t*>(cache.v_cache_.data()) + slot0 * cache.v_width_;
+  float* qs = scratch;
+  float* q16 = qs + size_t(attn::kDecodeHeads) * size_t(dk);
+  float* scores = q16 + size_t(dk);
+  for (int32_t h = h0; h < h1;) {
+    const int32_t g = h / group;
+    const int32_t n_q = std::min({h1 - h, (g + 1) * group - h, attn::kDecodeHeads});
+    float* outp[attn::kDecodeHeads];
+    for (int32_t i = 0; i < n_q; ++i) {
+      // Q rounded to F16, as the reference multiplies it with the F16 cache.
+      quant::QuantizeActivations(GgmlType::F16, q + int64_t{h + i} * dk, q16, dk);
+      quant::DequantizeRow(GgmlType::F16, q16, qs + size_t(i) * size_t(dk), dk);
+      outp[i] = out + int64_t{h + i} * dv;
+    }
+    attn::DecodeGroup dg;
+    dg.q = qs;
+    dg.n_q = n_q;
+    dg.d_k = dk;
+    dg.d_v = dv;
+    dg.k = kc + int64_t{g} * dk;
+    dg.k_stride = cache.k_width_;
+    dg.v = vc + int64_t{g} * dv;
+    dg.v_stride = cache.v_width_;
+    dg.n_keys = pos0 - lo + 1;
+    dg.scale = ap.scale;
+    dg.softcap = ap.softcap;
+    dg.s = scores;
+    dg.out = outp;
+    attn::RunDecode(dg);
+    h += n_q;
+  }
+}
+
 void CpuBackend::AttentionDecode(int32_t layer, const float* q, int32_t pos0, const AttentionParams& ap, float* out) {
   struct Ctx {
     CpuBackend* self;
@@ -88,42 +131,57 @@ void CpuBackend::AttentionDecode(int32_t layer, const float* q, int32_t pos0, co
         Ctx& c = *static_cast<Ctx*>(p);
         CpuBackend& self = *c.self;
         const AttentionParams& ap = *c.ap;
-        const int32_t group = ap.n_head / ap.n_head_kv, dk = ap.head_dim_k, dv = ap.head_dim_v;
-        const int32_t lo = ap.window > 0 ? std::max(0, c.pos0 - ap.window + 1) : 0;
-        const int64_t slot0 = int64_t{c.layer} * self.n_ctx_ + lo;
-        const auto* kc = reinterpret_cast<const uint16_t*>(self.k_cache_.data()) + slot0 * self.k_width_;
-        const auto* vc = reinterpret_cast<const uint16_t*>(self.v_cache_.data()) + slot0 * self.v_width_;
-        float* qs = self.attn_scratch_.data() + size_t(ith) * AttnScratchPerThread(self.n_ctx_, self.k_width_, self.v_width_);
-        float* q16 = qs + size_t(attn::kDecodeHeads) * size_t(dk);
-        float* scores = q16 + size_t(dk);
-        // This thread's heads [h0, h1), taken a KV group (and at most kDecodeHeads) at a time.
+        float* scratch =
+            self.attn_scratch_.data() + size_t(ith) * AttnScratchPerThread(self.n_ctx_, self.k_width_, self.v_width_);
+        // This thread's heads [h0, h1).
         const int32_t h0 = int32_t(int64_t{ap.n_head} * ith / nth), h1 = int32_t(int64_t{ap.n_head} * (ith + 1) / nth);
-        for (int32_t h = h0; h < h1;) {
-          const int32_t g = h / group;
-          const int32_t n_q = std::min({h1 - h, (g + 1) * group - h, attn::kDecodeHeads});
-          float* outp[attn::kDecodeHeads];
-          for (int32_t i = 0; i < n_q; ++i) {
-            // Q rounded to F16, as the reference multiplies it with the F16 cache.
-            quant::QuantizeActivations(GgmlType::F16, c.q + int64_t{h + i} * dk, q16, dk);
-            quant::DequantizeRow(GgmlType::F16, q16, qs + size_t(i) * size_t(dk), dk);
-            outp[i] = c.out + int64_t{h + i} * dv;
-          }
-          attn::DecodeGroup dg;
-          dg.q = qs;
-          dg.n_q = n_q;
-          dg.d_k = dk;
-          dg.d_v = dv;
-          dg.k = kc + int64_t{g} * dk;
-          dg.k_stride = self.k_width_;
-          dg.v = vc + int64_t{g} * dv;
-          dg.v_stride = self.v_width_;
-          dg.n_keys = c.pos0 - lo + 1;
-          dg.scale = ap.scale;
-          dg.softcap = ap.softcap;
-          dg.s = scores;
-          dg.out = outp;
-          attn::RunDecode(dg);
-          h += n_q;
+        DecodeHeads(self, c.layer, c.q, c.pos0, ap, c.out, h0, h1, scratch);
+      },
+      &c);
+}
+
+// Batched decode: every (row, KV group) pair is one work item, taken from a counter by this
+// backend's threads (the sequences' own backends only hold the caches). Rows whose cache is
+// not an F16 CPU cache, or CPUs without the fast kernels, take each backend's own Attention.
+void CpuBackend::AttentionRows(int32_t layer, const DecodeRow* rows, int32_t n, const AttentionParams& ap) {
+  static const bool fast = attn::HasFastBlock() && !env::NoBlockedAttention();
+  int32_t max_ctx = 0, k_width = 0, v_width = 0;
+  bool ok = fast;
+  for (int32_t i = 0; i < n && ok; ++i) {
+    const auto* c = dynamic_cast<const CpuBackend*>(rows[i].kv);
+    ok = c != nullptr && c->kv_type_ == KvType::kF16;
+    if (ok) {
+      max_ctx = std::max(max_ctx, c->n_ctx_);
+      k_width = std::max(k_width, c->k_width_);
+      v_width = std::max(v_width, c->v_width_);
+    }
+  }
+  if (!ok) {
+    Backend::AttentionRows(layer, rows, n, ap);
+    return;
+  }
+  const size_t per_thread = AttnScratchPerThread(max_ctx, k_width, v_width);
+  if (rows_scratch_.size() < size_t(pool_.size()) * per_thread) rows_scratch_.resize(size_t(pool_.size()) * per_thread);
+  struct Ctx {
+    CpuBackend* self;
+    const DecodeRow* rows;
+    const AttentionParams* ap;
+    int32_t layer, groups;
+    int64_t items;
+    size_t per_thread;
+    std::atomic<int64_t> next;
+  } c{this, rows, &ap, layer, ap.n_head_kv, int64_t{n} * ap.n_head_kv, per_thread, {0}};
+  pool_.Run(
+      [](void* p, int32_t ith, int32_t) {
+        Ctx& c = *static_cast<Ctx*>(p);
+        const int32_t group = c.ap->n_head / c.ap->n_head_kv;
+        float* scratch = c.self->rows_scratch_.data() + size_t(ith) * c.per_thread;
+        for (int64_t it = c.next.fetch_add(1, std::memory_order_relaxed); it < c.items;
+             it = c.next.fetch_add(1, std::memory_order_relaxed)) {
+          const DecodeRow& r = c.rows[it / c.groups];
+          const int32_t g = int32_t(it % c.groups);
+          DecodeHeads(*static_cast<const CpuBackend*>(r.kv), c.layer, r.q, r.pos, *c.ap, r.out, g * group,
+                      (g + 1) * group, scratch);
         }
       },
       &c);

@@ -35,6 +35,7 @@ class CpuBackend final : public Backend {
   void StoreKv(int32_t layer, const float* k, const float* v, int32_t n_tok, int32_t pos0) override;
   void Attention(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const AttentionParams& ap,
                  float* out) override;
+  void AttentionRows(int32_t layer, const DecodeRow* rows, int32_t n, const AttentionParams& ap) override;
   void Softcap(float* x, int64_t n, float cap) override;
   bool Supports(Op) const override { return true; }
   bool SetBatchInvariant(bool on) override {
@@ -109,6 +110,9 @@ class CpuBackend final : public Backend {
   // Decode attention with an F16 cache: the heads of each KV group together
   // (attention_kernels.h, DecodeGroup), heads split evenly across threads.
   void AttentionDecode(int32_t layer, const float* q, int32_t pos0, const AttentionParams& ap, float* out);
+  static void DecodeHeads(const CpuBackend& cache, int32_t layer, const float* q, int32_t pos0,
+                          const AttentionParams& ap, float* out, int32_t h0, int32_t h1, float* scratch);
+  std::vector<float> rows_scratch_;  // AttentionRows: per thread, sized for the largest context seen
   std::vector<float> kt_stage_;    // [n_head_kv][head_dim_k][n_pos + pad]: this layer's K transposed
   std::vector<float> attn_block_;  // per thread: Q rows, score rows, conversion rows
   // Per-thread attention scratch: scores over n_ctx positions + one k/v row.

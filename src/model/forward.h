@@ -20,6 +20,7 @@ class Forward {
   Forward(const Model& model, engine::Backend& backend, int32_t max_batch, int32_t n_ctx, int32_t max_seqs = 1);
 
   int32_t max_batch() const { return max_batch_; }
+  int32_t max_seqs() const { return max_seqs_; }
 
   // Ok, or why the backend cannot run this model (an op it lacks, or no memory for scratch).
   const Status& status() const { return status_; }

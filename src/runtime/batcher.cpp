@@ -17,8 +17,6 @@ constexpr auto kGatherWindow = std::chrono::microseconds(2000);
 
 }  // namespace
 
-Batcher::Batcher(const model::Model& model, int32_t max_batch) : model_(model), max_batch_(max_batch) {}
-
 Status Batcher::Create(const model::Model& model, int32_t max_batch, int32_t n_threads, std::unique_ptr<Batcher>* out) {
   out->reset();
   if (model.vocab_only()) return InvalidArgument("a vocabulary-only model cannot batch decode steps");
@@ -26,7 +24,7 @@ Status Batcher::Create(const model::Model& model, int32_t max_batch, int32_t n_t
     return InvalidArgument("max_batch must be between 2 and " + std::to_string(kMaxBatchLimit) + ", got " +
                            std::to_string(max_batch));
   }
-  std::unique_ptr<Batcher> b(new Batcher(model, max_batch));
+  std::unique_ptr<Batcher> b(new Batcher(max_batch));
   const int32_t threads = n_threads > 0 ? n_threads : model.default_threads();
   ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(std::min(threads, 256), &b->backend_));
   if (!b->backend_->SetBatchInvariant(true) || !b->backend_->HostActivations()) {

@@ -76,11 +76,10 @@ class Batcher {
     Status status;
     bool done = false;
   };
-  Batcher(const model::Model& model, int32_t max_batch);
+  explicit Batcher(int32_t max_batch) : max_batch_(max_batch) {}
   void WorkerLoop();
   void RunDecode(std::vector<Request*>& batch);
 
-  const model::Model& model_;
   int32_t max_batch_;
   std::unique_ptr<engine::Backend> backend_;  // the products of batched steps
   std::unique_ptr<model::Forward> forward_;

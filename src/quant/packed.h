@@ -93,11 +93,17 @@ namespace avx512 {
 // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K; false for other types. Only when CpuHasAvx512Vnni().
 bool GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
                 float* y);
+// GemvPackedMulti for the same types; false for other types.
+bool GemvPackedMulti(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows,
+                     const void* const* a, float* const* y, int32_t n);
 }  // namespace avx512
 namespace avx2 {
 // The same types on AVX2 + FMA + F16C (packed_avx2.cpp). Only when CpuHasAvx2Fma16().
 bool GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
                 float* y);
+// GemvPackedMulti for the same types; false for other types.
+bool GemvPackedMulti(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows,
+                     const void* const* a, float* const* y, int32_t n);
 }  // namespace avx2
 #endif
 #if defined(__aarch64__)

@@ -16,6 +16,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "quant/avx2_inline.h"
 #include "quant/blocks.h"
@@ -58,92 +59,153 @@ inline void Store8(float* out, int64_t valid, __m256 v, bool add) {
   for (int64_t r = 0; r < valid; ++r) out[r] = add ? out[r] + tmp[r] : tmp[r];
 }
 
-// One half's int32 dots of a Q8_0 block (8 chunks of 4 elements). The bias is flipped back
-// (q = stored ^ 0x80) and |q| x sign(a, q) keeps VPMADDUBSW exact: pairs <= 2 x 128 x 127.
-inline __m256i DotQ8(const uint8_t* qb, const int32_t* x) {
+// The kernels below run one token (GemvPacked) or a batch of them (GemvPackedMulti) with the
+// same code, as the AVX-512 ones do: per 16-row group, tokens go in blocks of up to kTokens
+// sharing each chunk's loads and unpacking; a token's float accumulation is written once, in
+// the loops over t, so it is the same sequence of operations whatever the block size. The
+// int16 partial sums keep the single-token grouping (their bounds), so every integer is exact.
+constexpr int kTokens = 2;  // 16 ymm registers
+
+// Calls f(std::integral_constant<int, T>, i) for tokens [i, i + T) covering [0, n).
+template <typename F>
+inline void ForTokenBlocks(int32_t n, F&& f) {
+  int32_t i = 0;
+  for (; n - i >= kTokens; i += kTokens) f(std::integral_constant<int, kTokens>{}, i);
+  if (n - i == 1) f(std::integral_constant<int, 1>{}, i);
+}
+
+inline int32_t Dword(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// One half's int32 dots of a Q8_0 block (8 chunks of 4 elements) for T tokens. The bias is
+// flipped back (q = stored ^ 0x80) and |q| x sign(a, q) keeps VPMADDUBSW exact: pairs <= 2 x
+// 128 x 127.
+template <int T>
+inline void DotQ8(const uint8_t* qb, const StagedActivations* const* st, int64_t b, __m256i* dot) {
   const __m256i bias = _mm256_set1_epi8(char(0x80)), ones = _mm256_set1_epi16(1);
-  __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+  __m256i s0[T], s1[T];
+  for (int t = 0; t < T; ++t) s0[t] = s1[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
   for (int c = 0; c < 8; c += 2) {
     const __m256i w0 = _mm256_xor_si256(Load(qb + c * 64), bias);
     const __m256i w1 = _mm256_xor_si256(Load(qb + (c + 1) * 64), bias);
-    const __m256i p0 = _mm256_maddubs_epi16(_mm256_abs_epi8(w0), _mm256_sign_epi8(_mm256_set1_epi32(x[c]), w0));
-    const __m256i p1 = _mm256_maddubs_epi16(_mm256_abs_epi8(w1), _mm256_sign_epi8(_mm256_set1_epi32(x[c + 1]), w1));
-    s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(p0, ones));
-    s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(p1, ones));
+    const __m256i a0 = _mm256_abs_epi8(w0), a1 = _mm256_abs_epi8(w1);
+    for (int t = 0; t < T; ++t) {
+      const int32_t* x = st[t]->q + b * 8;
+      const __m256i p0 = _mm256_maddubs_epi16(a0, _mm256_sign_epi8(_mm256_set1_epi32(x[c]), w0));
+      const __m256i p1 = _mm256_maddubs_epi16(a1, _mm256_sign_epi8(_mm256_set1_epi32(x[c + 1]), w1));
+      s0[t] = _mm256_add_epi32(s0[t], _mm256_madd_epi16(p0, ones));
+      s1[t] = _mm256_add_epi32(s1[t], _mm256_madd_epi16(p1, ones));
+    }
   }
-  return _mm256_add_epi32(s0, s1);
+  for (int t = 0; t < T; ++t) dot[t] = _mm256_add_epi32(s0[t], s1[t]);
 }
 
-// One half's int32 dots of a 4/5-bit block: low nibbles pair with elements 4c..4c+3, high
-// nibbles with 16+4c..; 5-bit quants <= 31, so each int16 pair is <= 2 x 31 x 127 = 7874 and
-// four chunks' pairs add up to at most 31496 before VPMADDWD.
+// One half's int32 dots of a 4/5-bit block for T tokens: low nibbles pair with elements
+// 4c..4c+3, high nibbles with 16+4c..; 5-bit quants <= 31, so each int16 pair is <= 2 x 31 x
+// 127 = 7874 and two chunks' (four products') pairs add up to at most 31496 before VPMADDWD.
 // kCorr: the format has a fixed offset (Q4_0, Q5_0), undone by corr = -offset x sum of quants.
-template <bool kHigh, bool kCorr>
-inline __m256i DotQ4(const uint8_t* qb, const uint32_t* hm, const int32_t* x, int32_t corr) {
+template <bool kHigh, bool kCorr, int T>
+inline void DotQ4(const uint8_t* qb, const uint32_t* hm, const StagedActivations* const* st, int64_t b,
+                  __m256i* dot) {
   const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   if (!kHigh) {  // 4-bit quants <= 15: all 8 products fit one int16 sum (8 x 2 x 15 x 127 = 30480),
-                 // added as a tree; one VPMADDWD (+4% L2-resident Q4_1 on Zen 3)
-    __m256i p[8];
+                 // one VPMADDWD (+4% L2-resident Q4_1 on Zen 3)
+    __m256i s16[T];
+    for (int t = 0; t < T; ++t) s16[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       const __m256i raw = Load(qb + c * 64);
-      p[2 * c] = _mm256_maddubs_epi16(_mm256_and_si256(raw, low4), _mm256_set1_epi32(x[c]));
-      p[2 * c + 1] = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(raw, 4), low4), _mm256_set1_epi32(x[4 + c]));
+      const __m256i lo = _mm256_and_si256(raw, low4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+      for (int t = 0; t < T; ++t) {
+        const int32_t* x = st[t]->q + b * 8;
+        s16[t] = _mm256_add_epi16(s16[t], _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(x[c])),
+                                                           _mm256_maddubs_epi16(hi, _mm256_set1_epi32(x[4 + c]))));
+      }
     }
-    const __m256i s16 = _mm256_add_epi16(_mm256_add_epi16(_mm256_add_epi16(p[0], p[1]), _mm256_add_epi16(p[2], p[3])),
-                                         _mm256_add_epi16(_mm256_add_epi16(p[4], p[5]), _mm256_add_epi16(p[6], p[7])));
-    const __m256i s = _mm256_madd_epi16(s16, ones);
-    return kCorr ? _mm256_add_epi32(s, _mm256_set1_epi32(corr)) : s;
+    for (int t = 0; t < T; ++t) {
+      const __m256i s = _mm256_madd_epi16(s16[t], ones);
+      dot[t] = kCorr ? _mm256_add_epi32(s, _mm256_set1_epi32(st[t]->corr[b])) : s;
+    }
+    return;
   }
-  __m256i p16[2];
-  for (int h = 0; h < 2; ++h) {  // chunks 2h, 2h+1
-    __m256i acc = _mm256_setzero_si256();
+  __m256i s32[T];
+  for (int t = 0; t < T; ++t) s32[t] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {  // chunks 2h, 2h+1: one int16 partial sum
+    __m256i acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_si256();
+#pragma GCC unroll 2
     for (int c = 2 * h; c < 2 * h + 2; ++c) {
       const __m256i raw = Load(qb + c * 64);
-      __m256i lo = _mm256_and_si256(raw, low4);
-      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
-      if (kHigh) {
-        lo = _mm256_or_si256(lo, FifthBits(hm[2 * c]));  // mask c, this half's 32 bits
-        hi = _mm256_or_si256(hi, FifthBits(hm[2 * (4 + c)]));
+      const __m256i lo = _mm256_or_si256(_mm256_and_si256(raw, low4), FifthBits(hm[2 * c]));  // mask c, this half
+      const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), low4), FifthBits(hm[2 * (4 + c)]));
+      for (int t = 0; t < T; ++t) {
+        const int32_t* x = st[t]->q + b * 8;
+        acc[t] = _mm256_add_epi16(acc[t], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(x[c])));
+        acc[t] = _mm256_add_epi16(acc[t], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(x[4 + c])));
       }
-      acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(lo, _mm256_set1_epi32(x[c])));
-      acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(hi, _mm256_set1_epi32(x[4 + c])));
     }
-    p16[h] = acc;
+    for (int t = 0; t < T; ++t) s32[t] = _mm256_add_epi32(s32[t], _mm256_madd_epi16(acc[t], ones));
   }
-  const __m256i s = _mm256_add_epi32(_mm256_madd_epi16(p16[0], ones), _mm256_madd_epi16(p16[1], ones));
-  return kCorr ? _mm256_add_epi32(s, _mm256_set1_epi32(corr)) : s;
+  for (int t = 0; t < T; ++t) dot[t] = kCorr ? _mm256_add_epi32(s32[t], _mm256_set1_epi32(st[t]->corr[b])) : s32[t];
 }
 
-template <bool kEight, bool kMin, bool kHigh>
-void Kernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
-            float* y) {
-  StagedActivations st;
-  for (int64_t b0 = 0; b0 < l.nb; b0 += kStagedBlocks) {  // long rows: several passes adding into y
-    const int64_t n = l.nb - b0 < kStagedBlocks ? l.nb - b0 : kStagedBlocks;
-    StageActivations(a, kMin, b0, n, kEight ? 0 : l.offset, &st);
-    for (int64_t g = g0; g < g1; ++g) {
-      const uint8_t* grp = packed + size_t(g) * l.group;
-      __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-      ForBlocks32(l, grp, b0, n, [&](const BlockFields& f, int64_t b, auto) {
-        const uint8_t* qb = f.q;
-        const uint16_t* d = f.d;
-        const uint16_t* m = f.m;
+// One group, blocks [b0, b0 + n) of the staging pass, for T tokens.
+template <bool kEight, bool kMin, bool kHigh, int T>
+inline void LegacyGroup(const PackedLayout& l, const uint8_t* grp, int64_t b0, int64_t n,
+                        const StagedActivations* const* st, float* const* out, int64_t valid, bool add, bool prefetch) {
+  __m256 acc[T][2];
+  for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  ForBlocks32(
+      l, grp, b0, n,
+      [&](const BlockFields& f, int64_t b, auto) {
         const auto* hm = reinterpret_cast<const uint32_t*>(f.h);
-        const __m256 dx = _mm256_set1_ps(st.d[b]);
         // Both halves in one straight block (+3-7% in L2-resident runs on Zen 3: fewer spills).
 #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {  // rows 8h..8h+7: bytes 32h.. of every chunk
-          const __m256i dot = kEight ? DotQ8(qb + 32 * h, st.q + b * 8)
-                                     : DotQ4<kHigh, !kMin>(qb + 32 * h, hm + h, st.q + b * 8, st.corr[b]);
-          const __m256 scale = _mm256_mul_ps(Scales8(d + kHalf * h), dx);
-          acc[h] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(dot), acc[h]);
-          if (kMin) acc[h] = _mm256_fmadd_ps(Scales8(m + kHalf * h), _mm256_set1_ps(st.s[b]), acc[h]);
+          __m256i dot[T];
+          if (kEight) {
+            DotQ8<T>(f.q + 32 * h, st, b, dot);
+          } else {
+            DotQ4<kHigh, !kMin, T>(f.q + 32 * h, hm + h, st, b, dot);
+          }
+          const __m256 sd = Scales8(f.d + kHalf * h);
+          for (int t = 0; t < T; ++t) {
+            const __m256 scale = _mm256_mul_ps(sd, _mm256_set1_ps(st[t]->d[b]));
+            acc[t][h] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(dot[t]), acc[t][h]);
+            if (kMin) acc[t][h] = _mm256_fmadd_ps(Scales8(f.m + kHalf * h), _mm256_set1_ps(st[t]->s[b]), acc[t][h]);
+          }
         }
+      },
+      prefetch);
+  for (int t = 0; t < T; ++t) {
+    for (int h = 0; h < 2; ++h) Store8(out[t] + kHalf * h, valid - kHalf * h, acc[t][h], add);
+  }
+}
+
+// The 32-element formats for n <= kMaxN tokens: a pass per kStagedBlocks blocks (long rows add
+// into y), every token staged per pass, then per group the token blocks.
+template <int kMaxN, bool kEight, bool kMin, bool kHigh>
+void LegacyKernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows,
+                  const uint8_t* const* a, float* const* y, int32_t n) {
+  StagedActivations st[kMaxN];
+  const StagedActivations* sp[kMaxN];
+  for (int32_t i = 0; i < n; ++i) sp[i] = &st[i];
+  for (int64_t b0 = 0; b0 < l.nb; b0 += kStagedBlocks) {
+    const int64_t nbk = l.nb - b0 < kStagedBlocks ? l.nb - b0 : kStagedBlocks;
+    for (int32_t i = 0; i < n; ++i) StageActivations(a[i], kMin, b0, nbk, kEight ? 0 : l.offset, &st[i]);
+    for (int64_t g = g0; g < g1; ++g) {
+      const uint8_t* grp = packed + size_t(g) * l.group;
+      ForTokenBlocks(n, [&](auto tc, int32_t i) {
+        constexpr int T = decltype(tc)::value;
+        float* out[T];
+        for (int t = 0; t < T; ++t) out[t] = y[i + t] + (g - g0) * kPackRows;
+        LegacyGroup<kEight, kMin, kHigh, T>(l, grp, b0, nbk, sp + i, out, rows - g * kPackRows, b0 > 0, i == 0);
       });
-      for (int h = 0; h < 2; ++h) {
-        Store8(y + (g - g0) * kPackRows + kHalf * h, rows - g * kPackRows - kHalf * h, acc[h],
-               b0 > 0);
-      }
     }
   }
 }
@@ -152,67 +214,81 @@ void Kernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1
 // row, isum = sum_j sc_j * dot_j (8 sub-blocks of 32) and msum = sum_j mn_j * bsum_j, then
 // d * da * isum - dmin * da * msum. A sub-block's 8 chunks add in int16: nibbles <= 15, so
 // 8 x 2 x 15 x 127 = 30480 at most.
-void KernelQ4K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
-               float* y) {
-  const auto* ab = reinterpret_cast<const BlockQ8_K*>(a);
+template <int T>
+inline void Q4KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
+                     int64_t valid, bool prefetch) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
-  for (int64_t g = g0; g < g1; ++g) {
-    const uint8_t* grp = packed + size_t(g) * l.group;
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int64_t s = 0; s < l.nb; ++s) {
-      const uint8_t* u = grp + l.UnitAt(s);
-      PrefetchAhead(u, l.unit);
-      const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
-      const auto* dmin = reinterpret_cast<const uint16_t*>(u + l.dmin_off);
-      const uint8_t* q = u + l.q_off;
-      const uint8_t* sc = u + l.sc_off;
-      const uint8_t* mn = u + l.mn_off;
-      int32_t x[64];
-      std::memcpy(x, ab[s].qs, 256);
-      int32_t bsum[8];  // (bsums[2j], bsums[2j+1]) as one int16 pair
-      for (int j = 0; j < 8; ++j) {
-        bsum[j] = int32_t(uint16_t(ab[s].bsums[2 * j])) | int32_t(uint32_t(uint16_t(ab[s].bsums[2 * j + 1])) << 16);
-      }
-      const __m256 da = _mm256_set1_ps(ab[s].d);
-      for (int h = 0; h < 2; ++h) {
-        __m256i isum = _mm256_setzero_si256(), msum = _mm256_setzero_si256();
-        for (int c = 0; c < 4; ++c) {  // sub-blocks 2c (low nibbles) and 2c+1 (high nibbles)
-          __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
-          for (int i = 0; i < 8; ++i) {
-            const __m256i raw = Load(q + size_t(8 * c + i) * 64 + 32 * h);
-            lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(_mm256_and_si256(raw, low4), _mm256_set1_epi32(x[16 * c + i])));
-            hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(raw, 4), low4),
-                                                           _mm256_set1_epi32(x[16 * c + 8 + i])));
+  __m256 acc[T][2];
+  for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < l.nb; ++s) {
+    const uint8_t* u = grp + l.UnitAt(s);
+    if (prefetch) PrefetchAhead(u, l.unit);
+    const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
+    const auto* dmin = reinterpret_cast<const uint16_t*>(u + l.dmin_off);
+    const uint8_t* q = u + l.q_off;
+    const uint8_t* sc = u + l.sc_off;
+    const uint8_t* mn = u + l.mn_off;
+    const int8_t* x[T];
+    for (int t = 0; t < T; ++t) x[t] = ab[t][s].qs;
+    for (int h = 0; h < 2; ++h) {
+      __m256i isum[T];
+      for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+      for (int c = 0; c < 4; ++c) {  // sub-blocks 2c (low nibbles) and 2c+1 (high nibbles)
+        __m256i lo[T], hi[T];
+        for (int t = 0; t < T; ++t) lo[t] = hi[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) {
+          const __m256i raw = Load(q + size_t(8 * c + i) * 64 + 32 * h);
+          const __m256i nl = _mm256_and_si256(raw, low4), nh = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+          for (int t = 0; t < T; ++t) {
+            lo[t] = _mm256_add_epi16(lo[t], _mm256_maddubs_epi16(nl, _mm256_set1_epi32(Dword(x[t] + 4 * (16 * c + i)))));
+            hi[t] = _mm256_add_epi16(hi[t], _mm256_maddubs_epi16(nh, _mm256_set1_epi32(Dword(x[t] + 4 * (16 * c + 8 + i)))));
           }
-          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(lo, PairU8(sc + 32 * c + 8 * h)));
-          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(hi, PairU8(sc + 32 * c + 16 + 8 * h)));
         }
-        for (int j = 0; j < 8; ++j) {
-          msum = _mm256_add_epi32(msum, _mm256_madd_epi16(PairU8(mn + 16 * j + 8 * h), _mm256_set1_epi32(bsum[j])));
+        const __m256i sl = PairU8(sc + 32 * c + 8 * h), sh = PairU8(sc + 32 * c + 16 + 8 * h);
+        for (int t = 0; t < T; ++t) {
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(lo[t], sl));
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(hi[t], sh));
         }
-        acc[h] = _mm256_fmadd_ps(_mm256_mul_ps(Scales8(d + kHalf * h), da), _mm256_cvtepi32_ps(isum), acc[h]);
-        acc[h] = _mm256_fnmadd_ps(_mm256_mul_ps(Scales8(dmin + kHalf * h), da),
-                                  _mm256_cvtepi32_ps(msum), acc[h]);
+      }
+      __m256i msum[T];
+      for (int t = 0; t < T; ++t) msum[t] = _mm256_setzero_si256();
+      for (int j = 0; j < 8; ++j) {
+        const __m256i m = PairU8(mn + 16 * j + 8 * h);
+        for (int t = 0; t < T; ++t) {
+          // (bsums[2j], bsums[2j+1]) as one int16 pair
+          const int32_t bsum = int32_t(uint16_t(ab[t][s].bsums[2 * j])) |
+                               int32_t(uint32_t(uint16_t(ab[t][s].bsums[2 * j + 1])) << 16);
+          msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(m, _mm256_set1_epi32(bsum)));
+        }
+      }
+      const __m256 sd = Scales8(d + kHalf * h), smin = Scales8(dmin + kHalf * h);
+      for (int t = 0; t < T; ++t) {
+        const __m256 da = _mm256_set1_ps(ab[t][s].d);
+        acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(sd, da), _mm256_cvtepi32_ps(isum[t]), acc[t][h]);
+        acc[t][h] = _mm256_fnmadd_ps(_mm256_mul_ps(smin, da), _mm256_cvtepi32_ps(msum[t]), acc[t][h]);
       }
     }
-    for (int h = 0; h < 2; ++h) Store8(y + (g - g0) * kPackRows + kHalf * h, rows - g * kPackRows - kHalf * h, acc[h], false);
+  }
+  for (int t = 0; t < T; ++t) {
+    for (int h = 0; h < 2; ++h) Store8(out[t] + kHalf * h, valid - kHalf * h, acc[t][h], false);
   }
 }
 
 // One quarter F of a Q6_K super-block (chunks 16F..16F+15, scale groups 4F..4F+3) for one
-// half: the nibble (low for F < 2, high otherwise) and the 2-bit field's shift are
+// half and T tokens: the nibble (low for F < 2, high otherwise) and the 2-bit field's shift are
 // compile-time, so the chunk loop has no branches. Adds sum_g scale_g * dot_g to isum and
 // sum_g scale_g * bsum_g to corr.
-template <int F>
-inline void Q6KQuarter(const uint8_t* lo, const uint8_t* hi, const uint8_t* sc, const int32_t* x, const int16_t* bsums,
-                       __m256i* isum, __m256i* corr) {
+template <int F, int T>
+inline void Q6KQuarter(const uint8_t* lo, const uint8_t* hi, const uint8_t* sc, const int8_t* const* x,
+                       const BlockQ8_K* const* ab, int64_t s, __m256i* isum, __m256i* corr) {
   const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
 #pragma GCC unroll 4
   for (int gg = 0; gg < 4; ++gg) {
-    __m256i p16[2];
+    __m256i p16[T][2];
 #pragma GCC unroll 2
     for (int pair = 0; pair < 2; ++pair) {
-      __m256i sum = _mm256_setzero_si256();
+      for (int t = 0; t < T; ++t) p16[t][pair] = _mm256_setzero_si256();
 #pragma GCC unroll 2
       for (int i = 0; i < 2; ++i) {
         const int c = 16 * F + 4 * gg + 2 * pair + i;
@@ -226,14 +302,18 @@ inline void Q6KQuarter(const uint8_t* lo, const uint8_t* hi, const uint8_t* sc, 
                             : F == 2 ? hb
                                      : _mm256_srli_epi16(hb, 2);
         const __m256i qv = _mm256_or_si256(nib, _mm256_and_si256(top, bits45));
-        sum = _mm256_add_epi16(sum, _mm256_maddubs_epi16(qv, _mm256_set1_epi32(x[c])));
+        for (int t = 0; t < T; ++t) {
+          p16[t][pair] = _mm256_add_epi16(p16[t][pair], _mm256_maddubs_epi16(qv, _mm256_set1_epi32(Dword(x[t] + 4 * c))));
+        }
       }
-      p16[pair] = sum;
     }
     const int grp16 = 4 * F + gg;
     const __m256i scale = PairI8(sc + 16 * grp16);
-    *isum = _mm256_add_epi32(*isum, _mm256_add_epi32(_mm256_madd_epi16(p16[0], scale), _mm256_madd_epi16(p16[1], scale)));
-    *corr = _mm256_add_epi32(*corr, _mm256_madd_epi16(scale, _mm256_set1_epi32(int32_t(uint16_t(bsums[grp16])))));
+    for (int t = 0; t < T; ++t) {
+      isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(p16[t][0], scale),
+                                                           _mm256_madd_epi16(p16[t][1], scale)));
+      corr[t] = _mm256_add_epi32(corr[t], _mm256_madd_epi16(scale, _mm256_set1_epi32(int32_t(uint16_t(ab[t][s].bsums[grp16])))));
+    }
   }
 }
 
@@ -241,43 +321,98 @@ inline void Q6KQuarter(const uint8_t* lo, const uint8_t* hi, const uint8_t* sc, 
 // 32 * bsum_g) over 16 groups of 16 elements (4 chunks each). Quants <= 63, so one chunk's
 // int16 pairs are <= 16002 and two chunks add before VPMADDWD. The -32 offset is applied once
 // per super-block: sum_g scale_g * bsum_g, times 32.
-void KernelQ6K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
-               float* y) {
-  const auto* ab = reinterpret_cast<const BlockQ8_K*>(a);
-  for (int64_t g = g0; g < g1; ++g) {
-    const uint8_t* grp = packed + size_t(g) * l.group;
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int64_t s = 0; s < l.nb; ++s) {
-      const uint8_t* u = grp + l.UnitAt(s);
-      PrefetchAhead(u, l.unit);
-      const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
-      const uint8_t* lo = u + l.q_off;
-      const uint8_t* hi = u + l.qh_off;
-      const uint8_t* sc = u + l.sc_off;
-      int32_t x[64];
-      std::memcpy(x, ab[s].qs, 256);
-      const __m256 da = _mm256_set1_ps(ab[s].d);
-      for (int h = 0; h < 2; ++h) {
-        __m256i isum = _mm256_setzero_si256(), corr = _mm256_setzero_si256();
-        const uint8_t* lh = lo + 32 * h;
-        const uint8_t* hh = hi + 32 * h;
-        const uint8_t* sh = sc + 8 * h;
-        Q6KQuarter<0>(lh, hh, sh, x, ab[s].bsums, &isum, &corr);
-        Q6KQuarter<1>(lh, hh, sh, x, ab[s].bsums, &isum, &corr);
-        Q6KQuarter<2>(lh, hh, sh, x, ab[s].bsums, &isum, &corr);
-        Q6KQuarter<3>(lh, hh, sh, x, ab[s].bsums, &isum, &corr);
-        isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(corr, 5));
-        acc[h] = _mm256_fmadd_ps(_mm256_mul_ps(Scales8(d + kHalf * h), da), _mm256_cvtepi32_ps(isum),
-                                 acc[h]);
+template <int T>
+inline void Q6KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
+                     int64_t valid, bool prefetch) {
+  __m256 acc[T][2];
+  for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < l.nb; ++s) {
+    const uint8_t* u = grp + l.UnitAt(s);
+    if (prefetch) PrefetchAhead(u, l.unit);
+    const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
+    const uint8_t* lo = u + l.q_off;
+    const uint8_t* hi = u + l.qh_off;
+    const uint8_t* sc = u + l.sc_off;
+    const int8_t* x[T];
+    for (int t = 0; t < T; ++t) x[t] = ab[t][s].qs;
+    for (int h = 0; h < 2; ++h) {
+      __m256i isum[T], corr[T];
+      for (int t = 0; t < T; ++t) isum[t] = corr[t] = _mm256_setzero_si256();
+      const uint8_t* lh = lo + 32 * h;
+      const uint8_t* hh = hi + 32 * h;
+      const uint8_t* sh = sc + 8 * h;
+      Q6KQuarter<0, T>(lh, hh, sh, x, ab, s, isum, corr);
+      Q6KQuarter<1, T>(lh, hh, sh, x, ab, s, isum, corr);
+      Q6KQuarter<2, T>(lh, hh, sh, x, ab, s, isum, corr);
+      Q6KQuarter<3, T>(lh, hh, sh, x, ab, s, isum, corr);
+      const __m256 sd = Scales8(d + kHalf * h);
+      for (int t = 0; t < T; ++t) {
+        const __m256i v = _mm256_sub_epi32(isum[t], _mm256_slli_epi32(corr[t], 5));
+        acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(sd, _mm256_set1_ps(ab[t][s].d)), _mm256_cvtepi32_ps(v), acc[t][h]);
       }
     }
-    for (int h = 0; h < 2; ++h) Store8(y + (g - g0) * kPackRows + kHalf * h, rows - g * kPackRows - kHalf * h, acc[h], false);
+  }
+  for (int t = 0; t < T; ++t) {
+    for (int h = 0; h < 2; ++h) Store8(out[t] + kHalf * h, valid - kHalf * h, acc[t][h], false);
   }
 }
 
-struct Kernels {  // for DispatchPackedGemv (packed_layout.h)
-  template <bool kEight, bool kMin, bool kHigh> static constexpr auto Legacy = Kernel<kEight, kMin, kHigh>;
-  static constexpr auto Q4K = KernelQ4K, Q6K = KernelQ6K;
+// The K-quant kernels for n tokens: per group, the token blocks (the first one prefetches).
+template <typename Group>
+inline void KQuantKernel(const uint8_t* packed, size_t group_bytes, int64_t g0, int64_t g1, int64_t rows,
+                         const uint8_t* const* a, float* const* y, int32_t n, Group&& run) {
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* grp = packed + size_t(g) * group_bytes;
+    ForTokenBlocks(n, [&](auto tc, int32_t i) {
+      constexpr int T = decltype(tc)::value;
+      const BlockQ8_K* ab[T];
+      float* out[T];
+      for (int t = 0; t < T; ++t) {
+        ab[t] = reinterpret_cast<const BlockQ8_K*>(a[i + t]);
+        out[t] = y[i + t] + (g - g0) * kPackRows;
+      }
+      run(tc, grp, ab, out, rows - g * kPackRows, i == 0);
+    });
+  }
+}
+
+void KernelQ4K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows,
+               const uint8_t* const* a, float* const* y, int32_t n) {
+  KQuantKernel(packed, l.group, g0, g1, rows, a, y, n, [&](auto tc, const uint8_t* grp, auto& ab, auto& out,
+                                                           int64_t valid, bool prefetch) {
+    Q4KGroup<decltype(tc)::value>(l, grp, ab, out, valid, prefetch);
+  });
+}
+
+void KernelQ6K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows,
+               const uint8_t* const* a, float* const* y, int32_t n) {
+  KQuantKernel(packed, l.group, g0, g1, rows, a, y, n, [&](auto tc, const uint8_t* grp, auto& ab, auto& out,
+                                                           int64_t valid, bool prefetch) {
+    Q6KGroup<decltype(tc)::value>(l, grp, ab, out, valid, prefetch);
+  });
+}
+
+struct Kernels {  // for DispatchPackedGemv (packed_layout.h): one token
+  template <bool kEight, bool kMin, bool kHigh>
+  static void Legacy(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
+                     float* y) {
+    LegacyKernel<1, kEight, kMin, kHigh>(l, p, g0, g1, rows, &a, &y, 1);
+  }
+  static void Q4K(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
+                  float* y) {
+    KernelQ4K(l, p, g0, g1, rows, &a, &y, 1);
+  }
+  static void Q6K(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
+                  float* y) {
+    KernelQ6K(l, p, g0, g1, rows, &a, &y, 1);
+  }
+  // For DispatchPackedGemvMulti: n <= kMultiChunk tokens.
+  template <bool kEight, bool kMin, bool kHigh>
+  static void LegacyMulti(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows,
+                          const uint8_t* const* a, float* const* y, int32_t n) {
+    LegacyKernel<kMultiChunk, kEight, kMin, kHigh>(l, p, g0, g1, rows, a, y, n);
+  }
+  static constexpr auto Q4KMulti = KernelQ4K, Q6KMulti = KernelQ6K;
 };
 
 }  // namespace
@@ -285,6 +420,11 @@ struct Kernels {  // for DispatchPackedGemv (packed_layout.h)
 bool GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
                 float* y) {
   return DispatchPackedGemv<Kernels>(t, k, packed, g0, g1, rows, a, y);
+}
+
+bool GemvPackedMulti(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows,
+                     const void* const* a, float* const* y, int32_t n) {
+  return DispatchPackedGemvMulti<Kernels>(t, k, packed, g0, g1, rows, a, y, n);
 }
 
 }  // namespace zf::quant::avx2

@@ -9,6 +9,7 @@
 #include "quant/avx512_intrinsics.h"
 
 #include <cstring>
+#include <type_traits>
 
 #include "quant/blocks.h"
 #include "quant/packed.h"
@@ -27,22 +28,67 @@ inline void Store(float* out, int64_t valid, __m512 v, bool add) {
   _mm512_mask_storeu_ps(out, m, v);
 }
 
-// 16 rows' int32 dots of one Q8_0 block (weights stored + 128; st->corr undoes it).
-inline __m512i DotQ8(const uint8_t* qb, const int32_t* x, int32_t corr) {
-  __m512i s0 = _mm512_set1_epi32(corr), s1 = _mm512_setzero_si512();
-  for (int c = 0; c < 8; c += 2) {
-    s0 = _mm512_dpbusd_epi32(s0, _mm512_load_si512(qb + c * 64), _mm512_set1_epi32(x[c]));
-    s1 = _mm512_dpbusd_epi32(s1, _mm512_load_si512(qb + (c + 1) * 64), _mm512_set1_epi32(x[c + 1]));
+// The kernels below run one token (GemvPacked) or a batch of them (GemvPackedMulti) with the
+// same code: per 16-row group, tokens go in blocks of up to kTokens, each block sharing the
+// loads and nibble unpacking of every weight chunk and running its VPDPBUSDs for every token
+// of the block; a token's float accumulation is written once, in the loop over t below, so it
+// is the same sequence of operations whatever the block size (batch invariance, packed.h).
+// Integer dot products are exact, so how they are split across chains is free.
+constexpr int kTokens = 4;
+
+// Calls f(std::integral_constant<int, T>, i) for tokens [i, i + T) covering [0, n), T <= kTokens.
+template <typename F>
+inline void ForTokenBlocks(int32_t n, F&& f) {
+  int32_t i = 0;
+  for (; n - i >= kTokens; i += kTokens) f(std::integral_constant<int, kTokens>{}, i);
+  switch (n - i) {
+    case 1: f(std::integral_constant<int, 1>{}, i); break;
+    case 2: f(std::integral_constant<int, 2>{}, i); break;
+    case 3: f(std::integral_constant<int, 3>{}, i); break;
+    default: break;
   }
-  return _mm512_add_epi32(s0, s1);
 }
 
-// 16 rows' int32 dots of one 4/5-bit block: low nibbles pair with elements 4c..4c+3, high
-// nibbles with 16+4c..; the fifth bits come from the block's 8 lane masks.
-template <bool kHigh>
-inline __m512i DotQ4(const uint8_t* qb, const uint64_t* hm, const int32_t* x, int32_t corr) {
+// 4 activation bytes as one dword (for a broadcast operand).
+inline int32_t Dword(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// 16 rows' int32 dots of one Q8_0 block for T tokens (weights stored + 128; corr undoes it).
+// Two chains per token when there are few tokens to interleave.
+template <int T>
+inline void DotQ8(const uint8_t* qb, const StagedActivations* const* st, int64_t b, __m512i* dot) {
+  constexpr int kChains = T >= 3 ? 1 : 2;
+  __m512i s[T][kChains];
+  for (int t = 0; t < T; ++t) {
+    s[t][0] = _mm512_set1_epi32(st[t]->corr[b]);
+    if (kChains == 2) s[t][kChains - 1] = _mm512_setzero_si512();
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < 8; ++c) {
+    const __m512i w = _mm512_load_si512(qb + c * 64);
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      s[t][c % kChains] = _mm512_dpbusd_epi32(s[t][c % kChains], w, _mm512_set1_epi32(st[t]->q[b * 8 + c]));
+    }
+  }
+  for (int t = 0; t < T; ++t) dot[t] = kChains == 2 ? _mm512_add_epi32(s[t][0], s[t][kChains - 1]) : s[t][0];
+}
+
+// 16 rows' int32 dots of one 4/5-bit block for T tokens: low nibbles pair with elements
+// 4c..4c+3, high nibbles with 16+4c..; the fifth bits come from the block's 8 lane masks.
+template <bool kHigh, int T>
+inline void DotQ4(const uint8_t* qb, const uint64_t* hm, const StagedActivations* const* st, int64_t b,
+                  __m512i* dot) {
   const __m512i low4 = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
-  __m512i s0 = _mm512_set1_epi32(corr), s1 = _mm512_setzero_si512();
+  __m512i s0[T], s1[T];
+  for (int t = 0; t < T; ++t) {
+    s0[t] = _mm512_set1_epi32(st[t]->corr[b]);
+    s1[t] = _mm512_setzero_si512();
+  }
+#pragma GCC unroll 4
   for (int c = 0; c < 4; ++c) {
     const __m512i raw = _mm512_load_si512(qb + c * 64);
     __m512i lo = _mm512_and_si512(raw, low4);
@@ -51,38 +97,67 @@ inline __m512i DotQ4(const uint8_t* qb, const uint64_t* hm, const int32_t* x, in
       lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(hm[c]), lo, bit4);
       hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(hm[4 + c]), hi, bit4);
     }
-    s0 = _mm512_dpbusd_epi32(s0, lo, _mm512_set1_epi32(x[c]));
-    s1 = _mm512_dpbusd_epi32(s1, hi, _mm512_set1_epi32(x[4 + c]));
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      s0[t] = _mm512_dpbusd_epi32(s0[t], lo, _mm512_set1_epi32(st[t]->q[b * 8 + c]));
+      s1[t] = _mm512_dpbusd_epi32(s1[t], hi, _mm512_set1_epi32(st[t]->q[b * 8 + 4 + c]));
+    }
   }
-  return _mm512_add_epi32(s0, s1);
+  for (int t = 0; t < T; ++t) dot[t] = _mm512_add_epi32(s0[t], s1[t]);
 }
 
-template <bool kEight, bool kMin, bool kHigh>
-void Kernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
-            float* y) {
-  StagedActivations st;
-  for (int64_t b0 = 0; b0 < l.nb; b0 += kStagedBlocks) {  // long rows: several passes adding into y
-    const int64_t n = l.nb - b0 < kStagedBlocks ? l.nb - b0 : kStagedBlocks;
-    StageActivations(a, kMin, b0, n, kEight ? 128 : l.offset, &st);
+// One group, blocks [b0, b0 + n) of the staging pass, for T tokens.
+template <bool kEight, bool kMin, bool kHigh, int T>
+inline void LegacyGroup(const PackedLayout& l, const uint8_t* grp, int64_t b0, int64_t n,
+                        const StagedActivations* const* st, float* const* out, int64_t valid, bool add, bool prefetch) {
+  __m512 acc0[T], acc1[T], accm[T];
+  for (int t = 0; t < T; ++t) acc0[t] = acc1[t] = accm[t] = _mm512_setzero_ps();
+  ForBlocks32(
+      l, grp, b0, n,
+      [&](const BlockFields& f, int64_t b, auto j) {
+        __m512i dot[T];
+        if (kEight) {
+          DotQ8<T>(f.q, st, b, dot);
+        } else {
+          DotQ4<kHigh, T>(f.q, reinterpret_cast<const uint64_t*>(f.h), st, b, dot);
+        }
+        const __m512 sd = Scales(f.d);
+        const __m512 sm = kMin ? Scales(f.m) : _mm512_setzero_ps();
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          const __m512 scale = _mm512_mul_ps(sd, _mm512_set1_ps(st[t]->d[b]));
+          // Alternate accumulators so consecutive blocks' FMAs do not wait on each other.
+          if (decltype(j)::value == 1) {
+            acc1[t] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(dot[t]), acc1[t]);
+          } else {
+            acc0[t] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(dot[t]), acc0[t]);
+          }
+          if (kMin) accm[t] = _mm512_fmadd_ps(sm, _mm512_set1_ps(st[t]->s[b]), accm[t]);
+        }
+      },
+      prefetch);
+  for (int t = 0; t < T; ++t) Store(out[t], valid, _mm512_add_ps(_mm512_add_ps(acc0[t], acc1[t]), accm[t]), add);
+}
+
+// The 32-element formats for n <= kMaxN tokens: a pass per kStagedBlocks blocks (long rows add
+// into y), every token staged per pass, then per group the token blocks.
+template <int kMaxN, bool kEight, bool kMin, bool kHigh>
+void LegacyKernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows,
+                  const uint8_t* const* a, float* const* y, int32_t n) {
+  StagedActivations st[kMaxN];
+  const StagedActivations* sp[kMaxN];
+  for (int32_t i = 0; i < n; ++i) sp[i] = &st[i];
+  for (int64_t b0 = 0; b0 < l.nb; b0 += kStagedBlocks) {
+    const int64_t nbk = l.nb - b0 < kStagedBlocks ? l.nb - b0 : kStagedBlocks;
+    for (int32_t i = 0; i < n; ++i) StageActivations(a[i], kMin, b0, nbk, kEight ? 128 : l.offset, &st[i]);
     for (int64_t g = g0; g < g1; ++g) {
       const uint8_t* grp = packed + size_t(g) * l.group;
-      __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps(), accm = _mm512_setzero_ps();
-      ForBlocks32(l, grp, b0, n, [&](const BlockFields& f, int64_t b, auto j) {
-        const uint8_t* qb = f.q;
-        const uint16_t* d = f.d;
-        const uint16_t* m = f.m;
-        const auto* hm = reinterpret_cast<const uint64_t*>(f.h);
-        const __m512i dot = kEight ? DotQ8(qb, st.q + b * 8, st.corr[b]) : DotQ4<kHigh>(qb, hm, st.q + b * 8, st.corr[b]);
-        const __m512 scale = _mm512_mul_ps(Scales(d), _mm512_set1_ps(st.d[b]));
-        // Alternate accumulators so consecutive blocks' FMAs do not wait on each other.
-        if (decltype(j)::value == 1) {
-          acc1 = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(dot), acc1);
-        } else {
-          acc0 = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(dot), acc0);
-        }
-        if (kMin) accm = _mm512_fmadd_ps(Scales(m), _mm512_set1_ps(st.s[b]), accm);
+      ForTokenBlocks(n, [&](auto tc, int32_t i) {
+        constexpr int T = decltype(tc)::value;
+        float* out[T];
+        for (int t = 0; t < T; ++t) out[t] = y[i + t] + (g - g0) * kPackRows;
+        LegacyGroup<kEight, kMin, kHigh, T>(l, grp, b0, nbk, sp + i, out, rows - g * kPackRows, b0 > 0, i == 0);
       });
-      Store(y + (g - g0) * kPackRows, rows - g * kPackRows, _mm512_add_ps(_mm512_add_ps(acc0, acc1), accm), b0 > 0);
     }
   }
 }
@@ -90,100 +165,180 @@ void Kernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1
 // Q4_K against Q8_K activations, in integers as the format defines it: per super-block and
 // row, isum = sum_j sc_j * dot_j (8 sub-blocks of 32) and msum = sum_j mn_j * bsum_j, then
 // d * da * isum - dmin * da * msum. Sub-block dots stay below 2^16 and the sums below 2^31.
-void KernelQ4K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
-               float* y) {
-  const auto* ab = reinterpret_cast<const BlockQ8_K*>(a);
+template <int T>
+inline void Q4KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
+                     int64_t valid, bool prefetch) {
   const __m512i low4 = _mm512_set1_epi8(0x0F);
-  for (int64_t g = g0; g < g1; ++g) {
-    const uint8_t* grp = packed + size_t(g) * l.group;
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t s = 0; s < l.nb; ++s) {
-      const uint8_t* u = grp + l.UnitAt(s);
-      PrefetchAhead(u, l.unit);
-      const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
-      const auto* dmin = reinterpret_cast<const uint16_t*>(u + l.dmin_off);
-      const uint8_t* q = u + l.q_off;
-      const uint8_t* sc = u + l.sc_off;
-      const uint8_t* mn = u + l.mn_off;
-      int32_t x[64];
-      std::memcpy(x, ab[s].qs, 256);
-      __m512i isum = _mm512_setzero_si512(), msum = _mm512_setzero_si512();
-      for (int c = 0; c < 4; ++c) {  // sub-blocks 2c (low nibbles) and 2c+1 (high nibbles)
-        __m512i lo_acc = _mm512_setzero_si512(), hi_acc = _mm512_setzero_si512();
-        for (int i = 0; i < 8; ++i) {
-          const __m512i raw = _mm512_load_si512(q + size_t(8 * c + i) * 64);
-          lo_acc = _mm512_dpbusd_epi32(lo_acc, _mm512_and_si512(raw, low4), _mm512_set1_epi32(x[16 * c + i]));
-          hi_acc = _mm512_dpbusd_epi32(hi_acc, _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4),
-                                       _mm512_set1_epi32(x[16 * c + 8 + i]));
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < l.nb; ++s) {
+    const uint8_t* u = grp + l.UnitAt(s);
+    if (prefetch) PrefetchAhead(u, l.unit);
+    const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
+    const auto* dmin = reinterpret_cast<const uint16_t*>(u + l.dmin_off);
+    const uint8_t* q = u + l.q_off;
+    const uint8_t* sc = u + l.sc_off;
+    const uint8_t* mn = u + l.mn_off;
+    const int8_t* x[T];
+    for (int t = 0; t < T; ++t) x[t] = ab[t][s].qs;
+    __m512i isum[T], msum[T];
+    for (int t = 0; t < T; ++t) isum[t] = msum[t] = _mm512_setzero_si512();
+    for (int c = 0; c < 4; ++c) {  // sub-blocks 2c (low nibbles) and 2c+1 (high nibbles)
+      __m512i lo_acc[T], hi_acc[T];
+      for (int t = 0; t < T; ++t) lo_acc[t] = hi_acc[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) {
+        const __m512i raw = _mm512_load_si512(q + size_t(8 * c + i) * 64);
+        const __m512i lo = _mm512_and_si512(raw, low4), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          lo_acc[t] = _mm512_dpbusd_epi32(lo_acc[t], lo, _mm512_set1_epi32(Dword(x[t] + 4 * (16 * c + i))));
+          hi_acc[t] = _mm512_dpbusd_epi32(hi_acc[t], hi, _mm512_set1_epi32(Dword(x[t] + 4 * (16 * c + 8 + i))));
         }
-        const __m512i sc_lo = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 32 * c)));
-        const __m512i sc_hi = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 32 * c + 16)));
-        isum = _mm512_add_epi32(isum, _mm512_add_epi32(_mm512_mullo_epi32(lo_acc, sc_lo), _mm512_mullo_epi32(hi_acc, sc_hi)));
       }
-      for (int j = 0; j < 8; ++j) {
-        const int32_t bsum = int32_t(ab[s].bsums[2 * j]) + int32_t(ab[s].bsums[2 * j + 1]);
-        const __m512i m = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(mn + 16 * j)));
-        msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(m, _mm512_set1_epi32(bsum)));
+      const __m512i sc_lo = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 32 * c)));
+      const __m512i sc_hi = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 32 * c + 16)));
+      for (int t = 0; t < T; ++t) {
+        isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(lo_acc[t], sc_lo),
+                                                             _mm512_mullo_epi32(hi_acc[t], sc_hi)));
       }
-      const __m512 da = _mm512_set1_ps(ab[s].d);
-      acc = _mm512_fmadd_ps(_mm512_mul_ps(Scales(d), da), _mm512_cvtepi32_ps(isum), acc);
-      acc = _mm512_fnmadd_ps(_mm512_mul_ps(Scales(dmin), da), _mm512_cvtepi32_ps(msum), acc);
     }
-    Store(y + (g - g0) * kPackRows, rows - g * kPackRows, acc, false);
+    for (int j = 0; j < 8; ++j) {
+      const __m512i m = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(mn + 16 * j)));
+      for (int t = 0; t < T; ++t) {
+        const int32_t bsum = int32_t(ab[t][s].bsums[2 * j]) + int32_t(ab[t][s].bsums[2 * j + 1]);
+        msum[t] = _mm512_add_epi32(msum[t], _mm512_mullo_epi32(m, _mm512_set1_epi32(bsum)));
+      }
+    }
+    const __m512 sd = Scales(d), smin = Scales(dmin);
+    for (int t = 0; t < T; ++t) {
+      const __m512 da = _mm512_set1_ps(ab[t][s].d);
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(sd, da), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+      acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(smin, da), _mm512_cvtepi32_ps(msum[t]), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) Store(out[t], valid, acc[t], false);
+}
+
+// One quarter F of a Q6_K super-block (chunks 16F..16F+15, scale groups 4F..4F+3) for T
+// tokens: the nibble (low for F < 2, high otherwise) and the 2-bit field's shift are
+// compile-time. Adds sum_g scale_g * (dot_g - 32 * bsum_g) to isum.
+template <int F, int T>
+inline void Q6KQuarter(const uint8_t* lo, const uint8_t* hi, const int8_t* sc, const int8_t* const* x,
+                       const BlockQ8_K* const* ab, int64_t s, __m512i* isum) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+  for (int gg = 0; gg < 4; ++gg) {
+    const int grp16 = 4 * F + gg;
+    __m512i dot[T];
+    for (int t = 0; t < T; ++t) dot[t] = _mm512_set1_epi32(-32 * int32_t(ab[t][s].bsums[grp16]));
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      const int c = 4 * grp16 + i;
+      const __m512i raw = _mm512_load_si512(lo + size_t(c % 32) * 64);
+      const __m512i nib = F < 2 ? _mm512_and_si512(raw, low4) : _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+      const __m512i hb = _mm512_load_si512(hi + size_t(c % 16) * 64);
+      // The chunk's 2-bit field moved to bits 4-5 (shifts within 16-bit lanes; the mask drops
+      // what crossed from the neighbouring byte).
+      const __m512i top = F == 0 ? _mm512_slli_epi16(hb, 4)
+                          : F == 1 ? _mm512_slli_epi16(hb, 2)
+                          : F == 2 ? hb
+                                   : _mm512_srli_epi16(hb, 2);
+      const __m512i qv = _mm512_or_si512(nib, _mm512_and_si512(top, bits45));
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) dot[t] = _mm512_dpbusd_epi32(dot[t], qv, _mm512_set1_epi32(Dword(x[t] + 4 * c)));
+    }
+    const __m512i scale = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16 * grp16)));
+    for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot[t], scale));
   }
 }
 
 // Q6_K against Q8_K activations: per super-block and row, isum = sum_g scale_g * (dot_g -
 // 32 * bsum_g) over 16 groups of 16 (the -32 offset folded into the accumulator's start), then
 // d * da * isum. The 6-bit values are rebuilt per chunk from a nibble and a 2-bit field.
-void KernelQ6K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
-               float* y) {
-  const auto* ab = reinterpret_cast<const BlockQ8_K*>(a);
-  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
-  for (int64_t g = g0; g < g1; ++g) {
-    const uint8_t* grp = packed + size_t(g) * l.group;
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t s = 0; s < l.nb; ++s) {
-      const uint8_t* u = grp + l.UnitAt(s);
-      PrefetchAhead(u, l.unit);
-      const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
-      const uint8_t* lo = u + l.q_off;
-      const uint8_t* hi = u + l.qh_off;
-      const auto* sc = reinterpret_cast<const int8_t*>(u + l.sc_off);
-      int32_t x[64];
-      std::memcpy(x, ab[s].qs, 256);
-      __m512i isum = _mm512_setzero_si512();
-      for (int grp16 = 0; grp16 < 16; ++grp16) {
-        __m512i dot = _mm512_set1_epi32(-32 * int32_t(ab[s].bsums[grp16]));
-        for (int i = 0; i < 4; ++i) {
-          const int c = 4 * grp16 + i;
-          const __m512i raw = _mm512_load_si512(lo + size_t(c % 32) * 64);
-          const __m512i nib = c < 32 ? _mm512_and_si512(raw, low4) : _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
-          const __m512i hb = _mm512_load_si512(hi + size_t(c % 16) * 64);
-          // The chunk's 2-bit field moved to bits 4-5 (shifts within 16-bit lanes; the mask drops
-          // what crossed from the neighbouring byte).
-          __m512i top;
-          switch (c / 16) {
-            case 0: top = _mm512_slli_epi16(hb, 4); break;
-            case 1: top = _mm512_slli_epi16(hb, 2); break;
-            case 2: top = hb; break;
-            default: top = _mm512_srli_epi16(hb, 2); break;
-          }
-          const __m512i q = _mm512_or_si512(nib, _mm512_and_si512(top, bits45));
-          dot = _mm512_dpbusd_epi32(dot, q, _mm512_set1_epi32(x[c]));
-        }
-        const __m512i scale = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16 * grp16)));
-        isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(dot, scale));
-      }
-      acc = _mm512_fmadd_ps(_mm512_mul_ps(Scales(d), _mm512_set1_ps(ab[s].d)), _mm512_cvtepi32_ps(isum), acc);
+template <int T>
+inline void Q6KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
+                     int64_t valid, bool prefetch) {
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < l.nb; ++s) {
+    const uint8_t* u = grp + l.UnitAt(s);
+    if (prefetch) PrefetchAhead(u, l.unit);
+    const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
+    const uint8_t* lo = u + l.q_off;
+    const uint8_t* hi = u + l.qh_off;
+    const auto* sc = reinterpret_cast<const int8_t*>(u + l.sc_off);
+    const int8_t* x[T];
+    for (int t = 0; t < T; ++t) x[t] = ab[t][s].qs;
+    __m512i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+    Q6KQuarter<0, T>(lo, hi, sc, x, ab, s, isum);
+    Q6KQuarter<1, T>(lo, hi, sc, x, ab, s, isum);
+    Q6KQuarter<2, T>(lo, hi, sc, x, ab, s, isum);
+    Q6KQuarter<3, T>(lo, hi, sc, x, ab, s, isum);
+    const __m512 sd = Scales(d);
+    for (int t = 0; t < T; ++t) {
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(sd, _mm512_set1_ps(ab[t][s].d)), _mm512_cvtepi32_ps(isum[t]), acc[t]);
     }
-    Store(y + (g - g0) * kPackRows, rows - g * kPackRows, acc, false);
+  }
+  for (int t = 0; t < T; ++t) Store(out[t], valid, acc[t], false);
+}
+
+// The K-quant kernels for n tokens: per group, the token blocks (the first one prefetches).
+template <typename Group>
+inline void KQuantKernel(const uint8_t* packed, size_t group_bytes, int64_t g0, int64_t g1, int64_t rows,
+                         const uint8_t* const* a, float* const* y, int32_t n, Group&& run) {
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* grp = packed + size_t(g) * group_bytes;
+    ForTokenBlocks(n, [&](auto tc, int32_t i) {
+      constexpr int T = decltype(tc)::value;
+      const BlockQ8_K* ab[T];
+      float* out[T];
+      for (int t = 0; t < T; ++t) {
+        ab[t] = reinterpret_cast<const BlockQ8_K*>(a[i + t]);
+        out[t] = y[i + t] + (g - g0) * kPackRows;
+      }
+      run(tc, grp, ab, out, rows - g * kPackRows, i == 0);
+    });
   }
 }
 
-struct Kernels {  // for DispatchPackedGemv (packed_layout.h)
-  template <bool kEight, bool kMin, bool kHigh> static constexpr auto Legacy = Kernel<kEight, kMin, kHigh>;
-  static constexpr auto Q4K = KernelQ4K, Q6K = KernelQ6K;
+void KernelQ4K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows,
+               const uint8_t* const* a, float* const* y, int32_t n) {
+  KQuantKernel(packed, l.group, g0, g1, rows, a, y, n, [&](auto tc, const uint8_t* grp, auto& ab, auto& out,
+                                                           int64_t valid, bool prefetch) {
+    Q4KGroup<decltype(tc)::value>(l, grp, ab, out, valid, prefetch);
+  });
+}
+
+void KernelQ6K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows,
+               const uint8_t* const* a, float* const* y, int32_t n) {
+  KQuantKernel(packed, l.group, g0, g1, rows, a, y, n, [&](auto tc, const uint8_t* grp, auto& ab, auto& out,
+                                                           int64_t valid, bool prefetch) {
+    Q6KGroup<decltype(tc)::value>(l, grp, ab, out, valid, prefetch);
+  });
+}
+
+struct Kernels {  // for DispatchPackedGemv (packed_layout.h): one token
+  template <bool kEight, bool kMin, bool kHigh>
+  static void Legacy(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
+                     float* y) {
+    LegacyKernel<1, kEight, kMin, kHigh>(l, p, g0, g1, rows, &a, &y, 1);
+  }
+  static void Q4K(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
+                  float* y) {
+    KernelQ4K(l, p, g0, g1, rows, &a, &y, 1);
+  }
+  static void Q6K(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
+                  float* y) {
+    KernelQ6K(l, p, g0, g1, rows, &a, &y, 1);
+  }
+  // For DispatchPackedGemvMulti: n <= kMultiChunk tokens.
+  template <bool kEight, bool kMin, bool kHigh>
+  static void LegacyMulti(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows,
+                          const uint8_t* const* a, float* const* y, int32_t n) {
+    LegacyKernel<kMultiChunk, kEight, kMin, kHigh>(l, p, g0, g1, rows, a, y, n);
+  }
+  static constexpr auto Q4KMulti = KernelQ4K, Q6KMulti = KernelQ6K;
 };
 
 }  // namespace
@@ -191,6 +346,11 @@ struct Kernels {  // for DispatchPackedGemv (packed_layout.h)
 bool GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
                 float* y) {
   return DispatchPackedGemv<Kernels>(t, k, packed, g0, g1, rows, a, y);
+}
+
+bool GemvPackedMulti(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows,
+                     const void* const* a, float* const* y, int32_t n) {
+  return DispatchPackedGemvMulti<Kernels>(t, k, packed, g0, g1, rows, a, y, n);
 }
 
 }  // namespace zf::quant::avx512

@@ -92,12 +92,15 @@ inline void PrefetchAhead(const uint8_t* p, size_t bytes) {
 // j, a constant (std::integral_constant; b0 is a multiple of kUnitBlocks: the kernels' passes
 // start at multiples of kStagedBlocks). Inline, so the kernels' compilers keep the layout's
 // offsets in registers.
+// prefetch: false when the group was just read for other rows of a batch (GemvPackedMulti's
+// token blocks after the first), so its lines and those ahead are already on their way.
 template <typename F>
-inline void ForBlocks32(const PackedLayout& l, const uint8_t* grp, int64_t b0, int64_t n, F&& f) {
+inline void ForBlocks32(const PackedLayout& l, const uint8_t* grp, int64_t b0, int64_t n, F&& f,
+                        bool prefetch = true) {
   static_assert(kUnitBlocks == 2, "two blocks per unit");
   const uint8_t* u = grp + size_t(b0 / kUnitBlocks) * l.unit;
   for (int64_t i = 0; i < n; i += kUnitBlocks, u += l.unit) {
-    PrefetchAhead(u, l.unit);
+    if (prefetch) PrefetchAhead(u, l.unit);
     f(FieldsInUnit<0>(l, u), i, std::integral_constant<int, 0>{});
     if (i + 1 < n) f(FieldsInUnit<1>(l, u), i + 1, std::integral_constant<int, 1>{});
   }
@@ -178,6 +181,39 @@ bool DispatchPackedGemv(GgmlType t, int64_t k, const void* packed, int64_t g0, i
     case GgmlType::Q6_K: K::Q6K(l, p, g0, g1, rows, x, y); return true;
     default: return false;
   }
+}
+
+// The same switch for the batched product (packed.h GemvPackedMulti): K's kernels then take
+// (layout, packed, g0, g1, rows, activation rows, output rows, n) with n <= kMultiChunk; longer
+// batches run as several chunks (each reads the weights once).
+constexpr int32_t kMultiChunk = 16;
+template <typename K>
+bool DispatchPackedGemvMulti(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows,
+                             const void* const* a, float* const* y, int32_t n) {
+  bool valid = false;
+  const PackedLayout l = GetPackedLayout(t, k, &valid);
+  if (!valid) return false;
+  switch (t) {
+    case GgmlType::Q8_0: case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1:
+    case GgmlType::Q4_K: case GgmlType::Q6_K: break;
+    default: return false;
+  }
+  const auto* p = static_cast<const uint8_t*>(packed);
+  for (int32_t i = 0; i < n; i += kMultiChunk) {
+    const int32_t m = n - i < kMultiChunk ? n - i : kMultiChunk;
+    const auto* x = reinterpret_cast<const uint8_t* const*>(a + i);
+    float* const* out = y + i;
+    switch (t) {
+      case GgmlType::Q8_0: K::template LegacyMulti<true, false, false>(l, p, g0, g1, rows, x, out, m); break;
+      case GgmlType::Q4_0: K::template LegacyMulti<false, false, false>(l, p, g0, g1, rows, x, out, m); break;
+      case GgmlType::Q4_1: K::template LegacyMulti<false, true, false>(l, p, g0, g1, rows, x, out, m); break;
+      case GgmlType::Q5_0: K::template LegacyMulti<false, false, true>(l, p, g0, g1, rows, x, out, m); break;
+      case GgmlType::Q5_1: K::template LegacyMulti<false, true, true>(l, p, g0, g1, rows, x, out, m); break;
+      case GgmlType::Q4_K: K::Q4KMulti(l, p, g0, g1, rows, x, out, m); break;
+      default: K::Q6KMulti(l, p, g0, g1, rows, x, out, m); break;
+    }
+  }
+  return true;
 }
 
 }  // namespace

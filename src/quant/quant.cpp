@@ -45,6 +45,9 @@ struct KernelTable {
   void (*gemm_packed)(const void*, int64_t, int, int64_t, const PackedActs&, int64_t, float*, int64_t) = nullptr;
   // Decode product on the packed layout (packed.h); null: no fast kernel, do not pack.
   bool (*gemv_packed)(GgmlType, int64_t, const void*, int64_t, int64_t, int64_t, const void*, float*) = nullptr;
+  // Its batched form (GemvPackedMulti); null: one GemvPacked per group and row.
+  bool (*gemv_packed_multi)(GgmlType, int64_t, const void*, int64_t, int64_t, int64_t, const void* const*,
+                            float* const*, int32_t) = nullptr;
 };
 
 // Scalar GemmAffine (the definition the SIMD version is tested against).
@@ -114,6 +117,7 @@ KernelTable BuildTable() {
     k.gemm_q8_0 = avx2::GemmQ8_0;
     k.gemv = avx2::Gemv;
     k.gemv_packed = avx2::GemvPacked;
+    k.gemv_packed_multi = avx2::GemvPackedMulti;
     k.gemm_packed = avx2::GemmPacked;
     k.tile_from_decode = avx2::PackTileFromDecode;  // AVX-512 machines keep it (same layouts)
     k.axpy = avx2::AxpyF32;
@@ -128,6 +132,7 @@ KernelTable BuildTable() {
       k.gemm_affine = avx512::GemmAffine;
       k.gemm_packed = avx512::GemmPacked;
       k.gemv_packed = avx512::GemvPacked;
+      k.gemv_packed_multi = avx512::GemvPackedMulti;
       k.pack_tile = avx512::PackTile;
       k.quantize_tables = avx512::QuantizeQ8_0Tables;
       k.gemv = avx512::Gemv;
@@ -284,7 +289,9 @@ void GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g
 
 void GemvPackedMulti(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows,
                      const void* const* a, float* const* y, int32_t n) {
-  // One group at a time for every row: the group's bytes come from memory once and stay in L1/L2
+  if (n <= 0) return;
+  if (Table().gemv_packed_multi != nullptr && Table().gemv_packed_multi(t, k, packed, g0, g1, rows, a, y, n)) return;
+  // No batched kernel (NEON, scalar): one group at a time for every row: the group's bytes come from memory once and stay in L1/L2
   // for the other rows; each row is reduced by GemvPacked itself, so the results are identical.
   for (int64_t g = g0; g < g1; ++g) {
     for (int32_t i = 0; i < n; ++i) GemvPacked(t, k, packed, g, g + 1, rows, a[i], y[i] + (g - g0) * kPackRows);

@@ -212,5 +212,121 @@ TEST(Packed, ExtremeQ8QuantsAreExact) {
   }
 }
 
+// GemvPackedMulti (batched decode) must give every token exactly, bit for bit, what GemvPacked
+// gives it alone, whatever the batch size and the token's place in it (batch invariance): the
+// dispatched pair, and on x86 each ISA's pair called directly (an AVX-512 machine checks the
+// AVX2 kernels too). Rows not a multiple of 16, group sub-ranges from g0 > 0, rows of several
+// super-blocks and of several staging passes, 1..17 tokens (17: more than one batch chunk).
+using MultiFn = void (*)(GgmlType, int64_t, const void*, int64_t, int64_t, int64_t, const void* const*,
+                         float* const*, int32_t);
+struct GemvPair {
+  const char* name;
+  GemvFn one;
+  MultiFn multi;
+};
+
+#if defined(__x86_64__) || defined(__i386__)
+void Avx512Gemv(GgmlType t, int64_t k, const void* p, int64_t g0, int64_t g1, int64_t rows, const void* a, float* y) {
+  ASSERT_TRUE(avx512::GemvPacked(t, k, p, g0, g1, rows, a, y)) << TypeName(t);
+}
+void Avx512Multi(GgmlType t, int64_t k, const void* p, int64_t g0, int64_t g1, int64_t rows, const void* const* a,
+                 float* const* y, int32_t n) {
+  ASSERT_TRUE(avx512::GemvPackedMulti(t, k, p, g0, g1, rows, a, y, n)) << TypeName(t);
+}
+void Avx2Multi(GgmlType t, int64_t k, const void* p, int64_t g0, int64_t g1, int64_t rows, const void* const* a,
+               float* const* y, int32_t n) {
+  ASSERT_TRUE(avx2::GemvPackedMulti(t, k, p, g0, g1, rows, a, y, n)) << TypeName(t);
+}
+#endif
+
+std::vector<GemvPair> MultiPairs() {
+  std::vector<GemvPair> pairs = {{"dispatched", GemvPacked, GemvPackedMulti}};
+#if defined(__x86_64__) || defined(__i386__)
+  if (CpuHasAvx512Vnni()) pairs.push_back({"avx512", Avx512Gemv, Avx512Multi});
+  if (CpuHasAvx2Fma16()) pairs.push_back({"avx2", Avx2Gemv, Avx2Multi});
+#endif
+  return pairs;
+}
+
+void CheckMultiMatchesSingle(const GemvPair& pair, GgmlType t, int64_t rows, int64_t k) {
+  SCOPED_TRACE(std::string(pair.name) + " " + TypeName(t) + " rows " + std::to_string(rows) + " k " +
+               std::to_string(k));
+  constexpr int32_t kMaxTokens = 17;
+  const std::vector<uint8_t> w = testing::RandomQuantRows(t, rows, k, 1.0f, 11);
+  const Packed p = Pack(t, w, rows, k);
+  const int64_t groups = PackedGroups(rows);
+  std::vector<std::vector<uint8_t>> acts;
+  for (int32_t i = 0; i < kMaxTokens; ++i) acts.push_back(Activation(t, k, 100 + uint32_t(i)));
+  for (int64_t g0 : {int64_t{0}, int64_t{1}}) {
+    const size_t out = size_t((groups - g0) * kPackRows);
+    // Each token alone.
+    std::vector<std::vector<float>> want(kMaxTokens, std::vector<float>(out, -1.0f));
+    for (int32_t i = 0; i < kMaxTokens; ++i) pair.one(t, k, p.data(), g0, groups, rows, acts[size_t(i)].data(), want[size_t(i)].data());
+    for (int32_t n = 1; n <= kMaxTokens; ++n) {
+      // Token i of the batch is activation (i + n) % 17, so a row meets different neighbours
+      // and places from one batch size to the next.
+      std::vector<std::vector<float>> got(size_t(n), std::vector<float>(out, -1.0f));
+      std::vector<const void*> a;
+      std::vector<float*> y;
+      for (int32_t i = 0; i < n; ++i) {
+        a.push_back(acts[size_t((i + n) % kMaxTokens)].data());
+        y.push_back(got[size_t(i)].data());
+      }
+      pair.multi(t, k, p.data(), g0, groups, rows, a.data(), y.data(), n);
+      for (int32_t i = 0; i < n; ++i) {
+        const std::vector<float>& ref = want[size_t((i + n) % kMaxTokens)];
+        ASSERT_EQ(std::memcmp(got[size_t(i)].data(), ref.data(), out * sizeof(float)), 0)
+            << "g0 " << g0 << " n " << n << " token " << i;
+      }
+    }
+  }
+}
+
+TEST(Packed, MultiTokenProductIsBitIdenticalToOneTokenAtATime) {
+  for (const GemvPair& pair : MultiPairs()) {
+    for (GgmlType t : kTypes) {
+      const bool k_quant = t == GgmlType::Q4_K || t == GgmlType::Q6_K;
+      // K-quants: 1, 3 and 40 super-blocks; 32-element formats: an odd block count, and 261
+      // blocks (three staging passes of kStagedBlocks = 128, the last one odd).
+      const std::vector<int64_t> ks = k_quant ? std::vector<int64_t>{256, 768, 256 * 40}
+                                              : std::vector<int64_t>{96, 640, 32 * 261};
+      for (int64_t k : ks) CheckMultiMatchesSingle(pair, t, 37, k);
+    }
+  }
+}
+
+TEST(Packed, MultiTokenProductMatchesVecDot) {
+  // The batched product is also right, not just consistent: every token against VecDot.
+  for (const GemvPair& pair : MultiPairs()) {
+    for (GgmlType t : kTypes) {
+      const int64_t k = (t == GgmlType::Q4_K || t == GgmlType::Q6_K) ? 512 : 320, rows = 21;
+      const size_t row = RowSize(t, k);
+      const std::vector<uint8_t> w = testing::RandomQuantRows(t, rows, k, 1.0f, 5);
+      const Packed p = Pack(t, w, rows, k);
+      const int32_t n = 6;
+      std::vector<std::vector<uint8_t>> acts;
+      std::vector<std::vector<float>> got(n, std::vector<float>(size_t(PackedGroups(rows) * kPackRows), -1.0f));
+      std::vector<const void*> a;
+      std::vector<float*> y;
+      for (int32_t i = 0; i < n; ++i) acts.push_back(Activation(t, k, 300 + uint32_t(i)));
+      for (int32_t i = 0; i < n; ++i) {
+        a.push_back(acts[size_t(i)].data());
+        y.push_back(got[size_t(i)].data());
+      }
+      pair.multi(t, k, p.data(), 0, PackedGroups(rows), rows, a.data(), y.data(), n);
+      for (int32_t i = 0; i < n; ++i) {
+        for (int64_t r = 0; r < rows; ++r) {
+          const float want = VecDot(t, k, w.data() + row * size_t(r), acts[size_t(i)].data());
+          ASSERT_NEAR(got[size_t(i)][size_t(r)], want, 1e-4f * (std::fabs(want) + float(k)))
+              << pair.name << " " << TypeName(t) << " token " << i << " row " << r;
+        }
+        for (size_t r = size_t(rows); r < got[size_t(i)].size(); ++r) {
+          EXPECT_EQ(got[size_t(i)][r], -1.0f) << "padding row " << r << " was written";
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace zf::quant

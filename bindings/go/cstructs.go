@@ -3,7 +3,7 @@ package zerfoo
 // Go mirrors of the C structs in zerfoo.h, field for field (amd64/arm64 layout; sizes and
 // offsets are checked in layout_test.go). They are only ever passed to C by pointer.
 
-type cModelParams struct { // zf_model_params, 40 bytes
+type cModelParams struct { // zf_model_params, 48 bytes
 	structSize       uint32
 	device           int32
 	gpuIndex         int32
@@ -12,6 +12,8 @@ type cModelParams struct { // zf_model_params, 40 bytes
 	reserved0        uint32
 	progress         uintptr // zf_progress_cb (unused: NULL)
 	progressUserData uintptr
+	maxBatch         int32 // appended in 0.3
+	reserved1        uint32
 }
 
 type cModelSummary struct { // zf_model_summary, 88 bytes

@@ -32,6 +32,13 @@ func WithGPU(index int) ModelOption { return func(p *cModelParams) { p.gpuIndex 
 // WithDefaultThreads sets the CPU threads sessions use by default (0 = physical cores).
 func WithDefaultThreads(n int) ModelOption { return func(p *cModelParams) { p.nThreads = int32(n) } }
 
+// WithMaxBatch turns on batched decode (continuous batching) for n >= 2: Generate and Stream
+// calls on different sessions of the model, from different goroutines, share each decode
+// step (the weights are read once for up to n sequences). Every call still gets its own
+// results and callbacks, and greedy output is the same alone or in a batch. 0 or 1 = off (the
+// default); at most 64, else Open fails with ErrInvalidArgument. CPU only (ignored on CUDA).
+func WithMaxBatch(n int) ModelOption { return func(p *cModelParams) { p.maxBatch = int32(n) } }
+
 // WithVocabOnly loads only metadata and the tokenizer (no sessions possible).
 func WithVocabOnly() ModelOption { return func(p *cModelParams) { p.flags |= 0x1 } }
 

@@ -81,8 +81,9 @@ func TestLayout(t *testing.T) {
 		name      string
 		got, want uintptr
 	}{
-		{"sizeof zf_model_params", unsafe.Sizeof(cModelParams{}), 40},
+		{"sizeof zf_model_params", unsafe.Sizeof(cModelParams{}), 48},
 		{"offsetof progress", unsafe.Offsetof(cModelParams{}.progress), 24},
+		{"offsetof max_batch", unsafe.Offsetof(cModelParams{}.maxBatch), 40},
 		{"sizeof zf_model_summary", unsafe.Sizeof(cModelSummary{}), 88},
 		{"offsetof architecture", unsafe.Offsetof(cModelSummary{}.architecture), 8},
 		{"offsetof n_params", unsafe.Offsetof(cModelSummary{}.nParams), 32},
@@ -529,5 +530,83 @@ func TestApplyChatTemplate(t *testing.T) {
 	}
 	if _, err := m.ApplyChatTemplate(nil, ChatOptions{TemplateName: "tool_use"}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("want ErrNotFound for a missing named template, got %v", err)
+	}
+}
+
+// batchPrompts are eight different prompts (different lengths, so the sequences join and leave
+// the batch at different steps).
+var batchPrompts = []string{"The capital of France is", "Once upon a time", "def fibonacci(n):",
+	"The three primary colors are", "In 1969, the first", "Water boils at", "A haiku about the sea:",
+	"The quick brown fox"}
+
+func TestMaxBatchGreedyEqualsAlone(t *testing.T) {
+	p := modelPath(t)
+	plain := sharedModel(t)
+	want := make([]string, len(batchPrompts))
+	for i, q := range batchPrompts {
+		r, err := newSession(t, plain).Generate(context.Background(), q, greedy...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.NGenerated == 0 {
+			t.Fatalf("prompt %d: nothing generated", i)
+		}
+		want[i] = r.Text
+	}
+	m, err := Open(p, WithDevice(DeviceCPU), WithMaxBatch(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	got := make([]string, len(batchPrompts))
+	errs := make([]error, len(batchPrompts))
+	var ready, wg sync.WaitGroup
+	ready.Add(len(batchPrompts))
+	for i, q := range batchPrompts {
+		wg.Go(func() {
+			s, err := m.NewSession(WithContextSize(256), WithThreads(1))
+			ready.Done()
+			ready.Wait() // start together, so that the decode steps overlap
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer s.Close()
+			// Stream on half of them: each caller gets its own pieces through its own callback.
+			if i%2 == 0 {
+				var b strings.Builder
+				for piece, err := range s.Stream(context.Background(), q, greedy...) {
+					if err != nil {
+						errs[i] = err
+						return
+					}
+					b.WriteString(piece)
+				}
+				got[i] = b.String()
+				return
+			}
+			r, err := s.Generate(context.Background(), q, greedy...)
+			got[i], errs[i] = r.Text, err
+		})
+	}
+	wg.Wait()
+	for i := range batchPrompts {
+		if errs[i] != nil {
+			t.Errorf("prompt %d: %v", i, errs[i])
+		} else if got[i] != want[i] {
+			t.Errorf("prompt %d %q: batched %q, alone %q", i, batchPrompts[i], got[i], want[i])
+		}
+	}
+}
+
+func TestMaxBatchOutOfRange(t *testing.T) {
+	p := modelPath(t)
+	_, err := Open(p, WithMaxBatch(65))
+	if !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("want ErrInvalidArgument, got %v", err)
+	}
+	var ze *Error
+	if !errors.As(err, &ze) || !strings.Contains(ze.Message, "max_batch") || !strings.Contains(ze.Message, "65") {
+		t.Fatalf("want the library's message about max_batch, got %v", err)
 	}
 }

@@ -20,6 +20,13 @@ namespace Zerfoo
         public bool VocabOnly { get; set; }
         /// <summary>Read the file into memory instead of mapping it.</summary>
         public bool NoMmap { get; set; }
+        /// <summary>Batched decode (continuous batching): with 2 or more, Generate / Stream calls
+        /// on different sessions of the model from different threads share each decode step, up to
+        /// this many sequences per step (the weights are read once for all of them). Each call still
+        /// gets its own results and callbacks, and greedy output is the same alone or in a batch.
+        /// Default 0 (off; 1 is off too); at most 64, else Load throws ZerfooException with
+        /// Status.InvalidArgument. CPU engine only (ignored on CUDA).</summary>
+        public int? MaxBatch { get; set; }
         /// <summary>Load progress in [0, 1], on the loading thread; return false to abort the
         /// load (it then throws ZerfooException with Status.Cancelled).</summary>
         public Func<float, bool> Progress { get; set; }
@@ -137,6 +144,7 @@ namespace Zerfoo
                 if (options.Device.HasValue) p.device = (int)options.Device.Value;
                 if (options.GpuIndex.HasValue) p.gpu_index = options.GpuIndex.Value;
                 if (options.Threads.HasValue) p.n_threads = options.Threads.Value;
+                if (options.MaxBatch.HasValue) p.max_batch = options.MaxBatch.Value;
                 if (options.VocabOnly) p.flags |= 1u;
                 if (options.NoMmap) p.flags |= 2u;
                 if (options.Progress != null)

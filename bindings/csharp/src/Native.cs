@@ -28,6 +28,8 @@ namespace Zerfoo
         public uint reserved0;
         public IntPtr progress;            // zf_progress_cb
         public IntPtr progress_user_data;
+        public int max_batch;              // appended in 0.3
+        public uint reserved1;
     }
 
     [StructLayout(LayoutKind.Sequential)]

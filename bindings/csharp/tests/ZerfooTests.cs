@@ -455,6 +455,68 @@ public class ZerfooTests
         }
     }
 
+    static readonly string[] BatchPrompts = {
+        "The capital of France is", "Once upon a time", "def fibonacci(n):", "The three primary colors are",
+        "In 1969, the first", "Water boils at", "A haiku about the sea:", "The quick brown fox",
+    };
+
+    [Test]
+    public void MaxBatchGivesEachThreadItsOutputAlone()
+    {
+        int n = BatchPrompts.Length;
+        var want = new string[n];
+        for (int i = 0; i < n; i++)
+            using (var s = model.CreateSession(new SessionOptions { ContextSize = 256, Threads = 1 }))
+            {
+                var r = s.Generate(BatchPrompts[i], Greedy(16));
+                Assert.That(r.GeneratedTokens, Is.GreaterThan(0), BatchPrompts[i]);
+                want[i] = r.Text;
+            }
+        var texts = new string[n];
+        var pieces = new string[n];
+        var errors = new Exception[n];
+        using (var batched = Model.Load(ModelPath, new ModelOptions { MaxBatch = 8 }))
+        using (var start = new Barrier(n))
+        {
+            var tasks = Enumerable.Range(0, n).Select(i => System.Threading.Tasks.Task.Factory.StartNew(() =>
+            {
+                bool started = false;
+                try
+                {
+                    using (var s = batched.CreateSession(new SessionOptions { ContextSize = 256, Threads = 1 }))
+                    {
+                        started = true;
+                        start.SignalAndWait();  // start together, so that the decode steps overlap
+                        var sb = new StringBuilder();
+                        texts[i] = s.Generate(BatchPrompts[i], Greedy(16), p => sb.Append(p)).Text;
+                        pieces[i] = sb.ToString();
+                    }
+                }
+                catch (Exception e)
+                {
+                    errors[i] = e;
+                    if (!started) start.RemoveParticipant();
+                }
+            }, System.Threading.Tasks.TaskCreationOptions.LongRunning)).ToArray();
+            System.Threading.Tasks.Task.WaitAll(tasks);
+        }
+        for (int i = 0; i < n; i++)
+        {
+            Assert.IsNull(errors[i], "task " + i + ": " + errors[i]);
+            Assert.AreEqual(want[i], texts[i], "prompt " + i + " batched vs alone");
+            Assert.AreEqual(want[i], pieces[i], "prompt " + i + ": its own callback's pieces");
+        }
+    }
+
+    [Test]
+    public void MaxBatchOutOfRangeThrowsInvalidArgument()
+    {
+        var e = Assert.Throws<ZerfooException>(() => Model.Load(ModelPath, new ModelOptions { MaxBatch = 65 }));
+        Assert.AreEqual(Status.InvalidArgument, e.Status);
+        StringAssert.Contains("max_batch", e.Message);
+        StringAssert.Contains("65", e.Message);
+    }
+
     [Test]
     public void ConcurrentUseOfOneSessionThrows()
     {

@@ -51,6 +51,10 @@ pub struct zf_model_params {
     pub progress: zf_progress_cb,
     #[doc = "< Passed to `progress`."]
     pub progress_user_data: *mut ::core::ffi::c_void,
+    #[doc = " Batched decode (appended in 0.3): up to this many sessions of the model share each decode\n step, reading the weights once for all of them; 0 or 1 = off (default), at most 64. When on,\n zf_generate() / zf_session_eval() calls on different sessions from different threads are\n coalesced by a per-model worker thread (continuous batching: prompts are evaluated in chunks\n of 128 tokens between decode steps); each caller's thread still samples and receives its own\n callbacks. A sequence's output does not depend on the other sequences in the batch (greedy\n decoding gives the same tokens alone or among others). CPU engine only: on CUDA the value is\n ignored (logged)."]
+    pub max_batch: i32,
+    #[doc = "< Padding; must be 0."]
+    pub reserved1: u32,
 }
 #[doc = " Facts about a loaded model, filled by zf_model_info(). Strings are owned by the model and\n live as long as it."]
 #[repr(C)]
@@ -264,7 +268,7 @@ pub const ZF_STOP_CANCELLED: i32 = 4;
 pub const ZF_STOP_CONTEXT_FULL: i32 = 5;
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of zf_model_params"][::core::mem::size_of::<zf_model_params>() - 40usize];
+    ["Size of zf_model_params"][::core::mem::size_of::<zf_model_params>() - 48usize];
     ["Alignment of zf_model_params"][::core::mem::align_of::<zf_model_params>() - 8usize];
     ["Offset of field: zf_model_params::struct_size"]
         [::core::mem::offset_of!(zf_model_params, struct_size) - 0usize];
@@ -282,6 +286,10 @@ const _: () = {
         [::core::mem::offset_of!(zf_model_params, progress) - 24usize];
     ["Offset of field: zf_model_params::progress_user_data"]
         [::core::mem::offset_of!(zf_model_params, progress_user_data) - 32usize];
+    ["Offset of field: zf_model_params::max_batch"]
+        [::core::mem::offset_of!(zf_model_params, max_batch) - 40usize];
+    ["Offset of field: zf_model_params::reserved1"]
+        [::core::mem::offset_of!(zf_model_params, reserved1) - 44usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {

@@ -61,6 +61,18 @@ pub struct ModelOptions {
     pub vocab_only: bool,
     /// Read the file into memory instead of mapping it.
     pub no_mmap: bool,
+    /// Batched decode (continuous batching): with 2 or more, generations on different sessions
+    /// of the model running on different threads share each decode step, up to `max_batch`
+    /// sequences per step (the weights are read once for all of them). Each call still gets its
+    /// own results and callbacks, and greedy output is the same alone or in a batch. 0 or 1 =
+    /// off (the default); at most 64, else [`Model::load`] fails with
+    /// [`ErrorCode::InvalidArgument`]. CPU engine only (ignored on CUDA).
+    ///
+    /// ```
+    /// let opts = zerfoo::ModelOptions { max_batch: 8, ..Default::default() };
+    /// assert_eq!(opts.max_batch, 8);
+    /// ```
+    pub max_batch: i32,
 }
 
 /// Facts about a loaded model ([`Model::info`]).
@@ -260,6 +272,7 @@ impl Model {
         p.device = options.device.raw();
         p.gpu_index = options.gpu_index;
         p.n_threads = options.n_threads;
+        p.max_batch = options.max_batch;
         p.flags = 0;
         if options.vocab_only {
             p.flags |= sys::ZF_MODEL_VOCAB_ONLY as u32;

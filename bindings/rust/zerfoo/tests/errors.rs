@@ -138,3 +138,20 @@ fn bad_options_are_invalid_argument() {
         ErrorCode::InvalidArgument
     );
 }
+
+#[test]
+fn max_batch_out_of_range_is_invalid_argument() {
+    let Some(path) = common::model_path() else {
+        return;
+    };
+    let options = ModelOptions {
+        max_batch: 65,
+        ..Default::default()
+    };
+    let err = Model::load(path, &options).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument);
+    assert!(
+        err.message().contains("max_batch") && err.message().contains("65"),
+        "{err}"
+    );
+}

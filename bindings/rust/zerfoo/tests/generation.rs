@@ -7,7 +7,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use common::{model, PROMPT};
-use zerfoo::{GenerateOptions, Model, SessionOptions, StopReason};
+use zerfoo::{GenerateOptions, Model, ModelOptions, SessionOptions, StopReason};
 
 fn opts1() -> SessionOptions {
     SessionOptions {
@@ -354,4 +354,75 @@ fn seeded_sampling_is_reproducible() {
         .unwrap()
         .text;
     assert_eq!(a, b);
+}
+
+/// Eight different prompts (different lengths: sequences join and leave the batch at
+/// different steps).
+const BATCH_PROMPTS: [&str; 8] = [
+    "The capital of France is",
+    "Once upon a time",
+    "def fibonacci(n):",
+    "The three primary colors are",
+    "In 1969, the first",
+    "Water boils at",
+    "A haiku about the sea:",
+    "The quick brown fox",
+];
+
+#[test]
+fn batched_decode_gives_each_thread_its_output_alone() {
+    let Some(plain) = model() else { return };
+    let options = GenerateOptions::greedy(16);
+    let want: Vec<String> = BATCH_PROMPTS
+        .iter()
+        .map(|p| {
+            let g = plain
+                .session(&opts1())
+                .unwrap()
+                .generate(p, &options)
+                .unwrap();
+            assert!(g.generated_tokens > 0, "nothing generated for {p:?}");
+            g.text
+        })
+        .collect();
+    let batched = Model::load(
+        common::model_path().unwrap(),
+        &ModelOptions {
+            max_batch: 8,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let barrier = std::sync::Barrier::new(BATCH_PROMPTS.len());
+    let got: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = BATCH_PROMPTS
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let (batched, barrier, options) = (&batched, &barrier, &options);
+                scope.spawn(move || {
+                    let mut s = batched.session(&opts1()).unwrap();
+                    barrier.wait(); // start together, so that the decode steps overlap
+                    if i % 2 == 0 {
+                        // Each caller's callback gets its own pieces.
+                        let mut pieces = String::new();
+                        let g = s
+                            .generate_with(p, options, |piece| {
+                                pieces.push_str(piece);
+                                ControlFlow::Continue(())
+                            })
+                            .unwrap();
+                        assert_eq!(pieces, g.text);
+                        pieces
+                    } else {
+                        s.generate(p, options).unwrap().text
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (i, p) in BATCH_PROMPTS.iter().enumerate() {
+        assert_eq!(got[i], want[i], "prompt {i} {p:?}: batched vs alone");
+    }
 }

@@ -23,6 +23,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
@@ -252,6 +255,71 @@ TEST_P(FamilyGolden, MatchesReference) {
               disagreements.empty() ? "" : ", misses (pos:ours/reference):", disagreements.c_str());
 }
 
+// Batched decode (zf_model_params.max_batch, doc/batching.md) on every family and quant: four
+// sessions decoding at once on a batched model produce, bit for bit, the logits each produces
+// alone on a model without batching (MoE routing, softcaps, LongRoPE, F32 matrices included).
+std::vector<float> DecodeAll(zf_model* m, const std::vector<int32_t>& tokens, int n_vocab,
+                             std::atomic<int>* ready = nullptr, int n_ready = 0) {
+  zf_session_params sp;
+  zf_session_params_init(&sp, sizeof sp);
+  sp.n_ctx = 64;
+  sp.n_threads = 1;
+  Session s;
+  EXPECT_EQ(zf_session_create(m, &sp, &s.s), ZF_OK) << zf_last_error();
+  if (s.s == nullptr) return {};
+  std::vector<float> out(tokens.size() * size_t(n_vocab));
+  // The first four tokens as one prompt (a prefill chunk), then one at a time (decode steps).
+  EXPECT_EQ(zf_session_eval(s.s, tokens.data(), 4, out.data(), size_t(n_vocab)), ZF_OK) << zf_last_error();
+  if (ready != nullptr) {
+    ready->fetch_add(1);
+    while (ready->load() < n_ready) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  for (size_t p = 4; p < tokens.size(); ++p) {
+    EXPECT_EQ(zf_session_eval(s.s, &tokens[p], 1, out.data() + p * size_t(n_vocab), size_t(n_vocab)), ZF_OK)
+        << zf_last_error();
+  }
+  return out;
+}
+
+class FamilyBatched : public testing::TestWithParam<std::string> {};
+
+TEST_P(FamilyBatched, SameLogitsAsAlone) {
+  const std::string name = GetParam();
+  std::ifstream gf(std::string(ZF_TEST_DATA_DIR) + "/golden/families/" + name + ".json");
+  ASSERT_TRUE(gf.good()) << "missing golden for " << name;
+  const std::vector<int32_t> golden = json::parse(gf)["tokens"].get<std::vector<int32_t>>();
+  const std::string path = ModelsDir() + "/" + name + ".gguf";
+  zf_model_params mp;
+  ASSERT_EQ(zf_model_params_init(&mp, sizeof mp), ZF_OK);
+  mp.device = ZF_DEVICE_CPU;
+  Model plain, batched;
+  ASSERT_EQ(zf_model_load(path.c_str(), &mp, &plain.m), ZF_OK) << zf_last_error();
+  mp.max_batch = 4;
+  ASSERT_EQ(zf_model_load(path.c_str(), &mp, &batched.m), ZF_OK) << zf_last_error();
+  zf_model_summary info{};
+  info.struct_size = sizeof info;
+  ASSERT_EQ(zf_model_info(plain.m, &info), ZF_OK);
+  constexpr int kSeqs = 4;
+  std::vector<std::vector<int32_t>> seqs(kSeqs);
+  std::vector<std::vector<float>> want(kSeqs), got(kSeqs);
+  for (int i = 0; i < kSeqs; ++i) {  // rotations of the golden's tokens: different histories
+    const size_t n = std::min<size_t>(golden.size(), 12 + 2 * size_t(i));
+    for (size_t j = 0; j < n; ++j) seqs[size_t(i)].push_back(golden[(j + 5 * size_t(i)) % golden.size()]);
+    want[size_t(i)] = DecodeAll(plain.m, seqs[size_t(i)], info.n_vocab);
+  }
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kSeqs; ++i) {
+    threads.emplace_back([&, i] { got[size_t(i)] = DecodeAll(batched.m, seqs[size_t(i)], info.n_vocab, &ready, kSeqs); });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kSeqs; ++i) {
+    ASSERT_EQ(got[size_t(i)].size(), want[size_t(i)].size());
+    EXPECT_EQ(std::memcmp(got[size_t(i)].data(), want[size_t(i)].data(), want[size_t(i)].size() * sizeof(float)), 0)
+        << name << ": sequence " << i << "'s logits in a batch differ from the sequence alone";
+  }
+}
+
 std::vector<std::string> AllFiles() {
   std::vector<std::string> v;
   for (const char* m : kModels) {
@@ -260,12 +328,14 @@ std::vector<std::string> AllFiles() {
   return v;
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, FamilyGolden, testing::ValuesIn(AllFiles()),
-                         [](const testing::TestParamInfo<std::string>& i) {
-                           std::string s = i.param;
-                           for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-                           return s;
-                         });
+std::string ParamName(const testing::TestParamInfo<std::string>& i) {
+  std::string s = i.param;
+  for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, FamilyGolden, testing::ValuesIn(AllFiles()), ParamName);
+INSTANTIATE_TEST_SUITE_P(Files, FamilyBatched, testing::ValuesIn(AllFiles()), ParamName);
 
 std::string ReadAll(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

@@ -67,9 +67,8 @@ void Batcher::WorkerLoop() {
   for (;;) {
     work_cv_.wait(lock, [&] { return stop_ || !decodes_.empty() || !prefills_.empty(); });
     if (decodes_.empty() && prefills_.empty()) return;  // stop_ with nothing left
-    if (!decodes_.empty() && decodes_.size() < expected && prefills_.empty() && !stop_) {
-      const bool all = work_cv_.wait_for(lock, kGatherWindow, [&] { return stop_ || decodes_.size() >= expected; });
-      (void)all;
+    if (!decodes_.empty() && decodes_.size() < expected && !stop_) {
+      work_cv_.wait_for(lock, kGatherWindow, [&] { return stop_ || decodes_.size() >= expected; });
     }
     batch.clear();
     while (!decodes_.empty() && int32_t(batch.size()) < max_batch_) {

@@ -20,15 +20,6 @@ namespace {
 
 using namespace zf::capitest;  // NOLINT: the shared handle helpers
 
-ModelPtr LoadBatched(const std::string& path, int32_t max_batch) {
-  zf_model_params p;
-  zf_model_params_init(&p, sizeof p);
-  p.max_batch = max_batch;
-  zf_model* m = nullptr;
-  EXPECT_EQ(zf_model_load(path.c_str(), &p, &m), ZF_OK) << zf_last_error();
-  return ModelPtr(m);
-}
-
 int32_t Vocab(zf_model* m) {
   zf_model_summary s;
   s.struct_size = sizeof s;
@@ -73,7 +64,7 @@ std::vector<std::string> Prompts(size_t n) {
 void CheckEvalInvariance(const std::string& path) {
   constexpr size_t kSessions = 12;
   ModelPtr plain = Load(path);
-  ModelPtr batched = LoadBatched(path, 16);
+  ModelPtr batched = Load(path, 0, 16);
   ASSERT_TRUE(plain && batched);
   const std::vector<std::string> prompts = Prompts(kSessions);
   std::vector<std::vector<int32_t>> toks, steps;
@@ -116,25 +107,13 @@ TEST(Batching, EvalLogitsIdenticalToAloneGemma3) {
   CheckEvalInvariance(path);
 }
 
-struct Collected {
-  std::string text;
-  std::vector<int32_t> tokens;
-};
-
-int32_t Collect(void* ud, const char* piece, size_t len, int32_t token) {
-  auto* c = static_cast<Collected*>(ud);
-  c->text.append(piece, len);
-  c->tokens.push_back(token);
-  return 0;
-}
-
-Collected Generate(zf_model* m, const std::string& prompt, int32_t max_tokens) {
+Pushed Generate(zf_model* m, const std::string& prompt, int32_t max_tokens) {
   SessionPtr s = NewSession(m, 512, 1);
-  Collected c;
+  Pushed c;
   const zf_generate_params g = Greedy(max_tokens);
   zf_generate_result r;
   r.struct_size = sizeof r;
-  EXPECT_EQ(zf_generate(s.get(), prompt.data(), prompt.size(), &g, Collect, &c, &r), ZF_OK) << zf_last_error();
+  EXPECT_EQ(zf_generate(s.get(), prompt.data(), prompt.size(), &g, CollectPieces, &c, &r), ZF_OK) << zf_last_error();
   return c;
 }
 
@@ -144,12 +123,12 @@ TEST(Batching, SixteenGenerationsIdenticalToAlone) {
   ZF_REQUIRE_MODEL(path, "smollm2");
   constexpr size_t kN = 16;
   ModelPtr plain = Load(path);
-  ModelPtr batched = LoadBatched(path, 8);  // fewer slots than sessions: some wait a step
+  ModelPtr batched = Load(path, 0, 8);  // fewer slots than sessions: some wait a step
   std::vector<std::string> prompts = Prompts(kN);
   std::string long_prompt;
   for (int i = 0; i < 40; ++i) long_prompt += "Count the sheep: one, two, three. ";
   prompts[3] = long_prompt;  // > 128 tokens: evaluated in chunks between decode steps
-  std::vector<Collected> want, got(kN);
+  std::vector<Pushed> want, got(kN);
   for (size_t i = 0; i < kN; ++i) want.push_back(Generate(batched.get(), prompts[i], 28));
   // Prompts within one chunk match the model without batching too.
   EXPECT_EQ(Generate(plain.get(), prompts[0], 28).tokens, want[0].tokens);
@@ -182,7 +161,7 @@ TEST(Batching, MaxBatchOutOfRangeIsRejected) {
 // its sessions (the batching worker lives as long as the last of them).
 TEST(Batching, FreeInAnyOrder) {
   ZF_REQUIRE_MODEL(path, "smollm2");
-  ModelPtr m = LoadBatched(path, 4);
+  ModelPtr m = Load(path, 0, 4);
   SessionPtr a = NewSession(m.get(), 256, 1);
   SessionPtr b = NewSession(m.get(), 256, 1);
   zf_model_free(m.release());
@@ -190,15 +169,15 @@ TEST(Batching, FreeInAnyOrder) {
   const zf_generate_params g = Greedy(8);
   zf_generate_result r;
   r.struct_size = sizeof r;
-  Collected ca, cb;
-  std::thread t([&] { EXPECT_EQ(zf_generate(a.get(), prompt.data(), prompt.size(), &g, Collect, &ca, &r), ZF_OK); });
+  Pushed ca, cb;
+  std::thread t([&] { EXPECT_EQ(zf_generate(a.get(), prompt.data(), prompt.size(), &g, CollectPieces, &ca, &r), ZF_OK); });
   zf_generate_result r2;
   r2.struct_size = sizeof r2;
-  EXPECT_EQ(zf_generate(b.get(), prompt.data(), prompt.size(), &g, Collect, &cb, &r2), ZF_OK);
+  EXPECT_EQ(zf_generate(b.get(), prompt.data(), prompt.size(), &g, CollectPieces, &cb, &r2), ZF_OK);
   t.join();
   EXPECT_EQ(ca.tokens, cb.tokens);
   a.reset();
-  EXPECT_EQ(zf_generate(b.get(), prompt.data(), prompt.size(), &g, Collect, &cb, &r2), ZF_OK);
+  EXPECT_EQ(zf_generate(b.get(), prompt.data(), prompt.size(), &g, CollectPieces, &cb, &r2), ZF_OK);
 }
 
 }  // namespace

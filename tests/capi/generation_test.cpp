@@ -16,22 +16,10 @@ namespace {
 
 using namespace zf::capitest;  // NOLINT: the shared handle helpers
 
-struct Pushed {
-  std::vector<std::string> pieces;
-  std::vector<int32_t> tokens;
-};
-
-int32_t Collect(void* ud, const char* piece, size_t len, int32_t token) {
-  Pushed* c = static_cast<Pushed*>(ud);
-  c->pieces.emplace_back(piece, len);
-  c->tokens.push_back(token);
-  return 0;
-}
-
 Pushed Push(zf_session* s, const std::string& prompt, const zf_generate_params& g, zf_generate_result* r) {
   Pushed c;
   r->struct_size = sizeof *r;
-  EXPECT_EQ(zf_generate(s, prompt.data(), prompt.size(), &g, Collect, &c, r), ZF_OK) << zf_last_error();
+  EXPECT_EQ(zf_generate(s, prompt.data(), prompt.size(), &g, CollectPieces, &c, r), ZF_OK) << zf_last_error();
   return c;
 }
 

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "zerfoo.h"
 
@@ -23,11 +24,13 @@ using ModelPtr = std::unique_ptr<zf_model, ModelDeleter>;
 using SessionPtr = std::unique_ptr<zf_session, SessionDeleter>;
 using GenerationPtr = std::unique_ptr<zf_generation, GenerationDeleter>;
 
-// Loads `path` with the given flags (a failure is a test failure and a null pointer).
-inline ModelPtr Load(const std::string& path, uint32_t flags = 0) {
+// Loads `path` with the given flags and max_batch (a failure is a test failure and a null
+// pointer).
+inline ModelPtr Load(const std::string& path, uint32_t flags = 0, int32_t max_batch = 0) {
   zf_model_params p;
   zf_model_params_init(&p, sizeof p);
   p.flags = flags;
+  p.max_batch = max_batch;
   zf_model* m = nullptr;
   EXPECT_EQ(zf_model_load(path.c_str(), &p, &m), ZF_OK) << zf_last_error();
   return ModelPtr(m);
@@ -51,6 +54,18 @@ inline zf_generate_params Greedy(int32_t max_tokens) {
   g.temperature = 0.0f;
   g.max_tokens = max_tokens;
   return g;
+}
+
+// What a zf_stream_cb received: the pieces and their tokens (CollectPieces appends to it).
+struct Pushed {
+  std::vector<std::string> pieces;
+  std::vector<int32_t> tokens;
+};
+inline int32_t CollectPieces(void* ud, const char* piece, size_t len, int32_t token) {
+  Pushed* c = static_cast<Pushed*>(ud);
+  c->pieces.emplace_back(piece, len);
+  c->tokens.push_back(token);
+  return 0;
 }
 
 }  // namespace zf::capitest

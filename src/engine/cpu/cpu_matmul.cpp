@@ -311,14 +311,16 @@ bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n
     }
   }
   if (act_q_.size() < act_bytes * size_t(n_tok)) act_q_.resize(act_bytes * size_t(n_tok));
-  for (int32_t i = 0; i < n; ++i) {
-    parts[i].act = act_q_.data() + act_off[i];
-    if (owner[i] != i) continue;
-    for (int32_t t = 0; t < n_tok; ++t) {
-      quant::QuantizeActivations(quant::VecDotType(w[i]->type), x + int64_t{t} * k,
-                                 act_q_.data() + size_t(t) * act_bytes + act_off[i], k);
+  // Row t's activations in each type its weights read. One token: here, on the caller (a pool
+  // round trip costs more); batched rows: claimed by the threads inside the region below.
+  const auto quantize_row = [&](int64_t t) {
+    for (int32_t i = 0; i < n; ++i) {
+      if (owner[i] != i) continue;
+      quant::QuantizeActivations(quant::VecDotType(w[i]->type), x + t * k, act_q_.data() + size_t(t) * act_bytes + act_off[i], k);
     }
-  }
+  };
+  for (int32_t i = 0; i < n; ++i) parts[i].act = act_q_.data() + act_off[i];
+  if (n_tok == 1) quantize_row(0);
   // Each thread owns an equal share of the bytes (or of gate/up's rows), cut in chunks of about
   // kChunkBytes that it takes front to back, so its stream stays contiguous and prefetched
   // across chunk boundaries. A thread done with its share takes chunks from the back of the
@@ -338,6 +340,7 @@ bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n
     const int64_t share = units * (t + 1) / nth - units * t / nth;
     decode_ranges_[size_t(t)].range.store(uint64_t((share + per - 1) / per) << 32, std::memory_order_relaxed);
   }
+  using QuantizeRow = decltype(quantize_row);
   struct Ctx {
     const Part* parts;
     int32_t n, n_tok;
@@ -346,10 +349,14 @@ bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n
     const Activation* gated;
     int64_t units, per;  // as above; chunk j of thread t: units [lo_t + j per, min(hi_t, ...))
     ChunkRange* ranges;
-  } c{parts, n, n_tok, k, act_bytes, gated, units, per, decode_ranges_.get()};
+    const QuantizeRow* quantize_row;
+    ClaimedWork rows;  // batched rows to quantize (none for one token)
+  } c{parts, n, n_tok, k, act_bytes, gated, units, per, decode_ranges_.get(), &quantize_row,
+      ClaimedWork(n_tok > 1 ? n_tok : 0)};
   pool_.Run(
       [](void* p, int32_t ith, int32_t nth) {
-        const Ctx& c = *static_cast<const Ctx*>(p);
+        Ctx& c = *static_cast<Ctx*>(p);
+        c.rows.Work([&](int64_t t) { (*c.quantize_row)(t); });
         const auto gemv = [&](const Part& part, int64_t g0, int64_t g1) {
           const int64_t m = part.w->ne[1];
           if (c.n_tok == 1) {

@@ -329,7 +329,7 @@ def test_kill(nginx, replicas, tmp):
 
 def test_drain(nginx, replicas):
     # One stream per replica (least_conn), so every replica keeps a free slot for new requests.
-    streams = [Stream(nginx.port, PROMPTS[i % len(PROMPTS)], 40) for i in range(len(replicas))]
+    streams = [Stream(nginx.port, PROMPTS[i % len(PROMPTS)], 64) for i in range(len(replicas))]
     wait_tokens(streams, 2, 60)
     groups = by_upstream(streams)
     assert len(groups) == len(replicas), "streams not on every replica: %s" % sorted(groups)
@@ -345,7 +345,7 @@ def test_drain(nginx, replicas):
         assert upstream.split(", ")[-1] != target.addr, upstream
     for s in streams:
         s.wait(90)
-        assert s.done and s.error is None and s.usage["completion_tokens"] == 40, (s.upstream, s.error, s.usage)
+        assert s.done and s.error is None and s.usage["completion_tokens"] == 64, (s.upstream, s.error, s.usage)
     served_during = sum(t < min(s.ended_at for s in groups[target.addr]) for t in answered)
     rc = target.stop(timeout=40)
     assert rc == 0, "the drained replica exited %s:\n%s" % (rc, target.logtext()[-2000:])

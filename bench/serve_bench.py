@@ -29,6 +29,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -127,7 +128,8 @@ def start_server(kind, binary, a, levels):
     else:
         cmd = [binary, "-m", a.model, "--host", "127.0.0.1", "--port", str(port), "--parallel", str(parallel),
                "--threads", str(a.threads or os.cpu_count()), "--ctx-size", str(a.ctx * parallel)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = open(os.path.join(tempfile.gettempdir(), "serve_bench-%s.log" % kind), "w")  # the server's own log
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.time() + 300
     while True:
         try:
@@ -141,7 +143,7 @@ def start_server(kind, binary, a, levels):
             proc.kill()
             sys.exit("%s did not become healthy: %s" % (kind, " ".join(cmd)))
         time.sleep(0.1)
-    print("# %s: %s" % (kind, " ".join(cmd)), file=sys.stderr, flush=True)
+    print("# %s: %s (log: %s)" % (kind, " ".join(cmd), log.name), file=sys.stderr, flush=True)
     return proc, port
 
 

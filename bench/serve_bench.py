@@ -9,7 +9,7 @@ script prints aggregate decode tok/s and p50/p99 time to first token and inter-t
       -m MODEL.gguf --parallel 16 --threads 2
   python3 bench/serve_bench.py --zerfoo build/zerfoo --llama-server .../llama-server -m MODEL.gguf \
       --threads 2 --repeat 2 --json-out results.json     # both, one after the other, + ratio table
-  python3 bench/serve_bench.py --compare zerfoo.json llama.json   # ratio table of two saved runs
+  python3 bench/serve_bench.py --compare zerfoo.json llama.json   # the tables of saved runs
 
 With --zerfoo / --llama-server the script starts the server on a free loopback port (--parallel
 defaults to the highest concurrency; llama-server's -c is --ctx times --parallel, as it splits its
@@ -207,7 +207,7 @@ def main():
     ap.add_argument("--label", help="name of the --url server in the tables")
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--json-out", help="write the kept results (a JSON list) here")
-    ap.add_argument("--compare", nargs=2, metavar="JSON", help="print the tables of two --json-out files")
+    ap.add_argument("--compare", nargs="+", metavar="JSON", help="print the tables of --json-out files")
     a = ap.parse_args()
     if a.compare:
         results = []

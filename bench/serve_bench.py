@@ -207,14 +207,18 @@ def main():
     ap.add_argument("--label", help="name of the --url server in the tables")
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--json-out", help="write the kept results (a JSON list) here")
-    ap.add_argument("--compare", nargs="+", metavar="JSON", help="print the tables of --json-out files")
+    ap.add_argument("--compare", nargs="+", metavar="JSON", help="print the tables of --json-out files (the best run per server and level)")
     a = ap.parse_args()
     if a.compare:
-        results = []
+        best = {}  # the best run per server and level over all the files
         for path in a.compare:
             with open(path) as f:
-                results += json.load(f)
-        print_table(results)
+                for r in json.load(f):
+                    key = (r["server"], r["concurrency"])
+                    if key not in best or (r["errors"], -r["aggregate_tok_s"]) < (best[key]["errors"],
+                                                                                -best[key]["aggregate_tok_s"]):
+                        best[key] = r
+        print_table(sorted(best.values(), key=lambda r: (r["server"] != "zerfoo", r["server"], r["concurrency"])))
         return
     levels = [int(x) for x in a.concurrency.split(",")]
     runs = [(k, b) for k, b in (("zerfoo", a.zerfoo), ("llama-server", a.llama_server)) if b]

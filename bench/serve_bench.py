@@ -5,9 +5,21 @@ script prints aggregate decode tok/s and p50/p99 time to first token and inter-t
 
   python3 bench/serve_bench.py --url http://127.0.0.1:8080 --concurrency 1,4,8,16
   python3 bench/serve_bench.py --zerfoo build/zerfoo -m MODEL.gguf --parallel 16 --threads 2
+  python3 bench/serve_bench.py --llama-server "$(scripts/reference/build_llama_cpp.sh server)/bin/llama-server" \
+      -m MODEL.gguf --parallel 16 --threads 2
+  python3 bench/serve_bench.py --zerfoo build/zerfoo --llama-server .../llama-server -m MODEL.gguf \
+      --threads 2 --repeat 2 --json-out results.json     # both, one after the other, + ratio table
+  python3 bench/serve_bench.py --compare zerfoo.json llama.json   # the tables of saved runs
 
-With --zerfoo the script starts `zerfoo serve` on a free loopback port (--parallel defaults to the
-highest concurrency) and stops it at the end. Standard library only; not a test.
+With --zerfoo / --llama-server the script starts the server on a free loopback port (--parallel
+defaults to the highest concurrency; llama-server's -c is --ctx times --parallel, as it splits its
+context over the slots; continuous batching is llama-server's default) and stops it before the
+next one starts, so the two never share the machine. Both get the same model file, threads, prompts,
+max_tokens and greedy ignore_eos requests. Note that zerfoo's --threads is per session and
+llama-server's is for the whole batch. --repeat N runs every level N times and keeps the run with
+the highest aggregate tok/s; --rounds N alternates the servers N times (zerfoo, llama-server,
+zerfoo, ...) and keeps the best per server and level, so slow phases of a shared machine hit both
+(the load average is printed with every run). Standard library only; not a test.
 """
 import argparse
 import http.client
@@ -17,6 +29,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -37,13 +50,13 @@ def stream_one(host, port, prompt, n_tokens, timeout):
     """Returns (ttft_s, [inter-token gaps], tokens) of one streamed completion."""
     c = http.client.HTTPConnection(host, port, timeout=timeout)
     body = {"prompt": prompt, "max_tokens": n_tokens, "temperature": 0, "stream": True, "ignore_eos": True,
-            "n_predict": n_tokens, "cache_prompt": False}
+            "n_predict": n_tokens, "cache_prompt": False, "stream_options": {"include_usage": True}}
     t0 = time.perf_counter()
     c.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
     r = c.getresponse()
     if r.status != 200:
         raise RuntimeError("HTTP %d: %s" % (r.status, r.read()[:200]))
-    buf, times = b"", []
+    buf, times, usage = b"", [], None
     while True:
         chunk = r.read1(65536)
         if not chunk:
@@ -55,13 +68,16 @@ def stream_one(host, port, prompt, n_tokens, timeout):
             if data == b"[DONE]":
                 continue
             j = json.loads(data)
+            if j.get("usage"):
+                usage = j["usage"]
             if j.get("choices") and j["choices"][0].get("text"):
                 times.append(time.perf_counter())
     c.close()
     if not times:
         return None, [], 0
     gaps = [b - a for a, b in zip(times, times[1:])]
-    return times[0] - t0, gaps, len(times)
+    n = usage["completion_tokens"] if usage and usage.get("completion_tokens") else len(times)
+    return times[0] - t0, gaps, n
 
 
 def run_level(host, port, conc, reqs, n_tokens, timeout):
@@ -96,56 +112,149 @@ def run_level(host, port, conc, reqs, n_tokens, timeout):
             "errors": len(errors)}
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(kind, binary, a, levels):
+    """Starts `zerfoo serve` or llama-server on a free loopback port; returns (proc, port)."""
+    port = free_port()
+    parallel = a.parallel or max(levels)
+    if kind == "zerfoo":
+        cmd = [binary, "serve", "-m", a.model, "--port", str(port), "--parallel", str(parallel),
+               "--threads", str(a.threads), "--ctx-size", str(a.ctx), "--queue", str(4 * max(levels))]
+    else:
+        cmd = [binary, "-m", a.model, "--host", "127.0.0.1", "--port", str(port), "--parallel", str(parallel),
+               "--threads", str(a.threads or os.cpu_count()), "--ctx-size", str(a.ctx * parallel)]
+    log = open(os.path.join(tempfile.gettempdir(), "serve_bench-%s.log" % kind), "w")  # the server's own log
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.time() + 300
+    while True:
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            c.request("GET", "/health")
+            if c.getresponse().status == 200:
+                break
+        except OSError:
+            pass
+        if time.time() > deadline or proc.poll() is not None:
+            proc.kill()
+            sys.exit("%s did not become healthy: %s" % (kind, " ".join(cmd)))
+        time.sleep(0.1)
+    print("# %s: %s (log: %s)" % (kind, " ".join(cmd), log.name), file=sys.stderr, flush=True)
+    return proc, port
+
+
+def bench(host, port, levels, a, label):
+    """Every level --repeat times; the run with the highest aggregate tok/s per level."""
+    stream_one(host, port, PROMPTS[0], 4, a.timeout)  # warm-up
+    best = {}
+    for rep in range(a.repeat):
+        for conc in levels:
+            r = run_level(host, port, conc, a.requests, a.tokens, a.timeout)
+            r.update(server=label, rep=rep, load=round(os.getloadavg()[0], 2))
+            print(json.dumps(r), flush=True)
+            if conc not in best or (r["errors"], -r["aggregate_tok_s"]) < (best[conc]["errors"],
+                                                                           -best[conc]["aggregate_tok_s"]):
+                best[conc] = r
+    return [best[c] for c in levels]
+
+
+COLS = [("aggregate_tok_s", "tok/s"), ("ttft_p50_ms", "TTFT p50"), ("ttft_p99_ms", "TTFT p99"),
+        ("itl_p50_ms", "ITL p50"), ("itl_p99_ms", "ITL p99")]
+
+
+def print_table(results):
+    """A markdown table per server, then zerfoo / llama-server ratios when both are present."""
+    servers = list(dict.fromkeys(r["server"] for r in results))
+    print("\n| server | streams | " + " | ".join(h + (" (ms)" if "ms" in k else "") for k, h in COLS)
+          + " | errors |")
+    print("|---" * (len(COLS) + 3) + "|")
+    for r in results:
+        print("| %s | %d | " % (r["server"], r["concurrency"]) + " | ".join(str(r[k]) for k, _ in COLS)
+              + " | %d |" % r["errors"])
+    if len(servers) == 2:
+        a, b = servers
+        by = {(r["server"], r["concurrency"]): r for r in results}
+        print("\n| streams | %s / %s: tok/s | TTFT p50 | TTFT p99 | ITL p50 | ITL p99 |" % (a, b))
+        print("|---" * 6 + "|")
+        for conc in sorted({r["concurrency"] for r in results}):
+            if (a, conc) in by and (b, conc) in by:
+                ra, rb = by[(a, conc)], by[(b, conc)]
+                print("| %d | " % conc + " | ".join(
+                    "%.2fx" % (ra[k] / rb[k]) if rb[k] else "-" for k, _ in COLS) + " |")
+        print("(tok/s: higher is better for %s; latencies: below 1 is better for %s)" % (a, a))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--url", help="a running server, e.g. http://127.0.0.1:8080")
-    ap.add_argument("--zerfoo", help="start this zerfoo binary's `serve` instead")
+    ap.add_argument("--zerfoo", help="start this zerfoo binary's `serve`")
+    ap.add_argument("--llama-server", help="start this llama-server binary (after zerfoo's run, if both)")
     ap.add_argument("-m", "--model")
-    ap.add_argument("--parallel", type=int, default=0)
+    ap.add_argument("--parallel", type=int, default=0, help="slots (default: the highest concurrency)")
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--ctx", type=int, default=1024, help="context per slot")
     ap.add_argument("--concurrency", default="1,4,8,16")
     ap.add_argument("--requests", type=int, default=2, help="streams per client per level")
     ap.add_argument("--tokens", type=int, default=64, help="tokens per stream")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per level; the best is kept")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="start the server(s) this many times, alternating zerfoo and llama-server; the best "
+                         "run per server and level is kept")
+    ap.add_argument("--label", help="name of the --url server in the tables")
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--json-out", help="write the kept results (a JSON list) here")
+    ap.add_argument("--compare", nargs="+", metavar="JSON", help="print the tables of --json-out files (the best run per server and level)")
     a = ap.parse_args()
+    if a.compare:
+        best = {}  # the best run per server and level over all the files
+        for path in a.compare:
+            with open(path) as f:
+                for r in json.load(f):
+                    key = (r["server"], r["concurrency"])
+                    if key not in best or (r["errors"], -r["aggregate_tok_s"]) < (best[key]["errors"],
+                                                                                -best[key]["aggregate_tok_s"]):
+                        best[key] = r
+        print_table(sorted(best.values(), key=lambda r: (r["server"] != "zerfoo", r["server"], r["concurrency"])))
+        return
     levels = [int(x) for x in a.concurrency.split(",")]
-    proc = None
-    if a.zerfoo:
-        if not a.model:
-            ap.error("--zerfoo needs -m MODEL")
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        parallel = a.parallel or max(levels)
-        proc = subprocess.Popen([a.zerfoo, "serve", "-m", a.model, "--port", str(port), "--parallel", str(parallel),
-                                 "--threads", str(a.threads), "--queue", str(4 * max(levels))],
-                                stderr=subprocess.DEVNULL)
-        host = "127.0.0.1"
-        deadline = time.time() + 120
-        while True:
-            try:
-                c = http.client.HTTPConnection(host, port, timeout=5)
-                c.request("GET", "/health")
-                if c.getresponse().status == 200:
-                    break
-            except OSError:
-                pass
-            if time.time() > deadline or proc.poll() is not None:
-                sys.exit("server did not become healthy")
-            time.sleep(0.1)
-    else:
-        if not a.url:
-            ap.error("give --url or --zerfoo")
+    runs = [(k, b) for k, b in (("zerfoo", a.zerfoo), ("llama-server", a.llama_server)) if b]
+    if runs and not a.model:
+        ap.error("--zerfoo / --llama-server need -m MODEL")
+    if not runs and not a.url:
+        ap.error("give --url, --zerfoo or --llama-server")
+    print("# %s; load average %s; model %s" % (
+        subprocess.run(["sh", "-c", "lscpu | grep 'Model name' | sed 's/.*: *//'"], capture_output=True,
+                       text=True).stdout.strip(), os.getloadavg(), a.model or a.url), file=sys.stderr)
+    results = []
+    if a.url:
         u = urllib.parse.urlparse(a.url)
-        host, port = u.hostname, u.port or 80
-    try:
-        stream_one(host, port, PROMPTS[0], 4, a.timeout)  # warm-up
-        for conc in levels:
-            print(json.dumps(run_level(host, port, conc, a.requests, a.tokens, a.timeout)), flush=True)
-    finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(60)
+        results += bench(u.hostname, u.port or 80, levels, a, a.label or a.url)
+    best = {}
+    for rnd in range(a.rounds):
+        for kind, binary in runs:
+            proc, port = start_server(kind, binary, a, levels)
+            try:
+                for r in bench("127.0.0.1", port, levels, a, kind):
+                    key = (kind, r["concurrency"])
+                    if key not in best or (r["errors"], -r["aggregate_tok_s"]) < (best[key]["errors"],
+                                                                                -best[key]["aggregate_tok_s"]):
+                        best[key] = r
+            finally:
+                proc.terminate()
+                try:
+                    proc.wait(60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+    results += [best[(kind, c)] for kind, _ in runs for c in levels]
+    if a.json_out:
+        with open(a.json_out, "w") as f:
+            json.dump(results, f, indent=1)
+    print_table(results)
 
 
 if __name__ == "__main__":

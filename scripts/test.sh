@@ -59,6 +59,9 @@ ZERFOO_TEST_MODEL="$(scripts/fetch_models.sh smollm2)" bindings/csharp/test.sh
 stage "zerfoo serve (openai client, curl, 16 concurrent clients, cancel, queue-full, drain)"
 ZERFOO_CLI="$PWD/build-test/zerfoo" ZERFOO_TEST_MODEL="$(scripts/fetch_models.sh smollm2)" tests/serve/test.sh
 
+stage "zerfoo serve: three replicas behind nginx (spread, SIGKILL mid-stream, SIGTERM drain)"
+ZERFOO_CLI="$PWD/build-test/zerfoo" ZERFOO_TEST_MODEL="$(scripts/fetch_models.sh smollm2)" tests/serve/replicas.sh
+
 if [ "${ZF_TEST_FAST:-0}" = "1" ]; then
   echo "ZF_TEST_FAST=1: sanitizer stages skipped"
   exit 0

@@ -9,6 +9,10 @@
 # Cortex-A53/A72 CPUs without the dot product, into build-aarch64-armv8-a/), for
 # bench/aarch64_insns.sh under qemu-user.
 #
+# `build_llama_cpp.sh server` also builds llama-server in the same build directory (only the
+# server and its libraries compile; no web UI, no download: LLAMA_USE_PREBUILT_UI=OFF, no curl),
+# at nice 10 as it takes a while on two cores, for bench/serve_bench.py --llama-server.
+#
 # AMX is off: this machine kind reports AMX in /proc/cpuinfo but traps tile instructions
 # (SIGILL in tilezero), so a -march=native build crashes. Everything else is native.
 set -euo pipefail
@@ -45,5 +49,10 @@ if [ ! -x "$build/bin/llama-bench" ]; then
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
     -DBUILD_SHARED_LIBS=ON -DCMAKE_C_FLAGS="$noamx" -DCMAKE_CXX_FLAGS="$noamx" >&2
   cmake --build "$build" -j"$(nproc)" --target llama llama-bench llama-completion >&2
+fi
+if [ "${1:-}" = server ] && [ ! -x "$build/bin/llama-server" ]; then
+  cmake "$build" -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
+    -DLLAMA_CURL=OFF >&2
+  nice -n 10 cmake --build "$build" -j"$(nproc)" --target llama-server >&2
 fi
 echo "$build"

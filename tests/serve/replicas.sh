@@ -1,0 +1,37 @@
+#!/bin/sh
+# CI stage: three `zerfoo serve` replicas on loopback behind nginx (issue #20 §3), driven by
+# tests/serve/test_replicas.py (standard library only): requests spread over the three, a
+# SIGKILLed replica's streams fail cleanly while the others keep serving, a SIGTERMed replica
+# finishes its streams and exits 0. nginx runs as this user from a temporary config (no service).
+# Installs nginx (Debian) if missing, without starting the system service.
+# Environment: ZERFOO_CLI (default build/zerfoo), ZERFOO_TEST_MODEL (default: SmolLM2 via
+# scripts/fetch_models.sh).
+set -eu
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+ZERFOO_CLI="${ZERFOO_CLI:-$root/build/zerfoo}"
+ZERFOO_TEST_MODEL="${ZERFOO_TEST_MODEL:-$("$root/scripts/fetch_models.sh" smollm2)}"
+export ZERFOO_CLI ZERFOO_TEST_MODEL
+
+if ! "$ZERFOO_CLI" serve --help >/dev/null 2>&1; then
+  echo "tests/serve: '$ZERFOO_CLI serve' is missing (was libcpp-httplib-dev installed at configure time?)" >&2
+  exit 1
+fi
+NGINX="$(command -v nginx || true)"
+[ -n "$NGINX" ] || NGINX=/usr/sbin/nginx
+if [ ! -x "$NGINX" ]; then
+  # The package's postinst starts the system service unless policy-rc.d forbids it (Docker's
+  # Debian images ship one that does): forbid it for the install if there is none.
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
+    $sudo chmod +x /usr/sbin/policy-rc.d
+    policy=1
+  fi
+  "$root/scripts/install_deps.sh" nginx || { [ -z "$policy" ] || $sudo rm -f /usr/sbin/policy-rc.d; exit 1; }
+  [ -z "$policy" ] || $sudo rm -f /usr/sbin/policy-rc.d
+fi
+export NGINX
+exec timeout 240 "${PYTHON:-python3}" "$here/test_replicas.py"

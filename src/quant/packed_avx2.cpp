@@ -215,7 +215,7 @@ void LegacyKernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int6
 // d * da * isum - dmin * da * msum. A sub-block's 8 chunks add in int16: nibbles <= 15, so
 // 8 x 2 x 15 x 127 = 30480 at most.
 template <int T>
-inline void Q4KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
+__attribute__((noinline)) void Q4KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
                      int64_t valid, bool prefetch) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc[T][2];
@@ -229,7 +229,13 @@ inline void Q4KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K*
     const uint8_t* sc = u + l.sc_off;
     const uint8_t* mn = u + l.mn_off;
     const int8_t* x[T];
-    for (int t = 0; t < T; ++t) x[t] = ab[t][s].qs;
+    int32_t bsum[T][8];  // (bsums[2j], bsums[2j+1]) as one int16 pair
+    for (int t = 0; t < T; ++t) {
+      x[t] = ab[t][s].qs;
+      for (int j = 0; j < 8; ++j) {
+        bsum[t][j] = int32_t(uint16_t(ab[t][s].bsums[2 * j])) | int32_t(uint32_t(uint16_t(ab[t][s].bsums[2 * j + 1])) << 16);
+      }
+    }
     for (int h = 0; h < 2; ++h) {
       __m256i isum[T];
       for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
@@ -255,12 +261,7 @@ inline void Q4KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K*
       for (int t = 0; t < T; ++t) msum[t] = _mm256_setzero_si256();
       for (int j = 0; j < 8; ++j) {
         const __m256i m = PairU8(mn + 16 * j + 8 * h);
-        for (int t = 0; t < T; ++t) {
-          // (bsums[2j], bsums[2j+1]) as one int16 pair
-          const int32_t bsum = int32_t(uint16_t(ab[t][s].bsums[2 * j])) |
-                               int32_t(uint32_t(uint16_t(ab[t][s].bsums[2 * j + 1])) << 16);
-          msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(m, _mm256_set1_epi32(bsum)));
-        }
+        for (int t = 0; t < T; ++t) msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(m, _mm256_set1_epi32(bsum[t][j])));
       }
       const __m256 sd = Scales8(d + kHalf * h), smin = Scales8(dmin + kHalf * h);
       for (int t = 0; t < T; ++t) {
@@ -322,7 +323,7 @@ inline void Q6KQuarter(const uint8_t* lo, const uint8_t* hi, const uint8_t* sc, 
 // int16 pairs are <= 16002 and two chunks add before VPMADDWD. The -32 offset is applied once
 // per super-block: sum_g scale_g * bsum_g, times 32.
 template <int T>
-inline void Q6KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
+__attribute__((noinline)) void Q6KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
                      int64_t valid, bool prefetch) {
   __m256 acc[T][2];
   for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();

@@ -168,7 +168,7 @@ void LegacyKernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int6
 template <int T>
 inline void Q4KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
                      int64_t valid, bool prefetch) {
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i low4 = _mm512_set1_epi8(0x0F), high4 = _mm512_set1_epi8(char(0xF0));
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t s = 0; s < l.nb; ++s) {
@@ -181,28 +181,46 @@ inline void Q4KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K*
     const uint8_t* mn = u + l.mn_off;
     const int8_t* x[T];
     for (int t = 0; t < T; ++t) x[t] = ab[t][s].qs;
-    __m512i isum[T], msum[T];
-    for (int t = 0; t < T; ++t) isum[t] = msum[t] = _mm512_setzero_si512();
+    __m512i isum[T], hsum[T], msum[T];
+    for (int t = 0; t < T; ++t) isum[t] = hsum[t] = msum[t] = _mm512_setzero_si512();
     for (int c = 0; c < 4; ++c) {  // sub-blocks 2c (low nibbles) and 2c+1 (high nibbles)
-      __m512i lo_acc[T], hi_acc[T];
-      for (int t = 0; t < T; ++t) lo_acc[t] = hi_acc[t] = _mm512_setzero_si512();
+      // kChains independent VPDPBUSD chains per sub-block and token (even/odd chunks): one
+      // chain of 8 waits ~8 x 4-5 cycles of latency per sub-block pair, which made the
+      // one-token kernel latency-bound. Integer sums, so the split changes no result.
+      constexpr int kChains = T >= 3 ? 1 : 2;
+      __m512i lo_acc[T][kChains], hi_acc[T][kChains];
+      for (int t = 0; t < T; ++t) {
+        for (int k = 0; k < kChains; ++k) lo_acc[t][k] = hi_acc[t][k] = _mm512_setzero_si512();
+      }
 #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) {
         const __m512i raw = _mm512_load_si512(q + size_t(8 * c + i) * 64);
-        const __m512i lo = _mm512_and_si512(raw, low4), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+        // The high nibbles stay in place (16 x their value): no shift per chunk, one per
+        // super-block on the sum below (exact: every term is a multiple of 16).
+        const __m512i lo = _mm512_and_si512(raw, low4), hi = _mm512_and_si512(raw, high4);
 #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {
-          lo_acc[t] = _mm512_dpbusd_epi32(lo_acc[t], lo, _mm512_set1_epi32(Dword(x[t] + 4 * (16 * c + i))));
-          hi_acc[t] = _mm512_dpbusd_epi32(hi_acc[t], hi, _mm512_set1_epi32(Dword(x[t] + 4 * (16 * c + 8 + i))));
+          __m512i& la = lo_acc[t][i % kChains];
+          __m512i& ha = hi_acc[t][i % kChains];
+          la = _mm512_dpbusd_epi32(la, lo, _mm512_set1_epi32(Dword(x[t] + 4 * (16 * c + i))));
+          ha = _mm512_dpbusd_epi32(ha, hi, _mm512_set1_epi32(Dword(x[t] + 4 * (16 * c + 8 + i))));
         }
       }
       const __m512i sc_lo = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 32 * c)));
       const __m512i sc_hi = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 32 * c + 16)));
       for (int t = 0; t < T; ++t) {
-        isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(lo_acc[t], sc_lo),
-                                                             _mm512_mullo_epi32(hi_acc[t], sc_hi)));
+        __m512i lo_sum = lo_acc[t][0], hi_sum = hi_acc[t][0];
+        for (int k = 1; k < kChains; ++k) {
+          lo_sum = _mm512_add_epi32(lo_sum, lo_acc[t][k]);
+          hi_sum = _mm512_add_epi32(hi_sum, hi_acc[t][k]);
+        }
+        isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(lo_sum, sc_lo));
+        hsum[t] = _mm512_add_epi32(hsum[t], _mm512_mullo_epi32(hi_sum, sc_hi));
       }
     }
+    // hsum = 16 x sum_j sc_j * dot_j over the high-nibble sub-blocks: |.| <= 16 x 4 x 63 x
+    // (32 x 15 x 127) < 2^28, and a multiple of 16, so the shift is exact.
+    for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_srai_epi32(hsum[t], 4));
     for (int j = 0; j < 8; ++j) {
       const __m512i m = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(mn + 16 * j)));
       for (int t = 0; t < T; ++t) {

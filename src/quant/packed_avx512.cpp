@@ -197,8 +197,16 @@ inline void Q4KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K*
     const uint8_t* q = u + l.q_off;
     const uint8_t* sc = u + l.sc_off;
     const uint8_t* mn = u + l.mn_off;
+    // One token reads its quants from a copy on the stack (as the kernel did before the
+    // batched form: measured 3% faster in decode); blocks of tokens straight from the rows.
+    int32_t xs[T == 1 ? 64 : 1];
     const int8_t* x[T];
-    for (int t = 0; t < T; ++t) x[t] = ab[t][s].qs;
+    if (T == 1) {
+      std::memcpy(xs, ab[0][s].qs, 256);
+      x[0] = reinterpret_cast<const int8_t*>(xs);
+    } else {
+      for (int t = 0; t < T; ++t) x[t] = ab[t][s].qs;
+    }
     __m512i isum[T], hsum[T], msum[T];
     for (int t = 0; t < T; ++t) isum[t] = hsum[t] = msum[t] = _mm512_setzero_si512();
     for (int c = 0; c < 4; ++c) {  // sub-blocks 2c (low nibbles) and 2c+1 (high nibbles)

@@ -64,6 +64,10 @@ inline void Store8(float* out, int64_t valid, __m256 v, bool add) {
 // sharing each chunk's loads and unpacking; a token's float accumulation is written once, in
 // the loops over t, so it is the same sequence of operations whatever the block size. The
 // int16 partial sums keep the single-token grouping (their bounds), so every integer is exact.
+// Never write an add of a multiply (_mm*_add_ps(a, _mm*_mul_ps(b, c))): GCC contracts a multiply
+// feeding an add (-ffp-contract=fast is its default) into an FMA, and a contraction it makes
+// in one instantiation and not another would break the invariance (a test of it,
+// Packed.MultiTokenProductIsBitIdenticalToOneTokenAtATime, missed a change hidden that way).
 constexpr int kTokens = 2;  // 16 ymm registers
 
 // Calls f(std::integral_constant<int, T>, i) for tokens [i, i + T) covering [0, n).

@@ -34,6 +34,10 @@ inline void Store(float* out, int64_t valid, __m512 v, bool add) {
 // of the block; a token's float accumulation is written once, in the loop over t below, so it
 // is the same sequence of operations whatever the block size (batch invariance, packed.h).
 // Integer dot products are exact, so how they are split across chains is free.
+// Never write an add of a multiply (_mm*_add_ps(a, _mm*_mul_ps(b, c))): GCC contracts a multiply
+// feeding an add (-ffp-contract=fast is its default) into an FMA, and a contraction it makes
+// in one instantiation and not another would break the invariance (a test of it,
+// Packed.MultiTokenProductIsBitIdenticalToOneTokenAtATime, missed a change hidden that way).
 constexpr int kTokens = 4;
 
 // Calls f(std::integral_constant<int, T>, i) for tokens [i, i + T) covering [0, n), T <= kTokens.

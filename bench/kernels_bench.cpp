@@ -222,6 +222,7 @@ BENCHMARK_CAPTURE(BM_GemvPackedMulti, ffn_up_Q4_K, GgmlType::Q4_K)->Apply([](aut
 BENCHMARK_CAPTURE(BM_GemvPackedMulti, ffn_up_Q8_0, GgmlType::Q8_0)->Apply([](auto* b) { MultiArgs(b, 6144, 2048); });
 BENCHMARK_CAPTURE(BM_GemvPackedMulti, dram_Q4_K, GgmlType::Q4_K)->Apply([](auto* b) { MultiArgs(b, 49152, 2048); });
 BENCHMARK_CAPTURE(BM_GemvPackedMulti, dram_Q8_0, GgmlType::Q8_0)->Apply([](auto* b) { MultiArgs(b, 49152, 2048); });
+BENCHMARK_CAPTURE(BM_GemvPackedMulti, dram_Q6_K, GgmlType::Q6_K)->Apply([](auto* b) { MultiArgs(b, 49152, 2048); });
 
 // One decode step's attention: args {kv_len, n_head, n_head_kv, head_dim}.
 void BM_Attention(benchmark::State& state) {

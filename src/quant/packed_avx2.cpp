@@ -64,6 +64,10 @@ inline void Store8(float* out, int64_t valid, __m256 v, bool add) {
 // sharing each chunk's loads and unpacking; a token's float accumulation is written once, in
 // the loops over t, so it is the same sequence of operations whatever the block size. The
 // int16 partial sums keep the single-token grouping (their bounds), so every integer is exact.
+// Never write an add of a multiply (_mm*_add_ps(a, _mm*_mul_ps(b, c))): GCC contracts a multiply
+// feeding an add (-ffp-contract=fast is its default) into an FMA, and a contraction it makes
+// in one instantiation and not another would break the invariance (a test of it,
+// Packed.MultiTokenProductIsBitIdenticalToOneTokenAtATime, missed a change hidden that way).
 constexpr int kTokens = 2;  // 16 ymm registers
 
 // Calls f(std::integral_constant<int, T>, i) for tokens [i, i + T) covering [0, n).
@@ -72,6 +76,17 @@ inline void ForTokenBlocks(int32_t n, F&& f) {
   int32_t i = 0;
   for (; n - i >= kTokens; i += kTokens) f(std::integral_constant<int, kTokens>{}, i);
   if (n - i == 1) f(std::integral_constant<int, 1>{}, i);
+}
+
+// Blocks of several tokens also prefetch into L2 farther ahead (packed_avx512.cpp,
+// PrefetchUnit: the slower stream of a token block otherwise fell far below the read bandwidth).
+constexpr size_t kFarAhead = 32768;
+template <int T>
+inline void PrefetchUnit(const uint8_t* u, size_t bytes) {
+  PrefetchAhead(u, bytes);
+  if (T > 1) {
+    for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(u + kFarAhead + off, 0, 2);
+  }
 }
 
 inline int32_t Dword(const int8_t* p) {
@@ -162,7 +177,11 @@ inline void LegacyGroup(const PackedLayout& l, const uint8_t* grp, int64_t b0, i
   for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
   ForBlocks32(
       l, grp, b0, n,
-      [&](const BlockFields& f, int64_t b, auto) {
+      [&](const BlockFields& f, int64_t b, auto j) {
+        if (T > 1 && decltype(j)::value == 0 && prefetch) {  // see PrefetchUnit
+          const uint8_t* u = reinterpret_cast<const uint8_t*>(f.d) - l.d_off;
+          for (size_t off = 0; off < l.unit; off += 64) __builtin_prefetch(u + kFarAhead + off, 0, 2);
+        }
         const auto* hm = reinterpret_cast<const uint32_t*>(f.h);
         // Both halves in one straight block (+3-7% in L2-resident runs on Zen 3: fewer spills).
 #pragma GCC unroll 2
@@ -215,21 +234,27 @@ void LegacyKernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int6
 // d * da * isum - dmin * da * msum. A sub-block's 8 chunks add in int16: nibbles <= 15, so
 // 8 x 2 x 15 x 127 = 30480 at most.
 template <int T>
-inline void Q4KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
+__attribute__((noinline)) void Q4KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
                      int64_t valid, bool prefetch) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc[T][2];
   for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
   for (int64_t s = 0; s < l.nb; ++s) {
     const uint8_t* u = grp + l.UnitAt(s);
-    if (prefetch) PrefetchAhead(u, l.unit);
+    if (prefetch) PrefetchUnit<T>(u, l.unit);
     const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
     const auto* dmin = reinterpret_cast<const uint16_t*>(u + l.dmin_off);
     const uint8_t* q = u + l.q_off;
     const uint8_t* sc = u + l.sc_off;
     const uint8_t* mn = u + l.mn_off;
     const int8_t* x[T];
-    for (int t = 0; t < T; ++t) x[t] = ab[t][s].qs;
+    int32_t bsum[T][8];  // (bsums[2j], bsums[2j+1]) as one int16 pair
+    for (int t = 0; t < T; ++t) {
+      x[t] = ab[t][s].qs;
+      for (int j = 0; j < 8; ++j) {
+        bsum[t][j] = int32_t(uint16_t(ab[t][s].bsums[2 * j])) | int32_t(uint32_t(uint16_t(ab[t][s].bsums[2 * j + 1])) << 16);
+      }
+    }
     for (int h = 0; h < 2; ++h) {
       __m256i isum[T];
       for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
@@ -255,12 +280,7 @@ inline void Q4KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K*
       for (int t = 0; t < T; ++t) msum[t] = _mm256_setzero_si256();
       for (int j = 0; j < 8; ++j) {
         const __m256i m = PairU8(mn + 16 * j + 8 * h);
-        for (int t = 0; t < T; ++t) {
-          // (bsums[2j], bsums[2j+1]) as one int16 pair
-          const int32_t bsum = int32_t(uint16_t(ab[t][s].bsums[2 * j])) |
-                               int32_t(uint32_t(uint16_t(ab[t][s].bsums[2 * j + 1])) << 16);
-          msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(m, _mm256_set1_epi32(bsum)));
-        }
+        for (int t = 0; t < T; ++t) msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(m, _mm256_set1_epi32(bsum[t][j])));
       }
       const __m256 sd = Scales8(d + kHalf * h), smin = Scales8(dmin + kHalf * h);
       for (int t = 0; t < T; ++t) {
@@ -322,13 +342,13 @@ inline void Q6KQuarter(const uint8_t* lo, const uint8_t* hi, const uint8_t* sc, 
 // int16 pairs are <= 16002 and two chunks add before VPMADDWD. The -32 offset is applied once
 // per super-block: sum_g scale_g * bsum_g, times 32.
 template <int T>
-inline void Q6KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
+__attribute__((noinline)) void Q6KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
                      int64_t valid, bool prefetch) {
   __m256 acc[T][2];
   for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
   for (int64_t s = 0; s < l.nb; ++s) {
     const uint8_t* u = grp + l.UnitAt(s);
-    if (prefetch) PrefetchAhead(u, l.unit);
+    if (prefetch) PrefetchUnit<T>(u, l.unit);
     const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
     const uint8_t* lo = u + l.q_off;
     const uint8_t* hi = u + l.qh_off;

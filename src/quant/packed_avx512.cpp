@@ -34,6 +34,10 @@ inline void Store(float* out, int64_t valid, __m512 v, bool add) {
 // of the block; a token's float accumulation is written once, in the loop over t below, so it
 // is the same sequence of operations whatever the block size (batch invariance, packed.h).
 // Integer dot products are exact, so how they are split across chains is free.
+// Never write an add of a multiply (_mm*_add_ps(a, _mm*_mul_ps(b, c))): GCC contracts a multiply
+// feeding an add (-ffp-contract=fast is its default) into an FMA, and a contraction it makes
+// in one instantiation and not another would break the invariance (a test of it,
+// Packed.MultiTokenProductIsBitIdenticalToOneTokenAtATime, missed a change hidden that way).
 constexpr int kTokens = 4;
 
 // Calls f(std::integral_constant<int, T>, i) for tokens [i, i + T) covering [0, n), T <= kTokens.
@@ -46,6 +50,20 @@ inline void ForTokenBlocks(int32_t n, F&& f) {
     case 2: f(std::integral_constant<int, 2>{}, i); break;
     case 3: f(std::integral_constant<int, 3>{}, i); break;
     default: break;
+  }
+}
+
+// Token blocks of several tokens stream the weights slower than one token (several dot
+// products per chunk), and from DRAM the L1 prefetch kPrefetchAhead ahead alone left them far
+// from the read bandwidth: a second prefetch, into L2 and kFarAhead ahead, took a 56 MB Q4_K
+// matrix at 4 tokens from 7.2 to 5.1 ms (BM_GemvPackedMulti/dram_Q4_K/.../4/1, one thread,
+// Zen 4). The one-token kernels do without: it made them 1.3x slower.
+constexpr size_t kFarAhead = 32768;
+template <int T>
+inline void PrefetchUnit(const uint8_t* u, size_t bytes) {
+  PrefetchAhead(u, bytes);
+  if (T > 1) {
+    for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(u + kFarAhead + off, 0, 2);
   }
 }
 
@@ -115,6 +133,10 @@ inline void LegacyGroup(const PackedLayout& l, const uint8_t* grp, int64_t b0, i
   ForBlocks32(
       l, grp, b0, n,
       [&](const BlockFields& f, int64_t b, auto j) {
+        if (T > 1 && decltype(j)::value == 0 && prefetch) {  // see PrefetchUnit
+          const uint8_t* u = reinterpret_cast<const uint8_t*>(f.d) - l.d_off;
+          for (size_t off = 0; off < l.unit; off += 64) __builtin_prefetch(u + kFarAhead + off, 0, 2);
+        }
         __m512i dot[T];
         if (kEight) {
           DotQ8<T>(f.q, st, b, dot);
@@ -168,41 +190,67 @@ void LegacyKernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int6
 template <int T>
 inline void Q4KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
                      int64_t valid, bool prefetch) {
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i low4 = _mm512_set1_epi8(0x0F), high4 = _mm512_set1_epi8(char(0xF0));
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t s = 0; s < l.nb; ++s) {
     const uint8_t* u = grp + l.UnitAt(s);
-    if (prefetch) PrefetchAhead(u, l.unit);
+    if (prefetch) PrefetchUnit<T>(u, l.unit);
     const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
     const auto* dmin = reinterpret_cast<const uint16_t*>(u + l.dmin_off);
     const uint8_t* q = u + l.q_off;
     const uint8_t* sc = u + l.sc_off;
     const uint8_t* mn = u + l.mn_off;
+    // One token reads its quants from a copy on the stack (as the kernel did before the
+    // batched form: measured 3% faster in decode); blocks of tokens straight from the rows.
+    int32_t xs[T == 1 ? 64 : 1];
     const int8_t* x[T];
-    for (int t = 0; t < T; ++t) x[t] = ab[t][s].qs;
-    __m512i isum[T], msum[T];
-    for (int t = 0; t < T; ++t) isum[t] = msum[t] = _mm512_setzero_si512();
+    if (T == 1) {
+      std::memcpy(xs, ab[0][s].qs, 256);
+      x[0] = reinterpret_cast<const int8_t*>(xs);
+    } else {
+      for (int t = 0; t < T; ++t) x[t] = ab[t][s].qs;
+    }
+    __m512i isum[T], hsum[T], msum[T];
+    for (int t = 0; t < T; ++t) isum[t] = hsum[t] = msum[t] = _mm512_setzero_si512();
     for (int c = 0; c < 4; ++c) {  // sub-blocks 2c (low nibbles) and 2c+1 (high nibbles)
-      __m512i lo_acc[T], hi_acc[T];
-      for (int t = 0; t < T; ++t) lo_acc[t] = hi_acc[t] = _mm512_setzero_si512();
+      // kChains independent VPDPBUSD chains per sub-block and token (even/odd chunks): one
+      // chain of 8 waits ~8 x 4-5 cycles of latency per sub-block pair, which made the
+      // one-token kernel latency-bound. Integer sums, so the split changes no result.
+      constexpr int kChains = T >= 3 ? 1 : 2;
+      __m512i lo_acc[T][kChains], hi_acc[T][kChains];
+      for (int t = 0; t < T; ++t) {
+        for (int k = 0; k < kChains; ++k) lo_acc[t][k] = hi_acc[t][k] = _mm512_setzero_si512();
+      }
 #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) {
         const __m512i raw = _mm512_load_si512(q + size_t(8 * c + i) * 64);
-        const __m512i lo = _mm512_and_si512(raw, low4), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+        // The high nibbles stay in place (16 x their value): no shift per chunk, one per
+        // super-block on the sum below (exact: every term is a multiple of 16).
+        const __m512i lo = _mm512_and_si512(raw, low4), hi = _mm512_and_si512(raw, high4);
 #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {
-          lo_acc[t] = _mm512_dpbusd_epi32(lo_acc[t], lo, _mm512_set1_epi32(Dword(x[t] + 4 * (16 * c + i))));
-          hi_acc[t] = _mm512_dpbusd_epi32(hi_acc[t], hi, _mm512_set1_epi32(Dword(x[t] + 4 * (16 * c + 8 + i))));
+          __m512i& la = lo_acc[t][i % kChains];
+          __m512i& ha = hi_acc[t][i % kChains];
+          la = _mm512_dpbusd_epi32(la, lo, _mm512_set1_epi32(Dword(x[t] + 4 * (16 * c + i))));
+          ha = _mm512_dpbusd_epi32(ha, hi, _mm512_set1_epi32(Dword(x[t] + 4 * (16 * c + 8 + i))));
         }
       }
       const __m512i sc_lo = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 32 * c)));
       const __m512i sc_hi = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 32 * c + 16)));
       for (int t = 0; t < T; ++t) {
-        isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(lo_acc[t], sc_lo),
-                                                             _mm512_mullo_epi32(hi_acc[t], sc_hi)));
+        __m512i lo_sum = lo_acc[t][0], hi_sum = hi_acc[t][0];
+        for (int k = 1; k < kChains; ++k) {
+          lo_sum = _mm512_add_epi32(lo_sum, lo_acc[t][k]);
+          hi_sum = _mm512_add_epi32(hi_sum, hi_acc[t][k]);
+        }
+        isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(lo_sum, sc_lo));
+        hsum[t] = _mm512_add_epi32(hsum[t], _mm512_mullo_epi32(hi_sum, sc_hi));
       }
     }
+    // hsum = 16 x sum_j sc_j * dot_j over the high-nibble sub-blocks: |.| <= 16 x 4 x 63 x
+    // (32 x 15 x 127) < 2^28, and a multiple of 16, so the shift is exact.
+    for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_srai_epi32(hsum[t], 4));
     for (int j = 0; j < 8; ++j) {
       const __m512i m = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(mn + 16 * j)));
       for (int t = 0; t < T; ++t) {
@@ -220,38 +268,6 @@ inline void Q4KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K*
   for (int t = 0; t < T; ++t) Store(out[t], valid, acc[t], false);
 }
 
-// One quarter F of a Q6_K super-block (chunks 16F..16F+15, scale groups 4F..4F+3) for T
-// tokens: the nibble (low for F < 2, high otherwise) and the 2-bit field's shift are
-// compile-time. Adds sum_g scale_g * (dot_g - 32 * bsum_g) to isum.
-template <int F, int T>
-inline void Q6KQuarter(const uint8_t* lo, const uint8_t* hi, const int8_t* sc, const int8_t* const* x,
-                       const BlockQ8_K* const* ab, int64_t s, __m512i* isum) {
-  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
-  for (int gg = 0; gg < 4; ++gg) {
-    const int grp16 = 4 * F + gg;
-    __m512i dot[T];
-    for (int t = 0; t < T; ++t) dot[t] = _mm512_set1_epi32(-32 * int32_t(ab[t][s].bsums[grp16]));
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) {
-      const int c = 4 * grp16 + i;
-      const __m512i raw = _mm512_load_si512(lo + size_t(c % 32) * 64);
-      const __m512i nib = F < 2 ? _mm512_and_si512(raw, low4) : _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
-      const __m512i hb = _mm512_load_si512(hi + size_t(c % 16) * 64);
-      // The chunk's 2-bit field moved to bits 4-5 (shifts within 16-bit lanes; the mask drops
-      // what crossed from the neighbouring byte).
-      const __m512i top = F == 0 ? _mm512_slli_epi16(hb, 4)
-                          : F == 1 ? _mm512_slli_epi16(hb, 2)
-                          : F == 2 ? hb
-                                   : _mm512_srli_epi16(hb, 2);
-      const __m512i qv = _mm512_or_si512(nib, _mm512_and_si512(top, bits45));
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) dot[t] = _mm512_dpbusd_epi32(dot[t], qv, _mm512_set1_epi32(Dword(x[t] + 4 * c)));
-    }
-    const __m512i scale = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16 * grp16)));
-    for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot[t], scale));
-  }
-}
-
 // Q6_K against Q8_K activations: per super-block and row, isum = sum_g scale_g * (dot_g -
 // 32 * bsum_g) over 16 groups of 16 (the -32 offset folded into the accumulator's start), then
 // d * da * isum. The 6-bit values are rebuilt per chunk from a nibble and a 2-bit field.
@@ -262,7 +278,7 @@ inline void Q6KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K*
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t s = 0; s < l.nb; ++s) {
     const uint8_t* u = grp + l.UnitAt(s);
-    if (prefetch) PrefetchAhead(u, l.unit);
+    if (prefetch) PrefetchUnit<T>(u, l.unit);
     const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
     const uint8_t* lo = u + l.q_off;
     const uint8_t* hi = u + l.qh_off;
@@ -271,10 +287,34 @@ inline void Q6KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K*
     for (int t = 0; t < T; ++t) x[t] = ab[t][s].qs;
     __m512i isum[T];
     for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
-    Q6KQuarter<0, T>(lo, hi, sc, x, ab, s, isum);
-    Q6KQuarter<1, T>(lo, hi, sc, x, ab, s, isum);
-    Q6KQuarter<2, T>(lo, hi, sc, x, ab, s, isum);
-    Q6KQuarter<3, T>(lo, hi, sc, x, ab, s, isum);
+    const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+    // A loop, not unrolled: fully unrolled (each chunk's nibble and shift constant) it ran
+    // 0.72x the time L2-resident but 1.13x streaming an 80 MB matrix from DRAM
+    // (BM_GemvPackedMulti/dram_Q6_K, n = 1), and decode streams from DRAM.
+#pragma GCC unroll 1
+    for (int grp16 = 0; grp16 < 16; ++grp16) {
+      __m512i dot[T];
+      for (int t = 0; t < T; ++t) dot[t] = _mm512_set1_epi32(-32 * int32_t(ab[t][s].bsums[grp16]));
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        const int c = 4 * grp16 + i;
+        const __m512i raw = _mm512_load_si512(lo + size_t(c % 32) * 64);
+        const __m512i nib = c < 32 ? _mm512_and_si512(raw, low4) : _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+        const __m512i hb = _mm512_load_si512(hi + size_t(c % 16) * 64);
+        __m512i top;
+        switch (c / 16) {
+          case 0: top = _mm512_slli_epi16(hb, 4); break;
+          case 1: top = _mm512_slli_epi16(hb, 2); break;
+          case 2: top = hb; break;
+          default: top = _mm512_srli_epi16(hb, 2); break;
+        }
+        const __m512i qv = _mm512_or_si512(nib, _mm512_and_si512(top, bits45));
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) dot[t] = _mm512_dpbusd_epi32(dot[t], qv, _mm512_set1_epi32(Dword(x[t] + 4 * c)));
+      }
+      const __m512i scale = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16 * grp16)));
+      for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot[t], scale));
+    }
     const __m512 sd = Scales(d);
     for (int t = 0; t < T; ++t) {
       acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(sd, _mm512_set1_ps(ab[t][s].d)), _mm512_cvtepi32_ps(isum[t]), acc[t]);

@@ -290,9 +290,14 @@ void GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g
 void GemvPackedMulti(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows,
                      const void* const* a, float* const* y, int32_t n) {
   if (n <= 0) return;
+  if (n == 1) {  // the same kernel either way; this one skips the batch's staging buffers
+    GemvPacked(t, k, packed, g0, g1, rows, a[0], y[0]);
+    return;
+  }
   if (Table().gemv_packed_multi != nullptr && Table().gemv_packed_multi(t, k, packed, g0, g1, rows, a, y, n)) return;
-  // No batched kernel (NEON, scalar): one group at a time for every row: the group's bytes come from memory once and stay in L1/L2
-  // for the other rows; each row is reduced by GemvPacked itself, so the results are identical.
+  // No batched kernel (NEON, scalar): one group at a time for every row, so the group's bytes
+  // come from memory once and stay in L1/L2 for the other rows; each row is reduced by
+  // GemvPacked itself, so the results are identical.
   for (int64_t g = g0; g < g1; ++g) {
     for (int32_t i = 0; i < n; ++i) GemvPacked(t, k, packed, g, g + 1, rows, a[i], y[i] + (g - g0) * kPackRows);
   }

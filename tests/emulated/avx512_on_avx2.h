@@ -116,7 +116,14 @@ static inline simde__m512 zf_emu_mm512_roundscale_ps(simde__m512 v, int imm) {
   }
   return simde__m512_from_private(a);
 }
+static inline simde__m512i zf_emu_mm512_srai_epi32(simde__m512i v, unsigned int n) {  // arithmetic shift
+  simde__m512i_private a = simde__m512i_to_private(v);
+  for (int i = 0; i < 16; ++i) a.i32[i] = n > 31 ? (a.i32[i] < 0 ? -1 : 0) : (a.i32[i] >> n);
+  return simde__m512i_from_private(a);
+}
 
+#undef _mm512_srai_epi32
+#define _mm512_srai_epi32(v, n) zf_emu_mm512_srai_epi32(v, n)
 #undef _mm512_cvtph_ps
 #define _mm512_cvtph_ps(h) zf_emu_mm512_cvtph_ps(h)
 #undef _mm512_maskz_loadu_ps

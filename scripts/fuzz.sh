@@ -9,7 +9,8 @@
 # campaigns accumulate). scripts/fuzz.sh --seeds regenerates the committed seeds.
 # Exec counts of each run are printed ("#N DONE" / "stat::number_of_executed_units") and added
 # up in $ZF_FUZZ_WORK/exec_counts.txt. A crash leaves its input in $ZF_FUZZ_WORK/crashes/ and
-# fails the script: turn it into a regression test (tests/capi/reliability_test.cpp).
+# fails the script: turn it into a regression test (tests/capi/reliability_test.cpp or a unit
+# test) and keep the input as tests/fuzz/corpus/TARGET/NAME-input.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 targets_all=(gguf_load tiny_decode tokenizer pretokenize sampler chat_template)
@@ -24,7 +25,8 @@ configure() {
 if [ "${1:-}" = "--seeds" ]; then
   configure
   cmake --build "$build" -j"$(nproc)" --target fuzz_make_seeds
-  rm -rf tests/fuzz/corpus
+  # Inputs kept from findings (*-input) stay; the generated seeds are rewritten.
+  find tests/fuzz/corpus -type f ! -name '*-input' -delete 2>/dev/null || true
   "$build/fuzz/fuzz_make_seeds" tests/fuzz/corpus tests/data
   du -sh tests/fuzz/corpus
   exit 0
@@ -64,6 +66,10 @@ run_one() {
   echo "$t $execs" >> "$work/exec_counts.txt"
   local total
   total=$(awk -v t="$t" '$1 == t {s += $2} END {print s}' "$work/exec_counts.txt")
+  if [ $rc -eq 72 ]; then  # libFuzzer's exit code after SIGINT: stopped by hand, not a finding
+    echo "fuzz_$t interrupted after $execs executions"
+    return 0
+  fi
   if [ $rc -ne 0 ]; then
     echo "FAIL: fuzz_$t (exit $rc) after $execs executions; log: $log"
     grep -E 'ERROR|SUMMARY|invariant|runtime error' "$log" | head -10

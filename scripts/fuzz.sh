@@ -62,7 +62,7 @@ run_one() {
   local rc=$?
   set -e
   local execs
-  execs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)
+  execs=$(grep -aoE 'stat::number_of_executed_units: *[0-9]+' "$log" | tail -1 | grep -oE '[0-9]+$' || echo 0)
   echo "$t $execs" >> "$work/exec_counts.txt"
   local total
   total=$(awk -v t="$t" '$1 == t {s += $2} END {print s}' "$work/exec_counts.txt")
@@ -72,7 +72,7 @@ run_one() {
   fi
   if [ $rc -ne 0 ]; then
     echo "FAIL: fuzz_$t (exit $rc) after $execs executions; log: $log"
-    grep -E 'ERROR|SUMMARY|invariant|runtime error' "$log" | head -10
+    grep -aE 'ERROR|SUMMARY|invariant|runtime error' "$log" | head -10
     return 1
   fi
   printf 'fuzz_%-14s %10s execs in %ss (%s in total in %s), corpus %s files\n' "$t" "$execs" "$((SECONDS - t0))" "$total" \

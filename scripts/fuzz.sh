@@ -3,12 +3,14 @@
 # given time, two at a time (README: "Reliability, fuzzing, ABI check and API reference").
 #   scripts/fuzz.sh [SECONDS] [TARGET...]    default 60 s each, every target
 # Env: ZF_FUZZ_BUILD (build dir, default build-fuzz; CI passes its clang build), ZF_FUZZ_JOBS
-# (parallel fuzzers, default 2), ZF_FUZZ_NO_BUILD=1 (use the binaries as they are), ZF_FUZZ_WORK (corpus dir, default $ZF_FUZZ_BUILD/fuzz-corpus:
+# (parallel fuzzers, default 2), ZF_FUZZ_RUNS (stop each after that many executions, before
+# SECONDS if sooner), ZF_FUZZ_NO_BUILD=1 (use the binaries as they are), ZF_FUZZ_WORK (corpus dir, default $ZF_FUZZ_BUILD/fuzz-corpus:
 # the committed seeds of tests/fuzz/corpus/ plus what the runs found, kept between runs so long
 # campaigns accumulate). scripts/fuzz.sh --seeds regenerates the committed seeds.
 # Exec counts of each run are printed ("#N DONE" / "stat::number_of_executed_units") and added
 # up in $ZF_FUZZ_WORK/exec_counts.txt. A crash leaves its input in $ZF_FUZZ_WORK/crashes/ and
-# fails the script: turn it into a regression test (tests/capi/reliability_test.cpp).
+# fails the script: turn it into a regression test (tests/capi/reliability_test.cpp or a unit
+# test) and keep the input as tests/fuzz/corpus/TARGET/NAME-input.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 targets_all=(gguf_load tiny_decode tokenizer pretokenize sampler chat_template)
@@ -23,7 +25,8 @@ configure() {
 if [ "${1:-}" = "--seeds" ]; then
   configure
   cmake --build "$build" -j"$(nproc)" --target fuzz_make_seeds
-  rm -rf tests/fuzz/corpus
+  # Inputs kept from findings (*-input) stay; the generated seeds are rewritten.
+  find tests/fuzz/corpus -type f ! -name '*-input' -delete 2>/dev/null || true
   "$build/fuzz/fuzz_make_seeds" tests/fuzz/corpus tests/data
   du -sh tests/fuzz/corpus
   exit 0
@@ -42,24 +45,37 @@ run_one() {
   local t="$1" dir="$work/$t" log="$work/$t.log"
   mkdir -p "$dir"
   cp -n tests/fuzz/corpus/"$t"/* "$dir"/ 2>/dev/null || true
-  local max_len=4096
-  [ "$t" = gguf_load ] && max_len=65536
+  # Longest input per format: a GGUF with a vocabulary; the template engine's input limit; the
+  # sampler's 33 bytes of parameters + 200 logits + a history; text (and records of weight
+  # patches) of 1 KiB. Longer inputs only cost time per execution.
+  local max_len=1024 extra=()
+  case "$t" in
+    gguf_load) max_len=65536 ;;
+    chat_template) max_len=4096 ;;
+  esac
+  [ -f "tests/fuzz/$t.dict" ] && extra+=(-dict="tests/fuzz/$t.dict")
+  [ -n "${ZF_FUZZ_RUNS:-}" ] && extra+=(-runs="$ZF_FUZZ_RUNS")
+  local t0=$SECONDS
   set +e
   "$build/fuzz/fuzz_$t" -max_total_time="$secs" -max_len="$max_len" -timeout=20 -rss_limit_mb=4096 \
-    -print_final_stats=1 -artifact_prefix="$work/crashes/$t-" "$dir" > "$log" 2>&1
+    -print_final_stats=1 -artifact_prefix="$work/crashes/$t-" "${extra[@]}" "$dir" > "$log" 2>&1
   local rc=$?
   set -e
   local execs
-  execs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)
+  execs=$(grep -aoE 'stat::number_of_executed_units: *[0-9]+' "$log" | tail -1 | grep -oE '[0-9]+$' || echo 0)
   echo "$t $execs" >> "$work/exec_counts.txt"
   local total
   total=$(awk -v t="$t" '$1 == t {s += $2} END {print s}' "$work/exec_counts.txt")
+  if [ $rc -eq 72 ]; then  # libFuzzer's exit code after SIGINT: stopped by hand, not a finding
+    echo "fuzz_$t interrupted after $execs executions"
+    return 0
+  fi
   if [ $rc -ne 0 ]; then
     echo "FAIL: fuzz_$t (exit $rc) after $execs executions; log: $log"
-    grep -E 'ERROR|SUMMARY|invariant|runtime error' "$log" | head -10
+    grep -aE 'ERROR|SUMMARY|invariant|runtime error' "$log" | head -10
     return 1
   fi
-  printf 'fuzz_%-14s %10s execs in %ss (%s in total in %s), corpus %s files\n' "$t" "$execs" "$secs" "$total" \
+  printf 'fuzz_%-14s %10s execs in %ss (%s in total in %s), corpus %s files\n' "$t" "$execs" "$((SECONDS - t0))" "$total" \
     "$work" "$(ls "$dir" | wc -l)"
 }
 jobs="${ZF_FUZZ_JOBS:-2}"

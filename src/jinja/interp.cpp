@@ -639,6 +639,10 @@ Value Interp::EvalBinary(const std::string& op, const Value& a, const Value& b) 
   if (op == "*" && (a.is_int() || b.is_int())) {
     const Value& seq = a.is_int() ? b : a;
     int64_t n = std::max<int64_t>(0, a.is_int() ? a.i() : b.i());
+    // An empty sequence repeated is empty whatever the count: without this, '' * 10**11 would
+    // loop 10**11 times appending nothing (the limits below divide by the length; found by
+    // fuzz_chat_template).
+    if ((seq.is_string() && seq.s().empty()) || (seq.is_list() && seq.l().empty())) n = 0;
     if (seq.is_string()) {
       if (!seq.s().empty() && static_cast<uint64_t>(n) > limits_.max_output_bytes / seq.s().size()) {
         CheckSize(limits_.max_output_bytes + 1);

@@ -1,14 +1,17 @@
 // The chat template engine as zf_chat_apply_template uses it: template text and messages from
 // the input ("template\0role\0content\0role\0content..."; byte 0 holds the add-assistant flag).
 // Any input must end in output or a template error, within the engine's limits (no crash, no
-// hang); a rendering of valid UTF-8 inputs is valid UTF-8.
+// hang); a rendering of valid UTF-8 inputs is valid UTF-8. The template is parsed and rendered
+// by jinja::Template with the default Limits, as RenderChatTemplate does, but without its cache
+// of parsed templates: an input that evicts a cached template frees less than it allocates, and
+// libFuzzer then runs a full leak scan after it (80 % of the time, perf), where a balanced input
+// is checked for leaks for free.
 #include <string>
 #include <vector>
 
 #include "common/utf8.h"
 #include "fuzz_common.h"
 #include "jinja/jinja.h"
-#include "tokenizer/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1 || size > 4096) return 0;
@@ -41,7 +44,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   vars.d().Set(Value::Str("bos_token"), Value::Str("<s>"));
   vars.d().Set(Value::Str("eos_token"), Value::Str("</s>"));
   std::string out;
-  const zf::Status st = zf::tok::RenderChatTemplate(parts[0], vars, 0, &out);
-  if (st.ok()) zf::fuzz::Check(zf::IsValidUtf8(out), "rendered text is valid UTF-8");
+  try {
+    const zf::jinja::Template tmpl(parts[0]);
+    zf::jinja::Limits limits;
+    limits.now = 0;
+    out = tmpl.Render(vars, limits);
+  } catch (const zf::jinja::Error&) {
+    return 0;  // a template error (syntax, undefined, a limit): RenderChatTemplate's ZF_ERR_TEMPLATE
+  }
+  zf::fuzz::Check(zf::IsValidUtf8(out), "rendered text is valid UTF-8");
   return 0;
 }

@@ -88,6 +88,16 @@ TEST(JinjaLimits, ListLength) {
   }
 }
 
+// fuzz_chat_template's finding: an empty string or list times a huge count is empty at once (as
+// in Python), where the engine looped the count through the repetition.
+TEST(JinjaLimits, EmptySequenceTimesHugeCountIsEmptyAtOnce) {
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(Try("{{ (4 * messages * 27821982184) | length }}", R"({"messages": []})").text, "0");
+  EXPECT_EQ(Try("{{ ('' * 99999999999) | length }}|{{ 99999999999 * [] }}|{{ [] * -5 }}").text, "0|[]|[]");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(Try("{{ ('ab' * 3) }}|{{ [1] * 2 }}|{{ 2 * 'x' }}").text, "ababab|[1, 1]|xx");
+}
+
 TEST(JinjaLimits, LoopIterations) {
   Limits lim;
   lim.max_steps = 5000;

@@ -4,7 +4,8 @@
 #   scripts/fuzz.sh [SECONDS] [TARGET...]    default 60 s each, every target
 # Env: ZF_FUZZ_BUILD (build dir, default build-fuzz; CI passes its clang build), ZF_FUZZ_JOBS
 # (parallel fuzzers, default 2), ZF_FUZZ_RUNS (stop each after that many executions, before
-# SECONDS if sooner), ZF_FUZZ_NO_BUILD=1 (use the binaries as they are), ZF_FUZZ_WORK (corpus dir, default $ZF_FUZZ_BUILD/fuzz-corpus:
+# SECONDS if sooner), ZF_FUZZ_ARGS (more libFuzzer flags, e.g. -entropic=0: the entropic
+# scheduler's bookkeeping is a third of tiny_decode's time once its coverage is saturated), ZF_FUZZ_NO_BUILD=1 (use the binaries as they are), ZF_FUZZ_WORK (corpus dir, default $ZF_FUZZ_BUILD/fuzz-corpus:
 # the committed seeds of tests/fuzz/corpus/ plus what the runs found, kept between runs so long
 # campaigns accumulate). scripts/fuzz.sh --seeds regenerates the committed seeds.
 # Exec counts of each run are printed ("#N DONE" / "stat::number_of_executed_units") and added
@@ -55,6 +56,8 @@ run_one() {
   esac
   [ -f "tests/fuzz/$t.dict" ] && extra+=(-dict="tests/fuzz/$t.dict")
   [ -n "${ZF_FUZZ_RUNS:-}" ] && extra+=(-runs="$ZF_FUZZ_RUNS")
+  # shellcheck disable=SC2206  # word splitting wanted: a list of flags
+  [ -n "${ZF_FUZZ_ARGS:-}" ] && extra+=(${ZF_FUZZ_ARGS})
   local t0=$SECONDS
   set +e
   "$build/fuzz/fuzz_$t" -max_total_time="$secs" -max_len="$max_len" -timeout=20 -rss_limit_mb=4096 \

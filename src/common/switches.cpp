@@ -25,6 +25,7 @@ bool NoAvx512() { return Set("ZF_NO_AVX512"); }
 bool NoNeon() { return Set("ZF_NO_NEON"); }
 bool NoPack() { return Set("ZF_NO_PACK"); }
 bool NoPackedGemm() { return Set("ZF_NO_PACKED_GEMM"); }
+const char* DecodePrefetch() { return NonEmpty("ZF_DECODE_PREFETCH"); }
 bool NoBlockedAttention() { return Set("ZF_NO_BLOCKED_ATTN"); }
 bool DebugGpu() { return Flag("ZF_DEBUG_GPU", false); }
 bool CudaGraph() { return Flag("ZF_CUDA_GRAPH", true); }

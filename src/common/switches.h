@@ -9,6 +9,9 @@ bool NoAvx512();            // ZF_NO_AVX512: the AVX2 kernels on AVX-512 machine
 bool NoNeon();              // ZF_NO_NEON: the portable kernels on aarch64
 bool NoPack();              // ZF_NO_PACK: no repacked decode copies (GEMV on the file's blocks)
 bool NoPackedGemm();        // ZF_NO_PACKED_GEMM: prefill without the tile-packed GEMM
+// ZF_DECODE_PREFETCH: the decode kernels' software prefetch, auto (unset: chosen for the CPU),
+// l1 (8 KiB ahead into L1), l2 (8 KiB ahead into L2) or off; null if unset
+const char* DecodePrefetch();
 bool NoBlockedAttention();  // ZF_NO_BLOCKED_ATTN: prefill attention row by row
 bool DebugGpu();            // ZF_DEBUG_GPU: log every captured CUDA op and capture failures
 bool CudaGraph();           // ZF_CUDA_GRAPH (default 1): replay decode as one CUDA graph

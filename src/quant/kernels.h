@@ -88,6 +88,9 @@ float VecDotF16(int64_t n, const void* w, const void* a);
 bool CpuHasAvx2Fma16();
 // True on aarch64 when the CPU has the ARMv8.2 dot product (SDOT/UDOT).
 bool CpuHasNeonDotprod();
+// True on AMD Zen 4 (family 19h with AVX-512), whose decode kernels stream best without the
+// software prefetch other CPUs need (packed_layout.h, PrefetchPlan).
+bool CpuIsZen4();
 
 // The instruction set of every CPU kernel family, chosen once per process (isa.cpp) from the CPU
 // and the ZF_NO_AVX512 / ZF_NO_NEON switches, so the quant tables, attention and activations

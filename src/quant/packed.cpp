@@ -2,8 +2,11 @@
 // product (the run-time choice of kernel is in quant.cpp's table).
 #include "quant/packed.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
+#include "common/switches.h"
 #include "quant/blocks.h"
 #include "quant/kernels.h"
 #include "quant/packed_layout.h"
@@ -270,6 +273,45 @@ void StageActivations(const uint8_t* a, bool q8_1, int64_t b0, int64_t n, int32_
     }
     st->corr[b] = -offset * sum;
   }
+}
+
+bool ParseDecodePrefetch(const char* v, PrefetchPlan* plan) {
+  if (v == nullptr) return false;
+  const std::string s(v);
+  if (s == "off") {
+    *plan = PrefetchPlan{0, true};
+    return true;
+  }
+  if (s.size() < 2 || s[0] != 'l' || (s[1] != '1' && s[1] != '2') || s.size() == 3) return false;
+  if (s.size() > 2 && s[2] != ':') return false;
+  size_t ahead = 8192;
+  if (s.size() > 3) {
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(s.c_str() + 3, &end, 10);
+    if (*end != '\0' || n == 0 || n > (size_t(1) << 20)) return false;
+    ahead = size_t(n);
+  }
+  *plan = PrefetchPlan{ahead, s[1] == '1'};
+  return true;
+}
+
+const PrefetchPlan& DecodePrefetchPlan(GgmlType t) {
+  // [0]: the 32-element formats and Q4_K; [1]: Q6_K (the most arithmetic per byte).
+  static const struct Plans {
+    PrefetchPlan p[2];
+    Plans() {
+      PrefetchPlan forced;
+      if (ParseDecodePrefetch(env::DecodePrefetch(), &forced)) {
+        p[0] = p[1] = forced;
+      } else if (CpuIsZen4()) {  // the hardware prefetchers alone stream at the read bandwidth
+        p[0] = PrefetchPlan{0, true};
+        p[1] = PrefetchPlan{8192, false};
+      } else {
+        p[0] = p[1] = PrefetchPlan{8192, true};
+      }
+    }
+  } plans;
+  return plans.p[t == GgmlType::Q6_K ? 1 : 0];
 }
 
 namespace ref {

@@ -82,8 +82,8 @@ inline void ForTokenBlocks(int32_t n, F&& f) {
 // PrefetchUnit: the slower stream of a token block otherwise fell far below the read bandwidth).
 constexpr size_t kFarAhead = 32768;
 template <int T>
-inline void PrefetchUnit(const uint8_t* u, size_t bytes) {
-  PrefetchAhead(u, bytes);
+inline void PrefetchUnit(const PrefetchPlan& plan, const uint8_t* u, size_t bytes) {
+  PrefetchAhead(plan, u, bytes);
   if (T > 1) {
     for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(u + kFarAhead + off, 0, 2);
   }
@@ -172,13 +172,13 @@ inline void DotQ4(const uint8_t* qb, const uint32_t* hm, const StagedActivations
 // One group, blocks [b0, b0 + n) of the staging pass, for T tokens.
 template <bool kEight, bool kMin, bool kHigh, int T>
 inline void LegacyGroup(const PackedLayout& l, const uint8_t* grp, int64_t b0, int64_t n,
-                        const StagedActivations* const* st, float* const* out, int64_t valid, bool add, bool prefetch) {
+                        const StagedActivations* const* st, float* const* out, int64_t valid, bool add, const PrefetchPlan* prefetch) {
   __m256 acc[T][2];
   for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
   ForBlocks32(
       l, grp, b0, n,
       [&](const BlockFields& f, int64_t b, auto j) {
-        if (T > 1 && decltype(j)::value == 0 && prefetch) {  // see PrefetchUnit
+        if (T > 1 && decltype(j)::value == 0 && prefetch != nullptr) {  // see PrefetchUnit
           const uint8_t* u = reinterpret_cast<const uint8_t*>(f.d) - l.d_off;
           for (size_t off = 0; off < l.unit; off += 64) __builtin_prefetch(u + kFarAhead + off, 0, 2);
         }
@@ -211,6 +211,7 @@ inline void LegacyGroup(const PackedLayout& l, const uint8_t* grp, int64_t b0, i
 template <int kMaxN, bool kEight, bool kMin, bool kHigh>
 void LegacyKernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows,
                   const uint8_t* const* a, float* const* y, int32_t n) {
+  const PrefetchPlan& plan = DecodePrefetchPlan(l.eight_bit ? GgmlType::Q8_0 : GgmlType::Q4_0);
   StagedActivations st[kMaxN];
   const StagedActivations* sp[kMaxN];
   for (int32_t i = 0; i < n; ++i) sp[i] = &st[i];
@@ -223,7 +224,8 @@ void LegacyKernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int6
         constexpr int T = decltype(tc)::value;
         float* out[T];
         for (int t = 0; t < T; ++t) out[t] = y[i + t] + (g - g0) * kPackRows;
-        LegacyGroup<kEight, kMin, kHigh, T>(l, grp, b0, nbk, sp + i, out, rows - g * kPackRows, b0 > 0, i == 0);
+        LegacyGroup<kEight, kMin, kHigh, T>(l, grp, b0, nbk, sp + i, out, rows - g * kPackRows, b0 > 0,
+                                            i == 0 ? &plan : nullptr);
       });
     }
   }
@@ -235,13 +237,13 @@ void LegacyKernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int6
 // 8 x 2 x 15 x 127 = 30480 at most.
 template <int T>
 __attribute__((noinline)) void Q4KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
-                     int64_t valid, bool prefetch) {
+                     int64_t valid, const PrefetchPlan* prefetch) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc[T][2];
   for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
   for (int64_t s = 0; s < l.nb; ++s) {
     const uint8_t* u = grp + l.UnitAt(s);
-    if (prefetch) PrefetchUnit<T>(u, l.unit);
+    if (prefetch != nullptr) PrefetchUnit<T>(*prefetch, u, l.unit);
     const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
     const auto* dmin = reinterpret_cast<const uint16_t*>(u + l.dmin_off);
     const uint8_t* q = u + l.q_off;
@@ -343,12 +345,12 @@ inline void Q6KQuarter(const uint8_t* lo, const uint8_t* hi, const uint8_t* sc, 
 // per super-block: sum_g scale_g * bsum_g, times 32.
 template <int T>
 __attribute__((noinline)) void Q6KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
-                     int64_t valid, bool prefetch) {
+                     int64_t valid, const PrefetchPlan* prefetch) {
   __m256 acc[T][2];
   for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
   for (int64_t s = 0; s < l.nb; ++s) {
     const uint8_t* u = grp + l.UnitAt(s);
-    if (prefetch) PrefetchUnit<T>(u, l.unit);
+    if (prefetch != nullptr) PrefetchUnit<T>(*prefetch, u, l.unit);
     const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
     const uint8_t* lo = u + l.q_off;
     const uint8_t* hi = u + l.qh_off;
@@ -380,7 +382,7 @@ __attribute__((noinline)) void Q6KGroup(const PackedLayout& l, const uint8_t* gr
 // The K-quant kernels for n tokens: per group, the token blocks (the first one prefetches).
 template <typename Group>
 inline void KQuantKernel(const uint8_t* packed, size_t group_bytes, int64_t g0, int64_t g1, int64_t rows,
-                         const uint8_t* const* a, float* const* y, int32_t n, Group&& run) {
+                         const uint8_t* const* a, float* const* y, int32_t n, const PrefetchPlan& plan, Group&& run) {
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* grp = packed + size_t(g) * group_bytes;
     ForTokenBlocks(n, [&](auto tc, int32_t i) {
@@ -391,23 +393,23 @@ inline void KQuantKernel(const uint8_t* packed, size_t group_bytes, int64_t g0, 
         ab[t] = reinterpret_cast<const BlockQ8_K*>(a[i + t]);
         out[t] = y[i + t] + (g - g0) * kPackRows;
       }
-      run(tc, grp, ab, out, rows - g * kPackRows, i == 0);
+      run(tc, grp, ab, out, rows - g * kPackRows, i == 0 ? &plan : nullptr);
     });
   }
 }
 
 void KernelQ4K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows,
                const uint8_t* const* a, float* const* y, int32_t n) {
-  KQuantKernel(packed, l.group, g0, g1, rows, a, y, n, [&](auto tc, const uint8_t* grp, auto& ab, auto& out,
-                                                           int64_t valid, bool prefetch) {
+  KQuantKernel(packed, l.group, g0, g1, rows, a, y, n, DecodePrefetchPlan(GgmlType::Q4_K), [&](auto tc, const uint8_t* grp, auto& ab, auto& out,
+                                                           int64_t valid, const PrefetchPlan* prefetch) {
     Q4KGroup<decltype(tc)::value>(l, grp, ab, out, valid, prefetch);
   });
 }
 
 void KernelQ6K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows,
                const uint8_t* const* a, float* const* y, int32_t n) {
-  KQuantKernel(packed, l.group, g0, g1, rows, a, y, n, [&](auto tc, const uint8_t* grp, auto& ab, auto& out,
-                                                           int64_t valid, bool prefetch) {
+  KQuantKernel(packed, l.group, g0, g1, rows, a, y, n, DecodePrefetchPlan(GgmlType::Q6_K), [&](auto tc, const uint8_t* grp, auto& ab, auto& out,
+                                                           int64_t valid, const PrefetchPlan* prefetch) {
     Q6KGroup<decltype(tc)::value>(l, grp, ab, out, valid, prefetch);
   });
 }

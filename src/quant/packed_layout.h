@@ -10,6 +10,23 @@
 
 namespace zf::quant {
 
+// The packed decode kernels' software prefetch of their weight stream, chosen once per process
+// for the CPU (DecodePrefetchPlan, packed.cpp). Whether it helps depends on the hardware
+// prefetchers: on Zen 3 and Zen 5, 8 KiB ahead into L1 took the kernels to the read bandwidth
+// (none at all: Q8_0 13.6 instead of 17.5 GB/s on Zen 3, 4/5-bit 19 instead of 33-35 on Zen 5);
+// on Zen 4 the same prefetch halved them from DRAM (BM_GemvPacked/dram_*, one thread: Q4_K
+// 20.9 -> 32.8 GB/s without it, Q8_0 26.3 -> 37.9, Q4_1 26.5 -> 33.6), while Q6_K, whose kernel
+// does the most arithmetic per byte, gained from a prefetch into L2 instead (15.1 -> 22.6).
+struct PrefetchPlan {
+  size_t ahead = 0;     // bytes ahead of the unit being read; 0: no software prefetch
+  bool into_l1 = true;  // else into L2 only
+};
+// The plan for a weight type's kernel (ZF_DECODE_PREFETCH overrides the CPU's default).
+const PrefetchPlan& DecodePrefetchPlan(GgmlType t);
+// ZF_DECODE_PREFETCH's value: off, l1[:BYTES] or l2[:BYTES] (8 KiB without a size, at most
+// 1 MiB). False, plan untouched, for anything else (auto, a typo): the CPU's default then.
+bool ParseDecodePrefetch(const char* v, PrefetchPlan* plan);
+
 // Internal linkage for everything up to the staged activations: this header is included by
 // files compiled for different ISAs (-mavx512f, -mavx2, +dotprod, baseline), and in unoptimized
 // builds the inline functions are emitted out of line, where the linker would keep one file's
@@ -77,14 +94,15 @@ inline BlockFields FieldsInUnit(const PackedLayout& l, const uint8_t* u) {
           reinterpret_cast<const uint16_t*>(u + l.m_off + J * 32), u + l.h_off + J * 64};
 }
 
-// The decode kernels' software prefetch: [p + kPrefetchAhead, + bytes) into L1, a line at a
-// time. Measured with BM_GemvPacked on DRAM-sized matrices: on Zen 5, 8 KiB took the 4/5-bit
-// kernels from 19 to 33-35 GB/s and Q8_0 from 23 to 25 (4 KiB gained less, 16 KiB lost some);
-// on Zen 3, 2-64 KiB and the T1/NTA hints made no difference, but none at all did (Q8_0 13.6
-// instead of 17.5 GB/s, Q4_1 16 instead of 26).
-constexpr size_t kPrefetchAhead = 8192;
-inline void PrefetchAhead(const uint8_t* p, size_t bytes) {
-  for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + kPrefetchAhead + off, 0, 3);
+// The decode kernels' software prefetch (PrefetchPlan): [p + ahead, + bytes), a line at a time.
+inline void PrefetchAhead(const PrefetchPlan& plan, const uint8_t* p, size_t bytes) {
+  if (plan.ahead == 0) return;
+  p += plan.ahead;
+  if (plan.into_l1) {
+    for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 3);
+  } else {
+    for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 2);
+  }
 }
 
 // Calls f(fields, i, j) for blocks b0 + i, i in [0, n), of group grp of a 32-element format:
@@ -92,15 +110,15 @@ inline void PrefetchAhead(const uint8_t* p, size_t bytes) {
 // j, a constant (std::integral_constant; b0 is a multiple of kUnitBlocks: the kernels' passes
 // start at multiples of kStagedBlocks). Inline, so the kernels' compilers keep the layout's
 // offsets in registers.
-// prefetch: false when the group was just read for other rows of a batch (GemvPackedMulti's
+// prefetch: null when the group was just read for other rows of a batch (GemvPackedMulti's
 // token blocks after the first), so its lines and those ahead are already on their way.
 template <typename F>
 inline void ForBlocks32(const PackedLayout& l, const uint8_t* grp, int64_t b0, int64_t n, F&& f,
-                        bool prefetch = true) {
+                        const PrefetchPlan* prefetch) {
   static_assert(kUnitBlocks == 2, "two blocks per unit");
   const uint8_t* u = grp + size_t(b0 / kUnitBlocks) * l.unit;
   for (int64_t i = 0; i < n; i += kUnitBlocks, u += l.unit) {
-    if (prefetch) PrefetchAhead(u, l.unit);
+    if (prefetch != nullptr) PrefetchAhead(*prefetch, u, l.unit);
     f(FieldsInUnit<0>(l, u), i, std::integral_constant<int, 0>{});
     if (i + 1 < n) f(FieldsInUnit<1>(l, u), i + 1, std::integral_constant<int, 1>{});
   }

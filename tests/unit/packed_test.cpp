@@ -15,6 +15,7 @@
 #include "common/random_data.h"
 #include "quant/kernels.h"
 #include "quant/packed.h"
+#include "quant/packed_layout.h"
 #include "quant/quant.h"
 
 namespace zf::quant {
@@ -326,6 +327,28 @@ TEST(Packed, MultiTokenProductMatchesVecDot) {
       }
     }
   }
+}
+
+// ZF_DECODE_PREFETCH: the values it takes, and everything else falls back to the CPU's plan.
+TEST(Packed, DecodePrefetchSwitchParses) {
+  PrefetchPlan p{123, false};
+  ASSERT_TRUE(ParseDecodePrefetch("off", &p));
+  EXPECT_EQ(p.ahead, 0u);
+  ASSERT_TRUE(ParseDecodePrefetch("l1", &p));
+  EXPECT_EQ(p.ahead, 8192u);
+  EXPECT_TRUE(p.into_l1);
+  ASSERT_TRUE(ParseDecodePrefetch("l2:16384", &p));
+  EXPECT_EQ(p.ahead, 16384u);
+  EXPECT_FALSE(p.into_l1);
+  for (const char* bad : {"", "auto", "l3", "l1:", "l1:0", "l1:12x", "l2:99999999", "L1", "l1 ", "on"}) {
+    PrefetchPlan q{123, false};
+    EXPECT_FALSE(ParseDecodePrefetch(bad, &q)) << bad;
+    EXPECT_EQ(q.ahead, 123u) << bad;
+  }
+  EXPECT_FALSE(ParseDecodePrefetch(nullptr, &p));
+  // Whatever the plan, it belongs to the kernels' types: a Q6_K plan and one for the rest.
+  EXPECT_LE(DecodePrefetchPlan(GgmlType::Q6_K).ahead, size_t(1) << 20);
+  EXPECT_LE(DecodePrefetchPlan(GgmlType::Q4_K).ahead, size_t(1) << 20);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "quant/blocks.h"
 #include "quant/packed.h"
@@ -325,63 +326,28 @@ inline void Q6KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K*
   for (int t = 0; t < T; ++t) Store(out[t], valid, acc[t], false);
 }
 
-// The K-quant kernels for n tokens: per group, the token blocks (the first one prefetches).
-template <typename Group>
-inline void KQuantKernel(const uint8_t* packed, size_t group_bytes, int64_t g0, int64_t g1, int64_t rows,
-                         const uint8_t* const* a, float* const* y, int32_t n, const PrefetchPlan& plan, Group&& run) {
-  for (int64_t g = g0; g < g1; ++g) {
-    const uint8_t* grp = packed + size_t(g) * group_bytes;
-    ForTokenBlocks(n, [&](auto tc, int32_t i) {
-      constexpr int T = decltype(tc)::value;
-      const BlockQ8_K* ab[T];
-      float* out[T];
-      for (int t = 0; t < T; ++t) {
-        ab[t] = reinterpret_cast<const BlockQ8_K*>(a[i + t]);
-        out[t] = y[i + t] + (g - g0) * kPackRows;
-      }
-      run(tc, grp, ab, out, rows - g * kPackRows, i == 0 ? &plan : nullptr);
-    });
+struct Groups {  // this ISA's pieces of the shared drivers (PackedKernels, packed_layout.h)
+  template <typename F>
+  static void TokenBlocks(int32_t n, F&& f) {
+    ForTokenBlocks(n, std::forward<F>(f));
   }
-}
-
-void KernelQ4K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows,
-               const uint8_t* const* a, float* const* y, int32_t n) {
-  KQuantKernel(packed, l.group, g0, g1, rows, a, y, n, DecodePrefetchPlan(GgmlType::Q4_K), [&](auto tc, const uint8_t* grp, auto& ab, auto& out,
-                                                           int64_t valid, const PrefetchPlan* prefetch) {
-    Q4KGroup<decltype(tc)::value>(l, grp, ab, out, valid, prefetch);
-  });
-}
-
-void KernelQ6K(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows,
-               const uint8_t* const* a, float* const* y, int32_t n) {
-  KQuantKernel(packed, l.group, g0, g1, rows, a, y, n, DecodePrefetchPlan(GgmlType::Q6_K), [&](auto tc, const uint8_t* grp, auto& ab, auto& out,
-                                                           int64_t valid, const PrefetchPlan* prefetch) {
-    Q6KGroup<decltype(tc)::value>(l, grp, ab, out, valid, prefetch);
-  });
-}
-
-struct Kernels {  // for DispatchPackedGemv (packed_layout.h): one token
-  template <bool kEight, bool kMin, bool kHigh>
-  static void Legacy(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
-                     float* y) {
-    LegacyKernel<1, kEight, kMin, kHigh>(l, p, g0, g1, rows, &a, &y, 1);
+  template <int T>
+  static void Q4K(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
+                  int64_t valid, const PrefetchPlan* prefetch) {
+    Q4KGroup<T>(l, grp, ab, out, valid, prefetch);
   }
-  static void Q4K(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
-                  float* y) {
-    KernelQ4K(l, p, g0, g1, rows, &a, &y, 1);
+  template <int T>
+  static void Q6K(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
+                  int64_t valid, const PrefetchPlan* prefetch) {
+    Q6KGroup<T>(l, grp, ab, out, valid, prefetch);
   }
-  static void Q6K(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
-                  float* y) {
-    KernelQ6K(l, p, g0, g1, rows, &a, &y, 1);
+  template <int kMaxN, bool kEight, bool kMin, bool kHigh>
+  static void Legacy(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows,
+                     const uint8_t* const* a, float* const* y, int32_t n) {
+    LegacyKernel<kMaxN, kEight, kMin, kHigh>(l, packed, g0, g1, rows, a, y, n);
   }
-  // For DispatchPackedGemvMulti: n <= kMultiChunk tokens.
-  template <bool kEight, bool kMin, bool kHigh>
-  static void LegacyMulti(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows,
-                          const uint8_t* const* a, float* const* y, int32_t n) {
-    LegacyKernel<kMultiChunk, kEight, kMin, kHigh>(l, p, g0, g1, rows, a, y, n);
-  }
-  static constexpr auto Q4KMulti = KernelQ4K, Q6KMulti = KernelQ6K;
 };
+using Kernels = PackedKernels<Groups>;
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "quant/blocks.h"
 #include "quant/types.h"
 
 namespace zf::quant {
@@ -233,6 +234,67 @@ bool DispatchPackedGemvMulti(GgmlType t, int64_t k, const void* packed, int64_t 
   }
   return true;
 }
+
+// The drivers the x86 ISAs' packed kernels share (packed_avx512.cpp, packed_avx2.cpp), the K of
+// DispatchPackedGemv and DispatchPackedGemvMulti. G is the ISA file's:
+//   G::TokenBlocks(n, f): f(std::integral_constant<int, T>, i) for token blocks [i, i + T)
+//   G::Q4K<T> / G::Q6K<T>(layout, group, T activation rows, T output rows, valid rows, prefetch)
+//   G::Legacy<kMaxN, kEight, kMin, kHigh>(layout, packed, g0, g1, rows, activations, outputs, n)
+template <typename G>
+struct PackedKernels {
+  // The K-quant kernels for n tokens: per group, the token blocks (the first one prefetches).
+  template <bool kQ6K>
+  static void KQuant(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows,
+                     const uint8_t* const* a, float* const* y, int32_t n) {
+    const PrefetchPlan& plan = DecodePrefetchPlan(kQ6K ? GgmlType::Q6_K : GgmlType::Q4_K);
+    for (int64_t g = g0; g < g1; ++g) {
+      const uint8_t* grp = packed + size_t(g) * l.group;
+      G::TokenBlocks(n, [&](auto tc, int32_t i) {
+        constexpr int T = decltype(tc)::value;
+        const BlockQ8_K* ab[T];
+        float* out[T];
+        for (int t = 0; t < T; ++t) {
+          ab[t] = reinterpret_cast<const BlockQ8_K*>(a[i + t]);
+          out[t] = y[i + t] + (g - g0) * kPackRows;
+        }
+        const PrefetchPlan* prefetch = i == 0 ? &plan : nullptr;
+        if constexpr (kQ6K) {
+          G::template Q6K<T>(l, grp, ab, out, rows - g * kPackRows, prefetch);
+        } else {
+          G::template Q4K<T>(l, grp, ab, out, rows - g * kPackRows, prefetch);
+        }
+      });
+    }
+  }
+  // One token.
+  template <bool kEight, bool kMin, bool kHigh>
+  static void Legacy(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
+                     float* y) {
+    G::template Legacy<1, kEight, kMin, kHigh>(l, p, g0, g1, rows, &a, &y, 1);
+  }
+  static void Q4K(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
+                  float* y) {
+    KQuant<false>(l, p, g0, g1, rows, &a, &y, 1);
+  }
+  static void Q6K(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
+                  float* y) {
+    KQuant<true>(l, p, g0, g1, rows, &a, &y, 1);
+  }
+  // n <= kMultiChunk tokens.
+  template <bool kEight, bool kMin, bool kHigh>
+  static void LegacyMulti(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows,
+                          const uint8_t* const* a, float* const* y, int32_t n) {
+    G::template Legacy<kMultiChunk, kEight, kMin, kHigh>(l, p, g0, g1, rows, a, y, n);
+  }
+  static void Q4KMulti(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows,
+                       const uint8_t* const* a, float* const* y, int32_t n) {
+    KQuant<false>(l, p, g0, g1, rows, a, y, n);
+  }
+  static void Q6KMulti(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows,
+                       const uint8_t* const* a, float* const* y, int32_t n) {
+    KQuant<true>(l, p, g0, g1, rows, a, y, n);
+  }
+};
 
 }  // namespace
 

@@ -5,16 +5,8 @@
 # Environment: ZERFOO_CLI (default build/zerfoo), ZERFOO_TEST_MODEL (default: SmolLM2 via
 # scripts/fetch_models.sh).
 set -eu
-here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-ZERFOO_CLI="${ZERFOO_CLI:-$root/build/zerfoo}"
-ZERFOO_TEST_MODEL="${ZERFOO_TEST_MODEL:-$("$root/scripts/fetch_models.sh" smollm2)}"
-export ZERFOO_CLI ZERFOO_TEST_MODEL
-
-if ! "$ZERFOO_CLI" serve --help >/dev/null 2>&1; then
-  echo "tests/serve: '$ZERFOO_CLI serve' is missing (was libcpp-httplib-dev installed at configure time?)" >&2
-  exit 1
-fi
+# shellcheck source=tests/serve/env.sh
+. "$(dirname "$0")/env.sh"
 command -v curl >/dev/null 2>&1 || "$root/scripts/install_deps.sh" curl
 
 py="${PYTHON:-python3}"

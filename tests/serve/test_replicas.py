@@ -32,6 +32,8 @@ import threading
 import time
 import traceback
 
+import procs  # tests/serve/procs.py (the script's folder is on sys.path)
+
 CLI = os.environ["ZERFOO_CLI"]
 MODEL = os.environ["ZERFOO_TEST_MODEL"]
 NGINX = os.environ.get("NGINX") or shutil.which("nginx") or "/usr/sbin/nginx"
@@ -94,15 +96,7 @@ class Replica:
         raise AssertionError("no zerfoo:requests_total{outcome=\"ok\"} in /metrics")
 
     def stop(self, sig=signal.SIGTERM, timeout=40):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise AssertionError("replica %s did not exit within %d s of signal %d" % (self.addr, timeout, sig))
-        return self.proc.returncode
+        return procs.stop(self.proc, "replica " + self.addr, sig, timeout)
 
 
 NGINX_CONF = """\

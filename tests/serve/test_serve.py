@@ -21,6 +21,8 @@ import traceback
 
 import openai
 
+import procs  # tests/serve/procs.py (the script's folder is on sys.path)
+
 CLI = os.environ["ZERFOO_CLI"]
 MODEL = os.environ["ZERFOO_TEST_MODEL"]
 CTX = 2048
@@ -92,15 +94,7 @@ class Server:
         return out
 
     def stop(self, sig=signal.SIGTERM, timeout=30):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise AssertionError("server did not exit within %d s of SIGTERM" % timeout)
-        return self.proc.returncode
+        return procs.stop(self.proc, "server", sig, timeout)
 
     def client(self, **kw):
         return openai.OpenAI(base_url=self.base + "/v1", api_key=kw.pop("api_key", "none"), max_retries=0,

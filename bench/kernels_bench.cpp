@@ -166,12 +166,10 @@ BENCHMARK_CAPTURE(BM_GemvPacked, big_Q6_K, GgmlType::Q6_K)->Args({16384, 2048})-
 BENCHMARK_CAPTURE(BM_GemvPacked, big_Q4_1, GgmlType::Q4_1)->Args({65536, 640})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_GemvPacked, big_Q5_0, GgmlType::Q5_0)->Args({65536, 640})->Unit(benchmark::kMillisecond);
 // 80-120 MB, well past any L3 here: decode's case, streaming from DRAM (compare with the
-// machine's read bandwidth, bench/membw.c).
+// machine's read bandwidth, bench/membw.c). Q8_0, Q4_K and Q6_K at that size: the one-token
+// rows of BM_GemvPackedMulti/dram_* (n = 1).
 BENCHMARK_CAPTURE(BM_GemvPacked, dram_Q4_1, GgmlType::Q4_1)->Args({196608, 640})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_GemvPacked, dram_Q5_0, GgmlType::Q5_0)->Args({196608, 640})->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_GemvPacked, dram_Q8_0, GgmlType::Q8_0)->Args({98304, 640})->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_GemvPacked, dram_Q4_K, GgmlType::Q4_K)->Args({49152, 2048})->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_GemvPacked, dram_Q6_K, GgmlType::Q6_K)->Args({49152, 2048})->Unit(benchmark::kMillisecond);
 
 // Batched decode (quant/packed.h GemvPackedMulti), one thread: args {rows (out), cols (in),
 // n tokens, batched}. batched = 1: one GemvPackedMulti call for the n tokens; 0: n separate

@@ -15,9 +15,9 @@ namespace zf::quant {
 // for the CPU (DecodePrefetchPlan, packed.cpp). Whether it helps depends on the hardware
 // prefetchers: on Zen 3 and Zen 5, 8 KiB ahead into L1 took the kernels to the read bandwidth
 // (none at all: Q8_0 13.6 instead of 17.5 GB/s on Zen 3, 4/5-bit 19 instead of 33-35 on Zen 5);
-// on Zen 4 the same prefetch halved them from DRAM (BM_GemvPacked/dram_*, one thread: Q4_K
-// 20.9 -> 32.8 GB/s without it, Q8_0 26.3 -> 37.9, Q4_1 26.5 -> 33.6), while Q6_K, whose kernel
-// does the most arithmetic per byte, gained from a prefetch into L2 instead (15.1 -> 22.6).
+// on Zen 4 the same prefetch halved them from DRAM (BM_GemvPacked[Multi]/dram_*, n = 1, one
+// thread: Q4_K 20.9 -> 32.8 GB/s without it, Q8_0 26.3 -> 37.9, Q4_1 26.5 -> 33.6), while Q6_K,
+// whose kernel does the most arithmetic per byte, gained from a prefetch into L2 (15.1 -> 22.6).
 struct PrefetchPlan {
   size_t ahead = 0;     // bytes ahead of the unit being read; 0: no software prefetch
   bool into_l1 = true;  // else into L2 only

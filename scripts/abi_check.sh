@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-command -v abidw >/dev/null && command -v abidiff >/dev/null || scripts/install_deps.sh abigail-tools
+scripts/install_deps.sh abigail-tools  # abidw, abidiff (detected by package)
 if [ -z "$lib" ]; then
   # The same build as CI's clang stage (the committed baseline comes from it: DWARF of one
   # compiler and configuration compares most cleanly with its own).

@@ -3,7 +3,7 @@
 # Fails on any warning (an undocumented public symbol or parameter, a broken reference).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v doxygen >/dev/null || scripts/install_deps.sh doxygen
+scripts/install_deps.sh doxygen  # detected by package
 rm -rf build-docs
 doxygen doc/Doxyfile
 echo "OK: ABI reference in $PWD/build-docs/html/index.html"

@@ -11,18 +11,8 @@ set -eu
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 
-need=""
-command -v mcs >/dev/null 2>&1 || need="$need mono-mcs"
-command -v mono >/dev/null 2>&1 || need="$need mono-runtime"
-command -v nunit-console >/dev/null 2>&1 || need="$need nunit-console"
-[ -f /usr/lib/cli/nunit.framework-2.6.3/nunit.framework.dll ] || need="$need libnunit-cil-dev"
-if [ -n "$need" ]; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "installing:$need" >&2
-  $sudo apt-get update -q >&2
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends $need >&2
-fi
+# Detected by package (scripts/install_deps.sh asks dpkg), without Recommends.
+"$root/scripts/install_deps.sh" --no-recommends mono-mcs mono-runtime nunit-console libnunit-cil-dev
 
 ZERFOO_LIBRARY="${ZERFOO_LIBRARY:-$root/build/libzerfoo.so.0}"
 ZERFOO_CLI="${ZERFOO_CLI:-$root/build/zerfoo}"

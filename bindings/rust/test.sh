@@ -5,7 +5,7 @@
 # Library: $ZERFOO_LIB_DIR (directory of libzerfoo.so.0), or derived from $ZERFOO_LIBRARY.
 # Model: $ZERFOO_TEST_MODEL (SmolLM2); CLI for the parity test: $ZERFOO_CLI.
 # Installs what is missing: Rust (rustup), bindgen-cli 0.73.2 (cargo, into target/tools),
-# libclang (apt) only when no libclang is found.
+# libclang-dev (apt, through scripts/install_deps.sh) unless LIBCLANG_PATH is set.
 set -eu
 cd "$(dirname "$0")"
 here=$PWD
@@ -45,9 +45,11 @@ if [ "$(bindgen --version 2>/dev/null || true)" != "bindgen $BINDGEN_VERSION" ];
     step cargo install --quiet bindgen-cli --version "$BINDGEN_VERSION" --locked --debug --root "$here/target/tools"
   fi
 fi
-if ! ls /usr/lib/llvm-*/lib/libclang*.so* /usr/lib/*/libclang*.so* >/dev/null 2>&1; then
-  echo "test.sh: no libclang; installing libclang-dev (for bindgen only)" >&2
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libclang-dev >/dev/null
+# bindgen loads libclang's C library (libclang1-N, through libclang-dev). Detected by its
+# package, not by a file glob: libclang-cpp (the C++ interface, in the base image) matches
+# libclang*.so* but is not what bindgen loads. LIBCLANG_PATH set by the user wins.
+if [ -z "${LIBCLANG_PATH:-}" ]; then
+  "$here/../../scripts/install_deps.sh" libclang-dev
 fi
 step env BINDGEN="$BINDGEN" zerfoo-sys/generate.sh --check
 

@@ -9,9 +9,9 @@
 set -eu
 # shellcheck source=tests/serve/env.sh
 . "$(dirname "$0")/env.sh"
-NGINX="$(command -v nginx || true)"
-[ -n "$NGINX" ] || NGINX=/usr/sbin/nginx
-if [ ! -x "$NGINX" ]; then
+NGINX=/usr/sbin/nginx
+# Detected by package (dpkg), like every other tool the stages install.
+if ! dpkg-query -W -f='${Status}' nginx 2>/dev/null | grep -q "install ok installed"; then
   # The package's postinst starts the system service unless policy-rc.d forbids it (Docker's
   # Debian images ship one that does): forbid it for the install if there is none.
   sudo=""

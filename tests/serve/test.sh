@@ -7,13 +7,12 @@
 set -eu
 # shellcheck source=tests/serve/env.sh
 . "$(dirname "$0")/env.sh"
-command -v curl >/dev/null 2>&1 || "$root/scripts/install_deps.sh" curl
+"$root/scripts/install_deps.sh" curl python3-pip  # detected by package
 
 py="${PYTHON:-python3}"
 openai_version=3.54.0
 pydir="$HOME/.cache/zerfoo/serve-py/openai-$openai_version"
 if [ ! -f "$pydir/.ok" ]; then
-  "$py" -m pip --version >/dev/null 2>&1 || "$root/scripts/install_deps.sh" python3-pip
   flags="--disable-pip-version-check --quiet --only-binary :all: --target $pydir.tmp"
   "$py" -m pip install --help | grep -q -- --break-system-packages && flags="$flags --break-system-packages"
   rm -rf "$pydir.tmp"

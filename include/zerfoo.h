@@ -417,6 +417,51 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
                                            size_t n_msgs, const zf_chat_params* params, char* buf,
                                            size_t cap, size_t* needed);
 
+/**
+ * @brief Parses what a model generated for one assistant turn back into an OpenAI assistant
+ * message: content, reasoning and tool calls, in the format of the chat template that prompted
+ * it. The template's markers are derived from the template itself (it renders probe turns with
+ * reasoning and one and two tool calls, and the differences locate each marker), so any
+ * template that renders `tool_calls` and `reasoning_content` is understood without a parser
+ * per model family: Hermes / Qwen `<tool_call>` JSON, Qwen3-Coder's XML parameters, Llama 3.x
+ * JSON, Mistral `[TOOL_CALLS]`, Granite, SmolLM3, Phi-4-mini, DeepSeek, Command R, Functionary,
+ * ... For templates that render no tool calls (Gemma), a reply that is only a JSON object
+ * `{"name", "arguments"|"parameters"}` (or a list of them, or `{"tool_calls": [...]}`,
+ * optionally in a ```json fence) naming an offered tool is a call. Reasoning is the text between
+ * the template's markers (`<think>`...`</think>` and the like), also when the generation prompt
+ * opened them; whitespace around content and reasoning is trimmed. Markers and arguments are
+ * matched leniently about whitespace. The derived format is cached per template and extra
+ * variables. Thread-safe.
+ *
+ * Output (NUL-terminated JSON): `{"role":"assistant","content":string|null,
+ * "reasoning_content":string (only when the text has reasoning),"tool_calls":[{"id","type":
+ * "function","function":{"name","arguments": a JSON string}}] (only when it calls tools)}`.
+ * `content` is null when the turn is only tool calls. Call ids are the ones the model wrote where
+ * the format has them, else `call_` + 16 hex digits derived from the text.
+ * Invariant: a message rendered by the template (zf_chat_apply_template_v2) and its assistant
+ * turn's text parsed here give back the message's content, reasoning, tool names and (JSON-equal)
+ * arguments.
+ * @param model The model (its chat template unless params names another).
+ * @param text The generated text: what follows the template's generation prompt, without the
+ *        end-of-turn token. May contain NUL; need not be NUL-terminated.
+ * @param len Bytes in `text`.
+ * @param params NULL for defaults. `template_name` / `template_text` pick the template as in
+ *        zf_chat_apply_template_v2(); `tools_json` lists the offered tools (their parameter
+ *        types decide how text-valued arguments are read; the JSON fallback accepts only their
+ *        names); `extra_json` holds the variables the prompt was rendered with (e.g.
+ *        {"enable_thinking": true}: whether the generation prompt opens reasoning).
+ * @param buf Output buffer (may be NULL when cap is 0).
+ * @param cap Size of `buf` in bytes.
+ * @param needed Optional; receives the bytes required including the NUL.
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *needed); ::ZF_ERR_INVALID_UTF8 (text);
+ *         ::ZF_ERR_NOT_FOUND (no such template_name); ::ZF_ERR_INVALID_ARGUMENT (NULL model,
+ *         NULL text with len > 0, unknown flag bits, a struct_size too small, malformed
+ *         tools_json or extra_json: the message names the field).
+ */
+ZF_API zf_status zf_chat_parse(const zf_model* model, const char* text, size_t len,
+                               const zf_chat_params* params, char* buf, size_t cap,
+                               size_t* needed);
+
 /* ---------------------------------------------------------------------------------------------
  * Sessions
  * ------------------------------------------------------------------------------------------- */

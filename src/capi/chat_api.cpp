@@ -1,9 +1,16 @@
 // C entry points for chat templates: messages and options to template variables (the way
 // transformers' apply_chat_template passes them), rendered by the Jinja engine.
 #include <cstring>
+#include <list>
+#include <memory>
+#include <mutex>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "capi/handles.h"
+#include "chat/format.h"
+#include "chat/parser.h"
 #include "common/utf8.h"
 #include "jinja/jinja.h"
 #include "tokenizer/tokenizer.h"
@@ -79,6 +86,42 @@ zf_status Render(const zf::model::Model& m, const std::string& tmpl, const Value
   if (!s.ok()) return Fail(s);
   (void)m;
   return CopyOut(out, buf, cap, needed);
+}
+
+// The format a template writes reasoning and tool calls in, derived once per (template, extra
+// variables) and kept in a small most-recently-used list: a server parses every turn with it.
+std::shared_ptr<const zf::chat::ChatFormat> FormatFor(const zf::model::Model& m, const std::string& tmpl,
+                                                      const std::string& extra_json) {
+  static std::mutex mu;
+  static std::list<std::pair<std::string, std::shared_ptr<const zf::chat::ChatFormat>>> cache;
+  constexpr size_t kEntries = 16;
+  const std::string key = tmpl + '\0' + extra_json;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto it = cache.begin(); it != cache.end(); ++it) {
+      if (it->first == key) {
+        cache.splice(cache.begin(), cache, it);
+        return cache.front().second;
+      }
+    }
+  }
+  Value extra = extra_json.empty() ? Value::MakeDict() : zf::jinja::FromJson(extra_json);
+  const Value tools = zf::jinja::FromJson(zf::chat::ProbeTools().dump());
+  zf::chat::Renderer render = [&](const nlohmann::ordered_json& messages, bool add_generation_prompt, std::string* out) {
+    Value vars = Value::MakeDict();
+    vars.d().Set(Value::Str("messages"), zf::jinja::FromJson(messages.dump()));
+    vars.d().Set(Value::Str("tools"), tools);
+    vars.d().Set(Value::Str("documents"), Value::None());
+    vars.d().Set(Value::Str("add_generation_prompt"), Value::Bool(add_generation_prompt));
+    AddModelVars(m, &vars);
+    for (auto& kv : extra.d().items) vars.d().Set(kv.first, kv.second);
+    return zf::tok::RenderChatTemplate(tmpl, vars, /*now=*/0, out).ok();
+  };
+  auto f = std::make_shared<const zf::chat::ChatFormat>(zf::chat::DeriveChatFormat(render, tmpl));
+  std::lock_guard<std::mutex> lock(mu);
+  cache.emplace_front(key, f);
+  if (cache.size() > kEntries) cache.pop_back();
+  return f;
 }
 
 }  // namespace
@@ -197,6 +240,48 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
   } catch (const BadField& b) {
     return Fail(ZF_ERR_INVALID_ARGUMENT, b.message);
   } catch (const zf::jinja::Error& e) {  // nesting limits while building the variables
+    return Fail(ZF_ERR_INVALID_ARGUMENT, e.what());
+  }
+  ZF_GUARD_END
+}
+
+ZF_API zf_status zf_chat_parse(const zf_model* model, const char* text, size_t len, const zf_chat_params* params,
+                               char* buf, size_t cap, size_t* needed) {
+  if (model == nullptr) return Fail(ZF_ERR_INVALID_ARGUMENT, "model is NULL");
+  if (text == nullptr && len > 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "text is NULL");
+  ZF_GUARD_BEGIN
+  zf_chat_params p;
+  zf_chat_params_init(&p, sizeof p);
+  if (!zf::capi::ReadParams(params, &p)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params->struct_size is too small");
+  if (zf_status e = zf::capi::CheckFlags("params->flags", p.flags, ZF_CHAT_ADD_ASSISTANT | ZF_CHAT_FIXED_TIME)) return e;
+  const std::string_view generated(text == nullptr ? "" : text, len);
+  size_t bad = 0;
+  if (!zf::IsValidUtf8(generated, &bad)) {
+    return Fail(ZF_ERR_INVALID_UTF8, "text has invalid UTF-8 at byte " + std::to_string(bad));
+  }
+  try {
+    const zf::model::Model& mm = *model->impl;
+    std::string tmpl;
+    if (p.template_name != nullptr) CheckUtf8(p.template_name, "params->template_name");
+    if (zf_status st = PickTemplate(mm, p.template_name, p.template_text, &tmpl); st != ZF_OK) return st;
+    nlohmann::ordered_json tools;  // null: none offered
+    if (p.tools_json != nullptr) {
+      CheckUtf8(p.tools_json, "params->tools_json");
+      tools = nlohmann::ordered_json::parse(p.tools_json, nullptr, /*allow_exceptions=*/false);
+      if (tools.is_discarded()) throw BadField{"params->tools_json: malformed JSON"};
+      if (!tools.is_array()) throw BadField{"params->tools_json: expected a JSON array"};
+    }
+    std::string extra;
+    if (p.extra_json != nullptr) {
+      Json(p.extra_json, "params->extra_json", true);  // validates: a JSON object
+      extra = p.extra_json;
+    }
+    auto format = FormatFor(mm, tmpl, extra);
+    const zf::chat::ParsedMessage msg = zf::chat::ParseAssistant(generated, *format, tools);
+    return CopyOut(zf::chat::ToOpenAiMessage(msg).dump(), buf, cap, needed);
+  } catch (const BadField& b) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, b.message);
+  } catch (const zf::jinja::Error& e) {
     return Fail(ZF_ERR_INVALID_ARGUMENT, e.what());
   }
   ZF_GUARD_END

@@ -1,0 +1,303 @@
+// Deriving a template's reasoning and tool-call markers from what it renders (see format.h).
+// Each probe is the conversation [user, assistant(...)] rendered without the generation prompt;
+// the assistant turn is what follows the rendering of [user] with it. Names in the probes are
+// unlikely strings so that finding them in the output locates each slot.
+#include "chat/format.h"
+
+#include <algorithm>
+
+#include "chat/parser.h"
+
+namespace zf::chat {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr const char kContent[] = "zfprobe_content";
+constexpr const char kThink[] = "zfprobe_think";
+constexpr const char kFn1[] = "zfprobe_fn";
+constexpr const char kFn2[] = "zfprobe_gn";
+constexpr const char kKey1[] = "zfprobe_arg";
+constexpr const char kKey2[] = "zfprobe_brg";
+constexpr const char kId1[] = "zfcallid1";  // nine characters: Mistral's templates require it
+constexpr const char kId2[] = "zfcallid2";
+
+bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+std::string Trim(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && IsSpace(s[b])) ++b;
+  while (e > b && IsSpace(s[e - 1])) --e;
+  return s.substr(b, e - b);
+}
+
+size_t CommonPrefix(const std::string& a, const std::string& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return n;
+}
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Digits compare equal: templates number their calls ("tool_call_id": "0", "1", ...).
+size_t CommonSuffix(const std::string& a, const std::string& b, size_t limit) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && n < limit) {
+    const char x = a[a.size() - 1 - n], y = b[b.size() - 1 - n];
+    if (x != y && !(IsDigit(x) && IsDigit(y))) break;
+    ++n;
+  }
+  return n;
+}
+
+Json User() { return {{"role", "user"}, {"content", "zfprobe_user"}}; }
+
+Json Call(const char* id, const char* name, const char* v1, const char* v2) {
+  return {{"id", id},
+          {"type", "function"},
+          {"function", {{"name", name}, {"arguments", {{kKey1, v1}, {kKey2, v2}}}}}};
+}
+
+// The assistant turn of [user, assistant]: the text after the prompt [user] + generation prompt.
+bool Turn(const Renderer& render, const std::string& prompt, const Json& assistant, std::string* turn) {
+  std::string full;
+  if (!render(Json::array({User(), assistant}), false, &full)) return false;
+  if (full.compare(0, prompt.size(), prompt) != 0) {
+    // The generation prompt is not a prefix of the history (e.g. it opens reasoning the history
+    // does not show): the turn starts where the two differ.
+    size_t split = CommonPrefix(full, prompt);
+    // Not inside a tag: back up to the '<' of one the two renderings started differently.
+    const size_t lt = full.rfind('<', split == 0 ? 0 : split - 1);
+    if (lt != std::string::npos && lt < split && full.find('>', lt) >= split) split = lt;
+    *turn = full.substr(split);
+    return true;
+  }
+  *turn = full.substr(prompt.size());
+  return true;
+}
+
+ReasoningFormat DeriveReasoning(const Renderer& render, const std::string& prompt, const std::string& source) {
+  ReasoningFormat r;
+  std::string turn;
+  Json msg = {{"role", "assistant"}, {"content", kContent}, {"reasoning_content", kThink}};
+  if (Turn(render, prompt, msg, &turn)) {
+    const size_t t = turn.find(kThink), c = turn.find(kContent);
+    if (t != std::string::npos && c != std::string::npos && t < c) {
+      r.open = Trim(turn.substr(0, t));
+      r.close = Trim(turn.substr(t + sizeof kThink - 1, c - t - (sizeof kThink - 1)));
+      // Reasoning right after the generation prompt: the prompt opened it.
+      if (r.open.empty() && !r.close.empty()) r.forced_open = true;
+    }
+  }
+  if (r.close.empty()) {
+    // Templates that drop past reasoning (DeepSeek-R1 distills) still name the markers.
+    for (const char* close : {"</think>", "</thinking>", "[/THINK]", "<|END_THINKING|>", "</seed:think>"}) {
+      if (source.find(close) != std::string::npos) {
+        r.close = close;
+        break;
+      }
+    }
+    if (r.close == "[/THINK]") r.open = "[THINK]";
+    else if (r.close == "<|END_THINKING|>") r.open = "<|START_THINKING|>";
+    else if (!r.close.empty()) r.open = "<" + r.close.substr(2);
+  }
+  if (r.close.empty()) return ReasoningFormat();
+  // A generation prompt ending in the open marker starts the output inside the reasoning.
+  if (r.open.empty()) {
+    if (r.close.compare(0, 2, "</") == 0) r.open = "<" + r.close.substr(2);
+  }
+  const std::string p = Trim(prompt);
+  r.forced_open = r.forced_open || (!r.open.empty() && p.size() >= r.open.size() && p.compare(p.size() - r.open.size(), r.open.size(), r.open) == 0);
+  return r;
+}
+
+// Appends `s` as literal pieces, with a kId slot wherever the probe's call id (kId1) appears.
+void AppendWithIds(const std::string& s, std::vector<Piece>* out) {
+  auto lit = [&](const std::string& t) {
+    if (t.empty()) return;
+    if (!out->empty() && out->back().kind == Piece::kLiteral) out->back().text += t;
+    else out->push_back({Piece::kLiteral, t});
+  };
+  // Digit runs are call counters (kIndex).
+  auto lit_or_index = [&](const std::string& t) {
+    size_t at = 0;
+    for (size_t k = 0; k < t.size();) {
+      if (!IsDigit(t[k])) {
+        ++k;
+        continue;
+      }
+      lit(t.substr(at, k - at));
+      while (k < t.size() && IsDigit(t[k])) ++k;
+      out->push_back({Piece::kIndex, ""});
+      at = k;
+    }
+    lit(t.substr(at));
+  };
+  size_t at = 0;
+  for (size_t p = s.find(kId1); p != std::string::npos; p = s.find(kId1, at)) {
+    lit_or_index(s.substr(at, p - at));
+    out->push_back({Piece::kId, ""});
+    at = p + sizeof kId1 - 1;
+  }
+  lit_or_index(s.substr(at));
+}
+
+// Tool calls: one call and two calls rendered, diffed around the function names.
+ToolCallFormat DeriveToolCalls(const Renderer& render, const std::string& prompt, const std::string& pre_content,
+                               const std::string& end_of_turn, const ReasoningFormat& reasoning) {
+  ToolCallFormat f;
+  Json c1 = Call(kId1, kFn1, "zfprobe_val", "zfprobe_wal");
+  Json c2 = Call(kId2, kFn2, "zfprobe_xal", "zfprobe_yal");
+  std::string t1, t2;
+  if (!Turn(render, prompt, {{"role", "assistant"}, {"content", ""}, {"tool_calls", Json::array({c1})}}, &t1)) return f;
+  if (!Turn(render, prompt, {{"role", "assistant"}, {"content", ""}, {"tool_calls", Json::array({c1, c2})}}, &t2)) return f;
+  const size_t n1 = t1.find(kFn1), m2 = t2.find(kFn2);
+  const size_t len = sizeof kFn1 - 1;
+  if (n1 == std::string::npos || m2 == std::string::npos || t2.compare(0, n1 + len, t1, 0, n1 + len) != 0 ||
+      m2 < n1 + len) {
+    return f;
+  }
+  const std::string after1 = t1.substr(n1 + len);   // rest of call 1, close, end of turn
+  const std::string between = t2.substr(n1 + len, m2 - n1 - len);  // rest of call 1, sep, start of call 2
+  const std::string before1 = t1.substr(0, n1);     // open, start of call 1
+  size_t a = CommonPrefix(after1, between);
+  // The rest of call 1 does not end inside a tag that only the next call or the close opens.
+  for (const auto& [lo, hi] : {std::pair<char, char>{'<', '>'}, {'[', ']'}}) {
+    const size_t open_at = after1.rfind(lo, a == 0 ? 0 : a - 1);
+    if (open_at != std::string::npos && open_at < a) {
+      const size_t close_at = after1.find(hi, open_at);
+      if (close_at == std::string::npos || close_at >= a) a = open_at;
+    }
+  }
+  const std::string rest = between.substr(a);
+  const size_t b = CommonSuffix(before1, rest, rest.size());
+  std::string call_head = before1.substr(before1.size() - b);
+  std::string call_tail = after1.substr(0, a);
+  f.call_sep = rest.substr(0, rest.size() - b);
+  std::string open = before1.substr(0, before1.size() - b);
+  // What the template writes before any assistant text (an empty reasoning block, a header) is
+  // not part of the calls.
+  size_t shared = CommonPrefix(open, pre_content);
+  if (const size_t lt = open.rfind('<', shared == 0 ? 0 : shared - 1);
+      lt != std::string::npos && lt < shared && open.find('>', lt) >= shared) {
+    shared = lt;  // not inside a tag
+  }
+  open = open.substr(shared);
+  if (!reasoning.close.empty()) {
+    const size_t rc = open.find(reasoning.close);
+    if (rc != std::string::npos) open = open.substr(rc + reasoning.close.size());
+  }
+  f.block_open = open;
+  std::string close = after1.substr(a);
+  if (!end_of_turn.empty() && close.size() >= end_of_turn.size() &&
+      close.compare(close.size() - end_of_turn.size(), end_of_turn.size(), end_of_turn) == 0) {
+    close.resize(close.size() - end_of_turn.size());
+  }
+  f.block_close = close;
+  // The arguments: a JSON object holding "zfprobe_arg", or key/value elements.
+  const std::string quoted = std::string("\"") + kKey1 + "\"";
+  AppendWithIds(call_head, &f.call);
+  f.call.push_back({Piece::kName, ""});
+  if (size_t q = call_tail.find(quoted); q != std::string::npos) {
+    size_t s = call_tail.rfind('{', q);
+    if (s == std::string::npos) return ToolCallFormat();
+    int depth = 0;
+    bool in_str = false;
+    size_t e = std::string::npos;
+    for (size_t k = s; k < call_tail.size(); ++k) {
+      const char ch = call_tail[k];
+      if (in_str) {
+        if (ch == '\\') ++k;
+        else if (ch == '"') in_str = false;
+      } else if (ch == '"') in_str = true;
+      else if (ch == '{') ++depth;
+      else if (ch == '}' && --depth == 0) {
+        e = k + 1;
+        break;
+      }
+    }
+    if (e == std::string::npos) return ToolCallFormat();
+    f.args = ArgsStyle::kJson;
+    AppendWithIds(call_tail.substr(0, s), &f.call);
+    f.call.push_back({Piece::kArgs, ""});
+    AppendWithIds(call_tail.substr(e), &f.call);
+  } else {
+    const size_t k1 = call_tail.find(kKey1), v1 = call_tail.find("zfprobe_val"), k2 = call_tail.find(kKey2),
+                 v2 = call_tail.find("zfprobe_wal");
+    if (k1 == std::string::npos || !(k1 < v1 && v1 < k2 && k2 < v2 && v2 != std::string::npos)) return ToolCallFormat();
+    const size_t lk = sizeof kKey1 - 1, lv = sizeof "zfprobe_val" - 1;
+    const std::string head_text = call_tail.substr(0, k1);
+    const std::string mid = call_tail.substr(k1 + lk, v1 - k1 - lk);
+    const std::string sep = call_tail.substr(v1 + lv, k2 - v1 - lv);
+    const std::string tail = call_tail.substr(v2 + lv);
+    const size_t pb = CommonSuffix(head_text, sep, sep.size());
+    const std::string param_close = sep.substr(0, sep.size() - pb);
+    if (tail.compare(0, param_close.size(), param_close) != 0 || Trim(param_close).empty()) return ToolCallFormat();
+    f.args = ArgsStyle::kXml;
+    f.param_open = sep.substr(sep.size() - pb);
+    f.param_mid = mid;
+    f.param_close = param_close;
+    AppendWithIds(call_tail.substr(0, k1 - pb), &f.call);
+    f.call.push_back({Piece::kArgs, ""});
+    AppendWithIds(call_tail.substr(v2 + lv + param_close.size()), &f.call);
+  }
+  f.native = true;
+  // Self-check: the derived format must read both probes back.
+  ChatFormat cf;
+  cf.tools = f;
+  Json tools = ProbeTools();
+  for (const auto& [text, want] : {std::pair<const std::string&, size_t>{t1, 1}, {t2, 2}}) {
+    ParsedMessage m = ParseAssistant(text, cf, tools);
+    if (m.tool_calls.size() != want || m.tool_calls[0].name != kFn1 ||
+        (want == 2 && m.tool_calls[1].name != kFn2) ||
+        Json::parse(m.tool_calls[0].arguments) != c1["function"]["arguments"]) {
+      return ToolCallFormat();
+    }
+  }
+  return f;
+}
+
+}  // namespace
+
+const nlohmann::ordered_json& ProbeTools() {
+  static const Json tools = [] {
+    Json t = Json::array();
+    for (const char* name : {kFn1, kFn2}) {
+      t.push_back({{"type", "function"},
+                   {"function",
+                    {{"name", name},
+                     {"description", "probe"},
+                     {"parameters",
+                      {{"type", "object"},
+                       {"properties", {{kKey1, {{"type", "string"}}}, {kKey2, {{"type", "string"}}}}},
+                       {"required", Json::array({kKey1, kKey2})}}}}}});
+    }
+    return t;
+  }();
+  return tools;
+}
+
+ChatFormat DeriveChatFormat(const Renderer& render, const std::string& template_source) {
+  ChatFormat f;
+  std::string prompt;
+  if (!render(Json::array({User()}), true, &prompt)) return f;
+  std::string turn, pre_content;
+  if (Turn(render, prompt, {{"role", "assistant"}, {"content", kContent}}, &turn)) {
+    const size_t c = turn.find(kContent);
+    if (c != std::string::npos) {
+      pre_content = turn.substr(0, c);
+      f.end_of_turn = turn.substr(c + sizeof kContent - 1);
+    }
+  }
+  f.reasoning = DeriveReasoning(render, prompt, template_source);
+  std::string prefix = pre_content;
+  if (!f.reasoning.close.empty()) {
+    const size_t rc = prefix.find(f.reasoning.close);
+    if (rc != std::string::npos) prefix = prefix.substr(rc + f.reasoning.close.size());
+  }
+  f.content_prefix = Trim(prefix);
+  f.tools = DeriveToolCalls(render, prompt, pre_content, f.end_of_turn, f.reasoning);
+  return f;
+}
+
+}  // namespace zf::chat

@@ -1,0 +1,64 @@
+// What a chat template writes around an assistant turn's reasoning and tool calls, derived from
+// the template itself: probe conversations (a plain answer, an answer with reasoning, one and
+// two tool calls) are rendered and diffed, so the markers are whatever the template emits
+// (llama.cpp's "autoparser" idea). Nothing here knows a model family by name.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace zf::chat {
+
+// Renders `messages` (OpenAI-style JSON) with the template under test, with the probe's tools
+// offered; false when the template fails (raise_exception, an unsupported message shape).
+using Renderer = std::function<bool(const nlohmann::ordered_json& messages, bool add_generation_prompt,
+                                    std::string* out)>;
+
+// One piece of a tool-call pattern: literal text, or a slot the parser fills from the output.
+struct Piece {
+  enum Kind { kLiteral, kName, kArgs, kId, kIndex } kind = kLiteral;  // kIndex: a call counter (digits)
+  std::string text;  // kLiteral only
+};
+
+// How a template writes arguments.
+enum class ArgsStyle {
+  kJson,  // one JSON object (tojson of the arguments)
+  kXml,   // one element per argument: param_open KEY param_mid VALUE param_close (Qwen3-Coder,
+          // GLM, MiniMax); strings raw, other values as JSON
+};
+
+struct ToolCallFormat {
+  bool native = false;        // the template renders tool calls (else: the generic JSON fallback)
+  std::string block_open;     // before the first call (e.g. "[TOOL_CALLS][")
+  std::string call_sep;       // between two calls (e.g. ", " or "\n")
+  std::string block_close;    // after the last call (e.g. "]")
+  std::vector<Piece> call;    // one call: literals and the name / arguments / id slots
+  ArgsStyle args = ArgsStyle::kJson;
+  std::string param_open, param_mid, param_close;  // kXml: around each key and value
+};
+
+struct ReasoningFormat {
+  std::string open;          // e.g. "<think>" (whitespace trimmed); empty = no reasoning markers
+  std::string close;         // e.g. "</think>"
+  bool forced_open = false;  // the generation prompt already opened it: output starts inside
+};
+
+struct ChatFormat {
+  ReasoningFormat reasoning;
+  ToolCallFormat tools;
+  std::string end_of_turn;     // what the template writes after an assistant message's content
+  std::string content_prefix;  // what it writes before the content (e.g. a final-channel header)
+};
+
+// Derives the format by rendering probe conversations; `template_source` is searched for
+// reasoning markers the probes could not show (templates that drop reasoning_content).
+// Never fails: what cannot be derived is left empty (plain content, generic tool-call JSON).
+ChatFormat DeriveChatFormat(const Renderer& render, const std::string& template_source);
+
+// The probe's tool definitions (an OpenAI `tools` array), for the renderer to offer.
+const nlohmann::ordered_json& ProbeTools();
+
+}  // namespace zf::chat

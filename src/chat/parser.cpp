@@ -1,0 +1,373 @@
+// Parsing an assistant turn: reasoning first (its markers), then tool calls in the format the
+// template showed, matched leniently about whitespace (models space JSON as they like), then the
+// remaining text as content.
+#include "chat/parser.h"
+
+#include <cctype>
+#include <cstdint>
+
+namespace zf::chat {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// Matches `lit` at text[i], whitespace-insensitively: whitespace in the literal is optional and
+// the text may have whitespace before any of the literal's other characters. Returns the
+// position after the match or npos.
+size_t MatchLiteral(std::string_view text, size_t i, std::string_view lit) {
+  for (char c : lit) {
+    if (IsSpace(c)) continue;
+    while (i < text.size() && IsSpace(text[i])) ++i;
+    if (i >= text.size() || text[i] != c) return std::string_view::npos;
+    ++i;
+  }
+  return i;
+}
+
+// Function names and call ids: OpenAI allows letters, digits, '_' and '-'; templates add '.'
+// and ':' (namespaces, indices).
+bool IsNameChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' ||
+         (static_cast<unsigned char>(c) >= 0x80);
+}
+bool IsIdChar(char c) { return IsNameChar(c) || c == ':'; }
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+size_t ReadWhile(std::string_view text, size_t i, bool (*pred)(char), std::string* out) {
+  while (i < text.size() && IsSpace(text[i])) ++i;
+  size_t s = i;
+  while (i < text.size() && pred(text[i])) ++i;
+  if (i == s) return std::string_view::npos;
+  *out = std::string(text.substr(s, i - s));
+  return i;
+}
+
+// The end of the JSON value starting at text[i] ('{', '[' or '"'), or npos if it is not
+// complete (strings and escapes respected; the value itself is checked by the JSON parser).
+size_t JsonValueEnd(std::string_view text, size_t i) {
+  if (i >= text.size()) return std::string_view::npos;
+  int depth = 0;
+  bool in_str = false;
+  for (size_t k = i; k < text.size(); ++k) {
+    const char c = text[k];
+    if (in_str) {
+      if (c == '\\') ++k;
+      else if (c == '"') {
+        in_str = false;
+        if (depth == 0) return k + 1;
+      }
+      continue;
+    }
+    if (c == '"') in_str = true;
+    else if (c == '{' || c == '[') ++depth;
+    else if (c == '}' || c == ']') {
+      if (--depth == 0) return k + 1;
+      if (depth < 0) return std::string_view::npos;
+    }
+  }
+  return std::string_view::npos;
+}
+
+bool ParseJson(std::string_view s, Json* out) {
+  *out = Json::parse(s.begin(), s.end(), nullptr, /*allow_exceptions=*/false);
+  return !out->is_discarded();
+}
+
+// Arguments written as JSON: an object, or a JSON string holding one (some models quote it).
+size_t ReadJsonArgs(std::string_view text, size_t i, std::string* out) {
+  while (i < text.size() && IsSpace(text[i])) ++i;
+  if (i >= text.size() || (text[i] != '{' && text[i] != '"')) return std::string_view::npos;
+  const size_t e = JsonValueEnd(text, i);
+  if (e == std::string_view::npos) return e;
+  Json v;
+  if (!ParseJson(text.substr(i, e - i), &v)) return std::string_view::npos;
+  if (v.is_string()) {
+    Json inner;
+    if (!ParseJson(v.get<std::string>(), &inner) || !inner.is_object()) return std::string_view::npos;
+    v = std::move(inner);
+  }
+  if (!v.is_object()) return std::string_view::npos;
+  *out = v.dump();
+  return e;
+}
+
+// The JSON-schema type of one parameter of tool `name`, or "" if not declared.
+std::string ParamType(const Json& tools, const std::string& name, const std::string& key) {
+  if (!tools.is_array()) return "";
+  for (const Json& t : tools) {
+    const Json* fn = t.contains("function") ? &t["function"] : &t;
+    if (!fn->is_object() || fn->value("name", std::string()) != name) continue;
+    const Json& params = fn->contains("parameters") ? (*fn)["parameters"] : Json();
+    if (!params.is_object() || !params.contains("properties") || !params["properties"].contains(key)) return "";
+    const Json& p = params["properties"][key];
+    if (p.is_object() && p.contains("type") && p["type"].is_string()) return p["type"].get<std::string>();
+    return "";
+  }
+  return "";
+}
+
+// Python's repr of a dict or list (templates that write `value | string`) as JSON text:
+// single-quoted strings, True / False / None. Not a Python parser: enough for literals.
+std::string PythonLiteralToJson(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '\'' || c == '"') {
+      const char q = c;
+      out.push_back('"');
+      for (++i; i < s.size() && s[i] != q; ++i) {
+        if (s[i] == '\\' && i + 1 < s.size()) {
+          if (s[i + 1] == '\'') out.push_back('\'');
+          else out.append(s, i, 2);
+          ++i;
+        } else if (s[i] == '"') out += "\\\"";
+        else out.push_back(s[i]);
+      }
+      out.push_back('"');
+    } else if (s.compare(i, 4, "True") == 0) out += "true", i += 3;
+    else if (s.compare(i, 5, "False") == 0) out += "false", i += 4;
+    else if (s.compare(i, 4, "None") == 0) out += "null", i += 3;
+    else out.push_back(c);
+  }
+  return out;
+}
+
+// A value written as text (XML-style arguments): strings raw, other types as JSON, booleans
+// possibly as Python writes them.
+Json TextValue(std::string_view raw, const std::string& type) {
+  const std::string s(raw);
+  if (type == "string") return s;
+  if (type == "boolean") {
+    if (s == "True" || s == "true") return true;
+    if (s == "False" || s == "false") return false;
+  }
+  if ((type == "null" || type.empty()) && (s == "None" || s == "null")) return nullptr;
+  Json v;
+  if (ParseJson(s, &v)) return v;
+  if (!s.empty() && (s.front() == '{' || s.front() == '[') && ParseJson(PythonLiteralToJson(s), &v)) return v;
+  return s;
+}
+
+size_t ReadXmlArgs(std::string_view text, size_t i, const ToolCallFormat& f, const Json& tools,
+                   const std::string& name, std::string* out) {
+  Json args = Json::object();
+  const std::string_view close = Trim(f.param_close);
+  for (;;) {
+    size_t j = MatchLiteral(text, i, f.param_open);
+    if (j == std::string_view::npos || Trim(f.param_open).empty()) break;
+    // The key runs to the first non-space character of param_mid.
+    const std::string_view mid = Trim(f.param_mid);
+    size_t k = j;
+    while (k < text.size() && IsSpace(text[k])) ++k;
+    size_t key_start = k;
+    size_t key_end = mid.empty() ? std::string_view::npos : text.find(mid.front(), k);
+    if (key_end == std::string_view::npos) return std::string_view::npos;
+    std::string key(Trim(text.substr(key_start, key_end - key_start)));
+    if (key.empty()) return std::string_view::npos;
+    k = MatchLiteral(text, key_end, f.param_mid);
+    if (k == std::string_view::npos || close.empty()) return std::string_view::npos;
+    const size_t vend = text.find(close, k);
+    if (vend == std::string_view::npos) return std::string_view::npos;
+    args[key] = TextValue(Trim(text.substr(k, vend - k)), ParamType(tools, name, key));
+    i = MatchLiteral(text, vend, f.param_close);
+  }
+  *out = args.dump();
+  return i;
+}
+
+// One call: the pattern's literals and slots in order.
+size_t MatchCall(std::string_view text, size_t i, const ToolCallFormat& f, const Json& tools, ToolCall* call) {
+  for (const Piece& p : f.call) {
+    switch (p.kind) {
+      case Piece::kLiteral: i = MatchLiteral(text, i, p.text); break;
+      case Piece::kName: i = ReadWhile(text, i, IsNameChar, &call->name); break;
+      case Piece::kId: i = ReadWhile(text, i, IsIdChar, &call->id); break;
+      case Piece::kIndex: {
+        std::string digits;
+        i = ReadWhile(text, i, IsDigit, &digits);
+        break;
+      }
+      case Piece::kArgs:
+        i = f.args == ArgsStyle::kJson ? ReadJsonArgs(text, i, &call->arguments)
+                                       : ReadXmlArgs(text, i, f, tools, call->name, &call->arguments);
+        break;
+    }
+    if (i == std::string_view::npos) return i;
+  }
+  return i;
+}
+
+// The first non-space text a tool-call block starts with: where the parser looks for calls.
+std::string Anchor(const ToolCallFormat& f) {
+  std::string a(Trim(f.block_open));
+  if (!a.empty()) return a;
+  for (const Piece& p : f.call) {
+    if (p.kind != Piece::kLiteral) break;
+    a += std::string(Trim(p.text));
+    if (!a.empty()) return a;
+  }
+  return a;
+}
+
+// The generic JSON form for templates without their own: the whole text (or a ```json fenced
+// block) is {"name","arguments"|"parameters"}, a list of those, or {"tool_calls":[...]}; every
+// name must be an offered tool.
+bool GenericCalls(std::string_view text, const Json& tools, std::vector<ToolCall>* calls) {
+  std::string_view t = Trim(text);
+  if (t.size() > 7 && t.substr(0, 3) == "```") {
+    const size_t nl = t.find('\n');
+    const size_t end = t.rfind("```");
+    if (nl == std::string_view::npos || end <= nl) return false;
+    t = Trim(t.substr(nl + 1, end - nl - 1));
+  }
+  if (t.empty() || (t.front() != '{' && t.front() != '[')) return false;
+  Json v;
+  if (!ParseJson(t, &v)) return false;
+  if (v.is_object() && v.contains("tool_calls")) v = v["tool_calls"];
+  else if (v.is_object() && v.contains("tool_call")) v = Json::array({v["tool_call"]});
+  if (v.is_object()) v = Json::array({v});
+  if (!v.is_array() || v.empty()) return false;
+  std::vector<ToolCall> out;
+  for (Json& c : v) {
+    if (c.is_object() && c.contains("function") && c["function"].is_object()) c = c["function"];
+    if (!c.is_object() || !c.contains("name") || !c["name"].is_string()) return false;
+    ToolCall tc;
+    tc.name = c["name"].get<std::string>();
+    bool offered = false;
+    if (tools.is_array()) {
+      for (const Json& tl : tools) {
+        const Json& fn = tl.contains("function") ? tl["function"] : tl;
+        if (fn.is_object() && fn.value("name", std::string()) == tc.name) offered = true;
+      }
+    }
+    if (!offered) return false;
+    Json args = c.contains("arguments") ? c["arguments"] : c.contains("parameters") ? c["parameters"] : Json::object();
+    if (args.is_string()) {
+      Json inner;
+      if (!ParseJson(args.get<std::string>(), &inner)) return false;
+      args = inner;
+    }
+    if (!args.is_object()) return false;
+    tc.arguments = args.dump();
+    out.push_back(std::move(tc));
+  }
+  *calls = std::move(out);
+  return true;
+}
+
+// Deterministic call ids for formats that write none: the same text gives the same ids.
+std::string DerivedId(std::string_view text, size_t index) {
+  uint64_t h = 1469598103934665603ull;
+  for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  h = (h ^ index) * 1099511628211ull;
+  static const char kHex[] = "0123456789abcdef";
+  std::string id = "call_";
+  for (int k = 0; k < 16; ++k) id.push_back(kHex[(h >> (60 - 4 * k)) & 15]);
+  return id;
+}
+
+}  // namespace
+
+bool MatchToolCalls(std::string_view text, size_t pos, const ChatFormat& format, const Json& tools,
+                    std::vector<ToolCall>* calls, size_t* end) {
+  const ToolCallFormat& f = format.tools;
+  size_t i = MatchLiteral(text, pos, f.block_open);
+  if (i == std::string_view::npos) return false;
+  std::vector<ToolCall> found;
+  for (;;) {
+    ToolCall c;
+    size_t j = found.empty() ? i : MatchLiteral(text, i, f.call_sep);
+    if (j != std::string_view::npos) j = MatchCall(text, j, f, tools, &c);
+    if (j == std::string_view::npos) break;
+    found.push_back(std::move(c));
+    i = j;
+  }
+  if (found.empty()) return false;
+  const size_t k = MatchLiteral(text, i, f.block_close);
+  if (k != std::string_view::npos) i = k;  // a missing close (generation stopped) is tolerated
+  for (auto& c : found) calls->push_back(std::move(c));
+  *end = i;
+  return true;
+}
+
+ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, const Json& tools) {
+  ParsedMessage m;
+  std::string_view rest = text;
+  // 1. Reasoning: opened by the output or by the generation prompt, closed by the close marker
+  // (or by the end of the text when generation stopped while thinking).
+  const ReasoningFormat& r = format.reasoning;
+  if (!r.close.empty()) {
+    const std::string_view t = Trim(rest);
+    if (!r.open.empty() && t.substr(0, r.open.size()) == r.open) {
+      const std::string_view in = t.substr(r.open.size());
+      const size_t c = in.find(r.close);
+      m.reasoning = std::string(Trim(in.substr(0, c)));
+      rest = c == std::string_view::npos ? std::string_view() : in.substr(c + r.close.size());
+    } else if (t.substr(0, r.close.size()) == r.close) {
+      rest = t.substr(r.close.size());  // an empty reasoning block some templates write
+    } else if (const size_t c = r.forced_open ? rest.find(r.close) : std::string_view::npos;
+               c != std::string_view::npos) {
+      // The generation prompt opened the reasoning: the output starts inside it.
+      m.reasoning = std::string(Trim(rest.substr(0, c)));
+      rest = rest.substr(c + r.close.size());
+    }
+    // A forced-open prompt whose output never closes the reasoning: the template itself renders
+    // such a turn (an answer without reasoning) as plain content, so that is what it is.
+  }
+  m.has_reasoning = !m.reasoning.empty();
+  // The template's header before content (a final channel, a content tag) is not content.
+  const std::string_view prefix = Trim(format.content_prefix);
+  if (!prefix.empty()) {
+    const std::string_view t = Trim(rest);
+    if (t.substr(0, prefix.size()) == prefix) rest = t.substr(prefix.size());
+  }
+  // 2. Tool calls: the first place the template's call block matches.
+  std::string content(rest);
+  if (format.tools.native) {
+    const std::string anchor = Anchor(format.tools);
+    for (size_t p = anchor.empty() ? std::string_view::npos : rest.find(anchor); p != std::string_view::npos;
+         p = rest.find(anchor, p + 1)) {
+      size_t end = 0;
+      std::vector<ToolCall> calls;
+      if (MatchToolCalls(rest, p, format, tools, &calls, &end)) {
+        m.tool_calls = std::move(calls);
+        content = std::string(Trim(rest.substr(0, p)));
+        const std::string_view after = Trim(rest.substr(end));
+        if (!after.empty()) content += (content.empty() ? "" : "\n") + std::string(after);
+        break;
+      }
+    }
+  }
+  if (m.tool_calls.empty() && GenericCalls(rest, tools, &m.tool_calls)) content.clear();
+  m.content = std::string(Trim(content));
+  for (size_t k = 0; k < m.tool_calls.size(); ++k) {
+    if (m.tool_calls[k].id.empty()) m.tool_calls[k].id = DerivedId(text, k);
+  }
+  return m;
+}
+
+Json ToOpenAiMessage(const ParsedMessage& m) {
+  Json j = Json::object();
+  j["role"] = "assistant";
+  if (m.content.empty() && !m.tool_calls.empty()) j["content"] = nullptr;
+  else j["content"] = m.content;
+  if (m.has_reasoning) j["reasoning_content"] = m.reasoning;
+  if (!m.tool_calls.empty()) {
+    Json calls = Json::array();
+    for (const ToolCall& c : m.tool_calls) {
+      calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    }
+    j["tool_calls"] = std::move(calls);
+  }
+  return j;
+}
+
+}  // namespace zf::chat

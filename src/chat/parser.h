@@ -1,0 +1,43 @@
+// An assistant turn's generated text parsed back into an OpenAI message: content, reasoning
+// (between the template's reasoning markers) and tool calls (in the template's own call format,
+// or a generic JSON form for templates without one). Pure functions of the text and the format.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "chat/format.h"
+
+namespace zf::chat {
+
+struct ToolCall {
+  std::string id;         // as the model wrote it (formats with ids), else derived
+  std::string name;
+  std::string arguments;  // JSON text (compact)
+};
+
+struct ParsedMessage {
+  std::string content;
+  bool has_reasoning = false;
+  std::string reasoning;
+  std::vector<ToolCall> tool_calls;
+};
+
+// `tools`: the offered tools (an OpenAI `tools` array) or null: argument types for formats that
+// write values as text, and the names the generic JSON fallback accepts (none offered: no calls).
+ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, const nlohmann::ordered_json& tools);
+
+// {"role":"assistant","content":string|null,"reasoning_content"?,"tool_calls"?}; content is null
+// when the turn is only tool calls.
+nlohmann::ordered_json ToOpenAiMessage(const ParsedMessage& m);
+
+// Lower-level pieces, shared with format.cpp's self-check.
+// Matches one tool-call block at `pos` of `text`; on success appends the calls, sets *end and
+// returns true.
+bool MatchToolCalls(std::string_view text, size_t pos, const ChatFormat& format, const nlohmann::ordered_json& tools,
+                    std::vector<ToolCall>* calls, size_t* end);
+
+}  // namespace zf::chat

@@ -1,0 +1,201 @@
+// Chat output parsing (src/chat) over the template corpus: for every template of
+// tests/data/chat_templates/templates, an assistant message rendered by the template and its
+// turn's text parsed back with the format derived from that template must give the message back
+// (content, reasoning, tool names, JSON-equal arguments), for plain answers, reasoning, one call,
+// parallel calls with nested / unicode / quoted arguments, and text before a call.
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "chat/format.h"
+#include "chat/parser.h"
+#include "jinja/jinja.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+using zf::chat::ChatFormat;
+using zf::chat::ParseAssistant;
+
+const std::string kDir = std::string(ZF_TEST_DATA_DIR) + "/chat_templates/templates";
+
+std::string ReadFile(const std::string& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+const Json kTools = Json::parse(R"([
+  {"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",
+   "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+     "options": {"type": "object"}, "days": {"type": "integer"}}, "required": ["city"]}}},
+  {"type": "function", "function": {"name": "search_web", "description": "Search",
+   "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}
+])");
+
+// A renderer as zf_chat_parse builds one, over a parsed template and given tools / extras.
+struct Renderer {
+  std::shared_ptr<zf::jinja::Template> t;
+  Json tools;
+  Json extra = Json::object();
+  bool Render(const Json& messages, bool add_generation_prompt, std::string* out) const {
+    Json vars = {{"messages", messages}, {"tools", tools}, {"documents", nullptr},
+                 {"add_generation_prompt", add_generation_prompt}, {"bos_token", "<BOS>"}, {"eos_token", "<EOS>"}};
+    for (auto& [k, v] : extra.items()) vars[k] = v;
+    try {
+      zf::jinja::Limits lim;
+      lim.now = 1736937000;
+      *out = t->Render(zf::jinja::FromJson(vars.dump()), lim);
+      return true;
+    } catch (const zf::jinja::Error&) {
+      return false;
+    }
+  }
+};
+
+Json Call(const std::string& id, const std::string& name, const Json& args) {
+  return {{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", args}}}};
+}
+
+struct Case {
+  std::string name;
+  Json assistant;
+  bool calls = false;
+  bool reasoning = false;
+};
+
+std::vector<Case> Cases() {
+  const Json weather = {{"city", "Zürich, \"CH\""}, {"options", {{"unit", "celsius"}, {"hours", {6, 12}}}}, {"days", 3}};
+  const Json search = {{"query", "naïve café ✓ 'quoted' \\ back"}};
+  return {
+      {"content", {{"role", "assistant"}, {"content", "Hello! Ünïcödé \"quotes\" and {braces}."}}},
+      {"reasoning", {{"role", "assistant"}, {"content", "The answer is 4."}, {"reasoning_content", "2+2 is 4."}}, false, true},
+      {"one_call", {{"role", "assistant"}, {"content", ""}, {"tool_calls", Json::array({Call("call00001", "get_weather", weather)})}}, true},
+      {"parallel_calls",
+       {{"role", "assistant"},
+        {"content", ""},
+        {"tool_calls", Json::array({Call("call00001", "get_weather", weather), Call("call00002", "search_web", search)})}},
+       true},
+      {"content_and_call",
+       {{"role", "assistant"}, {"content", "Let me check."}, {"tool_calls", Json::array({Call("call00003", "search_web", search)})}},
+       true},
+  };
+}
+
+// The assistant turn of `msgs` (ending with the assistant message): what follows the prompt of
+// the earlier messages with the generation prompt, without the end-of-turn text.
+bool AssistantText(const Renderer& r, const Json& msgs, const ChatFormat& f, std::string* text) {
+  Json history = msgs;
+  history.erase(history.size() - 1);
+  std::string prompt, full;
+  if (!r.Render(history, true, &prompt) || !r.Render(msgs, false, &full)) return false;
+  if (full.compare(0, prompt.size(), prompt) != 0) return false;
+  *text = full.substr(prompt.size());
+  const std::string& eot = f.end_of_turn;
+  if (!eot.empty() && text->size() >= eot.size() && text->compare(text->size() - eot.size(), eot.size(), eot) == 0) {
+    text->resize(text->size() - eot.size());
+  }
+  return true;
+}
+
+std::string Trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \n\t\r"), e = s.find_last_not_of(" \n\t\r");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+// Compares a parsed message with the rendered one; returns "" or what differs.
+std::string Diff(const zf::chat::ParsedMessage& got, const Case& c) {
+  const Json& want = c.assistant;
+  std::ostringstream d;
+  if (Trim(got.content) != Trim(want["content"].get<std::string>())) d << "content '" << got.content << "'; ";
+  if (c.reasoning && (!got.has_reasoning || got.reasoning != want["reasoning_content"].get<std::string>())) {
+    d << "reasoning '" << got.reasoning << "'; ";
+  }
+  const size_t n = want.contains("tool_calls") ? want["tool_calls"].size() : 0;
+  if (got.tool_calls.size() != n) {
+    d << got.tool_calls.size() << " calls instead of " << n;
+    return d.str();
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const Json& w = want["tool_calls"][i]["function"];
+    if (got.tool_calls[i].name != w["name"]) d << "call " << i << " name '" << got.tool_calls[i].name << "'; ";
+    Json args = Json::parse(got.tool_calls[i].arguments, nullptr, false);
+    if (args != w["arguments"]) d << "call " << i << " arguments " << got.tool_calls[i].arguments << "; ";
+  }
+  return d.str();
+}
+
+TEST(ChatParse, CorpusRoundTrip) {
+  std::vector<fs::path> files;
+  for (auto& e : fs::directory_iterator(kDir))
+    if (e.path().extension() == ".jinja") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), 70u);
+  // Renderings that cannot be read back, and why (each checked by hand).
+  const std::map<std::string, std::string> known = {
+      {"NVIDIA-Nemotron-Nano-v2 / content_and_call",
+       "the template writes the content, ends the turn and opens a second assistant turn for the calls"},
+  };
+  int native = 0, reasoning = 0, checked = 0;
+  std::vector<std::string> failures;
+  for (const fs::path& p : files) {
+    const std::string stem = p.stem().string();
+    Renderer probe;
+    try {
+      probe.t = std::make_shared<zf::jinja::Template>(ReadFile(p.string()));
+    } catch (const zf::jinja::Error&) {
+      continue;  // the corpus test covers templates jinja2 itself rejects
+    }
+    const std::string source = ReadFile(p.string());
+    probe.tools = zf::chat::ProbeTools();
+    const ChatFormat f = zf::chat::DeriveChatFormat(
+        [&](const Json& m, bool g, std::string* out) { return probe.Render(m, g, out); }, source);
+    if (const char* dbg = std::getenv("ZF_CHAT_DEBUG"); dbg && stem == dbg) {
+      Json pieces = Json::array();
+      for (auto& pc : f.tools.call) pieces.push_back({pc.kind, pc.text});
+      std::printf("%s\n", Json({{"open", f.tools.block_open}, {"sep", f.tools.call_sep}, {"close", f.tools.block_close},
+                                {"call", pieces}, {"native", f.tools.native}, {"p_open", f.tools.param_open},
+                                {"p_mid", f.tools.param_mid}, {"p_close", f.tools.param_close},
+                                {"r_open", f.reasoning.open}, {"r_close", f.reasoning.close},
+                                {"forced", f.reasoning.forced_open}, {"eot", f.end_of_turn}}).dump(1).c_str());
+    }
+    if (std::getenv("ZF_CHAT_LIST") && !f.tools.native && source.find("tool_calls") != std::string::npos) {
+      std::printf("renders tool_calls but not derived: %s\n", stem.c_str());
+    }
+    native += f.tools.native;
+    reasoning += !f.reasoning.close.empty();
+    Renderer r = probe;
+    r.tools = kTools;
+    for (const Case& c : Cases()) {
+      if (c.calls && !f.tools.native) continue;
+      const Json msgs = Json::array({{{"role", "user"}, {"content", "What is the weather in Zürich?"}}, c.assistant});
+      std::string text;
+      if (!AssistantText(r, msgs, f, &text)) continue;
+      // Templates that drop reasoning (or content next to calls) from what they render are not
+      // asked to give it back.
+      if (c.reasoning && text.find("2+2 is 4.") == std::string::npos) continue;
+      if (c.name == "content_and_call" && text.find("Let me check.") == std::string::npos) continue;
+      ++checked;
+      const std::string d = Diff(ParseAssistant(text, f, kTools), c);
+      if (!d.empty() && !known.count(stem + " / " + c.name)) failures.push_back(stem + " / " + c.name + ": " + d + "\n  text: " + text);
+    }
+  }
+  std::ostringstream all;
+  for (auto& s : failures) all << s << "\n";
+  EXPECT_TRUE(failures.empty()) << failures.size() << " failures:\n" << all.str();
+  std::printf("templates: %zu, native tool calls: %d, reasoning markers: %d, cases checked: %d\n", files.size(), native,
+              reasoning, checked);
+  EXPECT_GE(native, 30);
+  EXPECT_GE(reasoning, 20);
+}
+
+}  // namespace

@@ -50,6 +50,22 @@ size_t CommonSuffix(const std::string& a, const std::string& b, size_t limit) {
   return n;
 }
 
+// The end of the JSON object that starts at s[start] ('{'), or npos.
+size_t ObjectEnd(const std::string& s, size_t start) {
+  int depth = 0;
+  bool in_str = false;
+  for (size_t k = start; k < s.size(); ++k) {
+    const char ch = s[k];
+    if (in_str) {
+      if (ch == '\\') ++k;
+      else if (ch == '"') in_str = false;
+    } else if (ch == '"') in_str = true;
+    else if (ch == '{') ++depth;
+    else if (ch == '}' && --depth == 0) return k + 1;
+  }
+  return std::string::npos;
+}
+
 Json User() { return {{"role", "user"}, {"content", "zfprobe_user"}}; }
 
 Json Call(const char* id, const char* name, const char* v1, const char* v2) {
@@ -146,34 +162,61 @@ void AppendWithIds(const std::string& s, std::vector<Piece>* out) {
 ToolCallFormat DeriveToolCalls(const Renderer& render, const std::string& prompt, const std::string& pre_content,
                                const std::string& end_of_turn, const ReasoningFormat& reasoning) {
   ToolCallFormat f;
-  Json c1 = Call(kId1, kFn1, "zfprobe_val", "zfprobe_wal");
-  Json c2 = Call(kId2, kFn2, "zfprobe_xal", "zfprobe_yal");
+  // Templates differ in what they accept: arguments as an object (transformers) or as a JSON
+  // string (OpenAI's wire format), content "" or null, one call or several. The first variant
+  // that renders the call is used.
+  Json c1, c2;
   std::string t1, t2;
-  if (!Turn(render, prompt, {{"role", "assistant"}, {"content", ""}, {"tool_calls", Json::array({c1})}}, &t1)) return f;
-  if (!Turn(render, prompt, {{"role", "assistant"}, {"content", ""}, {"tool_calls", Json::array({c1, c2})}}, &t2)) return f;
-  const size_t n1 = t1.find(kFn1), m2 = t2.find(kFn2);
-  const size_t len = sizeof kFn1 - 1;
-  if (n1 == std::string::npos || m2 == std::string::npos || t2.compare(0, n1 + len, t1, 0, n1 + len) != 0 ||
-      m2 < n1 + len) {
-    return f;
-  }
-  const std::string after1 = t1.substr(n1 + len);   // rest of call 1, close, end of turn
-  const std::string between = t2.substr(n1 + len, m2 - n1 - len);  // rest of call 1, sep, start of call 2
-  const std::string before1 = t1.substr(0, n1);     // open, start of call 1
-  size_t a = CommonPrefix(after1, between);
-  // The rest of call 1 does not end inside a tag that only the next call or the close opens.
-  for (const auto& [lo, hi] : {std::pair<char, char>{'<', '>'}, {'[', ']'}}) {
-    const size_t open_at = after1.rfind(lo, a == 0 ? 0 : a - 1);
-    if (open_at != std::string::npos && open_at < a) {
-      const size_t close_at = after1.find(hi, open_at);
-      if (close_at == std::string::npos || close_at >= a) a = open_at;
+  bool one = false, two = false;
+  for (int variant = 0; variant < 4 && !one; ++variant) {
+    const bool string_args = (variant & 1) != 0;
+    const Json content = (variant & 2) != 0 ? Json(nullptr) : Json("");
+    c1 = Call(kId1, kFn1, "zfprobe_val", "zfprobe_wal");
+    c2 = Call(kId2, kFn2, "zfprobe_xal", "zfprobe_yal");
+    if (string_args) {
+      for (Json* c : {&c1, &c2}) (*c)["function"]["arguments"] = (*c)["function"]["arguments"].dump();
     }
+    one = Turn(render, prompt, {{"role", "assistant"}, {"content", content}, {"tool_calls", Json::array({c1})}}, &t1) &&
+          t1.find(kFn1) != std::string::npos;
+    two = one &&
+          Turn(render, prompt, {{"role", "assistant"}, {"content", content}, {"tool_calls", Json::array({c1, c2})}}, &t2) &&
+          t2.find(kFn2) != std::string::npos;
   }
-  const std::string rest = between.substr(a);
-  const size_t b = CommonSuffix(before1, rest, rest.size());
-  std::string call_head = before1.substr(before1.size() - b);
-  std::string call_tail = after1.substr(0, a);
-  f.call_sep = rest.substr(0, rest.size() - b);
+  if (!one) return f;
+  const size_t len = sizeof kFn1 - 1;
+  const size_t n1 = t1.find(kFn1);
+  const std::string before1 = t1.substr(0, n1);  // open, start of call 1
+  const std::string after1 = t1.substr(n1 + len);  // rest of call 1, close, end of turn
+  std::string call_head, call_tail;
+  size_t b = 0;
+  const size_t m2 = two ? t2.find(kFn2) : std::string::npos;
+  const bool used_two = two && t2.compare(0, n1 + len, t1, 0, n1 + len) == 0 && m2 >= n1 + len;
+  if (used_two) {
+    const std::string between = t2.substr(n1 + len, m2 - n1 - len);  // rest of call 1, sep, start of call 2
+    size_t a = CommonPrefix(after1, between);
+    // The rest of call 1 does not end inside a tag that only the next call or the close opens.
+    for (const auto& [lo, hi] : {std::pair<char, char>{'<', '>'}, {'[', ']'}}) {
+      const size_t open_at = after1.rfind(lo, a == 0 ? 0 : a - 1);
+      if (open_at != std::string::npos && open_at < a) {
+        const size_t close_at = after1.find(hi, open_at);
+        if (close_at == std::string::npos || close_at >= a) a = open_at;
+      }
+    }
+    const std::string rest = between.substr(a);
+    b = CommonSuffix(before1, rest, rest.size());
+    call_head = before1.substr(before1.size() - b);
+    call_tail = after1.substr(0, a);
+    f.call_sep = rest.substr(0, rest.size() - b);
+  } else {
+    // One call only (Llama 3.x refuses two): the call is the JSON object holding the name.
+    const size_t brace = before1.rfind('{');
+    if (brace == std::string::npos || before1.find('}', brace) != std::string::npos) return ToolCallFormat();
+    const size_t end = ObjectEnd(t1, brace);
+    if (end == std::string::npos || end < n1 + len) return ToolCallFormat();
+    b = before1.size() - brace;
+    call_head = before1.substr(brace);
+    call_tail = t1.substr(n1 + len, end - n1 - len);
+  }
   std::string open = before1.substr(0, before1.size() - b);
   // What the template writes before any assistant text (an empty reasoning block, a header) is
   // not part of the calls.
@@ -188,7 +231,7 @@ ToolCallFormat DeriveToolCalls(const Renderer& render, const std::string& prompt
     if (rc != std::string::npos) open = open.substr(rc + reasoning.close.size());
   }
   f.block_open = open;
-  std::string close = after1.substr(a);
+  std::string close = after1.substr(call_tail.size());
   if (!end_of_turn.empty() && close.size() >= end_of_turn.size() &&
       close.compare(close.size() - end_of_turn.size(), end_of_turn.size(), end_of_turn) == 0) {
     close.resize(close.size() - end_of_turn.size());
@@ -199,23 +242,8 @@ ToolCallFormat DeriveToolCalls(const Renderer& render, const std::string& prompt
   AppendWithIds(call_head, &f.call);
   f.call.push_back({Piece::kName, ""});
   if (size_t q = call_tail.find(quoted); q != std::string::npos) {
-    size_t s = call_tail.rfind('{', q);
-    if (s == std::string::npos) return ToolCallFormat();
-    int depth = 0;
-    bool in_str = false;
-    size_t e = std::string::npos;
-    for (size_t k = s; k < call_tail.size(); ++k) {
-      const char ch = call_tail[k];
-      if (in_str) {
-        if (ch == '\\') ++k;
-        else if (ch == '"') in_str = false;
-      } else if (ch == '"') in_str = true;
-      else if (ch == '{') ++depth;
-      else if (ch == '}' && --depth == 0) {
-        e = k + 1;
-        break;
-      }
-    }
+    const size_t s = call_tail.rfind('{', q);
+    const size_t e = s == std::string::npos ? s : ObjectEnd(call_tail, s);
     if (e == std::string::npos) return ToolCallFormat();
     f.args = ArgsStyle::kJson;
     AppendWithIds(call_tail.substr(0, s), &f.call);
@@ -242,15 +270,19 @@ ToolCallFormat DeriveToolCalls(const Renderer& render, const std::string& prompt
     AppendWithIds(call_tail.substr(v2 + lv + param_close.size()), &f.call);
   }
   f.native = true;
+  f.parallel = used_two;
   // Self-check: the derived format must read both probes back.
   ChatFormat cf;
   cf.tools = f;
   Json tools = ProbeTools();
+  Json want_args = c1["function"]["arguments"];
+  if (want_args.is_string()) want_args = Json::parse(want_args.get<std::string>());
   for (const auto& [text, want] : {std::pair<const std::string&, size_t>{t1, 1}, {t2, 2}}) {
+    if (want == 2 && !used_two) continue;
     ParsedMessage m = ParseAssistant(text, cf, tools);
     if (m.tool_calls.size() != want || m.tool_calls[0].name != kFn1 ||
         (want == 2 && m.tool_calls[1].name != kFn2) ||
-        Json::parse(m.tool_calls[0].arguments) != c1["function"]["arguments"]) {
+        Json::parse(m.tool_calls[0].arguments) != want_args) {
       return ToolCallFormat();
     }
   }

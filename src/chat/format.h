@@ -32,6 +32,7 @@ enum class ArgsStyle {
 
 struct ToolCallFormat {
   bool native = false;        // the template renders tool calls (else: the generic JSON fallback)
+  bool parallel = false;      // it renders several calls in one turn (some render only one)
   std::string block_open;     // before the first call (e.g. "[TOOL_CALLS][")
   std::string call_sep;       // between two calls (e.g. ", " or "\n")
   std::string block_close;    // after the last call (e.g. "]")

@@ -332,14 +332,27 @@ ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, co
   // 2. Tool calls: the first place the template's call block matches.
   std::string content(rest);
   if (format.tools.native) {
+    // Where a block of calls may start: each occurrence of its first marker; for formats whose
+    // calls start with the bare name (the generation prompt opened the block, e.g. Functionary's
+    // ">>>"), the start of the text and each call separator.
     const std::string anchor = Anchor(format.tools);
-    for (size_t p = anchor.empty() ? std::string_view::npos : rest.find(anchor); p != std::string_view::npos;
-         p = rest.find(anchor, p + 1)) {
+    std::vector<std::pair<size_t, size_t>> starts;  // (content ends, match begins)
+    if (!anchor.empty()) {
+      for (size_t p = rest.find(anchor); p != std::string_view::npos; p = rest.find(anchor, p + 1)) starts.push_back({p, p});
+    } else {
+      starts.push_back({0, 0});
+      const std::string_view sep = Trim(format.tools.call_sep);
+      for (size_t p = sep.empty() ? std::string_view::npos : rest.find(sep); p != std::string_view::npos;
+           p = rest.find(sep, p + 1)) {
+        starts.push_back({p, p + sep.size()});
+      }
+    }
+    for (const auto& [content_end, p] : starts) {
       size_t end = 0;
       std::vector<ToolCall> calls;
       if (MatchToolCalls(rest, p, format, tools, &calls, &end)) {
         m.tool_calls = std::move(calls);
-        content = std::string(Trim(rest.substr(0, p)));
+        content = std::string(Trim(rest.substr(0, content_end)));
         const std::string_view after = Trim(rest.substr(end));
         if (!after.empty()) content += (content.empty() ? "" : "\n") + std::string(after);
         break;

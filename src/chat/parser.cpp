@@ -205,16 +205,16 @@ size_t MatchCall(std::string_view text, size_t i, const ToolCallFormat& f, const
   return i;
 }
 
-// The first non-space text a tool-call block starts with: where the parser looks for calls.
+// The first word (non-space run) a tool-call block starts with: where the parser looks for
+// calls. Only a word, since the model may space the rest differently.
 std::string Anchor(const ToolCallFormat& f) {
   std::string a(Trim(f.block_open));
-  if (!a.empty()) return a;
   for (const Piece& p : f.call) {
-    if (p.kind != Piece::kLiteral) break;
-    a += std::string(Trim(p.text));
-    if (!a.empty()) return a;
+    if (!a.empty() || p.kind != Piece::kLiteral) break;
+    a = std::string(Trim(p.text));
   }
-  return a;
+  const size_t ws = a.find_first_of(" \n\t\r");
+  return ws == std::string::npos ? a : a.substr(0, ws);
 }
 
 // The generic JSON form for templates without their own: the whole text (or a ```json fenced

@@ -1,0 +1,246 @@
+// zf_chat_parse through libzerfoo.so: the exact signature, OpenAI message JSON for content,
+// reasoning and tool calls in several templates' formats (the corpus round trip is in
+// tests/unit/chat_parse_test.cpp), the generic JSON fallback for templates without tool calls,
+// buffers and errors.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "capi/test_handles.h"
+#include "common/test_models.h"
+#include "zerfoo.h"
+
+namespace {
+
+using namespace zf::capitest;  // NOLINT: the shared handle helpers
+using Json = nlohmann::ordered_json;
+
+// The signature the ABI promises (a hidden check calls it by exactly this type).
+using ChatParseFn = zf_status (*)(const zf_model*, const char*, size_t, const zf_chat_params*, char*, size_t, size_t*);
+[[maybe_unused]] constexpr ChatParseFn kSignature = &zf_chat_parse;
+
+std::string Template(const std::string& stem) {
+  std::ifstream f(std::string(ZF_TEST_DATA_DIR) + "/chat_templates/templates/" + stem + ".jinja", std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+const char* kTools = R"([{"type": "function", "function": {"name": "get_weather", "description": "Weather",
+  "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}},
+  {"type": "function", "function": {"name": "search", "description": "Search", "parameters": {"type": "object",
+  "properties": {"q": {"type": "string"}}}}}])";
+
+// Parses `text` with `tmpl` (empty: the model's own); the status goes to *st.
+Json Parse(zf_model* m, const std::string& text, const std::string& tmpl, zf_status* st, const char* tools = kTools,
+           const char* extra = nullptr) {
+  zf_chat_params p;
+  zf_chat_params_init(&p, sizeof p);
+  p.template_text = tmpl.empty() ? nullptr : tmpl.c_str();
+  p.tools_json = tools;
+  p.extra_json = extra;
+  size_t needed = 0;
+  *st = zf_chat_parse(m, text.data(), text.size(), &p, nullptr, 0, &needed);
+  if (*st != ZF_ERR_BUFFER_TOO_SMALL) return Json();
+  std::vector<char> buf(needed);
+  size_t again = 0;
+  *st = zf_chat_parse(m, text.data(), text.size(), &p, buf.data(), buf.size(), &again);
+  EXPECT_EQ(again, needed);
+  if (*st != ZF_OK) return Json();
+  EXPECT_EQ(buf[needed - 1], '\0');
+  return Json::parse(std::string(buf.data(), needed - 1));
+}
+
+class ChatParse : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string path = ::zf::testing::ModelPath("smollm2");
+    if (path.empty()) GTEST_SKIP() << "SmolLM2 not found (scripts/fetch_models.sh)";
+    model_ = Load(path, ZF_MODEL_VOCAB_ONLY);
+    ASSERT_TRUE(model_);
+  }
+  ModelPtr model_;
+};
+
+TEST_F(ChatParse, HermesToolCallsAndContent) {
+  zf_status st;
+  const std::string tmpl = Template("Qwen-Qwen2.5-7B-Instruct");
+  // Compact JSON the template would not write itself: matched whatever the spacing.
+  Json msg = Parse(model_.get(),
+                   "I'll look.\n<tool_call>{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris \\\"FR\\\"\",\"days\":2}}"
+                   "</tool_call>\n<tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\": \"caf\xc3\xa9\"}}\n</tool_call>",
+                   tmpl, &st);
+  ASSERT_EQ(st, ZF_OK) << zf_last_error();
+  EXPECT_EQ(msg["role"], "assistant");
+  EXPECT_EQ(msg["content"], "I'll look.");
+  ASSERT_EQ(msg["tool_calls"].size(), 2u);
+  EXPECT_EQ(msg["tool_calls"][0]["type"], "function");
+  EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(Json::parse(msg["tool_calls"][0]["function"]["arguments"].get<std::string>()),
+            Json::parse(R"({"city": "Paris \"FR\"", "days": 2})"));
+  EXPECT_EQ(msg["tool_calls"][1]["function"]["name"], "search");
+  EXPECT_NE(msg["tool_calls"][0]["id"], msg["tool_calls"][1]["id"]);
+  EXPECT_EQ(msg["tool_calls"][0]["id"].get<std::string>().rfind("call_", 0), 0u);
+  EXPECT_FALSE(msg.contains("reasoning_content"));
+  // Only calls: content is null. Plain text: no tool_calls key.
+  msg = Parse(model_.get(), "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\": \"x\"}}\n</tool_call>", tmpl, &st);
+  EXPECT_TRUE(msg["content"].is_null());
+  msg = Parse(model_.get(), "Just text, with a <tool_call> mention.", tmpl, &st);
+  EXPECT_EQ(msg, Json::parse(R"({"role": "assistant", "content": "Just text, with a <tool_call> mention."})"));
+}
+
+TEST_F(ChatParse, ReasoningOpenedByTheOutputOrByThePrompt) {
+  zf_status st;
+  const std::string qwen3 = Template("Qwen-Qwen3-0.6B");
+  Json msg = Parse(model_.get(), "<think>\nFirst, 2+2.\n</think>\n\nIt is 4.", qwen3, &st);
+  ASSERT_EQ(st, ZF_OK) << zf_last_error();
+  EXPECT_EQ(msg["reasoning_content"], "First, 2+2.");
+  EXPECT_EQ(msg["content"], "It is 4.");
+  // Reasoning then a call.
+  msg = Parse(model_.get(), "<think>Need weather.</think>\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>",
+              qwen3, &st);
+  EXPECT_EQ(msg["reasoning_content"], "Need weather.");
+  EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], "get_weather");
+  // DeepSeek-R1 distills: the generation prompt opens <think> (this template closes it again
+  // unless enable_thinking), the output only closes it.
+  const std::string r1 = Template("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B");
+  msg = Parse(model_.get(), "Let me add.\n</think>\n\nFour.", r1, &st, kTools, R"({"enable_thinking": true})");
+  ASSERT_EQ(st, ZF_OK) << zf_last_error();
+  EXPECT_EQ(msg["reasoning_content"], "Let me add.");
+  EXPECT_EQ(msg["content"], "Four.");
+  // Generation stopped while thinking: everything so far is reasoning.
+  msg = Parse(model_.get(), "<think>Still going", qwen3, &st);
+  EXPECT_EQ(msg["reasoning_content"], "Still going");
+  EXPECT_EQ(msg["content"], "");
+}
+
+TEST_F(ChatParse, OtherFamiliesFormats) {
+  zf_status st;
+  // Mistral: [TOOL_CALLS] with a JSON list and call ids.
+  Json msg = Parse(model_.get(),
+                   "[TOOL_CALLS][{\"name\": \"search\", \"arguments\": {\"q\": \"a\"}, \"id\": \"abcDEF123\"}, "
+                   "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}, \"id\": \"xyz987654\"}]",
+                   Template("mistralai-Mistral-Nemo-Instruct-2407"), &st);
+  ASSERT_EQ(st, ZF_OK) << zf_last_error();
+  ASSERT_EQ(msg["tool_calls"].size(), 2u);
+  EXPECT_EQ(msg["tool_calls"][0]["id"], "abcDEF123");
+  EXPECT_EQ(msg["tool_calls"][1]["function"]["name"], "get_weather");
+  // Llama 3.x: a bare JSON object with "parameters".
+  msg = Parse(model_.get(), "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Lima\", \"days\": 1}}",
+              Template("meta-llama-Llama-3.1-8B-Instruct"), &st);
+  ASSERT_EQ(st, ZF_OK) << zf_last_error();
+  ASSERT_EQ(msg["tool_calls"].size(), 1u);
+  EXPECT_EQ(Json::parse(msg["tool_calls"][0]["function"]["arguments"].get<std::string>()), Json::parse(R"({"city": "Lima", "days": 1})"));
+  // Qwen3-Coder: XML parameters, typed by the tool's schema (days is an integer, city a string
+  // even when it looks like a number).
+  msg = Parse(model_.get(),
+              "<tool_call>\n<function=get_weather>\n<parameter=city>\n1984\n</parameter>\n<parameter=days>\n3\n"
+              "</parameter>\n</function>\n</tool_call>",
+              Template("Qwen3-Coder"), &st);
+  ASSERT_EQ(st, ZF_OK) << zf_last_error();
+  ASSERT_EQ(msg["tool_calls"].size(), 1u);
+  EXPECT_EQ(Json::parse(msg["tool_calls"][0]["function"]["arguments"].get<std::string>()), Json::parse(R"({"city": "1984", "days": 3})"));
+}
+
+TEST_F(ChatParse, GenericJsonForTemplatesWithoutToolCalls) {
+  zf_status st;
+  const std::string gemma = Template("google-gemma-2-2b-it");
+  Json msg = Parse(model_.get(), "```json\n{\"name\": \"search\", \"arguments\": {\"q\": \"zerfoo\"}}\n```", gemma, &st);
+  ASSERT_EQ(st, ZF_OK) << zf_last_error();
+  ASSERT_EQ(msg["tool_calls"].size(), 1u);
+  EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], "search");
+  EXPECT_TRUE(msg["content"].is_null());
+  // A name that was not offered, or no tools offered: plain content.
+  msg = Parse(model_.get(), "{\"name\": \"rm_rf\", \"arguments\": {}}", gemma, &st);
+  EXPECT_FALSE(msg.contains("tool_calls"));
+  msg = Parse(model_.get(), "{\"name\": \"search\", \"arguments\": {}}", gemma, &st, nullptr);
+  EXPECT_FALSE(msg.contains("tool_calls"));
+  EXPECT_EQ(msg["content"], "{\"name\": \"search\", \"arguments\": {}}");
+}
+
+TEST_F(ChatParse, RoundTripWithApplyTemplateV2) {
+  // Render an assistant turn with the ABI, take its text after the generation prompt, parse it.
+  const std::string tmpl = Template("NousResearch-Hermes-3-Llama-3.1-8B-tool_use");
+  zf_chat_params p;
+  zf_chat_params_init(&p, sizeof p);
+  p.template_text = tmpl.c_str();
+  p.tools_json = kTools;
+  auto render = [&](const std::vector<zf_chat_message_v2>& msgs, uint32_t flags) {
+    p.flags = flags;
+    size_t needed = 0;
+    EXPECT_EQ(zf_chat_apply_template_v2(model_.get(), msgs.data(), msgs.size(), &p, nullptr, 0, &needed),
+              ZF_ERR_BUFFER_TOO_SMALL);
+    std::vector<char> buf(needed);
+    EXPECT_EQ(zf_chat_apply_template_v2(model_.get(), msgs.data(), msgs.size(), &p, buf.data(), buf.size(), &needed), ZF_OK)
+        << zf_last_error();
+    return std::string(buf.data(), needed - 1);
+  };
+  zf_chat_message_v2 user{}, asst{};
+  user.struct_size = asst.struct_size = sizeof(zf_chat_message_v2);
+  user.role = "user";
+  user.content = "Weather in Zürich and news?";
+  asst.role = "assistant";
+  asst.content = "";
+  asst.tool_calls_json = R"([{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Zürich", "days": 2}}},
+    {"id": "c2", "type": "function", "function": {"name": "search", "arguments": {"q": "news \"today\""}}}])";
+  const std::string prompt = render({user}, ZF_CHAT_ADD_ASSISTANT);
+  const std::string full = render({user, asst}, 0);
+  ASSERT_EQ(full.compare(0, prompt.size(), prompt), 0);
+  std::string text = full.substr(prompt.size());
+  text = text.substr(0, text.rfind("<|im_end|>"));
+  zf_status st;
+  Json msg = Parse(model_.get(), text, tmpl, &st);
+  ASSERT_EQ(st, ZF_OK) << zf_last_error();
+  Json want = Json::parse(asst.tool_calls_json);
+  ASSERT_EQ(msg["tool_calls"].size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(msg["tool_calls"][i]["function"]["name"], want[i]["function"]["name"]);
+    EXPECT_EQ(Json::parse(msg["tool_calls"][i]["function"]["arguments"].get<std::string>()), want[i]["function"]["arguments"]);
+  }
+}
+
+TEST_F(ChatParse, BuffersAndErrors) {
+  const char* text = "Hello";
+  char small[8];
+  size_t needed = 0;
+  EXPECT_EQ(zf_chat_parse(model_.get(), text, 5, nullptr, small, sizeof small, &needed), ZF_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(needed, std::string(R"({"role":"assistant","content":"Hello"})").size() + 1);
+  std::vector<char> buf(needed);
+  ASSERT_EQ(zf_chat_parse(model_.get(), text, 5, nullptr, buf.data(), buf.size(), nullptr), ZF_OK);
+  EXPECT_STREQ(buf.data(), R"({"role":"assistant","content":"Hello"})");
+  // Empty text is an empty answer; NUL bytes inside the text are content.
+  ASSERT_EQ(zf_chat_parse(model_.get(), nullptr, 0, nullptr, buf.data(), buf.size(), &needed), ZF_OK);
+  EXPECT_STREQ(buf.data(), R"({"role":"assistant","content":""})");
+  EXPECT_EQ(zf_chat_parse(nullptr, text, 5, nullptr, buf.data(), buf.size(), &needed), ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(zf_last_error()).find("model is NULL"), std::string::npos);
+  EXPECT_EQ(zf_chat_parse(model_.get(), nullptr, 3, nullptr, buf.data(), buf.size(), &needed), ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(zf_chat_parse(model_.get(), "\xff\xfe", 2, nullptr, buf.data(), buf.size(), &needed), ZF_ERR_INVALID_UTF8);
+  zf_chat_params p;
+  zf_chat_params_init(&p, sizeof p);
+  p.tools_json = "[{";
+  EXPECT_EQ(zf_chat_parse(model_.get(), text, 5, &p, buf.data(), buf.size(), &needed), ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(zf_last_error()).find("params->tools_json"), std::string::npos) << zf_last_error();
+  p.tools_json = "{}";
+  EXPECT_EQ(zf_chat_parse(model_.get(), text, 5, &p, buf.data(), buf.size(), &needed), ZF_ERR_INVALID_ARGUMENT);
+  p.tools_json = nullptr;
+  p.extra_json = "[1]";
+  EXPECT_EQ(zf_chat_parse(model_.get(), text, 5, &p, buf.data(), buf.size(), &needed), ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(zf_last_error()).find("params->extra_json"), std::string::npos) << zf_last_error();
+  p.extra_json = nullptr;
+  p.flags = 0x100;
+  EXPECT_EQ(zf_chat_parse(model_.get(), text, 5, &p, buf.data(), buf.size(), &needed), ZF_ERR_INVALID_ARGUMENT);
+  p.flags = 0;
+  p.template_name = "nope";
+  EXPECT_EQ(zf_chat_parse(model_.get(), text, 5, &p, buf.data(), buf.size(), &needed), ZF_ERR_NOT_FOUND);
+  // A template that fails to render parses as plain content (nothing to derive), not an error.
+  p.template_name = nullptr;
+  p.template_text = "{{ raise_exception('no') }}";
+  ASSERT_EQ(zf_chat_parse(model_.get(), text, 5, &p, buf.data(), buf.size(), &needed), ZF_OK) << zf_last_error();
+  EXPECT_STREQ(buf.data(), R"({"role":"assistant","content":"Hello"})");
+}
+
+}  // namespace

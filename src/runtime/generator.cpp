@@ -88,6 +88,7 @@ void Generation::Stop() {
   if (phase_ == Phase::kAfterPiece) session_.pending().push_back(last_token_);  // shown, not evaluated
   if (phase_ == Phase::kSample || phase_ == Phase::kAfterPiece) result_.stop_reason = StopReason::kCallback;
   phase_ = Phase::kDone;
+  session_.piece_logprobs().clear();  // the generation has ended
 }
 
 Status Generation::Next(std::string* piece, int32_t* token, bool* done) {

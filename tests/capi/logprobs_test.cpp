@@ -284,6 +284,13 @@ TEST_P(CapiLogprobs, OffAndArgumentErrors) {
             ZF_OK)
       << zf_last_error();
   EXPECT_GT(ctx.calls, 0);
+  // A callback that stops the generation ends it: nothing is reported afterwards.
+  ASSERT_EQ(zf_generate(s.get(), " stop", 5, &g, [](void*, const char*, size_t, int32_t) -> int32_t { return 1; },
+                        nullptr, nullptr),
+            ZF_OK);
+  size_t after = 1;
+  EXPECT_EQ(zf_session_logprobs(s.get(), nullptr, 0, &after, nullptr), ZF_OK);
+  EXPECT_EQ(after, 0u);
   size_t n = 0;
   zf_token_logprob one[1];
   EXPECT_EQ(zf_session_logprobs(nullptr, one, 1, &n, nullptr), ZF_ERR_INVALID_ARGUMENT);

@@ -554,7 +554,14 @@ typedef struct zf_generate_params {
   uint64_t seed;            /**< RNG seed (default 0xFFFFFFFFFFFFFFFF = random). */
   const char* const* stop;  /**< Stop strings (UTF-8, NUL-terminated); never emitted. */
   size_t n_stop;            /**< Number of stop strings. */
+  int32_t n_logprobs;       /**< Since 0.3: 0 = off (default); 1..::ZF_MAX_LOGPROBS = report each
+                                 generated token's log-probability and this many most likely
+                                 alternatives through zf_session_logprobs(). */
+  uint32_t reserved1;       /**< Padding; must be 0. */
 } zf_generate_params;
+
+/** Most alternatives zf_generate_params.n_logprobs may ask for per token. */
+#define ZF_MAX_LOGPROBS 20
 
 /** @brief Fills defaults; see zf_model_params_init(). */
 ZF_API zf_status zf_generate_params_init(zf_generate_params* params, size_t size);
@@ -593,7 +600,8 @@ typedef struct zf_generate_result {
  * @param out May be NULL; set out->struct_size first.
  * @return ::ZF_OK (also when stopped by callback, cancel, stop string, EOS, max tokens);
  *         ::ZF_ERR_INVALID_UTF8; ::ZF_ERR_CONTEXT_FULL; ::ZF_ERR_INVALID_ARGUMENT (also for
- *         unknown flag bits, a nonzero reserved0, or a zf_generation in progress on the session).
+ *         unknown flag bits, a nonzero reserved0 or reserved1, n_logprobs outside
+ *         0..::ZF_MAX_LOGPROBS, or a zf_generation in progress on the session).
  */
 ZF_API zf_status zf_generate(zf_session* session, const char* prompt, size_t len,
                              const zf_generate_params* params, zf_stream_cb cb, void* user_data,
@@ -613,8 +621,8 @@ ZF_API zf_status zf_generate(zf_session* session, const char* prompt, size_t len
  * zf_generation_free(). It is used by one thread at a time, like its session (it may move
  * between threads). While it is in progress (begun, not yet done) the session accepts no other
  * call (zf_generate, zf_generate_begin, zf_session_eval, zf_session_reset fail with
- * ::ZF_ERR_INVALID_ARGUMENT) except zf_session_cancel(), zf_session_n_past() and
- * zf_session_free(). The generation keeps its session's memory alive: the two may be freed in
+ * ::ZF_ERR_INVALID_ARGUMENT) except zf_session_cancel(), zf_session_n_past(),
+ * zf_session_logprobs() and zf_session_free(). The generation keeps its session's memory alive: the two may be freed in
  * either order (the session is then unusable, but freeing the generation stays valid).
  */
 typedef struct zf_generation zf_generation;
@@ -682,6 +690,50 @@ ZF_API zf_status zf_generation_result(const zf_generation* gen, zf_generate_resu
  * call using the same session.
  */
 ZF_API void zf_generation_free(zf_generation* gen);
+
+/* ---------------------------------------------------------------------------------------------
+ * Token log-probabilities (since 0.3)
+ * ------------------------------------------------------------------------------------------- */
+
+/** A token id and its log-probability (natural log). */
+typedef struct zf_token_logprob {
+  int32_t token;   /**< Token id. */
+  float logprob;   /**< ln p(token); -INFINITY for a token the model rules out. */
+} zf_token_logprob;
+
+/**
+ * @brief The log-probabilities behind the piece of text delivered last, when the generation
+ * asked for them (zf_generate_params.n_logprobs > 0).
+ *
+ * Values are the log-softmax of the model's raw logits at the token's position: before the
+ * repetition penalty, temperature and the top-k/top-p/min-p filters (the distribution the
+ * model predicts, not the one the sampler drew from). Per token, `*stride` entries (1 +
+ * min(n_logprobs, vocabulary size)): first the generated token itself, then the most likely
+ * tokens in descending order of log-probability, ties to the lower id (the generated token
+ * appears among them too when it is one of them). Greedy decoding picks the first alternative.
+ *
+ * A piece of text may complete more than one token (a character split over byte tokens, text
+ * held back while it could begin a stop string): the piece carries every token sampled since
+ * the previous piece, in order, its own token (the one passed to the ::zf_stream_cb or
+ * returned by zf_generation_next()) last. So the tokens of all pieces, in order, are exactly the
+ * generated tokens whose text was delivered; an EOS/EOT token, and tokens whose text a
+ * matched stop string swallowed, belong to no piece and are not reported.
+ *
+ * Valid inside a ::zf_stream_cb (for the piece it receives) and after a zf_generation_next()
+ * that returned a piece (the same piece again after ::ZF_ERR_BUFFER_TOO_SMALL), until the
+ * next piece, the end of the generation or the next call that starts one. Empty (`*n == 0`)
+ * before any piece, after the generation ended, and when n_logprobs is 0.
+ * Thread-safety: as the session; it may be called while a zf_generation is in progress on it.
+ * @param session The session.
+ * @param out Output array (may be NULL when cap is 0).
+ * @param cap Capacity of `out` in entries.
+ * @param n Receives the number of entries (tokens * stride). Required.
+ * @param stride Optional; receives the entries per token (0 when logprobs are off).
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (`*n` says how many; nothing is lost, call again);
+ *         ::ZF_ERR_INVALID_ARGUMENT (NULL session or n, NULL out with cap > 0).
+ */
+ZF_API zf_status zf_session_logprobs(const zf_session* session, zf_token_logprob* out, size_t cap, size_t* n,
+                                     size_t* stride);
 
 /* ---------------------------------------------------------------------------------------------
  * Prompt reuse and session state (since 0.2)

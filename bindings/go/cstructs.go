@@ -71,7 +71,7 @@ type cSessionParams struct { // zf_session_params, 16 bytes
 	kvType     int32
 }
 
-type cGenParams struct { // zf_generate_params, 64 bytes
+type cGenParams struct { // zf_generate_params, 72 bytes
 	structSize    uint32
 	maxTokens     int32
 	temperature   float32
@@ -85,6 +85,8 @@ type cGenParams struct { // zf_generate_params, 64 bytes
 	seed          uint64
 	stop          **byte // array of n_stop NUL-terminated strings (Go memory, borrowed for the call)
 	nStop         uintptr
+	nLogprobs     int32 // appended in 0.3
+	reserved1     uint32
 }
 
 type cGenResult struct { // zf_generate_result, 32 bytes
@@ -95,3 +97,5 @@ type cGenResult struct { // zf_generate_result, 32 bytes
 	promptMs   float64
 	decodeMs   float64
 }
+
+// zf_token_logprob (8 bytes) is TokenLogprob itself: {int32 token; float logprob}.

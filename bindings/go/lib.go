@@ -50,6 +50,7 @@ var lib struct {
 	generationNext   func(g uintptr, buf *byte, cap uintptr, n *uintptr, token *int32, done *int32) int32
 	generationResult func(g uintptr, out *cGenResult) int32
 	generationFree   func(g uintptr)
+	sessionLogprobs  func(s uintptr, out *TokenLogprob, cap uintptr, n *uintptr, stride *uintptr) int32
 }
 
 // Load loads libzerfoo from path (if non-empty) or by the default search: $ZERFOO_LIBRARY,
@@ -157,6 +158,7 @@ func bind(h uintptr) error {
 		{&lib.generationNext, "zf_generation_next"},
 		{&lib.generationResult, "zf_generation_result"},
 		{&lib.generationFree, "zf_generation_free"},
+		{&lib.sessionLogprobs, "zf_session_logprobs"},
 	}
 	for _, s := range syms {
 		if err := sym(h, s.fn, s.name); err != nil {

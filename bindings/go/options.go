@@ -76,6 +76,15 @@ func WithNoParseSpecial() GenOption { return setter(func(p *cGenParams) { p.flag
 // WithIgnoreEOS keeps generating past EOS/EOT.
 func WithIgnoreEOS() GenOption { return setter(func(p *cGenParams) { p.flags |= 0x4 }) }
 
+// MaxLogprobs is the most alternatives WithLogprobs may ask for (ZF_MAX_LOGPROBS).
+const MaxLogprobs = 20
+
+// WithLogprobs reports each generated token's log-probability and the n most likely
+// alternatives (0 = off, the default; at most MaxLogprobs): in Result.Logprobs for Generate and
+// Chat, and in Piece.Logprobs for StreamPieces. The values are the log-softmax of the model's raw
+// logits (before penalties, temperature and the top-k/top-p/min-p filters).
+func WithLogprobs(n int) GenOption { return setter(func(p *cGenParams) { p.nLogprobs = int32(n) }) }
+
 // WithSession passes session options to the session Model.Chat creates (ignored elsewhere).
 func WithSession(opts ...SessionOption) GenOption {
 	return func(g *genConfig) { g.session = append(g.session, opts...) }

@@ -156,6 +156,31 @@ type Result struct {
 	NGenerated int // tokens sampled by this call
 	PromptTime time.Duration
 	DecodeTime time.Duration
+	// Logprobs has one entry per generated token whose text was delivered, in order, when
+	// WithLogprobs asked for them (Generate and Chat; nil otherwise).
+	Logprobs []TokenLogprobs
+}
+
+// TokenLogprob is a token id and its natural-log probability (zf_token_logprob).
+type TokenLogprob struct {
+	Token   int32
+	Logprob float32
+}
+
+// TokenLogprobs is one generated token's log-probability and the most likely alternatives in
+// descending order (ties to the lower id; the token itself is among them when it is that likely).
+type TokenLogprobs struct {
+	TokenLogprob
+	Top []TokenLogprob
+}
+
+// Piece is a piece of streamed text with the token that completed it and, with WithLogprobs,
+// the log-probabilities of every token sampled since the previous piece (this piece's token
+// last): a piece may complete several tokens, and no delivered token is left out.
+type Piece struct {
+	Text     string
+	Token    int32
+	Logprobs []TokenLogprobs
 }
 
 // TokensPerSecond is the decode speed.
@@ -172,8 +197,22 @@ func (r Result) TokensPerSecond() float64 {
 // both ErrCancelled and ctx's error.
 func (s *Session) Generate(ctx context.Context, prompt string, opts ...GenOption) (Result, error) {
 	var b strings.Builder
-	r, err := s.run(ctx, prompt, opts, func(piece string) bool { b.WriteString(piece); return true })
+	var lps []TokenLogprobs
+	var lpErr error
+	r, err := s.run(ctx, prompt, opts, func(h uintptr, piece string) bool {
+		b.WriteString(piece)
+		if lpErr == nil {
+			var got []TokenLogprobs
+			got, lpErr = pieceLogprobs(h)
+			lps = append(lps, got...)
+		}
+		return lpErr == nil
+	})
 	r.Text = b.String()
+	r.Logprobs = lps
+	if err == nil && lpErr != nil {
+		err = lpErr
+	}
 	return r, err
 }
 
@@ -186,14 +225,51 @@ func (s *Session) Generate(ctx context.Context, prompt string, opts ...GenOption
 func (s *Session) Stream(ctx context.Context, prompt string, opts ...GenOption) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		stopped := false
-		_, err := s.pull(ctx, prompt, opts, func(piece string) bool {
-			stopped = !yield(piece, nil)
+		_, err := s.pull(ctx, prompt, opts, func(p Piece) bool {
+			stopped = !yield(p.Text, nil)
 			return !stopped
 		})
 		if err != nil && !stopped {
 			yield("", err)
 		}
 	}
+}
+
+// StreamPieces is Stream with each piece's token and, with WithLogprobs, the log-probabilities
+// of the tokens it completes (Piece). The same rules as Stream apply.
+func (s *Session) StreamPieces(ctx context.Context, prompt string, opts ...GenOption) iter.Seq2[Piece, error] {
+	return func(yield func(Piece, error) bool) {
+		stopped := false
+		_, err := s.pull(ctx, prompt, opts, func(p Piece) bool {
+			stopped = !yield(p, nil)
+			return !stopped
+		})
+		if err != nil && !stopped {
+			yield(Piece{}, err)
+		}
+	}
+}
+
+// pieceLogprobs reads zf_session_logprobs for the piece just delivered (nil when off).
+func pieceLogprobs(sp uintptr) ([]TokenLogprobs, error) {
+	buf := make([]TokenLogprob, 64)
+	var n, stride uintptr
+	for {
+		err := call("logprobs", func() int32 { return lib.sessionLogprobs(sp, &buf[0], uintptr(len(buf)), &n, &stride) })
+		if errors.Is(err, ErrBufferTooSmall) && n > uintptr(len(buf)) {
+			buf = make([]TokenLogprob, n)
+			continue
+		}
+		if err != nil || n == 0 || stride == 0 {
+			return nil, err
+		}
+		break
+	}
+	out := make([]TokenLogprobs, 0, n/stride)
+	for i := uintptr(0); i+stride <= n; i += stride {
+		out = append(out, TokenLogprobs{TokenLogprob: buf[i], Top: buf[i+1 : i+stride : i+stride]})
+	}
+	return out, nil
 }
 
 // LastResult returns the Result of the session's last Generate or Stream (Text is empty).
@@ -206,7 +282,7 @@ func (s *Session) LastResult() Result {
 	return s.last
 }
 
-func (s *Session) run(ctx context.Context, prompt string, opts []GenOption, fn func(string) bool) (Result, error) {
+func (s *Session) run(ctx context.Context, prompt string, opts []GenOption, fn func(h uintptr, piece string) bool) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{StopReason: StopCancelled}, cancelled(context.Cause(ctx))
 	}
@@ -219,7 +295,7 @@ func (s *Session) run(ctx context.Context, prompt string, opts []GenOption, fn f
 
 	p, keep := genParams(opts)
 	cprompt := cstr(prompt)
-	sk := &sink{fn: fn}
+	sk := &sink{fn: func(piece string) bool { return fn(h.ptr, piece) }}
 	id := registerSink(sk)
 	defer sinks.Delete(id)
 
@@ -290,7 +366,7 @@ func (s *Session) finish(ctx context.Context, h *sessionHandle, r cGenResult, se
 
 // pull runs a generation through the pull-style API, passing each piece to fn (false stops)
 // outside any C call. A panic in fn stops and frees the generation, then propagates.
-func (s *Session) pull(ctx context.Context, prompt string, opts []GenOption, fn func(string) bool) (Result, error) {
+func (s *Session) pull(ctx context.Context, prompt string, opts []GenOption, fn func(Piece) bool) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{StopReason: StopCancelled}, cancelled(context.Cause(ctx))
 	}
@@ -340,7 +416,13 @@ func (s *Session) pull(ctx context.Context, prompt string, opts []GenOption, fn 
 				if err != nil || done != 0 {
 					return
 				}
-				if !fn(string(buf[:n])) {
+				piece := Piece{Text: string(buf[:n]), Token: token}
+				if p.nLogprobs > 0 {
+					if piece.Logprobs, err = pieceLogprobs(h.ptr); err != nil {
+						return
+					}
+				}
+				if !fn(piece) {
 					stopped = true
 					return
 				}

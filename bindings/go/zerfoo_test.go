@@ -3,8 +3,10 @@ package zerfoo
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -95,7 +97,10 @@ func TestLayout(t *testing.T) {
 		{"sizeof zf_chat_params", unsafe.Sizeof(cChatParams{}), 56},
 		{"offsetof time_unix", unsafe.Offsetof(cChatParams{}.timeUnix), 48},
 		{"sizeof zf_session_params", unsafe.Sizeof(cSessionParams{}), 16},
-		{"sizeof zf_generate_params", unsafe.Sizeof(cGenParams{}), 64},
+		{"sizeof zf_generate_params", unsafe.Sizeof(cGenParams{}), 72},
+		{"offsetof n_logprobs", unsafe.Offsetof(cGenParams{}.nLogprobs), 64},
+		{"sizeof zf_token_logprob", unsafe.Sizeof(TokenLogprob{}), 8},
+		{"offsetof logprob", unsafe.Offsetof(TokenLogprob{}.Logprob), 4},
 		{"offsetof seed", unsafe.Offsetof(cGenParams{}.seed), 40},
 		{"offsetof stop", unsafe.Offsetof(cGenParams{}.stop), 48},
 		{"offsetof n_stop", unsafe.Offsetof(cGenParams{}.nStop), 56},
@@ -608,5 +613,59 @@ func TestMaxBatchOutOfRange(t *testing.T) {
 	var ze *Error
 	if !errors.As(err, &ze) || !strings.Contains(ze.Message, "max_batch") || !strings.Contains(ze.Message, "65") {
 		t.Fatalf("want the library's message about max_batch, got %v", err)
+	}
+}
+
+func TestLogprobs(t *testing.T) {
+	m := sharedModel(t)
+	opts := append(append([]GenOption{}, greedy...), WithLogprobs(5))
+	r, err := newSession(t, m).Generate(context.Background(), prompt, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Logprobs) != r.NGenerated || r.NGenerated == 0 {
+		t.Fatalf("%d logprobs for %d generated tokens", len(r.Logprobs), r.NGenerated)
+	}
+	for i, lp := range r.Logprobs {
+		if len(lp.Top) != 5 || lp.Token != lp.Top[0].Token || lp.Logprob != lp.Top[0].Logprob || lp.Logprob > 0 {
+			t.Fatalf("token %d: greedy must pick the top alternative: %+v", i, lp)
+		}
+		mass := 0.0
+		for j, a := range lp.Top {
+			if j > 0 && a.Logprob > lp.Top[j-1].Logprob {
+				t.Fatalf("token %d: alternatives not descending: %+v", i, lp.Top)
+			}
+			mass += math.Exp(float64(a.Logprob))
+		}
+		if mass > 1+1e-5 {
+			t.Fatalf("token %d: top-5 mass %g > 1", i, mass)
+		}
+	}
+	// The pull API reports the same values, piece by piece (each piece's token last).
+	var pulled []TokenLogprobs
+	var text strings.Builder
+	for p, err := range newSession(t, m).StreamPieces(context.Background(), prompt, opts...) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Logprobs) == 0 || p.Logprobs[len(p.Logprobs)-1].Token != p.Token {
+			t.Fatalf("piece %q: token %d, logprobs %+v", p.Text, p.Token, p.Logprobs)
+		}
+		text.WriteString(p.Text)
+		pulled = append(pulled, p.Logprobs...)
+	}
+	if text.String() != r.Text || !reflect.DeepEqual(pulled, r.Logprobs) {
+		t.Fatalf("StreamPieces differs from Generate:\n%q %+v\n%q %+v", text.String(), pulled, r.Text, r.Logprobs)
+	}
+	// Off by default; out of range is an invalid argument.
+	r0, err := newSession(t, m).Generate(context.Background(), prompt, greedy...)
+	if err != nil || r0.Logprobs != nil || r0.Text != r.Text {
+		t.Fatalf("without WithLogprobs: %+v %v", r0, err)
+	}
+	for _, bad := range []int{-1, MaxLogprobs + 1} {
+		_, err := newSession(t, m).Generate(context.Background(), prompt, append(greedy, WithLogprobs(bad))...)
+		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "n_logprobs") {
+			t.Fatalf("WithLogprobs(%d): %v", bad, err)
+		}
 	}
 }

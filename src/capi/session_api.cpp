@@ -1,4 +1,5 @@
 // C entry points for sessions, evaluation and streaming generation.
+#include <cstddef>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -11,8 +12,15 @@ using zf::capi::Fail;
 using zf::capi::Succeed;
 
 static_assert(sizeof(zf_session_params) == 16, "zf_session_params layout is part of the ABI");
-static_assert(sizeof(zf_generate_params) == 64, "zf_generate_params layout is part of the ABI");
+static_assert(sizeof(zf_generate_params) == 72, "zf_generate_params layout is part of the ABI");
+static_assert(offsetof(zf_generate_params, n_logprobs) == 64, "zf_generate_params layout is part of the ABI");
 static_assert(sizeof(zf_generate_result) == 32, "zf_generate_result layout is part of the ABI");
+static_assert(sizeof(zf_token_logprob) == 8 && offsetof(zf_token_logprob, logprob) == 4,
+              "zf_token_logprob layout is part of the ABI");
+static_assert(sizeof(zf_token_logprob) == sizeof(zf::rt::TokenLogprob) &&
+                  offsetof(zf::rt::TokenLogprob, logprob) == offsetof(zf_token_logprob, logprob),
+              "zf_token_logprob mirrors zf::rt::TokenLogprob");
+static_assert(ZF_MAX_LOGPROBS == zf::rt::kMaxLogprobs, "ZF_MAX_LOGPROBS matches the runtime");
 
 namespace {
 
@@ -64,6 +72,11 @@ zf_status ToOptions(const zf_generate_params* params, zf::rt::GenerateOptions* o
     return e;
   }
   if (zf_status e = zf::capi::CheckReserved("params->reserved0", p.reserved0)) return e;
+  if (zf_status e = zf::capi::CheckReserved("params->reserved1", p.reserved1)) return e;
+  if (p.n_logprobs < 0 || p.n_logprobs > ZF_MAX_LOGPROBS) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "params->n_logprobs " + std::to_string(p.n_logprobs) + " is outside 0.." +
+                                             std::to_string(ZF_MAX_LOGPROBS));
+  }
   if (!(p.temperature >= 0.0f) || !(p.top_p >= 0.0f) || !(p.min_p >= 0.0f) || !(p.repeat_penalty > 0.0f)) {
     return Fail(ZF_ERR_INVALID_ARGUMENT, "sampling parameters out of range (temperature, top_p, min_p >= 0; "
                                          "repeat_penalty > 0)");
@@ -83,6 +96,7 @@ zf_status ToOptions(const zf_generate_params* params, zf::rt::GenerateOptions* o
   out->add_special = (p.flags & ZF_GENERATE_NO_SPECIAL) == 0;
   out->parse_special = (p.flags & ZF_GENERATE_NO_PARSE_SPECIAL) == 0;
   out->ignore_eos = (p.flags & ZF_GENERATE_IGNORE_EOS) != 0;
+  out->n_logprobs = p.n_logprobs;
   return ZF_OK;
 }
 
@@ -339,6 +353,23 @@ ZF_API zf_status zf_generation_next(zf_generation* gen, char* buf, size_t cap, s
   if (!gen->piece.empty()) std::memcpy(buf, gen->piece.data(), gen->piece.size());
   if (token != nullptr) *token = gen->piece_token;
   gen->has_piece = false;
+  return Succeed();
+  ZF_GUARD_END
+}
+
+ZF_API zf_status zf_session_logprobs(const zf_session* session, zf_token_logprob* out, size_t cap, size_t* n,
+                                     size_t* stride) {
+  if (session == nullptr) return NullArg("session");
+  if (n == nullptr) return NullArg("n");
+  if (out == nullptr && cap > 0) return NullArg("out");
+  ZF_GUARD_BEGIN
+  const std::vector<zf::rt::TokenLogprob>& lp = session->impl->piece_logprobs();
+  *n = lp.size();
+  if (stride != nullptr) *stride = session->impl->logprob_stride();
+  if (cap < lp.size()) {
+    return Fail(ZF_ERR_BUFFER_TOO_SMALL, "the piece has " + std::to_string(lp.size()) + " logprob entries");
+  }
+  if (!lp.empty()) std::memcpy(static_cast<void*>(out), lp.data(), lp.size() * sizeof(zf_token_logprob));
   return Succeed();
   ZF_GUARD_END
 }

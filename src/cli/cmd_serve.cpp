@@ -247,6 +247,17 @@ struct Request {
   std::string model_name;
   std::vector<std::string> stop;
   zf_generate_params gp{};
+  // Token log-probabilities: chat `logprobs: true` (+ `top_logprobs`), completions `logprobs: n`
+  // (legacy format). gp.n_logprobs is max(1, top) when on: the ABI reports alternatives only
+  // with the chosen token, and top == 0 still asks for the chosen token's logprob.
+  bool logprobs = false;
+  int32_t top_logprobs = 0;
+};
+
+// One generated token's log-probability and its alternatives, as zf_session_logprobs gives them.
+struct TokenLogprobs {
+  zf_token_logprob chosen;
+  std::vector<zf_token_logprob> top;
 };
 
 class Server {
@@ -285,13 +296,20 @@ class Server {
   // Runs one completion on `slot`; `emit(text)` returns false if the client is gone.
   struct Outcome {
     std::string text;
+    std::vector<TokenLogprobs> logprobs;
     int32_t stop_reason = ZF_STOP_EOS;
     int32_t n_prompt = 0;
     int32_t n_generated = 0;
     bool client_gone = false;
   };
-  zf_status Generate(Slot* slot, const Request& r, const std::function<bool(const std::string&)>& emit,
-                     Clock::time_point t_arrival, Outcome* out);
+  // `emit(text, logprobs)`: the piece and its tokens' log-probabilities (empty unless asked).
+  using EmitFn = std::function<bool(const std::string&, const std::vector<TokenLogprobs>&)>;
+  zf_status Generate(Slot* slot, const Request& r, const EmitFn& emit, Clock::time_point t_arrival, Outcome* out);
+  // The OpenAI JSON for a piece's log-probabilities: chat's {"content": [...]} or the legacy
+  // completions {"tokens", "token_logprobs", "top_logprobs", "text_offset"} (offsets from
+  // `text_offset` on, advanced past each token's text).
+  json LogprobsJson(const Request& r, const std::vector<TokenLogprobs>& lps, size_t* text_offset);
+  std::string TokenText(int32_t token);
 
   void HandleCompletion(const httplib::Request& req, httplib::Response& res, bool chat);
   std::string Metrics();
@@ -508,6 +526,26 @@ Request Server::ParseCompletion(const std::string& text, bool chat) {
     if (!body["cache_prompt"].is_boolean()) throw BadRequest("invalid_type", "'cache_prompt' must be a boolean");
     r.cache_prompt = body["cache_prompt"].get<bool>();
   }
+  if (chat) {
+    if (body.contains("logprobs") && !body["logprobs"].is_null()) {
+      if (!body["logprobs"].is_boolean()) throw BadRequest("invalid_type", "'logprobs' must be a boolean");
+      r.logprobs = body["logprobs"].get<bool>();
+    }
+    if (GetNumber(body, "top_logprobs", &k)) {
+      if (k < 0 || k > ZF_MAX_LOGPROBS) {
+        throw BadRequest("invalid_value", "'top_logprobs' must be in [0, " + std::to_string(ZF_MAX_LOGPROBS) + "]");
+      }
+      if (!r.logprobs && k > 0) throw BadRequest("invalid_value", "'top_logprobs' requires 'logprobs': true");
+      r.top_logprobs = int32_t(k);
+    }
+  } else if (GetNumber(body, "logprobs", &k)) {  // legacy completions: the number of alternatives
+    if (k < 0 || k > ZF_MAX_LOGPROBS) {
+      throw BadRequest("invalid_value", "'logprobs' must be in [0, " + std::to_string(ZF_MAX_LOGPROBS) + "]");
+    }
+    r.logprobs = true;
+    r.top_logprobs = int32_t(k);
+  }
+  if (r.logprobs) r.gp.n_logprobs = std::max<int32_t>(1, r.top_logprobs);
   if (body.contains("n") && !body["n"].is_null() && body["n"] != 1) {
     throw BadRequest("invalid_value", "only n = 1 is supported");
   }
@@ -612,8 +650,8 @@ void Server::Release(Slot* s) {
   cv_.notify_all();
 }
 
-zf_status Server::Generate(Slot* slot, const Request& r, const std::function<bool(const std::string&)>& emit,
-                           Clock::time_point t_arrival, Outcome* out) {
+zf_status Server::Generate(Slot* slot, const Request& r, const EmitFn& emit, Clock::time_point t_arrival,
+                           Outcome* out) {
   zf_session* s = slot->session.get();
   // Keep the longest prefix the slot's conversation shares with the prompt (zf_session_truncate
   // drops the rest of its KV cache) and evaluate only the remainder. At least one prompt token
@@ -644,6 +682,8 @@ zf_status Server::Generate(Slot* slot, const Request& r, const std::function<boo
 
   size_t n_pieces = 0;
   std::string buf(256, '\0');
+  std::vector<zf_token_logprob> lp_buf(64);
+  std::vector<TokenLogprobs> piece_lps;
   Clock::time_point last = t_arrival;
   bool first = true;
   for (;;) {
@@ -667,7 +707,24 @@ zf_status Server::Generate(Slot* slot, const Request& r, const std::function<boo
     last = now;
     const std::string piece(buf.data(), len);
     out->text += piece;
-    if (!emit(piece)) {  // the client went away: stop now (the piece's token stays pending)
+    piece_lps.clear();
+    if (r.logprobs) {
+      size_t n = 0, stride = 0;
+      st = zf_session_logprobs(s, lp_buf.data(), lp_buf.size(), &n, &stride);
+      if (st == ZF_ERR_BUFFER_TOO_SMALL) {
+        lp_buf.resize(n);
+        st = zf_session_logprobs(s, lp_buf.data(), lp_buf.size(), &n, &stride);
+      }
+      if (st != ZF_OK) return st;
+      for (size_t i = 0; stride > 0 && i + stride <= n; i += stride) {
+        TokenLogprobs t{lp_buf[i], {}};
+        const size_t k = std::min(stride - 1, size_t(r.top_logprobs));
+        t.top.assign(lp_buf.begin() + long(i + 1), lp_buf.begin() + long(i + 1 + k));
+        piece_lps.push_back(std::move(t));
+      }
+      out->logprobs.insert(out->logprobs.end(), piece_lps.begin(), piece_lps.end());
+    }
+    if (!emit(piece, piece_lps)) {  // the client went away: stop now (the piece's token stays pending)
       out->client_gone = true;
       break;
     }
@@ -689,6 +746,58 @@ zf_status Server::Generate(Slot* slot, const Request& r, const std::function<boo
     slot->known = true;
   }
   return ZF_OK;
+}
+
+std::string Server::TokenText(int32_t token) {
+  std::string text(32, '\0');
+  size_t needed = 0;
+  zf_status st = zf_token_to_piece(model_.get(), token, ZF_DETOKENIZE_RENDER_SPECIAL, text.data(), text.size(), &needed);
+  if (st == ZF_ERR_BUFFER_TOO_SMALL) {
+    text.resize(needed);
+    st = zf_token_to_piece(model_.get(), token, ZF_DETOKENIZE_RENDER_SPECIAL, text.data(), text.size(), &needed);
+  }
+  if (st != ZF_OK) return std::string();
+  text.resize(needed);
+  return text;
+}
+
+json Server::LogprobsJson(const Request& r, const std::vector<TokenLogprobs>& lps, size_t* text_offset) {
+  // -inf (a token the model rules out) has no JSON form: OpenAI clients get a very small number.
+  auto num = [](float v) { return std::isfinite(v) ? double(v) : -9999.0; };
+  if (r.chat) {
+    auto entry = [&](const zf_token_logprob& t) {
+      const std::string text = TokenText(t.token);
+      json bytes = json::array();
+      for (unsigned char c : text) bytes.push_back(int(c));
+      return json{{"token", text}, {"logprob", num(t.logprob)}, {"bytes", bytes}};
+    };
+    json content = json::array();
+    for (const TokenLogprobs& t : lps) {
+      json e = entry(t.chosen);
+      e["top_logprobs"] = json::array();
+      for (const zf_token_logprob& a : t.top) e["top_logprobs"].push_back(entry(a));
+      content.push_back(std::move(e));
+    }
+    return json{{"content", std::move(content)}};
+  }
+  json tokens = json::array(), token_logprobs = json::array(), top = json::array(), offsets = json::array();
+  for (const TokenLogprobs& t : lps) {
+    const std::string text = TokenText(t.chosen.token);
+    tokens.push_back(text);
+    token_logprobs.push_back(num(t.chosen.logprob));
+    json alts = json::object();
+    for (const zf_token_logprob& a : t.top) {
+      const std::string at = TokenText(a.token);
+      if (!alts.contains(at)) alts[at] = num(a.logprob);  // two ids may render alike: keep the likelier
+    }
+    top.push_back(std::move(alts));
+    offsets.push_back(*text_offset);
+    *text_offset += text.size();
+  }
+  return json{{"tokens", std::move(tokens)},
+              {"token_logprobs", std::move(token_logprobs)},
+              {"top_logprobs", std::move(top)},
+              {"text_offset", std::move(offsets)}};
 }
 
 // The error answer for a failed Generate(); call it right after the failure (zf_last_error).
@@ -746,7 +855,8 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
 
   if (!r->stream) {
     Outcome out;
-    const zf_status st = Generate(slot, *r, [](const std::string&) { return true; }, t0, &out);
+    const zf_status st =
+        Generate(slot, *r, [](const std::string&, const std::vector<TokenLogprobs>&) { return true; }, t0, &out);
     if (st != ZF_OK) {
       const ApiError e = GenerateError(st);
       finish(st);
@@ -755,11 +865,14 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
     }
     finish(st);
     json choice = {{"index", 0}, {"finish_reason", FinishReason(out.stop_reason)}};
+    size_t offset = 0;
+    const json lp = r->logprobs ? LogprobsJson(*r, out.logprobs, &offset) : json(nullptr);
     if (chat) {
       choice["message"] = {{"role", "assistant"}, {"content", out.text}};
+      if (r->logprobs) choice["logprobs"] = lp;
     } else {
       choice["text"] = out.text;
-      choice["logprobs"] = nullptr;
+      choice["logprobs"] = lp;
     }
     json body = {{"id", id},          {"object", object},        {"created", created},
                  {"model", o_.alias}, {"choices", json::array({choice})}, {"usage", usage(out)}};
@@ -779,13 +892,17 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
             const std::string line = "data: " + Dump(j) + "\n\n";
             return sink.write(line.data(), line.size());
           };
-          auto chunk = [&](const json& delta_or_text, const json& finish_reason) {
+          size_t text_offset = 0;
+          auto chunk = [&](const json& delta_or_text, const json& finish_reason,
+                           const std::vector<TokenLogprobs>* lps = nullptr) {
             json choice = {{"index", 0}, {"finish_reason", finish_reason}};
+            const json lp = lps != nullptr ? LogprobsJson(*r, *lps, &text_offset) : json(nullptr);
             if (chat) {
               choice["delta"] = delta_or_text;
+              if (lps != nullptr) choice["logprobs"] = lp;
             } else {
               choice["text"] = delta_or_text;
-              choice["logprobs"] = nullptr;
+              choice["logprobs"] = lp;
             }
             json j = {{"id", id}, {"object", chunk_object}, {"created", created}, {"model", o_.alias},
                       {"choices", json::array({choice})}};
@@ -799,8 +916,9 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
           if (ok) {
             st = Generate(
                 slot, *r,
-                [&](const std::string& piece) {
-                  return send(chunk(chat ? json{{"content", piece}} : json(piece), nullptr));
+                [&](const std::string& piece, const std::vector<TokenLogprobs>& lps) {
+                  return send(chunk(chat ? json{{"content", piece}} : json(piece), nullptr,
+                                    r->logprobs ? &lps : nullptr));
                 },
                 t0, &out);
           } else {

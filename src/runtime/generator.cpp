@@ -2,6 +2,7 @@
 // Generate() (push, callback) and the C API's zf_generation (pull) both run this one loop.
 #include "runtime/generator.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace zf::rt {
@@ -47,11 +48,16 @@ Status Generation::Begin(Session& session, std::string_view prompt, const Genera
 
   std::unique_ptr<Generation> g(new Generation(session, o));
   // Plain greedy on a device engine: only the argmax crosses to the host per token.
-  g->device_greedy_ = session.logits_on_device() && o.sampler.temperature <= 0.0f &&
+  // Log-probabilities need the whole row of logits on the host.
+  g->device_greedy_ = session.logits_on_device() && o.sampler.temperature <= 0.0f && o.n_logprobs <= 0 &&
                       (o.sampler.repeat_penalty == 1.0f || o.sampler.repeat_last_n == 0);
   if (tokens.empty() && !session.has_logits() && session.has_argmax() && !g->device_greedy_) {
     ZF_RETURN_IF_ERROR(session.FetchLogits());  // continuing a device-greedy turn with sampling
   }
+  session.piece_logprobs().clear();
+  session.set_logprob_stride(o.n_logprobs > 0
+                                 ? 1 + size_t(std::min(o.n_logprobs, session.model().desc().n_vocab))
+                                 : 0);
   const auto t0 = std::chrono::steady_clock::now();
   if (!tokens.empty()) {
     Status s = g->Eval(tokens.data(), tokens.size());
@@ -82,11 +88,19 @@ void Generation::Stop() {
   if (phase_ == Phase::kAfterPiece) session_.pending().push_back(last_token_);  // shown, not evaluated
   if (phase_ == Phase::kSample || phase_ == Phase::kAfterPiece) result_.stop_reason = StopReason::kCallback;
   phase_ = Phase::kDone;
+  session_.piece_logprobs().clear();  // the generation has ended
 }
 
 Status Generation::Next(std::string* piece, int32_t* token, bool* done) {
   piece->clear();
   *done = false;
+  session_.piece_logprobs().clear();
+  // A piece takes the log-probabilities of every token sampled since the previous one.
+  const auto deliver_logprobs = [&] {
+    if (options_.n_logprobs <= 0) return;
+    session_.piece_logprobs().swap(logprobs_);
+    logprobs_.clear();
+  };
   const auto t0 = std::chrono::steady_clock::now();
   struct AddTime {
     double* ms;
@@ -107,6 +121,7 @@ Status Generation::Next(std::string* piece, int32_t* token, bool* done) {
         if (!emit_.empty()) {
           piece->swap(emit_);
           *token = last_token_;
+          deliver_logprobs();
           return Status::Ok();
         }
         continue;
@@ -155,6 +170,9 @@ Status Generation::Next(std::string* piece, int32_t* token, bool* done) {
           End(StopReason::kEos, false);
           continue;
         }
+        if (o.n_logprobs > 0) {
+          AppendLogprobs(session_.last_logits(), session_.model().desc().n_vocab, t, o.n_logprobs, &logprobs_);
+        }
         ++result_.n_generated;
         history_.push_back(t);
         last_token_ = t;
@@ -164,6 +182,7 @@ Status Generation::Next(std::string* piece, int32_t* token, bool* done) {
         if (!emit_.empty()) {
           piece->swap(emit_);
           *token = t;
+          deliver_logprobs();
           return Status::Ok();
         }
         continue;

@@ -27,6 +27,13 @@ struct GenerateOptions {
   bool add_special = true;   // BOS etc. at the start of a session
   bool parse_special = true;
   bool ignore_eos = false;
+  // 0 = off; 1..kMaxLogprobs: each sampled token's log-probability and this many most likely
+  // alternatives (raw logits: before penalties, temperature and filters), collected per piece
+  // into Session::piece_logprobs() with stride 1 + min(n_logprobs, n_vocab). A piece carries
+  // every token sampled since the previous piece (its own token last), so no token delivered in
+  // text is left out; tokens that end the generation without a piece (EOS, or text swallowed by
+  // a stop string) are not reported.
+  int32_t n_logprobs = 0;
 };
 
 struct GenerateResult {
@@ -85,6 +92,7 @@ class Generation {
   bool hit_stop_ = false;     // the last token completed a stop string
   int32_t last_token_ = -1;
   std::string emit_;
+  std::vector<TokenLogprob> logprobs_;  // tokens sampled since the last piece (n_logprobs > 0)
 };
 
 // Begin() + Next() until done, each piece passed to `stream` (a true return is Stop()).

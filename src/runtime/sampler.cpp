@@ -14,6 +14,39 @@ Sampler::Sampler(const SamplerParams& params, int32_t n_vocab)
   seen_.assign(size_t(n_vocab), 0);
 }
 
+void AppendLogprobs(const float* logits, int32_t n_vocab, int32_t chosen, int32_t k,
+                    std::vector<TokenLogprob>* out) {
+  const size_t n = size_t(n_vocab);
+  const auto value = [&](size_t i) { return std::isnan(logits[i]) ? -INFINITY : logits[i]; };
+  const size_t kk = std::min(size_t(k < 0 ? 0 : k), n);
+  // Max, the top kk (sorted descending, ties to the lower id: a later equal logit never
+  // displaces an earlier one), then the log of the partition function in double.
+  const size_t base = out->size();
+  out->resize(base + 1 + kk);
+  TokenLogprob* top = out->data() + base + 1;
+  size_t filled = 0;
+  float mx = -INFINITY;
+  for (size_t i = 0; i < n; ++i) {
+    const float l = value(i);
+    if (l > mx) mx = l;
+    if (kk == 0 || (filled == kk && !(l > top[kk - 1].logprob))) continue;
+    size_t j = filled < kk ? filled++ : kk - 1;
+    while (j > 0 && l > top[j - 1].logprob) {
+      top[j] = top[j - 1];
+      --j;
+    }
+    top[j] = {int32_t(i), l};
+  }
+  double sum = 0;
+  if (mx > -INFINITY) {
+    for (size_t i = 0; i < n; ++i) sum += std::exp(double(value(i)) - double(mx));
+  }
+  const double log_z = mx > -INFINITY ? double(mx) + std::log(sum) : 0.0;
+  const auto lp = [&](float l) { return float(double(l) - log_z); };
+  (*out)[base] = {chosen, chosen >= 0 && size_t(chosen) < n ? lp(value(size_t(chosen))) : -INFINITY};
+  for (size_t j = 0; j < kk; ++j) top[j].logprob = lp(top[j].logprob);
+}
+
 void Sampler::Reset(uint64_t seed) { state_ = seed; }
 
 double Sampler::NextUniform() {

@@ -19,6 +19,22 @@ struct SamplerParams {
   uint64_t seed = 0;
 };
 
+// A token and its log-probability (log-softmax of the raw logits).
+struct TokenLogprob {
+  int32_t token;
+  float logprob;
+};
+
+// Most alternatives a caller may ask for per token (OpenAI's top_logprobs limit).
+constexpr int32_t kMaxLogprobs = 20;
+
+// Appends the log-probabilities of one position, computed from the raw logits (log-softmax,
+// before any sampling transform; NaN counts as -inf): first `chosen`, then the min(k, n_vocab)
+// most likely tokens in descending order, ties to the lower id. One pass over the logits plus
+// a k-element insertion list; allocates only when *out grows.
+void AppendLogprobs(const float* logits, int32_t n_vocab, int32_t chosen, int32_t k,
+                    std::vector<TokenLogprob>* out);
+
 class Sampler {
  public:
   Sampler(const SamplerParams& params, int32_t n_vocab);

@@ -137,6 +137,7 @@ Status Session::FetchLogits() {
 void Session::Reset() {
   history_.clear();
   pending_.clear();
+  piece_logprobs_.clear();
   has_logits_ = false;
   has_argmax_ = false;
   cancel_.store(false);

@@ -11,6 +11,7 @@
 #include "engine/backend.h"
 #include "model/model.h"
 #include "model/forward.h"
+#include "runtime/sampler.h"
 
 namespace zf::rt {
 
@@ -77,6 +78,14 @@ class Session {
   // generation that stopped before evaluating it); evaluated first by the next call.
   std::vector<int32_t>& pending() { return pending_; }
 
+  // Log-probabilities of the tokens behind the piece a generation delivered last (generator.h:
+  // GenerateOptions::n_logprobs): logprob_stride() entries per token, in sampling order.
+  // Emptied when a generation starts or produces its next piece.
+  std::vector<TokenLogprob>& piece_logprobs() { return piece_logprobs_; }
+  const std::vector<TokenLogprob>& piece_logprobs() const { return piece_logprobs_; }
+  size_t logprob_stride() const { return logprob_stride_; }
+  void set_logprob_stride(size_t stride) { logprob_stride_ = stride; }
+
   // Batched decode (runtime/batcher.h): from now on this session's steps run on the model's
   // batching worker, together with the other sessions'. nullptr = on the session's own threads.
   // The batcher must outlive the session.
@@ -100,6 +109,8 @@ class Session {
   std::vector<int32_t> history_;
   std::vector<int32_t> pending_;
   std::vector<float> logits_;  // [n_vocab]
+  std::vector<TokenLogprob> piece_logprobs_;
+  size_t logprob_stride_ = 0;
   bool has_logits_ = false;
   bool has_argmax_ = false;
   int32_t argmax_ = 0;

@@ -6,9 +6,11 @@ int main(void) {
   zf_session_params sp;
   zf_generate_params gp;
   zf_generate_result gr;
+  zf_token_logprob lp;
   (void)mp;
   (void)sp;
   (void)gp;
   (void)gr;
+  (void)lp;
   return zf_version() == ZF_VERSION ? 0 : 1;
 }

@@ -43,8 +43,9 @@ TEST_CASE("params structs have their ABI sizes and defaults") {
   CHECK(mp.max_batch == int32_t(0xABABABAB));  // beyond its struct_size: not written
   CHECK(sizeof(zf_model_summary) == 88);
   CHECK(sizeof(zf_session_params) == 16);
-  CHECK(sizeof(zf_generate_params) == 64);
+  CHECK(sizeof(zf_generate_params) == 72);  // 64 before n_logprobs and reserved1 were appended
   CHECK(sizeof(zf_generate_result) == 32);
+  CHECK(sizeof(zf_token_logprob) == 8);
   zf_generate_params g;
   std::memset(&g, 0xAB, sizeof g);
   REQUIRE(zf_generate_params_init(&g, sizeof g) == ZF_OK);
@@ -52,6 +53,12 @@ TEST_CASE("params structs have their ABI sizes and defaults") {
   CHECK(g.max_tokens == 256);
   CHECK(g.reserved0 == 0u);
   CHECK(g.flags == 0u);
+  CHECK(g.n_logprobs == 0);  // log-probabilities are opt-in
+  CHECK(g.reserved1 == 0u);
+  std::memset(&g, 0xAB, sizeof g);
+  REQUIRE(zf_generate_params_init(&g, 64) == ZF_OK);  // a caller compiled against the 64-byte layout
+  CHECK(g.struct_size == 64u);
+  CHECK(g.n_logprobs == int32_t(0xABABABAB));  // beyond its struct_size: not written
   SUBCASE("an older, smaller struct is filled only up to its size") {
     unsigned char buf[sizeof(zf_model_params) + 8];
     std::memset(buf, 0xCD, sizeof buf);

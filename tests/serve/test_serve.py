@@ -213,6 +213,58 @@ def test_chat_equal_cli(s):
         assert stop not in r.choices[0].message.content and r.choices[0].finish_reason == "stop", r
 
 
+def test_logprobs(s):
+    """Chat `logprobs`/`top_logprobs` and the legacy completions `logprobs`, plain and streamed."""
+    c = s.client()
+    r = c.chat.completions.create(model="smollm2", messages=CHAT, max_tokens=N_TOK, temperature=0, logprobs=True,
+                                  top_logprobs=3)
+    content = r.choices[0].logprobs.content
+    assert len(content) == r.usage.completion_tokens, (len(content), r.usage)
+    for e in content:
+        assert len(e.top_logprobs) == 3 and e.logprob <= 0, e
+        assert e.top_logprobs[0].token == e.token and e.top_logprobs[0].logprob == e.logprob, e  # greedy: the top
+        assert all(a.logprob >= b.logprob for a, b in zip(e.top_logprobs, e.top_logprobs[1:])), e
+        assert sum(2.718281828459045 ** a.logprob for a in e.top_logprobs) <= 1 + 1e-5, e
+    assert b"".join(bytes(e.bytes) for e in content).decode() == r.choices[0].message.content
+    streamed = []
+    for ch in c.chat.completions.create(model="smollm2", messages=CHAT, max_tokens=N_TOK, temperature=0,
+                                        logprobs=True, top_logprobs=3, stream=True):
+        for choice in ch.choices:
+            if choice.logprobs is not None:
+                streamed += choice.logprobs.content
+    assert [e.token for e in streamed] == [e.token for e in content]
+    assert all(abs(a.logprob - b.logprob) < 1e-3 for a, b in zip(streamed, content))
+    plain = c.chat.completions.create(model="smollm2", messages=CHAT, max_tokens=4, temperature=0)
+    assert plain.choices[0].logprobs is None
+    # Legacy completions: logprobs = n alternatives (0: the chosen token's only).
+    for n in (0, 2):
+        r = c.completions.create(model="smollm2", prompt=PROMPTS[0], max_tokens=8, temperature=0, logprobs=n)
+        lp = r.choices[0].logprobs
+        assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == len(lp.text_offset)
+        assert len(lp.tokens) == r.usage.completion_tokens
+        assert "".join(lp.tokens) == r.choices[0].text
+        assert lp.text_offset[0] == 0 and all(o >= 0 for o in lp.text_offset)
+        for tok, v, top in zip(lp.tokens, lp.token_logprobs, lp.top_logprobs):
+            assert v <= 0 and len(top) <= n
+            if n:
+                assert abs(max(top.values()) - v) < 1e-6 and top.get(tok) == v, (tok, v, top)
+    toks, offsets = [], []
+    for ch in c.completions.create(model="smollm2", prompt=PROMPTS[0], max_tokens=8, temperature=0, logprobs=2,
+                                   stream=True):
+        for choice in ch.choices:
+            if choice.logprobs is not None:
+                toks += choice.logprobs.tokens
+                offsets += choice.logprobs.text_offset
+    assert toks == lp.tokens and offsets == lp.text_offset, (toks, lp.tokens, offsets, lp.text_offset)
+    # Errors: top_logprobs beyond 20, top_logprobs without logprobs, completions logprobs beyond 20.
+    for body in ({"messages": CHAT, "logprobs": True, "top_logprobs": 21},
+                 {"messages": CHAT, "top_logprobs": 2}):
+        st, _, err = s.post("/v1/chat/completions", body)
+        assert st == 400 and "top_logprobs" in err["error"]["message"], (st, err)
+    st, _, err = s.post("/v1/completions", {"prompt": "x", "logprobs": 21})
+    assert st == 400 and "logprobs" in err["error"]["message"], (st, err)
+
+
 def test_sse_framing_curl(s):
     body = json.dumps({"model": "smollm2", "prompt": PROMPTS[0], "max_tokens": 8, "temperature": 0,
                        "stream": True, "stream_options": {"include_usage": True}})
@@ -532,7 +584,7 @@ def main():
     shared = Server("--parallel", "4", "--queue", "16", "--alias", "smollm2")
     try:
         for t in [test_models_health_metrics, test_tokenize_round_trip, test_completions_equal_cli,
-                  test_chat_equal_cli, test_sse_framing_curl, test_concurrent_16, test_invalid_mixed_with_valid,
+                  test_chat_equal_cli, test_logprobs, test_sse_framing_curl, test_concurrent_16, test_invalid_mixed_with_valid,
                   test_disconnect_cancels, test_prompt_cache_multi_turn]:
             run(t, failed, shared)
             assert shared.proc.poll() is None, "server died: " + shared.logtext()[-2000:]

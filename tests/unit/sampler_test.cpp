@@ -137,5 +137,43 @@ TEST(TextStream, DivergedPrefixIsReleased) {
   EXPECT_EQ(out, "a <EX");
 }
 
+// Log-probabilities: log-softmax of the raw logits, the chosen token first, then the top k in
+// descending order with ties to the lower id; NaN counts as -inf; k is capped at the vocabulary.
+TEST(Logprobs, LogSoftmaxTopKAndTies) {
+  const std::vector<float> logits = {1.0f, 3.0f, NAN, 3.0f, -2.0f, 0.5f};
+  double z = 0;
+  for (float l : logits) z += std::isnan(l) ? 0.0 : std::exp(double(l));
+  const auto lp = [&](int i) { return float(double(logits[size_t(i)]) - std::log(z)); };
+  std::vector<TokenLogprob> out = {{99, 0.0f}};  // appended after what is there
+  AppendLogprobs(logits.data(), int32_t(logits.size()), 5, 4, &out);
+  ASSERT_EQ(out.size(), 6u);
+  EXPECT_EQ(out[0].token, 99);
+  EXPECT_EQ(out[1].token, 5);
+  EXPECT_FLOAT_EQ(out[1].logprob, lp(5));
+  const int32_t want[] = {1, 3, 0, 5};  // 3.0 twice: the lower id first
+  double mass = 0;
+  for (int j = 0; j < 4; ++j) {
+    EXPECT_EQ(out[size_t(2 + j)].token, want[j]) << j;
+    EXPECT_FLOAT_EQ(out[size_t(2 + j)].logprob, lp(want[j])) << j;
+    mass += std::exp(double(out[size_t(2 + j)].logprob));
+  }
+  EXPECT_LE(mass, 1.0 + 1e-6);
+
+  out.clear();
+  AppendLogprobs(logits.data(), int32_t(logits.size()), 2, 20, &out);  // k > vocabulary
+  ASSERT_EQ(out.size(), 7u);
+  EXPECT_EQ(out[0].token, 2);
+  EXPECT_TRUE(std::isinf(out[0].logprob) && out[0].logprob < 0);  // NaN logit: ruled out
+  EXPECT_EQ(out[6].token, 2);                                      // last of all
+  mass = 0;
+  for (size_t j = 1; j < out.size(); ++j) mass += std::exp(double(out[j].logprob));
+  EXPECT_NEAR(mass, 1.0, 1e-5);  // the whole vocabulary
+
+  out.clear();
+  AppendLogprobs(logits.data(), int32_t(logits.size()), 1, 0, &out);  // the chosen token only
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_FLOAT_EQ(out[0].logprob, lp(1));
+}
+
 }  // namespace
 }  // namespace zf::rt

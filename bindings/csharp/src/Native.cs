@@ -86,6 +86,15 @@ namespace Zerfoo
         public ulong seed;
         public IntPtr stop;               // const char* const*
         public UIntPtr n_stop;
+        public int n_logprobs;            // appended in 0.3
+        public uint reserved1;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct zf_token_logprob
+    {
+        public int token;
+        public float logprob;
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -200,5 +209,9 @@ namespace Zerfoo
         internal static extern unsafe int zf_generate(SessionHandle session, byte* prompt, UIntPtr len,
                                                       ref zf_generate_params p, zf_stream_cb cb, IntPtr user_data,
                                                       ref zf_generate_result result);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern unsafe int zf_session_logprobs(SessionHandle session, zf_token_logprob* logprobs,
+                                                              UIntPtr cap, out UIntPtr n, out UIntPtr stride);
     }
 }

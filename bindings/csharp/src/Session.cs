@@ -41,6 +41,44 @@ namespace Zerfoo
         public bool NoParseSpecial { get; set; }
         /// <summary>Keep generating past EOS/EOT.</summary>
         public bool IgnoreEos { get; set; }
+        /// <summary>Report each generated token's log-probability and this many most likely
+        /// alternatives (0 = off, the default; at most <see cref="MaxLogprobs"/>), in
+        /// <see cref="GenerateResult.Logprobs"/> and <see cref="Piece.Logprobs"/>. The values are
+        /// the log-softmax of the model's raw logits (before penalties, temperature and the
+        /// top-k/top-p/min-p filters).</summary>
+        public int? Logprobs { get; set; }
+
+        /// <summary>The most alternatives <see cref="Logprobs"/> may ask for (ZF_MAX_LOGPROBS).</summary>
+        public const int MaxLogprobs = 20;
+    }
+
+    /// <summary>A token id and its natural-log probability.</summary>
+    public struct TokenLogprob
+    {
+        public int Token { get; internal set; }
+        /// <summary>ln p(token); negative infinity for a token the model rules out.</summary>
+        public float Logprob { get; internal set; }
+    }
+
+    /// <summary>One generated token's log-probability and the most likely alternatives in
+    /// descending order (ties to the lower id; the token itself is among them when it is that
+    /// likely).</summary>
+    public sealed class TokenLogprobs
+    {
+        public int Token { get; internal set; }
+        public float Logprob { get; internal set; }
+        public TokenLogprob[] Top { get; internal set; }
+    }
+
+    /// <summary>A piece of generated text (<see cref="Session.GeneratePieces"/>): the token that
+    /// completed it and, with <see cref="GenerateOptions.Logprobs"/>, the log-probabilities of
+    /// every token sampled since the previous piece (this piece's token last; a piece may complete
+    /// several tokens, and no delivered token is left out). Empty when logprobs are off.</summary>
+    public sealed class Piece
+    {
+        public string Text { get; internal set; }
+        public int Token { get; internal set; }
+        public TokenLogprobs[] Logprobs { get; internal set; }
     }
 
     /// <summary>Why a generation ended (ZF_STOP_*).</summary>
@@ -71,6 +109,9 @@ namespace Zerfoo
         public int GeneratedTokens { get; internal set; }
         public TimeSpan PromptTime { get; internal set; }
         public TimeSpan DecodeTime { get; internal set; }
+        /// <summary>With <see cref="GenerateOptions.Logprobs"/>: one entry per generated token whose
+        /// text was delivered, in order; null when logprobs are off.</summary>
+        public TokenLogprobs[] Logprobs { get; internal set; }
 
         /// <summary>Decode throughput (generated tokens per second of decode time).</summary>
         public double TokensPerSecond
@@ -140,6 +181,34 @@ namespace Zerfoo
             {
                 cancellationToken.ThrowIfCancellationRequested();
                 var sink = new CollectingSink(onPiece);
+                GenerateResult r;
+                using (cancellationToken.Register(ForwardCancel))
+                {
+                    r = GenerateCore(Encoding.UTF8.GetBytes(prompt), options, sink);
+                }
+                if (r.StopReason == StopReason.Cancelled && cancellationToken.IsCancellationRequested)
+                    throw new OperationCanceledException(cancellationToken);
+                return r;
+            }
+            finally
+            {
+                Release();
+            }
+        }
+
+        /// <summary>Like <see cref="Generate"/>, passing each piece to <paramref name="onPiece"/>
+        /// with its token and (with <see cref="GenerateOptions.Logprobs"/>) the log-probabilities
+        /// of the tokens it completes.</summary>
+        public GenerateResult GeneratePieces(string prompt, GenerateOptions options, Action<Piece> onPiece,
+                                             CancellationToken cancellationToken = default(CancellationToken))
+        {
+            if (prompt == null) throw new ArgumentNullException("prompt");
+            if (onPiece == null) throw new ArgumentNullException("onPiece");
+            Acquire();
+            try
+            {
+                cancellationToken.ThrowIfCancellationRequested();
+                var sink = new PieceCallbackSink(onPiece);
                 GenerateResult r;
                 using (cancellationToken.Register(ForwardCancel))
                 {
@@ -279,6 +348,7 @@ namespace Zerfoo
                     if (o.NoSpecial) p.flags |= 1u;
                     if (o.NoParseSpecial) p.flags |= 2u;
                     if (o.IgnoreEos) p.flags |= 4u;
+                    if (o.Logprobs.HasValue) p.n_logprobs = o.Logprobs.Value;
                     if (o.Stop != null && o.Stop.Count > 0)
                     {
                         stopArray = Marshal.AllocHGlobal(IntPtr.Size * o.Stop.Count);
@@ -291,6 +361,11 @@ namespace Zerfoo
                         p.stop = stopArray;
                         p.n_stop = (UIntPtr)o.Stop.Count;
                     }
+                }
+                if (p.n_logprobs > 0)
+                {
+                    sink.LogprobsFrom = handle;
+                    sink.Logprobs = new List<TokenLogprobs>();
                 }
                 var r = new zf_generate_result();
                 r.struct_size = (uint)Marshal.SizeOf(typeof(zf_generate_result));
@@ -326,6 +401,7 @@ namespace Zerfoo
                     GeneratedTokens = r.n_generated,
                     PromptTime = TimeSpan.FromTicks((long)(r.prompt_ms * TimeSpan.TicksPerMillisecond)),
                     DecodeTime = TimeSpan.FromTicks((long)(r.decode_ms * TimeSpan.TicksPerMillisecond)),
+                    Logprobs = sink.Logprobs == null ? null : sink.Logprobs.ToArray(),
                 };
             }
             finally
@@ -346,6 +422,11 @@ namespace Zerfoo
             var sink = (PieceSink)GCHandle.FromIntPtr(userData).Target;
             try
             {
+                if (sink.LogprobsFrom != null)
+                {
+                    sink.PieceLogprobs = ReadLogprobs(sink.LogprobsFrom);
+                    sink.Logprobs.AddRange(sink.PieceLogprobs);
+                }
                 return sink.OnPiece(new ReadOnlySpan<byte>((void*)piece, (int)len), token) ? 0 : 1;
             }
             catch (Exception e)
@@ -356,10 +437,52 @@ namespace Zerfoo
         }
     }
 
+    public sealed partial class Session
+    {
+        /// <summary>zf_session_logprobs: the log-probabilities behind the piece delivered last,
+        /// one TokenLogprobs per token.</summary>
+        internal static unsafe TokenLogprobs[] ReadLogprobs(SessionHandle handle)
+        {
+            var buf = new zf_token_logprob[64];
+            UIntPtr n, stride;
+            for (;;)
+            {
+                int st;
+                fixed (zf_token_logprob* b = buf)
+                {
+                    st = NativeMethods.zf_session_logprobs(handle, b, (UIntPtr)buf.Length, out n, out stride);
+                }
+                if (st == 6 && (long)n > buf.Length)  // ZF_ERR_BUFFER_TOO_SMALL: *n says how many
+                {
+                    buf = new zf_token_logprob[(long)n];
+                    continue;
+                }
+                ZerfooException.Check(st, "zf_session_logprobs");
+                break;
+            }
+            int k = (int)stride, total = (int)n;
+            if (k == 0) return new TokenLogprobs[0];
+            var result = new TokenLogprobs[total / k];
+            for (int t = 0; t < result.Length; t++)
+            {
+                var top = new TokenLogprob[k - 1];
+                for (int j = 1; j < k; j++)
+                    top[j - 1] = new TokenLogprob { Token = buf[t * k + j].token, Logprob = buf[t * k + j].logprob };
+                result[t] = new TokenLogprobs { Token = buf[t * k].token, Logprob = buf[t * k].logprob, Top = top };
+            }
+            return result;
+        }
+    }
+
     /// <summary>Receives the pieces of one generation (on the thread running zf_generate).</summary>
     internal abstract class PieceSink
     {
         internal Exception Error;
+        // With GenerateOptions.Logprobs: the session to read them from, all so far, and the
+        // current piece's (read by the trampoline before OnPiece).
+        internal SessionHandle LogprobsFrom;
+        internal List<TokenLogprobs> Logprobs;
+        internal TokenLogprobs[] PieceLogprobs;
         internal readonly List<int> Tokens = new List<int>();
         readonly MemoryStream text = new MemoryStream();
 
@@ -374,6 +497,25 @@ namespace Zerfoo
         internal string Text()
         {
             return Encoding.UTF8.GetString(text.GetBuffer(), 0, (int)text.Length);
+        }
+    }
+
+    sealed class PieceCallbackSink : PieceSink
+    {
+        readonly Action<Piece> onPiece;
+
+        internal PieceCallbackSink(Action<Piece> onPiece) { this.onPiece = onPiece; }
+
+        internal override bool OnPiece(ReadOnlySpan<byte> piece, int token)
+        {
+            base.OnPiece(piece, token);
+            onPiece(new Piece
+            {
+                Text = Encoding.UTF8.GetString(piece),
+                Token = token,
+                Logprobs = PieceLogprobs ?? new TokenLogprobs[0],
+            });
+            return true;
         }
     }
 

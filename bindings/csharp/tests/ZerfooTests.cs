@@ -50,6 +50,62 @@ public class ZerfooTests
     [TestFixtureTearDown]
     public void FreeModel() { model.Dispose(); }
 
+    // ------------------------------------------------------------------ logprobs
+
+    [Test]
+    public void LogprobsGreedyTopAndPerPiece()
+    {
+        using (var s = model.CreateSession(new SessionOptions { ContextSize = 256 }))
+        {
+            var o = Greedy(16);
+            o.Logprobs = 5;
+            var pieces = new List<Piece>();
+            GenerateResult r = s.GeneratePieces(Prompt, o, pieces.Add);
+            Assert.AreEqual(greedy32.Substring(0, r.Text.Length), r.Text);
+            Assert.IsNotNull(r.Logprobs);
+            Assert.AreEqual(r.GeneratedTokens, r.Logprobs.Length);
+            foreach (TokenLogprobs lp in r.Logprobs)
+            {
+                Assert.AreEqual(5, lp.Top.Length);
+                Assert.AreEqual(lp.Top[0].Token, lp.Token, "greedy picks the top alternative");
+                Assert.AreEqual(lp.Top[0].Logprob, lp.Logprob);
+                double mass = 0;
+                for (int j = 0; j < lp.Top.Length; j++)
+                {
+                    if (j > 0) Assert.That(lp.Top[j].Logprob, Is.LessThanOrEqualTo(lp.Top[j - 1].Logprob));
+                    mass += Math.Exp(lp.Top[j].Logprob);
+                }
+                Assert.That(mass, Is.LessThanOrEqualTo(1.0 + 1e-5));
+            }
+            var fromPieces = new List<TokenLogprobs>();
+            foreach (Piece p in pieces)
+            {
+                Assert.That(p.Logprobs.Length, Is.GreaterThan(0));
+                Assert.AreEqual(p.Token, p.Logprobs[p.Logprobs.Length - 1].Token, "a piece's token comes last");
+                fromPieces.AddRange(p.Logprobs);
+            }
+            Assert.AreEqual(r.Logprobs.Select(x => x.Token).ToArray(), fromPieces.Select(x => x.Token).ToArray());
+            Assert.AreEqual(r.Logprobs.Select(x => x.Logprob).ToArray(), fromPieces.Select(x => x.Logprob).ToArray());
+
+            // The stream (a producer thread over the same callback) reports the same values.
+            s.Reset();
+            TextStream ts = s.Stream(Prompt, o);
+            foreach (string piece in ts) { }
+            Assert.AreEqual(r.Logprobs.Select(x => x.Logprob).ToArray(), ts.Result.Logprobs.Select(x => x.Logprob).ToArray());
+
+            s.Reset();
+            Assert.IsNull(s.Generate(Prompt, Greedy(4)).Logprobs, "off by default");
+            foreach (int bad in new[] { -1, GenerateOptions.MaxLogprobs + 1 })
+            {
+                var b = Greedy(4);
+                b.Logprobs = bad;
+                var e = Assert.Throws<ZerfooException>(() => s.Generate(Prompt, b));
+                Assert.AreEqual(Status.InvalidArgument, e.Status);
+                StringAssert.Contains("n_logprobs", e.Message);
+            }
+        }
+    }
+
     // ------------------------------------------------------------------ generation
 
     [Test]

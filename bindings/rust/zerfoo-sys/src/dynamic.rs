@@ -128,6 +128,13 @@ pub struct ZerfooLib {
     pub zf_generation_result:
         unsafe extern "C" fn(gen_: *const zf_generation, out: *mut zf_generate_result) -> zf_status,
     pub zf_generation_free: unsafe extern "C" fn(gen_: *mut zf_generation),
+    pub zf_session_logprobs: unsafe extern "C" fn(
+        session: *const zf_session,
+        out: *mut zf_token_logprob,
+        cap: usize,
+        n: *mut usize,
+        stride: *mut usize,
+    ) -> zf_status,
     pub zf_session_tokens: unsafe extern "C" fn(
         session: *const zf_session,
         tokens: *mut i32,
@@ -200,6 +207,7 @@ impl ZerfooLib {
         let zf_generation_next = __library.get(b"zf_generation_next\0").map(|sym| *sym)?;
         let zf_generation_result = __library.get(b"zf_generation_result\0").map(|sym| *sym)?;
         let zf_generation_free = __library.get(b"zf_generation_free\0").map(|sym| *sym)?;
+        let zf_session_logprobs = __library.get(b"zf_session_logprobs\0").map(|sym| *sym)?;
         let zf_session_tokens = __library.get(b"zf_session_tokens\0").map(|sym| *sym)?;
         let zf_session_truncate = __library.get(b"zf_session_truncate\0").map(|sym| *sym)?;
         let zf_session_state_size = __library.get(b"zf_session_state_size\0").map(|sym| *sym)?;
@@ -239,6 +247,7 @@ impl ZerfooLib {
             zf_generation_next,
             zf_generation_result,
             zf_generation_free,
+            zf_session_logprobs,
             zf_session_tokens,
             zf_session_truncate,
             zf_session_state_size,
@@ -455,7 +464,7 @@ impl ZerfooLib {
     ) -> zf_status {
         (self.zf_generate_params_init)(params, size)
     }
-    #[doc = " @brief Evaluates the prompt, then samples tokens and streams their text to `cb` until a stop\n condition. A second call on the same session continues the conversation (the KV cache is\n reused) unless zf_session_reset() was called. A prompt that does not fit the remaining\n context fails with ::ZF_ERR_CONTEXT_FULL before anything is evaluated; filling up during\n decode ends with ::ZF_STOP_CONTEXT_FULL and ::ZF_OK.\n @param session The session (one thread at a time).\n @param prompt UTF-8 text of `len` bytes (may be empty to continue generating).\n @param len Bytes of prompt.\n @param params NULL for defaults.\n @param cb May be NULL (text is then only counted).\n @param user_data Passed to `cb`.\n @param out May be NULL; set out->struct_size first.\n @return ::ZF_OK (also when stopped by callback, cancel, stop string, EOS, max tokens);\n         ::ZF_ERR_INVALID_UTF8; ::ZF_ERR_CONTEXT_FULL; ::ZF_ERR_INVALID_ARGUMENT (also for\n         unknown flag bits, a nonzero reserved0, or a zf_generation in progress on the session)."]
+    #[doc = " @brief Evaluates the prompt, then samples tokens and streams their text to `cb` until a stop\n condition. A second call on the same session continues the conversation (the KV cache is\n reused) unless zf_session_reset() was called. A prompt that does not fit the remaining\n context fails with ::ZF_ERR_CONTEXT_FULL before anything is evaluated; filling up during\n decode ends with ::ZF_STOP_CONTEXT_FULL and ::ZF_OK.\n @param session The session (one thread at a time).\n @param prompt UTF-8 text of `len` bytes (may be empty to continue generating).\n @param len Bytes of prompt.\n @param params NULL for defaults.\n @param cb May be NULL (text is then only counted).\n @param user_data Passed to `cb`.\n @param out May be NULL; set out->struct_size first.\n @return ::ZF_OK (also when stopped by callback, cancel, stop string, EOS, max tokens);\n         ::ZF_ERR_INVALID_UTF8; ::ZF_ERR_CONTEXT_FULL; ::ZF_ERR_INVALID_ARGUMENT (also for\n         unknown flag bits, a nonzero reserved0 or reserved1, n_logprobs outside\n         0..::ZF_MAX_LOGPROBS, or a zf_generation in progress on the session)."]
     pub unsafe fn zf_generate(
         &self,
         session: *mut zf_session,
@@ -502,6 +511,17 @@ impl ZerfooLib {
     #[doc = " @brief Frees a generation. NULL is a no-op. If it was still in progress it stops as if a\n ::zf_stream_cb returned nonzero (::ZF_STOP_CALLBACK): the KV cache keeps what was evaluated,\n the last piece's token is evaluated by the session's next call, and the session can continue\n the conversation or be reset. May be called from any thread, but not concurrently with a\n call using the same session."]
     pub unsafe fn zf_generation_free(&self, gen_: *mut zf_generation) {
         (self.zf_generation_free)(gen_)
+    }
+    #[doc = " @brief The log-probabilities behind the piece of text delivered last, when the generation\n asked for them (zf_generate_params.n_logprobs > 0).\n\n Values are the log-softmax of the model's raw logits at the token's position: before the\n repetition penalty, temperature and the top-k/top-p/min-p filters (the distribution the\n model predicts, not the one the sampler drew from). Per token, `*stride` entries (1 +\n min(n_logprobs, vocabulary size)): first the generated token itself, then the most likely\n tokens in descending order of log-probability, ties to the lower id (the generated token\n appears among them too when it is one of them). Greedy decoding picks the first alternative.\n\n A piece of text may complete more than one token (a character split over byte tokens, text\n held back while it could begin a stop string): the piece carries every token sampled since\n the previous piece, in order, its own token (the one passed to the ::zf_stream_cb or\n returned by zf_generation_next()) last. So the tokens of all pieces, in order, are exactly the\n generated tokens whose text was delivered; an EOS/EOT token, and tokens whose text a\n matched stop string swallowed, belong to no piece and are not reported.\n\n Valid inside a ::zf_stream_cb (for the piece it receives) and after a zf_generation_next()\n that returned a piece (the same piece again after ::ZF_ERR_BUFFER_TOO_SMALL), until the\n next piece, the end of the generation or the next call that starts one. Empty (`*n == 0`)\n before any piece, after the generation ended, and when n_logprobs is 0.\n Thread-safety: as the session; it may be called while a zf_generation is in progress on it.\n @param session The session.\n @param out Output array (may be NULL when cap is 0).\n @param cap Capacity of `out` in entries.\n @param n Receives the number of entries (tokens * stride). Required.\n @param stride Optional; receives the entries per token (0 when logprobs are off).\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (`*n` says how many; nothing is lost, call again);\n         ::ZF_ERR_INVALID_ARGUMENT (NULL session or n, NULL out with cap > 0)."]
+    pub unsafe fn zf_session_logprobs(
+        &self,
+        session: *const zf_session,
+        out: *mut zf_token_logprob,
+        cap: usize,
+        n: *mut usize,
+        stride: *mut usize,
+    ) -> zf_status {
+        (self.zf_session_logprobs)(session, out, cap, n, stride)
     }
     #[doc = " @brief The session's conversation as its next call sees it: the tokens in its KV cache, then\n the pending ones (a token already shown by a generation that stopped early, evaluated first\n by the next call). With zf_session_truncate() a server keeps the prefix a new prompt shares\n with a session and evaluates only the rest (prompt caching).\n @param session The session (not concurrently with a call using it).\n @param tokens Output array (may be NULL when cap is 0).\n @param cap Capacity of `tokens` in ids.\n @param n Receives the number of tokens. Required.\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (`*n` says how many); ::ZF_ERR_INVALID_ARGUMENT."]
     pub unsafe fn zf_session_tokens(

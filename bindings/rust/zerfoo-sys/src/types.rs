@@ -197,6 +197,10 @@ pub struct zf_generate_params {
     pub stop: *const *const ::core::ffi::c_char,
     #[doc = "< Number of stop strings."]
     pub n_stop: usize,
+    #[doc = "< Since 0.3: 0 = off (default); 1..::ZF_MAX_LOGPROBS = report each\ngenerated token's log-probability and this many most likely\nalternatives through zf_session_logprobs()."]
+    pub n_logprobs: i32,
+    #[doc = "< Padding; must be 0."]
+    pub reserved1: u32,
 }
 #[doc = " Outcome of zf_generate()."]
 #[repr(C)]
@@ -215,11 +219,20 @@ pub struct zf_generate_result {
     #[doc = "< Decode wall time (sampling and evaluation; since 0.2 without the\ntime spent in the stream callback or between zf_generation_next\ncalls)."]
     pub decode_ms: f64,
 }
-#[doc = " Opaque generation in progress: the pull-style counterpart of zf_generate(), for iterators\n that ask for the next piece instead of receiving callbacks. Both run the same generation loop\n and give the same output for the same session state and params.\n\n Ownership and thread-safety: created by zf_generate_begin() on a session, freed by\n zf_generation_free(). It is used by one thread at a time, like its session (it may move\n between threads). While it is in progress (begun, not yet done) the session accepts no other\n call (zf_generate, zf_generate_begin, zf_session_eval, zf_session_reset fail with\n ::ZF_ERR_INVALID_ARGUMENT) except zf_session_cancel(), zf_session_n_past() and\n zf_session_free(). The generation keeps its session's memory alive: the two may be freed in\n either order (the session is then unusable, but freeing the generation stays valid)."]
+#[doc = " Opaque generation in progress: the pull-style counterpart of zf_generate(), for iterators\n that ask for the next piece instead of receiving callbacks. Both run the same generation loop\n and give the same output for the same session state and params.\n\n Ownership and thread-safety: created by zf_generate_begin() on a session, freed by\n zf_generation_free(). It is used by one thread at a time, like its session (it may move\n between threads). While it is in progress (begun, not yet done) the session accepts no other\n call (zf_generate, zf_generate_begin, zf_session_eval, zf_session_reset fail with\n ::ZF_ERR_INVALID_ARGUMENT) except zf_session_cancel(), zf_session_n_past(),\n zf_session_logprobs() and zf_session_free(). The generation keeps its session's memory alive: the two may be freed in\n either order (the session is then unusable, but freeing the generation stays valid)."]
 #[repr(C)]
 #[derive(Debug)]
 pub struct zf_generation {
     _unused: [u8; 0],
+}
+#[doc = " A token id and its log-probability (natural log)."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct zf_token_logprob {
+    #[doc = "< Token id."]
+    pub token: i32,
+    #[doc = "< ln p(token); -INFINITY for a token the model rules out."]
+    pub logprob: f32,
 }
 pub const ZF_VERSION_MAJOR: i32 = 0;
 pub const ZF_VERSION_MINOR: i32 = 2;
@@ -260,6 +273,7 @@ pub const ZF_KV_F16: i32 = 1;
 pub const ZF_GENERATE_NO_SPECIAL: i32 = 1;
 pub const ZF_GENERATE_NO_PARSE_SPECIAL: i32 = 2;
 pub const ZF_GENERATE_IGNORE_EOS: i32 = 4;
+pub const ZF_MAX_LOGPROBS: i32 = 20;
 pub const ZF_STOP_EOS: i32 = 0;
 pub const ZF_STOP_MAX_TOKENS: i32 = 1;
 pub const ZF_STOP_STRING: i32 = 2;
@@ -398,7 +412,7 @@ const _: () = {
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of zf_generate_params"][::core::mem::size_of::<zf_generate_params>() - 64usize];
+    ["Size of zf_generate_params"][::core::mem::size_of::<zf_generate_params>() - 72usize];
     ["Alignment of zf_generate_params"][::core::mem::align_of::<zf_generate_params>() - 8usize];
     ["Offset of field: zf_generate_params::struct_size"]
         [::core::mem::offset_of!(zf_generate_params, struct_size) - 0usize];
@@ -426,6 +440,10 @@ const _: () = {
         [::core::mem::offset_of!(zf_generate_params, stop) - 48usize];
     ["Offset of field: zf_generate_params::n_stop"]
         [::core::mem::offset_of!(zf_generate_params, n_stop) - 56usize];
+    ["Offset of field: zf_generate_params::n_logprobs"]
+        [::core::mem::offset_of!(zf_generate_params, n_logprobs) - 64usize];
+    ["Offset of field: zf_generate_params::reserved1"]
+        [::core::mem::offset_of!(zf_generate_params, reserved1) - 68usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
@@ -443,4 +461,13 @@ const _: () = {
         [::core::mem::offset_of!(zf_generate_result, prompt_ms) - 16usize];
     ["Offset of field: zf_generate_result::decode_ms"]
         [::core::mem::offset_of!(zf_generate_result, decode_ms) - 24usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of zf_token_logprob"][::core::mem::size_of::<zf_token_logprob>() - 8usize];
+    ["Alignment of zf_token_logprob"][::core::mem::align_of::<zf_token_logprob>() - 4usize];
+    ["Offset of field: zf_token_logprob::token"]
+        [::core::mem::offset_of!(zf_token_logprob, token) - 0usize];
+    ["Offset of field: zf_token_logprob::logprob"]
+        [::core::mem::offset_of!(zf_token_logprob, logprob) - 4usize];
 };

@@ -38,6 +38,7 @@ pub use error::{Error, ErrorCode, Result};
 pub use model::{ChatMessage, Device, Model, ModelInfo, ModelOptions, Token};
 pub use session::{
     CancelHandle, GenerateOptions, Generation, KvType, Pieces, Session, SessionOptions, StopReason,
+    TokenLogprob, TokenLogprobs, MAX_LOGPROBS,
 };
 
 /// The raw bindings this crate is built on.

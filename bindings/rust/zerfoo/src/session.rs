@@ -77,6 +77,82 @@ pub struct GenerateOptions {
     pub parse_special: bool,
     /// Keep generating past EOS/EOT (default false).
     pub ignore_eos: bool,
+    /// Report each generated token's log-probability and this many most likely alternatives
+    /// (0 = off, the default; at most [`MAX_LOGPROBS`]): in [`Generation::logprobs`] and
+    /// [`Pieces::piece_logprobs`]. The values are the log-softmax of the model's raw logits
+    /// (before penalties, temperature and the top-k/top-p/min-p filters).
+    pub logprobs: u32,
+}
+
+/// The most alternatives [`GenerateOptions::logprobs`] may ask for (`ZF_MAX_LOGPROBS`).
+pub const MAX_LOGPROBS: u32 = sys::ZF_MAX_LOGPROBS as u32;
+
+/// A token id and its natural-log probability.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TokenLogprob {
+    /// The token.
+    pub token: Token,
+    /// ln p(token); negative infinity for a token the model rules out.
+    pub logprob: f32,
+}
+
+/// One generated token's log-probability and the most likely alternatives, in descending order
+/// (ties to the lower id; the token itself is among them when it is that likely).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenLogprobs {
+    /// The generated token and its log-probability.
+    pub chosen: TokenLogprob,
+    /// The most likely tokens at that position, [`GenerateOptions::logprobs`] of them.
+    pub top: Vec<TokenLogprob>,
+}
+
+/// The log-probabilities behind the piece of text delivered last (`zf_session_logprobs`):
+/// every token sampled since the previous piece, in order (a piece may complete several).
+pub(crate) fn piece_logprobs(session: *mut sys::zf_session) -> Result<Vec<TokenLogprobs>> {
+    let (mut n, mut stride) = (0usize, 0usize);
+    let mut buf: Vec<sys::zf_token_logprob> = Vec::new();
+    loop {
+        // SAFETY: the session is alive; buf holds buf.len() writable entries.
+        let st = unsafe {
+            sys::zf!(zf_session_logprobs(
+                session,
+                if buf.is_empty() {
+                    ptr::null_mut()
+                } else {
+                    buf.as_mut_ptr()
+                },
+                buf.len(),
+                &mut n,
+                &mut stride
+            ))
+        };
+        if st == sys::ZF_ERR_BUFFER_TOO_SMALL && n > buf.len() {
+            buf.resize(
+                n,
+                sys::zf_token_logprob {
+                    token: 0,
+                    logprob: 0.0,
+                },
+            );
+            continue;
+        }
+        check(st)?;
+        break;
+    }
+    if stride == 0 {
+        return Ok(Vec::new());
+    }
+    let conv = |e: &sys::zf_token_logprob| TokenLogprob {
+        token: e.token,
+        logprob: e.logprob,
+    };
+    Ok(buf[..n]
+        .chunks_exact(stride)
+        .map(|c| TokenLogprobs {
+            chosen: conv(&c[0]),
+            top: c[1..].iter().map(conv).collect(),
+        })
+        .collect())
 }
 
 impl Default for GenerateOptions {
@@ -94,6 +170,7 @@ impl Default for GenerateOptions {
             add_special: true,
             parse_special: true,
             ignore_eos: false,
+            logprobs: 0,
         }
     }
 }
@@ -148,6 +225,7 @@ impl RawParams {
             flags |= sys::ZF_GENERATE_IGNORE_EOS as u32;
         }
         p.flags = flags;
+        p.n_logprobs = i32::try_from(o.logprobs).unwrap_or(i32::MAX);
         let stop: Vec<CString> = o
             .stop
             .iter()
@@ -216,6 +294,9 @@ pub struct Generation {
     pub prompt_time: Duration,
     /// Decode wall time (for an iterator: only the time spent producing pieces).
     pub decode_time: Duration,
+    /// With [`GenerateOptions::logprobs`]: one entry per generated token whose text was
+    /// delivered, in order (empty otherwise).
+    pub logprobs: Vec<TokenLogprobs>,
 }
 
 impl Generation {
@@ -227,6 +308,7 @@ impl Generation {
             generated_tokens: r.n_generated.max(0) as usize,
             prompt_time: Duration::from_secs_f64(r.prompt_ms.max(0.0) / 1000.0),
             decode_time: Duration::from_secs_f64(r.decode_ms.max(0.0) / 1000.0),
+            logprobs: Vec::new(),
         }
     }
 
@@ -318,6 +400,11 @@ struct CallbackState<'f> {
     f: &'f mut dyn FnMut(&str) -> ControlFlow<()>,
     text: String,
     panic: Option<Box<dyn Any + Send + 'static>>,
+    // With GenerateOptions::logprobs: the session (to read each piece's logprobs), the
+    // logprobs so far, and the first error reading them (it stops generation).
+    session: Option<*mut sys::zf_session>,
+    logprobs: Vec<TokenLogprobs>,
+    logprobs_err: Option<Error>,
 }
 
 /// The zf_stream_cb: forwards a piece to the closure; a panic stops generation and is kept
@@ -341,6 +428,15 @@ unsafe extern "C" fn trampoline(
     };
     let text = String::from_utf8_lossy(bytes); // pieces are whole UTF-8: never lossy in practice
     state.text.push_str(&text);
+    if let Some(session) = state.session {
+        match piece_logprobs(session) {
+            Ok(lp) => state.logprobs.extend(lp),
+            Err(e) => {
+                state.logprobs_err = Some(e);
+                return 1;
+            }
+        }
+    }
     let f = &mut state.f;
     match panic::catch_unwind(AssertUnwindSafe(|| f(&text))) {
         Ok(ControlFlow::Continue(())) => 0,
@@ -496,6 +592,9 @@ impl<'m> Session<'m> {
             f: &mut on_piece,
             text: String::new(),
             panic: None,
+            session: (options.logprobs > 0).then(|| self.raw()),
+            logprobs: Vec::new(),
+            logprobs_err: None,
         };
         let mut r = empty_result();
         // SAFETY: prompt, params and state outlive the call; the callback runs only during it.
@@ -515,7 +614,12 @@ impl<'m> Session<'m> {
             panic::resume_unwind(payload);
         }
         result?;
-        Ok(Generation::from_raw(state.text, &r))
+        if let Some(e) = state.logprobs_err {
+            return Err(e);
+        }
+        let mut g = Generation::from_raw(state.text, &r);
+        g.logprobs = state.logprobs;
+        Ok(g)
     }
 
     /// Starts a pull-style generation: an iterator of text pieces (whole UTF-8 characters).
@@ -599,6 +703,10 @@ impl CancelHandle {
 /// it; the session is then ready to continue or reset.
 pub struct Pieces<'s> {
     gen: NonNull<sys::zf_generation>,
+    session: *mut sys::zf_session,
+    logprobs_on: bool,
+    piece_logprobs: Vec<TokenLogprobs>,
+    logprobs: Vec<TokenLogprobs>,
     buf: Vec<u8>,
     text: String,
     done: bool,
@@ -636,6 +744,10 @@ impl<'s> Pieces<'s> {
             .ok_or_else(|| Error::new(ErrorCode::Internal, "zf_generate_begin returned NULL"))?;
         Ok(Pieces {
             gen,
+            session,
+            logprobs_on: options.logprobs > 0,
+            piece_logprobs: Vec::new(),
+            logprobs: Vec::new(),
             buf: vec![0; 64],
             text: String::new(),
             done: false,
@@ -648,15 +760,24 @@ impl<'s> Pieces<'s> {
         self.done
     }
 
-    /// The outcome so far: the text delivered, counts and times. The stop reason is final
-    /// once the iterator returned `None`.
+    /// With [`GenerateOptions::logprobs`]: the log-probabilities of the tokens behind the piece
+    /// returned last (every token sampled since the previous piece, this piece's token last;
+    /// a piece may complete several tokens). Empty before the first piece and when off.
+    pub fn piece_logprobs(&self) -> &[TokenLogprobs] {
+        &self.piece_logprobs
+    }
+
+    /// The outcome so far: the text delivered, counts and times (and the logprobs of the
+    /// pieces delivered). The stop reason is final once the iterator returned `None`.
     pub fn generation(&self) -> Generation {
         let mut r = empty_result();
         // SAFETY: gen is alive; r has struct_size set. This call cannot fail here.
         unsafe {
             sys::zf!(zf_generation_result(self.gen.as_ptr(), &mut r));
         }
-        Generation::from_raw(self.text.clone(), &r)
+        let mut g = Generation::from_raw(self.text.clone(), &r);
+        g.logprobs = self.logprobs.clone();
+        g
     }
 
     /// Drains the remaining pieces and returns the whole [`Generation`].
@@ -702,6 +823,18 @@ impl Iterator for Pieces<'_> {
             }
             let piece = String::from_utf8_lossy(&self.buf[..len]).into_owned();
             self.text.push_str(&piece);
+            if self.logprobs_on {
+                match piece_logprobs(self.session) {
+                    Ok(lp) => {
+                        self.logprobs.extend_from_slice(&lp);
+                        self.piece_logprobs = lp;
+                    }
+                    Err(e) => {
+                        self.done = true;
+                        return Some(Err(e));
+                    }
+                }
+            }
             return Some(Ok(piece));
         }
     }

@@ -426,3 +426,54 @@ fn batched_decode_gives_each_thread_its_output_alone() {
         assert_eq!(got[i], want[i], "prompt {i} {p:?}: batched vs alone");
     }
 }
+
+#[test]
+fn logprobs_greedy_callback_and_iterator_agree() {
+    let Some(model) = model() else { return };
+    let options = GenerateOptions {
+        logprobs: 5,
+        ..GenerateOptions::greedy(24)
+    };
+    let g = model
+        .session(&opts1())
+        .unwrap()
+        .generate(PROMPT, &options)
+        .unwrap();
+    assert!(g.generated_tokens > 0);
+    assert_eq!(g.logprobs.len(), g.generated_tokens);
+    for lp in &g.logprobs {
+        assert_eq!(lp.top.len(), 5);
+        assert_eq!(lp.chosen, lp.top[0], "greedy picks the top alternative");
+        assert!(lp.chosen.logprob <= 0.0);
+        assert!(lp.top.windows(2).all(|w| w[0].logprob >= w[1].logprob));
+        let mass: f64 = lp.top.iter().map(|t| f64::from(t.logprob).exp()).sum();
+        assert!(mass <= 1.0 + 1e-5, "top-5 mass {mass}");
+    }
+
+    // The iterator reports the same values piece by piece, each piece's token last.
+    let mut session = model.session(&opts1()).unwrap();
+    let mut pieces = session.stream(PROMPT, &options).unwrap();
+    let mut per_piece = Vec::new();
+    while let Some(piece) = pieces.next() {
+        piece.unwrap();
+        let lp = pieces.piece_logprobs();
+        assert!(!lp.is_empty());
+        per_piece.extend_from_slice(lp);
+    }
+    assert_eq!(per_piece, g.logprobs);
+    assert_eq!(pieces.generation().logprobs, g.logprobs);
+    drop(pieces);
+
+    // Off by default; out of range is an invalid argument naming the field.
+    let off = session
+        .generate(PROMPT, &GenerateOptions::greedy(4))
+        .unwrap();
+    assert!(off.logprobs.is_empty());
+    let bad = GenerateOptions {
+        logprobs: zerfoo::MAX_LOGPROBS + 1,
+        ..GenerateOptions::greedy(4)
+    };
+    let e = session.generate(PROMPT, &bad).unwrap_err();
+    assert_eq!(e.code(), zerfoo::ErrorCode::InvalidArgument);
+    assert!(e.to_string().contains("n_logprobs"), "{e}");
+}

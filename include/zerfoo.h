@@ -369,7 +369,8 @@ typedef struct zf_chat_message_v2 {
 typedef struct zf_chat_params {
   uint32_t struct_size;       /**< sizeof(zf_chat_params). */
   uint32_t flags;             /**< ::ZF_CHAT_ADD_ASSISTANT (add_generation_prompt),
-                                   ::ZF_CHAT_FIXED_TIME; other bits are rejected. */
+                                   ::ZF_CHAT_FIXED_TIME (zf_chat_parse() also takes
+                                   ::ZF_CHAT_PARSE_PARTIAL); other bits are rejected. */
   const char* template_name;  /**< NULL: `tokenizer.chat_template`; else the file's
                                    `tokenizer.chat_template.NAME` (e.g. "tool_use"). */
   const char* template_text;  /**< The caller's own Jinja template (overrides the file's and
@@ -417,6 +418,8 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
                                            size_t n_msgs, const zf_chat_params* params, char* buf,
                                            size_t cap, size_t* needed);
 
+#define ZF_CHAT_PARSE_PARTIAL 0x4u /**< zf_chat_parse(): the text is the turn so far (streaming). */
+
 /**
  * @brief Parses what a model generated for one assistant turn back into an OpenAI assistant
  * message: content, reasoning and tool calls, in the format of the chat template that prompted
@@ -441,12 +444,19 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
  * Invariant: a message rendered by the template (zf_chat_apply_template_v2) and its assistant
  * turn's text parsed here give back the message's content, reasoning, tool names and (JSON-equal)
  * arguments.
+ *
+ * Streaming: with ::ZF_CHAT_PARSE_PARTIAL in params->flags the text is the turn so far. Text
+ * that may still become a marker or a call is held back, reasoning not yet closed is reasoning,
+ * and only complete tool calls are listed; each field of a later parse extends the earlier one
+ * (content and reasoning grow at their end, calls are appended with the same ids), so a caller
+ * re-parses the growing text after each piece and sends the differences as deltas.
  * @param model The model (its chat template unless params names another).
  * @param text The generated text: what follows the template's generation prompt, without the
  *        end-of-turn token. May contain NUL; need not be NUL-terminated.
  * @param len Bytes in `text`.
- * @param params NULL for defaults. `template_name` / `template_text` pick the template as in
- *        zf_chat_apply_template_v2(); `tools_json` lists the offered tools (their parameter
+ * @param params NULL for defaults. `flags`: ::ZF_CHAT_PARSE_PARTIAL (other bits of
+ *        zf_chat_apply_template_v2() are accepted and ignored). `template_name` / `template_text`
+ *        pick the template as in zf_chat_apply_template_v2(); `tools_json` lists the offered tools (their parameter
  *        types decide how text-valued arguments are read; the JSON fallback accepts only their
  *        names); `extra_json` holds the variables the prompt was rendered with (e.g.
  *        {"enable_thinking": true}: whether the generation prompt opens reasoning).

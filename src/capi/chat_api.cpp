@@ -253,7 +253,10 @@ ZF_API zf_status zf_chat_parse(const zf_model* model, const char* text, size_t l
   zf_chat_params p;
   zf_chat_params_init(&p, sizeof p);
   if (!zf::capi::ReadParams(params, &p)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params->struct_size is too small");
-  if (zf_status e = zf::capi::CheckFlags("params->flags", p.flags, ZF_CHAT_ADD_ASSISTANT | ZF_CHAT_FIXED_TIME)) return e;
+  if (zf_status e = zf::capi::CheckFlags("params->flags", p.flags,
+                                         ZF_CHAT_ADD_ASSISTANT | ZF_CHAT_FIXED_TIME | ZF_CHAT_PARSE_PARTIAL)) {
+    return e;
+  }
   const std::string_view generated(text == nullptr ? "" : text, len);
   size_t bad = 0;
   if (!zf::IsValidUtf8(generated, &bad)) {
@@ -277,7 +280,7 @@ ZF_API zf_status zf_chat_parse(const zf_model* model, const char* text, size_t l
       extra = p.extra_json;
     }
     auto format = FormatFor(mm, tmpl, extra);
-    const zf::chat::ParsedMessage msg = zf::chat::ParseAssistant(generated, *format, tools);
+    const zf::chat::ParsedMessage msg = zf::chat::ParseAssistant(generated, *format, tools, (p.flags & ZF_CHAT_PARSE_PARTIAL) != 0);
     return CopyOut(zf::chat::ToOpenAiMessage(msg).dump(), buf, cap, needed);
   } catch (const BadField& b) {
     return Fail(ZF_ERR_INVALID_ARGUMENT, b.message);

@@ -3,6 +3,7 @@
 // remaining text as content.
 #include "chat/parser.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 
@@ -12,6 +13,20 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+std::string_view TrimLeft(std::string_view s) {
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  return s;
+}
+
+// The length of the longest proper prefix of `marker` that `text` ends with: text that may be
+// the start of the marker, held back while streaming.
+size_t PartialSuffix(std::string_view text, std::string_view marker) {
+  for (size_t n = std::min(text.size(), marker.size() - 1); n > 0; --n) {
+    if (text.substr(text.size() - n) == marker.substr(0, n)) return n;
+  }
+  return 0;
+}
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
@@ -263,10 +278,14 @@ bool GenericCalls(std::string_view text, const Json& tools, std::vector<ToolCall
   return true;
 }
 
-// Deterministic call ids for formats that write none: the same text gives the same ids.
-std::string DerivedId(std::string_view text, size_t index) {
+// Deterministic call ids for formats that write none: the same call (name, arguments, place)
+// gives the same id, also while a streamed turn is still growing.
+std::string DerivedId(const ToolCall& call, size_t index) {
   uint64_t h = 1469598103934665603ull;
-  for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  for (const std::string* s : {&call.name, &call.arguments}) {
+    for (char c : *s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+  }
   h = (h ^ index) * 1099511628211ull;
   static const char kHex[] = "0123456789abcdef";
   std::string id = "call_";
@@ -298,7 +317,7 @@ bool MatchToolCalls(std::string_view text, size_t pos, const ChatFormat& format,
   return true;
 }
 
-ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, const Json& tools) {
+ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, const Json& tools, bool partial) {
   ParsedMessage m;
   std::string_view rest = text;
   // 1. Reasoning: opened by the output or by the generation prompt, closed by the close marker
@@ -309,7 +328,8 @@ ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, co
     if (!r.open.empty() && t.substr(0, r.open.size()) == r.open) {
       const std::string_view in = t.substr(r.open.size());
       const size_t c = in.find(r.close);
-      m.reasoning = std::string(Trim(in.substr(0, c)));
+      const size_t held = partial && c == std::string_view::npos ? PartialSuffix(in, r.close) : 0;
+      m.reasoning = std::string(Trim(in.substr(0, c == std::string_view::npos ? in.size() - held : c)));
       rest = c == std::string_view::npos ? std::string_view() : in.substr(c + r.close.size());
     } else if (t.substr(0, r.close.size()) == r.close) {
       rest = t.substr(r.close.size());  // an empty reasoning block some templates write
@@ -318,9 +338,15 @@ ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, co
       // The generation prompt opened the reasoning: the output starts inside it.
       m.reasoning = std::string(Trim(rest.substr(0, c)));
       rest = rest.substr(c + r.close.size());
+    } else if (partial && r.forced_open) {
+      // Still inside the reasoning the prompt opened (as far as the text goes).
+      m.reasoning = std::string(Trim(rest.substr(0, rest.size() - PartialSuffix(rest, r.close))));
+      rest = std::string_view();
+    } else if (partial && ((!r.open.empty() && r.open.compare(0, t.size(), t) == 0) || r.close.compare(0, t.size(), t) == 0)) {
+      rest = std::string_view();  // the text so far may be the start of a marker
     }
-    // A forced-open prompt whose output never closes the reasoning: the template itself renders
-    // such a turn (an answer without reasoning) as plain content, so that is what it is.
+    // A forced-open prompt whose complete output never closes the reasoning: the template itself
+    // renders such a turn (an answer without reasoning) as plain content, so that is what it is.
   }
   m.has_reasoning = !m.reasoning.empty();
   // The template's header before content (a final channel, a content tag) is not content.
@@ -328,6 +354,7 @@ ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, co
   if (!prefix.empty()) {
     const std::string_view t = Trim(rest);
     if (t.substr(0, prefix.size()) == prefix) rest = t.substr(prefix.size());
+    else if (partial && prefix.compare(0, t.size(), t) == 0) rest = std::string_view();
   }
   // 2. Tool calls: the first place the template's call block matches.
   std::string content(rest);
@@ -347,6 +374,7 @@ ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, co
         starts.push_back({p, p + sep.size()});
       }
     }
+    bool matched = false;
     for (const auto& [content_end, p] : starts) {
       size_t end = 0;
       std::vector<ToolCall> calls;
@@ -354,15 +382,29 @@ ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, co
         m.tool_calls = std::move(calls);
         content = std::string(Trim(rest.substr(0, content_end)));
         const std::string_view after = Trim(rest.substr(end));
-        if (!after.empty()) content += (content.empty() ? "" : "\n") + std::string(after);
+        // Partial: what follows the complete calls may be the next call, still arriving.
+        if (!after.empty() && !partial) content += (content.empty() ? "" : "\n") + std::string(after);
+        matched = true;
         break;
       }
     }
+    if (partial && !matched) {
+      // Content stops where a call may be starting: at the first marker, or at a trailing
+      // prefix of it; with no marker (calls opened by the prompt) a call may start anywhere.
+      if (anchor.empty()) content.clear();
+      else if (!starts.empty()) content = std::string(rest.substr(0, starts.front().first));
+      else content = std::string(rest.substr(0, rest.size() - PartialSuffix(rest, anchor)));
+    }
   }
   if (m.tool_calls.empty() && GenericCalls(rest, tools, &m.tool_calls)) content.clear();
-  m.content = std::string(Trim(content));
+  if (partial && m.tool_calls.empty() && !format.tools.native && tools.is_array() && !tools.empty()) {
+    // The generic JSON form is only known when complete: hold back text that may be one.
+    const std::string_view t = Trim(rest);
+    if (!t.empty() && (t.front() == '{' || t.front() == '[' || t.front() == '`')) content.clear();
+  }
+  m.content = partial ? std::string(TrimLeft(content)) : std::string(Trim(content));
   for (size_t k = 0; k < m.tool_calls.size(); ++k) {
-    if (m.tool_calls[k].id.empty()) m.tool_calls[k].id = DerivedId(text, k);
+    if (m.tool_calls[k].id.empty()) m.tool_calls[k].id = DerivedId(m.tool_calls[k], k);
   }
   return m;
 }

@@ -28,7 +28,12 @@ struct ParsedMessage {
 
 // `tools`: the offered tools (an OpenAI `tools` array) or null: argument types for formats that
 // write values as text, and the names the generic JSON fallback accepts (none offered: no calls).
-ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, const nlohmann::ordered_json& tools);
+// `partial`: the text is a prefix of the turn (streaming): text that may still become a marker
+// or a call is held back, reasoning not yet closed is reasoning, only complete calls are
+// returned; each field of a later parse extends the earlier one (content and reasoning grow at
+// the end, calls are appended with the same ids).
+ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, const nlohmann::ordered_json& tools,
+                             bool partial = false);
 
 // {"role":"assistant","content":string|null,"reasoning_content"?,"tool_calls"?}; content is null
 // when the turn is only tool calls.

@@ -203,6 +203,36 @@ TEST_F(ChatParse, RoundTripWithApplyTemplateV2) {
   }
 }
 
+TEST_F(ChatParse, PartialTextHoldsBackWhatMayBecomeACall) {
+  const std::string tmpl = Template("Qwen-Qwen3-0.6B");
+  auto parse = [&](const std::string& text, uint32_t flags) {
+    zf_chat_params p;
+    zf_chat_params_init(&p, sizeof p);
+    p.template_text = tmpl.c_str();
+    p.tools_json = kTools;
+    p.flags = flags;
+    std::vector<char> buf(4096);
+    size_t needed = 0;
+    EXPECT_EQ(zf_chat_parse(model_.get(), text.data(), text.size(), &p, buf.data(), buf.size(), &needed), ZF_OK)
+        << zf_last_error();
+    return Json::parse(buf.data());
+  };
+  // Reasoning still open, a marker half written, a call half written.
+  EXPECT_EQ(parse("<think>step one</th", ZF_CHAT_PARSE_PARTIAL)["reasoning_content"], "step one");
+  Json m = parse("<think>a</think>Sure <tool_", ZF_CHAT_PARSE_PARTIAL);
+  EXPECT_EQ(m["content"], "Sure ");
+  m = parse("<think>a</think>Sure <tool_call>\n{\"name\": \"search\", \"argu", ZF_CHAT_PARSE_PARTIAL);
+  EXPECT_EQ(m["content"], "Sure ");
+  EXPECT_FALSE(m.contains("tool_calls"));
+  // The complete call: listed, with the id the final parse gives it too.
+  const std::string whole = "<think>a</think>Sure <tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\": \"x\"}}\n</tool_call>";
+  m = parse(whole + "\n<tool_call>\n{\"na", ZF_CHAT_PARSE_PARTIAL);
+  ASSERT_EQ(m["tool_calls"].size(), 1u);
+  EXPECT_EQ(m["tool_calls"][0]["id"], parse(whole, 0)["tool_calls"][0]["id"]);
+  // The same unfinished text as a complete turn is content as written.
+  EXPECT_EQ(parse("Sure <tool_", 0)["content"], "Sure <tool_");
+}
+
 TEST_F(ChatParse, BuffersAndErrors) {
   const char* text = "Hello";
   char small[8];

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include <utility>
 
 #include "common/tiny_model.h"
 
@@ -111,6 +112,29 @@ int main(int argc, char** argv) {
   for (int k = 0; k < 6; ++k) {
     std::string s = std::string(tmpls[k]) + '\0' + "system" + '\0' + "Be brief." + '\0' + "user" + '\0' + "Hi";
     Write("chat_template", "family_" + std::to_string(k), Text(uint8_t(k & 1), s));
+  }
+  // chat_parse: outputs in the formats of the fuzzer's templates (byte 0 picks one, byte 1
+  // offers tools).
+  const std::pair<uint8_t, std::string> outputs[] = {
+      {0, "Sure.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"},
+      {1, "<think>\nhmm\n</think>\n\n<tool_call>\n{\"name\": \"search\", \"arguments\": {}}\n</tool_call>"},
+      {2, "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n<parameter=days>\n2\n"
+          "</parameter>\n</function>\n</tool_call>"},
+      {3, "[TOOL_CALLS][{\"name\": \"search\", \"arguments\": {\"q\": 1}, \"id\": \"abcdefghi\"}]"},
+      {4, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Rome\"}}"},
+      {5, "get_weather\n{\"city\": \"Lima\"}>>>search\n{}"},
+      {6, "<|START_THINKING|>x<|END_THINKING|><|START_ACTION|>[\n    {\"tool_call_id\": \"0\", \"tool_name\": "
+          "\"search\", \"parameters\": {}}\n]<|END_ACTION|>"},
+      {7, "a\n</think>\n\nb"},
+      {8, "<|tool_calls|><|tool_call:begin|>id1<|tool_call:name|>search<|tool_call:args|>{}<|tool_call:end|><|calls|>"},
+      {9, "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Bern</arg_value>\n</tool_call>"},
+      {10, "<|tool_call|>[{\"name\": \"search\", \"arguments\": {}}]"},
+      {11, "```json\n{\"name\": \"search\", \"arguments\": {\"q\": \"x\"}}\n```"},
+  };
+  for (const auto& [k, text] : outputs) {
+    std::vector<uint8_t> v{k, 1};
+    v.insert(v.end(), text.begin(), text.end());
+    Write("chat_parse", "format_" + std::to_string(k), v);
   }
   return 0;
 }

@@ -134,6 +134,36 @@ std::string Diff(const zf::chat::ParsedMessage& got, const Case& c) {
   return d.str();
 }
 
+std::string TrimRight(const std::string& s) {
+  const size_t e = s.find_last_not_of(" \n\t\r");
+  return e == std::string::npos ? "" : s.substr(0, e + 1);
+}
+
+bool IsPrefix(const std::string& p, const std::string& s) { return s.compare(0, p.size(), p) == 0; }
+
+// Streaming: the partial parse of every prefix of `text` (at character boundaries) must be
+// extended by the final parse: content and reasoning grow at their end, calls are appended with
+// the same ids. Returns "" or the first prefix that breaks it.
+std::string StreamingDiff(const std::string& text, const ChatFormat& f, const zf::chat::ParsedMessage& fin) {
+  for (size_t k = 0; k <= text.size(); ++k) {
+    if (k < text.size() && (static_cast<unsigned char>(text[k]) & 0xC0) == 0x80) continue;
+    const zf::chat::ParsedMessage p = ParseAssistant(std::string_view(text).substr(0, k), f, kTools, true);
+    // A prompt-opened reasoning that the complete turn never closes is content in the end.
+    const bool reopened = f.reasoning.forced_open && !fin.has_reasoning;
+    bool ok = reopened || (IsPrefix(TrimRight(p.content), fin.content) && IsPrefix(TrimRight(p.reasoning), fin.reasoning));
+    ok = ok && p.tool_calls.size() <= fin.tool_calls.size();
+    for (size_t i = 0; ok && i < p.tool_calls.size(); ++i) {
+      ok = p.tool_calls[i].name == fin.tool_calls[i].name && p.tool_calls[i].arguments == fin.tool_calls[i].arguments &&
+           p.tool_calls[i].id == fin.tool_calls[i].id;
+    }
+    if (!ok) {
+      return "after " + std::to_string(k) + " bytes: content '" + p.content + "' reasoning '" + p.reasoning + "' " +
+             std::to_string(p.tool_calls.size()) + " calls";
+    }
+  }
+  return "";
+}
+
 TEST(ChatParse, CorpusRoundTrip) {
   std::vector<fs::path> files;
   for (auto& e : fs::directory_iterator(kDir))
@@ -186,7 +216,10 @@ TEST(ChatParse, CorpusRoundTrip) {
       if (c.reasoning && text.find("2+2 is 4.") == std::string::npos) continue;
       if (c.name == "content_and_call" && text.find("Let me check.") == std::string::npos) continue;
       ++checked;
-      const std::string d = Diff(ParseAssistant(text, f, kTools), c);
+      const zf::chat::ParsedMessage final_msg = ParseAssistant(text, f, kTools);
+      const std::string d = Diff(final_msg, c);
+      const std::string s = d.empty() ? StreamingDiff(text, f, final_msg) : "";
+      if (!s.empty()) failures.push_back(stem + " / " + c.name + " streamed: " + s);
       if (!d.empty() && !known.count(stem + " / " + c.name)) failures.push_back(stem + " / " + c.name + ": " + d + "\n  text: " + text);
     }
   }

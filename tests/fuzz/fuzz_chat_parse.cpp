@@ -1,0 +1,100 @@
+// Chat output parsing (src/chat) as zf_chat_parse runs it: generated text in the formats derived
+// from real templates of the corpus (byte 0 picks the template, byte 1 bit 0 offers tools; the
+// rest is the text). Any valid UTF-8 text must give a message: JSON that serializes (valid
+// UTF-8), tool-call arguments that are JSON objects, no crash, no quadratic blow-up past the
+// size bound.
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "chat/format.h"
+#include "chat/parser.h"
+#include "common/utf8.h"
+#include "fuzz_common.h"
+#include "jinja/jinja.h"
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Templates covering every kind of derived format: JSON calls in tags, in a list, bare, after
+// the prompt's marker, with ids and counters, XML parameters, reasoning opened by the prompt.
+const char* const kTemplates[] = {
+    "Qwen-Qwen2.5-7B-Instruct",          "Qwen-Qwen3-0.6B",
+    "Qwen3-Coder",                       "mistralai-Mistral-Nemo-Instruct-2407",
+    "meta-llama-Llama-3.1-8B-Instruct",  "meetkai-functionary-medium-v3.2",
+    "CohereForAI-c4ai-command-r7b-12-2024-tool_use", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B",
+    "upstage-Solar-Open-100B",           "poolside-Laguna-XS.2",
+    "ibm-granite-granite-3.3-2B-Instruct", "google-gemma-2-2b-it",
+};
+constexpr size_t kN = sizeof kTemplates / sizeof kTemplates[0];
+
+std::vector<zf::chat::ChatFormat>& Formats() {
+  static std::vector<zf::chat::ChatFormat> formats = [] {
+    std::vector<zf::chat::ChatFormat> out;
+    for (const char* stem : kTemplates) {
+      std::ifstream f(std::string(ZF_TEST_DATA_DIR) + "/chat_templates/templates/" + stem + ".jinja", std::ios::binary);
+      std::stringstream s;
+      s << f.rdbuf();
+      const std::string source = s.str();
+      zf::jinja::Template t(source);
+      const zf::jinja::Value tools = zf::jinja::FromJson(zf::chat::ProbeTools().dump());
+      auto render = [&](const Json& messages, bool gen, std::string* o) {
+        Json vars = {{"messages", messages}, {"add_generation_prompt", gen}, {"bos_token", "<s>"},
+                     {"eos_token", "</s>"}, {"documents", nullptr}, {"enable_thinking", true}};
+        zf::jinja::Value v = zf::jinja::FromJson(vars.dump());
+        v.d().Set(zf::jinja::Value::Str("tools"), tools);
+        try {
+          zf::jinja::Limits lim;
+          lim.now = 0;
+          *o = t.Render(v, lim);
+          return true;
+        } catch (const zf::jinja::Error&) {
+          return false;
+        }
+      };
+      out.push_back(zf::chat::DeriveChatFormat(render, source));
+    }
+    return out;
+  }();
+  return formats;
+}
+
+const Json& Tools() {
+  static const Json t = Json::parse(R"([{"type": "function", "function": {"name": "get_weather", "parameters":
+    {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"},
+    "ok": {"type": "boolean"}}}}}, {"type": "function", "function": {"name": "search"}}])");
+  return t;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  Formats();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 2 || size > 8192) return 0;
+  const std::string text(reinterpret_cast<const char*>(data) + 2, size - 2);
+  if (!zf::IsValidUtf8(text)) return 0;  // zf_chat_parse rejects it first
+  const zf::chat::ChatFormat& f = Formats()[data[0] % kN];
+  const Json none;
+  const zf::chat::ParsedMessage m = zf::chat::ParseAssistant(text, f, (data[1] & 1) ? Tools() : none);
+  std::string out;
+  try {
+    out = zf::chat::ToOpenAiMessage(m).dump();
+  } catch (const nlohmann::json::exception&) {
+    zf::fuzz::Check(false, "the message serializes");
+  }
+  zf::fuzz::Check(zf::IsValidUtf8(out), "the message is valid UTF-8");
+  for (const auto& c : m.tool_calls) {
+    const Json args = Json::parse(c.arguments, nullptr, false);
+    zf::fuzz::Check(!args.is_discarded() && args.is_object(), "arguments are a JSON object");
+    zf::fuzz::Check(!c.name.empty() && !c.id.empty(), "calls have a name and an id");
+  }
+  return 0;
+}

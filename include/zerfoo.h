@@ -432,7 +432,8 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
  * `{"name", "arguments"|"parameters"}` (or a list of them, or `{"tool_calls": [...]}`,
  * optionally in a ```json fence) naming an offered tool is a call. Reasoning is the text between
  * the template's markers (`<think>`...`</think>` and the like), also when the generation prompt
- * opened them; whitespace around content and reasoning is trimmed. Markers and arguments are
+ * opened them; whitespace around content and reasoning is trimmed where markers or calls were
+ * read out of the text (a text without any is returned as it is). Markers and arguments are
  * matched leniently about whitespace. The derived format is cached per template and extra
  * variables. Thread-safe.
  *
@@ -448,7 +449,8 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
  * Streaming: with ::ZF_CHAT_PARSE_PARTIAL in params->flags the text is the turn so far. Text
  * that may still become a marker or a call is held back, reasoning not yet closed is reasoning,
  * and only complete tool calls are listed; each field of a later parse extends the earlier one
- * (content and reasoning grow at their end, calls are appended with the same ids), so a caller
+ * (content and reasoning grow at their end, calls are appended with the same ids; content
+ * streamed before a call arrives may carry whitespace at its start that the final parse trims), so a caller
  * re-parses the growing text after each piece and sends the differences as deltas.
  * @param model The model (its chat template unless params names another).
  * @param text The generated text: what follows the template's generation prompt, without the

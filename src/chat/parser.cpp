@@ -402,7 +402,11 @@ ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, co
     const std::string_view t = Trim(rest);
     if (!t.empty() && (t.front() == '{' || t.front() == '[' || t.front() == '`')) content.clear();
   }
-  m.content = partial ? std::string(TrimLeft(content)) : std::string(Trim(content));
+  // Whitespace next to what was read out (reasoning, a header, calls) is the format's; a text
+  // with nothing read out of it is the content exactly as generated.
+  const bool structured = rest.data() != text.data() || rest.size() != text.size() || !m.tool_calls.empty();
+  if (!structured) m.content = std::move(content);
+  else m.content = partial ? std::string(TrimLeft(content)) : std::string(Trim(content));
   for (size_t k = 0; k < m.tool_calls.size(); ++k) {
     if (m.tool_calls[k].id.empty()) m.tool_calls[k].id = DerivedId(m.tool_calls[k], k);
   }

@@ -143,14 +143,15 @@ bool IsPrefix(const std::string& p, const std::string& s) { return s.compare(0, 
 
 // Streaming: the partial parse of every prefix of `text` (at character boundaries) must be
 // extended by the final parse: content and reasoning grow at their end, calls are appended with
-// the same ids. Returns "" or the first prefix that breaks it.
+// the same ids (content up to whitespace at its start: a text turns out to hold calls, whose
+// format trims it, only when they arrive). Returns "" or the first prefix that breaks it.
 std::string StreamingDiff(const std::string& text, const ChatFormat& f, const zf::chat::ParsedMessage& fin) {
   for (size_t k = 0; k <= text.size(); ++k) {
     if (k < text.size() && (static_cast<unsigned char>(text[k]) & 0xC0) == 0x80) continue;
     const zf::chat::ParsedMessage p = ParseAssistant(std::string_view(text).substr(0, k), f, kTools, true);
     // A prompt-opened reasoning that the complete turn never closes is content in the end.
     const bool reopened = f.reasoning.forced_open && !fin.has_reasoning;
-    bool ok = reopened || (IsPrefix(TrimRight(p.content), fin.content) && IsPrefix(TrimRight(p.reasoning), fin.reasoning));
+    bool ok = reopened || (IsPrefix(Trim(p.content), Trim(fin.content)) && IsPrefix(TrimRight(p.reasoning), fin.reasoning));
     ok = ok && p.tool_calls.size() <= fin.tool_calls.size();
     for (size_t i = 0; ok && i < p.tool_calls.size(); ++i) {
       ok = p.tool_calls[i].name == fin.tool_calls[i].name && p.tool_calls[i].arguments == fin.tool_calls[i].arguments &&

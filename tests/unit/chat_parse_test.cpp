@@ -199,8 +199,9 @@ TEST(ChatParse, CorpusRoundTrip) {
                                 {"r_open", f.reasoning.open}, {"r_close", f.reasoning.close},
                                 {"forced", f.reasoning.forced_open}, {"eot", f.end_of_turn}}).dump(1).c_str());
     }
-    if (std::getenv("ZF_CHAT_LIST") && !f.tools.native && source.find("tool_calls") != std::string::npos) {
-      std::printf("renders tool_calls but not derived: %s\n", stem.c_str());
+    if (std::getenv("ZF_CHAT_LIST")) {
+      std::printf("%s: %s%s\n", f.tools.native ? "derived" : "not derived", stem.c_str(),
+                  f.tools.native || source.find("tool_calls") == std::string::npos ? "" : " (renders tool_calls)");
     }
     native += f.tools.native;
     reasoning += !f.reasoning.close.empty();

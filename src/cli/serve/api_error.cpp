@@ -1,0 +1,37 @@
+// ApiError helpers: building, parsing a JSON body, and sending an error answer.
+#include "api_error.h"
+
+#include <httplib.h>
+
+namespace cli::serve {
+
+ApiError BadRequest(const std::string& code, const std::string& msg) {
+  return {400, "invalid_request_error", code, msg};
+}
+
+ApiError ServerError(zf_status st) { return {500, "server_error", zf_status_string(st), zf_last_error()}; }
+
+json ParseObject(const std::string& text) {
+  json body;
+  try {
+    body = json::parse(text);
+  } catch (const json::exception& e) {
+    throw BadRequest("invalid_json", std::string("request body is not valid JSON: ") + e.what());
+  }
+  if (!body.is_object()) throw BadRequest("invalid_json", "request body must be a JSON object");
+  return body;
+}
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string ErrorBody(const ApiError& e) {
+  return Dump(json{{"error", {{"message", e.message}, {"type", e.type}, {"code", e.code}}}});
+}
+
+void SendError(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  if (e.status == 503) res.set_header("Retry-After", "1");
+  res.set_content(ErrorBody(e), "application/json");
+}
+
+}  // namespace cli::serve

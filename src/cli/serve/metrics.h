@@ -1,0 +1,52 @@
+// The server's counters and latency histograms, and their Prometheus text (/metrics). The
+// gauges that describe the slots are read by the server and handed in as a snapshot.
+#ifndef ZERFOO_CLI_SERVE_METRICS_H
+#define ZERFOO_CLI_SERVE_METRICS_H
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace cli::serve {
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void Observe(double v);
+  // Appends the histogram in Prometheus text format.
+  void Write(std::string* out, const std::string& name, const std::string& help) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;
+  double sum_ = 0;
+  uint64_t n_ = 0;
+};
+
+// What requests and generations count; shared by all HTTP worker threads.
+struct ServeMetrics {
+  ServeMetrics();
+  std::atomic<uint64_t> n_requests_ok{0}, n_requests_err{0}, n_rejected{0}, n_cancelled{0};
+  std::atomic<uint64_t> n_prompt_tokens{0}, n_gen_tokens{0}, n_prompt_cached{0};
+  Histogram ttft, itl, e2e;
+};
+
+// The gauges of one /metrics scrape, read by the server under its locks.
+struct ServeGauges {
+  int waiting = 0;
+  int running = 0;
+  double kv_frac = 0;  // KV positions of running requests / all slots' positions
+  double slots_total = 0;
+  int queue_capacity = 0;
+  bool ready = false;  // loaded and not draining
+};
+
+// The /metrics body (Prometheus text format 0.0.4).
+std::string PrometheusText(const ServeMetrics& m, const ServeGauges& g);
+
+}  // namespace cli::serve
+
+#endif  // ZERFOO_CLI_SERVE_METRICS_H

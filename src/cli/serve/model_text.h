@@ -1,0 +1,27 @@
+// Text through the model's tokenizer and chat template, with failures as ApiError: what request
+// parsing, /tokenize, /apply-template and the logprobs JSON share.
+#ifndef ZERFOO_CLI_SERVE_MODEL_TEXT_H
+#define ZERFOO_CLI_SERVE_MODEL_TEXT_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "api_error.h"
+#include "zerfoo.h"
+
+namespace cli::serve {
+
+// zf_tokenize with ZF_TOKENIZE_* `flags`; throws ApiError (400 on invalid UTF-8).
+std::vector<int32_t> Tokenize(const zf_model* model, const std::string& text, uint32_t flags);
+
+// An OpenAI `messages` array rendered with the model's chat template (assistant turn opened);
+// throws ApiError on a malformed array.
+std::string RenderChat(const zf_model* model, const json& messages);
+
+// One token's text with special tokens rendered; empty if the token has none.
+std::string TokenText(const zf_model* model, int32_t token);
+
+}  // namespace cli::serve
+
+#endif  // ZERFOO_CLI_SERVE_MODEL_TEXT_H

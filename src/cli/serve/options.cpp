@@ -1,0 +1,89 @@
+// Parsing `zerfoo serve`'s flags into ServeOptions, and its usage text.
+#include "options.h"
+
+#include "../args.h"
+
+namespace cli::serve {
+
+const char kServeHelp[] =
+    "usage: zerfoo serve -m MODEL [options]\n\n"
+    "OpenAI-compatible HTTP server: POST /v1/chat/completions, /v1/completions (SSE with\n"
+    "\"stream\": true), GET /v1/models, /health, /metrics (Prometheus), POST /tokenize,\n"
+    "/detokenize, /apply-template. SIGTERM/SIGINT drain: stop accepting, let running requests\n"
+    "finish for --grace seconds, then cancel them, exit 0.\n\n"
+    "options:\n"
+    "  -m, --model FILE          GGUF model file (required)\n"
+    "      --host ADDR           address to listen on (default 127.0.0.1)\n"
+    "      --port N              TCP port (default 8080; 0 = any free port, printed on stderr)\n"
+    "  -np, --parallel N         sessions (slots) generating at once (default 1)\n"
+    "  -c, --ctx-size N          context length per slot (0 = min(training, 4096))\n"
+    "  -t, --threads N           CPU threads per session and for the batched steps\n"
+    "                            (0 = physical cores)\n"
+    "      --no-batch            slots decode one at a time instead of sharing each decode\n"
+    "                            step (continuous batching, on by default with -np > 1)\n"
+    "      --queue N             requests that may wait for a slot (default 4 * parallel);\n"
+    "                            beyond that: 503 with Retry-After\n"
+    "      --grace SECONDS       drain time on SIGTERM before running requests are cancelled\n"
+    "                            (default 30)\n"
+    "      --api-key KEY         require 'Authorization: Bearer KEY' on /v1, /tokenize, ...\n"
+    "      --alias NAME          model name reported by /v1/models (default: the file name)\n"
+    "      --cache-prompt        reuse a slot's KV cache for the prefix a prompt shares with its\n"
+    "                            conversation (a request's \"cache_prompt\" overrides). Off by\n"
+    "                            default: the shorter prefill rounds differently, so greedy\n"
+    "                            output may differ from a full prefill (see README)\n"
+    "      --device DEV          auto, cpu or cuda (default auto)\n"
+    "  -v, --verbose             log requests and library INFO messages\n"
+    "  -h, --help                show this help\n";
+
+ServeOptions ParseServeArgs(int argc, char** argv, int first) {
+  ServeOptions o;
+  for (int i = first; i < argc; ++i) {
+    std::string name = argv[i], value;
+    bool has_inline = false;
+    const size_t eq = name.find('=');
+    if (name.compare(0, 2, "--") == 0 && eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_inline = true;
+    }
+    auto val = [&]() -> std::string {
+      if (has_inline) return value;
+      if (i + 1 >= argc) throw UsageError("option '" + name + "' needs a value");
+      return argv[++i];
+    };
+    if (name == "-h" || name == "--help") o.help = true;
+    else if (name == "-v" || name == "--verbose") o.verbose = true;
+    else if (name == "--cache-prompt") o.cache_prompt = true;
+    else if (name == "--no-cache-prompt") o.cache_prompt = false;
+    else if (name == "--no-batch") o.batch = false;
+    else if (name == "-m" || name == "--model") o.model = val();
+    else if (name == "--host") o.host = val();
+    else if (name == "--port") o.port = int(ParseInt(name, val(), 0, 65535));
+    else if (name == "-np" || name == "--parallel") o.parallel = int(ParseInt(name, val(), 1, 256));
+    else if (name == "-c" || name == "--ctx-size" || name == "--ctx") o.ctx = int(ParseInt(name, val(), 0, 1 << 24));
+    else if (name == "-t" || name == "--threads") o.threads = int(ParseInt(name, val(), 0, 1024));
+    else if (name == "--queue") o.queue = int(ParseInt(name, val(), 0, 1 << 16));
+    else if (name == "--grace") o.grace = int(ParseInt(name, val(), 0, 86400));
+    else if (name == "--api-key") o.api_key = val();
+    else if (name == "--alias") o.alias = val();
+    else if (name == "--device") {
+      const std::string v = val();
+      if (v == "auto") o.device = ZF_DEVICE_AUTO;
+      else if (v == "cpu") o.device = ZF_DEVICE_CPU;
+      else if (v == "cuda") o.device = ZF_DEVICE_CUDA;
+      else throw UsageError("--device: expected auto, cpu or cuda, got '" + v + "'");
+    } else {
+      throw UsageError(name[0] == '-' ? "unknown option '" + name + "'" : "unexpected argument '" + name + "'");
+    }
+  }
+  if (!o.help && o.model.empty()) throw UsageError("missing -m MODEL");
+  if (o.queue < 0) o.queue = 4 * o.parallel;
+  if (o.alias.empty()) {
+    std::string base = o.model.substr(o.model.find_last_of('/') + 1);
+    if (base.size() > 5 && base.compare(base.size() - 5, 5, ".gguf") == 0) base.resize(base.size() - 5);
+    o.alias = base;
+  }
+  return o;
+}
+
+}  // namespace cli::serve

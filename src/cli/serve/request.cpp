@@ -1,0 +1,167 @@
+// Parsing and validating completion and chat completion bodies.
+#include "request.h"
+
+#include <algorithm>
+#include <type_traits>
+
+#include "api_error.h"
+#include "model_text.h"
+
+namespace cli::serve {
+namespace {
+
+// Reads an optional number field; throws a 400 on a wrong type.
+template <class T>
+bool GetNumber(const json& body, const char* key, T* out) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return false;
+  if (!it->is_number()) throw BadRequest("invalid_type", std::string("'") + key + "' must be a number");
+  if (std::is_integral<T>::value && !it->is_number_integer() && !it->is_number_unsigned()) {
+    throw BadRequest("invalid_type", std::string("'") + key + "' must be an integer");
+  }
+  *out = it->get<T>();
+  return true;
+}
+
+}  // namespace
+
+Request ParseCompletion(const std::string& text, bool chat, const RequestContext& ctx) {
+  json body = ParseObject(text);
+  Request r;
+  r.chat = chat;
+  if (body.contains("model") && !body["model"].is_null()) {
+    if (!body["model"].is_string()) throw BadRequest("invalid_type", "'model' must be a string");
+    r.model_name = body["model"].get<std::string>();
+    if (!r.model_name.empty() && r.model_name != ctx.alias) {
+      throw ApiError{404, "invalid_request_error", "model_not_found",
+                     "the model '" + r.model_name + "' does not exist; this server serves '" + ctx.alias + "'"};
+    }
+  }
+  if (body.contains("stream") && !body["stream"].is_null()) {
+    if (!body["stream"].is_boolean()) throw BadRequest("invalid_type", "'stream' must be a boolean");
+    r.stream = body["stream"].get<bool>();
+  }
+  if (body.contains("stream_options") && !body["stream_options"].is_null()) {
+    const json& so = body["stream_options"];
+    if (!so.is_object()) throw BadRequest("invalid_type", "'stream_options' must be an object");
+    if (so.contains("include_usage")) {
+      if (!so["include_usage"].is_boolean()) throw BadRequest("invalid_type", "'include_usage' must be a boolean");
+      r.include_usage = so["include_usage"].get<bool>();
+    }
+  }
+
+  zf_generate_params_init(&r.gp, sizeof r.gp);
+  r.gp.max_tokens = -1;  // OpenAI: up to the context unless max_tokens says otherwise
+  int64_t max_tokens = 0;
+  if (GetNumber(body, "max_completion_tokens", &max_tokens) || GetNumber(body, "max_tokens", &max_tokens) ||
+      GetNumber(body, "n_predict", &max_tokens)) {
+    if (max_tokens < 1 || max_tokens > INT32_MAX) {
+      throw BadRequest("invalid_value", "'max_tokens' must be at least 1");
+    }
+    r.gp.max_tokens = int32_t(max_tokens);
+  }
+  double f = 0;
+  if (GetNumber(body, "temperature", &f)) {
+    if (f < 0 || f > 100) throw BadRequest("invalid_value", "'temperature' must be in [0, 100]");
+    r.gp.temperature = float(f);
+  }
+  if (GetNumber(body, "top_p", &f)) {
+    if (f < 0 || f > 1) throw BadRequest("invalid_value", "'top_p' must be in [0, 1]");
+    r.gp.top_p = float(f);
+  }
+  if (GetNumber(body, "min_p", &f)) {
+    if (f < 0 || f > 1) throw BadRequest("invalid_value", "'min_p' must be in [0, 1]");
+    r.gp.min_p = float(f);
+  }
+  if (GetNumber(body, "repeat_penalty", &f)) {
+    if (f < 0 || f > 100) throw BadRequest("invalid_value", "'repeat_penalty' must be in [0, 100]");
+    r.gp.repeat_penalty = float(f);
+  }
+  int64_t k = 0;
+  if (GetNumber(body, "top_k", &k)) {
+    if (k < 0 || k > INT32_MAX) throw BadRequest("invalid_value", "'top_k' must be >= 0");
+    r.gp.top_k = int32_t(k);
+  }
+  if (GetNumber(body, "seed", &k)) r.gp.seed = uint64_t(k);
+  if (body.contains("ignore_eos") && !body["ignore_eos"].is_null()) {  // llama-server's extension
+    if (!body["ignore_eos"].is_boolean()) throw BadRequest("invalid_type", "'ignore_eos' must be a boolean");
+    if (body["ignore_eos"].get<bool>()) r.gp.flags |= ZF_GENERATE_IGNORE_EOS;
+  }
+  r.cache_prompt = ctx.cache_prompt;
+  if (body.contains("cache_prompt") && !body["cache_prompt"].is_null()) {  // llama-server's extension
+    if (!body["cache_prompt"].is_boolean()) throw BadRequest("invalid_type", "'cache_prompt' must be a boolean");
+    r.cache_prompt = body["cache_prompt"].get<bool>();
+  }
+  if (chat) {
+    if (body.contains("logprobs") && !body["logprobs"].is_null()) {
+      if (!body["logprobs"].is_boolean()) throw BadRequest("invalid_type", "'logprobs' must be a boolean");
+      r.logprobs = body["logprobs"].get<bool>();
+    }
+    if (GetNumber(body, "top_logprobs", &k)) {
+      if (k < 0 || k > ZF_MAX_LOGPROBS) {
+        throw BadRequest("invalid_value", "'top_logprobs' must be in [0, " + std::to_string(ZF_MAX_LOGPROBS) + "]");
+      }
+      if (!r.logprobs && k > 0) throw BadRequest("invalid_value", "'top_logprobs' requires 'logprobs': true");
+      r.top_logprobs = int32_t(k);
+    }
+  } else if (GetNumber(body, "logprobs", &k)) {  // legacy completions: the number of alternatives
+    if (k < 0 || k > ZF_MAX_LOGPROBS) {
+      throw BadRequest("invalid_value", "'logprobs' must be in [0, " + std::to_string(ZF_MAX_LOGPROBS) + "]");
+    }
+    r.logprobs = true;
+    r.top_logprobs = int32_t(k);
+  }
+  if (r.logprobs) r.gp.n_logprobs = std::max<int32_t>(1, r.top_logprobs);
+  if (body.contains("n") && !body["n"].is_null() && body["n"] != 1) {
+    throw BadRequest("invalid_value", "only n = 1 is supported");
+  }
+  if (body.contains("stop") && !body["stop"].is_null()) {
+    const json& s = body["stop"];
+    if (s.is_string()) {
+      r.stop.push_back(s.get<std::string>());
+    } else if (s.is_array()) {
+      for (const json& e : s) {
+        if (!e.is_string()) throw BadRequest("invalid_type", "'stop' must be a string or a list of strings");
+        r.stop.push_back(e.get<std::string>());
+      }
+    } else {
+      throw BadRequest("invalid_type", "'stop' must be a string or a list of strings");
+    }
+    r.stop.erase(std::remove(r.stop.begin(), r.stop.end(), std::string()), r.stop.end());
+  }
+
+  // The prompt, tokenized as `zerfoo generate` does (BOS per the model, special-token text as
+  // tokens), so greedy outputs equal the CLI's.
+  const uint32_t tflags = ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL;
+  if (chat) {
+    if (!body.contains("messages")) throw BadRequest("missing_field", "'messages' is required");
+    r.prompt = Tokenize(ctx.model, RenderChat(ctx.model, body["messages"]), tflags);
+  } else {
+    if (!body.contains("prompt")) throw BadRequest("missing_field", "'prompt' is required");
+    const json& p = body["prompt"];
+    if (p.is_string()) {
+      r.prompt = Tokenize(ctx.model, p.get<std::string>(), tflags);
+    } else if (p.is_array() && p.size() == 1 && p[0].is_string()) {
+      r.prompt = Tokenize(ctx.model, p[0].get<std::string>(), tflags);
+    } else if (p.is_array() && !p.empty() && std::all_of(p.begin(), p.end(), [](const json& e) {
+                 return e.is_number_integer();
+               })) {
+      for (const json& e : p) {
+        const int64_t t = e.get<int64_t>();
+        if (t < 0 || t >= ctx.n_vocab) throw BadRequest("invalid_value", "token id outside the vocabulary");
+        r.prompt.push_back(int32_t(t));
+      }
+    } else {
+      throw BadRequest("invalid_type", "'prompt' must be a string or an array of token ids");
+    }
+  }
+  if (r.prompt.empty()) throw BadRequest("invalid_value", "the prompt is empty");
+  if (int64_t(r.prompt.size()) + 1 > ctx.n_ctx) {
+    throw BadRequest("context_length_exceeded", "the prompt has " + std::to_string(r.prompt.size()) +
+                                                    " tokens; this server's context is " + std::to_string(ctx.n_ctx) +
+                                                    " tokens per request");
+  }
+  return r;
+}
+
+}  // namespace cli::serve

@@ -1,0 +1,47 @@
+// The request schema of /v1/completions and /v1/chat/completions: a JSON body checked and turned
+// into a Request (sampling parameters, stop strings, logprobs, the tokenized prompt). Every
+// rejection is an ApiError naming the field.
+#ifndef ZERFOO_CLI_SERVE_REQUEST_H
+#define ZERFOO_CLI_SERVE_REQUEST_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "zerfoo.h"
+
+namespace cli::serve {
+
+// Parsed sampling/request parameters of one completion request.
+struct Request {
+  bool chat = false;
+  bool stream = false;
+  bool include_usage = false;
+  bool cache_prompt = true;
+  std::vector<int32_t> prompt;
+  std::string model_name;
+  std::vector<std::string> stop;
+  zf_generate_params gp{};
+  // Token log-probabilities: chat `logprobs: true` (+ `top_logprobs`), completions `logprobs: n`
+  // (legacy format). gp.n_logprobs is max(1, top) when on: the ABI reports alternatives only
+  // with the chosen token, and top == 0 still asks for the chosen token's logprob.
+  bool logprobs = false;
+  int32_t top_logprobs = 0;
+};
+
+// What a request is checked against: the served model and the server's defaults.
+struct RequestContext {
+  const zf_model* model;     // tokenizes the prompt, renders `messages`
+  std::string alias;         // the only accepted non-empty "model"
+  bool cache_prompt;         // --cache-prompt, unless the request says otherwise
+  int32_t n_vocab;           // token-id prompts must lie below it
+  int n_ctx;                 // the prompt plus one token must fit
+};
+
+// Parses a completion (`chat` false: "prompt") or chat completion ("messages") body; throws
+// ApiError.
+Request ParseCompletion(const std::string& body, bool chat, const RequestContext& ctx);
+
+}  // namespace cli::serve
+
+#endif  // ZERFOO_CLI_SERVE_REQUEST_H

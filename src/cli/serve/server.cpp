@@ -1,0 +1,389 @@
+// The Server: model load into slots, routes, the completion handler (plain and SSE), /metrics
+// gauges, and the listen / drain cycle.
+#include "server.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "api_error.h"
+#include "generate.h"
+#include "model_text.h"
+#include "streaming.h"
+
+namespace cli::serve {
+
+namespace {
+
+volatile sig_atomic_t g_stop_signal = 0;
+void OnStopSignal(int sig) { g_stop_signal = sig; }
+
+// A SIGTERM during the load aborts it (the load then fails with ZF_ERR_CANCELLED).
+int32_t LoadProgress(void*, int32_t) { return g_stop_signal != 0 ? 1 : 0; }
+
+// httplib's stop() is a no-op until listen has started running: wait for that first (or for the
+// listener thread to have ended on its own).
+void StopListener(httplib::Server& svr, const std::atomic<bool>& listener_done) {
+  const Clock::time_point deadline = Clock::now() + std::chrono::seconds(10);
+  while (!svr.is_running() && !listener_done && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  svr.stop();
+}
+
+}  // namespace
+
+void InstallSignalHandlers() {
+  signal(SIGPIPE, SIG_IGN);
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+}
+
+zf_status Server::Load() {
+  zf_model_params mp;
+  zf_model_params_init(&mp, sizeof mp);
+  mp.device = o_.device;
+  mp.n_threads = o_.threads;
+  mp.progress = &LoadProgress;
+  // Continuous batching: every slot's decode steps coalesced by the library (at most 64 a step).
+  if (o_.batch && o_.parallel > 1) mp.max_batch = std::min(o_.parallel, 64);
+  zf_model* m = nullptr;
+  zf_status st = zf_model_load(o_.model.c_str(), &mp, &m);
+  if (st != ZF_OK) return st;
+  model_.reset(m);
+  info_.struct_size = sizeof info_;
+  st = zf_model_info(m, &info_);
+  if (st != ZF_OK) return st;
+  // The ABI has no getter for a session's context; this mirrors zf_session_params' rule.
+  n_ctx_ = o_.ctx > 0 ? o_.ctx : std::min(info_.n_ctx_train > 0 ? info_.n_ctx_train : 4096, 4096);
+  for (int i = 0; i < o_.parallel; ++i) {
+    zf_session_params sp;
+    zf_session_params_init(&sp, sizeof sp);
+    sp.n_threads = o_.threads;
+    sp.n_ctx = n_ctx_;
+    zf_session* s = nullptr;
+    st = zf_session_create(m, &sp, &s);
+    if (st != ZF_OK) return st;
+    auto slot = std::make_unique<Slot>();
+    slot->id = i;
+    slot->session.reset(s);
+    slots_.Add(std::move(slot));
+  }
+  return ZF_OK;
+}
+
+bool Server::Authorized(const httplib::Request& req, httplib::Response& res) {
+  if (o_.api_key.empty()) return true;
+  if (req.get_header_value("Authorization") == "Bearer " + o_.api_key) return true;
+  res.set_header("WWW-Authenticate", "Bearer");
+  SendError(res, {401, "invalid_request_error", "invalid_api_key", "missing or invalid API key"});
+  return false;
+}
+
+bool Server::Ready(httplib::Response& res) {
+  if (loaded_.load()) return true;
+  SendError(res, {503, "server_error", "loading", "the model is still loading"});
+  return false;
+}
+
+RequestContext Server::Context() const {
+  return RequestContext{model_.get(), o_.alias, o_.cache_prompt, info_.n_vocab, n_ctx_};
+}
+
+void Server::HandleCompletion(const httplib::Request& req, httplib::Response& res, bool chat) {
+  const Clock::time_point t0 = Clock::now();
+  if (!Authorized(req, res) || !Ready(res)) return;
+  auto r = std::make_shared<Request>();
+  try {
+    *r = ParseCompletion(req.body, chat, Context());
+  } catch (const ApiError& e) {
+    ++metrics_.n_requests_err;
+    SendError(res, e);
+    return;
+  }
+  ApiError err;
+  Slot* slot = slots_.Acquire(r->prompt, &err);
+  if (slot == nullptr) {
+    ++metrics_.n_rejected;
+    SendError(res, err);
+    return;
+  }
+  auto lease = std::shared_ptr<SlotLease>(new SlotLease{&slots_, slot});
+  AnswerHeader header;
+  header.id = std::string(chat ? "chatcmpl-" : "cmpl-") + std::to_string(++id_counter_);
+  header.created = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  header.model = o_.alias;
+  const GenerateLimits limits{info_.n_vocab, n_ctx_};
+  auto finish = [this, t0](zf_status st) {
+    if (st == ZF_OK) ++metrics_.n_requests_ok;
+    else ++metrics_.n_requests_err;
+    metrics_.e2e.Observe(std::chrono::duration<double>(Clock::now() - t0).count());
+  };
+  if (o_.verbose) {
+    std::fprintf(stderr, "zerfoo serve: %s on slot %d, %zu prompt tokens\n", header.id.c_str(), slot->id,
+                 r->prompt.size());
+  }
+
+  if (!r->stream) {
+    Outcome out;
+    const zf_status st = Generate(
+        slot, *r, [](const std::string&, const std::vector<TokenLogprobs>&) { return true; }, t0, limits,
+        &metrics_, &out);
+    if (st != ZF_OK) {
+      const ApiError e = GenerateError(st);
+      finish(st);
+      SendError(res, e);
+      return;
+    }
+    finish(st);
+    res.set_content(Dump(CompletionJson(model_.get(), *r, header, out)), "application/json");
+    return;
+  }
+
+  // Streaming: the whole generation runs inside the content provider, on this worker thread.
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, r, slot, lease, header, limits, chat, t0, finish](size_t, httplib::DataSink& sink) {
+        try {
+          auto send = [&sink](const json& j) {
+            const std::string line = SseEvent(Dump(j));
+            return sink.write(line.data(), line.size());
+          };
+          ChunkBuilder chunks(model_.get(), *r, header);
+          bool ok = true;
+          if (chat) ok = send(chunks.Start());
+          Outcome out;
+          zf_status st = ZF_OK;
+          if (ok) {
+            st = Generate(
+                slot, *r,
+                [&](const std::string& piece, const std::vector<TokenLogprobs>& lps) {
+                  return send(chunks.Piece(piece, lps));
+                },
+                t0, limits, &metrics_, &out);
+          } else {
+            out.client_gone = true;
+          }
+          if (out.client_gone || !ok) {
+            ++metrics_.n_cancelled;
+            finish(ZF_OK);
+            sink.done();
+            return false;
+          }
+          if (st != ZF_OK) {
+            const ApiError e = GenerateError(st);
+            finish(st);
+            const std::string line = SseEvent(ErrorBody(e));
+            sink.write(line.data(), line.size());
+          } else {
+            finish(st);
+            send(chunks.End(out.stop_reason));
+            if (r->include_usage) send(chunks.Usage(out));
+          }
+          const std::string done = SseEvent("[DONE]");
+          sink.write(done.data(), done.size());
+          sink.done();
+          return true;
+        } catch (const std::exception& e) {  // e.g. bad_alloc: end this stream, keep serving
+          std::fprintf(stderr, "zerfoo serve: stream failed: %s\n", e.what());
+          return false;
+        }
+      });
+}
+
+std::string Server::Metrics() {
+  // KV utilization counts the positions of running requests only: an idle slot's cached
+  // prompt is reusable but free to overwrite, so it is no load for a router.
+  const SlotPool::Load load = slots_.CurrentLoad();
+  const bool loaded = loaded_;
+  ServeGauges g;
+  g.waiting = load.waiting;
+  g.running = load.running;
+  g.kv_frac = loaded ? load.kv_tokens / (double(n_ctx_) * double(o_.parallel)) : 0.0;
+  g.slots_total = loaded ? double(slots_.size()) : 0.0;
+  g.queue_capacity = o_.queue;
+  g.ready = loaded && !slots_.draining();
+  return PrometheusText(metrics_, g);
+}
+
+void Server::Routes() {
+  svr_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (!loaded_) {
+      SendError(res, {503, "server_error", "loading", "the model is still loading"});
+    } else if (slots_.draining()) {
+      SendError(res, {503, "server_error", "shutting_down", "the server is shutting down"});
+    } else {
+      res.set_content("{\"status\":\"ok\"}", "application/json");
+    }
+  });
+  svr_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(Metrics(), "text/plain; version=0.0.4");
+  });
+  svr_.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorized(req, res)) return;
+    json m = {{"id", o_.alias}, {"object", "model"}, {"created", 0}, {"owned_by", "zerfoo"}};
+    if (loaded_) {
+      m["meta"] = {{"n_ctx", n_ctx_},         {"n_ctx_train", info_.n_ctx_train}, {"n_vocab", info_.n_vocab},
+                   {"n_params", info_.n_params}, {"architecture", info_.architecture}, {"slots", o_.parallel}};
+    }
+    res.set_content(Dump(json{{"object", "list"}, {"data", json::array({m})}}), "application/json");
+  });
+  svr_.Post("/v1/chat/completions",
+            [this](const httplib::Request& req, httplib::Response& res) { HandleCompletion(req, res, true); });
+  svr_.Post("/chat/completions",
+            [this](const httplib::Request& req, httplib::Response& res) { HandleCompletion(req, res, true); });
+  svr_.Post("/v1/completions",
+            [this](const httplib::Request& req, httplib::Response& res) { HandleCompletion(req, res, false); });
+  svr_.Post("/completions",
+            [this](const httplib::Request& req, httplib::Response& res) { HandleCompletion(req, res, false); });
+
+  svr_.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorized(req, res) || !Ready(res)) return;
+    try {
+      const json body = ParseObject(req.body);
+      if (!body.contains("content") || !body["content"].is_string()) {
+        throw BadRequest("invalid_type", "'content' must be a string");
+      }
+      const bool add_special = body.value("add_special", false);
+      const bool parse_special = body.value("parse_special", true);
+      const std::vector<int32_t> toks =
+          Tokenize(model_.get(), body["content"].get<std::string>(),
+                   (add_special ? ZF_TOKENIZE_ADD_SPECIAL : 0u) | (parse_special ? ZF_TOKENIZE_PARSE_SPECIAL : 0u));
+      res.set_content(Dump(json{{"tokens", toks}}), "application/json");
+    } catch (const ApiError& e) {
+      SendError(res, e);
+    } catch (const json::exception& e) {
+      SendError(res, BadRequest("invalid_type", e.what()));
+    }
+  });
+  svr_.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorized(req, res) || !Ready(res)) return;
+    try {
+      const json body = ParseObject(req.body);
+      if (!body.contains("tokens") || !body["tokens"].is_array()) {
+        throw BadRequest("invalid_type", "'tokens' must be an array of token ids");
+      }
+      std::vector<int32_t> toks;
+      for (const json& t : body["tokens"]) {
+        if (!t.is_number_integer()) throw BadRequest("invalid_type", "'tokens' must be an array of token ids");
+        const int64_t v = t.get<int64_t>();
+        if (v < 0 || v >= info_.n_vocab) throw BadRequest("invalid_value", "token id outside the vocabulary");
+        toks.push_back(int32_t(v));
+      }
+      std::string text;
+      const zf_status st = FetchString(
+          [&](char* buf, size_t cap, size_t* needed) {
+            return zf_detokenize(model_.get(), toks.data(), toks.size(), 0, buf, cap, needed);
+          },
+          true, &text);
+      if (st != ZF_OK) throw ServerError(st);
+      res.set_content(Dump(json{{"content", text}}), "application/json");
+    } catch (const ApiError& e) {
+      SendError(res, e);
+    }
+  });
+  svr_.Post("/apply-template", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorized(req, res) || !Ready(res)) return;
+    try {
+      const json body = ParseObject(req.body);
+      if (!body.contains("messages")) throw BadRequest("missing_field", "'messages' is required");
+      res.set_content(Dump(json{{"prompt", RenderChat(model_.get(), body["messages"])}}), "application/json");
+    } catch (const ApiError& e) {
+      SendError(res, e);
+    }
+  });
+  svr_.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    const std::string code = res.status == 404 ? "not_found" : "http_" + std::to_string(res.status);
+    res.set_content(ErrorBody({res.status, "invalid_request_error", code, "no such endpoint or method"}),
+                    "application/json");
+  });
+  svr_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "internal error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    SendError(res, {500, "server_error", "internal_error", what});
+  });
+}
+
+int Server::Run() {
+  Routes();
+  // Enough workers for every slot, the whole queue, and a few for /health and /metrics, so the
+  // 503 decision is made by a handler instead of connections piling up in the pool.
+  const size_t workers = size_t(o_.parallel + o_.queue + 4);
+  svr_.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+  svr_.set_keep_alive_timeout(2);
+  svr_.set_read_timeout(30);
+  svr_.set_write_timeout(30);
+  svr_.set_payload_max_length(size_t(64) << 20);
+
+  int port = o_.port;
+  if (port == 0) {
+    port = svr_.bind_to_any_port(o_.host);
+    if (port < 0) {
+      std::fprintf(stderr, "zerfoo: error: cannot listen on %s\n", o_.host.c_str());
+      return kExitRuntime;
+    }
+  } else if (!svr_.bind_to_port(o_.host, port)) {
+    std::fprintf(stderr, "zerfoo: error: cannot listen on %s:%d\n", o_.host.c_str(), port);
+    return kExitRuntime;
+  }
+  std::fprintf(stderr, "zerfoo serve: listening on http://%s:%d (model loading)\n", o_.host.c_str(), port);
+
+  std::atomic<bool> listener_done{false};
+  std::thread http([this, &listener_done] {
+    svr_.listen_after_bind();
+    listener_done = true;
+  });
+
+  const zf_status st = Load();
+  if (st != ZF_OK) {
+    const bool by_signal = st == ZF_ERR_CANCELLED && g_stop_signal != 0;
+    if (by_signal) std::fprintf(stderr, "zerfoo serve: signal during the load: stopped\n");
+    else ReportError(st);
+    StopListener(svr_, listener_done);
+    http.join();
+    return by_signal ? kExitOk : kExitRuntime;
+  }
+  loaded_ = true;
+  std::fprintf(stderr, "zerfoo serve: model '%s' ready: %d slot(s), context %d, queue %d\n", o_.alias.c_str(),
+               o_.parallel, n_ctx_, o_.queue);
+
+  // Wait for SIGTERM/SIGINT, then drain.
+  while (g_stop_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::fprintf(stderr, "zerfoo serve: signal %d: draining (grace %d s)\n", int(g_stop_signal), o_.grace);
+  slots_.StopAccepting();
+  StopListener(svr_, listener_done);  // closes the listening socket; the listener returns once workers finish
+  std::atomic<bool> drained{false};
+  std::thread grace([this, &drained] {
+    const Clock::time_point deadline = Clock::now() + std::chrono::seconds(o_.grace);
+    while (!drained && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (drained) return;
+    std::fprintf(stderr, "zerfoo serve: grace period over: cancelling running requests\n");
+    slots_.CancelAll();
+  });
+  http.join();
+  drained = true;
+  grace.join();
+  std::fprintf(stderr, "zerfoo serve: stopped\n");
+  return kExitOk;
+}
+
+}  // namespace cli::serve

@@ -1,0 +1,55 @@
+// The HTTP server of `zerfoo serve`: loads the model into --parallel slots, serves the OpenAI
+// routes, /health, /metrics and the llama-server extras, and drains on SIGTERM/SIGINT.
+#ifndef ZERFOO_CLI_SERVE_SERVER_H
+#define ZERFOO_CLI_SERVE_SERVER_H
+
+#include <httplib.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "../common.h"
+#include "metrics.h"
+#include "options.h"
+#include "request.h"
+#include "slots.h"
+
+namespace cli::serve {
+
+// SIGPIPE ignored (a client that goes away is seen by the write); SIGTERM/SIGINT start the
+// drain, or stop a load in progress.
+void InstallSignalHandlers();
+
+class Server {
+ public:
+  explicit Server(const ServeOptions& o) : o_(o), slots_(o.queue) {}
+
+  // Listens at once (/health says "loading"), loads the model, serves until a signal, drains;
+  // returns the exit code.
+  int Run();
+
+ private:
+  zf_status Load();
+  void Routes();
+  bool Authorized(const httplib::Request& req, httplib::Response& res);
+  bool Ready(httplib::Response& res);
+  RequestContext Context() const;
+
+  void HandleCompletion(const httplib::Request& req, httplib::Response& res, bool chat);
+  std::string Metrics();
+
+  ServeOptions o_;
+  httplib::Server svr_;
+  ModelPtr model_;
+  zf_model_summary info_{};
+  int n_ctx_ = 0;
+  std::atomic<bool> loaded_{false};
+  SlotPool slots_;
+  ServeMetrics metrics_;
+  std::atomic<uint64_t> id_counter_{0};
+};
+
+}  // namespace cli::serve
+
+#endif  // ZERFOO_CLI_SERVE_SERVER_H

@@ -1,0 +1,95 @@
+// Slot choice (longest shared prefix, then least recently used) and the wait queue.
+#include "slots.h"
+
+#include <algorithm>
+
+namespace cli::serve {
+
+size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+void SlotPool::Add(std::unique_ptr<Slot> slot) {
+  std::lock_guard<std::mutex> lock(mu_);
+  slots_.push_back(std::move(slot));
+}
+
+Slot* SlotPool::Acquire(const std::vector<int32_t>& prompt, ApiError* err) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto idle = [&] {
+    for (auto& s : slots_) {
+      if (!s->busy) return true;
+    }
+    return false;
+  };
+  if (draining_) {
+    *err = {503, "server_error", "shutting_down", "the server is shutting down"};
+    return nullptr;
+  }
+  if (!idle()) {
+    if (waiting_ >= queue_) {
+      *err = {503, "server_error", "server_busy", "all slots are busy and the queue is full; retry later"};
+      return nullptr;
+    }
+    ++waiting_;
+    cv_.wait(lock, [&] { return idle() || draining_cancel_; });
+    --waiting_;
+    if (!idle()) {
+      *err = {503, "server_error", "shutting_down", "the server is shutting down"};
+      return nullptr;
+    }
+  }
+  // The idle slot whose conversation shares the longest prefix with the prompt (that much is
+  // not evaluated again); on a tie the least recently used.
+  Slot* best = nullptr;
+  size_t best_len = 0;
+  for (auto& s : slots_) {
+    if (s->busy) continue;
+    const size_t len = s->known ? CommonPrefix(s->history, prompt) : 0;
+    if (best == nullptr || len > best_len || (len == best_len && s->last_used < best->last_used)) {
+      best = s.get();
+      best_len = len;
+    }
+  }
+  best->busy = true;
+  best->last_used = ++use_counter_;
+  ++running_;
+  return best;
+}
+
+void SlotPool::Release(Slot* s) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s->busy = false;
+    --running_;
+  }
+  cv_.notify_all();
+}
+
+void SlotPool::CancelAll() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    draining_cancel_ = true;
+  }
+  cv_.notify_all();
+  for (auto& s : slots_) {
+    s->cancel = true;
+    zf_session_cancel(s->session.get());
+  }
+}
+
+SlotPool::Load SlotPool::CurrentLoad() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Load l;
+  l.waiting = waiting_;
+  l.running = running_;
+  for (auto& s : slots_) {
+    if (s->busy) l.kv_tokens += s->kv_tokens.load();
+  }
+  return l;
+}
+
+}  // namespace cli::serve

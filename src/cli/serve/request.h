@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "assistant_stream.h"
 #include "zerfoo.h"
 
 namespace cli::serve {
@@ -27,6 +28,9 @@ struct Request {
   // with the chosen token, and top == 0 still asks for the chosen token's logprob.
   bool logprobs = false;
   int32_t top_logprobs = 0;
+  // Chat: tools, tool_choice, reasoning_format and chat_template_kwargs, as the prompt was
+  // rendered with them and the output is read back.
+  ChatReading reading;
 };
 
 // What a request is checked against: the served model and the server's defaults.

@@ -171,7 +171,10 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
             st = Generate(
                 slot, *r,
                 [&](const std::string& piece, const std::vector<TokenLogprobs>& lps) {
-                  return send(chunks.Piece(piece, lps));
+                  for (const json& c : chunks.Piece(piece, lps)) {
+                    if (!send(c)) return false;
+                  }
+                  return true;
                 },
                 t0, limits, &metrics_, &out);
           } else {
@@ -190,7 +193,7 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
             sink.write(line.data(), line.size());
           } else {
             finish(st);
-            send(chunks.End(out.stop_reason));
+            for (const json& c : chunks.End(out.stop_reason)) send(c);
             if (r->include_usage) send(chunks.Usage(out));
           }
           const std::string done = SseEvent("[DONE]");

@@ -61,12 +61,19 @@ json LogprobsJson(const zf_model* model, const Request& r, const std::vector<Tok
               {"text_offset", std::move(offsets)}};
 }
 
+// "tool_calls" when the answer called tools and was not cut short.
+const char* ChatFinishReason(int32_t stop, const json& message) {
+  const char* reason = FinishReason(stop);
+  return std::string(reason) == "stop" && message.contains("tool_calls") ? "tool_calls" : reason;
+}
+
 json CompletionJson(const zf_model* model, const Request& r, const AnswerHeader& h, const Outcome& out) {
-  json choice = {{"index", 0}, {"finish_reason", FinishReason(out.stop_reason)}};
+  const json message = r.chat ? AssistantStream::Message(model, r.reading, out.text) : json();
+  json choice = {{"index", 0}, {"finish_reason", r.chat ? ChatFinishReason(out.stop_reason, message) : FinishReason(out.stop_reason)}};
   size_t offset = 0;
   const json lp = r.logprobs ? LogprobsJson(model, r, out.logprobs, &offset) : json(nullptr);
   if (r.chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", out.text}};
+    choice["message"] = message;
     if (r.logprobs) choice["logprobs"] = lp;
   } else {
     choice["text"] = out.text;
@@ -102,12 +109,25 @@ json ChunkBuilder::Chunk(const json& delta_or_text, const json& finish_reason,
 
 json ChunkBuilder::Start() { return Chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr, nullptr); }
 
-json ChunkBuilder::Piece(const std::string& piece, const std::vector<TokenLogprobs>& lps) {
-  return Chunk(r_.chat ? json{{"content", piece}} : json(piece), nullptr, r_.logprobs ? &lps : nullptr);
+std::vector<json> ChunkBuilder::Piece(const std::string& piece, const std::vector<TokenLogprobs>& lps) {
+  const std::vector<TokenLogprobs>* lp = r_.logprobs ? &lps : nullptr;
+  if (!r_.chat) return {Chunk(json(piece), nullptr, lp)};
+  // Chat: the turn so far read back (reasoning, content, complete tool calls); a piece whose
+  // text is held back (a marker or a call still arriving) sends its log-probabilities alone.
+  text_ += piece;
+  std::vector<json> out;
+  for (const json& delta : reader_.Update(text_)) out.push_back(Chunk(delta, nullptr, out.empty() ? lp : nullptr));
+  if (out.empty() && lp != nullptr) out.push_back(Chunk(json::object(), nullptr, lp));
+  return out;
 }
 
-json ChunkBuilder::End(int32_t stop_reason) {
-  return Chunk(r_.chat ? json::object() : json(""), FinishReason(stop_reason), nullptr);
+std::vector<json> ChunkBuilder::End(int32_t stop_reason) {
+  if (!r_.chat) return {Chunk(json(""), FinishReason(stop_reason), nullptr)};
+  json message;
+  std::vector<json> out;
+  for (const json& delta : reader_.Finish(text_, &message)) out.push_back(Chunk(delta, nullptr, nullptr));
+  out.push_back(Chunk(json::object(), ChatFinishReason(stop_reason, message), nullptr));
+  return out;
 }
 
 json ChunkBuilder::Usage(const Outcome& out) const {

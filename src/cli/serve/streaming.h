@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "api_error.h"
+#include "assistant_stream.h"
 #include "generate.h"
 #include "request.h"
 #include "zerfoo.h"
@@ -42,10 +43,14 @@ json CompletionJson(const zf_model* model, const Request& r, const AnswerHeader&
 class ChunkBuilder {
  public:
   ChunkBuilder(const zf_model* model, const Request& r, AnswerHeader h)
-      : model_(model), r_(r), h_(std::move(h)) {}
+      : model_(model), r_(r), h_(std::move(h)), reader_(model, r.reading) {}
   json Start();  // the assistant role with empty content
-  json Piece(const std::string& piece, const std::vector<TokenLogprobs>& lps);
-  json End(int32_t stop_reason);
+  // A completion's piece as a chunk; a chat piece as the deltas of the turn read back so far
+  // (zero or more chunks: reasoning, content, each tool call once complete).
+  std::vector<json> Piece(const std::string& piece, const std::vector<TokenLogprobs>& lps);
+  // What the complete turn still owes, then the chunk with the finish reason ("tool_calls"
+  // when the chat answer called tools).
+  std::vector<json> End(int32_t stop_reason);
   json Usage(const Outcome& out) const;
 
  private:
@@ -56,6 +61,8 @@ class ChunkBuilder {
   const Request& r_;
   AnswerHeader h_;
   size_t text_offset_ = 0;
+  AssistantStream reader_;  // chat only
+  std::string text_;        // the chat turn so far
 };
 
 // One server-sent event carrying `data`: "data: <data>\n\n".

@@ -432,7 +432,7 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
  * `{"name", "arguments"|"parameters"}` (or a list of them, or `{"tool_calls": [...]}`,
  * optionally in a ```json fence) naming an offered tool is a call. Reasoning is the text between
  * the template's markers (`<think>`...`</think>` and the like), also when the generation prompt
- * opened them; whitespace around content and reasoning is trimmed where markers or calls were
+ * opened them (then a turn that never closes them is all reasoning); whitespace around content and reasoning is trimmed where markers or calls were
  * read out of the text (a text without any is returned as it is). Markers and arguments are
  * matched leniently about whitespace. The derived format is cached per template and extra
  * variables. Thread-safe.

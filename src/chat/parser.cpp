@@ -338,15 +338,15 @@ ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, co
       // The generation prompt opened the reasoning: the output starts inside it.
       m.reasoning = std::string(Trim(rest.substr(0, c)));
       rest = rest.substr(c + r.close.size());
-    } else if (partial && r.forced_open) {
-      // Still inside the reasoning the prompt opened (as far as the text goes).
-      m.reasoning = std::string(Trim(rest.substr(0, rest.size() - PartialSuffix(rest, r.close))));
+    } else if (r.forced_open) {
+      // Still inside the reasoning the prompt opened: the turn so far, or a turn that stopped
+      // (max_tokens) before closing it.
+      const size_t held = partial ? PartialSuffix(rest, r.close) : 0;
+      m.reasoning = std::string(Trim(rest.substr(0, rest.size() - held)));
       rest = std::string_view();
     } else if (partial && ((!r.open.empty() && r.open.compare(0, t.size(), t) == 0) || r.close.compare(0, t.size(), t) == 0)) {
       rest = std::string_view();  // the text so far may be the start of a marker
     }
-    // A forced-open prompt whose complete output never closes the reasoning: the template itself
-    // renders such a turn (an answer without reasoning) as plain content, so that is what it is.
   }
   m.has_reasoning = !m.reasoning.empty();
   // The template's header before content (a final channel, a content tag) is not content.

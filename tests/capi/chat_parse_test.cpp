@@ -112,6 +112,10 @@ TEST_F(ChatParse, ReasoningOpenedByTheOutputOrByThePrompt) {
   ASSERT_EQ(st, ZF_OK) << zf_last_error();
   EXPECT_EQ(msg["reasoning_content"], "Let me add.");
   EXPECT_EQ(msg["content"], "Four.");
+  // ... and a turn that stopped before closing it is all reasoning, streamed or not.
+  msg = Parse(model_.get(), "Hmm, 2 and 2", r1, &st, kTools, R"({"enable_thinking": true})");
+  EXPECT_EQ(msg["reasoning_content"], "Hmm, 2 and 2");
+  EXPECT_EQ(msg["content"], "");
   // Generation stopped while thinking: everything so far is reasoning.
   msg = Parse(model_.get(), "<think>Still going", qwen3, &st);
   EXPECT_EQ(msg["reasoning_content"], "Still going");

@@ -104,6 +104,9 @@ bool AssistantText(const Renderer& r, const Json& msgs, const ChatFormat& f, std
   if (!eot.empty() && text->size() >= eot.size() && text->compare(text->size() - eot.size(), eot.size(), eot) == 0) {
     text->resize(text->size() - eot.size());
   }
+  // A prompt that opens the reasoning makes the model close it before answering, even when the
+  // template's rendering of a past turn drops the reasoning block.
+  if (f.reasoning.forced_open && text->find(f.reasoning.close) == std::string::npos) *text = f.reasoning.close + *text;
   return true;
 }
 
@@ -149,9 +152,7 @@ std::string StreamingDiff(const std::string& text, const ChatFormat& f, const zf
   for (size_t k = 0; k <= text.size(); ++k) {
     if (k < text.size() && (static_cast<unsigned char>(text[k]) & 0xC0) == 0x80) continue;
     const zf::chat::ParsedMessage p = ParseAssistant(std::string_view(text).substr(0, k), f, kTools, true);
-    // A prompt-opened reasoning that the complete turn never closes is content in the end.
-    const bool reopened = f.reasoning.forced_open && !fin.has_reasoning;
-    bool ok = reopened || (IsPrefix(Trim(p.content), Trim(fin.content)) && IsPrefix(TrimRight(p.reasoning), fin.reasoning));
+    bool ok = (IsPrefix(Trim(p.content), Trim(fin.content)) && IsPrefix(TrimRight(p.reasoning), fin.reasoning));
     ok = ok && p.tool_calls.size() <= fin.tool_calls.size();
     for (size_t i = 0; ok && i < p.tool_calls.size(); ++i) {
       ok = p.tool_calls[i].name == fin.tool_calls[i].name && p.tool_calls[i].arguments == fin.tool_calls[i].arguments &&

@@ -578,6 +578,114 @@ def test_startup_errors():
         assert p.returncode == 2, (args, p)
 
 
+TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "chat_templates", "templates")
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Current weather of a city",
+          "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+         {"type": "function", "function": {"name": "search", "description": "Web search",
+          "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}]
+TOOL_TURNS = [{"role": "user", "content": "Weather in Paris?"},
+              {"role": "assistant", "content": None, "tool_calls": [
+                  {"id": "call_1", "type": "function",
+                   "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+              {"role": "tool", "tool_call_id": "call_1", "content": "{\"temp_c\": 21}"},
+              {"role": "user", "content": "And what should I wear?"}]
+
+
+def stream_message(s, body):
+    """Streams a chat request over raw HTTP; returns (message assembled from deltas, finish_reason)."""
+    c = s.conn()
+    c.request("POST", "/v1/chat/completions", body=json.dumps(dict(body, stream=True)),
+              headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    assert r.status == 200, r.read()
+    msg = {"content": "", "reasoning_content": "", "tool_calls": []}
+    finish = None
+    for data in sse_events(r):
+        if data == "[DONE]":
+            break
+        ch = json.loads(data)["choices"][0]
+        d = ch["delta"]
+        msg["content"] += d.get("content") or ""
+        msg["reasoning_content"] += d.get("reasoning_content") or ""
+        for tc in d.get("tool_calls") or []:
+            assert tc["index"] == len(msg["tool_calls"]), tc  # each call sent whole, once
+            msg["tool_calls"].append({"id": tc["id"], "type": tc["type"], "function": tc["function"]})
+        finish = ch["finish_reason"] or finish
+    c.close()
+    return msg, finish
+
+
+def test_tools_and_reasoning():
+    # A tool-calling template (Qwen 2.5's Hermes format) on SmolLM2: the tools and a whole tool
+    # conversation (assistant call, tool result) reach the prompt; answers read back the same
+    # whether streamed or not.
+    s = Server("--chat-template-file", os.path.join(TEMPLATES, "Qwen-Qwen2.5-7B-Instruct.jinja"))
+    try:
+        status, _, out = s.post("/apply-template", {"messages": TOOL_TURNS, "tools": TOOLS})
+        assert status == 200, out
+        p = out["prompt"]
+        assert "<tools>" in p and '"name": "get_weather"' in p, p
+        assert '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>' in p, p
+        assert "<tool_response>\n{\"temp_c\": 21}\n</tool_response>" in p, p
+        body = {"model": "", "messages": TOOL_TURNS, "tools": TOOLS, "temperature": 0, "max_tokens": N_TOK}
+        cl = s.client()
+        full = cl.chat.completions.create(**body)
+        m = full.choices[0].message
+        streamed, finish = stream_message(s, body)
+        assert streamed["content"] == (m.content or ""), (streamed, m)
+        assert len(streamed["tool_calls"]) == len(m.tool_calls or []), (streamed, m)
+        for a, b in zip(streamed["tool_calls"], m.tool_calls or []):
+            assert a["function"]["name"] == b.function.name and a["id"] == b.id, (a, b)
+            assert json.loads(a["function"]["arguments"]) == json.loads(b.function.arguments)
+        assert finish == full.choices[0].finish_reason, (finish, full.choices[0].finish_reason)
+        assert finish in ("stop", "length", "tool_calls"), finish
+        # tool_choice "none" never reads calls; a named choice offers that tool only.
+        out = cl.chat.completions.create(**dict(body, tool_choice="none"))
+        assert not out.choices[0].message.tool_calls and out.choices[0].finish_reason != "tool_calls"
+        status, _, out = s.post("/apply-template", {"messages": TOOL_TURNS[:1], "tools": TOOLS,
+                                                    "tool_choice": {"type": "function", "function": {"name": "search"}}})
+        assert status == 200 and '"name": "search"' in out["prompt"] and "get_weather" not in out["prompt"], out
+        # Bad tool requests: 400 with an OpenAI error object, and the server keeps serving.
+        for bad, code in [({"tools": {"name": "f"}}, "invalid_type"),
+                          ({"tools": [{"type": "function", "function": {}}]}, "invalid_value"),
+                          ({"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "nope"}}}, "invalid_value"),
+                          ({"tool_choice": "required"}, "invalid_value"),
+                          ({"tools": TOOLS, "tool_choice": "sometimes"}, "invalid_value"),
+                          ({"reasoning_format": "verbose"}, "invalid_value"),
+                          ({"chat_template_kwargs": [1]}, "invalid_type"),
+                          ({"messages": [{"role": "assistant", "tool_calls": [{"function": {}}]}]}, "invalid_type")]:
+            req = dict({"messages": TOOL_TURNS[:1], "max_tokens": 2}, **bad)
+            status, _, out = s.post("/v1/chat/completions", req)
+            assert status == 400 and out["error"]["code"] == code, (bad, status, out)
+        try:
+            cl.chat.completions.create(**dict(body, tool_choice={"type": "function", "function": {"name": "nope"}}))
+            raise AssertionError("an unknown tool_choice was accepted")
+        except openai.BadRequestError as e:
+            assert "nope" in str(e), e
+        assert s.request("GET", "/health")[0] == 200
+    finally:
+        assert s.stop() == 0
+    # Reasoning opened by the prompt (DeepSeek-R1's template with enable_thinking): SmolLM2 never
+    # closes it within the budget, so the whole answer is reasoning_content, streamed or not;
+    # reasoning_format "none" keeps it as content.
+    s = Server("--chat-template-file", os.path.join(TEMPLATES, "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"))
+    try:
+        body = {"messages": CHAT[1:], "temperature": 0, "max_tokens": N_TOK,
+                "chat_template_kwargs": {"enable_thinking": True}}
+        status, _, full = s.post("/v1/chat/completions", body)
+        assert status == 200, full
+        m = full["choices"][0]["message"]
+        assert m["reasoning_content"] and m["content"] == "", m
+        streamed, finish = stream_message(s, body)
+        assert streamed["reasoning_content"] == m["reasoning_content"] and streamed["content"] == "", (streamed, m)
+        assert finish == full["choices"][0]["finish_reason"]
+        status, _, raw = s.post("/v1/chat/completions", dict(body, reasoning_format="none"))
+        assert status == 200 and "reasoning_content" not in raw["choices"][0]["message"], raw
+        assert raw["choices"][0]["message"]["content"].strip() == m["reasoning_content"], (raw, m)
+    finally:
+        assert s.stop() == 0
+
+
 def main():
     t_all = time.time()
     failed = []
@@ -592,7 +700,7 @@ def main():
         rc = shared.stop()
     if rc != 0:
         failed.append("shared server exit code %s" % rc)
-    for t in [test_queue_full_auth_and_drain, test_grace_cancels, test_startup_errors]:
+    for t in [test_tools_and_reasoning, test_queue_full_auth_and_drain, test_grace_cancels, test_startup_errors]:
         run(t, failed)
     print("serve tests: %d failed, %.1f s" % (len(failed), time.time() - t_all))
     if failed:

@@ -14,6 +14,7 @@ json AssistantStream::Parse(const std::string& text, bool partial) const {
   // request allows calls, so that a model writing a call's format without being asked is content.
   p.tools_json = reading_.parse_tools && !reading_.tools_json.empty() ? reading_.tools_json.c_str() : nullptr;
   p.extra_json = reading_.extra_json.empty() ? nullptr : reading_.extra_json.c_str();
+  p.template_text = reading_.template_text.empty() ? nullptr : reading_.template_text.c_str();
   std::string out;
   const zf_status st = FetchString(
       [&](char* buf, size_t cap, size_t* needed) { return zf_chat_parse(model_, text.data(), text.size(), &p, buf, cap, needed); },

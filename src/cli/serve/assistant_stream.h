@@ -16,6 +16,7 @@ namespace cli::serve {
 // How a request's output is read: the template and variables its prompt was rendered with, the
 // offered tools, and whether reasoning is split out (llama-server's reasoning_format).
 struct ChatReading {
+  std::string template_text; // --chat-template-file, "" for the model's template
   std::string tools_json;    // "" = no tools offered
   std::string extra_json;    // chat_template_kwargs, "" = none
   bool parse_tools = false;  // tools offered and tool_choice is not "none"

@@ -113,6 +113,7 @@ std::string RenderChat(const zf_model* model, const json& messages, const ChatRe
   zf_chat_params p;
   zf_chat_params_init(&p, sizeof p);
   p.flags = ZF_CHAT_ADD_ASSISTANT;
+  p.template_text = opts.template_text.empty() ? nullptr : opts.template_text.c_str();
   p.tools_json = opts.tools_json.empty() ? nullptr : opts.tools_json.c_str();
   p.extra_json = opts.extra_json.empty() ? nullptr : opts.extra_json.c_str();
   std::string out;

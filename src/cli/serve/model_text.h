@@ -17,6 +17,7 @@ std::vector<int32_t> Tokenize(const zf_model* model, const std::string& text, ui
 
 // What a chat prompt is rendered with besides the messages.
 struct ChatRender {
+  std::string template_text;  // --chat-template-file, "" for the model's template
   std::string tools_json;  // the request's `tools` (JSON array), "" for none
   std::string extra_json;  // `chat_template_kwargs` (JSON object), "" for none
 };

@@ -1,6 +1,9 @@
 // Parsing `zerfoo serve`'s flags into ServeOptions, and its usage text.
 #include "options.h"
 
+#include <fstream>
+#include <sstream>
+
 #include "../args.h"
 
 namespace cli::serve {
@@ -27,6 +30,8 @@ const char kServeHelp[] =
     "                            (default 30)\n"
     "      --api-key KEY         require 'Authorization: Bearer KEY' on /v1, /tokenize, ...\n"
     "      --alias NAME          model name reported by /v1/models (default: the file name)\n"
+    "      --chat-template-file F  Jinja chat template to use instead of the model's (prompts\n"
+    "                            and reading tool calls / reasoning back)\n"
     "      --cache-prompt        reuse a slot's KV cache for the prefix a prompt shares with its\n"
     "                            conversation (a request's \"cache_prompt\" overrides). Off by\n"
     "                            default: the shorter prefill rounds differently, so greedy\n"
@@ -66,6 +71,15 @@ ServeOptions ParseServeArgs(int argc, char** argv, int first) {
     else if (name == "--grace") o.grace = int(ParseInt(name, val(), 0, 86400));
     else if (name == "--api-key") o.api_key = val();
     else if (name == "--alias") o.alias = val();
+    else if (name == "--chat-template-file") {
+      const std::string path = val();
+      std::ifstream f(path, std::ios::binary);
+      if (!f) throw UsageError("--chat-template-file: cannot read '" + path + "'");
+      std::stringstream text;
+      text << f.rdbuf();
+      o.chat_template = text.str();
+      if (o.chat_template.empty()) throw UsageError("--chat-template-file: '" + path + "' is empty");
+    }
     else if (name == "--device") {
       const std::string v = val();
       if (v == "auto") o.device = ZF_DEVICE_AUTO;

@@ -21,6 +21,7 @@ struct ServeOptions {
   int device = ZF_DEVICE_AUTO;
   std::string api_key;
   std::string alias;
+  std::string chat_template;  // --chat-template-file: its text, overriding the model's template
   bool verbose = false;
   bool help = false;
   bool cache_prompt = false;

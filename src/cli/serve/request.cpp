@@ -8,13 +8,14 @@
 #include "model_text.h"
 
 namespace cli::serve {
-namespace {
 
 // Tools and how the answer is read: `tools` (function definitions), `tool_choice` ("auto",
 // "none", "required" or {"type":"function","function":{"name"}}), `parallel_tool_calls`,
 // `reasoning_format` ("auto", "deepseek", "none", as llama-server) and `chat_template_kwargs`.
-ChatRender ParseChatOptions(const json& body, ChatReading* reading) {
+ChatRender ParseChatOptions(const json& body, const std::string& chat_template, ChatReading* reading) {
   ChatRender render;
+  render.template_text = chat_template;
+  reading->template_text = chat_template;
   json tools = body.value("tools", json());
   if (!tools.is_null()) {
     if (!tools.is_array()) throw BadRequest("invalid_type", "'tools' must be an array");
@@ -79,6 +80,8 @@ ChatRender ParseChatOptions(const json& body, ChatReading* reading) {
   reading->split_reasoning = rf != "none";
   return render;
 }
+
+namespace {
 
 
 // Reads an optional number field; throws a 400 on a wrong type.
@@ -206,7 +209,7 @@ Request ParseCompletion(const std::string& text, bool chat, const RequestContext
   const uint32_t tflags = ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL;
   if (chat) {
     if (!body.contains("messages")) throw BadRequest("missing_field", "'messages' is required");
-    const ChatRender render = ParseChatOptions(body, &r.reading);
+    const ChatRender render = ParseChatOptions(body, ctx.chat_template, &r.reading);
     r.prompt = Tokenize(ctx.model, RenderChat(ctx.model, body["messages"], render), tflags);
   } else {
     if (!body.contains("prompt")) throw BadRequest("missing_field", "'prompt' is required");

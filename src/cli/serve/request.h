@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "api_error.h"
 #include "assistant_stream.h"
+#include "model_text.h"
 #include "zerfoo.h"
 
 namespace cli::serve {
@@ -40,7 +42,12 @@ struct RequestContext {
   bool cache_prompt;         // --cache-prompt, unless the request says otherwise
   int32_t n_vocab;           // token-id prompts must lie below it
   int n_ctx;                 // the prompt plus one token must fit
+  std::string chat_template;  // --chat-template-file's text, "" for the model's
 };
+
+// The chat fields of a body (tools, tool_choice, parallel_tool_calls, reasoning_format,
+// chat_template_kwargs): how its prompt is rendered and its answer read back; throws ApiError.
+ChatRender ParseChatOptions(const json& body, const std::string& chat_template, ChatReading* reading);
 
 // Parses a completion (`chat` false: "prompt") or chat completion ("messages") body; throws
 // ApiError.

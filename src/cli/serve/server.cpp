@@ -96,7 +96,7 @@ bool Server::Ready(httplib::Response& res) {
 }
 
 RequestContext Server::Context() const {
-  return RequestContext{model_.get(), o_.alias, o_.cache_prompt, info_.n_vocab, n_ctx_};
+  return RequestContext{model_.get(), o_.alias, o_.cache_prompt, info_.n_vocab, n_ctx_, o_.chat_template};
 }
 
 void Server::HandleCompletion(const httplib::Request& req, httplib::Response& res, bool chat) {
@@ -303,7 +303,9 @@ void Server::Routes() {
     try {
       const json body = ParseObject(req.body);
       if (!body.contains("messages")) throw BadRequest("missing_field", "'messages' is required");
-      res.set_content(Dump(json{{"prompt", RenderChat(model_.get(), body["messages"])}}), "application/json");
+      ChatReading reading;
+      const ChatRender render = ParseChatOptions(body, o_.chat_template, &reading);
+      res.set_content(Dump(json{{"prompt", RenderChat(model_.get(), body["messages"], render)}}), "application/json");
     } catch (const ApiError& e) {
       SendError(res, e);
     }

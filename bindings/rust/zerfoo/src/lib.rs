@@ -57,7 +57,7 @@ pub(crate) fn init() -> Result<()> {
     zerfoo_sys::load().map(|_| ()).map_err(Error::from)
 }
 
-/// The loaded library's version as text, e.g. `"0.2.0"`.
+/// The loaded library's version as text, e.g. `"0.3.0"`.
 ///
 /// ```
 /// assert!(zerfoo::version().unwrap().starts_with("0."));

@@ -1,6 +1,8 @@
 package zerfoo
 
 import (
+	"encoding/json"
+	"fmt"
 	"runtime"
 	"time"
 )
@@ -59,15 +61,7 @@ func (m *Model) ApplyChatTemplate(msgs []ChatMessage, opts ChatOptions) (string,
 			}
 			cmsgs[i] = c
 		}
-		p := cChatParams{structSize: 56, templateName: opt(opts.TemplateName), templateText: opt(opts.Template),
-			toolsJSON: opt(opts.ToolsJSON), documentsJSON: opt(opts.DocumentsJSON), extraJSON: opt(opts.ExtraJSON)}
-		if opts.AddAssistant {
-			p.flags |= 0x1
-		}
-		if opts.FixedTime != nil {
-			p.flags |= 0x2
-			p.timeUnix = opts.FixedTime.Unix()
-		}
+		p := opts.cParams(opt)
 		out, err = fetchString("chat template", func(buf *byte, cap uintptr, needed *uintptr) int32 {
 			return lib.applyTemplate2(ptr, &cmsgs[0], uintptr(len(msgs)), &p, buf, cap, needed)
 		})
@@ -77,4 +71,84 @@ func (m *Model) ApplyChatTemplate(msgs []ChatMessage, opts ChatOptions) (string,
 		return err
 	})
 	return out, err
+}
+
+// cParams fills zf_chat_params from opts; opt turns a string into a C string (nil when empty)
+// that the caller keeps alive for the call.
+func (opts ChatOptions) cParams(opt func(string) *byte) cChatParams {
+	p := cChatParams{structSize: 56, templateName: opt(opts.TemplateName), templateText: opt(opts.Template),
+		toolsJSON: opt(opts.ToolsJSON), documentsJSON: opt(opts.DocumentsJSON), extraJSON: opt(opts.ExtraJSON)}
+	if opts.AddAssistant {
+		p.flags |= 0x1
+	}
+	if opts.FixedTime != nil {
+		p.flags |= 0x2
+		p.timeUnix = opts.FixedTime.Unix()
+	}
+	return p
+}
+
+// AssistantMessage is an OpenAI assistant message parsed from generated text (ChatParse).
+type AssistantMessage struct {
+	Role             string     `json:"role"`                        // always "assistant"
+	Content          *string    `json:"content"`                     // nil when the turn is only tool calls
+	ReasoningContent string     `json:"reasoning_content,omitempty"` // the model's thinking ("" for none)
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+	// JSON is the library's message exactly as zf_chat_parse wrote it (ready to send as an
+	// OpenAI chat.completion message).
+	JSON string `json:"-"`
+}
+
+// ToolCall is one function call of an AssistantMessage.
+type ToolCall struct {
+	ID       string           `json:"id"`   // the model's id where the format has one, else "call_" + 16 hex digits
+	Type     string           `json:"type"` // "function"
+	Function ToolCallFunction `json:"function"`
+}
+
+// ToolCallFunction names the called function and its arguments.
+type ToolCallFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"` // a JSON object as text, as in the OpenAI API
+}
+
+// ChatParse parses what the model generated for one assistant turn (the text after the
+// template's generation prompt, without the end-of-turn token) back into an OpenAI assistant
+// message: content, reasoning and tool calls, in the format of the chat template that prompted
+// it (zf_chat_parse). opts picks the template as in ApplyChatTemplate (TemplateName, Template);
+// ToolsJSON lists the offered tools (their parameter types decide how text-valued arguments are
+// read) and ExtraJSON holds the variables the prompt was rendered with (e.g.
+// {"enable_thinking":true}: whether the generation prompt opened reasoning). Malformed
+// ToolsJSON or ExtraJSON is ErrInvalidArgument naming the field; an unknown TemplateName is
+// ErrNotFound; text that is not UTF-8 is ErrInvalidUTF8. Safe for concurrent use.
+func (m *Model) ChatParse(text string, opts ChatOptions) (*AssistantMessage, error) {
+	var out string
+	err := m.use(func(ptr uintptr) (err error) {
+		var keep [][]byte // keeps the C strings alive
+		opt := func(s string) *byte {
+			if s == "" {
+				return nil
+			}
+			b := cstr(s)
+			keep = append(keep, b)
+			return &b[0]
+		}
+		t := cstr(text) // may contain NUL: the length is passed
+		p := opts.cParams(opt)
+		out, err = fetchString("chat parse", func(buf *byte, cap uintptr, needed *uintptr) int32 {
+			return lib.chatParse(ptr, &t[0], uintptr(len(text)), &p, buf, cap, needed)
+		})
+		runtime.KeepAlive(keep)
+		runtime.KeepAlive(t)
+		runtime.KeepAlive(&p)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	msg := &AssistantMessage{JSON: out}
+	if err := json.Unmarshal([]byte(out), msg); err != nil {
+		return nil, fmt.Errorf("zerfoo: chat parse: the library's message is not the expected JSON: %w", err)
+	}
+	return msg, nil
 }

@@ -14,7 +14,7 @@ import (
 // The C header version this binding was written for (ZF_VERSION_MAJOR/MINOR in zerfoo.h).
 const (
 	HeaderMajor = 0
-	HeaderMinor = 2
+	HeaderMinor = 3
 )
 
 // lib holds the process-wide library handle and its functions. It is filled once.
@@ -38,6 +38,7 @@ var lib struct {
 	detokenize       func(m uintptr, toks *int32, n uintptr, flags uint32, buf *byte, cap uintptr, needed *uintptr) int32
 	applyTemplate    func(m uintptr, msgs *cChatMessage, n uintptr, flags uint32, buf *byte, cap uintptr, needed *uintptr) int32
 	applyTemplate2   func(m uintptr, msgs *cChatMessageV2, n uintptr, p *cChatParams, buf *byte, cap uintptr, needed *uintptr) int32
+	chatParse        func(m uintptr, text *byte, n uintptr, p *cChatParams, buf *byte, cap uintptr, needed *uintptr) int32
 	sessionInit      func(p *cSessionParams, size uintptr) int32
 	sessionCreate    func(m uintptr, p *cSessionParams, out *uintptr) int32
 	sessionFree      func(s uintptr)
@@ -70,7 +71,7 @@ func LibraryPath() string {
 	return lib.path
 }
 
-// Version returns the loaded library's version string, e.g. "0.1.0".
+// Version returns the loaded library's version string, e.g. "0.3.0".
 func Version() (string, error) {
 	if err := Load(""); err != nil {
 		return "", err
@@ -146,6 +147,7 @@ func bind(h uintptr) error {
 		{&lib.detokenize, "zf_detokenize"},
 		{&lib.applyTemplate, "zf_chat_apply_template"},
 		{&lib.applyTemplate2, "zf_chat_apply_template_v2"},
+		{&lib.chatParse, "zf_chat_parse"},
 		{&lib.sessionInit, "zf_session_params_init"},
 		{&lib.sessionCreate, "zf_session_create"},
 		{&lib.sessionFree, "zf_session_free"},

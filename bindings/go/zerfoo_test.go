@@ -2,6 +2,7 @@ package zerfoo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -535,6 +536,95 @@ func TestApplyChatTemplate(t *testing.T) {
 	}
 	if _, err := m.ApplyChatTemplate(nil, ChatOptions{TemplateName: "tool_use"}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("want ErrNotFound for a missing named template, got %v", err)
+	}
+}
+
+func chatTemplateFile(t *testing.T, stem string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "tests", "data", "chat_templates", "templates", stem+".jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+const parseTools = `[{"type": "function", "function": {"name": "get_weather", "description": "Weather",
+  "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}},
+  {"type": "function", "function": {"name": "search", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}]`
+
+func jsonEqual(t *testing.T, got, want string) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal([]byte(got), &g); err != nil {
+		t.Fatalf("%q: %v", got, err)
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Fatalf("JSON %s, want %s", got, want)
+	}
+}
+
+func TestChatParse(t *testing.T) {
+	m := sharedModel(t)
+	hermes := ChatOptions{Template: chatTemplateFile(t, "Qwen-Qwen2.5-7B-Instruct"), ToolsJSON: parseTools}
+	// Only a call: content is null, the arguments are a JSON string.
+	msg, err := m.ChatParse("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}\n</tool_call>", hermes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.Role != "assistant" || msg.Content != nil || msg.ReasoningContent != "" || len(msg.ToolCalls) != 1 {
+		t.Fatalf("ChatParse = %+v (%s)", msg, msg.JSON)
+	}
+	c := msg.ToolCalls[0]
+	if c.Type != "function" || c.Function.Name != "get_weather" || !strings.HasPrefix(c.ID, "call_") {
+		t.Fatalf("tool call %+v", c)
+	}
+	jsonEqual(t, c.Function.Arguments, `{"city": "Paris", "days": 2}`)
+	if !strings.HasPrefix(msg.JSON, `{"role":"assistant","content":null,`) {
+		t.Fatalf("JSON = %s", msg.JSON)
+	}
+	// Text and two calls (compact JSON, a multi-byte character).
+	msg, err = m.ChatParse("I'll look.\n<tool_call>{\"name\":\"search\",\"arguments\":{\"q\":\"caf\u00e9\"}}</tool_call>\n"+
+		"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>", hermes)
+	if err != nil || msg.Content == nil || *msg.Content != "I'll look." || len(msg.ToolCalls) != 2 ||
+		msg.ToolCalls[0].Function.Name != "search" || msg.ToolCalls[1].Function.Name != "get_weather" ||
+		msg.ToolCalls[0].ID == msg.ToolCalls[1].ID {
+		t.Fatalf("ChatParse = %+v, %v", msg, err)
+	}
+	jsonEqual(t, msg.ToolCalls[0].Function.Arguments, `{"q": "caf\u00e9"}`)
+	// Plain text (longer than the first 256-byte buffer): content only.
+	long := strings.Repeat("All work and no play. ", 40)
+	msg, err = m.ChatParse(long, hermes)
+	if err != nil || msg.Content == nil || *msg.Content != strings.TrimSpace(long) || msg.ToolCalls != nil {
+		t.Fatalf("ChatParse(long) = %+v, %v", msg, err)
+	}
+	// Reasoning with Qwen3's template.
+	qwen3 := ChatOptions{Template: chatTemplateFile(t, "Qwen-Qwen3-0.6B")}
+	msg, err = m.ChatParse("<think>\nFirst, 2+2.\n</think>\n\nIt is 4.", qwen3)
+	if err != nil || msg.ReasoningContent != "First, 2+2." || msg.Content == nil || *msg.Content != "It is 4." || len(msg.ToolCalls) != 0 {
+		t.Fatalf("ChatParse(think) = %+v, %v", msg, err)
+	}
+	// The model's own template (SmolLM2: no tool calls, no reasoning).
+	msg, err = m.ChatParse("Hello there!", ChatOptions{})
+	if err != nil || msg.Content == nil || *msg.Content != "Hello there!" || msg.JSON != `{"role":"assistant","content":"Hello there!"}` {
+		t.Fatalf("ChatParse(own template) = %+v, %v", msg, err)
+	}
+	// Errors.
+	if _, err := m.ChatParse("x", ChatOptions{ToolsJSON: "[oops"}); !errors.Is(err, ErrInvalidArgument) ||
+		!strings.Contains(err.Error(), "tools_json") {
+		t.Fatalf("want ErrInvalidArgument naming tools_json, got %v", err)
+	}
+	if _, err := m.ChatParse("x", ChatOptions{ExtraJSON: "[1]"}); !errors.Is(err, ErrInvalidArgument) ||
+		!strings.Contains(err.Error(), "extra_json") {
+		t.Fatalf("want ErrInvalidArgument naming extra_json, got %v", err)
+	}
+	if _, err := m.ChatParse("x", ChatOptions{TemplateName: "tool_use"}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("want ErrNotFound for a missing named template, got %v", err)
+	}
+	if _, err := m.ChatParse("bad \xff byte", ChatOptions{}); !errors.Is(err, ErrInvalidUTF8) {
+		t.Fatalf("want ErrInvalidUTF8, got %v", err)
 	}
 }
 

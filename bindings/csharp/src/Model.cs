@@ -101,7 +101,7 @@ namespace Zerfoo
     /// <summary>A loaded GGUF model. Immutable and thread-safe: share one Model between any
     /// number of threads and sessions. Dispose it when done (sessions made from it keep the
     /// native model alive until they are disposed too); a leaked Model is freed by its finalizer.</summary>
-    public sealed class Model : IDisposable
+    public sealed partial class Model : IDisposable
     {
         readonly ModelHandle handle;
 

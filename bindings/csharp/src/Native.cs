@@ -62,6 +62,19 @@ namespace Zerfoo
     }
 
     [StructLayout(LayoutKind.Sequential)]
+    internal struct zf_chat_params
+    {
+        public uint struct_size;
+        public uint flags;
+        public IntPtr template_name;
+        public IntPtr template_text;
+        public IntPtr tools_json;
+        public IntPtr documents_json;
+        public IntPtr extra_json;
+        public long time_unix;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
     internal struct zf_session_params
     {
         public uint struct_size;
@@ -125,7 +138,7 @@ namespace Zerfoo
 
         /// <summary>The header version this binding was written for (ZF_VERSION_MAJOR/MINOR).</summary>
         internal const int HeaderMajor = 0;
-        internal const int HeaderMinor = 1;
+        internal const int HeaderMinor = 3;
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern uint zf_version();
@@ -179,6 +192,10 @@ namespace Zerfoo
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern int zf_chat_apply_template(ModelHandle model, zf_chat_message[] msgs, UIntPtr n_msgs,
                                                           uint flags, byte[] buf, UIntPtr cap, out UIntPtr needed);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern unsafe int zf_chat_parse(ModelHandle model, byte* text, UIntPtr len, ref zf_chat_params p,
+                                                        byte[] buf, UIntPtr cap, out UIntPtr needed);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern int zf_session_params_init(ref zf_session_params p, UIntPtr size);

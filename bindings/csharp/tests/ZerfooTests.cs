@@ -5,6 +5,7 @@
 //   ZERFOO_CLI          the C CLI, for the greedy-parity test
 //   ZERFOO_ABI_TABLE    the table tests/abi_table.py generated from include/zerfoo.h
 //   ZERFOO_LOADCHECK    LoadCheck.exe plus the fake libraries test.sh built next to it
+//   ZERFOO_CHAT_TEMPLATES  tests/data/chat_templates/templates (the Jinja corpus)
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;
@@ -718,6 +719,93 @@ public class ZerfooTests
         }
     }
 
+    const string ParseTools = @"[{""type"": ""function"", ""function"": {""name"": ""get_weather"", ""description"": ""Weather"",
+  ""parameters"": {""type"": ""object"", ""properties"": {""city"": {""type"": ""string""}, ""days"": {""type"": ""integer""}}}}},
+  {""type"": ""function"", ""function"": {""name"": ""search"", ""parameters"": {""type"": ""object"", ""properties"": {""q"": {""type"": ""string""}}}}}]";
+
+    static string TemplateFile(string stem)
+    {
+        return File.ReadAllText(Path.Combine(Env("ZERFOO_CHAT_TEMPLATES"), stem + ".jinja"), Encoding.UTF8);
+    }
+
+    /// <summary>JSON text without the whitespace outside strings (the library writes compact JSON).</summary>
+    static string Compact(string json)
+    {
+        var sb = new StringBuilder();
+        bool inString = false, escaped = false;
+        foreach (char c in json)
+        {
+            if (inString)
+            {
+                sb.Append(c);
+                if (escaped) escaped = false;
+                else if (c == '\\') escaped = true;
+                else if (c == '"') inString = false;
+            }
+            else if (!char.IsWhiteSpace(c))
+            {
+                inString = c == '"';
+                sb.Append(c);
+            }
+        }
+        return sb.ToString();
+    }
+
+    [Test]
+    public void ChatParseToolCallsReasoningAndErrors()
+    {
+        var hermes = new ChatParseOptions { Template = TemplateFile("Qwen-Qwen2.5-7B-Instruct"), ToolsJson = ParseTools };
+        // Only a call: Content is null, the arguments are JSON text.
+        var msg = model.ChatParse("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}\n</tool_call>", hermes);
+        Assert.IsNull(msg.Content, msg.Json);
+        Assert.IsNull(msg.ReasoningContent);
+        Assert.AreEqual(1, msg.ToolCalls.Count, msg.Json);
+        Assert.AreEqual("function", msg.ToolCalls[0].Type);
+        Assert.AreEqual("get_weather", msg.ToolCalls[0].Function.Name);
+        StringAssert.StartsWith("call_", msg.ToolCalls[0].Id);
+        Assert.AreEqual("{\"city\":\"Paris\",\"days\":2}", Compact(msg.ToolCalls[0].Function.Arguments));
+        StringAssert.StartsWith("{\"role\":\"assistant\",\"content\":null,", msg.Json);
+        // Text then two calls (compact JSON, non-ASCII and astral characters).
+        msg = model.ChatParse("I'll look.\n<tool_call>{\"name\":\"search\",\"arguments\":{\"q\":\"caf\u00e9 \U0001F600\"}}</tool_call>\n" +
+                              "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>", hermes);
+        Assert.AreEqual("I'll look.", msg.Content);
+        Assert.AreEqual(new[] { "search", "get_weather" }, msg.ToolCalls.Select(c => c.Function.Name).ToArray());
+        Assert.AreEqual("{\"q\":\"caf\u00e9 \U0001F600\"}", Compact(msg.ToolCalls[0].Function.Arguments));
+        Assert.AreNotEqual(msg.ToolCalls[0].Id, msg.ToolCalls[1].Id);
+        // Plain text longer than the first buffer: content only.
+        string longText = string.Concat(Enumerable.Repeat("All work and no play. ", 40));
+        msg = model.ChatParse(longText, hermes);
+        Assert.AreEqual(longText.Trim(), msg.Content);
+        Assert.AreEqual(0, msg.ToolCalls.Count);
+        // Reasoning with Qwen3's template.
+        msg = model.ChatParse("<think>\nFirst, 2+2.\n</think>\n\nIt is 4.", new ChatParseOptions { Template = TemplateFile("Qwen-Qwen3-0.6B") });
+        Assert.AreEqual("First, 2+2.", msg.ReasoningContent);
+        Assert.AreEqual("It is 4.", msg.Content);
+        // The model's own template, no options.
+        msg = model.ChatParse("Hello there!");
+        Assert.AreEqual("{\"role\":\"assistant\",\"content\":\"Hello there!\"}", msg.Json);
+        // Errors.
+        var e = Assert.Throws<ZerfooException>(() => model.ChatParse("x", new ChatParseOptions { ToolsJson = "[oops" }));
+        Assert.AreEqual(Status.InvalidArgument, e.Status);
+        StringAssert.Contains("tools_json", e.Message);
+        e = Assert.Throws<ZerfooException>(() => model.ChatParse("x", new ChatParseOptions { ExtraJson = "[1]" }));
+        Assert.AreEqual(Status.InvalidArgument, e.Status);
+        StringAssert.Contains("extra_json", e.Message);
+        e = Assert.Throws<ZerfooException>(() => model.ChatParse("x", new ChatParseOptions { TemplateName = "tool_use" }));
+        Assert.AreEqual(Status.NotFound, e.Status);
+        Assert.Throws<ArgumentNullException>(() => model.ChatParse(null));
+    }
+
+    [Test]
+    public void MiniJsonReadsEscapesAndRejectsJunk()
+    {
+        var o = (Dictionary<string, object>)MiniJson.Parse("{\"a\": \"x\\\"y\\\\z\\u00e9\\ud83d\\ude00\\n\", \"b\": [1, -2.5e3, true, false, null], \"c\": {}}");
+        Assert.AreEqual("x\"y\\z\u00e9\U0001F600\n", o["a"]);
+        Assert.AreEqual(new object[] { 1.0, -2500.0, true, false, null }, ((List<object>)o["b"]).ToArray());
+        foreach (string bad in new[] { "", "{", "[1,]", "{\"a\" 1}", "{} x", "\"\\q\"" })
+            Assert.Throws<ZerfooException>(() => MiniJson.Parse(bad), bad);
+    }
+
     [Test]
     public void EvalReturnsLogitsWhoseArgmaxIsTheGreedyToken()
     {
@@ -785,7 +873,7 @@ public class ZerfooTests
         StringAssert.Contains("$ZERFOO_LIBRARY=/nonexistent/libzerfoo.so.0", missing);
         string old = RunLoadCheck(Path.Combine(dir, "fake-0.0/libzerfoo.so.0"));
         StringAssert.StartsWith("Zerfoo.ZerfooLibraryException Unsupported: libzerfoo 0.0.7 found", old);
-        StringAssert.Contains("needs 0.x with x >= 1", old);
+        StringAssert.Contains("needs 0.x with x >= 3", old);
         string major = RunLoadCheck(Path.Combine(dir, "fake-1.5/libzerfoo.so.0"));
         StringAssert.StartsWith("Zerfoo.ZerfooLibraryException Unsupported: libzerfoo 1.5.0 found", major);
         string notZerfoo = RunLoadCheck(Path.Combine(dir, "fake-none/libzerfoo.so.0"));

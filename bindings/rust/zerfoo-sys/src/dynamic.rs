@@ -80,6 +80,15 @@ pub struct ZerfooLib {
         cap: usize,
         needed: *mut usize,
     ) -> zf_status,
+    pub zf_chat_parse: unsafe extern "C" fn(
+        model: *const zf_model,
+        text: *const ::core::ffi::c_char,
+        len: usize,
+        params: *const zf_chat_params,
+        buf: *mut ::core::ffi::c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status,
     pub zf_session_params_init:
         unsafe extern "C" fn(params: *mut zf_session_params, size: usize) -> zf_status,
     pub zf_session_create: unsafe extern "C" fn(
@@ -192,6 +201,7 @@ impl ZerfooLib {
         let zf_chat_apply_template_v2 = __library
             .get(b"zf_chat_apply_template_v2\0")
             .map(|sym| *sym)?;
+        let zf_chat_parse = __library.get(b"zf_chat_parse\0").map(|sym| *sym)?;
         let zf_session_params_init = __library.get(b"zf_session_params_init\0").map(|sym| *sym)?;
         let zf_session_create = __library.get(b"zf_session_create\0").map(|sym| *sym)?;
         let zf_session_free = __library.get(b"zf_session_free\0").map(|sym| *sym)?;
@@ -234,6 +244,7 @@ impl ZerfooLib {
             zf_chat_apply_template,
             zf_chat_params_init,
             zf_chat_apply_template_v2,
+            zf_chat_parse,
             zf_session_params_init,
             zf_session_create,
             zf_session_free,
@@ -259,7 +270,7 @@ impl ZerfooLib {
     pub unsafe fn zf_version(&self) -> u32 {
         (self.zf_version)()
     }
-    #[doc = " @brief The loaded library's version as text, e.g. \"0.2.0\".\n @return A static NUL-terminated string owned by the library; valid for the process lifetime."]
+    #[doc = " @brief The loaded library's version as text, e.g. \"0.3.0\".\n @return A static NUL-terminated string owned by the library; valid for the process lifetime."]
     pub unsafe fn zf_version_string(&self) -> *const ::core::ffi::c_char {
         (self.zf_version_string)()
     }
@@ -407,6 +418,19 @@ impl ZerfooLib {
         needed: *mut usize,
     ) -> zf_status {
         (self.zf_chat_apply_template_v2)(model, msgs, n_msgs, params, buf, cap, needed)
+    }
+    #[doc = " @brief Parses what a model generated for one assistant turn back into an OpenAI assistant\n message: content, reasoning and tool calls, in the format of the chat template that prompted\n it. The template's markers are derived from the template itself (it renders probe turns with\n reasoning and one and two tool calls, and the differences locate each marker), so any\n template that renders `tool_calls` and `reasoning_content` is understood without a parser\n per model family: Hermes / Qwen `<tool_call>` JSON, Qwen3-Coder's XML parameters, Llama 3.x\n JSON, Mistral `[TOOL_CALLS]`, Granite, SmolLM3, Phi-4-mini, DeepSeek, Command R, Functionary,\n ... For templates that render no tool calls (Gemma), a reply that is only a JSON object\n `{\"name\", \"arguments\"|\"parameters\"}` (or a list of them, or `{\"tool_calls\": [...]}`,\n optionally in a ```json fence) naming an offered tool is a call. Reasoning is the text between\n the template's markers (`<think>`...`</think>` and the like), also when the generation prompt\n opened them; whitespace around content and reasoning is trimmed. Markers and arguments are\n matched leniently about whitespace. The derived format is cached per template and extra\n variables. Thread-safe.\n\n Output (NUL-terminated JSON): `{\"role\":\"assistant\",\"content\":string|null,\n \"reasoning_content\":string (only when the text has reasoning),\"tool_calls\":[{\"id\",\"type\":\n \"function\",\"function\":{\"name\",\"arguments\": a JSON string}}] (only when it calls tools)}`.\n `content` is null when the turn is only tool calls. Call ids are the ones the model wrote where\n the format has them, else `call_` + 16 hex digits derived from the text.\n Invariant: a message rendered by the template (zf_chat_apply_template_v2) and its assistant\n turn's text parsed here give back the message's content, reasoning, tool names and (JSON-equal)\n arguments.\n @param model The model (its chat template unless params names another).\n @param text The generated text: what follows the template's generation prompt, without the\n        end-of-turn token. May contain NUL; need not be NUL-terminated.\n @param len Bytes in `text`.\n @param params NULL for defaults. `template_name` / `template_text` pick the template as in\n        zf_chat_apply_template_v2(); `tools_json` lists the offered tools (their parameter\n        types decide how text-valued arguments are read; the JSON fallback accepts only their\n        names); `extra_json` holds the variables the prompt was rendered with (e.g.\n        {\"enable_thinking\": true}: whether the generation prompt opens reasoning).\n @param buf Output buffer (may be NULL when cap is 0).\n @param cap Size of `buf` in bytes.\n @param needed Optional; receives the bytes required including the NUL.\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *needed); ::ZF_ERR_INVALID_UTF8 (text);\n         ::ZF_ERR_NOT_FOUND (no such template_name); ::ZF_ERR_INVALID_ARGUMENT (NULL model,\n         NULL text with len > 0, unknown flag bits, a struct_size too small, malformed\n         tools_json or extra_json: the message names the field)."]
+    pub unsafe fn zf_chat_parse(
+        &self,
+        model: *const zf_model,
+        text: *const ::core::ffi::c_char,
+        len: usize,
+        params: *const zf_chat_params,
+        buf: *mut ::core::ffi::c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status {
+        (self.zf_chat_parse)(model, text, len, params, buf, cap, needed)
     }
     #[doc = " @brief Fills defaults; see zf_model_params_init()."]
     pub unsafe fn zf_session_params_init(

@@ -235,9 +235,9 @@ pub struct zf_token_logprob {
     pub logprob: f32,
 }
 pub const ZF_VERSION_MAJOR: i32 = 0;
-pub const ZF_VERSION_MINOR: i32 = 2;
+pub const ZF_VERSION_MINOR: i32 = 3;
 pub const ZF_VERSION_PATCH: i32 = 0;
-pub const ZF_VERSION: i32 = 2000;
+pub const ZF_VERSION: i32 = 3000;
 pub const ZF_OK: i32 = 0;
 pub const ZF_ERR_INVALID_ARGUMENT: i32 = 1;
 pub const ZF_ERR_IO: i32 = 2;

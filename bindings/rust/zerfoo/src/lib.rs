@@ -17,6 +17,8 @@
 //!   [`Session::generate_with`] (a `FnMut(&str) -> ControlFlow<()>` callback),
 //!   [`Session::stream`] (an `Iterator<Item = Result<String>>`), and with the `tokio` feature
 //!   `Session::into_async_stream` (a `Stream`).
+//! - [`Model::chat_parse`] reads a generated turn back as an OpenAI assistant message (content,
+//!   reasoning, tool calls) in the format of the chat template that prompted it.
 //! - [`CancelHandle`] stops a generation from any thread.
 //! - Every failure is an [`Error`] with an [`ErrorCode`] and the library's message.
 //!
@@ -25,6 +27,7 @@
 //! against the bindings' header at first use.
 #![warn(missing_docs)]
 
+mod chat;
 mod error;
 mod model;
 mod session;
@@ -34,6 +37,7 @@ mod async_stream;
 
 #[cfg(feature = "tokio")]
 pub use async_stream::AsyncPieces;
+pub use chat::{AssistantMessage, ChatParseOptions, FunctionCall, ToolCall};
 pub use error::{Error, ErrorCode, Result};
 pub use model::{ChatMessage, Device, Model, ModelInfo, ModelOptions, Token};
 pub use session::{
@@ -57,7 +61,7 @@ pub(crate) fn init() -> Result<()> {
     zerfoo_sys::load().map(|_| ()).map_err(Error::from)
 }
 
-/// The loaded library's version as text, e.g. `"0.2.0"`.
+/// The loaded library's version as text, e.g. `"0.3.0"`.
 ///
 /// ```
 /// assert!(zerfoo::version().unwrap().starts_with("0."));

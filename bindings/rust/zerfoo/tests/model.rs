@@ -2,7 +2,7 @@
 mod common;
 
 use common::model;
-use zerfoo::{ChatMessage, Device};
+use zerfoo::{ChatMessage, ChatParseOptions, Device, ErrorCode};
 
 #[test]
 fn info_and_meta() {
@@ -84,4 +84,132 @@ fn version_matches_the_header() {
         )
     );
     assert_eq!(zerfoo::sys::load().unwrap(), zerfoo::sys::ZF_VERSION as u32);
+}
+
+fn template_file(stem: &str) -> String {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../tests/data/chat_templates/templates")
+        .join(format!("{stem}.jinja"));
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+const TOOLS: &str = r#"[{"type": "function", "function": {"name": "get_weather", "description": "Weather",
+  "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}},
+  {"type": "function", "function": {"name": "search", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}]"#;
+
+/// Compares two JSON texts ignoring whitespace outside strings (the library writes compact JSON).
+fn compact(json: &str) -> String {
+    let mut out = String::new();
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in json.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if !c.is_whitespace() {
+            in_string = c == '"';
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[test]
+fn chat_parse() {
+    let Some(model) = model() else { return };
+    let hermes = ChatParseOptions {
+        template: Some(template_file("Qwen-Qwen2.5-7B-Instruct")),
+        tools_json: Some(TOOLS.into()),
+        ..Default::default()
+    };
+    // Only a call: no content, the arguments as JSON text.
+    let msg = model
+        .chat_parse(
+            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}\n</tool_call>",
+            &hermes,
+        )
+        .unwrap();
+    assert_eq!(msg.content, None);
+    assert_eq!(msg.reasoning_content, None);
+    assert_eq!(msg.tool_calls.len(), 1, "{}", msg.json);
+    let call = &msg.tool_calls[0];
+    assert_eq!(call.kind, "function");
+    assert_eq!(call.function.name, "get_weather");
+    assert!(call.id.starts_with("call_"), "{}", call.id);
+    assert_eq!(
+        compact(&call.function.arguments),
+        r#"{"city":"Paris","days":2}"#
+    );
+    assert!(msg
+        .json
+        .starts_with(r#"{"role":"assistant","content":null,"#));
+    // Text then two calls (compact JSON, a non-ASCII argument).
+    let msg = model
+        .chat_parse(
+            "I'll look.\n<tool_call>{\"name\":\"search\",\"arguments\":{\"q\":\"café\"}}</tool_call>\n\
+             <tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>",
+            &hermes,
+        )
+        .unwrap();
+    assert_eq!(msg.content.as_deref(), Some("I'll look."));
+    let names: Vec<&str> = msg
+        .tool_calls
+        .iter()
+        .map(|c| c.function.name.as_str())
+        .collect();
+    assert_eq!(names, ["search", "get_weather"]);
+    assert_eq!(
+        compact(&msg.tool_calls[0].function.arguments),
+        r#"{"q":"café"}"#
+    );
+    assert_ne!(msg.tool_calls[0].id, msg.tool_calls[1].id);
+    // Plain text longer than the first buffer.
+    let long = "All work and no play. ".repeat(40);
+    let msg = model.chat_parse(&long, &hermes).unwrap();
+    assert_eq!(msg.content.as_deref(), Some(long.trim()));
+    assert!(msg.tool_calls.is_empty());
+    // Reasoning with Qwen3's template.
+    let qwen3 = ChatParseOptions {
+        template: Some(template_file("Qwen-Qwen3-0.6B")),
+        ..Default::default()
+    };
+    let msg = model
+        .chat_parse("<think>\nFirst, 2+2.\n</think>\n\nIt is 4.", &qwen3)
+        .unwrap();
+    assert_eq!(msg.reasoning_content.as_deref(), Some("First, 2+2."));
+    assert_eq!(msg.content.as_deref(), Some("It is 4."));
+    // The model's own template.
+    let msg = model
+        .chat_parse("Hello there!", &ChatParseOptions::default())
+        .unwrap();
+    assert_eq!(msg.json, r#"{"role":"assistant","content":"Hello there!"}"#);
+    // Errors.
+    let bad_tools = ChatParseOptions {
+        tools_json: Some("[oops".into()),
+        ..Default::default()
+    };
+    let e = model.chat_parse("x", &bad_tools).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidArgument);
+    assert!(e.message().contains("tools_json"), "{e}");
+    let bad_extra = ChatParseOptions {
+        extra_json: Some("[1]".into()),
+        ..Default::default()
+    };
+    let e = model.chat_parse("x", &bad_extra).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidArgument);
+    assert!(e.message().contains("extra_json"), "{e}");
+    let missing = ChatParseOptions {
+        template_name: Some("tool_use".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        model.chat_parse("x", &missing).unwrap_err().code(),
+        ErrorCode::NotFound
+    );
 }

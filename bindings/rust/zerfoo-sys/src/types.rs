@@ -133,7 +133,7 @@ pub struct zf_chat_message_v2 {
 pub struct zf_chat_params {
     #[doc = "< sizeof(zf_chat_params)."]
     pub struct_size: u32,
-    #[doc = "< ::ZF_CHAT_ADD_ASSISTANT (add_generation_prompt),\n::ZF_CHAT_FIXED_TIME; other bits are rejected."]
+    #[doc = "< ::ZF_CHAT_ADD_ASSISTANT (add_generation_prompt),\n::ZF_CHAT_FIXED_TIME (zf_chat_parse() also takes\n::ZF_CHAT_PARSE_PARTIAL); other bits are rejected."]
     pub flags: u32,
     #[doc = "< NULL: `tokenizer.chat_template`; else the file's\n`tokenizer.chat_template.NAME` (e.g. \"tool_use\")."]
     pub template_name: *const ::core::ffi::c_char,
@@ -268,6 +268,7 @@ pub const ZF_DETOKENIZE_REMOVE_SPECIAL: i32 = 1;
 pub const ZF_DETOKENIZE_RENDER_SPECIAL: i32 = 2;
 pub const ZF_CHAT_ADD_ASSISTANT: i32 = 1;
 pub const ZF_CHAT_FIXED_TIME: i32 = 2;
+pub const ZF_CHAT_PARSE_PARTIAL: i32 = 4;
 pub const ZF_KV_F32: i32 = 0;
 pub const ZF_KV_F16: i32 = 1;
 pub const ZF_GENERATE_NO_SPECIAL: i32 = 1;

@@ -21,7 +21,12 @@ json AssistantStream::Parse(const std::string& text, bool partial) const {
       true, &out);
   json msg = st == ZF_OK ? json::parse(out, nullptr, false) : json();
   if (!msg.is_object()) msg = {{"role", "assistant"}, {"content", text}};  // never lose the text
-  if (!reading_.parse_tools) msg.erase("tool_calls");
+  if (!reading_.parse_tools && msg.contains("tool_calls")) {
+    // Calls the request did not allow are text: without reasoning, the turn as generated (a
+    // partial parse keeps holding the call's text back until the turn is complete).
+    msg.erase("tool_calls");
+    if (!msg.contains("reasoning_content") && !partial) msg["content"] = text;
+  }
   if (!reading_.parallel && msg.contains("tool_calls") && msg["tool_calls"].size() > 1) {
     msg["tool_calls"].erase(msg["tool_calls"].begin() + 1, msg["tool_calls"].end());
   }

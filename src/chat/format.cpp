@@ -39,6 +39,13 @@ size_t CommonPrefix(const std::string& a, const std::string& b) {
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
+// `n` moved back to the `open` of a bracket pair ("<...>", "[...]") that s[0, n) would cut in
+// two: a split between two renderings never falls inside a marker.
+size_t Unsplit(const std::string& s, size_t n, char open = '<', char close = '>') {
+  const size_t at = n == 0 ? std::string::npos : s.rfind(open, n - 1);
+  return at != std::string::npos && s.find(close, at) >= n ? at : n;
+}
+
 // Digits compare equal: templates number their calls ("tool_call_id": "0", "1", ...).
 size_t CommonSuffix(const std::string& a, const std::string& b, size_t limit) {
   size_t n = 0;
@@ -81,11 +88,7 @@ bool Turn(const Renderer& render, const std::string& prompt, const Json& assista
   if (full.compare(0, prompt.size(), prompt) != 0) {
     // The generation prompt is not a prefix of the history (e.g. it opens reasoning the history
     // does not show): the turn starts where the two differ.
-    size_t split = CommonPrefix(full, prompt);
-    // Not inside a tag: back up to the '<' of one the two renderings started differently.
-    const size_t lt = full.rfind('<', split == 0 ? 0 : split - 1);
-    if (lt != std::string::npos && lt < split && full.find('>', lt) >= split) split = lt;
-    *turn = full.substr(split);
+    *turn = full.substr(Unsplit(full, CommonPrefix(full, prompt)));
     return true;
   }
   *turn = full.substr(prompt.size());
@@ -193,15 +196,8 @@ ToolCallFormat DeriveToolCalls(const Renderer& render, const std::string& prompt
   const bool used_two = two && t2.compare(0, n1 + len, t1, 0, n1 + len) == 0 && m2 >= n1 + len;
   if (used_two) {
     const std::string between = t2.substr(n1 + len, m2 - n1 - len);  // rest of call 1, sep, start of call 2
-    size_t a = CommonPrefix(after1, between);
-    // The rest of call 1 does not end inside a tag that only the next call or the close opens.
-    for (const auto& [lo, hi] : {std::pair<char, char>{'<', '>'}, {'[', ']'}}) {
-      const size_t open_at = after1.rfind(lo, a == 0 ? 0 : a - 1);
-      if (open_at != std::string::npos && open_at < a) {
-        const size_t close_at = after1.find(hi, open_at);
-        if (close_at == std::string::npos || close_at >= a) a = open_at;
-      }
-    }
+    // The rest of call 1 does not end inside a marker that only the next call or the close opens.
+    const size_t a = Unsplit(after1, Unsplit(after1, CommonPrefix(after1, between)), '[', ']');
     const std::string rest = between.substr(a);
     b = CommonSuffix(before1, rest, rest.size());
     call_head = before1.substr(before1.size() - b);
@@ -220,12 +216,7 @@ ToolCallFormat DeriveToolCalls(const Renderer& render, const std::string& prompt
   std::string open = before1.substr(0, before1.size() - b);
   // What the template writes before any assistant text (an empty reasoning block, a header) is
   // not part of the calls.
-  size_t shared = CommonPrefix(open, pre_content);
-  if (const size_t lt = open.rfind('<', shared == 0 ? 0 : shared - 1);
-      lt != std::string::npos && lt < shared && open.find('>', lt) >= shared) {
-    shared = lt;  // not inside a tag
-  }
-  open = open.substr(shared);
+  open = open.substr(Unsplit(open, CommonPrefix(open, pre_content)));
   if (!reasoning.close.empty()) {
     const size_t rc = open.find(reasoning.close);
     if (rc != std::string::npos) open = open.substr(rc + reasoning.close.size());

@@ -19,7 +19,9 @@ set(ZF_CONSTRAINTS AUTO CACHE STRING "Constrained decoding through llguidance (n
 set_property(CACHE ZF_CONSTRAINTS PROPERTY STRINGS AUTO ON OFF)
 
 set(ZF_HAVE_CONSTRAINTS OFF)
-if(NOT ZF_CONSTRAINTS STREQUAL "OFF")
+if(ZF_CONSTRAINTS STREQUAL "OFF")
+  message(STATUS "Constrained decoding: off (-DZF_CONSTRAINTS=OFF)")
+else()
   find_program(ZF_CARGO cargo HINTS "$ENV{CARGO_HOME}/bin" "$ENV{HOME}/.cargo/bin")
   find_program(ZF_RUSTC rustc HINTS "$ENV{CARGO_HOME}/bin" "$ENV{HOME}/.cargo/bin")
   if(CMAKE_CROSSCOMPILING AND ZF_CONSTRAINTS STREQUAL "AUTO")

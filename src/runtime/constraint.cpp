@@ -206,6 +206,10 @@ Status Constraint::ComputeMask() {
   }
   // Bits past the tokenizer's vocabulary (padding of the last word) stay off.
   if (n_vocab_ % 32 != 0) mask_[size_t(n_vocab_) / 32] &= (1u << (n_vocab_ % 32)) - 1u;
+  if (std::all_of(mask_.begin(), mask_.end(), [](uint32_t w) { return w == 0; })) {
+    return InvalidArgument("constraint: no token of the vocabulary can continue the text (" +
+                           std::to_string(n_masks_) + " tokens generated)");
+  }
   mask_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ++n_masks_;
   return Status::Ok();

@@ -48,6 +48,8 @@ class Constraint {
   // Computes the tokens allowed at the next position into mask(): bit (id & 31) of word id / 32,
   // words for n_vocab ids of the model's logits (ids beyond the tokenizer's vocabulary are off).
   // End-of-generation tokens are allowed exactly when the text so far is complete.
+  // kInvalidArgument when no token can continue the text (a constraint the vocabulary cannot
+  // spell), kInternal for an llguidance failure.
   Status ComputeMask();
   const uint32_t* mask() const { return mask_.data(); }
   bool Allowed(int32_t id) const {

@@ -570,10 +570,39 @@ typedef struct zf_generate_params {
                                  generated token's log-probability and this many most likely
                                  alternatives through zf_session_logprobs(). */
   uint32_t reserved1;       /**< Padding; must be 0. */
+  const char* constraint;   /**< Since 0.3: constrained decoding (doc/constraints.md): the text
+                                 the output must match, NUL-terminated UTF-8, read during
+                                 zf_generate() / zf_generate_begin() only; its meaning is given by
+                                 constraint_kind. NULL (default) = unconstrained. */
+  int32_t constraint_kind;  /**< Since 0.3: ZF_CONSTRAINT_* (default ::ZF_CONSTRAINT_NONE). */
+  uint32_t reserved2;       /**< Padding; must be 0. */
 } zf_generate_params;
 
 /** Most alternatives zf_generate_params.n_logprobs may ask for per token. */
 #define ZF_MAX_LOGPROBS 20
+
+/**
+ * @name Constraint kinds (zf_generate_params.constraint_kind, since 0.3)
+ * With a constraint, the generated text is exactly a string the constraint accepts: tokens
+ * that cannot continue it are never sampled (greedy included), an end token is allowed only
+ * once the text is complete, and generation ends with ::ZF_STOP_EOS when the text is complete
+ * and nothing may follow (or the model picks an allowed end token; also with
+ * ::ZF_GENERATE_IGNORE_EOS). ::ZF_STOP_MAX_TOKENS and the other stop reasons can still cut the
+ * text short. Stop strings apply as usual. The constraint is compiled before the prompt is
+ * evaluated: an invalid one fails with ::ZF_ERR_INVALID_ARGUMENT and the compiler's message in
+ * zf_last_error(), with nothing evaluated or generated; a library built without constraints
+ * (no Rust toolchain at build time) fails with ::ZF_ERR_UNSUPPORTED. The matching engine is
+ * llguidance. GBNF grammars are not supported (use ::ZF_CONSTRAINT_LARK).
+ * @{
+ */
+#define ZF_CONSTRAINT_NONE 0        /**< No constraint; `constraint` must be NULL. */
+#define ZF_CONSTRAINT_JSON_SCHEMA 1 /**< A JSON schema (llguidance's JSON Schema subset). */
+#define ZF_CONSTRAINT_REGEX 2       /**< A regular expression (Rust regex syntax) matching the
+                                         whole output. */
+#define ZF_CONSTRAINT_CHOICE 3      /**< A non-empty JSON array of strings: the output is one of
+                                         them, verbatim. */
+#define ZF_CONSTRAINT_LARK 4        /**< A Lark grammar (llguidance's dialect; `start` rule). */
+/** @} */
 
 /** @brief Fills defaults; see zf_model_params_init(). */
 ZF_API zf_status zf_generate_params_init(zf_generate_params* params, size_t size);
@@ -612,8 +641,11 @@ typedef struct zf_generate_result {
  * @param out May be NULL; set out->struct_size first.
  * @return ::ZF_OK (also when stopped by callback, cancel, stop string, EOS, max tokens);
  *         ::ZF_ERR_INVALID_UTF8; ::ZF_ERR_CONTEXT_FULL; ::ZF_ERR_INVALID_ARGUMENT (also for
- *         unknown flag bits, a nonzero reserved0 or reserved1, n_logprobs outside
- *         0..::ZF_MAX_LOGPROBS, or a zf_generation in progress on the session).
+ *         unknown flag bits, a nonzero reserved0, reserved1 or reserved2, n_logprobs outside
+ *         0..::ZF_MAX_LOGPROBS, an unknown constraint_kind or one that disagrees with
+ *         `constraint` being NULL, an invalid constraint (the compiler's message), or a
+ *         zf_generation in progress on the session); ::ZF_ERR_UNSUPPORTED (a constraint, in a
+ *         library built without constraints).
  */
 ZF_API zf_status zf_generate(zf_session* session, const char* prompt, size_t len,
                              const zf_generate_params* params, zf_stream_cb cb, void* user_data,
@@ -650,9 +682,10 @@ typedef struct zf_generation zf_generation;
  * @param out Receives the generation, or NULL on failure. Free with zf_generation_free().
  * @return ::ZF_OK (also when a zf_session_cancel() stops the prefill: the generation is then
  *         already done with ::ZF_STOP_CANCELLED); ::ZF_ERR_INVALID_UTF8; ::ZF_ERR_CONTEXT_FULL
- *         (nothing evaluated); ::ZF_ERR_INVALID_ARGUMENT (NULL session/out, bad params, empty
- *         prompt with nothing to continue from, another generation in progress on the session);
- *         ::ZF_ERR_OUT_OF_MEMORY.
+ *         (nothing evaluated); ::ZF_ERR_INVALID_ARGUMENT (NULL session/out, bad params, an
+ *         invalid constraint (nothing evaluated), empty prompt with nothing to continue from,
+ *         another generation in progress on the session); ::ZF_ERR_UNSUPPORTED (a constraint,
+ *         in a library built without constraints); ::ZF_ERR_OUT_OF_MEMORY.
  */
 ZF_API zf_status zf_generate_begin(zf_session* session, const char* prompt, size_t len,
                                    const zf_generate_params* params, zf_generation** out);

@@ -33,7 +33,10 @@ else
 fi
 
 stage "release build + ctest"
-cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DZF_BUILD_TESTS=ON -DZF_WERROR=ON "${kernels[@]}" >/dev/null
+# Constrained decoding is built (cargo, llguidance; cmake/constraints.cmake) and tested here; the
+# built archive is cached under ~/.cache/zerfoo/llguidance, so the clang stage reuses it.
+export PATH="$PATH:${CARGO_HOME:-$HOME/.cargo}/bin"
+cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DZF_BUILD_TESTS=ON -DZF_WERROR=ON -DZF_CONSTRAINTS=ON "${kernels[@]}" >/dev/null
 cmake --build build-test -j"$jobs"
 ctest --test-dir build-test --output-on-failure -j"$jobs" --timeout 900
 
@@ -78,7 +81,7 @@ ZF_FUZZ_BUILD=build-test-clang scripts/fuzz.sh "${ZF_FUZZ_SECONDS:-30}"
 
 stage "ThreadSanitizer (concurrency tests)"
 cmake -S . -B build-test-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZF_BUILD_TESTS=ON \
-  -DZF_SANITIZE=thread -DZF_BUILD_KERNELS=OFF >/dev/null
+  -DZF_SANITIZE=thread -DZF_BUILD_KERNELS=OFF -DZF_CONSTRAINTS=OFF >/dev/null  # uninstrumented Rust: see cmake/constraints.cmake
 cmake --build build-test-tsan -j"$jobs" --target zerfoo_unit_tests zerfoo_capi_tests
 export TSAN_OPTIONS=halt_on_error=1
 build-test-tsan/tests/zerfoo_unit_tests --gtest_brief=1 --gtest_filter='*Concurrent*:*Thread*'

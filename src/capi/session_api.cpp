@@ -12,8 +12,15 @@ using zf::capi::Fail;
 using zf::capi::Succeed;
 
 static_assert(sizeof(zf_session_params) == 16, "zf_session_params layout is part of the ABI");
-static_assert(sizeof(zf_generate_params) == 72, "zf_generate_params layout is part of the ABI");
 static_assert(offsetof(zf_generate_params, n_logprobs) == 64, "zf_generate_params layout is part of the ABI");
+static_assert(sizeof(zf_generate_params) == 88 && offsetof(zf_generate_params, constraint) == 72 &&
+                  offsetof(zf_generate_params, constraint_kind) == 80 && offsetof(zf_generate_params, reserved2) == 84,
+              "zf_generate_params layout is part of the ABI");
+static_assert(ZF_CONSTRAINT_JSON_SCHEMA == int32_t(zf::rt::ConstraintKind::kJsonSchema) &&
+                  ZF_CONSTRAINT_REGEX == int32_t(zf::rt::ConstraintKind::kRegex) &&
+                  ZF_CONSTRAINT_CHOICE == int32_t(zf::rt::ConstraintKind::kChoice) &&
+                  ZF_CONSTRAINT_LARK == int32_t(zf::rt::ConstraintKind::kLark),
+              "ZF_CONSTRAINT_* match the runtime");
 static_assert(sizeof(zf_generate_result) == 32, "zf_generate_result layout is part of the ABI");
 static_assert(sizeof(zf_token_logprob) == 8 && offsetof(zf_token_logprob, logprob) == 4,
               "zf_token_logprob layout is part of the ABI");
@@ -73,6 +80,17 @@ zf_status ToOptions(const zf_generate_params* params, zf::rt::GenerateOptions* o
   }
   if (zf_status e = zf::capi::CheckReserved("params->reserved0", p.reserved0)) return e;
   if (zf_status e = zf::capi::CheckReserved("params->reserved1", p.reserved1)) return e;
+  if (zf_status e = zf::capi::CheckReserved("params->reserved2", p.reserved2)) return e;
+  if (p.constraint_kind < ZF_CONSTRAINT_NONE || p.constraint_kind > ZF_CONSTRAINT_LARK) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "params->constraint_kind " + std::to_string(p.constraint_kind) +
+                                             " is not a ZF_CONSTRAINT_* value");
+  }
+  if (p.constraint_kind == ZF_CONSTRAINT_NONE && p.constraint != nullptr) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "params->constraint is set but params->constraint_kind is ZF_CONSTRAINT_NONE");
+  }
+  if (p.constraint_kind != ZF_CONSTRAINT_NONE && p.constraint == nullptr) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "params->constraint_kind is set but params->constraint is NULL");
+  }
   if (p.n_logprobs < 0 || p.n_logprobs > ZF_MAX_LOGPROBS) {
     return Fail(ZF_ERR_INVALID_ARGUMENT, "params->n_logprobs " + std::to_string(p.n_logprobs) + " is outside 0.." +
                                              std::to_string(ZF_MAX_LOGPROBS));
@@ -97,6 +115,8 @@ zf_status ToOptions(const zf_generate_params* params, zf::rt::GenerateOptions* o
   out->parse_special = (p.flags & ZF_GENERATE_NO_PARSE_SPECIAL) == 0;
   out->ignore_eos = (p.flags & ZF_GENERATE_IGNORE_EOS) != 0;
   out->n_logprobs = p.n_logprobs;
+  out->constraint_kind = zf::rt::ConstraintKind(p.constraint_kind);
+  if (p.constraint != nullptr) out->constraint = p.constraint;
   return ZF_OK;
 }
 

@@ -30,6 +30,14 @@ Status Generation::Begin(Session& session, std::string_view prompt, const Genera
                          std::unique_ptr<Generation>* out) {
   out->reset();
   const tok::Tokenizer& tok = session.model().tokenizer();
+  // The constraint first: an invalid one fails before the session is touched.
+  std::unique_ptr<Constraint> constraint;
+  double compile_ms = 0;
+  if (o.constraint_kind != ConstraintKind::kNone) {
+    const auto tc = std::chrono::steady_clock::now();
+    ZF_RETURN_IF_ERROR(Constraint::Create(session.model(), o.constraint_kind, o.constraint, &constraint));
+    compile_ms = MsSince(tc);
+  }
 
   // Special tokens (BOS) only open a conversation; later turns continue the same sequence.
   std::vector<int32_t> tokens = session.pending();
@@ -47,9 +55,12 @@ Status Generation::Begin(Session& session, std::string_view prompt, const Genera
   }
 
   std::unique_ptr<Generation> g(new Generation(session, o));
+  g->constraint_ = std::move(constraint);
+  g->result_.constraint_compile_ms = compile_ms;
   // Plain greedy on a device engine: only the argmax crosses to the host per token.
-  // Log-probabilities need the whole row of logits on the host.
+  // Log-probabilities and constraint masks need the whole row of logits on the host.
   g->device_greedy_ = session.logits_on_device() && o.sampler.temperature <= 0.0f && o.n_logprobs <= 0 &&
+                      g->constraint_ == nullptr &&
                       (o.sampler.repeat_penalty == 1.0f || o.sampler.repeat_last_n == 0);
   if (tokens.empty() && !session.has_logits() && session.has_argmax() && !g->device_greedy_) {
     ZF_RETURN_IF_ERROR(session.FetchLogits());  // continuing a device-greedy turn with sampling
@@ -136,6 +147,11 @@ Status Generation::Next(std::string* piece, int32_t* token, bool* done) {
           End(StopReason::kContextFull, false);
           continue;
         }
+        if (constraint_ != nullptr && constraint_->IsStopped()) {  // complete: nothing may follow
+          session_.pending().push_back(last_token_);
+          End(StopReason::kEos, false);
+          continue;
+        }
         if (o.max_tokens >= 0 && result_.n_generated >= o.max_tokens) {
           session_.pending().push_back(last_token_);  // shown but not evaluated: evaluated by the next call
           End(StopReason::kMaxTokens, false);
@@ -163,12 +179,35 @@ Status Generation::Next(std::string* piece, int32_t* token, bool* done) {
           End(StopReason::kCancelled, false);
           continue;
         }
+        const uint32_t* allow = nullptr;
+        if (constraint_ != nullptr) {
+          if (constraint_->IsStopped()) {
+            End(StopReason::kEos, false);
+            continue;
+          }
+          Status s = constraint_->ComputeMask();
+          result_.constraint_mask_ms = constraint_->mask_ms();
+          result_.constraint_masks = constraint_->n_masks();
+          if (!s.ok()) {
+            phase_ = Phase::kDone;
+            return s;
+          }
+          allow = constraint_->mask();
+        }
         const int32_t t = device_greedy_ && session_.has_argmax()
                               ? session_.last_argmax()
-                              : sampler_.Sample(session_.last_logits(), history_.data(), history_.size());
-        if (!o.ignore_eos && tok.IsEndOfGeneration(t)) {
+                              : sampler_.Sample(session_.last_logits(), history_.data(), history_.size(), allow);
+        // An end token the constraint allows means the text is complete (ignore_eos or not).
+        if ((!o.ignore_eos || constraint_ != nullptr) && tok.IsEndOfGeneration(t)) {
           End(StopReason::kEos, false);
           continue;
+        }
+        if (constraint_ != nullptr) {
+          Status s = constraint_->Commit(t);
+          if (!s.ok()) {
+            phase_ = Phase::kDone;
+            return s;
+          }
         }
         if (o.n_logprobs > 0) {
           AppendLogprobs(session_.last_logits(), session_.model().desc().n_vocab, t, o.n_logprobs, &logprobs_);

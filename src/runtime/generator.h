@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "runtime/constraint.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "runtime/text_stream.h"
@@ -34,6 +35,13 @@ struct GenerateOptions {
   // text is left out; tokens that end the generation without a piece (EOS, or text swallowed by
   // a stop string) are not reported.
   int32_t n_logprobs = 0;
+  // Constrained decoding (runtime/constraint.h): the generated text must match `constraint` of
+  // this kind. Compiled by Begin() before anything is evaluated. Disallowed tokens are masked
+  // before sampling; when the constraint is complete (nothing may follow) or the model picks an
+  // end token it allows (only once the text is complete), the generation ends with kEos, also
+  // with ignore_eos.
+  ConstraintKind constraint_kind = ConstraintKind::kNone;
+  std::string constraint;
 };
 
 struct GenerateResult {
@@ -42,6 +50,9 @@ struct GenerateResult {
   int32_t n_generated = 0;
   double prompt_ms = 0;
   double decode_ms = 0;
+  double constraint_compile_ms = 0;  // Constraint::Create in Begin()
+  double constraint_mask_ms = 0;     // every ComputeMask() (inside decode_ms)
+  int64_t constraint_masks = 0;
 };
 
 // Returns true to stop generation.
@@ -93,10 +104,12 @@ class Generation {
   int32_t last_token_ = -1;
   std::string emit_;
   std::vector<TokenLogprob> logprobs_;  // tokens sampled since the last piece (n_logprobs > 0)
+  std::unique_ptr<Constraint> constraint_;
 };
 
 // Begin() + Next() until done, each piece passed to `stream` (a true return is Stop()).
-// kInvalidUtf8 for a malformed prompt, kContextFull if the prompt does not fit (nothing is
+// kInvalidArgument for an invalid constraint and kUnsupported for one in a build without
+// constraints (both before anything is evaluated), kInvalidUtf8 for a malformed prompt, kContextFull if the prompt does not fit (nothing is
 // evaluated), kInvalidArgument for an empty prompt with nothing to continue from.
 Status Generate(Session& session, std::string_view prompt, const GenerateOptions& options, StreamFn stream,
                 void* stream_ctx, GenerateResult* result);

@@ -57,7 +57,7 @@ double Sampler::NextUniform() {
   return double(z >> 11) * (1.0 / 9007199254740992.0);  // 53 random bits
 }
 
-int32_t Sampler::Sample(const float* logits, const int32_t* history, size_t n_history) {
+int32_t Sampler::Sample(const float* logits, const int32_t* history, size_t n_history, const uint32_t* allow) {
   const size_t n = size_t(n_vocab_);
   // Repetition penalty over the distinct tokens of the window: marked in seen_ and applied as the
   // logits are read (no copy of the whole vocabulary).
@@ -69,9 +69,10 @@ int32_t Sampler::Sample(const float* logits, const int32_t* history, size_t n_hi
   for (size_t i = 0; i < window; ++i) {
     if (recent[i] >= 0 && recent[i] < n_vocab_) seen_[size_t(recent[i])] = 1;
   }
+  const auto allowed = [&](size_t i) { return ((allow[i >> 5] >> (i & 31)) & 1u) != 0; };
   const auto value = [&](size_t i) {
     float l = logits[i];
-    if (std::isnan(l)) return -INFINITY;
+    if (std::isnan(l) || (allow != nullptr && !allowed(i))) return -INFINITY;
     if (penalize && seen_[i]) l = l > 0 ? l / p_.repeat_penalty : l * p_.repeat_penalty;
     return l;
   };
@@ -84,6 +85,29 @@ int32_t Sampler::Sample(const float* logits, const int32_t* history, size_t n_hi
     }
   };
 
+  // With a mask, the first allowed id: what is returned when no allowed token has a finite logit.
+  const auto first_allowed = [&]() -> int32_t {
+    for (size_t w = 0; w < (n + 31) / 32; ++w) {
+      if (allow[w] != 0) {
+        const size_t i = w * 32 + size_t(__builtin_ctz(allow[w]));
+        if (i < n) return int32_t(i);
+      }
+    }
+    return 0;
+  };
+  if (p_.temperature <= 0.0f && allow != nullptr) {  // masked greedy: allowed tokens only
+    Candidate best{-1, -INFINITY};
+    for (size_t w = 0; w < (n + 31) / 32; ++w) {
+      for (uint32_t bits = allow[w]; bits != 0; bits &= bits - 1) {
+        const size_t i = w * 32 + size_t(__builtin_ctz(bits));
+        if (i >= n) break;
+        const float l = value(i);
+        if (best.id < 0 || l > best.logit) best = {int32_t(i), l};
+      }
+    }
+    clear_seen();
+    return best.id >= 0 ? best.id : 0;
+  }
   if (p_.temperature <= 0.0f) {  // greedy: one pass, ties to the lowest id
     Candidate best{0, value(0)};
     for (size_t i = 1; i < n; ++i) {
@@ -115,7 +139,9 @@ int32_t Sampler::Sample(const float* logits, const int32_t* history, size_t n_hi
   }
   clear_seen();
   std::sort(cand_.begin(), cand_.begin() + long(m), by_logit);
-  if (cand_[0].logit == -INFINITY) return cand_[0].id;  // nothing finite: deterministic fallback
+  if (cand_[0].logit == -INFINITY) {  // nothing finite: deterministic fallback
+    return allow != nullptr ? first_allowed() : cand_[0].id;
+  }
 
   // Softmax over the survivors (the reference applies top-p/min-p to the untempered distribution).
   const auto softmax = [&](size_t count, float temp) {
@@ -153,6 +179,11 @@ int32_t Sampler::Sample(const float* logits, const int32_t* history, size_t n_hi
   for (size_t i = 0; i < m; ++i) {
     cum += probs_[i];
     if (r < cum) return cand_[i].id;
+  }
+  if (allow != nullptr) {  // rounding left r past the sum: the last candidate that can be drawn
+    for (size_t i = m; i-- > 0;) {
+      if (probs_[i] > 0.0f) return cand_[i].id;
+    }
   }
   return cand_[m - 1].id;
 }

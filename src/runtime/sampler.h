@@ -40,8 +40,10 @@ class Sampler {
   Sampler(const SamplerParams& params, int32_t n_vocab);
 
   // history: every earlier token of the session (prompt and generated); the penalty applies to
-  // the distinct tokens among its last repeat_last_n.
-  int32_t Sample(const float* logits, const int32_t* history, size_t n_history);
+  // the distinct tokens among its last repeat_last_n. allow (constrained decoding, may be null):
+  // a bit mask over the vocabulary (bit i & 31 of word i / 32); the other tokens count as -inf
+  // and are never returned while any token is allowed. Null gives exactly the unmasked chain.
+  int32_t Sample(const float* logits, const int32_t* history, size_t n_history, const uint32_t* allow = nullptr);
 
   void Reset(uint64_t seed);
 

@@ -4,6 +4,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -43,7 +44,9 @@ TEST_CASE("params structs have their ABI sizes and defaults") {
   CHECK(mp.max_batch == int32_t(0xABABABAB));  // beyond its struct_size: not written
   CHECK(sizeof(zf_model_summary) == 88);
   CHECK(sizeof(zf_session_params) == 16);
-  CHECK(sizeof(zf_generate_params) == 72);  // 64 before n_logprobs and reserved1 were appended
+  CHECK(sizeof(zf_generate_params) == 88);  // 64, then 72 with n_logprobs; 88 with the constraint
+  CHECK(offsetof(zf_generate_params, constraint) == 72);
+  CHECK(offsetof(zf_generate_params, constraint_kind) == 80);
   CHECK(sizeof(zf_generate_result) == 32);
   CHECK(sizeof(zf_token_logprob) == 8);
   zf_generate_params g;
@@ -55,6 +58,9 @@ TEST_CASE("params structs have their ABI sizes and defaults") {
   CHECK(g.flags == 0u);
   CHECK(g.n_logprobs == 0);  // log-probabilities are opt-in
   CHECK(g.reserved1 == 0u);
+  CHECK(g.constraint == nullptr);  // unconstrained by default
+  CHECK(g.constraint_kind == ZF_CONSTRAINT_NONE);
+  CHECK(g.reserved2 == 0u);
   std::memset(&g, 0xAB, sizeof g);
   REQUIRE(zf_generate_params_init(&g, 64) == ZF_OK);  // a caller compiled against the 64-byte layout
   CHECK(g.struct_size == 64u);

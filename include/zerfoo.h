@@ -431,7 +431,7 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
  * ... For templates that render no tool calls (Gemma), a reply that is only a JSON object
  * `{"name", "arguments"|"parameters"}` (or a list of them, or `{"tool_calls": [...]}`,
  * optionally in a ```json fence) naming an offered tool is a call. Reasoning is the text between
- * the template's markers (`<think>`...`</think>` and the like), also when the generation prompt
+ * the template's markers (think tags and the like), also when the generation prompt
  * opened them (then a turn that never closes them is all reasoning); whitespace around content and reasoning is trimmed where markers or calls were
  * read out of the text (a text without any is returned as it is). Markers and arguments are
  * matched leniently about whitespace. The derived format is cached per template and extra
@@ -603,6 +603,19 @@ typedef struct zf_generate_params {
                                          them, verbatim. */
 #define ZF_CONSTRAINT_LARK 4        /**< A Lark grammar (llguidance's dialect; `start` rule). */
 /** @} */
+
+/**
+ * @brief Compiles a constraint for `model`'s vocabulary and discards it: the check
+ * zf_generate() makes before evaluating anything, for callers (servers) that must answer a bad
+ * schema, regex, grammar or choice list before they commit a session to a request. Thread-safe.
+ * @param model The model whose vocabulary the constraint is compiled for.
+ * @param kind ZF_CONSTRAINT_JSON_SCHEMA, _REGEX, _CHOICE or _LARK.
+ * @param constraint NUL-terminated UTF-8 text of that kind.
+ * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL model or constraint, an unknown kind, an
+ *         invalid constraint: the compiler's message); ::ZF_ERR_UNSUPPORTED (a library built
+ *         without constraints).
+ */
+ZF_API zf_status zf_constraint_check(const zf_model* model, int32_t kind, const char* constraint);
 
 /** @brief Fills defaults; see zf_model_params_init(). */
 ZF_API zf_status zf_generate_params_init(zf_generate_params* params, size_t size);

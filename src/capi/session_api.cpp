@@ -1,11 +1,13 @@
 // C entry points for sessions, evaluation and streaming generation.
 #include <cstddef>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "capi/handles.h"
+#include "runtime/constraint.h"
 #include "runtime/generator.h"
 
 using zf::capi::Fail;
@@ -298,6 +300,20 @@ ZF_API zf_status zf_session_eval(zf_session* session, const int32_t* tokens, siz
 
 ZF_API zf_status zf_generate_params_init(zf_generate_params* params, size_t size) {
   return InitParams(params, size, DefaultGenerateParams());
+}
+
+ZF_API zf_status zf_constraint_check(const zf_model* model, int32_t kind, const char* constraint) {
+  if (model == nullptr) return NullArg("model");
+  if (constraint == nullptr) return NullArg("constraint");
+  if (kind <= ZF_CONSTRAINT_NONE || kind > ZF_CONSTRAINT_LARK) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "kind " + std::to_string(kind) + " is not a ZF_CONSTRAINT_* kind");
+  }
+  ZF_GUARD_BEGIN
+  std::unique_ptr<zf::rt::Constraint> c;
+  zf::Status st = zf::rt::Constraint::Create(*model->impl, zf::rt::ConstraintKind(kind), constraint, &c);
+  if (!st.ok()) return Fail(st);
+  return Succeed();
+  ZF_GUARD_END
 }
 
 ZF_API zf_status zf_generate(zf_session* session, const char* prompt, size_t len, const zf_generate_params* params,

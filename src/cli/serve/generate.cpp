@@ -31,6 +31,8 @@ zf_status Generate(Slot* slot, const Request& r, const EmitFn& emit, Clock::time
   zf_generate_params gp = r.gp;
   gp.stop = stops.empty() ? nullptr : stops.data();
   gp.n_stop = stops.size();
+  gp.constraint = r.constraint_kind != ZF_CONSTRAINT_NONE ? r.constraint.c_str() : nullptr;
+  gp.constraint_kind = r.constraint_kind;
   zf_generation* g = nullptr;
   st = zf_generate_begin(s, nullptr, 0, &gp, &g);
   if (st != ZF_OK) return st;

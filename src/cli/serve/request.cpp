@@ -83,6 +83,91 @@ ChatRender ParseChatOptions(const json& body, const std::string& chat_template, 
 
 namespace {
 
+// The output constraint of a body, if any: OpenAI's response_format (json_object, json_schema),
+// vLLM's structured_outputs {json|regex|choice|grammar} (also at the top level, and its older
+// guided_* names), llama-server's json_schema and grammar (Lark: llguidance's dialect; GBNF is
+// not supported). At most one.
+void ParseConstraint(const json& body, const zf_model* model, Request* r) {
+  struct Found {
+    std::string field;
+    int32_t kind;
+    std::string text;
+  };
+  std::vector<Found> found;
+  auto text_of = [](const json& v, const std::string& field) {
+    if (!v.is_string()) throw BadRequest("invalid_type", "'" + field + "' must be a string");
+    return v.get<std::string>();
+  };
+  auto schema_of = [](const json& v, const std::string& field) {
+    if (!v.is_object() && !v.is_boolean()) throw BadRequest("invalid_type", "'" + field + "' must be a JSON schema object");
+    return v.dump();
+  };
+  auto choice_of = [](const json& v, const std::string& field) {
+    if (!v.is_array() || v.empty() || !std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_string(); })) {
+      throw BadRequest("invalid_type", "'" + field + "' must be a non-empty list of strings");
+    }
+    return v.dump();
+  };
+  auto take = [&](const json& holder, const std::string& prefix, const char* key, int32_t kind) {
+    if (!holder.contains(key) || holder[key].is_null()) return;
+    const std::string field = prefix + key;
+    const json& v = holder[key];
+    std::string text = kind == ZF_CONSTRAINT_JSON_SCHEMA ? schema_of(v, field)
+                       : kind == ZF_CONSTRAINT_CHOICE  ? choice_of(v, field)
+                                                       : text_of(v, field);
+    if (kind == ZF_CONSTRAINT_LARK && text.rfind("%llguidance", 0) == 0) {
+      text = text.substr(text.find('\n') == std::string::npos ? text.size() : text.find('\n') + 1);
+    }
+    found.push_back({field, kind, std::move(text)});
+  };
+  if (body.contains("response_format") && !body["response_format"].is_null()) {
+    const json& rf = body["response_format"];
+    const std::string type = rf.is_object() ? rf.value("type", std::string()) : std::string();
+    if (type == "json_object") {
+      found.push_back({"response_format", ZF_CONSTRAINT_JSON_SCHEMA, R"({"type": "object"})"});
+    } else if (type == "json_schema") {
+      const json js = rf.value("json_schema", json());
+      if (!js.is_object() || !js.contains("schema")) {
+        throw BadRequest("invalid_value", "'response_format.json_schema' needs a 'schema'");
+      }
+      found.push_back({"response_format", ZF_CONSTRAINT_JSON_SCHEMA, schema_of(js["schema"], "response_format.json_schema.schema")});
+    } else if (type != "text") {
+      throw BadRequest("invalid_value", "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\"");
+    }
+  }
+  if (body.contains("structured_outputs") && !body["structured_outputs"].is_null()) {
+    const json& so = body["structured_outputs"];
+    if (!so.is_object()) throw BadRequest("invalid_type", "'structured_outputs' must be an object");
+    take(so, "structured_outputs.", "json", ZF_CONSTRAINT_JSON_SCHEMA);
+    take(so, "structured_outputs.", "regex", ZF_CONSTRAINT_REGEX);
+    take(so, "structured_outputs.", "choice", ZF_CONSTRAINT_CHOICE);
+    take(so, "structured_outputs.", "grammar", ZF_CONSTRAINT_LARK);
+  }
+  take(body, "", "json_schema", ZF_CONSTRAINT_JSON_SCHEMA);
+  take(body, "", "regex", ZF_CONSTRAINT_REGEX);
+  take(body, "", "choice", ZF_CONSTRAINT_CHOICE);
+  take(body, "", "grammar", ZF_CONSTRAINT_LARK);
+  take(body, "", "guided_json", ZF_CONSTRAINT_JSON_SCHEMA);
+  take(body, "", "guided_regex", ZF_CONSTRAINT_REGEX);
+  take(body, "", "guided_choice", ZF_CONSTRAINT_CHOICE);
+  take(body, "", "guided_grammar", ZF_CONSTRAINT_LARK);
+  if (found.size() > 1) {
+    throw BadRequest("invalid_value", "'" + found[0].field + "' and '" + found[1].field + "' both constrain the output; give one");
+  }
+  if (found.empty()) return;
+  r->constraint = std::move(found[0].text);
+  r->constraint_kind = found[0].kind;
+  // Compiled once here so that a bad one is a 400 before a slot is taken (generation compiles
+  // it again; a schema compiles in about a millisecond).
+  if (zf_constraint_check(model, r->constraint_kind, r->constraint.c_str()) != ZF_OK) {
+    const std::string why = zf_last_error();
+    if (why.find("without constraints") != std::string::npos) {
+      throw BadRequest("unsupported", "'" + found[0].field + "': " + why);
+    }
+    throw BadRequest("invalid_value", "'" + found[0].field + "': " + why);
+  }
+}
+
 
 // Reads an optional number field; throws a 400 on a wrong type.
 template <class T>
@@ -203,6 +288,8 @@ Request ParseCompletion(const std::string& text, bool chat, const RequestContext
     }
     r.stop.erase(std::remove(r.stop.begin(), r.stop.end(), std::string()), r.stop.end());
   }
+
+  ParseConstraint(body, ctx.model, &r);
 
   // The prompt, tokenized as `zerfoo generate` does (BOS per the model, special-token text as
   // tokens), so greedy outputs equal the CLI's.

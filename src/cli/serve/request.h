@@ -30,6 +30,10 @@ struct Request {
   // with the chosen token, and top == 0 still asks for the chosen token's logprob.
   bool logprobs = false;
   int32_t top_logprobs = 0;
+  // Structured output: response_format, structured_outputs (vLLM), regex / choice / grammar /
+  // json_schema at the top level; r.gp.constraint points here when the request is generated.
+  std::string constraint;
+  int32_t constraint_kind = ZF_CONSTRAINT_NONE;
   // Chat: tools, tool_choice, reasoning_format and chat_template_kwargs, as the prompt was
   // rendered with them and the output is read back.
   ChatReading reading;

@@ -201,6 +201,12 @@ pub struct zf_generate_params {
     pub n_logprobs: i32,
     #[doc = "< Padding; must be 0."]
     pub reserved1: u32,
+    #[doc = "< Since 0.3: constrained decoding (doc/constraints.md): the text\nthe output must match, NUL-terminated UTF-8, read during\nzf_generate() / zf_generate_begin() only; its meaning is given by\nconstraint_kind. NULL (default) = unconstrained."]
+    pub constraint: *const ::core::ffi::c_char,
+    #[doc = "< Since 0.3: ZF_CONSTRAINT_* (default ::ZF_CONSTRAINT_NONE)."]
+    pub constraint_kind: i32,
+    #[doc = "< Padding; must be 0."]
+    pub reserved2: u32,
 }
 #[doc = " Outcome of zf_generate()."]
 #[repr(C)]
@@ -275,6 +281,11 @@ pub const ZF_GENERATE_NO_SPECIAL: i32 = 1;
 pub const ZF_GENERATE_NO_PARSE_SPECIAL: i32 = 2;
 pub const ZF_GENERATE_IGNORE_EOS: i32 = 4;
 pub const ZF_MAX_LOGPROBS: i32 = 20;
+pub const ZF_CONSTRAINT_NONE: i32 = 0;
+pub const ZF_CONSTRAINT_JSON_SCHEMA: i32 = 1;
+pub const ZF_CONSTRAINT_REGEX: i32 = 2;
+pub const ZF_CONSTRAINT_CHOICE: i32 = 3;
+pub const ZF_CONSTRAINT_LARK: i32 = 4;
 pub const ZF_STOP_EOS: i32 = 0;
 pub const ZF_STOP_MAX_TOKENS: i32 = 1;
 pub const ZF_STOP_STRING: i32 = 2;
@@ -413,7 +424,7 @@ const _: () = {
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of zf_generate_params"][::core::mem::size_of::<zf_generate_params>() - 72usize];
+    ["Size of zf_generate_params"][::core::mem::size_of::<zf_generate_params>() - 88usize];
     ["Alignment of zf_generate_params"][::core::mem::align_of::<zf_generate_params>() - 8usize];
     ["Offset of field: zf_generate_params::struct_size"]
         [::core::mem::offset_of!(zf_generate_params, struct_size) - 0usize];
@@ -445,6 +456,12 @@ const _: () = {
         [::core::mem::offset_of!(zf_generate_params, n_logprobs) - 64usize];
     ["Offset of field: zf_generate_params::reserved1"]
         [::core::mem::offset_of!(zf_generate_params, reserved1) - 68usize];
+    ["Offset of field: zf_generate_params::constraint"]
+        [::core::mem::offset_of!(zf_generate_params, constraint) - 72usize];
+    ["Offset of field: zf_generate_params::constraint_kind"]
+        [::core::mem::offset_of!(zf_generate_params, constraint_kind) - 80usize];
+    ["Offset of field: zf_generate_params::reserved2"]
+        [::core::mem::offset_of!(zf_generate_params, reserved2) - 84usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {

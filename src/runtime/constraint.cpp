@@ -142,6 +142,19 @@ Status GetVocab(const model::Model& model, std::shared_ptr<LlgVocab>* out) {
   return Status::Ok();
 }
 
+// JSON written as Python's json.dumps writes it (", " and ": ", no other whitespace) unless the
+// schema says otherwise in llguidance's "x-guidance" key: with whitespace free between tokens, a
+// small model can spend its whole budget on newlines and indentation.
+Status CompactJsonSchema(std::string_view text, std::string* out) {
+  nlohmann::ordered_json schema = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (schema.is_discarded()) return InvalidArgument("invalid JSON schema: not JSON");
+  if (schema.is_object() && !schema.contains("x-guidance")) {
+    schema["x-guidance"] = {{"whitespace_flexible", false}, {"item_separator", ", "}, {"key_separator", ": "}};
+  }
+  *out = schema.dump();
+  return Status::Ok();
+}
+
 }  // namespace
 
 struct Constraint::Impl {
@@ -157,7 +170,10 @@ Status Constraint::Create(const model::Model& model, ConstraintKind kind, std::s
   const char* type = nullptr;
   std::string data(text);
   switch (kind) {
-    case ConstraintKind::kJsonSchema: type = "json_schema"; break;
+    case ConstraintKind::kJsonSchema:
+      type = "json_schema";
+      ZF_RETURN_IF_ERROR(CompactJsonSchema(text, &data));
+      break;
     case ConstraintKind::kRegex: type = "regex"; break;
     case ConstraintKind::kLark: type = "lark"; break;
     case ConstraintKind::kChoice:

@@ -1,12 +1,13 @@
 """JSON schemas for the structured-output tests (tests/serve/test_serve.py): nested objects,
 arrays with bounds, enums, numeric ranges, patterns, anyOf, nullable fields, $defs/$ref. Strings
-are bounded (maxLength) and arrays short so that a 135M model under a constraint finishes within
+and numbers are bounded (maxLength, maximum) and arrays short so that a 135M model under a constraint finishes within
 the token budget; every answer is validated with the `jsonschema` package."""
 
 S = {"type": "string", "maxLength": 12}
+I = {"type": "integer", "minimum": 0, "maximum": 999}
 
 SCHEMAS = [
-    ("flat_object", {"type": "object", "properties": {"name": S, "age": {"type": "integer"}},
+    ("flat_object", {"type": "object", "properties": {"name": S, "age": I},
                      "required": ["name", "age"], "additionalProperties": False}),
     ("boolean_field", {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
                        "additionalProperties": False}),
@@ -36,13 +37,13 @@ SCHEMAS = [
             "required": ["name", "address"], "additionalProperties": False}},
         "required": ["person"], "additionalProperties": False}),
     ("array_of_objects", {"type": "object", "properties": {"items": {"type": "array", "minItems": 1, "maxItems": 2,
-        "items": {"type": "object", "properties": {"id": {"type": "integer"}, "label": S},
+        "items": {"type": "object", "properties": {"id": I, "label": S},
                   "required": ["id", "label"], "additionalProperties": False}}},
         "required": ["items"], "additionalProperties": False}),
     ("nullable_field", {"type": "object", "properties": {"nick": {"type": ["string", "null"], "maxLength": 8},
                                                          "name": S},
                         "required": ["nick", "name"], "additionalProperties": False}),
-    ("anyof_scalar", {"type": "object", "properties": {"v": {"anyOf": [{"type": "integer"}, {"type": "boolean"}]}},
+    ("anyof_scalar", {"type": "object", "properties": {"v": {"anyOf": [I, {"type": "boolean"}]}},
                       "required": ["v"], "additionalProperties": False}),
     ("anyof_objects", {"anyOf": [
         {"type": "object", "properties": {"cat": S}, "required": ["cat"], "additionalProperties": False},
@@ -50,7 +51,7 @@ SCHEMAS = [
     ("oneof_like_enum", {"type": "object", "properties": {"size": {"type": "string", "enum": ["S", "M", "L", "XL"]},
                                                           "qty": {"type": "integer", "minimum": 1, "maximum": 5}},
                          "required": ["size", "qty"], "additionalProperties": False}),
-    ("defs_ref", {"$defs": {"point": {"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}},
+    ("defs_ref", {"$defs": {"point": {"type": "object", "properties": {"x": I, "y": I},
                                       "required": ["x", "y"], "additionalProperties": False}},
                   "type": "object", "properties": {"a": {"$ref": "#/$defs/point"}, "b": {"$ref": "#/$defs/point"}},
                   "required": ["a", "b"], "additionalProperties": False}),
@@ -67,7 +68,7 @@ SCHEMAS = [
     ("top_level_enum", {"enum": ["yes", "no", "maybe"]}),
     ("unicode_enum", {"type": "object", "properties": {"city": {"enum": ["Zürich", "São Paulo", "東京"]}},
                       "required": ["city"], "additionalProperties": False}),
-    ("mixed_types", {"type": "object", "properties": {"s": S, "i": {"type": "integer"}, "f": {"type": "number"},
+    ("mixed_types", {"type": "object", "properties": {"s": S, "i": I, "f": {"type": "number", "minimum": 0, "maximum": 10},
                                                       "b": {"type": "boolean"}, "n": {"type": "null"}},
                      "required": ["s", "i", "f", "b", "n"], "additionalProperties": False}),
     ("email_like", {"type": "object", "properties": {"email": {"type": "string",

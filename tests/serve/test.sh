@@ -11,13 +11,14 @@ set -eu
 
 py="${PYTHON:-python3}"
 openai_version=3.54.0
-pydir="$HOME/.cache/zerfoo/serve-py/openai-$openai_version"
+jsonschema_version=4.23.0  # validates the structured outputs
+pydir="$HOME/.cache/zerfoo/serve-py/openai-$openai_version-jsonschema-$jsonschema_version"
 if [ ! -f "$pydir/.ok" ]; then
   flags="--disable-pip-version-check --quiet --only-binary :all: --target $pydir.tmp"
   "$py" -m pip install --help | grep -q -- --break-system-packages && flags="$flags --break-system-packages"
   rm -rf "$pydir.tmp"
   # shellcheck disable=SC2086
-  "$py" -m pip install $flags "openai==$openai_version" >&2
+  "$py" -m pip install $flags "openai==$openai_version" "jsonschema==$jsonschema_version" >&2
   rm -rf "$pydir" && mv "$pydir.tmp" "$pydir" && touch "$pydir/.ok"
 fi
 PYTHONPATH="$pydir${PYTHONPATH:+:$PYTHONPATH}" exec timeout 900 "$py" "$here/test_serve.py"

@@ -19,9 +19,11 @@ import threading
 import time
 import traceback
 
+import jsonschema
 import openai
 
 import procs  # tests/serve/procs.py (the script's folder is on sys.path)
+from structured_schemas import SCHEMAS
 
 CLI = os.environ["ZERFOO_CLI"]
 MODEL = os.environ["ZERFOO_TEST_MODEL"]
@@ -615,6 +617,67 @@ def stream_message(s, body):
     return msg, finish
 
 
+def test_structured_outputs(s):
+    # Every schema of structured_schemas.py through the openai client's response_format: the
+    # answer is JSON that `jsonschema` validates (SmolLM2, greedy, 4 at a time).
+    cl = s.client()
+
+    def one(item):
+        name, schema = item
+        r = cl.chat.completions.create(
+            model="", messages=[{"role": "user", "content": "Give an example value as JSON."}], temperature=0,
+            max_tokens=160, response_format={"type": "json_schema", "json_schema": {"name": name, "schema": schema}})
+        text = r.choices[0].message.content
+        if r.choices[0].finish_reason != "stop":
+            return "%s: finish_reason %s: %s" % (name, r.choices[0].finish_reason, text[:120])
+        try:
+            jsonschema.validate(json.loads(text), schema)
+        except Exception as e:  # noqa: BLE001
+            return "%s: %s: %s" % (name, type(e).__name__, text[:120])
+        return None
+
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(4) as ex:
+        errors = [e for e in ex.map(one, SCHEMAS) if e]
+    assert not errors and len(SCHEMAS) >= 25, "\n".join(errors)
+    print("    %d schemas validated" % len(SCHEMAS))
+    # json_object, streamed == whole; vLLM's regex and choice (also at the top level); a Lark grammar.
+    body = {"messages": CHAT[1:], "temperature": 0, "max_tokens": 80, "response_format": {"type": "json_object"}}
+    status, _, full = s.post("/v1/chat/completions", body)
+    assert status == 200 and isinstance(json.loads(full["choices"][0]["message"]["content"]), dict), full
+    streamed, _ = stream_message(s, body)
+    assert streamed["content"] == full["choices"][0]["message"]["content"], (streamed, full)
+    import re
+    for extra, check in [({"structured_outputs": {"regex": "[A-Z][a-z]{2,8}, [A-Z][a-z]{2,8}"}},
+                          lambda t: re.fullmatch("[A-Z][a-z]{2,8}, [A-Z][a-z]{2,8}", t)),
+                         ({"regex": "(yes|no)[.!]"}, lambda t: re.fullmatch("(yes|no)[.!]", t)),
+                         ({"structured_outputs": {"choice": ["apple", "banana", "cherry"]}},
+                          lambda t: t in ("apple", "banana", "cherry")),
+                         ({"grammar": 'start: "Fruits: " f ", " f\nf: "apple" | "pear" | "plum"'},
+                          lambda t: re.fullmatch("Fruits: (apple|pear|plum), (apple|pear|plum)", t))]:
+        status, _, out = s.post("/v1/chat/completions", dict({"messages": CHAT[1:], "temperature": 0, "max_tokens": 32}, **extra))
+        assert status == 200, (extra, out)
+        t = out["choices"][0]["message"]["content"]
+        assert check(t), (extra, t)
+    status, _, out = s.post("/v1/completions", {"prompt": "The answer is", "max_tokens": 8, "temperature": 0,
+                                                "structured_outputs": {"choice": [" yes", " no"]}})
+    assert status == 200 and out["choices"][0]["text"] in (" yes", " no"), out
+    # Bad constraints: a 400 naming the field, before anything is generated; the server keeps serving.
+    for bad, code, word in [({"response_format": {"type": "json_schema", "json_schema": {"name": "x",
+                                                                                        "schema": {"type": "nonsense"}}}},
+                             "invalid_value", "response_format"),
+                            ({"response_format": {"type": "json_schema", "json_schema": {"name": "x"}}},
+                             "invalid_value", "schema"),
+                            ({"response_format": {"type": "xml"}}, "invalid_value", "response_format.type"),
+                            ({"regex": "([a-z"}, "invalid_value", "regex"),
+                            ({"structured_outputs": {"choice": []}}, "invalid_type", "choice"),
+                            ({"grammar": "start: nothing_defined"}, "invalid_value", "grammar"),
+                            ({"regex": "a+", "structured_outputs": {"choice": ["a"]}}, "invalid_value", "both")]:
+        status, _, out = s.post("/v1/chat/completions", dict({"messages": CHAT[1:], "max_tokens": 4}, **bad))
+        assert status == 400 and out["error"]["code"] == code and word in out["error"]["message"], (bad, status, out)
+    assert s.request("GET", "/health")[0] == 200
+
+
 def test_tools_and_reasoning():
     # A tool-calling template (Qwen 2.5's Hermes format) on SmolLM2: the tools and a whole tool
     # conversation (assistant call, tool result) reach the prompt; answers read back the same
@@ -693,7 +756,7 @@ def main():
     try:
         for t in [test_models_health_metrics, test_tokenize_round_trip, test_completions_equal_cli,
                   test_chat_equal_cli, test_logprobs, test_sse_framing_curl, test_concurrent_16, test_invalid_mixed_with_valid,
-                  test_disconnect_cancels, test_prompt_cache_multi_turn]:
+                  test_disconnect_cancels, test_prompt_cache_multi_turn, test_structured_outputs]:
             run(t, failed, shared)
             assert shared.proc.poll() is None, "server died: " + shared.logtext()[-2000:]
     finally:

@@ -431,10 +431,10 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
  * ... For templates that render no tool calls (Gemma), a reply that is only a JSON object
  * `{"name", "arguments"|"parameters"}` (or a list of them, or `{"tool_calls": [...]}`,
  * optionally in a ```json fence) naming an offered tool is a call. Reasoning is the text between
- * the template's markers (think tags and the like), also when the generation prompt
- * opened them (then a turn that never closes them is all reasoning); whitespace around content and reasoning is trimmed where markers or calls were
- * read out of the text (a text without any is returned as it is). Markers and arguments are
- * matched leniently about whitespace. The derived format is cached per template and extra
+ * the template's markers (think tags and the like), also when the generation prompt opened
+ * them (then a turn that never closes them is all reasoning); whitespace around content and
+ * reasoning is trimmed where markers or calls were read out of the text (a text without any is
+ * returned as it is). Markers and arguments are matched leniently about whitespace. The derived format is cached per template and extra
  * variables. Thread-safe.
  *
  * Output (NUL-terminated JSON): `{"role":"assistant","content":string|null,
@@ -450,17 +450,18 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
  * that may still become a marker or a call is held back, reasoning not yet closed is reasoning,
  * and only complete tool calls are listed; each field of a later parse extends the earlier one
  * (content and reasoning grow at their end, calls are appended with the same ids; content
- * streamed before a call arrives may carry whitespace at its start that the final parse trims), so a caller
- * re-parses the growing text after each piece and sends the differences as deltas.
+ * streamed before a call arrives may carry whitespace at its start that the final parse
+ * trims), so a caller re-parses the growing text after each piece and sends the differences
+ * as deltas.
  * @param model The model (its chat template unless params names another).
  * @param text The generated text: what follows the template's generation prompt, without the
  *        end-of-turn token. May contain NUL; need not be NUL-terminated.
  * @param len Bytes in `text`.
  * @param params NULL for defaults. `flags`: ::ZF_CHAT_PARSE_PARTIAL (other bits of
  *        zf_chat_apply_template_v2() are accepted and ignored). `template_name` / `template_text`
- *        pick the template as in zf_chat_apply_template_v2(); `tools_json` lists the offered tools (their parameter
- *        types decide how text-valued arguments are read; the JSON fallback accepts only their
- *        names); `extra_json` holds the variables the prompt was rendered with (e.g.
+ *        pick the template as in zf_chat_apply_template_v2(); `tools_json` lists the offered
+ *        tools (their parameter types decide how text-valued arguments are read; the JSON
+ *        fallback accepts only their names); `extra_json` holds the variables the prompt was rendered with (e.g.
  *        {"enable_thinking": true}: whether the generation prompt opens reasoning).
  * @param buf Output buffer (may be NULL when cap is 0).
  * @param cap Size of `buf` in bytes.

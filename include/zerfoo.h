@@ -434,8 +434,8 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
  * the template's markers (think tags and the like), also when the generation prompt opened
  * them (then a turn that never closes them is all reasoning); whitespace around content and
  * reasoning is trimmed where markers or calls were read out of the text (a text without any is
- * returned as it is). Markers and arguments are matched leniently about whitespace. The derived format is cached per template and extra
- * variables. Thread-safe.
+ * returned as it is). Markers and arguments are matched leniently about whitespace. The
+ * derived format is cached per template and extra variables. Thread-safe.
  *
  * Output (NUL-terminated JSON): `{"role":"assistant","content":string|null,
  * "reasoning_content":string (only when the text has reasoning),"tool_calls":[{"id","type":
@@ -461,8 +461,9 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
  *        zf_chat_apply_template_v2() are accepted and ignored). `template_name` / `template_text`
  *        pick the template as in zf_chat_apply_template_v2(); `tools_json` lists the offered
  *        tools (their parameter types decide how text-valued arguments are read; the JSON
- *        fallback accepts only their names); `extra_json` holds the variables the prompt was rendered with (e.g.
- *        {"enable_thinking": true}: whether the generation prompt opens reasoning).
+ *        fallback accepts only their names); `extra_json` holds the variables the prompt was
+ *        rendered with (e.g. {"enable_thinking": true}: whether the generation prompt opens
+ *        reasoning).
  * @param buf Output buffer (may be NULL when cap is 0).
  * @param cap Size of `buf` in bytes.
  * @param needed Optional; receives the bytes required including the NUL.

@@ -52,6 +52,7 @@ var lib struct {
 	generationResult func(g uintptr, out *cGenResult) int32
 	generationFree   func(g uintptr)
 	sessionLogprobs  func(s uintptr, out *TokenLogprob, cap uintptr, n *uintptr, stride *uintptr) int32
+	constraintCheck  func(m uintptr, kind int32, constraint *byte) int32
 }
 
 // Load loads libzerfoo from path (if non-empty) or by the default search: $ZERFOO_LIBRARY,
@@ -161,6 +162,7 @@ func bind(h uintptr) error {
 		{&lib.generationResult, "zf_generation_result"},
 		{&lib.generationFree, "zf_generation_free"},
 		{&lib.sessionLogprobs, "zf_session_logprobs"},
+		{&lib.constraintCheck, "zf_constraint_check"},
 	}
 	for _, s := range syms {
 		if err := sym(h, s.fn, s.name); err != nil {

@@ -195,6 +195,19 @@ func (m *Model) Meta(key string) (string, error) {
 	return out, err
 }
 
+// CheckConstraint compiles a constraint of the given kind for the model's vocabulary and
+// discards it (zf_constraint_check): nil if WithConstraint(kind, text) would be accepted,
+// ErrInvalidArgument with the compiler's message for an invalid constraint or an unknown kind,
+// ErrUnsupported for a library built without constraints. The first constraint on a model
+// builds llguidance's view of its vocabulary (kept with the model). Safe for concurrent use.
+func (m *Model) CheckConstraint(kind ConstraintKind, text string) error {
+	return m.use(func(ptr uintptr) error {
+		c := cstr(text)
+		defer runtime.KeepAlive(c)
+		return call("constraint check", func() int32 { return lib.constraintCheck(ptr, int32(kind), &c[0]) })
+	})
+}
+
 // TokenizeFlag modifies Tokenize.
 type TokenizeFlag uint32
 

@@ -1,5 +1,10 @@
 package zerfoo
 
+import (
+	"encoding/json"
+	"strings"
+)
+
 // SessionOption configures NewSession.
 type SessionOption func(*cSessionParams)
 
@@ -25,9 +30,11 @@ func WithKVType(t KVType) SessionOption { return func(p *cSessionParams) { p.kvT
 type GenOption func(*genConfig)
 
 type genConfig struct {
-	set     []func(*cGenParams)
-	stop    []string
-	session []SessionOption // Model.Chat only
+	set            []func(*cGenParams)
+	stop           []string
+	constraint     string
+	constraintKind ConstraintKind
+	session        []SessionOption // Model.Chat only
 }
 
 func setter(f func(*cGenParams)) GenOption {
@@ -84,6 +91,56 @@ const MaxLogprobs = 20
 // Chat, and in Piece.Logprobs for StreamPieces. The values are the log-softmax of the model's raw
 // logits (before penalties, temperature and the top-k/top-p/min-p filters).
 func WithLogprobs(n int) GenOption { return setter(func(p *cGenParams) { p.nLogprobs = int32(n) }) }
+
+// ConstraintKind is the kind of a constrained-decoding constraint (ZF_CONSTRAINT_*).
+type ConstraintKind int32
+
+const (
+	ConstraintNone       ConstraintKind = 0 // ZF_CONSTRAINT_NONE: no constraint
+	ConstraintJSONSchema ConstraintKind = 1 // ZF_CONSTRAINT_JSON_SCHEMA: a JSON schema (llguidance's subset)
+	ConstraintRegex      ConstraintKind = 2 // ZF_CONSTRAINT_REGEX: a regular expression (Rust regex syntax) matching the whole output
+	ConstraintChoice     ConstraintKind = 3 // ZF_CONSTRAINT_CHOICE: a non-empty JSON array of strings; the output is one of them
+	ConstraintLark       ConstraintKind = 4 // ZF_CONSTRAINT_LARK: a Lark grammar (llguidance's dialect, `start` rule)
+)
+
+// WithConstraint constrains the generated text to what the constraint of the given kind accepts
+// (constrained decoding, doc/constraints.md). The constraint is compiled before the prompt is
+// evaluated: an invalid one is ErrInvalidArgument with the compiler's message and nothing is
+// evaluated; a library built without constraints returns ErrUnsupported. When the text is
+// complete the generation ends with StopEOS; StopMaxTokens (or a stop string, cancel, a full
+// context) can still cut it short, so check Result.StopReason before parsing. The constraint
+// covers this call only. The last constraint option given wins; ConstraintNone with "" clears it.
+func WithConstraint(kind ConstraintKind, text string) GenOption {
+	return func(g *genConfig) { g.constraintKind, g.constraint = kind, text }
+}
+
+// WithJSONSchema constrains the output to JSON matching schema (a JSON schema as text).
+func WithJSONSchema(schema string) GenOption { return WithConstraint(ConstraintJSONSchema, schema) }
+
+// WithRegex constrains the whole output to match re (Rust regex syntax; no ^/$ needed).
+func WithRegex(re string) GenOption { return WithConstraint(ConstraintRegex, re) }
+
+// WithChoice constrains the output to exactly one of choices (matched verbatim). No choices is
+// ErrInvalidArgument when generating.
+func WithChoice(choices ...string) GenOption {
+	return WithConstraint(ConstraintChoice, choiceJSON(choices))
+}
+
+// WithLarkGrammar constrains the output to the Lark grammar g (llguidance's dialect, with a
+// `start` rule; GBNF is not supported).
+func WithLarkGrammar(g string) GenOption { return WithConstraint(ConstraintLark, g) }
+
+// choiceJSON is the JSON array of strings ZF_CONSTRAINT_CHOICE takes.
+func choiceJSON(choices []string) string {
+	if choices == nil {
+		choices = []string{}
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(choices) // []string always encodes
+	return strings.TrimSuffix(b.String(), "\n")
+}
 
 // WithSession passes session options to the session Model.Chat creates (ignored elsewhere).
 func WithSession(opts ...SessionOption) GenOption {

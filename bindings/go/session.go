@@ -338,7 +338,12 @@ func genParams(opts []GenOption) (p cGenParams, keep any) {
 	if len(ptrs) > 0 {
 		p.stop, p.nStop = &ptrs[0], uintptr(len(ptrs))
 	}
-	return p, [2]any{stops, ptrs}
+	var constraint []byte
+	if g.constraintKind != ConstraintNone || g.constraint != "" {
+		constraint = cstr(g.constraint)
+		p.constraint, p.constraintKind = &constraint[0], int32(g.constraintKind)
+	}
+	return p, [3]any{stops, ptrs, constraint}
 }
 
 // finish turns a generation's C result into the Result (with h.busy held).

@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -98,8 +100,10 @@ func TestLayout(t *testing.T) {
 		{"sizeof zf_chat_params", unsafe.Sizeof(cChatParams{}), 56},
 		{"offsetof time_unix", unsafe.Offsetof(cChatParams{}.timeUnix), 48},
 		{"sizeof zf_session_params", unsafe.Sizeof(cSessionParams{}), 16},
-		{"sizeof zf_generate_params", unsafe.Sizeof(cGenParams{}), 72},
 		{"offsetof n_logprobs", unsafe.Offsetof(cGenParams{}.nLogprobs), 64},
+		{"sizeof zf_generate_params", unsafe.Sizeof(cGenParams{}), 88},
+		{"offsetof constraint", unsafe.Offsetof(cGenParams{}.constraint), 72},
+		{"offsetof constraint_kind", unsafe.Offsetof(cGenParams{}.constraintKind), 80},
 		{"sizeof zf_token_logprob", unsafe.Sizeof(TokenLogprob{}), 8},
 		{"offsetof logprob", unsafe.Offsetof(TokenLogprob{}.Logprob), 4},
 		{"offsetof seed", unsafe.Offsetof(cGenParams{}.seed), 40},
@@ -594,10 +598,10 @@ func TestChatParse(t *testing.T) {
 		t.Fatalf("ChatParse = %+v, %v", msg, err)
 	}
 	jsonEqual(t, msg.ToolCalls[0].Function.Arguments, `{"q": "caf\u00e9"}`)
-	// Plain text (longer than the first 256-byte buffer): content only.
+	// Plain text (longer than the first 256-byte buffer): content only, as generated.
 	long := strings.Repeat("All work and no play. ", 40)
 	msg, err = m.ChatParse(long, hermes)
-	if err != nil || msg.Content == nil || *msg.Content != strings.TrimSpace(long) || msg.ToolCalls != nil {
+	if err != nil || msg.Content == nil || *msg.Content != long || msg.ToolCalls != nil {
 		t.Fatalf("ChatParse(long) = %+v, %v", msg, err)
 	}
 	// Reasoning with Qwen3's template.
@@ -757,5 +761,127 @@ func TestLogprobs(t *testing.T) {
 		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "n_logprobs") {
 			t.Fatalf("WithLogprobs(%d): %v", bad, err)
 		}
+	}
+}
+
+func TestChoiceJSON(t *testing.T) {
+	for _, c := range []struct {
+		in   []string
+		want string
+	}{{nil, `[]`}, {[]string{"a", "b <c> & \"d\""}, `["a","b <c> & \"d\""]`}} {
+		if got := choiceJSON(c.in); got != c.want {
+			t.Errorf("choiceJSON(%q) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+// constrained runs a greedy chat turn under opts (a constraint) and wants it to end with StopEOS.
+func constrained(t *testing.T, m *Model, question string, opts ...GenOption) string {
+	t.Helper()
+	opts = append([]GenOption{WithTemperature(0), WithMaxTokens(200), WithSession(WithContextSize(1024), WithThreads(1))}, opts...)
+	r, err := m.Chat(context.Background(), []Message{{Role: "user", Content: question}}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.StopReason != StopEOS {
+		t.Fatalf("stop reason %v, want StopEOS (a complete constrained text): %q", r.StopReason, r.Text)
+	}
+	return r.Text
+}
+
+func TestConstraints(t *testing.T) {
+	m := sharedModel(t)
+	if err := m.CheckConstraint(ConstraintRegex, "[0-9]+"); errors.Is(err, ErrUnsupported) {
+		t.Skipf("libzerfoo was built without constraints: %v", err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+
+	const schema = `{"type": "object",
+	  "properties": {"name": {"type": "string", "maxLength": 24}, "age": {"type": "integer", "minimum": 0, "maximum": 150}},
+	  "required": ["name", "age"], "additionalProperties": false}`
+	if err := m.CheckConstraint(ConstraintJSONSchema, schema); err != nil {
+		t.Fatal(err)
+	}
+	text := constrained(t, m, "Describe Alice, a 30 year old administrator, as JSON.", WithJSONSchema(schema))
+	var person struct {
+		Name *string `json:"name"`
+		Age  *int    `json:"age"`
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&person); err != nil || person.Name == nil || person.Age == nil || *person.Age < 0 || *person.Age > 150 {
+		t.Fatalf("JSON-schema output %q: %+v %v", text, person, err)
+	}
+
+	const re = `(yes|no), because [a-z ,]{1,60}\.`
+	text = constrained(t, m, "Is the sky blue? Answer yes or no and explain.", WithRegex(re))
+	if !regexp.MustCompile("^" + re + "$").MatchString(text) {
+		t.Fatalf("regex output %q does not match %s", text, re)
+	}
+
+	choices := []string{"red", "green", "blue (dark)", "no idea"}
+	text = constrained(t, m, "What colour is grass?", WithChoice(choices...))
+	if !slices.Contains(choices, text) {
+		t.Fatalf("choice output %q is not one of %q", text, choices)
+	}
+
+	const lark = "start: \"The answer is \" NUMBER \".\"\nNUMBER: /[0-9]{1,4}/\n"
+	text = constrained(t, m, "What is 6 times 7?", WithLarkGrammar(lark))
+	if !regexp.MustCompile(`^The answer is [0-9]{1,4}\.$`).MatchString(text) {
+		t.Fatalf("Lark output %q", text)
+	}
+
+	// The pull API is constrained the same way.
+	var pulled strings.Builder
+	s := newSession(t, m)
+	for p, err := range s.StreamPieces(context.Background(), "Pick a number:", WithTemperature(0), WithRegex("[0-9]{2}")) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		pulled.WriteString(p.Text)
+	}
+	if !regexp.MustCompile(`^[0-9]{2}$`).MatchString(pulled.String()) {
+		t.Fatalf("StreamPieces under [0-9]{2}: %q", pulled.String())
+	}
+
+	// Invalid constraints: ErrInvalidArgument with the compiler's message, from generation
+	// (nothing evaluated) and from CheckConstraint alike.
+	for _, c := range []struct {
+		opt     GenOption
+		kind    ConstraintKind
+		text    string
+		message string
+	}{
+		{WithRegex("([a-z"), ConstraintRegex, "([a-z", "invalid regular expression"},
+		{WithJSONSchema(`{"type": 12}`), ConstraintJSONSchema, `{"type": 12}`, "invalid JSON schema"},
+		{WithChoice(), ConstraintChoice, "[]", "non-empty"},
+		{WithLarkGrammar("start: missing_rule"), ConstraintLark, "start: missing_rule", "Lark grammar"},
+	} {
+		s := newSession(t, m)
+		_, err := s.Generate(context.Background(), prompt, WithTemperature(0), c.opt)
+		var ze *Error
+		if !errors.Is(err, ErrInvalidArgument) || !errors.As(err, &ze) || !strings.Contains(ze.Message, c.message) {
+			t.Fatalf("generate with %q: want ErrInvalidArgument with %q, got %v", c.text, c.message, err)
+		}
+		if n, err := s.NPast(); n != 0 || err != nil {
+			t.Fatalf("%q: %d tokens evaluated (%v), want none", c.text, n, err)
+		}
+		err = m.CheckConstraint(c.kind, c.text)
+		if !errors.Is(err, ErrInvalidArgument) || !errors.As(err, &ze) || !strings.Contains(ze.Message, c.message) {
+			t.Fatalf("CheckConstraint(%d, %q): want ErrInvalidArgument with %q, got %v", c.kind, c.text, c.message, err)
+		}
+	}
+	if err := m.CheckConstraint(ConstraintKind(99), "x"); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("unknown kind: %v", err)
+	}
+	// The constraint covers one call: the next one on the session is free again.
+	s = newSession(t, m)
+	if _, err := s.Generate(context.Background(), prompt, WithTemperature(0), WithMaxTokens(4), WithChoice("x")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Generate(context.Background(), " and", greedy...)
+	if err != nil || r.NGenerated == 0 {
+		t.Fatalf("unconstrained call after a constrained one: %+v %v", r, err)
 	}
 }

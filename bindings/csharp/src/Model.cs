@@ -238,6 +238,27 @@ namespace Zerfoo
             catch (ZerfooException e) when (e.Status == Status.NotFound) { value = null; return false; }
         }
 
+        /// <summary>Compiles <paramref name="constraint"/> for this model's vocabulary and discards
+        /// it (zf_constraint_check): returns when <see cref="GenerateOptions.Constraint"/> would
+        /// accept it; throws <see cref="ZerfooException"/> with
+        /// <see cref="Status.InvalidArgument"/> and the compiler's message for an invalid one, or
+        /// <see cref="Status.Unsupported"/> for a library built without constraints. The first
+        /// constraint on a model builds llguidance's view of its vocabulary (kept with the model).
+        /// Thread-safe.</summary>
+        public void CheckConstraint(Constraint constraint)
+        {
+            if (constraint == null) throw new ArgumentNullException("constraint");
+            CheckConstraint(constraint.Kind, constraint.Text);
+        }
+
+        /// <summary>Like <see cref="CheckConstraint(Constraint)"/>, for a kind and its text.</summary>
+        public void CheckConstraint(ConstraintKind kind, string text)
+        {
+            if (text == null) throw new ArgumentNullException("text");
+            ZerfooException.Check(NativeMethods.zf_constraint_check(handle, (int)kind, Library.Utf8Z(text)),
+                                  "zf_constraint_check");
+        }
+
         /// <summary>Text to token ids. The default adds BOS where the model wants it and parses
         /// special-token text, as generation does. Thread-safe.</summary>
         public int[] Tokenize(string text, TokenizeFlags flags = TokenizeFlags.AddSpecial | TokenizeFlags.ParseSpecial)

@@ -101,6 +101,9 @@ namespace Zerfoo
         public UIntPtr n_stop;
         public int n_logprobs;            // appended in 0.3
         public uint reserved1;
+        public IntPtr constraint;         // appended in 0.3: const char* (NUL-terminated UTF-8)
+        public int constraint_kind;       // ZF_CONSTRAINT_*
+        public uint reserved2;
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -218,6 +221,9 @@ namespace Zerfoo
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern unsafe int zf_session_eval(SessionHandle session, int* tokens, UIntPtr n,
                                                           float* logits, UIntPtr cap);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_constraint_check(ModelHandle model, int kind, byte[] constraint);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern int zf_generate_params_init(ref zf_generate_params p, UIntPtr size);

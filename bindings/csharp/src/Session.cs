@@ -50,6 +50,99 @@ namespace Zerfoo
 
         /// <summary>The most alternatives <see cref="Logprobs"/> may ask for (ZF_MAX_LOGPROBS).</summary>
         public const int MaxLogprobs = 20;
+
+        /// <summary>Constrained decoding (default null = none): the generated text is exactly a
+        /// text the constraint accepts (see <see cref="Zerfoo.Constraint"/>). It covers this call
+        /// only and is compiled before the prompt is evaluated: an invalid one throws
+        /// <see cref="ZerfooException"/> with <see cref="Status.InvalidArgument"/> and the
+        /// compiler's message (nothing evaluated); a library built without constraints throws
+        /// <see cref="Status.Unsupported"/>. A complete text ends with <see cref="StopReason.Eos"/>;
+        /// <see cref="StopReason.MaxTokens"/> can still cut it short, so check the stop reason
+        /// before parsing.</summary>
+        public Constraint Constraint { get; set; }
+    }
+
+    /// <summary>The kind of a <see cref="Constraint"/> (ZF_CONSTRAINT_*).</summary>
+    public enum ConstraintKind
+    {
+        /// <summary>No constraint (ZF_CONSTRAINT_NONE).</summary>
+        None = 0,
+        /// <summary>A JSON schema, llguidance's subset (ZF_CONSTRAINT_JSON_SCHEMA).</summary>
+        JsonSchema = 1,
+        /// <summary>A regular expression (Rust regex syntax) matching the whole output
+        /// (ZF_CONSTRAINT_REGEX).</summary>
+        Regex = 2,
+        /// <summary>A non-empty JSON array of strings; the output is one of them
+        /// (ZF_CONSTRAINT_CHOICE).</summary>
+        Choice = 3,
+        /// <summary>A Lark grammar, llguidance's dialect with a <c>start</c> rule; no GBNF
+        /// (ZF_CONSTRAINT_LARK).</summary>
+        Lark = 4,
+    }
+
+    /// <summary>A constraint on the generated text (zf_generate_params.constraint and
+    /// constraint_kind; the library's doc/constraints.md): its kind and its text. Check one
+    /// without generating with <see cref="Model.CheckConstraint(Constraint)"/>.</summary>
+    public sealed class Constraint
+    {
+        /// <summary>A constraint of any kind; <paramref name="text"/> is given to the library as is
+        /// (for <see cref="ConstraintKind.Choice"/>, a JSON array of strings).</summary>
+        public Constraint(ConstraintKind kind, string text)
+        {
+            if (text == null) throw new ArgumentNullException("text");
+            Kind = kind;
+            Text = text;
+        }
+
+        public ConstraintKind Kind { get; private set; }
+        public string Text { get; private set; }
+
+        /// <summary>The output is JSON matching <paramref name="schema"/>.</summary>
+        public static Constraint JsonSchema(string schema) { return new Constraint(ConstraintKind.JsonSchema, schema); }
+
+        /// <summary>The whole output matches <paramref name="regex"/> (Rust regex syntax).</summary>
+        public static Constraint Regex(string regex) { return new Constraint(ConstraintKind.Regex, regex); }
+
+        /// <summary>The output is exactly one of <paramref name="choices"/> (none is
+        /// InvalidArgument when used).</summary>
+        public static Constraint Choice(params string[] choices)
+        {
+            if (choices == null) throw new ArgumentNullException("choices");
+            var sb = new StringBuilder("[");
+            for (int i = 0; i < choices.Length; i++)
+            {
+                if (choices[i] == null) throw new ArgumentNullException("choices", "a choice is null");
+                if (i > 0) sb.Append(',');
+                AppendJsonString(sb, choices[i]);
+            }
+            return new Constraint(ConstraintKind.Choice, sb.Append(']').ToString());
+        }
+
+        /// <summary>The output matches the Lark grammar <paramref name="grammar"/>.</summary>
+        public static Constraint Lark(string grammar) { return new Constraint(ConstraintKind.Lark, grammar); }
+
+        public override string ToString() { return Kind + ": " + Text; }
+
+        static void AppendJsonString(StringBuilder sb, string s)
+        {
+            sb.Append('"');
+            foreach (char c in s)
+            {
+                switch (c)
+                {
+                    case '"': sb.Append("\\\""); break;
+                    case '\\': sb.Append("\\\\"); break;
+                    case '\n': sb.Append("\\n"); break;
+                    case '\r': sb.Append("\\r"); break;
+                    case '\t': sb.Append("\\t"); break;
+                    default:
+                        if (c < 0x20) sb.Append("\\u").Append(((int)c).ToString("x4"));
+                        else sb.Append(c);  // surrogate pairs pass through as UTF-16, encoded as UTF-8 later
+                        break;
+                }
+            }
+            sb.Append('"');
+        }
     }
 
     /// <summary>A token id and its natural-log probability.</summary>
@@ -349,6 +442,13 @@ namespace Zerfoo
                     if (o.NoParseSpecial) p.flags |= 2u;
                     if (o.IgnoreEos) p.flags |= 4u;
                     if (o.Logprobs.HasValue) p.n_logprobs = o.Logprobs.Value;
+                    if (o.Constraint != null)
+                    {
+                        IntPtr c = Library.AllocUtf8Z(o.Constraint.Text);
+                        owned.Add(c);
+                        p.constraint = c;
+                        p.constraint_kind = (int)o.Constraint.Kind;
+                    }
                     if (o.Stop != null && o.Stop.Count > 0)
                     {
                         stopArray = Marshal.AllocHGlobal(IntPtr.Size * o.Stop.Count);

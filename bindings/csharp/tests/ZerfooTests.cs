@@ -51,6 +51,98 @@ public class ZerfooTests
     [TestFixtureTearDown]
     public void FreeModel() { model.Dispose(); }
 
+    // ------------------------------------------------------------------ constraints
+
+    /// <summary>A greedy chat turn under <paramref name="c"/>; a complete text ends with Eos.</summary>
+    static string Constrained(string question, Constraint c)
+    {
+        string prompt = model.ApplyChatTemplate(new[] { ChatMessage.User(question) });
+        using (var s = model.CreateSession(new SessionOptions { ContextSize = 1024 }))
+        {
+            var o = Greedy(200);
+            o.Constraint = c;
+            GenerateResult r = s.Generate(prompt, o);
+            Assert.AreEqual(StopReason.Eos, r.StopReason, r.Text);
+            return r.Text;
+        }
+    }
+
+    [Test]
+    public void ConstraintsShapeTheOutput()
+    {
+        try { model.CheckConstraint(Constraint.Regex("[0-9]+")); }
+        catch (ZerfooException e) when (e.Status == Status.Unsupported) { Assert.Ignore("built without constraints: " + e.Message); }
+
+        const string schema = "{\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\", \"maxLength\": 24}, " +
+            "\"age\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 150}}, \"required\": [\"name\", \"age\"], " +
+            "\"additionalProperties\": false}";
+        model.CheckConstraint(ConstraintKind.JsonSchema, schema);
+        string text = Constrained("Describe Alice, a 30 year old administrator, as JSON.", Constraint.JsonSchema(schema));
+        var obj = MiniJson.Parse(text) as Dictionary<string, object>;
+        Assert.IsNotNull(obj, text);
+        Assert.IsInstanceOf<string>(MiniJson.Get(obj, "name"), text);
+        var age = MiniJson.Get(obj, "age");
+        Assert.IsInstanceOf<double>(age, text);
+        Assert.That((double)age, Is.InRange(0.0, 150.0));
+        Assert.AreEqual((double)age, Math.Floor((double)age), text);
+        CollectionAssert.IsSubsetOf(obj.Keys, new[] { "name", "age" });
+
+        const string re = "(yes|no), because [a-z ,]{1,60}\\.";
+        text = Constrained("Is the sky blue? Answer yes or no and explain.", Constraint.Regex(re));
+        StringAssert.IsMatch("^" + re + "$", text);
+
+        var choices = new[] { "red", "green", "blue \"dark\"", "no idea" };
+        text = Constrained("What colour is grass?", Constraint.Choice(choices));
+        CollectionAssert.Contains(choices, text);
+
+        text = Constrained("What is 6 times 7?", Constraint.Lark("start: \"The answer is \" NUMBER \".\"\nNUMBER: /[0-9]{1,4}/\n"));
+        StringAssert.IsMatch("^The answer is [0-9]{1,4}\\.$", text);
+
+        // Invalid constraints: InvalidArgument with the compiler's message, nothing evaluated;
+        // CheckConstraint says the same.
+        var bad = new[]
+        {
+            new { C = Constraint.Regex("([a-z"), Message = "invalid regular expression" },
+            new { C = Constraint.JsonSchema("{\"type\": 12}"), Message = "invalid JSON schema" },
+            new { C = Constraint.Choice(), Message = "non-empty" },
+            new { C = Constraint.Lark("start: missing_rule"), Message = "Lark grammar" },
+        };
+        foreach (var b in bad)
+        {
+            using (var s = model.CreateSession(new SessionOptions { ContextSize = 256 }))
+            {
+                var o = Greedy(8);
+                o.Constraint = b.C;
+                var e = Assert.Throws<ZerfooException>(() => s.Generate(Prompt, o), b.C.ToString());
+                Assert.AreEqual(Status.InvalidArgument, e.Status, e.Message);
+                StringAssert.Contains(b.Message, e.Message);
+                Assert.AreEqual(0, s.TokensInContext, "nothing evaluated for " + b.C);
+            }
+            var e2 = Assert.Throws<ZerfooException>(() => model.CheckConstraint(b.C), b.C.ToString());
+            Assert.AreEqual(Status.InvalidArgument, e2.Status, e2.Message);
+            StringAssert.Contains(b.Message, e2.Message);
+        }
+        Assert.AreEqual(Status.InvalidArgument,
+            Assert.Throws<ZerfooException>(() => model.CheckConstraint((ConstraintKind)99, "x")).Status);
+
+        // The constraint covers one call: the next one on the session is free again.
+        using (var s = model.CreateSession(new SessionOptions { ContextSize = 256 }))
+        {
+            var o = Greedy(4);
+            o.Constraint = Constraint.Choice("x");
+            Assert.AreEqual("x", s.Generate(Prompt, o).Text);
+            Assert.That(s.Generate(" and", Greedy(8)).GeneratedTokens, Is.GreaterThan(0));
+        }
+    }
+
+    [Test]
+    public void ConstraintChoiceIsAJsonArray()
+    {
+        Assert.AreEqual("[\"a\",\"b \\\"c\\\" \\\\ \\n\\u0001\"]", Constraint.Choice("a", "b \"c\" \\ \n\u0001").Text);
+        Assert.AreEqual("[]", Constraint.Choice().Text);
+        Assert.AreEqual(ConstraintKind.Choice, Constraint.Choice("a").Kind);
+    }
+
     // ------------------------------------------------------------------ logprobs
 
     [Test]
@@ -775,7 +867,7 @@ public class ZerfooTests
         // Plain text longer than the first buffer: content only.
         string longText = string.Concat(Enumerable.Repeat("All work and no play. ", 40));
         msg = model.ChatParse(longText, hermes);
-        Assert.AreEqual(longText.Trim(), msg.Content);
+        Assert.AreEqual(longText, msg.Content);
         Assert.AreEqual(0, msg.ToolCalls.Count);
         // Reasoning with Qwen3's template.
         msg = model.ChatParse("<think>\nFirst, 2+2.\n</think>\n\nIt is 4.", new ChatParseOptions { Template = TemplateFile("Qwen-Qwen3-0.6B") });

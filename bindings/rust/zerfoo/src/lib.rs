@@ -41,8 +41,8 @@ pub use chat::{AssistantMessage, ChatParseOptions, FunctionCall, ToolCall};
 pub use error::{Error, ErrorCode, Result};
 pub use model::{ChatMessage, Device, Model, ModelInfo, ModelOptions, Token};
 pub use session::{
-    CancelHandle, GenerateOptions, Generation, KvType, Pieces, Session, SessionOptions, StopReason,
-    TokenLogprob, TokenLogprobs, MAX_LOGPROBS,
+    CancelHandle, Constraint, GenerateOptions, Generation, KvType, Pieces, Session, SessionOptions,
+    StopReason, TokenLogprob, TokenLogprobs, MAX_LOGPROBS,
 };
 
 /// The raw bindings this crate is built on.

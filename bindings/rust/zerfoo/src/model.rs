@@ -7,7 +7,7 @@ use std::sync::Arc;
 use zerfoo_sys as sys;
 
 use crate::error::{check, Error, ErrorCode, Result};
-use crate::session::{Session, SessionOptions};
+use crate::session::{Constraint, Session, SessionOptions};
 
 /// A token id.
 pub type Token = i32;
@@ -346,6 +346,35 @@ impl Model {
             Err(e) if e.code() == ErrorCode::NotFound => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    /// Compiles `constraint` for this model's vocabulary and discards it
+    /// (`zf_constraint_check`): `Ok(())` when [`GenerateOptions::constraint`] would accept it,
+    /// [`ErrorCode::InvalidArgument`] with the compiler's message for an invalid one,
+    /// [`ErrorCode::Unsupported`] for a library built without constraints. The first
+    /// constraint on a model builds llguidance's view of its vocabulary (kept with the model).
+    ///
+    /// ```
+    /// # let Some(model) = zerfoo::__doc_model() else { return Ok(()) };
+    /// use zerfoo::{Constraint, ErrorCode};
+    /// match model.check_constraint(&Constraint::Regex("([a-z".into())) {
+    ///     Err(e) => assert!(matches!(e.code(), ErrorCode::InvalidArgument | ErrorCode::Unsupported)),
+    ///     Ok(()) => unreachable!(),
+    /// }
+    /// # Ok::<(), zerfoo::Error>(())
+    /// ```
+    ///
+    /// [`GenerateOptions::constraint`]: crate::GenerateOptions::constraint
+    pub fn check_constraint(&self, constraint: &Constraint) -> Result<()> {
+        let text = constraint.c_text()?;
+        // SAFETY: the model is alive; text is NUL-terminated and outlives the call.
+        check(unsafe {
+            sys::zf!(zf_constraint_check(
+                self.raw(),
+                constraint.kind(),
+                text.as_ptr()
+            ))
+        })
     }
 
     /// Converts text to token ids. `add_special` adds BOS/EOS as the model asks;

@@ -82,6 +82,93 @@ pub struct GenerateOptions {
     /// [`Pieces::piece_logprobs`]. The values are the log-softmax of the model's raw logits
     /// (before penalties, temperature and the top-k/top-p/min-p filters).
     pub logprobs: u32,
+    /// Constrained decoding (default `None`): the generated text is exactly a text the
+    /// [`Constraint`] accepts. It covers this call only and is compiled before the prompt is
+    /// evaluated: an invalid one is [`ErrorCode::InvalidArgument`] with the compiler's message
+    /// (nothing evaluated), a library built without constraints gives
+    /// [`ErrorCode::Unsupported`]. A complete text ends with [`StopReason::Eos`];
+    /// [`StopReason::MaxTokens`] can still cut it short, so check the stop reason before parsing.
+    pub constraint: Option<Constraint>,
+}
+
+/// A constraint on the generated text (`zf_generate_params.constraint` and
+/// `constraint_kind`; the library's doc/constraints.md). Check one without generating with
+/// [`Model::check_constraint`].
+///
+/// ```
+/// use zerfoo::{Constraint, GenerateOptions};
+/// let opts = GenerateOptions::greedy(64).with_constraint(Constraint::Regex("[0-9]{2}".into()));
+/// assert_eq!(opts.constraint, Some(Constraint::Regex("[0-9]{2}".into())));
+/// assert_eq!(Constraint::Choice(vec!["a".into(), "b\"c".into()]).text(), r#"["a","b\"c"]"#);
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Constraint {
+    /// A JSON schema (llguidance's JSON Schema subset): the output is JSON matching it
+    /// (`ZF_CONSTRAINT_JSON_SCHEMA`).
+    JsonSchema(String),
+    /// A regular expression (Rust regex syntax) matching the whole output
+    /// (`ZF_CONSTRAINT_REGEX`).
+    Regex(String),
+    /// The output is exactly one of these strings (`ZF_CONSTRAINT_CHOICE`; an empty list is
+    /// [`ErrorCode::InvalidArgument`]).
+    Choice(Vec<String>),
+    /// A Lark grammar (llguidance's dialect, with a `start` rule; GBNF is not supported)
+    /// (`ZF_CONSTRAINT_LARK`).
+    Lark(String),
+}
+
+impl Constraint {
+    /// The `ZF_CONSTRAINT_*` kind.
+    pub fn kind(&self) -> i32 {
+        match self {
+            Constraint::JsonSchema(_) => sys::ZF_CONSTRAINT_JSON_SCHEMA,
+            Constraint::Regex(_) => sys::ZF_CONSTRAINT_REGEX,
+            Constraint::Choice(_) => sys::ZF_CONSTRAINT_CHOICE,
+            Constraint::Lark(_) => sys::ZF_CONSTRAINT_LARK,
+        }
+    }
+
+    /// The text the library is given: the schema, regex or grammar, or for
+    /// [`Constraint::Choice`] a JSON array of the strings.
+    pub fn text(&self) -> String {
+        match self {
+            Constraint::JsonSchema(t) | Constraint::Regex(t) | Constraint::Lark(t) => t.clone(),
+            Constraint::Choice(choices) => {
+                let mut out = String::from("[");
+                for (i, c) in choices.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    json_string(&mut out, c);
+                }
+                out.push(']');
+                out
+            }
+        }
+    }
+
+    /// The text as a C string (a NUL byte in it is [`ErrorCode::InvalidArgument`]).
+    pub(crate) fn c_text(&self) -> Result<CString> {
+        c_string("constraint", &self.text())
+    }
+}
+
+/// Appends `s` as a JSON string literal.
+fn json_string(out: &mut String, s: &str) {
+    out.push('"');
+    for ch in s.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
 /// The most alternatives [`GenerateOptions::logprobs`] may ask for (`ZF_MAX_LOGPROBS`).
@@ -171,6 +258,7 @@ impl Default for GenerateOptions {
             parse_special: true,
             ignore_eos: false,
             logprobs: 0,
+            constraint: None,
         }
     }
 }
@@ -184,6 +272,14 @@ impl GenerateOptions {
             ..Default::default()
         }
     }
+
+    /// These options with `constraint` (see [`GenerateOptions::constraint`]).
+    pub fn with_constraint(self, constraint: Constraint) -> GenerateOptions {
+        GenerateOptions {
+            constraint: Some(constraint),
+            ..self
+        }
+    }
 }
 
 /// The C params plus the strings they point to (kept alive for the call).
@@ -191,6 +287,7 @@ pub(crate) struct RawParams {
     pub(crate) p: sys::zf_generate_params,
     _stop: Vec<CString>,
     _stop_ptrs: Vec<*const c_char>,
+    _constraint: Option<CString>,
 }
 
 impl RawParams {
@@ -236,10 +333,16 @@ impl RawParams {
             p.stop = stop_ptrs.as_ptr();
             p.n_stop = stop_ptrs.len();
         }
+        let constraint = o.constraint.as_ref().map(Constraint::c_text).transpose()?;
+        if let (Some(c), Some(text)) = (&o.constraint, &constraint) {
+            p.constraint = text.as_ptr();
+            p.constraint_kind = c.kind();
+        }
         Ok(RawParams {
             p,
             _stop: stop,
             _stop_ptrs: stop_ptrs,
+            _constraint: constraint,
         })
     }
 }

@@ -7,7 +7,10 @@ use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use common::{model, PROMPT};
-use zerfoo::{GenerateOptions, Model, ModelOptions, SessionOptions, StopReason};
+use zerfoo::{
+    ChatMessage, Constraint, ErrorCode, GenerateOptions, Model, ModelOptions, SessionOptions,
+    StopReason,
+};
 
 fn opts1() -> SessionOptions {
     SessionOptions {
@@ -476,4 +479,165 @@ fn logprobs_greedy_callback_and_iterator_agree() {
     let e = session.generate(PROMPT, &bad).unwrap_err();
     assert_eq!(e.code(), zerfoo::ErrorCode::InvalidArgument);
     assert!(e.to_string().contains("n_logprobs"), "{e}");
+}
+
+/// A greedy chat turn under `constraint`; a complete constrained text ends with Eos.
+fn constrained(model: &Model, question: &str, constraint: Constraint) -> String {
+    let prompt = model
+        .apply_chat_template(&[ChatMessage::user(question)], true)
+        .unwrap();
+    let mut session = model
+        .session(&SessionOptions {
+            n_ctx: 1024,
+            n_threads: 1,
+            ..Default::default()
+        })
+        .unwrap();
+    let g = session
+        .generate(
+            &prompt,
+            &GenerateOptions::greedy(200).with_constraint(constraint),
+        )
+        .unwrap();
+    assert_eq!(g.stop_reason, StopReason::Eos, "{:?}", g.text);
+    g.text
+}
+
+#[test]
+fn constraints_shape_the_output() {
+    let Some(model) = model() else { return };
+    match model.check_constraint(&Constraint::Regex("[0-9]+".into())) {
+        Err(e) if e.code() == ErrorCode::Unsupported => {
+            eprintln!("skipping: libzerfoo was built without constraints: {e}");
+            return;
+        }
+        r => r.unwrap(),
+    }
+
+    // A JSON schema: with no strings in the object, the text without whitespace is exactly
+    // {"age":N}.
+    let schema = r#"{"type": "object", "properties": {"age": {"type": "integer", "minimum": 0, "maximum": 150}},
+                     "required": ["age"], "additionalProperties": false}"#;
+    model
+        .check_constraint(&Constraint::JsonSchema(schema.into()))
+        .unwrap();
+    let text = constrained(
+        model,
+        "Alice is 30 years old. Give her age as JSON.",
+        Constraint::JsonSchema(schema.into()),
+    );
+    let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let age = compact
+        .strip_prefix(r#"{"age":"#)
+        .and_then(|r| r.strip_suffix('}'))
+        .unwrap_or_else(|| panic!("not the schema's object: {text:?}"));
+    let age: u32 = age.parse().unwrap_or_else(|_| panic!("age in {text:?}"));
+    assert!(age <= 150, "{text:?}");
+
+    // A regex matches the whole output: (yes|no), because [a-z ,]{1,60}\.
+    let text = constrained(
+        model,
+        "Is the sky blue? Answer yes or no and explain.",
+        Constraint::Regex(r"(yes|no), because [a-z ,]{1,60}\.".into()),
+    );
+    let reason = text
+        .strip_prefix("yes, because ")
+        .or_else(|| text.strip_prefix("no, because "))
+        .and_then(|r| r.strip_suffix('.'))
+        .unwrap_or_else(|| panic!("regex output {text:?}"));
+    assert!(
+        (1..=60).contains(&reason.len())
+            && reason
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c == ' ' || c == ','),
+        "regex output {text:?}"
+    );
+
+    // A choice gives one of the strings, verbatim.
+    let choices = vec!["red".to_string(), "green".into(), "blue \"dark\"".into()];
+    let text = constrained(
+        model,
+        "What colour is grass?",
+        Constraint::Choice(choices.clone()),
+    );
+    assert!(choices.contains(&text), "{text:?}");
+
+    // A Lark grammar.
+    let text = constrained(
+        model,
+        "What is 6 times 7?",
+        Constraint::Lark("start: \"The answer is \" NUMBER \".\"\nNUMBER: /[0-9]{1,4}/\n".into()),
+    );
+    let n = text
+        .strip_prefix("The answer is ")
+        .and_then(|r| r.strip_suffix('.'))
+        .unwrap_or_else(|| panic!("Lark output {text:?}"));
+    assert!(
+        (1..=4).contains(&n.len()) && n.bytes().all(|b| b.is_ascii_digit()),
+        "{text:?}"
+    );
+
+    // The pull iterator is constrained the same way.
+    let mut session = model.session(&opts1()).unwrap();
+    let options = GenerateOptions::greedy(16).with_constraint(Constraint::Regex("[0-9]{2}".into()));
+    let mut pieces = session.stream("Pick a number:", &options).unwrap();
+    let mut pulled = String::new();
+    for piece in pieces.by_ref() {
+        pulled.push_str(&piece.unwrap());
+    }
+    assert!(
+        pulled.len() == 2 && pulled.bytes().all(|b| b.is_ascii_digit()),
+        "{pulled:?}"
+    );
+
+    // Invalid constraints: InvalidArgument with the compiler's message, nothing evaluated; the
+    // same from check_constraint.
+    let cases = [
+        (
+            Constraint::Regex("([a-z".into()),
+            "invalid regular expression",
+        ),
+        (
+            Constraint::JsonSchema(r#"{"type": 12}"#.into()),
+            "invalid JSON schema",
+        ),
+        (Constraint::Choice(Vec::new()), "non-empty"),
+        (
+            Constraint::Lark("start: missing_rule".into()),
+            "Lark grammar",
+        ),
+    ];
+    for (c, message) in cases {
+        let mut session = model.session(&opts1()).unwrap();
+        let e = session
+            .generate(
+                PROMPT,
+                &GenerateOptions::greedy(8).with_constraint(c.clone()),
+            )
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidArgument, "{c:?}: {e}");
+        assert!(e.to_string().contains(message), "{c:?}: {e}");
+        assert_eq!(session.n_past().unwrap(), 0, "{c:?}: nothing evaluated");
+        let e = model.check_constraint(&c).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidArgument, "{c:?}: {e}");
+        assert!(e.to_string().contains(message), "{c:?}: {e}");
+    }
+    let e = model
+        .check_constraint(&Constraint::Regex("a\0b".into()))
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidArgument);
+
+    // The constraint covers one call: the next one on the session is free again.
+    let mut session = model.session(&opts1()).unwrap();
+    let g = session
+        .generate(
+            PROMPT,
+            &GenerateOptions::greedy(4).with_constraint(Constraint::Choice(vec!["x".into()])),
+        )
+        .unwrap();
+    assert_eq!(g.text, "x");
+    let g = session
+        .generate(" and", &GenerateOptions::greedy(8))
+        .unwrap();
+    assert!(g.generated_tokens > 0);
 }

@@ -135,22 +135,21 @@ void ParseConstraint(const json& body, const zf_model* model, Request* r) {
       throw BadRequest("invalid_value", "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\"");
     }
   }
+  // vLLM's names inside structured_outputs; at the top level also llama-server's json_schema
+  // and grammar, and vLLM's older guided_* names.
+  static const std::pair<const char*, int32_t> kFields[] = {
+      {"json", ZF_CONSTRAINT_JSON_SCHEMA}, {"regex", ZF_CONSTRAINT_REGEX}, {"choice", ZF_CONSTRAINT_CHOICE},
+      {"grammar", ZF_CONSTRAINT_LARK}};
   if (body.contains("structured_outputs") && !body["structured_outputs"].is_null()) {
     const json& so = body["structured_outputs"];
     if (!so.is_object()) throw BadRequest("invalid_type", "'structured_outputs' must be an object");
-    take(so, "structured_outputs.", "json", ZF_CONSTRAINT_JSON_SCHEMA);
-    take(so, "structured_outputs.", "regex", ZF_CONSTRAINT_REGEX);
-    take(so, "structured_outputs.", "choice", ZF_CONSTRAINT_CHOICE);
-    take(so, "structured_outputs.", "grammar", ZF_CONSTRAINT_LARK);
+    for (const auto& [key, kind] : kFields) take(so, "structured_outputs.", key, kind);
   }
-  take(body, "", "json_schema", ZF_CONSTRAINT_JSON_SCHEMA);
-  take(body, "", "regex", ZF_CONSTRAINT_REGEX);
-  take(body, "", "choice", ZF_CONSTRAINT_CHOICE);
-  take(body, "", "grammar", ZF_CONSTRAINT_LARK);
-  take(body, "", "guided_json", ZF_CONSTRAINT_JSON_SCHEMA);
-  take(body, "", "guided_regex", ZF_CONSTRAINT_REGEX);
-  take(body, "", "guided_choice", ZF_CONSTRAINT_CHOICE);
-  take(body, "", "guided_grammar", ZF_CONSTRAINT_LARK);
+  for (const auto& [key, kind] : kFields) {
+    const std::string name = key;
+    take(body, "", name == "json" ? "json_schema" : key, kind);
+    take(body, "", ("guided_" + name).c_str(), kind);
+  }
   if (found.size() > 1) {
     throw BadRequest("invalid_value", "'" + found[0].field + "' and '" + found[1].field + "' both constrain the output; give one");
   }

@@ -37,20 +37,8 @@ type ChatOptions struct {
 func (m *Model) ApplyChatTemplate(msgs []ChatMessage, opts ChatOptions) (string, error) {
 	var out string
 	err := m.use(func(ptr uintptr) (err error) {
-		var keep [][]byte // keeps the C strings alive
-		opt := func(s string) *byte {
-			if s == "" {
-				return nil
-			}
-			b := cstr(s)
-			keep = append(keep, b)
-			return &b[0]
-		}
-		req := func(s string) *byte {
-			b := cstr(s)
-			keep = append(keep, b)
-			return &b[0]
-		}
+		var keep cStrings
+		opt, req := keep.optional, keep.required
 		cmsgs := make([]cChatMessageV2, len(msgs)+1)
 		for i, msg := range msgs {
 			c := cChatMessageV2{structSize: 64, role: req(msg.Role), reasoningContent: opt(msg.ReasoningContent),
@@ -71,6 +59,25 @@ func (m *Model) ApplyChatTemplate(msgs []ChatMessage, opts ChatOptions) (string,
 		return err
 	})
 	return out, err
+}
+
+// cStrings makes NUL-terminated copies of Go strings for one call and keeps them alive until
+// runtime.KeepAlive(keep) after it.
+type cStrings [][]byte
+
+// required: a C string, "" included.
+func (k *cStrings) required(s string) *byte {
+	b := cstr(s)
+	*k = append(*k, b)
+	return &b[0]
+}
+
+// optional: a C string, or nil for "".
+func (k *cStrings) optional(s string) *byte {
+	if s == "" {
+		return nil
+	}
+	return k.required(s)
 }
 
 // cParams fills zf_chat_params from opts; opt turns a string into a C string (nil when empty)
@@ -124,17 +131,9 @@ type ToolCallFunction struct {
 func (m *Model) ChatParse(text string, opts ChatOptions) (*AssistantMessage, error) {
 	var out string
 	err := m.use(func(ptr uintptr) (err error) {
-		var keep [][]byte // keeps the C strings alive
-		opt := func(s string) *byte {
-			if s == "" {
-				return nil
-			}
-			b := cstr(s)
-			keep = append(keep, b)
-			return &b[0]
-		}
+		var keep cStrings
 		t := cstr(text) // may contain NUL: the length is passed
-		p := opts.cParams(opt)
+		p := opts.cParams(keep.optional)
 		out, err = fetchString("chat parse", func(buf *byte, cap uintptr, needed *uintptr) int32 {
 			return lib.chatParse(ptr, &t[0], uintptr(len(text)), &p, buf, cap, needed)
 		})

@@ -397,7 +397,7 @@ ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, co
     }
   }
   if (m.tool_calls.empty() && GenericCalls(rest, tools, &m.tool_calls)) content.clear();
-  if (partial && m.tool_calls.empty() && !format.tools.native && tools.is_array() && !tools.empty()) {
+  if (partial && m.tool_calls.empty() && tools.is_array() && !tools.empty()) {
     // The generic JSON form is only known when complete: hold back text that may be one.
     const std::string_view t = Trim(rest);
     if (!t.empty() && (t.front() == '{' || t.front() == '[' || t.front() == '`')) content.clear();

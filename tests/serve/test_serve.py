@@ -705,6 +705,28 @@ def test_tools_and_reasoning():
         # tool_choice "none" never reads calls; a named choice offers that tool only.
         out = cl.chat.completions.create(**dict(body, tool_choice="none"))
         assert not out.choices[0].message.tool_calls and out.choices[0].finish_reason != "tool_calls"
+        # tool_choice "required": the output is constrained to calls with valid arguments (the
+        # generic JSON form), streamed or not; a named choice calls that tool; without
+        # parallel_tool_calls exactly one call.
+        params = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+        for extra, names in [({"tool_choice": "required", "max_tokens": 320}, None),
+                             ({"tool_choice": {"type": "function", "function": {"name": "search"}},
+                               "parallel_tool_calls": False}, ["search"]),
+                             ({"tool_choice": "required", "parallel_tool_calls": False}, None)]:
+            req = dict(dict(body, messages=TOOL_TURNS[:1], max_tokens=96), **extra)
+            r = cl.chat.completions.create(**req)
+            calls = r.choices[0].message.tool_calls
+            assert r.choices[0].finish_reason == "tool_calls" and calls, (extra, r)
+            assert extra.get("parallel_tool_calls", True) or len(calls) == 1, (extra, calls)
+            for c in calls:
+                assert names is None or c.function.name in names, (extra, c)
+                jsonschema.validate(json.loads(c.function.arguments), params[c.function.name])
+            streamed, finish = stream_message(s, req)
+            assert finish == "tool_calls" and streamed["content"] == "", (extra, streamed)
+            assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in streamed["tool_calls"]] == \
+                [(c.function.name, json.loads(c.function.arguments)) for c in calls], (streamed, calls)
+        status, _, out = s.post("/v1/chat/completions", dict(body, tool_choice="required", regex="a+"))
+        assert status == 400 and "both constrain" in out["error"]["message"], out
         status, _, out = s.post("/apply-template", {"messages": TOOL_TURNS[:1], "tools": TOOLS,
                                                     "tool_choice": {"type": "function", "function": {"name": "search"}}})
         assert status == 200 and '"name": "search"' in out["prompt"] and "get_weather" not in out["prompt"], out

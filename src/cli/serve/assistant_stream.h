@@ -21,6 +21,7 @@ struct ChatReading {
   std::string extra_json;    // chat_template_kwargs, "" = none
   bool parse_tools = false;  // tools offered and tool_choice is not "none"
   bool parallel = true;      // parallel_tool_calls: false keeps the first call only
+  bool require_call = false; // tool_choice "required" or a named function
   bool split_reasoning = true;  // reasoning_format "auto" / "deepseek"; "none" keeps it in content
 };
 

@@ -76,6 +76,7 @@ ChatRender ParseChatOptions(const json& body, const std::string& chat_template, 
   reading->tools_json = render.tools_json;
   reading->extra_json = render.extra_json;
   reading->parse_tools = !tools.is_null() && choice != "none";
+  reading->require_call = choice == "required";
   reading->parallel = body.value("parallel_tool_calls", true);
   reading->split_reasoning = rf != "none";
   return render;
@@ -87,6 +88,36 @@ namespace {
 // vLLM's structured_outputs {json|regex|choice|grammar} (also at the top level, and its older
 // guided_* names), llama-server's json_schema and grammar (Lark: llguidance's dialect; GBNF is
 // not supported). At most one.
+// tool_choice "required" (or a named function): the output is constrained to tool calls in the
+// generic JSON form zf_chat_parse reads for every template, [{"name", "arguments"}, ...] (one
+// object without parallel_tool_calls; at most 8), each call's arguments valid for its tool's
+// parameters.
+void RequireToolCall(const zf_model* model, Request* r) {
+  if (r->constraint_kind != ZF_CONSTRAINT_NONE) {
+    throw BadRequest("invalid_value", "tool_choice \"required\" and a structured output both constrain the output; give one");
+  }
+  json calls = json::array();
+  for (const json& t : json::parse(r->reading.tools_json)) {
+    const json& fn = t["function"];
+    json params = fn.contains("parameters") ? fn["parameters"] : json{{"type", "object"}};
+    // Arguments hold the tool's own parameters only (as OpenAI's strict function calling), unless
+    // the tool allows more: an open object lets a small model add keys until max_tokens.
+    if (params.is_object() && !params.contains("additionalProperties")) params["additionalProperties"] = false;
+    calls.push_back({{"type", "object"},
+                     {"properties", {{"name", {{"const", fn["name"]}}}, {"arguments", params}}},
+                     {"required", {"name", "arguments"}},
+                     {"additionalProperties", false}});
+  }
+  json one = calls.size() == 1 ? calls[0] : json{{"anyOf", calls}};
+  // At most 8 parallel calls: a small model would otherwise repeat calls until max_tokens.
+  json schema = r->reading.parallel ? json{{"type", "array"}, {"items", one}, {"minItems", 1}, {"maxItems", 8}} : one;
+  r->constraint = schema.dump();
+  r->constraint_kind = ZF_CONSTRAINT_JSON_SCHEMA;
+  if (zf_constraint_check(model, r->constraint_kind, r->constraint.c_str()) != ZF_OK) {
+    throw BadRequest("invalid_value", std::string("'tools': the parameters cannot be enforced: ") + zf_last_error());
+  }
+}
+
 void ParseConstraint(const json& body, const zf_model* model, Request* r) {
   struct Found {
     std::string field;
@@ -297,6 +328,7 @@ Request ParseCompletion(const std::string& text, bool chat, const RequestContext
     if (!body.contains("messages")) throw BadRequest("missing_field", "'messages' is required");
     const ChatRender render = ParseChatOptions(body, ctx.chat_template, &r.reading);
     r.prompt = Tokenize(ctx.model, RenderChat(ctx.model, body["messages"], render), tflags);
+    if (r.reading.require_call) RequireToolCall(ctx.model, &r);
   } else {
     if (!body.contains("prompt")) throw BadRequest("missing_field", "'prompt' is required");
     const json& p = body["prompt"];

@@ -88,6 +88,13 @@ zf_status Render(const zf::model::Model& m, const std::string& tmpl, const Value
   return CopyOut(out, buf, cap, needed);
 }
 
+// The caller's zf_chat_params over the defaults, with only the `known` flag bits.
+zf_status ReadChatParams(const zf_chat_params* params, uint32_t known, zf_chat_params* p) {
+  zf_chat_params_init(p, sizeof *p);
+  if (!zf::capi::ReadParams(params, p)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params->struct_size is too small");
+  return zf::capi::CheckFlags("params->flags", p->flags, known);
+}
+
 // The format a template writes reasoning and tool calls in, derived once per (template, extra
 // variables) and kept in a small most-recently-used list: a server parses every turn with it.
 std::shared_ptr<const zf::chat::ChatFormat> FormatFor(const zf::model::Model& m, const std::string& tmpl,
@@ -182,9 +189,7 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
   if (msgs == nullptr && n_msgs > 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "msgs is NULL");
   ZF_GUARD_BEGIN
   zf_chat_params p;
-  zf_chat_params_init(&p, sizeof p);
-  if (!zf::capi::ReadParams(params, &p)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params->struct_size is too small");
-  if (zf_status e = zf::capi::CheckFlags("params->flags", p.flags, ZF_CHAT_ADD_ASSISTANT | ZF_CHAT_FIXED_TIME)) return e;
+  if (zf_status e = ReadChatParams(params, ZF_CHAT_ADD_ASSISTANT | ZF_CHAT_FIXED_TIME, &p)) return e;
   try {
     // Messages: the stride is the first element's struct_size (all must agree); fields past a
     // caller's shorter struct are absent.
@@ -251,12 +256,8 @@ ZF_API zf_status zf_chat_parse(const zf_model* model, const char* text, size_t l
   if (text == nullptr && len > 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "text is NULL");
   ZF_GUARD_BEGIN
   zf_chat_params p;
-  zf_chat_params_init(&p, sizeof p);
-  if (!zf::capi::ReadParams(params, &p)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params->struct_size is too small");
-  if (zf_status e = zf::capi::CheckFlags("params->flags", p.flags,
-                                         ZF_CHAT_ADD_ASSISTANT | ZF_CHAT_FIXED_TIME | ZF_CHAT_PARSE_PARTIAL)) {
-    return e;
-  }
+  const uint32_t flags = ZF_CHAT_ADD_ASSISTANT | ZF_CHAT_FIXED_TIME | ZF_CHAT_PARSE_PARTIAL;
+  if (zf_status e = ReadChatParams(params, flags, &p)) return e;
   const std::string_view generated(text == nullptr ? "" : text, len);
   size_t bad = 0;
   if (!zf::IsValidUtf8(generated, &bad)) {

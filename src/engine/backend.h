@@ -4,8 +4,8 @@
 // Conventions: activations are row-major float arrays owned by the backend's scratch (host
 // memory for the CPU engine, device memory for CUDA); weights are GGUF tensors in their stored
 // quantized layout (matrices have ne[0] = input features, ne[1] = output features). One Backend
-// instance serves one session (it owns that session's threads and KV cache): thread-compatible,
-// not thread-safe.
+// instance serves one session (it holds that session's KV cache and scratch; the CPU engine's
+// threads are the model's, shared): thread-compatible, not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -135,8 +135,11 @@ class Backend {
 };
 
 class PackedWeights;
-// The CPU engine with n_threads workers (the caller's thread included); `packed` (the model's
-// repacked decode copies, may be null) must outlive it.
-std::unique_ptr<Backend> CreateCpuBackend(int32_t n_threads, const PackedWeights* packed = nullptr);
+class ThreadPool;
+// The CPU engine with n_threads workers (the caller's thread included) on a pool of its own, or
+// on `pool` (shared, e.g. the model's; then n_threads is the pool's size); `packed` (the model's
+// repacked decode copies, may be null) and `pool` must outlive it.
+std::unique_ptr<Backend> CreateCpuBackend(int32_t n_threads, const PackedWeights* packed = nullptr,
+                                          ThreadPool* pool = nullptr);
 
 }  // namespace zf::engine

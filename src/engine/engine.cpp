@@ -6,10 +6,12 @@
 #include "engine/cuda/cuda_backend.h"
 #include "engine/cuda/device_weights.h"
 #include "engine/cuda/kernel_library.h"
+#include "engine/thread_pool.h"
 #include "quant/quant.h"
 #include "quant/scales.h"
 
 #include <algorithm>
+#include <mutex>
 #include <utility>
 
 namespace zf::engine {
@@ -32,14 +34,24 @@ Status CheckUnpacked(const EngineRequest& r, const PackedWeights* packed) {
   return Status::Ok();
 }
 
+// One thread pool for every session of the model (a session is sequence state, not threads):
+// `serve --parallel 16` runs one set of workers, not 16. A session asking for another thread
+// count than the model's gets a pool of its own.
 class CpuEngine final : public Engine {
  public:
-  explicit CpuEngine(std::unique_ptr<PackedWeights> packed) : packed_(std::move(packed)) {}
+  CpuEngine(std::unique_ptr<PackedWeights> packed, int32_t n_threads)
+      : packed_(std::move(packed)), n_threads_(std::max(1, std::min(n_threads, 256))) {}
   Device device() const override { return Device::kCpu; }
   const char* name() const override { return "cpu"; }
   size_t weight_bytes() const override { return packed_ != nullptr ? packed_->bytes() : 0; }
   Status CreateBackend(int32_t n_threads, std::unique_ptr<Backend>* out) const override {
-    *out = CreateCpuBackend(n_threads, packed_.get());
+    ThreadPool* shared = nullptr;
+    if (n_threads == n_threads_) {
+      std::lock_guard<std::mutex> lock(pool_mu_);
+      if (pool_ == nullptr) pool_.reset(new ThreadPool(n_threads_));  // at the first session
+      shared = pool_.get();
+    }
+    *out = CreateCpuBackend(n_threads, packed_.get(), shared);
     return Status::Ok();
   }
   void ReleaseFilePages() const override {
@@ -48,6 +60,9 @@ class CpuEngine final : public Engine {
 
  private:
   std::unique_ptr<PackedWeights> packed_;
+  int32_t n_threads_;
+  mutable std::mutex pool_mu_;
+  mutable std::unique_ptr<ThreadPool> pool_;  // created with the first session (vocab-only loads have none)
 };
 
 class CudaEngine final : public Engine {
@@ -105,7 +120,7 @@ Status CreateEngine(const EngineRequest& r, std::unique_ptr<Engine>* out) {
   ZF_RETURN_IF_ERROR(CheckUnpacked(r, packed.get()));
   ZF_LOGI("CPU kernels: %s; packed decode copies: %zu MiB", quant::ActiveIsa(),
           packed != nullptr ? packed->bytes() >> 20 : size_t{0});
-  out->reset(new CpuEngine(std::move(packed)));
+  out->reset(new CpuEngine(std::move(packed), r.n_threads));
   return Status::Ok();
 }
 

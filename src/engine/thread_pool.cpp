@@ -39,6 +39,7 @@ void ThreadPool::Run(TaskFn fn, void* ctx) {
     fn(ctx, 0, 1);
     return;
   }
+  std::lock_guard<std::mutex> turn(run_mu_);
   fn_ = fn;
   ctx_ = ctx;
   pending_.store(n_threads_ - 1, std::memory_order_relaxed);

@@ -1,6 +1,7 @@
 // Persistent worker pool for the CPU engine: one fork-join Run() per op, workers spin briefly
 // between ops (decode issues hundreds of small ops per token) and then sleep.
-// Thread-compatible: one caller at a time (a session's thread).
+// One pool serves every session of a model (engine.cpp): Run() is thread-safe, callers on
+// different threads take turns op by op (the caller's thread is worker 0 of its own op).
 #pragma once
 
 #include <atomic>
@@ -22,7 +23,7 @@ class ThreadPool {
   int32_t size() const { return n_threads_; }
 
   // Calls fn(ctx, thread_index, n_threads) on every thread (caller is index 0); returns when all
-  // have finished. No allocation.
+  // have finished. No allocation. Concurrent callers are serialized (one op at a time).
   using TaskFn = void (*)(void* ctx, int32_t ith, int32_t nth);
   void Run(TaskFn fn, void* ctx);
 
@@ -57,6 +58,7 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable cv_;
   std::atomic<int32_t> sleepers_{0};
+  std::mutex run_mu_;  // one Run at a time: the workers serve one op
 };
 
 }  // namespace zf::engine

@@ -126,7 +126,7 @@ void CpuBackend::AttentionDecode(int32_t layer, const float* q, int32_t pos0, co
     const AttentionParams* ap;
     int32_t layer, pos0;
   } c{this, q, out, &ap, layer, pos0};
-  pool_.Run(
+  pool_->Run(
       [](void* p, int32_t ith, int32_t nth) {
         Ctx& c = *static_cast<Ctx*>(p);
         CpuBackend& self = *c.self;
@@ -161,7 +161,7 @@ void CpuBackend::AttentionRows(int32_t layer, const DecodeRow* rows, int32_t n, 
     return;
   }
   const size_t per_thread = AttnScratchPerThread(max_ctx, k_width, v_width);
-  if (rows_scratch_.size() < size_t(pool_.size()) * per_thread) rows_scratch_.resize(size_t(pool_.size()) * per_thread);
+  if (rows_scratch_.size() < size_t(pool_->size()) * per_thread) rows_scratch_.resize(size_t(pool_->size()) * per_thread);
   struct Ctx {
     CpuBackend* self;
     const DecodeRow* rows;
@@ -171,7 +171,7 @@ void CpuBackend::AttentionRows(int32_t layer, const DecodeRow* rows, int32_t n, 
     size_t per_thread;
     std::atomic<int64_t> next;
   } c{this, rows, &ap, layer, ap.n_head_kv, int64_t{n} * ap.n_head_kv, per_thread, {0}};
-  pool_.Run(
+  pool_->Run(
       [](void* p, int32_t ith, int32_t) {
         Ctx& c = *static_cast<Ctx*>(p);
         const int32_t group = c.ap->n_head / c.ap->n_head_kv;
@@ -201,7 +201,7 @@ void CpuBackend::AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, 
   const int64_t layer_base = int64_t{layer} * n_ctx_;
   const uint8_t* kdata = k_cache_.data() + size_t(layer_base) * size_t(k_width_) * elem;
   const uint8_t* vdata = v_cache_.data() + size_t(layer_base) * size_t(v_width_) * elem;
-  const size_t nth = size_t(pool_.size());
+  const size_t nth = size_t(pool_->size());
   constexpr int32_t kStageRows = 16;  // K rows converted per step before the transposing scatter
   const size_t per_thread = size_t(attn::kAttnRows) * size_t(dk) +
                             size_t(attn::kAttnRows) * size_t(attn::ScoreStride(n_pos)) +
@@ -258,7 +258,7 @@ void CpuBackend::AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, 
     ClaimedWork phase1;          // staging chunks
     std::atomic<int64_t> next;  // the next item (block of query rows) to take
   } c{q, out, &ap, kt, vf, blk, per_thread, kt_stride, n_tok, pos0, n_pos, vw, f16, &stage, ClaimedWork(n_chunks + 1), {0}};
-  pool_.Run(
+  pool_->Run(
       [](void* p, int32_t ith, int32_t nth) {
         Ctx& c = *static_cast<Ctx*>(p);
         (void)nth;
@@ -356,7 +356,7 @@ void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t
     }
     float* kf = kv_stage_.data();
     float* vf = kf + size_t(n_pos) * size_t(k_width_);
-    pool_.ParallelFor(n_pos, [&](int64_t b, int64_t e) {
+    pool_->ParallelFor(n_pos, [&](int64_t b, int64_t e) {
       quant::DequantizeRow(GgmlType::F16, kdata + size_t(b) * size_t(k_width_) * 2, kf + size_t(b) * size_t(k_width_),
                            (e - b) * k_width_);
       quant::DequantizeRow(GgmlType::F16, vdata + size_t(b) * size_t(v_width_) * 2, vf + size_t(b) * size_t(v_width_),
@@ -376,7 +376,7 @@ void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t
     const uint8_t* vdata;
     bool f16, staged;
   } c{this, q, out, &ap, n_tok, pos0, group, q_width, o_width, per_thread, kdata, vdata, f16, staged};
-  pool_.Run(
+  pool_->Run(
       [](void* p, int32_t ith, int32_t nth) {
         Ctx& c = *static_cast<Ctx*>(p);
         CpuBackend& self = *c.self;

@@ -13,15 +13,18 @@
 
 namespace zf::engine {
 
-CpuBackend::CpuBackend(int32_t n_threads, const PackedWeights* packed)
-    : pool_(n_threads), packed_(packed), decode_ranges_(new ChunkRange[size_t(pool_.size())]) {}
+CpuBackend::CpuBackend(int32_t n_threads, const PackedWeights* packed, ThreadPool* pool)
+    : own_pool_(pool == nullptr ? new ThreadPool(n_threads) : nullptr),
+      pool_(pool != nullptr ? pool : own_pool_.get()),
+      packed_(packed),
+      decode_ranges_(new ChunkRange[size_t(pool_->size())]) {}
 
 Status CpuBackend::InitKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type) {
   const size_t elem = type == KvType::kF16 ? 2 : 4;
   try {
     k_cache_.assign(size_t(n_layer) * size_t(n_ctx) * size_t(k_width) * elem, 0);
     v_cache_.assign(size_t(n_layer) * size_t(n_ctx) * size_t(v_width) * elem, 0);
-    attn_scratch_.assign(size_t(pool_.size()) * AttnScratchPerThread(n_ctx, k_width, v_width), 0.0f);
+    attn_scratch_.assign(size_t(pool_->size()) * AttnScratchPerThread(n_ctx, k_width, v_width), 0.0f);
   } catch (const std::bad_alloc&) {
     return Status(Code::kOutOfMemory, "cannot allocate the KV cache for n_ctx=" + std::to_string(n_ctx));
   }
@@ -49,8 +52,8 @@ void CpuBackend::GetRows(const Tensor& table, const int32_t* ids, int32_t n, flo
   }
 }
 
-std::unique_ptr<Backend> CreateCpuBackend(int32_t n_threads, const PackedWeights* packed) {
-  return std::unique_ptr<Backend>(new CpuBackend(n_threads, packed));
+std::unique_ptr<Backend> CreateCpuBackend(int32_t n_threads, const PackedWeights* packed, ThreadPool* pool) {
+  return std::unique_ptr<Backend>(new CpuBackend(n_threads, packed, pool));
 }
 
 }  // namespace zf::engine

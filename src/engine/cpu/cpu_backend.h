@@ -1,7 +1,8 @@
 // The CPU engine: quantized matmuls through quant/ (SIMD picked once at run time), norms, rope,
 // attention over an F16/F32 KV cache, all split across a persistent thread pool. Its methods are
 // defined by job: cpu_backend.cpp, cpu_matmul.cpp, cpu_elementwise.cpp, cpu_attention.cpp.
-// Thread-compatible: one session's thread at a time.
+// Thread-compatible: one session's thread at a time. The thread pool is usually the model's
+// (shared by all its sessions' backends, engine.cpp); the KV cache and scratch are this one's.
 #pragma once
 
 #include <atomic>
@@ -17,7 +18,9 @@ namespace zf::engine {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int32_t n_threads, const PackedWeights* packed = nullptr);
+  // Runs on `pool` (not owned; must outlive it) or, when null, on a pool of its own of
+  // n_threads threads.
+  CpuBackend(int32_t n_threads, const PackedWeights* packed = nullptr, ThreadPool* pool = nullptr);
   const char* name() const override { return "cpu"; }
 
   Status InitKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type) override;
@@ -54,7 +57,8 @@ class CpuBackend final : public Backend {
   // Reads one cached row (k or v) as floats.
   static size_t AttnScratchPerThread(int32_t n_ctx, int32_t k_width, int32_t v_width);
 
-  ThreadPool pool_;
+  std::unique_ptr<ThreadPool> own_pool_;  // only when no shared pool was given
+  ThreadPool* pool_;
   const PackedWeights* packed_;  // the model's decode copies (not owned; may be null)
   // Batched decode (SetBatchInvariant): products with several rows take the one-token paths.
   bool invariant_ = false;

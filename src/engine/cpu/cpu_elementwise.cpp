@@ -31,7 +31,7 @@ void CpuBackend::RmsNorm(const float* x, const float* w, int32_t rows, int32_t n
   // microseconds for a 512-token prefill), less than what waking a worker on a busy machine can
   // cost.
   if (int64_t{rows} * n >= (int64_t{1} << 21)) {
-    pool_.ParallelFor(rows, [&](int64_t b, int64_t e) {
+    pool_->ParallelFor(rows, [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) RmsNormRow(x + r * n, w, n, eps, y + r * n);
     });
     return;
@@ -76,7 +76,7 @@ void CpuBackend::Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim
                       const RopeParams& rp) {
   const int32_t half = rp.n_rot / 2;
   const float theta_scale = std::pow(rp.base, -2.0f / float(rp.n_rot));
-  const size_t nth = size_t(pool_.size());
+  const size_t nth = size_t(pool_->size());
   // Per thread: the cos/sin of one position's angles (sized once: no allocation per call).
   if (rope_cs_.size() < nth * size_t(half) * 2) {
     rope_cs_.resize(nth * size_t(half) * 2);
@@ -121,7 +121,7 @@ void CpuBackend::Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim
     run(ith, nth_run, int32_t(int64_t{n_tok} * ith / nth_run), int32_t(int64_t{n_tok} * (ith + 1) / nth_run));
   };
   using Split = decltype(split);
-  pool_.Run([](void* p, int32_t ith, int32_t nth_run) { (*static_cast<Split*>(p))(ith, nth_run); }, &split);
+  pool_->Run([](void* p, int32_t ith, int32_t nth_run) { (*static_cast<Split*>(p))(ith, nth_run); }, &split);
 }
 
 namespace {
@@ -174,7 +174,7 @@ void CpuBackend::Activate(Activation act, float* x, int64_t n) {
 }
 
 void CpuBackend::GatedActivation(Activation act, float* gate, const float* up, int64_t n) {
-  pool_.ParallelFor(n, [&](int64_t b, int64_t e) { ApplyGated(act, gate + b, up + b, e - b); });
+  pool_->ParallelFor(n, [&](int64_t b, int64_t e) { ApplyGated(act, gate + b, up + b, e - b); });
 }
 
 

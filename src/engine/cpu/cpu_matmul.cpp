@@ -37,7 +37,7 @@ void CpuBackend::MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, fl
   const size_t w_row = RowSize(w.type, k);
   if (act_q_.size() < q8_row * size_t(n_tok)) act_q_.resize(q8_row * size_t(n_tok));
   if (gemm_asum_.size() < size_t(nb) * size_t(n_tok)) gemm_asum_.resize(size_t(nb) * size_t(n_tok));
-  const size_t nth = size_t(pool_.size());
+  const size_t nth = size_t(pool_->size());
   // Per thread: kGemmRowTile rows of quants (Q8_0 blocks or unpacked bytes), their d and m, and
   // one float row for the requantizing path.
   const size_t q_bytes = kGemmRowTile * std::max(q8_row, size_t(k));
@@ -54,7 +54,7 @@ void CpuBackend::MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, fl
   if (packed != nullptr && gemm_unpacked_.size() < nth * size_t(kGemmRowTile) * w_row) {
     gemm_unpacked_.resize(nth * size_t(kGemmRowTile) * w_row);
   }
-  pool_.ParallelFor(n_tok, [&](int64_t b, int64_t e) {
+  pool_->ParallelFor(n_tok, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
       quant::QuantizeActivations(GgmlType::Q8_0, x + t * k, act + size_t(t) * q8_row, k);
       if (affine) quant::Q8_0BlockSums(act + size_t(t) * q8_row, k, asum + t * nb);
@@ -72,7 +72,7 @@ void CpuBackend::MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, fl
     bool affine;
     const PackedWeights::Matrix* packed;
   } c{this, &w, y, act, asum, k, m, nb, n_tok, q8_row, w_row, q_bytes, f_per, affine, packed};
-  pool_.Run(
+  pool_->Run(
       [](void* p, int32_t ith, int32_t nth) {
         Ctx& c = *static_cast<Ctx*>(p);
         // Row ranges in whole tiles, so a packed matrix's tiles are its 16-row groups.
@@ -157,7 +157,7 @@ void CpuBackend::MatMulPacked(const Tensor* const* w, float* const* y, int32_t n
   size_t max_row = 0;
   for (int32_t i = 0; i < n_w; ++i) max_row = std::max(max_row, RowSize(w[i]->type, k));
   per_thread += scratch_bytes + size_t(quant::kPackRows) * max_row;
-  const size_t nth = size_t(pool_.size());
+  const size_t nth = size_t(pool_->size());
   if (pack_tiles_.size() < nth * per_thread) pack_tiles_.resize(nth * per_thread);
   uint8_t* act = act_q_.data();
   float* ad = pack_ad_.data();
@@ -206,7 +206,7 @@ void CpuBackend::MatMulPacked(const Tensor* const* w, float* const* y, int32_t n
     c.acts[i] = quant::PackedActs{act, q8_row, ad, pack_asum_.data() + table_at[i],
                                   offset != 0 ? pack_aoff_.data() + table_at[i] : nullptr, offset};
   }
-  pool_.Run(
+  pool_->Run(
       [](void* p, int32_t ith, int32_t nth) {
         Ctx& c = *static_cast<Ctx*>(p);
         (void)nth;
@@ -334,7 +334,7 @@ bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n
   // (Zen 4, `zerfoo bench -p 0 -n 32/128 -r 2`, alternating 3 times); for the other products
   // the chunk size changed nothing measurable.
   constexpr size_t kChunkBytes = size_t(128) << 10, kGatedChunkBytes = size_t(512) << 10;
-  const int32_t nth = pool_.size();
+  const int32_t nth = pool_->size();
   // Units split across threads: bytes of all parts, or (gated) 16-row groups of gate and up.
   int64_t units = int64_t(total), per = int64_t(kChunkBytes);
   if (gated != nullptr) {
@@ -358,7 +358,7 @@ bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n
     ClaimedWork rows;  // batched rows to quantize (none for one token)
   } c{parts, n, n_tok, k, act_bytes, gated, units, per, decode_ranges_.get(), &quantize_row,
       ClaimedWork(n_tok > 1 ? n_tok : 0)};
-  pool_.Run(
+  pool_->Run(
       [](void* p, int32_t ith, int32_t nth) {
         Ctx& c = *static_cast<Ctx*>(p);
         c.rows.Work([&](int64_t t) { (*c.quantize_row)(t); });
@@ -463,7 +463,7 @@ void CpuBackend::MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y
   if (n_tok == 1) {  // decode: one row is quicker here than a round trip through the pool
     quant::QuantizeActivations(act_type, x, act, k);
   } else {
-    pool_.ParallelFor(n_tok, [&](int64_t b, int64_t e) {
+    pool_->ParallelFor(n_tok, [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) quant::QuantizeActivations(act_type, x + t * k, act + size_t(t) * act_row, k);
     });
   }
@@ -473,20 +473,20 @@ void CpuBackend::MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y
     if (n_tok > 1) {  // batched decode: each group read once for every row
       std::vector<const void*> a(static_cast<size_t>(n_tok));
       for (int32_t t = 0; t < n_tok; ++t) a[size_t(t)] = act + size_t(t) * act_row;
-      pool_.ParallelFor(quant::PackedGroups(m), [&](int64_t b, int64_t e) {
+      pool_->ParallelFor(quant::PackedGroups(m), [&](int64_t b, int64_t e) {
         std::vector<float*> ys(static_cast<size_t>(n_tok));
         for (int32_t t = 0; t < n_tok; ++t) ys[size_t(t)] = y + int64_t{t} * m + b * quant::kPackRows;
         quant::GemvPackedMulti(w.type, k, p->data, b, e, m, a.data(), ys.data(), n_tok);
       });
       return;
     }
-    pool_.ParallelFor(quant::PackedGroups(m), [&](int64_t b, int64_t e) {
+    pool_->ParallelFor(quant::PackedGroups(m), [&](int64_t b, int64_t e) {
       quant::GemvPacked(w.type, k, p->data, b, e, m, act, y + b * quant::kPackRows);
     });
     return;
   }
   // Rows split across threads; several rows per kernel pass for each (few) token(s).
-  pool_.ParallelFor(m, [&](int64_t b, int64_t e) {
+  pool_->ParallelFor(m, [&](int64_t b, int64_t e) {
     for (int32_t t = 0; t < n_tok; ++t) {
       quant::Gemv(w.type, k, w.data + size_t(b) * w_row, w_row, e - b, act + size_t(t) * act_row, y + int64_t{t} * m + b);
     }

@@ -22,14 +22,15 @@ uint64_t PrefixCache::Key(uint64_t prev, const int32_t* tokens) {
   return h;
 }
 
-std::shared_ptr<const PrefixCache::Block> PrefixCache::Find(uint64_t key, uint64_t prev, const int32_t* tokens) {
+std::shared_ptr<const PrefixCache::Block> PrefixCache::Find(uint64_t key, uint64_t prev, const int32_t* tokens,
+                                                            size_t saved) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = map_.find(key);
   if (it == map_.end()) return nullptr;
   const Block& b = *it->second.block;
   if (b.prev != prev || !std::equal(b.tokens.begin(), b.tokens.end(), tokens)) return nullptr;
   lru_.splice(lru_.begin(), lru_, it->second.lru);
-  stats_.hit_tokens += uint64_t(kBlockTokens);
+  stats_.hit_tokens += uint64_t(saved);
   return it->second.block;
 }
 

@@ -43,8 +43,8 @@ class PrefixCache {
   static uint64_t Key(uint64_t prev, const int32_t* tokens);
 
   // The block with this key, following `prev` and holding `tokens`, or null; marks it used and
-  // counts its tokens as hits.
-  std::shared_ptr<const Block> Find(uint64_t key, uint64_t prev, const int32_t* tokens);
+  // counts `saved` tokens (those it spares evaluating) as hits.
+  std::shared_ptr<const Block> Find(uint64_t key, uint64_t prev, const int32_t* tokens, size_t saved);
   bool Contains(uint64_t key) const;
   // Stores a block (no-op if the key is present or the block alone exceeds the capacity),
   // dropping the least recently used ones beyond the capacity.

@@ -143,19 +143,26 @@ void Session::SyncBlockKeys() {
   }
 }
 
+// The history may end inside a block (a conversation truncated to the prefix it shares with
+// the next prompt): the block it ends in is looked up with its first tokens from the history,
+// and its rows are rewritten whole (those of the history's positions are the same bits).
 size_t Session::ReuseBlocks(const int32_t* tokens, size_t n, size_t keep) {
   constexpr size_t kB = PrefixCache::kBlockTokens;
-  if (history_.size() % kB != 0) return 0;  // the next block would start inside a computed one
   SyncBlockKeys();
+  int32_t block[kB];
   size_t taken = 0;
-  while (taken + kB + keep <= n) {
+  for (;;) {
+    const size_t p = history_.size(), p0 = p / kB * kB, have = p - p0, need = kB - have;
+    if (taken + need + keep > n) break;
+    std::copy(history_.begin() + std::ptrdiff_t(p0), history_.end(), block);
+    std::copy(tokens + taken, tokens + taken + need, block + have);
     const uint64_t prev = block_keys_.empty() ? chain_seed_ : block_keys_.back();
-    const uint64_t key = PrefixCache::Key(prev, tokens + taken);
-    std::shared_ptr<const PrefixCache::Block> b = prefix_cache_->Find(key, prev, tokens + taken);
-    if (b == nullptr || !backend_->WriteKvRows(n_past(), int32_t(kB), b->kv.data()).ok()) break;
-    history_.insert(history_.end(), tokens + taken, tokens + taken + kB);
+    const uint64_t key = PrefixCache::Key(prev, block);
+    std::shared_ptr<const PrefixCache::Block> b = prefix_cache_->Find(key, prev, block, need);
+    if (b == nullptr || !backend_->WriteKvRows(int32_t(p0), int32_t(kB), b->kv.data()).ok()) break;
+    history_.insert(history_.end(), tokens + taken, tokens + taken + need);
     block_keys_.push_back(key);
-    taken += kB;
+    taken += need;
   }
   return taken;
 }

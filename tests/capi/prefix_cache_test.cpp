@@ -197,6 +197,14 @@ TEST(PrefixCache, TruncateThenEvalEqualsFresh) {
   ASSERT_EQ(zf_session_eval(other.get(), a.data(), a.size(), again.data(), nv), ZF_OK);
   EXPECT_EQ(CacheInfo(m.get()).hit_tokens - hits, 3u * 64u);
   EXPECT_EQ(std::memcmp(again.data(), branch.data(), nv * sizeof(float)), 0);
+  // A history ending inside a block (100 = 64 + 36) continues from the cache too: the rest of
+  // block 1 (28 tokens) and block 2 are copied, the last 8 tokens evaluated.
+  SessionPtr mid = NewSessionFlags(m.get(), 0);
+  ASSERT_EQ(zf_session_eval(mid.get(), a.data(), 100, nullptr, 0), ZF_OK);
+  const uint64_t before = CacheInfo(m.get()).hit_tokens;
+  ASSERT_EQ(zf_session_eval(mid.get(), a.data() + 100, a.size() - 100, again.data(), nv), ZF_OK);
+  EXPECT_EQ(CacheInfo(m.get()).hit_tokens - before, 28u + 64u);
+  EXPECT_EQ(std::memcmp(again.data(), branch.data(), nv * sizeof(float)), 0);
 }
 
 TEST(PrefixCache, FastPrefillSessionsStayOut) {

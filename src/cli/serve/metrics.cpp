@@ -61,6 +61,12 @@ std::string PrometheusText(const ServeMetrics& c, const ServeGauges& g) {
   counter("zerfoo:generation_tokens_total", "Tokens generated.", c.n_gen_tokens.load());
   counter("zerfoo:prompt_tokens_total", "Prompt tokens of completed requests.", c.n_prompt_tokens.load());
   counter("zerfoo:prompt_tokens_cached_total", "Prompt tokens reused from a slot's cache.", c.n_prompt_cached.load());
+  const zf_cache_info& pc = g.prefix_cache;
+  counter("zerfoo:prefix_cache_hit_tokens_total", "Prompt tokens copied from the model's prefix cache.", pc.hit_tokens);
+  counter("zerfoo:prefix_cache_evicted_blocks_total", "Prefix cache blocks dropped for its bound.", pc.evicted_blocks);
+  gauge("zerfoo:prefix_cache_bytes", "KV bytes held by the model's prefix cache.", double(pc.bytes));
+  gauge("zerfoo:prefix_cache_blocks", "Blocks held by the model's prefix cache.", double(pc.blocks));
+  gauge("zerfoo:prefix_cache_capacity_bytes", "The prefix cache's bound.", double(pc.capacity_bytes));
   m += "# HELP zerfoo:requests_total Completion requests by outcome.\n# TYPE zerfoo:requests_total counter\n";
   m += "zerfoo:requests_total{outcome=\"ok\"} " + std::to_string(c.n_requests_ok.load()) + "\n";
   m += "zerfoo:requests_total{outcome=\"error\"} " + std::to_string(c.n_requests_err.load()) + "\n";

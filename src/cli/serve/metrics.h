@@ -4,6 +4,8 @@
 #define ZERFOO_CLI_SERVE_METRICS_H
 
 #include <atomic>
+
+#include "zerfoo.h"
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -42,6 +44,7 @@ struct ServeGauges {
   double slots_total = 0;
   int queue_capacity = 0;
   bool ready = false;  // loaded and not draining
+  zf_cache_info prefix_cache{};  // the model's prefix cache (zeros when off or not loaded)
 };
 
 // The /metrics body (Prometheus text format 0.0.4).

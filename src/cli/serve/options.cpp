@@ -32,16 +32,22 @@ const char kServeHelp[] =
     "      --alias NAME          model name reported by /v1/models (default: the file name)\n"
     "      --chat-template-file F  Jinja chat template to use instead of the model's (prompts\n"
     "                            and reading tool calls / reasoning back)\n"
-    "      --cache-prompt        reuse a slot's KV cache for the prefix a prompt shares with its\n"
-    "                            conversation (a request's \"cache_prompt\" overrides). Off by\n"
-    "                            default: the shorter prefill rounds differently, so greedy\n"
-    "                            output may differ from a full prefill (see README)\n"
+    "      --no-cache-prompt     do not reuse a slot's KV cache for the prefix a prompt shares\n"
+    "                            with its conversation (on by default, and exact: the answer is\n"
+    "                            the one a full prefill gives; a request's \"cache_prompt\"\n"
+    "                            overrides)\n"
+    "      --prefix-cache-mib N  the model's prefix cache: KV blocks of prompts any slot has\n"
+    "                            evaluated, reused by every slot (default 256; -1 = off)\n"
+    "      --fast-prefill        prefill with the multi-token kernels: faster, but results\n"
+    "                            depend on chunking in the last bits, so prompt caching is off\n"
+    "                            unless --cache-prompt is given and the prefix cache is unused\n"
     "      --device DEV          auto, cpu or cuda (default auto)\n"
     "  -v, --verbose             log requests and library INFO messages\n"
     "  -h, --help                show this help\n";
 
 ServeOptions ParseServeArgs(int argc, char** argv, int first) {
   ServeOptions o;
+  bool cache_prompt_given = false;
   for (int i = first; i < argc; ++i) {
     std::string name = argv[i], value;
     bool has_inline = false;
@@ -58,8 +64,10 @@ ServeOptions ParseServeArgs(int argc, char** argv, int first) {
     };
     if (name == "-h" || name == "--help") o.help = true;
     else if (name == "-v" || name == "--verbose") o.verbose = true;
-    else if (name == "--cache-prompt") o.cache_prompt = true;
+    else if (name == "--cache-prompt") o.cache_prompt = cache_prompt_given = true;
     else if (name == "--no-cache-prompt") o.cache_prompt = false;
+    else if (name == "--fast-prefill") o.fast_prefill = true;
+    else if (name == "--prefix-cache-mib") o.prefix_cache_mib = int(ParseInt(name, val(), -1, 1 << 20));
     else if (name == "--no-batch") o.batch = false;
     else if (name == "-m" || name == "--model") o.model = val();
     else if (name == "--host") o.host = val();
@@ -92,6 +100,7 @@ ServeOptions ParseServeArgs(int argc, char** argv, int first) {
   }
   if (!o.help && o.model.empty()) throw UsageError("missing -m MODEL");
   if (o.queue < 0) o.queue = 4 * o.parallel;
+  if (o.fast_prefill && !cache_prompt_given) o.cache_prompt = false;  // reuse would not be exact
   if (o.alias.empty()) {
     std::string base = o.model.substr(o.model.find_last_of('/') + 1);
     if (base.size() > 5 && base.compare(base.size() - 5, 5, ".gguf") == 0) base.resize(base.size() - 5);

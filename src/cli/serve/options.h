@@ -24,7 +24,9 @@ struct ServeOptions {
   std::string chat_template;  // --chat-template-file: its text, overriding the model's template
   bool verbose = false;
   bool help = false;
-  bool cache_prompt = false;
+  bool cache_prompt = true;   // exact: reuse gives the logits of a full prefill
+  bool fast_prefill = false;  // ZF_SESSION_FAST_PREFILL: faster prefill, no exact reuse
+  int prefix_cache_mib = 0;   // zf_model_params.prefix_cache_mib (0 = default, -1 = off)
   bool batch = true;  // the slots share decode steps (zf_model_params.max_batch = parallel)
 };
 

@@ -53,6 +53,7 @@ zf_status Server::Load() {
   zf_model_params_init(&mp, sizeof mp);
   mp.device = o_.device;
   mp.n_threads = o_.threads;
+  mp.prefix_cache_mib = o_.prefix_cache_mib;
   mp.progress = &LoadProgress;
   // Continuous batching: every slot's decode steps coalesced by the library (at most 64 a step).
   if (o_.batch && o_.parallel > 1) mp.max_batch = std::min(o_.parallel, 64);
@@ -70,6 +71,7 @@ zf_status Server::Load() {
     zf_session_params_init(&sp, sizeof sp);
     sp.n_threads = o_.threads;
     sp.n_ctx = n_ctx_;
+    if (o_.fast_prefill) sp.flags |= ZF_SESSION_FAST_PREFILL;
     zf_session* s = nullptr;
     st = zf_session_create(m, &sp, &s);
     if (st != ZF_OK) return st;
@@ -219,6 +221,10 @@ std::string Server::Metrics() {
   g.slots_total = loaded ? double(slots_.size()) : 0.0;
   g.queue_capacity = o_.queue;
   g.ready = loaded && !slots_.draining();
+  if (loaded) {
+    g.prefix_cache.struct_size = sizeof g.prefix_cache;
+    if (zf_model_cache_info(model_.get(), &g.prefix_cache) != ZF_OK) g.prefix_cache = zf_cache_info{};
+  }
   return PrometheusText(metrics_, g);
 }
 

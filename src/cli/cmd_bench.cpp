@@ -26,6 +26,7 @@ struct BenchArgs {
   int32_t reps = 5;
   std::string output = "md";
   bool mmap = true;
+  bool fast_prefill = false;
   int32_t device = ZF_DEVICE_AUTO;
 };
 
@@ -41,6 +42,8 @@ constexpr const char* kBenchHelp =
     "  -r, --repetitions N   repetitions per test (default 5)\n"
     "  -o, --output FMT      md or json (default md)\n"
     "  -mmp, --mmap 0|1      memory-map the file (1, default) or read it into memory (0)\n"
+    "  -fp, --fast-prefill 0|1  prefill with the multi-token kernels (1) or exactly, each row\n"
+    "                        as a one-token step (0, default: what sessions do by default)\n"
     "  -dev, --device DEV    auto, cpu or cuda (default auto)\n";
 
 std::vector<int32_t> ParseList(const std::string& flag, const std::string& v, int64_t lo) {
@@ -70,6 +73,7 @@ BenchArgs ParseBench(int argc, char** argv, int first, bool* help) {
     else if (f == "-p" || f == "--n-prompt") a.n_prompt = ParseList(f, v, 0);
     else if (f == "-n" || f == "--n-gen") a.n_gen = ParseList(f, v, 0);
     else if (f == "-mmp" || f == "--mmap") a.mmap = ParseInt(f, v, 0, 1) != 0;
+    else if (f == "-fp" || f == "--fast-prefill") a.fast_prefill = ParseInt(f, v, 0, 1) != 0;
     else if (f == "-dev" || f == "--device") {
       if (v == "auto") a.device = ZF_DEVICE_AUTO;
       else if (v == "cpu") a.device = ZF_DEVICE_CPU;
@@ -110,10 +114,11 @@ struct Result {
 };
 
 // Seconds for one repetition of a test on a fresh session.
-zf_status RunOnce(zf_model* model, int32_t threads, int32_t n_prompt, int32_t n_gen,
+zf_status RunOnce(zf_model* model, int32_t threads, int32_t n_prompt, int32_t n_gen, bool fast_prefill,
                   int32_t n_vocab, std::mt19937* rng, double* seconds) {
   zf_session_params sp;
   zf_session_params_init(&sp, sizeof sp);
+  if (fast_prefill) sp.flags |= ZF_SESSION_FAST_PREFILL;
   sp.n_threads = threads;
   sp.n_ctx = n_prompt + n_gen + 1;
   zf_session* raw = nullptr;
@@ -190,6 +195,7 @@ int RunBench(int argc, char** argv, int first) {
     zf_model_params mp;
     zf_model_params_init(&mp, sizeof mp);
     if (!a.mmap) mp.flags |= ZF_MODEL_NO_MMAP;
+    mp.prefix_cache_mib = -1;  // like llama-bench: every repetition computes its whole prompt
     mp.device = a.device;
     zf_model* raw = nullptr;
     zf_status st = zf_model_load(path.c_str(), &mp, &raw);
@@ -213,7 +219,7 @@ int RunBench(int argc, char** argv, int first) {
         r.n_gen = test.second;
         for (int32_t rep = -1; rep < a.reps; ++rep) {  // rep -1: warm-up
           double seconds = 0;
-          st = RunOnce(model.get(), threads, test.first, test.second, info.n_vocab, &rng, &seconds);
+          st = RunOnce(model.get(), threads, test.first, test.second, a.fast_prefill, info.n_vocab, &rng, &seconds);
           if (st != ZF_OK) return ReportError(st);
           if (rep >= 0) r.ts.push_back(double(test.first + test.second) / seconds);
         }

@@ -10,6 +10,13 @@ script prints aggregate decode tok/s and p50/p99 time to first token and inter-t
   python3 bench/serve_bench.py --zerfoo build/zerfoo --llama-server .../llama-server -m MODEL.gguf \
       --threads 2 --repeat 2 --json-out results.json     # both, one after the other, + ratio table
   python3 bench/serve_bench.py --compare zerfoo.json llama.json   # the tables of saved runs
+  python3 bench/serve_bench.py --zerfoo build/zerfoo --llama-server .../llama-server -m MODEL.gguf \
+      --shared-prefix 2000 --ctx 4096 --concurrency 16    # agents: one long system prompt for all
+
+--shared-prefix N puts the same ~N-token system text before every prompt and asks for prompt
+caching ("cache_prompt": true; llama-server is started with --cache-reuse 256): the warm-up
+request evaluates the prefix (its TTFT is printed as the cold one), and the TTFT of the level's
+requests shows what the servers make of a prefix they have seen.
 
 With --zerfoo / --llama-server the script starts the server on a free loopback port (--parallel
 defaults to the highest concurrency; llama-server's -c is --ctx times --parallel, as it splits its
@@ -46,11 +53,21 @@ def pct(values, p):
     return values[k]
 
 
+CACHE_PROMPT = False  # --shared-prefix sets it
+
+
+def shared_prefix_prompts(n_tokens):
+    """PROMPTS behind one system text of about n_tokens tokens (~20 tokens per sentence)."""
+    sentence = "You are a careful assistant for the Acme support desk; answer briefly and cite the manual. "
+    prefix = sentence * max(1, n_tokens // 20)
+    return [prefix + "\n\nRequest %d: %s" % (i, p) for i, p in enumerate(PROMPTS)]
+
+
 def stream_one(host, port, prompt, n_tokens, timeout):
     """Returns (ttft_s, [inter-token gaps], tokens) of one streamed completion."""
     c = http.client.HTTPConnection(host, port, timeout=timeout)
     body = {"prompt": prompt, "max_tokens": n_tokens, "temperature": 0, "stream": True, "ignore_eos": True,
-            "n_predict": n_tokens, "cache_prompt": False, "stream_options": {"include_usage": True}}
+            "n_predict": n_tokens, "cache_prompt": CACHE_PROMPT, "stream_options": {"include_usage": True}}
     t0 = time.perf_counter()
     c.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
     r = c.getresponse()
@@ -128,6 +145,8 @@ def start_server(kind, binary, a, levels):
     else:
         cmd = [binary, "-m", a.model, "--host", "127.0.0.1", "--port", str(port), "--parallel", str(parallel),
                "--threads", str(a.threads or os.cpu_count()), "--ctx-size", str(a.ctx * parallel)]
+        if a.shared_prefix:
+            cmd += ["--cache-reuse", "256"]
     log = open(os.path.join(tempfile.gettempdir(), "serve_bench-%s.log" % kind), "w")  # the server's own log
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.time() + 300
@@ -149,7 +168,9 @@ def start_server(kind, binary, a, levels):
 
 def bench(host, port, levels, a, label):
     """Every level --repeat times; the run with the highest aggregate tok/s per level."""
-    stream_one(host, port, PROMPTS[0], 4, a.timeout)  # warm-up
+    cold, _, _ = stream_one(host, port, PROMPTS[0], 4, a.timeout)  # warm-up
+    if a.shared_prefix:
+        print("# %s: cold TTFT (the shared prefix evaluated) %.1f ms" % (label, cold * 1e3), file=sys.stderr, flush=True)
     best = {}
     for rep in range(a.repeat):
         for conc in levels:
@@ -204,6 +225,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=1,
                     help="start the server(s) this many times, alternating zerfoo and llama-server; the best "
                          "run per server and level is kept")
+    ap.add_argument("--shared-prefix", type=int, default=0, metavar="N",
+                    help="the same ~N-token system text before every prompt, with prompt caching")
     ap.add_argument("--label", help="name of the --url server in the tables")
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--json-out", help="write the kept results (a JSON list) here")
@@ -221,6 +244,9 @@ def main():
         print_table(sorted(best.values(), key=lambda r: (r["server"] != "zerfoo", r["server"], r["concurrency"])))
         return
     levels = [int(x) for x in a.concurrency.split(",")]
+    if a.shared_prefix:
+        global PROMPTS, CACHE_PROMPT
+        PROMPTS, CACHE_PROMPT = shared_prefix_prompts(a.shared_prefix), True
     runs = [(k, b) for k, b in (("zerfoo", a.zerfoo), ("llama-server", a.llama_server)) if b]
     if runs and not a.model:
         ap.error("--zerfoo / --llama-server need -m MODEL")

@@ -181,6 +181,17 @@ typedef struct zf_model_params {
    */
   int32_t max_batch;
   uint32_t reserved1;        /**< Padding; must be 0. */
+  /**
+   * Prefix cache (appended in 0.4): the KV rows of full 64-token blocks that sessions of this
+   * model evaluated are kept, keyed by the tokens of the block and of everything before it; a
+   * session whose prompt continues its history with cached blocks copies them instead of
+   * computing them (a shared system prompt is evaluated once for every session). Reuse is exact:
+   * the logits are bit for bit those of evaluating the prompt (sessions without
+   * ::ZF_SESSION_FAST_PREFILL take part). Least recently used blocks are dropped beyond this
+   * many MiB. 0 = the default (256), -1 = off.
+   */
+  int32_t prefix_cache_mib;
+  uint32_t reserved2;        /**< Padding; must be 0. */
 } zf_model_params;
 
 /**
@@ -240,6 +251,25 @@ typedef struct zf_model_summary {
  * @return ::ZF_OK or ::ZF_ERR_INVALID_ARGUMENT (NULL model/info, struct_size too small).
  */
 ZF_API zf_status zf_model_info(const zf_model* model, zf_model_summary* info);
+
+/** The prefix cache's counters, filled by zf_model_cache_info() (appended in 0.4). */
+typedef struct zf_cache_info {
+  uint32_t struct_size;     /**< sizeof(zf_cache_info) as the caller compiled it. */
+  int32_t block_tokens;     /**< Tokens per cached block (64); 0 when the cache is off. */
+  uint64_t capacity_bytes;  /**< The bound (zf_model_params.prefix_cache_mib). */
+  uint64_t bytes;           /**< KV bytes held now. */
+  uint64_t blocks;          /**< Blocks held now (each once, however many sessions used it). */
+  uint64_t hit_tokens;      /**< Prompt tokens copied from the cache instead of evaluated. */
+  uint64_t stored_blocks;   /**< Blocks stored since load. */
+  uint64_t evicted_blocks;  /**< Blocks dropped for the bound since load. */
+} zf_cache_info;
+
+/**
+ * @brief Fills `info` with the model's prefix cache counters (set info->struct_size first).
+ * Thread-safe.
+ * @return ::ZF_OK or ::ZF_ERR_INVALID_ARGUMENT (NULL model/info, struct_size too small).
+ */
+ZF_API zf_status zf_model_cache_info(const zf_model* model, zf_cache_info* info);
 
 /**
  * @brief Any GGUF metadata value as text (numbers in decimal, booleans as true/false,
@@ -486,12 +516,24 @@ typedef struct zf_session zf_session;
 #define ZF_KV_F32 0 /**< KV cache in 32-bit floats. */
 #define ZF_KV_F16 1 /**< KV cache in 16-bit floats (default). */
 
+/**
+ * Prefill with the fastest kernels instead of the exact ones. By default a session evaluates a
+ * prompt so that every position's logits are bit for bit the same however the prompt arrives
+ * (in one call, in pieces, one token at a time, after a prefix copied from the model's prefix
+ * cache, batched with other sessions). With this flag prompts of 8 tokens or more use the
+ * multi-token kernels (faster prefill, README "Performance"), whose results differ from the
+ * one-token path in the last bits; such a session neither reads nor fills the prefix cache.
+ */
+#define ZF_SESSION_FAST_PREFILL 0x1u
+
 /** Session parameters. Initialize with zf_session_params_init(). */
 typedef struct zf_session_params {
   uint32_t struct_size; /**< sizeof(zf_session_params) as the caller compiled it. */
   int32_t n_ctx;        /**< Context length in tokens; 0 = min(training context, 4096). */
   int32_t n_threads;    /**< CPU threads; 0 = the model's default. */
   int32_t kv_type;      /**< ::ZF_KV_F16 (default) or ::ZF_KV_F32. */
+  uint32_t flags;       /**< ::ZF_SESSION_FAST_PREFILL (appended in 0.4; default 0). */
+  uint32_t reserved0;   /**< Padding; must be 0. */
 } zf_session_params;
 
 /** @brief Fills defaults; see zf_model_params_init(). */

@@ -12,6 +12,7 @@
 #include "model/model.h"
 #include "runtime/batcher.h"
 #include "runtime/generator.h"
+#include "runtime/prefix_cache.h"
 #include "runtime/session.h"
 #include "zerfoo.h"
 
@@ -21,6 +22,8 @@
 // cannot order their frees).
 struct zf_model {
   std::unique_ptr<zf::model::Model> impl;
+  // Prefix cache (zf_model_params.prefix_cache_mib), shared by every session; null when off.
+  std::unique_ptr<zf::rt::PrefixCache> prefix_cache;
   // Batched decode (zf_model_params.max_batch), shared by every session of the model; declared
   // after impl so that it stops before the model goes.
   std::unique_ptr<zf::rt::Batcher> batcher;

@@ -1,5 +1,6 @@
 // C entry points for models, metadata and the tokenizer (chat templates: chat_api.cpp).
 #include <cstddef>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -12,13 +13,19 @@ using zf::capi::CopyOut;
 using zf::capi::Fail;
 using zf::capi::Succeed;
 
-static_assert(sizeof(zf_model_params) == 48, "zf_model_params layout is part of the ABI");
+static_assert(sizeof(zf_model_params) == 56, "zf_model_params layout is part of the ABI");
 static_assert(offsetof(zf_model_params, max_batch) == 40, "fields are appended, never moved");
+static_assert(offsetof(zf_model_params, prefix_cache_mib) == 48, "fields are appended, never moved");
+static_assert(sizeof(zf_cache_info) == 56, "zf_cache_info layout is part of the ABI");
 static_assert(sizeof(zf_model_summary) == 88, "zf_model_summary layout is part of the ABI");
 
 namespace {
 
 zf_status NullArg(const char* what) { return Fail(ZF_ERR_INVALID_ARGUMENT, std::string(what) + " is NULL"); }
+
+// zf_model_params.prefix_cache_mib = 0: room for a 2k-token shared prompt of a 7B model (~256
+// MiB of F16 rows at 128 KiB per token) or ~160k tokens of SmolLM2.
+constexpr uint64_t kDefaultPrefixCacheMib = 256;
 
 }  // namespace
 
@@ -52,6 +59,11 @@ ZF_API zf_status zf_model_load(const char* path, const zf_model_params* params, 
   if (zf_status e = zf::capi::CheckFlags("params->flags", p.flags, ZF_MODEL_VOCAB_ONLY | ZF_MODEL_NO_MMAP)) return e;
   if (zf_status e = zf::capi::CheckReserved("params->reserved0", p.reserved0)) return e;
   if (zf_status e = zf::capi::CheckReserved("params->reserved1", p.reserved1)) return e;
+  if (zf_status e = zf::capi::CheckReserved("params->reserved2", p.reserved2)) return e;
+  if (p.prefix_cache_mib < -1 || p.prefix_cache_mib > (1 << 20)) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "prefix_cache_mib must be -1 (off), 0 (default) or a size up to 1048576 MiB, got " +
+                                             std::to_string(p.prefix_cache_mib));
+  }
   if (p.max_batch < 0 || p.max_batch > zf::rt::Batcher::kMaxBatchLimit) {
     return Fail(ZF_ERR_INVALID_ARGUMENT, "max_batch must be between 0 and " +
                                              std::to_string(zf::rt::Batcher::kMaxBatchLimit) + ", got " +
@@ -76,9 +88,36 @@ ZF_API zf_status zf_model_load(const char* path, const zf_model_params* params, 
       return Fail(s);
     }
   }
+  if (p.prefix_cache_mib >= 0 && !m->impl->vocab_only()) {
+    const uint64_t mib = p.prefix_cache_mib == 0 ? kDefaultPrefixCacheMib : uint64_t(p.prefix_cache_mib);
+    m->prefix_cache.reset(new zf::rt::PrefixCache(mib << 20));
+  }
   *out = m.release();
   return Succeed();
   ZF_GUARD_END
+}
+
+ZF_API zf_status zf_model_cache_info(const zf_model* model, zf_cache_info* info) {
+  if (model == nullptr) return NullArg("model");
+  if (info == nullptr) return NullArg("info");
+  if (info->struct_size < sizeof(uint32_t) * 2) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "info->struct_size must be set to sizeof(zf_cache_info)");
+  }
+  zf_cache_info c;
+  std::memset(&c, 0, sizeof c);
+  c.struct_size = info->struct_size < sizeof c ? info->struct_size : uint32_t(sizeof c);
+  if (model->prefix_cache != nullptr) {
+    const zf::rt::PrefixCache::Stats st = model->prefix_cache->stats();
+    c.block_tokens = zf::rt::PrefixCache::kBlockTokens;
+    c.capacity_bytes = st.capacity_bytes;
+    c.bytes = st.bytes;
+    c.blocks = st.blocks;
+    c.hit_tokens = st.hit_tokens;
+    c.stored_blocks = st.stored_blocks;
+    c.evicted_blocks = st.evicted_blocks;
+  }
+  std::memcpy(info, &c, c.struct_size);
+  return Succeed();
 }
 
 ZF_API void zf_model_free(zf_model* model) { zf::capi::ReleaseModel(model); }

@@ -13,7 +13,8 @@
 using zf::capi::Fail;
 using zf::capi::Succeed;
 
-static_assert(sizeof(zf_session_params) == 16, "zf_session_params layout is part of the ABI");
+static_assert(sizeof(zf_session_params) == 24 && offsetof(zf_session_params, flags) == 16,
+              "zf_session_params layout is part of the ABI");
 static_assert(offsetof(zf_generate_params, n_logprobs) == 64, "zf_generate_params layout is part of the ABI");
 static_assert(sizeof(zf_generate_params) == 88 && offsetof(zf_generate_params, constraint) == 72 &&
                   offsetof(zf_generate_params, constraint_kind) == 80 && offsetof(zf_generate_params, reserved2) == 84,
@@ -171,7 +172,10 @@ ZF_API zf_status zf_session_create(zf_model* model, const zf_session_params* par
   if (p.kv_type != ZF_KV_F16 && p.kv_type != ZF_KV_F32) {
     return Fail(ZF_ERR_INVALID_ARGUMENT, "unknown kv_type " + std::to_string(p.kv_type));
   }
+  if (zf_status e = zf::capi::CheckFlags("params->flags", p.flags, ZF_SESSION_FAST_PREFILL)) return e;
+  if (zf_status e = zf::capi::CheckReserved("params->reserved0", p.reserved0)) return e;
   zf::rt::SessionOptions o;
+  o.exact = (p.flags & ZF_SESSION_FAST_PREFILL) == 0;
   o.n_ctx = p.n_ctx;
   o.n_threads = p.n_threads;
   o.kv_type = p.kv_type == ZF_KV_F32 ? zf::engine::KvType::kF32 : zf::engine::KvType::kF16;
@@ -180,6 +184,7 @@ ZF_API zf_status zf_session_create(zf_model* model, const zf_session_params* par
   zf::Status st = zf::rt::Session::Create(*model->impl, o, &s->impl);
   if (!st.ok()) return Fail(st);
   s->impl->set_batcher(model->batcher.get());
+  s->impl->set_prefix_cache(model->prefix_cache.get());
   model->refs.fetch_add(1, std::memory_order_relaxed);  // released by zf_session_free
   *out = s.release();
   return Succeed();

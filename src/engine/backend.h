@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -83,12 +84,20 @@ class Backend {
   // x = cap * tanh(x / cap) over n elements.
   virtual void Softcap(float* x, int64_t n, float cap) = 0;
 
-  // ---- Session state (runtime/session_state.cpp): the KV rows of positions [0, n_pos) of every
-  // layer as bytes, K then V per layer in the cache's element type. An engine without it
-  // returns kUnsupported. ----
+  // ---- KV rows as bytes (session state, runtime/session_state.cpp; the prefix cache,
+  // runtime/prefix_cache.h): the rows of n_pos positions of every layer, K then V per layer in
+  // the cache's element type; KvStateBytes is their size (0: the engine cannot). ReadKvRows /
+  // WriteKvRows copy positions [pos0, pos0 + n_pos) out of / into the cache. An engine without
+  // them returns kUnsupported. ----
   virtual size_t KvStateBytes(int32_t n_pos) const { return 0; }
-  virtual Status SaveKv(int32_t n_pos, uint8_t* out) const { return Unsupported("this engine cannot save its KV cache"); }
-  virtual Status LoadKv(int32_t n_pos, const uint8_t* in) { return Unsupported("this engine cannot load a KV cache"); }
+  virtual Status ReadKvRows(int32_t pos0, int32_t n_pos, uint8_t* out) const {
+    return Unsupported(std::string("the ") + name() + " engine cannot read its KV cache");
+  }
+  virtual Status WriteKvRows(int32_t pos0, int32_t n_pos, const uint8_t* in) {
+    return Unsupported(std::string("the ") + name() + " engine cannot write its KV cache");
+  }
+  Status SaveKv(int32_t n_pos, uint8_t* out) const { return ReadKvRows(0, n_pos, out); }
+  Status LoadKv(int32_t n_pos, const uint8_t* in) { return WriteKvRows(0, n_pos, in); }
 
   // ---- Batched decode (runtime/batcher.h): each row of the following products is a different
   // sequence's next token. With `on`, every product computes each of its rows exactly (bit for

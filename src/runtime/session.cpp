@@ -2,6 +2,7 @@
 #include "runtime/session.h"
 
 #include "runtime/batcher.h"
+#include "runtime/prefix_cache.h"
 
 #include <unistd.h>
 
@@ -63,8 +64,11 @@ Status Session::Create(const model::Model& model, const SessionOptions& o, std::
   std::unique_ptr<engine::Backend> backend;
   ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(std::min(threads, 256), &backend));
   ZF_RETURN_IF_ERROR(backend->InitKv(d.n_layer, n_ctx, d.MaxKWidth(), d.MaxVWidth(), o.kv_type));
+  // An engine without batch-invariant products (CUDA today) evaluates as it can: not exact.
+  const bool exact = o.exact && backend->SetBatchInvariant(true);
   std::unique_ptr<Session> s(new Session(model, n_ctx, std::move(backend)));
   s->kv_type_ = o.kv_type;
+  s->exact_ = exact;
   s->forward_.reset(new model::Forward(model, *s->backend_, std::min(kMaxBatch, n_ctx), n_ctx));
   ZF_RETURN_IF_ERROR(s->forward_->status());
   s->history_.reserve(size_t(n_ctx));
@@ -88,11 +92,13 @@ Status Session::EvalImpl(const int32_t* tokens, size_t n, float* logits, int32_t
     return Status(Code::kContextFull, std::to_string(n) + " tokens do not fit: " + std::to_string(n_past()) + " of " +
                                           std::to_string(n_ctx_) + " context positions are used");
   }
+  const bool want_output = logits != nullptr || argmax != nullptr;
+  size_t done = prefix_cache_ != nullptr ? ReuseBlocks(tokens, n, want_output ? 1 : 0) : 0;
+  if (done > 0) has_logits_ = has_argmax_ = false;  // the positions they described moved on
   // Batched: prefill chunks of a fixed size (they depend only on this request), between the
   // model's decode steps.
   const int32_t batch = batcher_ != nullptr ? std::min(forward_->max_batch(), Batcher::kPrefillChunk)
                                             : forward_->max_batch();
-  size_t done = 0;
   while (done < n) {
     if (ConsumeCancel()) return Status(Code::kCancelled, "evaluation cancelled");
     const int32_t chunk = int32_t(std::min<size_t>(size_t(batch), n - done));
@@ -108,8 +114,66 @@ Status Session::EvalImpl(const int32_t* tokens, size_t n, float* logits, int32_t
     ZF_RETURN_IF_ERROR(backend_->TakeError());  // device engines can fail at run time
     history_.insert(history_.end(), tokens + done, tokens + done + chunk);
     done += size_t(chunk);
+    if (prefix_cache_ != nullptr) StoreBlocks();
   }
   return Status::Ok();
+}
+
+void Session::set_prefix_cache(PrefixCache* cache) {
+  prefix_cache_ = nullptr;
+  if (cache == nullptr || !exact_ || backend_->KvStateBytes(PrefixCache::kBlockTokens) == 0) return;
+  prefix_cache_ = cache;
+  // Rows are comparable between sessions with the same cache element type and rope factors
+  // (LongRoPE picks its set by n_ctx).
+  chain_seed_ = PrefixCache::Key(uint64_t(kv_type_) * 0x100000001b3ull ^ uint64_t(uintptr_t(forward_->rope_factors())),
+                                 std::vector<int32_t>(PrefixCache::kBlockTokens, -1).data());
+  block_keys_.clear();
+  stored_blocks_ = 0;
+}
+
+void Session::SyncBlockKeys() {
+  constexpr size_t kB = PrefixCache::kBlockTokens;
+  if (prefix_cache_ == nullptr) return;
+  const size_t full = history_.size() / kB;
+  if (block_keys_.size() > full) block_keys_.resize(full);
+  stored_blocks_ = std::min(stored_blocks_, block_keys_.size());
+  while (block_keys_.size() < full) {
+    const uint64_t prev = block_keys_.empty() ? chain_seed_ : block_keys_.back();
+    block_keys_.push_back(PrefixCache::Key(prev, history_.data() + block_keys_.size() * kB));
+  }
+}
+
+size_t Session::ReuseBlocks(const int32_t* tokens, size_t n, size_t keep) {
+  constexpr size_t kB = PrefixCache::kBlockTokens;
+  if (history_.size() % kB != 0) return 0;  // the next block would start inside a computed one
+  SyncBlockKeys();
+  size_t taken = 0;
+  while (taken + kB + keep <= n) {
+    const uint64_t prev = block_keys_.empty() ? chain_seed_ : block_keys_.back();
+    const uint64_t key = PrefixCache::Key(prev, tokens + taken);
+    std::shared_ptr<const PrefixCache::Block> b = prefix_cache_->Find(key, prev, tokens + taken);
+    if (b == nullptr || !backend_->WriteKvRows(n_past(), int32_t(kB), b->kv.data()).ok()) break;
+    history_.insert(history_.end(), tokens + taken, tokens + taken + kB);
+    block_keys_.push_back(key);
+    taken += kB;
+  }
+  return taken;
+}
+
+void Session::StoreBlocks() {
+  constexpr int32_t kB = PrefixCache::kBlockTokens;
+  SyncBlockKeys();
+  for (; stored_blocks_ < block_keys_.size(); ++stored_blocks_) {
+    const uint64_t key = block_keys_[stored_blocks_];
+    if (prefix_cache_->Contains(key)) continue;
+    auto b = std::make_shared<PrefixCache::Block>();
+    b->prev = stored_blocks_ == 0 ? chain_seed_ : block_keys_[stored_blocks_ - 1];
+    const int32_t* first = history_.data() + stored_blocks_ * size_t(kB);
+    b->tokens.assign(first, first + kB);
+    b->kv.resize(backend_->KvStateBytes(kB));
+    if (!backend_->ReadKvRows(int32_t(stored_blocks_) * kB, kB, b->kv.data()).ok()) return;
+    prefix_cache_->Store(key, std::move(b));
+  }
 }
 
 Status Session::EvalKeepLogits(const int32_t* tokens, size_t n) {
@@ -136,6 +200,8 @@ Status Session::FetchLogits() {
 
 void Session::Reset() {
   history_.clear();
+  block_keys_.clear();
+  stored_blocks_ = 0;
   pending_.clear();
   piece_logprobs_.clear();
   has_logits_ = false;
@@ -157,6 +223,7 @@ Status Session::Truncate(size_t n_keep) {
   if (n_keep <= history_.size()) {
     history_.resize(n_keep);
     pending_.clear();
+    SyncBlockKeys();
   } else {
     pending_.resize(n_keep - history_.size());
   }

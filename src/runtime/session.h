@@ -16,11 +16,17 @@
 namespace zf::rt {
 
 class Batcher;
+class PrefixCache;
 
 struct SessionOptions {
   int32_t n_ctx = 0;      // 0 = min(training context, kDefaultContext)
   int32_t n_threads = 0;  // 0 = the model's default
   engine::KvType kv_type = engine::KvType::kF16;
+  // Exact prefill (default): the products and attention of a prompt's rows are computed as for
+  // one token (Backend::SetBatchInvariant), so a position's logits do not depend on how the
+  // prompt was split, batched or reused from the prefix cache. False: the multi-token kernels
+  // (faster prefill; results differ from the one-token path in the last bits).
+  bool exact = true;
 };
 
 // Default context when the caller does not choose one: large enough for chat, small enough
@@ -92,6 +98,11 @@ class Session {
   void set_batcher(Batcher* batcher) { batcher_ = batcher; }
   bool batched() const { return batcher_ != nullptr; }
 
+  // The model's prefix cache (runtime/prefix_cache.h; must outlive the session; nullptr = none).
+  // Only an exact session on an engine that can copy its KV rows uses it.
+  void set_prefix_cache(PrefixCache* cache);
+  bool exact() const { return exact_; }
+
   void RequestCancel() { cancel_.store(true, std::memory_order_relaxed); }
   // True (and clears the request) if a cancel is pending.
   bool ConsumeCancel() { return cancel_.exchange(false, std::memory_order_relaxed); }
@@ -99,6 +110,13 @@ class Session {
  private:
   Session(const model::Model& model, int32_t n_ctx, std::unique_ptr<engine::Backend> backend);
   Status EvalImpl(const int32_t* tokens, size_t n, float* logits, int32_t* argmax);
+  // Prefix cache: copies the cached blocks that continue the history with tokens[0..n) (at
+  // most up to n - keep tokens) into the KV cache; returns how many tokens were taken.
+  size_t ReuseBlocks(const int32_t* tokens, size_t n, size_t keep);
+  // Stores the history's full blocks not yet cached.
+  void StoreBlocks();
+  // block_keys_ for every full block of the history (recomputed after Truncate/LoadState).
+  void SyncBlockKeys();
 
   const model::Model& model_;
   int32_t n_ctx_;
@@ -106,6 +124,11 @@ class Session {
   std::unique_ptr<engine::Backend> backend_;
   std::unique_ptr<model::Forward> forward_;
   Batcher* batcher_ = nullptr;
+  bool exact_ = true;
+  PrefixCache* prefix_cache_ = nullptr;  // set only when usable (exact, rows copyable)
+  uint64_t chain_seed_ = 0;               // what makes this session's rows comparable
+  std::vector<uint64_t> block_keys_;      // keys of the history's first full blocks
+  size_t stored_blocks_ = 0;              // of those, how many are known to be in the cache
   std::vector<int32_t> history_;
   std::vector<int32_t> pending_;
   std::vector<float> logits_;  // [n_vocab]

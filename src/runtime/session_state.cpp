@@ -108,6 +108,8 @@ Status Session::LoadState(const uint8_t* buf, size_t len) {
   ZF_RETURN_IF_ERROR(backend_->LoadKv(int32_t(n_hist), p));
   history_ = std::move(hist);
   pending_ = std::move(pend);
+  block_keys_.clear();  // the loaded rows' blocks are stored by the next evaluation
+  stored_blocks_ = 0;
   has_logits_ = has_argmax_ = false;
   return Status::Ok();
 }

@@ -21,28 +21,30 @@ size_t CpuBackend::KvStateBytes(int32_t n_pos) const {
   return layers * size_t(n_pos) * size_t(k_width_ + v_width_) * elem;
 }
 
-// Per layer: the K rows of positions [0, n_pos), then the V rows.
-Status CpuBackend::SaveKv(int32_t n_pos, uint8_t* out) const {
-  if (n_pos < 0 || n_pos > n_ctx_) return InvalidArgument("KV positions out of range");
+// Per layer: the K rows of positions [pos0, pos0 + n_pos), then the V rows.
+Status CpuBackend::ReadKvRows(int32_t pos0, int32_t n_pos, uint8_t* out) const {
+  if (pos0 < 0 || n_pos < 0 || pos0 > n_ctx_ - n_pos) return InvalidArgument("KV positions out of range");
   const size_t elem = kv_type_ == KvType::kF16 ? 2 : 4;
   const size_t kl = size_t(n_ctx_) * size_t(k_width_) * elem, vl = size_t(n_ctx_) * size_t(v_width_) * elem;
+  const size_t k0 = size_t(pos0) * size_t(k_width_) * elem, v0 = size_t(pos0) * size_t(v_width_) * elem;
   const size_t kb = size_t(n_pos) * size_t(k_width_) * elem, vb = size_t(n_pos) * size_t(v_width_) * elem;
   for (size_t l = 0; kl != 0 && l < k_cache_.size() / kl; ++l) {
-    std::memcpy(out, k_cache_.data() + l * kl, kb);
-    std::memcpy(out + kb, v_cache_.data() + l * vl, vb);
+    std::memcpy(out, k_cache_.data() + l * kl + k0, kb);
+    std::memcpy(out + kb, v_cache_.data() + l * vl + v0, vb);
     out += kb + vb;
   }
   return Status::Ok();
 }
 
-Status CpuBackend::LoadKv(int32_t n_pos, const uint8_t* in) {
-  if (n_pos < 0 || n_pos > n_ctx_) return InvalidArgument("KV positions out of range");
+Status CpuBackend::WriteKvRows(int32_t pos0, int32_t n_pos, const uint8_t* in) {
+  if (pos0 < 0 || n_pos < 0 || pos0 > n_ctx_ - n_pos) return InvalidArgument("KV positions out of range");
   const size_t elem = kv_type_ == KvType::kF16 ? 2 : 4;
   const size_t kl = size_t(n_ctx_) * size_t(k_width_) * elem, vl = size_t(n_ctx_) * size_t(v_width_) * elem;
+  const size_t k0 = size_t(pos0) * size_t(k_width_) * elem, v0 = size_t(pos0) * size_t(v_width_) * elem;
   const size_t kb = size_t(n_pos) * size_t(k_width_) * elem, vb = size_t(n_pos) * size_t(v_width_) * elem;
   for (size_t l = 0; kl != 0 && l < k_cache_.size() / kl; ++l) {
-    std::memcpy(k_cache_.data() + l * kl, in, kb);
-    std::memcpy(v_cache_.data() + l * vl, in + kb, vb);
+    std::memcpy(k_cache_.data() + l * kl + k0, in, kb);
+    std::memcpy(v_cache_.data() + l * vl + v0, in + kb, vb);
     in += kb + vb;
   }
   return Status::Ok();
@@ -327,9 +329,47 @@ void CpuBackend::AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, 
       &c);
 }
 
+// Exact prefill (SetBatchInvariant): each query row goes through the decode kernel over the
+// keys up to its own position, so a position's output is the same whether its prompt arrived
+// in one chunk, in several, or one token at a time. Items are (row, KV group) pairs.
+void CpuBackend::AttentionRowsExact(int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
+                                    const AttentionParams& ap, float* out) {
+  struct Ctx {
+    CpuBackend* self;
+    const float* q;
+    float* out;
+    const AttentionParams* ap;
+    int32_t layer, pos0;
+    int64_t items;
+    std::atomic<int64_t> next;
+  } c{this, q, out, &ap, layer, pos0, int64_t{n_tok} * ap.n_head_kv, {0}};
+  pool_->Run(
+      [](void* p, int32_t ith, int32_t) {
+        Ctx& c = *static_cast<Ctx*>(p);
+        CpuBackend& self = *c.self;
+        const AttentionParams& ap = *c.ap;
+        const int32_t group = ap.n_head / ap.n_head_kv;
+        float* scratch =
+            self.attn_scratch_.data() + size_t(ith) * AttnScratchPerThread(self.n_ctx_, self.k_width_, self.v_width_);
+        // The costliest items (last rows: the most keys) first.
+        for (int64_t taken = c.next.fetch_add(1, std::memory_order_relaxed); taken < c.items;
+             taken = c.next.fetch_add(1, std::memory_order_relaxed)) {
+          const int64_t it = c.items - 1 - taken;
+          const int32_t t = int32_t(it / ap.n_head_kv), g = int32_t(it % ap.n_head_kv);
+          DecodeHeads(self, c.layer, c.q + int64_t{t} * ap.n_head * ap.head_dim_k, c.pos0 + t, ap,
+                      c.out + int64_t{t} * ap.n_head * ap.head_dim_v, g * group, (g + 1) * group, scratch);
+        }
+      },
+      &c);
+}
+
 void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const AttentionParams& ap,
                            float* out) {
   static const bool blocked_ok = attn::HasFastBlock() && !env::NoBlockedAttention();
+  if (n_tok > 1 && blocked_ok && invariant_ && kv_type_ == KvType::kF16) {
+    AttentionRowsExact(layer, q, n_tok, pos0, ap, out);
+    return;
+  }
   if (n_tok > 1 && blocked_ok) {
     AttentionBlocked(layer, q, n_tok, pos0, ap, out);
     return;

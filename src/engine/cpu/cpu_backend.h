@@ -46,8 +46,8 @@ class CpuBackend final : public Backend {
     return true;
   }
   size_t KvStateBytes(int32_t n_pos) const override;
-  Status SaveKv(int32_t n_pos, uint8_t* out) const override;
-  Status LoadKv(int32_t n_pos, const uint8_t* in) override;
+  Status ReadKvRows(int32_t pos0, int32_t n_pos, uint8_t* out) const override;
+  Status WriteKvRows(int32_t pos0, int32_t n_pos, const uint8_t* in) override;
   void LayerNorm(const float* x, const float* w, const float* b, int32_t rows, int32_t n, float eps, float* y) override;
   void Scale(float* x, int64_t n, float s) override;
   void AddScaled(float* x, const float* y, int64_t n, float s) override;
@@ -114,6 +114,9 @@ class CpuBackend final : public Backend {
   // Decode attention with an F16 cache: the heads of each KV group together
   // (attention_kernels.h, DecodeGroup), heads split evenly across threads.
   void AttentionDecode(int32_t layer, const float* q, int32_t pos0, const AttentionParams& ap, float* out);
+  // Prefill rows one by one through the decode kernel (SetBatchInvariant: exact prefill).
+  void AttentionRowsExact(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const AttentionParams& ap,
+                          float* out);
   static void DecodeHeads(const CpuBackend& cache, int32_t layer, const float* q, int32_t pos0,
                           const AttentionParams& ap, float* out, int32_t h0, int32_t h1, float* scratch);
   std::vector<float> rows_scratch_;  // AttentionRows: per thread, sized for the largest context seen

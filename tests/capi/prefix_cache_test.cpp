@@ -1,0 +1,242 @@
+// Exact prefill and the model's prefix cache (zf_model_params.prefix_cache_mib): a position's
+// logits are bit for bit the same whether its prompt is evaluated in one call, in chunks of
+// 1 / 7 / 128, or after blocks copied from the cache; sessions sharing a prompt hold its blocks
+// once; the bound evicts; truncation then re-evaluation equals a fresh evaluation. Both real
+// models.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "capi/test_handles.h"
+#include "common/test_models.h"
+#include "zerfoo.h"
+
+namespace {
+
+using namespace zf::capitest;  // NOLINT: the shared handle helpers
+
+ModelPtr LoadWithCache(const std::string& path, int32_t cache_mib) {
+  zf_model_params p;
+  zf_model_params_init(&p, sizeof p);
+  p.prefix_cache_mib = cache_mib;
+  zf_model* m = nullptr;
+  EXPECT_EQ(zf_model_load(path.c_str(), &p, &m), ZF_OK) << zf_last_error();
+  return ModelPtr(m);
+}
+
+SessionPtr NewSessionFlags(zf_model* m, uint32_t flags) {
+  zf_session_params p;
+  zf_session_params_init(&p, sizeof p);
+  p.n_ctx = 2048;
+  p.flags = flags;
+  zf_session* s = nullptr;
+  EXPECT_EQ(zf_session_create(m, &p, &s), ZF_OK) << zf_last_error();
+  return SessionPtr(s);
+}
+
+size_t Vocab(zf_model* m) {
+  zf_model_summary s;
+  s.struct_size = sizeof s;
+  EXPECT_EQ(zf_model_info(m, &s), ZF_OK);
+  return size_t(s.n_vocab);
+}
+
+zf_cache_info CacheInfo(zf_model* m) {
+  zf_cache_info c;
+  c.struct_size = sizeof c;
+  EXPECT_EQ(zf_model_cache_info(m, &c), ZF_OK) << zf_last_error();
+  return c;
+}
+
+// n token ids of ordinary text-like variety (not a tokenizer round trip: ids are what matter).
+std::vector<int32_t> Tokens(size_t n, int32_t salt) {
+  std::vector<int32_t> t(n);
+  for (size_t i = 0; i < n; ++i) t[i] = 200 + int32_t((i * 7919 + size_t(salt) * 104729) % 9000);
+  return t;
+}
+
+// Evaluates `toks` in chunks of `chunk` on s; the logits after each chunk, keyed by the
+// position of the chunk's last token.
+std::vector<std::pair<size_t, std::vector<float>>> EvalChunks(zf_session* s, const std::vector<int32_t>& toks,
+                                                              size_t chunk, size_t nv) {
+  std::vector<std::pair<size_t, std::vector<float>>> out;
+  for (size_t i = 0; i < toks.size(); i += chunk) {
+    const size_t c = std::min(chunk, toks.size() - i);
+    std::vector<float> l(nv);
+    EXPECT_EQ(zf_session_eval(s, toks.data() + i, c, l.data(), nv), ZF_OK) << zf_last_error();
+    out.emplace_back(i + c - 1, std::move(l));
+  }
+  return out;
+}
+
+void CheckChunkingExact(const std::string& path) {
+  ModelPtr m = LoadWithCache(path, -1);  // no cache: chunking alone
+  ASSERT_TRUE(m);
+  const size_t nv = Vocab(m.get());
+  const std::vector<int32_t> toks = Tokens(150, 1);
+  std::vector<std::vector<float>> per_pos(toks.size());  // one token at a time: every position
+  {
+    SessionPtr s = NewSessionFlags(m.get(), 0);
+    for (auto& [pos, l] : EvalChunks(s.get(), toks, 1, nv)) per_pos[pos] = std::move(l);
+  }
+  for (size_t chunk : {size_t(7), size_t(128), toks.size()}) {
+    SessionPtr s = NewSessionFlags(m.get(), 0);
+    for (const auto& [pos, l] : EvalChunks(s.get(), toks, chunk, nv)) {
+      EXPECT_EQ(std::memcmp(l.data(), per_pos[pos].data(), nv * sizeof(float)), 0)
+          << "chunks of " << chunk << ": position " << pos << " differs from one token at a time";
+    }
+  }
+  // After a prefix copied from the cache: the same logits again.
+  ModelPtr cached = LoadWithCache(path, 0);
+  ASSERT_TRUE(cached);
+  for (int run = 0; run < 2; ++run) {
+    SessionPtr s = NewSessionFlags(cached.get(), 0);
+    std::vector<float> l(nv);
+    ASSERT_EQ(zf_session_eval(s.get(), toks.data(), toks.size(), l.data(), nv), ZF_OK) << zf_last_error();
+    EXPECT_EQ(std::memcmp(l.data(), per_pos.back().data(), nv * sizeof(float)), 0) << "run " << run;
+  }
+  const zf_cache_info c = CacheInfo(cached.get());
+  EXPECT_EQ(c.block_tokens, 64);
+  EXPECT_EQ(c.blocks, 2u);             // 150 tokens: two full blocks
+  EXPECT_EQ(c.hit_tokens, 2u * 64u);  // the second run copied both
+}
+
+TEST(PrefixCache, ChunkingAndCacheAreExactSmolLM2) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  CheckChunkingExact(path);
+}
+
+TEST(PrefixCache, ChunkingAndCacheAreExactGemma3) {
+  ZF_REQUIRE_MODEL(path, "gemma3");
+  CheckChunkingExact(path);
+}
+
+// Sessions sharing a 512-token prefix, each with its own suffix: the prefix is computed once
+// and its 8 blocks are held once; every session's logits equal a cache-less evaluation.
+TEST(PrefixCache, SharedPrefixHeldOnce) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  constexpr size_t kSessions = 6;
+  ModelPtr m = LoadWithCache(path, 0);
+  ModelPtr plain = LoadWithCache(path, -1);
+  ASSERT_TRUE(m && plain);
+  const size_t nv = Vocab(m.get());
+  const std::vector<int32_t> prefix = Tokens(512, 2);
+  std::vector<SessionPtr> sessions;
+  for (size_t i = 0; i < kSessions; ++i) {
+    std::vector<int32_t> prompt = prefix;
+    const std::vector<int32_t> suffix = Tokens(20 + i, int32_t(100 + i));
+    prompt.insert(prompt.end(), suffix.begin(), suffix.end());
+    sessions.push_back(NewSessionFlags(m.get(), 0));
+    std::vector<float> got(nv);
+    ASSERT_EQ(zf_session_eval(sessions.back().get(), prompt.data(), prompt.size(), got.data(), nv), ZF_OK);
+    if (i == 0 || i == kSessions - 1) {
+      SessionPtr ref = NewSessionFlags(plain.get(), 0);
+      std::vector<float> want(nv);
+      ASSERT_EQ(zf_session_eval(ref.get(), prompt.data(), prompt.size(), want.data(), nv), ZF_OK);
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), nv * sizeof(float)), 0) << "session " << i;
+    }
+  }
+  const zf_cache_info c = CacheInfo(m.get());
+  EXPECT_EQ(c.blocks, 8u) << "the shared prefix's blocks are held once";
+  EXPECT_EQ(c.hit_tokens, (kSessions - 1) * 512u);
+  EXPECT_EQ(c.stored_blocks, 8u);
+  EXPECT_EQ(c.evicted_blocks, 0u);
+  EXPECT_EQ(c.bytes, c.blocks * (c.bytes / c.blocks));
+  EXPECT_LE(c.bytes, c.capacity_bytes);
+}
+
+TEST(PrefixCache, BoundEvictsLeastRecentlyUsed) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  ModelPtr m = LoadWithCache(path, 4);  // SmolLM2's F16 block: 1.4 MiB, so two blocks fit
+  ASSERT_TRUE(m);
+  const size_t nv = Vocab(m.get());
+  const std::vector<int32_t> toks = Tokens(5 * 64 + 3, 3);
+  std::vector<float> first(nv), again(nv);
+  {
+    SessionPtr s = NewSessionFlags(m.get(), 0);
+    ASSERT_EQ(zf_session_eval(s.get(), toks.data(), toks.size(), first.data(), nv), ZF_OK);
+  }
+  zf_cache_info c = CacheInfo(m.get());
+  EXPECT_EQ(c.stored_blocks, 5u);
+  EXPECT_EQ(c.blocks, 2u);
+  EXPECT_EQ(c.evicted_blocks, 3u);
+  EXPECT_LE(c.bytes, c.capacity_bytes);
+  // The chain's first blocks are gone: nothing can be reused, and the answer is unchanged.
+  SessionPtr s = NewSessionFlags(m.get(), 0);
+  ASSERT_EQ(zf_session_eval(s.get(), toks.data(), toks.size(), again.data(), nv), ZF_OK);
+  EXPECT_EQ(CacheInfo(m.get()).hit_tokens, 0u);
+  EXPECT_EQ(std::memcmp(first.data(), again.data(), nv * sizeof(float)), 0);
+}
+
+// Rolling a session back and evaluating other tokens gives what a fresh session computes; the
+// blocks of the abandoned branch stay cached for whoever continues it.
+TEST(PrefixCache, TruncateThenEvalEqualsFresh) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  ModelPtr m = LoadWithCache(path, 0);
+  ASSERT_TRUE(m);
+  const size_t nv = Vocab(m.get());
+  std::vector<int32_t> a = Tokens(200, 4), b = a;
+  for (size_t i = 150; i < b.size(); ++i) b[i] = a[i] + 1;  // diverges at 150
+  std::vector<float> got(nv), want(nv), branch(nv);
+  SessionPtr s = NewSessionFlags(m.get(), 0);
+  ASSERT_EQ(zf_session_eval(s.get(), a.data(), a.size(), branch.data(), nv), ZF_OK);
+  ASSERT_EQ(zf_session_truncate(s.get(), 150), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval(s.get(), b.data() + 150, b.size() - 150, got.data(), nv), ZF_OK);
+  {
+    ModelPtr plain = LoadWithCache(path, -1);
+    SessionPtr fresh = NewSessionFlags(plain.get(), 0);
+    ASSERT_EQ(zf_session_eval(fresh.get(), b.data(), b.size(), want.data(), nv), ZF_OK);
+  }
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), nv * sizeof(float)), 0);
+  // a's third block (positions 128..191) is cached too: a session on `a` reuses three blocks.
+  SessionPtr other = NewSessionFlags(m.get(), 0);
+  const uint64_t hits = CacheInfo(m.get()).hit_tokens;
+  std::vector<float> again(nv);
+  ASSERT_EQ(zf_session_eval(other.get(), a.data(), a.size(), again.data(), nv), ZF_OK);
+  EXPECT_EQ(CacheInfo(m.get()).hit_tokens - hits, 3u * 64u);
+  EXPECT_EQ(std::memcmp(again.data(), branch.data(), nv * sizeof(float)), 0);
+}
+
+TEST(PrefixCache, FastPrefillSessionsStayOut) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  ModelPtr m = LoadWithCache(path, 0);
+  ASSERT_TRUE(m);
+  const size_t nv = Vocab(m.get());
+  const std::vector<int32_t> toks = Tokens(200, 5);
+  std::vector<float> l(nv);
+  SessionPtr fast = NewSessionFlags(m.get(), ZF_SESSION_FAST_PREFILL);
+  ASSERT_EQ(zf_session_eval(fast.get(), toks.data(), toks.size(), l.data(), nv), ZF_OK);
+  EXPECT_EQ(CacheInfo(m.get()).stored_blocks, 0u);
+}
+
+TEST(PrefixCache, BadParamsAreRefused) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  zf_model_params p;
+  zf_model_params_init(&p, sizeof p);
+  zf_model* m = nullptr;
+  p.prefix_cache_mib = -2;
+  EXPECT_EQ(zf_model_load(path.c_str(), &p, &m), ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(zf_last_error()).find("prefix_cache_mib"), std::string::npos);
+  p.prefix_cache_mib = 0;
+  p.reserved2 = 1;
+  EXPECT_EQ(zf_model_load(path.c_str(), &p, &m), ZF_ERR_INVALID_ARGUMENT);
+  ModelPtr off = LoadWithCache(path, -1);
+  ASSERT_TRUE(off);
+  EXPECT_EQ(CacheInfo(off.get()).block_tokens, 0);
+  zf_session_params sp;
+  zf_session_params_init(&sp, sizeof sp);
+  zf_session* s = nullptr;
+  sp.flags = 0x80u;
+  EXPECT_EQ(zf_session_create(off.get(), &sp, &s), ZF_ERR_INVALID_ARGUMENT);
+  sp.flags = 0;
+  sp.reserved0 = 1;
+  EXPECT_EQ(zf_session_create(off.get(), &sp, &s), ZF_ERR_INVALID_ARGUMENT);
+  zf_cache_info c;
+  c.struct_size = 2;
+  EXPECT_EQ(zf_model_cache_info(off.get(), &c), ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(zf_model_cache_info(nullptr, &c), ZF_ERR_INVALID_ARGUMENT);
+}
+
+}  // namespace

@@ -45,7 +45,8 @@ func WithMaxBatch(n int) ModelOption { return func(p *cModelParams) { p.maxBatch
 // with cached blocks copies them instead of computing them (a shared system prompt is evaluated
 // once for every session). Reuse is exact: the logits are bit for bit those of evaluating the
 // prompt (sessions made WithFastPrefill take no part). Least recently used blocks are dropped
-// beyond mib MiB. 0 = the default (256 MiB), -1 = off; see Model.CacheInfo.
+// beyond mib MiB. 0 = the default (256 MiB), -1 = off; below -1 or above 1048576 Open fails with
+// ErrInvalidArgument. A vocab-only model has no cache. See Model.CacheInfo.
 func WithPrefixCacheMiB(mib int) ModelOption {
 	return func(p *cModelParams) { p.prefixCacheMiB = int32(mib) }
 }

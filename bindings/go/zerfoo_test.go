@@ -971,6 +971,17 @@ func TestPrefixCache(t *testing.T) {
 	}
 }
 
+func TestPrefixCacheOutOfRange(t *testing.T) {
+	p := modelPath(t)
+	for _, bad := range []int{-2, 1<<20 + 1} {
+		_, err := Open(p, WithPrefixCacheMiB(bad))
+		var ze *Error
+		if !errors.Is(err, ErrInvalidArgument) || !errors.As(err, &ze) || !strings.Contains(ze.Message, "prefix_cache_mib") {
+			t.Fatalf("WithPrefixCacheMiB(%d): want ErrInvalidArgument about prefix_cache_mib, got %v", bad, err)
+		}
+	}
+}
+
 func TestOptionsKeepReservedZero(t *testing.T) {
 	// The option types take unexported structs, so only this package's options can set fields,
 	// and none of them touches a reserved field.

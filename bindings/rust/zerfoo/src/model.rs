@@ -79,8 +79,9 @@ pub struct ModelOptions {
     /// cached blocks copies them instead of computing them (a shared system prompt is evaluated
     /// once for every session). Reuse is exact: the logits are bit for bit those of evaluating
     /// the prompt (sessions with [`SessionOptions::fast_prefill`] take no part). Least recently
-    /// used blocks are dropped beyond this many MiB. 0 = the default (256 MiB), -1 = off; see
-    /// [`Model::cache_info`].
+    /// used blocks are dropped beyond this many MiB. 0 = the default (256 MiB), -1 = off; below
+    /// -1 or above 1048576, [`Model::load`] fails with [`ErrorCode::InvalidArgument`]. A
+    /// vocab-only model has no cache. See [`Model::cache_info`].
     ///
     /// ```
     /// let opts = zerfoo::ModelOptions { prefix_cache_mib: -1, ..Default::default() };

@@ -34,7 +34,9 @@ namespace Zerfoo
         /// evaluated once for every session). Reuse is exact: the logits are bit for bit those of
         /// evaluating the prompt (sessions with <see cref="SessionOptions.FastPrefill"/> take no
         /// part). Least recently used blocks are dropped beyond this many MiB. Default 0 (256 MiB);
-        /// -1 = off. See <see cref="Model.CacheInfo"/>.</summary>
+        /// -1 = off; below -1 or above 1048576, Load throws ZerfooException with
+        /// Status.InvalidArgument. A vocab-only model has no cache. See
+        /// <see cref="Model.CacheInfo"/>.</summary>
         public int? PrefixCacheMiB { get; set; }
         /// <summary>Load progress in [0, 1], on the loading thread; return false to abort the
         /// load (it then throws ZerfooException with Status.Cancelled).</summary>

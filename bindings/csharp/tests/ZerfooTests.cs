@@ -980,6 +980,17 @@ public class ZerfooTests
     }
 
     [Test]
+    public void PrefixCacheMiBOutOfRangeThrowsInvalidArgument()
+    {
+        foreach (int bad in new[] { -2, (1 << 20) + 1 })
+        {
+            var e = Assert.Throws<ZerfooException>(() => Model.Load(ModelPath, new ModelOptions { PrefixCacheMiB = bad }));
+            Assert.AreEqual(Status.InvalidArgument, e.Status);
+            StringAssert.Contains("prefix_cache_mib", e.Message);
+        }
+    }
+
+    [Test]
     public void OptionsCannotSetReservedFields()
     {
         // The public option types expose no reserved field, and the structs that have them are

@@ -3,7 +3,7 @@ package zerfoo
 // Go mirrors of the C structs in zerfoo.h, field for field (amd64/arm64 layout; sizes and
 // offsets are checked in layout_test.go). They are only ever passed to C by pointer.
 
-type cModelParams struct { // zf_model_params, 48 bytes
+type cModelParams struct { // zf_model_params, 56 bytes
 	structSize       uint32
 	device           int32
 	gpuIndex         int32
@@ -14,6 +14,8 @@ type cModelParams struct { // zf_model_params, 48 bytes
 	progressUserData uintptr
 	maxBatch         int32 // appended in 0.3
 	reserved1        uint32
+	prefixCacheMiB   int32 // appended in 0.4
+	reserved2        uint32
 }
 
 type cModelSummary struct { // zf_model_summary, 88 bytes
@@ -34,6 +36,17 @@ type cModelSummary struct { // zf_model_summary, 88 bytes
 	tokenEOS     int32
 	tokenEOT     int32
 	nTensors     int32
+}
+
+type cCacheInfo struct { // zf_cache_info, 56 bytes (appended in 0.4)
+	structSize    uint32
+	blockTokens   int32
+	capacityBytes uint64
+	bytes         uint64
+	blocks        uint64
+	hitTokens     uint64
+	storedBlocks  uint64
+	evictedBlocks uint64
 }
 
 type cChatMessage struct { // zf_chat_message, 16 bytes
@@ -64,11 +77,13 @@ type cChatParams struct { // zf_chat_params, 56 bytes
 	timeUnix      int64
 }
 
-type cSessionParams struct { // zf_session_params, 16 bytes
+type cSessionParams struct { // zf_session_params, 24 bytes
 	structSize uint32
 	nCtx       int32
 	nThreads   int32
 	kvType     int32
+	flags      uint32 // appended in 0.4
+	reserved0  uint32
 }
 
 type cGenParams struct { // zf_generate_params, 88 bytes

@@ -33,6 +33,7 @@ var lib struct {
 	modelLoad        func(path *byte, p *cModelParams, out *uintptr) int32
 	modelFree        func(m uintptr)
 	modelInfo        func(m uintptr, info *cModelSummary) int32
+	modelCacheInfo   func(m uintptr, info *cCacheInfo) int32
 	modelMeta        func(m uintptr, key *byte, buf *byte, cap uintptr, needed *uintptr) int32
 	tokenize         func(m uintptr, text *byte, n uintptr, flags uint32, toks *int32, cap uintptr, nOut *uintptr) int32
 	detokenize       func(m uintptr, toks *int32, n uintptr, flags uint32, buf *byte, cap uintptr, needed *uintptr) int32
@@ -143,6 +144,7 @@ func bind(h uintptr) error {
 		{&lib.modelLoad, "zf_model_load"},
 		{&lib.modelFree, "zf_model_free"},
 		{&lib.modelInfo, "zf_model_info"},
+		{&lib.modelCacheInfo, "zf_model_cache_info"},
 		{&lib.modelMeta, "zf_model_meta"},
 		{&lib.tokenize, "zf_tokenize"},
 		{&lib.detokenize, "zf_detokenize"},

@@ -39,6 +39,18 @@ func WithDefaultThreads(n int) ModelOption { return func(p *cModelParams) { p.nT
 // default); at most 64, else Open fails with ErrInvalidArgument. CPU only (ignored on CUDA).
 func WithMaxBatch(n int) ModelOption { return func(p *cModelParams) { p.maxBatch = int32(n) } }
 
+// WithPrefixCacheMiB bounds the model's prefix cache (zf_model_params.prefix_cache_mib): the KV
+// rows of full 64-token blocks that sessions of the model evaluated are kept, keyed by the tokens
+// of the block and of everything before it, and a session whose prompt continues its history
+// with cached blocks copies them instead of computing them (a shared system prompt is evaluated
+// once for every session). Reuse is exact: the logits are bit for bit those of evaluating the
+// prompt (sessions made WithFastPrefill take no part). Least recently used blocks are dropped
+// beyond mib MiB. 0 = the default (256 MiB), -1 = off; below -1 or above 1048576 Open fails with
+// ErrInvalidArgument. A vocab-only model has no cache. See Model.CacheInfo.
+func WithPrefixCacheMiB(mib int) ModelOption {
+	return func(p *cModelParams) { p.prefixCacheMiB = int32(mib) }
+}
+
 // WithVocabOnly loads only metadata and the tokenizer (no sessions possible).
 func WithVocabOnly() ModelOption { return func(p *cModelParams) { p.flags |= 0x1 } }
 
@@ -166,6 +178,35 @@ func (m *Model) Info() (Info, error) {
 		NCtxTrain: int(s.nCtxTrain), NVocab: int(s.nVocab), NLayer: int(s.nLayer), NEmbd: int(s.nEmbd),
 		NHead: int(s.nHead), NHeadKV: int(s.nHeadKV), TokenBOS: s.tokenBOS, TokenEOS: s.tokenEOS,
 		TokenEOT: s.tokenEOT, NTensors: int(s.nTensors),
+	}, nil
+}
+
+// CacheInfo holds the counters of the model's prefix cache (zf_cache_info); see
+// WithPrefixCacheMiB.
+type CacheInfo struct {
+	BlockTokens   int    // tokens per cached block (64); 0 when the cache is off
+	CapacityBytes uint64 // the bound (WithPrefixCacheMiB)
+	Bytes         uint64 // KV bytes held now
+	Blocks        uint64 // blocks held now (each once, however many sessions used it)
+	HitTokens     uint64 // prompt tokens copied from the cache instead of evaluated
+	StoredBlocks  uint64 // blocks stored since load
+	EvictedBlocks uint64 // blocks dropped for the bound since load
+}
+
+// CacheInfo returns the prefix cache's counters now.
+func (m *Model) CacheInfo() (CacheInfo, error) {
+	var c cCacheInfo
+	c.structSize = uint32(unsafe.Sizeof(c))
+	err := m.use(func(ptr uintptr) error {
+		return call("model cache info", func() int32 { return lib.modelCacheInfo(ptr, &c) })
+	})
+	if err != nil {
+		return CacheInfo{}, err
+	}
+	return CacheInfo{
+		BlockTokens: int(c.blockTokens), CapacityBytes: c.capacityBytes, Bytes: c.bytes,
+		Blocks: c.blocks, HitTokens: c.hitTokens, StoredBlocks: c.storedBlocks,
+		EvictedBlocks: c.evictedBlocks,
 	}, nil
 }
 

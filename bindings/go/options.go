@@ -25,6 +25,15 @@ const (
 // WithKVType sets the KV-cache element type.
 func WithKVType(t KVType) SessionOption { return func(p *cSessionParams) { p.kvType = int32(t) } }
 
+// WithFastPrefill evaluates prompts with the fastest kernels instead of the exact ones
+// (ZF_SESSION_FAST_PREFILL). By default a session evaluates a prompt so that every position's
+// logits are bit for bit the same however the prompt arrives (in one call, in pieces, one token
+// at a time, after a prefix copied from the model's prefix cache, batched with other sessions).
+// With this option prompts of 8 tokens or more use the multi-token kernels (faster prefill),
+// whose results differ from the one-token path in the last bits; such a session neither reads
+// nor fills the prefix cache (WithPrefixCacheMiB).
+func WithFastPrefill() SessionOption { return func(p *cSessionParams) { p.flags |= 0x1 } }
+
 // GenOption configures Generate, Stream and Chat. Unset fields keep zf_generate_params_init's
 // defaults (temperature 0.8, top_k 40, top_p 0.95, min_p 0.05, max_tokens 256, random seed).
 type GenOption func(*genConfig)

@@ -86,9 +86,16 @@ func TestLayout(t *testing.T) {
 		name      string
 		got, want uintptr
 	}{
-		{"sizeof zf_model_params", unsafe.Sizeof(cModelParams{}), 48},
+		{"sizeof zf_model_params", unsafe.Sizeof(cModelParams{}), 56},
 		{"offsetof progress", unsafe.Offsetof(cModelParams{}.progress), 24},
 		{"offsetof max_batch", unsafe.Offsetof(cModelParams{}.maxBatch), 40},
+		{"offsetof prefix_cache_mib", unsafe.Offsetof(cModelParams{}.prefixCacheMiB), 48},
+		{"offsetof reserved2", unsafe.Offsetof(cModelParams{}.reserved2), 52},
+		{"sizeof zf_cache_info", unsafe.Sizeof(cCacheInfo{}), 56},
+		{"offsetof block_tokens", unsafe.Offsetof(cCacheInfo{}.blockTokens), 4},
+		{"offsetof capacity_bytes", unsafe.Offsetof(cCacheInfo{}.capacityBytes), 8},
+		{"offsetof hit_tokens", unsafe.Offsetof(cCacheInfo{}.hitTokens), 32},
+		{"offsetof evicted_blocks", unsafe.Offsetof(cCacheInfo{}.evictedBlocks), 48},
 		{"sizeof zf_model_summary", unsafe.Sizeof(cModelSummary{}), 88},
 		{"offsetof architecture", unsafe.Offsetof(cModelSummary{}.architecture), 8},
 		{"offsetof n_params", unsafe.Offsetof(cModelSummary{}.nParams), 32},
@@ -99,7 +106,9 @@ func TestLayout(t *testing.T) {
 		{"offsetof extra_json", unsafe.Offsetof(cChatMessageV2{}.extraJSON), 56},
 		{"sizeof zf_chat_params", unsafe.Sizeof(cChatParams{}), 56},
 		{"offsetof time_unix", unsafe.Offsetof(cChatParams{}.timeUnix), 48},
-		{"sizeof zf_session_params", unsafe.Sizeof(cSessionParams{}), 16},
+		{"sizeof zf_session_params", unsafe.Sizeof(cSessionParams{}), 24},
+		{"offsetof flags", unsafe.Offsetof(cSessionParams{}.flags), 16},
+		{"offsetof reserved0", unsafe.Offsetof(cSessionParams{}.reserved0), 20},
 		{"offsetof n_logprobs", unsafe.Offsetof(cGenParams{}.nLogprobs), 64},
 		{"sizeof zf_generate_params", unsafe.Sizeof(cGenParams{}), 88},
 		{"offsetof constraint", unsafe.Offsetof(cGenParams{}.constraint), 72},
@@ -883,5 +892,117 @@ func TestConstraints(t *testing.T) {
 	r, err := s.Generate(context.Background(), " and", greedy...)
 	if err != nil || r.NGenerated == 0 {
 		t.Fatalf("unconstrained call after a constrained one: %+v %v", r, err)
+	}
+}
+
+// cachePrompt is a repeated sentence of about 200 tokens: three full 64-token cache blocks.
+var cachePrompt = strings.Repeat("The quick brown fox jumps over the lazy dog. ", 20)
+
+// lastLogprobs evaluates cachePrompt on a fresh session and returns the log-softmax of the last
+// position's logits (the MaxLogprobs most likely tokens of the first greedy token).
+func lastLogprobs(t *testing.T, m *Model, opts ...SessionOption) TokenLogprobs {
+	t.Helper()
+	s, err := m.NewSession(append([]SessionOption{WithContextSize(512), WithThreads(1)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, err := s.Generate(context.Background(), cachePrompt, WithTemperature(0), WithMaxTokens(1), WithLogprobs(MaxLogprobs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.NGenerated != 1 || len(r.Logprobs) != 1 || len(r.Logprobs[0].Top) != MaxLogprobs {
+		t.Fatalf("implausible result: %+v", r)
+	}
+	return r.Logprobs[0]
+}
+
+func TestPrefixCache(t *testing.T) {
+	p := modelPath(t)
+	// Off: no blocks, no capacity.
+	off, err := Open(p, WithDevice(DeviceCPU), WithPrefixCacheMiB(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastLogprobs(t, off)
+	ci, err := off.CacheInfo()
+	if err != nil || ci.BlockTokens != 0 || ci.Blocks != 0 || ci.HitTokens != 0 {
+		t.Fatalf("cache off: %+v %v", ci, err)
+	}
+	off.Close()
+	if _, err := off.CacheInfo(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("CacheInfo after Close: %v", err)
+	}
+
+	// The default: the second session copies the blocks the first stored, with the same logits.
+	m, err := Open(p, WithDevice(DeviceCPU))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	toks, err := m.Tokenize(cachePrompt, AddSpecial)
+	if err != nil || len(toks) < 193 || len(toks) > 256 {
+		t.Fatalf("prompt of %d tokens (want about 200), %v", len(toks), err)
+	}
+	ci, err = m.CacheInfo()
+	if err != nil || ci.BlockTokens != 64 || ci.CapacityBytes != 256<<20 || ci.Blocks != 0 || ci.HitTokens != 0 {
+		t.Fatalf("fresh default cache: %+v %v", ci, err)
+	}
+	first := lastLogprobs(t, m)
+	ci1, _ := m.CacheInfo()
+	second := lastLogprobs(t, m)
+	ci2, err := m.CacheInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d prompt tokens; after one session %+v; after two %+v", len(toks), ci1, ci2)
+	if !reflect.DeepEqual(first, second) {
+		t.Fatalf("logits differ with the cached prefix:\n%+v\n%+v", first, second)
+	}
+	if ci2.HitTokens < 128 || ci2.Blocks < 2 || ci2.Bytes == 0 || ci2.Bytes > ci2.CapacityBytes || ci2.StoredBlocks < ci2.Blocks {
+		t.Fatalf("after two sessions: %+v", ci2)
+	}
+
+	// A fast-prefill session works and neither reads nor fills the cache.
+	fast := lastLogprobs(t, m, WithFastPrefill())
+	ci3, _ := m.CacheInfo()
+	if fast.Token != first.Token || ci3.HitTokens != ci2.HitTokens || ci3.StoredBlocks != ci2.StoredBlocks {
+		t.Fatalf("fast prefill: token %d (exact %d); cache %+v before, %+v after", fast.Token, first.Token, ci2, ci3)
+	}
+}
+
+func TestPrefixCacheOutOfRange(t *testing.T) {
+	p := modelPath(t)
+	for _, bad := range []int{-2, 1<<20 + 1} {
+		_, err := Open(p, WithPrefixCacheMiB(bad))
+		var ze *Error
+		if !errors.Is(err, ErrInvalidArgument) || !errors.As(err, &ze) || !strings.Contains(ze.Message, "prefix_cache_mib") {
+			t.Fatalf("WithPrefixCacheMiB(%d): want ErrInvalidArgument about prefix_cache_mib, got %v", bad, err)
+		}
+	}
+}
+
+func TestOptionsKeepReservedZero(t *testing.T) {
+	// The option types take unexported structs, so only this package's options can set fields,
+	// and none of them touches a reserved field.
+	for _, typ := range []reflect.Type{reflect.TypeFor[SessionOption](), reflect.TypeFor[ModelOption]()} {
+		if in := typ.In(0).Elem(); in.PkgPath() == "" || in.Name()[0] != 'c' {
+			t.Fatalf("%v takes %v, which other packages could construct", typ, in)
+		}
+	}
+	var sp cSessionParams
+	for _, o := range []SessionOption{WithContextSize(7), WithThreads(3), WithKVType(KVF32), WithFastPrefill()} {
+		o(&sp)
+	}
+	if sp.flags != 0x1 || sp.reserved0 != 0 {
+		t.Fatalf("session params %+v", sp)
+	}
+	var mp cModelParams
+	for _, o := range []ModelOption{WithDevice(DeviceCPU), WithGPU(1), WithDefaultThreads(2), WithMaxBatch(4),
+		WithPrefixCacheMiB(-1), WithVocabOnly(), WithNoMmap()} {
+		o(&mp)
+	}
+	if mp.prefixCacheMiB != -1 || mp.reserved0 != 0 || mp.reserved1 != 0 || mp.reserved2 != 0 {
+		t.Fatalf("model params %+v", mp)
 	}
 }

@@ -27,6 +27,17 @@ namespace Zerfoo
         /// Default 0 (off; 1 is off too); at most 64, else Load throws ZerfooException with
         /// Status.InvalidArgument. CPU engine only (ignored on CUDA).</summary>
         public int? MaxBatch { get; set; }
+        /// <summary>The prefix cache's bound in MiB (zf_model_params.prefix_cache_mib): the KV rows
+        /// of full 64-token blocks that sessions of the model evaluated are kept, keyed by the tokens
+        /// of the block and of everything before it, and a session whose prompt continues its history
+        /// with cached blocks copies them instead of computing them (a shared system prompt is
+        /// evaluated once for every session). Reuse is exact: the logits are bit for bit those of
+        /// evaluating the prompt (sessions with <see cref="SessionOptions.FastPrefill"/> take no
+        /// part). Least recently used blocks are dropped beyond this many MiB. Default 0 (256 MiB);
+        /// -1 = off; below -1 or above 1048576, Load throws ZerfooException with
+        /// Status.InvalidArgument. A vocab-only model has no cache. See
+        /// <see cref="Model.CacheInfo"/>.</summary>
+        public int? PrefixCacheMiB { get; set; }
         /// <summary>Load progress in [0, 1], on the loading thread; return false to abort the
         /// load (it then throws ZerfooException with Status.Cancelled).</summary>
         public Func<float, bool> Progress { get; set; }
@@ -59,6 +70,32 @@ namespace Zerfoo
         {
             return string.Format("{0} ({1}, {2}, {3:0.0}M params, {4} layers, vocab {5}, ctx {6}, {7})",
                 Name, Architecture, Quant, ParameterCount / 1e6, Layers, VocabSize, ContextLengthTrain, Backend);
+        }
+    }
+
+    /// <summary>The prefix cache's counters (zf_cache_info), from <see cref="Model.CacheInfo"/>;
+    /// see <see cref="ModelOptions.PrefixCacheMiB"/>.</summary>
+    public sealed class CacheInfo
+    {
+        /// <summary>Tokens per cached block (64); 0 when the cache is off.</summary>
+        public int BlockTokens { get; internal set; }
+        /// <summary>The bound in bytes (<see cref="ModelOptions.PrefixCacheMiB"/>).</summary>
+        public ulong CapacityBytes { get; internal set; }
+        /// <summary>KV bytes held now.</summary>
+        public ulong Bytes { get; internal set; }
+        /// <summary>Blocks held now (each once, however many sessions used it).</summary>
+        public ulong Blocks { get; internal set; }
+        /// <summary>Prompt tokens copied from the cache instead of evaluated.</summary>
+        public ulong HitTokens { get; internal set; }
+        /// <summary>Blocks stored since load.</summary>
+        public ulong StoredBlocks { get; internal set; }
+        /// <summary>Blocks dropped for the bound since load.</summary>
+        public ulong EvictedBlocks { get; internal set; }
+
+        public override string ToString()
+        {
+            return string.Format("{0} blocks of {1} tokens ({2} of {3} bytes), {4} hit tokens, {5} stored, {6} evicted",
+                Blocks, BlockTokens, Bytes, CapacityBytes, HitTokens, StoredBlocks, EvictedBlocks);
         }
     }
 
@@ -145,6 +182,7 @@ namespace Zerfoo
                 if (options.GpuIndex.HasValue) p.gpu_index = options.GpuIndex.Value;
                 if (options.Threads.HasValue) p.n_threads = options.Threads.Value;
                 if (options.MaxBatch.HasValue) p.max_batch = options.MaxBatch.Value;
+                if (options.PrefixCacheMiB.HasValue) p.prefix_cache_mib = options.PrefixCacheMiB.Value;
                 if (options.VocabOnly) p.flags |= 1u;
                 if (options.NoMmap) p.flags |= 2u;
                 if (options.Progress != null)
@@ -212,6 +250,26 @@ namespace Zerfoo
                 TokenEos = s.token_eos,
                 TokenEot = s.token_eot,
                 Tensors = s.n_tensors,
+            };
+        }
+
+        /// <summary>The prefix cache's counters now (zf_model_cache_info). Thread-safe.</summary>
+        /// <exception cref="ObjectDisposedException">The model was disposed.</exception>
+        public CacheInfo CacheInfo()
+        {
+            if (disposed != 0) throw new ObjectDisposedException("Model");
+            var c = new zf_cache_info();
+            c.struct_size = (uint)Marshal.SizeOf(typeof(zf_cache_info));
+            ZerfooException.Check(NativeMethods.zf_model_cache_info(handle, ref c), "zf_model_cache_info");
+            return new CacheInfo
+            {
+                BlockTokens = c.block_tokens,
+                CapacityBytes = c.capacity_bytes,
+                Bytes = c.bytes,
+                Blocks = c.blocks,
+                HitTokens = c.hit_tokens,
+                StoredBlocks = c.stored_blocks,
+                EvictedBlocks = c.evicted_blocks,
             };
         }
 
@@ -394,6 +452,7 @@ namespace Zerfoo
                 if (options.ContextSize.HasValue) p.n_ctx = options.ContextSize.Value;
                 if (options.Threads.HasValue) p.n_threads = options.Threads.Value;
                 if (options.KvF32) p.kv_type = 0;
+                if (options.FastPrefill) p.flags |= 1u;  // ZF_SESSION_FAST_PREFILL
             }
             return new Session(this, SessionHandle.Create(handle, ref p));
         }

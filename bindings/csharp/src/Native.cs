@@ -30,6 +30,8 @@ namespace Zerfoo
         public IntPtr progress_user_data;
         public int max_batch;              // appended in 0.3
         public uint reserved1;
+        public int prefix_cache_mib;       // appended in 0.4
+        public uint reserved2;
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -52,6 +54,19 @@ namespace Zerfoo
         public int token_eos;
         public int token_eot;
         public int n_tensors;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct zf_cache_info          // appended in 0.4
+    {
+        public uint struct_size;
+        public int block_tokens;
+        public ulong capacity_bytes;
+        public ulong bytes;
+        public ulong blocks;
+        public ulong hit_tokens;
+        public ulong stored_blocks;
+        public ulong evicted_blocks;
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -81,6 +96,8 @@ namespace Zerfoo
         public int n_ctx;
         public int n_threads;
         public int kv_type;
+        public uint flags;                 // appended in 0.4: ZF_SESSION_FAST_PREFILL
+        public uint reserved0;
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -175,6 +192,9 @@ namespace Zerfoo
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern int zf_model_info(ModelHandle model, ref zf_model_summary info);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_model_cache_info(ModelHandle model, ref zf_cache_info info);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern int zf_model_meta(ModelHandle model, byte[] key, byte[] buf, UIntPtr cap,

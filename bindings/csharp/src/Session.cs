@@ -16,6 +16,15 @@ namespace Zerfoo
         public int? Threads { get; set; }
         /// <summary>KV cache in 32-bit floats instead of the default 16-bit.</summary>
         public bool KvF32 { get; set; }
+        /// <summary>Prefill with the fastest kernels instead of the exact ones
+        /// (ZF_SESSION_FAST_PREFILL). By default a session evaluates a prompt so that every
+        /// position's logits are bit for bit the same however the prompt arrives (in one call, in
+        /// pieces, one token at a time, after a prefix copied from the model's prefix cache, batched
+        /// with other sessions). With this set, prompts of 8 tokens or more use the multi-token
+        /// kernels (faster prefill), whose results differ from the one-token path in the last bits;
+        /// such a session neither reads nor fills the prefix cache
+        /// (<see cref="ModelOptions.PrefixCacheMiB"/>).</summary>
+        public bool FastPrefill { get; set; }
     }
 
     /// <summary>Options for one generation; null keeps the library's default

@@ -914,6 +914,101 @@ public class ZerfooTests
         }
     }
 
+    // ------------------------------------------------------------------ prefix cache
+
+    /// <summary>A repeated sentence of about 200 tokens: three full 64-token cache blocks.</summary>
+    static readonly string CachePrompt = string.Concat(Enumerable.Repeat("The quick brown fox jumps over the lazy dog. ", 20));
+
+    static float[] LastLogits(Model m, int[] tokens, bool fastPrefill)
+    {
+        using (var s = m.CreateSession(new SessionOptions { ContextSize = 512, FastPrefill = fastPrefill }))
+            return s.Eval(tokens);
+    }
+
+    static int Argmax(float[] v)
+    {
+        int best = 0;
+        for (int i = 1; i < v.Length; i++) if (v[i] > v[best]) best = i;
+        return best;
+    }
+
+    [Test]
+    public void PrefixCacheOffReportsNoBlocks()
+    {
+        using (var off = Model.Load(ModelPath, new ModelOptions { Threads = 1, PrefixCacheMiB = -1 }))
+        {
+            LastLogits(off, off.Tokenize(CachePrompt), false);
+            CacheInfo c = off.CacheInfo();
+            Assert.AreEqual(0, c.BlockTokens, c.ToString());
+            Assert.AreEqual(0UL, c.Blocks, c.ToString());
+            Assert.AreEqual(0UL, c.HitTokens, c.ToString());
+            off.Dispose();
+            Assert.Throws<ObjectDisposedException>(() => off.CacheInfo());
+        }
+    }
+
+    [Test]
+    public void PrefixCacheGivesTheSameLogitsAndCountsHits()
+    {
+        using (var m = Model.Load(ModelPath, new ModelOptions { Threads = 1 }))
+        {
+            int[] tokens = m.Tokenize(CachePrompt);
+            Assert.That(tokens.Length, Is.InRange(193, 256), "about 200 tokens");
+            CacheInfo c0 = m.CacheInfo();
+            Assert.AreEqual(64, c0.BlockTokens, c0.ToString());
+            Assert.AreEqual(256UL << 20, c0.CapacityBytes, c0.ToString());
+            Assert.AreEqual(0UL, c0.Blocks, c0.ToString());
+            float[] first = LastLogits(m, tokens, false);
+            float[] second = LastLogits(m, tokens, false);
+            CacheInfo c = m.CacheInfo();
+            Console.WriteLine(tokens.Length + " prompt tokens; after two sessions: " + c);
+            // Bit for bit (NaN-safe): compare the float bits.
+            Func<float[], int[]> bits = v => v.Select(x => BitConverter.ToInt32(BitConverter.GetBytes(x), 0)).ToArray();
+            Assert.AreEqual(bits(first), bits(second), "logits differ with the cached prefix");
+            Assert.That(c.HitTokens, Is.GreaterThanOrEqualTo(128UL), c.ToString());
+            Assert.That(c.Blocks, Is.GreaterThanOrEqualTo(2UL), c.ToString());
+            Assert.That(c.Bytes, Is.InRange(1UL, c.CapacityBytes), c.ToString());
+            Assert.That(c.StoredBlocks, Is.GreaterThanOrEqualTo(c.Blocks), c.ToString());
+
+            // A fast-prefill session works (the same greedy token) and neither reads nor fills the cache.
+            float[] fast = LastLogits(m, tokens, true);
+            CacheInfo after = m.CacheInfo();
+            Assert.AreEqual(Argmax(first), Argmax(fast));
+            Assert.AreEqual(c.HitTokens, after.HitTokens, after.ToString());
+            Assert.AreEqual(c.StoredBlocks, after.StoredBlocks, after.ToString());
+        }
+    }
+
+    [Test]
+    public void PrefixCacheMiBOutOfRangeThrowsInvalidArgument()
+    {
+        foreach (int bad in new[] { -2, (1 << 20) + 1 })
+        {
+            var e = Assert.Throws<ZerfooException>(() => Model.Load(ModelPath, new ModelOptions { PrefixCacheMiB = bad }));
+            Assert.AreEqual(Status.InvalidArgument, e.Status);
+            StringAssert.Contains("prefix_cache_mib", e.Message);
+        }
+    }
+
+    [Test]
+    public void OptionsCannotSetReservedFields()
+    {
+        // The public option types expose no reserved field, and the structs that have them are
+        // internal: the binding zeroes them through zf_*_params_init.
+        foreach (Type t in new[] { typeof(ModelOptions), typeof(SessionOptions) })
+        {
+            var members = t.GetMembers(BindingFlags.Public | BindingFlags.Instance).Select(mi => mi.Name.ToLowerInvariant());
+            Assert.IsFalse(members.Any(n => n.Contains("reserved")), t.Name);
+        }
+        foreach (string n in new[] { "zf_model_params", "zf_session_params", "zf_cache_info" })
+        {
+            Type t = typeof(Model).Assembly.GetType("Zerfoo." + n, true);
+            Assert.IsFalse(t.IsPublic, n);
+        }
+        Assert.IsFalse(new SessionOptions().FastPrefill);
+        Assert.IsNull(new ModelOptions().PrefixCacheMiB);
+    }
+
     [Test]
     public void LibraryVersionAndLogs()
     {

@@ -22,6 +22,8 @@ pub struct ZerfooLib {
     pub zf_model_free: unsafe extern "C" fn(model: *mut zf_model),
     pub zf_model_info:
         unsafe extern "C" fn(model: *const zf_model, info: *mut zf_model_summary) -> zf_status,
+    pub zf_model_cache_info:
+        unsafe extern "C" fn(model: *const zf_model, info: *mut zf_cache_info) -> zf_status,
     pub zf_model_meta: unsafe extern "C" fn(
         model: *const zf_model,
         key: *const ::core::ffi::c_char,
@@ -196,6 +198,7 @@ impl ZerfooLib {
         let zf_model_load = __library.get(b"zf_model_load\0").map(|sym| *sym)?;
         let zf_model_free = __library.get(b"zf_model_free\0").map(|sym| *sym)?;
         let zf_model_info = __library.get(b"zf_model_info\0").map(|sym| *sym)?;
+        let zf_model_cache_info = __library.get(b"zf_model_cache_info\0").map(|sym| *sym)?;
         let zf_model_meta = __library.get(b"zf_model_meta\0").map(|sym| *sym)?;
         let zf_architectures = __library.get(b"zf_architectures\0").map(|sym| *sym)?;
         let zf_tokenize = __library.get(b"zf_tokenize\0").map(|sym| *sym)?;
@@ -242,6 +245,7 @@ impl ZerfooLib {
             zf_model_load,
             zf_model_free,
             zf_model_info,
+            zf_model_cache_info,
             zf_model_meta,
             zf_architectures,
             zf_tokenize,
@@ -333,6 +337,14 @@ impl ZerfooLib {
         info: *mut zf_model_summary,
     ) -> zf_status {
         (self.zf_model_info)(model, info)
+    }
+    #[doc = " @brief Fills `info` with the model's prefix cache counters (set info->struct_size first).\n Thread-safe.\n @return ::ZF_OK or ::ZF_ERR_INVALID_ARGUMENT (NULL model/info, struct_size too small)."]
+    pub unsafe fn zf_model_cache_info(
+        &self,
+        model: *const zf_model,
+        info: *mut zf_cache_info,
+    ) -> zf_status {
+        (self.zf_model_cache_info)(model, info)
     }
     #[doc = " @brief Any GGUF metadata value as text (numbers in decimal, booleans as true/false,\n arrays as JSON-like `[a, b, ...]`, strings verbatim). Thread-safe.\n @param model The model.\n @param key NUL-terminated metadata key, e.g. \"general.name\".\n @param buf Output buffer (may be NULL when cap is 0); receives a NUL-terminated string.\n @param cap Bytes available in `buf`.\n @param needed Optional; receives the bytes required including the NUL.\n @return ::ZF_OK; ::ZF_ERR_NOT_FOUND; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT."]
     pub unsafe fn zf_model_meta(

@@ -29,6 +29,8 @@ unsafe extern "C" {
     pub fn zf_model_free(model: *mut zf_model);
     #[doc = " @brief Fills `info` (set info->struct_size first). Fields beyond struct_size are not written.\n @return ::ZF_OK or ::ZF_ERR_INVALID_ARGUMENT (NULL model/info, struct_size too small)."]
     pub fn zf_model_info(model: *const zf_model, info: *mut zf_model_summary) -> zf_status;
+    #[doc = " @brief Fills `info` with the model's prefix cache counters (set info->struct_size first).\n Thread-safe.\n @return ::ZF_OK or ::ZF_ERR_INVALID_ARGUMENT (NULL model/info, struct_size too small)."]
+    pub fn zf_model_cache_info(model: *const zf_model, info: *mut zf_cache_info) -> zf_status;
     #[doc = " @brief Any GGUF metadata value as text (numbers in decimal, booleans as true/false,\n arrays as JSON-like `[a, b, ...]`, strings verbatim). Thread-safe.\n @param model The model.\n @param key NUL-terminated metadata key, e.g. \"general.name\".\n @param buf Output buffer (may be NULL when cap is 0); receives a NUL-terminated string.\n @param cap Bytes available in `buf`.\n @param needed Optional; receives the bytes required including the NUL.\n @return ::ZF_OK; ::ZF_ERR_NOT_FOUND; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT."]
     pub fn zf_model_meta(
         model: *const zf_model,

@@ -55,6 +55,10 @@ pub struct zf_model_params {
     pub max_batch: i32,
     #[doc = "< Padding; must be 0."]
     pub reserved1: u32,
+    #[doc = " Prefix cache (appended in 0.4): the KV rows of full 64-token blocks that sessions of this\n model evaluated are kept, keyed by the tokens of the block and of everything before it; a\n session whose prompt continues its history with cached blocks copies them instead of\n computing them (a shared system prompt is evaluated once for every session). Reuse is exact:\n the logits are bit for bit those of evaluating the prompt (sessions without\n ::ZF_SESSION_FAST_PREFILL take part). Least recently used blocks are dropped beyond this\n many MiB. 0 = the default (256), -1 = off."]
+    pub prefix_cache_mib: i32,
+    #[doc = "< Padding; must be 0."]
+    pub reserved2: u32,
 }
 #[doc = " Facts about a loaded model, filled by zf_model_info(). Strings are owned by the model and\n live as long as it."]
 #[repr(C)]
@@ -94,6 +98,27 @@ pub struct zf_model_summary {
     pub token_eot: i32,
     #[doc = "< Tensors in the file."]
     pub n_tensors: i32,
+}
+#[doc = " The prefix cache's counters, filled by zf_model_cache_info() (appended in 0.4)."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct zf_cache_info {
+    #[doc = "< sizeof(zf_cache_info) as the caller compiled it."]
+    pub struct_size: u32,
+    #[doc = "< Tokens per cached block (64); 0 when the cache is off."]
+    pub block_tokens: i32,
+    #[doc = "< The bound (zf_model_params.prefix_cache_mib)."]
+    pub capacity_bytes: u64,
+    #[doc = "< KV bytes held now."]
+    pub bytes: u64,
+    #[doc = "< Blocks held now (each once, however many sessions used it)."]
+    pub blocks: u64,
+    #[doc = "< Prompt tokens copied from the cache instead of evaluated."]
+    pub hit_tokens: u64,
+    #[doc = "< Blocks stored since load."]
+    pub stored_blocks: u64,
+    #[doc = "< Blocks dropped for the bound since load."]
+    pub evicted_blocks: u64,
 }
 #[doc = " One chat turn. `role` is \"system\", \"user\" or \"assistant\"; both strings NUL-terminated."]
 #[repr(C)]
@@ -166,6 +191,10 @@ pub struct zf_session_params {
     pub n_threads: i32,
     #[doc = "< ::ZF_KV_F16 (default) or ::ZF_KV_F32."]
     pub kv_type: i32,
+    #[doc = "< ::ZF_SESSION_FAST_PREFILL (appended in 0.4; default 0)."]
+    pub flags: u32,
+    #[doc = "< Padding; must be 0."]
+    pub reserved0: u32,
 }
 #[doc = " Generation parameters. Initialize with zf_generate_params_init()."]
 #[repr(C)]
@@ -277,6 +306,7 @@ pub const ZF_CHAT_FIXED_TIME: i32 = 2;
 pub const ZF_CHAT_PARSE_PARTIAL: i32 = 4;
 pub const ZF_KV_F32: i32 = 0;
 pub const ZF_KV_F16: i32 = 1;
+pub const ZF_SESSION_FAST_PREFILL: i32 = 1;
 pub const ZF_GENERATE_NO_SPECIAL: i32 = 1;
 pub const ZF_GENERATE_NO_PARSE_SPECIAL: i32 = 2;
 pub const ZF_GENERATE_IGNORE_EOS: i32 = 4;
@@ -294,7 +324,7 @@ pub const ZF_STOP_CANCELLED: i32 = 4;
 pub const ZF_STOP_CONTEXT_FULL: i32 = 5;
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of zf_model_params"][::core::mem::size_of::<zf_model_params>() - 48usize];
+    ["Size of zf_model_params"][::core::mem::size_of::<zf_model_params>() - 56usize];
     ["Alignment of zf_model_params"][::core::mem::align_of::<zf_model_params>() - 8usize];
     ["Offset of field: zf_model_params::struct_size"]
         [::core::mem::offset_of!(zf_model_params, struct_size) - 0usize];
@@ -316,6 +346,10 @@ const _: () = {
         [::core::mem::offset_of!(zf_model_params, max_batch) - 40usize];
     ["Offset of field: zf_model_params::reserved1"]
         [::core::mem::offset_of!(zf_model_params, reserved1) - 44usize];
+    ["Offset of field: zf_model_params::prefix_cache_mib"]
+        [::core::mem::offset_of!(zf_model_params, prefix_cache_mib) - 48usize];
+    ["Offset of field: zf_model_params::reserved2"]
+        [::core::mem::offset_of!(zf_model_params, reserved2) - 52usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
@@ -355,6 +389,27 @@ const _: () = {
         [::core::mem::offset_of!(zf_model_summary, token_eot) - 80usize];
     ["Offset of field: zf_model_summary::n_tensors"]
         [::core::mem::offset_of!(zf_model_summary, n_tensors) - 84usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of zf_cache_info"][::core::mem::size_of::<zf_cache_info>() - 56usize];
+    ["Alignment of zf_cache_info"][::core::mem::align_of::<zf_cache_info>() - 8usize];
+    ["Offset of field: zf_cache_info::struct_size"]
+        [::core::mem::offset_of!(zf_cache_info, struct_size) - 0usize];
+    ["Offset of field: zf_cache_info::block_tokens"]
+        [::core::mem::offset_of!(zf_cache_info, block_tokens) - 4usize];
+    ["Offset of field: zf_cache_info::capacity_bytes"]
+        [::core::mem::offset_of!(zf_cache_info, capacity_bytes) - 8usize];
+    ["Offset of field: zf_cache_info::bytes"]
+        [::core::mem::offset_of!(zf_cache_info, bytes) - 16usize];
+    ["Offset of field: zf_cache_info::blocks"]
+        [::core::mem::offset_of!(zf_cache_info, blocks) - 24usize];
+    ["Offset of field: zf_cache_info::hit_tokens"]
+        [::core::mem::offset_of!(zf_cache_info, hit_tokens) - 32usize];
+    ["Offset of field: zf_cache_info::stored_blocks"]
+        [::core::mem::offset_of!(zf_cache_info, stored_blocks) - 40usize];
+    ["Offset of field: zf_cache_info::evicted_blocks"]
+        [::core::mem::offset_of!(zf_cache_info, evicted_blocks) - 48usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
@@ -411,7 +466,7 @@ const _: () = {
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of zf_session_params"][::core::mem::size_of::<zf_session_params>() - 16usize];
+    ["Size of zf_session_params"][::core::mem::size_of::<zf_session_params>() - 24usize];
     ["Alignment of zf_session_params"][::core::mem::align_of::<zf_session_params>() - 4usize];
     ["Offset of field: zf_session_params::struct_size"]
         [::core::mem::offset_of!(zf_session_params, struct_size) - 0usize];
@@ -421,6 +476,10 @@ const _: () = {
         [::core::mem::offset_of!(zf_session_params, n_threads) - 8usize];
     ["Offset of field: zf_session_params::kv_type"]
         [::core::mem::offset_of!(zf_session_params, kv_type) - 12usize];
+    ["Offset of field: zf_session_params::flags"]
+        [::core::mem::offset_of!(zf_session_params, flags) - 16usize];
+    ["Offset of field: zf_session_params::reserved0"]
+        [::core::mem::offset_of!(zf_session_params, reserved0) - 20usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {

@@ -39,7 +39,7 @@ mod async_stream;
 pub use async_stream::AsyncPieces;
 pub use chat::{AssistantMessage, ChatParseOptions, FunctionCall, ToolCall};
 pub use error::{Error, ErrorCode, Result};
-pub use model::{ChatMessage, Device, Model, ModelInfo, ModelOptions, Token};
+pub use model::{CacheInfo, ChatMessage, Device, Model, ModelInfo, ModelOptions, Token};
 pub use session::{
     CancelHandle, Constraint, GenerateOptions, Generation, KvType, Pieces, Session, SessionOptions,
     StopReason, TokenLogprob, TokenLogprobs, MAX_LOGPROBS,

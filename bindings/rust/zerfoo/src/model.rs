@@ -73,6 +73,21 @@ pub struct ModelOptions {
     /// assert_eq!(opts.max_batch, 8);
     /// ```
     pub max_batch: i32,
+    /// The prefix cache's bound in MiB (`zf_model_params.prefix_cache_mib`): the KV rows of full
+    /// 64-token blocks that sessions of the model evaluated are kept, keyed by the tokens of the
+    /// block and of everything before it, and a session whose prompt continues its history with
+    /// cached blocks copies them instead of computing them (a shared system prompt is evaluated
+    /// once for every session). Reuse is exact: the logits are bit for bit those of evaluating
+    /// the prompt (sessions with [`SessionOptions::fast_prefill`] take no part). Least recently
+    /// used blocks are dropped beyond this many MiB. 0 = the default (256 MiB), -1 = off; below
+    /// -1 or above 1048576, [`Model::load`] fails with [`ErrorCode::InvalidArgument`]. A
+    /// vocab-only model has no cache. See [`Model::cache_info`].
+    ///
+    /// ```
+    /// let opts = zerfoo::ModelOptions { prefix_cache_mib: -1, ..Default::default() };
+    /// assert_eq!(opts.prefix_cache_mib, -1);
+    /// ```
+    pub prefix_cache_mib: i32,
 }
 
 /// Facts about a loaded model ([`Model::info`]).
@@ -111,6 +126,26 @@ pub struct ModelInfo {
     pub token_eot: Option<Token>,
     /// Tensors in the file.
     pub n_tensors: i32,
+}
+
+/// The prefix cache's counters ([`Model::cache_info`]; see [`ModelOptions::prefix_cache_mib`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct CacheInfo {
+    /// Tokens per cached block (64); 0 when the cache is off.
+    pub block_tokens: i32,
+    /// The bound in bytes ([`ModelOptions::prefix_cache_mib`]).
+    pub capacity_bytes: u64,
+    /// KV bytes held now.
+    pub bytes: u64,
+    /// Blocks held now (each once, however many sessions used it).
+    pub blocks: u64,
+    /// Prompt tokens copied from the cache instead of evaluated.
+    pub hit_tokens: u64,
+    /// Blocks stored since load.
+    pub stored_blocks: u64,
+    /// Blocks dropped for the bound since load.
+    pub evicted_blocks: u64,
 }
 
 /// One chat turn for [`Model::apply_chat_template`].
@@ -273,6 +308,7 @@ impl Model {
         p.gpu_index = options.gpu_index;
         p.n_threads = options.n_threads;
         p.max_batch = options.max_batch;
+        p.prefix_cache_mib = options.prefix_cache_mib;
         p.flags = 0;
         if options.vocab_only {
             p.flags |= sys::ZF_MODEL_VOCAB_ONLY as u32;
@@ -325,6 +361,30 @@ impl Model {
             token_eos: tok(s.token_eos),
             token_eot: tok(s.token_eot),
             n_tensors: s.n_tensors,
+        })
+    }
+
+    /// The prefix cache's counters now ([`ModelOptions::prefix_cache_mib`]).
+    ///
+    /// ```
+    /// # let Some(model) = zerfoo::__doc_model() else { return Ok(()) };
+    /// let cache = model.cache_info()?;
+    /// println!("{} prompt tokens reused, {} blocks held", cache.hit_tokens, cache.blocks);
+    /// # Ok::<(), zerfoo::Error>(())
+    /// ```
+    pub fn cache_info(&self) -> Result<CacheInfo> {
+        // SAFETY: a zeroed zf_cache_info with struct_size set is what zf_model_cache_info expects.
+        let mut c: sys::zf_cache_info = unsafe { std::mem::zeroed() };
+        c.struct_size = std::mem::size_of::<sys::zf_cache_info>() as u32;
+        check(unsafe { sys::zf!(zf_model_cache_info(self.raw(), &mut c)) })?;
+        Ok(CacheInfo {
+            block_tokens: c.block_tokens,
+            capacity_bytes: c.capacity_bytes,
+            bytes: c.bytes,
+            blocks: c.blocks,
+            hit_tokens: c.hit_tokens,
+            stored_blocks: c.stored_blocks,
+            evicted_blocks: c.evicted_blocks,
         })
     }
 

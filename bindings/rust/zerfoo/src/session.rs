@@ -39,6 +39,19 @@ pub struct SessionOptions {
     pub n_threads: i32,
     /// KV cache element type.
     pub kv_type: KvType,
+    /// Prefill with the fastest kernels instead of the exact ones (`ZF_SESSION_FAST_PREFILL`).
+    /// By default (false) a session evaluates a prompt so that every position's logits are bit
+    /// for bit the same however the prompt arrives (in one call, in pieces, one token at a time,
+    /// after a prefix copied from the model's prefix cache, batched with other sessions). With
+    /// true, prompts of 8 tokens or more use the multi-token kernels (faster prefill), whose
+    /// results differ from the one-token path in the last bits; such a session neither reads nor
+    /// fills the prefix cache ([`ModelOptions::prefix_cache_mib`](crate::ModelOptions::prefix_cache_mib)).
+    ///
+    /// ```
+    /// let opts = zerfoo::SessionOptions { fast_prefill: true, ..Default::default() };
+    /// assert!(opts.fast_prefill);
+    /// ```
+    pub fast_prefill: bool,
 }
 
 /// Sampling and stopping options for generation. [`GenerateOptions::default`] has the
@@ -567,6 +580,10 @@ impl<'m> Session<'m> {
             KvType::F16 => sys::ZF_KV_F16,
             KvType::F32 => sys::ZF_KV_F32,
         };
+        p.flags = 0;
+        if o.fast_prefill {
+            p.flags |= sys::ZF_SESSION_FAST_PREFILL as u32;
+        }
         let mut out = ptr::null_mut();
         // SAFETY: model is alive (we hold a clone); out receives an owned handle.
         check(unsafe { sys::zf!(zf_session_create(model.raw(), &p, &mut out)) })?;

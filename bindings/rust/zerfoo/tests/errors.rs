@@ -155,3 +155,19 @@ fn max_batch_out_of_range_is_invalid_argument() {
         "{err}"
     );
 }
+
+#[test]
+fn prefix_cache_mib_out_of_range_is_invalid_argument() {
+    let Some(path) = common::model_path() else {
+        return;
+    };
+    for bad in [-2, (1 << 20) + 1] {
+        let options = ModelOptions {
+            prefix_cache_mib: bad,
+            ..Default::default()
+        };
+        let err = Model::load(&path, &options).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidArgument);
+        assert!(err.message().contains("prefix_cache_mib"), "{err}");
+    }
+}

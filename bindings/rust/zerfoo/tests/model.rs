@@ -2,7 +2,9 @@
 mod common;
 
 use common::model;
-use zerfoo::{ChatMessage, ChatParseOptions, Device, ErrorCode};
+use zerfoo::{
+    ChatMessage, ChatParseOptions, Device, ErrorCode, KvType, Model, ModelOptions, SessionOptions,
+};
 
 #[test]
 fn info_and_meta() {
@@ -212,4 +214,96 @@ fn chat_parse() {
         model.chat_parse("x", &missing).unwrap_err().code(),
         ErrorCode::NotFound
     );
+}
+
+#[test]
+fn prefix_cache() {
+    let Some(path) = common::model_path() else {
+        return;
+    };
+    // Off: no blocks.
+    let off = ModelOptions {
+        n_threads: 1,
+        prefix_cache_mib: -1,
+        ..Default::default()
+    };
+    let off = Model::load(&path, &off).unwrap();
+    let c = off.cache_info().unwrap();
+    assert_eq!((c.block_tokens, c.blocks, c.hit_tokens), (0, 0, 0), "{c:?}");
+    drop(off);
+
+    // The default: the second session copies the blocks the first stored, with the same logits.
+    let opts = ModelOptions {
+        n_threads: 1,
+        ..Default::default()
+    };
+    let model = Model::load(&path, &opts).unwrap();
+    let prompt = "The quick brown fox jumps over the lazy dog. ".repeat(20);
+    let tokens = model.tokenize(&prompt, true, false).unwrap();
+    assert!(
+        (193..=256).contains(&tokens.len()),
+        "{} tokens",
+        tokens.len()
+    );
+    let c = model.cache_info().unwrap();
+    assert_eq!((c.block_tokens, c.capacity_bytes), (64, 256 << 20), "{c:?}");
+    assert_eq!((c.blocks, c.hit_tokens), (0, 0), "{c:?}");
+    let last_logits = |fast_prefill: bool| {
+        let opts = SessionOptions {
+            n_ctx: 512,
+            n_threads: 1,
+            fast_prefill,
+            ..Default::default()
+        };
+        model.session(&opts).unwrap().eval(&tokens).unwrap()
+    };
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let first = last_logits(false);
+    let second = last_logits(false);
+    let c = model.cache_info().unwrap();
+    eprintln!("{} prompt tokens; after two sessions {c:?}", tokens.len());
+    assert!(
+        bits(&first) == bits(&second),
+        "logits differ with the cached prefix"
+    );
+    assert!(c.hit_tokens >= 128 && c.blocks >= 2, "{c:?}");
+    assert!(
+        c.bytes > 0 && c.bytes <= c.capacity_bytes && c.stored_blocks >= c.blocks,
+        "{c:?}"
+    );
+
+    // A fast-prefill session works (the same greedy token) and neither reads nor fills the cache.
+    let argmax = |v: &[f32]| (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap();
+    let fast = last_logits(true);
+    let after = model.cache_info().unwrap();
+    assert_eq!(argmax(&fast), argmax(&first));
+    assert_eq!(
+        (after.hit_tokens, after.stored_blocks),
+        (c.hit_tokens, c.stored_blocks),
+        "{after:?}"
+    );
+}
+
+#[test]
+fn options_have_no_reserved_fields() {
+    // Exhaustive patterns: these compile only while the option structs have exactly these
+    // fields, so the C structs' reserved fields cannot be set through the safe API (the crate
+    // zeroes them through zf_*_params_init).
+    let SessionOptions {
+        n_ctx: _,
+        n_threads: _,
+        kv_type,
+        fast_prefill,
+    } = SessionOptions::default();
+    assert_eq!((kv_type, fast_prefill), (KvType::F16, false));
+    let ModelOptions {
+        device: _,
+        gpu_index: _,
+        n_threads: _,
+        vocab_only: _,
+        no_mmap: _,
+        max_batch: _,
+        prefix_cache_mib,
+    } = ModelOptions::default();
+    assert_eq!(prefix_cache_mib, 0);
 }

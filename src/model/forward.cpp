@@ -71,6 +71,14 @@ void Forward::Run(const int32_t* tokens, int32_t n, int32_t pos0, float* logits,
   if (logits != nullptr && out != logits) be_.ReadActivations(out, size_t(n_vocab), logits);
 }
 
+void Forward::RunEveryLogit(const int32_t* tokens, int32_t n, int32_t pos0, float* logits) {
+  // One-row sequences on this backend's own cache: the attention block stores and attends row by
+  // row in order (row i sees rows < i), and the output head takes every sequence's last row.
+  every_.resize(size_t(n));
+  for (int32_t i = 0; i < n; ++i) every_[size_t(i)] = Seq{&be_, pos0 + i, 1, nullptr, nullptr, rope_factors_};
+  RunOps(tokens, n, every_.data(), n, logits);
+}
+
 void Forward::ReadLogits(float* host) { be_.ReadActivations(logits_.data(), size_t(model_.desc().n_vocab), host); }
 
 void Forward::RunBatch(const int32_t* tokens, const Seq* seqs, int32_t n_seq) {

@@ -33,6 +33,13 @@ class Forward {
   // Copies the logits of the last Run that asked only for the argmax into host memory.
   void ReadLogits(float* host);
 
+  // Speculative verification: tokens[0..n) (n <= max_batch) at positions pos0.. evaluated as n
+  // one-token steps of this Forward's sequence in one pass over the weights (each row attends
+  // over the keys up to its own position, through the one-token attention), writing every
+  // position's n_vocab logits to logits (n x n_vocab, host memory). Host-memory backends only;
+  // with the backend's SetBatchInvariant(true) row i's logits equal those of Run() of token i.
+  void RunEveryLogit(const int32_t* tokens, int32_t n, int32_t pos0, float* logits);
+
   // One sequence of a batched step: its n tokens at positions pos0.. go to the KV cache of
   // `kv` (that sequence's own backend, whose cache and attention it uses); the products of
   // every sequence's rows run together on this Forward's backend.
@@ -81,6 +88,7 @@ class Forward {
   ActBuf router_, moe_in_, moe_out_, moe_acc_;
   std::vector<int32_t> pos_;
   std::vector<engine::Backend::DecodeRow> attn_rows_;  // a batched decode step's attention rows
+  std::vector<Seq> every_;  // RunEveryLogit's one-row sequences
   // MoE routing on the host: per token the selected experts and weights, and per expert its rows.
   std::vector<int32_t> sel_;
   std::vector<float> sel_w_;

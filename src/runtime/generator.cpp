@@ -18,12 +18,55 @@ Generation::Generation(Session& session, const GenerateOptions& options)
     : session_(session),
       options_(options),
       sampler_(options.sampler, session.model().desc().n_vocab),
-      text_(options.stop) {
+      text_(options.stop),
+      draft_len_(options.draft) {
   emit_.reserve(256);
 }
 
 Status Generation::Eval(const int32_t* tokens, size_t n) {
   return device_greedy_ ? session_.EvalKeepArgmax(tokens, n) : session_.EvalKeepLogits(tokens, n);
+}
+
+const float* Generation::CurrentLogits() const {
+  return spec_ ? spec_logits_.data() + size_t(spec_pos_) * size_t(session_.model().desc().n_vocab)
+               : session_.last_logits();
+}
+
+Status Generation::EvalWithDraft(bool* drafted) {
+  *drafted = false;
+  const DraftOptions& d = options_.draft;
+  int32_t k = draft_len_.Next();
+  if (k <= 0 || !session_.can_verify()) return Status::Ok();
+  k = std::min({k, Session::kMaxVerify - 1, session_.n_ctx() - session_.n_past() - 1});
+  if (options_.max_tokens >= 0) k = std::min(k, options_.max_tokens - result_.n_generated);
+  if (k < std::max(1, d.min)) return Status::Ok();
+  spec_tokens_.resize(size_t(k) + 1);
+  const int32_t n = LookupDraft(history_.data(), history_.size(), d, k, spec_tokens_.data() + 1);
+  if (n < std::max(1, d.min)) return Status::Ok();
+  spec_tokens_.resize(size_t(n) + 1);
+  spec_tokens_[0] = last_token_;
+  spec_logits_.resize(spec_tokens_.size() * size_t(session_.model().desc().n_vocab));
+  spec_base_ = session_.n_past();
+  ZF_RETURN_IF_ERROR(session_.EvalEvery(spec_tokens_.data(), spec_tokens_.size(), spec_logits_.data()));
+  spec_ = true;
+  spec_pos_ = 0;
+  result_.n_drafted += n;
+  *drafted = true;
+  return Status::Ok();
+}
+
+void Generation::Settle() {
+  if (!spec_) return;
+  const int32_t proposed = int32_t(spec_tokens_.size()) - 1;
+  const int32_t accepted = std::min(proposed, spec_pos_ + (last_in_kv_ ? 1 : 0));
+  draft_len_.Report(proposed, accepted);
+  result_.n_accepted += accepted;
+  // Keep last_token_'s predecessors: the current row's position is the session's last.
+  const size_t keep = size_t(spec_base_) + size_t(spec_pos_) + 1;
+  const float* row = CurrentLogits();
+  spec_ = false;
+  last_in_kv_ = false;
+  if (session_.Truncate(keep).ok()) session_.SetLastLogits(row);
 }
 
 Status Generation::Begin(Session& session, std::string_view prompt, const GenerateOptions& o,
@@ -91,11 +134,13 @@ Status Generation::Begin(Session& session, std::string_view prompt, const Genera
 }
 
 void Generation::End(StopReason reason, bool early) {
+  Settle();
   result_.stop_reason = reason;
   phase_ = early ? Phase::kDone : Phase::kTail;  // kTail: release the held text first
 }
 
 void Generation::Stop() {
+  Settle();
   if (phase_ == Phase::kAfterPiece) session_.pending().push_back(last_token_);  // shown, not evaluated
   if (phase_ == Phase::kSample || phase_ == Phase::kAfterPiece) result_.stop_reason = StopReason::kCallback;
   phase_ = Phase::kDone;
@@ -137,6 +182,13 @@ Status Generation::Next(std::string* piece, int32_t* token, bool* done) {
         }
         continue;
       case Phase::kAfterPiece: {  // last_token_ was shown (or held back): stop here or evaluate it
+        // Every stop below leaves last_token_ shown but not evaluated: an accepted draft's row
+        // is dropped first (Settle keeps what precedes it).
+        if (hit_stop_ || session_.n_past() + 1 > session_.n_ctx() ||
+            (constraint_ != nullptr && constraint_->IsStopped()) ||
+            (o.max_tokens >= 0 && result_.n_generated >= o.max_tokens)) {
+          Settle();
+        }
         if (hit_stop_) {
           session_.pending().push_back(last_token_);
           End(StopReason::kStopString, true);
@@ -157,7 +209,18 @@ Status Generation::Next(std::string* piece, int32_t* token, bool* done) {
           End(StopReason::kMaxTokens, false);
           continue;
         }
-        Status s = Eval(&last_token_, 1);
+        if (last_in_kv_) {  // an accepted draft: its row is in the cache, its logits next in line
+          last_in_kv_ = false;
+          ++spec_pos_;
+          phase_ = Phase::kSample;
+          continue;
+        }
+        bool drafted = false;
+        Status s = EvalWithDraft(&drafted);
+        if (s.ok() && !drafted) {
+          draft_len_.Step();
+          s = Eval(&last_token_, 1);
+        }
         if (s.code() == Code::kCancelled) {
           session_.pending().push_back(last_token_);
           End(StopReason::kCancelled, false);
@@ -194,9 +257,10 @@ Status Generation::Next(std::string* piece, int32_t* token, bool* done) {
           }
           allow = constraint_->mask();
         }
+        const float* logits = CurrentLogits();
         const int32_t t = device_greedy_ && session_.has_argmax()
                               ? session_.last_argmax()
-                              : sampler_.Sample(session_.last_logits(), history_.data(), history_.size(), allow);
+                              : sampler_.Sample(logits, history_.data(), history_.size(), allow);
         // An end token the constraint allows means the text is complete (ignore_eos or not).
         if ((!o.ignore_eos || constraint_ != nullptr) && tok.IsEndOfGeneration(t)) {
           End(StopReason::kEos, false);
@@ -210,7 +274,15 @@ Status Generation::Next(std::string* piece, int32_t* token, bool* done) {
           }
         }
         if (o.n_logprobs > 0) {
-          AppendLogprobs(session_.last_logits(), session_.model().desc().n_vocab, t, o.n_logprobs, &logprobs_);
+          AppendLogprobs(logits, session_.model().desc().n_vocab, t, o.n_logprobs, &logprobs_);
+        }
+        if (spec_) {  // t is the draft's next token: keep its row; anything else ends the draft
+          const size_t next = size_t(spec_pos_) + 1;
+          if (next < spec_tokens_.size() && t == spec_tokens_[next]) {
+            last_in_kv_ = true;
+          } else {
+            Settle();
+          }
         }
         ++result_.n_generated;
         history_.push_back(t);

@@ -12,6 +12,7 @@
 #include "runtime/constraint.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
+#include "runtime/speculative.h"
 #include "runtime/text_stream.h"
 
 namespace zf::rt {
@@ -42,6 +43,10 @@ struct GenerateOptions {
   // with ignore_eos.
   ConstraintKind constraint_kind = ConstraintKind::kNone;
   std::string constraint;
+  // Speculative decoding by prompt lookup (runtime/speculative.h; draft.max 0 = off): the output
+  // is token for token what it is without it. Only on sessions that can verify drafts
+  // (Session::can_verify()); elsewhere ignored.
+  DraftOptions draft;
 };
 
 struct GenerateResult {
@@ -53,6 +58,8 @@ struct GenerateResult {
   double constraint_compile_ms = 0;  // Constraint::Create in Begin()
   double constraint_mask_ms = 0;     // every ComputeMask() (inside decode_ms)
   int64_t constraint_masks = 0;
+  int32_t n_drafted = 0;   // tokens proposed by speculative drafting
+  int32_t n_accepted = 0;  // of those, kept (each saved one decode step)
 };
 
 // Returns true to stop generation.
@@ -91,6 +98,12 @@ class Generation {
   Generation(Session& session, const GenerateOptions& options);
   void End(StopReason reason, bool early);
   Status Eval(const int32_t* tokens, size_t n);
+  // Speculation: the logits the next token is sampled from; evaluating last_token_ with a draft
+  // (false: no draft was made); ending a verified draft (the session keeps what was accepted and
+  // the current position's logits).
+  const float* CurrentLogits() const;
+  Status EvalWithDraft(bool* drafted);
+  void Settle();
 
   Session& session_;
   GenerateOptions options_;
@@ -105,6 +118,15 @@ class Generation {
   std::string emit_;
   std::vector<TokenLogprob> logprobs_;  // tokens sampled since the last piece (n_logprobs > 0)
   std::unique_ptr<Constraint> constraint_;
+  // Speculation state: while spec_, the KV cache holds spec_tokens_ (last_token_ then the
+  // drafts) from position spec_base_, spec_logits_ has one row per token, and the tokens up to
+  // row spec_pos_ are accepted.
+  DraftLength draft_len_;
+  bool spec_ = false;
+  bool last_in_kv_ = false;  // last_token_ is an accepted draft (its KV row is there)
+  int32_t spec_base_ = 0, spec_pos_ = 0;
+  std::vector<int32_t> spec_tokens_;
+  std::vector<float> spec_logits_;
 };
 
 // Begin() + Next() until done, each piece passed to `stream` (a true return is Stop()).

@@ -119,6 +119,29 @@ Status Session::EvalImpl(const int32_t* tokens, size_t n, float* logits, int32_t
   return Status::Ok();
 }
 
+Status Session::EvalEvery(const int32_t* tokens, size_t n, float* logits) {
+  if (!can_verify()) return Unsupported("this session cannot verify drafts (needs exact prefill, no batching, a CPU engine)");
+  if (n == 0 || n > size_t(kMaxVerify)) return InvalidArgument("EvalEvery takes 1 to " + std::to_string(kMaxVerify) + " tokens");
+  const int32_t n_vocab = model_.desc().n_vocab;
+  for (size_t i = 0; i < n; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= n_vocab) return InvalidArgument("token id " + std::to_string(tokens[i]) + " is outside the vocabulary");
+  }
+  if (size_t(n_past()) + n > size_t(n_ctx_)) return Status(Code::kContextFull, "the drafted tokens do not fit the context");
+  if (ConsumeCancel()) return Status(Code::kCancelled, "evaluation cancelled");
+  has_logits_ = has_argmax_ = false;
+  forward_->RunEveryLogit(tokens, int32_t(n), n_past(), logits);
+  ZF_RETURN_IF_ERROR(backend_->TakeError());
+  history_.insert(history_.end(), tokens, tokens + n);
+  if (prefix_cache_ != nullptr) StoreBlocks();
+  return Status::Ok();
+}
+
+void Session::SetLastLogits(const float* logits) {
+  std::copy(logits, logits + logits_.size(), logits_.begin());
+  has_logits_ = true;
+  has_argmax_ = false;
+}
+
 void Session::set_prefix_cache(PrefixCache* cache) {
   prefix_cache_ = nullptr;
   if (cache == nullptr || !exact_ || backend_->KvStateBytes(PrefixCache::kBlockTokens) == 0) return;

@@ -70,6 +70,16 @@ class Session {
   // Evaluates tokens and keeps the last position's logits in last_logits().
   Status EvalKeepLogits(const int32_t* tokens, size_t n);
 
+  // Speculative verification (runtime/speculative.h): evaluates n tokens (at most
+  // kMaxVerify) and writes every position's logits (n x n_vocab) to `logits`, each bit for bit
+  // what evaluating the tokens one at a time gives. kUnsupported unless the session is exact,
+  // not batched and on a host-memory engine (can_verify()).
+  static constexpr int32_t kMaxVerify = 17;
+  bool can_verify() const { return exact_ && batcher_ == nullptr && backend_->HostActivations(); }
+  Status EvalEvery(const int32_t* tokens, size_t n, float* logits);
+  // Sets last_logits() (after a rollback, the logits of the position the session now ends at).
+  void SetLastLogits(const float* logits);
+
   // Greedy decoding on a device engine: evaluates tokens and keeps only the index of the
   // largest last-position logit, computed where the logits are (4 bytes cross to the host).
   // has_logits() is false afterwards until FetchLogits() copies them.

@@ -1,0 +1,123 @@
+// Speculative decoding by prompt lookup: the drafter and the draft length on their own, and on
+// both real models a generation with drafts is token for token the generation without them
+// (greedy and seeded sampling, with stop strings and a follow-up turn), with drafts accepted.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/test_models.h"
+#include "model/model.h"
+#include "runtime/generator.h"
+#include "runtime/session.h"
+#include "runtime/speculative.h"
+
+namespace zf {
+namespace {
+
+TEST(LookupDraft, ContinuesTheLatestEarlierOccurrence) {
+  rt::DraftOptions o;
+  o.ngram_min = 2;
+  o.ngram_max = 3;
+  int32_t out[8];
+  // ... 5 6 7 8 | 9 ... 5 6 7 [8 ...] : the suffix "5 6 7" occurs at 1 and at 6; the latest wins.
+  const std::vector<int32_t> seq = {1, 5, 6, 7, 8, 2, 5, 6, 7, 9, 3, 4, 5, 6, 7};
+  ASSERT_EQ(rt::LookupDraft(seq.data(), seq.size(), o, 3, out), 3);
+  EXPECT_EQ(std::vector<int32_t>(out, out + 3), (std::vector<int32_t>{9, 3, 4}));
+  // Capped by max, and by the end of the sequence.
+  ASSERT_EQ(rt::LookupDraft(seq.data(), seq.size(), o, 1, out), 1);
+  EXPECT_EQ(out[0], 9);
+  // Shorter suffixes are tried when the longest does not occur; none at all: no draft.
+  const std::vector<int32_t> two = {4, 9, 1, 2, 3, 8, 9};  // "8 9" no, "9" below ngram_min
+  EXPECT_EQ(rt::LookupDraft(two.data(), two.size(), o, 4, out), 0);
+  o.ngram_min = 1;
+  ASSERT_EQ(rt::LookupDraft(two.data(), two.size(), o, 4, out), 4);
+  EXPECT_EQ(std::vector<int32_t>(out, out + 4), (std::vector<int32_t>{1, 2, 3, 8}));
+  EXPECT_EQ(rt::LookupDraft(two.data(), 1, o, 4, out), 0);
+  EXPECT_EQ(rt::LookupDraft(two.data(), two.size(), o, 0, out), 0);
+}
+
+TEST(DraftLength, GrowsOnSuccessShrinksOnFailurePausesWhenUseless) {
+  rt::DraftOptions o;
+  o.max = 10;
+  rt::DraftLength d(o);
+  EXPECT_EQ(d.Next(), 4);
+  d.Report(4, 4);
+  EXPECT_EQ(d.Next(), 6);
+  d.Report(6, 2);
+  EXPECT_EQ(d.Next(), 3);
+  for (int i = 0; i < 8; ++i) d.Report(d.Next(), 0);
+  EXPECT_EQ(d.Next(), 0) << "drafts that keep failing pause drafting";
+  for (int i = 0; i < 40; ++i) d.Step();
+  EXPECT_GT(d.Next(), 0);
+  rt::DraftOptions off;
+  EXPECT_EQ(rt::DraftLength(off).Next(), 0);
+}
+
+struct Out {
+  std::vector<int32_t> tokens;
+  std::string text;
+  rt::GenerateResult result;
+};
+
+bool Collect(void* ctx, std::string_view piece, int32_t token) {
+  auto* o = static_cast<Out*>(ctx);
+  o->tokens.push_back(token);
+  o->text += piece;
+  return false;
+}
+
+// Two turns on one session: the second continues the first (pending tokens, settled drafts).
+std::vector<Out> TwoTurns(const model::Model& m, const rt::GenerateOptions& go, const std::string& p1,
+                          const std::string& p2) {
+  rt::SessionOptions so;
+  so.n_ctx = 1024;
+  std::unique_ptr<rt::Session> s;
+  EXPECT_TRUE(rt::Session::Create(m, so, &s).ok());
+  std::vector<Out> outs(2);
+  EXPECT_TRUE(rt::Generate(*s, p1, go, Collect, &outs[0], &outs[0].result).ok());
+  EXPECT_TRUE(rt::Generate(*s, p2, go, Collect, &outs[1], &outs[1].result).ok());
+  return outs;
+}
+
+void CheckIdentical(const std::string& name) {
+  ZF_REQUIRE_MODEL(path, name);
+  std::unique_ptr<model::Model> m;
+  ASSERT_TRUE(model::Model::Load(path, model::LoadOptions(), &m).ok());
+  // Text the model is asked to copy: lookup drafts pay off.
+  const std::string para =
+      "The committee met on Tuesday to review the budget for the new library wing, the parking "
+      "garage and the community garden, and agreed to publish the minutes by Friday.";
+  const std::string p1 = "Copy this text exactly.\nText: " + para + "\nCopy: " + para.substr(0, 30);
+  const std::string p2 = "\nAgain: The committee";
+  for (float temperature : {0.0f, 0.8f}) {
+    rt::GenerateOptions plain;
+    plain.max_tokens = 48;
+    plain.sampler.temperature = temperature;
+    plain.sampler.seed = 7;
+    plain.stop = {"Friday"};
+    rt::GenerateOptions spec = plain;
+    spec.draft.max = 8;
+    const std::vector<Out> want = TwoTurns(*m, plain, p1, p2), got = TwoTurns(*m, spec, p1, p2);
+    for (size_t turn = 0; turn < 2; ++turn) {
+      EXPECT_EQ(got[turn].tokens, want[turn].tokens) << name << " T=" << temperature << " turn " << turn;
+      EXPECT_EQ(got[turn].text, want[turn].text);
+      EXPECT_EQ(int(got[turn].result.stop_reason), int(want[turn].result.stop_reason));
+      EXPECT_EQ(got[turn].result.n_generated, want[turn].result.n_generated);
+      EXPECT_EQ(want[turn].result.n_drafted, 0);
+    }
+    const int32_t drafted = got[0].result.n_drafted + got[1].result.n_drafted;
+    const int32_t accepted = got[0].result.n_accepted + got[1].result.n_accepted;
+    std::printf("    %s T=%.1f: %d drafted, %d accepted, %d generated\n", name.c_str(), temperature, drafted,
+                accepted, got[0].result.n_generated + got[1].result.n_generated);
+    if (temperature == 0.0f) EXPECT_GT(accepted, 8) << "copying text, lookup drafts should be accepted";
+    EXPECT_LE(accepted, drafted);
+  }
+}
+
+TEST(Speculative, LookupIsTokenForTokenIdenticalSmolLM2) { CheckIdentical("smollm2"); }
+TEST(Speculative, LookupIsTokenForTokenIdenticalGemma3) { CheckIdentical("gemma3"); }
+
+}  // namespace
+}  // namespace zf

@@ -32,18 +32,22 @@ TEST_CASE("every status code has its name") {
 }
 
 TEST_CASE("params structs have their ABI sizes and defaults") {
-  CHECK(sizeof(zf_model_params) == 48);  // 40 before max_batch and reserved1 were appended
+  CHECK(sizeof(zf_model_params) == 56);  // 40, 48 with max_batch; 56 with prefix_cache_mib
   zf_model_params mp;
   std::memset(&mp, 0xAB, sizeof mp);
   REQUIRE(zf_model_params_init(&mp, sizeof mp) == ZF_OK);
   CHECK(mp.max_batch == 0);  // batching is opt-in
   CHECK(mp.reserved1 == 0u);
+  CHECK(mp.prefix_cache_mib == 0);  // 0 = the default bound
+  CHECK(mp.reserved2 == 0u);
   std::memset(&mp, 0xAB, sizeof mp);
   REQUIRE(zf_model_params_init(&mp, 40) == ZF_OK);  // a caller compiled against the 40-byte layout
   CHECK(mp.struct_size == 40u);
   CHECK(mp.max_batch == int32_t(0xABABABAB));  // beyond its struct_size: not written
   CHECK(sizeof(zf_model_summary) == 88);
-  CHECK(sizeof(zf_session_params) == 16);
+  CHECK(sizeof(zf_session_params) == 24);  // 16 before flags and reserved0
+  CHECK(offsetof(zf_session_params, flags) == 16);
+  CHECK(sizeof(zf_cache_info) == 56);
   CHECK(sizeof(zf_generate_params) == 88);  // 64, then 72 with n_logprobs; 88 with the constraint
   CHECK(offsetof(zf_generate_params, constraint) == 72);
   CHECK(offsetof(zf_generate_params, constraint_kind) == 80);

@@ -42,6 +42,10 @@ struct GenerateOptions {
   // with ignore_eos.
   ConstraintKind constraint_kind = ConstraintKind::kNone;
   std::string constraint;
+  // Non-empty: a lazy constraint, off until this text appears in the output; then fed the
+  // output from where the trigger starts and applied from there on (a tool call the model
+  // opens in free text). Output the constraint cannot read drops it (the text stays as is).
+  std::string constraint_trigger;
 };
 
 struct GenerateResult {
@@ -105,6 +109,8 @@ class Generation {
   std::string emit_;
   std::vector<TokenLogprob> logprobs_;  // tokens sampled since the last piece (n_logprobs > 0)
   std::unique_ptr<Constraint> constraint_;
+  bool armed_ = true;      // the constraint applies (a lazy one: once its trigger appeared)
+  std::string generated_;  // a lazy constraint's output so far, until armed
 };
 
 // Begin() + Next() until done, each piece passed to `stream` (a true return is Stop()).

@@ -36,10 +36,12 @@ std::string ReadFile(const std::string& p) {
 
 const Json kTools = Json::parse(R"([
   {"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",
-   "parameters": {"type": "object", "properties": {"city": {"type": "string"},
-     "options": {"type": "object"}, "days": {"type": "integer"}}, "required": ["city"]}}},
+   "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City"},
+     "options": {"type": "object", "description": "Options"}, "days": {"type": "integer", "description": "Days"}},
+     "required": ["city"]}}},
   {"type": "function", "function": {"name": "search_web", "description": "Search",
-   "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}
+   "parameters": {"type": "object", "properties": {"query": {"type": "string", "description": "Query"}},
+     "required": ["query"]}}}
 ])");
 
 // A renderer as zf_chat_parse builds one, over a parsed template and given tools / extras.
@@ -98,6 +100,27 @@ bool AssistantText(const Renderer& r, const Json& msgs, const ChatFormat& f, std
   history.erase(history.size() - 1);
   std::string prompt, full;
   if (!r.Render(history, true, &prompt) || !r.Render(msgs, false, &full)) return false;
+  std::string alone;  // the history without the generation prompt
+  if (r.Render(history, false, &alone) && full.compare(0, alone.size(), alone) != 0 &&
+      alone.size() - std::min(alone.size(), size_t(64)) > 0) {
+    // A template that writes a trailer after the last message (Command R+'s instructions): the
+    // turn is what differs from the history, without the trailer and without what the
+    // generation prompt already wrote.
+    size_t b = 0, e = 0;
+    while (b < full.size() && b < alone.size() && full[b] == alone[b]) ++b;
+    while (e < full.size() - b && e < alone.size() && full[full.size() - 1 - e] == alone[alone.size() - 1 - e]) ++e;
+    if (alone.size() - b >= 64 && e >= alone.size() - b) {
+      std::string t = full.substr(b, full.size() - b - e);
+      for (size_t k = std::min(t.size(), prompt.size()); k > 0; --k) {
+        if (prompt.compare(prompt.size() - k, k, t, 0, k) == 0) {
+          t.erase(0, k);
+          break;
+        }
+      }
+      *text = t;
+      return true;
+    }
+  }
   if (full.compare(0, prompt.size(), prompt) != 0) {
     // A generation prompt that the history does not show (DeepSeek-R1's "<think>"): the turn
     // starts where the two differ, not inside a marker.
@@ -264,6 +287,61 @@ TEST(ChatParse, CorpusRoundTrip) {
               files.size(), native, streamed, reasoning, checked);
   EXPECT_GE(native, 30);
   EXPECT_GE(reasoning, 20);
+}
+
+}  // namespace
+
+namespace {
+
+ChatFormat DeriveFor(const std::string& stem) {
+  const std::string source = ReadFile(kDir + "/" + stem + ".jinja");
+  Renderer probe;
+  probe.t = std::make_shared<zf::jinja::Template>(source);
+  probe.tools = zf::chat::ProbeTools();
+  return zf::chat::DeriveChatFormat([&](const Json& m, bool g, std::string* out) { return probe.Render(m, g, out); },
+                                    source);
+}
+
+// Command R+'s "Action:" list (its template writes its instructions after the last message,
+// which the derivation leaves out of the format); the corpus test cannot render it with kTools
+// (the template reads additionalProperties of object parameters).
+TEST(ChatParse, CommandRPlusAction) {
+  const ChatFormat f = DeriveFor("CohereForAI-c4ai-command-r-plus-tool_use");
+  ASSERT_TRUE(f.tools.native);
+  EXPECT_EQ(f.tools.block_close, "\n]```\n");
+  const std::string text =
+      "I will look it up.\nAction:\n```json\n[\n    {\n        \"tool_name\": \"get_weather\",\n        \"parameters\": "
+      "{\n            \"city\": \"Zürich\"\n        }\n    },\n    {\n        \"tool_name\": \"search_web\",\n"
+      "        \"parameters\": {\"query\": \"x\"}\n    }\n]```";
+  const zf::chat::ParsedMessage m = ParseAssistant(text, f, kTools);
+  ASSERT_EQ(m.tool_calls.size(), 2u) << m.content;
+  EXPECT_EQ(m.content, "I will look it up.");
+  EXPECT_EQ(m.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(Json::parse(m.tool_calls[0].arguments), Json({{"city", "Zürich"}}));
+  EXPECT_EQ(m.tool_calls[1].name, "search_web");
+  int fragments = 0;
+  EXPECT_EQ(StreamingDiff(text, f, m, &fragments), "");
+  EXPECT_GT(fragments, 10);
+}
+
+// llama.cpp's DeepSeek-R1 template fails whenever tools are offered (it pipes a generator into
+// tojson): derived without tools, it reads R1's calls after the reasoning the prompt opened.
+TEST(ChatParse, DeepSeekR1Calls) {
+  const std::string source = ReadFile(kDir + "/llama-cpp-deepseek-r1.jinja");
+  Renderer probe;
+  probe.t = std::make_shared<zf::jinja::Template>(source);
+  const ChatFormat f = zf::chat::DeriveChatFormat(
+      [&](const Json& m, bool g, std::string* out) { return probe.Render(m, g, out); }, source);
+  ASSERT_TRUE(f.tools.native);
+  EXPECT_TRUE(f.reasoning.forced_open);
+  const std::string text =
+      "The user wants weather.\n</think>\n\n<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n"
+      "```json\n{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+  const zf::chat::ParsedMessage m = ParseAssistant(text, f, kTools);
+  ASSERT_EQ(m.tool_calls.size(), 1u) << m.content;
+  EXPECT_EQ(m.reasoning, "The user wants weather.");
+  EXPECT_EQ(m.content, "");
+  EXPECT_EQ(m.tool_calls[0].arguments, "{\"city\": \"Paris\"}");
 }
 
 }  // namespace

@@ -147,7 +147,11 @@ impl Model {
     /// [`ErrorCode::InvalidArgument`]. Thread-safe.
     ///
     /// [`GenerateOptions::constraint_trigger`]: crate::GenerateOptions::constraint_trigger
-    pub fn chat_tool_grammar(&self, options: &ChatParseOptions, one_call: bool) -> Result<ToolGrammar> {
+    pub fn chat_tool_grammar(
+        &self,
+        options: &ChatParseOptions,
+        one_call: bool,
+    ) -> Result<ToolGrammar> {
         let opt = |what: &str, s: &Option<String>| -> Result<Option<CString>> {
             s.as_deref().map(|s| c_string(what, s)).transpose()
         };
@@ -158,7 +162,11 @@ impl Model {
         let ptr_of = |c: &Option<CString>| c.as_ref().map_or(ptr::null(), |c| c.as_ptr());
         let params = sys::zf_chat_params {
             struct_size: std::mem::size_of::<sys::zf_chat_params>() as u32,
-            flags: if one_call { sys::ZF_CHAT_ONE_CALL as u32 } else { 0 },
+            flags: if one_call {
+                sys::ZF_CHAT_ONE_CALL as u32
+            } else {
+                0
+            },
             template_name: ptr_of(&name),
             template_text: ptr_of(&template),
             tools_json: ptr_of(&tools),

@@ -663,15 +663,27 @@ fn tool_grammar_and_lazy_constraint() {
         ..Default::default()
     };
     let g = model.chat_tool_grammar(&hermes, true).unwrap();
-    assert!(g.native && g.trigger == "<tool_call>" && !g.lazy_grammar.is_empty(), "{g:?}");
+    assert!(
+        g.native && g.trigger == "<tool_call>" && !g.lazy_grammar.is_empty(),
+        "{g:?}"
+    );
     // Required: one call in Hermes' format, read back by chat_parse.
-    let text = constrained(model, "What is the weather in Paris?", Constraint::Lark(g.grammar));
+    let text = constrained(
+        model,
+        "What is the weather in Paris?",
+        Constraint::Lark(g.grammar),
+    );
     let msg = model.chat_parse(&text, &hermes).unwrap();
     assert_eq!(msg.tool_calls.len(), 1, "{text:?}");
     assert_eq!(msg.tool_calls[0].function.name, "get_weather");
     // A lazy constraint: free until the trigger, then the constraint from where it starts.
     let prompt = model
-        .apply_chat_template(&[ChatMessage::user("Count from 1 to 10, separated by commas.")], true)
+        .apply_chat_template(
+            &[ChatMessage::user(
+                "Count from 1 to 10, separated by commas.",
+            )],
+            true,
+        )
         .unwrap();
     let mut session = model.session(&opts1()).unwrap();
     let opts = GenerateOptions {

@@ -449,6 +449,7 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
                                            size_t cap, size_t* needed);
 
 #define ZF_CHAT_PARSE_PARTIAL 0x4u /**< zf_chat_parse(): the text is the turn so far (streaming). */
+#define ZF_CHAT_ONE_CALL 0x8u /**< zf_chat_tool_grammar(): exactly one call (no parallel calls). */
 
 /**
  * @brief Parses what a model generated for one assistant turn back into an OpenAI assistant
@@ -478,11 +479,15 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
  *
  * Streaming: with ::ZF_CHAT_PARSE_PARTIAL in params->flags the text is the turn so far. Text
  * that may still become a marker or a call is held back, reasoning not yet closed is reasoning,
- * and only complete tool calls are listed; each field of a later parse extends the earlier one
- * (content and reasoning grow at their end, calls are appended with the same ids; content
- * streamed before a call arrives may carry whitespace at its start that the final parse
- * trims), so a caller re-parses the growing text after each piece and sends the differences
- * as deltas.
+ * and the last call listed may be one still arriving: listed once its name is written (with its
+ * final id), its `arguments` are what can be said so far, a prefix of its final arguments (for
+ * formats with JSON arguments the text as generated; for XML-style parameters the JSON of the
+ * parameters read so far, a string value growing as it arrives). Each field of a later parse
+ * extends the earlier one (content, reasoning and a call's arguments grow at their end, calls
+ * are appended with the same ids; content streamed before a call arrives may carry whitespace
+ * at its start that the final parse trims), so a caller re-parses the growing text after each
+ * piece and sends the differences as deltas: a call's argument fragments add up to exactly the
+ * final arguments string.
  * @param model The model (its chat template unless params names another).
  * @param text The generated text: what follows the template's generation prompt, without the
  *        end-of-turn token. May contain NUL; need not be NUL-terminated.
@@ -505,6 +510,37 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
 ZF_API zf_status zf_chat_parse(const zf_model* model, const char* text, size_t len,
                                const zf_chat_params* params, char* buf, size_t cap,
                                size_t* needed);
+
+/**
+ * @brief The grammar of an assistant turn that is only tool calls, in the chat template's own
+ * call format (derived as zf_chat_parse() derives it), each call's arguments valid for its
+ * tool's `parameters` JSON schema (closed unless it sets additionalProperties): the constraint
+ * for OpenAI's tool_choice "required" or a named function (offer only that tool), and, lazily
+ * (zf_generate_params::constraint_trigger), for "auto": free text until the model opens a call,
+ * then a valid call. Templates without a derived format with JSON arguments (no native tool
+ * calls, XML-style parameters) get the generic JSON form zf_chat_parse() reads for every
+ * template, a list of {"name","arguments"} objects. Thread-safe.
+ *
+ * Output (NUL-terminated JSON): `{"grammar": a Lark grammar for ::ZF_CONSTRAINT_LARK of the
+ * whole turn, "lazy_grammar": the grammar of the output from the trigger on, "trigger": the
+ * text that opens a call (generate with lazy_grammar and this trigger), "native": whether the
+ * template's own format is used}`; trigger and lazy_grammar are "" where the format has no
+ * opening text (the generic form, calls opened by the generation prompt).
+ * @param model The model (its chat template unless params names another).
+ * @param params Required: `tools_json` (a non-empty JSON array of tools with function names);
+ *        `template_name` / `template_text` / `extra_json` as in zf_chat_parse(); flags:
+ *        ::ZF_CHAT_ONE_CALL (one call; else up to 8), the flags of zf_chat_parse() are
+ *        accepted and ignored.
+ * @param buf Output buffer (may be NULL when cap is 0).
+ * @param cap Size of `buf` in bytes.
+ * @param needed Optional; receives the bytes required including the NUL.
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *needed); ::ZF_ERR_NOT_FOUND (no such
+ *         template_name); ::ZF_ERR_INVALID_ARGUMENT (NULL model or params, no tools, a tool
+ *         without a function name or with parameters that are not an object, malformed JSON,
+ *         unknown flag bits: the message names the field).
+ */
+ZF_API zf_status zf_chat_tool_grammar(const zf_model* model, const zf_chat_params* params, char* buf, size_t cap,
+                                      size_t* needed);
 
 /* ---------------------------------------------------------------------------------------------
  * Sessions
@@ -620,6 +656,12 @@ typedef struct zf_generate_params {
                                  constraint_kind. NULL (default) = unconstrained. */
   int32_t constraint_kind;  /**< Since 0.3: ZF_CONSTRAINT_* (default ::ZF_CONSTRAINT_NONE). */
   uint32_t reserved2;       /**< Padding; must be 0. */
+  const char* constraint_trigger; /**< Since 0.3: with a constraint, NULL (default) applies it from
+                                 the first token; else a lazy constraint: the output is free until
+                                 this text (NUL-terminated UTF-8) first appears in it, and from
+                                 where it starts the rest of the output must match the constraint
+                                 (e.g. a tool-call grammar triggered by the format's opening
+                                 marker, see zf_chat_tool_grammar()). */
 } zf_generate_params;
 
 /** Most alternatives zf_generate_params.n_logprobs may ask for per token. */

@@ -151,3 +151,43 @@ func (m *Model) ChatParse(text string, opts ChatOptions) (*AssistantMessage, err
 	}
 	return msg, nil
 }
+
+// ToolGrammar is the constraint for tool calls in a chat template's own format (ChatToolGrammar).
+type ToolGrammar struct {
+	Grammar     string `json:"grammar"`      // Lark: a turn that is only tool calls
+	LazyGrammar string `json:"lazy_grammar"` // Lark: the output from Trigger on ("" without a trigger)
+	Trigger     string `json:"trigger"`      // the text that opens a call ("" if the format has none)
+	Native      bool   `json:"native"`       // the template's own format (else the generic JSON form)
+}
+
+// ChatToolGrammar gives the grammar of tool calls in the format of the chat template that
+// prompts the model (zf_chat_tool_grammar), each call's arguments valid for its tool's
+// parameters: generate with WithConstraint(ConstraintLark, g.Grammar) to require a call
+// (tool_choice "required"; offer one tool for a named choice), or with
+// WithConstraint(ConstraintLark, g.LazyGrammar) and WithConstraintTrigger(g.Trigger) to let the
+// model answer freely but call tools validly. opts.ToolsJSON (required) lists the tools; oneCall
+// allows exactly one call (else up to 8). Missing or malformed tools are ErrInvalidArgument.
+func (m *Model) ChatToolGrammar(opts ChatOptions, oneCall bool) (*ToolGrammar, error) {
+	var out string
+	err := m.use(func(ptr uintptr) (err error) {
+		var keep cStrings
+		p := opts.cParams(keep.optional)
+		if oneCall {
+			p.flags |= 0x8
+		}
+		out, err = fetchString("chat tool grammar", func(buf *byte, cap uintptr, needed *uintptr) int32 {
+			return lib.chatToolGrammar(ptr, &p, buf, cap, needed)
+		})
+		runtime.KeepAlive(keep)
+		runtime.KeepAlive(&p)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	g := &ToolGrammar{}
+	if err := json.Unmarshal([]byte(out), g); err != nil {
+		return nil, fmt.Errorf("zerfoo: chat tool grammar: the library's answer is not the expected JSON: %w", err)
+	}
+	return g, nil
+}

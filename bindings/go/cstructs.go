@@ -86,25 +86,26 @@ type cSessionParams struct { // zf_session_params, 24 bytes
 	reserved0  uint32
 }
 
-type cGenParams struct { // zf_generate_params, 88 bytes
-	structSize     uint32
-	maxTokens      int32
-	temperature    float32
-	topK           int32
-	topP           float32
-	minP           float32
-	repeatPenalty  float32
-	repeatLastN    int32
-	flags          uint32
-	reserved0      uint32
-	seed           uint64
-	stop           **byte // array of n_stop NUL-terminated strings (Go memory, borrowed for the call)
-	nStop          uintptr
-	nLogprobs      int32 // appended in 0.3
-	reserved1      uint32
-	constraint     *byte // appended in 0.3 (with constraint_kind): NUL-terminated, Go memory borrowed for the call
-	constraintKind int32
-	reserved2      uint32
+type cGenParams struct { // zf_generate_params, 96 bytes
+	structSize        uint32
+	maxTokens         int32
+	temperature       float32
+	topK              int32
+	topP              float32
+	minP              float32
+	repeatPenalty     float32
+	repeatLastN       int32
+	flags             uint32
+	reserved0         uint32
+	seed              uint64
+	stop              **byte // array of n_stop NUL-terminated strings (Go memory, borrowed for the call)
+	nStop             uintptr
+	nLogprobs         int32 // appended in 0.3
+	reserved1         uint32
+	constraint        *byte // appended in 0.3 (with constraint_kind): NUL-terminated, Go memory borrowed for the call
+	constraintKind    int32
+	reserved2         uint32
+	constraintTrigger *byte // appended in 0.3: a lazy constraint's trigger, NUL-terminated, borrowed for the call
 }
 
 type cGenResult struct { // zf_generate_result, 32 bytes

@@ -40,6 +40,7 @@ var lib struct {
 	applyTemplate    func(m uintptr, msgs *cChatMessage, n uintptr, flags uint32, buf *byte, cap uintptr, needed *uintptr) int32
 	applyTemplate2   func(m uintptr, msgs *cChatMessageV2, n uintptr, p *cChatParams, buf *byte, cap uintptr, needed *uintptr) int32
 	chatParse        func(m uintptr, text *byte, n uintptr, p *cChatParams, buf *byte, cap uintptr, needed *uintptr) int32
+	chatToolGrammar  func(m uintptr, p *cChatParams, buf *byte, cap uintptr, needed *uintptr) int32
 	sessionInit      func(p *cSessionParams, size uintptr) int32
 	sessionCreate    func(m uintptr, p *cSessionParams, out *uintptr) int32
 	sessionFree      func(s uintptr)
@@ -151,6 +152,7 @@ func bind(h uintptr) error {
 		{&lib.applyTemplate, "zf_chat_apply_template"},
 		{&lib.applyTemplate2, "zf_chat_apply_template_v2"},
 		{&lib.chatParse, "zf_chat_parse"},
+		{&lib.chatToolGrammar, "zf_chat_tool_grammar"},
 		{&lib.sessionInit, "zf_session_params_init"},
 		{&lib.sessionCreate, "zf_session_create"},
 		{&lib.sessionFree, "zf_session_free"},

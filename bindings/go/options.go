@@ -43,6 +43,7 @@ type genConfig struct {
 	stop           []string
 	constraint     string
 	constraintKind ConstraintKind
+	trigger        string
 	session        []SessionOption // Model.Chat only
 }
 
@@ -121,6 +122,14 @@ const (
 // covers this call only. The last constraint option given wins; ConstraintNone with "" clears it.
 func WithConstraint(kind ConstraintKind, text string) GenOption {
 	return func(g *genConfig) { g.constraintKind, g.constraint = kind, text }
+}
+
+// WithConstraintTrigger makes the constraint lazy (zf_generate_params.constraint_trigger): the
+// output is free until trigger first appears in it, and from where it starts the rest must match
+// the constraint (a tool call opened in free text: ChatToolGrammar gives the grammar and
+// trigger). "" (default) applies the constraint from the first token.
+func WithConstraintTrigger(trigger string) GenOption {
+	return func(g *genConfig) { g.trigger = trigger }
 }
 
 // WithJSONSchema constrains the output to JSON matching schema (a JSON schema as text).

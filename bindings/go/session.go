@@ -343,7 +343,12 @@ func genParams(opts []GenOption) (p cGenParams, keep any) {
 		constraint = cstr(g.constraint)
 		p.constraint, p.constraintKind = &constraint[0], int32(g.constraintKind)
 	}
-	return p, [3]any{stops, ptrs, constraint}
+	var trigger []byte
+	if g.trigger != "" {
+		trigger = cstr(g.trigger)
+		p.constraintTrigger = &trigger[0]
+	}
+	return p, [4]any{stops, ptrs, constraint, trigger}
 }
 
 // finish turns a generation's C result into the Result (with h.busy held).

@@ -110,7 +110,7 @@ func TestLayout(t *testing.T) {
 		{"offsetof flags", unsafe.Offsetof(cSessionParams{}.flags), 16},
 		{"offsetof reserved0", unsafe.Offsetof(cSessionParams{}.reserved0), 20},
 		{"offsetof n_logprobs", unsafe.Offsetof(cGenParams{}.nLogprobs), 64},
-		{"sizeof zf_generate_params", unsafe.Sizeof(cGenParams{}), 88},
+		{"sizeof zf_generate_params", unsafe.Sizeof(cGenParams{}), 96},
 		{"offsetof constraint", unsafe.Offsetof(cGenParams{}.constraint), 72},
 		{"offsetof constraint_kind", unsafe.Offsetof(cGenParams{}.constraintKind), 80},
 		{"sizeof zf_token_logprob", unsafe.Sizeof(TokenLogprob{}), 8},
@@ -1004,5 +1004,33 @@ func TestOptionsKeepReservedZero(t *testing.T) {
 	}
 	if mp.prefixCacheMiB != -1 || mp.reserved0 != 0 || mp.reserved1 != 0 || mp.reserved2 != 0 {
 		t.Fatalf("model params %+v", mp)
+
+func TestChatToolGrammarAndLazyConstraint(t *testing.T) {
+	m := sharedModel(t)
+	if err := m.CheckConstraint(ConstraintRegex, "[0-9]+"); errors.Is(err, ErrUnsupported) {
+		t.Skipf("libzerfoo was built without constraints: %v", err)
+	}
+	hermes := ChatOptions{Template: chatTemplateFile(t, "Qwen-Qwen2.5-7B-Instruct"), ToolsJSON: parseTools}
+	g, err := m.ChatToolGrammar(hermes, true)
+	if err != nil || !g.Native || g.Trigger != "<tool_call>" || g.Grammar == "" || g.LazyGrammar == "" {
+		t.Fatalf("ChatToolGrammar = %+v, %v", g, err)
+	}
+	// Required: the output is one call in Hermes' format that ChatParse reads back.
+	text := constrained(t, m, "What is the weather in Paris?", WithConstraint(ConstraintLark, g.Grammar))
+	msg, err := m.ChatParse(text, hermes)
+	if err != nil || len(msg.ToolCalls) != 1 || !strings.HasPrefix(text, "<tool_call>") {
+		t.Fatalf("constrained call %q: %+v, %v", text, msg, err)
+	}
+	// A lazy constraint: free until the trigger, then the constraint from where it starts.
+	text = constrained(t, m, "Count from 1 to 10, separated by commas.", WithRegex("3, 4, done"), WithConstraintTrigger("3"))
+	if !strings.HasSuffix(text, "3, 4, done") || !strings.Contains(text, "1") {
+		t.Fatalf("lazy constraint output %q", text)
+	}
+	// Errors: no tools; a trigger without a constraint.
+	if _, err := m.ChatToolGrammar(ChatOptions{}, false); !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "tools_json") {
+		t.Fatalf("ChatToolGrammar without tools: %v", err)
+	}
+	if _, err := m.Chat(context.Background(), []Message{{Role: "user", Content: "hi"}}, WithMaxTokens(2), WithConstraintTrigger("x")); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("trigger without a constraint: %v", err)
 	}
 }

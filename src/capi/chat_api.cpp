@@ -11,6 +11,7 @@
 #include "capi/handles.h"
 #include "chat/format.h"
 #include "chat/parser.h"
+#include "chat/tool_grammar.h"
 #include "common/utf8.h"
 #include "jinja/jinja.h"
 #include "tokenizer/tokenizer.h"
@@ -114,16 +115,22 @@ std::shared_ptr<const zf::chat::ChatFormat> FormatFor(const zf::model::Model& m,
   }
   Value extra = extra_json.empty() ? Value::MakeDict() : zf::jinja::FromJson(extra_json);
   const Value tools = zf::jinja::FromJson(zf::chat::ProbeTools().dump());
+  bool with_tools = true;
   zf::chat::Renderer render = [&](const nlohmann::ordered_json& messages, bool add_generation_prompt, std::string* out) {
     Value vars = Value::MakeDict();
     vars.d().Set(Value::Str("messages"), zf::jinja::FromJson(messages.dump()));
-    vars.d().Set(Value::Str("tools"), tools);
+    vars.d().Set(Value::Str("tools"), with_tools ? tools : Value::None());
     vars.d().Set(Value::Str("documents"), Value::None());
     vars.d().Set(Value::Str("add_generation_prompt"), Value::Bool(add_generation_prompt));
     AddModelVars(m, &vars);
     for (auto& kv : extra.d().items) vars.d().Set(kv.first, kv.second);
     return zf::tok::RenderChatTemplate(tmpl, vars, /*now=*/0, out).ok();
   };
+  // Templates that fail whenever tools are offered (llama.cpp's DeepSeek-R1 template pipes a
+  // generator into tojson, which jinja2 refuses too) are probed without them: their tool-call
+  // turns still render.
+  std::string probe;
+  if (!render(nlohmann::ordered_json::array({{{"role", "user"}, {"content", "x"}}}), true, &probe)) with_tools = false;
   auto f = std::make_shared<const zf::chat::ChatFormat>(zf::chat::DeriveChatFormat(render, tmpl));
   std::lock_guard<std::mutex> lock(mu);
   cache.emplace_front(key, f);
@@ -283,6 +290,51 @@ ZF_API zf_status zf_chat_parse(const zf_model* model, const char* text, size_t l
     auto format = FormatFor(mm, tmpl, extra);
     const zf::chat::ParsedMessage msg = zf::chat::ParseAssistant(generated, *format, tools, (p.flags & ZF_CHAT_PARSE_PARTIAL) != 0);
     return CopyOut(zf::chat::ToOpenAiMessage(msg).dump(), buf, cap, needed);
+  } catch (const BadField& b) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, b.message);
+  } catch (const zf::jinja::Error& e) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, e.what());
+  }
+  ZF_GUARD_END
+}
+
+ZF_API zf_status zf_chat_tool_grammar(const zf_model* model, const zf_chat_params* params, char* buf, size_t cap,
+                                      size_t* needed) {
+  if (model == nullptr) return Fail(ZF_ERR_INVALID_ARGUMENT, "model is NULL");
+  if (params == nullptr) return Fail(ZF_ERR_INVALID_ARGUMENT, "params is NULL (params->tools_json is required)");
+  ZF_GUARD_BEGIN
+  zf_chat_params p;
+  const uint32_t flags = ZF_CHAT_ADD_ASSISTANT | ZF_CHAT_FIXED_TIME | ZF_CHAT_PARSE_PARTIAL | ZF_CHAT_ONE_CALL;
+  if (zf_status e = ReadChatParams(params, flags, &p)) return e;
+  try {
+    const zf::model::Model& mm = *model->impl;
+    std::string tmpl;
+    if (p.template_name != nullptr) CheckUtf8(p.template_name, "params->template_name");
+    if (zf_status st = PickTemplate(mm, p.template_name, p.template_text, &tmpl); st != ZF_OK) return st;
+    if (p.tools_json == nullptr) throw BadField{"params->tools_json is NULL: the tools to call are required"};
+    CheckUtf8(p.tools_json, "params->tools_json");
+    const nlohmann::ordered_json tools = nlohmann::ordered_json::parse(p.tools_json, nullptr, /*allow_exceptions=*/false);
+    if (tools.is_discarded()) throw BadField{"params->tools_json: malformed JSON"};
+    if (!tools.is_array() || tools.empty()) throw BadField{"params->tools_json: expected a non-empty JSON array"};
+    for (size_t i = 0; i < tools.size(); ++i) {
+      const auto& t = tools[i];
+      const auto& fn = t.is_object() && t.contains("function") ? t["function"] : t;
+      const std::string at = "params->tools_json[" + std::to_string(i) + "]";
+      if (!fn.is_object() || !fn.contains("name") || !fn["name"].is_string() || fn["name"].get<std::string>().empty()) {
+        throw BadField{at + ": no function name"};
+      }
+      if (fn.contains("parameters") && !fn["parameters"].is_object()) throw BadField{at + ": parameters is not an object"};
+    }
+    std::string extra;
+    if (p.extra_json != nullptr) {
+      Json(p.extra_json, "params->extra_json", true);  // validates: a JSON object
+      extra = p.extra_json;
+    }
+    auto format = FormatFor(mm, tmpl, extra);
+    const zf::chat::ToolGrammar g = zf::chat::ToolCallGrammar(*format, tools, (p.flags & ZF_CHAT_ONE_CALL) == 0);
+    const nlohmann::ordered_json out = {
+        {"grammar", g.grammar}, {"lazy_grammar", g.lazy_grammar}, {"trigger", g.trigger}, {"native", g.native}};
+    return CopyOut(out.dump(), buf, cap, needed);
   } catch (const BadField& b) {
     return Fail(ZF_ERR_INVALID_ARGUMENT, b.message);
   } catch (const zf::jinja::Error& e) {

@@ -16,8 +16,9 @@ using zf::capi::Succeed;
 static_assert(sizeof(zf_session_params) == 24 && offsetof(zf_session_params, flags) == 16,
               "zf_session_params layout is part of the ABI");
 static_assert(offsetof(zf_generate_params, n_logprobs) == 64, "zf_generate_params layout is part of the ABI");
-static_assert(sizeof(zf_generate_params) == 88 && offsetof(zf_generate_params, constraint) == 72 &&
-                  offsetof(zf_generate_params, constraint_kind) == 80 && offsetof(zf_generate_params, reserved2) == 84,
+static_assert(sizeof(zf_generate_params) == 96 && offsetof(zf_generate_params, constraint) == 72 &&
+                  offsetof(zf_generate_params, constraint_kind) == 80 && offsetof(zf_generate_params, reserved2) == 84 &&
+                  offsetof(zf_generate_params, constraint_trigger) == 88,
               "zf_generate_params layout is part of the ABI");
 static_assert(ZF_CONSTRAINT_JSON_SCHEMA == int32_t(zf::rt::ConstraintKind::kJsonSchema) &&
                   ZF_CONSTRAINT_REGEX == int32_t(zf::rt::ConstraintKind::kRegex) &&
@@ -94,6 +95,9 @@ zf_status ToOptions(const zf_generate_params* params, zf::rt::GenerateOptions* o
   if (p.constraint_kind != ZF_CONSTRAINT_NONE && p.constraint == nullptr) {
     return Fail(ZF_ERR_INVALID_ARGUMENT, "params->constraint_kind is set but params->constraint is NULL");
   }
+  if (p.constraint_trigger != nullptr && p.constraint_kind == ZF_CONSTRAINT_NONE) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "params->constraint_trigger is set without a constraint");
+  }
   if (p.n_logprobs < 0 || p.n_logprobs > ZF_MAX_LOGPROBS) {
     return Fail(ZF_ERR_INVALID_ARGUMENT, "params->n_logprobs " + std::to_string(p.n_logprobs) + " is outside 0.." +
                                              std::to_string(ZF_MAX_LOGPROBS));
@@ -120,6 +124,7 @@ zf_status ToOptions(const zf_generate_params* params, zf::rt::GenerateOptions* o
   out->n_logprobs = p.n_logprobs;
   out->constraint_kind = zf::rt::ConstraintKind(p.constraint_kind);
   if (p.constraint != nullptr) out->constraint = p.constraint;
+  if (p.constraint_trigger != nullptr) out->constraint_trigger = p.constraint_trigger;
   return ZF_OK;
 }
 

@@ -82,9 +82,19 @@ Json Call(const char* id, const char* name, const char* v1, const char* v2) {
 }
 
 // The assistant turn of [user, assistant]: the text after the prompt [user] + generation prompt.
-bool Turn(const Renderer& render, const std::string& prompt, const Json& assistant, std::string* turn) {
+// `trailer`: what the template writes after the last message whatever it is (Command R+'s
+// closing system instructions), not part of the turn.
+bool Turn(const Renderer& render, const std::string& prompt, const Json& assistant, std::string* turn,
+          const std::string& trailer) {
   std::string full;
   if (!render(Json::array({User(), assistant}), false, &full)) return false;
+  if (!trailer.empty()) {
+    // The longest end of `full` that ends the trailer too (the trailer as rendered also holds
+    // the end of the message before it).
+    size_t n = 0;
+    while (n < full.size() && n < trailer.size() && full[full.size() - 1 - n] == trailer[trailer.size() - 1 - n]) ++n;
+    full.resize(full.size() - n);
+  }
   if (full.compare(0, prompt.size(), prompt) != 0) {
     // The generation prompt is not a prefix of the history (e.g. it opens reasoning the history
     // does not show): the turn starts where the two differ.
@@ -95,11 +105,12 @@ bool Turn(const Renderer& render, const std::string& prompt, const Json& assista
   return true;
 }
 
-ReasoningFormat DeriveReasoning(const Renderer& render, const std::string& prompt, const std::string& source) {
+ReasoningFormat DeriveReasoning(const Renderer& render, const std::string& prompt, const std::string& source,
+                                const std::string& trailer) {
   ReasoningFormat r;
   std::string turn;
   Json msg = {{"role", "assistant"}, {"content", kContent}, {"reasoning_content", kThink}};
-  if (Turn(render, prompt, msg, &turn)) {
+  if (Turn(render, prompt, msg, &turn, trailer)) {
     const size_t t = turn.find(kThink), c = turn.find(kContent);
     if (t != std::string::npos && c != std::string::npos && t < c) {
       r.open = Trim(turn.substr(0, t));
@@ -163,7 +174,8 @@ void AppendWithIds(const std::string& s, std::vector<Piece>* out) {
 
 // Tool calls: one call and two calls rendered, diffed around the function names.
 ToolCallFormat DeriveToolCalls(const Renderer& render, const std::string& prompt, const std::string& pre_content,
-                               const std::string& end_of_turn, const ReasoningFormat& reasoning) {
+                               const std::string& end_of_turn, const ReasoningFormat& reasoning,
+                               const std::string& trailer) {
   ToolCallFormat f;
   // Templates differ in what they accept: arguments as an object (transformers) or as a JSON
   // string (OpenAI's wire format), content "" or null, one call or several. The first variant
@@ -179,10 +191,10 @@ ToolCallFormat DeriveToolCalls(const Renderer& render, const std::string& prompt
     if (string_args) {
       for (Json* c : {&c1, &c2}) (*c)["function"]["arguments"] = (*c)["function"]["arguments"].dump();
     }
-    one = Turn(render, prompt, {{"role", "assistant"}, {"content", content}, {"tool_calls", Json::array({c1})}}, &t1) &&
+    one = Turn(render, prompt, {{"role", "assistant"}, {"content", content}, {"tool_calls", Json::array({c1})}}, &t1, trailer) &&
           t1.find(kFn1) != std::string::npos;
     two = one &&
-          Turn(render, prompt, {{"role", "assistant"}, {"content", content}, {"tool_calls", Json::array({c1, c2})}}, &t2) &&
+          Turn(render, prompt, {{"role", "assistant"}, {"content", content}, {"tool_calls", Json::array({c1, c2})}}, &t2, trailer) &&
           t2.find(kFn2) != std::string::npos;
   }
   if (!one) return f;
@@ -292,7 +304,11 @@ const nlohmann::ordered_json& ProbeTools() {
                      {"description", "probe"},
                      {"parameters",
                       {{"type", "object"},
-                       {"properties", {{kKey1, {{"type", "string"}}}, {kKey2, {{"type", "string"}}}}},
+                       // Described parameters: templates that print a parameter's
+                       // description fail without one (Command R+).
+                       {"properties",
+                        {{kKey1, {{"type", "string"}, {"description", "probe"}}},
+                         {kKey2, {{"type", "string"}, {"description", "probe"}}}}},
                        {"required", Json::array({kKey1, kKey2})}}}}}});
     }
     return t;
@@ -305,21 +321,33 @@ ChatFormat DeriveChatFormat(const Renderer& render, const std::string& template_
   std::string prompt;
   if (!render(Json::array({User()}), true, &prompt)) return f;
   std::string turn, pre_content;
-  if (Turn(render, prompt, {{"role", "assistant"}, {"content", kContent}}, &turn)) {
+  // A template that writes something after the last message whatever it is: the rendering of
+  // [user] alone is not a prefix of [user, assistant]; what it adds there is the trailer.
+  std::string trailer, alone, both;
+  if (render(Json::array({User()}), false, &alone) &&
+      render(Json::array({User(), {{"role", "assistant"}, {"content", kContent}}}), false, &both) &&
+      both.compare(0, alone.size(), alone) != 0) {
+    // Only long text (instructions), never an end-of-text marker some templates add.
+    const size_t core = alone.size() - CommonPrefix(alone, both);
+    size_t n = 0;
+    while (n < alone.size() && n < both.size() && alone[alone.size() - 1 - n] == both[both.size() - 1 - n]) ++n;
+    if (core >= 64 && n >= core) trailer = alone.substr(alone.size() - n);
+  }
+  if (Turn(render, prompt, {{"role", "assistant"}, {"content", kContent}}, &turn, trailer)) {
     const size_t c = turn.find(kContent);
     if (c != std::string::npos) {
       pre_content = turn.substr(0, c);
       f.end_of_turn = turn.substr(c + sizeof kContent - 1);
     }
   }
-  f.reasoning = DeriveReasoning(render, prompt, template_source);
+  f.reasoning = DeriveReasoning(render, prompt, template_source, trailer);
   std::string prefix = pre_content;
   if (!f.reasoning.close.empty()) {
     const size_t rc = prefix.find(f.reasoning.close);
     if (rc != std::string::npos) prefix = prefix.substr(rc + f.reasoning.close.size());
   }
   f.content_prefix = Trim(prefix);
-  f.tools = DeriveToolCalls(render, prompt, pre_content, f.end_of_turn, f.reasoning);
+  f.tools = DeriveToolCalls(render, prompt, pre_content, f.end_of_turn, f.reasoning, trailer);
   return f;
 }
 

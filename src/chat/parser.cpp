@@ -110,7 +110,9 @@ size_t ReadJsonArgs(std::string_view text, size_t i, std::string* out) {
     v = std::move(inner);
   }
   if (!v.is_object()) return std::string_view::npos;
-  *out = v.dump();
+  // The object as the model wrote it, so that the text streamed while it was generated (a
+  // prefix of it) adds up to exactly these arguments.
+  *out = text[i] == '{' ? std::string(text.substr(i, e - i)) : v.dump();
   return e;
 }
 
@@ -191,11 +193,169 @@ size_t ReadXmlArgs(std::string_view text, size_t i, const ToolCallFormat& f, con
     if (k == std::string_view::npos || close.empty()) return std::string_view::npos;
     const size_t vend = text.find(close, k);
     if (vend == std::string_view::npos) return std::string_view::npos;
-    args[key] = TextValue(Trim(text.substr(k, vend - k)), ParamType(tools, name, key));
+    // A repeated key keeps its first value: what was streamed of it stays true.
+    if (!args.contains(key)) args[key] = TextValue(Trim(text.substr(k, vend - k)), ParamType(tools, name, key));
     i = MatchLiteral(text, vend, f.param_close);
   }
   *out = args.dump();
   return i;
+}
+
+// MatchLiteral for a text that may stop inside the literal: npos with *ran_out set when the
+// text ended while it still matched.
+size_t MatchLiteralPartial(std::string_view text, size_t i, std::string_view lit, bool* ran_out) {
+  for (char c : lit) {
+    if (IsSpace(c)) continue;
+    while (i < text.size() && IsSpace(text[i])) ++i;
+    if (i >= text.size()) {
+      *ran_out = true;
+      return std::string_view::npos;
+    }
+    if (text[i] != c) return std::string_view::npos;
+    ++i;
+  }
+  return i;
+}
+
+// `s` without a UTF-8 sequence cut at its end.
+std::string_view WholeChars(std::string_view s) {
+  size_t k = s.size(), n = 0;
+  while (k > 0 && n < 4 && (static_cast<unsigned char>(s[k - 1]) & 0xC0) == 0x80) --k, ++n;
+  if (k == 0) return s;
+  const unsigned char lead = static_cast<unsigned char>(s[k - 1]);
+  const size_t want = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
+  return n < want ? s.substr(0, k - 1) : s;
+}
+
+// The JSON text of `v` for a prefix that a later dump extends (never throws on odd bytes).
+std::string Dump(const Json& v) { return v.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+// XML-style arguments still arriving, as the start of the JSON the complete ones will be:
+// "{", the complete parameters, then the value so far of a string parameter (its whitespace and
+// what may be the start of the close marker held back, as the final parse trims them). Returns
+// the position after the arguments when they ended, or npos (with *ran_out when the text ended
+// inside them).
+size_t ReadXmlArgsPartial(std::string_view text, size_t i, const ToolCallFormat& f, const Json& tools,
+                          const std::string& name, std::string* out, bool* ran_out) {
+  Json args = Json::object();
+  auto body = [&] {
+    std::string s = Dump(args);
+    s.pop_back();  // the closing brace: more may come
+    return s;
+  };
+  const std::string_view close = Trim(f.param_close), mid = Trim(f.param_mid);
+  if (Trim(f.param_open).empty() || close.empty() || mid.empty()) return std::string_view::npos;
+  for (;;) {
+    bool ro = false;
+    size_t j = MatchLiteralPartial(text, i, f.param_open, &ro);
+    if (j == std::string_view::npos) {
+      if (!ro) {
+        *out = Dump(args);
+        return i;  // no more parameters
+      }
+      break;
+    }
+    size_t k = j;
+    while (k < text.size() && IsSpace(text[k])) ++k;
+    const size_t key_end = text.find(mid.front(), k);
+    if (key_end == std::string_view::npos) break;  // the key is still arriving
+    const std::string key(Trim(text.substr(k, key_end - k)));
+    if (key.empty()) return std::string_view::npos;
+    k = MatchLiteralPartial(text, key_end, f.param_mid, &ro);
+    if (k == std::string_view::npos) {
+      if (!ro) return std::string_view::npos;
+      break;
+    }
+    const std::string type = ParamType(tools, name, key);
+    const size_t vend = text.find(close, k);
+    if (vend == std::string_view::npos) {
+      // A string value so far; other types are said once complete. A repeated key is dropped.
+      if (type != "string" || args.contains(key)) break;
+      std::string_view v = TrimLeft(text.substr(k));
+      v = v.substr(0, v.size() - PartialSuffix(v, close));
+      while (!v.empty() && IsSpace(v.back())) v.remove_suffix(1);
+      std::string head = body();
+      if (!args.empty()) head += ",";
+      std::string value = Dump(Json(std::string(WholeChars(v))));
+      value.pop_back();  // the closing quote
+      *out = head + Dump(Json(key)) + ":" + value;
+      *ran_out = true;
+      return std::string_view::npos;
+    }
+    if (!args.contains(key)) args[key] = TextValue(Trim(text.substr(k, vend - k)), type);
+    i = MatchLiteralPartial(text, vend, f.param_close, &ro);
+    if (i == std::string_view::npos) {
+      if (!ro) return std::string_view::npos;
+      break;
+    }
+  }
+  *out = body();
+  *ran_out = true;
+  return std::string_view::npos;
+}
+
+bool Offered(const Json& tools, const std::string& name) {
+  if (!tools.is_array()) return false;
+  for (const Json& t : tools) {
+    const Json& fn = t.contains("function") ? t["function"] : t;
+    if (fn.is_object() && fn.value("name", std::string()) == name) return true;
+  }
+  return false;
+}
+
+// Streaming: a call begun at text[i] that the text ends inside. Reported (true) once its name is
+// written and followed by more of the call, and its id (formats that write one) is read; the
+// arguments are what can be said so far, a prefix of the complete call's: for JSON arguments
+// the text as generated, for XML-style ones see ReadXmlArgsPartial. A name that is not an
+// offered tool is not reported (the text may turn out to be content).
+bool MatchPartialCall(std::string_view text, size_t i, const ToolCallFormat& f, const Json& tools, ToolCall* call) {
+  bool ran_out = false, has_id = false;
+  size_t name_end = std::string_view::npos;
+  for (const Piece& p : f.call) has_id = has_id || p.kind == Piece::kId;
+  for (const Piece& p : f.call) {
+    switch (p.kind) {
+      case Piece::kLiteral: i = MatchLiteralPartial(text, i, p.text, &ran_out); break;
+      case Piece::kName:
+      case Piece::kId:
+      case Piece::kIndex: {
+        std::string word;
+        const size_t from = i;
+        i = ReadWhile(text, i, p.kind == Piece::kName ? IsNameChar : p.kind == Piece::kId ? IsIdChar : IsDigit, &word);
+        if (i == std::string_view::npos || i == text.size()) {  // nothing yet, or it may go on
+          ran_out = i == text.size() || TrimLeft(text.substr(from)).empty();
+          i = std::string_view::npos;
+          break;
+        }
+        if (p.kind == Piece::kName) call->name = word, name_end = i;
+        else if (p.kind == Piece::kId) call->id = word;
+        break;
+      }
+      case Piece::kArgs:
+        if (f.args == ArgsStyle::kXml) {
+          i = ReadXmlArgsPartial(text, i, f, tools, call->name, &call->arguments, &ran_out);
+          break;
+        }
+        while (i < text.size() && IsSpace(text[i])) ++i;
+        if (i == text.size()) {
+          ran_out = true;
+          i = std::string_view::npos;
+        } else if (text[i] != '{') {
+          return false;  // arguments quoted as a string are said once complete
+        } else if (const size_t e = JsonValueEnd(text, i); e == std::string_view::npos) {
+          call->arguments = std::string(WholeChars(text.substr(i)));
+          ran_out = true;
+          i = std::string_view::npos;
+        } else {
+          i = ReadJsonArgs(text, i, &call->arguments);
+        }
+        break;
+    }
+    if (i == std::string_view::npos) break;
+  }
+  if (!ran_out) return false;  // a mismatch, or a complete call (MatchCall reads those)
+  if (name_end == std::string_view::npos || Trim(text.substr(name_end)).empty()) return false;
+  if (has_id && call->id.empty()) return false;
+  return Offered(tools, call->name);
 }
 
 // One call: the pattern's literals and slots in order.
@@ -278,12 +438,12 @@ bool GenericCalls(std::string_view text, const Json& tools, std::vector<ToolCall
   return true;
 }
 
-// Deterministic call ids for formats that write none: the same call (name, arguments, place)
-// gives the same id, also while a streamed turn is still growing.
-std::string DerivedId(const ToolCall& call, size_t index) {
+// Deterministic call ids for formats that write none, from what is known when the call starts
+// (the text before it, its name, its place), so that a streamed call keeps its first id.
+std::string DerivedId(std::string_view before, const std::string& name, size_t index) {
   uint64_t h = 1469598103934665603ull;
-  for (const std::string* s : {&call.name, &call.arguments}) {
-    for (char c : *s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  for (std::string_view s : {before, std::string_view(name)}) {
+    for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
     h = (h ^ 0xff) * 1099511628211ull;
   }
   h = (h ^ index) * 1099511628211ull;
@@ -296,7 +456,7 @@ std::string DerivedId(const ToolCall& call, size_t index) {
 }  // namespace
 
 bool MatchToolCalls(std::string_view text, size_t pos, const ChatFormat& format, const Json& tools,
-                    std::vector<ToolCall>* calls, size_t* end) {
+                    std::vector<ToolCall>* calls, size_t* end, bool partial) {
   const ToolCallFormat& f = format.tools;
   size_t i = MatchLiteral(text, pos, f.block_open);
   if (i == std::string_view::npos) return false;
@@ -304,10 +464,25 @@ bool MatchToolCalls(std::string_view text, size_t pos, const ChatFormat& format,
   for (;;) {
     ToolCall c;
     size_t j = found.empty() ? i : MatchLiteral(text, i, f.call_sep);
+    const size_t start = j;
     if (j != std::string_view::npos) j = MatchCall(text, j, f, tools, &c);
     if (j == std::string_view::npos) break;
+    if (c.id.empty()) c.id = DerivedId(text.substr(0, start), c.name, found.size());
     found.push_back(std::move(c));
     i = j;
+  }
+  if (partial) {
+    // The text may end inside the next call: listed with its arguments so far.
+    bool ran_out = false;
+    const size_t j = found.empty() ? i : MatchLiteralPartial(text, i, f.call_sep, &ran_out);
+    ToolCall c;
+    if (j != std::string_view::npos && MatchPartialCall(text, j, f, tools, &c)) {
+      if (c.id.empty()) c.id = DerivedId(text.substr(0, j), c.name, found.size());
+      found.push_back(std::move(c));
+      for (auto& fc : found) calls->push_back(std::move(fc));
+      *end = text.size();
+      return true;
+    }
   }
   if (found.empty()) return false;
   const size_t k = MatchLiteral(text, i, f.block_close);
@@ -378,7 +553,7 @@ ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, co
     for (const auto& [content_end, p] : starts) {
       size_t end = 0;
       std::vector<ToolCall> calls;
-      if (MatchToolCalls(rest, p, format, tools, &calls, &end)) {
+      if (MatchToolCalls(rest, p, format, tools, &calls, &end, partial)) {
         m.tool_calls = std::move(calls);
         content = std::string(Trim(rest.substr(0, content_end)));
         const std::string_view after = Trim(rest.substr(end));
@@ -407,8 +582,8 @@ ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, co
   const bool structured = rest.data() != text.data() || rest.size() != text.size() || !m.tool_calls.empty();
   if (!structured) m.content = std::move(content);
   else m.content = partial ? std::string(TrimLeft(content)) : std::string(Trim(content));
-  for (size_t k = 0; k < m.tool_calls.size(); ++k) {
-    if (m.tool_calls[k].id.empty()) m.tool_calls[k].id = DerivedId(m.tool_calls[k], k);
+  for (size_t k = 0; k < m.tool_calls.size(); ++k) {  // generic calls: known only complete
+    if (m.tool_calls[k].id.empty()) m.tool_calls[k].id = DerivedId(m.tool_calls[k].arguments, m.tool_calls[k].name, k);
   }
   return m;
 }

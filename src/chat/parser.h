@@ -16,7 +16,7 @@ namespace zf::chat {
 struct ToolCall {
   std::string id;         // as the model wrote it (formats with ids), else derived
   std::string name;
-  std::string arguments;  // JSON text (compact)
+  std::string arguments;  // a JSON object's text: as written (JSON formats), else compact
 };
 
 struct ParsedMessage {
@@ -29,9 +29,10 @@ struct ParsedMessage {
 // `tools`: the offered tools (an OpenAI `tools` array) or null: argument types for formats that
 // write values as text, and the names the generic JSON fallback accepts (none offered: no calls).
 // `partial`: the text is a prefix of the turn (streaming): text that may still become a marker
-// or a call is held back, reasoning not yet closed is reasoning, only complete calls are
-// returned; each field of a later parse extends the earlier one (content and reasoning grow at
-// the end, calls are appended with the same ids).
+// or a call is held back, reasoning not yet closed is reasoning; the last call may be one still
+// arriving (its name written): its arguments are what can be said so far. Each field of a later
+// parse extends the earlier one (content, reasoning and a call's arguments grow at the end,
+// calls are appended with the same ids).
 ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, const nlohmann::ordered_json& tools,
                              bool partial = false);
 
@@ -41,8 +42,8 @@ nlohmann::ordered_json ToOpenAiMessage(const ParsedMessage& m);
 
 // Lower-level pieces, shared with format.cpp's self-check.
 // Matches one tool-call block at `pos` of `text`; on success appends the calls, sets *end and
-// returns true.
+// returns true. `partial`: a call the text ends inside is appended too (see ParseAssistant).
 bool MatchToolCalls(std::string_view text, size_t pos, const ChatFormat& format, const nlohmann::ordered_json& tools,
-                    std::vector<ToolCall>* calls, size_t* end);
+                    std::vector<ToolCall>* calls, size_t* end, bool partial = false);
 
 }  // namespace zf::chat

@@ -54,6 +54,7 @@ Status Constraint::Create(const model::Model&, ConstraintKind, std::string_view,
 }
 Status Constraint::ComputeMask() { return Unsupported("built without constraints"); }
 Status Constraint::Commit(int32_t) { return Unsupported("built without constraints"); }
+Status Constraint::Feed(std::string_view) { return Unsupported("built without constraints"); }
 bool Constraint::IsStopped() const { return true; }
 
 #else
@@ -236,6 +237,19 @@ Status Constraint::Commit(int32_t token) {
   if (llg_matcher_consume_token(impl_->m, uint32_t(token)) != 0) {
     const char* e = llg_matcher_get_error(impl_->m);
     return InternalError(std::string("constraint: ") + (e != nullptr ? e : "unknown error"));
+  }
+  return Status::Ok();
+}
+
+Status Constraint::Feed(std::string_view text) {
+  const auto* vocab = static_cast<const LlgVocab*>(vocab_.get());
+  const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
+  std::vector<uint32_t> ids(llg_tokenize_bytes(vocab->tok, bytes, text.size(), nullptr, 0));
+  ids.resize(llg_tokenize_bytes(vocab->tok, bytes, text.size(), ids.data(), ids.size()));
+  if (llg_matcher_consume_tokens(impl_->m, ids.data(), ids.size()) != 0 || llg_matcher_is_error(impl_->m)) {
+    const char* e = llg_matcher_get_error(impl_->m);
+    return InvalidArgument(std::string("constraint: the text from the trigger on does not fit: ") +
+                           (e != nullptr ? e : "unknown error"));
   }
   return Status::Ok();
 }

@@ -59,6 +59,11 @@ class Constraint {
   // Advances past the sampled token (one ComputeMask() allowed). kInternal if it was not allowed.
   Status Commit(int32_t token);
 
+  // Advances past `text` (a lazy constraint's output from its trigger on), tokenized as plain
+  // text: the constraint reads bytes, so any tokenization spelling them is accepted.
+  // kInvalidArgument when the text cannot start a string the constraint accepts.
+  Status Feed(std::string_view text);
+
   // The constraint is complete and nothing else may follow: generation ends here.
   bool IsStopped() const;
 

@@ -99,6 +99,7 @@ Status Generation::Begin(Session& session, std::string_view prompt, const Genera
 
   std::unique_ptr<Generation> g(new Generation(session, o));
   g->constraint_ = std::move(constraint);
+  g->armed_ = g->constraint_ == nullptr || o.constraint_trigger.empty();
   g->result_.constraint_compile_ms = compile_ms;
   // Plain greedy on a device engine: only the argmax crosses to the host per token.
   // Log-probabilities and constraint masks need the whole row of logits on the host.
@@ -199,7 +200,7 @@ Status Generation::Next(std::string* piece, int32_t* token, bool* done) {
           End(StopReason::kContextFull, false);
           continue;
         }
-        if (constraint_ != nullptr && constraint_->IsStopped()) {  // complete: nothing may follow
+        if (constraint_ != nullptr && armed_ && constraint_->IsStopped()) {  // complete: nothing may follow
           session_.pending().push_back(last_token_);
           End(StopReason::kEos, false);
           continue;
@@ -243,7 +244,7 @@ Status Generation::Next(std::string* piece, int32_t* token, bool* done) {
           continue;
         }
         const uint32_t* allow = nullptr;
-        if (constraint_ != nullptr) {
+        if (constraint_ != nullptr && armed_) {
           if (constraint_->IsStopped()) {
             End(StopReason::kEos, false);
             continue;
@@ -266,11 +267,21 @@ Status Generation::Next(std::string* piece, int32_t* token, bool* done) {
           End(StopReason::kEos, false);
           continue;
         }
-        if (constraint_ != nullptr) {
+        if (constraint_ != nullptr && armed_) {
           Status s = constraint_->Commit(t);
           if (!s.ok()) {
             phase_ = Phase::kDone;
             return s;
+          }
+        } else if (constraint_ != nullptr) {
+          // A lazy constraint: armed once its trigger appears, fed the output from there.
+          const size_t from = generated_.size() > o.constraint_trigger.size() ? generated_.size() - o.constraint_trigger.size() : 0;
+          generated_ += tok.TokenToPiece(t, false);
+          const size_t at = generated_.find(o.constraint_trigger, from);
+          if (at != std::string::npos) {
+            armed_ = true;
+            if (!constraint_->Feed(std::string_view(generated_).substr(at)).ok()) constraint_.reset();
+            generated_.clear();
           }
         }
         if (o.n_logprobs > 0) {

@@ -43,6 +43,10 @@ struct GenerateOptions {
   // with ignore_eos.
   ConstraintKind constraint_kind = ConstraintKind::kNone;
   std::string constraint;
+  // Non-empty: a lazy constraint, off until this text appears in the output; then fed the
+  // output from where the trigger starts and applied from there on (a tool call the model
+  // opens in free text). Output the constraint cannot read drops it (the text stays as is).
+  std::string constraint_trigger;
   // Speculative decoding by prompt lookup (runtime/speculative.h; draft.max 0 = off): the output
   // is token for token what it is without it. Only on sessions that can verify drafts
   // (Session::can_verify()); elsewhere ignored.
@@ -118,6 +122,8 @@ class Generation {
   std::string emit_;
   std::vector<TokenLogprob> logprobs_;  // tokens sampled since the last piece (n_logprobs > 0)
   std::unique_ptr<Constraint> constraint_;
+  bool armed_ = true;      // the constraint applies (a lazy one: once its trigger appeared)
+  std::string generated_;  // a lazy constraint's output so far, until armed
   // Speculation state: while spec_, the KV cache holds spec_tokens_ (last_token_ then the
   // drafts) from position spec_base_, spec_logits_ has one row per token, and the tokens up to
   // row spec_pos_ are accepted.

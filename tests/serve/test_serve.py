@@ -612,8 +612,17 @@ def stream_message(s, body):
         msg["content"] += d.get("content") or ""
         msg["reasoning_content"] += d.get("reasoning_content") or ""
         for tc in d.get("tool_calls") or []:
-            assert tc["index"] == len(msg["tool_calls"]), tc  # each call sent whole, once
-            msg["tool_calls"].append({"id": tc["id"], "type": tc["type"], "function": tc["function"]})
+            # As OpenAI streams a call: its first chunk has index, id, type and name with
+            # arguments ""; later chunks (index only) carry argument fragments.
+            if tc["index"] == len(msg["tool_calls"]):
+                assert tc["id"] and tc["type"] == "function" and tc["function"]["name"], tc
+                assert tc["function"]["arguments"] == "", tc
+                msg["tool_calls"].append({"id": tc["id"], "type": tc["type"], "function": dict(tc["function"])})
+            else:
+                assert tc["index"] == len(msg["tool_calls"]) - 1 and set(tc) == {"index", "function"}, tc
+                assert set(tc["function"]) == {"arguments"}, tc
+                msg["tool_calls"][-1]["function"]["arguments"] += tc["function"]["arguments"]
+                msg["fragments"] = msg.get("fragments", 0) + 1
         finish = ch["finish_reason"] or finish
     c.close()
     return msg, finish
@@ -701,7 +710,7 @@ def test_tools_and_reasoning():
         assert len(streamed["tool_calls"]) == len(m.tool_calls or []), (streamed, m)
         for a, b in zip(streamed["tool_calls"], m.tool_calls or []):
             assert a["function"]["name"] == b.function.name and a["id"] == b.id, (a, b)
-            assert json.loads(a["function"]["arguments"]) == json.loads(b.function.arguments)
+            assert a["function"]["arguments"] == b.function.arguments, (a, b)  # fragments add up exactly
         assert finish == full.choices[0].finish_reason, (finish, full.choices[0].finish_reason)
         assert finish in ("stop", "length", "tool_calls"), finish
         # tool_choice "none" never reads calls; a named choice offers that tool only.
@@ -725,8 +734,18 @@ def test_tools_and_reasoning():
                 jsonschema.validate(json.loads(c.function.arguments), params[c.function.name])
             streamed, finish = stream_message(s, req)
             assert finish == "tool_calls" and streamed["content"] == "", (extra, streamed)
-            assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in streamed["tool_calls"]] == \
-                [(c.function.name, json.loads(c.function.arguments)) for c in calls], (streamed, calls)
+            assert [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in streamed["tool_calls"]] == \
+                [(c.id, c.function.name, c.function.arguments) for c in calls], (streamed, calls)
+            # The openai client's streaming, calls assembled from its chunks as agent frameworks do.
+            acc = {}
+            for ch in cl.chat.completions.create(**dict(req, stream=True)):
+                for tc in ch.choices[0].delta.tool_calls or []:
+                    e = acc.setdefault(tc.index, {"id": tc.id, "name": "", "arguments": ""})
+                    e["name"] += (tc.function and tc.function.name) or ""
+                    e["arguments"] += (tc.function and tc.function.arguments) or ""
+            assert [(e["id"], e["name"], e["arguments"]) for _, e in sorted(acc.items())] == \
+                [(c.id, c.function.name, c.function.arguments) for c in calls], (acc, calls)
+            print("    %s: %d calls, %d argument fragments streamed" % (extra, len(calls), streamed.get("fragments", 0)))
         status, _, out = s.post("/v1/chat/completions", dict(body, tool_choice="required", regex="a+"))
         assert status == 400 and "both constrain" in out["error"]["message"], out
         status, _, out = s.post("/apply-template", {"messages": TOOL_TURNS[:1], "tools": TOOLS,

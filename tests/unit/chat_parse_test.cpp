@@ -36,10 +36,12 @@ std::string ReadFile(const std::string& p) {
 
 const Json kTools = Json::parse(R"([
   {"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",
-   "parameters": {"type": "object", "properties": {"city": {"type": "string"},
-     "options": {"type": "object"}, "days": {"type": "integer"}}, "required": ["city"]}}},
+   "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City"},
+     "options": {"type": "object", "description": "Options"}, "days": {"type": "integer", "description": "Days"}},
+     "required": ["city"]}}},
   {"type": "function", "function": {"name": "search_web", "description": "Search",
-   "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}
+   "parameters": {"type": "object", "properties": {"query": {"type": "string", "description": "Query"}},
+     "required": ["query"]}}}
 ])");
 
 // A renderer as zf_chat_parse builds one, over a parsed template and given tools / extras.
@@ -98,8 +100,39 @@ bool AssistantText(const Renderer& r, const Json& msgs, const ChatFormat& f, std
   history.erase(history.size() - 1);
   std::string prompt, full;
   if (!r.Render(history, true, &prompt) || !r.Render(msgs, false, &full)) return false;
-  if (full.compare(0, prompt.size(), prompt) != 0) return false;
-  *text = full.substr(prompt.size());
+  std::string alone;  // the history without the generation prompt
+  if (r.Render(history, false, &alone) && full.compare(0, alone.size(), alone) != 0 &&
+      alone.size() - std::min(alone.size(), size_t(64)) > 0) {
+    // A template that writes a trailer after the last message (Command R+'s instructions): the
+    // turn is what differs from the history, without the trailer and without what the
+    // generation prompt already wrote.
+    size_t b = 0, e = 0;
+    while (b < full.size() && b < alone.size() && full[b] == alone[b]) ++b;
+    while (e < full.size() - b && e < alone.size() && full[full.size() - 1 - e] == alone[alone.size() - 1 - e]) ++e;
+    if (alone.size() - b >= 64 && e >= alone.size() - b) {
+      std::string t = full.substr(b, full.size() - b - e);
+      for (size_t k = std::min(t.size(), prompt.size()); k > 0; --k) {
+        if (prompt.compare(prompt.size() - k, k, t, 0, k) == 0) {
+          t.erase(0, k);
+          break;
+        }
+      }
+      *text = t;
+      return true;
+    }
+  }
+  if (full.compare(0, prompt.size(), prompt) != 0) {
+    // A generation prompt that the history does not show (DeepSeek-R1's "<think>"): the turn
+    // starts where the two differ, not inside a marker.
+    size_t n = 0;
+    while (n < full.size() && n < prompt.size() && full[n] == prompt[n]) ++n;
+    const size_t lt = n == 0 ? std::string::npos : full.rfind('<', n - 1);
+    if (lt != std::string::npos && full.find('>', lt) >= n) n = lt;
+    if (n < prompt.size() - std::min<size_t>(prompt.size(), 16)) return false;  // more than a marker differs
+    *text = full.substr(n);
+  } else {
+    *text = full.substr(prompt.size());
+  }
   const std::string& eot = f.end_of_turn;
   if (!eot.empty() && text->size() >= eot.size() && text->compare(text->size() - eot.size(), eot.size(), eot) == 0) {
     text->resize(text->size() - eot.size());
@@ -146,17 +179,22 @@ bool IsPrefix(const std::string& p, const std::string& s) { return s.compare(0, 
 
 // Streaming: the partial parse of every prefix of `text` (at character boundaries) must be
 // extended by the final parse: content and reasoning grow at their end, calls are appended with
-// the same ids (content up to whitespace at its start: a text turns out to hold calls, whose
-// format trims it, only when they arrive). Returns "" or the first prefix that breaks it.
-std::string StreamingDiff(const std::string& text, const ChatFormat& f, const zf::chat::ParsedMessage& fin) {
+// the same ids and names, and a call's arguments so far are a prefix of its final arguments
+// (content up to whitespace at its start: a text turns out to hold calls, whose format trims
+// it, only when they arrive). Returns "" or the first prefix that breaks it; *fragments counts
+// the prefixes that showed a call's arguments in part.
+std::string StreamingDiff(const std::string& text, const ChatFormat& f, const zf::chat::ParsedMessage& fin,
+                          int* fragments) {
   for (size_t k = 0; k <= text.size(); ++k) {
     if (k < text.size() && (static_cast<unsigned char>(text[k]) & 0xC0) == 0x80) continue;
     const zf::chat::ParsedMessage p = ParseAssistant(std::string_view(text).substr(0, k), f, kTools, true);
     bool ok = (IsPrefix(Trim(p.content), Trim(fin.content)) && IsPrefix(TrimRight(p.reasoning), fin.reasoning));
     ok = ok && p.tool_calls.size() <= fin.tool_calls.size();
     for (size_t i = 0; ok && i < p.tool_calls.size(); ++i) {
-      ok = p.tool_calls[i].name == fin.tool_calls[i].name && p.tool_calls[i].arguments == fin.tool_calls[i].arguments &&
+      const std::string& a = p.tool_calls[i].arguments;
+      ok = p.tool_calls[i].name == fin.tool_calls[i].name && IsPrefix(a, fin.tool_calls[i].arguments) &&
            p.tool_calls[i].id == fin.tool_calls[i].id;
+      if (ok && !a.empty() && a != fin.tool_calls[i].arguments) ++*fragments;
     }
     if (!ok) {
       return "after " + std::to_string(k) + " bytes: content '" + p.content + "' reasoning '" + p.reasoning + "' " +
@@ -176,8 +214,10 @@ TEST(ChatParse, CorpusRoundTrip) {
   const std::map<std::string, std::string> known = {
       {"NVIDIA-Nemotron-Nano-v2 / content_and_call",
        "the template writes the content, ends the turn and opens a second assistant turn for the calls"},
+      {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B / parallel_calls",
+       "the template writes <｜tool▁calls▁end｜> after the second call only (never after a single one)"},
   };
-  int native = 0, reasoning = 0, checked = 0;
+  int native = 0, reasoning = 0, checked = 0, streamed = 0;  // streamed: one_call's arguments in part
   std::vector<std::string> failures;
   for (const fs::path& p : files) {
     const std::string stem = p.stem().string();
@@ -189,6 +229,9 @@ TEST(ChatParse, CorpusRoundTrip) {
     }
     const std::string source = ReadFile(p.string());
     probe.tools = zf::chat::ProbeTools();
+    std::string probe_text;  // a template that fails when offered tools is probed without (as zf_chat_parse does)
+    const bool with_tools = probe.Render(Json::array({{{"role", "user"}, {"content", "x"}}}), true, &probe_text);
+    if (!with_tools) probe.tools = nullptr;
     const ChatFormat f = zf::chat::DeriveChatFormat(
         [&](const Json& m, bool g, std::string* out) { return probe.Render(m, g, out); }, source);
     if (const char* dbg = std::getenv("ZF_CHAT_DEBUG"); dbg && stem == dbg) {
@@ -207,13 +250,21 @@ TEST(ChatParse, CorpusRoundTrip) {
     native += f.tools.native;
     reasoning += !f.reasoning.close.empty();
     Renderer r = probe;
-    r.tools = kTools;
+    if (with_tools) r.tools = kTools;
     for (const Case& c : Cases()) {
       if (c.calls && !f.tools.native) continue;
       if (c.name == "parallel_calls" && !f.tools.parallel) continue;  // templates that write one call
-      const Json msgs = Json::array({{{"role", "user"}, {"content", "What is the weather in Zürich?"}}, c.assistant});
+      Json msgs = Json::array({{{"role", "user"}, {"content", "What is the weather in Zürich?"}}, c.assistant});
       std::string text;
       if (!AssistantText(r, msgs, f, &text)) continue;
+      if (c.calls && text.find("get_weather") == std::string::npos && text.find("search_web") == std::string::npos) {
+        // Templates that render calls only with content null and arguments as a JSON string
+        // (DeepSeek-R1 Distill Llama), or calls only without content (llama.cpp's R1).
+        if (c.name == "content_and_call") continue;
+        msgs[1]["content"] = nullptr;
+        for (Json& tc : msgs[1]["tool_calls"]) tc["function"]["arguments"] = tc["function"]["arguments"].dump();
+        if (!AssistantText(r, msgs, f, &text) || text.find("get_weather") == std::string::npos) continue;
+      }
       // Templates that drop reasoning (or content next to calls) from what they render are not
       // asked to give it back.
       if (c.reasoning && text.find("2+2 is 4.") == std::string::npos) continue;
@@ -221,7 +272,10 @@ TEST(ChatParse, CorpusRoundTrip) {
       ++checked;
       const zf::chat::ParsedMessage final_msg = ParseAssistant(text, f, kTools);
       const std::string d = Diff(final_msg, c);
-      const std::string s = d.empty() ? StreamingDiff(text, f, final_msg) : "";
+      int fragments = 0;
+      const std::string s = d.empty() ? StreamingDiff(text, f, final_msg, &fragments) : "";
+      if (c.name == "one_call" && fragments > 0) ++streamed;
+      if (std::getenv("ZF_CHAT_LIST") && c.name == "one_call") std::printf("  %s: %d argument fragments\n", stem.c_str(), fragments);
       if (!s.empty()) failures.push_back(stem + " / " + c.name + " streamed: " + s);
       if (!d.empty() && !known.count(stem + " / " + c.name)) failures.push_back(stem + " / " + c.name + ": " + d + "\n  text: " + text);
     }
@@ -229,10 +283,65 @@ TEST(ChatParse, CorpusRoundTrip) {
   std::ostringstream all;
   for (auto& s : failures) all << s << "\n";
   EXPECT_TRUE(failures.empty()) << failures.size() << " failures:\n" << all.str();
-  std::printf("templates: %zu, native tool calls: %d, reasoning markers: %d, cases checked: %d\n", files.size(), native,
-              reasoning, checked);
+  std::printf("templates: %zu, native tool calls: %d (arguments streamed: %d), reasoning markers: %d, cases checked: %d\n",
+              files.size(), native, streamed, reasoning, checked);
   EXPECT_GE(native, 30);
   EXPECT_GE(reasoning, 20);
+}
+
+}  // namespace
+
+namespace {
+
+ChatFormat DeriveFor(const std::string& stem) {
+  const std::string source = ReadFile(kDir + "/" + stem + ".jinja");
+  Renderer probe;
+  probe.t = std::make_shared<zf::jinja::Template>(source);
+  probe.tools = zf::chat::ProbeTools();
+  return zf::chat::DeriveChatFormat([&](const Json& m, bool g, std::string* out) { return probe.Render(m, g, out); },
+                                    source);
+}
+
+// Command R+'s "Action:" list (its template writes its instructions after the last message,
+// which the derivation leaves out of the format); the corpus test cannot render it with kTools
+// (the template reads additionalProperties of object parameters).
+TEST(ChatParse, CommandRPlusAction) {
+  const ChatFormat f = DeriveFor("CohereForAI-c4ai-command-r-plus-tool_use");
+  ASSERT_TRUE(f.tools.native);
+  EXPECT_EQ(f.tools.block_close, "\n]```\n");
+  const std::string text =
+      "I will look it up.\nAction:\n```json\n[\n    {\n        \"tool_name\": \"get_weather\",\n        \"parameters\": "
+      "{\n            \"city\": \"Zürich\"\n        }\n    },\n    {\n        \"tool_name\": \"search_web\",\n"
+      "        \"parameters\": {\"query\": \"x\"}\n    }\n]```";
+  const zf::chat::ParsedMessage m = ParseAssistant(text, f, kTools);
+  ASSERT_EQ(m.tool_calls.size(), 2u) << m.content;
+  EXPECT_EQ(m.content, "I will look it up.");
+  EXPECT_EQ(m.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(Json::parse(m.tool_calls[0].arguments), Json({{"city", "Zürich"}}));
+  EXPECT_EQ(m.tool_calls[1].name, "search_web");
+  int fragments = 0;
+  EXPECT_EQ(StreamingDiff(text, f, m, &fragments), "");
+  EXPECT_GT(fragments, 10);
+}
+
+// llama.cpp's DeepSeek-R1 template fails whenever tools are offered (it pipes a generator into
+// tojson): derived without tools, it reads R1's calls after the reasoning the prompt opened.
+TEST(ChatParse, DeepSeekR1Calls) {
+  const std::string source = ReadFile(kDir + "/llama-cpp-deepseek-r1.jinja");
+  Renderer probe;
+  probe.t = std::make_shared<zf::jinja::Template>(source);
+  const ChatFormat f = zf::chat::DeriveChatFormat(
+      [&](const Json& m, bool g, std::string* out) { return probe.Render(m, g, out); }, source);
+  ASSERT_TRUE(f.tools.native);
+  EXPECT_TRUE(f.reasoning.forced_open);
+  const std::string text =
+      "The user wants weather.\n</think>\n\n<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n"
+      "```json\n{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+  const zf::chat::ParsedMessage m = ParseAssistant(text, f, kTools);
+  ASSERT_EQ(m.tool_calls.size(), 1u) << m.content;
+  EXPECT_EQ(m.reasoning, "The user wants weather.");
+  EXPECT_EQ(m.content, "");
+  EXPECT_EQ(m.tool_calls[0].arguments, "{\"city\": \"Paris\"}");
 }
 
 }  // namespace

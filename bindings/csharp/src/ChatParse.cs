@@ -73,6 +73,27 @@ namespace Zerfoo
         public string Json { get; private set; }
     }
 
+    /// <summary>The constraint for tool calls in a chat template's own format
+    /// (<see cref="Model.ChatToolGrammar"/>).</summary>
+    public sealed class ToolGrammar
+    {
+        internal ToolGrammar(string grammar, string lazyGrammar, string trigger, bool native)
+        {
+            Grammar = grammar;
+            LazyGrammar = lazyGrammar;
+            Trigger = trigger;
+            Native = native;
+        }
+        /// <summary>A Lark grammar of a turn that is only tool calls.</summary>
+        public string Grammar { get; private set; }
+        /// <summary>A Lark grammar of the output from <see cref="Trigger"/> on ("" without one).</summary>
+        public string LazyGrammar { get; private set; }
+        /// <summary>The text that opens a call ("" if the format has none).</summary>
+        public string Trigger { get; private set; }
+        /// <summary>Whether the template's own format is used (else the generic JSON form).</summary>
+        public bool Native { get; private set; }
+    }
+
     public sealed partial class Model
     {
         /// <summary>Parses what the model generated for one assistant turn (the text after the
@@ -121,6 +142,55 @@ namespace Zerfoo
             finally
             {
                 foreach (IntPtr p in owned) Marshal.FreeHGlobal(p);
+            }
+        }
+
+        /// <summary>The grammar of tool calls in the format of the chat template that prompts the
+        /// model (zf_chat_tool_grammar), each call's arguments valid for its tool's parameters:
+        /// generate with <c>Constraint.Lark(g.Grammar)</c> to require a call (OpenAI's tool_choice
+        /// "required"; offer one tool for a named choice), or with
+        /// <c>Constraint.Lark(g.LazyGrammar)</c> and <see cref="GenerateOptions.ConstraintTrigger"/>
+        /// = g.Trigger to let the model answer freely but call tools validly.
+        /// <paramref name="options"/>.ToolsJson (required) lists the tools; <paramref name="oneCall"/>
+        /// allows exactly one call (else up to 8). Thread-safe.</summary>
+        /// <exception cref="ZerfooException">InvalidArgument (no or malformed ToolsJson: the message
+        /// names the field), NotFound (unknown TemplateName).</exception>
+        public ToolGrammar ChatToolGrammar(ChatParseOptions options, bool oneCall = false)
+        {
+            if (options == null) throw new ArgumentNullException("options");
+            var owned = new List<IntPtr>(4);
+            Func<string, IntPtr> opt = s =>
+            {
+                if (s == null) return IntPtr.Zero;
+                IntPtr ptr = Library.AllocUtf8Z(s);
+                owned.Add(ptr);
+                return ptr;
+            };
+            try
+            {
+                var p = new zf_chat_params();
+                p.struct_size = (uint)Marshal.SizeOf(typeof(zf_chat_params));
+                p.flags = oneCall ? 0x8u : 0u;
+                p.template_name = opt(options.TemplateName);
+                p.template_text = opt(options.Template);
+                p.tools_json = opt(options.ToolsJson);
+                p.extra_json = opt(options.ExtraJson);
+                byte[] buf = new byte[4096];
+                for (;;)
+                {
+                    UIntPtr needed;
+                    int st = NativeMethods.zf_chat_tool_grammar(handle, ref p, buf, (UIntPtr)buf.Length, out needed);
+                    if (st == (int)Status.BufferTooSmall) { buf = new byte[(int)needed]; continue; }
+                    ZerfooException.Check(st, "zf_chat_tool_grammar");
+                    var g = MiniJson.Parse(Encoding.UTF8.GetString(buf, 0, (int)needed - 1)) as Dictionary<string, object>;
+                    if (g == null) throw MiniJson.Bad("not an object");
+                    return new ToolGrammar((string)MiniJson.Get(g, "grammar"), (string)MiniJson.Get(g, "lazy_grammar"),
+                                           (string)MiniJson.Get(g, "trigger"), MiniJson.Get(g, "native") is bool b && b);
+                }
+            }
+            finally
+            {
+                foreach (IntPtr ptr in owned) Marshal.FreeHGlobal(ptr);
             }
         }
 

@@ -121,6 +121,7 @@ namespace Zerfoo
         public IntPtr constraint;         // appended in 0.3: const char* (NUL-terminated UTF-8)
         public int constraint_kind;       // ZF_CONSTRAINT_*
         public uint reserved2;
+        public IntPtr constraint_trigger; // appended in 0.3: const char* (a lazy constraint's trigger)
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -219,6 +220,10 @@ namespace Zerfoo
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern unsafe int zf_chat_parse(ModelHandle model, byte* text, UIntPtr len, ref zf_chat_params p,
                                                         byte[] buf, UIntPtr cap, out UIntPtr needed);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_chat_tool_grammar(ModelHandle model, ref zf_chat_params p, byte[] buf, UIntPtr cap,
+                                                        out UIntPtr needed);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern int zf_session_params_init(ref zf_session_params p, UIntPtr size);

@@ -69,6 +69,13 @@ namespace Zerfoo
         /// <see cref="StopReason.MaxTokens"/> can still cut it short, so check the stop reason
         /// before parsing.</summary>
         public Constraint Constraint { get; set; }
+
+        /// <summary>A lazy constraint (zf_generate_params.constraint_trigger; default null): the
+        /// output is free until this text first appears in it, and from where it starts the rest
+        /// must match <see cref="Constraint"/> (a tool call opened in free text: see
+        /// <see cref="Model.ChatToolGrammar"/>). Without a constraint it throws
+        /// <see cref="Status.InvalidArgument"/>.</summary>
+        public string ConstraintTrigger { get; set; }
     }
 
     /// <summary>The kind of a <see cref="Constraint"/> (ZF_CONSTRAINT_*).</summary>
@@ -457,6 +464,12 @@ namespace Zerfoo
                         owned.Add(c);
                         p.constraint = c;
                         p.constraint_kind = (int)o.Constraint.Kind;
+                    }
+                    if (o.ConstraintTrigger != null)
+                    {
+                        IntPtr t = Library.AllocUtf8Z(o.ConstraintTrigger);
+                        owned.Add(t);
+                        p.constraint_trigger = t;
                     }
                     if (o.Stop != null && o.Stop.Count > 0)
                     {

@@ -68,6 +68,40 @@ public class ZerfooTests
     }
 
     [Test]
+    public void ToolGrammarAndLazyConstraint()
+    {
+        try { model.CheckConstraint(Constraint.Regex("[0-9]+")); }
+        catch (ZerfooException e) when (e.Status == Status.Unsupported) { Assert.Ignore("built without constraints: " + e.Message); }
+        var hermes = new ChatParseOptions { Template = TemplateFile("Qwen-Qwen2.5-7B-Instruct"), ToolsJson = ParseTools };
+        ToolGrammar g = model.ChatToolGrammar(hermes, oneCall: true);
+        Assert.IsTrue(g.Native);
+        Assert.AreEqual("<tool_call>", g.Trigger);
+        Assert.IsNotEmpty(g.LazyGrammar);
+        // Required: one call in Hermes' format, read back by ChatParse.
+        string text = Constrained("What is the weather in Paris?", Constraint.Lark(g.Grammar));
+        AssistantMessage msg = model.ChatParse(text, hermes);
+        Assert.AreEqual(1, msg.ToolCalls.Count, text);
+        // A lazy constraint: free until the trigger, then the constraint from where it starts.
+        string prompt = model.ApplyChatTemplate(new[] { ChatMessage.User("Count from 1 to 10, separated by commas.") });
+        using (var s = model.CreateSession(new SessionOptions { ContextSize = 1024 }))
+        {
+            var o = Greedy(64);
+            o.Constraint = Constraint.Regex("3, 4, done");
+            o.ConstraintTrigger = "3";
+            GenerateResult r = s.Generate(prompt, o);
+            StringAssert.EndsWith("3, 4, done", r.Text);
+            // A trigger without a constraint.
+            var bad = Greedy(2);
+            bad.ConstraintTrigger = "x";
+            var e = Assert.Throws<ZerfooException>(() => s.Generate("hi", bad));
+            Assert.AreEqual(Status.InvalidArgument, e.Status);
+        }
+        var e2 = Assert.Throws<ZerfooException>(() => model.ChatToolGrammar(new ChatParseOptions()));
+        Assert.AreEqual(Status.InvalidArgument, e2.Status);
+        StringAssert.Contains("tools_json", e2.Message);
+    }
+
+    [Test]
     public void ConstraintsShapeTheOutput()
     {
         try { model.CheckConstraint(Constraint.Regex("[0-9]+")); }

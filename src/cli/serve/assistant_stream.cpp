@@ -51,13 +51,24 @@ std::vector<json> AssistantStream::Deltas(const json& msg) {
   if (msg["content"].is_string()) grow("content", msg["content"].get<std::string>(), &sent_content_);
   if (msg.contains("tool_calls")) {
     const json& calls = msg["tool_calls"];
-    for (size_t i = sent_calls_; i < calls.size(); ++i) {
-      // A call is sent whole once complete: id, type and name with all of its arguments.
-      json c = calls[i];
-      c["index"] = i;
-      out.push_back({{"tool_calls", json::array({c})}});
+    for (size_t i = 0; i < calls.size(); ++i) {
+      // A call opens with its id, type and name (arguments ""), as OpenAI streams it; its
+      // arguments follow as fragments while the parse says more of them (a partial parse's
+      // arguments are a prefix of the final ones, so the fragments add up to them).
+      const json& fn = calls[i]["function"];
+      if (i == sent_args_.size()) {
+        out.push_back({{"tool_calls", json::array({{{"index", i}, {"id", calls[i]["id"]}, {"type", "function"},
+                                                     {"function", {{"name", fn["name"]}, {"arguments", ""}}}}})}});
+        sent_args_.emplace_back();
+      }
+      if (i >= sent_args_.size()) continue;
+      const std::string args = fn["arguments"].get<std::string>();
+      std::string& sent = sent_args_[i];
+      if (args.size() > sent.size() && args.compare(0, sent.size(), sent) == 0) {
+        out.push_back({{"tool_calls", json::array({{{"index", i}, {"function", {{"arguments", args.substr(sent.size())}}}}})}});
+        sent = args;
+      }
     }
-    if (calls.size() > sent_calls_) sent_calls_ = calls.size();
   }
   return out;
 }

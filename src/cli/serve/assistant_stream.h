@@ -34,7 +34,7 @@ class AssistantStream {
   // The deltas still owed for the complete text, and the final message
   // ({"role","content","reasoning_content"?,"tool_calls"?}).
   std::vector<nlohmann::json> Finish(const std::string& text, nlohmann::json* message);
-  bool called_tools() const { return sent_calls_ > 0; }
+  bool called_tools() const { return !sent_args_.empty(); }
 
   // The whole message for a complete text (non-streaming answers).
   static nlohmann::json Message(const zf_model* model, const ChatReading& reading, const std::string& text);
@@ -46,7 +46,7 @@ class AssistantStream {
   const zf_model* model_;
   ChatReading reading_;
   std::string sent_content_, sent_reasoning_;
-  size_t sent_calls_ = 0;
+  std::vector<std::string> sent_args_;  // per call opened: the arguments sent so far
 };
 
 }  // namespace cli::serve

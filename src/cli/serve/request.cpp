@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "../common.h"
 #include "api_error.h"
 #include "model_text.h"
 
@@ -88,32 +89,44 @@ namespace {
 // vLLM's structured_outputs {json|regex|choice|grammar} (also at the top level, and its older
 // guided_* names), llama-server's json_schema and grammar (Lark: llguidance's dialect; GBNF is
 // not supported). At most one.
-// tool_choice "required" (or a named function): the output is constrained to tool calls in the
-// generic JSON form zf_chat_parse reads for every template, [{"name", "arguments"}, ...] (one
-// object without parallel_tool_calls; at most 8), each call's arguments valid for its tool's
-// parameters.
-void RequireToolCall(const zf_model* model, Request* r) {
-  if (r->constraint_kind != ZF_CONSTRAINT_NONE) {
+// Tools constrain the output in the template's own call format (zf_chat_tool_grammar; the
+// generic JSON form where the library derived none), each call's arguments valid for its tool's
+// parameters: tool_choice "required" (or a named function) from the first token; "auto" lazily,
+// from the moment the model writes the format's opening text, and only when nothing else
+// constrains the output.
+void ConstrainToolCalls(const zf_model* model, Request* r) {
+  const ChatReading& rd = r->reading;
+  if (!rd.parse_tools) return;
+  if (rd.require_call && r->constraint_kind != ZF_CONSTRAINT_NONE) {
     throw BadRequest("invalid_value", "tool_choice \"required\" and a structured output both constrain the output; give one");
   }
-  json calls = json::array();
-  for (const json& t : json::parse(r->reading.tools_json)) {
-    const json& fn = t["function"];
-    json params = fn.contains("parameters") ? fn["parameters"] : json{{"type", "object"}};
-    // Arguments hold the tool's own parameters only (as OpenAI's strict function calling), unless
-    // the tool allows more: an open object lets a small model add keys until max_tokens.
-    if (params.is_object() && !params.contains("additionalProperties")) params["additionalProperties"] = false;
-    calls.push_back({{"type", "object"},
-                     {"properties", {{"name", {{"const", fn["name"]}}}, {"arguments", params}}},
-                     {"required", {"name", "arguments"}},
-                     {"additionalProperties", false}});
+  if (!rd.require_call && r->constraint_kind != ZF_CONSTRAINT_NONE) return;
+  zf_chat_params p;
+  zf_chat_params_init(&p, sizeof p);
+  p.flags = rd.parallel ? 0 : ZF_CHAT_ONE_CALL;
+  p.tools_json = rd.tools_json.c_str();
+  p.extra_json = rd.extra_json.empty() ? nullptr : rd.extra_json.c_str();
+  p.template_text = rd.template_text.empty() ? nullptr : rd.template_text.c_str();
+  std::string out;
+  const zf_status st = FetchString(
+      [&](char* buf, size_t cap, size_t* needed) { return zf_chat_tool_grammar(model, &p, buf, cap, needed); }, true,
+      &out);
+  if (st != ZF_OK) throw BadRequest("invalid_value", std::string("'tools': ") + zf_last_error());
+  const json g = json::parse(out);
+  if (rd.require_call) {
+    r->constraint = g["grammar"].get<std::string>();
+  } else {
+    if (g["trigger"].get<std::string>().empty()) return;  // no opening text to wait for
+    r->constraint = g["lazy_grammar"].get<std::string>();
+    r->constraint_trigger = g["trigger"].get<std::string>();
   }
-  json one = calls.size() == 1 ? calls[0] : json{{"anyOf", calls}};
-  // At most 8 parallel calls: a small model would otherwise repeat calls until max_tokens.
-  json schema = r->reading.parallel ? json{{"type", "array"}, {"items", one}, {"minItems", 1}, {"maxItems", 8}} : one;
-  r->constraint = schema.dump();
-  r->constraint_kind = ZF_CONSTRAINT_JSON_SCHEMA;
+  r->constraint_kind = ZF_CONSTRAINT_LARK;
   if (zf_constraint_check(model, r->constraint_kind, r->constraint.c_str()) != ZF_OK) {
+    if (!rd.require_call) {  // auto stays free rather than failing
+      r->constraint.clear(), r->constraint_trigger.clear();
+      r->constraint_kind = ZF_CONSTRAINT_NONE;
+      return;
+    }
     throw BadRequest("invalid_value", std::string("'tools': the parameters cannot be enforced: ") + zf_last_error());
   }
 }
@@ -328,7 +341,7 @@ Request ParseCompletion(const std::string& text, bool chat, const RequestContext
     if (!body.contains("messages")) throw BadRequest("missing_field", "'messages' is required");
     const ChatRender render = ParseChatOptions(body, ctx.chat_template, &r.reading);
     r.prompt = Tokenize(ctx.model, RenderChat(ctx.model, body["messages"], render), tflags);
-    if (r.reading.require_call) RequireToolCall(ctx.model, &r);
+    ConstrainToolCalls(ctx.model, &r);
   } else {
     if (!body.contains("prompt")) throw BadRequest("missing_field", "'prompt' is required");
     const json& p = body["prompt"];

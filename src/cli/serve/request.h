@@ -34,6 +34,7 @@ struct Request {
   // json_schema at the top level; r.gp.constraint points here when the request is generated.
   std::string constraint;
   int32_t constraint_kind = ZF_CONSTRAINT_NONE;
+  std::string constraint_trigger;  // a lazy constraint (tool_choice "auto"): its trigger text
   // Chat: tools, tool_choice, reasoning_format and chat_template_kwargs, as the prompt was
   // rendered with them and the output is read back.
   ChatReading reading;

@@ -236,6 +236,8 @@ pub struct zf_generate_params {
     pub constraint_kind: i32,
     #[doc = "< Padding; must be 0."]
     pub reserved2: u32,
+    #[doc = "< Since 0.3: with a constraint, NULL (default) applies it from\nthe first token; else a lazy constraint: the output is free until\nthis text (NUL-terminated UTF-8) first appears in it, and from\nwhere it starts the rest of the output must match the constraint\n(e.g. a tool-call grammar triggered by the format's opening\nmarker, see zf_chat_tool_grammar())."]
+    pub constraint_trigger: *const ::core::ffi::c_char,
 }
 #[doc = " Outcome of zf_generate()."]
 #[repr(C)]
@@ -304,6 +306,7 @@ pub const ZF_DETOKENIZE_RENDER_SPECIAL: i32 = 2;
 pub const ZF_CHAT_ADD_ASSISTANT: i32 = 1;
 pub const ZF_CHAT_FIXED_TIME: i32 = 2;
 pub const ZF_CHAT_PARSE_PARTIAL: i32 = 4;
+pub const ZF_CHAT_ONE_CALL: i32 = 8;
 pub const ZF_KV_F32: i32 = 0;
 pub const ZF_KV_F16: i32 = 1;
 pub const ZF_SESSION_FAST_PREFILL: i32 = 1;
@@ -483,7 +486,7 @@ const _: () = {
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of zf_generate_params"][::core::mem::size_of::<zf_generate_params>() - 88usize];
+    ["Size of zf_generate_params"][::core::mem::size_of::<zf_generate_params>() - 96usize];
     ["Alignment of zf_generate_params"][::core::mem::align_of::<zf_generate_params>() - 8usize];
     ["Offset of field: zf_generate_params::struct_size"]
         [::core::mem::offset_of!(zf_generate_params, struct_size) - 0usize];
@@ -521,6 +524,8 @@ const _: () = {
         [::core::mem::offset_of!(zf_generate_params, constraint_kind) - 80usize];
     ["Offset of field: zf_generate_params::reserved2"]
         [::core::mem::offset_of!(zf_generate_params, reserved2) - 84usize];
+    ["Offset of field: zf_generate_params::constraint_trigger"]
+        [::core::mem::offset_of!(zf_generate_params, constraint_trigger) - 88usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {

@@ -1,4 +1,5 @@
-//! Parsing generated text back into an OpenAI assistant message (`zf_chat_parse`).
+//! Parsing generated text back into an OpenAI assistant message (`zf_chat_parse`), and the
+//! grammar of tool calls in a template's own format (`zf_chat_tool_grammar`).
 use std::ffi::CString;
 use std::ptr;
 
@@ -119,6 +120,81 @@ impl Model {
     }
 }
 
+/// The constraint for tool calls in a chat template's own format ([`Model::chat_tool_grammar`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ToolGrammar {
+    /// A Lark grammar ([`Constraint::Lark`]) of a turn that is only tool calls.
+    ///
+    /// [`Constraint::Lark`]: crate::Constraint::Lark
+    pub grammar: String,
+    /// A Lark grammar of the output from `trigger` on (`""` without a trigger).
+    pub lazy_grammar: String,
+    /// The text that opens a call (`""` if the format has none).
+    pub trigger: String,
+    /// Whether the template's own format is used (else the generic JSON form).
+    pub native: bool,
+}
+
+impl Model {
+    /// The grammar of tool calls in the format of the chat template that prompts the model
+    /// (`zf_chat_tool_grammar`), each call's arguments valid for its tool's parameters:
+    /// generate with `Constraint::Lark(g.grammar)` to require a call (OpenAI's
+    /// `tool_choice: "required"`; offer one tool for a named choice), or with
+    /// `Constraint::Lark(g.lazy_grammar)` and
+    /// [`GenerateOptions::constraint_trigger`]`= Some(g.trigger)` to let the model answer
+    /// freely but call tools validly. `options.tools_json` (required) lists the tools;
+    /// `one_call` allows exactly one call (else up to 8). Missing or malformed tools are
+    /// [`ErrorCode::InvalidArgument`]. Thread-safe.
+    ///
+    /// [`GenerateOptions::constraint_trigger`]: crate::GenerateOptions::constraint_trigger
+    pub fn chat_tool_grammar(
+        &self,
+        options: &ChatParseOptions,
+        one_call: bool,
+    ) -> Result<ToolGrammar> {
+        let opt = |what: &str, s: &Option<String>| -> Result<Option<CString>> {
+            s.as_deref().map(|s| c_string(what, s)).transpose()
+        };
+        let name = opt("template_name", &options.template_name)?;
+        let template = opt("template", &options.template)?;
+        let tools = opt("tools_json", &options.tools_json)?;
+        let extra = opt("extra_json", &options.extra_json)?;
+        let ptr_of = |c: &Option<CString>| c.as_ref().map_or(ptr::null(), |c| c.as_ptr());
+        let params = sys::zf_chat_params {
+            struct_size: std::mem::size_of::<sys::zf_chat_params>() as u32,
+            flags: if one_call {
+                sys::ZF_CHAT_ONE_CALL as u32
+            } else {
+                0
+            },
+            template_name: ptr_of(&name),
+            template_text: ptr_of(&template),
+            tools_json: ptr_of(&tools),
+            documents_json: ptr::null(),
+            extra_json: ptr_of(&extra),
+            time_unix: 0,
+        };
+        let b = read_buffer(true, |buf, cap, needed| unsafe {
+            sys::zf!(zf_chat_tool_grammar(self.raw(), &params, buf, cap, needed))
+        })?;
+        let json = String::from_utf8(b).map_err(|_| bad_output("not UTF-8"))?;
+        let value = Json::parse(&json).ok_or_else(|| bad_output("malformed JSON"))?;
+        let Json::Object(m) = &value else {
+            return Err(bad_output("not an object"));
+        };
+        let text = |k: &str| match get(m, k) {
+            Some(Json::String(s)) => Ok(s.clone()),
+            _ => Err(bad_output(&format!("{k} is not a string"))),
+        };
+        Ok(ToolGrammar {
+            grammar: text("grammar")?,
+            lazy_grammar: text("lazy_grammar")?,
+            trigger: text("trigger")?,
+            native: matches!(get(m, "native"), Some(Json::Bool(true))),
+        })
+    }
+}
+
 fn bad_output(why: &str) -> Error {
     Error::new(
         ErrorCode::Internal,
@@ -184,7 +260,7 @@ fn get<'a>(members: &'a [(String, Json)], key: &str) -> Option<&'a Json> {
 #[derive(Debug, PartialEq)]
 enum Json {
     Null,
-    Bool,
+    Bool(bool),
     Number,
     String(String),
     Array(Vec<Json>),
@@ -243,8 +319,8 @@ impl Parser<'_> {
         }
         let v = match *self.s.get(self.i)? {
             b'n' => self.literal("null", Json::Null),
-            b't' => self.literal("true", Json::Bool),
-            b'f' => self.literal("false", Json::Bool),
+            b't' => self.literal("true", Json::Bool(true)),
+            b'f' => self.literal("false", Json::Bool(false)),
             b'"' => self.string().map(Json::String),
             b'[' => {
                 self.i += 1;

@@ -37,7 +37,7 @@ mod async_stream;
 
 #[cfg(feature = "tokio")]
 pub use async_stream::AsyncPieces;
-pub use chat::{AssistantMessage, ChatParseOptions, FunctionCall, ToolCall};
+pub use chat::{AssistantMessage, ChatParseOptions, FunctionCall, ToolCall, ToolGrammar};
 pub use error::{Error, ErrorCode, Result};
 pub use model::{CacheInfo, ChatMessage, Device, Model, ModelInfo, ModelOptions, Token};
 pub use session::{

@@ -102,6 +102,11 @@ pub struct GenerateOptions {
     /// [`ErrorCode::Unsupported`]. A complete text ends with [`StopReason::Eos`];
     /// [`StopReason::MaxTokens`] can still cut it short, so check the stop reason before parsing.
     pub constraint: Option<Constraint>,
+    /// A lazy constraint (`zf_generate_params.constraint_trigger`, default `None`): the output
+    /// is free until this text first appears in it, and from where it starts the rest must match
+    /// `constraint` (a tool call opened in free text: see [`Model::chat_tool_grammar`]).
+    /// Without a constraint it is [`ErrorCode::InvalidArgument`].
+    pub constraint_trigger: Option<String>,
 }
 
 /// A constraint on the generated text (`zf_generate_params.constraint` and
@@ -272,6 +277,7 @@ impl Default for GenerateOptions {
             ignore_eos: false,
             logprobs: 0,
             constraint: None,
+            constraint_trigger: None,
         }
     }
 }
@@ -301,6 +307,7 @@ pub(crate) struct RawParams {
     _stop: Vec<CString>,
     _stop_ptrs: Vec<*const c_char>,
     _constraint: Option<CString>,
+    _trigger: Option<CString>,
 }
 
 impl RawParams {
@@ -351,11 +358,20 @@ impl RawParams {
             p.constraint = text.as_ptr();
             p.constraint_kind = c.kind();
         }
+        let trigger = o
+            .constraint_trigger
+            .as_deref()
+            .map(|t| c_string("constraint_trigger", t))
+            .transpose()?;
+        if let Some(t) = &trigger {
+            p.constraint_trigger = t.as_ptr();
+        }
         Ok(RawParams {
             p,
             _stop: stop,
             _stop_ptrs: stop_ptrs,
             _constraint: constraint,
+            _trigger: trigger,
         })
     }
 }

@@ -641,3 +641,66 @@ fn constraints_shape_the_output() {
         .unwrap();
     assert!(g.generated_tokens > 0);
 }
+
+#[test]
+fn tool_grammar_and_lazy_constraint() {
+    let Some(model) = model() else { return };
+    if model
+        .check_constraint(&Constraint::Regex("[0-9]+".into()))
+        .is_err()
+    {
+        return; // built without constraints
+    }
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../tests/data/chat_templates/templates/Qwen-Qwen2.5-7B-Instruct.jinja");
+    let hermes = zerfoo::ChatParseOptions {
+        template: Some(std::fs::read_to_string(p).unwrap()),
+        tools_json: Some(
+            r#"[{"type": "function", "function": {"name": "get_weather",
+              "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]"#
+                .into(),
+        ),
+        ..Default::default()
+    };
+    let g = model.chat_tool_grammar(&hermes, true).unwrap();
+    assert!(
+        g.native && g.trigger == "<tool_call>" && !g.lazy_grammar.is_empty(),
+        "{g:?}"
+    );
+    // Required: one call in Hermes' format, read back by chat_parse.
+    let text = constrained(
+        model,
+        "What is the weather in Paris?",
+        Constraint::Lark(g.grammar),
+    );
+    let msg = model.chat_parse(&text, &hermes).unwrap();
+    assert_eq!(msg.tool_calls.len(), 1, "{text:?}");
+    assert_eq!(msg.tool_calls[0].function.name, "get_weather");
+    // A lazy constraint: free until the trigger, then the constraint from where it starts.
+    let prompt = model
+        .apply_chat_template(
+            &[ChatMessage::user(
+                "Count from 1 to 10, separated by commas.",
+            )],
+            true,
+        )
+        .unwrap();
+    let mut session = model.session(&opts1()).unwrap();
+    let opts = GenerateOptions {
+        constraint_trigger: Some("3".into()),
+        ..GenerateOptions::greedy(64).with_constraint(Constraint::Regex("3, 4, done".into()))
+    };
+    let out = session.generate(&prompt, &opts).unwrap();
+    assert!(out.text.ends_with("3, 4, done"), "{:?}", out.text);
+    // Errors: no tools; a trigger without a constraint.
+    let err = model
+        .chat_tool_grammar(&zerfoo::ChatParseOptions::default(), false)
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument);
+    let opts = GenerateOptions {
+        constraint_trigger: Some("x".into()),
+        ..GenerateOptions::greedy(2)
+    };
+    let err = session.generate("hi", &opts).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument);
+}

@@ -1,0 +1,115 @@
+// Building the tool-call grammar (see tool_grammar.h): one rule per tool, its literals as the
+// template writes them and its arguments as an inline JSON schema (llguidance's %json).
+#include "chat/tool_grammar.h"
+
+namespace zf::chat {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// A Lark string literal: llguidance reads it as a JSON string.
+std::string Lit(const std::string& s) { return Json(s).dump(); }
+
+Json Parameters(const Json& fn) {
+  Json p = fn.contains("parameters") && fn["parameters"].is_object() ? fn["parameters"] : Json{{"type", "object"}};
+  if (!p.contains("additionalProperties")) p["additionalProperties"] = false;
+  return p;
+}
+
+const Json& Function(const Json& tool) { return tool.contains("function") ? tool["function"] : tool; }
+
+// The generic form: {"name","arguments"} or a list of 1 to 8 of them.
+std::string GenericGrammar(const Json& tools, bool parallel) {
+  Json calls = Json::array();
+  for (const Json& t : tools) {
+    const Json& fn = Function(t);
+    calls.push_back({{"type", "object"},
+                     {"properties", {{"name", {{"const", fn["name"]}}}, {"arguments", Parameters(fn)}}},
+                     {"required", {"name", "arguments"}},
+                     {"additionalProperties", false}});
+  }
+  Json one = calls.size() == 1 ? calls[0] : Json{{"anyOf", calls}};
+  Json schema = parallel ? Json{{"type", "array"}, {"items", one}, {"minItems", 1}, {"maxItems", 8}} : one;
+  return "start: %json " + schema.dump() + "\n";
+}
+
+std::string FirstWord(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \n\t\r");
+  if (b == std::string::npos) return "";
+  const size_t e = s.find_first_of(" \n\t\r", b);
+  return s.substr(b, e == std::string::npos ? std::string::npos : e - b);
+}
+
+// One rule per tool: the call's pieces from `from` on.
+std::string CallRules(const ToolCallFormat& f, const Json& tools, const std::string& prefix, size_t from,
+                      std::string* alts) {
+  std::string g;
+  size_t n = 0;
+  for (const Json& t : tools) {
+    const Json& fn = Function(t);
+    const std::string rule = prefix + "_" + std::to_string(n++);
+    std::string body;
+    for (size_t k = from; k < f.call.size(); ++k) {
+      const Piece& p = f.call[k];
+      switch (p.kind) {
+        case Piece::kLiteral:
+          if (!p.text.empty()) body += " " + Lit(p.text);
+          break;
+        case Piece::kName: body += " " + Lit(fn["name"].get<std::string>()); break;
+        // Ids as Mistral's templates require them (nine letters or digits); counters as digits.
+        case Piece::kId: body += " /[A-Za-z0-9]{9}/"; break;
+        case Piece::kIndex: body += " /[0-9]{1,2}/"; break;
+        case Piece::kArgs: {
+          // Spaced as Python's json.dumps (the templates' tojson): what the model has seen.
+          Json schema = Parameters(fn);
+          schema["x-guidance"] = {{"whitespace_flexible", false}, {"item_separator", ", "}, {"key_separator", ": "}};
+          body += " %json " + schema.dump();
+          break;
+        }
+      }
+    }
+    if (body.empty()) body = " \"\"";
+    g += rule + ":" + body + "\n";
+    *alts += (alts->empty() ? "" : " | ") + rule;
+  }
+  return g;
+}
+
+}  // namespace
+
+ToolGrammar ToolCallGrammar(const ChatFormat& format, const Json& tools, bool parallel) {
+  ToolGrammar out;
+  const ToolCallFormat& f = format.tools;
+  if (!f.native || f.args != ArgsStyle::kJson) {
+    out.grammar = GenericGrammar(tools, parallel);
+    return out;
+  }
+  out.native = true;
+  // The block's opening text: its open marker and the first call's leading literal (the first
+  // call's rule starts after it).
+  std::string head = f.block_open;
+  size_t from = 0;
+  if (!f.call.empty() && f.call[0].kind == Piece::kLiteral) head += f.call[0].text, from = 1;
+  std::string first_alts, call_alts;
+  std::string rules = CallRules(f, tools, "first", from, &first_alts);
+  std::string rest = " first";
+  if (parallel && f.parallel) {
+    rules += CallRules(f, tools, "call", 0, &call_alts);
+    rest += " (" + (f.call_sep.empty() ? std::string() : Lit(f.call_sep) + " ") + "(" + call_alts + ")){0,7}";
+  }
+  if (!f.block_close.empty()) rest += " " + Lit(f.block_close);
+  rules = "first: " + first_alts + "\n" + rules;
+  std::string start = "start:";
+  // A prompt that opened the reasoning: the model closes it first.
+  if (format.reasoning.forced_open) start += " think";
+  if (!head.empty()) start += " " + Lit(head);
+  out.grammar = start + rest + "\n" + rules;
+  if (format.reasoning.forced_open) out.grammar += "think[stop=" + Lit(format.reasoning.close) + "]: /(?s:.*)/\n";
+  out.trigger = FirstWord(head);
+  if (!out.trigger.empty()) {
+    out.lazy_grammar = "start: " + Lit(head.substr(head.find(out.trigger))) + rest + "\n" + rules;
+  }
+  return out;
+}
+
+}  // namespace zf::chat

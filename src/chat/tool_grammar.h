@@ -1,0 +1,29 @@
+// The grammar of an assistant turn that is only tool calls, for tool_choice "required" or a
+// named function: in the call format derived from the template (the model's own, so a constrained
+// model writes what it was trained to write) with each call's arguments constrained by its tool's
+// parameters schema, or in the generic JSON form the parser reads for every template where no
+// format with JSON arguments was derived.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "chat/format.h"
+
+namespace zf::chat {
+
+struct ToolGrammar {
+  std::string grammar;       // the whole turn
+  std::string lazy_grammar;  // the output from `trigger` on ("" with no trigger)
+  std::string trigger;       // the first word of the call block's opening text ("" if none)
+  bool native = false;       // the template's own format (else the generic JSON form)
+};
+
+// Lark grammars in llguidance's dialect (ZF_CONSTRAINT_LARK). `tools`: the callable tools (an
+// OpenAI `tools` array, each with a function name; parameters default to any object). `parallel`:
+// up to 8 calls, else exactly one. Parameters without additionalProperties are closed (as
+// OpenAI's strict mode): an open object lets a small model add keys until max_tokens.
+ToolGrammar ToolCallGrammar(const ChatFormat& format, const nlohmann::ordered_json& tools, bool parallel);
+
+}  // namespace zf::chat

@@ -656,13 +656,30 @@ typedef struct zf_generate_params {
                                  constraint_kind. NULL (default) = unconstrained. */
   int32_t constraint_kind;  /**< Since 0.3: ZF_CONSTRAINT_* (default ::ZF_CONSTRAINT_NONE). */
   uint32_t reserved2;       /**< Padding; must be 0. */
-  const char* constraint_trigger; /**< Since 0.3: with a constraint, NULL (default) applies it from
+  const char* constraint_trigger; /**< Since 0.4: with a constraint, NULL (default) applies it from
                                  the first token; else a lazy constraint: the output is free until
                                  this text (NUL-terminated UTF-8) first appears in it, and from
                                  where it starts the rest of the output must match the constraint
                                  (e.g. a tool-call grammar triggered by the format's opening
                                  marker, see zf_chat_tool_grammar()). */
+  /**
+   * Since 0.4: speculative decoding by prompt lookup (llama.cpp's lookup decoding): at each step
+   * up to this many tokens are drafted from the latest earlier occurrence of the text's last
+   * 2-4 tokens in the prompt and output, evaluated in one pass over the weights with every
+   * position's logits, and the next tokens are sampled from those logits exactly as without
+   * drafts; drafted tokens the sampler picks are kept, the rest rolled back. The output is token
+   * for token the output without it (greedy, and sampled with a seed); it pays off when the
+   * answer repeats the prompt (code edits, quotes, extraction, reformatting). The draft length
+   * adapts to the acceptance and drafting pauses when drafts keep failing. 0 (default) = off;
+   * at most ::ZF_MAX_DRAFT. Ignored on sessions that cannot verify drafts: a batched model
+   * (zf_model_params.max_batch), ::ZF_SESSION_FAST_PREFILL, the CUDA engine.
+   */
+  int32_t draft_max;
+  int32_t draft_min; /**< Since 0.4: fewer tokens found than this: no draft this step (0 = 1). */
 } zf_generate_params;
+
+/** Most tokens zf_generate_params.draft_max may draft per step. */
+#define ZF_MAX_DRAFT 16
 
 /** Most alternatives zf_generate_params.n_logprobs may ask for per token. */
 #define ZF_MAX_LOGPROBS 20
@@ -723,6 +740,8 @@ typedef struct zf_generate_result {
   double decode_ms;       /**< Decode wall time (sampling and evaluation; since 0.2 without the
                                time spent in the stream callback or between zf_generation_next
                                calls). */
+  int32_t n_drafted;      /**< Since 0.4: tokens drafted (zf_generate_params.draft_max). */
+  int32_t n_accepted;     /**< Since 0.4: drafted tokens kept (each spared a decode step). */
 } zf_generate_result;
 
 /**

@@ -1,4 +1,5 @@
 // C entry points for sessions, evaluation and streaming generation.
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <memory>
@@ -16,16 +17,19 @@ using zf::capi::Succeed;
 static_assert(sizeof(zf_session_params) == 24 && offsetof(zf_session_params, flags) == 16,
               "zf_session_params layout is part of the ABI");
 static_assert(offsetof(zf_generate_params, n_logprobs) == 64, "zf_generate_params layout is part of the ABI");
-static_assert(sizeof(zf_generate_params) == 96 && offsetof(zf_generate_params, constraint) == 72 &&
+static_assert(offsetof(zf_generate_params, constraint) == 72 &&
                   offsetof(zf_generate_params, constraint_kind) == 80 && offsetof(zf_generate_params, reserved2) == 84 &&
-                  offsetof(zf_generate_params, constraint_trigger) == 88,
+                  offsetof(zf_generate_params, constraint_trigger) == 88 &&
+                  offsetof(zf_generate_params, draft_max) == 96 && sizeof(zf_generate_params) == 104,
               "zf_generate_params layout is part of the ABI");
+static_assert(ZF_MAX_DRAFT + 1 == zf::rt::Session::kMaxVerify, "a draft and the token before it fit one verification");
 static_assert(ZF_CONSTRAINT_JSON_SCHEMA == int32_t(zf::rt::ConstraintKind::kJsonSchema) &&
                   ZF_CONSTRAINT_REGEX == int32_t(zf::rt::ConstraintKind::kRegex) &&
                   ZF_CONSTRAINT_CHOICE == int32_t(zf::rt::ConstraintKind::kChoice) &&
                   ZF_CONSTRAINT_LARK == int32_t(zf::rt::ConstraintKind::kLark),
               "ZF_CONSTRAINT_* match the runtime");
-static_assert(sizeof(zf_generate_result) == 32, "zf_generate_result layout is part of the ABI");
+static_assert(sizeof(zf_generate_result) == 40 && offsetof(zf_generate_result, n_drafted) == 32,
+              "zf_generate_result layout is part of the ABI");
 static_assert(sizeof(zf_token_logprob) == 8 && offsetof(zf_token_logprob, logprob) == 4,
               "zf_token_logprob layout is part of the ABI");
 static_assert(sizeof(zf_token_logprob) == sizeof(zf::rt::TokenLogprob) &&
@@ -98,6 +102,11 @@ zf_status ToOptions(const zf_generate_params* params, zf::rt::GenerateOptions* o
   if (p.constraint_trigger != nullptr && p.constraint_kind == ZF_CONSTRAINT_NONE) {
     return Fail(ZF_ERR_INVALID_ARGUMENT, "params->constraint_trigger is set without a constraint");
   }
+  if (p.draft_max < 0 || p.draft_max > ZF_MAX_DRAFT || p.draft_min < 0 || p.draft_min > ZF_MAX_DRAFT) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "params->draft_max and draft_min must be within 0.." +
+                                             std::to_string(ZF_MAX_DRAFT) + ", got " + std::to_string(p.draft_max) +
+                                             " and " + std::to_string(p.draft_min));
+  }
   if (p.n_logprobs < 0 || p.n_logprobs > ZF_MAX_LOGPROBS) {
     return Fail(ZF_ERR_INVALID_ARGUMENT, "params->n_logprobs " + std::to_string(p.n_logprobs) + " is outside 0.." +
                                              std::to_string(ZF_MAX_LOGPROBS));
@@ -125,6 +134,8 @@ zf_status ToOptions(const zf_generate_params* params, zf::rt::GenerateOptions* o
   out->constraint_kind = zf::rt::ConstraintKind(p.constraint_kind);
   if (p.constraint != nullptr) out->constraint = p.constraint;
   if (p.constraint_trigger != nullptr) out->constraint_trigger = p.constraint_trigger;
+  out->draft.max = p.draft_max;
+  out->draft.min = std::max(1, p.draft_min);
   return ZF_OK;
 }
 
@@ -142,6 +153,8 @@ void CopyResult(const zf::rt::GenerateResult& r, zf_generate_result* out) {
   res.n_generated = r.n_generated;
   res.prompt_ms = r.prompt_ms;
   res.decode_ms = r.decode_ms;
+  res.n_drafted = r.n_drafted;
+  res.n_accepted = r.n_accepted;
   std::memcpy(out, &res, res.struct_size);
 }
 

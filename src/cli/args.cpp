@@ -62,6 +62,16 @@ const Flag kFlags[] = {
      [](Options& o, const std::string& f, const std::string& v) { o.repeat_last_n = I32(f, v, 0); }},
     {"--stop", nullptr, "STR", kSample, "stop when STR is generated (repeatable)",
      [](Options& o, const std::string&, const std::string& v) { o.stop.push_back(v); }},
+    {"--lookup", nullptr, nullptr, kSample,
+     "speculative decoding by prompt lookup (same output; faster when the answer repeats the "
+     "prompt); drafts up to --draft-max tokens, 8 unless given",
+     [](Options& o, const std::string&, const std::string&) {
+       if (o.draft_max == 0) o.draft_max = 8;
+     }},
+    {"--draft-max", nullptr, "N", kSample, "tokens drafted per step at most (1..16; turns --lookup on)",
+     [](Options& o, const std::string& f, const std::string& v) { o.draft_max = int32_t(ParseInt(f, v, 1, 16)); }},
+    {"--draft-min", nullptr, "N", kSample, "no draft when fewer tokens are found (default 1)",
+     [](Options& o, const std::string& f, const std::string& v) { o.draft_min = int32_t(ParseInt(f, v, 0, 16)); }},
     {"--threads", "-t", "N", kSample, "CPU threads (0 = physical cores)",
      [](Options& o, const std::string& f, const std::string& v) { o.threads = I32(f, v, 0); }},
     {"--ctx", "-c", "N", kSample, "context length in tokens (0 = min(training, 4096))",

@@ -60,6 +60,8 @@ int RunGenerate(const Options& opts) {
                                 .Num("prefill_tok_s", TokPerSec(r.n_prompt, r.prompt_ms))
                                 .Num("decode_tok_s", TokPerSec(r.n_generated, r.decode_ms))
                                 .Str("stop_reason", StopReasonName(r.stop_reason))
+                                .Int("drafted_tokens", r.n_drafted)
+                                .Int("accepted_tokens", r.n_accepted)
                                 .Done();
     std::printf("%s\n", obj.c_str());
   } else {

@@ -57,6 +57,8 @@ zf_generate_params MakeGenerateParams(const Options& opts, std::vector<const cha
   if (opts.seed) gp.seed = *opts.seed;
   if (opts.no_special) gp.flags |= ZF_GENERATE_NO_SPECIAL;
   if (opts.ignore_eos) gp.flags |= ZF_GENERATE_IGNORE_EOS;
+  gp.draft_max = opts.draft_max;
+  gp.draft_min = opts.draft_min;
   stop_ptrs->clear();
   for (const std::string& s : opts.stop) stop_ptrs->push_back(s.c_str());
   gp.stop = stop_ptrs->empty() ? nullptr : stop_ptrs->data();
@@ -82,6 +84,10 @@ void PrintSummary(const zf_generate_result& r) {
   std::fprintf(stderr, "prompt %d tok, generated %d tok, prefill %.1f tok/s, decode %.1f tok/s, stop: %s\n",
                static_cast<int>(r.n_prompt), static_cast<int>(r.n_generated), TokPerSec(r.n_prompt, r.prompt_ms),
                TokPerSec(r.n_generated, r.decode_ms), StopReasonName(r.stop_reason));
+  if (r.n_drafted > 0) {
+    std::fprintf(stderr, "drafts: %d tok drafted, %d accepted (%.0f%%)\n", static_cast<int>(r.n_drafted),
+                 static_cast<int>(r.n_accepted), 100.0 * r.n_accepted / r.n_drafted);
+  }
 }
 
 bool OpenModelAndSession(const Options& opts, ModelPtr* model, SessionPtr* session) {

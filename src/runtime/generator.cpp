@@ -47,7 +47,9 @@ Status Generation::EvalWithDraft(bool* drafted) {
   spec_tokens_[0] = last_token_;
   spec_logits_.resize(spec_tokens_.size() * size_t(session_.model().desc().n_vocab));
   spec_base_ = session_.n_past();
+  const auto t0 = std::chrono::steady_clock::now();
   ZF_RETURN_IF_ERROR(session_.EvalEvery(spec_tokens_.data(), spec_tokens_.size(), spec_logits_.data()));
+  spec_ms_ = MsSince(t0);
   spec_ = true;
   spec_pos_ = 0;
   result_.n_drafted += n;
@@ -59,7 +61,7 @@ void Generation::Settle() {
   if (!spec_) return;
   const int32_t proposed = int32_t(spec_tokens_.size()) - 1;
   const int32_t accepted = std::min(proposed, spec_pos_ + (last_in_kv_ ? 1 : 0));
-  draft_len_.Report(proposed, accepted);
+  draft_len_.Report(proposed, accepted, spec_ms_);
   result_.n_accepted += accepted;
   // Keep last_token_'s predecessors: the current row's position is the session's last.
   const size_t keep = size_t(spec_base_) + size_t(spec_pos_) + 1;
@@ -219,8 +221,9 @@ Status Generation::Next(std::string* piece, int32_t* token, bool* done) {
         bool drafted = false;
         Status s = EvalWithDraft(&drafted);
         if (s.ok() && !drafted) {
-          draft_len_.Step();
+          const auto ts = std::chrono::steady_clock::now();
           s = Eval(&last_token_, 1);
+          draft_len_.Step(MsSince(ts));
         }
         if (s.code() == Code::kCancelled) {
           session_.pending().push_back(last_token_);

@@ -131,6 +131,7 @@ class Generation {
   bool spec_ = false;
   bool last_in_kv_ = false;  // last_token_ is an accepted draft (its KV row is there)
   int32_t spec_base_ = 0, spec_pos_ = 0;
+  double spec_ms_ = 0;  // the verification's time (the draft length weighs it)
   std::vector<int32_t> spec_tokens_;
   std::vector<float> spec_logits_;
 };

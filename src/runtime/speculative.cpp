@@ -6,10 +6,9 @@
 namespace zf::rt {
 namespace {
 
-constexpr float kRateDecay = 0.8f;   // weight of the past in the acceptance average
-constexpr float kPauseBelow = 0.2f;  // an average acceptance below this pauses drafting...
-constexpr int32_t kPauseTokens = 32; // ...for this many tokens
-constexpr int32_t kWarmRounds = 4;   // rounds before the average is trusted
+constexpr double kDecay = 0.7;        // weight of the past in the acceptance counts
+constexpr double kWorthIt = 1.1;      // least expected speed-up worth drafting for
+constexpr double kProbeAcceptance = 0.6;
 
 }  // namespace
 
@@ -30,24 +29,45 @@ int32_t LookupDraft(const int32_t* seq, size_t n, const DraftOptions& o, int32_t
   return 0;
 }
 
-DraftLength::DraftLength(const DraftOptions& o) : o_(o), len_(std::min(o.max, std::max(o.min, 4))) {}
+DraftLength::DraftLength(const DraftOptions& o) : o_(o) { Choose(); }
 
-int32_t DraftLength::Next() const { return o_.max <= 0 || paused_ > 0 ? 0 : len_; }
-
-void DraftLength::Report(int32_t proposed, int32_t accepted) {
-  if (proposed <= 0) return;
-  rate_ = kRateDecay * rate_ + (1.0f - kRateDecay) * float(accepted) / float(proposed);
-  ++rounds_;
-  len_ = accepted == proposed ? std::min(o_.max, len_ + 2) : std::max(std::max(1, o_.min), accepted + 1);
-  if (rounds_ >= kWarmRounds && rate_ < kPauseBelow) {
+void DraftLength::Choose() {
+  best_ = 0;
+  if (o_.max <= 0) return;
+  double best_ratio = 0.0, tokens = 1.0, pk = 1.0;
+  for (int32_t k = 1; k <= o_.max; ++k) {
+    pk *= p_;
+    tokens += pk;  // E(k)
+    const double ratio = tokens / (1.0 + beta_ * k);
+    if (k >= std::max(1, o_.min) && ratio > best_ratio) {
+      best_ratio = ratio;
+      best_ = k;
+    }
+  }
+  if (best_ratio < kWorthIt) {
+    best_ = 0;
     paused_ = kPauseTokens;
-    rate_ = 0.5f;  // a fresh start after the pause
-    rounds_ = 0;
+    // After the pause, probe again as if drafts had a fair chance.
+    p_ = std::max(p_, kProbeAcceptance);
+    kept_ = failed_ = 0.0;
   }
 }
 
-void DraftLength::Step() {
-  if (paused_ > 0) --paused_;
+void DraftLength::Report(int32_t proposed, int32_t accepted, double verify_ms) {
+  if (proposed <= 0) return;
+  kept_ = kDecay * kept_ + accepted;
+  failed_ = kDecay * failed_ + (accepted < proposed ? 1.0 : 0.0);
+  p_ = (kept_ + 0.5) / (kept_ + failed_ + 1.0);  // a kept token is a success, a rejection a failure
+  if (step_ms_ > 0.0) {
+    const double seen = (verify_ms / step_ms_ - 1.0) / proposed;
+    beta_ = std::min(2.0, std::max(0.02, 0.7 * beta_ + 0.3 * seen));
+  }
+  Choose();
+}
+
+void DraftLength::Step(double step_ms) {
+  step_ms_ = step_ms_ == 0.0 ? step_ms : 0.8 * step_ms_ + 0.2 * step_ms;
+  if (paused_ > 0 && --paused_ == 0) Choose();
 }
 
 }  // namespace zf::rt

@@ -24,25 +24,36 @@ struct DraftOptions {
 // the number of tokens written (0: no match).
 int32_t LookupDraft(const int32_t* seq, size_t n, const DraftOptions& o, int32_t max, int32_t* out);
 
-// The draft length, following the acceptance: longer after a fully accepted draft, cut to what
-// was accepted otherwise; paused for a while when drafts keep failing (a rejected draft costs
-// its rows in the verification step).
+// The draft length, chosen by expected speed-up: a draft of k tokens yields
+// E(k) = 1 + p + ... + p^k tokens per verification (p: the estimated chance that a drafted
+// token is kept) and costs 1 + beta * k one-token steps (beta: the measured extra cost of a
+// verified row; the weights are read once, but each row still costs compute, more so on small
+// models). The k maximizing E(k) / (1 + beta k) is drafted; when no k is worth it drafting pauses
+// for kPauseTokens plain steps and then probes again.
 class DraftLength {
  public:
+  static constexpr int32_t kPauseTokens = 32;
   explicit DraftLength(const DraftOptions& o);
   // Tokens to draft now (0 = do not speculate this step).
-  int32_t Next() const;
-  // One verification: `proposed` drafted tokens, of which `accepted` were kept.
-  void Report(int32_t proposed, int32_t accepted);
-  // A token generated without speculation (counts down a pause).
-  void Step();
+  int32_t Next() const { return paused_ > 0 ? 0 : best_; }
+  // One verification of `proposed` drafted tokens (`accepted` kept) that took verify_ms.
+  void Report(int32_t proposed, int32_t accepted, double verify_ms);
+  // A one-token step without a draft that took step_ms (counts down a pause).
+  void Step(double step_ms);
+
+  double acceptance() const { return p_; }
+  double row_cost() const { return beta_; }
 
  private:
+  void Choose();
+
   DraftOptions o_;
-  int32_t len_;
-  float rate_ = 1.0f;   // moving average of accepted / proposed
-  int32_t rounds_ = 0;
-  int32_t paused_ = 0;  // tokens left before drafting again
+  double kept_ = 0.0, failed_ = 0.0;  // decayed counts of kept tokens and of rejections
+  double p_ = 0.7;                    // optimistic until measured
+  double beta_ = 0.3;
+  double step_ms_ = 0.0;              // moving average of a one-token step (0 = not yet seen)
+  int32_t best_ = 0;
+  int32_t paused_ = 0;
 };
 
 }  // namespace zf::rt

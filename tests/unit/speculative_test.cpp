@@ -38,21 +38,29 @@ TEST(LookupDraft, ContinuesTheLatestEarlierOccurrence) {
   EXPECT_EQ(rt::LookupDraft(two.data(), two.size(), o, 0, out), 0);
 }
 
-TEST(DraftLength, GrowsOnSuccessShrinksOnFailurePausesWhenUseless) {
+TEST(DraftLength, FollowsTheExpectedSpeedUp) {
   rt::DraftOptions o;
   o.max = 10;
   rt::DraftLength d(o);
-  EXPECT_EQ(d.Next(), 4);
-  d.Report(4, 4);
-  EXPECT_EQ(d.Next(), 6);
-  d.Report(6, 2);
-  EXPECT_EQ(d.Next(), 3);
-  for (int i = 0; i < 8; ++i) d.Report(d.Next(), 0);
-  EXPECT_EQ(d.Next(), 0) << "drafts that keep failing pause drafting";
-  for (int i = 0; i < 40; ++i) d.Step();
+  const int32_t first = d.Next();
+  EXPECT_GT(first, 0) << "an optimistic start probes";
+  d.Step(10.0);  // a one-token step: 10 ms
+  // Drafts fully kept at a low row cost: longer drafts.
+  for (int i = 0; i < 6; ++i) d.Report(d.Next(), d.Next(), 10.0 * (1.0 + 0.05 * d.Next()));
+  EXPECT_GT(d.acceptance(), 0.8);
+  EXPECT_GE(d.Next(), 8);
+  // Drafts that keep failing: paused, then probed again after kPauseTokens plain steps.
+  for (int i = 0; i < 30 && d.Next() > 0; ++i) d.Report(d.Next(), 0, 10.0 * (1.0 + 0.05 * d.Next()));
+  EXPECT_EQ(d.Next(), 0);
+  for (int i = 0; i < rt::DraftLength::kPauseTokens; ++i) d.Step(10.0);
   EXPECT_GT(d.Next(), 0);
-  rt::DraftOptions off;
-  EXPECT_EQ(rt::DraftLength(off).Next(), 0);
+  // Rows that cost as much as a whole step: speculation cannot pay unless nearly every draft is
+  // kept.
+  rt::DraftLength costly(o);
+  costly.Step(10.0);
+  for (int i = 0; i < 12 && costly.Next() > 0; ++i) costly.Report(costly.Next(), costly.Next() / 2, 10.0 * (1.0 + costly.Next()));
+  EXPECT_EQ(costly.Next(), 0);
+  EXPECT_EQ(rt::DraftLength(rt::DraftOptions()).Next(), 0) << "max 0: off";
 }
 
 struct Out {

@@ -543,6 +543,31 @@ def test_queue_full_auth_and_drain():
         s.stop()
 
 
+def test_lookup_speculation():
+    # --lookup drafts from the prompt: a copying answer is the CLI's (non-speculative) answer
+    # token for token, drafts are counted in /metrics, a request's "speculative.n_max": 0 opts out
+    # and an out-of-range one is a 400.
+    s = Server("--parallel", "1", "--lookup")
+    try:
+        text = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma"
+        prompt = "Repeat the list exactly.\nList: " + text + "\nList: " + text + "\nList: alpha beta"
+        st, _, r = s.post("/v1/completions", {"prompt": prompt, "max_tokens": 24, "temperature": 0})
+        assert st == 200, r
+        ref = cli_generate(prompt, 24)
+        assert r["choices"][0]["text"] == ref["text"], (r["choices"][0]["text"], ref["text"])
+        m = s.metrics()
+        print("    %d drafted, %d accepted" % (m["zerfoo:draft_tokens_total"], m["zerfoo:draft_accepted_tokens_total"]))
+        assert m["zerfoo:draft_accepted_tokens_total"] > 0, m
+        st, _, r = s.post("/v1/completions", {"prompt": prompt, "max_tokens": 24, "temperature": 0,
+                                              "speculative.n_max": 0})
+        assert st == 200 and r["choices"][0]["text"] == ref["text"], r
+        assert s.metrics()["zerfoo:draft_tokens_total"] == m["zerfoo:draft_tokens_total"]
+        st, _, r = s.post("/v1/completions", {"prompt": prompt, "max_tokens": 4, "speculative.n_max": 17})
+        assert st == 400 and "speculative.n_max" in r["error"]["message"], r
+    finally:
+        s.stop()
+
+
 def test_grace_cancels():
     s = Server("--parallel", "1", "--grace", "1")
     try:
@@ -806,7 +831,8 @@ def main():
         rc = shared.stop()
     if rc != 0:
         failed.append("shared server exit code %s" % rc)
-    for t in [test_tools_and_reasoning, test_queue_full_auth_and_drain, test_grace_cancels, test_startup_errors]:
+    for t in [test_tools_and_reasoning, test_lookup_speculation, test_queue_full_auth_and_drain, test_grace_cancels,
+              test_startup_errors]:
         run(t, failed)
     print("serve tests: %d failed, %.1f s" % (len(failed), time.time() - t_all))
     if failed:

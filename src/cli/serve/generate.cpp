@@ -95,6 +95,8 @@ zf_status Generate(Slot* slot, const Request& r, const EmitFn& emit, Clock::time
   out->stop_reason = out->client_gone ? ZF_STOP_CALLBACK : res.stop_reason;
   out->n_generated = res.n_generated;
   metrics->n_gen_tokens += uint64_t(res.n_generated);
+  metrics->n_drafted += uint64_t(res.n_drafted);
+  metrics->n_draft_accepted += uint64_t(res.n_accepted);
   metrics->n_prompt_tokens += r.prompt.size();
   // What the session now holds (KV cache + a pending token), for the next request's choice.
   size_t n_hist = 0;

@@ -61,6 +61,9 @@ std::string PrometheusText(const ServeMetrics& c, const ServeGauges& g) {
   counter("zerfoo:generation_tokens_total", "Tokens generated.", c.n_gen_tokens.load());
   counter("zerfoo:prompt_tokens_total", "Prompt tokens of completed requests.", c.n_prompt_tokens.load());
   counter("zerfoo:prompt_tokens_cached_total", "Prompt tokens reused from a slot's cache.", c.n_prompt_cached.load());
+  counter("zerfoo:draft_tokens_total", "Tokens drafted by speculative decoding (--lookup).", c.n_drafted.load());
+  counter("zerfoo:draft_accepted_tokens_total", "Drafted tokens kept (each spared a decode step).",
+          c.n_draft_accepted.load());
   const zf_cache_info& pc = g.prefix_cache;
   counter("zerfoo:prefix_cache_hit_tokens_total", "Prompt tokens copied from the model's prefix cache.", pc.hit_tokens);
   counter("zerfoo:prefix_cache_evicted_blocks_total", "Prefix cache blocks dropped for its bound.", pc.evicted_blocks);

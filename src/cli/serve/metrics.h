@@ -33,6 +33,7 @@ struct ServeMetrics {
   ServeMetrics();
   std::atomic<uint64_t> n_requests_ok{0}, n_requests_err{0}, n_rejected{0}, n_cancelled{0};
   std::atomic<uint64_t> n_prompt_tokens{0}, n_gen_tokens{0}, n_prompt_cached{0};
+  std::atomic<uint64_t> n_drafted{0}, n_draft_accepted{0};
   Histogram ttft, itl, e2e;
 };
 

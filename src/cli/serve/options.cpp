@@ -41,6 +41,11 @@ const char kServeHelp[] =
     "      --fast-prefill        prefill with the multi-token kernels: faster, but results\n"
     "                            depend on chunking in the last bits, so prompt caching is off\n"
     "                            unless --cache-prompt is given and the prefix cache is unused\n"
+    "      --lookup              speculative decoding by prompt lookup (same answers; faster when\n"
+    "                            they repeat the prompt; slots that share decode steps, -np > 1\n"
+    "                            without --no-batch, do not draft); a request's\n"
+    "                            \"speculative.n_max\": 0 opts out\n"
+    "      --draft-max N         tokens drafted per step at most (1..16, default 8 with --lookup)\n"
     "      --device DEV          auto, cpu or cuda (default auto)\n"
     "  -v, --verbose             log requests and library INFO messages\n"
     "  -h, --help                show this help\n";
@@ -67,6 +72,8 @@ ServeOptions ParseServeArgs(int argc, char** argv, int first) {
     else if (name == "--cache-prompt") o.cache_prompt = cache_prompt_given = true;
     else if (name == "--no-cache-prompt") o.cache_prompt = false;
     else if (name == "--fast-prefill") o.fast_prefill = true;
+    else if (name == "--lookup") o.draft_max = o.draft_max == 0 ? 8 : o.draft_max;
+    else if (name == "--draft-max") o.draft_max = int(ParseInt(name, val(), 1, ZF_MAX_DRAFT));
     else if (name == "--prefix-cache-mib") o.prefix_cache_mib = int(ParseInt(name, val(), -1, 1 << 20));
     else if (name == "--no-batch") o.batch = false;
     else if (name == "-m" || name == "--model") o.model = val();

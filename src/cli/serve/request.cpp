@@ -289,6 +289,16 @@ Request ParseCompletion(const std::string& text, bool chat, const RequestContext
     if (!body["ignore_eos"].is_boolean()) throw BadRequest("invalid_type", "'ignore_eos' must be a boolean");
     if (body["ignore_eos"].get<bool>()) r.gp.flags |= ZF_GENERATE_IGNORE_EOS;
   }
+  // Speculative decoding (--lookup): llama-server's per-request "speculative.n_max" / ".n_min"
+  // override the server's draft length (0 opts out); the output is the same either way.
+  r.gp.draft_max = ctx.draft_max;
+  for (const char* key : {"speculative.n_max", "speculative.n_min"}) {
+    if (!GetNumber(body, key, &k)) continue;
+    if (k < 0 || k > ZF_MAX_DRAFT) {
+      throw BadRequest("invalid_value", std::string("'") + key + "' must be in [0, " + std::to_string(ZF_MAX_DRAFT) + "]");
+    }
+    (std::string(key) == "speculative.n_max" ? r.gp.draft_max : r.gp.draft_min) = int32_t(k);
+  }
   r.cache_prompt = ctx.cache_prompt;
   if (body.contains("cache_prompt") && !body["cache_prompt"].is_null()) {  // llama-server's extension
     if (!body["cache_prompt"].is_boolean()) throw BadRequest("invalid_type", "'cache_prompt' must be a boolean");

@@ -48,6 +48,7 @@ struct RequestContext {
   int32_t n_vocab;           // token-id prompts must lie below it
   int n_ctx;                 // the prompt plus one token must fit
   std::string chat_template;  // --chat-template-file's text, "" for the model's
+  int32_t draft_max = 0;      // --draft-max / --lookup: prompt-lookup drafts (0 = off)
 };
 
 // The chat fields of a body (tools, tool_choice, parallel_tool_calls, reasoning_format,

@@ -98,7 +98,7 @@ bool Server::Ready(httplib::Response& res) {
 }
 
 RequestContext Server::Context() const {
-  return RequestContext{model_.get(), o_.alias, o_.cache_prompt, info_.n_vocab, n_ctx_, o_.chat_template};
+  return RequestContext{model_.get(), o_.alias, o_.cache_prompt, info_.n_vocab, n_ctx_, o_.chat_template, o_.draft_max};
 }
 
 void Server::HandleCompletion(const httplib::Request& req, httplib::Response& res, bool chat) {

@@ -125,12 +125,9 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
   ZF_RETURN_IF_ERROR(fwd.status());
   // A step of one input attends on the step's own threads.
   ZF_RETURN_IF_ERROR(be->InitKv(d.n_layer, longest, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16));
-  std::vector<std::unique_ptr<engine::Backend>> kv(step_inputs > 1 ? size_t(step_inputs) : 0);
-  for (auto& k : kv) {
-    ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(1, &k));
-    ZF_RETURN_IF_ERROR(k->InitKv(d.n_layer, longest, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16));
-  }
-
+  // Caches of the inputs of a step, each sized to its input: a step holds at most
+  // step_tokens rows of KV in all, whatever the inputs' lengths.
+  std::vector<std::unique_ptr<engine::Backend>> kv;
   const int32_t E = d.n_embd;
   std::vector<int32_t> tokens;
   std::vector<model::Forward::Seq> seqs;
@@ -144,11 +141,18 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
     while (last < inputs.size() && seqs.size() < size_t(step_inputs) &&
            (seqs.empty() || tokens.size() + inputs[last].size() <= size_t(step_tokens))) {
       const std::vector<int32_t>& in = inputs[last];
-      seqs.push_back({kv.empty() ? be.get() : kv[seqs.size()].get(), 0, int32_t(in.size()), nullptr, nullptr, fwd.rope_factors()});
+      seqs.push_back({be.get(), 0, int32_t(in.size()), nullptr, nullptr, fwd.rope_factors()});
       tokens.insert(tokens.end(), in.begin(), in.end());
       ++last;
     }
-    if (seqs.size() == 1) seqs[0].kv = be.get();
+    if (seqs.size() > 1) {
+      kv.resize(seqs.size());
+      for (size_t i = 0; i < seqs.size(); ++i) {
+        ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(1, &kv[i]));
+        ZF_RETURN_IF_ERROR(kv[i]->InitKv(d.n_layer, seqs[i].n, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16));
+        seqs[i].kv = kv[i].get();
+      }
+    }
     fwd.RunHidden(tokens.data(), seqs.data(), int32_t(seqs.size()), hidden.data());
     ZF_RETURN_IF_ERROR(be->TakeError());
     const size_t n_seq = seqs.size();

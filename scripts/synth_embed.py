@@ -7,6 +7,9 @@ tokenizer, for the embedding goldens (tests/capi/embed_test.cpp, doc/embeddings.
   bert-f32.gguf, bert-q8_0.gguf   BGE-style BERT (pooling cls), the bert-bge WordPiece vocabulary
   bert-rank-f32.gguf              the same with a classification head (cls, cls.output; pooling rank)
 
+  --bench: bert-base-q8_0.gguf and bert-base-f32.gguf in BERT-base's shape (12 layers, 768 wide,
+  12 heads, FFN 3072: 110M parameters) for timing, never in the tests.
+
 Weights and the GGUF writer come from scripts/synth_families.py (deterministic per file name).
 """
 import argparse
@@ -23,6 +26,7 @@ import synth_families as sf  # noqa: E402
 Q = sf.Q
 # bge-micro-like but small: 2 layers, E 128, 4 heads, FFN 512, 512 positions, 2 token types.
 H = dict(arch="bert", E=128, L=2, H=4, F=512, ctx=512, eps=1e-12)
+BASE = dict(arch="bert", E=768, L=12, H=12, F=3072, ctx=512, eps=1e-12)
 
 
 def kv_bool(key, v):
@@ -82,10 +86,16 @@ def synth(out_dir, name, quant, rank, tok):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out_dir")
+    ap.add_argument("--bench", action="store_true")
     ap.add_argument("--vocab-dir", default=os.path.expanduser("~/.cache/zerfoo/reference/vocab-0.3.36"))
     a = ap.parse_args()
     os.makedirs(a.out_dir, exist_ok=True)
     tok = sf.read_tokenizer_kv(os.path.join(a.vocab_dir, "ggml-vocab-bert-bge.gguf"))
+    if a.bench:
+        H.update(BASE)
+        synth(a.out_dir, "bert-base", "q8_0", False, tok)
+        synth(a.out_dir, "bert-base", "f32", False, tok)
+        return
     synth(a.out_dir, "bert", "f32", False, tok)
     synth(a.out_dir, "bert", "q8_0", False, tok)
     synth(a.out_dir, "bert-rank", "f32", True, tok)

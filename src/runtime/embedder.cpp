@@ -19,6 +19,11 @@ using model::Pooling;
 // per step: the prefill GEMM's sweet spot, and a bound on the KV caches held at once.
 constexpr int32_t kStepTokens = 512;
 constexpr int32_t kStepInputs = 64;
+// An input's vector must not depend on what else is in its call. The CPU engine multiplies
+// steps of fewer than 8 rows row by row (another activation quantization than its prefill GEMM,
+// which then differs visibly on 4-bit weights); a shorter step is padded with a dummy input up
+// to this many rows, so every step takes the GEMM, whose rows do not depend on one another.
+constexpr int32_t kMinStepRows = 8;
 
 // One input's vector from its rows h [n, E] of the final states.
 void Pool(Pooling p, const float* h, int32_t n, int32_t E, float* out) {
@@ -118,10 +123,11 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
   const int32_t threads = std::min(o.n_threads > 0 ? o.n_threads : model.default_threads(), 256);
   const int32_t step_tokens = std::max(kStepTokens, longest);
   const int32_t step_inputs = int32_t(std::min<size_t>(size_t(kStepInputs), inputs.size()));
+  const int32_t max_seqs = step_inputs + 1;  // and a padding input
   std::unique_ptr<engine::Backend> be;
   ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(threads, &be));
   if (!be->HostActivations()) return Unsupported("embeddings need an engine computing in host memory");
-  model::Forward fwd(model, *be, step_tokens, longest, step_inputs);
+  model::Forward fwd(model, *be, step_tokens, longest, max_seqs);
   ZF_RETURN_IF_ERROR(fwd.status());
   // A step of one input attends on the step's own threads.
   ZF_RETURN_IF_ERROR(be->InitKv(d.n_layer, longest, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16));
@@ -145,6 +151,12 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
       tokens.insert(tokens.end(), in.begin(), in.end());
       ++last;
     }
+    const size_t n_seq = seqs.size();  // the real inputs; a padding one may follow
+    if (tokens.size() < size_t(kMinStepRows)) {
+      const int32_t pad = kMinStepRows - int32_t(tokens.size());
+      seqs.push_back({be.get(), 0, pad, nullptr, nullptr, fwd.rope_factors()});
+      tokens.insert(tokens.end(), size_t(pad), 0);
+    }
     if (seqs.size() > 1) {
       kv.resize(seqs.size());
       for (size_t i = 0; i < seqs.size(); ++i) {
@@ -155,7 +167,6 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
     }
     fwd.RunHidden(tokens.data(), seqs.data(), int32_t(seqs.size()), hidden.data());
     ZF_RETURN_IF_ERROR(be->TakeError());
-    const size_t n_seq = seqs.size();
     if (pooling == Pooling::kRank) {
       // The classifier reads each input's first state (its [CLS]).
       pooled.resize(n_seq * size_t(E));

@@ -3,7 +3,7 @@
 position embeddings, LayerNorm, post-LN layers with bidirectional attention and a tanh-GELU
 FFN, no output norm; pooling and the rank head of build_pooling; L2 normalization as
 llama-embedding's default) in float64, on the F32 files of scripts/synth_embed.py. Writes
-tests/data/golden/embeddings/NAME.json like record_embedding_goldens.py, with "reference":
+tests/data/golden/embeddings/numpy-NAME.json like record_embedding_goldens.py, with "reference":
 "numpy", for where llama.cpp's llama-embedding is not built. Token ids come from libzerfoo's
 WordPiece (exact against llama.cpp's bert-bge test vectors; tests/unit/tokenizer_test.cpp).
 
@@ -102,7 +102,7 @@ def main(libpath, models):
         # llama-embedding's rank input "query<TAB>doc" is "query[SEP]doc" with special tokens added.
         ids = tokenize(lib, path, [t.replace("\t", "[SEP]") for t in texts])
         vecs = [pool(kv, W, forward(kv, W, t), pooling).astype(np.float32).tolist() for t in ids]
-        with open(os.path.join(out_dir, name + ".json"), "w") as f:
+        with open(os.path.join(out_dir, "numpy-" + name + ".json"), "w") as f:
             json.dump({"file": fname, "pooling": pooling, "texts": texts, "tokens": ids, "embeddings": vecs,
                        "reference": "numpy (scripts/reference/bert_numpy.py)"}, f, ensure_ascii=False)
             f.write("\n")

@@ -376,6 +376,20 @@ TEST_P(EmbedGolden, MatchesLlamaCpp) {
   std::vector<std::string> texts = j["texts"].get<std::vector<std::string>>();
   std::vector<std::vector<float>> want = j["embeddings"].get<std::vector<std::vector<float>>>();
   ASSERT_EQ(texts.size(), want.size());
+  if (j.contains("tokens")) {  // the reference's token ids (rank: "query<TAB>doc" as query[SEP]doc)
+    for (size_t i = 0; i < texts.size(); ++i) {
+      std::string t = texts[i];
+      const size_t tab = t.find('\t');
+      if (tab != std::string::npos) t = t.substr(0, tab) + "[SEP]" + t.substr(tab + 1);
+      std::vector<int32_t> ids(4096);
+      size_t n = 0;
+      ASSERT_EQ(zf_tokenize(m.get(), t.data(), t.size(), ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL, ids.data(),
+                            ids.size(), &n),
+                ZF_OK);
+      ids.resize(n);
+      EXPECT_EQ(ids, j["tokens"][i].get<std::vector<int32_t>>()) << texts[i];
+    }
+  }
   size_t dim = 0;
   std::vector<float> got;
   if (rank) {
@@ -406,9 +420,9 @@ TEST_P(EmbedGolden, MatchesLlamaCpp) {
 
 INSTANTIATE_TEST_SUITE_P(
     Reference, EmbedGolden,
-    ::testing::Values(Golden{"bert-f32-cls", "bert-f32", ZF_POOLING_DEFAULT, 0.9999},
-                      Golden{"bert-f32-mean", "bert-f32", ZF_POOLING_MEAN, 0.9999},
-                      Golden{"bert-rank-f32-rank", "bert-rank-f32", ZF_POOLING_DEFAULT, 0.0}),
+    ::testing::Values(Golden{"numpy-bert-f32-cls", "bert-f32", ZF_POOLING_DEFAULT, 0.9999},
+                      Golden{"numpy-bert-f32-mean", "bert-f32", ZF_POOLING_MEAN, 0.9999},
+                      Golden{"numpy-bert-rank-f32-rank", "bert-rank-f32", ZF_POOLING_DEFAULT, 0.0}),
     [](const ::testing::TestParamInfo<Golden>& i) {
       std::string n = i.param.json;
       for (char& c : n) if (c == '-') c = '_';

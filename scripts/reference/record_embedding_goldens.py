@@ -20,7 +20,7 @@ RANK_PAIRS = [("what is a panda?", "The giant panda is a bear native to China.")
 
 def run(tool, model, pooling, prompts, extra=()):
     cmd = [tool, "-m", model, "--pooling", pooling, "--embd-output-format", "array", "-c", "2048", "-b", "2048",
-           "-ub", "2048", "-t", "2", "--embd-separator", "<#sep#>", "-p", "<#sep#>".join(prompts), *extra]
+           "-ub", "2048", "-t", "2", "--embd-separator", "<#sep#>", *extra, "-p", "<#sep#>".join(prompts)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     start = out.index("[[")
     vecs = json.loads(out[start:out.rindex("]]") + 2])
@@ -41,7 +41,13 @@ def main(build, models, smollm2):
             ("smollm2-last", smollm2, "last", TEXTS),
             ("smollm2-mean", smollm2, "mean", TEXTS)]
     for name, model, pooling, texts in jobs:
-        vecs, cmd = run(tool, model, pooling, texts)
+        if pooling == "rank":
+            # The tool normalizes n_embd values from a buffer of n_cls_out scores: no
+            # normalization, and only the scores are kept.
+            vecs, cmd = run(tool, model, pooling, texts, ("--embd-normalize", "-1"))
+            vecs = [v[:1] for v in vecs]
+        else:
+            vecs, cmd = run(tool, model, pooling, texts)
         with open(os.path.join(out_dir, name + ".json"), "w") as f:
             json.dump({"file": os.path.basename(model), "pooling": pooling, "texts": texts, "embeddings": vecs,
                        "command": cmd}, f, ensure_ascii=False)

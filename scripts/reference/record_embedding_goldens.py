@@ -22,6 +22,18 @@ def run(tool, model, pooling, prompts, extra=()):
     cmd = [tool, "-m", model, "--pooling", pooling, "--embd-output-format", "array", "-c", "2048", "-b", "2048",
            "-ub", "2048", "-t", "2", "--embd-separator", "<#sep#>", *extra, "-p", "<#sep#>".join(prompts)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    if "[[" not in out:
+        # This build prints nothing in the array format for some architectures (nomic-bert):
+        # then one prompt per run in the plain format, every value with 6 decimals.
+        vecs = []
+        for p in prompts:
+            one = cmd[:-1] + [p]
+            i = one.index("--embd-output-format")
+            del one[i:i + 2]  # the default format
+            text = subprocess.run(one, check=True, capture_output=True, text=True).stdout
+            line = next(ln for ln in text.splitlines() if ln.startswith("embedding 0:"))
+            vecs.append([float(x) for x in line.split(":", 1)[1].split()])
+        return vecs, " ".join(os.path.basename(c) if c == model else c for c in one[:-2]) + " -p ..."
     start = out.index("[[")
     vecs = json.loads(out[start:out.rindex("]]") + 2])
     assert len(vecs) == len(prompts), (len(vecs), len(prompts))
@@ -38,6 +50,7 @@ def main(build, models, smollm2):
             ("bert-q8_0-cls", os.path.join(models, "bert-q8_0.gguf"), "cls", TEXTS),
             ("bert-rank-f32-rank", os.path.join(models, "bert-rank-f32.gguf"), "rank",
              [q + "\t" + d for q, d in RANK_PAIRS]),
+            ("nomic-bert-f32-mean", os.path.join(models, "nomic-bert-f32.gguf"), "mean", TEXTS),
             ("smollm2-last", smollm2, "last", TEXTS),
             ("smollm2-mean", smollm2, "mean", TEXTS)]
     for name, model, pooling, texts in jobs:

@@ -17,6 +17,7 @@ constexpr ArchEntry kArchs[] = {
     {"granite", BuildGranite},
     {"olmo2", BuildOlmo2},
     {"bert", BuildBert},
+    {"nomic-bert", BuildNomicBert},
 };
 
 }  // namespace

@@ -429,6 +429,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Golden{"bert-f32-mean", "bert-f32", ZF_POOLING_MEAN, 0.9999},
                       Golden{"bert-q8_0-cls", "bert-q8_0", ZF_POOLING_DEFAULT, 0.999},
                       Golden{"bert-rank-f32-rank", "bert-rank-f32", ZF_POOLING_DEFAULT, 0.0},
+                      Golden{"nomic-bert-f32-mean", "nomic-bert-f32", ZF_POOLING_DEFAULT, 0.9999},
                       Golden{"smollm2-last", "smollm2", ZF_POOLING_LAST, 0.999},
                       Golden{"smollm2-mean", "smollm2", ZF_POOLING_MEAN, 0.999}),
     [](const ::testing::TestParamInfo<Golden>& i) {

@@ -960,6 +960,130 @@ ZF_API zf_status zf_session_state_save(const zf_session* session, void* buf, siz
  */
 ZF_API zf_status zf_session_state_load(zf_session* session, const void* buf, size_t len);
 
+
+/* ---------------------------------------------------------------------------------------------
+ * Embeddings and reranking (since 0.4)
+ * ------------------------------------------------------------------------------------------- */
+
+/** @name Pooling: how an input's token states become one vector (zf_embed_params::pooling).
+ * The values of the GGUF key `ARCH.pooling_type`.
+ * @{ */
+#define ZF_POOLING_DEFAULT (-1) /**< The file's `ARCH.pooling_type`; ::ZF_POOLING_LAST when the
+                                     file has none (a generative model: its last token's state
+                                     is the only one that has seen the whole input). */
+#define ZF_POOLING_NONE 0       /**< One vector per token: not supported by zf_embed(). */
+#define ZF_POOLING_MEAN 1       /**< The mean of every token's state. */
+#define ZF_POOLING_CLS 2        /**< The first token's state ([CLS] of BERT models). */
+#define ZF_POOLING_LAST 3       /**< The last token's state. */
+#define ZF_POOLING_RANK 4       /**< The first token's state through the model's classification
+                                     head (rerankers): n_cls_out scores, never normalized. */
+/** @} */
+
+#define ZF_EMBED_NO_NORMALIZE 0x1u /**< Leave vectors as pooled (default: L2-normalized). */
+
+/** Options of zf_embed() and zf_embed_tokens(). Initialize with zf_embed_params_init(). */
+typedef struct zf_embed_params {
+  uint32_t struct_size; /**< sizeof(zf_embed_params). */
+  uint32_t flags;       /**< ::ZF_EMBED_NO_NORMALIZE; other bits are rejected. */
+  int32_t pooling;      /**< ::ZF_POOLING_DEFAULT (default) or a ZF_POOLING_* value. */
+  int32_t dimensions;   /**< 0 (default): the model's hidden size; else keep the first
+                             `dimensions` values (Matryoshka-trained models), then normalize. */
+  int32_t n_threads;    /**< 0 (default): the model's thread count. */
+  uint32_t reserved;    /**< Must be 0. */
+} zf_embed_params;
+
+/**
+ * @brief Fills `params` with defaults (the model's pooling, L2 normalization, all dimensions).
+ * @param params The struct to fill.
+ * @param size sizeof(zf_embed_params) as the caller knows it.
+ * @return ::ZF_OK, or ::ZF_ERR_INVALID_ARGUMENT if params is NULL or size < 4.
+ */
+ZF_API zf_status zf_embed_params_init(zf_embed_params* params, size_t size);
+
+/**
+ * @brief Values per input that zf_embed() writes with these options: the hidden size (or
+ * `dimensions`), or for ::ZF_POOLING_RANK the number of classifier outputs. Thread-safe.
+ * @param model The model.
+ * @param params NULL for defaults.
+ * @param dim Receives the count. Required.
+ * @return ::ZF_OK; ::ZF_ERR_UNSUPPORTED (::ZF_POOLING_NONE, or rank pooling on a model
+ *         without a classification head); ::ZF_ERR_INVALID_ARGUMENT (NULL model or dim, an
+ *         unknown pooling, dimensions outside 0..hidden size, unknown flags, nonzero reserved).
+ */
+ZF_API zf_status zf_embed_dimension(const zf_model* model, const zf_embed_params* params, size_t* dim);
+
+/**
+ * @brief Embeds texts: one pooled vector per text, written one after the other into `out`
+ * (text i at out[i * dim], dim from zf_embed_dimension()). Each text is tokenized as
+ * llama.cpp's llama-embedding does (the model's special tokens added, e.g. [CLS] ... [SEP] for
+ * BERT, and special-token text parsed). The texts run as batched passes over the weights (up
+ * to 512 tokens and 64 texts per pass), each text attending only to itself (bidirectionally
+ * in encoder models such as BERT, causally in generative ones), so a text's vector does not
+ * depend on the others in the call beyond float rounding of the batched products.
+ * A generative model (no `ARCH.pooling_type` in its file) is pooled from its last hidden
+ * state after the output norm, with ::ZF_POOLING_LAST by default. CPU engine only in this
+ * version. Thread-safe: any number of calls may run on one model at once.
+ * @param model The model (not loaded with ::ZF_MODEL_VOCAB_ONLY).
+ * @param params NULL for defaults.
+ * @param texts `n` UTF-8 strings, borrowed for the call (may contain NUL).
+ * @param lens Their lengths in bytes.
+ * @param n Number of texts (0 writes nothing and sets *needed to 0).
+ * @param out Output array of floats (may be NULL when cap is 0).
+ * @param cap Capacity of `out` in floats.
+ * @param needed Optional; receives n * dim, the floats required.
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (nothing computed; retry with *needed);
+ *         ::ZF_ERR_INVALID_UTF8 (the message names the text); ::ZF_ERR_UNSUPPORTED (see
+ *         zf_embed_dimension(); a model on the CUDA engine); ::ZF_ERR_INVALID_ARGUMENT (NULL
+ *         model, texts or lens with n > 0, a text that gives no tokens or more than the
+ *         model's training context, the options as for zf_embed_dimension());
+ *         ::ZF_ERR_OUT_OF_MEMORY.
+ */
+ZF_API zf_status zf_embed(const zf_model* model, const zf_embed_params* params, const char* const* texts,
+                          const size_t* lens, size_t n, float* out, size_t cap, size_t* needed);
+
+/**
+ * @brief As zf_embed(), for inputs already tokenized (nothing is added to them).
+ * @param model The model.
+ * @param params NULL for defaults.
+ * @param tokens `n` arrays of token ids, borrowed for the call.
+ * @param n_tokens Their lengths (each at least 1).
+ * @param n Number of inputs.
+ * @param out Output array of floats (may be NULL when cap is 0).
+ * @param cap Capacity of `out` in floats.
+ * @param needed Optional; receives n * dim.
+ * @return As zf_embed(); ::ZF_ERR_INVALID_ARGUMENT also for a token id outside the vocabulary
+ *         (the message names the input and index).
+ */
+ZF_API zf_status zf_embed_tokens(const zf_model* model, const zf_embed_params* params,
+                                 const int32_t* const* tokens, const size_t* n_tokens, size_t n, float* out,
+                                 size_t cap, size_t* needed);
+
+
+/**
+ * @brief Scores documents against a query with a reranker (a model with a classification
+ * head, e.g. bge-reranker: `cls` / `cls.output` tensors, `ARCH.pooling_type` = rank). Each
+ * (query, document) pair is formatted as llama-server's /rerank formats it: the file's
+ * `tokenizer.chat_template.rerank` with {query} and {document} replaced, else
+ * [BOS] query [EOS] [SEP] document [EOS], each special token where the vocabulary asks for it
+ * (for BERT: [CLS] query [SEP] document). The pairs run batched as in zf_embed(). A score is
+ * the classifier's first output, unnormalized (higher = more relevant). Thread-safe.
+ * @param model The reranker.
+ * @param params NULL for defaults; pooling must be ::ZF_POOLING_DEFAULT or ::ZF_POOLING_RANK,
+ *        dimensions 0 and flags 0 (n_threads applies).
+ * @param query UTF-8 query, borrowed for the call.
+ * @param query_len Its length in bytes.
+ * @param docs `n_docs` UTF-8 documents, borrowed for the call.
+ * @param doc_lens Their lengths in bytes.
+ * @param n_docs Number of documents (0 does nothing).
+ * @param scores Output: `n_docs` floats, in the order of `docs`. Required when n_docs > 0.
+ * @return ::ZF_OK; ::ZF_ERR_UNSUPPORTED (no classification head); ::ZF_ERR_INVALID_UTF8 (the
+ *         message names the text); ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, other pooling,
+ *         flags or dimensions, a pair longer than the model's training context).
+ */
+ZF_API zf_status zf_rerank(const zf_model* model, const zf_embed_params* params, const char* query,
+                           size_t query_len, const char* const* docs, const size_t* doc_lens, size_t n_docs,
+                           float* scores);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

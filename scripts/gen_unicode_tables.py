@@ -56,8 +56,26 @@ def main():
     out.write("const CaseMap kLowerMap[] = {\n")
     for i in range(0, len(lower), 6):
         out.write("    " + " ".join("{0x%05X, 0x%05X}," % p for p in lower[i:i + 6]) + "\n")
-    out.write("};\nconst uint32_t kLowerMapCount = %d;\n\n}  // namespace zf::tok::tables\n"
-              % len(lower))
+    out.write("};\nconst uint32_t kLowerMapCount = %d;\n\n" % len(lower))
+    # WordPiece's accent stripping maps each codepoint to the first codepoint of its NFD form
+    # (what llama.cpp's BERT normalizer does), as runs [first, last] -> base.
+    nfd = []
+    for cp in range(0x110000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        base = ord(ud.normalize("NFD", chr(cp))[0])
+        if base == cp:
+            continue
+        if nfd and nfd[-1][1] == cp - 1 and nfd[-1][2] == base:
+            nfd[-1][1] = cp
+        else:
+            nfd.append([cp, cp, base])
+    out.write("// Codepoint runs whose NFD form starts with `base`, sorted.\n")
+    out.write("const NfdRange kNfdRanges[] = {\n")
+    for i in range(0, len(nfd), 4):
+        out.write("    " + " ".join("{0x%05X, 0x%05X, 0x%05X}," % tuple(r) for r in nfd[i:i + 4]) + "\n")
+    out.write("};\nconst uint32_t kNfdRangeCount = %d;\n\n}  // namespace zf::tok::tables\n"
+              % len(nfd))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,9 @@
 # Cortex-A53/A72 CPUs without the dot product, into build-aarch64-armv8-a/), for
 # bench/aarch64_insns.sh under qemu-user.
 #
+# `build_llama_cpp.sh embedding` builds only libllama and llama-embedding (pooled vectors for
+# tests/data/golden/embeddings; scripts/reference/record_embedding_goldens.sh).
+#
 # `build_llama_cpp.sh server` also builds llama-server in the same build directory (only the
 # server and its libraries compile; no web UI, no download: LLAMA_USE_PREBUILT_UI=OFF, no curl),
 # at nice 10 as it takes a while on two cores, for bench/serve_bench.py --llama-server.
@@ -43,6 +46,18 @@ if [ "${1:-}" = aarch64 ]; then
 fi
 build="$ref/build"
 noamx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+if [ "${1:-}" = embedding ]; then
+  # Only libllama and llama-embedding (the examples are configured, just that one is built).
+  if [ ! -x "$build/bin/llama-embedding" ]; then
+    cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+      -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAMA_CURL=OFF \
+      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=OFF \
+      -DBUILD_SHARED_LIBS=ON -DCMAKE_C_FLAGS="$noamx" -DCMAKE_CXX_FLAGS="$noamx" >&2
+    nice -n 10 cmake --build "$build" -j"${ZF_REF_JOBS:-$(nproc)}" --target llama-embedding >&2
+  fi
+  echo "$build"
+  exit 0
+fi
 if [ ! -x "$build/bin/llama-bench" ]; then
   cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
     -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAMA_CURL=OFF \

@@ -10,6 +10,7 @@ const char* OpName(Op op) {
     case Op::kPlainFfn: return "ungated FFN";
     case Op::kMoe: return "mixture of experts";
     case Op::kRopeFactors: return "LongRoPE scaling";
+    case Op::kNonCausal: return "non-causal attention";
     case Op::kCount: break;
   }
   return "unknown op";

@@ -32,6 +32,7 @@ enum class Op : int32_t {
   kPlainFfn,    // act(x) without a gate
   kMoe,         // router top-k and expert matmuls (reads the router's logits on the host)
   kRopeFactors, // per-frequency divisors and a cos/sin multiplier (LongRoPE, llama3)
+  kNonCausal,   // attention over every position of the step (AttentionParams::causal = false)
   kCount
 };
 const char* OpName(Op op);
@@ -53,6 +54,10 @@ struct AttentionParams {
   float scale = 1.0f;    // multiplies q·k
   float softcap = 0.0f;  // 0 = off
   int32_t window = 0;    // 0 = full causal; else a position sees the last `window` positions
+  // false (encoders, engines that Support(kNonCausal) only): each of a step's queries sees every
+  // key up to the step's last position, later ones included. Embedding passes evaluate a whole
+  // sequence in one step from position 0, so that is the whole sequence.
+  bool causal = true;
 };
 
 }  // namespace zf::engine

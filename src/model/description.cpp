@@ -22,13 +22,14 @@ std::vector<engine::Op> RequiredOps(const ModelDesc& d) {
   const auto need = [&](engine::Op op) {
     if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
   };
-  if (d.output_norm_kind == NormKind::kLayer) need(engine::Op::kLayerNorm);
+  if ((d.has_output_norm && d.output_norm_kind == NormKind::kLayer) || d.input_norm) need(engine::Op::kLayerNorm);
   if (d.residual_scale != 1.0f || d.logit_scale != 1.0f) need(engine::Op::kScale);
   for (const LayerDesc& l : d.layers) {
     if (l.norm.kind == NormKind::kLayer) need(engine::Op::kLayerNorm);
     if (l.ffn.kind == FfnKind::kPlain) need(engine::Op::kPlainFfn);
     if (l.ffn.kind == FfnKind::kMoe) need(engine::Op::kMoe);
     if (l.attn.rope.attn_factor != 1.0f) need(engine::Op::kRopeFactors);
+    if (!l.attn.causal) need(engine::Op::kNonCausal);
   }
   return ops;
 }

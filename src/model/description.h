@@ -17,6 +17,23 @@ using engine::RopeStyle;
 
 enum class NormKind : int32_t { kRms, kLayer };
 
+// Position information added to the input vectors (besides any rope inside attention).
+enum class PositionEmbd : int32_t {
+  kNone,
+  kAbsolute,  // position_embd.weight [n_embd, n_ctx_train]: row p added at position p (BERT)
+};
+
+// How an embedding pass turns a sequence's token states into one vector: `<arch>.pooling_type`
+// as the GGUF stores it (llama.cpp's values, stable).
+enum class Pooling : int32_t {
+  kUnspecified = -1,  // the file says nothing
+  kNone = 0,          // one vector per token
+  kMean = 1,          // the mean of every token's state
+  kCls = 2,           // the first token's state
+  kLast = 3,          // the last token's state
+  kRank = 4,          // the first token through the classification head (rerankers): scores
+};
+
 // Where a layer normalizes Q and K after the projections.
 enum class QkNorm : int32_t {
   kNone,
@@ -44,6 +61,7 @@ struct AttentionDesc {
   float scale = 0.0f;    // multiplies q·k; 0 = 1/sqrt(head_dim_k)
   float softcap = 0.0f;  // tanh cap of the scores; 0 = off
   int32_t window = 0;    // sliding window in positions; 0 = full causal
+  bool causal = true;    // false: every position of the step sees every other one (encoders)
   RopeDesc rope;
   QkNorm qk_norm = QkNorm::kNone;
   bool fused_qkv = false;  // one attn_qkv matrix, rows [Q | K | V]
@@ -61,6 +79,7 @@ struct FfnDesc {
   FfnKind kind = FfnKind::kGated;
   Activation act = Activation::kSilu;
   int32_t n_ff = 0;            // inner size (per expert for MoE)
+  bool bias = false;           // optional ffn_up.bias [n_ff] / ffn_down.bias [n_embd] (dense FFNs)
   bool fused_gate_up = false;  // one ffn_up matrix, rows [gate | up]
   // MoE.
   int32_t n_expert = 0;
@@ -78,6 +97,10 @@ struct NormDesc {
   bool pre_ffn = true;    // ffn_norm before the FFN
   bool post_attn = false; // post_attention_norm on the attention output, before the residual
   bool post_ffn = false;  // post_ffw_norm on the FFN output, before the residual
+  // BERT's post-LN: the residual stream itself is normalized after the add, attn_output_norm
+  // after attention and layer_output_norm after the FFN (this layer's kind, with biases).
+  bool after_residual_attn = false;
+  bool after_residual_ffn = false;
 };
 
 struct LayerDesc {
@@ -94,6 +117,18 @@ struct ModelDesc {
   int32_t n_layer = 0;
   std::vector<LayerDesc> layers;  // [n_layer]
 
+  // Input: token_embd row (times embed_scale), plus position_embd's row (pos_embd), plus row 0
+  // of token_types [n_embd, n_token_types] when n_token_types > 0 (every token is "sentence A",
+  // as the reference does), then token_embd_norm (a LayerNorm with bias) when input_norm.
+  PositionEmbd pos_embd = PositionEmbd::kNone;
+  int32_t n_token_types = 0;
+  bool input_norm = false;
+  float input_norm_eps = 1e-12f;
+
+  // Output: output_norm (when has_output_norm), then the vocabulary head (when has_output_head).
+  // Encoders have neither: their last layer's states are the embeddings; generation refuses them.
+  bool has_output_norm = true;
+  bool has_output_head = true;
   NormKind output_norm_kind = NormKind::kRms;
   float output_norm_eps = 1e-5f;
   float embed_scale = 1.0f;        // token embeddings multiplied by this
@@ -106,6 +141,11 @@ struct ModelDesc {
   // Rope frequency factors: rope_freqs when the file has it (llama3 scaling), else LongRoPE's
   // rope_factors_long when a session's context exceeds n_ctx_orig, else rope_factors_short.
   int32_t n_ctx_orig = 0;  // rope.scaling.original_context_length (default: context_length)
+
+  // Embeddings: the file's pooling, and the classification head of rerankers (cls.weight
+  // [n_embd, n_embd] + tanh, then cls.output.weight [n_embd, n_cls_out], both with biases).
+  Pooling pooling = Pooling::kUnspecified;
+  int32_t n_cls_out = 1;
 
   uint64_t n_params = 0;  // total weight elements (zf_model_info)
 

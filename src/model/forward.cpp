@@ -54,6 +54,7 @@ Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch
     return;
   }
   pos_.resize(b);
+  zeros_.assign(b, 0);
 }
 
 void Forward::Run(const int32_t* tokens, int32_t n, int32_t pos0, float* logits, int32_t* argmax) {
@@ -99,6 +100,20 @@ void Forward::RunOps(const int32_t* tokens, int32_t n, const Seq* seqs, int32_t 
     for (int32_t t = 0; t < seqs[i].n; ++t) pos_[size_t(row++)] = seqs[i].pos0 + t;
   }
   be_.GetRows(*model_.weights()[GlobalRole::kTokenEmbd], tokens, n, d.embed_scale, x_.data());
+  // BERT-style inputs: (token + type 0) + position, then a LayerNorm (the reference's order).
+  const Weights& w = model_.weights();
+  if (const Tensor* types = w[GlobalRole::kTokenTypes]) {
+    be_.GetRows(*types, zeros_.data(), n, 1.0f, h_.data());
+    be_.Add(x_.data(), h_.data(), int64_t{n} * d.n_embd);
+  }
+  if (d.pos_embd == PositionEmbd::kAbsolute) {
+    be_.GetRows(*w[GlobalRole::kPosEmbd], pos_.data(), n, 1.0f, h_.data());
+    be_.Add(x_.data(), h_.data(), int64_t{n} * d.n_embd);
+  }
+  if (d.input_norm) {
+    Norm(NormKind::kLayer, d.input_norm_eps, w[GlobalRole::kInputNorm], w[GlobalRole::kInputNormBias], x_.data(), n,
+         x_.data());
+  }
   for (int32_t il = 0; il < d.n_layer; ++il) {
     AttentionBlock(il, n, seqs, n_seq);
     if (d.layers[size_t(il)].ffn.kind == FfnKind::kMoe) {
@@ -108,6 +123,35 @@ void Forward::RunOps(const int32_t* tokens, int32_t n, const Seq* seqs, int32_t 
     }
   }
   if (logits != nullptr) OutputHead(seqs, n_seq, logits);
+}
+
+void Forward::RunHidden(const int32_t* tokens, const Seq* seqs, int32_t n_seq, float* hidden) {
+  const ModelDesc& d = model_.desc();
+  int32_t n = 0;
+  for (int32_t i = 0; i < n_seq; ++i) n += seqs[i].n;
+  RunOps(tokens, n, seqs, n_seq, nullptr);
+  const Weights& w = model_.weights();
+  if (d.has_output_norm) {
+    Norm(d.output_norm_kind, d.output_norm_eps, w[GlobalRole::kOutputNorm], w[GlobalRole::kOutputNormBias], x_.data(), n,
+         x_.data());
+  }
+  be_.ReadActivations(x_.data(), size_t(n) * size_t(d.n_embd), hidden);
+}
+
+void Forward::ClassifierHead(float* x, int32_t n, float* scores) {
+  const ModelDesc& d = model_.desc();
+  const Weights& w = model_.weights();
+  for (int32_t r0 = 0; r0 < n; r0 += max_batch_) {
+    const int32_t rows = std::min(max_batch_, n - r0);
+    float* xr = x + int64_t{r0} * d.n_embd;
+    be_.MatMul(*w[GlobalRole::kCls], xr, rows, h_.data());
+    if (w[GlobalRole::kClsBias]) be_.AddBias(h_.data(), F32(w[GlobalRole::kClsBias]), rows, d.n_embd);
+    for (int64_t i = 0; i < int64_t{rows} * d.n_embd; ++i) h_.data()[i] = std::tanh(h_.data()[i]);
+    be_.MatMul(*w[GlobalRole::kClsOut], h_.data(), rows, scores + int64_t{r0} * d.n_cls_out);
+    if (w[GlobalRole::kClsOutBias]) {
+      be_.AddBias(scores + int64_t{r0} * d.n_cls_out, F32(w[GlobalRole::kClsOutBias]), rows, d.n_cls_out);
+    }
+  }
 }
 
 void Forward::Norm(NormKind kind, float eps, const Tensor* w, const Tensor* b, const float* x, int32_t rows, float* y) {
@@ -181,6 +225,7 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
   ap.scale = a.scale > 0.0f ? a.scale : 1.0f / std::sqrt(float(a.head_dim_k));
   ap.softcap = a.softcap;
   ap.window = a.window;
+  ap.causal = a.causal;
   // Each sequence's rows go to its own cache and attend over it. A batched decode step (one
   // row per sequence, caches of other backends) runs every row's attention on this backend's
   // threads at once.
@@ -203,6 +248,9 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
   if (L[LayerRole::kAttnOutBias]) be_.AddBias(h_.data(), F32(L[LayerRole::kAttnOutBias]), n, E);
   if (ld.norm.post_attn) be_.RmsNorm(h_.data(), F32(L[LayerRole::kPostAttnNorm]), n, E, ld.norm.eps, h_.data());
   Residual(h_.data(), n);
+  if (ld.norm.after_residual_attn) {
+    Norm(ld.norm.kind, ld.norm.eps, L[LayerRole::kAttnOutNorm], L[LayerRole::kAttnOutNormBias], x_.data(), n, x_.data());
+  }
 }
 
 void Forward::DenseFfn(int32_t il, int32_t n) {
@@ -218,11 +266,16 @@ void Forward::DenseFfn(int32_t il, int32_t n) {
     be_.MatMulGated(ld.ffn.act, *L[LayerRole::kFfnGate], *L[LayerRole::kFfnUp], in, n, gate_.data(), up_.data());
   } else {
     be_.MatMul(*L[LayerRole::kFfnUp], in, n, gate_.data());
+    if (L[LayerRole::kFfnUpBias]) be_.AddBias(gate_.data(), F32(L[LayerRole::kFfnUpBias]), n, ld.ffn.n_ff);
     be_.Activate(ld.ffn.act, gate_.data(), int64_t{n} * ld.ffn.n_ff);
   }
   be_.MatMul(*L[LayerRole::kFfnDown], gate_.data(), n, h_.data());
+  if (L[LayerRole::kFfnDownBias]) be_.AddBias(h_.data(), F32(L[LayerRole::kFfnDownBias]), n, E);
   if (ld.norm.post_ffn) be_.RmsNorm(h_.data(), F32(L[LayerRole::kPostFfnNorm]), n, E, ld.norm.eps, h_.data());
   Residual(h_.data(), n);
+  if (ld.norm.after_residual_ffn) {
+    Norm(ld.norm.kind, ld.norm.eps, L[LayerRole::kLayerOutNorm], L[LayerRole::kLayerOutNormBias], x_.data(), n, x_.data());
+  }
 }
 
 // Routing runs on the host (the engine said Supports(kMoe)): per token the top-k experts by

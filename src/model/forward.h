@@ -58,6 +58,15 @@ class Forward {
   // backend's SetBatchInvariant(true) each sequence's logits equal those of Run() on its own.
   void RunBatch(const int32_t* tokens, const Seq* seqs, int32_t n_seq);
 
+  // Embedding pass: the sequences' tokens as RunBatch evaluates them (no logits), then every
+  // row's final state, after output_norm when the model has one (the reference's t_embd), to
+  // host memory hidden [sum of n, n_embd]. Host-memory backends only.
+  void RunHidden(const int32_t* tokens, const Seq* seqs, int32_t n_seq, float* hidden);
+  // Rerankers' classification head over n pooled rows x [n, n_embd] (host, overwritten as
+  // scratch): scores [n, n_cls_out] = cls_out(tanh(cls x + b)) + b_out. The model must have
+  // cls.weight and cls.output.weight. Host-memory backends only.
+  void ClassifierHead(float* x, int32_t n, float* scores);
+
  private:
   // A backend-owned activation buffer (host memory on the CPU, device memory on CUDA).
   struct ActBuf {
@@ -87,6 +96,7 @@ class Forward {
   ActBuf x_, h_, q_, k_, v_, attn_, gate_, up_, logits_;
   ActBuf router_, moe_in_, moe_out_, moe_acc_;
   std::vector<int32_t> pos_;
+  std::vector<int32_t> zeros_;  // [max_batch] token type 0 of every row
   std::vector<engine::Backend::DecodeRow> attn_rows_;  // a batched decode step's attention rows
   std::vector<Seq> every_;  // RunEveryLogit's one-row sequences
   // MoE routing on the host: per token the selected experts and weights, and per expert its rows.

@@ -130,6 +130,17 @@ Status ReadCommon(const Hparams& h, ModelDesc* d) {
                                 f.FindTensor("rope_factors_long.weight") != nullptr ||
                                 f.FindTensor("rope_factors_short.weight") != nullptr;
 
+  // Embeddings: the pooling the file asks for, and whether attention is causal (`attention.causal`,
+  // read by the reference for every family; default true).
+  int32_t pooling = int32_t(Pooling::kUnspecified);
+  ZF_RETURN_IF_ERROR(h.OptI32("pooling_type", &pooling));
+  if (pooling < int32_t(Pooling::kUnspecified) || pooling > int32_t(Pooling::kRank)) {
+    return FormatError("metadata '" + h.Key("pooling_type") + "' is " + std::to_string(pooling) +
+                       " (known: -1 unspecified, 0 none, 1 mean, 2 cls, 3 last, 4 rank)");
+  }
+  d->pooling = Pooling(pooling);
+  bool causal = true;
+  ZF_RETURN_IF_ERROR(h.OptBool("attention.causal", &causal));
   d->layers.assign(size_t(L), LayerDesc{});
   for (int32_t il = 0; il < L; ++il) {
     LayerDesc& ld = d->layers[size_t(il)];
@@ -163,6 +174,7 @@ Status ReadCommon(const Hparams& h, ModelDesc* d) {
     }
     ld.norm.kind = norm_kind;
     ld.norm.eps = eps;
+    a.causal = causal;
   }
   return Status::Ok();
 }

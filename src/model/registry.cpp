@@ -16,6 +16,8 @@ constexpr ArchEntry kArchs[] = {
     {"smollm3", BuildSmolLM3},
     {"granite", BuildGranite},
     {"olmo2", BuildOlmo2},
+    {"bert", BuildBert},
+    {"nomic-bert", BuildNomicBert},
 };
 
 }  // namespace

@@ -41,5 +41,7 @@ Status BuildPhi3(const Hparams& h, ModelDesc* d);
 Status BuildSmolLM3(const Hparams& h, ModelDesc* d);
 Status BuildGranite(const Hparams& h, ModelDesc* d);
 Status BuildOlmo2(const Hparams& h, ModelDesc* d);
+Status BuildBert(const Hparams& h, ModelDesc* d);
+Status BuildNomicBert(const Hparams& h, ModelDesc* d);
 
 }  // namespace zf::model

@@ -73,6 +73,18 @@ const LayerRoleSpec kLayerRoles[] = {
    [](D d, L l) { return Mat(d.n_embd, int64_t{l.ffn.n_ff} * (l.ffn.fused_gate_up ? 2 : 1)); }},
   {LayerRole::kFfnDown, "ffn_down.weight", [](L l) { return If(Dense(l)); }, [](D d, L l) { return Mat(l.ffn.n_ff, d.n_embd); }},
   {LayerRole::kPostFfnNorm, "post_ffw_norm.weight", [](L l) { return If(l.norm.post_ffn); }, [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kFfnUpBias, "ffn_up.bias", [](L l) { return If(Dense(l) && l.ffn.bias, Need::kOptional); },
+   [](D, L l) { return Vec(int64_t{l.ffn.n_ff} * (l.ffn.fused_gate_up ? 2 : 1)); }},
+  {LayerRole::kFfnDownBias, "ffn_down.bias", [](L l) { return If(Dense(l) && l.ffn.bias, Need::kOptional); },
+   [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kAttnOutNorm, "attn_output_norm.weight", [](L l) { return If(l.norm.after_residual_attn); },
+   [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kAttnOutNormBias, "attn_output_norm.bias",
+   [](L l) { return If(LayerNormBias(l, l.norm.after_residual_attn), Need::kOptional); }, [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kLayerOutNorm, "layer_output_norm.weight", [](L l) { return If(l.norm.after_residual_ffn); },
+   [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kLayerOutNormBias, "layer_output_norm.bias",
+   [](L l) { return If(LayerNormBias(l, l.norm.after_residual_ffn), Need::kOptional); }, [](D d, L) { return Vec(d.n_embd); }},
   {LayerRole::kFfnGateInp, "ffn_gate_inp.weight", [](L l) { return If(!Dense(l)); },
    [](D d, L l) { return Mat(d.n_embd, l.ffn.n_expert); }},
   {LayerRole::kFfnGateExps, "ffn_gate_exps.weight", [](L l) { return If(!Dense(l)); },
@@ -94,13 +106,29 @@ int64_t HalfRot(D d) { return d.layers.empty() ? 0 : d.layers[0].attn.rope.n_rot
 
 const GlobalRoleSpec kGlobalRoles[] = {
   {GlobalRole::kTokenEmbd, "token_embd.weight", [](D) { return Need::kRequired; }, [](D d) { return Mat(d.n_embd, d.n_vocab); }},
-  {GlobalRole::kOutputNorm, "output_norm.weight", [](D) { return Need::kRequired; }, [](D d) { return Vec(d.n_embd); }},
-  {GlobalRole::kOutputNormBias, "output_norm.bias", [](D d) { return If(d.output_norm_kind == NormKind::kLayer, Need::kOptional); },
+  {GlobalRole::kOutputNorm, "output_norm.weight", [](D d) { return If(d.has_output_norm); }, [](D d) { return Vec(d.n_embd); }},
+  {GlobalRole::kOutputNormBias, "output_norm.bias",
+   [](D d) { return If(d.has_output_norm && d.output_norm_kind == NormKind::kLayer, Need::kOptional); },
    [](D d) { return Vec(d.n_embd); }},
-  {GlobalRole::kOutput, "output.weight", [](D d) { return If(!d.tied_output, Need::kOptional); },
+  {GlobalRole::kOutput, "output.weight", [](D d) { return If(d.has_output_head && !d.tied_output, Need::kOptional); },
    [](D d) { return Mat(d.n_embd, d.n_vocab); }},
-  {GlobalRole::kOutputBias, "output.bias", [](D d) { return If(d.output_bias, Need::kOptional); },
+  {GlobalRole::kOutputBias, "output.bias", [](D d) { return If(d.has_output_head && d.output_bias, Need::kOptional); },
    [](D d) { return Vec(d.n_vocab); }},
+  {GlobalRole::kPosEmbd, "position_embd.weight", [](D d) { return If(d.pos_embd == PositionEmbd::kAbsolute); },
+   [](D d) { return Mat(d.n_embd, d.n_ctx_train); }},
+  {GlobalRole::kTokenTypes, "token_types.weight", [](D d) { return If(d.n_token_types > 0, Need::kOptional); },
+   [](D d) { return Mat(d.n_embd, d.n_token_types); }},
+  {GlobalRole::kInputNorm, "token_embd_norm.weight", [](D d) { return If(d.input_norm); }, [](D d) { return Vec(d.n_embd); }},
+  {GlobalRole::kInputNormBias, "token_embd_norm.bias", [](D d) { return If(d.input_norm); }, [](D d) { return Vec(d.n_embd); }},
+  // Without `<arch>.pooling_type` = rank the head is still bound when present (llama.cpp loads
+  // it optionally); only rank pooling uses it.
+  {GlobalRole::kCls, "cls.weight", [](D d) { return If(!d.has_output_head, Need::kOptional); },
+   [](D d) { return Mat(d.n_embd, d.n_embd); }},
+  {GlobalRole::kClsBias, "cls.bias", [](D d) { return If(!d.has_output_head, Need::kOptional); }, [](D d) { return Vec(d.n_embd); }},
+  {GlobalRole::kClsOut, "cls.output.weight", [](D d) { return If(!d.has_output_head, Need::kOptional); },
+   [](D d) { return Mat(d.n_embd, d.n_cls_out); }},
+  {GlobalRole::kClsOutBias, "cls.output.bias", [](D d) { return If(!d.has_output_head, Need::kOptional); },
+   [](D d) { return Vec(d.n_cls_out); }},
   {GlobalRole::kRopeFreqs, "rope_freqs.weight", [](D) { return Need::kOptional; }, [](D d) { return Vec(HalfRot(d)); }},
   {GlobalRole::kRopeFactorsLong, "rope_factors_long.weight", [](D) { return Need::kOptional; },
    [](D d) { return Vec(HalfRot(d)); }},
@@ -183,7 +211,7 @@ Status BindWeights(const gguf::GgufFile& f, const ModelDesc& d, Weights* w) {
   for (const GlobalRoleSpec& s : kGlobalRoles) {
     ZF_RETURN_IF_ERROR(BindInto(w, f, s.name, s.need(d), s.shape(d), &w->global[size_t(s.role)]));
   }
-  if (w->global[size_t(GlobalRole::kOutput)] == nullptr) {
+  if (d.has_output_head && w->global[size_t(GlobalRole::kOutput)] == nullptr) {
     w->global[size_t(GlobalRole::kOutput)] = w->global[size_t(GlobalRole::kTokenEmbd)];  // tied embeddings
   }
   w->layers.assign(size_t(d.n_layer), LayerTensors{});
@@ -244,6 +272,8 @@ std::vector<const Tensor*> Weights::Matrices() const {
     if (t != nullptr && t->n_dims == 2 && seen.insert(t).second) out.push_back(t);
   };
   add((*this)[GlobalRole::kOutput]);
+  add((*this)[GlobalRole::kCls]);
+  add((*this)[GlobalRole::kClsOut]);
   for (const LayerTensors& l : layers) {
     for (LayerRole r : {LayerRole::kAttnQ, LayerRole::kAttnK, LayerRole::kAttnV, LayerRole::kAttnOut, LayerRole::kFfnGate,
                         LayerRole::kFfnUp, LayerRole::kFfnDown, LayerRole::kFfnGateInp}) {

@@ -25,6 +25,8 @@ using Tensor = gguf::TensorInfo;
 
 enum class GlobalRole : int32_t {
   kTokenEmbd, kOutputNorm, kOutputNormBias, kOutput, kOutputBias, kRopeFreqs, kRopeFactorsLong, kRopeFactorsShort,
+  kPosEmbd, kTokenTypes, kInputNorm, kInputNormBias,  // BERT's input: positions, token types, LayerNorm
+  kCls, kClsBias, kClsOut, kClsOutBias,                 // rerankers' classification head
   kCount
 };
 
@@ -37,6 +39,8 @@ enum class LayerRole : int32_t {
   kFfnGate, kFfnUp, kFfnDown, kPostFfnNorm,
   kFfnGateInp, kFfnGateExps, kFfnUpExps, kFfnDownExps,
   kFfnGateShexp, kFfnUpShexp, kFfnDownShexp, kFfnGateInpShexp,
+  kFfnUpBias, kFfnDownBias,
+  kAttnOutNorm, kAttnOutNormBias, kLayerOutNorm, kLayerOutNormBias,  // post-LN over the residual (BERT)
   kCount
 };
 

@@ -20,6 +20,7 @@ constexpr auto kGatherWindow = std::chrono::microseconds(2000);
 Status Batcher::Create(const model::Model& model, int32_t max_batch, int32_t n_threads, std::unique_ptr<Batcher>* out) {
   out->reset();
   if (model.vocab_only()) return InvalidArgument("a vocabulary-only model cannot batch decode steps");
+  if (!model.desc().has_output_head) return Unsupported("an embedding model has no decode steps to batch");
   if (max_batch < 2 || max_batch > kMaxBatchLimit) {
     return InvalidArgument("max_batch must be between 2 and " + std::to_string(kMaxBatchLimit) + ", got " +
                            std::to_string(max_batch));

@@ -46,6 +46,10 @@ Status Session::Create(const model::Model& model, const SessionOptions& o, std::
   if (o.n_ctx < 0) return InvalidArgument("n_ctx must be >= 0, got " + std::to_string(o.n_ctx));
   if (o.n_threads < 0) return InvalidArgument("n_threads must be >= 0, got " + std::to_string(o.n_threads));
   const model::ModelDesc& d = model.desc();
+  if (!d.has_output_head) {
+    return Unsupported("'" + d.arch + "' is an embedding model without an output head: it cannot generate or give "
+                       "logits (use zf_embed)");
+  }
   int32_t n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(d.n_ctx_train, kDefaultContext);
   if (n_ctx > (1 << 24)) return InvalidArgument("n_ctx " + std::to_string(n_ctx) + " is too large");
   const int32_t threads = o.n_threads > 0 ? o.n_threads : model.default_threads();

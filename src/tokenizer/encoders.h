@@ -1,5 +1,5 @@
-// The two subword algorithms over a Vocab: SentencePiece-style score merging and byte-level
-// BPE rank merging. Both are pure functions of their input (thread-safe).
+// The subword algorithms over a Vocab: SentencePiece-style score merging, byte-level BPE rank
+// merging and WordPiece longest match. All are pure functions of their input (thread-safe).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +18,12 @@ void SpmEncode(const Vocab& vocab, std::string_view text, std::vector<int32_t>* 
 // BPE on one pre-tokenized word given in byte-encoded form (see ByteEncode): merges the
 // lowest-rank adjacent pair first (ties: leftmost).
 void BpeEncodeWord(const Vocab& vocab, std::string_view word, std::vector<int32_t>* out);
+
+// WordPiece on one raw-text fragment: BERT's normalizer (lowercase, accent stripping, control
+// characters dropped), split on whitespace and around punctuation / CJK characters, then per
+// word the longest vocabulary match from the left ("\u2581" marks a word start in the vocab;
+// continuation pieces have no prefix); a word with an unmatched rest becomes [UNK].
+void WpmEncode(const Vocab& vocab, std::string_view text, std::vector<int32_t>* out);
 
 // GPT-2's reversible byte <-> printable-codepoint mapping.
 std::string ByteEncode(std::string_view raw);

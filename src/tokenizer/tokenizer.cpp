@@ -1,4 +1,4 @@
-// Tokenizer facade: special-token partition, then SPM or BPE on each text fragment; pieces
+// Tokenizer facade: special-token partition, then SPM, BPE or WordPiece on each text fragment; pieces
 // and detokenization with the reference's space rules.
 #include "tokenizer/tokenizer.h"
 
@@ -96,6 +96,16 @@ class TokenizerImpl final : public Tokenizer {
     }
     out->clear();
     std::vector<Fragment> frags = PartitionSpecial(v, text, parse_special);
+    if (v.kind == VocabKind::kWpm) {
+      // BERT's frame: [CLS] text [SEP] whenever special tokens are added.
+      if (add_special) out->push_back(v.bos);
+      for (const Fragment& f : frags) {
+        if (f.token >= 0) out->push_back(f.token);
+        else WpmEncode(v, text.substr(f.offset, f.length), out);
+      }
+      if (add_special) out->push_back(v.sep);
+      return Status::Ok();
+    }
     if (add_special && v.add_bos) out->push_back(v.bos);
     if (v.kind == VocabKind::kSpm) {
       bool prev_special = true;  // the first fragment gets the space prefix too
@@ -139,12 +149,12 @@ class TokenizerImpl final : public Tokenizer {
     if (!render_special && (a & (kAttrUnknown | kAttrControl))) return std::string();
     const std::string& t = v.text[id];
     if (a & (kAttrUnknown | kAttrControl | kAttrUserDefined)) return t;
-    if (a & kAttrNormal) return v.kind == VocabKind::kSpm ? UnescapeSpaces(t) : ByteDecode(t);
+    if (a & kAttrNormal) return v.kind == VocabKind::kBpe ? ByteDecode(t) : UnescapeSpaces(t);
     if (a & kAttrByte) {
       if (v.kind == VocabKind::kSpm && t.size() == 6 && t.compare(0, 3, "<0x") == 0) {
         return std::string(1, static_cast<char>(std::strtol(t.substr(3, 2).c_str(), nullptr, 16)));
       }
-      return v.kind == VocabKind::kSpm ? t : ByteDecode(t);
+      return v.kind == VocabKind::kBpe ? ByteDecode(t) : t;
     }
     return std::string();  // unused / undefined tokens render as nothing
   }
@@ -180,6 +190,10 @@ class TokenizerImpl final : public Tokenizer {
   int32_t bos() const override { return v.bos; }
   int32_t eos() const override { return v.eos; }
   int32_t eot() const override { return v.eot; }
+  int32_t sep() const override { return v.sep; }
+  bool add_bos() const override { return v.add_bos; }
+  bool add_eos() const override { return v.add_eos; }
+  bool add_sep() const override { return v.add_sep; }
   bool IsEndOfGeneration(int32_t id) const override { return v.eog.count(id) != 0; }
   bool IsControl(int32_t id) const override {
     return id >= 0 && id < v.n_vocab() && (v.attr[id] & kAttrControl) != 0;

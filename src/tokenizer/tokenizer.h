@@ -1,5 +1,6 @@
 // Tokenizer built from GGUF metadata: SentencePiece-style (tokenizer.ggml.model = "llama") and
-// byte-level BPE ("gpt2", pre-tokenizer chosen by tokenizer.ggml.pre), special/control tokens,
+// byte-level BPE ("gpt2", pre-tokenizer chosen by tokenizer.ggml.pre), WordPiece ("bert"),
+// special/control tokens,
 // add_bos/add_eos rules. Behaviour matches the reference (llama.cpp) token for token.
 //
 // Thread-safety: immutable after Create; Encode/Decode may run concurrently from many threads.
@@ -49,6 +50,11 @@ class Tokenizer {
   virtual int32_t bos() const = 0;  // -1 if none
   virtual int32_t eos() const = 0;
   virtual int32_t eot() const = 0;
+  virtual int32_t sep() const = 0;  // WordPiece [SEP]; -1 if none
+  // The special tokens the model's metadata asks for around texts (rerank pairs are framed by them).
+  virtual bool add_bos() const = 0;
+  virtual bool add_eos() const = 0;
+  virtual bool add_sep() const = 0;
   virtual bool IsEndOfGeneration(int32_t id) const = 0;  // EOS, EOT and other end tokens
   virtual bool IsControl(int32_t id) const = 0;
   virtual const std::string& TokenText(int32_t id) const = 0;  // raw vocabulary string

@@ -25,6 +25,17 @@ uint32_t ToLower(uint32_t cp) {
   return (it != end && it->from == cp) ? it->to : cp;
 }
 
+uint32_t NfdBase(uint32_t cp) {
+  if (cp < 0xC0) return cp;
+  const tables::NfdRange* begin = tables::kNfdRanges;
+  const tables::NfdRange* end = begin + tables::kNfdRangeCount;
+  const tables::NfdRange* it = std::upper_bound(
+      begin, end, cp, [](uint32_t c, const tables::NfdRange& r) { return c < r.first; });
+  if (it == begin) return cp;
+  --it;
+  return cp <= it->last ? it->base : cp;
+}
+
 void DecodeUtf8(std::string_view text, std::vector<uint32_t>* cps, std::vector<size_t>* offsets) {
   cps->clear();
   if (offsets) offsets->clear();

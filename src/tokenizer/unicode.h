@@ -35,6 +35,10 @@ inline bool IsNumber(uint32_t cp) { return (CodepointFlags(cp) & kCpNumber) != 0
 // Simple (1:1) lowercase mapping; cp itself when it has none.
 uint32_t ToLower(uint32_t cp);
 
+// First codepoint of cp's canonical decomposition (NFD), cp itself when it has none: the
+// accent-stripping step of BERT's normalizer as the reference applies it.
+uint32_t NfdBase(uint32_t cp);
+
 // Decodes valid UTF-8 (callers validate first). offsets[i] is the byte offset of cps[i];
 // offsets has one extra entry, the text size.
 void DecodeUtf8(std::string_view text, std::vector<uint32_t>* cps, std::vector<size_t>* offsets);

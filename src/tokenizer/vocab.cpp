@@ -120,9 +120,14 @@ Status Vocab::Load(const gguf::GgufFile& f, Vocab* v) {
       if (v->pre == p) { v->ignore_merges = true; v->add_bos = true; }
     }
     if (v->pre == "tekken") { v->ignore_merges = true; v->add_bos = true; }
+  } else if (model == "bert") {
+    // WordPiece; the reference's defaults are BERT's ids ([CLS] 101, [UNK] 100, [SEP] 102).
+    v->kind = VocabKind::kWpm;
+    v->bos = 101; v->eos = -1; v->unk = 100; v->sep = 102; v->pad = 0;
+    v->add_bos = true; v->add_sep = true; v->add_space_prefix = false; v->clean_spaces = true;
   } else {
     return Unsupported("tokenizer: unsupported tokenizer model '" + std::string(model) +
-                       "' (supported: llama (SentencePiece), gpt2 (byte-level BPE))");
+                       "' (supported: llama (SentencePiece), gpt2 (byte-level BPE), bert (WordPiece))");
   }
 
   v->text.reserve(tokens.size());
@@ -130,6 +135,7 @@ Status Vocab::Load(const gguf::GgufFile& f, Vocab* v) {
   for (int32_t i = 0; i < n; ++i) {
     v->text.emplace_back(tokens[i]);
     v->text_to_id.emplace(v->text.back(), i);  // first occurrence wins
+    v->max_token_len = std::max(v->max_token_len, v->text.back().size());
   }
   v->score.assign(tokens.size(), 0.0f);
   if (f.Find("tokenizer.ggml.scores") != nullptr) {
@@ -178,11 +184,24 @@ Status Vocab::Load(const gguf::GgufFile& f, Vocab* v) {
   ZF_RETURN_IF_ERROR(ReadSpecialId(f, "tokenizer.ggml.eom_token_id", n, &v->eom));
   ZF_RETURN_IF_ERROR(ReadSpecialId(f, "tokenizer.ggml.unknown_token_id", n, &v->unk));
   ZF_RETURN_IF_ERROR(ReadSpecialId(f, "tokenizer.ggml.padding_token_id", n, &v->pad));
+  ZF_RETURN_IF_ERROR(ReadSpecialId(f, "tokenizer.ggml.seperator_token_id", n, &v->sep));
+  // BertNormalizer options: lowercase defaults to on, strip_accents to lowercase, as in the
+  // reference (older BERT files carry neither key).
+  v->lowercase = true;
+  ZF_RETURN_IF_ERROR(ReadBool(f, "tokenizer.ggml.normalizer.lowercase", &v->lowercase));
+  v->strip_accents = v->lowercase;
+  ZF_RETURN_IF_ERROR(ReadBool(f, "tokenizer.ggml.normalizer.strip_accents", &v->strip_accents));
   ZF_RETURN_IF_ERROR(ReadBool(f, "tokenizer.ggml.add_bos_token", &v->add_bos));
   ZF_RETURN_IF_ERROR(ReadBool(f, "tokenizer.ggml.add_eos_token", &v->add_eos));
+  ZF_RETURN_IF_ERROR(ReadBool(f, "tokenizer.ggml.add_sep_token", &v->add_sep));
   ZF_RETURN_IF_ERROR(ReadBool(f, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix));
   if (v->bos >= n) v->bos = -1;
   if (v->eos >= n) v->eos = -1;
+  if (v->sep >= n) v->sep = -1;
+  if (v->unk >= n) v->unk = -1;
+  if (v->kind == VocabKind::kWpm && (v->bos < 0 || v->sep < 0 || v->unk < 0)) {
+    return FormatError("tokenizer: WordPiece vocabulary needs [CLS], [SEP] and [UNK] ids within the vocabulary");
+  }
   if (v->add_bos && v->bos < 0) return FormatError("tokenizer: add_bos_token set but no BOS token");
 
   // Text-based fixes the reference applies (see header comment).

@@ -28,7 +28,7 @@ enum TokenAttr : uint32_t {
   kAttrRstrip = 1u << 7,  // ... and on its right
 };
 
-enum class VocabKind { kSpm, kBpe };
+enum class VocabKind { kSpm, kBpe, kWpm };
 
 struct Vocab {
   Vocab() = default;
@@ -47,10 +47,15 @@ struct Vocab {
   std::unordered_map<std::string, int32_t> merge_rank;
 
   int32_t bos = -1, eos = -1, eot = -1, eom = -1, unk = -1, pad = -1;
+  int32_t sep = -1;  // WordPiece: [SEP], appended with add_special (and between rerank pairs)
   bool add_bos = false, add_eos = false;
+  bool add_sep = false;  // a [SEP] between the two texts of a pair (rerankers)
   bool add_space_prefix = false;  // SPM: prefix text with a space
   bool clean_spaces = false;      // detokenize: " ," -> "," etc.
   bool ignore_merges = false;     // BPE: whole words found in the vocab skip merging
+  bool lowercase = true;          // WordPiece normalizer: lowercase the text
+  bool strip_accents = true;      // ... and drop accents (NFD base, marks removed)
+  size_t max_token_len = 0;       // longest token text in bytes (WordPiece's match window)
   std::unordered_set<int32_t> eog;     // end-of-generation ids
   std::vector<int32_t> special_tokens;  // control/user-defined/unknown, longest text first
 

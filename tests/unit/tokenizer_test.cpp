@@ -83,6 +83,7 @@ TEST_P(VocabTest, DetokenizeRoundTrips) {
     ASSERT_TRUE(tok_->Decode(c.ids.data(), c.ids.size(), false, false, &text).ok());
     std::string expected = c.text;
     if (std::string(GetParam()) == "gpt-2") continue;  // GPT-2 cleans " ," etc. (checked below)
+    if (std::string(GetParam()) == "bert-bge") continue;  // WordPiece lowercases (checked below)
     EXPECT_EQ(text, expected);
   }
 }
@@ -118,7 +119,27 @@ TEST_P(VocabTest, DecodeRejectsOutOfRangeIds) {
   EXPECT_EQ(tok_->Decode(bad, 2, false, false, &text).code(), Code::kInvalidArgument);
 }
 
-INSTANTIATE_TEST_SUITE_P(ReferenceVocabs, VocabTest, ::testing::Values("llama-spm", "gpt-2"));
+INSTANTIATE_TEST_SUITE_P(ReferenceVocabs, VocabTest, ::testing::Values("llama-spm", "gpt-2", "bert-bge"));
+
+TEST(WpmVocab, FrameDecodeAndUnknown) {
+  std::unique_ptr<gguf::GgufFile> f;
+  ASSERT_TRUE(gguf::GgufFile::Open(std::string(ZF_TEST_DATA_DIR) + "/tokenizer/ggml-vocab-bert-bge.gguf", {}, &f).ok());
+  std::unique_ptr<Tokenizer> tok;
+  ASSERT_TRUE(Tokenizer::Create(*f, &tok).ok());
+  std::vector<int32_t> ids;
+  ASSERT_TRUE(tok->Encode("Hello, World!", true, false, &ids).ok());
+  ASSERT_GE(ids.size(), 3u);
+  EXPECT_EQ(ids.front(), 101) << "[CLS] first";
+  EXPECT_EQ(ids.back(), 102) << "[SEP] last";
+  EXPECT_EQ(tok->sep(), 102);
+  std::string text;
+  ASSERT_TRUE(tok->Decode(ids.data() + 1, ids.size() - 2, false, false, &text).ok());
+  EXPECT_EQ(text, " hello, world!") << "lowercased; the reference keeps the word-start space";
+  ASSERT_TRUE(tok->Encode("\xE2\x98\x83", false, false, &ids).ok());  // a snowman: not in the vocab
+  EXPECT_EQ(ids, std::vector<int32_t>({100}));
+  ASSERT_TRUE(tok->Encode("[SEP]", false, true, &ids).ok());
+  EXPECT_EQ(ids, std::vector<int32_t>({102}));
+}
 
 TEST(SpmVocab, SpecialTokensAndBos) {
   std::unique_ptr<gguf::GgufFile> f;

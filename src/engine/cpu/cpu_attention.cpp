@@ -298,7 +298,7 @@ void CpuBackend::AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, 
             }
             const int32_t p_q = c.pos0 + t;
             lo[i] = ap.window > 0 ? std::max(0, p_q - ap.window + 1) : 0;
-            hi[i] = p_q;
+            hi[i] = ap.causal ? p_q : c.n_pos - 1;  // non-causal: every key of the step
             key0 = std::min(key0, lo[i]);
             key1 = std::max(key1, hi[i]);
             outp[i] = c.out + int64_t{t} * ap.n_head * dv + int64_t{h} * dv;
@@ -429,6 +429,7 @@ void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t
           const int32_t g = h / c.group;
           const int32_t p_q = c.pos0 + t;
           const int32_t lo = ap.window > 0 ? std::max(0, p_q - ap.window + 1) : 0;
+          const int32_t last = ap.causal ? p_q : c.pos0 + c.n_tok - 1;  // the last visible key
           const float* qh = c.q + int64_t{t} * c.q_width + int64_t{h} * ap.head_dim_k;
           // With an F16 cache, Q is rounded to F16 and dotted with K in F16 (F32 sums), as the
           // reference does; softmax and the weighted sum of V are in F32. Rows are read in
@@ -447,7 +448,7 @@ void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t
           const uint8_t* kbase = c.kdata + size_t(g) * ap.head_dim_k * elem;
           const uint8_t* vbase = c.vdata + size_t(g) * ap.head_dim_v * elem;
           float mx = -INFINITY;
-          for (int32_t j = lo; j <= p_q; ++j) {
+          for (int32_t j = lo; j <= last; ++j) {
             const size_t slot = size_t(j);
             float s = quant::VecDot(kv, ap.head_dim_k, kbase + slot * self.k_width_ * elem, q16);
             s *= ap.scale;
@@ -455,7 +456,7 @@ void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t
             scores[j - lo] = s;
             mx = std::max(mx, s);
           }
-          const int32_t n = p_q - lo + 1;
+          const int32_t n = last - lo + 1;
           float sum = 0.0f;
           for (int32_t j = 0; j < n; ++j) {
             scores[j] = std::exp(scores[j] - mx);

@@ -179,6 +179,43 @@ pub struct ZerfooLib {
         buf: *const ::core::ffi::c_void,
         len: usize,
     ) -> zf_status,
+    pub zf_embed_params_init:
+        unsafe extern "C" fn(params: *mut zf_embed_params, size: usize) -> zf_status,
+    pub zf_embed_dimension: unsafe extern "C" fn(
+        model: *const zf_model,
+        params: *const zf_embed_params,
+        dim: *mut usize,
+    ) -> zf_status,
+    pub zf_embed: unsafe extern "C" fn(
+        model: *const zf_model,
+        params: *const zf_embed_params,
+        texts: *const *const ::core::ffi::c_char,
+        lens: *const usize,
+        n: usize,
+        out: *mut f32,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status,
+    pub zf_embed_tokens: unsafe extern "C" fn(
+        model: *const zf_model,
+        params: *const zf_embed_params,
+        tokens: *const *const i32,
+        n_tokens: *const usize,
+        n: usize,
+        out: *mut f32,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status,
+    pub zf_rerank: unsafe extern "C" fn(
+        model: *const zf_model,
+        params: *const zf_embed_params,
+        query: *const ::core::ffi::c_char,
+        query_len: usize,
+        docs: *const *const ::core::ffi::c_char,
+        doc_lens: *const usize,
+        n_docs: usize,
+        scores: *mut f32,
+    ) -> zf_status,
 }
 impl ZerfooLib {
     pub unsafe fn new<P>(path: P) -> Result<Self, ::libloading::Error>
@@ -240,6 +277,11 @@ impl ZerfooLib {
         let zf_session_state_size = __library.get(b"zf_session_state_size\0").map(|sym| *sym)?;
         let zf_session_state_save = __library.get(b"zf_session_state_save\0").map(|sym| *sym)?;
         let zf_session_state_load = __library.get(b"zf_session_state_load\0").map(|sym| *sym)?;
+        let zf_embed_params_init = __library.get(b"zf_embed_params_init\0").map(|sym| *sym)?;
+        let zf_embed_dimension = __library.get(b"zf_embed_dimension\0").map(|sym| *sym)?;
+        let zf_embed = __library.get(b"zf_embed\0").map(|sym| *sym)?;
+        let zf_embed_tokens = __library.get(b"zf_embed_tokens\0").map(|sym| *sym)?;
+        let zf_rerank = __library.get(b"zf_rerank\0").map(|sym| *sym)?;
         Ok(ZerfooLib {
             __library,
             zf_version,
@@ -284,6 +326,11 @@ impl ZerfooLib {
             zf_session_state_size,
             zf_session_state_save,
             zf_session_state_load,
+            zf_embed_params_init,
+            zf_embed_dimension,
+            zf_embed,
+            zf_embed_tokens,
+            zf_rerank,
         })
     }
     #[doc = " @brief The loaded library's version, encoded like ::ZF_VERSION.\n\n A binding is compatible when the major parts are equal and the runtime minor is >= the minor\n of the header it was written for. Thread-safe; never fails."]
@@ -635,5 +682,66 @@ impl ZerfooLib {
         len: usize,
     ) -> zf_status {
         (self.zf_session_state_load)(session, buf, len)
+    }
+    #[doc = " @brief Fills `params` with defaults (the model's pooling, L2 normalization, all dimensions).\n @param params The struct to fill.\n @param size sizeof(zf_embed_params) as the caller knows it.\n @return ::ZF_OK, or ::ZF_ERR_INVALID_ARGUMENT if params is NULL or size < 4."]
+    pub unsafe fn zf_embed_params_init(
+        &self,
+        params: *mut zf_embed_params,
+        size: usize,
+    ) -> zf_status {
+        (self.zf_embed_params_init)(params, size)
+    }
+    #[doc = " @brief Values per input that zf_embed() writes with these options: the hidden size (or\n `dimensions`), or for ::ZF_POOLING_RANK the number of classifier outputs. Thread-safe.\n @param model The model.\n @param params NULL for defaults.\n @param dim Receives the count. Required.\n @return ::ZF_OK; ::ZF_ERR_UNSUPPORTED (::ZF_POOLING_NONE, or rank pooling on a model\n         without a classification head); ::ZF_ERR_INVALID_ARGUMENT (NULL model or dim, an\n         unknown pooling, dimensions outside 0..hidden size, unknown flags, nonzero reserved)."]
+    pub unsafe fn zf_embed_dimension(
+        &self,
+        model: *const zf_model,
+        params: *const zf_embed_params,
+        dim: *mut usize,
+    ) -> zf_status {
+        (self.zf_embed_dimension)(model, params, dim)
+    }
+    #[doc = " @brief Embeds texts: one pooled vector per text, written one after the other into `out`\n (text i at out[i * dim], dim from zf_embed_dimension()). Each text is tokenized as\n llama.cpp's llama-embedding does (the model's special tokens added, e.g. [CLS] ... [SEP] for\n BERT, and special-token text parsed). The texts run as batched passes over the weights (up\n to 512 tokens and 64 texts per pass), each text attending only to itself (bidirectionally\n in encoder models such as BERT, causally in generative ones), so a text's vector does not\n depend on the others in the call beyond float rounding of the batched products.\n A generative model (no `ARCH.pooling_type` in its file) is pooled from its last hidden\n state after the output norm, with ::ZF_POOLING_LAST by default. CPU engine only in this\n version. Thread-safe: any number of calls may run on one model at once.\n @param model The model (not loaded with ::ZF_MODEL_VOCAB_ONLY).\n @param params NULL for defaults.\n @param texts `n` UTF-8 strings, borrowed for the call (may contain NUL).\n @param lens Their lengths in bytes.\n @param n Number of texts (0 writes nothing and sets *needed to 0).\n @param out Output array of floats (may be NULL when cap is 0).\n @param cap Capacity of `out` in floats.\n @param needed Optional; receives n * dim, the floats required.\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (nothing computed; retry with *needed);\n         ::ZF_ERR_INVALID_UTF8 (the message names the text); ::ZF_ERR_UNSUPPORTED (see\n         zf_embed_dimension(); a model on the CUDA engine); ::ZF_ERR_INVALID_ARGUMENT (NULL\n         model, texts or lens with n > 0, a text that gives no tokens or more than the\n         model's training context, the options as for zf_embed_dimension());\n         ::ZF_ERR_OUT_OF_MEMORY."]
+    pub unsafe fn zf_embed(
+        &self,
+        model: *const zf_model,
+        params: *const zf_embed_params,
+        texts: *const *const ::core::ffi::c_char,
+        lens: *const usize,
+        n: usize,
+        out: *mut f32,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status {
+        (self.zf_embed)(model, params, texts, lens, n, out, cap, needed)
+    }
+    #[doc = " @brief As zf_embed(), for inputs already tokenized (nothing is added to them).\n @param model The model.\n @param params NULL for defaults.\n @param tokens `n` arrays of token ids, borrowed for the call.\n @param n_tokens Their lengths (each at least 1).\n @param n Number of inputs.\n @param out Output array of floats (may be NULL when cap is 0).\n @param cap Capacity of `out` in floats.\n @param needed Optional; receives n * dim.\n @return As zf_embed(); ::ZF_ERR_INVALID_ARGUMENT also for a token id outside the vocabulary\n         (the message names the input and index)."]
+    pub unsafe fn zf_embed_tokens(
+        &self,
+        model: *const zf_model,
+        params: *const zf_embed_params,
+        tokens: *const *const i32,
+        n_tokens: *const usize,
+        n: usize,
+        out: *mut f32,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status {
+        (self.zf_embed_tokens)(model, params, tokens, n_tokens, n, out, cap, needed)
+    }
+    #[doc = " @brief Scores documents against a query with a reranker (a model with a classification\n head, e.g. bge-reranker: `cls` / `cls.output` tensors, `ARCH.pooling_type` = rank). Each\n (query, document) pair is formatted as llama-server's /rerank formats it: the file's\n `tokenizer.chat_template.rerank` with {query} and {document} replaced, else\n [BOS] query [EOS] [SEP] document [EOS], each special token where the vocabulary asks for it\n (for BERT: [CLS] query [SEP] document). The pairs run batched as in zf_embed(). A score is\n the classifier's first output, unnormalized (higher = more relevant). Thread-safe.\n @param model The reranker.\n @param params NULL for defaults; pooling must be ::ZF_POOLING_DEFAULT or ::ZF_POOLING_RANK,\n        dimensions 0 and flags 0 (n_threads applies).\n @param query UTF-8 query, borrowed for the call.\n @param query_len Its length in bytes.\n @param docs `n_docs` UTF-8 documents, borrowed for the call.\n @param doc_lens Their lengths in bytes.\n @param n_docs Number of documents (0 does nothing).\n @param scores Output: `n_docs` floats, in the order of `docs`. Required when n_docs > 0.\n @return ::ZF_OK; ::ZF_ERR_UNSUPPORTED (no classification head); ::ZF_ERR_INVALID_UTF8 (the\n         message names the text); ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, other pooling,\n         flags or dimensions, a pair longer than the model's training context)."]
+    pub unsafe fn zf_rerank(
+        &self,
+        model: *const zf_model,
+        params: *const zf_embed_params,
+        query: *const ::core::ffi::c_char,
+        query_len: usize,
+        docs: *const *const ::core::ffi::c_char,
+        doc_lens: *const usize,
+        n_docs: usize,
+        scores: *mut f32,
+    ) -> zf_status {
+        (self.zf_rerank)(
+            model, params, query, query_len, docs, doc_lens, n_docs, scores,
+        )
     }
 }

@@ -271,6 +271,23 @@ pub struct zf_token_logprob {
     #[doc = "< ln p(token); -INFINITY for a token the model rules out."]
     pub logprob: f32,
 }
+#[doc = " Options of zf_embed() and zf_embed_tokens(). Initialize with zf_embed_params_init()."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct zf_embed_params {
+    #[doc = "< sizeof(zf_embed_params)."]
+    pub struct_size: u32,
+    #[doc = "< ::ZF_EMBED_NO_NORMALIZE; other bits are rejected."]
+    pub flags: u32,
+    #[doc = "< ::ZF_POOLING_DEFAULT (default) or a ZF_POOLING_* value."]
+    pub pooling: i32,
+    #[doc = "< 0 (default): the model's hidden size; else keep the first\n`dimensions` values (Matryoshka-trained models), then normalize."]
+    pub dimensions: i32,
+    #[doc = "< 0 (default): the model's thread count."]
+    pub n_threads: i32,
+    #[doc = "< Must be 0."]
+    pub reserved: u32,
+}
 pub const ZF_VERSION_MAJOR: i32 = 0;
 pub const ZF_VERSION_MINOR: i32 = 3;
 pub const ZF_VERSION_PATCH: i32 = 0;
@@ -325,6 +342,13 @@ pub const ZF_STOP_STRING: i32 = 2;
 pub const ZF_STOP_CALLBACK: i32 = 3;
 pub const ZF_STOP_CANCELLED: i32 = 4;
 pub const ZF_STOP_CONTEXT_FULL: i32 = 5;
+pub const ZF_POOLING_DEFAULT: i32 = -1;
+pub const ZF_POOLING_NONE: i32 = 0;
+pub const ZF_POOLING_MEAN: i32 = 1;
+pub const ZF_POOLING_CLS: i32 = 2;
+pub const ZF_POOLING_LAST: i32 = 3;
+pub const ZF_POOLING_RANK: i32 = 4;
+pub const ZF_EMBED_NO_NORMALIZE: i32 = 1;
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     ["Size of zf_model_params"][::core::mem::size_of::<zf_model_params>() - 56usize];
@@ -552,4 +576,21 @@ const _: () = {
         [::core::mem::offset_of!(zf_token_logprob, token) - 0usize];
     ["Offset of field: zf_token_logprob::logprob"]
         [::core::mem::offset_of!(zf_token_logprob, logprob) - 4usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of zf_embed_params"][::core::mem::size_of::<zf_embed_params>() - 24usize];
+    ["Alignment of zf_embed_params"][::core::mem::align_of::<zf_embed_params>() - 4usize];
+    ["Offset of field: zf_embed_params::struct_size"]
+        [::core::mem::offset_of!(zf_embed_params, struct_size) - 0usize];
+    ["Offset of field: zf_embed_params::flags"]
+        [::core::mem::offset_of!(zf_embed_params, flags) - 4usize];
+    ["Offset of field: zf_embed_params::pooling"]
+        [::core::mem::offset_of!(zf_embed_params, pooling) - 8usize];
+    ["Offset of field: zf_embed_params::dimensions"]
+        [::core::mem::offset_of!(zf_embed_params, dimensions) - 12usize];
+    ["Offset of field: zf_embed_params::n_threads"]
+        [::core::mem::offset_of!(zf_embed_params, n_threads) - 16usize];
+    ["Offset of field: zf_embed_params::reserved"]
+        [::core::mem::offset_of!(zf_embed_params, reserved) - 20usize];
 };

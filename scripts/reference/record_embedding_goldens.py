@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Records pooled vectors of llama.cpp's llama-embedding (scripts/reference/build_llama_cpp.sh
+embedding) into tests/data/golden/embeddings/NAME.json for tests/capi/embed_test.cpp:
+{"file", "pooling", "texts", "embeddings", "command"}. Vectors are L2-normalized (the tool's
+default --embd-normalize 2); rank pooling records the classifier's scores.
+
+  scripts/reference/record_embedding_goldens.py LLAMA_BUILD_DIR EMBED_MODELS_DIR SMOLLM2_FILE
+"""
+import json
+import os
+import subprocess
+import sys
+
+TEXTS = ["Hello, world!", "The quick brown fox jumps over the lazy dog.", "Embeddings map text to vectors.", "a",
+         "Ünïcödé and CJK 漢字 survive WordPiece."]
+RANK_PAIRS = [("what is a panda?", "The giant panda is a bear native to China."),
+              ("what is a panda?", "Paris is the capital of France."),
+              ("how to bake bread", "Mix flour, water, yeast and salt, then bake.")]
+
+
+def run(tool, model, pooling, prompts, extra=()):
+    cmd = [tool, "-m", model, "--pooling", pooling, "--embd-output-format", "array", "-c", "2048", "-b", "2048",
+           "-ub", "2048", "-t", "2", "--embd-separator", "<#sep#>", *extra, "-p", "<#sep#>".join(prompts)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    if "[[" not in out:
+        # This build prints nothing in the array format for some architectures (nomic-bert):
+        # then one prompt per run in the plain format, every value with 6 decimals.
+        vecs = []
+        for p in prompts:
+            one = cmd[:-1] + [p]
+            i = one.index("--embd-output-format")
+            del one[i:i + 2]  # the default format
+            text = subprocess.run(one, check=True, capture_output=True, text=True).stdout
+            line = next(ln for ln in text.splitlines() if ln.startswith("embedding 0:"))
+            vecs.append([float(x) for x in line.split(":", 1)[1].split()])
+        return vecs, " ".join(os.path.basename(c) if c == model else c for c in one[:-2]) + " -p ..."
+    start = out.index("[[")
+    vecs = json.loads(out[start:out.rindex("]]") + 2])
+    assert len(vecs) == len(prompts), (len(vecs), len(prompts))
+    return vecs, " ".join(os.path.basename(c) if c == model else c for c in cmd[:-2]) + " -p ..."
+
+
+def main(build, models, smollm2):
+    tool = os.path.join(build, "bin", "llama-embedding")
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    out_dir = os.path.join(root, "tests", "data", "golden", "embeddings")
+    os.makedirs(out_dir, exist_ok=True)
+    jobs = [("bert-f32-cls", os.path.join(models, "bert-f32.gguf"), "cls", TEXTS),
+            ("bert-f32-mean", os.path.join(models, "bert-f32.gguf"), "mean", TEXTS),
+            ("bert-q8_0-cls", os.path.join(models, "bert-q8_0.gguf"), "cls", TEXTS),
+            ("bert-rank-f32-rank", os.path.join(models, "bert-rank-f32.gguf"), "rank",
+             [q + "\t" + d for q, d in RANK_PAIRS]),
+            ("nomic-bert-f32-mean", os.path.join(models, "nomic-bert-f32.gguf"), "mean", TEXTS),
+            ("smollm2-last", smollm2, "last", TEXTS),
+            ("smollm2-mean", smollm2, "mean", TEXTS)]
+    for name, model, pooling, texts in jobs:
+        if pooling == "rank":
+            # The tool normalizes n_embd values from a buffer of n_cls_out scores: no
+            # normalization, and only the scores are kept.
+            vecs, cmd = run(tool, model, pooling, texts, ("--embd-normalize", "-1"))
+            vecs = [v[:1] for v in vecs]
+        else:
+            vecs, cmd = run(tool, model, pooling, texts)
+        with open(os.path.join(out_dir, name + ".json"), "w") as f:
+            json.dump({"file": os.path.basename(model), "pooling": pooling, "texts": texts, "embeddings": vecs,
+                       "command": cmd}, f, ensure_ascii=False)
+            f.write("\n")
+        print(name, len(vecs), len(vecs[0]))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    main(*sys.argv[1:])

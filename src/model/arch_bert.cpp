@@ -1,0 +1,65 @@
+// BERT-style encoders. BERT (BGE, all-MiniLM, E5): input = token + absolute position + token
+// type 0 embeddings through a LayerNorm; every layer is post-LN (attention, add, LayerNorm; GELU
+// FFN with biases, add, LayerNorm), attention is bidirectional and rope-free; there is no output
+// norm and no vocabulary head (the last layer's states are pooled into embeddings).
+// nomic-bert (nomic-embed-text): the same frame with rope on halves instead of position
+// embeddings and a SwiGLU FFN without biases (llama.cpp's bert graph, its last FFN branch).
+#include "model/registry.h"
+
+namespace zf::model {
+
+namespace {
+
+// What every BERT-style encoder shares: token types, the input LayerNorm, post-LN layers with
+// bidirectional attention, no output norm or head, an optional classifier.
+Status EncoderFrame(const Hparams& h, ModelDesc* d) {
+  if (d->layers.empty() || d->layers[0].norm.kind != NormKind::kLayer) {
+    return FormatError("'" + d->arch + "' needs " + h.Key("attention.layer_norm_epsilon"));
+  }
+  const float eps = d->layers[0].norm.eps;
+  // The reference reads the token-type count from the tokenizer metadata and requires it.
+  uint32_t n_types = 0;
+  const gguf::GgufFile& f = h.file();
+  if (f.Find("tokenizer.ggml.token_type_count") == nullptr ||
+      !f.GetU32("tokenizer.ggml.token_type_count", &n_types).ok() || n_types == 0 || n_types > 1024) {
+    return FormatError("'" + d->arch + "' needs tokenizer.ggml.token_type_count (1 to 1024)");
+  }
+  d->n_token_types = int32_t(n_types);
+  d->input_norm = true;
+  d->input_norm_eps = eps;
+  d->has_output_norm = false;
+  d->has_output_head = false;
+  if (const gguf::Value* labels = f.Find(h.Key("classifier.output_labels"))) {
+    if (labels->type == gguf::ValueType::ARRAY && labels->count > 0 && labels->count < 65536) {
+      d->n_cls_out = int32_t(labels->count);
+    }
+  }
+  for (LayerDesc& l : d->layers) {
+    l.attn.causal = false;
+    l.norm.pre_attn = l.norm.pre_ffn = false;
+    l.norm.after_residual_attn = l.norm.after_residual_ffn = true;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status BuildBert(const Hparams& h, ModelDesc* d) {
+  ZF_RETURN_IF_ERROR(EncoderFrame(h, d));
+  d->pos_embd = PositionEmbd::kAbsolute;
+  for (LayerDesc& l : d->layers) {
+    l.attn.rope.enabled = false;
+    l.ffn.kind = FfnKind::kPlain;
+    l.ffn.act = Activation::kGeluTanh;  // the reference's GELU: tanh form, through its F16 table
+    l.ffn.bias = true;
+  }
+  return Status::Ok();
+}
+
+Status BuildNomicBert(const Hparams& h, ModelDesc* d) {
+  ZF_RETURN_IF_ERROR(EncoderFrame(h, d));
+  for (LayerDesc& l : d->layers) l.attn.rope.style = RopeStyle::kNeox;  // gated SiLU FFN: the default
+  return Status::Ok();
+}
+
+}  // namespace zf::model

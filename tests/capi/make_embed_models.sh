@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Writes the random-weight embedding models of tests/capi/embed_test.cpp (scripts/synth_embed.py:
+# BERT in llama.cpp's layout with the bert-bge vocabulary of tests/data/tokenizer) into OUT_DIR,
+# with the pinned numpy/gguf of scripts/requirements-synth.txt (the cache tests/family/
+# make_models.sh uses). Run by ctest as the fixture embed.models; fails on a missing input.
+#   tests/capi/make_embed_models.sh OUT_DIR
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+out="${1:?usage: make_embed_models.sh OUT_DIR}"
+py="${PYTHON:-python3}"
+req="$root/scripts/requirements-synth.txt"
+pydir="$HOME/.cache/zerfoo/synth-py/$(sha256sum "$req" | cut -c1-16)"
+if [ ! -f "$pydir/.ok" ]; then
+  flags=(--no-deps --disable-pip-version-check --quiet --only-binary :all: --target "$pydir.tmp")
+  "$py" -m pip install --help | grep -q -- --break-system-packages && flags+=(--break-system-packages)
+  rm -rf "$pydir.tmp"
+  "$py" -m pip install "${flags[@]}" -r "$req" >&2
+  rm -rf "$pydir" && mv "$pydir.tmp" "$pydir" && touch "$pydir/.ok"
+fi
+export PYTHONPATH="$pydir${PYTHONPATH:+:$PYTHONPATH}"
+stamp="$(cat "$root/scripts/synth_embed.py" "$root/scripts/synth_families.py" "$req" | sha256sum | cut -c1-32)"
+if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ]; then exit 0; fi
+rm -f "$out/.stamp"
+"$py" "$root/scripts/synth_embed.py" "$out" --vocab-dir "$root/tests/data/tokenizer"
+echo "$stamp" > "$out/.stamp"

@@ -44,9 +44,10 @@ TEST_CASE("params structs have their ABI sizes and defaults") {
   CHECK(mp.max_batch == int32_t(0xABABABAB));  // beyond its struct_size: not written
   CHECK(sizeof(zf_model_summary) == 88);
   CHECK(sizeof(zf_session_params) == 16);
-  CHECK(sizeof(zf_generate_params) == 88);  // 64, then 72 with n_logprobs; 88 with the constraint
+  CHECK(sizeof(zf_generate_params) == 96);  // 64, then 72 with n_logprobs; 88 with the constraint; 96 with its trigger
   CHECK(offsetof(zf_generate_params, constraint) == 72);
   CHECK(offsetof(zf_generate_params, constraint_kind) == 80);
+  CHECK(offsetof(zf_generate_params, constraint_trigger) == 88);
   CHECK(sizeof(zf_generate_result) == 32);
   CHECK(sizeof(zf_token_logprob) == 8);
   zf_generate_params g;
@@ -60,6 +61,7 @@ TEST_CASE("params structs have their ABI sizes and defaults") {
   CHECK(g.reserved1 == 0u);
   CHECK(g.constraint == nullptr);  // unconstrained by default
   CHECK(g.constraint_kind == ZF_CONSTRAINT_NONE);
+  CHECK(g.constraint_trigger == nullptr);  // a constraint applies from the first token
   CHECK(g.reserved2 == 0u);
   std::memset(&g, 0xAB, sizeof g);
   REQUIRE(zf_generate_params_init(&g, 64) == ZF_OK);  // a caller compiled against the 64-byte layout

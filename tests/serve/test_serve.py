@@ -744,6 +744,29 @@ def test_tools_and_reasoning():
             assert [(e["id"], e["name"], e["arguments"]) for _, e in sorted(acc.items())] == \
                 [(c.id, c.function.name, c.function.arguments) for c in calls], (acc, calls)
             print("    %s: %d calls, %d argument fragments streamed" % (extra, len(calls), streamed.get("fragments", 0)))
+        # tool_choice "auto" is constrained lazily: free until the model opens a call (here it
+        # follows the earlier turns' calls), then the arguments follow the tool's schema (free,
+        # the same model writes {"city": "Oslo"}, which the enum does not allow).
+        strict = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+            "type": "object", "properties": {"city": {"enum": ["OSLO-NO", "ROME-IT"]},
+                                             "unit": {"enum": ["celsius", "fahrenheit"]}},
+            "required": ["city", "unit"]}}}]
+        shots = [TOOL_TURNS[0], TOOL_TURNS[1], {"role": "user", "content": "Weather in Rome?"},
+                 {"role": "assistant", "content": None, "tool_calls": [
+                     {"id": "call_2", "type": "function",
+                      "function": {"name": "get_weather", "arguments": "{\"city\": \"Rome\"}"}}]},
+                 {"role": "user", "content": "Weather in Oslo?"}]
+        auto = {"model": "", "messages": shots, "tools": strict, "temperature": 0, "max_tokens": 80}
+        free = cl.chat.completions.create(**dict(auto, tool_choice="none")).choices[0].message.content
+        r = cl.chat.completions.create(**auto)
+        calls = r.choices[0].message.tool_calls
+        assert r.choices[0].finish_reason == "tool_calls" and calls, (r, free)
+        for c in calls:
+            jsonschema.validate(json.loads(c.function.arguments), strict[0]["function"]["parameters"])
+        streamed, finish = stream_message(s, auto)
+        assert finish == "tool_calls" and [c["function"]["arguments"] for c in streamed["tool_calls"]] == \
+            [c.function.arguments for c in calls], (streamed, calls)
+        print("    auto: free %r; constrained %s" % (free[:80], calls[0].function.arguments))
         status, _, out = s.post("/v1/chat/completions", dict(body, tool_choice="required", regex="a+"))
         assert status == 400 and "both constrain" in out["error"]["message"], out
         status, _, out = s.post("/apply-template", {"messages": TOOL_TURNS[:1], "tools": TOOLS,

@@ -813,6 +813,35 @@ def test_tools_and_reasoning():
         assert s.stop() == 0
 
 
+def test_tools_xml_format():
+    # Qwen3-Coder's XML parameters: tool_choice "required" is constrained to that format (one
+    # element per parameter, a string value up to its close marker, other values as JSON of their
+    # schema); the call reads back as JSON arguments valid for the tool, streamed in fragments
+    # that add up to them.
+    s = Server("--chat-template-file", os.path.join(TEMPLATES, "Qwen3-Coder.jinja"))
+    try:
+        tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+                     "type": "object", "properties": {"city": {"type": "string"},
+                                                      "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+                     "required": ["city", "days"]}}},
+                 {"type": "function", "function": {"name": "search", "parameters": {
+                     "type": "object", "properties": {"q": {"type": "string"}}}}}]
+        body = {"model": "", "messages": [{"role": "user", "content": "Weather in Paris for 3 days?"}], "tools": tools,
+                "tool_choice": "required", "parallel_tool_calls": False, "temperature": 0, "max_tokens": 100}
+        r = s.client().chat.completions.create(**body)
+        calls = r.choices[0].message.tool_calls
+        assert r.choices[0].finish_reason == "tool_calls" and len(calls) == 1, r
+        params = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
+        jsonschema.validate(json.loads(calls[0].function.arguments), params[calls[0].function.name])
+        streamed, finish = stream_message(s, body)
+        assert finish == "tool_calls" and streamed.get("fragments", 0) > 1, streamed
+        assert [(c["id"], c["function"]["arguments"]) for c in streamed["tool_calls"]] == \
+            [(c.id, c.function.arguments) for c in calls], (streamed, calls)
+        print("    %s(%s), %d fragments" % (calls[0].function.name, calls[0].function.arguments, streamed["fragments"]))
+    finally:
+        assert s.stop() == 0
+
+
 def main():
     t_all = time.time()
     failed = []
@@ -827,7 +856,8 @@ def main():
         rc = shared.stop()
     if rc != 0:
         failed.append("shared server exit code %s" % rc)
-    for t in [test_tools_and_reasoning, test_queue_full_auth_and_drain, test_grace_cancels, test_startup_errors]:
+    for t in [test_tools_and_reasoning, test_tools_xml_format, test_queue_full_auth_and_drain, test_grace_cancels,
+              test_startup_errors]:
         run(t, failed)
     print("serve tests: %d failed, %.1f s" % (len(failed), time.time() - t_all))
     if failed:

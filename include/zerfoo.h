@@ -517,9 +517,9 @@ ZF_API zf_status zf_chat_parse(const zf_model* model, const char* text, size_t l
  * tool's `parameters` JSON schema (closed unless it sets additionalProperties): the constraint
  * for OpenAI's tool_choice "required" or a named function (offer only that tool), and, lazily
  * (zf_generate_params::constraint_trigger), for "auto": free text until the model opens a call,
- * then a valid call. Templates without a derived format with JSON arguments (no native tool
- * calls, XML-style parameters) get the generic JSON form zf_chat_parse() reads for every
- * template, a list of {"name","arguments"} objects. Thread-safe.
+ * then a valid call (XML-style parameters: one element per parameter in the schema's order,
+ * the required ones always). Templates without a derived call format get the generic JSON form
+ * zf_chat_parse() reads for every template, a list of {"name","arguments"} objects. Thread-safe.
  *
  * Output (NUL-terminated JSON): `{"grammar": a Lark grammar for ::ZF_CONSTRAINT_LARK of the
  * whole turn, "lazy_grammar": the grammar of the output from the trigger on, "trigger": the

@@ -40,6 +40,32 @@ std::string FirstWord(const std::string& s) {
   return s.substr(b, e == std::string::npos ? std::string::npos : e - b);
 }
 
+// XML-style arguments: one element per declared parameter, in the schema's order, the required
+// ones always (the parser reads any order; the model is kept to one). A string value runs to the
+// first close marker (a lazy rule); other values are JSON of their schema.
+std::string XmlArgRules(const ToolCallFormat& f, const Json& params, const std::string& rule) {
+  std::string g, body;
+  const Json props = params.contains("properties") && params["properties"].is_object() ? params["properties"] : Json::object();
+  const Json required = params.contains("required") && params["required"].is_array() ? params["required"] : Json::array();
+  size_t k = 0;
+  for (const auto& [key, schema] : props.items()) {
+    const std::string r = rule + "_" + std::to_string(k++);
+    const bool is_string = schema.is_object() && schema.value("type", Json()) == "string" && !schema.contains("enum");
+    std::string value;
+    if (is_string) {
+      value = r + "_v";
+      g += value + "[lazy]: /(?s:.*)/ " + Lit(f.param_close) + "\n";
+    } else {
+      value = "%json " + (schema.is_object() ? schema : Json::object()).dump() + " " + Lit(f.param_close);
+    }
+    g += r + ": " + Lit(f.param_open + key + f.param_mid) + " " + value + "\n";
+    bool req = false;
+    for (const Json& q : required) req = req || q == key;
+    body += " " + r + (req ? "" : "?");
+  }
+  return rule + ":" + (body.empty() ? " \"\"" : body) + "\n" + g;
+}
+
 // One rule per tool: the call's pieces from `from` on.
 std::string CallRules(const ToolCallFormat& f, const Json& tools, const std::string& prefix, size_t from,
                       std::string* alts) {
@@ -60,6 +86,11 @@ std::string CallRules(const ToolCallFormat& f, const Json& tools, const std::str
         case Piece::kId: body += " /[A-Za-z0-9]{9}/"; break;
         case Piece::kIndex: body += " /[0-9]{1,2}/"; break;
         case Piece::kArgs: {
+          if (f.args == ArgsStyle::kXml) {
+            body += " " + rule + "_args";
+            g += XmlArgRules(f, Parameters(fn), rule + "_args");
+            break;
+          }
           // Spaced as Python's json.dumps (the templates' tojson): what the model has seen.
           Json schema = Parameters(fn);
           schema["x-guidance"] = {{"whitespace_flexible", false}, {"item_separator", ", "}, {"key_separator", ": "}};
@@ -80,7 +111,7 @@ std::string CallRules(const ToolCallFormat& f, const Json& tools, const std::str
 ToolGrammar ToolCallGrammar(const ChatFormat& format, const Json& tools, bool parallel) {
   ToolGrammar out;
   const ToolCallFormat& f = format.tools;
-  if (!f.native || f.args != ArgsStyle::kJson) {
+  if (!f.native || (f.args == ArgsStyle::kXml && (f.param_open.empty() || f.param_close.empty()))) {
     out.grammar = GenericGrammar(tools, parallel);
     return out;
   }

@@ -1,8 +1,8 @@
 // The grammar of an assistant turn that is only tool calls, for tool_choice "required" or a
 // named function: in the call format derived from the template (the model's own, so a constrained
 // model writes what it was trained to write) with each call's arguments constrained by its tool's
-// parameters schema, or in the generic JSON form the parser reads for every template where no
-// format with JSON arguments was derived.
+// parameters schema (JSON arguments inline, XML-style parameters one element each), or in the
+// generic JSON form the parser reads for every template where no call format was derived.
 #pragma once
 
 #include <string>

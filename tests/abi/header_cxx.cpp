@@ -48,10 +48,13 @@ TEST_CASE("params structs have their ABI sizes and defaults") {
   CHECK(sizeof(zf_session_params) == 24);  // 16 before flags and reserved0
   CHECK(offsetof(zf_session_params, flags) == 16);
   CHECK(sizeof(zf_cache_info) == 56);
-  CHECK(sizeof(zf_generate_params) == 88);  // 64, then 72 with n_logprobs; 88 with the constraint
+  // 64, then 72 with n_logprobs; 88 with the constraint; 96 with its trigger; 104 with the draft
+  CHECK(sizeof(zf_generate_params) == 104);
+  CHECK(offsetof(zf_generate_params, draft_max) == 96);
   CHECK(offsetof(zf_generate_params, constraint) == 72);
   CHECK(offsetof(zf_generate_params, constraint_kind) == 80);
-  CHECK(sizeof(zf_generate_result) == 32);
+  CHECK(offsetof(zf_generate_params, constraint_trigger) == 88);
+  CHECK(sizeof(zf_generate_result) == 40);  // 32 before n_drafted and n_accepted
   CHECK(sizeof(zf_token_logprob) == 8);
   zf_generate_params g;
   std::memset(&g, 0xAB, sizeof g);
@@ -64,6 +67,7 @@ TEST_CASE("params structs have their ABI sizes and defaults") {
   CHECK(g.reserved1 == 0u);
   CHECK(g.constraint == nullptr);  // unconstrained by default
   CHECK(g.constraint_kind == ZF_CONSTRAINT_NONE);
+  CHECK(g.constraint_trigger == nullptr);  // a constraint applies from the first token
   CHECK(g.reserved2 == 0u);
   std::memset(&g, 0xAB, sizeof g);
   REQUIRE(zf_generate_params_init(&g, 64) == ZF_OK);  // a caller compiled against the 64-byte layout

@@ -225,14 +225,26 @@ TEST_F(ChatParse, PartialTextHoldsBackWhatMayBecomeACall) {
   EXPECT_EQ(parse("<think>step one</th", ZF_CHAT_PARSE_PARTIAL)["reasoning_content"], "step one");
   Json m = parse("<think>a</think>Sure <tool_", ZF_CHAT_PARSE_PARTIAL);
   EXPECT_EQ(m["content"], "Sure ");
-  m = parse("<think>a</think>Sure <tool_call>\n{\"name\": \"search\", \"argu", ZF_CHAT_PARSE_PARTIAL);
+  m = parse("<think>a</think>Sure <tool_call>\n{\"name\": \"sea", ZF_CHAT_PARSE_PARTIAL);
   EXPECT_EQ(m["content"], "Sure ");
-  EXPECT_FALSE(m.contains("tool_calls"));
-  // The complete call: listed, with the id the final parse gives it too.
+  EXPECT_FALSE(m.contains("tool_calls"));  // the name may go on
+  // A call in progress: listed once its name is written, its arguments growing into the final ones.
   const std::string whole = "<think>a</think>Sure <tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\": \"x\"}}\n</tool_call>";
+  const Json final_call = parse(whole, 0)["tool_calls"][0];
+  EXPECT_EQ(final_call["function"]["arguments"], "{\"q\": \"x\"}");  // as the model wrote it
+  m = parse("<think>a</think>Sure <tool_call>\n{\"name\": \"search\", \"argu", ZF_CHAT_PARSE_PARTIAL);
+  EXPECT_EQ(m["content"], "Sure");  // trimmed as the final parse trims it
+  ASSERT_EQ(m["tool_calls"].size(), 1u);
+  EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "search");
+  EXPECT_EQ(m["tool_calls"][0]["function"]["arguments"], "");
+  EXPECT_EQ(m["tool_calls"][0]["id"], final_call["id"]);
+  m = parse("<think>a</think>Sure <tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\": \"", ZF_CHAT_PARSE_PARTIAL);
+  EXPECT_EQ(m["tool_calls"][0]["function"]["arguments"], "{\"q\": \"");
+  // The complete call: listed, with the id the final parse gives it too; a next call whose name
+  // is not written yet is not.
   m = parse(whole + "\n<tool_call>\n{\"na", ZF_CHAT_PARSE_PARTIAL);
   ASSERT_EQ(m["tool_calls"].size(), 1u);
-  EXPECT_EQ(m["tool_calls"][0]["id"], parse(whole, 0)["tool_calls"][0]["id"]);
+  EXPECT_EQ(m["tool_calls"][0]["id"], final_call["id"]);
   // The same unfinished text as a complete turn is content as written.
   EXPECT_EQ(parse("Sure <tool_", 0)["content"], "Sure <tool_");
 }
@@ -278,3 +290,57 @@ TEST_F(ChatParse, BuffersAndErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+// The tool-call grammar of a template: {"grammar","lazy_grammar","trigger","native"}.
+Json ToolGrammar(zf_model* m, const std::string& tmpl, const char* tools, uint32_t flags, zf_status* st) {
+  zf_chat_params p;
+  zf_chat_params_init(&p, sizeof p);
+  p.template_text = tmpl.empty() ? nullptr : tmpl.c_str();
+  p.tools_json = tools;
+  p.flags = flags;
+  size_t needed = 0;
+  *st = zf_chat_tool_grammar(m, &p, nullptr, 0, &needed);
+  if (*st != ZF_ERR_BUFFER_TOO_SMALL) return Json();
+  std::vector<char> buf(needed);
+  *st = zf_chat_tool_grammar(m, &p, buf.data(), buf.size(), &needed);
+  return *st == ZF_OK ? Json::parse(buf.data()) : Json();
+}
+
+}  // namespace
+
+TEST_F(ChatParse, ToolGrammarInTheTemplatesOwnFormat) {
+  zf_status st;
+  // Hermes: the call's literals, each tool's parameters inline, the block's first word as trigger.
+  Json g = ToolGrammar(model_.get(), Template("Qwen-Qwen2.5-7B-Instruct"), kTools, 0, &st);
+  ASSERT_EQ(st, ZF_OK) << zf_last_error();
+  EXPECT_TRUE(g["native"].get<bool>());
+  EXPECT_EQ(g["trigger"], "<tool_call>");
+  const std::string grammar = g["grammar"], lazy = g["lazy_grammar"];
+  EXPECT_NE(grammar.find("%json"), std::string::npos) << grammar;
+  EXPECT_NE(grammar.find("\"get_weather\""), std::string::npos) << grammar;
+  EXPECT_NE(grammar.find("{0,7}"), std::string::npos) << grammar;  // parallel calls
+  EXPECT_EQ(lazy.rfind("start: \"<tool_call>", 0), 0u) << lazy;
+  g = ToolGrammar(model_.get(), Template("Qwen-Qwen2.5-7B-Instruct"), kTools, ZF_CHAT_ONE_CALL, &st);
+  EXPECT_EQ(std::string(g["grammar"]).find("{0,7}"), std::string::npos);
+  // Both grammars compile for the vocabulary (where the library has constraints).
+  if (zf_constraint_check(model_.get(), ZF_CONSTRAINT_REGEX, "a") == ZF_OK) {
+    EXPECT_EQ(zf_constraint_check(model_.get(), ZF_CONSTRAINT_LARK, grammar.c_str()), ZF_OK) << zf_last_error();
+    EXPECT_EQ(zf_constraint_check(model_.get(), ZF_CONSTRAINT_LARK, lazy.c_str()), ZF_OK) << zf_last_error();
+  }
+  // The model's own template (no tool calls): the generic JSON form, no trigger.
+  g = ToolGrammar(model_.get(), "", kTools, 0, &st);
+  ASSERT_EQ(st, ZF_OK);
+  EXPECT_FALSE(g["native"].get<bool>());
+  EXPECT_EQ(g["trigger"], "");
+  // Errors name the field.
+  ToolGrammar(model_.get(), "", nullptr, 0, &st);
+  EXPECT_EQ(st, ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(zf_last_error()).find("tools_json"), std::string::npos);
+  ToolGrammar(model_.get(), "", R"([{"type": "function", "function": {}}])", 0, &st);
+  EXPECT_EQ(st, ZF_ERR_INVALID_ARGUMENT);
+  ToolGrammar(model_.get(), "", kTools, 0x100, &st);
+  EXPECT_EQ(st, ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(zf_chat_tool_grammar(model_.get(), nullptr, nullptr, 0, nullptr), ZF_ERR_INVALID_ARGUMENT);
+}

@@ -29,6 +29,7 @@ const char* const kTemplates[] = {
     "CohereForAI-c4ai-command-r7b-12-2024-tool_use", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B",
     "upstage-Solar-Open-100B",           "poolside-Laguna-XS.2",
     "ibm-granite-granite-3.3-2B-Instruct", "google-gemma-2-2b-it",
+    "llama-cpp-deepseek-r1",             "CohereForAI-c4ai-command-r-plus-tool_use",
 };
 constexpr size_t kN = sizeof kTemplates / sizeof kTemplates[0];
 
@@ -41,7 +42,8 @@ std::vector<zf::chat::ChatFormat>& Formats() {
       s << f.rdbuf();
       const std::string source = s.str();
       zf::jinja::Template t(source);
-      const zf::jinja::Value tools = zf::jinja::FromJson(zf::chat::ProbeTools().dump());
+      const zf::jinja::Value probe_tools = zf::jinja::FromJson(zf::chat::ProbeTools().dump());
+      zf::jinja::Value tools = probe_tools;
       auto render = [&](const Json& messages, bool gen, std::string* o) {
         Json vars = {{"messages", messages}, {"add_generation_prompt", gen}, {"bos_token", "<s>"},
                      {"eos_token", "</s>"}, {"documents", nullptr}, {"enable_thinking", true}};
@@ -56,6 +58,9 @@ std::vector<zf::chat::ChatFormat>& Formats() {
           return false;
         }
       };
+      // A template that fails whenever tools are offered is probed without (as zf_chat_parse does).
+      std::string probe;
+      if (!render(Json::array({{{"role", "user"}, {"content", "x"}}}), true, &probe)) tools = zf::jinja::Value::None();
       out.push_back(zf::chat::DeriveChatFormat(render, source));
     }
     return out;

@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
     Write("chat_template", "family_" + std::to_string(k), Text(uint8_t(k & 1), s));
   }
   // chat_parse: outputs in the formats of the fuzzer's templates (byte 0 picks one, byte 1
-  // offers tools).
+  // offers tools and picks streaming).
   const std::pair<uint8_t, std::string> outputs[] = {
       {0, "Sure.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"},
       {1, "<think>\nhmm\n</think>\n\n<tool_call>\n{\"name\": \"search\", \"arguments\": {}}\n</tool_call>"},
@@ -130,11 +130,20 @@ int main(int argc, char** argv) {
       {9, "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Bern</arg_value>\n</tool_call>"},
       {10, "<|tool_call|>[{\"name\": \"search\", \"arguments\": {}}]"},
       {11, "```json\n{\"name\": \"search\", \"arguments\": {\"q\": \"x\"}}\n```"},
+      {12, "hm\n</think>\n\n<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>search\n```json\n"
+           "{\"q\": 1}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
+      {13, "Let me see.\nAction:\n```json\n[\n    {\n        \"tool_name\": \"search\",\n        \"parameters\": {}\n    }\n]```"},
   };
+  // Byte 1: bit 0 offers tools, bit 1 parses the text as a streamed prefix (calls in progress).
   for (const auto& [k, text] : outputs) {
     std::vector<uint8_t> v{k, 1};
     v.insert(v.end(), text.begin(), text.end());
     Write("chat_parse", "format_" + std::to_string(k), v);
+    v[1] = 3;
+    size_t cut = text.size() * 2 / 3;  // inside the call, at a character boundary
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+    v.resize(2 + cut);
+    Write("chat_parse", "partial_" + std::to_string(k), v);
   }
   return 0;
 }

@@ -771,6 +771,29 @@ def test_tools_and_reasoning():
             assert [(e["id"], e["name"], e["arguments"]) for _, e in sorted(acc.items())] == \
                 [(c.id, c.function.name, c.function.arguments) for c in calls], (acc, calls)
             print("    %s: %d calls, %d argument fragments streamed" % (extra, len(calls), streamed.get("fragments", 0)))
+        # tool_choice "auto" is constrained lazily: free until the model opens a call (here it
+        # follows the earlier turns' calls), then the arguments follow the tool's schema (free,
+        # the same model writes {"city": "Oslo"}, which the enum does not allow).
+        strict = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+            "type": "object", "properties": {"city": {"enum": ["OSLO-NO", "ROME-IT"]},
+                                             "unit": {"enum": ["celsius", "fahrenheit"]}},
+            "required": ["city", "unit"]}}}]
+        shots = [TOOL_TURNS[0], TOOL_TURNS[1], {"role": "user", "content": "Weather in Rome?"},
+                 {"role": "assistant", "content": None, "tool_calls": [
+                     {"id": "call_2", "type": "function",
+                      "function": {"name": "get_weather", "arguments": "{\"city\": \"Rome\"}"}}]},
+                 {"role": "user", "content": "Weather in Oslo?"}]
+        auto = {"model": "", "messages": shots, "tools": strict, "temperature": 0, "max_tokens": 80}
+        free = cl.chat.completions.create(**dict(auto, tool_choice="none")).choices[0].message.content
+        r = cl.chat.completions.create(**auto)
+        calls = r.choices[0].message.tool_calls
+        assert r.choices[0].finish_reason == "tool_calls" and calls, (r, free)
+        for c in calls:
+            jsonschema.validate(json.loads(c.function.arguments), strict[0]["function"]["parameters"])
+        streamed, finish = stream_message(s, auto)
+        assert finish == "tool_calls" and [c["function"]["arguments"] for c in streamed["tool_calls"]] == \
+            [c.function.arguments for c in calls], (streamed, calls)
+        print("    auto: free %r; constrained %s" % (free[:80], calls[0].function.arguments))
         status, _, out = s.post("/v1/chat/completions", dict(body, tool_choice="required", regex="a+"))
         assert status == 400 and "both constrain" in out["error"]["message"], out
         status, _, out = s.post("/apply-template", {"messages": TOOL_TURNS[:1], "tools": TOOLS,
@@ -817,6 +840,35 @@ def test_tools_and_reasoning():
         assert s.stop() == 0
 
 
+def test_tools_xml_format():
+    # Qwen3-Coder's XML parameters: tool_choice "required" is constrained to that format (one
+    # element per parameter, a string value up to its close marker, other values as JSON of their
+    # schema); the call reads back as JSON arguments valid for the tool, streamed in fragments
+    # that add up to them.
+    s = Server("--chat-template-file", os.path.join(TEMPLATES, "Qwen3-Coder.jinja"))
+    try:
+        tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+                     "type": "object", "properties": {"city": {"type": "string"},
+                                                      "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+                     "required": ["city", "days"]}}},
+                 {"type": "function", "function": {"name": "search", "parameters": {
+                     "type": "object", "properties": {"q": {"type": "string"}}}}}]
+        body = {"model": "", "messages": [{"role": "user", "content": "Weather in Paris for 3 days?"}], "tools": tools,
+                "tool_choice": "required", "parallel_tool_calls": False, "temperature": 0, "max_tokens": 100}
+        r = s.client().chat.completions.create(**body)
+        calls = r.choices[0].message.tool_calls
+        assert r.choices[0].finish_reason == "tool_calls" and len(calls) == 1, r
+        params = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
+        jsonschema.validate(json.loads(calls[0].function.arguments), params[calls[0].function.name])
+        streamed, finish = stream_message(s, body)
+        assert finish == "tool_calls" and streamed.get("fragments", 0) > 1, streamed
+        assert [(c["id"], c["function"]["arguments"]) for c in streamed["tool_calls"]] == \
+            [(c.id, c.function.arguments) for c in calls], (streamed, calls)
+        print("    %s(%s), %d fragments" % (calls[0].function.name, calls[0].function.arguments, streamed["fragments"]))
+    finally:
+        assert s.stop() == 0
+
+
 def main():
     t_all = time.time()
     failed = []
@@ -831,7 +883,8 @@ def main():
         rc = shared.stop()
     if rc != 0:
         failed.append("shared server exit code %s" % rc)
-    for t in [test_tools_and_reasoning, test_lookup_speculation, test_queue_full_auth_and_drain, test_grace_cancels,
+    for t in [test_tools_and_reasoning, test_tools_xml_format, test_lookup_speculation, test_queue_full_auth_and_drain,
+              test_grace_cancels,
               test_startup_errors]:
         run(t, failed)
     print("serve tests: %d failed, %.1f s" % (len(failed), time.time() - t_all))

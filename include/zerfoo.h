@@ -40,7 +40,7 @@ extern "C" {
 /** Major version: bumped only on an ABI break (also the SONAME suffix). */
 #define ZF_VERSION_MAJOR 0
 /** Minor version: bumped when functions or params fields are appended. */
-#define ZF_VERSION_MINOR 3
+#define ZF_VERSION_MINOR 4
 /** Patch version: bumped for fixes that change no interface. */
 #define ZF_VERSION_PATCH 0
 /** The header's version as one number: MAJOR*1000000 + MINOR*1000 + PATCH. */
@@ -55,7 +55,7 @@ extern "C" {
 ZF_API uint32_t zf_version(void);
 
 /**
- * @brief The loaded library's version as text, e.g. "0.3.0".
+ * @brief The loaded library's version as text, e.g. "0.4.0".
  * @return A static NUL-terminated string owned by the library; valid for the process lifetime.
  */
 ZF_API const char* zf_version_string(void);

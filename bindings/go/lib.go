@@ -14,7 +14,7 @@ import (
 // The C header version this binding was written for (ZF_VERSION_MAJOR/MINOR in zerfoo.h).
 const (
 	HeaderMajor = 0
-	HeaderMinor = 3
+	HeaderMinor = 4
 )
 
 // lib holds the process-wide library handle and its functions. It is filled once.
@@ -74,7 +74,7 @@ func LibraryPath() string {
 	return lib.path
 }
 
-// Version returns the loaded library's version string, e.g. "0.3.0".
+// Version returns the loaded library's version string, e.g. "0.4.0".
 func Version() (string, error) {
 	if err := Load(""); err != nil {
 		return "", err

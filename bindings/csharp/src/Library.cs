@@ -98,7 +98,7 @@ namespace Zerfoo
         [MethodImpl(MethodImplOptions.NoInlining)]
         static string NativeVersionString() { return Utf8(NativeMethods.zf_version_string()); }
 
-        /// <summary>The loaded library's version as text, e.g. "0.3.0".</summary>
+        /// <summary>The loaded library's version as text, e.g. "0.4.0".</summary>
         public static string Version
         {
             get { EnsureLoaded(); return NativeVersionString(); }

@@ -159,7 +159,7 @@ namespace Zerfoo
 
         /// <summary>The header version this binding was written for (ZF_VERSION_MAJOR/MINOR).</summary>
         internal const int HeaderMajor = 0;
-        internal const int HeaderMinor = 3;
+        internal const int HeaderMinor = 4;
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern uint zf_version();

@@ -337,7 +337,7 @@ impl ZerfooLib {
     pub unsafe fn zf_version(&self) -> u32 {
         (self.zf_version)()
     }
-    #[doc = " @brief The loaded library's version as text, e.g. \"0.3.0\".\n @return A static NUL-terminated string owned by the library; valid for the process lifetime."]
+    #[doc = " @brief The loaded library's version as text, e.g. \"0.4.0\".\n @return A static NUL-terminated string owned by the library; valid for the process lifetime."]
     pub unsafe fn zf_version_string(&self) -> *const ::core::ffi::c_char {
         (self.zf_version_string)()
     }

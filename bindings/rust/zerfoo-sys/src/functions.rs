@@ -5,7 +5,7 @@
 unsafe extern "C" {
     #[doc = " @brief The loaded library's version, encoded like ::ZF_VERSION.\n\n A binding is compatible when the major parts are equal and the runtime minor is >= the minor\n of the header it was written for. Thread-safe; never fails."]
     pub fn zf_version() -> u32;
-    #[doc = " @brief The loaded library's version as text, e.g. \"0.3.0\".\n @return A static NUL-terminated string owned by the library; valid for the process lifetime."]
+    #[doc = " @brief The loaded library's version as text, e.g. \"0.4.0\".\n @return A static NUL-terminated string owned by the library; valid for the process lifetime."]
     pub fn zf_version_string() -> *const ::core::ffi::c_char;
     #[doc = " @brief The name of a status code, e.g. \"ZF_ERR_FORMAT\"; \"ZF_ERR_UNKNOWN\" for unknown values.\n @return A static string; never NULL. Thread-safe."]
     pub fn zf_status_string(status: zf_status) -> *const ::core::ffi::c_char;

@@ -236,8 +236,12 @@ pub struct zf_generate_params {
     pub constraint_kind: i32,
     #[doc = "< Padding; must be 0."]
     pub reserved2: u32,
-    #[doc = "< Since 0.3: with a constraint, NULL (default) applies it from\nthe first token; else a lazy constraint: the output is free until\nthis text (NUL-terminated UTF-8) first appears in it, and from\nwhere it starts the rest of the output must match the constraint\n(e.g. a tool-call grammar triggered by the format's opening\nmarker, see zf_chat_tool_grammar())."]
+    #[doc = "< Since 0.4: with a constraint, NULL (default) applies it from\nthe first token; else a lazy constraint: the output is free until\nthis text (NUL-terminated UTF-8) first appears in it, and from\nwhere it starts the rest of the output must match the constraint\n(e.g. a tool-call grammar triggered by the format's opening\nmarker, see zf_chat_tool_grammar())."]
     pub constraint_trigger: *const ::core::ffi::c_char,
+    #[doc = " Since 0.4: speculative decoding by prompt lookup (llama.cpp's lookup decoding): at each step\n up to this many tokens are drafted from the latest earlier occurrence of the text's last\n 2-4 tokens in the prompt and output, evaluated in one pass over the weights with every\n position's logits, and the next tokens are sampled from those logits exactly as without\n drafts; drafted tokens the sampler picks are kept, the rest rolled back. The output is token\n for token the output without it (greedy, and sampled with a seed); it pays off when the\n answer repeats the prompt (code edits, quotes, extraction, reformatting). The draft length\n adapts to the acceptance and drafting pauses when drafts keep failing. 0 (default) = off;\n at most ::ZF_MAX_DRAFT. Ignored on sessions that cannot verify drafts: a batched model\n (zf_model_params.max_batch), ::ZF_SESSION_FAST_PREFILL, the CUDA engine."]
+    pub draft_max: i32,
+    #[doc = "< Since 0.4: fewer tokens found than this: no draft this step (0 = 1)."]
+    pub draft_min: i32,
 }
 #[doc = " Outcome of zf_generate()."]
 #[repr(C)]
@@ -255,6 +259,10 @@ pub struct zf_generate_result {
     pub prompt_ms: f64,
     #[doc = "< Decode wall time (sampling and evaluation; since 0.2 without the\ntime spent in the stream callback or between zf_generation_next\ncalls)."]
     pub decode_ms: f64,
+    #[doc = "< Since 0.4: tokens drafted (zf_generate_params.draft_max)."]
+    pub n_drafted: i32,
+    #[doc = "< Since 0.4: drafted tokens kept (each spared a decode step)."]
+    pub n_accepted: i32,
 }
 #[doc = " Opaque generation in progress: the pull-style counterpart of zf_generate(), for iterators\n that ask for the next piece instead of receiving callbacks. Both run the same generation loop\n and give the same output for the same session state and params.\n\n Ownership and thread-safety: created by zf_generate_begin() on a session, freed by\n zf_generation_free(). It is used by one thread at a time, like its session (it may move\n between threads). While it is in progress (begun, not yet done) the session accepts no other\n call (zf_generate, zf_generate_begin, zf_session_eval, zf_session_reset fail with\n ::ZF_ERR_INVALID_ARGUMENT) except zf_session_cancel(), zf_session_n_past(),\n zf_session_logprobs() and zf_session_free(). The generation keeps its session's memory alive: the two may be freed in\n either order (the session is then unusable, but freeing the generation stays valid)."]
 #[repr(C)]
@@ -289,9 +297,9 @@ pub struct zf_embed_params {
     pub reserved: u32,
 }
 pub const ZF_VERSION_MAJOR: i32 = 0;
-pub const ZF_VERSION_MINOR: i32 = 3;
+pub const ZF_VERSION_MINOR: i32 = 4;
 pub const ZF_VERSION_PATCH: i32 = 0;
-pub const ZF_VERSION: i32 = 3000;
+pub const ZF_VERSION: i32 = 4000;
 pub const ZF_OK: i32 = 0;
 pub const ZF_ERR_INVALID_ARGUMENT: i32 = 1;
 pub const ZF_ERR_IO: i32 = 2;
@@ -330,6 +338,7 @@ pub const ZF_SESSION_FAST_PREFILL: i32 = 1;
 pub const ZF_GENERATE_NO_SPECIAL: i32 = 1;
 pub const ZF_GENERATE_NO_PARSE_SPECIAL: i32 = 2;
 pub const ZF_GENERATE_IGNORE_EOS: i32 = 4;
+pub const ZF_MAX_DRAFT: i32 = 16;
 pub const ZF_MAX_LOGPROBS: i32 = 20;
 pub const ZF_CONSTRAINT_NONE: i32 = 0;
 pub const ZF_CONSTRAINT_JSON_SCHEMA: i32 = 1;
@@ -510,7 +519,7 @@ const _: () = {
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of zf_generate_params"][::core::mem::size_of::<zf_generate_params>() - 96usize];
+    ["Size of zf_generate_params"][::core::mem::size_of::<zf_generate_params>() - 104usize];
     ["Alignment of zf_generate_params"][::core::mem::align_of::<zf_generate_params>() - 8usize];
     ["Offset of field: zf_generate_params::struct_size"]
         [::core::mem::offset_of!(zf_generate_params, struct_size) - 0usize];
@@ -550,10 +559,14 @@ const _: () = {
         [::core::mem::offset_of!(zf_generate_params, reserved2) - 84usize];
     ["Offset of field: zf_generate_params::constraint_trigger"]
         [::core::mem::offset_of!(zf_generate_params, constraint_trigger) - 88usize];
+    ["Offset of field: zf_generate_params::draft_max"]
+        [::core::mem::offset_of!(zf_generate_params, draft_max) - 96usize];
+    ["Offset of field: zf_generate_params::draft_min"]
+        [::core::mem::offset_of!(zf_generate_params, draft_min) - 100usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of zf_generate_result"][::core::mem::size_of::<zf_generate_result>() - 32usize];
+    ["Size of zf_generate_result"][::core::mem::size_of::<zf_generate_result>() - 40usize];
     ["Alignment of zf_generate_result"][::core::mem::align_of::<zf_generate_result>() - 8usize];
     ["Offset of field: zf_generate_result::struct_size"]
         [::core::mem::offset_of!(zf_generate_result, struct_size) - 0usize];
@@ -567,6 +580,10 @@ const _: () = {
         [::core::mem::offset_of!(zf_generate_result, prompt_ms) - 16usize];
     ["Offset of field: zf_generate_result::decode_ms"]
         [::core::mem::offset_of!(zf_generate_result, decode_ms) - 24usize];
+    ["Offset of field: zf_generate_result::n_drafted"]
+        [::core::mem::offset_of!(zf_generate_result, n_drafted) - 32usize];
+    ["Offset of field: zf_generate_result::n_accepted"]
+        [::core::mem::offset_of!(zf_generate_result, n_accepted) - 36usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {

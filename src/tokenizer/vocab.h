@@ -51,6 +51,12 @@ struct Vocab {
   bool add_space_prefix = false;  // SPM: prefix text with a space
   bool clean_spaces = false;      // detokenize: " ," -> "," etc.
   bool ignore_merges = false;     // BPE: whole words found in the vocab skip merging
+  // BPE over raw UTF-8 with spaces as U+2581 and "<0xXX>" byte tokens (Gemma 4), instead of
+  // GPT-2's byte-to-codepoint mapping.
+  bool spm_style_bpe = false;
+  // BPE: a word made only of newlines that is itself a token is taken whole (Gemma 4: its
+  // merges of newline runs are not in rank order).
+  bool whole_newline_words = false;
   std::unordered_set<int32_t> eog;     // end-of-generation ids
   std::vector<int32_t> special_tokens;  // control/user-defined/unknown, longest text first
 

@@ -164,6 +164,12 @@ std::vector<Spec> Families() {
   s.name = "qwen3"; s.arch = "qwen3"; s.H = 4; s.Hkv = 1; s.hd = 24; s.key_length = true; s.qk_head = true;
   v.push_back(s);
   s = Spec{};
+  s.name = "qwen3_yarn"; s.arch = "qwen3"; s.H = 4; s.Hkv = 1; s.hd = 24; s.key_length = true; s.qk_head = true;
+  // Pairs 3..9 of 12 are blended (corr dims of 4096 positions, base 10000), the rest scaled or not.
+  s.kv = {{"rope.scaling.type", val::Str("yarn")}, {"rope.scaling.factor", val::F32(4.0f)},
+          {"rope.scaling.original_context_length", val::U32(4096)}};
+  v.push_back(s);
+  s = Spec{};
   s.name = "qwen3moe"; s.arch = "qwen3moe"; s.qk_head = true; s.experts = 6; s.used = 2; s.F_exp = 40;
   s.kv = {{"expert_feed_forward_length", val::U32(40)}};
   v.push_back(s);

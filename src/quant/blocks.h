@@ -147,6 +147,25 @@ inline float E8M0ToFp32Half(uint8_t e) {
   return f;
 }
 
+// The same 256 values as a table built at compile time (powers of two: every halving and
+// doubling is exact), for kernels that look the scale up. A table with a run-time constructor
+// must not live in the ISA-specific files: its static initializer would run, with their
+// instructions, on CPUs without them.
+struct E8M0HalfTable {
+  float v[256];
+};
+constexpr E8M0HalfTable MakeE8M0HalfTable() {
+  E8M0HalfTable t{};
+  float x = 1.0f;
+  for (int i = 0; i < 128; ++i) x *= 0.5f;  // 2^-128 (a subnormal, as E8M0ToFp32Half(0))
+  for (int e = 0; e < 256; ++e) {
+    t.v[e] = x;
+    if (e < 255) x *= 2.0f;  // 2^128 would overflow
+  }
+  return t;
+}
+constexpr E8M0HalfTable kE8M0Half = MakeE8M0HalfTable();
+
 // The 6-bit scale of IQ4_XS sub-block j, still biased by +32.
 inline int IQ4XSScale(const BlockIQ4_XS& b, int j) {
   return ((b.scales_l[j / 2] >> (4 * (j % 2))) & 0x0F) | (((b.scales_h >> (2 * j)) & 3) << 4);

@@ -356,6 +356,12 @@ TEST(QuantDot, CloseToFloatDot) {
   }
 }
 
+TEST(QuantVectors, E8M0TableIsTheBitConstruction) {
+  for (int e = 0; e < 256; ++e) EXPECT_TRUE(SameFloat(kE8M0Half.v[e], E8M0ToFp32Half(uint8_t(e)))) << e;
+  EXPECT_EQ(kE8M0Half.v[128], 1.0f);
+  EXPECT_EQ(kE8M0Half.v[0], std::ldexp(1.0f, -128));
+}
+
 TEST(QuantDot, SupportAndVecDotTypes) {
   EXPECT_EQ(VecDotType(GgmlType::Q4_0), GgmlType::Q8_0);
   EXPECT_EQ(VecDotType(GgmlType::Q5_0), GgmlType::Q8_0);

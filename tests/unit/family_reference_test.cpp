@@ -259,6 +259,30 @@ TEST_P(FamilyReference, EngineMatchesPlainLoopsAtEveryPosition) {
 INSTANTIATE_TEST_SUITE_P(AllFamilies, FamilyReference, ::testing::ValuesIn(Families()),
                          [](const ::testing::TestParamInfo<Spec>& i) { return i.param.name; });
 
+// rope.scaling.type yarn as the reference reads it: freq_scale 1/factor, ext_factor 1, the
+// original context from its key, a magnitude of get_mscale(4) / (1 + 0.1 ln 4) = 1 (to float
+// rounding), and the YaRN op required of the engine.
+TEST(FamilyReference, YarnHyperparameters) {
+  Spec spec;
+  for (const Spec& s : Families()) {
+    if (s.name == "qwen3_yarn") spec = s;
+  }
+  ASSERT_EQ(spec.name, "qwen3_yarn");
+  std::unique_ptr<Model> m;
+  LoadOptions o;
+  o.device = Device::kCpu;
+  ASSERT_TRUE(Model::Load(WriteTemp(Build(spec), "yarn_hp"), o, &m).ok());
+  const RopeDesc& r = m->desc().layers[0].attn.rope;
+  EXPECT_EQ(r.freq_scale, 0.25f);
+  EXPECT_EQ(r.ext_factor, 1.0f);
+  EXPECT_NEAR(r.attn_factor, 1.0f, 1e-6f);
+  EXPECT_EQ(r.beta_fast, 32.0f);
+  EXPECT_EQ(r.beta_slow, 1.0f);
+  EXPECT_EQ(m->desc().n_ctx_orig, 4096);
+  const std::vector<engine::Op> ops = RequiredOps(m->desc());
+  EXPECT_NE(std::find(ops.begin(), ops.end(), engine::Op::kRopeYarn), ops.end());
+}
+
 TEST(FamilyReference, CoversEveryRegisteredArchitecture) {
   std::vector<std::string> tested;
   for (const Spec& s : Families()) tested.push_back(s.arch);

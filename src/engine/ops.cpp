@@ -24,7 +24,8 @@ void RopeYarnCorrDims(const RopeParams& rp, float* low, float* high) {
   // The dimension whose rotation count over n_ctx_orig positions is n_turns:
   // n_rot * ln(n_ctx_orig / (2 pi n_turns)) / (2 ln base), in the reference's float operations.
   const auto dim = [&](float n_turns) {
-    return float(rp.n_rot) * std::log(float(rp.n_ctx_orig) / (n_turns * 2.0f * 3.14159265358979323846f)) / (2.0f * std::log(rp.base));
+    const float turn = n_turns * 2.0f * 3.14159265358979323846f;
+    return float(rp.n_rot) * std::log(float(rp.n_ctx_orig) / turn) / (2.0f * std::log(rp.base));
   };
   *low = std::max(0.0f, std::floor(dim(rp.beta_fast)));
   *high = std::min(float(rp.n_rot - 1), std::ceil(dim(rp.beta_slow)));

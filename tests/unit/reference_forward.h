@@ -77,7 +77,8 @@ inline void Rope(const RopeDesc& r, const float* factors, int32_t p, float* x, i
       float mag = r.attn_factor;
       if (r.ext_factor != 0.0f) {
         const double extrap = theta / r.freq_scale;
-        const double ramp = (1.0 - std::min(1.0, std::max(0.0, (i - low) / std::max(0.001, high - low)))) * r.ext_factor;
+        const double y = (i - low) / std::max(0.001, high - low);
+        const double ramp = (1.0 - std::min(1.0, std::max(0.0, y))) * r.ext_factor;
         theta = float(theta * (1.0 - ramp) + extrap * ramp);
         mag = float(r.attn_factor * (1.0 + 0.1 * std::log(1.0 / r.freq_scale)));
       }

@@ -82,7 +82,8 @@ TEST(Rope, YarnMatchesFormula) {
       rp.beta_slow = 1.0f;
       // The correction range, from the formula in double precision.
       const auto corr = [&](double turns) {
-        return n_rot * std::log(rp.n_ctx_orig / (turns * 2.0 * 3.14159265358979323846)) / (2.0 * std::log(double(rp.base)));
+        const double turn = turns * 2.0 * 3.14159265358979323846;
+        return n_rot * std::log(rp.n_ctx_orig / turn) / (2.0 * std::log(double(rp.base)));
       };
       const double low = std::max(0.0, std::floor(corr(rp.beta_fast)));
       const double high = std::min(double(n_rot - 1), std::ceil(corr(rp.beta_slow)));

@@ -103,9 +103,9 @@ Status ReadCommon(const Hparams& h, ModelDesc* d) {
   d->output_norm_eps = eps;
 
   // Rope: as the reference reads it, rope.scaling.factor divides positions whatever the type
-  // (linear, longrope, yarn; none means 1); llama3 scaling arrives as the rope_freqs tensor and LongRoPE's
-  // as rope_factors_long/short. YaRN adds the blend of scaled and unscaled angles (ext_factor 1)
-  // and its magnitude (below).
+  // (linear, longrope, yarn; type none means no scaling); llama3 scaling arrives as the
+  // rope_freqs tensor and LongRoPE's as rope_factors_long/short. YaRN adds the blend of scaled
+  // and unscaled angles (ext_factor 1) and its magnitude (below).
   float rope_base = 10000.0f, freq_scale = 1.0f, factor = 0.0f, attn_factor = 1.0f;
   ZF_RETURN_IF_ERROR(h.OptF32("rope.freq_base", &rope_base));
   std::string scaling;

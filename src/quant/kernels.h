@@ -87,6 +87,10 @@ ZF_DECLARE_X86_KERNELS
 namespace asimd {
 float VecDotF32(int64_t n, const void* w, const void* a);
 float VecDotF16(int64_t n, const void* w, const void* a);
+// codebook_asimd.cpp: bit-identical to the reference.
+float VecDotIQ4_NL(int64_t n, const void* w, const void* a);
+float VecDotIQ4_XS(int64_t n, const void* w, const void* a);
+float VecDotMXFP4(int64_t n, const void* w, const void* a);
 }  // namespace asimd
 #endif
 

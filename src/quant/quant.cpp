@@ -149,6 +149,9 @@ KernelTable BuildTable() {
     k.isa = "neon";
     k.vec_dot[Index(GgmlType::F32)] = asimd::VecDotF32;
     k.vec_dot[Index(GgmlType::F16)] = asimd::VecDotF16;
+    k.vec_dot[Index(GgmlType::IQ4_NL)] = asimd::VecDotIQ4_NL;
+    k.vec_dot[Index(GgmlType::IQ4_XS)] = asimd::VecDotIQ4_XS;
+    k.vec_dot[Index(GgmlType::MXFP4)] = asimd::VecDotMXFP4;
     k.gemv_packed = asimd::GemvPacked;
     k.gemm_packed = asimd::GemmPacked;
     k.tile_from_decode = asimd::PackTileFromDecode;

@@ -400,6 +400,20 @@ bool HaveSimd() {
 #endif
 }
 
+#if defined(__aarch64__)
+// The NEON codebook dot products (codebook_asimd.cpp) keep the reference's float steps.
+TEST(QuantSimd, NeonCodebookDotsAreBitIdenticalToReference) {
+  if (!HaveSimd()) GTEST_SKIP() << "ZF_NO_NEON";
+  std::mt19937 rng(77);
+  for (GgmlType t : {GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4}) {
+    const int64_t n = 2048;
+    const std::vector<uint8_t> w = MakeWeights(t, n, rng, QuantFill::kRandom);
+    const std::vector<uint8_t> a = Quantize(VecDotType(t), RandomFloats(n, rng));
+    EXPECT_TRUE(SameFloat(VecDot(t, n, w.data(), a.data()), ref::VecDot(t, n, w.data(), a.data()))) << TypeName(t);
+  }
+}
+#endif
+
 TEST(QuantSimd, DispatchPicksAvx2WhenAvailable) {
   if (!CpuHasAvx2Fma16()) GTEST_SKIP() << "CPU lacks AVX2/FMA/F16C";
   // AVX-512 VNNI CPUs get the wider kernels unless ZF_NO_AVX512 is set.

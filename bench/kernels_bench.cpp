@@ -87,6 +87,9 @@ ZF_VECDOT(Q3_K);
 ZF_VECDOT(Q4_K);
 ZF_VECDOT(Q5_K);
 ZF_VECDOT(Q6_K);
+ZF_VECDOT(IQ4_NL);
+ZF_VECDOT(IQ4_XS);
+ZF_VECDOT(MXFP4);
 
 // y = W x for n_tok tokens: args {rows (out), cols (in), n_tok, threads}.
 void BM_MatMul(benchmark::State& state, GgmlType t) {
@@ -122,6 +125,15 @@ BENCHMARK_CAPTURE(BM_MatMul, pp512_gemma3_ffn_up_Q5_0, GgmlType::Q5_0)->Args({20
 BENCHMARK_CAPTURE(BM_MatMul, pp512_gemma3_ffn_down_Q4_K, GgmlType::Q4_K)->Args({640, 2048, 512, 1})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MatMul, pp512_gemma3_ffn_down_Q6_K, GgmlType::Q6_K)->Args({640, 2048, 512, 1})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MatMul, pp512_smollm2_ffn_up_Q4_1, GgmlType::Q4_1)->Args({1536, 576, 512, 1})->Unit(benchmark::kMillisecond);
+
+// Decode GEMV of the 4-bit codebook types (row-at-a-time path: they have no packed layout)
+// beside Q4_0 on the same path, on a matrix far larger than the caches (4096 -> 16384, 36 MB
+// as Q4_0): bytes_per_second against the machine's read bandwidth. BM_GemvPacked/dram_Q4_0
+// is Q4_0's packed path on the same shape.
+BENCHMARK_CAPTURE(BM_MatMul, dram_Q4_0, GgmlType::Q4_0)->Args({16384, 4096, 1, 1})->Args({16384, 4096, 1, 2})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatMul, dram_IQ4_NL, GgmlType::IQ4_NL)->Args({16384, 4096, 1, 1})->Args({16384, 4096, 1, 2})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatMul, dram_MXFP4, GgmlType::MXFP4)->Args({16384, 4096, 1, 1})->Args({16384, 4096, 1, 2})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatMul, dram_IQ4_XS, GgmlType::IQ4_XS)->Args({16384, 4096, 1, 1})->Args({16384, 4096, 1, 2})->Unit(benchmark::kMillisecond);
 
 // The packed decode GEMV (quant/packed.h), one thread: args {rows (out), cols (in)}. Bytes are
 // the file's bytes of the matrix, so bytes_per_second compares with the memory bandwidth.
@@ -170,6 +182,7 @@ BENCHMARK_CAPTURE(BM_GemvPacked, big_Q5_0, GgmlType::Q5_0)->Args({65536, 640})->
 // rows of BM_GemvPackedMulti/dram_* (n = 1).
 BENCHMARK_CAPTURE(BM_GemvPacked, dram_Q4_1, GgmlType::Q4_1)->Args({196608, 640})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_GemvPacked, dram_Q5_0, GgmlType::Q5_0)->Args({196608, 640})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_GemvPacked, dram_Q4_0, GgmlType::Q4_0)->Args({16384, 4096})->Unit(benchmark::kMillisecond);
 
 // Batched decode (quant/packed.h GemvPackedMulti), one thread: args {rows (out), cols (in),
 // n tokens, batched}. batched = 1: one GemvPackedMulti call for the n tokens; 0: n separate

@@ -14,6 +14,8 @@ GPT2 = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)"
 LLAMA3 = (r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|"
           r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 QWEN2 = LLAMA3.replace(r"\p{N}{1,3}", r"\p{N}")
+QWEN35 = (r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|"
+          r"\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 PRES = {
     "gpt-2": [GPT2],
     "llama3": [LLAMA3],
@@ -27,12 +29,15 @@ PRES = {
     "falcon": [r"[\p{P}\$\+<=>\^~\|`]+", GPT2, "[0-9][0-9][0-9]"],
     "default": [r"[\p{P}\$\+<=>\^~\|]+", GPT2, r"\p{N}+", "[0-9][0-9][0-9]"],
     "poro-chat": [r" ?[^(\s|.,!?…。，、।۔،)]+"],
+    "qwen35": [QWEN35],
+    "gemma4": [r"[^\n]+|[\n]+"],
 }
 FIXED = [
     "", " ", "Hello world", " Hello  world ", "don't stop I'LL WE'VE they're 'tis",
     "  multiple   spaces \n\n\t x", "1234567 12 3.14159 -42", "Hello,world!! (ok) [x] {y}",
     "café naïve résumé", "日本語のテキスト 한국어", "emoji 🦙🚀 end", "\r\n\r\nlines\r\n",
     "tabs\tand\u00a0nbsp", "a\n\nb\n \n c", "x=1+2^3~4|5`6$7<8>9", "...!!!???", "'s'S'll",
+    "e\u0301t\u00e9 \u0301x a\u0300\u0301 \u0915\u093f\u0924\u093e\u092c !\u0301?", "\n\n a\n \n\nb ",
 ]
 ALPHABET = list("abcXYZ019 \t\n\r.,!?'-_$+<=>^~|`()[]{}") + ["é", "ß", "Ж", "日", "한", "🦙", "\u0301",
                                                               "٣", "\u00a0", "…", "。"]

@@ -12,7 +12,8 @@ Expected values come from the `gguf` Python package (gguf.quants), independently
 
 File format (little endian): magic b"ZQV1", u32 ggml type id, u32 n_elements, u32 n_bytes, then
 n_bytes of blocks and n_elements float32 (.dq: expected dequantized values; .act: source floats).
-Run: python3 scripts/gen_quant_vectors.py   (deterministic; seed fixed)
+Run: python3 scripts/gen_quant_vectors.py   (deterministic; seed fixed; MXFP4 needs llama.cpp's
+gguf-py: PYTHONPATH=<llama.cpp>/gguf-py, e.g. the sdist scripts/reference/ unpacks)
 """
 import os
 import struct
@@ -143,10 +144,27 @@ def gen_activations():
     write("BF16.act", int(T.BF16), quants.quantize(fb.reshape(1, -1), T.BF16).tobytes(), fb)
 
 
+def gen_codebook_types():
+    """IQ4_NL, IQ4_XS (random blocks, moderate fp16 d) and MXFP4 (quantize() of random floats,
+    random blocks, and the exponent extremes that stay finite: 0 and 1 give subnormal scales).
+    Needs a gguf-py with MXFP4 (llama.cpp's own: PYTHONPATH=<llama.cpp>/gguf-py)."""
+    for qtype, n_blocks in ((T.IQ4_NL, 8), (T.IQ4_XS, 3)):
+        raw = random_blocks(qtype, n_blocks, [0])
+        write(f"{qtype.name}.dq", int(qtype), raw.tobytes(), quants.dequantize(raw.reshape(1, -1), qtype))
+    x = rng.standard_normal(4 * 32).astype(np.float32)
+    x[:32] *= 1000.0
+    quantized = quants.quantize(x.reshape(1, -1), T.MXFP4).reshape(4, -1)
+    rand = random_blocks(T.MXFP4, 6, [])
+    rand[:, 0] = [0, 1, 2, 127, 200, 252]
+    raw = np.concatenate([quantized, rand], axis=0)
+    write("MXFP4.dq", int(T.MXFP4), raw.tobytes(), quants.dequantize(raw.reshape(1, -1), T.MXFP4))
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     with np.errstate(over="ignore", invalid="ignore"):
         gen_dequant()
         gen_activations()
+        gen_codebook_types()  # last: the rng stream of the files above stays as it was
     total = sum(os.path.getsize(os.path.join(OUT, n)) for n in os.listdir(OUT))
     print(f"wrote {len(os.listdir(OUT))} files, {total} bytes to {os.path.normpath(OUT)}")

@@ -1,5 +1,9 @@
-// Names of the optional ops, for the messages that refuse a model on an engine lacking one.
+// Names of the optional ops, for the messages that refuse a model on an engine lacking one, and
+// the rope parameters derived from RopeParams that every engine computes alike.
 #include "engine/ops.h"
+
+#include <algorithm>
+#include <cmath>
 
 namespace zf::engine {
 
@@ -11,9 +15,21 @@ const char* OpName(Op op) {
     case Op::kMoe: return "mixture of experts";
     case Op::kRopeFactors: return "LongRoPE scaling";
     case Op::kNonCausal: return "non-causal attention";
+    case Op::kRopeYarn: return "YaRN rope scaling";
     case Op::kCount: break;
   }
   return "unknown op";
+}
+
+void RopeYarnCorrDims(const RopeParams& rp, float* low, float* high) {
+  // The dimension whose rotation count over n_ctx_orig positions is n_turns:
+  // n_rot * ln(n_ctx_orig / (2 pi n_turns)) / (2 ln base), in the reference's float operations.
+  const auto dim = [&](float n_turns) {
+    const float turn = n_turns * 2.0f * 3.14159265358979323846f;
+    return float(rp.n_rot) * std::log(float(rp.n_ctx_orig) / turn) / (2.0f * std::log(rp.base));
+  };
+  *low = std::max(0.0f, std::floor(dim(rp.beta_fast)));
+  *high = std::min(float(rp.n_rot - 1), std::ceil(dim(rp.beta_slow)));
 }
 
 }  // namespace zf::engine

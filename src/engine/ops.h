@@ -33,6 +33,7 @@ enum class Op : int32_t {
   kMoe,         // router top-k and expert matmuls (reads the router's logits on the host)
   kRopeFactors, // per-frequency divisors and a cos/sin multiplier (LongRoPE, llama3)
   kNonCausal,   // attention over every position of the step (AttentionParams::causal = false)
+  kRopeYarn,    // YaRN: per-frequency blend of scaled and unscaled angles (RopeParams::ext_factor)
   kCount
 };
 const char* OpName(Op op);
@@ -44,7 +45,20 @@ struct RopeParams {
   const float* freq_factors = nullptr;  // optional [n_rot/2] divisors of each frequency
   float attn_factor = 1.0f;             // multiplies cos and sin (LongRoPE's magnitude scale)
   RopeStyle style = RopeStyle::kNorm;
+  // YaRN (needs Op::kRopeYarn when ext_factor != 0), as the reference's rope op takes it: the
+  // angles of dimension pair i blend freq_scale * theta (interpolated) and theta (extrapolated)
+  // by a ramp that is 1 below the correction dimension of beta_fast and 0 above that of
+  // beta_slow (dims whose wavelength fits n_ctx_orig beta times); ext_factor scales the ramp,
+  // and cos/sin get the extra magnitude 1 + 0.1 ln(1 / freq_scale).
+  float ext_factor = 0.0f;
+  int32_t n_ctx_orig = 0;   // the context the model was trained for before scaling
+  float beta_fast = 32.0f;
+  float beta_slow = 1.0f;
 };
+
+// YaRN's correction range [low, high] of dimension-pair indices for these params (the
+// reference's corr_dims: floor of beta_fast's, ceil of beta_slow's, clamped to [0, n_rot - 1]).
+void RopeYarnCorrDims(const RopeParams& rp, float* low, float* high);
 
 struct AttentionParams {
   int32_t n_head = 0;

@@ -30,6 +30,7 @@ std::vector<engine::Op> RequiredOps(const ModelDesc& d) {
     if (l.ffn.kind == FfnKind::kMoe) need(engine::Op::kMoe);
     if (l.attn.rope.attn_factor != 1.0f) need(engine::Op::kRopeFactors);
     if (!l.attn.causal) need(engine::Op::kNonCausal);
+    if (l.attn.rope.enabled && l.attn.rope.ext_factor != 0.0f) need(engine::Op::kRopeYarn);
   }
   return ops;
 }

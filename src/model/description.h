@@ -47,7 +47,12 @@ struct RopeDesc {
   int32_t n_rot = 0;        // rotated dimensions at the start of each head (partial rotary < head_dim)
   float base = 10000.0f;
   float freq_scale = 1.0f;  // linear scaling: positions multiplied by this
-  float attn_factor = 1.0f; // cos/sin magnitude (LongRoPE)
+  float attn_factor = 1.0f; // cos/sin magnitude (LongRoPE; YaRN's, see hparams.cpp)
+  // YaRN (engine::RopeParams): 0 = off; 1 for rope.scaling.type yarn. The betas are the
+  // reference's defaults (it reads rope.scaling.yarn_beta_* only for families we do not run).
+  float ext_factor = 0.0f;
+  float beta_fast = 32.0f;
+  float beta_slow = 1.0f;
   // Per-frequency divisors from a tensor: rope_freqs (llama3 scaling) or, for LongRoPE,
   // rope_factors_long / _short chosen by the session's context (see ModelDesc::n_ctx_orig).
   bool use_freq_factors = false;

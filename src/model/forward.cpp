@@ -206,6 +206,10 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
     rp.base = a.rope.base;
     rp.freq_scale = a.rope.freq_scale;
     rp.attn_factor = a.rope.attn_factor;
+    rp.ext_factor = a.rope.ext_factor;
+    rp.n_ctx_orig = model_.desc().n_ctx_orig;
+    rp.beta_fast = a.rope.beta_fast;
+    rp.beta_slow = a.rope.beta_slow;
     // Over runs of sequences with the same factors (sessions of other contexts may differ).
     for (int32_t i = 0, row = 0; i < n_seq;) {
       int32_t j = i + 1, rows = seqs[i].n;

@@ -103,8 +103,9 @@ Status ReadCommon(const Hparams& h, ModelDesc* d) {
   d->output_norm_eps = eps;
 
   // Rope: as the reference reads it, rope.scaling.factor divides positions whatever the type
-  // (linear, none, longrope); llama3 scaling arrives as the rope_freqs tensor and LongRoPE's as
-  // rope_factors_long/short. YaRN's interpolation is not implemented.
+  // (linear, longrope, yarn; type none means no scaling); llama3 scaling arrives as the
+  // rope_freqs tensor and LongRoPE's as rope_factors_long/short. YaRN adds the blend of scaled
+  // and unscaled angles (ext_factor 1) and its magnitude (below).
   float rope_base = 10000.0f, freq_scale = 1.0f, factor = 0.0f, attn_factor = 1.0f;
   ZF_RETURN_IF_ERROR(h.OptF32("rope.freq_base", &rope_base));
   std::string scaling;
@@ -116,12 +117,26 @@ Status ReadCommon(const Hparams& h, ModelDesc* d) {
                        std::to_string(attn_factor));
   }
   if (factor != 0.0f) freq_scale = 1.0f / factor;
-  if (scaling == "yarn" && freq_scale != 1.0f) return Unsupported("rope scaling type 'yarn' is not supported yet");
   if (!scaling.empty() && scaling != "none" && scaling != "linear" && scaling != "longrope" && scaling != "yarn") {
     return Unsupported("rope scaling type '" + scaling + "' is not supported");
   }
+  if (scaling == "none") freq_scale = 1.0f;  // the reference never scales with type none
+  float ext_factor = 0.0f;
+  if (scaling == "yarn") {
+    // The reference's YaRN magnitude: get_mscale(s) = 1 + 0.1 ln s (1 for s <= 1), divided by
+    // the 1 + 0.1 ln s its rope op multiplies in again, times rope.scaling.attn_factor; in its
+    // float operations (s = 1 / freq_scale).
+    ext_factor = 1.0f;
+    const float s = 1.0f / freq_scale;
+    const float mscale = s <= 1.0f ? 1.0f : 0.1f * 1.0f * std::log(s) + 1.0f;
+    attn_factor = mscale * (1.0f / (1.0f + 0.1f * std::log(s))) * attn_factor;
+  }
   d->n_ctx_orig = d->n_ctx_train;
   ZF_RETURN_IF_ERROR(h.OptI32("rope.scaling.original_context_length", &d->n_ctx_orig));
+  if (d->n_ctx_orig <= 0) d->n_ctx_orig = d->n_ctx_train;  // as the reference: 0 means unset
+  if (ext_factor != 0.0f && d->n_ctx_orig <= 0) {
+    return FormatError("YaRN rope scaling needs rope.scaling.original_context_length or context_length");
+  }
   int32_t n_expert = 0, n_expert_used = 0;
   ZF_RETURN_IF_ERROR(h.OptI32("expert_count", &n_expert));
   ZF_RETURN_IF_ERROR(h.OptI32("expert_used_count", &n_expert_used));
@@ -160,6 +175,7 @@ Status ReadCommon(const Hparams& h, ModelDesc* d) {
     a.rope.base = rope_base;
     a.rope.freq_scale = freq_scale;
     a.rope.attn_factor = attn_factor;
+    a.rope.ext_factor = ext_factor;
     a.rope.use_freq_factors = has_rope_factors;
     // Any family may store Q/K/V fused (the reference accepts attn_qkv everywhere); biases are
     // bound when the file has them (qwen2, ...).

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 namespace zf::quant {
 
@@ -92,7 +93,31 @@ struct BlockQ8_K {
   int16_t bsums[kQK_K / 16];
 };
 
+// d * kValuesIQ4NL[q]: Q4_0's layout with a non-linear 4-bit codebook.
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[kQK / 2];
+};
+// 8 sub-blocks of 32: d * (ls - 32) * kValuesIQ4NL[q], ls 6 bits: the low 4 in scales_l (nibble
+// j % 2 of byte j / 2), the top 2 in bits 2j, 2j + 1 of scales_h. Sub-block j's quants are
+// qs[16j..16j+15], low nibbles first (Q4_0's order within each sub-block).
+struct BlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[kQK_K / 64];
+  uint8_t qs[kQK_K / 2];
+};
+// OCP MX FP4: 32 E2M1 values sharing an E8M0 exponent e; w = 2^(e - 128) * kValuesMXFP4[q]
+// (the codebook holds the E2M1 values doubled, hence the extra halving). Q4_0's nibble order.
+struct BlockMXFP4 {
+  uint8_t e;
+  uint8_t qs[kQK / 2];
+};
+
 static_assert(sizeof(BlockQ4_0) == 18, "Q4_0 block size");
+static_assert(sizeof(BlockIQ4_NL) == 18, "IQ4_NL block size");
+static_assert(sizeof(BlockIQ4_XS) == 136, "IQ4_XS block size");
+static_assert(sizeof(BlockMXFP4) == 17, "MXFP4 block size");
 static_assert(sizeof(BlockQ4_1) == 20, "Q4_1 block size");
 static_assert(sizeof(BlockQ5_0) == 22, "Q5_0 block size");
 static_assert(sizeof(BlockQ5_1) == 24, "Q5_1 block size");
@@ -106,6 +131,45 @@ static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block size");
 
 // Internal linkage: files compiled for different ISAs include these (see packed_layout.h).
 namespace {
+
+// The codebooks of the format (values fixed by the file format; all fit int8).
+constexpr int8_t kValuesIQ4NL[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                     1,    13,   25,  38,  53,  69,  89,  113};
+constexpr int8_t kValuesMXFP4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// 2^(e - 128) exactly, as a float built from its bits (e = 0 and 1 give subnormals): MXFP4's
+// scale with the codebook's doubling folded in.
+inline float E8M0ToFp32Half(uint8_t e) {
+  const uint32_t bits = e < 2 ? (0x00200000u << e) : (uint32_t(e - 1) << 23);
+  float f;
+  static_assert(sizeof(f) == sizeof(bits), "float is 32 bits");
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+// The same 256 values as a table built at compile time (powers of two: every halving and
+// doubling is exact), for kernels that look the scale up. A table with a run-time constructor
+// must not live in the ISA-specific files: its static initializer would run, with their
+// instructions, on CPUs without them.
+struct E8M0HalfTable {
+  float v[256];
+};
+constexpr E8M0HalfTable MakeE8M0HalfTable() {
+  E8M0HalfTable t{};
+  float x = 1.0f;
+  for (int i = 0; i < 128; ++i) x *= 0.5f;  // 2^-128 (a subnormal, as E8M0ToFp32Half(0))
+  for (int e = 0; e < 256; ++e) {
+    t.v[e] = x;
+    if (e < 255) x *= 2.0f;  // 2^128 would overflow
+  }
+  return t;
+}
+constexpr E8M0HalfTable kE8M0Half = MakeE8M0HalfTable();
+
+// The 6-bit scale of IQ4_XS sub-block j, still biased by +32.
+inline int IQ4XSScale(const BlockIQ4_XS& b, int j) {
+  return ((b.scales_l[j / 2] >> (4 * (j % 2))) & 0x0F) | (((b.scales_h >> (2 * j)) & 3) << 4);
+}
 
 // Q6_K's 6-bit values in element order, q in [0, 63] (w = d * scales[e / 16] * (q - 32)): the
 // low 4 bits from ql, the top 2 from qh, as the reference dequantizer lays them out.

@@ -29,6 +29,9 @@ float VecDotQ3_K(int64_t n, const void* w, const void* a);  // x Q8_K
 float VecDotQ4_K(int64_t n, const void* w, const void* a);  // x Q8_K
 float VecDotQ5_K(int64_t n, const void* w, const void* a);  // x Q8_K
 float VecDotQ6_K(int64_t n, const void* w, const void* a);  // x Q8_K
+float VecDotIQ4_NL(int64_t n, const void* w, const void* a);  // x Q8_0
+float VecDotIQ4_XS(int64_t n, const void* w, const void* a);  // x Q8_K
+float VecDotMXFP4(int64_t n, const void* w, const void* a);   // x Q8_0
 
 // Activation quantizers (the reference rounding: roundf for Q8_0/Q8_1, nearest-even for Q8_K).
 void QuantizeQ8_0(const float* src, void* dst, int64_t n);
@@ -58,6 +61,9 @@ DequantizeFn GetDequantizeFn(GgmlType t);
   float VecDotQ4_K(int64_t n, const void* w, const void* a); \
   float VecDotQ5_K(int64_t n, const void* w, const void* a); \
   float VecDotQ6_K(int64_t n, const void* w, const void* a); \
+  float VecDotIQ4_NL(int64_t n, const void* w, const void* a); \
+  float VecDotIQ4_XS(int64_t n, const void* w, const void* a); \
+  float VecDotMXFP4(int64_t n, const void* w, const void* a); \
   void QuantizeQ8_0(const float* src, void* dst, int64_t n); \
   void QuantizeQ8_1(const float* src, void* dst, int64_t n); \
   void QuantizeQ8_K(const float* src, void* dst, int64_t n); \
@@ -81,6 +87,10 @@ ZF_DECLARE_X86_KERNELS
 namespace asimd {
 float VecDotF32(int64_t n, const void* w, const void* a);
 float VecDotF16(int64_t n, const void* w, const void* a);
+// codebook_asimd.cpp: bit-identical to the reference.
+float VecDotIQ4_NL(int64_t n, const void* w, const void* a);
+float VecDotIQ4_XS(int64_t n, const void* w, const void* a);
+float VecDotMXFP4(int64_t n, const void* w, const void* a);
 }  // namespace asimd
 #endif
 

@@ -109,6 +109,9 @@ KernelTable BuildTable() {
     k.vec_dot[Index(GgmlType::Q4_K)] = avx2::VecDotQ4_K;
     k.vec_dot[Index(GgmlType::Q5_K)] = avx2::VecDotQ5_K;
     k.vec_dot[Index(GgmlType::Q6_K)] = avx2::VecDotQ6_K;
+    k.vec_dot[Index(GgmlType::IQ4_NL)] = avx2::VecDotIQ4_NL;
+    k.vec_dot[Index(GgmlType::IQ4_XS)] = avx2::VecDotIQ4_XS;
+    k.vec_dot[Index(GgmlType::MXFP4)] = avx2::VecDotMXFP4;
     k.quantize[Index(GgmlType::Q8_0)] = avx2::QuantizeQ8_0;
     k.quantize[Index(GgmlType::Q8_1)] = avx2::QuantizeQ8_1;
     k.quantize[Index(GgmlType::Q8_K)] = avx2::QuantizeQ8_K;
@@ -127,6 +130,8 @@ KernelTable BuildTable() {
       k.vec_dot[Index(GgmlType::Q4_1)] = vnni::VecDotQ4_1;
       k.vec_dot[Index(GgmlType::Q5_0)] = vnni::VecDotQ5_0;
       k.vec_dot[Index(GgmlType::Q5_1)] = vnni::VecDotQ5_1;
+      k.vec_dot[Index(GgmlType::IQ4_NL)] = vnni::VecDotIQ4_NL;
+      k.vec_dot[Index(GgmlType::MXFP4)] = vnni::VecDotMXFP4;
       k.vec_dot[Index(GgmlType::Q8_0)] = avx512::VecDotQ8_0;
       k.gemm_q8_0 = avx512::GemmQ8_0;
       k.gemm_affine = avx512::GemmAffine;
@@ -144,6 +149,9 @@ KernelTable BuildTable() {
     k.isa = "neon";
     k.vec_dot[Index(GgmlType::F32)] = asimd::VecDotF32;
     k.vec_dot[Index(GgmlType::F16)] = asimd::VecDotF16;
+    k.vec_dot[Index(GgmlType::IQ4_NL)] = asimd::VecDotIQ4_NL;
+    k.vec_dot[Index(GgmlType::IQ4_XS)] = asimd::VecDotIQ4_XS;
+    k.vec_dot[Index(GgmlType::MXFP4)] = asimd::VecDotMXFP4;
     k.gemv_packed = asimd::GemvPacked;
     k.gemm_packed = asimd::GemmPacked;
     k.tile_from_decode = asimd::PackTileFromDecode;
@@ -221,6 +229,8 @@ GgmlType VecDotType(GgmlType weight_type) {
     case GgmlType::Q4_0:
     case GgmlType::Q5_0:
     case GgmlType::Q8_0:
+    case GgmlType::IQ4_NL:
+    case GgmlType::MXFP4:
       return GgmlType::Q8_0;
     case GgmlType::Q4_1:
     case GgmlType::Q5_1:
@@ -230,6 +240,7 @@ GgmlType VecDotType(GgmlType weight_type) {
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
     case GgmlType::Q6_K:
+    case GgmlType::IQ4_XS:
       return GgmlType::Q8_K;
     default:
       return weight_type;  // F32, F16, BF16 (and unsupported types) pair with themselves

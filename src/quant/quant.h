@@ -1,11 +1,12 @@
 // Quantized formats: dequantization, activation quantization and dot products (CPU).
 //
 // Weights stay in their GGUF blocks. A matrix-vector product quantizes the activation row once
-// to the weight type's "vec dot type" (as the reference engine does: Q8_0 for Q4_0/Q5_0/Q8_0,
-// Q8_1 for Q4_1/Q5_1, Q8_K for the K quants, F16 for F16, BF16 for BF16, F32 for F32) and runs an
-// integer dot product per weight row. Every function has a scalar reference implementation
-// (quant_ref*.cpp) and may have SIMD versions (quant_avx2.cpp) picked once at run time from the
-// CPU features; all functions are thread-safe (pure functions of their arguments).
+// to the weight type's "vec dot type" (as the reference engine does: Q8_0 for Q4_0/Q5_0/Q8_0/
+// IQ4_NL/MXFP4, Q8_1 for Q4_1/Q5_1, Q8_K for the K quants and IQ4_XS, F16 for F16, BF16 for
+// BF16, F32 for F32) and runs an integer dot product per weight row. Every function has a scalar
+// reference implementation (quant_ref*.cpp) and may have SIMD versions (quant_avx2.cpp) picked
+// once at run time from the CPU features; all functions are thread-safe (pure functions of
+// their arguments).
 //
 // Preconditions (callers validate tensor shapes/types once at load time; checked by assert in
 // debug builds only because these are the hot loops): n is a multiple of the block size of the
@@ -20,7 +21,7 @@
 namespace zf::quant {
 
 // True if DequantizeRow/VecDot support this weight type (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1,
-// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K).
+// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4).
 bool IsSupported(GgmlType t);
 
 // Dequantizes n elements (a multiple of the block size) from src into dst. Also accepts the

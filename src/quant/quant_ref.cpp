@@ -38,6 +38,44 @@ void DequantQ4_0(const void* src, float* y, int64_t n) {
   }
 }
 
+// The three codebook formats: one float multiply per element, as the reference dequantizer.
+void DequantIQ4_NL(const void* src, float* y, int64_t n) {
+  const BlockIQ4_NL* x = static_cast<const BlockIQ4_NL*>(src);
+  for (int64_t i = 0; i < n / kQK; ++i, y += kQK) {
+    const float d = H(x[i].d);
+    for (int j = 0; j < kQK / 2; ++j) {
+      y[j] = d * static_cast<float>(kValuesIQ4NL[x[i].qs[j] & 0x0F]);
+      y[j + kQK / 2] = d * static_cast<float>(kValuesIQ4NL[x[i].qs[j] >> 4]);
+    }
+  }
+}
+
+void DequantIQ4_XS(const void* src, float* y, int64_t n) {
+  const BlockIQ4_XS* x = static_cast<const BlockIQ4_XS*>(src);
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    const float d = H(x[i].d);
+    for (int j = 0; j < kQK_K / 32; ++j, y += 32) {
+      const float dl = d * static_cast<float>(IQ4XSScale(x[i], j) - 32);
+      const uint8_t* qs = x[i].qs + 16 * j;
+      for (int l = 0; l < 16; ++l) {
+        y[l] = dl * static_cast<float>(kValuesIQ4NL[qs[l] & 0x0F]);
+        y[l + 16] = dl * static_cast<float>(kValuesIQ4NL[qs[l] >> 4]);
+      }
+    }
+  }
+}
+
+void DequantMXFP4(const void* src, float* y, int64_t n) {
+  const BlockMXFP4* x = static_cast<const BlockMXFP4*>(src);
+  for (int64_t i = 0; i < n / kQK; ++i, y += kQK) {
+    const float d = E8M0ToFp32Half(x[i].e);
+    for (int j = 0; j < kQK / 2; ++j) {
+      y[j] = static_cast<float>(kValuesMXFP4[x[i].qs[j] & 0x0F]) * d;
+      y[j + kQK / 2] = static_cast<float>(kValuesMXFP4[x[i].qs[j] >> 4]) * d;
+    }
+  }
+}
+
 void DequantQ4_1(const void* src, float* y, int64_t n) {
   const BlockQ4_1* x = static_cast<const BlockQ4_1*>(src);
   for (int64_t i = 0; i < n / kQK; ++i, y += kQK) {
@@ -298,6 +336,9 @@ DequantizeFn GetDequantizeFn(GgmlType t) {
     case GgmlType::F16: return DequantF16;
     case GgmlType::BF16: return DequantBF16;
     case GgmlType::Q4_0: return DequantQ4_0;
+    case GgmlType::IQ4_NL: return DequantIQ4_NL;
+    case GgmlType::IQ4_XS: return DequantIQ4_XS;
+    case GgmlType::MXFP4: return DequantMXFP4;
     case GgmlType::Q4_1: return DequantQ4_1;
     case GgmlType::Q5_0: return DequantQ5_0;
     case GgmlType::Q5_1: return DequantQ5_1;

@@ -244,12 +244,68 @@ float VecDotQ6_K(int64_t n, const void* w, const void* a) {
   return sum;
 }
 
+// Codebook formats against Q8_0 (IQ4_NL, MXFP4) and Q8_K (IQ4_XS): integer sums of codebook
+// value times activation quant, scaled per block (per 32-element sub-block for IQ4_XS).
+float VecDotIQ4_NL(int64_t n, const void* w, const void* a) {
+  const BlockIQ4_NL* x = static_cast<const BlockIQ4_NL*>(w);
+  const BlockQ8_0* y = static_cast<const BlockQ8_0*>(a);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    int sumi = 0;
+    for (int j = 0; j < kQK / 2; ++j) {
+      sumi += kValuesIQ4NL[x[i].qs[j] & 0x0F] * y[i].qs[j];
+      sumi += kValuesIQ4NL[x[i].qs[j] >> 4] * y[i].qs[j + kQK / 2];
+    }
+    sum += static_cast<float>(sumi) * (H(x[i].d) * H(y[i].d));
+  }
+  return sum;
+}
+
+float VecDotMXFP4(int64_t n, const void* w, const void* a) {
+  const BlockMXFP4* x = static_cast<const BlockMXFP4*>(w);
+  const BlockQ8_0* y = static_cast<const BlockQ8_0*>(a);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    int sumi = 0;
+    for (int j = 0; j < kQK / 2; ++j) {
+      sumi += kValuesMXFP4[x[i].qs[j] & 0x0F] * y[i].qs[j];
+      sumi += kValuesMXFP4[x[i].qs[j] >> 4] * y[i].qs[j + kQK / 2];
+    }
+    sum += static_cast<float>(sumi) * (E8M0ToFp32Half(x[i].e) * H(y[i].d));
+  }
+  return sum;
+}
+
+float VecDotIQ4_XS(int64_t n, const void* w, const void* a) {
+  const BlockIQ4_XS* x = static_cast<const BlockIQ4_XS*>(w);
+  const BlockQ8_K* y = static_cast<const BlockQ8_K*>(a);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    int isum = 0;
+    for (int j = 0; j < kQK_K / 32; ++j) {
+      const uint8_t* qs = x[i].qs + 16 * j;
+      const int8_t* q8 = y[i].qs + 32 * j;
+      int sub = 0;
+      for (int l = 0; l < 16; ++l) {
+        sub += kValuesIQ4NL[qs[l] & 0x0F] * q8[l];
+        sub += kValuesIQ4NL[qs[l] >> 4] * q8[l + 16];
+      }
+      isum += (IQ4XSScale(x[i], j) - 32) * sub;
+    }
+    sum += (H(x[i].d) * y[i].d) * static_cast<float>(isum);
+  }
+  return sum;
+}
+
 VecDotFn GetVecDotFn(GgmlType weight_type) {
   switch (weight_type) {
     case GgmlType::F32: return VecDotF32;
     case GgmlType::F16: return VecDotF16;
     case GgmlType::BF16: return VecDotBF16;
     case GgmlType::Q4_0: return VecDotQ4_0;
+    case GgmlType::IQ4_NL: return VecDotIQ4_NL;
+    case GgmlType::IQ4_XS: return VecDotIQ4_XS;
+    case GgmlType::MXFP4: return VecDotMXFP4;
     case GgmlType::Q4_1: return VecDotQ4_1;
     case GgmlType::Q5_0: return VecDotQ5_0;
     case GgmlType::Q5_1: return VecDotQ5_1;

@@ -62,6 +62,15 @@ int64_t FindNonFiniteBlock(GgmlType type, const uint8_t* data, size_t nbytes) {
     case GgmlType::Q5_K:
       return ScanFp16(data, nbytes, sizeof(BlockQ5_K), offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin));
     case GgmlType::Q6_K: return ScanFp16(data, nbytes, sizeof(BlockQ6_K), offsetof(BlockQ6_K, d), -1);
+    case GgmlType::IQ4_NL: return ScanFp16(data, nbytes, sizeof(BlockIQ4_NL), offsetof(BlockIQ4_NL, d), -1);
+    case GgmlType::IQ4_XS: return ScanFp16(data, nbytes, sizeof(BlockIQ4_XS), offsetof(BlockIQ4_XS, d), -1);
+    case GgmlType::MXFP4:
+      // E8M0 has no infinity; 0xFF is its NaN, and exponents from 253 up make the block's
+      // largest values (12 * 2^(e - 128)) overflow a float.
+      for (size_t i = 0; i < nbytes / sizeof(BlockMXFP4); ++i) {
+        if (data[i * sizeof(BlockMXFP4) + offsetof(BlockMXFP4, e)] >= 253) return int64_t(i);
+      }
+      return -1;
     default: return -1;  // types the engine does not compute with are refused elsewhere
   }
 }

@@ -1,7 +1,9 @@
-// Byte-level BPE: a pre-tokenized word (bytes mapped to printable codepoints) starts as one
-// symbol per codepoint; the adjacent pair with the lowest merge rank is merged until none is
-// left. Pieces that are not tokens fall back to one token per byte-character.
+// Byte-level BPE: a pre-tokenized word (bytes mapped to printable codepoints, or raw UTF-8 for
+// SPM-style BPE) starts as one symbol per codepoint; the adjacent pair with the lowest merge
+// rank is merged until none is left. Pieces that are not tokens fall back to one token per
+// byte-character (SPM-style: per byte, as "<0xXX>").
 #include <array>
+#include <cstdio>
 #include <queue>
 #include <string>
 
@@ -76,7 +78,9 @@ std::string ByteDecode(std::string_view encoded) {
 
 void BpeEncodeWord(const Vocab& vocab, std::string_view word, std::vector<int32_t>* out) {
   std::vector<Symbol> symbols;
-  if (vocab.ignore_merges) {
+  const bool newlines_only = vocab.whole_newline_words && !word.empty() &&
+                             word.find_first_not_of('\n') == std::string_view::npos;
+  if (vocab.ignore_merges || newlines_only) {
     if (const int32_t id = vocab.Find(word); id >= 0) {
       out->push_back(id);
       return;
@@ -123,7 +127,14 @@ void BpeEncodeWord(const Vocab& vocab, std::string_view word, std::vector<int32_
       continue;
     }
     for (char c : piece) {  // as the reference: each byte of the encoded text on its own
-      int32_t b = vocab.Find(std::string_view(&c, 1));
+      int32_t b = -1;
+      if (vocab.spm_style_bpe) {  // only the "<0xXX>" form; a byte without one is dropped
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "<0x%02X>", static_cast<unsigned>(static_cast<uint8_t>(c)));
+        b = vocab.Find(hex);
+      } else {
+        b = vocab.Find(std::string_view(&c, 1));
+      }
       if (b >= 0) out->push_back(b);
     }
   }

@@ -15,8 +15,9 @@ namespace zf::tok {
 // first (ties: leftmost), then emits byte tokens for pieces not in the vocabulary.
 void SpmEncode(const Vocab& vocab, std::string_view text, std::vector<int32_t>* out);
 
-// BPE on one pre-tokenized word given in byte-encoded form (see ByteEncode): merges the
-// lowest-rank adjacent pair first (ties: leftmost).
+// BPE on one pre-tokenized word given in byte-encoded form (see ByteEncode), or for
+// vocab.spm_style_bpe as raw UTF-8 with spaces escaped: merges the lowest-rank adjacent pair
+// first (ties: leftmost).
 void BpeEncodeWord(const Vocab& vocab, std::string_view word, std::vector<int32_t>* out);
 
 // WordPiece on one raw-text fragment: BERT's normalizer (lowercase, accent stripping, control

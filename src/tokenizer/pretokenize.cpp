@@ -106,8 +106,49 @@ size_t MatchLlama3(const uint32_t* c, size_t pos, size_t end, size_t max_digits)
 
 size_t MatchOneDigit(const uint32_t* c, size_t pos, size_t) { return IsN(c[pos]) ? 1 : 0; }
 
-// Regex lists per pre-tokenizer, as in the reference. "@gpt2", "@llama3", "@qwen2" and
-// "@digit" name the hand-written splitters for those exact patterns.
+inline bool IsLM(uint32_t c) { return (CodepointFlags(c) & (kCpLetter | kCpMark)) != 0; }
+inline bool IsOtherNoMark(uint32_t c) {
+  return (CodepointFlags(c) & (kCpLetter | kCpMark | kCpNumber | kCpWhitespace)) == 0;
+}
+
+// Qwen 3.5: Qwen 2's pattern where letter runs also take combining marks (so "e\u0301" stays
+// one word) and the punctuation run stops at them:
+// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}|
+// ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+size_t MatchQwen35(const uint32_t* c, size_t pos, size_t end) {
+  if (size_t n = Contraction(c, pos, end, true)) return n;
+  uint32_t x = c[pos];
+  if (IsLM(x)) return RunWhile(c, pos, end, IsLM);
+  if (!IsCrLf(x) && !IsN(x) && pos + 1 < end && IsLM(c[pos + 1])) {
+    return 1 + RunWhile(c, pos + 1, end, IsLM);
+  }
+  if (IsN(x)) return 1;
+  size_t sp = (x == ' ' && pos + 1 < end && IsOtherNoMark(c[pos + 1])) ? 1 : 0;
+  if (IsOtherNoMark(c[pos + sp]) && pos + sp < end) {
+    size_t n = sp + RunWhile(c, pos + sp, end, IsOtherNoMark);
+    return n + RunWhile(c, pos + n, end, IsCrLf);
+  }
+  size_t ws = RunWhile(c, pos, end, IsS);
+  if (ws == 0) return 0;
+  for (size_t k = ws; k > 0; --k) {  // \s*[\r\n]+ : up to the last newline of the run
+    if (IsCrLf(c[pos + k - 1])) return k;
+  }
+  if (size_t n = SpacesNotBeforeNonSpace(c, pos, end)) return n;
+  return ws;
+}
+
+// [^\n]+|[\n]+ : runs of newlines and runs of everything else (Gemma 4, whose BPE merges run
+// over whole lines).
+inline bool IsNl(uint32_t c) { return c == '\n'; }
+size_t MatchNewlineRuns(const uint32_t* c, size_t pos, size_t end) {
+  const bool nl = IsNl(c[pos]);
+  size_t p = pos;
+  while (p < end && IsNl(c[p]) == nl) ++p;
+  return p - pos;
+}
+
+// Regex lists per pre-tokenizer, as in the reference. "@gpt2", "@llama3", "@qwen2", "@qwen35",
+// "@newlines" and "@digit" name the hand-written splitters for those exact patterns.
 struct PreSpec {
   const char* names;  // '|'-separated tokenizer.ggml.pre values
   std::vector<std::string> exprs;
@@ -121,6 +162,8 @@ const std::vector<PreSpec>& Specs() {
       {"llama3|llama-v3|llama-bpe|falcon3|falcon-h1|pixtral|dbrx|smaug-bpe|chatglm-bpe|glm4",
        {"@llama3"}},
       {"qwen2|deepseek-r1-qwen|stablelm2|hunyuan|grok-2", {"@qwen2"}},
+      {"qwen35", {"@qwen35"}},
+      {"gemma4", {"@newlines"}},
       {"smollm|starcoder|refact|command-r|codeshell|exaone|minerva", {"@digit", "@gpt2"}},
       {"deepseek-llm",
        {"[\r\n]",
@@ -184,6 +227,10 @@ Status PreTokenizer::Create(std::string_view pre, std::unique_ptr<PreTokenizer>*
       st.match = [](const uint32_t* c, size_t pos, size_t end) { return MatchLlama3(c, pos, end, 3); };
     } else if (e == "@qwen2") {
       st.match = [](const uint32_t* c, size_t pos, size_t end) { return MatchLlama3(c, pos, end, 1); };
+    } else if (e == "@qwen35") {
+      st.match = MatchQwen35;
+    } else if (e == "@newlines") {
+      st.match = MatchNewlineRuns;
     } else if (e == "@digit") {
       st.match = MatchOneDigit;
     } else {

@@ -128,13 +128,16 @@ class TokenizerImpl final : public Tokenizer {
           out->push_back(f.token);
           continue;
         }
+        std::string escaped;
         std::string_view t = text.substr(f.offset, f.length);
+        if (v.spm_style_bpe) t = escaped = EscapeSpaces(t);
         DecodeUtf8(t, &cps, &offs);
         std::vector<size_t> bounds = pre->Split(cps);
         size_t start = 0;
         for (size_t end : bounds) {
           if (end == start) continue;
-          BpeEncodeWord(v, ByteEncode(t.substr(offs[start], offs[end] - offs[start])), out);
+          std::string_view word = t.substr(offs[start], offs[end] - offs[start]);
+          BpeEncodeWord(v, v.spm_style_bpe ? std::string(word) : ByteEncode(word), out);
           start = end;
         }
       }
@@ -149,12 +152,16 @@ class TokenizerImpl final : public Tokenizer {
     if (!render_special && (a & (kAttrUnknown | kAttrControl))) return std::string();
     const std::string& t = v.text[id];
     if (a & (kAttrUnknown | kAttrControl | kAttrUserDefined)) return t;
-    if (a & kAttrNormal) return v.kind == VocabKind::kBpe ? ByteDecode(t) : UnescapeSpaces(t);
+    // Byte-level BPE (GPT-2's byte-to-codepoint mapping) decodes bytes; SentencePiece, Gemma 4's
+    // BPE over U+2581-escaped text and WordPiece unescape spaces.
+    const bool spm_text = v.kind == VocabKind::kSpm || v.spm_style_bpe;
+    const bool byte_level = v.kind == VocabKind::kBpe && !v.spm_style_bpe;
+    if (a & kAttrNormal) return byte_level ? ByteDecode(t) : UnescapeSpaces(t);
     if (a & kAttrByte) {
-      if (v.kind == VocabKind::kSpm && t.size() == 6 && t.compare(0, 3, "<0x") == 0) {
+      if (spm_text && t.size() == 6 && t.compare(0, 3, "<0x") == 0) {
         return std::string(1, static_cast<char>(std::strtol(t.substr(3, 2).c_str(), nullptr, 16)));
       }
-      return v.kind == VocabKind::kBpe ? ByteDecode(t) : t;
+      return byte_level ? ByteDecode(t) : t;
     }
     return std::string();  // unused / undefined tokens render as nothing
   }

@@ -101,16 +101,23 @@ Status Vocab::Load(const gguf::GgufFile& f, Vocab* v) {
     v->kind = VocabKind::kSpm;
     v->bos = 1; v->eos = 2; v->unk = 0;
     v->add_bos = true; v->add_space_prefix = true; v->clean_spaces = false;
-  } else if (model == "gpt2") {
+  } else if (model == "gpt2" || model == "gemma4") {
     v->kind = VocabKind::kBpe;
     v->bos = 11; v->eos = 11;
     v->add_bos = false; v->add_space_prefix = false; v->clean_spaces = true;
     std::string_view pre;
     if (f.Find("tokenizer.ggml.pre") != nullptr) ZF_RETURN_IF_ERROR(f.GetString("tokenizer.ggml.pre", &pre));
     v->pre = pre.empty() ? "default" : std::string(pre);
+    if (model == "gemma4") {
+      // The reference ignores tokenizer.ggml.pre for this model and has no default ids.
+      v->pre = "gemma4";
+      v->bos = v->eos = -1;
+      v->spm_style_bpe = true;
+      v->whole_newline_words = true;
+    }
     // Per pre-tokenizer rules of the reference (which ones keep " ," spacing, etc.).
     static const char* const kNoClean[] = {"deepseek-llm", "deepseek-coder", "deepseek-v3",
-                                           "qwen2", "deepseek-r1-qwen", "smollm", "command-r",
+                                           "qwen2", "qwen35", "deepseek-r1-qwen", "smollm", "command-r",
                                            "poro-chat", "viking", "tekken", "codeshell",
                                            "exaone", "minerva", "chameleon"};
     for (const char* p : kNoClean) if (v->pre == p) v->clean_spaces = false;
@@ -127,7 +134,8 @@ Status Vocab::Load(const gguf::GgufFile& f, Vocab* v) {
     v->add_bos = true; v->add_sep = true; v->add_space_prefix = false; v->clean_spaces = true;
   } else {
     return Unsupported("tokenizer: unsupported tokenizer model '" + std::string(model) +
-                       "' (supported: llama (SentencePiece), gpt2 (byte-level BPE), bert (WordPiece))");
+                       "' (supported: llama (SentencePiece), gpt2 (byte-level BPE), bert (WordPiece), "
+                       "gemma4 (BPE over U+2581-escaped text))");
   }
 
   v->text.reserve(tokens.size());
@@ -195,6 +203,8 @@ Status Vocab::Load(const gguf::GgufFile& f, Vocab* v) {
   ZF_RETURN_IF_ERROR(ReadBool(f, "tokenizer.ggml.add_eos_token", &v->add_eos));
   ZF_RETURN_IF_ERROR(ReadBool(f, "tokenizer.ggml.add_sep_token", &v->add_sep));
   ZF_RETURN_IF_ERROR(ReadBool(f, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix));
+  // The reference always adds BOS for Gemma 4, whatever the file says.
+  if (v->pre == "gemma4") v->add_bos = true;
   if (v->bos >= n) v->bos = -1;
   if (v->eos >= n) v->eos = -1;
   if (v->sep >= n) v->sep = -1;

@@ -56,6 +56,12 @@ struct Vocab {
   bool lowercase = true;          // WordPiece normalizer: lowercase the text
   bool strip_accents = true;      // ... and drop accents (NFD base, marks removed)
   size_t max_token_len = 0;       // longest token text in bytes (WordPiece's match window)
+  // BPE over raw UTF-8 with spaces as U+2581 and "<0xXX>" byte tokens (Gemma 4), instead of
+  // GPT-2's byte-to-codepoint mapping.
+  bool spm_style_bpe = false;
+  // BPE: a word made only of newlines that is itself a token is taken whole (Gemma 4: its
+  // merges of newline runs are not in rank order).
+  bool whole_newline_words = false;
   std::unordered_set<int32_t> eog;     // end-of-generation ids
   std::vector<int32_t> special_tokens;  // control/user-defined/unknown, longest text first
 

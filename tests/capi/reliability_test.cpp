@@ -82,7 +82,7 @@ std::string Generate(zf_session* s, const std::string& prompt, int32_t max_token
 }
 
 TEST(Reliability, TinyModelLoadsAndGeneratesForEveryWeightType) {
-  for (uint32_t type : {kTF32, kTQ8_0, kTQ4_K, kTQ6_K}) {
+  for (uint32_t type : {kTF32, kTQ8_0, kTQ4_K, kTQ6_K, kTQ4_0, kTIQ4_NL, kTIQ4_XS, kTMXFP4}) {
     zf_model* m = LoadTiny(type);
     ASSERT_NE(m, nullptr) << type;
     zf_session* s = NewSession(m);
@@ -145,7 +145,8 @@ TEST(Reliability, NonFiniteScalesAreFormatErrorsNamingTensorAndBlock) {
   };
   for (const Case& c : {Case{kTQ4_K, "blk.0.ffn_up.weight", 3}, Case{kTQ6_K, "blk.0.attn_q.weight", 17},
                         Case{kTQ8_0, "token_embd.weight", 5}, Case{kTF32, "blk.0.ffn_norm.weight", 9},
-                        Case{kTQ8_0, "output.weight", 0}}) {
+                        Case{kTQ8_0, "output.weight", 0}, Case{kTIQ4_XS, "blk.0.ffn_down.weight", 0},
+                        Case{kTIQ4_NL, "blk.0.attn_k.weight", 11}, Case{kTMXFP4, "blk.0.ffn_gate.weight", 40}}) {
     zf_model* m = nullptr;
     const std::string path = WriteTemp(zf::testutil::TinyLlamaGguf(c.type, c.tensor, c.block), "nan.gguf");
     EXPECT_EQ(LoadPath(path, &m), ZF_ERR_FORMAT) << c.tensor;

@@ -2,6 +2,8 @@
 // type with valid block scales.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -30,6 +32,10 @@ inline std::vector<uint8_t> RandomQuantRows(GgmlType t, int64_t rows, int64_t k,
   const size_t block = GetTypeTraits(t)->type_size;
   const bool has_min = t == GgmlType::Q4_1 || t == GgmlType::Q5_1 || t == GgmlType::Q4_K || t == GgmlType::Q5_K;
   for (size_t off = 0; off + block <= v.size(); off += block) {
+    if (t == GgmlType::MXFP4) {  // an E8M0 exponent near scale / 4 (the codebook reaches 12)
+      v[off] = uint8_t(std::min(252, std::max(0, 126 + std::ilogb(scale) + int(rng() % 3))));
+      continue;
+    }
     const uint16_t d = quant::Fp32ToFp16(scale * (0.5f + 0.1f * float(rng() % 10)));
     const uint16_t m = quant::Fp32ToFp16(-scale * 0.1f * float(rng() % 10));
     std::memcpy(&v[off + (t == GgmlType::Q6_K ? 208 : 0)], &d, 2);  // Q6_K keeps d last

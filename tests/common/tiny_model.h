@@ -3,7 +3,7 @@
 // tests and fuzzers that need a loadable model without a download: the C API's load-time
 // validation tests (tests/capi/reliability_test.cpp) and the load-then-decode fuzzer
 // (tests/fuzz/). Weights are pseudo-random with small finite scales; `weight_type` picks the
-// quant type of the seven projection matrices (F32, Q8_0, Q4_K or Q6_K).
+// quant type of the seven projection matrices (F32, Q8_0, Q4_K, Q6_K, IQ4_NL, IQ4_XS or MXFP4).
 #pragma once
 
 #include <cstdint>
@@ -39,9 +39,11 @@ inline std::vector<uint8_t> TinyTensorData(uint32_t type, int64_t n_elements, ui
         std::memcpy(&d[b], &v, 4);
         break;
       }
-      case kTQ8_0: put16(b, scale16); break;
+      case kTQ8_0: case kTQ4_0: put16(b, scale16); break;
       case kTQ4_K: put16(b, scale16); put16(b + 2, scale16); break;
       case kTQ6_K: put16(b + 208, scale16); break;
+      case kTIQ4_NL: case kTIQ4_XS: put16(b, scale16); break;
+      case kTMXFP4: d[b] = 121; break;  // E8M0 exponent: 2^(121 - 128) * codebook ~ 0.01 * q
       default: break;
     }
   }
@@ -49,7 +51,7 @@ inline std::vector<uint8_t> TinyTensorData(uint32_t type, int64_t n_elements, ui
 }
 
 // The tiny model's bytes. `poison` names a tensor whose block `poison_block` gets a NaN scale
-// (fp16 0x7E00) — or, for an F32 tensor, a NaN value.
+// (fp16 0x7E00; MXFP4: exponent 0xFF) — or, for an F32 tensor, a NaN value.
 inline std::vector<uint8_t> TinyLlamaGguf(uint32_t weight_type = zf::gguf::testutil::kTQ8_0,
                                           const std::string& poison = "", size_t poison_block = 0,
                                           zf::gguf::testutil::Layout* layout = nullptr,
@@ -93,7 +95,9 @@ inline std::vector<uint8_t> TinyLlamaGguf(uint32_t weight_type = zf::gguf::testu
       uint64_t bytes = 0;
       TypeLayout(type, &block, &bytes);
       const size_t at = poison_block * bytes + (type == kTQ6_K ? 208 : 0);
-      if (type == kTF32) {
+      if (type == kTMXFP4) {
+        t.data[at] = 0xFF;  // E8M0's NaN
+      } else if (type == kTF32) {
         const uint32_t nan = 0x7FC00000u;
         std::memcpy(&t.data[at], &nan, 4);
       } else {

@@ -44,7 +44,9 @@ TEST(QuantAvx512Emulated, VecDotsMatchTheReference) {
                            {GgmlType::Q4_1, vnni::VecDotQ4_1}, {GgmlType::Q5_0, vnni::VecDotQ5_0},
                            {GgmlType::Q5_1, vnni::VecDotQ5_1}, {GgmlType::Q8_0, vnni::VecDotQ8_0},
                            {GgmlType::Q8_0, avx512::VecDotQ8_0}, {GgmlType::Q4_K, vnni::VecDotQ4_K},
-                           {GgmlType::Q5_K, vnni::VecDotQ5_K}, {GgmlType::Q6_K, vnni::VecDotQ6_K}};
+                           {GgmlType::Q5_K, vnni::VecDotQ5_K}, {GgmlType::Q6_K, vnni::VecDotQ6_K},
+                           {GgmlType::IQ4_NL, vnni::VecDotIQ4_NL}, {GgmlType::MXFP4, vnni::VecDotMXFP4},
+                           {GgmlType::IQ4_XS, vnni::VecDotIQ4_XS}};
   for (const DotCase& c : cases) {
     for (int64_t n : {int64_t{256}, int64_t{2304}}) {
       SCOPED_TRACE(std::string(TypeName(c.t)) + " n=" + std::to_string(n));
@@ -91,7 +93,7 @@ TEST(QuantAvx512Emulated, GemvAndGemmMatchRowDots) {
   if (!CpuHasAvx2Fma16()) GTEST_SKIP() << "the emulation is built for AVX2 + FMA + F16C";
   const int64_t n = 640, rows = 19, n_tok = 5;
   for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,
-                     GgmlType::Q6_K}) {
+                     GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::MXFP4}) {
     if (t == GgmlType::Q4_K || t == GgmlType::Q6_K) continue;  // 640 is not a multiple of 256
     SCOPED_TRACE(TypeName(t));
     const size_t row = RowSize(t, n);

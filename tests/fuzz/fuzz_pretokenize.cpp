@@ -13,8 +13,8 @@
 
 namespace {
 
-const char* const kPre[] = {"gpt-2", "llama3", "qwen2", "smollm", "deepseek-llm", "deepseek-coder",
-                            "falcon", "bloom", "viking", "default"};
+const char* const kPre[] = {"gpt-2", "llama3", "qwen2", "qwen35", "gemma4", "smollm", "deepseek-llm",
+                            "deepseek-coder", "falcon", "bloom", "viking", "default"};
 constexpr size_t kNumPre = sizeof kPre / sizeof kPre[0];
 
 void CheckBounds(const std::vector<size_t>& b, size_t n) {

@@ -17,9 +17,11 @@ struct Base {
 };
 
 const Base& Model(int which) {
-  static Base models[4];
-  static const uint32_t types[4] = {zf::gguf::testutil::kTF32, zf::gguf::testutil::kTQ8_0,
-                                    zf::gguf::testutil::kTQ4_K, zf::gguf::testutil::kTQ6_K};
+  static Base models[8];
+  static const uint32_t types[8] = {zf::gguf::testutil::kTF32,   zf::gguf::testutil::kTQ8_0,
+                                    zf::gguf::testutil::kTQ4_K,  zf::gguf::testutil::kTQ6_K,
+                                    zf::gguf::testutil::kTIQ4_NL, zf::gguf::testutil::kTIQ4_XS,
+                                    zf::gguf::testutil::kTMXFP4, zf::gguf::testutil::kTQ4_0};
   Base& b = models[which];
   if (b.bytes.empty()) {
     zf::gguf::testutil::Layout lay;
@@ -35,7 +37,7 @@ const Base& Model(int which) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   zf::fuzz::QuietLogs();
   if (size < 1) return 0;
-  const Base& base = Model(data[0] & 3);
+  const Base& base = Model((data[0] & 3) | (data[0] & 8) >> 1);  // bit 2 picks the temperature
   std::vector<uint8_t> file = base.bytes;
   const size_t span = file.size() - base.data_start;
   size_t i = 1;

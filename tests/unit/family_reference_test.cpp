@@ -164,6 +164,12 @@ std::vector<Spec> Families() {
   s.name = "qwen3"; s.arch = "qwen3"; s.H = 4; s.Hkv = 1; s.hd = 24; s.key_length = true; s.qk_head = true;
   v.push_back(s);
   s = Spec{};
+  s.name = "qwen3_yarn"; s.arch = "qwen3"; s.H = 4; s.Hkv = 1; s.hd = 24; s.key_length = true; s.qk_head = true;
+  // Pairs 3..9 of 12 are blended (corr dims of 4096 positions, base 10000), the rest scaled or not.
+  s.kv = {{"rope.scaling.type", val::Str("yarn")}, {"rope.scaling.factor", val::F32(4.0f)},
+          {"rope.scaling.original_context_length", val::U32(4096)}};
+  v.push_back(s);
+  s = Spec{};
   s.name = "qwen3moe"; s.arch = "qwen3moe"; s.qk_head = true; s.experts = 6; s.used = 2; s.F_exp = 40;
   s.kv = {{"expert_feed_forward_length", val::U32(40)}};
   v.push_back(s);
@@ -252,6 +258,30 @@ TEST_P(FamilyReference, EngineMatchesPlainLoopsAtEveryPosition) {
 
 INSTANTIATE_TEST_SUITE_P(AllFamilies, FamilyReference, ::testing::ValuesIn(Families()),
                          [](const ::testing::TestParamInfo<Spec>& i) { return i.param.name; });
+
+// rope.scaling.type yarn as the reference reads it: freq_scale 1/factor, ext_factor 1, the
+// original context from its key, a magnitude of get_mscale(4) / (1 + 0.1 ln 4) = 1 (to float
+// rounding), and the YaRN op required of the engine.
+TEST(FamilyReference, YarnHyperparameters) {
+  Spec spec;
+  for (const Spec& s : Families()) {
+    if (s.name == "qwen3_yarn") spec = s;
+  }
+  ASSERT_EQ(spec.name, "qwen3_yarn");
+  std::unique_ptr<Model> m;
+  LoadOptions o;
+  o.device = Device::kCpu;
+  ASSERT_TRUE(Model::Load(WriteTemp(Build(spec), "yarn_hp"), o, &m).ok());
+  const RopeDesc& r = m->desc().layers[0].attn.rope;
+  EXPECT_EQ(r.freq_scale, 0.25f);
+  EXPECT_EQ(r.ext_factor, 1.0f);
+  EXPECT_NEAR(r.attn_factor, 1.0f, 1e-6f);
+  EXPECT_EQ(r.beta_fast, 32.0f);
+  EXPECT_EQ(r.beta_slow, 1.0f);
+  EXPECT_EQ(m->desc().n_ctx_orig, 4096);
+  const std::vector<engine::Op> ops = RequiredOps(m->desc());
+  EXPECT_NE(std::find(ops.begin(), ops.end(), engine::Op::kRopeYarn), ops.end());
+}
 
 TEST(FamilyReference, CoversEveryRegisteredArchitecture) {
   std::vector<std::string> tested;

@@ -119,10 +119,15 @@ namespace {
 // The decode GEMV (dispatched: AVX-512, VNNI or AVX2) equals one reference dot per row, for
 // even/odd block counts, row counts with tails, and rows longer than the kernel's staging.
 TEST(Gemv, MatchesReferenceDotPerRow) {
-  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1}) {
-    for (int64_t k : {int64_t(32), int64_t(96), int64_t(640), int64_t(32 * 600)}) {
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL,
+                     GgmlType::MXFP4, GgmlType::IQ4_XS}) {
+    for (int64_t k : {int64_t(32), int64_t(96), int64_t(640), int64_t(32 * 600), int64_t(256 * 3)}) {
+      if (k % GetTypeTraits(t)->block_size != 0) continue;
       const int64_t rows = 7;
       std::vector<uint8_t> w = t == GgmlType::Q8_0 ? QuantRows(rows, k, 1.0f, 11) : RandomBlocks(t, rows, k, 12);
+      if (t == GgmlType::MXFP4) {  // exponents near 2^-7 (RandomBlocks' fp16 bytes would be ~2^-97)
+        for (size_t off = 0; off < w.size(); off += 17) w[off] = uint8_t(119 + off % 5);
+      }
       const GgmlType at = VecDotType(t);
       std::vector<float> x(static_cast<size_t>(k));
       std::mt19937 rng(5);

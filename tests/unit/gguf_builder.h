@@ -24,8 +24,8 @@ enum : uint32_t {
 // Ggml tensor type ids used by the tests.
 enum : uint32_t {
   kTF32 = 0, kTF16 = 1, kTQ4_0 = 2, kTQ4_1 = 3, kTQ5_0 = 6, kTQ5_1 = 7, kTQ8_0 = 8, kTQ4_K = 12,
-  kTQ5_K = 13, kTQ6_K = 14, kTI8 = 24,
-  kTI32 = 26, kTF64 = 28, kTBF16 = 30,
+  kTQ5_K = 13, kTQ6_K = 14, kTIQ4_NL = 20, kTIQ4_XS = 23, kTI8 = 24,
+  kTI32 = 26, kTF64 = 28, kTBF16 = 30, kTMXFP4 = 39,
 };
 
 // Block size (elements) and block bytes of the types above; {0, 0} when unknown to the builder.
@@ -41,6 +41,9 @@ inline void TypeLayout(uint32_t type, int64_t* block, uint64_t* bytes) {
     case kTQ8_0: *block = 32; *bytes = 34; return;
     case kTQ4_K: *block = 256; *bytes = 144; return;
     case kTQ6_K: *block = 256; *bytes = 210; return;
+    case kTIQ4_NL: *block = 32; *bytes = 18; return;
+    case kTIQ4_XS: *block = 256; *bytes = 136; return;
+    case kTMXFP4: *block = 32; *bytes = 17; return;
     case kTI8: *block = 1; *bytes = 1; return;
     case kTI32: *block = 1; *bytes = 4; return;
     case kTF64: *block = 1; *bytes = 8; return;

@@ -27,7 +27,8 @@ TEST(NonFinite, ScanFindsTheFirstBadBlockOfEveryScaledType) {
   for (const Case& c : {Case{GgmlType::Q4_0, 18, 0}, Case{GgmlType::Q4_1, 20, 2}, Case{GgmlType::Q5_0, 22, 0},
                         Case{GgmlType::Q5_1, 24, 2}, Case{GgmlType::Q8_0, 34, 0}, Case{GgmlType::Q2_K, 84, 82},
                         Case{GgmlType::Q3_K, 110, 108}, Case{GgmlType::Q4_K, 144, 2}, Case{GgmlType::Q5_K, 176, 0},
-                        Case{GgmlType::Q6_K, 210, 208}}) {
+                        Case{GgmlType::Q6_K, 210, 208}, Case{GgmlType::IQ4_NL, 18, 0},
+                        Case{GgmlType::IQ4_XS, 136, 0}}) {
     std::vector<uint8_t> d(c.bytes * 8, 0);  // all-zero blocks: finite
     EXPECT_EQ(FindNonFiniteBlock(c.t, d.data(), d.size()), -1) << TypeName(c.t);
     const uint16_t inf = 0x7C00, nan = 0xFE01;
@@ -36,6 +37,14 @@ TEST(NonFinite, ScanFindsTheFirstBadBlockOfEveryScaledType) {
     std::memcpy(&d[2 * c.bytes + c.off], &nan, 2);
     EXPECT_EQ(FindNonFiniteBlock(c.t, d.data(), d.size()), 2) << TypeName(c.t);
   }
+  // MXFP4: E8M0 0xFF is NaN, and exponents from 253 make 12 * 2^(e - 128) overflow a float.
+  std::vector<uint8_t> mx(17 * 8, 0);
+  mx[17 * 3] = 252;  // 12 * 2^124 is finite
+  EXPECT_EQ(FindNonFiniteBlock(GgmlType::MXFP4, mx.data(), mx.size()), -1);
+  mx[17 * 5] = 253;
+  EXPECT_EQ(FindNonFiniteBlock(GgmlType::MXFP4, mx.data(), mx.size()), 5);
+  mx[17 * 4] = 0xFF;
+  EXPECT_EQ(FindNonFiniteBlock(GgmlType::MXFP4, mx.data(), mx.size()), 4);
   std::vector<float> f(16, 1.0f);
   const auto* fb = reinterpret_cast<const uint8_t*>(f.data());
   EXPECT_EQ(FindNonFiniteBlock(GgmlType::F32, fb, 64), -1);

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -78,14 +79,15 @@ Vectors Load(const std::string& name) {
 const GgmlType kWeightTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,
                                  GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
                                  GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
-                                 GgmlType::Q6_K};
+                                 GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4};
 
 int64_t BlockSize(GgmlType t) { return GetTypeTraits(t)->block_size; }
 
 // Byte offsets of the fp16 scale fields (d, dmin / m) inside one block.
 std::vector<int> HalfFieldOffsets(GgmlType t) {
   switch (t) {
-    case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0: return {0};
+    case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0: case GgmlType::IQ4_NL: case GgmlType::IQ4_XS:
+      return {0};
     case GgmlType::Q4_1: case GgmlType::Q5_1: case GgmlType::Q4_K: case GgmlType::Q5_K: return {0, 2};
     case GgmlType::Q2_K: return {80, 82};
     case GgmlType::Q3_K: return {108};
@@ -122,6 +124,13 @@ std::vector<uint8_t> MakeWeights(GgmlType t, int64_t n, std::mt19937& rng, Quant
   }
   const size_t bs = GetTypeTraits(t)->type_size;
   std::uniform_real_distribution<float> mag(1e-3f, 5e-2f);
+  if (t == GgmlType::MXFP4) {  // the E8M0 exponent byte: 2^(e-128) near d, or the same range
+    for (size_t off = 0; off < w.size(); off += bs) {
+      int e = fixed_d ? (d == 0.0f ? 0 : 128 + std::ilogb(d)) : 128 + std::ilogb(mag(rng));
+      w[off] = static_cast<uint8_t>(std::min(252, std::max(0, e)));
+    }
+    return w;
+  }
   for (size_t off = 0; off < w.size(); off += bs) {
     for (int f : HalfFieldOffsets(t)) {
       const float v = fixed_d ? d : mag(rng) * (byte(rng) & 1 ? 1.0f : -1.0f);
@@ -347,6 +356,12 @@ TEST(QuantDot, CloseToFloatDot) {
   }
 }
 
+TEST(QuantVectors, E8M0TableIsTheBitConstruction) {
+  for (int e = 0; e < 256; ++e) EXPECT_TRUE(SameFloat(kE8M0Half.v[e], E8M0ToFp32Half(uint8_t(e)))) << e;
+  EXPECT_EQ(kE8M0Half.v[128], 1.0f);
+  EXPECT_EQ(kE8M0Half.v[0], std::ldexp(1.0f, -128));
+}
+
 TEST(QuantDot, SupportAndVecDotTypes) {
   EXPECT_EQ(VecDotType(GgmlType::Q4_0), GgmlType::Q8_0);
   EXPECT_EQ(VecDotType(GgmlType::Q5_0), GgmlType::Q8_0);
@@ -363,7 +378,10 @@ TEST(QuantDot, SupportAndVecDotTypes) {
     EXPECT_TRUE(IsSupported(t)) << TypeName(t);
     EXPECT_NE(GetVecDotFn(t), nullptr) << TypeName(t);
   }
-  for (GgmlType t : {GgmlType::IQ2_XXS, GgmlType::IQ4_NL, GgmlType::Q8_K, GgmlType::I32, GgmlType::MXFP4}) {
+  EXPECT_EQ(VecDotType(GgmlType::IQ4_NL), GgmlType::Q8_0);
+  EXPECT_EQ(VecDotType(GgmlType::MXFP4), GgmlType::Q8_0);
+  EXPECT_EQ(VecDotType(GgmlType::IQ4_XS), GgmlType::Q8_K);
+  for (GgmlType t : {GgmlType::IQ2_XXS, GgmlType::Q8_K, GgmlType::I32}) {
     EXPECT_FALSE(IsSupported(t)) << TypeName(t);
     EXPECT_EQ(GetVecDotFn(t), nullptr) << TypeName(t);
   }
@@ -381,6 +399,20 @@ bool HaveSimd() {
   return CpuHasAvx2Fma16();
 #endif
 }
+
+#if defined(__aarch64__)
+// The NEON codebook dot products (codebook_asimd.cpp) keep the reference's float steps.
+TEST(QuantSimd, NeonCodebookDotsAreBitIdenticalToReference) {
+  if (!HaveSimd()) GTEST_SKIP() << "ZF_NO_NEON";
+  std::mt19937 rng(77);
+  for (GgmlType t : {GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4}) {
+    const int64_t n = 2048;
+    const std::vector<uint8_t> w = MakeWeights(t, n, rng, QuantFill::kRandom);
+    const std::vector<uint8_t> a = Quantize(VecDotType(t), RandomFloats(n, rng));
+    EXPECT_TRUE(SameFloat(VecDot(t, n, w.data(), a.data()), ref::VecDot(t, n, w.data(), a.data()))) << TypeName(t);
+  }
+}
+#endif
 
 TEST(QuantSimd, DispatchPicksAvx2WhenAvailable) {
   if (!CpuHasAvx2Fma16()) GTEST_SKIP() << "CPU lacks AVX2/FMA/F16C";

@@ -58,15 +58,31 @@ inline float Act(Activation a, float x) {
   return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
 }
 
-// Rotates each head of x (n_heads x hd) at position p.
-inline void Rope(const RopeDesc& r, const float* factors, int32_t p, float* x, int32_t n_heads, int32_t hd) {
+// Rotates each head of x (n_heads x hd) at position p. YaRN (ext_factor != 0): pair i blends
+// the scaled and unscaled angle by a ramp that falls from 1 to 0 between the dims where
+// n_ctx_orig positions make beta_fast and beta_slow turns, magnitude x (1 + 0.1 ln factor).
+inline void Rope(const RopeDesc& r, const float* factors, int32_t p, float* x, int32_t n_heads, int32_t hd,
+                 int32_t n_ctx_orig) {
   const int32_t half = r.n_rot / 2;
+  const auto turns_dim = [&](double turns) {
+    return r.n_rot * std::log(n_ctx_orig / (2.0 * 3.14159265358979323846 * turns)) / (2.0 * std::log(double(r.base)));
+  };
+  const double low = std::max(0.0, std::floor(turns_dim(r.beta_fast)));
+  const double high = std::min(double(r.n_rot - 1), std::ceil(turns_dim(r.beta_slow)));
   for (int32_t h = 0; h < n_heads; ++h) {
     float* v = x + int64_t{h} * hd;
     for (int32_t i = 0; i < half; ++i) {
       float theta = float(p) * r.freq_scale * std::pow(r.base, -2.0f * float(i) / float(r.n_rot));
       if (factors != nullptr) theta /= factors[i];
-      const float c = std::cos(theta) * r.attn_factor, s = std::sin(theta) * r.attn_factor;
+      float mag = r.attn_factor;
+      if (r.ext_factor != 0.0f) {
+        const double extrap = theta / r.freq_scale;
+        const double y = (i - low) / std::max(0.001, high - low);
+        const double ramp = (1.0 - std::min(1.0, std::max(0.0, y))) * r.ext_factor;
+        theta = float(theta * (1.0 - ramp) + extrap * ramp);
+        mag = float(r.attn_factor * (1.0 + 0.1 * std::log(1.0 / r.freq_scale)));
+      }
+      const float c = std::cos(theta) * mag, s = std::sin(theta) * mag;
       const int32_t i0 = r.style == RopeStyle::kNorm ? 2 * i : i;
       const int32_t i1 = r.style == RopeStyle::kNorm ? 2 * i + 1 : i + half;
       const float a = v[i0], b = v[i1];
@@ -166,8 +182,8 @@ inline std::vector<Vec> Forward(const Model& m, const std::vector<int32_t>& toke
       }
       if (a.rope.enabled) {
         const float* ff = a.rope.use_freq_factors ? factors : nullptr;
-        Rope(a.rope, ff, int32_t(t), q[size_t(t)].data(), a.n_head, hd);
-        Rope(a.rope, ff, int32_t(t), k[size_t(t)].data(), a.n_head_kv, hd);
+        Rope(a.rope, ff, int32_t(t), q[size_t(t)].data(), a.n_head, hd, d.n_ctx_orig);
+        Rope(a.rope, ff, int32_t(t), k[size_t(t)].data(), a.n_head_kv, hd, d.n_ctx_orig);
       }
     }
     const float scale = a.scale > 0.0f ? a.scale : 1.0f / std::sqrt(float(hd));

@@ -61,5 +61,99 @@ TEST(Rope, SingleTokenCallsReuseOnlyMatchingAngles) {
   expect(x, y, 8, rp.base, "after prefill");
 }
 
+// YaRN against a plain double-precision loop over the formula: pair i's angle blends the scaled
+// (freq_scale * theta) and unscaled angle by a ramp over the correction dims of beta_fast /
+// beta_slow, and cos/sin carry attn_factor * (1 + 0.1 ln(1 / freq_scale)). Both rope styles,
+// partial rotary, positions before and after the original context's scale.
+TEST(Rope, YarnMatchesFormula) {
+  CpuBackend be(2);
+  constexpr int32_t kHeads = 2, kDim = 64;
+  for (RopeStyle style : {RopeStyle::kNorm, RopeStyle::kNeox}) {
+    for (int32_t n_rot : {64, 32}) {
+      RopeParams rp;
+      rp.n_rot = n_rot;
+      rp.style = style;
+      rp.base = 1000000.0f;
+      rp.freq_scale = 0.25f;  // factor 4
+      rp.attn_factor = 0.97f;
+      rp.ext_factor = 1.0f;
+      rp.n_ctx_orig = 32768;
+      rp.beta_fast = 32.0f;
+      rp.beta_slow = 1.0f;
+      // The correction range, from the formula in double precision.
+      const auto corr = [&](double turns) {
+        const double turn = turns * 2.0 * 3.14159265358979323846;
+        return n_rot * std::log(rp.n_ctx_orig / turn) / (2.0 * std::log(double(rp.base)));
+      };
+      const double low = std::max(0.0, std::floor(corr(rp.beta_fast)));
+      const double high = std::min(double(n_rot - 1), std::ceil(corr(rp.beta_slow)));
+      ASSERT_GT(high, low + 2) << "the test must exercise the blended range";
+      const double mscale = rp.attn_factor * (1.0 + 0.1 * std::log(1.0 / rp.freq_scale));
+      const std::vector<int32_t> positions = {0, 1, 17, 500};
+      const size_t row = size_t(kHeads * kDim);
+      const std::vector<float> x = testing::RandomFloats(row * positions.size(), 11);
+      std::vector<float> y = x;
+      be.Rope(y.data(), int32_t(positions.size()), kHeads, kDim, positions.data(), rp);
+      std::vector<float> y1 = x;  // the same positions one token at a time (decode)
+      for (size_t t = 0; t < positions.size(); ++t) be.Rope(y1.data() + t * row, 1, kHeads, kDim, &positions[t], rp);
+      for (size_t t = 0; t < positions.size(); ++t) {
+        for (int32_t h = 0; h < kHeads; ++h) {
+          const float* in = x.data() + t * row + size_t(h * kDim);
+          const float* out = y.data() + t * row + size_t(h * kDim);
+          const float* out1 = y1.data() + t * row + size_t(h * kDim);
+          for (int32_t i = 0; i < n_rot / 2; ++i) {
+            const double extrap = positions[t] * std::pow(double(rp.base), -2.0 * i / n_rot);
+            const double interp = rp.freq_scale * extrap;
+            const double ramp = 1.0 - std::min(1.0, std::max(0.0, (i - low) / std::max(0.001, high - low)));
+            const double th = interp * (1.0 - ramp) + extrap * ramp;
+            const int32_t i0 = style == RopeStyle::kNorm ? 2 * i : i;
+            const int32_t i1 = style == RopeStyle::kNorm ? 2 * i + 1 : i + n_rot / 2;
+            const double a = in[i0], b = in[i1];
+            const double w0 = (a * std::cos(th) - b * std::sin(th)) * mscale;
+            const double w1 = (a * std::sin(th) + b * std::cos(th)) * mscale;
+            const std::string what = "style " + std::to_string(int(style)) + " n_rot " + std::to_string(n_rot) +
+                                     " pos " + std::to_string(positions[t]) + " pair " + std::to_string(i);
+            ASSERT_NEAR(out[i0], w0, 2e-3) << what;
+            ASSERT_NEAR(out[i1], w1, 2e-3) << what;
+            ASSERT_EQ(out1[i0], out[i0]) << what << " (single-token call)";
+            ASSERT_EQ(out1[i1], out[i1]) << what << " (single-token call)";
+          }
+          for (int32_t i = n_rot; i < kDim; ++i) ASSERT_EQ(out[i], in[i]) << "dims past n_rot stay";
+        }
+      }
+    }
+  }
+}
+
+// The cached angles of a single-token call are not reused across YaRN and plain rope at the
+// same position, and YaRN with factor 1 is the plain rotation.
+TEST(Rope, YarnAnglesAreKeyedAndFactorOneIsPlain) {
+  CpuBackend be(1);
+  constexpr int32_t kDim = 64;
+  const std::vector<float> x = testing::RandomFloats(kDim, 5);
+  RopeParams plain;
+  plain.n_rot = kDim;
+  plain.base = 10000.0f;
+  RopeParams yarn = plain;
+  yarn.freq_scale = 0.125f;
+  yarn.ext_factor = 1.0f;
+  yarn.n_ctx_orig = 4096;
+  RopeParams linear = yarn;
+  linear.ext_factor = 0.0f;
+  const int32_t pos = 300;
+  std::vector<float> a = x, b = x, c = x;
+  be.Rope(a.data(), 1, 1, kDim, &pos, yarn);
+  be.Rope(b.data(), 1, 1, kDim, &pos, linear);
+  be.Rope(c.data(), 1, 1, kDim, &pos, yarn);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a, c);
+  RopeParams one = yarn;
+  one.freq_scale = 1.0f;
+  std::vector<float> d = x, e = x;
+  be.Rope(d.data(), 1, 1, kDim, &pos, one);
+  be.Rope(e.data(), 1, 1, kDim, &pos, plain);
+  for (int32_t i = 0; i < kDim; ++i) EXPECT_NEAR(d[size_t(i)], e[size_t(i)], 1e-5f) << i;
+}
+
 }  // namespace
 }  // namespace zf::engine

@@ -77,9 +77,13 @@ class CpuBackend final : public Backend {
     int32_t pos = -1, n_rot = 0;
     float base = 0.0f, freq_scale = 0.0f, attn_factor = 0.0f;
     const float* freq_factors = nullptr;
+    float ext_factor = 0.0f;
+    int32_t n_ctx_orig = 0;
+    float beta_fast = 0.0f, beta_slow = 0.0f;
     bool operator==(const RopeKey& o) const {
       return pos == o.pos && n_rot == o.n_rot && base == o.base && freq_scale == o.freq_scale &&
-             attn_factor == o.attn_factor && freq_factors == o.freq_factors;
+             attn_factor == o.attn_factor && freq_factors == o.freq_factors && ext_factor == o.ext_factor &&
+             n_ctx_orig == o.n_ctx_orig && beta_fast == o.beta_fast && beta_slow == o.beta_slow;
     }
   } rope_key_;
   enum class MatMulPath { kGemmPacked, kDecodePacked, kEach, kGemmQ8, kGemvPacked, kGemvRows };

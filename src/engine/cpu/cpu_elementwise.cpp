@@ -84,7 +84,12 @@ void CpuBackend::Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim
   }
   // One token: the angles of the last single-token call are reused when nothing changed (the
   // caller computes slot 0; any other call may overwrite it, so it forgets the key).
-  const RopeKey key{n_tok == 1 ? pos[0] : -1, rp.n_rot, rp.base, rp.freq_scale, rp.attn_factor, rp.freq_factors};
+  const RopeKey key{n_tok == 1 ? pos[0] : -1, rp.n_rot, rp.base, rp.freq_scale, rp.attn_factor, rp.freq_factors,
+                    rp.ext_factor, rp.n_ctx_orig, rp.beta_fast, rp.beta_slow};
+  float yarn_low = 0.0f, yarn_high = 0.0f;
+  if (rp.ext_factor != 0.0f) RopeYarnCorrDims(rp, &yarn_low, &yarn_high);
+  // YaRN's magnitude for the blended angles, as the reference applies it.
+  const float yarn_mscale = rp.attn_factor * (1.0f + 0.1f * std::log(1.0f / rp.freq_scale));
   const bool reuse = n_tok == 1 && key == rope_key_;
   rope_key_ = n_tok == 1 ? key : RopeKey{};
   auto run = [&](int32_t ith, int32_t nth_run, int32_t t0, int32_t t1) {
@@ -92,7 +97,21 @@ void CpuBackend::Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim
     float* cs = rope_cs_.data() + size_t(ith) * size_t(half) * 2;
     for (int32_t t = t0; t < t1; ++t) {
       float theta = float(pos[t]) * rp.freq_scale;
-      if (!reuse) {
+      if (!reuse && rp.ext_factor != 0.0f) {
+        // YaRN, in the reference's order of float operations: the unscaled angle advances by
+        // theta_scale, each pair blends its scaled and unscaled angle by the ramp.
+        float theta_extrap_base = float(pos[t]);
+        for (int32_t i = 0; i < half; ++i) {
+          const float extrap = rp.freq_factors ? theta_extrap_base / rp.freq_factors[i] : theta_extrap_base;
+          const float interp = rp.freq_scale * extrap;
+          const float y = (float(i) - yarn_low) / std::max(0.001f, yarn_high - yarn_low);
+          const float ramp_mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * rp.ext_factor;
+          const float th = interp * (1.0f - ramp_mix) + extrap * ramp_mix;
+          cs[size_t(2 * i)] = std::cos(th) * yarn_mscale;
+          cs[size_t(2 * i + 1)] = std::sin(th) * yarn_mscale;
+          theta_extrap_base *= theta_scale;
+        }
+      } else if (!reuse) {
         for (int32_t i = 0; i < half; ++i) {
           const float th = rp.freq_factors ? theta / rp.freq_factors[i] : theta;
           cs[size_t(2 * i)] = std::cos(th) * rp.attn_factor;

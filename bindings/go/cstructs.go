@@ -86,7 +86,7 @@ type cSessionParams struct { // zf_session_params, 24 bytes
 	reserved0  uint32
 }
 
-type cGenParams struct { // zf_generate_params, 96 bytes
+type cGenParams struct { // zf_generate_params, 104 bytes
 	structSize        uint32
 	maxTokens         int32
 	temperature       float32
@@ -106,15 +106,28 @@ type cGenParams struct { // zf_generate_params, 96 bytes
 	constraintKind    int32
 	reserved2         uint32
 	constraintTrigger *byte // appended in 0.3: a lazy constraint's trigger, NUL-terminated, borrowed for the call
+	draftMax          int32 // appended in 0.4 (with draft_min): prompt-lookup speculative decoding
+	draftMin          int32
 }
 
-type cGenResult struct { // zf_generate_result, 32 bytes
+type cGenResult struct { // zf_generate_result, 40 bytes
 	structSize uint32
 	stopReason int32
 	nPrompt    int32
 	nGenerated int32
 	promptMs   float64
 	decodeMs   float64
+	nDrafted   int32 // appended in 0.4 (with n_accepted)
+	nAccepted  int32
+}
+
+type cEmbedParams struct { // zf_embed_params, 24 bytes (appended in 0.4)
+	structSize uint32
+	flags      uint32
+	pooling    int32
+	dimensions int32
+	nThreads   int32
+	reserved   uint32
 }
 
 // zf_token_logprob (8 bytes) is TokenLogprob itself: {int32 token; float logprob}.

@@ -55,6 +55,11 @@ var lib struct {
 	generationFree   func(g uintptr)
 	sessionLogprobs  func(s uintptr, out *TokenLogprob, cap uintptr, n *uintptr, stride *uintptr) int32
 	constraintCheck  func(m uintptr, kind int32, constraint *byte) int32
+	embedInit        func(p *cEmbedParams, size uintptr) int32
+	embedDimension   func(m uintptr, p *cEmbedParams, dim *uintptr) int32
+	embed            func(m uintptr, p *cEmbedParams, texts **byte, lens *uintptr, n uintptr, out *float32, cap uintptr, needed *uintptr) int32
+	embedTokens      func(m uintptr, p *cEmbedParams, tokens **int32, nTokens *uintptr, n uintptr, out *float32, cap uintptr, needed *uintptr) int32
+	rerank           func(m uintptr, p *cEmbedParams, query *byte, queryLen uintptr, docs **byte, docLens *uintptr, n uintptr, scores *float32) int32
 }
 
 // Load loads libzerfoo from path (if non-empty) or by the default search: $ZERFOO_LIBRARY,
@@ -167,6 +172,11 @@ func bind(h uintptr) error {
 		{&lib.generationFree, "zf_generation_free"},
 		{&lib.sessionLogprobs, "zf_session_logprobs"},
 		{&lib.constraintCheck, "zf_constraint_check"},
+		{&lib.embedInit, "zf_embed_params_init"},
+		{&lib.embedDimension, "zf_embed_dimension"},
+		{&lib.embed, "zf_embed"},
+		{&lib.embedTokens, "zf_embed_tokens"},
+		{&lib.rerank, "zf_rerank"},
 	}
 	for _, s := range syms {
 		if err := sym(h, s.fn, s.name); err != nil {

@@ -361,3 +361,146 @@ func (m *Model) Chat(ctx context.Context, msgs []Message, opts ...GenOption) (Re
 	}
 	return s.Generate(ctx, prompt, opts...)
 }
+
+// embedParams builds the C embed params from opts.
+func embedParams(opts []EmbedOption) cEmbedParams {
+	var p cEmbedParams
+	lib.embedInit(&p, unsafe.Sizeof(p))
+	for _, o := range opts {
+		o(&p)
+	}
+	return p
+}
+
+// EmbedDimension returns the values per input that Embed returns with these options
+// (zf_embed_dimension): the hidden size (or WithDimensions), or for PoolingRank the number of
+// classifier outputs. ErrUnsupported for PoolingNone or rank pooling without a classification
+// head; ErrInvalidArgument for a bad option. Safe for concurrent use.
+func (m *Model) EmbedDimension(opts ...EmbedOption) (int, error) {
+	var dim uintptr
+	err := m.use(func(ptr uintptr) error {
+		p := embedParams(opts)
+		return call("embed dimension", func() int32 { return lib.embedDimension(ptr, &p, &dim) })
+	})
+	return int(dim), err
+}
+
+// Embed returns one pooled vector per text (zf_embed), L2-normalized unless WithNoNormalize.
+// Each text is tokenized with the model's special tokens added; the texts run batched, and a
+// text's vector does not depend on the others in the call. A generative model is pooled from its
+// last token's state by default. An empty list, a text that gives no tokens or is longer than the
+// training context, or a bad option is ErrInvalidArgument; CPU engine only. Safe for concurrent use.
+func (m *Model) Embed(texts []string, opts ...EmbedOption) ([][]float32, error) {
+	if len(texts) == 0 {
+		return nil, newError("embed", ErrInvalidArgument.Status, "no texts")
+	}
+	bufs := make([][]byte, len(texts))
+	ptrs := make([]*byte, len(texts))
+	lens := make([]uintptr, len(texts))
+	for i, t := range texts {
+		bufs[i] = cstr(t)
+		ptrs[i], lens[i] = &bufs[i][0], uintptr(len(t))
+	}
+	var out [][]float32
+	err := m.use(func(ptr uintptr) error {
+		p := embedParams(opts)
+		var err error
+		out, err = embedInto(ptr, &p, len(texts), "embed", func(o *float32, cap uintptr, needed *uintptr) int32 {
+			return lib.embed(ptr, &p, &ptrs[0], &lens[0], uintptr(len(texts)), o, cap, needed)
+		})
+		runtime.KeepAlive(bufs)
+		runtime.KeepAlive(ptrs)
+		runtime.KeepAlive(lens)
+		return err
+	})
+	return out, err
+}
+
+// EmbedTokens is Embed for inputs already tokenized (nothing is added to them; each at least
+// one token). A token id outside the vocabulary is ErrInvalidArgument.
+func (m *Model) EmbedTokens(inputs [][]int32, opts ...EmbedOption) ([][]float32, error) {
+	if len(inputs) == 0 {
+		return nil, newError("embed tokens", ErrInvalidArgument.Status, "no inputs")
+	}
+	ptrs := make([]*int32, len(inputs))
+	lens := make([]uintptr, len(inputs))
+	for i, t := range inputs {
+		if len(t) == 0 {
+			return nil, newError("embed tokens", ErrInvalidArgument.Status, fmt.Sprintf("input %d has no tokens", i))
+		}
+		ptrs[i], lens[i] = &t[0], uintptr(len(t))
+	}
+	var out [][]float32
+	err := m.use(func(ptr uintptr) error {
+		p := embedParams(opts)
+		var err error
+		out, err = embedInto(ptr, &p, len(inputs), "embed tokens", func(o *float32, cap uintptr, needed *uintptr) int32 {
+			return lib.embedTokens(ptr, &p, &ptrs[0], &lens[0], uintptr(len(inputs)), o, cap, needed)
+		})
+		runtime.KeepAlive(inputs)
+		runtime.KeepAlive(ptrs)
+		runtime.KeepAlive(lens)
+		return err
+	})
+	return out, err
+}
+
+// embedInto sizes the output with zf_embed_dimension, runs f once and splits the floats.
+func embedInto(ptr uintptr, p *cEmbedParams, n int, op string, f func(o *float32, cap uintptr, needed *uintptr) int32) ([][]float32, error) {
+	var dim uintptr
+	if err := call(op, func() int32 { return lib.embedDimension(ptr, p, &dim) }); err != nil {
+		return nil, err
+	}
+	flat := make([]float32, uintptr(n)*dim)
+	var needed uintptr
+	var o *float32
+	if len(flat) > 0 {
+		o = &flat[0]
+	}
+	if err := call(op, func() int32 { return f(o, uintptr(len(flat)), &needed) }); err != nil {
+		return nil, err
+	}
+	runtime.KeepAlive(flat)
+	out := make([][]float32, n)
+	d := int(dim)
+	for i := range out {
+		out[i] = flat[i*d : (i+1)*d : (i+1)*d]
+	}
+	return out, nil
+}
+
+// Rerank scores documents against query with a reranker (zf_rerank; a model with a
+// classification head such as bge-reranker), one score per document in order, unnormalized
+// (higher = more relevant). ErrUnsupported for a model without a classification head. Only
+// WithPooling(PoolingDefault or PoolingRank) and WithEmbedThreads apply. No documents gives
+// an empty slice. Safe for concurrent use.
+func (m *Model) Rerank(query string, documents []string, opts ...EmbedOption) ([]float32, error) {
+	scores := make([]float32, len(documents))
+	bufs := make([][]byte, len(documents))
+	ptrs := make([]*byte, len(documents)+1)
+	lens := make([]uintptr, len(documents)+1)
+	for i, d := range documents {
+		bufs[i] = cstr(d)
+		ptrs[i], lens[i] = &bufs[i][0], uintptr(len(d))
+	}
+	q := cstr(query)
+	err := m.use(func(ptr uintptr) error {
+		p := embedParams(opts)
+		var s *float32
+		if len(scores) > 0 {
+			s = &scores[0]
+		}
+		err := call("rerank", func() int32 {
+			return lib.rerank(ptr, &p, &q[0], uintptr(len(query)), &ptrs[0], &lens[0], uintptr(len(documents)), s)
+		})
+		runtime.KeepAlive(bufs)
+		runtime.KeepAlive(ptrs)
+		runtime.KeepAlive(lens)
+		runtime.KeepAlive(q)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return scores, nil
+}

@@ -160,6 +160,51 @@ func choiceJSON(choices []string) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
+// MaxDraft is the most tokens WithDraftMax may draft per step (ZF_MAX_DRAFT).
+const MaxDraft = 16
+
+// WithDraftMax turns on speculative decoding by prompt lookup (zf_generate_params.draft_max):
+// at each step up to n tokens are drafted from the latest earlier occurrence of the text's last
+// tokens in the prompt and output and verified in one pass; the output is token for token the
+// output without it (greedy, and sampled with a seed). It pays off when the answer repeats the
+// prompt (code edits, quotes, extraction). 0 (default) = off; at most MaxDraft. Ignored on
+// sessions that cannot verify drafts (WithMaxBatch models, WithFastPrefill, the CUDA engine).
+// Result.NDrafted and Result.NAccepted report what it did.
+func WithDraftMax(n int) GenOption { return setter(func(p *cGenParams) { p.draftMax = int32(n) }) }
+
+// WithDraftMin skips drafting at a step when fewer than n tokens are found
+// (zf_generate_params.draft_min; 0 = 1).
+func WithDraftMin(n int) GenOption { return setter(func(p *cGenParams) { p.draftMin = int32(n) }) }
+
+// Pooling is how an input's token states become one vector (ZF_POOLING_*).
+type Pooling int32
+
+const (
+	PoolingDefault Pooling = -1 // ZF_POOLING_DEFAULT: the file's pooling_type; last-token pooling for a generative model
+	PoolingNone    Pooling = 0  // ZF_POOLING_NONE: one vector per token (not supported by Embed)
+	PoolingMean    Pooling = 1  // ZF_POOLING_MEAN: the mean of every token's state
+	PoolingCLS     Pooling = 2  // ZF_POOLING_CLS: the first token's state ([CLS] of BERT models)
+	PoolingLast    Pooling = 3  // ZF_POOLING_LAST: the last token's state
+	PoolingRank    Pooling = 4  // ZF_POOLING_RANK: the classification head's outputs (rerankers), never normalized
+)
+
+// EmbedOption configures Embed, EmbedTokens, EmbedDimension and Rerank. Unset fields keep
+// zf_embed_params_init's defaults (the model's pooling, L2 normalization, all dimensions).
+type EmbedOption func(*cEmbedParams)
+
+// WithPooling sets the pooling (default PoolingDefault).
+func WithPooling(p Pooling) EmbedOption { return func(e *cEmbedParams) { e.pooling = int32(p) } }
+
+// WithNoNormalize leaves vectors as pooled (ZF_EMBED_NO_NORMALIZE; default: L2-normalized).
+func WithNoNormalize() EmbedOption { return func(e *cEmbedParams) { e.flags |= 0x1 } }
+
+// WithDimensions keeps the first n values of each vector, then normalizes (Matryoshka-trained
+// models; 0 = the model's hidden size, the default).
+func WithDimensions(n int) EmbedOption { return func(e *cEmbedParams) { e.dimensions = int32(n) } }
+
+// WithEmbedThreads sets the CPU threads of the call (0 = the model's thread count).
+func WithEmbedThreads(n int) EmbedOption { return func(e *cEmbedParams) { e.nThreads = int32(n) } }
+
 // WithSession passes session options to the session Model.Chat creates (ignored elsewhere).
 func WithSession(opts ...SessionOption) GenOption {
 	return func(g *genConfig) { g.session = append(g.session, opts...) }

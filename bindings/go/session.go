@@ -159,6 +159,10 @@ type Result struct {
 	// Logprobs has one entry per generated token whose text was delivered, in order, when
 	// WithLogprobs asked for them (Generate and Chat; nil otherwise).
 	Logprobs []TokenLogprobs
+	// NDrafted is the number of tokens drafted by WithDraftMax; NAccepted how many of them were
+	// kept (each spared a decode step). Both 0 without drafts.
+	NDrafted  int
+	NAccepted int
 }
 
 // TokenLogprob is a token id and its natural-log probability (zf_token_logprob).
@@ -356,6 +360,7 @@ func (s *Session) finish(ctx context.Context, h *sessionHandle, r cGenResult, se
 	res := Result{
 		StopReason: StopReason(r.stopReason), NPrompt: int(r.nPrompt), NGenerated: int(r.nGenerated),
 		PromptTime: msDuration(r.promptMs), DecodeTime: msDuration(r.decodeMs),
+		NDrafted: int(r.nDrafted), NAccepted: int(r.nAccepted),
 	}
 	gotCancel := errors.Is(err, ErrCancelled) || (err == nil && res.StopReason == StopCancelled)
 	if sent && !gotCancel {

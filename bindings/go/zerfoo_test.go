@@ -110,7 +110,10 @@ func TestLayout(t *testing.T) {
 		{"offsetof flags", unsafe.Offsetof(cSessionParams{}.flags), 16},
 		{"offsetof reserved0", unsafe.Offsetof(cSessionParams{}.reserved0), 20},
 		{"offsetof n_logprobs", unsafe.Offsetof(cGenParams{}.nLogprobs), 64},
-		{"sizeof zf_generate_params", unsafe.Sizeof(cGenParams{}), 96},
+		{"sizeof zf_generate_params", unsafe.Sizeof(cGenParams{}), 104},
+		{"offsetof constraint_trigger", unsafe.Offsetof(cGenParams{}.constraintTrigger), 88},
+		{"offsetof draft_max", unsafe.Offsetof(cGenParams{}.draftMax), 96},
+		{"offsetof draft_min", unsafe.Offsetof(cGenParams{}.draftMin), 100},
 		{"offsetof constraint", unsafe.Offsetof(cGenParams{}.constraint), 72},
 		{"offsetof constraint_kind", unsafe.Offsetof(cGenParams{}.constraintKind), 80},
 		{"sizeof zf_token_logprob", unsafe.Sizeof(TokenLogprob{}), 8},
@@ -118,7 +121,13 @@ func TestLayout(t *testing.T) {
 		{"offsetof seed", unsafe.Offsetof(cGenParams{}.seed), 40},
 		{"offsetof stop", unsafe.Offsetof(cGenParams{}.stop), 48},
 		{"offsetof n_stop", unsafe.Offsetof(cGenParams{}.nStop), 56},
-		{"sizeof zf_generate_result", unsafe.Sizeof(cGenResult{}), 32},
+		{"sizeof zf_generate_result", unsafe.Sizeof(cGenResult{}), 40},
+		{"offsetof n_drafted", unsafe.Offsetof(cGenResult{}.nDrafted), 32},
+		{"offsetof n_accepted", unsafe.Offsetof(cGenResult{}.nAccepted), 36},
+		{"sizeof zf_embed_params", unsafe.Sizeof(cEmbedParams{}), 24},
+		{"offsetof pooling", unsafe.Offsetof(cEmbedParams{}.pooling), 8},
+		{"offsetof dimensions", unsafe.Offsetof(cEmbedParams{}.dimensions), 12},
+		{"offsetof reserved", unsafe.Offsetof(cEmbedParams{}.reserved), 20},
 		{"offsetof prompt_ms", unsafe.Offsetof(cGenResult{}.promptMs), 16},
 	}
 	for _, c := range checks {
@@ -1004,6 +1013,15 @@ func TestOptionsKeepReservedZero(t *testing.T) {
 	}
 	if mp.prefixCacheMiB != -1 || mp.reserved0 != 0 || mp.reserved1 != 0 || mp.reserved2 != 0 {
 		t.Fatalf("model params %+v", mp)
+	}
+	var ep cEmbedParams
+	for _, o := range []EmbedOption{WithPooling(PoolingMean), WithNoNormalize(), WithDimensions(8), WithEmbedThreads(2)} {
+		o(&ep)
+	}
+	if ep.pooling != 1 || ep.flags != 0x1 || ep.dimensions != 8 || ep.nThreads != 2 || ep.reserved != 0 {
+		t.Fatalf("embed params %+v", ep)
+	}
+}
 
 func TestChatToolGrammarAndLazyConstraint(t *testing.T) {
 	m := sharedModel(t)
@@ -1032,5 +1050,124 @@ func TestChatToolGrammarAndLazyConstraint(t *testing.T) {
 	}
 	if _, err := m.Chat(context.Background(), []Message{{Role: "user", Content: "hi"}}, WithMaxTokens(2), WithConstraintTrigger("x")); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("trigger without a constraint: %v", err)
+	}
+}
+
+func TestEmbed(t *testing.T) {
+	m := sharedModel(t)
+	dim, err := m.EmbedDimension()
+	if err != nil || dim <= 0 {
+		t.Fatalf("EmbedDimension = %d, %v", dim, err)
+	}
+	info, _ := m.Info()
+	if dim != info.NEmbd {
+		t.Fatalf("EmbedDimension %d, hidden size %d", dim, info.NEmbd)
+	}
+	texts := []string{"The cat sat on the mat.", "Paris is the capital of France.", "zerfoo"}
+	batch, err := m.Embed(texts)
+	if err != nil || len(batch) != 3 {
+		t.Fatalf("Embed = %d vectors, %v", len(batch), err)
+	}
+	for i, v := range batch {
+		if len(v) != dim {
+			t.Fatalf("vector %d has %d values, want %d", i, len(v), dim)
+		}
+		norm := 0.0
+		for _, x := range v {
+			norm += float64(x) * float64(x)
+		}
+		if math.Abs(math.Sqrt(norm)-1) > 1e-5 {
+			t.Fatalf("vector %d norm %g", i, math.Sqrt(norm))
+		}
+		one, err := m.Embed([]string{texts[i]})
+		if err != nil || !reflect.DeepEqual(one[0], v) {
+			t.Fatalf("text %d alone differs from the batch (%v)", i, err)
+		}
+	}
+	twice, err := m.Embed([]string{texts[0], texts[0]})
+	if err != nil || !reflect.DeepEqual(twice[0], twice[1]) || !reflect.DeepEqual(twice[0], batch[0]) {
+		t.Fatalf("the same text twice gives different vectors (%v)", err)
+	}
+	// Tokens as Embed tokenizes them give the same vector.
+	toks, err := m.Tokenize(texts[1], AddSpecial|ParseSpecial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byTok, err := m.EmbedTokens([][]int32{toks})
+	if err != nil || !reflect.DeepEqual(byTok[0], batch[1]) {
+		t.Fatalf("EmbedTokens differs from Embed (%v)", err)
+	}
+	// Truncation: the first 16 values, renormalized.
+	if d, err := m.EmbedDimension(WithDimensions(16)); err != nil || d != 16 {
+		t.Fatalf("EmbedDimension(16) = %d, %v", d, err)
+	}
+	short, err := m.Embed(texts[:1], WithDimensions(16))
+	if err != nil || len(short[0]) != 16 {
+		t.Fatalf("Embed(WithDimensions(16)) = %v, %v", short, err)
+	}
+	raw, err := m.Embed(texts[:1], WithNoNormalize(), WithDimensions(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0.0
+	for _, x := range raw[0] {
+		n += float64(x) * float64(x)
+	}
+	n = math.Sqrt(n)
+	for i := range short[0] {
+		if math.Abs(float64(short[0][i])-float64(raw[0][i])/n) > 1e-5 {
+			t.Fatalf("value %d: %g, raw/norm %g", i, short[0][i], float64(raw[0][i])/n)
+		}
+	}
+	// Errors.
+	if _, err := m.Embed(nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("Embed(nil): %v", err)
+	}
+	if _, err := m.Embed(texts[:1], WithDimensions(dim+1)); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("too many dimensions: %v", err)
+	}
+	if _, err := m.Embed(texts[:1], WithPooling(Pooling(42))); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("unknown pooling: %v", err)
+	}
+	if _, err := m.EmbedTokens([][]int32{{-1}}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("bad token: %v", err)
+	}
+	if _, err := m.EmbedDimension(WithPooling(PoolingNone)); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("PoolingNone: %v", err)
+	}
+}
+
+func TestRerankUnsupported(t *testing.T) {
+	m := sharedModel(t)
+	if _, err := m.Rerank("what is a cat?", []string{"a cat is an animal", "Paris"}); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("Rerank on a model without a classification head: %v", err)
+	}
+}
+
+func TestDrafts(t *testing.T) {
+	m := sharedModel(t)
+	copyPrompt := "<|im_start|>user\nRepeat this text exactly: The quick brown fox jumps over the lazy dog. " +
+		"The quick brown fox jumps over the lazy dog.<|im_end|>\n<|im_start|>assistant\n"
+	opts := []GenOption{WithTemperature(0), WithMaxTokens(40)}
+	plain, err := newSession(t, m).Generate(context.Background(), copyPrompt, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.NDrafted != 0 || plain.NAccepted != 0 {
+		t.Fatalf("drafts without WithDraftMax: %+v", plain)
+	}
+	drafted, err := newSession(t, m).Generate(context.Background(), copyPrompt, append(opts, WithDraftMax(8), WithDraftMin(1))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if drafted.Text != plain.Text {
+		t.Fatalf("drafted output %q, plain %q", drafted.Text, plain.Text)
+	}
+	t.Logf("drafted %d, accepted %d: %q", drafted.NDrafted, drafted.NAccepted, drafted.Text)
+	if drafted.NAccepted <= 0 || drafted.NDrafted < drafted.NAccepted {
+		t.Fatalf("n_drafted %d, n_accepted %d", drafted.NDrafted, drafted.NAccepted)
+	}
+	if _, err := newSession(t, m).Generate(context.Background(), copyPrompt, WithMaxTokens(2), WithDraftMax(MaxDraft+1)); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("draft_max > MaxDraft: %v", err)
 	}
 }

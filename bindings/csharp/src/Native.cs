@@ -122,6 +122,8 @@ namespace Zerfoo
         public int constraint_kind;       // ZF_CONSTRAINT_*
         public uint reserved2;
         public IntPtr constraint_trigger; // appended in 0.3: const char* (a lazy constraint's trigger)
+        public int draft_max;             // appended in 0.4: prompt-lookup drafts (0 = off)
+        public int draft_min;
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -140,6 +142,19 @@ namespace Zerfoo
         public int n_generated;
         public double prompt_ms;
         public double decode_ms;
+        public int n_drafted;             // appended in 0.4
+        public int n_accepted;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct zf_embed_params      // appended in 0.4
+    {
+        public uint struct_size;
+        public uint flags;                // ZF_EMBED_NO_NORMALIZE
+        public int pooling;               // ZF_POOLING_*
+        public int dimensions;
+        public int n_threads;
+        public uint reserved;
     }
 
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
@@ -257,6 +272,25 @@ namespace Zerfoo
         internal static extern unsafe int zf_generate(SessionHandle session, byte* prompt, UIntPtr len,
                                                       ref zf_generate_params p, zf_stream_cb cb, IntPtr user_data,
                                                       ref zf_generate_result result);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_embed_params_init(ref zf_embed_params p, UIntPtr size);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_embed_dimension(ModelHandle model, ref zf_embed_params p, out UIntPtr dim);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern unsafe int zf_embed(ModelHandle model, ref zf_embed_params p, IntPtr* texts, UIntPtr* lens,
+                                                   UIntPtr n, float* output, UIntPtr cap, out UIntPtr needed);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern unsafe int zf_embed_tokens(ModelHandle model, ref zf_embed_params p, IntPtr* tokens,
+                                                          UIntPtr* n_tokens, UIntPtr n, float* output, UIntPtr cap,
+                                                          out UIntPtr needed);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern unsafe int zf_rerank(ModelHandle model, ref zf_embed_params p, byte* query, UIntPtr query_len,
+                                                    IntPtr* docs, UIntPtr* doc_lens, UIntPtr n_docs, float* scores);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern unsafe int zf_session_logprobs(SessionHandle session, zf_token_logprob* logprobs,

@@ -60,6 +60,21 @@ namespace Zerfoo
         /// <summary>The most alternatives <see cref="Logprobs"/> may ask for (ZF_MAX_LOGPROBS).</summary>
         public const int MaxLogprobs = 20;
 
+        /// <summary>Speculative decoding by prompt lookup (zf_generate_params.draft_max; 0 = off,
+        /// the default; at most <see cref="MaxDraft"/>): at each step up to this many tokens are
+        /// drafted from an earlier occurrence of the text's last tokens in the prompt and output
+        /// and verified in one pass; the output is token for token the output without drafts. It
+        /// pays off when the answer repeats the prompt (code edits, quotes, extraction). Ignored on
+        /// batched models, fast-prefill sessions and the CUDA engine. See
+        /// <see cref="GenerateResult.DraftedTokens"/> and <see cref="GenerateResult.AcceptedTokens"/>.</summary>
+        public int? DraftMax { get; set; }
+
+        /// <summary>No draft at a step when fewer tokens than this are found (draft_min; 0 = 1).</summary>
+        public int? DraftMin { get; set; }
+
+        /// <summary>The most tokens <see cref="DraftMax"/> may draft per step (ZF_MAX_DRAFT).</summary>
+        public const int MaxDraft = 16;
+
         /// <summary>Constrained decoding (default null = none): the generated text is exactly a
         /// text the constraint accepts (see <see cref="Zerfoo.Constraint"/>). It covers this call
         /// only and is compiled before the prompt is evaluated: an invalid one throws
@@ -221,6 +236,10 @@ namespace Zerfoo
         /// <summary>With <see cref="GenerateOptions.Logprobs"/>: one entry per generated token whose
         /// text was delivered, in order; null when logprobs are off.</summary>
         public TokenLogprobs[] Logprobs { get; internal set; }
+        /// <summary>Tokens drafted with <see cref="GenerateOptions.DraftMax"/> (0 without drafts).</summary>
+        public int DraftedTokens { get; internal set; }
+        /// <summary>Drafted tokens kept (each spared a decode step).</summary>
+        public int AcceptedTokens { get; internal set; }
 
         /// <summary>Decode throughput (generated tokens per second of decode time).</summary>
         public double TokensPerSecond
@@ -458,6 +477,8 @@ namespace Zerfoo
                     if (o.NoParseSpecial) p.flags |= 2u;
                     if (o.IgnoreEos) p.flags |= 4u;
                     if (o.Logprobs.HasValue) p.n_logprobs = o.Logprobs.Value;
+                    if (o.DraftMax.HasValue) p.draft_max = o.DraftMax.Value;
+                    if (o.DraftMin.HasValue) p.draft_min = o.DraftMin.Value;
                     if (o.Constraint != null)
                     {
                         IntPtr c = Library.AllocUtf8Z(o.Constraint.Text);
@@ -524,6 +545,8 @@ namespace Zerfoo
                     PromptTime = TimeSpan.FromTicks((long)(r.prompt_ms * TimeSpan.TicksPerMillisecond)),
                     DecodeTime = TimeSpan.FromTicks((long)(r.decode_ms * TimeSpan.TicksPerMillisecond)),
                     Logprobs = sink.Logprobs == null ? null : sink.Logprobs.ToArray(),
+                    DraftedTokens = r.n_drafted,
+                    AcceptedTokens = r.n_accepted,
                 };
             }
             finally

@@ -1094,7 +1094,7 @@ public class ZerfooTests
         StringAssert.Contains("$ZERFOO_LIBRARY=/nonexistent/libzerfoo.so.0", missing);
         string old = RunLoadCheck(Path.Combine(dir, "fake-0.0/libzerfoo.so.0"));
         StringAssert.StartsWith("Zerfoo.ZerfooLibraryException Unsupported: libzerfoo 0.0.7 found", old);
-        StringAssert.Contains("needs 0.x with x >= 3", old);
+        StringAssert.Contains("needs 0.x with x >= 4", old);
         string major = RunLoadCheck(Path.Combine(dir, "fake-1.5/libzerfoo.so.0"));
         StringAssert.StartsWith("Zerfoo.ZerfooLibraryException Unsupported: libzerfoo 1.5.0 found", major);
         string notZerfoo = RunLoadCheck(Path.Combine(dir, "fake-none/libzerfoo.so.0"));
@@ -1105,6 +1105,95 @@ public class ZerfooTests
         StringAssert.StartsWith("Zerfoo.ZerfooLibraryException IO:", none);
         // ... and finds libzerfoo.so.0 on LD_LIBRARY_PATH (Mono: through Zerfoo.dll.config).
         StringAssert.StartsWith("loaded 0.", RunLoadCheck("", Path.GetDirectoryName(Env("ZERFOO_LIBRARY"))));
+    }
+
+    // ------------------------------------------------------------------ embeddings, drafts
+
+    static readonly string[] EmbedTexts = { "The cat sat on the mat.", "Paris is the capital of France.", "zerfoo" };
+
+    static double Norm(float[] v)
+    {
+        double n = 0;
+        foreach (float x in v) n += (double)x * x;
+        return Math.Sqrt(n);
+    }
+
+    [Test]
+    public void EmbedInvariants()
+    {
+        int dim = model.EmbedDimension();
+        Assert.AreEqual(model.Info.EmbeddingSize, dim);
+        float[][] batch = model.Embed(EmbedTexts);
+        Assert.AreEqual(3, batch.Length);
+        for (int i = 0; i < 3; i++)
+        {
+            Assert.AreEqual(dim, batch[i].Length);
+            Assert.That(Math.Abs(Norm(batch[i]) - 1), Is.LessThanOrEqualTo(1e-5), "vector " + i);
+            CollectionAssert.AreEqual(batch[i], model.Embed(new[] { EmbedTexts[i] })[0], "text " + i + " alone");
+        }
+        float[][] twice = model.Embed(new[] { EmbedTexts[0], EmbedTexts[0] });
+        CollectionAssert.AreEqual(twice[0], twice[1]);
+        CollectionAssert.AreEqual(batch[0], twice[0]);
+        // Tokens as Embed tokenizes them give the same vector.
+        int[] toks = model.Tokenize(EmbedTexts[1]);
+        CollectionAssert.AreEqual(batch[1], model.EmbedTokens(new[] { toks })[0]);
+        // Truncation: the first 16 values, renormalized.
+        Assert.AreEqual(16, model.EmbedDimension(new EmbedOptions { Dimensions = 16 }));
+        float[] shortV = model.Embed(new[] { EmbedTexts[0] }, new EmbedOptions { Dimensions = 16 })[0];
+        float[] raw = model.Embed(new[] { EmbedTexts[0] }, new EmbedOptions { Dimensions = 16, NoNormalize = true })[0];
+        Assert.AreEqual(16, shortV.Length);
+        double n = Norm(raw);
+        for (int i = 0; i < 16; i++) Assert.That(Math.Abs(shortV[i] - raw[i] / n), Is.LessThanOrEqualTo(1e-5));
+    }
+
+    [Test]
+    public void EmbedErrors()
+    {
+        int dim = model.EmbedDimension();
+        var e = Assert.Throws<ZerfooException>(() => model.Embed(new string[0]));
+        Assert.AreEqual(Status.InvalidArgument, e.Status);
+        e = Assert.Throws<ZerfooException>(() => model.Embed(EmbedTexts, new EmbedOptions { Dimensions = dim + 1 }));
+        Assert.AreEqual(Status.InvalidArgument, e.Status);
+        e = Assert.Throws<ZerfooException>(() => model.Embed(EmbedTexts, new EmbedOptions { Pooling = (Pooling)42 }));
+        Assert.AreEqual(Status.InvalidArgument, e.Status);
+        e = Assert.Throws<ZerfooException>(() => model.EmbedTokens(new[] { new[] { -1 } }));
+        Assert.AreEqual(Status.InvalidArgument, e.Status);
+        e = Assert.Throws<ZerfooException>(() => model.EmbedDimension(new EmbedOptions { Pooling = Pooling.None }));
+        Assert.AreEqual(Status.Unsupported, e.Status);
+    }
+
+    [Test]
+    public void RerankNeedsAClassificationHead()
+    {
+        var e = Assert.Throws<ZerfooException>(() => model.Rerank("what is a cat?", new[] { "a cat is an animal", "Paris" }));
+        Assert.AreEqual(Status.Unsupported, e.Status, e.Message);
+    }
+
+    [Test]
+    public void DraftsKeepTheOutput()
+    {
+        const string copy = "<|im_start|>user\nRepeat this text exactly: The quick brown fox jumps over the lazy dog. " +
+            "The quick brown fox jumps over the lazy dog.<|im_end|>\n<|im_start|>assistant\n";
+        GenerateResult plain, drafted;
+        using (var s = model.CreateSession(new SessionOptions { ContextSize = 256 }))
+            plain = s.Generate(copy, Greedy(40));
+        Assert.AreEqual(0, plain.DraftedTokens);
+        Assert.AreEqual(0, plain.AcceptedTokens);
+        var o = Greedy(40);
+        o.DraftMax = 8;
+        o.DraftMin = 1;
+        using (var s = model.CreateSession(new SessionOptions { ContextSize = 256 }))
+            drafted = s.Generate(copy, o);
+        Assert.AreEqual(plain.Text, drafted.Text);
+        Assert.That(drafted.AcceptedTokens, Is.GreaterThan(0));
+        Assert.That(drafted.DraftedTokens, Is.GreaterThanOrEqualTo(drafted.AcceptedTokens));
+        var bad = Greedy(2);
+        bad.DraftMax = GenerateOptions.MaxDraft + 1;
+        using (var s = model.CreateSession(new SessionOptions { ContextSize = 256 }))
+        {
+            var e = Assert.Throws<ZerfooException>(() => s.Generate(copy, bad));
+            Assert.AreEqual(Status.InvalidArgument, e.Status);
+        }
     }
 
     // ------------------------------------------------------------------ ABI drift

@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 mod chat;
+mod embed;
 mod error;
 mod model;
 mod session;
@@ -38,11 +39,12 @@ mod async_stream;
 #[cfg(feature = "tokio")]
 pub use async_stream::AsyncPieces;
 pub use chat::{AssistantMessage, ChatParseOptions, FunctionCall, ToolCall, ToolGrammar};
+pub use embed::{EmbedOptions, Pooling};
 pub use error::{Error, ErrorCode, Result};
 pub use model::{CacheInfo, ChatMessage, Device, Model, ModelInfo, ModelOptions, Token};
 pub use session::{
     CancelHandle, Constraint, GenerateOptions, Generation, KvType, Pieces, Session, SessionOptions,
-    StopReason, TokenLogprob, TokenLogprobs, MAX_LOGPROBS,
+    StopReason, TokenLogprob, TokenLogprobs, MAX_DRAFT, MAX_LOGPROBS,
 };
 
 /// The raw bindings this crate is built on.

@@ -107,6 +107,16 @@ pub struct GenerateOptions {
     /// `constraint` (a tool call opened in free text: see [`Model::chat_tool_grammar`]).
     /// Without a constraint it is [`ErrorCode::InvalidArgument`].
     pub constraint_trigger: Option<String>,
+    /// Speculative decoding by prompt lookup (`zf_generate_params.draft_max`; 0 = off, the
+    /// default; at most [`MAX_DRAFT`]): at each step up to this many tokens are drafted from
+    /// an earlier occurrence of the text's last tokens in the prompt and output and verified in
+    /// one pass; the output is token for token the output without drafts. It pays off when the
+    /// answer repeats the prompt (code edits, quotes, extraction). Ignored on batched models,
+    /// fast-prefill sessions and the CUDA engine. [`Generation::drafted_tokens`] and
+    /// [`Generation::accepted_tokens`] report what it did.
+    pub draft_max: u32,
+    /// No draft at a step when fewer tokens than this are found (`draft_min`; 0 = 1).
+    pub draft_min: u32,
 }
 
 /// A constraint on the generated text (`zf_generate_params.constraint` and
@@ -188,6 +198,9 @@ fn json_string(out: &mut String, s: &str) {
     }
     out.push('"');
 }
+
+/// The most tokens [`GenerateOptions::draft_max`] may draft per step (`ZF_MAX_DRAFT`).
+pub const MAX_DRAFT: u32 = sys::ZF_MAX_DRAFT as u32;
 
 /// The most alternatives [`GenerateOptions::logprobs`] may ask for (`ZF_MAX_LOGPROBS`).
 pub const MAX_LOGPROBS: u32 = sys::ZF_MAX_LOGPROBS as u32;
@@ -278,6 +291,8 @@ impl Default for GenerateOptions {
             logprobs: 0,
             constraint: None,
             constraint_trigger: None,
+            draft_max: 0,
+            draft_min: 0,
         }
     }
 }
@@ -343,6 +358,8 @@ impl RawParams {
         }
         p.flags = flags;
         p.n_logprobs = i32::try_from(o.logprobs).unwrap_or(i32::MAX);
+        p.draft_max = i32::try_from(o.draft_max).unwrap_or(i32::MAX);
+        p.draft_min = i32::try_from(o.draft_min).unwrap_or(i32::MAX);
         let stop: Vec<CString> = o
             .stop
             .iter()
@@ -429,6 +446,10 @@ pub struct Generation {
     /// With [`GenerateOptions::logprobs`]: one entry per generated token whose text was
     /// delivered, in order (empty otherwise).
     pub logprobs: Vec<TokenLogprobs>,
+    /// Tokens drafted with [`GenerateOptions::draft_max`] (0 without drafts).
+    pub drafted_tokens: usize,
+    /// Drafted tokens kept (each spared a decode step).
+    pub accepted_tokens: usize,
 }
 
 impl Generation {
@@ -441,6 +462,8 @@ impl Generation {
             prompt_time: Duration::from_secs_f64(r.prompt_ms.max(0.0) / 1000.0),
             decode_time: Duration::from_secs_f64(r.decode_ms.max(0.0) / 1000.0),
             logprobs: Vec::new(),
+            drafted_tokens: r.n_drafted.max(0) as usize,
+            accepted_tokens: r.n_accepted.max(0) as usize,
         }
     }
 

@@ -21,5 +21,7 @@ cmake --build "$build" -j"$(nproc)" --target zerfoo zerfoo_unit_tests zerfoo_cap
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 "$build/tests/zerfoo_unit_tests" --gtest_brief=1
 # The soak tests run in their short form here (scripts/soak.sh --long for the long one).
+# embed_test.cpp's synthesized BERT files (ctest's fixture embed.models writes them elsewhere).
+tests/capi/make_embed_models.sh "$build/tests/embed-models"
 # Real-model tests on SmolLM2 only here (tests/common/test_models.h); the release run has both.
 ZF_TEST_ONLY_MODELS=smollm2 "$build/tests/zerfoo_capi_tests" --gtest_brief=1

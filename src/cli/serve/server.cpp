@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "api_error.h"
+#include "embeddings.h"
 #include "generate.h"
 #include "model_text.h"
 #include "streaming.h"
@@ -209,6 +210,39 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
       });
 }
 
+void Server::HandleEmbeddings(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req, res) || !Ready(res)) return;
+  try {
+    const EmbedRequest r = ParseEmbedRequest(req.body, info_.n_vocab);
+    uint64_t n_tokens = 0;
+    const json answer = Embed(EmbedContext{model_.get(), o_.alias, info_.n_ctx_train}, r, &n_tokens);
+    ++metrics_.n_requests_ok;
+    ++metrics_.n_embed_requests;
+    metrics_.n_embed_inputs += r.tokens.empty() ? r.texts.size() : r.tokens.size();
+    metrics_.n_embed_tokens += n_tokens;
+    res.set_content(Dump(answer), "application/json");
+  } catch (const ApiError& e) {
+    ++metrics_.n_requests_err;
+    SendError(res, e);
+  }
+}
+
+void Server::HandleRerank(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req, res) || !Ready(res)) return;
+  try {
+    const RerankRequest r = ParseRerankRequest(req.body);
+    uint64_t n_tokens = 0;
+    const json answer = Rerank(EmbedContext{model_.get(), o_.alias, info_.n_ctx_train}, r, &n_tokens);
+    ++metrics_.n_requests_ok;
+    ++metrics_.n_rerank_requests;
+    metrics_.n_rerank_documents += r.documents.size();
+    res.set_content(Dump(answer), "application/json");
+  } catch (const ApiError& e) {
+    ++metrics_.n_requests_err;
+    SendError(res, e);
+  }
+}
+
 std::string Server::Metrics() {
   // KV utilization counts the positions of running requests only: an idle slot's cached
   // prompt is reusable but free to overwrite, so it is no load for a router.
@@ -258,6 +292,12 @@ void Server::Routes() {
             [this](const httplib::Request& req, httplib::Response& res) { HandleCompletion(req, res, false); });
   svr_.Post("/completions",
             [this](const httplib::Request& req, httplib::Response& res) { HandleCompletion(req, res, false); });
+  for (const char* path : {"/v1/embeddings", "/embeddings"}) {
+    svr_.Post(path, [this](const httplib::Request& req, httplib::Response& res) { HandleEmbeddings(req, res); });
+  }
+  for (const char* path : {"/v1/rerank", "/rerank", "/v1/reranking", "/reranking"}) {  // llama-server's aliases
+    svr_.Post(path, [this](const httplib::Request& req, httplib::Response& res) { HandleRerank(req, res); });
+  }
 
   svr_.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorized(req, res) || !Ready(res)) return;

@@ -37,6 +37,9 @@ class Server {
   RequestContext Context() const;
 
   void HandleCompletion(const httplib::Request& req, httplib::Response& res, bool chat);
+  // On the HTTP worker thread, without a slot (the library's embedding calls are thread-safe).
+  void HandleEmbeddings(const httplib::Request& req, httplib::Response& res);
+  void HandleRerank(const httplib::Request& req, httplib::Response& res);
   std::string Metrics();
 
   ServeOptions o_;

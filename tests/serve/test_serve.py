@@ -1013,9 +1013,11 @@ def test_rerank_model():
         assert top["results"][0]["document"]["text"] == docs[top["results"][0]["index"]]
         m = s.metrics()
         assert m["zerfoo:rerank_requests_total"] == 2 and m["zerfoo:rerank_documents_total"] == 10, m
-        # Embeddings of an encoder model work on the same server.
+        # An encoder serves embeddings too; completions are 501 (it has no sessions).
         st, _, e = s.post("/v1/embeddings", {"input": ["a panda", "a bear"]})
         assert st == 200 and len(e["data"]) == 2, (st, e)
+        st, _, err = s.post("/v1/completions", {"prompt": "hi", "max_tokens": 2})
+        assert st == 501 and "rank" in err["error"]["message"], (st, err)
     finally:
         assert s.stop() == 0
 

@@ -75,6 +75,10 @@ zf_status Server::Load() {
     if (o_.fast_prefill) sp.flags |= ZF_SESSION_FAST_PREFILL;
     zf_session* s = nullptr;
     st = zf_session_create(m, &sp, &s);
+    if (st == ZF_ERR_UNSUPPORTED && i == 0) {  // an encoder (BERT): embeddings and rerank only
+      embed_only_ = true;
+      break;
+    }
     if (st != ZF_OK) return st;
     auto slot = std::make_unique<Slot>();
     slot->id = i;
@@ -105,6 +109,12 @@ RequestContext Server::Context() const {
 void Server::HandleCompletion(const httplib::Request& req, httplib::Response& res, bool chat) {
   const Clock::time_point t0 = Clock::now();
   if (!Authorized(req, res) || !Ready(res)) return;
+  if (embed_only_) {
+    ++metrics_.n_requests_err;
+    SendError(res, {501, "not_supported_error", "not_supported",
+                    "model '" + o_.alias + "' is an embedding model: it cannot generate (use /v1/embeddings or /v1/rerank)"});
+    return;
+  }
   auto r = std::make_shared<Request>();
   try {
     *r = ParseCompletion(req.body, chat, Context());
@@ -414,8 +424,13 @@ int Server::Run() {
     return by_signal ? kExitOk : kExitRuntime;
   }
   loaded_ = true;
-  std::fprintf(stderr, "zerfoo serve: model '%s' ready: %d slot(s), context %d, queue %d\n", o_.alias.c_str(),
-               o_.parallel, n_ctx_, o_.queue);
+  if (embed_only_) {
+    std::fprintf(stderr, "zerfoo serve: model '%s' ready: embedding model, /v1/embeddings and /v1/rerank only\n",
+                 o_.alias.c_str());
+  } else {
+    std::fprintf(stderr, "zerfoo serve: model '%s' ready: %d slot(s), context %d, queue %d\n", o_.alias.c_str(),
+                 o_.parallel, n_ctx_, o_.queue);
+  }
 
   // Wait for SIGTERM/SIGINT, then drain.
   while (g_stop_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));

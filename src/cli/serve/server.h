@@ -48,6 +48,7 @@ class Server {
   zf_model_summary info_{};
   int n_ctx_ = 0;
   std::atomic<bool> loaded_{false};
+  bool embed_only_ = false;  // the model cannot generate (no sessions): completions answer 501
   SlotPool slots_;
   ServeMetrics metrics_;
   std::atomic<uint64_t> id_counter_{0};

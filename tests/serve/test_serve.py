@@ -8,11 +8,14 @@ the failure paths. Greedy outputs are compared with `zerfoo generate` run on the
 
 Environment: ZERFOO_CLI (the zerfoo binary), ZERFOO_TEST_MODEL (SmolLM2 GGUF).
 """
+import base64
 import http.client
 import json
+import math
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -39,11 +42,11 @@ def free_port():
 
 
 class Server:
-    def __init__(self, *extra):
+    def __init__(self, *extra, model=MODEL):
         self.port = free_port()
         self.log = open(f"/tmp/zerfoo-serve-test-{self.port}.log", "w+")
         self.proc = subprocess.Popen(
-            [CLI, "serve", "-m", MODEL, "--port", str(self.port), "--ctx-size", str(CTX), "-t", THREADS,
+            [CLI, "serve", "-m", model, "--port", str(self.port), "--ctx-size", str(CTX), "-t", THREADS,
              *extra],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 60
@@ -509,6 +512,12 @@ def test_queue_full_auth_and_drain():
             time.sleep(0.02)
         st, hdrs, err = s.post("/v1/completions", {"model": "tiny", "prompt": "x", "max_tokens": 2}, auth)
         assert st == 503 and "Retry-After" in hdrs and err["error"]["code"] == "server_busy", (st, hdrs, err)
+        # Embeddings need no slot: answered while the slot and the queue are full; the key applies.
+        st, _, err = s.post("/v1/embeddings", {"input": "hi"})
+        assert st == 401 and err["error"]["code"] == "invalid_api_key", err
+        st, _, e = s.post("/v1/embeddings", {"input": "hi"}, auth)
+        assert st == 200 and len(e["data"]) == 1, (st, e)
+        assert s.client(api_key="sekret").embeddings.create(model="tiny", input=["a", "b"]).usage.prompt_tokens >= 2
         # Disconnecting the stream lets the queued request through.
         c1.sock.shutdown(socket.SHUT_RDWR)
         c1.close()
@@ -869,6 +878,150 @@ def test_tools_xml_format():
         assert s.stop() == 0
 
 
+# ---- embeddings and rerank -----------------------------------------------------------------
+
+
+def norm(v):
+    return math.sqrt(sum(x * x for x in v))
+
+
+def max_diff(a, b):
+    assert len(a) == len(b), (len(a), len(b))
+    return max(abs(x - y) for x, y in zip(a, b))
+
+
+def embed_raw(s, body, headers=None):
+    """POST /v1/embeddings; returns (status, body) with base64 vectors decoded."""
+    st, _, out = s.post("/v1/embeddings", body, headers)
+    if st == 200:
+        for d in out["data"]:
+            if isinstance(d["embedding"], str):
+                raw = base64.b64decode(d["embedding"])
+                d["embedding"] = list(struct.unpack("<%df" % (len(raw) // 4), raw))
+    return st, out
+
+
+def test_embeddings(s):
+    c = s.client()
+    texts = ["The capital of France is Paris.", "Bananas are yellow.", "The capital of France is Paris."]
+    m0 = s.metrics()
+    # The openai client asks for base64 itself and decodes it; raw HTTP gets the float lists.
+    one = c.embeddings.create(model="smollm2", input=texts[0])
+    assert one.object == "list" and one.model == "smollm2" and len(one.data) == 1, one
+    assert one.data[0].index == 0 and one.data[0].object == "embedding", one.data[0]
+    v = one.data[0].embedding
+    assert len(v) >= 64 and abs(norm(v) - 1) < 1e-4, (len(v), norm(v))
+    st, tok = s.post("/tokenize", {"content": texts[0], "add_special": True})[::2]
+    assert st == 200
+    assert one.usage.prompt_tokens == len(tok["tokens"]) == one.usage.total_tokens, (one.usage, tok)
+    st, flt = embed_raw(s, {"input": texts[0], "encoding_format": "float"})
+    assert st == 200 and flt["data"][0]["embedding"] == v, "float and base64 vectors differ"
+    st, b64 = s.post("/v1/embeddings", {"input": texts[0], "encoding_format": "base64"})[::2]
+    assert st == 200 and isinstance(b64["data"][0]["embedding"], str)
+    assert len(base64.b64decode(b64["data"][0]["embedding"])) == 4 * len(v)
+    again = c.embeddings.create(model="smollm2", input=texts[0]).data[0].embedding
+    assert again == v, "the same text gave another vector"
+    # A batch: one library call; each vector as a call of its own.
+    batch = c.embeddings.create(model="smollm2", input=texts)
+    assert [d.index for d in batch.data] == [0, 1, 2]
+    bv = [d.embedding for d in batch.data]
+    separate = [c.embeddings.create(model="smollm2", input=t).data[0].embedding for t in texts]
+    for a, b in zip(bv, separate):
+        assert max_diff(a, b) < 1e-5, max_diff(a, b)
+    assert max_diff(bv[0], bv[2]) < 1e-5 and max_diff(bv[0], bv[1]) > 1e-3
+    print("    dim %d; batch vs separate max |diff| %.2g, identical texts in a batch %.2g" %
+          (len(v), max(max_diff(a, b) for a, b in zip(bv, separate)), max_diff(bv[0], bv[2])))
+    n1 = len(s.post("/tokenize", {"content": texts[1], "add_special": True})[2]["tokens"])
+    assert batch.usage.prompt_tokens == 2 * one.usage.prompt_tokens + n1, batch.usage
+    # Matryoshka truncation: the first values, normalized again.
+    d64 = c.embeddings.create(model="smollm2", input=texts[0], dimensions=64).data[0].embedding
+    head = v[:64]
+    assert len(d64) == 64 and max_diff(d64, [x / norm(head) for x in head]) < 1e-5
+    # Token-id input (nothing added): the tokens the text gives equal the text.
+    t1 = c.embeddings.create(model="smollm2", input=tok["tokens"])
+    assert max_diff(t1.data[0].embedding, v) < 1e-5 and t1.usage.prompt_tokens == len(tok["tokens"])
+    t2 = c.embeddings.create(model="smollm2", input=[tok["tokens"], tok["tokens"][:3]])
+    assert len(t2.data) == 2 and max_diff(t2.data[0].embedding, v) < 1e-5
+    assert t2.usage.prompt_tokens == len(tok["tokens"]) + 3
+    # Errors: 400 with an OpenAI error object naming the field; the openai client raises.
+    n_vocab = s.request("GET", "/v1/models")
+    meta = json.loads(n_vocab[2])["data"][0]["meta"]
+    bad = [({}, "input"), ({"input": ""}, "input"), ({"input": []}, "input"), ({"input": [[]]}, "input"),
+           ({"input": 5}, "input"), ({"input": [1.5]}, "input"), ({"input": ["a", 3]}, "input"),
+           ({"input": [[1, 2], "a"]}, "input"), ({"input": [1, "a"]}, "input"),
+           ({"input": [meta["n_vocab"]]}, "vocabulary"), ({"input": [-1]}, "vocabulary"),
+           ({"input": [1] * (meta["n_ctx_train"] + 1)}, "context"),
+           ({"input": "x", "encoding_format": "hex"}, "encoding_format"),
+           ({"input": "x", "dimensions": 0}, "dimensions"), ({"input": "x", "dimensions": 1 << 20}, "dimensions"),
+           ({"input": "x", "dimensions": "64"}, "dimensions")]
+    for body, word in bad:
+        st, err = embed_raw(s, body)
+        assert st == 400 and word in err["error"]["message"], (body if len(str(body)) < 200 else word, st, err)
+        assert err["error"]["type"] == "invalid_request_error", err
+    st, _, data = s.request("POST", "/v1/embeddings", "{not json")
+    assert st == 400 and json.loads(data)["error"]["code"] == "invalid_json"
+    try:
+        c.embeddings.create(model="smollm2", input="x", dimensions=1 << 20)
+        raise AssertionError("dimensions over the model's size accepted")
+    except openai.BadRequestError:
+        pass
+    st, also = embed_raw(s, {"input": texts[0], "encoding_format": "float"})
+    assert st == 200 and also["data"][0]["embedding"] == v
+    st, alias = s.post("/embeddings", {"input": texts[0]})[::2]
+    assert st == 200 and alias["data"][0]["embedding"] == v
+    m1 = s.metrics()
+    assert m1["zerfoo:embedding_requests_total"] - m0["zerfoo:embedding_requests_total"] >= 12, m1
+    assert m1["zerfoo:embedding_inputs_total"] > m0["zerfoo:embedding_inputs_total"]
+    assert m1['zerfoo:requests_total{outcome="error"}'] - m0['zerfoo:requests_total{outcome="error"}'] >= len(bad)
+
+
+def test_rerank_unsupported(s):
+    # SmolLM2 has no classification head: 501 as llama-server answers a /rerank it cannot serve.
+    body = {"model": "smollm2", "query": "What is a panda?", "documents": ["hi", "The giant panda is a bear."]}
+    for path in ["/v1/rerank", "/rerank"]:
+        st, _, err = s.post(path, body)
+        assert st == 501 and err["error"]["type"] == "not_supported_error", (st, err)
+        assert "smollm2" in err["error"]["message"], err
+    for bad in [{"documents": ["a"]}, {"query": "q"}, {"query": "q", "documents": []},
+                {"query": 1, "documents": ["a"]}, {"query": "q", "documents": [1]},
+                {"query": "q", "documents": ["a"], "top_n": 0}]:
+        st, _, err = s.post("/v1/rerank", bad)
+        assert st == 400 and err["error"]["type"] == "invalid_request_error", (bad, st, err)
+
+
+def test_rerank_model():
+    """/v1/rerank on the random-weight BERT reranker of the ctest fixture embed.models."""
+    path = os.environ.get("ZERFOO_RERANK_MODEL") or os.path.join(
+        os.path.dirname(os.path.abspath(CLI)), "tests", "embed-models", "bert-rank-f32.gguf")
+    if not os.path.exists(path):
+        print("    skipped: no %s (ctest -R embed.models writes it)" % path)
+        return
+    s = Server("--parallel", "1", "--alias", "rank", model=path)
+    try:
+        docs = ["hi", "The giant panda is a bear native to China.", "paris", "bananas are yellow", "hi"]
+        st, _, r = s.post("/v1/rerank", {"model": "rank", "query": "What is a panda?", "documents": docs})
+        assert st == 200 and r["model"] == "rank" and len(r["results"]) == len(docs), (st, r)
+        scores = [x["relevance_score"] for x in r["results"]]
+        assert scores == sorted(scores, reverse=True), scores
+        assert sorted(x["index"] for x in r["results"]) == list(range(len(docs)))
+        by_index = {x["index"]: x["relevance_score"] for x in r["results"]}
+        assert abs(by_index[0] - by_index[4]) < 1e-5, by_index  # the same document, the same score
+        assert r["usage"]["total_tokens"] > 0, r
+        st, _, top = s.post("/rerank", {"query": "What is a panda?", "documents": docs, "top_n": 2,
+                                        "return_documents": True})
+        assert st == 200 and [x["index"] for x in top["results"]] == [x["index"] for x in r["results"][:2]], top
+        assert top["results"][0]["document"]["text"] == docs[top["results"][0]["index"]]
+        m = s.metrics()
+        assert m["zerfoo:rerank_requests_total"] == 2 and m["zerfoo:rerank_documents_total"] == 10, m
+        # An encoder serves embeddings too; completions are 501 (it has no sessions).
+        st, _, e = s.post("/v1/embeddings", {"input": ["a panda", "a bear"]})
+        assert st == 200 and len(e["data"]) == 2, (st, e)
+        st, _, err = s.post("/v1/completions", {"prompt": "hi", "max_tokens": 2})
+        assert st == 501 and "rank" in err["error"]["message"], (st, err)
+    finally:
+        assert s.stop() == 0
+
+
 def main():
     t_all = time.time()
     failed = []
@@ -876,7 +1029,8 @@ def main():
     try:
         for t in [test_models_health_metrics, test_tokenize_round_trip, test_completions_equal_cli,
                   test_chat_equal_cli, test_logprobs, test_sse_framing_curl, test_concurrent_16, test_invalid_mixed_with_valid,
-                  test_disconnect_cancels, test_prompt_cache_multi_turn, test_structured_outputs]:
+                  test_disconnect_cancels, test_prompt_cache_multi_turn, test_structured_outputs, test_embeddings,
+                  test_rerank_unsupported]:
             run(t, failed, shared)
             assert shared.proc.poll() is None, "server died: " + shared.logtext()[-2000:]
     finally:
@@ -884,6 +1038,7 @@ def main():
     if rc != 0:
         failed.append("shared server exit code %s" % rc)
     for t in [test_tools_and_reasoning, test_tools_xml_format, test_lookup_speculation, test_queue_full_auth_and_drain,
+              test_rerank_model,
               test_grace_cancels,
               test_startup_errors]:
         run(t, failed)

@@ -64,13 +64,18 @@ std::string PrometheusText(const ServeMetrics& c, const ServeGauges& g) {
   counter("zerfoo:draft_tokens_total", "Tokens drafted by speculative decoding (--lookup).", c.n_drafted.load());
   counter("zerfoo:draft_accepted_tokens_total", "Drafted tokens kept (each spared a decode step).",
           c.n_draft_accepted.load());
+  counter("zerfoo:embedding_requests_total", "Successful /v1/embeddings requests.", c.n_embed_requests.load());
+  counter("zerfoo:embedding_inputs_total", "Inputs embedded (vectors returned).", c.n_embed_inputs.load());
+  counter("zerfoo:embedding_tokens_total", "Tokens of the embedded inputs.", c.n_embed_tokens.load());
+  counter("zerfoo:rerank_requests_total", "Successful /v1/rerank requests.", c.n_rerank_requests.load());
+  counter("zerfoo:rerank_documents_total", "Documents scored by /v1/rerank.", c.n_rerank_documents.load());
   const zf_cache_info& pc = g.prefix_cache;
   counter("zerfoo:prefix_cache_hit_tokens_total", "Prompt tokens copied from the model's prefix cache.", pc.hit_tokens);
   counter("zerfoo:prefix_cache_evicted_blocks_total", "Prefix cache blocks dropped for its bound.", pc.evicted_blocks);
   gauge("zerfoo:prefix_cache_bytes", "KV bytes held by the model's prefix cache.", double(pc.bytes));
   gauge("zerfoo:prefix_cache_blocks", "Blocks held by the model's prefix cache.", double(pc.blocks));
   gauge("zerfoo:prefix_cache_capacity_bytes", "The prefix cache's bound.", double(pc.capacity_bytes));
-  m += "# HELP zerfoo:requests_total Completion requests by outcome.\n# TYPE zerfoo:requests_total counter\n";
+  m += "# HELP zerfoo:requests_total Completion, embedding and rerank requests by outcome.\n# TYPE zerfoo:requests_total counter\n";
   m += "zerfoo:requests_total{outcome=\"ok\"} " + std::to_string(c.n_requests_ok.load()) + "\n";
   m += "zerfoo:requests_total{outcome=\"error\"} " + std::to_string(c.n_requests_err.load()) + "\n";
   m += "zerfoo:requests_total{outcome=\"rejected\"} " + std::to_string(c.n_rejected.load()) + "\n";

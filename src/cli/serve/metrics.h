@@ -34,6 +34,9 @@ struct ServeMetrics {
   std::atomic<uint64_t> n_requests_ok{0}, n_requests_err{0}, n_rejected{0}, n_cancelled{0};
   std::atomic<uint64_t> n_prompt_tokens{0}, n_gen_tokens{0}, n_prompt_cached{0};
   std::atomic<uint64_t> n_drafted{0}, n_draft_accepted{0};
+  // /v1/embeddings and /v1/rerank (successful requests; their failures count in n_requests_err).
+  std::atomic<uint64_t> n_embed_requests{0}, n_embed_inputs{0}, n_embed_tokens{0};
+  std::atomic<uint64_t> n_rerank_requests{0}, n_rerank_documents{0};
   Histogram ttft, itl, e2e;
 };
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "api_error.h"
+#include "embeddings.h"
 #include "generate.h"
 #include "model_text.h"
 #include "streaming.h"
@@ -74,6 +75,10 @@ zf_status Server::Load() {
     if (o_.fast_prefill) sp.flags |= ZF_SESSION_FAST_PREFILL;
     zf_session* s = nullptr;
     st = zf_session_create(m, &sp, &s);
+    if (st == ZF_ERR_UNSUPPORTED && i == 0) {  // an encoder (BERT): embeddings and rerank only
+      embed_only_ = true;
+      break;
+    }
     if (st != ZF_OK) return st;
     auto slot = std::make_unique<Slot>();
     slot->id = i;
@@ -104,6 +109,12 @@ RequestContext Server::Context() const {
 void Server::HandleCompletion(const httplib::Request& req, httplib::Response& res, bool chat) {
   const Clock::time_point t0 = Clock::now();
   if (!Authorized(req, res) || !Ready(res)) return;
+  if (embed_only_) {
+    ++metrics_.n_requests_err;
+    SendError(res, {501, "not_supported_error", "not_supported",
+                    "model '" + o_.alias + "' is an embedding model: it cannot generate (use /v1/embeddings or /v1/rerank)"});
+    return;
+  }
   auto r = std::make_shared<Request>();
   try {
     *r = ParseCompletion(req.body, chat, Context());
@@ -209,6 +220,39 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
       });
 }
 
+void Server::HandleEmbeddings(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req, res) || !Ready(res)) return;
+  try {
+    const EmbedRequest r = ParseEmbedRequest(req.body, info_.n_vocab);
+    uint64_t n_tokens = 0;
+    const json answer = Embed(EmbedContext{model_.get(), o_.alias, info_.n_ctx_train}, r, &n_tokens);
+    ++metrics_.n_requests_ok;
+    ++metrics_.n_embed_requests;
+    metrics_.n_embed_inputs += r.tokens.empty() ? r.texts.size() : r.tokens.size();
+    metrics_.n_embed_tokens += n_tokens;
+    res.set_content(Dump(answer), "application/json");
+  } catch (const ApiError& e) {
+    ++metrics_.n_requests_err;
+    SendError(res, e);
+  }
+}
+
+void Server::HandleRerank(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req, res) || !Ready(res)) return;
+  try {
+    const RerankRequest r = ParseRerankRequest(req.body);
+    uint64_t n_tokens = 0;
+    const json answer = Rerank(EmbedContext{model_.get(), o_.alias, info_.n_ctx_train}, r, &n_tokens);
+    ++metrics_.n_requests_ok;
+    ++metrics_.n_rerank_requests;
+    metrics_.n_rerank_documents += r.documents.size();
+    res.set_content(Dump(answer), "application/json");
+  } catch (const ApiError& e) {
+    ++metrics_.n_requests_err;
+    SendError(res, e);
+  }
+}
+
 std::string Server::Metrics() {
   // KV utilization counts the positions of running requests only: an idle slot's cached
   // prompt is reusable but free to overwrite, so it is no load for a router.
@@ -258,6 +302,12 @@ void Server::Routes() {
             [this](const httplib::Request& req, httplib::Response& res) { HandleCompletion(req, res, false); });
   svr_.Post("/completions",
             [this](const httplib::Request& req, httplib::Response& res) { HandleCompletion(req, res, false); });
+  for (const char* path : {"/v1/embeddings", "/embeddings"}) {
+    svr_.Post(path, [this](const httplib::Request& req, httplib::Response& res) { HandleEmbeddings(req, res); });
+  }
+  for (const char* path : {"/v1/rerank", "/rerank", "/v1/reranking", "/reranking"}) {  // llama-server's aliases
+    svr_.Post(path, [this](const httplib::Request& req, httplib::Response& res) { HandleRerank(req, res); });
+  }
 
   svr_.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorized(req, res) || !Ready(res)) return;
@@ -374,8 +424,13 @@ int Server::Run() {
     return by_signal ? kExitOk : kExitRuntime;
   }
   loaded_ = true;
-  std::fprintf(stderr, "zerfoo serve: model '%s' ready: %d slot(s), context %d, queue %d\n", o_.alias.c_str(),
-               o_.parallel, n_ctx_, o_.queue);
+  if (embed_only_) {
+    std::fprintf(stderr, "zerfoo serve: model '%s' ready: embedding model, /v1/embeddings and /v1/rerank only\n",
+                 o_.alias.c_str());
+  } else {
+    std::fprintf(stderr, "zerfoo serve: model '%s' ready: %d slot(s), context %d, queue %d\n", o_.alias.c_str(),
+                 o_.parallel, n_ctx_, o_.queue);
+  }
 
   // Wait for SIGTERM/SIGINT, then drain.
   while (g_stop_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -37,6 +37,9 @@ class Server {
   RequestContext Context() const;
 
   void HandleCompletion(const httplib::Request& req, httplib::Response& res, bool chat);
+  // On the HTTP worker thread, without a slot (the library's embedding calls are thread-safe).
+  void HandleEmbeddings(const httplib::Request& req, httplib::Response& res);
+  void HandleRerank(const httplib::Request& req, httplib::Response& res);
   std::string Metrics();
 
   ServeOptions o_;
@@ -45,6 +48,7 @@ class Server {
   zf_model_summary info_{};
   int n_ctx_ = 0;
   std::atomic<bool> loaded_{false};
+  bool embed_only_ = false;  // the model cannot generate (no sessions): completions answer 501
   SlotPool slots_;
   ServeMetrics metrics_;
   std::atomic<uint64_t> id_counter_{0};

@@ -141,7 +141,7 @@ def start_server(kind, binary, a, levels):
     parallel = a.parallel or max(levels)
     if kind == "zerfoo":
         cmd = [binary, "serve", "-m", a.model, "--port", str(port), "--parallel", str(parallel),
-               "--threads", str(a.threads), "--ctx-size", str(a.ctx), "--queue", str(4 * max(levels))]
+               "--threads", str(a.threads), "--ctx-size", str(a.ctx), "--queue", str(4 * max(levels))] + a.zerfoo_args.split()
     else:
         cmd = [binary, "-m", a.model, "--host", "127.0.0.1", "--port", str(port), "--parallel", str(parallel),
                "--threads", str(a.threads or os.cpu_count()), "--ctx-size", str(a.ctx * parallel)]
@@ -227,6 +227,7 @@ def main():
                          "run per server and level is kept")
     ap.add_argument("--shared-prefix", type=int, default=0, metavar="N",
                     help="the same ~N-token system text before every prompt, with prompt caching")
+    ap.add_argument("--zerfoo-args", default="", help="extra `zerfoo serve` flags, e.g. \"--no-cache-prompt --prefix-cache-mib -1\"")
     ap.add_argument("--label", help="name of the --url server in the tables")
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--json-out", help="write the kept results (a JSON list) here")

@@ -19,10 +19,6 @@ out="${1:?usage: make_models.sh OUT_DIR [synth_models.py args]}"
 shift
 py="${PYTHON:-python3}"
 req="$root/scripts/requirements-synth.txt"
-version=0.3.36
-sdist_sha=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
-ref="${ZERFOO_REFERENCE:-$HOME/.cache/zerfoo/reference}"
-vocab="$ref/vocab-$version"
 start=$(date +%s)
 
 # 1. Pinned Python packages.
@@ -39,25 +35,7 @@ fi
 export PYTHONPATH="$pydir${PYTHONPATH:+:$PYTHONPATH}"
 
 # 2. llama.cpp's vocabulary files (with their tokenizer test vectors, *.inp / *.out).
-if [ ! -f "$vocab/.ok2" ]; then
-  tarball="$ref/sdist/llama_cpp_python-$version.tar.gz"
-  if [ ! -f "$tarball" ]; then
-    mkdir -p "$ref/sdist"
-    tmp="$(mktemp -d)"
-    "$py" -m pip download -q --disable-pip-version-check --no-deps --no-binary llama-cpp-python \
-      "llama-cpp-python==$version" -d "$tmp" >&2
-    mv -n "$tmp/llama_cpp_python-$version.tar.gz" "$tarball" 2>/dev/null || true
-    rm -rf "$tmp"
-  fi
-  [ "$(sha256sum "$tarball" | cut -d' ' -f1)" = "$sdist_sha" ] || {
-    echo "make_models: $tarball: sha256 mismatch (expected $sdist_sha)" >&2; exit 1; }
-  tmp="$(mktemp -d)"
-  tar xzf "$tarball" -C "$tmp" --wildcards "llama_cpp_python-$version/vendor/llama.cpp/models/ggml-vocab-*"
-  rm -rf "$vocab" && mkdir -p "$vocab"
-  mv "$tmp/llama_cpp_python-$version/vendor/llama.cpp/models/"ggml-vocab-* "$vocab/"
-  rm -rf "$tmp"
-  touch "$vocab/.ok2"
-fi
+vocab="$("$root/scripts/fetch_vocab.sh")"
 
 # 3. Gemma's tokenizer (the Gemma 3 270M file).
 gemma="$("$root/scripts/fetch_models.sh" gemma3)"

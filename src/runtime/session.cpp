@@ -196,6 +196,7 @@ size_t Session::ReuseBlocks(const int32_t* tokens, size_t n, size_t keep) {
 
 void Session::StoreBlocks() {
   constexpr int32_t kB = PrefixCache::kBlockTokens;
+  if (!store_blocks_) return;
   SyncBlockKeys();
   for (; stored_blocks_ < block_keys_.size(); ++stored_blocks_) {
     const uint64_t key = block_keys_[stored_blocks_];
@@ -233,6 +234,7 @@ Status Session::FetchLogits() {
 }
 
 void Session::Reset() {
+  store_blocks_ = true;
   history_.clear();
   block_keys_.clear();
   stored_blocks_ = 0;
@@ -254,6 +256,7 @@ Status Session::Truncate(size_t n_keep) {
   if (n_keep > total) {
     return InvalidArgument("cannot keep " + std::to_string(n_keep) + " tokens of a conversation of " + std::to_string(total));
   }
+  if (n_keep == 0) store_blocks_ = true;
   if (n_keep <= history_.size()) {
     history_.resize(n_keep);
     pending_.clear();

@@ -139,6 +139,9 @@ class Session {
   uint64_t chain_seed_ = 0;               // what makes this session's rows comparable
   std::vector<uint64_t> block_keys_;      // keys of the history's first full blocks
   size_t stored_blocks_ = 0;              // of those, how many are known to be in the cache
+  // False after LoadState until the history is dropped: loaded rows may come from a session that
+  // was not exact, and so may every row computed after them; they are not shared.
+  bool store_blocks_ = true;
   std::vector<int32_t> history_;
   std::vector<int32_t> pending_;
   std::vector<float> logits_;  // [n_vocab]

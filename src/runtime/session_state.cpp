@@ -108,8 +108,9 @@ Status Session::LoadState(const uint8_t* buf, size_t len) {
   ZF_RETURN_IF_ERROR(backend_->LoadKv(int32_t(n_hist), p));
   history_ = std::move(hist);
   pending_ = std::move(pend);
-  block_keys_.clear();  // the loaded rows' blocks are stored by the next evaluation
+  block_keys_.clear();
   stored_blocks_ = 0;
+  store_blocks_ = false;  // see session.h: rows of unknown exactness are not shared
   has_logits_ = has_argmax_ = false;
   return Status::Ok();
 }

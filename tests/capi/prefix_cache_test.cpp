@@ -219,6 +219,28 @@ TEST(PrefixCache, FastPrefillSessionsStayOut) {
   EXPECT_EQ(CacheInfo(m.get()).stored_blocks, 0u);
 }
 
+// A loaded state may hold rows of a fast-prefill session: the session that loads it shares
+// nothing it computes on top of them, until its history is dropped.
+TEST(PrefixCache, LoadedStatesAreNotShared) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  ModelPtr m = LoadWithCache(path, 0);
+  ASSERT_TRUE(m);
+  const std::vector<int32_t> toks = Tokens(200, 6);
+  SessionPtr fast = NewSessionFlags(m.get(), ZF_SESSION_FAST_PREFILL);
+  ASSERT_EQ(zf_session_eval(fast.get(), toks.data(), 150, nullptr, 0), ZF_OK);
+  size_t size = 0, written = 0;
+  ASSERT_EQ(zf_session_state_size(fast.get(), &size), ZF_OK);
+  std::vector<uint8_t> state(size);
+  ASSERT_EQ(zf_session_state_save(fast.get(), state.data(), state.size(), &written), ZF_OK);
+  SessionPtr s = NewSessionFlags(m.get(), 0);
+  ASSERT_EQ(zf_session_state_load(s.get(), state.data(), written), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval(s.get(), toks.data() + 150, 50, nullptr, 0), ZF_OK);
+  EXPECT_EQ(CacheInfo(m.get()).stored_blocks, 0u);
+  ASSERT_EQ(zf_session_reset(s.get()), ZF_OK);
+  ASSERT_EQ(zf_session_eval(s.get(), toks.data(), 70, nullptr, 0), ZF_OK);
+  EXPECT_EQ(CacheInfo(m.get()).stored_blocks, 1u) << "after a reset the session shares again";
+}
+
 TEST(PrefixCache, BadParamsAreRefused) {
   ZF_REQUIRE_MODEL(path, "smollm2");
   zf_model_params p;

@@ -86,8 +86,11 @@ void CpuBackend::MatMulQ8Gemm(const Tensor& w, const float* x, int32_t n_tok, fl
         const GgmlType t = c.w->type;
         for (int64_t r = r0; r < r1; r += kGemmRowTile) {
           const int64_t n = std::min<int64_t>(kGemmRowTile, r1 - r);
-          const uint8_t* src = PackedWeights::FileRows(
-              *c.w, c.packed, r, n, c.self->gemm_unpacked_.data() + size_t(ith) * size_t(kGemmRowTile) * c.w_row);
+          // The unpacking scratch exists only for a packed matrix (no offset from a null pointer).
+          uint8_t* unpacked = c.packed != nullptr
+                                  ? c.self->gemm_unpacked_.data() + size_t(ith) * size_t(kGemmRowTile) * c.w_row
+                                  : nullptr;
+          const uint8_t* src = PackedWeights::FileRows(*c.w, c.packed, r, n, unpacked);
           if (t == GgmlType::Q8_0) {
             quant::GemmQ8_0(c.k, src, c.q8_row, n, c.act, c.q8_row, c.n_tok, c.y + r, c.m);
             continue;

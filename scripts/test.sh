@@ -76,8 +76,8 @@ scripts/clang_sanitize.sh build-test-clang
 stage "ABI check against abi/ (abidiff, constants, struct layouts)"
 scripts/abi_check.sh --lib build-test-clang/libzerfoo.so.0
 
-stage "libFuzzer targets, ${ZF_FUZZ_SECONDS:-30} s each under ASan+UBSan (scripts/fuzz.sh)"
-ZF_FUZZ_BUILD=build-test-clang scripts/fuzz.sh "${ZF_FUZZ_SECONDS:-30}"
+stage "libFuzzer targets, ${ZF_FUZZ_SECONDS:-20} s each under ASan+UBSan (scripts/fuzz.sh)"
+ZF_FUZZ_BUILD=build-test-clang scripts/fuzz.sh "${ZF_FUZZ_SECONDS:-20}"
 
 stage "ThreadSanitizer (concurrency tests)"
 cmake -S . -B build-test-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZF_BUILD_TESTS=ON \

@@ -59,16 +59,11 @@ zf_status Run(const zf_model* model, const zf::rt::EmbedOptions& o, const std::v
 extern "C" {
 
 ZF_API zf_status zf_embed_params_init(zf_embed_params* params, size_t size) {
-  if (params == nullptr) return NullArg("params");
-  if (size < sizeof(uint32_t)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params size " + std::to_string(size) + " is too small");
   zf_embed_params d;
   std::memset(&d, 0, sizeof d);
   d.struct_size = sizeof d;
   d.pooling = ZF_POOLING_DEFAULT;
-  const size_t n = size < sizeof d ? size : sizeof d;
-  std::memcpy(params, &d, n);
-  params->struct_size = static_cast<uint32_t>(n);
-  return Succeed();
+  return zf::capi::InitParams(params, size, d);
 }
 
 ZF_API zf_status zf_embed_dimension(const zf_model* model, const zf_embed_params* params, size_t* dim) {

@@ -70,6 +70,18 @@ zf_status CheckReserved(const char* field, uint32_t value);
 // Copies a string into a caller buffer (NUL-terminated) per the ABI's buffer rule.
 zf_status CopyOut(const std::string& s, char* buf, size_t cap, size_t* needed);
 
+// zf_X_params_init's one rule: copies the first min(size, sizeof(T)) bytes of `defaults` into
+// the caller's struct and records that size (older, smaller layouts are accepted).
+template <typename T>
+zf_status InitParams(T* params, size_t size, const T& defaults) {
+  if (params == nullptr) return Fail(ZF_ERR_INVALID_ARGUMENT, "params is NULL");
+  if (size < sizeof(uint32_t)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params size " + std::to_string(size) + " is too small");
+  const size_t n = size < sizeof(T) ? size : sizeof(T);
+  std::memcpy(static_cast<void*>(params), &defaults, n);
+  params->struct_size = static_cast<uint32_t>(n);
+  return Succeed();
+}
+
 // Reads a caller params struct of `struct_size` bytes into a fully defaulted T.
 template <typename T>
 bool ReadParams(const T* in, T* out) {

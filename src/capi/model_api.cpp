@@ -32,16 +32,11 @@ constexpr uint64_t kDefaultPrefixCacheMib = 256;
 extern "C" {
 
 ZF_API zf_status zf_model_params_init(zf_model_params* params, size_t size) {
-  if (params == nullptr) return NullArg("params");
-  if (size < sizeof(uint32_t)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params size " + std::to_string(size) + " is too small");
   zf_model_params d;
   std::memset(&d, 0, sizeof d);
   d.struct_size = sizeof d;
   d.device = ZF_DEVICE_AUTO;
-  const size_t n = size < sizeof d ? size : sizeof d;
-  std::memcpy(params, &d, n);
-  params->struct_size = static_cast<uint32_t>(n);
-  return Succeed();
+  return zf::capi::InitParams(params, size, d);
 }
 
 ZF_API zf_status zf_model_load(const char* path, const zf_model_params* params, zf_model** out) {

@@ -12,6 +12,7 @@
 #include "runtime/generator.h"
 
 using zf::capi::Fail;
+using zf::capi::InitParams;
 using zf::capi::Succeed;
 
 static_assert(sizeof(zf_session_params) == 24 && offsetof(zf_session_params, flags) == 16,
@@ -40,16 +41,6 @@ static_assert(ZF_MAX_LOGPROBS == zf::rt::kMaxLogprobs, "ZF_MAX_LOGPROBS matches 
 namespace {
 
 zf_status NullArg(const char* what) { return Fail(ZF_ERR_INVALID_ARGUMENT, std::string(what) + " is NULL"); }
-
-template <typename T>
-zf_status InitParams(T* params, size_t size, const T& defaults) {
-  if (params == nullptr) return NullArg("params");
-  if (size < sizeof(uint32_t)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params size " + std::to_string(size) + " is too small");
-  const size_t n = size < sizeof(T) ? size : sizeof(T);
-  std::memcpy(static_cast<void*>(params), &defaults, n);
-  params->struct_size = static_cast<uint32_t>(n);
-  return Succeed();
-}
 
 zf_generate_params DefaultGenerateParams() {
   zf_generate_params d;

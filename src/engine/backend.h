@@ -96,6 +96,9 @@ class Backend {
   virtual Status WriteKvRows(int32_t pos0, int32_t n_pos, const uint8_t* in) {
     return Unsupported(std::string("the ") + name() + " engine cannot write its KV cache");
   }
+  // Positions [pos0, n_ctx) are forgotten (reset, truncation): the engine may give their memory
+  // back; they are rewritten before they are read again.
+  virtual void ReleaseKv(int32_t pos0) {}
   Status SaveKv(int32_t n_pos, uint8_t* out) const { return ReadKvRows(0, n_pos, out); }
   Status LoadKv(int32_t n_pos, const uint8_t* in) { return WriteKvRows(0, n_pos, in); }
 

@@ -18,6 +18,8 @@ Session::Session(const model::Model& model, int32_t n_ctx, std::unique_ptr<engin
 
 namespace {
 
+constexpr size_t kReleaseMinRows = 64;  // Truncate gives memory back from this many rows on
+
 // Memory the system can still give this process without swapping: MemAvailable on Linux, else
 // the physical memory; 0 when unknown (no check).
 uint64_t AvailableMemoryBytes() {
@@ -234,6 +236,7 @@ Status Session::FetchLogits() {
 }
 
 void Session::Reset() {
+  backend_->ReleaseKv(0);  // an idle session holds no KV memory
   store_blocks_ = true;
   history_.clear();
   block_keys_.clear();
@@ -258,6 +261,9 @@ Status Session::Truncate(size_t n_keep) {
   }
   if (n_keep == 0) store_blocks_ = true;
   if (n_keep <= history_.size()) {
+    // Give the forgotten rows' memory back, except for the short rollbacks of speculative
+    // verification (rewritten at once; not worth a system call per layer).
+    if (history_.size() - n_keep >= kReleaseMinRows) backend_->ReleaseKv(int32_t(n_keep));
     history_.resize(n_keep);
     pending_.clear();
     SyncBlockKeys();

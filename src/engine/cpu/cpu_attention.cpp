@@ -36,6 +36,16 @@ Status CpuBackend::ReadKvRows(int32_t pos0, int32_t n_pos, uint8_t* out) const {
   return Status::Ok();
 }
 
+void CpuBackend::ReleaseKv(int32_t pos0) {
+  if (pos0 < 0 || pos0 >= n_ctx_) return;
+  const size_t elem = kv_type_ == KvType::kF16 ? 2 : 4;
+  const size_t kl = size_t(n_ctx_) * size_t(k_width_) * elem, vl = size_t(n_ctx_) * size_t(v_width_) * elem;
+  for (size_t l = 0; kl != 0 && l < k_cache_.size() / kl; ++l) {
+    k_cache_.Release(l * kl + size_t(pos0) * size_t(k_width_) * elem, (l + 1) * kl);
+    v_cache_.Release(l * vl + size_t(pos0) * size_t(v_width_) * elem, (l + 1) * vl);
+  }
+}
+
 Status CpuBackend::WriteKvRows(int32_t pos0, int32_t n_pos, const uint8_t* in) {
   if (pos0 < 0 || n_pos < 0 || pos0 > n_ctx_ - n_pos) return InvalidArgument("KV positions out of range");
   const size_t elem = kv_type_ == KvType::kF16 ? 2 : 4;

@@ -47,8 +47,10 @@ namespace {
 using nlohmann::json;
 
 const char* const kModels[] = {"llama", "llama31", "mixtral", "qwen2", "qwen3", "qwen3moe",
-                               "phi3",  "gemma2",  "smollm3", "granite", "olmo2"};
+                               "phi3",  "gemma2",  "smollm3", "granite", "olmo2", "gpt-oss"};
+// Each model's 4-bit variant is "q4" (a Q4_K_M-style mix) except gpt-oss's, MXFP4 experts.
 const char* const kQuants[] = {"f32", "q8_0", "q4"};
+std::string FourBit(const std::string& model) { return model == "gpt-oss" ? "mxfp4" : "q4"; }
 
 // The models whose load must fail with ZF_ERR_UNSUPPORTED today. Remove a model from here when
 // its family is implemented; the test then compares it with the reference.
@@ -62,7 +64,7 @@ struct Tolerance {
   double std_rel;
 };
 Tolerance For(const std::string& quant) {
-  return quant == "q4" ? Tolerance{0.99, 0.03} : Tolerance{0.999, 0.01};
+  return quant == "q4" || quant == "mxfp4" ? Tolerance{0.99, 0.03} : Tolerance{0.999, 0.01};
 }
 
 std::string ModelsDir() {
@@ -323,7 +325,7 @@ TEST_P(FamilyBatched, SameLogitsAsAlone) {
 std::vector<std::string> AllFiles() {
   std::vector<std::string> v;
   for (const char* m : kModels) {
-    for (const char* q : kQuants) v.push_back(std::string(m) + "-" + q);
+    for (const char* q : kQuants) v.push_back(std::string(m) + "-" + (std::string(q) == "q4" ? FourBit(m) : q));
   }
   return v;
 }

@@ -87,8 +87,9 @@ FAMILIES = {
     # blend moves frequencies the test's positions reach), sinks in [-1, 3] (the scores are ~0, so they take a visible share),
     # expert gate/up biases of sigma 3 so that some pre-activations pass the SwiGLU clamp (7).
     # Its 4-bit variant is MXFP4 experts with the rest Q8_0 (the layout of the released files).
-    # Tokenizer: Llama 3's BPE (llama.cpp ships no o200k vocabulary file).
-    "gpt-oss": dict(arch="gpt-oss", vocab="llama-bpe", E=128, L=4, H=8, Hkv=2, hd=64, F=128, base=150000.0,
+    # Tokenizer: Llama 3's BPE vocabulary (llama.cpp ships no o200k one) under gpt-oss's
+    # pre-tokenizer, gpt-4o (o200k's).
+    "gpt-oss": dict(arch="gpt-oss", vocab="llama-bpe", pre="gpt-4o", E=128, L=4, H=8, Hkv=2, hd=64, F=128, base=150000.0,
                     tied=False, eps=1e-5, ctx=2048, key_length=True, window=8, experts=(8, 4), Fe=128,
                     yarn=dict(factor=32.0, orig=64), q4="mxfp4"),
 }
@@ -209,7 +210,7 @@ def gpt_oss_specs(h, n_vocab, mat, vec):
                   mat(p + "attn_output.weight", nq, E, 0.03, i), vec(p + "attn_output.bias", E, 0.05),
                   vec(p + "attn_sinks.weight", H, "sinks"),
                   vec(p + "post_attention_norm.weight", E),
-                  (p + "ffn_gate_inp.weight", (E, n_exp), Q.F32, 0.06), vec(p + "ffn_gate_inp.bias", n_exp, 0.5),
+                  (p + "ffn_gate_inp.weight", (E, n_exp), Q.F32, 0.3), vec(p + "ffn_gate_inp.bias", n_exp, 1.0),
                   mat(p + "ffn_gate_exps.weight", E, Fe, 0.03, i, n_exp=n_exp),
                   (p + "ffn_gate_exps.bias", (Fe, n_exp), Q.F32, 3.0),
                   mat(p + "ffn_up_exps.weight", E, Fe, 0.03, i, n_exp=n_exp),
@@ -327,8 +328,9 @@ def kv_str(key, v):
     return gguf_str(key) + struct.pack("<I", T_STR) + gguf_str(v)
 
 
-def read_tokenizer_kv(path):
-    """(raw bytes of every tokenizer.* key/value pair, in file order; their count; n_vocab)."""
+def read_tokenizer_kv(path, pre=None):
+    """(raw bytes of every tokenizer.* key/value pair, in file order; their count; n_vocab), with
+    tokenizer.ggml.pre replaced by `pre` when given."""
     with open(path, "rb") as f:
         buf = f.read()
     magic, version, _n_tensors, n_kv = struct.unpack_from("<IIQQ", buf, 0)
@@ -360,7 +362,10 @@ def read_tokenizer_kv(path):
         off += 8 + klen
         (t,) = struct.unpack_from("<I", buf, off)
         off = skip_value(off + 4, t)
-        if key.startswith("tokenizer."):
+        if key == "tokenizer.ggml.pre" and pre is not None:
+            out.append(kv_str(key, pre))
+            count += 1
+        elif key.startswith("tokenizer."):
             out.append(buf[start:off])
             count += 1
             if key == "tokenizer.ggml.tokens":
@@ -465,6 +470,49 @@ def synth_vocab_only(out_dir, vocab_dir):
     return os.path.join(out_dir, "vocab-phi3.gguf")
 
 
+def synth_vocab_gpt4o(out_dir, vocab_dir):
+    """Llama 3's vocabulary file with tokenizer.ggml.pre = gpt-4o (o200k's pre-tokenizer, which
+    gpt-oss's files name; llama.cpp ships no o200k vocabulary): every key/value pair copied,
+    that one replaced. Its test vectors (tests/data/tokenizer/vocab-gpt4o.gguf.inp / .out) were
+    recorded from llama.cpp (scripts/reference/tokenize_recorder.cpp)."""
+    src = os.path.join(vocab_dir, "ggml-vocab-llama-bpe.gguf")
+    with open(src, "rb") as f:
+        buf = f.read()
+    magic, version, n_tensors, n_kv = struct.unpack_from("<IIQQ", buf, 0)
+    if magic != 0x46554747 or n_tensors != 0:
+        sys.exit(f"{src}: expected a GGUF vocabulary file without tensors")
+    pairs, off = [], 24
+    for _ in range(n_kv):
+        start = off
+        (klen,) = struct.unpack_from("<Q", buf, off)
+        key = buf[off + 8:off + 8 + klen].decode()
+        (t,) = struct.unpack_from("<I", buf, off + 8 + klen)
+        off = skip_kv_value(buf, off + 8 + klen + 4, t)
+        pairs.append(kv_str(key, "gpt-4o") if key == "tokenizer.ggml.pre" else buf[start:off])
+    dst = os.path.join(out_dir, "vocab-gpt4o.gguf")
+    with open(dst + ".tmp", "wb") as g:
+        g.write(struct.pack("<IIQQ", magic, version, 0, n_kv) + b"".join(pairs))
+    os.replace(dst + ".tmp", dst)
+    return dst
+
+
+def skip_kv_value(buf, off, t):
+    if t in FIXED:
+        return off + FIXED[t]
+    if t == T_STR:
+        (n,) = struct.unpack_from("<Q", buf, off)
+        return off + 8 + n
+    if t == T_ARR:
+        et, n = struct.unpack_from("<IQ", buf, off)
+        off += 12
+        if et in FIXED:
+            return off + n * FIXED[et]
+        for _ in range(n):
+            off = skip_kv_value(buf, off, et)
+        return off
+    sys.exit(f"unknown GGUF value type {t}")
+
+
 def sha256(path):
     hsh = hashlib.sha256()
     with open(path, "rb") as f:
@@ -487,15 +535,18 @@ def main(out_dir, only, vocab_dir, gemma_vocab, quants=QUANTS):
     toks = {}
     for n in names:
         src = vocab_path(FAMILIES[n], vocab_dir, gemma_vocab)
-        if src not in toks:
-            toks[src] = read_tokenizer_kv(src)
+        pre = FAMILIES[n].get("pre")
+        if (src, pre) not in toks:
+            toks[(src, pre)] = read_tokenizer_kv(src, pre)
         for quant in quants:
             if quant == "q4":  # the family's 4-bit variant
                 quant = FAMILIES[n].get("q4", "q4")
-            p = synth_one(n, quant, out_dir, toks[src])
+            p = synth_one(n, quant, out_dir, toks[(src, pre)])
             size = os.path.getsize(p)
             total += size
             print(f"{p}: {size / 2**20:.1f} MiB")
     p = synth_vocab_only(out_dir, vocab_dir)
+    print(f"{p}: vocab only")
+    p = synth_vocab_gpt4o(out_dir, vocab_dir)
     print(f"{p}: vocab only")
     print(f"total {total / 2**20:.0f} MiB")

@@ -348,11 +348,12 @@ std::string ReadAll(const std::string& path) {
 // tokenizer supports it, the architecture string must not stop it), checked on all its test
 // vectors (.inp: texts separated by "\n__ggml_vocab_test__\n"; .out: ids per line, tokenized
 // without BOS/EOS and without parsing special-token text).
-TEST(FamilyVocabOnly, Phi3VocabularyLoadsAndTokenizes) {
-  const std::string path = ModelsDir() + "/vocab-phi3.gguf";
-  const std::string inp = ReadAll(path + ".inp"), out = ReadAll(path + ".out");
+// The vocabulary `path` loaded vocab-only tokenizes each text of `vectors`.inp (texts separated
+// by __ggml_vocab_test__ lines) into the ids of the same line of `vectors`.out (the reference's).
+void CheckVocabVectors(const std::string& path, const std::string& vectors, size_t min_texts) {
+  const std::string inp = ReadAll(vectors + ".inp"), out = ReadAll(vectors + ".out");
   ASSERT_TRUE(std::ifstream(path).good() && !inp.empty() && !out.empty())
-      << path << "(.inp/.out) missing (tests/family/make_models.sh)";
+      << path << " or " << vectors << ".inp/.out missing (tests/family/make_models.sh)";
   zf_model_params mp;
   ASSERT_EQ(zf_model_params_init(&mp, sizeof mp), ZF_OK);
   mp.flags = ZF_MODEL_VOCAB_ONLY;
@@ -379,7 +380,19 @@ TEST(FamilyVocabOnly, Phi3VocabularyLoadsAndTokenizes) {
     EXPECT_EQ(got, want) << "text: '" << text << "'";
     ++checked;
   }
-  EXPECT_GE(checked, 40u);
+  EXPECT_GE(checked, min_texts);
+}
+
+TEST(FamilyVocabOnly, Phi3VocabularyLoadsAndTokenizes) {
+  const std::string path = ModelsDir() + "/vocab-phi3.gguf";
+  CheckVocabVectors(path, path, 40);
+}
+
+// tokenizer.ggml.pre = gpt-4o (o200k's pre-tokenizer, gpt-oss's files) over Llama 3's vocabulary
+// (llama.cpp ships no o200k one): llama.cpp's tokenization of llama-bpe's test texts and of
+// texts for o200k's case-split words, contractions, three-digit numbers and "/" runs.
+TEST(FamilyVocabOnly, Gpt4oPreTokenizerMatchesReference) {
+  CheckVocabVectors(ModelsDir() + "/vocab-gpt4o.gguf", std::string(ZF_TEST_DATA_DIR) + "/tokenizer/vocab-gpt4o.gguf", 55);
 }
 
 }  // namespace

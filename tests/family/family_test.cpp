@@ -322,6 +322,65 @@ TEST_P(FamilyBatched, SameLogitsAsAlone) {
   }
 }
 
+// A family with per-layer windows and sinks through the session paths that store and restore KV
+// rows: the prefix cache (a second session copies the first's 64-token blocks) and a saved
+// state loaded into a fresh session give bit-identical logits to evaluating the tokens.
+TEST(FamilySessionPaths, GptOssPrefixCacheAndStateAreExact) {
+  const std::string path = ModelsDir() + "/gpt-oss-q8_0.gguf";
+  std::ifstream gf(std::string(ZF_TEST_DATA_DIR) + "/golden/families/gpt-oss-q8_0.json");
+  ASSERT_TRUE(gf.good());
+  const std::vector<int32_t> golden = json::parse(gf)["tokens"].get<std::vector<int32_t>>();
+  std::vector<int32_t> toks;
+  for (size_t i = 0; toks.size() < 140; ++i) toks.push_back(golden[(i * 5) % golden.size()]);
+  zf_model_params mp;
+  ASSERT_EQ(zf_model_params_init(&mp, sizeof mp), ZF_OK);
+  mp.device = ZF_DEVICE_CPU;
+  Model cached, plain;
+  ASSERT_EQ(zf_model_load(path.c_str(), &mp, &cached.m), ZF_OK) << zf_last_error();
+  mp.prefix_cache_mib = -1;
+  ASSERT_EQ(zf_model_load(path.c_str(), &mp, &plain.m), ZF_OK) << zf_last_error();
+  zf_model_summary info{};
+  info.struct_size = sizeof info;
+  ASSERT_EQ(zf_model_info(plain.m, &info), ZF_OK);
+  const size_t n_vocab = size_t(info.n_vocab);
+  zf_session_params sp;
+  ASSERT_EQ(zf_session_params_init(&sp, sizeof sp), ZF_OK);
+  sp.n_ctx = 256;
+  // Logits of toks[0..n) evaluated in one call, then of the next token.
+  const auto run = [&](zf_session* s, size_t n, std::vector<float>* after) {
+    std::vector<float> l(n_vocab);
+    ASSERT_EQ(zf_session_eval(s, toks.data(), n, l.data(), n_vocab), ZF_OK) << zf_last_error();
+    after->resize(n_vocab);
+    ASSERT_EQ(zf_session_eval(s, &toks[n], 1, after->data(), n_vocab), ZF_OK) << zf_last_error();
+  };
+  Session ref, first, second, restored;
+  ASSERT_EQ(zf_session_create(plain.m, &sp, &ref.s), ZF_OK);
+  ASSERT_EQ(zf_session_create(cached.m, &sp, &first.s), ZF_OK);
+  ASSERT_EQ(zf_session_create(cached.m, &sp, &second.s), ZF_OK);
+  std::vector<float> want, a, b;
+  run(ref.s, 130, &want);
+  run(first.s, 130, &a);
+  run(second.s, 130, &b);
+  zf_cache_info c{};
+  c.struct_size = sizeof c;
+  ASSERT_EQ(zf_model_cache_info(cached.m, &c), ZF_OK);
+  EXPECT_EQ(c.hit_tokens, 128u) << "the second session should copy two 64-token blocks";
+  EXPECT_EQ(a, want);
+  EXPECT_EQ(b, want) << "logits after a prefix copied from the cache";
+  size_t size = 0, written = 0;
+  ASSERT_EQ(zf_session_state_size(ref.s, &size), ZF_OK);
+  std::vector<uint8_t> state(size);
+  ASSERT_EQ(zf_session_state_save(ref.s, state.data(), state.size(), &written), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_create(plain.m, &sp, &restored.s), ZF_OK);
+  ASSERT_EQ(zf_session_state_load(restored.s, state.data(), written), ZF_OK) << zf_last_error();
+  std::vector<float> x(n_vocab), y(n_vocab);
+  for (size_t t = 131; t < 140; ++t) {
+    ASSERT_EQ(zf_session_eval(ref.s, &toks[t], 1, x.data(), n_vocab), ZF_OK);
+    ASSERT_EQ(zf_session_eval(restored.s, &toks[t], 1, y.data(), n_vocab), ZF_OK);
+    EXPECT_EQ(x, y) << "position " << t << " after a state save/load";
+  }
+}
+
 std::vector<std::string> AllFiles() {
   std::vector<std::string> v;
   for (const char* m : kModels) {

@@ -35,8 +35,8 @@ import numpy as np
 
 class Q:
     """ggml type ids and (block elements, block bytes)."""
-    F32, Q5_0, Q8_0, Q4_K, Q6_K = 0, 6, 8, 12, 14
-    SIZES = {0: (1, 4), 6: (32, 22), 8: (32, 34), 12: (256, 144), 14: (256, 210)}
+    F32, Q5_0, Q8_0, Q4_K, Q6_K, MXFP4 = 0, 6, 8, 12, 14, 39
+    SIZES = {0: (1, 4), 6: (32, 22), 8: (32, 34), 12: (256, 144), 14: (256, 210), 39: (32, 17)}
 
 
 QUANTS = ("f32", "q8_0", "q4")
@@ -81,6 +81,17 @@ FAMILIES = {
     # OLMo 2: no pre-norms, post-norms, full-width QK-norm, output never tied.
     "olmo2": dict(arch="olmo2", vocab="gpt-2", E=256, L=2, H=4, Hkv=4, hd=64, F=512, base=500000.0,
                   tied=False, eps=1e-6, ctx=4096, qk_norm_full=True),
+    # gpt-oss (llama.cpp's openai-moe): 20B's layout at a tiny size. Q is wider than E (8 x 64 vs
+    # 128, as 64 x 64 vs 2880; E 128 keeps the untied F32 file small), sliding window 8 on even
+    # layers (< the 32 test tokens), YaRN with factor 32 over an original context of 64 (so the
+    # blend moves frequencies the test's positions reach), sinks in [-1, 3] (the scores are ~0, so they take a visible share),
+    # expert gate/up biases of sigma 3 so that some pre-activations pass the SwiGLU clamp (7).
+    # Its 4-bit variant is MXFP4 experts with the rest Q8_0 (the layout of the released files).
+    # Tokenizer: Llama 3's BPE vocabulary (llama.cpp ships no o200k one) under gpt-oss's
+    # pre-tokenizer, gpt-4o (o200k's).
+    "gpt-oss": dict(arch="gpt-oss", vocab="llama-bpe", pre="gpt-4o", E=128, L=4, H=8, Hkv=2, hd=64, F=128, base=150000.0,
+                    tied=False, eps=1e-5, ctx=2048, key_length=True, window=8, experts=(8, 4), Fe=128,
+                    yarn=dict(factor=32.0, orig=64), q4="mxfp4"),
 }
 
 # 1B-class shapes for bench/family_bench.sh (Q4_K_M mix only, never in the tests): a dense
@@ -94,7 +105,7 @@ BENCH = {
 }
 FAMILIES.update(BENCH)
 
-FILE_TYPE = {"f32": 0, "q8_0": 7, "q4": 15}
+FILE_TYPE = {"f32": 0, "q8_0": 7, "q4": 15, "mxfp4": 38}
 
 
 def more_bits(i, n):
@@ -121,8 +132,10 @@ def tensor_specs(h, n_vocab, quant):
     def mat(name, n_in, n_out, sigma, layer=-1, kind="base", n_exp=0):
         if quant == "f32":
             t = Q.F32
-        elif quant == "q8_0":
+        elif quant == "q8_0" or (quant == "mxfp4" and not n_exp):
             t = Q.Q8_0
+        elif quant == "mxfp4":
+            t = Q.MXFP4
         else:
             high = kind == "out" or (kind == "more" and more_bits(layer, L))
             t = q4_type(Q.Q6_K if high else Q.Q4_K, n_in)
@@ -132,6 +145,8 @@ def tensor_specs(h, n_vocab, quant):
     def vec(name, n, sigma=None):
         return (name, (n,), Q.F32, sigma)
 
+    if arch == "gpt-oss":
+        return gpt_oss_specs(h, n_vocab, mat, vec)
     specs = [mat("token_embd.weight", E, n_vocab, 0.02, kind="out" if h["tied"] else "base")]
     if "llama3_rope" in h:
         specs.append(vec("rope_freqs.weight", hd // 2, "llama3"))
@@ -179,6 +194,33 @@ def tensor_specs(h, n_vocab, quant):
     return specs
 
 
+def gpt_oss_specs(h, n_vocab, mat, vec):
+    """gpt-oss in its converter's names (conversion/gpt_oss.py): q/k/v/o with biases, attn_sinks,
+    the pre-FFN norm as post_attention_norm, router and experts with biases (F32 [n, n_expert])."""
+    E, L, H, Hkv, hd, Fe = h["E"], h["L"], h["H"], h["Hkv"], h["hd"], h["Fe"]
+    n_exp = h["experts"][0]
+    nq, nkv = hd * H, hd * Hkv
+    specs = [mat("token_embd.weight", E, n_vocab, 0.02)]
+    for i in range(L):
+        p = f"blk.{i}."
+        specs += [vec(p + "attn_norm.weight", E),
+                  mat(p + "attn_q.weight", E, nq, 0.06, i), vec(p + "attn_q.bias", nq, 0.2),
+                  mat(p + "attn_k.weight", E, nkv, 0.06, i), vec(p + "attn_k.bias", nkv, 0.2),
+                  mat(p + "attn_v.weight", E, nkv, 0.03, i), vec(p + "attn_v.bias", nkv, 0.05),
+                  mat(p + "attn_output.weight", nq, E, 0.03, i), vec(p + "attn_output.bias", E, 0.05),
+                  vec(p + "attn_sinks.weight", H, "sinks"),
+                  vec(p + "post_attention_norm.weight", E),
+                  (p + "ffn_gate_inp.weight", (E, n_exp), Q.F32, 0.3), vec(p + "ffn_gate_inp.bias", n_exp, 1.0),
+                  mat(p + "ffn_gate_exps.weight", E, Fe, 0.03, i, n_exp=n_exp),
+                  (p + "ffn_gate_exps.bias", (Fe, n_exp), Q.F32, 3.0),
+                  mat(p + "ffn_up_exps.weight", E, Fe, 0.03, i, n_exp=n_exp),
+                  (p + "ffn_up_exps.bias", (Fe, n_exp), Q.F32, 3.0),
+                  mat(p + "ffn_down_exps.weight", Fe, E, 0.03, i, n_exp=n_exp),
+                  (p + "ffn_down_exps.bias", (E, n_exp), Q.F32, 0.02)]
+    specs += [vec("output_norm.weight", E), mat("output.weight", E, n_vocab, 0.02)]
+    return specs
+
+
 def llama3_factors(h):
     """rope_freqs as the converter computes them for rope_type llama3."""
     r, hd, base = h["llama3_rope"], h["hd"], h["base"]
@@ -214,6 +256,8 @@ def random_tensor(rng, h, name, ne, t, sigma):
             v = rng.uniform(1.0, 8.0, n).astype(np.float32)
         elif sigma == "short":
             v = rng.uniform(1.0, 3.0, n).astype(np.float32)
+        elif sigma == "sinks":
+            v = rng.uniform(-1.0, 3.0, n).astype(np.float32)
         else:
             v = sigma * rng.standard_normal(n, dtype=np.float32)
         return v.astype(np.float32).reshape(shape)
@@ -247,6 +291,12 @@ def random_tensor(rng, h, name, ne, t, sigma):
         b = rng.integers(0, 256, (nb, size), dtype=np.uint8)
         b[:, 192:208] = rng.integers(1, 5, (nb, 16)).astype(np.uint8)
         b[:, 208:210] = f16_bytes(sigma / (2.5 * 18.5) * jitter)
+    elif t == Q.MXFP4:
+        # e (E8M0), qs[16]: w = kvalue[q] * 2^(e - 128), kvalues +-{0, 1, 2, 3, 4, 6, 8, 12}
+        # (std 5.85); e around log2(sigma / 5.85) + 128, +-1.
+        b = rng.integers(0, 256, (nb, size), dtype=np.uint8)
+        e = int(round(math.log2(sigma / 5.85))) + 128
+        b[:, 0] = (e + rng.integers(-1, 2, nb)).astype(np.uint8)
     else:
         raise ValueError(f"{name}: no random generator for type {t}")
     out_shape = list(shape)
@@ -278,8 +328,9 @@ def kv_str(key, v):
     return gguf_str(key) + struct.pack("<I", T_STR) + gguf_str(v)
 
 
-def read_tokenizer_kv(path):
-    """(raw bytes of every tokenizer.* key/value pair, in file order; their count; n_vocab)."""
+def read_tokenizer_kv(path, pre=None):
+    """(raw bytes of every tokenizer.* key/value pair, in file order; their count; n_vocab), with
+    tokenizer.ggml.pre replaced by `pre` when given."""
     with open(path, "rb") as f:
         buf = f.read()
     magic, version, _n_tensors, n_kv = struct.unpack_from("<IIQQ", buf, 0)
@@ -311,7 +362,10 @@ def read_tokenizer_kv(path):
         off += 8 + klen
         (t,) = struct.unpack_from("<I", buf, off)
         off = skip_value(off + 4, t)
-        if key.startswith("tokenizer."):
+        if key == "tokenizer.ggml.pre" and pre is not None:
+            out.append(kv_str(key, pre))
+            count += 1
+        elif key.startswith("tokenizer."):
             out.append(buf[start:off])
             count += 1
             if key == "tokenizer.ggml.tokens":
@@ -368,6 +422,12 @@ def metadata(h, quant, name):
         kv += [kv_f32(f"{a}.attn_logit_softcapping", h["attn_cap"]),
                kv_f32(f"{a}.final_logit_softcapping", h["final_cap"]),
                kv_u32(f"{a}.attention.sliding_window", h["window"])]
+    if a == "gpt-oss":
+        y = h["yarn"]
+        kv += [kv_str(f"{a}.rope.scaling.type", "yarn"), kv_f32(f"{a}.rope.scaling.factor", y["factor"]),
+               kv_u32(f"{a}.rope.scaling.original_context_length", y["orig"]),
+               kv_f32(f"{a}.rope.scaling.yarn_beta_fast", 32.0), kv_f32(f"{a}.rope.scaling.yarn_beta_slow", 1.0),
+               kv_u32(f"{a}.attention.sliding_window", h["window"])]
     if a == "granite":
         s = h["scales"]
         kv += [kv_f32(f"{a}.embedding_scale", s["embedding"]), kv_f32(f"{a}.residual_scale", s["residual"]),
@@ -410,6 +470,49 @@ def synth_vocab_only(out_dir, vocab_dir):
     return os.path.join(out_dir, "vocab-phi3.gguf")
 
 
+def synth_vocab_gpt4o(out_dir, vocab_dir):
+    """Llama 3's vocabulary file with tokenizer.ggml.pre = gpt-4o (o200k's pre-tokenizer, which
+    gpt-oss's files name; llama.cpp ships no o200k vocabulary): every key/value pair copied,
+    that one replaced. Its test vectors (tests/data/tokenizer/vocab-gpt4o.gguf.inp / .out) were
+    recorded from llama.cpp (scripts/reference/tokenize_recorder.cpp)."""
+    src = os.path.join(vocab_dir, "ggml-vocab-llama-bpe.gguf")
+    with open(src, "rb") as f:
+        buf = f.read()
+    magic, version, n_tensors, n_kv = struct.unpack_from("<IIQQ", buf, 0)
+    if magic != 0x46554747 or n_tensors != 0:
+        sys.exit(f"{src}: expected a GGUF vocabulary file without tensors")
+    pairs, off = [], 24
+    for _ in range(n_kv):
+        start = off
+        (klen,) = struct.unpack_from("<Q", buf, off)
+        key = buf[off + 8:off + 8 + klen].decode()
+        (t,) = struct.unpack_from("<I", buf, off + 8 + klen)
+        off = skip_kv_value(buf, off + 8 + klen + 4, t)
+        pairs.append(kv_str(key, "gpt-4o") if key == "tokenizer.ggml.pre" else buf[start:off])
+    dst = os.path.join(out_dir, "vocab-gpt4o.gguf")
+    with open(dst + ".tmp", "wb") as g:
+        g.write(struct.pack("<IIQQ", magic, version, 0, n_kv) + b"".join(pairs))
+    os.replace(dst + ".tmp", dst)
+    return dst
+
+
+def skip_kv_value(buf, off, t):
+    if t in FIXED:
+        return off + FIXED[t]
+    if t == T_STR:
+        (n,) = struct.unpack_from("<Q", buf, off)
+        return off + 8 + n
+    if t == T_ARR:
+        et, n = struct.unpack_from("<IQ", buf, off)
+        off += 12
+        if et in FIXED:
+            return off + n * FIXED[et]
+        for _ in range(n):
+            off = skip_kv_value(buf, off, et)
+        return off
+    sys.exit(f"unknown GGUF value type {t}")
+
+
 def sha256(path):
     hsh = hashlib.sha256()
     with open(path, "rb") as f:
@@ -432,13 +535,18 @@ def main(out_dir, only, vocab_dir, gemma_vocab, quants=QUANTS):
     toks = {}
     for n in names:
         src = vocab_path(FAMILIES[n], vocab_dir, gemma_vocab)
-        if src not in toks:
-            toks[src] = read_tokenizer_kv(src)
+        pre = FAMILIES[n].get("pre")
+        if (src, pre) not in toks:
+            toks[(src, pre)] = read_tokenizer_kv(src, pre)
         for quant in quants:
-            p = synth_one(n, quant, out_dir, toks[src])
+            if quant == "q4":  # the family's 4-bit variant
+                quant = FAMILIES[n].get("q4", "q4")
+            p = synth_one(n, quant, out_dir, toks[(src, pre)])
             size = os.path.getsize(p)
             total += size
             print(f"{p}: {size / 2**20:.1f} MiB")
     p = synth_vocab_only(out_dir, vocab_dir)
+    print(f"{p}: vocab only")
+    p = synth_vocab_gpt4o(out_dir, vocab_dir)
     print(f"{p}: vocab only")
     print(f"total {total / 2**20:.0f} MiB")

@@ -16,6 +16,8 @@ const char* OpName(Op op) {
     case Op::kRopeFactors: return "LongRoPE scaling";
     case Op::kNonCausal: return "non-causal attention";
     case Op::kRopeYarn: return "YaRN rope scaling";
+    case Op::kAttnSinks: return "attention sinks";
+    case Op::kSwigluOai: return "clamped SwiGLU (gpt-oss experts)";
     case Op::kCount: break;
   }
   return "unknown op";

@@ -31,6 +31,8 @@ std::vector<engine::Op> RequiredOps(const ModelDesc& d) {
     if (l.attn.rope.attn_factor != 1.0f) need(engine::Op::kRopeFactors);
     if (!l.attn.causal) need(engine::Op::kNonCausal);
     if (l.attn.rope.enabled && l.attn.rope.ext_factor != 0.0f) need(engine::Op::kRopeYarn);
+    if (l.attn.sinks) need(engine::Op::kAttnSinks);
+    if (l.ffn.act == Activation::kSwigluOai) need(engine::Op::kSwigluOai);
   }
   return ops;
 }

@@ -72,6 +72,7 @@ struct AttentionDesc {
   bool fused_qkv = false;  // one attn_qkv matrix, rows [Q | K | V]
   bool bias_qkv = false;   // optional q/k/v biases are bound when present
   bool bias_out = false;
+  bool sinks = false;      // attn_sinks [n_head]: a learned logit per head in the softmax denominator
 };
 
 enum class FfnKind : int32_t {
@@ -93,6 +94,10 @@ struct FfnDesc {
   bool norm_topk = false;       // renormalize the selected experts' weights to sum to 1
   float expert_weight_scale = 1.0f;
   int32_t n_ff_shared = 0;      // shared expert inner size; 0 = none
+  bool router_bias = false;     // ffn_gate_inp.bias [n_expert] added to the router's logits
+  // ffn_{gate,up}_exps.bias [n_ff, n_expert] and ffn_down_exps.bias [n_embd, n_expert]: each
+  // selected expert's row added after its product (gpt-oss).
+  bool expert_bias = false;
 };
 
 struct NormDesc {
@@ -106,6 +111,8 @@ struct NormDesc {
   // after attention and layer_output_norm after the FFN (this layer's kind, with biases).
   bool after_residual_attn = false;
   bool after_residual_ffn = false;
+  // The pre-FFN norm is stored as post_attention_norm (gpt-oss's converter name for it).
+  bool ffn_norm_named_post_attention = false;
 };
 
 struct LayerDesc {

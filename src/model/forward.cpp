@@ -230,6 +230,7 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
   ap.softcap = a.softcap;
   ap.window = a.window;
   ap.causal = a.causal;
+  ap.sinks = a.sinks ? F32(L[LayerRole::kAttnSinks]) : nullptr;
   // Each sequence's rows go to its own cache and attend over it. A batched decode step (one
   // row per sequence, caches of other backends) runs every row's attention on this backend's
   // threads at once.
@@ -296,6 +297,7 @@ void Forward::MoeFfn(int32_t il, int32_t n) {
     in = h_.data();
   }
   be_.MatMul(*L[LayerRole::kFfnGateInp], in, n, router_.data());
+  if (L[LayerRole::kFfnGateInpBias]) be_.AddBias(router_.data(), F32(L[LayerRole::kFfnGateInpBias]), n, f.n_expert);
   sel_.resize(size_t(n) * size_t(K));
   sel_w_.resize(size_t(n) * size_t(K));
   for (auto& rows : expert_rows_) rows.clear();
@@ -306,8 +308,10 @@ void Forward::MoeFfn(int32_t il, int32_t n) {
       double sum = 0.0;
       for (int32_t e = 0; e < f.n_expert; ++e) sum += (probs_[size_t(e)] = std::exp(r[e] - mx));
       for (int32_t e = 0; e < f.n_expert; ++e) probs_[size_t(e)] = float(probs_[size_t(e)] / sum);
-    } else {
+    } else if (f.gating == Gating::kSigmoid) {
       for (int32_t e = 0; e < f.n_expert; ++e) probs_[size_t(e)] = 1.0f / (1.0f + std::exp(-r[e]));
+    } else {  // kSoftmaxWeight: selected by the raw logits, softmaxed below
+      std::copy(r, r + f.n_expert, probs_.begin());
     }
     int32_t* s = sel_.data() + size_t(t) * size_t(K);
     float* sw = sel_w_.data() + size_t(t) * size_t(K);
@@ -320,6 +324,12 @@ void Forward::MoeFfn(int32_t il, int32_t n) {
       }
       s[j] = best;
       sw[j] = probs_[size_t(best)];
+    }
+    if (f.gating == Gating::kSoftmaxWeight) {  // sw[0] is the largest selected logit
+      const float mx = sw[0];
+      double sum = 0.0;
+      for (int32_t j = 0; j < K; ++j) sum += (sw[j] = std::exp(sw[j] - mx));
+      for (int32_t j = 0; j < K; ++j) sw[j] = float(sw[j] / sum);
     }
     float norm = 1.0f;
     if (f.norm_topk) {
@@ -346,8 +356,18 @@ void Forward::MoeFfn(int32_t il, int32_t n) {
       }
       xe = moe_in_.data();
     }
-    be_.MatMulGated(f.act, *L.expert_gate[size_t(e)], *L.expert_up[size_t(e)], xe, m, gate_.data(), up_.data());
+    if (f.expert_bias) {  // each product's bias row of this expert before the activation
+      const Tensor* w2[2] = {L.expert_gate[size_t(e)], L.expert_up[size_t(e)]};
+      float* y2[2] = {gate_.data(), up_.data()};
+      be_.MatMulShared(w2, y2, 2, xe, m);
+      be_.AddBias(gate_.data(), F32(L[LayerRole::kFfnGateExpsBias]) + int64_t{e} * f.n_ff, m, f.n_ff);
+      be_.AddBias(up_.data(), F32(L[LayerRole::kFfnUpExpsBias]) + int64_t{e} * f.n_ff, m, f.n_ff);
+      be_.GatedActivation(f.act, gate_.data(), up_.data(), int64_t{m} * f.n_ff);
+    } else {
+      be_.MatMulGated(f.act, *L.expert_gate[size_t(e)], *L.expert_up[size_t(e)], xe, m, gate_.data(), up_.data());
+    }
     be_.MatMul(*L.expert_down[size_t(e)], gate_.data(), m, moe_out_.data());
+    if (f.expert_bias) be_.AddBias(moe_out_.data(), F32(L[LayerRole::kFfnDownExpsBias]) + int64_t{e} * E, m, E);
     for (int32_t i = 0; i < m; ++i) {
       const int32_t slot = rows[size_t(i)];
       be_.AddScaled(acc + int64_t{slot / K} * E, moe_out_.data() + int64_t{i} * E, E, sel_w_[size_t(slot)]);

@@ -16,6 +16,7 @@ constexpr ArchEntry kArchs[] = {
     {"smollm3", BuildSmolLM3},
     {"granite", BuildGranite},
     {"olmo2", BuildOlmo2},
+    {"gpt-oss", BuildGptOss},
     {"bert", BuildBert},
     {"nomic-bert", BuildNomicBert},
 };

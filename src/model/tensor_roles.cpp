@@ -62,9 +62,11 @@ const LayerRoleSpec kLayerRoles[] = {
    [](D, L l) { return Vec(l.attn.qk_norm == QkNorm::kFullWidth ? QRows(l) : l.attn.head_dim_k); }},
   {LayerRole::kAttnKNorm, "attn_k_norm.weight", [](L l) { return If(l.attn.qk_norm != QkNorm::kNone); },
    [](D, L l) { return Vec(l.attn.qk_norm == QkNorm::kFullWidth ? KRows(l) : l.attn.head_dim_k); }},
-  {LayerRole::kPostAttnNorm, "post_attention_norm.weight", [](L l) { return If(l.norm.post_attn); },
+  {LayerRole::kPostAttnNorm, "post_attention_norm.weight",
+   [](L l) { return If(l.norm.post_attn || (l.norm.pre_ffn && l.norm.ffn_norm_named_post_attention)); },
    [](D d, L) { return Vec(d.n_embd); }},
-  {LayerRole::kFfnNorm, "ffn_norm.weight", [](L l) { return If(l.norm.pre_ffn); }, [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kFfnNorm, "ffn_norm.weight", [](L l) { return If(l.norm.pre_ffn && !l.norm.ffn_norm_named_post_attention); },
+   [](D d, L) { return Vec(d.n_embd); }},
   {LayerRole::kFfnNormBias, "ffn_norm.bias", [](L l) { return If(LayerNormBias(l, l.norm.pre_ffn), Need::kOptional); },
    [](D d, L) { return Vec(d.n_embd); }},
   {LayerRole::kFfnGate, "ffn_gate.weight", [](L l) { return If(l.ffn.kind == FfnKind::kGated && !l.ffn.fused_gate_up); },
@@ -93,6 +95,16 @@ const LayerRoleSpec kLayerRoles[] = {
    [](D d, L l) { return Experts(d.n_embd, l.ffn.n_ff, l.ffn.n_expert); }},
   {LayerRole::kFfnDownExps, "ffn_down_exps.weight", [](L l) { return If(!Dense(l)); },
    [](D d, L l) { return Experts(l.ffn.n_ff, d.n_embd, l.ffn.n_expert); }},
+  {LayerRole::kAttnSinks, "attn_sinks.weight", [](L l) { return If(l.attn.sinks); }, [](D, L l) { return Vec(l.attn.n_head); }},
+  {LayerRole::kFfnGateInpBias, "ffn_gate_inp.bias", [](L l) { return If(!Dense(l) && l.ffn.router_bias); },
+   [](D, L l) { return Vec(l.ffn.n_expert); }},
+  // Expert biases are F32 matrices (one row per expert), read in place by the forward pass.
+  {LayerRole::kFfnGateExpsBias, "ffn_gate_exps.bias", [](L l) { return If(!Dense(l) && l.ffn.expert_bias); },
+   [](D, L l) { return Mat(l.ffn.n_ff, l.ffn.n_expert); }},
+  {LayerRole::kFfnUpExpsBias, "ffn_up_exps.bias", [](L l) { return If(!Dense(l) && l.ffn.expert_bias); },
+   [](D, L l) { return Mat(l.ffn.n_ff, l.ffn.n_expert); }},
+  {LayerRole::kFfnDownExpsBias, "ffn_down_exps.bias", [](L l) { return If(!Dense(l) && l.ffn.expert_bias); },
+   [](D d, L l) { return Mat(d.n_embd, l.ffn.n_expert); }},
 };
 
 struct GlobalRoleSpec {
@@ -226,6 +238,16 @@ Status BindWeights(const gguf::GgufFile& f, const ModelDesc& d, Weights* w) {
     }
     for (const LayerRoleSpec& s : kLayerRoles) {
       ZF_RETURN_IF_ERROR(BindInto(w, f, prefix + s.name, s.need(ld), s.shape(d, ld), &lt[s.role]));
+    }
+    if (ld.norm.pre_ffn && ld.norm.ffn_norm_named_post_attention && !ld.norm.post_attn) {
+      lt[LayerRole::kFfnNorm] = lt[LayerRole::kPostAttnNorm];  // the pre-FFN norm under its file name
+      lt[LayerRole::kPostAttnNorm] = nullptr;
+    }
+    for (LayerRole r : {LayerRole::kFfnGateExpsBias, LayerRole::kFfnUpExpsBias, LayerRole::kFfnDownExpsBias}) {
+      if (lt[r] != nullptr && lt[r]->type != GgmlType::F32) {
+        return Unsupported("tensor '" + std::string(lt[r]->name) + "' is " + TypeName(lt[r]->type) +
+                           "; expert biases must be F32");
+      }
     }
     if (ld.attn.fused_qkv) {
       const Tensor& qkv = *lt[LayerRole::kAttnQkv];

@@ -41,6 +41,8 @@ enum class LayerRole : int32_t {
   kFfnGateShexp, kFfnUpShexp, kFfnDownShexp, kFfnGateInpShexp,
   kFfnUpBias, kFfnDownBias,
   kAttnOutNorm, kAttnOutNormBias, kLayerOutNorm, kLayerOutNormBias,  // post-LN over the residual (BERT)
+  kAttnSinks,                                                          // per-head sink logits (gpt-oss)
+  kFfnGateInpBias, kFfnGateExpsBias, kFfnUpExpsBias, kFfnDownExpsBias, // router and expert biases (gpt-oss)
   kCount
 };
 

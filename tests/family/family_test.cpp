@@ -47,8 +47,10 @@ namespace {
 using nlohmann::json;
 
 const char* const kModels[] = {"llama", "llama31", "mixtral", "qwen2", "qwen3", "qwen3moe",
-                               "phi3",  "gemma2",  "smollm3", "granite", "olmo2"};
+                               "phi3",  "gemma2",  "smollm3", "granite", "olmo2", "gpt-oss"};
+// Each model's 4-bit variant is "q4" (a Q4_K_M-style mix) except gpt-oss's, MXFP4 experts.
 const char* const kQuants[] = {"f32", "q8_0", "q4"};
+std::string FourBit(const std::string& model) { return model == "gpt-oss" ? "mxfp4" : "q4"; }
 
 // The models whose load must fail with ZF_ERR_UNSUPPORTED today. Remove a model from here when
 // its family is implemented; the test then compares it with the reference.
@@ -62,7 +64,7 @@ struct Tolerance {
   double std_rel;
 };
 Tolerance For(const std::string& quant) {
-  return quant == "q4" ? Tolerance{0.99, 0.03} : Tolerance{0.999, 0.01};
+  return quant == "q4" || quant == "mxfp4" ? Tolerance{0.99, 0.03} : Tolerance{0.999, 0.01};
 }
 
 std::string ModelsDir() {
@@ -320,10 +322,69 @@ TEST_P(FamilyBatched, SameLogitsAsAlone) {
   }
 }
 
+// A family with per-layer windows and sinks through the session paths that store and restore KV
+// rows: the prefix cache (a second session copies the first's 64-token blocks) and a saved
+// state loaded into a fresh session give bit-identical logits to evaluating the tokens.
+TEST(FamilySessionPaths, GptOssPrefixCacheAndStateAreExact) {
+  const std::string path = ModelsDir() + "/gpt-oss-q8_0.gguf";
+  std::ifstream gf(std::string(ZF_TEST_DATA_DIR) + "/golden/families/gpt-oss-q8_0.json");
+  ASSERT_TRUE(gf.good());
+  const std::vector<int32_t> golden = json::parse(gf)["tokens"].get<std::vector<int32_t>>();
+  std::vector<int32_t> toks;
+  for (size_t i = 0; toks.size() < 140; ++i) toks.push_back(golden[(i * 5) % golden.size()]);
+  zf_model_params mp;
+  ASSERT_EQ(zf_model_params_init(&mp, sizeof mp), ZF_OK);
+  mp.device = ZF_DEVICE_CPU;
+  Model cached, plain;
+  ASSERT_EQ(zf_model_load(path.c_str(), &mp, &cached.m), ZF_OK) << zf_last_error();
+  mp.prefix_cache_mib = -1;
+  ASSERT_EQ(zf_model_load(path.c_str(), &mp, &plain.m), ZF_OK) << zf_last_error();
+  zf_model_summary info{};
+  info.struct_size = sizeof info;
+  ASSERT_EQ(zf_model_info(plain.m, &info), ZF_OK);
+  const size_t n_vocab = size_t(info.n_vocab);
+  zf_session_params sp;
+  ASSERT_EQ(zf_session_params_init(&sp, sizeof sp), ZF_OK);
+  sp.n_ctx = 256;
+  // Logits of toks[0..n) evaluated in one call, then of the next token.
+  const auto run = [&](zf_session* s, size_t n, std::vector<float>* after) {
+    std::vector<float> l(n_vocab);
+    ASSERT_EQ(zf_session_eval(s, toks.data(), n, l.data(), n_vocab), ZF_OK) << zf_last_error();
+    after->resize(n_vocab);
+    ASSERT_EQ(zf_session_eval(s, &toks[n], 1, after->data(), n_vocab), ZF_OK) << zf_last_error();
+  };
+  Session ref, first, second, restored;
+  ASSERT_EQ(zf_session_create(plain.m, &sp, &ref.s), ZF_OK);
+  ASSERT_EQ(zf_session_create(cached.m, &sp, &first.s), ZF_OK);
+  ASSERT_EQ(zf_session_create(cached.m, &sp, &second.s), ZF_OK);
+  std::vector<float> want, a, b;
+  run(ref.s, 130, &want);
+  run(first.s, 130, &a);
+  run(second.s, 130, &b);
+  zf_cache_info c{};
+  c.struct_size = sizeof c;
+  ASSERT_EQ(zf_model_cache_info(cached.m, &c), ZF_OK);
+  EXPECT_EQ(c.hit_tokens, 128u) << "the second session should copy two 64-token blocks";
+  EXPECT_EQ(a, want);
+  EXPECT_EQ(b, want) << "logits after a prefix copied from the cache";
+  size_t size = 0, written = 0;
+  ASSERT_EQ(zf_session_state_size(ref.s, &size), ZF_OK);
+  std::vector<uint8_t> state(size);
+  ASSERT_EQ(zf_session_state_save(ref.s, state.data(), state.size(), &written), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_create(plain.m, &sp, &restored.s), ZF_OK);
+  ASSERT_EQ(zf_session_state_load(restored.s, state.data(), written), ZF_OK) << zf_last_error();
+  std::vector<float> x(n_vocab), y(n_vocab);
+  for (size_t t = 131; t < 140; ++t) {
+    ASSERT_EQ(zf_session_eval(ref.s, &toks[t], 1, x.data(), n_vocab), ZF_OK);
+    ASSERT_EQ(zf_session_eval(restored.s, &toks[t], 1, y.data(), n_vocab), ZF_OK);
+    EXPECT_EQ(x, y) << "position " << t << " after a state save/load";
+  }
+}
+
 std::vector<std::string> AllFiles() {
   std::vector<std::string> v;
   for (const char* m : kModels) {
-    for (const char* q : kQuants) v.push_back(std::string(m) + "-" + q);
+    for (const char* q : kQuants) v.push_back(std::string(m) + "-" + (std::string(q) == "q4" ? FourBit(m) : q));
   }
   return v;
 }
@@ -346,11 +407,12 @@ std::string ReadAll(const std::string& path) {
 // tokenizer supports it, the architecture string must not stop it), checked on all its test
 // vectors (.inp: texts separated by "\n__ggml_vocab_test__\n"; .out: ids per line, tokenized
 // without BOS/EOS and without parsing special-token text).
-TEST(FamilyVocabOnly, Phi3VocabularyLoadsAndTokenizes) {
-  const std::string path = ModelsDir() + "/vocab-phi3.gguf";
-  const std::string inp = ReadAll(path + ".inp"), out = ReadAll(path + ".out");
+// The vocabulary `path` loaded vocab-only tokenizes each text of `vectors`.inp (texts separated
+// by __ggml_vocab_test__ lines) into the ids of the same line of `vectors`.out (the reference's).
+void CheckVocabVectors(const std::string& path, const std::string& vectors, size_t min_texts) {
+  const std::string inp = ReadAll(vectors + ".inp"), out = ReadAll(vectors + ".out");
   ASSERT_TRUE(std::ifstream(path).good() && !inp.empty() && !out.empty())
-      << path << "(.inp/.out) missing (tests/family/make_models.sh)";
+      << path << " or " << vectors << ".inp/.out missing (tests/family/make_models.sh)";
   zf_model_params mp;
   ASSERT_EQ(zf_model_params_init(&mp, sizeof mp), ZF_OK);
   mp.flags = ZF_MODEL_VOCAB_ONLY;
@@ -377,7 +439,19 @@ TEST(FamilyVocabOnly, Phi3VocabularyLoadsAndTokenizes) {
     EXPECT_EQ(got, want) << "text: '" << text << "'";
     ++checked;
   }
-  EXPECT_GE(checked, 40u);
+  EXPECT_GE(checked, min_texts);
+}
+
+TEST(FamilyVocabOnly, Phi3VocabularyLoadsAndTokenizes) {
+  const std::string path = ModelsDir() + "/vocab-phi3.gguf";
+  CheckVocabVectors(path, path, 40);
+}
+
+// tokenizer.ggml.pre = gpt-4o (o200k's pre-tokenizer, gpt-oss's files) over Llama 3's vocabulary
+// (llama.cpp ships no o200k one): llama.cpp's tokenization of llama-bpe's test texts and of
+// texts for o200k's case-split words, contractions, three-digit numbers and "/" runs.
+TEST(FamilyVocabOnly, Gpt4oPreTokenizerMatchesReference) {
+  CheckVocabVectors(ModelsDir() + "/vocab-gpt4o.gguf", std::string(ZF_TEST_DATA_DIR) + "/tokenizer/vocab-gpt4o.gguf", 55);
 }
 
 }  // namespace

@@ -30,6 +30,9 @@ struct Spec {
   bool key_length = false, tied = false, qkv_bias = false, out_bias = false, fused_qkv = false, fused_up = false;
   bool qk_head = false, qk_full = false, pre_norms = true, post_norms = false, rope_freqs = false, longrope = false;
   int64_t experts = 0, used = 0, F_exp = 0;
+  // gpt-oss's layout: attn_sinks, attn_output.bias, the pre-FFN norm as post_attention_norm,
+  // router and expert biases (gate/up biases of sd 4, so some pre-activations pass the clamp 7).
+  bool gpt_oss = false;
   std::vector<std::pair<std::string, Val>> kv;  // family keys, without the "<arch>." prefix
 };
 
@@ -127,8 +130,18 @@ std::vector<uint8_t> Build(const Spec& s) {
       w.Norm(&b, p + "attn_k_norm.weight", nkv);
     }
     w.Mat(&b, p + "attn_output.weight", nq, s.E);
+    if (s.gpt_oss) {
+      w.Add(&b, p + "attn_output.bias", {s.E}, 0.0f, 0.3f);
+      w.Add(&b, p + "attn_sinks.weight", {s.H}, 1.0f, 1.0f);
+      w.Norm(&b, p + "post_attention_norm.weight", s.E);  // the pre-FFN norm
+      const int64_t fe = s.F_exp;
+      w.Add(&b, p + "ffn_gate_inp.bias", {s.experts}, 0.0f, 0.5f);
+      w.Add(&b, p + "ffn_gate_exps.bias", {fe, s.experts}, 0.0f, 4.0f);
+      w.Add(&b, p + "ffn_up_exps.bias", {fe, s.experts}, 0.0f, 4.0f);
+      w.Add(&b, p + "ffn_down_exps.bias", {s.E, s.experts}, 0.0f, 0.3f);
+    }
     if (s.post_norms) w.Norm(&b, p + "post_attention_norm.weight", s.E);
-    if (s.pre_norms) w.Norm(&b, p + "ffn_norm.weight", s.E);
+    if (s.pre_norms && !s.gpt_oss) w.Norm(&b, p + "ffn_norm.weight", s.E);
     if (s.experts != 0) {
       const int64_t fe = s.F_exp != 0 ? s.F_exp : s.F;
       w.Add(&b, p + "ffn_gate_inp.weight", {s.E, s.experts}, 0.0f, 0.5f);
@@ -197,6 +210,15 @@ std::vector<Spec> Families() {
   v.push_back(s);
   s = Spec{};
   s.name = "olmo2"; s.arch = "olmo2"; s.pre_norms = false; s.post_norms = true; s.qk_full = true;
+  v.push_back(s);
+  s = Spec{};
+  // Sinks, window 3 on layer 0 (full on 1), YaRN, biases, top-4 of 6 experts softmaxed over the
+  // four, the clamped SwiGLU; Q (4 x 24) wider than E / H.
+  s.name = "gpt_oss"; s.arch = "gpt-oss"; s.gpt_oss = true; s.hd = 24; s.key_length = true; s.qkv_bias = true;
+  s.experts = 6; s.used = 4; s.F_exp = 40;
+  s.kv = {{"expert_feed_forward_length", val::U32(40)}, {"attention.sliding_window", val::U32(3)},
+          {"rope.scaling.type", val::Str("yarn")}, {"rope.scaling.factor", val::F32(32.0f)},
+          {"rope.scaling.original_context_length", val::U32(16)}};
   v.push_back(s);
   return v;
 }

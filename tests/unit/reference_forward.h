@@ -55,7 +55,18 @@ inline void NormInPlace(NormKind kind, float eps, const float* w, const float* b
 
 inline float Act(Activation a, float x) {
   if (a == Activation::kSilu) return x / (1.0f + std::exp(-x));
+  if (a == Activation::kSwigluOai) return x / (1.0f + std::exp(-1.702f * x));  // its gate half (see Gated)
   return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
+}
+
+// act(gate) * up; gpt-oss's clamped SwiGLU (alpha 1.702, limit 7, from llama.cpp's swiglu_oai):
+// gate clamped above at 7, up to [-7, 7], and up + 1 as the multiplier.
+inline float Gated(Activation a, float gate, float up) {
+  if (a == Activation::kSwigluOai) {
+    const float g = std::min(gate, 7.0f), u = std::min(std::max(up, -7.0f), 7.0f);
+    return Act(a, g) * (u + 1.0f);
+  }
+  return Act(a, gate) * up;
 }
 
 // Rotates each head of x (n_heads x hd) at position p. YaRN (ext_factor != 0): pair i blends
@@ -95,23 +106,32 @@ inline void Rope(const RopeDesc& r, const float* factors, int32_t p, float* x, i
 // The FFN of one token (dense or MoE).
 inline Vec Ffn(const LayerDesc& ld, const LayerTensors& L, const Vec& in) {
   const FfnDesc& f = ld.ffn;
-  const auto expert = [&](const Tensor* g, const Tensor* u, const Tensor* d) {
+  // One gated FFN; the biases (expert e's rows of the [n, n_expert] bias matrices) when given.
+  const auto expert = [&](const Tensor* g, const Tensor* u, const Tensor* d, const float* bg, const float* bu,
+                          const float* bd) {
     Vec a = MatVec(u, in);
+    AddVec(&a, bu);
     if (g != nullptr) {
-      const Vec gv = MatVec(g, in);
-      for (size_t i = 0; i < a.size(); ++i) a[i] *= Act(f.act, gv[i]);
+      Vec gv = MatVec(g, in);
+      AddVec(&gv, bg);
+      for (size_t i = 0; i < a.size(); ++i) a[i] = Gated(f.act, gv[i], a[i]);
     } else {
       for (float& v : a) v = Act(f.act, v);
     }
-    return MatVec(d, a);
+    Vec y = MatVec(d, a);
+    AddVec(&y, bd);
+    return y;
   };
   if (f.kind != FfnKind::kMoe) {
     return expert(f.kind == FfnKind::kGated ? L[LayerRole::kFfnGate] : nullptr, L[LayerRole::kFfnUp],
-                  L[LayerRole::kFfnDown]);
+                  L[LayerRole::kFfnDown], nullptr, nullptr, nullptr);
   }
-  const Vec logits = MatVec(L[LayerRole::kFfnGateInp], in);
+  Vec logits = MatVec(L[LayerRole::kFfnGateInp], in);
+  AddVec(&logits, F32(L[LayerRole::kFfnGateInpBias]));
   Vec p(logits.size());
-  if (f.gating == Gating::kSoftmax) {
+  if (f.gating == Gating::kSoftmaxWeight) {
+    p = logits;  // chosen by the raw logits; the weights are a softmax over the chosen ones
+  } else if (f.gating == Gating::kSoftmax) {
     const float mx = *std::max_element(logits.begin(), logits.end());
     float sum = 0.0f;
     for (size_t e = 0; e < p.size(); ++e) sum += (p[e] = std::exp(logits[e] - mx));
@@ -122,13 +142,24 @@ inline Vec Ffn(const LayerDesc& ld, const LayerTensors& L, const Vec& in) {
   std::vector<int32_t> order(p.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return p[size_t(a)] > p[size_t(b)]; });
+  if (f.gating == Gating::kSoftmaxWeight) {
+    const float mx = p[size_t(order[0])];
+    float sum = 0.0f;
+    for (int32_t j = 0; j < f.n_expert_used; ++j) sum += std::exp(p[size_t(order[size_t(j)])] - mx);
+    for (int32_t j = 0; j < f.n_expert_used; ++j) {
+      p[size_t(order[size_t(j)])] = std::exp(p[size_t(order[size_t(j)])] - mx) / sum;
+    }
+  }
   float wsum = 0.0f;
   for (int32_t j = 0; j < f.n_expert_used; ++j) wsum += p[size_t(order[size_t(j)])];
+  const auto row = [&](LayerRole r, int32_t e, int64_t n) { return L[r] ? F32(L[r]) + int64_t{e} * n : nullptr; };
   Vec out(in.size(), 0.0f);
   for (int32_t j = 0; j < f.n_expert_used; ++j) {
     const int32_t e = order[size_t(j)];
     const float w = p[size_t(e)] * (f.norm_topk ? 1.0f / wsum : 1.0f) * f.expert_weight_scale;
-    const Vec y = expert(L.expert_gate[size_t(e)], L.expert_up[size_t(e)], L.expert_down[size_t(e)]);
+    const Vec y = expert(L.expert_gate[size_t(e)], L.expert_up[size_t(e)], L.expert_down[size_t(e)],
+                         row(LayerRole::kFfnGateExpsBias, e, f.n_ff), row(LayerRole::kFfnUpExpsBias, e, f.n_ff),
+                         row(LayerRole::kFfnDownExpsBias, e, int64_t(in.size())));
     for (size_t i = 0; i < out.size(); ++i) out[i] += w * y[i];
   }
   return out;
@@ -203,8 +234,11 @@ inline std::vector<Vec> Forward(const Model& m, const std::vector<int32_t>& toke
           s.push_back(dot);
           pos.push_back(p);
         }
-        const float mx = *std::max_element(s.begin(), s.end());
-        float sum = 0.0f;
+        // A sink (gpt-oss) is one more logit in the softmax, with no value row.
+        const float* sinks = F32(L[LayerRole::kAttnSinks]);
+        float mx = *std::max_element(s.begin(), s.end());
+        if (sinks != nullptr) mx = std::max(mx, sinks[h]);
+        float sum = sinks != nullptr ? std::exp(sinks[h] - mx) : 0.0f;
         for (float& e : s) sum += (e = std::exp(e - mx));
         for (size_t j = 0; j < s.size(); ++j) {
           for (int32_t i = 0; i < hv; ++i) attn[size_t(h * hv + i)] += s[j] / sum * v[size_t(pos[j])][size_t(kh * hv + i)];

@@ -125,6 +125,7 @@ void CpuBackend::DecodeHeads(const CpuBackend& cache, int32_t layer, const float
     dg.softcap = ap.softcap;
     dg.s = scores;
     dg.out = outp;
+    dg.sink = ap.sinks != nullptr ? ap.sinks + h : nullptr;
     attn::RunDecode(dg);
     h += n_q;
   }
@@ -282,6 +283,7 @@ void CpuBackend::AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, 
         float* qb = c.blk + size_t(ith) * c.per_thread;
         float* sb = qb + size_t(attn::kAttnRows) * size_t(dk);
         int32_t lo[attn::kAttnRows], hi[attn::kAttnRows];
+        float sink[attn::kAttnRows];
         float* outp[attn::kAttnRows];
         // Items taken dynamically, the costliest (last rows: the most keys) first.
         const int64_t n_items = n_blocks * ap.n_head_kv;
@@ -312,6 +314,7 @@ void CpuBackend::AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, 
             key0 = std::min(key0, lo[i]);
             key1 = std::max(key1, hi[i]);
             outp[i] = c.out + int64_t{t} * ap.n_head * dv + int64_t{h} * dv;
+            if (ap.sinks != nullptr) sink[i] = ap.sinks[h];
           }
           for (int32_t i = 0; i < rows; ++i) {
             lo[i] -= key0;
@@ -333,6 +336,7 @@ void CpuBackend::AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, 
           b.softcap = ap.softcap;
           b.s = sb;
           b.out = outp;
+          b.sink = ap.sinks != nullptr ? sink : nullptr;
           attn::RunBlock(b);
         }
       },
@@ -467,7 +471,8 @@ void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t
             mx = std::max(mx, s);
           }
           const int32_t n = last - lo + 1;
-          float sum = 0.0f;
+          if (ap.sinks != nullptr) mx = std::max(mx, ap.sinks[h]);
+          float sum = ap.sinks != nullptr ? std::exp(ap.sinks[h] - mx) : 0.0f;
           for (int32_t j = 0; j < n; ++j) {
             scores[j] = std::exp(scores[j] - mx);
             sum += scores[j];

@@ -176,10 +176,21 @@ void GeluMul(float* gate, const float* up, int64_t n) {
   }
 }
 
+// gpt-oss's clamped SwiGLU, in the reference's operations (std::exp, the clamps first).
+void SwigluOaiMul(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = std::min(gate[i], kSwigluOaiLimit);
+    const float y = std::clamp(up[i], -kSwigluOaiLimit, kSwigluOaiLimit);
+    gate[i] = x / (1.0f + std::exp(kSwigluOaiAlpha * (-x))) * (y + 1.0f);
+  }
+}
+
 }  // namespace
 
 void CpuBackend::ApplyGated(Activation act, float* gate, const float* up, int64_t n) {
-  if (act == Activation::kGeluTanh) {
+  if (act == Activation::kSwigluOai) {
+    SwigluOaiMul(gate, up, n);
+  } else if (act == Activation::kGeluTanh) {
     GeluMul(gate, up, n);
   } else {
     act::SiluMul(gate, up, n);

@@ -34,6 +34,9 @@ enum class Op : int32_t {
   kRopeFactors, // per-frequency divisors and a cos/sin multiplier (LongRoPE, llama3)
   kNonCausal,   // attention over every position of the step (AttentionParams::causal = false)
   kRopeYarn,    // YaRN: per-frequency blend of scaled and unscaled angles (RopeParams::ext_factor)
+  kStridedRows, // row copies between buffers of different strides (Backend::CopyRows): per-layer
+                // inputs, KV rows narrower than the cache's
+  kUnweightedNorm,  // RmsNorm without a weight (w == nullptr)
   kCount
 };
 const char* OpName(Op op);

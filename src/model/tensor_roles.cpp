@@ -25,6 +25,8 @@ int64_t KRows(const LayerDesc& l) { return int64_t{l.attn.n_head_kv} * l.attn.he
 int64_t VRows(const LayerDesc& l) { return int64_t{l.attn.n_head_kv} * l.attn.head_dim_v; }
 bool Dense(const LayerDesc& l) { return l.ffn.kind != FfnKind::kMoe; }
 bool LayerNormBias(const LayerDesc& l, bool has_norm) { return has_norm && l.norm.kind == NormKind::kLayer; }
+Need OwnKv(const LayerDesc& l) { return l.attn.kv_from < 0 ? Need::kRequired : Need::kOptional; }
+int64_t PerLayerWidth(const ModelDesc& d) { return int64_t{d.n_embd_per_layer} * d.n_layer; }
 
 struct LayerRoleSpec {
   LayerRole role;
@@ -42,8 +44,11 @@ const LayerRoleSpec kLayerRoles[] = {
   {LayerRole::kAttnNormBias, "attn_norm.bias", [](L l) { return If(LayerNormBias(l, l.norm.pre_attn), Need::kOptional); },
    [](D d, L) { return Vec(d.n_embd); }},
   {LayerRole::kAttnQ, "attn_q.weight", [](L l) { return If(!l.attn.fused_qkv); }, [](D d, L l) { return Mat(d.n_embd, QRows(l)); }},
-  {LayerRole::kAttnK, "attn_k.weight", [](L l) { return If(!l.attn.fused_qkv); }, [](D d, L l) { return Mat(d.n_embd, KRows(l)); }},
-  {LayerRole::kAttnV, "attn_v.weight", [](L l) { return If(!l.attn.fused_qkv); }, [](D d, L l) { return Mat(d.n_embd, VRows(l)); }},
+  // A layer sharing another's KV projects only Q: its K/V weights, when the file has them, are unused.
+  {LayerRole::kAttnK, "attn_k.weight", [](L l) { return If(!l.attn.fused_qkv, OwnKv(l)); },
+   [](D d, L l) { return Mat(d.n_embd, KRows(l)); }},
+  {LayerRole::kAttnV, "attn_v.weight", [](L l) { return If(!l.attn.fused_qkv, l.attn.v_optional ? Need::kOptional : OwnKv(l)); },
+   [](D d, L l) { return Mat(d.n_embd, VRows(l)); }},
   {LayerRole::kAttnQkv, "attn_qkv.weight", [](L l) { return If(l.attn.fused_qkv); },
    [](D d, L l) { return Mat(d.n_embd, QRows(l) + KRows(l) + VRows(l)); }},
   {LayerRole::kAttnQkvBias, "attn_qkv.bias", [](L l) { return If(l.attn.fused_qkv && l.attn.bias_qkv, Need::kOptional); },
@@ -60,7 +65,7 @@ const LayerRoleSpec kLayerRoles[] = {
    [](D d, L) { return Vec(d.n_embd); }},
   {LayerRole::kAttnQNorm, "attn_q_norm.weight", [](L l) { return If(l.attn.qk_norm != QkNorm::kNone); },
    [](D, L l) { return Vec(l.attn.qk_norm == QkNorm::kFullWidth ? QRows(l) : l.attn.head_dim_k); }},
-  {LayerRole::kAttnKNorm, "attn_k_norm.weight", [](L l) { return If(l.attn.qk_norm != QkNorm::kNone); },
+  {LayerRole::kAttnKNorm, "attn_k_norm.weight", [](L l) { return If(l.attn.qk_norm != QkNorm::kNone, OwnKv(l)); },
    [](D, L l) { return Vec(l.attn.qk_norm == QkNorm::kFullWidth ? KRows(l) : l.attn.head_dim_k); }},
   {LayerRole::kPostAttnNorm, "post_attention_norm.weight", [](L l) { return If(l.norm.post_attn); },
    [](D d, L) { return Vec(d.n_embd); }},
@@ -93,6 +98,14 @@ const LayerRoleSpec kLayerRoles[] = {
    [](D d, L l) { return Experts(d.n_embd, l.ffn.n_ff, l.ffn.n_expert); }},
   {LayerRole::kFfnDownExps, "ffn_down_exps.weight", [](L l) { return If(!Dense(l)); },
    [](D d, L l) { return Experts(l.ffn.n_ff, d.n_embd, l.ffn.n_expert); }},
+  {LayerRole::kPerLayerInpGate, "inp_gate.weight", [](L l) { return If(l.per_layer_input); },
+   [](D d, L) { return Mat(d.n_embd, d.n_embd_per_layer); }},
+  {LayerRole::kPerLayerProj, "proj.weight", [](L l) { return If(l.per_layer_input); },
+   [](D d, L) { return Mat(d.n_embd_per_layer, d.n_embd); }},
+  {LayerRole::kPerLayerPostNorm, "post_norm.weight", [](L l) { return If(l.per_layer_input); },
+   [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kLayerOutScale, "layer_output_scale.weight", [](L l) { return If(l.out_scale, Need::kOptional); },
+   [](D, L) { return Vec(1); }},
 };
 
 struct GlobalRoleSpec {
@@ -102,7 +115,13 @@ struct GlobalRoleSpec {
   Shape (*shape)(D);
 };
 
-int64_t HalfRot(D d) { return d.layers.empty() ? 0 : d.layers[0].attn.rope.n_rot / 2; }
+// Frequency factors cover the rotated dims of the layers that use them (Gemma 4: full layers only).
+int64_t HalfRot(D d) {
+  for (const LayerDesc& l : d.layers) {
+    if (l.attn.rope.use_freq_factors) return l.attn.rope.n_rot / 2;
+  }
+  return d.layers.empty() ? 0 : d.layers[0].attn.rope.n_rot / 2;
+}
 
 const GlobalRoleSpec kGlobalRoles[] = {
   {GlobalRole::kTokenEmbd, "token_embd.weight", [](D) { return Need::kRequired; }, [](D d) { return Mat(d.n_embd, d.n_vocab); }},
@@ -129,6 +148,12 @@ const GlobalRoleSpec kGlobalRoles[] = {
    [](D d) { return Mat(d.n_embd, d.n_cls_out); }},
   {GlobalRole::kClsOutBias, "cls.output.bias", [](D d) { return If(!d.has_output_head, Need::kOptional); },
    [](D d) { return Vec(d.n_cls_out); }},
+  {GlobalRole::kPerLayerTokenEmbd, "per_layer_token_embd.weight", [](D d) { return If(d.n_embd_per_layer > 0); },
+   [](D d) { return Mat(PerLayerWidth(d), d.n_vocab); }},
+  {GlobalRole::kPerLayerModelProj, "per_layer_model_proj.weight", [](D d) { return If(d.n_embd_per_layer > 0); },
+   [](D d) { return Mat(d.n_embd, PerLayerWidth(d)); }},
+  {GlobalRole::kPerLayerProjNorm, "per_layer_proj_norm.weight", [](D d) { return If(d.n_embd_per_layer > 0); },
+   [](D d) { return Vec(d.n_embd_per_layer); }},
   {GlobalRole::kRopeFreqs, "rope_freqs.weight", [](D) { return Need::kOptional; }, [](D d) { return Vec(HalfRot(d)); }},
   {GlobalRole::kRopeFactorsLong, "rope_factors_long.weight", [](D) { return Need::kOptional; },
    [](D d) { return Vec(HalfRot(d)); }},
@@ -274,9 +299,11 @@ std::vector<const Tensor*> Weights::Matrices() const {
   add((*this)[GlobalRole::kOutput]);
   add((*this)[GlobalRole::kCls]);
   add((*this)[GlobalRole::kClsOut]);
+  add((*this)[GlobalRole::kPerLayerModelProj]);
   for (const LayerTensors& l : layers) {
     for (LayerRole r : {LayerRole::kAttnQ, LayerRole::kAttnK, LayerRole::kAttnV, LayerRole::kAttnOut, LayerRole::kFfnGate,
-                        LayerRole::kFfnUp, LayerRole::kFfnDown, LayerRole::kFfnGateInp}) {
+                        LayerRole::kFfnUp, LayerRole::kFfnDown, LayerRole::kFfnGateInp, LayerRole::kPerLayerInpGate,
+                        LayerRole::kPerLayerProj}) {
       add(l[r]);
     }
     for (size_t e = 0; e < l.expert_gate.size(); ++e) {

@@ -27,6 +27,7 @@ enum class GlobalRole : int32_t {
   kTokenEmbd, kOutputNorm, kOutputNormBias, kOutput, kOutputBias, kRopeFreqs, kRopeFactorsLong, kRopeFactorsShort,
   kPosEmbd, kTokenTypes, kInputNorm, kInputNormBias,  // BERT's input: positions, token types, LayerNorm
   kCls, kClsBias, kClsOut, kClsOutBias,                 // rerankers' classification head
+  kPerLayerTokenEmbd, kPerLayerModelProj, kPerLayerProjNorm,  // Gemma 4's per-layer inputs
   kCount
 };
 
@@ -41,6 +42,7 @@ enum class LayerRole : int32_t {
   kFfnGateShexp, kFfnUpShexp, kFfnDownShexp, kFfnGateInpShexp,
   kFfnUpBias, kFfnDownBias,
   kAttnOutNorm, kAttnOutNormBias, kLayerOutNorm, kLayerOutNormBias,  // post-LN over the residual (BERT)
+  kPerLayerInpGate, kPerLayerProj, kPerLayerPostNorm, kLayerOutScale,  // Gemma 4
   kCount
 };
 

@@ -205,8 +205,8 @@ def gemma4_specs(h, mat, vec):
     P = g["n_pl"]
     specs = [mat("per_layer_token_embd.weight", P * L, h["n_vocab"], 0.05),
              mat("per_layer_model_proj.weight", E, P * L, 0.06),
-             vec("per_layer_proj_norm.weight", P),
-             vec("rope_freqs.weight", g["hd_full"] // 2, "proportional")]
+             vec("per_layer_proj_norm.weight", P)] if P else []
+    specs.append(vec("rope_freqs.weight", g["hd_full"] // 2, "proportional"))
     for i in range(L):
         p = f"blk.{i}."
         swa = g["swa"][i]
@@ -214,15 +214,20 @@ def gemma4_specs(h, mat, vec):
         F = gemma4_ffn(h, i)
         specs += [vec(p + "attn_norm.weight", E), mat(p + "attn_q.weight", E, H * hd, 0.06, i),
                   mat(p + "attn_k.weight", E, hkv * hd, 0.06, i)]
-        if swa:  # full layers have attention_k_eq_v: no v_proj
+        if swa or not g.get("k_eq_v", True):  # full layers have attention_k_eq_v: no v_proj
             specs.append(mat(p + "attn_v.weight", E, hkv * hd, 0.06, i, kind="more"))
-        specs += [vec(p + "attn_q_norm.weight", hd), vec(p + "attn_k_norm.weight", hd),
+        # Q and K are RMS-normed and not scaled (scale 1): norm weights of hd^-1/4 keep the
+        # scores' spread near 1, as trained models do (weights ~1 would give scores of spread
+        # sqrt(hd): one-hot attention that amplifies any rounding).
+        qk = ("norm", hd ** -0.25)
+        specs += [vec(p + "attn_q_norm.weight", hd, qk), vec(p + "attn_k_norm.weight", hd, qk),
                   mat(p + "attn_output.weight", H * hd, E, 0.03, i), vec(p + "post_attention_norm.weight", E),
                   vec(p + "ffn_norm.weight", E), mat(p + "ffn_gate.weight", E, F, 0.03, i),
                   mat(p + "ffn_up.weight", E, F, 0.03, i), mat(p + "ffn_down.weight", F, E, 0.03, i, kind="more"),
-                  vec(p + "post_ffw_norm.weight", E), vec(p + "layer_output_scale.weight", 1, "layer_scale"),
-                  mat(p + "inp_gate.weight", E, P, 0.06, i), mat(p + "proj.weight", P, E, 0.06, i),
-                  vec(p + "post_norm.weight", E)]
+                  vec(p + "post_ffw_norm.weight", E), vec(p + "layer_output_scale.weight", 1, "layer_scale")]
+        if P:
+            specs += [mat(p + "inp_gate.weight", E, P, 0.06, i), mat(p + "proj.weight", P, E, 0.06, i),
+                      vec(p + "post_norm.weight", E)]
     specs.append(vec("output_norm.weight", E))
     return specs
 
@@ -263,6 +268,8 @@ def random_tensor(rng, h, name, ne, t, sigma):
     if t == Q.F32:
         if sigma is None:
             v = 1.0 + 0.1 * rng.standard_normal(n, dtype=np.float32)
+        elif isinstance(sigma, tuple):  # ("norm", s): a norm weight around s
+            v = sigma[1] * (1.0 + 0.1 * rng.standard_normal(n, dtype=np.float32))
         elif sigma == "llama3":
             v = llama3_factors(h)
         elif sigma == "proportional":

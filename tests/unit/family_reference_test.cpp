@@ -469,6 +469,26 @@ TEST(Gemma4Reference, StateAndPrefixCacheReproduceLogits) {
   EXPECT_GE(cache.stats().hit_tokens, 128u);
 }
 
+// The CUDA engine has none of the optional ops: device=CUDA is refused naming the first one
+// Gemma 4 needs (checked before any GPU is looked for), device=AUTO loads on the CPU.
+TEST(Gemma4Reference, CudaRefusesAndAutoRunsOnTheCpu) {
+  Spec spec;
+  for (const Spec& s : Families()) {
+    if (s.name == "gemma4") spec = s;
+  }
+  const std::string path = WriteTemp(Build(spec), "gemma4_cuda");
+  std::unique_ptr<Model> m;
+  LoadOptions o;
+  o.device = Device::kCuda;
+  const Status st = Model::Load(path, o, &m);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), Code::kUnsupported) << st.message();
+  EXPECT_NE(st.message().find(engine::OpName(engine::Op::kStridedRows)), std::string::npos) << st.message();
+  o.device = Device::kAuto;
+  ASSERT_TRUE(Model::Load(path, o, &m).ok());
+  EXPECT_EQ(m->device(), Device::kCpu);
+}
+
 TEST(FamilyReference, CoversEveryRegisteredArchitecture) {
   std::vector<std::string> tested;
   for (const Spec& s : Families()) tested.push_back(s.arch);

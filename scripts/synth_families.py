@@ -87,6 +87,13 @@ FAMILIES = {
                    eps=1e-6, ctx=131072, gemma4=dict(swa=[True, False, True, False], Hkv_full=2, hd_full=128,
                                                      shared=2, n_pl=32, window=8, base_swa=10000.0,
                                                      partial_full=0.25, final_cap=30.0)),
+    # Gemma 4 MoE (26B-A4B layout): no per-layer inputs, no KV sharing; 8 experts of 256 (2 used,
+    # gate and up fused as the converter writes them, a per-expert output scale) beside a dense
+    # MLP of 512, the router reading the scaled RMS of the residual stream.
+    "gemma4moe": dict(arch="gemma4", vocab="gemma-4", E=256, L=2, H=4, Hkv=2, hd=64, F=512, base=1e6, tied=True,
+                      eps=1e-6, ctx=262144, experts=(8, 2), Fe=256,
+                      gemma4=dict(swa=[True, False], Hkv_full=1, hd_full=128, shared=0, n_pl=0, window=8,
+                                  base_swa=10000.0, partial_full=0.25, final_cap=30.0)),
     # OLMo 2: no pre-norms, post-norms, full-width QK-norm, output never tied.
     "olmo2": dict(arch="olmo2", vocab="gpt-2", E=256, L=2, H=4, Hkv=4, hd=64, F=512, base=500000.0,
                   tied=False, eps=1e-6, ctx=4096, qk_norm_full=True),
@@ -225,6 +232,17 @@ def gemma4_specs(h, mat, vec):
                   vec(p + "ffn_norm.weight", E), mat(p + "ffn_gate.weight", E, F, 0.03, i),
                   mat(p + "ffn_up.weight", E, F, 0.03, i), mat(p + "ffn_down.weight", F, E, 0.03, i, kind="more"),
                   vec(p + "post_ffw_norm.weight", E), vec(p + "layer_output_scale.weight", 1, "layer_scale")]
+        if "experts" in h:  # conversion/gemma.py: router.proj / .scale, experts.gate_up_proj, per_expert_scale
+            n_exp, Fe = h["experts"][0], h["Fe"]
+            # The router reads rms_norm(x) / sqrt(E) (elements ~1/16): weights of sigma 1.5 give
+            # logits of spread ~1.5, as a trained router's; 0.06 left them ~0.06 apart, where
+            # top-k picks among near-ties that any rounding flips.
+            specs += [(p + "ffn_gate_inp.weight", (E, n_exp), Q.F32, 1.5), vec(p + "ffn_gate_inp.scale", E),
+                      vec(p + "pre_ffw_norm_2.weight", E), vec(p + "post_ffw_norm_1.weight", E),
+                      vec(p + "post_ffw_norm_2.weight", E),
+                      mat(p + "ffn_gate_up_exps.weight", E, 2 * Fe, 0.03, i, n_exp=n_exp),
+                      mat(p + "ffn_down_exps.weight", Fe, E, 0.03, i, kind="more", n_exp=n_exp),
+                      vec(p + "ffn_down_exps.scale", n_exp, "layer_scale")]
         if P:
             specs += [mat(p + "inp_gate.weight", E, P, 0.06, i), mat(p + "proj.weight", P, E, 0.06, i),
                       vec(p + "post_norm.weight", E)]

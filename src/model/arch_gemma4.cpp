@@ -10,8 +10,10 @@
 //     cache of the last earlier layer of their kind (the reference's reuse rule);
 //   - per-layer token embeddings (embedding_length_per_layer_input > 0) and an optional
 //     layer_output_scale per layer.
-// The MoE variant (26B-A4B: a dense MLP beside the experts, extra norms, a scaled router) is
-// refused for now.
+// The MoE variant (26B-A4B): a dense MLP (feed_forward_length) beside the experts
+// (expert_feed_forward_length, gate and up fused in ffn_gate_up_exps or not), softmax top-k
+// renormalized, a per-expert output scale, extra norms and a router reading the scaled RMS of
+// the residual stream.
 #include <cmath>
 
 #include "model/registry.h"
@@ -19,10 +21,14 @@
 namespace zf::model {
 
 Status BuildGemma4(const Hparams& h, ModelDesc* d) {
-  if (d->layers[0].ffn.kind == FfnKind::kMoe) {
-    return Unsupported("the Gemma 4 mixture-of-experts variant (" + h.Key("expert_count") + " > 0) is not supported yet");
-  }
   const int32_t L = d->n_layer;
+  std::vector<int32_t> n_ff_exp;
+  if (d->layers[0].ffn.kind == FfnKind::kMoe) {
+    if (!h.Has("expert_feed_forward_length")) {
+      return FormatError("missing required metadata key '" + h.Key("expert_feed_forward_length") + "'");
+    }
+    ZF_RETURN_IF_ERROR(h.OptI32PerLayer("expert_feed_forward_length", L, &n_ff_exp));
+  }
   d->embed_scale = std::sqrt(float(d->n_embd));
   ZF_RETURN_IF_ERROR(h.OptF32("final_logit_softcapping", &d->final_logit_softcap));
   if (!h.Has("attention.sliding_window_pattern")) {
@@ -73,6 +79,15 @@ Status BuildGemma4(const Hparams& h, ModelDesc* d) {
       a.rope.attn_factor = 1.0f;
     }
     if (il >= kv_start) a.kv_from = kv_start - (swa[size_t(il)] ? 2 : 1);
+    if (l.ffn.kind == FfnKind::kMoe) {
+      l.ffn.n_ff_dense = l.ffn.n_ff;
+      l.ffn.n_ff = n_ff_exp[size_t(il)];
+      l.ffn.norm_topk = true;
+      l.ffn.gating = Gating::kSoftmax;
+      l.ffn.router_scaled_norm = true;
+      l.ffn.fused_gate_up =
+          h.file().FindTensor("blk." + std::to_string(il) + ".ffn_gate_up_exps.weight") != nullptr;
+    }
   }
   return Status::Ok();
 }

@@ -44,7 +44,7 @@ std::vector<engine::Op> RequiredOps(const ModelDesc& d) {
       need(engine::Op::kStridedRows);  // rows narrower than the cache's are padded
     }
     if (l.attn.v_norm) need(engine::Op::kUnweightedNorm);
-    if (l.out_scale) need(engine::Op::kScale);
+    if (l.out_scale || l.ffn.router_scaled_norm) need(engine::Op::kScale);
     if (l.norm.kind == NormKind::kLayer) need(engine::Op::kLayerNorm);
     if (l.ffn.kind == FfnKind::kPlain) need(engine::Op::kPlainFfn);
     if (l.ffn.kind == FfnKind::kMoe) need(engine::Op::kMoe);

@@ -92,7 +92,7 @@ struct FfnDesc {
   Activation act = Activation::kSilu;
   int32_t n_ff = 0;            // inner size (per expert for MoE)
   bool bias = false;           // optional ffn_up.bias [n_ff] / ffn_down.bias [n_embd] (dense FFNs)
-  bool fused_gate_up = false;  // one ffn_up matrix, rows [gate | up]
+  bool fused_gate_up = false;  // one ffn_up matrix, rows [gate | up] (MoE: ffn_gate_up_exps per expert)
   // MoE.
   int32_t n_expert = 0;
   int32_t n_expert_used = 0;
@@ -100,6 +100,13 @@ struct FfnDesc {
   bool norm_topk = false;       // renormalize the selected experts' weights to sum to 1
   float expert_weight_scale = 1.0f;
   int32_t n_ff_shared = 0;      // shared expert inner size; 0 = none
+  // Gemma 4's MoE block: a dense gated MLP (ffn_gate/up/down of n_ff_dense; input ffn_norm,
+  // output post_ffw_norm_1) beside the experts (input pre_ffw_norm_2, output post_ffw_norm_2),
+  // the two summed before post_ffw_norm. 0 = none.
+  int32_t n_ff_dense = 0;
+  // The router reads rms_norm(x) / sqrt(n_embd) * ffn_gate_inp.scale (the residual stream, not
+  // the FFN's normed input).
+  bool router_scaled_norm = false;
 };
 
 struct NormDesc {

@@ -45,7 +45,7 @@ Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch
     k = std::max(k, size_t(l.attn.n_head_kv) * size_t(l.attn.head_dim_k));
     v = std::max(v, size_t(l.attn.n_head_kv) * size_t(l.attn.head_dim_v));
     o = std::max(o, size_t(l.attn.n_head) * size_t(l.attn.head_dim_v));
-    ff = std::max(ff, size_t(l.ffn.n_ff));
+    ff = std::max({ff, size_t(l.ffn.n_ff), size_t(l.ffn.n_ff_dense)});
     ne = std::max(ne, size_t(l.ffn.n_expert));
   }
   const size_t b = size_t(max_batch), E = size_t(d.n_embd);
@@ -55,7 +55,8 @@ Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch
             alloc(v_, b * v) && alloc(attn_, b * o) && alloc(gate_, b * ff) && alloc(up_, b * ff) &&
             alloc(logits_, size_t(max_seqs) * size_t(d.n_vocab));
   if (ok && ne > 0) {
-    ok = alloc(router_, b * ne) && alloc(moe_in_, b * E) && alloc(moe_out_, b * E) && alloc(moe_acc_, b * E);
+    ok = alloc(router_, b * ne) && alloc(moe_in_, b * E) && alloc(moe_out_, b * E) && alloc(moe_acc_, b * E) &&
+         alloc(moe_x_, b * E);
     expert_rows_.resize(ne);
     probs_.resize(ne);
   }
@@ -373,7 +374,24 @@ void Forward::MoeFfn(int32_t il, int32_t n) {
     Norm(ld.norm.kind, ld.norm.eps, L[LayerRole::kFfnNorm], L[LayerRole::kFfnNormBias], x_.data(), n, h_.data());
     in = h_.data();
   }
-  be_.MatMul(*L[LayerRole::kFfnGateInp], in, n, router_.data());
+  const bool dense_beside = f.n_ff_dense > 0;
+  if (dense_beside) {  // Gemma 4: the dense MLP of the ffn_norm'ed input, into h_
+    be_.MatMulGated(f.act, *L[LayerRole::kFfnGate], *L[LayerRole::kFfnUp], in, n, gate_.data(), up_.data());
+    be_.MatMul(*L[LayerRole::kFfnDown], gate_.data(), n, h_.data());
+    be_.RmsNorm(h_.data(), F32(L[LayerRole::kFfnPostNorm1]), n, E, ld.norm.eps, h_.data());
+  }
+  if (f.router_scaled_norm) {  // rms_norm(x) * scale / sqrt(n_embd)
+    be_.RmsNorm(x_.data(), F32(L[LayerRole::kFfnGateInpScale]), n, E, ld.norm.eps, moe_x_.data());
+    be_.Scale(moe_x_.data(), int64_t{n} * E, 1.0f / std::sqrt(float(E)));
+    be_.MatMul(*L[LayerRole::kFfnGateInp], moe_x_.data(), n, router_.data());
+  } else {
+    be_.MatMul(*L[LayerRole::kFfnGateInp], in, n, router_.data());
+  }
+  if (dense_beside) {  // the experts read their own norm of x
+    be_.RmsNorm(x_.data(), F32(L[LayerRole::kFfnPreNorm2]), n, E, ld.norm.eps, moe_x_.data());
+    in = moe_x_.data();
+  }
+  const float* down_scale = F32(L[LayerRole::kFfnDownExpsScale]);  // per expert, optional
   sel_.resize(size_t(n) * size_t(K));
   sel_w_.resize(size_t(n) * size_t(K));
   for (auto& rows : expert_rows_) rows.clear();
@@ -406,7 +424,7 @@ void Forward::MoeFfn(int32_t il, int32_t n) {
       norm = float(1.0 / std::max(sum, 6.103515625e-5));  // the reference clamps the sum (F16's smallest normal)
     }
     for (int32_t j = 0; j < K; ++j) {
-      sw[j] *= norm * f.expert_weight_scale;
+      sw[j] *= norm * f.expert_weight_scale * (down_scale != nullptr ? down_scale[s[j]] : 1.0f);
       expert_rows_[size_t(s[j])].push_back(t * K + j);  // (token, slot) of this expert
     }
   }
@@ -430,6 +448,10 @@ void Forward::MoeFfn(int32_t il, int32_t n) {
       const int32_t slot = rows[size_t(i)];
       be_.AddScaled(acc + int64_t{slot / K} * E, moe_out_.data() + int64_t{i} * E, E, sel_w_[size_t(slot)]);
     }
+  }
+  if (dense_beside) {
+    be_.RmsNorm(acc, F32(L[LayerRole::kFfnPostNorm2]), n, E, ld.norm.eps, acc);
+    be_.Add(acc, h_.data(), int64_t{n} * E);
   }
   if (ld.norm.post_ffn) be_.RmsNorm(acc, F32(L[LayerRole::kPostFfnNorm]), n, E, ld.norm.eps, acc);
   Residual(acc, n);

@@ -100,6 +100,7 @@ class Forward {
   // q/k/v/attn, gate/up [B, n_ff], MoE: router [B, n_expert], gathered input / output [B, n_embd].
   ActBuf x_, h_, q_, k_, v_, attn_, gate_, up_, logits_;
   ActBuf router_, moe_in_, moe_out_, moe_acc_;
+  ActBuf moe_x_;  // Gemma 4 MoE: the router's and then the experts' normed input [B, n_embd]
   // Per-layer inputs: all layers' rows as computed [B, n_layer * n_pl], then per layer [n_layer][B][n_pl].
   ActBuf pl_all_, pl_, pl_gate_;
   // K/V rows of a layer narrower than the cache, padded to its width (zero elsewhere).

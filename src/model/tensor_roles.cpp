@@ -24,6 +24,10 @@ int64_t QRows(const LayerDesc& l) { return int64_t{l.attn.n_head} * l.attn.head_
 int64_t KRows(const LayerDesc& l) { return int64_t{l.attn.n_head_kv} * l.attn.head_dim_k; }
 int64_t VRows(const LayerDesc& l) { return int64_t{l.attn.n_head_kv} * l.attn.head_dim_v; }
 bool Dense(const LayerDesc& l) { return l.ffn.kind != FfnKind::kMoe; }
+// A dense gated MLP: the layer's FFN, or the one beside a MoE layer's experts (Gemma 4).
+bool HasDense(const LayerDesc& l) { return Dense(l) || l.ffn.n_ff_dense > 0; }
+int64_t DenseFf(const LayerDesc& l) { return Dense(l) ? l.ffn.n_ff : l.ffn.n_ff_dense; }
+bool FusedExps(const LayerDesc& l) { return !Dense(l) && l.ffn.fused_gate_up; }
 bool LayerNormBias(const LayerDesc& l, bool has_norm) { return has_norm && l.norm.kind == NormKind::kLayer; }
 Need OwnKv(const LayerDesc& l) { return l.attn.kv_from < 0 ? Need::kRequired : Need::kOptional; }
 int64_t PerLayerWidth(const ModelDesc& d) { return int64_t{d.n_embd_per_layer} * d.n_layer; }
@@ -72,11 +76,12 @@ const LayerRoleSpec kLayerRoles[] = {
   {LayerRole::kFfnNorm, "ffn_norm.weight", [](L l) { return If(l.norm.pre_ffn); }, [](D d, L) { return Vec(d.n_embd); }},
   {LayerRole::kFfnNormBias, "ffn_norm.bias", [](L l) { return If(LayerNormBias(l, l.norm.pre_ffn), Need::kOptional); },
    [](D d, L) { return Vec(d.n_embd); }},
-  {LayerRole::kFfnGate, "ffn_gate.weight", [](L l) { return If(l.ffn.kind == FfnKind::kGated && !l.ffn.fused_gate_up); },
-   [](D d, L l) { return Mat(d.n_embd, l.ffn.n_ff); }},
-  {LayerRole::kFfnUp, "ffn_up.weight", [](L l) { return If(Dense(l)); },
-   [](D d, L l) { return Mat(d.n_embd, int64_t{l.ffn.n_ff} * (l.ffn.fused_gate_up ? 2 : 1)); }},
-  {LayerRole::kFfnDown, "ffn_down.weight", [](L l) { return If(Dense(l)); }, [](D d, L l) { return Mat(l.ffn.n_ff, d.n_embd); }},
+  {LayerRole::kFfnGate, "ffn_gate.weight",
+   [](L l) { return If((l.ffn.kind == FfnKind::kGated && !l.ffn.fused_gate_up) || l.ffn.n_ff_dense > 0); },
+   [](D d, L l) { return Mat(d.n_embd, DenseFf(l)); }},
+  {LayerRole::kFfnUp, "ffn_up.weight", [](L l) { return If(HasDense(l)); },
+   [](D d, L l) { return Mat(d.n_embd, DenseFf(l) * (Dense(l) && l.ffn.fused_gate_up ? 2 : 1)); }},
+  {LayerRole::kFfnDown, "ffn_down.weight", [](L l) { return If(HasDense(l)); }, [](D d, L l) { return Mat(DenseFf(l), d.n_embd); }},
   {LayerRole::kPostFfnNorm, "post_ffw_norm.weight", [](L l) { return If(l.norm.post_ffn); }, [](D d, L) { return Vec(d.n_embd); }},
   {LayerRole::kFfnUpBias, "ffn_up.bias", [](L l) { return If(Dense(l) && l.ffn.bias, Need::kOptional); },
    [](D, L l) { return Vec(int64_t{l.ffn.n_ff} * (l.ffn.fused_gate_up ? 2 : 1)); }},
@@ -92,9 +97,21 @@ const LayerRoleSpec kLayerRoles[] = {
    [](L l) { return If(LayerNormBias(l, l.norm.after_residual_ffn), Need::kOptional); }, [](D d, L) { return Vec(d.n_embd); }},
   {LayerRole::kFfnGateInp, "ffn_gate_inp.weight", [](L l) { return If(!Dense(l)); },
    [](D d, L l) { return Mat(d.n_embd, l.ffn.n_expert); }},
-  {LayerRole::kFfnGateExps, "ffn_gate_exps.weight", [](L l) { return If(!Dense(l)); },
+  {LayerRole::kFfnGateExps, "ffn_gate_exps.weight", [](L l) { return If(!Dense(l) && !FusedExps(l)); },
    [](D d, L l) { return Experts(d.n_embd, l.ffn.n_ff, l.ffn.n_expert); }},
-  {LayerRole::kFfnUpExps, "ffn_up_exps.weight", [](L l) { return If(!Dense(l)); },
+  {LayerRole::kFfnGateUpExps, "ffn_gate_up_exps.weight", [](L l) { return If(FusedExps(l)); },
+   [](D d, L l) { return Experts(d.n_embd, 2 * int64_t{l.ffn.n_ff}, l.ffn.n_expert); }},
+  {LayerRole::kFfnDownExpsScale, "ffn_down_exps.scale", [](L l) { return If(!Dense(l), Need::kOptional); },
+   [](D, L l) { return Vec(l.ffn.n_expert); }},
+  {LayerRole::kFfnGateInpScale, "ffn_gate_inp.scale", [](L l) { return If(!Dense(l) && l.ffn.router_scaled_norm); },
+   [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kFfnPreNorm2, "pre_ffw_norm_2.weight", [](L l) { return If(l.ffn.n_ff_dense > 0); },
+   [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kFfnPostNorm1, "post_ffw_norm_1.weight", [](L l) { return If(l.ffn.n_ff_dense > 0); },
+   [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kFfnPostNorm2, "post_ffw_norm_2.weight", [](L l) { return If(l.ffn.n_ff_dense > 0); },
+   [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kFfnUpExps, "ffn_up_exps.weight", [](L l) { return If(!Dense(l) && !FusedExps(l)); },
    [](D d, L l) { return Experts(d.n_embd, l.ffn.n_ff, l.ffn.n_expert); }},
   {LayerRole::kFfnDownExps, "ffn_down_exps.weight", [](L l) { return If(!Dense(l)); },
    [](D d, L l) { return Experts(l.ffn.n_ff, d.n_embd, l.ffn.n_expert); }},
@@ -269,13 +286,19 @@ Status BindWeights(const gguf::GgufFile& f, const ModelDesc& d, Weights* w) {
       lt[LayerRole::kFfnUp] = View(w, up, 0, ld.ffn.n_ff, ld.ffn.n_ff, "up");
     }
     if (ld.ffn.kind == FfnKind::kMoe) {
-      const Tensor& g = *lt[LayerRole::kFfnGateExps];
-      const Tensor& u = *lt[LayerRole::kFfnUpExps];
       const Tensor& dn = *lt[LayerRole::kFfnDownExps];
       for (int32_t e = 0; e < ld.ffn.n_expert; ++e) {
         const std::string tag = std::to_string(e);
-        lt.expert_gate.push_back(View(w, g, e, 0, g.ne[1], tag));
-        lt.expert_up.push_back(View(w, u, e, 0, u.ne[1], tag));
+        if (FusedExps(ld)) {  // each expert's rows [gate | up]
+          const Tensor& gu = *lt[LayerRole::kFfnGateUpExps];
+          lt.expert_gate.push_back(View(w, gu, e, 0, ld.ffn.n_ff, tag + ".gate"));
+          lt.expert_up.push_back(View(w, gu, e, ld.ffn.n_ff, ld.ffn.n_ff, tag + ".up"));
+        } else {
+          const Tensor& g = *lt[LayerRole::kFfnGateExps];
+          const Tensor& u = *lt[LayerRole::kFfnUpExps];
+          lt.expert_gate.push_back(View(w, g, e, 0, g.ne[1], tag));
+          lt.expert_up.push_back(View(w, u, e, 0, u.ne[1], tag));
+        }
         lt.expert_down.push_back(View(w, dn, e, 0, dn.ne[1], tag));
       }
     }

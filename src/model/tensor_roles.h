@@ -43,6 +43,7 @@ enum class LayerRole : int32_t {
   kFfnUpBias, kFfnDownBias,
   kAttnOutNorm, kAttnOutNormBias, kLayerOutNorm, kLayerOutNormBias,  // post-LN over the residual (BERT)
   kPerLayerInpGate, kPerLayerProj, kPerLayerPostNorm, kLayerOutScale,  // Gemma 4
+  kFfnGateInpScale, kFfnPreNorm2, kFfnPostNorm1, kFfnPostNorm2, kFfnGateUpExps, kFfnDownExpsScale,  // Gemma 4 MoE
   kCount
 };
 

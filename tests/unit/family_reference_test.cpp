@@ -87,11 +87,14 @@ void AddVocab(GgufBuilder* b, int64_t V) {
 // heads of 16, full layers 2 of 32 (KV rows 32 vs 64 wide); proportional rope on full layers (a
 // quarter of the pairs rotate); no attn_v on full layers; 8 per-layer input floats per layer;
 // a double-wide FFN on the sharing layers; layer_output_scale; window 4 < the 12 tokens.
+// With s.experts (the 26B-A4B layout): 3 layers [sliding, sliding, full], no sharing, no
+// per-layer inputs, experts with gate and up fused, a dense MLP beside them.
 std::vector<uint8_t> BuildGemma4(const Spec& s) {
   GgufBuilder b;
   const std::string a = "gemma4";
-  const int64_t E = s.E, L = 5, H = 4, P = 8, hd_swa = 16, hd_full = 32, n_shared = 2;
-  const std::vector<uint8_t> swa = {1, 1, 0, 1, 0};
+  const bool moe = s.experts > 0;
+  const int64_t E = s.E, L = moe ? 3 : 5, H = 4, P = moe ? 0 : 8, hd_swa = 16, hd_full = 32, n_shared = moe ? 0 : 2;
+  const std::vector<uint8_t> swa = moe ? std::vector<uint8_t>{1, 1, 0} : std::vector<uint8_t>{1, 1, 0, 1, 0};
   std::vector<uint32_t> ff, hkv;
   for (int64_t il = 0; il < L; ++il) {
     ff.push_back(uint32_t(il >= L - n_shared ? 2 * s.F : s.F));
@@ -118,12 +121,19 @@ std::vector<uint8_t> BuildGemma4(const Spec& s) {
       .Kv(a + ".attention.sliding_window_pattern", val::ArrOf<uint8_t>(kBool, swa))
       .Kv(a + ".attention.shared_kv_layers", val::U32(uint32_t(n_shared)))
       .Kv(a + ".embedding_length_per_layer_input", val::U32(uint32_t(P)));
+  if (moe) {
+    b.Kv(a + ".expert_count", val::U32(uint32_t(s.experts)))
+        .Kv(a + ".expert_used_count", val::U32(uint32_t(s.used)))
+        .Kv(a + ".expert_feed_forward_length", val::U32(uint32_t(s.F_exp)));
+  }
   AddVocab(&b, s.V);
   Writer w(uint32_t(std::hash<std::string>()(s.name)));
   w.Add(&b, "token_embd.weight", {E, s.V}, 0.0f, 1.0f);
-  w.Add(&b, "per_layer_token_embd.weight", {P * L, s.V}, 0.0f, 1.0f);
-  w.Mat(&b, "per_layer_model_proj.weight", E, P * L);
-  w.Norm(&b, "per_layer_proj_norm.weight", P);
+  if (P > 0) {
+    w.Add(&b, "per_layer_token_embd.weight", {P * L, s.V}, 0.0f, 1.0f);
+    w.Mat(&b, "per_layer_model_proj.weight", E, P * L);
+    w.Norm(&b, "per_layer_proj_norm.weight", P);
+  }
   w.Norm(&b, "output_norm.weight", E);
   {
     std::vector<float> f(size_t(hd_full / 2), 1e30f);
@@ -153,9 +163,22 @@ std::vector<uint8_t> BuildGemma4(const Spec& s) {
     w.Mat(&b, p + "ffn_down.weight", F, E);
     w.Norm(&b, p + "post_ffw_norm.weight", E);
     w.Add(&b, p + "layer_output_scale.weight", {1}, 1.0f, 0.3f);
-    w.Mat(&b, p + "inp_gate.weight", E, P);
-    w.Mat(&b, p + "proj.weight", P, E);
-    w.Norm(&b, p + "post_norm.weight", E);
+    if (P > 0) {
+      w.Mat(&b, p + "inp_gate.weight", E, P);
+      w.Mat(&b, p + "proj.weight", P, E);
+      w.Norm(&b, p + "post_norm.weight", E);
+    }
+    if (moe) {
+      const int64_t fe = s.F_exp;
+      w.Add(&b, p + "ffn_gate_inp.weight", {E, s.experts}, 0.0f, 0.5f);
+      w.Norm(&b, p + "ffn_gate_inp.scale", E);
+      w.Norm(&b, p + "pre_ffw_norm_2.weight", E);
+      w.Norm(&b, p + "post_ffw_norm_1.weight", E);
+      w.Norm(&b, p + "post_ffw_norm_2.weight", E);
+      w.Add(&b, p + "ffn_gate_up_exps.weight", {E, 2 * fe, s.experts}, 0.0f, 1.0f / std::sqrt(float(E)));
+      w.Add(&b, p + "ffn_down_exps.weight", {fe, E, s.experts}, 0.0f, 1.0f / std::sqrt(float(fe)));
+      w.Add(&b, p + "ffn_down_exps.scale", {s.experts}, 1.0f, 0.3f);
+    }
   }
   return b.Build();
 }
@@ -299,6 +322,9 @@ std::vector<Spec> Families() {
   v.push_back(s);
   s = Spec{};
   s.name = "gemma4"; s.arch = "gemma4"; s.custom = BuildGemma4;
+  v.push_back(s);
+  s = Spec{};
+  s.name = "gemma4moe"; s.arch = "gemma4"; s.custom = BuildGemma4; s.experts = 6; s.used = 2; s.F_exp = 40;
   v.push_back(s);
   return v;
 }

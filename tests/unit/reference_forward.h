@@ -111,8 +111,8 @@ inline void Rope(const RopeDesc& r, const float* factors, int32_t p, float* x, i
   }
 }
 
-// The FFN of one token (dense or MoE).
-inline Vec Ffn(const LayerDesc& ld, const LayerTensors& L, const Vec& in) {
+// The FFN of one token (dense or MoE); the router reads router_in when given, else `in`.
+inline Vec Ffn(const LayerDesc& ld, const LayerTensors& L, const Vec& in, const Vec* router_in = nullptr) {
   const FfnDesc& f = ld.ffn;
   const auto expert = [&](const Tensor* g, const Tensor* u, const Tensor* d) {
     Vec a = MatVec(u, in);
@@ -128,7 +128,7 @@ inline Vec Ffn(const LayerDesc& ld, const LayerTensors& L, const Vec& in) {
     return expert(f.kind == FfnKind::kGated ? L[LayerRole::kFfnGate] : nullptr, L[LayerRole::kFfnUp],
                   L[LayerRole::kFfnDown]);
   }
-  const Vec logits = MatVec(L[LayerRole::kFfnGateInp], in);
+  const Vec logits = MatVec(L[LayerRole::kFfnGateInp], router_in != nullptr ? *router_in : in);
   Vec p(logits.size());
   if (f.gating == Gating::kSoftmax) {
     const float mx = *std::max_element(logits.begin(), logits.end());
@@ -146,7 +146,9 @@ inline Vec Ffn(const LayerDesc& ld, const LayerTensors& L, const Vec& in) {
   Vec out(in.size(), 0.0f);
   for (int32_t j = 0; j < f.n_expert_used; ++j) {
     const int32_t e = order[size_t(j)];
-    const float w = p[size_t(e)] * (f.norm_topk ? 1.0f / wsum : 1.0f) * f.expert_weight_scale;
+    const float* down_scale = F32(L[LayerRole::kFfnDownExpsScale]);
+    const float w = p[size_t(e)] * (f.norm_topk ? 1.0f / wsum : 1.0f) * f.expert_weight_scale *
+                    (down_scale != nullptr ? down_scale[e] : 1.0f);
     const Vec y = expert(L.expert_gate[size_t(e)], L.expert_up[size_t(e)], L.expert_down[size_t(e)]);
     for (size_t i = 0; i < out.size(); ++i) out[i] += w * y[i];
   }
@@ -267,7 +269,23 @@ inline std::vector<Vec> Forward(const Model& m, const std::vector<int32_t>& toke
       if (ld.norm.pre_ffn) {
         NormInPlace(ld.norm.kind, ld.norm.eps, F32(L[LayerRole::kFfnNorm]), F32(L[LayerRole::kFfnNormBias]), in.data(), E);
       }
-      Vec f = Ffn(ld, L, in);
+      Vec f;
+      if (ld.ffn.n_ff_dense > 0) {  // Gemma 4 MoE: dense MLP beside the experts, each with its norms
+        LayerDesc dense = ld;
+        dense.ffn.kind = FfnKind::kGated;
+        Vec mlp = Ffn(dense, L, in);
+        NormInPlace(NormKind::kRms, ld.norm.eps, F32(L[LayerRole::kFfnPostNorm1]), nullptr, mlp.data(), E);
+        Vec router = x[size_t(t)];
+        NormInPlace(NormKind::kRms, ld.norm.eps, F32(L[LayerRole::kFfnGateInpScale]), nullptr, router.data(), E);
+        for (float& e : router) e /= std::sqrt(float(E));
+        Vec exp_in = x[size_t(t)];
+        NormInPlace(NormKind::kRms, ld.norm.eps, F32(L[LayerRole::kFfnPreNorm2]), nullptr, exp_in.data(), E);
+        f = Ffn(ld, L, exp_in, &router);
+        NormInPlace(NormKind::kRms, ld.norm.eps, F32(L[LayerRole::kFfnPostNorm2]), nullptr, f.data(), E);
+        for (int64_t i = 0; i < E; ++i) f[size_t(i)] += mlp[size_t(i)];
+      } else {
+        f = Ffn(ld, L, in);
+      }
       if (ld.norm.post_ffn) NormInPlace(NormKind::kRms, ld.norm.eps, F32(L[LayerRole::kPostFfnNorm]), nullptr, f.data(), E);
       for (int64_t i = 0; i < E; ++i) x[size_t(t)][size_t(i)] += d.residual_scale * f[size_t(i)];
       if (ld.per_layer_input) {  // x += post_norm(proj(gelu(inp_gate x) * per-layer input))

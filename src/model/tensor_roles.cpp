@@ -269,6 +269,10 @@ Status BindWeights(const gguf::GgufFile& f, const ModelDesc& d, Weights* w) {
     for (const LayerRoleSpec& s : kLayerRoles) {
       ZF_RETURN_IF_ERROR(BindInto(w, f, prefix + s.name, s.need(ld), s.shape(d, ld), &lt[s.role]));
     }
+    if (ld.attn.kv_from >= 0) {  // bound (the file may have them) but never read: no copies made
+      lt[LayerRole::kAttnK] = lt[LayerRole::kAttnV] = lt[LayerRole::kAttnKNorm] = nullptr;
+      lt[LayerRole::kAttnKBias] = lt[LayerRole::kAttnVBias] = nullptr;
+    }
     if (ld.attn.fused_qkv) {
       const Tensor& qkv = *lt[LayerRole::kAttnQkv];
       lt[LayerRole::kAttnQ] = View(w, qkv, 0, 0, QRows(ld), "q");

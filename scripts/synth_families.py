@@ -78,6 +78,22 @@ FAMILIES = {
     "granite": dict(arch="granite", vocab="refact", E=256, L=2, H=4, Hkv=2, hd=64, F=512, base=10000.0,
                     tied=True, eps=1e-5, ctx=4096,
                     scales=dict(embedding=12.0, residual=0.22, attention=0.25, logit=8.0)),
+    # Gemma 4 (E2B-like, dense): sliding / full layers alternating with different head sizes and
+    # KV heads (KV rows 128 vs 256 wide), the last 2 layers sharing the KV of layers 0 / 1,
+    # per-layer token embeddings (32 per layer), proportional rope (a quarter of the full
+    # layers' pairs rotate), no attn_v on full layers (values = keys), double-wide FFN on the
+    # shared layers, a layer_output_scale per layer, window 8 < the 32 test tokens.
+    "gemma4": dict(arch="gemma4", vocab="gemma-4", E=256, L=4, H=4, Hkv=2, hd=64, F=512, base=1e6, tied=True,
+                   eps=1e-6, ctx=131072, gemma4=dict(swa=[True, False, True, False], Hkv_full=2, hd_full=128,
+                                                     shared=2, n_pl=32, window=8, base_swa=10000.0,
+                                                     partial_full=0.25, final_cap=30.0)),
+    # Gemma 4 MoE (26B-A4B layout): no per-layer inputs, no KV sharing; 8 experts of 256 (2 used,
+    # gate and up fused as the converter writes them, a per-expert output scale) beside a dense
+    # MLP of 512, the router reading the scaled RMS of the residual stream.
+    "gemma4moe": dict(arch="gemma4", vocab="gemma-4", E=256, L=2, H=4, Hkv=2, hd=64, F=512, base=1e6, tied=True,
+                      eps=1e-6, ctx=262144, experts=(8, 2), Fe=256,
+                      gemma4=dict(swa=[True, False], Hkv_full=1, hd_full=128, shared=0, n_pl=0, window=8,
+                                  base_swa=10000.0, partial_full=0.25, final_cap=30.0)),
     # OLMo 2: no pre-norms, post-norms, full-width QK-norm, output never tied.
     "olmo2": dict(arch="olmo2", vocab="gpt-2", E=256, L=2, H=4, Hkv=4, hd=64, F=512, base=500000.0,
                   tied=False, eps=1e-6, ctx=4096, qk_norm_full=True),
@@ -148,6 +164,8 @@ def tensor_specs(h, n_vocab, quant):
     if arch == "gpt-oss":
         return gpt_oss_specs(h, n_vocab, mat, vec)
     specs = [mat("token_embd.weight", E, n_vocab, 0.02, kind="out" if h["tied"] else "base")]
+    if arch == "gemma4":
+        return specs + gemma4_specs(h, mat, vec)
     if "llama3_rope" in h:
         specs.append(vec("rope_freqs.weight", hd // 2, "llama3"))
     if arch == "phi3":
@@ -221,6 +239,66 @@ def gpt_oss_specs(h, n_vocab, mat, vec):
     return specs
 
 
+def gemma4_ffn(h, i):
+    """Gemma 4's use_double_wide_mlp: the KV-sharing layers have twice the FFN."""
+    g = h["gemma4"]
+    return h["F"] * (2 if i >= h["L"] - g["shared"] else 1)
+
+
+def gemma4_specs(h, mat, vec):
+    """The tensors after token_embd of a dense Gemma 4 (conversion/gemma.py's Gemma4Model and
+    llama.cpp's gemma4 loader): per-layer inputs, rope_freqs for the full layers, and per layer
+    Q/K(/V on sliding layers) with QK-norms, post-norms, GeGLU, per-layer projections, scale."""
+    E, L, H = h["E"], h["L"], h["H"]
+    g = h["gemma4"]
+    P = g["n_pl"]
+    specs = [mat("per_layer_token_embd.weight", P * L, h["n_vocab"], 0.05),
+             mat("per_layer_model_proj.weight", E, P * L, 0.06),
+             vec("per_layer_proj_norm.weight", P)] if P else []
+    specs.append(vec("rope_freqs.weight", g["hd_full"] // 2, "proportional"))
+    for i in range(L):
+        p = f"blk.{i}."
+        swa = g["swa"][i]
+        hd, hkv = (h["hd"], h["Hkv"]) if swa else (g["hd_full"], g["Hkv_full"])
+        F = gemma4_ffn(h, i)
+        specs += [vec(p + "attn_norm.weight", E), mat(p + "attn_q.weight", E, H * hd, 0.06, i),
+                  mat(p + "attn_k.weight", E, hkv * hd, 0.06, i)]
+        if swa or not g.get("k_eq_v", True):  # full layers have attention_k_eq_v: no v_proj
+            specs.append(mat(p + "attn_v.weight", E, hkv * hd, 0.06, i, kind="more"))
+        # Q and K are RMS-normed and not scaled (scale 1): norm weights of hd^-1/4 keep the
+        # scores' spread near 1, as trained models do (weights ~1 would give scores of spread
+        # sqrt(hd): one-hot attention that amplifies any rounding).
+        qk = ("norm", hd ** -0.25)
+        specs += [vec(p + "attn_q_norm.weight", hd, qk), vec(p + "attn_k_norm.weight", hd, qk),
+                  mat(p + "attn_output.weight", H * hd, E, 0.03, i), vec(p + "post_attention_norm.weight", E),
+                  vec(p + "ffn_norm.weight", E), mat(p + "ffn_gate.weight", E, F, 0.03, i),
+                  mat(p + "ffn_up.weight", E, F, 0.03, i), mat(p + "ffn_down.weight", F, E, 0.03, i, kind="more"),
+                  vec(p + "post_ffw_norm.weight", E), vec(p + "layer_output_scale.weight", 1, "layer_scale")]
+        if "experts" in h:  # conversion/gemma.py: router.proj / .scale, experts.gate_up_proj, per_expert_scale
+            n_exp, Fe = h["experts"][0], h["Fe"]
+            # The router reads rms_norm(x) / sqrt(E) (elements ~1/16): weights of sigma 1.5 give
+            # logits of spread ~1.5, as a trained router's; 0.06 left them ~0.06 apart, where
+            # top-k picks among near-ties that any rounding flips.
+            specs += [(p + "ffn_gate_inp.weight", (E, n_exp), Q.F32, 1.5), vec(p + "ffn_gate_inp.scale", E),
+                      vec(p + "pre_ffw_norm_2.weight", E), vec(p + "post_ffw_norm_1.weight", E),
+                      vec(p + "post_ffw_norm_2.weight", E),
+                      mat(p + "ffn_gate_up_exps.weight", E, 2 * Fe, 0.03, i, n_exp=n_exp),
+                      mat(p + "ffn_down_exps.weight", Fe, E, 0.03, i, kind="more", n_exp=n_exp),
+                      vec(p + "ffn_down_exps.scale", n_exp, "layer_scale")]
+        if P:
+            specs += [mat(p + "inp_gate.weight", E, P, 0.06, i), mat(p + "proj.weight", P, E, 0.06, i),
+                      vec(p + "post_norm.weight", E)]
+    specs.append(vec("output_norm.weight", E))
+    return specs
+
+
+def gemma4_rope_freqs(h):
+    """The converter's proportional-rope factors: 1 for the rotated pairs, 1e30 for the rest."""
+    g = h["gemma4"]
+    n_rot = int(g["hd_full"] * g["partial_full"] / 2)
+    return np.array([1.0] * n_rot + [1e30] * (g["hd_full"] // 2 - n_rot), dtype=np.float32)
+
+
 def llama3_factors(h):
     """rope_freqs as the converter computes them for rope_type llama3."""
     r, hd, base = h["llama3_rope"], h["hd"], h["base"]
@@ -250,8 +328,14 @@ def random_tensor(rng, h, name, ne, t, sigma):
     if t == Q.F32:
         if sigma is None:
             v = 1.0 + 0.1 * rng.standard_normal(n, dtype=np.float32)
+        elif isinstance(sigma, tuple):  # ("norm", s): a norm weight around s
+            v = sigma[1] * (1.0 + 0.1 * rng.standard_normal(n, dtype=np.float32))
         elif sigma == "llama3":
             v = llama3_factors(h)
+        elif sigma == "proportional":
+            v = gemma4_rope_freqs(h)
+        elif sigma == "layer_scale":
+            v = rng.uniform(0.5, 1.5, n).astype(np.float32)
         elif sigma == "long":
             v = rng.uniform(1.0, 8.0, n).astype(np.float32)
         elif sigma == "short":
@@ -306,7 +390,7 @@ def random_tensor(rng, h, name, ne, t, sigma):
 
 # ---- a minimal GGUF v3 encoder (the gguf package's reader takes minutes on a 150k-token
 # vocabulary; here the tokenizer's key/value bytes are copied verbatim) ----
-T_U32, T_F32, T_STR, T_ARR = 4, 6, 8, 9
+T_U32, T_F32, T_BOOL, T_STR, T_ARR = 4, 6, 7, 8, 9
 FIXED = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
 ALIGN = 32
 
@@ -322,6 +406,12 @@ def kv_u32(key, v):
 
 def kv_f32(key, v):
     return gguf_str(key) + struct.pack("<If", T_F32, v)
+
+
+def kv_arr(key, elem_type, values):
+    fmt = {T_U32: "<I", T_BOOL: "<B"}[elem_type]
+    return gguf_str(key) + struct.pack("<IIQ", T_ARR, elem_type, len(values)) + b"".join(
+        struct.pack(fmt, int(v)) for v in values)
 
 
 def kv_str(key, v):
@@ -432,10 +522,35 @@ def metadata(h, quant, name):
         s = h["scales"]
         kv += [kv_f32(f"{a}.embedding_scale", s["embedding"]), kv_f32(f"{a}.residual_scale", s["residual"]),
                kv_f32(f"{a}.attention.scale", s["attention"]), kv_f32(f"{a}.logit_scale", s["logit"])]
+    if a == "gemma4":
+        kv = gemma4_metadata(h, kv)
     kv.append(kv_u32("general.file_type", FILE_TYPE[quant]))
     if quant != "f32":
         kv.append(kv_u32("general.quantization_version", 2))
     return kv
+
+
+def gemma4_metadata(h, kv):
+    """Gemma 4's keys as its converter writes them: per-layer arrays for the FFN length and KV
+    heads, full-layer head size as key_length and the sliding one as key_length_swa, the
+    sliding pattern as booleans (replacing the scalar FFN / KV-head keys of `kv`)."""
+    a, L = h["arch"], h["L"]
+    g = h["gemma4"]
+    drop = (f"{a}.feed_forward_length", f"{a}.attention.head_count_kv")
+    kv = [e for e in kv if not any(e[8:8 + len(k)] == k.encode() and len(k) == struct.unpack_from("<Q", e)[0]
+                                   for k in drop)]
+    return kv + [
+        kv_arr(f"{a}.feed_forward_length", T_U32, [gemma4_ffn(h, i) for i in range(L)]),
+        kv_arr(f"{a}.attention.head_count_kv", T_U32, [h["Hkv"] if s else g["Hkv_full"] for s in g["swa"]]),
+        kv_u32(f"{a}.attention.key_length", g["hd_full"]), kv_u32(f"{a}.attention.value_length", g["hd_full"]),
+        kv_u32(f"{a}.attention.key_length_swa", h["hd"]), kv_u32(f"{a}.attention.value_length_swa", h["hd"]),
+        kv_u32(f"{a}.rope.dimension_count", g["hd_full"]), kv_u32(f"{a}.rope.dimension_count_swa", h["hd"]),
+        kv_f32(f"{a}.rope.freq_base_swa", g["base_swa"]),
+        kv_f32(f"{a}.final_logit_softcapping", g["final_cap"]),
+        kv_u32(f"{a}.attention.sliding_window", g["window"]),
+        kv_arr(f"{a}.attention.sliding_window_pattern", T_BOOL, g["swa"]),
+        kv_u32(f"{a}.attention.shared_kv_layers", g["shared"]),
+        kv_u32(f"{a}.embedding_length_per_layer_input", g["n_pl"])]
 
 
 def vocab_path(h, vocab_dir, gemma_vocab):
@@ -450,6 +565,7 @@ def synth_one(name, quant, out_dir, tok):
     fname = f"{name}-{quant}.gguf"
     path = os.path.join(out_dir, fname)
     rng = np.random.default_rng(zlib.crc32(fname.encode()))
+    h = dict(h, n_vocab=n_vocab)
     tensors = [(tname, ne, t, random_tensor(rng, h, tname, ne, t, sigma))
                for tname, ne, t, sigma in tensor_specs(h, n_vocab, quant)]
     write_gguf(path + ".tmp", metadata(h, quant, name), kv_raw, kv_count, tensors)

@@ -43,6 +43,9 @@ enum class Op : int32_t {
   kRopeYarn,    // YaRN: per-frequency blend of scaled and unscaled angles (RopeParams::ext_factor)
   kAttnSinks,   // a learned per-head logit in the softmax denominator (AttentionParams::sinks)
   kSwigluOai,   // Activation::kSwigluOai (the clamped SwiGLU of gpt-oss's experts)
+  kStridedRows, // row copies between buffers of different strides (Backend::CopyRows): per-layer
+                // inputs, KV rows narrower than the cache's
+  kUnweightedNorm,  // RmsNorm without a weight (w == nullptr)
   kCount
 };
 const char* OpName(Op op);

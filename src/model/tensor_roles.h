@@ -27,6 +27,7 @@ enum class GlobalRole : int32_t {
   kTokenEmbd, kOutputNorm, kOutputNormBias, kOutput, kOutputBias, kRopeFreqs, kRopeFactorsLong, kRopeFactorsShort,
   kPosEmbd, kTokenTypes, kInputNorm, kInputNormBias,  // BERT's input: positions, token types, LayerNorm
   kCls, kClsBias, kClsOut, kClsOutBias,                 // rerankers' classification head
+  kPerLayerTokenEmbd, kPerLayerModelProj, kPerLayerProjNorm,  // Gemma 4's per-layer inputs
   kCount
 };
 
@@ -43,6 +44,8 @@ enum class LayerRole : int32_t {
   kAttnOutNorm, kAttnOutNormBias, kLayerOutNorm, kLayerOutNormBias,  // post-LN over the residual (BERT)
   kAttnSinks,                                                          // per-head sink logits (gpt-oss)
   kFfnGateInpBias, kFfnGateExpsBias, kFfnUpExpsBias, kFfnDownExpsBias, // router and expert biases (gpt-oss)
+  kPerLayerInpGate, kPerLayerProj, kPerLayerPostNorm, kLayerOutScale,  // Gemma 4
+  kFfnGateInpScale, kFfnPreNorm2, kFfnPostNorm1, kFfnPostNorm2, kFfnGateUpExps, kFfnDownExpsScale,  // Gemma 4 MoE
   kCount
 };
 

@@ -59,7 +59,7 @@ Status Session::Create(const model::Model& model, const SessionOptions& o, std::
     // The KV cache is zero-filled at once: with memory overcommit an absurd n_ctx would not fail
     // the allocation but bring in the OOM killer while filling it. Refused beforehand instead.
     const uint64_t elem = o.kv_type == engine::KvType::kF16 ? 2 : 4;
-    const uint64_t kv = uint64_t(d.n_layer) * uint64_t(n_ctx) * uint64_t(d.MaxKWidth() + d.MaxVWidth()) * elem;
+    const uint64_t kv = uint64_t(d.NKvLayers()) * uint64_t(n_ctx) * uint64_t(d.MaxKWidth() + d.MaxVWidth()) * elem;
     const uint64_t avail = AvailableMemoryBytes();
     if (avail != 0 && kv > avail) {
       return Status(Code::kOutOfMemory, "the KV cache for n_ctx=" + std::to_string(n_ctx) + " needs " +
@@ -69,7 +69,7 @@ Status Session::Create(const model::Model& model, const SessionOptions& o, std::
   }
   std::unique_ptr<engine::Backend> backend;
   ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(std::min(threads, 256), &backend));
-  ZF_RETURN_IF_ERROR(backend->InitKv(d.n_layer, n_ctx, d.MaxKWidth(), d.MaxVWidth(), o.kv_type));
+  ZF_RETURN_IF_ERROR(backend->InitKv(d.NKvLayers(), n_ctx, d.MaxKWidth(), d.MaxVWidth(), o.kv_type));
   // An engine without batch-invariant products (CUDA today) evaluates as it can: not exact.
   const bool exact = o.exact && backend->SetBatchInvariant(true);
   std::unique_ptr<Session> s(new Session(model, n_ctx, std::move(backend)));

@@ -54,6 +54,8 @@ class CpuBackend final : public Backend {
   void Scale(float* x, int64_t n, float s) override;
   void AddScaled(float* x, const float* y, int64_t n, float s) override;
   void Activate(Activation act, float* x, int64_t n) override;
+  void CopyRows(const float* src, int64_t src_stride, int32_t rows, int32_t width, float* dst,
+                int64_t dst_stride) override;
 
  private:
   // Reads one cached row (k or v) as floats.

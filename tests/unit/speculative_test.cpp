@@ -138,11 +138,10 @@ void CheckIdenticalWithDraftModel(const std::string& name) {
   ASSERT_TRUE(rt::CheckDraftVocabulary(*m, *m).ok());
   rt::SessionOptions so;
   so.n_ctx = 1024;
-  so.exact = false;  // as zf_session_set_draft_model makes it
   std::unique_ptr<rt::Session> draft;
   ASSERT_TRUE(rt::Session::Create(*m, so, &draft).ok());
-  const std::string p1 = "Write a short story about a fox who learns to read.";
-  const std::string p2 = "\nNow tell the same story from the owl's point of view.";
+  const std::string p1 = "The history of the printing press begins";
+  const std::string p2 = "\nThe history of the steam engine begins";
   for (float temperature : {0.0f, 0.8f}) {
     rt::GenerateOptions plain;
     plain.max_tokens = 40;
@@ -163,8 +162,10 @@ void CheckIdenticalWithDraftModel(const std::string& name) {
     std::printf("    %s T=%.1f, itself as draft: %d drafted, %d accepted\n", name.c_str(), temperature, drafted,
                 accepted);
     EXPECT_LE(accepted, drafted);
-    if (temperature == 0.0f) EXPECT_GE(accepted * 10, drafted * 8) << "a model agrees with its own greedy drafts";
-    else EXPECT_GT(accepted, 0);
+    EXPECT_EQ(got[0].result.n_generated, plain.max_tokens) << "a prompt the model continues";
+    // Exact sessions on both sides: a model keeps every one of its own greedy drafts.
+    if (temperature == 0.0f) EXPECT_EQ(accepted, drafted);
+    EXPECT_GT(accepted, 0);
   }
 }
 

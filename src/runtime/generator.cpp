@@ -41,6 +41,8 @@ Status Generation::EvalWithDraft(bool* drafted) {
   if (k <= 0 || !session_.can_verify() || (options_.draft_session != nullptr && draft_session_ == nullptr)) {
     return Status::Ok();
   }
+  // A draft model drafts at every step: time one plain step first, or its cost is never weighed.
+  if (draft_session_ != nullptr && !draft_len_.has_step_time()) return Status::Ok();
   k = std::min({k, Session::kMaxVerify - 1, session_.n_ctx() - session_.n_past() - 1});
   if (options_.max_tokens >= 0) k = std::min(k, options_.max_tokens - result_.n_generated);
   if (k < std::max(1, d.min)) return Status::Ok();

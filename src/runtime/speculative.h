@@ -72,6 +72,9 @@ class DraftLength {
   // A one-token step without a draft that took step_ms (counts down a pause).
   void Step(double step_ms);
 
+  // True once a plain step was timed: the row cost (beta) is measured against it, so a draft
+  // source that drafts at every step (a draft model) needs one plain step first.
+  bool has_step_time() const { return step_ms_ > 0.0; }
   double acceptance() const { return p_; }
   double row_cost() const { return beta_; }
 

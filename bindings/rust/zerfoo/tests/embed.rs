@@ -168,7 +168,8 @@ fn drafts_keep_the_output() {
 #[test]
 fn draft_model_keeps_the_output() {
     let Some(model) = model() else { return };
-    let prompt = "<|im_start|>user\nWrite two sentences about the sea.<|im_end|>\n<|im_start|>assistant\n";
+    let prompt =
+        "<|im_start|>user\nWrite two sentences about the sea.<|im_end|>\n<|im_start|>assistant\n";
     let so = SessionOptions {
         n_ctx: 256,
         n_threads: 1,
@@ -197,10 +198,20 @@ fn draft_model_keeps_the_output() {
     let gemma_path = std::path::Path::new(&std::env::var("HOME").unwrap_or_default())
         .join(".cache/zerfoo/models/gemma-3-270m-q4_k_m.gguf");
     if !gemma_path.exists() {
-        eprintln!("skipping the vocabulary check: {} missing", gemma_path.display());
+        eprintln!(
+            "skipping the vocabulary check: {} missing",
+            gemma_path.display()
+        );
         return;
     }
-    let gemma = Model::load(&gemma_path, &ModelOptions { device: Device::Cpu, ..Default::default() }).unwrap();
+    let gemma = Model::load(
+        &gemma_path,
+        &ModelOptions {
+            device: Device::Cpu,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let err = s.set_draft_model(Some(&gemma)).unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
     assert!(err.to_string().contains("vocabulary"), "{err}");

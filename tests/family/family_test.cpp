@@ -444,6 +444,48 @@ TEST(FamilyDraftVocabulary, DifferentVocabulariesAreRefused) {
   EXPECT_EQ(zf_generate(s.s, "Hi", 2, &gp, nullptr, nullptr, &r), ZF_OK) << zf_last_error();
 }
 
+// The session holds its own reference to the draft model: the caller may free its handle right
+// after setting it. NULL arguments, a vocabulary-only draft and a generation in progress are
+// refused; setting NULL removes the draft.
+TEST(FamilyDraftApi, LifetimeAndErrors) {
+  Model target{LoadCpu(ModelsDir() + "/phi3-q8_0.gguf")};
+  ASSERT_TRUE(target.m != nullptr);
+  Session s;
+  ASSERT_EQ(zf_session_create(target.m, nullptr, &s.s), ZF_OK);
+  EXPECT_EQ(zf_session_set_draft_model(nullptr, target.m), ZF_ERR_INVALID_ARGUMENT);
+  zf_model_params vp;
+  zf_model_params_init(&vp, sizeof vp);
+  vp.flags = ZF_MODEL_VOCAB_ONLY;
+  Model vocab;
+  ASSERT_EQ(zf_model_load((ModelsDir() + "/phi3-q4.gguf").c_str(), &vp, &vocab.m), ZF_OK);
+  EXPECT_EQ(zf_session_set_draft_model(s.s, vocab.m), ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(zf_last_error()).find("VOCAB_ONLY"), std::string::npos) << zf_last_error();
+  zf_model* draft = LoadCpu(ModelsDir() + "/phi3-q8_0.gguf");
+  ASSERT_NE(draft, nullptr);
+  ASSERT_EQ(zf_session_set_draft_model(s.s, draft), ZF_OK) << zf_last_error();
+  zf_model_free(draft);  // the session's reference keeps it
+  zf_generate_params gp;
+  zf_generate_params_init(&gp, sizeof gp);
+  gp.temperature = 0.0f;
+  gp.max_tokens = 12;
+  gp.draft_max = 4;
+  gp.flags = ZF_GENERATE_IGNORE_EOS;
+  zf_generation* g = nullptr;
+  ASSERT_EQ(zf_generate_begin(s.s, "Hello there", 11, &gp, &g), ZF_OK) << zf_last_error();
+  EXPECT_EQ(zf_session_set_draft_model(s.s, nullptr), ZF_ERR_INVALID_ARGUMENT) << "a generation in progress";
+  char buf[256];
+  size_t len = 0;
+  int32_t token = 0, done = 0;
+  while (!done) ASSERT_EQ(zf_generation_next(g, buf, sizeof buf, &len, &token, &done), ZF_OK) << zf_last_error();
+  zf_generate_result r{};
+  r.struct_size = sizeof r;
+  ASSERT_EQ(zf_generation_result(g, &r), ZF_OK);
+  zf_generation_free(g);
+  EXPECT_EQ(r.n_generated, 12);
+  EXPECT_GT(r.n_accepted, 0) << "the freed handle's model still drafts";
+  ASSERT_EQ(zf_session_set_draft_model(s.s, nullptr), ZF_OK);
+}
+
 // The draft model does not change the output distribution at temperature > 0: with top_k 2 the
 // first three tokens take one of 8 sequences whose exact probabilities follow from the target's
 // logits (zf_session_eval); 600 seeded generations with a draft model (the file as its own

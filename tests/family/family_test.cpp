@@ -364,7 +364,8 @@ class FamilyDraft : public testing::TestWithParam<std::string> {};
 // Greedy with a draft model is token for token greedy without it, across two turns (the draft's
 // session follows the conversation): with the Q4 file as draft (random weights put the top logits
 // within quantization noise of each other, so its drafts are rarely the Q8_0 file's argmax: the
-// rejection path) and with the Q8_0 file as its own draft (drafts kept: the acceptance path).
+// rejection path) and with the Q8_0 file as its own draft (drafts kept: the acceptance path);
+// and with prompt lookup instead of a draft model.
 TEST_P(FamilyDraft, GreedyIsTokenForTokenIdentical) {
   const std::string family = GetParam();
   Model target{LoadCpu(ModelsDir() + "/" + family + "-q8_0.gguf")};
@@ -377,11 +378,11 @@ TEST_P(FamilyDraft, GreedyIsTokenForTokenIdentical) {
   gp.flags = ZF_GENERATE_IGNORE_EOS;
   const std::string turns[2] = {"Once upon a time there was a little", " and then"};
   // Returns the conversation after both turns; adds the drafted and accepted counts.
-  const auto converse = [&](zf_model* draft, int32_t* drafted, int32_t* accepted) {
+  const auto converse = [&](zf_model* draft, int32_t* drafted, int32_t* accepted, bool lookup = false) {
     Session s;
     EXPECT_EQ(zf_session_create(target.m, nullptr, &s.s), ZF_OK) << zf_last_error();
     if (draft != nullptr) EXPECT_EQ(zf_session_set_draft_model(s.s, draft), ZF_OK) << zf_last_error();
-    gp.draft_max = draft != nullptr ? 6 : 0;
+    gp.draft_max = draft != nullptr || lookup ? 6 : 0;
     for (const std::string& turn : turns) {
       zf_generate_result r{};
       r.struct_size = sizeof r;
@@ -397,11 +398,13 @@ TEST_P(FamilyDraft, GreedyIsTokenForTokenIdentical) {
   const std::vector<int32_t> want = converse(nullptr, &plain_drafted, &plain_accepted);
   EXPECT_EQ(converse(q4.m, &q4_drafted, &q4_accepted), want) << family << ": Q4 draft changed the greedy output";
   EXPECT_EQ(converse(target.m, &self_drafted, &self_accepted), want) << family << ": self draft changed the output";
+  int32_t lookup_drafted = 0, lookup_accepted = 0;
+  EXPECT_EQ(converse(nullptr, &lookup_drafted, &lookup_accepted, true), want) << family << ": lookup changed the output";
   EXPECT_EQ(plain_drafted, 0);
   EXPECT_GT(q4_drafted, 0) << family;
   EXPECT_GT(self_accepted, 0) << family;
-  std::printf("    %s: Q4 draft %d drafted, %d accepted; itself %d drafted, %d accepted\n", family.c_str(), q4_drafted,
-              q4_accepted, self_drafted, self_accepted);
+  std::printf("    %s: Q4 draft %d drafted, %d accepted; itself %d/%d; lookup %d/%d\n", family.c_str(), q4_drafted,
+              q4_accepted, self_drafted, self_accepted, lookup_drafted, lookup_accepted);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilyDraft,

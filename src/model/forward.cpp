@@ -375,8 +375,6 @@ void Forward::MoeFfn(int32_t il, int32_t n) {
     Norm(ld.norm.kind, ld.norm.eps, L[LayerRole::kFfnNorm], L[LayerRole::kFfnNormBias], x_.data(), n, h_.data());
     in = h_.data();
   }
-  be_.MatMul(*L[LayerRole::kFfnGateInp], in, n, router_.data());
-  if (L[LayerRole::kFfnGateInpBias]) be_.AddBias(router_.data(), F32(L[LayerRole::kFfnGateInpBias]), n, f.n_expert);
   const bool dense_beside = f.n_ff_dense > 0;
   if (dense_beside) {  // Gemma 4: the dense MLP of the ffn_norm'ed input, into h_
     be_.MatMulGated(f.act, *L[LayerRole::kFfnGate], *L[LayerRole::kFfnUp], in, n, gate_.data(), up_.data());
@@ -390,6 +388,7 @@ void Forward::MoeFfn(int32_t il, int32_t n) {
   } else {
     be_.MatMul(*L[LayerRole::kFfnGateInp], in, n, router_.data());
   }
+  if (L[LayerRole::kFfnGateInpBias]) be_.AddBias(router_.data(), F32(L[LayerRole::kFfnGateInpBias]), n, f.n_expert);
   if (dense_beside) {  // the experts read their own norm of x
     be_.RmsNorm(x_.data(), F32(L[LayerRole::kFfnPreNorm2]), n, E, ld.norm.eps, moe_x_.data());
     in = moe_x_.data();

@@ -431,7 +431,7 @@ class FamilyDraft : public testing::TestWithParam<std::string> {};
 TEST_P(FamilyDraft, GreedyIsTokenForTokenIdentical) {
   const std::string family = GetParam();
   Model target{LoadCpu(ModelsDir() + "/" + family + "-q8_0.gguf")};
-  Model q4{LoadCpu(ModelsDir() + "/" + family + "-q4.gguf")};
+  Model q4{LoadCpu(ModelsDir() + "/" + family + "-" + FourBit(family) + ".gguf")};
   ASSERT_TRUE(target.m != nullptr && q4.m != nullptr);
   zf_generate_params gp;
   zf_generate_params_init(&gp, sizeof gp);

@@ -341,6 +341,8 @@ std::vector<Spec> Families() {
   s.kv = {{"expert_feed_forward_length", val::U32(40)}, {"attention.sliding_window", val::U32(3)},
           {"rope.scaling.type", val::Str("yarn")}, {"rope.scaling.factor", val::F32(32.0f)},
           {"rope.scaling.original_context_length", val::U32(16)}};
+  v.push_back(s);
+  s = Spec{};
   s.name = "gemma4"; s.arch = "gemma4"; s.custom = BuildGemma4;
   v.push_back(s);
   s = Spec{};

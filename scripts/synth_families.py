@@ -81,6 +81,12 @@ FAMILIES = {
     # OLMo 2: no pre-norms, post-norms, full-width QK-norm, output never tied.
     "olmo2": dict(arch="olmo2", vocab="gpt-2", E=256, L=2, H=4, Hkv=4, hd=64, F=512, base=500000.0,
                   tied=False, eps=1e-6, ctx=4096, qk_norm_full=True),
+    # LFM2: short-convolution layers (head_count_kv 0, kernel l_cache 3) between GQA attention
+    # layers with per-head QK-norm; output norm stored as token_embd_norm. llama.cpp ships no
+    # LFM2 vocabulary file: llama-bpe's (the same llama3 pre-tokenizer rules) with
+    # tokenizer.ggml.pre set to "lfm2".
+    "lfm2": dict(arch="lfm2", vocab="llama-bpe", pre="lfm2", E=256, L=4, H=4, Hkv=2, hd=64, F=512, base=1e6,
+                 tied=True, eps=1e-5, ctx=128000, conv_layers=(0, 2), l_cache=3, qk_norm=True),
 }
 
 # 1B-class shapes for bench/family_bench.sh (Q4_K_M mix only, never in the tests): a dense
@@ -142,6 +148,15 @@ def tensor_specs(h, n_vocab, quant):
         p = f"blk.{i}."
         if arch != "olmo2":
             specs.append(vec(p + "attn_norm.weight", E))
+        if i in h.get("conv_layers", ()):
+            # The kernel [l_cache, E] stays F32 (rows of 3: llama-quantize cannot block them).
+            specs += [(p + "shortconv.conv.weight", (h["l_cache"], E), Q.F32, 0.5),
+                      mat(p + "shortconv.in_proj.weight", E, 3 * E, 0.06, i),
+                      mat(p + "shortconv.out_proj.weight", E, E, 0.03, i),
+                      vec(p + "ffn_norm.weight", E),
+                      mat(p + "ffn_gate.weight", E, F, 0.03, i), mat(p + "ffn_up.weight", E, F, 0.03, i),
+                      mat(p + "ffn_down.weight", F, E, 0.03, i, kind="more")]
+            continue
         if arch == "phi3":
             specs.append(mat(p + "attn_qkv.weight", E, nq + 2 * nkv, 0.06, i))
         else:
@@ -173,7 +188,7 @@ def tensor_specs(h, n_vocab, quant):
                       mat(p + "ffn_down.weight", F, E, 0.03, i, kind="more")]
         if arch in ("gemma2", "olmo2"):
             specs.append(vec(p + "post_ffw_norm.weight", E))
-    specs.append(vec("output_norm.weight", E))
+    specs.append(vec("token_embd_norm.weight" if arch == "lfm2" else "output_norm.weight", E))
     if not h["tied"]:
         specs.append(mat("output.weight", E, n_vocab, 0.02, kind="out"))
     return specs
@@ -278,8 +293,14 @@ def kv_str(key, v):
     return gguf_str(key) + struct.pack("<I", T_STR) + gguf_str(v)
 
 
-def read_tokenizer_kv(path):
-    """(raw bytes of every tokenizer.* key/value pair, in file order; their count; n_vocab)."""
+def kv_i32_array(key, vals):
+    """An INT32 array, as the gguf writer stores a list of Python ints."""
+    return gguf_str(key) + struct.pack("<IIQ", T_ARR, 5, len(vals)) + struct.pack(f"<{len(vals)}i", *vals)
+
+
+def read_tokenizer_kv(path, pre=None):
+    """(raw bytes of every tokenizer.* key/value pair, in file order; their count; n_vocab).
+    pre: a tokenizer.ggml.pre value replacing the file's."""
     with open(path, "rb") as f:
         buf = f.read()
     magic, version, _n_tensors, n_kv = struct.unpack_from("<IIQQ", buf, 0)
@@ -312,7 +333,7 @@ def read_tokenizer_kv(path):
         (t,) = struct.unpack_from("<I", buf, off)
         off = skip_value(off + 4, t)
         if key.startswith("tokenizer."):
-            out.append(buf[start:off])
+            out.append(kv_str(key, pre) if pre is not None and key == "tokenizer.ggml.pre" else buf[start:off])
             count += 1
             if key == "tokenizer.ggml.tokens":
                 n_vocab = struct.unpack_from("<IQ", buf, start + 8 + klen + 4)[1]
@@ -347,7 +368,10 @@ def metadata(h, quant, name):
     kv = [kv_str("general.architecture", a), kv_str("general.name", f"zerfoo synthetic {name}"),
           kv_u32(f"{a}.context_length", h["ctx"]), kv_u32(f"{a}.embedding_length", E),
           kv_u32(f"{a}.block_count", h["L"]), kv_u32(f"{a}.feed_forward_length", h["F"]),
-          kv_u32(f"{a}.attention.head_count", H), kv_u32(f"{a}.attention.head_count_kv", h["Hkv"]),
+          kv_u32(f"{a}.attention.head_count", H),
+          kv_i32_array(f"{a}.attention.head_count_kv",
+                       [0 if i in h["conv_layers"] else h["Hkv"] for i in range(h["L"])])
+          if "conv_layers" in h else kv_u32(f"{a}.attention.head_count_kv", h["Hkv"]),
           kv_f32(f"{a}.rope.freq_base", h["base"]),
           kv_f32(f"{a}.attention.layer_norm_rms_epsilon", h["eps"])]
     if h.get("key_length"):
@@ -368,6 +392,8 @@ def metadata(h, quant, name):
         kv += [kv_f32(f"{a}.attn_logit_softcapping", h["attn_cap"]),
                kv_f32(f"{a}.final_logit_softcapping", h["final_cap"]),
                kv_u32(f"{a}.attention.sliding_window", h["window"])]
+    if a == "lfm2":
+        kv.append(kv_u32(f"{a}.shortconv.l_cache", h["l_cache"]))
     if a == "granite":
         s = h["scales"]
         kv += [kv_f32(f"{a}.embedding_scale", s["embedding"]), kv_f32(f"{a}.residual_scale", s["residual"]),
@@ -432,10 +458,11 @@ def main(out_dir, only, vocab_dir, gemma_vocab, quants=QUANTS):
     toks = {}
     for n in names:
         src = vocab_path(FAMILIES[n], vocab_dir, gemma_vocab)
-        if src not in toks:
-            toks[src] = read_tokenizer_kv(src)
+        pre = FAMILIES[n].get("pre")
+        if (src, pre) not in toks:
+            toks[(src, pre)] = read_tokenizer_kv(src, pre)
         for quant in quants:
-            p = synth_one(n, quant, out_dir, toks[src])
+            p = synth_one(n, quant, out_dir, toks[(src, pre)])
             size = os.path.getsize(p)
             total += size
             print(f"{p}: {size / 2**20:.1f} MiB")

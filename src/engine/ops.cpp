@@ -16,6 +16,7 @@ const char* OpName(Op op) {
     case Op::kRopeFactors: return "LongRoPE scaling";
     case Op::kNonCausal: return "non-causal attention";
     case Op::kRopeYarn: return "YaRN rope scaling";
+    case Op::kShortConv: return "short convolution (recurrent state)";
     case Op::kCount: break;
   }
   return "unknown op";

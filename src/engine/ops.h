@@ -34,6 +34,7 @@ enum class Op : int32_t {
   kRopeFactors, // per-frequency divisors and a cos/sin multiplier (LongRoPE, llama3)
   kNonCausal,   // attention over every position of the step (AttentionParams::causal = false)
   kRopeYarn,    // YaRN: per-frequency blend of scaled and unscaled angles (RopeParams::ext_factor)
+  kShortConv,   // LFM2's gated short convolution with a per-sequence state (Backend::ShortConv)
   kCount
 };
 const char* OpName(Op op);

@@ -7,14 +7,33 @@ namespace zf::model {
 
 int32_t ModelDesc::MaxKWidth() const {
   int32_t w = 0;
-  for (const LayerDesc& l : layers) w = std::max(w, l.attn.n_head_kv * l.attn.head_dim_k);
+  for (const LayerDesc& l : layers) {
+    if (l.attention()) w = std::max(w, l.attn.n_head_kv * l.attn.head_dim_k);
+  }
   return w;
 }
 
 int32_t ModelDesc::MaxVWidth() const {
   int32_t w = 0;
-  for (const LayerDesc& l : layers) w = std::max(w, l.attn.n_head_kv * l.attn.head_dim_v);
+  for (const LayerDesc& l : layers) {
+    if (l.attention()) w = std::max(w, l.attn.n_head_kv * l.attn.head_dim_v);
+  }
   return w;
+}
+
+bool ModelDesc::HasRecurrentLayers() const {
+  for (const LayerDesc& l : layers) {
+    if (RecurrentStateFloats(*this, l) > 0) return true;
+  }
+  return false;
+}
+
+size_t RecurrentStateFloats(const ModelDesc& d, const LayerDesc& l) {
+  switch (l.mixer) {
+    case MixerKind::kAttention: return 0;
+    case MixerKind::kShortConv: return size_t(l.conv.l_cache - 1) * size_t(d.n_embd);
+  }
+  return 0;
 }
 
 std::vector<engine::Op> RequiredOps(const ModelDesc& d) {
@@ -25,9 +44,11 @@ std::vector<engine::Op> RequiredOps(const ModelDesc& d) {
   if ((d.has_output_norm && d.output_norm_kind == NormKind::kLayer) || d.input_norm) need(engine::Op::kLayerNorm);
   if (d.residual_scale != 1.0f || d.logit_scale != 1.0f) need(engine::Op::kScale);
   for (const LayerDesc& l : d.layers) {
+    if (l.mixer == MixerKind::kShortConv) need(engine::Op::kShortConv);
     if (l.norm.kind == NormKind::kLayer) need(engine::Op::kLayerNorm);
     if (l.ffn.kind == FfnKind::kPlain) need(engine::Op::kPlainFfn);
     if (l.ffn.kind == FfnKind::kMoe) need(engine::Op::kMoe);
+    if (!l.attention()) continue;
     if (l.attn.rope.attn_factor != 1.0f) need(engine::Op::kRopeFactors);
     if (!l.attn.causal) need(engine::Op::kNonCausal);
     if (l.attn.rope.enabled && l.attn.rope.ext_factor != 0.0f) need(engine::Op::kRopeYarn);

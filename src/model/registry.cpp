@@ -18,6 +18,7 @@ constexpr ArchEntry kArchs[] = {
     {"olmo2", BuildOlmo2},
     {"bert", BuildBert},
     {"nomic-bert", BuildNomicBert},
+    {"lfm2", BuildLfm2},
 };
 
 }  // namespace

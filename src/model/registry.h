@@ -43,5 +43,6 @@ Status BuildGranite(const Hparams& h, ModelDesc* d);
 Status BuildOlmo2(const Hparams& h, ModelDesc* d);
 Status BuildBert(const Hparams& h, ModelDesc* d);
 Status BuildNomicBert(const Hparams& h, ModelDesc* d);
+Status BuildLfm2(const Hparams& h, ModelDesc* d);
 
 }  // namespace zf::model

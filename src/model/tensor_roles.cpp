@@ -24,6 +24,10 @@ int64_t QRows(const LayerDesc& l) { return int64_t{l.attn.n_head} * l.attn.head_
 int64_t KRows(const LayerDesc& l) { return int64_t{l.attn.n_head_kv} * l.attn.head_dim_k; }
 int64_t VRows(const LayerDesc& l) { return int64_t{l.attn.n_head_kv} * l.attn.head_dim_v; }
 bool Dense(const LayerDesc& l) { return l.ffn.kind != FfnKind::kMoe; }
+bool ShortConv(const LayerDesc& l) { return l.mixer == MixerKind::kShortConv; }
+// The attention mixer's own tensors (Q/K/V, output, their biases and norms): absent in a layer
+// with another mixer, whatever the attention description says.
+bool AttentionRole(LayerRole r) { return r >= LayerRole::kAttnQ && r <= LayerRole::kAttnKNorm; }
 bool LayerNormBias(const LayerDesc& l, bool has_norm) { return has_norm && l.norm.kind == NormKind::kLayer; }
 
 struct LayerRoleSpec {
@@ -93,6 +97,13 @@ const LayerRoleSpec kLayerRoles[] = {
    [](D d, L l) { return Experts(d.n_embd, l.ffn.n_ff, l.ffn.n_expert); }},
   {LayerRole::kFfnDownExps, "ffn_down_exps.weight", [](L l) { return If(!Dense(l)); },
    [](D d, L l) { return Experts(l.ffn.n_ff, d.n_embd, l.ffn.n_expert); }},
+  // The kernel is [l_cache, n_embd] F32 (rows of 2-4 values: llama-quantize leaves it F32).
+  {LayerRole::kShortConvConv, "shortconv.conv.weight", [](L l) { return If(ShortConv(l)); },
+   [](D d, L l) { return Mat(l.conv.l_cache, d.n_embd); }},
+  {LayerRole::kShortConvInProj, "shortconv.in_proj.weight", [](L l) { return If(ShortConv(l)); },
+   [](D d, L) { return Mat(d.n_embd, 3 * int64_t{d.n_embd}); }},
+  {LayerRole::kShortConvOutProj, "shortconv.out_proj.weight", [](L l) { return If(ShortConv(l)); },
+   [](D d, L) { return Mat(d.n_embd, d.n_embd); }},
 };
 
 struct GlobalRoleSpec {
@@ -209,7 +220,9 @@ const Tensor* VectorView(Weights* w, const Tensor& t, int64_t i0, int64_t n, con
 
 Status BindWeights(const gguf::GgufFile& f, const ModelDesc& d, Weights* w) {
   for (const GlobalRoleSpec& s : kGlobalRoles) {
-    ZF_RETURN_IF_ERROR(BindInto(w, f, s.name, s.need(d), s.shape(d), &w->global[size_t(s.role)]));
+    const bool renamed = s.role == GlobalRole::kOutputNorm && !d.output_norm_name.empty();
+    ZF_RETURN_IF_ERROR(BindInto(w, f, renamed ? d.output_norm_name : s.name, s.need(d), s.shape(d),
+                                &w->global[size_t(s.role)]));
   }
   if (d.has_output_head && w->global[size_t(GlobalRole::kOutput)] == nullptr) {
     w->global[size_t(GlobalRole::kOutput)] = w->global[size_t(GlobalRole::kTokenEmbd)];  // tied embeddings
@@ -225,7 +238,11 @@ Status BindWeights(const gguf::GgufFile& f, const ModelDesc& d, Weights* w) {
                          "which is not supported (convert the model again to get 3-D ffn_*_exps tensors)");
     }
     for (const LayerRoleSpec& s : kLayerRoles) {
-      ZF_RETURN_IF_ERROR(BindInto(w, f, prefix + s.name, s.need(ld), s.shape(d, ld), &lt[s.role]));
+      const Need need = AttentionRole(s.role) && !ld.attention() ? Need::kAbsent : s.need(ld);
+      ZF_RETURN_IF_ERROR(BindInto(w, f, prefix + s.name, need, s.shape(d, ld), &lt[s.role]));
+    }
+    if (const Tensor* k = lt[LayerRole::kShortConvConv]; k != nullptr && k->type != GgmlType::F32) {
+      return Unsupported("tensor '" + prefix + "shortconv.conv.weight' is " + TypeName(k->type) + "; it must be F32");
     }
     if (ld.attn.fused_qkv) {
       const Tensor& qkv = *lt[LayerRole::kAttnQkv];
@@ -276,7 +293,8 @@ std::vector<const Tensor*> Weights::Matrices() const {
   add((*this)[GlobalRole::kClsOut]);
   for (const LayerTensors& l : layers) {
     for (LayerRole r : {LayerRole::kAttnQ, LayerRole::kAttnK, LayerRole::kAttnV, LayerRole::kAttnOut, LayerRole::kFfnGate,
-                        LayerRole::kFfnUp, LayerRole::kFfnDown, LayerRole::kFfnGateInp}) {
+                        LayerRole::kFfnUp, LayerRole::kFfnDown, LayerRole::kFfnGateInp, LayerRole::kShortConvInProj,
+                        LayerRole::kShortConvOutProj}) {
       add(l[r]);
     }
     for (size_t e = 0; e < l.expert_gate.size(); ++e) {
@@ -297,6 +315,8 @@ std::vector<const Tensor**> Weights::VectorRefs() {
     for (const Tensor*& t : l.t) {
       if (t != nullptr && t->n_dims == 1) out.push_back(&t);
     }
+    // Read on the host at run time like a vector (never multiplied as a matrix).
+    if (l[LayerRole::kShortConvConv] != nullptr) out.push_back(&l[LayerRole::kShortConvConv]);
   }
   return out;
 }

@@ -41,6 +41,7 @@ enum class LayerRole : int32_t {
   kFfnGateShexp, kFfnUpShexp, kFfnDownShexp, kFfnGateInpShexp,
   kFfnUpBias, kFfnDownBias,
   kAttnOutNorm, kAttnOutNormBias, kLayerOutNorm, kLayerOutNormBias,  // post-LN over the residual (BERT)
+  kShortConvConv, kShortConvInProj, kShortConvOutProj,  // MixerKind::kShortConv (LFM2)
   kCount
 };
 
@@ -66,8 +67,9 @@ struct Weights {
   // Every matrix the forward pass multiplies with (views in place of fused and 3-D tensors),
   // each once: what the engines copy or repack.
   std::vector<const Tensor*> Matrices() const;
-  // The addresses of every bound 1-D tensor pointer (norms, biases, factors), so the model can
-  // move those small tensors out of the file mapping and rebind them.
+  // The addresses of every bound 1-D tensor pointer (norms, biases, factors) and of the short
+  // convolutions' kernels, so the model can move those small tensors out of the file mapping
+  // and rebind them.
   std::vector<const Tensor**> VectorRefs();
 
   std::vector<const Tensor*> bound;  // every file tensor bound (views' parents included)

@@ -47,7 +47,7 @@ namespace {
 using nlohmann::json;
 
 const char* const kModels[] = {"llama", "llama31", "mixtral", "qwen2", "qwen3", "qwen3moe",
-                               "phi3",  "gemma2",  "smollm3", "granite", "olmo2"};
+                               "phi3",  "gemma2",  "smollm3", "granite", "olmo2", "lfm2"};
 const char* const kQuants[] = {"f32", "q8_0", "q4"};
 
 // The models whose load must fail with ZF_ERR_UNSUPPORTED today. Remove a model from here when

@@ -87,6 +87,11 @@ FAMILIES = {
     # tokenizer.ggml.pre set to "lfm2".
     "lfm2": dict(arch="lfm2", vocab="llama-bpe", pre="lfm2", E=256, L=4, H=4, Hkv=2, hd=64, F=512, base=1e6,
                  tied=True, eps=1e-5, ctx=128000, conv_layers=(0, 2), l_cache=3, qk_norm=True),
+    # LFM2-MoE: the same mixers; layer 0 dense, then 4 experts (2 used) with a sigmoid router
+    # whose top-k is chosen on the scores plus exp_probs_b.bias.
+    "lfm2moe": dict(arch="lfm2moe", vocab="llama-bpe", pre="lfm2", E=256, L=4, H=4, Hkv=2, hd=64, F=512,
+                    base=1e6, tied=True, eps=1e-5, ctx=128000, conv_layers=(0, 2), l_cache=3, qk_norm=True,
+                    experts=(4, 2), Fe=256, dense_lead=1, probs_bias=0.1),
 }
 
 # 1B-class shapes for bench/family_bench.sh (Q4_K_M mix only, never in the tests): a dense
@@ -152,35 +157,34 @@ def tensor_specs(h, n_vocab, quant):
             # The kernel [l_cache, E] stays F32 (rows of 3: llama-quantize cannot block them).
             specs += [(p + "shortconv.conv.weight", (h["l_cache"], E), Q.F32, 0.5),
                       mat(p + "shortconv.in_proj.weight", E, 3 * E, 0.06, i),
-                      mat(p + "shortconv.out_proj.weight", E, E, 0.03, i),
-                      vec(p + "ffn_norm.weight", E),
-                      mat(p + "ffn_gate.weight", E, F, 0.03, i), mat(p + "ffn_up.weight", E, F, 0.03, i),
-                      mat(p + "ffn_down.weight", F, E, 0.03, i, kind="more")]
-            continue
-        if arch == "phi3":
-            specs.append(mat(p + "attn_qkv.weight", E, nq + 2 * nkv, 0.06, i))
+                      mat(p + "shortconv.out_proj.weight", E, E, 0.03, i)]
         else:
-            specs += [mat(p + "attn_q.weight", E, nq, 0.06, i), mat(p + "attn_k.weight", E, nkv, 0.06, i),
-                      mat(p + "attn_v.weight", E, nkv, 0.03, i, kind="more")]
-        if h.get("qkv_bias"):
-            specs += [vec(p + "attn_q.bias", nq, 0.2), vec(p + "attn_k.bias", nkv, 0.2),
-                      vec(p + "attn_v.bias", nkv, 0.05)]
-        if h.get("qk_norm"):
-            specs += [vec(p + "attn_q_norm.weight", hd), vec(p + "attn_k_norm.weight", hd)]
-        if h.get("qk_norm_full"):
-            specs += [vec(p + "attn_q_norm.weight", nq), vec(p + "attn_k_norm.weight", nkv)]
-        specs.append(mat(p + "attn_output.weight", nq, E, 0.03, i))
-        if arch in ("gemma2", "olmo2"):
-            specs.append(vec(p + "post_attention_norm.weight", E))
+            if arch == "phi3":
+                specs.append(mat(p + "attn_qkv.weight", E, nq + 2 * nkv, 0.06, i))
+            else:
+                specs += [mat(p + "attn_q.weight", E, nq, 0.06, i), mat(p + "attn_k.weight", E, nkv, 0.06, i),
+                          mat(p + "attn_v.weight", E, nkv, 0.03, i, kind="more")]
+            if h.get("qkv_bias"):
+                specs += [vec(p + "attn_q.bias", nq, 0.2), vec(p + "attn_k.bias", nkv, 0.2),
+                          vec(p + "attn_v.bias", nkv, 0.05)]
+            if h.get("qk_norm"):
+                specs += [vec(p + "attn_q_norm.weight", hd), vec(p + "attn_k_norm.weight", hd)]
+            if h.get("qk_norm_full"):
+                specs += [vec(p + "attn_q_norm.weight", nq), vec(p + "attn_k_norm.weight", nkv)]
+            specs.append(mat(p + "attn_output.weight", nq, E, 0.03, i))
+            if arch in ("gemma2", "olmo2"):
+                specs.append(vec(p + "post_attention_norm.weight", E))
         if arch != "olmo2":
             specs.append(vec(p + "ffn_norm.weight", E))
-        if "experts" in h:
+        if "experts" in h and i >= h.get("dense_lead", 0):
             n_exp = h["experts"][0]
             Fe = h.get("Fe", F)
             specs += [(p + "ffn_gate_inp.weight", (E, n_exp), Q.F32, 0.06),
                       mat(p + "ffn_gate_exps.weight", E, Fe, 0.03, i, n_exp=n_exp),
                       mat(p + "ffn_up_exps.weight", E, Fe, 0.03, i, n_exp=n_exp),
                       mat(p + "ffn_down_exps.weight", Fe, E, 0.03, i, kind="more", n_exp=n_exp)]
+            if h.get("probs_bias"):
+                specs.append(vec(p + "exp_probs_b.bias", n_exp, h["probs_bias"]))
         elif arch == "phi3":
             specs += [mat(p + "ffn_up.weight", E, 2 * F, 0.03, i), mat(p + "ffn_down.weight", F, E, 0.03, i, kind="more")]
         else:
@@ -188,7 +192,7 @@ def tensor_specs(h, n_vocab, quant):
                       mat(p + "ffn_down.weight", F, E, 0.03, i, kind="more")]
         if arch in ("gemma2", "olmo2"):
             specs.append(vec(p + "post_ffw_norm.weight", E))
-    specs.append(vec("token_embd_norm.weight" if arch == "lfm2" else "output_norm.weight", E))
+    specs.append(vec("token_embd_norm.weight" if arch in ("lfm2", "lfm2moe") else "output_norm.weight", E))
     if not h["tied"]:
         specs.append(mat("output.weight", E, n_vocab, 0.02, kind="out"))
     return specs
@@ -392,8 +396,10 @@ def metadata(h, quant, name):
         kv += [kv_f32(f"{a}.attn_logit_softcapping", h["attn_cap"]),
                kv_f32(f"{a}.final_logit_softcapping", h["final_cap"]),
                kv_u32(f"{a}.attention.sliding_window", h["window"])]
-    if a == "lfm2":
+    if a in ("lfm2", "lfm2moe"):
         kv.append(kv_u32(f"{a}.shortconv.l_cache", h["l_cache"]))
+    if a == "lfm2moe":
+        kv += [kv_u32(f"{a}.leading_dense_block_count", h["dense_lead"]), kv_u32(f"{a}.expert_gating_func", 2)]
     if a == "granite":
         s = h["scales"]
         kv += [kv_f32(f"{a}.embedding_scale", s["embedding"]), kv_f32(f"{a}.residual_scale", s["residual"]),

@@ -93,6 +93,9 @@ struct FfnDesc {
   bool norm_topk = false;       // renormalize the selected experts' weights to sum to 1
   float expert_weight_scale = 1.0f;
   int32_t n_ff_shared = 0;      // shared expert inner size; 0 = none
+  // exp_probs_b.bias [n_expert]: added to the scores for choosing the top-k only (the weights
+  // stay the unbiased scores), as LFM2-MoE's router does.
+  bool selection_bias = false;
 };
 
 struct NormDesc {

@@ -337,12 +337,14 @@ void Forward::MoeFfn(int32_t il, int32_t n) {
     }
     int32_t* s = sel_.data() + size_t(t) * size_t(K);
     float* sw = sel_w_.data() + size_t(t) * size_t(K);
-    // Top-k by score, the lower index first among equal scores.
+    // Top-k by score (plus the selection bias), the lower index first among equal scores.
+    const float* bias = F32(L[LayerRole::kFfnExpProbsBias]);
+    const auto score = [&](int32_t e) { return bias != nullptr ? probs_[size_t(e)] + bias[e] : probs_[size_t(e)]; };
     for (int32_t j = 0; j < K; ++j) {
       int32_t best = -1;
       for (int32_t e = 0; e < f.n_expert; ++e) {
         if (std::find(s, s + j, e) != s + j) continue;
-        if (best < 0 || probs_[size_t(e)] > probs_[size_t(best)]) best = e;
+        if (best < 0 || score(e) > score(best)) best = e;
       }
       s[j] = best;
       sw[j] = probs_[size_t(best)];

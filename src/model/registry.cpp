@@ -19,6 +19,7 @@ constexpr ArchEntry kArchs[] = {
     {"bert", BuildBert},
     {"nomic-bert", BuildNomicBert},
     {"lfm2", BuildLfm2},
+    {"lfm2moe", BuildLfm2Moe},
 };
 
 }  // namespace

@@ -104,6 +104,8 @@ const LayerRoleSpec kLayerRoles[] = {
    [](D d, L) { return Mat(d.n_embd, 3 * int64_t{d.n_embd}); }},
   {LayerRole::kShortConvOutProj, "shortconv.out_proj.weight", [](L l) { return If(ShortConv(l)); },
    [](D d, L) { return Mat(d.n_embd, d.n_embd); }},
+  {LayerRole::kFfnExpProbsBias, "exp_probs_b.bias", [](L l) { return If(!Dense(l) && l.ffn.selection_bias); },
+   [](D, L l) { return Vec(l.ffn.n_expert); }},
 };
 
 struct GlobalRoleSpec {

@@ -42,6 +42,7 @@ enum class LayerRole : int32_t {
   kFfnUpBias, kFfnDownBias,
   kAttnOutNorm, kAttnOutNormBias, kLayerOutNorm, kLayerOutNormBias,  // post-LN over the residual (BERT)
   kShortConvConv, kShortConvInProj, kShortConvOutProj,  // MixerKind::kShortConv (LFM2)
+  kFfnExpProbsBias,  // FfnDesc::selection_bias
   kCount
 };
 

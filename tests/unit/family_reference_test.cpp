@@ -36,6 +36,8 @@ struct Spec {
   std::vector<std::pair<std::string, Val>> kv;  // family keys, without the "<arch>." prefix
   std::vector<int64_t> conv_layers;  // LFM2's short-convolution layers (head_count_kv 0), kernel l_cache
   int64_t l_cache = 3;
+  int64_t dense_lead = 0;  // MoE models: leading dense layers
+  bool probs_bias = false;  // exp_probs_b.bias on the MoE layers
 };
 
 bool IsConvLayer(const Spec& s, int64_t il) {
@@ -107,7 +109,7 @@ std::vector<uint8_t> Build(const Spec& s) {
 
   Writer w(uint32_t(std::hash<std::string>()(s.name)));
   w.Add(&b, "token_embd.weight", {s.E, s.V}, 0.0f, 1.0f);
-  w.Norm(&b, a == "lfm2" ? "token_embd_norm.weight" : "output_norm.weight", s.E);
+  w.Norm(&b, a == "lfm2" || a == "lfm2moe" ? "token_embd_norm.weight" : "output_norm.weight", s.E);
   if (!s.tied) w.Mat(&b, "output.weight", s.E, s.V);
   if (s.out_bias) w.Add(&b, "output.bias", {s.V}, 0.0f, 0.5f);
   const int64_t rot = s.n_rot != 0 ? s.n_rot : hd;
@@ -118,47 +120,45 @@ std::vector<uint8_t> Build(const Spec& s) {
   }
   for (int64_t il = 0; il < s.L; ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
-    if (IsConvLayer(s, il)) {
+    const bool conv = IsConvLayer(s, il);
+    if (conv) {
       w.Norm(&b, p + "attn_norm.weight", s.E);
       w.Add(&b, p + "shortconv.conv.weight", {s.l_cache, s.E}, 0.0f, 0.5f);
       w.Mat(&b, p + "shortconv.in_proj.weight", s.E, 3 * s.E);
       w.Mat(&b, p + "shortconv.out_proj.weight", s.E, s.E);
-      w.Norm(&b, p + "ffn_norm.weight", s.E);
-      w.Mat(&b, p + "ffn_gate.weight", s.E, s.F);
-      w.Mat(&b, p + "ffn_up.weight", s.E, s.F);
-      w.Mat(&b, p + "ffn_down.weight", s.F, s.E);
-      continue;
-    }
-    if (s.pre_norms) w.Norm(&b, p + "attn_norm.weight", s.E);
-    if (s.fused_qkv) {
-      w.Mat(&b, p + "attn_qkv.weight", s.E, nq + 2 * nkv);
     } else {
-      w.Mat(&b, p + "attn_q.weight", s.E, nq);
-      w.Mat(&b, p + "attn_k.weight", s.E, nkv);
-      w.Mat(&b, p + "attn_v.weight", s.E, nkv);
+      if (s.pre_norms) w.Norm(&b, p + "attn_norm.weight", s.E);
+      if (s.fused_qkv) {
+        w.Mat(&b, p + "attn_qkv.weight", s.E, nq + 2 * nkv);
+      } else {
+        w.Mat(&b, p + "attn_q.weight", s.E, nq);
+        w.Mat(&b, p + "attn_k.weight", s.E, nkv);
+        w.Mat(&b, p + "attn_v.weight", s.E, nkv);
+      }
+      if (s.qkv_bias) {
+        w.Add(&b, p + "attn_q.bias", {nq}, 0.0f, 0.3f);
+        w.Add(&b, p + "attn_k.bias", {nkv}, 0.0f, 0.3f);
+        w.Add(&b, p + "attn_v.bias", {nkv}, 0.0f, 0.3f);
+      }
+      if (s.qk_head) {
+        w.Norm(&b, p + "attn_q_norm.weight", hd);
+        w.Norm(&b, p + "attn_k_norm.weight", hd);
+      }
+      if (s.qk_full) {
+        w.Norm(&b, p + "attn_q_norm.weight", nq);
+        w.Norm(&b, p + "attn_k_norm.weight", nkv);
+      }
+      w.Mat(&b, p + "attn_output.weight", nq, s.E);
+      if (s.post_norms) w.Norm(&b, p + "post_attention_norm.weight", s.E);
     }
-    if (s.qkv_bias) {
-      w.Add(&b, p + "attn_q.bias", {nq}, 0.0f, 0.3f);
-      w.Add(&b, p + "attn_k.bias", {nkv}, 0.0f, 0.3f);
-      w.Add(&b, p + "attn_v.bias", {nkv}, 0.0f, 0.3f);
-    }
-    if (s.qk_head) {
-      w.Norm(&b, p + "attn_q_norm.weight", hd);
-      w.Norm(&b, p + "attn_k_norm.weight", hd);
-    }
-    if (s.qk_full) {
-      w.Norm(&b, p + "attn_q_norm.weight", nq);
-      w.Norm(&b, p + "attn_k_norm.weight", nkv);
-    }
-    w.Mat(&b, p + "attn_output.weight", nq, s.E);
-    if (s.post_norms) w.Norm(&b, p + "post_attention_norm.weight", s.E);
-    if (s.pre_norms) w.Norm(&b, p + "ffn_norm.weight", s.E);
-    if (s.experts != 0) {
+    if (conv || s.pre_norms) w.Norm(&b, p + "ffn_norm.weight", s.E);
+    if (s.experts != 0 && il >= s.dense_lead) {
       const int64_t fe = s.F_exp != 0 ? s.F_exp : s.F;
       w.Add(&b, p + "ffn_gate_inp.weight", {s.E, s.experts}, 0.0f, 0.5f);
       w.Add(&b, p + "ffn_gate_exps.weight", {s.E, fe, s.experts}, 0.0f, 1.0f / std::sqrt(float(s.E)));
       w.Add(&b, p + "ffn_up_exps.weight", {s.E, fe, s.experts}, 0.0f, 1.0f / std::sqrt(float(s.E)));
       w.Add(&b, p + "ffn_down_exps.weight", {fe, s.E, s.experts}, 0.0f, 1.0f / std::sqrt(float(fe)));
+      if (s.probs_bias) w.Add(&b, p + "exp_probs_b.bias", {s.experts}, 0.0f, 0.3f);
     } else if (s.fused_up) {
       w.Mat(&b, p + "ffn_up.weight", s.E, 2 * s.F);
       w.Mat(&b, p + "ffn_down.weight", s.F, s.E);
@@ -225,6 +225,12 @@ std::vector<Spec> Families() {
   s = Spec{};
   s.name = "lfm2"; s.arch = "lfm2"; s.L = 4; s.conv_layers = {0, 2}; s.tied = true; s.qk_head = true;
   s.kv = {{"shortconv.l_cache", val::U32(3)}};
+  v.push_back(s);
+  s = Spec{};
+  s.name = "lfm2moe"; s.arch = "lfm2moe"; s.L = 4; s.conv_layers = {0, 2}; s.tied = true; s.qk_head = true;
+  s.experts = 6; s.used = 2; s.F_exp = 40; s.dense_lead = 1; s.probs_bias = true;
+  s.kv = {{"shortconv.l_cache", val::U32(3)}, {"expert_feed_forward_length", val::U32(40)},
+          {"leading_dense_block_count", val::U32(1)}, {"expert_gating_func", val::U32(2)}};
   v.push_back(s);
   return v;
 }

@@ -121,7 +121,9 @@ inline Vec Ffn(const LayerDesc& ld, const LayerTensors& L, const Vec& in) {
   }
   std::vector<int32_t> order(p.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return p[size_t(a)] > p[size_t(b)]; });
+  const float* bias = F32(L[LayerRole::kFfnExpProbsBias]);  // selection only
+  const auto score = [&](int32_t e) { return p[size_t(e)] + (bias != nullptr ? bias[e] : 0.0f); };
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return score(a) > score(b); });
   float wsum = 0.0f;
   for (int32_t j = 0; j < f.n_expert_used; ++j) wsum += p[size_t(order[size_t(j)])];
   Vec out(in.size(), 0.0f);

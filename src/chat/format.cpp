@@ -141,7 +141,8 @@ ReasoningFormat DeriveReasoning(const Renderer& render, const std::string& promp
   return r;
 }
 
-// Appends `s` as literal pieces, with a kId slot wherever the probe's call id (kId1) appears.
+// Appends `s` as literal pieces, with a kId slot wherever the probe's call id (kId1) appears and
+// a kName slot wherever its name appears again (templates that write it twice).
 void AppendWithIds(const std::string& s, std::vector<Piece>* out) {
   auto lit = [&](const std::string& t) {
     if (t.empty()) return;
@@ -163,13 +164,22 @@ void AppendWithIds(const std::string& s, std::vector<Piece>* out) {
     }
     lit(t.substr(at));
   };
+  auto with_ids = [&](const std::string& t) {
+    size_t at = 0;
+    for (size_t p = t.find(kId1); p != std::string::npos; p = t.find(kId1, at)) {
+      lit_or_index(t.substr(at, p - at));
+      out->push_back({Piece::kId, ""});
+      at = p + sizeof kId1 - 1;
+    }
+    lit_or_index(t.substr(at));
+  };
   size_t at = 0;
-  for (size_t p = s.find(kId1); p != std::string::npos; p = s.find(kId1, at)) {
-    lit_or_index(s.substr(at, p - at));
-    out->push_back({Piece::kId, ""});
-    at = p + sizeof kId1 - 1;
+  for (size_t p = s.find(kFn1); p != std::string::npos; p = s.find(kFn1, at)) {
+    with_ids(s.substr(at, p - at));
+    out->push_back({Piece::kName, ""});
+    at = p + sizeof kFn1 - 1;
   }
-  lit_or_index(s.substr(at));
+  with_ids(s.substr(at));
 }
 
 // Tool calls: one call and two calls rendered, diffed around the function names.
@@ -244,7 +254,15 @@ ToolCallFormat DeriveToolCalls(const Renderer& render, const std::string& prompt
   const std::string quoted = std::string("\"") + kKey1 + "\"";
   AppendWithIds(call_head, &f.call);
   f.call.push_back({Piece::kName, ""});
-  if (size_t q = call_tail.find(quoted); q != std::string::npos) {
+  // A JSON key is followed by ':' (not an attribute value such as name="zfprobe_arg").
+  size_t q = call_tail.find(quoted);
+  while (q != std::string::npos) {
+    size_t c = q + quoted.size();
+    while (c < call_tail.size() && IsSpace(call_tail[c])) ++c;
+    if (c < call_tail.size() && call_tail[c] == ':') break;
+    q = call_tail.find(quoted, q + 1);
+  }
+  if (q != std::string::npos) {
     const size_t s = call_tail.rfind('{', q);
     const size_t e = s == std::string::npos ? s : ObjectEnd(call_tail, s);
     if (e == std::string::npos) return ToolCallFormat();

@@ -173,6 +173,27 @@ Json TextValue(std::string_view raw, const std::string& type) {
   return s;
 }
 
+// param_mid after a key: as the template wrote it, or, where it holds attributes after the key
+// (DeepSeek's DSML `" string="true">`, Kimi's `" type="string"<|sep|>`), with any attribute
+// values: the key's closing character, then up to what follows the last attribute.
+size_t MatchParamMid(std::string_view text, size_t i, std::string_view mid) {
+  const size_t k = MatchLiteral(text, i, mid);
+  if (k != std::string_view::npos) return k;
+  mid = Trim(mid);
+  const size_t q = mid.rfind('"');
+  if (mid.size() < 2 || mid.find(' ') == std::string_view::npos || q == 0 || q == std::string_view::npos ||
+      q + 1 >= mid.size() || text.substr(i, 1) != mid.substr(0, 1)) {
+    return std::string_view::npos;
+  }
+  const std::string_view tail = mid.substr(q + 1);
+  const size_t at = text.find(tail, i + 1);
+  // Only attributes in between: no line break, no other tag.
+  if (at == std::string_view::npos || text.substr(i, at - i).find_first_of("\n<") != std::string_view::npos) {
+    return std::string_view::npos;
+  }
+  return at + tail.size();
+}
+
 size_t ReadXmlArgs(std::string_view text, size_t i, const ToolCallFormat& f, const Json& tools,
                    const std::string& name, std::string* out) {
   Json args = Json::object();
@@ -189,7 +210,7 @@ size_t ReadXmlArgs(std::string_view text, size_t i, const ToolCallFormat& f, con
     if (key_end == std::string_view::npos) return std::string_view::npos;
     std::string key(Trim(text.substr(key_start, key_end - key_start)));
     if (key.empty()) return std::string_view::npos;
-    k = MatchLiteral(text, key_end, f.param_mid);
+    k = MatchParamMid(text, key_end, f.param_mid);
     if (k == std::string_view::npos || close.empty()) return std::string_view::npos;
     const size_t vend = text.find(close, k);
     if (vend == std::string_view::npos) return std::string_view::npos;
@@ -263,8 +284,17 @@ size_t ReadXmlArgsPartial(std::string_view text, size_t i, const ToolCallFormat&
     if (key.empty()) return std::string_view::npos;
     k = MatchLiteralPartial(text, key_end, f.param_mid, &ro);
     if (k == std::string_view::npos) {
-      if (!ro) return std::string_view::npos;
-      break;
+      // Attributes that differ from the probe's (see MatchParamMid), or the text ends in them.
+      k = MatchParamMid(text, key_end, f.param_mid);
+      if (k == std::string_view::npos) {
+        const std::string_view m = Trim(f.param_mid);
+        const size_t q = m.rfind('"');
+        const bool attrs = q != std::string_view::npos && q > 0 && m.find(' ') != std::string_view::npos;
+        if (!ro && !(attrs && text.substr(key_end).find('\n') == std::string_view::npos)) {
+          return std::string_view::npos;
+        }
+        break;
+      }
     }
     const std::string type = ParamType(tools, name, key);
     const size_t vend = text.find(close, k);
@@ -326,7 +356,9 @@ bool MatchPartialCall(std::string_view text, size_t i, const ToolCallFormat& f, 
           i = std::string_view::npos;
           break;
         }
-        if (p.kind == Piece::kName) call->name = word, name_end = i;
+        if (p.kind == Piece::kName && name_end != std::string_view::npos) {
+          if (word != call->name) return false;  // the name written again (muse's header and invoke)
+        } else if (p.kind == Piece::kName) call->name = word, name_end = i;
         else if (p.kind == Piece::kId) call->id = word;
         break;
       }
@@ -363,7 +395,14 @@ size_t MatchCall(std::string_view text, size_t i, const ToolCallFormat& f, const
   for (const Piece& p : f.call) {
     switch (p.kind) {
       case Piece::kLiteral: i = MatchLiteral(text, i, p.text); break;
-      case Piece::kName: i = ReadWhile(text, i, IsNameChar, &call->name); break;
+      case Piece::kName: {
+        // A name written twice in one call must be the same name.
+        std::string name;
+        i = ReadWhile(text, i, IsNameChar, &name);
+        if (i != std::string_view::npos && !call->name.empty() && name != call->name) return std::string_view::npos;
+        call->name = name;
+        break;
+      }
       case Piece::kId: i = ReadWhile(text, i, IsIdChar, &call->id); break;
       case Piece::kIndex: {
         std::string digits;

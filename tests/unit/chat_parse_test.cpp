@@ -345,3 +345,43 @@ TEST(ChatParse, DeepSeekR1Calls) {
 }
 
 }  // namespace
+
+namespace {
+
+// DeepSeek V3.2's DSML writes string="false" for typed values where the probe (all strings)
+// showed string="true"; the attribute is not compared, the value is typed by the tool's schema.
+TEST(ChatParse, DsmlTypedParameters) {
+  const ChatFormat f = DeriveFor("deepseek-ai-DeepSeek-V3.2");
+  ASSERT_TRUE(f.tools.native);
+  const std::string text =
+      "Checking.\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"get_weather\">\n"
+      "<｜DSML｜parameter name=\"city\" string=\"true\">Zürich</｜DSML｜parameter>\n"
+      "<｜DSML｜parameter name=\"days\" string=\"false\">3</｜DSML｜parameter>\n"
+      "<｜DSML｜parameter name=\"options\" string=\"false\">{\"unit\": \"c\"}</｜DSML｜parameter>\n"
+      "</｜DSML｜invoke>\n</｜DSML｜function_calls>";
+  const zf::chat::ParsedMessage m = ParseAssistant(text, f, kTools);
+  ASSERT_EQ(m.tool_calls.size(), 1u) << m.content;
+  EXPECT_EQ(m.content, "Checking.");
+  EXPECT_EQ(Json::parse(m.tool_calls[0].arguments), Json::parse(R"({"city": "Zürich", "days": 3, "options": {"unit": "c"}})"));
+  int fragments = 0;
+  EXPECT_EQ(StreamingDiff(text, f, m, &fragments), "");
+  EXPECT_GT(fragments, 3);
+}
+
+// muse's template writes the name twice (the message's recipient and the invoke): both must agree.
+TEST(ChatParse, NameWrittenTwiceMustAgree) {
+  const ChatFormat f = DeriveFor("muse-glimmer");
+  ASSERT_TRUE(f.tools.native);
+  const std::string call =
+      " to=search_web<|message|><atem:function_calls>\n<atem:invoke name=\"search_web\">\n"
+      "<atem:parameter name=\"query\">x</atem:parameter>\n</atem:invoke>\n</atem:function_calls>";
+  zf::chat::ParsedMessage m = ParseAssistant(call, f, kTools);
+  ASSERT_EQ(m.tool_calls.size(), 1u) << m.content;
+  EXPECT_EQ(m.tool_calls[0].name, "search_web");
+  std::string other = call;
+  other.replace(other.find("name=\"search_web\""), 17, "name=\"get_weather\"");
+  m = ParseAssistant(other, f, kTools);
+  EXPECT_TRUE(m.tool_calls.empty());
+}
+
+}  // namespace

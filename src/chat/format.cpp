@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "chat/harmony.h"
 #include "chat/parser.h"
 
 namespace zf::chat {
@@ -366,6 +367,9 @@ ChatFormat DeriveChatFormat(const Renderer& render, const std::string& template_
   }
   f.content_prefix = Trim(prefix);
   f.tools = DeriveToolCalls(render, prompt, pre_content, f.end_of_turn, f.reasoning, trailer);
+  // Harmony's calls and reasoning cannot be diffed out (the name sits in a message header,
+  // reasoning comes from another field): a hand-written reader.
+  f.harmony = !f.tools.native && IsHarmonyTemplate(template_source);
   return f;
 }
 

@@ -3,6 +3,8 @@
 // remaining text as content.
 #include "chat/parser.h"
 
+#include "chat/harmony.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -431,6 +433,8 @@ std::string Anchor(const ToolCallFormat& f) {
   return ws == std::string::npos ? a : a.substr(0, ws);
 }
 
+}  // namespace
+
 // The generic JSON form for templates without their own: the whole text (or a ```json fenced
 // block) is {"name","arguments"|"parameters"}, a list of those, or {"tool_calls":[...]}; every
 // name must be an offered tool.
@@ -492,8 +496,6 @@ std::string DerivedId(std::string_view before, const std::string& name, size_t i
   return id;
 }
 
-}  // namespace
-
 bool MatchToolCalls(std::string_view text, size_t pos, const ChatFormat& format, const Json& tools,
                     std::vector<ToolCall>* calls, size_t* end, bool partial) {
   const ToolCallFormat& f = format.tools;
@@ -532,6 +534,7 @@ bool MatchToolCalls(std::string_view text, size_t pos, const ChatFormat& format,
 }
 
 ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, const Json& tools, bool partial) {
+  if (format.harmony) return ParseHarmony(text, tools, partial);
   ParsedMessage m;
   std::string_view rest = text;
   // 1. Reasoning: opened by the output or by the generation prompt, closed by the close marker

@@ -133,6 +133,14 @@ int main(int argc, char** argv) {
       {12, "hm\n</think>\n\n<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>search\n```json\n"
            "{\"q\": 1}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
       {13, "Let me see.\nAction:\n```json\n[\n    {\n        \"tool_name\": \"search\",\n        \"parameters\": {}\n    }\n]```"},
+      {14, "<|channel|>analysis<|message|>Two.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather "
+           "<|constrain|>json<|message|>{\"city\": \"Oslo\"}<|call|>"},
+      {15, "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"days\" "
+           "string=\"false\">2</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>"},
+      {16, " to=search<|message|><atem:function_calls>\n<atem:invoke name=\"search\">\n<atem:parameter "
+           "name=\"q\">x</atem:parameter>\n</atem:invoke>\n</atem:function_calls>"},
+      {17, "<|close|>think<|sep|><|open|>tools<|sep|><|open|>call tool=\"get_weather\" index=\"1\"<|sep|><|open|>"
+           "argument key=\"days\" type=\"integer\"<|sep|>3<|close|>argument<|sep|><|close|>call<|sep|>"},
   };
   // Byte 1: bit 0 offers tools, bit 1 parses the text as a streamed prefix (calls in progress).
   for (const auto& [k, text] : outputs) {

@@ -214,6 +214,8 @@ TEST(ChatParse, CorpusRoundTrip) {
   const std::map<std::string, std::string> known = {
       {"NVIDIA-Nemotron-Nano-v2 / content_and_call",
        "the template writes the content, ends the turn and opens a second assistant turn for the calls"},
+      {"openai-gpt-oss-120b / content_and_call",
+       "the template writes content next to a call as the analysis channel: it reads back as reasoning"},
       {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B / parallel_calls",
        "the template writes <｜tool▁calls▁end｜> after the second call only (never after a single one)"},
   };
@@ -244,15 +246,15 @@ TEST(ChatParse, CorpusRoundTrip) {
                                 {"forced", f.reasoning.forced_open}, {"eot", f.end_of_turn}}).dump(1).c_str());
     }
     if (std::getenv("ZF_CHAT_LIST")) {
-      std::printf("%s: %s%s\n", f.tools.native ? "derived" : "not derived", stem.c_str(),
-                  f.tools.native || source.find("tool_calls") == std::string::npos ? "" : " (renders tool_calls)");
+      std::printf("%s: %s%s\n", f.tools.native ? "derived" : f.harmony ? "harmony" : "not derived", stem.c_str(),
+                  f.tools.native || f.harmony || source.find("tool_calls") == std::string::npos ? "" : " (renders tool_calls)");
     }
-    native += f.tools.native;
+    native += f.tools.native || f.harmony;
     reasoning += !f.reasoning.close.empty();
     Renderer r = probe;
     if (with_tools) r.tools = kTools;
     for (const Case& c : Cases()) {
-      if (c.calls && !f.tools.native) continue;
+      if (c.calls && !f.tools.native && !f.harmony) continue;
       if (c.name == "parallel_calls" && !f.tools.parallel) continue;  // templates that write one call
       Json msgs = Json::array({{{"role", "user"}, {"content", "What is the weather in Zürich?"}}, c.assistant});
       std::string text;
@@ -382,6 +384,73 @@ TEST(ChatParse, NameWrittenTwiceMustAgree) {
   other.replace(other.find("name=\"search_web\""), 17, "name=\"get_weather\"");
   m = ParseAssistant(other, f, kTools);
   EXPECT_TRUE(m.tool_calls.empty());
+}
+
+}  // namespace
+
+namespace {
+
+// gpt-oss (harmony): the template's own renderings of reasoning (its `thinking` field), a call
+// after reasoning, and what the model writes (the recipient after the channel, <|constrain|>,
+// several calls), read back whole and streamed.
+TEST(ChatParse, HarmonyMessages) {
+  const std::string stem = "openai-gpt-oss-120b";
+  const std::string source = ReadFile(kDir + "/" + stem + ".jinja");
+  Renderer r;
+  r.t = std::make_shared<zf::jinja::Template>(source);
+  r.tools = kTools;
+  const ChatFormat f = DeriveFor(stem);
+  ASSERT_TRUE(f.harmony);
+  const Json user = {{"role", "user"}, {"content", "Weather?"}};
+  const Json weather = {{"city", "Zürich, \"CH\""}, {"options", {{"unit", "celsius"}}}, {"days", 3}};
+  struct Want {
+    Json assistant;
+    std::string reasoning, content;
+  };
+  const std::vector<Want> wants = {
+      {{{"role", "assistant"}, {"content", "It is 4."}, {"thinking", "2+2 is 4."}}, "2+2 is 4.", "It is 4."},
+      {{{"role", "assistant"}, {"thinking", "Need the weather."},
+        {"tool_calls", Json::array({Call("c1", "get_weather", weather)})}}, "Need the weather.", ""},
+  };
+  for (const Want& w : wants) {
+    std::string text;
+    ASSERT_TRUE(AssistantText(r, Json::array({user, w.assistant}), f, &text));
+    const zf::chat::ParsedMessage m = ParseAssistant(text, f, kTools);
+    EXPECT_EQ(m.reasoning, w.reasoning) << text;
+    EXPECT_EQ(m.content, w.content) << text;
+    const size_t n = w.assistant.contains("tool_calls") ? 1 : 0;
+    ASSERT_EQ(m.tool_calls.size(), n) << text;
+    if (n == 1) {
+      EXPECT_EQ(m.tool_calls[0].name, "get_weather");
+      EXPECT_EQ(Json::parse(m.tool_calls[0].arguments), weather);
+    }
+    int fragments = 0;
+    EXPECT_EQ(StreamingDiff(text, f, m, &fragments), "") << text;
+  }
+  // As gpt-oss writes calls: recipient after the channel, a constrained content type, two calls.
+  const std::string text =
+      "<|channel|>analysis<|message|>Two lookups.<|end|><|start|>assistant<|channel|>commentary "
+      "to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Oslo\"}<|call|>"
+      "<|start|>assistant<|channel|>commentary to=functions.search_web <|constrain|>json<|message|>"
+      "{\"query\": \"naïve \\\"x\\\"\"}<|call|>";
+  const zf::chat::ParsedMessage m = ParseAssistant(text, f, kTools);
+  EXPECT_EQ(m.reasoning, "Two lookups.");
+  EXPECT_EQ(m.content, "");
+  ASSERT_EQ(m.tool_calls.size(), 2u);
+  EXPECT_EQ(m.tool_calls[1].name, "search_web");
+  EXPECT_EQ(Json::parse(m.tool_calls[1].arguments), Json({{"query", "naïve \"x\""}}));
+  EXPECT_NE(m.tool_calls[0].id, m.tool_calls[1].id);
+  int fragments = 0;
+  EXPECT_EQ(StreamingDiff(text, f, m, &fragments), "");
+  EXPECT_GT(fragments, 10);
+  // Plain text (no channels) is content as generated; a final channel alone is the content.
+  EXPECT_EQ(ParseAssistant("Just text <|x", f, kTools).content, "Just text <|x");
+  EXPECT_EQ(ParseAssistant("<|channel|>final<|message|>Hi.", f, kTools).content, "Hi.");
+  // Arguments that are not a JSON object: the text is content, no call.
+  const zf::chat::ParsedMessage bad =
+      ParseAssistant(" to=functions.get_weather<|channel|>commentary json<|message|>{oops<|call|>", f, kTools);
+  EXPECT_TRUE(bad.tool_calls.empty());
+  EXPECT_EQ(bad.content, "{oops");
 }
 
 }  // namespace

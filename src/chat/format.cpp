@@ -370,6 +370,9 @@ ChatFormat DeriveChatFormat(const Renderer& render, const std::string& template_
   // Harmony's calls and reasoning cannot be diffed out (the name sits in a message header,
   // reasoning comes from another field): a hand-written reader.
   f.harmony = !f.tools.native && IsHarmonyTemplate(template_source);
+  // Llama 3.x writes built-in tool calls (brave_search.call(...), code) after this marker: a
+  // form the probes cannot show (the template writes it only for `builtin_tools`).
+  f.python_tag = template_source.find("<|python_tag|>") != std::string::npos;
   return f;
 }
 

@@ -53,6 +53,7 @@ struct ChatFormat {
   std::string end_of_turn;     // what the template writes after an assistant message's content
   std::string content_prefix;  // what it writes before the content (e.g. a final-channel header)
   bool harmony = false;        // OpenAI's harmony messages (gpt-oss): read by chat/harmony.h
+  bool python_tag = false;     // Llama 3.x built-in tool calls after <|python_tag|> (chat/python_tag.h)
 };
 
 // Derives the format by rendering probe conversations; `template_source` is searched for

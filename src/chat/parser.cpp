@@ -4,6 +4,7 @@
 #include "chat/parser.h"
 
 #include "chat/harmony.h"
+#include "chat/python_tag.h"
 
 #include <algorithm>
 #include <cctype>
@@ -573,7 +574,22 @@ ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, co
     if (t.substr(0, prefix.size()) == prefix) rest = t.substr(prefix.size());
     else if (partial && prefix.compare(0, t.size(), t) == 0) rest = std::string_view();
   }
-  // 2. Tool calls: the first place the template's call block matches.
+  // 2. Tool calls: Llama 3.x's built-in call after <|python_tag|> (known once the turn ends: its
+  // forms differ from the first characters on), else the first place the template's call block
+  // matches.
+  if (format.python_tag) {
+    const size_t tag = rest.find(kPythonTag);
+    ToolCall c;
+    if (tag != std::string_view::npos && (partial || ParsePythonTagCall(rest.substr(tag + kPythonTag.size()), &c))) {
+      m.content = partial ? std::string(TrimLeft(rest.substr(0, tag))) : std::string(Trim(rest.substr(0, tag)));
+      if (!partial) {
+        c.id = DerivedId(text.substr(0, static_cast<size_t>(rest.data() - text.data()) + tag), c.name, 0);
+        m.tool_calls.push_back(std::move(c));
+      }
+      return m;
+    }
+    if (partial && tag == std::string_view::npos) rest = rest.substr(0, rest.size() - PartialSuffix(rest, kPythonTag));
+  }
   std::string content(rest);
   if (format.tools.native) {
     // Where a block of calls may start: each occurrence of its first marker; for formats whose

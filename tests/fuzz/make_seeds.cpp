@@ -141,6 +141,7 @@ int main(int argc, char** argv) {
            "name=\"q\">x</atem:parameter>\n</atem:invoke>\n</atem:function_calls>"},
       {17, "<|close|>think<|sep|><|open|>tools<|sep|><|open|>call tool=\"get_weather\" index=\"1\"<|sep|><|open|>"
            "argument key=\"days\" type=\"integer\"<|sep|>3<|close|>argument<|sep|><|close|>call<|sep|>"},
+      {22, "Let me.<|python_tag|>brave_search.call(query=\"a \"b\"\", n=2)"},  // 22 % 18: Llama 3.1
   };
   // Byte 1: bit 0 offers tools, bit 1 parses the text as a streamed prefix (calls in progress).
   for (const auto& [k, text] : outputs) {

@@ -454,3 +454,59 @@ TEST(ChatParse, HarmonyMessages) {
 }
 
 }  // namespace
+
+namespace {
+
+// Llama 3.1 / 3.3: built-in tools (`builtin_tools`) rendered by the template as
+// <|python_tag|>NAME.call(k="v") read back; the model's other forms after the tag (code, a JSON
+// call) as llama-server reads them; streamed, the call is held back until the turn ends.
+TEST(ChatParse, LlamaPythonTagBuiltinTools) {
+  for (const std::string stem : {"meta-llama-Llama-3.1-8B-Instruct", "meta-llama-Llama-3.3-70B-Instruct"}) {
+    const std::string source = ReadFile(kDir + "/" + stem + ".jinja");
+    Renderer r;
+    r.t = std::make_shared<zf::jinja::Template>(source);
+    r.tools = kTools;
+    r.extra = {{"builtin_tools", {"brave_search", "wolfram_alpha"}}};
+    const ChatFormat f = DeriveFor(stem);
+    ASSERT_TRUE(f.python_tag) << stem;
+    for (const auto& [name, args] : {std::pair<std::string, Json>{"brave_search", {{"query", "weather in Zürich \"today\", 'quoted'"}}},
+                                     {"wolfram_alpha", {{"query", "integrate x^2"}}}}) {
+      const Json msgs = Json::array({{{"role", "user"}, {"content", "Look it up."}},
+                                     {{"role", "assistant"}, {"content", ""}, {"tool_calls", Json::array({Call("c1", name, args)})}}});
+      std::string text;
+      ASSERT_TRUE(AssistantText(r, msgs, f, &text)) << stem;
+      ASSERT_NE(text.find("<|python_tag|>" + name + ".call("), std::string::npos) << text;
+      const zf::chat::ParsedMessage m = ParseAssistant(text, f, kTools);
+      ASSERT_EQ(m.tool_calls.size(), 1u) << text;
+      EXPECT_EQ(m.tool_calls[0].name, name);
+      EXPECT_EQ(Json::parse(m.tool_calls[0].arguments), args) << text;
+      EXPECT_EQ(m.content, "");
+      int fragments = 0;
+      EXPECT_EQ(StreamingDiff(text, f, m, &fragments), "") << text;
+    }
+    // Code is a call of `python`; a JSON call after the tag is that call; text before the tag
+    // is content.
+    zf::chat::ParsedMessage m = ParseAssistant("Let me compute.<|python_tag|>import math\nprint(math.pi)", f, kTools);
+    ASSERT_EQ(m.tool_calls.size(), 1u);
+    EXPECT_EQ(m.content, "Let me compute.");
+    EXPECT_EQ(m.tool_calls[0].name, "python");
+    EXPECT_EQ(Json::parse(m.tool_calls[0].arguments), Json({{"code", "import math\nprint(math.pi)"}}));
+    m = ParseAssistant("<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\", \"days\": 2}}", f, kTools);
+    ASSERT_EQ(m.tool_calls.size(), 1u);
+    EXPECT_EQ(m.tool_calls[0].name, "get_weather");
+    EXPECT_EQ(Json::parse(m.tool_calls[0].arguments), Json({{"city", "Oslo"}, {"days", 2}}));
+    m = ParseAssistant("<|python_tag|>wolfram_alpha.call(query=\"2+2\", n=3)<|eom_id|>", f, kTools);
+    ASSERT_EQ(m.tool_calls.size(), 1u);
+    EXPECT_EQ(Json::parse(m.tool_calls[0].arguments), Json({{"query", "2+2"}, {"n", 3}}));
+    // Streaming: content up to the tag (a half-written tag held back), no call yet.
+    m = ParseAssistant("Sure <|python_", f, kTools, true);
+    EXPECT_EQ(m.content, "Sure ");
+    m = ParseAssistant("Sure <|python_tag|>brave_search.call(qu", f, kTools, true);
+    EXPECT_EQ(m.content, "Sure ");
+    EXPECT_TRUE(m.tool_calls.empty());
+    // The tag alone with nothing after it is not a call.
+    EXPECT_TRUE(ParseAssistant("<|python_tag|>", f, kTools).tool_calls.empty());
+  }
+}
+
+}  // namespace

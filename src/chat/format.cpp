@@ -281,15 +281,21 @@ ToolCallFormat DeriveToolCalls(const Renderer& render, const std::string& prompt
     const std::string sep = call_tail.substr(v1 + lv, k2 - v1 - lv);
     const std::string tail = call_tail.substr(v2 + lv);
     const size_t pb = CommonSuffix(head_text, sep, sep.size());
-    const std::string param_close = sep.substr(0, sep.size() - pb);
-    if (tail.compare(0, param_close.size(), param_close) != 0 || Trim(param_close).empty()) return ToolCallFormat();
+    std::string param_close = sep.substr(0, sep.size() - pb);
+    // A close marker naming the key (</KEY>): the key is a slot.
+    if (const size_t at = param_close.find(kKey1); at != std::string::npos) {
+      param_close.replace(at, sizeof kKey1 - 1, 1, kKeySlot);
+    }
+    f.param_close = param_close;
+    const std::string close2 = ParamClose(f, kKey2);
+    if (tail.compare(0, close2.size(), close2) != 0 || Trim(param_close).empty()) return ToolCallFormat();
     f.args = ArgsStyle::kXml;
     f.param_open = sep.substr(sep.size() - pb);
     f.param_mid = mid;
     f.param_close = param_close;
     AppendWithIds(call_tail.substr(0, k1 - pb), &f.call);
     f.call.push_back({Piece::kArgs, ""});
-    AppendWithIds(call_tail.substr(v2 + lv + param_close.size()), &f.call);
+    AppendWithIds(call_tail.substr(v2 + lv + close2.size()), &f.call);
   }
   f.native = true;
   f.parallel = used_two;
@@ -312,6 +318,13 @@ ToolCallFormat DeriveToolCalls(const Renderer& render, const std::string& prompt
 }
 
 }  // namespace
+
+std::string ParamClose(const ToolCallFormat& f, std::string_view key) {
+  std::string s = f.param_close;
+  const size_t at = s.find(kKeySlot);
+  if (at != std::string::npos) s.replace(at, 1, key);
+  return s;
+}
 
 const nlohmann::ordered_json& ProbeTools() {
   static const Json tools = [] {

@@ -38,8 +38,15 @@ struct ToolCallFormat {
   std::string block_close;    // after the last call (e.g. "]")
   std::vector<Piece> call;    // one call: literals and the name / arguments / id slots
   ArgsStyle args = ArgsStyle::kJson;
-  std::string param_open, param_mid, param_close;  // kXml: around each key and value
+  std::string param_open, param_mid, param_close;  // kXml: around each key and value; param_close
+                                                   // may name the key (kKeySlot: MiniMax-M3's </KEY>)
 };
+
+// Where param_close repeats the parameter's key.
+inline constexpr char kKeySlot = '\x1f';
+
+// param_close for `key`.
+std::string ParamClose(const ToolCallFormat& f, std::string_view key);
 
 struct ReasoningFormat {
   std::string open;          // e.g. "<think>" (whitespace trimmed); empty = no reasoning markers

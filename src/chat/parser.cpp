@@ -200,26 +200,29 @@ size_t MatchParamMid(std::string_view text, size_t i, std::string_view mid) {
 size_t ReadXmlArgs(std::string_view text, size_t i, const ToolCallFormat& f, const Json& tools,
                    const std::string& name, std::string* out) {
   Json args = Json::object();
-  const std::string_view close = Trim(f.param_close);
   for (;;) {
     size_t j = MatchLiteral(text, i, f.param_open);
     if (j == std::string_view::npos || Trim(f.param_open).empty()) break;
-    // The key runs to the first non-space character of param_mid.
+    // The key runs to the first non-space character of param_mid. What does not read as a key
+    // and a value is not a parameter (MiniMax-M3's </invoke> after its parameters): the
+    // parameters end before it.
     const std::string_view mid = Trim(f.param_mid);
     size_t k = j;
     while (k < text.size() && IsSpace(text[k])) ++k;
     size_t key_start = k;
     size_t key_end = mid.empty() ? std::string_view::npos : text.find(mid.front(), k);
-    if (key_end == std::string_view::npos) return std::string_view::npos;
+    if (key_end == std::string_view::npos) break;
     std::string key(Trim(text.substr(key_start, key_end - key_start)));
-    if (key.empty()) return std::string_view::npos;
+    if (key.empty()) break;
+    const std::string close_text = ParamClose(f, key);
+    const std::string_view close = Trim(close_text);
     k = MatchParamMid(text, key_end, f.param_mid);
-    if (k == std::string_view::npos || close.empty()) return std::string_view::npos;
+    if (k == std::string_view::npos || close.empty()) break;
     const size_t vend = text.find(close, k);
-    if (vend == std::string_view::npos) return std::string_view::npos;
+    if (vend == std::string_view::npos) break;
     // A repeated key keeps its first value: what was streamed of it stays true.
     if (!args.contains(key)) args[key] = TextValue(Trim(text.substr(k, vend - k)), ParamType(tools, name, key));
-    i = MatchLiteral(text, vend, f.param_close);
+    i = MatchLiteral(text, vend, close_text);
   }
   *out = args.dump();
   return i;
@@ -267,8 +270,8 @@ size_t ReadXmlArgsPartial(std::string_view text, size_t i, const ToolCallFormat&
     s.pop_back();  // the closing brace: more may come
     return s;
   };
-  const std::string_view close = Trim(f.param_close), mid = Trim(f.param_mid);
-  if (Trim(f.param_open).empty() || close.empty() || mid.empty()) return std::string_view::npos;
+  const std::string_view mid = Trim(f.param_mid);
+  if (Trim(f.param_open).empty() || Trim(f.param_close).empty() || mid.empty()) return std::string_view::npos;
   for (;;) {
     bool ro = false;
     size_t j = MatchLiteralPartial(text, i, f.param_open, &ro);
@@ -300,6 +303,8 @@ size_t ReadXmlArgsPartial(std::string_view text, size_t i, const ToolCallFormat&
       }
     }
     const std::string type = ParamType(tools, name, key);
+    const std::string close_text = ParamClose(f, key);
+    const std::string_view close = Trim(close_text);
     const size_t vend = text.find(close, k);
     if (vend == std::string_view::npos) {
       // A string value so far; other types are said once complete. A repeated key is dropped.
@@ -316,7 +321,7 @@ size_t ReadXmlArgsPartial(std::string_view text, size_t i, const ToolCallFormat&
       return std::string_view::npos;
     }
     if (!args.contains(key)) args[key] = TextValue(Trim(text.substr(k, vend - k)), type);
-    i = MatchLiteralPartial(text, vend, f.param_close, &ro);
+    i = MatchLiteralPartial(text, vend, close_text, &ro);
     if (i == std::string_view::npos) {
       if (!ro) return std::string_view::npos;
       break;

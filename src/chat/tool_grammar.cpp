@@ -54,9 +54,9 @@ std::string XmlArgRules(const ToolCallFormat& f, const Json& params, const std::
     std::string value;
     if (is_string) {
       value = r + "_v";
-      g += value + "[lazy]: /(?s:.*)/ " + Lit(f.param_close) + "\n";
+      g += value + "[lazy]: /(?s:.*)/ " + Lit(ParamClose(f, key)) + "\n";
     } else {
-      value = "%json " + (schema.is_object() ? schema : Json::object()).dump() + " " + Lit(f.param_close);
+      value = "%json " + (schema.is_object() ? schema : Json::object()).dump() + " " + Lit(ParamClose(f, key));
     }
     g += r + ": " + Lit(f.param_open + key + f.param_mid) + " " + value + "\n";
     bool req = false;

@@ -214,6 +214,8 @@ TEST(ChatParse, CorpusRoundTrip) {
   const std::map<std::string, std::string> known = {
       {"NVIDIA-Nemotron-Nano-v2 / content_and_call",
        "the template writes the content, ends the turn and opens a second assistant turn for the calls"},
+      {"MiniMax-M3 / one_call", "the template writes an object argument as nested elements (<unit>, <item>): read as text"},
+      {"MiniMax-M3 / parallel_calls", "the same nested object argument"},
       {"openai-gpt-oss-120b / content_and_call",
        "the template writes content next to a call as the analysis channel: it reads back as reasoning"},
       {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B / parallel_calls",

@@ -271,6 +271,20 @@ ToolCallFormat DeriveToolCalls(const Renderer& render, const std::string& prompt
     AppendWithIds(call_tail.substr(0, s), &f.call);
     f.call.push_back({Piece::kArgs, ""});
     AppendWithIds(call_tail.substr(e), &f.call);
+  } else if (const size_t kc = call_tail.find(std::string(kKey1) + ":"),
+             ob = kc == std::string::npos ? kc : call_tail.rfind('{', kc);
+             ob != std::string::npos && Trim(call_tail.substr(ob + 1, kc - ob - 1)).empty() &&
+             call_tail.find("zfprobe_val", kc) != std::string::npos) {
+    // An object literal with bare keys: strings between the marks written around the value.
+    const size_t qs = kc + sizeof kKey1, v1 = call_tail.find("zfprobe_val", kc);
+    f.args = ArgsStyle::kRelaxed;
+    f.string_quote = call_tail.substr(qs, v1 - qs);
+    if (f.string_quote.empty()) return ToolCallFormat();
+    const size_t e = RelaxedObjectEnd(call_tail, ob, f.string_quote);
+    if (e == std::string::npos) return ToolCallFormat();
+    AppendWithIds(call_tail.substr(0, ob), &f.call);
+    f.call.push_back({Piece::kArgs, ""});
+    AppendWithIds(call_tail.substr(e), &f.call);
   } else {
     const size_t k1 = call_tail.find(kKey1), v1 = call_tail.find("zfprobe_val"), k2 = call_tail.find(kKey2),
                  v2 = call_tail.find("zfprobe_wal");

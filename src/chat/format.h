@@ -28,6 +28,8 @@ enum class ArgsStyle {
   kJson,  // one JSON object (tojson of the arguments)
   kXml,   // one element per argument: param_open KEY param_mid VALUE param_close (Qwen3-Coder,
           // GLM, MiniMax); strings raw, other values as JSON
+  kRelaxed,  // an object literal with bare keys and strings between string_quote marks
+             // (Gemma 4's {key:<|"|>text<|"|>,n:3})
 };
 
 struct ToolCallFormat {
@@ -38,6 +40,7 @@ struct ToolCallFormat {
   std::string block_close;    // after the last call (e.g. "]")
   std::vector<Piece> call;    // one call: literals and the name / arguments / id slots
   ArgsStyle args = ArgsStyle::kJson;
+  std::string string_quote;  // kRelaxed: what a string value is written between
   std::string param_open, param_mid, param_close;  // kXml: around each key and value; param_close
                                                    // may name the key (kKeySlot: MiniMax-M3's </KEY>)
 };

@@ -371,6 +371,7 @@ bool MatchPartialCall(std::string_view text, size_t i, const ToolCallFormat& f, 
         break;
       }
       case Piece::kArgs:
+        if (f.args == ArgsStyle::kRelaxed) return false;  // said once complete
         if (f.args == ArgsStyle::kXml) {
           i = ReadXmlArgsPartial(text, i, f, tools, call->name, &call->arguments, &ran_out);
           break;
@@ -418,6 +419,13 @@ size_t MatchCall(std::string_view text, size_t i, const ToolCallFormat& f, const
         break;
       }
       case Piece::kArgs:
+        if (f.args == ArgsStyle::kRelaxed) {
+          while (i < text.size() && IsSpace(text[i])) ++i;
+          Json v;
+          i = ReadRelaxedObject(text, i, f.string_quote, &v);
+          if (i != std::string_view::npos) call->arguments = Dump(v);
+          break;
+        }
         i = f.args == ArgsStyle::kJson ? ReadJsonArgs(text, i, &call->arguments)
                                        : ReadXmlArgs(text, i, f, tools, call->name, &call->arguments);
         break;
@@ -500,6 +508,82 @@ std::string DerivedId(std::string_view before, const std::string& name, size_t i
   std::string id = "call_";
   for (int k = 0; k < 16; ++k) id.push_back(kHex[(h >> (60 - 4 * k)) & 15]);
   return id;
+}
+
+namespace {
+
+// One value of an object literal (see ReadRelaxedObject); depth-limited.
+size_t ReadRelaxedValue(std::string_view text, size_t i, std::string_view quote, Json* out, int depth) {
+  while (i < text.size() && IsSpace(text[i])) ++i;
+  if (i >= text.size() || depth > 64) return std::string_view::npos;
+  if (text.substr(i, quote.size()) == quote) {
+    const size_t e = text.find(quote, i + quote.size());
+    if (e == std::string_view::npos) return e;
+    *out = std::string(text.substr(i + quote.size(), e - i - quote.size()));
+    return e + quote.size();
+  }
+  if (text[i] == '{') {
+    *out = Json::object();
+    ++i;
+    for (bool first = true;; first = false) {
+      while (i < text.size() && IsSpace(text[i])) ++i;
+      if (i >= text.size()) return std::string_view::npos;
+      if (text[i] == '}') return i + 1;
+      if (!first) {
+        if (text[i] != ',') return std::string_view::npos;
+        ++i;
+        while (i < text.size() && IsSpace(text[i])) ++i;
+      }
+      std::string key;
+      if (text.substr(i, quote.size()) == quote) {
+        const size_t e = text.find(quote, i + quote.size());
+        if (e == std::string_view::npos) return e;
+        key = std::string(text.substr(i + quote.size(), e - i - quote.size()));
+        i = e + quote.size();
+      } else {
+        const size_t s = i;
+        while (i < text.size() && text[i] != ':' && text[i] != ',' && text[i] != '}' && text[i] != '{') ++i;
+        key = std::string(Trim(text.substr(s, i - s)));
+      }
+      while (i < text.size() && IsSpace(text[i])) ++i;
+      if (key.empty() || i >= text.size() || text[i] != ':') return std::string_view::npos;
+      Json v;
+      i = ReadRelaxedValue(text, i + 1, quote, &v, depth + 1);
+      if (i == std::string_view::npos) return i;
+      if (!out->contains(key)) (*out)[key] = std::move(v);
+    }
+  }
+  if (text[i] == '[') {
+    *out = Json::array();
+    ++i;
+    for (bool first = true;; first = false) {
+      while (i < text.size() && IsSpace(text[i])) ++i;
+      if (i >= text.size()) return std::string_view::npos;
+      if (text[i] == ']') return i + 1;
+      if (!first) {
+        if (text[i] != ',') return std::string_view::npos;
+        ++i;
+      }
+      Json v;
+      i = ReadRelaxedValue(text, i, quote, &v, depth + 1);
+      if (i == std::string_view::npos) return i;
+      out->push_back(std::move(v));
+    }
+  }
+  // A bare scalar: a JSON number or literal (else its text).
+  const size_t s = i;
+  while (i < text.size() && text[i] != ',' && text[i] != '}' && text[i] != ']' && text.substr(i, quote.size()) != quote) ++i;
+  const std::string_view lit = Trim(text.substr(s, i - s));
+  if (lit.empty()) return std::string_view::npos;
+  if (!ParseJson(lit, out) || out->is_object() || out->is_array()) *out = std::string(lit);
+  return i;
+}
+
+}  // namespace
+
+size_t ReadRelaxedObject(std::string_view text, size_t i, std::string_view quote, Json* out) {
+  if (i >= text.size() || text[i] != '{' || quote.empty()) return std::string_view::npos;
+  return ReadRelaxedValue(text, i, quote, out, 0);
 }
 
 bool MatchToolCalls(std::string_view text, size_t pos, const ChatFormat& format, const Json& tools,
@@ -619,7 +703,13 @@ ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, co
       if (MatchToolCalls(rest, p, format, tools, &calls, &end, partial)) {
         m.tool_calls = std::move(calls);
         content = std::string(Trim(rest.substr(0, content_end)));
-        const std::string_view after = Trim(rest.substr(end));
+        std::string_view after = Trim(rest.substr(end));
+        // Content written after the calls, before the block's close (Gemma 4 writes the calls,
+        // the content, then <|tool_response>): the close is the format's.
+        const std::string_view close = Trim(format.tools.block_close);
+        if (!close.empty() && after.size() >= close.size() && after.substr(after.size() - close.size()) == close) {
+          after = Trim(after.substr(0, after.size() - close.size()));
+        }
         // Partial: what follows the complete calls may be the next call, still arriving.
         if (!after.empty() && !partial) content += (content.empty() ? "" : "\n") + std::string(after);
         matched = true;

@@ -22,7 +22,8 @@ using Json = nlohmann::ordered_json;
 
 // Templates covering every kind of format: JSON calls in tags, in a list, bare, after the
 // prompt's marker, with ids and counters, XML parameters (named in tags or attributes, with typed
-// attributes), a name written twice, reasoning opened by the prompt, and gpt-oss's harmony
+// attributes), a name written twice, a close marker naming the key, object literals with
+// bare keys (Gemma 4), reasoning opened by the prompt, and gpt-oss's harmony
 // messages (hand-written reader).
 const char* const kTemplates[] = {
     "Qwen-Qwen2.5-7B-Instruct",          "Qwen-Qwen3-0.6B",
@@ -34,6 +35,7 @@ const char* const kTemplates[] = {
     "llama-cpp-deepseek-r1",             "CohereForAI-c4ai-command-r-plus-tool_use",
     "openai-gpt-oss-120b",               "deepseek-ai-DeepSeek-V3.2",
     "muse-glimmer",                      "Kimi-K3",
+    "google-gemma-4-31B-it",             "MiniMax-M3",
 };
 constexpr size_t kN = sizeof kTemplates / sizeof kTemplates[0];
 

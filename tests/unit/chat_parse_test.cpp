@@ -128,7 +128,10 @@ bool AssistantText(const Renderer& r, const Json& msgs, const ChatFormat& f, std
     while (n < full.size() && n < prompt.size() && full[n] == prompt[n]) ++n;
     const size_t lt = n == 0 ? std::string::npos : full.rfind('<', n - 1);
     if (lt != std::string::npos && full.find('>', lt) >= n) n = lt;
-    if (n < prompt.size() - std::min<size_t>(prompt.size(), 16)) return false;  // more than a marker differs
+    // More than a marker or an empty reasoning block (Gemma 4's "<|channel>thought\n<channel|>")
+    // differs: not a turn after this prompt.
+    const size_t marker = full.compare(n, 1, "<") == 0 ? 32 : 16;
+    if (n < prompt.size() - std::min<size_t>(prompt.size(), marker)) return false;
     *text = full.substr(n);
   } else {
     *text = full.substr(prompt.size());
@@ -164,8 +167,9 @@ std::string Diff(const zf::chat::ParsedMessage& got, const Case& c) {
   for (size_t i = 0; i < n; ++i) {
     const Json& w = want["tool_calls"][i]["function"];
     if (got.tool_calls[i].name != w["name"]) d << "call " << i << " name '" << got.tool_calls[i].name << "'; ";
-    Json args = Json::parse(got.tool_calls[i].arguments, nullptr, false);
-    if (args != w["arguments"]) d << "call " << i << " arguments " << got.tool_calls[i].arguments << "; ";
+    // JSON-equal: key order aside (Gemma 4's template sorts the keys).
+    const nlohmann::json args = nlohmann::json::parse(got.tool_calls[i].arguments, nullptr, false);
+    if (args != nlohmann::json::parse(w["arguments"].dump())) d << "call " << i << " arguments " << got.tool_calls[i].arguments << "; ";
   }
   return d.str();
 }

@@ -8,6 +8,7 @@
 
 #include "chat/harmony.h"
 #include "chat/parser.h"
+#include "chat/python_tag.h"
 
 namespace zf::chat {
 namespace {
@@ -269,6 +270,16 @@ ToolCallFormat DeriveToolCalls(const Renderer& render, const std::string& prompt
     if (e == std::string::npos) return ToolCallFormat();
     f.args = ArgsStyle::kJson;
     AppendWithIds(call_tail.substr(0, s), &f.call);
+    f.call.push_back({Piece::kArgs, ""});
+    AppendWithIds(call_tail.substr(e), &f.call);
+  } else if (const size_t pp = call_tail.find(std::string("(") + kKey1 + "=");
+             pp != std::string::npos && Trim(call_tail.substr(0, pp)).empty()) {
+    // Python-call arguments right after the name.
+    Json v;
+    const size_t e = ReadPythonArgs(call_tail, pp, &v);
+    if (e == std::string::npos) return ToolCallFormat();
+    f.args = ArgsStyle::kPython;
+    AppendWithIds(call_tail.substr(0, pp), &f.call);
     f.call.push_back({Piece::kArgs, ""});
     AppendWithIds(call_tail.substr(e), &f.call);
   } else if (const size_t kc = call_tail.find(std::string(kKey1) + ":"),

@@ -28,6 +28,7 @@ enum class ArgsStyle {
   kJson,  // one JSON object (tojson of the arguments)
   kXml,   // one element per argument: param_open KEY param_mid VALUE param_close (Qwen3-Coder,
           // GLM, MiniMax); strings raw, other values as JSON
+  kPython,   // a Python call's arguments, (k='v', n=3) (LFM2.5)
   kRelaxed,  // an object literal with bare keys and strings between string_quote marks
              // (Gemma 4's {key:<|"|>text<|"|>,n:3})
 };

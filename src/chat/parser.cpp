@@ -371,7 +371,7 @@ bool MatchPartialCall(std::string_view text, size_t i, const ToolCallFormat& f, 
         break;
       }
       case Piece::kArgs:
-        if (f.args == ArgsStyle::kRelaxed) return false;  // said once complete
+        if (f.args == ArgsStyle::kRelaxed || f.args == ArgsStyle::kPython) return false;  // said once complete
         if (f.args == ArgsStyle::kXml) {
           i = ReadXmlArgsPartial(text, i, f, tools, call->name, &call->arguments, &ran_out);
           break;
@@ -419,10 +419,10 @@ size_t MatchCall(std::string_view text, size_t i, const ToolCallFormat& f, const
         break;
       }
       case Piece::kArgs:
-        if (f.args == ArgsStyle::kRelaxed) {
+        if (f.args == ArgsStyle::kRelaxed || f.args == ArgsStyle::kPython) {
           while (i < text.size() && IsSpace(text[i])) ++i;
           Json v;
-          i = ReadRelaxedObject(text, i, f.string_quote, &v);
+          i = f.args == ArgsStyle::kPython ? ReadPythonArgs(text, i, &v) : ReadRelaxedObject(text, i, f.string_quote, &v);
           if (i != std::string_view::npos) call->arguments = Dump(v);
           break;
         }

@@ -20,59 +20,132 @@ std::string_view Trim(std::string_view s) {
 
 bool IsWordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
-// `NAME.call(k="v", k2=3)`: values in double quotes as written (the template writes them raw, so
-// a quote ends a value only before ", " or the closing parenthesis), or JSON literals.
-bool ParseCallSyntax(std::string_view s, ToolCall* call) {
-  size_t i = 0;
-  while (i < s.size() && IsWordChar(s[i])) ++i;
-  if (i == 0 || s.substr(i, 6) != ".call(" || s.back() != ')') return false;
-  const std::string name(s.substr(0, i));
-  std::string_view body = s.substr(i + 6, s.size() - i - 7);
-  Json args = Json::object();
-  while (!Trim(body).empty()) {
-    body = Trim(body);
-    size_t k = 0;
-    while (k < body.size() && IsWordChar(body[k])) ++k;
-    if (k == 0 || k >= body.size() || body[k] != '=') return false;
-    const std::string key(body.substr(0, k));
-    body.remove_prefix(k + 1);
-    size_t end;
-    Json value;
-    if (!body.empty() && body.front() == '"') {
-      // The last quote before a ", KEY=" or the end.
-      end = std::string_view::npos;
-      for (size_t q = body.find('"', 1); q != std::string_view::npos; q = body.find('"', q + 1)) {
-        const std::string_view after = Trim(body.substr(q + 1));
-        bool next_key = false;
-        if (!after.empty() && after.front() == ',') {
-          const std::string_view n = Trim(after.substr(1));
-          size_t w = 0;
-          while (w < n.size() && IsWordChar(n[w])) ++w;
-          next_key = w > 0 && w < n.size() && n[w] == '=';
-        }
-        if (after.empty() || next_key) {
-          end = q + 1;
-          break;
-        }
-      }
-      if (end == std::string_view::npos) return false;
-      value = std::string(body.substr(1, end - 2));
-    } else {
-      end = body.find(',');
-      if (end == std::string_view::npos) end = body.size();
-      const std::string_view lit = Trim(body.substr(0, end));
-      value = Json::parse(lit.begin(), lit.end(), nullptr, false);
-      if (value.is_discarded()) value = std::string(lit);
-    }
-    args[key] = std::move(value);
-    body.remove_prefix(end);
-    body = Trim(body);
-    if (!body.empty()) {
-      if (body.front() != ',') return false;
-      body.remove_prefix(1);
+// A word of [A-Za-z0-9_] at text[i]: its end (i when none).
+size_t WordEnd(std::string_view text, size_t i) {
+  while (i < text.size() && IsWordChar(text[i])) ++i;
+  return i;
+}
+
+// Whether text[i] (after whitespace) ends a value: ")" or ", KEY=".
+bool EndsValue(std::string_view text, size_t i) {
+  while (i < text.size() && IsSpace(text[i])) ++i;
+  if (i < text.size() && text[i] == ')') return true;
+  if (i >= text.size() || text[i] != ',') return false;
+  ++i;
+  while (i < text.size() && IsSpace(text[i])) ++i;
+  const size_t w = WordEnd(text, i);
+  size_t e = w;
+  while (e < text.size() && IsSpace(text[e])) ++e;
+  return w > i && e < text.size() && text[e] == '=';
+}
+
+// The end of a bracketed value ([...] or {...}) at text[i], quotes respected, or npos.
+size_t BracketEnd(std::string_view text, size_t i) {
+  int depth = 0;
+  char quote = 0;
+  for (size_t k = i; k < text.size(); ++k) {
+    const char c = text[k];
+    if (quote) {
+      if (c == '\\') ++k;
+      else if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if ((c == ']' || c == '}') && --depth == 0) {
+      return k + 1;
     }
   }
-  call->name = name;
+  return std::string_view::npos;
+}
+
+// A Python literal's text as JSON: single-quoted strings, True / False / None.
+Json PythonLiteral(std::string_view lit) {
+  Json v = Json::parse(lit.begin(), lit.end(), nullptr, false);
+  if (!v.is_discarded()) return v;
+  std::string out;
+  for (size_t i = 0; i < lit.size(); ++i) {
+    const char c = lit[i];
+    if (c == '\'' || c == '"') {
+      out.push_back('"');
+      for (++i; i < lit.size() && lit[i] != c; ++i) {
+        if (lit[i] == '\\' && i + 1 < lit.size()) {
+          if (lit[i + 1] == '\'') out.push_back('\'');
+          else out.append(lit.substr(i, 2));
+          ++i;
+        } else if (lit[i] == '"') {
+          out += "\\\"";
+        } else {
+          out.push_back(lit[i]);
+        }
+      }
+      out.push_back('"');
+    } else if (lit.substr(i, 4) == "True") out += "true", i += 3;
+    else if (lit.substr(i, 5) == "False") out += "false", i += 4;
+    else if (lit.substr(i, 4) == "None") out += "null", i += 3;
+    else out.push_back(c);
+  }
+  v = Json::parse(out, nullptr, false);
+  return v.is_discarded() ? Json(std::string(lit)) : v;
+}
+
+}  // namespace
+
+size_t ReadPythonArgs(std::string_view text, size_t i, Json* out) {
+  if (i >= text.size() || text[i] != '(') return std::string_view::npos;
+  *out = Json::object();
+  ++i;
+  for (bool first = true;; first = false) {
+    while (i < text.size() && IsSpace(text[i])) ++i;
+    if (i >= text.size()) return std::string_view::npos;
+    if (text[i] == ')') return i + 1;
+    if (!first) {
+      if (text[i] != ',') return std::string_view::npos;
+      ++i;
+      while (i < text.size() && IsSpace(text[i])) ++i;
+    }
+    const size_t w = WordEnd(text, i);
+    if (w == i) return std::string_view::npos;
+    const std::string key(text.substr(i, w - i));
+    i = w;
+    while (i < text.size() && IsSpace(text[i])) ++i;
+    if (i >= text.size() || text[i] != '=') return std::string_view::npos;
+    ++i;
+    while (i < text.size() && IsSpace(text[i])) ++i;
+    if (i >= text.size()) return std::string_view::npos;
+    Json value;
+    if (text[i] == '"' || text[i] == '\'') {
+      // Templates write strings raw between quotes: a quote ends the value only where ")" or
+      // ", KEY=" follows it.
+      const char q = text[i];
+      size_t e = text.find(q, i + 1);
+      while (e != std::string_view::npos && !EndsValue(text, e + 1)) e = text.find(q, e + 1);
+      if (e == std::string_view::npos) return e;
+      value = std::string(text.substr(i + 1, e - i - 1));
+      i = e + 1;
+    } else if (text[i] == '[' || text[i] == '{') {
+      const size_t e = BracketEnd(text, i);
+      if (e == std::string_view::npos) return e;
+      value = PythonLiteral(text.substr(i, e - i));
+      i = e;
+    } else {
+      const size_t s = i;
+      while (i < text.size() && text[i] != ',' && text[i] != ')') ++i;
+      value = PythonLiteral(Trim(text.substr(s, i - s)));
+    }
+    if (!out->contains(key)) (*out)[key] = std::move(value);
+  }
+}
+
+namespace {
+
+// `NAME.call(k="v", k2=3)`.
+bool ParseCallSyntax(std::string_view s, ToolCall* call) {
+  const size_t w = WordEnd(s, 0);
+  if (w == 0 || s.substr(w, 5) != ".call") return false;
+  Json args;
+  if (ReadPythonArgs(s, w + 5, &args) != s.size()) return false;
+  call->name = std::string(s.substr(0, w));
   call->arguments = args.dump();
   return true;
 }

@@ -6,6 +6,8 @@
 
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "chat/parser.h"
 
 namespace zf::chat {
@@ -15,5 +17,10 @@ inline constexpr std::string_view kPythonTag = "<|python_tag|>";
 // Reads what follows the tag (up to the end of the turn; a trailing <|eom_id|> or <|eot_id|> is
 // ignored) as one call; false when it is empty. The id is left empty.
 bool ParsePythonTagCall(std::string_view after, ToolCall* call);
+
+// Python-call arguments at text[i] ('('): `(k='v', n=3, flag=True, d={"a": 1})`, strings raw
+// between quotes as templates write them; the position after ')' (npos if malformed) and the
+// arguments as a JSON object. Also LFM2's call format (ArgsStyle::kPython).
+size_t ReadPythonArgs(std::string_view text, size_t i, nlohmann::ordered_json* out);
 
 }  // namespace zf::chat

@@ -111,8 +111,9 @@ std::string CallRules(const ToolCallFormat& f, const Json& tools, const std::str
 ToolGrammar ToolCallGrammar(const ChatFormat& format, const Json& tools, bool parallel) {
   ToolGrammar out;
   const ToolCallFormat& f = format.tools;
-  // Relaxed object literals (Gemma 4) have no JSON-schema form here: the generic JSON form.
-  if (!f.native || f.args == ArgsStyle::kRelaxed ||
+  // Relaxed object literals (Gemma 4) and Python-call arguments (LFM2.5) have no JSON-schema
+  // form here: the generic JSON form.
+  if (!f.native || f.args == ArgsStyle::kRelaxed || f.args == ArgsStyle::kPython ||
       (f.args == ArgsStyle::kXml && (f.param_open.empty() || f.param_close.empty()))) {
     out.grammar = GenericGrammar(tools, parallel);
     return out;

@@ -23,7 +23,7 @@ using Json = nlohmann::ordered_json;
 // Templates covering every kind of format: JSON calls in tags, in a list, bare, after the
 // prompt's marker, with ids and counters, XML parameters (named in tags or attributes, with typed
 // attributes), a name written twice, a close marker naming the key, object literals with
-// bare keys (Gemma 4), reasoning opened by the prompt, and gpt-oss's harmony
+// bare keys (Gemma 4), Python-call arguments (LFM2.5), reasoning opened by the prompt, and gpt-oss's harmony
 // messages (hand-written reader).
 const char* const kTemplates[] = {
     "Qwen-Qwen2.5-7B-Instruct",          "Qwen-Qwen3-0.6B",
@@ -36,6 +36,7 @@ const char* const kTemplates[] = {
     "openai-gpt-oss-120b",               "deepseek-ai-DeepSeek-V3.2",
     "muse-glimmer",                      "Kimi-K3",
     "google-gemma-4-31B-it",             "MiniMax-M3",
+    "LFM2.5-8B-A1B",
 };
 constexpr size_t kN = sizeof kTemplates / sizeof kTemplates[0];
 

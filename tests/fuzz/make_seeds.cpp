@@ -141,7 +141,8 @@ int main(int argc, char** argv) {
            "name=\"q\">x</atem:parameter>\n</atem:invoke>\n</atem:function_calls>"},
       {17, "<|close|>think<|sep|><|open|>tools<|sep|><|open|>call tool=\"get_weather\" index=\"1\"<|sep|><|open|>"
            "argument key=\"days\" type=\"integer\"<|sep|>3<|close|>argument<|sep|><|close|>call<|sep|>"},
-      {24, "Let me.<|python_tag|>brave_search.call(query=\"a \"b\"\", n=2)"},  // 24 % 20: Llama 3.1
+      {25, "Let me.<|python_tag|>brave_search.call(query=\"a \"b\"\", n=2)"},  // 25 % 21: Llama 3.1
+      {20, "<|tool_call_start|>[get_weather(city='Oslo', days=2, ok=True), search(q='a'b')]<|tool_call_end|>"},
       {18, "<|tool_call>call:get_weather{city:<|\"|>Bern<|\"|>,days:2,ok:true}<tool_call|>Sure."},
       {19, "]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"get_weather\">]<]minimax[>[<city>Oslo]<]minimax[>[</city>"
            "]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>"},

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 
+#include "chat/harmony.h"
 #include "chat/parser.h"
+#include "chat/python_tag.h"
 
 namespace zf::chat {
 namespace {
@@ -141,7 +143,8 @@ ReasoningFormat DeriveReasoning(const Renderer& render, const std::string& promp
   return r;
 }
 
-// Appends `s` as literal pieces, with a kId slot wherever the probe's call id (kId1) appears.
+// Appends `s` as literal pieces, with a kId slot wherever the probe's call id (kId1) appears and
+// a kName slot wherever its name appears again (templates that write it twice).
 void AppendWithIds(const std::string& s, std::vector<Piece>* out) {
   auto lit = [&](const std::string& t) {
     if (t.empty()) return;
@@ -163,13 +166,22 @@ void AppendWithIds(const std::string& s, std::vector<Piece>* out) {
     }
     lit(t.substr(at));
   };
+  auto with_ids = [&](const std::string& t) {
+    size_t at = 0;
+    for (size_t p = t.find(kId1); p != std::string::npos; p = t.find(kId1, at)) {
+      lit_or_index(t.substr(at, p - at));
+      out->push_back({Piece::kId, ""});
+      at = p + sizeof kId1 - 1;
+    }
+    lit_or_index(t.substr(at));
+  };
   size_t at = 0;
-  for (size_t p = s.find(kId1); p != std::string::npos; p = s.find(kId1, at)) {
-    lit_or_index(s.substr(at, p - at));
-    out->push_back({Piece::kId, ""});
-    at = p + sizeof kId1 - 1;
+  for (size_t p = s.find(kFn1); p != std::string::npos; p = s.find(kFn1, at)) {
+    with_ids(s.substr(at, p - at));
+    out->push_back({Piece::kName, ""});
+    at = p + sizeof kFn1 - 1;
   }
-  lit_or_index(s.substr(at));
+  with_ids(s.substr(at));
 }
 
 // Tool calls: one call and two calls rendered, diffed around the function names.
@@ -244,12 +256,44 @@ ToolCallFormat DeriveToolCalls(const Renderer& render, const std::string& prompt
   const std::string quoted = std::string("\"") + kKey1 + "\"";
   AppendWithIds(call_head, &f.call);
   f.call.push_back({Piece::kName, ""});
-  if (size_t q = call_tail.find(quoted); q != std::string::npos) {
+  // A JSON key is followed by ':' (not an attribute value such as name="zfprobe_arg").
+  size_t q = call_tail.find(quoted);
+  while (q != std::string::npos) {
+    size_t c = q + quoted.size();
+    while (c < call_tail.size() && IsSpace(call_tail[c])) ++c;
+    if (c < call_tail.size() && call_tail[c] == ':') break;
+    q = call_tail.find(quoted, q + 1);
+  }
+  if (q != std::string::npos) {
     const size_t s = call_tail.rfind('{', q);
     const size_t e = s == std::string::npos ? s : ObjectEnd(call_tail, s);
     if (e == std::string::npos) return ToolCallFormat();
     f.args = ArgsStyle::kJson;
     AppendWithIds(call_tail.substr(0, s), &f.call);
+    f.call.push_back({Piece::kArgs, ""});
+    AppendWithIds(call_tail.substr(e), &f.call);
+  } else if (const size_t pp = call_tail.find(std::string("(") + kKey1 + "=");
+             pp != std::string::npos && Trim(call_tail.substr(0, pp)).empty()) {
+    // Python-call arguments right after the name.
+    Json v;
+    const size_t e = ReadPythonArgs(call_tail, pp, &v);
+    if (e == std::string::npos) return ToolCallFormat();
+    f.args = ArgsStyle::kPython;
+    AppendWithIds(call_tail.substr(0, pp), &f.call);
+    f.call.push_back({Piece::kArgs, ""});
+    AppendWithIds(call_tail.substr(e), &f.call);
+  } else if (const size_t kc = call_tail.find(std::string(kKey1) + ":"),
+             ob = kc == std::string::npos ? kc : call_tail.rfind('{', kc);
+             ob != std::string::npos && Trim(call_tail.substr(ob + 1, kc - ob - 1)).empty() &&
+             call_tail.find("zfprobe_val", kc) != std::string::npos) {
+    // An object literal with bare keys: strings between the marks written around the value.
+    const size_t qs = kc + sizeof kKey1, v1 = call_tail.find("zfprobe_val", kc);
+    f.args = ArgsStyle::kRelaxed;
+    f.string_quote = call_tail.substr(qs, v1 - qs);
+    if (f.string_quote.empty()) return ToolCallFormat();
+    const size_t e = RelaxedObjectEnd(call_tail, ob, f.string_quote);
+    if (e == std::string::npos) return ToolCallFormat();
+    AppendWithIds(call_tail.substr(0, ob), &f.call);
     f.call.push_back({Piece::kArgs, ""});
     AppendWithIds(call_tail.substr(e), &f.call);
   } else {
@@ -262,15 +306,21 @@ ToolCallFormat DeriveToolCalls(const Renderer& render, const std::string& prompt
     const std::string sep = call_tail.substr(v1 + lv, k2 - v1 - lv);
     const std::string tail = call_tail.substr(v2 + lv);
     const size_t pb = CommonSuffix(head_text, sep, sep.size());
-    const std::string param_close = sep.substr(0, sep.size() - pb);
-    if (tail.compare(0, param_close.size(), param_close) != 0 || Trim(param_close).empty()) return ToolCallFormat();
+    std::string param_close = sep.substr(0, sep.size() - pb);
+    // A close marker naming the key (</KEY>): the key is a slot.
+    if (const size_t at = param_close.find(kKey1); at != std::string::npos) {
+      param_close.replace(at, sizeof kKey1 - 1, 1, kKeySlot);
+    }
+    f.param_close = param_close;
+    const std::string close2 = ParamClose(f, kKey2);
+    if (tail.compare(0, close2.size(), close2) != 0 || Trim(param_close).empty()) return ToolCallFormat();
     f.args = ArgsStyle::kXml;
     f.param_open = sep.substr(sep.size() - pb);
     f.param_mid = mid;
     f.param_close = param_close;
     AppendWithIds(call_tail.substr(0, k1 - pb), &f.call);
     f.call.push_back({Piece::kArgs, ""});
-    AppendWithIds(call_tail.substr(v2 + lv + param_close.size()), &f.call);
+    AppendWithIds(call_tail.substr(v2 + lv + close2.size()), &f.call);
   }
   f.native = true;
   f.parallel = used_two;
@@ -293,6 +343,13 @@ ToolCallFormat DeriveToolCalls(const Renderer& render, const std::string& prompt
 }
 
 }  // namespace
+
+std::string ParamClose(const ToolCallFormat& f, std::string_view key) {
+  std::string s = f.param_close;
+  const size_t at = s.find(kKeySlot);
+  if (at != std::string::npos) s.replace(at, 1, key);
+  return s;
+}
 
 const nlohmann::ordered_json& ProbeTools() {
   static const Json tools = [] {
@@ -348,6 +405,12 @@ ChatFormat DeriveChatFormat(const Renderer& render, const std::string& template_
   }
   f.content_prefix = Trim(prefix);
   f.tools = DeriveToolCalls(render, prompt, pre_content, f.end_of_turn, f.reasoning, trailer);
+  // Harmony's calls and reasoning cannot be diffed out (the name sits in a message header,
+  // reasoning comes from another field): a hand-written reader.
+  f.harmony = !f.tools.native && IsHarmonyTemplate(template_source);
+  // Llama 3.x writes built-in tool calls (brave_search.call(...), code) after this marker: a
+  // form the probes cannot show (the template writes it only for `builtin_tools`).
+  f.python_tag = template_source.find("<|python_tag|>") != std::string::npos;
   return f;
 }
 

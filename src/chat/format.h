@@ -28,6 +28,9 @@ enum class ArgsStyle {
   kJson,  // one JSON object (tojson of the arguments)
   kXml,   // one element per argument: param_open KEY param_mid VALUE param_close (Qwen3-Coder,
           // GLM, MiniMax); strings raw, other values as JSON
+  kPython,   // a Python call's arguments, (k='v', n=3) (LFM2.5)
+  kRelaxed,  // an object literal with bare keys and strings between string_quote marks
+             // (Gemma 4's {key:<|"|>text<|"|>,n:3})
 };
 
 struct ToolCallFormat {
@@ -38,8 +41,16 @@ struct ToolCallFormat {
   std::string block_close;    // after the last call (e.g. "]")
   std::vector<Piece> call;    // one call: literals and the name / arguments / id slots
   ArgsStyle args = ArgsStyle::kJson;
-  std::string param_open, param_mid, param_close;  // kXml: around each key and value
+  std::string string_quote;  // kRelaxed: what a string value is written between
+  std::string param_open, param_mid, param_close;  // kXml: around each key and value; param_close
+                                                   // may name the key (kKeySlot: MiniMax-M3's </KEY>)
 };
+
+// Where param_close repeats the parameter's key.
+inline constexpr char kKeySlot = '\x1f';
+
+// param_close for `key`.
+std::string ParamClose(const ToolCallFormat& f, std::string_view key);
 
 struct ReasoningFormat {
   std::string open;          // e.g. "<think>" (whitespace trimmed); empty = no reasoning markers
@@ -52,6 +63,8 @@ struct ChatFormat {
   ToolCallFormat tools;
   std::string end_of_turn;     // what the template writes after an assistant message's content
   std::string content_prefix;  // what it writes before the content (e.g. a final-channel header)
+  bool harmony = false;        // OpenAI's harmony messages (gpt-oss): read by chat/harmony.h
+  bool python_tag = false;     // Llama 3.x built-in tool calls after <|python_tag|> (chat/python_tag.h)
 };
 
 // Derives the format by rendering probe conversations; `template_source` is searched for

@@ -3,6 +3,9 @@
 // remaining text as content.
 #include "chat/parser.h"
 
+#include "chat/harmony.h"
+#include "chat/python_tag.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -173,29 +176,53 @@ Json TextValue(std::string_view raw, const std::string& type) {
   return s;
 }
 
+// param_mid after a key: as the template wrote it, or, where it holds attributes after the key
+// (DeepSeek's DSML `" string="true">`, Kimi's `" type="string"<|sep|>`), with any attribute
+// values: the key's closing character, then up to what follows the last attribute.
+size_t MatchParamMid(std::string_view text, size_t i, std::string_view mid) {
+  const size_t k = MatchLiteral(text, i, mid);
+  if (k != std::string_view::npos) return k;
+  mid = Trim(mid);
+  const size_t q = mid.rfind('"');
+  if (mid.size() < 2 || mid.find(' ') == std::string_view::npos || q == 0 || q == std::string_view::npos ||
+      q + 1 >= mid.size() || text.substr(i, 1) != mid.substr(0, 1)) {
+    return std::string_view::npos;
+  }
+  const std::string_view tail = mid.substr(q + 1);
+  const size_t at = text.find(tail, i + 1);
+  // Only attributes in between: no line break, no other tag.
+  if (at == std::string_view::npos || text.substr(i, at - i).find_first_of("\n<") != std::string_view::npos) {
+    return std::string_view::npos;
+  }
+  return at + tail.size();
+}
+
 size_t ReadXmlArgs(std::string_view text, size_t i, const ToolCallFormat& f, const Json& tools,
                    const std::string& name, std::string* out) {
   Json args = Json::object();
-  const std::string_view close = Trim(f.param_close);
   for (;;) {
     size_t j = MatchLiteral(text, i, f.param_open);
     if (j == std::string_view::npos || Trim(f.param_open).empty()) break;
-    // The key runs to the first non-space character of param_mid.
+    // The key runs to the first non-space character of param_mid. What does not read as a key
+    // and a value is not a parameter (MiniMax-M3's </invoke> after its parameters): the
+    // parameters end before it.
     const std::string_view mid = Trim(f.param_mid);
     size_t k = j;
     while (k < text.size() && IsSpace(text[k])) ++k;
     size_t key_start = k;
     size_t key_end = mid.empty() ? std::string_view::npos : text.find(mid.front(), k);
-    if (key_end == std::string_view::npos) return std::string_view::npos;
+    if (key_end == std::string_view::npos) break;
     std::string key(Trim(text.substr(key_start, key_end - key_start)));
-    if (key.empty()) return std::string_view::npos;
-    k = MatchLiteral(text, key_end, f.param_mid);
-    if (k == std::string_view::npos || close.empty()) return std::string_view::npos;
+    if (key.empty()) break;
+    const std::string close_text = ParamClose(f, key);
+    const std::string_view close = Trim(close_text);
+    k = MatchParamMid(text, key_end, f.param_mid);
+    if (k == std::string_view::npos || close.empty()) break;
     const size_t vend = text.find(close, k);
-    if (vend == std::string_view::npos) return std::string_view::npos;
+    if (vend == std::string_view::npos) break;
     // A repeated key keeps its first value: what was streamed of it stays true.
     if (!args.contains(key)) args[key] = TextValue(Trim(text.substr(k, vend - k)), ParamType(tools, name, key));
-    i = MatchLiteral(text, vend, f.param_close);
+    i = MatchLiteral(text, vend, close_text);
   }
   *out = args.dump();
   return i;
@@ -243,8 +270,8 @@ size_t ReadXmlArgsPartial(std::string_view text, size_t i, const ToolCallFormat&
     s.pop_back();  // the closing brace: more may come
     return s;
   };
-  const std::string_view close = Trim(f.param_close), mid = Trim(f.param_mid);
-  if (Trim(f.param_open).empty() || close.empty() || mid.empty()) return std::string_view::npos;
+  const std::string_view mid = Trim(f.param_mid);
+  if (Trim(f.param_open).empty() || Trim(f.param_close).empty() || mid.empty()) return std::string_view::npos;
   for (;;) {
     bool ro = false;
     size_t j = MatchLiteralPartial(text, i, f.param_open, &ro);
@@ -263,10 +290,21 @@ size_t ReadXmlArgsPartial(std::string_view text, size_t i, const ToolCallFormat&
     if (key.empty()) return std::string_view::npos;
     k = MatchLiteralPartial(text, key_end, f.param_mid, &ro);
     if (k == std::string_view::npos) {
-      if (!ro) return std::string_view::npos;
-      break;
+      // Attributes that differ from the probe's (see MatchParamMid), or the text ends in them.
+      k = MatchParamMid(text, key_end, f.param_mid);
+      if (k == std::string_view::npos) {
+        const std::string_view m = Trim(f.param_mid);
+        const size_t q = m.rfind('"');
+        const bool attrs = q != std::string_view::npos && q > 0 && m.find(' ') != std::string_view::npos;
+        if (!ro && !(attrs && text.substr(key_end).find('\n') == std::string_view::npos)) {
+          return std::string_view::npos;
+        }
+        break;
+      }
     }
     const std::string type = ParamType(tools, name, key);
+    const std::string close_text = ParamClose(f, key);
+    const std::string_view close = Trim(close_text);
     const size_t vend = text.find(close, k);
     if (vend == std::string_view::npos) {
       // A string value so far; other types are said once complete. A repeated key is dropped.
@@ -283,7 +321,7 @@ size_t ReadXmlArgsPartial(std::string_view text, size_t i, const ToolCallFormat&
       return std::string_view::npos;
     }
     if (!args.contains(key)) args[key] = TextValue(Trim(text.substr(k, vend - k)), type);
-    i = MatchLiteralPartial(text, vend, f.param_close, &ro);
+    i = MatchLiteralPartial(text, vend, close_text, &ro);
     if (i == std::string_view::npos) {
       if (!ro) return std::string_view::npos;
       break;
@@ -326,11 +364,14 @@ bool MatchPartialCall(std::string_view text, size_t i, const ToolCallFormat& f, 
           i = std::string_view::npos;
           break;
         }
-        if (p.kind == Piece::kName) call->name = word, name_end = i;
+        if (p.kind == Piece::kName && name_end != std::string_view::npos) {
+          if (word != call->name) return false;  // the name written again (muse's header and invoke)
+        } else if (p.kind == Piece::kName) call->name = word, name_end = i;
         else if (p.kind == Piece::kId) call->id = word;
         break;
       }
       case Piece::kArgs:
+        if (f.args == ArgsStyle::kRelaxed || f.args == ArgsStyle::kPython) return false;  // said once complete
         if (f.args == ArgsStyle::kXml) {
           i = ReadXmlArgsPartial(text, i, f, tools, call->name, &call->arguments, &ran_out);
           break;
@@ -363,7 +404,14 @@ size_t MatchCall(std::string_view text, size_t i, const ToolCallFormat& f, const
   for (const Piece& p : f.call) {
     switch (p.kind) {
       case Piece::kLiteral: i = MatchLiteral(text, i, p.text); break;
-      case Piece::kName: i = ReadWhile(text, i, IsNameChar, &call->name); break;
+      case Piece::kName: {
+        // A name written twice in one call must be the same name.
+        std::string name;
+        i = ReadWhile(text, i, IsNameChar, &name);
+        if (i != std::string_view::npos && !call->name.empty() && name != call->name) return std::string_view::npos;
+        call->name = name;
+        break;
+      }
       case Piece::kId: i = ReadWhile(text, i, IsIdChar, &call->id); break;
       case Piece::kIndex: {
         std::string digits;
@@ -371,6 +419,13 @@ size_t MatchCall(std::string_view text, size_t i, const ToolCallFormat& f, const
         break;
       }
       case Piece::kArgs:
+        if (f.args == ArgsStyle::kRelaxed || f.args == ArgsStyle::kPython) {
+          while (i < text.size() && IsSpace(text[i])) ++i;
+          Json v;
+          i = f.args == ArgsStyle::kPython ? ReadPythonArgs(text, i, &v) : ReadRelaxedObject(text, i, f.string_quote, &v);
+          if (i != std::string_view::npos) call->arguments = Dump(v);
+          break;
+        }
         i = f.args == ArgsStyle::kJson ? ReadJsonArgs(text, i, &call->arguments)
                                        : ReadXmlArgs(text, i, f, tools, call->name, &call->arguments);
         break;
@@ -391,6 +446,8 @@ std::string Anchor(const ToolCallFormat& f) {
   const size_t ws = a.find_first_of(" \n\t\r");
   return ws == std::string::npos ? a : a.substr(0, ws);
 }
+
+}  // namespace
 
 // The generic JSON form for templates without their own: the whole text (or a ```json fenced
 // block) is {"name","arguments"|"parameters"}, a list of those, or {"tool_calls":[...]}; every
@@ -453,7 +510,81 @@ std::string DerivedId(std::string_view before, const std::string& name, size_t i
   return id;
 }
 
+namespace {
+
+// One value of an object literal (see ReadRelaxedObject); depth-limited.
+size_t ReadRelaxedValue(std::string_view text, size_t i, std::string_view quote, Json* out, int depth) {
+  while (i < text.size() && IsSpace(text[i])) ++i;
+  if (i >= text.size() || depth > 64) return std::string_view::npos;
+  if (text.substr(i, quote.size()) == quote) {
+    const size_t e = text.find(quote, i + quote.size());
+    if (e == std::string_view::npos) return e;
+    *out = std::string(text.substr(i + quote.size(), e - i - quote.size()));
+    return e + quote.size();
+  }
+  if (text[i] == '{') {
+    *out = Json::object();
+    ++i;
+    for (bool first = true;; first = false) {
+      while (i < text.size() && IsSpace(text[i])) ++i;
+      if (i >= text.size()) return std::string_view::npos;
+      if (text[i] == '}') return i + 1;
+      if (!first) {
+        if (text[i] != ',') return std::string_view::npos;
+        ++i;
+        while (i < text.size() && IsSpace(text[i])) ++i;
+      }
+      std::string key;
+      if (text.substr(i, quote.size()) == quote) {
+        const size_t e = text.find(quote, i + quote.size());
+        if (e == std::string_view::npos) return e;
+        key = std::string(text.substr(i + quote.size(), e - i - quote.size()));
+        i = e + quote.size();
+      } else {
+        const size_t s = i;
+        while (i < text.size() && text[i] != ':' && text[i] != ',' && text[i] != '}' && text[i] != '{') ++i;
+        key = std::string(Trim(text.substr(s, i - s)));
+      }
+      while (i < text.size() && IsSpace(text[i])) ++i;
+      if (key.empty() || i >= text.size() || text[i] != ':') return std::string_view::npos;
+      Json v;
+      i = ReadRelaxedValue(text, i + 1, quote, &v, depth + 1);
+      if (i == std::string_view::npos) return i;
+      if (!out->contains(key)) (*out)[key] = std::move(v);
+    }
+  }
+  if (text[i] == '[') {
+    *out = Json::array();
+    ++i;
+    for (bool first = true;; first = false) {
+      while (i < text.size() && IsSpace(text[i])) ++i;
+      if (i >= text.size()) return std::string_view::npos;
+      if (text[i] == ']') return i + 1;
+      if (!first) {
+        if (text[i] != ',') return std::string_view::npos;
+        ++i;
+      }
+      Json v;
+      i = ReadRelaxedValue(text, i, quote, &v, depth + 1);
+      if (i == std::string_view::npos) return i;
+      out->push_back(std::move(v));
+    }
+  }
+  // A bare scalar: a JSON number or literal (else its text).
+  const size_t s = i;
+  while (i < text.size() && text[i] != ',' && text[i] != '}' && text[i] != ']' && text.substr(i, quote.size()) != quote) ++i;
+  const std::string_view lit = Trim(text.substr(s, i - s));
+  if (lit.empty()) return std::string_view::npos;
+  if (!ParseJson(lit, out) || out->is_object() || out->is_array()) *out = std::string(lit);
+  return i;
+}
+
 }  // namespace
+
+size_t ReadRelaxedObject(std::string_view text, size_t i, std::string_view quote, Json* out) {
+  if (i >= text.size() || text[i] != '{' || quote.empty()) return std::string_view::npos;
+  return ReadRelaxedValue(text, i, quote, out, 0);
+}
 
 bool MatchToolCalls(std::string_view text, size_t pos, const ChatFormat& format, const Json& tools,
                     std::vector<ToolCall>* calls, size_t* end, bool partial) {
@@ -493,6 +624,7 @@ bool MatchToolCalls(std::string_view text, size_t pos, const ChatFormat& format,
 }
 
 ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, const Json& tools, bool partial) {
+  if (format.harmony) return ParseHarmony(text, tools, partial);
   ParsedMessage m;
   std::string_view rest = text;
   // 1. Reasoning: opened by the output or by the generation prompt, closed by the close marker
@@ -531,7 +663,22 @@ ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, co
     if (t.substr(0, prefix.size()) == prefix) rest = t.substr(prefix.size());
     else if (partial && prefix.compare(0, t.size(), t) == 0) rest = std::string_view();
   }
-  // 2. Tool calls: the first place the template's call block matches.
+  // 2. Tool calls: Llama 3.x's built-in call after <|python_tag|> (known once the turn ends: its
+  // forms differ from the first characters on), else the first place the template's call block
+  // matches.
+  if (format.python_tag) {
+    const size_t tag = rest.find(kPythonTag);
+    ToolCall c;
+    if (tag != std::string_view::npos && (partial || ParsePythonTagCall(rest.substr(tag + kPythonTag.size()), &c))) {
+      m.content = partial ? std::string(TrimLeft(rest.substr(0, tag))) : std::string(Trim(rest.substr(0, tag)));
+      if (!partial) {
+        c.id = DerivedId(text.substr(0, static_cast<size_t>(rest.data() - text.data()) + tag), c.name, 0);
+        m.tool_calls.push_back(std::move(c));
+      }
+      return m;
+    }
+    if (partial && tag == std::string_view::npos) rest = rest.substr(0, rest.size() - PartialSuffix(rest, kPythonTag));
+  }
   std::string content(rest);
   if (format.tools.native) {
     // Where a block of calls may start: each occurrence of its first marker; for formats whose
@@ -556,7 +703,13 @@ ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, co
       if (MatchToolCalls(rest, p, format, tools, &calls, &end, partial)) {
         m.tool_calls = std::move(calls);
         content = std::string(Trim(rest.substr(0, content_end)));
-        const std::string_view after = Trim(rest.substr(end));
+        std::string_view after = Trim(rest.substr(end));
+        // Content written after the calls, before the block's close (Gemma 4 writes the calls,
+        // the content, then <|tool_response>): the close is the format's.
+        const std::string_view close = Trim(format.tools.block_close);
+        if (!close.empty() && after.size() >= close.size() && after.substr(after.size() - close.size()) == close) {
+          after = Trim(after.substr(0, after.size() - close.size()));
+        }
         // Partial: what follows the complete calls may be the next call, still arriving.
         if (!after.empty() && !partial) content += (content.empty() ? "" : "\n") + std::string(after);
         matched = true;

@@ -46,4 +46,21 @@ nlohmann::ordered_json ToOpenAiMessage(const ParsedMessage& m);
 bool MatchToolCalls(std::string_view text, size_t pos, const ChatFormat& format, const nlohmann::ordered_json& tools,
                     std::vector<ToolCall>* calls, size_t* end, bool partial = false);
 
+// An object literal with bare keys and strings between `quote` marks (ArgsStyle::kRelaxed) at
+// text[i] ('{'): its end and its value as JSON, or npos.
+size_t ReadRelaxedObject(std::string_view text, size_t i, std::string_view quote, nlohmann::ordered_json* out);
+inline size_t RelaxedObjectEnd(std::string_view text, size_t i, std::string_view quote) {
+  nlohmann::ordered_json v;
+  return ReadRelaxedObject(text, i, quote, &v);
+}
+
+// The generic JSON call form (templates without their own): the whole text (or a ```json block)
+// is {"name","arguments"|"parameters"}, a list of those or {"tool_calls":[...]}, every name an
+// offered tool. Ids are left empty.
+bool GenericCalls(std::string_view text, const nlohmann::ordered_json& tools, std::vector<ToolCall>* calls);
+
+// A deterministic id for a call whose format writes none, from what is known when the call
+// starts (the text before it, its name, its place), so that a streamed call keeps its first id.
+std::string DerivedId(std::string_view before, const std::string& name, size_t index);
+
 }  // namespace zf::chat

@@ -54,9 +54,9 @@ std::string XmlArgRules(const ToolCallFormat& f, const Json& params, const std::
     std::string value;
     if (is_string) {
       value = r + "_v";
-      g += value + "[lazy]: /(?s:.*)/ " + Lit(f.param_close) + "\n";
+      g += value + "[lazy]: /(?s:.*)/ " + Lit(ParamClose(f, key)) + "\n";
     } else {
-      value = "%json " + (schema.is_object() ? schema : Json::object()).dump() + " " + Lit(f.param_close);
+      value = "%json " + (schema.is_object() ? schema : Json::object()).dump() + " " + Lit(ParamClose(f, key));
     }
     g += r + ": " + Lit(f.param_open + key + f.param_mid) + " " + value + "\n";
     bool req = false;
@@ -111,7 +111,10 @@ std::string CallRules(const ToolCallFormat& f, const Json& tools, const std::str
 ToolGrammar ToolCallGrammar(const ChatFormat& format, const Json& tools, bool parallel) {
   ToolGrammar out;
   const ToolCallFormat& f = format.tools;
-  if (!f.native || (f.args == ArgsStyle::kXml && (f.param_open.empty() || f.param_close.empty()))) {
+  // Relaxed object literals (Gemma 4) and Python-call arguments (LFM2.5) have no JSON-schema
+  // form here: the generic JSON form.
+  if (!f.native || f.args == ArgsStyle::kRelaxed || f.args == ArgsStyle::kPython ||
+      (f.args == ArgsStyle::kXml && (f.param_open.empty() || f.param_close.empty()))) {
     out.grammar = GenericGrammar(tools, parallel);
     return out;
   }

@@ -20,8 +20,11 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// Templates covering every kind of derived format: JSON calls in tags, in a list, bare, after
-// the prompt's marker, with ids and counters, XML parameters, reasoning opened by the prompt.
+// Templates covering every kind of format: JSON calls in tags, in a list, bare, after the
+// prompt's marker, with ids and counters, XML parameters (named in tags or attributes, with typed
+// attributes), a name written twice, a close marker naming the key, object literals with
+// bare keys (Gemma 4), Python-call arguments (LFM2.5), reasoning opened by the prompt, and gpt-oss's harmony
+// messages (hand-written reader).
 const char* const kTemplates[] = {
     "Qwen-Qwen2.5-7B-Instruct",          "Qwen-Qwen3-0.6B",
     "Qwen3-Coder",                       "mistralai-Mistral-Nemo-Instruct-2407",
@@ -30,6 +33,10 @@ const char* const kTemplates[] = {
     "upstage-Solar-Open-100B",           "poolside-Laguna-XS.2",
     "ibm-granite-granite-3.3-2B-Instruct", "google-gemma-2-2b-it",
     "llama-cpp-deepseek-r1",             "CohereForAI-c4ai-command-r-plus-tool_use",
+    "openai-gpt-oss-120b",               "deepseek-ai-DeepSeek-V3.2",
+    "muse-glimmer",                      "Kimi-K3",
+    "google-gemma-4-31B-it",             "MiniMax-M3",
+    "LFM2.5-8B-A1B",
 };
 constexpr size_t kN = sizeof kTemplates / sizeof kTemplates[0];
 

@@ -133,6 +133,19 @@ int main(int argc, char** argv) {
       {12, "hm\n</think>\n\n<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>search\n```json\n"
            "{\"q\": 1}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
       {13, "Let me see.\nAction:\n```json\n[\n    {\n        \"tool_name\": \"search\",\n        \"parameters\": {}\n    }\n]```"},
+      {14, "<|channel|>analysis<|message|>Two.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather "
+           "<|constrain|>json<|message|>{\"city\": \"Oslo\"}<|call|>"},
+      {15, "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"days\" "
+           "string=\"false\">2</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>"},
+      {16, " to=search<|message|><atem:function_calls>\n<atem:invoke name=\"search\">\n<atem:parameter "
+           "name=\"q\">x</atem:parameter>\n</atem:invoke>\n</atem:function_calls>"},
+      {17, "<|close|>think<|sep|><|open|>tools<|sep|><|open|>call tool=\"get_weather\" index=\"1\"<|sep|><|open|>"
+           "argument key=\"days\" type=\"integer\"<|sep|>3<|close|>argument<|sep|><|close|>call<|sep|>"},
+      {25, "Let me.<|python_tag|>brave_search.call(query=\"a \"b\"\", n=2)"},  // 25 % 21: Llama 3.1
+      {20, "<|tool_call_start|>[get_weather(city='Oslo', days=2, ok=True), search(q='a'b')]<|tool_call_end|>"},
+      {18, "<|tool_call>call:get_weather{city:<|\"|>Bern<|\"|>,days:2,ok:true}<tool_call|>Sure."},
+      {19, "]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"get_weather\">]<]minimax[>[<city>Oslo]<]minimax[>[</city>"
+           "]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>"},
   };
   // Byte 1: bit 0 offers tools, bit 1 parses the text as a streamed prefix (calls in progress).
   for (const auto& [k, text] : outputs) {

@@ -128,7 +128,10 @@ bool AssistantText(const Renderer& r, const Json& msgs, const ChatFormat& f, std
     while (n < full.size() && n < prompt.size() && full[n] == prompt[n]) ++n;
     const size_t lt = n == 0 ? std::string::npos : full.rfind('<', n - 1);
     if (lt != std::string::npos && full.find('>', lt) >= n) n = lt;
-    if (n < prompt.size() - std::min<size_t>(prompt.size(), 16)) return false;  // more than a marker differs
+    // More than a marker or an empty reasoning block (Gemma 4's "<|channel>thought\n<channel|>")
+    // differs: not a turn after this prompt.
+    const size_t marker = full.compare(n, 1, "<") == 0 ? 32 : 16;
+    if (n < prompt.size() - std::min<size_t>(prompt.size(), marker)) return false;
     *text = full.substr(n);
   } else {
     *text = full.substr(prompt.size());
@@ -164,8 +167,9 @@ std::string Diff(const zf::chat::ParsedMessage& got, const Case& c) {
   for (size_t i = 0; i < n; ++i) {
     const Json& w = want["tool_calls"][i]["function"];
     if (got.tool_calls[i].name != w["name"]) d << "call " << i << " name '" << got.tool_calls[i].name << "'; ";
-    Json args = Json::parse(got.tool_calls[i].arguments, nullptr, false);
-    if (args != w["arguments"]) d << "call " << i << " arguments " << got.tool_calls[i].arguments << "; ";
+    // JSON-equal: key order aside (Gemma 4's template sorts the keys).
+    const nlohmann::json args = nlohmann::json::parse(got.tool_calls[i].arguments, nullptr, false);
+    if (args != nlohmann::json::parse(w["arguments"].dump())) d << "call " << i << " arguments " << got.tool_calls[i].arguments << "; ";
   }
   return d.str();
 }
@@ -214,6 +218,10 @@ TEST(ChatParse, CorpusRoundTrip) {
   const std::map<std::string, std::string> known = {
       {"NVIDIA-Nemotron-Nano-v2 / content_and_call",
        "the template writes the content, ends the turn and opens a second assistant turn for the calls"},
+      {"MiniMax-M3 / one_call", "the template writes an object argument as nested elements (<unit>, <item>): read as text"},
+      {"MiniMax-M3 / parallel_calls", "the same nested object argument"},
+      {"openai-gpt-oss-120b / content_and_call",
+       "the template writes content next to a call as the analysis channel: it reads back as reasoning"},
       {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B / parallel_calls",
        "the template writes <｜tool▁calls▁end｜> after the second call only (never after a single one)"},
   };
@@ -244,15 +252,15 @@ TEST(ChatParse, CorpusRoundTrip) {
                                 {"forced", f.reasoning.forced_open}, {"eot", f.end_of_turn}}).dump(1).c_str());
     }
     if (std::getenv("ZF_CHAT_LIST")) {
-      std::printf("%s: %s%s\n", f.tools.native ? "derived" : "not derived", stem.c_str(),
-                  f.tools.native || source.find("tool_calls") == std::string::npos ? "" : " (renders tool_calls)");
+      std::printf("%s: %s%s\n", f.tools.native ? "derived" : f.harmony ? "harmony" : "not derived", stem.c_str(),
+                  f.tools.native || f.harmony || source.find("tool_calls") == std::string::npos ? "" : " (renders tool_calls)");
     }
-    native += f.tools.native;
+    native += f.tools.native || f.harmony;
     reasoning += !f.reasoning.close.empty();
     Renderer r = probe;
     if (with_tools) r.tools = kTools;
     for (const Case& c : Cases()) {
-      if (c.calls && !f.tools.native) continue;
+      if (c.calls && !f.tools.native && !f.harmony) continue;
       if (c.name == "parallel_calls" && !f.tools.parallel) continue;  // templates that write one call
       Json msgs = Json::array({{{"role", "user"}, {"content", "What is the weather in Zürich?"}}, c.assistant});
       std::string text;
@@ -342,6 +350,169 @@ TEST(ChatParse, DeepSeekR1Calls) {
   EXPECT_EQ(m.reasoning, "The user wants weather.");
   EXPECT_EQ(m.content, "");
   EXPECT_EQ(m.tool_calls[0].arguments, "{\"city\": \"Paris\"}");
+}
+
+}  // namespace
+
+namespace {
+
+// DeepSeek V3.2's DSML writes string="false" for typed values where the probe (all strings)
+// showed string="true"; the attribute is not compared, the value is typed by the tool's schema.
+TEST(ChatParse, DsmlTypedParameters) {
+  const ChatFormat f = DeriveFor("deepseek-ai-DeepSeek-V3.2");
+  ASSERT_TRUE(f.tools.native);
+  const std::string text =
+      "Checking.\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"get_weather\">\n"
+      "<｜DSML｜parameter name=\"city\" string=\"true\">Zürich</｜DSML｜parameter>\n"
+      "<｜DSML｜parameter name=\"days\" string=\"false\">3</｜DSML｜parameter>\n"
+      "<｜DSML｜parameter name=\"options\" string=\"false\">{\"unit\": \"c\"}</｜DSML｜parameter>\n"
+      "</｜DSML｜invoke>\n</｜DSML｜function_calls>";
+  const zf::chat::ParsedMessage m = ParseAssistant(text, f, kTools);
+  ASSERT_EQ(m.tool_calls.size(), 1u) << m.content;
+  EXPECT_EQ(m.content, "Checking.");
+  EXPECT_EQ(Json::parse(m.tool_calls[0].arguments), Json::parse(R"({"city": "Zürich", "days": 3, "options": {"unit": "c"}})"));
+  int fragments = 0;
+  EXPECT_EQ(StreamingDiff(text, f, m, &fragments), "");
+  EXPECT_GT(fragments, 3);
+}
+
+// muse's template writes the name twice (the message's recipient and the invoke): both must agree.
+TEST(ChatParse, NameWrittenTwiceMustAgree) {
+  const ChatFormat f = DeriveFor("muse-glimmer");
+  ASSERT_TRUE(f.tools.native);
+  const std::string call =
+      " to=search_web<|message|><atem:function_calls>\n<atem:invoke name=\"search_web\">\n"
+      "<atem:parameter name=\"query\">x</atem:parameter>\n</atem:invoke>\n</atem:function_calls>";
+  zf::chat::ParsedMessage m = ParseAssistant(call, f, kTools);
+  ASSERT_EQ(m.tool_calls.size(), 1u) << m.content;
+  EXPECT_EQ(m.tool_calls[0].name, "search_web");
+  std::string other = call;
+  other.replace(other.find("name=\"search_web\""), 17, "name=\"get_weather\"");
+  m = ParseAssistant(other, f, kTools);
+  EXPECT_TRUE(m.tool_calls.empty());
+}
+
+}  // namespace
+
+namespace {
+
+// gpt-oss (harmony): the template's own renderings of reasoning (its `thinking` field), a call
+// after reasoning, and what the model writes (the recipient after the channel, <|constrain|>,
+// several calls), read back whole and streamed.
+TEST(ChatParse, HarmonyMessages) {
+  const std::string stem = "openai-gpt-oss-120b";
+  const std::string source = ReadFile(kDir + "/" + stem + ".jinja");
+  Renderer r;
+  r.t = std::make_shared<zf::jinja::Template>(source);
+  r.tools = kTools;
+  const ChatFormat f = DeriveFor(stem);
+  ASSERT_TRUE(f.harmony);
+  const Json user = {{"role", "user"}, {"content", "Weather?"}};
+  const Json weather = {{"city", "Zürich, \"CH\""}, {"options", {{"unit", "celsius"}}}, {"days", 3}};
+  struct Want {
+    Json assistant;
+    std::string reasoning, content;
+  };
+  const std::vector<Want> wants = {
+      {{{"role", "assistant"}, {"content", "It is 4."}, {"thinking", "2+2 is 4."}}, "2+2 is 4.", "It is 4."},
+      {{{"role", "assistant"}, {"thinking", "Need the weather."},
+        {"tool_calls", Json::array({Call("c1", "get_weather", weather)})}}, "Need the weather.", ""},
+  };
+  for (const Want& w : wants) {
+    std::string text;
+    ASSERT_TRUE(AssistantText(r, Json::array({user, w.assistant}), f, &text));
+    const zf::chat::ParsedMessage m = ParseAssistant(text, f, kTools);
+    EXPECT_EQ(m.reasoning, w.reasoning) << text;
+    EXPECT_EQ(m.content, w.content) << text;
+    const size_t n = w.assistant.contains("tool_calls") ? 1 : 0;
+    ASSERT_EQ(m.tool_calls.size(), n) << text;
+    if (n == 1) {
+      EXPECT_EQ(m.tool_calls[0].name, "get_weather");
+      EXPECT_EQ(Json::parse(m.tool_calls[0].arguments), weather);
+    }
+    int fragments = 0;
+    EXPECT_EQ(StreamingDiff(text, f, m, &fragments), "") << text;
+  }
+  // As gpt-oss writes calls: recipient after the channel, a constrained content type, two calls.
+  const std::string text =
+      "<|channel|>analysis<|message|>Two lookups.<|end|><|start|>assistant<|channel|>commentary "
+      "to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Oslo\"}<|call|>"
+      "<|start|>assistant<|channel|>commentary to=functions.search_web <|constrain|>json<|message|>"
+      "{\"query\": \"naïve \\\"x\\\"\"}<|call|>";
+  const zf::chat::ParsedMessage m = ParseAssistant(text, f, kTools);
+  EXPECT_EQ(m.reasoning, "Two lookups.");
+  EXPECT_EQ(m.content, "");
+  ASSERT_EQ(m.tool_calls.size(), 2u);
+  EXPECT_EQ(m.tool_calls[1].name, "search_web");
+  EXPECT_EQ(Json::parse(m.tool_calls[1].arguments), Json({{"query", "naïve \"x\""}}));
+  EXPECT_NE(m.tool_calls[0].id, m.tool_calls[1].id);
+  int fragments = 0;
+  EXPECT_EQ(StreamingDiff(text, f, m, &fragments), "");
+  EXPECT_GT(fragments, 10);
+  // Plain text (no channels) is content as generated; a final channel alone is the content.
+  EXPECT_EQ(ParseAssistant("Just text <|x", f, kTools).content, "Just text <|x");
+  EXPECT_EQ(ParseAssistant("<|channel|>final<|message|>Hi.", f, kTools).content, "Hi.");
+  // Arguments that are not a JSON object: the text is content, no call.
+  const zf::chat::ParsedMessage bad =
+      ParseAssistant(" to=functions.get_weather<|channel|>commentary json<|message|>{oops<|call|>", f, kTools);
+  EXPECT_TRUE(bad.tool_calls.empty());
+  EXPECT_EQ(bad.content, "{oops");
+}
+
+}  // namespace
+
+namespace {
+
+// Llama 3.1 / 3.3: built-in tools (`builtin_tools`) rendered by the template as
+// <|python_tag|>NAME.call(k="v") read back; the model's other forms after the tag (code, a JSON
+// call) as llama-server reads them; streamed, the call is held back until the turn ends.
+TEST(ChatParse, LlamaPythonTagBuiltinTools) {
+  for (const std::string stem : {"meta-llama-Llama-3.1-8B-Instruct", "meta-llama-Llama-3.3-70B-Instruct"}) {
+    const std::string source = ReadFile(kDir + "/" + stem + ".jinja");
+    Renderer r;
+    r.t = std::make_shared<zf::jinja::Template>(source);
+    r.tools = kTools;
+    r.extra = {{"builtin_tools", {"brave_search", "wolfram_alpha"}}};
+    const ChatFormat f = DeriveFor(stem);
+    ASSERT_TRUE(f.python_tag) << stem;
+    for (const auto& [name, args] : {std::pair<std::string, Json>{"brave_search", {{"query", "weather in Zürich \"today\", 'quoted'"}}},
+                                     {"wolfram_alpha", {{"query", "integrate x^2"}}}}) {
+      const Json msgs = Json::array({{{"role", "user"}, {"content", "Look it up."}},
+                                     {{"role", "assistant"}, {"content", ""}, {"tool_calls", Json::array({Call("c1", name, args)})}}});
+      std::string text;
+      ASSERT_TRUE(AssistantText(r, msgs, f, &text)) << stem;
+      ASSERT_NE(text.find("<|python_tag|>" + name + ".call("), std::string::npos) << text;
+      const zf::chat::ParsedMessage m = ParseAssistant(text, f, kTools);
+      ASSERT_EQ(m.tool_calls.size(), 1u) << text;
+      EXPECT_EQ(m.tool_calls[0].name, name);
+      EXPECT_EQ(Json::parse(m.tool_calls[0].arguments), args) << text;
+      EXPECT_EQ(m.content, "");
+      int fragments = 0;
+      EXPECT_EQ(StreamingDiff(text, f, m, &fragments), "") << text;
+    }
+    // Code is a call of `python`; a JSON call after the tag is that call; text before the tag
+    // is content.
+    zf::chat::ParsedMessage m = ParseAssistant("Let me compute.<|python_tag|>import math\nprint(math.pi)", f, kTools);
+    ASSERT_EQ(m.tool_calls.size(), 1u);
+    EXPECT_EQ(m.content, "Let me compute.");
+    EXPECT_EQ(m.tool_calls[0].name, "python");
+    EXPECT_EQ(Json::parse(m.tool_calls[0].arguments), Json({{"code", "import math\nprint(math.pi)"}}));
+    m = ParseAssistant("<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\", \"days\": 2}}", f, kTools);
+    ASSERT_EQ(m.tool_calls.size(), 1u);
+    EXPECT_EQ(m.tool_calls[0].name, "get_weather");
+    EXPECT_EQ(Json::parse(m.tool_calls[0].arguments), Json({{"city", "Oslo"}, {"days", 2}}));
+    m = ParseAssistant("<|python_tag|>wolfram_alpha.call(query=\"2+2\", n=3)<|eom_id|>", f, kTools);
+    ASSERT_EQ(m.tool_calls.size(), 1u);
+    EXPECT_EQ(Json::parse(m.tool_calls[0].arguments), Json({{"query", "2+2"}, {"n", 3}}));
+    // Streaming: content up to the tag (a half-written tag held back), no call yet.
+    m = ParseAssistant("Sure <|python_", f, kTools, true);
+    EXPECT_EQ(m.content, "Sure ");
+    m = ParseAssistant("Sure <|python_tag|>brave_search.call(qu", f, kTools, true);
+    EXPECT_EQ(m.content, "Sure ");
+    EXPECT_TRUE(m.tool_calls.empty());
+    // The tag alone with nothing after it is not a call.
+    EXPECT_TRUE(ParseAssistant("<|python_tag|>", f, kTools).tool_calls.empty());
+  }
 }
 
 }  // namespace

@@ -23,10 +23,17 @@ llama-server gets --embeddings, -t/-tb THREADS, --parallel --llama-parallel (def
 llama.cpp evaluates a non-causal input in one micro-batch), i.e. continuous batching over 16
 inputs at a time; --llama-args adds flags. zerfoo serve gets --threads THREADS (embedding calls
 run outside its generation slots, all inputs of a request in steps of up to 512 tokens).
+--llama-embedding BIN instead of --llama-server (before llama-server is built): llama.cpp's
+llama-embedding tool gets the same texts (--inputs copies of "hello hello ...", as many words as
+make --tokens tokens with the model's special tokens, counted by zerfoo's usage.prompt_tokens;
+zerfoo serve gets the same texts), -t THREADS and a batch of --llama-parallel inputs
+(-c = -b = -ub = slots * tokens); its time is the process's wall time from its first
+batch_decode log line (model load and tokenization done) to its exit.
 Standard library only; not a test.
 """
 import argparse
 import http.client
+import re
 import json
 import os
 import random
@@ -115,10 +122,46 @@ def run(kind, binary, model, a, body, warm):
             proc.kill()
 
 
+def run_llama_embedding(binary, model, a, n_words):
+    """Wall seconds of llama-embedding's decoding of --inputs texts (after load and tokenization)."""
+    batch = a.llama_parallel * a.tokens
+    text = " ".join(["hello"] * n_words)
+    cmd = [binary, "-m", model, "-t", str(a.threads), "-c", str(batch), "-b", str(batch), "-ub", str(batch),
+           "--embd-separator", "<#sep#>", "--embd-output-format", "array", "-p", "<#sep#>".join([text] * a.inputs)]
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    total = time.perf_counter() - t0
+    if out.returncode != 0:
+        sys.exit("llama-embedding failed: %s" % out.stderr[-500:])
+    m = re.search(r"^(\d+)\.(\d\d)\.(\d\d\d)\.(\d\d\d) I batch_decode", out.stdout + out.stderr, re.M)
+    if not m:
+        sys.exit("no batch_decode line in llama-embedding's log")
+    mi, sec, ms, us = (int(g) for g in m.groups())  # the log's minutes.seconds.ms.us since start
+    started = mi * 60 + sec + ms / 1e3 + us / 1e6
+    print("# llama-embedding: %s" % " ".join(cmd[:-1]), file=sys.stderr, flush=True)
+    return total - started, float("nan")
+
+
+def words_for(a, model):
+    """How many "hello" words make --tokens tokens with the model's special tokens (zerfoo's count)."""
+    proc, port = start("zerfoo", a.zerfoo, model, a)
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+        c.request("POST", "/v1/embeddings", body=json.dumps({"input": " ".join(["hello"] * 32)}),
+                  headers={"Content-Type": "application/json"})
+        used = json.loads(c.getresponse().read())["usage"]["prompt_tokens"]
+        return a.tokens - (used - 32)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--zerfoo", required=True)
-    ap.add_argument("--llama-server", required=True)
+    ref = ap.add_mutually_exclusive_group(required=True)
+    ref.add_argument("--llama-server")
+    ref.add_argument("--llama-embedding")
     ap.add_argument("-m", "--model", action="append", required=True)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--inputs", type=int, default=64)
@@ -134,21 +177,31 @@ def main():
     body = json.dumps({"input": inputs, "encoding_format": "float"})
     warm = json.dumps({"input": inputs[:8], "encoding_format": "float"})
     rows = []
+    other = "llama-server" if a.llama_server else "llama-embedding"
     for model in a.model:
-        wall = {"zerfoo": [], "llama-server": []}
-        cpu = {"zerfoo": [], "llama-server": []}
+        if a.llama_embedding:  # texts, the same for both
+            n_words = words_for(a, model)
+            text = " ".join(["hello"] * n_words)
+            body = json.dumps({"input": [text] * a.inputs, "encoding_format": "float"})
+            warm = json.dumps({"input": [text] * 8, "encoding_format": "float"})
+        wall = {"zerfoo": [], other: []}
+        cpu = {"zerfoo": [], other: []}
         for r in range(a.rounds):
-            for kind, binary in (("zerfoo", a.zerfoo), ("llama-server", a.llama_server)):
-                t, c = run(kind, binary, model, a, body, warm)
+            for kind, binary in (("zerfoo", a.zerfoo), (other, a.llama_server or a.llama_embedding)):
+                if kind == "llama-embedding":
+                    t, c = run_llama_embedding(binary, model, a, n_words)
+                else:
+                    t, c = run(kind, binary, model, a, body, warm)
                 wall[kind].append(t)
                 cpu[kind].append(c)
                 print("%s round %d %s: %.2f s (server CPU %.1f s) per %d inputs = %.2f emb/s (load %.1f)" %
                       (os.path.basename(model), r, kind, t, c, a.inputs, a.inputs / t, os.getloadavg()[0]), flush=True)
-        pair = [l / z for z, l in zip(wall["zerfoo"], wall["llama-server"])]
-        cpu_ratio = statistics.median(l / z for z, l in zip(cpu["zerfoo"], cpu["llama-server"]))
-        rows.append((os.path.basename(model), a.inputs / min(wall["zerfoo"]), a.inputs / min(wall["llama-server"]),
+        pair = [l / z for z, l in zip(wall["zerfoo"], wall[other])]
+        cpu_ratio = statistics.median(l / z for z, l in zip(cpu["zerfoo"], cpu[other]))
+        rows.append((os.path.basename(model), a.inputs / min(wall["zerfoo"]), a.inputs / min(wall[other]),
                      pair, cpu_ratio))
-    print("\n| model | zerfoo emb/s (best) | llama-server emb/s (best) | wall-time ratio per round | CPU-time ratio (median) |")
+    print("\n| model | zerfoo emb/s (best) | %s emb/s (best) | wall-time ratio per round | CPU-time ratio (median) |"
+          % other)
     print("|---|---|---|---|---|")
     for name, z, l, pair, cpu_ratio in rows:
         print("| %s | %.2f | %.2f | %s (median %.2fx) | %.2fx |" %

@@ -5,6 +5,11 @@ tok/s, the ratio, and the drafted / accepted tokens. The answers must be identic
 
   python3 bench/lookup_bench.py --zerfoo build/zerfoo -m MODEL.gguf [--runs 3] [-n 128] [-t 2]
 
+With --draft DRAFT.gguf the speculative runs use that draft model (-md) instead of --lookup
+(e.g. a Q8_0 target and its own Q4 file, bench/requant_q8_0.py); with --llama-speculative
+PATH (llama.cpp's llama-speculative) the same target, draft, prompts and length run through it
+too, alternating with the others, and its decode speed and acceptance are printed alongside.
+
 Prompts: three that make the answer repeat the prompt (a code edit, quote extraction, JSON
 reformatting), where lookup drafts pay off, and an open-ended one, where drafting should turn
 itself off (no more than a few percent slower). Standard library only; not a test.
@@ -12,6 +17,7 @@ itself off (no more than a few percent slower). Standard library only; not a tes
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -37,11 +43,24 @@ PROMPTS = [
 ]
 
 
-def run(a, prompt, lookup):
+def run(a, prompt, speculate):
+    spec = (["-md", a.draft] if a.draft else ["--lookup"]) if speculate else []
     cmd = [a.zerfoo, "generate", "-m", a.model, "-p", prompt, "--temp", "0", "-n", str(a.n), "-t", str(a.threads),
-           "--ignore-eos", "--json"] + (["--lookup"] if lookup else [])
+           "--ignore-eos", "--json"] + spec
     out = subprocess.run(cmd, capture_output=True, check=True, text=True).stdout
     return json.loads(out)
+
+
+def run_llama(a, prompt):
+    """llama-speculative's decode speed (tok/s) and acceptance (0..1) from its summary lines."""
+    cmd = [a.llama_speculative, "-m", a.model, "-md", a.draft, "-p", prompt, "--temp", "0", "-n", str(a.n),
+           "-t", str(a.threads), "-td", str(a.threads), "--draft-max", "8", "-ngl", "0", "-ngld", "0", "-no-cnv"]
+    err = subprocess.run(cmd, capture_output=True, text=True).stderr
+    speed = re.search(r"decoded\s+\d+\s+tokens in\s+[\d.]+\s+seconds, speed:\s+([\d.]+)", err)
+    accept = re.search(r"accept\s*=\s*([\d.]+)%", err)
+    if not speed or not accept:
+        sys.exit("llama-speculative: no summary in its output:\n" + err[-2000:])
+    return float(speed.group(1)), float(accept.group(1)) / 100.0
 
 
 def main():
@@ -51,25 +70,39 @@ def main():
     ap.add_argument("-n", type=int, default=128)
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--draft", help="draft model for the speculative runs (-md) instead of --lookup")
+    ap.add_argument("--llama-speculative", help="llama.cpp's llama-speculative, run with the same files (--draft)")
     a = ap.parse_args()
+    if a.llama_speculative and not a.draft:
+        sys.exit("--llama-speculative needs --draft")
+    mode = "-md " + os.path.basename(a.draft) if a.draft else "--lookup"
     cpu = subprocess.run(["sh", "-c", "lscpu | grep 'Model name' | sed 's/.*: *//'"], capture_output=True,
                          text=True).stdout.strip()
     print("# %s, %d threads, load %s, %s" % (cpu, a.threads, os.getloadavg(), os.path.basename(a.model)))
-    print("| prompt | plain tok/s | --lookup tok/s | speed-up | drafted | accepted |")
-    print("|---|---|---|---|---|---|")
+    llama_cols = " llama-speculative tok/s | its acceptance |" if a.llama_speculative else ""
+    print("| prompt | plain tok/s | %s tok/s | speed-up | drafted | accepted |%s" % (mode, llama_cols))
+    print("|---|---|---|---|---|---|" + ("---|---|" if a.llama_speculative else ""))
     for name, prompt in PROMPTS:
         best = {False: None, True: None}
+        llama = None
         for _ in range(a.runs):
-            for lookup in (False, True):
-                r = run(a, prompt, lookup)
-                if best[lookup] is None or r["decode_tok_s"] > best[lookup]["decode_tok_s"]:
-                    best[lookup] = r
+            for speculate in (False, True):
+                r = run(a, prompt, speculate)
+                if best[speculate] is None or r["decode_tok_s"] > best[speculate]["decode_tok_s"]:
+                    best[speculate] = r
+            if a.llama_speculative:
+                s, acc = run_llama(a, prompt)
+                if llama is None or s > llama[0]:
+                    llama = (s, acc)
         plain, spec = best[False], best[True]
         if plain["text"] != spec["text"]:
-            sys.exit("%s: --lookup changed the answer" % name)
-        print("| %s | %.1f | %.1f | %.2fx | %d | %d |" % (name, plain["decode_tok_s"], spec["decode_tok_s"],
-                                                           spec["decode_tok_s"] / plain["decode_tok_s"],
-                                                           spec["drafted_tokens"], spec["accepted_tokens"]))
+            sys.exit("%s: %s changed the answer" % (name, mode))
+        extra = ""
+        if llama:
+            extra = " %.1f | %.2f |" % (llama[0], llama[1])
+        print("| %s | %.1f | %.1f | %.2fx | %d | %d |%s" % (name, plain["decode_tok_s"], spec["decode_tok_s"],
+                                                             spec["decode_tok_s"] / plain["decode_tok_s"],
+                                                             spec["drafted_tokens"], spec["accepted_tokens"], extra))
 
 
 if __name__ == "__main__":

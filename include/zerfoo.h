@@ -672,7 +672,9 @@ typedef struct zf_generate_params {
    * answer repeats the prompt (code edits, quotes, extraction, reformatting). The draft length
    * adapts to the acceptance and drafting pauses when drafts keep failing. 0 (default) = off;
    * at most ::ZF_MAX_DRAFT. Ignored on sessions that cannot verify drafts: a batched model
-   * (zf_model_params.max_batch), ::ZF_SESSION_FAST_PREFILL, the CUDA engine.
+   * (zf_model_params.max_batch), ::ZF_SESSION_FAST_PREFILL, the CUDA engine. On a session with
+   * a draft model (zf_session_set_draft_model(), since 0.4) the drafts come from that model
+   * instead of prompt lookup, with the same verification and the same adaptive length.
    */
   int32_t draft_max;
   int32_t draft_min; /**< Since 0.4: fewer tokens found than this: no draft this step (0 = 1). */
@@ -925,6 +927,34 @@ ZF_API zf_status zf_session_tokens(const zf_session* session, int32_t* tokens, s
  *         or a zf_generation in progress).
  */
 ZF_API zf_status zf_session_truncate(zf_session* session, size_t n_keep);
+
+/**
+ * @brief Since 0.4: gives the session a draft model for speculative decoding
+ * (zf_generate_params.draft_max > 0 turns it on per call): a smaller model with the target's
+ * vocabulary drafts greedily in a session of its own (created here, with this session's context
+ * length and the draft model's default threads), and the target verifies the drafts as for
+ * prompt lookup, so the output is token for token the output without a draft, greedy or
+ * sampled with a seed. A greedy draft is a point mass, for which the standard rejection rule is
+ * exactly "sample the target at each position, keep the draft while they agree"; the output
+ * distribution is the target's (doc/speculative.md). The draft's session follows this one's
+ * conversation: before each draft it keeps the prefix it shares with the conversation and
+ * evaluates the rest (zf_session_truncate() semantics for rejected drafts, turns, resets and
+ * loaded states). The session holds a reference to the draft model (zf_model_free() on it is
+ * safe); any number of sessions may share one draft model. Setting another draft replaces the
+ * previous one; NULL removes it.
+ *
+ * Vocabulary check, as llama.cpp's speculative examples make it: the same tokenizer kind, the
+ * same BOS and EOS (whether added, and their ids), token counts within 128 of each other and
+ * the same text for every token id from 5 up to the smaller count (the first ids are special
+ * tokens whose roles are checked instead). A drafted id the target lacks ends that draft.
+ * @param session The target session.
+ * @param draft The draft model (NULL: none).
+ * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL session, a zf_generation in progress, a
+ *         draft loaded with ::ZF_MODEL_VOCAB_ONLY, or vocabularies that differ: the message names
+ *         the first difference, e.g. the token id and both texts, or both token counts);
+ *         ::ZF_ERR_OUT_OF_MEMORY.
+ */
+ZF_API zf_status zf_session_set_draft_model(zf_session* session, zf_model* draft);
 
 /**
  * @brief Bytes zf_session_state_save() needs for the session as it is now: a header naming the

@@ -35,8 +35,8 @@ import numpy as np
 
 class Q:
     """ggml type ids and (block elements, block bytes)."""
-    F32, Q5_0, Q8_0, Q4_K, Q6_K = 0, 6, 8, 12, 14
-    SIZES = {0: (1, 4), 6: (32, 22), 8: (32, 34), 12: (256, 144), 14: (256, 210)}
+    F32, Q5_0, Q8_0, Q4_K, Q6_K, MXFP4 = 0, 6, 8, 12, 14, 39
+    SIZES = {0: (1, 4), 6: (32, 22), 8: (32, 34), 12: (256, 144), 14: (256, 210), 39: (32, 17)}
 
 
 QUANTS = ("f32", "q8_0", "q4")
@@ -78,9 +78,36 @@ FAMILIES = {
     "granite": dict(arch="granite", vocab="refact", E=256, L=2, H=4, Hkv=2, hd=64, F=512, base=10000.0,
                     tied=True, eps=1e-5, ctx=4096,
                     scales=dict(embedding=12.0, residual=0.22, attention=0.25, logit=8.0)),
+    # Gemma 4 (E2B-like, dense): sliding / full layers alternating with different head sizes and
+    # KV heads (KV rows 128 vs 256 wide), the last 2 layers sharing the KV of layers 0 / 1,
+    # per-layer token embeddings (32 per layer), proportional rope (a quarter of the full
+    # layers' pairs rotate), no attn_v on full layers (values = keys), double-wide FFN on the
+    # shared layers, a layer_output_scale per layer, window 8 < the 32 test tokens.
+    "gemma4": dict(arch="gemma4", vocab="gemma-4", E=256, L=4, H=4, Hkv=2, hd=64, F=512, base=1e6, tied=True,
+                   eps=1e-6, ctx=131072, gemma4=dict(swa=[True, False, True, False], Hkv_full=2, hd_full=128,
+                                                     shared=2, n_pl=32, window=8, base_swa=10000.0,
+                                                     partial_full=0.25, final_cap=30.0)),
+    # Gemma 4 MoE (26B-A4B layout): no per-layer inputs, no KV sharing; 8 experts of 256 (2 used,
+    # gate and up fused as the converter writes them, a per-expert output scale) beside a dense
+    # MLP of 512, the router reading the scaled RMS of the residual stream.
+    "gemma4moe": dict(arch="gemma4", vocab="gemma-4", E=256, L=2, H=4, Hkv=2, hd=64, F=512, base=1e6, tied=True,
+                      eps=1e-6, ctx=262144, experts=(8, 2), Fe=256,
+                      gemma4=dict(swa=[True, False], Hkv_full=1, hd_full=128, shared=0, n_pl=0, window=8,
+                                  base_swa=10000.0, partial_full=0.25, final_cap=30.0)),
     # OLMo 2: no pre-norms, post-norms, full-width QK-norm, output never tied.
     "olmo2": dict(arch="olmo2", vocab="gpt-2", E=256, L=2, H=4, Hkv=4, hd=64, F=512, base=500000.0,
                   tied=False, eps=1e-6, ctx=4096, qk_norm_full=True),
+    # gpt-oss (llama.cpp's openai-moe): 20B's layout at a tiny size. Q is wider than E (8 x 64 vs
+    # 128, as 64 x 64 vs 2880; E 128 keeps the untied F32 file small), sliding window 8 on even
+    # layers (< the 32 test tokens), YaRN with factor 32 over an original context of 64 (so the
+    # blend moves frequencies the test's positions reach), sinks in [-1, 3] (the scores are ~0, so they take a visible share),
+    # expert gate/up biases of sigma 3 so that some pre-activations pass the SwiGLU clamp (7).
+    # Its 4-bit variant is MXFP4 experts with the rest Q8_0 (the layout of the released files).
+    # Tokenizer: Llama 3's BPE vocabulary (llama.cpp ships no o200k one) under gpt-oss's
+    # pre-tokenizer, gpt-4o (o200k's).
+    "gpt-oss": dict(arch="gpt-oss", vocab="llama-bpe", pre="gpt-4o", E=128, L=4, H=8, Hkv=2, hd=64, F=128, base=150000.0,
+                    tied=False, eps=1e-5, ctx=2048, key_length=True, window=8, experts=(8, 4), Fe=128,
+                    yarn=dict(factor=32.0, orig=64), q4="mxfp4"),
 }
 
 # 1B-class shapes for bench/family_bench.sh (Q4_K_M mix only, never in the tests): a dense
@@ -94,7 +121,7 @@ BENCH = {
 }
 FAMILIES.update(BENCH)
 
-FILE_TYPE = {"f32": 0, "q8_0": 7, "q4": 15}
+FILE_TYPE = {"f32": 0, "q8_0": 7, "q4": 15, "mxfp4": 38}
 
 
 def more_bits(i, n):
@@ -121,8 +148,10 @@ def tensor_specs(h, n_vocab, quant):
     def mat(name, n_in, n_out, sigma, layer=-1, kind="base", n_exp=0):
         if quant == "f32":
             t = Q.F32
-        elif quant == "q8_0":
+        elif quant == "q8_0" or (quant == "mxfp4" and not n_exp):
             t = Q.Q8_0
+        elif quant == "mxfp4":
+            t = Q.MXFP4
         else:
             high = kind == "out" or (kind == "more" and more_bits(layer, L))
             t = q4_type(Q.Q6_K if high else Q.Q4_K, n_in)
@@ -132,7 +161,11 @@ def tensor_specs(h, n_vocab, quant):
     def vec(name, n, sigma=None):
         return (name, (n,), Q.F32, sigma)
 
+    if arch == "gpt-oss":
+        return gpt_oss_specs(h, n_vocab, mat, vec)
     specs = [mat("token_embd.weight", E, n_vocab, 0.02, kind="out" if h["tied"] else "base")]
+    if arch == "gemma4":
+        return specs + gemma4_specs(h, mat, vec)
     if "llama3_rope" in h:
         specs.append(vec("rope_freqs.weight", hd // 2, "llama3"))
     if arch == "phi3":
@@ -179,6 +212,93 @@ def tensor_specs(h, n_vocab, quant):
     return specs
 
 
+def gpt_oss_specs(h, n_vocab, mat, vec):
+    """gpt-oss in its converter's names (conversion/gpt_oss.py): q/k/v/o with biases, attn_sinks,
+    the pre-FFN norm as post_attention_norm, router and experts with biases (F32 [n, n_expert])."""
+    E, L, H, Hkv, hd, Fe = h["E"], h["L"], h["H"], h["Hkv"], h["hd"], h["Fe"]
+    n_exp = h["experts"][0]
+    nq, nkv = hd * H, hd * Hkv
+    specs = [mat("token_embd.weight", E, n_vocab, 0.02)]
+    for i in range(L):
+        p = f"blk.{i}."
+        specs += [vec(p + "attn_norm.weight", E),
+                  mat(p + "attn_q.weight", E, nq, 0.06, i), vec(p + "attn_q.bias", nq, 0.2),
+                  mat(p + "attn_k.weight", E, nkv, 0.06, i), vec(p + "attn_k.bias", nkv, 0.2),
+                  mat(p + "attn_v.weight", E, nkv, 0.03, i), vec(p + "attn_v.bias", nkv, 0.05),
+                  mat(p + "attn_output.weight", nq, E, 0.03, i), vec(p + "attn_output.bias", E, 0.05),
+                  vec(p + "attn_sinks.weight", H, "sinks"),
+                  vec(p + "post_attention_norm.weight", E),
+                  (p + "ffn_gate_inp.weight", (E, n_exp), Q.F32, 0.3), vec(p + "ffn_gate_inp.bias", n_exp, 1.0),
+                  mat(p + "ffn_gate_exps.weight", E, Fe, 0.03, i, n_exp=n_exp),
+                  (p + "ffn_gate_exps.bias", (Fe, n_exp), Q.F32, 3.0),
+                  mat(p + "ffn_up_exps.weight", E, Fe, 0.03, i, n_exp=n_exp),
+                  (p + "ffn_up_exps.bias", (Fe, n_exp), Q.F32, 3.0),
+                  mat(p + "ffn_down_exps.weight", Fe, E, 0.03, i, n_exp=n_exp),
+                  (p + "ffn_down_exps.bias", (E, n_exp), Q.F32, 0.02)]
+    specs += [vec("output_norm.weight", E), mat("output.weight", E, n_vocab, 0.02)]
+    return specs
+
+
+def gemma4_ffn(h, i):
+    """Gemma 4's use_double_wide_mlp: the KV-sharing layers have twice the FFN."""
+    g = h["gemma4"]
+    return h["F"] * (2 if i >= h["L"] - g["shared"] else 1)
+
+
+def gemma4_specs(h, mat, vec):
+    """The tensors after token_embd of a dense Gemma 4 (conversion/gemma.py's Gemma4Model and
+    llama.cpp's gemma4 loader): per-layer inputs, rope_freqs for the full layers, and per layer
+    Q/K(/V on sliding layers) with QK-norms, post-norms, GeGLU, per-layer projections, scale."""
+    E, L, H = h["E"], h["L"], h["H"]
+    g = h["gemma4"]
+    P = g["n_pl"]
+    specs = [mat("per_layer_token_embd.weight", P * L, h["n_vocab"], 0.05),
+             mat("per_layer_model_proj.weight", E, P * L, 0.06),
+             vec("per_layer_proj_norm.weight", P)] if P else []
+    specs.append(vec("rope_freqs.weight", g["hd_full"] // 2, "proportional"))
+    for i in range(L):
+        p = f"blk.{i}."
+        swa = g["swa"][i]
+        hd, hkv = (h["hd"], h["Hkv"]) if swa else (g["hd_full"], g["Hkv_full"])
+        F = gemma4_ffn(h, i)
+        specs += [vec(p + "attn_norm.weight", E), mat(p + "attn_q.weight", E, H * hd, 0.06, i),
+                  mat(p + "attn_k.weight", E, hkv * hd, 0.06, i)]
+        if swa or not g.get("k_eq_v", True):  # full layers have attention_k_eq_v: no v_proj
+            specs.append(mat(p + "attn_v.weight", E, hkv * hd, 0.06, i, kind="more"))
+        # Q and K are RMS-normed and not scaled (scale 1): norm weights of hd^-1/4 keep the
+        # scores' spread near 1, as trained models do (weights ~1 would give scores of spread
+        # sqrt(hd): one-hot attention that amplifies any rounding).
+        qk = ("norm", hd ** -0.25)
+        specs += [vec(p + "attn_q_norm.weight", hd, qk), vec(p + "attn_k_norm.weight", hd, qk),
+                  mat(p + "attn_output.weight", H * hd, E, 0.03, i), vec(p + "post_attention_norm.weight", E),
+                  vec(p + "ffn_norm.weight", E), mat(p + "ffn_gate.weight", E, F, 0.03, i),
+                  mat(p + "ffn_up.weight", E, F, 0.03, i), mat(p + "ffn_down.weight", F, E, 0.03, i, kind="more"),
+                  vec(p + "post_ffw_norm.weight", E), vec(p + "layer_output_scale.weight", 1, "layer_scale")]
+        if "experts" in h:  # conversion/gemma.py: router.proj / .scale, experts.gate_up_proj, per_expert_scale
+            n_exp, Fe = h["experts"][0], h["Fe"]
+            # The router reads rms_norm(x) / sqrt(E) (elements ~1/16): weights of sigma 1.5 give
+            # logits of spread ~1.5, as a trained router's; 0.06 left them ~0.06 apart, where
+            # top-k picks among near-ties that any rounding flips.
+            specs += [(p + "ffn_gate_inp.weight", (E, n_exp), Q.F32, 1.5), vec(p + "ffn_gate_inp.scale", E),
+                      vec(p + "pre_ffw_norm_2.weight", E), vec(p + "post_ffw_norm_1.weight", E),
+                      vec(p + "post_ffw_norm_2.weight", E),
+                      mat(p + "ffn_gate_up_exps.weight", E, 2 * Fe, 0.03, i, n_exp=n_exp),
+                      mat(p + "ffn_down_exps.weight", Fe, E, 0.03, i, kind="more", n_exp=n_exp),
+                      vec(p + "ffn_down_exps.scale", n_exp, "layer_scale")]
+        if P:
+            specs += [mat(p + "inp_gate.weight", E, P, 0.06, i), mat(p + "proj.weight", P, E, 0.06, i),
+                      vec(p + "post_norm.weight", E)]
+    specs.append(vec("output_norm.weight", E))
+    return specs
+
+
+def gemma4_rope_freqs(h):
+    """The converter's proportional-rope factors: 1 for the rotated pairs, 1e30 for the rest."""
+    g = h["gemma4"]
+    n_rot = int(g["hd_full"] * g["partial_full"] / 2)
+    return np.array([1.0] * n_rot + [1e30] * (g["hd_full"] // 2 - n_rot), dtype=np.float32)
+
+
 def llama3_factors(h):
     """rope_freqs as the converter computes them for rope_type llama3."""
     r, hd, base = h["llama3_rope"], h["hd"], h["base"]
@@ -208,12 +328,20 @@ def random_tensor(rng, h, name, ne, t, sigma):
     if t == Q.F32:
         if sigma is None:
             v = 1.0 + 0.1 * rng.standard_normal(n, dtype=np.float32)
+        elif isinstance(sigma, tuple):  # ("norm", s): a norm weight around s
+            v = sigma[1] * (1.0 + 0.1 * rng.standard_normal(n, dtype=np.float32))
         elif sigma == "llama3":
             v = llama3_factors(h)
+        elif sigma == "proportional":
+            v = gemma4_rope_freqs(h)
+        elif sigma == "layer_scale":
+            v = rng.uniform(0.5, 1.5, n).astype(np.float32)
         elif sigma == "long":
             v = rng.uniform(1.0, 8.0, n).astype(np.float32)
         elif sigma == "short":
             v = rng.uniform(1.0, 3.0, n).astype(np.float32)
+        elif sigma == "sinks":
+            v = rng.uniform(-1.0, 3.0, n).astype(np.float32)
         else:
             v = sigma * rng.standard_normal(n, dtype=np.float32)
         return v.astype(np.float32).reshape(shape)
@@ -247,6 +375,12 @@ def random_tensor(rng, h, name, ne, t, sigma):
         b = rng.integers(0, 256, (nb, size), dtype=np.uint8)
         b[:, 192:208] = rng.integers(1, 5, (nb, 16)).astype(np.uint8)
         b[:, 208:210] = f16_bytes(sigma / (2.5 * 18.5) * jitter)
+    elif t == Q.MXFP4:
+        # e (E8M0), qs[16]: w = kvalue[q] * 2^(e - 128), kvalues +-{0, 1, 2, 3, 4, 6, 8, 12}
+        # (std 5.85); e around log2(sigma / 5.85) + 128, +-1.
+        b = rng.integers(0, 256, (nb, size), dtype=np.uint8)
+        e = int(round(math.log2(sigma / 5.85))) + 128
+        b[:, 0] = (e + rng.integers(-1, 2, nb)).astype(np.uint8)
     else:
         raise ValueError(f"{name}: no random generator for type {t}")
     out_shape = list(shape)
@@ -256,7 +390,7 @@ def random_tensor(rng, h, name, ne, t, sigma):
 
 # ---- a minimal GGUF v3 encoder (the gguf package's reader takes minutes on a 150k-token
 # vocabulary; here the tokenizer's key/value bytes are copied verbatim) ----
-T_U32, T_F32, T_STR, T_ARR = 4, 6, 8, 9
+T_U32, T_F32, T_BOOL, T_STR, T_ARR = 4, 6, 7, 8, 9
 FIXED = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
 ALIGN = 32
 
@@ -274,12 +408,19 @@ def kv_f32(key, v):
     return gguf_str(key) + struct.pack("<If", T_F32, v)
 
 
+def kv_arr(key, elem_type, values):
+    fmt = {T_U32: "<I", T_BOOL: "<B"}[elem_type]
+    return gguf_str(key) + struct.pack("<IIQ", T_ARR, elem_type, len(values)) + b"".join(
+        struct.pack(fmt, int(v)) for v in values)
+
+
 def kv_str(key, v):
     return gguf_str(key) + struct.pack("<I", T_STR) + gguf_str(v)
 
 
-def read_tokenizer_kv(path):
-    """(raw bytes of every tokenizer.* key/value pair, in file order; their count; n_vocab)."""
+def read_tokenizer_kv(path, pre=None):
+    """(raw bytes of every tokenizer.* key/value pair, in file order; their count; n_vocab), with
+    tokenizer.ggml.pre replaced by `pre` when given."""
     with open(path, "rb") as f:
         buf = f.read()
     magic, version, _n_tensors, n_kv = struct.unpack_from("<IIQQ", buf, 0)
@@ -311,7 +452,10 @@ def read_tokenizer_kv(path):
         off += 8 + klen
         (t,) = struct.unpack_from("<I", buf, off)
         off = skip_value(off + 4, t)
-        if key.startswith("tokenizer."):
+        if key == "tokenizer.ggml.pre" and pre is not None:
+            out.append(kv_str(key, pre))
+            count += 1
+        elif key.startswith("tokenizer."):
             out.append(buf[start:off])
             count += 1
             if key == "tokenizer.ggml.tokens":
@@ -368,14 +512,45 @@ def metadata(h, quant, name):
         kv += [kv_f32(f"{a}.attn_logit_softcapping", h["attn_cap"]),
                kv_f32(f"{a}.final_logit_softcapping", h["final_cap"]),
                kv_u32(f"{a}.attention.sliding_window", h["window"])]
+    if a == "gpt-oss":
+        y = h["yarn"]
+        kv += [kv_str(f"{a}.rope.scaling.type", "yarn"), kv_f32(f"{a}.rope.scaling.factor", y["factor"]),
+               kv_u32(f"{a}.rope.scaling.original_context_length", y["orig"]),
+               kv_f32(f"{a}.rope.scaling.yarn_beta_fast", 32.0), kv_f32(f"{a}.rope.scaling.yarn_beta_slow", 1.0),
+               kv_u32(f"{a}.attention.sliding_window", h["window"])]
     if a == "granite":
         s = h["scales"]
         kv += [kv_f32(f"{a}.embedding_scale", s["embedding"]), kv_f32(f"{a}.residual_scale", s["residual"]),
                kv_f32(f"{a}.attention.scale", s["attention"]), kv_f32(f"{a}.logit_scale", s["logit"])]
+    if a == "gemma4":
+        kv = gemma4_metadata(h, kv)
     kv.append(kv_u32("general.file_type", FILE_TYPE[quant]))
     if quant != "f32":
         kv.append(kv_u32("general.quantization_version", 2))
     return kv
+
+
+def gemma4_metadata(h, kv):
+    """Gemma 4's keys as its converter writes them: per-layer arrays for the FFN length and KV
+    heads, full-layer head size as key_length and the sliding one as key_length_swa, the
+    sliding pattern as booleans (replacing the scalar FFN / KV-head keys of `kv`)."""
+    a, L = h["arch"], h["L"]
+    g = h["gemma4"]
+    drop = (f"{a}.feed_forward_length", f"{a}.attention.head_count_kv")
+    kv = [e for e in kv if not any(e[8:8 + len(k)] == k.encode() and len(k) == struct.unpack_from("<Q", e)[0]
+                                   for k in drop)]
+    return kv + [
+        kv_arr(f"{a}.feed_forward_length", T_U32, [gemma4_ffn(h, i) for i in range(L)]),
+        kv_arr(f"{a}.attention.head_count_kv", T_U32, [h["Hkv"] if s else g["Hkv_full"] for s in g["swa"]]),
+        kv_u32(f"{a}.attention.key_length", g["hd_full"]), kv_u32(f"{a}.attention.value_length", g["hd_full"]),
+        kv_u32(f"{a}.attention.key_length_swa", h["hd"]), kv_u32(f"{a}.attention.value_length_swa", h["hd"]),
+        kv_u32(f"{a}.rope.dimension_count", g["hd_full"]), kv_u32(f"{a}.rope.dimension_count_swa", h["hd"]),
+        kv_f32(f"{a}.rope.freq_base_swa", g["base_swa"]),
+        kv_f32(f"{a}.final_logit_softcapping", g["final_cap"]),
+        kv_u32(f"{a}.attention.sliding_window", g["window"]),
+        kv_arr(f"{a}.attention.sliding_window_pattern", T_BOOL, g["swa"]),
+        kv_u32(f"{a}.attention.shared_kv_layers", g["shared"]),
+        kv_u32(f"{a}.embedding_length_per_layer_input", g["n_pl"])]
 
 
 def vocab_path(h, vocab_dir, gemma_vocab):
@@ -390,6 +565,7 @@ def synth_one(name, quant, out_dir, tok):
     fname = f"{name}-{quant}.gguf"
     path = os.path.join(out_dir, fname)
     rng = np.random.default_rng(zlib.crc32(fname.encode()))
+    h = dict(h, n_vocab=n_vocab)
     tensors = [(tname, ne, t, random_tensor(rng, h, tname, ne, t, sigma))
                for tname, ne, t, sigma in tensor_specs(h, n_vocab, quant)]
     write_gguf(path + ".tmp", metadata(h, quant, name), kv_raw, kv_count, tensors)
@@ -408,6 +584,49 @@ def synth_vocab_only(out_dir, vocab_dir):
             g.write(f.read())
         os.replace(dst + ".tmp", dst)
     return os.path.join(out_dir, "vocab-phi3.gguf")
+
+
+def synth_vocab_gpt4o(out_dir, vocab_dir):
+    """Llama 3's vocabulary file with tokenizer.ggml.pre = gpt-4o (o200k's pre-tokenizer, which
+    gpt-oss's files name; llama.cpp ships no o200k vocabulary): every key/value pair copied,
+    that one replaced. Its test vectors (tests/data/tokenizer/vocab-gpt4o.gguf.inp / .out) were
+    recorded from llama.cpp (scripts/reference/tokenize_recorder.cpp)."""
+    src = os.path.join(vocab_dir, "ggml-vocab-llama-bpe.gguf")
+    with open(src, "rb") as f:
+        buf = f.read()
+    magic, version, n_tensors, n_kv = struct.unpack_from("<IIQQ", buf, 0)
+    if magic != 0x46554747 or n_tensors != 0:
+        sys.exit(f"{src}: expected a GGUF vocabulary file without tensors")
+    pairs, off = [], 24
+    for _ in range(n_kv):
+        start = off
+        (klen,) = struct.unpack_from("<Q", buf, off)
+        key = buf[off + 8:off + 8 + klen].decode()
+        (t,) = struct.unpack_from("<I", buf, off + 8 + klen)
+        off = skip_kv_value(buf, off + 8 + klen + 4, t)
+        pairs.append(kv_str(key, "gpt-4o") if key == "tokenizer.ggml.pre" else buf[start:off])
+    dst = os.path.join(out_dir, "vocab-gpt4o.gguf")
+    with open(dst + ".tmp", "wb") as g:
+        g.write(struct.pack("<IIQQ", magic, version, 0, n_kv) + b"".join(pairs))
+    os.replace(dst + ".tmp", dst)
+    return dst
+
+
+def skip_kv_value(buf, off, t):
+    if t in FIXED:
+        return off + FIXED[t]
+    if t == T_STR:
+        (n,) = struct.unpack_from("<Q", buf, off)
+        return off + 8 + n
+    if t == T_ARR:
+        et, n = struct.unpack_from("<IQ", buf, off)
+        off += 12
+        if et in FIXED:
+            return off + n * FIXED[et]
+        for _ in range(n):
+            off = skip_kv_value(buf, off, et)
+        return off
+    sys.exit(f"unknown GGUF value type {t}")
 
 
 def sha256(path):
@@ -432,13 +651,18 @@ def main(out_dir, only, vocab_dir, gemma_vocab, quants=QUANTS):
     toks = {}
     for n in names:
         src = vocab_path(FAMILIES[n], vocab_dir, gemma_vocab)
-        if src not in toks:
-            toks[src] = read_tokenizer_kv(src)
+        pre = FAMILIES[n].get("pre")
+        if (src, pre) not in toks:
+            toks[(src, pre)] = read_tokenizer_kv(src, pre)
         for quant in quants:
-            p = synth_one(n, quant, out_dir, toks[src])
+            if quant == "q4":  # the family's 4-bit variant
+                quant = FAMILIES[n].get("q4", "q4")
+            p = synth_one(n, quant, out_dir, toks[(src, pre)])
             size = os.path.getsize(p)
             total += size
             print(f"{p}: {size / 2**20:.1f} MiB")
     p = synth_vocab_only(out_dir, vocab_dir)
+    print(f"{p}: vocab only")
+    p = synth_vocab_gpt4o(out_dir, vocab_dir)
     print(f"{p}: vocab only")
     print(f"total {total / 2**20:.0f} MiB")

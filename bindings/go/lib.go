@@ -47,6 +47,7 @@ var lib struct {
 	sessionReset     func(s uintptr) int32
 	sessionCancel    func(s uintptr) int32
 	sessionNPast     func(s uintptr, n *int32) int32
+	sessionSetDraft  func(s uintptr, draft uintptr) int32
 	generateInit     func(p *cGenParams, size uintptr) int32
 	generate         func(s uintptr, prompt *byte, n uintptr, p *cGenParams, cb uintptr, userData uintptr, out *cGenResult) int32
 	generateBegin    func(s uintptr, prompt *byte, n uintptr, p *cGenParams, out *uintptr) int32
@@ -164,6 +165,7 @@ func bind(h uintptr) error {
 		{&lib.sessionReset, "zf_session_reset"},
 		{&lib.sessionCancel, "zf_session_cancel"},
 		{&lib.sessionNPast, "zf_session_n_past"},
+		{&lib.sessionSetDraft, "zf_session_set_draft_model"},
 		{&lib.generateInit, "zf_generate_params_init"},
 		{&lib.generate, "zf_generate"},
 		{&lib.generateBegin, "zf_generate_begin"},

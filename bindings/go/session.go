@@ -115,6 +115,26 @@ func (s *Session) Reset() error {
 	return call("reset", func() int32 { return lib.sessionReset(h.ptr) })
 }
 
+// SetDraftModel gives the session a draft model for speculative decoding
+// (zf_session_set_draft_model): with WithDraftMax, drafts come from draft's greedy output
+// instead of prompt lookup, and the output is still token for token the output without it. The
+// draft must have the model's vocabulary (ErrInvalidArgument naming the first difference
+// otherwise). The session keeps the draft model alive; nil removes it.
+func (s *Session) SetDraftModel(draft *Model) error {
+	h, err := s.lock()
+	if err != nil {
+		return err
+	}
+	defer h.busy.Unlock()
+	defer runtime.KeepAlive(s)
+	if draft == nil {
+		return call("set draft model", func() int32 { return lib.sessionSetDraft(h.ptr, 0) })
+	}
+	return draft.use(func(ptr uintptr) error {
+		return call("set draft model", func() int32 { return lib.sessionSetDraft(h.ptr, ptr) })
+	})
+}
+
 // NPast returns the number of tokens in the session's KV cache.
 func (s *Session) NPast() (int, error) {
 	h, err := s.lock()

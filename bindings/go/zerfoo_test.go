@@ -1171,3 +1171,47 @@ func TestDrafts(t *testing.T) {
 		t.Fatalf("draft_max > MaxDraft: %v", err)
 	}
 }
+
+// TestDraftModel: the model as its own draft (the same vocabulary) gives the plain greedy output
+// with drafts kept; a draft of another vocabulary (Gemma 3, when present) is refused.
+func TestDraftModel(t *testing.T) {
+	m := sharedModel(t)
+	prompt := "<|im_start|>user\nWrite two sentences about the sea.<|im_end|>\n<|im_start|>assistant\n"
+	opts := []GenOption{WithTemperature(0), WithMaxTokens(32)}
+	plain, err := newSession(t, m).Generate(context.Background(), prompt, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSession(t, m)
+	if err := s.SetDraftModel(m); err != nil {
+		t.Fatal(err)
+	}
+	drafted, err := s.Generate(context.Background(), prompt, append(opts, WithDraftMax(6))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if drafted.Text != plain.Text {
+		t.Fatalf("with a draft model %q, plain %q", drafted.Text, plain.Text)
+	}
+	t.Logf("drafted %d, accepted %d", drafted.NDrafted, drafted.NAccepted)
+	if drafted.NAccepted <= 0 || drafted.NDrafted < drafted.NAccepted {
+		t.Fatalf("n_drafted %d, n_accepted %d", drafted.NDrafted, drafted.NAccepted)
+	}
+	if err := s.SetDraftModel(nil); err != nil {
+		t.Fatal(err)
+	}
+	home, _ := os.UserHomeDir()
+	gemmaPath := filepath.Join(home, ".cache/zerfoo/models/gemma-3-270m-q4_k_m.gguf")
+	if _, err := os.Stat(gemmaPath); err != nil {
+		t.Skipf("Gemma 3 missing for the vocabulary check: %v", err)
+	}
+	gemma, err := Open(gemmaPath, WithDevice(DeviceCPU))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gemma.Close()
+	err = s.SetDraftModel(gemma)
+	if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "vocabulary") {
+		t.Fatalf("a Gemma draft for SmolLM2: %v", err)
+	}
+}

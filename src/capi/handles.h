@@ -37,6 +37,10 @@ struct zf_session {
   std::unique_ptr<zf::rt::Session> impl;
   // Owners: the caller (until zf_session_free) and each live zf_generation on it.
   std::atomic<int32_t> refs{1};
+  // zf_session_set_draft_model: a session on the draft model (holding a reference to it) that
+  // drafts for this one; declared after impl, freed before the draft model is released.
+  zf_model* draft_model = nullptr;
+  std::unique_ptr<zf::rt::Session> draft;
   bool freed = false;                // zf_session_free was called (a generation still holds it)
   zf_generation* active = nullptr;  // a pull-style generation in progress (not yet done)
 };

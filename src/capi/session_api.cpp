@@ -154,8 +154,10 @@ void CopyResult(const zf::rt::GenerateResult& r, zf_generate_result* out) {
 void Release(zf_session* s) {
   if (s->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   zf_model* model = s->model;
+  zf_model* draft_model = s->draft_model;
   delete s;  // the session (which refers to the model) goes first
   zf::capi::ReleaseModel(model);
+  if (draft_model != nullptr) zf::capi::ReleaseModel(draft_model);
 }
 
 }  // namespace
@@ -247,6 +249,34 @@ ZF_API zf_status zf_session_truncate(zf_session* session, size_t n_keep) {
   if (session->active != nullptr) return Busy(session);
   zf::Status st = session->impl->Truncate(n_keep);
   return st.ok() ? Succeed() : Fail(st);
+}
+
+ZF_API zf_status zf_session_set_draft_model(zf_session* session, zf_model* draft) {
+  if (session == nullptr) return NullArg("session");
+  if (session->active != nullptr) return Busy(session);
+  ZF_GUARD_BEGIN
+  std::unique_ptr<zf::rt::Session> ds;
+  if (draft != nullptr) {
+    if (draft->impl->vocab_only()) {
+      return Fail(ZF_ERR_INVALID_ARGUMENT, "the draft model was loaded with ZF_MODEL_VOCAB_ONLY");
+    }
+    zf::Status st = zf::rt::CheckDraftVocabulary(*session->model->impl, *draft->impl);
+    if (!st.ok()) return Fail(st);
+    // Exact like the target (not fast prefill): the draft's last bits never reach the output, but
+    // with the multi-token kernels its argmax flips on near-ties (a model drafting for itself kept
+    // 81% of its greedy drafts on SmolLM2 instead of 100%).
+    zf::rt::SessionOptions o;
+    o.n_ctx = session->impl->n_ctx();
+    st = zf::rt::Session::Create(*draft->impl, o, &ds);
+    if (!st.ok()) return Fail(st);
+    draft->refs.fetch_add(1, std::memory_order_relaxed);  // released with the session or the next draft
+  }
+  zf_model* old = session->draft_model;
+  session->draft = std::move(ds);
+  session->draft_model = draft;
+  if (old != nullptr) zf::capi::ReleaseModel(old);
+  return Succeed();
+  ZF_GUARD_END
 }
 
 ZF_API zf_status zf_session_state_size(const zf_session* session, size_t* size) {
@@ -341,6 +371,7 @@ ZF_API zf_status zf_generate(zf_session* session, const char* prompt, size_t len
   ZF_GUARD_BEGIN
   zf::rt::GenerateOptions o;
   if (zf_status st = ToOptions(params, &o); st != ZF_OK) return st;
+  o.draft_session = session->draft.get();
   StreamCtx ctx{cb, user_data};
   zf::rt::GenerateResult r;
   zf::Status st = zf::rt::Generate(*session->impl, std::string_view(prompt == nullptr ? "" : prompt, len), o,
@@ -361,6 +392,7 @@ ZF_API zf_status zf_generate_begin(zf_session* session, const char* prompt, size
   ZF_GUARD_BEGIN
   zf::rt::GenerateOptions o;
   if (zf_status st = ToOptions(params, &o); st != ZF_OK) return st;
+  o.draft_session = session->draft.get();
   std::unique_ptr<zf_generation> g(new zf_generation());
   zf::Status st = zf::rt::Generation::Begin(*session->impl, std::string_view(prompt == nullptr ? "" : prompt, len),
                                             o, &g->impl);

@@ -68,7 +68,14 @@ const Flag kFlags[] = {
      [](Options& o, const std::string&, const std::string&) {
        if (o.draft_max == 0) o.draft_max = 8;
      }},
-    {"--draft-max", nullptr, "N", kSample, "tokens drafted per step at most (1..16; turns --lookup on)",
+    {"--model-draft", "-md", "FILE", kSample,
+     "speculative decoding with a draft model: a smaller GGUF of the same vocabulary drafts "
+     "greedily, the model verifies (same output); drafts up to --draft-max tokens, 8 unless given",
+     [](Options& o, const std::string&, const std::string& v) {
+       o.model_draft = v;
+       if (o.draft_max == 0) o.draft_max = 8;
+     }},
+    {"--draft-max", nullptr, "N", kSample, "tokens drafted per step at most (1..16; turns --lookup on without -md)",
      [](Options& o, const std::string& f, const std::string& v) { o.draft_max = int32_t(ParseInt(f, v, 1, 16)); }},
     {"--draft-min", nullptr, "N", kSample, "no draft when fewer tokens are found (default 1)",
      [](Options& o, const std::string& f, const std::string& v) { o.draft_min = int32_t(ParseInt(f, v, 0, 16)); }},

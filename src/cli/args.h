@@ -38,7 +38,8 @@ struct Options {
   std::optional<int32_t> n_predict, top_k, repeat_last_n;
   std::optional<float> temp, top_p, min_p, repeat_penalty;
   std::optional<uint64_t> seed;
-  int32_t draft_max = 0;  // --lookup / --draft-max: speculative decoding by prompt lookup
+  std::string model_draft;  // -md: a draft model drafts instead of prompt lookup
+  int32_t draft_max = 0;  // --lookup / --draft-max / -md: speculative decoding
   int32_t draft_min = 0;
 };
 

@@ -93,6 +93,14 @@ void PrintSummary(const zf_generate_result& r) {
 bool OpenModelAndSession(const Options& opts, ModelPtr* model, SessionPtr* session) {
   zf_status st = LoadModel(opts, model);
   if (st == ZF_OK) st = CreateSession(opts, model->get(), session);
+  if (st == ZF_OK && !opts.model_draft.empty()) {
+    // The session keeps its own reference to the draft model.
+    Options draft_opts = opts;
+    draft_opts.model = opts.model_draft;
+    ModelPtr draft;
+    st = LoadModel(draft_opts, &draft);
+    if (st == ZF_OK) st = zf_session_set_draft_model(session->get(), draft.get());
+  }
   if (st != ZF_OK) {
     ReportError(st);
     return false;

@@ -52,7 +52,8 @@ class Backend {
     MatMulShared(w, y, 2, x, n_tok);
     GatedActivation(act, gate, up, int64_t{n_tok} * w_gate.ne[1]);
   }
-  // y[r, :] = x[r, :] / rms(x[r, :]) * w  (y may alias x).
+  // y[r, :] = x[r, :] / rms(x[r, :]) * w  (y may alias x); w == nullptr (only when
+  // Supports(kUnweightedNorm)): no weight.
   virtual void RmsNorm(const float* x, const float* w, int32_t rows, int32_t n, float eps, float* y) = 0;
   // x[t, :] += b  for each of `rows` rows of width n.
   virtual void AddBias(float* x, const float* b, int32_t rows, int32_t n) = 0;
@@ -96,6 +97,9 @@ class Backend {
   virtual Status WriteKvRows(int32_t pos0, int32_t n_pos, const uint8_t* in) {
     return Unsupported(std::string("the ") + name() + " engine cannot write its KV cache");
   }
+  // Positions [pos0, n_ctx) are forgotten (reset, truncation): the engine may give their memory
+  // back; they are rewritten before they are read again.
+  virtual void ReleaseKv(int32_t pos0) {}
   Status SaveKv(int32_t n_pos, uint8_t* out) const { return ReadKvRows(0, n_pos, out); }
   Status LoadKv(int32_t n_pos, const uint8_t* in) { return WriteKvRows(0, n_pos, in); }
 
@@ -115,6 +119,9 @@ class Backend {
   virtual void AddScaled(float* x, const float* y, int64_t n, float s) {}
   // x = act(x) over n elements (an FFN without a gate).
   virtual void Activate(Activation act, float* x, int64_t n) {}
+  // kStridedRows: dst[r * dst_stride + i] = src[r * src_stride + i] for r < rows, i < width.
+  virtual void CopyRows(const float* src, int64_t src_stride, int32_t rows, int32_t width, float* dst,
+                        int64_t dst_stride) {}
 
   // ---- Activation memory and step hooks. Defaults (host memory, nothing recorded) are what the
   // CPU engine uses; a device engine overrides them. ----

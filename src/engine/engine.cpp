@@ -80,9 +80,11 @@ class CudaEngine final : public Engine {
 };
 
 Status CreateCuda(const EngineRequest& r, std::unique_ptr<Engine>* out) {
+  std::string missing;  // every op it lacks, so the fallback's INFO line names them all
   for (Op op : r.ops) {
-    if (!cuda::Supports(op)) return Unsupported(std::string("the CUDA engine lacks ") + OpName(op));
+    if (!cuda::Supports(op)) missing += (missing.empty() ? "" : ", ") + std::string(OpName(op));
   }
+  if (!missing.empty()) return Unsupported("the CUDA engine lacks " + missing);
   for (const Tensor* t : r.tensors) ZF_RETURN_IF_ERROR(CheckFinite(*t));  // the upload reads them all anyway
   std::shared_ptr<cuda::DeviceWeights> dw;
   ZF_RETURN_IF_ERROR(cuda::DeviceWeights::Upload(r.tensors, r.gpu_index, &dw));

@@ -16,6 +16,10 @@ const char* OpName(Op op) {
     case Op::kRopeFactors: return "LongRoPE scaling";
     case Op::kNonCausal: return "non-causal attention";
     case Op::kRopeYarn: return "YaRN rope scaling";
+    case Op::kAttnSinks: return "attention sinks";
+    case Op::kSwigluOai: return "clamped SwiGLU (gpt-oss experts)";
+    case Op::kStridedRows: return "strided row copies (per-layer inputs, per-layer KV widths)";
+    case Op::kUnweightedNorm: return "RMS norm without a weight";
     case Op::kCount: break;
   }
   return "unknown op";

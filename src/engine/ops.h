@@ -18,10 +18,17 @@ enum class RopeStyle : int32_t {
 };
 
 // Activation of an FFN: gated (act(gate) * up) or applied alone (plain MLP).
-enum class Activation : int32_t { kSilu, kGeluTanh };
+//   kSwigluOai (gpt-oss experts, needs Op::kSwigluOai): with g = min(gate, limit) and
+//   u = clamp(up, -limit, limit), g / (1 + exp(-alpha g)) * (u + 1), alpha and limit below (the
+//   reference's constants, not in the file).
+enum class Activation : int32_t { kSilu, kGeluTanh, kSwigluOai };
+constexpr float kSwigluOaiAlpha = 1.702f;
+constexpr float kSwigluOaiLimit = 7.0f;
 
-// MoE router: how expert scores are made from the router's logits.
-enum class Gating : int32_t { kSoftmax, kSigmoid };
+// MoE router: how expert weights are made from the router's logits.
+//   kSoftmax: softmax over all experts, top-k of that; kSigmoid: sigmoid of each logit;
+//   kSoftmaxWeight (gpt-oss): top-k of the raw logits, then a softmax over the k selected.
+enum class Gating : int32_t { kSoftmax, kSigmoid, kSoftmaxWeight };
 
 // Ops beyond the core set that not every engine implements (Backend::Supports). A model whose
 // description needs one that the chosen engine lacks is refused by that engine (CPU fallback
@@ -34,6 +41,11 @@ enum class Op : int32_t {
   kRopeFactors, // per-frequency divisors and a cos/sin multiplier (LongRoPE, llama3)
   kNonCausal,   // attention over every position of the step (AttentionParams::causal = false)
   kRopeYarn,    // YaRN: per-frequency blend of scaled and unscaled angles (RopeParams::ext_factor)
+  kAttnSinks,   // a learned per-head logit in the softmax denominator (AttentionParams::sinks)
+  kSwigluOai,   // Activation::kSwigluOai (the clamped SwiGLU of gpt-oss's experts)
+  kStridedRows, // row copies between buffers of different strides (Backend::CopyRows): per-layer
+                // inputs, KV rows narrower than the cache's
+  kUnweightedNorm,  // RmsNorm without a weight (w == nullptr)
   kCount
 };
 const char* OpName(Op op);
@@ -74,6 +86,10 @@ struct AttentionParams {
   // key up to the step's last position, later ones included. Embedding passes evaluate a whole
   // sequence in one step from position 0, so that is the whole sequence.
   bool causal = true;
+  // Attention sinks (needs Op::kAttnSinks): [n_head] raw logits, one per query head, that join
+  // each row's softmax denominator as exp(sink - max) (the max taken over the scores and the
+  // sink) without a value row; nullptr = none.
+  const float* sinks = nullptr;
 };
 
 }  // namespace zf::engine

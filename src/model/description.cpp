@@ -17,6 +17,19 @@ int32_t ModelDesc::MaxVWidth() const {
   return w;
 }
 
+int32_t ModelDesc::NKvLayers() const {
+  int32_t n = 0;
+  for (const LayerDesc& l : layers) n += l.attn.kv_from < 0 ? 1 : 0;
+  return n;
+}
+
+int32_t ModelDesc::KvSlot(int32_t il) const {
+  const int32_t src = layers[size_t(il)].attn.kv_from < 0 ? il : layers[size_t(il)].attn.kv_from;
+  int32_t slot = 0;
+  for (int32_t j = 0; j < src; ++j) slot += layers[size_t(j)].attn.kv_from < 0 ? 1 : 0;
+  return slot;
+}
+
 std::vector<engine::Op> RequiredOps(const ModelDesc& d) {
   std::vector<engine::Op> ops;
   const auto need = [&](engine::Op op) {
@@ -24,13 +37,22 @@ std::vector<engine::Op> RequiredOps(const ModelDesc& d) {
   };
   if ((d.has_output_norm && d.output_norm_kind == NormKind::kLayer) || d.input_norm) need(engine::Op::kLayerNorm);
   if (d.residual_scale != 1.0f || d.logit_scale != 1.0f) need(engine::Op::kScale);
+  if (d.n_embd_per_layer > 0) need(engine::Op::kStridedRows), need(engine::Op::kScale);
+  const int32_t kw = d.MaxKWidth(), vw = d.MaxVWidth();
   for (const LayerDesc& l : d.layers) {
+    if (l.attn.n_head_kv * l.attn.head_dim_k != kw || l.attn.n_head_kv * l.attn.head_dim_v != vw) {
+      need(engine::Op::kStridedRows);  // rows narrower than the cache's are padded
+    }
+    if (l.attn.v_norm) need(engine::Op::kUnweightedNorm);
+    if (l.out_scale || l.ffn.router_scaled_norm) need(engine::Op::kScale);
     if (l.norm.kind == NormKind::kLayer) need(engine::Op::kLayerNorm);
     if (l.ffn.kind == FfnKind::kPlain) need(engine::Op::kPlainFfn);
     if (l.ffn.kind == FfnKind::kMoe) need(engine::Op::kMoe);
     if (l.attn.rope.attn_factor != 1.0f) need(engine::Op::kRopeFactors);
     if (!l.attn.causal) need(engine::Op::kNonCausal);
     if (l.attn.rope.enabled && l.attn.rope.ext_factor != 0.0f) need(engine::Op::kRopeYarn);
+    if (l.attn.sinks) need(engine::Op::kAttnSinks);
+    if (l.ffn.act == Activation::kSwigluOai) need(engine::Op::kSwigluOai);
   }
   return ops;
 }

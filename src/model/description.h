@@ -75,6 +75,14 @@ struct AttentionDesc {
   bool fused_qkv = false;  // one attn_qkv matrix, rows [Q | K | V]
   bool bias_qkv = false;   // optional q/k/v biases are bound when present
   bool bias_out = false;
+  bool sinks = false;      // attn_sinks [n_head]: a learned logit per head in the softmax denominator
+  // Gemma 4: attn_v may be absent (attention_k_eq_v), the values are then the key projection
+  // (taken before K's norm and rope); v_norm: each value head RMS-normalized without a weight.
+  bool v_optional = false;
+  bool v_norm = false;
+  // KV shared across layers: -1 = this layer stores its own K/V; else the (earlier) layer whose
+  // cached rows it attends over. Such a layer has no KV cache of its own and projects only Q.
+  int32_t kv_from = -1;
 };
 
 enum class FfnKind : int32_t {
@@ -88,7 +96,7 @@ struct FfnDesc {
   Activation act = Activation::kSilu;
   int32_t n_ff = 0;            // inner size (per expert for MoE)
   bool bias = false;           // optional ffn_up.bias [n_ff] / ffn_down.bias [n_embd] (dense FFNs)
-  bool fused_gate_up = false;  // one ffn_up matrix, rows [gate | up]
+  bool fused_gate_up = false;  // one ffn_up matrix, rows [gate | up] (MoE: ffn_gate_up_exps per expert)
   // MoE.
   int32_t n_expert = 0;
   int32_t n_expert_used = 0;
@@ -96,6 +104,17 @@ struct FfnDesc {
   bool norm_topk = false;       // renormalize the selected experts' weights to sum to 1
   float expert_weight_scale = 1.0f;
   int32_t n_ff_shared = 0;      // shared expert inner size; 0 = none
+  bool router_bias = false;     // ffn_gate_inp.bias [n_expert] added to the router's logits
+  // ffn_{gate,up}_exps.bias [n_ff, n_expert] and ffn_down_exps.bias [n_embd, n_expert]: each
+  // selected expert's row added after its product (gpt-oss).
+  bool expert_bias = false;
+  // Gemma 4's MoE block: a dense gated MLP (ffn_gate/up/down of n_ff_dense; input ffn_norm,
+  // output post_ffw_norm_1) beside the experts (input pre_ffw_norm_2, output post_ffw_norm_2),
+  // the two summed before post_ffw_norm. 0 = none.
+  int32_t n_ff_dense = 0;
+  // The router reads rms_norm(x) / sqrt(n_embd) * ffn_gate_inp.scale (the residual stream, not
+  // the FFN's normed input).
+  bool router_scaled_norm = false;
 };
 
 struct NormDesc {
@@ -109,12 +128,19 @@ struct NormDesc {
   // after attention and layer_output_norm after the FFN (this layer's kind, with biases).
   bool after_residual_attn = false;
   bool after_residual_ffn = false;
+  // The pre-FFN norm is stored as post_attention_norm (gpt-oss's converter name for it).
+  bool ffn_norm_named_post_attention = false;
 };
 
 struct LayerDesc {
   AttentionDesc attn;
   FfnDesc ffn;
   NormDesc norm;
+  // Gemma 4's per-layer input (ModelDesc::n_embd_per_layer > 0), after the FFN's residual:
+  // x += post_norm(proj(gelu(inp_gate x) * per_layer_input[layer])).
+  bool per_layer_input = false;
+  // An optional layer_output_scale [1] multiplies the layer's output (the whole residual stream).
+  bool out_scale = false;
 };
 
 struct ModelDesc {
@@ -132,6 +158,11 @@ struct ModelDesc {
   int32_t n_token_types = 0;
   bool input_norm = false;
   float input_norm_eps = 1e-12f;
+  // Gemma 4's per-layer token embeddings: n_embd_per_layer floats per layer and token, made of
+  // per_layer_token_embd's row (times sqrt(n_embd_per_layer)) plus the RMS-normed projection
+  // per_layer_model_proj of the scaled input embedding (times 1/sqrt(n_embd)), the sum times
+  // 1/sqrt(2). 0 = none.
+  int32_t n_embd_per_layer = 0;
 
   // Output: output_norm (when has_output_norm), then the vocabulary head (when has_output_head).
   // Encoders have neither: their last layer's states are the embeddings; generation refuses them.
@@ -165,9 +196,13 @@ struct ModelDesc {
 
   uint64_t n_params = 0;  // total weight elements (zf_model_info)
 
-  // Convenience for uniform models: the largest KV widths over the layers (cache sizing).
+  // The largest KV widths over the layers (cache sizing: a narrower layer's rows are padded).
   int32_t MaxKWidth() const;
   int32_t MaxVWidth() const;
+  // KV cache layers: one per layer with its own K/V (kv_from < 0), in layer order; KvSlot(il)
+  // is the cache layer that layer il stores to or, sharing, reads from.
+  int32_t NKvLayers() const;
+  int32_t KvSlot(int32_t il) const;
 };
 
 // The optional engine ops (engine/ops.h) this model's forward pass calls; an engine lacking one

@@ -10,6 +10,16 @@ namespace {
 
 const float* F32(const Tensor* t) { return t == nullptr ? nullptr : reinterpret_cast<const float*>(t->data); }
 
+// Whether some layer's K or V rows are narrower than the cache's (padded before StoreKv).
+bool NeedsPadding(const ModelDesc& d) {
+  for (const LayerDesc& l : d.layers) {
+    if (l.attn.n_head_kv * l.attn.head_dim_k != d.MaxKWidth() || l.attn.n_head_kv * l.attn.head_dim_v != d.MaxVWidth()) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch, int32_t n_ctx, int32_t max_seqs)
@@ -35,7 +45,7 @@ Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch
     k = std::max(k, size_t(l.attn.n_head_kv) * size_t(l.attn.head_dim_k));
     v = std::max(v, size_t(l.attn.n_head_kv) * size_t(l.attn.head_dim_v));
     o = std::max(o, size_t(l.attn.n_head) * size_t(l.attn.head_dim_v));
-    ff = std::max(ff, size_t(l.ffn.n_ff));
+    ff = std::max({ff, size_t(l.ffn.n_ff), size_t(l.ffn.n_ff_dense)});
     ne = std::max(ne, size_t(l.ffn.n_expert));
   }
   const size_t b = size_t(max_batch), E = size_t(d.n_embd);
@@ -45,9 +55,21 @@ Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch
             alloc(v_, b * v) && alloc(attn_, b * o) && alloc(gate_, b * ff) && alloc(up_, b * ff) &&
             alloc(logits_, size_t(max_seqs) * size_t(d.n_vocab));
   if (ok && ne > 0) {
-    ok = alloc(router_, b * ne) && alloc(moe_in_, b * E) && alloc(moe_out_, b * E) && alloc(moe_acc_, b * E);
+    ok = alloc(router_, b * ne) && alloc(moe_in_, b * E) && alloc(moe_out_, b * E) && alloc(moe_acc_, b * E) &&
+         alloc(moe_x_, b * E);
     expert_rows_.resize(ne);
     probs_.resize(ne);
+  }
+  if (ok && d.n_embd_per_layer > 0) {
+    const size_t pl = size_t(d.n_embd_per_layer) * size_t(d.n_layer);
+    ok = alloc(pl_all_, b * pl) && alloc(pl_, b * pl) && alloc(pl_gate_, b * size_t(d.n_embd_per_layer));
+  }
+  if (ok && NeedsPadding(d)) {
+    ok = alloc(k_pad_, b * size_t(d.MaxKWidth())) && alloc(v_pad_, b * size_t(d.MaxVWidth()));
+    if (ok && be_.HostActivations()) {
+      std::fill(k_pad_.p, k_pad_.p + b * size_t(d.MaxKWidth()), 0.0f);
+      std::fill(v_pad_.p, v_pad_.p + b * size_t(d.MaxVWidth()), 0.0f);
+    }
   }
   if (!ok) {
     status_ = Status(Code::kOutOfMemory, std::string("cannot allocate activations on the ") + be_.name() + " engine");
@@ -114,12 +136,18 @@ void Forward::RunOps(const int32_t* tokens, int32_t n, const Seq* seqs, int32_t 
     Norm(NormKind::kLayer, d.input_norm_eps, w[GlobalRole::kInputNorm], w[GlobalRole::kInputNormBias], x_.data(), n,
          x_.data());
   }
+  if (d.n_embd_per_layer > 0) PerLayerInputs(tokens, n);
   for (int32_t il = 0; il < d.n_layer; ++il) {
+    const LayerDesc& ld = d.layers[size_t(il)];
     AttentionBlock(il, n, seqs, n_seq);
-    if (d.layers[size_t(il)].ffn.kind == FfnKind::kMoe) {
+    if (ld.ffn.kind == FfnKind::kMoe) {
       MoeFfn(il, n);
     } else {
       DenseFfn(il, n);
+    }
+    if (ld.per_layer_input) PerLayerBlock(il, n);
+    if (const Tensor* s = ld.out_scale ? w.layers[size_t(il)][LayerRole::kLayerOutScale] : nullptr) {
+      be_.Scale(x_.data(), int64_t{n} * d.n_embd, F32(s)[0]);
     }
   }
   if (logits != nullptr) OutputHead(seqs, n_seq, logits);
@@ -204,21 +232,27 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
     Norm(ld.norm.kind, ld.norm.eps, L[LayerRole::kAttnNorm], L[LayerRole::kAttnNormBias], x_.data(), n, h_.data());
     in = h_.data();
   }
+  // A layer sharing another's KV (kv_from >= 0) projects only Q and attends over that layer's
+  // cache rows; without attn_v (v_optional) the values are the key projection.
+  const bool own_kv = a.kv_from < 0;
+  const bool v_is_k = own_kv && L[LayerRole::kAttnV] == nullptr;
   {
     const Tensor* w3[3] = {L[LayerRole::kAttnQ], L[LayerRole::kAttnK], L[LayerRole::kAttnV]};
     float* y3[3] = {q_.data(), k_.data(), v_.data()};
-    be_.MatMulShared(w3, y3, 3, in, n);
+    be_.MatMulShared(w3, y3, !own_kv ? 1 : v_is_k ? 2 : 3, in, n);
   }
+  if (v_is_k) be_.CopyRows(k_.data(), k_w, n, k_w, v_.data(), v_w);
   if (L[LayerRole::kAttnQBias]) be_.AddBias(q_.data(), F32(L[LayerRole::kAttnQBias]), n, q_w);
-  if (L[LayerRole::kAttnKBias]) be_.AddBias(k_.data(), F32(L[LayerRole::kAttnKBias]), n, k_w);
-  if (L[LayerRole::kAttnVBias]) be_.AddBias(v_.data(), F32(L[LayerRole::kAttnVBias]), n, v_w);
+  if (own_kv && L[LayerRole::kAttnKBias]) be_.AddBias(k_.data(), F32(L[LayerRole::kAttnKBias]), n, k_w);
+  if (own_kv && L[LayerRole::kAttnVBias]) be_.AddBias(v_.data(), F32(L[LayerRole::kAttnVBias]), n, v_w);
   if (a.qk_norm == QkNorm::kPerHead) {
     be_.RmsNorm(q_.data(), F32(L[LayerRole::kAttnQNorm]), n * a.n_head, a.head_dim_k, ld.norm.eps, q_.data());
-    be_.RmsNorm(k_.data(), F32(L[LayerRole::kAttnKNorm]), n * a.n_head_kv, a.head_dim_k, ld.norm.eps, k_.data());
+    if (own_kv) be_.RmsNorm(k_.data(), F32(L[LayerRole::kAttnKNorm]), n * a.n_head_kv, a.head_dim_k, ld.norm.eps, k_.data());
   } else if (a.qk_norm == QkNorm::kFullWidth) {
     be_.RmsNorm(q_.data(), F32(L[LayerRole::kAttnQNorm]), n, q_w, ld.norm.eps, q_.data());
-    be_.RmsNorm(k_.data(), F32(L[LayerRole::kAttnKNorm]), n, k_w, ld.norm.eps, k_.data());
+    if (own_kv) be_.RmsNorm(k_.data(), F32(L[LayerRole::kAttnKNorm]), n, k_w, ld.norm.eps, k_.data());
   }
+  if (own_kv && a.v_norm) be_.RmsNorm(v_.data(), nullptr, n * a.n_head_kv, a.head_dim_v, ld.norm.eps, v_.data());
   if (a.rope.enabled) {
     engine::RopeParams rp;
     rp.n_rot = a.rope.n_rot;
@@ -236,7 +270,7 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
       while (j < n_seq && seqs[j].rope_factors == seqs[i].rope_factors) rows += seqs[j++].n;
       rp.freq_factors = a.rope.use_freq_factors ? seqs[i].rope_factors : nullptr;
       be_.Rope(q_.data() + int64_t{row} * q_w, rows, a.n_head, a.head_dim_k, pos_.data() + row, rp);
-      be_.Rope(k_.data() + int64_t{row} * k_w, rows, a.n_head_kv, a.head_dim_k, pos_.data() + row, rp);
+      if (own_kv) be_.Rope(k_.data() + int64_t{row} * k_w, rows, a.n_head_kv, a.head_dim_k, pos_.data() + row, rp);
       row += rows;
       i = j;
     }
@@ -250,22 +284,36 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
   ap.softcap = a.softcap;
   ap.window = a.window;
   ap.causal = a.causal;
+  ap.sinks = a.sinks ? F32(L[LayerRole::kAttnSinks]) : nullptr;
   // Each sequence's rows go to its own cache and attend over it. A batched decode step (one
   // row per sequence, caches of other backends) runs every row's attention on this backend's
   // threads at once.
   const int32_t o_w = a.n_head * a.head_dim_v;
+  // The cache holds rows of the widest layer's width: a narrower layer's rows are padded.
+  const int32_t slot = model_.desc().KvSlot(il);
+  const float* k_rows = k_.data();
+  const float* v_rows = v_.data();
+  int32_t k_stride = k_w, v_stride = v_w;
+  if (own_kv && (k_w != model_.desc().MaxKWidth() || v_w != model_.desc().MaxVWidth())) {
+    k_stride = model_.desc().MaxKWidth();
+    v_stride = model_.desc().MaxVWidth();
+    be_.CopyRows(k_.data(), k_w, n, k_w, k_pad_.data(), k_stride);
+    be_.CopyRows(v_.data(), v_w, n, v_w, v_pad_.data(), v_stride);
+    k_rows = k_pad_.data();
+    v_rows = v_pad_.data();
+  }
   if (n == n_seq && seqs[0].kv != &be_) {
     attn_rows_.resize(size_t(n_seq));
     for (int32_t i = 0; i < n_seq; ++i) {
-      seqs[i].kv->StoreKv(il, k_.data() + int64_t{i} * k_w, v_.data() + int64_t{i} * v_w, 1, seqs[i].pos0);
+      if (own_kv) seqs[i].kv->StoreKv(slot, k_rows + int64_t{i} * k_stride, v_rows + int64_t{i} * v_stride, 1, seqs[i].pos0);
       attn_rows_[size_t(i)] = {seqs[i].kv, q_.data() + int64_t{i} * q_w, seqs[i].pos0, attn_.data() + int64_t{i} * o_w};
     }
-    be_.AttentionRows(il, attn_rows_.data(), n_seq, ap);
+    be_.AttentionRows(slot, attn_rows_.data(), n_seq, ap);
   } else {
     for (int32_t i = 0, row = 0; i < n_seq; row += seqs[i].n, ++i) {
       const Seq& s = seqs[i];
-      s.kv->StoreKv(il, k_.data() + int64_t{row} * k_w, v_.data() + int64_t{row} * v_w, s.n, s.pos0);
-      s.kv->Attention(il, q_.data() + int64_t{row} * q_w, s.n, s.pos0, ap, attn_.data() + int64_t{row} * o_w);
+      if (own_kv) s.kv->StoreKv(slot, k_rows + int64_t{row} * k_stride, v_rows + int64_t{row} * v_stride, s.n, s.pos0);
+      s.kv->Attention(slot, q_.data() + int64_t{row} * q_w, s.n, s.pos0, ap, attn_.data() + int64_t{row} * o_w);
     }
   }
   be_.MatMul(*L[LayerRole::kAttnOut], attn_.data(), n, h_.data());
@@ -302,6 +350,38 @@ void Forward::DenseFfn(int32_t il, int32_t n) {
   }
 }
 
+// The reference's project_per_layer_inputs: per_layer_model_proj of the scaled input embeddings
+// (x_) times 1/sqrt(n_embd), RMS-normed per layer slice, plus the per-layer token rows times
+// sqrt(n_pl), the sum times 1/sqrt(2); then each layer's slice gathered into its own block.
+void Forward::PerLayerInputs(const int32_t* tokens, int32_t n) {
+  const ModelDesc& d = model_.desc();
+  const Weights& w = model_.weights();
+  const int32_t P = d.n_embd_per_layer, width = P * d.n_layer;
+  const int64_t all = int64_t{n} * width;
+  be_.MatMul(*w[GlobalRole::kPerLayerModelProj], x_.data(), n, pl_all_.data());
+  be_.Scale(pl_all_.data(), all, 1.0f / std::sqrt(float(d.n_embd)));
+  be_.RmsNorm(pl_all_.data(), F32(w[GlobalRole::kPerLayerProjNorm]), n * d.n_layer, P, d.layers[0].norm.eps,
+              pl_all_.data());
+  be_.GetRows(*w[GlobalRole::kPerLayerTokenEmbd], tokens, n, std::sqrt(float(P)), pl_.data());
+  be_.Add(pl_all_.data(), pl_.data(), all);
+  be_.Scale(pl_all_.data(), all, 1.0f / std::sqrt(2.0f));
+  for (int32_t il = 0; il < d.n_layer; ++il) {
+    be_.CopyRows(pl_all_.data() + int64_t{il} * P, width, n, P, pl_.data() + int64_t{il} * n * P, P);
+  }
+}
+
+// x += post_norm(proj(gelu(inp_gate x) * per_layer_input)).
+void Forward::PerLayerBlock(int32_t il, int32_t n) {
+  const ModelDesc& d = model_.desc();
+  const LayerTensors& L = model_.weights().layers[size_t(il)];
+  const int32_t P = d.n_embd_per_layer;
+  be_.MatMul(*L[LayerRole::kPerLayerInpGate], x_.data(), n, pl_gate_.data());
+  be_.GatedActivation(Activation::kGeluTanh, pl_gate_.data(), pl_.data() + int64_t{il} * n * P, int64_t{n} * P);
+  be_.MatMul(*L[LayerRole::kPerLayerProj], pl_gate_.data(), n, h_.data());
+  be_.RmsNorm(h_.data(), F32(L[LayerRole::kPerLayerPostNorm]), n, d.n_embd, d.layers[size_t(il)].norm.eps, h_.data());
+  be_.Add(x_.data(), h_.data(), int64_t{n} * d.n_embd);
+}
+
 // Routing runs on the host (the engine said Supports(kMoe)): per token the top-k experts by
 // router score, then per selected expert one gated FFN over the rows routed to it, so decode
 // reads only the selected experts' weights and prefill multiplies each expert's rows together.
@@ -316,6 +396,25 @@ void Forward::MoeFfn(int32_t il, int32_t n) {
     in = h_.data();
   }
   be_.MatMul(*L[LayerRole::kFfnGateInp], in, n, router_.data());
+  if (L[LayerRole::kFfnGateInpBias]) be_.AddBias(router_.data(), F32(L[LayerRole::kFfnGateInpBias]), n, f.n_expert);
+  const bool dense_beside = f.n_ff_dense > 0;
+  if (dense_beside) {  // Gemma 4: the dense MLP of the ffn_norm'ed input, into h_
+    be_.MatMulGated(f.act, *L[LayerRole::kFfnGate], *L[LayerRole::kFfnUp], in, n, gate_.data(), up_.data());
+    be_.MatMul(*L[LayerRole::kFfnDown], gate_.data(), n, h_.data());
+    be_.RmsNorm(h_.data(), F32(L[LayerRole::kFfnPostNorm1]), n, E, ld.norm.eps, h_.data());
+  }
+  if (f.router_scaled_norm) {  // rms_norm(x) * scale / sqrt(n_embd)
+    be_.RmsNorm(x_.data(), F32(L[LayerRole::kFfnGateInpScale]), n, E, ld.norm.eps, moe_x_.data());
+    be_.Scale(moe_x_.data(), int64_t{n} * E, 1.0f / std::sqrt(float(E)));
+    be_.MatMul(*L[LayerRole::kFfnGateInp], moe_x_.data(), n, router_.data());
+  } else {
+    be_.MatMul(*L[LayerRole::kFfnGateInp], in, n, router_.data());
+  }
+  if (dense_beside) {  // the experts read their own norm of x
+    be_.RmsNorm(x_.data(), F32(L[LayerRole::kFfnPreNorm2]), n, E, ld.norm.eps, moe_x_.data());
+    in = moe_x_.data();
+  }
+  const float* down_scale = F32(L[LayerRole::kFfnDownExpsScale]);  // per expert, optional
   sel_.resize(size_t(n) * size_t(K));
   sel_w_.resize(size_t(n) * size_t(K));
   for (auto& rows : expert_rows_) rows.clear();
@@ -326,8 +425,10 @@ void Forward::MoeFfn(int32_t il, int32_t n) {
       double sum = 0.0;
       for (int32_t e = 0; e < f.n_expert; ++e) sum += (probs_[size_t(e)] = std::exp(r[e] - mx));
       for (int32_t e = 0; e < f.n_expert; ++e) probs_[size_t(e)] = float(probs_[size_t(e)] / sum);
-    } else {
+    } else if (f.gating == Gating::kSigmoid) {
       for (int32_t e = 0; e < f.n_expert; ++e) probs_[size_t(e)] = 1.0f / (1.0f + std::exp(-r[e]));
+    } else {  // kSoftmaxWeight: selected by the raw logits, softmaxed below
+      std::copy(r, r + f.n_expert, probs_.begin());
     }
     int32_t* s = sel_.data() + size_t(t) * size_t(K);
     float* sw = sel_w_.data() + size_t(t) * size_t(K);
@@ -341,6 +442,12 @@ void Forward::MoeFfn(int32_t il, int32_t n) {
       s[j] = best;
       sw[j] = probs_[size_t(best)];
     }
+    if (f.gating == Gating::kSoftmaxWeight) {  // sw[0] is the largest selected logit
+      const float mx = sw[0];
+      double sum = 0.0;
+      for (int32_t j = 0; j < K; ++j) sum += (sw[j] = std::exp(sw[j] - mx));
+      for (int32_t j = 0; j < K; ++j) sw[j] = float(sw[j] / sum);
+    }
     float norm = 1.0f;
     if (f.norm_topk) {
       double sum = 0.0;
@@ -348,7 +455,7 @@ void Forward::MoeFfn(int32_t il, int32_t n) {
       norm = float(1.0 / std::max(sum, 6.103515625e-5));  // the reference clamps the sum (F16's smallest normal)
     }
     for (int32_t j = 0; j < K; ++j) {
-      sw[j] *= norm * f.expert_weight_scale;
+      sw[j] *= norm * f.expert_weight_scale * (down_scale != nullptr ? down_scale[s[j]] : 1.0f);
       expert_rows_[size_t(s[j])].push_back(t * K + j);  // (token, slot) of this expert
     }
   }
@@ -366,12 +473,26 @@ void Forward::MoeFfn(int32_t il, int32_t n) {
       }
       xe = moe_in_.data();
     }
-    be_.MatMulGated(f.act, *L.expert_gate[size_t(e)], *L.expert_up[size_t(e)], xe, m, gate_.data(), up_.data());
+    if (f.expert_bias) {  // each product's bias row of this expert before the activation
+      const Tensor* w2[2] = {L.expert_gate[size_t(e)], L.expert_up[size_t(e)]};
+      float* y2[2] = {gate_.data(), up_.data()};
+      be_.MatMulShared(w2, y2, 2, xe, m);
+      be_.AddBias(gate_.data(), F32(L[LayerRole::kFfnGateExpsBias]) + int64_t{e} * f.n_ff, m, f.n_ff);
+      be_.AddBias(up_.data(), F32(L[LayerRole::kFfnUpExpsBias]) + int64_t{e} * f.n_ff, m, f.n_ff);
+      be_.GatedActivation(f.act, gate_.data(), up_.data(), int64_t{m} * f.n_ff);
+    } else {
+      be_.MatMulGated(f.act, *L.expert_gate[size_t(e)], *L.expert_up[size_t(e)], xe, m, gate_.data(), up_.data());
+    }
     be_.MatMul(*L.expert_down[size_t(e)], gate_.data(), m, moe_out_.data());
+    if (f.expert_bias) be_.AddBias(moe_out_.data(), F32(L[LayerRole::kFfnDownExpsBias]) + int64_t{e} * E, m, E);
     for (int32_t i = 0; i < m; ++i) {
       const int32_t slot = rows[size_t(i)];
       be_.AddScaled(acc + int64_t{slot / K} * E, moe_out_.data() + int64_t{i} * E, E, sel_w_[size_t(slot)]);
     }
+  }
+  if (dense_beside) {
+    be_.RmsNorm(acc, F32(L[LayerRole::kFfnPostNorm2]), n, E, ld.norm.eps, acc);
+    be_.Add(acc, h_.data(), int64_t{n} * E);
   }
   if (ld.norm.post_ffn) be_.RmsNorm(acc, F32(L[LayerRole::kPostFfnNorm]), n, E, ld.norm.eps, acc);
   Residual(acc, n);

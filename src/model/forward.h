@@ -83,6 +83,11 @@ class Forward {
   // The blocks: each reads the residual stream x_ and adds its output to it.
   void AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_seq);
   void DenseFfn(int32_t il, int32_t n);
+  // Gemma 4's per-layer inputs of the step's n rows (from the token ids and the scaled input
+  // embeddings in x_), one [n, n_embd_per_layer] block per layer in pl_; and the block that
+  // adds layer il's to the residual stream.
+  void PerLayerInputs(const int32_t* tokens, int32_t n);
+  void PerLayerBlock(int32_t il, int32_t n);
   void MoeFfn(int32_t il, int32_t n);
   void OutputHead(const Seq* seqs, int32_t n_seq, float* logits);
   // y = norm(x) over rows of width n_embd (y may alias x), with the layer's kind and eps.
@@ -99,6 +104,11 @@ class Forward {
   // q/k/v/attn, gate/up [B, n_ff], MoE: router [B, n_expert], gathered input / output [B, n_embd].
   ActBuf x_, h_, q_, k_, v_, attn_, gate_, up_, logits_;
   ActBuf router_, moe_in_, moe_out_, moe_acc_;
+  ActBuf moe_x_;  // Gemma 4 MoE: the router's and then the experts' normed input [B, n_embd]
+  // Per-layer inputs: all layers' rows as computed [B, n_layer * n_pl], then per layer [n_layer][B][n_pl].
+  ActBuf pl_all_, pl_, pl_gate_;
+  // K/V rows of a layer narrower than the cache, padded to its width (zero elsewhere).
+  ActBuf k_pad_, v_pad_;
   std::vector<int32_t> pos_;
   std::vector<int32_t> zeros_;  // [max_batch] token type 0 of every row
   std::vector<engine::Backend::DecodeRow> attn_rows_;  // a batched decode step's attention rows

@@ -223,9 +223,13 @@ Status ValidateDesc(const ModelDesc& d) {
                          std::to_string(l.ffn.n_ff));
     }
     if (a.window < 0) return FormatError("negative sliding window for " + where);
-    const AttentionDesc& a0 = d.layers[0].attn;
-    if (a.n_head_kv * a.head_dim_k != a0.n_head_kv * a0.head_dim_k || a.n_head_kv * a.head_dim_v != a0.n_head_kv * a0.head_dim_v) {
-      return Unsupported("layers with different KV cache widths (" + where + ") are not supported yet");
+    if (a.kv_from >= 0) {
+      const AttentionDesc* src = a.kv_from < il ? &d.layers[size_t(a.kv_from)].attn : nullptr;
+      if (src == nullptr || src->kv_from >= 0 || src->n_head_kv != a.n_head_kv || src->head_dim_k != a.head_dim_k ||
+          src->head_dim_v != a.head_dim_v || src->window != a.window) {
+        return FormatError(where + " shares the KV cache of layer " + std::to_string(a.kv_from) +
+                           ", which is not an earlier layer with its own KV of the same shape and window");
+      }
     }
   }
   return Status::Ok();

@@ -10,6 +10,7 @@ constexpr ArchEntry kArchs[] = {
     {"gemma2", BuildGemma2},
     {"gemma3", BuildGemma3},
     {"gemma-embedding", BuildGemmaEmbedding},
+    {"gemma4", BuildGemma4},
     {"qwen2", BuildQwen2},
     {"qwen3", BuildQwen3},
     {"qwen3moe", BuildQwen3Moe},
@@ -17,6 +18,7 @@ constexpr ArchEntry kArchs[] = {
     {"smollm3", BuildSmolLM3},
     {"granite", BuildGranite},
     {"olmo2", BuildOlmo2},
+    {"gpt-oss", BuildGptOss},
     {"bert", BuildBert},
     {"nomic-bert", BuildNomicBert},
 };

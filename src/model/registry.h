@@ -35,6 +35,7 @@ Status BuildLlama(const Hparams& h, ModelDesc* d);
 Status BuildGemma2(const Hparams& h, ModelDesc* d);
 Status BuildGemma3(const Hparams& h, ModelDesc* d);
 Status BuildGemmaEmbedding(const Hparams& h, ModelDesc* d);
+Status BuildGemma4(const Hparams& h, ModelDesc* d);
 Status BuildQwen2(const Hparams& h, ModelDesc* d);
 Status BuildQwen3(const Hparams& h, ModelDesc* d);
 Status BuildQwen3Moe(const Hparams& h, ModelDesc* d);
@@ -44,5 +45,6 @@ Status BuildGranite(const Hparams& h, ModelDesc* d);
 Status BuildOlmo2(const Hparams& h, ModelDesc* d);
 Status BuildBert(const Hparams& h, ModelDesc* d);
 Status BuildNomicBert(const Hparams& h, ModelDesc* d);
+Status BuildGptOss(const Hparams& h, ModelDesc* d);
 
 }  // namespace zf::model

@@ -24,7 +24,13 @@ int64_t QRows(const LayerDesc& l) { return int64_t{l.attn.n_head} * l.attn.head_
 int64_t KRows(const LayerDesc& l) { return int64_t{l.attn.n_head_kv} * l.attn.head_dim_k; }
 int64_t VRows(const LayerDesc& l) { return int64_t{l.attn.n_head_kv} * l.attn.head_dim_v; }
 bool Dense(const LayerDesc& l) { return l.ffn.kind != FfnKind::kMoe; }
+// A dense gated MLP: the layer's FFN, or the one beside a MoE layer's experts (Gemma 4).
+bool HasDense(const LayerDesc& l) { return Dense(l) || l.ffn.n_ff_dense > 0; }
+int64_t DenseFf(const LayerDesc& l) { return Dense(l) ? l.ffn.n_ff : l.ffn.n_ff_dense; }
+bool FusedExps(const LayerDesc& l) { return !Dense(l) && l.ffn.fused_gate_up; }
 bool LayerNormBias(const LayerDesc& l, bool has_norm) { return has_norm && l.norm.kind == NormKind::kLayer; }
+Need OwnKv(const LayerDesc& l) { return l.attn.kv_from < 0 ? Need::kRequired : Need::kOptional; }
+int64_t PerLayerWidth(const ModelDesc& d) { return int64_t{d.n_embd_per_layer} * d.n_layer; }
 
 struct LayerRoleSpec {
   LayerRole role;
@@ -42,8 +48,11 @@ const LayerRoleSpec kLayerRoles[] = {
   {LayerRole::kAttnNormBias, "attn_norm.bias", [](L l) { return If(LayerNormBias(l, l.norm.pre_attn), Need::kOptional); },
    [](D d, L) { return Vec(d.n_embd); }},
   {LayerRole::kAttnQ, "attn_q.weight", [](L l) { return If(!l.attn.fused_qkv); }, [](D d, L l) { return Mat(d.n_embd, QRows(l)); }},
-  {LayerRole::kAttnK, "attn_k.weight", [](L l) { return If(!l.attn.fused_qkv); }, [](D d, L l) { return Mat(d.n_embd, KRows(l)); }},
-  {LayerRole::kAttnV, "attn_v.weight", [](L l) { return If(!l.attn.fused_qkv); }, [](D d, L l) { return Mat(d.n_embd, VRows(l)); }},
+  // A layer sharing another's KV projects only Q: its K/V weights, when the file has them, are unused.
+  {LayerRole::kAttnK, "attn_k.weight", [](L l) { return If(!l.attn.fused_qkv, OwnKv(l)); },
+   [](D d, L l) { return Mat(d.n_embd, KRows(l)); }},
+  {LayerRole::kAttnV, "attn_v.weight", [](L l) { return If(!l.attn.fused_qkv, l.attn.v_optional ? Need::kOptional : OwnKv(l)); },
+   [](D d, L l) { return Mat(d.n_embd, VRows(l)); }},
   {LayerRole::kAttnQkv, "attn_qkv.weight", [](L l) { return If(l.attn.fused_qkv); },
    [](D d, L l) { return Mat(d.n_embd, QRows(l) + KRows(l) + VRows(l)); }},
   {LayerRole::kAttnQkvBias, "attn_qkv.bias", [](L l) { return If(l.attn.fused_qkv && l.attn.bias_qkv, Need::kOptional); },
@@ -60,18 +69,21 @@ const LayerRoleSpec kLayerRoles[] = {
    [](D d, L) { return Vec(d.n_embd); }},
   {LayerRole::kAttnQNorm, "attn_q_norm.weight", [](L l) { return If(l.attn.qk_norm != QkNorm::kNone); },
    [](D, L l) { return Vec(l.attn.qk_norm == QkNorm::kFullWidth ? QRows(l) : l.attn.head_dim_k); }},
-  {LayerRole::kAttnKNorm, "attn_k_norm.weight", [](L l) { return If(l.attn.qk_norm != QkNorm::kNone); },
+  {LayerRole::kAttnKNorm, "attn_k_norm.weight", [](L l) { return If(l.attn.qk_norm != QkNorm::kNone, OwnKv(l)); },
    [](D, L l) { return Vec(l.attn.qk_norm == QkNorm::kFullWidth ? KRows(l) : l.attn.head_dim_k); }},
-  {LayerRole::kPostAttnNorm, "post_attention_norm.weight", [](L l) { return If(l.norm.post_attn); },
+  {LayerRole::kPostAttnNorm, "post_attention_norm.weight",
+   [](L l) { return If(l.norm.post_attn || (l.norm.pre_ffn && l.norm.ffn_norm_named_post_attention)); },
    [](D d, L) { return Vec(d.n_embd); }},
-  {LayerRole::kFfnNorm, "ffn_norm.weight", [](L l) { return If(l.norm.pre_ffn); }, [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kFfnNorm, "ffn_norm.weight", [](L l) { return If(l.norm.pre_ffn && !l.norm.ffn_norm_named_post_attention); },
+   [](D d, L) { return Vec(d.n_embd); }},
   {LayerRole::kFfnNormBias, "ffn_norm.bias", [](L l) { return If(LayerNormBias(l, l.norm.pre_ffn), Need::kOptional); },
    [](D d, L) { return Vec(d.n_embd); }},
-  {LayerRole::kFfnGate, "ffn_gate.weight", [](L l) { return If(l.ffn.kind == FfnKind::kGated && !l.ffn.fused_gate_up); },
-   [](D d, L l) { return Mat(d.n_embd, l.ffn.n_ff); }},
-  {LayerRole::kFfnUp, "ffn_up.weight", [](L l) { return If(Dense(l)); },
-   [](D d, L l) { return Mat(d.n_embd, int64_t{l.ffn.n_ff} * (l.ffn.fused_gate_up ? 2 : 1)); }},
-  {LayerRole::kFfnDown, "ffn_down.weight", [](L l) { return If(Dense(l)); }, [](D d, L l) { return Mat(l.ffn.n_ff, d.n_embd); }},
+  {LayerRole::kFfnGate, "ffn_gate.weight",
+   [](L l) { return If((l.ffn.kind == FfnKind::kGated && !l.ffn.fused_gate_up) || l.ffn.n_ff_dense > 0); },
+   [](D d, L l) { return Mat(d.n_embd, DenseFf(l)); }},
+  {LayerRole::kFfnUp, "ffn_up.weight", [](L l) { return If(HasDense(l)); },
+   [](D d, L l) { return Mat(d.n_embd, DenseFf(l) * (Dense(l) && l.ffn.fused_gate_up ? 2 : 1)); }},
+  {LayerRole::kFfnDown, "ffn_down.weight", [](L l) { return If(HasDense(l)); }, [](D d, L l) { return Mat(DenseFf(l), d.n_embd); }},
   {LayerRole::kPostFfnNorm, "post_ffw_norm.weight", [](L l) { return If(l.norm.post_ffn); }, [](D d, L) { return Vec(d.n_embd); }},
   {LayerRole::kFfnUpBias, "ffn_up.bias", [](L l) { return If(Dense(l) && l.ffn.bias, Need::kOptional); },
    [](D, L l) { return Vec(int64_t{l.ffn.n_ff} * (l.ffn.fused_gate_up ? 2 : 1)); }},
@@ -87,12 +99,42 @@ const LayerRoleSpec kLayerRoles[] = {
    [](L l) { return If(LayerNormBias(l, l.norm.after_residual_ffn), Need::kOptional); }, [](D d, L) { return Vec(d.n_embd); }},
   {LayerRole::kFfnGateInp, "ffn_gate_inp.weight", [](L l) { return If(!Dense(l)); },
    [](D d, L l) { return Mat(d.n_embd, l.ffn.n_expert); }},
-  {LayerRole::kFfnGateExps, "ffn_gate_exps.weight", [](L l) { return If(!Dense(l)); },
+  {LayerRole::kFfnGateExps, "ffn_gate_exps.weight", [](L l) { return If(!Dense(l) && !FusedExps(l)); },
    [](D d, L l) { return Experts(d.n_embd, l.ffn.n_ff, l.ffn.n_expert); }},
-  {LayerRole::kFfnUpExps, "ffn_up_exps.weight", [](L l) { return If(!Dense(l)); },
+  {LayerRole::kFfnGateUpExps, "ffn_gate_up_exps.weight", [](L l) { return If(FusedExps(l)); },
+   [](D d, L l) { return Experts(d.n_embd, 2 * int64_t{l.ffn.n_ff}, l.ffn.n_expert); }},
+  {LayerRole::kFfnDownExpsScale, "ffn_down_exps.scale", [](L l) { return If(!Dense(l), Need::kOptional); },
+   [](D, L l) { return Vec(l.ffn.n_expert); }},
+  {LayerRole::kFfnGateInpScale, "ffn_gate_inp.scale", [](L l) { return If(!Dense(l) && l.ffn.router_scaled_norm); },
+   [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kFfnPreNorm2, "pre_ffw_norm_2.weight", [](L l) { return If(l.ffn.n_ff_dense > 0); },
+   [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kFfnPostNorm1, "post_ffw_norm_1.weight", [](L l) { return If(l.ffn.n_ff_dense > 0); },
+   [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kFfnPostNorm2, "post_ffw_norm_2.weight", [](L l) { return If(l.ffn.n_ff_dense > 0); },
+   [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kFfnUpExps, "ffn_up_exps.weight", [](L l) { return If(!Dense(l) && !FusedExps(l)); },
    [](D d, L l) { return Experts(d.n_embd, l.ffn.n_ff, l.ffn.n_expert); }},
   {LayerRole::kFfnDownExps, "ffn_down_exps.weight", [](L l) { return If(!Dense(l)); },
    [](D d, L l) { return Experts(l.ffn.n_ff, d.n_embd, l.ffn.n_expert); }},
+  {LayerRole::kAttnSinks, "attn_sinks.weight", [](L l) { return If(l.attn.sinks); }, [](D, L l) { return Vec(l.attn.n_head); }},
+  {LayerRole::kFfnGateInpBias, "ffn_gate_inp.bias", [](L l) { return If(!Dense(l) && l.ffn.router_bias); },
+   [](D, L l) { return Vec(l.ffn.n_expert); }},
+  // Expert biases are F32 matrices (one row per expert), read in place by the forward pass.
+  {LayerRole::kFfnGateExpsBias, "ffn_gate_exps.bias", [](L l) { return If(!Dense(l) && l.ffn.expert_bias); },
+   [](D, L l) { return Mat(l.ffn.n_ff, l.ffn.n_expert); }},
+  {LayerRole::kFfnUpExpsBias, "ffn_up_exps.bias", [](L l) { return If(!Dense(l) && l.ffn.expert_bias); },
+   [](D, L l) { return Mat(l.ffn.n_ff, l.ffn.n_expert); }},
+  {LayerRole::kFfnDownExpsBias, "ffn_down_exps.bias", [](L l) { return If(!Dense(l) && l.ffn.expert_bias); },
+   [](D d, L l) { return Mat(d.n_embd, l.ffn.n_expert); }},
+  {LayerRole::kPerLayerInpGate, "inp_gate.weight", [](L l) { return If(l.per_layer_input); },
+   [](D d, L) { return Mat(d.n_embd, d.n_embd_per_layer); }},
+  {LayerRole::kPerLayerProj, "proj.weight", [](L l) { return If(l.per_layer_input); },
+   [](D d, L) { return Mat(d.n_embd_per_layer, d.n_embd); }},
+  {LayerRole::kPerLayerPostNorm, "post_norm.weight", [](L l) { return If(l.per_layer_input); },
+   [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kLayerOutScale, "layer_output_scale.weight", [](L l) { return If(l.out_scale, Need::kOptional); },
+   [](D, L) { return Vec(1); }},
 };
 
 struct GlobalRoleSpec {
@@ -102,7 +144,13 @@ struct GlobalRoleSpec {
   Shape (*shape)(D);
 };
 
-int64_t HalfRot(D d) { return d.layers.empty() ? 0 : d.layers[0].attn.rope.n_rot / 2; }
+// Frequency factors cover the rotated dims of the layers that use them (Gemma 4: full layers only).
+int64_t HalfRot(D d) {
+  for (const LayerDesc& l : d.layers) {
+    if (l.attn.rope.use_freq_factors) return l.attn.rope.n_rot / 2;
+  }
+  return d.layers.empty() ? 0 : d.layers[0].attn.rope.n_rot / 2;
+}
 
 const GlobalRoleSpec kGlobalRoles[] = {
   {GlobalRole::kTokenEmbd, "token_embd.weight", [](D) { return Need::kRequired; }, [](D d) { return Mat(d.n_embd, d.n_vocab); }},
@@ -134,6 +182,12 @@ const GlobalRoleSpec kGlobalRoles[] = {
    [](D d) { return Mat(d.n_embd, d.n_dense); }},
   {GlobalRole::kDense3, "dense_3.weight", [](D d) { return If(d.n_dense > 0, Need::kOptional); },
    [](D d) { return Mat(d.n_dense, d.n_embd); }},
+  {GlobalRole::kPerLayerTokenEmbd, "per_layer_token_embd.weight", [](D d) { return If(d.n_embd_per_layer > 0); },
+   [](D d) { return Mat(PerLayerWidth(d), d.n_vocab); }},
+  {GlobalRole::kPerLayerModelProj, "per_layer_model_proj.weight", [](D d) { return If(d.n_embd_per_layer > 0); },
+   [](D d) { return Mat(d.n_embd, PerLayerWidth(d)); }},
+  {GlobalRole::kPerLayerProjNorm, "per_layer_proj_norm.weight", [](D d) { return If(d.n_embd_per_layer > 0); },
+   [](D d) { return Vec(d.n_embd_per_layer); }},
   {GlobalRole::kRopeFreqs, "rope_freqs.weight", [](D) { return Need::kOptional; }, [](D d) { return Vec(HalfRot(d)); }},
   {GlobalRole::kRopeFactorsLong, "rope_factors_long.weight", [](D) { return Need::kOptional; },
    [](D d) { return Vec(HalfRot(d)); }},
@@ -232,6 +286,20 @@ Status BindWeights(const gguf::GgufFile& f, const ModelDesc& d, Weights* w) {
     for (const LayerRoleSpec& s : kLayerRoles) {
       ZF_RETURN_IF_ERROR(BindInto(w, f, prefix + s.name, s.need(ld), s.shape(d, ld), &lt[s.role]));
     }
+    if (ld.norm.pre_ffn && ld.norm.ffn_norm_named_post_attention && !ld.norm.post_attn) {
+      lt[LayerRole::kFfnNorm] = lt[LayerRole::kPostAttnNorm];  // the pre-FFN norm under its file name
+      lt[LayerRole::kPostAttnNorm] = nullptr;
+    }
+    for (LayerRole r : {LayerRole::kFfnGateExpsBias, LayerRole::kFfnUpExpsBias, LayerRole::kFfnDownExpsBias}) {
+      if (lt[r] != nullptr && lt[r]->type != GgmlType::F32) {
+        return Unsupported("tensor '" + std::string(lt[r]->name) + "' is " + TypeName(lt[r]->type) +
+                           "; expert biases must be F32");
+      }
+    }
+    if (ld.attn.kv_from >= 0) {  // bound (the file may have them) but never read: no copies made
+      lt[LayerRole::kAttnK] = lt[LayerRole::kAttnV] = lt[LayerRole::kAttnKNorm] = nullptr;
+      lt[LayerRole::kAttnKBias] = lt[LayerRole::kAttnVBias] = nullptr;
+    }
     if (ld.attn.fused_qkv) {
       const Tensor& qkv = *lt[LayerRole::kAttnQkv];
       lt[LayerRole::kAttnQ] = View(w, qkv, 0, 0, QRows(ld), "q");
@@ -249,13 +317,19 @@ Status BindWeights(const gguf::GgufFile& f, const ModelDesc& d, Weights* w) {
       lt[LayerRole::kFfnUp] = View(w, up, 0, ld.ffn.n_ff, ld.ffn.n_ff, "up");
     }
     if (ld.ffn.kind == FfnKind::kMoe) {
-      const Tensor& g = *lt[LayerRole::kFfnGateExps];
-      const Tensor& u = *lt[LayerRole::kFfnUpExps];
       const Tensor& dn = *lt[LayerRole::kFfnDownExps];
       for (int32_t e = 0; e < ld.ffn.n_expert; ++e) {
         const std::string tag = std::to_string(e);
-        lt.expert_gate.push_back(View(w, g, e, 0, g.ne[1], tag));
-        lt.expert_up.push_back(View(w, u, e, 0, u.ne[1], tag));
+        if (FusedExps(ld)) {  // each expert's rows [gate | up]
+          const Tensor& gu = *lt[LayerRole::kFfnGateUpExps];
+          lt.expert_gate.push_back(View(w, gu, e, 0, ld.ffn.n_ff, tag + ".gate"));
+          lt.expert_up.push_back(View(w, gu, e, ld.ffn.n_ff, ld.ffn.n_ff, tag + ".up"));
+        } else {
+          const Tensor& g = *lt[LayerRole::kFfnGateExps];
+          const Tensor& u = *lt[LayerRole::kFfnUpExps];
+          lt.expert_gate.push_back(View(w, g, e, 0, g.ne[1], tag));
+          lt.expert_up.push_back(View(w, u, e, 0, u.ne[1], tag));
+        }
         lt.expert_down.push_back(View(w, dn, e, 0, dn.ne[1], tag));
       }
     }
@@ -279,9 +353,11 @@ std::vector<const Tensor*> Weights::Matrices() const {
   add((*this)[GlobalRole::kOutput]);
   add((*this)[GlobalRole::kCls]);
   add((*this)[GlobalRole::kClsOut]);
+  add((*this)[GlobalRole::kPerLayerModelProj]);
   for (const LayerTensors& l : layers) {
     for (LayerRole r : {LayerRole::kAttnQ, LayerRole::kAttnK, LayerRole::kAttnV, LayerRole::kAttnOut, LayerRole::kFfnGate,
-                        LayerRole::kFfnUp, LayerRole::kFfnDown, LayerRole::kFfnGateInp}) {
+                        LayerRole::kFfnUp, LayerRole::kFfnDown, LayerRole::kFfnGateInp, LayerRole::kPerLayerInpGate,
+                        LayerRole::kPerLayerProj}) {
       add(l[r]);
     }
     for (size_t e = 0; e < l.expert_gate.size(); ++e) {

@@ -28,6 +28,7 @@ enum class GlobalRole : int32_t {
   kPosEmbd, kTokenTypes, kInputNorm, kInputNormBias,  // BERT's input: positions, token types, LayerNorm
   kCls, kClsBias, kClsOut, kClsOutBias,                 // rerankers' classification head
   kDense2, kDense3,                                     // projections after pooling (EmbeddingGemma)
+  kPerLayerTokenEmbd, kPerLayerModelProj, kPerLayerProjNorm,  // Gemma 4's per-layer inputs
   kCount
 };
 
@@ -42,6 +43,10 @@ enum class LayerRole : int32_t {
   kFfnGateShexp, kFfnUpShexp, kFfnDownShexp, kFfnGateInpShexp,
   kFfnUpBias, kFfnDownBias,
   kAttnOutNorm, kAttnOutNormBias, kLayerOutNorm, kLayerOutNormBias,  // post-LN over the residual (BERT)
+  kAttnSinks,                                                          // per-head sink logits (gpt-oss)
+  kFfnGateInpBias, kFfnGateExpsBias, kFfnUpExpsBias, kFfnDownExpsBias, // router and expert biases (gpt-oss)
+  kPerLayerInpGate, kPerLayerProj, kPerLayerPostNorm, kLayerOutScale,  // Gemma 4
+  kFfnGateInpScale, kFfnPreNorm2, kFfnPostNorm1, kFfnPostNorm2, kFfnGateUpExps, kFfnDownExpsScale,  // Gemma 4 MoE
   kCount
 };
 

@@ -130,7 +130,7 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
   model::Forward fwd(model, *be, step_tokens, longest, max_seqs);
   ZF_RETURN_IF_ERROR(fwd.status());
   // A step of one input attends on the step's own threads.
-  ZF_RETURN_IF_ERROR(be->InitKv(d.n_layer, longest, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16));
+  ZF_RETURN_IF_ERROR(be->InitKv(d.NKvLayers(), longest, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16));
   // Caches of the inputs of a step, each sized to its input: a step holds at most
   // step_tokens rows of KV in all, whatever the inputs' lengths.
   std::vector<std::unique_ptr<engine::Backend>> kv;
@@ -164,7 +164,7 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
       kv.resize(seqs.size());
       for (size_t i = 0; i < seqs.size(); ++i) {
         ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(1, &kv[i]));
-        ZF_RETURN_IF_ERROR(kv[i]->InitKv(d.n_layer, seqs[i].n, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16));
+        ZF_RETURN_IF_ERROR(kv[i]->InitKv(d.NKvLayers(), seqs[i].n, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16));
         seqs[i].kv = kv[i].get();
       }
     }

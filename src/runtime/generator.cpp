@@ -19,7 +19,8 @@ Generation::Generation(Session& session, const GenerateOptions& options)
       options_(options),
       sampler_(options.sampler, session.model().desc().n_vocab),
       text_(options.stop),
-      draft_len_(options.draft) {
+      draft_len_(options.draft),
+      draft_session_(options.draft_session) {
   emit_.reserve(256);
 }
 
@@ -36,18 +37,34 @@ Status Generation::EvalWithDraft(bool* drafted) {
   *drafted = false;
   const DraftOptions& d = options_.draft;
   int32_t k = draft_len_.Next();
-  if (k <= 0 || !session_.can_verify()) return Status::Ok();
+  // A draft model that failed (draft_session_ dropped) ends drafting; no lookup in its place.
+  if (k <= 0 || !session_.can_verify() || (options_.draft_session != nullptr && draft_session_ == nullptr)) {
+    return Status::Ok();
+  }
+  // A draft model drafts at every step: time one plain step first, or its cost is never weighed.
+  if (draft_session_ != nullptr && !draft_len_.has_step_time()) return Status::Ok();
   k = std::min({k, Session::kMaxVerify - 1, session_.n_ctx() - session_.n_past() - 1});
   if (options_.max_tokens >= 0) k = std::min(k, options_.max_tokens - result_.n_generated);
   if (k < std::max(1, d.min)) return Status::Ok();
   spec_tokens_.resize(size_t(k) + 1);
-  const int32_t n = LookupDraft(history_.data(), history_.size(), d, k, spec_tokens_.data() + 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  int32_t n = 0;
+  if (draft_session_ != nullptr) {
+    // A draft model that fails (a token outside its vocabulary, its context) only ends drafting.
+    if (!ModelDraft(*draft_session_, history_.data(), history_.size(), k, session_.model().desc().n_vocab,
+                    spec_tokens_.data() + 1, &n)
+             .ok()) {
+      draft_session_ = nullptr;
+      return Status::Ok();
+    }
+  } else {
+    n = LookupDraft(history_.data(), history_.size(), d, k, spec_tokens_.data() + 1);
+  }
   if (n < std::max(1, d.min)) return Status::Ok();
   spec_tokens_.resize(size_t(n) + 1);
   spec_tokens_[0] = last_token_;
   spec_logits_.resize(spec_tokens_.size() * size_t(session_.model().desc().n_vocab));
   spec_base_ = session_.n_past();
-  const auto t0 = std::chrono::steady_clock::now();
   ZF_RETURN_IF_ERROR(session_.EvalEvery(spec_tokens_.data(), spec_tokens_.size(), spec_logits_.data()));
   spec_ms_ = MsSince(t0);
   spec_ = true;
@@ -129,9 +146,14 @@ Status Generation::Begin(Session& session, std::string_view prompt, const Genera
     session.pending().clear();
   }
   g->result_.n_prompt = int32_t(prompt_tokens.size());
-  g->result_.prompt_ms = MsSince(t0);
   g->history_ = session.history();
   g->history_.reserve(size_t(session.n_ctx()) + 1);
+  // The draft model reads the prompt with the target's prefill: the first draft costs one step.
+  if (g->draft_session_ != nullptr && (o.draft.max <= 0 || !session.can_verify() ||
+                                       !SyncDraft(*g->draft_session_, g->history_.data(), g->history_.size()).ok())) {
+    g->draft_session_ = nullptr;
+  }
+  g->result_.prompt_ms = MsSince(t0);
   *out = std::move(g);
   return Status::Ok();
 }

@@ -47,10 +47,13 @@ struct GenerateOptions {
   // output from where the trigger starts and applied from there on (a tool call the model
   // opens in free text). Output the constraint cannot read drops it (the text stays as is).
   std::string constraint_trigger;
-  // Speculative decoding by prompt lookup (runtime/speculative.h; draft.max 0 = off): the output
-  // is token for token what it is without it. Only on sessions that can verify drafts
-  // (Session::can_verify()); elsewhere ignored.
+  // Speculative decoding (runtime/speculative.h; draft.max 0 = off): the output is token for
+  // token what it is without it. Only on sessions that can verify drafts
+  // (Session::can_verify()); elsewhere ignored. Drafts come from prompt lookup, or with
+  // draft_session from that session's model drafting greedily (the session is brought to this
+  // generation's tokens before each draft; nothing else may use it meanwhile).
   DraftOptions draft;
+  Session* draft_session = nullptr;
 };
 
 struct GenerateResult {
@@ -131,7 +134,8 @@ class Generation {
   bool spec_ = false;
   bool last_in_kv_ = false;  // last_token_ is an accepted draft (its KV row is there)
   int32_t spec_base_ = 0, spec_pos_ = 0;
-  double spec_ms_ = 0;  // the verification's time (the draft length weighs it)
+  double spec_ms_ = 0;  // the draft's and the verification's time (the draft length weighs it)
+  Session* draft_session_ = nullptr;  // a draft model's session (null: prompt lookup)
   std::vector<int32_t> spec_tokens_;
   std::vector<float> spec_logits_;
 };

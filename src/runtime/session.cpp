@@ -18,6 +18,8 @@ Session::Session(const model::Model& model, int32_t n_ctx, std::unique_ptr<engin
 
 namespace {
 
+constexpr size_t kReleaseMinRows = 64;  // Truncate gives memory back from this many rows on
+
 // Memory the system can still give this process without swapping: MemAvailable on Linux, else
 // the physical memory; 0 when unknown (no check).
 uint64_t AvailableMemoryBytes() {
@@ -57,7 +59,7 @@ Status Session::Create(const model::Model& model, const SessionOptions& o, std::
     // The KV cache is zero-filled at once: with memory overcommit an absurd n_ctx would not fail
     // the allocation but bring in the OOM killer while filling it. Refused beforehand instead.
     const uint64_t elem = o.kv_type == engine::KvType::kF16 ? 2 : 4;
-    const uint64_t kv = uint64_t(d.n_layer) * uint64_t(n_ctx) * uint64_t(d.MaxKWidth() + d.MaxVWidth()) * elem;
+    const uint64_t kv = uint64_t(d.NKvLayers()) * uint64_t(n_ctx) * uint64_t(d.MaxKWidth() + d.MaxVWidth()) * elem;
     const uint64_t avail = AvailableMemoryBytes();
     if (avail != 0 && kv > avail) {
       return Status(Code::kOutOfMemory, "the KV cache for n_ctx=" + std::to_string(n_ctx) + " needs " +
@@ -67,7 +69,7 @@ Status Session::Create(const model::Model& model, const SessionOptions& o, std::
   }
   std::unique_ptr<engine::Backend> backend;
   ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(std::min(threads, 256), &backend));
-  ZF_RETURN_IF_ERROR(backend->InitKv(d.n_layer, n_ctx, d.MaxKWidth(), d.MaxVWidth(), o.kv_type));
+  ZF_RETURN_IF_ERROR(backend->InitKv(d.NKvLayers(), n_ctx, d.MaxKWidth(), d.MaxVWidth(), o.kv_type));
   // An engine without batch-invariant products (CUDA today) evaluates as it can: not exact.
   const bool exact = o.exact && backend->SetBatchInvariant(true);
   std::unique_ptr<Session> s(new Session(model, n_ctx, std::move(backend)));
@@ -234,6 +236,7 @@ Status Session::FetchLogits() {
 }
 
 void Session::Reset() {
+  backend_->ReleaseKv(0);  // an idle session holds no KV memory
   store_blocks_ = true;
   history_.clear();
   block_keys_.clear();
@@ -258,6 +261,9 @@ Status Session::Truncate(size_t n_keep) {
   }
   if (n_keep == 0) store_blocks_ = true;
   if (n_keep <= history_.size()) {
+    // Give the forgotten rows' memory back, except for the short rollbacks of speculative
+    // verification (rewritten at once; not worth a system call per layer).
+    if (history_.size() - n_keep >= kReleaseMinRows) backend_->ReleaseKv(int32_t(n_keep));
     history_.resize(n_keep);
     pending_.clear();
     SyncBlockKeys();

@@ -2,6 +2,10 @@
 #include "runtime/speculative.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace zf::rt {
 namespace {
@@ -27,6 +31,78 @@ int32_t LookupDraft(const int32_t* seq, size_t n, const DraftOptions& o, int32_t
     }
   }
   return 0;
+}
+
+Status CheckDraftVocabulary(const model::Model& target, const model::Model& draft) {
+  const tok::Tokenizer& t = target.tokenizer();
+  const tok::Tokenizer& d = draft.tokenizer();
+  std::string_view view_t, view_d;
+  (void)target.file().GetString("tokenizer.ggml.model", &view_t);
+  (void)draft.file().GetString("tokenizer.ggml.model", &view_d);
+  const std::string kind_t(view_t), kind_d(view_d);
+  const std::string prefix = "draft model vocabulary does not match the target's: ";
+  if (kind_t != kind_d) {
+    return InvalidArgument(prefix + "tokenizer \"" + kind_d + "\" (draft) vs \"" + kind_t + "\" (target)");
+  }
+  if (t.add_bos() != d.add_bos() || (t.add_bos() && t.bos() != d.bos())) {
+    return InvalidArgument(prefix + "BOS " + (d.add_bos() ? std::to_string(d.bos()) : "not added") + " (draft) vs " +
+                           (t.add_bos() ? std::to_string(t.bos()) : "not added") + " (target)");
+  }
+  if (t.add_eos() != d.add_eos() || (t.add_eos() && t.eos() != d.eos())) {
+    return InvalidArgument(prefix + "EOS " + (d.add_eos() ? std::to_string(d.eos()) : "not added") + " (draft) vs " +
+                           (t.add_eos() ? std::to_string(t.eos()) : "not added") + " (target)");
+  }
+  const int32_t nt = t.n_vocab(), nd = d.n_vocab();
+  if (std::abs(nt - nd) > kMaxVocabDifference) {
+    return InvalidArgument(prefix + std::to_string(nd) + " tokens (draft) vs " + std::to_string(nt) +
+                           " (target), a difference of " + std::to_string(std::abs(nt - nd)) + " (at most " +
+                           std::to_string(kMaxVocabDifference) + ")");
+  }
+  for (int32_t id = kVocabCheckFrom; id < std::min(nt, nd); ++id) {
+    if (t.TokenText(id) != d.TokenText(id)) {
+      return InvalidArgument(prefix + "token " + std::to_string(id) + " is \"" + d.TokenText(id) + "\" (draft) vs \"" +
+                             t.TokenText(id) + "\" (target)");
+    }
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// Rolls the draft session back to its longest common prefix with seq[0..n) but at most `limit`
+// tokens; returns how many it kept.
+size_t KeepCommonPrefix(Session& draft, const int32_t* seq, size_t n, size_t limit) {
+  const std::vector<int32_t>& h = draft.history();
+  size_t keep = 0;
+  const size_t most = std::min({h.size(), n, limit});
+  while (keep < most && h[keep] == seq[keep]) ++keep;
+  if (keep < h.size() || !draft.pending().empty()) (void)draft.Truncate(keep);
+  return keep;
+}
+
+}  // namespace
+
+Status SyncDraft(Session& draft, const int32_t* seq, size_t n) {
+  const size_t keep = KeepCommonPrefix(draft, seq, n, n);
+  return keep < n ? draft.Eval(seq + keep, n - keep, nullptr) : Status::Ok();
+}
+
+Status ModelDraft(Session& draft, const int32_t* seq, size_t n, int32_t max, int32_t n_vocab, int32_t* out,
+                  int32_t* n_out) {
+  *n_out = 0;
+  if (max <= 0 || n == 0) return Status::Ok();
+  // The last token is evaluated again when the session already holds all of seq: its argmax
+  // is needed and was not kept.
+  const size_t keep = KeepCommonPrefix(draft, seq, n, n - 1);
+  ZF_RETURN_IF_ERROR(draft.EvalKeepArgmax(seq + keep, n - keep));
+  for (int32_t i = 0;;) {
+    const int32_t next = draft.last_argmax();
+    if (next < 0 || next >= n_vocab) return Status::Ok();
+    out[i++] = next;
+    *n_out = i;
+    if (i == max) return Status::Ok();
+    ZF_RETURN_IF_ERROR(draft.EvalKeepArgmax(&next, 1));
+  }
 }
 
 DraftLength::DraftLength(const DraftOptions& o) : o_(o) { Choose(); }

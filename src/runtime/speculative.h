@@ -5,10 +5,21 @@
 // as it would without drafts, and a drawn token equal to the draft keeps the draft's KV row.
 // So the output is token for token the non-speculative output, greedy or sampled with a seed
 // (the sampler sees the same logits and consumes its random numbers in the same order).
+//
+// Draft sources: prompt lookup (LookupDraft) or a draft model (ModelDraft: a second, smaller
+// model of the same vocabulary drafting greedily in its own session). A greedy draft is a point
+// mass, for which the standard speculative-sampling rule (accept draft token x with probability
+// min(1, p(x)/q(x)), else resample from max(0, p - q)) reduces to "sample the target's own
+// distribution p at each position and keep the draft while they agree": with q(x) = 1 the
+// acceptance probability is p(x), and the residual max(0, p - q) renormalized is p without x.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+
+#include "common/status.h"
+#include "model/model.h"
+#include "runtime/session.h"
 
 namespace zf::rt {
 
@@ -23,6 +34,26 @@ struct DraftOptions {
 // occurrence in seq[0..n) of seq's last m tokens, m from ngram_max down to ngram_min. Returns
 // the number of tokens written (0: no match).
 int32_t LookupDraft(const int32_t* seq, size_t n, const DraftOptions& o, int32_t max, int32_t* out);
+
+// Whether `draft` may draft for `target` (llama.cpp's common/speculative checks): the same
+// tokenizer kind (tokenizer.ggml.model), the same BOS and EOS use and ids, vocabulary sizes
+// within kMaxVocabDifference of each other and the same token text for every id from
+// kVocabCheckFrom up to the smaller size (ids below it are special tokens whose text may differ
+// when their roles, checked above, agree). kInvalidArgument naming the first difference.
+constexpr int32_t kMaxVocabDifference = 128;
+constexpr int32_t kVocabCheckFrom = 5;
+Status CheckDraftVocabulary(const model::Model& target, const model::Model& draft);
+
+// A draft model's greedy continuation of seq[0..n), up to `max` tokens into out (*n_out): the
+// draft session is first brought to seq (its conversation keeps the prefix it shares with seq,
+// the rest is rolled back as zf_session_truncate does, and the missing tokens are evaluated),
+// then extended one argmax at a time. A token the target's vocabulary (n_vocab) lacks ends the
+// draft. The draft session holds seq and the drafted tokens but the last afterwards.
+Status ModelDraft(Session& draft, const int32_t* seq, size_t n, int32_t max, int32_t n_vocab, int32_t* out,
+                  int32_t* n_out);
+// Brings the draft session to seq[0..n) without drafting (the prompt, evaluated with the
+// target's prefill so that the first draft costs one token).
+Status SyncDraft(Session& draft, const int32_t* seq, size_t n);
 
 // The draft length, chosen by expected speed-up: a draft of k tokens yields
 // E(k) = 1 + p + ... + p^k tokens per verification (p: the estimated chance that a drafted
@@ -41,6 +72,9 @@ class DraftLength {
   // A one-token step without a draft that took step_ms (counts down a pause).
   void Step(double step_ms);
 
+  // True once a plain step was timed: the row cost (beta) is measured against it, so a draft
+  // source that drafts at every step (a draft model) needs one plain step first.
+  bool has_step_time() const { return step_ms_ > 0.0; }
   double acceptance() const { return p_; }
   double row_cost() const { return beta_; }
 

@@ -164,6 +164,13 @@ const std::vector<PreSpec>& Specs() {
       {"qwen2|deepseek-r1-qwen|stablelm2|hunyuan|grok-2", {"@qwen2"}},
       {"qwen35", {"@qwen35"}},
       {"gemma4", {"@newlines"}},
+      // o200k (gpt-oss, GPT-4o, Llama 4): the reference's rewrite of the tokenizer.json pattern,
+      // "upper" letters as letters other than a-z and "lower" ones as letters other than A-Z.
+      {"gpt-4o|llama4|kanana2|talkie",
+       {"[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|"
+        "'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|"
+        "'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|"
+        "\\s+(?!\\S)|\\s+"}},
       {"smollm|starcoder|refact|command-r|codeshell|exaone|minerva", {"@digit", "@gpt2"}},
       {"deepseek-llm",
        {"[\r\n]",

@@ -119,7 +119,8 @@ Status Vocab::Load(const gguf::GgufFile& f, Vocab* v) {
     static const char* const kNoClean[] = {"deepseek-llm", "deepseek-coder", "deepseek-v3",
                                            "qwen2", "qwen35", "deepseek-r1-qwen", "smollm", "command-r",
                                            "poro-chat", "viking", "tekken", "codeshell",
-                                           "exaone", "minerva", "chameleon"};
+                                           "exaone", "minerva", "chameleon", "gpt-4o", "llama4", "kanana2",
+                                           "talkie"};
     for (const char* p : kNoClean) if (v->pre == p) v->clean_spaces = false;
     static const char* const kLlama3[] = {"llama3", "llama-v3", "llama-bpe", "falcon3",
                                           "falcon-h1", "pixtral"};

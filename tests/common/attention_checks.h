@@ -31,10 +31,17 @@ inline void ExpectCloseToReference(const std::vector<float>& out, const std::vec
   for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], out_ref[i], 2e-5f * (1.0f + std::fabs(out_ref[i]))) << i;
 }
 
+// Sink logits in [-3, 6] (attention sinks): some below every score, some above.
+inline std::vector<float> RandomSinks(int32_t n, uint32_t seed) {
+  std::vector<float> s = RandomFloats(size_t(n), seed);
+  for (float& x : s) x = 1.5f + 4.5f * std::max(-1.0f, std::min(1.0f, x));
+  return s;
+}
+
 inline void CheckBlock(int32_t rows, int32_t d_k, int32_t d_v, int32_t n_keys, int32_t window, float softcap, float q_scale,
-                BlockFn fast = engine::attn::RunBlock) {
+                BlockFn fast = engine::attn::RunBlock, bool sinks = false) {
   SCOPED_TRACE("rows " + std::to_string(rows) + " d_k " + std::to_string(d_k) + " d_v " + std::to_string(d_v) +
-               " keys " + std::to_string(n_keys) + " window " + std::to_string(window));
+               " keys " + std::to_string(n_keys) + " window " + std::to_string(window) + (sinks ? " sinks" : ""));
   const int64_t kt_stride = n_keys + engine::attn::kKeyPad + 3;  // any stride with the padding works
   std::vector<float> q = RandomFloats(size_t(engine::attn::kAttnRows) * size_t(d_k), 1, q_scale);
   std::vector<float> kt = RandomFloats(size_t(d_k) * size_t(kt_stride), 2);
@@ -65,6 +72,8 @@ inline void CheckBlock(int32_t rows, int32_t d_k, int32_t d_v, int32_t n_keys, i
   b.softcap = softcap;
   b.s = s.data();
   b.out = op.data();
+  const std::vector<float> sink = RandomSinks(rows, 4);
+  if (sinks) b.sink = sink.data();
   fast(b);
   b.out = op_ref.data();
   engine::attn::RunBlockRef(b);
@@ -74,9 +83,9 @@ inline void CheckBlock(int32_t rows, int32_t d_k, int32_t d_v, int32_t n_keys, i
 // Grouped decode (dispatched) against its scalar reference over an F16 cache laid out like the
 // engine's: rows of several KV heads, this group's head at an offset.
 inline void CheckDecode(int32_t n_q, int32_t d_k, int32_t d_v, int32_t n_keys, float softcap, float q_scale,
-                 DecodeFn fast = engine::attn::RunDecode) {
+                 DecodeFn fast = engine::attn::RunDecode, bool sinks = false) {
   SCOPED_TRACE("heads " + std::to_string(n_q) + " d_k " + std::to_string(d_k) + " d_v " + std::to_string(d_v) +
-               " keys " + std::to_string(n_keys) + " softcap " + std::to_string(softcap));
+               " keys " + std::to_string(n_keys) + " softcap " + std::to_string(softcap) + (sinks ? " sinks" : ""));
   const int64_t k_stride = 3 * int64_t{d_k} + 8, v_stride = 2 * int64_t{d_v} + 16;
   const std::vector<float> kf = RandomFloats(size_t(n_keys) * size_t(k_stride), 11);
   const std::vector<float> vf = RandomFloats(size_t(n_keys) * size_t(v_stride), 12);
@@ -101,6 +110,8 @@ inline void CheckDecode(int32_t n_q, int32_t d_k, int32_t d_v, int32_t n_keys, f
   g.softcap = softcap;
   g.s = s.data();
   g.out = op.data();
+  const std::vector<float> sink = RandomSinks(n_q, 14);
+  if (sinks) g.sink = sink.data();
   fast(g);
   g.out = op_ref.data();
   engine::attn::RunDecodeRef(g);
@@ -120,6 +131,8 @@ inline void CheckBlockKernel(BlockFn fast) {
   CheckBlock(16, 64, 64, 300, 40, 0.0f, 1.0f, fast);
   CheckBlock(16, 64, 64, 200, 0, 50.0f, 1.0f, fast);
   CheckBlock(16, 64, 64, 200, 0, 0.0f, 30.0f, fast);
+  for (int32_t n_keys : {1, 17, 300}) CheckBlock(13, 64, 64, n_keys, 0, 0.0f, 1.0f, fast, true);  // sinks
+  CheckBlock(16, 64, 64, 300, 40, 0.0f, 30.0f, fast, true);
 }
 
 // The cases every SIMD decode kernel runs, over the head sizes it takes; then d_v != d_k, a
@@ -133,6 +146,8 @@ inline void CheckDecodeKernel(DecodeFn fast, std::initializer_list<int32_t> head
   CheckDecode(3, 128, 96, 200, 0.0f, 1.0f, fast);
   CheckDecode(4, 64, 64, 200, 50.0f, 1.0f, fast);
   CheckDecode(2, 64, 64, 200, 0.0f, 30.0f, fast);
+  for (int32_t n_keys : {1, 17, 300}) CheckDecode(3, 64, 64, n_keys, 0.0f, 1.0f, fast, true);  // sinks
+  CheckDecode(4, 64, 64, 200, 0.0f, 30.0f, fast, true);
 }
 
 }  // namespace zf::testing

@@ -14,7 +14,9 @@
 
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/test_models.h"
+#include "unit/gguf_builder.h"
 #include "engine/cuda/kernel_library.h"
 #include "model/model.h"
 #include "runtime/session.h"
@@ -123,6 +125,92 @@ TEST_F(CudaEngineFake, KvCacheF32IsRefusedOnTheGpu) {
   std::unique_ptr<rt::Session> sess;
   Status s = rt::Session::Create(*m, so, &sess);
   EXPECT_EQ(s.code(), Code::kUnsupported) << s.message();
+}
+
+// A tiny gpt-oss (zero weights: only the description matters here), in its converter's layout.
+std::string WriteTinyGptOss() {
+  using namespace gguf::testutil;  // NOLINT: test builder vocabulary
+  const std::string a = "gpt-oss";
+  const int64_t E = 32, H = 2, hd = 16, n_exp = 4, F = 32, V = 8;
+  GgufBuilder b;
+  b.Kv("general.architecture", val::Str(a))
+      .Kv(a + ".embedding_length", val::U32(uint32_t(E)))
+      .Kv(a + ".block_count", val::U32(2))
+      .Kv(a + ".feed_forward_length", val::U32(uint32_t(F)))
+      .Kv(a + ".expert_feed_forward_length", val::U32(uint32_t(F)))
+      .Kv(a + ".attention.head_count", val::U32(uint32_t(H)))
+      .Kv(a + ".attention.head_count_kv", val::U32(1))
+      .Kv(a + ".attention.key_length", val::U32(uint32_t(hd)))
+      .Kv(a + ".attention.value_length", val::U32(uint32_t(hd)))
+      .Kv(a + ".attention.sliding_window", val::U32(4))
+      .Kv(a + ".expert_count", val::U32(uint32_t(n_exp)))
+      .Kv(a + ".expert_used_count", val::U32(2));
+  std::vector<std::string> tokens;
+  for (int64_t i = 0; i < V; ++i) tokens.push_back("\xE2\x96\x81t" + std::to_string(i));
+  b.Kv("tokenizer.ggml.model", val::Str("llama")).Kv("tokenizer.ggml.tokens", val::StrArr(tokens));
+  const auto add = [&](const std::string& name, std::vector<int64_t> ne) {
+    TensorSpec t;
+    t.name = name;
+    t.type = kTF32;
+    int64_t n = 1;
+    for (int64_t d : ne) n *= d;
+    t.ne = std::move(ne);
+    t.data.assign(size_t(n) * 4, 0);
+    b.Tensor(t);
+  };
+  add("token_embd.weight", {E, V});
+  add("output_norm.weight", {E});
+  add("output.weight", {E, V});
+  for (int il = 0; il < 2; ++il) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    for (const char* n : {"attn_norm.weight", "post_attention_norm.weight", "attn_output.bias"}) add(p + n, {E});
+    add(p + "attn_q.weight", {E, H * hd});
+    add(p + "attn_q.bias", {H * hd});
+    for (const char* n : {"attn_k", "attn_v"}) {
+      add(p + n + ".weight", {E, hd});
+      add(p + n + ".bias", {hd});
+    }
+    add(p + "attn_output.weight", {H * hd, E});
+    add(p + "attn_sinks.weight", {H});
+    add(p + "ffn_gate_inp.weight", {E, n_exp});
+    add(p + "ffn_gate_inp.bias", {n_exp});
+    for (const char* n : {"ffn_gate_exps", "ffn_up_exps"}) {
+      add(p + n + ".weight", {E, F, n_exp});
+      add(p + n + ".bias", {F, n_exp});
+    }
+    add(p + "ffn_down_exps.weight", {F, E, n_exp});
+    add(p + "ffn_down_exps.bias", {E, n_exp});
+  }
+  const std::vector<uint8_t> bytes = b.Build();
+  const std::string path = ::testing::TempDir() + "/tiny_gpt_oss_" + std::to_string(getpid()) + ".gguf";
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  return path;
+}
+
+// The CUDA engine lacks gpt-oss's ops: AUTO falls back to the CPU with an INFO line naming them,
+// an explicit CUDA request is refused with the same names.
+TEST(CudaEngineFakeOps, GptOssFallsBackToTheCpuNamingTheMissingOps) {
+  (void)kFakeEnv;
+  const std::string path = WriteTinyGptOss();
+  static std::string logged;
+  logged.clear();
+  SetLogSink([](void*, int32_t, const char* msg) -> int32_t { logged += std::string(msg) + "\n"; return 0; }, nullptr);
+  SetLogLevel(LogLevel::kInfo);
+  model::LoadOptions o;
+  o.device = model::Device::kAuto;
+  std::unique_ptr<model::Model> m;
+  Status s = model::Model::Load(path, o, &m);
+  SetLogSink(nullptr, nullptr);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(m->device(), model::Device::kCpu);
+  for (const char* op : {"attention sinks", "clamped SwiGLU", "mixture of experts", "using the CPU engine"}) {
+    EXPECT_NE(logged.find(op), std::string::npos) << "the log does not name '" << op << "':\n" << logged;
+  }
+  o.device = model::Device::kCuda;
+  s = model::Model::Load(path, o, &m);
+  EXPECT_EQ(s.code(), Code::kUnsupported);
+  EXPECT_NE(s.message().find("attention sinks"), std::string::npos) << s.message();
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -577,6 +577,28 @@ def test_lookup_speculation():
         s.stop()
 
 
+def test_draft_model_speculation():
+    # -md: the model as its own draft (a draft session per slot on the one loaded draft): the
+    # answer is the CLI's plain greedy answer, drafts are counted and kept, the per-request opt-out
+    # drafts nothing.
+    s = Server("--parallel", "1", "-md", MODEL)
+    try:
+        prompt = "The history of the printing press begins"
+        st, _, r = s.post("/v1/completions", {"prompt": prompt, "max_tokens": 24, "temperature": 0})
+        assert st == 200, r
+        ref = cli_generate(prompt, 24)
+        assert r["choices"][0]["text"] == ref["text"], (r["choices"][0]["text"], ref["text"])
+        m = s.metrics()
+        print("    %d drafted, %d accepted" % (m["zerfoo:draft_tokens_total"], m["zerfoo:draft_accepted_tokens_total"]))
+        assert m["zerfoo:draft_accepted_tokens_total"] > 0, m
+        st, _, r = s.post("/v1/completions", {"prompt": prompt, "max_tokens": 24, "temperature": 0,
+                                              "speculative.n_max": 0})
+        assert st == 200 and r["choices"][0]["text"] == ref["text"], r
+        assert s.metrics()["zerfoo:draft_tokens_total"] == m["zerfoo:draft_tokens_total"]
+    finally:
+        s.stop()
+
+
 def test_grace_cancels():
     s = Server("--parallel", "1", "--grace", "1")
     try:
@@ -1037,7 +1059,8 @@ def main():
         rc = shared.stop()
     if rc != 0:
         failed.append("shared server exit code %s" % rc)
-    for t in [test_tools_and_reasoning, test_tools_xml_format, test_lookup_speculation, test_queue_full_auth_and_drain,
+    for t in [test_tools_and_reasoning, test_tools_xml_format, test_lookup_speculation, test_draft_model_speculation,
+              test_queue_full_auth_and_drain,
               test_rerank_model,
               test_grace_cancels,
               test_startup_errors]:

@@ -39,6 +39,20 @@ TEST(AttentionBlock, WindowSoftcapAndLargeScores) {
   CheckBlock(16, 64, 64, 200, 0, 0.0f, 30.0f);       // peaked softmax (scores ~ +-200)
 }
 
+// Attention sinks (gpt-oss): a per-row logit in the softmax denominator, below or above the scores.
+TEST(AttentionBlock, Sinks) {
+  for (int32_t n_keys : {1, 17, 300}) CheckBlock(16, 64, 64, n_keys, 0, 0.0f, 1.0f, attn::RunBlock, true);
+  CheckBlock(13, 80, 80, 300, 8, 0.0f, 1.0f, attn::RunBlock, true);    // window
+  CheckBlock(16, 64, 64, 200, 0, 0.0f, 30.0f, attn::RunBlock, true);   // peaked scores above the sinks
+}
+
+TEST(AttentionDecode, Sinks) {
+  for (int32_t n_q = 1; n_q <= attn::kDecodeHeads; ++n_q) {
+    for (int32_t n_keys : {1, 17, 300}) CheckDecode(n_q, 64, 64, n_keys, 0.0f, 1.0f, attn::RunDecode, true);
+  }
+  CheckDecode(2, 64, 64, 200, 0.0f, 30.0f, attn::RunDecode, true);
+}
+
 TEST(AttentionDecode, MatchesReference) {
   for (int32_t n_q = 1; n_q <= attn::kDecodeHeads; ++n_q) {
     for (int32_t dk : {64, 256, 80, 40}) {  // 40: not a multiple of 16 (the reference runs)
@@ -52,7 +66,7 @@ TEST(AttentionDecode, MatchesReference) {
 
 // The prefill path (n_tok > 1) equals one decode-path call per token over the same cache.
 void CheckBackend(KvType type, int32_t n_head, int32_t n_kv, int32_t hd, int32_t n_tok, int32_t pos0, int32_t window,
-                  float softcap) {
+                  float softcap, bool sinks = false) {
   SCOPED_TRACE("heads " + std::to_string(n_head) + "/" + std::to_string(n_kv) + " hd " + std::to_string(hd) +
                " tokens " + std::to_string(n_tok) + " pos0 " + std::to_string(pos0) + " window " +
                std::to_string(window));
@@ -70,6 +84,8 @@ void CheckBackend(KvType type, int32_t n_head, int32_t n_kv, int32_t hd, int32_t
   ap.scale = 1.0f / std::sqrt(float(hd));
   ap.window = window;
   ap.softcap = softcap;
+  const std::vector<float> sink = testing::RandomSinks(n_head, 7);
+  if (sinks) ap.sinks = sink.data();
   std::vector<float> out(size_t(n_tok) * size_t(n_head * hd), NAN), one(size_t(n_head * hd));
   be.Attention(layer, q.data(), n_tok, pos0, ap, out.data());
   for (int32_t t = 0; t < n_tok; ++t) {
@@ -112,6 +128,7 @@ TEST(AttentionPrefill, MatchesDecodePathPerToken) {
     CheckBackend(type, 8, 1, 64, 5, 2, 0, 0.0f);     // a group wider than one decode pass
     CheckBackend(type, 6, 2, 40, 7, 1, 0, 0.0f);     // head size the AVX-512 decode does not take
     CheckBackend(type, 4, 1, 256, 2, 0, 0, 0.0f);    // a context far shorter than a head (scratch sizes)
+    CheckBackend(type, 8, 2, 64, 19, 3, 8, 0.0f, true);  // gpt-oss: sinks and a window
   }
 }
 

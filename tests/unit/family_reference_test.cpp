@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <string>
@@ -16,6 +17,7 @@
 #include "model/model.h"
 #include "model/registry.h"
 #include "reference_forward.h"
+#include "runtime/prefix_cache.h"
 #include "runtime/session.h"
 
 namespace zf::model {
@@ -30,7 +32,12 @@ struct Spec {
   bool key_length = false, tied = false, qkv_bias = false, out_bias = false, fused_qkv = false, fused_up = false;
   bool qk_head = false, qk_full = false, pre_norms = true, post_norms = false, rope_freqs = false, longrope = false;
   int64_t experts = 0, used = 0, F_exp = 0;
+  // gpt-oss's layout: attn_sinks, attn_output.bias, the pre-FFN norm as post_attention_norm,
+  // router and expert biases (gate/up biases of sd 4, so some pre-activations pass the clamp 7).
+  bool gpt_oss = false;
   std::vector<std::pair<std::string, Val>> kv;  // family keys, without the "<arch>." prefix
+  // A family whose layout the fields above cannot say builds its file itself.
+  std::vector<uint8_t> (*custom)(const Spec&) = nullptr;
 };
 
 void PrintTo(const Spec& s, std::ostream* os) { *os << s.name; }
@@ -62,7 +69,125 @@ class Writer {
   std::mt19937 rng_;
 };
 
+// The vocabulary every tiny model uses: SentencePiece pieces of no meaning.
+void AddVocab(GgufBuilder* b, int64_t V) {
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  std::vector<float> scores = {0, 0, 0};
+  std::vector<int32_t> types = {2, 3, 3};
+  for (int64_t i = 3; i < V; ++i) {
+    tokens.push_back("\xE2\x96\x81t" + std::to_string(i));
+    scores.push_back(-float(i));
+    types.push_back(1);
+  }
+  b->Kv("tokenizer.ggml.model", val::Str("llama"))
+      .Kv("tokenizer.ggml.tokens", val::StrArr(tokens))
+      .Kv("tokenizer.ggml.scores", val::ArrOf<float>(kF32, scores))
+      .Kv("tokenizer.ggml.token_type", val::ArrOf<int32_t>(kI32, types));
+}
+
+// A tiny dense Gemma 4 in its converter's layout: layers [sliding, sliding, full, sliding,
+// full], the last two sharing the KV of layers 1 (sliding) and 2 (full); sliding layers 2 KV
+// heads of 16, full layers 2 of 32 (KV rows 32 vs 64 wide); proportional rope on full layers (a
+// quarter of the pairs rotate); no attn_v on full layers; 8 per-layer input floats per layer;
+// a double-wide FFN on the sharing layers; layer_output_scale; window 4 < the 12 tokens.
+// With s.experts (the 26B-A4B layout): 3 layers [sliding, sliding, full], no sharing, no
+// per-layer inputs, experts with gate and up fused, a dense MLP beside them.
+std::vector<uint8_t> BuildGemma4(const Spec& s) {
+  GgufBuilder b;
+  const std::string a = "gemma4";
+  const bool moe = s.experts > 0;
+  const int64_t E = s.E, L = moe ? 3 : 5, H = 4, P = moe ? 0 : 8, hd_swa = 16, hd_full = 32, n_shared = moe ? 0 : 2;
+  const std::vector<uint8_t> swa = moe ? std::vector<uint8_t>{1, 1, 0} : std::vector<uint8_t>{1, 1, 0, 1, 0};
+  std::vector<uint32_t> ff, hkv;
+  for (int64_t il = 0; il < L; ++il) {
+    ff.push_back(uint32_t(il >= L - n_shared ? 2 * s.F : s.F));
+    hkv.push_back(2);
+  }
+  b.Kv("general.architecture", val::Str(a))
+      .Kv(a + ".context_length", val::U32(64))
+      .Kv(a + ".embedding_length", val::U32(uint32_t(E)))
+      .Kv(a + ".block_count", val::U32(uint32_t(L)))
+      .Kv(a + ".feed_forward_length", val::ArrOf<uint32_t>(kU32, ff))
+      .Kv(a + ".attention.head_count", val::U32(uint32_t(H)))
+      .Kv(a + ".attention.head_count_kv", val::ArrOf<uint32_t>(kU32, hkv))
+      .Kv(a + ".attention.layer_norm_rms_epsilon", val::F32(1e-6f))
+      .Kv(a + ".rope.freq_base", val::F32(1e6f))
+      .Kv(a + ".rope.freq_base_swa", val::F32(10000.0f))
+      .Kv(a + ".attention.key_length", val::U32(uint32_t(hd_full)))
+      .Kv(a + ".attention.value_length", val::U32(uint32_t(hd_full)))
+      .Kv(a + ".attention.key_length_swa", val::U32(uint32_t(hd_swa)))
+      .Kv(a + ".attention.value_length_swa", val::U32(uint32_t(hd_swa)))
+      .Kv(a + ".rope.dimension_count", val::U32(uint32_t(hd_full)))
+      .Kv(a + ".rope.dimension_count_swa", val::U32(uint32_t(hd_swa)))
+      .Kv(a + ".final_logit_softcapping", val::F32(3.0f))
+      .Kv(a + ".attention.sliding_window", val::U32(4))
+      .Kv(a + ".attention.sliding_window_pattern", val::ArrOf<uint8_t>(kBool, swa))
+      .Kv(a + ".attention.shared_kv_layers", val::U32(uint32_t(n_shared)))
+      .Kv(a + ".embedding_length_per_layer_input", val::U32(uint32_t(P)));
+  if (moe) {
+    b.Kv(a + ".expert_count", val::U32(uint32_t(s.experts)))
+        .Kv(a + ".expert_used_count", val::U32(uint32_t(s.used)))
+        .Kv(a + ".expert_feed_forward_length", val::U32(uint32_t(s.F_exp)));
+  }
+  AddVocab(&b, s.V);
+  Writer w(uint32_t(std::hash<std::string>()(s.name)));
+  w.Add(&b, "token_embd.weight", {E, s.V}, 0.0f, 1.0f);
+  if (P > 0) {
+    w.Add(&b, "per_layer_token_embd.weight", {P * L, s.V}, 0.0f, 1.0f);
+    w.Mat(&b, "per_layer_model_proj.weight", E, P * L);
+    w.Norm(&b, "per_layer_proj_norm.weight", P);
+  }
+  w.Norm(&b, "output_norm.weight", E);
+  {
+    std::vector<float> f(size_t(hd_full / 2), 1e30f);
+    for (int64_t i = 0; i < hd_full / 8; ++i) f[size_t(i)] = 1.0f;
+    TensorSpec t;
+    t.name = "rope_freqs.weight";
+    t.type = kTF32;
+    t.ne = {hd_full / 2};
+    t.data.resize(f.size() * 4);
+    std::memcpy(t.data.data(), f.data(), t.data.size());
+    b.Tensor(t);
+  }
+  for (int64_t il = 0; il < L; ++il) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    const int64_t hd = swa[size_t(il)] ? hd_swa : hd_full, F = ff[size_t(il)];
+    w.Norm(&b, p + "attn_norm.weight", E);
+    w.Mat(&b, p + "attn_q.weight", E, H * hd);
+    w.Mat(&b, p + "attn_k.weight", E, 2 * hd);  // on the sharing layers too: bound, unused
+    if (swa[size_t(il)]) w.Mat(&b, p + "attn_v.weight", E, 2 * hd);
+    w.Norm(&b, p + "attn_q_norm.weight", hd);
+    w.Norm(&b, p + "attn_k_norm.weight", hd);
+    w.Mat(&b, p + "attn_output.weight", H * hd, E);
+    w.Norm(&b, p + "post_attention_norm.weight", E);
+    w.Norm(&b, p + "ffn_norm.weight", E);
+    w.Mat(&b, p + "ffn_gate.weight", E, F);
+    w.Mat(&b, p + "ffn_up.weight", E, F);
+    w.Mat(&b, p + "ffn_down.weight", F, E);
+    w.Norm(&b, p + "post_ffw_norm.weight", E);
+    w.Add(&b, p + "layer_output_scale.weight", {1}, 1.0f, 0.3f);
+    if (P > 0) {
+      w.Mat(&b, p + "inp_gate.weight", E, P);
+      w.Mat(&b, p + "proj.weight", P, E);
+      w.Norm(&b, p + "post_norm.weight", E);
+    }
+    if (moe) {
+      const int64_t fe = s.F_exp;
+      w.Add(&b, p + "ffn_gate_inp.weight", {E, s.experts}, 0.0f, 0.5f);
+      w.Norm(&b, p + "ffn_gate_inp.scale", E);
+      w.Norm(&b, p + "pre_ffw_norm_2.weight", E);
+      w.Norm(&b, p + "post_ffw_norm_1.weight", E);
+      w.Norm(&b, p + "post_ffw_norm_2.weight", E);
+      w.Add(&b, p + "ffn_gate_up_exps.weight", {E, 2 * fe, s.experts}, 0.0f, 1.0f / std::sqrt(float(E)));
+      w.Add(&b, p + "ffn_down_exps.weight", {fe, E, s.experts}, 0.0f, 1.0f / std::sqrt(float(fe)));
+      w.Add(&b, p + "ffn_down_exps.scale", {s.experts}, 1.0f, 0.3f);
+    }
+  }
+  return b.Build();
+}
+
 std::vector<uint8_t> Build(const Spec& s) {
+  if (s.custom != nullptr) return s.custom(s);
   GgufBuilder b;
   const std::string& a = s.arch;
   const int64_t hd = s.hd, nq = s.H * hd, nkv = s.Hkv * hd;
@@ -127,8 +252,18 @@ std::vector<uint8_t> Build(const Spec& s) {
       w.Norm(&b, p + "attn_k_norm.weight", nkv);
     }
     w.Mat(&b, p + "attn_output.weight", nq, s.E);
+    if (s.gpt_oss) {
+      w.Add(&b, p + "attn_output.bias", {s.E}, 0.0f, 0.3f);
+      w.Add(&b, p + "attn_sinks.weight", {s.H}, 1.0f, 1.0f);
+      w.Norm(&b, p + "post_attention_norm.weight", s.E);  // the pre-FFN norm
+      const int64_t fe = s.F_exp;
+      w.Add(&b, p + "ffn_gate_inp.bias", {s.experts}, 0.0f, 0.5f);
+      w.Add(&b, p + "ffn_gate_exps.bias", {fe, s.experts}, 0.0f, 4.0f);
+      w.Add(&b, p + "ffn_up_exps.bias", {fe, s.experts}, 0.0f, 4.0f);
+      w.Add(&b, p + "ffn_down_exps.bias", {s.E, s.experts}, 0.0f, 0.3f);
+    }
     if (s.post_norms) w.Norm(&b, p + "post_attention_norm.weight", s.E);
-    if (s.pre_norms) w.Norm(&b, p + "ffn_norm.weight", s.E);
+    if (s.pre_norms && !s.gpt_oss) w.Norm(&b, p + "ffn_norm.weight", s.E);
     if (s.experts != 0) {
       const int64_t fe = s.F_exp != 0 ? s.F_exp : s.F;
       w.Add(&b, p + "ffn_gate_inp.weight", {s.E, s.experts}, 0.0f, 0.5f);
@@ -197,6 +332,19 @@ std::vector<Spec> Families() {
   v.push_back(s);
   s = Spec{};
   s.name = "olmo2"; s.arch = "olmo2"; s.pre_norms = false; s.post_norms = true; s.qk_full = true;
+  v.push_back(s);
+  s = Spec{};
+  // Sinks, window 3 on layer 0 (full on 1), YaRN, biases, top-4 of 6 experts softmaxed over the
+  // four, the clamped SwiGLU; Q (4 x 24) wider than E / H.
+  s.name = "gpt_oss"; s.arch = "gpt-oss"; s.gpt_oss = true; s.hd = 24; s.key_length = true; s.qkv_bias = true;
+  s.experts = 6; s.used = 4; s.F_exp = 40;
+  s.kv = {{"expert_feed_forward_length", val::U32(40)}, {"attention.sliding_window", val::U32(3)},
+          {"rope.scaling.type", val::Str("yarn")}, {"rope.scaling.factor", val::F32(32.0f)},
+          {"rope.scaling.original_context_length", val::U32(16)}};
+  s.name = "gemma4"; s.arch = "gemma4"; s.custom = BuildGemma4;
+  v.push_back(s);
+  s = Spec{};
+  s.name = "gemma4moe"; s.arch = "gemma4"; s.custom = BuildGemma4; s.experts = 6; s.used = 2; s.F_exp = 40;
   v.push_back(s);
   return v;
 }
@@ -281,6 +429,113 @@ TEST(FamilyReference, YarnHyperparameters) {
   EXPECT_EQ(m->desc().n_ctx_orig, 4096);
   const std::vector<engine::Op> ops = RequiredOps(m->desc());
   EXPECT_NE(std::find(ops.begin(), ops.end(), engine::Op::kRopeYarn), ops.end());
+}
+
+std::unique_ptr<Model> LoadGemma4(const std::string& tag) {
+  Spec spec;
+  for (const Spec& s : Families()) {
+    if (s.name == "gemma4") spec = s;
+  }
+  std::unique_ptr<Model> m;
+  LoadOptions o;
+  o.device = Device::kCpu;
+  o.n_threads = 2;
+  const Status st = Model::Load(WriteTemp(Build(spec), tag), o, &m);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return m;
+}
+
+// Gemma 4's description as the reference's loader reads the file: the sharing layers read the
+// cache of the last earlier layer of their kind and have none of their own; head sizes, rope
+// and windows per kind; value heads normed; the ops a CUDA engine would need named.
+TEST(Gemma4Reference, DescriptionSharesKvAndSizesHeadsPerKind) {
+  std::unique_ptr<Model> m = LoadGemma4("gemma4_desc");
+  ASSERT_TRUE(m);
+  const ModelDesc& d = m->desc();
+  ASSERT_EQ(d.n_layer, 5);
+  EXPECT_EQ(d.NKvLayers(), 3);
+  const int32_t kv_from[] = {-1, -1, -1, 1, 2}, slot[] = {0, 1, 2, 1, 2}, hd[] = {16, 16, 32, 16, 32};
+  for (int32_t il = 0; il < 5; ++il) {
+    const AttentionDesc& a = d.layers[size_t(il)].attn;
+    const bool full = hd[il] == 32;
+    EXPECT_EQ(a.kv_from, kv_from[il]) << il;
+    EXPECT_EQ(d.KvSlot(il), slot[il]) << il;
+    EXPECT_EQ(a.head_dim_k, hd[il]) << il;
+    EXPECT_EQ(a.window, full ? 0 : 4) << il;
+    EXPECT_EQ(a.rope.base, full ? 1e6f : 10000.0f) << il;
+    EXPECT_EQ(a.rope.use_freq_factors, full) << il;
+    EXPECT_EQ(a.scale, 1.0f);
+    EXPECT_TRUE(a.v_norm);
+    EXPECT_EQ(d.layers[size_t(il)].ffn.n_ff, il >= 3 ? 192 : 96) << il;
+    // The full layers have no attn_v (their values are the keys); the sharing layers' K/V
+    // weights are in the file but dropped after binding (never read, never copied).
+    const LayerTensors& lt = m->weights().layers[size_t(il)];
+    EXPECT_EQ(lt[LayerRole::kAttnV] == nullptr, full || il >= 3) << il;
+    EXPECT_EQ(lt[LayerRole::kAttnK] == nullptr, il >= 3) << il;
+  }
+  EXPECT_EQ(d.n_embd_per_layer, 8);
+  EXPECT_EQ(d.MaxKWidth(), 64);
+  const std::vector<engine::Op> ops = RequiredOps(d);
+  for (engine::Op op : {engine::Op::kStridedRows, engine::Op::kUnweightedNorm, engine::Op::kScale}) {
+    EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << engine::OpName(op);
+  }
+}
+
+// The shared layers hold no KV, so what a session saves, loads and shares through the prefix
+// cache is the own layers' rows only; each path gives the logits of a plain evaluation, bit
+// for bit.
+TEST(Gemma4Reference, StateAndPrefixCacheReproduceLogits) {
+  std::unique_ptr<Model> m = LoadGemma4("gemma4_state");
+  ASSERT_TRUE(m);
+  const size_t nv = size_t(m->desc().n_vocab);
+  std::vector<int32_t> toks(140);
+  for (size_t i = 0; i < toks.size(); ++i) toks[i] = 3 + int32_t((i * 7919) % 45);
+  rt::SessionOptions so;
+  so.n_ctx = 256;
+  std::unique_ptr<rt::Session> plain, saved, loaded, first, second;
+  for (auto* s : {&plain, &saved, &loaded, &first, &second}) ASSERT_TRUE(rt::Session::Create(*m, so, s).ok());
+  std::vector<float> want(nv), got(nv);
+  ASSERT_TRUE(plain->Eval(toks.data(), toks.size(), want.data()).ok());
+
+  // State: the first 100 tokens saved, loaded into a fresh session, the rest evaluated there.
+  ASSERT_TRUE(saved->Eval(toks.data(), 100, got.data()).ok());
+  size_t size = 0, written = 0;
+  ASSERT_TRUE(saved->StateSize(&size).ok());
+  std::vector<uint8_t> state(size);
+  ASSERT_TRUE(saved->SaveState(state.data(), state.size(), &written).ok());
+  ASSERT_TRUE(loaded->LoadState(state.data(), written).ok());
+  ASSERT_TRUE(loaded->Eval(toks.data() + 100, toks.size() - 100, got.data()).ok());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), nv * sizeof(float)), 0) << "after a state round trip";
+
+  // Prefix cache: the second session copies the first's two 64-token blocks.
+  rt::PrefixCache cache(64u << 20);
+  first->set_prefix_cache(&cache);
+  second->set_prefix_cache(&cache);
+  ASSERT_TRUE(first->Eval(toks.data(), toks.size(), got.data()).ok());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), nv * sizeof(float)), 0) << "storing blocks";
+  ASSERT_TRUE(second->Eval(toks.data(), toks.size(), got.data()).ok());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), nv * sizeof(float)), 0) << "from cached blocks";
+  EXPECT_GE(cache.stats().hit_tokens, 128u);
+}
+
+// The CUDA engine has none of the optional ops: device=CUDA is refused naming the first one
+// Gemma 4 needs (checked before any GPU is looked for), device=AUTO loads on the CPU.
+TEST(Gemma4Reference, CudaRefusesAndAutoRunsOnTheCpu) {
+  Spec spec;
+  for (const Spec& s : Families()) {
+    if (s.name == "gemma4") spec = s;
+  }
+  const std::string path = WriteTemp(Build(spec), "gemma4_cuda");
+  std::unique_ptr<Model> m;
+  LoadOptions o;
+  o.device = Device::kCuda;
+  const Status st = Model::Load(path, o, &m);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), Code::kUnsupported) << st.message();
+  EXPECT_NE(st.message().find(engine::OpName(engine::Op::kStridedRows)), std::string::npos) << st.message();
+  o.device = Device::kAuto;
+  ASSERT_TRUE(Model::Load(path, o, &m).ok());
+  EXPECT_EQ(m->device(), Device::kCpu);
 }
 
 TEST(FamilyReference, CoversEveryRegisteredArchitecture) {

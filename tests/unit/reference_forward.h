@@ -50,12 +50,42 @@ inline void NormInPlace(NormKind kind, float eps, const float* w, const float* b
   float ss = 0.0f;
   for (int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
   const float inv = 1.0f / std::sqrt(ss / float(n) + eps);
-  for (int64_t i = 0; i < n; ++i) x[i] = x[i] * inv * w[i];
+  for (int64_t i = 0; i < n; ++i) x[i] = x[i] * inv * (w != nullptr ? w[i] : 1.0f);
+}
+
+// Gemma 4's per-layer inputs of one token: [n_layer][n_embd_per_layer], from its id and its
+// scaled input embedding x: (rms_norm(proj(x) / sqrt(n_embd)) + row * sqrt(P)) / sqrt(2).
+inline std::vector<Vec> PerLayerInputs(const Model& m, int32_t token, const Vec& x) {
+  const ModelDesc& d = m.desc();
+  const Weights& w = m.weights();
+  const int64_t P = d.n_embd_per_layer;
+  const Vec proj = MatVec(w[GlobalRole::kPerLayerModelProj], x);
+  const float* row = F32(w[GlobalRole::kPerLayerTokenEmbd]) + int64_t{token} * P * d.n_layer;
+  std::vector<Vec> out(size_t(d.n_layer));
+  for (int32_t il = 0; il < d.n_layer; ++il) {
+    Vec v(proj.begin() + il * P, proj.begin() + (il + 1) * P);
+    for (float& e : v) e /= std::sqrt(float(d.n_embd));
+    NormInPlace(NormKind::kRms, d.layers[0].norm.eps, F32(w[GlobalRole::kPerLayerProjNorm]), nullptr, v.data(), P);
+    for (int64_t i = 0; i < P; ++i) v[size_t(i)] = (v[size_t(i)] + row[il * P + i] * std::sqrt(float(P))) / std::sqrt(2.0f);
+    out[size_t(il)] = std::move(v);
+  }
+  return out;
 }
 
 inline float Act(Activation a, float x) {
   if (a == Activation::kSilu) return x / (1.0f + std::exp(-x));
+  if (a == Activation::kSwigluOai) return x / (1.0f + std::exp(-1.702f * x));  // its gate half (see Gated)
   return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
+}
+
+// act(gate) * up; gpt-oss's clamped SwiGLU (alpha 1.702, limit 7, from llama.cpp's swiglu_oai):
+// gate clamped above at 7, up to [-7, 7], and up + 1 as the multiplier.
+inline float Gated(Activation a, float gate, float up) {
+  if (a == Activation::kSwigluOai) {
+    const float g = std::min(gate, 7.0f), u = std::min(std::max(up, -7.0f), 7.0f);
+    return Act(a, g) * (u + 1.0f);
+  }
+  return Act(a, gate) * up;
 }
 
 // Rotates each head of x (n_heads x hd) at position p. YaRN (ext_factor != 0): pair i blends
@@ -92,26 +122,35 @@ inline void Rope(const RopeDesc& r, const float* factors, int32_t p, float* x, i
   }
 }
 
-// The FFN of one token (dense or MoE).
-inline Vec Ffn(const LayerDesc& ld, const LayerTensors& L, const Vec& in) {
+// The FFN of one token (dense or MoE); the router reads router_in when given, else `in`.
+inline Vec Ffn(const LayerDesc& ld, const LayerTensors& L, const Vec& in, const Vec* router_in = nullptr) {
   const FfnDesc& f = ld.ffn;
-  const auto expert = [&](const Tensor* g, const Tensor* u, const Tensor* d) {
+  // One gated FFN; the biases (expert e's rows of the [n, n_expert] bias matrices) when given.
+  const auto expert = [&](const Tensor* g, const Tensor* u, const Tensor* d, const float* bg, const float* bu,
+                          const float* bd) {
     Vec a = MatVec(u, in);
+    AddVec(&a, bu);
     if (g != nullptr) {
-      const Vec gv = MatVec(g, in);
-      for (size_t i = 0; i < a.size(); ++i) a[i] *= Act(f.act, gv[i]);
+      Vec gv = MatVec(g, in);
+      AddVec(&gv, bg);
+      for (size_t i = 0; i < a.size(); ++i) a[i] = Gated(f.act, gv[i], a[i]);
     } else {
       for (float& v : a) v = Act(f.act, v);
     }
-    return MatVec(d, a);
+    Vec y = MatVec(d, a);
+    AddVec(&y, bd);
+    return y;
   };
   if (f.kind != FfnKind::kMoe) {
     return expert(f.kind == FfnKind::kGated ? L[LayerRole::kFfnGate] : nullptr, L[LayerRole::kFfnUp],
-                  L[LayerRole::kFfnDown]);
+                  L[LayerRole::kFfnDown], nullptr, nullptr, nullptr);
   }
-  const Vec logits = MatVec(L[LayerRole::kFfnGateInp], in);
+  Vec logits = MatVec(L[LayerRole::kFfnGateInp], router_in != nullptr ? *router_in : in);
+  AddVec(&logits, F32(L[LayerRole::kFfnGateInpBias]));
   Vec p(logits.size());
-  if (f.gating == Gating::kSoftmax) {
+  if (f.gating == Gating::kSoftmaxWeight) {
+    p = logits;  // chosen by the raw logits; the weights are a softmax over the chosen ones
+  } else if (f.gating == Gating::kSoftmax) {
     const float mx = *std::max_element(logits.begin(), logits.end());
     float sum = 0.0f;
     for (size_t e = 0; e < p.size(); ++e) sum += (p[e] = std::exp(logits[e] - mx));
@@ -122,13 +161,26 @@ inline Vec Ffn(const LayerDesc& ld, const LayerTensors& L, const Vec& in) {
   std::vector<int32_t> order(p.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return p[size_t(a)] > p[size_t(b)]; });
+  if (f.gating == Gating::kSoftmaxWeight) {
+    const float mx = p[size_t(order[0])];
+    float sum = 0.0f;
+    for (int32_t j = 0; j < f.n_expert_used; ++j) sum += std::exp(p[size_t(order[size_t(j)])] - mx);
+    for (int32_t j = 0; j < f.n_expert_used; ++j) {
+      p[size_t(order[size_t(j)])] = std::exp(p[size_t(order[size_t(j)])] - mx) / sum;
+    }
+  }
   float wsum = 0.0f;
   for (int32_t j = 0; j < f.n_expert_used; ++j) wsum += p[size_t(order[size_t(j)])];
+  const auto row = [&](LayerRole r, int32_t e, int64_t n) { return L[r] ? F32(L[r]) + int64_t{e} * n : nullptr; };
   Vec out(in.size(), 0.0f);
   for (int32_t j = 0; j < f.n_expert_used; ++j) {
     const int32_t e = order[size_t(j)];
-    const float w = p[size_t(e)] * (f.norm_topk ? 1.0f / wsum : 1.0f) * f.expert_weight_scale;
-    const Vec y = expert(L.expert_gate[size_t(e)], L.expert_up[size_t(e)], L.expert_down[size_t(e)]);
+    const float* down_scale = F32(L[LayerRole::kFfnDownExpsScale]);
+    const float w = p[size_t(e)] * (f.norm_topk ? 1.0f / wsum : 1.0f) * f.expert_weight_scale *
+                    (down_scale != nullptr ? down_scale[e] : 1.0f);
+    const Vec y = expert(L.expert_gate[size_t(e)], L.expert_up[size_t(e)], L.expert_down[size_t(e)],
+                         row(LayerRole::kFfnGateExpsBias, e, f.n_ff), row(LayerRole::kFfnUpExpsBias, e, f.n_ff),
+                         row(LayerRole::kFfnDownExpsBias, e, int64_t(in.size())));
     for (size_t i = 0; i < out.size(); ++i) out[i] += w * y[i];
   }
   return out;
@@ -145,16 +197,21 @@ inline std::vector<Vec> Forward(const Model& m, const std::vector<int32_t>& toke
                                                                      : w[GlobalRole::kRopeFactorsShort]);
   }
   std::vector<Vec> x(static_cast<size_t>(T));
+  std::vector<std::vector<Vec>> per_layer(static_cast<size_t>(T));  // [token][layer] (Gemma 4)
   for (int64_t t = 0; t < T; ++t) {
     const float* row = F32(w[GlobalRole::kTokenEmbd]) + int64_t{tokens[size_t(t)]} * E;
     x[size_t(t)].assign(row, row + E);
     for (float& v : x[size_t(t)]) v *= d.embed_scale;
+    if (d.n_embd_per_layer > 0) per_layer[size_t(t)] = PerLayerInputs(m, tokens[size_t(t)], x[size_t(t)]);
   }
+  // Every layer's K/V rows: a layer sharing another's KV (kv_from) attends over that layer's.
+  std::vector<std::vector<Vec>> k_of(size_t(d.n_layer)), v_of(size_t(d.n_layer));
   for (int32_t il = 0; il < d.n_layer; ++il) {
     const LayerDesc& ld = d.layers[size_t(il)];
     const AttentionDesc& a = ld.attn;
     const LayerTensors& L = w.layers[size_t(il)];
     const int32_t hd = a.head_dim_k, hv = a.head_dim_v;
+    const bool own = a.kv_from < 0;
     std::vector<Vec> q(static_cast<size_t>(T)), k(static_cast<size_t>(T)), v(static_cast<size_t>(T));
     for (int64_t t = 0; t < T; ++t) {
       Vec in = x[size_t(t)];
@@ -162,8 +219,24 @@ inline std::vector<Vec> Forward(const Model& m, const std::vector<int32_t>& toke
         NormInPlace(ld.norm.kind, ld.norm.eps, F32(L[LayerRole::kAttnNorm]), F32(L[LayerRole::kAttnNormBias]), in.data(), E);
       }
       q[size_t(t)] = MatVec(L[LayerRole::kAttnQ], in);
+      if (!own) {  // Q only: norm and rope below; K/V are the source layer's
+        if (a.qk_norm == QkNorm::kPerHead) {
+          for (int32_t h = 0; h < a.n_head; ++h) {
+            NormInPlace(NormKind::kRms, ld.norm.eps, F32(L[LayerRole::kAttnQNorm]), nullptr, q[size_t(t)].data() + h * hd, hd);
+          }
+        }
+        if (a.rope.enabled) {
+          Rope(a.rope, a.rope.use_freq_factors ? factors : nullptr, int32_t(t), q[size_t(t)].data(), a.n_head, hd, d.n_ctx_orig);
+        }
+        continue;
+      }
       k[size_t(t)] = MatVec(L[LayerRole::kAttnK], in);
-      v[size_t(t)] = MatVec(L[LayerRole::kAttnV], in);
+      v[size_t(t)] = L[LayerRole::kAttnV] != nullptr ? MatVec(L[LayerRole::kAttnV], in) : k[size_t(t)];
+      if (a.v_norm) {
+        for (int32_t h = 0; h < a.n_head_kv; ++h) {
+          NormInPlace(NormKind::kRms, ld.norm.eps, nullptr, nullptr, v[size_t(t)].data() + h * hv, hv);
+        }
+      }
       AddVec(&q[size_t(t)], F32(L[LayerRole::kAttnQBias]));
       AddVec(&k[size_t(t)], F32(L[LayerRole::kAttnKBias]));
       AddVec(&v[size_t(t)], F32(L[LayerRole::kAttnVBias]));
@@ -186,6 +259,13 @@ inline std::vector<Vec> Forward(const Model& m, const std::vector<int32_t>& toke
         Rope(a.rope, ff, int32_t(t), k[size_t(t)].data(), a.n_head_kv, hd, d.n_ctx_orig);
       }
     }
+    if (own) {
+      k_of[size_t(il)] = k;
+      v_of[size_t(il)] = v;
+    } else {
+      k = k_of[size_t(a.kv_from)];
+      v = v_of[size_t(a.kv_from)];
+    }
     const float scale = a.scale > 0.0f ? a.scale : 1.0f / std::sqrt(float(hd));
     const int32_t group = a.n_head / a.n_head_kv;
     for (int64_t t = 0; t < T; ++t) {
@@ -203,8 +283,11 @@ inline std::vector<Vec> Forward(const Model& m, const std::vector<int32_t>& toke
           s.push_back(dot);
           pos.push_back(p);
         }
-        const float mx = *std::max_element(s.begin(), s.end());
-        float sum = 0.0f;
+        // A sink (gpt-oss) is one more logit in the softmax, with no value row.
+        const float* sinks = F32(L[LayerRole::kAttnSinks]);
+        float mx = *std::max_element(s.begin(), s.end());
+        if (sinks != nullptr) mx = std::max(mx, sinks[h]);
+        float sum = sinks != nullptr ? std::exp(sinks[h] - mx) : 0.0f;
         for (float& e : s) sum += (e = std::exp(e - mx));
         for (size_t j = 0; j < s.size(); ++j) {
           for (int32_t i = 0; i < hv; ++i) attn[size_t(h * hv + i)] += s[j] / sum * v[size_t(pos[j])][size_t(kh * hv + i)];
@@ -220,9 +303,35 @@ inline std::vector<Vec> Forward(const Model& m, const std::vector<int32_t>& toke
       if (ld.norm.pre_ffn) {
         NormInPlace(ld.norm.kind, ld.norm.eps, F32(L[LayerRole::kFfnNorm]), F32(L[LayerRole::kFfnNormBias]), in.data(), E);
       }
-      Vec f = Ffn(ld, L, in);
+      Vec f;
+      if (ld.ffn.n_ff_dense > 0) {  // Gemma 4 MoE: dense MLP beside the experts, each with its norms
+        LayerDesc dense = ld;
+        dense.ffn.kind = FfnKind::kGated;
+        Vec mlp = Ffn(dense, L, in);
+        NormInPlace(NormKind::kRms, ld.norm.eps, F32(L[LayerRole::kFfnPostNorm1]), nullptr, mlp.data(), E);
+        Vec router = x[size_t(t)];
+        NormInPlace(NormKind::kRms, ld.norm.eps, F32(L[LayerRole::kFfnGateInpScale]), nullptr, router.data(), E);
+        for (float& e : router) e /= std::sqrt(float(E));
+        Vec exp_in = x[size_t(t)];
+        NormInPlace(NormKind::kRms, ld.norm.eps, F32(L[LayerRole::kFfnPreNorm2]), nullptr, exp_in.data(), E);
+        f = Ffn(ld, L, exp_in, &router);
+        NormInPlace(NormKind::kRms, ld.norm.eps, F32(L[LayerRole::kFfnPostNorm2]), nullptr, f.data(), E);
+        for (int64_t i = 0; i < E; ++i) f[size_t(i)] += mlp[size_t(i)];
+      } else {
+        f = Ffn(ld, L, in);
+      }
       if (ld.norm.post_ffn) NormInPlace(NormKind::kRms, ld.norm.eps, F32(L[LayerRole::kPostFfnNorm]), nullptr, f.data(), E);
       for (int64_t i = 0; i < E; ++i) x[size_t(t)][size_t(i)] += d.residual_scale * f[size_t(i)];
+      if (ld.per_layer_input) {  // x += post_norm(proj(gelu(inp_gate x) * per-layer input))
+        Vec g = MatVec(L[LayerRole::kPerLayerInpGate], x[size_t(t)]);
+        for (size_t i = 0; i < g.size(); ++i) g[i] = Act(Activation::kGeluTanh, g[i]) * per_layer[size_t(t)][size_t(il)][i];
+        Vec o = MatVec(L[LayerRole::kPerLayerProj], g);
+        NormInPlace(NormKind::kRms, ld.norm.eps, F32(L[LayerRole::kPerLayerPostNorm]), nullptr, o.data(), E);
+        for (int64_t i = 0; i < E; ++i) x[size_t(t)][size_t(i)] += o[size_t(i)];
+      }
+      if (ld.out_scale && L[LayerRole::kLayerOutScale] != nullptr) {
+        for (float& e : x[size_t(t)]) e *= F32(L[LayerRole::kLayerOutScale])[0];
+      }
     }
   }
   std::vector<Vec> logits(static_cast<size_t>(T));

@@ -127,5 +127,68 @@ void CheckIdentical(const std::string& name) {
 TEST(Speculative, LookupIsTokenForTokenIdenticalSmolLM2) { CheckIdentical("smollm2"); }
 TEST(Speculative, LookupIsTokenForTokenIdenticalGemma3) { CheckIdentical("gemma3"); }
 
+// A draft model: the same file as its own draft (a valid draft: the same vocabulary), drafting
+// in a session of its own that follows the target's conversation across two turns. Greedy and
+// seeded sampling are token for token the output without it; greedy drafts of the model itself
+// are nearly all kept.
+void CheckIdenticalWithDraftModel(const std::string& name) {
+  ZF_REQUIRE_MODEL(path, name);
+  std::unique_ptr<model::Model> m;
+  ASSERT_TRUE(model::Model::Load(path, model::LoadOptions(), &m).ok());
+  ASSERT_TRUE(rt::CheckDraftVocabulary(*m, *m).ok());
+  rt::SessionOptions so;
+  so.n_ctx = 1024;
+  std::unique_ptr<rt::Session> draft;
+  ASSERT_TRUE(rt::Session::Create(*m, so, &draft).ok());
+  const std::string p1 = "The history of the printing press begins";
+  const std::string p2 = "\nThe history of the steam engine begins";
+  for (float temperature : {0.0f, 0.8f}) {
+    rt::GenerateOptions plain;
+    plain.max_tokens = 40;
+    plain.sampler.temperature = temperature;
+    plain.sampler.seed = 11;
+    rt::GenerateOptions spec = plain;
+    spec.draft.max = 6;
+    spec.draft_session = draft.get();
+    const std::vector<Out> want = TwoTurns(*m, plain, p1, p2), got = TwoTurns(*m, spec, p1, p2);
+    int32_t drafted = 0, accepted = 0;
+    for (size_t turn = 0; turn < 2; ++turn) {
+      EXPECT_EQ(got[turn].tokens, want[turn].tokens) << name << " T=" << temperature << " turn " << turn;
+      EXPECT_EQ(got[turn].text, want[turn].text);
+      EXPECT_EQ(got[turn].result.n_generated, want[turn].result.n_generated);
+      drafted += got[turn].result.n_drafted;
+      accepted += got[turn].result.n_accepted;
+    }
+    std::printf("    %s T=%.1f, itself as draft: %d drafted, %d accepted\n", name.c_str(), temperature, drafted,
+                accepted);
+    EXPECT_LE(accepted, drafted);
+    EXPECT_EQ(got[0].result.n_generated, plain.max_tokens) << "a prompt the model continues";
+    // Exact sessions on both sides: a model keeps every one of its own greedy drafts.
+    if (temperature == 0.0f) EXPECT_EQ(accepted, drafted);
+    EXPECT_GT(accepted, 0);
+  }
+}
+
+TEST(Speculative, DraftModelIsTokenForTokenIdenticalSmolLM2) { CheckIdenticalWithDraftModel("smollm2"); }
+TEST(Speculative, DraftModelIsTokenForTokenIdenticalGemma3) { CheckIdenticalWithDraftModel("gemma3"); }
+
+// A draft of another vocabulary is refused, naming the difference (here the token counts: 49152
+// for SmolLM2, 262144 for Gemma 3), both ways round.
+TEST(Speculative, DraftModelOfAnotherVocabularyIsRefused) {
+  ZF_REQUIRE_MODEL(smol_path, "smollm2");
+  ZF_REQUIRE_MODEL(gemma_path, "gemma3");
+  model::LoadOptions lo;
+  lo.vocab_only = true;
+  std::unique_ptr<model::Model> smol, gemma;
+  ASSERT_TRUE(model::Model::Load(smol_path, lo, &smol).ok());
+  ASSERT_TRUE(model::Model::Load(gemma_path, lo, &gemma).ok());
+  Status s = rt::CheckDraftVocabulary(*smol, *gemma);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("tokenizer \"llama\" (draft) vs \"gpt2\" (target)"), std::string::npos) << s.message();
+  s = rt::CheckDraftVocabulary(*gemma, *smol);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("\"gpt2\" (draft)"), std::string::npos) << s.message();
+}
+
 }  // namespace
 }  // namespace zf

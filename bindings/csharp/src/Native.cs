@@ -258,6 +258,10 @@ namespace Zerfoo
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern int zf_session_n_past(SessionHandle session, out int n_past);
 
+        // IntPtr, not ModelHandle: NULL removes the draft (Session.SetDraftModel keeps the handle alive).
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_session_set_draft_model(SessionHandle session, IntPtr draft);
+
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern unsafe int zf_session_eval(SessionHandle session, int* tokens, UIntPtr n,
                                                           float* logits, UIntPtr cap);

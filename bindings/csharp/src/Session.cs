@@ -374,6 +374,33 @@ namespace Zerfoo
             finally { Release(); }
         }
 
+        /// <summary>Gives the session a draft model for speculative decoding
+        /// (zf_session_set_draft_model): with <see cref="GenerateOptions.DraftMax"/> the drafts come
+        /// from <paramref name="draft"/>'s greedy output instead of prompt lookup, and the output is
+        /// still token for token the output without it. The draft must have this model's vocabulary
+        /// (<see cref="Status.InvalidArgument"/> naming the first difference otherwise). The session
+        /// keeps the draft model alive; null removes it.</summary>
+        public void SetDraftModel(Model draft)
+        {
+            Acquire();
+            bool added = false;
+            try
+            {
+                IntPtr d = IntPtr.Zero;
+                if (draft != null)
+                {
+                    draft.Handle.DangerousAddRef(ref added);
+                    d = draft.Handle.DangerousGetHandle();
+                }
+                ZerfooException.Check(NativeMethods.zf_session_set_draft_model(handle, d), "zf_session_set_draft_model");
+            }
+            finally
+            {
+                if (added) draft.Handle.DangerousRelease();
+                Release();
+            }
+        }
+
         /// <summary>Stops a running generation at the next token boundary. Safe from any thread;
         /// does nothing when no generation is running.</summary>
         public void Cancel() { ForwardCancel(); }

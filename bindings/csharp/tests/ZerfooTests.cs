@@ -1196,6 +1196,36 @@ public class ZerfooTests
         }
     }
 
+    [Test]
+    public void DraftModelKeepsTheOutput()
+    {
+        const string prompt = "<|im_start|>user\nWrite two sentences about the sea.<|im_end|>\n<|im_start|>assistant\n";
+        GenerateResult plain, drafted;
+        using (var s = model.CreateSession(new SessionOptions { ContextSize = 256 }))
+            plain = s.Generate(prompt, Greedy(32));
+        var o = Greedy(32);
+        o.DraftMax = 6;
+        using (var s = model.CreateSession(new SessionOptions { ContextSize = 256 }))
+        {
+            s.SetDraftModel(model);  // the model as its own draft: the same vocabulary
+            drafted = s.Generate(prompt, o);
+            s.SetDraftModel(null);
+        }
+        Assert.AreEqual(plain.Text, drafted.Text);
+        Assert.That(drafted.AcceptedTokens, Is.GreaterThan(0));
+        Assert.That(drafted.DraftedTokens, Is.GreaterThanOrEqualTo(drafted.AcceptedTokens));
+        string gemmaPath = System.IO.Path.Combine(Environment.GetEnvironmentVariable("HOME") ?? "",
+                                                  ".cache/zerfoo/models/gemma-3-270m-q4_k_m.gguf");
+        if (!System.IO.File.Exists(gemmaPath)) Assert.Ignore("Gemma 3 missing for the vocabulary check");
+        using (var gemma = Model.Load(gemmaPath, new ModelOptions { Device = Device.Cpu }))
+        using (var s = model.CreateSession(new SessionOptions { ContextSize = 256 }))
+        {
+            var e = Assert.Throws<ZerfooException>(() => s.SetDraftModel(gemma));
+            Assert.AreEqual(Status.InvalidArgument, e.Status);
+            StringAssert.Contains("vocabulary", e.Message);
+        }
+    }
+
     // ------------------------------------------------------------------ ABI drift
 
     static string Kind(Type t)

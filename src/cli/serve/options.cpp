@@ -45,7 +45,12 @@ const char kServeHelp[] =
     "                            they repeat the prompt; slots that share decode steps, -np > 1\n"
     "                            without --no-batch, do not draft); a request's\n"
     "                            \"speculative.n_max\": 0 opts out\n"
-    "      --draft-max N         tokens drafted per step at most (1..16, default 8 with --lookup)\n"
+    "  -md, --model-draft FILE   speculative decoding with a draft model (a smaller GGUF of the\n"
+    "                            same vocabulary; loaded once, a draft session per slot) instead\n"
+    "                            of prompt lookup; same answers; ignored when the slots share\n"
+    "                            decode steps (-np > 1 without --no-batch)\n"
+    "      --draft-max N         tokens drafted per step at most (1..16, default 8 with --lookup\n"
+    "                            or -md)\n"
     "      --device DEV          auto, cpu or cuda (default auto)\n"
     "  -v, --verbose             log requests and library INFO messages\n"
     "  -h, --help                show this help\n";
@@ -73,6 +78,10 @@ ServeOptions ParseServeArgs(int argc, char** argv, int first) {
     else if (name == "--no-cache-prompt") o.cache_prompt = false;
     else if (name == "--fast-prefill") o.fast_prefill = true;
     else if (name == "--lookup") o.draft_max = o.draft_max == 0 ? 8 : o.draft_max;
+    else if (name == "-md" || name == "--model-draft") {
+      o.model_draft = val();
+      o.draft_max = o.draft_max == 0 ? 8 : o.draft_max;
+    }
     else if (name == "--draft-max") o.draft_max = int(ParseInt(name, val(), 1, ZF_MAX_DRAFT));
     else if (name == "--prefix-cache-mib") o.prefix_cache_mib = int(ParseInt(name, val(), -1, 1 << 20));
     else if (name == "--no-batch") o.batch = false;

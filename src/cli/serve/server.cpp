@@ -67,6 +67,25 @@ zf_status Server::Load() {
   if (st != ZF_OK) return st;
   // The ABI has no getter for a session's context; this mirrors zf_session_params' rule.
   n_ctx_ = o_.ctx > 0 ? o_.ctx : std::min(info_.n_ctx_train > 0 ? info_.n_ctx_train : 4096, 4096);
+  // The draft model (-md): one load, a draft session per slot; each slot's session holds a
+  // reference, so the handle is dropped once they have theirs.
+  ModelPtr draft;
+  // Slots that share decode steps cannot verify drafts: no draft sessions for them.
+  const bool slots_verify = !(o_.batch && o_.parallel > 1);
+  if (!o_.model_draft.empty() && !slots_verify) {
+    std::fprintf(stderr, "zerfoo serve: -md ignored: the %d slots share decode steps (use --no-batch to draft)\n",
+                 o_.parallel);
+  }
+  if (!o_.model_draft.empty() && slots_verify) {
+    zf_model_params dp;
+    zf_model_params_init(&dp, sizeof dp);
+    dp.device = o_.device;
+    dp.n_threads = o_.threads;
+    zf_model* d = nullptr;
+    st = zf_model_load(o_.model_draft.c_str(), &dp, &d);
+    if (st != ZF_OK) return st;
+    draft.reset(d);
+  }
   for (int i = 0; i < o_.parallel; ++i) {
     zf_session_params sp;
     zf_session_params_init(&sp, sizeof sp);
@@ -80,6 +99,10 @@ zf_status Server::Load() {
       break;
     }
     if (st != ZF_OK) return st;
+    if (draft != nullptr && (st = zf_session_set_draft_model(s, draft.get())) != ZF_OK) {
+      zf_session_free(s);
+      return st;
+    }
     auto slot = std::make_unique<Slot>();
     slot->id = i;
     slot->session.reset(s);

@@ -50,8 +50,9 @@ inline void ScoreTile(const Block& b, int32_t a, int64_t j0, float* s, int64_t s
 }
 
 // Softmax of x[0, n) in place after scaling (and the softcap): exp(s - max), unnormalized;
-// returns 1 / sum.
-float Softmax(float* x, int64_t n, float scale, float softcap) {
+// returns 1 / sum. A finite sink joins the max and the sum (attention sinks) without a value;
+// -INFINITY (no sink) adds nothing.
+float Softmax(float* x, int64_t n, float scale, float softcap, float sink) {
   if (softcap > 0.0f) {
     for (int64_t j = 0; j < n; ++j) x[j] = softcap * std::tanh(x[j] * scale / softcap);
   } else {
@@ -64,6 +65,7 @@ float Softmax(float* x, int64_t n, float scale, float softcap) {
   for (; j + 4 <= n; j += 4) mx = vmaxq_f32(mx, vld1q_f32(x + j));
   float m = vmaxvq_f32(mx);
   for (int64_t t = j; t < n; ++t) m = std::max(m, x[t]);
+  m = std::max(m, sink);
   const float32x4_t mv = vdupq_n_f32(m);
   float32x4_t sum = vdupq_n_f32(0.0f);
   for (j = 0; j + 4 <= n; j += 4) {
@@ -78,7 +80,7 @@ float Softmax(float* x, int64_t n, float scale, float softcap) {
     vst1q_f32(t4, Exp(vsubq_f32(vld1q_f32(t4), mv)));
     for (int64_t t = 0; t < n - j; ++t) x[j + t] = t4[t], tail += t4[t];
   }
-  return 1.0f / (vaddvq_f32(sum) + tail);
+  return 1.0f / (vaddvq_f32(sum) + tail + (sink > -INFINITY ? std::exp(sink - m) : 0.0f));
 }
 
 // out[i][e0 .. e0 + 4 kV) = inv[i] * sum over keys j in [ulo, uhi] of p[i][j] * V[j][e0 ..]
@@ -153,7 +155,9 @@ struct AsimdOps {
   static void ScoreTile(const Block& b, int32_t a, int64_t j0, float* s, int64_t ss) {
     attn::ScoreTile(b, a, j0, s, ss);
   }
-  static float Softmax(float* x, int64_t n, float scale, float softcap) { return attn::Softmax(x, n, scale, softcap); }
+  static float Softmax(float* x, int64_t n, float scale, float softcap, float sink) {
+    return attn::Softmax(x, n, scale, softcap, sink);
+  }
   static void ValueTiles(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t uhi, int32_t na,
                          const float* inv, float* const* out) {
     int32_t e0 = 0;  // 16 value dimensions at a time, then 4, then one at a time

@@ -47,8 +47,9 @@ inline void ScoreTile(const Block& b, int32_t a, int64_t j0, float* s, int64_t s
 }
 
 // Softmax of x[0, n) in place after scaling (and the softcap): exp(s - max), unnormalized;
-// returns 1 / sum.
-float Softmax(float* x, int64_t n, float scale, float softcap) {
+// returns 1 / sum. A finite sink joins the max and the sum (attention sinks) without a value;
+// -INFINITY (no sink) adds nothing.
+float Softmax(float* x, int64_t n, float scale, float softcap, float sink) {
   if (softcap > 0.0f) {
     for (int64_t j = 0; j < n; ++j) x[j] = softcap * std::tanh(x[j] * scale / softcap);
   } else {
@@ -62,6 +63,7 @@ float Softmax(float* x, int64_t n, float scale, float softcap) {
   for (; j + 8 <= n; j += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(x + j));
   float m = HmaxPs(mx);
   for (int64_t t = j; t < n; ++t) m = std::max(m, x[t]);
+  m = std::max(m, sink);
   const __m256 mv = _mm256_set1_ps(m);
   __m256 sum = _mm256_setzero_ps();
   for (j = 0; j + 8 <= n; j += 8) {
@@ -75,7 +77,7 @@ float Softmax(float* x, int64_t n, float scale, float softcap) {
     _mm256_maskstore_ps(x + j, mk, e);
     sum = _mm256_add_ps(sum, _mm256_and_ps(e, _mm256_castsi256_ps(mk)));
   }
-  return 1.0f / HsumPs(sum);
+  return 1.0f / (HsumPs(sum) + (sink > -INFINITY ? std::exp(sink - m) : 0.0f));
 }
 
 // out[i][e0 .. e0+15] = inv[i] * sum over keys j in [ulo, uhi] of p[i][j] * V[j][e0 ..] for the
@@ -174,7 +176,9 @@ struct Avx2Ops {
   static void ScoreTile(const Block& b, int32_t a, int64_t j0, float* s, int64_t ss) {
     attn::ScoreTile(b, a, j0, s, ss);
   }
-  static float Softmax(float* x, int64_t n, float scale, float softcap) { return attn::Softmax(x, n, scale, softcap); }
+  static float Softmax(float* x, int64_t n, float scale, float softcap, float sink) {
+    return attn::Softmax(x, n, scale, softcap, sink);
+  }
   static void ValueTiles(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t uhi, int32_t na,
                          const float* inv, float* const* out) {
     int32_t e0 = 0;  // 16 value dimensions at a time, a masked tile for the rest

@@ -53,8 +53,9 @@ inline void ScoreTile(const Block& b, int32_t a, int64_t j0, float* s, int64_t s
 }
 
 // Softmax of x[0, n) in place after scaling (and the softcap): exp(s - max), unnormalized;
-// returns 1 / sum.
-float Softmax(float* x, int64_t n, float scale, float softcap) {
+// returns 1 / sum. A finite sink joins the max and the sum (attention sinks) without a value;
+// -INFINITY (no sink) adds nothing.
+float Softmax(float* x, int64_t n, float scale, float softcap, float sink) {
   if (softcap > 0.0f) {
     for (int64_t j = 0; j < n; ++j) x[j] = softcap * std::tanh(x[j] * scale / softcap);
   } else {
@@ -69,7 +70,8 @@ float Softmax(float* x, int64_t n, float scale, float softcap) {
     const __mmask16 m = TailMask(n - j);
     mx = _mm512_mask_max_ps(mx, m, mx, _mm512_maskz_loadu_ps(m, x + j));
   }
-  const __m512 mv = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+  const float mxs = std::max(_mm512_reduce_max_ps(mx), sink);
+  const __m512 mv = _mm512_set1_ps(mxs);
   __m512 sum = _mm512_setzero_ps();
   for (int64_t j = 0; j < n; j += 16) {
     const __mmask16 m = TailMask(n - j);
@@ -77,7 +79,7 @@ float Softmax(float* x, int64_t n, float scale, float softcap) {
     _mm512_mask_storeu_ps(x + j, m, e);
     sum = _mm512_mask_add_ps(sum, m, sum, e);
   }
-  return 1.0f / _mm512_reduce_add_ps(sum);
+  return 1.0f / (_mm512_reduce_add_ps(sum) + (sink > -INFINITY ? std::exp(sink - mxs) : 0.0f));
 }
 
 // out[i][e0 .. e0+63] = inv[i] * sum over keys j in [ulo, uhi] of p[i][j] * V[j][e0 ..] for the
@@ -178,7 +180,9 @@ struct Avx512Ops {
   static void ScoreTile(const Block& b, int32_t a, int64_t j0, float* s, int64_t ss) {
     attn::ScoreTile(b, a, j0, s, ss);
   }
-  static float Softmax(float* x, int64_t n, float scale, float softcap) { return attn::Softmax(x, n, scale, softcap); }
+  static float Softmax(float* x, int64_t n, float scale, float softcap, float sink) {
+    return attn::Softmax(x, n, scale, softcap, sink);
+  }
   static void ValueTiles(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t uhi, int32_t na,
                          const float* inv, float* const* out) {
     for (int32_t e0 = 0; e0 < b.d_v; e0 += 64) ValueTile(b, p, ss, ulo, uhi, e0, na, inv, out);  // masked tails

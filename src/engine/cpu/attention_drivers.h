@@ -7,8 +7,9 @@
 // Ops provides, for its vector width:
 //   static void ScoreTile(const Block& b, int32_t a, int64_t j0, float* s, int64_t ss);
 //       S[a..a+3][j0 .. j0+63] (64 keys; K^T is padded)
-//   static float Softmax(float* x, int64_t n, float scale, float softcap);
-//       exp(scaled x - max) in place, unnormalized; returns 1 / sum
+//   static float Softmax(float* x, int64_t n, float scale, float softcap, float sink);
+//       exp(scaled x - max) in place, unnormalized; returns 1 / sum (sink: -INFINITY or a
+//       logit in the max and the sum)
 //   static void ValueTiles(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t uhi, int32_t na,
 //                          const float* inv, float* const* out);
 //       out[i] = inv[i] * sum over keys [ulo, uhi] of p[i][j] V[j], all d_v dimensions
@@ -16,6 +17,7 @@
 //   template <int NQ> static void DecodeValues(const DecodeGroup& g, const float* inv);
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "engine/cpu/attention_kernels.h"
@@ -45,7 +47,7 @@ void RunBlockWith(const Block& b) {
         continue;
       }
       const int32_t lo = b.lo[a + i], hi = b.hi[a + i];
-      inv[i] = Ops::Softmax(s + lo, int64_t{hi} - lo + 1, b.scale, b.softcap);
+      inv[i] = Ops::Softmax(s + lo, int64_t{hi} - lo + 1, b.scale, b.softcap, b.sink != nullptr ? b.sink[a + i] : -INFINITY);
       zero(s + ulo, int64_t{lo} - ulo);  // keys the union sees but this row does not
       zero(s + hi + 1, int64_t{uhi} - hi);
     }
@@ -58,7 +60,9 @@ template <typename Ops, int NQ>
 void DecodeWith(const DecodeGroup& g) {
   Ops::template DecodeScores<NQ>(g);
   float inv[NQ];
-  for (int h = 0; h < NQ; ++h) inv[h] = Ops::Softmax(g.s + h * g.n_keys, g.n_keys, g.scale, g.softcap);
+  for (int h = 0; h < NQ; ++h) {
+    inv[h] = Ops::Softmax(g.s + h * g.n_keys, g.n_keys, g.scale, g.softcap, g.sink != nullptr ? g.sink[h] : -INFINITY);
+  }
   Ops::template DecodeValues<NQ>(g, inv);
 }
 

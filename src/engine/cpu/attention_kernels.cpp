@@ -24,7 +24,8 @@ void RunBlockRef(const Block& b) {
       s[j] = v;
       mx = std::max(mx, v);
     }
-    float sum = 0.0f;
+    if (b.sink != nullptr) mx = std::max(mx, b.sink[i]);
+    float sum = b.sink != nullptr ? std::exp(b.sink[i] - mx) : 0.0f;
     for (int32_t j = b.lo[i]; j <= b.hi[i]; ++j) {
       s[j] = std::exp(s[j] - mx);
       sum += s[j];
@@ -53,7 +54,8 @@ void RunDecodeRef(const DecodeGroup& g) {
       s[j] = x;
       mx = std::max(mx, x);
     }
-    float sum = 0.0f;
+    if (g.sink != nullptr) mx = std::max(mx, g.sink[h]);
+    float sum = g.sink != nullptr ? std::exp(g.sink[h] - mx) : 0.0f;
     for (int32_t j = 0; j < g.n_keys; ++j) {
       s[j] = std::exp(s[j] - mx);
       sum += s[j];

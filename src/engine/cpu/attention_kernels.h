@@ -34,6 +34,7 @@ struct Block {
   float softcap;         // > 0: s = softcap * tanh(s / softcap)
   float* s;              // scratch: kAttnRows * ScoreStride(n_keys) floats
   float* const* out;     // [rows] output rows of d_v floats: softmax(S) V
+  const float* sink = nullptr;  // [rows] each row's sink logit (AttentionParams::sinks), or none
 };
 
 // Floats per score row: n_keys rounded up to the 64-key tiles, plus one tile because tiles
@@ -77,6 +78,7 @@ struct DecodeGroup {
   float softcap;          // > 0: s = softcap * tanh(s / softcap)
   float* s;               // scratch: n_q * n_keys floats
   float* const* out;      // [n_q] output rows of d_v floats
+  const float* sink = nullptr;  // [n_q] each head's sink logit (AttentionParams::sinks), or none
 };
 
 void RunDecode(const DecodeGroup& g);

@@ -55,6 +55,16 @@ Status CpuBackend::ReadKvRows(int32_t pos0, int32_t n_pos, uint8_t* out) const {
   return Status::Ok();
 }
 
+void CpuBackend::ReleaseKv(int32_t pos0) {
+  if (pos0 < 0 || pos0 >= n_ctx_) return;
+  const size_t elem = kv_type_ == KvType::kF16 ? 2 : 4;
+  const size_t kl = size_t(n_ctx_) * size_t(k_width_) * elem, vl = size_t(n_ctx_) * size_t(v_width_) * elem;
+  for (size_t l = 0; kl != 0 && l < k_cache_.size() / kl; ++l) {
+    k_cache_.Release(l * kl + size_t(pos0) * size_t(k_width_) * elem, (l + 1) * kl);
+    v_cache_.Release(l * vl + size_t(pos0) * size_t(v_width_) * elem, (l + 1) * vl);
+  }
+}
+
 Status CpuBackend::WriteKvRows(int32_t pos0, int32_t n_pos, const uint8_t* in) {
   if (pos0 < 0 || n_pos < 0 || pos0 > n_ctx_ - n_pos) return InvalidArgument("KV positions out of range");
   const size_t elem = kv_type_ == KvType::kF16 ? 2 : 4;
@@ -134,6 +144,7 @@ void CpuBackend::DecodeHeads(const CpuBackend& cache, int32_t layer, const float
     dg.softcap = ap.softcap;
     dg.s = scores;
     dg.out = outp;
+    dg.sink = ap.sinks != nullptr ? ap.sinks + h : nullptr;
     attn::RunDecode(dg);
     h += n_q;
   }
@@ -291,6 +302,7 @@ void CpuBackend::AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, 
         float* qb = c.blk + size_t(ith) * c.per_thread;
         float* sb = qb + size_t(attn::kAttnRows) * size_t(dk);
         int32_t lo[attn::kAttnRows], hi[attn::kAttnRows];
+        float sink[attn::kAttnRows];
         float* outp[attn::kAttnRows];
         // Items taken dynamically, the costliest (last rows: the most keys) first.
         const int64_t n_items = n_blocks * ap.n_head_kv;
@@ -320,6 +332,7 @@ void CpuBackend::AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, 
             key0 = std::min(key0, lo[i]);
             key1 = std::max(key1, hi[i]);
             outp[i] = c.out + int64_t{t} * ap.n_head * dv + int64_t{h} * dv;
+            if (ap.sinks != nullptr) sink[i] = ap.sinks[h];
           }
           for (int32_t i = 0; i < rows; ++i) {
             lo[i] -= key0;
@@ -341,6 +354,7 @@ void CpuBackend::AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, 
           b.softcap = ap.softcap;
           b.s = sb;
           b.out = outp;
+          b.sink = ap.sinks != nullptr ? sink : nullptr;
           attn::RunBlock(b);
         }
       },
@@ -475,7 +489,8 @@ void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t
             mx = std::max(mx, s);
           }
           const int32_t n = last - lo + 1;
-          float sum = 0.0f;
+          if (ap.sinks != nullptr) mx = std::max(mx, ap.sinks[h]);
+          float sum = ap.sinks != nullptr ? std::exp(ap.sinks[h] - mx) : 0.0f;
           for (int32_t j = 0; j < n; ++j) {
             scores[j] = std::exp(scores[j] - mx);
             sum += scores[j];

@@ -21,9 +21,11 @@ CpuBackend::CpuBackend(int32_t n_threads, const PackedWeights* packed, ThreadPoo
 
 Status CpuBackend::InitKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type) {
   const size_t elem = type == KvType::kF16 ? 2 : 4;
+  if (!k_cache_.Allocate(size_t(n_layer) * size_t(n_ctx) * size_t(k_width) * elem) ||
+      !v_cache_.Allocate(size_t(n_layer) * size_t(n_ctx) * size_t(v_width) * elem)) {
+    return Status(Code::kOutOfMemory, "cannot allocate the KV cache for n_ctx=" + std::to_string(n_ctx));
+  }
   try {
-    k_cache_.assign(size_t(n_layer) * size_t(n_ctx) * size_t(k_width) * elem, 0);
-    v_cache_.assign(size_t(n_layer) * size_t(n_ctx) * size_t(v_width) * elem, 0);
     attn_scratch_.assign(size_t(pool_->size()) * AttnScratchPerThread(n_ctx, k_width, v_width), 0.0f);
   } catch (const std::bad_alloc&) {
     return Status(Code::kOutOfMemory, "cannot allocate the KV cache for n_ctx=" + std::to_string(n_ctx));

@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/lazy_buffer.h"
 #include "engine/backend.h"
 #include "engine/cpu/packed_weights.h"
 #include "engine/thread_pool.h"
@@ -48,10 +49,13 @@ class CpuBackend final : public Backend {
   size_t KvStateBytes(int32_t n_pos) const override;
   Status ReadKvRows(int32_t pos0, int32_t n_pos, uint8_t* out) const override;
   Status WriteKvRows(int32_t pos0, int32_t n_pos, const uint8_t* in) override;
+  void ReleaseKv(int32_t pos0) override;
   void LayerNorm(const float* x, const float* w, const float* b, int32_t rows, int32_t n, float eps, float* y) override;
   void Scale(float* x, int64_t n, float s) override;
   void AddScaled(float* x, const float* y, int64_t n, float s) override;
   void Activate(Activation act, float* x, int64_t n) override;
+  void CopyRows(const float* src, int64_t src_stride, int32_t rows, int32_t width, float* dst,
+                int64_t dst_stride) override;
 
  private:
   // Reads one cached row (k or v) as floats.
@@ -132,8 +136,9 @@ class CpuBackend final : public Backend {
   int32_t k_width_ = 0;
   int32_t v_width_ = 0;
   KvType kv_type_ = KvType::kF16;
-  std::vector<uint8_t> k_cache_;  // [n_layer][n_ctx][k_width]
-  std::vector<uint8_t> v_cache_;  // [n_layer][n_ctx][v_width]
+  // [n_layer][n_ctx][k_width] and [n_layer][n_ctx][v_width]: pages committed as positions fill
+  LazyBuffer k_cache_;
+  LazyBuffer v_cache_;
 };
 
 }  // namespace zf::engine

@@ -22,7 +22,11 @@ void RmsNormRow(const float* x, const float* w, int32_t n, float eps, float* y) 
   for (; i < n; ++i) sum += double(x[i]) * double(x[i]);
   sum += ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
   const float scale = 1.0f / std::sqrt(float(sum / n) + eps);
-  for (int32_t k = 0; k < n; ++k) y[k] = x[k] * scale * w[k];
+  if (w == nullptr) {
+    for (int32_t k = 0; k < n; ++k) y[k] = x[k] * scale;
+  } else {
+    for (int32_t k = 0; k < n; ++k) y[k] = x[k] * scale * w[k];
+  }
 }
 }  // namespace
 
@@ -51,6 +55,11 @@ void CpuBackend::Add(float* x, const float* y, int64_t n) {
 
 void CpuBackend::AddScaled(float* x, const float* y, int64_t n, float s) {
   for (int64_t i = 0; i < n; ++i) x[i] += s * y[i];
+}
+
+void CpuBackend::CopyRows(const float* src, int64_t src_stride, int32_t rows, int32_t width, float* dst,
+                          int64_t dst_stride) {
+  for (int32_t r = 0; r < rows; ++r) std::copy(src + r * src_stride, src + r * src_stride + width, dst + r * dst_stride);
 }
 
 void CpuBackend::Scale(float* x, int64_t n, float s) {
@@ -176,10 +185,21 @@ void GeluMul(float* gate, const float* up, int64_t n) {
   }
 }
 
+// gpt-oss's clamped SwiGLU, in the reference's operations (std::exp, the clamps first).
+void SwigluOaiMul(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = std::min(gate[i], kSwigluOaiLimit);
+    const float y = std::clamp(up[i], -kSwigluOaiLimit, kSwigluOaiLimit);
+    gate[i] = x / (1.0f + std::exp(kSwigluOaiAlpha * (-x))) * (y + 1.0f);
+  }
+}
+
 }  // namespace
 
 void CpuBackend::ApplyGated(Activation act, float* gate, const float* up, int64_t n) {
-  if (act == Activation::kGeluTanh) {
+  if (act == Activation::kSwigluOai) {
+    SwigluOaiMul(gate, up, n);
+  } else if (act == Activation::kGeluTanh) {
     GeluMul(gate, up, n);
   } else {
     act::SiluMul(gate, up, n);

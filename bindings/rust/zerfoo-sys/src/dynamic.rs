@@ -166,6 +166,8 @@ pub struct ZerfooLib {
     ) -> zf_status,
     pub zf_session_truncate:
         unsafe extern "C" fn(session: *mut zf_session, n_keep: usize) -> zf_status,
+    pub zf_session_set_draft_model:
+        unsafe extern "C" fn(session: *mut zf_session, draft: *mut zf_model) -> zf_status,
     pub zf_session_state_size:
         unsafe extern "C" fn(session: *const zf_session, size: *mut usize) -> zf_status,
     pub zf_session_state_save: unsafe extern "C" fn(
@@ -274,6 +276,9 @@ impl ZerfooLib {
         let zf_session_logprobs = __library.get(b"zf_session_logprobs\0").map(|sym| *sym)?;
         let zf_session_tokens = __library.get(b"zf_session_tokens\0").map(|sym| *sym)?;
         let zf_session_truncate = __library.get(b"zf_session_truncate\0").map(|sym| *sym)?;
+        let zf_session_set_draft_model = __library
+            .get(b"zf_session_set_draft_model\0")
+            .map(|sym| *sym)?;
         let zf_session_state_size = __library.get(b"zf_session_state_size\0").map(|sym| *sym)?;
         let zf_session_state_save = __library.get(b"zf_session_state_save\0").map(|sym| *sym)?;
         let zf_session_state_load = __library.get(b"zf_session_state_load\0").map(|sym| *sym)?;
@@ -323,6 +328,7 @@ impl ZerfooLib {
             zf_session_logprobs,
             zf_session_tokens,
             zf_session_truncate,
+            zf_session_set_draft_model,
             zf_session_state_size,
             zf_session_state_save,
             zf_session_state_load,
@@ -655,6 +661,14 @@ impl ZerfooLib {
     #[doc = " @brief Keeps the first `n_keep` tokens of the conversation (zf_session_tokens()) and forgets\n the rest: the next call continues after them, so a prompt that starts with them is evaluated\n from there on. `n_keep == 0` is zf_session_reset().\n @param session The session.\n @param n_keep Tokens to keep, at most the conversation's length.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL session, `n_keep` beyond the conversation,\n         or a zf_generation in progress)."]
     pub unsafe fn zf_session_truncate(&self, session: *mut zf_session, n_keep: usize) -> zf_status {
         (self.zf_session_truncate)(session, n_keep)
+    }
+    #[doc = " @brief Since 0.4: gives the session a draft model for speculative decoding\n (zf_generate_params.draft_max > 0 turns it on per call): a smaller model with the target's\n vocabulary drafts greedily in a session of its own (created here, with this session's context\n length and the draft model's default threads), and the target verifies the drafts as for\n prompt lookup, so the output is token for token the output without a draft, greedy or\n sampled with a seed. A greedy draft is a point mass, for which the standard rejection rule is\n exactly \"sample the target at each position, keep the draft while they agree\"; the output\n distribution is the target's (doc/speculative.md). The draft's session follows this one's\n conversation: before each draft it keeps the prefix it shares with the conversation and\n evaluates the rest (zf_session_truncate() semantics for rejected drafts, turns, resets and\n loaded states). The session holds a reference to the draft model (zf_model_free() on it is\n safe); any number of sessions may share one draft model. Setting another draft replaces the\n previous one; NULL removes it.\n\n Vocabulary check, as llama.cpp's speculative examples make it: the same tokenizer kind, the\n same BOS and EOS (whether added, and their ids), token counts within 128 of each other and\n the same text for every token id from 5 up to the smaller count (the first ids are special\n tokens whose roles are checked instead). A drafted id the target lacks ends that draft.\n @param session The target session.\n @param draft The draft model (NULL: none).\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL session, a zf_generation in progress, a\n         draft loaded with ::ZF_MODEL_VOCAB_ONLY, or vocabularies that differ: the message names\n         the first difference, e.g. the token id and both texts, or both token counts);\n         ::ZF_ERR_OUT_OF_MEMORY."]
+    pub unsafe fn zf_session_set_draft_model(
+        &self,
+        session: *mut zf_session,
+        draft: *mut zf_model,
+    ) -> zf_status {
+        (self.zf_session_set_draft_model)(session, draft)
     }
     #[doc = " @brief Bytes zf_session_state_save() needs for the session as it is now: a header naming the\n model (a fingerprint of its architecture, sizes and tensors), the conversation tokens and the\n KV cache rows in use.\n @param session The session.\n @param size Receives the size in bytes. Required.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT; ::ZF_ERR_UNSUPPORTED (an engine that cannot export\n         its KV cache, e.g. CUDA in this version)."]
     pub unsafe fn zf_session_state_size(

@@ -654,6 +654,16 @@ impl<'m> Session<'m> {
         check(unsafe { sys::zf!(zf_session_reset(self.raw())) })
     }
 
+    /// Gives the session a draft model for speculative decoding (`zf_session_set_draft_model`):
+    /// with [`GenerateOptions::draft_max`] the drafts come from `draft`'s greedy output instead of
+    /// prompt lookup, and the output is still token for token the output without it. The draft
+    /// must have this model's vocabulary ([`ErrorCode::InvalidArgument`] naming the first
+    /// difference otherwise). The session keeps the draft model alive; `None` removes it.
+    pub fn set_draft_model(&mut self, draft: Option<&Model>) -> Result<()> {
+        let d = draft.map_or(ptr::null_mut(), |m| m.raw());
+        check(unsafe { sys::zf!(zf_session_set_draft_model(self.raw(), d)) })
+    }
+
     /// Number of tokens in the KV cache.
     pub fn n_past(&self) -> Result<usize> {
         let mut n = 0i32;

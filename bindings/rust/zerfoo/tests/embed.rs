@@ -1,8 +1,11 @@
-//! Embeddings, reranking and prompt-lookup drafts on SmolLM2.
+//! Embeddings, reranking, prompt-lookup drafts and a draft model on SmolLM2.
 mod common;
 
 use common::model;
-use zerfoo::{EmbedOptions, ErrorCode, GenerateOptions, Pooling, SessionOptions, MAX_DRAFT};
+use zerfoo::{
+    Device, EmbedOptions, ErrorCode, GenerateOptions, Model, ModelOptions, Pooling, SessionOptions,
+    MAX_DRAFT,
+};
 
 const TEXTS: [&str; 3] = [
     "The cat sat on the mat.",
@@ -158,4 +161,58 @@ fn drafts_keep_the_output() {
         .generate(prompt, &too_many)
         .unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidArgument);
+}
+
+/// The model as its own draft (the same vocabulary): the plain greedy output, drafts kept; a
+/// draft of another vocabulary (Gemma 3, when present) is refused.
+#[test]
+fn draft_model_keeps_the_output() {
+    let Some(model) = model() else { return };
+    let prompt =
+        "<|im_start|>user\nWrite two sentences about the sea.<|im_end|>\n<|im_start|>assistant\n";
+    let so = SessionOptions {
+        n_ctx: 256,
+        n_threads: 1,
+        ..Default::default()
+    };
+    let opts = GenerateOptions {
+        draft_max: 6,
+        ..GenerateOptions::greedy(32)
+    };
+    let plain = model
+        .session(&so)
+        .unwrap()
+        .generate(prompt, &GenerateOptions::greedy(32))
+        .unwrap();
+    let mut s = model.session(&so).unwrap();
+    s.set_draft_model(Some(&model)).unwrap();
+    let drafted = s.generate(prompt, &opts).unwrap();
+    assert_eq!(drafted.text, plain.text);
+    assert!(
+        drafted.accepted_tokens > 0 && drafted.drafted_tokens >= drafted.accepted_tokens,
+        "drafted {}, accepted {}",
+        drafted.drafted_tokens,
+        drafted.accepted_tokens
+    );
+    s.set_draft_model(None).unwrap();
+    let gemma_path = std::path::Path::new(&std::env::var("HOME").unwrap_or_default())
+        .join(".cache/zerfoo/models/gemma-3-270m-q4_k_m.gguf");
+    if !gemma_path.exists() {
+        eprintln!(
+            "skipping the vocabulary check: {} missing",
+            gemma_path.display()
+        );
+        return;
+    }
+    let gemma = Model::load(
+        &gemma_path,
+        &ModelOptions {
+            device: Device::Cpu,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let err = s.set_draft_model(Some(&gemma)).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+    assert!(err.to_string().contains("vocabulary"), "{err}");
 }

@@ -1,0 +1,63 @@
+#include "common/lazy_buffer.h"
+
+#include <cstdlib>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#include <unistd.h>
+#define ZF_LAZY_MMAP 1
+#endif
+
+namespace zf {
+
+LazyBuffer::~LazyBuffer() { Free(); }
+
+void LazyBuffer::Free() {
+#ifdef ZF_LAZY_MMAP
+  if (mapped_) munmap(data_, size_);
+#endif
+  if (!mapped_) std::free(data_);
+  data_ = nullptr;
+  size_ = 0;
+  mapped_ = false;
+}
+
+bool LazyBuffer::Allocate(size_t bytes) {
+  Free();
+  if (bytes == 0) return true;
+#ifdef ZF_LAZY_MMAP
+  // Anonymous private pages are zero and take no memory until written; MAP_NORESERVE keeps a
+  // large n_ctx from being refused under strict overcommit accounting for pages never touched.
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#ifdef MAP_NORESERVE
+  flags |= MAP_NORESERVE;
+#endif
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
+  if (p != MAP_FAILED) {
+    data_ = static_cast<uint8_t*>(p);
+    size_ = bytes;
+    mapped_ = true;
+    return true;
+  }
+#endif
+  data_ = static_cast<uint8_t*>(std::calloc(bytes, 1));  // large callocs are lazily zeroed too
+  if (data_ == nullptr) return false;
+  size_ = bytes;
+  return true;
+}
+
+void LazyBuffer::Release(size_t begin, size_t end) {
+  if (end > size_) end = size_;
+  if (begin >= end) return;
+#ifdef ZF_LAZY_MMAP
+  if (mapped_) {
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    const size_t b = (begin + page - 1) / page * page;  // whole pages only: the edges hold live rows
+    const size_t e = end == size_ ? end : end / page * page;
+    if (b < e) madvise(data_ + b, e - b, MADV_DONTNEED);  // private anonymous: zero again
+  }
+#endif
+  // Without paging control the bytes simply stay: the caller no longer reads them.
+}
+
+}  // namespace zf

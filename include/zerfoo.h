@@ -920,7 +920,10 @@ ZF_API zf_status zf_session_tokens(const zf_session* session, int32_t* tokens, s
 /**
  * @brief Keeps the first `n_keep` tokens of the conversation (zf_session_tokens()) and forgets
  * the rest: the next call continues after them, so a prompt that starts with them is evaluated
- * from there on. `n_keep == 0` is zf_session_reset().
+ * from there on. `n_keep == 0` is zf_session_reset(). On a model with recurrent layers (LFM2)
+ * the state at `n_keep` is rebuilt exactly: from the nearest checkpoint (every 64 tokens) the
+ * kept tokens after it are evaluated again (at most 63; doc/state.md), which takes that much
+ * prefill and may end with ::ZF_ERR_CANCELLED.
  * @param session The session.
  * @param n_keep Tokens to keep, at most the conversation's length.
  * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL session, `n_keep` beyond the conversation,
@@ -959,7 +962,8 @@ ZF_API zf_status zf_session_set_draft_model(zf_session* session, zf_model* draft
 /**
  * @brief Bytes zf_session_state_save() needs for the session as it is now: a header naming the
  * model (a fingerprint of its architecture, sizes and tensors), the conversation tokens and the
- * KV cache rows in use.
+ * KV cache rows in use; on a model with recurrent layers also their state and its checkpoints
+ * (checked on load).
  * @param session The session.
  * @param size Receives the size in bytes. Required.
  * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT; ::ZF_ERR_UNSUPPORTED (an engine that cannot export

@@ -108,6 +108,17 @@ FAMILIES = {
     "gpt-oss": dict(arch="gpt-oss", vocab="llama-bpe", pre="gpt-4o", E=128, L=4, H=8, Hkv=2, hd=64, F=128, base=150000.0,
                     tied=False, eps=1e-5, ctx=2048, key_length=True, window=8, experts=(8, 4), Fe=128,
                     yarn=dict(factor=32.0, orig=64), q4="mxfp4"),
+    # LFM2: short-convolution layers (head_count_kv 0, kernel l_cache 3) between GQA attention
+    # layers with per-head QK-norm; output norm stored as token_embd_norm. llama.cpp ships no
+    # LFM2 vocabulary file: llama-bpe's (the same llama3 pre-tokenizer rules) with
+    # tokenizer.ggml.pre set to "lfm2".
+    "lfm2": dict(arch="lfm2", vocab="llama-bpe", pre="lfm2", E=256, L=4, H=4, Hkv=2, hd=64, F=512, base=1e6,
+                 tied=True, eps=1e-5, ctx=128000, conv_layers=(0, 2), l_cache=3, qk_norm=True),
+    # LFM2-MoE: the same mixers; layer 0 dense, then 4 experts (2 used) with a sigmoid router
+    # whose top-k is chosen on the scores plus exp_probs_b.bias.
+    "lfm2moe": dict(arch="lfm2moe", vocab="llama-bpe", pre="lfm2", E=256, L=4, H=4, Hkv=2, hd=64, F=512,
+                    base=1e6, tied=True, eps=1e-5, ctx=128000, conv_layers=(0, 2), l_cache=3, qk_norm=True,
+                    experts=(4, 2), Fe=256, dense_lead=1, probs_bias=0.1),
 }
 
 # 1B-class shapes for bench/family_bench.sh (Q4_K_M mix only, never in the tests): a dense
@@ -175,30 +186,38 @@ def tensor_specs(h, n_vocab, quant):
         p = f"blk.{i}."
         if arch != "olmo2":
             specs.append(vec(p + "attn_norm.weight", E))
-        if arch == "phi3":
-            specs.append(mat(p + "attn_qkv.weight", E, nq + 2 * nkv, 0.06, i))
+        if i in h.get("conv_layers", ()):
+            # The kernel [l_cache, E] stays F32 (rows of 3: llama-quantize cannot block them).
+            specs += [(p + "shortconv.conv.weight", (h["l_cache"], E), Q.F32, 0.5),
+                      mat(p + "shortconv.in_proj.weight", E, 3 * E, 0.06, i),
+                      mat(p + "shortconv.out_proj.weight", E, E, 0.03, i)]
         else:
-            specs += [mat(p + "attn_q.weight", E, nq, 0.06, i), mat(p + "attn_k.weight", E, nkv, 0.06, i),
-                      mat(p + "attn_v.weight", E, nkv, 0.03, i, kind="more")]
-        if h.get("qkv_bias"):
-            specs += [vec(p + "attn_q.bias", nq, 0.2), vec(p + "attn_k.bias", nkv, 0.2),
-                      vec(p + "attn_v.bias", nkv, 0.05)]
-        if h.get("qk_norm"):
-            specs += [vec(p + "attn_q_norm.weight", hd), vec(p + "attn_k_norm.weight", hd)]
-        if h.get("qk_norm_full"):
-            specs += [vec(p + "attn_q_norm.weight", nq), vec(p + "attn_k_norm.weight", nkv)]
-        specs.append(mat(p + "attn_output.weight", nq, E, 0.03, i))
-        if arch in ("gemma2", "olmo2"):
-            specs.append(vec(p + "post_attention_norm.weight", E))
+            if arch == "phi3":
+                specs.append(mat(p + "attn_qkv.weight", E, nq + 2 * nkv, 0.06, i))
+            else:
+                specs += [mat(p + "attn_q.weight", E, nq, 0.06, i), mat(p + "attn_k.weight", E, nkv, 0.06, i),
+                          mat(p + "attn_v.weight", E, nkv, 0.03, i, kind="more")]
+            if h.get("qkv_bias"):
+                specs += [vec(p + "attn_q.bias", nq, 0.2), vec(p + "attn_k.bias", nkv, 0.2),
+                          vec(p + "attn_v.bias", nkv, 0.05)]
+            if h.get("qk_norm"):
+                specs += [vec(p + "attn_q_norm.weight", hd), vec(p + "attn_k_norm.weight", hd)]
+            if h.get("qk_norm_full"):
+                specs += [vec(p + "attn_q_norm.weight", nq), vec(p + "attn_k_norm.weight", nkv)]
+            specs.append(mat(p + "attn_output.weight", nq, E, 0.03, i))
+            if arch in ("gemma2", "olmo2"):
+                specs.append(vec(p + "post_attention_norm.weight", E))
         if arch != "olmo2":
             specs.append(vec(p + "ffn_norm.weight", E))
-        if "experts" in h:
+        if "experts" in h and i >= h.get("dense_lead", 0):
             n_exp = h["experts"][0]
             Fe = h.get("Fe", F)
             specs += [(p + "ffn_gate_inp.weight", (E, n_exp), Q.F32, 0.06),
                       mat(p + "ffn_gate_exps.weight", E, Fe, 0.03, i, n_exp=n_exp),
                       mat(p + "ffn_up_exps.weight", E, Fe, 0.03, i, n_exp=n_exp),
                       mat(p + "ffn_down_exps.weight", Fe, E, 0.03, i, kind="more", n_exp=n_exp)]
+            if h.get("probs_bias"):
+                specs.append(vec(p + "exp_probs_b.bias", n_exp, h["probs_bias"]))
         elif arch == "phi3":
             specs += [mat(p + "ffn_up.weight", E, 2 * F, 0.03, i), mat(p + "ffn_down.weight", F, E, 0.03, i, kind="more")]
         else:
@@ -206,7 +225,7 @@ def tensor_specs(h, n_vocab, quant):
                       mat(p + "ffn_down.weight", F, E, 0.03, i, kind="more")]
         if arch in ("gemma2", "olmo2"):
             specs.append(vec(p + "post_ffw_norm.weight", E))
-    specs.append(vec("output_norm.weight", E))
+    specs.append(vec("token_embd_norm.weight" if arch in ("lfm2", "lfm2moe") else "output_norm.weight", E))
     if not h["tied"]:
         specs.append(mat("output.weight", E, n_vocab, 0.02, kind="out"))
     return specs
@@ -418,9 +437,14 @@ def kv_str(key, v):
     return gguf_str(key) + struct.pack("<I", T_STR) + gguf_str(v)
 
 
+def kv_i32_array(key, vals):
+    """An INT32 array, as the gguf writer stores a list of Python ints."""
+    return gguf_str(key) + struct.pack("<IIQ", T_ARR, 5, len(vals)) + struct.pack(f"<{len(vals)}i", *vals)
+
+
 def read_tokenizer_kv(path, pre=None):
-    """(raw bytes of every tokenizer.* key/value pair, in file order; their count; n_vocab), with
-    tokenizer.ggml.pre replaced by `pre` when given."""
+    """(raw bytes of every tokenizer.* key/value pair, in file order; their count; n_vocab).
+    pre: a tokenizer.ggml.pre value replacing the file's."""
     with open(path, "rb") as f:
         buf = f.read()
     magic, version, _n_tensors, n_kv = struct.unpack_from("<IIQQ", buf, 0)
@@ -491,7 +515,10 @@ def metadata(h, quant, name):
     kv = [kv_str("general.architecture", a), kv_str("general.name", f"zerfoo synthetic {name}"),
           kv_u32(f"{a}.context_length", h["ctx"]), kv_u32(f"{a}.embedding_length", E),
           kv_u32(f"{a}.block_count", h["L"]), kv_u32(f"{a}.feed_forward_length", h["F"]),
-          kv_u32(f"{a}.attention.head_count", H), kv_u32(f"{a}.attention.head_count_kv", h["Hkv"]),
+          kv_u32(f"{a}.attention.head_count", H),
+          kv_i32_array(f"{a}.attention.head_count_kv",
+                       [0 if i in h["conv_layers"] else h["Hkv"] for i in range(h["L"])])
+          if "conv_layers" in h else kv_u32(f"{a}.attention.head_count_kv", h["Hkv"]),
           kv_f32(f"{a}.rope.freq_base", h["base"]),
           kv_f32(f"{a}.attention.layer_norm_rms_epsilon", h["eps"])]
     if h.get("key_length"):
@@ -518,6 +545,10 @@ def metadata(h, quant, name):
                kv_u32(f"{a}.rope.scaling.original_context_length", y["orig"]),
                kv_f32(f"{a}.rope.scaling.yarn_beta_fast", 32.0), kv_f32(f"{a}.rope.scaling.yarn_beta_slow", 1.0),
                kv_u32(f"{a}.attention.sliding_window", h["window"])]
+    if a in ("lfm2", "lfm2moe"):
+        kv.append(kv_u32(f"{a}.shortconv.l_cache", h["l_cache"]))
+    if a == "lfm2moe":
+        kv += [kv_u32(f"{a}.leading_dense_block_count", h["dense_lead"]), kv_u32(f"{a}.expert_gating_func", 2)]
     if a == "granite":
         s = h["scales"]
         kv += [kv_f32(f"{a}.embedding_scale", s["embedding"]), kv_f32(f"{a}.residual_scale", s["residual"]),

@@ -125,7 +125,14 @@ ZF_API zf_status zf_model_info(const zf_model* model, zf_model_summary* info) {
   }
   const zf::model::Model& m = *model->impl;
   const zf::model::ModelDesc& c = m.desc();
-  const zf::model::AttentionDesc a0 = c.layers.empty() ? zf::model::AttentionDesc{} : c.layers[0].attn;
+  // The first attention layer's heads (a hybrid's recurrent layers have none).
+  zf::model::AttentionDesc a0;
+  for (const zf::model::LayerDesc& l : c.layers) {
+    if (l.attention()) {
+      a0 = l.attn;
+      break;
+    }
+  }
   const zf::tok::Tokenizer& t = m.tokenizer();
   zf_model_summary s;
   std::memset(&s, 0, sizeof s);

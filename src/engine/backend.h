@@ -122,6 +122,14 @@ class Backend {
   // kStridedRows: dst[r * dst_stride + i] = src[r * src_stride + i] for r < rows, i < width.
   virtual void CopyRows(const float* src, int64_t src_stride, int32_t rows, int32_t width, float* dst,
                         int64_t dst_stride) {}
+  // kShortConv: LFM2's gated short convolution over n_tok consecutive positions of ONE sequence.
+  // bcx: n_tok rows [b | c | x] of 3 * width; kernel: [width][l_cache] (channel c's taps, oldest
+  // first); state: [l_cache - 1][width], the sequence's previous values of b * x, oldest first,
+  // updated to the last l_cache - 1 positions. y[t, c] = c[t, c] * sum_j kernel[c, j] * u[t + j, c]
+  // where u is the state followed by the rows' b * x (the reference's ssm_conv order of sums).
+  // Each position's result depends only on its own window: chunking does not change the bits.
+  virtual void ShortConv(const float* bcx, int32_t n_tok, int32_t width, const float* kernel, int32_t l_cache,
+                         float* state, float* y) {}
 
   // ---- Activation memory and step hooks. Defaults (host memory, nothing recorded) are what the
   // CPU engine uses; a device engine overrides them. ----

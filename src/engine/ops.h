@@ -46,6 +46,7 @@ enum class Op : int32_t {
   kStridedRows, // row copies between buffers of different strides (Backend::CopyRows): per-layer
                 // inputs, KV rows narrower than the cache's
   kUnweightedNorm,  // RmsNorm without a weight (w == nullptr)
+  kShortConv,   // LFM2's gated short convolution with a per-sequence state (Backend::ShortConv)
   kCount
 };
 const char* OpName(Op op);

@@ -115,6 +115,9 @@ struct FfnDesc {
   // The router reads rms_norm(x) / sqrt(n_embd) * ffn_gate_inp.scale (the residual stream, not
   // the FFN's normed input).
   bool router_scaled_norm = false;
+  // exp_probs_b.bias [n_expert]: added to the scores for choosing the top-k only (the weights
+  // stay the unbiased scores), as LFM2-MoE's router does.
+  bool selection_bias = false;
 };
 
 struct NormDesc {
@@ -132,8 +135,24 @@ struct NormDesc {
   bool ffn_norm_named_post_attention = false;
 };
 
+// What mixes positions in a layer: attention over the sequence's KV rows, or a recurrent block
+// whose per-sequence state (model/recurrent_state.h) is declared by RecurrentStateFloats.
+enum class MixerKind : int32_t {
+  kAttention,
+  // LFM2's gated short convolution: in_proj -> [b | c | x], y = c * conv(b * x) over the last
+  // l_cache positions (a causal depthwise convolution), out_proj. State: the last l_cache - 1
+  // values of b * x, [l_cache - 1][n_embd].
+  kShortConv,
+};
+
+struct ShortConvDesc {
+  int32_t l_cache = 0;  // kernel length (shortconv.l_cache): the current position and l_cache - 1 before it
+};
+
 struct LayerDesc {
-  AttentionDesc attn;
+  MixerKind mixer = MixerKind::kAttention;
+  AttentionDesc attn;    // kAttention only
+  ShortConvDesc conv;    // kShortConv only
   FfnDesc ffn;
   NormDesc norm;
   // Gemma 4's per-layer input (ModelDesc::n_embd_per_layer > 0), after the FFN's residual:
@@ -141,6 +160,7 @@ struct LayerDesc {
   bool per_layer_input = false;
   // An optional layer_output_scale [1] multiplies the layer's output (the whole residual stream).
   bool out_scale = false;
+  bool attention() const { return mixer == MixerKind::kAttention; }
 };
 
 struct ModelDesc {
@@ -196,6 +216,10 @@ struct ModelDesc {
 
   uint64_t n_params = 0;  // total weight elements (zf_model_info)
 
+  // The output norm's tensor name when it is not output_norm.weight (LFM2 stores it as
+  // token_embd_norm.weight).
+  std::string output_norm_name;
+
   // The largest KV widths over the layers (cache sizing: a narrower layer's rows are padded).
   int32_t MaxKWidth() const;
   int32_t MaxVWidth() const;
@@ -203,7 +227,16 @@ struct ModelDesc {
   // is the cache layer that layer il stores to or, sharing, reads from.
   int32_t NKvLayers() const;
   int32_t KvSlot(int32_t il) const;
+  // True when a layer keeps a recurrent state (RecurrentStateFloats > 0): such a sequence cannot
+  // be rolled back by dropping KV rows alone (runtime/session.h, doc/state.md).
+  bool HasRecurrentLayers() const;
 };
+
+// Floats of one sequence's recurrent state for layer `l` (0 for an attention layer, whose state
+// is its KV rows). A new recurrent kind declares its state here (Mamba-2's conv + SSM state,
+// gated DeltaNet's conv + [heads][d_k][d_v] matrix) and gets snapshots, rollback, session
+// state and the prefix cache through the same per-layer buffer.
+size_t RecurrentStateFloats(const ModelDesc& d, const LayerDesc& l);
 
 // The optional engine ops (engine/ops.h) this model's forward pass calls; an engine lacking one
 // cannot run it.

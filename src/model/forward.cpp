@@ -13,7 +13,7 @@ const float* F32(const Tensor* t) { return t == nullptr ? nullptr : reinterpret_
 // Whether some layer's K or V rows are narrower than the cache's (padded before StoreKv).
 bool NeedsPadding(const ModelDesc& d) {
   for (const LayerDesc& l : d.layers) {
-    if (l.attn.n_head_kv * l.attn.head_dim_k != d.MaxKWidth() || l.attn.n_head_kv * l.attn.head_dim_v != d.MaxVWidth()) {
+    if (l.attention() && (l.attn.n_head_kv * l.attn.head_dim_k != d.MaxKWidth() || l.attn.n_head_kv * l.attn.head_dim_v != d.MaxVWidth())) {
       return true;
     }
   }
@@ -40,13 +40,19 @@ Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch
     rope_factors_ = F32(padded > d.n_ctx_orig ? w[GlobalRole::kRopeFactorsLong] : w[GlobalRole::kRopeFactorsShort]);
   }
   size_t q = 0, k = 0, v = 0, o = 0, ff = 0, ne = 0;
+  bool conv = false;
   for (const LayerDesc& l : d.layers) {
+    ff = std::max({ff, size_t(l.ffn.n_ff), size_t(l.ffn.n_ff_dense)});
+    ne = std::max(ne, size_t(l.ffn.n_expert));
+    if (l.mixer == MixerKind::kShortConv) {
+      conv = true;
+      o = std::max(o, size_t(d.n_embd));  // the convolution's output goes to attn_
+      continue;
+    }
     q = std::max(q, size_t(l.attn.n_head) * size_t(l.attn.head_dim_k));
     k = std::max(k, size_t(l.attn.n_head_kv) * size_t(l.attn.head_dim_k));
     v = std::max(v, size_t(l.attn.n_head_kv) * size_t(l.attn.head_dim_v));
     o = std::max(o, size_t(l.attn.n_head) * size_t(l.attn.head_dim_v));
-    ff = std::max({ff, size_t(l.ffn.n_ff), size_t(l.ffn.n_ff_dense)});
-    ne = std::max(ne, size_t(l.ffn.n_expert));
   }
   const size_t b = size_t(max_batch), E = size_t(d.n_embd);
   // Scratch lives where the backend computes (host memory for the CPU engine).
@@ -54,6 +60,7 @@ Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch
   bool ok = alloc(x_, b * E) && alloc(h_, b * std::max(E, o)) && alloc(q_, b * q) && alloc(k_, b * k) &&
             alloc(v_, b * v) && alloc(attn_, b * o) && alloc(gate_, b * ff) && alloc(up_, b * ff) &&
             alloc(logits_, size_t(max_seqs) * size_t(d.n_vocab));
+  if (ok && conv) ok = alloc(conv_, b * 3 * E);
   if (ok && ne > 0) {
     ok = alloc(router_, b * ne) && alloc(moe_in_, b * E) && alloc(moe_out_, b * E) && alloc(moe_acc_, b * E) &&
          alloc(moe_x_, b * E);
@@ -79,12 +86,13 @@ Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch
   zeros_.assign(b, 0);
 }
 
-void Forward::Run(const int32_t* tokens, int32_t n, int32_t pos0, float* logits, int32_t* argmax) {
+void Forward::Run(const int32_t* tokens, int32_t n, int32_t pos0, float* logits, int32_t* argmax,
+                  RecurrentState* state) {
   const int32_t n_vocab = model_.desc().n_vocab;
   const bool want = logits != nullptr || argmax != nullptr;
   // On the CPU the logits are written straight into the caller's array.
   float* out = !want ? nullptr : (be_.HostActivations() && logits != nullptr) ? logits : logits_.data();
-  const Seq seq{&be_, pos0, n, nullptr, nullptr, rope_factors_};
+  const Seq seq{&be_, pos0, n, nullptr, nullptr, rope_factors_, state};
   if (!be_.BeginStep(tokens, n, pos0, want)) {
     RunOps(tokens, n, &seq, 1, out);
     if (be_.EndStep()) RunOps(tokens, n, &seq, 1, out);  // only recorded (capture failed): run for real
@@ -94,11 +102,11 @@ void Forward::Run(const int32_t* tokens, int32_t n, int32_t pos0, float* logits,
   if (logits != nullptr && out != logits) be_.ReadActivations(out, size_t(n_vocab), logits);
 }
 
-void Forward::RunEveryLogit(const int32_t* tokens, int32_t n, int32_t pos0, float* logits) {
+void Forward::RunEveryLogit(const int32_t* tokens, int32_t n, int32_t pos0, float* logits, RecurrentState* state) {
   // One-row sequences on this backend's own cache: the attention block stores and attends row by
   // row in order (row i sees rows < i), and the output head takes every sequence's last row.
   every_.resize(size_t(n));
-  for (int32_t i = 0; i < n; ++i) every_[size_t(i)] = Seq{&be_, pos0 + i, 1, nullptr, nullptr, rope_factors_};
+  for (int32_t i = 0; i < n; ++i) every_[size_t(i)] = Seq{&be_, pos0 + i, 1, nullptr, nullptr, rope_factors_, state};
   RunOps(tokens, n, every_.data(), n, logits);
 }
 
@@ -139,7 +147,11 @@ void Forward::RunOps(const int32_t* tokens, int32_t n, const Seq* seqs, int32_t 
   if (d.n_embd_per_layer > 0) PerLayerInputs(tokens, n);
   for (int32_t il = 0; il < d.n_layer; ++il) {
     const LayerDesc& ld = d.layers[size_t(il)];
-    AttentionBlock(il, n, seqs, n_seq);
+    if (ld.attention()) {
+      AttentionBlock(il, n, seqs, n_seq);
+    } else {
+      ShortConvBlock(il, n, seqs, n_seq);
+    }
     if (ld.ffn.kind == FfnKind::kMoe) {
       MoeFfn(il, n);
     } else {
@@ -325,6 +337,20 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
   }
 }
 
+void Forward::ShortConvBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_seq) {
+  const LayerDesc& ld = model_.desc().layers[size_t(il)];
+  const LayerTensors& L = model_.weights().layers[size_t(il)];
+  const int32_t E = model_.desc().n_embd;
+  Norm(ld.norm.kind, ld.norm.eps, L[LayerRole::kAttnNorm], L[LayerRole::kAttnNormBias], x_.data(), n, h_.data());
+  be_.MatMul(*L[LayerRole::kShortConvInProj], h_.data(), n, conv_.data());
+  for (int32_t i = 0, row = 0; i < n_seq; row += seqs[i].n, ++i) {
+    be_.ShortConv(conv_.data() + int64_t{row} * 3 * E, seqs[i].n, E, F32(L[LayerRole::kShortConvConv]), ld.conv.l_cache,
+                  seqs[i].state->layer(il), attn_.data() + int64_t{row} * E);
+  }
+  be_.MatMul(*L[LayerRole::kShortConvOutProj], attn_.data(), n, h_.data());
+  Residual(h_.data(), n);
+}
+
 void Forward::DenseFfn(int32_t il, int32_t n) {
   const LayerDesc& ld = model_.desc().layers[size_t(il)];
   const LayerTensors& L = model_.weights().layers[size_t(il)];
@@ -395,8 +421,6 @@ void Forward::MoeFfn(int32_t il, int32_t n) {
     Norm(ld.norm.kind, ld.norm.eps, L[LayerRole::kFfnNorm], L[LayerRole::kFfnNormBias], x_.data(), n, h_.data());
     in = h_.data();
   }
-  be_.MatMul(*L[LayerRole::kFfnGateInp], in, n, router_.data());
-  if (L[LayerRole::kFfnGateInpBias]) be_.AddBias(router_.data(), F32(L[LayerRole::kFfnGateInpBias]), n, f.n_expert);
   const bool dense_beside = f.n_ff_dense > 0;
   if (dense_beside) {  // Gemma 4: the dense MLP of the ffn_norm'ed input, into h_
     be_.MatMulGated(f.act, *L[LayerRole::kFfnGate], *L[LayerRole::kFfnUp], in, n, gate_.data(), up_.data());
@@ -410,6 +434,7 @@ void Forward::MoeFfn(int32_t il, int32_t n) {
   } else {
     be_.MatMul(*L[LayerRole::kFfnGateInp], in, n, router_.data());
   }
+  if (L[LayerRole::kFfnGateInpBias]) be_.AddBias(router_.data(), F32(L[LayerRole::kFfnGateInpBias]), n, f.n_expert);
   if (dense_beside) {  // the experts read their own norm of x
     be_.RmsNorm(x_.data(), F32(L[LayerRole::kFfnPreNorm2]), n, E, ld.norm.eps, moe_x_.data());
     in = moe_x_.data();
@@ -432,12 +457,14 @@ void Forward::MoeFfn(int32_t il, int32_t n) {
     }
     int32_t* s = sel_.data() + size_t(t) * size_t(K);
     float* sw = sel_w_.data() + size_t(t) * size_t(K);
-    // Top-k by score, the lower index first among equal scores.
+    // Top-k by score (plus the selection bias), the lower index first among equal scores.
+    const float* bias = F32(L[LayerRole::kFfnExpProbsBias]);
+    const auto score = [&](int32_t e) { return bias != nullptr ? probs_[size_t(e)] + bias[e] : probs_[size_t(e)]; };
     for (int32_t j = 0; j < K; ++j) {
       int32_t best = -1;
       for (int32_t e = 0; e < f.n_expert; ++e) {
         if (std::find(s, s + j, e) != s + j) continue;
-        if (best < 0 || probs_[size_t(e)] > probs_[size_t(best)]) best = e;
+        if (best < 0 || score(e) > score(best)) best = e;
       }
       s[j] = best;
       sw[j] = probs_[size_t(best)];

@@ -10,6 +10,7 @@
 #include "common/status.h"
 #include "engine/backend.h"
 #include "model/model.h"
+#include "model/recurrent_state.h"
 
 namespace zf::model {
 
@@ -25,11 +26,13 @@ class Forward {
   // Ok, or why the backend cannot run this model (an op it lacks, or no memory for scratch).
   const Status& status() const { return status_; }
 
-  // Evaluates tokens[0..n) at positions pos0.. (n <= max_batch), appending to the KV cache.
-  // If logits != nullptr, writes the last token's n_vocab logits there. If argmax != nullptr,
-  // stores the index of the largest logit instead (computed by the backend: on a GPU only the
-  // id crosses to the host); logits may then be nullptr.
-  void Run(const int32_t* tokens, int32_t n, int32_t pos0, float* logits, int32_t* argmax = nullptr);
+  // Evaluates tokens[0..n) at positions pos0.. (n <= max_batch), appending to the KV cache and
+  // advancing `state`, the sequence's recurrent state (required when the model has recurrent
+  // layers; see recurrent_state.h). If logits != nullptr, writes the last token's n_vocab logits
+  // there. If argmax != nullptr, stores the index of the largest logit instead (computed by the
+  // backend: on a GPU only the id crosses to the host); logits may then be nullptr.
+  void Run(const int32_t* tokens, int32_t n, int32_t pos0, float* logits, int32_t* argmax,
+           RecurrentState* state);
   // Copies the logits of the last Run that asked only for the argmax into host memory.
   void ReadLogits(float* host);
 
@@ -38,7 +41,8 @@ class Forward {
   // over the keys up to its own position, through the one-token attention), writing every
   // position's n_vocab logits to logits (n x n_vocab, host memory). Host-memory backends only;
   // with the backend's SetBatchInvariant(true) row i's logits equal those of Run() of token i.
-  void RunEveryLogit(const int32_t* tokens, int32_t n, int32_t pos0, float* logits);
+  // `state` (recurrent models) advances row by row: the rows are one sequence's, in order.
+  void RunEveryLogit(const int32_t* tokens, int32_t n, int32_t pos0, float* logits, RecurrentState* state);
 
   // One sequence of a batched step: its n tokens at positions pos0.. go to the KV cache of
   // `kv` (that sequence's own backend, whose cache and attention it uses); the products of
@@ -50,6 +54,7 @@ class Forward {
     float* logits;   // host array for the last token's n_vocab logits, or nullptr
     int32_t* argmax;  // or the index of the largest of them, or nullptr
     const float* rope_factors;  // the sequence's Forward's rope_factors() (they follow its n_ctx)
+    RecurrentState* state;      // the sequence's recurrent state (nullptr: attention-only model)
   };
   // The frequency factors this Forward's rope uses (rope_freqs, or LongRoPE's set for n_ctx).
   const float* rope_factors() const { return rope_factors_; }
@@ -82,6 +87,9 @@ class Forward {
   void RunOps(const int32_t* tokens, int32_t n, const Seq* seqs, int32_t n_seq, float* logits);
   // The blocks: each reads the residual stream x_ and adds its output to it.
   void AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_seq);
+  // MixerKind::kShortConv: in_proj, each sequence's rows through Backend::ShortConv with its own
+  // state, out_proj.
+  void ShortConvBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_seq);
   void DenseFfn(int32_t il, int32_t n);
   // Gemma 4's per-layer inputs of the step's n rows (from the token ids and the scaled input
   // embeddings in x_), one [n, n_embd_per_layer] block per layer in pl_; and the block that
@@ -109,6 +117,7 @@ class Forward {
   ActBuf pl_all_, pl_, pl_gate_;
   // K/V rows of a layer narrower than the cache, padded to its width (zero elsewhere).
   ActBuf k_pad_, v_pad_;
+  ActBuf conv_;  // short convolutions: in_proj's [B, 3 * n_embd]
   std::vector<int32_t> pos_;
   std::vector<int32_t> zeros_;  // [max_batch] token type 0 of every row
   std::vector<engine::Backend::DecodeRow> attn_rows_;  // a batched decode step's attention rows

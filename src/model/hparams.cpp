@@ -169,7 +169,9 @@ Status ReadCommon(const Hparams& h, ModelDesc* d) {
     AttentionDesc& a = ld.attn;
     a.n_head = n_head[size_t(il)];
     a.n_head_kv = n_head_kv[size_t(il)];
-    if (a.n_head <= 0 || a.n_head > 4096 || a.n_head_kv <= 0 || a.n_head % a.n_head_kv != 0) {
+    // head_count_kv 0 marks a layer without attention (LFM2's convolutions): the family's builder
+    // gives it a recurrent mixer, else ValidateDesc refuses it.
+    if (a.n_head <= 0 || a.n_head > 4096 || a.n_head_kv < 0 || (a.n_head_kv > 0 && a.n_head % a.n_head_kv != 0)) {
       return FormatError("inconsistent attention heads for '" + d->arch + "' layer " + std::to_string(il) + ": head_count=" +
                          std::to_string(a.n_head) + " head_count_kv=" + std::to_string(a.n_head_kv));
     }
@@ -203,12 +205,20 @@ Status ReadCommon(const Hparams& h, ModelDesc* d) {
 }
 
 Status ValidateDesc(const ModelDesc& d) {
+  const LayerDesc* first_attn = nullptr;
   for (int32_t il = 0; il < d.n_layer; ++il) {
     const LayerDesc& l = d.layers[size_t(il)];
     const AttentionDesc& a = l.attn;
     const std::string where = "'" + d.arch + "' layer " + std::to_string(il);
-    if (a.head_dim_k <= 0 || a.head_dim_v <= 0 || a.head_dim_k > 1024 || a.head_dim_v > 1024 || a.rope.n_rot <= 0 ||
-        a.rope.n_rot > a.head_dim_k || a.rope.n_rot % 2 != 0) {
+    if (l.mixer == MixerKind::kShortConv && (l.conv.l_cache < 2 || l.conv.l_cache > 64)) {
+      return FormatError("shortconv.l_cache of " + where + " must be 2..64, got " + std::to_string(l.conv.l_cache));
+    }
+    if (l.attention() && a.n_head_kv <= 0) {
+      return FormatError(where + " has head_count_kv 0 (no attention) and its family declares no recurrent block");
+    }
+    if (l.attention() && first_attn == nullptr) first_attn = &l;
+    if (l.attention() && (a.head_dim_k <= 0 || a.head_dim_v <= 0 || a.head_dim_k > 1024 || a.head_dim_v > 1024 || a.rope.n_rot <= 0 ||
+        a.rope.n_rot > a.head_dim_k || a.rope.n_rot % 2 != 0)) {
       return FormatError("inconsistent head sizes for " + where + ": key_length=" + std::to_string(a.head_dim_k) +
                          " value_length=" + std::to_string(a.head_dim_v) + " rope.dimension_count=" + std::to_string(a.rope.n_rot));
     }
@@ -223,6 +233,7 @@ Status ValidateDesc(const ModelDesc& d) {
                          std::to_string(l.ffn.n_ff));
     }
     if (a.window < 0) return FormatError("negative sliding window for " + where);
+    if (!l.attention()) continue;
     if (a.kv_from >= 0) {
       const AttentionDesc* src = a.kv_from < il ? &d.layers[size_t(a.kv_from)].attn : nullptr;
       if (src == nullptr || src->kv_from >= 0 || src->n_head_kv != a.n_head_kv || src->head_dim_k != a.head_dim_k ||

@@ -21,6 +21,8 @@ constexpr ArchEntry kArchs[] = {
     {"gpt-oss", BuildGptOss},
     {"bert", BuildBert},
     {"nomic-bert", BuildNomicBert},
+    {"lfm2", BuildLfm2},
+    {"lfm2moe", BuildLfm2Moe},
 };
 
 }  // namespace

@@ -28,6 +28,10 @@ bool Dense(const LayerDesc& l) { return l.ffn.kind != FfnKind::kMoe; }
 bool HasDense(const LayerDesc& l) { return Dense(l) || l.ffn.n_ff_dense > 0; }
 int64_t DenseFf(const LayerDesc& l) { return Dense(l) ? l.ffn.n_ff : l.ffn.n_ff_dense; }
 bool FusedExps(const LayerDesc& l) { return !Dense(l) && l.ffn.fused_gate_up; }
+bool ShortConv(const LayerDesc& l) { return l.mixer == MixerKind::kShortConv; }
+// The attention mixer's own tensors (Q/K/V, output, their biases and norms): absent in a layer
+// with another mixer, whatever the attention description says.
+bool AttentionRole(LayerRole r) { return r >= LayerRole::kAttnQ && r <= LayerRole::kAttnKNorm; }
 bool LayerNormBias(const LayerDesc& l, bool has_norm) { return has_norm && l.norm.kind == NormKind::kLayer; }
 Need OwnKv(const LayerDesc& l) { return l.attn.kv_from < 0 ? Need::kRequired : Need::kOptional; }
 int64_t PerLayerWidth(const ModelDesc& d) { return int64_t{d.n_embd_per_layer} * d.n_layer; }
@@ -135,6 +139,15 @@ const LayerRoleSpec kLayerRoles[] = {
    [](D d, L) { return Vec(d.n_embd); }},
   {LayerRole::kLayerOutScale, "layer_output_scale.weight", [](L l) { return If(l.out_scale, Need::kOptional); },
    [](D, L) { return Vec(1); }},
+  // The kernel is [l_cache, n_embd] F32 (rows of 2-4 values: llama-quantize leaves it F32).
+  {LayerRole::kShortConvConv, "shortconv.conv.weight", [](L l) { return If(ShortConv(l)); },
+   [](D d, L l) { return Mat(l.conv.l_cache, d.n_embd); }},
+  {LayerRole::kShortConvInProj, "shortconv.in_proj.weight", [](L l) { return If(ShortConv(l)); },
+   [](D d, L) { return Mat(d.n_embd, 3 * int64_t{d.n_embd}); }},
+  {LayerRole::kShortConvOutProj, "shortconv.out_proj.weight", [](L l) { return If(ShortConv(l)); },
+   [](D d, L) { return Mat(d.n_embd, d.n_embd); }},
+  {LayerRole::kFfnExpProbsBias, "exp_probs_b.bias", [](L l) { return If(!Dense(l) && l.ffn.selection_bias); },
+   [](D, L l) { return Vec(l.ffn.n_expert); }},
 };
 
 struct GlobalRoleSpec {
@@ -268,7 +281,9 @@ const Tensor* VectorView(Weights* w, const Tensor& t, int64_t i0, int64_t n, con
 
 Status BindWeights(const gguf::GgufFile& f, const ModelDesc& d, Weights* w) {
   for (const GlobalRoleSpec& s : kGlobalRoles) {
-    ZF_RETURN_IF_ERROR(BindInto(w, f, s.name, s.need(d), s.shape(d), &w->global[size_t(s.role)]));
+    const bool renamed = s.role == GlobalRole::kOutputNorm && !d.output_norm_name.empty();
+    ZF_RETURN_IF_ERROR(BindInto(w, f, renamed ? d.output_norm_name : s.name, s.need(d), s.shape(d),
+                                &w->global[size_t(s.role)]));
   }
   if (d.has_output_head && w->global[size_t(GlobalRole::kOutput)] == nullptr) {
     w->global[size_t(GlobalRole::kOutput)] = w->global[size_t(GlobalRole::kTokenEmbd)];  // tied embeddings
@@ -284,7 +299,11 @@ Status BindWeights(const gguf::GgufFile& f, const ModelDesc& d, Weights* w) {
                          "which is not supported (convert the model again to get 3-D ffn_*_exps tensors)");
     }
     for (const LayerRoleSpec& s : kLayerRoles) {
-      ZF_RETURN_IF_ERROR(BindInto(w, f, prefix + s.name, s.need(ld), s.shape(d, ld), &lt[s.role]));
+      const Need need = AttentionRole(s.role) && !ld.attention() ? Need::kAbsent : s.need(ld);
+      ZF_RETURN_IF_ERROR(BindInto(w, f, prefix + s.name, need, s.shape(d, ld), &lt[s.role]));
+    }
+    if (const Tensor* k = lt[LayerRole::kShortConvConv]; k != nullptr && k->type != GgmlType::F32) {
+      return Unsupported("tensor '" + prefix + "shortconv.conv.weight' is " + TypeName(k->type) + "; it must be F32");
     }
     if (ld.norm.pre_ffn && ld.norm.ffn_norm_named_post_attention && !ld.norm.post_attn) {
       lt[LayerRole::kFfnNorm] = lt[LayerRole::kPostAttnNorm];  // the pre-FFN norm under its file name
@@ -357,7 +376,7 @@ std::vector<const Tensor*> Weights::Matrices() const {
   for (const LayerTensors& l : layers) {
     for (LayerRole r : {LayerRole::kAttnQ, LayerRole::kAttnK, LayerRole::kAttnV, LayerRole::kAttnOut, LayerRole::kFfnGate,
                         LayerRole::kFfnUp, LayerRole::kFfnDown, LayerRole::kFfnGateInp, LayerRole::kPerLayerInpGate,
-                        LayerRole::kPerLayerProj}) {
+                        LayerRole::kPerLayerProj, LayerRole::kShortConvInProj, LayerRole::kShortConvOutProj}) {
       add(l[r]);
     }
     for (size_t e = 0; e < l.expert_gate.size(); ++e) {
@@ -378,6 +397,8 @@ std::vector<const Tensor**> Weights::VectorRefs() {
     for (const Tensor*& t : l.t) {
       if (t != nullptr && t->n_dims == 1) out.push_back(&t);
     }
+    // Read on the host at run time like a vector (never multiplied as a matrix).
+    if (l[LayerRole::kShortConvConv] != nullptr) out.push_back(&l[LayerRole::kShortConvConv]);
   }
   return out;
 }

@@ -47,6 +47,8 @@ enum class LayerRole : int32_t {
   kFfnGateInpBias, kFfnGateExpsBias, kFfnUpExpsBias, kFfnDownExpsBias, // router and expert biases (gpt-oss)
   kPerLayerInpGate, kPerLayerProj, kPerLayerPostNorm, kLayerOutScale,  // Gemma 4
   kFfnGateInpScale, kFfnPreNorm2, kFfnPostNorm1, kFfnPostNorm2, kFfnGateUpExps, kFfnDownExpsScale,  // Gemma 4 MoE
+  kShortConvConv, kShortConvInProj, kShortConvOutProj,  // MixerKind::kShortConv (LFM2)
+  kFfnExpProbsBias,  // FfnDesc::selection_bias
   kCount
 };
 
@@ -72,8 +74,9 @@ struct Weights {
   // Every matrix the forward pass multiplies with (views in place of fused and 3-D tensors),
   // each once: what the engines copy or repack.
   std::vector<const Tensor*> Matrices() const;
-  // The addresses of every bound 1-D tensor pointer (norms, biases, factors), so the model can
-  // move those small tensors out of the file mapping and rebind them.
+  // The addresses of every bound 1-D tensor pointer (norms, biases, factors) and of the short
+  // convolutions' kernels, so the model can move those small tensors out of the file mapping
+  // and rebind them.
   std::vector<const Tensor**> VectorRefs();
 
   std::vector<const Tensor*> bound;  // every file tensor bound (views' parents included)

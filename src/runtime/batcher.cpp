@@ -49,10 +49,10 @@ Batcher::~Batcher() {
   if (worker_.joinable()) worker_.join();
 }
 
-Status Batcher::Eval(engine::Backend& kv, model::Forward& own, const int32_t* tokens, int32_t n, int32_t pos0,
-                     float* logits, int32_t* argmax) {
+Status Batcher::Eval(engine::Backend& kv, model::Forward& own, model::RecurrentState* state, const int32_t* tokens,
+                     int32_t n, int32_t pos0, float* logits, int32_t* argmax) {
   if (n < 1 || n > kPrefillChunk) return InvalidArgument("a batched step takes 1.." + std::to_string(kPrefillChunk) + " tokens");
-  Request r{&kv, &own, tokens, n, pos0, logits, argmax, Status::Ok(), false};
+  Request r{&kv, &own, state, tokens, n, pos0, logits, argmax, Status::Ok(), false};
   std::unique_lock<std::mutex> lock(mu_);
   (n == 1 ? decodes_ : prefills_).push_back(&r);
   work_cv_.notify_one();
@@ -86,7 +86,7 @@ void Batcher::WorkerLoop() {
     if (!batch.empty()) RunDecode(batch);
     if (prefill != nullptr) {
       try {
-        prefill->own->Run(prefill->tokens, prefill->n, prefill->pos0, prefill->logits, prefill->argmax);
+        prefill->own->Run(prefill->tokens, prefill->n, prefill->pos0, prefill->logits, prefill->argmax, prefill->state);
       } catch (const std::bad_alloc&) {
         prefill->status = Status(Code::kOutOfMemory, "out of memory in a prefill chunk");
       }
@@ -103,7 +103,7 @@ void Batcher::RunDecode(std::vector<Request*>& batch) {
   seqs_.clear();
   for (Request* r : batch) {
     tokens_.push_back(r->tokens[0]);
-    seqs_.push_back(model::Forward::Seq{r->kv, r->pos0, 1, r->logits, r->argmax, r->own->rope_factors()});
+    seqs_.push_back(model::Forward::Seq{r->kv, r->pos0, 1, r->logits, r->argmax, r->own->rope_factors(), r->state});
   }
   try {
     forward_->RunBatch(tokens_.data(), seqs_.data(), int32_t(seqs_.size()));

@@ -52,12 +52,14 @@ class Batcher {
   int32_t max_batch() const { return max_batch_; }
 
   // One step of a session, run on the worker; blocks until done. `kv` is the session's backend
-  // (its KV cache), `own` the session's Forward (prefill chunks run on it). Output as
+  // (its KV cache), `own` the session's Forward (prefill chunks run on it), `state` its
+  // recurrent state (nullptr for attention-only models; each row of a batched step advances its
+  // own sequence's state, so recurrent models batch too). Output as
   // model::Forward::Run: the last token's logits into `logits` or their argmax into `argmax`.
   // n == 1 joins the next batched decode step; 1 < n <= kPrefillChunk runs as one prefill chunk
   // between decode steps. kOutOfMemory if the worker could not run the step.
-  Status Eval(engine::Backend& kv, model::Forward& own, const int32_t* tokens, int32_t n, int32_t pos0, float* logits,
-            int32_t* argmax);
+  Status Eval(engine::Backend& kv, model::Forward& own, model::RecurrentState* state, const int32_t* tokens, int32_t n,
+              int32_t pos0, float* logits, int32_t* argmax);
 
   // Steps run and sequences they carried (tests, metrics).
   uint64_t decode_steps() const { return decode_steps_.load(std::memory_order_relaxed); }
@@ -69,6 +71,7 @@ class Batcher {
   struct Request {
     engine::Backend* kv;
     model::Forward* own;
+    model::RecurrentState* state;
     const int32_t* tokens;
     int32_t n, pos0;
     float* logits;

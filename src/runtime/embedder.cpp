@@ -137,6 +137,7 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
   const int32_t E = d.n_embd;
   std::vector<int32_t> tokens;
   std::vector<model::Forward::Seq> seqs;
+  std::vector<model::RecurrentState> states;  // per input of a step (recurrent models)
   std::vector<float> hidden(size_t(step_tokens) * size_t(E));
   std::vector<float> pooled, scores;
   // The classifier reads each input's first state (its [CLS]), or its last when attention is
@@ -150,15 +151,20 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
     while (last < inputs.size() && seqs.size() < size_t(step_inputs) &&
            (seqs.empty() || tokens.size() + inputs[last].size() <= size_t(step_tokens))) {
       const std::vector<int32_t>& in = inputs[last];
-      seqs.push_back({be.get(), 0, int32_t(in.size()), nullptr, nullptr, fwd.rope_factors()});
+      seqs.push_back({be.get(), 0, int32_t(in.size()), nullptr, nullptr, fwd.rope_factors(), nullptr});
       tokens.insert(tokens.end(), in.begin(), in.end());
       ++last;
     }
     const size_t n_seq = seqs.size();  // the real inputs; a padding one may follow
     if (tokens.size() < size_t(kMinStepRows)) {
       const int32_t pad = kMinStepRows - int32_t(tokens.size());
-      seqs.push_back({be.get(), 0, pad, nullptr, nullptr, fwd.rope_factors()});
+      seqs.push_back({be.get(), 0, pad, nullptr, nullptr, fwd.rope_factors(), nullptr});
       tokens.insert(tokens.end(), size_t(pad), 0);
+    }
+    states.resize(seqs.size(), model::RecurrentState(d));  // each input from the zero state
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      states[i].Clear();
+      if (!states[i].empty()) seqs[i].state = &states[i];
     }
     if (seqs.size() > 1) {
       kv.resize(seqs.size());

@@ -40,12 +40,12 @@ bool PrefixCache::Contains(uint64_t key) const {
 }
 
 void PrefixCache::Store(uint64_t key, std::shared_ptr<const Block> block) {
-  const uint64_t size = block->kv.size();
+  const uint64_t size = block->bytes();
   std::lock_guard<std::mutex> lock(mu_);
   if (size > capacity_ || map_.count(key) != 0) return;
   while (stats_.bytes + size > capacity_ && !lru_.empty()) {
     auto victim = map_.find(lru_.back());
-    stats_.bytes -= victim->second.block->kv.size();
+    stats_.bytes -= victim->second.block->bytes();
     map_.erase(victim);
     lru_.pop_back();
     ++stats_.evicted_blocks;

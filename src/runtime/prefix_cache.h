@@ -31,6 +31,10 @@ class PrefixCache {
     uint64_t prev;                // the key of the block before it (the chain's seed for the first)
     std::vector<int32_t> tokens;  // its kBlockTokens tokens (checked on lookup: no trust in hashes)
     std::vector<uint8_t> kv;      // Backend::ReadKvRows of its positions
+    // Recurrent models: every recurrent layer's state after the block's last token
+    // (model::RecurrentState::values()), so a hybrid model resumes after a cached prefix.
+    std::vector<float> state;
+    size_t bytes() const { return kv.size() + state.size() * sizeof(float); }
   };
   struct Stats {
     uint64_t capacity_bytes = 0, bytes = 0, blocks = 0, hit_tokens = 0, stored_blocks = 0, evicted_blocks = 0;

@@ -75,6 +75,7 @@ Status Session::Create(const model::Model& model, const SessionOptions& o, std::
   std::unique_ptr<Session> s(new Session(model, n_ctx, std::move(backend)));
   s->kv_type_ = o.kv_type;
   s->exact_ = exact;
+  s->state_ = model::RecurrentState(d);
   s->forward_.reset(new model::Forward(model, *s->backend_, std::min(kMaxBatch, n_ctx), n_ctx));
   ZF_RETURN_IF_ERROR(s->forward_->status());
   s->history_.reserve(size_t(n_ctx));
@@ -105,20 +106,22 @@ Status Session::EvalImpl(const int32_t* tokens, size_t n, float* logits, int32_t
   // model's decode steps.
   const int32_t batch = batcher_ != nullptr ? std::min(forward_->max_batch(), Batcher::kPrefillChunk)
                                             : forward_->max_batch();
+  model::RecurrentState* state = recurrent() ? &state_ : nullptr;
   while (done < n) {
     if (ConsumeCancel()) return Status(Code::kCancelled, "evaluation cancelled");
-    const int32_t chunk = int32_t(std::min<size_t>(size_t(batch), n - done));
+    const int32_t chunk = int32_t(std::min<size_t>(size_t(StepLimit(batch)), n - done));
     const bool last = done + size_t(chunk) == n;
     has_logits_ = false;
     has_argmax_ = false;
     if (batcher_ != nullptr) {
-      ZF_RETURN_IF_ERROR(batcher_->Eval(*backend_, *forward_, tokens + done, chunk, n_past(), last ? logits : nullptr,
-                                        last ? argmax : nullptr));
+      ZF_RETURN_IF_ERROR(batcher_->Eval(*backend_, *forward_, state, tokens + done, chunk, n_past(),
+                                        last ? logits : nullptr, last ? argmax : nullptr));
     } else {
-      forward_->Run(tokens + done, chunk, n_past(), last ? logits : nullptr, last ? argmax : nullptr);
+      forward_->Run(tokens + done, chunk, n_past(), last ? logits : nullptr, last ? argmax : nullptr, state);
     }
     ZF_RETURN_IF_ERROR(backend_->TakeError());  // device engines can fail at run time
     history_.insert(history_.end(), tokens + done, tokens + done + chunk);
+    KeepCheckpoint();
     done += size_t(chunk);
     if (prefix_cache_ != nullptr) StoreBlocks();
   }
@@ -135,11 +138,35 @@ Status Session::EvalEvery(const int32_t* tokens, size_t n, float* logits) {
   if (size_t(n_past()) + n > size_t(n_ctx_)) return Status(Code::kContextFull, "the drafted tokens do not fit the context");
   if (ConsumeCancel()) return Status(Code::kCancelled, "evaluation cancelled");
   has_logits_ = has_argmax_ = false;
-  forward_->RunEveryLogit(tokens, int32_t(n), n_past(), logits);
-  ZF_RETURN_IF_ERROR(backend_->TakeError());
-  history_.insert(history_.end(), tokens, tokens + n);
+  if (recurrent()) {  // rejected drafts roll back to here (Truncate)
+    mark_pos_ = n_past();
+    mark_state_ = state_.values();
+  }
+  model::RecurrentState* state = recurrent() ? &state_ : nullptr;
+  const size_t n_vocab_z = size_t(n_vocab);
+  for (size_t done = 0; done < n;) {  // recurrent models stop on a block boundary (its checkpoint)
+    const size_t step = std::min<size_t>(size_t(StepLimit(kMaxVerify)), n - done);
+    forward_->RunEveryLogit(tokens + done, int32_t(step), n_past(), logits + done * n_vocab_z, state);
+    ZF_RETURN_IF_ERROR(backend_->TakeError());
+    history_.insert(history_.end(), tokens + done, tokens + done + step);
+    KeepCheckpoint();
+    done += step;
+  }
   if (prefix_cache_ != nullptr) StoreBlocks();
   return Status::Ok();
+}
+
+int32_t Session::StepLimit(int32_t batch) const {
+  if (!recurrent()) return batch;
+  return std::min(batch, kCheckpointInterval - n_past() % kCheckpointInterval);
+}
+
+void Session::KeepCheckpoint() {
+  if (!recurrent()) return;
+  const size_t blocks = history_.size() / size_t(kCheckpointInterval);
+  if (history_.size() % size_t(kCheckpointInterval) == 0 && block_states_.size() < blocks) {
+    block_states_.push_back(state_.values());
+  }
 }
 
 void Session::SetLastLogits(const float* logits) {
@@ -188,8 +215,11 @@ size_t Session::ReuseBlocks(const int32_t* tokens, size_t n, size_t keep) {
     const uint64_t prev = block_keys_.empty() ? chain_seed_ : block_keys_.back();
     const uint64_t key = PrefixCache::Key(prev, block);
     std::shared_ptr<const PrefixCache::Block> b = prefix_cache_->Find(key, prev, block, need);
-    if (b == nullptr || !backend_->WriteKvRows(int32_t(p0), int32_t(kB), b->kv.data()).ok()) break;
+    if (b == nullptr || b->state.size() != state_.size()) break;
+    if (!backend_->WriteKvRows(int32_t(p0), int32_t(kB), b->kv.data()).ok()) break;
+    if (recurrent()) state_.Assign(b->state.data());  // the state after the block's last token
     history_.insert(history_.end(), tokens + taken, tokens + taken + need);
+    KeepCheckpoint();
     block_keys_.push_back(key);
     taken += need;
   }
@@ -209,6 +239,10 @@ void Session::StoreBlocks() {
     b->tokens.assign(first, first + kB);
     b->kv.resize(backend_->KvStateBytes(kB));
     if (!backend_->ReadKvRows(int32_t(stored_blocks_) * kB, kB, b->kv.data()).ok()) return;
+    if (recurrent()) {
+      if (stored_blocks_ >= block_states_.size()) return;  // no checkpoint (cannot happen: steps end on blocks)
+      b->state = block_states_[stored_blocks_];
+    }
     prefix_cache_->Store(key, std::move(b));
   }
 }
@@ -245,6 +279,9 @@ void Session::Reset() {
   piece_logprobs_.clear();
   has_logits_ = false;
   has_argmax_ = false;
+  state_.Clear();
+  block_states_.clear();
+  mark_pos_ = -1;
   cancel_.store(false);
 }
 
@@ -260,6 +297,27 @@ Status Session::Truncate(size_t n_keep) {
     return InvalidArgument("cannot keep " + std::to_string(n_keep) + " tokens of a conversation of " + std::to_string(total));
   }
   if (n_keep == 0) store_blocks_ = true;
+  if (recurrent() && n_keep < history_.size()) {
+    // The nearest checkpoint at or before n_keep, then the tokens after it evaluated again.
+    constexpr size_t kB = size_t(kCheckpointInterval);
+    const std::vector<int32_t> kept(history_.begin(), history_.begin() + std::ptrdiff_t(n_keep));
+    size_t from = n_keep / kB * kB;
+    if (mark_pos_ >= 0 && size_t(mark_pos_) <= n_keep && size_t(mark_pos_) > from) {
+      from = size_t(mark_pos_);
+      state_.Assign(mark_state_.data());
+    } else if (from == 0) {
+      state_.Clear();
+    } else {
+      state_.Assign(block_states_[from / kB - 1].data());
+    }
+    if (mark_pos_ > int64_t(n_keep)) mark_pos_ = -1;
+    block_states_.resize(from / kB);
+    history_.resize(from);
+    pending_.clear();
+    SyncBlockKeys();
+    has_logits_ = has_argmax_ = false;
+    return n_keep > from ? EvalImpl(kept.data() + from, n_keep - from, nullptr, nullptr) : Status::Ok();
+  }
   if (n_keep <= history_.size()) {
     // Give the forgotten rows' memory back, except for the short rollbacks of speculative
     // verification (rewritten at once; not worth a system call per layer).

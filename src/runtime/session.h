@@ -11,6 +11,7 @@
 #include "engine/backend.h"
 #include "model/model.h"
 #include "model/forward.h"
+#include "model/recurrent_state.h"
 #include "runtime/sampler.h"
 
 namespace zf::rt {
@@ -55,7 +56,11 @@ class Session {
   std::vector<int32_t> Conversation() const;
   // Keeps the first n_keep tokens of Conversation() and forgets the rest (their KV rows are
   // overwritten later), so a prompt sharing that prefix evaluates only its suffix.
-  // kInvalidArgument when n_keep exceeds the conversation.
+  // kInvalidArgument when n_keep exceeds the conversation. A model with recurrent layers
+  // restores the nearest state checkpoint at or before n_keep (a block boundary, or where the
+  // last draft verification started) and evaluates the history tokens from there to n_keep
+  // again, so the state is exactly that of a fresh evaluation (doc/state.md); errors of that
+  // evaluation (kCancelled) are returned.
   Status Truncate(size_t n_keep);
 
   // Session state (session_state.cpp): conversation tokens and KV rows with a header naming the
@@ -76,6 +81,10 @@ class Session {
   // not batched and on a host-memory engine (can_verify()).
   static constexpr int32_t kMaxVerify = 17;
   bool can_verify() const { return exact_ && batcher_ == nullptr && backend_->HostActivations(); }
+  // Recurrent models: the state checkpoints (see Truncate). kCheckpointInterval = the prefix
+  // cache's block: the state after every full block of the history is kept.
+  static constexpr int32_t kCheckpointInterval = 64;
+  bool recurrent() const { return !state_.empty(); }
   Status EvalEvery(const int32_t* tokens, size_t n, float* logits);
   // Sets last_logits() (after a rollback, the logits of the position the session now ends at).
   void SetLastLogits(const float* logits);
@@ -127,6 +136,11 @@ class Session {
   void StoreBlocks();
   // block_keys_ for every full block of the history (recomputed after Truncate/LoadState).
   void SyncBlockKeys();
+  // Recurrent models, after the history grew: the state checkpoint of a block boundary it ended on.
+  void KeepCheckpoint();
+  // Tokens the next forward step may take from position n_past(): a recurrent model's steps end
+  // on block boundaries (their states are the checkpoints).
+  int32_t StepLimit(int32_t batch) const;
 
   const model::Model& model_;
   int32_t n_ctx_;
@@ -144,6 +158,13 @@ class Session {
   bool store_blocks_ = true;
   std::vector<int32_t> history_;
   std::vector<int32_t> pending_;
+  // Recurrent layers (empty for attention-only models): the state after history_, the states
+  // after each full block of it ([history_.size() / kCheckpointInterval]), and the state at
+  // mark_pos_ (where the last draft verification started; -1 = none).
+  model::RecurrentState state_;
+  std::vector<std::vector<float>> block_states_;
+  int64_t mark_pos_ = -1;
+  std::vector<float> mark_state_;
   std::vector<float> logits_;  // [n_vocab]
   std::vector<TokenLogprob> piece_logprobs_;
   size_t logprob_stride_ = 0;

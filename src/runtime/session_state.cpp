@@ -2,7 +2,11 @@
 // another model's session), the conversation tokens, and the engine's KV rows.
 //
 // Layout (little-endian): "ZFST", u32 version, u64 model fingerprint, u32 kv type, u32 n_past,
-// u32 n_pending, i32 tokens[n_past + n_pending], u64 kv bytes, kv bytes.
+// u32 n_pending, i32 tokens[n_past + n_pending], u64 kv bytes, kv bytes; version 2 (models with
+// recurrent layers) then has u64 R (floats of one recurrent state), u32 n_checkpoints
+// (= n_past / Session::kCheckpointInterval), f32 state[R], f32 checkpoints[n_checkpoints][R].
+// Attention-only models write version 1, as before.
+#include <cmath>
 #include <cstring>
 
 #include "runtime/session.h"
@@ -11,7 +15,8 @@ namespace zf::rt {
 namespace {
 
 constexpr char kMagic[4] = {'Z', 'F', 'S', 'T'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 1;           // attention-only models
+constexpr uint32_t kVersionRecurrent = 2;  // with the recurrent section
 constexpr size_t kHeader = 4 + 4 + 8 + 4 + 4 + 4;
 
 // FNV-1a over what makes KV rows of one model meaningless in another: the architecture, sizes,
@@ -53,6 +58,7 @@ Status Session::StateSize(size_t* size) const {
   const size_t kv = backend_->KvStateBytes(n_past());
   if (kv == 0 && n_past() > 0) return Unsupported(std::string("the ") + backend_->name() + " engine cannot save its KV cache");
   *size = kHeader + (history_.size() + pending_.size()) * 4 + 8 + kv;
+  if (recurrent()) *size += 8 + 4 + (1 + block_states_.size()) * state_.bytes();
   return Status::Ok();
 }
 
@@ -64,7 +70,7 @@ Status Session::SaveState(uint8_t* buf, size_t cap, size_t* written) const {
   uint8_t* p = buf;
   std::memcpy(p, kMagic, 4);
   p += 4;
-  Put<uint32_t>(p, kVersion);
+  Put<uint32_t>(p, recurrent() ? kVersionRecurrent : kVersion);
   Put<uint64_t>(p, Fingerprint(model_));
   Put<uint32_t>(p, uint32_t(kv_type_));
   Put<uint32_t>(p, uint32_t(history_.size()));
@@ -73,14 +79,32 @@ Status Session::SaveState(uint8_t* buf, size_t cap, size_t* written) const {
   for (int32_t t : pending_) Put<int32_t>(p, t);
   const size_t kv = backend_->KvStateBytes(n_past());
   Put<uint64_t>(p, kv);
-  return backend_->SaveKv(n_past(), p);
+  ZF_RETURN_IF_ERROR(backend_->SaveKv(n_past(), p));
+  if (recurrent()) {
+    p += kv;
+    Put<uint64_t>(p, uint64_t(state_.size()));
+    Put<uint32_t>(p, uint32_t(block_states_.size()));
+    std::memcpy(p, state_.values().data(), state_.bytes());
+    p += state_.bytes();
+    for (const std::vector<float>& c : block_states_) {
+      std::memcpy(p, c.data(), state_.bytes());
+      p += state_.bytes();
+    }
+  }
+  return Status::Ok();
 }
 
 Status Session::LoadState(const uint8_t* buf, size_t len) {
   if (len < kHeader || std::memcmp(buf, kMagic, 4) != 0) return FormatError("not a zerfoo session state (bad magic or size)");
   const uint8_t* p = buf + 4;
   const uint32_t version = Get<uint32_t>(p);
-  if (version != kVersion) return Unsupported("session state version " + std::to_string(version) + " is not supported");
+  if (version != kVersion && version != kVersionRecurrent) {
+    return Unsupported("session state version " + std::to_string(version) + " is not supported");
+  }
+  if ((version == kVersionRecurrent) != recurrent()) {
+    return InvalidArgument(recurrent() ? "the session state has no recurrent state, and this model has recurrent layers"
+                                       : "the session state has a recurrent state, and this model has none");
+  }
   if (Get<uint64_t>(p) != Fingerprint(model_)) {
     return InvalidArgument("the session state was saved from another model (architecture, sizes or tensors differ)");
   }
@@ -102,10 +126,37 @@ Status Session::LoadState(const uint8_t* buf, size_t len) {
     if (t < 0 || t >= model_.desc().n_vocab) return FormatError("session state holds token id " + std::to_string(t) + " outside the vocabulary");
   }
   const uint64_t kv = Get<uint64_t>(p);
-  if (kv != backend_->KvStateBytes(int32_t(n_hist)) || len - kHeader - toks - 8 != kv) {
+  const size_t rest = len - kHeader - toks - 8;  // kv bytes, then the recurrent section
+  const size_t n_ckpt = n_hist / size_t(kCheckpointInterval);
+  const size_t rec = recurrent() ? 8 + 4 + (1 + n_ckpt) * state_.bytes() : 0;
+  if (kv != backend_->KvStateBytes(int32_t(n_hist)) || rest < kv || rest - kv != rec) {
     return FormatError("session state KV size " + std::to_string(kv) + " does not match this session's cache");
   }
+  std::vector<std::vector<float>> states;  // the state, then the checkpoints
+  if (recurrent()) {
+    const uint8_t* r = p + kv;
+    const uint64_t floats = Get<uint64_t>(r);
+    const uint32_t ckpts = Get<uint32_t>(r);
+    if (floats != state_.size() || ckpts != n_ckpt) {
+      return FormatError("session state's recurrent state (" + std::to_string(floats) + " floats, " +
+                         std::to_string(ckpts) + " checkpoints) does not match this model's (" +
+                         std::to_string(state_.size()) + " floats, " + std::to_string(n_ckpt) + " checkpoints)");
+    }
+    states.assign(1 + n_ckpt, std::vector<float>(state_.size()));
+    for (std::vector<float>& st : states) {
+      std::memcpy(st.data(), r, state_.bytes());
+      r += state_.bytes();
+      for (float v : st) {
+        if (!std::isfinite(v)) return FormatError("session state's recurrent state holds a non-finite value");
+      }
+    }
+  }
   ZF_RETURN_IF_ERROR(backend_->LoadKv(int32_t(n_hist), p));
+  if (recurrent()) {
+    state_.Assign(states[0].data());
+    block_states_.assign(states.begin() + 1, states.end());
+  }
+  mark_pos_ = -1;
   history_ = std::move(hist);
   pending_ = std::move(pend);
   block_keys_.clear();

@@ -159,7 +159,7 @@ const std::vector<PreSpec>& Specs() {
       {"gpt-2|phi-2|mpt|olmo|jais|jina-es|jina-de|jina-v2-es|jina-v2-de|jina-v1-en|"
        "jina-v2-code|roberta-bpe|gigachat|a.x-4.0|mellum|modern-bert|trillion",
        {"@gpt2"}},
-      {"llama3|llama-v3|llama-bpe|falcon3|falcon-h1|pixtral|dbrx|smaug-bpe|chatglm-bpe|glm4",
+      {"llama3|llama-v3|llama-bpe|falcon3|falcon-h1|pixtral|dbrx|smaug-bpe|chatglm-bpe|glm4|lfm2",
        {"@llama3"}},
       {"qwen2|deepseek-r1-qwen|stablelm2|hunyuan|grok-2", {"@qwen2"}},
       {"qwen35", {"@qwen35"}},

@@ -123,7 +123,7 @@ Status Vocab::Load(const gguf::GgufFile& f, Vocab* v) {
                                            "talkie"};
     for (const char* p : kNoClean) if (v->pre == p) v->clean_spaces = false;
     static const char* const kLlama3[] = {"llama3", "llama-v3", "llama-bpe", "falcon3",
-                                          "falcon-h1", "pixtral"};
+                                          "falcon-h1", "pixtral", "lfm2"};
     for (const char* p : kLlama3) {
       if (v->pre == p) { v->ignore_merges = true; v->add_bos = true; }
     }

@@ -6,6 +6,7 @@
 // tests/family checks the descriptions themselves against llama.cpp's recordings.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -38,7 +39,15 @@ struct Spec {
   std::vector<std::pair<std::string, Val>> kv;  // family keys, without the "<arch>." prefix
   // A family whose layout the fields above cannot say builds its file itself.
   std::vector<uint8_t> (*custom)(const Spec&) = nullptr;
+  std::vector<int64_t> conv_layers;  // LFM2's short-convolution layers (head_count_kv 0), kernel l_cache
+  int64_t l_cache = 3;
+  int64_t dense_lead = 0;  // MoE models: leading dense layers
+  bool probs_bias = false;  // exp_probs_b.bias on the MoE layers
 };
+
+bool IsConvLayer(const Spec& s, int64_t il) {
+  return std::find(s.conv_layers.begin(), s.conv_layers.end(), il) != s.conv_layers.end();
+}
 
 void PrintTo(const Spec& s, std::ostream* os) { *os << s.name; }
 
@@ -197,7 +206,11 @@ std::vector<uint8_t> Build(const Spec& s) {
       .Kv(a + ".block_count", val::U32(uint32_t(s.L)))
       .Kv(a + ".feed_forward_length", val::U32(uint32_t(s.F)))
       .Kv(a + ".attention.head_count", val::U32(uint32_t(s.H)))
-      .Kv(a + ".attention.head_count_kv", val::U32(uint32_t(s.Hkv)))
+      .Kv(a + ".attention.head_count_kv", s.conv_layers.empty() ? val::U32(uint32_t(s.Hkv)) : [&] {
+        std::vector<int32_t> kv;
+        for (int64_t il = 0; il < s.L; ++il) kv.push_back(IsConvLayer(s, il) ? 0 : int32_t(s.Hkv));
+        return val::ArrOf<int32_t>(kI32, kv);
+      }())
       .Kv(a + ".attention.layer_norm_rms_epsilon", val::F32(1e-5f))
       .Kv(a + ".rope.freq_base", val::F32(10000.0f));
   if (s.key_length) b.Kv(a + ".attention.key_length", val::U32(uint32_t(hd))).Kv(a + ".attention.value_length", val::U32(uint32_t(hd)));
@@ -219,7 +232,7 @@ std::vector<uint8_t> Build(const Spec& s) {
 
   Writer w(uint32_t(std::hash<std::string>()(s.name)));
   w.Add(&b, "token_embd.weight", {s.E, s.V}, 0.0f, 1.0f);
-  w.Norm(&b, "output_norm.weight", s.E);
+  w.Norm(&b, a == "lfm2" || a == "lfm2moe" ? "token_embd_norm.weight" : "output_norm.weight", s.E);
   if (!s.tied) w.Mat(&b, "output.weight", s.E, s.V);
   if (s.out_bias) w.Add(&b, "output.bias", {s.V}, 0.0f, 0.5f);
   const int64_t rot = s.n_rot != 0 ? s.n_rot : hd;
@@ -230,46 +243,55 @@ std::vector<uint8_t> Build(const Spec& s) {
   }
   for (int64_t il = 0; il < s.L; ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
-    if (s.pre_norms) w.Norm(&b, p + "attn_norm.weight", s.E);
-    if (s.fused_qkv) {
-      w.Mat(&b, p + "attn_qkv.weight", s.E, nq + 2 * nkv);
+    const bool conv = IsConvLayer(s, il);
+    if (conv) {
+      w.Norm(&b, p + "attn_norm.weight", s.E);
+      w.Add(&b, p + "shortconv.conv.weight", {s.l_cache, s.E}, 0.0f, 0.5f);
+      w.Mat(&b, p + "shortconv.in_proj.weight", s.E, 3 * s.E);
+      w.Mat(&b, p + "shortconv.out_proj.weight", s.E, s.E);
     } else {
-      w.Mat(&b, p + "attn_q.weight", s.E, nq);
-      w.Mat(&b, p + "attn_k.weight", s.E, nkv);
-      w.Mat(&b, p + "attn_v.weight", s.E, nkv);
+      if (s.pre_norms) w.Norm(&b, p + "attn_norm.weight", s.E);
+      if (s.fused_qkv) {
+        w.Mat(&b, p + "attn_qkv.weight", s.E, nq + 2 * nkv);
+      } else {
+        w.Mat(&b, p + "attn_q.weight", s.E, nq);
+        w.Mat(&b, p + "attn_k.weight", s.E, nkv);
+        w.Mat(&b, p + "attn_v.weight", s.E, nkv);
+      }
+      if (s.qkv_bias) {
+        w.Add(&b, p + "attn_q.bias", {nq}, 0.0f, 0.3f);
+        w.Add(&b, p + "attn_k.bias", {nkv}, 0.0f, 0.3f);
+        w.Add(&b, p + "attn_v.bias", {nkv}, 0.0f, 0.3f);
+      }
+      if (s.qk_head) {
+        w.Norm(&b, p + "attn_q_norm.weight", hd);
+        w.Norm(&b, p + "attn_k_norm.weight", hd);
+      }
+      if (s.qk_full) {
+        w.Norm(&b, p + "attn_q_norm.weight", nq);
+        w.Norm(&b, p + "attn_k_norm.weight", nkv);
+      }
+      w.Mat(&b, p + "attn_output.weight", nq, s.E);
+      if (s.gpt_oss) {
+        w.Add(&b, p + "attn_output.bias", {s.E}, 0.0f, 0.3f);
+        w.Add(&b, p + "attn_sinks.weight", {s.H}, 1.0f, 1.0f);
+        w.Norm(&b, p + "post_attention_norm.weight", s.E);  // the pre-FFN norm
+        const int64_t fe = s.F_exp;
+        w.Add(&b, p + "ffn_gate_inp.bias", {s.experts}, 0.0f, 0.5f);
+        w.Add(&b, p + "ffn_gate_exps.bias", {fe, s.experts}, 0.0f, 4.0f);
+        w.Add(&b, p + "ffn_up_exps.bias", {fe, s.experts}, 0.0f, 4.0f);
+        w.Add(&b, p + "ffn_down_exps.bias", {s.E, s.experts}, 0.0f, 0.3f);
+      }
+      if (s.post_norms) w.Norm(&b, p + "post_attention_norm.weight", s.E);
     }
-    if (s.qkv_bias) {
-      w.Add(&b, p + "attn_q.bias", {nq}, 0.0f, 0.3f);
-      w.Add(&b, p + "attn_k.bias", {nkv}, 0.0f, 0.3f);
-      w.Add(&b, p + "attn_v.bias", {nkv}, 0.0f, 0.3f);
-    }
-    if (s.qk_head) {
-      w.Norm(&b, p + "attn_q_norm.weight", hd);
-      w.Norm(&b, p + "attn_k_norm.weight", hd);
-    }
-    if (s.qk_full) {
-      w.Norm(&b, p + "attn_q_norm.weight", nq);
-      w.Norm(&b, p + "attn_k_norm.weight", nkv);
-    }
-    w.Mat(&b, p + "attn_output.weight", nq, s.E);
-    if (s.gpt_oss) {
-      w.Add(&b, p + "attn_output.bias", {s.E}, 0.0f, 0.3f);
-      w.Add(&b, p + "attn_sinks.weight", {s.H}, 1.0f, 1.0f);
-      w.Norm(&b, p + "post_attention_norm.weight", s.E);  // the pre-FFN norm
-      const int64_t fe = s.F_exp;
-      w.Add(&b, p + "ffn_gate_inp.bias", {s.experts}, 0.0f, 0.5f);
-      w.Add(&b, p + "ffn_gate_exps.bias", {fe, s.experts}, 0.0f, 4.0f);
-      w.Add(&b, p + "ffn_up_exps.bias", {fe, s.experts}, 0.0f, 4.0f);
-      w.Add(&b, p + "ffn_down_exps.bias", {s.E, s.experts}, 0.0f, 0.3f);
-    }
-    if (s.post_norms) w.Norm(&b, p + "post_attention_norm.weight", s.E);
-    if (s.pre_norms && !s.gpt_oss) w.Norm(&b, p + "ffn_norm.weight", s.E);
-    if (s.experts != 0) {
+    if (conv || (s.pre_norms && !s.gpt_oss)) w.Norm(&b, p + "ffn_norm.weight", s.E);
+    if (s.experts != 0 && il >= s.dense_lead) {
       const int64_t fe = s.F_exp != 0 ? s.F_exp : s.F;
       w.Add(&b, p + "ffn_gate_inp.weight", {s.E, s.experts}, 0.0f, 0.5f);
       w.Add(&b, p + "ffn_gate_exps.weight", {s.E, fe, s.experts}, 0.0f, 1.0f / std::sqrt(float(s.E)));
       w.Add(&b, p + "ffn_up_exps.weight", {s.E, fe, s.experts}, 0.0f, 1.0f / std::sqrt(float(s.E)));
       w.Add(&b, p + "ffn_down_exps.weight", {fe, s.E, s.experts}, 0.0f, 1.0f / std::sqrt(float(fe)));
+      if (s.probs_bias) w.Add(&b, p + "exp_probs_b.bias", {s.experts}, 0.0f, 0.3f);
     } else if (s.fused_up) {
       w.Mat(&b, p + "ffn_up.weight", s.E, 2 * s.F);
       w.Mat(&b, p + "ffn_down.weight", s.F, s.E);
@@ -341,10 +363,22 @@ std::vector<Spec> Families() {
   s.kv = {{"expert_feed_forward_length", val::U32(40)}, {"attention.sliding_window", val::U32(3)},
           {"rope.scaling.type", val::Str("yarn")}, {"rope.scaling.factor", val::F32(32.0f)},
           {"rope.scaling.original_context_length", val::U32(16)}};
+  v.push_back(s);
+  s = Spec{};
   s.name = "gemma4"; s.arch = "gemma4"; s.custom = BuildGemma4;
   v.push_back(s);
   s = Spec{};
   s.name = "gemma4moe"; s.arch = "gemma4"; s.custom = BuildGemma4; s.experts = 6; s.used = 2; s.F_exp = 40;
+  v.push_back(s);
+  s = Spec{};
+  s.name = "lfm2"; s.arch = "lfm2"; s.L = 4; s.conv_layers = {0, 2}; s.tied = true; s.qk_head = true;
+  s.kv = {{"shortconv.l_cache", val::U32(3)}};
+  v.push_back(s);
+  s = Spec{};
+  s.name = "lfm2moe"; s.arch = "lfm2moe"; s.L = 4; s.conv_layers = {0, 2}; s.tied = true; s.qk_head = true;
+  s.experts = 6; s.used = 2; s.F_exp = 40; s.dense_lead = 1; s.probs_bias = true;
+  s.kv = {{"shortconv.l_cache", val::U32(3)}, {"expert_feed_forward_length", val::U32(40)},
+          {"leading_dense_block_count", val::U32(1)}, {"expert_gating_func", val::U32(2)}};
   v.push_back(s);
   return v;
 }
@@ -548,6 +582,135 @@ TEST(FamilyReference, CoversEveryRegisteredArchitecture) {
     if (std::string(arch) == "bert" || std::string(arch) == "nomic-bert" || std::string(arch) == "gemma-embedding") continue;
     EXPECT_NE(std::find(tested.begin(), tested.end(), arch), tested.end()) << arch << " has no tiny-model check";
   }
+}
+
+// ---- Recurrent sequence state (issue #27, LFM2's short convolutions): every way a position can
+// be reached gives the bits of evaluating the tokens one at a time from an empty session. ----
+
+class RecurrentSession : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Spec spec;
+    for (const Spec& s : Families()) {
+      if (s.name == "lfm2") spec = s;
+    }
+    ASSERT_EQ(spec.name, "lfm2");
+    LoadOptions o;
+    o.device = Device::kCpu;
+    o.n_threads = 2;
+    Status st = Model::Load(WriteTemp(Build(spec), "lfm2_state"), o, &m_);
+    ASSERT_TRUE(st.ok()) << st.message();
+    std::mt19937 rng(7);
+    for (int i = 0; i < 150; ++i) tokens_.push_back(3 + int32_t(rng() % 45));  // crosses two checkpoints
+    n_vocab_ = size_t(m_->desc().n_vocab);
+    std::unique_ptr<rt::Session> s = NewSession();
+    for (size_t t = 0; t < tokens_.size(); ++t) {
+      std::vector<float> l(n_vocab_);
+      ASSERT_TRUE(s->Eval(&tokens_[t], 1, l.data()).ok());
+      one_by_one_.push_back(std::move(l));
+    }
+  }
+  std::unique_ptr<rt::Session> NewSession() {
+    rt::SessionOptions so;
+    so.n_ctx = 256;
+    std::unique_ptr<rt::Session> s;
+    EXPECT_TRUE(rt::Session::Create(*m_, so, &s).ok());
+    return s;
+  }
+  // Evaluates tokens [from, to) in one call and checks the last logits against one_by_one_.
+  void ExpectSame(rt::Session* s, size_t from, size_t to, const std::string& what) {
+    std::vector<float> l(n_vocab_);
+    ASSERT_TRUE(s->Eval(tokens_.data() + from, to - from, l.data()).ok()) << what;
+    EXPECT_EQ(std::memcmp(l.data(), one_by_one_[to - 1].data(), n_vocab_ * sizeof(float)), 0)
+        << what << ": logits of position " << to - 1 << " differ from the token-by-token evaluation";
+  }
+  std::unique_ptr<Model> m_;
+  std::vector<int32_t> tokens_;
+  std::vector<std::vector<float>> one_by_one_;
+  size_t n_vocab_ = 0;
+};
+
+TEST_F(RecurrentSession, DescriptionDeclaresConvState) {
+  const ModelDesc& d = m_->desc();
+  EXPECT_TRUE(d.HasRecurrentLayers());
+  EXPECT_EQ(d.layers[0].mixer, MixerKind::kShortConv);
+  EXPECT_EQ(d.layers[1].mixer, MixerKind::kAttention);
+  EXPECT_EQ(RecurrentStateFloats(d, d.layers[0]), size_t(2 * d.n_embd));  // (l_cache - 1) x channels
+  EXPECT_EQ(RecurrentStateFloats(d, d.layers[1]), 0u);
+  const std::vector<engine::Op> ops = RequiredOps(d);
+  EXPECT_NE(std::find(ops.begin(), ops.end(), engine::Op::kShortConv), ops.end());  // CUDA falls back by it
+}
+
+TEST_F(RecurrentSession, OneChunkAndChunksOf7EqualTokenByToken) {
+  std::unique_ptr<rt::Session> whole = NewSession();
+  ExpectSame(whole.get(), 0, tokens_.size(), "one chunk");
+  std::unique_ptr<rt::Session> chunks = NewSession();
+  for (size_t p = 0; p < tokens_.size(); p += 7) {
+    ExpectSame(chunks.get(), p, std::min(p + 7, tokens_.size()), "chunks of 7");
+  }
+}
+
+TEST_F(RecurrentSession, TruncateThenEvalEqualsFreshEvaluation) {
+  // Mid-block, on a checkpoint, before the first checkpoint, after the second, and a rollback
+  // by 16 (speculative verification's longest).
+  for (size_t keep : {100u, 64u, 5u, 130u, 134u, 0u}) {
+    std::unique_ptr<rt::Session> s = NewSession();
+    std::vector<float> l(n_vocab_);
+    ASSERT_TRUE(s->Eval(tokens_.data(), tokens_.size(), l.data()).ok());
+    ASSERT_TRUE(s->Truncate(keep).ok());
+    ASSERT_EQ(size_t(s->n_past()), keep);
+    ExpectSame(s.get(), keep, keep + 1, "truncated to " + std::to_string(keep) + ", one token");
+    ExpectSame(s.get(), keep + 1, tokens_.size(), "truncated to " + std::to_string(keep) + ", the rest");
+  }
+}
+
+TEST_F(RecurrentSession, VerifyDraftsThenRollBack) {
+  std::unique_ptr<rt::Session> s = NewSession();
+  ASSERT_TRUE(s->can_verify());
+  std::vector<float> l(n_vocab_);
+  ASSERT_TRUE(s->Eval(tokens_.data(), 120, l.data()).ok());
+  // 12 drafted rows crossing the checkpoint at 128: each row's logits are the one-token ones.
+  std::vector<float> every(12 * n_vocab_);
+  ASSERT_TRUE(s->EvalEvery(tokens_.data() + 120, 12, every.data()).ok());
+  for (size_t i = 0; i < 12; ++i) {
+    EXPECT_EQ(std::memcmp(every.data() + i * n_vocab_, one_by_one_[120 + i].data(), n_vocab_ * sizeof(float)), 0)
+        << "verified row " << i;
+  }
+  ASSERT_TRUE(s->Truncate(125).ok());  // 5 accepted: back to the verification's start, 5 re-evaluated
+  ExpectSame(s.get(), 125, tokens_.size(), "after the rollback");
+}
+
+TEST_F(RecurrentSession, SaveLoadRoundTripAndChecks) {
+  std::unique_ptr<rt::Session> s = NewSession();
+  std::vector<float> l(n_vocab_);
+  ASSERT_TRUE(s->Eval(tokens_.data(), 100, l.data()).ok());
+  size_t size = 0, written = 0;
+  ASSERT_TRUE(s->StateSize(&size).ok());
+  std::vector<uint8_t> buf(size);
+  ASSERT_TRUE(s->SaveState(buf.data(), buf.size(), &written).ok());
+  std::unique_ptr<rt::Session> loaded = NewSession();
+  ASSERT_TRUE(loaded->LoadState(buf.data(), buf.size()).ok());
+  ExpectSame(loaded.get(), 100, 101, "loaded state, next token");
+  ASSERT_TRUE(loaded->Truncate(70).ok());  // through the loaded checkpoint at 64
+  ExpectSame(loaded.get(), 70, tokens_.size(), "loaded state, truncated");
+  // The recurrent section is checked: a cut buffer and a non-finite state are refused.
+  std::unique_ptr<rt::Session> other = NewSession();
+  EXPECT_EQ(other->LoadState(buf.data(), buf.size() - 4).code(), Code::kFormat);
+  std::vector<uint8_t> bad = buf;
+  const float nan = std::nanf("");
+  std::memcpy(bad.data() + bad.size() - 4, &nan, 4);
+  EXPECT_EQ(other->LoadState(bad.data(), bad.size()).code(), Code::kFormat);
+}
+
+TEST_F(RecurrentSession, PrefixCacheCarriesTheStateOfEachBlock) {
+  rt::PrefixCache cache(64u << 20);
+  std::unique_ptr<rt::Session> first = NewSession(), second = NewSession();
+  first->set_prefix_cache(&cache);
+  second->set_prefix_cache(&cache);
+  std::vector<float> l(n_vocab_);
+  ASSERT_TRUE(first->Eval(tokens_.data(), tokens_.size(), l.data()).ok());
+  ExpectSame(second.get(), 0, tokens_.size(), "after two cached blocks");
+  EXPECT_EQ(cache.stats().hit_tokens, 128u);
 }
 
 }  // namespace

@@ -160,7 +160,9 @@ inline Vec Ffn(const LayerDesc& ld, const LayerTensors& L, const Vec& in, const 
   }
   std::vector<int32_t> order(p.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return p[size_t(a)] > p[size_t(b)]; });
+  const float* bias = F32(L[LayerRole::kFfnExpProbsBias]);  // selection only
+  const auto score = [&](int32_t e) { return p[size_t(e)] + (bias != nullptr ? bias[e] : 0.0f); };
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return score(a) > score(b); });
   if (f.gating == Gating::kSoftmaxWeight) {
     const float mx = p[size_t(order[0])];
     float sum = 0.0f;
@@ -184,6 +186,34 @@ inline Vec Ffn(const LayerDesc& ld, const LayerTensors& L, const Vec& in, const 
     for (size_t i = 0; i < out.size(); ++i) out[i] += w * y[i];
   }
   return out;
+}
+
+// MixerKind::kShortConv from its definition, position by position: [b | c | x] = in_proj(norm(x_t)),
+// u_t = b * x, y_t = c * sum_j kernel[j] * u_{t - (l_cache - 1) + j} (u before position 0 is 0),
+// x_t += out_proj(y_t).
+inline void ShortConvMixer(const ModelDesc& d, const LayerDesc& ld, const LayerTensors& L, std::vector<Vec>* x) {
+  const int64_t T = int64_t(x->size()), E = d.n_embd, K = ld.conv.l_cache;
+  const float* kernel = F32(L[LayerRole::kShortConvConv]);
+  std::vector<Vec> bcx(static_cast<size_t>(T)), u(static_cast<size_t>(T), Vec(size_t(E)));
+  for (int64_t t = 0; t < T; ++t) {
+    Vec in = (*x)[size_t(t)];
+    NormInPlace(ld.norm.kind, ld.norm.eps, F32(L[LayerRole::kAttnNorm]), nullptr, in.data(), E);
+    bcx[size_t(t)] = MatVec(L[LayerRole::kShortConvInProj], in);
+    for (int64_t c = 0; c < E; ++c) u[size_t(t)][size_t(c)] = bcx[size_t(t)][size_t(c)] * bcx[size_t(t)][size_t(2 * E + c)];
+  }
+  for (int64_t t = 0; t < T; ++t) {
+    Vec y(static_cast<size_t>(E));
+    for (int64_t c = 0; c < E; ++c) {
+      float s = 0.0f;
+      for (int64_t j = 0; j < K; ++j) {
+        const int64_t p = t - (K - 1) + j;
+        if (p >= 0) s += kernel[c * K + j] * u[size_t(p)][size_t(c)];
+      }
+      y[size_t(c)] = bcx[size_t(t)][size_t(E + c)] * s;
+    }
+    const Vec o = MatVec(L[LayerRole::kShortConvOutProj], y);
+    for (int64_t i = 0; i < E; ++i) (*x)[size_t(t)][size_t(i)] += d.residual_scale * o[size_t(i)];
+  }
 }
 
 // Logits [n_tok][n_vocab] of every position of `tokens` (positions 0..), session context n_ctx.
@@ -212,8 +242,10 @@ inline std::vector<Vec> Forward(const Model& m, const std::vector<int32_t>& toke
     const LayerTensors& L = w.layers[size_t(il)];
     const int32_t hd = a.head_dim_k, hv = a.head_dim_v;
     const bool own = a.kv_from < 0;
+    if (ld.mixer == MixerKind::kShortConv) ShortConvMixer(d, ld, L, &x);
+    const int64_t T_attn = ld.attention() ? T : 0;  // the attention mixer's positions
     std::vector<Vec> q(static_cast<size_t>(T)), k(static_cast<size_t>(T)), v(static_cast<size_t>(T));
-    for (int64_t t = 0; t < T; ++t) {
+    for (int64_t t = 0; t < T_attn; ++t) {
       Vec in = x[size_t(t)];
       if (ld.norm.pre_attn) {
         NormInPlace(ld.norm.kind, ld.norm.eps, F32(L[LayerRole::kAttnNorm]), F32(L[LayerRole::kAttnNormBias]), in.data(), E);
@@ -267,8 +299,8 @@ inline std::vector<Vec> Forward(const Model& m, const std::vector<int32_t>& toke
       v = v_of[size_t(a.kv_from)];
     }
     const float scale = a.scale > 0.0f ? a.scale : 1.0f / std::sqrt(float(hd));
-    const int32_t group = a.n_head / a.n_head_kv;
-    for (int64_t t = 0; t < T; ++t) {
+    const int32_t group = a.n_head / std::max(1, a.n_head_kv);
+    for (int64_t t = 0; t < T_attn; ++t) {
       Vec attn(size_t(a.n_head) * size_t(hv), 0.0f);
       for (int32_t h = 0; h < a.n_head; ++h) {
         const int32_t kh = h / group;

@@ -56,6 +56,8 @@ class CpuBackend final : public Backend {
   void Activate(Activation act, float* x, int64_t n) override;
   void CopyRows(const float* src, int64_t src_stride, int32_t rows, int32_t width, float* dst,
                 int64_t dst_stride) override;
+  void ShortConv(const float* bcx, int32_t n_tok, int32_t width, const float* kernel, int32_t l_cache, float* state,
+                 float* y) override;
 
  private:
   // Reads one cached row (k or v) as floats.
@@ -75,6 +77,7 @@ class CpuBackend final : public Backend {
   std::vector<uint8_t> gemm_unpacked_;  // prefill: per-thread 16 rows unpacked from a packed copy
   std::vector<float> kv_stage_;         // prefill attention: one layer's K then V rows in F32
   std::vector<float> rope_cs_;          // cos/sin of one position's rotation angles
+  std::vector<float> conv_window_;      // ShortConv: the state then the step's b * x rows
   // Decode: what rope_cs_'s first slot holds (Q and K of a layer, and every layer with the same
   // rotation, share one position's angles).
   struct RopeKey {

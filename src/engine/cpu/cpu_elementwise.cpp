@@ -212,6 +212,34 @@ void CpuBackend::Activate(Activation act, float* x, int64_t n) {
   for (int64_t i = 0; i < n; i += 256) ApplyGated(act, x + i, ones.data(), std::min<int64_t>(256, n - i));
 }
 
+// Small work (3 products per channel and position): the calling thread alone, so a position's
+// result never depends on a split.
+void CpuBackend::ShortConv(const float* bcx, int32_t n_tok, int32_t width, const float* kernel, int32_t l_cache,
+                           float* state, float* y) {
+  const int32_t d = l_cache - 1;
+  const size_t W = size_t(width);
+  conv_window_.resize(size_t(d + n_tok) * W);
+  float* u = conv_window_.data();
+  std::copy(state, state + size_t(d) * W, u);
+  for (int32_t t = 0; t < n_tok; ++t) {
+    const float* b = bcx + size_t(t) * 3 * W;
+    const float* x = b + 2 * W;
+    float* ut = u + size_t(d + t) * W;
+    for (size_t c = 0; c < W; ++c) ut[c] = b[c] * x[c];
+  }
+  for (int32_t t = 0; t < n_tok; ++t) {
+    const float* gate = bcx + size_t(t) * 3 * W + W;
+    float* yt = y + size_t(t) * W;
+    for (size_t c = 0; c < W; ++c) {
+      const float* k = kernel + c * size_t(l_cache);
+      float sum = 0.0f;
+      for (int32_t j = 0; j < l_cache; ++j) sum += u[size_t(t + j) * W + c] * k[j];
+      yt[c] = gate[c] * sum;
+    }
+  }
+  std::copy(u + size_t(n_tok) * W, u + size_t(n_tok + d) * W, state);
+}
+
 void CpuBackend::GatedActivation(Activation act, float* gate, const float* up, int64_t n) {
   pool_->ParallelFor(n, [&](int64_t b, int64_t e) { ApplyGated(act, gate + b, up + b, e - b); });
 }

@@ -9,8 +9,20 @@ tokenizer, for the embedding goldens (tests/capi/embed_test.cpp, doc/embeddings.
   nomic-bert-f32.gguf             nomic-embed-text-style: fused attn_qkv, rope (neox), SwiGLU without
                                   biases, no position table (pooling mean)
 
+  qwen3-embed-f32.gguf            Qwen3-Embedding-style: the qwen3 family file of synth_families.py
+                                  with pooling last and the EOS the real tokenizer appends (qwen2
+                                  vocabulary)
+  qwen3-rank-f32.gguf             Qwen3-Reranker as the converter writes it: pooling rank, labels
+                                  yes / no, a cls.output of two rows (the converter's yes / no rows
+                                  of the vocabulary head), the rerank chat template
+  gemma-embed-f32.gguf            EmbeddingGemma-style (gemma-embedding): 6 gemma3 layers (5 with a
+                                  symmetric window of 8), mean pooling, Dense projections dense_2 /
+                                  dense_3; Gemma 3's tokenizer (--gemma-vocab; its 262k-row token
+                                  table in Q8_0, read exactly by both sides)
+
   --bench: bert-base-q8_0.gguf and bert-base-f32.gguf in BERT-base's shape (12 layers, 768 wide,
-  12 heads, FFN 3072: 110M parameters) for timing, never in the tests.
+  12 heads, FFN 3072: 110M parameters) and qwen3-0.6b-q8_0.gguf in Qwen3-Embedding-0.6B's
+  (pooling last) for timing (bench/embed_bench.py), never in the tests.
 
 Weights and the GGUF writer come from scripts/synth_families.py (deterministic per file name).
 """
@@ -85,6 +97,99 @@ def metadata(quant, name, rank, nomic=False):
             sf.kv_u32("general.file_type", sf.FILE_TYPE[quant])]
 
 
+def kv_strs(key, values):
+    return sf.gguf_str(key) + struct.pack("<IIQ", sf.T_ARR, sf.T_STR, len(values)) + b"".join(
+        sf.gguf_str(v) for v in values)
+
+
+QWEN3_RERANK_TEMPLATE = (
+    "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct "
+    "provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n<Instruct>: Given a "
+    "web search query, retrieve relevant passages that answer the query\n<Query>: {query}\n<Document>: "
+    "{document}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n")
+
+
+# Qwen3's layer layout (QK-norm, head dim 32 != E / H, GQA 3) at a small width.
+QWEN3 = dict(sf.FAMILIES["qwen3"], E=128, H=6, Hkv=2, hd=32, F=384)
+
+
+# Qwen3-Embedding-0.6B's shape (28 layers, 1024 wide, 16 / 8 heads of 128, FFN 3072), for timing.
+QWEN3_06B = dict(sf.FAMILIES["qwen3"], E=1024, L=28, H=16, Hkv=8, hd=128, F=3072)
+
+
+def synth_qwen3(out_dir, tok, rank, h=QWEN3, quant="f32", name=None):
+    """Qwen3-Embedding (pooling last) or Qwen3-Reranker (pooling rank)."""
+    kv_raw, kv_count, n_vocab = tok
+    name = name or ("qwen3-rank" if rank else "qwen3-embed")
+    fname = f"{name}-{quant}.gguf"
+    path = os.path.join(out_dir, fname)
+    rng = np.random.default_rng(zlib.crc32(fname.encode()))
+    # The 152k-row token table in Q8_0 (read exactly by both sides; the vocabulary head it also
+    # is plays no part in embeddings), everything else F32.
+    specs = [(t, ne, Q.Q8_0 if t == "token_embd.weight" else ty, sigma)
+             for t, ne, ty, sigma in sf.tensor_specs(h, n_vocab, quant)]
+    tensors = [(t, ne, ty, sf.random_tensor(rng, h, t, ne, ty, sigma)) for t, ne, ty, sigma in specs]
+    kvs = sf.metadata(h, quant, name)
+    if rank:
+        # The converter's cls.output: rows "yes" then "no" of the vocabulary head, here F32 rows of
+        # the same scale (their values do not matter, only that both sides read the same ones).
+        tensors.append(("cls.output.weight", (h["E"], 2), Q.F32, 0.05 * rng.standard_normal((2, h["E"]), dtype=np.float32)))
+        kvs += [sf.kv_u32("qwen3.pooling_type", 4), kv_strs("qwen3.classifier.output_labels", ["yes", "no"]),
+                sf.kv_str("tokenizer.chat_template.rerank", QWEN3_RERANK_TEMPLATE)]
+    else:
+        kvs += [sf.kv_u32("qwen3.pooling_type", 3), kv_bool("tokenizer.ggml.add_eos_token", True)]
+    sf.write_gguf(path + ".tmp", kvs, kv_raw, kv_count, tensors)
+    os.replace(path + ".tmp", path)
+    print(path)
+
+
+GEMMA = dict(arch="gemma-embedding", E=128, L=6, H=4, Hkv=1, hd=64, F=384, dense=512, window=8, ctx=2048,
+             eps=1e-6, base=1e6)
+
+
+def synth_gemma(out_dir, tok):
+    """EmbeddingGemma-style: gemma3 layers, bidirectional, Dense projections, pooling mean."""
+    g = GEMMA
+    kv_raw, kv_count, n_vocab = tok
+    E, L, H, Hkv, hd, F, D = g["E"], g["L"], g["H"], g["Hkv"], g["hd"], g["F"], g["dense"]
+    fname = "gemma-embed-f32.gguf"
+    path = os.path.join(out_dir, fname)
+    rng = np.random.default_rng(zlib.crc32(fname.encode()))
+
+    def mat(name, n_in, n_out, sigma):
+        return (name, (n_in, n_out), Q.F32, sigma)
+
+    def vec(name, n):
+        return (name, (n,), Q.F32, None)
+
+    specs = [("token_embd.weight", (E, n_vocab), Q.Q8_0, 0.05), vec("output_norm.weight", E),
+             mat("dense_2.weight", E, D, 0.05), mat("dense_3.weight", D, E, 0.05)]
+    for i in range(L):
+        p = f"blk.{i}."
+        specs += [vec(p + "attn_norm.weight", E), mat(p + "attn_q.weight", E, H * hd, 0.06),
+                  mat(p + "attn_k.weight", E, Hkv * hd, 0.06), mat(p + "attn_v.weight", E, Hkv * hd, 0.05),
+                  vec(p + "attn_q_norm.weight", hd), vec(p + "attn_k_norm.weight", hd),
+                  mat(p + "attn_output.weight", H * hd, E, 0.04), vec(p + "post_attention_norm.weight", E),
+                  vec(p + "ffn_norm.weight", E), mat(p + "ffn_gate.weight", E, F, 0.05),
+                  mat(p + "ffn_up.weight", E, F, 0.05), mat(p + "ffn_down.weight", F, E, 0.05),
+                  vec(p + "post_ffw_norm.weight", E)]
+    tensors = [(t, ne, ty, sf.random_tensor(rng, g, t, ne, ty, sigma)) for t, ne, ty, sigma in specs]
+    a = g["arch"]
+    kvs = [sf.kv_str("general.architecture", a), sf.kv_str("general.name", "zerfoo synthetic gemma-embed"),
+           sf.kv_u32(f"{a}.context_length", g["ctx"]), sf.kv_u32(f"{a}.embedding_length", E),
+           sf.kv_u32(f"{a}.block_count", L), sf.kv_u32(f"{a}.feed_forward_length", F),
+           sf.kv_u32(f"{a}.attention.head_count", H), sf.kv_u32(f"{a}.attention.head_count_kv", Hkv),
+           sf.kv_u32(f"{a}.attention.key_length", hd), sf.kv_u32(f"{a}.attention.value_length", hd),
+           sf.kv_f32(f"{a}.rope.freq_base", g["base"]), sf.kv_f32(f"{a}.attention.layer_norm_rms_epsilon", g["eps"]),
+           sf.kv_u32(f"{a}.attention.sliding_window", g["window"]), sf.kv_u32(f"{a}.pooling_type", 1),
+           sf.kv_u32(f"{a}.dense_2_feat_in", E), sf.kv_u32(f"{a}.dense_2_feat_out", D),
+           sf.kv_u32(f"{a}.dense_3_feat_in", D), sf.kv_u32(f"{a}.dense_3_feat_out", E),
+           sf.kv_u32("general.file_type", 0)]
+    sf.write_gguf(path + ".tmp", kvs, kv_raw, kv_count, tensors)
+    os.replace(path + ".tmp", path)
+    print(path)
+
+
 def synth(out_dir, name, quant, rank, tok, nomic=False):
     kv_raw, kv_count, n_vocab = tok
     fname = f"{name}-{quant}.gguf"
@@ -102,6 +207,7 @@ def main():
     ap.add_argument("out_dir")
     ap.add_argument("--bench", action="store_true")
     ap.add_argument("--vocab-dir", default=os.path.expanduser("~/.cache/zerfoo/reference/vocab-0.3.36"))
+    ap.add_argument("--gemma-vocab", help="a Gemma 3 GGUF (scripts/fetch_models.sh gemma3) for gemma-embed-f32")
     a = ap.parse_args()
     os.makedirs(a.out_dir, exist_ok=True)
     tok = sf.read_tokenizer_kv(os.path.join(a.vocab_dir, "ggml-vocab-bert-bge.gguf"))
@@ -109,11 +215,18 @@ def main():
         H.update(BASE)
         synth(a.out_dir, "bert-base", "q8_0", False, tok)
         synth(a.out_dir, "bert-base", "f32", False, tok)
+        synth_qwen3(a.out_dir, sf.read_tokenizer_kv(os.path.join(a.vocab_dir, "ggml-vocab-qwen2.gguf")), False,
+                    QWEN3_06B, "q8_0", "qwen3-0.6b")
         return
     synth(a.out_dir, "bert", "f32", False, tok)
     synth(a.out_dir, "bert", "q8_0", False, tok)
     synth(a.out_dir, "bert-rank", "f32", True, tok)
     synth(a.out_dir, "nomic-bert", "f32", False, tok, nomic=True)
+    qwen_tok = sf.read_tokenizer_kv(os.path.join(a.vocab_dir, "ggml-vocab-qwen2.gguf"))
+    synth_qwen3(a.out_dir, qwen_tok, False)
+    synth_qwen3(a.out_dir, qwen_tok, True)
+    if a.gemma_vocab:
+        synth_gemma(a.out_dir, sf.read_tokenizer_kv(a.gemma_vocab))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@ embedding) into tests/data/golden/embeddings/NAME.json for tests/capi/embed_test
 {"file", "pooling", "texts", "embeddings", "command"}. Vectors are L2-normalized (the tool's
 default --embd-normalize 2); rank pooling records the classifier's scores.
 
-  scripts/reference/record_embedding_goldens.py LLAMA_BUILD_DIR EMBED_MODELS_DIR SMOLLM2_FILE
+  scripts/reference/record_embedding_goldens.py LLAMA_BUILD_DIR EMBED_MODELS_DIR SMOLLM2_FILE [NAME...]
+
+(with NAMEs, only those goldens are recorded)
 """
 import json
 import os
@@ -13,6 +15,9 @@ import sys
 
 TEXTS = ["Hello, world!", "The quick brown fox jumps over the lazy dog.", "Embeddings map text to vectors.", "a",
          "Ünïcödé and CJK 漢字 survive WordPiece."]
+# Longer than EmbeddingGemma-style files' sliding window (8 positions) several times over.
+LONG = ("Sliding windows only matter once a text is longer than the window: this sentence runs to well over "
+        "forty tokens so that every position sees a different part of it.")
 RANK_PAIRS = [("what is a panda?", "The giant panda is a bear native to China."),
               ("what is a panda?", "Paris is the capital of France."),
               ("how to bake bread", "Mix flour, water, yeast and salt, then bake.")]
@@ -40,7 +45,7 @@ def run(tool, model, pooling, prompts, extra=()):
     return vecs, " ".join(os.path.basename(c) if c == model else c for c in cmd[:-2]) + " -p ..."
 
 
-def main(build, models, smollm2):
+def main(build, models, smollm2, *only):
     tool = os.path.join(build, "bin", "llama-embedding")
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
     out_dir = os.path.join(root, "tests", "data", "golden", "embeddings")
@@ -51,14 +56,23 @@ def main(build, models, smollm2):
             ("bert-rank-f32-rank", os.path.join(models, "bert-rank-f32.gguf"), "rank",
              [q + "\t" + d for q, d in RANK_PAIRS]),
             ("nomic-bert-f32-mean", os.path.join(models, "nomic-bert-f32.gguf"), "mean", TEXTS),
+            ("qwen3-embed-f32-last", os.path.join(models, "qwen3-embed-f32.gguf"), "last", TEXTS),
+            ("qwen3-embed-f32-mean", os.path.join(models, "qwen3-embed-f32.gguf"), "mean", TEXTS),
+            ("qwen3-rank-f32-rank", os.path.join(models, "qwen3-rank-f32.gguf"), "rank",
+             [q + "\t" + d for q, d in RANK_PAIRS]),
+            ("gemma-embed-f32-mean", os.path.join(models, "gemma-embed-f32.gguf"), "mean", TEXTS + [LONG]),
             ("smollm2-last", smollm2, "last", TEXTS),
             ("smollm2-mean", smollm2, "mean", TEXTS)]
     for name, model, pooling, texts in jobs:
+        if only and name not in only:
+            continue
         if pooling == "rank":
             # The tool normalizes n_embd values from a buffer of n_cls_out scores: no
             # normalization, and only the scores are kept.
             vecs, cmd = run(tool, model, pooling, texts, ("--embd-normalize", "-1"))
-            vecs = [v[:1] for v in vecs]
+            # One score per label (Qwen3-Reranker: P(yes), P(no)).
+            labels = 2 if "qwen3" in name else 1
+            vecs = [v[:labels] for v in vecs]
         else:
             vecs, cmd = run(tool, model, pooling, texts)
         with open(os.path.join(out_dir, name + ".json"), "w") as f:
@@ -69,6 +83,6 @@ def main(build, models, smollm2):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
+    if len(sys.argv) < 4:
         sys.exit(__doc__)
     main(*sys.argv[1:])

@@ -80,7 +80,9 @@ struct AttentionParams {
   int32_t head_dim_v = 0;
   float scale = 1.0f;    // multiplies q·k
   float softcap = 0.0f;  // 0 = off
-  int32_t window = 0;    // 0 = full causal; else a position sees the last `window` positions
+  // 0 = no window; else a position sees the last `window` positions (causal) or, non-causal,
+  // the keys at most window / 2 positions away on either side (symmetric sliding window).
+  int32_t window = 0;
   // false (encoders, engines that Support(kNonCausal) only): each of a step's queries sees every
   // key up to the step's last position, later ones included. Embedding passes evaluate a whole
   // sequence in one step from position 0, so that is the whole sequence.

@@ -29,11 +29,6 @@ Status EncoderFrame(const Hparams& h, ModelDesc* d) {
   d->input_norm_eps = eps;
   d->has_output_norm = false;
   d->has_output_head = false;
-  if (const gguf::Value* labels = f.Find(h.Key("classifier.output_labels"))) {
-    if (labels->type == gguf::ValueType::ARRAY && labels->count > 0 && labels->count < 65536) {
-      d->n_cls_out = int32_t(labels->count);
-    }
-  }
   for (LayerDesc& l : d->layers) {
     l.attn.causal = false;
     l.norm.pre_attn = l.norm.pre_ffn = false;

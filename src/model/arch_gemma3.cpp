@@ -1,6 +1,9 @@
 // Gemma 3: scaled embeddings, per-head QK-norm, post-norms, GeGLU, 5 sliding-window layers per
 // global one (or attention.sliding_window_pattern); local layers use rope.freq_base_swa
 // (default 10000) without scaling or frequency factors.
+// EmbeddingGemma (gemma-embedding): the same layers with bidirectional attention (the local
+// layers' window symmetric around each position), queries scaled by 1/sqrt(head_dim) at every
+// size, and the sentence-transformers Dense projections after pooling when the file has them.
 #include <cmath>
 
 #include "model/registry.h"
@@ -36,6 +39,28 @@ Status BuildGemma3(const Hparams& h, ModelDesc* d) {
       l.attn.rope.freq_scale = 1.0f;
       l.attn.rope.use_freq_factors = false;
     }
+  }
+  return Status::Ok();
+}
+
+Status BuildGemmaEmbedding(const Hparams& h, ModelDesc* d) {
+  ZF_RETURN_IF_ERROR(BuildGemma3(h, d));
+  int32_t dense_2_in = 0, dense_2_out = 0, dense_3_in = 0, dense_3_out = 0;
+  ZF_RETURN_IF_ERROR(h.OptI32("dense_2_feat_in", &dense_2_in));
+  ZF_RETURN_IF_ERROR(h.OptI32("dense_2_feat_out", &dense_2_out));
+  ZF_RETURN_IF_ERROR(h.OptI32("dense_3_feat_in", &dense_3_in));
+  ZF_RETURN_IF_ERROR(h.OptI32("dense_3_feat_out", &dense_3_out));
+  if ((dense_2_in != 0 && dense_2_in != d->n_embd) || (dense_3_out != 0 && dense_3_out != d->n_embd) ||
+      dense_2_out != dense_3_in || dense_2_out < 0 || dense_2_out > (1 << 20)) {
+    return FormatError("'" + d->arch + "': dense_2 must map " + std::to_string(d->n_embd) +
+                       " values to dense_3_feat_in and dense_3 back to " + std::to_string(d->n_embd) + " (got " +
+                       std::to_string(dense_2_in) + " -> " + std::to_string(dense_2_out) + ", " +
+                       std::to_string(dense_3_in) + " -> " + std::to_string(dense_3_out) + ")");
+  }
+  d->n_dense = dense_2_out;
+  for (LayerDesc& l : d->layers) {
+    l.attn.causal = false;
+    l.attn.scale = 1.0f / std::sqrt(float(l.attn.head_dim_k));
   }
   return Status::Ok();
 }

@@ -1,4 +1,5 @@
-// Qwen 2 / 2.5 (Q/K/V biases, optional output bias), Qwen 3 (per-head QK-norm) and Qwen 3 MoE (QK-norm, softmax
+// Qwen 2 / 2.5 (Q/K/V biases, optional output bias), Qwen 3 (per-head QK-norm; as a reranker its
+// classifier scores go through a softmax) and Qwen 3 MoE (QK-norm, softmax
 // router over expert_count experts of expert_feed_forward_length, top-k renormalized): llama
 // blocks with rope on halves.
 #include "model/registry.h"
@@ -12,6 +13,9 @@ Status BuildQwen2(const Hparams&, ModelDesc* d) {
 }
 
 Status BuildQwen3(const Hparams&, ModelDesc* d) {
+  // Qwen3-Reranker (pooling rank, cls.output = the "yes" / "no" rows of the vocabulary head):
+  // the reference turns the two logits into probabilities.
+  d->cls_softmax = true;
   for (LayerDesc& l : d->layers) {
     l.attn.rope.style = RopeStyle::kNeox;
     l.attn.qk_norm = QkNorm::kPerHead;

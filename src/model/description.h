@@ -65,7 +65,10 @@ struct AttentionDesc {
   int32_t head_dim_v = 0;
   float scale = 0.0f;    // multiplies q·k; 0 = 1/sqrt(head_dim_k)
   float softcap = 0.0f;  // tanh cap of the scores; 0 = off
-  int32_t window = 0;    // sliding window in positions; 0 = full causal
+  // Sliding window in positions, 0 = none: with causal attention a position sees the last
+  // `window` positions; without, those at most window / 2 away on either side (the reference's
+  // symmetric window, EmbeddingGemma).
+  int32_t window = 0;
   bool causal = true;    // false: every position of the step sees every other one (encoders)
   RopeDesc rope;
   QkNorm qk_norm = QkNorm::kNone;
@@ -199,9 +202,17 @@ struct ModelDesc {
   int32_t n_ctx_orig = 0;  // rope.scaling.original_context_length (default: context_length)
 
   // Embeddings: the file's pooling, and the classification head of rerankers (cls.weight
-  // [n_embd, n_embd] + tanh, then cls.output.weight [n_embd, n_cls_out], both with biases).
+  // [n_embd, n_embd] + tanh when present, then cls.output.weight [n_embd, n_cls_out], biases
+  // when present). Rank pooling feeds it the first token's state, or the last one when the
+  // attention is causal (decoder rerankers such as Qwen3-Reranker: the only row that has seen
+  // the whole pair). cls_softmax: the scores go through a softmax (Qwen3-Reranker's yes / no
+  // logits become probabilities).
   Pooling pooling = Pooling::kUnspecified;
   int32_t n_cls_out = 1;
+  bool cls_softmax = false;
+  // Sentence-transformers Dense projections after pooling (EmbeddingGemma): dense_2.weight
+  // [n_embd -> n_dense], then dense_3.weight [n_dense -> n_embd], no biases; 0 = none.
+  int32_t n_dense = 0;
 
   uint64_t n_params = 0;  // total weight elements (zf_model_info)
 

@@ -178,20 +178,40 @@ void Forward::RunHidden(const int32_t* tokens, const Seq* seqs, int32_t n_seq, f
   be_.ReadActivations(x_.data(), size_t(n) * size_t(d.n_embd), hidden);
 }
 
-void Forward::ClassifierHead(float* x, int32_t n, float* scores) {
+void Forward::ClassifierHead(const float* x, int32_t n, float* scores) {
   const ModelDesc& d = model_.desc();
   const Weights& w = model_.weights();
   for (int32_t r0 = 0; r0 < n; r0 += max_batch_) {
     const int32_t rows = std::min(max_batch_, n - r0);
-    float* xr = x + int64_t{r0} * d.n_embd;
-    be_.MatMul(*w[GlobalRole::kCls], xr, rows, h_.data());
-    if (w[GlobalRole::kClsBias]) be_.AddBias(h_.data(), F32(w[GlobalRole::kClsBias]), rows, d.n_embd);
-    for (int64_t i = 0; i < int64_t{rows} * d.n_embd; ++i) h_.data()[i] = std::tanh(h_.data()[i]);
-    be_.MatMul(*w[GlobalRole::kClsOut], h_.data(), rows, scores + int64_t{r0} * d.n_cls_out);
-    if (w[GlobalRole::kClsOutBias]) {
-      be_.AddBias(scores + int64_t{r0} * d.n_cls_out, F32(w[GlobalRole::kClsOutBias]), rows, d.n_cls_out);
+    const float* in = x + int64_t{r0} * d.n_embd;
+    if (w[GlobalRole::kCls]) {
+      be_.MatMul(*w[GlobalRole::kCls], in, rows, h_.data());
+      if (w[GlobalRole::kClsBias]) be_.AddBias(h_.data(), F32(w[GlobalRole::kClsBias]), rows, d.n_embd);
+      for (int64_t i = 0; i < int64_t{rows} * d.n_embd; ++i) h_.data()[i] = std::tanh(h_.data()[i]);
+      in = h_.data();
+    }
+    float* out = scores + int64_t{r0} * d.n_cls_out;
+    be_.MatMul(*w[GlobalRole::kClsOut], in, rows, out);
+    if (w[GlobalRole::kClsOutBias]) be_.AddBias(out, F32(w[GlobalRole::kClsOutBias]), rows, d.n_cls_out);
+    if (d.cls_softmax) {
+      for (int32_t r = 0; r < rows; ++r) {
+        float* s = out + int64_t{r} * d.n_cls_out;
+        const float mx = *std::max_element(s, s + d.n_cls_out);
+        float sum = 0.0f;
+        for (int32_t j = 0; j < d.n_cls_out; ++j) sum += (s[j] = std::exp(s[j] - mx));
+        for (int32_t j = 0; j < d.n_cls_out; ++j) s[j] /= sum;
+      }
     }
   }
+}
+
+void Forward::DenseOut(float* x, int32_t n) {
+  const ModelDesc& d = model_.desc();
+  const Weights& w = model_.weights();
+  if (d.n_dense <= 0 || w[GlobalRole::kDense2] == nullptr || w[GlobalRole::kDense3] == nullptr) return;
+  std::vector<float> inner(size_t(n) * size_t(d.n_dense));
+  be_.MatMul(*w[GlobalRole::kDense2], x, n, inner.data());
+  be_.MatMul(*w[GlobalRole::kDense3], inner.data(), n, x);
 }
 
 void Forward::Norm(NormKind kind, float eps, const Tensor* w, const Tensor* b, const float* x, int32_t rows, float* y) {

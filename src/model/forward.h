@@ -67,10 +67,14 @@ class Forward {
   // row's final state, after output_norm when the model has one (the reference's t_embd), to
   // host memory hidden [sum of n, n_embd]. Host-memory backends only.
   void RunHidden(const int32_t* tokens, const Seq* seqs, int32_t n_seq, float* hidden);
-  // Rerankers' classification head over n pooled rows x [n, n_embd] (host, overwritten as
-  // scratch): scores [n, n_cls_out] = cls_out(tanh(cls x + b)) + b_out. The model must have
-  // cls.weight and cls.output.weight. Host-memory backends only.
-  void ClassifierHead(float* x, int32_t n, float* scores);
+  // Rerankers' classification head over n pooled rows x [n, n_embd] (host):
+  // scores [n, n_cls_out] = cls_out(tanh(cls x + b)) + b_out, the tanh layer only when the
+  // model has cls.weight, a softmax over each row's scores when cls_softmax. The model must have
+  // cls.output.weight. Host-memory backends only.
+  void ClassifierHead(const float* x, int32_t n, float* scores);
+  // The Dense projections after pooling, in place on n pooled rows x [n, n_embd] (host):
+  // x = dense_3(dense_2 x); nothing when the model has none (ModelDesc::n_dense).
+  void DenseOut(float* x, int32_t n);
 
  private:
   // A backend-owned activation buffer (host memory on the CPU, device memory on CUDA).

@@ -154,6 +154,13 @@ Status ReadCommon(const Hparams& h, ModelDesc* d) {
                        " (known: -1 unspecified, 0 none, 1 mean, 2 cls, 3 last, 4 rank)");
   }
   d->pooling = Pooling(pooling);
+  // The classifier's outputs: one per label (a BERT reranker has none: one score; a Qwen3
+  // reranker has "yes" and "no"), read for every family as the reference does.
+  if (const gguf::Value* labels = f.Find(h.Key("classifier.output_labels"))) {
+    if (labels->type == gguf::ValueType::ARRAY && labels->count > 0 && labels->count < 65536) {
+      d->n_cls_out = int32_t(labels->count);
+    }
+  }
   bool causal = true;
   ZF_RETURN_IF_ERROR(h.OptBool("attention.causal", &causal));
   d->layers.assign(size_t(L), LayerDesc{});

@@ -9,6 +9,7 @@ constexpr ArchEntry kArchs[] = {
     {"mistral", BuildLlama},
     {"gemma2", BuildGemma2},
     {"gemma3", BuildGemma3},
+    {"gemma-embedding", BuildGemmaEmbedding},
     {"gemma4", BuildGemma4},
     {"qwen2", BuildQwen2},
     {"qwen3", BuildQwen3},

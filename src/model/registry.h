@@ -34,6 +34,7 @@ Status BuildDescription(const gguf::GgufFile& file, ModelDesc* d);
 Status BuildLlama(const Hparams& h, ModelDesc* d);
 Status BuildGemma2(const Hparams& h, ModelDesc* d);
 Status BuildGemma3(const Hparams& h, ModelDesc* d);
+Status BuildGemmaEmbedding(const Hparams& h, ModelDesc* d);
 Status BuildGemma4(const Hparams& h, ModelDesc* d);
 Status BuildQwen2(const Hparams& h, ModelDesc* d);
 Status BuildQwen3(const Hparams& h, ModelDesc* d);

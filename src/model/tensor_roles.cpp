@@ -182,14 +182,19 @@ const GlobalRoleSpec kGlobalRoles[] = {
   {GlobalRole::kInputNorm, "token_embd_norm.weight", [](D d) { return If(d.input_norm); }, [](D d) { return Vec(d.n_embd); }},
   {GlobalRole::kInputNormBias, "token_embd_norm.bias", [](D d) { return If(d.input_norm); }, [](D d) { return Vec(d.n_embd); }},
   // Without `<arch>.pooling_type` = rank the head is still bound when present (llama.cpp loads
-  // it optionally); only rank pooling uses it.
+  // it optionally); only rank pooling uses it. A decoder reranker (Qwen3-Reranker) keeps its
+  // vocabulary head and has cls.output only (the yes / no rows of its output matrix).
   {GlobalRole::kCls, "cls.weight", [](D d) { return If(!d.has_output_head, Need::kOptional); },
    [](D d) { return Mat(d.n_embd, d.n_embd); }},
   {GlobalRole::kClsBias, "cls.bias", [](D d) { return If(!d.has_output_head, Need::kOptional); }, [](D d) { return Vec(d.n_embd); }},
-  {GlobalRole::kClsOut, "cls.output.weight", [](D d) { return If(!d.has_output_head, Need::kOptional); },
+  {GlobalRole::kClsOut, "cls.output.weight", [](D) { return Need::kOptional; },
    [](D d) { return Mat(d.n_embd, d.n_cls_out); }},
-  {GlobalRole::kClsOutBias, "cls.output.bias", [](D d) { return If(!d.has_output_head, Need::kOptional); },
+  {GlobalRole::kClsOutBias, "cls.output.bias", [](D) { return Need::kOptional; },
    [](D d) { return Vec(d.n_cls_out); }},
+  {GlobalRole::kDense2, "dense_2.weight", [](D d) { return If(d.n_dense > 0, Need::kOptional); },
+   [](D d) { return Mat(d.n_embd, d.n_dense); }},
+  {GlobalRole::kDense3, "dense_3.weight", [](D d) { return If(d.n_dense > 0, Need::kOptional); },
+   [](D d) { return Mat(d.n_dense, d.n_embd); }},
   {GlobalRole::kPerLayerTokenEmbd, "per_layer_token_embd.weight", [](D d) { return If(d.n_embd_per_layer > 0); },
    [](D d) { return Mat(PerLayerWidth(d), d.n_vocab); }},
   {GlobalRole::kPerLayerModelProj, "per_layer_model_proj.weight", [](D d) { return If(d.n_embd_per_layer > 0); },

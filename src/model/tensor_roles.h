@@ -27,6 +27,7 @@ enum class GlobalRole : int32_t {
   kTokenEmbd, kOutputNorm, kOutputNormBias, kOutput, kOutputBias, kRopeFreqs, kRopeFactorsLong, kRopeFactorsShort,
   kPosEmbd, kTokenTypes, kInputNorm, kInputNormBias,  // BERT's input: positions, token types, LayerNorm
   kCls, kClsBias, kClsOut, kClsOutBias,                 // rerankers' classification head
+  kDense2, kDense3,                                     // projections after pooling (EmbeddingGemma)
   kPerLayerTokenEmbd, kPerLayerModelProj, kPerLayerProjNorm,  // Gemma 4's per-layer inputs
   kCount
 };

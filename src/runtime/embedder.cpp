@@ -139,7 +139,10 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
   std::vector<model::Forward::Seq> seqs;
   std::vector<model::RecurrentState> states;  // per input of a step (recurrent models)
   std::vector<float> hidden(size_t(step_tokens) * size_t(E));
-  std::vector<float> pooled;
+  std::vector<float> pooled, scores;
+  // The classifier reads each input's first state (its [CLS]), or its last when attention is
+  // causal (a decoder reranker: the last row is the only one that has seen the whole pair).
+  const Pooling rank_input = d.layers.back().attn.causal ? Pooling::kLast : Pooling::kCls;
   for (size_t first = 0; first < inputs.size();) {
     // The next step: inputs while their rows fit (at least one).
     tokens.clear();
@@ -173,19 +176,23 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
     }
     fwd.RunHidden(tokens.data(), seqs.data(), int32_t(seqs.size()), hidden.data());
     ZF_RETURN_IF_ERROR(be->TakeError());
+    // Pooled rows, padded to kMinStepRows so the products after pooling take the same kernels
+    // whatever the number of inputs in the step.
+    const size_t n_rows = std::max(n_seq, size_t(kMinStepRows));
+    pooled.assign(n_rows * size_t(E), 0.0f);
+    for (size_t i = 0, row = 0; i < n_seq; row += size_t(seqs[i].n), ++i) {
+      Pool(pooling == Pooling::kRank ? rank_input : pooling, hidden.data() + row * size_t(E), seqs[i].n, E,
+           pooled.data() + i * size_t(E));
+    }
     if (pooling == Pooling::kRank) {
-      // The classifier reads each input's first state (its [CLS]).
-      pooled.resize(n_seq * size_t(E));
-      for (size_t i = 0, row = 0; i < n_seq; row += size_t(seqs[i].n), ++i) {
-        Pool(Pooling::kCls, hidden.data() + row * size_t(E), seqs[i].n, E, pooled.data() + i * size_t(E));
-      }
-      fwd.ClassifierHead(pooled.data(), int32_t(n_seq), out + first * size_t(dim));
+      scores.resize(n_rows * size_t(dim));
+      fwd.ClassifierHead(pooled.data(), int32_t(n_rows), scores.data());
+      std::copy(scores.begin(), scores.begin() + n_seq * size_t(dim), out + first * size_t(dim));
     } else {
-      pooled.resize(size_t(E));
-      for (size_t i = 0, row = 0; i < n_seq; row += size_t(seqs[i].n), ++i) {
-        Pool(pooling, hidden.data() + row * size_t(E), seqs[i].n, E, pooled.data());
+      fwd.DenseOut(pooled.data(), int32_t(n_rows));
+      for (size_t i = 0; i < n_seq; ++i) {
         float* v = out + (first + i) * size_t(dim);
-        std::copy(pooled.begin(), pooled.begin() + dim, v);
+        std::copy(pooled.begin() + i * size_t(E), pooled.begin() + i * size_t(E) + dim, v);
         if (o.normalize) Normalize(v, dim);
       }
     }

@@ -218,6 +218,16 @@ TEST(GenerativeEmbed, SmolLM2BatchEqualsOneAtATime) {
   ExpectBatchEqualsOneAtATime(m.get());
 }
 
+// Decoder embedders and EmbeddingGemma (its Dense projections run on the padded pooled rows).
+TEST(DecoderEmbed, BatchEqualsOneAtATime) {
+  for (const char* name : {"qwen3-embed-f32", "gemma-embed-f32"}) {
+    SCOPED_TRACE(name);
+    ModelPtr m = Load(EmbedModel(name));
+    ASSERT_NE(m, nullptr);
+    ExpectBatchEqualsOneAtATime(m.get());
+  }
+}
+
 TEST_F(BertEmbed, ConcurrentCallsAgree) {
   size_t dim = 0;
   std::vector<float> want = Embed(model_.get(), kTexts, Params(), &dim);
@@ -281,6 +291,40 @@ TEST(Rerank, ScoresPairsAsLlamaServerFormatsThem) {
   EXPECT_EQ(zf_rerank(m.get(), nullptr, query.data(), query.size(), nullptr, nullptr, 0, nullptr), ZF_OK);
 }
 
+// Qwen3-Reranker: the llama-server pair is the file's rerank template with the query and the
+// document in it; the score is P(yes) of the softmax over the yes / no logits of the pair's
+// last token (attention is causal), and zf_embed with rank pooling gives both probabilities.
+TEST(Rerank, Qwen3RerankerTemplateAndProbabilities) {
+  ModelPtr m = Load(EmbedModel("qwen3-rank-f32"));
+  ASSERT_NE(m, nullptr);
+  const std::string query = "what is a panda?", doc = "The giant panda is a bear native to China.";
+  const char* dp = doc.data();
+  const size_t dl = doc.size();
+  float score = 0;
+  ASSERT_EQ(zf_rerank(m.get(), nullptr, query.data(), query.size(), &dp, &dl, 1, &score), ZF_OK) << LastError();
+  const std::string prompt =
+      "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct "
+      "provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n<Instruct>: Given a "
+      "web search query, retrieve relevant passages that answer the query\n<Query>: " + query + "\n<Document>: " + doc +
+      "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
+  std::vector<int32_t> ids(512);
+  size_t n = 0;
+  ASSERT_EQ(zf_tokenize(m.get(), prompt.data(), prompt.size(), ZF_TOKENIZE_PARSE_SPECIAL, ids.data(), ids.size(), &n),
+            ZF_OK);
+  ids.resize(n);
+  zf_embed_params rank = Params(ZF_POOLING_RANK);
+  size_t dim = 0;
+  ASSERT_EQ(zf_embed_dimension(m.get(), &rank, &dim), ZF_OK) << LastError();
+  ASSERT_EQ(dim, 2u);
+  float yes_no[2] = {0, 0};
+  const int32_t* pp = ids.data();
+  size_t needed = 0;
+  ASSERT_EQ(zf_embed_tokens(m.get(), &rank, &pp, &n, 1, yes_no, 2, &needed), ZF_OK) << LastError();
+  EXPECT_EQ(yes_no[0], score);
+  EXPECT_NEAR(yes_no[0] + yes_no[1], 1.0f, 1e-6f);
+  EXPECT_GT(yes_no[1], 0.0f);
+}
+
 TEST(GenerativeEmbed, SmolLM2LastTokenByDefault) {
   ZF_REQUIRE_MODEL(path, "smollm2");
   ModelPtr m = Load(path);
@@ -330,6 +374,16 @@ TEST_F(BertEmbed, AttentionIsBidirectional) {
       << "appending a token must change the earlier states of an encoder";
 }
 
+// EmbeddingGemma's attention is bidirectional; Qwen3-Embedding's is causal.
+TEST(DecoderEmbed, CausalityFromTheFile) {
+  ModelPtr gemma = Load(EmbedModel("gemma-embed-f32"));
+  ModelPtr qwen = Load(EmbedModel("qwen3-embed-f32"));
+  ASSERT_NE(gemma, nullptr);
+  ASSERT_NE(qwen, nullptr);
+  EXPECT_GT(CausalityGap(gemma.get(), {2, 9259, 236764, 1902, 236888, 1}), 1e-2);
+  EXPECT_LT(CausalityGap(qwen.get(), {9707, 11, 1879, 0, 151643}), 1e-3);
+}
+
 TEST(GenerativeEmbed, SmolLM2IsCausalAndPoolsTheNormedStates) {
   ZF_REQUIRE_MODEL(path, "smollm2");
   ModelPtr m = Load(path);
@@ -353,6 +407,7 @@ struct Golden {
   const char* model;  // bert files under ZF_EMBED_MODELS_DIR, or "smollm2"
   int32_t pooling;
   double min_cosine;
+  bool via_rerank = false;  // rank goldens of a file with a rerank template: zf_rerank on "query<TAB>doc"
 };
 
 class EmbedGolden : public ::testing::TestWithParam<Golden> {};
@@ -392,7 +447,21 @@ TEST_P(EmbedGolden, MatchesLlamaCpp) {
   }
   size_t dim = 0;
   std::vector<float> got;
-  if (rank) {
+  if (g.via_rerank) {
+    // llama-embedding fills the file's rerank template as llama-server does; zf_rerank gives
+    // the first label's score.
+    dim = 1;
+    for (const std::string& t : texts) {
+      const size_t tab = t.find('\t');
+      const std::string q = t.substr(0, tab), d = t.substr(tab + 1);
+      const char* dp = d.data();
+      const size_t dl = d.size();
+      float score = 0;
+      EXPECT_EQ(zf_rerank(m.get(), nullptr, q.data(), q.size(), &dp, &dl, 1, &score), ZF_OK) << LastError();
+      got.push_back(score);
+    }
+    for (auto& w : want) w.resize(1);
+  } else if (rank) {
     // llama-embedding's rank input "query<TAB>doc" is [CLS] query [SEP] doc [SEP]: the same
     // tokens through zf_embed (the tab becomes the [SEP] text, parsed as special).
     std::vector<std::string> joined;
@@ -430,6 +499,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Golden{"bert-q8_0-cls", "bert-q8_0", ZF_POOLING_DEFAULT, 0.999},
                       Golden{"bert-rank-f32-rank", "bert-rank-f32", ZF_POOLING_DEFAULT, 0.0},
                       Golden{"nomic-bert-f32-mean", "nomic-bert-f32", ZF_POOLING_DEFAULT, 0.9999},
+                      Golden{"qwen3-embed-f32-last", "qwen3-embed-f32", ZF_POOLING_DEFAULT, 0.9999},
+                      Golden{"qwen3-embed-f32-mean", "qwen3-embed-f32", ZF_POOLING_MEAN, 0.9999},
+                      Golden{"qwen3-rank-f32-rank", "qwen3-rank-f32", ZF_POOLING_DEFAULT, 0.0, true},
+                      Golden{"gemma-embed-f32-mean", "gemma-embed-f32", ZF_POOLING_DEFAULT, 0.9999},
                       Golden{"smollm2-last", "smollm2", ZF_POOLING_LAST, 0.999},
                       Golden{"smollm2-mean", "smollm2", ZF_POOLING_MEAN, 0.999}),
     [](const ::testing::TestParamInfo<Golden>& i) {

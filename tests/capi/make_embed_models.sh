@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Writes the random-weight embedding models of tests/capi/embed_test.cpp (scripts/synth_embed.py:
-# BERT in llama.cpp's layout with the bert-bge vocabulary of tests/data/tokenizer) into OUT_DIR,
-# with the pinned numpy/gguf of scripts/requirements-synth.txt (the cache tests/family/
-# make_models.sh uses). Run by ctest as the fixture embed.models; fails on a missing input.
+# BERT, Qwen3 embedder / reranker and EmbeddingGemma files in llama.cpp's layout with the real
+# vocabularies: llama.cpp's bert-bge and qwen2 from scripts/fetch_vocab.sh, Gemma 3's from
+# scripts/fetch_models.sh) into OUT_DIR, with the pinned numpy/gguf of
+# scripts/requirements-synth.txt (the cache tests/family/make_models.sh uses). Run by ctest as the
+# fixture embed.models; fails on a missing input.
 #   tests/capi/make_embed_models.sh OUT_DIR
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -21,5 +23,7 @@ export PYTHONPATH="$pydir${PYTHONPATH:+:$PYTHONPATH}"
 stamp="$(cat "$root/scripts/synth_embed.py" "$root/scripts/synth_families.py" "$req" | sha256sum | cut -c1-32)"
 if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ]; then exit 0; fi
 rm -f "$out/.stamp"
-"$py" "$root/scripts/synth_embed.py" "$out" --vocab-dir "$root/tests/data/tokenizer"
+vocab="$("$root/scripts/fetch_vocab.sh")"
+gemma="$("$root/scripts/fetch_models.sh" gemma3)"
+"$py" "$root/scripts/synth_embed.py" "$out" --vocab-dir "$vocab" --gemma-vocab "$gemma"
 echo "$stamp" > "$out/.stamp"

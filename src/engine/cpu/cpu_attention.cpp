@@ -14,6 +14,25 @@
 #include "quant/quant.h"
 
 namespace zf::engine {
+namespace {
+
+// The keys [*lo, *hi] a query at position p_q sees when the step's last position is last_pos:
+// the sliding window behind it (causal) or around it (non-causal, symmetric: window / 2 either
+// side, as the reference masks EmbeddingGemma), up to itself or to the step's end.
+void VisibleKeys(const AttentionParams& ap, int32_t p_q, int32_t last_pos, int32_t* lo, int32_t* hi) {
+  if (ap.causal) {
+    *lo = ap.window > 0 ? std::max(0, p_q - ap.window + 1) : 0;
+    *hi = p_q;
+  } else if (ap.window > 0) {
+    *lo = std::max(0, p_q - ap.window / 2);
+    *hi = std::min(last_pos, p_q + ap.window / 2);
+  } else {
+    *lo = 0;
+    *hi = last_pos;
+  }
+}
+
+}  // namespace
 
 size_t CpuBackend::KvStateBytes(int32_t n_pos) const {
   const size_t elem = kv_type_ == KvType::kF16 ? 2 : 4;
@@ -309,8 +328,7 @@ void CpuBackend::AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, 
               std::copy(src, src + dk, qi);
             }
             const int32_t p_q = c.pos0 + t;
-            lo[i] = ap.window > 0 ? std::max(0, p_q - ap.window + 1) : 0;
-            hi[i] = ap.causal ? p_q : c.n_pos - 1;  // non-causal: every key of the step
+            VisibleKeys(ap, p_q, c.n_pos - 1, &lo[i], &hi[i]);
             key0 = std::min(key0, lo[i]);
             key1 = std::max(key1, hi[i]);
             outp[i] = c.out + int64_t{t} * ap.n_head * dv + int64_t{h} * dv;
@@ -442,8 +460,8 @@ void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t
           const int32_t h = int32_t(pair % ap.n_head);
           const int32_t g = h / c.group;
           const int32_t p_q = c.pos0 + t;
-          const int32_t lo = ap.window > 0 ? std::max(0, p_q - ap.window + 1) : 0;
-          const int32_t last = ap.causal ? p_q : c.pos0 + c.n_tok - 1;  // the last visible key
+          int32_t lo = 0, last = 0;  // the visible keys
+          VisibleKeys(ap, p_q, c.pos0 + c.n_tok - 1, &lo, &last);
           const float* qh = c.q + int64_t{t} * c.q_width + int64_t{h} * ap.head_dim_k;
           // With an F16 cache, Q is rounded to F16 and dotted with K in F16 (F32 sums), as the
           // reference does; softmax and the weighted sum of V are in F32. Rows are read in

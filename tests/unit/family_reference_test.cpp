@@ -6,6 +6,8 @@
 // tests/family checks the descriptions themselves against llama.cpp's recordings.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -384,7 +386,9 @@ std::vector<Spec> Families() {
 }
 
 std::string WriteTemp(const std::vector<uint8_t>& bytes, const std::string& name) {
-  std::string path = ::testing::TempDir() + "family_" + name + ".gguf";
+  // Per process: ctest runs these tests in parallel processes, and rewriting a file another one
+  // has memory-mapped kills that one (SIGBUS).
+  std::string path = ::testing::TempDir() + "family_" + name + "_" + std::to_string(getpid()) + ".gguf";
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
   return path;
 }

@@ -658,7 +658,7 @@ impl ZerfooLib {
     ) -> zf_status {
         (self.zf_session_tokens)(session, tokens, cap, n)
     }
-    #[doc = " @brief Keeps the first `n_keep` tokens of the conversation (zf_session_tokens()) and forgets\n the rest: the next call continues after them, so a prompt that starts with them is evaluated\n from there on. `n_keep == 0` is zf_session_reset().\n @param session The session.\n @param n_keep Tokens to keep, at most the conversation's length.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL session, `n_keep` beyond the conversation,\n         or a zf_generation in progress)."]
+    #[doc = " @brief Keeps the first `n_keep` tokens of the conversation (zf_session_tokens()) and forgets\n the rest: the next call continues after them, so a prompt that starts with them is evaluated\n from there on. `n_keep == 0` is zf_session_reset(). On a model with recurrent layers (LFM2)\n the state at `n_keep` is rebuilt exactly: from the nearest checkpoint (every 64 tokens) the\n kept tokens after it are evaluated again (at most 63; doc/state.md), which takes that much\n prefill and may end with ::ZF_ERR_CANCELLED.\n @param session The session.\n @param n_keep Tokens to keep, at most the conversation's length.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL session, `n_keep` beyond the conversation,\n         or a zf_generation in progress)."]
     pub unsafe fn zf_session_truncate(&self, session: *mut zf_session, n_keep: usize) -> zf_status {
         (self.zf_session_truncate)(session, n_keep)
     }
@@ -670,7 +670,7 @@ impl ZerfooLib {
     ) -> zf_status {
         (self.zf_session_set_draft_model)(session, draft)
     }
-    #[doc = " @brief Bytes zf_session_state_save() needs for the session as it is now: a header naming the\n model (a fingerprint of its architecture, sizes and tensors), the conversation tokens and the\n KV cache rows in use.\n @param session The session.\n @param size Receives the size in bytes. Required.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT; ::ZF_ERR_UNSUPPORTED (an engine that cannot export\n         its KV cache, e.g. CUDA in this version)."]
+    #[doc = " @brief Bytes zf_session_state_save() needs for the session as it is now: a header naming the\n model (a fingerprint of its architecture, sizes and tensors), the conversation tokens and the\n KV cache rows in use; on a model with recurrent layers also their state and its checkpoints\n (checked on load).\n @param session The session.\n @param size Receives the size in bytes. Required.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT; ::ZF_ERR_UNSUPPORTED (an engine that cannot export\n         its KV cache, e.g. CUDA in this version)."]
     pub unsafe fn zf_session_state_size(
         &self,
         session: *const zf_session,

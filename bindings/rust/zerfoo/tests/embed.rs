@@ -185,7 +185,7 @@ fn draft_model_keeps_the_output() {
         .generate(prompt, &GenerateOptions::greedy(32))
         .unwrap();
     let mut s = model.session(&so).unwrap();
-    s.set_draft_model(Some(&model)).unwrap();
+    s.set_draft_model(Some(model)).unwrap();
     let drafted = s.generate(prompt, &opts).unwrap();
     assert_eq!(drafted.text, plain.text);
     assert!(

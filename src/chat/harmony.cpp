@@ -1,6 +1,8 @@
 // Reading harmony messages (see harmony.h).
 #include "chat/harmony.h"
 
+#include "common/utf8.h"
+
 #include <vector>
 
 namespace zf::chat {
@@ -36,16 +38,6 @@ size_t HeldMarker(std::string_view text) {
     if (tail.find('>') == std::string_view::npos) return tail.size();
   }
   return 0;
-}
-
-// `s` without a UTF-8 sequence cut at its end.
-std::string_view WholeChars(std::string_view s) {
-  size_t k = s.size(), n = 0;
-  while (k > 0 && n < 4 && (static_cast<unsigned char>(s[k - 1]) & 0xC0) == 0x80) --k, ++n;
-  if (k == 0) return s;
-  const unsigned char lead = static_cast<unsigned char>(s[k - 1]);
-  const size_t want = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
-  return n < want ? s.substr(0, k - 1) : s;
 }
 
 struct Header {
@@ -162,13 +154,13 @@ ParsedMessage ParseHarmony(std::string_view text, const Json& tools, bool partia
         std::string_view a = b;
         while (!a.empty() && IsSpace(a.front())) a.remove_prefix(1);
         while (!a.empty() && IsSpace(a.back())) a.remove_suffix(1);
-        c.arguments = std::string(WholeChars(a));
+        c.arguments = std::string(WholeUtf8Prefix(a));
         m.tool_calls.push_back(std::move(c));
       }
     } else if (hd.channel == "analysis") {
-      reasoning.emplace_back(complete || !partial ? Trim(b) : TrimLeft(WholeChars(b)));
+      reasoning.emplace_back(complete || !partial ? Trim(b) : TrimLeft(WholeUtf8Prefix(b)));
     } else {
-      content.emplace_back(complete || !partial ? Trim(b) : TrimLeft(WholeChars(b)));
+      content.emplace_back(complete || !partial ? Trim(b) : TrimLeft(WholeUtf8Prefix(b)));
     }
     i = next;
   }

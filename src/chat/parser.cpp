@@ -3,6 +3,8 @@
 // remaining text as content.
 #include "chat/parser.h"
 
+#include "common/utf8.h"
+
 #include "chat/harmony.h"
 #include "chat/python_tag.h"
 
@@ -244,16 +246,6 @@ size_t MatchLiteralPartial(std::string_view text, size_t i, std::string_view lit
   return i;
 }
 
-// `s` without a UTF-8 sequence cut at its end.
-std::string_view WholeChars(std::string_view s) {
-  size_t k = s.size(), n = 0;
-  while (k > 0 && n < 4 && (static_cast<unsigned char>(s[k - 1]) & 0xC0) == 0x80) --k, ++n;
-  if (k == 0) return s;
-  const unsigned char lead = static_cast<unsigned char>(s[k - 1]);
-  const size_t want = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
-  return n < want ? s.substr(0, k - 1) : s;
-}
-
 // The JSON text of `v` for a prefix that a later dump extends (never throws on odd bytes).
 std::string Dump(const Json& v) { return v.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
@@ -314,7 +306,7 @@ size_t ReadXmlArgsPartial(std::string_view text, size_t i, const ToolCallFormat&
       while (!v.empty() && IsSpace(v.back())) v.remove_suffix(1);
       std::string head = body();
       if (!args.empty()) head += ",";
-      std::string value = Dump(Json(std::string(WholeChars(v))));
+      std::string value = Dump(Json(std::string(WholeUtf8Prefix(v))));
       value.pop_back();  // the closing quote
       *out = head + Dump(Json(key)) + ":" + value;
       *ran_out = true;
@@ -383,7 +375,7 @@ bool MatchPartialCall(std::string_view text, size_t i, const ToolCallFormat& f, 
         } else if (text[i] != '{') {
           return false;  // arguments quoted as a string are said once complete
         } else if (const size_t e = JsonValueEnd(text, i); e == std::string_view::npos) {
-          call->arguments = std::string(WholeChars(text.substr(i)));
+          call->arguments = std::string(WholeUtf8Prefix(text.substr(i)));
           ran_out = true;
           i = std::string_view::npos;
         } else {

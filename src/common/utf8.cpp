@@ -52,4 +52,13 @@ void AppendUtf8(uint32_t cp, std::string* out) {
   }
 }
 
+std::string_view WholeUtf8Prefix(std::string_view s) {
+  size_t k = s.size(), n = 0;
+  while (k > 0 && n < 4 && (static_cast<unsigned char>(s[k - 1]) & 0xC0) == 0x80) --k, ++n;
+  if (k == 0) return s;
+  const unsigned char lead = static_cast<unsigned char>(s[k - 1]);
+  const size_t want = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
+  return n < want ? s.substr(0, k - 1) : s;
+}
+
 }  // namespace zf

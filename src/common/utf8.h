@@ -14,4 +14,7 @@ bool IsValidUtf8(std::string_view s, size_t* bad_offset = nullptr);
 // Appends the UTF-8 encoding of code point cp (<= U+10FFFF) to *out.
 void AppendUtf8(uint32_t cp, std::string* out);
 
+// `s` without a UTF-8 sequence cut at its end (a streamed prefix shown whole characters only).
+std::string_view WholeUtf8Prefix(std::string_view s);
+
 }  // namespace zf

@@ -18,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 qemu=(qemu-aarch64 -L /usr/aarch64-linux-gnu)
-scripts/build_aarch64.sh zerfoo_cli zerfoo_unit_tests zerfoo_capi_tests
+scripts/build_aarch64.sh zerfoo_cli zerfoo_unit_tests zerfoo_golden_tests
 
 echo "aarch64 unit tests (qemu, dot-product CPU model):"
 # Kernels here; the real-model unit tests (generation, speculation, batching) run natively in the
@@ -27,7 +27,7 @@ ZF_TEST_ONLY_MODELS=none "${qemu[@]}" build-test-aarch64/tests/zerfoo_unit_tests
 
 model="$(scripts/fetch_models.sh smollm2)"
 echo "aarch64 golden test, SmolLM2 (qemu, dot-product CPU model):"
-golden_out="$(ZERFOO_MODELS="$(dirname "$model")" "${qemu[@]}" build-test-aarch64/tests/zerfoo_capi_tests \
+golden_out="$(ZERFOO_MODELS="$(dirname "$model")" "${qemu[@]}" build-test-aarch64/tests/zerfoo_golden_tests \
   --gtest_filter='RealModels/Golden.GreedyTokensAndLogitsMatchReference/1' 2>&1)" || { echo "$golden_out"; exit 1; }
 grep '^\[ golden' <<<"$golden_out" || { echo "$golden_out"; echo "FAIL: the aarch64 golden test did not run"; exit 1; }
 

@@ -138,6 +138,20 @@ std::shared_ptr<const zf::chat::ChatFormat> FormatFor(const zf::model::Model& m,
   return f;
 }
 
+// The control tokens written by a call format's literals (zf::chat::SpecialTokens): the grammar
+// has the model write each as its one token.
+zf::chat::SpecialTokens SpecialsIn(const zf::tok::Tokenizer& tok, const zf::chat::ToolCallFormat& f) {
+  std::string lits = f.block_open + f.call_sep + f.block_close + f.param_open + f.param_mid + f.param_close;
+  for (const auto& piece : f.call) lits += piece.text;
+  zf::chat::SpecialTokens out;
+  for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+    if (!tok.IsControl(id)) continue;
+    std::string text = tok.TokenToPiece(id, true);
+    if (!text.empty() && lits.find(text) != std::string::npos) out.emplace_back(std::move(text), id);
+  }
+  return out;
+}
+
 }  // namespace
 
 extern "C" {
@@ -331,7 +345,8 @@ ZF_API zf_status zf_chat_tool_grammar(const zf_model* model, const zf_chat_param
       extra = p.extra_json;
     }
     auto format = FormatFor(mm, tmpl, extra);
-    const zf::chat::ToolGrammar g = zf::chat::ToolCallGrammar(*format, tools, (p.flags & ZF_CHAT_ONE_CALL) == 0);
+    const zf::chat::ToolGrammar g = zf::chat::ToolCallGrammar(*format, tools, (p.flags & ZF_CHAT_ONE_CALL) == 0,
+                                                              SpecialsIn(mm.tokenizer(), format->tools));
     const nlohmann::ordered_json out = {
         {"grammar", g.grammar}, {"lazy_grammar", g.lazy_grammar}, {"trigger", g.trigger}, {"native", g.native}};
     return CopyOut(out.dump(), buf, cap, needed);

@@ -10,6 +10,32 @@ using Json = nlohmann::ordered_json;
 // A Lark string literal: llguidance reads it as a JSON string.
 std::string Lit(const std::string& s) { return Json(s).dump(); }
 
+// A literal as the model writes it: the text of a control token in it (Llama's <|python_tag|>,
+// harmony's <|call|>) is that one token, which no text literal matches (llguidance sees a control
+// token as 0xFF + its name), so it is referenced by id (<[id]>) and the text around it quoted.
+// Only for rule bodies: a token reference cannot stand inside a terminal or a stop string.
+std::string Seq(const std::string& s, const SpecialTokens& specials) {
+  if (specials.empty()) return Lit(s);
+  std::string out;
+  size_t from = 0;
+  while (from <= s.size()) {
+    size_t best = std::string::npos, best_len = 0;
+    int32_t id = -1;
+    for (const auto& [text, tid] : specials) {
+      const size_t at = s.find(text, from);
+      if (at != std::string::npos && (at < best || (at == best && text.size() > best_len))) {
+        best = at, best_len = text.size(), id = tid;
+      }
+    }
+    const std::string before = s.substr(from, best == std::string::npos ? std::string::npos : best - from);
+    if (!before.empty()) out += (out.empty() ? "" : " ") + Lit(before);
+    if (best == std::string::npos) break;
+    out += (out.empty() ? "" : " ") + std::string("<[") + std::to_string(id) + "]>";
+    from = best + best_len;
+  }
+  return out.empty() ? Lit("") : out;
+}
+
 Json Parameters(const Json& fn) {
   Json p = fn.contains("parameters") && fn["parameters"].is_object() ? fn["parameters"] : Json{{"type", "object"}};
   if (!p.contains("additionalProperties")) p["additionalProperties"] = false;
@@ -43,7 +69,7 @@ std::string FirstWord(const std::string& s) {
 // XML-style arguments: one element per declared parameter, in the schema's order, the required
 // ones always (the parser reads any order; the model is kept to one). A string value runs to the
 // first close marker (a lazy rule); other values are JSON of their schema.
-std::string XmlArgRules(const ToolCallFormat& f, const Json& params, const std::string& rule) {
+std::string XmlArgRules(const ToolCallFormat& f, const Json& params, const std::string& rule, const SpecialTokens& specials) {
   std::string g, body;
   const Json props = params.contains("properties") && params["properties"].is_object() ? params["properties"] : Json::object();
   const Json required = params.contains("required") && params["required"].is_array() ? params["required"] : Json::array();
@@ -58,7 +84,7 @@ std::string XmlArgRules(const ToolCallFormat& f, const Json& params, const std::
     } else {
       value = "%json " + (schema.is_object() ? schema : Json::object()).dump() + " " + Lit(ParamClose(f, key));
     }
-    g += r + ": " + Lit(f.param_open + key + f.param_mid) + " " + value + "\n";
+    g += r + ": " + Seq(f.param_open + key + f.param_mid, specials) + " " + value + "\n";
     bool req = false;
     for (const Json& q : required) req = req || q == key;
     body += " " + r + (req ? "" : "?");
@@ -68,7 +94,7 @@ std::string XmlArgRules(const ToolCallFormat& f, const Json& params, const std::
 
 // One rule per tool: the call's pieces from `from` on.
 std::string CallRules(const ToolCallFormat& f, const Json& tools, const std::string& prefix, size_t from,
-                      std::string* alts) {
+                      const SpecialTokens& specials, std::string* alts) {
   std::string g;
   size_t n = 0;
   for (const Json& t : tools) {
@@ -79,7 +105,7 @@ std::string CallRules(const ToolCallFormat& f, const Json& tools, const std::str
       const Piece& p = f.call[k];
       switch (p.kind) {
         case Piece::kLiteral:
-          if (!p.text.empty()) body += " " + Lit(p.text);
+          if (!p.text.empty()) body += " " + Seq(p.text, specials);
           break;
         case Piece::kName: body += " " + Lit(fn["name"].get<std::string>()); break;
         // Ids as Mistral's templates require them (nine letters or digits); counters as digits.
@@ -88,7 +114,7 @@ std::string CallRules(const ToolCallFormat& f, const Json& tools, const std::str
         case Piece::kArgs: {
           if (f.args == ArgsStyle::kXml) {
             body += " " + rule + "_args";
-            g += XmlArgRules(f, Parameters(fn), rule + "_args");
+            g += XmlArgRules(f, Parameters(fn), rule + "_args", specials);
             break;
           }
           // Spaced as Python's json.dumps (the templates' tojson): what the model has seen.
@@ -108,7 +134,7 @@ std::string CallRules(const ToolCallFormat& f, const Json& tools, const std::str
 
 }  // namespace
 
-ToolGrammar ToolCallGrammar(const ChatFormat& format, const Json& tools, bool parallel) {
+ToolGrammar ToolCallGrammar(const ChatFormat& format, const Json& tools, bool parallel, const SpecialTokens& specials) {
   ToolGrammar out;
   const ToolCallFormat& f = format.tools;
   // Relaxed object literals (Gemma 4) and Python-call arguments (LFM2.5) have no JSON-schema
@@ -125,23 +151,23 @@ ToolGrammar ToolCallGrammar(const ChatFormat& format, const Json& tools, bool pa
   size_t from = 0;
   if (!f.call.empty() && f.call[0].kind == Piece::kLiteral) head += f.call[0].text, from = 1;
   std::string first_alts, call_alts;
-  std::string rules = CallRules(f, tools, "first", from, &first_alts);
+  std::string rules = CallRules(f, tools, "first", from, specials, &first_alts);
   std::string rest = " first";
   if (parallel && f.parallel) {
-    rules += CallRules(f, tools, "call", 0, &call_alts);
-    rest += " (" + (f.call_sep.empty() ? std::string() : Lit(f.call_sep) + " ") + "(" + call_alts + ")){0,7}";
+    rules += CallRules(f, tools, "call", 0, specials, &call_alts);
+    rest += " (" + (f.call_sep.empty() ? std::string() : Seq(f.call_sep, specials) + " ") + "(" + call_alts + ")){0,7}";
   }
-  if (!f.block_close.empty()) rest += " " + Lit(f.block_close);
+  if (!f.block_close.empty()) rest += " " + Seq(f.block_close, specials);
   rules = "first: " + first_alts + "\n" + rules;
   std::string start = "start:";
   // A prompt that opened the reasoning: the model closes it first.
   if (format.reasoning.forced_open) start += " think";
-  if (!head.empty()) start += " " + Lit(head);
+  if (!head.empty()) start += " " + Seq(head, specials);
   out.grammar = start + rest + "\n" + rules;
   if (format.reasoning.forced_open) out.grammar += "think[stop=" + Lit(format.reasoning.close) + "]: /(?s:.*)/\n";
   out.trigger = FirstWord(head);
   if (!out.trigger.empty()) {
-    out.lazy_grammar = "start: " + Lit(head.substr(head.find(out.trigger))) + rest + "\n" + rules;
+    out.lazy_grammar = "start: " + Seq(head.substr(head.find(out.trigger)), specials) + rest + "\n" + rules;
   }
   return out;
 }

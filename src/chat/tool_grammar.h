@@ -5,7 +5,10 @@
 // generic JSON form the parser reads for every template where no call format was derived.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,10 +23,15 @@ struct ToolGrammar {
   bool native = false;       // the template's own format (else the generic JSON form)
 };
 
+// The model's control tokens by their text ("<|python_tag|>" -> its id): a call format literal that
+// holds one is that one token to the model, referenced by id (<[id]>) in the grammar.
+using SpecialTokens = std::vector<std::pair<std::string, int32_t>>;
+
 // Lark grammars in llguidance's dialect (ZF_CONSTRAINT_LARK). `tools`: the callable tools (an
 // OpenAI `tools` array, each with a function name; parameters default to any object). `parallel`:
 // up to 8 calls, else exactly one. Parameters without additionalProperties are closed (as
 // OpenAI's strict mode): an open object lets a small model add keys until max_tokens.
-ToolGrammar ToolCallGrammar(const ChatFormat& format, const nlohmann::ordered_json& tools, bool parallel);
+ToolGrammar ToolCallGrammar(const ChatFormat& format, const nlohmann::ordered_json& tools, bool parallel,
+                            const SpecialTokens& specials = {});
 
 }  // namespace zf::chat

@@ -299,13 +299,19 @@ Status Generation::Next(std::string* piece, int32_t* token, bool* done) {
             return s;
           }
         } else if (constraint_ != nullptr) {
-          // A lazy constraint: armed once its trigger appears, fed the output from there.
+          // A lazy constraint: armed once its trigger appears, fed the output from there. A control
+          // token's text counts (Llama's <|python_tag|> is one token): a trigger that starts at one
+          // is fed as that token, which the grammar references by id.
           const size_t from = generated_.size() > o.constraint_trigger.size() ? generated_.size() - o.constraint_trigger.size() : 0;
-          generated_ += tok.TokenToPiece(t, false);
+          const size_t piece_at = generated_.size();
+          generated_ += tok.TokenToPiece(t, true);
           const size_t at = generated_.find(o.constraint_trigger, from);
           if (at != std::string::npos) {
             armed_ = true;
-            if (!constraint_->Feed(std::string_view(generated_).substr(at)).ok()) constraint_.reset();
+            const bool fed = at == piece_at && tok.IsControl(t)
+                                 ? constraint_->ComputeMask().ok() && constraint_->Commit(t).ok()
+                                 : constraint_->Feed(std::string_view(generated_).substr(at)).ok();
+            if (!fed) constraint_.reset();
             generated_.clear();
           }
         }
@@ -324,7 +330,9 @@ Status Generation::Next(std::string* piece, int32_t* token, bool* done) {
         history_.push_back(t);
         last_token_ = t;
         emit_.clear();
-        hit_stop_ = text_.Push(tok.TokenToPiece(t, false), &emit_);
+        // Control tokens stay out of the text, but those an armed constraint let through: its
+        // grammar named them (a call format's markers), so the chat parser must see them.
+        hit_stop_ = text_.Push(tok.TokenToPiece(t, constraint_ != nullptr && armed_), &emit_);
         phase_ = Phase::kAfterPiece;
         if (!emit_.empty()) {
           piece->swap(emit_);

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstring>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -343,4 +345,98 @@ TEST_F(ChatParse, ToolGrammarInTheTemplatesOwnFormat) {
   ToolGrammar(model_.get(), "", kTools, 0x100, &st);
   EXPECT_EQ(st, ZF_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(zf_chat_tool_grammar(model_.get(), nullptr, nullptr, 0, nullptr), ZF_ERR_INVALID_ARGUMENT);
+}
+
+namespace {
+
+// A Hermes-style template whose call markers are control tokens of SmolLM2's vocabulary
+// (<jupyter_code>, <jupyter_output>), as Llama's <|python_tag|> or Mistral's [TOOL_CALLS] are of
+// theirs: a model writes each as one token, which renders as no text unless asked for.
+std::string ControlTokenTemplate() {
+  std::string t = Template("Qwen-Qwen2.5-7B-Instruct");
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"</tool_call>", "<jupyter_output>"},
+                                 std::pair<std::string, std::string>{"<tool_call>", "<jupyter_code>"}}) {
+    for (size_t at = t.find(from); at != std::string::npos; at = t.find(from, at + to.size())) t.replace(at, from.size(), to);
+  }
+  return t;
+}
+
+int32_t TokenId(zf_model* m, const char* text) {
+  int32_t ids[4];
+  size_t n = 0;
+  EXPECT_EQ(zf_tokenize(m, text, std::strlen(text), ZF_TOKENIZE_PARSE_SPECIAL, ids, 4, &n), ZF_OK) << zf_last_error();
+  return n == 1 ? ids[0] : -1;
+}
+
+std::string Generate(zf_model* m, const std::string& prompt, const std::string& grammar, const char* trigger) {
+  SessionPtr s = NewSession(m, 1024);
+  zf_generate_params g = Greedy(96);
+  g.constraint_kind = ZF_CONSTRAINT_LARK;
+  g.constraint = grammar.c_str();
+  g.constraint_trigger = trigger;
+  Pushed p;
+  zf_generate_result r{};
+  r.struct_size = sizeof r;
+  EXPECT_EQ(zf_generate(s.get(), prompt.data(), prompt.size(), &g, CollectPieces, &p, &r), ZF_OK) << zf_last_error();
+  std::string text;
+  for (const std::string& piece : p.pieces) text += piece;
+  return text;
+}
+
+}  // namespace
+
+// Call markers that are control tokens: the grammar references them by id (a text literal would
+// never match the token), a constrained model writes them as those tokens, the output shows
+// them, the parser reads the call back; a lazy constraint arms on the one trigger token.
+TEST(ChatParseControlTokens, MarkersAreTheirTokensInGrammarOutputAndTrigger) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  ModelPtr m = Load(path);
+  if (zf_constraint_check(m.get(), ZF_CONSTRAINT_REGEX, "a") != ZF_OK) GTEST_SKIP() << "built without constraints";
+  const int32_t open = TokenId(m.get(), "<jupyter_code>"), close = TokenId(m.get(), "<jupyter_output>");
+  ASSERT_GE(open, 0);
+  ASSERT_GE(close, 0);
+  const std::string tmpl = ControlTokenTemplate();
+  zf_status st;
+  const Json g = ToolGrammar(m.get(), tmpl, kTools, ZF_CHAT_ONE_CALL, &st);
+  ASSERT_EQ(st, ZF_OK) << zf_last_error();
+  EXPECT_TRUE(g["native"].get<bool>());
+  EXPECT_EQ(g["trigger"], "<jupyter_code>");
+  const std::string grammar = g["grammar"], lazy = g["lazy_grammar"];
+  const std::string open_ref = "<[" + std::to_string(open) + "]>", close_ref = "<[" + std::to_string(close) + "]>";
+  EXPECT_NE(grammar.find(open_ref), std::string::npos) << grammar;
+  EXPECT_NE(grammar.find(close_ref), std::string::npos) << grammar;
+  EXPECT_EQ(grammar.find("\"<jupyter_code>"), std::string::npos) << grammar;
+  EXPECT_EQ(lazy.rfind("start: " + open_ref, 0), 0u) << lazy;
+
+  // tool_choice "required": the whole turn is the call.
+  zf_chat_params p;
+  zf_chat_params_init(&p, sizeof p);
+  p.template_text = tmpl.c_str();
+  p.tools_json = kTools;
+  p.flags = ZF_CHAT_ADD_ASSISTANT;
+  zf_chat_message_v2 user{};
+  user.struct_size = sizeof user;
+  user.role = "user";
+  user.content = "What is the weather in Paris?";
+  size_t needed = 0;
+  ASSERT_EQ(zf_chat_apply_template_v2(m.get(), &user, 1, &p, nullptr, 0, &needed), ZF_ERR_BUFFER_TOO_SMALL);
+  std::vector<char> buf(needed);
+  ASSERT_EQ(zf_chat_apply_template_v2(m.get(), &user, 1, &p, buf.data(), buf.size(), &needed), ZF_OK);
+  const std::string prompt(buf.data(), needed - 1);
+  std::string text = Generate(m.get(), prompt, grammar, nullptr);
+  EXPECT_EQ(text.rfind("<jupyter_code>", 0), 0u) << text;
+  Json msg = Parse(m.get(), text, tmpl, &st);
+  ASSERT_EQ(st, ZF_OK) << zf_last_error();
+  ASSERT_EQ(msg["tool_calls"].size(), 1u) << text;
+  const std::string name = msg["tool_calls"][0]["function"]["name"];
+  EXPECT_TRUE(name == "get_weather" || name == "search") << name;
+  EXPECT_TRUE(Json::parse(msg["tool_calls"][0]["function"]["arguments"].get<std::string>()).is_object());
+
+  // tool_choice "auto" in the generator: free text until the trigger appears, here a control token
+  // the model writes next (<|im_start|> after a finished user turn); from that token on the
+  // output is constrained and shows the token.
+  const std::string lark = "start: <[" + std::to_string(TokenId(m.get(), "<|im_start|>")) +
+                           "]> \"assistant\\n\" NUM\nNUM: /[0-9]{3}/\n";
+  text = Generate(m.get(), "<|im_start|>user\nHi<|im_end|>\n", lark, "<|im_start|>");
+  EXPECT_TRUE(std::regex_match(text, std::regex("<\\|im_start\\|>assistant\n[0-9]{3}"))) << text;
 }

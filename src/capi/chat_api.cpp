@@ -1,5 +1,6 @@
 // C entry points for chat templates: messages and options to template variables (the way
 // transformers' apply_chat_template passes them), rendered by the Jinja engine.
+#include <algorithm>
 #include <cstring>
 #include <list>
 #include <memory>
@@ -138,16 +139,20 @@ std::shared_ptr<const zf::chat::ChatFormat> FormatFor(const zf::model::Model& m,
   return f;
 }
 
-// The control tokens written by a call format's literals (zf::chat::SpecialTokens): the grammar
-// has the model write each as its one token.
-zf::chat::SpecialTokens SpecialsIn(const zf::tok::Tokenizer& tok, const zf::chat::ToolCallFormat& f) {
-  std::string lits = f.block_open + f.call_sep + f.block_close + f.param_open + f.param_mid + f.param_close;
-  for (const auto& piece : f.call) lits += piece.text;
+// The model's control tokens whose text occurs in one of `texts` (zf::chat::SpecialTokens).
+zf::chat::SpecialTokens ControlTokensIn(const zf::tok::Tokenizer& tok, const std::vector<std::string>& texts) {
   zf::chat::SpecialTokens out;
+  if (texts.empty()) return out;
   for (int32_t id = 0; id < tok.n_vocab(); ++id) {
     if (!tok.IsControl(id)) continue;
     std::string text = tok.TokenToPiece(id, true);
-    if (!text.empty() && lits.find(text) != std::string::npos) out.emplace_back(std::move(text), id);
+    if (text.empty()) continue;
+    for (const std::string& t : texts) {
+      if (t.find(text) != std::string::npos) {
+        out.emplace_back(std::move(text), id);
+        break;
+      }
+    }
   }
   return out;
 }
@@ -346,7 +351,7 @@ ZF_API zf_status zf_chat_tool_grammar(const zf_model* model, const zf_chat_param
     }
     auto format = FormatFor(mm, tmpl, extra);
     const zf::chat::ToolGrammar g = zf::chat::ToolCallGrammar(*format, tools, (p.flags & ZF_CHAT_ONE_CALL) == 0,
-                                                              SpecialsIn(mm.tokenizer(), format->tools));
+                                                              ControlTokensIn(mm.tokenizer(), zf::chat::MarkerTexts(*format)));
     const nlohmann::ordered_json out = {
         {"grammar", g.grammar}, {"lazy_grammar", g.lazy_grammar}, {"trigger", g.trigger}, {"native", g.native}};
     return CopyOut(out.dump(), buf, cap, needed);
@@ -359,3 +364,24 @@ ZF_API zf_status zf_chat_tool_grammar(const zf_model* model, const zf_chat_param
 }
 
 }  // extern "C"
+
+namespace zf::capi {
+
+const std::vector<int32_t>& ChatMarkerTokens(const zf_model* model) {
+  std::call_once(model->markers_once, [model] {
+    const zf::model::Model& m = *model->impl;
+    if (m.chat_template().empty()) return;  // the fallback templates have no control-token markers
+    try {
+      const auto format = FormatFor(m, m.chat_template(), "");
+      for (const auto& [text, id] : ControlTokensIn(m.tokenizer(), zf::chat::MarkerTexts(*format))) {
+        if (!m.tokenizer().IsEndOfGeneration(id)) model->marker_tokens.push_back(id);
+      }
+      std::sort(model->marker_tokens.begin(), model->marker_tokens.end());
+    } catch (const std::exception&) {
+      model->marker_tokens.clear();  // a template that fails to render: no markers to show
+    }
+  });
+  return model->marker_tokens;
+}
+
+}  // namespace zf::capi

@@ -5,8 +5,10 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "model/model.h"
@@ -28,6 +30,9 @@ struct zf_model {
   // after impl so that it stops before the model goes.
   std::unique_ptr<zf::rt::Batcher> batcher;
   std::atomic<uint32_t> refs{1};
+  // The control tokens its own chat template uses as markers (zf::capi::ChatMarkerTokens).
+  mutable std::once_flag markers_once;
+  mutable std::vector<int32_t> marker_tokens;
 };
 
 struct zf_generation;
@@ -61,6 +66,11 @@ zf_status Fail(int32_t code, const std::string& message);
 // Clears the thread's error text and returns ZF_OK.
 zf_status Succeed();
 const char* LastError();
+
+// The control tokens the model's own chat template writes as markers (chat::MarkerTexts: a call
+// block's opener, harmony's headers), sorted; derived once per model (chat_api.cpp). Generation
+// shows them in its text so that zf_chat_parse can read the turn.
+const std::vector<int32_t>& ChatMarkerTokens(const zf_model* model);
 
 // Drops one reference to the model and deletes it with the last one.
 void ReleaseModel(zf_model* model);

@@ -372,6 +372,7 @@ ZF_API zf_status zf_generate(zf_session* session, const char* prompt, size_t len
   zf::rt::GenerateOptions o;
   if (zf_status st = ToOptions(params, &o); st != ZF_OK) return st;
   o.draft_session = session->draft.get();
+  o.shown_control_tokens = &zf::capi::ChatMarkerTokens(session->model);
   StreamCtx ctx{cb, user_data};
   zf::rt::GenerateResult r;
   zf::Status st = zf::rt::Generate(*session->impl, std::string_view(prompt == nullptr ? "" : prompt, len), o,
@@ -393,6 +394,7 @@ ZF_API zf_status zf_generate_begin(zf_session* session, const char* prompt, size
   zf::rt::GenerateOptions o;
   if (zf_status st = ToOptions(params, &o); st != ZF_OK) return st;
   o.draft_session = session->draft.get();
+  o.shown_control_tokens = &zf::capi::ChatMarkerTokens(session->model);
   std::unique_ptr<zf_generation> g(new zf_generation());
   zf::Status st = zf::rt::Generation::Begin(*session->impl, std::string_view(prompt == nullptr ? "" : prompt, len),
                                             o, &g->impl);

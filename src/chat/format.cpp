@@ -373,6 +373,21 @@ const nlohmann::ordered_json& ProbeTools() {
   return tools;
 }
 
+std::vector<std::string> MarkerTexts(const ChatFormat& format) {
+  const ToolCallFormat& t = format.tools;
+  std::vector<std::string> out = {t.block_open, t.call_sep, t.block_close, t.param_open, t.param_mid,
+                                  t.param_close, format.reasoning.open, format.reasoning.close,
+                                  format.content_prefix};
+  for (const Piece& p : t.call) out.push_back(p.text);
+  // Harmony's headers and message ends (chat/harmony.h); Llama 3.x's built-in call opener.
+  if (format.harmony) {
+    for (const char* m : {"<|start|>", "<|channel|>", "<|message|>", "<|constrain|>", "<|end|>", "<|call|>"}) out.emplace_back(m);
+  }
+  if (format.python_tag) out.emplace_back("<|python_tag|>");
+  out.erase(std::remove(out.begin(), out.end(), std::string()), out.end());
+  return out;
+}
+
 ChatFormat DeriveChatFormat(const Renderer& render, const std::string& template_source) {
   ChatFormat f;
   std::string prompt;

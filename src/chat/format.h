@@ -72,6 +72,12 @@ struct ChatFormat {
 // Never fails: what cannot be derived is left empty (plain content, generic tool-call JSON).
 ChatFormat DeriveChatFormat(const Renderer& render, const std::string& template_source);
 
+// The marker texts the format's output is read by (the call block's literals, reasoning markers,
+// the content prefix; harmony's message headers; <|python_tag|>), not the end of turn. A model
+// writes a marker that is one of its control tokens as that token, which renders as no text:
+// the generator shows these (llama.cpp's "preserved tokens") so that the parser finds them.
+std::vector<std::string> MarkerTexts(const ChatFormat& format);
+
 // The probe's tool definitions (an OpenAI `tools` array), for the renderer to offer.
 const nlohmann::ordered_json& ProbeTools();
 

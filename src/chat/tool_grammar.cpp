@@ -134,7 +134,31 @@ std::string CallRules(const ToolCallFormat& f, const Json& tools, const std::str
 
 }  // namespace
 
+// Harmony (gpt-oss, chat/harmony.h): the model writes a call as a commentary message to the
+// function, <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>ARGS, and ends
+// the turn with <|call|> (an end token): one call per turn. "auto" waits for the recipient.
+ToolGrammar HarmonyGrammar(const Json& tools, const SpecialTokens& specials) {
+  ToolGrammar out;
+  out.native = true;
+  std::string rules, alts;
+  size_t n = 0;
+  for (const Json& t : tools) {
+    const Json& fn = Function(t);
+    const std::string rule = "call_" + std::to_string(n++);
+    Json schema = Parameters(fn);
+    schema["x-guidance"] = {{"whitespace_flexible", false}, {"item_separator", ", "}, {"key_separator", ": "}};
+    rules += rule + ": " + Lit(fn["name"].get<std::string>()) + " " + Seq(" <|constrain|>json<|message|>", specials) +
+             " %json " + schema.dump() + "\n";
+    alts += (alts.empty() ? "" : " | ") + rule;
+  }
+  out.trigger = "to=functions.";
+  out.grammar = "start: " + Seq("<|channel|>commentary " + out.trigger, specials) + " (" + alts + ")\n" + rules;
+  out.lazy_grammar = "start: " + Lit(out.trigger) + " (" + alts + ")\n" + rules;
+  return out;
+}
+
 ToolGrammar ToolCallGrammar(const ChatFormat& format, const Json& tools, bool parallel, const SpecialTokens& specials) {
+  if (format.harmony) return HarmonyGrammar(tools, specials);
   ToolGrammar out;
   const ToolCallFormat& f = format.tools;
   // Relaxed object literals (Gemma 4) and Python-call arguments (LFM2.5) have no JSON-schema

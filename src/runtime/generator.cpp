@@ -330,9 +330,12 @@ Status Generation::Next(std::string* piece, int32_t* token, bool* done) {
         history_.push_back(t);
         last_token_ = t;
         emit_.clear();
-        // Control tokens stay out of the text, but those an armed constraint let through: its
-        // grammar named them (a call format's markers), so the chat parser must see them.
-        hit_stop_ = text_.Push(tok.TokenToPiece(t, constraint_ != nullptr && armed_), &emit_);
+        // Control tokens stay out of the text, but the chat markers and those an armed constraint
+        // let through (its grammar named them: a call format's markers): the parser reads them.
+        const bool show = (constraint_ != nullptr && armed_) ||
+                          (o.shown_control_tokens != nullptr &&
+                           std::binary_search(o.shown_control_tokens->begin(), o.shown_control_tokens->end(), t));
+        hit_stop_ = text_.Push(tok.TokenToPiece(t, show), &emit_);
         phase_ = Phase::kAfterPiece;
         if (!emit_.empty()) {
           piece->swap(emit_);

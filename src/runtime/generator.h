@@ -54,6 +54,9 @@ struct GenerateOptions {
   // generation's tokens before each draft; nothing else may use it meanwhile).
   DraftOptions draft;
   Session* draft_session = nullptr;
+  // Control tokens render as no text, but these (sorted; the chat template's markers, such as
+  // harmony's <|channel|>: the chat parser reads them) and those an armed constraint let through.
+  const std::vector<int32_t>* shown_control_tokens = nullptr;
 };
 
 struct GenerateResult {

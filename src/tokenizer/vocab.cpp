@@ -229,6 +229,23 @@ Status Vocab::Load(const gguf::GgufFile& f, Vocab* v) {
     v->attr[id] |= kAttrControl;
   }
   for (int32_t id : {v->eos, v->eot, v->eom}) if (id >= 0) v->eog.insert(id);
+  // gpt-oss (o200k_harmony) and solar-open: <|end|> closes one message of a turn (the analysis
+  // before the answer), not the generation. Where <|return|> and <|call|> (or <|calls|> and
+  // <|flush|>) end turns, it is an ordinary user-defined token, as the reference makes it.
+  {
+    auto eog_text = [v](const char* t) {
+      const int32_t id = v->Find(t);
+      return id >= 0 && v->eog.count(id) > 0;
+    };
+    const int32_t end = v->Find("<|end|>");
+    if (end >= 0 && v->eog.count(end) > 0 &&
+        ((eog_text("<|return|>") && (eog_text("<|call|>") || eog_text("<|calls|>"))) ||
+         ((eog_text("<|call|>") || eog_text("<|calls|>")) && eog_text("<|flush|>")))) {
+      v->eog.erase(end);
+      if (v->eot == end) v->eot = -1;
+      v->attr[end] = (v->attr[end] & ~kAttrControl) | kAttrUserDefined;
+    }
+  }
   for (int32_t i = 0; i < n; ++i) {
     if ((v->attr[i] & kAttrControl) && v->text[i].find("unused") != std::string::npos) {
       v->attr[i] |= kAttrUnused;

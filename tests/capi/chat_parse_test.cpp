@@ -440,3 +440,25 @@ TEST(ChatParseControlTokens, MarkersAreTheirTokensInGrammarOutputAndTrigger) {
   text = Generate(m.get(), "<|im_start|>user\nHi<|im_end|>\n", lark, "<|im_start|>");
   EXPECT_TRUE(std::regex_match(text, std::regex("<\\|im_start\\|>assistant\n[0-9]{3}"))) << text;
 }
+
+// gpt-oss's harmony: `required` writes the model's own commentary message to the function, which
+// the harmony parser reads back (SmolLM2's vocabulary has no harmony tokens: the markers are text).
+TEST(ChatParseControlTokens, HarmonyRequiredCallIsParsedBack) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  ModelPtr m = Load(path);
+  if (zf_constraint_check(m.get(), ZF_CONSTRAINT_REGEX, "a") != ZF_OK) GTEST_SKIP() << "built without constraints";
+  const std::string tmpl = Template("openai-gpt-oss-120b");
+  zf_status st;
+  const Json g = ToolGrammar(m.get(), tmpl, kTools, ZF_CHAT_ONE_CALL, &st);
+  ASSERT_EQ(st, ZF_OK) << zf_last_error();
+  EXPECT_TRUE(g["native"].get<bool>());
+  EXPECT_EQ(g["trigger"], "to=functions.");
+  const std::string grammar = g["grammar"];
+  EXPECT_EQ(zf_constraint_check(m.get(), ZF_CONSTRAINT_LARK, std::string(g["lazy_grammar"]).c_str()), ZF_OK) << zf_last_error();
+  const std::string text = Generate(m.get(), "<|im_start|>user\nWeather in Oslo?<|im_end|>\n<|im_start|>assistant\n", grammar, nullptr);
+  EXPECT_EQ(text.rfind("<|channel|>commentary to=functions.", 0), 0u) << text;
+  const Json msg = Parse(m.get(), text, tmpl, &st);
+  ASSERT_EQ(st, ZF_OK) << zf_last_error();
+  ASSERT_EQ(msg["tool_calls"].size(), 1u) << text;
+  EXPECT_TRUE(Json::parse(msg["tool_calls"][0]["function"]["arguments"].get<std::string>()).is_object()) << text;
+}

@@ -332,6 +332,25 @@ TEST(ChatParse, CommandRPlusAction) {
   EXPECT_GT(fragments, 10);
 }
 
+// The markers a generator must show when they are control tokens: harmony's headers (gpt-oss),
+// Llama 3.1's <|python_tag|>, Hermes' call block; never the end of turn.
+TEST(ChatParse, MarkerTexts) {
+  auto has = [](const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); };
+  const std::vector<std::string> oss = zf::chat::MarkerTexts(DeriveFor("openai-gpt-oss-120b"));
+  for (const char* m : {"<|channel|>", "<|message|>", "<|constrain|>", "<|start|>"}) EXPECT_TRUE(has(oss, m)) << m;
+  EXPECT_TRUE(has(zf::chat::MarkerTexts(DeriveFor("meta-llama-Llama-3.1-8B-Instruct")), "<|python_tag|>"));
+  const ChatFormat qwen = DeriveFor("Qwen-Qwen2.5-7B-Instruct");
+  const std::vector<std::string> hermes = zf::chat::MarkerTexts(qwen);
+  bool open = false, close = false;
+  for (const std::string& m : hermes) {
+    open = open || m.find("<tool_call>") != std::string::npos;
+    close = close || m.find("</tool_call>") != std::string::npos;
+    EXPECT_EQ(m.find("<|im_end|>"), std::string::npos) << m;
+    EXPECT_FALSE(m.empty());
+  }
+  EXPECT_TRUE(open && close);
+}
+
 // llama.cpp's DeepSeek-R1 template fails whenever tools are offered (it pipes a generator into
 // tojson): derived without tools, it reads R1's calls after the reasoning the prompt opened.
 TEST(ChatParse, DeepSeekR1Calls) {

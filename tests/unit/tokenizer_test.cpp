@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "gguf/gguf.h"
+#include "unit/gguf_builder.h"
 
 namespace zf::tok {
 namespace {
@@ -157,6 +158,32 @@ TEST(WpmVocab, FrameDecodeAndUnknown) {
   EXPECT_EQ(ids, std::vector<int32_t>({100}));
   ASSERT_TRUE(tok->Encode("[SEP]", false, true, &ids).ok());
   EXPECT_EQ(ids, std::vector<int32_t>({102}));
+}
+
+// o200k_harmony (gpt-oss): <|end|> closes the analysis message, not the generation, where
+// <|return|> and <|call|> end turns; the reference then makes it an ordinary user-defined token.
+TEST(SpmVocab, HarmonyEndIsNotTheEndOfGeneration) {
+  using namespace zf::gguf::testutil;  // NOLINT
+  for (bool harmony : {true, false}) {
+    std::vector<std::string> tokens = {"<unk>", "<s>", "</s>", "a", "b", "<|end|>", "<|return|>"};
+    if (harmony) tokens.push_back("<|call|>");
+    GgufBuilder b;
+    b.Kv("tokenizer.ggml.model", val::Str("llama"))
+        .Kv("tokenizer.ggml.tokens", val::StrArr(tokens))
+        .Kv("tokenizer.ggml.scores", val::ArrOf<float>(kF32, std::vector<float>(tokens.size(), 0.0f)))
+        .Kv("tokenizer.ggml.token_type", val::ArrOf<int32_t>(kI32, harmony ? std::vector<int32_t>{2, 3, 3, 1, 1, 3, 3, 3}
+                                                                             : std::vector<int32_t>{2, 3, 3, 1, 1, 3, 3}));
+    const std::vector<uint8_t> bytes = b.Build();
+    std::unique_ptr<gguf::GgufFile> f;
+    ASSERT_TRUE(gguf::GgufFile::FromMemory(bytes.data(), bytes.size(), &f).ok());
+    std::unique_ptr<Tokenizer> tok;
+    ASSERT_TRUE(Tokenizer::Create(*f, &tok).ok());
+    EXPECT_TRUE(tok->IsEndOfGeneration(6));  // <|return|>
+    EXPECT_EQ(tok->IsEndOfGeneration(5), !harmony) << "harmony " << harmony;
+    EXPECT_EQ(tok->IsControl(5), !harmony);
+    EXPECT_EQ(tok->TokenToPiece(5, false), harmony ? "<|end|>" : "");
+    if (harmony) EXPECT_TRUE(tok->IsEndOfGeneration(7));  // <|call|>
+  }
 }
 
 TEST(SpmVocab, SpecialTokensAndBos) {

@@ -751,7 +751,10 @@ typedef struct zf_generate_result {
  * condition. A second call on the same session continues the conversation (the KV cache is
  * reused) unless zf_session_reset() was called. A prompt that does not fit the remaining
  * context fails with ::ZF_ERR_CONTEXT_FULL before anything is evaluated; filling up during
- * decode ends with ::ZF_STOP_CONTEXT_FULL and ::ZF_OK.
+ * decode ends with ::ZF_STOP_CONTEXT_FULL and ::ZF_OK. Control tokens add no text, except (since
+ * 0.4) the markers the model's own chat template writes its turns with (gpt-oss's harmony
+ * headers, Llama's <|python_tag|>, a call block's opener) and those a constraint's grammar
+ * references: zf_chat_parse reads the turn by them.
  * @param session The session (one thread at a time).
  * @param prompt UTF-8 text of `len` bytes (may be empty to continue generating).
  * @param len Bytes of prompt.

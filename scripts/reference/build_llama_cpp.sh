@@ -12,6 +12,9 @@
 # `build_llama_cpp.sh embedding` builds only libllama and llama-embedding (pooled vectors for
 # tests/data/golden/embeddings; scripts/reference/record_embedding_goldens.sh).
 #
+# `build_llama_cpp.sh speculative` also builds llama-speculative and llama-lookup (examples) in the
+# same build directory, for bench/lookup_bench.py --llama-speculative / --llama-lookup.
+#
 # `build_llama_cpp.sh server` also builds llama-server in the same build directory (only the
 # server and its libraries compile; no web UI, no download: LLAMA_USE_PREBUILT_UI=OFF, no curl),
 # at nice 10 as it takes a while on two cores, for bench/serve_bench.py --llama-server.
@@ -64,6 +67,12 @@ if [ ! -x "$build/bin/llama-bench" ]; then
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
     -DBUILD_SHARED_LIBS=ON -DCMAKE_C_FLAGS="$noamx" -DCMAKE_CXX_FLAGS="$noamx" >&2
   cmake --build "$build" -j"$(nproc)" --target llama llama-bench llama-completion >&2
+fi
+if [ "${1:-}" = speculative ] && [ ! -x "$build/bin/llama-speculative" ]; then
+  # llama.cpp's speculative examples, for bench/lookup_bench.py side by side: llama-speculative
+  # (a draft model) and llama-lookup (prompt lookup / n-gram drafting).
+  cmake "$build" -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_COMMON=ON >&2
+  nice -n 10 cmake --build "$build" -j"$(nproc)" --target llama-speculative llama-lookup >&2
 fi
 if [ "${1:-}" = server ] && [ ! -x "$build/bin/llama-server" ]; then
   cmake "$build" -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \

@@ -512,19 +512,22 @@ def test_queue_full_auth_and_drain():
             time.sleep(0.02)
         st, hdrs, err = s.post("/v1/completions", {"model": "tiny", "prompt": "x", "max_tokens": 2}, auth)
         assert st == 503 and "Retry-After" in hdrs and err["error"]["code"] == "server_busy", (st, hdrs, err)
-        # Embeddings need no slot: answered while the slot and the queue are full; the key applies.
+        # Embeddings and rerank take a slot as completions do: refused while the slot and the
+        # queue are full; the key applies first.
         st, _, err = s.post("/v1/embeddings", {"input": "hi"})
         assert st == 401 and err["error"]["code"] == "invalid_api_key", err
-        st, _, e = s.post("/v1/embeddings", {"input": "hi"}, auth)
-        assert st == 200 and len(e["data"]) == 1, (st, e)
-        assert s.client(api_key="sekret").embeddings.create(model="tiny", input=["a", "b"]).usage.prompt_tokens >= 2
-        # Disconnecting the stream lets the queued request through.
+        st, hdrs, err = s.post("/v1/embeddings", {"input": "hi"}, auth)
+        assert st == 503 and "Retry-After" in hdrs and err["error"]["code"] == "server_busy", (st, hdrs, err)
+        # Disconnecting the stream lets the queued request through; then embeddings are answered.
         c1.sock.shutdown(socket.SHUT_RDWR)
         c1.close()
         tq.join(60)
         assert not tq.is_alive()
         st, _, body = queued["resp"]
         assert st == 200 and body["usage"]["completion_tokens"] >= 1, body
+        st, _, e = s.post("/v1/embeddings", {"input": "hi"}, auth)
+        assert st == 200 and len(e["data"]) == 1, (st, e)
+        assert s.client(api_key="sekret").embeddings.create(model="tiny", input=["a", "b"]).usage.prompt_tokens >= 2
 
         # Drain: a stream in flight when SIGTERM arrives finishes with [DONE]; then exit 0.
         c2 = s.conn(60)

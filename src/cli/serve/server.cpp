@@ -96,6 +96,12 @@ zf_status Server::Load() {
     st = zf_session_create(m, &sp, &s);
     if (st == ZF_ERR_UNSUPPORTED && i == 0) {  // an encoder (BERT): embeddings and rerank only
       embed_only_ = true;
+      // Slots without sessions: embedding requests still take one (--parallel, --queue, drain).
+      for (int j = 0; j < o_.parallel; ++j) {
+        auto slot = std::make_unique<Slot>();
+        slot->id = j;
+        slots_.Add(std::move(slot));
+      }
       break;
     }
     if (st != ZF_OK) return st;
@@ -247,6 +253,12 @@ void Server::HandleEmbeddings(const httplib::Request& req, httplib::Response& re
   if (!Authorized(req, res) || !Ready(res)) return;
   try {
     const EmbedRequest r = ParseEmbedRequest(req.body, info_.n_vocab);
+    // A slot while it runs, as a completion takes one: --parallel bounds all the work on the
+    // model's threads, and a full queue or a drain answers 503 here too.
+    ApiError busy;
+    Slot* slot = slots_.Acquire({}, &busy);
+    if (slot == nullptr) throw busy;
+    SlotLease lease{&slots_, slot};
     uint64_t n_tokens = 0;
     const json answer = Embed(EmbedContext{model_.get(), o_.alias, info_.n_ctx_train}, r, &n_tokens);
     ++metrics_.n_requests_ok;
@@ -264,6 +276,10 @@ void Server::HandleRerank(const httplib::Request& req, httplib::Response& res) {
   if (!Authorized(req, res) || !Ready(res)) return;
   try {
     const RerankRequest r = ParseRerankRequest(req.body);
+    ApiError busy;  // a slot while it runs, as for embeddings
+    Slot* slot = slots_.Acquire({}, &busy);
+    if (slot == nullptr) throw busy;
+    SlotLease lease{&slots_, slot};
     uint64_t n_tokens = 0;
     const json answer = Rerank(EmbedContext{model_.get(), o_.alias, info_.n_ctx_train}, r, &n_tokens);
     ++metrics_.n_requests_ok;

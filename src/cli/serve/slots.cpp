@@ -77,7 +77,7 @@ void SlotPool::CancelAll() {
   cv_.notify_all();
   for (auto& s : slots_) {
     s->cancel = true;
-    zf_session_cancel(s->session.get());
+    if (s->session) zf_session_cancel(s->session.get());  // embedding models' slots have none
   }
 }
 

@@ -6,9 +6,11 @@ tok/s, the ratio, and the drafted / accepted tokens. The answers must be identic
   python3 bench/lookup_bench.py --zerfoo build/zerfoo -m MODEL.gguf [--runs 3] [-n 128] [-t 2]
 
 With --draft DRAFT.gguf the speculative runs use that draft model (-md) instead of --lookup
-(e.g. a Q8_0 target and its own Q4 file, bench/requant_q8_0.py); with --llama-speculative
-PATH (llama.cpp's llama-speculative) the same target, draft, prompts and length run through it
-too, alternating with the others, and its decode speed and acceptance are printed alongside.
+(e.g. a Q8_0 target and its own Q4 file, bench/requant_q8_0.py). With --llama-bin DIR
+(scripts/reference/build_llama_cpp.sh speculative) llama.cpp runs the same files, prompts and
+length too, alternating with the others: llama-completion plain and llama-speculative (with
+--draft) or llama-lookup (without); its decode speeds, speed-up and acceptance are printed
+alongside.
 
 Prompts: three that make the answer repeat the prompt (a code edit, quote extraction, JSON
 reformatting), where lookup drafts pay off, and an open-ended one, where drafting should turn
@@ -51,16 +53,35 @@ def run(a, prompt, speculate):
     return json.loads(out)
 
 
-def run_llama(a, prompt):
-    """llama-speculative's decode speed (tok/s) and acceptance (0..1) from its summary lines."""
-    cmd = [a.llama_speculative, "-m", a.model, "-md", a.draft, "-p", prompt, "--temp", "0", "-n", str(a.n),
-           "-t", str(a.threads), "-td", str(a.threads), "--draft-max", "8", "-ngl", "0", "-ngld", "0", "-no-cnv"]
+def llama_speculative_run(a, prompt):
+    """llama.cpp's own speculative run on the same files: llama-speculative with the draft model,
+    or llama-lookup (prompt lookup) without one. Decode speed (tok/s) and acceptance (0..1) from
+    its summary lines."""
+    if a.draft:
+        cmd = [os.path.join(a.llama_bin, "llama-speculative"), "-m", a.model, "-md", a.draft, "-td", str(a.threads),
+               "-ngld", "0"]
+    else:
+        cmd = [os.path.join(a.llama_bin, "llama-lookup"), "-m", a.model]
+    cmd += ["-p", prompt, "--temp", "0", "-n", str(a.n), "-t", str(a.threads), "--spec-draft-n-max", "8", "-ngl", "0",
+            "--ignore-eos"]
     err = subprocess.run(cmd, capture_output=True, text=True).stderr
     speed = re.search(r"decoded\s+\d+\s+tokens in\s+[\d.]+\s+seconds, speed:\s+([\d.]+)", err)
     accept = re.search(r"accept\s*=\s*([\d.]+)%", err)
     if not speed or not accept:
-        sys.exit("llama-speculative: no summary in its output:\n" + err[-2000:])
+        sys.exit("%s: no summary in its output:\n%s" % (cmd[0], err[-2000:]))
     return float(speed.group(1)), float(accept.group(1)) / 100.0
+
+
+def llama_plain_run(a, prompt):
+    """llama-completion's greedy decode speed (tok/s) on the same prompt and length."""
+    cmd = [os.path.join(a.llama_bin, "llama-completion"), "-m", a.model, "-p", prompt, "--temp", "0", "-n", str(a.n),
+           "-t", str(a.threads), "-ngl", "0", "--ignore-eos", "-no-cnv"]
+    err = subprocess.run(cmd, capture_output=True, text=True).stderr
+    m = re.search(r"eval time =\s+[\d.]+ ms /\s+\d+ runs\s+\(\s*[\d.]+ ms per token,\s+([\d.]+) tokens per second\)",
+                  err)
+    if not m:
+        sys.exit("llama-completion: no timings in its output:\n" + err[-2000:])
+    return float(m.group(1))
 
 
 def main():
@@ -71,27 +92,29 @@ def main():
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--draft", help="draft model for the speculative runs (-md) instead of --lookup")
-    ap.add_argument("--llama-speculative", help="llama.cpp's llama-speculative, run with the same files (--draft)")
+    ap.add_argument("--llama-bin", help="llama.cpp's bin directory (scripts/reference/build_llama_cpp.sh speculative): "
+                                        "llama-completion plain and llama-speculative (--draft) or llama-lookup "
+                                        "run alternately with the same files, prompts and length")
     a = ap.parse_args()
-    if a.llama_speculative and not a.draft:
-        sys.exit("--llama-speculative needs --draft")
     mode = "-md " + os.path.basename(a.draft) if a.draft else "--lookup"
     cpu = subprocess.run(["sh", "-c", "lscpu | grep 'Model name' | sed 's/.*: *//'"], capture_output=True,
                          text=True).stdout.strip()
     print("# %s, %d threads, load %s, %s" % (cpu, a.threads, os.getloadavg(), os.path.basename(a.model)))
-    llama_cols = " llama-speculative tok/s | its acceptance |" if a.llama_speculative else ""
+    llama_mode = "llama-speculative" if a.draft else "llama-lookup"
+    llama_cols = (" llama.cpp plain tok/s | %s tok/s | its speed-up | its acceptance |" % llama_mode) if a.llama_bin else ""
     print("| prompt | plain tok/s | %s tok/s | speed-up | drafted | accepted |%s" % (mode, llama_cols))
-    print("|---|---|---|---|---|---|" + ("---|---|" if a.llama_speculative else ""))
+    print("|---|---|---|---|---|---|" + ("---|---|---|---|" if a.llama_bin else ""))
     for name, prompt in PROMPTS:
         best = {False: None, True: None}
-        llama = None
+        llama, llama_plain = None, None
         for _ in range(a.runs):
             for speculate in (False, True):
                 r = run(a, prompt, speculate)
                 if best[speculate] is None or r["decode_tok_s"] > best[speculate]["decode_tok_s"]:
                     best[speculate] = r
-            if a.llama_speculative:
-                s, acc = run_llama(a, prompt)
+            if a.llama_bin:
+                llama_plain = max(llama_plain or 0.0, llama_plain_run(a, prompt))
+                s, acc = llama_speculative_run(a, prompt)
                 if llama is None or s > llama[0]:
                     llama = (s, acc)
         plain, spec = best[False], best[True]
@@ -99,7 +122,7 @@ def main():
             sys.exit("%s: %s changed the answer" % (name, mode))
         extra = ""
         if llama:
-            extra = " %.1f | %.2f |" % (llama[0], llama[1])
+            extra = " %.1f | %.1f | %.2fx | %.2f |" % (llama_plain, llama[0], llama[0] / llama_plain, llama[1])
         print("| %s | %.1f | %.1f | %.2fx | %d | %d |%s" % (name, plain["decode_tok_s"], spec["decode_tok_s"],
                                                              spec["decode_tok_s"] / plain["decode_tok_s"],
                                                              spec["drafted_tokens"], spec["accepted_tokens"], extra))

@@ -2,6 +2,9 @@
 // template writes them and its arguments as an inline JSON schema (llguidance's %json).
 #include "chat/tool_grammar.h"
 
+#include <algorithm>
+#include <cctype>
+
 namespace zf::chat {
 namespace {
 
@@ -92,6 +95,162 @@ std::string XmlArgRules(const ToolCallFormat& f, const Json& params, const std::
   return rule + ":" + (body.empty() ? " \"\"" : body) + "\n" + g;
 }
 
+// Arguments in a template's own literal syntax, which has no JSON-schema form in llguidance:
+// Gemma 4's object literal ({city:<|"|>Paris<|"|>,days:2}: bare keys, strings between quote
+// marks, JSON scalars) and LFM2.5's Python call ((city='Paris', days=2): strings in single quotes,
+// True/False/None, mappings as JSON). Values follow their schema (type, enum, properties, items);
+// the declared parameters come in the schema's order, the required ones always (the parser reads
+// any order, the model is kept to one). What the schema leaves open is any value of the syntax.
+class LiteralArgs {
+ public:
+  LiteralArgs(const ToolCallFormat& f, const SpecialTokens& specials, std::string* rules)
+      : python_(f.args == ArgsStyle::kPython), quote_(f.string_quote), specials_(specials), rules_(rules) {}
+
+  // The rule for a call's arguments object (with its braces or parentheses).
+  std::string Args(const Json& params, const std::string& rule) {
+    any_ = rule + "_any";
+    return Object(params, rule, python_ ? "(" : "{", python_ ? ")" : "}", python_ ? "=" : ":", python_ ? ", " : ",");
+  }
+
+ private:
+  // {k1 SEP v1 , k2 SEP v2 ...}: from property i on, each present one after a separator.
+  std::string Object(const Json& schema, const std::string& rule, const char* open, const char* close,
+                     const char* kv, const char* sep) {
+    const Json props = schema.contains("properties") && schema["properties"].is_object() ? schema["properties"] : Json();
+    if (props.empty()) return AnyObject(rule, open, close, kv, sep);
+    const Json req = schema.contains("required") && schema["required"].is_array() ? schema["required"] : Json::array();
+    std::vector<std::string> items;
+    std::vector<bool> required;
+    size_t k = 0;
+    for (const auto& [key, sub] : props.items()) {
+      const std::string item = rule + "_p" + std::to_string(k++);
+      const std::string key_lit = python_ || IsBareKey(key) ? Lit(key) : Str(key);
+      Add(item + ": " + key_lit + " " + Lit(kv) + " " + Value(sub, item + "_v"));
+      items.push_back(item);
+      bool r = false;
+      for (const Json& q : req) r = r || q == key;
+      required.push_back(r);
+    }
+    // rest_i: what may follow once an item before i was written (each prefixed by sep).
+    const size_t n = items.size();
+    for (size_t i = n + 1; i-- > 0;) {
+      const std::string rest = rule + "_r" + std::to_string(i), next = rule + "_r" + std::to_string(i + 1);
+      const std::string first = rule + "_f" + std::to_string(i), first_next = rule + "_f" + std::to_string(i + 1);
+      if (i == n) {
+        Add(rest + ": \"\"");
+        Add(first + ": \"\"");
+        continue;
+      }
+      const std::string with = Lit(sep) + " " + items[i] + " " + next;
+      Add(rest + ": " + (required[i] ? with : with + " | " + next));
+      const std::string starts = items[i] + " " + next;
+      Add(first + ": " + (required[i] ? starts : starts + " | " + first_next));
+    }
+    Add(rule + ": " + Lit(open) + " " + rule + "_f0 " + Lit(close));
+    return rule;
+  }
+
+  std::string Value(const Json& schema, const std::string& rule) {
+    if (!schema.is_object()) return Any(rule);
+    if (schema.contains("enum") && schema["enum"].is_array() && !schema["enum"].empty()) {
+      std::string alts;
+      for (const Json& v : schema["enum"]) alts += (alts.empty() ? "" : " | ") + Scalar(v);
+      Add(rule + ": " + alts);
+      return rule;
+    }
+    const std::string type = schema.contains("type") && schema["type"].is_string() ? schema["type"].get<std::string>() : "";
+    if (type == "string") return String(rule, schema);
+    // Numbers of a sane length: a small model would otherwise write digits until max_tokens.
+    if (type == "integer") return Term(rule, "/-?(0|[1-9][0-9]{0,11})/");
+    if (type == "number") return Term(rule, "/-?(0|[1-9][0-9]{0,11})(\\.[0-9]{1,6})?/");
+    if (type == "boolean") return Term(rule, python_ ? "\"True\" | \"False\"" : "\"true\" | \"false\"");
+    if (type == "null") return Term(rule, python_ ? "\"None\"" : "\"null\"");
+    if (type == "object" && python_) return Term(rule, "%json " + schema.dump());  // tojson of a mapping
+    if (type == "object") return Object(schema, rule, "{", "}", ":", ",");
+    if (type == "array") {
+      const std::string item = Value(schema.contains("items") ? schema["items"] : Json(), rule + "_i");
+      const std::string sep = python_ ? ", " : ",";
+      // minItems / maxItems as the schema bounds them.
+      const int64_t lo = std::max<int64_t>(schema.value("minItems", int64_t{0}), 0);
+      const int64_t hi = schema.value("maxItems", int64_t{-1});
+      if (hi == 0) return Term(rule, "\"[\" \"]\"");
+      const std::string more = "(" + Lit(sep) + " " + item + "){" + std::to_string(std::max<int64_t>(lo - 1, 0)) + "," +
+                               (hi < 0 ? std::string() : std::to_string(hi - 1)) + "}";
+      const std::string list = item + " " + more;
+      Add(rule + ": \"[\" " + (lo > 0 ? list : "(" + list + ")?") + " \"]\"");
+      return rule;
+    }
+    return Any(rule);
+  }
+
+  // Any value of the syntax, where the schema says nothing (one recursive rule per call).
+  std::string Any(const std::string& rule) {
+    const std::string& any = any_;
+    if (!any_defined_) {
+      any_defined_ = true;
+      const std::string lit = python_ ? "\"True\" | \"False\" | \"None\"" : "\"true\" | \"false\" | \"null\"";
+      const std::string obj = python_ ? "%json {}" : AnyObject(any + "_o", "{", "}", ":", ",");
+      Add(any + ": " + String(any + "_s") + " | /-?[0-9]{1,12}(\\.[0-9]{1,6})?/ | " + lit + " | \"[\" (" + any + " (" +
+          Lit(python_ ? ", " : ",") + " " + any + ")*)? \"]\" | " + obj);
+    }
+    Add(rule + ": " + any);
+    return rule;
+  }
+
+  // An object (or a Python call's arguments) of any keys and values.
+  std::string AnyObject(const std::string& rule, const char* open, const char* close, const char* kv, const char* sep) {
+    const std::string pair = "/[A-Za-z_][A-Za-z0-9_]*/ " + Lit(kv) + " " + any_;
+    Add(rule + ": " + Lit(open) + " (" + pair + " (" + Lit(sep) + " " + pair + ")*)? " + Lit(close));
+    if (!any_defined_) Any(rule + "_a");  // defines any_
+    return rule;
+  }
+
+  // A string: between single quotes (Python; the value cannot hold one), or between the
+  // template's quote marks, a control token or text (then up to the first closing mark).
+  // maxLength (in characters), where the schema sets one.
+  std::string String(const std::string& rule, const Json& schema = Json()) {
+    const int64_t max_len = schema.is_object() ? schema.value("maxLength", int64_t{-1}) : -1;
+    const std::string n = max_len < 0 ? "*" : "{0," + std::to_string(max_len) + "}";
+    if (python_) return Term(rule, "/'[^'\\n]" + n + "'/");
+    const std::string q = Seq(quote_, specials_);
+    if (q != Lit(quote_)) return Term(rule, q + " /[^<]" + n + "/ " + q);  // a control token: no lexeme holds it
+    Add(rule + ": " + Lit(quote_) + " " + rule + "_body");
+    Add(rule + "_body[lazy]: /(?s:." + n + ")/ " + Lit(quote_));
+    return rule;
+  }
+
+  std::string Str(const std::string& text) { return Seq(quote_ + text + quote_, specials_); }
+
+  // One enum value as the syntax writes it.
+  std::string Scalar(const Json& v) {
+    if (v.is_string()) return python_ ? Lit("'" + v.get<std::string>() + "'") : Str(v.get<std::string>());
+    if (v.is_boolean()) return Lit(python_ ? (v.get<bool>() ? "True" : "False") : (v.get<bool>() ? "true" : "false"));
+    if (v.is_null()) return Lit(python_ ? "None" : "null");
+    return Lit(v.dump());
+  }
+
+  static bool IsBareKey(const std::string& k) {
+    if (k.empty()) return false;
+    for (char c : k) {
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+    }
+    return true;
+  }
+
+  std::string Term(const std::string& rule, const std::string& body) {
+    Add(rule + ": " + body);
+    return rule;
+  }
+  void Add(const std::string& line) { *rules_ += line + "\n"; }
+
+  bool python_;
+  std::string quote_;
+  const SpecialTokens& specials_;
+  std::string* rules_;
+  std::string any_;  // the name of this call's "any value" rule
+  bool any_defined_ = false;
+};
+
 // One rule per tool: the call's pieces from `from` on.
 std::string CallRules(const ToolCallFormat& f, const Json& tools, const std::string& prefix, size_t from,
                       const SpecialTokens& specials, std::string* alts) {
@@ -115,6 +274,10 @@ std::string CallRules(const ToolCallFormat& f, const Json& tools, const std::str
           if (f.args == ArgsStyle::kXml) {
             body += " " + rule + "_args";
             g += XmlArgRules(f, Parameters(fn), rule + "_args", specials);
+            break;
+          }
+          if (f.args == ArgsStyle::kRelaxed || f.args == ArgsStyle::kPython) {
+            body += " " + LiteralArgs(f, specials, &g).Args(Parameters(fn), rule + "_args");
             break;
           }
           // Spaced as Python's json.dumps (the templates' tojson): what the model has seen.
@@ -161,9 +324,7 @@ ToolGrammar ToolCallGrammar(const ChatFormat& format, const Json& tools, bool pa
   if (format.harmony) return HarmonyGrammar(tools, specials);
   ToolGrammar out;
   const ToolCallFormat& f = format.tools;
-  // Relaxed object literals (Gemma 4) and Python-call arguments (LFM2.5) have no JSON-schema
-  // form here: the generic JSON form.
-  if (!f.native || f.args == ArgsStyle::kRelaxed || f.args == ArgsStyle::kPython ||
+  if (!f.native || (f.args == ArgsStyle::kRelaxed && f.string_quote.empty()) ||
       (f.args == ArgsStyle::kXml && (f.param_open.empty() || f.param_close.empty()))) {
     out.grammar = GenericGrammar(tools, parallel);
     return out;
@@ -190,6 +351,11 @@ ToolGrammar ToolCallGrammar(const ChatFormat& format, const Json& tools, bool pa
   out.grammar = start + rest + "\n" + rules;
   if (format.reasoning.forced_open) out.grammar += "think[stop=" + Lit(format.reasoning.close) + "]: /(?s:.*)/\n";
   out.trigger = FirstWord(head);
+  // A trigger that opens with a control token (Gemma 4's <|tool_call>call:) is that token: the
+  // generator arms on it and feeds it as the token the grammar references.
+  for (const auto& [text, id] : specials) {
+    if (out.trigger.size() > text.size() && out.trigger.compare(0, text.size(), text) == 0) out.trigger = text;
+  }
   if (!out.trigger.empty()) {
     out.lazy_grammar = "start: " + Seq(head.substr(head.find(out.trigger)), specials) + rest + "\n" + rules;
   }

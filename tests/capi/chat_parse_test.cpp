@@ -368,9 +368,10 @@ int32_t TokenId(zf_model* m, const char* text) {
   return n == 1 ? ids[0] : -1;
 }
 
-std::string Generate(zf_model* m, const std::string& prompt, const std::string& grammar, const char* trigger) {
+std::string Generate(zf_model* m, const std::string& prompt, const std::string& grammar, const char* trigger,
+                     int32_t max_tokens = 96) {
   SessionPtr s = NewSession(m, 1024);
-  zf_generate_params g = Greedy(96);
+  zf_generate_params g = Greedy(max_tokens);
   g.constraint_kind = ZF_CONSTRAINT_LARK;
   g.constraint = grammar.c_str();
   g.constraint_trigger = trigger;
@@ -461,4 +462,90 @@ TEST(ChatParseControlTokens, HarmonyRequiredCallIsParsedBack) {
   ASSERT_EQ(st, ZF_OK) << zf_last_error();
   ASSERT_EQ(msg["tool_calls"].size(), 1u) << text;
   EXPECT_TRUE(Json::parse(msg["tool_calls"][0]["function"]["arguments"].get<std::string>()).is_object()) << text;
+}
+
+namespace {
+
+// Tools whose parameters use every kind of value the literal syntaxes write.
+const char* kRichTools = R"([{"type": "function", "function": {"name": "book_hotel", "parameters": {"type": "object",
+  "properties": {"city": {"type": "string", "maxLength": 24}, "nights": {"type": "integer"}, "pets": {"type": "boolean"},
+    "room": {"enum": ["single", "double"]}, "tags": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 3},
+    "budget": {"type": "object", "properties": {"max": {"type": "number"}}, "required": ["max"]}},
+  "required": ["city", "nights", "room", "budget"]}}}])";
+
+// `required` under `tmpl`: the grammar's greedy output, parsed back with the same template.
+Json RequiredCall(zf_model* m, const std::string& tmpl, std::string* text) {
+  zf_status st;
+  const Json g = ToolGrammar(m, tmpl, kRichTools, ZF_CHAT_ONE_CALL, &st);
+  EXPECT_EQ(st, ZF_OK) << zf_last_error();
+  EXPECT_TRUE(g["native"].get<bool>()) << tmpl.substr(0, 80);
+  const std::string grammar = g["grammar"];
+  EXPECT_EQ(zf_constraint_check(m, ZF_CONSTRAINT_LARK, grammar.c_str()), ZF_OK) << zf_last_error() << "\n" << grammar;
+  zf_chat_params p;
+  zf_chat_params_init(&p, sizeof p);
+  p.template_text = tmpl.c_str();
+  p.tools_json = kRichTools;
+  p.flags = ZF_CHAT_ADD_ASSISTANT;
+  zf_chat_message_v2 user{};
+  user.struct_size = sizeof user;
+  user.role = "user";
+  user.content = "Book a double room in Lisbon for 3 nights, budget 200.";
+  size_t needed = 0;
+  EXPECT_EQ(zf_chat_apply_template_v2(m, &user, 1, &p, nullptr, 0, &needed), ZF_ERR_BUFFER_TOO_SMALL) << zf_last_error();
+  std::vector<char> buf(needed);
+  EXPECT_EQ(zf_chat_apply_template_v2(m, &user, 1, &p, buf.data(), buf.size(), &needed), ZF_OK);
+  *text = Generate(m, std::string(buf.data(), needed - 1), grammar, nullptr, 256);
+  const Json msg = Parse(m, *text, tmpl, &st, kRichTools);
+  EXPECT_EQ(st, ZF_OK) << zf_last_error();
+  return msg;
+}
+
+// The arguments have the schema's shape (jsonschema checks the served ones in tests/serve).
+void ExpectBookingArgs(const Json& msg, const std::string& text) {
+  ASSERT_EQ(msg.value("tool_calls", Json::array()).size(), 1u) << text;
+  EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], "book_hotel") << text;
+  const Json a = Json::parse(msg["tool_calls"][0]["function"]["arguments"].get<std::string>());
+  EXPECT_TRUE(a["city"].is_string() && a["city"].get<std::string>().size() <= 24) << text;
+  EXPECT_TRUE(a["nights"].is_number_integer()) << text;
+  EXPECT_TRUE(a["room"] == "single" || a["room"] == "double") << text;
+  ASSERT_TRUE(a["budget"].is_object()) << text;
+  EXPECT_TRUE(a["budget"]["max"].is_number()) << text;
+  if (a.contains("pets")) EXPECT_TRUE(a["pets"].is_boolean()) << text;
+  if (a.contains("tags")) {
+    EXPECT_TRUE(a["tags"].is_array()) << text;
+    EXPECT_LE(a["tags"].size(), 3u) << text;
+  }
+}
+
+}  // namespace
+
+// Gemma 4's object literal and LFM2.5's Python call: `required` constrains the arguments in the
+// template's own syntax, typed by the tool's schema, and the parser reads them back.
+TEST(ChatParseControlTokens, LiteralArgumentSyntaxesFollowTheSchema) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  ModelPtr m = Load(path);
+  if (zf_constraint_check(m.get(), ZF_CONSTRAINT_REGEX, "a") != ZF_OK) GTEST_SKIP() << "built without constraints";
+  std::string text;
+  const std::string gemma4 = Template("google-gemma-4-31B-it");
+  Json msg = RequiredCall(m.get(), gemma4, &text);
+  EXPECT_NE(text.find("call:book_hotel{"), std::string::npos) << text;
+  ExpectBookingArgs(msg, text);
+  // The same with its string quote and call opener control tokens (as <|"|> and <|tool_call> are
+  // in Gemma 4's vocabulary): "auto" then arms on the opener token alone.
+  std::string quoted = gemma4;
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"<|\"|>", "<jupyter_text>"},
+                                 std::pair<std::string, std::string>{"<|tool_call>", "<jupyter_code>"}}) {
+    for (size_t at = quoted.find(from); at != std::string::npos; at = quoted.find(from, at)) quoted.replace(at, from.size(), to);
+  }
+  msg = RequiredCall(m.get(), quoted, &text);
+  EXPECT_NE(text.find("<jupyter_code>call:book_hotel{city:<jupyter_text>"), std::string::npos) << text;
+  ExpectBookingArgs(msg, text);
+  zf_status st;
+  const Json g = ToolGrammar(m.get(), quoted, kRichTools, 0, &st);
+  EXPECT_EQ(g["trigger"], "<jupyter_code>");
+  EXPECT_EQ(std::string(g["lazy_grammar"]).rfind("start: <[" + std::to_string(TokenId(m.get(), "<jupyter_code>")) + "]> \"call:", 0), 0u)
+      << g["lazy_grammar"];
+  msg = RequiredCall(m.get(), Template("LFM2.5-8B-A1B"), &text);
+  EXPECT_NE(text.find("book_hotel(city='"), std::string::npos) << text;
+  ExpectBookingArgs(msg, text);
 }

@@ -4,18 +4,18 @@ tokenizer, for the embedding goldens (tests/capi/embed_test.cpp, doc/embeddings.
 
   scripts/synth_embed.py OUT_DIR [--vocab-dir DIR]
 
-  bert-f32.gguf, bert-q8_0.gguf   BGE-style BERT (pooling cls), the bert-bge WordPiece vocabulary
+  bert-{f32,q8_0,q4_0}.gguf       BGE-style BERT (pooling cls), the bert-bge WordPiece vocabulary
   bert-rank-f32.gguf              the same with a classification head (cls, cls.output; pooling rank)
-  nomic-bert-f32.gguf             nomic-embed-text-style: fused attn_qkv, rope (neox), SwiGLU without
+  nomic-bert-{f32,q8_0,q4_0}.gguf nomic-embed-text-style: fused attn_qkv, rope (neox), SwiGLU without
                                   biases, no position table (pooling mean)
 
-  qwen3-embed-f32.gguf            Qwen3-Embedding-style: the qwen3 family file of synth_families.py
+  qwen3-embed-{f32,q8_0,q4_0}.gguf Qwen3-Embedding-style: the qwen3 family file of synth_families.py
                                   with pooling last and the EOS the real tokenizer appends (qwen2
                                   vocabulary)
   qwen3-rank-f32.gguf             Qwen3-Reranker as the converter writes it: pooling rank, labels
                                   yes / no, a cls.output of two rows (the converter's yes / no rows
                                   of the vocabulary head), the rerank chat template
-  gemma-embed-f32.gguf            EmbeddingGemma-style (gemma-embedding): 6 gemma3 layers (5 with a
+  gemma-embed-{f32,q8_0,q4_0}.gguf EmbeddingGemma-style (gemma-embedding): 6 gemma3 layers (5 with a
                                   symmetric window of 8), mean pooling, Dense projections dense_2 /
                                   dense_3; Gemma 3's tokenizer (--gemma-vocab; its 262k-row token
                                   table in Q8_0, read exactly by both sides)
@@ -23,6 +23,11 @@ tokenizer, for the embedding goldens (tests/capi/embed_test.cpp, doc/embeddings.
   --bench: bert-base-q8_0.gguf and bert-base-f32.gguf in BERT-base's shape (12 layers, 768 wide,
   12 heads, FFN 3072: 110M parameters) and qwen3-0.6b-q8_0.gguf in Qwen3-Embedding-0.6B's
   (pooling last) for timing (bench/embed_bench.py), never in the tests.
+
+Quantized files: every matrix in Q8_0 or Q4_0, 1-D tensors and the tables read by row
+(positions, token types) F32 as llama-quantize leaves them; the Qwen3 / Gemma token tables stay
+Q8_0 in every file. The 4-bit type is Q4_0, not Q4_K: Q4_K blocks rows of 256 and these
+matrices have rows of 128 or 384 (llama-quantize would fall back to Q5_0 for them).
 
 Weights and the GGUF writer come from scripts/synth_families.py (deterministic per file name).
 """
@@ -38,6 +43,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import synth_families as sf  # noqa: E402
 
 Q = sf.Q
+MAT_TYPE = {"f32": Q.F32, "q8_0": Q.Q8_0, "q4_0": Q.Q4_0}  # the type of every matrix of a file
 # bge-micro-like but small: 2 layers, E 128, 4 heads, FFN 512, 512 positions, 2 token types.
 H = dict(arch="bert", E=128, L=2, H=4, F=512, ctx=512, eps=1e-12)
 BASE = dict(arch="bert", E=768, L=12, H=12, F=3072, ctx=512, eps=1e-12)
@@ -51,7 +57,7 @@ def specs(quant, n_vocab, rank, nomic=False):
     E, L, F = H["E"], H["L"], H["F"]
 
     def mat(name, n_in, n_out, sigma):
-        return (name, (n_in, n_out), Q.F32 if quant == "f32" else Q.Q8_0, sigma)
+        return (name, (n_in, n_out), MAT_TYPE[quant], sigma)
 
     def vec(name, n, sigma=None):
         return (name, (n,), Q.F32, sigma)
@@ -125,9 +131,9 @@ def synth_qwen3(out_dir, tok, rank, h=QWEN3, quant="f32", name=None):
     path = os.path.join(out_dir, fname)
     rng = np.random.default_rng(zlib.crc32(fname.encode()))
     # The 152k-row token table in Q8_0 (read exactly by both sides; the vocabulary head it also
-    # is plays no part in embeddings), everything else F32.
-    specs = [(t, ne, Q.Q8_0 if t == "token_embd.weight" else ty, sigma)
-             for t, ne, ty, sigma in sf.tensor_specs(h, n_vocab, quant)]
+    # is plays no part in embeddings), the other matrices in the file's type, vectors F32.
+    specs = [(t, ne, Q.Q8_0 if t == "token_embd.weight" else MAT_TYPE[quant] if len(ne) == 2 else ty, sigma)
+             for t, ne, ty, sigma in sf.tensor_specs(h, n_vocab, "f32")]
     tensors = [(t, ne, ty, sf.random_tensor(rng, h, t, ne, ty, sigma)) for t, ne, ty, sigma in specs]
     kvs = sf.metadata(h, quant, name)
     if rank:
@@ -147,17 +153,17 @@ GEMMA = dict(arch="gemma-embedding", E=128, L=6, H=4, Hkv=1, hd=64, F=384, dense
              eps=1e-6, base=1e6)
 
 
-def synth_gemma(out_dir, tok):
+def synth_gemma(out_dir, tok, quant="f32"):
     """EmbeddingGemma-style: gemma3 layers, bidirectional, Dense projections, pooling mean."""
     g = GEMMA
     kv_raw, kv_count, n_vocab = tok
     E, L, H, Hkv, hd, F, D = g["E"], g["L"], g["H"], g["Hkv"], g["hd"], g["F"], g["dense"]
-    fname = "gemma-embed-f32.gguf"
+    fname = f"gemma-embed-{quant}.gguf"
     path = os.path.join(out_dir, fname)
     rng = np.random.default_rng(zlib.crc32(fname.encode()))
 
     def mat(name, n_in, n_out, sigma):
-        return (name, (n_in, n_out), Q.F32, sigma)
+        return (name, (n_in, n_out), MAT_TYPE[quant], sigma)
 
     def vec(name, n):
         return (name, (n,), Q.F32, None)
@@ -184,7 +190,7 @@ def synth_gemma(out_dir, tok):
            sf.kv_u32(f"{a}.attention.sliding_window", g["window"]), sf.kv_u32(f"{a}.pooling_type", 1),
            sf.kv_u32(f"{a}.dense_2_feat_in", E), sf.kv_u32(f"{a}.dense_2_feat_out", D),
            sf.kv_u32(f"{a}.dense_3_feat_in", D), sf.kv_u32(f"{a}.dense_3_feat_out", E),
-           sf.kv_u32("general.file_type", 0)]
+           sf.kv_u32("general.file_type", sf.FILE_TYPE[quant])]
     sf.write_gguf(path + ".tmp", kvs, kv_raw, kv_count, tensors)
     os.replace(path + ".tmp", path)
     print(path)
@@ -220,13 +226,16 @@ def main():
         return
     synth(a.out_dir, "bert", "f32", False, tok)
     synth(a.out_dir, "bert", "q8_0", False, tok)
+    synth(a.out_dir, "bert", "q4_0", False, tok)
     synth(a.out_dir, "bert-rank", "f32", True, tok)
-    synth(a.out_dir, "nomic-bert", "f32", False, tok, nomic=True)
     qwen_tok = sf.read_tokenizer_kv(os.path.join(a.vocab_dir, "ggml-vocab-qwen2.gguf"))
-    synth_qwen3(a.out_dir, qwen_tok, False)
+    gemma_tok = sf.read_tokenizer_kv(a.gemma_vocab) if a.gemma_vocab else None
+    for quant in ("f32", "q8_0", "q4_0"):
+        synth(a.out_dir, "nomic-bert", quant, False, tok, nomic=True)
+        synth_qwen3(a.out_dir, qwen_tok, False, quant=quant)
+        if gemma_tok:
+            synth_gemma(a.out_dir, gemma_tok, quant)
     synth_qwen3(a.out_dir, qwen_tok, True)
-    if a.gemma_vocab:
-        synth_gemma(a.out_dir, sf.read_tokenizer_kv(a.gemma_vocab))
 
 
 if __name__ == "__main__":

@@ -35,8 +35,8 @@ import numpy as np
 
 class Q:
     """ggml type ids and (block elements, block bytes)."""
-    F32, Q5_0, Q8_0, Q4_K, Q6_K, MXFP4 = 0, 6, 8, 12, 14, 39
-    SIZES = {0: (1, 4), 6: (32, 22), 8: (32, 34), 12: (256, 144), 14: (256, 210), 39: (32, 17)}
+    F32, Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, MXFP4 = 0, 2, 6, 8, 12, 14, 39
+    SIZES = {0: (1, 4), 2: (32, 18), 6: (32, 22), 8: (32, 34), 12: (256, 144), 14: (256, 210), 39: (32, 17)}
 
 
 QUANTS = ("f32", "q8_0", "q4")
@@ -132,7 +132,7 @@ BENCH = {
 }
 FAMILIES.update(BENCH)
 
-FILE_TYPE = {"f32": 0, "q8_0": 7, "q4": 15, "mxfp4": 38}
+FILE_TYPE = {"f32": 0, "q4_0": 2, "q8_0": 7, "q4": 15, "mxfp4": 38}
 
 
 def more_bits(i, n):
@@ -371,6 +371,9 @@ def random_tensor(rng, h, name, ne, t, sigma):
         b = np.empty((nb, size), np.uint8)
         b[:, 0:2] = f16_bytes(sigma / 73.6 * jitter)
         b[:, 2:] = rng.integers(-127, 128, (nb, 32), dtype=np.int8).view(np.uint8)
+    elif t == Q.Q4_0:  # d, qs[16]: q - 8 uniform in [-8, 7] (std 4.6)
+        b = rng.integers(0, 256, (nb, size), dtype=np.uint8)
+        b[:, 0:2] = f16_bytes(sigma / 4.6 * jitter)
     elif t == Q.Q5_0:  # d, qh[4], qs[16]: q - 16 uniform in [-16, 15] (std 9.2)
         b = rng.integers(0, 256, (nb, size), dtype=np.uint8)
         b[:, 0:2] = f16_bytes(sigma / 9.2 * jitter)

@@ -26,10 +26,15 @@ RANK_PAIRS = [("what is a panda?", "The giant panda is a bear native to China.")
 def run(tool, model, pooling, prompts, extra=()):
     cmd = [tool, "-m", model, "--pooling", pooling, "--embd-output-format", "array", "-c", "2048", "-b", "2048",
            "-ub", "2048", "-t", "2", "--embd-separator", "<#sep#>", *extra, "-p", "<#sep#>".join(prompts)]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    if "[[" not in out:
-        # This build prints nothing in the array format for some architectures (nomic-bert):
-        # then one prompt per run in the plain format, every value with 6 decimals.
+    for _ in range(10):
+        # The tool prints through llama.cpp's asynchronous log, which can lose the output's tail
+        # (or all of it) at exit: run again until the array is whole.
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        if "[[" in out and "]]" in out:
+            break
+    if "]]" not in out:
+        # Never whole (nomic-bert-f32 was recorded this way): one prompt per run in the plain
+        # format, every value with 6 decimals.
         vecs = []
         for p in prompts:
             one = cmd[:-1] + [p]
@@ -53,6 +58,7 @@ def main(build, models, smollm2, *only):
     jobs = [("bert-f32-cls", os.path.join(models, "bert-f32.gguf"), "cls", TEXTS),
             ("bert-f32-mean", os.path.join(models, "bert-f32.gguf"), "mean", TEXTS),
             ("bert-q8_0-cls", os.path.join(models, "bert-q8_0.gguf"), "cls", TEXTS),
+            ("bert-q4_0-cls", os.path.join(models, "bert-q4_0.gguf"), "cls", TEXTS),
             ("bert-rank-f32-rank", os.path.join(models, "bert-rank-f32.gguf"), "rank",
              [q + "\t" + d for q, d in RANK_PAIRS]),
             ("nomic-bert-f32-mean", os.path.join(models, "nomic-bert-f32.gguf"), "mean", TEXTS),
@@ -61,6 +67,11 @@ def main(build, models, smollm2, *only):
             ("qwen3-rank-f32-rank", os.path.join(models, "qwen3-rank-f32.gguf"), "rank",
              [q + "\t" + d for q, d in RANK_PAIRS]),
             ("gemma-embed-f32-mean", os.path.join(models, "gemma-embed-f32.gguf"), "mean", TEXTS + [LONG]),
+            # Q8_0 and Q4_0 files of the same shapes (every matrix in that type), the file's pooling.
+            *[(f"{m}-{q}-{pool}", os.path.join(models, f"{m}-{q}.gguf"), pool, texts)
+              for m, pool, texts in (("nomic-bert", "mean", TEXTS), ("qwen3-embed", "last", TEXTS),
+                                     ("gemma-embed", "mean", TEXTS + [LONG]))
+              for q in ("q8_0", "q4_0")],
             ("smollm2-last", smollm2, "last", TEXTS),
             ("smollm2-mean", smollm2, "mean", TEXTS)]
     for name, model, pooling, texts in jobs:

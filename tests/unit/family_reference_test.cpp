@@ -49,6 +49,7 @@ struct Spec {
   // state 8, kernel 4; shared experts of F_shexp on MoE layers.
   std::vector<int64_t> ssm_layers;
   int64_t F_shexp = 0;
+  int64_t ssm_group_count = -1;  // the ssm.group_count key's value when >= 0 (bad-file tests), 0 = no key
 };
 
 bool IsConvLayer(const Spec& s, int64_t il) {
@@ -231,8 +232,9 @@ std::vector<uint8_t> Build(const Spec& s) {
     b.Kv(a + ".ssm.conv_kernel", val::U32(uint32_t(kSsmConv)))
         .Kv(a + ".ssm.inner_size", val::U32(uint32_t(2 * s.E)))
         .Kv(a + ".ssm.state_size", val::U32(uint32_t(kSsmState)))
-        .Kv(a + ".ssm.time_step_rank", val::U32(uint32_t(kSsmHeads)))
-        .Kv(a + ".ssm.group_count", val::U32(uint32_t(kSsmGroups)));
+        .Kv(a + ".ssm.time_step_rank", val::U32(uint32_t(kSsmHeads)));
+    const int64_t groups = s.ssm_group_count >= 0 ? s.ssm_group_count : kSsmGroups;
+    if (groups > 0) b.Kv(a + ".ssm.group_count", val::U32(uint32_t(groups)));
   }
   if (s.F_shexp != 0) b.Kv(a + ".expert_shared_feed_forward_length", val::U32(uint32_t(s.F_shexp)));
   std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
@@ -617,6 +619,27 @@ TEST(Gemma4Reference, CudaRefusesAndAutoRunsOnTheCpu) {
   o.device = Device::kAuto;
   ASSERT_TRUE(Model::Load(path, o, &m).ok());
   EXPECT_EQ(m->device(), Device::kCpu);
+}
+
+// Granite 4.0 hybrid files whose Mamba-2 sizes are missing or inconsistent are refused with a
+// message naming the key or the sizes, before any tensor is read.
+TEST(FamilyReference, MambaSizesAreChecked) {
+  Spec spec;
+  for (const Spec& s : Families()) {
+    if (s.name == "granitehybrid") spec = s;
+  }
+  ASSERT_EQ(spec.name, "granitehybrid");
+  LoadOptions o;
+  o.device = Device::kCpu;
+  std::unique_ptr<Model> m;
+  spec.ssm_group_count = 0;
+  Status st = Model::Load(WriteTemp(Build(spec), "granitehybrid_nogroups"), o, &m);
+  EXPECT_EQ(st.code(), Code::kFormat) << st.message();
+  EXPECT_NE(st.message().find("granitehybrid.ssm.group_count"), std::string::npos) << st.message();
+  spec.ssm_group_count = 3;  // 4 heads in 3 groups
+  st = Model::Load(WriteTemp(Build(spec), "granitehybrid_badgroups"), o, &m);
+  EXPECT_EQ(st.code(), Code::kFormat) << st.message();
+  EXPECT_NE(st.message().find("ssm.group_count=3"), std::string::npos) << st.message();
 }
 
 TEST(FamilyReference, CoversEveryRegisteredArchitecture) {

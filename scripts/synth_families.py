@@ -143,6 +143,13 @@ BENCH = {
     "bench-qwen3moe-8x2": dict(arch="qwen3moe", vocab="qwen2", E=1024, L=24, H=16, Hkv=4, hd=64, F=1024,
                                base=1e6, tied=True, eps=1e-6, ctx=40960, qk_norm=True, key_length=True,
                                experts=(8, 2), Fe=1024),
+    # A 1B-class Granite 4.0 hybrid: 20 Mamba-2 layers (d_inner 3072, 48 heads of 64, 1 group,
+    # state 128, kernel 4) and 4 NoPE attention layers (12 heads / 4 KV of 128).
+    "bench-granitehybrid-1b": dict(arch="granitehybrid", vocab="refact", E=1536, L=24, H=12, Hkv=4, hd=128, F=4096,
+                                   base=10000.0, tied=True, eps=1e-5, ctx=1048576,
+                                   ssm_layers=tuple(i for i in range(24) if i % 6 != 5),
+                                   ssm=dict(d_conv=4, d_inner=3072, d_state=128, n_head=48, n_group=1),
+                                   scales=dict(embedding=12.0, residual=0.22, attention=0.0078125, logit=8.0)),
 }
 FAMILIES.update(BENCH)
 

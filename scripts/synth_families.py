@@ -119,6 +119,20 @@ FAMILIES = {
     "lfm2moe": dict(arch="lfm2moe", vocab="llama-bpe", pre="lfm2", E=256, L=4, H=4, Hkv=2, hd=64, F=512,
                     base=1e6, tied=True, eps=1e-5, ctx=128000, conv_layers=(0, 2), l_cache=3, qk_norm=True,
                     experts=(4, 2), Fe=256, dense_lead=1, probs_bias=0.1),
+    # Granite 4.0 hybrid: Mamba-2 layers (head_count_kv 0) around one attention layer without
+    # rope (rope.scaling.finetuned false, as the converter writes for hybrids); d_inner = 2 E,
+    # 8 SSM heads of 64 in 2 groups, state 32, conv kernel 4; Granite's four multipliers.
+    "granitehybrid": dict(arch="granitehybrid", vocab="refact", E=256, L=4, H=4, Hkv=2, hd=64, F=512, base=10000.0,
+                          tied=True, eps=1e-5, ctx=1048576, ssm_layers=(0, 1, 3),
+                          ssm=dict(d_conv=4, d_inner=512, d_state=32, n_head=8, n_group=2),
+                          scales=dict(embedding=12.0, residual=0.22, attention=0.0078125, logit=8.0)),
+    # Granite 4.0 hybrid MoE (the -h-tiny / -h-small layout): 4 experts of 256 (2 used, softmax,
+    # renormalized) plus a shared expert of 512 on every layer.
+    "granitehybridmoe": dict(arch="granitehybrid", vocab="refact", E=256, L=4, H=4, Hkv=2, hd=64, F=256,
+                             base=10000.0, tied=True, eps=1e-5, ctx=1048576, ssm_layers=(0, 2, 3),
+                             ssm=dict(d_conv=4, d_inner=512, d_state=32, n_head=8, n_group=1),
+                             experts=(4, 2), Fs=512,
+                             scales=dict(embedding=12.0, residual=0.22, attention=0.0078125, logit=8.0)),
 }
 
 # 1B-class shapes for bench/family_bench.sh (Q4_K_M mix only, never in the tests): a dense
@@ -129,6 +143,13 @@ BENCH = {
     "bench-qwen3moe-8x2": dict(arch="qwen3moe", vocab="qwen2", E=1024, L=24, H=16, Hkv=4, hd=64, F=1024,
                                base=1e6, tied=True, eps=1e-6, ctx=40960, qk_norm=True, key_length=True,
                                experts=(8, 2), Fe=1024),
+    # A 1B-class Granite 4.0 hybrid: 20 Mamba-2 layers (d_inner 3072, 48 heads of 64, 1 group,
+    # state 128, kernel 4) and 4 NoPE attention layers (12 heads / 4 KV of 128).
+    "bench-granitehybrid-1b": dict(arch="granitehybrid", vocab="refact", E=1536, L=24, H=12, Hkv=4, hd=128, F=4096,
+                                   base=10000.0, tied=True, eps=1e-5, ctx=1048576,
+                                   ssm_layers=tuple(i for i in range(24) if i % 6 != 5),
+                                   ssm=dict(d_conv=4, d_inner=3072, d_state=128, n_head=48, n_group=1),
+                                   scales=dict(embedding=12.0, residual=0.22, attention=0.0078125, logit=8.0)),
 }
 FAMILIES.update(BENCH)
 
@@ -186,7 +207,9 @@ def tensor_specs(h, n_vocab, quant):
         p = f"blk.{i}."
         if arch != "olmo2":
             specs.append(vec(p + "attn_norm.weight", E))
-        if i in h.get("conv_layers", ()):
+        if i in h.get("ssm_layers", ()):
+            specs += ssm_specs(h, p, i, mat, vec)
+        elif i in h.get("conv_layers", ()):
             # The kernel [l_cache, E] stays F32 (rows of 3: llama-quantize cannot block them).
             specs += [(p + "shortconv.conv.weight", (h["l_cache"], E), Q.F32, 0.5),
                       mat(p + "shortconv.in_proj.weight", E, 3 * E, 0.06, i),
@@ -218,6 +241,10 @@ def tensor_specs(h, n_vocab, quant):
                       mat(p + "ffn_down_exps.weight", Fe, E, 0.03, i, kind="more", n_exp=n_exp)]
             if h.get("probs_bias"):
                 specs.append(vec(p + "exp_probs_b.bias", n_exp, h["probs_bias"]))
+            if h.get("Fs"):
+                specs += [mat(p + "ffn_gate_shexp.weight", E, h["Fs"], 0.03, i),
+                          mat(p + "ffn_up_shexp.weight", E, h["Fs"], 0.03, i),
+                          mat(p + "ffn_down_shexp.weight", h["Fs"], E, 0.03, i, kind="more")]
         elif arch == "phi3":
             specs += [mat(p + "ffn_up.weight", E, 2 * F, 0.03, i), mat(p + "ffn_down.weight", F, E, 0.03, i, kind="more")]
         else:
@@ -229,6 +256,24 @@ def tensor_specs(h, n_vocab, quant):
     if not h["tied"]:
         specs.append(mat("output.weight", E, n_vocab, 0.02, kind="out"))
     return specs
+
+
+def ssm_specs(h, p, i, mat, vec):
+    """A Mamba-2 mixer in the converter's names and shapes (conversion/mamba.py): ssm_a = -exp(A_log)
+    and ssm_d as [1, n_head], the conv kernel [d_conv, channels] and the group norm
+    [d_inner / n_group, n_group], all F32 as llama-quantize leaves them (ssm_a / ssm_d have no
+    .weight suffix; ssm_conv1d and *_norm.weight are excluded)."""
+    E, m = h["E"], h["ssm"]
+    d_inner, N, nh, G, K = m["d_inner"], m["d_state"], m["n_head"], m["n_group"], m["d_conv"]
+    ch = d_inner + 2 * G * N
+    return [mat(p + "ssm_in.weight", E, 2 * d_inner + 2 * G * N + nh, 0.06, i),
+            (p + "ssm_conv1d.weight", (K, ch), Q.F32, 0.3),
+            vec(p + "ssm_conv1d.bias", ch, 0.1),
+            vec(p + "ssm_dt.bias", nh, "dt_bias"),
+            (p + "ssm_a", (1, nh), Q.F32, "ssm_a"),
+            (p + "ssm_d", (1, nh), Q.F32, ("norm", 1.0)),
+            (p + "ssm_norm.weight", (d_inner // G, G), Q.F32, None),
+            mat(p + "ssm_out.weight", d_inner, E, 0.03, i)]
 
 
 def gpt_oss_specs(h, n_vocab, mat, vec):
@@ -359,6 +404,11 @@ def random_tensor(rng, h, name, ne, t, sigma):
             v = rng.uniform(1.0, 8.0, n).astype(np.float32)
         elif sigma == "short":
             v = rng.uniform(1.0, 3.0, n).astype(np.float32)
+        elif sigma == "ssm_a":  # -exp(A_log), A_log = log U(1, 16) as Mamba-2 initializes it
+            v = -rng.uniform(1.0, 16.0, n).astype(np.float32)
+        elif sigma == "dt_bias":  # softplus^-1 of dt in [0.001, 0.1] (Mamba-2's dt init)
+            dt = np.exp(rng.uniform(math.log(0.001), math.log(0.1), n))
+            v = (dt + np.log(-np.expm1(-dt))).astype(np.float32)
         elif sigma == "sinks":
             v = rng.uniform(-1.0, 3.0, n).astype(np.float32)
         else:
@@ -434,6 +484,10 @@ def kv_arr(key, elem_type, values):
     fmt = {T_U32: "<I", T_BOOL: "<B"}[elem_type]
     return gguf_str(key) + struct.pack("<IIQ", T_ARR, elem_type, len(values)) + b"".join(
         struct.pack(fmt, int(v)) for v in values)
+
+
+def kv_bool(key, v):
+    return gguf_str(key) + struct.pack("<IB", T_BOOL, 1 if v else 0)
 
 
 def kv_str(key, v):
@@ -520,8 +574,8 @@ def metadata(h, quant, name):
           kv_u32(f"{a}.block_count", h["L"]), kv_u32(f"{a}.feed_forward_length", h["F"]),
           kv_u32(f"{a}.attention.head_count", H),
           kv_i32_array(f"{a}.attention.head_count_kv",
-                       [0 if i in h["conv_layers"] else h["Hkv"] for i in range(h["L"])])
-          if "conv_layers" in h else kv_u32(f"{a}.attention.head_count_kv", h["Hkv"]),
+                       [0 if i in h.get("conv_layers", h.get("ssm_layers", ())) else h["Hkv"] for i in range(h["L"])])
+          if "conv_layers" in h or "ssm_layers" in h else kv_u32(f"{a}.attention.head_count_kv", h["Hkv"]),
           kv_f32(f"{a}.rope.freq_base", h["base"]),
           kv_f32(f"{a}.attention.layer_norm_rms_epsilon", h["eps"])]
     if h.get("key_length"):
@@ -552,7 +606,14 @@ def metadata(h, quant, name):
         kv.append(kv_u32(f"{a}.shortconv.l_cache", h["l_cache"]))
     if a == "lfm2moe":
         kv += [kv_u32(f"{a}.leading_dense_block_count", h["dense_lead"]), kv_u32(f"{a}.expert_gating_func", 2)]
-    if a == "granite":
+    if a == "granitehybrid":
+        m = h["ssm"]
+        kv += [kv_u32(f"{a}.ssm.conv_kernel", m["d_conv"]), kv_u32(f"{a}.ssm.state_size", m["d_state"]),
+               kv_u32(f"{a}.ssm.group_count", m["n_group"]), kv_u32(f"{a}.ssm.inner_size", m["d_inner"]),
+               kv_u32(f"{a}.ssm.time_step_rank", m["n_head"]), kv_bool(f"{a}.rope.scaling.finetuned", False)]
+        if "Fs" in h:
+            kv.append(kv_u32(f"{a}.expert_shared_feed_forward_length", h["Fs"]))
+    if a in ("granite", "granitehybrid"):
         s = h["scales"]
         kv += [kv_f32(f"{a}.embedding_scale", s["embedding"]), kv_f32(f"{a}.residual_scale", s["residual"]),
                kv_f32(f"{a}.attention.scale", s["attention"]), kv_f32(f"{a}.logit_scale", s["logit"])]

@@ -130,6 +130,12 @@ class Backend {
   // Each position's result depends only on its own window: chunking does not change the bits.
   virtual void ShortConv(const float* bcx, int32_t n_tok, int32_t width, const float* kernel, int32_t l_cache,
                          float* state, float* y) {}
+  // kMamba2: Mamba-2's mixer between ssm_in and ssm_out over n_tok consecutive positions of ONE
+  // sequence, token by token (the exact recurrence, also in prefill). zxbcdt: n_tok rows of
+  // ssm_in's output [z (d_inner) | xBC (channels) | dt (n_head)]; state: the layer's
+  // RecurrentState floats, [d_conv - 1][channels] conv inputs (oldest first), then
+  // [n_head][head_dim][d_state] scan state; y: n_tok rows of d_inner (group-normed, gated).
+  virtual void Mamba2(const float* zxbcdt, int32_t n_tok, const Mamba2Params& p, float* state, float* y) {}
 
   // ---- Activation memory and step hooks. Defaults (host memory, nothing recorded) are what the
   // CPU engine uses; a device engine overrides them. ----

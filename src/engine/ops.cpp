@@ -21,6 +21,7 @@ const char* OpName(Op op) {
     case Op::kStridedRows: return "strided row copies (per-layer inputs, per-layer KV widths)";
     case Op::kUnweightedNorm: return "RMS norm without a weight";
     case Op::kShortConv: return "short convolution (recurrent state)";
+    case Op::kMamba2: return "Mamba-2 selective scan (recurrent state)";
     case Op::kCount: break;
   }
   return "unknown op";

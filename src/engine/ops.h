@@ -47,6 +47,7 @@ enum class Op : int32_t {
                 // inputs, KV rows narrower than the cache's
   kUnweightedNorm,  // RmsNorm without a weight (w == nullptr)
   kShortConv,   // LFM2's gated short convolution with a per-sequence state (Backend::ShortConv)
+  kMamba2,      // Mamba-2's convolution + selective scan with a per-sequence state (Backend::Mamba2)
   kCount
 };
 const char* OpName(Op op);
@@ -91,6 +92,19 @@ struct AttentionParams {
   // each row's softmax denominator as exp(sink - max) (the max taken over the scores and the
   // sink) without a value row; nullptr = none.
   const float* sinks = nullptr;
+};
+
+// Mamba-2 (Op::kMamba2, Backend::Mamba2): sizes and the layer's small F32 tensors, read on the
+// host. channels = d_inner + 2 n_group d_state; head_dim = d_inner / n_head.
+struct Mamba2Params {
+  int32_t d_conv = 0, d_inner = 0, d_state = 0, n_head = 0, n_group = 0;
+  float eps = 1e-5f;                // the group RMS norm's
+  const float* conv_w = nullptr;    // [channels][d_conv], oldest tap first
+  const float* conv_b = nullptr;    // [channels] or nullptr
+  const float* dt_bias = nullptr;   // [n_head]
+  const float* a = nullptr;         // [n_head] (negative: -exp(A_log))
+  const float* d = nullptr;         // [n_head] skip
+  const float* norm_w = nullptr;    // [d_inner]: n_group groups of d_inner / n_group; nullptr = no norm
 };
 
 }  // namespace zf::engine

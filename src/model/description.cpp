@@ -45,6 +45,8 @@ size_t RecurrentStateFloats(const ModelDesc& d, const LayerDesc& l) {
   switch (l.mixer) {
     case MixerKind::kAttention: return 0;
     case MixerKind::kShortConv: return size_t(l.conv.l_cache - 1) * size_t(d.n_embd);
+    case MixerKind::kMamba2:
+      return size_t(l.ssm.d_conv - 1) * size_t(l.ssm.Channels()) + size_t(l.ssm.d_inner) * size_t(l.ssm.d_state);
   }
   return 0;
 }
@@ -65,6 +67,7 @@ std::vector<engine::Op> RequiredOps(const ModelDesc& d) {
     if (l.attn.v_norm) need(engine::Op::kUnweightedNorm);
     if (l.out_scale || l.ffn.router_scaled_norm) need(engine::Op::kScale);
     if (l.mixer == MixerKind::kShortConv) need(engine::Op::kShortConv);
+    if (l.mixer == MixerKind::kMamba2) need(engine::Op::kMamba2);
     if (l.norm.kind == NormKind::kLayer) need(engine::Op::kLayerNorm);
     if (l.ffn.kind == FfnKind::kPlain) need(engine::Op::kPlainFfn);
     if (l.ffn.kind == FfnKind::kMoe) need(engine::Op::kMoe);

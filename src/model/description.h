@@ -143,16 +143,33 @@ enum class MixerKind : int32_t {
   // l_cache positions (a causal depthwise convolution), out_proj. State: the last l_cache - 1
   // values of b * x, [l_cache - 1][n_embd].
   kShortConv,
+  // Mamba-2 (Granite 4.0 hybrid): ssm_in -> [z | xBC | dt]; xBC through a causal depthwise
+  // convolution of d_conv taps (+ bias, SiLU) -> [x | B | C]; per head a selective scan
+  // s = exp(softplus(dt + dt_b) * A) s + softplus(..) B x, y = C s + D x; y * silu(z), an RMS
+  // norm per group, ssm_out. State: the last d_conv - 1 conv inputs, [d_conv - 1][d_inner +
+  // 2 n_group d_state], then the scan's [n_head][head_dim][d_state].
+  kMamba2,
 };
 
 struct ShortConvDesc {
   int32_t l_cache = 0;  // kernel length (shortconv.l_cache): the current position and l_cache - 1 before it
 };
 
+struct Mamba2Desc {
+  int32_t d_conv = 0;   // ssm.conv_kernel
+  int32_t d_inner = 0;  // ssm.inner_size (n_head * head_dim)
+  int32_t d_state = 0;  // ssm.state_size
+  int32_t n_head = 0;   // ssm.time_step_rank (Mamba-2's head count)
+  int32_t n_group = 0;  // ssm.group_count (B / C groups, and the output norm's groups)
+  int32_t Channels() const { return d_inner + 2 * n_group * d_state; }  // the convolution's width
+  int32_t InProj() const { return 2 * d_inner + 2 * n_group * d_state + n_head; }  // ssm_in's rows
+};
+
 struct LayerDesc {
   MixerKind mixer = MixerKind::kAttention;
   AttentionDesc attn;    // kAttention only
   ShortConvDesc conv;    // kShortConv only
+  Mamba2Desc ssm;        // kMamba2 only
   FfnDesc ffn;
   NormDesc norm;
   // Gemma 4's per-layer input (ModelDesc::n_embd_per_layer > 0), after the FFN's residual:

@@ -39,11 +39,16 @@ Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch
     const int64_t padded = (int64_t{n_ctx} + 255) / 256 * 256;
     rope_factors_ = F32(padded > d.n_ctx_orig ? w[GlobalRole::kRopeFactorsLong] : w[GlobalRole::kRopeFactorsShort]);
   }
-  size_t q = 0, k = 0, v = 0, o = 0, ff = 0, ne = 0;
+  size_t q = 0, k = 0, v = 0, o = 0, ff = 0, ne = 0, ssm = 0;
   bool conv = false;
   for (const LayerDesc& l : d.layers) {
-    ff = std::max({ff, size_t(l.ffn.n_ff), size_t(l.ffn.n_ff_dense)});
+    ff = std::max({ff, size_t(l.ffn.n_ff), size_t(l.ffn.n_ff_dense), size_t(l.ffn.n_ff_shared)});
     ne = std::max(ne, size_t(l.ffn.n_expert));
+    if (l.mixer == MixerKind::kMamba2) {
+      ssm = std::max(ssm, size_t(l.ssm.InProj()));
+      o = std::max(o, size_t(l.ssm.d_inner));  // the scan's output goes to attn_
+      continue;
+    }
     if (l.mixer == MixerKind::kShortConv) {
       conv = true;
       o = std::max(o, size_t(d.n_embd));  // the convolution's output goes to attn_
@@ -61,6 +66,7 @@ Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch
             alloc(v_, b * v) && alloc(attn_, b * o) && alloc(gate_, b * ff) && alloc(up_, b * ff) &&
             alloc(logits_, size_t(max_seqs) * size_t(d.n_vocab));
   if (ok && conv) ok = alloc(conv_, b * 3 * E);
+  if (ok && ssm > 0) ok = alloc(ssm_, b * ssm);
   if (ok && ne > 0) {
     ok = alloc(router_, b * ne) && alloc(moe_in_, b * E) && alloc(moe_out_, b * E) && alloc(moe_acc_, b * E) &&
          alloc(moe_x_, b * E);
@@ -149,6 +155,8 @@ void Forward::RunOps(const int32_t* tokens, int32_t n, const Seq* seqs, int32_t 
     const LayerDesc& ld = d.layers[size_t(il)];
     if (ld.attention()) {
       AttentionBlock(il, n, seqs, n_seq);
+    } else if (ld.mixer == MixerKind::kMamba2) {
+      Mamba2Block(il, n, seqs, n_seq);
     } else {
       ShortConvBlock(il, n, seqs, n_seq);
     }
@@ -351,6 +359,33 @@ void Forward::ShortConvBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
   Residual(h_.data(), n);
 }
 
+void Forward::Mamba2Block(int32_t il, int32_t n, const Seq* seqs, int32_t n_seq) {
+  const LayerDesc& ld = model_.desc().layers[size_t(il)];
+  const LayerTensors& L = model_.weights().layers[size_t(il)];
+  const Mamba2Desc& m = ld.ssm;
+  engine::Mamba2Params p;
+  p.d_conv = m.d_conv;
+  p.d_inner = m.d_inner;
+  p.d_state = m.d_state;
+  p.n_head = m.n_head;
+  p.n_group = m.n_group;
+  p.eps = ld.norm.eps;
+  p.conv_w = F32(L[LayerRole::kSsmConv1d]);
+  p.conv_b = F32(L[LayerRole::kSsmConv1dBias]);
+  p.dt_bias = F32(L[LayerRole::kSsmDtBias]);
+  p.a = F32(L[LayerRole::kSsmA]);
+  p.d = F32(L[LayerRole::kSsmD]);
+  p.norm_w = F32(L[LayerRole::kSsmNorm]);
+  Norm(ld.norm.kind, ld.norm.eps, L[LayerRole::kAttnNorm], L[LayerRole::kAttnNormBias], x_.data(), n, h_.data());
+  be_.MatMul(*L[LayerRole::kSsmIn], h_.data(), n, ssm_.data());
+  for (int32_t i = 0, row = 0; i < n_seq; row += seqs[i].n, ++i) {
+    be_.Mamba2(ssm_.data() + int64_t{row} * m.InProj(), seqs[i].n, p, seqs[i].state->layer(il),
+               attn_.data() + int64_t{row} * m.d_inner);
+  }
+  be_.MatMul(*L[LayerRole::kSsmOut], attn_.data(), n, h_.data());
+  Residual(h_.data(), n);
+}
+
 void Forward::DenseFfn(int32_t il, int32_t n) {
   const LayerDesc& ld = model_.desc().layers[size_t(il)];
   const LayerTensors& L = model_.weights().layers[size_t(il)];
@@ -520,6 +555,11 @@ void Forward::MoeFfn(int32_t il, int32_t n) {
   if (dense_beside) {
     be_.RmsNorm(acc, F32(L[LayerRole::kFfnPostNorm2]), n, E, ld.norm.eps, acc);
     be_.Add(acc, h_.data(), int64_t{n} * E);
+  }
+  if (f.n_ff_shared > 0) {  // the shared experts' gated FFN of the same input, for every token
+    be_.MatMulGated(f.act, *L[LayerRole::kFfnGateShexp], *L[LayerRole::kFfnUpShexp], in, n, gate_.data(), up_.data());
+    be_.MatMul(*L[LayerRole::kFfnDownShexp], gate_.data(), n, moe_out_.data());
+    be_.Add(acc, moe_out_.data(), int64_t{n} * E);
   }
   if (ld.norm.post_ffn) be_.RmsNorm(acc, F32(L[LayerRole::kPostFfnNorm]), n, E, ld.norm.eps, acc);
   Residual(acc, n);

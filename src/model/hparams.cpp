@@ -213,6 +213,16 @@ Status ValidateDesc(const ModelDesc& d) {
     if (l.mixer == MixerKind::kShortConv && (l.conv.l_cache < 2 || l.conv.l_cache > 64)) {
       return FormatError("shortconv.l_cache of " + where + " must be 2..64, got " + std::to_string(l.conv.l_cache));
     }
+    if (l.mixer == MixerKind::kMamba2) {
+      const Mamba2Desc& m = l.ssm;
+      if (m.d_conv < 2 || m.d_conv > 64 || m.d_inner <= 0 || m.d_state <= 0 || m.d_state > 4096 || m.n_head <= 0 ||
+          m.n_group <= 0 || m.d_inner % m.n_head != 0 || m.n_head % m.n_group != 0 || m.d_inner % m.n_group != 0 ||
+          m.d_inner > (1 << 20)) {
+        return FormatError("inconsistent Mamba-2 sizes for " + where + ": ssm.conv_kernel=" + std::to_string(m.d_conv) +
+                           " ssm.inner_size=" + std::to_string(m.d_inner) + " ssm.state_size=" + std::to_string(m.d_state) +
+                           " ssm.time_step_rank=" + std::to_string(m.n_head) + " ssm.group_count=" + std::to_string(m.n_group));
+      }
+    }
     if (l.attention() && a.n_head_kv <= 0) {
       return FormatError(where + " has head_count_kv 0 (no attention) and its family declares no recurrent block");
     }

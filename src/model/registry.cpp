@@ -23,6 +23,7 @@ constexpr ArchEntry kArchs[] = {
     {"nomic-bert", BuildNomicBert},
     {"lfm2", BuildLfm2},
     {"lfm2moe", BuildLfm2Moe},
+    {"granitehybrid", BuildGraniteHybrid},
 };
 
 }  // namespace

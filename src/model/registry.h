@@ -48,5 +48,6 @@ Status BuildNomicBert(const Hparams& h, ModelDesc* d);
 Status BuildGptOss(const Hparams& h, ModelDesc* d);
 Status BuildLfm2(const Hparams& h, ModelDesc* d);
 Status BuildLfm2Moe(const Hparams& h, ModelDesc* d);
+Status BuildGraniteHybrid(const Hparams& h, ModelDesc* d);
 
 }  // namespace zf::model

@@ -1,6 +1,7 @@
 // The tensor-role table and the binding that iterates it.
 #include "model/tensor_roles.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "quant/quant.h"
@@ -29,6 +30,8 @@ bool HasDense(const LayerDesc& l) { return Dense(l) || l.ffn.n_ff_dense > 0; }
 int64_t DenseFf(const LayerDesc& l) { return Dense(l) ? l.ffn.n_ff : l.ffn.n_ff_dense; }
 bool FusedExps(const LayerDesc& l) { return !Dense(l) && l.ffn.fused_gate_up; }
 bool ShortConv(const LayerDesc& l) { return l.mixer == MixerKind::kShortConv; }
+bool Mamba2(const LayerDesc& l) { return l.mixer == MixerKind::kMamba2; }
+bool SharedExperts(const LayerDesc& l) { return !Dense(l) && l.ffn.n_ff_shared > 0; }
 // The attention mixer's own tensors (Q/K/V, output, their biases and norms): absent in a layer
 // with another mixer, whatever the attention description says.
 bool AttentionRole(LayerRole r) { return r >= LayerRole::kAttnQ && r <= LayerRole::kAttnKNorm; }
@@ -148,6 +151,28 @@ const LayerRoleSpec kLayerRoles[] = {
    [](D d, L) { return Mat(d.n_embd, d.n_embd); }},
   {LayerRole::kFfnExpProbsBias, "exp_probs_b.bias", [](L l) { return If(!Dense(l) && l.ffn.selection_bias); },
    [](D, L l) { return Vec(l.ffn.n_expert); }},
+  // Shared experts: one gated FFN of n_ff_shared beside the routed ones, for every token.
+  {LayerRole::kFfnGateShexp, "ffn_gate_shexp.weight", [](L l) { return If(SharedExperts(l)); },
+   [](D d, L l) { return Mat(d.n_embd, l.ffn.n_ff_shared); }},
+  {LayerRole::kFfnUpShexp, "ffn_up_shexp.weight", [](L l) { return If(SharedExperts(l)); },
+   [](D d, L l) { return Mat(d.n_embd, l.ffn.n_ff_shared); }},
+  {LayerRole::kFfnDownShexp, "ffn_down_shexp.weight", [](L l) { return If(SharedExperts(l)); },
+   [](D d, L l) { return Mat(l.ffn.n_ff_shared, d.n_embd); }},
+  // Mamba-2: ssm_a / ssm_d are [1, n_head] and carry no ".weight" suffix (the converter's
+  // names); the conv kernel, A, D and the group norm stay F32 (llama-quantize leaves them).
+  {LayerRole::kSsmIn, "ssm_in.weight", [](L l) { return If(Mamba2(l)); },
+   [](D d, L l) { return Mat(d.n_embd, l.ssm.InProj()); }},
+  {LayerRole::kSsmConv1d, "ssm_conv1d.weight", [](L l) { return If(Mamba2(l)); },
+   [](D, L l) { return Mat(l.ssm.d_conv, l.ssm.Channels()); }},
+  {LayerRole::kSsmConv1dBias, "ssm_conv1d.bias", [](L l) { return If(Mamba2(l), Need::kOptional); },
+   [](D, L l) { return Vec(l.ssm.Channels()); }},
+  {LayerRole::kSsmDtBias, "ssm_dt.bias", [](L l) { return If(Mamba2(l)); }, [](D, L l) { return Vec(l.ssm.n_head); }},
+  {LayerRole::kSsmA, "ssm_a", [](L l) { return If(Mamba2(l)); }, [](D, L l) { return Mat(1, l.ssm.n_head); }},
+  {LayerRole::kSsmD, "ssm_d", [](L l) { return If(Mamba2(l)); }, [](D, L l) { return Mat(1, l.ssm.n_head); }},
+  {LayerRole::kSsmNorm, "ssm_norm.weight", [](L l) { return If(Mamba2(l)); },
+   [](D, L l) { return Mat(l.ssm.d_inner / std::max(1, l.ssm.n_group), l.ssm.n_group); }},  // shapes are computed for every layer
+  {LayerRole::kSsmOut, "ssm_out.weight", [](L l) { return If(Mamba2(l)); },
+   [](D d, L l) { return Mat(l.ssm.d_inner, d.n_embd); }},
 };
 
 struct GlobalRoleSpec {
@@ -305,6 +330,11 @@ Status BindWeights(const gguf::GgufFile& f, const ModelDesc& d, Weights* w) {
     if (const Tensor* k = lt[LayerRole::kShortConvConv]; k != nullptr && k->type != GgmlType::F32) {
       return Unsupported("tensor '" + prefix + "shortconv.conv.weight' is " + TypeName(k->type) + "; it must be F32");
     }
+    for (LayerRole r : {LayerRole::kSsmConv1d, LayerRole::kSsmA, LayerRole::kSsmD, LayerRole::kSsmNorm}) {
+      if (lt[r] != nullptr && lt[r]->type != GgmlType::F32) {
+        return Unsupported("tensor '" + std::string(lt[r]->name) + "' is " + TypeName(lt[r]->type) + "; it must be F32");
+      }
+    }
     if (ld.norm.pre_ffn && ld.norm.ffn_norm_named_post_attention && !ld.norm.post_attn) {
       lt[LayerRole::kFfnNorm] = lt[LayerRole::kPostAttnNorm];  // the pre-FFN norm under its file name
       lt[LayerRole::kPostAttnNorm] = nullptr;
@@ -376,7 +406,9 @@ std::vector<const Tensor*> Weights::Matrices() const {
   for (const LayerTensors& l : layers) {
     for (LayerRole r : {LayerRole::kAttnQ, LayerRole::kAttnK, LayerRole::kAttnV, LayerRole::kAttnOut, LayerRole::kFfnGate,
                         LayerRole::kFfnUp, LayerRole::kFfnDown, LayerRole::kFfnGateInp, LayerRole::kPerLayerInpGate,
-                        LayerRole::kPerLayerProj, LayerRole::kShortConvInProj, LayerRole::kShortConvOutProj}) {
+                        LayerRole::kPerLayerProj, LayerRole::kShortConvInProj, LayerRole::kShortConvOutProj,
+                        LayerRole::kFfnGateShexp, LayerRole::kFfnUpShexp, LayerRole::kFfnDownShexp, LayerRole::kSsmIn,
+                        LayerRole::kSsmOut}) {
       add(l[r]);
     }
     for (size_t e = 0; e < l.expert_gate.size(); ++e) {
@@ -399,6 +431,9 @@ std::vector<const Tensor**> Weights::VectorRefs() {
     }
     // Read on the host at run time like a vector (never multiplied as a matrix).
     if (l[LayerRole::kShortConvConv] != nullptr) out.push_back(&l[LayerRole::kShortConvConv]);
+    for (LayerRole r : {LayerRole::kSsmConv1d, LayerRole::kSsmA, LayerRole::kSsmD, LayerRole::kSsmNorm}) {
+      if (l[r] != nullptr) out.push_back(&l[r]);
+    }
   }
   return out;
 }

@@ -49,6 +49,7 @@ enum class LayerRole : int32_t {
   kFfnGateInpScale, kFfnPreNorm2, kFfnPostNorm1, kFfnPostNorm2, kFfnGateUpExps, kFfnDownExpsScale,  // Gemma 4 MoE
   kShortConvConv, kShortConvInProj, kShortConvOutProj,  // MixerKind::kShortConv (LFM2)
   kFfnExpProbsBias,  // FfnDesc::selection_bias
+  kSsmIn, kSsmConv1d, kSsmConv1dBias, kSsmDtBias, kSsmA, kSsmD, kSsmNorm, kSsmOut,  // MixerKind::kMamba2
   kCount
 };
 

@@ -45,11 +45,20 @@ struct Spec {
   int64_t l_cache = 3;
   int64_t dense_lead = 0;  // MoE models: leading dense layers
   bool probs_bias = false;  // exp_probs_b.bias on the MoE layers
+  // Granite 4.0 hybrid: Mamba-2 layers (head_count_kv 0) of d_inner 2E, 4 heads of 32, 2 groups,
+  // state 8, kernel 4; shared experts of F_shexp on MoE layers.
+  std::vector<int64_t> ssm_layers;
+  int64_t F_shexp = 0;
+  int64_t ssm_group_count = -1;  // the ssm.group_count key's value when >= 0 (bad-file tests), 0 = no key
 };
 
 bool IsConvLayer(const Spec& s, int64_t il) {
   return std::find(s.conv_layers.begin(), s.conv_layers.end(), il) != s.conv_layers.end();
 }
+bool IsSsmLayer(const Spec& s, int64_t il) {
+  return std::find(s.ssm_layers.begin(), s.ssm_layers.end(), il) != s.ssm_layers.end();
+}
+constexpr int64_t kSsmHeads = 4, kSsmGroups = 2, kSsmState = 8, kSsmConv = 4;
 
 void PrintTo(const Spec& s, std::ostream* os) { *os << s.name; }
 
@@ -208,9 +217,9 @@ std::vector<uint8_t> Build(const Spec& s) {
       .Kv(a + ".block_count", val::U32(uint32_t(s.L)))
       .Kv(a + ".feed_forward_length", val::U32(uint32_t(s.F)))
       .Kv(a + ".attention.head_count", val::U32(uint32_t(s.H)))
-      .Kv(a + ".attention.head_count_kv", s.conv_layers.empty() ? val::U32(uint32_t(s.Hkv)) : [&] {
+      .Kv(a + ".attention.head_count_kv", s.conv_layers.empty() && s.ssm_layers.empty() ? val::U32(uint32_t(s.Hkv)) : [&] {
         std::vector<int32_t> kv;
-        for (int64_t il = 0; il < s.L; ++il) kv.push_back(IsConvLayer(s, il) ? 0 : int32_t(s.Hkv));
+        for (int64_t il = 0; il < s.L; ++il) kv.push_back(IsConvLayer(s, il) || IsSsmLayer(s, il) ? 0 : int32_t(s.Hkv));
         return val::ArrOf<int32_t>(kI32, kv);
       }())
       .Kv(a + ".attention.layer_norm_rms_epsilon", val::F32(1e-5f))
@@ -219,6 +228,15 @@ std::vector<uint8_t> Build(const Spec& s) {
   if (s.n_rot != 0) b.Kv(a + ".rope.dimension_count", val::U32(uint32_t(s.n_rot)));
   if (s.experts != 0) b.Kv(a + ".expert_count", val::U32(uint32_t(s.experts))).Kv(a + ".expert_used_count", val::U32(uint32_t(s.used)));
   for (const auto& kv : s.kv) b.Kv(a + "." + kv.first, kv.second);
+  if (!s.ssm_layers.empty()) {
+    b.Kv(a + ".ssm.conv_kernel", val::U32(uint32_t(kSsmConv)))
+        .Kv(a + ".ssm.inner_size", val::U32(uint32_t(2 * s.E)))
+        .Kv(a + ".ssm.state_size", val::U32(uint32_t(kSsmState)))
+        .Kv(a + ".ssm.time_step_rank", val::U32(uint32_t(kSsmHeads)));
+    const int64_t groups = s.ssm_group_count >= 0 ? s.ssm_group_count : kSsmGroups;
+    if (groups > 0) b.Kv(a + ".ssm.group_count", val::U32(uint32_t(groups)));
+  }
+  if (s.F_shexp != 0) b.Kv(a + ".expert_shared_feed_forward_length", val::U32(uint32_t(s.F_shexp)));
   std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
   std::vector<float> scores = {0, 0, 0};
   std::vector<int32_t> types = {2, 3, 3};
@@ -245,8 +263,19 @@ std::vector<uint8_t> Build(const Spec& s) {
   }
   for (int64_t il = 0; il < s.L; ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
-    const bool conv = IsConvLayer(s, il);
-    if (conv) {
+    const bool conv = IsConvLayer(s, il) || IsSsmLayer(s, il);
+    if (IsSsmLayer(s, il)) {
+      const int64_t di = 2 * s.E, ch = di + 2 * kSsmGroups * kSsmState;
+      w.Norm(&b, p + "attn_norm.weight", s.E);
+      w.Mat(&b, p + "ssm_in.weight", s.E, di + ch + kSsmHeads);
+      w.Add(&b, p + "ssm_conv1d.weight", {kSsmConv, ch}, 0.0f, 0.5f);
+      w.Add(&b, p + "ssm_conv1d.bias", {ch}, 0.0f, 0.2f);
+      w.Add(&b, p + "ssm_dt.bias", {kSsmHeads}, -1.0f, 1.0f);
+      w.Add(&b, p + "ssm_a", {1, kSsmHeads}, -2.0f, 0.5f);
+      w.Add(&b, p + "ssm_d", {1, kSsmHeads}, 1.0f, 0.3f);
+      w.Add(&b, p + "ssm_norm.weight", {di / kSsmGroups, kSsmGroups}, 1.0f, 0.1f);
+      w.Mat(&b, p + "ssm_out.weight", di, s.E);
+    } else if (conv) {
       w.Norm(&b, p + "attn_norm.weight", s.E);
       w.Add(&b, p + "shortconv.conv.weight", {s.l_cache, s.E}, 0.0f, 0.5f);
       w.Mat(&b, p + "shortconv.in_proj.weight", s.E, 3 * s.E);
@@ -294,6 +323,11 @@ std::vector<uint8_t> Build(const Spec& s) {
       w.Add(&b, p + "ffn_up_exps.weight", {s.E, fe, s.experts}, 0.0f, 1.0f / std::sqrt(float(s.E)));
       w.Add(&b, p + "ffn_down_exps.weight", {fe, s.E, s.experts}, 0.0f, 1.0f / std::sqrt(float(fe)));
       if (s.probs_bias) w.Add(&b, p + "exp_probs_b.bias", {s.experts}, 0.0f, 0.3f);
+      if (s.F_shexp != 0) {
+        w.Mat(&b, p + "ffn_gate_shexp.weight", s.E, s.F_shexp);
+        w.Mat(&b, p + "ffn_up_shexp.weight", s.E, s.F_shexp);
+        w.Mat(&b, p + "ffn_down_shexp.weight", s.F_shexp, s.E);
+      }
     } else if (s.fused_up) {
       w.Mat(&b, p + "ffn_up.weight", s.E, 2 * s.F);
       w.Mat(&b, p + "ffn_down.weight", s.F, s.E);
@@ -381,6 +415,17 @@ std::vector<Spec> Families() {
   s.experts = 6; s.used = 2; s.F_exp = 40; s.dense_lead = 1; s.probs_bias = true;
   s.kv = {{"shortconv.l_cache", val::U32(3)}, {"expert_feed_forward_length", val::U32(40)},
           {"leading_dense_block_count", val::U32(1)}, {"expert_gating_func", val::U32(2)}};
+  v.push_back(s);
+  s = Spec{};
+  // Mamba-2 layers 0, 1 and 3 around a NoPE attention layer, Granite's multipliers.
+  s.name = "granitehybrid"; s.arch = "granitehybrid"; s.L = 4; s.ssm_layers = {0, 1, 3}; s.tied = true;
+  s.kv = {{"logit_scale", val::F32(4.0f)}, {"residual_scale", val::F32(0.5f)}, {"embedding_scale", val::F32(2.0f)},
+          {"attention.scale", val::F32(0.3f)}, {"rope.scaling.finetuned", val::Bool(false)}};
+  v.push_back(s);
+  s = Spec{};
+  s.name = "granitehybridmoe"; s.arch = "granitehybrid"; s.L = 3; s.ssm_layers = {0, 2}; s.tied = true;
+  s.experts = 4; s.used = 2; s.F = 40; s.F_shexp = 56;
+  s.kv = {{"logit_scale", val::F32(4.0f)}, {"residual_scale", val::F32(0.5f)}, {"embedding_scale", val::F32(2.0f)}};
   v.push_back(s);
   return v;
 }
@@ -576,6 +621,27 @@ TEST(Gemma4Reference, CudaRefusesAndAutoRunsOnTheCpu) {
   EXPECT_EQ(m->device(), Device::kCpu);
 }
 
+// Granite 4.0 hybrid files whose Mamba-2 sizes are missing or inconsistent are refused with a
+// message naming the key or the sizes, before any tensor is read.
+TEST(FamilyReference, MambaSizesAreChecked) {
+  Spec spec;
+  for (const Spec& s : Families()) {
+    if (s.name == "granitehybrid") spec = s;
+  }
+  ASSERT_EQ(spec.name, "granitehybrid");
+  LoadOptions o;
+  o.device = Device::kCpu;
+  std::unique_ptr<Model> m;
+  spec.ssm_group_count = 0;
+  Status st = Model::Load(WriteTemp(Build(spec), "granitehybrid_nogroups"), o, &m);
+  EXPECT_EQ(st.code(), Code::kFormat) << st.message();
+  EXPECT_NE(st.message().find("granitehybrid.ssm.group_count"), std::string::npos) << st.message();
+  spec.ssm_group_count = 3;  // 4 heads in 3 groups
+  st = Model::Load(WriteTemp(Build(spec), "granitehybrid_badgroups"), o, &m);
+  EXPECT_EQ(st.code(), Code::kFormat) << st.message();
+  EXPECT_NE(st.message().find("ssm.group_count=3"), std::string::npos) << st.message();
+}
+
 TEST(FamilyReference, CoversEveryRegisteredArchitecture) {
   std::vector<std::string> tested;
   for (const Spec& s : Families()) tested.push_back(s.arch);
@@ -588,21 +654,23 @@ TEST(FamilyReference, CoversEveryRegisteredArchitecture) {
   }
 }
 
-// ---- Recurrent sequence state (issue #27, LFM2's short convolutions): every way a position can
-// be reached gives the bits of evaluating the tokens one at a time from an empty session. ----
+// ---- Recurrent sequence state (issue #27, LFM2's short convolutions, Granite 4.0 hybrid's
+// Mamba-2): every way a position can be reached gives the bits of evaluating the tokens one at a
+// time from an empty session. ----
 
-class RecurrentSession : public ::testing::Test {
+class RecurrentSession : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     Spec spec;
     for (const Spec& s : Families()) {
-      if (s.name == "lfm2") spec = s;
+      if (s.name == GetParam()) spec = s;
     }
-    ASSERT_EQ(spec.name, "lfm2");
+    ASSERT_EQ(spec.name, GetParam());
     LoadOptions o;
     o.device = Device::kCpu;
     o.n_threads = 2;
-    Status st = Model::Load(WriteTemp(Build(spec), "lfm2_state"), o, &m_);
+    path_ = WriteTemp(Build(spec), spec.name + "_state");
+    Status st = Model::Load(path_, o, &m_);
     ASSERT_TRUE(st.ok()) << st.message();
     std::mt19937 rng(7);
     for (int i = 0; i < 150; ++i) tokens_.push_back(3 + int32_t(rng() % 45));  // crosses two checkpoints
@@ -628,24 +696,38 @@ class RecurrentSession : public ::testing::Test {
     EXPECT_EQ(std::memcmp(l.data(), one_by_one_[to - 1].data(), n_vocab_ * sizeof(float)), 0)
         << what << ": logits of position " << to - 1 << " differ from the token-by-token evaluation";
   }
+  std::string path_;
   std::unique_ptr<Model> m_;
   std::vector<int32_t> tokens_;
   std::vector<std::vector<float>> one_by_one_;
   size_t n_vocab_ = 0;
 };
 
-TEST_F(RecurrentSession, DescriptionDeclaresConvState) {
+TEST_P(RecurrentSession, DescriptionDeclaresConvState) {
   const ModelDesc& d = m_->desc();
   EXPECT_TRUE(d.HasRecurrentLayers());
-  EXPECT_EQ(d.layers[0].mixer, MixerKind::kShortConv);
-  EXPECT_EQ(d.layers[1].mixer, MixerKind::kAttention);
-  EXPECT_EQ(RecurrentStateFloats(d, d.layers[0]), size_t(2 * d.n_embd));  // (l_cache - 1) x channels
-  EXPECT_EQ(RecurrentStateFloats(d, d.layers[1]), 0u);
+  const bool mamba = GetParam() == "granitehybrid";
+  const int32_t attn = mamba ? 2 : 1;
+  EXPECT_EQ(d.layers[0].mixer, mamba ? MixerKind::kMamba2 : MixerKind::kShortConv);
+  EXPECT_EQ(d.layers[size_t(attn)].mixer, MixerKind::kAttention);
+  // LFM2: (l_cache - 1) x channels; Mamba-2: (d_conv - 1) x (d_inner + 2 G N) + d_inner x N.
+  const size_t di = size_t(2 * d.n_embd), want = mamba ? 3 * (di + 2 * 2 * 8) + di * 8 : size_t(2 * d.n_embd);
+  EXPECT_EQ(RecurrentStateFloats(d, d.layers[0]), want);
+  EXPECT_EQ(RecurrentStateFloats(d, d.layers[size_t(attn)]), 0u);
+  if (mamba) EXPECT_FALSE(d.layers[size_t(attn)].attn.rope.enabled);  // rope.scaling.finetuned false
   const std::vector<engine::Op> ops = RequiredOps(d);
-  EXPECT_NE(std::find(ops.begin(), ops.end(), engine::Op::kShortConv), ops.end());  // CUDA falls back by it
+  const engine::Op op = mamba ? engine::Op::kMamba2 : engine::Op::kShortConv;
+  EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end());  // CUDA falls back by it
+  // device=CUDA is refused naming the op (checked before any GPU is looked for).
+  std::unique_ptr<Model> cuda;
+  LoadOptions o;
+  o.device = Device::kCuda;
+  const Status st = Model::Load(path_, o, &cuda);
+  EXPECT_EQ(st.code(), Code::kUnsupported) << st.message();
+  EXPECT_NE(st.message().find(engine::OpName(op)), std::string::npos) << st.message();
 }
 
-TEST_F(RecurrentSession, OneChunkAndChunksOf7EqualTokenByToken) {
+TEST_P(RecurrentSession, OneChunkAndChunksOf7EqualTokenByToken) {
   std::unique_ptr<rt::Session> whole = NewSession();
   ExpectSame(whole.get(), 0, tokens_.size(), "one chunk");
   std::unique_ptr<rt::Session> chunks = NewSession();
@@ -654,7 +736,7 @@ TEST_F(RecurrentSession, OneChunkAndChunksOf7EqualTokenByToken) {
   }
 }
 
-TEST_F(RecurrentSession, TruncateThenEvalEqualsFreshEvaluation) {
+TEST_P(RecurrentSession, TruncateThenEvalEqualsFreshEvaluation) {
   // Mid-block, on a checkpoint, before the first checkpoint, after the second, and a rollback
   // by 16 (speculative verification's longest).
   for (size_t keep : {100u, 64u, 5u, 130u, 134u, 0u}) {
@@ -668,7 +750,7 @@ TEST_F(RecurrentSession, TruncateThenEvalEqualsFreshEvaluation) {
   }
 }
 
-TEST_F(RecurrentSession, VerifyDraftsThenRollBack) {
+TEST_P(RecurrentSession, VerifyDraftsThenRollBack) {
   std::unique_ptr<rt::Session> s = NewSession();
   ASSERT_TRUE(s->can_verify());
   std::vector<float> l(n_vocab_);
@@ -684,7 +766,7 @@ TEST_F(RecurrentSession, VerifyDraftsThenRollBack) {
   ExpectSame(s.get(), 125, tokens_.size(), "after the rollback");
 }
 
-TEST_F(RecurrentSession, SaveLoadRoundTripAndChecks) {
+TEST_P(RecurrentSession, SaveLoadRoundTripAndChecks) {
   std::unique_ptr<rt::Session> s = NewSession();
   std::vector<float> l(n_vocab_);
   ASSERT_TRUE(s->Eval(tokens_.data(), 100, l.data()).ok());
@@ -706,7 +788,7 @@ TEST_F(RecurrentSession, SaveLoadRoundTripAndChecks) {
   EXPECT_EQ(other->LoadState(bad.data(), bad.size()).code(), Code::kFormat);
 }
 
-TEST_F(RecurrentSession, PrefixCacheCarriesTheStateOfEachBlock) {
+TEST_P(RecurrentSession, PrefixCacheCarriesTheStateOfEachBlock) {
   rt::PrefixCache cache(64u << 20);
   std::unique_ptr<rt::Session> first = NewSession(), second = NewSession();
   first->set_prefix_cache(&cache);
@@ -716,6 +798,9 @@ TEST_F(RecurrentSession, PrefixCacheCarriesTheStateOfEachBlock) {
   ExpectSame(second.get(), 0, tokens_.size(), "after two cached blocks");
   EXPECT_EQ(cache.stats().hit_tokens, 128u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, RecurrentSession, ::testing::Values("lfm2", "granitehybrid"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace
 }  // namespace zf::model

@@ -185,6 +185,11 @@ inline Vec Ffn(const LayerDesc& ld, const LayerTensors& L, const Vec& in, const 
                          row(LayerRole::kFfnDownExpsBias, e, int64_t(in.size())));
     for (size_t i = 0; i < out.size(); ++i) out[i] += w * y[i];
   }
+  if (f.n_ff_shared > 0) {  // shared experts: a gated FFN added for every token
+    const Vec y = expert(L[LayerRole::kFfnGateShexp], L[LayerRole::kFfnUpShexp], L[LayerRole::kFfnDownShexp], nullptr,
+                         nullptr, nullptr);
+    for (size_t i = 0; i < out.size(); ++i) out[i] += y[i];
+  }
   return out;
 }
 
@@ -216,6 +221,62 @@ inline void ShortConvMixer(const ModelDesc& d, const LayerDesc& ld, const LayerT
   }
 }
 
+// MixerKind::kMamba2 from its definition, position by position: [z | xBC | dt] = ssm_in(norm(x_t));
+// xBC'_t = silu(bias + sum_j conv[c][j] * xBC_{t - (d_conv - 1) + j}) (0 before position 0) split
+// into x (heads of P), B and C (groups of N); per head h (group g = h / (H / G)):
+// dt = softplus(dt_t[h] + dt_b[h]), S_h = exp(dt A[h]) S_h + dt x_h B_g^T, y_h = S_h C_g + D[h] x_h;
+// y *= silu(z), RMS-normed per group of d_inner / G with ssm_norm; x_t += ssm_out(y).
+inline void Mamba2Mixer(const ModelDesc& d, const LayerDesc& ld, const LayerTensors& L, std::vector<Vec>* x) {
+  const Mamba2Desc& m = ld.ssm;
+  const int64_t T = int64_t(x->size()), E = d.n_embd, K = m.d_conv, N = m.d_state, H = m.n_head, G = m.n_group;
+  const int64_t DI = m.d_inner, P = DI / H, CH = DI + 2 * G * N;
+  const float* conv = F32(L[LayerRole::kSsmConv1d]);
+  const float* conv_b = F32(L[LayerRole::kSsmConv1dBias]);
+  std::vector<Vec> proj(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) {
+    Vec in = (*x)[size_t(t)];
+    NormInPlace(ld.norm.kind, ld.norm.eps, F32(L[LayerRole::kAttnNorm]), nullptr, in.data(), E);
+    proj[size_t(t)] = MatVec(L[LayerRole::kSsmIn], in);
+  }
+  std::vector<float> S(size_t(H * P * N), 0.0f);  // [h][p][n]
+  for (int64_t t = 0; t < T; ++t) {
+    const Vec& zt = proj[size_t(t)];
+    Vec xbc(static_cast<size_t>(CH));
+    for (int64_t c = 0; c < CH; ++c) {
+      float s = conv_b != nullptr ? conv_b[c] : 0.0f;
+      for (int64_t j = 0; j < K; ++j) {
+        const int64_t p = t - (K - 1) + j;
+        if (p >= 0) s += conv[c * K + j] * proj[size_t(p)][size_t(DI + c)];
+      }
+      xbc[size_t(c)] = Act(Activation::kSilu, s);
+    }
+    Vec y(static_cast<size_t>(DI));
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t g = h / (H / G);
+      const float raw = zt[size_t(DI + CH + h)] + F32(L[LayerRole::kSsmDtBias])[h];
+      const float dt = std::log(1.0f + std::exp(raw));
+      const float decay = std::exp(dt * F32(L[LayerRole::kSsmA])[h]);
+      for (int64_t p = 0; p < P; ++p) {
+        const float xv = xbc[size_t(h * P + p)];
+        float acc = 0.0f;
+        for (int64_t n = 0; n < N; ++n) {
+          float& s = S[size_t((h * P + p) * N + n)];
+          s = decay * s + dt * xv * xbc[size_t(DI + g * N + n)];
+          acc += s * xbc[size_t(DI + G * N + g * N + n)];
+        }
+        y[size_t(h * P + p)] = acc + F32(L[LayerRole::kSsmD])[h] * xv;
+      }
+    }
+    for (int64_t i = 0; i < DI; ++i) y[size_t(i)] *= Act(Activation::kSilu, zt[size_t(i)]);
+    for (int64_t g = 0; g < G; ++g) {
+      NormInPlace(NormKind::kRms, ld.norm.eps, F32(L[LayerRole::kSsmNorm]) + g * (DI / G), nullptr, y.data() + g * (DI / G),
+                  DI / G);
+    }
+    const Vec o = MatVec(L[LayerRole::kSsmOut], y);
+    for (int64_t i = 0; i < E; ++i) (*x)[size_t(t)][size_t(i)] += d.residual_scale * o[size_t(i)];
+  }
+}
+
 // Logits [n_tok][n_vocab] of every position of `tokens` (positions 0..), session context n_ctx.
 inline std::vector<Vec> Forward(const Model& m, const std::vector<int32_t>& tokens, int32_t n_ctx) {
   const ModelDesc& d = m.desc();
@@ -243,6 +304,7 @@ inline std::vector<Vec> Forward(const Model& m, const std::vector<int32_t>& toke
     const int32_t hd = a.head_dim_k, hv = a.head_dim_v;
     const bool own = a.kv_from < 0;
     if (ld.mixer == MixerKind::kShortConv) ShortConvMixer(d, ld, L, &x);
+    if (ld.mixer == MixerKind::kMamba2) Mamba2Mixer(d, ld, L, &x);
     const int64_t T_attn = ld.attention() ? T : 0;  // the attention mixer's positions
     std::vector<Vec> q(static_cast<size_t>(T)), k(static_cast<size_t>(T)), v(static_cast<size_t>(T));
     for (int64_t t = 0; t < T_attn; ++t) {

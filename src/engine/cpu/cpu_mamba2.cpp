@@ -1,0 +1,105 @@
+// Mamba-2's mixer on the CPU (Backend::Mamba2): the causal depthwise convolution over the conv
+// state and the step's xBC rows, then the selective scan token by token, the D skip, the SiLU
+// gate of z and the group RMS norm. The math is the reference's ssm_conv / ssm_scan /
+// swiglu_split / rms_norm sequence (llama.cpp's build_mamba2_layer).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "engine/cpu/cpu_backend.h"
+
+namespace zf::engine {
+namespace {
+
+float Silu(float x) { return x / (1.0f + std::exp(-x)); }
+// ggml's softplus: the identity above 20 (exp would overflow the float).
+float Softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+
+}  // namespace
+
+void CpuBackend::Mamba2(const float* zxbcdt, int32_t n_tok, const Mamba2Params& p, float* state, float* y) {
+  const int64_t C = int64_t{p.d_inner} + 2 * int64_t{p.n_group} * p.d_state;  // conv channels
+  const int64_t row = int64_t{p.d_inner} + C + p.n_head;                     // ssm_in's output row
+  const int64_t taps = p.d_conv - 1, N = p.d_state, P = p.d_inner / p.n_head;
+  const int64_t heads_per_group = p.n_head / p.n_group;
+  float* conv_state = state;                 // [taps][C]
+  float* ssm_state = state + taps * C;       // [n_head][P][N]
+
+  // Convolution: window u = the state rows then this step's xBC rows; output t reads u[t .. t + taps].
+  conv_window_.resize(size_t((taps + n_tok) * C));
+  float* u = conv_window_.data();
+  std::copy(conv_state, conv_state + taps * C, u);
+  for (int32_t t = 0; t < n_tok; ++t) {
+    const float* xbc = zxbcdt + t * row + p.d_inner;
+    std::copy(xbc, xbc + C, u + (taps + t) * C);
+  }
+  ssm_xbc_.resize(size_t(int64_t{n_tok} * C));
+  pool_->ParallelFor(C, [&](int64_t c0, int64_t c1) {
+    for (int32_t t = 0; t < n_tok; ++t) {
+      float* out = ssm_xbc_.data() + t * C;
+      for (int64_t c = c0; c < c1; ++c) {
+        const float* w = p.conv_w + c * p.d_conv;
+        float sum = 0.0f;
+        for (int64_t j = 0; j <= taps; ++j) sum += u[(t + j) * C + c] * w[j];
+        if (p.conv_b != nullptr) sum += p.conv_b[c];
+        out[c] = Silu(sum);
+      }
+    }
+  });
+  std::copy(u + int64_t{n_tok} * C, u + (n_tok + taps) * C, conv_state);
+
+  // Selective scan, head by head (heads are independent: the split never changes a result).
+  pool_->ParallelFor(p.n_head, [&](int64_t h0, int64_t h1) {
+    for (int64_t h = h0; h < h1; ++h) {
+      const int64_t g = h / heads_per_group;
+      float* s = ssm_state + h * P * N;
+      for (int32_t t = 0; t < n_tok; ++t) {
+        const float* xbc = ssm_xbc_.data() + t * C;
+        const float* x = xbc + h * P;
+        const float* B = xbc + p.d_inner + g * N;
+        const float* Cm = xbc + p.d_inner + int64_t{p.n_group} * N + g * N;
+        const float dt = Softplus(zxbcdt[t * row + p.d_inner + C + h] + p.dt_bias[h]);
+        const float dA = std::exp(dt * p.a[h]);
+        float* yt = y + int64_t{t} * p.d_inner + h * P;
+        for (int64_t i = 0; i < P; ++i) {
+          const float x_dt = x[i] * dt;
+          float* si = s + i * N;
+          // 8 partial sums: independent chains the compiler keeps in vector lanes (one fixed
+          // order for every call, so chunking still never changes a bit).
+          float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+          int64_t n = 0;
+          for (; n + 8 <= N; n += 8) {
+            for (int j = 0; j < 8; ++j) {
+              si[n + j] = si[n + j] * dA + B[n + j] * x_dt;
+              part[j] += si[n + j] * Cm[n + j];
+            }
+          }
+          float sum = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+          for (; n < N; ++n) {
+            si[n] = si[n] * dA + B[n] * x_dt;
+            sum += si[n] * Cm[n];
+          }
+          yt[i] = sum + x[i] * p.d[h];
+        }
+      }
+    }
+  });
+
+  // Gate with silu(z), then the RMS norm of each group of d_inner / n_group.
+  const int64_t gw = p.d_inner / p.n_group;
+  for (int32_t t = 0; t < n_tok; ++t) {
+    const float* z = zxbcdt + t * row;
+    float* yt = y + int64_t{t} * p.d_inner;
+    for (int64_t i = 0; i < p.d_inner; ++i) yt[i] *= Silu(z[i]);
+    if (p.norm_w == nullptr) continue;
+    for (int64_t g = 0; g < p.n_group; ++g) {
+      float* yg = yt + g * gw;
+      double sq = 0.0;
+      for (int64_t i = 0; i < gw; ++i) sq += double(yg[i]) * double(yg[i]);
+      const float scale = 1.0f / std::sqrt(float(sq / double(gw)) + p.eps);
+      for (int64_t i = 0; i < gw; ++i) yg[i] = yg[i] * scale * p.norm_w[g * gw + i];
+    }
+  }
+}
+
+}  // namespace zf::engine

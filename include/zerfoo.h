@@ -923,10 +923,11 @@ ZF_API zf_status zf_session_tokens(const zf_session* session, int32_t* tokens, s
 /**
  * @brief Keeps the first `n_keep` tokens of the conversation (zf_session_tokens()) and forgets
  * the rest: the next call continues after them, so a prompt that starts with them is evaluated
- * from there on. `n_keep == 0` is zf_session_reset(). On a model with recurrent layers (LFM2)
- * the state at `n_keep` is rebuilt exactly: from the nearest checkpoint (every 64 tokens) the
- * kept tokens after it are evaluated again (at most 63; doc/state.md), which takes that much
- * prefill and may end with ::ZF_ERR_CANCELLED.
+ * from there on. `n_keep == 0` is zf_session_reset(). On a model with recurrent layers (LFM2,
+ * Granite 4.0 hybrid, Qwen 3.5) the state at `n_keep` is rebuilt exactly: from the nearest
+ * checkpoint (every 64 tokens over the last 256, sparser before; doc/state.md) the kept tokens
+ * after it are evaluated again, which takes that much prefill and may end with
+ * ::ZF_ERR_CANCELLED.
  * @param session The session.
  * @param n_keep Tokens to keep, at most the conversation's length.
  * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL session, `n_keep` beyond the conversation,

@@ -165,8 +165,37 @@ void Session::KeepCheckpoint() {
   if (!recurrent()) return;
   const size_t blocks = history_.size() / size_t(kCheckpointInterval);
   if (history_.size() % size_t(kCheckpointInterval) == 0 && block_states_.size() < blocks) {
+    block_states_.resize(blocks - 1);  // blocks evaluated without a stop on their boundary: none
     block_states_.push_back(state_.values());
+    ThinCheckpoints();
   }
+}
+
+void Session::ThinCheckpoints() {
+  const size_t n = block_states_.size();
+  // Blocks the prefix cache has still to store keep their state until it has (StoreBlocks).
+  const size_t limit = prefix_cache_ != nullptr && store_blocks_ ? std::min(n, stored_blocks_) : n;
+  auto drop = [this](size_t j) { std::vector<float>().swap(block_states_[j]); };
+  for (size_t j = 0; j + kDenseCheckpoints < n && j < limit; ++j) {
+    if (block_states_[j].empty()) continue;
+    const size_t d = n - 1 - j;
+    size_t stride = 1;
+    while (stride * kDenseCheckpoints < d + 1) stride *= 2;
+    if ((j + 1) % stride != 0) drop(j);
+  }
+  // The byte budget: the oldest go first (the newest one always stays, and one more).
+  const size_t bytes = std::max<size_t>(state_.bytes(), 1);
+  const size_t cap = std::max<size_t>(2, kCheckpointBudgetBytes / bytes);
+  size_t kept = n_checkpoints();
+  for (size_t j = 0; kept > cap && j + 1 < n && j < limit; ++j) {
+    if (!block_states_[j].empty()) drop(j), --kept;
+  }
+}
+
+size_t Session::n_checkpoints() const {
+  size_t k = 0;
+  for (const std::vector<float>& c : block_states_) k += c.empty() ? 0 : 1;
+  return k;
 }
 
 void Session::SetLastLogits(const float* logits) {
@@ -240,7 +269,8 @@ void Session::StoreBlocks() {
     b->kv.resize(backend_->KvStateBytes(kB));
     if (!backend_->ReadKvRows(int32_t(stored_blocks_) * kB, kB, b->kv.data()).ok()) return;
     if (recurrent()) {
-      if (stored_blocks_ >= block_states_.size()) return;  // no checkpoint (cannot happen: steps end on blocks)
+      // No checkpoint (thinned out before the cache was set): this block and the rest stay out.
+      if (stored_blocks_ >= block_states_.size() || block_states_[stored_blocks_].empty()) return;
       b->state = block_states_[stored_blocks_];
     }
     prefix_cache_->Store(key, std::move(b));
@@ -302,6 +332,7 @@ Status Session::Truncate(size_t n_keep) {
     constexpr size_t kB = size_t(kCheckpointInterval);
     const std::vector<int32_t> kept(history_.begin(), history_.begin() + std::ptrdiff_t(n_keep));
     size_t from = n_keep / kB * kB;
+    while (from > 0 && (from / kB > block_states_.size() || block_states_[from / kB - 1].empty())) from -= kB;
     if (mark_pos_ >= 0 && size_t(mark_pos_) <= n_keep && size_t(mark_pos_) > from) {
       from = size_t(mark_pos_);
       state_.Assign(mark_state_.data());

@@ -81,9 +81,17 @@ class Session {
   // not batched and on a host-memory engine (can_verify()).
   static constexpr int32_t kMaxVerify = 17;
   bool can_verify() const { return exact_ && batcher_ == nullptr && backend_->HostActivations(); }
-  // Recurrent models: the state checkpoints (see Truncate). kCheckpointInterval = the prefix
-  // cache's block: the state after every full block of the history is kept.
+  // Recurrent models: the state checkpoints (see Truncate), taken after each full block of the
+  // history (kCheckpointInterval = the prefix cache's block). Not all are kept: the last
+  // kDenseCheckpoints, older ones ever sparser (the block j at distance d >= kDenseCheckpoints
+  // from the newest stays while j + 1 is a multiple of 2^ceil(log2((d + 1) / kDenseCheckpoints))),
+  // and at most kCheckpointBudgetBytes in all (never fewer than two): a real hybrid model's state
+  // is tens to hundreds of MiB. Fewer checkpoints cost re-evaluation on truncation, never exactness.
   static constexpr int32_t kCheckpointInterval = 64;
+  static constexpr size_t kDenseCheckpoints = 4;
+  static constexpr size_t kCheckpointBudgetBytes = size_t(256) << 20;
+  // Checkpoints held (tests, doc/state.md).
+  size_t n_checkpoints() const;
   bool recurrent() const { return !state_.empty(); }
   Status EvalEvery(const int32_t* tokens, size_t n, float* logits);
   // Sets last_logits() (after a rollback, the logits of the position the session now ends at).
@@ -136,8 +144,10 @@ class Session {
   void StoreBlocks();
   // block_keys_ for every full block of the history (recomputed after Truncate/LoadState).
   void SyncBlockKeys();
-  // Recurrent models, after the history grew: the state checkpoint of a block boundary it ended on.
+  // Recurrent models, after the history grew: the state checkpoint of a block boundary it ended
+  // on; then older checkpoints thinned (see kDenseCheckpoints).
   void KeepCheckpoint();
+  void ThinCheckpoints();
   // Tokens the next forward step may take from position n_past(): a recurrent model's steps end
   // on block boundaries (their states are the checkpoints).
   int32_t StepLimit(int32_t batch) const;
@@ -159,8 +169,8 @@ class Session {
   std::vector<int32_t> history_;
   std::vector<int32_t> pending_;
   // Recurrent layers (empty for attention-only models): the state after history_, the states
-  // after each full block of it ([history_.size() / kCheckpointInterval]), and the state at
-  // mark_pos_ (where the last draft verification started; -1 = none).
+  // after each full block of it ([history_.size() / kCheckpointInterval]; empty where thinned
+  // out), and the state at mark_pos_ (where the last draft verification started; -1 = none).
   model::RecurrentState state_;
   std::vector<std::vector<float>> block_states_;
   int64_t mark_pos_ = -1;

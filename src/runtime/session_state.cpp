@@ -5,6 +5,9 @@
 // u32 n_pending, i32 tokens[n_past + n_pending], u64 kv bytes, kv bytes; version 2 (models with
 // recurrent layers) then has u64 R (floats of one recurrent state), u32 n_checkpoints
 // (= n_past / Session::kCheckpointInterval), f32 state[R], f32 checkpoints[n_checkpoints][R].
+// Version 3 (what recurrent models write since checkpoints are thinned, session.h) has instead
+// u64 R, u32 n_blocks (= n_past / kCheckpointInterval), u32 n_kept, f32 state[R], then n_kept x
+// (u32 block index, ascending and < n_blocks; f32 checkpoint[R]). Version 2 is still read.
 // Attention-only models write version 1, as before.
 #include <cmath>
 #include <cstring>
@@ -16,7 +19,8 @@ namespace {
 
 constexpr char kMagic[4] = {'Z', 'F', 'S', 'T'};
 constexpr uint32_t kVersion = 1;           // attention-only models
-constexpr uint32_t kVersionRecurrent = 2;  // with the recurrent section
+constexpr uint32_t kVersionRecurrent2 = 2;  // with every checkpoint (read only)
+constexpr uint32_t kVersionRecurrent = 3;   // with the checkpoints kept
 constexpr size_t kHeader = 4 + 4 + 8 + 4 + 4 + 4;
 
 // FNV-1a over what makes KV rows of one model meaningless in another: the architecture, sizes,
@@ -58,7 +62,7 @@ Status Session::StateSize(size_t* size) const {
   const size_t kv = backend_->KvStateBytes(n_past());
   if (kv == 0 && n_past() > 0) return Unsupported(std::string("the ") + backend_->name() + " engine cannot save its KV cache");
   *size = kHeader + (history_.size() + pending_.size()) * 4 + 8 + kv;
-  if (recurrent()) *size += 8 + 4 + (1 + block_states_.size()) * state_.bytes();
+  if (recurrent()) *size += 8 + 4 + 4 + state_.bytes() + n_checkpoints() * (4 + state_.bytes());
   return Status::Ok();
 }
 
@@ -83,11 +87,14 @@ Status Session::SaveState(uint8_t* buf, size_t cap, size_t* written) const {
   if (recurrent()) {
     p += kv;
     Put<uint64_t>(p, uint64_t(state_.size()));
-    Put<uint32_t>(p, uint32_t(block_states_.size()));
+    Put<uint32_t>(p, uint32_t(history_.size() / size_t(kCheckpointInterval)));
+    Put<uint32_t>(p, uint32_t(n_checkpoints()));
     std::memcpy(p, state_.values().data(), state_.bytes());
     p += state_.bytes();
-    for (const std::vector<float>& c : block_states_) {
-      std::memcpy(p, c.data(), state_.bytes());
+    for (size_t j = 0; j < block_states_.size(); ++j) {
+      if (block_states_[j].empty()) continue;
+      Put<uint32_t>(p, uint32_t(j));
+      std::memcpy(p, block_states_[j].data(), state_.bytes());
       p += state_.bytes();
     }
   }
@@ -98,10 +105,10 @@ Status Session::LoadState(const uint8_t* buf, size_t len) {
   if (len < kHeader || std::memcmp(buf, kMagic, 4) != 0) return FormatError("not a zerfoo session state (bad magic or size)");
   const uint8_t* p = buf + 4;
   const uint32_t version = Get<uint32_t>(p);
-  if (version != kVersion && version != kVersionRecurrent) {
+  if (version != kVersion && version != kVersionRecurrent2 && version != kVersionRecurrent) {
     return Unsupported("session state version " + std::to_string(version) + " is not supported");
   }
-  if ((version == kVersionRecurrent) != recurrent()) {
+  if ((version != kVersion) != recurrent()) {
     return InvalidArgument(recurrent() ? "the session state has no recurrent state, and this model has recurrent layers"
                                        : "the session state has a recurrent state, and this model has none");
   }
@@ -128,33 +135,51 @@ Status Session::LoadState(const uint8_t* buf, size_t len) {
   const uint64_t kv = Get<uint64_t>(p);
   const size_t rest = len - kHeader - toks - 8;  // kv bytes, then the recurrent section
   const size_t n_ckpt = n_hist / size_t(kCheckpointInterval);
-  const size_t rec = recurrent() ? 8 + 4 + (1 + n_ckpt) * state_.bytes() : 0;
-  if (kv != backend_->KvStateBytes(int32_t(n_hist)) || rest < kv || rest - kv != rec) {
+  if (kv != backend_->KvStateBytes(int32_t(n_hist)) || rest < kv) {
     return FormatError("session state KV size " + std::to_string(kv) + " does not match this session's cache");
   }
-  std::vector<std::vector<float>> states;  // the state, then the checkpoints
+  std::vector<float> state;                      // the state after the history
+  std::vector<std::vector<float>> checkpoints;   // per block; empty where none was kept
   if (recurrent()) {
     const uint8_t* r = p + kv;
+    const size_t avail = rest - kv;
+    const size_t head = version == kVersionRecurrent ? 16 : 12;
+    if (avail < head) return FormatError("truncated session state (recurrent section)");
     const uint64_t floats = Get<uint64_t>(r);
-    const uint32_t ckpts = Get<uint32_t>(r);
-    if (floats != state_.size() || ckpts != n_ckpt) {
+    const uint32_t blocks = Get<uint32_t>(r);
+    const uint32_t kept = version == kVersionRecurrent ? Get<uint32_t>(r) : blocks;
+    const size_t per = version == kVersionRecurrent ? 4 + state_.bytes() : state_.bytes();
+    if (floats != state_.size() || blocks != n_ckpt || kept > blocks) {
       return FormatError("session state's recurrent state (" + std::to_string(floats) + " floats, " +
-                         std::to_string(ckpts) + " checkpoints) does not match this model's (" +
-                         std::to_string(state_.size()) + " floats, " + std::to_string(n_ckpt) + " checkpoints)");
+                         std::to_string(blocks) + " blocks) does not match this model's (" +
+                         std::to_string(state_.size()) + " floats, " + std::to_string(n_ckpt) + " blocks)");
     }
-    states.assign(1 + n_ckpt, std::vector<float>(state_.size()));
-    for (std::vector<float>& st : states) {
-      std::memcpy(st.data(), r, state_.bytes());
+    if (avail != head + state_.bytes() + size_t(kept) * per) return FormatError("session state's recurrent section has the wrong size");
+    auto read = [&](std::vector<float>* out) {
+      out->resize(state_.size());
+      std::memcpy(out->data(), r, state_.bytes());
       r += state_.bytes();
-      for (float v : st) {
-        if (!std::isfinite(v)) return FormatError("session state's recurrent state holds a non-finite value");
+      for (float v : *out) {
+        if (!std::isfinite(v)) return false;
       }
+      return true;
+    };
+    if (!read(&state)) return FormatError("session state's recurrent state holds a non-finite value");
+    checkpoints.resize(n_ckpt);
+    int64_t prev = -1;
+    for (uint32_t k = 0; k < kept; ++k) {
+      const uint32_t j = version == kVersionRecurrent ? Get<uint32_t>(r) : k;
+      if (int64_t(j) <= prev || j >= n_ckpt) return FormatError("session state's checkpoint blocks are out of order or range");
+      prev = j;
+      if (!read(&checkpoints[j])) return FormatError("session state's recurrent state holds a non-finite value");
     }
+  } else if (rest != kv) {
+    return FormatError("session state KV size " + std::to_string(kv) + " does not match this session's cache");
   }
   ZF_RETURN_IF_ERROR(backend_->LoadKv(int32_t(n_hist), p));
   if (recurrent()) {
-    state_.Assign(states[0].data());
-    block_states_.assign(states.begin() + 1, states.end());
+    state_.Assign(state.data());
+    block_states_ = std::move(checkpoints);
   }
   mark_pos_ = -1;
   history_ = std::move(hist);

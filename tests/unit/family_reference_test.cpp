@@ -788,6 +788,46 @@ TEST_P(RecurrentSession, SaveLoadRoundTripAndChecks) {
   EXPECT_EQ(other->LoadState(bad.data(), bad.size()).code(), Code::kFormat);
 }
 
+// A long history keeps only some checkpoints (session.h: the newest blocks, older ones sparser);
+// truncation restores the nearest one left and is still exact, also after a save/load.
+TEST_P(RecurrentSession, ThinnedCheckpointsStayExact) {
+  std::mt19937 rng(11);
+  std::vector<int32_t> toks;
+  for (int i = 0; i < 12 * 64; ++i) toks.push_back(3 + int32_t(rng() % 45));
+  rt::SessionOptions so;
+  so.n_ctx = 1024;
+  auto fresh_logits = [&](size_t n) {  // the logits after toks[0, n) evaluated in one call
+    std::unique_ptr<rt::Session> s;
+    EXPECT_TRUE(rt::Session::Create(*m_, so, &s).ok());
+    std::vector<float> l(n_vocab_);
+    EXPECT_TRUE(s->Eval(toks.data(), n, l.data()).ok());
+    return l;
+  };
+  std::unique_ptr<rt::Session> s;
+  ASSERT_TRUE(rt::Session::Create(*m_, so, &s).ok());
+  std::vector<float> l(n_vocab_);
+  ASSERT_TRUE(s->Eval(toks.data(), toks.size(), l.data()).ok());
+  // 12 blocks: the last 4, and of the older ones blocks 4, 6 and 8 (j + 1 a multiple of 2 or 4).
+  EXPECT_EQ(s->n_checkpoints(), 7u);
+  size_t size = 0, written = 0;
+  ASSERT_TRUE(s->StateSize(&size).ok());
+  std::vector<uint8_t> buf(size);
+  ASSERT_TRUE(s->SaveState(buf.data(), buf.size(), &written).ok());
+  for (size_t keep : {200u, 700u, 5u}) {  // far behind a dropped checkpoint, near the end, at the start
+    ASSERT_TRUE(s->Truncate(keep).ok());
+    ASSERT_TRUE(s->Eval(toks.data() + keep, 1, l.data()).ok());
+    EXPECT_EQ(std::memcmp(l.data(), fresh_logits(keep + 1).data(), n_vocab_ * sizeof(float)), 0) << "kept " << keep;
+    ASSERT_TRUE(s->Eval(toks.data() + keep + 1, toks.size() - keep - 1, l.data()).ok());
+  }
+  std::unique_ptr<rt::Session> loaded;
+  ASSERT_TRUE(rt::Session::Create(*m_, so, &loaded).ok());
+  ASSERT_TRUE(loaded->LoadState(buf.data(), buf.size()).ok());
+  EXPECT_EQ(loaded->n_checkpoints(), 7u);
+  ASSERT_TRUE(loaded->Truncate(300).ok());
+  ASSERT_TRUE(loaded->Eval(toks.data() + 300, 1, l.data()).ok());
+  EXPECT_EQ(std::memcmp(l.data(), fresh_logits(301).data(), n_vocab_ * sizeof(float)), 0) << "loaded, kept 300";
+}
+
 TEST_P(RecurrentSession, PrefixCacheCarriesTheStateOfEachBlock) {
   rt::PrefixCache cache(64u << 20);
   std::unique_ptr<rt::Session> first = NewSession(), second = NewSession();

@@ -151,7 +151,8 @@ class LiteralArgs {
   }
 
   std::string Value(const Json& schema, const std::string& rule) {
-    if (!schema.is_object()) return Any(rule);
+    // Deeper than any tool's parameters go: any value (and no recursion without end).
+    if (!schema.is_object() || std::count(rule.begin(), rule.end(), '_') > 48) return Any(rule);
     if (schema.contains("enum") && schema["enum"].is_array() && !schema["enum"].empty()) {
       std::string alts;
       for (const Json& v : schema["enum"]) alts += (alts.empty() ? "" : " | ") + Scalar(v);
@@ -171,8 +172,8 @@ class LiteralArgs {
       const std::string item = Value(schema.contains("items") ? schema["items"] : Json(), rule + "_i");
       const std::string sep = python_ ? ", " : ",";
       // minItems / maxItems as the schema bounds them.
-      const int64_t lo = std::max<int64_t>(schema.value("minItems", int64_t{0}), 0);
-      const int64_t hi = schema.value("maxItems", int64_t{-1});
+      const int64_t lo = std::max<int64_t>(Count(schema, "minItems", 0), 0);
+      const int64_t hi = Count(schema, "maxItems", -1);
       if (hi == 0) return Term(rule, "\"[\" \"]\"");
       const std::string more = "(" + Lit(sep) + " " + item + "){" + std::to_string(std::max<int64_t>(lo - 1, 0)) + "," +
                                (hi < 0 ? std::string() : std::to_string(hi - 1)) + "}";
@@ -209,7 +210,7 @@ class LiteralArgs {
   // template's quote marks, a control token or text (then up to the first closing mark).
   // maxLength (in characters), where the schema sets one.
   std::string String(const std::string& rule, const Json& schema = Json()) {
-    const int64_t max_len = schema.is_object() ? schema.value("maxLength", int64_t{-1}) : -1;
+    const int64_t max_len = Count(schema, "maxLength", -1);
     const std::string n = max_len < 0 ? "*" : "{0," + std::to_string(max_len) + "}";
     if (python_) return Term(rule, "/'[^'\\n]" + n + "'/");
     const std::string q = Seq(quote_, specials_);
@@ -227,6 +228,13 @@ class LiteralArgs {
     if (v.is_boolean()) return Lit(python_ ? (v.get<bool>() ? "True" : "False") : (v.get<bool>() ? "true" : "false"));
     if (v.is_null()) return Lit(python_ ? "None" : "null");
     return Lit(v.dump());
+  }
+
+  // A non-negative integer field of the schema (minItems, maxLength), else `otherwise`.
+  static int64_t Count(const Json& schema, const char* key, int64_t otherwise) {
+    if (!schema.is_object() || !schema.contains(key) || !schema[key].is_number_integer()) return otherwise;
+    const int64_t v = schema[key].get<int64_t>();
+    return v < 0 || v > 100000 ? otherwise : v;
   }
 
   static bool IsBareKey(const std::string& k) {

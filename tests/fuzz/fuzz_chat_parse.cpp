@@ -2,7 +2,8 @@
 // from real templates of the corpus (byte 0 picks the template, byte 1 bit 0 offers tools, bit 1
 // parses as a streamed prefix; the rest is the text). Any valid UTF-8 text must give a message: JSON that serializes (valid
 // UTF-8), tool-call arguments that are JSON objects, no crash, no quadratic blow-up past the
-// size bound.
+// size bound. Bit 2: the text is instead a `tools` array (as a request brings it), from which the
+// template's tool-call grammar is built (chat/tool_grammar.h): any schema gives a grammar.
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "chat/format.h"
 #include "chat/parser.h"
+#include "chat/tool_grammar.h"
 #include "common/utf8.h"
 #include "fuzz_common.h"
 #include "jinja/jinja.h"
@@ -94,6 +96,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data) + 2, size - 2);
   if (!zf::IsValidUtf8(text)) return 0;  // zf_chat_parse rejects it first
   const zf::chat::ChatFormat& f = Formats()[data[0] % kN];
+  if ((data[1] & 4) != 0) {
+    const Json tools = Json::parse(text, nullptr, false);
+    if (tools.is_discarded() || !tools.is_array() || tools.empty()) return 0;
+    for (const Json& t : tools) {  // zf_chat_tool_grammar's checks
+      const Json& fn = t.is_object() && t.contains("function") ? t["function"] : t;
+      if (!fn.is_object() || !fn.contains("name") || !fn["name"].is_string() || fn["name"].get<std::string>().empty()) return 0;
+      if (fn.contains("parameters") && !fn["parameters"].is_object()) return 0;
+    }
+    const zf::chat::SpecialTokens specials = {{"<|\"|>", 7}, {"<|tool_call>", 8}};
+    const zf::chat::ToolGrammar g = zf::chat::ToolCallGrammar(f, tools, (data[1] & 8) != 0, specials);
+    zf::fuzz::Check(!g.grammar.empty() && g.grammar.rfind("start:", 0) == 0, "a grammar with a start rule");
+    return 0;
+  }
   const Json none;
   // Bit 1: the text as a streamed prefix (a call's arguments may be in part).
   const bool partial = (data[1] & 2) != 0;

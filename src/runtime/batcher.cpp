@@ -60,6 +60,17 @@ Status Batcher::Eval(engine::Backend& kv, model::Forward& own, model::RecurrentS
   return r.status;
 }
 
+Status Batcher::EvalEvery(engine::Backend& kv, model::Forward& own, model::RecurrentState* state,
+                          const int32_t* tokens, int32_t n, int32_t pos0, float* logits) {
+  if (n < 1 || n > kPrefillChunk) return InvalidArgument("a batched step takes 1.." + std::to_string(kPrefillChunk) + " tokens");
+  Request r{&kv, &own, state, tokens, n, pos0, logits, nullptr, Status::Ok(), false, true};
+  std::unique_lock<std::mutex> lock(mu_);
+  prefills_.push_back(&r);
+  work_cv_.notify_one();
+  done_cv_.wait(lock, [&] { return r.done; });
+  return r.status;
+}
+
 void Batcher::WorkerLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   size_t expected = 0;  // sequences of the last decode step, expected back
@@ -86,7 +97,11 @@ void Batcher::WorkerLoop() {
     if (!batch.empty()) RunDecode(batch);
     if (prefill != nullptr) {
       try {
-        prefill->own->Run(prefill->tokens, prefill->n, prefill->pos0, prefill->logits, prefill->argmax, prefill->state);
+        if (prefill->every) {
+          prefill->own->RunEveryLogit(prefill->tokens, prefill->n, prefill->pos0, prefill->logits, prefill->state);
+        } else {
+          prefill->own->Run(prefill->tokens, prefill->n, prefill->pos0, prefill->logits, prefill->argmax, prefill->state);
+        }
       } catch (const std::bad_alloc&) {
         prefill->status = Status(Code::kOutOfMemory, "out of memory in a prefill chunk");
       }
@@ -113,6 +128,7 @@ void Batcher::RunDecode(std::vector<Request*>& batch) {
   decode_steps_.fetch_add(1, std::memory_order_relaxed);
   decode_rows_.fetch_add(batch.size(), std::memory_order_relaxed);
   const int32_t rows = int32_t(batch.size());
+  last_rows_.store(rows, std::memory_order_relaxed);
   if (rows > max_rows_seen_.load(std::memory_order_relaxed)) max_rows_seen_.store(rows, std::memory_order_relaxed);
 }
 

@@ -60,6 +60,14 @@ class Batcher {
   // between decode steps. kOutOfMemory if the worker could not run the step.
   Status Eval(engine::Backend& kv, model::Forward& own, model::RecurrentState* state, const int32_t* tokens, int32_t n,
               int32_t pos0, float* logits, int32_t* argmax);
+  // A speculative verification (Session::EvalEvery): n <= kPrefillChunk tokens of one session
+  // with every position's logits (model::Forward::RunEveryLogit on `own`), run as a prefill
+  // chunk is, between decode steps.
+  Status EvalEvery(engine::Backend& kv, model::Forward& own, model::RecurrentState* state, const int32_t* tokens,
+                   int32_t n, int32_t pos0, float* logits);
+  // Sequences the latest decode step carried: more than one means other sessions are decoding,
+  // and a draft verified alone would hold them up (the generator then does not draft).
+  int32_t last_rows() const { return last_rows_.load(std::memory_order_relaxed); }
 
   // Steps run and sequences they carried (tests, metrics).
   uint64_t decode_steps() const { return decode_steps_.load(std::memory_order_relaxed); }
@@ -78,6 +86,7 @@ class Batcher {
     int32_t* argmax;
     Status status;
     bool done = false;
+    bool every = false;  // EvalEvery: every position's logits
   };
   explicit Batcher(int32_t max_batch) : max_batch_(max_batch) {}
   void WorkerLoop();
@@ -96,6 +105,7 @@ class Batcher {
   std::vector<model::Forward::Seq> seqs_;
   std::atomic<uint64_t> decode_steps_{0}, decode_rows_{0};
   std::atomic<int32_t> max_rows_seen_{0};
+  std::atomic<int32_t> last_rows_{0};
 };
 
 }  // namespace zf::rt

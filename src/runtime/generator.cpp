@@ -38,7 +38,8 @@ Status Generation::EvalWithDraft(bool* drafted) {
   const DraftOptions& d = options_.draft;
   int32_t k = draft_len_.Next();
   // A draft model that failed (draft_session_ dropped) ends drafting; no lookup in its place.
-  if (k <= 0 || !session_.can_verify() || (options_.draft_session != nullptr && draft_session_ == nullptr)) {
+  if (k <= 0 || !session_.can_verify() || session_.batch_busy() ||
+      (options_.draft_session != nullptr && draft_session_ == nullptr)) {
     return Status::Ok();
   }
   // A draft model drafts at every step: time one plain step first, or its cost is never weighed.

@@ -129,7 +129,7 @@ Status Session::EvalImpl(const int32_t* tokens, size_t n, float* logits, int32_t
 }
 
 Status Session::EvalEvery(const int32_t* tokens, size_t n, float* logits) {
-  if (!can_verify()) return Unsupported("this session cannot verify drafts (needs exact prefill, no batching, a CPU engine)");
+  if (!can_verify()) return Unsupported("this session cannot verify drafts (needs exact prefill and a CPU engine)");
   if (n == 0 || n > size_t(kMaxVerify)) return InvalidArgument("EvalEvery takes 1 to " + std::to_string(kMaxVerify) + " tokens");
   const int32_t n_vocab = model_.desc().n_vocab;
   for (size_t i = 0; i < n; ++i) {
@@ -146,7 +146,12 @@ Status Session::EvalEvery(const int32_t* tokens, size_t n, float* logits) {
   const size_t n_vocab_z = size_t(n_vocab);
   for (size_t done = 0; done < n;) {  // recurrent models stop on a block boundary (its checkpoint)
     const size_t step = std::min<size_t>(size_t(StepLimit(kMaxVerify)), n - done);
-    forward_->RunEveryLogit(tokens + done, int32_t(step), n_past(), logits + done * n_vocab_z, state);
+    if (batcher_ != nullptr) {  // between the batcher's decode steps, on this session's Forward
+      ZF_RETURN_IF_ERROR(batcher_->EvalEvery(*backend_, *forward_, state, tokens + done, int32_t(step), n_past(),
+                                             logits + done * n_vocab_z));
+    } else {
+      forward_->RunEveryLogit(tokens + done, int32_t(step), n_past(), logits + done * n_vocab_z, state);
+    }
     ZF_RETURN_IF_ERROR(backend_->TakeError());
     history_.insert(history_.end(), tokens + done, tokens + done + step);
     KeepCheckpoint();
@@ -155,6 +160,8 @@ Status Session::EvalEvery(const int32_t* tokens, size_t n, float* logits) {
   if (prefix_cache_ != nullptr) StoreBlocks();
   return Status::Ok();
 }
+
+bool Session::batch_busy() const { return batcher_ != nullptr && batcher_->last_rows() > 1; }
 
 int32_t Session::StepLimit(int32_t batch) const {
   if (!recurrent()) return batch;

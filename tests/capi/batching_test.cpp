@@ -144,6 +144,28 @@ TEST(Batching, SixteenGenerationsIdenticalToAlone) {
   }
 }
 
+// Prompt-lookup drafts on a batched session: verified between the batcher's decode steps, the
+// output is token for token the output without drafts (while no other session decodes).
+TEST(Batching, LookupDraftsVerifiedBetweenDecodeSteps) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  ModelPtr batched = Load(path, 0, 4);
+  const std::string para =
+      "The committee met on Tuesday to review the budget for the new library wing, the parking "
+      "garage and the community garden, and agreed to publish the minutes by Friday.";
+  const std::string prompt = "Copy this text exactly.\nText: " + para + "\nCopy: " + para.substr(0, 30);
+  const Pushed plain = Generate(batched.get(), prompt, 40);
+  SessionPtr s = NewSession(batched.get(), 512, 1);
+  Pushed c;
+  zf_generate_params g = Greedy(40);
+  g.draft_max = 8;
+  zf_generate_result r;
+  r.struct_size = sizeof r;
+  ASSERT_EQ(zf_generate(s.get(), prompt.data(), prompt.size(), &g, CollectPieces, &c, &r), ZF_OK) << zf_last_error();
+  EXPECT_EQ(c.tokens, plain.tokens);
+  EXPECT_GT(r.n_drafted, 0);
+  EXPECT_GT(r.n_accepted, 0);
+}
+
 TEST(Batching, MaxBatchOutOfRangeIsRejected) {
   ZF_REQUIRE_MODEL(path, "smollm2");
   for (int32_t bad : {-1, 65}) {

@@ -558,8 +558,9 @@ def test_queue_full_auth_and_drain():
 def test_lookup_speculation():
     # --lookup drafts from the prompt: a copying answer is the CLI's (non-speculative) answer
     # token for token, drafts are counted in /metrics, a request's "speculative.n_max": 0 opts out
-    # and an out-of-range one is a 400.
-    s = Server("--parallel", "1", "--lookup")
+    # and an out-of-range one is a 400. Two slots: they share decode steps, and a request alone
+    # drafts, verified between them.
+    s = Server("--parallel", "2", "--lookup")
     try:
         text = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma"
         prompt = "Repeat the list exactly.\nList: " + text + "\nList: " + text + "\nList: alpha beta"
@@ -584,7 +585,7 @@ def test_draft_model_speculation():
     # -md: the model as its own draft (a draft session per slot on the one loaded draft): the
     # answer is the CLI's plain greedy answer, drafts are counted and kept, the per-request opt-out
     # drafts nothing.
-    s = Server("--parallel", "1", "-md", MODEL)
+    s = Server("--parallel", "2", "-md", MODEL)
     try:
         prompt = "The history of the printing press begins"
         st, _, r = s.post("/v1/completions", {"prompt": prompt, "max_tokens": 24, "temperature": 0})

@@ -70,13 +70,9 @@ zf_status Server::Load() {
   // The draft model (-md): one load, a draft session per slot; each slot's session holds a
   // reference, so the handle is dropped once they have theirs.
   ModelPtr draft;
-  // Slots that share decode steps cannot verify drafts: no draft sessions for them.
-  const bool slots_verify = !(o_.batch && o_.parallel > 1);
-  if (!o_.model_draft.empty() && !slots_verify) {
-    std::fprintf(stderr, "zerfoo serve: -md ignored: the %d slots share decode steps (use --no-batch to draft)\n",
-                 o_.parallel);
-  }
-  if (!o_.model_draft.empty() && slots_verify) {
+  // Slots that share decode steps verify drafts between the steps, and only while no other slot
+  // is decoding (runtime/batcher.h).
+  if (!o_.model_draft.empty()) {
     zf_model_params dp;
     zf_model_params_init(&dp, sizeof dp);
     dp.device = o_.device;

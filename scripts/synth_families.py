@@ -119,6 +119,20 @@ FAMILIES = {
     "lfm2moe": dict(arch="lfm2moe", vocab="llama-bpe", pre="lfm2", E=256, L=4, H=4, Hkv=2, hd=64, F=512,
                     base=1e6, tied=True, eps=1e-5, ctx=128000, conv_layers=(0, 2), l_cache=3, qk_norm=True,
                     experts=(4, 2), Fe=256, dense_lead=1, probs_bias=0.1),
+    # Qwen 3.5: gated DeltaNet layers (2 key heads, 4 value heads tiled over them: head h reads key
+    # head h % 2; head dims 32, 4 taps) and gated full attention (attn_q rows per head [q | gate],
+    # partial rope 16 of 64) marked by attention.recurrent_layers; E 128 keeps the 248k-token
+    # F32 files small. Decays exp(ssm_a * softplus(alpha + dt)) spread over ~0.05-0.95.
+    "qwen35": dict(arch="qwen35", vocab="qwen35", E=128, L=4, H=4, Hkv=2, hd=64, F=256, base=1e7, tied=True,
+                   eps=1e-6, ctx=262144, key_length=True, n_rot=16, qk_norm=True,
+                   delta=dict(recurrent=[True, True, True, False], d_conv=4, n_k=2, n_v=4, d=32)),
+    # Qwen 3.5 MoE: the same mixers, recurrent layers from full_attention_interval 2 (no per-layer
+    # array); 4 experts of 256 (2 used, softmax router, renormalized) plus a shared expert of 256
+    # gated by sigmoid(ffn_gate_inp_shexp . x).
+    "qwen35moe": dict(arch="qwen35moe", vocab="qwen35", E=128, L=4, H=4, Hkv=2, hd=64, F=256, base=1e7,
+                      tied=True, eps=1e-6, ctx=262144, key_length=True, n_rot=16, qk_norm=True,
+                      experts=(4, 2), Fe=256, Fs=256,
+                      delta=dict(interval=2, d_conv=4, n_k=2, n_v=4, d=32)),
 }
 
 # 1B-class shapes for bench/family_bench.sh (Q4_K_M mix only, never in the tests): a dense
@@ -186,7 +200,17 @@ def tensor_specs(h, n_vocab, quant):
         p = f"blk.{i}."
         if arch != "olmo2":
             specs.append(vec(p + "attn_norm.weight", E))
-        if i in h.get("conv_layers", ()):
+        if "delta" in h and delta_recurrent(h, i):
+            dn = h["delta"]
+            kd, vd = dn["n_k"] * dn["d"], dn["n_v"] * dn["d"]
+            # conversion/qwen.py's names: in_proj_qkv -> attn_qkv, in_proj_z -> attn_gate,
+            # conv1d (F32: llama-quantize skips ssm_conv1d), dt_bias, -exp(A_log), in_proj_b / _a.
+            specs += [mat(p + "attn_qkv.weight", E, 2 * kd + vd, 0.06, i), mat(p + "attn_gate.weight", E, vd, 0.06, i),
+                      (p + "ssm_conv1d.weight", (dn["d_conv"], 2 * kd + vd), Q.F32, 0.5),
+                      vec(p + "ssm_dt.bias", dn["n_v"], "dt_bias"), vec(p + "ssm_a", dn["n_v"], "ssm_a"),
+                      mat(p + "ssm_beta.weight", E, dn["n_v"], 0.06, i), mat(p + "ssm_alpha.weight", E, dn["n_v"], 0.06, i),
+                      vec(p + "ssm_norm.weight", dn["d"]), mat(p + "ssm_out.weight", vd, E, 0.03, i)]
+        elif i in h.get("conv_layers", ()):
             # The kernel [l_cache, E] stays F32 (rows of 3: llama-quantize cannot block them).
             specs += [(p + "shortconv.conv.weight", (h["l_cache"], E), Q.F32, 0.5),
                       mat(p + "shortconv.in_proj.weight", E, 3 * E, 0.06, i),
@@ -195,7 +219,9 @@ def tensor_specs(h, n_vocab, quant):
             if arch == "phi3":
                 specs.append(mat(p + "attn_qkv.weight", E, nq + 2 * nkv, 0.06, i))
             else:
-                specs += [mat(p + "attn_q.weight", E, nq, 0.06, i), mat(p + "attn_k.weight", E, nkv, 0.06, i),
+                # Qwen 3.5's gated attention: each head's rows [q | gate].
+                q_rows = 2 * nq if "delta" in h else nq
+                specs += [mat(p + "attn_q.weight", E, q_rows, 0.06, i), mat(p + "attn_k.weight", E, nkv, 0.06, i),
                           mat(p + "attn_v.weight", E, nkv, 0.03, i, kind="more")]
             if h.get("qkv_bias"):
                 specs += [vec(p + "attn_q.bias", nq, 0.2), vec(p + "attn_k.bias", nkv, 0.2),
@@ -207,7 +233,9 @@ def tensor_specs(h, n_vocab, quant):
             specs.append(mat(p + "attn_output.weight", nq, E, 0.03, i))
             if arch in ("gemma2", "olmo2"):
                 specs.append(vec(p + "post_attention_norm.weight", E))
-        if arch != "olmo2":
+        if "delta" in h:  # the pre-FFN norm under its converter name
+            specs.append(vec(p + "post_attention_norm.weight", E))
+        elif arch != "olmo2":
             specs.append(vec(p + "ffn_norm.weight", E))
         if "experts" in h and i >= h.get("dense_lead", 0):
             n_exp = h["experts"][0]
@@ -218,6 +246,11 @@ def tensor_specs(h, n_vocab, quant):
                       mat(p + "ffn_down_exps.weight", Fe, E, 0.03, i, kind="more", n_exp=n_exp)]
             if h.get("probs_bias"):
                 specs.append(vec(p + "exp_probs_b.bias", n_exp, h["probs_bias"]))
+            if "Fs" in h:  # the gated shared expert
+                specs += [vec(p + "ffn_gate_inp_shexp.weight", E, 0.06),
+                          mat(p + "ffn_gate_shexp.weight", E, h["Fs"], 0.03, i),
+                          mat(p + "ffn_up_shexp.weight", E, h["Fs"], 0.03, i),
+                          mat(p + "ffn_down_shexp.weight", h["Fs"], E, 0.03, i, kind="more")]
         elif arch == "phi3":
             specs += [mat(p + "ffn_up.weight", E, 2 * F, 0.03, i), mat(p + "ffn_down.weight", F, E, 0.03, i, kind="more")]
         else:
@@ -229,6 +262,15 @@ def tensor_specs(h, n_vocab, quant):
     if not h["tied"]:
         specs.append(mat("output.weight", E, n_vocab, 0.02, kind="out"))
     return specs
+
+
+def delta_recurrent(h, i):
+    """Whether layer i is a gated DeltaNet layer (attention.recurrent_layers, else every layer but
+    each full_attention_interval-th, as llama.cpp reads them)."""
+    dn = h["delta"]
+    if "recurrent" in dn:
+        return dn["recurrent"][i]
+    return (i + 1) % dn["interval"] != 0
 
 
 def gpt_oss_specs(h, n_vocab, mat, vec):
@@ -361,6 +403,10 @@ def random_tensor(rng, h, name, ne, t, sigma):
             v = rng.uniform(1.0, 3.0, n).astype(np.float32)
         elif sigma == "sinks":
             v = rng.uniform(-1.0, 3.0, n).astype(np.float32)
+        elif sigma == "ssm_a":  # -exp(A_log): per-head decay rates
+            v = -rng.uniform(1.0, 4.0, n).astype(np.float32)
+        elif sigma == "dt_bias":
+            v = rng.uniform(-3.0, 0.0, n).astype(np.float32)
         else:
             v = sigma * rng.standard_normal(n, dtype=np.float32)
         return v.astype(np.float32).reshape(shape)
@@ -549,6 +595,18 @@ def metadata(h, quant, name):
         kv.append(kv_u32(f"{a}.shortconv.l_cache", h["l_cache"]))
     if a == "lfm2moe":
         kv += [kv_u32(f"{a}.leading_dense_block_count", h["dense_lead"]), kv_u32(f"{a}.expert_gating_func", 2)]
+    if "delta" in h:
+        dn = h["delta"]
+        kv += [kv_u32(f"{a}.rope.dimension_count", h["n_rot"]),
+               kv_i32_array(f"{a}.rope.dimension_sections", [3, 3, 2, 0]),
+               kv_u32(f"{a}.ssm.conv_kernel", dn["d_conv"]), kv_u32(f"{a}.ssm.state_size", dn["d"]),
+               kv_u32(f"{a}.ssm.group_count", dn["n_k"]), kv_u32(f"{a}.ssm.time_step_rank", dn["n_v"]),
+               kv_u32(f"{a}.ssm.inner_size", dn["n_v"] * dn["d"]),
+               kv_u32(f"{a}.full_attention_interval", dn.get("interval", 4))]
+        if "recurrent" in dn:
+            kv.append(kv_arr(f"{a}.attention.recurrent_layers", T_BOOL, dn["recurrent"]))
+        if "Fs" in h:
+            kv.append(kv_u32(f"{a}.expert_shared_feed_forward_length", h["Fs"]))
     if a == "granite":
         s = h["scales"]
         kv += [kv_f32(f"{a}.embedding_scale", s["embedding"]), kv_f32(f"{a}.residual_scale", s["residual"]),

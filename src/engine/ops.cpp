@@ -21,6 +21,8 @@ const char* OpName(Op op) {
     case Op::kStridedRows: return "strided row copies (per-layer inputs, per-layer KV widths)";
     case Op::kUnweightedNorm: return "RMS norm without a weight";
     case Op::kShortConv: return "short convolution (recurrent state)";
+    case Op::kGatedDeltaNet: return "gated DeltaNet (recurrent state)";
+    case Op::kAttnOutputGate: return "sigmoid-gated attention output";
     case Op::kCount: break;
   }
   return "unknown op";

@@ -45,6 +45,9 @@ size_t RecurrentStateFloats(const ModelDesc& d, const LayerDesc& l) {
   switch (l.mixer) {
     case MixerKind::kAttention: return 0;
     case MixerKind::kShortConv: return size_t(l.conv.l_cache - 1) * size_t(d.n_embd);
+    case MixerKind::kGatedDeltaNet:
+      return size_t(l.delta.d_conv - 1) * size_t(l.delta.channels()) +
+             size_t(l.delta.n_v_heads) * size_t(l.delta.head_v_dim) * size_t(l.delta.head_k_dim);
   }
   return 0;
 }
@@ -65,6 +68,7 @@ std::vector<engine::Op> RequiredOps(const ModelDesc& d) {
     if (l.attn.v_norm) need(engine::Op::kUnweightedNorm);
     if (l.out_scale || l.ffn.router_scaled_norm) need(engine::Op::kScale);
     if (l.mixer == MixerKind::kShortConv) need(engine::Op::kShortConv);
+    if (l.mixer == MixerKind::kGatedDeltaNet) need(engine::Op::kGatedDeltaNet);
     if (l.norm.kind == NormKind::kLayer) need(engine::Op::kLayerNorm);
     if (l.ffn.kind == FfnKind::kPlain) need(engine::Op::kPlainFfn);
     if (l.ffn.kind == FfnKind::kMoe) need(engine::Op::kMoe);
@@ -73,6 +77,7 @@ std::vector<engine::Op> RequiredOps(const ModelDesc& d) {
     if (!l.attn.causal) need(engine::Op::kNonCausal);
     if (l.attn.rope.enabled && l.attn.rope.ext_factor != 0.0f) need(engine::Op::kRopeYarn);
     if (l.attn.sinks) need(engine::Op::kAttnSinks);
+    if (l.attn.q_gate) need(engine::Op::kAttnOutputGate), need(engine::Op::kStridedRows);
     if (l.ffn.act == Activation::kSwigluOai) need(engine::Op::kSwigluOai);
   }
   return ops;

@@ -23,6 +23,8 @@ constexpr ArchEntry kArchs[] = {
     {"nomic-bert", BuildNomicBert},
     {"lfm2", BuildLfm2},
     {"lfm2moe", BuildLfm2Moe},
+    {"qwen35", BuildQwen35},
+    {"qwen35moe", BuildQwen35Moe},
 };
 
 }  // namespace

@@ -48,5 +48,7 @@ Status BuildNomicBert(const Hparams& h, ModelDesc* d);
 Status BuildGptOss(const Hparams& h, ModelDesc* d);
 Status BuildLfm2(const Hparams& h, ModelDesc* d);
 Status BuildLfm2Moe(const Hparams& h, ModelDesc* d);
+Status BuildQwen35(const Hparams& h, ModelDesc* d);
+Status BuildQwen35Moe(const Hparams& h, ModelDesc* d);
 
 }  // namespace zf::model

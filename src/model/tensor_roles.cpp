@@ -20,7 +20,8 @@ Shape Experts(int64_t in, int64_t out, int64_t n) { return Shape{{in, out, n}, 3
 
 Need If(bool c, Need n = Need::kRequired) { return c ? n : Need::kAbsent; }
 
-int64_t QRows(const LayerDesc& l) { return int64_t{l.attn.n_head} * l.attn.head_dim_k; }
+// Q's rows: with a per-head output gate (q_gate) each head's [q | gate].
+int64_t QRows(const LayerDesc& l) { return int64_t{l.attn.n_head} * l.attn.head_dim_k * (l.attn.q_gate ? 2 : 1); }
 int64_t KRows(const LayerDesc& l) { return int64_t{l.attn.n_head_kv} * l.attn.head_dim_k; }
 int64_t VRows(const LayerDesc& l) { return int64_t{l.attn.n_head_kv} * l.attn.head_dim_v; }
 bool Dense(const LayerDesc& l) { return l.ffn.kind != FfnKind::kMoe; }
@@ -29,6 +30,8 @@ bool HasDense(const LayerDesc& l) { return Dense(l) || l.ffn.n_ff_dense > 0; }
 int64_t DenseFf(const LayerDesc& l) { return Dense(l) ? l.ffn.n_ff : l.ffn.n_ff_dense; }
 bool FusedExps(const LayerDesc& l) { return !Dense(l) && l.ffn.fused_gate_up; }
 bool ShortConv(const LayerDesc& l) { return l.mixer == MixerKind::kShortConv; }
+bool DeltaNet(const LayerDesc& l) { return l.mixer == MixerKind::kGatedDeltaNet; }
+bool Shared(const LayerDesc& l) { return !Dense(l) && l.ffn.n_ff_shared > 0; }
 // The attention mixer's own tensors (Q/K/V, output, their biases and norms): absent in a layer
 // with another mixer, whatever the attention description says.
 bool AttentionRole(LayerRole r) { return r >= LayerRole::kAttnQ && r <= LayerRole::kAttnKNorm; }
@@ -148,6 +151,30 @@ const LayerRoleSpec kLayerRoles[] = {
    [](D d, L) { return Mat(d.n_embd, d.n_embd); }},
   {LayerRole::kFfnExpProbsBias, "exp_probs_b.bias", [](L l) { return If(!Dense(l) && l.ffn.selection_bias); },
    [](D, L l) { return Vec(l.ffn.n_expert); }},
+  {LayerRole::kFfnGateShexp, "ffn_gate_shexp.weight", [](L l) { return If(Shared(l)); },
+   [](D d, L l) { return Mat(d.n_embd, l.ffn.n_ff_shared); }},
+  {LayerRole::kFfnUpShexp, "ffn_up_shexp.weight", [](L l) { return If(Shared(l)); },
+   [](D d, L l) { return Mat(d.n_embd, l.ffn.n_ff_shared); }},
+  {LayerRole::kFfnDownShexp, "ffn_down_shexp.weight", [](L l) { return If(Shared(l)); },
+   [](D d, L l) { return Mat(l.ffn.n_ff_shared, d.n_embd); }},
+  {LayerRole::kFfnGateInpShexp, "ffn_gate_inp_shexp.weight", [](L l) { return If(Shared(l) && l.ffn.shared_gate); },
+   [](D d, L) { return Vec(d.n_embd); }},
+  {LayerRole::kDeltaQkv, "attn_qkv.weight", [](L l) { return If(DeltaNet(l)); },
+   [](D d, L l) { return Mat(d.n_embd, l.delta.channels()); }},
+  {LayerRole::kDeltaGate, "attn_gate.weight", [](L l) { return If(DeltaNet(l)); },
+   [](D d, L l) { return Mat(d.n_embd, l.delta.value_dim()); }},
+  // The kernel [d_conv, channels] stays F32 (llama-quantize leaves ssm_conv1d alone).
+  {LayerRole::kSsmConv1d, "ssm_conv1d.weight", [](L l) { return If(DeltaNet(l)); },
+   [](D, L l) { return Mat(l.delta.d_conv, l.delta.channels()); }},
+  {LayerRole::kSsmDt, "ssm_dt.bias", [](L l) { return If(DeltaNet(l)); }, [](D, L l) { return Vec(l.delta.n_v_heads); }},
+  {LayerRole::kSsmA, "ssm_a", [](L l) { return If(DeltaNet(l)); }, [](D, L l) { return Vec(l.delta.n_v_heads); }},
+  {LayerRole::kSsmBeta, "ssm_beta.weight", [](L l) { return If(DeltaNet(l)); },
+   [](D d, L l) { return Mat(d.n_embd, l.delta.n_v_heads); }},
+  {LayerRole::kSsmAlpha, "ssm_alpha.weight", [](L l) { return If(DeltaNet(l)); },
+   [](D d, L l) { return Mat(d.n_embd, l.delta.n_v_heads); }},
+  {LayerRole::kSsmNorm, "ssm_norm.weight", [](L l) { return If(DeltaNet(l)); }, [](D, L l) { return Vec(l.delta.head_v_dim); }},
+  {LayerRole::kSsmOut, "ssm_out.weight", [](L l) { return If(DeltaNet(l)); },
+   [](D d, L l) { return Mat(l.delta.value_dim(), d.n_embd); }},
 };
 
 struct GlobalRoleSpec {
@@ -305,6 +332,9 @@ Status BindWeights(const gguf::GgufFile& f, const ModelDesc& d, Weights* w) {
     if (const Tensor* k = lt[LayerRole::kShortConvConv]; k != nullptr && k->type != GgmlType::F32) {
       return Unsupported("tensor '" + prefix + "shortconv.conv.weight' is " + TypeName(k->type) + "; it must be F32");
     }
+    if (const Tensor* k = lt[LayerRole::kSsmConv1d]; k != nullptr && k->type != GgmlType::F32) {
+      return Unsupported("tensor '" + prefix + "ssm_conv1d.weight' is " + TypeName(k->type) + "; it must be F32");
+    }
     if (ld.norm.pre_ffn && ld.norm.ffn_norm_named_post_attention && !ld.norm.post_attn) {
       lt[LayerRole::kFfnNorm] = lt[LayerRole::kPostAttnNorm];  // the pre-FFN norm under its file name
       lt[LayerRole::kPostAttnNorm] = nullptr;
@@ -376,7 +406,9 @@ std::vector<const Tensor*> Weights::Matrices() const {
   for (const LayerTensors& l : layers) {
     for (LayerRole r : {LayerRole::kAttnQ, LayerRole::kAttnK, LayerRole::kAttnV, LayerRole::kAttnOut, LayerRole::kFfnGate,
                         LayerRole::kFfnUp, LayerRole::kFfnDown, LayerRole::kFfnGateInp, LayerRole::kPerLayerInpGate,
-                        LayerRole::kPerLayerProj, LayerRole::kShortConvInProj, LayerRole::kShortConvOutProj}) {
+                        LayerRole::kPerLayerProj, LayerRole::kShortConvInProj, LayerRole::kShortConvOutProj,
+                        LayerRole::kFfnGateShexp, LayerRole::kFfnUpShexp, LayerRole::kFfnDownShexp, LayerRole::kDeltaQkv,
+                        LayerRole::kDeltaGate, LayerRole::kSsmBeta, LayerRole::kSsmAlpha, LayerRole::kSsmOut}) {
       add(l[r]);
     }
     for (size_t e = 0; e < l.expert_gate.size(); ++e) {
@@ -399,6 +431,7 @@ std::vector<const Tensor**> Weights::VectorRefs() {
     }
     // Read on the host at run time like a vector (never multiplied as a matrix).
     if (l[LayerRole::kShortConvConv] != nullptr) out.push_back(&l[LayerRole::kShortConvConv]);
+    if (l[LayerRole::kSsmConv1d] != nullptr) out.push_back(&l[LayerRole::kSsmConv1d]);
   }
   return out;
 }

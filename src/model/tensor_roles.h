@@ -49,6 +49,9 @@ enum class LayerRole : int32_t {
   kFfnGateInpScale, kFfnPreNorm2, kFfnPostNorm1, kFfnPostNorm2, kFfnGateUpExps, kFfnDownExpsScale,  // Gemma 4 MoE
   kShortConvConv, kShortConvInProj, kShortConvOutProj,  // MixerKind::kShortConv (LFM2)
   kFfnExpProbsBias,  // FfnDesc::selection_bias
+  // MixerKind::kGatedDeltaNet (Qwen3.5): attn_qkv and attn_gate (z) of the linear attention,
+  // the convolution, the decay's dt bias and A, beta / alpha projections, the per-head norm, out.
+  kDeltaQkv, kDeltaGate, kSsmConv1d, kSsmDt, kSsmA, kSsmBeta, kSsmAlpha, kSsmNorm, kSsmOut,
   kCount
 };
 

@@ -197,6 +197,88 @@ std::vector<uint8_t> BuildGemma4(const Spec& s) {
   return b.Build();
 }
 
+// A tiny Qwen 3.5 in its converter's layout: 4 layers, gated DeltaNet on 0 and 2 (2 key heads,
+// 4 value heads of 8 tiled over them, 4 taps; the dense model marks them with
+// attention.recurrent_layers, the MoE one with full_attention_interval 2), gated attention on 1
+// and 3 (attn_q rows per head [q | gate], per-head QK-norm, rope on 8 of 16 dims), every pre-FFN
+// norm as post_attention_norm. With s.experts: softmax-routed experts plus the gated shared expert.
+std::vector<uint8_t> BuildQwen35(const Spec& s) {
+  GgufBuilder b;
+  const std::string& a = s.arch;
+  const int64_t E = s.E, L = 4, H = 4, Hkv = 2, hd = 16, d_conv = 4, Hk = 2, Hv = 4, dh = 8;
+  const int64_t key_dim = Hk * dh, value_dim = Hv * dh, channels = 2 * key_dim + value_dim;
+  const bool moe = s.experts > 0;
+  b.Kv("general.architecture", val::Str(a))
+      .Kv(a + ".context_length", val::U32(256))
+      .Kv(a + ".embedding_length", val::U32(uint32_t(E)))
+      .Kv(a + ".block_count", val::U32(uint32_t(L)))
+      .Kv(a + ".feed_forward_length", val::U32(uint32_t(s.F)))
+      .Kv(a + ".attention.head_count", val::U32(uint32_t(H)))
+      .Kv(a + ".attention.head_count_kv", val::U32(uint32_t(Hkv)))
+      .Kv(a + ".attention.key_length", val::U32(uint32_t(hd)))
+      .Kv(a + ".attention.value_length", val::U32(uint32_t(hd)))
+      .Kv(a + ".attention.layer_norm_rms_epsilon", val::F32(1e-6f))
+      .Kv(a + ".rope.freq_base", val::F32(10000.0f))
+      .Kv(a + ".rope.dimension_count", val::U32(8))
+      .Kv(a + ".rope.dimension_sections", val::ArrOf<int32_t>(kI32, std::vector<int32_t>{2, 1, 1, 0}))
+      .Kv(a + ".ssm.conv_kernel", val::U32(uint32_t(d_conv)))
+      .Kv(a + ".ssm.state_size", val::U32(uint32_t(dh)))
+      .Kv(a + ".ssm.group_count", val::U32(uint32_t(Hk)))
+      .Kv(a + ".ssm.time_step_rank", val::U32(uint32_t(Hv)))
+      .Kv(a + ".ssm.inner_size", val::U32(uint32_t(value_dim)))
+      .Kv(a + ".full_attention_interval", val::U32(moe ? 2 : 4));
+  if (!moe) b.Kv(a + ".attention.recurrent_layers", val::ArrOf<uint8_t>(kBool, std::vector<uint8_t>{1, 0, 1, 0}));
+  if (moe) {
+    b.Kv(a + ".expert_count", val::U32(uint32_t(s.experts)))
+        .Kv(a + ".expert_used_count", val::U32(uint32_t(s.used)))
+        .Kv(a + ".expert_feed_forward_length", val::U32(uint32_t(s.F_exp)))
+        .Kv(a + ".expert_shared_feed_forward_length", val::U32(uint32_t(s.F)));
+  }
+  AddVocab(&b, s.V);
+  Writer w(uint32_t(std::hash<std::string>()(s.name)));
+  w.Add(&b, "token_embd.weight", {E, s.V}, 0.0f, 1.0f);
+  w.Norm(&b, "output_norm.weight", E);
+  for (int64_t il = 0; il < L; ++il) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    w.Norm(&b, p + "attn_norm.weight", E);
+    if (il % 2 == 0) {
+      w.Mat(&b, p + "attn_qkv.weight", E, channels);
+      w.Mat(&b, p + "attn_gate.weight", E, value_dim);
+      w.Add(&b, p + "ssm_conv1d.weight", {d_conv, channels}, 0.0f, 0.5f);
+      w.Add(&b, p + "ssm_dt.bias", {Hv}, -1.5f, 1.0f);
+      w.Add(&b, p + "ssm_a", {Hv}, -2.0f, 0.5f);
+      w.Mat(&b, p + "ssm_beta.weight", E, Hv);
+      w.Mat(&b, p + "ssm_alpha.weight", E, Hv);
+      w.Norm(&b, p + "ssm_norm.weight", dh);
+      w.Mat(&b, p + "ssm_out.weight", value_dim, E);
+    } else {
+      w.Mat(&b, p + "attn_q.weight", E, 2 * H * hd);
+      w.Mat(&b, p + "attn_k.weight", E, Hkv * hd);
+      w.Mat(&b, p + "attn_v.weight", E, Hkv * hd);
+      w.Norm(&b, p + "attn_q_norm.weight", hd);
+      w.Norm(&b, p + "attn_k_norm.weight", hd);
+      w.Mat(&b, p + "attn_output.weight", H * hd, E);
+    }
+    w.Norm(&b, p + "post_attention_norm.weight", E);
+    if (moe) {
+      const int64_t fe = s.F_exp;
+      w.Add(&b, p + "ffn_gate_inp.weight", {E, s.experts}, 0.0f, 0.5f);
+      w.Add(&b, p + "ffn_gate_exps.weight", {E, fe, s.experts}, 0.0f, 1.0f / std::sqrt(float(E)));
+      w.Add(&b, p + "ffn_up_exps.weight", {E, fe, s.experts}, 0.0f, 1.0f / std::sqrt(float(E)));
+      w.Add(&b, p + "ffn_down_exps.weight", {fe, E, s.experts}, 0.0f, 1.0f / std::sqrt(float(fe)));
+      w.Add(&b, p + "ffn_gate_inp_shexp.weight", {E}, 0.0f, 0.3f);
+      w.Mat(&b, p + "ffn_gate_shexp.weight", E, s.F);
+      w.Mat(&b, p + "ffn_up_shexp.weight", E, s.F);
+      w.Mat(&b, p + "ffn_down_shexp.weight", s.F, E);
+    } else {
+      w.Mat(&b, p + "ffn_gate.weight", E, s.F);
+      w.Mat(&b, p + "ffn_up.weight", E, s.F);
+      w.Mat(&b, p + "ffn_down.weight", s.F, E);
+    }
+  }
+  return b.Build();
+}
+
 std::vector<uint8_t> Build(const Spec& s) {
   if (s.custom != nullptr) return s.custom(s);
   GgufBuilder b;
@@ -381,6 +463,12 @@ std::vector<Spec> Families() {
   s.experts = 6; s.used = 2; s.F_exp = 40; s.dense_lead = 1; s.probs_bias = true;
   s.kv = {{"shortconv.l_cache", val::U32(3)}, {"expert_feed_forward_length", val::U32(40)},
           {"leading_dense_block_count", val::U32(1)}, {"expert_gating_func", val::U32(2)}};
+  v.push_back(s);
+  s = Spec{};
+  s.name = "qwen35"; s.arch = "qwen35"; s.custom = BuildQwen35;
+  v.push_back(s);
+  s = Spec{};
+  s.name = "qwen35moe"; s.arch = "qwen35moe"; s.custom = BuildQwen35; s.experts = 6; s.used = 2; s.F_exp = 40;
   v.push_back(s);
   return v;
 }
@@ -588,21 +676,22 @@ TEST(FamilyReference, CoversEveryRegisteredArchitecture) {
   }
 }
 
-// ---- Recurrent sequence state (issue #27, LFM2's short convolutions): every way a position can
-// be reached gives the bits of evaluating the tokens one at a time from an empty session. ----
+// ---- Recurrent sequence state (issue #27: LFM2's short convolutions, Qwen 3.5's gated
+// DeltaNet): every way a position can be reached gives the bits of evaluating the tokens one at
+// a time from an empty session. ----
 
-class RecurrentSession : public ::testing::Test {
+class RecurrentSession : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     Spec spec;
     for (const Spec& s : Families()) {
-      if (s.name == "lfm2") spec = s;
+      if (s.name == GetParam()) spec = s;
     }
-    ASSERT_EQ(spec.name, "lfm2");
+    ASSERT_EQ(spec.name, GetParam());
     LoadOptions o;
     o.device = Device::kCpu;
     o.n_threads = 2;
-    Status st = Model::Load(WriteTemp(Build(spec), "lfm2_state"), o, &m_);
+    Status st = Model::Load(WriteTemp(Build(spec), spec.name + "_state"), o, &m_);
     ASSERT_TRUE(st.ok()) << st.message();
     std::mt19937 rng(7);
     for (int i = 0; i < 150; ++i) tokens_.push_back(3 + int32_t(rng() % 45));  // crosses two checkpoints
@@ -634,18 +723,29 @@ class RecurrentSession : public ::testing::Test {
   size_t n_vocab_ = 0;
 };
 
-TEST_F(RecurrentSession, DescriptionDeclaresConvState) {
+TEST_P(RecurrentSession, DescriptionDeclaresTheState) {
   const ModelDesc& d = m_->desc();
   EXPECT_TRUE(d.HasRecurrentLayers());
-  EXPECT_EQ(d.layers[0].mixer, MixerKind::kShortConv);
   EXPECT_EQ(d.layers[1].mixer, MixerKind::kAttention);
-  EXPECT_EQ(RecurrentStateFloats(d, d.layers[0]), size_t(2 * d.n_embd));  // (l_cache - 1) x channels
   EXPECT_EQ(RecurrentStateFloats(d, d.layers[1]), 0u);
   const std::vector<engine::Op> ops = RequiredOps(d);
-  EXPECT_NE(std::find(ops.begin(), ops.end(), engine::Op::kShortConv), ops.end());  // CUDA falls back by it
+  const auto needs = [&](engine::Op op) { return std::find(ops.begin(), ops.end(), op) != ops.end(); };
+  if (GetParam() == "lfm2") {
+    EXPECT_EQ(d.layers[0].mixer, MixerKind::kShortConv);
+    EXPECT_EQ(RecurrentStateFloats(d, d.layers[0]), size_t(2 * d.n_embd));  // (l_cache - 1) x channels
+    EXPECT_TRUE(needs(engine::Op::kShortConv));  // CUDA falls back by it
+  } else {
+    EXPECT_EQ(d.layers[0].mixer, MixerKind::kGatedDeltaNet);
+    EXPECT_EQ(d.layers[2].mixer, MixerKind::kGatedDeltaNet);
+    EXPECT_TRUE(d.layers[1].attn.q_gate);
+    // (d_conv - 1) x channels of the convolution, then per value head a [8][8] matrix.
+    EXPECT_EQ(RecurrentStateFloats(d, d.layers[0]), size_t(3 * 64 + 4 * 8 * 8));
+    EXPECT_TRUE(needs(engine::Op::kGatedDeltaNet));  // CUDA falls back by these
+    EXPECT_TRUE(needs(engine::Op::kAttnOutputGate));
+  }
 }
 
-TEST_F(RecurrentSession, OneChunkAndChunksOf7EqualTokenByToken) {
+TEST_P(RecurrentSession, OneChunkAndChunksOf7EqualTokenByToken) {
   std::unique_ptr<rt::Session> whole = NewSession();
   ExpectSame(whole.get(), 0, tokens_.size(), "one chunk");
   std::unique_ptr<rt::Session> chunks = NewSession();
@@ -654,7 +754,7 @@ TEST_F(RecurrentSession, OneChunkAndChunksOf7EqualTokenByToken) {
   }
 }
 
-TEST_F(RecurrentSession, TruncateThenEvalEqualsFreshEvaluation) {
+TEST_P(RecurrentSession, TruncateThenEvalEqualsFreshEvaluation) {
   // Mid-block, on a checkpoint, before the first checkpoint, after the second, and a rollback
   // by 16 (speculative verification's longest).
   for (size_t keep : {100u, 64u, 5u, 130u, 134u, 0u}) {
@@ -668,7 +768,7 @@ TEST_F(RecurrentSession, TruncateThenEvalEqualsFreshEvaluation) {
   }
 }
 
-TEST_F(RecurrentSession, VerifyDraftsThenRollBack) {
+TEST_P(RecurrentSession, VerifyDraftsThenRollBack) {
   std::unique_ptr<rt::Session> s = NewSession();
   ASSERT_TRUE(s->can_verify());
   std::vector<float> l(n_vocab_);
@@ -684,7 +784,7 @@ TEST_F(RecurrentSession, VerifyDraftsThenRollBack) {
   ExpectSame(s.get(), 125, tokens_.size(), "after the rollback");
 }
 
-TEST_F(RecurrentSession, SaveLoadRoundTripAndChecks) {
+TEST_P(RecurrentSession, SaveLoadRoundTripAndChecks) {
   std::unique_ptr<rt::Session> s = NewSession();
   std::vector<float> l(n_vocab_);
   ASSERT_TRUE(s->Eval(tokens_.data(), 100, l.data()).ok());
@@ -706,7 +806,7 @@ TEST_F(RecurrentSession, SaveLoadRoundTripAndChecks) {
   EXPECT_EQ(other->LoadState(bad.data(), bad.size()).code(), Code::kFormat);
 }
 
-TEST_F(RecurrentSession, PrefixCacheCarriesTheStateOfEachBlock) {
+TEST_P(RecurrentSession, PrefixCacheCarriesTheStateOfEachBlock) {
   rt::PrefixCache cache(64u << 20);
   std::unique_ptr<rt::Session> first = NewSession(), second = NewSession();
   first->set_prefix_cache(&cache);
@@ -716,6 +816,9 @@ TEST_F(RecurrentSession, PrefixCacheCarriesTheStateOfEachBlock) {
   ExpectSame(second.get(), 0, tokens_.size(), "after two cached blocks");
   EXPECT_EQ(cache.stats().hit_tokens, 128u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, RecurrentSession, ::testing::Values("lfm2", "qwen35"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace
 }  // namespace zf::model

@@ -664,6 +664,51 @@ TEST(Gemma4Reference, CudaRefusesAndAutoRunsOnTheCpu) {
   EXPECT_EQ(m->device(), Device::kCpu);
 }
 
+// The CUDA engine has no gated DeltaNet or attention output gate: CUDA refuses naming both ops
+// (the INFO line of the fallback), AUTO runs on the CPU.
+TEST(Qwen35Reference, CudaRefusesNamingTheMissingOpsAndAutoRunsOnTheCpu) {
+  Spec spec;
+  for (const Spec& s : Families()) {
+    if (s.name == "qwen35moe") spec = s;
+  }
+  const std::string path = WriteTemp(Build(spec), "qwen35moe_cuda");
+  std::unique_ptr<Model> m;
+  LoadOptions o;
+  o.device = Device::kCuda;
+  const Status st = Model::Load(path, o, &m);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), Code::kUnsupported) << st.message();
+  EXPECT_NE(st.message().find(engine::OpName(engine::Op::kGatedDeltaNet)), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find(engine::OpName(engine::Op::kAttnOutputGate)), std::string::npos) << st.message();
+  o.device = Device::kAuto;
+  ASSERT_TRUE(Model::Load(path, o, &m).ok());
+  EXPECT_EQ(m->device(), Device::kCpu);
+}
+
+// Bad sizes are refused with the keys named, never computed.
+TEST(Qwen35Reference, InconsistentDeltaNetSizesAreRefused) {
+  Spec spec;
+  for (const Spec& s : Families()) {
+    if (s.name == "qwen35") spec = s;
+  }
+  std::vector<uint8_t> bytes = Build(spec);
+  // ssm.time_step_rank 4 -> 3: not a multiple of the 2 key heads.
+  const std::string key = "qwen35.ssm.time_step_rank";
+  auto it = std::search(bytes.begin(), bytes.end(), key.begin(), key.end());
+  ASSERT_NE(it, bytes.end());
+  uint32_t v = 0;
+  std::memcpy(&v, &*(it + std::ptrdiff_t(key.size()) + 4), 4);
+  ASSERT_EQ(v, 4u);
+  v = 3;
+  std::memcpy(&*(it + std::ptrdiff_t(key.size()) + 4), &v, 4);
+  std::unique_ptr<Model> m;
+  LoadOptions o;
+  o.device = Device::kCpu;
+  const Status st = Model::Load(WriteTemp(bytes, "qwen35_bad"), o, &m);
+  EXPECT_EQ(st.code(), Code::kFormat) << st.message();
+  EXPECT_NE(st.message().find("ssm.time_step_rank=3"), std::string::npos) << st.message();
+}
+
 TEST(FamilyReference, CoversEveryRegisteredArchitecture) {
   std::vector<std::string> tested;
   for (const Spec& s : Families()) tested.push_back(s.arch);

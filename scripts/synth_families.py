@@ -121,11 +121,11 @@ FAMILIES = {
                     experts=(4, 2), Fe=256, dense_lead=1, probs_bias=0.1),
     # Qwen 3.5: gated DeltaNet layers (2 key heads, 4 value heads tiled over them: head h reads key
     # head h % 2; head dims 32, 4 taps) and gated full attention (attn_q rows per head [q | gate],
-    # partial rope 16 of 64) marked by attention.recurrent_layers; E 128 keeps the 248k-token
-    # F32 files small. Decays exp(ssm_a * softplus(alpha + dt)) spread over ~0.05-0.95.
+    # partial rope 16 of 64) marked by attention.recurrent_layers, then the converter's MTP block
+    # (nextn_predict_layers 1: in the file, not run); E 128 keeps the F32 files small. Decays exp(ssm_a * softplus(alpha + dt)) spread over ~0.05-0.95.
     "qwen35": dict(arch="qwen35", vocab="qwen35", E=128, L=4, H=4, Hkv=2, hd=64, F=256, base=1e7, tied=True,
                    eps=1e-6, ctx=262144, key_length=True, n_rot=16, qk_norm=True,
-                   delta=dict(recurrent=[True, True, True, False], d_conv=4, n_k=2, n_v=4, d=32)),
+                   delta=dict(recurrent=[True, True, True, False], d_conv=4, n_k=2, n_v=4, d=32), mtp=True),
     # Qwen 3.5 MoE: the same mixers, recurrent layers from full_attention_interval 2 (no per-layer
     # array); 4 experts of 256 (2 used, softmax router, renormalized) plus a shared expert of 256
     # gated by sigmoid(ffn_gate_inp_shexp . x).
@@ -258,6 +258,16 @@ def tensor_specs(h, n_vocab, quant):
                       mat(p + "ffn_down.weight", F, E, 0.03, i, kind="more")]
         if arch in ("gemma2", "olmo2"):
             specs.append(vec(p + "post_ffw_norm.weight", E))
+    if h.get("mtp"):  # conversion/qwen.py's _QwenMtpMixin: mtp.* as block L with nextn.* names
+        p = f"blk.{L}."
+        specs += [vec(p + "attn_norm.weight", E), mat(p + "attn_q.weight", E, 2 * nq, 0.06, L),
+                  mat(p + "attn_k.weight", E, nkv, 0.06, L), mat(p + "attn_v.weight", E, nkv, 0.03, L),
+                  vec(p + "attn_q_norm.weight", hd), vec(p + "attn_k_norm.weight", hd),
+                  mat(p + "attn_output.weight", nq, E, 0.03, L), vec(p + "post_attention_norm.weight", E),
+                  mat(p + "ffn_gate.weight", E, F, 0.03, L), mat(p + "ffn_up.weight", E, F, 0.03, L),
+                  mat(p + "ffn_down.weight", F, E, 0.03, L), mat(p + "nextn.eh_proj.weight", 2 * E, E, 0.03, L),
+                  vec(p + "nextn.enorm.weight", E), vec(p + "nextn.hnorm.weight", E),
+                  vec(p + "nextn.shared_head_norm.weight", E)]
     specs.append(vec("token_embd_norm.weight" if arch in ("lfm2", "lfm2moe") else "output_norm.weight", E))
     if not h["tied"]:
         specs.append(mat("output.weight", E, n_vocab, 0.02, kind="out"))
@@ -560,7 +570,7 @@ def metadata(h, quant, name):
     E, H, hd = h["E"], h["H"], h["hd"]
     kv = [kv_str("general.architecture", a), kv_str("general.name", f"zerfoo synthetic {name}"),
           kv_u32(f"{a}.context_length", h["ctx"]), kv_u32(f"{a}.embedding_length", E),
-          kv_u32(f"{a}.block_count", h["L"]), kv_u32(f"{a}.feed_forward_length", h["F"]),
+          kv_u32(f"{a}.block_count", h["L"] + (1 if h.get("mtp") else 0)), kv_u32(f"{a}.feed_forward_length", h["F"]),
           kv_u32(f"{a}.attention.head_count", H),
           kv_i32_array(f"{a}.attention.head_count_kv",
                        [0 if i in h["conv_layers"] else h["Hkv"] for i in range(h["L"])])
@@ -603,8 +613,10 @@ def metadata(h, quant, name):
                kv_u32(f"{a}.ssm.group_count", dn["n_k"]), kv_u32(f"{a}.ssm.time_step_rank", dn["n_v"]),
                kv_u32(f"{a}.ssm.inner_size", dn["n_v"] * dn["d"]),
                kv_u32(f"{a}.full_attention_interval", dn.get("interval", 4))]
-        if "recurrent" in dn:
-            kv.append(kv_arr(f"{a}.attention.recurrent_layers", T_BOOL, dn["recurrent"]))
+        if "recurrent" in dn:  # one per block, the MTP block's False
+            kv.append(kv_arr(f"{a}.attention.recurrent_layers", T_BOOL, dn["recurrent"] + [False] * bool(h.get("mtp"))))
+        if h.get("mtp"):
+            kv.append(kv_u32(f"{a}.nextn_predict_layers", 1))
         if "Fs" in h:
             kv.append(kv_u32(f"{a}.expert_shared_feed_forward_length", h["Fs"]))
     if a == "granite":

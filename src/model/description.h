@@ -197,6 +197,9 @@ struct ModelDesc {
   int32_t n_embd = 0;
   int32_t n_layer = 0;
   std::vector<LayerDesc> layers;  // [n_layer]
+  // Blocks after the n_layer run ones (nextn_predict_layers: multi-token-prediction heads): their
+  // tensors are in the file and left unbound.
+  int32_t n_layer_mtp = 0;
 
   // Input: token_embd row (times embed_scale), plus position_embd's row (pos_embd), plus row 0
   // of token_types [n_embd, n_token_types] when n_token_types > 0 (every token is "sentence A",

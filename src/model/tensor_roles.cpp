@@ -1,6 +1,7 @@
 // The tensor-role table and the binding that iterates it.
 #include "model/tensor_roles.h"
 
+#include <string_view>
 #include <unordered_set>
 
 #include "quant/quant.h"
@@ -385,8 +386,15 @@ Status BindWeights(const gguf::GgufFile& f, const ModelDesc& d, Weights* w) {
   }
   // A tensor no role bound would be silently ignored, and the model computed without it: refuse.
   std::unordered_set<const Tensor*> used(w->bound.begin(), w->bound.end());
+  const auto mtp_block = [&](std::string_view name) {  // "blk.N." with N past the run layers
+    if (d.n_layer_mtp == 0 || name.substr(0, 4) != "blk.") return false;
+    int64_t il = 0;
+    size_t i = 4;
+    for (; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i) il = il * 10 + (name[i] - '0');
+    return i > 4 && i < name.size() && name[i] == '.' && il >= d.n_layer && il < int64_t{d.n_layer} + d.n_layer_mtp;
+  };
   for (const Tensor& t : f.tensors()) {
-    if (used.count(&t) != 0 || (d.tied_output && t.name == "output.weight")) continue;
+    if (used.count(&t) != 0 || (d.tied_output && t.name == "output.weight") || mtp_block(t.name)) continue;
     return Unsupported("tensor '" + std::string(t.name) + "' has no role in the '" + d.arch +
                        "' model description (a layout variant zerfoo does not implement)");
   }

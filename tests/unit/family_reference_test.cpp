@@ -45,6 +45,7 @@ struct Spec {
   int64_t l_cache = 3;
   int64_t dense_lead = 0;  // MoE models: leading dense layers
   bool probs_bias = false;  // exp_probs_b.bias on the MoE layers
+  bool mtp = false;  // Qwen 3.5: one multi-token-prediction block after the layers (nextn_predict_layers 1)
 };
 
 bool IsConvLayer(const Spec& s, int64_t il) {
@@ -211,7 +212,7 @@ std::vector<uint8_t> BuildQwen35(const Spec& s) {
   b.Kv("general.architecture", val::Str(a))
       .Kv(a + ".context_length", val::U32(256))
       .Kv(a + ".embedding_length", val::U32(uint32_t(E)))
-      .Kv(a + ".block_count", val::U32(uint32_t(L)))
+      .Kv(a + ".block_count", val::U32(uint32_t(L + (s.mtp ? 1 : 0))))
       .Kv(a + ".feed_forward_length", val::U32(uint32_t(s.F)))
       .Kv(a + ".attention.head_count", val::U32(uint32_t(H)))
       .Kv(a + ".attention.head_count_kv", val::U32(uint32_t(Hkv)))
@@ -227,7 +228,12 @@ std::vector<uint8_t> BuildQwen35(const Spec& s) {
       .Kv(a + ".ssm.time_step_rank", val::U32(uint32_t(Hv)))
       .Kv(a + ".ssm.inner_size", val::U32(uint32_t(value_dim)))
       .Kv(a + ".full_attention_interval", val::U32(moe ? 2 : 4));
-  if (!moe) b.Kv(a + ".attention.recurrent_layers", val::ArrOf<uint8_t>(kBool, std::vector<uint8_t>{1, 0, 1, 0}));
+  if (!moe) {
+    std::vector<uint8_t> recurrent = {1, 0, 1, 0};
+    if (s.mtp) recurrent.push_back(0);  // the converter writes one per block
+    b.Kv(a + ".attention.recurrent_layers", val::ArrOf<uint8_t>(kBool, recurrent));
+  }
+  if (s.mtp) b.Kv(a + ".nextn_predict_layers", val::U32(1));
   if (moe) {
     b.Kv(a + ".expert_count", val::U32(uint32_t(s.experts)))
         .Kv(a + ".expert_used_count", val::U32(uint32_t(s.used)))
@@ -275,6 +281,24 @@ std::vector<uint8_t> BuildQwen35(const Spec& s) {
       w.Mat(&b, p + "ffn_up.weight", E, s.F);
       w.Mat(&b, p + "ffn_down.weight", s.F, E);
     }
+  }
+  if (s.mtp) {  // llama.cpp's qwen35 MTP block: a full-attention block plus the nextn projections
+    const std::string p = "blk." + std::to_string(L) + ".";
+    w.Norm(&b, p + "attn_norm.weight", E);
+    w.Mat(&b, p + "attn_q.weight", E, 2 * H * hd);
+    w.Mat(&b, p + "attn_k.weight", E, Hkv * hd);
+    w.Mat(&b, p + "attn_v.weight", E, Hkv * hd);
+    w.Norm(&b, p + "attn_q_norm.weight", hd);
+    w.Norm(&b, p + "attn_k_norm.weight", hd);
+    w.Mat(&b, p + "attn_output.weight", H * hd, E);
+    w.Norm(&b, p + "post_attention_norm.weight", E);
+    w.Mat(&b, p + "ffn_gate.weight", E, s.F);
+    w.Mat(&b, p + "ffn_up.weight", E, s.F);
+    w.Mat(&b, p + "ffn_down.weight", s.F, E);
+    w.Mat(&b, p + "nextn.eh_proj.weight", 2 * E, E);
+    w.Norm(&b, p + "nextn.enorm.weight", E);
+    w.Norm(&b, p + "nextn.hnorm.weight", E);
+    w.Norm(&b, p + "nextn.shared_head_norm.weight", E);
   }
   return b.Build();
 }
@@ -466,6 +490,9 @@ std::vector<Spec> Families() {
   v.push_back(s);
   s = Spec{};
   s.name = "qwen35"; s.arch = "qwen35"; s.custom = BuildQwen35;
+  v.push_back(s);
+  s = Spec{};
+  s.name = "qwen35_mtp"; s.arch = "qwen35"; s.custom = BuildQwen35; s.mtp = true;
   v.push_back(s);
   s = Spec{};
   s.name = "qwen35moe"; s.arch = "qwen35moe"; s.custom = BuildQwen35; s.experts = 6; s.used = 2; s.F_exp = 40;
@@ -683,6 +710,24 @@ TEST(Qwen35Reference, CudaRefusesNamingTheMissingOpsAndAutoRunsOnTheCpu) {
   o.device = Device::kAuto;
   ASSERT_TRUE(Model::Load(path, o, &m).ok());
   EXPECT_EQ(m->device(), Device::kCpu);
+}
+
+// The converter's multi-token-prediction block (nextn_predict_layers 1, block_count 5): in the
+// file, not in the forward pass (the reference runs it only as a draft head); its tensors are
+// the only ones left unbound. EngineMatchesPlainLoopsAtEveryPosition/qwen35_mtp checks the logits.
+TEST(Qwen35Reference, MtpBlockIsNotALayer) {
+  Spec spec;
+  for (const Spec& s : Families()) {
+    if (s.name == "qwen35_mtp") spec = s;
+  }
+  std::unique_ptr<Model> m;
+  LoadOptions o;
+  o.device = Device::kCpu;
+  const Status st = Model::Load(WriteTemp(Build(spec), "qwen35_mtp_desc"), o, &m);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(m->desc().n_layer, 4);
+  EXPECT_EQ(m->desc().n_layer_mtp, 1);
+  EXPECT_EQ(m->desc().layers.size(), 4u);
 }
 
 // Bad sizes are refused with the keys named, never computed.

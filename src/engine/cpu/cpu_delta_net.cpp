@@ -2,7 +2,6 @@
 // sigmoid gate of its attention layers' output. Exact per-position recurrence (no chunked form).
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "engine/cpu/cpu_backend.h"
 
@@ -59,7 +58,7 @@ void CpuBackend::GatedDeltaNet(const float* qkv, const float* alpha, const float
   const float scale = 1.0f / std::sqrt(float(dk));
   const int32_t key_dim = p.n_k_heads * dk, Hv = p.n_v_heads;
   pool_->ParallelFor(Hv, [&](int64_t h0, int64_t h1) {
-    std::vector<float> delta(static_cast<size_t>(dv));
+    float delta[1024];  // dv <= 1024 (the description's head sizes are checked at load)
     for (int64_t h = h0; h < h1; ++h) {
       const int32_t kh = int32_t(h) % p.n_k_heads;
       float* S = S_all + size_t(h) * size_t(dv) * size_t(dk);  // [dv][dk]
@@ -71,10 +70,10 @@ void CpuBackend::GatedDeltaNet(const float* qkv, const float* alpha, const float
         const float g = std::exp(Softplus(alpha[size_t(t) * size_t(Hv) + size_t(h)] + p.dt_bias[h]) * p.a[h]);
         const float b = Sigmoid(beta[size_t(t) * size_t(Hv) + size_t(h)]);
         for (size_t i = 0; i < size_t(dv) * size_t(dk); ++i) S[i] *= g;
-        for (int32_t j = 0; j < dv; ++j) delta[size_t(j)] = (v[j] - Dot(S + size_t(j) * size_t(dk), k, dk)) * b;
+        for (int32_t j = 0; j < dv; ++j) delta[j] = (v[j] - Dot(S + size_t(j) * size_t(dk), k, dk)) * b;
         for (int32_t j = 0; j < dv; ++j) {
           float* sj = S + size_t(j) * size_t(dk);
-          for (int32_t i = 0; i < dk; ++i) sj[i] += delta[size_t(j)] * k[i];
+          for (int32_t i = 0; i < dk; ++i) sj[i] += delta[j] * k[i];
         }
         float* o = y + size_t(t) * size_t(Hv) * size_t(dv) + size_t(h) * size_t(dv);
         for (int32_t j = 0; j < dv; ++j) o[j] = Dot(S + size_t(j) * size_t(dk), q, dk) * scale;

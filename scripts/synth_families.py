@@ -136,13 +136,19 @@ FAMILIES = {
 }
 
 # 1B-class shapes for bench/family_bench.sh (Q4_K_M mix only, never in the tests): a dense
-# Qwen3 in Qwen3-1.7B's shape, and a Qwen3-MoE with 8 experts of which 2 are used per token.
+# Qwen3 in Qwen3-1.7B's shape, a Qwen3-MoE with 8 experts of which 2 are used per token, and a
+# Qwen 3.5 (gated DeltaNet hybrid) in Qwen3.5-0.8B's shape.
 BENCH = {
     "bench-qwen3-1.7b": dict(arch="qwen3", vocab="qwen2", E=2048, L=28, H=16, Hkv=8, hd=128, F=6144, base=1e6,
                              tied=True, eps=1e-6, ctx=40960, qk_norm=True, key_length=True),
     "bench-qwen3moe-8x2": dict(arch="qwen3moe", vocab="qwen2", E=1024, L=24, H=16, Hkv=4, hd=64, F=1024,
                                base=1e6, tied=True, eps=1e-6, ctx=40960, qk_norm=True, key_length=True,
                                experts=(8, 2), Fe=1024),
+    # Qwen3.5-0.8B's shape: 18 gated DeltaNet layers (16 key and 16 value heads of 128) and 6
+    # gated attention layers (8 heads of 256 on 2 KV heads, rope on 64).
+    "bench-qwen35-0.8b": dict(arch="qwen35", vocab="qwen35", E=1024, L=24, H=8, Hkv=2, hd=256, F=3584, base=1e7,
+                              tied=True, eps=1e-6, ctx=262144, key_length=True, n_rot=64, qk_norm=True,
+                              delta=dict(interval=4, d_conv=4, n_k=16, n_v=16, d=128)),
 }
 FAMILIES.update(BENCH)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Speed on 1B-class synthesized models of two families, side by side with llama.cpp
+# Speed on 1B-class synthesized models of three families, side by side with llama.cpp
 # (bench/compare_llama_cpp.sh): a dense Qwen3 in Qwen3-1.7B's shape and a Qwen3-MoE with 8
 # experts of which 2 are used per token, and a Qwen 3.5 (gated DeltaNet hybrid) in
 # Qwen3.5-0.8B's shape, all in the Q4_K_M mix (scripts/synth_families.py,

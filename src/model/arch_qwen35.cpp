@@ -35,7 +35,8 @@ Status RecurrentLayers(const Hparams& h, int32_t n_layer, std::vector<bool>* out
 Status BuildQwen35(const Hparams& h, ModelDesc* d) {
   DeltaNetDesc dn;
   int32_t inner = 0;
-  for (const char* key : {"ssm.conv_kernel", "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank", "ssm.group_count"}) {
+  for (const char* key :
+       {"ssm.conv_kernel", "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank", "ssm.group_count"}) {
     if (!h.Has(key)) return FormatError("missing required metadata key '" + h.Key(key) + "'");
   }
   ZF_RETURN_IF_ERROR(h.I32("ssm.conv_kernel", &dn.d_conv));
@@ -45,8 +46,8 @@ Status BuildQwen35(const Hparams& h, ModelDesc* d) {
   ZF_RETURN_IF_ERROR(h.I32("ssm.group_count", &dn.n_k_heads));
   if (dn.d_conv < 2 || dn.d_conv > 64 || dn.n_k_heads <= 0 || dn.n_v_heads <= 0 || dn.n_v_heads % dn.n_k_heads != 0 ||
       dn.head_k_dim <= 0 || dn.head_k_dim > 1024 || inner <= 0 || inner % dn.n_v_heads != 0) {
-    return FormatError("inconsistent gated DeltaNet sizes for '" + d->arch + "': ssm.conv_kernel=" + std::to_string(dn.d_conv) +
-                       " ssm.group_count=" + std::to_string(dn.n_k_heads) + " ssm.time_step_rank=" +
+    return FormatError("inconsistent gated DeltaNet sizes for '" + d->arch +
+                       "': ssm.conv_kernel=" + std::to_string(dn.d_conv) + " ssm.group_count=" + std::to_string(dn.n_k_heads) + " ssm.time_step_rank=" +
                        std::to_string(dn.n_v_heads) + " ssm.state_size=" + std::to_string(dn.head_k_dim) +
                        " ssm.inner_size=" + std::to_string(inner));
   }

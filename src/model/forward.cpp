@@ -380,7 +380,8 @@ void Forward::DeltaNetBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_se
   float* alpha = delta_ab_.data();
   float* beta = delta_ab_.data() + int64_t{n} * Hv;
   {
-    const Tensor* w4[4] = {L[LayerRole::kDeltaQkv], L[LayerRole::kDeltaGate], L[LayerRole::kSsmAlpha], L[LayerRole::kSsmBeta]};
+    const Tensor* w4[4] = {L[LayerRole::kDeltaQkv], L[LayerRole::kDeltaGate], L[LayerRole::kSsmAlpha],
+                           L[LayerRole::kSsmBeta]};
     float* y4[4] = {delta_qkv_.data(), delta_z_.data(), alpha, beta};
     be_.MatMulShared(w4, y4, 4, h_.data(), n);
   }

@@ -41,7 +41,9 @@ Status Hparams::OptI32PerLayer(const char* suffix, int32_t n_layer, std::vector<
     ZF_RETURN_IF_ERROR(f_.GetI32Array(Key(suffix), &a));
     // Arrays over every block of the file: the run layers, then any MTP blocks (ModelDesc::n_layer_mtp).
     int32_t blocks = n_layer;
-    if (f_.GetI32(Key("block_count"), &blocks).ok() && a.size() == size_t(blocks) && blocks > n_layer) a.resize(size_t(n_layer));
+    if (f_.GetI32(Key("block_count"), &blocks).ok() && a.size() == size_t(blocks) && blocks > n_layer) {
+      a.resize(size_t(n_layer));
+    }
     if (a.size() != size_t(n_layer)) {
       return FormatError("metadata '" + Key(suffix) + "' has " + std::to_string(a.size()) + " entries, expected one per layer (" +
                          std::to_string(n_layer) + ")");

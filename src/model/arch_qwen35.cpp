@@ -46,10 +46,10 @@ Status BuildQwen35(const Hparams& h, ModelDesc* d) {
   ZF_RETURN_IF_ERROR(h.I32("ssm.group_count", &dn.n_k_heads));
   if (dn.d_conv < 2 || dn.d_conv > 64 || dn.n_k_heads <= 0 || dn.n_v_heads <= 0 || dn.n_v_heads % dn.n_k_heads != 0 ||
       dn.head_k_dim <= 0 || dn.head_k_dim > 1024 || inner <= 0 || inner % dn.n_v_heads != 0) {
-    return FormatError("inconsistent gated DeltaNet sizes for '" + d->arch +
-                       "': ssm.conv_kernel=" + std::to_string(dn.d_conv) + " ssm.group_count=" + std::to_string(dn.n_k_heads) + " ssm.time_step_rank=" +
-                       std::to_string(dn.n_v_heads) + " ssm.state_size=" + std::to_string(dn.head_k_dim) +
-                       " ssm.inner_size=" + std::to_string(inner));
+    return FormatError("inconsistent gated DeltaNet sizes for '" + d->arch + "': ssm.conv_kernel=" +
+                       std::to_string(dn.d_conv) + " ssm.group_count=" + std::to_string(dn.n_k_heads) +
+                       " ssm.time_step_rank=" + std::to_string(dn.n_v_heads) + " ssm.state_size=" +
+                       std::to_string(dn.head_k_dim) + " ssm.inner_size=" + std::to_string(inner));
   }
   dn.head_v_dim = inner / dn.n_v_heads;
   if (dn.head_v_dim != dn.head_k_dim) {  // the reference's square [d][d] state per head

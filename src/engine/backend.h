@@ -134,7 +134,7 @@ class Backend {
   // from the projections to the per-head outputs (model/description.h, MixerKind::kGatedDeltaNet).
   // qkv: n_tok rows of p.channels() [q | k | v] before the convolution; alpha, beta: n_tok rows of
   // n_v_heads raw projections; state: the convolution's last d_conv - 1 input rows (oldest
-  // first) then [n_v_heads][head_v_dim][head_k_dim], updated; y: n_tok rows of
+  // first) then [n_v_heads][head_k_dim][head_v_dim] (key-major), updated; y: n_tok rows of
   // n_v_heads * head_v_dim. Positions run in order (the exact recurrence, no chunked form), so a
   // split into steps does not change the bits.
   virtual void GatedDeltaNet(const float* qkv, const float* alpha, const float* beta, int32_t n_tok,

@@ -152,8 +152,8 @@ enum class MixerKind : int32_t {
   // Gated DeltaNet (Qwen3.5's linear attention): attn_qkv -> [q | k | v] through a causal
   // depthwise convolution of d_conv taps and SiLU; q, k L2-normalized per head; per value head a
   // decay g = exp(ssm_a * softplus(alpha + ssm_dt)) and a write strength beta = sigmoid(beta_in);
-  // the [d_v][d_k] state S = g S + beta (v - g S k) k^T, output S q / sqrt(d_k); then an RMS norm
-  // per head (ssm_norm) times silu(attn_gate x), ssm_out. State: the convolution's last
+  // the state S [d_k][d_v]: S = g S + k (beta (v - g S^T k))^T, output S^T q / sqrt(d_k); then
+  // an RMS norm per head (ssm_norm) times silu(attn_gate x), ssm_out. State: the convolution's last
   // d_conv - 1 input rows, then S of every value head.
   kGatedDeltaNet,
 };

@@ -21,12 +21,6 @@ void L2Normalize(float* x, int32_t n, float eps) {
   for (int32_t i = 0; i < n; ++i) x[i] *= s;
 }
 
-float Dot(const float* a, const float* b, int32_t n) {
-  float sum = 0.0f;
-  for (int32_t i = 0; i < n; ++i) sum += a[i] * b[i];
-  return sum;
-}
-
 }  // namespace
 
 void CpuBackend::GatedDeltaNet(const float* qkv, const float* alpha, const float* beta, int32_t n_tok,
@@ -53,7 +47,9 @@ void CpuBackend::GatedDeltaNet(const float* qkv, const float* alpha, const float
   std::copy(u + size_t(n_tok) * W, u + size_t(n_tok + d) * W, state);
 
   // 2. Per value head the delta rule over the positions in order. Heads are independent: split
-  // across threads without changing any head's arithmetic.
+  // across threads without changing any head's arithmetic. S is key-major [d_k][d_v], so every
+  // loop below runs along a contiguous row of d_v (vectorized) while each value column still
+  // sums over the key dims in order.
   float* S_all = state + size_t(d) * W;
   const float scale = 1.0f / std::sqrt(float(dk));
   const int32_t key_dim = p.n_k_heads * dk, Hv = p.n_v_heads;
@@ -61,7 +57,7 @@ void CpuBackend::GatedDeltaNet(const float* qkv, const float* alpha, const float
     float delta[1024];  // dv <= 1024 (the description's head sizes are checked at load)
     for (int64_t h = h0; h < h1; ++h) {
       const int32_t kh = int32_t(h) % p.n_k_heads;
-      float* S = S_all + size_t(h) * size_t(dv) * size_t(dk);  // [dv][dk]
+      float* S = S_all + size_t(h) * size_t(dk) * size_t(dv);
       for (int32_t t = 0; t < n_tok; ++t) {
         const float* row = delta_qkv_.data() + size_t(t) * W;
         const float* q = row + size_t(kh) * size_t(dk);
@@ -69,14 +65,23 @@ void CpuBackend::GatedDeltaNet(const float* qkv, const float* alpha, const float
         const float* v = row + size_t(2 * key_dim) + size_t(h) * size_t(dv);
         const float g = std::exp(Softplus(alpha[size_t(t) * size_t(Hv) + size_t(h)] + p.dt_bias[h]) * p.a[h]);
         const float b = Sigmoid(beta[size_t(t) * size_t(Hv) + size_t(h)]);
-        for (size_t i = 0; i < size_t(dv) * size_t(dk); ++i) S[i] *= g;
-        for (int32_t j = 0; j < dv; ++j) delta[j] = (v[j] - Dot(S + size_t(j) * size_t(dk), k, dk)) * b;
-        for (int32_t j = 0; j < dv; ++j) {
-          float* sj = S + size_t(j) * size_t(dk);
-          for (int32_t i = 0; i < dk; ++i) sj[i] += delta[j] * k[i];
+        for (size_t i = 0; i < size_t(dk) * size_t(dv); ++i) S[i] *= g;
+        // delta = (v - S^T k) * beta
+        for (int32_t j = 0; j < dv; ++j) delta[j] = 0.0f;
+        for (int32_t i = 0; i < dk; ++i) {
+          const float* si = S + size_t(i) * size_t(dv);
+          for (int32_t j = 0; j < dv; ++j) delta[j] += si[j] * k[i];
         }
+        for (int32_t j = 0; j < dv; ++j) delta[j] = (v[j] - delta[j]) * b;
+        // S += k delta^T; o = S^T q / sqrt(d_k)
         float* o = y + size_t(t) * size_t(Hv) * size_t(dv) + size_t(h) * size_t(dv);
-        for (int32_t j = 0; j < dv; ++j) o[j] = Dot(S + size_t(j) * size_t(dk), q, dk) * scale;
+        for (int32_t j = 0; j < dv; ++j) o[j] = 0.0f;
+        for (int32_t i = 0; i < dk; ++i) {
+          float* si = S + size_t(i) * size_t(dv);
+          for (int32_t j = 0; j < dv; ++j) si[j] += k[i] * delta[j];
+          for (int32_t j = 0; j < dv; ++j) o[j] += si[j] * q[i];
+        }
+        for (int32_t j = 0; j < dv; ++j) o[j] *= scale;
       }
     }
   });

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Speed on 1B-class synthesized models of two families, side by side with llama.cpp
+# Speed on 1B-class synthesized models of three families, side by side with llama.cpp
 # (bench/compare_llama_cpp.sh): a dense Qwen3 in Qwen3-1.7B's shape and a Qwen3-MoE with 8
-# experts of which 2 are used per token, both in the Q4_K_M mix (scripts/synth_families.py,
+# experts of which 2 are used per token, and a Qwen 3.5 (gated DeltaNet hybrid) in
+# Qwen3.5-0.8B's shape, all in the Q4_K_M mix (scripts/synth_families.py,
 # BENCH). Random weights: speed only, the math is checked by tests/family.
 #   bench/family_bench.sh [compare_llama_cpp.sh options]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${ZERFOO_BENCH_MODELS:-$HOME/.cache/zerfoo/bench-models}"
-"$root/tests/family/make_models.sh" "$out" --only bench-qwen3-1.7b,bench-qwen3moe-8x2 --quants q4 >&2
-exec "$root/bench/compare_llama_cpp.sh" -m "$out/bench-qwen3-1.7b-q4.gguf,$out/bench-qwen3moe-8x2-q4.gguf" "$@"
+"$root/tests/family/make_models.sh" "$out" --only bench-qwen3-1.7b,bench-qwen3moe-8x2,bench-qwen35-0.8b --quants q4 >&2
+exec "$root/bench/compare_llama_cpp.sh" \
+  -m "$out/bench-qwen3-1.7b-q4.gguf,$out/bench-qwen3moe-8x2-q4.gguf,$out/bench-qwen35-0.8b-q4.gguf" "$@"

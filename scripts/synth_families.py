@@ -133,10 +133,25 @@ FAMILIES = {
                              ssm=dict(d_conv=4, d_inner=512, d_state=32, n_head=8, n_group=1),
                              experts=(4, 2), Fs=512,
                              scales=dict(embedding=12.0, residual=0.22, attention=0.0078125, logit=8.0)),
+    # Qwen 3.5: gated DeltaNet layers (2 key heads, 4 value heads tiled over them: head h reads key
+    # head h % 2; head dims 32, 4 taps) and gated full attention (attn_q rows per head [q | gate],
+    # partial rope 16 of 64) marked by attention.recurrent_layers, then the converter's MTP block
+    # (nextn_predict_layers 1: in the file, not run); E 128 keeps the F32 files small. Decays exp(ssm_a * softplus(alpha + dt)) spread over ~0.05-0.95.
+    "qwen35": dict(arch="qwen35", vocab="qwen35", E=128, L=4, H=4, Hkv=2, hd=64, F=256, base=1e7, tied=True,
+                   eps=1e-6, ctx=262144, key_length=True, n_rot=16, qk_norm=True,
+                   delta=dict(recurrent=[True, True, True, False], d_conv=4, n_k=2, n_v=4, d=32), mtp=True),
+    # Qwen 3.5 MoE: the same mixers, recurrent layers from full_attention_interval 2 (no per-layer
+    # array); 4 experts of 256 (2 used, softmax router, renormalized) plus a shared expert of 256
+    # gated by sigmoid(ffn_gate_inp_shexp . x).
+    "qwen35moe": dict(arch="qwen35moe", vocab="qwen35", E=128, L=4, H=4, Hkv=2, hd=64, F=256, base=1e7,
+                      tied=True, eps=1e-6, ctx=262144, key_length=True, n_rot=16, qk_norm=True,
+                      experts=(4, 2), Fe=256, Fs=256, shexp_gate=True,
+                      delta=dict(interval=2, d_conv=4, n_k=2, n_v=4, d=32)),
 }
 
 # 1B-class shapes for bench/family_bench.sh (Q4_K_M mix only, never in the tests): a dense
-# Qwen3 in Qwen3-1.7B's shape, and a Qwen3-MoE with 8 experts of which 2 are used per token.
+# Qwen3 in Qwen3-1.7B's shape, a Qwen3-MoE with 8 experts of which 2 are used per token, and a
+# Qwen 3.5 (gated DeltaNet hybrid) in Qwen3.5-0.8B's shape.
 BENCH = {
     "bench-qwen3-1.7b": dict(arch="qwen3", vocab="qwen2", E=2048, L=28, H=16, Hkv=8, hd=128, F=6144, base=1e6,
                              tied=True, eps=1e-6, ctx=40960, qk_norm=True, key_length=True),
@@ -150,6 +165,11 @@ BENCH = {
                                    ssm_layers=tuple(i for i in range(24) if i % 6 != 5),
                                    ssm=dict(d_conv=4, d_inner=3072, d_state=128, n_head=48, n_group=1),
                                    scales=dict(embedding=12.0, residual=0.22, attention=0.0078125, logit=8.0)),
+    # Qwen3.5-0.8B's shape: 18 gated DeltaNet layers (16 key and 16 value heads of 128) and 6
+    # gated attention layers (8 heads of 256 on 2 KV heads, rope on 64).
+    "bench-qwen35-0.8b": dict(arch="qwen35", vocab="qwen35", E=1024, L=24, H=8, Hkv=2, hd=256, F=3584, base=1e7,
+                              tied=True, eps=1e-6, ctx=262144, key_length=True, n_rot=64, qk_norm=True,
+                              delta=dict(interval=4, d_conv=4, n_k=16, n_v=16, d=128)),
 }
 FAMILIES.update(BENCH)
 
@@ -209,6 +229,16 @@ def tensor_specs(h, n_vocab, quant):
             specs.append(vec(p + "attn_norm.weight", E))
         if i in h.get("ssm_layers", ()):
             specs += ssm_specs(h, p, i, mat, vec)
+        elif "delta" in h and delta_recurrent(h, i):
+            dn = h["delta"]
+            kd, vd = dn["n_k"] * dn["d"], dn["n_v"] * dn["d"]
+            # conversion/qwen.py's names: in_proj_qkv -> attn_qkv, in_proj_z -> attn_gate,
+            # conv1d (F32: llama-quantize skips ssm_conv1d), dt_bias, -exp(A_log), in_proj_b / _a.
+            specs += [mat(p + "attn_qkv.weight", E, 2 * kd + vd, 0.06, i), mat(p + "attn_gate.weight", E, vd, 0.06, i),
+                      (p + "ssm_conv1d.weight", (dn["d_conv"], 2 * kd + vd), Q.F32, 0.5),
+                      vec(p + "ssm_dt.bias", dn["n_v"], "dt_bias"), vec(p + "ssm_a", dn["n_v"], "ssm_a"),
+                      mat(p + "ssm_beta.weight", E, dn["n_v"], 0.06, i), mat(p + "ssm_alpha.weight", E, dn["n_v"], 0.06, i),
+                      vec(p + "ssm_norm.weight", dn["d"]), mat(p + "ssm_out.weight", vd, E, 0.03, i)]
         elif i in h.get("conv_layers", ()):
             # The kernel [l_cache, E] stays F32 (rows of 3: llama-quantize cannot block them).
             specs += [(p + "shortconv.conv.weight", (h["l_cache"], E), Q.F32, 0.5),
@@ -218,7 +248,9 @@ def tensor_specs(h, n_vocab, quant):
             if arch == "phi3":
                 specs.append(mat(p + "attn_qkv.weight", E, nq + 2 * nkv, 0.06, i))
             else:
-                specs += [mat(p + "attn_q.weight", E, nq, 0.06, i), mat(p + "attn_k.weight", E, nkv, 0.06, i),
+                # Qwen 3.5's gated attention: each head's rows [q | gate].
+                q_rows = 2 * nq if "delta" in h else nq
+                specs += [mat(p + "attn_q.weight", E, q_rows, 0.06, i), mat(p + "attn_k.weight", E, nkv, 0.06, i),
                           mat(p + "attn_v.weight", E, nkv, 0.03, i, kind="more")]
             if h.get("qkv_bias"):
                 specs += [vec(p + "attn_q.bias", nq, 0.2), vec(p + "attn_k.bias", nkv, 0.2),
@@ -230,7 +262,9 @@ def tensor_specs(h, n_vocab, quant):
             specs.append(mat(p + "attn_output.weight", nq, E, 0.03, i))
             if arch in ("gemma2", "olmo2"):
                 specs.append(vec(p + "post_attention_norm.weight", E))
-        if arch != "olmo2":
+        if "delta" in h:  # the pre-FFN norm under its converter name
+            specs.append(vec(p + "post_attention_norm.weight", E))
+        elif arch != "olmo2":
             specs.append(vec(p + "ffn_norm.weight", E))
         if "experts" in h and i >= h.get("dense_lead", 0):
             n_exp = h["experts"][0]
@@ -241,7 +275,8 @@ def tensor_specs(h, n_vocab, quant):
                       mat(p + "ffn_down_exps.weight", Fe, E, 0.03, i, kind="more", n_exp=n_exp)]
             if h.get("probs_bias"):
                 specs.append(vec(p + "exp_probs_b.bias", n_exp, h["probs_bias"]))
-            if h.get("Fs"):
+            if h.get("Fs"):  # shared experts (Qwen3.5's gated by sigmoid(ffn_gate_inp_shexp . x))
+                specs += [vec(p + "ffn_gate_inp_shexp.weight", E, 0.06)] if h.get("shexp_gate") else []
                 specs += [mat(p + "ffn_gate_shexp.weight", E, h["Fs"], 0.03, i),
                           mat(p + "ffn_up_shexp.weight", E, h["Fs"], 0.03, i),
                           mat(p + "ffn_down_shexp.weight", h["Fs"], E, 0.03, i, kind="more")]
@@ -252,6 +287,16 @@ def tensor_specs(h, n_vocab, quant):
                       mat(p + "ffn_down.weight", F, E, 0.03, i, kind="more")]
         if arch in ("gemma2", "olmo2"):
             specs.append(vec(p + "post_ffw_norm.weight", E))
+    if h.get("mtp"):  # conversion/qwen.py's _QwenMtpMixin: mtp.* as block L with nextn.* names
+        p = f"blk.{L}."
+        specs += [vec(p + "attn_norm.weight", E), mat(p + "attn_q.weight", E, 2 * nq, 0.06, L),
+                  mat(p + "attn_k.weight", E, nkv, 0.06, L), mat(p + "attn_v.weight", E, nkv, 0.03, L),
+                  vec(p + "attn_q_norm.weight", hd), vec(p + "attn_k_norm.weight", hd),
+                  mat(p + "attn_output.weight", nq, E, 0.03, L), vec(p + "post_attention_norm.weight", E),
+                  mat(p + "ffn_gate.weight", E, F, 0.03, L), mat(p + "ffn_up.weight", E, F, 0.03, L),
+                  mat(p + "ffn_down.weight", F, E, 0.03, L), mat(p + "nextn.eh_proj.weight", 2 * E, E, 0.03, L),
+                  vec(p + "nextn.enorm.weight", E), vec(p + "nextn.hnorm.weight", E),
+                  vec(p + "nextn.shared_head_norm.weight", E)]
     specs.append(vec("token_embd_norm.weight" if arch in ("lfm2", "lfm2moe") else "output_norm.weight", E))
     if not h["tied"]:
         specs.append(mat("output.weight", E, n_vocab, 0.02, kind="out"))
@@ -274,6 +319,14 @@ def ssm_specs(h, p, i, mat, vec):
             (p + "ssm_d", (1, nh), Q.F32, ("norm", 1.0)),
             (p + "ssm_norm.weight", (d_inner // G, G), Q.F32, None),
             mat(p + "ssm_out.weight", d_inner, E, 0.03, i)]
+
+def delta_recurrent(h, i):
+    """Whether layer i is a gated DeltaNet layer (attention.recurrent_layers, else every layer but
+    each full_attention_interval-th, as llama.cpp reads them)."""
+    dn = h["delta"]
+    if "recurrent" in dn:
+        return dn["recurrent"][i]
+    return (i + 1) % dn["interval"] != 0
 
 
 def gpt_oss_specs(h, n_vocab, mat, vec):
@@ -411,6 +464,10 @@ def random_tensor(rng, h, name, ne, t, sigma):
             v = (dt + np.log(-np.expm1(-dt))).astype(np.float32)
         elif sigma == "sinks":
             v = rng.uniform(-1.0, 3.0, n).astype(np.float32)
+        elif sigma == "ssm_a":  # -exp(A_log): per-head decay rates
+            v = -rng.uniform(1.0, 4.0, n).astype(np.float32)
+        elif sigma == "dt_bias":
+            v = rng.uniform(-3.0, 0.0, n).astype(np.float32)
         else:
             v = sigma * rng.standard_normal(n, dtype=np.float32)
         return v.astype(np.float32).reshape(shape)
@@ -571,7 +628,7 @@ def metadata(h, quant, name):
     E, H, hd = h["E"], h["H"], h["hd"]
     kv = [kv_str("general.architecture", a), kv_str("general.name", f"zerfoo synthetic {name}"),
           kv_u32(f"{a}.context_length", h["ctx"]), kv_u32(f"{a}.embedding_length", E),
-          kv_u32(f"{a}.block_count", h["L"]), kv_u32(f"{a}.feed_forward_length", h["F"]),
+          kv_u32(f"{a}.block_count", h["L"] + (1 if h.get("mtp") else 0)), kv_u32(f"{a}.feed_forward_length", h["F"]),
           kv_u32(f"{a}.attention.head_count", H),
           kv_i32_array(f"{a}.attention.head_count_kv",
                        [0 if i in h.get("conv_layers", h.get("ssm_layers", ())) else h["Hkv"] for i in range(h["L"])])
@@ -611,6 +668,20 @@ def metadata(h, quant, name):
         kv += [kv_u32(f"{a}.ssm.conv_kernel", m["d_conv"]), kv_u32(f"{a}.ssm.state_size", m["d_state"]),
                kv_u32(f"{a}.ssm.group_count", m["n_group"]), kv_u32(f"{a}.ssm.inner_size", m["d_inner"]),
                kv_u32(f"{a}.ssm.time_step_rank", m["n_head"]), kv_bool(f"{a}.rope.scaling.finetuned", False)]
+        if "Fs" in h:
+            kv.append(kv_u32(f"{a}.expert_shared_feed_forward_length", h["Fs"]))
+    if "delta" in h:
+        dn = h["delta"]
+        kv += [kv_u32(f"{a}.rope.dimension_count", h["n_rot"]),
+               kv_i32_array(f"{a}.rope.dimension_sections", [3, 3, 2, 0]),
+               kv_u32(f"{a}.ssm.conv_kernel", dn["d_conv"]), kv_u32(f"{a}.ssm.state_size", dn["d"]),
+               kv_u32(f"{a}.ssm.group_count", dn["n_k"]), kv_u32(f"{a}.ssm.time_step_rank", dn["n_v"]),
+               kv_u32(f"{a}.ssm.inner_size", dn["n_v"] * dn["d"]),
+               kv_u32(f"{a}.full_attention_interval", dn.get("interval", 4))]
+        if "recurrent" in dn:  # one per block, the MTP block's False
+            kv.append(kv_arr(f"{a}.attention.recurrent_layers", T_BOOL, dn["recurrent"] + [False] * bool(h.get("mtp"))))
+        if h.get("mtp"):
+            kv.append(kv_u32(f"{a}.nextn_predict_layers", 1))
         if "Fs" in h:
             kv.append(kv_u32(f"{a}.expert_shared_feed_forward_length", h["Fs"]))
     if a in ("granite", "granitehybrid"):

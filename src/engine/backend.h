@@ -136,6 +136,17 @@ class Backend {
   // RecurrentState floats, [d_conv - 1][channels] conv inputs (oldest first), then
   // [n_head][head_dim][d_state] scan state; y: n_tok rows of d_inner (group-normed, gated).
   virtual void Mamba2(const float* zxbcdt, int32_t n_tok, const Mamba2Params& p, float* state, float* y) {}
+  // kGatedDeltaNet: Qwen3.5's linear attention over n_tok consecutive positions of ONE sequence,
+  // from the projections to the per-head outputs (model/description.h, MixerKind::kGatedDeltaNet).
+  // qkv: n_tok rows of p.channels() [q | k | v] before the convolution; alpha, beta: n_tok rows of
+  // n_v_heads raw projections; state: the convolution's last d_conv - 1 input rows (oldest
+  // first) then [n_v_heads][head_k_dim][head_v_dim] (key-major), updated; y: n_tok rows of
+  // n_v_heads * head_v_dim. Positions run in order (the exact recurrence, no chunked form), so a
+  // split into steps does not change the bits.
+  virtual void GatedDeltaNet(const float* qkv, const float* alpha, const float* beta, int32_t n_tok,
+                             const DeltaNetParams& p, float* state, float* y) {}
+  // kAttnOutputGate: x[i] *= sigmoid(gate[i]) over n elements.
+  virtual void SigmoidGate(float* x, const float* gate, int64_t n) {}
 
   // ---- Activation memory and step hooks. Defaults (host memory, nothing recorded) are what the
   // CPU engine uses; a device engine overrides them. ----

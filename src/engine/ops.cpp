@@ -22,6 +22,8 @@ const char* OpName(Op op) {
     case Op::kUnweightedNorm: return "RMS norm without a weight";
     case Op::kShortConv: return "short convolution (recurrent state)";
     case Op::kMamba2: return "Mamba-2 selective scan (recurrent state)";
+    case Op::kGatedDeltaNet: return "gated DeltaNet (recurrent state)";
+    case Op::kAttnOutputGate: return "sigmoid-gated attention output";
     case Op::kCount: break;
   }
   return "unknown op";

@@ -48,6 +48,8 @@ enum class Op : int32_t {
   kUnweightedNorm,  // RmsNorm without a weight (w == nullptr)
   kShortConv,   // LFM2's gated short convolution with a per-sequence state (Backend::ShortConv)
   kMamba2,      // Mamba-2's convolution + selective scan with a per-sequence state (Backend::Mamba2)
+  kGatedDeltaNet,   // Qwen3.5's linear attention with a per-sequence state (Backend::GatedDeltaNet)
+  kAttnOutputGate,  // x *= sigmoid(gate) (Backend::SigmoidGate: Qwen3.5's gated attention output)
   kCount
 };
 const char* OpName(Op op);
@@ -73,6 +75,21 @@ struct RopeParams {
 // YaRN's correction range [low, high] of dimension-pair indices for these params (the
 // reference's corr_dims: floor of beta_fast's, ceil of beta_slow's, clamped to [0, n_rot - 1]).
 void RopeYarnCorrDims(const RopeParams& rp, float* low, float* high);
+
+// A gated DeltaNet layer's sizes and small tensors (Backend::GatedDeltaNet). Value head h reads
+// key head h % n_k_heads.
+struct DeltaNetParams {
+  int32_t d_conv = 0;       // convolution taps (the current position and d_conv - 1 before it)
+  int32_t n_k_heads = 0;
+  int32_t n_v_heads = 0;
+  int32_t head_k_dim = 0;
+  int32_t head_v_dim = 0;
+  float eps = 1e-6f;        // of the L2 norms of q and k: x / sqrt(sum x^2 + eps)
+  const float* conv = nullptr;     // [channels][d_conv], each channel's taps oldest first
+  const float* dt_bias = nullptr;  // [n_v_heads]
+  const float* a = nullptr;        // [n_v_heads] (negative: -exp(A_log))
+  int32_t channels() const { return 2 * n_k_heads * head_k_dim + n_v_heads * head_v_dim; }
+};
 
 struct AttentionParams {
   int32_t n_head = 0;

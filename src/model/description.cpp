@@ -47,6 +47,9 @@ size_t RecurrentStateFloats(const ModelDesc& d, const LayerDesc& l) {
     case MixerKind::kShortConv: return size_t(l.conv.l_cache - 1) * size_t(d.n_embd);
     case MixerKind::kMamba2:
       return size_t(l.ssm.d_conv - 1) * size_t(l.ssm.Channels()) + size_t(l.ssm.d_inner) * size_t(l.ssm.d_state);
+    case MixerKind::kGatedDeltaNet:
+      return size_t(l.delta.d_conv - 1) * size_t(l.delta.channels()) +
+             size_t(l.delta.n_v_heads) * size_t(l.delta.head_v_dim) * size_t(l.delta.head_k_dim);
   }
   return 0;
 }
@@ -68,6 +71,7 @@ std::vector<engine::Op> RequiredOps(const ModelDesc& d) {
     if (l.out_scale || l.ffn.router_scaled_norm) need(engine::Op::kScale);
     if (l.mixer == MixerKind::kShortConv) need(engine::Op::kShortConv);
     if (l.mixer == MixerKind::kMamba2) need(engine::Op::kMamba2);
+    if (l.mixer == MixerKind::kGatedDeltaNet) need(engine::Op::kGatedDeltaNet);
     if (l.norm.kind == NormKind::kLayer) need(engine::Op::kLayerNorm);
     if (l.ffn.kind == FfnKind::kPlain) need(engine::Op::kPlainFfn);
     if (l.ffn.kind == FfnKind::kMoe) need(engine::Op::kMoe);
@@ -76,6 +80,7 @@ std::vector<engine::Op> RequiredOps(const ModelDesc& d) {
     if (!l.attn.causal) need(engine::Op::kNonCausal);
     if (l.attn.rope.enabled && l.attn.rope.ext_factor != 0.0f) need(engine::Op::kRopeYarn);
     if (l.attn.sinks) need(engine::Op::kAttnSinks);
+    if (l.attn.q_gate) need(engine::Op::kAttnOutputGate), need(engine::Op::kStridedRows);
     if (l.ffn.act == Activation::kSwigluOai) need(engine::Op::kSwigluOai);
   }
   return ops;

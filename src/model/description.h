@@ -83,6 +83,9 @@ struct AttentionDesc {
   // KV shared across layers: -1 = this layer stores its own K/V; else the (earlier) layer whose
   // cached rows it attends over. Such a layer has no KV cache of its own and projects only Q.
   int32_t kv_from = -1;
+  // Qwen3.5's gated attention: attn_q's rows are per head [q | gate] (2 * head_dim_k each); the
+  // attention output is multiplied by sigmoid(gate) before attn_output.
+  bool q_gate = false;
 };
 
 enum class FfnKind : int32_t {
@@ -118,6 +121,9 @@ struct FfnDesc {
   // exp_probs_b.bias [n_expert]: added to the scores for choosing the top-k only (the weights
   // stay the unbiased scores), as LFM2-MoE's router does.
   bool selection_bias = false;
+  // The shared expert's output times sigmoid(ffn_gate_inp_shexp . x), one scalar per token
+  // (qwen2moe, Qwen3.5-MoE); only with n_ff_shared > 0.
+  bool shared_gate = false;
 };
 
 struct NormDesc {
@@ -149,6 +155,13 @@ enum class MixerKind : int32_t {
   // norm per group, ssm_out. State: the last d_conv - 1 conv inputs, [d_conv - 1][d_inner +
   // 2 n_group d_state], then the scan's [n_head][head_dim][d_state].
   kMamba2,
+  // Gated DeltaNet (Qwen3.5's linear attention): attn_qkv -> [q | k | v] through a causal
+  // depthwise convolution of d_conv taps and SiLU; q, k L2-normalized per head; per value head a
+  // decay g = exp(ssm_a * softplus(alpha + ssm_dt)) and a write strength beta = sigmoid(beta_in);
+  // the state S [d_k][d_v]: S = g S + k (beta (v - g S^T k))^T, output S^T q / sqrt(d_k); then
+  // an RMS norm per head (ssm_norm) times silu(attn_gate x), ssm_out. State: the convolution's last
+  // d_conv - 1 input rows, then S of every value head.
+  kGatedDeltaNet,
 };
 
 struct ShortConvDesc {
@@ -165,11 +178,25 @@ struct Mamba2Desc {
   int32_t InProj() const { return 2 * d_inner + 2 * n_group * d_state + n_head; }  // ssm_in's rows
 };
 
+// Sizes of a gated DeltaNet layer (ssm.* keys). Value head h reads key head h % n_k_heads (the
+// converter stores the value heads tiled over the key heads).
+struct DeltaNetDesc {
+  int32_t d_conv = 0;      // ssm.conv_kernel
+  int32_t n_k_heads = 0;   // ssm.group_count
+  int32_t n_v_heads = 0;   // ssm.time_step_rank
+  int32_t head_k_dim = 0;  // ssm.state_size
+  int32_t head_v_dim = 0;  // ssm.inner_size / n_v_heads
+  int32_t key_dim() const { return n_k_heads * head_k_dim; }
+  int32_t value_dim() const { return n_v_heads * head_v_dim; }
+  int32_t channels() const { return 2 * key_dim() + value_dim(); }  // the convolution's [q | k | v]
+};
+
 struct LayerDesc {
   MixerKind mixer = MixerKind::kAttention;
   AttentionDesc attn;    // kAttention only
   ShortConvDesc conv;    // kShortConv only
   Mamba2Desc ssm;        // kMamba2 only
+  DeltaNetDesc delta;    // kGatedDeltaNet only
   FfnDesc ffn;
   NormDesc norm;
   // Gemma 4's per-layer input (ModelDesc::n_embd_per_layer > 0), after the FFN's residual:
@@ -187,6 +214,9 @@ struct ModelDesc {
   int32_t n_embd = 0;
   int32_t n_layer = 0;
   std::vector<LayerDesc> layers;  // [n_layer]
+  // Blocks after the n_layer run ones (nextn_predict_layers: multi-token-prediction heads): their
+  // tensors are in the file and left unbound.
+  int32_t n_layer_mtp = 0;
 
   // Input: token_embd row (times embed_scale), plus position_embd's row (pos_embd), plus row 0
   // of token_types [n_embd, n_token_types] when n_token_types > 0 (every token is "sentence A",

@@ -39,7 +39,7 @@ Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch
     const int64_t padded = (int64_t{n_ctx} + 255) / 256 * 256;
     rope_factors_ = F32(padded > d.n_ctx_orig ? w[GlobalRole::kRopeFactorsLong] : w[GlobalRole::kRopeFactorsShort]);
   }
-  size_t q = 0, k = 0, v = 0, o = 0, ff = 0, ne = 0, ssm = 0;
+  size_t q = 0, k = 0, v = 0, o = 0, ff = 0, ne = 0, ssm = 0, qg = 0, dc = 0, dv = 0, dh = 0;
   bool conv = false;
   for (const LayerDesc& l : d.layers) {
     ff = std::max({ff, size_t(l.ffn.n_ff), size_t(l.ffn.n_ff_dense), size_t(l.ffn.n_ff_shared)});
@@ -54,6 +54,14 @@ Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch
       o = std::max(o, size_t(d.n_embd));  // the convolution's output goes to attn_
       continue;
     }
+    if (l.mixer == MixerKind::kGatedDeltaNet) {
+      dc = std::max(dc, size_t(l.delta.channels()));
+      dv = std::max(dv, size_t(l.delta.value_dim()));
+      dh = std::max(dh, size_t(l.delta.n_v_heads));
+      o = std::max(o, size_t(l.delta.value_dim()));  // the per-head outputs go to attn_
+      continue;
+    }
+    if (l.attn.q_gate) qg = std::max(qg, size_t(l.attn.n_head) * size_t(l.attn.head_dim_k));
     q = std::max(q, size_t(l.attn.n_head) * size_t(l.attn.head_dim_k));
     k = std::max(k, size_t(l.attn.n_head_kv) * size_t(l.attn.head_dim_k));
     v = std::max(v, size_t(l.attn.n_head_kv) * size_t(l.attn.head_dim_v));
@@ -67,6 +75,8 @@ Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch
             alloc(logits_, size_t(max_seqs) * size_t(d.n_vocab));
   if (ok && conv) ok = alloc(conv_, b * 3 * E);
   if (ok && ssm > 0) ok = alloc(ssm_, b * ssm);
+  if (ok && qg > 0) ok = alloc(q_full_, b * 2 * qg) && alloc(q_gate_, b * qg);
+  if (ok && dc > 0) ok = alloc(delta_qkv_, b * dc) && alloc(delta_z_, b * dv) && alloc(delta_ab_, b * 2 * dh);
   if (ok && ne > 0) {
     ok = alloc(router_, b * ne) && alloc(moe_in_, b * E) && alloc(moe_out_, b * E) && alloc(moe_acc_, b * E) &&
          alloc(moe_x_, b * E);
@@ -157,8 +167,10 @@ void Forward::RunOps(const int32_t* tokens, int32_t n, const Seq* seqs, int32_t 
       AttentionBlock(il, n, seqs, n_seq);
     } else if (ld.mixer == MixerKind::kMamba2) {
       Mamba2Block(il, n, seqs, n_seq);
-    } else {
+    } else if (ld.mixer == MixerKind::kShortConv) {
       ShortConvBlock(il, n, seqs, n_seq);
+    } else {
+      DeltaNetBlock(il, n, seqs, n_seq);
     }
     if (ld.ffn.kind == FfnKind::kMoe) {
       MoeFfn(il, n);
@@ -258,8 +270,13 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
   const bool v_is_k = own_kv && L[LayerRole::kAttnV] == nullptr;
   {
     const Tensor* w3[3] = {L[LayerRole::kAttnQ], L[LayerRole::kAttnK], L[LayerRole::kAttnV]};
-    float* y3[3] = {q_.data(), k_.data(), v_.data()};
+    float* y3[3] = {a.q_gate ? q_full_.data() : q_.data(), k_.data(), v_.data()};
     be_.MatMulShared(w3, y3, !own_kv ? 1 : v_is_k ? 2 : 3, in, n);
+  }
+  if (a.q_gate) {  // per head [q | gate]: the queries to q_, the gates to q_gate_
+    const int32_t hd = a.head_dim_k;
+    be_.CopyRows(q_full_.data(), 2 * hd, n * a.n_head, hd, q_.data(), hd);
+    be_.CopyRows(q_full_.data() + hd, 2 * hd, n * a.n_head, hd, q_gate_.data(), hd);
   }
   if (v_is_k) be_.CopyRows(k_.data(), k_w, n, k_w, v_.data(), v_w);
   if (L[LayerRole::kAttnQBias]) be_.AddBias(q_.data(), F32(L[LayerRole::kAttnQBias]), n, q_w);
@@ -336,6 +353,7 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
       s.kv->Attention(slot, q_.data() + int64_t{row} * q_w, s.n, s.pos0, ap, attn_.data() + int64_t{row} * o_w);
     }
   }
+  if (a.q_gate) be_.SigmoidGate(attn_.data(), q_gate_.data(), int64_t{n} * o_w);
   be_.MatMul(*L[LayerRole::kAttnOut], attn_.data(), n, h_.data());
   if (L[LayerRole::kAttnOutBias]) be_.AddBias(h_.data(), F32(L[LayerRole::kAttnOutBias]), n, E);
   if (ld.norm.post_attn) be_.RmsNorm(h_.data(), F32(L[LayerRole::kPostAttnNorm]), n, E, ld.norm.eps, h_.data());
@@ -383,6 +401,42 @@ void Forward::Mamba2Block(int32_t il, int32_t n, const Seq* seqs, int32_t n_seq)
                attn_.data() + int64_t{row} * m.d_inner);
   }
   be_.MatMul(*L[LayerRole::kSsmOut], attn_.data(), n, h_.data());
+  Residual(h_.data(), n);
+}
+
+// The projections of the step's rows together, then each sequence's rows through the recurrence
+// with its own state, the per-head norm gated by silu(z), the output projection.
+void Forward::DeltaNetBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_seq) {
+  const LayerDesc& ld = model_.desc().layers[size_t(il)];
+  const DeltaNetDesc& dn = ld.delta;
+  const LayerTensors& L = model_.weights().layers[size_t(il)];
+  const int32_t C = dn.channels(), Hv = dn.n_v_heads, VD = dn.value_dim();
+  Norm(ld.norm.kind, ld.norm.eps, L[LayerRole::kAttnNorm], L[LayerRole::kAttnNormBias], x_.data(), n, h_.data());
+  float* alpha = delta_ab_.data();
+  float* beta = delta_ab_.data() + int64_t{n} * Hv;
+  {
+    const Tensor* w4[4] = {L[LayerRole::kDeltaQkv], L[LayerRole::kDeltaGate], L[LayerRole::kSsmAlpha],
+                           L[LayerRole::kSsmBeta]};
+    float* y4[4] = {delta_qkv_.data(), delta_z_.data(), alpha, beta};
+    be_.MatMulShared(w4, y4, 4, h_.data(), n);
+  }
+  engine::DeltaNetParams p;
+  p.d_conv = dn.d_conv;
+  p.n_k_heads = dn.n_k_heads;
+  p.n_v_heads = dn.n_v_heads;
+  p.head_k_dim = dn.head_k_dim;
+  p.head_v_dim = dn.head_v_dim;
+  p.eps = ld.norm.eps;
+  p.conv = F32(L[LayerRole::kSsmConv1d]);
+  p.dt_bias = F32(L[LayerRole::kSsmDtBias]);
+  p.a = F32(L[LayerRole::kSsmA]);
+  for (int32_t i = 0, row = 0; i < n_seq; row += seqs[i].n, ++i) {
+    be_.GatedDeltaNet(delta_qkv_.data() + int64_t{row} * C, alpha + int64_t{row} * Hv, beta + int64_t{row} * Hv,
+                      seqs[i].n, p, seqs[i].state->layer(il), attn_.data() + int64_t{row} * VD);
+  }
+  be_.RmsNorm(attn_.data(), F32(L[LayerRole::kSsmNorm]), n * Hv, dn.head_v_dim, ld.norm.eps, attn_.data());
+  be_.GatedActivation(Activation::kSilu, delta_z_.data(), attn_.data(), int64_t{n} * VD);
+  be_.MatMul(*L[LayerRole::kSsmOut], delta_z_.data(), n, h_.data());
   Residual(h_.data(), n);
 }
 
@@ -552,14 +606,26 @@ void Forward::MoeFfn(int32_t il, int32_t n) {
       be_.AddScaled(acc + int64_t{slot / K} * E, moe_out_.data() + int64_t{i} * E, E, sel_w_[size_t(slot)]);
     }
   }
+  // Shared experts (Granite 4.0, Qwen3.5): a gated FFN over every row, times its sigmoid gate
+  // when it has one (Qwen3.5).
+  if (f.n_ff_shared > 0) {
+    be_.MatMulGated(f.act, *L[LayerRole::kFfnGateShexp], *L[LayerRole::kFfnUpShexp], in, n, gate_.data(), up_.data());
+    be_.MatMul(*L[LayerRole::kFfnDownShexp], gate_.data(), n, moe_out_.data());
+    const float* gw = f.shared_gate ? F32(L[LayerRole::kFfnGateInpShexp]) : nullptr;
+    for (int32_t t = 0; t < n; ++t) {
+      float s = 1.0f;
+      if (gw != nullptr) {  // host memory (kMoe): one dot product per row
+        const float* xt = in + int64_t{t} * E;
+        float dot = 0.0f;
+        for (int32_t i = 0; i < E; ++i) dot += gw[i] * xt[i];
+        s = 1.0f / (1.0f + std::exp(-dot));
+      }
+      be_.AddScaled(acc + int64_t{t} * E, moe_out_.data() + int64_t{t} * E, E, s);
+    }
+  }
   if (dense_beside) {
     be_.RmsNorm(acc, F32(L[LayerRole::kFfnPostNorm2]), n, E, ld.norm.eps, acc);
     be_.Add(acc, h_.data(), int64_t{n} * E);
-  }
-  if (f.n_ff_shared > 0) {  // the shared experts' gated FFN of the same input, for every token
-    be_.MatMulGated(f.act, *L[LayerRole::kFfnGateShexp], *L[LayerRole::kFfnUpShexp], in, n, gate_.data(), up_.data());
-    be_.MatMul(*L[LayerRole::kFfnDownShexp], gate_.data(), n, moe_out_.data());
-    be_.Add(acc, moe_out_.data(), int64_t{n} * E);
   }
   if (ld.norm.post_ffn) be_.RmsNorm(acc, F32(L[LayerRole::kPostFfnNorm]), n, E, ld.norm.eps, acc);
   Residual(acc, n);

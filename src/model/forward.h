@@ -93,6 +93,9 @@ class Forward {
   // MixerKind::kMamba2: ssm_in, each sequence's rows through Backend::Mamba2 with its own state,
   // ssm_out.
   void Mamba2Block(int32_t il, int32_t n, const Seq* seqs, int32_t n_seq);
+  // MixerKind::kGatedDeltaNet: the projections, each sequence's rows through
+  // Backend::GatedDeltaNet with its own state, the gated per-head norm, ssm_out.
+  void DeltaNetBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_seq);
   void DenseFfn(int32_t il, int32_t n);
   // Gemma 4's per-layer inputs of the step's n rows (from the token ids and the scaled input
   // embeddings in x_), one [n, n_embd_per_layer] block per layer in pl_; and the block that
@@ -122,6 +125,10 @@ class Forward {
   ActBuf k_pad_, v_pad_;
   ActBuf conv_;  // short convolutions: in_proj's [B, 3 * n_embd]
   ActBuf ssm_;   // Mamba-2: ssm_in's [B, d_in_proj]
+  ActBuf q_full_, q_gate_;  // gated attention (q_gate): Q's rows with the gates [B, 2 * q], the gates [B, q]
+  // Gated DeltaNet: [q | k | v] before the convolution [B, channels], z [B, value_dim], the
+  // alpha then beta projections [2][B, n_v_heads].
+  ActBuf delta_qkv_, delta_z_, delta_ab_;
   std::vector<int32_t> pos_;
   std::vector<int32_t> zeros_;  // [max_batch] token type 0 of every row
   std::vector<engine::Backend::DecodeRow> attn_rows_;  // a batched decode step's attention rows

@@ -39,6 +39,11 @@ Status Hparams::OptI32PerLayer(const char* suffix, int32_t n_layer, std::vector<
   if (v->type == gguf::ValueType::ARRAY) {
     std::vector<int32_t> a;
     ZF_RETURN_IF_ERROR(f_.GetI32Array(Key(suffix), &a));
+    // Arrays over every block of the file: the run layers, then any MTP blocks (ModelDesc::n_layer_mtp).
+    int32_t blocks = n_layer;
+    if (f_.GetI32(Key("block_count"), &blocks).ok() && a.size() == size_t(blocks) && blocks > n_layer) {
+      a.resize(size_t(n_layer));
+    }
     if (a.size() != size_t(n_layer)) {
       return FormatError("metadata '" + Key(suffix) + "' has " + std::to_string(a.size()) + " entries, expected one per layer (" +
                          std::to_string(n_layer) + ")");
@@ -77,6 +82,14 @@ Status ReadCommon(const Hparams& h, ModelDesc* d) {
   d->arch = h.arch();
   ZF_RETURN_IF_ERROR(h.I32("embedding_length", &d->n_embd));
   ZF_RETURN_IF_ERROR(h.I32("block_count", &d->n_layer));
+  // The last nextn_predict_layers blocks are multi-token-prediction heads (Qwen 3.5's converter
+  // writes one): in the file, not part of the forward pass, as the reference's n_layer().
+  ZF_RETURN_IF_ERROR(h.OptI32("nextn_predict_layers", &d->n_layer_mtp));
+  if (d->n_layer_mtp < 0 || d->n_layer_mtp >= d->n_layer) {
+    return FormatError("metadata '" + h.Key("nextn_predict_layers") + "' is " + std::to_string(d->n_layer_mtp) +
+                       " of " + std::to_string(d->n_layer) + " blocks");
+  }
+  d->n_layer -= d->n_layer_mtp;
   d->n_ctx_train = 2048;
   ZF_RETURN_IF_ERROR(h.OptI32("context_length", &d->n_ctx_train));
   if (d->n_embd <= 0 || d->n_embd > (1 << 16) || d->n_layer <= 0 || d->n_layer > 4096 || d->n_ctx_train <= 0) {

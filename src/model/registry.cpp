@@ -24,6 +24,8 @@ constexpr ArchEntry kArchs[] = {
     {"lfm2", BuildLfm2},
     {"lfm2moe", BuildLfm2Moe},
     {"granitehybrid", BuildGraniteHybrid},
+    {"qwen35", BuildQwen35},
+    {"qwen35moe", BuildQwen35Moe},
 };
 
 }  // namespace

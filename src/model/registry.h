@@ -49,5 +49,7 @@ Status BuildGptOss(const Hparams& h, ModelDesc* d);
 Status BuildLfm2(const Hparams& h, ModelDesc* d);
 Status BuildLfm2Moe(const Hparams& h, ModelDesc* d);
 Status BuildGraniteHybrid(const Hparams& h, ModelDesc* d);
+Status BuildQwen35(const Hparams& h, ModelDesc* d);
+Status BuildQwen35Moe(const Hparams& h, ModelDesc* d);
 
 }  // namespace zf::model

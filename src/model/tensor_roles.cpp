@@ -2,6 +2,7 @@
 #include "model/tensor_roles.h"
 
 #include <algorithm>
+#include <string_view>
 #include <unordered_set>
 
 #include "quant/quant.h"
@@ -21,7 +22,8 @@ Shape Experts(int64_t in, int64_t out, int64_t n) { return Shape{{in, out, n}, 3
 
 Need If(bool c, Need n = Need::kRequired) { return c ? n : Need::kAbsent; }
 
-int64_t QRows(const LayerDesc& l) { return int64_t{l.attn.n_head} * l.attn.head_dim_k; }
+// Q's rows: with a per-head output gate (q_gate) each head's [q | gate].
+int64_t QRows(const LayerDesc& l) { return int64_t{l.attn.n_head} * l.attn.head_dim_k * (l.attn.q_gate ? 2 : 1); }
 int64_t KRows(const LayerDesc& l) { return int64_t{l.attn.n_head_kv} * l.attn.head_dim_k; }
 int64_t VRows(const LayerDesc& l) { return int64_t{l.attn.n_head_kv} * l.attn.head_dim_v; }
 bool Dense(const LayerDesc& l) { return l.ffn.kind != FfnKind::kMoe; }
@@ -31,6 +33,8 @@ int64_t DenseFf(const LayerDesc& l) { return Dense(l) ? l.ffn.n_ff : l.ffn.n_ff_
 bool FusedExps(const LayerDesc& l) { return !Dense(l) && l.ffn.fused_gate_up; }
 bool ShortConv(const LayerDesc& l) { return l.mixer == MixerKind::kShortConv; }
 bool Mamba2(const LayerDesc& l) { return l.mixer == MixerKind::kMamba2; }
+bool DeltaNet(const LayerDesc& l) { return l.mixer == MixerKind::kGatedDeltaNet; }
+bool Ssm(const LayerDesc& l) { return Mamba2(l) || DeltaNet(l); }  // the shared ssm_* names
 bool SharedExperts(const LayerDesc& l) { return !Dense(l) && l.ffn.n_ff_shared > 0; }
 // The attention mixer's own tensors (Q/K/V, output, their biases and norms): absent in a layer
 // with another mixer, whatever the attention description says.
@@ -151,28 +155,44 @@ const LayerRoleSpec kLayerRoles[] = {
    [](D d, L) { return Mat(d.n_embd, d.n_embd); }},
   {LayerRole::kFfnExpProbsBias, "exp_probs_b.bias", [](L l) { return If(!Dense(l) && l.ffn.selection_bias); },
    [](D, L l) { return Vec(l.ffn.n_expert); }},
-  // Shared experts: one gated FFN of n_ff_shared beside the routed ones, for every token.
+  // Shared experts: one gated FFN of n_ff_shared beside the routed ones, for every token (Qwen3.5:
+  // scaled by sigmoid(ffn_gate_inp_shexp x)).
   {LayerRole::kFfnGateShexp, "ffn_gate_shexp.weight", [](L l) { return If(SharedExperts(l)); },
    [](D d, L l) { return Mat(d.n_embd, l.ffn.n_ff_shared); }},
   {LayerRole::kFfnUpShexp, "ffn_up_shexp.weight", [](L l) { return If(SharedExperts(l)); },
    [](D d, L l) { return Mat(d.n_embd, l.ffn.n_ff_shared); }},
   {LayerRole::kFfnDownShexp, "ffn_down_shexp.weight", [](L l) { return If(SharedExperts(l)); },
    [](D d, L l) { return Mat(l.ffn.n_ff_shared, d.n_embd); }},
-  // Mamba-2: ssm_a / ssm_d are [1, n_head] and carry no ".weight" suffix (the converter's
-  // names); the conv kernel, A, D and the group norm stay F32 (llama-quantize leaves them).
+  {LayerRole::kFfnGateInpShexp, "ffn_gate_inp_shexp.weight", [](L l) { return If(SharedExperts(l) && l.ffn.shared_gate); },
+   [](D d, L) { return Vec(d.n_embd); }},
+  // Mamba-2 and gated DeltaNet share the converter's ssm_* names, with shapes of their own;
+  // ssm_a / ssm_d carry no ".weight" suffix. The conv kernel, A, D and the norms stay F32
+  // (llama-quantize leaves them).
   {LayerRole::kSsmIn, "ssm_in.weight", [](L l) { return If(Mamba2(l)); },
    [](D d, L l) { return Mat(d.n_embd, l.ssm.InProj()); }},
-  {LayerRole::kSsmConv1d, "ssm_conv1d.weight", [](L l) { return If(Mamba2(l)); },
-   [](D, L l) { return Mat(l.ssm.d_conv, l.ssm.Channels()); }},
+  {LayerRole::kSsmConv1d, "ssm_conv1d.weight", [](L l) { return If(Ssm(l)); },
+   [](D, L l) { return Mamba2(l) ? Mat(l.ssm.d_conv, l.ssm.Channels()) : Mat(l.delta.d_conv, l.delta.channels()); }},
   {LayerRole::kSsmConv1dBias, "ssm_conv1d.bias", [](L l) { return If(Mamba2(l), Need::kOptional); },
    [](D, L l) { return Vec(l.ssm.Channels()); }},
-  {LayerRole::kSsmDtBias, "ssm_dt.bias", [](L l) { return If(Mamba2(l)); }, [](D, L l) { return Vec(l.ssm.n_head); }},
-  {LayerRole::kSsmA, "ssm_a", [](L l) { return If(Mamba2(l)); }, [](D, L l) { return Mat(1, l.ssm.n_head); }},
+  {LayerRole::kSsmDtBias, "ssm_dt.bias", [](L l) { return If(Ssm(l)); },
+   [](D, L l) { return Vec(Mamba2(l) ? l.ssm.n_head : l.delta.n_v_heads); }},
+  {LayerRole::kSsmA, "ssm_a", [](L l) { return If(Ssm(l)); },
+   [](D, L l) { return Mamba2(l) ? Mat(1, l.ssm.n_head) : Vec(l.delta.n_v_heads); }},
   {LayerRole::kSsmD, "ssm_d", [](L l) { return If(Mamba2(l)); }, [](D, L l) { return Mat(1, l.ssm.n_head); }},
-  {LayerRole::kSsmNorm, "ssm_norm.weight", [](L l) { return If(Mamba2(l)); },
-   [](D, L l) { return Mat(l.ssm.d_inner / std::max(1, l.ssm.n_group), l.ssm.n_group); }},  // shapes are computed for every layer
-  {LayerRole::kSsmOut, "ssm_out.weight", [](L l) { return If(Mamba2(l)); },
-   [](D d, L l) { return Mat(l.ssm.d_inner, d.n_embd); }},
+  {LayerRole::kSsmNorm, "ssm_norm.weight", [](L l) { return If(Ssm(l)); },
+   [](D, L l) {  // shapes are computed for every layer
+     return Mamba2(l) ? Mat(l.ssm.d_inner / std::max(1, l.ssm.n_group), l.ssm.n_group) : Vec(l.delta.head_v_dim);
+   }},
+  {LayerRole::kSsmOut, "ssm_out.weight", [](L l) { return If(Ssm(l)); },
+   [](D d, L l) { return Mat(Mamba2(l) ? l.ssm.d_inner : l.delta.value_dim(), d.n_embd); }},
+  {LayerRole::kDeltaQkv, "attn_qkv.weight", [](L l) { return If(DeltaNet(l)); },
+   [](D d, L l) { return Mat(d.n_embd, l.delta.channels()); }},
+  {LayerRole::kDeltaGate, "attn_gate.weight", [](L l) { return If(DeltaNet(l)); },
+   [](D d, L l) { return Mat(d.n_embd, l.delta.value_dim()); }},
+  {LayerRole::kSsmBeta, "ssm_beta.weight", [](L l) { return If(DeltaNet(l)); },
+   [](D d, L l) { return Mat(d.n_embd, l.delta.n_v_heads); }},
+  {LayerRole::kSsmAlpha, "ssm_alpha.weight", [](L l) { return If(DeltaNet(l)); },
+   [](D d, L l) { return Mat(d.n_embd, l.delta.n_v_heads); }},
 };
 
 struct GlobalRoleSpec {
@@ -385,8 +405,15 @@ Status BindWeights(const gguf::GgufFile& f, const ModelDesc& d, Weights* w) {
   }
   // A tensor no role bound would be silently ignored, and the model computed without it: refuse.
   std::unordered_set<const Tensor*> used(w->bound.begin(), w->bound.end());
+  const auto mtp_block = [&](std::string_view name) {  // "blk.N." with N past the run layers
+    if (d.n_layer_mtp == 0 || name.substr(0, 4) != "blk.") return false;
+    int64_t il = 0;
+    size_t i = 4;
+    for (; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i) il = il * 10 + (name[i] - '0');
+    return i > 4 && i < name.size() && name[i] == '.' && il >= d.n_layer && il < int64_t{d.n_layer} + d.n_layer_mtp;
+  };
   for (const Tensor& t : f.tensors()) {
-    if (used.count(&t) != 0 || (d.tied_output && t.name == "output.weight")) continue;
+    if (used.count(&t) != 0 || (d.tied_output && t.name == "output.weight") || mtp_block(t.name)) continue;
     return Unsupported("tensor '" + std::string(t.name) + "' has no role in the '" + d.arch +
                        "' model description (a layout variant zerfoo does not implement)");
   }
@@ -408,7 +435,8 @@ std::vector<const Tensor*> Weights::Matrices() const {
                         LayerRole::kFfnUp, LayerRole::kFfnDown, LayerRole::kFfnGateInp, LayerRole::kPerLayerInpGate,
                         LayerRole::kPerLayerProj, LayerRole::kShortConvInProj, LayerRole::kShortConvOutProj,
                         LayerRole::kFfnGateShexp, LayerRole::kFfnUpShexp, LayerRole::kFfnDownShexp, LayerRole::kSsmIn,
-                        LayerRole::kSsmOut}) {
+                        LayerRole::kSsmOut, LayerRole::kDeltaQkv, LayerRole::kDeltaGate, LayerRole::kSsmBeta,
+                        LayerRole::kSsmAlpha}) {
       add(l[r]);
     }
     for (size_t e = 0; e < l.expert_gate.size(); ++e) {
@@ -432,7 +460,7 @@ std::vector<const Tensor**> Weights::VectorRefs() {
     // Read on the host at run time like a vector (never multiplied as a matrix).
     if (l[LayerRole::kShortConvConv] != nullptr) out.push_back(&l[LayerRole::kShortConvConv]);
     for (LayerRole r : {LayerRole::kSsmConv1d, LayerRole::kSsmA, LayerRole::kSsmD, LayerRole::kSsmNorm}) {
-      if (l[r] != nullptr) out.push_back(&l[r]);
+      if (l[r] != nullptr && l[r]->n_dims != 1) out.push_back(&l[r]);  // 1-D ones are in already
     }
   }
   return out;

@@ -49,7 +49,13 @@ enum class LayerRole : int32_t {
   kFfnGateInpScale, kFfnPreNorm2, kFfnPostNorm1, kFfnPostNorm2, kFfnGateUpExps, kFfnDownExpsScale,  // Gemma 4 MoE
   kShortConvConv, kShortConvInProj, kShortConvOutProj,  // MixerKind::kShortConv (LFM2)
   kFfnExpProbsBias,  // FfnDesc::selection_bias
-  kSsmIn, kSsmConv1d, kSsmConv1dBias, kSsmDtBias, kSsmA, kSsmD, kSsmNorm, kSsmOut,  // MixerKind::kMamba2
+  // MixerKind::kMamba2 and kGatedDeltaNet (the converter gives both the same ssm_* names; the
+  // shapes follow the layer's mixer): Mamba-2's in-projection, the convolution and its bias, the
+  // dt bias, A, D, the norm, out.
+  kSsmIn, kSsmConv1d, kSsmConv1dBias, kSsmDtBias, kSsmA, kSsmD, kSsmNorm, kSsmOut,
+  // kGatedDeltaNet (Qwen3.5): attn_qkv and attn_gate (z) of the linear attention, the beta /
+  // alpha projections.
+  kDeltaQkv, kDeltaGate, kSsmBeta, kSsmAlpha,
   kCount
 };
 

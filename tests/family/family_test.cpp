@@ -50,7 +50,8 @@ using nlohmann::json;
 
 const char* const kModels[] = {"llama", "llama31", "mixtral", "qwen2", "qwen3", "qwen3moe",
                                "phi3",  "gemma2",  "smollm3", "granite", "olmo2", "gpt-oss", "gemma4",
-                               "gemma4moe", "lfm2", "lfm2moe", "granitehybrid", "granitehybridmoe"};
+                               "gemma4moe", "lfm2", "lfm2moe", "granitehybrid", "granitehybridmoe",
+                               "qwen35", "qwen35moe"};
 // Each model's 4-bit variant is "q4" (a Q4_K_M-style mix) except gpt-oss's, MXFP4 experts.
 const char* const kQuants[] = {"f32", "q8_0", "q4"};
 std::string FourBit(const std::string& model) { return model == "gpt-oss" ? "mxfp4" : "q4"; }

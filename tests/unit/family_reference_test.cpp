@@ -50,6 +50,7 @@ struct Spec {
   std::vector<int64_t> ssm_layers;
   int64_t F_shexp = 0;
   int64_t ssm_group_count = -1;  // the ssm.group_count key's value when >= 0 (bad-file tests), 0 = no key
+  bool mtp = false;  // Qwen 3.5: one multi-token-prediction block after the layers (nextn_predict_layers 1)
 };
 
 bool IsConvLayer(const Spec& s, int64_t il) {
@@ -202,6 +203,111 @@ std::vector<uint8_t> BuildGemma4(const Spec& s) {
       w.Add(&b, p + "ffn_down_exps.weight", {fe, E, s.experts}, 0.0f, 1.0f / std::sqrt(float(fe)));
       w.Add(&b, p + "ffn_down_exps.scale", {s.experts}, 1.0f, 0.3f);
     }
+  }
+  return b.Build();
+}
+
+// A tiny Qwen 3.5 in its converter's layout: 4 layers, gated DeltaNet on 0 and 2 (2 key heads,
+// 4 value heads of 8 tiled over them, 4 taps; the dense model marks them with
+// attention.recurrent_layers, the MoE one with full_attention_interval 2), gated attention on 1
+// and 3 (attn_q rows per head [q | gate], per-head QK-norm, rope on 8 of 16 dims), every pre-FFN
+// norm as post_attention_norm. With s.experts: softmax-routed experts plus the gated shared expert.
+std::vector<uint8_t> BuildQwen35(const Spec& s) {
+  GgufBuilder b;
+  const std::string& a = s.arch;
+  const int64_t E = s.E, L = 4, H = 4, Hkv = 2, hd = 16, d_conv = 4, Hk = 2, Hv = 4, dh = 8;
+  const int64_t key_dim = Hk * dh, value_dim = Hv * dh, channels = 2 * key_dim + value_dim;
+  const bool moe = s.experts > 0;
+  b.Kv("general.architecture", val::Str(a))
+      .Kv(a + ".context_length", val::U32(256))
+      .Kv(a + ".embedding_length", val::U32(uint32_t(E)))
+      .Kv(a + ".block_count", val::U32(uint32_t(L + (s.mtp ? 1 : 0))))
+      .Kv(a + ".feed_forward_length", val::U32(uint32_t(s.F)))
+      .Kv(a + ".attention.head_count", val::U32(uint32_t(H)))
+      .Kv(a + ".attention.head_count_kv", val::U32(uint32_t(Hkv)))
+      .Kv(a + ".attention.key_length", val::U32(uint32_t(hd)))
+      .Kv(a + ".attention.value_length", val::U32(uint32_t(hd)))
+      .Kv(a + ".attention.layer_norm_rms_epsilon", val::F32(1e-6f))
+      .Kv(a + ".rope.freq_base", val::F32(10000.0f))
+      .Kv(a + ".rope.dimension_count", val::U32(8))
+      .Kv(a + ".rope.dimension_sections", val::ArrOf<int32_t>(kI32, std::vector<int32_t>{2, 1, 1, 0}))
+      .Kv(a + ".ssm.conv_kernel", val::U32(uint32_t(d_conv)))
+      .Kv(a + ".ssm.state_size", val::U32(uint32_t(dh)))
+      .Kv(a + ".ssm.group_count", val::U32(uint32_t(Hk)))
+      .Kv(a + ".ssm.time_step_rank", val::U32(uint32_t(Hv)))
+      .Kv(a + ".ssm.inner_size", val::U32(uint32_t(value_dim)))
+      .Kv(a + ".full_attention_interval", val::U32(moe ? 2 : 4));
+  if (!moe) {
+    std::vector<uint8_t> recurrent = {1, 0, 1, 0};
+    if (s.mtp) recurrent.push_back(0);  // the converter writes one per block
+    b.Kv(a + ".attention.recurrent_layers", val::ArrOf<uint8_t>(kBool, recurrent));
+  }
+  if (s.mtp) b.Kv(a + ".nextn_predict_layers", val::U32(1));
+  if (moe) {
+    b.Kv(a + ".expert_count", val::U32(uint32_t(s.experts)))
+        .Kv(a + ".expert_used_count", val::U32(uint32_t(s.used)))
+        .Kv(a + ".expert_feed_forward_length", val::U32(uint32_t(s.F_exp)))
+        .Kv(a + ".expert_shared_feed_forward_length", val::U32(uint32_t(s.F)));
+  }
+  AddVocab(&b, s.V);
+  Writer w(uint32_t(std::hash<std::string>()(s.name)));
+  w.Add(&b, "token_embd.weight", {E, s.V}, 0.0f, 1.0f);
+  w.Norm(&b, "output_norm.weight", E);
+  for (int64_t il = 0; il < L; ++il) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    w.Norm(&b, p + "attn_norm.weight", E);
+    if (il % 2 == 0) {
+      w.Mat(&b, p + "attn_qkv.weight", E, channels);
+      w.Mat(&b, p + "attn_gate.weight", E, value_dim);
+      w.Add(&b, p + "ssm_conv1d.weight", {d_conv, channels}, 0.0f, 0.5f);
+      w.Add(&b, p + "ssm_dt.bias", {Hv}, -1.5f, 1.0f);
+      w.Add(&b, p + "ssm_a", {Hv}, -2.0f, 0.5f);
+      w.Mat(&b, p + "ssm_beta.weight", E, Hv);
+      w.Mat(&b, p + "ssm_alpha.weight", E, Hv);
+      w.Norm(&b, p + "ssm_norm.weight", dh);
+      w.Mat(&b, p + "ssm_out.weight", value_dim, E);
+    } else {
+      w.Mat(&b, p + "attn_q.weight", E, 2 * H * hd);
+      w.Mat(&b, p + "attn_k.weight", E, Hkv * hd);
+      w.Mat(&b, p + "attn_v.weight", E, Hkv * hd);
+      w.Norm(&b, p + "attn_q_norm.weight", hd);
+      w.Norm(&b, p + "attn_k_norm.weight", hd);
+      w.Mat(&b, p + "attn_output.weight", H * hd, E);
+    }
+    w.Norm(&b, p + "post_attention_norm.weight", E);
+    if (moe) {
+      const int64_t fe = s.F_exp;
+      w.Add(&b, p + "ffn_gate_inp.weight", {E, s.experts}, 0.0f, 0.5f);
+      w.Add(&b, p + "ffn_gate_exps.weight", {E, fe, s.experts}, 0.0f, 1.0f / std::sqrt(float(E)));
+      w.Add(&b, p + "ffn_up_exps.weight", {E, fe, s.experts}, 0.0f, 1.0f / std::sqrt(float(E)));
+      w.Add(&b, p + "ffn_down_exps.weight", {fe, E, s.experts}, 0.0f, 1.0f / std::sqrt(float(fe)));
+      w.Add(&b, p + "ffn_gate_inp_shexp.weight", {E}, 0.0f, 0.3f);
+      w.Mat(&b, p + "ffn_gate_shexp.weight", E, s.F);
+      w.Mat(&b, p + "ffn_up_shexp.weight", E, s.F);
+      w.Mat(&b, p + "ffn_down_shexp.weight", s.F, E);
+    } else {
+      w.Mat(&b, p + "ffn_gate.weight", E, s.F);
+      w.Mat(&b, p + "ffn_up.weight", E, s.F);
+      w.Mat(&b, p + "ffn_down.weight", s.F, E);
+    }
+  }
+  if (s.mtp) {  // llama.cpp's qwen35 MTP block: a full-attention block plus the nextn projections
+    const std::string p = "blk." + std::to_string(L) + ".";
+    w.Norm(&b, p + "attn_norm.weight", E);
+    w.Mat(&b, p + "attn_q.weight", E, 2 * H * hd);
+    w.Mat(&b, p + "attn_k.weight", E, Hkv * hd);
+    w.Mat(&b, p + "attn_v.weight", E, Hkv * hd);
+    w.Norm(&b, p + "attn_q_norm.weight", hd);
+    w.Norm(&b, p + "attn_k_norm.weight", hd);
+    w.Mat(&b, p + "attn_output.weight", H * hd, E);
+    w.Norm(&b, p + "post_attention_norm.weight", E);
+    w.Mat(&b, p + "ffn_gate.weight", E, s.F);
+    w.Mat(&b, p + "ffn_up.weight", E, s.F);
+    w.Mat(&b, p + "ffn_down.weight", s.F, E);
+    w.Mat(&b, p + "nextn.eh_proj.weight", 2 * E, E);
+    w.Norm(&b, p + "nextn.enorm.weight", E);
+    w.Norm(&b, p + "nextn.hnorm.weight", E);
+    w.Norm(&b, p + "nextn.shared_head_norm.weight", E);
   }
   return b.Build();
 }
@@ -427,6 +533,15 @@ std::vector<Spec> Families() {
   s.experts = 4; s.used = 2; s.F = 40; s.F_shexp = 56;
   s.kv = {{"logit_scale", val::F32(4.0f)}, {"residual_scale", val::F32(0.5f)}, {"embedding_scale", val::F32(2.0f)}};
   v.push_back(s);
+  s = Spec{};
+  s.name = "qwen35"; s.arch = "qwen35"; s.custom = BuildQwen35;
+  v.push_back(s);
+  s = Spec{};
+  s.name = "qwen35_mtp"; s.arch = "qwen35"; s.custom = BuildQwen35; s.mtp = true;
+  v.push_back(s);
+  s = Spec{};
+  s.name = "qwen35moe"; s.arch = "qwen35moe"; s.custom = BuildQwen35; s.experts = 6; s.used = 2; s.F_exp = 40;
+  v.push_back(s);
   return v;
 }
 
@@ -642,6 +757,69 @@ TEST(FamilyReference, MambaSizesAreChecked) {
   EXPECT_NE(st.message().find("ssm.group_count=3"), std::string::npos) << st.message();
 }
 
+// The CUDA engine has no gated DeltaNet or attention output gate: CUDA refuses naming both ops
+// (the INFO line of the fallback), AUTO runs on the CPU.
+TEST(Qwen35Reference, CudaRefusesNamingTheMissingOpsAndAutoRunsOnTheCpu) {
+  Spec spec;
+  for (const Spec& s : Families()) {
+    if (s.name == "qwen35moe") spec = s;
+  }
+  const std::string path = WriteTemp(Build(spec), "qwen35moe_cuda");
+  std::unique_ptr<Model> m;
+  LoadOptions o;
+  o.device = Device::kCuda;
+  const Status st = Model::Load(path, o, &m);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), Code::kUnsupported) << st.message();
+  EXPECT_NE(st.message().find(engine::OpName(engine::Op::kGatedDeltaNet)), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find(engine::OpName(engine::Op::kAttnOutputGate)), std::string::npos) << st.message();
+  o.device = Device::kAuto;
+  ASSERT_TRUE(Model::Load(path, o, &m).ok());
+  EXPECT_EQ(m->device(), Device::kCpu);
+}
+
+// The converter's multi-token-prediction block (nextn_predict_layers 1, block_count 5): in the
+// file, not in the forward pass (the reference runs it only as a draft head); its tensors are
+// the only ones left unbound. EngineMatchesPlainLoopsAtEveryPosition/qwen35_mtp checks the logits.
+TEST(Qwen35Reference, MtpBlockIsNotALayer) {
+  Spec spec;
+  for (const Spec& s : Families()) {
+    if (s.name == "qwen35_mtp") spec = s;
+  }
+  std::unique_ptr<Model> m;
+  LoadOptions o;
+  o.device = Device::kCpu;
+  const Status st = Model::Load(WriteTemp(Build(spec), "qwen35_mtp_desc"), o, &m);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(m->desc().n_layer, 4);
+  EXPECT_EQ(m->desc().n_layer_mtp, 1);
+  EXPECT_EQ(m->desc().layers.size(), 4u);
+}
+
+// Bad sizes are refused with the keys named, never computed.
+TEST(Qwen35Reference, InconsistentDeltaNetSizesAreRefused) {
+  Spec spec;
+  for (const Spec& s : Families()) {
+    if (s.name == "qwen35") spec = s;
+  }
+  std::vector<uint8_t> bytes = Build(spec);
+  // ssm.time_step_rank 4 -> 3: not a multiple of the 2 key heads.
+  const std::string key = "qwen35.ssm.time_step_rank";
+  auto it = std::search(bytes.begin(), bytes.end(), key.begin(), key.end());
+  ASSERT_NE(it, bytes.end());
+  uint32_t v = 0;
+  std::memcpy(&v, &*(it + std::ptrdiff_t(key.size()) + 4), 4);
+  ASSERT_EQ(v, 4u);
+  v = 3;
+  std::memcpy(&*(it + std::ptrdiff_t(key.size()) + 4), &v, 4);
+  std::unique_ptr<Model> m;
+  LoadOptions o;
+  o.device = Device::kCpu;
+  const Status st = Model::Load(WriteTemp(bytes, "qwen35_bad"), o, &m);
+  EXPECT_EQ(st.code(), Code::kFormat) << st.message();
+  EXPECT_NE(st.message().find("ssm.time_step_rank=3"), std::string::npos) << st.message();
+}
+
 TEST(FamilyReference, CoversEveryRegisteredArchitecture) {
   std::vector<std::string> tested;
   for (const Spec& s : Families()) tested.push_back(s.arch);
@@ -654,9 +832,9 @@ TEST(FamilyReference, CoversEveryRegisteredArchitecture) {
   }
 }
 
-// ---- Recurrent sequence state (issue #27, LFM2's short convolutions, Granite 4.0 hybrid's
-// Mamba-2): every way a position can be reached gives the bits of evaluating the tokens one at a
-// time from an empty session. ----
+// ---- Recurrent sequence state (issue #27: LFM2's short convolutions, Granite 4.0 hybrid's
+// Mamba-2, Qwen 3.5's gated DeltaNet): every way a position can be reached gives the bits of
+// evaluating the tokens one at a time from an empty session. ----
 
 class RecurrentSession : public ::testing::TestWithParam<std::string> {
  protected:
@@ -703,21 +881,36 @@ class RecurrentSession : public ::testing::TestWithParam<std::string> {
   size_t n_vocab_ = 0;
 };
 
-TEST_P(RecurrentSession, DescriptionDeclaresConvState) {
+TEST_P(RecurrentSession, DescriptionDeclaresTheState) {
   const ModelDesc& d = m_->desc();
   EXPECT_TRUE(d.HasRecurrentLayers());
-  const bool mamba = GetParam() == "granitehybrid";
-  const int32_t attn = mamba ? 2 : 1;
-  EXPECT_EQ(d.layers[0].mixer, mamba ? MixerKind::kMamba2 : MixerKind::kShortConv);
-  EXPECT_EQ(d.layers[size_t(attn)].mixer, MixerKind::kAttention);
-  // LFM2: (l_cache - 1) x channels; Mamba-2: (d_conv - 1) x (d_inner + 2 G N) + d_inner x N.
-  const size_t di = size_t(2 * d.n_embd), want = mamba ? 3 * (di + 2 * 2 * 8) + di * 8 : size_t(2 * d.n_embd);
-  EXPECT_EQ(RecurrentStateFloats(d, d.layers[0]), want);
-  EXPECT_EQ(RecurrentStateFloats(d, d.layers[size_t(attn)]), 0u);
-  if (mamba) EXPECT_FALSE(d.layers[size_t(attn)].attn.rope.enabled);  // rope.scaling.finetuned false
+  const std::string fam = GetParam();
+  const size_t attn = fam == "granitehybrid" ? 2 : 1;
+  EXPECT_EQ(d.layers[attn].mixer, MixerKind::kAttention);
+  EXPECT_EQ(RecurrentStateFloats(d, d.layers[attn]), 0u);
   const std::vector<engine::Op> ops = RequiredOps(d);
-  const engine::Op op = mamba ? engine::Op::kMamba2 : engine::Op::kShortConv;
-  EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end());  // CUDA falls back by it
+  const auto needs = [&](engine::Op op) { return std::find(ops.begin(), ops.end(), op) != ops.end(); };
+  engine::Op op = engine::Op::kShortConv;
+  if (fam == "lfm2") {
+    EXPECT_EQ(d.layers[0].mixer, MixerKind::kShortConv);
+    EXPECT_EQ(RecurrentStateFloats(d, d.layers[0]), size_t(2 * d.n_embd));  // (l_cache - 1) x channels
+  } else if (fam == "granitehybrid") {
+    op = engine::Op::kMamba2;
+    EXPECT_EQ(d.layers[0].mixer, MixerKind::kMamba2);
+    // (d_conv - 1) x (d_inner + 2 G N) + d_inner x N.
+    const size_t di = size_t(2 * d.n_embd);
+    EXPECT_EQ(RecurrentStateFloats(d, d.layers[0]), 3 * (di + 2 * 2 * 8) + di * 8);
+    EXPECT_FALSE(d.layers[attn].attn.rope.enabled);  // rope.scaling.finetuned false
+  } else {
+    op = engine::Op::kGatedDeltaNet;
+    EXPECT_EQ(d.layers[0].mixer, MixerKind::kGatedDeltaNet);
+    EXPECT_EQ(d.layers[2].mixer, MixerKind::kGatedDeltaNet);
+    EXPECT_TRUE(d.layers[1].attn.q_gate);
+    // (d_conv - 1) x channels of the convolution, then per value head a [8][8] matrix.
+    EXPECT_EQ(RecurrentStateFloats(d, d.layers[0]), size_t(3 * 64 + 4 * 8 * 8));
+    EXPECT_TRUE(needs(engine::Op::kAttnOutputGate));
+  }
+  EXPECT_TRUE(needs(op));  // CUDA falls back by it
   // device=CUDA is refused naming the op (checked before any GPU is looked for).
   std::unique_ptr<Model> cuda;
   LoadOptions o;
@@ -839,7 +1032,7 @@ TEST_P(RecurrentSession, PrefixCacheCarriesTheStateOfEachBlock) {
   EXPECT_EQ(cache.stats().hit_tokens, 128u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, RecurrentSession, ::testing::Values("lfm2", "granitehybrid"),
+INSTANTIATE_TEST_SUITE_P(Models, RecurrentSession, ::testing::Values("lfm2", "granitehybrid", "qwen35"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace

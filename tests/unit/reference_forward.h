@@ -185,10 +185,17 @@ inline Vec Ffn(const LayerDesc& ld, const LayerTensors& L, const Vec& in, const 
                          row(LayerRole::kFfnDownExpsBias, e, int64_t(in.size())));
     for (size_t i = 0; i < out.size(); ++i) out[i] += w * y[i];
   }
-  if (f.n_ff_shared > 0) {  // shared experts: a gated FFN added for every token
+  if (f.n_ff_shared > 0) {  // the shared expert, times sigmoid(ffn_gate_inp_shexp . in) when gated
     const Vec y = expert(L[LayerRole::kFfnGateShexp], L[LayerRole::kFfnUpShexp], L[LayerRole::kFfnDownShexp], nullptr,
                          nullptr, nullptr);
-    for (size_t i = 0; i < out.size(); ++i) out[i] += y[i];
+    float g = 1.0f;
+    if (f.shared_gate) {
+      const float* gw = F32(L[LayerRole::kFfnGateInpShexp]);
+      float dot = 0.0f;
+      for (size_t i = 0; i < in.size(); ++i) dot += gw[i] * in[i];
+      g = 1.0f / (1.0f + std::exp(-dot));
+    }
+    for (size_t i = 0; i < out.size(); ++i) out[i] += g * y[i];
   }
   return out;
 }
@@ -277,6 +284,78 @@ inline void Mamba2Mixer(const ModelDesc& d, const LayerDesc& ld, const LayerTens
   }
 }
 
+// MixerKind::kGatedDeltaNet from its definition (the gated delta rule as HF's recurrent form
+// writes it, state indexed [key][value]), position by position: [q | k | v] =
+// silu(causal conv over d_conv positions of attn_qkv(norm(x_t))) (zeros before position 0);
+// q, k per key head divided by sqrt(sum^2 + eps); value head h reads key head h % n_k_heads;
+// g = exp(ssm_a * softplus(alpha + ssm_dt)), beta = sigmoid(beta_in); per head
+// S = g S; S += k (beta (v - S^T k))^T; o = S^T q / sqrt(d_k); then o = rms_norm(o) * silu(z)
+// per head, x_t += ssm_out(o).
+inline void DeltaNetMixer(const ModelDesc& d, const LayerDesc& ld, const LayerTensors& L, std::vector<Vec>* x) {
+  const DeltaNetDesc& dn = ld.delta;
+  const int64_t T = int64_t(x->size()), E = d.n_embd, K = dn.d_conv, C = dn.channels();
+  const int64_t dk = dn.head_k_dim, dv = dn.head_v_dim, Hk = dn.n_k_heads, Hv = dn.n_v_heads;
+  const float* kernel = F32(L[LayerRole::kSsmConv1d]);
+  std::vector<Vec> pre(static_cast<size_t>(T)), z(static_cast<size_t>(T)), al(static_cast<size_t>(T)),
+      be(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) {
+    Vec in = (*x)[size_t(t)];
+    NormInPlace(ld.norm.kind, ld.norm.eps, F32(L[LayerRole::kAttnNorm]), nullptr, in.data(), E);
+    pre[size_t(t)] = MatVec(L[LayerRole::kDeltaQkv], in);
+    z[size_t(t)] = MatVec(L[LayerRole::kDeltaGate], in);
+    al[size_t(t)] = MatVec(L[LayerRole::kSsmAlpha], in);
+    be[size_t(t)] = MatVec(L[LayerRole::kSsmBeta], in);
+  }
+  // S[h][i][j]: key dim i, value dim j.
+  std::vector<Vec> S(static_cast<size_t>(Hv), Vec(size_t(dk * dv), 0.0f));
+  for (int64_t t = 0; t < T; ++t) {
+    Vec c(static_cast<size_t>(C));
+    for (int64_t ch = 0; ch < C; ++ch) {
+      float s = 0.0f;
+      for (int64_t j = 0; j < K; ++j) {
+        const int64_t p = t - (K - 1) + j;
+        if (p >= 0) s += kernel[ch * K + j] * pre[size_t(p)][size_t(ch)];
+      }
+      c[size_t(ch)] = s / (1.0f + std::exp(-s));
+    }
+    for (int64_t h = 0; h < 2 * Hk; ++h) {  // the q heads, then the k heads
+      float ss = 0.0f;
+      for (int64_t i = 0; i < dk; ++i) ss += c[size_t(h * dk + i)] * c[size_t(h * dk + i)];
+      for (int64_t i = 0; i < dk; ++i) c[size_t(h * dk + i)] /= std::sqrt(ss + ld.norm.eps);
+    }
+    Vec o(static_cast<size_t>(Hv * dv));
+    for (int64_t h = 0; h < Hv; ++h) {
+      const float* q = c.data() + (h % Hk) * dk;
+      const float* k = c.data() + Hk * dk + (h % Hk) * dk;
+      const float* v = c.data() + 2 * Hk * dk + h * dv;
+      const float sp_in = al[size_t(t)][size_t(h)] + F32(L[LayerRole::kSsmDtBias])[h];
+      const float sp = sp_in > 20.0f ? sp_in : std::log(1.0f + std::exp(sp_in));
+      const float g = std::exp(F32(L[LayerRole::kSsmA])[h] * sp);
+      const float beta = 1.0f / (1.0f + std::exp(-be[size_t(t)][size_t(h)]));
+      Vec& st = S[size_t(h)];
+      for (float& e : st) e *= g;
+      for (int64_t j = 0; j < dv; ++j) {
+        float mem = 0.0f;
+        for (int64_t i = 0; i < dk; ++i) mem += st[size_t(i * dv + j)] * k[i];
+        const float delta = (v[j] - mem) * beta;
+        for (int64_t i = 0; i < dk; ++i) st[size_t(i * dv + j)] += k[i] * delta;
+      }
+      for (int64_t j = 0; j < dv; ++j) {
+        float acc = 0.0f;
+        for (int64_t i = 0; i < dk; ++i) acc += st[size_t(i * dv + j)] * q[i];
+        o[size_t(h * dv + j)] = acc / std::sqrt(float(dk));
+      }
+      NormInPlace(NormKind::kRms, ld.norm.eps, F32(L[LayerRole::kSsmNorm]), nullptr, o.data() + h * dv, dv);
+      for (int64_t j = 0; j < dv; ++j) {
+        const float zz = z[size_t(t)][size_t(h * dv + j)];
+        o[size_t(h * dv + j)] *= zz / (1.0f + std::exp(-zz));
+      }
+    }
+    const Vec out = MatVec(L[LayerRole::kSsmOut], o);
+    for (int64_t i = 0; i < E; ++i) (*x)[size_t(t)][size_t(i)] += d.residual_scale * out[size_t(i)];
+  }
+}
+
 // Logits [n_tok][n_vocab] of every position of `tokens` (positions 0..), session context n_ctx.
 inline std::vector<Vec> Forward(const Model& m, const std::vector<int32_t>& tokens, int32_t n_ctx) {
   const ModelDesc& d = m.desc();
@@ -305,14 +384,27 @@ inline std::vector<Vec> Forward(const Model& m, const std::vector<int32_t>& toke
     const bool own = a.kv_from < 0;
     if (ld.mixer == MixerKind::kShortConv) ShortConvMixer(d, ld, L, &x);
     if (ld.mixer == MixerKind::kMamba2) Mamba2Mixer(d, ld, L, &x);
+    if (ld.mixer == MixerKind::kGatedDeltaNet) DeltaNetMixer(d, ld, L, &x);
     const int64_t T_attn = ld.attention() ? T : 0;  // the attention mixer's positions
     std::vector<Vec> q(static_cast<size_t>(T)), k(static_cast<size_t>(T)), v(static_cast<size_t>(T));
+    std::vector<Vec> q_gate(static_cast<size_t>(T));  // gated attention: each head's gate
     for (int64_t t = 0; t < T_attn; ++t) {
       Vec in = x[size_t(t)];
       if (ld.norm.pre_attn) {
         NormInPlace(ld.norm.kind, ld.norm.eps, F32(L[LayerRole::kAttnNorm]), F32(L[LayerRole::kAttnNormBias]), in.data(), E);
       }
       q[size_t(t)] = MatVec(L[LayerRole::kAttnQ], in);
+      if (a.q_gate) {  // rows per head [q | gate]
+        const Vec full = q[size_t(t)];
+        q[size_t(t)].assign(size_t(a.n_head * hd), 0.0f);
+        q_gate[size_t(t)].assign(size_t(a.n_head * hd), 0.0f);
+        for (int32_t h = 0; h < a.n_head; ++h) {
+          for (int32_t i = 0; i < hd; ++i) {
+            q[size_t(t)][size_t(h * hd + i)] = full[size_t(2 * h * hd + i)];
+            q_gate[size_t(t)][size_t(h * hd + i)] = full[size_t(2 * h * hd + hd + i)];
+          }
+        }
+      }
       if (!own) {  // Q only: norm and rope below; K/V are the source layer's
         if (a.qk_norm == QkNorm::kPerHead) {
           for (int32_t h = 0; h < a.n_head; ++h) {
@@ -386,6 +478,9 @@ inline std::vector<Vec> Forward(const Model& m, const std::vector<int32_t>& toke
         for (size_t j = 0; j < s.size(); ++j) {
           for (int32_t i = 0; i < hv; ++i) attn[size_t(h * hv + i)] += s[j] / sum * v[size_t(pos[j])][size_t(kh * hv + i)];
         }
+      }
+      if (a.q_gate) {
+        for (size_t i = 0; i < attn.size(); ++i) attn[i] /= 1.0f + std::exp(-q_gate[size_t(t)][i]);
       }
       Vec o = MatVec(L[LayerRole::kAttnOut], attn);
       AddVec(&o, F32(L[LayerRole::kAttnOutBias]));

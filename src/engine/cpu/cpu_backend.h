@@ -59,6 +59,9 @@ class CpuBackend final : public Backend {
   void ShortConv(const float* bcx, int32_t n_tok, int32_t width, const float* kernel, int32_t l_cache, float* state,
                  float* y) override;
   void Mamba2(const float* zxbcdt, int32_t n_tok, const Mamba2Params& p, float* state, float* y) override;
+  void GatedDeltaNet(const float* qkv, const float* alpha, const float* beta, int32_t n_tok, const DeltaNetParams& p,
+                     float* state, float* y) override;
+  void SigmoidGate(float* x, const float* gate, int64_t n) override;
 
  private:
   // Reads one cached row (k or v) as floats.
@@ -80,6 +83,7 @@ class CpuBackend final : public Backend {
   std::vector<float> rope_cs_;          // cos/sin of one position's rotation angles
   std::vector<float> conv_window_;      // ShortConv: the state then the step's b * x rows
   std::vector<float> ssm_xbc_;          // Mamba2: the convolved, activated [x | B | C] rows
+  std::vector<float> delta_qkv_;        // GatedDeltaNet: convolved, normed q | k | v of the step
   // Decode: what rope_cs_'s first slot holds (Q and K of a layer, and every layer with the same
   // rotation, share one position's angles).
   struct RopeKey {

@@ -236,7 +236,7 @@ def tensor_specs(h, n_vocab, quant):
             # conv1d (F32: llama-quantize skips ssm_conv1d), dt_bias, -exp(A_log), in_proj_b / _a.
             specs += [mat(p + "attn_qkv.weight", E, 2 * kd + vd, 0.06, i), mat(p + "attn_gate.weight", E, vd, 0.06, i),
                       (p + "ssm_conv1d.weight", (dn["d_conv"], 2 * kd + vd), Q.F32, 0.5),
-                      vec(p + "ssm_dt.bias", dn["n_v"], "dt_bias"), vec(p + "ssm_a", dn["n_v"], "ssm_a"),
+                      vec(p + "ssm_dt.bias", dn["n_v"], "delta_dt"), vec(p + "ssm_a", dn["n_v"], "delta_a"),
                       mat(p + "ssm_beta.weight", E, dn["n_v"], 0.06, i), mat(p + "ssm_alpha.weight", E, dn["n_v"], 0.06, i),
                       vec(p + "ssm_norm.weight", dn["d"]), mat(p + "ssm_out.weight", vd, E, 0.03, i)]
         elif i in h.get("conv_layers", ()):
@@ -464,9 +464,9 @@ def random_tensor(rng, h, name, ne, t, sigma):
             v = (dt + np.log(-np.expm1(-dt))).astype(np.float32)
         elif sigma == "sinks":
             v = rng.uniform(-1.0, 3.0, n).astype(np.float32)
-        elif sigma == "ssm_a":  # -exp(A_log): per-head decay rates
+        elif sigma == "delta_a":  # Qwen 3.5's ssm_a = -exp(A_log): per-head decay rates
             v = -rng.uniform(1.0, 4.0, n).astype(np.float32)
-        elif sigma == "dt_bias":
+        elif sigma == "delta_dt":  # Qwen 3.5's dt_bias
             v = rng.uniform(-3.0, 0.0, n).astype(np.float32)
         else:
             v = sigma * rng.standard_normal(n, dtype=np.float32)

@@ -21,8 +21,8 @@ tokenization is not timed and both evaluate exactly the same tokens.
 llama-server gets --embeddings, -t/-tb THREADS, --parallel --llama-parallel (default 16) slots of
 2 * --tokens context each, and a batch that holds all slots' inputs (-b = -ub = slots * tokens:
 llama.cpp evaluates a non-causal input in one micro-batch), i.e. continuous batching over 16
-inputs at a time; --llama-args adds flags. zerfoo serve gets --threads THREADS (embedding calls
-run outside its generation slots, all inputs of a request in steps of up to 512 tokens).
+inputs at a time; --llama-args adds flags. zerfoo serve gets --threads THREADS (an embedding call
+holds one of its slots, all inputs of a request in steps of up to 512 tokens).
 --llama-embedding BIN instead of --llama-server (before llama-server is built): llama.cpp's
 llama-embedding tool gets the same texts (--inputs copies of "hello hello ...", as many words as
 make --tokens tokens with the model's special tokens, counted by zerfoo's usage.prompt_tokens;

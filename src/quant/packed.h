@@ -54,7 +54,7 @@ constexpr int64_t kPackRows = 16;
 bool IsPackable(GgmlType t);
 // True when t is packable and this CPU has a kernel that makes the layout pay (AVX-512 VNNI,
 // AVX2 + FMA + F16C, or any aarch64 CPU; ZF_NO_AVX512 falls back to the AVX2 one, ZF_NO_NEON
-// to the scalar path). IQ4_NL and MXFP4: x86 only (no NEON kernel yet).
+// to the scalar path).
 // The scalar kernel is the reference for tests, not a fast path.
 bool PackedGemvAvailable(GgmlType t);
 
@@ -112,8 +112,7 @@ bool GemvPackedMulti(GgmlType t, int64_t k, const void* packed, int64_t g0, int6
 #endif
 #if defined(__aarch64__)
 namespace neon {
-// The same types but IQ4_NL and MXFP4 (false) with the ARMv8.2 dot product (packed_neon.cpp).
-// Only when CpuHasNeonDotprod().
+// The same types with the ARMv8.2 dot product (packed_neon.cpp). Only when CpuHasNeonDotprod().
 bool GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
                 float* y);
 }  // namespace neon

@@ -48,8 +48,6 @@ struct KernelTable {
   // Its batched form (GemvPackedMulti); null: one GemvPacked per group and row.
   bool (*gemv_packed_multi)(GgmlType, int64_t, const void*, int64_t, int64_t, int64_t, const void* const*,
                             float* const*, int32_t) = nullptr;
-  // gemv_packed has kernels for the codebook formats IQ4_NL and MXFP4 (x86 only so far).
-  bool gemv_packed_codebook = false;
 };
 
 // Scalar GemmAffine (the definition the SIMD version is tested against).
@@ -123,7 +121,6 @@ KernelTable BuildTable() {
     k.gemv = avx2::Gemv;
     k.gemv_packed = avx2::GemvPacked;
     k.gemv_packed_multi = avx2::GemvPackedMulti;
-    k.gemv_packed_codebook = true;
     k.gemm_packed = avx2::GemmPacked;
     k.tile_from_decode = avx2::PackTileFromDecode;  // AVX-512 machines keep it (same layouts)
     k.axpy = avx2::AxpyF32;
@@ -306,10 +303,7 @@ bool PackTileFromDecode(GgmlType t, const void* group, int64_t rows, int64_t k, 
 
 bool HasFastGemmPacked() { return Table().gemm_packed != ref::GemmPacked; }
 
-bool PackedGemvAvailable(GgmlType t) {
-  const bool codebook = t == GgmlType::IQ4_NL || t == GgmlType::MXFP4;
-  return IsPackable(t) && Table().gemv_packed != nullptr && (!codebook || Table().gemv_packed_codebook);
-}
+bool PackedGemvAvailable(GgmlType t) { return IsPackable(t) && Table().gemv_packed != nullptr; }
 
 void GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
                 float* y) {

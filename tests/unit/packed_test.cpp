@@ -63,16 +63,6 @@ Packed Pack(GgmlType t, const std::vector<uint8_t>& w, int64_t rows, int64_t k) 
   return p;
 }
 
-// IQ4_NL and MXFP4 have x86 kernels only (aarch64 does not pack them).
-bool HasNeonKernel(GgmlType t) {
-#if defined(__aarch64__)
-  return t != GgmlType::IQ4_NL && t != GgmlType::MXFP4;
-#else
-  (void)t;
-  return true;
-#endif
-}
-
 // The product under test: the dispatched one, or one ISA's kernel called directly (so an
 // AVX-512 machine also checks the AVX2 kernels, and a dot-product aarch64 CPU the baseline
 // NEON ones).
@@ -172,7 +162,6 @@ TEST(Packed, LowerLevelKernelsMatchVecDot) {
   if (kernels.empty()) GTEST_SKIP() << "no lower-level SIMD kernel runs on this CPU";
   for (GemvFn gemv : kernels) {
     for (GgmlType t : kTypes) {
-      if (!HasNeonKernel(t)) continue;
       for (int64_t rows : {1, 8, 9, 17, 50}) {
         for (int64_t k : {32, 64, 640, 1024}) {
           if (PackedGroupBytes(t, k) != 0) CheckProduct(t, rows, k, 1.0f, gemv);
@@ -191,7 +180,7 @@ TEST(Packed, LowerLevelKernelsMatchVecDot) {
 TEST(Packed, Aarch64DispatchPicksTheNeonLevel) {
   const bool neon = std::getenv("ZF_NO_NEON") == nullptr;
   EXPECT_STREQ(ActiveIsa(), !neon ? "scalar" : CpuHasNeonDotprod() ? "neon-dotprod" : "neon");
-  for (GgmlType t : kTypes) EXPECT_EQ(PackedGemvAvailable(t), neon && HasNeonKernel(t)) << TypeName(t);
+  for (GgmlType t : kTypes) EXPECT_EQ(PackedGemvAvailable(t), neon) << TypeName(t);
 }
 #endif
 

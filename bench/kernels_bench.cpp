@@ -60,6 +60,10 @@ std::vector<uint8_t> RandomWeights(GgmlType t, int64_t rows, int64_t cols) {
     // Keep every 16-bit word that may be a scale finite: clear exponent bits' top.
     for (size_t i = 1; i < w.size(); i += 2) w[i] &= 0x3B;
   }
+  if (t == GgmlType::MXFP4) {  // E8M0 exponents as in real files (2^-8..2^-1), not random bytes:
+                               // those give infinite and subnormal scales, slow on every path
+    for (size_t i = 0; i < w.size(); i += 17 /* a BlockMXFP4 */) w[i] = uint8_t(120 + rng() % 8);
+  }
   (void)tr;
   return w;
 }
@@ -126,10 +130,10 @@ BENCHMARK_CAPTURE(BM_MatMul, pp512_gemma3_ffn_down_Q4_K, GgmlType::Q4_K)->Args({
 BENCHMARK_CAPTURE(BM_MatMul, pp512_gemma3_ffn_down_Q6_K, GgmlType::Q6_K)->Args({640, 2048, 512, 1})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MatMul, pp512_smollm2_ffn_up_Q4_1, GgmlType::Q4_1)->Args({1536, 576, 512, 1})->Unit(benchmark::kMillisecond);
 
-// Decode GEMV of the 4-bit codebook types (row-at-a-time path: they have no packed layout)
-// beside Q4_0 on the same path, on a matrix far larger than the caches (4096 -> 16384, 36 MB
-// as Q4_0): bytes_per_second against the machine's read bandwidth. BM_GemvPacked/dram_Q4_0
-// is Q4_0's packed path on the same shape.
+// Decode GEMV of the 4-bit codebook types on the row-at-a-time path (a bare tensor: no packed
+// copy) beside Q4_0 on the same path, on a matrix far larger than the caches (4096 -> 16384,
+// 36 MB as Q4_0): bytes_per_second against the machine's read bandwidth. BM_GemvPacked/dram_*
+// are the packed paths on the same shape (IQ4_XS has none yet).
 BENCHMARK_CAPTURE(BM_MatMul, dram_Q4_0, GgmlType::Q4_0)->Args({16384, 4096, 1, 1})->Args({16384, 4096, 1, 2})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MatMul, dram_IQ4_NL, GgmlType::IQ4_NL)->Args({16384, 4096, 1, 1})->Args({16384, 4096, 1, 2})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MatMul, dram_MXFP4, GgmlType::MXFP4)->Args({16384, 4096, 1, 1})->Args({16384, 4096, 1, 2})->Unit(benchmark::kMillisecond);
@@ -183,6 +187,8 @@ BENCHMARK_CAPTURE(BM_GemvPacked, big_Q5_0, GgmlType::Q5_0)->Args({65536, 640})->
 BENCHMARK_CAPTURE(BM_GemvPacked, dram_Q4_1, GgmlType::Q4_1)->Args({196608, 640})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_GemvPacked, dram_Q5_0, GgmlType::Q5_0)->Args({196608, 640})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_GemvPacked, dram_Q4_0, GgmlType::Q4_0)->Args({16384, 4096})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_GemvPacked, dram_IQ4_NL, GgmlType::IQ4_NL)->Args({16384, 4096})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_GemvPacked, dram_MXFP4, GgmlType::MXFP4)->Args({16384, 4096})->Unit(benchmark::kMillisecond);
 
 // Batched decode (quant/packed.h GemvPackedMulti), one thread: args {rows (out), cols (in),
 // n tokens, batched}. batched = 1: one GemvPackedMulti call for the n tokens; 0: n separate

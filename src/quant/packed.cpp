@@ -15,9 +15,11 @@
 namespace zf::quant {
 namespace {
 
-// Field offsets inside one file block: d at 0, then m (if any), qh (if any), qs.
+// Field offsets inside one file block: d at 0 (F16, or MXFP4's E8M0 byte), then m (if any),
+// qh (if any), qs.
+inline size_t ScaleBytes(const PackedLayout& l) { return l.e8m0 ? 1 : 2; }
 inline size_t MinAt() { return 2; }
-inline size_t QhAt(const PackedLayout& l) { return l.has_min ? 4 : 2; }
+inline size_t QhAt(const PackedLayout& l) { return l.has_min ? 4 : ScaleBytes(l); }
 inline size_t QsAt(const PackedLayout& l) { return QhAt(l) + (l.has_high ? 4 : 0); }
 
 // Q4_K: super-block s of row r -> d, dmin, the 8 unpacked scales and mins, and the 128 quant
@@ -167,7 +169,7 @@ void PackDecodeGroup(GgmlType t, const void* src, size_t src_stride, int64_t k, 
     const uint8_t* row = static_cast<const uint8_t*>(src) + size_t(r) * src_stride;
     for (int64_t b = 0; b < l.nb; ++b) {
       const uint8_t* blk = row + size_t(b) * l.block_bytes;
-      std::memcpy(dst + l.D(b) + 2 * r, blk, 2);
+      std::memcpy(dst + l.D(b) + ScaleBytes(l) * size_t(r), blk, ScaleBytes(l));
       if (l.has_min) std::memcpy(dst + l.M(b) + 2 * r, blk + MinAt(), 2);
       uint8_t* qb = dst + l.Q(b);
       if (l.eight_bit) {
@@ -205,7 +207,7 @@ void UnpackRowBlocks(const PackedLayout& l, const uint8_t* src, int64_t r, int64
   }
   for (int64_t b = b0; b < b1; ++b) {
     uint8_t* blk = dst + size_t(b - b0) * l.block_bytes;
-    std::memcpy(blk, src + l.D(b) + 2 * r, 2);
+    std::memcpy(blk, src + l.D(b) + ScaleBytes(l) * size_t(r), ScaleBytes(l));
     if (l.has_min) std::memcpy(blk + MinAt(), src + l.M(b) + 2 * r, 2);
     const uint8_t* qb = src + l.Q(b);
     if (l.eight_bit) {

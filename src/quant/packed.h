@@ -11,7 +11,10 @@
 // AVX2-only CPUs (packed_avx2.cpp) read each 64-byte chunk as two 256-bit halves (rows 0-7,
 // 8-15) with VPMADDUBSW + VPMADDWD in place of VPDPBUSD: same layout, same bytes.
 //
-// Types: the 32-element block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, and Q4_K, Q6_K (below).
+// Types: the 32-element block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, the codebook formats
+// IQ4_NL and MXFP4 (Q4_0's layout; MXFP4's d field holds the 16 rows' E8M0 bytes in the first
+// 16 of its 32 bytes per block: 288 bytes per 16 x 32 weights instead of the file's 272), and
+// Q4_K, Q6_K (below).
 // One group per 16 consecutive rows (the last one zero-padded), groups contiguous,
 // GroupBytes(t, k) each (a multiple of 64). A group is a sequence of units, each holding its
 // blocks' fields side by side, so a kernel reads the group front to back as one stream
@@ -90,7 +93,8 @@ void GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g
 
 #if defined(__x86_64__) || defined(__i386__)
 namespace avx512 {
-// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K; false for other types. Only when CpuHasAvx512Vnni().
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, Q4_K, Q6_K; false for other types. Only when
+// CpuHasAvx512Vnni().
 bool GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
                 float* y);
 // GemvPackedMulti for the same types; false for other types.

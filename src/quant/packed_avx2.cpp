@@ -36,6 +36,16 @@ inline __m256 Scales8(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
+// MXFP4: 8 rows' E8M0 bytes as 2^(e - 128), bit for bit E8M0ToFp32Half (blocks.h): (e - 1)
+// in the exponent field, or for e = 0 and 1 the subnormals 0x200000 << e; the larger of the
+// two is the right one (equal at e = 2).
+inline __m256 E8M0Scales8(const uint8_t* p) {
+  const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  const __m256i normal = _mm256_sub_epi32(_mm256_slli_epi32(e, 23), _mm256_set1_epi32(0x00800000));
+  const __m256i small = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), _mm256_min_epu32(e, _mm256_set1_epi32(2)));
+  return _mm256_castsi256_ps(_mm256_max_epi32(normal, small));
+}
+
 // 8 bytes (one half's rows) as int32 lanes holding the byte twice as int16 (v, v): VPMADDWD
 // against a pair of int16 sums then multiplies both by the row's value.
 inline __m256i PairU8(const uint8_t* p) {
@@ -170,8 +180,41 @@ inline void DotQ4(const uint8_t* qb, const uint32_t* hm, const StagedActivations
   for (int t = 0; t < T; ++t) dot[t] = kCorr ? _mm256_add_epi32(s32[t], _mm256_set1_epi32(st[t]->corr[b])) : s32[t];
 }
 
+// One half's int32 dots of a codebook block (IQ4_NL, MXFP4) for T tokens: the nibbles looked
+// up in the signed codebook (VPSHUFB), then |w| x sign(a, w) as for Q8_0. IQ4_NL's values
+// reach 127, so each VPMADDUBSW's pairs (<= 2 x 127 x 127) go to int32 at once; MXFP4's stay
+// <= 12, so all 8 products add in int16 (8 x 2 x 12 x 127 = 24384) before one VPMADDWD.
+template <int kBook, int T>
+inline void DotBook(const uint8_t* qb, const StagedActivations* const* st, int64_t b, __m256i* dot) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  const int8_t* v = kBook == kBookMXFP4 ? kValuesMXFP4 : kValuesIQ4NL;
+  alignas(16) int8_t tbl[16];
+  for (int i = 0; i < 16; ++i) tbl[i] = v[i];
+  const __m256i book = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(tbl)));
+  __m256i s[T];
+  for (int t = 0; t < T; ++t) s[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    const __m256i raw = Load(qb + c * 64);
+    const __m256i lo = _mm256_shuffle_epi8(book, _mm256_and_si256(raw, low4));
+    const __m256i hi = _mm256_shuffle_epi8(book, _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4));
+    const __m256i alo = _mm256_abs_epi8(lo), ahi = _mm256_abs_epi8(hi);
+    for (int t = 0; t < T; ++t) {
+      const int32_t* x = st[t]->q + b * 8;
+      const __m256i pl = _mm256_maddubs_epi16(alo, _mm256_sign_epi8(_mm256_set1_epi32(x[c]), lo));
+      const __m256i ph = _mm256_maddubs_epi16(ahi, _mm256_sign_epi8(_mm256_set1_epi32(x[4 + c]), hi));
+      if (kBook == kBookMXFP4) {
+        s[t] = _mm256_add_epi16(s[t], _mm256_add_epi16(pl, ph));
+      } else {
+        s[t] = _mm256_add_epi32(s[t], _mm256_add_epi32(_mm256_madd_epi16(pl, ones), _mm256_madd_epi16(ph, ones)));
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) dot[t] = kBook == kBookMXFP4 ? _mm256_madd_epi16(s[t], ones) : s[t];
+}
+
 // One group, blocks [b0, b0 + n) of the staging pass, for T tokens.
-template <bool kEight, bool kMin, bool kHigh, int T>
+template <bool kEight, bool kMin, bool kHigh, int kBook, int T>
 inline void LegacyGroup(const PackedLayout& l, const uint8_t* grp, int64_t b0, int64_t n,
                         const StagedActivations* const* st, float* const* out, int64_t valid, bool add, const PrefetchPlan* prefetch) {
   __m256 acc[T][2];
@@ -190,10 +233,13 @@ inline void LegacyGroup(const PackedLayout& l, const uint8_t* grp, int64_t b0, i
           __m256i dot[T];
           if (kEight) {
             DotQ8<T>(f.q + 32 * h, st, b, dot);
+          } else if (kBook != kBookNone) {
+            DotBook<kBook, T>(f.q + 32 * h, st, b, dot);
           } else {
             DotQ4<kHigh, !kMin, T>(f.q + 32 * h, hm + h, st, b, dot);
           }
-          const __m256 sd = Scales8(f.d + kHalf * h);
+          const __m256 sd = kBook == kBookMXFP4 ? E8M0Scales8(reinterpret_cast<const uint8_t*>(f.d) + kHalf * h)
+                                                : Scales8(f.d + kHalf * h);
           for (int t = 0; t < T; ++t) {
             const __m256 scale = _mm256_mul_ps(sd, _mm256_set1_ps(st[t]->d[b]));
             acc[t][h] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(dot[t]), acc[t][h]);
@@ -209,7 +255,7 @@ inline void LegacyGroup(const PackedLayout& l, const uint8_t* grp, int64_t b0, i
 
 // The 32-element formats for n <= kMaxN tokens: a pass per kStagedBlocks blocks (long rows add
 // into y), every token staged per pass, then per group the token blocks.
-template <int kMaxN, bool kEight, bool kMin, bool kHigh>
+template <int kMaxN, bool kEight, bool kMin, bool kHigh, int kBook>
 void LegacyKernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows,
                   const uint8_t* const* a, float* const* y, int32_t n) {
   const PrefetchPlan& plan = DecodePrefetchPlan(l.eight_bit ? GgmlType::Q8_0 : GgmlType::Q4_0);
@@ -225,7 +271,7 @@ void LegacyKernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int6
         constexpr int T = decltype(tc)::value;
         float* out[T];
         for (int t = 0; t < T; ++t) out[t] = y[i + t] + (g - g0) * kPackRows;
-        LegacyGroup<kEight, kMin, kHigh, T>(l, grp, b0, nbk, sp + i, out, rows - g * kPackRows, b0 > 0,
+        LegacyGroup<kEight, kMin, kHigh, kBook, T>(l, grp, b0, nbk, sp + i, out, rows - g * kPackRows, b0 > 0,
                                             i == 0 ? &plan : nullptr);
       });
     }
@@ -395,10 +441,10 @@ struct Groups {  // this ISA's pieces of the shared drivers (PackedKernels, pack
                   int64_t valid, const PrefetchPlan* prefetch) {
     Q6KGroup<T>(l, grp, ab, out, valid, prefetch);
   }
-  template <int kMaxN, bool kEight, bool kMin, bool kHigh>
+  template <int kMaxN, bool kEight, bool kMin, bool kHigh, int kBook = kBookNone>
   static void Legacy(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows,
                      const uint8_t* const* a, float* const* y, int32_t n) {
-    LegacyKernel<kMaxN, kEight, kMin, kHigh>(l, packed, g0, g1, rows, a, y, n);
+    LegacyKernel<kMaxN, kEight, kMin, kHigh, kBook>(l, packed, g0, g1, rows, a, y, n);
   }
 };
 using Kernels = PackedKernels<Groups>;

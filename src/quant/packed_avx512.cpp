@@ -23,6 +23,26 @@ inline __m512 Scales(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
+// MXFP4: 16 rows' E8M0 bytes as 2^(e - 128), bit for bit E8M0ToFp32Half (blocks.h): (e - 1)
+// in the exponent field, or for e = 0 and 1 the subnormals 0x200000 << e; the larger of the
+// two is the right one (equal at e = 2).
+inline __m512 E8M0Scales(const uint8_t* p) {
+  const __m512i e = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m512i normal = _mm512_sub_epi32(_mm512_slli_epi32(e, 23), _mm512_set1_epi32(0x00800000));
+  const __m512i small = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), _mm512_min_epu32(e, _mm512_set1_epi32(2)));
+  return _mm512_castsi512_ps(_mm512_max_epi32(normal, small));
+}
+
+// A codebook's 16 values + 128 (VPDPBUSD's unsigned operand; corr undoes the bias) in every
+// 128-bit lane, for VPSHUFB.
+template <int kBook>
+inline __m512i BiasedBook() {
+  const int8_t* v = kBook == kBookMXFP4 ? kValuesMXFP4 : kValuesIQ4NL;
+  alignas(16) uint8_t b[16];
+  for (int i = 0; i < 16; ++i) b[i] = uint8_t(v[i] + 128);
+  return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(b)));
+}
+
 inline void Store(float* out, int64_t valid, __m512 v, bool add) {
   const __mmask16 m = valid >= kPackRows ? __mmask16(0xFFFF) : __mmask16((1u << valid) - 1);
   if (add) v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, out), v);
@@ -98,10 +118,12 @@ inline void DotQ8(const uint8_t* qb, const StagedActivations* const* st, int64_t
 
 // 16 rows' int32 dots of one 4/5-bit block for T tokens: low nibbles pair with elements
 // 4c..4c+3, high nibbles with 16+4c..; the fifth bits come from the block's 8 lane masks.
-template <bool kHigh, int T>
+// kBook (IQ4_NL, MXFP4): the nibbles index the codebook, stored + 128 (corr undoes it).
+template <bool kHigh, int T, int kBook = kBookNone>
 inline void DotQ4(const uint8_t* qb, const uint64_t* hm, const StagedActivations* const* st, int64_t b,
                   __m512i* dot) {
   const __m512i low4 = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
+  const __m512i book = kBook != kBookNone ? BiasedBook<kBook>() : _mm512_setzero_si512();
   __m512i s0[T], s1[T];
   for (int t = 0; t < T; ++t) {
     s0[t] = _mm512_set1_epi32(st[t]->corr[b]);
@@ -116,6 +138,10 @@ inline void DotQ4(const uint8_t* qb, const uint64_t* hm, const StagedActivations
       lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(hm[c]), lo, bit4);
       hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(hm[4 + c]), hi, bit4);
     }
+    if (kBook != kBookNone) {
+      lo = _mm512_shuffle_epi8(book, lo);
+      hi = _mm512_shuffle_epi8(book, hi);
+    }
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       s0[t] = _mm512_dpbusd_epi32(s0[t], lo, _mm512_set1_epi32(st[t]->q[b * 8 + c]));
@@ -126,7 +152,7 @@ inline void DotQ4(const uint8_t* qb, const uint64_t* hm, const StagedActivations
 }
 
 // One group, blocks [b0, b0 + n) of the staging pass, for T tokens.
-template <bool kEight, bool kMin, bool kHigh, int T>
+template <bool kEight, bool kMin, bool kHigh, int kBook, int T>
 inline void LegacyGroup(const PackedLayout& l, const uint8_t* grp, int64_t b0, int64_t n,
                         const StagedActivations* const* st, float* const* out, int64_t valid, bool add, const PrefetchPlan* prefetch) {
   __m512 acc0[T], acc1[T], accm[T];
@@ -142,9 +168,9 @@ inline void LegacyGroup(const PackedLayout& l, const uint8_t* grp, int64_t b0, i
         if (kEight) {
           DotQ8<T>(f.q, st, b, dot);
         } else {
-          DotQ4<kHigh, T>(f.q, reinterpret_cast<const uint64_t*>(f.h), st, b, dot);
+          DotQ4<kHigh, T, kBook>(f.q, reinterpret_cast<const uint64_t*>(f.h), st, b, dot);
         }
-        const __m512 sd = Scales(f.d);
+        const __m512 sd = kBook == kBookMXFP4 ? E8M0Scales(reinterpret_cast<const uint8_t*>(f.d)) : Scales(f.d);
         const __m512 sm = kMin ? Scales(f.m) : _mm512_setzero_ps();
 #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {
@@ -164,7 +190,7 @@ inline void LegacyGroup(const PackedLayout& l, const uint8_t* grp, int64_t b0, i
 
 // The 32-element formats for n <= kMaxN tokens: a pass per kStagedBlocks blocks (long rows add
 // into y), every token staged per pass, then per group the token blocks.
-template <int kMaxN, bool kEight, bool kMin, bool kHigh>
+template <int kMaxN, bool kEight, bool kMin, bool kHigh, int kBook>
 void LegacyKernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows,
                   const uint8_t* const* a, float* const* y, int32_t n) {
   const PrefetchPlan& plan = DecodePrefetchPlan(l.eight_bit ? GgmlType::Q8_0 : GgmlType::Q4_0);
@@ -173,14 +199,14 @@ void LegacyKernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int6
   for (int32_t i = 0; i < n; ++i) sp[i] = &st[i];
   for (int64_t b0 = 0; b0 < l.nb; b0 += kStagedBlocks) {
     const int64_t nbk = l.nb - b0 < kStagedBlocks ? l.nb - b0 : kStagedBlocks;
-    for (int32_t i = 0; i < n; ++i) StageActivations(a[i], kMin, b0, nbk, kEight ? 128 : l.offset, &st[i]);
+    for (int32_t i = 0; i < n; ++i) StageActivations(a[i], kMin, b0, nbk, kEight || kBook != kBookNone ? 128 : l.offset, &st[i]);
     for (int64_t g = g0; g < g1; ++g) {
       const uint8_t* grp = packed + size_t(g) * l.group;
       ForTokenBlocks(n, [&](auto tc, int32_t i) {
         constexpr int T = decltype(tc)::value;
         float* out[T];
         for (int t = 0; t < T; ++t) out[t] = y[i + t] + (g - g0) * kPackRows;
-        LegacyGroup<kEight, kMin, kHigh, T>(l, grp, b0, nbk, sp + i, out, rows - g * kPackRows, b0 > 0,
+        LegacyGroup<kEight, kMin, kHigh, kBook, T>(l, grp, b0, nbk, sp + i, out, rows - g * kPackRows, b0 > 0,
                                             i == 0 ? &plan : nullptr);
       });
     }
@@ -341,10 +367,10 @@ struct Groups {  // this ISA's pieces of the shared drivers (PackedKernels, pack
                   int64_t valid, const PrefetchPlan* prefetch) {
     Q6KGroup<T>(l, grp, ab, out, valid, prefetch);
   }
-  template <int kMaxN, bool kEight, bool kMin, bool kHigh>
+  template <int kMaxN, bool kEight, bool kMin, bool kHigh, int kBook = kBookNone>
   static void Legacy(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows,
                      const uint8_t* const* a, float* const* y, int32_t n) {
-    LegacyKernel<kMaxN, kEight, kMin, kHigh>(l, packed, g0, g1, rows, a, y, n);
+    LegacyKernel<kMaxN, kEight, kMin, kHigh, kBook>(l, packed, g0, g1, rows, a, y, n);
   }
 };
 using Kernels = PackedKernels<Groups>;

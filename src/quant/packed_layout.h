@@ -40,12 +40,18 @@ namespace {
 // per-group regions instead (d of every block, then m, ..., then the quants) the same kernels
 // streamed 11-13 GB/s where a linear sweep of the same bytes read 16-17; block-major reached
 // 14-17 (Q4_1 +25%, Q8_0 +9%).
+enum : int { kBookNone = 0, kBookIQ4NL = 1, kBookMXFP4 = 2 };
+
 struct PackedLayout {
   int64_t nb = 0;          // 32-element blocks per row (super-blocks for Q4_K, Q6_K)
   bool has_min = false;    // Q4_1, Q5_1
   bool has_high = false;   // Q5_0, Q5_1
   bool eight_bit = false;  // Q8_0
   int32_t offset = 0;      // Q4_0: 8, Q5_0: 16 (w = d * (q - offset)); 0 otherwise
+  // IQ4_NL, MXFP4: Q4_0's layout, the nibble indexing a 16-entry int8 codebook (w = d x
+  // book[q]); MXFP4's d is one E8M0 byte per row (16 of the 32 bytes per block are padding).
+  int book = 0;            // kBookNone, kBookIQ4NL, kBookMXFP4
+  bool e8m0 = false;       // MXFP4
   size_t block_bytes = 0;  // the file's bytes per block
   size_t q_block = 0;      // quant bytes per block and 16 rows (512, 256, or 2048 for K)
   // Units: 2 blocks for the 32-element formats (every unit a multiple of 64 bytes whatever
@@ -135,6 +141,8 @@ inline PackedLayout GetPackedLayout(GgmlType t, int64_t k, bool* valid) {
     case GgmlType::Q4_1: l.has_min = true; l.block_bytes = 20; break;
     case GgmlType::Q5_0: l.has_high = true; l.offset = 16; l.block_bytes = 22; break;
     case GgmlType::Q5_1: l.has_min = true; l.has_high = true; l.block_bytes = 24; break;
+    case GgmlType::IQ4_NL: l.book = kBookIQ4NL; l.block_bytes = 18; break;
+    case GgmlType::MXFP4: l.book = kBookMXFP4; l.e8m0 = true; l.block_bytes = 17; break;
     case GgmlType::Q4_K:
     case GgmlType::Q6_K: {
       if (k % 256 != 0) {  // a row length the super-blocks do not divide
@@ -198,6 +206,8 @@ bool DispatchPackedGemv(GgmlType t, int64_t k, const void* packed, int64_t g0, i
     case GgmlType::Q5_1: K::template Legacy<false, true, true>(l, p, g0, g1, rows, x, y); return true;
     case GgmlType::Q4_K: K::Q4K(l, p, g0, g1, rows, x, y); return true;
     case GgmlType::Q6_K: K::Q6K(l, p, g0, g1, rows, x, y); return true;
+    case GgmlType::IQ4_NL: return K::template Codebook<kBookIQ4NL>(l, p, g0, g1, rows, x, y);
+    case GgmlType::MXFP4: return K::template Codebook<kBookMXFP4>(l, p, g0, g1, rows, x, y);
     default: return false;
   }
 }
@@ -214,7 +224,7 @@ bool DispatchPackedGemvMulti(GgmlType t, int64_t k, const void* packed, int64_t 
   if (!valid) return false;
   switch (t) {
     case GgmlType::Q8_0: case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1:
-    case GgmlType::Q4_K: case GgmlType::Q6_K: break;
+    case GgmlType::Q4_K: case GgmlType::Q6_K: case GgmlType::IQ4_NL: case GgmlType::MXFP4: break;
     default: return false;
   }
   const auto* p = static_cast<const uint8_t*>(packed);
@@ -229,6 +239,8 @@ bool DispatchPackedGemvMulti(GgmlType t, int64_t k, const void* packed, int64_t 
       case GgmlType::Q5_0: K::template LegacyMulti<false, false, true>(l, p, g0, g1, rows, x, out, m); break;
       case GgmlType::Q5_1: K::template LegacyMulti<false, true, true>(l, p, g0, g1, rows, x, out, m); break;
       case GgmlType::Q4_K: K::Q4KMulti(l, p, g0, g1, rows, x, out, m); break;
+      case GgmlType::IQ4_NL: K::template LegacyMulti<false, false, false, kBookIQ4NL>(l, p, g0, g1, rows, x, out, m); break;
+      case GgmlType::MXFP4: K::template LegacyMulti<false, false, false, kBookMXFP4>(l, p, g0, g1, rows, x, out, m); break;
       default: K::Q6KMulti(l, p, g0, g1, rows, x, out, m); break;
     }
   }
@@ -239,7 +251,7 @@ bool DispatchPackedGemvMulti(GgmlType t, int64_t k, const void* packed, int64_t 
 // DispatchPackedGemv and DispatchPackedGemvMulti. G is the ISA file's:
 //   G::TokenBlocks(n, f): f(std::integral_constant<int, T>, i) for token blocks [i, i + T)
 //   G::Q4K<T> / G::Q6K<T>(layout, group, T activation rows, T output rows, valid rows, prefetch)
-//   G::Legacy<kMaxN, kEight, kMin, kHigh>(layout, packed, g0, g1, rows, activations, outputs, n)
+//   G::Legacy<kMaxN, kEight, kMin, kHigh, kBook>(layout, packed, g0, g1, rows, activations, outputs, n)
 template <typename G>
 struct PackedKernels {
   // The K-quant kernels for n tokens: per group, the token blocks (the first one prefetches).
@@ -272,6 +284,13 @@ struct PackedKernels {
                      float* y) {
     G::template Legacy<1, kEight, kMin, kHigh>(l, p, g0, g1, rows, &a, &y, 1);
   }
+  // IQ4_NL, MXFP4 (kBook): Q4_0's kernel with the nibbles looked up in the codebook.
+  template <int kBook>
+  static bool Codebook(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
+                       float* y) {
+    G::template Legacy<1, false, false, false, kBook>(l, p, g0, g1, rows, &a, &y, 1);
+    return true;
+  }
   static void Q4K(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
                   float* y) {
     KQuant<false>(l, p, g0, g1, rows, &a, &y, 1);
@@ -281,10 +300,10 @@ struct PackedKernels {
     KQuant<true>(l, p, g0, g1, rows, &a, &y, 1);
   }
   // n <= kMultiChunk tokens.
-  template <bool kEight, bool kMin, bool kHigh>
+  template <bool kEight, bool kMin, bool kHigh, int kBook = kBookNone>
   static void LegacyMulti(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows,
                           const uint8_t* const* a, float* const* y, int32_t n) {
-    G::template Legacy<kMultiChunk, kEight, kMin, kHigh>(l, p, g0, g1, rows, a, y, n);
+    G::template Legacy<kMultiChunk, kEight, kMin, kHigh, kBook>(l, p, g0, g1, rows, a, y, n);
   }
   static void Q4KMulti(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows,
                        const uint8_t* const* a, float* const* y, int32_t n) {

@@ -1,5 +1,6 @@
 // The AVX-512 packed decode kernels (packed_avx512.cpp) against the scalar reference, run
-// through SIMDe on any AVX2 machine (avx512_on_avx2.h): every packable format, odd block
+// through SIMDe on any AVX2 machine (avx512_on_avx2.h): every packable format (MXFP4 with
+// exponents across the E8M0 range), odd block
 // counts (a half-padded last unit), rows longer than one activation staging pass, partial
 // last groups, and a group range that does not start at 0.
 #include <gtest/gtest.h>
@@ -24,14 +25,19 @@ namespace {
 TEST(PackedAvx512Emulated, MatchesTheScalarReference) {
   if (!CpuHasAvx2Fma16()) GTEST_SKIP() << "the emulation is built for AVX2 + FMA + F16C";
   for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,
-                     GgmlType::Q6_K}) {
+                     GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::MXFP4}) {
     const bool super = t == GgmlType::Q4_K || t == GgmlType::Q6_K;
     // 3 blocks (odd), 130 blocks (past one staging pass of 128); 2 and 18 super-blocks.
     for (int64_t k : {super ? int64_t{512} : int64_t{96}, super ? int64_t{4608} : int64_t{4160}}) {
       SCOPED_TRACE(std::string(TypeName(t)) + " k=" + std::to_string(k));
       const int64_t rows = 37, groups = PackedGroups(rows);
       const size_t row = RowSize(t, k), gbytes = PackedGroupBytes(t, k);
-      const std::vector<uint8_t> w = testing::RandomQuantRows(t, rows, k, 1.0f, 11);
+      std::vector<uint8_t> w = testing::RandomQuantRows(t, rows, k, 1.0f, 11);
+      if (t == GgmlType::MXFP4) {  // E8M0 exponents across the range (0 and 1: subnormal scales)
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t b = 0; b < k / 32; ++b) w[size_t(r) * row + size_t(b) * 17] = uint8_t((r * 37 + b * 11) % 231);
+        }
+      }
       std::vector<uint8_t> buf(size_t(groups) * gbytes + 64);
       uint8_t* p = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;  // aligned loads
       for (int64_t g = 0; g < groups; ++g) {

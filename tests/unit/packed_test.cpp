@@ -1,5 +1,5 @@
-// The row-interleaved decode layouts (quant/packed.h) for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K
-// and Q6_K: packing is exactly invertible, a packed row dequantizes like the file's row, and the
+// The row-interleaved decode layouts (quant/packed.h) for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
+// MXFP4, Q4_K and Q6_K: packing is exactly invertible, a packed row dequantizes like the file's row, and the
 // dispatched kernel (AVX-512, AVX2 or NEON) and the scalar reference match one VecDot per row
 // on tails (rows not a multiple of 16), group sub-ranges (how threads split the work), long
 // rows (several staging passes), extreme quants and extreme scales.
@@ -21,8 +21,8 @@
 namespace zf::quant {
 namespace {
 
-const GgmlType kTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                           GgmlType::Q4_K, GgmlType::Q6_K};
+const GgmlType kTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0,  GgmlType::Q4_1,  GgmlType::Q5_0, GgmlType::Q5_1,
+                           GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::MXFP4};
 
 std::vector<uint8_t> Activation(GgmlType t, int64_t k, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -50,7 +50,8 @@ Packed Pack(GgmlType t, const std::vector<uint8_t>& w, int64_t rows, int64_t k) 
   const bool k_quant = t == GgmlType::Q4_K || t == GgmlType::Q6_K;
   const size_t blocks = k_quant ? size_t(k / 256) : size_t(k / 32), block = row / blocks;
   const size_t padded = k_quant ? blocks : (blocks + 1) / 2 * 2;
-  const size_t extra = t == GgmlType::Q4_K ? 64 : t == GgmlType::Q6_K ? 32 : 0;
+  // MXFP4: its 1-byte scales in F16's 2 bytes per row.
+  const size_t extra = t == GgmlType::Q4_K ? 64 : t == GgmlType::Q6_K ? 32 : t == GgmlType::MXFP4 ? 16 : 0;
   EXPECT_EQ(gbytes, padded * (size_t(kPackRows) * block + extra));
   Packed p;
   p.buf.resize(size_t(PackedGroups(rows)) * gbytes + 64);
@@ -182,6 +183,31 @@ TEST(Packed, Aarch64DispatchPicksTheNeonLevel) {
   for (GgmlType t : kTypes) EXPECT_EQ(PackedGemvAvailable(t), neon) << TypeName(t);
 }
 #endif
+
+TEST(Packed, Mxfp4ScalesMatchE8M0AcrossTheExponentRange) {
+  // Every row one exponent, from the subnormal scales (e = 0, 1) to the top of the range: the
+  // kernels rebuild 2^(e - 128) from the byte and must agree with E8M0ToFp32Half.
+  const int64_t k = 64, rows = 32;
+  const size_t row = RowSize(GgmlType::MXFP4, k);
+  std::vector<uint8_t> w = testing::RandomQuantRows(GgmlType::MXFP4, rows, k, 1.0f, 11);
+  const uint8_t exps[rows] = {0, 1, 2, 3, 4, 5, 10, 20, 40, 63, 64, 100, 120, 126, 127, 128,
+                              129, 130, 140, 150, 160, 170, 180, 190, 200, 210, 220, 230, 240, 245, 248, 250};
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < k / 32; ++b) w[size_t(r) * row + size_t(b) * sizeof(BlockMXFP4)] = exps[r];
+  }
+  const std::vector<uint8_t> a = Activation(GgmlType::MXFP4, k, 12);
+  const Packed p = Pack(GgmlType::MXFP4, w, rows, k);
+  std::vector<GemvFn> kernels = DirectKernels();
+  kernels.push_back(GemvPacked);
+  for (GemvFn gemv : kernels) {
+    std::vector<float> y(static_cast<size_t>(rows));
+    gemv(GgmlType::MXFP4, k, p.data(), 0, PackedGroups(rows), rows, a.data(), y.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      const float want = VecDot(GgmlType::MXFP4, k, w.data() + row * size_t(r), a.data());
+      ASSERT_NEAR(y[size_t(r)], want, 1e-5f * std::fabs(want) + 1e-44f) << "exponent " << int(exps[r]);
+    }
+  }
+}
 
 TEST(Packed, ExtremeQ8QuantsAreExact) {
   // Weights of -128 (allowed in files) and 127 against activations of +-127: the +128 bias and

@@ -384,6 +384,24 @@ std::string Generate(zf_model* m, const std::string& prompt, const std::string& 
   return text;
 }
 
+// The prompt of one user message under `tmpl` with `tools` offered (the assistant's turn opened).
+std::string UserPrompt(zf_model* m, const std::string& tmpl, const char* tools, const char* content) {
+  zf_chat_params p;
+  zf_chat_params_init(&p, sizeof p);
+  p.template_text = tmpl.c_str();
+  p.tools_json = tools;
+  p.flags = ZF_CHAT_ADD_ASSISTANT;
+  zf_chat_message_v2 user{};
+  user.struct_size = sizeof user;
+  user.role = "user";
+  user.content = content;
+  size_t needed = 0;
+  EXPECT_EQ(zf_chat_apply_template_v2(m, &user, 1, &p, nullptr, 0, &needed), ZF_ERR_BUFFER_TOO_SMALL) << zf_last_error();
+  std::vector<char> buf(needed);
+  EXPECT_EQ(zf_chat_apply_template_v2(m, &user, 1, &p, buf.data(), buf.size(), &needed), ZF_OK) << zf_last_error();
+  return needed > 0 ? std::string(buf.data(), needed - 1) : std::string();
+}
+
 }  // namespace
 
 // Call markers that are control tokens: the grammar references them by id (a text literal would
@@ -410,20 +428,7 @@ TEST(ChatParseControlTokens, MarkersAreTheirTokensInGrammarOutputAndTrigger) {
   EXPECT_EQ(lazy.rfind("start: " + open_ref, 0), 0u) << lazy;
 
   // tool_choice "required": the whole turn is the call.
-  zf_chat_params p;
-  zf_chat_params_init(&p, sizeof p);
-  p.template_text = tmpl.c_str();
-  p.tools_json = kTools;
-  p.flags = ZF_CHAT_ADD_ASSISTANT;
-  zf_chat_message_v2 user{};
-  user.struct_size = sizeof user;
-  user.role = "user";
-  user.content = "What is the weather in Paris?";
-  size_t needed = 0;
-  ASSERT_EQ(zf_chat_apply_template_v2(m.get(), &user, 1, &p, nullptr, 0, &needed), ZF_ERR_BUFFER_TOO_SMALL);
-  std::vector<char> buf(needed);
-  ASSERT_EQ(zf_chat_apply_template_v2(m.get(), &user, 1, &p, buf.data(), buf.size(), &needed), ZF_OK);
-  const std::string prompt(buf.data(), needed - 1);
+  const std::string prompt = UserPrompt(m.get(), tmpl, kTools, "What is the weather in Paris?");
   std::string text = Generate(m.get(), prompt, grammar, nullptr);
   EXPECT_EQ(text.rfind("<jupyter_code>", 0), 0u) << text;
   Json msg = Parse(m.get(), text, tmpl, &st);
@@ -481,20 +486,8 @@ Json RequiredCall(zf_model* m, const std::string& tmpl, std::string* text) {
   EXPECT_TRUE(g["native"].get<bool>()) << tmpl.substr(0, 80);
   const std::string grammar = g["grammar"];
   EXPECT_EQ(zf_constraint_check(m, ZF_CONSTRAINT_LARK, grammar.c_str()), ZF_OK) << zf_last_error() << "\n" << grammar;
-  zf_chat_params p;
-  zf_chat_params_init(&p, sizeof p);
-  p.template_text = tmpl.c_str();
-  p.tools_json = kRichTools;
-  p.flags = ZF_CHAT_ADD_ASSISTANT;
-  zf_chat_message_v2 user{};
-  user.struct_size = sizeof user;
-  user.role = "user";
-  user.content = "Book a double room in Lisbon for 3 nights, budget 200.";
-  size_t needed = 0;
-  EXPECT_EQ(zf_chat_apply_template_v2(m, &user, 1, &p, nullptr, 0, &needed), ZF_ERR_BUFFER_TOO_SMALL) << zf_last_error();
-  std::vector<char> buf(needed);
-  EXPECT_EQ(zf_chat_apply_template_v2(m, &user, 1, &p, buf.data(), buf.size(), &needed), ZF_OK);
-  *text = Generate(m, std::string(buf.data(), needed - 1), grammar, nullptr, 256);
+  *text = Generate(m, UserPrompt(m, tmpl, kRichTools, "Book a double room in Lisbon for 3 nights, budget 200."), grammar,
+                   nullptr, 256);
   const Json msg = Parse(m, *text, tmpl, &st, kRichTools);
   EXPECT_EQ(st, ZF_OK) << zf_last_error();
   return msg;

@@ -545,6 +545,14 @@ std::vector<Spec> Families() {
   return v;
 }
 
+// The tiny model of Families() named `name` (an empty Spec if none is).
+Spec Named(const std::string& name) {
+  for (const Spec& s : Families()) {
+    if (s.name == name) return s;
+  }
+  return Spec{};
+}
+
 std::string WriteTemp(const std::vector<uint8_t>& bytes, const std::string& name) {
   // Per process: ctest runs these tests in parallel processes, and rewriting a file another one
   // has memory-mapped kills that one (SIGBUS).
@@ -609,10 +617,7 @@ INSTANTIATE_TEST_SUITE_P(AllFamilies, FamilyReference, ::testing::ValuesIn(Famil
 // original context from its key, a magnitude of get_mscale(4) / (1 + 0.1 ln 4) = 1 (to float
 // rounding), and the YaRN op required of the engine.
 TEST(FamilyReference, YarnHyperparameters) {
-  Spec spec;
-  for (const Spec& s : Families()) {
-    if (s.name == "qwen3_yarn") spec = s;
-  }
+  Spec spec = Named("qwen3_yarn");
   ASSERT_EQ(spec.name, "qwen3_yarn");
   std::unique_ptr<Model> m;
   LoadOptions o;
@@ -630,10 +635,7 @@ TEST(FamilyReference, YarnHyperparameters) {
 }
 
 std::unique_ptr<Model> LoadGemma4(const std::string& tag) {
-  Spec spec;
-  for (const Spec& s : Families()) {
-    if (s.name == "gemma4") spec = s;
-  }
+  Spec spec = Named("gemma4");
   std::unique_ptr<Model> m;
   LoadOptions o;
   o.device = Device::kCpu;
@@ -719,10 +721,7 @@ TEST(Gemma4Reference, StateAndPrefixCacheReproduceLogits) {
 // The CUDA engine has none of the optional ops: device=CUDA is refused naming the first one
 // Gemma 4 needs (checked before any GPU is looked for), device=AUTO loads on the CPU.
 TEST(Gemma4Reference, CudaRefusesAndAutoRunsOnTheCpu) {
-  Spec spec;
-  for (const Spec& s : Families()) {
-    if (s.name == "gemma4") spec = s;
-  }
+  Spec spec = Named("gemma4");
   const std::string path = WriteTemp(Build(spec), "gemma4_cuda");
   std::unique_ptr<Model> m;
   LoadOptions o;
@@ -739,10 +738,7 @@ TEST(Gemma4Reference, CudaRefusesAndAutoRunsOnTheCpu) {
 // Granite 4.0 hybrid files whose Mamba-2 sizes are missing or inconsistent are refused with a
 // message naming the key or the sizes, before any tensor is read.
 TEST(FamilyReference, MambaSizesAreChecked) {
-  Spec spec;
-  for (const Spec& s : Families()) {
-    if (s.name == "granitehybrid") spec = s;
-  }
+  Spec spec = Named("granitehybrid");
   ASSERT_EQ(spec.name, "granitehybrid");
   LoadOptions o;
   o.device = Device::kCpu;
@@ -760,10 +756,7 @@ TEST(FamilyReference, MambaSizesAreChecked) {
 // The CUDA engine has no gated DeltaNet or attention output gate: CUDA refuses naming both ops
 // (the INFO line of the fallback), AUTO runs on the CPU.
 TEST(Qwen35Reference, CudaRefusesNamingTheMissingOpsAndAutoRunsOnTheCpu) {
-  Spec spec;
-  for (const Spec& s : Families()) {
-    if (s.name == "qwen35moe") spec = s;
-  }
+  Spec spec = Named("qwen35moe");
   const std::string path = WriteTemp(Build(spec), "qwen35moe_cuda");
   std::unique_ptr<Model> m;
   LoadOptions o;
@@ -782,10 +775,7 @@ TEST(Qwen35Reference, CudaRefusesNamingTheMissingOpsAndAutoRunsOnTheCpu) {
 // file, not in the forward pass (the reference runs it only as a draft head); its tensors are
 // the only ones left unbound. EngineMatchesPlainLoopsAtEveryPosition/qwen35_mtp checks the logits.
 TEST(Qwen35Reference, MtpBlockIsNotALayer) {
-  Spec spec;
-  for (const Spec& s : Families()) {
-    if (s.name == "qwen35_mtp") spec = s;
-  }
+  Spec spec = Named("qwen35_mtp");
   std::unique_ptr<Model> m;
   LoadOptions o;
   o.device = Device::kCpu;
@@ -798,10 +788,7 @@ TEST(Qwen35Reference, MtpBlockIsNotALayer) {
 
 // Bad sizes are refused with the keys named, never computed.
 TEST(Qwen35Reference, InconsistentDeltaNetSizesAreRefused) {
-  Spec spec;
-  for (const Spec& s : Families()) {
-    if (s.name == "qwen35") spec = s;
-  }
+  Spec spec = Named("qwen35");
   std::vector<uint8_t> bytes = Build(spec);
   // ssm.time_step_rank 4 -> 3: not a multiple of the 2 key heads.
   const std::string key = "qwen35.ssm.time_step_rank";

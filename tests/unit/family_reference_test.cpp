@@ -718,21 +718,25 @@ TEST(Gemma4Reference, StateAndPrefixCacheReproduceLogits) {
   EXPECT_GE(cache.stats().hit_tokens, 128u);
 }
 
-// The CUDA engine has none of the optional ops: device=CUDA is refused naming the first one
-// Gemma 4 needs (checked before any GPU is looked for), device=AUTO loads on the CPU.
-TEST(Gemma4Reference, CudaRefusesAndAutoRunsOnTheCpu) {
-  Spec spec = Named("gemma4");
-  const std::string path = WriteTemp(Build(spec), "gemma4_cuda");
+// device=CUDA is refused with every op in `ops` named (checked before any GPU is looked for:
+// the INFO line of the fallback), device=AUTO loads on the CPU.
+void ExpectCudaRefusedAndAutoOnCpu(const std::string& family, std::initializer_list<engine::Op> ops) {
+  const std::string path = WriteTemp(Build(Named(family)), family + "_cuda");
   std::unique_ptr<Model> m;
   LoadOptions o;
   o.device = Device::kCuda;
   const Status st = Model::Load(path, o, &m);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.code(), Code::kUnsupported) << st.message();
-  EXPECT_NE(st.message().find(engine::OpName(engine::Op::kStridedRows)), std::string::npos) << st.message();
+  for (engine::Op op : ops) EXPECT_NE(st.message().find(engine::OpName(op)), std::string::npos) << st.message();
   o.device = Device::kAuto;
   ASSERT_TRUE(Model::Load(path, o, &m).ok());
   EXPECT_EQ(m->device(), Device::kCpu);
+}
+
+// The CUDA engine has none of the optional ops: it is refused naming the first one Gemma 4 needs.
+TEST(Gemma4Reference, CudaRefusesAndAutoRunsOnTheCpu) {
+  ExpectCudaRefusedAndAutoOnCpu("gemma4", {engine::Op::kStridedRows});
 }
 
 // Granite 4.0 hybrid files whose Mamba-2 sizes are missing or inconsistent are refused with a
@@ -753,22 +757,9 @@ TEST(FamilyReference, MambaSizesAreChecked) {
   EXPECT_NE(st.message().find("ssm.group_count=3"), std::string::npos) << st.message();
 }
 
-// The CUDA engine has no gated DeltaNet or attention output gate: CUDA refuses naming both ops
-// (the INFO line of the fallback), AUTO runs on the CPU.
+// The CUDA engine has no gated DeltaNet or attention output gate: both are named.
 TEST(Qwen35Reference, CudaRefusesNamingTheMissingOpsAndAutoRunsOnTheCpu) {
-  Spec spec = Named("qwen35moe");
-  const std::string path = WriteTemp(Build(spec), "qwen35moe_cuda");
-  std::unique_ptr<Model> m;
-  LoadOptions o;
-  o.device = Device::kCuda;
-  const Status st = Model::Load(path, o, &m);
-  ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.code(), Code::kUnsupported) << st.message();
-  EXPECT_NE(st.message().find(engine::OpName(engine::Op::kGatedDeltaNet)), std::string::npos) << st.message();
-  EXPECT_NE(st.message().find(engine::OpName(engine::Op::kAttnOutputGate)), std::string::npos) << st.message();
-  o.device = Device::kAuto;
-  ASSERT_TRUE(Model::Load(path, o, &m).ok());
-  EXPECT_EQ(m->device(), Device::kCpu);
+  ExpectCudaRefusedAndAutoOnCpu("qwen35moe", {engine::Op::kGatedDeltaNet, engine::Op::kAttnOutputGate});
 }
 
 // The converter's multi-token-prediction block (nextn_predict_layers 1, block_count 5): in the

@@ -140,16 +140,20 @@ std::shared_ptr<const zf::chat::ChatFormat> FormatFor(const zf::model::Model& m,
 }
 
 // The model's control tokens whose text occurs in one of `texts` (zf::chat::SpecialTokens).
-zf::chat::SpecialTokens ControlTokensIn(const zf::tok::Tokenizer& tok, const std::vector<std::string>& texts) {
+zf::chat::SpecialTokens ControlTokensIn(const zf_model* model, const std::vector<std::string>& texts) {
+  std::call_once(model->controls_once, [model] {
+    const zf::tok::Tokenizer& tok = model->impl->tokenizer();
+    for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+      if (!tok.IsControl(id)) continue;
+      std::string text = tok.TokenToPiece(id, true);
+      if (!text.empty()) model->control_tokens.emplace_back(std::move(text), id);
+    }
+  });
   zf::chat::SpecialTokens out;
-  if (texts.empty()) return out;
-  for (int32_t id = 0; id < tok.n_vocab(); ++id) {
-    if (!tok.IsControl(id)) continue;
-    std::string text = tok.TokenToPiece(id, true);
-    if (text.empty()) continue;
+  for (const auto& [text, id] : model->control_tokens) {
     for (const std::string& t : texts) {
       if (t.find(text) != std::string::npos) {
-        out.emplace_back(std::move(text), id);
+        out.emplace_back(text, id);
         break;
       }
     }
@@ -351,7 +355,7 @@ ZF_API zf_status zf_chat_tool_grammar(const zf_model* model, const zf_chat_param
     }
     auto format = FormatFor(mm, tmpl, extra);
     const zf::chat::ToolGrammar g = zf::chat::ToolCallGrammar(*format, tools, (p.flags & ZF_CHAT_ONE_CALL) == 0,
-                                                              ControlTokensIn(mm.tokenizer(), zf::chat::MarkerTexts(*format)));
+                                                              ControlTokensIn(model, zf::chat::MarkerTexts(*format)));
     const nlohmann::ordered_json out = {
         {"grammar", g.grammar}, {"lazy_grammar", g.lazy_grammar}, {"trigger", g.trigger}, {"native", g.native}};
     return CopyOut(out.dump(), buf, cap, needed);
@@ -373,7 +377,7 @@ const std::vector<int32_t>& ChatMarkerTokens(const zf_model* model) {
     if (m.chat_template().empty()) return;  // the fallback templates have no control-token markers
     try {
       const auto format = FormatFor(m, m.chat_template(), "");
-      for (const auto& [text, id] : ControlTokensIn(m.tokenizer(), zf::chat::MarkerTexts(*format))) {
+      for (const auto& [text, id] : ControlTokensIn(model, zf::chat::MarkerTexts(*format))) {
         if (!m.tokenizer().IsEndOfGeneration(id)) model->marker_tokens.push_back(id);
       }
       std::sort(model->marker_tokens.begin(), model->marker_tokens.end());

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -30,9 +31,11 @@ struct zf_model {
   // after impl so that it stops before the model goes.
   std::unique_ptr<zf::rt::Batcher> batcher;
   std::atomic<uint32_t> refs{1};
-  // The control tokens its own chat template uses as markers (zf::capi::ChatMarkerTokens).
-  mutable std::once_flag markers_once;
+  // The control tokens its own chat template uses as markers (zf::capi::ChatMarkerTokens), and
+  // every control token with its text (chat_api.cpp: read once, not per tool-grammar request).
+  mutable std::once_flag markers_once, controls_once;
   mutable std::vector<int32_t> marker_tokens;
+  mutable std::vector<std::pair<std::string, int32_t>> control_tokens;
 };
 
 struct zf_generation;

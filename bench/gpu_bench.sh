@@ -16,7 +16,7 @@ while getopts "n:p:r:" o; do
   case "$o" in n) n_gen=$OPTARG ;; p) n_prompt=$OPTARG ;; r) reps=$OPTARG ;; *) exit 2 ;; esac
 done
 bin="$root/gpu-bundle/bin"; [ -d "$bin" ] || bin="$root/build"
-export PYTHONPATH="$root/gpu-bundle/py${PYTHONPATH:+:$PYTHONPATH}" ZF_KERNELS_PATH="$bin"
+export PYTHONPATH="$root/gpu-bundle/py${PYTHONPATH:+:$PYTHONPATH}" ZF_KERNELS_PATH="$bin" LD_LIBRARY_PATH="$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 models="${ZF_GPU_MODELS:-$root/gpu-models}"
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 

@@ -76,18 +76,30 @@ __host__ __device__ __forceinline__ void DequantGroup(const uint8_t* row, int g,
   } else if constexpr (Type == ZFK_TYPE_Q4_0) {
     const BlockQ4_0& b = reinterpret_cast<const BlockQ4_0*>(row)[g];
     const float d = __half2float(b.d);
+    const uint16_t* q = reinterpret_cast<const uint16_t*>(b.qs);  // 2-byte aligned: 8 loads, not 16
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      v[j] = d * float(int(b.qs[j] & 0xF) - 8);
-      v[j + 16] = d * float(int(b.qs[j] >> 4) - 8);
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t w = q[i];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t byte = (w >> (8 * h)) & 0xFF;
+        v[2 * i + h] = d * float(int(byte & 0xF) - 8);
+        v[2 * i + h + 16] = d * float(int(byte >> 4) - 8);
+      }
     }
   } else if constexpr (Type == ZFK_TYPE_Q4_1) {
     const BlockQ4_1& b = reinterpret_cast<const BlockQ4_1*>(row)[g];
     const float d = __half2float(b.d), m = __half2float(b.m);
+    const uint32_t* q = reinterpret_cast<const uint32_t*>(b.qs);  // 4-byte aligned: 4 loads, not 16
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      v[j] = d * float(b.qs[j] & 0xF) + m;
-      v[j + 16] = d * float(b.qs[j] >> 4) + m;
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t w = q[i];
+#pragma unroll
+      for (int h = 0; h < 4; ++h) {
+        const uint32_t byte = (w >> (8 * h)) & 0xFF;
+        v[4 * i + h] = d * float(byte & 0xF) + m;
+        v[4 * i + h + 16] = d * float(byte >> 4) + m;
+      }
     }
   } else if constexpr (Type == ZFK_TYPE_Q5_0 || Type == ZFK_TYPE_Q5_1) {
     using B = std::conditional_t<Type == ZFK_TYPE_Q5_0, BlockQ5_0, BlockQ5_1>;
@@ -96,18 +108,30 @@ __host__ __device__ __forceinline__ void DequantGroup(const uint8_t* row, int g,
     float m = -16.0f * d;  // Q5_0: q - 16
     if constexpr (Type == ZFK_TYPE_Q5_1) m = __half2float(b.m);
     const uint32_t qh = Load32Unaligned(b.qh);
+    const uint16_t* q = reinterpret_cast<const uint16_t*>(b.qs);  // 2-byte aligned: 8 loads, not 16
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      const int x0 = (b.qs[j] & 0xF) | (((qh >> j) << 4) & 0x10);
-      const int x1 = (b.qs[j] >> 4) | ((qh >> (j + 12)) & 0x10);
-      v[j] = d * float(x0) + m;
-      v[j + 16] = d * float(x1) + m;
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t w = q[i];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int j = 2 * i + h;
+        const uint32_t byte = (w >> (8 * h)) & 0xFF;
+        const int x0 = int(byte & 0xF) | int(((qh >> j) << 4) & 0x10);
+        const int x1 = int(byte >> 4) | int((qh >> (j + 12)) & 0x10);
+        v[j] = d * float(x0) + m;
+        v[j + 16] = d * float(x1) + m;
+      }
     }
   } else if constexpr (Type == ZFK_TYPE_Q8_0) {
     const BlockQ8_0& b = reinterpret_cast<const BlockQ8_0*>(row)[g];
     const float d = __half2float(b.d);
+    const uint16_t* q = reinterpret_cast<const uint16_t*>(b.qs);  // 2-byte aligned: 16 loads, not 32
 #pragma unroll
-    for (int j = 0; j < 32; ++j) v[j] = d * float(b.qs[j]);
+    for (int i = 0; i < 16; ++i) {
+      const uint32_t w = q[i];
+      v[2 * i] = d * float(int8_t(w & 0xFF));
+      v[2 * i + 1] = d * float(int8_t(w >> 8));
+    }
   } else if constexpr (Type == ZFK_TYPE_Q4_K || Type == ZFK_TYPE_Q5_K) {
     using B = std::conditional_t<Type == ZFK_TYPE_Q4_K, BlockQ4_K, BlockQ5_K>;
     const B& b = reinterpret_cast<const B*>(row)[g >> 3];
@@ -115,26 +139,40 @@ __host__ __device__ __forceinline__ void DequantGroup(const uint8_t* row, int g,
     float sc, mn;
     ScaleMinK4(sub, b.scales, &sc, &mn);
     const float d = __half2float(b.d) * sc, m = __half2float(b.dmin) * mn;
-    const uint8_t* q = b.qs + 32 * (sub >> 1);
+    // qs (and Q5_K's qh) start 16-byte aligned in the 144/176-byte super-blocks: 32-bit loads.
+    const uint32_t* q = reinterpret_cast<const uint32_t*>(b.qs + 32 * (sub >> 1));
     const int shift = (sub & 1) * 4;
 #pragma unroll
-    for (int l = 0; l < 32; ++l) {
-      int x = (q[l] >> shift) & 0xF;
-      if constexpr (Type == ZFK_TYPE_Q5_K) x += (b.qh[l] >> sub & 1) << 4;
-      v[l] = d * float(x) - m;
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t w = q[i];
+      uint32_t hb = 0;
+      if constexpr (Type == ZFK_TYPE_Q5_K) hb = reinterpret_cast<const uint32_t*>(b.qh)[i];
+#pragma unroll
+      for (int h = 0; h < 4; ++h) {
+        int x = int((w >> (8 * h + shift)) & 0xF);
+        if constexpr (Type == ZFK_TYPE_Q5_K) x += int((hb >> (8 * h + sub)) & 1) << 4;
+        v[4 * i + h] = d * float(x) - m;
+      }
     }
   } else if constexpr (Type == ZFK_TYPE_Q6_K) {
     const BlockQ6_K& b = reinterpret_cast<const BlockQ6_K*>(row)[g >> 3];
     const int sub = g & 7;
     const int half = sub >> 2, r = sub & 3;  // r picks one of the four 32-element interleaves
-    const uint8_t* ql = b.ql + 64 * half + (r & 1) * 32;
-    const uint8_t* qh = b.qh + 32 * half;
+    // ql and qh start at even offsets in the 210-byte super-blocks: 16-bit loads.
+    const uint16_t* ql = reinterpret_cast<const uint16_t*>(b.ql + 64 * half + (r & 1) * 32);
+    const uint16_t* qh = reinterpret_cast<const uint16_t*>(b.qh + 32 * half);
     const int nib = (r >> 1) * 4, hs = 2 * r;
     const float d = __half2float(b.d);
+    const float d0 = d * float(b.scales[8 * half + 2 * r]), d1 = d * float(b.scales[8 * half + 1 + 2 * r]);
 #pragma unroll
-    for (int l = 0; l < 32; ++l) {
-      const int x = (((ql[l] >> nib) & 0xF) | (((qh[l] >> hs) & 3) << 4)) - 32;
-      v[l] = d * float(b.scales[8 * half + (l >> 4) + 2 * r]) * float(x);
+    for (int i = 0; i < 16; ++i) {
+      const uint32_t lo = ql[i], hi = qh[i];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int l = 2 * i + h;
+        const int x = int(((lo >> (8 * h + nib)) & 0xF) | (((hi >> (8 * h + hs)) & 3) << 4)) - 32;
+        v[l] = (l < 16 ? d0 : d1) * float(x);
+      }
     }
   }
 }

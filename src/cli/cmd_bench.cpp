@@ -97,6 +97,7 @@ struct Result {
   double size_mib = 0;
   double params_m = 0;
   int32_t threads = 0;
+  const char* backend = "CPU";  // the engine the model was loaded on (llama-bench's column)
   int32_t n_prompt = 0, n_gen = 0;
   std::vector<double> ts;  // tokens/s per repetition
   double Mean() const {
@@ -160,8 +161,8 @@ void PrintMarkdownHeader() {
 
 void PrintMarkdownRow(const Result& r) {
   const std::string test = r.n_prompt > 0 ? "pp" + std::to_string(r.n_prompt) : "tg" + std::to_string(r.n_gen);
-  std::printf("| %s %s | %.2f MiB | %.2f M | CPU | %d | %s | %.2f ± %.2f |\n", r.model.c_str(),
-              r.quant.c_str(), r.size_mib, r.params_m, r.threads, test.c_str(), r.Mean(), r.Stddev());
+  std::printf("| %s %s | %.2f MiB | %.2f M | %s | %d | %s | %.2f ± %.2f |\n", r.model.c_str(),
+              r.quant.c_str(), r.size_mib, r.params_m, r.backend, r.threads, test.c_str(), r.Mean(), r.Stddev());
   std::fflush(stdout);
 }
 
@@ -172,10 +173,10 @@ std::string JsonRow(const Result& r) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "{\"model_filename\": %s, \"model_type\": %s, \"model_size\": %.0f, "
-                "\"model_n_params\": %.0f, \"backends\": \"CPU\", \"n_threads\": %d, "
+                "\"model_n_params\": %.0f, \"backends\": \"%s\", \"n_threads\": %d, "
                 "\"n_prompt\": %d, \"n_gen\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, ",
                 json::Quote(r.model).c_str(), json::Quote(r.quant).c_str(), r.size_mib * 1048576.0,
-                r.params_m * 1e6, r.threads, r.n_prompt, r.n_gen, r.Mean(), r.Stddev());
+                r.params_m * 1e6, r.backend, r.threads, r.n_prompt, r.n_gen, r.Mean(), r.Stddev());
   return std::string(buf) + "\"samples_ts\": " + ts + "}";
 }
 
@@ -215,6 +216,7 @@ int RunBench(int argc, char** argv, int first) {
         r.size_mib = double(info.file_size) / 1048576.0;
         r.params_m = double(info.n_params) / 1e6;
         r.threads = threads;
+        r.backend = info.backend == ZF_DEVICE_CUDA ? "CUDA" : "CPU";
         r.n_prompt = test.first;
         r.n_gen = test.second;
         for (int32_t rep = -1; rep < a.reps; ++rep) {  // rep -1: warm-up

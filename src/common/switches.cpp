@@ -29,6 +29,7 @@ const char* DecodePrefetch() { return NonEmpty("ZF_DECODE_PREFETCH"); }
 bool NoBlockedAttention() { return Set("ZF_NO_BLOCKED_ATTN"); }
 bool DebugGpu() { return Flag("ZF_DEBUG_GPU", false); }
 bool CudaGraph() { return Flag("ZF_CUDA_GRAPH", true); }
+bool CudaFuse() { return Flag("ZF_CUDA_FUSE", true); }
 const char* KernelsPath() { return NonEmpty("ZF_KERNELS_PATH"); }
 const char* LogLevel() { return std::getenv("ZF_LOG_LEVEL"); }
 

@@ -15,6 +15,7 @@ const char* DecodePrefetch();
 bool NoBlockedAttention();  // ZF_NO_BLOCKED_ATTN: prefill attention row by row
 bool DebugGpu();            // ZF_DEBUG_GPU: log every captured CUDA op and capture failures
 bool CudaGraph();           // ZF_CUDA_GRAPH (default 1): replay decode as one CUDA graph
+bool CudaFuse();            // ZF_CUDA_FUSE (default 1): QK-norm into RoPE, residual add into RMSNorm
 const char* KernelsPath();  // ZF_KERNELS_PATH: where to look for the CUDA kernel library; null if unset
 const char* LogLevel();     // ZF_LOG_LEVEL: error|warn|info|debug|none; null if unset
 

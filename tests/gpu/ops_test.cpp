@@ -28,6 +28,8 @@ using gguf::testutil::TensorSpec;
 
 constexpr int64_t kK = 512;   // input features (two K-quant super-blocks)
 constexpr int64_t kM = 200;   // output features (not a multiple of the GEMM tile)
+// Long rows, few of them: the GEMV splits each row across 2 and 4 warps (gemv.cu SplitFor).
+constexpr int64_t kLongK[] = {4096, 8192};
 const uint32_t kTypes[] = {0, 1, 2, 3, 6, 7, 8, 12, 13, 14};  // F32 F16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K Q5_K Q6_K
 
 uint16_t Half(float f) { return quant::Fp32ToFp16(f); }
@@ -82,6 +84,14 @@ class GpuOps : public ::testing::Test {
       s.ne = {kK, kM};
       s.data = RandomBlocks(t, kK, kM, rng);
       b.Tensor(s);
+      for (int64_t k : kLongK) {
+        TensorSpec l;
+        l.name = "long" + std::to_string(k) + "." + std::to_string(t);
+        l.type = t;
+        l.ne = {k, kM};
+        l.data = RandomBlocks(t, k, kM, rng);
+        b.Tensor(l);
+      }
     }
     std::vector<float> vec(1024);
     std::uniform_real_distribution<float> u(0.5f, 1.5f);
@@ -158,26 +168,30 @@ std::shared_ptr<const cuda::DeviceWeights> GpuOps::weights_;
 
 TEST_F(GpuOps, MatMulEveryTypeGemvAndGemmAgainstReference) {
   for (uint32_t type : kTypes) {
-    const Tensor& w = T("w." + std::to_string(type));
-    std::vector<float> deq(size_t(kK * kM));
-    quant::DequantizeRow(w.type, w.data, deq.data(), kK * kM);
-    for (int32_t n_tok : {1, 3, 37}) {
-      const std::vector<float> x = Random(size_t(n_tok * kK));
-      std::vector<float> ref(size_t(n_tok * kM));
-      for (int32_t t = 0; t < n_tok; ++t) {
-        for (int64_t r = 0; r < kM; ++r) {
-          double s = 0;
-          for (int64_t i = 0; i < kK; ++i) s += double(deq[size_t(r * kK + i)]) * x[size_t(t * kK + i)];
-          ref[size_t(t * kM + r)] = float(s);
+    for (const std::string& name : {std::string("w."), std::string("long4096."), std::string("long8192.")}) {
+      const Tensor& w = T(name + std::to_string(type));
+      const int64_t k = w.ne[0];
+      std::vector<float> deq(size_t(k * kM));
+      quant::DequantizeRow(w.type, w.data, deq.data(), k * kM);
+      for (int32_t n_tok : {1, 3, 37}) {
+        if (name != "w." && n_tok == 37) continue;  // the long rows are there for the GEMV's split
+        const std::vector<float> x = Random(size_t(n_tok * k));
+        std::vector<float> ref(size_t(n_tok * kM));
+        for (int32_t t = 0; t < n_tok; ++t) {
+          for (int64_t r = 0; r < kM; ++r) {
+            double s = 0;
+            for (int64_t i = 0; i < k; ++i) s += double(deq[size_t(r * k + i)]) * x[size_t(t * k + i)];
+            ref[size_t(t * kM + r)] = float(s);
+          }
         }
+        float* dy = gpu_->AllocActivations(ref.size());
+        gpu_->MatMul(w, Up(x), n_tok, dy);
+        const float tol = n_tok >= 16 ? 4e-3f : 1e-4f;
+        EXPECT_LE(NormErr(Down(dy, ref.size()), ref), tol) << TypeName(w.type) << " k=" << k << " n_tok=" << n_tok;
+        std::vector<float> cy(ref.size());
+        cpu_->MatMul(w, x.data(), n_tok, cy.data());
+        EXPECT_LE(NormErr(cy, ref), 3e-2f) << "CPU sanity, " << TypeName(w.type) << " k=" << k;
       }
-      float* dy = gpu_->AllocActivations(ref.size());
-      gpu_->MatMul(w, Up(x), n_tok, dy);
-      const float tol = n_tok >= 16 ? 4e-3f : 1e-4f;
-      EXPECT_LE(NormErr(Down(dy, ref.size()), ref), tol) << TypeName(w.type) << " n_tok=" << n_tok;
-      std::vector<float> cy(ref.size());
-      cpu_->MatMul(w, x.data(), n_tok, cy.data());
-      EXPECT_LE(NormErr(cy, ref), 3e-2f) << "CPU sanity, " << TypeName(w.type);
     }
   }
 }

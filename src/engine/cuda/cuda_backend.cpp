@@ -20,7 +20,7 @@ class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(std::shared_ptr<const DeviceWeights> w)
       : w_(std::move(w)), a_(w_->library().api()), debug_(env::DebugGpu()),
-        graphs_(env::CudaGraph()) {}
+        graphs_(env::CudaGraph()), fuse_(env::CudaFuse()) {}
 
   ~CudaBackend() override {
     if (stream_ != nullptr) a_.stream_sync(stream_);
@@ -73,7 +73,7 @@ class CudaBackend final : public Backend {
 
   void RmsNorm(const float* x, const float* w, int32_t rows, int32_t n, float eps, float* y) override {
     const float* dw = F(w);
-    if (pending_add_.x == x && pending_add_.n == int64_t{rows} * n && a_.add_rms_norm != nullptr) {
+    if (fuse_ && pending_add_.x == x && pending_add_.n == int64_t{rows} * n && a_.add_rms_norm != nullptr) {
       const Add2 add = pending_add_;
       pending_add_ = Add2{};
       FlushNorms();
@@ -82,7 +82,7 @@ class CudaBackend final : public Backend {
     }
     bool pending_on_y = false;
     for (const Norm& nm : norms_) pending_on_y = pending_on_y || nm.x == y;
-    if (x == y && n <= 512 && pending_add_.x == nullptr && norms_.size() < 2 && !pending_on_y) {
+    if (fuse_ && x == y && n <= 512 && pending_add_.x == nullptr && norms_.size() < 2 && !pending_on_y) {
       norms_.push_back(Norm{y, dw, rows, n, eps});  // may fuse into the next Rope on y
       return;
     }
@@ -98,6 +98,7 @@ class CudaBackend final : public Backend {
   void Add(float* x, const float* y, int64_t n) override {
     Flush();
     pending_add_ = Add2{x, y, n};  // may fuse into the next RmsNorm of x
+    if (!fuse_) Flush();
   }
 
   void Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim, const int32_t* pos,
@@ -380,7 +381,7 @@ class CudaBackend final : public Backend {
 
   std::shared_ptr<const DeviceWeights> w_;
   const KernelApi& a_;
-  const bool debug_, graphs_;
+  const bool debug_, graphs_, fuse_;
   void* stream_ = nullptr;
   std::vector<void*> allocs_;
   std::vector<zfk_kv_layer> kv_;

@@ -17,7 +17,7 @@ if [ "$lib_only" = "--lib-only" ]; then
   exit 0
 fi
 cmake --build "$build" -j"$(nproc)" --target zerfoo zerfoo_unit_tests zerfoo_capi_tests \
-  fuzz_gguf_load fuzz_tiny_decode fuzz_tokenizer fuzz_pretokenize fuzz_sampler fuzz_chat_template
+  fuzz_gguf_load fuzz_tiny_decode fuzz_tokenizer fuzz_pretokenize fuzz_sampler fuzz_chat_template fuzz_chat_parse
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ZF_TEST_ONLY_MODELS=smollm2 "$build/tests/zerfoo_unit_tests" --gtest_brief=1 --gtest_filter='-Speculative.*'  # generation-heavy: release stage
 # The soak tests run in their short form here (scripts/soak.sh --long for the long one).

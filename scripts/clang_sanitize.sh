@@ -19,15 +19,28 @@ fi
 cmake --build "$build" -j"$(nproc)" --target zerfoo zerfoo_unit_tests zerfoo_capi_tests \
   fuzz_gguf_load fuzz_tiny_decode fuzz_tokenizer fuzz_pretokenize fuzz_sampler fuzz_chat_template fuzz_chat_parse
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-ZF_TEST_ONLY_MODELS=smollm2 "$build/tests/zerfoo_unit_tests" --gtest_brief=1 --gtest_filter='-Speculative.*'  # generation-heavy: release stage
-# The soak tests run in their short form here (scripts/soak.sh --long for the long one).
 # embed_test.cpp's synthesized BERT files (ctest's fixture embed.models writes them elsewhere).
 tests/capi/make_embed_models.sh "$build/tests/embed-models"
+# The unit tests and the C API tests (two shards) run at once: under the sanitizers they use
+# about one core each (scripts/gtest_shards.sh), so the three processes share the two cores.
+unit_log="$(mktemp)"
+ZF_TEST_ONLY_MODELS=smollm2 "$build/tests/zerfoo_unit_tests" --gtest_brief=1 \
+  --gtest_filter='-Speculative.*' > "$unit_log" 2>&1 &  # Speculative: generation-heavy, release stage
+unit_pid=$!
+# The soak tests run in their short form here (scripts/soak.sh --long for the long one).
 # Real-model tests on SmolLM2 only here (tests/common/test_models.h); the release run has both.
 # The two longest prefix-cache tests (thousands of exact-prefill tokens), the sixteen batched
 # generations (27 s here) and the three constrained tool-call generations of the literal argument
 # syntaxes (~750 tokens) run in the release stage; their code paths are covered here by the
 # shorter ones (Batching.EvalLogitsIdenticalToAloneSmolLM2; the grammar builder by
 # fuzz_chat_parse).
-ZF_TEST_ONLY_MODELS=smollm2 "$build/tests/zerfoo_capi_tests" --gtest_brief=1 \
-  --gtest_filter='-PrefixCache.SharedPrefixHeldOnce:PrefixCache.ChunkingAndCacheAreExact*:Batching.SixteenGenerationsIdenticalToAlone:ChatParseControlTokens.LiteralArgumentSyntaxesFollowTheSchema'
+capi_rc=0
+ZF_TEST_ONLY_MODELS=smollm2 scripts/gtest_shards.sh 2 "$build/tests/zerfoo_capi_tests" --gtest_brief=1 \
+  --gtest_filter='-PrefixCache.SharedPrefixHeldOnce:PrefixCache.ChunkingAndCacheAreExact*:Batching.SixteenGenerationsIdenticalToAlone:ChatParseControlTokens.LiteralArgumentSyntaxesFollowTheSchema' \
+  || capi_rc=$?
+unit_rc=0
+wait "$unit_pid" || unit_rc=$?
+echo "---- unit tests"
+cat "$unit_log"
+rm -f "$unit_log"
+[ "$unit_rc" = 0 ] && [ "$capi_rc" = 0 ] || { echo "FAIL: sanitizer tests (unit rc $unit_rc, C API rc $capi_rc)"; exit 1; }

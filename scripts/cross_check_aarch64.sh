@@ -20,15 +20,27 @@ cd "$(dirname "$0")/.."
 qemu=(qemu-aarch64 -L /usr/aarch64-linux-gnu)
 scripts/build_aarch64.sh zerfoo_cli zerfoo_unit_tests zerfoo_golden_tests
 
-echo "aarch64 unit tests (qemu, dot-product CPU model):"
+# The unit tests (two shards) run while the golden test does: emulated, each process keeps
+# about one core busy.
 # Kernels here; the real-model unit tests (generation, speculation, batching) run natively in the
 # release stage and would take minutes under emulation (tests/common/test_models.h).
-ZF_TEST_ONLY_MODELS=none "${qemu[@]}" build-test-aarch64/tests/zerfoo_unit_tests --gtest_brief=1
+unit_log="$(mktemp)"
+ZF_TEST_ONLY_MODELS=none scripts/gtest_shards.sh 2 "${qemu[@]}" build-test-aarch64/tests/zerfoo_unit_tests \
+  --gtest_brief=1 > "$unit_log" 2>&1 &
+unit_pid=$!
 
 model="$(scripts/fetch_models.sh smollm2)"
-echo "aarch64 golden test, SmolLM2 (qemu, dot-product CPU model):"
+golden_rc=0
 golden_out="$(ZERFOO_MODELS="$(dirname "$model")" "${qemu[@]}" build-test-aarch64/tests/zerfoo_golden_tests \
-  --gtest_filter='RealModels/Golden.GreedyTokensAndLogitsMatchReference/1' 2>&1)" || { echo "$golden_out"; exit 1; }
+  --gtest_filter='RealModels/Golden.GreedyTokensAndLogitsMatchReference/1' 2>&1)" || golden_rc=$?
+unit_rc=0
+wait "$unit_pid" || unit_rc=$?
+echo "aarch64 unit tests (qemu, dot-product CPU model):"
+cat "$unit_log"
+rm -f "$unit_log"
+[ "$unit_rc" = 0 ] || { echo "FAIL: aarch64 unit tests"; exit 1; }
+echo "aarch64 golden test, SmolLM2 (qemu, dot-product CPU model):"
+[ "$golden_rc" = 0 ] || { echo "$golden_out"; exit 1; }
 grep '^\[ golden' <<<"$golden_out" || { echo "$golden_out"; echo "FAIL: the aarch64 golden test did not run"; exit 1; }
 
 golden=tests/data/golden/smollm2.json

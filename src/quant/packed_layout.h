@@ -55,7 +55,8 @@ struct PackedLayout {
   size_t block_bytes = 0;  // the file's bytes per block
   size_t q_block = 0;      // quant bytes per block and 16 rows (512, 256, or 2048 for K)
   // Units: 2 blocks for the 32-element formats (every unit a multiple of 64 bytes whatever
-  // the fields), 1 super-block for Q4_K and Q6_K; the last unit of an odd nb is half padding.
+  // the fields), 1 super-block for Q4_K, Q6_K and IQ4_XS; the last unit of an odd nb is half
+  // padding.
   int unit_shift = 0;      // log2(blocks per unit)
   size_t unit = 0;         // bytes per unit
   size_t group = 0;        // bytes per 16-row group: units x unit

@@ -6,10 +6,12 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "engine/cpu/cpu_backend.h"
+#include "engine/cpu/packed_weights.h"
 #include "quant/packed.h"
 #include "quant/quant.h"
 #include "runtime/sampler.h"
@@ -133,11 +135,45 @@ BENCHMARK_CAPTURE(BM_MatMul, pp512_smollm2_ffn_up_Q4_1, GgmlType::Q4_1)->Args({1
 // Decode GEMV of the 4-bit codebook types on the row-at-a-time path (a bare tensor: no packed
 // copy) beside Q4_0 on the same path, on a matrix far larger than the caches (4096 -> 16384,
 // 36 MB as Q4_0): bytes_per_second against the machine's read bandwidth. BM_GemvPacked/dram_*
-// are the packed paths on the same shape (IQ4_XS has none yet).
+// are the packed paths on the same shape, one thread; BM_MatMulPacked/dram_IQ4_XS the packed
+// path through the engine on 1 and 2 threads.
 BENCHMARK_CAPTURE(BM_MatMul, dram_Q4_0, GgmlType::Q4_0)->Args({16384, 4096, 1, 1})->Args({16384, 4096, 1, 2})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MatMul, dram_IQ4_NL, GgmlType::IQ4_NL)->Args({16384, 4096, 1, 1})->Args({16384, 4096, 1, 2})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MatMul, dram_MXFP4, GgmlType::MXFP4)->Args({16384, 4096, 1, 1})->Args({16384, 4096, 1, 2})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MatMul, dram_IQ4_XS, GgmlType::IQ4_XS)->Args({16384, 4096, 1, 1})->Args({16384, 4096, 1, 2})->Unit(benchmark::kMillisecond);
+
+// BM_MatMul's product with the engine's packed decode copy (engine/cpu/packed_weights.h), as a
+// loaded model has it: the same args, the same bytes counted (the file's), so its
+// bytes_per_second compares with BM_MatMul's row path on the same shape and threads.
+void BM_MatMulPacked(benchmark::State& state, GgmlType t) {
+  const int64_t rows = state.range(0), cols = state.range(1);
+  const int32_t n_tok = int32_t(state.range(2)), threads = int32_t(state.range(3));
+  if (!zf::quant::PackedGemvAvailable(t)) {
+    state.SkipWithError("no packed kernel on this CPU");
+    return;
+  }
+  std::vector<uint8_t> w = RandomWeights(t, rows, cols);
+  zf::engine::Tensor ti;
+  ti.type = t;
+  ti.n_dims = 2;
+  ti.ne[0] = cols;
+  ti.ne[1] = rows;
+  ti.data = w.data();
+  ti.nbytes = w.size();
+  std::unique_ptr<zf::engine::PackedWeights> packed;
+  if (!zf::engine::PackedWeights::Build({&ti}, threads, &packed).ok() || packed == nullptr) {
+    state.SkipWithError("no packed copy built");
+    return;
+  }
+  zf::engine::CpuBackend be(threads, packed.get());
+  std::vector<float> x = Random(size_t(cols) * size_t(n_tok)), y(size_t(rows) * size_t(n_tok));
+  for (auto _ : state) {
+    be.MatMul(ti, x.data(), n_tok, y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(w.size()));
+}
+BENCHMARK_CAPTURE(BM_MatMulPacked, dram_IQ4_XS, GgmlType::IQ4_XS)->Args({16384, 4096, 1, 1})->Args({16384, 4096, 1, 2})->Unit(benchmark::kMillisecond);
 
 // The packed decode GEMV (quant/packed.h), one thread: args {rows (out), cols (in)}. Bytes are
 // the file's bytes of the matrix, so bytes_per_second compares with the memory bandwidth.
@@ -189,6 +225,7 @@ BENCHMARK_CAPTURE(BM_GemvPacked, dram_Q5_0, GgmlType::Q5_0)->Args({196608, 640})
 BENCHMARK_CAPTURE(BM_GemvPacked, dram_Q4_0, GgmlType::Q4_0)->Args({16384, 4096})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_GemvPacked, dram_IQ4_NL, GgmlType::IQ4_NL)->Args({16384, 4096})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_GemvPacked, dram_MXFP4, GgmlType::MXFP4)->Args({16384, 4096})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_GemvPacked, dram_IQ4_XS, GgmlType::IQ4_XS)->Args({16384, 4096})->Unit(benchmark::kMillisecond);
 
 // Batched decode (quant/packed.h GemvPackedMulti), one thread: args {rows (out), cols (in),
 // n tokens, batched}. batched = 1: one GemvPackedMulti call for the n tokens; 0: n separate

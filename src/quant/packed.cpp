@@ -43,6 +43,40 @@ void PackQ4KGroup(const PackedLayout& l, const uint8_t* src, size_t stride, int6
   }
 }
 
+// IQ4_XS: super-block s of row r -> d, the 8 scales as signed int8 (ls - 32), and the 128
+// quant bytes as 32 chunks of 4 (chunk 4j+c = qs[16j+4c..]: sub-block j).
+void PackIQ4XSGroup(const PackedLayout& l, const uint8_t* src, size_t stride, int64_t n, uint8_t* dst) {
+  for (int64_t r = 0; r < n; ++r) {
+    const auto* x = reinterpret_cast<const BlockIQ4_XS*>(src + size_t(r) * stride);
+    for (int64_t s = 0; s < l.nb; ++s) {
+      uint8_t* u = dst + l.UnitAt(s);
+      reinterpret_cast<uint16_t*>(u + l.d_off)[r] = x[s].d;
+      for (int j = 0; j < 8; ++j) u[l.sc_off + size_t(j) * kPackRows + size_t(r)] = uint8_t(IQ4XSScale(x[s], j) - 32);
+      uint8_t* q = u + l.q_off;
+      for (int ch = 0; ch < 32; ++ch) std::memcpy(q + size_t(ch * kPackRows + r) * 4, x[s].qs + 4 * ch, 4);
+    }
+  }
+}
+
+// The inverse (the 6-bit scales use all bits of scales_l and scales_h, so re-encoding gives
+// back the file's bytes).
+void UnpackIQ4XSRow(const PackedLayout& l, const uint8_t* src, int64_t r, int64_t s0, int64_t s1, uint8_t* dst) {
+  for (int64_t s = s0; s < s1; ++s) {
+    auto* x = reinterpret_cast<BlockIQ4_XS*>(dst + size_t(s - s0) * sizeof(BlockIQ4_XS));
+    const uint8_t* u = src + l.UnitAt(s);
+    x->d = reinterpret_cast<const uint16_t*>(u + l.d_off)[r];
+    x->scales_h = 0;
+    std::memset(x->scales_l, 0, sizeof(x->scales_l));
+    for (int j = 0; j < 8; ++j) {
+      const int ls = int(int8_t(u[l.sc_off + size_t(j) * kPackRows + size_t(r)])) + 32;
+      x->scales_l[j / 2] = uint8_t(x->scales_l[j / 2] | ((ls & 0x0F) << (4 * (j % 2))));
+      x->scales_h = uint16_t(x->scales_h | ((ls >> 4) << (2 * j)));
+    }
+    const uint8_t* q = u + l.q_off;
+    for (int ch = 0; ch < 32; ++ch) std::memcpy(x->qs + 4 * ch, q + size_t(ch * kPackRows + r) * 4, 4);
+  }
+}
+
 // The inverse of Q6KValues (blocks.h).
 void Q6Encode(const uint8_t* q, BlockQ6_K* x) {
   for (int n = 0; n < 2; ++n) {
@@ -158,6 +192,10 @@ void PackDecodeGroup(GgmlType t, const void* src, size_t src_stride, int64_t k, 
     PackQ6KGroup(l, static_cast<const uint8_t*>(src), src_stride, n, dst);
     return;
   }
+  if (l.iq4_xs) {
+    PackIQ4XSGroup(l, static_cast<const uint8_t*>(src), src_stride, n, dst);
+    return;
+  }
   if (l.eight_bit) {
     for (int64_t r = n; r < kPackRows; ++r) {  // a padding row's quant 0 is stored as 128
       for (int64_t b = 0; b < l.nb; ++b) {
@@ -205,6 +243,10 @@ void UnpackRowBlocks(const PackedLayout& l, const uint8_t* src, int64_t r, int64
     UnpackQ6KRow(l, src, r, b0, b1, dst);
     return;
   }
+  if (l.iq4_xs) {
+    UnpackIQ4XSRow(l, src, r, b0, b1, dst);
+    return;
+  }
   for (int64_t b = b0; b < b1; ++b) {
     uint8_t* blk = dst + size_t(b - b0) * l.block_bytes;
     std::memcpy(blk, src + l.D(b) + ScaleBytes(l) * size_t(r), ScaleBytes(l));
@@ -248,7 +290,7 @@ void DequantizePackedRow(GgmlType t, const void* packed, int64_t k, int64_t row,
   const auto* group = static_cast<const uint8_t*>(packed) + size_t(row / kPackRows) * l.group;
   constexpr int64_t kChunk = 16;  // blocks per pass: a small stack buffer, no allocation
   uint8_t blocks[kChunk * sizeof(BlockQ6_K)];  // the largest packable block
-  const int64_t per_block = (l.q4_k || l.q6_k) ? 256 : 32;
+  const int64_t per_block = (l.q4_k || l.q6_k || l.iq4_xs) ? 256 : 32;
   for (int64_t b0 = 0; b0 < l.nb; b0 += kChunk) {
     const int64_t b1 = l.nb - b0 < kChunk ? l.nb : b0 + kChunk;
     UnpackRowBlocks(l, group, row % kPackRows, b0, b1, blocks);

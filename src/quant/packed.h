@@ -14,7 +14,7 @@
 // Types: the 32-element block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, the codebook formats
 // IQ4_NL and MXFP4 (Q4_0's layout; MXFP4's d field holds the 16 rows' E8M0 bytes in the first
 // 16 of its 32 bytes per block: 288 bytes per 16 x 32 weights instead of the file's 272), and
-// Q4_K, Q6_K (below).
+// Q4_K, Q6_K, IQ4_XS (below).
 // One group per 16 consecutive rows (the last one zero-padded), groups contiguous,
 // GroupBytes(t, k) each (a multiple of 64). A group is a sequence of units, each holding its
 // blocks' fields side by side, so a kernel reads the group front to back as one stream
@@ -37,6 +37,11 @@
 // row instead of 144; the kernel then needs no bit twiddling for the scales.
 // Q6_K: one unit per super-block: d (16 F16), 32 bytes of padding, 16 x 16 int8 scales, then
 // the low-nibble and high-bit vectors (packed.cpp, PackQ6KGroup).
+// IQ4_XS (rows a multiple of 256): one unit per super-block: d (16 F16), 32 bytes of padding,
+// the 8 sub-block scales as signed int8 (ls - 32, sub-block j: rows 0..15), and 2048 quant
+// bytes: chunk 4j+c holds rows 0..15 x the file bytes qs[16j+4c..16j+4c+3], so each sub-block
+// is an IQ4_NL block's quants (low nibbles elements 4c+i, high 16+4c+i). 140 bytes per 256
+// weights and row instead of 136.
 //
 // Thread-safety: pure functions of their arguments.
 #pragma once
@@ -70,7 +75,7 @@ void UnpackDecodeGroup(GgmlType t, const void* group, int64_t k, int64_t n, void
 
 // Decode product: y[r] = VecDot(t, k, weight row r, a) for the rows of groups [g0, g1) (y
 // indexed from group g0's first row); `rows` is the matrix's row count, so padding rows of the
-// last group are not written. a: one activation row in VecDotType(t) (Q8_0 or Q8_1).
+// last group are not written. a: one activation row in VecDotType(t) (Q8_0, Q8_1 or Q8_K).
 void GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
                 float* y);
 
@@ -93,8 +98,8 @@ void GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g
 
 #if defined(__x86_64__) || defined(__i386__)
 namespace avx512 {
-// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, Q4_K, Q6_K; false for other types. Only when
-// CpuHasAvx512Vnni().
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, Q4_K, Q6_K, IQ4_XS; false for other types. Only
+// when CpuHasAvx512Vnni().
 bool GemvPacked(GgmlType t, int64_t k, const void* packed, int64_t g0, int64_t g1, int64_t rows, const void* a,
                 float* y);
 // GemvPackedMulti for the same types; false for other types.

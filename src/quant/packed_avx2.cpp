@@ -426,6 +426,58 @@ __attribute__((noinline)) void Q6KGroup(const PackedLayout& l, const uint8_t* gr
   }
 }
 
+// IQ4_XS against Q8_K activations, in integers as the format defines it: per super-block and
+// row, isum = sum_j sc_j * dot_j over 8 sub-blocks of 32 (sc_j = ls - 32, signed), then
+// d * da * isum. Each sub-block is an IQ4_NL block (DotBook's sign trick): a chunk's VPMADDUBSW
+// pairs (<= 2 x 127 x 127) meet the sub-block's scale pair in the VPMADDWD that widens them
+// (|.| <= 2 x 32 x 32258 per lane and chunk), so isum <= 8 x 8 x 2.1e6 < 2^31.
+template <int T>
+__attribute__((noinline)) void IQ4XSGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab,
+                                          float* const* out, int64_t valid, const PrefetchPlan* prefetch) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  alignas(16) int8_t tbl[16];
+  for (int i = 0; i < 16; ++i) tbl[i] = kValuesIQ4NL[i];
+  const __m256i book = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(tbl)));
+  __m256 acc[T][2];
+  for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < l.nb; ++s) {
+    const uint8_t* u = grp + l.UnitAt(s);
+    if (prefetch != nullptr) PrefetchUnit<T>(*prefetch, u, l.unit);
+    const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
+    const uint8_t* q = u + l.q_off;
+    const uint8_t* sc = u + l.sc_off;
+    const int8_t* x[T];
+    for (int t = 0; t < T; ++t) x[t] = ab[t][s].qs;
+    for (int h = 0; h < 2; ++h) {
+      __m256i isum[T];
+      for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+      for (int j = 0; j < 8; ++j) {
+        const __m256i scale = PairI8(sc + 16 * j + 8 * h);
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+          const __m256i raw = Load(q + size_t(4 * j + c) * 64 + 32 * h);
+          const __m256i lo = _mm256_shuffle_epi8(book, _mm256_and_si256(raw, low4));
+          const __m256i hi = _mm256_shuffle_epi8(book, _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4));
+          const __m256i alo = _mm256_abs_epi8(lo), ahi = _mm256_abs_epi8(hi);
+          for (int t = 0; t < T; ++t) {
+            const __m256i pl = _mm256_maddubs_epi16(alo, _mm256_sign_epi8(_mm256_set1_epi32(Dword(x[t] + 32 * j + 4 * c)), lo));
+            const __m256i ph =
+                _mm256_maddubs_epi16(ahi, _mm256_sign_epi8(_mm256_set1_epi32(Dword(x[t] + 32 * j + 16 + 4 * c)), hi));
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(pl, scale), _mm256_madd_epi16(ph, scale)));
+          }
+        }
+      }
+      const __m256 sd = Scales8(d + kHalf * h);
+      for (int t = 0; t < T; ++t) {
+        acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(sd, _mm256_set1_ps(ab[t][s].d)), _mm256_cvtepi32_ps(isum[t]), acc[t][h]);
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    for (int h = 0; h < 2; ++h) Store8(out[t] + kHalf * h, valid - kHalf * h, acc[t][h], false);
+  }
+}
+
 struct Groups {  // this ISA's pieces of the shared drivers (PackedKernels, packed_layout.h)
   template <typename F>
   static void TokenBlocks(int32_t n, F&& f) {
@@ -440,6 +492,11 @@ struct Groups {  // this ISA's pieces of the shared drivers (PackedKernels, pack
   static void Q6K(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
                   int64_t valid, const PrefetchPlan* prefetch) {
     Q6KGroup<T>(l, grp, ab, out, valid, prefetch);
+  }
+  template <int T>
+  static void IQ4XS(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
+                    int64_t valid, const PrefetchPlan* prefetch) {
+    IQ4XSGroup<T>(l, grp, ab, out, valid, prefetch);
   }
   template <int kMaxN, bool kEight, bool kMin, bool kHigh, int kBook = kBookNone>
   static void Legacy(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows,

@@ -352,6 +352,62 @@ inline void Q6KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K*
   for (int t = 0; t < T; ++t) Store(out[t], valid, acc[t], false);
 }
 
+// IQ4_XS against Q8_K activations, in integers as the format defines it: per super-block and
+// row, isum = sum_j sc_j * dot_j over 8 sub-blocks of 32 (sc_j = ls - 32, signed), then
+// d * da * isum. Each sub-block is an IQ4_NL block: the codebook stored + 128 (BiasedBook) for
+// VPDPBUSD, the bias undone by starting the dot at -128 x the sub-block's activation sum
+// (bsums). |dot_j| <= 32 x 128 x 127, so |isum| <= 8 x 32 x 520192 < 2^31.
+template <int T>
+inline void IQ4XSGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
+                       int64_t valid, const PrefetchPlan* prefetch) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i book = BiasedBook<kBookIQ4NL>();
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < l.nb; ++s) {
+    const uint8_t* u = grp + l.UnitAt(s);
+    if (prefetch != nullptr) PrefetchUnit<T>(*prefetch, u, l.unit);
+    const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
+    const uint8_t* q = u + l.q_off;
+    const auto* sc = reinterpret_cast<const int8_t*>(u + l.sc_off);
+    const int8_t* x[T];
+    for (int t = 0; t < T; ++t) x[t] = ab[t][s].qs;
+    __m512i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+    for (int j = 0; j < 8; ++j) {
+      // Two chains per token (low and high nibbles) when there are few tokens to interleave.
+      constexpr int kChains = T >= 3 ? 1 : 2;
+      __m512i dot[T][kChains];
+      for (int t = 0; t < T; ++t) {
+        dot[t][0] = _mm512_set1_epi32(-128 * (int32_t(ab[t][s].bsums[2 * j]) + int32_t(ab[t][s].bsums[2 * j + 1])));
+        if (kChains == 2) dot[t][kChains - 1] = _mm512_setzero_si512();
+      }
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        const __m512i raw = _mm512_load_si512(q + size_t(4 * j + c) * 64);
+        const __m512i lo = _mm512_shuffle_epi8(book, _mm512_and_si512(raw, low4));
+        const __m512i hi = _mm512_shuffle_epi8(book, _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4));
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          dot[t][0] = _mm512_dpbusd_epi32(dot[t][0], lo, _mm512_set1_epi32(Dword(x[t] + 32 * j + 4 * c)));
+          dot[t][kChains - 1] =
+              _mm512_dpbusd_epi32(dot[t][kChains - 1], hi, _mm512_set1_epi32(Dword(x[t] + 32 * j + 16 + 4 * c)));
+        }
+      }
+      const __m512i scale = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16 * j)));
+      for (int t = 0; t < T; ++t) {
+        const __m512i dj = kChains == 2 ? _mm512_add_epi32(dot[t][0], dot[t][kChains - 1]) : dot[t][0];
+        isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dj, scale));
+      }
+    }
+    const __m512 sd = Scales(d);
+    for (int t = 0; t < T; ++t) {
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(sd, _mm512_set1_ps(ab[t][s].d)), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) Store(out[t], valid, acc[t], false);
+}
+
 struct Groups {  // this ISA's pieces of the shared drivers (PackedKernels, packed_layout.h)
   template <typename F>
   static void TokenBlocks(int32_t n, F&& f) {
@@ -366,6 +422,11 @@ struct Groups {  // this ISA's pieces of the shared drivers (PackedKernels, pack
   static void Q6K(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
                   int64_t valid, const PrefetchPlan* prefetch) {
     Q6KGroup<T>(l, grp, ab, out, valid, prefetch);
+  }
+  template <int T>
+  static void IQ4XS(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
+                    int64_t valid, const PrefetchPlan* prefetch) {
+    IQ4XSGroup<T>(l, grp, ab, out, valid, prefetch);
   }
   template <int kMaxN, bool kEight, bool kMin, bool kHigh, int kBook = kBookNone>
   static void Legacy(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows,

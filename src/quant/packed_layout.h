@@ -43,7 +43,7 @@ namespace {
 enum : int { kBookNone = 0, kBookIQ4NL = 1, kBookMXFP4 = 2 };
 
 struct PackedLayout {
-  int64_t nb = 0;          // 32-element blocks per row (super-blocks for Q4_K, Q6_K)
+  int64_t nb = 0;          // 32-element blocks per row (super-blocks for Q4_K, Q6_K, IQ4_XS)
   bool has_min = false;    // Q4_1, Q5_1
   bool has_high = false;   // Q5_0, Q5_1
   bool eight_bit = false;  // Q8_0
@@ -55,7 +55,8 @@ struct PackedLayout {
   size_t block_bytes = 0;  // the file's bytes per block
   size_t q_block = 0;      // quant bytes per block and 16 rows (512, 256, or 2048 for K)
   // Units: 2 blocks for the 32-element formats (every unit a multiple of 64 bytes whatever
-  // the fields), 1 super-block for Q4_K and Q6_K; the last unit of an odd nb is half padding.
+  // the fields), 1 super-block for Q4_K, Q6_K and IQ4_XS; the last unit of an odd nb is half
+  // padding.
   int unit_shift = 0;      // log2(blocks per unit)
   size_t unit = 0;         // bytes per unit
   size_t group = 0;        // bytes per 16-row group: units x unit
@@ -70,6 +71,11 @@ struct PackedLayout {
   // rows 0..15), low-nibble vectors (2048 bytes) and high-bit vectors (1024 bytes), packed.h.
   bool q6_k = false;
   size_t qh_off = 0;
+  // IQ4_XS per super-block: d (F16), 32 bytes of padding, the 8 sub-block scales as signed
+  // int8 (ls - 32; sub-block j: rows 0..15), then 2048 quant bytes: chunk 4j+c holds rows
+  // 0..15 x the file bytes qs[16j+4c..16j+4c+3] (low nibbles elements 32j+4c+i, high nibbles
+  // 32j+16+4c+i: each sub-block is an IQ4_NL block's 256 quant bytes).
+  bool iq4_xs = false;
 
   // Byte offset, from its group's start, of block b's field at `off` (`size` bytes per block).
   size_t At(int64_t b, size_t off, size_t size) const {
@@ -144,7 +150,8 @@ inline PackedLayout GetPackedLayout(GgmlType t, int64_t k, bool* valid) {
     case GgmlType::IQ4_NL: l.book = kBookIQ4NL; l.block_bytes = 18; break;
     case GgmlType::MXFP4: l.book = kBookMXFP4; l.e8m0 = true; l.block_bytes = 17; break;
     case GgmlType::Q4_K:
-    case GgmlType::Q6_K: {
+    case GgmlType::Q6_K:
+    case GgmlType::IQ4_XS: {
       if (k % 256 != 0) {  // a row length the super-blocks do not divide
         *valid = false;
         return l;
@@ -159,6 +166,12 @@ inline PackedLayout GetPackedLayout(GgmlType t, int64_t k, bool* valid) {
         l.mn_off = l.sc_off + 128;
         l.q_off = l.mn_off + 128;
         l.unit = l.q_off + 2048;  // 2368 = 37 x 64
+      } else if (t == GgmlType::IQ4_XS) {
+        l.iq4_xs = true;
+        l.block_bytes = 136;
+        l.sc_off = 64;
+        l.q_off = l.sc_off + 128;
+        l.unit = l.q_off + 2048;  // 2240 = 35 x 64
       } else {
         l.q6_k = true;
         l.block_bytes = 210;
@@ -208,6 +221,7 @@ bool DispatchPackedGemv(GgmlType t, int64_t k, const void* packed, int64_t g0, i
     case GgmlType::Q6_K: K::Q6K(l, p, g0, g1, rows, x, y); return true;
     case GgmlType::IQ4_NL: return K::template Codebook<kBookIQ4NL>(l, p, g0, g1, rows, x, y);
     case GgmlType::MXFP4: return K::template Codebook<kBookMXFP4>(l, p, g0, g1, rows, x, y);
+    case GgmlType::IQ4_XS: K::IQ4XS(l, p, g0, g1, rows, x, y); return true;
     default: return false;
   }
 }
@@ -224,7 +238,8 @@ bool DispatchPackedGemvMulti(GgmlType t, int64_t k, const void* packed, int64_t 
   if (!valid) return false;
   switch (t) {
     case GgmlType::Q8_0: case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1:
-    case GgmlType::Q4_K: case GgmlType::Q6_K: case GgmlType::IQ4_NL: case GgmlType::MXFP4: break;
+    case GgmlType::Q4_K: case GgmlType::Q6_K: case GgmlType::IQ4_NL: case GgmlType::MXFP4: case GgmlType::IQ4_XS:
+      break;
     default: return false;
   }
   const auto* p = static_cast<const uint8_t*>(packed);
@@ -241,6 +256,7 @@ bool DispatchPackedGemvMulti(GgmlType t, int64_t k, const void* packed, int64_t 
       case GgmlType::Q4_K: K::Q4KMulti(l, p, g0, g1, rows, x, out, m); break;
       case GgmlType::IQ4_NL: K::template LegacyMulti<false, false, false, kBookIQ4NL>(l, p, g0, g1, rows, x, out, m); break;
       case GgmlType::MXFP4: K::template LegacyMulti<false, false, false, kBookMXFP4>(l, p, g0, g1, rows, x, out, m); break;
+      case GgmlType::IQ4_XS: K::IQ4XSMulti(l, p, g0, g1, rows, x, out, m); break;
       default: K::Q6KMulti(l, p, g0, g1, rows, x, out, m); break;
     }
   }
@@ -250,15 +266,18 @@ bool DispatchPackedGemvMulti(GgmlType t, int64_t k, const void* packed, int64_t 
 // The drivers the x86 ISAs' packed kernels share (packed_avx512.cpp, packed_avx2.cpp), the K of
 // DispatchPackedGemv and DispatchPackedGemvMulti. G is the ISA file's:
 //   G::TokenBlocks(n, f): f(std::integral_constant<int, T>, i) for token blocks [i, i + T)
-//   G::Q4K<T> / G::Q6K<T>(layout, group, T activation rows, T output rows, valid rows, prefetch)
+//   G::Q4K<T> / G::Q6K<T> / G::IQ4XS<T>(layout, group, T activation rows, T output rows, valid rows,
+//   prefetch)
 //   G::Legacy<kMaxN, kEight, kMin, kHigh, kBook>(layout, packed, g0, g1, rows, activations, outputs, n)
 template <typename G>
 struct PackedKernels {
-  // The K-quant kernels for n tokens: per group, the token blocks (the first one prefetches).
-  template <bool kQ6K>
+  // The super-block kernels (Q8_K activations) for n tokens: per group, the token blocks (the
+  // first one prefetches).
+  enum : int { kQ4K = 0, kQ6K = 1, kIQ4XS = 2 };
+  template <int kKind>
   static void KQuant(const PackedLayout& l, const uint8_t* packed, int64_t g0, int64_t g1, int64_t rows,
                      const uint8_t* const* a, float* const* y, int32_t n) {
-    const PrefetchPlan& plan = DecodePrefetchPlan(kQ6K ? GgmlType::Q6_K : GgmlType::Q4_K);
+    const PrefetchPlan& plan = DecodePrefetchPlan(kKind == kQ6K ? GgmlType::Q6_K : GgmlType::Q4_K);
     for (int64_t g = g0; g < g1; ++g) {
       const uint8_t* grp = packed + size_t(g) * l.group;
       G::TokenBlocks(n, [&](auto tc, int32_t i) {
@@ -270,8 +289,10 @@ struct PackedKernels {
           out[t] = y[i + t] + (g - g0) * kPackRows;
         }
         const PrefetchPlan* prefetch = i == 0 ? &plan : nullptr;
-        if constexpr (kQ6K) {
+        if constexpr (kKind == kQ6K) {
           G::template Q6K<T>(l, grp, ab, out, rows - g * kPackRows, prefetch);
+        } else if constexpr (kKind == kIQ4XS) {
+          G::template IQ4XS<T>(l, grp, ab, out, rows - g * kPackRows, prefetch);
         } else {
           G::template Q4K<T>(l, grp, ab, out, rows - g * kPackRows, prefetch);
         }
@@ -293,11 +314,16 @@ struct PackedKernels {
   }
   static void Q4K(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
                   float* y) {
-    KQuant<false>(l, p, g0, g1, rows, &a, &y, 1);
+    KQuant<kQ4K>(l, p, g0, g1, rows, &a, &y, 1);
   }
   static void Q6K(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
                   float* y) {
-    KQuant<true>(l, p, g0, g1, rows, &a, &y, 1);
+    KQuant<kQ6K>(l, p, g0, g1, rows, &a, &y, 1);
+  }
+  // IQ4_XS: sub-blocks of 32 through the IQ4_NL codebook, scaled by their signed 6-bit scales.
+  static void IQ4XS(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows, const uint8_t* a,
+                    float* y) {
+    KQuant<kIQ4XS>(l, p, g0, g1, rows, &a, &y, 1);
   }
   // n <= kMultiChunk tokens.
   template <bool kEight, bool kMin, bool kHigh, int kBook = kBookNone>
@@ -307,11 +333,15 @@ struct PackedKernels {
   }
   static void Q4KMulti(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows,
                        const uint8_t* const* a, float* const* y, int32_t n) {
-    KQuant<false>(l, p, g0, g1, rows, a, y, n);
+    KQuant<kQ4K>(l, p, g0, g1, rows, a, y, n);
   }
   static void Q6KMulti(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows,
                        const uint8_t* const* a, float* const* y, int32_t n) {
-    KQuant<true>(l, p, g0, g1, rows, a, y, n);
+    KQuant<kQ6K>(l, p, g0, g1, rows, a, y, n);
+  }
+  static void IQ4XSMulti(const PackedLayout& l, const uint8_t* p, int64_t g0, int64_t g1, int64_t rows,
+                         const uint8_t* const* a, float* const* y, int32_t n) {
+    KQuant<kIQ4XS>(l, p, g0, g1, rows, a, y, n);
   }
 };
 

@@ -25,8 +25,8 @@ namespace {
 TEST(PackedAvx512Emulated, MatchesTheScalarReference) {
   if (!CpuHasAvx2Fma16()) GTEST_SKIP() << "the emulation is built for AVX2 + FMA + F16C";
   for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,
-                     GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::MXFP4}) {
-    const bool super = t == GgmlType::Q4_K || t == GgmlType::Q6_K;
+                     GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::IQ4_XS}) {
+    const bool super = t == GgmlType::Q4_K || t == GgmlType::Q6_K || t == GgmlType::IQ4_XS;
     // 3 blocks (odd), 130 blocks (past one staging pass of 128); 2 and 18 super-blocks.
     for (int64_t k : {super ? int64_t{512} : int64_t{96}, super ? int64_t{4608} : int64_t{4160}}) {
       SCOPED_TRACE(std::string(TypeName(t)) + " k=" + std::to_string(k));

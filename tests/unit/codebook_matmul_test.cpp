@@ -1,5 +1,5 @@
 // The CPU engine's MatMul on the codebook weight types (IQ4_NL, IQ4_XS, MXFP4): decode (the row
-// GEMV, or for IQ4_NL and MXFP4 the packed one), a few tokens (GEMV per token) and
+// GEMV, or the packed one where this CPU has its kernel), a few tokens (GEMV per token) and
 // prefill (rows dequantized and requantized to Q8_0 for the multi-token kernel; with a packed
 // copy, the only resident one, its groups unpacked back to rows first), each against the
 // double dot of the dequantized rows with the unquantized activations.

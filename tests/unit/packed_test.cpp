@@ -1,5 +1,5 @@
 // The row-interleaved decode layouts (quant/packed.h) for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
-// MXFP4, Q4_K and Q6_K: packing is exactly invertible, a packed row dequantizes like the file's row, and the
+// MXFP4, Q4_K, Q6_K and IQ4_XS: packing is exactly invertible, a packed row dequantizes like the file's row, and the
 // dispatched kernel (AVX-512, AVX2 or NEON) and the scalar reference match one VecDot per row
 // on tails (rows not a multiple of 16), group sub-ranges (how threads split the work), long
 // rows (several staging passes), extreme quants and extreme scales.
@@ -22,7 +22,10 @@ namespace zf::quant {
 namespace {
 
 const GgmlType kTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0,  GgmlType::Q4_1,  GgmlType::Q5_0, GgmlType::Q5_1,
-                           GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::MXFP4};
+                           GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::MXFP4, GgmlType::IQ4_XS};
+
+// The formats of 256-element super-blocks (rows a multiple of 256).
+bool SuperBlocks(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q6_K || t == GgmlType::IQ4_XS; }
 
 std::vector<uint8_t> Activation(GgmlType t, int64_t k, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -46,12 +49,16 @@ Packed Pack(GgmlType t, const std::vector<uint8_t>& w, int64_t rows, int64_t k) 
   EXPECT_EQ(gbytes % 64, 0u);
   // Exactly the file's bytes of 16 rows, plus: a padding block when a 32-element format has an
   // odd block count (units of 2 blocks); per super-block, Q4_K's scales unpacked (12 -> 16
-  // bytes per row) and Q6_K's 32 bytes that align its unit.
-  const bool k_quant = t == GgmlType::Q4_K || t == GgmlType::Q6_K;
+  // bytes per row), Q6_K's 32 bytes that align its unit, IQ4_XS's 6-bit scales a byte each (6
+  // -> 8 bytes per row) and 32 bytes of padding after d.
+  const bool k_quant = SuperBlocks(t);
   const size_t blocks = k_quant ? size_t(k / 256) : size_t(k / 32), block = row / blocks;
   const size_t padded = k_quant ? blocks : (blocks + 1) / 2 * 2;
   // MXFP4: its 1-byte scales in F16's 2 bytes per row.
-  const size_t extra = t == GgmlType::Q4_K ? 64 : t == GgmlType::Q6_K ? 32 : t == GgmlType::MXFP4 ? 16 : 0;
+  const size_t extra = t == GgmlType::Q4_K || t == GgmlType::IQ4_XS ? 64
+                       : t == GgmlType::Q6_K                         ? 32
+                       : t == GgmlType::MXFP4                        ? 16
+                                                                     : 0;
   EXPECT_EQ(gbytes, padded * (size_t(kPackRows) * block + extra));
   Packed p;
   p.buf.resize(size_t(PackedGroups(rows)) * gbytes + 64);
@@ -118,7 +125,7 @@ void CheckProduct(GgmlType t, int64_t rows, int64_t k, float scale, GemvFn gemv 
 TEST(Packed, RoundTripIsExactAndRowsDequantizeAlike) {
   for (GgmlType t : kTypes) {
     for (int64_t rows : {1, 16, 21}) {
-      const int64_t k = (t == GgmlType::Q4_K || t == GgmlType::Q6_K) ? 512 : 96;
+      const int64_t k = SuperBlocks(t) ? 512 : 96;
       const size_t row = RowSize(t, k);
       const std::vector<uint8_t> w = testing::RandomQuantRows(t, rows, k, 1.0f, 3);
       const Packed p = Pack(t, w, rows, k);
@@ -143,7 +150,7 @@ TEST(Packed, ProductMatchesVecDotWithTails) {
   for (GgmlType t : kTypes) {
     for (int64_t rows : {1, 15, 16, 17, 50}) {
       for (int64_t k : {32, 64, 576, 640, 1024}) {
-        if (PackedGroupBytes(t, k) != 0) CheckProduct(t, rows, k, 1.0f);  // Q4_K: k % 256 == 0
+        if (PackedGroupBytes(t, k) != 0) CheckProduct(t, rows, k, 1.0f);  // super-blocks: k % 256 == 0
       }
     }
   }
@@ -312,8 +319,8 @@ void CheckMultiMatchesSingle(const GemvPair& pair, GgmlType t, int64_t rows, int
 TEST(Packed, MultiTokenProductIsBitIdenticalToOneTokenAtATime) {
   for (const GemvPair& pair : MultiPairs()) {
     for (GgmlType t : kTypes) {
-      const bool k_quant = t == GgmlType::Q4_K || t == GgmlType::Q6_K;
-      // K-quants: 1, 3 and 40 super-blocks; 32-element formats: an odd block count, and 261
+      const bool k_quant = SuperBlocks(t);
+      // Super-block formats: 1, 3 and 40 super-blocks; 32-element formats: an odd block count, and 261
       // blocks (three staging passes of kStagedBlocks = 128, the last one odd).
       const std::vector<int64_t> ks = k_quant ? std::vector<int64_t>{256, 768, 256 * 40}
                                               : std::vector<int64_t>{96, 640, 32 * 261};
@@ -326,7 +333,7 @@ TEST(Packed, MultiTokenProductMatchesVecDot) {
   // The batched product is also right, not just consistent: every token against VecDot.
   for (const GemvPair& pair : MultiPairs()) {
     for (GgmlType t : kTypes) {
-      const int64_t k = (t == GgmlType::Q4_K || t == GgmlType::Q6_K) ? 512 : 320, rows = 21;
+      const int64_t k = SuperBlocks(t) ? 512 : 320, rows = 21;
       const size_t row = RowSize(t, k);
       const std::vector<uint8_t> w = testing::RandomQuantRows(t, rows, k, 1.0f, 5);
       const Packed p = Pack(t, w, rows, k);

@@ -2,7 +2,7 @@
 // once at load and shared read-only by every session of the model.
 //
 // Which matrices: those whose type has a packed kernel on this CPU (Q8_0, Q4_0, Q4_1, Q5_0,
-// Q5_1, Q4_K, Q6_K with AVX-512 VNNI or AVX2). After packing, the engine reads only the packed
+// Q5_1, Q4_K, Q6_K, IQ4_NL, MXFP4, IQ4_XS with AVX-512 VNNI, AVX2 or NEON). After packing, the engine reads only the packed
 // copy: decode through the packed GEMV, prefill by building its tiles from the packed groups
 // (or unpacking 16-row tiles back to the file's blocks, exact), the embedding lookup by
 // dequantizing a packed row. So the file's pages of those tensors are

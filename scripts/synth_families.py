@@ -167,6 +167,14 @@ BENCH = {
                                    scales=dict(embedding=12.0, residual=0.22, attention=0.0078125, logit=8.0)),
     # Qwen3.5-0.8B's shape: 18 gated DeltaNet layers (16 key and 16 value heads of 128) and 6
     # gated attention layers (8 heads of 256 on 2 KV heads, rope on 64).
+    # gpt-oss-20b's shape (24 layers of 2880, 64 query / 8 KV heads of 64, 32 experts of 2880 with
+    # 4 used, sliding window 128 on every other layer, YaRN 32 over 4096), experts in MXFP4 and
+    # the rest Q8_0 as in the released file ("mxfp4" variant); llama-bpe's vocabulary (128k)
+    # stands in for o200k's (201k). ~11.6 GB: bench/family_bench.sh --gpt-oss writes it.
+    "bench-gpt-oss-20b": dict(arch="gpt-oss", vocab="llama-bpe", pre="gpt-4o", E=2880, L=24, H=64, Hkv=8, hd=64,
+                              F=2880, base=150000.0, tied=False, eps=1e-5, ctx=131072, key_length=True,
+                              window=128, experts=(32, 4), Fe=2880, yarn=dict(factor=32.0, orig=4096),
+                              q4="mxfp4"),
     "bench-qwen35-0.8b": dict(arch="qwen35", vocab="qwen35", E=1024, L=24, H=8, Hkv=2, hd=256, F=3584, base=1e7,
                               tied=True, eps=1e-6, ctx=262144, key_length=True, n_rot=64, qk_norm=True,
                               delta=dict(interval=4, d_conv=4, n_k=16, n_v=16, d=128)),

@@ -33,10 +33,13 @@ unit_pid=$!
 # generations (27 s here) and the three constrained tool-call generations of the literal argument
 # syntaxes (~750 tokens) run in the release stage; their code paths are covered here by the
 # shorter ones (Batching.EvalLogitsIdenticalToAloneSmolLM2; the grammar builder by
-# fuzz_chat_parse).
+# fuzz_chat_parse). Likewise the next-heaviest generation tests whose paths shorter ones cover
+# here (5-9 s each under ASan): pull across turns (the other CapiPull tests), the 32-session soak
+# (the ThreadSanitizer stage runs it), harmony's constrained call (fuzz_chat_parse, the other
+# control-token test) and SmolLM2's pooled batch (DecoderEmbed.*).
 capi_rc=0
 ZF_TEST_ONLY_MODELS=smollm2 scripts/gtest_shards.sh 2 "$build/tests/zerfoo_capi_tests" --gtest_brief=1 \
-  --gtest_filter='-PrefixCache.SharedPrefixHeldOnce:PrefixCache.ChunkingAndCacheAreExact*:Batching.SixteenGenerationsIdenticalToAlone:ChatParseControlTokens.LiteralArgumentSyntaxesFollowTheSchema' \
+  --gtest_filter='-PrefixCache.SharedPrefixHeldOnce:PrefixCache.ChunkingAndCacheAreExact*:Batching.SixteenGenerationsIdenticalToAlone:ChatParseControlTokens.LiteralArgumentSyntaxesFollowTheSchema:*CapiPull.GreedyPullEqualsGenerateAcrossTurns*:Soak.EightThreadsWithFourSessionsEachMatchTheSequentialRun:ChatParseControlTokens.HarmonyRequiredCallIsParsedBack:GenerativeEmbed.SmolLM2BatchEqualsOneAtATime' \
   || capi_rc=$?
 unit_rc=0
 wait "$unit_pid" || unit_rc=$?

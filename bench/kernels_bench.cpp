@@ -97,12 +97,8 @@ ZF_VECDOT(IQ4_NL);
 ZF_VECDOT(IQ4_XS);
 ZF_VECDOT(MXFP4);
 
-// y = W x for n_tok tokens: args {rows (out), cols (in), n_tok, threads}.
-void BM_MatMul(benchmark::State& state, GgmlType t) {
-  const int64_t rows = state.range(0), cols = state.range(1);
-  const int32_t n_tok = int32_t(state.range(2));
-  zf::engine::CpuBackend be(int32_t(state.range(3)));
-  std::vector<uint8_t> w = RandomWeights(t, rows, cols);
+// A rows x cols matrix of type t over the bytes w, as the engine's MatMul takes it.
+zf::engine::Tensor MatrixTensor(GgmlType t, const std::vector<uint8_t>& w, int64_t rows, int64_t cols) {
   zf::engine::Tensor ti;
   ti.type = t;
   ti.n_dims = 2;
@@ -110,6 +106,16 @@ void BM_MatMul(benchmark::State& state, GgmlType t) {
   ti.ne[1] = rows;
   ti.data = w.data();
   ti.nbytes = w.size();
+  return ti;
+}
+
+// y = W x for n_tok tokens: args {rows (out), cols (in), n_tok, threads}.
+void BM_MatMul(benchmark::State& state, GgmlType t) {
+  const int64_t rows = state.range(0), cols = state.range(1);
+  const int32_t n_tok = int32_t(state.range(2));
+  zf::engine::CpuBackend be(int32_t(state.range(3)));
+  std::vector<uint8_t> w = RandomWeights(t, rows, cols);
+  const zf::engine::Tensor ti = MatrixTensor(t, w, rows, cols);
   std::vector<float> x = Random(size_t(cols) * size_t(n_tok)), y(size_t(rows) * size_t(n_tok));
   for (auto _ : state) {
     be.MatMul(ti, x.data(), n_tok, y.data());
@@ -153,13 +159,7 @@ void BM_MatMulPacked(benchmark::State& state, GgmlType t) {
     return;
   }
   std::vector<uint8_t> w = RandomWeights(t, rows, cols);
-  zf::engine::Tensor ti;
-  ti.type = t;
-  ti.n_dims = 2;
-  ti.ne[0] = cols;
-  ti.ne[1] = rows;
-  ti.data = w.data();
-  ti.nbytes = w.size();
+  const zf::engine::Tensor ti = MatrixTensor(t, w, rows, cols);
   std::unique_ptr<zf::engine::PackedWeights> packed;
   if (!zf::engine::PackedWeights::Build({&ti}, threads, &packed).ok() || packed == nullptr) {
     state.SkipWithError("no packed copy built");

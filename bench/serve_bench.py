@@ -166,7 +166,23 @@ def start_server(kind, binary, a, levels):
     return proc, port
 
 
-def bench(host, port, levels, a, label):
+def memory_mib(pid):
+    """The server's memory after a level: PSS (every page it maps, shared ones divided among
+    their mappings: the prefix cache's pages mapped into many slots count once) and its private
+    anonymous memory, in MiB from /proc/PID/smaps_rollup; {} where unavailable."""
+    out = {}
+    try:
+        with open("/proc/%d/smaps_rollup" % pid) as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k in ("Pss", "Anonymous"):
+                    out[{"Pss": "pss_mib", "Anonymous": "anon_mib"}[k]] = round(int(v.split()[0]) / 1024.0, 1)
+    except OSError:
+        pass
+    return out
+
+
+def bench(host, port, levels, a, label, pid=None):
     """Every level --repeat times; the run with the highest aggregate tok/s per level."""
     cold, _, _ = stream_one(host, port, PROMPTS[0], 4, a.timeout)  # warm-up
     if a.shared_prefix:
@@ -176,6 +192,8 @@ def bench(host, port, levels, a, label):
         for conc in levels:
             r = run_level(host, port, conc, a.requests, a.tokens, a.timeout)
             r.update(server=label, rep=rep, load=round(os.getloadavg()[0], 2))
+            if pid is not None:
+                r.update(memory_mib(pid))
             print(json.dumps(r), flush=True)
             if conc not in best or (r["errors"], -r["aggregate_tok_s"]) < (best[conc]["errors"],
                                                                            -best[conc]["aggregate_tok_s"]):
@@ -189,24 +207,26 @@ COLS = [("aggregate_tok_s", "tok/s"), ("ttft_p50_ms", "TTFT p50"), ("ttft_p99_ms
 
 def print_table(results):
     """A markdown table per server, then zerfoo / llama-server ratios when both are present."""
+    cols = COLS + [(k, h) for k, h in (("pss_mib", "PSS MiB"), ("anon_mib", "anon MiB"))
+                   if all(k in r for r in results)]
     servers = list(dict.fromkeys(r["server"] for r in results))
-    print("\n| server | streams | " + " | ".join(h + (" (ms)" if "ms" in k else "") for k, h in COLS)
+    print("\n| server | streams | " + " | ".join(h + (" (ms)" if k.endswith("_ms") else "") for k, h in cols)
           + " | errors |")
-    print("|---" * (len(COLS) + 3) + "|")
+    print("|---" * (len(cols) + 3) + "|")
     for r in results:
-        print("| %s | %d | " % (r["server"], r["concurrency"]) + " | ".join(str(r[k]) for k, _ in COLS)
+        print("| %s | %d | " % (r["server"], r["concurrency"]) + " | ".join(str(r[k]) for k, _ in cols)
               + " | %d |" % r["errors"])
     if len(servers) == 2:
         a, b = servers
         by = {(r["server"], r["concurrency"]): r for r in results}
-        print("\n| streams | %s / %s: tok/s | TTFT p50 | TTFT p99 | ITL p50 | ITL p99 |" % (a, b))
-        print("|---" * 6 + "|")
+        print("\n| streams | %s / %s: " % (a, b) + " | ".join(h for _, h in cols) + " |")
+        print("|---" * (len(cols) + 1) + "|")
         for conc in sorted({r["concurrency"] for r in results}):
             if (a, conc) in by and (b, conc) in by:
                 ra, rb = by[(a, conc)], by[(b, conc)]
                 print("| %d | " % conc + " | ".join(
-                    "%.2fx" % (ra[k] / rb[k]) if rb[k] else "-" for k, _ in COLS) + " |")
-        print("(tok/s: higher is better for %s; latencies: below 1 is better for %s)" % (a, a))
+                    "%.2fx" % (ra[k] / rb[k]) if rb[k] else "-" for k, _ in cols) + " |")
+        print("(tok/s: higher is better for %s; latencies and memory: below 1 is better for %s)" % (a, a))
 
 
 def main():
@@ -265,7 +285,7 @@ def main():
         for kind, binary in runs:
             proc, port = start_server(kind, binary, a, levels)
             try:
-                for r in bench("127.0.0.1", port, levels, a, kind):
+                for r in bench("127.0.0.1", port, levels, a, kind, proc.pid):
                     key = (kind, r["concurrency"])
                     if key not in best or (r["errors"], -r["aggregate_tok_s"]) < (best[key]["errors"],
                                                                                 -best[key]["aggregate_tok_s"]):

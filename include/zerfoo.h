@@ -262,6 +262,10 @@ typedef struct zf_cache_info {
   uint64_t hit_tokens;      /**< Prompt tokens copied from the cache instead of evaluated. */
   uint64_t stored_blocks;   /**< Blocks stored since load. */
   uint64_t evicted_blocks;  /**< Blocks dropped for the bound since load. */
+  /** Block mappings alive now: a session reading a cached block's rows in place (its pages
+   *  shared, copy-on-write) instead of holding a copy; a block in n sessions counts n times.
+   *  0 where the system cannot share pages (then each session copies). Appended in 0.4. */
+  uint64_t mapped_blocks;
 } zf_cache_info;
 
 /**

@@ -47,6 +47,7 @@ type cCacheInfo struct { // zf_cache_info, 56 bytes (appended in 0.4)
 	hitTokens     uint64
 	storedBlocks  uint64
 	evictedBlocks uint64
+	mappedBlocks  uint64
 }
 
 type cChatMessage struct { // zf_chat_message, 16 bytes

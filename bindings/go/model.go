@@ -191,6 +191,7 @@ type CacheInfo struct {
 	HitTokens     uint64 // prompt tokens copied from the cache instead of evaluated
 	StoredBlocks  uint64 // blocks stored since load
 	EvictedBlocks uint64 // blocks dropped for the bound since load
+	MappedBlocks  uint64 // block mappings alive: sessions reading a cached block in place (n sessions: n)
 }
 
 // CacheInfo returns the prefix cache's counters now.
@@ -206,7 +207,7 @@ func (m *Model) CacheInfo() (CacheInfo, error) {
 	return CacheInfo{
 		BlockTokens: int(c.blockTokens), CapacityBytes: c.capacityBytes, Bytes: c.bytes,
 		Blocks: c.blocks, HitTokens: c.hitTokens, StoredBlocks: c.storedBlocks,
-		EvictedBlocks: c.evictedBlocks,
+		EvictedBlocks: c.evictedBlocks, MappedBlocks: c.mappedBlocks,
 	}, nil
 }
 

@@ -16,7 +16,7 @@ using zf::capi::Succeed;
 static_assert(sizeof(zf_model_params) == 56, "zf_model_params layout is part of the ABI");
 static_assert(offsetof(zf_model_params, max_batch) == 40, "fields are appended, never moved");
 static_assert(offsetof(zf_model_params, prefix_cache_mib) == 48, "fields are appended, never moved");
-static_assert(sizeof(zf_cache_info) == 56, "zf_cache_info layout is part of the ABI");
+static_assert(sizeof(zf_cache_info) == 64, "zf_cache_info layout is part of the ABI");
 static_assert(sizeof(zf_model_summary) == 88, "zf_model_summary layout is part of the ABI");
 
 namespace {
@@ -110,6 +110,7 @@ ZF_API zf_status zf_model_cache_info(const zf_model* model, zf_cache_info* info)
     c.hit_tokens = st.hit_tokens;
     c.stored_blocks = st.stored_blocks;
     c.evicted_blocks = st.evicted_blocks;
+    c.mapped_blocks = st.mapped_blocks;
   }
   std::memcpy(info, &c, c.struct_size);
   return Succeed();

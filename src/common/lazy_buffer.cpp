@@ -46,18 +46,65 @@ bool LazyBuffer::Allocate(size_t bytes) {
   return true;
 }
 
+size_t LazyBuffer::PageSize() {
+#ifdef ZF_LAZY_MMAP
+  static const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  return page;
+#else
+  return 4096;
+#endif
+}
+
+#ifdef ZF_LAZY_MMAP
+namespace {
+// Fresh zero pages over [p, p + bytes), replacing whatever was mapped there.
+bool MapAnonymous(uint8_t* p, size_t bytes) {
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
+#ifdef MAP_NORESERVE
+  flags |= MAP_NORESERVE;
+#endif
+  return mmap(p, bytes, PROT_READ | PROT_WRITE, flags, -1, 0) != MAP_FAILED;
+}
+}  // namespace
+#endif
+
 void LazyBuffer::Release(size_t begin, size_t end) {
   if (end > size_) end = size_;
   if (begin >= end) return;
 #ifdef ZF_LAZY_MMAP
   if (mapped_) {
-    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    const size_t page = PageSize();
     const size_t b = (begin + page - 1) / page * page;  // whole pages only: the edges hold live rows
     const size_t e = end == size_ ? end : end / page * page;
-    if (b < e) madvise(data_ + b, e - b, MADV_DONTNEED);  // private anonymous: zero again
+    if (b >= e) return;
+    // A file's pages are replaced (MADV_DONTNEED would only drop the copies made by writes and
+    // keep reading the file); anonymous ones are simply discarded.
+    if (!file_pages_ || !MapAnonymous(data_ + b, e - b)) madvise(data_ + b, e - b, MADV_DONTNEED);
   }
 #endif
   // Without paging control the bytes simply stay: the caller no longer reads them.
+}
+
+bool LazyBuffer::MapFile(size_t begin, size_t bytes, int fd, uint64_t offset) {
+#ifdef ZF_LAZY_MMAP
+  const size_t page = PageSize();
+  if (!mapped_ || fd < 0 || begin % page != 0 || bytes % page != 0 || offset % page != 0 || bytes == 0 ||
+      begin > size_ || bytes > size_ - begin) {
+    return false;
+  }
+  int flags = MAP_PRIVATE | MAP_FIXED;
+#ifdef MAP_NORESERVE
+  flags |= MAP_NORESERVE;
+#endif
+  file_pages_ = true;
+  if (mmap(data_ + begin, bytes, PROT_READ | PROT_WRITE, flags, fd, off_t(offset)) != MAP_FAILED) return true;
+  // A failed MAP_FIXED may have unmapped the range already: put zero pages back.
+  MapAnonymous(data_ + begin, bytes);
+  return false;
+#else
+  (void)begin, (void)bytes, (void)fd, (void)offset;
+  return false;
+#endif
 }
 
 }  // namespace zf

@@ -2,7 +2,8 @@
 // KV cache reserves n_ctx positions of address space up front but costs resident memory only for
 // the positions it has filled, so sixteen serve slots with an 8k context hold what their
 // conversations use, not sixteen full caches; Release() gives the pages of forgotten positions
-// back.
+// back. MapFile() lets a range read another file's pages in place, copy-on-write (the prefix
+// cache's shared KV blocks, doc/state.md).
 #pragma once
 
 #include <cstddef>
@@ -20,8 +21,14 @@ class LazyBuffer {
   // Replaces the contents with `bytes` zero bytes; false when the address space is not available.
   bool Allocate(size_t bytes);
   // Returns the whole pages inside [begin, end) to the OS (they read as zero afterwards); the
-  // bytes of the range are unspecified from then on.
+  // bytes of the range are unspecified from then on. Ends any MapFile() of those pages.
   void Release(size_t begin, size_t end);
+  // Makes [begin, begin + bytes) read the bytes of file `fd` at `offset`, privately: the file is
+  // not written, a write to a page copies it first (MAP_PRIVATE). begin, bytes and offset must
+  // be multiples of PageSize(). False (the range then holds its old bytes or zeros; the caller
+  // writes it) where the buffer is not mapped or the system refuses.
+  bool MapFile(size_t begin, size_t bytes, int fd, uint64_t offset);
+  static size_t PageSize();
 
   uint8_t* data() { return data_; }
   const uint8_t* data() const { return data_; }
@@ -33,6 +40,7 @@ class LazyBuffer {
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
   bool mapped_ = false;  // data_ came from mmap (else from calloc)
+  bool file_pages_ = false;  // some range was MapFile()d (Release must replace, not discard)
 };
 
 }  // namespace zf

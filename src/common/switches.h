@@ -13,6 +13,7 @@ bool NoPackedGemm();        // ZF_NO_PACKED_GEMM: prefill without the tile-packe
 // l1 (8 KiB ahead into L1), l2 (8 KiB ahead into L2) or off; null if unset
 const char* DecodePrefetch();
 bool NoBlockedAttention();  // ZF_NO_BLOCKED_ATTN: prefill attention row by row
+bool NoSharedKv();          // ZF_NO_SHARED_KV: prefix cache blocks copied into sessions, not mapped (A/B)
 bool DebugGpu();            // ZF_DEBUG_GPU: log every captured CUDA op and capture failures
 bool CudaGraph();           // ZF_CUDA_GRAPH (default 1): replay decode as one CUDA graph
 bool CudaFuse();            // ZF_CUDA_FUSE (default 1): QK-norm into RoPE, residual add into RMSNorm

@@ -86,17 +86,27 @@ class Backend {
   virtual void Softcap(float* x, int64_t n, float cap) = 0;
 
   // ---- KV rows as bytes (session state, runtime/session_state.cpp; the prefix cache,
-  // runtime/prefix_cache.h): the rows of n_pos positions of every layer, K then V per layer in
-  // the cache's element type; KvStateBytes is their size (0: the engine cannot). ReadKvRows /
-  // WriteKvRows copy positions [pos0, pos0 + n_pos) out of / into the cache. An engine without
-  // them returns kUnsupported. ----
-  virtual size_t KvStateBytes(int32_t n_pos) const { return 0; }
-  virtual Status ReadKvRows(int32_t pos0, int32_t n_pos, uint8_t* out) const {
+  // runtime/prefix_cache.h). The rows of positions [pos0, pos0 + n_pos) form KvPlanes() planes:
+  // K of layer 0, V of layer 0, K of layer 1, ..., plane p KvPlaneBytes(p, n_pos) bytes in the
+  // cache's element type. An engine without them has 0 planes and returns kUnsupported. ----
+  virtual int32_t KvPlanes() const { return 0; }
+  virtual size_t KvPlaneBytes(int32_t plane, int32_t n_pos) const { return 0; }
+  // Copy the rows of every plane out of / into the cache (planes[p]: plane p's bytes).
+  virtual Status ReadKvPlanes(int32_t pos0, int32_t n_pos, uint8_t* const* planes) const {
     return Unsupported(std::string("the ") + name() + " engine cannot read its KV cache");
   }
-  virtual Status WriteKvRows(int32_t pos0, int32_t n_pos, const uint8_t* in) {
+  virtual Status WriteKvPlanes(int32_t pos0, int32_t n_pos, const uint8_t* const* planes) {
     return Unsupported(std::string("the ") + name() + " engine cannot write its KV cache");
   }
+  // Plane p's rows read file `fd` at offsets[p] in place instead of holding a copy, copy-on-write
+  // (a later write to a row copies its page first): the prefix cache's shared blocks
+  // (runtime/kv_arena.h). False where the engine, the OS or the rows' page alignment does not
+  // allow it; the caller then writes the rows (planes already mapped hold the same bytes).
+  virtual bool MapKvPlanes(int32_t pos0, int32_t n_pos, int fd, const uint64_t* offsets) { return false; }
+  // The planes back to back (0: the engine cannot).
+  size_t KvStateBytes(int32_t n_pos) const;
+  Status ReadKvRows(int32_t pos0, int32_t n_pos, uint8_t* out) const;
+  Status WriteKvRows(int32_t pos0, int32_t n_pos, const uint8_t* in);
   // Positions [pos0, n_ctx) are forgotten (reset, truncation): the engine may give their memory
   // back; they are rewritten before they are read again.
   virtual void ReleaseKv(int32_t pos0) {}

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "common/switches.h"
+
 namespace zf::rt {
 namespace {
 
@@ -39,10 +41,10 @@ bool PrefixCache::Contains(uint64_t key) const {
   return map_.count(key) != 0;
 }
 
-void PrefixCache::Store(uint64_t key, std::shared_ptr<const Block> block) {
+bool PrefixCache::Store(uint64_t key, std::shared_ptr<const Block> block) {
   const uint64_t size = block->bytes();
   std::lock_guard<std::mutex> lock(mu_);
-  if (size > capacity_ || map_.count(key) != 0) return;
+  if (size > capacity_ || map_.count(key) != 0) return false;
   while (stats_.bytes + size > capacity_ && !lru_.empty()) {
     auto victim = map_.find(lru_.back());
     stats_.bytes -= victim->second.block->bytes();
@@ -54,6 +56,44 @@ void PrefixCache::Store(uint64_t key, std::shared_ptr<const Block> block) {
   map_.emplace(key, Entry{std::move(block), lru_.begin()});
   stats_.bytes += size;
   ++stats_.stored_blocks;
+  return true;
+}
+
+std::shared_ptr<KvArena> PrefixCache::Arena(const std::vector<size_t>& plane_bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!arena_tried_) {
+    arena_tried_ = true;
+    size_t block = 0;
+    for (size_t b : plane_bytes) block += b;
+    if (block > 0 && !env::NoSharedKv()) arena_ = KvArena::Create(plane_bytes, int64_t(capacity_ / block) + kExtraSlots);
+  }
+  if (arena_ == nullptr || arena_->plane_bytes() != plane_bytes) return nullptr;
+  return arena_;
+}
+
+PrefixCache::Mapping::Mapping(PrefixCache* cache, std::shared_ptr<const Block> block)
+    : cache_(cache), block_(std::move(block)) {
+  std::lock_guard<std::mutex> lock(cache_->mu_);
+  ++cache_->stats_.mapped_blocks;
+}
+
+PrefixCache::Mapping& PrefixCache::Mapping::operator=(Mapping&& o) noexcept {
+  if (this != &o) {
+    Drop();
+    cache_ = o.cache_;
+    block_ = std::move(o.block_);
+    o.cache_ = nullptr;
+  }
+  return *this;
+}
+
+void PrefixCache::Mapping::Drop() {
+  if (block_ == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(cache_->mu_);
+    --cache_->stats_.mapped_blocks;
+  }
+  block_.reset();  // may release the block's slot (outside the cache's lock)
 }
 
 PrefixCache::Stats PrefixCache::stats() const {

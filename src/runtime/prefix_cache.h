@@ -2,7 +2,9 @@
 // evaluated, keyed by the block's tokens and everything before it (a hash chain, as vLLM's
 // automatic prefix caching keys its paged blocks). A session whose next tokens continue its
 // history with cached blocks copies their rows instead of computing them, so a system prompt
-// shared by every request is evaluated once per model, not once per session.
+// shared by every request is evaluated once per model, not once per session. Where the system
+// allows, blocks live in a KvArena (runtime/kv_arena.h) and a session maps their pages instead of
+// copying them, so the rows are also held once, however many sessions use them.
 //
 // Exact by construction: only sessions whose prefill is chunk-invariant (exact mode) store or
 // read blocks, so a copied row is bit for bit the row the session would have computed.
@@ -21,6 +23,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/kv_arena.h"
+
 namespace zf::rt {
 
 class PrefixCache {
@@ -28,16 +32,44 @@ class PrefixCache {
   static constexpr int32_t kBlockTokens = 64;
 
   struct Block {
-    uint64_t prev;                // the key of the block before it (the chain's seed for the first)
+    Block() = default;
+    Block(const Block&) = delete;
+    Block& operator=(const Block&) = delete;
+    ~Block() {
+      if (arena != nullptr) arena->Release(slot);
+    }
+    uint64_t prev = 0;            // the key of the block before it (the chain's seed for the first)
     std::vector<int32_t> tokens;  // its kBlockTokens tokens (checked on lookup: no trust in hashes)
-    std::vector<uint8_t> kv;      // Backend::ReadKvRows of its positions
+    // Its positions' KV rows (engine::Backend planes): in slot `slot` of `arena`, or when the
+    // cache has no arena, in `kv` (Backend::ReadKvRows).
+    std::shared_ptr<KvArena> arena;
+    int64_t slot = -1;
+    std::vector<uint8_t> kv;
     // Recurrent models: every recurrent layer's state after the block's last token
     // (model::RecurrentState::values()), so a hybrid model resumes after a cached prefix.
     std::vector<float> state;
-    size_t bytes() const { return kv.size() + state.size() * sizeof(float); }
+    size_t bytes() const { return (arena != nullptr ? arena->slot_bytes() : kv.size()) + state.size() * sizeof(float); }
   };
   struct Stats {
     uint64_t capacity_bytes = 0, bytes = 0, blocks = 0, hit_tokens = 0, stored_blocks = 0, evicted_blocks = 0;
+    uint64_t mapped_blocks = 0;  // Mappings alive now (a block in n sessions counts n times)
+  };
+
+  // A session's hold on a block whose pages its KV cache maps: the block (and its slot) lives
+  // at least as long, evicted or not. Counted in Stats::mapped_blocks.
+  class Mapping {
+   public:
+    Mapping() = default;
+    Mapping(PrefixCache* cache, std::shared_ptr<const Block> block);
+    Mapping(Mapping&& o) noexcept : cache_(o.cache_), block_(std::move(o.block_)) { o.cache_ = nullptr; }
+    Mapping& operator=(Mapping&& o) noexcept;
+    ~Mapping() { Drop(); }
+    bool empty() const { return block_ == nullptr; }
+
+   private:
+    void Drop();
+    PrefixCache* cache_ = nullptr;
+    std::shared_ptr<const Block> block_;
   };
 
   explicit PrefixCache(uint64_t capacity_bytes) : capacity_(capacity_bytes) {}
@@ -50,9 +82,15 @@ class PrefixCache {
   // counts `saved` tokens (those it spares evaluating) as hits.
   std::shared_ptr<const Block> Find(uint64_t key, uint64_t prev, const int32_t* tokens, size_t saved);
   bool Contains(uint64_t key) const;
-  // Stores a block (no-op if the key is present or the block alone exceeds the capacity),
-  // dropping the least recently used ones beyond the capacity.
-  void Store(uint64_t key, std::shared_ptr<const Block> block);
+  // Stores a block, dropping the least recently used ones beyond the capacity; false (nothing
+  // stored) if the key is present or the block alone exceeds the capacity.
+  bool Store(uint64_t key, std::shared_ptr<const Block> block);
+  // The arena for blocks whose planes have these sizes: made on the first call, sized for the
+  // capacity plus kExtraSlots (blocks evicted while sessions still map them keep their slot);
+  // null where the system has none or an earlier call asked for other sizes (such blocks go to
+  // Block::kv).
+  std::shared_ptr<KvArena> Arena(const std::vector<size_t>& plane_bytes);
+  static constexpr int64_t kExtraSlots = 1024;
 
   Stats stats() const;
 
@@ -66,6 +104,8 @@ class PrefixCache {
   std::unordered_map<uint64_t, Entry> map_;
   std::list<uint64_t> lru_;
   Stats stats_;
+  std::shared_ptr<KvArena> arena_;
+  bool arena_tried_ = false;
 };
 
 }  // namespace zf::rt

@@ -221,6 +221,8 @@ void Session::set_prefix_cache(PrefixCache* cache) {
                                  std::vector<int32_t>(PrefixCache::kBlockTokens, -1).data());
   block_keys_.clear();
   stored_blocks_ = 0;
+  block_planes_.clear();
+  for (int32_t p = 0; p < backend_->KvPlanes(); ++p) block_planes_.push_back(backend_->KvPlaneBytes(p, PrefixCache::kBlockTokens));
 }
 
 void Session::SyncBlockKeys() {
@@ -252,7 +254,7 @@ size_t Session::ReuseBlocks(const int32_t* tokens, size_t n, size_t keep) {
     const uint64_t key = PrefixCache::Key(prev, block);
     std::shared_ptr<const PrefixCache::Block> b = prefix_cache_->Find(key, prev, block, need);
     if (b == nullptr || b->state.size() != state_.size()) break;
-    if (!backend_->WriteKvRows(int32_t(p0), int32_t(kB), b->kv.data()).ok()) break;
+    if (!PutBlockRows(p0 / kB, b)) break;
     if (recurrent()) state_.Assign(b->state.data());  // the state after the block's last token
     history_.insert(history_.end(), tokens + taken, tokens + taken + need);
     KeepCheckpoint();
@@ -273,15 +275,61 @@ void Session::StoreBlocks() {
     b->prev = stored_blocks_ == 0 ? chain_seed_ : block_keys_[stored_blocks_ - 1];
     const int32_t* first = history_.data() + stored_blocks_ * size_t(kB);
     b->tokens.assign(first, first + kB);
-    b->kv.resize(backend_->KvStateBytes(kB));
-    if (!backend_->ReadKvRows(int32_t(stored_blocks_) * kB, kB, b->kv.data()).ok()) return;
     if (recurrent()) {
       // No checkpoint (thinned out before the cache was set): this block and the rest stay out.
       if (stored_blocks_ >= block_states_.size() || block_states_[stored_blocks_].empty()) return;
       b->state = block_states_[stored_blocks_];
     }
-    prefix_cache_->Store(key, std::move(b));
+    const int32_t pos0 = int32_t(stored_blocks_) * kB;
+    std::shared_ptr<KvArena> arena = prefix_cache_->Arena(block_planes_);
+    const int64_t slot = arena != nullptr ? arena->Acquire() : -1;
+    if (slot >= 0) {
+      b->arena = arena;  // from here on the block gives its slot back when it goes
+      b->slot = slot;
+      std::vector<uint8_t*> planes(block_planes_.size());
+      for (int32_t p = 0; p < arena->planes(); ++p) planes[size_t(p)] = arena->Pointer(p, slot);
+      if (!backend_->ReadKvPlanes(pos0, kB, planes.data()).ok()) return;
+    } else {
+      b->kv.resize(backend_->KvStateBytes(kB));
+      if (!backend_->ReadKvRows(pos0, kB, b->kv.data()).ok()) return;
+    }
+    std::shared_ptr<const PrefixCache::Block> stored = std::move(b);
+    // Stored in the arena: this session's own rows become the block's pages too (its copy freed).
+    if (prefix_cache_->Store(key, stored) && slot >= 0) MapBlock(stored_blocks_, stored);
   }
+}
+
+// The rows of block `index` from a cached block: its pages mapped where the engine and the
+// system allow (then held as a Mapping until the rows are forgotten), else copied.
+bool Session::PutBlockRows(size_t index, const std::shared_ptr<const PrefixCache::Block>& b) {
+  const int32_t pos0 = int32_t(index) * PrefixCache::kBlockTokens;
+  if (b->arena != nullptr) {
+    if (MapBlock(index, b)) return true;
+    std::vector<const uint8_t*> planes(static_cast<size_t>(b->arena->planes()));
+    for (int32_t p = 0; p < b->arena->planes(); ++p) planes[size_t(p)] = b->arena->Pointer(p, b->slot);
+    return backend_->WriteKvPlanes(pos0, PrefixCache::kBlockTokens, planes.data()).ok();
+  }
+  return backend_->WriteKvRows(pos0, PrefixCache::kBlockTokens, b->kv.data()).ok();
+}
+
+bool Session::MapBlock(size_t index, const std::shared_ptr<const PrefixCache::Block>& b) {
+  const KvArena& a = *b->arena;
+  std::vector<uint64_t> offsets(static_cast<size_t>(a.planes()));
+  for (int32_t p = 0; p < a.planes(); ++p) offsets[size_t(p)] = a.Offset(p, b->slot);
+  if (!backend_->MapKvPlanes(int32_t(index) * PrefixCache::kBlockTokens, PrefixCache::kBlockTokens, a.fd(),
+                             offsets.data())) {
+    return false;
+  }
+  if (mapped_.size() <= index) mapped_.resize(index + 1);
+  mapped_[index] = PrefixCache::Mapping(prefix_cache_, b);
+  return true;
+}
+
+void Session::ForgetRows(size_t pos) {
+  backend_->ReleaseKv(int32_t(pos));
+  // Blocks starting at or after pos had their pages replaced: their mappings end.
+  const size_t kept = (pos + PrefixCache::kBlockTokens - 1) / PrefixCache::kBlockTokens;
+  if (mapped_.size() > kept) mapped_.resize(kept);
 }
 
 Status Session::EvalKeepLogits(const int32_t* tokens, size_t n) {
@@ -307,7 +355,7 @@ Status Session::FetchLogits() {
 }
 
 void Session::Reset() {
-  backend_->ReleaseKv(0);  // an idle session holds no KV memory
+  ForgetRows(0);  // an idle session holds no KV memory
   store_blocks_ = true;
   history_.clear();
   block_keys_.clear();
@@ -359,7 +407,7 @@ Status Session::Truncate(size_t n_keep) {
   if (n_keep <= history_.size()) {
     // Give the forgotten rows' memory back, except for the short rollbacks of speculative
     // verification (rewritten at once; not worth a system call per layer).
-    if (history_.size() - n_keep >= kReleaseMinRows) backend_->ReleaseKv(int32_t(n_keep));
+    if (history_.size() - n_keep >= kReleaseMinRows) ForgetRows(n_keep);
     history_.resize(n_keep);
     pending_.clear();
     SyncBlockKeys();

@@ -12,12 +12,12 @@
 #include "model/model.h"
 #include "model/forward.h"
 #include "model/recurrent_state.h"
+#include "runtime/prefix_cache.h"
 #include "runtime/sampler.h"
 
 namespace zf::rt {
 
 class Batcher;
-class PrefixCache;
 
 struct SessionOptions {
   int32_t n_ctx = 0;      // 0 = min(training context, kDefaultContext)
@@ -146,6 +146,14 @@ class Session {
   size_t ReuseBlocks(const int32_t* tokens, size_t n, size_t keep);
   // Stores the history's full blocks not yet cached.
   void StoreBlocks();
+  // The rows of the history's block `index` from cached block b (mapped or copied); false if the
+  // engine could do neither.
+  bool PutBlockRows(size_t index, const std::shared_ptr<const PrefixCache::Block>& b);
+  // Maps b's pages (in the prefix cache's arena) as the rows of block `index`; false where the
+  // engine or the system cannot.
+  bool MapBlock(size_t index, const std::shared_ptr<const PrefixCache::Block>& b);
+  // The rows of positions [pos, n_ctx) are forgotten: their memory and mappings given back.
+  void ForgetRows(size_t pos);
   // block_keys_ for every full block of the history (recomputed after Truncate/LoadState).
   void SyncBlockKeys();
   // Recurrent models, after the history grew: the state checkpoint of a block boundary it ended
@@ -167,6 +175,9 @@ class Session {
   uint64_t chain_seed_ = 0;               // what makes this session's rows comparable
   std::vector<uint64_t> block_keys_;      // keys of the history's first full blocks
   size_t stored_blocks_ = 0;              // of those, how many are known to be in the cache
+  std::vector<size_t> block_planes_;      // the bytes of each KV plane of one block (KvArena)
+  // [block index]: the cached blocks whose pages the KV cache maps (empty: its own rows)
+  std::vector<PrefixCache::Mapping> mapped_;
   // False after LoadState until the history is dropped: loaded rows may come from a session that
   // was not exact, and so may every row computed after them; they are not shared.
   bool store_blocks_ = true;

@@ -176,6 +176,7 @@ Status Session::LoadState(const uint8_t* buf, size_t len) {
   } else if (rest != kv) {
     return FormatError("session state KV size " + std::to_string(kv) + " does not match this session's cache");
   }
+  ForgetRows(0);  // no rows (or mapped cache blocks) of the old history stay behind the new ones
   ZF_RETURN_IF_ERROR(backend_->LoadKv(int32_t(n_hist), p));
   if (recurrent()) {
     state_.Assign(state.data());

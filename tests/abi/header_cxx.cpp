@@ -47,7 +47,7 @@ TEST_CASE("params structs have their ABI sizes and defaults") {
   CHECK(sizeof(zf_model_summary) == 88);
   CHECK(sizeof(zf_session_params) == 24);  // 16 before flags and reserved0
   CHECK(offsetof(zf_session_params, flags) == 16);
-  CHECK(sizeof(zf_cache_info) == 56);
+  CHECK(sizeof(zf_cache_info) == 64);
   // 64, then 72 with n_logprobs; 88 with the constraint; 96 with its trigger; 104 with the draft
   CHECK(sizeof(zf_generate_params) == 104);
   CHECK(offsetof(zf_generate_params, draft_max) == 96);

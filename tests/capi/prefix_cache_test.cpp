@@ -5,6 +5,8 @@
 // models.
 #include <gtest/gtest.h>
 
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -113,38 +115,108 @@ TEST(PrefixCache, ChunkingAndCacheAreExactGemma3) {
   CheckChunkingExact(path);
 }
 
-// Sessions sharing a 512-token prefix, each with its own suffix: the prefix is computed once
-// and its 8 blocks are held once; every session's logits equal a cache-less evaluation.
+// This process's memory other than file mappings (the weights), in bytes: anonymous pages plus
+// shared memory (the prefix cache's memfd), each page counted once however many times it is
+// mapped (PSS). -1 where /proc cannot tell.
+int64_t OwnMemoryBytes() {
+  FILE* f = std::fopen("/proc/self/smaps_rollup", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  int64_t anon = -1, shmem = -1, kb = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::sscanf(line, "Pss_Anon: %" SCNd64 " kB", &kb) == 1) anon = kb;
+    if (std::sscanf(line, "Pss_Shmem: %" SCNd64 " kB", &kb) == 1) shmem = kb;
+  }
+  std::fclose(f);
+  return anon < 0 || shmem < 0 ? -1 : (anon + shmem) * 1024;
+}
+
+#if defined(__linux__)
+constexpr bool kSharesPages = true;  // runtime/kv_arena.h: memfd pages mapped into sessions
+#else
+constexpr bool kSharesPages = false;
+#endif
+
+// Sixteen sessions sharing a 512-token prefix, each with its own suffix: the prefix is computed
+// once, its 8 blocks are stored once and every session maps their pages instead of copying
+// them, so its rows are in memory once (measured: the process's private memory grows by far
+// less than one copy per session); every session's logits equal a cache-less evaluation.
 TEST(PrefixCache, SharedPrefixHeldOnce) {
   ZF_REQUIRE_MODEL(path, "smollm2");
-  constexpr size_t kSessions = 6;
+  constexpr size_t kSessions = 16;
   ModelPtr m = LoadWithCache(path, 0);
   ModelPtr plain = LoadWithCache(path, -1);
   ASSERT_TRUE(m && plain);
   const size_t nv = Vocab(m.get());
   const std::vector<int32_t> prefix = Tokens(512, 2);
   std::vector<SessionPtr> sessions;
+  std::vector<float> want_first(nv);
+  {
+    std::vector<int32_t> prompt = prefix;
+    const std::vector<int32_t> suffix = Tokens(20, 100);
+    prompt.insert(prompt.end(), suffix.begin(), suffix.end());
+    SessionPtr ref = NewSessionFlags(plain.get(), 0);
+    ASSERT_EQ(zf_session_eval(ref.get(), prompt.data(), prompt.size(), want_first.data(), nv), ZF_OK);
+  }
+  // Sessions first (each has ~12 MiB of activation scratch), then what evaluating adds.
+  for (size_t i = 0; i < kSessions; ++i) sessions.push_back(NewSessionFlags(m.get(), 0));
+  {  // the first evaluation on a model builds its engine's working memory
+    const std::vector<int32_t> few = Tokens(8, 99);  // less than a block: nothing cached
+    ASSERT_EQ(zf_session_eval(sessions[1].get(), few.data(), few.size(), nullptr, 0), ZF_OK);
+    ASSERT_EQ(zf_session_reset(sessions[1].get()), ZF_OK);
+  }
+  const int64_t anon0 = OwnMemoryBytes();
+  std::vector<float> got_first(nv), got(nv);
   for (size_t i = 0; i < kSessions; ++i) {
     std::vector<int32_t> prompt = prefix;
     const std::vector<int32_t> suffix = Tokens(20 + i, int32_t(100 + i));
     prompt.insert(prompt.end(), suffix.begin(), suffix.end());
-    sessions.push_back(NewSessionFlags(m.get(), 0));
-    std::vector<float> got(nv);
-    ASSERT_EQ(zf_session_eval(sessions.back().get(), prompt.data(), prompt.size(), got.data(), nv), ZF_OK);
-    if (i == 0 || i == kSessions - 1) {
+    ASSERT_EQ(zf_session_eval(sessions[i].get(), prompt.data(), prompt.size(), got.data(), nv), ZF_OK);
+    if (i == 0) got_first = got;
+    if (i == kSessions - 1) {
       SessionPtr ref = NewSessionFlags(plain.get(), 0);
       std::vector<float> want(nv);
       ASSERT_EQ(zf_session_eval(ref.get(), prompt.data(), prompt.size(), want.data(), nv), ZF_OK);
       EXPECT_EQ(std::memcmp(got.data(), want.data(), nv * sizeof(float)), 0) << "session " << i;
     }
   }
-  const zf_cache_info c = CacheInfo(m.get());
+  const int64_t anon1 = OwnMemoryBytes();
+  EXPECT_EQ(std::memcmp(got_first.data(), want_first.data(), nv * sizeof(float)), 0) << "session 0";
+  zf_cache_info c = CacheInfo(m.get());
   EXPECT_EQ(c.blocks, 8u) << "the shared prefix's blocks are held once";
   EXPECT_EQ(c.hit_tokens, (kSessions - 1) * 512u);
   EXPECT_EQ(c.stored_blocks, 8u);
   EXPECT_EQ(c.evicted_blocks, 0u);
   EXPECT_EQ(c.bytes, c.blocks * (c.bytes / c.blocks));
   EXPECT_LE(c.bytes, c.capacity_bytes);
+  if (kSharesPages) {
+    // Every session reads all 8 blocks in place (the first one too: its rows became the block's).
+    EXPECT_EQ(c.mapped_blocks, kSessions * 8u);
+    const int64_t prefix_copy = int64_t(c.bytes / c.blocks) * 8;  // one session's prefix rows
+    if (anon0 >= 0 && anon1 >= 0) {
+      std::printf("memory (PSS anon + shmem): +%.1f MiB evaluating %zu sessions; one copy of the prefix rows: %.1f MiB\n",
+                  double(anon1 - anon0) / 1048576.0, kSessions, double(prefix_copy) / 1048576.0);
+      // Copies would add kSessions x prefix_copy (179 MiB; measured with ZF_NO_SHARED_KV=1);
+      // what grows is the suffixes' rows (a page per layer each) and the cache's own copy.
+      EXPECT_LT(anon1 - anon0, int64_t(kSessions / 4) * prefix_copy);
+    }
+    // Forgotten rows end their mappings; the other sessions keep reading the blocks.
+    ASSERT_EQ(zf_session_reset(sessions[3].get()), ZF_OK);
+    sessions[7].reset();
+    EXPECT_EQ(CacheInfo(m.get()).mapped_blocks, (kSessions - 2) * 8u);
+  }
+  // Freed in any order, the rest still answers as a fresh session does.
+  sessions[0].reset();
+  sessions[kSessions - 1].reset();
+  {
+    std::vector<int32_t> prompt = prefix;
+    const std::vector<int32_t> suffix = Tokens(20, 100);
+    prompt.insert(prompt.end(), suffix.begin(), suffix.end());
+    ASSERT_EQ(zf_session_eval(sessions[3].get(), prompt.data(), prompt.size(), got.data(), nv), ZF_OK);
+    EXPECT_EQ(std::memcmp(got.data(), want_first.data(), nv * sizeof(float)), 0) << "after a reset";
+  }
+  sessions.clear();
+  EXPECT_EQ(CacheInfo(m.get()).mapped_blocks, 0u);
 }
 
 TEST(PrefixCache, BoundEvictsLeastRecentlyUsed) {
@@ -168,6 +240,35 @@ TEST(PrefixCache, BoundEvictsLeastRecentlyUsed) {
   ASSERT_EQ(zf_session_eval(s.get(), toks.data(), toks.size(), again.data(), nv), ZF_OK);
   EXPECT_EQ(CacheInfo(m.get()).hit_tokens, 0u);
   EXPECT_EQ(std::memcmp(first.data(), again.data(), nv * sizeof(float)), 0);
+}
+
+// A block evicted for the bound while sessions map it stays theirs (its slot is not reused):
+// a session whose blocks were evicted under it continues exactly as a fresh evaluation.
+TEST(PrefixCache, EvictedBlocksStayWithTheSessionsMappingThem) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  ModelPtr m = LoadWithCache(path, 4);  // two blocks fit
+  ModelPtr plain = LoadWithCache(path, -1);
+  ASSERT_TRUE(m && plain);
+  const size_t nv = Vocab(m.get());
+  std::vector<int32_t> a = Tokens(2 * 64 + 3, 5);
+  SessionPtr sa = NewSessionFlags(m.get(), 0);
+  ASSERT_EQ(zf_session_eval(sa.get(), a.data(), a.size(), nullptr, 0), ZF_OK);
+  const std::vector<int32_t> b = Tokens(5 * 64 + 1, 6);
+  SessionPtr sb = NewSessionFlags(m.get(), 0);
+  ASSERT_EQ(zf_session_eval(sb.get(), b.data(), b.size(), nullptr, 0), ZF_OK);
+  zf_cache_info c = CacheInfo(m.get());
+  EXPECT_EQ(c.blocks, 2u);
+  EXPECT_EQ(c.evicted_blocks, 5u);  // a's two, then b's first three
+  if (kSharesPages) EXPECT_EQ(c.mapped_blocks, 7u);
+  const std::vector<int32_t> more = Tokens(10, 7);
+  std::vector<float> got(nv), want(nv);
+  ASSERT_EQ(zf_session_eval(sa.get(), more.data(), more.size(), got.data(), nv), ZF_OK);
+  a.insert(a.end(), more.begin(), more.end());
+  SessionPtr ref = NewSessionFlags(plain.get(), 0);
+  ASSERT_EQ(zf_session_eval(ref.get(), a.data(), a.size(), want.data(), nv), ZF_OK);
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), nv * sizeof(float)), 0);
+  sb.reset();
+  if (kSharesPages) EXPECT_EQ(CacheInfo(m.get()).mapped_blocks, 2u);
 }
 
 // Rolling a session back and evaluating other tokens gives what a fresh session computes; the

@@ -91,11 +91,14 @@ namespace Zerfoo
         public ulong StoredBlocks { get; internal set; }
         /// <summary>Blocks dropped for the bound since load.</summary>
         public ulong EvictedBlocks { get; internal set; }
+        /// <summary>Block mappings alive: sessions reading a cached block's rows in place
+        /// (a block in n sessions counts n times); 0 where pages cannot be shared.</summary>
+        public ulong MappedBlocks { get; internal set; }
 
         public override string ToString()
         {
-            return string.Format("{0} blocks of {1} tokens ({2} of {3} bytes), {4} hit tokens, {5} stored, {6} evicted",
-                Blocks, BlockTokens, Bytes, CapacityBytes, HitTokens, StoredBlocks, EvictedBlocks);
+            return string.Format("{0} blocks of {1} tokens ({2} of {3} bytes), {4} hit tokens, {5} stored, {6} evicted, {7} mapped",
+                Blocks, BlockTokens, Bytes, CapacityBytes, HitTokens, StoredBlocks, EvictedBlocks, MappedBlocks);
         }
     }
 
@@ -270,6 +273,7 @@ namespace Zerfoo
                 HitTokens = c.hit_tokens,
                 StoredBlocks = c.stored_blocks,
                 EvictedBlocks = c.evicted_blocks,
+                MappedBlocks = c.mapped_blocks,
             };
         }
 

@@ -67,6 +67,7 @@ namespace Zerfoo
         public ulong hit_tokens;
         public ulong stored_blocks;
         public ulong evicted_blocks;
+        public ulong mapped_blocks;
     }
 
     [StructLayout(LayoutKind.Sequential)]

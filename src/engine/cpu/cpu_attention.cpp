@@ -1,5 +1,5 @@
-// CPU KV cache writes and attention: grouped decode over the F16 cache, blocked flash-style
-// prefill, and the per-row path for the rest (attention_kernels.h has the SIMD kernels).
+// CPU attention: grouped decode over the F16 cache, blocked flash-style prefill, and the per-row
+// path for the rest (attention_kernels.h has the SIMD kernels; cpu_kv_cache.cpp the cache).
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -34,69 +34,6 @@ void VisibleKeys(const AttentionParams& ap, int32_t p_q, int32_t last_pos, int32
 
 }  // namespace
 
-size_t CpuBackend::KvStateBytes(int32_t n_pos) const {
-  const size_t elem = kv_type_ == KvType::kF16 ? 2 : 4;
-  const size_t layers = k_width_ == 0 ? 0 : k_cache_.size() / (size_t(n_ctx_) * size_t(k_width_) * elem);
-  return layers * size_t(n_pos) * size_t(k_width_ + v_width_) * elem;
-}
-
-// Per layer: the K rows of positions [pos0, pos0 + n_pos), then the V rows.
-Status CpuBackend::ReadKvRows(int32_t pos0, int32_t n_pos, uint8_t* out) const {
-  if (pos0 < 0 || n_pos < 0 || pos0 > n_ctx_ - n_pos) return InvalidArgument("KV positions out of range");
-  const size_t elem = kv_type_ == KvType::kF16 ? 2 : 4;
-  const size_t kl = size_t(n_ctx_) * size_t(k_width_) * elem, vl = size_t(n_ctx_) * size_t(v_width_) * elem;
-  const size_t k0 = size_t(pos0) * size_t(k_width_) * elem, v0 = size_t(pos0) * size_t(v_width_) * elem;
-  const size_t kb = size_t(n_pos) * size_t(k_width_) * elem, vb = size_t(n_pos) * size_t(v_width_) * elem;
-  for (size_t l = 0; kl != 0 && l < k_cache_.size() / kl; ++l) {
-    std::memcpy(out, k_cache_.data() + l * kl + k0, kb);
-    std::memcpy(out + kb, v_cache_.data() + l * vl + v0, vb);
-    out += kb + vb;
-  }
-  return Status::Ok();
-}
-
-void CpuBackend::ReleaseKv(int32_t pos0) {
-  if (pos0 < 0 || pos0 >= n_ctx_) return;
-  const size_t elem = kv_type_ == KvType::kF16 ? 2 : 4;
-  const size_t kl = size_t(n_ctx_) * size_t(k_width_) * elem, vl = size_t(n_ctx_) * size_t(v_width_) * elem;
-  for (size_t l = 0; kl != 0 && l < k_cache_.size() / kl; ++l) {
-    k_cache_.Release(l * kl + size_t(pos0) * size_t(k_width_) * elem, (l + 1) * kl);
-    v_cache_.Release(l * vl + size_t(pos0) * size_t(v_width_) * elem, (l + 1) * vl);
-  }
-}
-
-Status CpuBackend::WriteKvRows(int32_t pos0, int32_t n_pos, const uint8_t* in) {
-  if (pos0 < 0 || n_pos < 0 || pos0 > n_ctx_ - n_pos) return InvalidArgument("KV positions out of range");
-  const size_t elem = kv_type_ == KvType::kF16 ? 2 : 4;
-  const size_t kl = size_t(n_ctx_) * size_t(k_width_) * elem, vl = size_t(n_ctx_) * size_t(v_width_) * elem;
-  const size_t k0 = size_t(pos0) * size_t(k_width_) * elem, v0 = size_t(pos0) * size_t(v_width_) * elem;
-  const size_t kb = size_t(n_pos) * size_t(k_width_) * elem, vb = size_t(n_pos) * size_t(v_width_) * elem;
-  for (size_t l = 0; kl != 0 && l < k_cache_.size() / kl; ++l) {
-    std::memcpy(k_cache_.data() + l * kl + k0, in, kb);
-    std::memcpy(v_cache_.data() + l * vl + v0, in + kb, vb);
-    in += kb + vb;
-  }
-  return Status::Ok();
-}
-
-void CpuBackend::StoreKv(int32_t layer, const float* k, const float* v, int32_t n_tok, int32_t pos0) {
-  const size_t elem = kv_type_ == KvType::kF16 ? 2 : 4;
-  for (int32_t t = 0; t < n_tok; ++t) {
-    const int64_t slot = int64_t{layer} * n_ctx_ + pos0 + t;
-    const float* kr = k + int64_t{t} * k_width_;
-    const float* vr = v + int64_t{t} * v_width_;
-    uint8_t* kd = k_cache_.data() + size_t(slot) * size_t(k_width_) * elem;
-    uint8_t* vd = v_cache_.data() + size_t(slot) * size_t(v_width_) * elem;
-    if (kv_type_ == KvType::kF16) {
-      quant::QuantizeActivations(GgmlType::F16, kr, kd, k_width_);  // vectorized F32 -> F16
-      quant::QuantizeActivations(GgmlType::F16, vr, vd, v_width_);
-    } else {
-      std::memcpy(kd, kr, size_t(k_width_) * 4);
-      std::memcpy(vd, vr, size_t(v_width_) * 4);
-    }
-  }
-}
-
 // Per thread: a V head in F32, Q in the cache type, and the scores of one context row.
 // Decode (AttentionDecode) uses the same block: kDecodeHeads Q rows, one F16 staging row, and
 // kDecodeHeads score rows (a head is at most k_width wide).
@@ -114,7 +51,7 @@ void CpuBackend::DecodeHeads(const CpuBackend& cache, int32_t layer, const float
                              const AttentionParams& ap, float* out, int32_t h0, int32_t h1, float* scratch) {
   const int32_t group = ap.n_head / ap.n_head_kv, dk = ap.head_dim_k, dv = ap.head_dim_v;
   const int32_t lo = ap.window > 0 ? std::max(0, pos0 - ap.window + 1) : 0;
-  const int64_t slot0 = int64_t{layer} * cache.n_ctx_ + lo;
+  const int64_t slot0 = int64_t{layer} * cache.ctx_stride_ + lo;
   const auto* kc = reinterpret_cast<const uint16_t*>(cache.k_cache_.data()) + slot0 * cache.k_width_;
   const auto* vc = reinterpret_cast<const uint16_t*>(cache.v_cache_.data()) + slot0 * cache.v_width_;
   float* qs = scratch;
@@ -230,7 +167,7 @@ void CpuBackend::AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, 
   const int32_t n_pos = pos0 + n_tok;
   const int32_t dk = ap.head_dim_k;
   const int64_t kt_stride = (int64_t{n_pos} + attn::kKeyPad + 15) / 16 * 16;
-  const int64_t layer_base = int64_t{layer} * n_ctx_;
+  const int64_t layer_base = int64_t{layer} * ctx_stride_;
   const uint8_t* kdata = k_cache_.data() + size_t(layer_base) * size_t(k_width_) * elem;
   const uint8_t* vdata = v_cache_.data() + size_t(layer_base) * size_t(v_width_) * elem;
   const size_t nth = size_t(pool_->size());
@@ -413,7 +350,7 @@ void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t
   const int32_t group = ap.n_head / ap.n_head_kv;
   const int32_t q_width = ap.n_head * ap.head_dim_k;
   const int32_t o_width = ap.n_head * ap.head_dim_v;
-  const int64_t layer_base = int64_t{layer} * n_ctx_;
+  const int64_t layer_base = int64_t{layer} * ctx_stride_;
   const size_t per_thread = AttnScratchPerThread(n_ctx_, k_width_, v_width_);
   // Prefill with an F16 cache: this layer's K/V rows are converted to F32 once (in parallel)
   // and shared by every query, instead of converting them again for each (token, head).

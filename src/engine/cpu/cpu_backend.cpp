@@ -1,6 +1,6 @@
-// The CPU engine: construction, KV cache allocation and the embedding lookup. The ops live by
+// The CPU engine: construction and the embedding lookup. The ops live by
 // job in cpu_matmul.cpp (the four matmul strategies and the choice between them),
-// cpu_elementwise.cpp (norms, rope, activations) and cpu_attention.cpp (KV store, attention).
+// cpu_elementwise.cpp (norms, rope, activations) and cpu_attention.cpp (attention), cpu_kv_cache.cpp (the KV cache).
 // Numerics follow the reference engine where it matters for parity: activations quantized to the
 // weight's vec-dot type, RMS sums in double, iterative rope angles in float, GELU evaluated on
 // F16-rounded inputs (the reference uses an F16 table).
@@ -18,24 +18,6 @@ CpuBackend::CpuBackend(int32_t n_threads, const PackedWeights* packed, ThreadPoo
       pool_(pool != nullptr ? pool : own_pool_.get()),
       packed_(packed),
       decode_ranges_(new ChunkRange[size_t(pool_->size())]) {}
-
-Status CpuBackend::InitKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type) {
-  const size_t elem = type == KvType::kF16 ? 2 : 4;
-  if (!k_cache_.Allocate(size_t(n_layer) * size_t(n_ctx) * size_t(k_width) * elem) ||
-      !v_cache_.Allocate(size_t(n_layer) * size_t(n_ctx) * size_t(v_width) * elem)) {
-    return Status(Code::kOutOfMemory, "cannot allocate the KV cache for n_ctx=" + std::to_string(n_ctx));
-  }
-  try {
-    attn_scratch_.assign(size_t(pool_->size()) * AttnScratchPerThread(n_ctx, k_width, v_width), 0.0f);
-  } catch (const std::bad_alloc&) {
-    return Status(Code::kOutOfMemory, "cannot allocate the KV cache for n_ctx=" + std::to_string(n_ctx));
-  }
-  n_ctx_ = n_ctx;
-  k_width_ = k_width;
-  v_width_ = v_width;
-  kv_type_ = type;
-  return Status::Ok();
-}
 
 void CpuBackend::GetRows(const Tensor& table, const int32_t* ids, int32_t n, float scale, float* out) {
   const int64_t width = table.ne[0];

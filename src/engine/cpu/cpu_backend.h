@@ -1,6 +1,7 @@
 // The CPU engine: quantized matmuls through quant/ (SIMD picked once at run time), norms, rope,
 // attention over an F16/F32 KV cache, all split across a persistent thread pool. Its methods are
-// defined by job: cpu_backend.cpp, cpu_matmul.cpp, cpu_elementwise.cpp, cpu_attention.cpp.
+// defined by job: cpu_backend.cpp, cpu_matmul.cpp, cpu_elementwise.cpp, cpu_attention.cpp,
+// cpu_kv_cache.cpp.
 // Thread-compatible: one session's thread at a time. The thread pool is usually the model's
 // (shared by all its sessions' backends, engine.cpp); the KV cache and scratch are this one's.
 #pragma once
@@ -46,9 +47,11 @@ class CpuBackend final : public Backend {
     invariant_ = on;
     return true;
   }
-  size_t KvStateBytes(int32_t n_pos) const override;
-  Status ReadKvRows(int32_t pos0, int32_t n_pos, uint8_t* out) const override;
-  Status WriteKvRows(int32_t pos0, int32_t n_pos, const uint8_t* in) override;
+  int32_t KvPlanes() const override { return k_width_ == 0 ? 0 : 2 * n_layer_; }
+  size_t KvPlaneBytes(int32_t plane, int32_t n_pos) const override;
+  Status ReadKvPlanes(int32_t pos0, int32_t n_pos, uint8_t* const* planes) const override;
+  Status WriteKvPlanes(int32_t pos0, int32_t n_pos, const uint8_t* const* planes) override;
+  bool MapKvPlanes(int32_t pos0, int32_t n_pos, int fd, const uint64_t* offsets) override;
   void ReleaseKv(int32_t pos0) override;
   void LayerNorm(const float* x, const float* w, const float* b, int32_t rows, int32_t n, float eps, float* y) override;
   void Scale(float* x, int64_t n, float s) override;
@@ -141,11 +144,19 @@ class CpuBackend final : public Backend {
   std::vector<float> attn_block_;  // per thread: Q rows, score rows, conversion rows
   // Per-thread attention scratch: scores over n_ctx positions + one k/v row.
   std::vector<float> attn_scratch_;
+  // Where the K (v = false) or V row of `layer` at position `pos` starts in k_cache_ / v_cache_.
+  size_t KvOffset(bool v, int32_t layer, int32_t pos) const;
+  int32_t n_layer_ = 0;
   int32_t n_ctx_ = 0;
+  // Positions per layer in the cache: n_ctx rounded up to kKvAlign, so that with rows of a
+  // multiple of 64 bytes every layer and every 64-position block starts on a page (MapKvPlanes).
+  int32_t ctx_stride_ = 0;
+  static constexpr int32_t kKvAlign = 64;
   int32_t k_width_ = 0;
   int32_t v_width_ = 0;
   KvType kv_type_ = KvType::kF16;
-  // [n_layer][n_ctx][k_width] and [n_layer][n_ctx][v_width]: pages committed as positions fill
+  // [n_layer][ctx_stride][k_width] and [n_layer][ctx_stride][v_width]: pages committed as
+  // positions fill, or mapped from the prefix cache's blocks
   LazyBuffer k_cache_;
   LazyBuffer v_cache_;
 };

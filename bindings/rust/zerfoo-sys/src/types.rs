@@ -119,6 +119,8 @@ pub struct zf_cache_info {
     pub stored_blocks: u64,
     #[doc = "< Blocks dropped for the bound since load."]
     pub evicted_blocks: u64,
+    #[doc = " Block mappings alive now: a session reading a cached block's rows in place (its pages\n  shared, copy-on-write) instead of holding a copy; a block in n sessions counts n times.\n  0 where the system cannot share pages (then each session copies). Appended in 0.4."]
+    pub mapped_blocks: u64,
 }
 #[doc = " One chat turn. `role` is \"system\", \"user\" or \"assistant\"; both strings NUL-terminated."]
 #[repr(C)]
@@ -428,7 +430,7 @@ const _: () = {
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of zf_cache_info"][::core::mem::size_of::<zf_cache_info>() - 56usize];
+    ["Size of zf_cache_info"][::core::mem::size_of::<zf_cache_info>() - 64usize];
     ["Alignment of zf_cache_info"][::core::mem::align_of::<zf_cache_info>() - 8usize];
     ["Offset of field: zf_cache_info::struct_size"]
         [::core::mem::offset_of!(zf_cache_info, struct_size) - 0usize];
@@ -446,6 +448,8 @@ const _: () = {
         [::core::mem::offset_of!(zf_cache_info, stored_blocks) - 40usize];
     ["Offset of field: zf_cache_info::evicted_blocks"]
         [::core::mem::offset_of!(zf_cache_info, evicted_blocks) - 48usize];
+    ["Offset of field: zf_cache_info::mapped_blocks"]
+        [::core::mem::offset_of!(zf_cache_info, mapped_blocks) - 56usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {

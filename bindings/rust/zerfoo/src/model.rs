@@ -146,6 +146,9 @@ pub struct CacheInfo {
     pub stored_blocks: u64,
     /// Blocks dropped for the bound since load.
     pub evicted_blocks: u64,
+    /// Block mappings alive: sessions reading a cached block's rows in place (a block in n
+    /// sessions counts n times); 0 where pages cannot be shared.
+    pub mapped_blocks: u64,
 }
 
 /// One chat turn for [`Model::apply_chat_template`].
@@ -385,6 +388,7 @@ impl Model {
             hit_tokens: c.hit_tokens,
             stored_blocks: c.stored_blocks,
             evicted_blocks: c.evicted_blocks,
+            mapped_blocks: c.mapped_blocks,
         })
     }
 

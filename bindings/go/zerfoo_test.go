@@ -979,6 +979,24 @@ func TestPrefixCache(t *testing.T) {
 	if fast.Token != first.Token || ci3.HitTokens != ci2.HitTokens || ci3.StoredBlocks != ci2.StoredBlocks {
 		t.Fatalf("fast prefill: token %d (exact %d); cache %+v before, %+v after", fast.Token, first.Token, ci2, ci3)
 	}
+	// A live session reads the cached blocks in place (Linux: their pages mapped, not copied);
+	// closed sessions hold no mappings.
+	if ci2.MappedBlocks != 0 {
+		t.Fatalf("closed sessions still map blocks: %+v", ci2)
+	}
+	held, err := m.NewSession(WithContextSize(512), WithThreads(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := held.Generate(context.Background(), cachePrompt, WithTemperature(0), WithMaxTokens(1)); err != nil {
+		t.Fatal(err)
+	}
+	ciHeld, _ := m.CacheInfo()
+	held.Close()
+	ciClosed, _ := m.CacheInfo()
+	if (runtime.GOOS == "linux" && ciHeld.MappedBlocks < 2) || ciClosed.MappedBlocks != 0 {
+		t.Fatalf("mapped blocks: %d with a live session, %d after Close", ciHeld.MappedBlocks, ciClosed.MappedBlocks)
+	}
 }
 
 func TestPrefixCacheOutOfRange(t *testing.T) {

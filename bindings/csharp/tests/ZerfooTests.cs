@@ -1010,6 +1010,17 @@ public class ZerfooTests
             Assert.AreEqual(Argmax(first), Argmax(fast));
             Assert.AreEqual(c.HitTokens, after.HitTokens, after.ToString());
             Assert.AreEqual(c.StoredBlocks, after.StoredBlocks, after.ToString());
+            // A live session reads the cached blocks in place (Linux: their pages mapped, not
+            // copied); disposed sessions hold no mappings.
+            Assert.AreEqual(0UL, c.MappedBlocks, c.ToString());
+            using (var held = m.CreateSession(new SessionOptions { ContextSize = 512 }))
+            {
+                held.Eval(tokens);
+                CacheInfo live = m.CacheInfo();
+                if (Environment.OSVersion.Platform == PlatformID.Unix)
+                    Assert.That(live.MappedBlocks, Is.GreaterThanOrEqualTo(2UL), live.ToString());
+            }
+            Assert.AreEqual(0UL, m.CacheInfo().MappedBlocks);
         }
     }
 

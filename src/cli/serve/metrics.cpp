@@ -75,6 +75,9 @@ std::string PrometheusText(const ServeMetrics& c, const ServeGauges& g) {
   gauge("zerfoo:prefix_cache_bytes", "KV bytes held by the model's prefix cache.", double(pc.bytes));
   gauge("zerfoo:prefix_cache_blocks", "Blocks held by the model's prefix cache.", double(pc.blocks));
   gauge("zerfoo:prefix_cache_capacity_bytes", "The prefix cache's bound.", double(pc.capacity_bytes));
+  gauge("zerfoo:prefix_cache_mapped_blocks",
+        "Cached blocks read in place by slots' sessions (shared pages, not copies); n slots count n.",
+        double(pc.mapped_blocks));
   m += "# HELP zerfoo:requests_total Completion, embedding and rerank requests by outcome.\n# TYPE zerfoo:requests_total counter\n";
   m += "zerfoo:requests_total{outcome=\"ok\"} " + std::to_string(c.n_requests_ok.load()) + "\n";
   m += "zerfoo:requests_total{outcome=\"error\"} " + std::to_string(c.n_requests_err.load()) + "\n";

@@ -119,7 +119,7 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
   if (inputs.empty()) return Status::Ok();
 
   // The step's backend computes every product; each input's attention runs on a KV-only
-  // backend of its own (one thread: the attention of short inputs is a small share of a step).
+  // backend of its own (one thread: the inputs of a step attend in parallel instead).
   const int32_t threads = std::min(o.n_threads > 0 ? o.n_threads : model.default_threads(), 256);
   const int32_t step_tokens = std::max(kStepTokens, longest);
   const int32_t step_inputs = int32_t(std::min<size_t>(size_t(kStepInputs), inputs.size()));
@@ -129,6 +129,10 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
   if (!be->HostActivations()) return Unsupported("embeddings need an engine computing in host memory");
   model::Forward fwd(model, *be, step_tokens, longest, max_seqs);
   ZF_RETURN_IF_ERROR(fwd.status());
+  // The inputs of a step attend at once, one per thread of the pool the products run on (when
+  // the call uses the model's thread count, the pool its sessions share; a call asking for
+  // another count attends one input after the other).
+  if (threads > 1) fwd.SetSequencePool(model.engine()->SharedPool(threads));
   // A step of one input attends on the step's own threads.
   ZF_RETURN_IF_ERROR(be->InitKv(d.NKvLayers(), longest, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16));
   // Caches of the inputs of a step, each sized to its input: a step holds at most

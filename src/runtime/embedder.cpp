@@ -135,9 +135,13 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
   if (threads > 1) fwd.SetSequencePool(model.engine()->SharedPool(threads));
   // A step of one input attends on the step's own threads.
   ZF_RETURN_IF_ERROR(be->InitKv(d.NKvLayers(), longest, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16));
-  // Caches of the inputs of a step, each sized to its input: a step holds at most
-  // step_tokens rows of KV in all, whatever the inputs' lengths.
+  // Caches of the inputs of a step, each sized to its input when made. The next step's input i
+  // reuses cache i when it fits and is at most twice its length (an input writes its rows
+  // before it reads them and attends over its own positions only), instead of faulting fresh
+  // zero pages in at every step: a step holds at most 2 * step_tokens rows of KV in all,
+  // whatever the inputs' lengths.
   std::vector<std::unique_ptr<engine::Backend>> kv;
+  std::vector<int32_t> kv_rows;  // positions each cache holds
   const int32_t E = d.n_embd;
   std::vector<int32_t> tokens;
   std::vector<model::Forward::Seq> seqs;
@@ -171,10 +175,16 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
       if (!states[i].empty()) seqs[i].state = &states[i];
     }
     if (seqs.size() > 1) {
-      kv.resize(seqs.size());
+      if (kv.size() < seqs.size()) {
+        kv.resize(seqs.size());
+        kv_rows.resize(seqs.size(), 0);
+      }
       for (size_t i = 0; i < seqs.size(); ++i) {
-        ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(1, &kv[i]));
-        ZF_RETURN_IF_ERROR(kv[i]->InitKv(d.NKvLayers(), seqs[i].n, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16));
+        if (kv[i] == nullptr) ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(1, &kv[i]));
+        if (kv_rows[i] < seqs[i].n || kv_rows[i] > 2 * seqs[i].n) {
+          ZF_RETURN_IF_ERROR(kv[i]->InitKv(d.NKvLayers(), seqs[i].n, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16));
+          kv_rows[i] = seqs[i].n;
+        }
         seqs[i].kv = kv[i].get();
       }
     }

@@ -45,14 +45,14 @@ class CpuEngine final : public Engine {
   const char* name() const override { return "cpu"; }
   size_t weight_bytes() const override { return packed_ != nullptr ? packed_->bytes() : 0; }
   Status CreateBackend(int32_t n_threads, std::unique_ptr<Backend>* out) const override {
-    ThreadPool* shared = nullptr;
-    if (n_threads == n_threads_) {
-      std::lock_guard<std::mutex> lock(pool_mu_);
-      if (pool_ == nullptr) pool_.reset(new ThreadPool(n_threads_));  // at the first session
-      shared = pool_.get();
-    }
-    *out = CreateCpuBackend(n_threads, packed_.get(), shared);
+    *out = CreateCpuBackend(n_threads, packed_.get(), SharedPool(n_threads));
     return Status::Ok();
+  }
+  ThreadPool* SharedPool(int32_t n_threads) const override {
+    if (n_threads != n_threads_) return nullptr;
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    if (pool_ == nullptr) pool_.reset(new ThreadPool(n_threads_));  // at the first session
+    return pool_.get();
   }
   void ReleaseFilePages() const override {
     if (packed_ != nullptr) packed_->ReleaseFilePages();

@@ -15,6 +15,8 @@
 
 namespace zf::engine {
 
+class ThreadPool;
+
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -24,6 +26,10 @@ class Engine {
   virtual size_t weight_bytes() const = 0;
   // A backend for one session with n_threads CPU workers.
   virtual Status CreateBackend(int32_t n_threads, std::unique_ptr<Backend>* out) const = 0;
+  // CPU: the thread pool that the backends of n_threads workers run on (shared by the model's
+  // sessions), for work a caller splits across them itself (an embedding step's per-input
+  // attention); nullptr when there is none (another thread count, a GPU).
+  virtual ThreadPool* SharedPool(int32_t /*n_threads*/) const { return nullptr; }
   // CPU: drops the file's pages of repacked tensors again (after the model read neighbours).
   virtual void ReleaseFilePages() const {}
 };

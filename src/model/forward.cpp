@@ -3,6 +3,7 @@
 #include "model/forward.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 namespace zf::model {
@@ -347,10 +348,41 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
     }
     be_.AttentionRows(slot, attn_rows_.data(), n_seq, ap);
   } else {
-    for (int32_t i = 0, row = 0; i < n_seq; row += seqs[i].n, ++i) {
-      const Seq& s = seqs[i];
+    auto attend = [&](const Seq& s, int32_t row) {
       if (own_kv) s.kv->StoreKv(slot, k_rows + int64_t{row} * k_stride, v_rows + int64_t{row} * v_stride, s.n, s.pos0);
       s.kv->Attention(slot, q_.data() + int64_t{row} * q_w, s.n, s.pos0, ap, attn_.data() + int64_t{row} * o_w);
+    };
+    bool own_caches = seq_pool_ != nullptr && seq_pool_->size() > 1 && n_seq > 1;
+    for (int32_t i = 0; i < n_seq && own_caches; ++i) own_caches = seqs[i].kv != &be_;
+    if (own_caches) {
+      // Longest first, each taken by the next free thread, so that the threads finish together.
+      seq_row_.resize(size_t(n_seq));
+      seq_order_.resize(size_t(n_seq));
+      for (int32_t i = 0, row = 0; i < n_seq; row += seqs[i].n, ++i) {
+        seq_row_[size_t(i)] = row;
+        seq_order_[size_t(i)] = i;
+      }
+      std::stable_sort(seq_order_.begin(), seq_order_.end(), [&](int32_t a, int32_t b) { return seqs[a].n > seqs[b].n; });
+      using Attend = decltype(attend);
+      struct Ctx {
+        const Attend* attend;
+        const Seq* seqs;
+        const int32_t* order;
+        const int32_t* row;
+        int32_t n;
+        std::atomic<int32_t> next;
+      } c{&attend, seqs, seq_order_.data(), seq_row_.data(), n_seq, {0}};
+      seq_pool_->Run(
+          [](void* p, int32_t, int32_t) {
+            Ctx& c = *static_cast<Ctx*>(p);
+            for (int32_t k = c.next.fetch_add(1, std::memory_order_relaxed); k < c.n;
+                 k = c.next.fetch_add(1, std::memory_order_relaxed)) {
+              (*c.attend)(c.seqs[c.order[k]], c.row[c.order[k]]);
+            }
+          },
+          &c);
+    } else {
+      for (int32_t i = 0, row = 0; i < n_seq; row += seqs[i].n, ++i) attend(seqs[i], row);
     }
   }
   if (a.q_gate) be_.SigmoidGate(attn_.data(), q_gate_.data(), int64_t{n} * o_w);

@@ -9,6 +9,7 @@
 
 #include "common/status.h"
 #include "engine/backend.h"
+#include "engine/thread_pool.h"
 #include "model/model.h"
 #include "model/recurrent_state.h"
 
@@ -56,6 +57,11 @@ class Forward {
     const float* rope_factors;  // the sequence's Forward's rope_factors() (they follow its n_ctx)
     RecurrentState* state;      // the sequence's recurrent state (nullptr: attention-only model)
   };
+  // Runs the attention of a batched step's sequences that have caches of their own at once on
+  // `pool`'s threads, one sequence per thread (each sequence's result as on its own backend);
+  // nullptr (the default): one after the other on the calling thread. The pool must not be one
+  // the sequences' backends run on.
+  void SetSequencePool(engine::ThreadPool* pool) { seq_pool_ = pool; }
   // The frequency factors this Forward's rope uses (rope_freqs, or LongRoPE's set for n_ctx).
   const float* rope_factors() const { return rope_factors_; }
   // Evaluates the sequences' tokens (tokens: theirs one after the other, sum of n <= max_batch,
@@ -131,6 +137,8 @@ class Forward {
   ActBuf delta_qkv_, delta_z_, delta_ab_;
   std::vector<int32_t> pos_;
   std::vector<int32_t> zeros_;  // [max_batch] token type 0 of every row
+  engine::ThreadPool* seq_pool_ = nullptr;
+  std::vector<int32_t> seq_order_, seq_row_;  // a step's sequences, longest first, and their first rows
   std::vector<engine::Backend::DecodeRow> attn_rows_;  // a batched decode step's attention rows
   std::vector<Seq> every_;  // RunEveryLogit's one-row sequences
   // MoE routing on the host: per token the selected experts and weights, and per expert its rows.

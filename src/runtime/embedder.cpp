@@ -119,7 +119,7 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
   if (inputs.empty()) return Status::Ok();
 
   // The step's backend computes every product; each input's attention runs on a KV-only
-  // backend of its own (one thread: the attention of short inputs is a small share of a step).
+  // backend of its own (one thread: the inputs of a step attend in parallel instead).
   const int32_t threads = std::min(o.n_threads > 0 ? o.n_threads : model.default_threads(), 256);
   const int32_t step_tokens = std::max(kStepTokens, longest);
   const int32_t step_inputs = int32_t(std::min<size_t>(size_t(kStepInputs), inputs.size()));
@@ -129,11 +129,19 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
   if (!be->HostActivations()) return Unsupported("embeddings need an engine computing in host memory");
   model::Forward fwd(model, *be, step_tokens, longest, max_seqs);
   ZF_RETURN_IF_ERROR(fwd.status());
+  // The inputs of a step attend at once, one per thread of the pool the products run on (when
+  // the call uses the model's thread count, the pool its sessions share; a call asking for
+  // another count attends one input after the other).
+  if (threads > 1) fwd.SetSequencePool(model.engine()->SharedPool(threads));
   // A step of one input attends on the step's own threads.
   ZF_RETURN_IF_ERROR(be->InitKv(d.NKvLayers(), longest, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16));
-  // Caches of the inputs of a step, each sized to its input: a step holds at most
-  // step_tokens rows of KV in all, whatever the inputs' lengths.
+  // Caches of the inputs of a step, each sized to its input when made. The next step's input i
+  // reuses cache i when it fits and is at most twice its length (an input writes its rows
+  // before it reads them and attends over its own positions only), instead of faulting fresh
+  // zero pages in at every step: a step holds at most 2 * step_tokens rows of KV in all,
+  // whatever the inputs' lengths.
   std::vector<std::unique_ptr<engine::Backend>> kv;
+  std::vector<int32_t> kv_rows;  // positions each cache holds
   const int32_t E = d.n_embd;
   std::vector<int32_t> tokens;
   std::vector<model::Forward::Seq> seqs;
@@ -167,10 +175,16 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
       if (!states[i].empty()) seqs[i].state = &states[i];
     }
     if (seqs.size() > 1) {
-      kv.resize(seqs.size());
+      if (kv.size() < seqs.size()) {
+        kv.resize(seqs.size());
+        kv_rows.resize(seqs.size(), 0);
+      }
       for (size_t i = 0; i < seqs.size(); ++i) {
-        ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(1, &kv[i]));
-        ZF_RETURN_IF_ERROR(kv[i]->InitKv(d.NKvLayers(), seqs[i].n, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16));
+        if (kv[i] == nullptr) ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(1, &kv[i]));
+        if (kv_rows[i] < seqs[i].n || kv_rows[i] > 2 * seqs[i].n) {
+          ZF_RETURN_IF_ERROR(kv[i]->InitKv(d.NKvLayers(), seqs[i].n, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16));
+          kv_rows[i] = seqs[i].n;
+        }
         seqs[i].kv = kv[i].get();
       }
     }

@@ -229,6 +229,30 @@ TEST(DecoderEmbed, BatchEqualsOneAtATime) {
   }
 }
 
+// The model's threads (the inputs of a step attending in parallel, a step's norms, biases and
+// GELU split across the threads) against one thread, and against each text alone: the same
+// bits. Steps of up to 512 rows, so that the row-wise ops are large enough to be split, the
+// texts shorter and shorter, so that later steps reuse the longer caches of earlier ones.
+TEST_F(BertEmbed, ThreadsDoNotChangeVectors) {
+  std::vector<std::string> texts;
+  for (int i = 0; i < 12; ++i) {
+    std::string t;
+    for (int w = 0; w < 110 - 7 * i; ++w) t += kTexts[size_t(w + i) % kTexts.size()].substr(0, 8) + " ";
+    texts.push_back(t);
+  }
+  size_t dim = 0;
+  std::vector<float> many = Embed(model_.get(), texts, Params(), &dim);
+  zf_embed_params one = Params();
+  one.n_threads = 1;
+  std::vector<float> single = Embed(model_.get(), texts, one, &dim);
+  ASSERT_EQ(many.size(), texts.size() * dim);
+  EXPECT_EQ(many, single);
+  for (size_t i : {size_t(5), texts.size() - 1}) {
+    std::vector<float> alone = Embed(model_.get(), {texts[i]}, Params(), &dim);
+    EXPECT_TRUE(std::equal(alone.begin(), alone.end(), many.begin() + long(i * dim))) << "text " << i;
+  }
+}
+
 TEST_F(BertEmbed, ConcurrentCallsAgree) {
   size_t dim = 0;
   std::vector<float> want = Embed(model_.get(), kTexts, Params(), &dim);

@@ -28,6 +28,30 @@ void RmsNormRow(const float* x, const float* w, int32_t n, float eps, float* y) 
     for (int32_t k = 0; k < n; ++k) y[k] = x[k] * scale * w[k];
   }
 }
+// R consecutive rows of a LayerNorm: per row the mean and variance as sequential double sums
+// (the reference's order), the R rows' chains interleaved.
+template <int R>
+void LayerNormRows(const float* x, const float* w, const float* b, int32_t n, float eps, float* y) {
+  double sum[R] = {};
+  for (int32_t i = 0; i < n; ++i) {
+    for (int j = 0; j < R; ++j) sum[j] += x[int64_t{j} * n + i];
+  }
+  float mean[R];
+  for (int j = 0; j < R; ++j) mean[j] = float(sum[j] / n);
+  double var[R] = {};
+  for (int32_t i = 0; i < n; ++i) {
+    for (int j = 0; j < R; ++j) {
+      const float d = x[int64_t{j} * n + i] - mean[j];
+      var[j] += double(d) * double(d);
+    }
+  }
+  for (int j = 0; j < R; ++j) {
+    const float inv = 1.0f / std::sqrt(float(var[j] / n) + eps);
+    const float* xr = x + int64_t{j} * n;
+    float* yr = y + int64_t{j} * n;
+    for (int32_t i = 0; i < n; ++i) yr[i] = (xr[i] - mean[j]) * inv * w[i] + (b != nullptr ? b[i] : 0.0f);
+  }
+}
 }  // namespace
 
 void CpuBackend::RmsNorm(const float* x, const float* w, int32_t rows, int32_t n, float eps, float* y) {
@@ -43,18 +67,53 @@ void CpuBackend::RmsNorm(const float* x, const float* w, int32_t rows, int32_t n
   for (int32_t r = 0; r < rows; ++r) RmsNormRow(x + int64_t{r} * n, w, n, eps, y + int64_t{r} * n);
 }
 
-void CpuBackend::AddBias(float* x, const float* b, int32_t rows, int32_t n) {
-  for (int32_t r = 0; r < rows; ++r) {
-    for (int32_t i = 0; i < n; ++i) x[int64_t{r} * n + i] += b[i];
+// The light elementwise ops below run on the calling thread unless large (a prefill step's rows:
+// hundreds of microseconds on one thread while the others wait for the next product); split,
+// every element is computed as on one thread, so the split never changes a bit.
+namespace {
+constexpr int64_t kSplitElements = int64_t{1} << 16;
+// Elementwise chunks of a split, in multiples of kChunk elements (the activations' 256-element
+// blocks stay whole, so a split makes the same kernel calls as one thread).
+constexpr int64_t kChunk = 256;
+
+template <typename F>
+void SplitElements(ThreadPool* pool, int64_t n, F&& f) {
+  if (n < kSplitElements || pool->size() == 1) {
+    f(int64_t{0}, n);
+    return;
   }
+  pool->ParallelFor((n + kChunk - 1) / kChunk,
+                    [&](int64_t b, int64_t e) { f(b * kChunk, std::min(e * kChunk, n)); });
+}
+
+template <typename F>
+void SplitRows(ThreadPool* pool, int32_t rows, int64_t row_elements, int64_t min_elements, F&& f) {
+  if (rows < 2 || int64_t{rows} * row_elements < min_elements || pool->size() == 1) {
+    f(int64_t{0}, int64_t{rows});
+    return;
+  }
+  pool->ParallelFor(rows, [&](int64_t b, int64_t e) { f(b, e); });
+}
+}  // namespace
+
+void CpuBackend::AddBias(float* x, const float* b, int32_t rows, int32_t n) {
+  SplitRows(pool_, rows, n, kSplitElements, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      for (int32_t i = 0; i < n; ++i) x[r * n + i] += b[i];
+    }
+  });
 }
 
 void CpuBackend::Add(float* x, const float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+  SplitElements(pool_, n, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) x[i] += y[i];
+  });
 }
 
 void CpuBackend::AddScaled(float* x, const float* y, int64_t n, float s) {
-  for (int64_t i = 0; i < n; ++i) x[i] += s * y[i];
+  SplitElements(pool_, n, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) x[i] += s * y[i];
+  });
 }
 
 void CpuBackend::CopyRows(const float* src, int64_t src_stride, int32_t rows, int32_t width, float* dst,
@@ -63,22 +122,22 @@ void CpuBackend::CopyRows(const float* src, int64_t src_stride, int32_t rows, in
 }
 
 void CpuBackend::Scale(float* x, int64_t n, float s) {
-  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+  SplitElements(pool_, n, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) x[i] *= s;
+  });
 }
 
 void CpuBackend::LayerNorm(const float* x, const float* w, const float* b, int32_t rows, int32_t n, float eps,
                            float* y) {
-  for (int32_t r = 0; r < rows; ++r) {
-    const float* xr = x + int64_t{r} * n;
-    float* yr = y + int64_t{r} * n;
-    double sum = 0.0;
-    for (int32_t i = 0; i < n; ++i) sum += xr[i];
-    const float mean = float(sum / n);
-    double var = 0.0;
-    for (int32_t i = 0; i < n; ++i) var += double(xr[i] - mean) * double(xr[i] - mean);
-    const float inv = 1.0f / std::sqrt(float(var / n) + eps);
-    for (int32_t i = 0; i < n; ++i) yr[i] = (xr[i] - mean) * inv * w[i] + (b != nullptr ? b[i] : 0.0f);
-  }
+  // Two sequential double sums per row (the reference's order): a few microseconds a row, so a
+  // prefill step's rows are split across the threads from a few dozen rows on, and taken four at
+  // a time so that the rows' dependent chains of additions overlap (each row's sums in its own
+  // order, so the same bits as one row at a time).
+  SplitRows(pool_, rows, n, kSplitElements / 4, [&](int64_t r0, int64_t r1) {
+    int64_t r = r0;
+    for (; r + 4 <= r1; r += 4) LayerNormRows<4>(x + r * n, w, b, n, eps, y + r * n);
+    for (; r < r1; ++r) LayerNormRows<1>(x + r * n, w, b, n, eps, y + r * n);
+  });
 }
 
 void CpuBackend::Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim, const int32_t* pos,
@@ -208,8 +267,10 @@ void CpuBackend::ApplyGated(Activation act, float* gate, const float* up, int64_
 
 // A plain activation is the gated one with up = 1: the same kernels, rounding and tables.
 void CpuBackend::Activate(Activation act, float* x, int64_t n) {
-  static const std::vector<float> ones(256, 1.0f);
-  for (int64_t i = 0; i < n; i += 256) ApplyGated(act, x + i, ones.data(), std::min<int64_t>(256, n - i));
+  static const std::vector<float> ones(kChunk, 1.0f);
+  SplitElements(pool_, n, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; i += kChunk) ApplyGated(act, x + i, ones.data(), std::min<int64_t>(kChunk, e - i));
+  });
 }
 
 // Small work (3 products per channel and position): the calling thread alone, so a position's

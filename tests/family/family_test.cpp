@@ -335,27 +335,42 @@ TEST_P(FamilyBatched, SameLogitsAsAlone) {
   }
 }
 
+// A family file loaded twice on the CPU, with the prefix cache (the default) and without, and
+// n_pos positions of its golden's tokens (in another order, repeating: a history longer than
+// the golden's).
+struct CachePair {
+  Model cached, plain;
+  std::vector<int32_t> toks;
+  size_t n_vocab = 0;
+};
+
+void LoadCachePair(const std::string& name, size_t n_pos, CachePair* p) {
+  std::ifstream gf(std::string(ZF_TEST_DATA_DIR) + "/golden/families/" + name + ".json");
+  ASSERT_TRUE(gf.good()) << "missing golden for " << name;
+  const std::vector<int32_t> golden = json::parse(gf)["tokens"].get<std::vector<int32_t>>();
+  for (size_t i = 0; p->toks.size() < n_pos; ++i) p->toks.push_back(golden[(i * 5 + i / golden.size()) % golden.size()]);
+  const std::string path = ModelsDir() + "/" + name + ".gguf";
+  zf_model_params mp;
+  ASSERT_EQ(zf_model_params_init(&mp, sizeof mp), ZF_OK);
+  mp.device = ZF_DEVICE_CPU;
+  ASSERT_EQ(zf_model_load(path.c_str(), &mp, &p->cached.m), ZF_OK) << zf_last_error();
+  mp.prefix_cache_mib = -1;
+  ASSERT_EQ(zf_model_load(path.c_str(), &mp, &p->plain.m), ZF_OK) << zf_last_error();
+  zf_model_summary info{};
+  info.struct_size = sizeof info;
+  ASSERT_EQ(zf_model_info(p->plain.m, &info), ZF_OK);
+  p->n_vocab = size_t(info.n_vocab);
+}
+
 // A family with per-layer windows and sinks through the session paths that store and restore KV
 // rows: the prefix cache (a second session copies the first's 64-token blocks) and a saved
 // state loaded into a fresh session give bit-identical logits to evaluating the tokens.
 TEST(FamilySessionPaths, GptOssPrefixCacheAndStateAreExact) {
-  const std::string path = ModelsDir() + "/gpt-oss-q8_0.gguf";
-  std::ifstream gf(std::string(ZF_TEST_DATA_DIR) + "/golden/families/gpt-oss-q8_0.json");
-  ASSERT_TRUE(gf.good());
-  const std::vector<int32_t> golden = json::parse(gf)["tokens"].get<std::vector<int32_t>>();
-  std::vector<int32_t> toks;
-  for (size_t i = 0; toks.size() < 140; ++i) toks.push_back(golden[(i * 5) % golden.size()]);
-  zf_model_params mp;
-  ASSERT_EQ(zf_model_params_init(&mp, sizeof mp), ZF_OK);
-  mp.device = ZF_DEVICE_CPU;
-  Model cached, plain;
-  ASSERT_EQ(zf_model_load(path.c_str(), &mp, &cached.m), ZF_OK) << zf_last_error();
-  mp.prefix_cache_mib = -1;
-  ASSERT_EQ(zf_model_load(path.c_str(), &mp, &plain.m), ZF_OK) << zf_last_error();
-  zf_model_summary info{};
-  info.struct_size = sizeof info;
-  ASSERT_EQ(zf_model_info(plain.m, &info), ZF_OK);
-  const size_t n_vocab = size_t(info.n_vocab);
+  CachePair pair;
+  ASSERT_NO_FATAL_FAILURE(LoadCachePair("gpt-oss-q8_0", 140, &pair));
+  const std::vector<int32_t>& toks = pair.toks;
+  Model &cached = pair.cached, &plain = pair.plain;
+  const size_t n_vocab = pair.n_vocab;
   zf_session_params sp;
   ASSERT_EQ(zf_session_params_init(&sp, sizeof sp), ZF_OK);
   sp.n_ctx = 256;
@@ -403,23 +418,11 @@ class FamilyExact : public testing::TestWithParam<std::string> {};
 
 TEST_P(FamilyExact, ChunkingAndCacheGiveTheSameLogits) {
   const std::string name = GetParam();
-  std::ifstream gf(std::string(ZF_TEST_DATA_DIR) + "/golden/families/" + name + ".json");
-  ASSERT_TRUE(gf.good()) << "missing golden for " << name;
-  const std::vector<int32_t> golden = json::parse(gf)["tokens"].get<std::vector<int32_t>>();
-  std::vector<int32_t> toks;  // 150 positions from the golden's tokens, in another order
-  for (size_t i = 0; toks.size() < 150; ++i) toks.push_back(golden[(i * 5 + i / golden.size()) % golden.size()]);
-  const std::string path = ModelsDir() + "/" + name + ".gguf";
-  zf_model_params mp;
-  ASSERT_EQ(zf_model_params_init(&mp, sizeof mp), ZF_OK);
-  mp.device = ZF_DEVICE_CPU;
-  Model cached, plain;
-  ASSERT_EQ(zf_model_load(path.c_str(), &mp, &cached.m), ZF_OK) << zf_last_error();
-  mp.prefix_cache_mib = -1;
-  ASSERT_EQ(zf_model_load(path.c_str(), &mp, &plain.m), ZF_OK) << zf_last_error();
-  zf_model_summary info{};
-  info.struct_size = sizeof info;
-  ASSERT_EQ(zf_model_info(plain.m, &info), ZF_OK);
-  const size_t nv = size_t(info.n_vocab);
+  CachePair pair;
+  ASSERT_NO_FATAL_FAILURE(LoadCachePair(name, 150, &pair));
+  const std::vector<int32_t>& toks = pair.toks;
+  Model &cached = pair.cached, &plain = pair.plain;
+  const size_t nv = pair.n_vocab;
   zf_session_params sp;
   ASSERT_EQ(zf_session_params_init(&sp, sizeof sp), ZF_OK);
   sp.n_ctx = 256;

@@ -8,6 +8,9 @@ tokenizer, for the embedding goldens (tests/capi/embed_test.cpp, doc/embeddings.
   bert-rank-f32.gguf              the same with a classification head (cls, cls.output; pooling rank)
   nomic-bert-{f32,q8_0,q4_0}.gguf nomic-embed-text-style: fused attn_qkv, rope (neox), SwiGLU without
                                   biases, no position table (pooling mean)
+  modern-bert-{f32,q8_0,q4_0}.gguf ModernBERT-style: pre-LN without biases, fused attn_qkv, GeGLU from one
+                                  ffn_up, 4 layers (0 and 3 global, 1 and 2 with a symmetric window of
+                                  8 and their own rope base; pooling mean), bert-bge vocabulary
 
   qwen3-embed-{f32,q8_0,q4_0}.gguf Qwen3-Embedding-style: the qwen3 family file of synth_families.py
                                   with pooling last and the EOS the real tokenizer appends (qwen2
@@ -196,6 +199,48 @@ def synth_gemma(out_dir, tok, quant="f32"):
     print(path)
 
 
+# ModernBERT's layer layout at a small width; window 8 so that the test texts cross it.
+MODERN = dict(arch="modern-bert", E=128, L=4, H=4, F=256, ctx=512, eps=1e-5, base=160000.0, base_swa=10000.0,
+              window=8)
+
+
+def synth_modern_bert(out_dir, tok, quant="f32"):
+    """ModernBERT-style (modern-bert): pre-LN without biases, fused QKV, GeGLU, global layer every 3rd."""
+    g = MODERN
+    kv_raw, kv_count, n_vocab = tok
+    E, L, F = g["E"], g["L"], g["F"]
+    fname = f"modern-bert-{quant}.gguf"
+    path = os.path.join(out_dir, fname)
+    rng = np.random.default_rng(zlib.crc32(fname.encode()))
+
+    def mat(name, n_in, n_out, sigma):
+        return (name, (n_in, n_out), MAT_TYPE[quant], sigma)
+
+    def vec(name, n):
+        return (name, (n,), Q.F32, None)
+
+    specs = [mat("token_embd.weight", E, n_vocab, 0.05), vec("token_embd_norm.weight", E), vec("output_norm.weight", E)]
+    for i in range(L):
+        p = f"blk.{i}."
+        if i > 0:  # the converter writes no attn_norm for layer 0 (the identity)
+            specs.append(vec(p + "attn_norm.weight", E))
+        specs += [mat(p + "attn_qkv.weight", E, 3 * E, 0.08), mat(p + "attn_output.weight", E, E, 0.05),
+                  vec(p + "ffn_norm.weight", E), mat(p + "ffn_up.weight", E, 2 * F, 0.05),
+                  mat(p + "ffn_down.weight", F, E, 0.05)]
+    tensors = [(t, ne, ty, sf.random_tensor(rng, g, t, ne, ty, sigma)) for t, ne, ty, sigma in specs]
+    a = g["arch"]
+    kvs = [sf.kv_str("general.architecture", a), sf.kv_str("general.name", "zerfoo synthetic modern-bert"),
+           sf.kv_u32(f"{a}.context_length", g["ctx"]), sf.kv_u32(f"{a}.embedding_length", E),
+           sf.kv_u32(f"{a}.block_count", L), sf.kv_u32(f"{a}.feed_forward_length", F),
+           sf.kv_u32(f"{a}.attention.head_count", g["H"]), sf.kv_f32(f"{a}.attention.layer_norm_epsilon", g["eps"]),
+           kv_bool(f"{a}.attention.causal", False), sf.kv_f32(f"{a}.rope.freq_base", g["base"]),
+           sf.kv_f32(f"{a}.rope.freq_base_swa", g["base_swa"]), sf.kv_u32(f"{a}.attention.sliding_window", g["window"]),
+           sf.kv_u32(f"{a}.pooling_type", 1), sf.kv_u32("general.file_type", sf.FILE_TYPE[quant])]
+    sf.write_gguf(path + ".tmp", kvs, kv_raw, kv_count, tensors)
+    os.replace(path + ".tmp", path)
+    print(path)
+
+
 def synth(out_dir, name, quant, rank, tok, nomic=False):
     kv_raw, kv_count, n_vocab = tok
     fname = f"{name}-{quant}.gguf"
@@ -232,6 +277,7 @@ def main():
     gemma_tok = sf.read_tokenizer_kv(a.gemma_vocab) if a.gemma_vocab else None
     for quant in ("f32", "q8_0", "q4_0"):
         synth(a.out_dir, "nomic-bert", quant, False, tok, nomic=True)
+        synth_modern_bert(a.out_dir, tok, quant)
         synth_qwen3(a.out_dir, qwen_tok, False, quant=quant)
         if gemma_tok:
             synth_gemma(a.out_dir, gemma_tok, quant)

@@ -67,10 +67,12 @@ def main(build, models, smollm2, *only):
             ("qwen3-rank-f32-rank", os.path.join(models, "qwen3-rank-f32.gguf"), "rank",
              [q + "\t" + d for q, d in RANK_PAIRS]),
             ("gemma-embed-f32-mean", os.path.join(models, "gemma-embed-f32.gguf"), "mean", TEXTS + [LONG]),
+            ("modern-bert-f32-mean", os.path.join(models, "modern-bert-f32.gguf"), "mean", TEXTS + [LONG]),
             # Q8_0 and Q4_0 files of the same shapes (every matrix in that type), the file's pooling.
             *[(f"{m}-{q}-{pool}", os.path.join(models, f"{m}-{q}.gguf"), pool, texts)
               for m, pool, texts in (("nomic-bert", "mean", TEXTS), ("qwen3-embed", "last", TEXTS),
-                                     ("gemma-embed", "mean", TEXTS + [LONG]))
+                                     ("gemma-embed", "mean", TEXTS + [LONG]),
+                                     ("modern-bert", "mean", TEXTS + [LONG]))
               for q in ("q8_0", "q4_0")],
             ("smollm2-last", smollm2, "last", TEXTS),
             ("smollm2-mean", smollm2, "mean", TEXTS)]

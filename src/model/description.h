@@ -224,6 +224,7 @@ struct ModelDesc {
   PositionEmbd pos_embd = PositionEmbd::kNone;
   int32_t n_token_types = 0;
   bool input_norm = false;
+  bool input_norm_bias = true;  // token_embd_norm.bias (ModernBERT's LayerNorms have none)
   float input_norm_eps = 1e-12f;
   // Gemma 4's per-layer token embeddings: n_embd_per_layer floats per layer and token, made of
   // per_layer_token_embd's row (times sqrt(n_embd_per_layer)) plus the RMS-normed projection

@@ -57,7 +57,7 @@ Status Hparams::OptI32PerLayer(const char* suffix, int32_t n_layer, std::vector<
   return Status::Ok();
 }
 
-Status Hparams::SlidingPattern(int32_t n_layer, uint32_t pattern, std::vector<bool>* out) const {
+Status Hparams::SlidingPattern(int32_t n_layer, uint32_t pattern, std::vector<bool>* out, bool dense_first) const {
   out->assign(size_t(n_layer), false);
   const gguf::Value* v = f_.Find(Key("attention.sliding_window_pattern"));
   if (v != nullptr && v->type == gguf::ValueType::ARRAY) {
@@ -74,7 +74,10 @@ Status Hparams::SlidingPattern(int32_t n_layer, uint32_t pattern, std::vector<bo
     if (n < 0) return FormatError("negative attention.sliding_window_pattern");
     pattern = uint32_t(n);
   }
-  for (int32_t il = 0; il < n_layer; ++il) (*out)[size_t(il)] = pattern == 0 || uint32_t(il) % pattern < pattern - 1;
+  for (int32_t il = 0; il < n_layer; ++il) {
+    const uint32_t k = uint32_t(il) % (pattern == 0 ? 1 : pattern);
+    (*out)[size_t(il)] = pattern == 0 || (dense_first ? k != 0 : k < pattern - 1);
+  }
   return Status::Ok();
 }
 

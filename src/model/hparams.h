@@ -32,7 +32,9 @@ class Hparams {
   Status OptI32PerLayer(const char* suffix, int32_t n_layer, std::vector<int32_t>* out) const;
   // Which layers use the sliding window: `attention.sliding_window_pattern` as a per-layer bool
   // array, or as a period n (layer il slides when il % n < n - 1), default `pattern`.
-  Status SlidingPattern(int32_t n_layer, uint32_t pattern, std::vector<bool>* out) const;
+  // dense_first: the global layers are the first of each group of `pattern` (ModernBERT), not
+  // the last (Gemma 2/3), as the reference's set_swa_pattern.
+  Status SlidingPattern(int32_t n_layer, uint32_t pattern, std::vector<bool>* out, bool dense_first = false) const;
 
  private:
   const gguf::GgufFile& f_;

@@ -21,6 +21,7 @@ constexpr ArchEntry kArchs[] = {
     {"gpt-oss", BuildGptOss},
     {"bert", BuildBert},
     {"nomic-bert", BuildNomicBert},
+    {"modern-bert", BuildModernBert},
     {"lfm2", BuildLfm2},
     {"lfm2moe", BuildLfm2Moe},
     {"granitehybrid", BuildGraniteHybrid},

@@ -45,6 +45,7 @@ Status BuildGranite(const Hparams& h, ModelDesc* d);
 Status BuildOlmo2(const Hparams& h, ModelDesc* d);
 Status BuildBert(const Hparams& h, ModelDesc* d);
 Status BuildNomicBert(const Hparams& h, ModelDesc* d);
+Status BuildModernBert(const Hparams& h, ModelDesc* d);
 Status BuildGptOss(const Hparams& h, ModelDesc* d);
 Status BuildLfm2(const Hparams& h, ModelDesc* d);
 Status BuildLfm2Moe(const Hparams& h, ModelDesc* d);

@@ -225,7 +225,7 @@ const GlobalRoleSpec kGlobalRoles[] = {
   {GlobalRole::kTokenTypes, "token_types.weight", [](D d) { return If(d.n_token_types > 0, Need::kOptional); },
    [](D d) { return Mat(d.n_embd, d.n_token_types); }},
   {GlobalRole::kInputNorm, "token_embd_norm.weight", [](D d) { return If(d.input_norm); }, [](D d) { return Vec(d.n_embd); }},
-  {GlobalRole::kInputNormBias, "token_embd_norm.bias", [](D d) { return If(d.input_norm); }, [](D d) { return Vec(d.n_embd); }},
+  {GlobalRole::kInputNormBias, "token_embd_norm.bias", [](D d) { return If(d.input_norm && d.input_norm_bias); }, [](D d) { return Vec(d.n_embd); }},
   // Without `<arch>.pooling_type` = rank the head is still bound when present (llama.cpp loads
   // it optionally); only rank pooling uses it. A decoder reranker (Qwen3-Reranker) keeps its
   // vocabulary head and has cls.output only (the yes / no rows of its output matrix).

@@ -71,29 +71,25 @@ std::shared_ptr<KvArena> PrefixCache::Arena(const std::vector<size_t>& plane_byt
   return arena_;
 }
 
-PrefixCache::Mapping::Mapping(PrefixCache* cache, std::shared_ptr<const Block> block)
-    : cache_(cache), block_(std::move(block)) {
-  std::lock_guard<std::mutex> lock(cache_->mu_);
-  ++cache_->stats_.mapped_blocks;
+PrefixCache::Mapping::Mapping(const PrefixCache& cache, std::shared_ptr<const Block> block)
+    : count_(cache.mapped_), block_(std::move(block)) {
+  count_->fetch_add(1);
 }
 
 PrefixCache::Mapping& PrefixCache::Mapping::operator=(Mapping&& o) noexcept {
   if (this != &o) {
     Drop();
-    cache_ = o.cache_;
+    count_ = std::move(o.count_);
     block_ = std::move(o.block_);
-    o.cache_ = nullptr;
   }
   return *this;
 }
 
 void PrefixCache::Mapping::Drop() {
   if (block_ == nullptr) return;
-  {
-    std::lock_guard<std::mutex> lock(cache_->mu_);
-    --cache_->stats_.mapped_blocks;
-  }
-  block_.reset();  // may release the block's slot (outside the cache's lock)
+  count_->fetch_sub(1);
+  block_.reset();  // may release the block's slot
+  count_.reset();
 }
 
 PrefixCache::Stats PrefixCache::stats() const {
@@ -101,6 +97,7 @@ PrefixCache::Stats PrefixCache::stats() const {
   Stats s = stats_;
   s.capacity_bytes = capacity_;
   s.blocks = map_.size();
+  s.mapped_blocks = mapped_->load();
   return s;
 }
 

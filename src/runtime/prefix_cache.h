@@ -16,6 +16,7 @@
 // Thread-safe: sessions on different threads share one cache.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -55,20 +56,21 @@ class PrefixCache {
     uint64_t mapped_blocks = 0;  // Mappings alive now (a block in n sessions counts n times)
   };
 
-  // A session's hold on a block whose pages its KV cache maps: the block (and its slot) lives
-  // at least as long, evicted or not. Counted in Stats::mapped_blocks.
+  // A session's hold on a block whose pages its KV cache maps: the block (and its slot, and
+  // the arena) lives at least as long, evicted or not, even past the cache itself. Counted in
+  // Stats::mapped_blocks.
   class Mapping {
    public:
     Mapping() = default;
-    Mapping(PrefixCache* cache, std::shared_ptr<const Block> block);
-    Mapping(Mapping&& o) noexcept : cache_(o.cache_), block_(std::move(o.block_)) { o.cache_ = nullptr; }
+    Mapping(const PrefixCache& cache, std::shared_ptr<const Block> block);
+    Mapping(Mapping&& o) noexcept = default;
     Mapping& operator=(Mapping&& o) noexcept;
     ~Mapping() { Drop(); }
     bool empty() const { return block_ == nullptr; }
 
    private:
     void Drop();
-    PrefixCache* cache_ = nullptr;
+    std::shared_ptr<std::atomic<uint64_t>> count_;  // the cache's mapped_ counter
     std::shared_ptr<const Block> block_;
   };
 
@@ -106,6 +108,8 @@ class PrefixCache {
   Stats stats_;
   std::shared_ptr<KvArena> arena_;
   bool arena_tried_ = false;
+  // Mappings alive (Stats::mapped_blocks); shared with them, so they may outlive the cache.
+  std::shared_ptr<std::atomic<uint64_t>> mapped_ = std::make_shared<std::atomic<uint64_t>>(0);
 };
 
 }  // namespace zf::rt

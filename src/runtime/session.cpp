@@ -321,7 +321,7 @@ bool Session::MapBlock(size_t index, const std::shared_ptr<const PrefixCache::Bl
     return false;
   }
   if (mapped_.size() <= index) mapped_.resize(index + 1);
-  mapped_[index] = PrefixCache::Mapping(prefix_cache_, b);
+  mapped_[index] = PrefixCache::Mapping(*prefix_cache_, b);
   return true;
 }
 

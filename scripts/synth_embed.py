@@ -156,6 +156,17 @@ GEMMA = dict(arch="gemma-embedding", E=128, L=6, H=4, Hkv=1, hd=64, F=384, dense
              eps=1e-6, base=1e6)
 
 
+def spec_makers(quant):
+    """Tensor spec builders of a file: mat(name, n_in, n_out, sigma) in the file's matrix type,
+    vec(name, n) an F32 norm weight around 1."""
+    def mat(name, n_in, n_out, sigma):
+        return (name, (n_in, n_out), MAT_TYPE[quant], sigma)
+
+    def vec(name, n):
+        return (name, (n,), Q.F32, None)
+    return mat, vec
+
+
 def synth_gemma(out_dir, tok, quant="f32"):
     """EmbeddingGemma-style: gemma3 layers, bidirectional, Dense projections, pooling mean."""
     g = GEMMA
@@ -164,13 +175,7 @@ def synth_gemma(out_dir, tok, quant="f32"):
     fname = f"gemma-embed-{quant}.gguf"
     path = os.path.join(out_dir, fname)
     rng = np.random.default_rng(zlib.crc32(fname.encode()))
-
-    def mat(name, n_in, n_out, sigma):
-        return (name, (n_in, n_out), MAT_TYPE[quant], sigma)
-
-    def vec(name, n):
-        return (name, (n,), Q.F32, None)
-
+    mat, vec = spec_makers(quant)
     specs = [("token_embd.weight", (E, n_vocab), Q.Q8_0, 0.05), vec("output_norm.weight", E),
              mat("dense_2.weight", E, D, 0.05), mat("dense_3.weight", D, E, 0.05)]
     for i in range(L):
@@ -212,13 +217,7 @@ def synth_modern_bert(out_dir, tok, quant="f32"):
     fname = f"modern-bert-{quant}.gguf"
     path = os.path.join(out_dir, fname)
     rng = np.random.default_rng(zlib.crc32(fname.encode()))
-
-    def mat(name, n_in, n_out, sigma):
-        return (name, (n_in, n_out), MAT_TYPE[quant], sigma)
-
-    def vec(name, n):
-        return (name, (n,), Q.F32, None)
-
+    mat, vec = spec_makers(quant)
     specs = [mat("token_embd.weight", E, n_vocab, 0.05), vec("token_embd_norm.weight", E), vec("output_norm.weight", E)]
     for i in range(L):
         p = f"blk.{i}."

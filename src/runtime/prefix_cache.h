@@ -66,7 +66,6 @@ class PrefixCache {
     Mapping(Mapping&& o) noexcept = default;
     Mapping& operator=(Mapping&& o) noexcept;
     ~Mapping() { Drop(); }
-    bool empty() const { return block_ == nullptr; }
 
    private:
     void Drop();

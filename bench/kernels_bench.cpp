@@ -290,38 +290,40 @@ void BM_Attention(benchmark::State& state) {
   const int32_t kv_len = int32_t(state.range(0)), n_head = int32_t(state.range(1));
   const int32_t n_kv = int32_t(state.range(2)), hd = int32_t(state.range(3));
   zf::engine::CpuBackend be(1);
-  if (!be.InitKv(1, kv_len + 1, n_kv * hd, n_kv * hd, zf::engine::KvType::kF16).ok()) {
-    state.SkipWithError("InitKv failed");
+  std::unique_ptr<zf::engine::KvCache> cache;
+  if (!be.CreateKv(1, kv_len + 1, n_kv * hd, n_kv * hd, zf::engine::KvType::kF16, &cache).ok()) {
+    state.SkipWithError("CreateKv failed");
     return;
   }
   std::vector<float> kv = Random(size_t(kv_len) * size_t(n_kv * hd), 5);
-  be.StoreKv(0, kv.data(), kv.data(), kv_len, 0);
+  be.StoreKv(*cache, 0, kv.data(), kv.data(), kv_len, 0);
   std::vector<float> q = Random(size_t(n_head * hd), 6), out(size_t(n_head * hd));
   zf::engine::AttentionParams ap;
   ap.n_head = n_head;
   ap.n_head_kv = n_kv;
   ap.head_dim_k = ap.head_dim_v = hd;
   ap.scale = 0.125f;
-  for (auto _ : state) be.Attention(0, q.data(), 1, kv_len - 1, ap, out.data());
+  for (auto _ : state) be.Attention(*cache, 0, q.data(), 1, kv_len - 1, ap, out.data());
 }
 // Prefill attention over a whole prompt: args {n_tok, n_head, n_head_kv, head_dim}, one thread.
 void BM_AttentionPrefill(benchmark::State& state) {
   const int32_t n_tok = int32_t(state.range(0)), n_head = int32_t(state.range(1));
   const int32_t n_kv = int32_t(state.range(2)), hd = int32_t(state.range(3));
   zf::engine::CpuBackend be(1);
-  if (!be.InitKv(1, n_tok, n_kv * hd, n_kv * hd, zf::engine::KvType::kF16).ok()) {
-    state.SkipWithError("InitKv failed");
+  std::unique_ptr<zf::engine::KvCache> cache;
+  if (!be.CreateKv(1, n_tok, n_kv * hd, n_kv * hd, zf::engine::KvType::kF16, &cache).ok()) {
+    state.SkipWithError("CreateKv failed");
     return;
   }
   std::vector<float> kv = Random(size_t(n_tok) * size_t(n_kv * hd), 5);
-  be.StoreKv(0, kv.data(), kv.data(), n_tok, 0);
+  be.StoreKv(*cache, 0, kv.data(), kv.data(), n_tok, 0);
   std::vector<float> q = Random(size_t(n_tok) * size_t(n_head * hd), 6), out(size_t(n_tok) * size_t(n_head * hd));
   zf::engine::AttentionParams ap;
   ap.n_head = n_head;
   ap.n_head_kv = n_kv;
   ap.head_dim_k = ap.head_dim_v = hd;
   ap.scale = 0.125f;
-  for (auto _ : state) be.Attention(0, q.data(), n_tok, 0, ap, out.data());
+  for (auto _ : state) be.Attention(*cache, 0, q.data(), n_tok, 0, ap, out.data());
 }
 BENCHMARK(BM_AttentionPrefill)->Args({512, 4, 1, 256})->Args({512, 9, 3, 64})->Unit(benchmark::kMillisecond);
 

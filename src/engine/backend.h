@@ -3,9 +3,10 @@
 //
 // Conventions: activations are row-major float arrays owned by the backend's scratch (host
 // memory for the CPU engine, device memory for CUDA); weights are GGUF tensors in their stored
-// quantized layout (matrices have ne[0] = input features, ne[1] = output features). One Backend
-// instance serves one session (it holds that session's KV cache and scratch; the CPU engine's
-// threads are the model's, shared): thread-compatible, not thread-safe.
+// quantized layout (matrices have ne[0] = input features, ne[1] = output features). A Backend
+// holds scratch (the CPU engine's threads are the model's, shared), not sequences: each step
+// receives the sequence's KV rows (engine/kv_cache.h) from its caller, so the model's sessions
+// share backends (model/forward_pool.h). Thread-compatible, not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -16,23 +17,23 @@
 #include "common/lazy_buffer.h"
 #include "common/status.h"
 #include "gguf/gguf.h"
+#include "engine/kv_cache.h"
 #include "engine/ops.h"
 
 namespace zf::engine {
 
 using Tensor = gguf::TensorInfo;
 
-enum class KvType : int32_t { kF32 = 0, kF16 = 1 };
-
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
 
-  // Allocates the KV cache: n_layer x n_ctx positions of k_width (= n_head_kv*head_dim_k) and
-  // v_width floats. kOutOfMemory on failure.
-  virtual Status InitKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width,
-                        KvType type) = 0;
+  // A KV cache for one sequence in this engine's memory: n_layer x n_ctx positions of k_width
+  // (= n_head_kv*head_dim_k) and v_width elements; any backend of the engine computes on it.
+  // kOutOfMemory (or kUnsupported for a type the engine does not keep) on failure.
+  virtual Status CreateKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type,
+                          std::unique_ptr<KvCache>* out) = 0;
 
   // out[t, :] = dequantized row ids[t] of `table`, times `scale`.
   virtual void GetRows(const Tensor& table, const int32_t* ids, int32_t n, float scale, float* out) = 0;
@@ -65,54 +66,27 @@ class Backend {
                     const RopeParams& rp) = 0;
   // gate[i] = act(gate[i]) * up[i] over n elements.
   virtual void GatedActivation(Activation act, float* gate, const float* up, int64_t n) = 0;
-  // Writes k/v rows for positions pos0..pos0+n_tok-1 of `layer` into the cache.
-  virtual void StoreKv(int32_t layer, const float* k, const float* v, int32_t n_tok, int32_t pos0) = 0;
-  // Causal attention of n_tok queries (positions pos0..) over the cache of `layer`;
+  // Writes k/v rows for positions pos0..pos0+n_tok-1 of `layer` into `kv` (a cache this
+  // engine made).
+  virtual void StoreKv(KvCache& kv, int32_t layer, const float* k, const float* v, int32_t n_tok, int32_t pos0) = 0;
+  // Causal attention of n_tok queries (positions pos0..) over `kv`'s rows of `layer`;
   // out: n_tok x (n_head*head_dim_v).
-  virtual void Attention(int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
+  virtual void Attention(const KvCache& kv, int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
                          const AttentionParams& ap, float* out) = 0;
-  // Batched decode: one query row per sequence at position `pos`, over the cache of the
-  // sequence's own backend `kv` (its K/V row for pos already stored); out as Attention's. An
-  // engine may run all rows on its own threads; the default runs each on its own backend.
+  // Batched decode: one query row per sequence at position `pos`, over that sequence's cache
+  // `kv` (its K/V row for pos already stored); out as Attention's. An engine may run all rows at
+  // once; the default runs them one after the other.
   struct DecodeRow {
-    Backend* kv;
+    const KvCache* kv;
     const float* q;
     int32_t pos;
     float* out;
   };
   virtual void AttentionRows(int32_t layer, const DecodeRow* rows, int32_t n, const AttentionParams& ap) {
-    for (int32_t i = 0; i < n; ++i) rows[i].kv->Attention(layer, rows[i].q, 1, rows[i].pos, ap, rows[i].out);
+    for (int32_t i = 0; i < n; ++i) Attention(*rows[i].kv, layer, rows[i].q, 1, rows[i].pos, ap, rows[i].out);
   }
   // x = cap * tanh(x / cap) over n elements.
   virtual void Softcap(float* x, int64_t n, float cap) = 0;
-
-  // ---- KV rows as bytes (session state, runtime/session_state.cpp; the prefix cache,
-  // runtime/prefix_cache.h). The rows of positions [pos0, pos0 + n_pos) form KvPlanes() planes:
-  // K of layer 0, V of layer 0, K of layer 1, ..., plane p KvPlaneBytes(p, n_pos) bytes in the
-  // cache's element type. An engine without them has 0 planes and returns kUnsupported. ----
-  virtual int32_t KvPlanes() const { return 0; }
-  virtual size_t KvPlaneBytes(int32_t plane, int32_t n_pos) const { return 0; }
-  // Copy the rows of every plane out of / into the cache (planes[p]: plane p's bytes).
-  virtual Status ReadKvPlanes(int32_t pos0, int32_t n_pos, uint8_t* const* planes) const {
-    return Unsupported(std::string("the ") + name() + " engine cannot read its KV cache");
-  }
-  virtual Status WriteKvPlanes(int32_t pos0, int32_t n_pos, const uint8_t* const* planes) {
-    return Unsupported(std::string("the ") + name() + " engine cannot write its KV cache");
-  }
-  // Plane p's rows read file `fd` at offsets[p] in place instead of holding a copy, copy-on-write
-  // (a later write to a row copies its page first): the prefix cache's shared blocks
-  // (runtime/kv_arena.h). False where the engine, the OS or the rows' page alignment does not
-  // allow it; the caller then writes the rows (planes already mapped hold the same bytes).
-  virtual bool MapKvPlanes(int32_t pos0, int32_t n_pos, int fd, const uint64_t* offsets) { return false; }
-  // The planes back to back (0: the engine cannot).
-  size_t KvStateBytes(int32_t n_pos) const;
-  Status ReadKvRows(int32_t pos0, int32_t n_pos, uint8_t* out) const;
-  Status WriteKvRows(int32_t pos0, int32_t n_pos, const uint8_t* in);
-  // Positions [pos0, n_ctx) are forgotten (reset, truncation): the engine may give their memory
-  // back; they are rewritten before they are read again.
-  virtual void ReleaseKv(int32_t pos0) {}
-  Status SaveKv(int32_t n_pos, uint8_t* out) const { return ReadKvRows(0, n_pos, out); }
-  Status LoadKv(int32_t n_pos, const uint8_t* in) { return WriteKvRows(0, n_pos, in); }
 
   // ---- Batched decode (runtime/batcher.h): each row of the following products is a different
   // sequence's next token. With `on`, every product computes each of its rows exactly (bit for
@@ -172,8 +146,11 @@ class Backend {
   // Bracket one evaluation step (the ops of Forward::Run). BeginStep returns true when the
   // backend has already executed the whole step (a replayed CUDA graph): the caller skips the
   // ops. EndStep returns true when the ops since BeginStep were only recorded, not executed
-  // (graph capture failed), so the caller must issue them again.
-  virtual bool BeginStep(const int32_t* tokens, int32_t n, int32_t pos0, bool logits) { return false; }
+  // (graph capture failed), so the caller must issue them again. `kv`: the step's sequence's
+  // cache (a recorded step is only replayed on the same one).
+  virtual bool BeginStep(const KvCache* kv, const int32_t* tokens, int32_t n, int32_t pos0, bool logits) {
+    return false;
+  }
   virtual bool EndStep() { return false; }
   // Index of the largest of n values of an activation buffer, computed where the buffer lives
   // (on the device only 4 bytes cross to the host). Lowest index among equal maxima.

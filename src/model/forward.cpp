@@ -23,7 +23,15 @@ bool NeedsPadding(const ModelDesc& d) {
 
 }  // namespace
 
-Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch, int32_t n_ctx, int32_t max_seqs)
+const float* Forward::RopeFactors(const Model& model, int32_t n_ctx) {
+  const Weights& w = model.weights();
+  if (const float* f = F32(w[GlobalRole::kRopeFreqs])) return f;
+  // The reference compares its context padded to a multiple of 256 with the original one.
+  const int64_t padded = (int64_t{n_ctx} + 255) / 256 * 256;
+  return F32(padded > model.desc().n_ctx_orig ? w[GlobalRole::kRopeFactorsLong] : w[GlobalRole::kRopeFactorsShort]);
+}
+
+Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch, int32_t max_seqs)
     : model_(model), be_(backend), max_batch_(max_batch), max_seqs_(max_seqs) {
   const ModelDesc& d = model.desc();
   for (engine::Op op : RequiredOps(d)) {
@@ -32,13 +40,6 @@ Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch
                             engine::OpName(op));
       return;
     }
-  }
-  const Weights& w = model.weights();
-  rope_factors_ = F32(w[GlobalRole::kRopeFreqs]);
-  if (rope_factors_ == nullptr) {
-    // The reference compares its context padded to a multiple of 256 with the original one.
-    const int64_t padded = (int64_t{n_ctx} + 255) / 256 * 256;
-    rope_factors_ = F32(padded > d.n_ctx_orig ? w[GlobalRole::kRopeFactorsLong] : w[GlobalRole::kRopeFactorsShort]);
   }
   size_t q = 0, k = 0, v = 0, o = 0, ff = 0, ne = 0, ssm = 0, qg = 0, dc = 0, dv = 0, dh = 0;
   bool conv = false;
@@ -103,14 +104,13 @@ Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch
   zeros_.assign(b, 0);
 }
 
-void Forward::Run(const int32_t* tokens, int32_t n, int32_t pos0, float* logits, int32_t* argmax,
-                  RecurrentState* state) {
+void Forward::Run(const SeqState& s, const int32_t* tokens, int32_t n, int32_t pos0, float* logits, int32_t* argmax) {
   const int32_t n_vocab = model_.desc().n_vocab;
   const bool want = logits != nullptr || argmax != nullptr;
   // On the CPU the logits are written straight into the caller's array.
   float* out = !want ? nullptr : (be_.HostActivations() && logits != nullptr) ? logits : logits_.data();
-  const Seq seq{&be_, pos0, n, nullptr, nullptr, rope_factors_, state};
-  if (!be_.BeginStep(tokens, n, pos0, want)) {
+  const Seq seq{s.kv, pos0, n, nullptr, nullptr, s.rope_factors, s.state};
+  if (!be_.BeginStep(s.kv, tokens, n, pos0, want)) {
     RunOps(tokens, n, &seq, 1, out);
     if (be_.EndStep()) RunOps(tokens, n, &seq, 1, out);  // only recorded (capture failed): run for real
   }
@@ -119,11 +119,11 @@ void Forward::Run(const int32_t* tokens, int32_t n, int32_t pos0, float* logits,
   if (logits != nullptr && out != logits) be_.ReadActivations(out, size_t(n_vocab), logits);
 }
 
-void Forward::RunEveryLogit(const int32_t* tokens, int32_t n, int32_t pos0, float* logits, RecurrentState* state) {
-  // One-row sequences on this backend's own cache: the attention block stores and attends row by
-  // row in order (row i sees rows < i), and the output head takes every sequence's last row.
+void Forward::RunEveryLogit(const SeqState& s, const int32_t* tokens, int32_t n, int32_t pos0, float* logits) {
+  // One-row sequences on the same rows: the attention block stores and attends row by row in
+  // order (row i sees rows < i), and the output head takes every sequence's last row.
   every_.resize(size_t(n));
-  for (int32_t i = 0; i < n; ++i) every_[size_t(i)] = Seq{&be_, pos0 + i, 1, nullptr, nullptr, rope_factors_, state};
+  for (int32_t i = 0; i < n; ++i) every_[size_t(i)] = Seq{s.kv, pos0 + i, 1, nullptr, nullptr, s.rope_factors, s.state};
   RunOps(tokens, n, every_.data(), n, logits);
 }
 
@@ -324,8 +324,8 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
   ap.causal = a.causal;
   ap.sinks = a.sinks ? F32(L[LayerRole::kAttnSinks]) : nullptr;
   // Each sequence's rows go to its own cache and attend over it. A batched decode step (one
-  // row per sequence, caches of other backends) runs every row's attention on this backend's
-  // threads at once.
+  // row per sequence, distinct caches) runs every row's attention on this backend's threads at
+  // once.
   const int32_t o_w = a.n_head * a.head_dim_v;
   // The cache holds rows of the widest layer's width: a narrower layer's rows are padded.
   const int32_t slot = model_.desc().KvSlot(il);
@@ -340,20 +340,20 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
     k_rows = k_pad_.data();
     v_rows = v_pad_.data();
   }
-  if (n == n_seq && seqs[0].kv != &be_) {
+  if (n == n_seq && n_seq > 1 && seqs[0].kv != seqs[1].kv) {
     attn_rows_.resize(size_t(n_seq));
     for (int32_t i = 0; i < n_seq; ++i) {
-      if (own_kv) seqs[i].kv->StoreKv(slot, k_rows + int64_t{i} * k_stride, v_rows + int64_t{i} * v_stride, 1, seqs[i].pos0);
+      if (own_kv) be_.StoreKv(*seqs[i].kv, slot, k_rows + int64_t{i} * k_stride, v_rows + int64_t{i} * v_stride, 1, seqs[i].pos0);
       attn_rows_[size_t(i)] = {seqs[i].kv, q_.data() + int64_t{i} * q_w, seqs[i].pos0, attn_.data() + int64_t{i} * o_w};
     }
     be_.AttentionRows(slot, attn_rows_.data(), n_seq, ap);
   } else {
-    auto attend = [&](const Seq& s, int32_t row) {
-      if (own_kv) s.kv->StoreKv(slot, k_rows + int64_t{row} * k_stride, v_rows + int64_t{row} * v_stride, s.n, s.pos0);
-      s.kv->Attention(slot, q_.data() + int64_t{row} * q_w, s.n, s.pos0, ap, attn_.data() + int64_t{row} * o_w);
+    auto attend = [&](engine::Backend& be, const Seq& s, int32_t row) {
+      if (own_kv) be.StoreKv(*s.kv, slot, k_rows + int64_t{row} * k_stride, v_rows + int64_t{row} * v_stride, s.n, s.pos0);
+      be.Attention(*s.kv, slot, q_.data() + int64_t{row} * q_w, s.n, s.pos0, ap, attn_.data() + int64_t{row} * o_w);
     };
     bool own_caches = seq_pool_ != nullptr && seq_pool_->size() > 1 && n_seq > 1;
-    for (int32_t i = 0; i < n_seq && own_caches; ++i) own_caches = seqs[i].kv != &be_;
+    for (int32_t i = 1; i < n_seq && own_caches; ++i) own_caches = seqs[i].kv != seqs[i - 1].kv;
     if (own_caches) {
       // Longest first, each taken by the next free thread, so that the threads finish together.
       seq_row_.resize(size_t(n_seq));
@@ -366,23 +366,24 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
       using Attend = decltype(attend);
       struct Ctx {
         const Attend* attend;
+        engine::Backend* const* workers;
         const Seq* seqs;
         const int32_t* order;
         const int32_t* row;
         int32_t n;
         std::atomic<int32_t> next;
-      } c{&attend, seqs, seq_order_.data(), seq_row_.data(), n_seq, {0}};
+      } c{&attend, workers_, seqs, seq_order_.data(), seq_row_.data(), n_seq, {0}};
       seq_pool_->Run(
-          [](void* p, int32_t, int32_t) {
+          [](void* p, int32_t ith, int32_t) {
             Ctx& c = *static_cast<Ctx*>(p);
             for (int32_t k = c.next.fetch_add(1, std::memory_order_relaxed); k < c.n;
                  k = c.next.fetch_add(1, std::memory_order_relaxed)) {
-              (*c.attend)(c.seqs[c.order[k]], c.row[c.order[k]]);
+              (*c.attend)(*c.workers[ith], c.seqs[c.order[k]], c.row[c.order[k]]);
             }
           },
           &c);
     } else {
-      for (int32_t i = 0, row = 0; i < n_seq; row += seqs[i].n, ++i) attend(seqs[i], row);
+      for (int32_t i = 0, row = 0; i < n_seq; row += seqs[i].n, ++i) attend(be_, seqs[i], row);
     }
   }
   if (a.q_gate) be_.SigmoidGate(attn_.data(), q_gate_.data(), int64_t{n} * o_w);

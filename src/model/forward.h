@@ -1,7 +1,8 @@
 // The forward pass, built from block variants dispatched per layer by the model description:
 // the attention block, a dense FFN (gated or plain) or a MoE FFN, then the output head. Written
-// only against engine::Backend. One Forward per session holds its scratch buffers.
-// Thread-compatible.
+// only against engine::Backend. A Forward holds activation scratch, not sequences: each step
+// receives its sequences' state (KV rows, recurrent state) from the caller, so any session of
+// the model may run on any Forward (model/forward_pool.h lends them). Thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -17,9 +18,22 @@ namespace zf::model {
 
 class Forward {
  public:
-  // max_batch: tokens evaluated per step (prefill is split into chunks of this size); n_ctx:
-  // the session's context (LongRoPE picks its factors by it); max_seqs: sequences per RunBatch.
-  Forward(const Model& model, engine::Backend& backend, int32_t max_batch, int32_t n_ctx, int32_t max_seqs = 1);
+  // max_batch: tokens evaluated per step (prefill is split into chunks of this size);
+  // max_seqs: sequences per RunBatch.
+  Forward(const Model& model, engine::Backend& backend, int32_t max_batch, int32_t max_seqs = 1);
+
+  // The frequency factors rope uses in a context of n_ctx positions (rope_freqs, or LongRoPE's
+  // set for n_ctx; nullptr when the model has none): part of a sequence's state.
+  static const float* RopeFactors(const Model& model, int32_t n_ctx);
+
+  // One sequence's state as a step receives it: its KV rows (a cache of this Forward's engine;
+  // nullptr only for a model without attention layers), its recurrent state (required when the
+  // model has recurrent layers; see recurrent_state.h) and its context's RopeFactors.
+  struct SeqState {
+    engine::KvCache* kv;
+    RecurrentState* state;
+    const float* rope_factors;
+  };
 
   int32_t max_batch() const { return max_batch_; }
   int32_t max_seqs() const { return max_seqs_; }
@@ -27,43 +41,42 @@ class Forward {
   // Ok, or why the backend cannot run this model (an op it lacks, or no memory for scratch).
   const Status& status() const { return status_; }
 
-  // Evaluates tokens[0..n) at positions pos0.. (n <= max_batch), appending to the KV cache and
-  // advancing `state`, the sequence's recurrent state (required when the model has recurrent
-  // layers; see recurrent_state.h). If logits != nullptr, writes the last token's n_vocab logits
-  // there. If argmax != nullptr, stores the index of the largest logit instead (computed by the
-  // backend: on a GPU only the id crosses to the host); logits may then be nullptr.
-  void Run(const int32_t* tokens, int32_t n, int32_t pos0, float* logits, int32_t* argmax,
-           RecurrentState* state);
+  // Evaluates tokens[0..n) of sequence `s` at positions pos0.. (n <= max_batch), appending to its
+  // KV rows and advancing its recurrent state. If logits != nullptr, writes the last token's
+  // n_vocab logits there. If argmax != nullptr, stores the index of the largest logit instead
+  // (computed by the backend: on a GPU only the id crosses to the host); logits may then be
+  // nullptr.
+  void Run(const SeqState& s, const int32_t* tokens, int32_t n, int32_t pos0, float* logits, int32_t* argmax);
   // Copies the logits of the last Run that asked only for the argmax into host memory.
   void ReadLogits(float* host);
 
   // Speculative verification: tokens[0..n) (n <= max_batch) at positions pos0.. evaluated as n
-  // one-token steps of this Forward's sequence in one pass over the weights (each row attends
+  // one-token steps of sequence `s` in one pass over the weights (each row attends
   // over the keys up to its own position, through the one-token attention), writing every
   // position's n_vocab logits to logits (n x n_vocab, host memory). Host-memory backends only;
   // with the backend's SetBatchInvariant(true) row i's logits equal those of Run() of token i.
-  // `state` (recurrent models) advances row by row: the rows are one sequence's, in order.
-  void RunEveryLogit(const int32_t* tokens, int32_t n, int32_t pos0, float* logits, RecurrentState* state);
+  // Its recurrent state advances row by row: the rows are one sequence's, in order.
+  void RunEveryLogit(const SeqState& s, const int32_t* tokens, int32_t n, int32_t pos0, float* logits);
 
-  // One sequence of a batched step: its n tokens at positions pos0.. go to the KV cache of
-  // `kv` (that sequence's own backend, whose cache and attention it uses); the products of
-  // every sequence's rows run together on this Forward's backend.
+  // One sequence of a batched step: its n tokens at positions pos0.. go to its KV rows `kv`
+  // and attend over them; the products of every sequence's rows run together.
   struct Seq {
-    engine::Backend* kv;
+    engine::KvCache* kv;
     int32_t pos0;
     int32_t n;
     float* logits;   // host array for the last token's n_vocab logits, or nullptr
     int32_t* argmax;  // or the index of the largest of them, or nullptr
-    const float* rope_factors;  // the sequence's Forward's rope_factors() (they follow its n_ctx)
+    const float* rope_factors;  // RopeFactors() of the sequence's context
     RecurrentState* state;      // the sequence's recurrent state (nullptr: attention-only model)
   };
-  // Runs the attention of a batched step's sequences that have caches of their own at once on
-  // `pool`'s threads, one sequence per thread (each sequence's result as on its own backend);
-  // nullptr (the default): one after the other on the calling thread. The pool must not be one
-  // the sequences' backends run on.
-  void SetSequencePool(engine::ThreadPool* pool) { seq_pool_ = pool; }
-  // The frequency factors this Forward's rope uses (rope_freqs, or LongRoPE's set for n_ctx).
-  const float* rope_factors() const { return rope_factors_; }
+  // Runs the attention of a step's sequences (several tokens each) at once on `pool`'s threads,
+  // one sequence per thread, thread i on workers[i] (a one-thread backend of the same engine:
+  // each sequence's result as on its own); nullptr (the default): one after the other on this
+  // Forward's backend. The pool must not be one the workers run on.
+  void SetSequencePool(engine::ThreadPool* pool, engine::Backend* const* workers) {
+    seq_pool_ = pool;
+    workers_ = workers;
+  }
   // Evaluates the sequences' tokens (tokens: theirs one after the other, sum of n <= max_batch,
   // n_seq <= max_seqs) in one pass over the weights. Host-memory backends only. With the
   // backend's SetBatchInvariant(true) each sequence's logits equal those of Run() on its own.
@@ -119,7 +132,6 @@ class Forward {
   engine::Backend& be_;
   int32_t max_batch_;
   int32_t max_seqs_;
-  const float* rope_factors_ = nullptr;  // rope_freqs or the LongRoPE set for this context
   // Scratch, sized for max_batch rows and the widest layer: x/h [B, n_embd (or attn out)],
   // q/k/v/attn, gate/up [B, n_ff], MoE: router [B, n_expert], gathered input / output [B, n_embd].
   ActBuf x_, h_, q_, k_, v_, attn_, gate_, up_, logits_;
@@ -138,6 +150,7 @@ class Forward {
   std::vector<int32_t> pos_;
   std::vector<int32_t> zeros_;  // [max_batch] token type 0 of every row
   engine::ThreadPool* seq_pool_ = nullptr;
+  engine::Backend* const* workers_ = nullptr;  // [seq_pool_->size()]
   std::vector<int32_t> seq_order_, seq_row_;  // a step's sequences, longest first, and their first rows
   std::vector<engine::Backend::DecodeRow> attn_rows_;  // a batched decode step's attention rows
   std::vector<Seq> every_;  // RunEveryLogit's one-row sequences

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "common/log.h"
+#include "model/forward_pool.h"
 #include "model/registry.h"
 
 namespace zf::model {
@@ -164,6 +165,7 @@ Status Model::Load(const std::string& path, const LoadOptions& o, std::unique_pt
       m->CopySmallTensors();
       m->engine_->ReleaseFilePages();
     }
+    m->forwards_.reset(new ForwardPool(*m));
   }
   ZF_RETURN_IF_ERROR(Progress(o, 1000));
   *out = std::move(m);

@@ -19,6 +19,7 @@
 namespace zf::model {
 
 using engine::Device;
+class ForwardPool;
 
 struct LoadOptions {
   bool vocab_only = false;
@@ -45,6 +46,9 @@ class Model {
   Device device() const { return engine_ != nullptr ? engine_->device() : Device::kCpu; }
   // The engine and its weight copy (null for a vocabulary-only load).
   const engine::Engine* engine() const { return engine_.get(); }
+  // The forward contexts the model's sessions borrow for their steps (model/forward_pool.h;
+  // null for a vocabulary-only load).
+  ForwardPool* forwards() const { return forwards_.get(); }
   int32_t default_threads() const { return n_threads_; }
   const std::string& name() const { return name_; }
   const std::string& quant_name() const { return quant_name_; }
@@ -69,6 +73,7 @@ class Model {
   ModelDesc desc_;
   Weights weights_;
   std::unique_ptr<engine::Engine> engine_;
+  std::unique_ptr<ForwardPool> forwards_;  // after engine_: destroyed before it
   // On the CPU engine: the small tensors (norms, biases) copied out of the file mapping, and
   // the Weights pointers rebound to them (see CopySmallTensors in model.cpp).
   std::vector<gguf::TensorInfo> small_tensors_;

@@ -25,13 +25,13 @@ Status Batcher::Create(const model::Model& model, int32_t max_batch, int32_t n_t
     return InvalidArgument("max_batch must be between 2 and " + std::to_string(kMaxBatchLimit) + ", got " +
                            std::to_string(max_batch));
   }
-  std::unique_ptr<Batcher> b(new Batcher(max_batch));
+  std::unique_ptr<Batcher> b(new Batcher(model, max_batch));
   const int32_t threads = n_threads > 0 ? n_threads : model.default_threads();
   ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(std::min(threads, 256), &b->backend_));
   if (!b->backend_->SetBatchInvariant(true) || !b->backend_->HostActivations()) {
     return Unsupported(std::string("the ") + b->backend_->name() + " engine cannot batch decode steps");
   }
-  b->forward_.reset(new model::Forward(model, *b->backend_, max_batch, model.desc().n_ctx_train, max_batch));
+  b->forward_.reset(new model::Forward(model, *b->backend_, max_batch, max_batch));
   ZF_RETURN_IF_ERROR(b->forward_->status());
   b->tokens_.reserve(size_t(max_batch));
   b->seqs_.reserve(size_t(max_batch));
@@ -49,10 +49,10 @@ Batcher::~Batcher() {
   if (worker_.joinable()) worker_.join();
 }
 
-Status Batcher::Eval(engine::Backend& kv, model::Forward& own, model::RecurrentState* state, const int32_t* tokens,
+Status Batcher::Eval(const model::Forward::SeqState& seq, const model::ForwardPool::Key& key, const int32_t* tokens,
                      int32_t n, int32_t pos0, float* logits, int32_t* argmax) {
   if (n < 1 || n > kPrefillChunk) return InvalidArgument("a batched step takes 1.." + std::to_string(kPrefillChunk) + " tokens");
-  Request r{&kv, &own, state, tokens, n, pos0, logits, argmax, Status::Ok(), false};
+  Request r{seq, key, tokens, n, pos0, logits, argmax, Status::Ok(), false};
   std::unique_lock<std::mutex> lock(mu_);
   (n == 1 ? decodes_ : prefills_).push_back(&r);
   work_cv_.notify_one();
@@ -60,10 +60,10 @@ Status Batcher::Eval(engine::Backend& kv, model::Forward& own, model::RecurrentS
   return r.status;
 }
 
-Status Batcher::EvalEvery(engine::Backend& kv, model::Forward& own, model::RecurrentState* state,
+Status Batcher::EvalEvery(const model::Forward::SeqState& seq, const model::ForwardPool::Key& key,
                           const int32_t* tokens, int32_t n, int32_t pos0, float* logits) {
   if (n < 1 || n > kPrefillChunk) return InvalidArgument("a batched step takes 1.." + std::to_string(kPrefillChunk) + " tokens");
-  Request r{&kv, &own, state, tokens, n, pos0, logits, nullptr, Status::Ok(), false, true};
+  Request r{seq, key, tokens, n, pos0, logits, nullptr, Status::Ok(), false, true};
   std::unique_lock<std::mutex> lock(mu_);
   prefills_.push_back(&r);
   work_cv_.notify_one();
@@ -95,21 +95,29 @@ void Batcher::WorkerLoop() {
     expected = batch.size();
     lock.unlock();
     if (!batch.empty()) RunDecode(batch);
-    if (prefill != nullptr) {
-      try {
-        if (prefill->every) {
-          prefill->own->RunEveryLogit(prefill->tokens, prefill->n, prefill->pos0, prefill->logits, prefill->state);
-        } else {
-          prefill->own->Run(prefill->tokens, prefill->n, prefill->pos0, prefill->logits, prefill->argmax, prefill->state);
-        }
-      } catch (const std::bad_alloc&) {
-        prefill->status = Status(Code::kOutOfMemory, "out of memory in a prefill chunk");
-      }
-    }
+    if (prefill != nullptr) RunPrefill(*prefill);
     lock.lock();
     for (Request* r : batch) r->done = true;
     if (prefill != nullptr) prefill->done = true;
     done_cv_.notify_all();
+  }
+}
+
+// On a context of the model's pool: the worker runs one chunk at a time, so the sessions of a
+// batcher share one context for their prompts.
+void Batcher::RunPrefill(Request& r) {
+  try {
+    model::ForwardPool::Lease ctx;
+    r.status = model_.forwards()->Acquire(r.key, &ctx);
+    if (!r.status.ok()) return;
+    if (r.every) {
+      ctx.forward().RunEveryLogit(r.seq, r.tokens, r.n, r.pos0, r.logits);
+    } else {
+      ctx.forward().Run(r.seq, r.tokens, r.n, r.pos0, r.logits, r.argmax);
+    }
+    r.status = ctx.backend().TakeError();
+  } catch (const std::bad_alloc&) {
+    r.status = Status(Code::kOutOfMemory, "out of memory in a prefill chunk");
   }
 }
 
@@ -118,7 +126,7 @@ void Batcher::RunDecode(std::vector<Request*>& batch) {
   seqs_.clear();
   for (Request* r : batch) {
     tokens_.push_back(r->tokens[0]);
-    seqs_.push_back(model::Forward::Seq{r->kv, r->pos0, 1, r->logits, r->argmax, r->own->rope_factors(), r->state});
+    seqs_.push_back(model::Forward::Seq{r->seq.kv, r->pos0, 1, r->logits, r->argmax, r->seq.rope_factors, r->seq.state});
   }
   try {
     forward_->RunBatch(tokens_.data(), seqs_.data(), int32_t(seqs_.size()));

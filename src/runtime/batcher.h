@@ -5,7 +5,7 @@
 // speed. Here the sessions' evaluations are coalesced instead: one worker thread per model runs
 // every step, and a decode step takes the next token of every session waiting for one, so the
 // weights are read once for all of them (model::Forward::RunBatch); attention stays per
-// sequence, over each session's own KV cache. A prompt (several tokens) is evaluated in chunks
+// sequence, over each session's own KV rows. A prompt (several tokens) is evaluated in chunks
 // of kPrefillChunk tokens, one chunk between two decode steps, so a long prompt delays the
 // other streams by one chunk at a time instead of stopping them.
 //
@@ -32,6 +32,7 @@
 #include "common/status.h"
 #include "engine/backend.h"
 #include "model/forward.h"
+#include "model/forward_pool.h"
 #include "model/model.h"
 
 namespace zf::rt {
@@ -51,19 +52,18 @@ class Batcher {
 
   int32_t max_batch() const { return max_batch_; }
 
-  // One step of a session, run on the worker; blocks until done. `kv` is the session's backend
-  // (its KV cache), `own` the session's Forward (prefill chunks run on it), `state` its
-  // recurrent state (nullptr for attention-only models; each row of a batched step advances its
-  // own sequence's state, so recurrent models batch too). Output as
-  // model::Forward::Run: the last token's logits into `logits` or their argmax into `argmax`.
-  // n == 1 joins the next batched decode step; 1 < n <= kPrefillChunk runs as one prefill chunk
-  // between decode steps. kOutOfMemory if the worker could not run the step.
-  Status Eval(engine::Backend& kv, model::Forward& own, model::RecurrentState* state, const int32_t* tokens, int32_t n,
+  // One step of a session's sequence `seq`, run on the worker; blocks until done (each row of a
+  // batched step advances its own sequence's KV rows and recurrent state, so recurrent models
+  // batch too). Output as model::Forward::Run: the last token's logits into `logits` or their
+  // argmax into `argmax`. n == 1 joins the next batched decode step; 1 < n <= kPrefillChunk runs
+  // as one prefill chunk between decode steps, on a context of the model's ForwardPool made for
+  // `key` (the session's). kOutOfMemory if the worker could not run the step.
+  Status Eval(const model::Forward::SeqState& seq, const model::ForwardPool::Key& key, const int32_t* tokens, int32_t n,
               int32_t pos0, float* logits, int32_t* argmax);
   // A speculative verification (Session::EvalEvery): n <= kPrefillChunk tokens of one session
-  // with every position's logits (model::Forward::RunEveryLogit on `own`), run as a prefill
-  // chunk is, between decode steps.
-  Status EvalEvery(engine::Backend& kv, model::Forward& own, model::RecurrentState* state, const int32_t* tokens,
+  // with every position's logits (model::Forward::RunEveryLogit), run as a prefill chunk is,
+  // between decode steps.
+  Status EvalEvery(const model::Forward::SeqState& seq, const model::ForwardPool::Key& key, const int32_t* tokens,
                    int32_t n, int32_t pos0, float* logits);
   // Sequences the latest decode step carried: more than one means other sessions are decoding,
   // and a draft verified alone would hold them up (the generator then does not draft).
@@ -77,9 +77,8 @@ class Batcher {
 
  private:
   struct Request {
-    engine::Backend* kv;
-    model::Forward* own;
-    model::RecurrentState* state;
+    model::Forward::SeqState seq;
+    model::ForwardPool::Key key;
     const int32_t* tokens;
     int32_t n, pos0;
     float* logits;
@@ -88,10 +87,12 @@ class Batcher {
     bool done = false;
     bool every = false;  // EvalEvery: every position's logits
   };
-  explicit Batcher(int32_t max_batch) : max_batch_(max_batch) {}
+  Batcher(const model::Model& model, int32_t max_batch) : model_(model), max_batch_(max_batch) {}
   void WorkerLoop();
   void RunDecode(std::vector<Request*>& batch);
+  void RunPrefill(Request& r);
 
+  const model::Model& model_;
   int32_t max_batch_;
   std::unique_ptr<engine::Backend> backend_;  // the products of batched steps
   std::unique_ptr<model::Forward> forward_;

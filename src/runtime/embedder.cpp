@@ -118,8 +118,7 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
   }
   if (inputs.empty()) return Status::Ok();
 
-  // The step's backend computes every product; each input's attention runs on a KV-only
-  // backend of its own (one thread: the inputs of a step attend in parallel instead).
+  // The step's backend computes every product; each input's rows are a KV cache of its own.
   const int32_t threads = std::min(o.n_threads > 0 ? o.n_threads : model.default_threads(), 256);
   const int32_t step_tokens = std::max(kStepTokens, longest);
   const int32_t step_inputs = int32_t(std::min<size_t>(size_t(kStepInputs), inputs.size()));
@@ -127,20 +126,33 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
   std::unique_ptr<engine::Backend> be;
   ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(threads, &be));
   if (!be->HostActivations()) return Unsupported("embeddings need an engine computing in host memory");
-  model::Forward fwd(model, *be, step_tokens, longest, max_seqs);
+  model::Forward fwd(model, *be, step_tokens, max_seqs);
   ZF_RETURN_IF_ERROR(fwd.status());
-  // The inputs of a step attend at once, one per thread of the pool the products run on (when
-  // the call uses the model's thread count, the pool its sessions share; a call asking for
-  // another count attends one input after the other).
-  if (threads > 1) fwd.SetSequencePool(model.engine()->SharedPool(threads));
-  // A step of one input attends on the step's own threads.
-  ZF_RETURN_IF_ERROR(be->InitKv(d.NKvLayers(), longest, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16));
+  const float* rope = model::Forward::RopeFactors(model, longest);
+  // The inputs of a step attend at once, one per thread of the pool the products run on, each
+  // thread on a one-thread backend (its scratch), when the call uses the model's thread count
+  // (the pool its sessions share); a call asking for another count attends one input after the
+  // other on all of the step's threads.
+  engine::ThreadPool* pool = threads > 1 ? model.engine()->SharedPool(threads) : nullptr;
+  std::vector<std::unique_ptr<engine::Backend>> workers;
+  std::vector<engine::Backend*> worker_ptrs;
+  if (pool != nullptr) {
+    workers.resize(size_t(pool->size()));
+    for (std::unique_ptr<engine::Backend>& w : workers) {
+      ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(1, &w));
+      worker_ptrs.push_back(w.get());
+    }
+    fwd.SetSequencePool(pool, worker_ptrs.data());
+  }
+  // A step of one input attends on the step's own threads, in a cache for the longest input.
+  std::unique_ptr<engine::KvCache> step_kv;
+  ZF_RETURN_IF_ERROR(be->CreateKv(d.NKvLayers(), longest, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16, &step_kv));
   // Caches of the inputs of a step, each sized to its input when made. The next step's input i
   // reuses cache i when it fits and is at most twice its length (an input writes its rows
   // before it reads them and attends over its own positions only), instead of faulting fresh
   // zero pages in at every step: a step holds at most 2 * step_tokens rows of KV in all,
   // whatever the inputs' lengths.
-  std::vector<std::unique_ptr<engine::Backend>> kv;
+  std::vector<std::unique_ptr<engine::KvCache>> kv;
   std::vector<int32_t> kv_rows;  // positions each cache holds
   const int32_t E = d.n_embd;
   std::vector<int32_t> tokens;
@@ -159,14 +171,14 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
     while (last < inputs.size() && seqs.size() < size_t(step_inputs) &&
            (seqs.empty() || tokens.size() + inputs[last].size() <= size_t(step_tokens))) {
       const std::vector<int32_t>& in = inputs[last];
-      seqs.push_back({be.get(), 0, int32_t(in.size()), nullptr, nullptr, fwd.rope_factors(), nullptr});
+      seqs.push_back({step_kv.get(), 0, int32_t(in.size()), nullptr, nullptr, rope, nullptr});
       tokens.insert(tokens.end(), in.begin(), in.end());
       ++last;
     }
     const size_t n_seq = seqs.size();  // the real inputs; a padding one may follow
     if (tokens.size() < size_t(kMinStepRows)) {
       const int32_t pad = kMinStepRows - int32_t(tokens.size());
-      seqs.push_back({be.get(), 0, pad, nullptr, nullptr, fwd.rope_factors(), nullptr});
+      seqs.push_back({step_kv.get(), 0, pad, nullptr, nullptr, rope, nullptr});
       tokens.insert(tokens.end(), size_t(pad), 0);
     }
     states.resize(seqs.size(), model::RecurrentState(d));  // each input from the zero state
@@ -180,9 +192,10 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
         kv_rows.resize(seqs.size(), 0);
       }
       for (size_t i = 0; i < seqs.size(); ++i) {
-        if (kv[i] == nullptr) ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(1, &kv[i]));
-        if (kv_rows[i] < seqs[i].n || kv_rows[i] > 2 * seqs[i].n) {
-          ZF_RETURN_IF_ERROR(kv[i]->InitKv(d.NKvLayers(), seqs[i].n, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16));
+        if (kv[i] == nullptr || kv_rows[i] < seqs[i].n || kv_rows[i] > 2 * seqs[i].n) {
+          kv[i].reset();  // its memory first
+          ZF_RETURN_IF_ERROR(
+              be->CreateKv(d.NKvLayers(), seqs[i].n, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16, &kv[i]));
           kv_rows[i] = seqs[i].n;
         }
         seqs[i].kv = kv[i].get();

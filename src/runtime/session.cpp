@@ -13,9 +13,6 @@
 
 namespace zf::rt {
 
-Session::Session(const model::Model& model, int32_t n_ctx, std::unique_ptr<engine::Backend> backend)
-    : model_(model), n_ctx_(n_ctx), backend_(std::move(backend)) {}
-
 namespace {
 
 constexpr size_t kReleaseMinRows = 64;  // Truncate gives memory back from this many rows on
@@ -67,17 +64,19 @@ Status Session::Create(const model::Model& model, const SessionOptions& o, std::
                                             std::to_string(avail >> 20) + " MiB of memory available");
     }
   }
-  std::unique_ptr<engine::Backend> backend;
-  ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(std::min(threads, 256), &backend));
-  ZF_RETURN_IF_ERROR(backend->InitKv(d.NKvLayers(), n_ctx, d.MaxKWidth(), d.MaxVWidth(), o.kv_type));
-  // An engine without batch-invariant products (CUDA today) evaluates as it can: not exact.
-  const bool exact = o.exact && backend->SetBatchInvariant(true);
-  std::unique_ptr<Session> s(new Session(model, n_ctx, std::move(backend)));
+  std::unique_ptr<Session> s(new Session(model, n_ctx));
+  s->fwd_key_ = model::ForwardPool::Key{std::min(threads, 256), o.exact};
+  // A context now: it checks that the engine can run the model, and makes the KV cache.
+  model::ForwardPool::Lease ctx;
+  ZF_RETURN_IF_ERROR(model.forwards()->Acquire(s->fwd_key_, &ctx));
+  ZF_RETURN_IF_ERROR(ctx.backend().CreateKv(d.NKvLayers(), n_ctx, d.MaxKWidth(), d.MaxVWidth(), o.kv_type, &s->kv_));
   s->kv_type_ = o.kv_type;
-  s->exact_ = exact;
+  s->exact_ = ctx.exact();  // an engine without batch-invariant products (CUDA today) is not exact
+  s->host_ = ctx.backend().HostActivations();
+  if (!s->host_ || s->fwd_key_.n_threads != std::min(model.default_threads(), 256)) s->own_ = std::move(ctx);
+  s->rope_factors_ = model::Forward::RopeFactors(model, n_ctx);
+  s->max_batch_ = std::min(kMaxBatch, n_ctx);
   s->state_ = model::RecurrentState(d);
-  s->forward_.reset(new model::Forward(model, *s->backend_, std::min(kMaxBatch, n_ctx), n_ctx));
-  ZF_RETURN_IF_ERROR(s->forward_->status());
   s->history_.reserve(size_t(n_ctx));
   s->logits_.resize(size_t(d.n_vocab));
   *out = std::move(s);
@@ -85,6 +84,16 @@ Status Session::Create(const model::Model& model, const SessionOptions& o, std::
 }
 
 Status Session::Eval(const int32_t* tokens, size_t n, float* logits) { return EvalImpl(tokens, n, logits, nullptr); }
+
+Status Session::Context(model::ForwardPool::Lease* borrowed, const model::ForwardPool::Lease** ctx) {
+  if (own_) {
+    *ctx = &own_;
+    return Status::Ok();
+  }
+  ZF_RETURN_IF_ERROR(model_.forwards()->Acquire(fwd_key_, borrowed));
+  *ctx = borrowed;
+  return Status::Ok();
+}
 
 Status Session::EvalImpl(const int32_t* tokens, size_t n, float* logits, int32_t* argmax) {
   if (n == 0) return InvalidArgument("no tokens to evaluate");
@@ -104,9 +113,10 @@ Status Session::EvalImpl(const int32_t* tokens, size_t n, float* logits, int32_t
   if (done > 0) has_logits_ = has_argmax_ = false;  // the positions they described moved on
   // Batched: prefill chunks of a fixed size (they depend only on this request), between the
   // model's decode steps.
-  const int32_t batch = batcher_ != nullptr ? std::min(forward_->max_batch(), Batcher::kPrefillChunk)
-                                            : forward_->max_batch();
-  model::RecurrentState* state = recurrent() ? &state_ : nullptr;
+  const int32_t batch = batcher_ != nullptr ? std::min(max_batch_, Batcher::kPrefillChunk) : max_batch_;
+  model::ForwardPool::Lease borrowed;  // the context of this call's steps, unless batched
+  const model::ForwardPool::Lease* ctx = nullptr;
+  if (batcher_ == nullptr && done < n) ZF_RETURN_IF_ERROR(Context(&borrowed, &ctx));
   while (done < n) {
     if (ConsumeCancel()) return Status(Code::kCancelled, "evaluation cancelled");
     const int32_t chunk = int32_t(std::min<size_t>(size_t(StepLimit(batch)), n - done));
@@ -114,12 +124,12 @@ Status Session::EvalImpl(const int32_t* tokens, size_t n, float* logits, int32_t
     has_logits_ = false;
     has_argmax_ = false;
     if (batcher_ != nullptr) {
-      ZF_RETURN_IF_ERROR(batcher_->Eval(*backend_, *forward_, state, tokens + done, chunk, n_past(),
-                                        last ? logits : nullptr, last ? argmax : nullptr));
+      ZF_RETURN_IF_ERROR(batcher_->Eval(Seq(), fwd_key_, tokens + done, chunk, n_past(), last ? logits : nullptr,
+                                        last ? argmax : nullptr));
     } else {
-      forward_->Run(tokens + done, chunk, n_past(), last ? logits : nullptr, last ? argmax : nullptr, state);
+      ctx->forward().Run(Seq(), tokens + done, chunk, n_past(), last ? logits : nullptr, last ? argmax : nullptr);
+      ZF_RETURN_IF_ERROR(ctx->backend().TakeError());  // device engines can fail at run time
     }
-    ZF_RETURN_IF_ERROR(backend_->TakeError());  // device engines can fail at run time
     history_.insert(history_.end(), tokens + done, tokens + done + chunk);
     KeepCheckpoint();
     done += size_t(chunk);
@@ -142,17 +152,19 @@ Status Session::EvalEvery(const int32_t* tokens, size_t n, float* logits) {
     mark_pos_ = n_past();
     mark_state_ = state_.values();
   }
-  model::RecurrentState* state = recurrent() ? &state_ : nullptr;
   const size_t n_vocab_z = size_t(n_vocab);
+  model::ForwardPool::Lease borrowed;
+  const model::ForwardPool::Lease* ctx = nullptr;
+  if (batcher_ == nullptr) ZF_RETURN_IF_ERROR(Context(&borrowed, &ctx));
   for (size_t done = 0; done < n;) {  // recurrent models stop on a block boundary (its checkpoint)
     const size_t step = std::min<size_t>(size_t(StepLimit(kMaxVerify)), n - done);
-    if (batcher_ != nullptr) {  // between the batcher's decode steps, on this session's Forward
-      ZF_RETURN_IF_ERROR(batcher_->EvalEvery(*backend_, *forward_, state, tokens + done, int32_t(step), n_past(),
+    if (batcher_ != nullptr) {  // between the batcher's decode steps
+      ZF_RETURN_IF_ERROR(batcher_->EvalEvery(Seq(), fwd_key_, tokens + done, int32_t(step), n_past(),
                                              logits + done * n_vocab_z));
     } else {
-      forward_->RunEveryLogit(tokens + done, int32_t(step), n_past(), logits + done * n_vocab_z, state);
+      ctx->forward().RunEveryLogit(Seq(), tokens + done, int32_t(step), n_past(), logits + done * n_vocab_z);
+      ZF_RETURN_IF_ERROR(ctx->backend().TakeError());
     }
-    ZF_RETURN_IF_ERROR(backend_->TakeError());
     history_.insert(history_.end(), tokens + done, tokens + done + step);
     KeepCheckpoint();
     done += step;
@@ -213,16 +225,16 @@ void Session::SetLastLogits(const float* logits) {
 
 void Session::set_prefix_cache(PrefixCache* cache) {
   prefix_cache_ = nullptr;
-  if (cache == nullptr || !exact_ || backend_->KvStateBytes(PrefixCache::kBlockTokens) == 0) return;
+  if (cache == nullptr || !exact_ || kv_->StateBytes(PrefixCache::kBlockTokens) == 0) return;
   prefix_cache_ = cache;
   // Rows are comparable between sessions with the same cache element type and rope factors
   // (LongRoPE picks its set by n_ctx).
-  chain_seed_ = PrefixCache::Key(uint64_t(kv_type_) * 0x100000001b3ull ^ uint64_t(uintptr_t(forward_->rope_factors())),
+  chain_seed_ = PrefixCache::Key(uint64_t(kv_type_) * 0x100000001b3ull ^ uint64_t(uintptr_t(rope_factors_)),
                                  std::vector<int32_t>(PrefixCache::kBlockTokens, -1).data());
   block_keys_.clear();
   stored_blocks_ = 0;
   block_planes_.clear();
-  for (int32_t p = 0; p < backend_->KvPlanes(); ++p) block_planes_.push_back(backend_->KvPlaneBytes(p, PrefixCache::kBlockTokens));
+  for (int32_t p = 0; p < kv_->Planes(); ++p) block_planes_.push_back(kv_->PlaneBytes(p, PrefixCache::kBlockTokens));
 }
 
 void Session::SyncBlockKeys() {
@@ -288,10 +300,10 @@ void Session::StoreBlocks() {
       b->slot = slot;
       std::vector<uint8_t*> planes(block_planes_.size());
       for (int32_t p = 0; p < arena->planes(); ++p) planes[size_t(p)] = arena->Pointer(p, slot);
-      if (!backend_->ReadKvPlanes(pos0, kB, planes.data()).ok()) return;
+      if (!kv_->ReadPlanes(pos0, kB, planes.data()).ok()) return;
     } else {
-      b->kv.resize(backend_->KvStateBytes(kB));
-      if (!backend_->ReadKvRows(pos0, kB, b->kv.data()).ok()) return;
+      b->kv.resize(kv_->StateBytes(kB));
+      if (!kv_->ReadRows(pos0, kB, b->kv.data()).ok()) return;
     }
     std::shared_ptr<const PrefixCache::Block> stored = std::move(b);
     // Stored in the arena: this session's own rows become the block's pages too (its copy freed).
@@ -307,17 +319,16 @@ bool Session::PutBlockRows(size_t index, const std::shared_ptr<const PrefixCache
     if (MapBlock(index, b)) return true;
     std::vector<const uint8_t*> planes(static_cast<size_t>(b->arena->planes()));
     for (int32_t p = 0; p < b->arena->planes(); ++p) planes[size_t(p)] = b->arena->Pointer(p, b->slot);
-    return backend_->WriteKvPlanes(pos0, PrefixCache::kBlockTokens, planes.data()).ok();
+    return kv_->WritePlanes(pos0, PrefixCache::kBlockTokens, planes.data()).ok();
   }
-  return backend_->WriteKvRows(pos0, PrefixCache::kBlockTokens, b->kv.data()).ok();
+  return kv_->WriteRows(pos0, PrefixCache::kBlockTokens, b->kv.data()).ok();
 }
 
 bool Session::MapBlock(size_t index, const std::shared_ptr<const PrefixCache::Block>& b) {
   const KvArena& a = *b->arena;
   std::vector<uint64_t> offsets(static_cast<size_t>(a.planes()));
   for (int32_t p = 0; p < a.planes(); ++p) offsets[size_t(p)] = a.Offset(p, b->slot);
-  if (!backend_->MapKvPlanes(int32_t(index) * PrefixCache::kBlockTokens, PrefixCache::kBlockTokens, a.fd(),
-                             offsets.data())) {
+  if (!kv_->MapPlanes(int32_t(index) * PrefixCache::kBlockTokens, PrefixCache::kBlockTokens, a.fd(), offsets.data())) {
     return false;
   }
   if (mapped_.size() <= index) mapped_.resize(index + 1);
@@ -326,7 +337,7 @@ bool Session::MapBlock(size_t index, const std::shared_ptr<const PrefixCache::Bl
 }
 
 void Session::ForgetRows(size_t pos) {
-  backend_->ReleaseKv(int32_t(pos));
+  kv_->Release(int32_t(pos));
   // Blocks starting at or after pos had their pages replaced: their mappings end.
   const size_t kept = (pos + PrefixCache::kBlockTokens - 1) / PrefixCache::kBlockTokens;
   if (mapped_.size() > kept) mapped_.resize(kept);
@@ -338,18 +349,23 @@ Status Session::EvalKeepLogits(const int32_t* tokens, size_t n) {
   return Status::Ok();
 }
 
+// In host memory the logits come along (the context that computed them is another session's
+// next); on a device they stay in the session's own context until FetchLogits.
 Status Session::EvalKeepArgmax(const int32_t* tokens, size_t n) {
   int32_t id = 0;
-  ZF_RETURN_IF_ERROR(EvalImpl(tokens, n, nullptr, &id));
+  ZF_RETURN_IF_ERROR(EvalImpl(tokens, n, host_ ? logits_.data() : nullptr, &id));
   argmax_ = id;
   has_argmax_ = true;
+  has_logits_ = host_;
   return Status::Ok();
 }
 
 Status Session::FetchLogits() {
   if (!has_argmax_) return InvalidArgument("no evaluated position to fetch logits from");
-  forward_->ReadLogits(logits_.data());
-  ZF_RETURN_IF_ERROR(backend_->TakeError());
+  if (has_logits_) return Status::Ok();
+  if (!own_) return Status(Code::kInternal, "the logits of the last step are gone");
+  own_.forward().ReadLogits(logits_.data());
+  ZF_RETURN_IF_ERROR(own_.backend().TakeError());
   has_logits_ = true;
   return Status::Ok();
 }

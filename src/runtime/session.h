@@ -1,4 +1,6 @@
-// A session: one conversation's KV cache, token history and engine state over a shared model.
+// A session: one conversation's sequence state over a shared model: its KV rows
+// (engine/kv_cache.h), recurrent state, token history and prefix-cache mappings. Its steps run
+// on forward contexts borrowed from the model (model/forward_pool.h) or on the model's batcher.
 // Thread-compatible (one thread at a time); RequestCancel() is safe from any thread.
 #pragma once
 
@@ -11,6 +13,7 @@
 #include "engine/backend.h"
 #include "model/model.h"
 #include "model/forward.h"
+#include "model/forward_pool.h"
 #include "model/recurrent_state.h"
 #include "runtime/prefix_cache.h"
 #include "runtime/sampler.h"
@@ -34,7 +37,7 @@ struct SessionOptions {
 // that a 128k-context model does not allocate gigabytes of KV cache by surprise.
 constexpr int32_t kDefaultContext = 4096;
 // Prefill chunk: tokens evaluated per forward step.
-constexpr int32_t kMaxBatch = 512;
+constexpr int32_t kMaxBatch = model::ForwardPool::kMaxBatch;
 
 class Session {
  public:
@@ -81,7 +84,7 @@ class Session {
   // on a host-memory engine (can_verify()); a batched session's runs between the batcher's decode
   // steps (which are batch-invariant: the same one-token logits).
   static constexpr int32_t kMaxVerify = 17;
-  bool can_verify() const { return exact_ && backend_->HostActivations(); }
+  bool can_verify() const { return exact_ && host_; }
   // A batched session whose batcher's latest decode step carried other sessions too: a draft
   // verified now would hold them up (llama.cpp measured lookup at 0.77x with 8 busy slots).
   bool batch_busy() const;
@@ -109,7 +112,7 @@ class Session {
   int32_t last_argmax() const { return argmax_; }
   Status FetchLogits();
   // True when the engine's logits live off the host (then EvalKeepArgmax saves the copy).
-  bool logits_on_device() const { return !backend_->HostActivations(); }
+  bool logits_on_device() const { return !host_; }
 
   // Tokens sampled and shown to the caller but not yet in the KV cache (the last token of a
   // generation that stopped before evaluating it); evaluated first by the next call.
@@ -139,7 +142,11 @@ class Session {
   bool ConsumeCancel() { return cancel_.exchange(false, std::memory_order_relaxed); }
 
  private:
-  Session(const model::Model& model, int32_t n_ctx, std::unique_ptr<engine::Backend> backend);
+  Session(const model::Model& model, int32_t n_ctx) : model_(model), n_ctx_(n_ctx) {}
+  // The context this session's next unbatched step runs on: its own (own_) where it keeps one,
+  // else one borrowed from the model into *borrowed.
+  Status Context(model::ForwardPool::Lease* borrowed, const model::ForwardPool::Lease** ctx);
+  model::Forward::SeqState Seq() { return {kv_.get(), recurrent() ? &state_ : nullptr, rope_factors_}; }
   Status EvalImpl(const int32_t* tokens, size_t n, float* logits, int32_t* argmax);
   // Prefix cache: copies the cached blocks that continue the history with tokens[0..n) (at
   // most up to n - keep tokens) into the KV cache; returns how many tokens were taken.
@@ -167,8 +174,15 @@ class Session {
   const model::Model& model_;
   int32_t n_ctx_;
   engine::KvType kv_type_ = engine::KvType::kF16;
-  std::unique_ptr<engine::Backend> backend_;
-  std::unique_ptr<model::Forward> forward_;
+  std::unique_ptr<engine::KvCache> kv_;   // the sequence's KV rows
+  const float* rope_factors_ = nullptr;   // model::Forward::RopeFactors of n_ctx_
+  int32_t max_batch_ = kMaxBatch;         // tokens per step: min(kMaxBatch, n_ctx)
+  model::ForwardPool::Key fwd_key_{1, true};
+  // A context of its own, kept for the session's life where the model's are not shared: on a
+  // device engine (its logits stay on the device between steps; a decode graph records this
+  // session's cache) or with a thread count other than the model's (a thread pool of its own).
+  model::ForwardPool::Lease own_;
+  bool host_ = true;  // the engine computes in host memory
   Batcher* batcher_ = nullptr;
   bool exact_ = true;
   PrefixCache* prefix_cache_ = nullptr;  // set only when usable (exact, rows copyable)

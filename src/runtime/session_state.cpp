@@ -59,8 +59,8 @@ T Get(const uint8_t*& p) {
 }  // namespace
 
 Status Session::StateSize(size_t* size) const {
-  const size_t kv = backend_->KvStateBytes(n_past());
-  if (kv == 0 && n_past() > 0) return Unsupported(std::string("the ") + backend_->name() + " engine cannot save its KV cache");
+  const size_t kv = kv_->StateBytes(n_past());
+  if (kv == 0 && n_past() > 0) return Unsupported("this engine cannot save its KV cache");
   *size = kHeader + (history_.size() + pending_.size()) * 4 + 8 + kv;
   if (recurrent()) *size += 8 + 4 + 4 + state_.bytes() + n_checkpoints() * (4 + state_.bytes());
   return Status::Ok();
@@ -81,9 +81,9 @@ Status Session::SaveState(uint8_t* buf, size_t cap, size_t* written) const {
   Put<uint32_t>(p, uint32_t(pending_.size()));
   for (int32_t t : history_) Put<int32_t>(p, t);
   for (int32_t t : pending_) Put<int32_t>(p, t);
-  const size_t kv = backend_->KvStateBytes(n_past());
+  const size_t kv = kv_->StateBytes(n_past());
   Put<uint64_t>(p, kv);
-  ZF_RETURN_IF_ERROR(backend_->SaveKv(n_past(), p));
+  ZF_RETURN_IF_ERROR(kv_->ReadRows(0, n_past(), p));
   if (recurrent()) {
     p += kv;
     Put<uint64_t>(p, uint64_t(state_.size()));
@@ -135,7 +135,7 @@ Status Session::LoadState(const uint8_t* buf, size_t len) {
   const uint64_t kv = Get<uint64_t>(p);
   const size_t rest = len - kHeader - toks - 8;  // kv bytes, then the recurrent section
   const size_t n_ckpt = n_hist / size_t(kCheckpointInterval);
-  if (kv != backend_->KvStateBytes(int32_t(n_hist)) || rest < kv) {
+  if (kv != kv_->StateBytes(int32_t(n_hist)) || rest < kv) {
     return FormatError("session state KV size " + std::to_string(kv) + " does not match this session's cache");
   }
   std::vector<float> state;                      // the state after the history
@@ -177,7 +177,7 @@ Status Session::LoadState(const uint8_t* buf, size_t len) {
     return FormatError("session state KV size " + std::to_string(kv) + " does not match this session's cache");
   }
   ForgetRows(0);  // no rows (or mapped cache blocks) of the old history stay behind the new ones
-  ZF_RETURN_IF_ERROR(backend_->LoadKv(int32_t(n_hist), p));
+  ZF_RETURN_IF_ERROR(kv_->WriteRows(0, int32_t(n_hist), p));
   if (recurrent()) {
     state_.Assign(state.data());
     block_states_ = std::move(checkpoints);

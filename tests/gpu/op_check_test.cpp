@@ -39,6 +39,15 @@ float RelErr(const std::vector<float>& gpu, const std::vector<float>& cpu) {
   return worst / scale;
 }
 
+// The same sequence's rows on both engines.
+class CheckingKv final : public engine::KvCache {
+ public:
+  CheckingKv(std::unique_ptr<engine::KvCache> gpu, std::unique_ptr<engine::KvCache> cpu)
+      : KvCache(engine::Device::kAuto, gpu->n_layer(), gpu->n_ctx(), gpu->k_width(), gpu->v_width(), gpu->type()),
+        gpu_(std::move(gpu)), cpu_(std::move(cpu)) {}
+  std::unique_ptr<engine::KvCache> gpu_, cpu_;
+};
+
 class CheckingBackend final : public Backend {
  public:
   CheckingBackend(Backend& gpu, Backend& cpu, float tol) : gpu_(gpu), cpu_(cpu), tol_(tol) {}
@@ -48,10 +57,14 @@ class CheckingBackend final : public Backend {
   int32_t checked() const { return checked_; }
   float worst() const { return worst_; }
 
-  Status InitKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, engine::KvType type) override {
+  Status CreateKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, engine::KvType type,
+                  std::unique_ptr<engine::KvCache>* out) override {
     k_width_ = k_width, v_width_ = v_width;
-    ZF_RETURN_IF_ERROR(cpu_.InitKv(n_layer, n_ctx, k_width, v_width, type));
-    return gpu_.InitKv(n_layer, n_ctx, k_width, v_width, type);
+    std::unique_ptr<engine::KvCache> c, g;
+    ZF_RETURN_IF_ERROR(cpu_.CreateKv(n_layer, n_ctx, k_width, v_width, type, &c));
+    ZF_RETURN_IF_ERROR(gpu_.CreateKv(n_layer, n_ctx, k_width, v_width, type, &g));
+    out->reset(new CheckingKv(std::move(g), std::move(c)));
+    return Status::Ok();
   }
   void GetRows(const Tensor& table, const int32_t* ids, int32_t n, float scale, float* out) override {
     std::vector<float> want(size_t(n) * size_t(table.ne[0]));
@@ -101,18 +114,21 @@ class CheckingBackend final : public Backend {
     gpu_.GatedActivation(act, gate, up, n);
     Check("gated_act " + std::to_string(int(act)), gate, h);
   }
-  void StoreKv(int32_t layer, const float* k, const float* v, int32_t n_tok, int32_t pos0) override {
+  void StoreKv(engine::KvCache& kv, int32_t layer, const float* k, const float* v, int32_t n_tok,
+               int32_t pos0) override {
+    auto& both = static_cast<CheckingKv&>(kv);
     std::vector<float> hk = Down(k, size_t(n_tok) * size_t(k_width_)), hv = Down(v, size_t(n_tok) * size_t(v_width_));
-    cpu_.StoreKv(layer, hk.data(), hv.data(), n_tok, pos0);
-    gpu_.StoreKv(layer, k, v, n_tok, pos0);
+    cpu_.StoreKv(*both.cpu_, layer, hk.data(), hv.data(), n_tok, pos0);
+    gpu_.StoreKv(*both.gpu_, layer, k, v, n_tok, pos0);
     layer_ = layer;
   }
-  void Attention(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const engine::AttentionParams& ap,
-                 float* out) override {
+  void Attention(const engine::KvCache& kv, int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
+                 const engine::AttentionParams& ap, float* out) override {
+    const auto& both = static_cast<const CheckingKv&>(kv);
     std::vector<float> hq = Down(q, size_t(n_tok) * size_t(ap.n_head) * size_t(ap.head_dim_k));
     std::vector<float> want(size_t(n_tok) * size_t(ap.n_head) * size_t(ap.head_dim_v));
-    cpu_.Attention(layer, hq.data(), n_tok, pos0, ap, want.data());
-    gpu_.Attention(layer, q, n_tok, pos0, ap, out);
+    cpu_.Attention(*both.cpu_, layer, hq.data(), n_tok, pos0, ap, want.data());
+    gpu_.Attention(*both.gpu_, layer, q, n_tok, pos0, ap, out);
     layer_ = layer;
     Check("attention heads " + std::to_string(ap.n_head) + "/" + std::to_string(ap.n_head_kv) + " hd " +
               std::to_string(ap.head_dim_k) + "/" + std::to_string(ap.head_dim_v) + " window " +
@@ -195,8 +211,10 @@ TEST(GpuOpCheck, EveryOpOfPrefillAndDecodeMatchesTheCpu) {
     std::unique_ptr<Backend> cpu = engine::CreateCpuBackend(4);
     CheckingBackend check(*gpu, *cpu, 3e-2f);
     const model::ModelDesc& d = m->desc();
-    ASSERT_TRUE(check.InitKv(d.NKvLayers(), 256, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16).ok());
-    model::Forward fwd(*m, check, 64, 256);
+    std::unique_ptr<engine::KvCache> kv;
+    ASSERT_TRUE(check.CreateKv(d.NKvLayers(), 256, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16, &kv).ok());
+    model::Forward fwd(*m, check, 64);
+    const model::Forward::SeqState seq{kv.get(), nullptr, model::Forward::RopeFactors(*m, 256)};
     if (!fwd.status().ok()) {
       std::printf("%-50s forward refused: %s\n", path.c_str(), fwd.status().message().c_str());
       continue;
@@ -204,9 +222,9 @@ TEST(GpuOpCheck, EveryOpOfPrefillAndDecodeMatchesTheCpu) {
     std::vector<int32_t> prompt;
     for (int32_t i = 0; i < 20; ++i) prompt.push_back((i * 7919 + 11) % d.n_vocab);
     std::vector<float> logits(size_t(d.n_vocab));
-    fwd.Run(prompt.data(), 5, 0, logits.data(), nullptr, nullptr);       // prefill on the GEMV (< 16 rows)
-    fwd.Run(prompt.data() + 2, 16, 5, logits.data(), nullptr, nullptr);  // prefill on the tensor-core GEMM
-    fwd.Run(prompt.data() + 3, 1, 21, logits.data(), nullptr, nullptr);  // decode
+    fwd.Run(seq, prompt.data(), 5, 0, logits.data(), nullptr);       // prefill on the GEMV (< 16 rows)
+    fwd.Run(seq, prompt.data() + 2, 16, 5, logits.data(), nullptr);  // prefill on the tensor-core GEMM
+    fwd.Run(seq, prompt.data() + 3, 1, 21, logits.data(), nullptr);  // decode
     EXPECT_TRUE(check.TakeError().ok());
     const std::string name = path.substr(path.rfind('/') + 1);
     std::printf("%-50s %d ops checked, worst relative error %.2g, %zu over tolerance\n", name.c_str(), check.checked(),

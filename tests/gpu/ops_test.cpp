@@ -266,14 +266,15 @@ TEST_F(GpuOps, RopeBothStylesAndFusedQkNorm) {
 
 TEST_F(GpuOps, AttentionPrefillAndSplitDecodeWithWindowAndSoftcap) {
   const int32_t n_head = 4, n_kv = 2, hd = 64, n_ctx = 700, n_pre = 300;
-  ASSERT_TRUE(cpu_->InitKv(1, n_ctx, n_kv * hd, n_kv * hd, KvType::kF16).ok());
-  ASSERT_TRUE(gpu_->InitKv(1, n_ctx, n_kv * hd, n_kv * hd, KvType::kF16).ok());
+  std::unique_ptr<engine::KvCache> ckv, gkv;
+  ASSERT_TRUE(cpu_->CreateKv(1, n_ctx, n_kv * hd, n_kv * hd, KvType::kF16, &ckv).ok());
+  ASSERT_TRUE(gpu_->CreateKv(1, n_ctx, n_kv * hd, n_kv * hd, KvType::kF16, &gkv).ok());
   const std::vector<float> k = Random(size_t(n_pre + 1) * n_kv * hd), v = Random(size_t(n_pre + 1) * n_kv * hd);
-  cpu_->StoreKv(0, k.data(), v.data(), n_pre, 0);
-  gpu_->StoreKv(0, Up(k), Up(v), n_pre, 0);
+  cpu_->StoreKv(*ckv, 0, k.data(), v.data(), n_pre, 0);
+  gpu_->StoreKv(*gkv, 0, Up(k), Up(v), n_pre, 0);
   const std::vector<float> kd(k.end() - n_kv * hd, k.end()), vd(v.end() - n_kv * hd, v.end());
-  cpu_->StoreKv(0, kd.data(), vd.data(), 1, n_pre);
-  gpu_->StoreKv(0, Up(kd), Up(vd), 1, n_pre);
+  cpu_->StoreKv(*ckv, 0, kd.data(), vd.data(), 1, n_pre);
+  gpu_->StoreKv(*gkv, 0, Up(kd), Up(vd), 1, n_pre);
   for (int32_t window : {0, 100}) {
     for (float softcap : {0.0f, 20.0f}) {
       AttentionParams ap;
@@ -285,15 +286,15 @@ TEST_F(GpuOps, AttentionPrefillAndSplitDecodeWithWindowAndSoftcap) {
       ap.window = window;
       const std::vector<float> q = Random(size_t(n_pre) * n_head * hd, -3, 3);
       std::vector<float> co(q.size());
-      cpu_->Attention(0, q.data(), n_pre, 0, ap, co.data());
+      cpu_->Attention(*ckv, 0, q.data(), n_pre, 0, ap, co.data());
       float* dout = gpu_->AllocActivations(q.size());
-      gpu_->Attention(0, Up(q), n_pre, 0, ap, dout);
+      gpu_->Attention(*gkv, 0, Up(q), n_pre, 0, ap, dout);
       EXPECT_LE(NormErr(Down(dout, q.size()), co), 2e-3f) << "prefill window " << window << " softcap " << softcap;
       const std::vector<float> q1(q.begin(), q.begin() + n_head * hd);
       std::vector<float> c1(q1.size());
-      cpu_->Attention(0, q1.data(), 1, n_pre, ap, c1.data());  // decode at position 300: 2 splits
+      cpu_->Attention(*ckv, 0, q1.data(), 1, n_pre, ap, c1.data());  // decode at position 300: 2 splits
       float* d1 = gpu_->AllocActivations(q1.size());
-      gpu_->Attention(0, Up(q1), 1, n_pre, ap, d1);
+      gpu_->Attention(*gkv, 0, Up(q1), 1, n_pre, ap, d1);
       EXPECT_LE(NormErr(Down(d1, q1.size()), c1), 2e-3f) << "decode window " << window << " softcap " << softcap;
     }
   }

@@ -72,10 +72,11 @@ void CheckBackend(KvType type, int32_t n_head, int32_t n_kv, int32_t hd, int32_t
                std::to_string(window));
   const int32_t n_ctx = pos0 + n_tok + 3, layers = 2, layer = 1;
   CpuBackend be(2);
-  ASSERT_TRUE(be.InitKv(layers, n_ctx, n_kv * hd, n_kv * hd, type).ok());
+  std::unique_ptr<KvCache> kv;
+  ASSERT_TRUE(be.CreateKv(layers, n_ctx, n_kv * hd, n_kv * hd, type, &kv).ok());
   const int32_t n_pos = pos0 + n_tok;
   std::vector<float> k = RandomFloats(size_t(n_pos) * size_t(n_kv * hd), 4), v = RandomFloats(size_t(n_pos) * size_t(n_kv * hd), 5);
-  be.StoreKv(layer, k.data(), v.data(), n_pos, 0);
+  be.StoreKv(*kv, layer, k.data(), v.data(), n_pos, 0);
   std::vector<float> q = RandomFloats(size_t(n_tok) * size_t(n_head * hd), 6);
   AttentionParams ap;
   ap.n_head = n_head;
@@ -87,9 +88,9 @@ void CheckBackend(KvType type, int32_t n_head, int32_t n_kv, int32_t hd, int32_t
   const std::vector<float> sink = testing::RandomSinks(n_head, 7);
   if (sinks) ap.sinks = sink.data();
   std::vector<float> out(size_t(n_tok) * size_t(n_head * hd), NAN), one(size_t(n_head * hd));
-  be.Attention(layer, q.data(), n_tok, pos0, ap, out.data());
+  be.Attention(*kv, layer, q.data(), n_tok, pos0, ap, out.data());
   for (int32_t t = 0; t < n_tok; ++t) {
-    be.Attention(layer, q.data() + size_t(t) * size_t(n_head * hd), 1, pos0 + t, ap, one.data());
+    be.Attention(*kv, layer, q.data() + size_t(t) * size_t(n_head * hd), 1, pos0 + t, ap, one.data());
     for (int32_t i = 0; i < n_head * hd; ++i) {
       ASSERT_NEAR(out[size_t(t) * size_t(n_head * hd) + size_t(i)], one[size_t(i)], 2e-5f * (1.0f + std::fabs(one[size_t(i)])))
           << "token " << t << " element " << i;

@@ -43,17 +43,22 @@ size_t CpuBackend::AttnScratchPerThread(int32_t n_ctx, int32_t k_width, int32_t 
   return std::max(per_row, decode);
 }
 
+float* CpuBackend::AttnScratch(const CpuKvCache& kv) {
+  const size_t need = size_t(pool_->size()) * AttnScratchPerThread(kv.n_ctx(), kv.k_width(), kv.v_width());
+  if (attn_scratch_.size() < need) attn_scratch_.resize(need);
+  return attn_scratch_.data();
+}
+
 // Heads [h0, h1) of one query row at position pos0 over `cache`'s layer, a KV group (and at most
 // kDecodeHeads) at a time; scratch: AttnScratchPerThread floats. A head's result does not depend
 // on which heads share its call (each has its own accumulators), so any split of the heads
 // across threads gives the same output.
-void CpuBackend::DecodeHeads(const CpuBackend& cache, int32_t layer, const float* q, int32_t pos0,
+void CpuBackend::DecodeHeads(const CpuKvCache& cache, int32_t layer, const float* q, int32_t pos0,
                              const AttentionParams& ap, float* out, int32_t h0, int32_t h1, float* scratch) {
   const int32_t group = ap.n_head / ap.n_head_kv, dk = ap.head_dim_k, dv = ap.head_dim_v;
   const int32_t lo = ap.window > 0 ? std::max(0, pos0 - ap.window + 1) : 0;
-  const int64_t slot0 = int64_t{layer} * cache.ctx_stride_ + lo;
-  const auto* kc = reinterpret_cast<const uint16_t*>(cache.k_cache_.data()) + slot0 * cache.k_width_;
-  const auto* vc = reinterpret_cast<const uint16_t*>(cache.v_cache_.data()) + slot0 * cache.v_width_;
+  const auto* kc = reinterpret_cast<const uint16_t*>(cache.Row(false, layer, lo));
+  const auto* vc = reinterpret_cast<const uint16_t*>(cache.Row(true, layer, lo));
   float* qs = scratch;
   float* q16 = qs + size_t(attn::kDecodeHeads) * size_t(dk);
   float* scores = q16 + size_t(dk);
@@ -73,9 +78,9 @@ void CpuBackend::DecodeHeads(const CpuBackend& cache, int32_t layer, const float
     dg.d_k = dk;
     dg.d_v = dv;
     dg.k = kc + int64_t{g} * dk;
-    dg.k_stride = cache.k_width_;
+    dg.k_stride = cache.k_width();
     dg.v = vc + int64_t{g} * dv;
-    dg.v_stride = cache.v_width_;
+    dg.v_stride = cache.v_width();
     dg.n_keys = pos0 - lo + 1;
     dg.scale = ap.scale;
     dg.softcap = ap.softcap;
@@ -87,42 +92,42 @@ void CpuBackend::DecodeHeads(const CpuBackend& cache, int32_t layer, const float
   }
 }
 
-void CpuBackend::AttentionDecode(int32_t layer, const float* q, int32_t pos0, const AttentionParams& ap, float* out) {
+void CpuBackend::AttentionDecode(const CpuKvCache& kv, int32_t layer, const float* q, int32_t pos0,
+                                 const AttentionParams& ap, float* out) {
   struct Ctx {
-    CpuBackend* self;
+    const CpuKvCache* kv;
+    float* scratch;
+    size_t per_thread;
     const float* q;
     float* out;
     const AttentionParams* ap;
     int32_t layer, pos0;
-  } c{this, q, out, &ap, layer, pos0};
+  } c{&kv, AttnScratch(kv), AttnScratchPerThread(kv.n_ctx(), kv.k_width(), kv.v_width()), q, out, &ap, layer, pos0};
   pool_->Run(
       [](void* p, int32_t ith, int32_t nth) {
         Ctx& c = *static_cast<Ctx*>(p);
-        CpuBackend& self = *c.self;
         const AttentionParams& ap = *c.ap;
-        float* scratch =
-            self.attn_scratch_.data() + size_t(ith) * AttnScratchPerThread(self.n_ctx_, self.k_width_, self.v_width_);
         // This thread's heads [h0, h1).
         const int32_t h0 = int32_t(int64_t{ap.n_head} * ith / nth), h1 = int32_t(int64_t{ap.n_head} * (ith + 1) / nth);
-        DecodeHeads(self, c.layer, c.q, c.pos0, ap, c.out, h0, h1, scratch);
+        DecodeHeads(*c.kv, c.layer, c.q, c.pos0, ap, c.out, h0, h1, c.scratch + size_t(ith) * c.per_thread);
       },
       &c);
 }
 
 // Batched decode: every (row, KV group) pair is one work item, taken from a counter by this
-// backend's threads (the sequences' own backends only hold the caches). Rows whose cache is
-// not an F16 CPU cache, or CPUs without the fast kernels, take each backend's own Attention.
+// backend's threads. Rows whose cache is not an F16 CPU cache, or CPUs without the fast
+// kernels, go one after the other through Attention.
 void CpuBackend::AttentionRows(int32_t layer, const DecodeRow* rows, int32_t n, const AttentionParams& ap) {
   static const bool fast = attn::HasFastBlock() && !env::NoBlockedAttention();
   int32_t max_ctx = 0, k_width = 0, v_width = 0;
   bool ok = fast;
   for (int32_t i = 0; i < n && ok; ++i) {
-    const auto* c = dynamic_cast<const CpuBackend*>(rows[i].kv);
-    ok = c != nullptr && c->kv_type_ == KvType::kF16;
+    const CpuKvCache* c = CpuKvCache::Of(*rows[i].kv);
+    ok = c != nullptr && c->type() == KvType::kF16;
     if (ok) {
-      max_ctx = std::max(max_ctx, c->n_ctx_);
-      k_width = std::max(k_width, c->k_width_);
-      v_width = std::max(v_width, c->v_width_);
+      max_ctx = std::max(max_ctx, c->n_ctx());
+      k_width = std::max(k_width, c->k_width());
+      v_width = std::max(v_width, c->v_width());
     }
   }
   if (!ok) {
@@ -149,7 +154,7 @@ void CpuBackend::AttentionRows(int32_t layer, const DecodeRow* rows, int32_t n, 
              it = c.next.fetch_add(1, std::memory_order_relaxed)) {
           const DecodeRow& r = c.rows[it / c.groups];
           const int32_t g = int32_t(it % c.groups);
-          DecodeHeads(*static_cast<const CpuBackend*>(r.kv), c.layer, r.q, r.pos, *c.ap, r.out, g * group,
+          DecodeHeads(*CpuKvCache::Of(*r.kv), c.layer, r.q, r.pos, *c.ap, r.out, g * group,
                       (g + 1) * group, scratch);
         }
       },
@@ -160,31 +165,30 @@ void CpuBackend::AttentionRows(int32_t layer, const DecodeRow* rows, int32_t n, 
 // go through the blocked kernel. This layer's K is staged once transposed (head, dimension,
 // position) in F32 and V as F32 rows. With an F16 cache, Q is rounded to F16 as the reference
 // does (products and sums in F32).
-void CpuBackend::AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
-                                  const AttentionParams& ap, float* out) {
-  const bool f16 = kv_type_ == KvType::kF16;
-  const size_t elem = f16 ? 2 : 4;
+void CpuBackend::AttentionBlocked(const CpuKvCache& cache, int32_t layer, const float* q, int32_t n_tok,
+                                  int32_t pos0, const AttentionParams& ap, float* out) {
+  const bool f16 = cache.type() == KvType::kF16;
   const int32_t n_pos = pos0 + n_tok;
   const int32_t dk = ap.head_dim_k;
   const int64_t kt_stride = (int64_t{n_pos} + attn::kKeyPad + 15) / 16 * 16;
-  const int64_t layer_base = int64_t{layer} * ctx_stride_;
-  const uint8_t* kdata = k_cache_.data() + size_t(layer_base) * size_t(k_width_) * elem;
-  const uint8_t* vdata = v_cache_.data() + size_t(layer_base) * size_t(v_width_) * elem;
+  const uint8_t* kdata = cache.Row(false, layer, 0);
+  const uint8_t* vdata = cache.Row(true, layer, 0);
+  const int32_t k_width = cache.k_width(), v_width = cache.v_width(), n_ctx = cache.n_ctx();
   const size_t nth = size_t(pool_->size());
   constexpr int32_t kStageRows = 16;  // K rows converted per step before the transposing scatter
   const size_t per_thread = size_t(attn::kAttnRows) * size_t(dk) +
                             size_t(attn::kAttnRows) * size_t(attn::ScoreStride(n_pos)) +
-                            size_t(kStageRows) * size_t(k_width_);
-  if (kt_stage_.size() < size_t(k_width_) * size_t(kt_stride)) kt_stage_.resize(size_t(k_width_) * size_t(kt_stride));
+                            size_t(kStageRows) * size_t(k_width);
+  if (kt_stage_.size() < size_t(k_width) * size_t(kt_stride)) kt_stage_.resize(size_t(k_width) * size_t(kt_stride));
   if (attn_block_.size() < nth * per_thread) attn_block_.resize(nth * per_thread);
   float* kt = kt_stage_.data();
   const float* vf = reinterpret_cast<const float*>(vdata);
   if (f16) {
-    if (kv_stage_.size() < size_t(n_pos) * size_t(v_width_)) kv_stage_.resize(size_t(n_ctx_) * size_t(v_width_));
+    if (kv_stage_.size() < size_t(n_pos) * size_t(v_width)) kv_stage_.resize(size_t(n_ctx) * size_t(v_width));
     vf = kv_stage_.data();
   }
   float* blk = attn_block_.data();
-  const int32_t kw = k_width_, vw = v_width_;
+  const int32_t kw = k_width, vw = v_width;
   // Stage K transposed (and V as F32 rows for an F16 cache), positions split across threads.
   const int64_t n_chunks = (n_pos + kStageRows - 1) / kStageRows;
   // Phase 1, one item per chunk of kStageRows positions (the last item also zeroes the padding
@@ -301,96 +305,104 @@ void CpuBackend::AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, 
 // Exact prefill (SetBatchInvariant): each query row goes through the decode kernel over the
 // keys up to its own position, so a position's output is the same whether its prompt arrived
 // in one chunk, in several, or one token at a time. Items are (row, KV group) pairs.
-void CpuBackend::AttentionRowsExact(int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
+void CpuBackend::AttentionRowsExact(const CpuKvCache& kv, int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
                                     const AttentionParams& ap, float* out) {
   struct Ctx {
-    CpuBackend* self;
+    const CpuKvCache* kv;
+    float* scratch;
+    size_t per_thread;
     const float* q;
     float* out;
     const AttentionParams* ap;
     int32_t layer, pos0;
     int64_t items;
     std::atomic<int64_t> next;
-  } c{this, q, out, &ap, layer, pos0, int64_t{n_tok} * ap.n_head_kv, {0}};
+  } c{&kv,   AttnScratch(kv), AttnScratchPerThread(kv.n_ctx(), kv.k_width(), kv.v_width()),
+      q,     out,             &ap,
+      layer, pos0,            int64_t{n_tok} * ap.n_head_kv,
+      {0}};
   pool_->Run(
       [](void* p, int32_t ith, int32_t) {
         Ctx& c = *static_cast<Ctx*>(p);
-        CpuBackend& self = *c.self;
         const AttentionParams& ap = *c.ap;
         const int32_t group = ap.n_head / ap.n_head_kv;
-        float* scratch =
-            self.attn_scratch_.data() + size_t(ith) * AttnScratchPerThread(self.n_ctx_, self.k_width_, self.v_width_);
+        float* scratch = c.scratch + size_t(ith) * c.per_thread;
         // The costliest items (last rows: the most keys) first.
         for (int64_t taken = c.next.fetch_add(1, std::memory_order_relaxed); taken < c.items;
              taken = c.next.fetch_add(1, std::memory_order_relaxed)) {
           const int64_t it = c.items - 1 - taken;
           const int32_t t = int32_t(it / ap.n_head_kv), g = int32_t(it % ap.n_head_kv);
-          DecodeHeads(self, c.layer, c.q + int64_t{t} * ap.n_head * ap.head_dim_k, c.pos0 + t, ap,
+          DecodeHeads(*c.kv, c.layer, c.q + int64_t{t} * ap.n_head * ap.head_dim_k, c.pos0 + t, ap,
                       c.out + int64_t{t} * ap.n_head * ap.head_dim_v, g * group, (g + 1) * group, scratch);
         }
       },
       &c);
 }
 
-void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const AttentionParams& ap,
-                           float* out) {
+void CpuBackend::StoreKv(KvCache& kv, int32_t layer, const float* k, const float* v, int32_t n_tok, int32_t pos0) {
+  CpuKvCache::Of(kv)->Store(layer, k, v, n_tok, pos0);
+}
+
+void CpuBackend::Attention(const KvCache& kv, int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
+                           const AttentionParams& ap, float* out) {
   static const bool blocked_ok = attn::HasFastBlock() && !env::NoBlockedAttention();
-  if (n_tok > 1 && blocked_ok && invariant_ && kv_type_ == KvType::kF16) {
-    AttentionRowsExact(layer, q, n_tok, pos0, ap, out);
+  const CpuKvCache& cache = *CpuKvCache::Of(kv);
+  const bool f16 = cache.type() == KvType::kF16;
+  if (n_tok > 1 && blocked_ok && invariant_ && f16) {
+    AttentionRowsExact(cache, layer, q, n_tok, pos0, ap, out);
     return;
   }
   if (n_tok > 1 && blocked_ok) {
-    AttentionBlocked(layer, q, n_tok, pos0, ap, out);
+    AttentionBlocked(cache, layer, q, n_tok, pos0, ap, out);
     return;
   }
-  if (n_tok == 1 && blocked_ok && kv_type_ == KvType::kF16) {  // HasFastDecode() == HasFastBlock()
-    AttentionDecode(layer, q, pos0, ap, out);
+  if (n_tok == 1 && blocked_ok && f16) {  // HasFastDecode() == HasFastBlock()
+    AttentionDecode(cache, layer, q, pos0, ap, out);
     return;
   }
   const int32_t group = ap.n_head / ap.n_head_kv;
   const int32_t q_width = ap.n_head * ap.head_dim_k;
   const int32_t o_width = ap.n_head * ap.head_dim_v;
-  const int64_t layer_base = int64_t{layer} * ctx_stride_;
-  const size_t per_thread = AttnScratchPerThread(n_ctx_, k_width_, v_width_);
+  const int32_t k_width = cache.k_width(), v_width = cache.v_width(), n_ctx = cache.n_ctx();
+  const size_t per_thread = AttnScratchPerThread(n_ctx, k_width, v_width);
+  float* scratch = AttnScratch(cache);
   // Prefill with an F16 cache: this layer's K/V rows are converted to F32 once (in parallel)
   // and shared by every query, instead of converting them again for each (token, head).
-  const bool f16 = kv_type_ == KvType::kF16;
   const bool staged = f16 && n_tok > 1;
-  const uint8_t* kdata = k_cache_.data() + size_t(layer_base) * size_t(k_width_) * (f16 ? 2 : 4);
-  const uint8_t* vdata = v_cache_.data() + size_t(layer_base) * size_t(v_width_) * (f16 ? 2 : 4);
+  const uint8_t* kdata = cache.Row(false, layer, 0);
+  const uint8_t* vdata = cache.Row(true, layer, 0);
   if (staged) {
     const int32_t n_pos = pos0 + n_tok;
-    if (kv_stage_.size() < size_t(n_pos) * size_t(k_width_ + v_width_)) {
-      kv_stage_.resize(size_t(n_ctx_) * size_t(k_width_ + v_width_));
+    if (kv_stage_.size() < size_t(n_pos) * size_t(k_width + v_width)) {
+      kv_stage_.resize(size_t(n_ctx) * size_t(k_width + v_width));
     }
     float* kf = kv_stage_.data();
-    float* vf = kf + size_t(n_pos) * size_t(k_width_);
+    float* vf = kf + size_t(n_pos) * size_t(k_width);
     pool_->ParallelFor(n_pos, [&](int64_t b, int64_t e) {
-      quant::DequantizeRow(GgmlType::F16, kdata + size_t(b) * size_t(k_width_) * 2, kf + size_t(b) * size_t(k_width_),
-                           (e - b) * k_width_);
-      quant::DequantizeRow(GgmlType::F16, vdata + size_t(b) * size_t(v_width_) * 2, vf + size_t(b) * size_t(v_width_),
-                           (e - b) * v_width_);
+      quant::DequantizeRow(GgmlType::F16, kdata + size_t(b) * size_t(k_width) * 2, kf + size_t(b) * size_t(k_width),
+                           (e - b) * k_width);
+      quant::DequantizeRow(GgmlType::F16, vdata + size_t(b) * size_t(v_width) * 2, vf + size_t(b) * size_t(v_width),
+                           (e - b) * v_width);
     });
     kdata = reinterpret_cast<const uint8_t*>(kf);
     vdata = reinterpret_cast<const uint8_t*>(vf);
   }
   struct Ctx {
-    CpuBackend* self;
+    float* scratch;
     const float* q;
     float* out;
     const AttentionParams* ap;
-    int32_t n_tok, pos0, group, q_width, o_width;
+    int32_t n_tok, pos0, group, q_width, o_width, k_width, v_width;
     size_t per_thread;
     const uint8_t* kdata;  // this layer's position 0 (cache type, or F32 when staged)
     const uint8_t* vdata;
     bool f16, staged;
-  } c{this, q, out, &ap, n_tok, pos0, group, q_width, o_width, per_thread, kdata, vdata, f16, staged};
+  } c{scratch, q, out, &ap, n_tok, pos0, group, q_width, o_width, k_width, v_width, per_thread, kdata, vdata, f16, staged};
   pool_->Run(
       [](void* p, int32_t ith, int32_t nth) {
         Ctx& c = *static_cast<Ctx*>(p);
-        CpuBackend& self = *c.self;
         const AttentionParams& ap = *c.ap;
-        float* row = self.attn_scratch_.data() + size_t(ith) * c.per_thread;
+        float* row = c.scratch + size_t(ith) * c.per_thread;
         const int64_t n_pairs = int64_t{c.n_tok} * ap.n_head;
         for (int64_t pair = ith; pair < n_pairs; pair += nth) {
           const int32_t t = int32_t(pair / ap.n_head);
@@ -419,7 +431,7 @@ void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t
           float mx = -INFINITY;
           for (int32_t j = lo; j <= last; ++j) {
             const size_t slot = size_t(j);
-            float s = quant::VecDot(kv, ap.head_dim_k, kbase + slot * self.k_width_ * elem, q16);
+            float s = quant::VecDot(kv, ap.head_dim_k, kbase + slot * c.k_width * elem, q16);
             s *= ap.scale;
             if (ap.softcap > 0.0f) s = ap.softcap * std::tanh(s / ap.softcap);
             scores[j - lo] = s;
@@ -440,9 +452,9 @@ void CpuBackend::Attention(int32_t layer, const float* q, int32_t n_tok, int32_t
             const float w = scores[j] * inv;
             const float* vh = vrow;
             if (kv == GgmlType::F32) {
-              vh = reinterpret_cast<const float*>(vbase + slot * self.v_width_ * elem);
+              vh = reinterpret_cast<const float*>(vbase + slot * c.v_width * elem);
             } else {
-              quant::DequantizeRow(kv, vbase + slot * self.v_width_ * elem, vrow, ap.head_dim_v);
+              quant::DequantizeRow(kv, vbase + slot * c.v_width * elem, vrow, ap.head_dim_v);
             }
             quant::AxpyF32(ap.head_dim_v, w, vh, oh);
           }

@@ -2,8 +2,9 @@
 // attention over an F16/F32 KV cache, all split across a persistent thread pool. Its methods are
 // defined by job: cpu_backend.cpp, cpu_matmul.cpp, cpu_elementwise.cpp, cpu_attention.cpp,
 // cpu_kv_cache.cpp.
-// Thread-compatible: one session's thread at a time. The thread pool is usually the model's
-// (shared by all its sessions' backends, engine.cpp); the KV cache and scratch are this one's.
+// Thread-compatible: one thread at a time. The thread pool is usually the model's (shared by
+// all its backends, engine.cpp); the scratch is this one's; KV rows come with each call
+// (cpu_kv_cache.h).
 #pragma once
 
 #include <atomic>
@@ -13,6 +14,7 @@
 
 #include "common/lazy_buffer.h"
 #include "engine/backend.h"
+#include "engine/cpu/cpu_kv_cache.h"
 #include "engine/cpu/packed_weights.h"
 #include "engine/thread_pool.h"
 
@@ -25,7 +27,10 @@ class CpuBackend final : public Backend {
   CpuBackend(int32_t n_threads, const PackedWeights* packed = nullptr, ThreadPool* pool = nullptr);
   const char* name() const override { return "cpu"; }
 
-  Status InitKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type) override;
+  Status CreateKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type,
+                  std::unique_ptr<KvCache>* out) override {
+    return CpuKvCache::Create(n_layer, n_ctx, k_width, v_width, type, out);
+  }
   void GetRows(const Tensor& table, const int32_t* ids, int32_t n, float scale, float* out) override;
   void MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y) override;
   void MatMulShared(const Tensor* const* w, float* const* y, int32_t n, const float* x, int32_t n_tok) override;
@@ -37,9 +42,9 @@ class CpuBackend final : public Backend {
   void Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim, const int32_t* pos,
             const RopeParams& rp) override;
   void GatedActivation(Activation act, float* gate, const float* up, int64_t n) override;
-  void StoreKv(int32_t layer, const float* k, const float* v, int32_t n_tok, int32_t pos0) override;
-  void Attention(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const AttentionParams& ap,
-                 float* out) override;
+  void StoreKv(KvCache& kv, int32_t layer, const float* k, const float* v, int32_t n_tok, int32_t pos0) override;
+  void Attention(const KvCache& kv, int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
+                 const AttentionParams& ap, float* out) override;
   void AttentionRows(int32_t layer, const DecodeRow* rows, int32_t n, const AttentionParams& ap) override;
   void Softcap(float* x, int64_t n, float cap) override;
   bool Supports(Op) const override { return true; }
@@ -47,12 +52,6 @@ class CpuBackend final : public Backend {
     invariant_ = on;
     return true;
   }
-  int32_t KvPlanes() const override { return k_width_ == 0 ? 0 : 2 * n_layer_; }
-  size_t KvPlaneBytes(int32_t plane, int32_t n_pos) const override;
-  Status ReadKvPlanes(int32_t pos0, int32_t n_pos, uint8_t* const* planes) const override;
-  Status WriteKvPlanes(int32_t pos0, int32_t n_pos, const uint8_t* const* planes) override;
-  bool MapKvPlanes(int32_t pos0, int32_t n_pos, int fd, const uint64_t* offsets) override;
-  void ReleaseKv(int32_t pos0) override;
   void LayerNorm(const float* x, const float* w, const float* b, int32_t rows, int32_t n, float eps, float* y) override;
   void Scale(float* x, int64_t n, float s) override;
   void AddScaled(float* x, const float* y, int64_t n, float s) override;
@@ -67,8 +66,10 @@ class CpuBackend final : public Backend {
   void SigmoidGate(float* x, const float* gate, int64_t n) override;
 
  private:
-  // Reads one cached row (k or v) as floats.
+  // Per-thread attention scratch for a cache of n_ctx positions: scores + one k/v row.
   static size_t AttnScratchPerThread(int32_t n_ctx, int32_t k_width, int32_t v_width);
+  // attn_scratch_ grown to AttnScratchPerThread floats per thread of the pool for `kv`.
+  float* AttnScratch(const CpuKvCache& kv);
 
   std::unique_ptr<ThreadPool> own_pool_;  // only when no shared pool was given
   ThreadPool* pool_;
@@ -129,36 +130,22 @@ class CpuBackend final : public Backend {
   std::vector<int32_t> pack_aoff_;  // per weight: [n_tok][k/group] -offset x group sum (fixed-offset formats)
   std::vector<uint8_t> pack_tiles_;  // per thread: one packed tile + one unpacked row
   // Prefill attention in blocks of query rows (engine/cpu/attention_kernels.h).
-  void AttentionBlocked(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const AttentionParams& ap,
-                        float* out);
+  void AttentionBlocked(const CpuKvCache& kv, int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
+                        const AttentionParams& ap, float* out);
   // Decode attention with an F16 cache: the heads of each KV group together
   // (attention_kernels.h, DecodeGroup), heads split evenly across threads.
-  void AttentionDecode(int32_t layer, const float* q, int32_t pos0, const AttentionParams& ap, float* out);
+  void AttentionDecode(const CpuKvCache& kv, int32_t layer, const float* q, int32_t pos0, const AttentionParams& ap,
+                       float* out);
   // Prefill rows one by one through the decode kernel (SetBatchInvariant: exact prefill).
-  void AttentionRowsExact(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const AttentionParams& ap,
-                          float* out);
-  static void DecodeHeads(const CpuBackend& cache, int32_t layer, const float* q, int32_t pos0,
+  void AttentionRowsExact(const CpuKvCache& kv, int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
+                          const AttentionParams& ap, float* out);
+  static void DecodeHeads(const CpuKvCache& cache, int32_t layer, const float* q, int32_t pos0,
                           const AttentionParams& ap, float* out, int32_t h0, int32_t h1, float* scratch);
   std::vector<float> rows_scratch_;  // AttentionRows: per thread, sized for the largest context seen
   std::vector<float> kt_stage_;    // [n_head_kv][head_dim_k][n_pos + pad]: this layer's K transposed
   std::vector<float> attn_block_;  // per thread: Q rows, score rows, conversion rows
-  // Per-thread attention scratch: scores over n_ctx positions + one k/v row.
+  // Per-thread attention scratch (AttnScratch), grown to the largest cache seen.
   std::vector<float> attn_scratch_;
-  // Where the K (v = false) or V row of `layer` at position `pos` starts in k_cache_ / v_cache_.
-  size_t KvOffset(bool v, int32_t layer, int32_t pos) const;
-  int32_t n_layer_ = 0;
-  int32_t n_ctx_ = 0;
-  // Positions per layer in the cache: n_ctx rounded up to kKvAlign, so that with rows of a
-  // multiple of 64 bytes every layer and every 64-position block starts on a page (MapKvPlanes).
-  int32_t ctx_stride_ = 0;
-  static constexpr int32_t kKvAlign = 64;
-  int32_t k_width_ = 0;
-  int32_t v_width_ = 0;
-  KvType kv_type_ = KvType::kF16;
-  // [n_layer][ctx_stride][k_width] and [n_layer][ctx_stride][v_width]: pages committed as
-  // positions fill, or mapped from the prefix cache's blocks
-  LazyBuffer k_cache_;
-  LazyBuffer v_cache_;
 };
 
 }  // namespace zf::engine

@@ -1,105 +1,90 @@
 // The CPU engine's KV cache: allocation, row writes, rows in and out as planes (session state,
 // the prefix cache), shared blocks mapped in place, and giving forgotten rows' memory back.
-//
-// Layout: per layer, ctx_stride positions of K rows in k_cache_ (then of V rows in v_cache_),
-// each row k_width (v_width) elements of the cache's type. Plane 2l is layer l's K, 2l + 1 its V.
-#include <algorithm>
+#include "engine/cpu/cpu_kv_cache.h"
+
 #include <cstring>
 #include <new>
+#include <string>
 
-#include "engine/cpu/cpu_backend.h"
 #include "quant/quant.h"
 
 namespace zf::engine {
 
-Status CpuBackend::InitKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type) {
-  const size_t elem = type == KvType::kF16 ? 2 : 4;
-  const int32_t stride = (n_ctx + kKvAlign - 1) / kKvAlign * kKvAlign;
-  if (!k_cache_.Allocate(size_t(n_layer) * size_t(stride) * size_t(k_width) * elem) ||
-      !v_cache_.Allocate(size_t(n_layer) * size_t(stride) * size_t(v_width) * elem)) {
+Status CpuKvCache::Create(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type,
+                          std::unique_ptr<KvCache>* out) {
+  out->reset();
+  std::unique_ptr<CpuKvCache> c(new (std::nothrow) CpuKvCache(n_layer, n_ctx, k_width, v_width, type));
+  if (c == nullptr || !c->k_.Allocate(size_t(n_layer) * size_t(c->ctx_stride_) * size_t(k_width) * c->elem()) ||
+      !c->v_.Allocate(size_t(n_layer) * size_t(c->ctx_stride_) * size_t(v_width) * c->elem())) {
     return Status(Code::kOutOfMemory, "cannot allocate the KV cache for n_ctx=" + std::to_string(n_ctx));
   }
-  try {
-    attn_scratch_.assign(size_t(pool_->size()) * AttnScratchPerThread(n_ctx, k_width, v_width), 0.0f);
-  } catch (const std::bad_alloc&) {
-    return Status(Code::kOutOfMemory, "cannot allocate the KV cache for n_ctx=" + std::to_string(n_ctx));
-  }
-  n_layer_ = n_layer;
-  n_ctx_ = n_ctx;
-  ctx_stride_ = stride;
-  k_width_ = k_width;
-  v_width_ = v_width;
-  kv_type_ = type;
+  *out = std::move(c);
   return Status::Ok();
 }
 
-size_t CpuBackend::KvOffset(bool v, int32_t layer, int32_t pos) const {
-  const size_t elem = kv_type_ == KvType::kF16 ? 2 : 4;
-  const size_t width = size_t(v ? v_width_ : k_width_);
-  return (size_t(layer) * size_t(ctx_stride_) + size_t(pos)) * width * elem;
+size_t CpuKvCache::Offset(bool v, int32_t layer, int32_t pos) const {
+  const size_t width = size_t(v ? v_width() : k_width());
+  return (size_t(layer) * size_t(ctx_stride_) + size_t(pos)) * width * elem();
 }
 
-void CpuBackend::StoreKv(int32_t layer, const float* k, const float* v, int32_t n_tok, int32_t pos0) {
+void CpuKvCache::Store(int32_t layer, const float* k, const float* v, int32_t n_tok, int32_t pos0) {
+  const int32_t kw = k_width(), vw = v_width();
   for (int32_t t = 0; t < n_tok; ++t) {
-    const float* kr = k + int64_t{t} * k_width_;
-    const float* vr = v + int64_t{t} * v_width_;
-    uint8_t* kd = k_cache_.data() + KvOffset(false, layer, pos0 + t);
-    uint8_t* vd = v_cache_.data() + KvOffset(true, layer, pos0 + t);
-    if (kv_type_ == KvType::kF16) {
-      quant::QuantizeActivations(GgmlType::F16, kr, kd, k_width_);  // vectorized F32 -> F16
-      quant::QuantizeActivations(GgmlType::F16, vr, vd, v_width_);
+    const float* kr = k + int64_t{t} * kw;
+    const float* vr = v + int64_t{t} * vw;
+    uint8_t* kd = k_.data() + Offset(false, layer, pos0 + t);
+    uint8_t* vd = v_.data() + Offset(true, layer, pos0 + t);
+    if (type() == KvType::kF16) {
+      quant::QuantizeActivations(GgmlType::F16, kr, kd, kw);  // vectorized F32 -> F16
+      quant::QuantizeActivations(GgmlType::F16, vr, vd, vw);
     } else {
-      std::memcpy(kd, kr, size_t(k_width_) * 4);
-      std::memcpy(vd, vr, size_t(v_width_) * 4);
+      std::memcpy(kd, kr, size_t(kw) * 4);
+      std::memcpy(vd, vr, size_t(vw) * 4);
     }
   }
 }
 
-size_t CpuBackend::KvPlaneBytes(int32_t plane, int32_t n_pos) const {
-  const size_t elem = kv_type_ == KvType::kF16 ? 2 : 4;
-  return size_t(n_pos) * size_t(plane % 2 == 0 ? k_width_ : v_width_) * elem;
+size_t CpuKvCache::PlaneBytes(int32_t plane, int32_t n_pos) const {
+  return size_t(n_pos) * size_t(plane % 2 == 0 ? k_width() : v_width()) * elem();
 }
 
-Status CpuBackend::ReadKvPlanes(int32_t pos0, int32_t n_pos, uint8_t* const* planes) const {
-  if (pos0 < 0 || n_pos < 0 || pos0 > n_ctx_ - n_pos) return InvalidArgument("KV positions out of range");
-  for (int32_t p = 0; p < KvPlanes(); ++p) {
-    const LazyBuffer& buf = p % 2 == 0 ? k_cache_ : v_cache_;
-    std::memcpy(planes[p], buf.data() + KvOffset(p % 2 != 0, p / 2, pos0), KvPlaneBytes(p, n_pos));
+Status CpuKvCache::ReadPlanes(int32_t pos0, int32_t n_pos, uint8_t* const* planes) const {
+  if (pos0 < 0 || n_pos < 0 || pos0 > n_ctx() - n_pos) return InvalidArgument("KV positions out of range");
+  for (int32_t p = 0; p < Planes(); ++p) {
+    std::memcpy(planes[p], Row(p % 2 != 0, p / 2, pos0), PlaneBytes(p, n_pos));
   }
   return Status::Ok();
 }
 
-Status CpuBackend::WriteKvPlanes(int32_t pos0, int32_t n_pos, const uint8_t* const* planes) {
-  if (pos0 < 0 || n_pos < 0 || pos0 > n_ctx_ - n_pos) return InvalidArgument("KV positions out of range");
-  for (int32_t p = 0; p < KvPlanes(); ++p) {
-    LazyBuffer& buf = p % 2 == 0 ? k_cache_ : v_cache_;
-    std::memcpy(buf.data() + KvOffset(p % 2 != 0, p / 2, pos0), planes[p], KvPlaneBytes(p, n_pos));
+Status CpuKvCache::WritePlanes(int32_t pos0, int32_t n_pos, const uint8_t* const* planes) {
+  if (pos0 < 0 || n_pos < 0 || pos0 > n_ctx() - n_pos) return InvalidArgument("KV positions out of range");
+  for (int32_t p = 0; p < Planes(); ++p) {
+    LazyBuffer& buf = p % 2 == 0 ? k_ : v_;
+    std::memcpy(buf.data() + Offset(p % 2 != 0, p / 2, pos0), planes[p], PlaneBytes(p, n_pos));
   }
   return Status::Ok();
 }
 
 // Every plane's rows must start and end on a page (rows of a multiple of 64 bytes at block
 // boundaries, given ctx_stride_); checked for all planes before any is mapped.
-bool CpuBackend::MapKvPlanes(int32_t pos0, int32_t n_pos, int fd, const uint64_t* offsets) {
-  if (pos0 < 0 || n_pos <= 0 || pos0 > n_ctx_ - n_pos || KvPlanes() == 0) return false;
+bool CpuKvCache::MapPlanes(int32_t pos0, int32_t n_pos, int fd, const uint64_t* offsets) {
+  if (pos0 < 0 || n_pos <= 0 || pos0 > n_ctx() - n_pos || Planes() == 0) return false;
   const size_t page = LazyBuffer::PageSize();
-  for (int32_t p = 0; p < KvPlanes(); ++p) {
-    const size_t begin = KvOffset(p % 2 != 0, p / 2, pos0);
-    if (begin % page != 0 || KvPlaneBytes(p, n_pos) % page != 0 || offsets[p] % page != 0) return false;
+  for (int32_t p = 0; p < Planes(); ++p) {
+    const size_t begin = Offset(p % 2 != 0, p / 2, pos0);
+    if (begin % page != 0 || PlaneBytes(p, n_pos) % page != 0 || offsets[p] % page != 0) return false;
   }
-  for (int32_t p = 0; p < KvPlanes(); ++p) {
-    LazyBuffer& buf = p % 2 == 0 ? k_cache_ : v_cache_;
-    if (!buf.MapFile(KvOffset(p % 2 != 0, p / 2, pos0), KvPlaneBytes(p, n_pos), fd, offsets[p])) return false;
+  for (int32_t p = 0; p < Planes(); ++p) {
+    LazyBuffer& buf = p % 2 == 0 ? k_ : v_;
+    if (!buf.MapFile(Offset(p % 2 != 0, p / 2, pos0), PlaneBytes(p, n_pos), fd, offsets[p])) return false;
   }
   return true;
 }
 
-void CpuBackend::ReleaseKv(int32_t pos0) {
-  if (pos0 < 0 || pos0 >= n_ctx_) return;
-  for (int32_t l = 0; l < n_layer_; ++l) {
-    for (bool v : {false, true}) {
-      (v ? v_cache_ : k_cache_).Release(KvOffset(v, l, pos0), KvOffset(v, l + 1, 0));
-    }
+void CpuKvCache::Release(int32_t pos0) {
+  if (pos0 < 0 || pos0 >= n_ctx()) return;
+  for (int32_t l = 0; l < n_layer(); ++l) {
+    for (bool v : {false, true}) (v ? v_ : k_).Release(Offset(v, l, pos0), Offset(v, l + 1, 0));
   }
 }
 

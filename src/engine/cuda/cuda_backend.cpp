@@ -16,6 +16,52 @@
 namespace zf::engine::cuda {
 namespace {
 
+// A sequence's F16 KV rows in device memory, one zfk_kv_layer view per layer; freed with the
+// cache (the weights' reference keeps the kernel library loaded until then).
+class CudaKvCache final : public KvCache {
+ public:
+  CudaKvCache(std::shared_ptr<const DeviceWeights> w, int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width)
+      : KvCache(Device::kCuda, n_layer, n_ctx, k_width, v_width, KvType::kF16), w_(std::move(w)) {}
+  ~CudaKvCache() override {
+    const KernelApi& a = w_->library().api();
+    if (k_ != nullptr || v_ != nullptr) a.set_device(w_->device());
+    a.free(k_);
+    a.free(v_);
+  }
+  static const CudaKvCache* Of(const KvCache& kv) {
+    return kv.device() == Device::kCuda ? static_cast<const CudaKvCache*>(&kv) : nullptr;
+  }
+  bool Allocate() {
+    const KernelApi& a = w_->library().api();
+    const size_t k_bytes = size_t(n_layer()) * size_t(n_ctx()) * size_t(k_width()) * 2;
+    const size_t v_bytes = size_t(n_layer()) * size_t(n_ctx()) * size_t(v_width()) * 2;
+    if (a.set_device(w_->device()) != 0 || a.malloc(&k_, k_bytes == 0 ? 1 : k_bytes) != 0 ||
+        a.malloc(&v_, v_bytes == 0 ? 1 : v_bytes) != 0) {
+      return false;
+    }
+    layers_.resize(size_t(n_layer()));
+    for (int32_t l = 0; l < n_layer(); ++l) {
+      zfk_kv_layer& L = layers_[size_t(l)];
+      L.d_k = static_cast<uint16_t*>(k_) + size_t(l) * size_t(n_ctx()) * size_t(k_width());
+      L.d_v = static_cast<uint16_t*>(v_) + size_t(l) * size_t(n_ctx()) * size_t(v_width());
+      L.n_ctx = n_ctx();
+      L.k_width = k_width();
+      L.v_width = v_width();
+    }
+    return true;
+  }
+  // Layer l's view; nullptr when out of range.
+  zfk_kv_layer* Layer(int32_t l) const {
+    return l >= 0 && size_t(l) < layers_.size() ? const_cast<zfk_kv_layer*>(&layers_[size_t(l)]) : nullptr;
+  }
+
+ private:
+  std::shared_ptr<const DeviceWeights> w_;
+  void* k_ = nullptr;
+  void* v_ = nullptr;
+  std::vector<zfk_kv_layer> layers_;
+};
+
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(std::shared_ptr<const DeviceWeights> w)
@@ -39,23 +85,16 @@ class CudaBackend final : public Backend {
   const char* name() const override { return "cuda"; }
   bool Supports(Op op) const override { return cuda::Supports(op); }
 
-  Status InitKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type) override {
+  Status CreateKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type,
+                  std::unique_ptr<KvCache>* out) override {
+    out->reset();
     if (type != KvType::kF16) return Unsupported("the CUDA engine keeps the KV cache in F16 only");
-    void* k = Alloc(size_t(n_layer) * size_t(n_ctx) * size_t(k_width) * 2);
-    void* v = Alloc(size_t(n_layer) * size_t(n_ctx) * size_t(v_width) * 2);
-    if (k == nullptr || v == nullptr || !EnsureIdx(n_ctx)) {
+    std::unique_ptr<CudaKvCache> c(new CudaKvCache(w_, n_layer, n_ctx, k_width, v_width));
+    if (!c->Allocate() || !EnsureIdx(n_ctx)) {
       return Status(Code::kOutOfMemory, "cannot allocate the KV cache on the GPU for n_ctx=" + std::to_string(n_ctx) +
                                             ": " + a_.last_error());
     }
-    kv_.resize(size_t(n_layer));
-    for (int32_t l = 0; l < n_layer; ++l) {
-      zfk_kv_layer& L = kv_[size_t(l)];
-      L.d_k = static_cast<uint16_t*>(k) + size_t(l) * size_t(n_ctx) * size_t(k_width);
-      L.d_v = static_cast<uint16_t*>(v) + size_t(l) * size_t(n_ctx) * size_t(v_width);
-      L.n_ctx = n_ctx;
-      L.k_width = k_width;
-      L.v_width = v_width;
-    }
+    *out = std::move(c);
     return Status::Ok();
   }
 
@@ -133,17 +172,19 @@ class CudaBackend final : public Backend {
     Check(a_.gated_act(a, gate, up, n, stream_), "gated_act");
   }
 
-  void StoreKv(int32_t layer, const float* k, const float* v, int32_t n_tok, int32_t pos0) override {
+  void StoreKv(KvCache& kv, int32_t layer, const float* k, const float* v, int32_t n_tok, int32_t pos0) override {
     Flush();
     const int32_t* d_pos = DevPos0(pos0, n_tok);
-    if (d_pos == nullptr || !LayerOk(layer)) return;
-    Check(a_.store_kv(&kv_[size_t(layer)], k, v, n_tok, d_pos, stream_), "store_kv");
+    zfk_kv_layer* L = KvLayer(kv, layer);
+    if (d_pos == nullptr || L == nullptr) return;
+    Check(a_.store_kv(L, k, v, n_tok, d_pos, stream_), "store_kv");
   }
 
-  void Attention(int32_t layer, const float* q, int32_t n_tok, int32_t pos0, const AttentionParams& ap,
-                 float* out) override {
+  void Attention(const KvCache& kv, int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
+                 const AttentionParams& ap, float* out) override {
     Flush();
-    if (!LayerOk(layer)) return;
+    zfk_kv_layer* L = KvLayer(kv, layer);
+    if (L == nullptr) return;
     zfk_attn_params p{};
     p.n_head = ap.n_head;
     p.n_head_kv = ap.n_head_kv;
@@ -153,7 +194,7 @@ class CudaBackend final : public Backend {
     p.softcap = ap.softcap;
     p.window = ap.window;
     size_t need = 0;
-    if (!Check(a_.attention_workspace(&kv_[size_t(layer)], &p, &need), "attention_workspace")) return;
+    if (!Check(a_.attention_workspace(L, &p, &need), "attention_workspace")) return;
     if (need > work_floats_) {
       if (capturing_) return Broken("attention (workspace grows)");
       work_ = static_cast<float*>(Alloc(need * sizeof(float)));
@@ -162,7 +203,7 @@ class CudaBackend final : public Backend {
     }
     const int32_t* d_pos = DevPos0(pos0, n_tok);
     if (d_pos == nullptr) return;
-    Check(a_.attention(&kv_[size_t(layer)], &p, q, n_tok, d_pos, out, work_, stream_), "attention");
+    Check(a_.attention(L, &p, q, n_tok, d_pos, out, work_, stream_), "attention");
   }
 
   void Softcap(float* x, int64_t n, float cap) override {
@@ -198,9 +239,15 @@ class CudaBackend final : public Backend {
     return Backend::Argmax(host.data(), n);
   }
 
-  bool BeginStep(const int32_t* tokens, int32_t n, int32_t pos0, bool logits) override {
+  bool BeginStep(const KvCache* kv, const int32_t* tokens, int32_t n, int32_t pos0, bool logits) override {
     // The CUDA current device is per host thread, and a session may move between threads.
     if (!Check(a_.set_device(w_->device()), "select the GPU")) return false;
+    if (kv != graph_kv_) {  // a recorded decode step writes and reads another sequence's cache
+      a_.graph_destroy(graph_);
+      graph_ = nullptr;
+      warm_decode_ = false;
+      graph_kv_ = kv;
+    }
     step_tokens_ = tokens;
     step_n_ = n;
     step_pos0_ = pos0;
@@ -362,10 +409,11 @@ class CudaBackend final : public Backend {
            Check(a_.stream_sync(stream_), what);  // `host` may be a temporary
   }
 
-  bool LayerOk(int32_t layer) {
-    if (layer >= 0 && size_t(layer) < kv_.size()) return true;
-    Fail("KV cache layer " + std::to_string(layer) + " out of range (InitKv not called?)");
-    return false;
+  zfk_kv_layer* KvLayer(const KvCache& kv, int32_t layer) {
+    const CudaKvCache* c = CudaKvCache::Of(kv);
+    zfk_kv_layer* L = c != nullptr ? c->Layer(layer) : nullptr;
+    if (L == nullptr) Fail("KV cache layer " + std::to_string(layer) + " out of range (not a CUDA cache?)");
+    return L;
   }
 
   const void* W(const Tensor& t) {
@@ -384,7 +432,6 @@ class CudaBackend final : public Backend {
   const bool debug_, graphs_, fuse_;
   void* stream_ = nullptr;
   std::vector<void*> allocs_;
-  std::vector<zfk_kv_layer> kv_;
   float* work_ = nullptr;  // attention split-K partials
   size_t work_floats_ = 0;
   int32_t* d_tokens_ = nullptr;
@@ -400,6 +447,7 @@ class CudaBackend final : public Backend {
   std::vector<Norm> norms_;
   // Decode graph.
   void* graph_ = nullptr;
+  const KvCache* graph_kv_ = nullptr;  // the cache the graph was recorded on
   bool warm_decode_ = false, capturing_ = false, graph_failed_ = false;
   int32_t captured_ops_ = 0;
   std::string broken_;

@@ -61,14 +61,15 @@ bool PrefixCache::Store(uint64_t key, std::shared_ptr<const Block> block) {
 
 std::shared_ptr<KvArena> PrefixCache::Arena(const std::vector<size_t>& plane_bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!arena_tried_) {
-    arena_tried_ = true;
+  auto it = arenas_.find(plane_bytes);
+  if (it == arenas_.end()) {  // the first block of this shape: made once (null where it cannot be)
     size_t block = 0;
     for (size_t b : plane_bytes) block += b;
-    if (block > 0 && !env::NoSharedKv()) arena_ = KvArena::Create(plane_bytes, int64_t(capacity_ / block) + kExtraSlots);
+    std::shared_ptr<KvArena> arena;
+    if (block > 0 && !env::NoSharedKv()) arena = KvArena::Create(plane_bytes, int64_t(capacity_ / block) + kExtraSlots);
+    it = arenas_.emplace(plane_bytes, std::move(arena)).first;
   }
-  if (arena_ == nullptr || arena_->plane_bytes() != plane_bytes) return nullptr;
-  return arena_;
+  return it->second;
 }
 
 PrefixCache::Mapping::Mapping(const PrefixCache& cache, std::shared_ptr<const Block> block)

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -86,10 +87,10 @@ class PrefixCache {
   // Stores a block, dropping the least recently used ones beyond the capacity; false (nothing
   // stored) if the key is present or the block alone exceeds the capacity.
   bool Store(uint64_t key, std::shared_ptr<const Block> block);
-  // The arena for blocks whose planes have these sizes: made on the first call, sized for the
-  // capacity plus kExtraSlots (blocks evicted while sessions still map them keep their slot);
-  // null where the system has none or an earlier call asked for other sizes (such blocks go to
-  // Block::kv).
+  // The arena for blocks whose planes have these sizes (one per KV element type of the model's
+  // sessions): made on the first call for them, sized for the capacity plus kExtraSlots (blocks
+  // evicted while sessions still map them keep their slot); null where the system has none
+  // (such blocks go to Block::kv).
   std::shared_ptr<KvArena> Arena(const std::vector<size_t>& plane_bytes);
   static constexpr int64_t kExtraSlots = 1024;
 
@@ -105,8 +106,7 @@ class PrefixCache {
   std::unordered_map<uint64_t, Entry> map_;
   std::list<uint64_t> lru_;
   Stats stats_;
-  std::shared_ptr<KvArena> arena_;
-  bool arena_tried_ = false;
+  std::map<std::vector<size_t>, std::shared_ptr<KvArena>> arenas_;  // by plane sizes
   // Mappings alive (Stats::mapped_blocks); shared with them, so they may outlive the cache.
   std::shared_ptr<std::atomic<uint64_t>> mapped_ = std::make_shared<std::atomic<uint64_t>>(0);
 };

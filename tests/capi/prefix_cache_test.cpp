@@ -293,6 +293,43 @@ TEST(PrefixCache, EvictedBlocksStayWithTheSessionsMappingThem) {
   if (kSharesPages) EXPECT_EQ(CacheInfo(m.get()).mapped_blocks, 2u);
 }
 
+// Sessions of either KV element type share their own type's blocks: each type's rows live in an
+// arena of their own (F32 rows are twice as wide), mapped by the sessions of that type.
+TEST(PrefixCache, EachKvTypeSharesItsBlocks) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  ModelPtr m = LoadWithCache(path, 0);
+  ModelPtr plain = LoadWithCache(path, -1);
+  ASSERT_TRUE(m && plain);
+  const size_t nv = Vocab(m.get());
+  auto session = [](zf_model* model, int32_t type) {
+    zf_session_params p;
+    zf_session_params_init(&p, sizeof p);
+    p.n_ctx = 512;
+    p.kv_type = type;
+    zf_session* s = nullptr;
+    EXPECT_EQ(zf_session_create(model, &p, &s), ZF_OK) << zf_last_error();
+    return SessionPtr(s);
+  };
+  const std::vector<int32_t> toks = Tokens(2 * 64 + 3, 8);
+  std::vector<SessionPtr> keep;
+  for (int32_t type : {ZF_KV_F16, ZF_KV_F32, ZF_KV_F32}) {
+    keep.push_back(session(m.get(), type));
+    ASSERT_EQ(zf_session_eval(keep.back().get(), toks.data(), toks.size(), nullptr, 0), ZF_OK) << zf_last_error();
+  }
+  const zf_cache_info c = CacheInfo(m.get());
+  EXPECT_EQ(c.blocks, 4u);            // two blocks per type
+  EXPECT_EQ(c.hit_tokens, 2u * 64u);  // the second F32 session took the first one's
+  if (kSharesPages) EXPECT_EQ(c.mapped_blocks, 6u);
+  const std::vector<int32_t> more = Tokens(5, 9);
+  std::vector<float> got(nv), want(nv);
+  ASSERT_EQ(zf_session_eval(keep.back().get(), more.data(), more.size(), got.data(), nv), ZF_OK);
+  std::vector<int32_t> all = toks;
+  all.insert(all.end(), more.begin(), more.end());
+  SessionPtr ref = session(plain.get(), ZF_KV_F32);
+  ASSERT_EQ(zf_session_eval(ref.get(), all.data(), all.size(), want.data(), nv), ZF_OK);
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), nv * sizeof(float)), 0) << "F32 rows from the cache differ";
+}
+
 // Rolling a session back and evaluating other tokens gives what a fresh session computes; the
 // blocks of the abandoned branch stay cached for whoever continues it.
 TEST(PrefixCache, TruncateThenEvalEqualsFresh) {

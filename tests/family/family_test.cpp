@@ -342,6 +342,7 @@ struct CachePair {
   Model cached, plain;
   std::vector<int32_t> toks;
   size_t n_vocab = 0;
+  zf_session_params sp;  // the defaults with a 256-position context
 };
 
 void LoadCachePair(const std::string& name, size_t n_pos, CachePair* p) {
@@ -360,6 +361,8 @@ void LoadCachePair(const std::string& name, size_t n_pos, CachePair* p) {
   info.struct_size = sizeof info;
   ASSERT_EQ(zf_model_info(p->plain.m, &info), ZF_OK);
   p->n_vocab = size_t(info.n_vocab);
+  ASSERT_EQ(zf_session_params_init(&p->sp, sizeof p->sp), ZF_OK);
+  p->sp.n_ctx = 256;
 }
 
 // A family with per-layer windows and sinks through the session paths that store and restore KV
@@ -371,9 +374,7 @@ TEST(FamilySessionPaths, GptOssPrefixCacheAndStateAreExact) {
   const std::vector<int32_t>& toks = pair.toks;
   Model &cached = pair.cached, &plain = pair.plain;
   const size_t n_vocab = pair.n_vocab;
-  zf_session_params sp;
-  ASSERT_EQ(zf_session_params_init(&sp, sizeof sp), ZF_OK);
-  sp.n_ctx = 256;
+  const zf_session_params& sp = pair.sp;
   // Logits of toks[0..n) evaluated in one call, then of the next token.
   const auto run = [&](zf_session* s, size_t n, std::vector<float>* after) {
     std::vector<float> l(n_vocab);
@@ -423,9 +424,7 @@ TEST_P(FamilyExact, ChunkingAndCacheGiveTheSameLogits) {
   const std::vector<int32_t>& toks = pair.toks;
   Model &cached = pair.cached, &plain = pair.plain;
   const size_t nv = pair.n_vocab;
-  zf_session_params sp;
-  ASSERT_EQ(zf_session_params_init(&sp, sizeof sp), ZF_OK);
-  sp.n_ctx = 256;
+  const zf_session_params& sp = pair.sp;
   // The positions where some chunking ends; their logits one token at a time are the reference.
   std::map<size_t, std::vector<float>> want;
   for (size_t chunk : {size_t(7), size_t(128), toks.size()}) {

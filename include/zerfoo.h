@@ -677,8 +677,8 @@ typedef struct zf_generate_params {
    * adapts to the acceptance and drafting pauses when drafts keep failing. 0 (default) = off;
    * at most ::ZF_MAX_DRAFT. Ignored on sessions that cannot verify drafts
    * (::ZF_SESSION_FAST_PREFILL, the CUDA engine); on a batched model (zf_model_params.max_batch,
-   * since 0.4) drafts are verified between the shared decode steps and only while no other
-   * session is decoding (a verification would hold the others up). On a session with
+   * since 0.4) drafts are verified inside the shared decode steps, beside the other
+   * sessions' tokens. On a session with
    * a draft model (zf_session_set_draft_model(), since 0.4) the drafts come from that model
    * instead of prompt lookup, with the same verification and the same adaptive length.
    */

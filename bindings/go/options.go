@@ -168,8 +168,8 @@ const MaxDraft = 16
 // tokens in the prompt and output and verified in one pass; the output is token for token the
 // output without it (greedy, and sampled with a seed). It pays off when the answer repeats the
 // prompt (code edits, quotes, extraction). 0 (default) = off; at most MaxDraft. Ignored on
-// sessions that cannot verify drafts (WithFastPrefill, the CUDA engine); WithMaxBatch models
-// draft only while no other session is decoding.
+// sessions that cannot verify drafts (WithFastPrefill, the CUDA engine); on WithMaxBatch models
+// a session's drafts are verified inside the shared decode steps.
 // Result.NDrafted and Result.NAccepted report what it did.
 func WithDraftMax(n int) GenOption { return setter(func(p *cGenParams) { p.draftMax = int32(n) }) }
 

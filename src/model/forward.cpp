@@ -324,8 +324,9 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
   ap.causal = a.causal;
   ap.sinks = a.sinks ? F32(L[LayerRole::kAttnSinks]) : nullptr;
   // Each sequence's rows go to its own cache and attend over it. A batched decode step (one
-  // row per sequence, distinct caches) runs every row's attention on this backend's threads at
-  // once.
+  // row per sequence; several sessions' caches, a verification's rows sharing one) stores every
+  // row, then runs every row's attention on this backend's threads at once (causal: a row reads
+  // only the positions up to its own).
   const int32_t o_w = a.n_head * a.head_dim_v;
   // The cache holds rows of the widest layer's width: a narrower layer's rows are padded.
   const int32_t slot = model_.desc().KvSlot(il);
@@ -340,7 +341,9 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
     k_rows = k_pad_.data();
     v_rows = v_pad_.data();
   }
-  if (n == n_seq && n_seq > 1 && seqs[0].kv != seqs[1].kv) {
+  bool several_caches = false;
+  for (int32_t i = 1; i < n_seq && !several_caches; ++i) several_caches = seqs[i].kv != seqs[0].kv;
+  if (n == n_seq && several_caches) {
     attn_rows_.resize(size_t(n_seq));
     for (int32_t i = 0; i < n_seq; ++i) {
       if (own_kv) be_.StoreKv(*seqs[i].kv, slot, k_rows + int64_t{i} * k_stride, v_rows + int64_t{i} * v_stride, 1, seqs[i].pos0);

@@ -31,10 +31,10 @@ Status Batcher::Create(const model::Model& model, int32_t max_batch, int32_t n_t
   if (!b->backend_->SetBatchInvariant(true) || !b->backend_->HostActivations()) {
     return Unsupported(std::string("the ") + b->backend_->name() + " engine cannot batch decode steps");
   }
-  b->forward_.reset(new model::Forward(model, *b->backend_, max_batch, max_batch));
+  b->forward_.reset(new model::Forward(model, *b->backend_, b->RowCapacity(), b->RowCapacity()));
   ZF_RETURN_IF_ERROR(b->forward_->status());
-  b->tokens_.reserve(size_t(max_batch));
-  b->seqs_.reserve(size_t(max_batch));
+  b->tokens_.reserve(size_t(b->RowCapacity()));
+  b->seqs_.reserve(size_t(b->RowCapacity()));
   b->worker_ = std::thread([p = b.get()] { p->WorkerLoop(); });
   *out = std::move(b);
   return Status::Ok();
@@ -65,7 +65,7 @@ Status Batcher::EvalEvery(const model::Forward::SeqState& seq, const model::Forw
   if (n < 1 || n > kPrefillChunk) return InvalidArgument("a batched step takes 1.." + std::to_string(kPrefillChunk) + " tokens");
   Request r{seq, key, tokens, n, pos0, logits, nullptr, Status::Ok(), false, true};
   std::unique_lock<std::mutex> lock(mu_);
-  prefills_.push_back(&r);
+  (n <= kMaxVerifyRows ? decodes_ : prefills_).push_back(&r);
   work_cv_.notify_one();
   done_cv_.wait(lock, [&] { return r.done; });
   return r.status;
@@ -83,7 +83,11 @@ void Batcher::WorkerLoop() {
       work_cv_.wait_for(lock, kGatherWindow, [&] { return stop_ || decodes_.size() >= expected; });
     }
     batch.clear();
-    while (!decodes_.empty() && int32_t(batch.size()) < max_batch_) {
+    // Requests in arrival order while they fit (a verification that does not waits for the
+    // next step, where it comes first).
+    for (int32_t rows = 0; !decodes_.empty() && int32_t(batch.size()) < max_batch_ &&
+                           rows + decodes_.front()->n <= RowCapacity();) {
+      rows += decodes_.front()->n;
       batch.push_back(decodes_.front());
       decodes_.pop_front();
     }
@@ -121,21 +125,46 @@ void Batcher::RunPrefill(Request& r) {
   }
 }
 
+bool Batcher::StepCost(double* t0, double* t1) const {
+  std::lock_guard<std::mutex> lock(cost_mu_);
+  const double var = cost_n_ * cost_rr_ - cost_r_ * cost_r_;  // n^2 x the variance of the row counts
+  if (cost_n_ < 2.0 || var < 0.25 * cost_n_ * cost_n_) return false;  // sizes varied too little (sd < 0.5)
+  *t1 = (cost_n_ * cost_rd_ - cost_r_ * cost_d_) / var;
+  *t0 = (cost_d_ - *t1 * cost_r_) / cost_n_;
+  if (*t0 < 0.0) *t0 = 0.0;
+  return *t1 > 0.0;
+}
+
 void Batcher::RunDecode(std::vector<Request*>& batch) {
   tokens_.clear();
   seqs_.clear();
+  const size_t n_vocab = size_t(model_.desc().n_vocab);
   for (Request* r : batch) {
-    tokens_.push_back(r->tokens[0]);
-    seqs_.push_back(model::Forward::Seq{r->seq.kv, r->pos0, 1, r->logits, r->argmax, r->seq.rope_factors, r->seq.state});
+    // A verification's positions are one-row sequences on the same rows (Forward::RunEveryLogit's
+    // form): each attends up to its own position and gives its own logits.
+    for (int32_t i = 0; i < r->n; ++i) {
+      tokens_.push_back(r->tokens[i]);
+      seqs_.push_back(model::Forward::Seq{r->seq.kv, r->pos0 + i, 1, r->every ? r->logits + size_t(i) * n_vocab : r->logits,
+                                          r->argmax, r->seq.rope_factors, r->seq.state});
+    }
   }
+  const auto t0 = std::chrono::steady_clock::now();
   try {
     forward_->RunBatch(tokens_.data(), seqs_.data(), int32_t(seqs_.size()));
+    const double d = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double r = double(seqs_.size());
+    std::lock_guard<std::mutex> lock(cost_mu_);
+    cost_n_ = kCostDecay * cost_n_ + 1.0;
+    cost_r_ = kCostDecay * cost_r_ + r;
+    cost_rr_ = kCostDecay * cost_rr_ + r * r;
+    cost_d_ = kCostDecay * cost_d_ + d;
+    cost_rd_ = kCostDecay * cost_rd_ + r * d;
   } catch (const std::bad_alloc&) {
     for (Request* r : batch) r->status = Status(Code::kOutOfMemory, "out of memory in a batched decode step");
   }
   decode_steps_.fetch_add(1, std::memory_order_relaxed);
-  decode_rows_.fetch_add(batch.size(), std::memory_order_relaxed);
-  const int32_t rows = int32_t(batch.size());
+  decode_rows_.fetch_add(seqs_.size(), std::memory_order_relaxed);
+  const int32_t rows = int32_t(seqs_.size());
   last_rows_.store(rows, std::memory_order_relaxed);
   if (rows > max_rows_seen_.load(std::memory_order_relaxed)) max_rows_seen_.store(rows, std::memory_order_relaxed);
 }

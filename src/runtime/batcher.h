@@ -43,6 +43,9 @@ class Batcher {
   static constexpr int32_t kMaxBatchLimit = 64;
   // Tokens per prefill chunk (a request's chunks depend only on its own length).
   static constexpr int32_t kPrefillChunk = 128;
+  // Rows a speculative verification may bring into a decode step (a draft of up to 16 tokens
+  // and the token before it: Session::kMaxVerify).
+  static constexpr int32_t kMaxVerifyRows = 17;
 
   // max_batch: sequences per decode step (2..kMaxBatchLimit); n_threads: the worker's threads
   // for the products (0 = the model's default). kUnsupported on an engine without batch
@@ -61,12 +64,17 @@ class Batcher {
   Status Eval(const model::Forward::SeqState& seq, const model::ForwardPool::Key& key, const int32_t* tokens, int32_t n,
               int32_t pos0, float* logits, int32_t* argmax);
   // A speculative verification (Session::EvalEvery): n <= kPrefillChunk tokens of one session
-  // with every position's logits (model::Forward::RunEveryLogit), run as a prefill chunk is,
-  // between decode steps.
+  // with every position's logits. Up to kMaxVerifyRows of them join the next decode step, one
+  // row per position (each row's logits are its one-token logits: the step is batch-invariant),
+  // so a session verifying drafts holds the others up by its rows only, not by a step of its
+  // own; longer ones run between decode steps as a prefill chunk does.
   Status EvalEvery(const model::Forward::SeqState& seq, const model::ForwardPool::Key& key, const int32_t* tokens,
                    int32_t n, int32_t pos0, float* logits);
-  // Sequences the latest decode step carried: more than one means other sessions are decoding,
-  // and a draft verified alone would hold them up (the generator then does not draft).
+  // The measured time of a decode step of r rows as t0 + t1 r (seconds; a least-squares fit over
+  // the recent steps): false until steps of different sizes were seen. The generator weighs a
+  // draft's rows with it (rt::BatchedDraftLength).
+  bool StepCost(double* t0, double* t1) const;
+  // Rows the latest decode step carried (tests, metrics).
   int32_t last_rows() const { return last_rows_.load(std::memory_order_relaxed); }
 
   // Steps run and sequences they carried (tests, metrics).
@@ -90,6 +98,8 @@ class Batcher {
   Batcher(const model::Model& model, int32_t max_batch) : model_(model), max_batch_(max_batch) {}
   void WorkerLoop();
   void RunDecode(std::vector<Request*>& batch);
+  // Rows of a decode step at most: max_batch one-token requests, or fewer and a verification.
+  int32_t RowCapacity() const { return max_batch_ + kMaxVerifyRows; }
   void RunPrefill(Request& r);
 
   const model::Model& model_;
@@ -107,6 +117,11 @@ class Batcher {
   std::atomic<uint64_t> decode_steps_{0}, decode_rows_{0};
   std::atomic<int32_t> max_rows_seen_{0};
   std::atomic<int32_t> last_rows_{0};
+  // StepCost's fit: sums over the steps (rows r, seconds d), each step's weight decaying by
+  // kCostDecay per later step.
+  static constexpr double kCostDecay = 0.98;
+  mutable std::mutex cost_mu_;
+  double cost_n_ = 0, cost_r_ = 0, cost_rr_ = 0, cost_d_ = 0, cost_rd_ = 0;
 };
 
 }  // namespace zf::rt

@@ -2,6 +2,8 @@
 // Generate() (push, callback) and the C API's zf_generation (pull) both run this one loop.
 #include "runtime/generator.h"
 
+#include "runtime/batcher.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -38,7 +40,7 @@ Status Generation::EvalWithDraft(bool* drafted) {
   const DraftOptions& d = options_.draft;
   int32_t k = draft_len_.Next();
   // A draft model that failed (draft_session_ dropped) ends drafting; no lookup in its place.
-  if (k <= 0 || !session_.can_verify() || session_.batch_busy() ||
+  if (k <= 0 || !session_.can_verify() ||
       (options_.draft_session != nullptr && draft_session_ == nullptr)) {
     return Status::Ok();
   }
@@ -46,6 +48,12 @@ Status Generation::EvalWithDraft(bool* drafted) {
   if (draft_session_ != nullptr && !draft_len_.has_step_time()) return Status::Ok();
   k = std::min({k, Session::kMaxVerify - 1, session_.n_ctx() - session_.n_past() - 1});
   if (options_.max_tokens >= 0) k = std::min(k, options_.max_tokens - result_.n_generated);
+  if (const Batcher* b = session_.batcher(); b != nullptr && b->last_rows() > 1 && k > 0) {
+    // Other sequences share the steps: the draft's rows must pay for their time too. Unknown
+    // (every step the same size so far): no draft, as where the step is compute-bound.
+    double t0 = 0.0, t1 = 0.0;
+    k = b->StepCost(&t0, &t1) ? BatchedDraftLength(k, d.min, draft_len_.acceptance(), b->last_rows(), t0, t1) : 0;
+  }
   if (k < std::max(1, d.min)) return Status::Ok();
   spec_tokens_.resize(size_t(k) + 1);
   const auto t0 = std::chrono::steady_clock::now();

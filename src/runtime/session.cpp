@@ -13,6 +13,8 @@
 
 namespace zf::rt {
 
+static_assert(Session::kMaxVerify <= Batcher::kMaxVerifyRows, "a verification fits one decode step");
+
 namespace {
 
 constexpr size_t kReleaseMinRows = 64;  // Truncate gives memory back from this many rows on
@@ -158,7 +160,7 @@ Status Session::EvalEvery(const int32_t* tokens, size_t n, float* logits) {
   if (batcher_ == nullptr) ZF_RETURN_IF_ERROR(Context(&borrowed, &ctx));
   for (size_t done = 0; done < n;) {  // recurrent models stop on a block boundary (its checkpoint)
     const size_t step = std::min<size_t>(size_t(StepLimit(kMaxVerify)), n - done);
-    if (batcher_ != nullptr) {  // between the batcher's decode steps
+    if (batcher_ != nullptr) {  // its rows join a decode step
       ZF_RETURN_IF_ERROR(batcher_->EvalEvery(Seq(), fwd_key_, tokens + done, int32_t(step), n_past(),
                                              logits + done * n_vocab_z));
     } else {
@@ -172,8 +174,6 @@ Status Session::EvalEvery(const int32_t* tokens, size_t n, float* logits) {
   if (prefix_cache_ != nullptr) StoreBlocks();
   return Status::Ok();
 }
-
-bool Session::batch_busy() const { return batcher_ != nullptr && batcher_->last_rows() > 1; }
 
 int32_t Session::StepLimit(int32_t batch) const {
   if (!recurrent()) return batch;

@@ -81,13 +81,10 @@ class Session {
   // Speculative verification (runtime/speculative.h): evaluates n tokens (at most
   // kMaxVerify) and writes every position's logits (n x n_vocab) to `logits`, each bit for bit
   // what evaluating the tokens one at a time gives. kUnsupported unless the session is exact and
-  // on a host-memory engine (can_verify()); a batched session's runs between the batcher's decode
-  // steps (which are batch-invariant: the same one-token logits).
+  // on a host-memory engine (can_verify()); a batched session's rows join the batcher's next
+  // decode step (batch-invariant: the same one-token logits).
   static constexpr int32_t kMaxVerify = 17;
   bool can_verify() const { return exact_ && host_; }
-  // A batched session whose batcher's latest decode step carried other sessions too: a draft
-  // verified now would hold them up (llama.cpp measured lookup at 0.77x with 8 busy slots).
-  bool batch_busy() const;
   // Recurrent models: the state checkpoints (see Truncate), taken after each full block of the
   // history (kCheckpointInterval = the prefix cache's block). Not all are kept: the last
   // kDenseCheckpoints, older ones ever sparser (the block j at distance d >= kDenseCheckpoints
@@ -131,6 +128,7 @@ class Session {
   // The batcher must outlive the session.
   void set_batcher(Batcher* batcher) { batcher_ = batcher; }
   bool batched() const { return batcher_ != nullptr; }
+  const Batcher* batcher() const { return batcher_; }
 
   // The model's prefix cache (runtime/prefix_cache.h; must outlive the session; nullptr = none).
   // Only an exact session on an engine that can copy its KV rows uses it.

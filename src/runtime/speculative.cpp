@@ -107,6 +107,23 @@ Status ModelDraft(Session& draft, const int32_t* seq, size_t n, int32_t max, int
 
 DraftLength::DraftLength(const DraftOptions& o) : o_(o) { Choose(); }
 
+int32_t BatchedDraftLength(int32_t k_max, int32_t k_min, double p, int32_t rows, double t0, double t1) {
+  if (rows < 1 || t0 < 0.0 || t1 <= 0.0) return 0;
+  const double plain = double(rows) / (t0 + t1 * rows);
+  double best_gain = 0.0, extra = 0.0, pk = 1.0;
+  int32_t best = 0;
+  for (int32_t k = 1; k <= k_max; ++k) {
+    pk *= p;
+    extra += pk;
+    const double gain = (rows + extra) / (t0 + t1 * (rows + k)) / plain;
+    if (k >= std::max(1, k_min) && gain > best_gain) {
+      best_gain = gain;
+      best = k;
+    }
+  }
+  return best_gain >= kWorthIt ? best : 0;
+}
+
 void DraftLength::Choose() {
   best_ = 0;
   if (o_.max <= 0) return;

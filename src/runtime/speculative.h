@@ -61,6 +61,16 @@ Status SyncDraft(Session& draft, const int32_t* seq, size_t n);
 // verified row; the weights are read once, but each row still costs compute, more so on small
 // models). The k maximizing E(k) / (1 + beta k) is drafted; when no k is worth it drafting pauses
 // for kPauseTokens plain steps and then probes again.
+// Drafting inside a batched decode step (runtime/batcher.h): a verification's k rows join a step
+// of `rows` sequences, which then takes t(rows + k) instead of t(rows), t(r) = t0 + t1 r (the
+// batcher's measured step cost), and every sequence of the step waits for it; in return this
+// sequence gets p + ... + p^k more tokens on average. The k in [k_min, k_max] maximizing the
+// step's tokens per second, (rows + p + ... + p^k) / t(rows + k), over those of the step
+// without a draft, rows / t(rows), when that gain reaches kWorthIt; else 0. Where the batched
+// step is compute-bound (t1 r dominates, as on a CPU of few cores) no k gains: k extra rows cost
+// about k sequences' steps and yield fewer than k tokens.
+int32_t BatchedDraftLength(int32_t k_max, int32_t k_min, double p, int32_t rows, double t0, double t1);
+
 class DraftLength {
  public:
   static constexpr int32_t kPauseTokens = 32;

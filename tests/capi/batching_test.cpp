@@ -144,9 +144,9 @@ TEST(Batching, SixteenGenerationsIdenticalToAlone) {
   }
 }
 
-// Prompt-lookup drafts on a batched session: verified between the batcher's decode steps, the
-// output is token for token the output without drafts (while no other session decodes).
-TEST(Batching, LookupDraftsVerifiedBetweenDecodeSteps) {
+// Prompt-lookup drafts on a batched session: its verifications join the batcher's decode steps
+// and the output is token for token the output without drafts.
+TEST(Batching, LookupDraftsVerifiedInDecodeSteps) {
   ZF_REQUIRE_MODEL(path, "smollm2");
   ModelPtr batched = Load(path, 0, 4);
   const std::string para =
@@ -164,6 +164,47 @@ TEST(Batching, LookupDraftsVerifiedBetweenDecodeSteps) {
   EXPECT_EQ(c.tokens, plain.tokens);
   EXPECT_GT(r.n_drafted, 0);
   EXPECT_GT(r.n_accepted, 0);
+}
+
+// Four sessions drafting at once (each verification joins a decode step, with the other
+// sessions' rows where its cost model lets it draft while they decode): every output is token
+// for token the output without drafts.
+TEST(Batching, ConcurrentDraftingSessionsIdenticalToAlone) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  constexpr size_t kN = 4;
+  ModelPtr batched = Load(path, 0, 4);
+  const char* kParas[kN] = {
+      "The committee met on Tuesday to review the budget for the new library wing and agreed to publish the minutes.",
+      "Our train leaves the north station at seven, stops twice along the river and reaches the coast by noon.",
+      "Mix two cups of flour with one cup of water, knead for ten minutes and let the dough rest for an hour.",
+      "The museum opens at nine on weekdays, closes early on Sundays and offers free entry on the first Monday."};
+  std::vector<std::string> prompts;
+  std::vector<Pushed> want;
+  for (const char* p : kParas) {
+    const std::string para(p);
+    prompts.push_back("Copy this text exactly.\nText: " + para + "\nCopy: " + para.substr(0, 25));
+    want.push_back(Generate(batched.get(), prompts.back(), 32));
+  }
+  std::vector<Pushed> got(kN);
+  std::vector<zf_generate_result> res(kN);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < kN; ++i) {
+    threads.emplace_back([&, i] {
+      SessionPtr s = NewSession(batched.get(), 512, 1);
+      zf_generate_params g = Greedy(32);
+      g.draft_max = 8;
+      res[i].struct_size = sizeof res[i];
+      EXPECT_EQ(zf_generate(s.get(), prompts[i].data(), prompts[i].size(), &g, CollectPieces, &got[i], &res[i]), ZF_OK)
+          << zf_last_error();
+    });
+  }
+  for (auto& t : threads) t.join();
+  int32_t drafted = 0;
+  for (size_t i = 0; i < kN; ++i) {
+    EXPECT_EQ(got[i].tokens, want[i].tokens) << "generation " << i;
+    drafted += res[i].n_drafted;
+  }
+  EXPECT_GT(drafted, 0) << "no session drafted while the others decoded";
 }
 
 TEST(Batching, MaxBatchOutOfRangeIsRejected) {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -53,6 +54,60 @@ TEST(Batcher, ConcurrentDecodesShareSteps) {
   EXPECT_GE(b->max_rows_seen(), 2);
   EXPECT_LE(b->max_rows_seen(), 4);  // never more than max_batch
   for (auto& s : sessions) EXPECT_EQ(s->n_past(), 3 + kSteps);
+}
+
+// A speculative verification joins the decode step of the other sessions (its rows beside
+// theirs) instead of running alone between steps, and each of its positions still gets the
+// logits of evaluating the tokens one at a time.
+TEST(Batcher, VerificationRowsJoinDecodeSteps) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  model::LoadOptions lo;
+  lo.n_threads = 2;
+  std::unique_ptr<model::Model> m;
+  ASSERT_TRUE(model::Model::Load(path, lo, &m).ok());
+  const size_t nv = size_t(m->desc().n_vocab);
+  auto session = [&](rt::Batcher* b) {
+    rt::SessionOptions so;
+    so.n_ctx = 512;
+    std::unique_ptr<rt::Session> s;
+    EXPECT_TRUE(rt::Session::Create(*m, so, &s).ok());
+    if (b != nullptr) s->set_batcher(b);
+    return s;
+  };
+  const int32_t prompt[4] = {1, 504, 3458, 282};
+  constexpr int32_t kVerify = 9;
+  std::vector<int32_t> draft(kVerify);
+  for (int32_t i = 0; i < kVerify; ++i) draft[size_t(i)] = 700 + 13 * i;
+  // The reference: the prompt, then the drafted tokens one at a time.
+  std::vector<float> want(size_t(kVerify) * nv);
+  {
+    std::unique_ptr<rt::Session> s = session(nullptr);
+    ASSERT_TRUE(s->Eval(prompt, 4, nullptr).ok());
+    for (int32_t i = 0; i < kVerify; ++i) ASSERT_TRUE(s->Eval(&draft[size_t(i)], 1, want.data() + size_t(i) * nv).ok());
+  }
+  std::unique_ptr<rt::Batcher> b;
+  ASSERT_TRUE(rt::Batcher::Create(*m, 4, 0, &b).ok());
+  std::unique_ptr<rt::Session> busy = session(b.get()), verifier = session(b.get());
+  ASSERT_TRUE(busy->Eval(prompt, 4, nullptr).ok());
+  std::atomic<bool> stop{false};
+  std::thread decoder([&] {  // another session decoding all along
+    for (int32_t t = 0; !stop.load() && busy->n_past() < 500; ++t) {
+      const int32_t tok = 300 + t % 97;
+      EXPECT_TRUE(busy->Eval(&tok, 1, nullptr).ok());
+    }
+  });
+  ASSERT_TRUE(verifier->Eval(prompt, 4, nullptr).ok());
+  std::vector<float> got(size_t(kVerify) * nv);
+  bool shared = false;
+  for (int attempt = 0; attempt < 40 && !shared; ++attempt) {  // until a step carried both
+    ASSERT_TRUE(verifier->EvalEvery(draft.data(), size_t(kVerify), got.data()).ok());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "attempt " << attempt;
+    ASSERT_TRUE(verifier->Truncate(4).ok());
+    shared = b->max_rows_seen() > kVerify;
+  }
+  stop.store(true);
+  decoder.join();
+  EXPECT_TRUE(shared) << "no decode step carried the verification beside the other session";
 }
 
 TEST(Batcher, RejectsBadSizes) {

@@ -63,6 +63,27 @@ TEST(DraftLength, FollowsTheExpectedSpeedUp) {
   EXPECT_EQ(rt::DraftLength(rt::DraftOptions()).Next(), 0) << "max 0: off";
 }
 
+// A draft inside a batched step pays only when the step's time grows little with its rows
+// (memory-bound): there a draft the target mostly keeps is drafted; where each row costs about
+// a sequence's step (compute-bound) even fully kept drafts lose, since k rows yield < k tokens.
+TEST(BatchedDraftLength, WeighsTheRowsAgainstEverySequenceOfTheStep) {
+  // Memory-bound: 20 ms to read the weights, 0.1 ms per row; 4 sequences, 80% kept.
+  const int32_t k = rt::BatchedDraftLength(8, 1, 0.8, 4, 0.020, 0.0001);
+  EXPECT_GE(k, 4);
+  EXPECT_LE(k, 8);
+  // The same step with rare acceptance: no draft.
+  EXPECT_EQ(rt::BatchedDraftLength(8, 1, 0.05, 4, 0.020, 0.0001), 0);
+  // Compute-bound (this 2-core CPU at 4+ sequences: 9.8 ms for 4 rows, 3.4 ms for 1): nothing pays.
+  EXPECT_EQ(rt::BatchedDraftLength(8, 1, 0.95, 4, 0.0013, 0.0021), 0);
+  EXPECT_EQ(rt::BatchedDraftLength(8, 1, 0.95, 16, 0.0, 0.002), 0);
+  // More sequences share the cost: the same draft that pays at 2 sequences stops paying at 32.
+  EXPECT_GT(rt::BatchedDraftLength(8, 1, 0.7, 2, 0.010, 0.0005), 0);
+  EXPECT_EQ(rt::BatchedDraftLength(8, 1, 0.7, 32, 0.010, 0.0005), 0);
+  // k_min and degenerate costs.
+  EXPECT_EQ(rt::BatchedDraftLength(8, 9, 0.8, 4, 0.020, 0.0001), 0);
+  EXPECT_EQ(rt::BatchedDraftLength(8, 1, 0.8, 4, 0.020, 0.0), 0);
+}
+
 struct Out {
   std::vector<int32_t> tokens;
   std::string text;

@@ -70,8 +70,7 @@ zf_status Server::Load() {
   // The draft model (-md): one load, a draft session per slot; each slot's session holds a
   // reference, so the handle is dropped once they have theirs.
   ModelPtr draft;
-  // Slots that share decode steps verify drafts between the steps, and only while no other slot
-  // is decoding (runtime/batcher.h).
+  // Slots that share decode steps verify drafts inside the steps (runtime/batcher.h).
   if (!o_.model_draft.empty()) {
     zf_model_params dp;
     zf_model_params_init(&dp, sizeof dp);

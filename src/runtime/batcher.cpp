@@ -73,14 +73,23 @@ Status Batcher::EvalEvery(const model::Forward::SeqState& seq, const model::Forw
 
 void Batcher::WorkerLoop() {
   std::unique_lock<std::mutex> lock(mu_);
-  size_t expected = 0;  // sequences of the last decode step, expected back
+  // The sequences (by KV cache) of the last decode step, expected back: counted by identity, so
+  // that a request of another session (a new one, a verification) does not start the step
+  // without them.
+  std::vector<const engine::KvCache*> expected;
+  const auto all_back = [&] {
+    for (const engine::KvCache* kv : expected) {
+      if (std::none_of(decodes_.begin(), decodes_.end(), [&](const Request* r) { return r->seq.kv == kv; })) return false;
+    }
+    return true;
+  };
   std::vector<Request*> batch;
   batch.reserve(size_t(max_batch_));
   for (;;) {
     work_cv_.wait(lock, [&] { return stop_ || !decodes_.empty() || !prefills_.empty(); });
     if (decodes_.empty() && prefills_.empty()) return;  // stop_ with nothing left
-    if (!decodes_.empty() && decodes_.size() < expected && !stop_) {
-      work_cv_.wait_for(lock, kGatherWindow, [&] { return stop_ || decodes_.size() >= expected; });
+    if (!decodes_.empty() && !stop_ && !all_back()) {
+      work_cv_.wait_for(lock, kGatherWindow, [&] { return stop_ || all_back(); });
     }
     batch.clear();
     // Requests in arrival order while they fit (a verification that does not waits for the
@@ -96,7 +105,8 @@ void Batcher::WorkerLoop() {
       prefill = prefills_.front();
       prefills_.pop_front();
     }
-    expected = batch.size();
+    expected.clear();
+    for (const Request* r : batch) expected.push_back(r->seq.kv);
     lock.unlock();
     if (!batch.empty()) RunDecode(batch);
     if (prefill != nullptr) RunPrefill(*prefill);

@@ -278,48 +278,6 @@ void LegacyKernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int6
   }
 }
 
-// The int16 pair (p[0], p[1]) as one int32 lane (little-endian), for VPMADDWD.
-inline int32_t Pair16(const int16_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-// The super-block loop of the Q8_K-activation formats (Q4_K, Q6_K, IQ4_XS) for T tokens: per
-// super-block its unit u (prefetched) and each token's quants x[t]; per half h (rows 8h..8h+7),
-// sums(u, s, x, h, isum, msum) gives each token's integer sums, then the float accumulation,
-// written once here for the three formats (the note above kTokens): d x da x isum, and with
-// kMins minus dmin x da x msum. Always inlined, so T stays compile-time in the format's code.
-template <int T, bool kMins, typename Sums>
-__attribute__((always_inline)) inline void SuperBlockGroup(const PackedLayout& l, const uint8_t* grp,
-                                                           const BlockQ8_K* const* ab, float* const* out, int64_t valid,
-                                                           const PrefetchPlan* prefetch, Sums&& sums) {
-  __m256 acc[T][2];
-  for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
-  for (int64_t s = 0; s < l.nb; ++s) {
-    const uint8_t* u = grp + l.UnitAt(s);
-    if (prefetch != nullptr) PrefetchUnit<T>(*prefetch, u, l.unit);
-    const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
-    const auto* dmin = reinterpret_cast<const uint16_t*>(u + l.dmin_off);
-    const int8_t* x[T];
-    for (int t = 0; t < T; ++t) x[t] = ab[t][s].qs;
-    for (int h = 0; h < 2; ++h) {
-      __m256i isum[T], msum[T];
-      sums(u, s, x, h, isum, msum);
-      const __m256 sd = Scales8(d + kHalf * h);
-      const __m256 smin = kMins ? Scales8(dmin + kHalf * h) : _mm256_setzero_ps();
-      for (int t = 0; t < T; ++t) {
-        const __m256 da = _mm256_set1_ps(ab[t][s].d);
-        acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(sd, da), _mm256_cvtepi32_ps(isum[t]), acc[t][h]);
-        if (kMins) acc[t][h] = _mm256_fnmadd_ps(_mm256_mul_ps(smin, da), _mm256_cvtepi32_ps(msum[t]), acc[t][h]);
-      }
-    }
-  }
-  for (int t = 0; t < T; ++t) {
-    for (int h = 0; h < 2; ++h) Store8(out[t] + kHalf * h, valid - kHalf * h, acc[t][h], false);
-  }
-}
-
 // Q4_K against Q8_K activations, in integers as the format defines it: per super-block and
 // row, isum = sum_j sc_j * dot_j (8 sub-blocks of 32) and msum = sum_j mn_j * bsum_j, then
 // d * da * isum - dmin * da * msum. A sub-block's 8 chunks add in int16: nibbles <= 15, so
@@ -328,38 +286,62 @@ template <int T>
 __attribute__((noinline)) void Q4KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
                      int64_t valid, const PrefetchPlan* prefetch) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
-  SuperBlockGroup<T, true>(l, grp, ab, out, valid, prefetch,
-                           [&](const uint8_t* u, int64_t s, const int8_t* const* x, int h, __m256i* isum, __m256i* msum) {
+  __m256 acc[T][2];
+  for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < l.nb; ++s) {
+    const uint8_t* u = grp + l.UnitAt(s);
+    if (prefetch != nullptr) PrefetchUnit<T>(*prefetch, u, l.unit);
+    const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
+    const auto* dmin = reinterpret_cast<const uint16_t*>(u + l.dmin_off);
     const uint8_t* q = u + l.q_off;
     const uint8_t* sc = u + l.sc_off;
     const uint8_t* mn = u + l.mn_off;
-    for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
-    for (int c = 0; c < 4; ++c) {  // sub-blocks 2c (low nibbles) and 2c+1 (high nibbles)
-      __m256i lo[T], hi[T];
-      for (int t = 0; t < T; ++t) lo[t] = hi[t] = _mm256_setzero_si256();
+    const int8_t* x[T];
+    int32_t bsum[T][8];  // (bsums[2j], bsums[2j+1]) as one int16 pair
+    for (int t = 0; t < T; ++t) {
+      x[t] = ab[t][s].qs;
+      for (int j = 0; j < 8; ++j) {
+        bsum[t][j] = int32_t(uint16_t(ab[t][s].bsums[2 * j])) | int32_t(uint32_t(uint16_t(ab[t][s].bsums[2 * j + 1])) << 16);
+      }
+    }
+    for (int h = 0; h < 2; ++h) {
+      __m256i isum[T];
+      for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+      for (int c = 0; c < 4; ++c) {  // sub-blocks 2c (low nibbles) and 2c+1 (high nibbles)
+        __m256i lo[T], hi[T];
+        for (int t = 0; t < T; ++t) lo[t] = hi[t] = _mm256_setzero_si256();
 #pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) {
-        const __m256i raw = Load(q + size_t(8 * c + i) * 64 + 32 * h);
-        const __m256i nl = _mm256_and_si256(raw, low4), nh = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+        for (int i = 0; i < 8; ++i) {
+          const __m256i raw = Load(q + size_t(8 * c + i) * 64 + 32 * h);
+          const __m256i nl = _mm256_and_si256(raw, low4), nh = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+          for (int t = 0; t < T; ++t) {
+            lo[t] = _mm256_add_epi16(lo[t], _mm256_maddubs_epi16(nl, _mm256_set1_epi32(Dword(x[t] + 4 * (16 * c + i)))));
+            hi[t] = _mm256_add_epi16(hi[t], _mm256_maddubs_epi16(nh, _mm256_set1_epi32(Dword(x[t] + 4 * (16 * c + 8 + i)))));
+          }
+        }
+        const __m256i sl = PairU8(sc + 32 * c + 8 * h), sh = PairU8(sc + 32 * c + 16 + 8 * h);
         for (int t = 0; t < T; ++t) {
-          lo[t] = _mm256_add_epi16(lo[t], _mm256_maddubs_epi16(nl, _mm256_set1_epi32(Dword(x[t] + 4 * (16 * c + i)))));
-          hi[t] = _mm256_add_epi16(hi[t], _mm256_maddubs_epi16(nh, _mm256_set1_epi32(Dword(x[t] + 4 * (16 * c + 8 + i)))));
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(lo[t], sl));
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(hi[t], sh));
         }
       }
-      const __m256i sl = PairU8(sc + 32 * c + 8 * h), sh = PairU8(sc + 32 * c + 16 + 8 * h);
+      __m256i msum[T];
+      for (int t = 0; t < T; ++t) msum[t] = _mm256_setzero_si256();
+      for (int j = 0; j < 8; ++j) {
+        const __m256i m = PairU8(mn + 16 * j + 8 * h);
+        for (int t = 0; t < T; ++t) msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(m, _mm256_set1_epi32(bsum[t][j])));
+      }
+      const __m256 sd = Scales8(d + kHalf * h), smin = Scales8(dmin + kHalf * h);
       for (int t = 0; t < T; ++t) {
-        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(lo[t], sl));
-        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(hi[t], sh));
+        const __m256 da = _mm256_set1_ps(ab[t][s].d);
+        acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(sd, da), _mm256_cvtepi32_ps(isum[t]), acc[t][h]);
+        acc[t][h] = _mm256_fnmadd_ps(_mm256_mul_ps(smin, da), _mm256_cvtepi32_ps(msum[t]), acc[t][h]);
       }
     }
-    for (int t = 0; t < T; ++t) msum[t] = _mm256_setzero_si256();
-    for (int j = 0; j < 8; ++j) {  // (bsums[2j], bsums[2j+1]) against the mins of sub-blocks 2j, 2j+1
-      const __m256i m = PairU8(mn + 16 * j + 8 * h);
-      for (int t = 0; t < T; ++t) {
-        msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(m, _mm256_set1_epi32(Pair16(ab[t][s].bsums + 2 * j))));
-      }
-    }
-  });
+  }
+  for (int t = 0; t < T; ++t) {
+    for (int h = 0; h < 2; ++h) Store8(out[t] + kHalf * h, valid - kHalf * h, acc[t][h], false);
+  }
 }
 
 // One quarter F of a Q6_K super-block (chunks 16F..16F+15, scale groups 4F..4F+3) for one
@@ -411,19 +393,37 @@ inline void Q6KQuarter(const uint8_t* lo, const uint8_t* hi, const uint8_t* sc, 
 template <int T>
 __attribute__((noinline)) void Q6KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
                      int64_t valid, const PrefetchPlan* prefetch) {
-  SuperBlockGroup<T, false>(l, grp, ab, out, valid, prefetch,
-                            [&](const uint8_t* u, int64_t s, const int8_t* const* x, int h, __m256i* isum, __m256i*) {
-    __m256i corr[T];
-    for (int t = 0; t < T; ++t) isum[t] = corr[t] = _mm256_setzero_si256();
-    const uint8_t* lh = u + l.q_off + 32 * h;
-    const uint8_t* hh = u + l.qh_off + 32 * h;
-    const uint8_t* sh = u + l.sc_off + 8 * h;
-    Q6KQuarter<0, T>(lh, hh, sh, x, ab, s, isum, corr);
-    Q6KQuarter<1, T>(lh, hh, sh, x, ab, s, isum, corr);
-    Q6KQuarter<2, T>(lh, hh, sh, x, ab, s, isum, corr);
-    Q6KQuarter<3, T>(lh, hh, sh, x, ab, s, isum, corr);
-    for (int t = 0; t < T; ++t) isum[t] = _mm256_sub_epi32(isum[t], _mm256_slli_epi32(corr[t], 5));
-  });
+  __m256 acc[T][2];
+  for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < l.nb; ++s) {
+    const uint8_t* u = grp + l.UnitAt(s);
+    if (prefetch != nullptr) PrefetchUnit<T>(*prefetch, u, l.unit);
+    const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
+    const uint8_t* lo = u + l.q_off;
+    const uint8_t* hi = u + l.qh_off;
+    const uint8_t* sc = u + l.sc_off;
+    const int8_t* x[T];
+    for (int t = 0; t < T; ++t) x[t] = ab[t][s].qs;
+    for (int h = 0; h < 2; ++h) {
+      __m256i isum[T], corr[T];
+      for (int t = 0; t < T; ++t) isum[t] = corr[t] = _mm256_setzero_si256();
+      const uint8_t* lh = lo + 32 * h;
+      const uint8_t* hh = hi + 32 * h;
+      const uint8_t* sh = sc + 8 * h;
+      Q6KQuarter<0, T>(lh, hh, sh, x, ab, s, isum, corr);
+      Q6KQuarter<1, T>(lh, hh, sh, x, ab, s, isum, corr);
+      Q6KQuarter<2, T>(lh, hh, sh, x, ab, s, isum, corr);
+      Q6KQuarter<3, T>(lh, hh, sh, x, ab, s, isum, corr);
+      const __m256 sd = Scales8(d + kHalf * h);
+      for (int t = 0; t < T; ++t) {
+        const __m256i v = _mm256_sub_epi32(isum[t], _mm256_slli_epi32(corr[t], 5));
+        acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(sd, _mm256_set1_ps(ab[t][s].d)), _mm256_cvtepi32_ps(v), acc[t][h]);
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    for (int h = 0; h < 2; ++h) Store8(out[t] + kHalf * h, valid - kHalf * h, acc[t][h], false);
+  }
 }
 
 // IQ4_XS against Q8_K activations, in integers as the format defines it: per super-block and
@@ -438,28 +438,44 @@ __attribute__((noinline)) void IQ4XSGroup(const PackedLayout& l, const uint8_t* 
   alignas(16) int8_t tbl[16];
   for (int i = 0; i < 16; ++i) tbl[i] = kValuesIQ4NL[i];
   const __m256i book = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(tbl)));
-  SuperBlockGroup<T, false>(l, grp, ab, out, valid, prefetch,
-                            [&](const uint8_t* u, int64_t, const int8_t* const* x, int h, __m256i* isum, __m256i*) {
+  __m256 acc[T][2];
+  for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < l.nb; ++s) {
+    const uint8_t* u = grp + l.UnitAt(s);
+    if (prefetch != nullptr) PrefetchUnit<T>(*prefetch, u, l.unit);
+    const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
     const uint8_t* q = u + l.q_off;
     const uint8_t* sc = u + l.sc_off;
-    for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
-    for (int j = 0; j < 8; ++j) {
-      const __m256i scale = PairI8(sc + 16 * j + 8 * h);
+    const int8_t* x[T];
+    for (int t = 0; t < T; ++t) x[t] = ab[t][s].qs;
+    for (int h = 0; h < 2; ++h) {
+      __m256i isum[T];
+      for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+      for (int j = 0; j < 8; ++j) {
+        const __m256i scale = PairI8(sc + 16 * j + 8 * h);
 #pragma GCC unroll 4
-      for (int c = 0; c < 4; ++c) {
-        const __m256i raw = Load(q + size_t(4 * j + c) * 64 + 32 * h);
-        const __m256i lo = _mm256_shuffle_epi8(book, _mm256_and_si256(raw, low4));
-        const __m256i hi = _mm256_shuffle_epi8(book, _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4));
-        const __m256i alo = _mm256_abs_epi8(lo), ahi = _mm256_abs_epi8(hi);
-        for (int t = 0; t < T; ++t) {
-          const __m256i pl = _mm256_maddubs_epi16(alo, _mm256_sign_epi8(_mm256_set1_epi32(Dword(x[t] + 32 * j + 4 * c)), lo));
-          const __m256i ph =
-              _mm256_maddubs_epi16(ahi, _mm256_sign_epi8(_mm256_set1_epi32(Dword(x[t] + 32 * j + 16 + 4 * c)), hi));
-          isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(pl, scale), _mm256_madd_epi16(ph, scale)));
+        for (int c = 0; c < 4; ++c) {
+          const __m256i raw = Load(q + size_t(4 * j + c) * 64 + 32 * h);
+          const __m256i lo = _mm256_shuffle_epi8(book, _mm256_and_si256(raw, low4));
+          const __m256i hi = _mm256_shuffle_epi8(book, _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4));
+          const __m256i alo = _mm256_abs_epi8(lo), ahi = _mm256_abs_epi8(hi);
+          for (int t = 0; t < T; ++t) {
+            const __m256i pl = _mm256_maddubs_epi16(alo, _mm256_sign_epi8(_mm256_set1_epi32(Dword(x[t] + 32 * j + 4 * c)), lo));
+            const __m256i ph =
+                _mm256_maddubs_epi16(ahi, _mm256_sign_epi8(_mm256_set1_epi32(Dword(x[t] + 32 * j + 16 + 4 * c)), hi));
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(pl, scale), _mm256_madd_epi16(ph, scale)));
+          }
         }
       }
+      const __m256 sd = Scales8(d + kHalf * h);
+      for (int t = 0; t < T; ++t) {
+        acc[t][h] = _mm256_fmadd_ps(_mm256_mul_ps(sd, _mm256_set1_ps(ab[t][s].d)), _mm256_cvtepi32_ps(isum[t]), acc[t][h]);
+      }
     }
-  });
+  }
+  for (int t = 0; t < T; ++t) {
+    for (int h = 0; h < 2; ++h) Store8(out[t] + kHalf * h, valid - kHalf * h, acc[t][h], false);
+  }
 }
 
 struct Groups {  // this ISA's pieces of the shared drivers (PackedKernels, packed_layout.h)

@@ -213,16 +213,13 @@ void LegacyKernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int6
   }
 }
 
-// The super-block loop of the Q8_K-activation formats (Q4_K, Q6_K, IQ4_XS) for T tokens: per
-// super-block its unit u (prefetched) and each token's quants x[t] (kCopyOne: one token's from
-// a copy on the stack), sums(u, s, x, isum, msum) gives each token's integer sums, then the
-// float accumulation, written once here for the three formats (the note above kTokens): d x da
-// x isum, and with kMins minus dmin x da x msum. Always inlined, so T stays compile-time in the
-// format's code.
-template <int T, bool kMins, bool kCopyOne, typename Sums>
-__attribute__((always_inline)) inline void SuperBlockGroup(const PackedLayout& l, const uint8_t* grp,
-                                                           const BlockQ8_K* const* ab, float* const* out, int64_t valid,
-                                                           const PrefetchPlan* prefetch, Sums&& sums) {
+// Q4_K against Q8_K activations, in integers as the format defines it: per super-block and
+// row, isum = sum_j sc_j * dot_j (8 sub-blocks of 32) and msum = sum_j mn_j * bsum_j, then
+// d * da * isum - dmin * da * msum. Sub-block dots stay below 2^16 and the sums below 2^31.
+template <int T>
+inline void Q4KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
+                     int64_t valid, const PrefetchPlan* prefetch) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F), high4 = _mm512_set1_epi8(char(0xF0));
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t s = 0; s < l.nb; ++s) {
@@ -230,42 +227,20 @@ __attribute__((always_inline)) inline void SuperBlockGroup(const PackedLayout& l
     if (prefetch != nullptr) PrefetchUnit<T>(*prefetch, u, l.unit);
     const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
     const auto* dmin = reinterpret_cast<const uint16_t*>(u + l.dmin_off);
-    int32_t xs[kCopyOne && T == 1 ? 64 : 1];
+    const uint8_t* q = u + l.q_off;
+    const uint8_t* sc = u + l.sc_off;
+    const uint8_t* mn = u + l.mn_off;
+    // One token reads its quants from a copy on the stack (as the kernel did before the
+    // batched form: measured 3% faster in decode); blocks of tokens straight from the rows.
+    int32_t xs[T == 1 ? 64 : 1];
     const int8_t* x[T];
-    if (kCopyOne && T == 1) {
+    if (T == 1) {
       std::memcpy(xs, ab[0][s].qs, 256);
       x[0] = reinterpret_cast<const int8_t*>(xs);
     } else {
       for (int t = 0; t < T; ++t) x[t] = ab[t][s].qs;
     }
-    __m512i isum[T], msum[T];
-    sums(u, s, x, isum, msum);
-    const __m512 sd = Scales(d);
-    const __m512 smin = kMins ? Scales(dmin) : _mm512_setzero_ps();
-    for (int t = 0; t < T; ++t) {
-      const __m512 da = _mm512_set1_ps(ab[t][s].d);
-      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(sd, da), _mm512_cvtepi32_ps(isum[t]), acc[t]);
-      if (kMins) acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(smin, da), _mm512_cvtepi32_ps(msum[t]), acc[t]);
-    }
-  }
-  for (int t = 0; t < T; ++t) Store(out[t], valid, acc[t], false);
-}
-
-// Q4_K against Q8_K activations, in integers as the format defines it: per super-block and
-// row, isum = sum_j sc_j * dot_j (8 sub-blocks of 32) and msum = sum_j mn_j * bsum_j, then
-// d * da * isum - dmin * da * msum. Sub-block dots stay below 2^16 and the sums below 2^31.
-// One token reads its quants from a copy on the stack (kCopyOne, as the kernel did before the
-// batched form: measured 3% faster in decode); blocks of tokens straight from the rows.
-template <int T>
-inline void Q4KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
-                     int64_t valid, const PrefetchPlan* prefetch) {
-  const __m512i low4 = _mm512_set1_epi8(0x0F), high4 = _mm512_set1_epi8(char(0xF0));
-  SuperBlockGroup<T, true, true>(l, grp, ab, out, valid, prefetch,
-                                 [&](const uint8_t* u, int64_t s, const int8_t* const* x, __m512i* isum, __m512i* msum) {
-    const uint8_t* q = u + l.q_off;
-    const uint8_t* sc = u + l.sc_off;
-    const uint8_t* mn = u + l.mn_off;
-    __m512i hsum[T];
+    __m512i isum[T], hsum[T], msum[T];
     for (int t = 0; t < T; ++t) isum[t] = hsum[t] = msum[t] = _mm512_setzero_si512();
     for (int c = 0; c < 4; ++c) {  // sub-blocks 2c (low nibbles) and 2c+1 (high nibbles)
       // kChains independent VPDPBUSD chains per sub-block and token (even/odd chunks): one
@@ -312,7 +287,14 @@ inline void Q4KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K*
         msum[t] = _mm512_add_epi32(msum[t], _mm512_mullo_epi32(m, _mm512_set1_epi32(bsum)));
       }
     }
-  });
+    const __m512 sd = Scales(d), smin = Scales(dmin);
+    for (int t = 0; t < T; ++t) {
+      const __m512 da = _mm512_set1_ps(ab[t][s].d);
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(sd, da), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+      acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(smin, da), _mm512_cvtepi32_ps(msum[t]), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) Store(out[t], valid, acc[t], false);
 }
 
 // Q6_K against Q8_K activations: per super-block and row, isum = sum_g scale_g * (dot_g -
@@ -321,11 +303,18 @@ inline void Q4KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K*
 template <int T>
 inline void Q6KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K* const* ab, float* const* out,
                      int64_t valid, const PrefetchPlan* prefetch) {
-  SuperBlockGroup<T, false, false>(l, grp, ab, out, valid, prefetch,
-                                   [&](const uint8_t* u, int64_t s, const int8_t* const* x, __m512i* isum, __m512i*) {
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < l.nb; ++s) {
+    const uint8_t* u = grp + l.UnitAt(s);
+    if (prefetch != nullptr) PrefetchUnit<T>(*prefetch, u, l.unit);
+    const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
     const uint8_t* lo = u + l.q_off;
     const uint8_t* hi = u + l.qh_off;
     const auto* sc = reinterpret_cast<const int8_t*>(u + l.sc_off);
+    const int8_t* x[T];
+    for (int t = 0; t < T; ++t) x[t] = ab[t][s].qs;
+    __m512i isum[T];
     for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
     const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
     // A loop, not unrolled: fully unrolled (each chunk's nibble and shift constant) it ran
@@ -355,7 +344,12 @@ inline void Q6KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K*
       const __m512i scale = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 16 * grp16)));
       for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot[t], scale));
     }
-  });
+    const __m512 sd = Scales(d);
+    for (int t = 0; t < T; ++t) {
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(sd, _mm512_set1_ps(ab[t][s].d)), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) Store(out[t], valid, acc[t], false);
 }
 
 // IQ4_XS against Q8_K activations, in integers as the format defines it: per super-block and
@@ -368,10 +362,17 @@ inline void IQ4XSGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_
                        int64_t valid, const PrefetchPlan* prefetch) {
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   const __m512i book = BiasedBook<kBookIQ4NL>();
-  SuperBlockGroup<T, false, false>(l, grp, ab, out, valid, prefetch,
-                                   [&](const uint8_t* u, int64_t s, const int8_t* const* x, __m512i* isum, __m512i*) {
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < l.nb; ++s) {
+    const uint8_t* u = grp + l.UnitAt(s);
+    if (prefetch != nullptr) PrefetchUnit<T>(*prefetch, u, l.unit);
+    const auto* d = reinterpret_cast<const uint16_t*>(u + l.d_off);
     const uint8_t* q = u + l.q_off;
     const auto* sc = reinterpret_cast<const int8_t*>(u + l.sc_off);
+    const int8_t* x[T];
+    for (int t = 0; t < T; ++t) x[t] = ab[t][s].qs;
+    __m512i isum[T];
     for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
     for (int j = 0; j < 8; ++j) {
       // Two chains per token (low and high nibbles) when there are few tokens to interleave.
@@ -399,7 +400,12 @@ inline void IQ4XSGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_
         isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dj, scale));
       }
     }
-  });
+    const __m512 sd = Scales(d);
+    for (int t = 0; t < T; ++t) {
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(sd, _mm512_set1_ps(ab[t][s].d)), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) Store(out[t], valid, acc[t], false);
 }
 
 struct Groups {  // this ISA's pieces of the shared drivers (PackedKernels, packed_layout.h)

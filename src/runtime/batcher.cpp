@@ -26,8 +26,8 @@ Status Batcher::Create(const model::Model& model, int32_t max_batch, int32_t n_t
                            std::to_string(max_batch));
   }
   std::unique_ptr<Batcher> b(new Batcher(model, max_batch));
-  const int32_t threads = n_threads > 0 ? n_threads : model.default_threads();
-  ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(std::min(threads, 256), &b->backend_));
+  b->threads_ = std::min(n_threads > 0 ? n_threads : model.default_threads(), 256);
+  ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(b->threads_, &b->backend_));
   if (!b->backend_->SetBatchInvariant(true) || !b->backend_->HostActivations()) {
     return Unsupported(std::string("the ") + b->backend_->name() + " engine cannot batch decode steps");
   }
@@ -49,10 +49,10 @@ Batcher::~Batcher() {
   if (worker_.joinable()) worker_.join();
 }
 
-Status Batcher::Eval(const model::Forward::SeqState& seq, const model::ForwardPool::Key& key, const int32_t* tokens,
+Status Batcher::Eval(const model::Forward::SeqState& seq, bool exact, const int32_t* tokens,
                      int32_t n, int32_t pos0, float* logits, int32_t* argmax) {
   if (n < 1 || n > kPrefillChunk) return InvalidArgument("a batched step takes 1.." + std::to_string(kPrefillChunk) + " tokens");
-  Request r{seq, key, tokens, n, pos0, logits, argmax, Status::Ok(), false};
+  Request r{seq, exact, tokens, n, pos0, logits, argmax, Status::Ok(), false};
   std::unique_lock<std::mutex> lock(mu_);
   (n == 1 ? decodes_ : prefills_).push_back(&r);
   work_cv_.notify_one();
@@ -60,10 +60,10 @@ Status Batcher::Eval(const model::Forward::SeqState& seq, const model::ForwardPo
   return r.status;
 }
 
-Status Batcher::EvalEvery(const model::Forward::SeqState& seq, const model::ForwardPool::Key& key,
+Status Batcher::EvalEvery(const model::Forward::SeqState& seq, bool exact,
                           const int32_t* tokens, int32_t n, int32_t pos0, float* logits) {
   if (n < 1 || n > kPrefillChunk) return InvalidArgument("a batched step takes 1.." + std::to_string(kPrefillChunk) + " tokens");
-  Request r{seq, key, tokens, n, pos0, logits, nullptr, Status::Ok(), false, true};
+  Request r{seq, exact, tokens, n, pos0, logits, nullptr, Status::Ok(), false, true};
   std::unique_lock<std::mutex> lock(mu_);
   (n <= kMaxVerifyRows ? decodes_ : prefills_).push_back(&r);
   work_cv_.notify_one();
@@ -122,7 +122,7 @@ void Batcher::WorkerLoop() {
 void Batcher::RunPrefill(Request& r) {
   try {
     model::ForwardPool::Lease ctx;
-    r.status = model_.forwards()->Acquire(r.key, &ctx);
+    r.status = model_.forwards()->Acquire(model::ForwardPool::Key{threads_, r.exact}, &ctx);
     if (!r.status.ok()) return;
     if (r.every) {
       ctx.forward().RunEveryLogit(r.seq, r.tokens, r.n, r.pos0, r.logits);

@@ -59,16 +59,17 @@ class Batcher {
   // batched step advances its own sequence's KV rows and recurrent state, so recurrent models
   // batch too). Output as model::Forward::Run: the last token's logits into `logits` or their
   // argmax into `argmax`. n == 1 joins the next batched decode step; 1 < n <= kPrefillChunk runs
-  // as one prefill chunk between decode steps, on a context of the model's ForwardPool made for
-  // `key` (the session's). kOutOfMemory if the worker could not run the step.
-  Status Eval(const model::Forward::SeqState& seq, const model::ForwardPool::Key& key, const int32_t* tokens, int32_t n,
+  // as one prefill chunk between decode steps, on a context of the model's ForwardPool with the
+  // worker's threads, exact (batch-invariant) products or not as the session's (`exact`).
+  // kOutOfMemory if the worker could not run the step.
+  Status Eval(const model::Forward::SeqState& seq, bool exact, const int32_t* tokens, int32_t n,
               int32_t pos0, float* logits, int32_t* argmax);
   // A speculative verification (Session::EvalEvery): n <= kPrefillChunk tokens of one session
   // with every position's logits. Up to kMaxVerifyRows of them join the next decode step, one
   // row per position (each row's logits are its one-token logits: the step is batch-invariant),
   // so a session verifying drafts holds the others up by its rows only, not by a step of its
   // own; longer ones run between decode steps as a prefill chunk does.
-  Status EvalEvery(const model::Forward::SeqState& seq, const model::ForwardPool::Key& key, const int32_t* tokens,
+  Status EvalEvery(const model::Forward::SeqState& seq, bool exact, const int32_t* tokens,
                    int32_t n, int32_t pos0, float* logits);
   // The measured time of a decode step of r rows as t0 + t1 r (seconds; a least-squares fit over
   // the recent steps): false until steps of different sizes were seen. The generator weighs a
@@ -86,7 +87,7 @@ class Batcher {
  private:
   struct Request {
     model::Forward::SeqState seq;
-    model::ForwardPool::Key key;
+    bool exact;  // the session's: a prefill chunk runs on exact (batch-invariant) products
     const int32_t* tokens;
     int32_t n, pos0;
     float* logits;
@@ -104,6 +105,7 @@ class Batcher {
 
   const model::Model& model_;
   int32_t max_batch_;
+  int32_t threads_ = 1;  // the worker's: decode steps and prefill chunks alike
   std::unique_ptr<engine::Backend> backend_;  // the products of batched steps
   std::unique_ptr<model::Forward> forward_;
   std::mutex mu_;

@@ -126,7 +126,7 @@ Status Session::EvalImpl(const int32_t* tokens, size_t n, float* logits, int32_t
     has_logits_ = false;
     has_argmax_ = false;
     if (batcher_ != nullptr) {
-      ZF_RETURN_IF_ERROR(batcher_->Eval(Seq(), fwd_key_, tokens + done, chunk, n_past(), last ? logits : nullptr,
+      ZF_RETURN_IF_ERROR(batcher_->Eval(Seq(), exact_, tokens + done, chunk, n_past(), last ? logits : nullptr,
                                         last ? argmax : nullptr));
     } else {
       ctx->forward().Run(Seq(), tokens + done, chunk, n_past(), last ? logits : nullptr, last ? argmax : nullptr);
@@ -161,7 +161,7 @@ Status Session::EvalEvery(const int32_t* tokens, size_t n, float* logits) {
   for (size_t done = 0; done < n;) {  // recurrent models stop on a block boundary (its checkpoint)
     const size_t step = std::min<size_t>(size_t(StepLimit(kMaxVerify)), n - done);
     if (batcher_ != nullptr) {  // its rows join a decode step
-      ZF_RETURN_IF_ERROR(batcher_->EvalEvery(Seq(), fwd_key_, tokens + done, int32_t(step), n_past(),
+      ZF_RETURN_IF_ERROR(batcher_->EvalEvery(Seq(), exact_, tokens + done, int32_t(step), n_past(),
                                              logits + done * n_vocab_z));
     } else {
       ctx->forward().RunEveryLogit(Seq(), tokens + done, int32_t(step), n_past(), logits + done * n_vocab_z);

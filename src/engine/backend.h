@@ -147,7 +147,7 @@ class Backend {
   // backend has already executed the whole step (a replayed CUDA graph): the caller skips the
   // ops. EndStep returns true when the ops since BeginStep were only recorded, not executed
   // (graph capture failed), so the caller must issue them again. `kv`: the step's sequence's
-  // cache (a recorded step is only replayed on the same one).
+  // cache (a recorded step is only replayed on the same one, by KvCache::id()).
   virtual bool BeginStep(const KvCache* kv, const int32_t* tokens, int32_t n, int32_t pos0, bool logits) {
     return false;
   }

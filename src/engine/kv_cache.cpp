@@ -1,10 +1,16 @@
 // KvCache's defaults (no planes) and its planes back to back.
 #include "engine/kv_cache.h"
 
+#include <atomic>
 #include <string>
 #include <vector>
 
 namespace zf::engine {
+
+uint64_t KvCache::NextId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 
 Status KvCache::ReadPlanes(int32_t, int32_t, uint8_t* const*) const {
   return Unsupported("this engine cannot read its KV cache");

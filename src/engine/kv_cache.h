@@ -28,6 +28,8 @@ class KvCache {
 
   // The engine whose backends compute on this cache.
   Device device() const { return device_; }
+  // Unique in the process (never reused, unlike an address): what a recorded step names.
+  uint64_t id() const { return id_; }
   int32_t n_layer() const { return n_layer_; }
   int32_t n_ctx() const { return n_ctx_; }
   int32_t k_width() const { return k_width_; }
@@ -55,10 +57,13 @@ class KvCache {
 
  protected:
   KvCache(Device device, int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type)
-      : device_(device), n_layer_(n_layer), n_ctx_(n_ctx), k_width_(k_width), v_width_(v_width), type_(type) {}
+      : device_(device), id_(NextId()), n_layer_(n_layer), n_ctx_(n_ctx), k_width_(k_width), v_width_(v_width),
+        type_(type) {}
 
  private:
+  static uint64_t NextId();
   const Device device_;
+  const uint64_t id_;
   const int32_t n_layer_, n_ctx_, k_width_, v_width_;
   const KvType type_;
 };

@@ -18,6 +18,7 @@
 #include "common/test_models.h"
 #include "unit/gguf_builder.h"
 #include "engine/cuda/kernel_library.h"
+#include "model/forward_pool.h"
 #include "model/model.h"
 #include "runtime/session.h"
 
@@ -92,6 +93,33 @@ TEST_F(CudaEngineFake, DecodeIsCapturedOnceThenReplayed) {
   // Fusions: every residual add merged into the following RMSNorm in the captured step.
   EXPECT_GT(n["captured add_rms_norm"], 0);
   EXPECT_EQ(n["captured add"], 0);
+}
+
+// A session keeps its forward context (logits on the device, its graph); when it ends, the next
+// session takes that context and its graph, recorded on the old session's KV cache, is not
+// replayed: the step is recorded again on the new cache.
+TEST_F(CudaEngineFake, NextSessionOnTheContextRecordsItsOwnGraph) {
+  model::LoadOptions o;
+  o.device = model::Device::kCuda;
+  std::unique_ptr<model::Model> m;
+  ASSERT_TRUE(model::Model::Load(path_, o, &m).ok());
+  std::vector<float> logits(size_t(m->desc().n_vocab));
+  for (int session = 0; session < 2; ++session) {
+    std::unique_ptr<rt::Session> sess;
+    rt::SessionOptions so;
+    so.n_ctx = 64;
+    ASSERT_TRUE(rt::Session::Create(*m, so, &sess).ok());
+    const int32_t prompt[] = {1, 2, 3};
+    ASSERT_TRUE(sess->Eval(prompt, 3, logits.data()).ok());
+    for (int i = 0; i < 4; ++i) {
+      const int32_t tok = 4 + i;
+      ASSERT_TRUE(sess->Eval(&tok, 1, logits.data()).ok());
+    }
+  }
+  EXPECT_EQ(m->forwards()->size(), 1u) << "the second session reuses the first one's context";
+  auto n = ReadTrace(trace_);
+  EXPECT_EQ(n["graph_begin"], 2) << "each session's decode step recorded on its own cache";
+  EXPECT_EQ(n["graph_launch"], 6);
 }
 
 TEST_F(CudaEngineFake, CaptureFailureRunsTheStepUncapturedAndStopsCapturing) {

@@ -242,11 +242,12 @@ class CudaBackend final : public Backend {
   bool BeginStep(const KvCache* kv, const int32_t* tokens, int32_t n, int32_t pos0, bool logits) override {
     // The CUDA current device is per host thread, and a session may move between threads.
     if (!Check(a_.set_device(w_->device()), "select the GPU")) return false;
-    if (kv != graph_kv_) {  // a recorded decode step writes and reads another sequence's cache
+    const uint64_t kv_id = kv != nullptr ? kv->id() : 0;
+    if (kv_id != graph_kv_) {  // a recorded decode step writes and reads another sequence's cache
       a_.graph_destroy(graph_);
       graph_ = nullptr;
       warm_decode_ = false;
-      graph_kv_ = kv;
+      graph_kv_ = kv_id;
     }
     step_tokens_ = tokens;
     step_n_ = n;
@@ -447,7 +448,7 @@ class CudaBackend final : public Backend {
   std::vector<Norm> norms_;
   // Decode graph.
   void* graph_ = nullptr;
-  const KvCache* graph_kv_ = nullptr;  // the cache the graph was recorded on
+  uint64_t graph_kv_ = 0;  // KvCache::id() of the cache the graph was recorded on
   bool warm_decode_ = false, capturing_ = false, graph_failed_ = false;
   int32_t captured_ops_ = 0;
   std::string broken_;

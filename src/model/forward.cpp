@@ -355,8 +355,11 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
       if (own_kv) be.StoreKv(*s.kv, slot, k_rows + int64_t{row} * k_stride, v_rows + int64_t{row} * v_stride, s.n, s.pos0);
       be.Attention(*s.kv, slot, q_.data() + int64_t{row} * q_w, s.n, s.pos0, ap, attn_.data() + int64_t{row} * o_w);
     };
-    bool own_caches = seq_pool_ != nullptr && seq_pool_->size() > 1 && n_seq > 1;
-    for (int32_t i = 1; i < n_seq && own_caches; ++i) own_caches = seqs[i].kv != seqs[i - 1].kv;
+    // In parallel only when no two sequences share a cache (their threads would write it at once).
+    bool own_caches = seq_pool_ != nullptr && workers_ != nullptr && seq_pool_->size() > 1 && n_seq > 1;
+    for (int32_t i = 1; i < n_seq && own_caches; ++i) {
+      for (int32_t j = 0; j < i && own_caches; ++j) own_caches = seqs[i].kv != seqs[j].kv;
+    }
     if (own_caches) {
       // Longest first, each taken by the next free thread, so that the threads finish together.
       seq_row_.resize(size_t(n_seq));

@@ -2,7 +2,8 @@
 // activation scratch) each, lent to one step of one sequence at a time. A session is sequence
 // state only (KV rows, recurrent state, history): with this pool a model's N sessions hold as
 // many contexts as steps ever ran at once (`serve --parallel 16`: one, on the batching worker),
-// not N. Thread-safe; contexts go back to the pool when their Lease ends and stay for reuse.
+// not N. Thread-safe. A context goes back to the pool when its Lease ends and stays for reuse,
+// unless it has a thread pool of its own (a thread count other than the model's): then it goes.
 #pragma once
 
 #include <cstdint>

@@ -43,8 +43,8 @@ size_t CpuBackend::AttnScratchPerThread(int32_t n_ctx, int32_t k_width, int32_t 
   return std::max(per_row, decode);
 }
 
-float* CpuBackend::AttnScratch(const CpuKvCache& kv) {
-  const size_t need = size_t(pool_->size()) * AttnScratchPerThread(kv.n_ctx(), kv.k_width(), kv.v_width());
+float* CpuBackend::AttnScratch(size_t per_thread) {
+  const size_t need = size_t(pool_->size()) * per_thread;
   if (attn_scratch_.size() < need) attn_scratch_.resize(need);
   return attn_scratch_.data();
 }
@@ -102,7 +102,8 @@ void CpuBackend::AttentionDecode(const CpuKvCache& kv, int32_t layer, const floa
     float* out;
     const AttentionParams* ap;
     int32_t layer, pos0;
-  } c{&kv, AttnScratch(kv), AttnScratchPerThread(kv.n_ctx(), kv.k_width(), kv.v_width()), q, out, &ap, layer, pos0};
+  } c{&kv, nullptr, AttnScratchPerThread(kv.n_ctx(), kv.k_width(), kv.v_width()), q, out, &ap, layer, pos0};
+  c.scratch = AttnScratch(c.per_thread);
   pool_->Run(
       [](void* p, int32_t ith, int32_t nth) {
         Ctx& c = *static_cast<Ctx*>(p);
@@ -135,21 +136,20 @@ void CpuBackend::AttentionRows(int32_t layer, const DecodeRow* rows, int32_t n, 
     return;
   }
   const size_t per_thread = AttnScratchPerThread(max_ctx, k_width, v_width);
-  if (rows_scratch_.size() < size_t(pool_->size()) * per_thread) rows_scratch_.resize(size_t(pool_->size()) * per_thread);
   struct Ctx {
-    CpuBackend* self;
+    float* scratch;
     const DecodeRow* rows;
     const AttentionParams* ap;
     int32_t layer, groups;
     int64_t items;
     size_t per_thread;
     std::atomic<int64_t> next;
-  } c{this, rows, &ap, layer, ap.n_head_kv, int64_t{n} * ap.n_head_kv, per_thread, {0}};
+  } c{AttnScratch(per_thread), rows, &ap, layer, ap.n_head_kv, int64_t{n} * ap.n_head_kv, per_thread, {0}};
   pool_->Run(
       [](void* p, int32_t ith, int32_t) {
         Ctx& c = *static_cast<Ctx*>(p);
         const int32_t group = c.ap->n_head / c.ap->n_head_kv;
-        float* scratch = c.self->rows_scratch_.data() + size_t(ith) * c.per_thread;
+        float* scratch = c.scratch + size_t(ith) * c.per_thread;
         for (int64_t it = c.next.fetch_add(1, std::memory_order_relaxed); it < c.items;
              it = c.next.fetch_add(1, std::memory_order_relaxed)) {
           const DecodeRow& r = c.rows[it / c.groups];
@@ -317,10 +317,9 @@ void CpuBackend::AttentionRowsExact(const CpuKvCache& kv, int32_t layer, const f
     int32_t layer, pos0;
     int64_t items;
     std::atomic<int64_t> next;
-  } c{&kv,   AttnScratch(kv), AttnScratchPerThread(kv.n_ctx(), kv.k_width(), kv.v_width()),
-      q,     out,             &ap,
-      layer, pos0,            int64_t{n_tok} * ap.n_head_kv,
-      {0}};
+  } c{&kv, nullptr, AttnScratchPerThread(kv.n_ctx(), kv.k_width(), kv.v_width()), q, out, &ap, layer, pos0,
+      int64_t{n_tok} * ap.n_head_kv, {0}};
+  c.scratch = AttnScratch(c.per_thread);
   pool_->Run(
       [](void* p, int32_t ith, int32_t) {
         Ctx& c = *static_cast<Ctx*>(p);
@@ -365,7 +364,7 @@ void CpuBackend::Attention(const KvCache& kv, int32_t layer, const float* q, int
   const int32_t o_width = ap.n_head * ap.head_dim_v;
   const int32_t k_width = cache.k_width(), v_width = cache.v_width(), n_ctx = cache.n_ctx();
   const size_t per_thread = AttnScratchPerThread(n_ctx, k_width, v_width);
-  float* scratch = AttnScratch(cache);
+  float* scratch = AttnScratch(per_thread);
   // Prefill with an F16 cache: this layer's K/V rows are converted to F32 once (in parallel)
   // and shared by every query, instead of converting them again for each (token, head).
   const bool staged = f16 && n_tok > 1;

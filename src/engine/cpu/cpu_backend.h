@@ -68,8 +68,8 @@ class CpuBackend final : public Backend {
  private:
   // Per-thread attention scratch for a cache of n_ctx positions: scores + one k/v row.
   static size_t AttnScratchPerThread(int32_t n_ctx, int32_t k_width, int32_t v_width);
-  // attn_scratch_ grown to AttnScratchPerThread floats per thread of the pool for `kv`.
-  float* AttnScratch(const CpuKvCache& kv);
+  // attn_scratch_ grown to per_thread floats for each thread of the pool.
+  float* AttnScratch(size_t per_thread);
 
   std::unique_ptr<ThreadPool> own_pool_;  // only when no shared pool was given
   ThreadPool* pool_;
@@ -141,7 +141,6 @@ class CpuBackend final : public Backend {
                           const AttentionParams& ap, float* out);
   static void DecodeHeads(const CpuKvCache& cache, int32_t layer, const float* q, int32_t pos0,
                           const AttentionParams& ap, float* out, int32_t h0, int32_t h1, float* scratch);
-  std::vector<float> rows_scratch_;  // AttentionRows: per thread, sized for the largest context seen
   std::vector<float> kt_stage_;    // [n_head_kv][head_dim_k][n_pos + pad]: this layer's K transposed
   std::vector<float> attn_block_;  // per thread: Q rows, score rows, conversion rows
   // Per-thread attention scratch (AttnScratch), grown to the largest cache seen.

@@ -64,7 +64,7 @@ TEST(ForwardPool, InterleavedSessionsShareOneContext) {
   ZF_REQUIRE_MODEL(path, "smollm2");
   std::unique_ptr<model::Model> m = Load(path);
   ASSERT_TRUE(m);
-  constexpr int kSessions = 16;
+  constexpr int kSessions = 8;
   std::vector<std::vector<float>> want(kSessions);
   for (int i = 0; i < kSessions; ++i) want[size_t(i)] = Alone(*m, i);
   ASSERT_EQ(m->forwards()->size(), 1u);
@@ -113,7 +113,7 @@ TEST(ForwardPool, BatchedPromptsShareTheWorkersContext) {
   ASSERT_TRUE(m);
   std::unique_ptr<rt::Batcher> b;
   ASSERT_TRUE(rt::Batcher::Create(*m, 8, 0, &b).ok());
-  constexpr int kSessions = 8;
+  constexpr int kSessions = 4;
   std::vector<std::unique_ptr<rt::Session>> sessions;
   for (int i = 0; i < kSessions; ++i) {
     sessions.push_back(NewSession(*m, 512));
@@ -122,7 +122,7 @@ TEST(ForwardPool, BatchedPromptsShareTheWorkersContext) {
   std::vector<std::thread> threads;
   for (int i = 0; i < kSessions; ++i) {
     threads.emplace_back([&, i] {
-      std::vector<int32_t> p(300);  // three prefill chunks each, all sessions at once
+      std::vector<int32_t> p(200);  // two prefill chunks each, all sessions at once
       for (size_t t = 0; t < p.size(); ++t) p[t] = int32_t(100 + (int(t) * 37 + i * 11) % 3000);
       EXPECT_TRUE(sessions[size_t(i)]->EvalKeepLogits(p.data(), p.size()).ok());
     });

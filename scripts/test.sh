@@ -84,7 +84,7 @@ cmake -S . -B build-test-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZF_BU
   -DZF_SANITIZE=thread -DZF_BUILD_KERNELS=OFF -DZF_CONSTRAINTS=OFF >/dev/null  # uninstrumented Rust: see cmake/constraints.cmake
 cmake --build build-test-tsan -j"$jobs" --target zerfoo_unit_tests zerfoo_capi_tests
 export TSAN_OPTIONS=halt_on_error=1
-build-test-tsan/tests/zerfoo_unit_tests --gtest_brief=1 --gtest_filter='*Concurrent*:*Thread*'
+build-test-tsan/tests/zerfoo_unit_tests --gtest_brief=1 --gtest_filter='*Concurrent*:*Thread*:Batcher.VerificationRowsJoinDecodeSteps'
 # BertEmbed.ThreadsDoNotChangeVectors (one of the *Thread* tests) reads the synthesized encoders.
 tests/capi/make_embed_models.sh build-test-tsan/tests/embed-models
 # Two shards at once (scripts/gtest_shards.sh): the instrumented tests leave a core idle most of the time.

@@ -28,11 +28,12 @@ ModelPtr LoadWithCache(const std::string& path, int32_t cache_mib) {
   return ModelPtr(m);
 }
 
-SessionPtr NewSessionFlags(zf_model* m, uint32_t flags) {
+SessionPtr NewSessionFlags(zf_model* m, uint32_t flags, int32_t n_ctx = 2048, int32_t kv_type = ZF_KV_F16) {
   zf_session_params p;
   zf_session_params_init(&p, sizeof p);
-  p.n_ctx = 2048;
+  p.n_ctx = n_ctx;
   p.flags = flags;
+  p.kv_type = kv_type;
   zf_session* s = nullptr;
   EXPECT_EQ(zf_session_create(m, &p, &s), ZF_OK) << zf_last_error();
   return SessionPtr(s);
@@ -301,15 +302,7 @@ TEST(PrefixCache, EachKvTypeSharesItsBlocks) {
   ModelPtr plain = LoadWithCache(path, -1);
   ASSERT_TRUE(m && plain);
   const size_t nv = Vocab(m.get());
-  auto session = [](zf_model* model, int32_t type) {
-    zf_session_params p;
-    zf_session_params_init(&p, sizeof p);
-    p.n_ctx = 512;
-    p.kv_type = type;
-    zf_session* s = nullptr;
-    EXPECT_EQ(zf_session_create(model, &p, &s), ZF_OK) << zf_last_error();
-    return SessionPtr(s);
-  };
+  auto session = [](zf_model* model, int32_t type) { return NewSessionFlags(model, 0, 512, type); };
   const std::vector<int32_t> toks = Tokens(2 * 64 + 3, 8);
   std::vector<SessionPtr> keep;
   for (int32_t type : {ZF_KV_F16, ZF_KV_F32, ZF_KV_F32}) {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -17,12 +18,18 @@
 namespace zf {
 namespace {
 
-TEST(Batcher, ConcurrentDecodesShareSteps) {
-  ZF_REQUIRE_MODEL(path, "smollm2");
+std::unique_ptr<model::Model> LoadTwoThreads(const std::string& path) {
   model::LoadOptions lo;
   lo.n_threads = 2;
   std::unique_ptr<model::Model> m;
-  ASSERT_TRUE(model::Model::Load(path, lo, &m).ok());
+  EXPECT_TRUE(model::Model::Load(path, lo, &m).ok());
+  return m;
+}
+
+TEST(Batcher, ConcurrentDecodesShareSteps) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  std::unique_ptr<model::Model> m = LoadTwoThreads(path);
+  ASSERT_TRUE(m);
   std::unique_ptr<rt::Batcher> b;
   ASSERT_TRUE(rt::Batcher::Create(*m, 4, 0, &b).ok());
   constexpr int kSessions = 4, kSteps = 12;
@@ -61,10 +68,8 @@ TEST(Batcher, ConcurrentDecodesShareSteps) {
 // logits of evaluating the tokens one at a time.
 TEST(Batcher, VerificationRowsJoinDecodeSteps) {
   ZF_REQUIRE_MODEL(path, "smollm2");
-  model::LoadOptions lo;
-  lo.n_threads = 2;
-  std::unique_ptr<model::Model> m;
-  ASSERT_TRUE(model::Model::Load(path, lo, &m).ok());
+  std::unique_ptr<model::Model> m = LoadTwoThreads(path);
+  ASSERT_TRUE(m);
   const size_t nv = size_t(m->desc().n_vocab);
   auto session = [&](rt::Batcher* b) {
     rt::SessionOptions so;

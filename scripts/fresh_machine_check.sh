@@ -11,7 +11,7 @@ root=$PWD
 # libgtest-dev/googletest, python3 with pip, curl, unzip, binutils, llvm-14 (not libclang), Go and
 # Rust (rustup). Every
 # other package below is installed by scripts/install_deps.sh for a stage that needs it.
-purge=(nlohmann-json3-dev doctest-dev libbenchmark-dev libsimde-dev libcpp-httplib-dev
+purge=(nlohmann-json3-dev doctest-dev libbenchmark-dev libsimde-dev libcpp-httplib-dev ccache
        clang clang-14 libclang-dev libclang-14-dev libclang1-14 libclang-common-14-dev libclang-rt-14-dev
        abigail-tools doxygen nginx nginx-common
        mono-mcs mono-runtime nunit-console libnunit-cil-dev g++-aarch64-linux-gnu qemu-user)

@@ -7,12 +7,13 @@
 #   scripts/install_deps.sh --no-recommends PKG...  without Recommends (Mono pulls in a lot)
 # Build: cmake, ninja, g++, pkg-config. Tests: GoogleTest, nlohmann-json (golden files),
 # doctest, Google Benchmark, SIMDe (AVX-512 kernels emulated on AVX2 machines), Python 3 with
-# pip (model fetch), Go (Go binding tests), cpp-httplib (`zerfoo serve`, linked into the CLI only).
+# pip (model fetch), Go (Go binding tests), cpp-httplib (`zerfoo serve`, linked into the CLI only),
+# ccache (scripts/ccache_env.sh: a later test run recompiles only what changed).
 set -euo pipefail
 
 pkgs=(cmake ninja-build g++ gcc make pkg-config libgtest-dev nlohmann-json3-dev doctest-dev
       libbenchmark-dev libsimde-dev python3 python3-pip unzip curl ca-certificates binutils
-      libcpp-httplib-dev)
+      libcpp-httplib-dev ccache)
 recommends=()
 if [ "${1:-}" = "--no-recommends" ]; then recommends=(--no-install-recommends); shift; fi
 [ $# -gt 0 ] && pkgs=("$@")  # other scripts' extra packages: scripts/install_deps.sh PKG...

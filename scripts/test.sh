@@ -20,6 +20,7 @@ stage() { printf '\n==== %s (%s)\n' "$1" "$(date +%T)"; }
 stage "dependencies and models"
 scripts/install_deps.sh
 scripts/fetch_models.sh
+. scripts/ccache_env.sh  # every build below compiles through ccache (~/.cache/zerfoo/ccache)
 
 stage "CUDA toolkit (nvcc from PyPI, to compile the kernel library)"
 kernels=(-DZF_BUILD_KERNELS=OFF)

@@ -28,6 +28,7 @@ bool NoPackedGemm() { return Set("ZF_NO_PACKED_GEMM"); }
 const char* DecodePrefetch() { return NonEmpty("ZF_DECODE_PREFETCH"); }
 bool NoBlockedAttention() { return Set("ZF_NO_BLOCKED_ATTN"); }
 bool NoSharedKv() { return Set("ZF_NO_SHARED_KV"); }
+const char* BatchDraft() { return NonEmpty("ZF_BATCH_DRAFT"); }
 bool DebugGpu() { return Flag("ZF_DEBUG_GPU", false); }
 bool CudaGraph() { return Flag("ZF_CUDA_GRAPH", true); }
 bool CudaFuse() { return Flag("ZF_CUDA_FUSE", true); }

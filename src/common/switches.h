@@ -14,6 +14,10 @@ bool NoPackedGemm();        // ZF_NO_PACKED_GEMM: prefill without the tile-packe
 const char* DecodePrefetch();
 bool NoBlockedAttention();  // ZF_NO_BLOCKED_ATTN: prefill attention row by row
 bool NoSharedKv();          // ZF_NO_SHARED_KV: prefix cache blocks copied into sessions, not mapped (A/B)
+// ZF_BATCH_DRAFT: whether a session drafts while other sequences share its decode steps: cost
+// (unset: the batcher's measured step cost decides), always (every draft the lookup finds; tests
+// that must not depend on timing, A/B runs) or never; null if unset
+const char* BatchDraft();
 bool DebugGpu();            // ZF_DEBUG_GPU: log every captured CUDA op and capture failures
 bool CudaGraph();           // ZF_CUDA_GRAPH (default 1): replay decode as one CUDA graph
 bool CudaFuse();            // ZF_CUDA_FUSE (default 1): QK-norm into RoPE, residual add into RMSNorm

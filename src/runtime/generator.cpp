@@ -2,10 +2,12 @@
 // Generate() (push, callback) and the C API's zf_generation (pull) both run this one loop.
 #include "runtime/generator.h"
 
+#include "common/switches.h"
 #include "runtime/batcher.h"
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 
 namespace zf::rt {
 namespace {
@@ -16,12 +18,20 @@ double MsSince(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
+Generation::BusyDraft Generation::ReadBusyDraft() {
+  const char* v = env::BatchDraft();
+  if (v == nullptr) return BusyDraft::kCost;
+  const std::string s(v);
+  return s == "always" ? BusyDraft::kAlways : s == "never" ? BusyDraft::kNever : BusyDraft::kCost;
+}
+
 Generation::Generation(Session& session, const GenerateOptions& options)
     : session_(session),
       options_(options),
       sampler_(options.sampler, session.model().desc().n_vocab),
       text_(options.stop),
       draft_len_(options.draft),
+      busy_draft_(ReadBusyDraft()),
       draft_session_(options.draft_session) {
   emit_.reserve(256);
 }
@@ -52,7 +62,11 @@ Status Generation::EvalWithDraft(bool* drafted) {
     // Other sequences share the steps: the draft's rows must pay for their time too. Unknown
     // (every step the same size so far): no draft, as where the step is compute-bound.
     double t0 = 0.0, t1 = 0.0;
-    k = b->StepCost(&t0, &t1) ? BatchedDraftLength(k, d.min, draft_len_.acceptance(), b->last_rows(), t0, t1) : 0;
+    if (busy_draft_ == BusyDraft::kNever) {
+      k = 0;
+    } else if (busy_draft_ == BusyDraft::kCost) {
+      k = b->StepCost(&t0, &t1) ? BatchedDraftLength(k, d.min, draft_len_.acceptance(), b->last_rows(), t0, t1) : 0;
+    }
   }
   if (k < std::max(1, d.min)) return Status::Ok();
   spec_tokens_.resize(size_t(k) + 1);

@@ -134,6 +134,9 @@ class Generation {
   // drafts) from position spec_base_, spec_logits_ has one row per token, and the tokens up to
   // row spec_pos_ are accepted.
   DraftLength draft_len_;
+  enum class BusyDraft { kCost, kAlways, kNever };
+  static BusyDraft ReadBusyDraft();
+  BusyDraft busy_draft_;  // ZF_BATCH_DRAFT, read once per generation
   bool spec_ = false;
   bool last_in_kv_ = false;  // last_token_ is an accepted draft (its KV row is there)
   int32_t spec_base_ = 0, spec_pos_ = 0;

@@ -179,7 +179,9 @@ TEST_P(CapiLogprobs, GreedyMatchesEvalLogits) {
 }
 
 // The callback and the pull API report the same pieces with the same log-probabilities, also
-// with sampling, n_logprobs = ZF_MAX_LOGPROBS, stop strings and across turns.
+// with sampling, n_logprobs = ZF_MAX_LOGPROBS, stop strings and across turns. EOS is ignored: a
+// sampled first token may be end-of-generation on one kernel path and not on another (AVX-512's
+// logits differ from AVX2's in the last bits), and an empty answer compares nothing.
 TEST_P(CapiLogprobs, PullEqualsCallback) {
   ZF_REQUIRE_MODEL(path, GetParam());
   ModelPtr m = Load(path);
@@ -188,6 +190,7 @@ TEST_P(CapiLogprobs, PullEqualsCallback) {
   zf_generate_params_init(&g, sizeof g);
   g.max_tokens = 40;
   g.seed = 1234;
+  g.flags = ZF_GENERATE_IGNORE_EOS;
   g.n_logprobs = ZF_MAX_LOGPROBS;
   const char* stops[] = {".\n\nQ", "!!!"};
   g.stop = stops;

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,24 @@ struct GenerationDeleter {
 using ModelPtr = std::unique_ptr<zf_model, ModelDeleter>;
 using SessionPtr = std::unique_ptr<zf_session, SessionDeleter>;
 using GenerationPtr = std::unique_ptr<zf_generation, GenerationDeleter>;
+
+// Sets an environment switch (common/switches.h) for one scope and restores what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() { had_ ? setenv(name_.c_str(), old_.c_str(), 1) : unsetenv(name_.c_str()); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
 
 // Loads `path` with the given flags and max_batch (a failure is a test failure and a null
 // pointer).

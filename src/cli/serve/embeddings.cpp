@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "../common.h"
 #include "model_text.h"
 
 namespace cli::serve {
@@ -43,11 +44,63 @@ size_t CountTokens(const zf_model* model, const std::string& text, uint32_t flag
   return Tokenize(model, text, flags).size();
 }
 
+std::string Meta(const zf_model* model, const char* key) {
+  std::string out;
+  if (FetchString([&](char* buf, size_t cap, size_t* needed) { return zf_model_meta(model, key, buf, cap, needed); },
+                  true, &out) != ZF_OK) {
+    return std::string();
+  }
+  return out;
+}
+
+// How zf_rerank formats a (query, document) pair: the file's rerank template, else
+// [BOS] query [EOS] [SEP] document [EOS], each special token where the vocabulary adds it.
+struct PairFormat {
+  std::string tmpl;      // tokenizer.chat_template.rerank, "" for none
+  size_t n_special = 0;  // without a template: the special tokens around the two texts
+};
+
+PairFormat ReadPairFormat(const zf_model* model) {
+  PairFormat f;
+  f.tmpl = Meta(model, "tokenizer.chat_template.rerank");
+  if (!f.tmpl.empty()) return f;
+  // The tokenizer's own choice of BOS / EOS (which may differ from the file's flags): what it
+  // adds around one text.
+  zf_model_summary info{};
+  info.struct_size = sizeof info;
+  zf_model_info(model, &info);
+  const std::vector<int32_t> plain = Tokenize(model, "a", 0);
+  const std::vector<int32_t> framed = Tokenize(model, "a", ZF_TOKENIZE_ADD_SPECIAL);
+  const bool bert = Meta(model, "tokenizer.ggml.model") == "bert";
+  const bool add_bos = framed.size() > plain.size() && (bert || framed.front() == info.token_bos);
+  const bool add_eos = !bert && framed.size() > plain.size() && info.token_eos >= 0 && framed.back() == info.token_eos;
+  const std::string sep_flag = Meta(model, "tokenizer.ggml.add_sep_token");
+  const bool add_sep = sep_flag.empty() ? bert : sep_flag == "true";
+  const bool has_sep = bert || !Meta(model, "tokenizer.ggml.seperator_token_id").empty();
+  f.n_special = size_t(add_bos) + 2 * size_t(add_eos) + size_t(add_sep && has_sep);
+  return f;
+}
+
+std::string FillPair(std::string prompt, const std::string& query, const std::string& doc) {
+  for (const auto& [key, value] : {std::pair<std::string, const std::string&>{"{query}", query}, {"{document}", doc}}) {
+    for (size_t at = prompt.find(key); at != std::string::npos; at = prompt.find(key, at + value.size())) {
+      prompt.replace(at, key.size(), value);
+    }
+  }
+  return prompt;
+}
+
 }  // namespace
 
-EmbedRequest ParseEmbedRequest(const std::string& text, int32_t n_vocab) {
+EmbedRequest ParseEmbedRequest(const std::string& text, int32_t n_vocab, size_t max_inputs) {
   const json body = ParseObject(text);
   EmbedRequest r;
+  if (body.contains("input") && body["input"].is_array() && body["input"].size() > max_inputs &&
+      !body["input"][0].is_number()) {
+    throw BadRequest("too_many_inputs", "'input' has " + std::to_string(body["input"].size()) +
+                                            " inputs; this server takes at most " + std::to_string(max_inputs) +
+                                            " per request (--max-inputs)");
+  }
   if (!body.contains("input")) throw BadRequest("missing_field", "'input' is required");
   const json& in = body["input"];
   if (in.is_string()) {
@@ -92,18 +145,38 @@ EmbedRequest ParseEmbedRequest(const std::string& text, int32_t n_vocab) {
     }
     r.dimensions = int(d.get<int64_t>());
   }
+  if (body.contains("truncate_prompt_tokens") && !body["truncate_prompt_tokens"].is_null()) {  // vLLM's
+    const json& t = body["truncate_prompt_tokens"];
+    if (!t.is_number_integer() || (t.get<int64_t>() < 1 && t.get<int64_t>() != -1)) {
+      throw BadRequest("invalid_value", "'truncate_prompt_tokens' must be a positive integer or -1 (the context)");
+    }
+    r.keep_last = t.get<int64_t>();
+  }
+  if (body.contains("truncate") && !body["truncate"].is_null()) {  // Ollama's and TEI's
+    if (!body["truncate"].is_boolean()) throw BadRequest("invalid_type", "'truncate' must be a boolean");
+    r.keep_first = body["truncate"].get<bool>();
+  }
+  if (r.keep_first && r.keep_last != 0) {
+    throw BadRequest("invalid_value", "'truncate' and 'truncate_prompt_tokens' both truncate; give one");
+  }
   return r;
 }
 
-RerankRequest ParseRerankRequest(const std::string& text) {
+RerankRequest ParseRerankRequest(const std::string& text, size_t max_documents) {
   const json body = ParseObject(text);
   RerankRequest r;
   if (!body.contains("query")) throw BadRequest("missing_field", "'query' is required");
   if (!body["query"].is_string()) throw BadRequest("invalid_type", "'query' must be a string");
   r.query = body["query"].get<std::string>();
+  if (r.query.empty()) throw BadRequest("invalid_value", "'query' is empty");
   if (!body.contains("documents")) throw BadRequest("missing_field", "'documents' is required");
   const json& docs = body["documents"];
   if (!docs.is_array() || docs.empty()) throw BadRequest("invalid_type", "'documents' must be a non-empty list of strings");
+  if (docs.size() > max_documents) {
+    throw BadRequest("too_many_documents", "'documents' has " + std::to_string(docs.size()) +
+                                               " documents; this server takes at most " +
+                                               std::to_string(max_documents) + " per request (--max-documents)");
+  }
   for (size_t i = 0; i < docs.size(); ++i) {
     // Cohere and Jina also accept {"text": ...} objects.
     if (docs[i].is_string()) {
@@ -113,6 +186,7 @@ RerankRequest ParseRerankRequest(const std::string& text) {
     } else {
       throw BadRequest("invalid_type", "'documents[" + std::to_string(i) + "]' must be a string");
     }
+    if (r.documents.back().empty()) throw BadRequest("invalid_value", "'documents[" + std::to_string(i) + "]' is empty");
   }
   r.top_n = r.documents.size();
   if (body.contains("top_n") && !body["top_n"].is_null()) {
@@ -167,29 +241,49 @@ json Embed(const EmbedContext& ctx, const EmbedRequest& r, uint64_t* n_tokens) {
   st = zf_embed_dimension(ctx.model, &p, &dim);
   if (st != ZF_OK) throw LibraryError(st);
 
-  // Lengths for usage and for a message that names the input that is too long.
+  // Lengths for usage and for a message that names the input that is too long. Texts are
+  // tokenized here as zf_embed tokenizes them; truncated ones are embedded from their tokens.
   const bool by_tokens = !r.tokens.empty();
   const size_t n = by_tokens ? r.tokens.size() : r.texts.size();
+  const size_t limit = size_t(std::max(ctx.n_ctx, 1));
+  const bool truncating = r.keep_first || r.keep_last != 0;
+  const size_t keep = r.keep_last > 0 ? size_t(r.keep_last) : limit;
+  if (keep > limit) {
+    throw BadRequest("invalid_value", "'truncate_prompt_tokens' = " + std::to_string(keep) +
+                                          " is more than this server's context (" + std::to_string(limit) + " tokens)");
+  }
+  std::vector<std::vector<int32_t>> cut;  // the inputs' tokens when truncating
+  if (truncating) cut.resize(n);
   uint64_t total = 0;
   for (size_t i = 0; i < n; ++i) {
-    const size_t len = by_tokens ? r.tokens[i].size()
-                                 : CountTokens(ctx.model, r.texts[i], ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL);
-    if (ctx.n_ctx_train > 0 && len > size_t(ctx.n_ctx_train)) {
-      throw BadRequest("context_length_exceeded", "'input[" + std::to_string(i) + "]' has " + std::to_string(len) +
-                                                      " tokens, more than the model's context (" +
-                                                      std::to_string(ctx.n_ctx_train) + ")");
+    std::vector<int32_t> toks;
+    if (!by_tokens) toks = Tokenize(ctx.model, r.texts[i], ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL);
+    const std::vector<int32_t>& t = by_tokens ? r.tokens[i] : toks;
+    size_t len = t.size();
+    if (truncating) {
+      const size_t k = r.keep_last != 0 ? keep : limit;
+      if (r.keep_last != 0 && len > k) cut[i].assign(t.end() - ptrdiff_t(k), t.end());  // the last k
+      else if (len > k) cut[i].assign(t.begin(), t.begin() + ptrdiff_t(k));            // the first k
+      else cut[i] = t;
+      len = cut[i].size();
+    } else if (len > limit) {
+      throw BadRequest("context_length_exceeded",
+                       "'input[" + std::to_string(i) + "]' has " + std::to_string(len) +
+                           " tokens, more than this server's context of " + std::to_string(limit) +
+                           " tokens; shorten it or send \"truncate\": true (or \"truncate_prompt_tokens\")");
     }
     total += len;
   }
 
   // All inputs in one call: the library batches them.
   std::vector<float> out(n * dim);
-  if (by_tokens) {
+  if (by_tokens || truncating) {
+    const std::vector<std::vector<int32_t>>& inputs = truncating ? cut : r.tokens;
     std::vector<const int32_t*> ptrs(n);
     std::vector<size_t> lens(n);
     for (size_t i = 0; i < n; ++i) {
-      ptrs[i] = r.tokens[i].data();
-      lens[i] = r.tokens[i].size();
+      ptrs[i] = inputs[i].data();
+      lens[i] = inputs[i].size();
     }
     st = zf_embed_tokens(ctx.model, &p, ptrs.data(), lens.data(), n, out.data(), out.size(), nullptr);
   } else {
@@ -220,6 +314,23 @@ json Embed(const EmbedContext& ctx, const EmbedRequest& r, uint64_t* n_tokens) {
 
 json Rerank(const EmbedContext& ctx, const RerankRequest& r, uint64_t* n_tokens) {
   const size_t n = r.documents.size();
+  // Usage and the length check: the tokens of each formatted pair, counted as the library
+  // formats it (zf_rerank's doc, runtime/embedder.cpp FormatRerankPair).
+  const PairFormat format = ReadPairFormat(ctx.model);
+  const size_t limit = size_t(std::max(ctx.n_ctx, 1));
+  const size_t q = format.tmpl.empty() ? CountTokens(ctx.model, r.query, 0) : 0;
+  uint64_t total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t len = format.tmpl.empty() ? q + CountTokens(ctx.model, r.documents[i], 0) + format.n_special
+                                           : CountTokens(ctx.model, FillPair(format.tmpl, r.query, r.documents[i]),
+                                                         ZF_TOKENIZE_PARSE_SPECIAL);
+    if (len > limit) {
+      throw BadRequest("context_length_exceeded",
+                       "the query with 'documents[" + std::to_string(i) + "]' has " + std::to_string(len) +
+                           " tokens, more than this server's context of " + std::to_string(limit) + " tokens");
+    }
+    total += len;
+  }
   std::vector<const char*> ptrs(n);
   std::vector<size_t> lens(n);
   for (size_t i = 0; i < n; ++i) {
@@ -235,12 +346,6 @@ json Rerank(const EmbedContext& ctx, const RerankRequest& r, uint64_t* n_tokens)
                    "bge-reranker)"};
   }
   if (st != ZF_OK) throw LibraryError(st);
-
-  // Usage: the query once per document plus each document (the pair template's few special
-  // tokens are not counted).
-  const uint64_t q = CountTokens(ctx.model, r.query, ZF_TOKENIZE_PARSE_SPECIAL);
-  uint64_t total = 0;
-  for (const std::string& d : r.documents) total += q + CountTokens(ctx.model, d, ZF_TOKENIZE_PARSE_SPECIAL);
 
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), 0);

@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "../../common/json_depth.h"
 #include "../common.h"
 
 namespace cli::serve {
@@ -45,7 +46,12 @@ std::string ToolCallsJson(const json& calls) {
     call["type"] = c.value("type", "function");
     json& args = call["function"]["arguments"];
     if (args.is_string()) {
-      json parsed = json::parse(args.get<std::string>(), nullptr, false);
+      const std::string& text = args.get_ref<const std::string&>();
+      if (zf::JsonNesting(text, zf::kMaxJsonNesting) > zf::kMaxJsonNesting) {  // as ParseObject
+        throw BadRequest("invalid_value", "tool call arguments nest deeper than " +
+                                              std::to_string(zf::kMaxJsonNesting) + " levels");
+      }
+      json parsed = json::parse(text, nullptr, false);
       if (!parsed.is_discarded()) args = parsed;
     } else if (args.is_null()) {
       args = json::object();
@@ -94,6 +100,9 @@ std::string RenderChat(const zf_model* model, const json& messages, const ChatRe
       f.has_content = true;
     } else if (!c.is_null()) {
       throw BadRequest("invalid_type", "message 'content' must be a string or an array of text parts");
+    } else if (f.role == "system" || f.role == "user") {  // only assistant turns may have none
+      throw BadRequest("invalid_type", "messages[" + std::to_string(i) + "] ('" + m["role"].get<std::string>() +
+                                           "') needs a 'content' string or array of text parts");
     }
     zf_chat_message_v2& v = msgs[i];
     std::memset(&v, 0, sizeof v);

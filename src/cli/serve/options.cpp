@@ -18,14 +18,22 @@ const char kServeHelp[] =
     "  -m, --model FILE          GGUF model file (required)\n"
     "      --host ADDR           address to listen on (default 127.0.0.1)\n"
     "      --port N              TCP port (default 8080; 0 = any free port, printed on stderr)\n"
-    "  -np, --parallel N         sessions (slots) generating at once (default 1)\n"
+    "  -np, --parallel N         sessions (slots) generating at once (default: min(4, CPU cores,\n"
+    "                            slots whose full context fits in half the available memory),\n"
+    "                            at least 1; they share decode steps (continuous batching)\n"
     "  -c, --ctx-size N          context length per slot (0 = min(training, 4096))\n"
     "  -t, --threads N           CPU threads per session and for the batched steps\n"
     "                            (0 = physical cores)\n"
     "      --no-batch            slots decode one at a time instead of sharing each decode\n"
     "                            step (continuous batching, on by default with -np > 1)\n"
-    "      --queue N             requests that may wait for a slot (default 4 * parallel);\n"
-    "                            beyond that: 503 with Retry-After\n"
+    "      --queue N             requests that may wait for a slot (default 512); beyond that:\n"
+    "                            503 with Retry-After\n"
+    "      --timeout SECONDS     a connection that stays silent this long while sending a\n"
+    "                            request (or reading an answer) is closed (default 15); idle\n"
+    "                            keep-alive connections are closed after 5 s\n"
+    "      --max-body-mb N       largest request body in MiB (default 16); larger: 413\n"
+    "      --max-inputs N        inputs per /v1/embeddings request (default 2048); more: 400\n"
+    "      --max-documents N     documents per /v1/rerank request (default 1000); more: 400\n"
     "      --grace SECONDS       drain time on SIGTERM before running requests are cancelled\n"
     "                            (default 30)\n"
     "      --api-key KEY         require 'Authorization: Bearer KEY' on /v1, /tokenize, ...\n"
@@ -87,6 +95,10 @@ ServeOptions ParseServeArgs(int argc, char** argv, int first) {
     else if (name == "--host") o.host = val();
     else if (name == "--port") o.port = int(ParseInt(name, val(), 0, 65535));
     else if (name == "-np" || name == "--parallel") o.parallel = int(ParseInt(name, val(), 1, 256));
+    else if (name == "--timeout") o.timeout = int(ParseInt(name, val(), 1, 86400));
+    else if (name == "--max-body-mb") o.max_body = size_t(ParseInt(name, val(), 1, 1 << 14)) << 20;
+    else if (name == "--max-inputs") o.max_inputs = int(ParseInt(name, val(), 1, 1 << 20));
+    else if (name == "--max-documents") o.max_documents = int(ParseInt(name, val(), 1, 1 << 20));
     else if (name == "-c" || name == "--ctx-size" || name == "--ctx") o.ctx = int(ParseInt(name, val(), 0, 1 << 24));
     else if (name == "-t" || name == "--threads") o.threads = int(ParseInt(name, val(), 0, 1024));
     else if (name == "--queue") o.queue = int(ParseInt(name, val(), 0, 1 << 16));
@@ -113,7 +125,6 @@ ServeOptions ParseServeArgs(int argc, char** argv, int first) {
     }
   }
   if (!o.help && o.model.empty()) throw UsageError("missing -m MODEL");
-  if (o.queue < 0) o.queue = 4 * o.parallel;
   if (o.fast_prefill && !cache_prompt_given) o.cache_prompt = false;  // reuse would not be exact
   if (o.alias.empty()) {
     std::string base = o.model.substr(o.model.find_last_of('/') + 1);

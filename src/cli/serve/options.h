@@ -3,6 +3,7 @@
 #ifndef ZERFOO_CLI_SERVE_OPTIONS_H
 #define ZERFOO_CLI_SERVE_OPTIONS_H
 
+#include <cstddef>
 #include <string>
 
 #include "zerfoo.h"
@@ -13,10 +14,14 @@ struct ServeOptions {
   std::string model;
   std::string host = "127.0.0.1";
   int port = 8080;
-  int parallel = 1;
+  int parallel = 0;  // 0: chosen at load from the cores and memory (AutoSlots, at most 4)
   int ctx = 0;
   int threads = 0;
-  int queue = -1;  // -1: 4 * parallel
+  int queue = 512;
+  int timeout = 15;            // --timeout: seconds a connection may stay silent mid-request
+  size_t max_body = size_t(16) << 20;  // --max-body-mb: bytes a request body may have (413)
+  int max_inputs = 2048;       // --max-inputs: inputs per embedding request
+  int max_documents = 1000;    // --max-documents: documents per rerank request
   int grace = 30;
   int device = ZF_DEVICE_AUTO;
   std::string api_key;
@@ -32,11 +37,15 @@ struct ServeOptions {
   bool batch = true;  // the slots share decode steps (zf_model_params.max_batch = parallel)
 };
 
+// --parallel's default: at most this many slots (fewer on fewer cores or little memory).
+constexpr int kAutoSlotsMax = 4;
+
 // The text `zerfoo serve --help` prints.
 extern const char kServeHelp[];
 
 // Parses argv[first..]; throws UsageError (args.h). Fills the defaults that depend on other
-// options: queue = 4 * parallel, alias = the model's file name without ".gguf".
+// options: alias = the model's file name without ".gguf". parallel stays 0 unless given (the
+// server picks the slots once the model is loaded: kAutoSlotsMax at most).
 ServeOptions ParseServeArgs(int argc, char** argv, int first);
 
 }  // namespace cli::serve

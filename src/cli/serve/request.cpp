@@ -30,6 +30,12 @@ ChatRender ParseChatOptions(const json& body, const std::string& chat_template, 
       if (fn.contains("parameters") && !fn["parameters"].is_object()) {
         throw BadRequest("invalid_type", "tool '" + fn["name"].get<std::string>() + "': 'parameters' must be an object");
       }
+      for (const json& other : tools) {  // a call names its tool: two of one name are ambiguous
+        if (&other == &t) break;
+        if (other["function"]["name"] == fn["name"]) {
+          throw BadRequest("invalid_value", "two tools are named '" + fn["name"].get<std::string>() + "'");
+        }
+      }
     }
     if (tools.empty()) tools = json();
   }
@@ -221,6 +227,10 @@ bool GetNumber(const json& body, const char* key, T* out) {
   if (std::is_integral<T>::value && !it->is_number_integer() && !it->is_number_unsigned()) {
     throw BadRequest("invalid_type", std::string("'") + key + "' must be an integer");
   }
+  if (std::is_integral<T>::value && it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(INT64_MAX)) {
+    *out = T(INT64_MAX);  // past int64: as large as it gets, for the range check
+    return true;
+  }
   *out = it->get<T>();
   return true;
 }
@@ -257,8 +267,10 @@ Request ParseCompletion(const std::string& text, bool chat, const RequestContext
   int64_t max_tokens = 0;
   if (GetNumber(body, "max_completion_tokens", &max_tokens) || GetNumber(body, "max_tokens", &max_tokens) ||
       GetNumber(body, "n_predict", &max_tokens)) {
-    if (max_tokens < 1 || max_tokens > INT32_MAX) {
-      throw BadRequest("invalid_value", "'max_tokens' must be at least 1");
+    if (max_tokens < 1) throw BadRequest("invalid_value", "'max_tokens' must be at least 1");
+    if (max_tokens > INT32_MAX) {
+      throw BadRequest("invalid_value", "'max_tokens' = " + std::to_string(max_tokens) + " is too large (at most " +
+                                            std::to_string(INT32_MAX) + "; omit it to generate up to the context)");
     }
     r.gp.max_tokens = int32_t(max_tokens);
   }
@@ -276,13 +288,51 @@ Request ParseCompletion(const std::string& text, bool chat, const RequestContext
     r.gp.min_p = float(f);
   }
   if (GetNumber(body, "repeat_penalty", &f)) {
-    if (f < 0 || f > 100) throw BadRequest("invalid_value", "'repeat_penalty' must be in [0, 100]");
+    if (!(f > 0) || f > 100) throw BadRequest("invalid_value", "'repeat_penalty' must be in (0, 100] (1 = off)");
     r.gp.repeat_penalty = float(f);
+  }
+  // OpenAI's penalties: checked, but only 0 (off) is served (repeat_penalty is llama-server's
+  // multiplicative one).
+  for (const char* key : {"frequency_penalty", "presence_penalty"}) {
+    if (!GetNumber(body, key, &f)) continue;
+    if (f < -2 || f > 2) throw BadRequest("invalid_value", std::string("'") + key + "' must be in [-2, 2]");
+    if (f != 0) {
+      throw BadRequest("unsupported", std::string("'") + key + "' is not supported (only 0); use 'repeat_penalty'");
+    }
+  }
+  // logit_bias {"token id": bias in [-100, 100]}: checked; the generation ABI has no bias, so a
+  // non-empty one is refused rather than ignored.
+  if (body.contains("logit_bias") && !body["logit_bias"].is_null()) {
+    const json& lb = body["logit_bias"];
+    if (!lb.is_object()) throw BadRequest("invalid_type", "'logit_bias' must be an object of token id -> bias");
+    for (const auto& [key, bias] : lb.items()) {
+      size_t used = 0;
+      long long id = -1;
+      try {
+        id = std::stoll(key, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != key.size() || id < 0 || id >= ctx.n_vocab) {
+        throw BadRequest("invalid_value", "'logit_bias' key '" + key + "' is not a token id of the vocabulary");
+      }
+      if (!bias.is_number() || bias.get<double>() < -100 || bias.get<double>() > 100) {
+        throw BadRequest("invalid_value", "'logit_bias[\"" + key + "\"]' must be a number in [-100, 100]");
+      }
+    }
+    if (!lb.empty()) throw BadRequest("unsupported", "logit_bias is not supported");
+  }
+  if (body.contains("user") && !body["user"].is_null() && !body["user"].is_string()) {
+    throw BadRequest("invalid_type", "'user' must be a string");
   }
   int64_t k = 0;
   if (GetNumber(body, "top_k", &k)) {
     if (k < 0 || k > INT32_MAX) throw BadRequest("invalid_value", "'top_k' must be >= 0");
     r.gp.top_k = int32_t(k);
+  }
+  if (GetNumber(body, "repeat_last_n", &k)) {  // llama-server's: the penalty's window, -1 = all
+    if (k < -1 || k > INT32_MAX) throw BadRequest("invalid_value", "'repeat_last_n' must be -1 (the context) or >= 0");
+    r.gp.repeat_last_n = int32_t(k);
   }
   if (GetNumber(body, "seed", &k)) r.gp.seed = uint64_t(k);
   if (body.contains("ignore_eos") && !body["ignore_eos"].is_null()) {  // llama-server's extension

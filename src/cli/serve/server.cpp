@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -37,6 +39,45 @@ void StopListener(httplib::Server& svr, const std::atomic<bool>& listener_done) 
   svr.stop();
 }
 
+// Bytes of memory available for new allocations (MemAvailable), 0 when unknown.
+uint64_t AvailableMemory() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (f >> key >> kib) {
+    std::getline(f, unit);
+    if (key == "MemAvailable:") return kib << 10;
+  }
+  return 0;
+}
+
+// --parallel's default, before the load: kAutoSlotsMax at most, one per CPU core.
+int SlotsForCores() {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return std::max(1, std::min(kAutoSlotsMax, cores == 0 ? 1 : int(cores)));
+}
+
+// ... and after it: no more slots than hold a full context each in half the available memory
+// (a session commits its KV rows as it fills them; 16-bit K and V per layer and KV head).
+int SlotsForMemory(const zf_model_summary& info, int n_ctx, int slots) {
+  const uint64_t head_dim = info.n_head > 0 ? uint64_t(info.n_embd / info.n_head) : 0;
+  const uint64_t per_slot = uint64_t(n_ctx) * 2 * uint64_t(std::max(info.n_layer, 0)) *
+                            uint64_t(std::max(info.n_head_kv, 0)) * head_dim * 2;
+  const uint64_t avail = AvailableMemory();
+  if (per_slot == 0 || avail == 0) return slots;
+  return int(std::max<uint64_t>(1, std::min<uint64_t>(uint64_t(slots), avail / 2 / per_slot)));
+}
+
+// The routes and their methods, for a 405 with Allow on a known path.
+const std::pair<const char*, const char*> kRouteMethods[] = {
+    {"/health", "GET, HEAD"},         {"/metrics", "GET, HEAD"},          {"/v1/models", "GET, HEAD"},
+    {"/v1/chat/completions", "POST"}, {"/chat/completions", "POST"},      {"/v1/completions", "POST"},
+    {"/completions", "POST"},         {"/v1/embeddings", "POST"},         {"/embeddings", "POST"},
+    {"/v1/rerank", "POST"},           {"/rerank", "POST"},                {"/v1/reranking", "POST"},
+    {"/reranking", "POST"},           {"/tokenize", "POST"},              {"/detokenize", "POST"},
+    {"/apply-template", "POST"}};
+
 }  // namespace
 
 void InstallSignalHandlers() {
@@ -57,6 +98,8 @@ zf_status Server::Load() {
   mp.prefix_cache_mib = o_.prefix_cache_mib;
   mp.progress = &LoadProgress;
   // Continuous batching: every slot's decode steps coalesced by the library (at most 64 a step).
+  const bool auto_slots = o_.parallel == 0;
+  if (auto_slots) o_.parallel = SlotsForCores();
   if (o_.batch && o_.parallel > 1) mp.max_batch = std::min(o_.parallel, 64);
   zf_model* m = nullptr;
   zf_status st = zf_model_load(o_.model.c_str(), &mp, &m);
@@ -67,6 +110,7 @@ zf_status Server::Load() {
   if (st != ZF_OK) return st;
   // The ABI has no getter for a session's context; this mirrors zf_session_params' rule.
   n_ctx_ = o_.ctx > 0 ? o_.ctx : std::min(info_.n_ctx_train > 0 ? info_.n_ctx_train : 4096, 4096);
+  if (auto_slots) o_.parallel = SlotsForMemory(info_, n_ctx_, o_.parallel);
   // The draft model (-md): one load, a draft session per slot; each slot's session holds a
   // reference, so the handle is dropped once they have theirs.
   ModelPtr draft;
@@ -247,7 +291,7 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
 void Server::HandleEmbeddings(const httplib::Request& req, httplib::Response& res) {
   if (!Authorized(req, res) || !Ready(res)) return;
   try {
-    const EmbedRequest r = ParseEmbedRequest(req.body, info_.n_vocab);
+    const EmbedRequest r = ParseEmbedRequest(req.body, info_.n_vocab, size_t(o_.max_inputs));
     // A slot while it runs, as a completion takes one: --parallel bounds all the work on the
     // model's threads, and a full queue or a drain answers 503 here too.
     ApiError busy;
@@ -255,7 +299,7 @@ void Server::HandleEmbeddings(const httplib::Request& req, httplib::Response& re
     if (slot == nullptr) throw busy;
     SlotLease lease{&slots_, slot};
     uint64_t n_tokens = 0;
-    const json answer = Embed(EmbedContext{model_.get(), o_.alias, info_.n_ctx_train}, r, &n_tokens);
+    const json answer = Embed(EmbedContext{model_.get(), o_.alias, EmbedLimit()}, r, &n_tokens);
     ++metrics_.n_requests_ok;
     ++metrics_.n_embed_requests;
     metrics_.n_embed_inputs += r.tokens.empty() ? r.texts.size() : r.tokens.size();
@@ -270,13 +314,13 @@ void Server::HandleEmbeddings(const httplib::Request& req, httplib::Response& re
 void Server::HandleRerank(const httplib::Request& req, httplib::Response& res) {
   if (!Authorized(req, res) || !Ready(res)) return;
   try {
-    const RerankRequest r = ParseRerankRequest(req.body);
+    const RerankRequest r = ParseRerankRequest(req.body, size_t(o_.max_documents));
     ApiError busy;  // a slot while it runs, as for embeddings
     Slot* slot = slots_.Acquire({}, &busy);
     if (slot == nullptr) throw busy;
     SlotLease lease{&slots_, slot};
     uint64_t n_tokens = 0;
-    const json answer = Rerank(EmbedContext{model_.get(), o_.alias, info_.n_ctx_train}, r, &n_tokens);
+    const json answer = Rerank(EmbedContext{model_.get(), o_.alias, EmbedLimit()}, r, &n_tokens);
     ++metrics_.n_requests_ok;
     ++metrics_.n_rerank_requests;
     metrics_.n_rerank_documents += r.documents.size();
@@ -306,6 +350,36 @@ std::string Server::Metrics() {
   return PrometheusText(metrics_, g);
 }
 
+void Server::Post(const char* path, std::function<void(const httplib::Request&, httplib::Response&)> handler) {
+  // The body read here, under --max-body-mb whether it comes with a Content-Length (httplib
+  // answers 413 itself) or chunked (httplib would read any length).
+  svr_.Post(path, [this, handler](const httplib::Request& req, httplib::Response& res,
+                                  const httplib::ContentReader& reader) {
+    httplib::Request with_body = req;
+    bool too_large = false;
+    const bool ok = reader([&](const char* data, size_t len) {
+      if (with_body.body.size() + len > o_.max_body) {
+        too_large = true;
+        return false;
+      }
+      with_body.body.append(data, len);
+      return true;
+    });
+    if (too_large || res.status == 413) {
+      res.set_header("Connection", "close");  // the rest of the body is not read
+      SendError(res, {413, "invalid_request_error", "request_too_large",
+                      "the request body is larger than this server's limit of " + std::to_string(o_.max_body >> 20) +
+                          " MiB (--max-body-mb)"});
+      return;
+    }
+    if (!ok) {
+      SendError(res, BadRequest("invalid_body", "the request body could not be read"));
+      return;
+    }
+    handler(with_body, res);
+  });
+}
+
 void Server::Routes() {
   svr_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (!loaded_) {
@@ -328,22 +402,22 @@ void Server::Routes() {
     }
     res.set_content(Dump(json{{"object", "list"}, {"data", json::array({m})}}), "application/json");
   });
-  svr_.Post("/v1/chat/completions",
+  Post("/v1/chat/completions",
             [this](const httplib::Request& req, httplib::Response& res) { HandleCompletion(req, res, true); });
-  svr_.Post("/chat/completions",
+  Post("/chat/completions",
             [this](const httplib::Request& req, httplib::Response& res) { HandleCompletion(req, res, true); });
-  svr_.Post("/v1/completions",
+  Post("/v1/completions",
             [this](const httplib::Request& req, httplib::Response& res) { HandleCompletion(req, res, false); });
-  svr_.Post("/completions",
+  Post("/completions",
             [this](const httplib::Request& req, httplib::Response& res) { HandleCompletion(req, res, false); });
   for (const char* path : {"/v1/embeddings", "/embeddings"}) {
-    svr_.Post(path, [this](const httplib::Request& req, httplib::Response& res) { HandleEmbeddings(req, res); });
+    Post(path, [this](const httplib::Request& req, httplib::Response& res) { HandleEmbeddings(req, res); });
   }
   for (const char* path : {"/v1/rerank", "/rerank", "/v1/reranking", "/reranking"}) {  // llama-server's aliases
-    svr_.Post(path, [this](const httplib::Request& req, httplib::Response& res) { HandleRerank(req, res); });
+    Post(path, [this](const httplib::Request& req, httplib::Response& res) { HandleRerank(req, res); });
   }
 
-  svr_.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+  Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorized(req, res) || !Ready(res)) return;
     try {
       const json body = ParseObject(req.body);
@@ -362,7 +436,7 @@ void Server::Routes() {
       SendError(res, BadRequest("invalid_type", e.what()));
     }
   });
-  svr_.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+  Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorized(req, res) || !Ready(res)) return;
     try {
       const json body = ParseObject(req.body);
@@ -388,7 +462,7 @@ void Server::Routes() {
       SendError(res, e);
     }
   });
-  svr_.Post("/apply-template", [this](const httplib::Request& req, httplib::Response& res) {
+  Post("/apply-template", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorized(req, res) || !Ready(res)) return;
     try {
       const json body = ParseObject(req.body);
@@ -400,10 +474,30 @@ void Server::Routes() {
       SendError(res, e);
     }
   });
-  svr_.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+  svr_.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
+    if (res.status == 404) {  // a known path with another method: 405 with the methods it takes
+      for (const auto& [path, methods] : kRouteMethods) {
+        if (req.path == path) {
+          res.status = 405;
+          res.set_header("Allow", methods);
+          res.set_content(ErrorBody({405, "invalid_request_error", "method_not_allowed",
+                                     req.method + " is not allowed on " + req.path + " (allowed: " + methods + ")"}),
+                          "application/json");
+          return;
+        }
+      }
+    }
+    if (res.status == 413) {
+      res.set_content(ErrorBody({413, "invalid_request_error", "request_too_large",
+                                 "the request body is larger than this server's limit of " +
+                                     std::to_string(o_.max_body >> 20) + " MiB (--max-body-mb)"}),
+                      "application/json");
+      return;
+    }
     const std::string code = res.status == 404 ? "not_found" : "http_" + std::to_string(res.status);
-    res.set_content(ErrorBody({res.status, "invalid_request_error", code, "no such endpoint or method"}),
+    res.set_content(ErrorBody({res.status, "invalid_request_error", code,
+                               res.status == 404 ? "no such endpoint" : "the request could not be read"}),
                     "application/json");
   });
   svr_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
@@ -420,14 +514,18 @@ void Server::Routes() {
 
 int Server::Run() {
   Routes();
-  // Enough workers for every slot, the whole queue, and a few for /health and /metrics, so the
-  // 503 decision is made by a handler instead of connections piling up in the pool.
-  const size_t workers = size_t(o_.parallel + o_.queue + 4);
+  // A worker per connection (httplib): enough for every slot, the whole queue, and kSpareWorkers
+  // more, so the 503 decision is made by a handler instead of connections piling up in the pool,
+  // and clients that connect and stall (half a request, an idle keep-alive) cannot take every
+  // worker: /health stays answered. The workers mostly wait, on a socket or for a slot; a
+  // stalled connection is dropped after --timeout seconds of silence, an idle keep-alive after 5.
+  constexpr int kSpareWorkers = 64;
+  const size_t workers = size_t((o_.parallel > 0 ? o_.parallel : kAutoSlotsMax) + o_.queue + kSpareWorkers);
   svr_.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
-  svr_.set_keep_alive_timeout(2);
-  svr_.set_read_timeout(30);
-  svr_.set_write_timeout(30);
-  svr_.set_payload_max_length(size_t(64) << 20);
+  svr_.set_keep_alive_timeout(5);
+  svr_.set_read_timeout(o_.timeout);
+  svr_.set_write_timeout(o_.timeout);
+  svr_.set_payload_max_length(o_.max_body);
 
   int port = o_.port;
   if (port == 0) {

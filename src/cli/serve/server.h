@@ -5,8 +5,10 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "../common.h"
@@ -32,6 +34,8 @@ class Server {
  private:
   zf_status Load();
   void Routes();
+  // A POST route whose handler sees the request with its body (read under --max-body-mb).
+  void Post(const char* path, std::function<void(const httplib::Request&, httplib::Response&)> handler);
   bool Authorized(const httplib::Request& req, httplib::Response& res);
   bool Ready(httplib::Response& res);
   RequestContext Context() const;
@@ -41,6 +45,11 @@ class Server {
   void HandleEmbeddings(const httplib::Request& req, httplib::Response& res);
   void HandleRerank(const httplib::Request& req, httplib::Response& res);
   std::string Metrics();
+  // The longest embedding input / rerank pair: the server's context, at most the model's
+  // training context (the library's bound).
+  int32_t EmbedLimit() const {
+    return info_.n_ctx_train > 0 ? std::min<int32_t>(n_ctx_, info_.n_ctx_train) : n_ctx_;
+  }
 
   ServeOptions o_;
   httplib::Server svr_;

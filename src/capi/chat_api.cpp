@@ -13,6 +13,7 @@
 #include "chat/format.h"
 #include "chat/parser.h"
 #include "chat/tool_grammar.h"
+#include "common/json_depth.h"
 #include "common/utf8.h"
 #include "jinja/jinja.h"
 #include "tokenizer/tokenizer.h"
@@ -35,6 +36,13 @@ struct BadField {
 void CheckUtf8(const char* s, const std::string& field) {
   size_t bad = 0;
   if (!zf::IsValidUtf8(s, &bad)) throw BadField{field + ": invalid UTF-8 at byte " + std::to_string(bad)};
+}
+
+// JSON parsed with nlohmann is walked and dumped recursively: bounded first (as FromJson does).
+void CheckNesting(const char* s, const std::string& field) {
+  if (zf::JsonNesting(s, zf::kMaxJsonNesting) > zf::kMaxJsonNesting) {
+    throw BadField{field + ": nested deeper than " + std::to_string(zf::kMaxJsonNesting) + " levels"};
+  }
 }
 
 Value Json(const char* s, const std::string& field, bool object) {
@@ -301,6 +309,7 @@ ZF_API zf_status zf_chat_parse(const zf_model* model, const char* text, size_t l
     nlohmann::ordered_json tools;  // null: none offered
     if (p.tools_json != nullptr) {
       CheckUtf8(p.tools_json, "params->tools_json");
+      CheckNesting(p.tools_json, "params->tools_json");
       tools = nlohmann::ordered_json::parse(p.tools_json, nullptr, /*allow_exceptions=*/false);
       if (tools.is_discarded()) throw BadField{"params->tools_json: malformed JSON"};
       if (!tools.is_array()) throw BadField{"params->tools_json: expected a JSON array"};
@@ -336,6 +345,7 @@ ZF_API zf_status zf_chat_tool_grammar(const zf_model* model, const zf_chat_param
     if (zf_status st = PickTemplate(mm, p.template_name, p.template_text, &tmpl); st != ZF_OK) return st;
     if (p.tools_json == nullptr) throw BadField{"params->tools_json is NULL: the tools to call are required"};
     CheckUtf8(p.tools_json, "params->tools_json");
+    CheckNesting(p.tools_json, "params->tools_json");
     const nlohmann::ordered_json tools = nlohmann::ordered_json::parse(p.tools_json, nullptr, /*allow_exceptions=*/false);
     if (tools.is_discarded()) throw BadField{"params->tools_json: malformed JSON"};
     if (!tools.is_array() || tools.empty()) throw BadField{"params->tools_json: expected a non-empty JSON array"};

@@ -1,6 +1,7 @@
 // Reading harmony messages (see harmony.h).
 #include "chat/harmony.h"
 
+#include "common/json_depth.h"
 #include "common/utf8.h"
 
 #include <vector>
@@ -141,7 +142,9 @@ ParsedMessage ParseHarmony(std::string_view text, const Json& tools, bool partia
       c.id = DerivedId(text.substr(0, i), c.name, m.tool_calls.size());
       const std::string_view args = Trim(b);
       if (complete || !partial) {
-        Json v = Json::parse(args.begin(), args.end(), nullptr, false);
+        Json v = zf::JsonNesting(args, zf::kMaxJsonNesting) > zf::kMaxJsonNesting
+                     ? Json(Json::value_t::discarded)
+                     : Json::parse(args.begin(), args.end(), nullptr, false);
         if (v.is_discarded() || !v.is_object()) {
           content.emplace_back(args);  // not arguments: kept as the text it is
         } else {

@@ -3,6 +3,7 @@
 // remaining text as content.
 #include "chat/parser.h"
 
+#include "common/json_depth.h"
 #include "common/utf8.h"
 
 #include "chat/harmony.h"
@@ -97,6 +98,9 @@ size_t JsonValueEnd(std::string_view text, size_t i) {
 }
 
 bool ParseJson(std::string_view s, Json* out) {
+  // Bounded before parsing: the value is dumped and walked recursively (a model can write 10^4
+  // brackets).
+  if (zf::JsonNesting(s, zf::kMaxJsonNesting) > zf::kMaxJsonNesting) return false;
   *out = Json::parse(s.begin(), s.end(), nullptr, /*allow_exceptions=*/false);
   return !out->is_discarded();
 }

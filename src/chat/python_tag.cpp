@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_depth.h"
+
 namespace zf::chat {
 namespace {
 
@@ -61,6 +63,7 @@ size_t BracketEnd(std::string_view text, size_t i) {
 
 // A Python literal's text as JSON: single-quoted strings, True / False / None.
 Json PythonLiteral(std::string_view lit) {
+  if (zf::JsonNesting(lit, zf::kMaxJsonNesting) > zf::kMaxJsonNesting) return Json(std::string(lit));
   Json v = Json::parse(lit.begin(), lit.end(), nullptr, false);
   if (!v.is_discarded()) return v;
   std::string out;
@@ -159,7 +162,9 @@ bool ParsePythonTagCall(std::string_view after, ToolCall* call) {
   }
   if (s.empty()) return false;
   if (s.front() == '{') {
-    const Json v = Json::parse(s.begin(), s.end(), nullptr, false);
+    const Json v = zf::JsonNesting(s, zf::kMaxJsonNesting) > zf::kMaxJsonNesting
+                       ? Json(Json::value_t::discarded)
+                       : Json::parse(s.begin(), s.end(), nullptr, false);
     if (v.is_object() && v.contains("name") && v["name"].is_string()) {
       const Json& a = v.contains("parameters") ? v["parameters"] : v.contains("arguments") ? v["arguments"] : Json::object();
       if (a.is_object()) {

@@ -49,14 +49,16 @@ class Constraint {
   // words for n_vocab ids of the model's logits (ids beyond the tokenizer's vocabulary are off).
   // End-of-generation tokens are allowed exactly when the text so far is complete.
   // kInvalidArgument when no token can continue the text (a constraint the vocabulary cannot
-  // spell), kInternal for an llguidance failure.
+  // spell, or a part of the grammar that matches nothing) or llguidance's per-step limits are
+  // passed ("Too many items", "too many expressions": the constraint is too ambiguous).
   Status ComputeMask();
   const uint32_t* mask() const { return mask_.data(); }
   bool Allowed(int32_t id) const {
     return id >= 0 && size_t(id) < size_t(n_vocab_) && ((mask_[size_t(id) >> 5] >> (id & 31)) & 1u) != 0;
   }
 
-  // Advances past the sampled token (one ComputeMask() allowed). kInternal if it was not allowed.
+  // Advances past the sampled token (one ComputeMask() allowed). kInternal if it was not allowed,
+  // kInvalidArgument when llguidance's limits stop the constraint there.
   Status Commit(int32_t token);
 
   // Advances past `text` (a lazy constraint's output from its trigger on), tokenized as plain
@@ -80,6 +82,16 @@ class Constraint {
   std::vector<uint32_t> mask_;
   double mask_ms_ = 0;
   int64_t n_masks_ = 0;
+  bool mask_ready_ = false;  // mask_ holds the first step's mask, computed by Create()
+  // Runs of digits and of whitespace outside JSON strings in the output (JSON schemas, and Lark
+  // grammars with %json), bounded in ComputeMask() (constraint.cpp).
+  static constexpr int kMaxDigitRun = 20;
+  static constexpr int kMaxSpaceRun = 64;
+  void BoundRuns();
+  void Track(std::string_view text);
+  bool bound_runs_ = false;
+  bool in_string_ = false, escaped_ = false;
+  int digit_run_ = 0, space_run_ = 0;
 };
 
 // The regular expression of a choice list (a JSON array of strings): the alternatives with every

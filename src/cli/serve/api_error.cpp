@@ -3,6 +3,8 @@
 
 #include <httplib.h>
 
+#include "../../common/json_depth.h"
+
 namespace cli::serve {
 
 ApiError BadRequest(const std::string& code, const std::string& msg) {
@@ -12,6 +14,12 @@ ApiError BadRequest(const std::string& code, const std::string& msg) {
 ApiError ServerError(zf_status st) { return {500, "server_error", zf_status_string(st), zf_last_error()}; }
 
 json ParseObject(const std::string& text) {
+  // nlohmann parses without recursing, but dumps, copies and compares recursively, as do the
+  // library's walks over schemas and tools: a body of 10^5 '[' would overflow the stack.
+  if (zf::JsonNesting(text, zf::kMaxJsonNesting) > zf::kMaxJsonNesting) {
+    throw BadRequest("invalid_json", "request body nests arrays and objects deeper than " +
+                                         std::to_string(zf::kMaxJsonNesting) + " levels");
+  }
   json body;
   try {
     body = json::parse(text);

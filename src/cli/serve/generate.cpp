@@ -111,6 +111,9 @@ zf_status Generate(Slot* slot, const Request& r, const EmitFn& emit, Clock::time
 
 ApiError GenerateError(zf_status st) {
   if (st == ZF_ERR_CONTEXT_FULL) return BadRequest("context_length_exceeded", zf_last_error());
+  // The request's parameters or constraint (e.g. a grammar that stops matching in the middle of
+  // the output, or passes llguidance's limits there): the client's to fix.
+  if (st == ZF_ERR_INVALID_ARGUMENT) return BadRequest("invalid_value", zf_last_error());
   if (st == ZF_ERR_CANCELLED) {  // the drain's grace period ended during the prefill
     return {503, "server_error", "shutting_down", "the server is shutting down"};
   }

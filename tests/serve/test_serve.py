@@ -1004,6 +1004,116 @@ def test_embeddings(s):
     assert m1['zerfoo:requests_total{outcome="error"}'] - m0['zerfoo:requests_total{outcome="error"}'] >= len(bad)
 
 
+def test_request_validation(s):
+    # Wrong types and values are 400s naming the field, never ignored or a 500; logit_bias is
+    # refused rather than ignored (the generation ABI has no bias).
+    tools = [{"type": "function", "function": {"name": "f"}}]
+    bad = [({"prompt": "hi", "frequency_penalty": "x"}, "frequency_penalty"),
+           ({"prompt": "hi", "presence_penalty": 0.5}, "presence_penalty"),
+           ({"prompt": "hi", "logit_bias": [1, 2]}, "logit_bias"),
+           ({"prompt": "hi", "logit_bias": {"abc": 10}}, "logit_bias"),
+           ({"prompt": "hi", "logit_bias": {"5": "x"}}, "logit_bias"),
+           ({"prompt": "hi", "logit_bias": {"5": 10}}, "logit_bias is not supported"),
+           ({"prompt": "hi", "repeat_last_n": -5}, "repeat_last_n"),
+           ({"prompt": "hi", "repeat_penalty": 0}, "repeat_penalty"),
+           ({"prompt": "hi", "user": [1]}, "user"),
+           ({"prompt": "hi", "max_tokens": 2 ** 31}, "too large"),
+           ({"messages": [{"role": "user", "content": None}]}, "content"),
+           ({"messages": [{"role": "system", "content": None}, {"role": "user", "content": "hi"}]}, "content"),
+           ({"messages": [{"role": "user", "content": "hi"}], "tools": tools + tools}, "two tools")]
+    for body, word in bad:
+        path = "/v1/chat/completions" if "messages" in body else "/v1/completions"
+        st, _, err = s.post(path, body)
+        assert st == 400 and word in err["error"]["message"], (body, st, err)
+        assert "at least 1" not in err["error"]["message"], err
+    # The neutral values are served.
+    st, _, r = s.post("/v1/completions", {"prompt": "hi", "max_tokens": 1, "logit_bias": {}, "user": "u",
+                                          "frequency_penalty": 0, "presence_penalty": 0, "repeat_last_n": -1})
+    assert st == 200, r
+    # Wrong methods on known paths: 405 with Allow; unknown paths stay 404.
+    for method, path, allow in [("GET", "/v1/chat/completions", "POST"), ("POST", "/health", "GET, HEAD"),
+                                ("DELETE", "/v1/embeddings", "POST"), ("PUT", "/v1/models", "GET, HEAD")]:
+        st, hdrs, data = s.request(method, path, "{}")
+        assert st == 405 and hdrs.get("Allow") == allow, (method, path, st, hdrs)
+        assert json.loads(data)["error"]["code"] == "method_not_allowed"
+    st, _, _ = s.request("GET", "/v2/nothing")
+    assert st == 404
+
+
+def test_defaults_limits_slow_clients():
+    # Defaults: min(4, cores) slots for SmolLM2 (its full contexts fit), a deep queue: six
+    # concurrent embedding requests are all answered. Limits: body size (Content-Length and
+    # chunked), inputs and documents per request, the server's context (not the training one)
+    # for embeddings. Clients that stall mid-header neither block /health nor stay forever.
+    s = Server("--max-body-mb", "1", "--max-inputs", "4", "--max-documents", "3", "--timeout", "1",
+               "--ctx-size", "128")
+    try:
+        meta = json.loads(s.request("GET", "/v1/models")[2])["data"][0]["meta"]
+        assert meta["slots"] == min(4, os.cpu_count()), meta
+        results = []
+
+        def embed(i):
+            results.append(s.post("/v1/embeddings", {"input": ["text %d" % i, "more %d" % i]})[0])
+
+        threads = [threading.Thread(target=embed, args=(i,)) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert results == [200] * 6, results
+        # Sizes.
+        st, hdrs, data = s.request("POST", "/v1/embeddings", b'{"input": "' + b"a" * (1 << 20) + b'"}')
+        assert st == 413 and json.loads(data)["error"]["code"] == "request_too_large", (st, data[:200])
+        c = s.conn(30)
+        c.request("POST", "/v1/completions", body=(b"x" * 65536 for _ in range(32)), encode_chunked=True,
+                  headers={"Transfer-Encoding": "chunked", "Content-Type": "application/json"})
+        r = c.getresponse()
+        assert r.status == 413, r.status
+        c.close()
+        st, _, err = s.post("/v1/embeddings", {"input": ["a"] * 5})
+        assert st == 400 and "at most 4" in err["error"]["message"], err
+        st, _, err = s.post("/v1/rerank", {"query": "q", "documents": ["a"] * 4})
+        assert st == 400 and "at most 3" in err["error"]["message"], err
+        # An input longer than --ctx-size: 400 naming both lengths, alone or in a batch; cut
+        # when asked (truncate: the first tokens; truncate_prompt_tokens: the last k).
+        long = "word " * 300
+        n_long = len(s.post("/tokenize", {"content": long, "add_special": True})[2]["tokens"])
+        for body in [{"input": long}, {"input": ["short", long]}]:
+            st, _, err = s.post("/v1/embeddings", body)
+            msg = err["error"]["message"]
+            assert st == 400 and str(n_long) in msg and "128" in msg, (st, err)
+        st, _, r = s.post("/v1/embeddings", {"input": ["short", long], "truncate": True})
+        assert st == 200 and len(r["data"]) == 2 and r["usage"]["prompt_tokens"] <= 128 + 8, r["usage"]
+        toks = s.post("/tokenize", {"content": long, "add_special": True})[2]["tokens"]
+        st, _, r = s.post("/v1/embeddings", {"input": long, "truncate_prompt_tokens": 10})
+        assert st == 200 and r["usage"]["prompt_tokens"] == 10, r["usage"]
+        st, _, ref = s.post("/v1/embeddings", {"input": toks[-10:]})
+        assert max_diff(r["data"][0]["embedding"], ref["data"][0]["embedding"]) < 1e-5
+        st, _, err = s.post("/v1/embeddings", {"input": "x", "truncate_prompt_tokens": 129})
+        assert st == 400, err
+        # Slow clients: 16 connections that sent half a request header.
+        socks = []
+        try:
+            for _ in range(16):
+                k = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+                k.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-")
+                socks.append(k)
+            t0 = time.time()
+            st, _, _ = s.request("GET", "/health", timeout=5)
+            assert st == 200 and time.time() - t0 < 2, (st, time.time() - t0)
+            # ... and after --timeout seconds of silence the server hangs up on them.
+            try:
+                socks[0].recv(4096)  # an error answer or the end of the stream, not a 5 s timeout
+            except ConnectionResetError:
+                pass
+            assert time.time() - t0 < 4, time.time() - t0
+        finally:
+            for k in socks:
+                k.close()
+    finally:
+        assert s.stop() == 0
+
+
 def test_rerank_unsupported(s):
     # SmolLM2 has no classification head: 501 as llama-server answers a /rerank it cannot serve.
     body = {"model": "smollm2", "query": "What is a panda?", "documents": ["hi", "The giant panda is a bear."]}
@@ -1013,7 +1123,8 @@ def test_rerank_unsupported(s):
         assert "smollm2" in err["error"]["message"], err
     for bad in [{"documents": ["a"]}, {"query": "q"}, {"query": "q", "documents": []},
                 {"query": 1, "documents": ["a"]}, {"query": "q", "documents": [1]},
-                {"query": "q", "documents": ["a"], "top_n": 0}]:
+                {"query": "q", "documents": ["a"], "top_n": 0}, {"query": "", "documents": ["a"]},
+                {"query": "q", "documents": ["a", ""]}, {"query": "q", "documents": [{"text": ""}]}]:
         st, _, err = s.post("/v1/rerank", bad)
         assert st == 400 and err["error"]["type"] == "invalid_request_error", (bad, st, err)
 
@@ -1036,6 +1147,12 @@ def test_rerank_model():
         by_index = {x["index"]: x["relevance_score"] for x in r["results"]}
         assert abs(by_index[0] - by_index[4]) < 1e-5, by_index  # the same document, the same score
         assert r["usage"]["total_tokens"] > 0, r
+        if os.path.basename(path).startswith("bert"):
+            # Usage counts the pairs as scored: [CLS] query [SEP] document.
+            def ntok(t):
+                return len(s.post("/tokenize", {"content": t, "parse_special": False})[2]["tokens"])
+            q = ntok("What is a panda?")
+            assert r["usage"]["prompt_tokens"] == sum(q + ntok(d) + 2 for d in docs), (r["usage"], q)
         st, _, top = s.post("/rerank", {"query": "What is a panda?", "documents": docs, "top_n": 2,
                                         "return_documents": True})
         assert st == 200 and [x["index"] for x in top["results"]] == [x["index"] for x in r["results"][:2]], top
@@ -1059,7 +1176,7 @@ def main():
         for t in [test_models_health_metrics, test_tokenize_round_trip, test_completions_equal_cli,
                   test_chat_equal_cli, test_logprobs, test_sse_framing_curl, test_concurrent_16, test_invalid_mixed_with_valid,
                   test_disconnect_cancels, test_prompt_cache_multi_turn, test_structured_outputs, test_embeddings,
-                  test_rerank_unsupported]:
+                  test_rerank_unsupported, test_request_validation]:
             run(t, failed, shared)
             assert shared.proc.poll() is None, "server died: " + shared.logtext()[-2000:]
     finally:
@@ -1068,6 +1185,7 @@ def main():
         failed.append("shared server exit code %s" % rc)
     for t in [test_tools_and_reasoning, test_tools_xml_format, test_lookup_speculation, test_draft_model_speculation,
               test_queue_full_auth_and_drain,
+              test_defaults_limits_slow_clients,
               test_rerank_model,
               test_grace_cancels,
               test_startup_errors]:

@@ -260,18 +260,10 @@ Status Constraint::Create(const model::Model& model, ConstraintKind kind, std::s
                      : kind == ConstraintKind::kLark     ? "Lark grammar"
                      : kind == ConstraintKind::kChoice   ? "choice list"
                                                          : "regular expression";
-  if (kind == ConstraintKind::kJsonSchema || kind == ConstraintKind::kLark) {
-    const size_t n = StructureCount(text);
-    if (n > kMaxConstraintStructure) {
-      return InvalidArgument(std::string("invalid ") + what + ": too large to compile (" + std::to_string(n) +
-                             " rules, keys and groups, counted as ':', '(', '[' and '{'; at most " +
-                             std::to_string(kMaxConstraintStructure) + ")");
-    }
-  }
   const char* type = nullptr;
   std::string data(text);
   switch (kind) {
-    case ConstraintKind::kJsonSchema:
+    case ConstraintKind::kJsonSchema:  // its nesting checked first (the more telling error)
       type = "json_schema";
       ZF_RETURN_IF_ERROR(CompactJsonSchema(text, &data));
       break;
@@ -285,6 +277,14 @@ Status Constraint::Create(const model::Model& model, ConstraintKind kind, std::s
       return InvalidArgument("unknown constraint kind " + std::to_string(int32_t(kind)));
   }
   if (data.find('\0') != std::string::npos) return InvalidArgument("constraint text contains a NUL byte");
+  if (kind == ConstraintKind::kJsonSchema || kind == ConstraintKind::kLark) {
+    const size_t n = StructureCount(text);
+    if (n > kMaxConstraintStructure) {
+      return InvalidArgument(std::string("invalid ") + what + ": too large to compile (" + std::to_string(n) +
+                             " rules, keys and groups, counted as ':', '(', '[' and '{'; at most " +
+                             std::to_string(kMaxConstraintStructure) + ")");
+    }
+  }
   std::shared_ptr<LlgVocab> vocab;
   ZF_RETURN_IF_ERROR(GetVocab(model, &vocab));
 

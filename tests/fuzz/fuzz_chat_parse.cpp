@@ -14,6 +14,7 @@
 #include "chat/format.h"
 #include "chat/parser.h"
 #include "chat/tool_grammar.h"
+#include "common/json_depth.h"
 #include "common/utf8.h"
 #include "fuzz_common.h"
 #include "jinja/jinja.h"
@@ -97,7 +98,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!zf::IsValidUtf8(text)) return 0;  // zf_chat_parse rejects it first
   const zf::chat::ChatFormat& f = Formats()[data[0] % kN];
   if ((data[1] & 4) != 0) {
-    const Json tools = Json::parse(text, nullptr, false);
+    if (zf::JsonNesting(text, zf::kMaxJsonNesting) > zf::kMaxJsonNesting) return 0;  // refused first, as
+    const Json tools = Json::parse(text, nullptr, false);                         // by zf_chat_tool_grammar
     if (tools.is_discarded() || !tools.is_array() || tools.empty()) return 0;
     for (const Json& t : tools) {  // zf_chat_tool_grammar's checks
       const Json& fn = t.is_object() && t.contains("function") ? t["function"] : t;

@@ -15,7 +15,8 @@ f32 | q8_0 | q4 (Q4_K_M-style mix: Q4_K, Q6_K for the tied embedding/output, att
 ffn_down on llama.cpp's use_more_bits layers, Q5_0/Q8_0 where a row is not a multiple of 256;
 1-D tensors and the MoE router stay F32 as llama-quantize leaves them), plus
 OUT_DIR/vocab-phi3.gguf (phi-3's vocabulary only, no tensors, for ZF_MODEL_VOCAB_ONLY) with its
-tokenizer test vectors vocab-phi3.gguf.inp / .out.
+tokenizer test vectors vocab-phi3.gguf.inp / .out, and the copies of DIMS_COPIES (the same
+tensors with trailing 1-dims written the other way).
 
 Weights are random blocks written directly (no quantizer): quants uniform, block scales chosen
 so weights are ~N(0, sigma) with sigma 0.02-0.06 and centred (K-quant mins cancel the mean),
@@ -180,6 +181,23 @@ BENCH = {
                               delta=dict(interval=4, d_conv=4, n_k=16, n_v=16, d=128)),
 }
 FAMILIES.update(BENCH)
+
+# Extra copies of one file in the other layout of trailing 1-dims, for tests/family's FamilyDims:
+# the same header and bytes but the tensor shapes. "dropped": as llama-quantize writes them
+# (ggml_n_dims drops trailing 1s: granitehybridmoe's ssm_norm [512, 1] with one group is [512]);
+# "columns": every 1-D tensor as [n, 1], as the converter writes a [1, n] torch weight (qwen35moe's
+# ffn_gate_inp_shexp, [n_embd] after llama-quantize). Output: OUT_DIR/<model>-<quant>-<layout>.gguf.
+DIMS_COPIES = {"granitehybridmoe": ("q8_0", "dropped"), "qwen35moe": ("f32", "columns")}
+
+
+def relaid(ne, layout):
+    if layout == "dropped":
+        ne = tuple(ne)
+        while len(ne) > 1 and ne[-1] == 1:
+            ne = ne[:-1]
+        return ne
+    return tuple(ne) + (1,) if len(ne) == 1 else tuple(ne)
+
 
 FILE_TYPE = {"f32": 0, "q4_0": 2, "q8_0": 7, "q4": 15, "mxfp4": 38}
 
@@ -744,6 +762,12 @@ def synth_one(name, quant, out_dir, tok):
                for tname, ne, t, sigma in tensor_specs(h, n_vocab, quant)]
     write_gguf(path + ".tmp", metadata(h, quant, name), kv_raw, kv_count, tensors)
     os.replace(path + ".tmp", path)
+    if DIMS_COPIES.get(name, ("",))[0] == quant:
+        layout = DIMS_COPIES[name][1]
+        copy = os.path.join(out_dir, f"{name}-{quant}-{layout}.gguf")
+        write_gguf(copy + ".tmp", metadata(h, quant, name), kv_raw, kv_count,
+                   [(tname, relaid(ne, layout), t, data) for tname, ne, t, data in tensors])
+        os.replace(copy + ".tmp", copy)
     return path
 
 

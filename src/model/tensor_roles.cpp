@@ -268,8 +268,9 @@ Status Bind(const gguf::GgufFile& f, const std::string& name, Need need, const S
     if (need == Need::kOptional) return Status::Ok();
     return FormatError("missing tensor '" + name + "' (expected shape " + ShapeString(want.ne, want.n_dims) + ")");
   }
-  bool ok = t->n_dims == want.n_dims;
-  for (uint32_t i = 0; ok && i < want.n_dims; ++i) ok = t->ne[i] == want.ne[i];
+  // As ggml compares: all four dims, missing ones 1 (llama-quantize writes [n, 1] as [n]).
+  bool ok = true;
+  for (uint32_t i = 0; ok && i < 4; ++i) ok = t->ne[i] == (i < want.n_dims ? want.ne[i] : 1);
   if (!ok) {
     return FormatError("tensor '" + name + "' has shape " + ShapeString(t->ne, t->n_dims) + ", expected " +
                        ShapeString(want.ne, want.n_dims));
@@ -288,7 +289,14 @@ Status Bind(const gguf::GgufFile& f, const std::string& name, Need need, const S
 Status BindInto(Weights* w, const gguf::GgufFile& f, const std::string& name, Need need, const Shape& want,
                 const Tensor** out) {
   ZF_RETURN_IF_ERROR(Bind(f, name, need, want, out));
-  if (*out != nullptr) w->bound.push_back(*out);
+  if (*out == nullptr) return Status::Ok();
+  w->bound.push_back(*out);  // the file's own tensor: the CUDA upload and the unused check use it
+  if ((*out)->n_dims != want.n_dims) {  // the same bytes under the role's rank (code reads n_dims)
+    Tensor v = **out;
+    v.n_dims = want.n_dims;
+    w->views.push_back(v);
+    *out = &w->views.back();
+  }
   return Status::Ok();
 }
 

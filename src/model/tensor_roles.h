@@ -87,13 +87,16 @@ struct Weights {
   std::vector<const Tensor**> VectorRefs();
 
   std::vector<const Tensor*> bound;  // every file tensor bound (views' parents included)
-  std::deque<Tensor> views;       // row-range and expert views (stable addresses)
+  // Row-range and expert views, and copies of file tensors whose rank differs from the role's
+  // ([n] bound as [n, 1] and the inverse: llama-quantize drops trailing 1s). Stable addresses.
+  std::deque<Tensor> views;
   std::deque<std::string> names;  // their names ("blk.0.attn_qkv.weight[q]")
 };
 
-// Binds every tensor the description needs and checks shapes and types. kFormat names a missing
-// tensor or a misshaped one (expected and actual shape); kUnsupported names a tensor type the
-// engine cannot compute with or a layout the description cannot express.
+// Binds every tensor the description needs and checks shapes and types, shapes as ggml compares
+// them (four dims, missing ones 1). kFormat names a missing tensor or a misshaped one (expected
+// and actual shape); kUnsupported names a tensor type the engine cannot compute with or a
+// layout the description cannot express.
 Status BindWeights(const gguf::GgufFile& file, const ModelDesc& desc, Weights* weights);
 
 }  // namespace zf::model

@@ -504,6 +504,39 @@ std::vector<int32_t> Conversation(zf_session* s) {
   return t;
 }
 
+// Shapes with trailing 1-dims written the other way (scripts/synth_families.py DIMS_COPIES): as
+// llama-quantize writes them (granitehybridmoe's ssm_norm [512, 1] as [512]) and as the converter
+// writes a [1, n] weight (qwen35moe's 1-D tensors as [n, 1]). The same bytes must load, as ggml
+// compares shapes, and give bit-identical logits token by token.
+TEST(FamilyDims, TrailingUnitDimsGiveIdenticalLogits) {
+  for (const auto& [file, copy] : {std::make_pair("granitehybridmoe-q8_0", "granitehybridmoe-q8_0-dropped"),
+                                   std::make_pair("qwen35moe-f32", "qwen35moe-f32-columns")}) {
+    SCOPED_TRACE(copy);
+    std::ifstream gf(std::string(ZF_TEST_DATA_DIR) + "/golden/families/" + file + ".json");
+    ASSERT_TRUE(gf.good()) << "missing golden for " << file;
+    std::vector<int32_t> toks = json::parse(gf)["tokens"].get<std::vector<int32_t>>();
+    toks.resize(std::min<size_t>(toks.size(), 24));
+    Model a{LoadCpu(ModelsDir() + "/" + file + ".gguf")}, b{LoadCpu(ModelsDir() + "/" + copy + ".gguf")};
+    ASSERT_TRUE(a.m != nullptr && b.m != nullptr);
+    zf_model_summary info{};
+    info.struct_size = sizeof info;
+    ASSERT_EQ(zf_model_info(a.m, &info), ZF_OK);
+    const size_t nv = size_t(info.n_vocab);
+    zf_session_params sp;
+    ASSERT_EQ(zf_session_params_init(&sp, sizeof sp), ZF_OK);
+    sp.n_ctx = 64;
+    Session sa, sb;
+    ASSERT_EQ(zf_session_create(a.m, &sp, &sa.s), ZF_OK) << zf_last_error();
+    ASSERT_EQ(zf_session_create(b.m, &sp, &sb.s), ZF_OK) << zf_last_error();
+    std::vector<float> la(nv), lb(nv);
+    for (size_t p = 0; p < toks.size(); ++p) {
+      ASSERT_EQ(zf_session_eval(sa.s, &toks[p], 1, la.data(), nv), ZF_OK) << zf_last_error();
+      ASSERT_EQ(zf_session_eval(sb.s, &toks[p], 1, lb.data(), nv), ZF_OK) << zf_last_error();
+      ASSERT_EQ(std::memcmp(la.data(), lb.data(), nv * sizeof(float)), 0) << "position " << p;
+    }
+  }
+}
+
 class FamilyDraft : public testing::TestWithParam<std::string> {};
 
 // Greedy with a draft model is token for token greedy without it, across two turns (the draft's

@@ -51,6 +51,9 @@ struct Spec {
   int64_t F_shexp = 0;
   int64_t ssm_group_count = -1;  // the ssm.group_count key's value when >= 0 (bad-file tests), 0 = no key
   bool mtp = false;  // Qwen 3.5: one multi-token-prediction block after the layers (nextn_predict_layers 1)
+  // How tensor shapes are written: as listed, with trailing 1-dims dropped (llama-quantize,
+  // through ggml_n_dims), or every 1-D tensor as [n, 1] (a converter writing a [1, n] torch weight).
+  enum class Dims { kAsListed, kTrailingOnesDropped, kVectorsAsColumns } dims = Dims::kAsListed;
 };
 
 bool IsConvLayer(const Spec& s, int64_t il) {
@@ -65,11 +68,16 @@ void PrintTo(const Spec& s, std::ostream* os) { *os << s.name; }
 
 class Writer {
  public:
-  explicit Writer(uint32_t seed) : rng_(seed) {}
+  explicit Writer(uint32_t seed, Spec::Dims dims = Spec::Dims::kAsListed) : rng_(seed), dims_(dims) {}
   // A tensor of normal values (mean, sd).
   void Add(GgufBuilder* b, const std::string& name, std::vector<int64_t> ne, float mean, float sd) {
     int64_t n = 1;
     for (int64_t d : ne) n *= d;
+    if (dims_ == Spec::Dims::kTrailingOnesDropped) {
+      while (ne.size() > 1 && ne.back() == 1) ne.pop_back();
+    } else if (dims_ == Spec::Dims::kVectorsAsColumns && ne.size() == 1) {
+      ne.push_back(1);
+    }
     std::normal_distribution<float> dist(mean, sd);
     std::vector<float> v(static_cast<size_t>(n));
     for (float& x : v) x = dist(rng_);
@@ -88,6 +96,7 @@ class Writer {
 
  private:
   std::mt19937 rng_;
+  Spec::Dims dims_;
 };
 
 // The vocabulary every tiny model uses: SentencePiece pieces of no meaning.
@@ -151,7 +160,7 @@ std::vector<uint8_t> BuildGemma4(const Spec& s) {
         .Kv(a + ".expert_feed_forward_length", val::U32(uint32_t(s.F_exp)));
   }
   AddVocab(&b, s.V);
-  Writer w(uint32_t(std::hash<std::string>()(s.name)));
+  Writer w(uint32_t(std::hash<std::string>()(s.name)), s.dims);
   w.Add(&b, "token_embd.weight", {E, s.V}, 0.0f, 1.0f);
   if (P > 0) {
     w.Add(&b, "per_layer_token_embd.weight", {P * L, s.V}, 0.0f, 1.0f);
@@ -250,7 +259,7 @@ std::vector<uint8_t> BuildQwen35(const Spec& s) {
         .Kv(a + ".expert_shared_feed_forward_length", val::U32(uint32_t(s.F)));
   }
   AddVocab(&b, s.V);
-  Writer w(uint32_t(std::hash<std::string>()(s.name)));
+  Writer w(uint32_t(std::hash<std::string>()(s.name)), s.dims);
   w.Add(&b, "token_embd.weight", {E, s.V}, 0.0f, 1.0f);
   w.Norm(&b, "output_norm.weight", E);
   for (int64_t il = 0; il < L; ++il) {
@@ -356,7 +365,7 @@ std::vector<uint8_t> Build(const Spec& s) {
       .Kv("tokenizer.ggml.scores", val::ArrOf<float>(kF32, scores))
       .Kv("tokenizer.ggml.token_type", val::ArrOf<int32_t>(kI32, types));
 
-  Writer w(uint32_t(std::hash<std::string>()(s.name)));
+  Writer w(uint32_t(std::hash<std::string>()(s.name)), s.dims);
   w.Add(&b, "token_embd.weight", {s.E, s.V}, 0.0f, 1.0f);
   w.Norm(&b, a == "lfm2" || a == "lfm2moe" ? "token_embd_norm.weight" : "output_norm.weight", s.E);
   if (!s.tied) w.Mat(&b, "output.weight", s.E, s.V);
@@ -371,7 +380,9 @@ std::vector<uint8_t> Build(const Spec& s) {
     const std::string p = "blk." + std::to_string(il) + ".";
     const bool conv = IsConvLayer(s, il) || IsSsmLayer(s, il);
     if (IsSsmLayer(s, il)) {
-      const int64_t di = 2 * s.E, ch = di + 2 * kSsmGroups * kSsmState;
+      // The tensors follow a valid group count (bad ones are refused before tensors are read).
+      const int64_t G = s.ssm_group_count > 0 && kSsmHeads % s.ssm_group_count == 0 ? s.ssm_group_count : kSsmGroups;
+      const int64_t di = 2 * s.E, ch = di + 2 * G * kSsmState;
       w.Norm(&b, p + "attn_norm.weight", s.E);
       w.Mat(&b, p + "ssm_in.weight", s.E, di + ch + kSsmHeads);
       w.Add(&b, p + "ssm_conv1d.weight", {kSsmConv, ch}, 0.0f, 0.5f);
@@ -379,7 +390,7 @@ std::vector<uint8_t> Build(const Spec& s) {
       w.Add(&b, p + "ssm_dt.bias", {kSsmHeads}, -1.0f, 1.0f);
       w.Add(&b, p + "ssm_a", {1, kSsmHeads}, -2.0f, 0.5f);
       w.Add(&b, p + "ssm_d", {1, kSsmHeads}, 1.0f, 0.3f);
-      w.Add(&b, p + "ssm_norm.weight", {di / kSsmGroups, kSsmGroups}, 1.0f, 0.1f);
+      w.Add(&b, p + "ssm_norm.weight", {di / G, G}, 1.0f, 0.1f);
       w.Mat(&b, p + "ssm_out.weight", di, s.E);
     } else if (conv) {
       w.Norm(&b, p + "attn_norm.weight", s.E);
@@ -755,6 +766,81 @@ TEST(FamilyReference, MambaSizesAreChecked) {
   st = Model::Load(WriteTemp(Build(spec), "granitehybrid_badgroups"), o, &m);
   EXPECT_EQ(st.code(), Code::kFormat) << st.message();
   EXPECT_NE(st.message().find("ssm.group_count=3"), std::string::npos) << st.message();
+}
+
+// The logits of `tokens` fed one at a time to a fresh CPU session of the file at `path`.
+std::vector<float> TokenByTokenLogits(const std::string& path, const std::vector<int32_t>& tokens) {
+  std::unique_ptr<Model> m;
+  LoadOptions o;
+  o.device = Device::kCpu;
+  o.n_threads = 2;
+  const Status st = Model::Load(path, o, &m);
+  EXPECT_TRUE(st.ok()) << st.message();
+  if (!st.ok()) return {};
+  rt::SessionOptions so;
+  so.n_ctx = 64;
+  std::unique_ptr<rt::Session> s;
+  EXPECT_TRUE(rt::Session::Create(*m, so, &s).ok());
+  const size_t n_vocab = size_t(m->desc().n_vocab);
+  std::vector<float> out(tokens.size() * n_vocab);
+  for (size_t t = 0; t < tokens.size(); ++t) EXPECT_TRUE(s->Eval(&tokens[t], 1, out.data() + t * n_vocab).ok());
+  return out;
+}
+
+uint32_t FileDims(const std::vector<uint8_t>& bytes, const std::string& tensor) {
+  std::unique_ptr<gguf::GgufFile> f;
+  if (!gguf::GgufFile::FromMemory(bytes.data(), bytes.size(), &f).ok()) return 0;
+  const gguf::TensorInfo* t = f->FindTensor(tensor);
+  return t != nullptr ? t->n_dims : 0;
+}
+
+// Shapes compare as ggml compares them (4 dims, missing ones 1): llama-quantize writes a [n, 1]
+// tensor as [n], and a converter writes a [1, n] torch weight as [n, 1] where [n] is expected.
+// Granite 4.0 H with one SSM group (ssm_norm [d_inner, 1]) and Qwen 3.5 MoE (shared-expert gate
+// [n_embd]) load in every such layout with bit-identical logits.
+TEST(FamilyReference, TrailingUnitDimsAreAcceptedAsGgmlComparesShapes) {
+  Spec granite = Named("granitehybridmoe");
+  granite.name = "granitehybridmoe_g1";
+  granite.ssm_group_count = 1;
+  const std::vector<std::pair<Spec, std::string>> cases = {{granite, "blk.0.ssm_norm.weight"},
+                                                           {Named("qwen35moe"), "blk.0.ffn_gate_inp_shexp.weight"}};
+  const std::vector<int32_t> tokens = {1, 5, 17, 9, 33, 2, 44, 12};
+  for (auto [spec, tensor] : cases) {
+    SCOPED_TRACE(spec.name);
+    const std::vector<uint8_t> listed = Build(spec);
+    const std::vector<float> want = TokenByTokenLogits(WriteTemp(listed, spec.name + "_listed"), tokens);
+    ASSERT_FALSE(want.empty());
+    spec.dims = Spec::Dims::kTrailingOnesDropped;
+    const std::vector<uint8_t> dropped = Build(spec);
+    spec.dims = Spec::Dims::kVectorsAsColumns;
+    const std::vector<uint8_t> columns = Build(spec);
+    const bool is_vector = FileDims(listed, tensor) == 1;
+    EXPECT_EQ(FileDims(dropped, tensor), 1u);
+    EXPECT_EQ(FileDims(columns, tensor), is_vector ? 2u : FileDims(listed, tensor));
+    EXPECT_NE(is_vector ? columns : dropped, listed);  // the layout under test differs from the listed one
+    for (const auto& [bytes, tag] : {std::make_pair(&dropped, "_dropped"), std::make_pair(&columns, "_columns")}) {
+      const std::vector<float> got = TokenByTokenLogits(WriteTemp(*bytes, spec.name + tag), tokens);
+      ASSERT_EQ(got.size(), want.size()) << tag;
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << tag;
+    }
+  }
+  // A real mismatch (the same element count) is still refused, naming both shapes.
+  std::vector<uint8_t> bytes = Build(granite);
+  const std::string name = "blk.0.ssm_norm.weight";
+  auto it = std::search(bytes.begin(), bytes.end(), name.begin(), name.end());
+  ASSERT_NE(it, bytes.end());
+  const size_t at = size_t(it - bytes.begin()) + name.size();  // n_dims, then ne
+  ASSERT_EQ(Peek<uint32_t>(bytes, at), 2u);
+  ASSERT_EQ(Peek<uint64_t>(bytes, at + 12), 1u);
+  Poke<uint64_t>(&bytes, at + 4, Peek<uint64_t>(bytes, at + 4) / 2);
+  Poke<uint64_t>(&bytes, at + 12, 2);
+  std::unique_ptr<Model> m;
+  LoadOptions o;
+  o.device = Device::kCpu;
+  const Status st = Model::Load(WriteTemp(bytes, "granite_misshaped"), o, &m);
+  EXPECT_EQ(st.code(), Code::kFormat) << st.message();
+  EXPECT_NE(st.message().find("'blk.0.ssm_norm.weight' has shape [64, 2], expected [128, 1]"), std::string::npos)
+      << st.message();
 }
 
 // The CUDA engine has no gated DeltaNet or attention output gate: both are named.

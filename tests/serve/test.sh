@@ -1,6 +1,6 @@
 #!/bin/sh
 # CI stage for `zerfoo serve`: runs tests/serve/test_serve.py (the `openai` PyPI client, curl,
-# raw HTTP) against the CLI on 127.0.0.1 with SmolLM2. Installs what is missing: curl (apt), the
+# raw HTTP), then tests/serve/test_hostile.py, against the CLI on 127.0.0.1 with SmolLM2. Installs what is missing: curl (apt), the
 # openai package (pip, into ~/.cache/zerfoo/serve-py/<version>, reused across runs).
 # Environment: ZERFOO_CLI (default build/zerfoo), ZERFOO_TEST_MODEL (default: SmolLM2 via
 # scripts/fetch_models.sh).
@@ -21,4 +21,6 @@ if [ ! -f "$pydir/.ok" ]; then
   "$py" -m pip install $flags "openai==$openai_version" "jsonschema==$jsonschema_version" >&2
   rm -rf "$pydir" && mv "$pydir.tmp" "$pydir" && touch "$pydir/.ok"
 fi
-PYTHONPATH="$pydir${PYTHONPATH:+:$PYTHONPATH}" exec timeout 900 "$py" "$here/test_serve.py"
+PYTHONPATH="$pydir${PYTHONPATH:+:$PYTHONPATH}" timeout 900 "$py" "$here/test_serve.py"
+# Hostile requests (issue #41): inputs that crashed the server or got a 500 are 400s.
+PYTHONPATH="$pydir${PYTHONPATH:+:$PYTHONPATH}" exec timeout 300 "$py" "$here/test_hostile.py"

@@ -107,19 +107,87 @@ bool Turn(const Renderer& render, const std::string& prompt, const Json& assista
   return true;
 }
 
+// `n` moved forward past the close of a bracket pair ("<...>") that s[0, n) would cut in two.
+size_t UnsplitForward(const std::string& s, size_t n) {
+  const size_t at = n == 0 ? std::string::npos : s.rfind('<', n - 1);
+  if (at == std::string::npos) return n;
+  const size_t gt = s.find('>', at);
+  return gt != std::string::npos && gt >= n ? gt + 1 : n;
+}
+
+// An assistant message with reasoning `kThink` in the field templates read it from
+// (reasoning_content; Solar Open's `reasoning`).
+Json WithReasoning(Json msg, const char* field) {
+  msg[field] = kThink;
+  return msg;
+}
+
 ReasoningFormat DeriveReasoning(const Renderer& render, const std::string& prompt, const std::string& source,
                                 const std::string& trailer) {
   ReasoningFormat r;
   std::string turn;
-  Json msg = {{"role", "assistant"}, {"content", kContent}, {"reasoning_content", kThink}};
-  if (Turn(render, prompt, msg, &turn, trailer)) {
+  std::string after;  // what the content probe writes after the reasoning
+  const Json plain = {{"role", "assistant"}, {"content", kContent}};
+  const char* field = "reasoning_content";
+  for (const char* f : {"reasoning_content", "reasoning"}) {
+    if (!Turn(render, prompt, WithReasoning(plain, f), &turn, trailer)) continue;
     const size_t t = turn.find(kThink), c = turn.find(kContent);
     if (t != std::string::npos && c != std::string::npos && t < c) {
+      field = f;
       r.open = Trim(turn.substr(0, t));
       r.close = Trim(turn.substr(t + sizeof kThink - 1, c - t - (sizeof kThink - 1)));
+      after = turn.substr(t + sizeof kThink - 1);
       // Reasoning right after the generation prompt: the prompt opened it.
       if (r.open.empty() && !r.close.empty()) r.forced_open = true;
+      break;
     }
+  }
+  // Reasoning before a tool call: templates that write it only there (Gemma 4's thought
+  // channel), and the close marker where the content probe's runs into a content header
+  // (Command A's <|END_THINKING|><|START_TEXT|>). The call turn with and without the reasoning
+  // differ by the reasoning block.
+  const Json call = {{"id", kId1},
+                     {"type", "function"},
+                     {"function", {{"name", kFn1}, {"arguments", {{kKey1, "zfprobe_val"}, {kKey2, "zfprobe_wal"}}}}}};
+  for (const bool string_args : {false, true}) {
+    Json c = call;
+    if (string_args) c["function"]["arguments"] = c["function"]["arguments"].dump();
+    const Json msg = {{"role", "assistant"}, {"content", ""}, {"tool_calls", Json::array({c})}};
+    std::string with, without;
+    if (!render(Json::array({User(), WithReasoning(msg, field)}), false, &with) ||
+        !render(Json::array({User(), msg}), false, &without) || with.find(kFn1) == std::string::npos) {
+      continue;
+    }
+    const size_t t = with.find(kThink);
+    if (t == std::string::npos) break;
+    const size_t te = t + sizeof kThink - 1;
+    if (r.open.empty()) {
+      // The open marker the content probe could not show (the generation prompt wrote it, or
+      // an empty block: Solar Open's reasoning_effort low).
+      const size_t b = Unsplit(with, std::min(CommonPrefix(with, without), t));
+      r.open = Trim(with.substr(b, t - b));
+    }
+    if (!r.close.empty()) {
+      // The close is what follows the reasoning in both probes.
+      const std::string after2 = with.substr(te);
+      size_t n = Unsplit(after, CommonPrefix(after, after2));
+      // Whole words: not the start of what names the next message (muse-glimmer's
+      // "assistant to=user" / "assistant to=NAME").
+      while (n > 0 && n < after.size() && !IsSpace(after[n]) && after[n] != '<' && after[n] != '[' &&
+             after[n - 1] != '>' && after[n - 1] != ']') {
+        --n;
+      }
+      const std::string close = Trim(after.substr(0, n));
+      if (!close.empty() && close.size() < r.close.size() && r.close.compare(0, close.size(), close) == 0) r.close = close;
+      break;
+    }
+    const size_t b = Unsplit(with, std::min(CommonPrefix(with, without), t));
+    const size_t s = CommonSuffix(with, without, std::min(without.size(), with.size() - te));
+    const size_t e = UnsplitForward(with, with.size() - s);
+    if (e < te) break;
+    r.open = Trim(with.substr(b, t - b));
+    r.close = Trim(with.substr(te, e - te));
+    break;
   }
   if (r.close.empty()) {
     // Templates that drop past reasoning (DeepSeek-R1 distills) still name the markers.
@@ -138,8 +206,17 @@ ReasoningFormat DeriveReasoning(const Renderer& render, const std::string& promp
   if (r.open.empty()) {
     if (r.close.compare(0, 2, "</") == 0) r.open = "<" + r.close.substr(2);
   }
+  auto ends_with = [](const std::string& p, const std::string& m) {
+    return !m.empty() && p.size() >= m.size() && p.compare(p.size() - m.size(), m.size(), m) == 0;
+  };
   const std::string p = Trim(prompt);
-  r.forced_open = r.forced_open || (!r.open.empty() && p.size() >= r.open.size() && p.compare(p.size() - r.open.size(), r.open.size(), r.open) == 0);
+  r.forced_open = r.forced_open || ends_with(p, r.open);
+  // A prompt ending in an empty reasoning block (thinking turned off: Hy3's no_think, Nemotron's
+  // enable_thinking=false) leaves the output outside it.
+  if (ends_with(p, r.close) && ends_with(Trim(p.substr(0, p.size() - r.close.size())), r.open)) {
+    r.forced_open = false;
+    r.prompt_closed = true;
+  }
   return r;
 }
 

@@ -56,6 +56,7 @@ struct ReasoningFormat {
   std::string open;          // e.g. "<think>" (whitespace trimmed); empty = no reasoning markers
   std::string close;         // e.g. "</think>"
   bool forced_open = false;  // the generation prompt already opened it: output starts inside
+  bool prompt_closed = false;  // the generation prompt wrote an empty block (thinking is off)
 };
 
 struct ChatFormat {

@@ -203,6 +203,24 @@ size_t MatchParamMid(std::string_view text, size_t i, std::string_view mid) {
   return at + tail.size();
 }
 
+constexpr std::string_view kCdataOpen = "<![CDATA[";
+constexpr std::string_view kCdataClose = "]]>";
+
+// A CDATA section at text[k] (after whitespace): the position after it, or npos.
+size_t CdataEnd(std::string_view text, size_t k) {
+  while (k < text.size() && IsSpace(text[k])) ++k;
+  if (text.substr(k, kCdataOpen.size()) != kCdataOpen) return std::string_view::npos;
+  const size_t e = text.find(kCdataClose, k + kCdataOpen.size());
+  return e == std::string_view::npos ? e : e + kCdataClose.size();
+}
+
+// The text of the CDATA section that starts at text[k] (after whitespace) and ends at `end`.
+std::string_view CdataText(std::string_view text, size_t k, size_t end) {
+  while (k < text.size() && IsSpace(text[k])) ++k;
+  const size_t b = k + kCdataOpen.size();
+  return text.substr(b, end - kCdataClose.size() - b);
+}
+
 size_t ReadXmlArgs(std::string_view text, size_t i, const ToolCallFormat& f, const Json& tools,
                    const std::string& name, std::string* out) {
   Json args = Json::object();
@@ -224,10 +242,17 @@ size_t ReadXmlArgs(std::string_view text, size_t i, const ToolCallFormat& f, con
     const std::string_view close = Trim(close_text);
     k = MatchParamMid(text, key_end, f.param_mid);
     if (k == std::string_view::npos || close.empty()) break;
-    const size_t vend = text.find(close, k);
+    // A value in a CDATA section (MiniCPM5 writes strings holding '<', '&' or a line break so)
+    // is its text exactly, and may hold the close marker.
+    const size_t cdata = CdataEnd(text, k);
+    const size_t vend = text.find(close, cdata == std::string_view::npos ? k : cdata);
     if (vend == std::string_view::npos) break;
     // A repeated key keeps its first value: what was streamed of it stays true.
-    if (!args.contains(key)) args[key] = TextValue(Trim(text.substr(k, vend - k)), ParamType(tools, name, key));
+    if (!args.contains(key)) {
+      args[key] = cdata != std::string_view::npos && Trim(text.substr(cdata, vend - cdata)).empty()
+                      ? Json(std::string(CdataText(text, k, cdata)))
+                      : TextValue(Trim(text.substr(k, vend - k)), ParamType(tools, name, key));
+    }
     i = MatchLiteral(text, vend, close_text);
   }
   *out = args.dump();
@@ -301,12 +326,23 @@ size_t ReadXmlArgsPartial(std::string_view text, size_t i, const ToolCallFormat&
     const std::string type = ParamType(tools, name, key);
     const std::string close_text = ParamClose(f, key);
     const std::string_view close = Trim(close_text);
-    const size_t vend = text.find(close, k);
+    const size_t cdata = CdataEnd(text, k);
+    // A CDATA section not yet closed: the value is still arriving, whatever it holds.
+    const bool open_cdata = cdata == std::string_view::npos && TrimLeft(text.substr(k)).substr(0, kCdataOpen.size()) == kCdataOpen;
+    const size_t vend = open_cdata ? std::string_view::npos : text.find(close, cdata == std::string_view::npos ? k : cdata);
     if (vend == std::string_view::npos) {
       // A string value so far; other types are said once complete. A repeated key is dropped.
       if (type != "string" || args.contains(key)) break;
       std::string_view v = TrimLeft(text.substr(k));
-      v = v.substr(0, v.size() - PartialSuffix(v, close));
+      if (v.size() < kCdataOpen.size() && kCdataOpen.substr(0, v.size()) == v) {
+        v = std::string_view();  // may be a CDATA section starting
+      } else if (v.substr(0, kCdataOpen.size()) == kCdataOpen) {
+        v.remove_prefix(kCdataOpen.size());
+        const size_t e = v.find(kCdataClose);
+        v = e != std::string_view::npos ? v.substr(0, e) : v.substr(0, v.size() - PartialSuffix(v, kCdataClose));
+      } else {
+        v = v.substr(0, v.size() - PartialSuffix(v, close));
+      }
       while (!v.empty() && IsSpace(v.back())) v.remove_suffix(1);
       std::string head = body();
       if (!args.empty()) head += ",";
@@ -316,7 +352,11 @@ size_t ReadXmlArgsPartial(std::string_view text, size_t i, const ToolCallFormat&
       *ran_out = true;
       return std::string_view::npos;
     }
-    if (!args.contains(key)) args[key] = TextValue(Trim(text.substr(k, vend - k)), type);
+    if (!args.contains(key)) {
+      args[key] = cdata != std::string_view::npos && Trim(text.substr(cdata, vend - cdata)).empty()
+                      ? Json(std::string(CdataText(text, k, cdata)))
+                      : TextValue(Trim(text.substr(k, vend - k)), type);
+    }
     i = MatchLiteralPartial(text, vend, close_text, &ro);
     if (i == std::string_view::npos) {
       if (!ro) return std::string_view::npos;
@@ -612,8 +652,16 @@ bool MatchToolCalls(std::string_view text, size_t pos, const ChatFormat& format,
     }
   }
   if (found.empty()) return false;
-  const size_t k = MatchLiteral(text, i, f.block_close);
-  if (k != std::string_view::npos) i = k;  // a missing close (generation stopped) is tolerated
+  // A missing close (generation stopped) is tolerated, and so is one cut after one of its
+  // markers (the end-of-sequence token that ends Hy3's is not in the text).
+  for (size_t n = f.block_close.size(); n > 0; --n) {
+    if (n < f.block_close.size() && f.block_close[n - 1] != '>') continue;
+    const size_t k = MatchLiteral(text, i, std::string_view(f.block_close).substr(0, n));
+    if (k != std::string_view::npos) {
+      i = k;
+      break;
+    }
+  }
   for (auto& c : found) calls->push_back(std::move(c));
   *end = i;
   return true;

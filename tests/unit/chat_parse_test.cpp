@@ -90,6 +90,19 @@ std::vector<Case> Cases() {
       {"content_and_call",
        {{"role", "assistant"}, {"content", "Let me check."}, {"tool_calls", Json::array({Call("call00003", "search_web", search)})}},
        true},
+      // Thinking before a call (Gemma 4's thought channel, <think> blocks before <tool_call>).
+      {"reasoning_and_call",
+       {{"role", "assistant"},
+        {"content", ""},
+        {"reasoning_content", "I should look up the weather."},
+        {"tool_calls", Json::array({Call("call00004", "get_weather", weather)})}},
+       true, true},
+      // Markup and a line break in a string argument (MiniCPM5 writes it in a CDATA section).
+      {"markup_argument",
+       {{"role", "assistant"},
+        {"content", ""},
+        {"tool_calls", Json::array({Call("call00005", "search_web", {{"query", "if a < b && c > d:\n  <b>bold</b>"}})})}},
+       true},
   };
 }
 
@@ -220,6 +233,7 @@ TEST(ChatParse, CorpusRoundTrip) {
        "the template writes the content, ends the turn and opens a second assistant turn for the calls"},
       {"MiniMax-M3 / one_call", "the template writes an object argument as nested elements (<unit>, <item>): read as text"},
       {"MiniMax-M3 / parallel_calls", "the same nested object argument"},
+      {"MiniMax-M3 / reasoning_and_call", "the same nested object argument"},
       {"openai-gpt-oss-120b / content_and_call",
        "the template writes content next to a call as the analysis channel: it reads back as reasoning"},
       {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B / parallel_calls",
@@ -228,14 +242,20 @@ TEST(ChatParse, CorpusRoundTrip) {
   int native = 0, reasoning = 0, checked = 0, streamed = 0;  // streamed: one_call's arguments in part
   std::vector<std::string> failures;
   for (const fs::path& p : files) {
+   const std::string source = ReadFile(p.string());
+   // Templates with a thinking switch are also read with thinking on (the generation prompt
+   // opens the reasoning, or leaves it to the model, instead of writing an empty block).
+   for (const bool thinking : {false, true}) {
+    if (thinking && source.find("enable_thinking") == std::string::npos) continue;
     const std::string stem = p.stem().string();
     Renderer probe;
     try {
-      probe.t = std::make_shared<zf::jinja::Template>(ReadFile(p.string()));
+      probe.t = std::make_shared<zf::jinja::Template>(source);
     } catch (const zf::jinja::Error&) {
       continue;  // the corpus test covers templates jinja2 itself rejects
     }
-    const std::string source = ReadFile(p.string());
+    if (thinking) probe.extra = {{"enable_thinking", true}};
+    const std::string mode = thinking ? " (thinking)" : "";
     probe.tools = zf::chat::ProbeTools();
     std::string probe_text;  // a template that fails when offered tools is probed without (as zf_chat_parse does)
     const bool with_tools = probe.Render(Json::array({{{"role", "user"}, {"content", "x"}}}), true, &probe_text);
@@ -249,19 +269,24 @@ TEST(ChatParse, CorpusRoundTrip) {
                                 {"call", pieces}, {"native", f.tools.native}, {"p_open", f.tools.param_open},
                                 {"p_mid", f.tools.param_mid}, {"p_close", f.tools.param_close},
                                 {"r_open", f.reasoning.open}, {"r_close", f.reasoning.close},
-                                {"forced", f.reasoning.forced_open}, {"eot", f.end_of_turn}}).dump(1).c_str());
+                                {"forced", f.reasoning.forced_open}, {"closed", f.reasoning.prompt_closed},
+                                {"prefix", f.content_prefix}, {"eot", f.end_of_turn}}).dump(1).c_str());
     }
     if (std::getenv("ZF_CHAT_LIST")) {
       std::printf("%s: %s%s\n", f.tools.native ? "derived" : f.harmony ? "harmony" : "not derived", stem.c_str(),
                   f.tools.native || f.harmony || source.find("tool_calls") == std::string::npos ? "" : " (renders tool_calls)");
     }
-    native += f.tools.native || f.harmony;
-    reasoning += !f.reasoning.close.empty();
+    if (!thinking) {
+      native += f.tools.native || f.harmony;
+      reasoning += !f.reasoning.close.empty();
+    }
     Renderer r = probe;
     if (with_tools) r.tools = kTools;
     for (const Case& c : Cases()) {
       if (c.calls && !f.tools.native && !f.harmony) continue;
       if (c.name == "parallel_calls" && !f.tools.parallel) continue;  // templates that write one call
+      // A prompt that closed the reasoning (thinking off) is not answered with reasoning.
+      if (c.reasoning && f.reasoning.prompt_closed) continue;
       Json msgs = Json::array({{{"role", "user"}, {"content", "What is the weather in Zürich?"}}, c.assistant});
       std::string text;
       if (!AssistantText(r, msgs, f, &text)) continue;
@@ -275,7 +300,14 @@ TEST(ChatParse, CorpusRoundTrip) {
       }
       // Templates that drop reasoning (or content next to calls) from what they render are not
       // asked to give it back.
-      if (c.reasoning && text.find("2+2 is 4.") == std::string::npos) continue;
+      const std::string thought = c.reasoning ? c.assistant["reasoning_content"].get<std::string>() : "";
+      if (c.reasoning && text.find(thought) == std::string::npos) {
+        // Templates that read it from `reasoning` (Solar Open).
+        msgs[1]["reasoning"] = thought;
+        msgs[1].erase("reasoning_content");
+        if (!AssistantText(r, msgs, f, &text)) continue;
+      }
+      if (c.reasoning && text.find(thought) == std::string::npos) continue;
       if (c.name == "content_and_call" && text.find("Let me check.") == std::string::npos) continue;
       ++checked;
       const zf::chat::ParsedMessage final_msg = ParseAssistant(text, f, kTools);
@@ -284,9 +316,12 @@ TEST(ChatParse, CorpusRoundTrip) {
       const std::string s = d.empty() ? StreamingDiff(text, f, final_msg, &fragments) : "";
       if (c.name == "one_call" && fragments > 0) ++streamed;
       if (std::getenv("ZF_CHAT_LIST") && c.name == "one_call") std::printf("  %s: %d argument fragments\n", stem.c_str(), fragments);
-      if (!s.empty()) failures.push_back(stem + " / " + c.name + " streamed: " + s);
-      if (!d.empty() && !known.count(stem + " / " + c.name)) failures.push_back(stem + " / " + c.name + ": " + d + "\n  text: " + text);
+      if (!s.empty()) failures.push_back(stem + mode + " / " + c.name + " streamed: " + s);
+      if (!d.empty() && !known.count(stem + " / " + c.name)) {
+        failures.push_back(stem + mode + " / " + c.name + ": " + d + "\n  text: " + text);
+      }
     }
+   }
   }
   std::ostringstream all;
   for (auto& s : failures) all << s << "\n";
@@ -301,11 +336,12 @@ TEST(ChatParse, CorpusRoundTrip) {
 
 namespace {
 
-ChatFormat DeriveFor(const std::string& stem) {
+ChatFormat DeriveFor(const std::string& stem, const Json& extra = Json::object()) {
   const std::string source = ReadFile(kDir + "/" + stem + ".jinja");
   Renderer probe;
   probe.t = std::make_shared<zf::jinja::Template>(source);
   probe.tools = zf::chat::ProbeTools();
+  probe.extra = extra;
   return zf::chat::DeriveChatFormat([&](const Json& m, bool g, std::string* out) { return probe.Render(m, g, out); },
                                     source);
 }
@@ -532,6 +568,107 @@ TEST(ChatParse, LlamaPythonTagBuiltinTools) {
     // The tag alone with nothing after it is not a call.
     EXPECT_TRUE(ParseAssistant("<|python_tag|>", f, kTools).tool_calls.empty());
   }
+}
+
+// Model output as the templates' models write it (issue #41): thinking before a call, a
+// generation prompt that opens or closes the reasoning, markers the corpus cases cannot show.
+std::string Summary(const zf::chat::ParsedMessage& m) {
+  Json calls = Json::array();
+  for (const auto& c : m.tool_calls) calls.push_back({c.name, Json::parse(c.arguments)});
+  return Json({{"content", m.content}, {"reasoning", m.has_reasoning ? Json(m.reasoning) : Json()}, {"calls", calls}}).dump();
+}
+
+std::string Expect(const std::string& content, const Json& reasoning, const Json& calls = Json::array()) {
+  return Json({{"content", content}, {"reasoning", reasoning}, {"calls", calls}}).dump();
+}
+
+TEST(ChatParse, Gemma4ThoughtBeforeCall) {
+  const std::string text =
+      "<|channel>thought\nPlan it.\n<channel|><|tool_call>call:search_web{query:<|\"|>a < b\nc<|\"|>}<tool_call|>";
+  const Json calls = Json::array({{"search_web", {{"query", "a < b\nc"}}}});
+  for (const Json& extra : {Json::object(), Json({{"enable_thinking", true}})}) {
+    const ChatFormat f = DeriveFor("google-gemma-4-31B-it", extra);
+    EXPECT_EQ(f.reasoning.open, "<|channel>thought");
+    EXPECT_EQ(f.reasoning.close, "<channel|>");
+    EXPECT_FALSE(f.reasoning.forced_open);
+    EXPECT_EQ(f.reasoning.prompt_closed, extra.empty());  // thinking off: an empty thought block
+    EXPECT_EQ(Summary(ParseAssistant(text, f, kTools)), Expect("", "Plan it.", calls));
+    EXPECT_EQ(Summary(ParseAssistant("Just text.", f, kTools)), Expect("Just text.", nullptr));
+    EXPECT_EQ(Summary(ParseAssistant("<|channel>thought\nHm.<channel|>Answer.", f, kTools)), Expect("Answer.", "Hm."));
+  }
+}
+
+TEST(ChatParse, PromptClosesOrOpensReasoning) {
+  // Generation prompts ending in an empty block (thinking off): the answer is content.
+  struct C {
+    const char* stem;
+    Json extra;
+  };
+  for (const C& c : {C{"tencent-Hy3", Json::object()}, C{"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", {{"enable_thinking", false}}},
+                     C{"openbmb-MiniCPM5-1B", {{"enable_thinking", false}}},
+                     C{"upstage-Solar-Open-100B", {{"reasoning_effort", "low"}}}}) {
+    SCOPED_TRACE(c.stem);
+    const ChatFormat f = DeriveFor(c.stem, c.extra);
+    EXPECT_FALSE(f.reasoning.forced_open);
+    EXPECT_TRUE(f.reasoning.prompt_closed);
+    EXPECT_EQ(Summary(ParseAssistant("Hello there.", f, kTools)), Expect("Hello there.", nullptr));
+  }
+  // Prompts ending in the open marker: the output starts inside the reasoning.
+  for (const C& c : {C{"tencent-Hy3", {{"reasoning_effort", "high"}}}, C{"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", Json::object()},
+                     C{"openbmb-MiniCPM5-1B", {{"enable_thinking", true}}}}) {
+    SCOPED_TRACE(c.stem);
+    const ChatFormat f = DeriveFor(c.stem, c.extra);
+    EXPECT_TRUE(f.reasoning.forced_open);
+    EXPECT_FALSE(f.reasoning.prompt_closed);
+    const std::string text = "Plan it." + f.reasoning.close + "Hello there.";
+    EXPECT_EQ(Summary(ParseAssistant(text, f, kTools)), Expect("Hello there.", "Plan it."));
+  }
+  // Solar Open's default prompt ends "<|begin|>assistant" as its reasoning's close does: the
+  // model opens the reasoning itself.
+  EXPECT_FALSE(DeriveFor("upstage-Solar-Open-100B").reasoning.prompt_closed);
+}
+
+TEST(ChatParse, Hy3Calls) {
+  const ChatFormat f = DeriveFor("tencent-Hy3");
+  const std::string call =
+      "<tool_calls:opensource>\n<tool_call:opensource>search_web<tool_sep:opensource>\n<arg_key:opensource>query"
+      "</arg_key:opensource>\n<arg_value:opensource>a < b\nc</arg_value:opensource>\n</tool_call:opensource>\n"
+      "</tool_calls:opensource>";
+  const Json calls = Json::array({{"search_web", {{"query", "a < b\nc"}}}});
+  EXPECT_EQ(Summary(ParseAssistant(call, f, kTools)), Expect("", nullptr, calls));
+  EXPECT_EQ(Summary(ParseAssistant("Let me search.\n" + call, f, kTools)), Expect("Let me search.", nullptr, calls));
+  const ChatFormat thinking = DeriveFor("tencent-Hy3", {{"reasoning_effort", "high"}});
+  EXPECT_EQ(Summary(ParseAssistant("Plan it.</think:opensource>" + call, thinking, kTools)), Expect("", "Plan it.", calls));
+}
+
+TEST(ChatParse, SolarOpenThink) {
+  const ChatFormat f = DeriveFor("upstage-Solar-Open-100B");
+  EXPECT_EQ(f.reasoning.open, "<|think|>");
+  EXPECT_EQ(f.content_prefix, "<|content|>");
+  EXPECT_EQ(Summary(ParseAssistant("<|think|>Plan it.<|end|><|begin|>assistant<|content|>Answer.", f, kTools)),
+            Expect("Answer.", "Plan it."));
+  EXPECT_EQ(Summary(ParseAssistant("<|content|>Answer.", f, kTools)), Expect("Answer.", nullptr));
+  const std::string text =
+      "<|think|>Plan it.<|end|><|begin|>assistant<|tool_calls|><|tool_call:begin|>call_1<|tool_call:name|>search_web"
+      "<|tool_call:args|>{\"query\": \"a < b\\nc\"}<|tool_call:end|><|calls|>";
+  EXPECT_EQ(Summary(ParseAssistant(text, f, kTools)), Expect("", "Plan it.", Json::array({{"search_web", {{"query", "a < b\nc"}}}})));
+}
+
+TEST(ChatParse, MiniCpm5Cdata) {
+  const ChatFormat f = DeriveFor("openbmb-MiniCPM5-1B");
+  // CDATA holds the text exactly: markup, the close marker, surrounding whitespace.
+  const std::string text =
+      "<function name=\"search_web\"><param name=\"query\"><![CDATA[ a < b && c\n</param> x]]></param></function>";
+  const Json calls = Json::array({{"search_web", {{"query", " a < b && c\n</param> x"}}}});
+  EXPECT_EQ(Summary(ParseAssistant(text, f, kTools)), Expect("", nullptr, calls));
+  // Streamed: each prefix's arguments are a prefix of the final ones.
+  const zf::chat::ParsedMessage fin = ParseAssistant(text, f, kTools);
+  int fragments = 0;
+  EXPECT_EQ(StreamingDiff(text, f, fin, &fragments), "");
+  EXPECT_GT(fragments, 0);
+  // Not CDATA: the value as written.
+  EXPECT_EQ(Summary(ParseAssistant("<function name=\"search_web\"><param name=\"query\">x <![CDATA[y]]></param></function>", f, kTools)),
+            Expect("", nullptr, Json::array({{"search_web", {{"query", "x <![CDATA[y]]>"}}}})));
 }
 
 }  // namespace

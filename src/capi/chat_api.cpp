@@ -267,6 +267,20 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
     std::string tmpl;
     if (p.template_name != nullptr) CheckUtf8(p.template_name, "params->template_name");
     if (zf_status st = PickTemplate(mm, p.template_name, p.template_text, &tmpl); st != ZF_OK) return st;
+    if (p.extra_json) Json(p.extra_json, "params->extra_json", true);  // validated before it is used
+    // Tool-call turns as OpenAI clients send them (content null, tool messages) for templates
+    // that do not render them (zf::chat::NormalizeMessages).
+    nlohmann::ordered_json as_json;
+    bool normalized = false;
+    if (n_msgs > 0) {
+      as_json = nlohmann::ordered_json::parse(zf::jinja::ToJson(list, -1, nullptr, nullptr, false), nullptr, false);
+      if (zf::chat::MayNeedNormalizing(as_json)) {
+        const auto format = FormatFor(mm, tmpl, p.extra_json ? p.extra_json : "");
+        as_json = zf::chat::NormalizeMessages(as_json, *format);
+        list = zf::jinja::FromJson(as_json.dump());
+        normalized = true;
+      }
+    }
     Value vars = Value::MakeDict();
     vars.d().Set(Value::Str("messages"), list);
     vars.d().Set(Value::Str("tools"), p.tools_json ? Json(p.tools_json, "params->tools_json", false) : Value::None());
@@ -279,7 +293,27 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
       for (auto& kv : extra.d().items) vars.d().Set(kv.first, kv.second);
     }
     const int64_t now = (p.flags & ZF_CHAT_FIXED_TIME) != 0 ? (p.time_unix < 0 ? 0 : p.time_unix) : -1;
-    return Render(mm, tmpl, vars, now, buf, cap, needed);
+    std::string out;
+    zf::Status s = zf::tok::RenderChatTemplate(tmpl, vars, now, &out);
+    if (!s.ok() && normalized) {
+      // A template that renders tool calls but not an assistant message's content null (it
+      // concatenates it): content "", as llama-server always passes it.
+      bool changed = false;
+      for (auto& m : as_json) {
+        if (m.is_object() && m.value("role", nlohmann::ordered_json()) == "assistant" &&
+            (!m.contains("content") || m["content"].is_null())) {
+          m["content"] = "";
+          changed = true;
+        }
+      }
+      if (changed) {
+        vars.d().Set(Value::Str("messages"), zf::jinja::FromJson(as_json.dump()));
+        std::string again;
+        if (zf::tok::RenderChatTemplate(tmpl, vars, now, &again).ok()) s = zf::Status::Ok(), out = std::move(again);
+      }
+    }
+    if (!s.ok()) return Fail(s);
+    return CopyOut(out, buf, cap, needed);
   } catch (const BadField& b) {
     return Fail(ZF_ERR_INVALID_ARGUMENT, b.message);
   } catch (const zf::jinja::Error& e) {  // nesting limits while building the variables

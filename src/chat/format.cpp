@@ -465,6 +465,105 @@ std::vector<std::string> MarkerTexts(const ChatFormat& format) {
   return out;
 }
 
+namespace {
+
+// Whether the template shows tool calls and tool results: a call turn and a tool message
+// rendered (transformers' and OpenAI's argument forms, content "" or null), looked for by the
+// call's name or argument value and by the result's text.
+void DeriveToolRendering(const Renderer& render, ChatFormat* f) {
+  Json assistant = {{"role", "assistant"}, {"content", kContent}};
+  for (int variant = 0; variant < 4 && !f->renders_tool_calls; ++variant) {
+    Json c = Call(kId1, kFn1, "zfprobe_val", "zfprobe_wal");
+    if ((variant & 1) != 0) c["function"]["arguments"] = c["function"]["arguments"].dump();
+    const Json msg = {{"role", "assistant"}, {"content", (variant & 2) != 0 ? Json(nullptr) : Json("")},
+                      {"tool_calls", Json::array({c})}};
+    std::string out;
+    if (!render(Json::array({User(), msg}), false, &out)) continue;
+    if (out.find(kFn1) != std::string::npos || out.find("zfprobe_val") != std::string::npos) {
+      f->renders_tool_calls = true;
+      assistant = msg;
+    }
+  }
+  const Json tool = {{"role", "tool"}, {"tool_call_id", kId1}, {"name", kFn1}, {"content", "zfprobe_result"}};
+  std::string out;
+  f->renders_tool_results = render(Json::array({User(), assistant, tool}), false, &out) &&
+                            out.find("zfprobe_result") != std::string::npos;
+}
+
+}  // namespace
+
+bool MayNeedNormalizing(const Json& messages) {
+  if (!messages.is_array()) return false;
+  for (const Json& m : messages) {
+    if (!m.is_object()) continue;
+    const Json role = m.value("role", Json());
+    if (role == "tool" || (m.contains("tool_calls") && !m["tool_calls"].is_null()) ||
+        (role == "assistant" && (!m.contains("content") || m["content"].is_null()))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Json NormalizeMessages(const Json& messages, const ChatFormat& format) {
+  if (!messages.is_array()) return messages;
+  Json out = Json::array();
+  bool last_was_result = false;  // out's last message holds converted tool results
+  for (const Json& m : messages) {
+    if (!m.is_object()) {
+      out.push_back(m);
+      last_was_result = false;
+      continue;
+    }
+    Json msg = m;
+    const Json role = msg.value("role", Json());
+    if (role == "assistant" && !format.renders_tool_calls && msg.contains("tool_calls") && msg["tool_calls"].is_array() &&
+        !msg["tool_calls"].empty() && (!msg.contains("content") || msg["content"].is_null() || msg["content"].is_string())) {
+      Json written = Json::array();
+      for (const Json& c : msg["tool_calls"]) {
+        const Json& fn = c.is_object() && c.contains("function") && c["function"].is_object() ? c["function"] : c;
+        if (!fn.is_object()) continue;
+        Json args = fn.value("arguments", Json::object());
+        if (args.is_string()) {
+          const std::string& a = args.get_ref<const std::string&>();
+          Json parsed = Json::parse(a, nullptr, /*allow_exceptions=*/false);
+          if (!parsed.is_discarded()) args = std::move(parsed);
+        }
+        written.push_back({{"name", fn.value("name", Json(""))}, {"arguments", std::move(args)}});
+      }
+      const std::string calls = written.size() == 1 ? written[0].dump() : written.dump();
+      const std::string content = msg.contains("content") && msg["content"].is_string() ? msg["content"].get<std::string>() : "";
+      msg["content"] = content.empty() ? calls : content + "\n" + calls;
+      msg.erase("tool_calls");
+    } else if (role == "assistant" && !format.renders_tool_calls && (!msg.contains("content") || msg["content"].is_null())) {
+      msg["content"] = "";
+    }
+    if (role == "tool" && !format.renders_tool_results) {
+      Json r = Json::object();
+      if (msg.contains("name") && msg["name"].is_string()) r["name"] = msg["name"];
+      if (msg.contains("tool_call_id") && msg["tool_call_id"].is_string()) r["tool_call_id"] = msg["tool_call_id"];
+      r["content"] = msg.value("content", Json(""));
+      const std::string text = Json({{"tool_response", r}}).dump();
+      if (last_was_result) {
+        out.back()["content"] = out.back()["content"].get<std::string>() + "\n" + text;
+      } else {
+        out.push_back({{"role", "user"}, {"content", text}});
+      }
+      last_was_result = true;
+      continue;
+    }
+    if (last_was_result && role == "user" && msg.value("content", Json()).is_string()) {
+      // The user's turn after the results joins them (templates that want roles to alternate).
+      out.back()["content"] = out.back()["content"].get<std::string>() + "\n\n" + msg["content"].get<std::string>();
+      last_was_result = false;
+      continue;
+    }
+    out.push_back(std::move(msg));
+    last_was_result = false;
+  }
+  return out;
+}
+
 ChatFormat DeriveChatFormat(const Renderer& render, const std::string& template_source) {
   ChatFormat f;
   std::string prompt;
@@ -503,6 +602,7 @@ ChatFormat DeriveChatFormat(const Renderer& render, const std::string& template_
   // Llama 3.x writes built-in tool calls (brave_search.call(...), code) after this marker: a
   // form the probes cannot show (the template writes it only for `builtin_tools`).
   f.python_tag = template_source.find("<|python_tag|>") != std::string::npos;
+  DeriveToolRendering(render, &f);
   return f;
 }
 

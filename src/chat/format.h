@@ -66,12 +66,28 @@ struct ChatFormat {
   std::string content_prefix;  // what it writes before the content (e.g. a final-channel header)
   bool harmony = false;        // OpenAI's harmony messages (gpt-oss): read by chat/harmony.h
   bool python_tag = false;     // Llama 3.x built-in tool calls after <|python_tag|> (chat/python_tag.h)
+  bool renders_tool_calls = false;    // an assistant message's tool_calls show in what it renders
+  bool renders_tool_results = false;  // so does a tool message's content
 };
 
 // Derives the format by rendering probe conversations; `template_source` is searched for
 // reasoning markers the probes could not show (templates that drop reasoning_content).
 // Never fails: what cannot be derived is left empty (plain content, generic tool-call JSON).
 ChatFormat DeriveChatFormat(const Renderer& render, const std::string& template_source);
+
+// OpenAI-style messages as the template can show them (what llama-server renders for clients
+// that send tool-call turns to any model): an assistant message's content null (or absent) is
+// ""; where the template does not render tool calls, they are written into the content as the
+// generic JSON form the parser reads back ({"name","arguments"}, a list for several); where it
+// does not render tool results, tool messages become user messages holding
+// {"tool_response": {"name","tool_call_id","content"}} (consecutive ones, and a user message
+// after them, in one message).
+// Messages the template renders as they are stay untouched (null content included).
+nlohmann::ordered_json NormalizeMessages(const nlohmann::ordered_json& messages, const ChatFormat& format);
+
+// Whether NormalizeMessages may change `messages` for some template: tool calls, tool messages
+// or an assistant message without content.
+bool MayNeedNormalizing(const nlohmann::ordered_json& messages);
 
 // The marker texts the format's output is read by (the call block's literals, reasoning markers,
 // the content prefix; harmony's message headers; <|python_tag|>), not the end of turn. A model

@@ -542,3 +542,90 @@ TEST(ChatParseControlTokens, LiteralArgumentSyntaxesFollowTheSchema) {
   EXPECT_NE(text.find("book_hotel(city='"), std::string::npos) << text;
   ExpectBookingArgs(msg, text);
 }
+
+namespace {
+
+// zf_chat_apply_template_v2's text for `msgs` (flags: ZF_CHAT_ADD_ASSISTANT), or "" with *st.
+std::string ApplyV2(zf_model* m, const std::vector<zf_chat_message_v2>& msgs, const std::string& tmpl, zf_status* st,
+                    const char* tools = kTools) {
+  zf_chat_params p;
+  zf_chat_params_init(&p, sizeof p);
+  p.flags = ZF_CHAT_ADD_ASSISTANT;
+  p.template_text = tmpl.empty() ? nullptr : tmpl.c_str();
+  p.tools_json = tools;
+  size_t needed = 0;
+  *st = zf_chat_apply_template_v2(m, msgs.data(), msgs.size(), &p, nullptr, 0, &needed);
+  if (*st != ZF_ERR_BUFFER_TOO_SMALL) return "";
+  std::vector<char> buf(needed);
+  *st = zf_chat_apply_template_v2(m, msgs.data(), msgs.size(), &p, buf.data(), buf.size(), &needed);
+  return *st == ZF_OK ? std::string(buf.data(), needed - 1) : "";
+}
+
+zf_chat_message_v2 Message(const char* role, const char* content) {
+  zf_chat_message_v2 m{};
+  m.struct_size = sizeof m;
+  m.role = role;
+  m.content = content;
+  return m;
+}
+
+// The tool-call follow-up every OpenAI client sends (the call turn with content null, then the
+// tool's result): on a template without tool syntax the calls are written into the content as
+// the generic JSON form (which the parse reads back), the result as the template shows any role.
+TEST_F(ChatParse, ToolTurnsOnTemplatesWithoutToolSyntax) {
+  std::vector<zf_chat_message_v2> msgs = {Message("user", "Weather in Paris?"), Message("assistant", nullptr),
+                                          Message("tool", "{\"temp_c\": 21}"), Message("user", "What should I wear?")};
+  msgs[1].tool_calls_json =
+      R"([{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}])";
+  msgs[2].tool_call_id = "call_1";
+  zf_status st;
+  // SmolLM2's own template concatenates the content ('str' + None fails in jinja2 as here).
+  std::string out = ApplyV2(model_.get(), msgs, "", &st);
+  ASSERT_EQ(st, ZF_OK) << zf_last_error();
+  EXPECT_EQ(out,
+            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+            "<|im_start|>user\nWeather in Paris?<|im_end|>\n"
+            "<|im_start|>assistant\n{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}<|im_end|>\n"
+            "<|im_start|>tool\n{\"temp_c\": 21}<|im_end|>\n"
+            "<|im_start|>user\nWhat should I wear?<|im_end|>\n<|im_start|>assistant\n");
+  // What the history shows is what the parse reads as a call.
+  Json msg = Parse(model_.get(), "{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}", "", &st);
+  ASSERT_EQ(st, ZF_OK) << zf_last_error();
+  ASSERT_EQ(msg["tool_calls"].size(), 1u);
+  EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], "get_weather");
+
+  // Content next to several calls; no tools offered at all.
+  msgs[1].content = "Checking.";
+  msgs[1].tool_calls_json = R"([{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}},
+    {"type": "function", "function": {"name": "search", "arguments": {"q": "caf\u00e9"}}}])";
+  out = ApplyV2(model_.get(), msgs, "", &st, nullptr);
+  ASSERT_EQ(st, ZF_OK) << zf_last_error();
+  EXPECT_NE(out.find("<|im_start|>assistant\nChecking.\n[{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}},"
+                     "{\"name\":\"search\",\"arguments\":{\"q\":\"caf\xc3\xa9\"}}]<|im_end|>"),
+            std::string::npos)
+      << out;
+
+  // Gemma 2 renders no tool role (its roles must alternate): the results and the user's next
+  // message are one user turn.
+  msgs[1].content = nullptr;
+  msgs[2].name = "get_weather";
+  out = ApplyV2(model_.get(), msgs, Template("google-gemma-2-2b-it"), &st);
+  ASSERT_EQ(st, ZF_OK) << zf_last_error();
+  EXPECT_NE(out.find("<start_of_turn>model\n[{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}},{\"name\":\"search\""),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("<start_of_turn>user\n{\"tool_response\":{\"name\":\"get_weather\",\"tool_call_id\":\"call_1\","
+                     "\"content\":\"{\\\"temp_c\\\": 21}\"}}\n\nWhat should I wear?<end_of_turn>\n<start_of_turn>model\n"),
+            std::string::npos)
+      << out;
+
+  // Templates with tool syntax render the turn as they always did (content null kept).
+  out = ApplyV2(model_.get(), msgs, Template("Qwen-Qwen2.5-7B-Instruct"), &st);
+  ASSERT_EQ(st, ZF_OK) << zf_last_error();
+  EXPECT_NE(out.find("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("<tool_response>\n{\"temp_c\": 21}\n</tool_response>"), std::string::npos) << out;
+  EXPECT_EQ(out.find("tool_response\":"), std::string::npos) << out;
+}
+
+}  // namespace

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_depth.h"
 #include "jinja/jinja.h"
 #include "jinja/text.h"
 
@@ -181,21 +182,9 @@ std::string ToJson(const Value& v, int indent, const std::string* item_sep, cons
 }
 
 Value FromJson(std::string_view json) {
-  // Bound the nesting before parsing (the parser and the conversion recurse).
-  int depth = 0;
-  bool in_str = false;
-  for (size_t i = 0; i < json.size(); ++i) {
-    char c = json[i];
-    if (in_str) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_str = false;
-    } else if (c == '"') {
-      in_str = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > Value::kMaxNesting) throw Error("JSON nested deeper than " + std::to_string(Value::kMaxNesting));
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
+  // Bound the nesting before parsing (the conversion recurses).
+  if (JsonNesting(json, Value::kMaxNesting) > Value::kMaxNesting) {
+    throw Error("JSON nested deeper than " + std::to_string(Value::kMaxNesting));
   }
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(json, nullptr, false);
   if (j.is_discarded()) throw Error("invalid JSON");

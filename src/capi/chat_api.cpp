@@ -281,9 +281,15 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
         normalized = true;
       }
     }
+    Value tools = Value::None();
+    if (p.tools_json) {
+      tools = Json(p.tools_json, "params->tools_json", false);  // UTF-8, JSON, nesting bounded
+      const auto t = nlohmann::ordered_json::parse(p.tools_json, nullptr, /*allow_exceptions=*/false);
+      if (std::string e = zf::chat::CheckToolParameters(t, "params->tools_json"); !e.empty()) throw BadField{e};
+    }
     Value vars = Value::MakeDict();
     vars.d().Set(Value::Str("messages"), list);
-    vars.d().Set(Value::Str("tools"), p.tools_json ? Json(p.tools_json, "params->tools_json", false) : Value::None());
+    vars.d().Set(Value::Str("tools"), tools);
     vars.d().Set(Value::Str("documents"),
                  p.documents_json ? Json(p.documents_json, "params->documents_json", false) : Value::None());
     vars.d().Set(Value::Str("add_generation_prompt"), Value::Bool((p.flags & ZF_CHAT_ADD_ASSISTANT) != 0));
@@ -392,6 +398,7 @@ ZF_API zf_status zf_chat_tool_grammar(const zf_model* model, const zf_chat_param
       }
       if (fn.contains("parameters") && !fn["parameters"].is_object()) throw BadField{at + ": parameters is not an object"};
     }
+    if (std::string e = zf::chat::CheckToolParameters(tools, "params->tools_json"); !e.empty()) throw BadField{e};
     std::string extra;
     if (p.extra_json != nullptr) {
       Json(p.extra_json, "params->extra_json", true);  // validates: a JSON object

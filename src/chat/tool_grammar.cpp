@@ -370,4 +370,90 @@ ToolGrammar ToolCallGrammar(const ChatFormat& format, const Json& tools, bool pa
   return out;
 }
 
+namespace {
+
+// What is wrong with `schema` at `path`, or "".
+std::string CheckSchema(const Json& schema, const std::string& path) {
+  if (schema.is_boolean()) return "";
+  if (!schema.is_object()) return path + ": a schema must be an object or a boolean";
+  static const char* const kTypes[] = {"object", "array", "string", "number", "integer", "boolean", "null"};
+  auto known = [](const Json& t) {
+    if (!t.is_string()) return false;
+    for (const char* k : kTypes) {
+      if (t.get_ref<const std::string&>() == k) return true;
+    }
+    return false;
+  };
+  if (schema.contains("type")) {
+    const Json& t = schema["type"];
+    if (t.is_array()) {
+      if (t.empty()) return path + ".type: an empty list of types";
+      for (const Json& e : t) {
+        if (!known(e)) return path + ".type: " + e.dump() + " is not a JSON Schema type";
+      }
+    } else if (!known(t)) {
+      return path + ".type: " + (t.is_string() ? "'" + t.get<std::string>() + "'" : t.dump()) + " is not a JSON Schema type";
+    }
+  }
+  for (const char* key : {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}) {
+    if (!schema.contains(key)) continue;
+    const Json& m = schema[key];
+    if (!m.is_object()) return path + "." + key + ": must be an object of schemas";
+    for (const auto& [name, sub] : m.items()) {
+      if (std::string e = CheckSchema(sub, path + "." + key + "." + name); !e.empty()) return e;
+    }
+  }
+  for (const char* key : {"additionalProperties", "additionalItems", "unevaluatedProperties", "unevaluatedItems", "not",
+                          "contains", "propertyNames", "if", "then", "else"}) {
+    if (!schema.contains(key)) continue;
+    if (std::string e = CheckSchema(schema[key], path + "." + key); !e.empty()) return e;
+  }
+  if (schema.contains("items")) {
+    const Json& items = schema["items"];
+    if (items.is_array()) {
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (std::string e = CheckSchema(items[i], path + ".items[" + std::to_string(i) + "]"); !e.empty()) return e;
+      }
+    } else if (std::string e = CheckSchema(items, path + ".items"); !e.empty()) {
+      return e;
+    }
+  }
+  for (const char* key : {"anyOf", "oneOf", "allOf", "prefixItems"}) {
+    if (!schema.contains(key)) continue;
+    const Json& list = schema[key];
+    if (!list.is_array() || (list.empty() && std::string(key) != "prefixItems")) {
+      return path + "." + key + ": must be a non-empty list of schemas";
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (std::string e = CheckSchema(list[i], path + "." + key + "[" + std::to_string(i) + "]"); !e.empty()) return e;
+    }
+  }
+  if (schema.contains("required")) {
+    const Json& r = schema["required"];
+    if (!r.is_array()) return path + ".required: must be a list of property names";
+    for (const Json& n : r) {
+      if (!n.is_string()) return path + ".required: " + n.dump() + " is not a property name";
+    }
+  }
+  if (schema.contains("enum") && !schema["enum"].is_array()) return path + ".enum: must be a list";
+  return "";
+}
+
+}  // namespace
+
+std::string CheckToolParameters(const Json& tools, const std::string& what) {
+  if (!tools.is_array()) return "";
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const Json& t = tools[i];
+    if (!t.is_object()) continue;
+    const Json& fn = t.contains("function") && t["function"].is_object() ? t["function"] : t;
+    if (!fn.contains("parameters") || fn["parameters"].is_null()) continue;
+    const Json name = fn.value("name", Json());
+    const std::string at = what + "[" + std::to_string(i) + "]" + (name.is_string() ? " ('" + name.get<std::string>() + "')" : "");
+    if (!fn["parameters"].is_object()) return at + ": parameters must be a JSON Schema object";
+    if (std::string e = CheckSchema(fn["parameters"], "parameters"); !e.empty()) return at + ": " + e;
+  }
+  return "";
+}
+
 }  // namespace zf::chat

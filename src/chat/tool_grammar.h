@@ -34,4 +34,11 @@ using SpecialTokens = std::vector<std::pair<std::string, int32_t>>;
 ToolGrammar ToolCallGrammar(const ChatFormat& format, const nlohmann::ordered_json& tools, bool parallel,
                             const SpecialTokens& specials = {});
 
+// A sanity check of the tools' `parameters` (each a JSON Schema object): `type` one of JSON
+// Schema's types (or a list of them), the keywords that hold schemas holding schemas,
+// `required` a list of names, `enum` a list. "" when sound, else what is wrong, naming the tool
+// ("tools[1] ('get_weather'): parameters.properties.city.type: 'nonsense' is not a JSON Schema
+// type"; `what` names the list). A tool that is not an object or has no parameters is left to the caller's checks.
+std::string CheckToolParameters(const nlohmann::ordered_json& tools, const std::string& what = "tools");
+
 }  // namespace zf::chat

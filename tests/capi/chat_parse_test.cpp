@@ -629,3 +629,65 @@ TEST_F(ChatParse, ToolTurnsOnTemplatesWithoutToolSyntax) {
 }
 
 }  // namespace
+
+namespace {
+
+// A tool whose parameters are not a JSON Schema is refused where tools become a prompt or a
+// grammar, naming the tool and the place.
+TEST_F(ChatParse, InvalidToolParametersAreRefused) {
+  const std::vector<zf_chat_message_v2> msgs = {Message("user", "hi")};
+  const std::string hermes = Template("NousResearch-Hermes-3-Llama-3.1-8B-tool_use");
+  struct Bad {
+    const char* tools;
+    const char* error;
+  };
+  for (const Bad& b : {
+           Bad{R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "nonsense"}}}])",
+               "params->tools_json[0] ('f'): parameters.type: 'nonsense' is not a JSON Schema type"},
+           Bad{R"([{"type": "function", "function": {"name": "ok"}}, {"type": "function", "function": {"name": "g",
+               "parameters": {"type": "object", "properties": {"a": {"type": ["string", "text"]}}}}}])",
+               "params->tools_json[1] ('g'): parameters.properties.a.type: \"text\" is not a JSON Schema type"},
+           Bad{R"([{"type": "function", "function": {"name": "h", "parameters": {"type": "object", "properties": {"a": 3}}}}])",
+               "params->tools_json[0] ('h'): parameters.properties.a: a schema must be an object or a boolean"},
+           Bad{R"([{"type": "function", "function": {"name": "i", "parameters": {"type": "object", "required": "a"}}}])",
+               "params->tools_json[0] ('i'): parameters.required: must be a list of property names"},
+           Bad{R"([{"type": "function", "function": {"name": "j", "parameters": {"anyOf": []}}}])",
+               "params->tools_json[0] ('j'): parameters.anyOf: must be a non-empty list of schemas"},
+           Bad{R"([{"type": "function", "function": {"name": "k", "parameters": {"type": "object", "properties":
+               {"a": {"type": "array", "items": {"type": 7}}}}}}])",
+               "params->tools_json[0] ('k'): parameters.properties.a.items.type: 7 is not a JSON Schema type"},
+       }) {
+    SCOPED_TRACE(b.tools);
+    zf_status st;
+    for (const std::string& tmpl : {std::string(), hermes}) {
+      ApplyV2(model_.get(), msgs, tmpl, &st, b.tools);
+      EXPECT_EQ(st, ZF_ERR_INVALID_ARGUMENT);
+      EXPECT_EQ(std::string(zf_last_error()), b.error);
+      zf_chat_params p;
+      zf_chat_params_init(&p, sizeof p);
+      p.template_text = tmpl.empty() ? nullptr : tmpl.c_str();
+      p.tools_json = b.tools;
+      size_t needed = 0;
+      EXPECT_EQ(zf_chat_tool_grammar(model_.get(), &p, nullptr, 0, &needed), ZF_ERR_INVALID_ARGUMENT);
+      EXPECT_EQ(std::string(zf_last_error()), b.error);
+    }
+  }
+  // Sound schemas of every shape pass: type lists, nested items, anyOf, boolean schemas, $defs.
+  const char* good = R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+    "properties": {"a": {"type": ["string", "null"]}, "b": {"type": "array", "items": {"type": "integer"}},
+    "c": {"anyOf": [{"type": "number"}, {"type": "string"}]}, "e": true, "g": {"enum": [1, "x"]}},
+    "required": ["a"], "additionalProperties": false, "$defs": {"d": {"type": "boolean"}}}}},
+    {"type": "function", "function": {"name": "no_params"}}])";
+  zf_status st;
+  const std::string qwen = Template("Qwen-Qwen2.5-7B-Instruct");  // writes the tools as JSON
+  ApplyV2(model_.get(), msgs, qwen, &st, good);
+  EXPECT_EQ(st, ZF_OK) << zf_last_error();
+  zf_chat_params p;
+  zf_chat_params_init(&p, sizeof p);
+  p.template_text = qwen.c_str();
+  p.tools_json = good;
+  size_t needed = 0;
+  EXPECT_EQ(zf_chat_tool_grammar(model_.get(), &p, nullptr, 0, &needed), ZF_ERR_BUFFER_TOO_SMALL) << zf_last_error();
+}
+
+}  // namespace

@@ -1020,7 +1020,9 @@ def test_request_validation(s):
            ({"prompt": "hi", "max_tokens": 2 ** 31}, "too large"),
            ({"messages": [{"role": "user", "content": None}]}, "content"),
            ({"messages": [{"role": "system", "content": None}, {"role": "user", "content": "hi"}]}, "content"),
-           ({"messages": [{"role": "user", "content": "hi"}], "tools": tools + tools}, "two tools")]
+           ({"messages": [{"role": "user", "content": "hi"}], "tools": tools + tools}, "two tools"),
+           ({"messages": [{"role": "user", "content": "hi"}],
+             "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "nonsense"}}}]}, "('f')")]
     for body, word in bad:
         path = "/v1/chat/completions" if "messages" in body else "/v1/completions"
         st, _, err = s.post(path, body)
@@ -1029,6 +1031,9 @@ def test_request_validation(s):
     # The neutral values are served.
     st, _, r = s.post("/v1/completions", {"prompt": "hi", "max_tokens": 1, "logit_bias": {}, "user": "u",
                                           "frequency_penalty": 0, "presence_penalty": 0, "repeat_last_n": -1})
+    assert st == 200, r
+    # A tool follow-up as OpenAI clients send it (content null) on SmolLM2's template, which has no tool syntax.
+    st, _, r = s.post("/v1/chat/completions", {"messages": TOOL_TURNS, "max_tokens": 1})
     assert st == 200, r
     # Wrong methods on known paths: 405 with Allow; unknown paths stay 404.
     for method, path, allow in [("GET", "/v1/chat/completions", "POST"), ("POST", "/health", "GET, HEAD"),

@@ -276,6 +276,12 @@ TEST(ChatParse, CorpusRoundTrip) {
       std::printf("%s: %s%s\n", f.tools.native ? "derived" : f.harmony ? "harmony" : "not derived", stem.c_str(),
                   f.tools.native || f.harmony || source.find("tool_calls") == std::string::npos ? "" : " (renders tool_calls)");
     }
+    // Messages are normalized for what a template does not render (NormalizeMessages): every
+    // template with a call format renders calls.
+    if ((f.tools.native || f.harmony) && !f.renders_tool_calls) failures.push_back(stem + mode + ": renders_tool_calls");
+    if (std::getenv("ZF_CHAT_LIST")) {
+      std::printf("  renders tool calls %d, tool results %d\n", f.renders_tool_calls, f.renders_tool_results);
+    }
     if (!thinking) {
       native += f.tools.native || f.harmony;
       reasoning += !f.reasoning.close.empty();

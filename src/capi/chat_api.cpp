@@ -232,6 +232,7 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
     // Messages: the stride is the first element's struct_size (all must agree); fields past a
     // caller's shorter struct are absent.
     Value list = Value::MakeList();
+    bool may_normalize = false;
     const size_t stride = n_msgs > 0 ? msgs[0].struct_size : 0;
     constexpr size_t kMinSize = offsetof(zf_chat_message_v2, content);
     if (n_msgs > 0 && (stride < kMinSize + sizeof(const char*) || stride % alignof(zf_chat_message_v2) != 0)) {
@@ -248,6 +249,9 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
       }
       if (m.reserved != 0) throw BadField{at + ".reserved must be 0"};
       if (m.role == nullptr) throw BadField{at + ".role is NULL"};
+      // What zf::chat::NormalizeMessages may change (see below).
+      may_normalize = may_normalize || m.content == nullptr || m.tool_calls_json != nullptr || m.extra_json != nullptr ||
+                      std::strcmp(m.role, "tool") == 0;
       Value msg = Value::MakeDict();
       zf::jinja::Dict& d = msg.d();
       d.Set(Value::Str("role"), Str(m.role, at + ".role"));
@@ -272,7 +276,7 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
     // that do not render them (zf::chat::NormalizeMessages).
     nlohmann::ordered_json as_json;
     bool normalized = false;
-    if (n_msgs > 0) {
+    if (may_normalize) {
       as_json = nlohmann::ordered_json::parse(zf::jinja::ToJson(list, -1, nullptr, nullptr, false), nullptr, false);
       if (zf::chat::MayNeedNormalizing(as_json)) {
         const auto format = FormatFor(mm, tmpl, p.extra_json ? p.extra_json : "");

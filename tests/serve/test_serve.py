@@ -1022,7 +1022,7 @@ def test_request_validation(s):
            ({"messages": [{"role": "system", "content": None}, {"role": "user", "content": "hi"}]}, "content"),
            ({"messages": [{"role": "user", "content": "hi"}], "tools": tools + tools}, "two tools"),
            ({"messages": [{"role": "user", "content": "hi"}],
-             "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "nonsense"}}}]}, "('f')")]
+             "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "nonsense"}}}]}, "tools[0] ('f')")]
     for body, word in bad:
         path = "/v1/chat/completions" if "messages" in body else "/v1/completions"
         st, _, err = s.post(path, body)

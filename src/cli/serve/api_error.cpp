@@ -7,6 +7,13 @@
 
 namespace cli::serve {
 
+std::string LibraryErrorInRequestTerms() {
+  std::string m = zf_last_error();
+  static const std::string kTools = "params->tools_json";
+  for (size_t at = m.find(kTools); at != std::string::npos; at = m.find(kTools, at)) m.replace(at, kTools.size(), "tools");
+  return m;
+}
+
 ApiError BadRequest(const std::string& code, const std::string& msg) {
   return {400, "invalid_request_error", code, msg};
 }

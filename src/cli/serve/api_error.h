@@ -26,6 +26,10 @@ struct ApiError {
 
 ApiError BadRequest(const std::string& code, const std::string& msg);
 
+// The library's last error in the request's words: the C API names its parameters
+// (params->tools_json[0]); the client sent them as request fields (tools[0]).
+std::string LibraryErrorInRequestTerms();
+
 // A 500 for a zerfoo call that failed; call it right after the failure (zf_last_error).
 ApiError ServerError(zf_status st);
 

@@ -132,7 +132,7 @@ std::string RenderChat(const zf_model* model, const json& messages, const ChatRe
       },
       true, &out);
   if (st == ZF_ERR_INVALID_UTF8 || st == ZF_ERR_INVALID_ARGUMENT) {
-    throw BadRequest(st == ZF_ERR_INVALID_UTF8 ? "invalid_utf8" : "invalid_value", zf_last_error());
+    throw BadRequest(st == ZF_ERR_INVALID_UTF8 ? "invalid_utf8" : "invalid_value", LibraryErrorInRequestTerms());
   }
   if (st == ZF_ERR_TEMPLATE) throw BadRequest("template_error", zf_last_error());
   if (st != ZF_OK) throw ServerError(st);

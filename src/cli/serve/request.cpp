@@ -117,7 +117,7 @@ void ConstrainToolCalls(const zf_model* model, Request* r) {
   const zf_status st = FetchString(
       [&](char* buf, size_t cap, size_t* needed) { return zf_chat_tool_grammar(model, &p, buf, cap, needed); }, true,
       &out);
-  if (st != ZF_OK) throw BadRequest("invalid_value", std::string("'tools': ") + zf_last_error());
+  if (st != ZF_OK) throw BadRequest("invalid_value", std::string("'tools': ") + LibraryErrorInRequestTerms());
   const json g = json::parse(out);
   if (rd.require_call) {
     r->constraint = g["grammar"].get<std::string>();

@@ -2,7 +2,11 @@
 // one model-family file, as JSON on stdout. Built and run by record_family_goldens.sh against
 // the reference's libllama; not part of zerfoo.
 //
-//   family_recorder MODEL.gguf SHA256 > golden.json     (exit 3: the reference refused the file)
+//   family_recorder MODEL.gguf SHA256 [RAW.f32] > golden.json   (exit 3: the reference refused the file)
+//
+// With RAW.f32, also every position's full logits as float32, [n_tokens][n_vocab] (for
+// check_quantized_families.sh's full-vocabulary comparison). FAMILY_RECORDER_GREEDY=N appends N
+// greedy steps to the tokens (and positions) recorded.
 //
 // Tokens: the reference's tokenization of kText with the model's special tokens (BOS where the
 // vocabulary adds one), first kMaxTokens kept. Per position: mean and standard deviation of all
@@ -14,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <numeric>
 #include <random>
 #include <set>
@@ -55,8 +60,8 @@ std::string List(const std::vector<T>& v, const char* fmt) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: %s MODEL.gguf SHA256\n", argv[0]);
+  if (argc != 3 && argc != 4) {
+    std::fprintf(stderr, "usage: %s MODEL.gguf SHA256 [RAW.f32]\n", argv[0]);
     return 2;
   }
   const std::string path = argv[1];
@@ -101,6 +106,28 @@ int main(int argc, char** argv) {
   }
   batch.n_tokens = static_cast<int32_t>(ids.size());
   if (llama_decode(ctx, batch) != 0) return 1;
+  // Every position's logits; with FAMILY_RECORDER_GREEDY=N, then N greedy steps (each argmax fed
+  // back one token at a time; tokens and positions then cover them too).
+  std::vector<float> all;
+  for (size_t p = 0; p < ids.size(); ++p) {
+    const float* lg = llama_get_logits_ith(ctx, static_cast<int32_t>(p));
+    all.insert(all.end(), lg, lg + n_vocab);
+  }
+  const char* greedy = std::getenv("FAMILY_RECORDER_GREEDY");
+  for (int step = 0, steps = greedy ? std::atoi(greedy) : 0; step < steps; ++step) {
+    const float* last = all.data() + (ids.size() - 1) * size_t(n_vocab);
+    llama_token next = static_cast<llama_token>(std::max_element(last, last + n_vocab) - last);
+    batch.token[0] = next;
+    batch.pos[0] = static_cast<llama_pos>(ids.size());
+    batch.n_seq_id[0] = 1;
+    batch.seq_id[0][0] = 0;
+    batch.logits[0] = 1;
+    batch.n_tokens = 1;
+    if (llama_decode(ctx, batch) != 0) return 1;
+    ids.push_back(next);
+    const float* lg = llama_get_logits_ith(ctx, 0);
+    all.insert(all.end(), lg, lg + n_vocab);
+  }
 
   // The sampled ids: distinct, sorted, from a fixed seed (the same for every file of a vocabulary).
   std::mt19937 gen(20261124u);
@@ -115,7 +142,7 @@ int main(int argc, char** argv) {
               Json(file).c_str(), Json(argv[2]).c_str(), Json(arch).c_str(), n_vocab, kCtx,
               Json(text).c_str(), List(ids, "%d").c_str(), List(sample, "%d").c_str());
   for (size_t p = 0; p < ids.size(); ++p) {
-    const float* lg = llama_get_logits_ith(ctx, static_cast<int32_t>(p));
+    const float* lg = all.data() + p * size_t(n_vocab);
     double sum = 0, sq = 0;
     for (int i = 0; i < n_vocab; ++i) sum += lg[i];
     const double mean = sum / n_vocab;
@@ -135,6 +162,12 @@ int main(int argc, char** argv) {
                 p + 1 < ids.size() ? "," : "");
   }
   std::printf(" ]\n}\n");
+  if (argc == 4) {
+    std::FILE* raw = std::fopen(argv[3], "wb");
+    if (!raw) return 1;
+    std::fwrite(all.data(), sizeof(float), all.size(), raw);
+    if (std::fclose(raw) != 0) return 1;
+  }
   llama_batch_free(batch);
   llama_free(ctx);
   llama_model_free(model);

@@ -6,6 +6,7 @@ tokenizer, for the embedding goldens (tests/capi/embed_test.cpp, doc/embeddings.
 
   bert-{f32,q8_0,q4_0}.gguf       BGE-style BERT (pooling cls), the bert-bge WordPiece vocabulary
   bert-rank-f32.gguf              the same with a classification head (cls, cls.output; pooling rank)
+  bert-rank-dropped-f32.gguf      the same file with trailing 1-dims dropped (llama-quantize's shapes)
   nomic-bert-{f32,q8_0,q4_0}.gguf nomic-embed-text-style: fused attn_qkv, rope (neox), SwiGLU without
                                   biases, no position table (pooling mean)
   modern-bert-{f32,q8_0,q4_0}.gguf ModernBERT-style: pre-LN without biases, fused attn_qkv, GeGLU from one
@@ -240,12 +241,16 @@ def synth_modern_bert(out_dir, tok, quant="f32"):
     print(path)
 
 
-def synth(out_dir, name, quant, rank, tok, nomic=False):
+def synth(out_dir, name, quant, rank, tok, nomic=False, layout=None):
+    """layout "dropped": the same file with trailing 1-dims dropped from every shape, as
+    llama-quantize writes them (cls.output.weight [E, 1] as [E]); written as NAME-dropped-QUANT."""
     kv_raw, kv_count, n_vocab = tok
     fname = f"{name}-{quant}.gguf"
+    rng = np.random.default_rng(zlib.crc32(fname.encode()))  # the same weights in either layout
+    if layout:
+        fname = f"{name}-{layout}-{quant}.gguf"
     path = os.path.join(out_dir, fname)
-    rng = np.random.default_rng(zlib.crc32(fname.encode()))
-    tensors = [(t, ne, ty, sf.random_tensor(rng, H, t, ne, ty, sigma))
+    tensors = [(t, sf.relaid(ne, layout) if layout else ne, ty, sf.random_tensor(rng, H, t, ne, ty, sigma))
                for t, ne, ty, sigma in specs(quant, n_vocab, rank, nomic)]
     sf.write_gguf(path + ".tmp", metadata(quant, name, rank, nomic), kv_raw, kv_count, tensors)
     os.replace(path + ".tmp", path)
@@ -272,6 +277,7 @@ def main():
     synth(a.out_dir, "bert", "q8_0", False, tok)
     synth(a.out_dir, "bert", "q4_0", False, tok)
     synth(a.out_dir, "bert-rank", "f32", True, tok)
+    synth(a.out_dir, "bert-rank", "f32", True, tok, layout="dropped")
     qwen_tok = sf.read_tokenizer_kv(os.path.join(a.vocab_dir, "ggml-vocab-qwen2.gguf"))
     gemma_tok = sf.read_tokenizer_kv(a.gemma_vocab) if a.gemma_vocab else None
     for quant in ("f32", "q8_0", "q4_0"):

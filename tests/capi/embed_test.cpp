@@ -268,6 +268,30 @@ TEST_F(BertEmbed, ConcurrentCallsAgree) {
   for (const auto& g : got) EXPECT_EQ(g, want);
 }
 
+// llama-quantize writes cls.output.weight [E, 1] as [E] (ggml drops trailing 1-dims); the loader
+// compares shapes as ggml does, so that file scores exactly as the one written [E, 1].
+TEST(Rerank, TrailingUnitDimsDroppedScoreTheSame) {
+  ModelPtr a = Load(EmbedModel("bert-rank-f32"));
+  ModelPtr b = Load(EmbedModel("bert-rank-dropped-f32"));
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  const std::string query = "what is a panda?";
+  const std::vector<std::string> docs = {"The giant panda is a bear native to China.", "Paris is in France.", "hi"};
+  std::vector<const char*> dp;
+  std::vector<size_t> dl;
+  for (const std::string& d : docs) {
+    dp.push_back(d.data());
+    dl.push_back(d.size());
+  }
+  std::vector<float> sa(docs.size()), sb(docs.size());
+  ASSERT_EQ(zf_rerank(a.get(), nullptr, query.data(), query.size(), dp.data(), dl.data(), docs.size(), sa.data()), ZF_OK)
+      << LastError();
+  ASSERT_EQ(zf_rerank(b.get(), nullptr, query.data(), query.size(), dp.data(), dl.data(), docs.size(), sb.data()), ZF_OK)
+      << LastError();
+  EXPECT_EQ(sa, sb);
+  EXPECT_NE(sa[0], sa[1]);  // real scores, not a constant
+}
+
 TEST(Rerank, ScoresPairsAsLlamaServerFormatsThem) {
   ModelPtr m = Load(EmbedModel("bert-rank-f32"));
   ASSERT_NE(m, nullptr);

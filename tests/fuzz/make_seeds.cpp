@@ -158,5 +158,19 @@ int main(int argc, char** argv) {
     v.resize(2 + cut);
     Write("chat_parse", "partial_" + std::to_string(k), v);
   }
+  // constraint: byte 0 = kind (0 JSON schema, 1 regex, 2 choice, 3 Lark; bit 2 greedy), then the
+  // text; the hostile ones of issue #41 (a 3,000-rule chain, empty languages) among them.
+  Write("constraint", "schema", Text(4, R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})"));
+  Write("constraint", "schema_ref_self", Text(4, R"({"$ref":"#"})"));
+  Write("constraint", "schema_enum", Text(0, R"({"enum":["a","ab",1,null]})"));
+  Write("constraint", "regex", Text(5, "a(b|a)*"));
+  Write("constraint", "choice", Text(6, R"(["a","ab","b"])"));
+  Write("constraint", "lark", Text(7, "start: \"a\" r\nr: \"b\" | \"ab\"\n"));
+  Write("constraint", "lark_self", Text(7, "start: start\n"));
+  Write("constraint", "lark_cycle", Text(7, "start: a\na: b\nb: a\n"));
+  std::string chain = "start: r0\n";
+  for (int i = 0; i < 3000; ++i) chain += "r" + std::to_string(i) + ": r" + std::to_string(i + 1) + "\n";
+  chain += "r3000: \"a\"\n";
+  Write("constraint", "lark_chain_3000", Text(7, chain));
   return 0;
 }

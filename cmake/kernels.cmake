@@ -48,12 +48,13 @@ if(ZF_KERNELS_BUILT)
   set(_flags -std=c++17 -O3 -I${_kdir} -I${PROJECT_BINARY_DIR}/kernels -Xcompiler=-fPIC,-fvisibility=hidden
       -DZFK_HAVE_BUILD_CONFIG ${_gencode})
   set(_objs "")
+  # nvcc through the C++ compiler launcher too (ccache understands nvcc: scripts/ccache_env.sh).
   foreach(src ${_cu})
     get_filename_component(_name ${src} NAME_WE)
     set(_obj ${PROJECT_BINARY_DIR}/kernels/${_name}.o)
     add_custom_command(OUTPUT ${_obj}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/kernels
-      COMMAND ${_nvcc} ${_flags} -c ${src} -o ${_obj}
+      COMMAND ${CMAKE_CXX_COMPILER_LAUNCHER} ${_nvcc} ${_flags} -c ${src} -o ${_obj}
       DEPENDS ${src} ${_cuh} ${PROJECT_BINARY_DIR}/kernels/zfk_build_config.h
       COMMENT "nvcc kernels/${_name}.cu" VERBATIM)
     list(APPEND _objs ${_obj})

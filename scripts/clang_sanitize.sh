@@ -36,10 +36,11 @@ unit_pid=$!
 # fuzz_chat_parse). Likewise the next-heaviest generation tests whose paths shorter ones cover
 # here (5-9 s each under ASan): pull across turns (the other CapiPull tests), the 32-session soak
 # (the ThreadSanitizer stage runs it), harmony's constrained call (fuzz_chat_parse, the other
-# control-token test) and SmolLM2's pooled batch (DecoderEmbed.*).
+# control-token test), SmolLM2's pooled batch (DecoderEmbed.*) and the four concurrent sessions
+# under the step-cost model (the same code as the forced-draft one run here, 13 s under ASan).
 capi_rc=0
 ZF_TEST_ONLY_MODELS=smollm2 scripts/gtest_shards.sh 2 "$build/tests/zerfoo_capi_tests" --gtest_brief=1 \
-  --gtest_filter='-PrefixCache.SharedPrefixHeldOnce:PrefixCache.ChunkingAndCacheAreExact*:Batching.SixteenGenerationsIdenticalToAlone:ChatParseControlTokens.LiteralArgumentSyntaxesFollowTheSchema:*CapiPull.GreedyPullEqualsGenerateAcrossTurns*:Soak.EightThreadsWithFourSessionsEachMatchTheSequentialRun:ChatParseControlTokens.HarmonyRequiredCallIsParsedBack:GenerativeEmbed.SmolLM2BatchEqualsOneAtATime' \
+  --gtest_filter='-PrefixCache.SharedPrefixHeldOnce:PrefixCache.ChunkingAndCacheAreExact*:Batching.SixteenGenerationsIdenticalToAlone:ChatParseControlTokens.LiteralArgumentSyntaxesFollowTheSchema:*CapiPull.GreedyPullEqualsGenerateAcrossTurns*:Soak.EightThreadsWithFourSessionsEachMatchTheSequentialRun:ChatParseControlTokens.HarmonyRequiredCallIsParsedBack:GenerativeEmbed.SmolLM2BatchEqualsOneAtATime:Batching.ConcurrentSessionsUnderTheStepCostModelIdenticalToAlone' \
   || capi_rc=$?
 unit_rc=0
 wait "$unit_pid" || unit_rc=$?

@@ -40,7 +40,7 @@ extern "C" {
 /** Major version: bumped only on an ABI break (also the SONAME suffix). */
 #define ZF_VERSION_MAJOR 0
 /** Minor version: bumped when functions or params fields are appended. */
-#define ZF_VERSION_MINOR 4
+#define ZF_VERSION_MINOR 5
 /** Patch version: bumped for fixes that change no interface. */
 #define ZF_VERSION_PATCH 0
 /** The header's version as one number: MAJOR*1000000 + MINOR*1000 + PATCH. */
@@ -1127,6 +1127,168 @@ ZF_API zf_status zf_embed_tokens(const zf_model* model, const zf_embed_params* p
 ZF_API zf_status zf_rerank(const zf_model* model, const zf_embed_params* params, const char* query,
                            size_t query_len, const char* const* docs, const size_t* doc_lens, size_t n_docs,
                            float* scores);
+
+/* ---------------------------------------------------------------------------------------------
+ * Chat turns (since 0.5): one call runs a whole assistant turn
+ * ------------------------------------------------------------------------------------------- */
+
+/** A running or finished chat turn (zf_chat_turn_begin(), zf_chat_turn()). */
+typedef struct zf_turn zf_turn;
+
+/**
+ * @name Turn event kinds (zf_turn_event.kind)
+ * A turn's events, concatenated per kind, are its final assistant message (zf_turn_message()):
+ * the CONTENT texts are its content, the REASONING texts its reasoning, each TOOL_CALL starts
+ * call `index` (its id and name) and that call's TOOL_ARGS fragments are its arguments' JSON
+ * text. Calls come in index order; a call's fragments come after its TOOL_CALL event.
+ * @{
+ */
+#define ZF_TURN_CONTENT 1    /**< text: more of the answer's content. */
+#define ZF_TURN_REASONING 2  /**< text: more of the reasoning (thinking) text. */
+#define ZF_TURN_TOOL_CALL 3  /**< A tool call begins: tool_index, tool_id, tool_name. */
+#define ZF_TURN_TOOL_ARGS 4  /**< text: more of call tool_index's arguments (JSON text). */
+#define ZF_TURN_LOGPROBS 5   /**< Tokens whose text is held back (a marker or a call still
+                                  arriving) carry their log-probabilities here; only with
+                                  zf_generate_params.n_logprobs > 0. */
+#define ZF_TURN_DONE 6       /**< The last event: finish_reason, stop_reason and the usage. */
+/** @} */
+
+/** @name Finish reasons (zf_turn_event.finish_reason, OpenAI's names) @{ */
+#define ZF_FINISH_STOP 0       /**< The model ended the turn (or a stop string, or the caller). */
+#define ZF_FINISH_LENGTH 1     /**< max_tokens or the context ended it. */
+#define ZF_FINISH_TOOL_CALLS 2 /**< The turn ended with tool calls to run. */
+/** @} */
+
+/**
+ * One event of a chat turn. The library fills it (struct_size says how much: the caller sets
+ * it to sizeof(zf_turn_event) before zf_chat_turn_next(); callbacks get the library's size).
+ * Every pointer in it is borrowed: valid until the next event (or the callback returns).
+ */
+typedef struct zf_turn_event {
+  uint32_t struct_size;    /**< sizeof(zf_turn_event). */
+  int32_t kind;            /**< ZF_TURN_*. */
+  const char* text;        /**< CONTENT, REASONING, TOOL_ARGS: UTF-8 (whole characters), not
+                                NUL-terminated; else NULL. */
+  size_t text_len;         /**< Bytes of text. */
+  int32_t tool_index;      /**< TOOL_CALL, TOOL_ARGS: the call's index (0, 1, ...); else -1. */
+  int32_t finish_reason;   /**< DONE: ZF_FINISH_*. */
+  const char* tool_id;     /**< TOOL_CALL: the call's id (NUL-terminated); else NULL. */
+  const char* tool_name;   /**< TOOL_CALL: the function's name (NUL-terminated); else NULL. */
+  /** The log-probabilities of the tokens generated since the previous event that carried any
+      (n_logprobs > 0 only; else NULL): n_logprobs entries, logprob_stride per token (the
+      chosen token, then its alternatives), as zf_session_logprobs() lays them out. */
+  const zf_token_logprob* logprobs;
+  size_t n_logprobs;
+  size_t logprob_stride;
+  int32_t stop_reason;     /**< DONE: ZF_STOP_*. */
+  int32_t n_prompt;        /**< DONE: the rendered prompt's tokens. */
+  int32_t n_cached;        /**< DONE: of those, not evaluated again (kept in the session from
+                                an earlier turn, or mapped from the model's prefix cache). */
+  int32_t n_generated;     /**< DONE: tokens generated. */
+  int32_t n_drafted;       /**< DONE: tokens drafted by speculative decoding. */
+  int32_t n_accepted;      /**< DONE: of those, kept. */
+  double prompt_ms;        /**< DONE: time to render, tokenize and evaluate the prompt. */
+  double decode_ms;        /**< DONE: time generating. */
+} zf_turn_event;
+
+/**
+ * Receives a turn's events on the calling thread, during zf_chat_turn(). `event` is valid
+ * during the call. Return 0 to continue, nonzero to stop the turn (it then ends as if the
+ * model had stopped: the events so far are the message, stop reason ::ZF_STOP_CALLBACK).
+ */
+typedef int32_t (*zf_turn_cb)(void* user_data, const zf_turn_event* event);
+
+/** Options of a chat turn. Initialize with zf_turn_params_init(). */
+typedef struct zf_turn_params {
+  uint32_t struct_size;       /**< sizeof(zf_turn_params). */
+  uint32_t flags;             /**< ::ZF_CHAT_FIXED_TIME; other bits are rejected. */
+  /**
+   * The request: a JSON object with OpenAI Chat Completions' names (UTF-8, NUL-terminated;
+   * required). `messages` (required: the conversation, OpenAI's message objects incl.
+   * assistant `tool_calls` and `tool` results), `tools`, `tool_choice` ("auto" default, "none",
+   * "required" or {"type":"function","function":{"name"}}), `parallel_tool_calls` (default
+   * true), `response_format` ({"type":"text"|"json_object"|"json_schema","json_schema":
+   * {"schema"}}), `reasoning_format` ("auto" default: reasoning is split out; "none": the
+   * text as generated is the content), `chat_template_kwargs` (extra template variables,
+   * e.g. {"enable_thinking": false}) and `documents`. Other keys are ignored. Borrowed for
+   * zf_chat_turn_begin() / zf_chat_turn() only.
+   */
+  const char* request_json;
+  const char* template_name;  /**< As zf_chat_params.template_name (NULL: the file's). */
+  const char* template_text;  /**< As zf_chat_params.template_text (NULL: none). */
+  /** Sampling, max_tokens, stop strings, seed, logprobs, speculative decoding: as for
+      zf_generate() (NULL: zf_generate_params_init()'s defaults). Its constraint fields give an
+      output constraint of any kind (instead of `response_format`); constraint_trigger and the
+      ZF_GENERATE_NO_SPECIAL / NO_PARSE_SPECIAL flags must be unset (the turn decides them). */
+  const zf_generate_params* generate;
+  int64_t time_unix;          /**< strftime_now's clock with ::ZF_CHAT_FIXED_TIME (seconds). */
+} zf_turn_params;
+
+/** @brief Fills defaults (no flags, no request); see zf_model_params_init(). */
+ZF_API zf_status zf_turn_params_init(zf_turn_params* params, size_t size);
+
+/**
+ * @brief Starts an assistant turn on a session: renders the request's messages with the
+ * model's chat template (tools, documents, template variables; the generation prompt added),
+ * keeps what the session already holds of that prompt (its longest common prefix with the
+ * session's tokens; the rest of the KV cache is dropped) and what the model's prefix cache
+ * has, evaluates the rest, and prepares the output constraint once: `response_format` or
+ * generate->constraint; with `tools` and `tool_choice` "required" or a named function, the
+ * template's own tool-call format with each call's arguments valid for its tool's
+ * `parameters` from the first token; with "auto", the same grammar armed lazily when the
+ * model writes the format's opening text (only when nothing else constrains the output);
+ * "none" shows the tools to the template but reads no calls back. Then each
+ * zf_chat_turn_next() generates until it has the next event. The text is parsed incrementally
+ * as it arrives (each piece costs time for its own length, not the answer's) into content,
+ * reasoning and tool calls in the template's format (see zf_chat_parse()); with
+ * `parallel_tool_calls` false at most one call is read. The session is busy until the turn is
+ * done or freed (as with zf_generate_begin()). Must be freed with zf_chat_turn_free().
+ * @param session The session (its conversation so far is reused where the prompt repeats it).
+ * @param params The request (required).
+ * @param out Receives the turn; NULL on failure.
+ * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, malformed request JSON or a field
+ *         of the wrong type or value, a tool_choice naming no offered tool, tool_choice
+ *         "required" with a response_format, an invalid schema or constraint — the message names
+ *         the field —, a busy session, unknown flags); ::ZF_ERR_INVALID_UTF8; ::ZF_ERR_TEMPLATE
+ *         (the template failed); ::ZF_ERR_NOT_FOUND (no such template_name);
+ *         ::ZF_ERR_CONTEXT_FULL (the prompt does not fit; nothing is evaluated);
+ *         ::ZF_ERR_UNSUPPORTED (a constraint in a build without constraints).
+ */
+ZF_API zf_status zf_chat_turn_begin(zf_session* session, const zf_turn_params* params, zf_turn** out);
+
+/**
+ * @brief The turn's next event (pull-style streaming): generates until there is one. After the
+ * ::ZF_TURN_DONE event every further call returns it again.
+ * @param turn The turn.
+ * @param event Filled; the caller sets event->struct_size first. Borrowed pointers in it are
+ *        valid until the next call on the turn.
+ * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, struct_size too small);
+ *         ::ZF_ERR_CONTEXT_FULL and other evaluation errors (the turn is then done).
+ */
+ZF_API zf_status zf_chat_turn_next(zf_turn* turn, zf_turn_event* event);
+
+/**
+ * @brief The turn's assistant message as OpenAI JSON (NUL-terminated), as zf_chat_parse()
+ * writes it: `{"role":"assistant","content":string|null,"reasoning_content"?,"tool_calls"?}`.
+ * Before the turn is done: the message so far (what the events said).
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *needed); ::ZF_ERR_INVALID_ARGUMENT.
+ */
+ZF_API zf_status zf_chat_turn_message(const zf_turn* turn, char* buf, size_t cap, size_t* needed);
+
+/**
+ * @brief Stops the turn if it is still running (the session keeps what was generated, so the
+ * next turn reuses it) and frees it. NULL is a no-op. Any thread, once.
+ */
+ZF_API void zf_chat_turn_free(zf_turn* turn);
+
+/**
+ * @brief Runs a whole turn (zf_chat_turn_begin(), then zf_chat_turn_next() until
+ * ::ZF_TURN_DONE), passing each event to `cb` (may be NULL), and returns the finished turn in
+ * *out (may be NULL) for zf_chat_turn_message(). zf_session_cancel() ends it early.
+ * @return As zf_chat_turn_begin() and zf_chat_turn_next().
+ */
+ZF_API zf_status zf_chat_turn(zf_session* session, const zf_turn_params* params, zf_turn_cb cb, void* user_data,
+                              zf_turn** out);
 
 #ifdef __cplusplus
 } /* extern "C" */

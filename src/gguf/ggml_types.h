@@ -1,4 +1,5 @@
 // GGML tensor types as stored in GGUF files: ids (stable, from the file format) and block layout.
+// Part of the file format layer (gguf/), which the quant kernels build on, not the other way round.
 #pragma once
 
 #include <cstddef>

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "quant/types.h"
+#include "gguf/ggml_types.h"
 
 namespace zf::gguf {
 

@@ -49,7 +49,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "quant/types.h"
+#include "gguf/ggml_types.h"
 
 namespace zf::quant {
 

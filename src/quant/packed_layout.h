@@ -7,7 +7,7 @@
 #include <type_traits>
 
 #include "quant/blocks.h"
-#include "quant/types.h"
+#include "gguf/ggml_types.h"
 
 namespace zf::quant {
 

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "quant/types.h"
+#include "gguf/ggml_types.h"
 
 namespace zf::quant {
 

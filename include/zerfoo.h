@@ -561,7 +561,7 @@ typedef struct zf_session zf_session;
  * prompt so that every position's logits are bit for bit the same however the prompt arrives
  * (in one call, in pieces, one token at a time, after a prefix copied from the model's prefix
  * cache, batched with other sessions). With this flag prompts of 8 tokens or more use the
- * multi-token kernels (faster prefill, README "Performance"), whose results differ from the
+ * multi-token kernels (faster prefill, doc/state.md), whose results differ from the
  * one-token path in the last bits; such a session neither reads nor fills the prefix cache.
  */
 #define ZF_SESSION_FAST_PREFILL 0x1u

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ABI stability check of libzerfoo.so against the committed baseline in abi/ (README:
+# ABI stability check of libzerfoo.so against the committed baseline in abi/ (doc/testing.md:
 # "Reliability, fuzzing, ABI check and API reference"). Fails on an incompatible change: a removed or changed function, a struct field
 # moved, resized or removed, a struct that shrank, a changed #define ZF_* constant. Appending a
 # function, a constant or a params field at the end of a struct passes.

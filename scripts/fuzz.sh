@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz (clang, ASan+UBSan, coverage) and runs each for a
-# given time, two at a time (README: "Reliability, fuzzing, ABI check and API reference").
+# given time, two at a time (doc/testing.md: "Reliability, fuzzing, ABI check and API reference").
 #   scripts/fuzz.sh [SECONDS] [TARGET...]    default 60 s each, every target
 # Env: ZF_FUZZ_BUILD (build dir, default build-fuzz; CI passes its clang build), ZF_FUZZ_JOBS
 # (parallel fuzzers, default 2), ZF_FUZZ_RUNS (stop each after that many executions, before

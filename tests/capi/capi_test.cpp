@@ -208,7 +208,7 @@ TEST_P(CapiModel, GreedyIsDeterministicAndStreamsWholeUtf8) {
             std::max_element(logits.begin(), logits.end()) - logits.begin());
   float diff = 0.0f;
   for (size_t i = 0; i < logits.size(); ++i) diff = std::max(diff, std::fabs(after_generate[i] - logits[i]));
-  EXPECT_LT(diff, 1.25f) << "two tokens in one call vs one at a time (README, Accuracy)";
+  EXPECT_LT(diff, 1.25f) << "two tokens in one call vs one at a time (doc/accuracy.md)";
 }
 
 TEST_P(CapiModel, SeededSamplingIsReproducible) {

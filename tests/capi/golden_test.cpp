@@ -5,7 +5,7 @@
 // Greedy decoding is teacher-forced with the reference's tokens so one early divergence does
 // not hide how the rest compares.
 //
-// Tolerances (measured, see README "Accuracy against llama.cpp"): the two engines round
+// Tolerances (measured, see doc/accuracy.md): the two engines round
 // differently (activation quantization, F16 attention accumulation, summation order), so logits
 // differ by a near-constant offset (which softmax ignores) plus noise. On "The capital of France
 // is" the offset-removed difference has std 0.12 (SmolLM2) / 0.24 (Gemma 3) and max 0.5 / 1.1;

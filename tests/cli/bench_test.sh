@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `zerfoo bench`, the tool the README's comparison with llama-bench rests on: its JSON rows line
+# `zerfoo bench`, the tool the comparison with llama-bench in doc/performance.md rests on: its JSON rows line
 # up with llama-bench's (one row per test, the fields bench/compare_llama_cpp.sh reads), the
 # numbers are sane, and bad input fails with a message naming the problem, not a crash.
 #   tests/cli/bench_test.sh ZERFOO_BIN   (exit 77: the model is not fetched)

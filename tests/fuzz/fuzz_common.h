@@ -1,4 +1,4 @@
-// Helpers shared by the libFuzzer targets (tests/fuzz/README.md).
+// Helpers shared by the libFuzzer targets (doc/testing.md, "Fuzzing").
 #pragma once
 
 #include <sys/mman.h>

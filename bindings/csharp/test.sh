@@ -28,7 +28,7 @@ cp "$here/Zerfoo.dll.config" "$out/"
 # The .NET-only branch (#if NET5_0_OR_GREATER), minus the async iterator, against API stubs.
 mcs_ -target:library -unsafe -define:NET5_0_OR_GREATER -out:"$out/net5-check.dll" \
   $(ls "$here"/src/*.cs | grep -v 'Session\.Async\.cs$') "$here/tests/net5_stubs.cs"
-mcs_ -target:library -out:"$out/ZerfooTests.dll" -r:"$out/Zerfoo.dll" -r:"$nunit" -r:System.Core "$here/tests/ZerfooTests.cs"
+mcs_ -target:library -out:"$out/ZerfooTests.dll" -r:"$out/Zerfoo.dll" -r:"$nunit" -r:System.Core "$here/tests/ZerfooTests.cs" "$here/tests/ChatTurnTests.cs"
 mcs_ -out:"$out/LoadCheck.exe" -r:"$out/Zerfoo.dll" "$here/tests/LoadCheck.cs"
 mcs_ -out:"$out/Chat.exe" -r:"$out/Zerfoo.dll" "$here/examples/Chat/Chat.cs"
 mcs_ -out:"$out/Bench.exe" -r:"$out/Zerfoo.dll" "$here/bench/Bench.cs"

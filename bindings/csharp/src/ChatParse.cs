@@ -42,6 +42,17 @@ namespace Zerfoo
     public sealed class ToolCall
     {
         internal ToolCall(string id, string type, FunctionCall function) { Id = id; Type = type; Function = function; }
+
+        /// <summary>A call of function <paramref name="name"/> with <paramref name="arguments"/> (a
+        /// JSON object as text), e.g. to put an earlier turn's call into a
+        /// <see cref="ChatRequestMessage.Assistant"/> message.</summary>
+        public ToolCall(string id, string name, string arguments)
+        {
+            if (name == null) throw new ArgumentNullException("name");
+            Id = id;
+            Type = "function";
+            Function = new FunctionCall(name, arguments ?? "{}");
+        }
         /// <summary>The id the model wrote where the format has one, else "call_" + 16 hex digits.</summary>
         public string Id { get; private set; }
         /// <summary>"function".</summary>
@@ -194,7 +205,7 @@ namespace Zerfoo
             }
         }
 
-        static AssistantMessage ParseMessage(string json)
+        internal static AssistantMessage ParseMessage(string json)
         {
             var msg = MiniJson.Parse(json) as Dictionary<string, object>;
             if (msg == null) throw MiniJson.Bad("not an object");

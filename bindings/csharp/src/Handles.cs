@@ -78,4 +78,61 @@ namespace Zerfoo
             return true;
         }
     }
+
+    /// <summary>Owns a zf_turn* (a chat turn, since 0.5). Holds a counted reference on its
+    /// session's handle, so the native session outlives the turn whatever order Dispose calls and
+    /// finalizers run in; zf_chat_turn_free stops a running turn (the session keeps what was
+    /// generated) and may run on any thread, the finalizer's included.</summary>
+    internal sealed class TurnHandle : SafeHandle
+    {
+        internal static int LiveCount;
+
+        SessionHandle session;
+
+        TurnHandle() : base(IntPtr.Zero, true) { }
+
+        /// <summary>Takes the reference on the session before the native call that creates the
+        /// turn, so the session cannot be released in between; <see cref="Adopt"/> then owns
+        /// the pointer (or <see cref="Abandon"/> gives the reference back when there is none).</summary>
+        internal static TurnHandle Reserve(SessionHandle session)
+        {
+            bool added = false;
+            session.DangerousAddRef(ref added);  // throws ObjectDisposedException if disposed
+            return new TurnHandle { session = session };
+        }
+
+        internal void Adopt(IntPtr turn)
+        {
+            SetHandle(turn);
+            System.Threading.Interlocked.Increment(ref LiveCount);
+        }
+
+        /// <summary>Frees the turn, or gives the session reference back if no turn was adopted.</summary>
+        internal void Finish()
+        {
+            if (IsInvalid) Abandon();
+            else Dispose();
+        }
+
+        internal void Abandon()
+        {
+            SessionHandle s = session;
+            session = null;
+            if (s != null) s.DangerousRelease();
+            SetHandleAsInvalid();
+            GC.SuppressFinalize(this);
+        }
+
+        public override bool IsInvalid { get { return handle == IntPtr.Zero; } }
+
+        protected override bool ReleaseHandle()
+        {
+            NativeMethods.zf_chat_turn_free(handle);
+            System.Threading.Interlocked.Decrement(ref LiveCount);
+            SessionHandle s = session;
+            session = null;
+            if (s != null) s.DangerousRelease();
+            return true;
+        }
+    }
 }

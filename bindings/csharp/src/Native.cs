@@ -158,6 +158,42 @@ namespace Zerfoo
         public uint reserved;
     }
 
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct zf_turn_event         // since 0.5; pointers borrowed until the next event
+    {
+        public uint struct_size;
+        public int kind;                  // ZF_TURN_*
+        public IntPtr text;               // not NUL-terminated
+        public UIntPtr text_len;
+        public int tool_index;
+        public int finish_reason;         // ZF_FINISH_*
+        public IntPtr tool_id;
+        public IntPtr tool_name;
+        public IntPtr logprobs;           // const zf_token_logprob*
+        public UIntPtr n_logprobs;
+        public UIntPtr logprob_stride;
+        public int stop_reason;
+        public int n_prompt;
+        public int n_cached;
+        public int n_generated;
+        public int n_drafted;
+        public int n_accepted;
+        public double prompt_ms;
+        public double decode_ms;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct zf_turn_params        // since 0.5
+    {
+        public uint struct_size;
+        public uint flags;                // ZF_CHAT_FIXED_TIME
+        public IntPtr request_json;
+        public IntPtr template_name;
+        public IntPtr template_text;
+        public IntPtr generate;           // const zf_generate_params*
+        public long time_unix;
+    }
+
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
     internal delegate int zf_log_cb(IntPtr user_data, int level, IntPtr msg);
 
@@ -167,6 +203,9 @@ namespace Zerfoo
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
     internal delegate int zf_stream_cb(IntPtr user_data, IntPtr piece, UIntPtr len, int token);
 
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    internal delegate int zf_turn_cb(IntPtr user_data, IntPtr turn_event);
+
     internal static class NativeMethods
     {
         /// <summary>The logical library name. Mono maps it through Zerfoo.dll.config; .NET
@@ -175,7 +214,7 @@ namespace Zerfoo
 
         /// <summary>The header version this binding was written for (ZF_VERSION_MAJOR/MINOR).</summary>
         internal const int HeaderMajor = 0;
-        internal const int HeaderMinor = 4;
+        internal const int HeaderMinor = 5;
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern uint zf_version();
@@ -300,5 +339,24 @@ namespace Zerfoo
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern unsafe int zf_session_logprobs(SessionHandle session, zf_token_logprob* logprobs,
                                                               UIntPtr cap, out UIntPtr n, out UIntPtr stride);
+    
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_turn_params_init(ref zf_turn_params p, UIntPtr size);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_chat_turn_begin(SessionHandle session, ref zf_turn_params p, out IntPtr turn);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_chat_turn_next(TurnHandle turn, ref zf_turn_event e);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_chat_turn_message(TurnHandle turn, byte[] buf, UIntPtr cap, out UIntPtr needed);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern void zf_chat_turn_free(IntPtr turn);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_chat_turn(SessionHandle session, ref zf_turn_params p, zf_turn_cb cb, IntPtr user_data,
+                                                out IntPtr turn);
     }
 }

@@ -482,56 +482,11 @@ namespace Zerfoo
         /// The caller holds the session (Acquire).</summary>
         internal unsafe GenerateResult GenerateCore(byte[] prompt, GenerateOptions o, PieceSink sink)
         {
-            var p = new zf_generate_params();
-            ZerfooException.Check(NativeMethods.zf_generate_params_init(ref p,
-                (UIntPtr)Marshal.SizeOf(typeof(zf_generate_params))), "zf_generate_params_init");
-            IntPtr stopArray = IntPtr.Zero;
-            var owned = new List<IntPtr>();
+            var native = NativeGenerateParams.From(o);
             GCHandle gch = GCHandle.Alloc(sink);
             try
             {
-                if (o != null)
-                {
-                    if (o.MaxTokens.HasValue) p.max_tokens = o.MaxTokens.Value;
-                    if (o.Temperature.HasValue) p.temperature = o.Temperature.Value;
-                    if (o.TopK.HasValue) p.top_k = o.TopK.Value;
-                    if (o.TopP.HasValue) p.top_p = o.TopP.Value;
-                    if (o.MinP.HasValue) p.min_p = o.MinP.Value;
-                    if (o.RepeatPenalty.HasValue) p.repeat_penalty = o.RepeatPenalty.Value;
-                    if (o.RepeatLastN.HasValue) p.repeat_last_n = o.RepeatLastN.Value;
-                    if (o.Seed.HasValue) p.seed = o.Seed.Value;
-                    if (o.NoSpecial) p.flags |= 1u;
-                    if (o.NoParseSpecial) p.flags |= 2u;
-                    if (o.IgnoreEos) p.flags |= 4u;
-                    if (o.Logprobs.HasValue) p.n_logprobs = o.Logprobs.Value;
-                    if (o.DraftMax.HasValue) p.draft_max = o.DraftMax.Value;
-                    if (o.DraftMin.HasValue) p.draft_min = o.DraftMin.Value;
-                    if (o.Constraint != null)
-                    {
-                        IntPtr c = Library.AllocUtf8Z(o.Constraint.Text);
-                        owned.Add(c);
-                        p.constraint = c;
-                        p.constraint_kind = (int)o.Constraint.Kind;
-                    }
-                    if (o.ConstraintTrigger != null)
-                    {
-                        IntPtr t = Library.AllocUtf8Z(o.ConstraintTrigger);
-                        owned.Add(t);
-                        p.constraint_trigger = t;
-                    }
-                    if (o.Stop != null && o.Stop.Count > 0)
-                    {
-                        stopArray = Marshal.AllocHGlobal(IntPtr.Size * o.Stop.Count);
-                        for (int i = 0; i < o.Stop.Count; i++)
-                        {
-                            IntPtr s = Library.AllocUtf8Z(o.Stop[i]);
-                            owned.Add(s);
-                            Marshal.WriteIntPtr(stopArray, i * IntPtr.Size, s);
-                        }
-                        p.stop = stopArray;
-                        p.n_stop = (UIntPtr)o.Stop.Count;
-                    }
-                }
+                zf_generate_params p = native.Value;
                 if (p.n_logprobs > 0)
                 {
                     sink.LogprobsFrom = handle;
@@ -579,8 +534,7 @@ namespace Zerfoo
             finally
             {
                 gch.Free();
-                foreach (IntPtr s in owned) Marshal.FreeHGlobal(s);
-                if (stopArray != IntPtr.Zero) Marshal.FreeHGlobal(stopArray);
+                native.Dispose();
             }
         }
 

@@ -255,4 +255,31 @@ unsafe extern "C" {
         n_docs: usize,
         scores: *mut f32,
     ) -> zf_status;
+    #[doc = " @brief Fills defaults (no flags, no request); see zf_model_params_init()."]
+    pub fn zf_turn_params_init(params: *mut zf_turn_params, size: usize) -> zf_status;
+    #[doc = " @brief Starts an assistant turn on a session: renders the request's messages with the\n model's chat template (tools, documents, template variables; the generation prompt added),\n keeps what the session already holds of that prompt (its longest common prefix with the\n session's tokens; the rest of the KV cache is dropped) and what the model's prefix cache\n has, evaluates the rest, and prepares the output constraint once: `response_format` or\n generate->constraint; with `tools` and `tool_choice` \"required\" or a named function, the\n template's own tool-call format with each call's arguments valid for its tool's\n `parameters` from the first token; with \"auto\", the same grammar armed lazily when the\n model writes the format's opening text (only when nothing else constrains the output);\n \"none\" shows the tools to the template but reads no calls back. Then each\n zf_chat_turn_next() generates until it has the next event. The text is parsed incrementally\n as it arrives (each piece costs time for its own length, not the answer's) into content,\n reasoning and tool calls in the template's format (see zf_chat_parse()); with\n `parallel_tool_calls` false at most one call is read. The session is busy until the turn is\n done or freed (as with zf_generate_begin()). Must be freed with zf_chat_turn_free().\n @param session The session (its conversation so far is reused where the prompt repeats it).\n @param params The request (required).\n @param out Receives the turn; NULL on failure.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, malformed request JSON or a field\n         of the wrong type or value, a tool_choice naming no offered tool, tool_choice\n         \"required\" with a response_format, an invalid schema or constraint — the message names\n         the field —, a busy session, unknown flags); ::ZF_ERR_INVALID_UTF8; ::ZF_ERR_TEMPLATE\n         (the template failed); ::ZF_ERR_NOT_FOUND (no such template_name);\n         ::ZF_ERR_CONTEXT_FULL (the prompt does not fit; nothing is evaluated);\n         ::ZF_ERR_UNSUPPORTED (a constraint in a build without constraints)."]
+    pub fn zf_chat_turn_begin(
+        session: *mut zf_session,
+        params: *const zf_turn_params,
+        out: *mut *mut zf_turn,
+    ) -> zf_status;
+    #[doc = " @brief The turn's next event (pull-style streaming): generates until there is one. After the\n ::ZF_TURN_DONE event every further call returns it again.\n @param turn The turn.\n @param event Filled; the caller sets event->struct_size first. Borrowed pointers in it are\n        valid until the next call on the turn.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, struct_size too small);\n         ::ZF_ERR_CONTEXT_FULL and other evaluation errors (the turn is then done)."]
+    pub fn zf_chat_turn_next(turn: *mut zf_turn, event: *mut zf_turn_event) -> zf_status;
+    #[doc = " @brief The turn's assistant message as OpenAI JSON (NUL-terminated), as zf_chat_parse()\n writes it: `{\"role\":\"assistant\",\"content\":string|null,\"reasoning_content\"?,\"tool_calls\"?}`.\n Before the turn is done: the message so far (what the events said).\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *needed); ::ZF_ERR_INVALID_ARGUMENT."]
+    pub fn zf_chat_turn_message(
+        turn: *const zf_turn,
+        buf: *mut ::core::ffi::c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status;
+    #[doc = " @brief Stops the turn if it is still running (the session keeps what was generated, so the\n next turn reuses it) and frees it. NULL is a no-op. Any thread, once."]
+    pub fn zf_chat_turn_free(turn: *mut zf_turn);
+    #[doc = " @brief Runs a whole turn (zf_chat_turn_begin(), then zf_chat_turn_next() until\n ::ZF_TURN_DONE), passing each event to `cb` (may be NULL), and returns the finished turn in\n *out (may be NULL) for zf_chat_turn_message(). zf_session_cancel() ends it early.\n @return As zf_chat_turn_begin() and zf_chat_turn_next()."]
+    pub fn zf_chat_turn(
+        session: *mut zf_session,
+        params: *const zf_turn_params,
+        cb: zf_turn_cb,
+        user_data: *mut ::core::ffi::c_void,
+        out: *mut *mut zf_turn,
+    ) -> zf_status;
 }

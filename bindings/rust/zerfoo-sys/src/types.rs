@@ -25,6 +25,10 @@ pub type zf_stream_cb = ::core::option::Option<
         token: i32,
     ) -> i32,
 >;
+#[doc = " Receives a turn's events on the calling thread, during zf_chat_turn(). `event` is valid\n during the call. Return 0 to continue, nonzero to stop the turn (it then ends as if the\n model had stopped: the events so far are the message, stop reason ::ZF_STOP_CALLBACK)."]
+pub type zf_turn_cb = ::core::option::Option<
+    unsafe extern "C" fn(user_data: *mut ::core::ffi::c_void, event: *const zf_turn_event) -> i32,
+>;
 #[doc = " Opaque model: immutable after load, shareable across threads and sessions."]
 #[repr(C)]
 #[derive(Debug)]
@@ -298,10 +302,76 @@ pub struct zf_embed_params {
     #[doc = "< Must be 0."]
     pub reserved: u32,
 }
+#[doc = " A running or finished chat turn (zf_chat_turn_begin(), zf_chat_turn())."]
+#[repr(C)]
+#[derive(Debug)]
+pub struct zf_turn {
+    _unused: [u8; 0],
+}
+#[doc = " One event of a chat turn. The library fills it (struct_size says how much: the caller sets\n it to sizeof(zf_turn_event) before zf_chat_turn_next(); callbacks get the library's size).\n Every pointer in it is borrowed: valid until the next event (or the callback returns)."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct zf_turn_event {
+    #[doc = "< sizeof(zf_turn_event)."]
+    pub struct_size: u32,
+    #[doc = "< ZF_TURN_*."]
+    pub kind: i32,
+    #[doc = "< CONTENT, REASONING, TOOL_ARGS: UTF-8 (whole characters), not\nNUL-terminated; else NULL."]
+    pub text: *const ::core::ffi::c_char,
+    #[doc = "< Bytes of text."]
+    pub text_len: usize,
+    #[doc = "< TOOL_CALL, TOOL_ARGS: the call's index (0, 1, ...); else -1."]
+    pub tool_index: i32,
+    #[doc = "< DONE: ZF_FINISH_*."]
+    pub finish_reason: i32,
+    #[doc = "< TOOL_CALL: the call's id (NUL-terminated); else NULL."]
+    pub tool_id: *const ::core::ffi::c_char,
+    #[doc = "< TOOL_CALL: the function's name (NUL-terminated); else NULL."]
+    pub tool_name: *const ::core::ffi::c_char,
+    #[doc = " The log-probabilities of the tokens generated since the previous event that carried any\n(n_logprobs > 0 only; else NULL): n_logprobs entries, logprob_stride per token (the\nchosen token, then its alternatives), as zf_session_logprobs() lays them out."]
+    pub logprobs: *const zf_token_logprob,
+    pub n_logprobs: usize,
+    pub logprob_stride: usize,
+    #[doc = "< DONE: ZF_STOP_*."]
+    pub stop_reason: i32,
+    #[doc = "< DONE: the rendered prompt's tokens."]
+    pub n_prompt: i32,
+    #[doc = "< DONE: of those, not evaluated again (kept in the session from\nan earlier turn, or mapped from the model's prefix cache)."]
+    pub n_cached: i32,
+    #[doc = "< DONE: tokens generated."]
+    pub n_generated: i32,
+    #[doc = "< DONE: tokens drafted by speculative decoding."]
+    pub n_drafted: i32,
+    #[doc = "< DONE: of those, kept."]
+    pub n_accepted: i32,
+    #[doc = "< DONE: time to render, tokenize and evaluate the prompt."]
+    pub prompt_ms: f64,
+    #[doc = "< DONE: time generating."]
+    pub decode_ms: f64,
+}
+#[doc = " Options of a chat turn. Initialize with zf_turn_params_init()."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct zf_turn_params {
+    #[doc = "< sizeof(zf_turn_params)."]
+    pub struct_size: u32,
+    #[doc = "< ::ZF_CHAT_FIXED_TIME; other bits are rejected."]
+    pub flags: u32,
+    #[doc = " The request: a JSON object with OpenAI Chat Completions' names (UTF-8, NUL-terminated;\n required). `messages` (required: the conversation, OpenAI's message objects incl.\n assistant `tool_calls` and `tool` results), `tools`, `tool_choice` (\"auto\" default, \"none\",\n \"required\" or {\"type\":\"function\",\"function\":{\"name\"}}), `parallel_tool_calls` (default\n true), `response_format` ({\"type\":\"text\"|\"json_object\"|\"json_schema\",\"json_schema\":\n {\"schema\"}}), `reasoning_format` (\"auto\" default: reasoning is split out; \"none\": the\n text as generated is the content), `chat_template_kwargs` (extra template variables,\n e.g. {\"enable_thinking\": false}) and `documents`. Other keys are ignored. Borrowed for\n zf_chat_turn_begin() / zf_chat_turn() only."]
+    pub request_json: *const ::core::ffi::c_char,
+    #[doc = "< As zf_chat_params.template_name (NULL: the file's)."]
+    pub template_name: *const ::core::ffi::c_char,
+    #[doc = "< As zf_chat_params.template_text (NULL: none)."]
+    pub template_text: *const ::core::ffi::c_char,
+    #[doc = " Sampling, max_tokens, stop strings, seed, logprobs, speculative decoding: as for\nzf_generate() (NULL: zf_generate_params_init()'s defaults). Its constraint fields give an\noutput constraint of any kind (instead of `response_format`); constraint_trigger and the\nZF_GENERATE_NO_SPECIAL / NO_PARSE_SPECIAL flags must be unset (the turn decides them)."]
+    pub generate: *const zf_generate_params,
+    #[doc = "< strftime_now's clock with ::ZF_CHAT_FIXED_TIME (seconds)."]
+    pub time_unix: i64,
+}
 pub const ZF_VERSION_MAJOR: i32 = 0;
-pub const ZF_VERSION_MINOR: i32 = 4;
+pub const ZF_VERSION_MINOR: i32 = 5;
 pub const ZF_VERSION_PATCH: i32 = 0;
-pub const ZF_VERSION: i32 = 4000;
+pub const ZF_VERSION: i32 = 5000;
 pub const ZF_OK: i32 = 0;
 pub const ZF_ERR_INVALID_ARGUMENT: i32 = 1;
 pub const ZF_ERR_IO: i32 = 2;
@@ -360,6 +430,15 @@ pub const ZF_POOLING_CLS: i32 = 2;
 pub const ZF_POOLING_LAST: i32 = 3;
 pub const ZF_POOLING_RANK: i32 = 4;
 pub const ZF_EMBED_NO_NORMALIZE: i32 = 1;
+pub const ZF_TURN_CONTENT: i32 = 1;
+pub const ZF_TURN_REASONING: i32 = 2;
+pub const ZF_TURN_TOOL_CALL: i32 = 3;
+pub const ZF_TURN_TOOL_ARGS: i32 = 4;
+pub const ZF_TURN_LOGPROBS: i32 = 5;
+pub const ZF_TURN_DONE: i32 = 6;
+pub const ZF_FINISH_STOP: i32 = 0;
+pub const ZF_FINISH_LENGTH: i32 = 1;
+pub const ZF_FINISH_TOOL_CALLS: i32 = 2;
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     ["Size of zf_model_params"][::core::mem::size_of::<zf_model_params>() - 56usize];
@@ -614,4 +693,64 @@ const _: () = {
         [::core::mem::offset_of!(zf_embed_params, n_threads) - 16usize];
     ["Offset of field: zf_embed_params::reserved"]
         [::core::mem::offset_of!(zf_embed_params, reserved) - 20usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of zf_turn_event"][::core::mem::size_of::<zf_turn_event>() - 112usize];
+    ["Alignment of zf_turn_event"][::core::mem::align_of::<zf_turn_event>() - 8usize];
+    ["Offset of field: zf_turn_event::struct_size"]
+        [::core::mem::offset_of!(zf_turn_event, struct_size) - 0usize];
+    ["Offset of field: zf_turn_event::kind"][::core::mem::offset_of!(zf_turn_event, kind) - 4usize];
+    ["Offset of field: zf_turn_event::text"][::core::mem::offset_of!(zf_turn_event, text) - 8usize];
+    ["Offset of field: zf_turn_event::text_len"]
+        [::core::mem::offset_of!(zf_turn_event, text_len) - 16usize];
+    ["Offset of field: zf_turn_event::tool_index"]
+        [::core::mem::offset_of!(zf_turn_event, tool_index) - 24usize];
+    ["Offset of field: zf_turn_event::finish_reason"]
+        [::core::mem::offset_of!(zf_turn_event, finish_reason) - 28usize];
+    ["Offset of field: zf_turn_event::tool_id"]
+        [::core::mem::offset_of!(zf_turn_event, tool_id) - 32usize];
+    ["Offset of field: zf_turn_event::tool_name"]
+        [::core::mem::offset_of!(zf_turn_event, tool_name) - 40usize];
+    ["Offset of field: zf_turn_event::logprobs"]
+        [::core::mem::offset_of!(zf_turn_event, logprobs) - 48usize];
+    ["Offset of field: zf_turn_event::n_logprobs"]
+        [::core::mem::offset_of!(zf_turn_event, n_logprobs) - 56usize];
+    ["Offset of field: zf_turn_event::logprob_stride"]
+        [::core::mem::offset_of!(zf_turn_event, logprob_stride) - 64usize];
+    ["Offset of field: zf_turn_event::stop_reason"]
+        [::core::mem::offset_of!(zf_turn_event, stop_reason) - 72usize];
+    ["Offset of field: zf_turn_event::n_prompt"]
+        [::core::mem::offset_of!(zf_turn_event, n_prompt) - 76usize];
+    ["Offset of field: zf_turn_event::n_cached"]
+        [::core::mem::offset_of!(zf_turn_event, n_cached) - 80usize];
+    ["Offset of field: zf_turn_event::n_generated"]
+        [::core::mem::offset_of!(zf_turn_event, n_generated) - 84usize];
+    ["Offset of field: zf_turn_event::n_drafted"]
+        [::core::mem::offset_of!(zf_turn_event, n_drafted) - 88usize];
+    ["Offset of field: zf_turn_event::n_accepted"]
+        [::core::mem::offset_of!(zf_turn_event, n_accepted) - 92usize];
+    ["Offset of field: zf_turn_event::prompt_ms"]
+        [::core::mem::offset_of!(zf_turn_event, prompt_ms) - 96usize];
+    ["Offset of field: zf_turn_event::decode_ms"]
+        [::core::mem::offset_of!(zf_turn_event, decode_ms) - 104usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of zf_turn_params"][::core::mem::size_of::<zf_turn_params>() - 48usize];
+    ["Alignment of zf_turn_params"][::core::mem::align_of::<zf_turn_params>() - 8usize];
+    ["Offset of field: zf_turn_params::struct_size"]
+        [::core::mem::offset_of!(zf_turn_params, struct_size) - 0usize];
+    ["Offset of field: zf_turn_params::flags"]
+        [::core::mem::offset_of!(zf_turn_params, flags) - 4usize];
+    ["Offset of field: zf_turn_params::request_json"]
+        [::core::mem::offset_of!(zf_turn_params, request_json) - 8usize];
+    ["Offset of field: zf_turn_params::template_name"]
+        [::core::mem::offset_of!(zf_turn_params, template_name) - 16usize];
+    ["Offset of field: zf_turn_params::template_text"]
+        [::core::mem::offset_of!(zf_turn_params, template_text) - 24usize];
+    ["Offset of field: zf_turn_params::generate"]
+        [::core::mem::offset_of!(zf_turn_params, generate) - 32usize];
+    ["Offset of field: zf_turn_params::time_unix"]
+        [::core::mem::offset_of!(zf_turn_params, time_unix) - 40usize];
 };

@@ -203,7 +203,7 @@ fn bad_output(why: &str) -> Error {
 }
 
 impl AssistantMessage {
-    fn from_json(json: String) -> Result<AssistantMessage> {
+    pub(crate) fn from_json(json: String) -> Result<AssistantMessage> {
         let value = Json::parse(&json).ok_or_else(|| bad_output("malformed JSON"))?;
         let Json::Object(members) = &value else {
             return Err(bad_output("not an object"));

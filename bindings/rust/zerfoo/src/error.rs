@@ -41,6 +41,8 @@ pub enum ErrorCode {
     Backend,
     /// A bug in zerfoo; the message has details.
     Internal,
+    /// A chat template failed to render (the message says where).
+    Template,
     /// The library could not be loaded or its version does not match these bindings
     /// (not a C status code; [`ErrorCode::status`] gives -1).
     Library,
@@ -64,6 +66,7 @@ impl ErrorCode {
             sys::ZF_ERR_CANCELLED => ErrorCode::Cancelled,
             sys::ZF_ERR_BACKEND => ErrorCode::Backend,
             sys::ZF_ERR_INTERNAL => ErrorCode::Internal,
+            sys::ZF_ERR_TEMPLATE => ErrorCode::Template,
             other => ErrorCode::Other(other),
         }
     }
@@ -83,6 +86,7 @@ impl ErrorCode {
             ErrorCode::Cancelled => sys::ZF_ERR_CANCELLED,
             ErrorCode::Backend => sys::ZF_ERR_BACKEND,
             ErrorCode::Internal => sys::ZF_ERR_INTERNAL,
+            ErrorCode::Template => sys::ZF_ERR_TEMPLATE,
             ErrorCode::Library => -1,
             ErrorCode::Other(s) => s,
         }

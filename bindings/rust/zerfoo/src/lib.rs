@@ -17,6 +17,10 @@
 //!   [`Session::generate_with`] (a `FnMut(&str) -> ControlFlow<()>` callback),
 //!   [`Session::stream`] (an `Iterator<Item = Result<String>>`), and with the `tokio` feature
 //!   `Session::into_async_stream` (a `Stream`).
+//! - Chat turns: [`Session::chat_turn`] runs an assistant turn from an OpenAI-style
+//!   [`ChatRequest`] (messages, tools, tool choice, response format) as an iterator of typed
+//!   [`TurnEvent`]s (content, reasoning, tool calls and their arguments, done with usage);
+//!   [`Session::chat`] returns the final [`AssistantMessage`].
 //! - [`Model::chat_parse`] reads a generated turn back as an OpenAI assistant message (content,
 //!   reasoning, tool calls) in the format of the chat template that prompted it.
 //! - [`CancelHandle`] stops a generation from any thread.
@@ -28,10 +32,12 @@
 #![warn(missing_docs)]
 
 mod chat;
+mod chat_request;
 mod embed;
 mod error;
 mod model;
 mod session;
+mod turn;
 
 #[cfg(feature = "tokio")]
 mod async_stream;
@@ -39,6 +45,7 @@ mod async_stream;
 #[cfg(feature = "tokio")]
 pub use async_stream::AsyncPieces;
 pub use chat::{AssistantMessage, ChatParseOptions, FunctionCall, ToolCall, ToolGrammar};
+pub use chat_request::{ChatRequest, Message, ReasoningFormat, ResponseFormat, Tool, ToolChoice};
 pub use embed::{EmbedOptions, Pooling};
 pub use error::{Error, ErrorCode, Result};
 pub use model::{CacheInfo, ChatMessage, Device, Model, ModelInfo, ModelOptions, Token};
@@ -46,6 +53,11 @@ pub use session::{
     CancelHandle, Constraint, GenerateOptions, Generation, KvType, Pieces, Session, SessionOptions,
     StopReason, TokenLogprob, TokenLogprobs, MAX_DRAFT, MAX_LOGPROBS,
 };
+
+pub use turn::{FinishReason, Turn, TurnDone, TurnEvent, TurnOptions, TurnOutcome, Usage};
+
+/// The JSON library of [`ChatRequest`] (its tool schemas, template variables, raw messages).
+pub use serde_json;
 
 /// The raw bindings this crate is built on.
 pub use zerfoo_sys as sys;

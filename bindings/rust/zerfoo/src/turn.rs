@@ -147,12 +147,12 @@ pub struct TurnOutcome {
     pub logprobs: Vec<TokenLogprobs>,
 }
 
-/// Copies an event out of the library's borrowed memory: the event and the logprobs it
-/// carries.
+/// Copies an event out of the library's borrowed memory: the event (`None` for a kind a newer
+/// library added, which is skipped) and the logprobs it carries.
 ///
 /// # Safety
 /// The event's pointers are valid (during the callback, or until the next call on the turn).
-unsafe fn event_from_raw(e: &sys::zf_turn_event) -> (TurnEvent, Vec<TokenLogprobs>) {
+unsafe fn event_from_raw(e: &sys::zf_turn_event) -> (Option<TurnEvent>, Vec<TokenLogprobs>) {
     let text = || {
         if e.text.is_null() || e.text_len == 0 {
             String::new()
@@ -200,8 +200,7 @@ unsafe fn event_from_raw(e: &sys::zf_turn_event) -> (TurnEvent, Vec<TokenLogprob
             text: text(),
         },
         sys::ZF_TURN_LOGPROBS => TurnEvent::Logprobs(std::mem::take(&mut logprobs)),
-        // DONE, and (defensively) a kind a newer library added: the turn's end is DONE only.
-        _ if e.kind == sys::ZF_TURN_DONE => TurnEvent::Done(TurnDone {
+        sys::ZF_TURN_DONE => TurnEvent::Done(TurnDone {
             finish_reason: FinishReason::from_raw(e.finish_reason),
             stop_reason: StopReason::from_raw(e.stop_reason),
             usage: Usage {
@@ -214,9 +213,9 @@ unsafe fn event_from_raw(e: &sys::zf_turn_event) -> (TurnEvent, Vec<TokenLogprob
             prompt_time: Duration::from_secs_f64(e.prompt_ms.max(0.0) / 1000.0),
             decode_time: Duration::from_secs_f64(e.decode_ms.max(0.0) / 1000.0),
         }),
-        _ => TurnEvent::Logprobs(std::mem::take(&mut logprobs)),
+        _ => return (None, logprobs),
     };
-    (event, logprobs)
+    (Some(event), logprobs)
 }
 
 fn empty_event() -> sys::zf_turn_event {
@@ -360,29 +359,31 @@ impl Iterator for Turn<'_> {
     type Item = Result<TurnEvent>;
 
     fn next(&mut self) -> Option<Result<TurnEvent>> {
-        if self.ended {
-            return None;
-        }
-        let mut e = empty_event();
-        // SAFETY: the turn is alive; e has struct_size set.
-        let st = unsafe { sys::zf!(zf_chat_turn_next(self.turn.as_ptr(), &mut e)) };
-        if let Err(err) = check(st) {
-            self.ended = true;
-            return Some(Err(err));
-        }
-        // SAFETY: e's pointers are valid until the next call on the turn: copied out here.
-        let (event, lp) = unsafe { event_from_raw(&e) };
-        match &event {
-            TurnEvent::Done(d) => {
-                self.done = Some(*d);
+        while !self.ended {
+            let mut e = empty_event();
+            // SAFETY: the turn is alive; e has struct_size set.
+            let st = unsafe { sys::zf!(zf_chat_turn_next(self.turn.as_ptr(), &mut e)) };
+            if let Err(err) = check(st) {
                 self.ended = true;
+                return Some(Err(err));
             }
-            TurnEvent::Logprobs(held) => self.logprobs.extend_from_slice(held),
-            _ => {}
+            // SAFETY: e's pointers are valid until the next call on the turn: copied out here.
+            let (event, lp) = unsafe { event_from_raw(&e) };
+            self.logprobs.extend_from_slice(&lp);
+            self.event_logprobs = lp;
+            match &event {
+                Some(TurnEvent::Done(d)) => {
+                    self.done = Some(*d);
+                    self.ended = true;
+                }
+                Some(TurnEvent::Logprobs(held)) => self.logprobs.extend_from_slice(held),
+                _ => {}
+            }
+            if event.is_some() {
+                return event.map(Ok);
+            }
         }
-        self.logprobs.extend_from_slice(&lp);
-        self.event_logprobs = lp;
-        Some(Ok(event))
+        None
     }
 }
 
@@ -417,10 +418,13 @@ unsafe extern "C" fn turn_trampoline(
         return 1;
     }
     let (event, lp) = unsafe { event_from_raw(&*event) };
+    state.logprobs.extend(lp);
+    let Some(event) = event else {
+        return 0;
+    };
     if let TurnEvent::Logprobs(held) = &event {
         state.logprobs.extend_from_slice(held);
     }
-    state.logprobs.extend(lp);
     let f = &mut state.f;
     match panic::catch_unwind(AssertUnwindSafe(|| f(&event))) {
         Ok(ControlFlow::Continue(())) => 0,
@@ -594,5 +598,96 @@ impl<'m> Session<'m> {
             outcome.logprobs = lp;
         }
         Ok(outcome)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_copied_out_of_the_library_struct() {
+        let text = "héllo";
+        let mut e = empty_event();
+        e.kind = sys::ZF_TURN_CONTENT;
+        e.text = text.as_ptr().cast();
+        e.text_len = text.len();
+        e.tool_index = -1;
+        let lp = [
+            sys::zf_token_logprob {
+                token: 7,
+                logprob: -0.5,
+            },
+            sys::zf_token_logprob {
+                token: 7,
+                logprob: -0.5,
+            },
+            sys::zf_token_logprob {
+                token: 9,
+                logprob: -1.0,
+            },
+            sys::zf_token_logprob {
+                token: 3,
+                logprob: -2.0,
+            },
+        ];
+        e.logprobs = lp.as_ptr();
+        e.n_logprobs = 4;
+        e.logprob_stride = 2;
+        let (ev, got) = unsafe { event_from_raw(&e) };
+        assert_eq!(ev, Some(TurnEvent::Content(text.into())));
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[1].chosen.token, 9);
+        assert_eq!(got[1].top[0].token, 3);
+
+        // Held-back tokens' logprobs are the event itself.
+        e.kind = sys::ZF_TURN_LOGPROBS;
+        e.text = ptr::null();
+        e.text_len = 0;
+        let (ev, got) = unsafe { event_from_raw(&e) };
+        assert!(matches!(ev, Some(TurnEvent::Logprobs(ref v)) if v.len() == 2));
+        assert!(got.is_empty());
+
+        let mut e = empty_event();
+        e.kind = sys::ZF_TURN_TOOL_CALL;
+        e.tool_index = 1;
+        e.tool_id = c"call_1".as_ptr();
+        e.tool_name = c"f".as_ptr();
+        let (ev, _) = unsafe { event_from_raw(&e) };
+        assert_eq!(
+            ev,
+            Some(TurnEvent::ToolCall {
+                index: 1,
+                id: "call_1".into(),
+                name: "f".into()
+            })
+        );
+        e.kind = 99; // a kind a newer library added: skipped
+        assert_eq!(unsafe { event_from_raw(&e) }.0, None);
+
+        let mut e = empty_event();
+        e.kind = sys::ZF_TURN_DONE;
+        e.finish_reason = sys::ZF_FINISH_TOOL_CALLS;
+        e.stop_reason = sys::ZF_STOP_EOS;
+        e.n_prompt = 30;
+        e.n_cached = 20;
+        e.n_generated = 5;
+        e.prompt_ms = 1500.0;
+        let (ev, _) = unsafe { event_from_raw(&e) };
+        let Some(TurnEvent::Done(d)) = ev else {
+            panic!("{ev:?}")
+        };
+        assert_eq!(d.finish_reason, FinishReason::ToolCalls);
+        assert_eq!(d.stop_reason, StopReason::Eos);
+        assert_eq!(
+            d.usage,
+            Usage {
+                prompt_tokens: 30,
+                cached_tokens: 20,
+                completion_tokens: 5,
+                ..Default::default()
+            }
+        );
+        assert_eq!(d.prompt_time, Duration::from_millis(1500));
     }
 }

@@ -1,23 +1,28 @@
-//! An interactive chat: each line you type becomes a user turn, rendered with the model's own
-//! chat template; the reply streams through a callback. Ctrl-D ends.
+//! An interactive chat: each line you type becomes a user message, and the assistant's turn
+//! (`Session::chat_turn`, the model's own chat template) streams its events. Ctrl-D ends.
 //!
 //! ```sh
 //! cargo run --release --example chat -- model.gguf
 //! ```
 use std::io::{BufRead, Write};
-use std::ops::ControlFlow;
 
-use zerfoo::{ChatMessage, GenerateOptions, Model, ModelOptions, SessionOptions};
+use zerfoo::{
+    ChatRequest, GenerateOptions, Message, Model, ModelOptions, SessionOptions, TurnEvent,
+    TurnOptions,
+};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args().nth(1).ok_or("usage: chat MODEL.gguf")?;
     let model = Model::load(&path, &ModelOptions::default())?;
     let mut session = model.session(&SessionOptions::default())?;
-    let options = GenerateOptions {
-        max_tokens: Some(512),
+    let options = TurnOptions {
+        generate: GenerateOptions {
+            max_tokens: Some(512),
+            ..Default::default()
+        },
         ..Default::default()
     };
-    let mut history = vec![ChatMessage::system("You are a helpful assistant.")];
+    let mut request = ChatRequest::new(vec![Message::system("You are a helpful assistant.")]);
 
     let stdin = std::io::stdin();
     loop {
@@ -27,18 +32,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if stdin.lock().read_line(&mut line)? == 0 {
             break;
         }
-        history.push(ChatMessage::user(line.trim_end()));
-        // The whole conversation is rendered and evaluated each turn (simple and always
-        // correct for any template); a reset keeps the context from filling up.
-        let prompt = model.apply_chat_template(&history, true)?;
-        session.reset()?;
-        let reply = session.generate_with(&prompt, &options, |piece| {
-            print!("{piece}");
-            let _ = std::io::stdout().flush();
-            ControlFlow::Continue(())
-        })?;
+        request.messages.push(Message::user(line.trim_end()));
+        // The whole conversation is sent each turn; the session keeps the part it already
+        // evaluated (the turn's usage counts it as cached), so only the new text is evaluated.
+        let mut turn = session.chat_turn(&request, &options)?;
+        for event in turn.by_ref() {
+            match event? {
+                TurnEvent::Content(text) | TurnEvent::Reasoning(text) => print!("{text}"),
+                TurnEvent::Done(done) => eprint!(
+                    "\n[{:?}: {} prompt tokens, {} cached, {} generated]",
+                    done.finish_reason,
+                    done.usage.prompt_tokens,
+                    done.usage.cached_tokens,
+                    done.usage.completion_tokens
+                ),
+                _ => {}
+            }
+            std::io::stdout().flush()?;
+        }
         println!();
-        history.push(ChatMessage::assistant(reply.text.trim()));
+        request.messages.push(turn.message()?.into());
     }
     Ok(())
 }

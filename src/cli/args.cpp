@@ -1,4 +1,4 @@
-// Flag table + parser. One table drives parsing, per-command validity and --help text.
+// The option table of every zerfoo command, and the parser and --help text it drives.
 #include "args.h"
 
 #include <cerrno>
@@ -13,95 +13,144 @@
 namespace cli {
 namespace {
 
-enum : unsigned { kGen = 1, kChat = 2, kInfo = 4, kTok = 8, kAll = 15, kSample = kGen | kChat };
-
-using ApplyFn = void (*)(Options&, const std::string& flag, const std::string& value);
-
-struct Flag {
-  const char* long_name;
-  const char* short_name;  // nullptr when none
-  const char* metavar;     // nullptr for boolean flags
-  unsigned commands;
-  const char* help;
-  ApplyFn apply;
+enum : unsigned {
+  kGen = 1, kChat = 2, kInfo = 4, kTok = 8, kBench = 16, kServe = 32,
+  kSample = kGen | kChat,
+  kModelCommands = kGen | kChat | kInfo | kTok,
+  kLoadsModel = kGen | kChat | kInfo | kBench | kServe,  // what takes --device
 };
 
-constexpr int64_t kI32Max = std::numeric_limits<int32_t>::max();
+struct Choice {
+  const char* word;
+  int64_t value;
+};
+constexpr Choice kDevices[] = {{"auto", ZF_DEVICE_AUTO}, {"cpu", ZF_DEVICE_CPU}, {"cuda", ZF_DEVICE_CUDA}, {nullptr, 0}};
+constexpr Choice kBenchOutputs[] = {{"md", 0}, {"json", 1}, {nullptr, 0}};
 
-int32_t I32(const std::string& f, const std::string& v, int64_t lo) {
-  return static_cast<int32_t>(ParseInt(f, v, lo, kI32Max));
-}
-float F32(const std::string& f, const std::string& v, double lo, double hi) {
-  return static_cast<float>(ParseFloat(f, v, lo, hi));
-}
+struct OptionSpec {
+  const char* names[4];  // the canonical name first (the ParsedArgs key), then its aliases
+  unsigned commands;
+  ValueKind kind;
+  const char* metavar;  // nullptr for flags
+  double lo, hi;        // kInt, kFloat, kIntList: the range values must lie in
+  const Choice* choices;  // kChoice: ends with {nullptr, 0}
+  const char* help;
+  const char* serve_note = nullptr;  // what the option means in addition for `serve`
+};
 
-const Flag kFlags[] = {
-    {"--model", "-m", "FILE", kAll, "GGUF model file (required)",
-     [](Options& o, const std::string&, const std::string& v) { o.model = v; }},
-    {"--prompt", "-p", "TEXT", kGen, "prompt text (required)",
-     [](Options& o, const std::string&, const std::string& v) { o.prompt = v; }},
-    {"--system", nullptr, "TEXT", kChat, "system message that opens the conversation",
-     [](Options& o, const std::string&, const std::string& v) { o.system = v; }},
-    {"--template", nullptr, "FILE", kChat, "Jinja chat template to use instead of the model's",
-     [](Options& o, const std::string&, const std::string& v) { o.template_file = v; }},
-    {"--n-predict", "-n", "N", kSample, "tokens to generate at most (-1 = until context is full)",
-     [](Options& o, const std::string& f, const std::string& v) { o.n_predict = I32(f, v, -1); }},
-    {"--temp", nullptr, "T", kSample, "sampling temperature (0 = greedy)",
-     [](Options& o, const std::string& f, const std::string& v) { o.temp = F32(f, v, 0.0, 100.0); }},
-    {"--seed", nullptr, "S", kSample, "RNG seed (default: random)",
-     [](Options& o, const std::string& f, const std::string& v) { o.seed = ParseU64(f, v); }},
-    {"--top-k", nullptr, "K", kSample, "keep the K most likely tokens (0 = off)",
-     [](Options& o, const std::string& f, const std::string& v) { o.top_k = I32(f, v, 0); }},
-    {"--top-p", nullptr, "P", kSample, "nucleus sampling threshold (1 = off)",
-     [](Options& o, const std::string& f, const std::string& v) { o.top_p = F32(f, v, 0.0, 1.0); }},
-    {"--min-p", nullptr, "P", kSample, "drop tokens below P * p(max) (0 = off)",
-     [](Options& o, const std::string& f, const std::string& v) { o.min_p = F32(f, v, 0.0, 1.0); }},
-    {"--repeat-penalty", nullptr, "R", kSample, "penalty for repeated tokens (1 = off)",
-     [](Options& o, const std::string& f, const std::string& v) { o.repeat_penalty = F32(f, v, 0.0, 100.0); }},
-    {"--repeat-last-n", nullptr, "N", kSample, "window for the repeat penalty",
-     [](Options& o, const std::string& f, const std::string& v) { o.repeat_last_n = I32(f, v, 0); }},
-    {"--stop", nullptr, "STR", kSample, "stop when STR is generated (repeatable)",
-     [](Options& o, const std::string&, const std::string& v) { o.stop.push_back(v); }},
-    {"--lookup", nullptr, nullptr, kSample,
+constexpr double kI32Max = std::numeric_limits<int32_t>::max();
+constexpr double kListMax = 1 << 20;
+constexpr ValueKind kFlag = ValueKind::kFlag, kInt = ValueKind::kInt, kFloat = ValueKind::kFloat,
+                    kUInt = ValueKind::kUInt, kString = ValueKind::kString, kChoice = ValueKind::kChoice,
+                    kIntList = ValueKind::kIntList;
+
+// The order here is the order of --help. An option's names must be unique within each command.
+const OptionSpec kOptions[] = {
+    {{"--model", "-m"}, kModelCommands | kBench | kServe, kString, "FILE", 0, 0, nullptr,
+     "GGUF model file (required)"},
+    {{"--prompt", "-p"}, kGen, kString, "TEXT", 0, 0, nullptr, "prompt text (required)"},
+    {{"--system"}, kChat, kString, "TEXT", 0, 0, nullptr, "system message that opens the conversation"},
+    {{"--chat-template-file", "--template"}, kChat | kServe, kString, "FILE", 0, 0, nullptr,
+     "Jinja chat template to use instead of the model's",
+     "for prompts and for reading tool calls / reasoning back"},
+
+    // Sampling.
+    {{"--n-predict", "-n"}, kSample, kInt, "N", -1, kI32Max, nullptr,
+     "tokens to generate at most (-1 = until context is full)"},
+    {{"--temp"}, kSample, kFloat, "T", 0, 100, nullptr, "sampling temperature (0 = greedy)"},
+    {{"--seed"}, kSample, kUInt, "S", 0, 0, nullptr, "RNG seed (default: random)"},
+    {{"--top-k"}, kSample, kInt, "K", 0, kI32Max, nullptr, "keep the K most likely tokens (0 = off)"},
+    {{"--top-p"}, kSample, kFloat, "P", 0, 1, nullptr, "nucleus sampling threshold (1 = off)"},
+    {{"--min-p"}, kSample, kFloat, "P", 0, 1, nullptr, "drop tokens below P * p(max) (0 = off)"},
+    {{"--repeat-penalty"}, kSample, kFloat, "R", 0, 100, nullptr, "penalty for repeated tokens (1 = off)"},
+    {{"--repeat-last-n"}, kSample, kInt, "N", 0, kI32Max, nullptr, "window for the repeat penalty"},
+    {{"--stop"}, kSample, kString, "STR", 0, 0, nullptr, "stop when STR is generated (repeatable)"},
+
+    // Server.
+    {{"--host"}, kServe, kString, "ADDR", 0, 0, nullptr, "address to listen on (default 127.0.0.1)"},
+    {{"--port"}, kServe, kInt, "N", 0, 65535, nullptr,
+     "TCP port (default 8080; 0 = any free port, printed on stderr)"},
+    {{"--parallel", "-np"}, kServe, kInt, "N", 1, 256, nullptr,
+     "sessions (slots) generating at once (default: min(4, CPU cores, slots whose full context "
+     "fits in half the available memory), at least 1; they share decode steps (continuous "
+     "batching)"},
+
+    // Shared by the commands that run a model.
+    {{"--ctx-size", "-c", "--ctx"}, kSample | kServe, kInt, "N", 0, 1 << 24, nullptr,
+     "context length in tokens (0 = min(training, 4096))", "per slot"},
+    {{"--threads", "-t"}, kSample | kServe, kInt, "N", 0, 1024, nullptr,
+     "CPU threads (0 = physical cores)", "per session and for the batched steps"},
+
+    {{"--no-batch"}, kServe, kFlag, nullptr, 0, 0, nullptr,
+     "slots decode one at a time instead of sharing each decode step (continuous batching, on "
+     "by default with -np > 1)"},
+    {{"--queue"}, kServe, kInt, "N", 0, 1 << 16, nullptr,
+     "requests that may wait for a slot (default 512); beyond that: 503 with Retry-After"},
+    {{"--timeout"}, kServe, kInt, "SECONDS", 1, 86400, nullptr,
+     "a connection that stays silent this long while sending a request (or reading an answer) "
+     "is closed (default 15); idle keep-alive connections are closed after 5 s"},
+    {{"--max-body-mb"}, kServe, kInt, "N", 1, 1 << 14, nullptr,
+     "largest request body in MiB (default 16); larger: 413"},
+    {{"--max-inputs"}, kServe, kInt, "N", 1, 1 << 20, nullptr,
+     "inputs per /v1/embeddings request (default 2048); more: 400"},
+    {{"--max-documents"}, kServe, kInt, "N", 1, 1 << 20, nullptr,
+     "documents per /v1/rerank request (default 1000); more: 400"},
+    {{"--grace"}, kServe, kInt, "SECONDS", 0, 86400, nullptr,
+     "drain time on SIGTERM before running requests are cancelled (default 30)"},
+    {{"--api-key"}, kServe, kString, "KEY", 0, 0, nullptr,
+     "require 'Authorization: Bearer KEY' on /v1, /tokenize, ..."},
+    {{"--alias"}, kServe, kString, "NAME", 0, 0, nullptr,
+     "model name reported by /v1/models (default: the file name)"},
+    {{"--no-cache-prompt"}, kServe, kFlag, nullptr, 0, 0, nullptr,
+     "do not reuse a slot's KV cache for the prefix a prompt shares with its conversation (on by "
+     "default, and exact: the answer is the one a full prefill gives; a request's "
+     "\"cache_prompt\" overrides)"},
+    {{"--cache-prompt"}, kServe, kFlag, nullptr, 0, 0, nullptr,
+     "reuse slots' KV caches even with --fast-prefill"},
+    {{"--prefix-cache-mib"}, kServe, kInt, "N", -1, 1 << 20, nullptr,
+     "the model's prefix cache: KV blocks of prompts any slot has evaluated, reused by every "
+     "slot (default 256; -1 = off)"},
+    {{"--fast-prefill"}, kServe, kFlag, nullptr, 0, 0, nullptr,
+     "prefill with the multi-token kernels: faster, but results depend on chunking in the last "
+     "bits, so prompt caching is off unless --cache-prompt is given and the prefix cache is "
+     "unused"},
+
+    // Speculative decoding.
+    {{"--lookup"}, kSample | kServe, kFlag, nullptr, 0, 0, nullptr,
      "speculative decoding by prompt lookup (same output; faster when the answer repeats the "
      "prompt); drafts up to --draft-max tokens, 8 unless given",
-     [](Options& o, const std::string&, const std::string&) {
-       if (o.draft_max == 0) o.draft_max = 8;
-     }},
-    {"--model-draft", "-md", "FILE", kSample,
+     "a slot's drafts are verified inside the shared decode steps; a request's "
+     "\"speculative.n_max\": 0 opts out"},
+    {{"--model-draft", "-md"}, kSample | kServe, kString, "FILE", 0, 0, nullptr,
      "speculative decoding with a draft model: a smaller GGUF of the same vocabulary drafts "
-     "greedily, the model verifies (same output); drafts up to --draft-max tokens, 8 unless given",
-     [](Options& o, const std::string&, const std::string& v) {
-       o.model_draft = v;
-       if (o.draft_max == 0) o.draft_max = 8;
-     }},
-    {"--draft-max", nullptr, "N", kSample, "tokens drafted per step at most (1..16; turns --lookup on without -md)",
-     [](Options& o, const std::string& f, const std::string& v) { o.draft_max = int32_t(ParseInt(f, v, 1, 16)); }},
-    {"--draft-min", nullptr, "N", kSample, "no draft when fewer tokens are found (default 1)",
-     [](Options& o, const std::string& f, const std::string& v) { o.draft_min = int32_t(ParseInt(f, v, 0, 16)); }},
-    {"--threads", "-t", "N", kSample, "CPU threads (0 = physical cores)",
-     [](Options& o, const std::string& f, const std::string& v) { o.threads = I32(f, v, 0); }},
-    {"--ctx", "-c", "N", kSample, "context length in tokens (0 = min(training, 4096))",
-     [](Options& o, const std::string& f, const std::string& v) { o.ctx = I32(f, v, 0); }},
-    {"--device", nullptr, "DEV", kGen | kChat | kInfo, "auto, cpu or cuda (default auto)",
-     [](Options& o, const std::string& f, const std::string& v) {
-       if (v == "auto") o.device = ZF_DEVICE_AUTO;
-       else if (v == "cpu") o.device = ZF_DEVICE_CPU;
-       else if (v == "cuda") o.device = ZF_DEVICE_CUDA;
-       else throw UsageError(f + ": expected auto, cpu or cuda, got '" + v + "'");
-     }},
-    {"--no-special", nullptr, nullptr, kGen | kTok, "do not add BOS/special tokens to the text",
-     [](Options& o, const std::string&, const std::string&) { o.no_special = true; }},
-    {"--ignore-eos", nullptr, nullptr, kGen, "keep generating past end-of-generation tokens",
-     [](Options& o, const std::string&, const std::string&) { o.ignore_eos = true; }},
-    {"--parse-special", nullptr, nullptr, kTok, "match special-token text such as <eos> as tokens",
-     [](Options& o, const std::string&, const std::string&) { o.parse_special = true; }},
-    {"--json", nullptr, nullptr, kGen | kInfo | kTok, "print one JSON value on stdout",
-     [](Options& o, const std::string&, const std::string&) { o.json = true; }},
-    {"--verbose", "-v", nullptr, kAll, "log at INFO level (default: warnings only)",
-     [](Options& o, const std::string&, const std::string&) { o.verbose = true; }},
-    {"--help", "-h", nullptr, kAll, "show this help",
-     [](Options& o, const std::string&, const std::string&) { o.help = true; }},
+     "greedily, the model verifies (same output); drafts up to --draft-max tokens, 8 unless "
+     "given", "loaded once, a draft session per slot"},
+    {{"--draft-max"}, kSample | kServe, kInt, "N", 1, ZF_MAX_DRAFT, nullptr,
+     "tokens drafted per step at most (1..16; turns --lookup on without -md)"},
+    {{"--draft-min"}, kSample, kInt, "N", 0, ZF_MAX_DRAFT, nullptr,
+     "no draft when fewer tokens are found (default 1)"},
+
+    // bench: llama-bench's flags, lists comma-separated.
+    {{"--threads", "-t"}, kBench, kIntList, "LIST", 1, kListMax, nullptr,
+     "CPU threads (default: all hardware threads)"},
+    {{"--n-prompt", "-p"}, kBench, kIntList, "LIST", 0, kListMax, nullptr, "prompt sizes (default 512; 0 skips)"},
+    {{"--n-gen", "-n"}, kBench, kIntList, "LIST", 0, kListMax, nullptr, "generation lengths (default 128; 0 skips)"},
+    {{"--repetitions", "-r"}, kBench, kInt, "N", 1, 1000, nullptr, "repetitions per test (default 5)"},
+    {{"--output", "-o"}, kBench, kChoice, "FMT", 0, 0, kBenchOutputs, "md or json (default md)"},
+    {{"--mmap", "-mmp"}, kBench, kInt, "0|1", 0, 1, nullptr,
+     "memory-map the file (1, default) or read it into memory (0)"},
+    {{"--fast-prefill", "-fp"}, kBench, kInt, "0|1", 0, 1, nullptr,
+     "prefill with the multi-token kernels (1) or exactly, each row as a one-token step (0, "
+     "default: what sessions do by default)"},
+
+    {{"--device", "-dev"}, kLoadsModel, kChoice, "DEV", 0, 0, kDevices, "auto, cpu or cuda (default auto)"},
+    {{"--no-special"}, kGen | kTok, kFlag, nullptr, 0, 0, nullptr, "do not add BOS/special tokens to the text"},
+    {{"--ignore-eos"}, kGen, kFlag, nullptr, 0, 0, nullptr, "keep generating past end-of-generation tokens"},
+    {{"--parse-special"}, kTok, kFlag, nullptr, 0, 0, nullptr, "match special-token text such as <eos> as tokens"},
+    {{"--json"}, kGen | kInfo | kTok, kFlag, nullptr, 0, 0, nullptr, "print one JSON value on stdout"},
+    {{"--verbose", "-v"}, kModelCommands | kServe, kFlag, nullptr, 0, 0, nullptr,
+     "log at INFO level (default: warnings only)", "requests are logged too"},
+    {{"--help", "-h"}, kModelCommands | kBench | kServe, kFlag, nullptr, 0, 0, nullptr, "show this help"},
 };
 
 unsigned CommandBit(const std::string& c) {
@@ -109,14 +158,107 @@ unsigned CommandBit(const std::string& c) {
   if (c == "chat") return kChat;
   if (c == "info") return kInfo;
   if (c == "tokenize") return kTok;
+  if (c == "bench") return kBench;
+  if (c == "serve") return kServe;
   return 0;
 }
 
-const Flag* FindFlag(const std::string& name) {
-  for (const Flag& f : kFlags) {
-    if (name == f.long_name || (f.short_name != nullptr && name == f.short_name)) return &f;
+bool Named(const OptionSpec& o, const std::string& name) {
+  for (const char* n : o.names) {
+    if (n != nullptr && name == n) return true;
   }
-  return nullptr;
+  return false;
+}
+
+// The option `name` means for `command`; throws when it means nothing there.
+const OptionSpec& FindOption(const std::string& name, unsigned bit, const std::string& command) {
+  bool elsewhere = false;
+  for (const OptionSpec& o : kOptions) {
+    if (!Named(o, name)) continue;
+    if ((o.commands & bit) != 0) return o;
+    elsewhere = true;
+  }
+  if (elsewhere) throw UsageError("option '" + name + "' is not valid for '" + command + "'");
+  throw UsageError("unknown option '" + name + "'");
+}
+
+std::string ChoiceList(const Choice* c) {
+  std::string s;
+  for (const Choice* p = c; p->word != nullptr; ++p) {
+    if (p != c) s += (p + 1)->word == nullptr ? " or " : ", ";
+    s += p->word;
+  }
+  return s;
+}
+
+int64_t ParseChoice(const std::string& what, const std::string& v, const Choice* c) {
+  for (const Choice* p = c; p->word != nullptr; ++p) {
+    if (v == p->word) return p->value;
+  }
+  throw UsageError(what + ": expected " + ChoiceList(c) + ", got '" + v + "'");
+}
+
+std::vector<int64_t> ParseIntList(const std::string& what, const std::string& v, int64_t lo, int64_t hi) {
+  std::vector<int64_t> out;
+  size_t start = 0;
+  while (start <= v.size()) {
+    size_t comma = v.find(',', start);
+    if (comma == std::string::npos) comma = v.size();
+    out.push_back(ParseInt(what, v.substr(start, comma - start), lo, hi));
+    start = comma + 1;
+  }
+  return out;
+}
+
+// Appends `text` to `out`, wrapped to `width` columns, continuation lines indented by `indent`.
+void AppendWrapped(std::string* out, size_t column, const std::string& text, size_t indent, size_t width) {
+  if (column + 24 > width) {  // a long name column: the text starts on the next line
+    *out += "\n" + std::string(indent, ' ');
+    column = indent;
+  }
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.size();
+    if (column + (end - pos) > width) {
+      end = text.rfind(' ', pos + (width - column));
+      if (end == std::string::npos || end <= pos) end = text.find(' ', pos);
+      if (end == std::string::npos) end = text.size();
+    }
+    *out += text.substr(pos, end - pos) + "\n";
+    pos = end;
+    while (pos < text.size() && text[pos] == ' ') ++pos;
+    if (pos < text.size()) {
+      out->append(indent, ' ');
+      column = indent;
+    }
+  }
+}
+
+const char* Usage(const std::string& command) {
+  if (command == "generate") {
+    return "usage: zerfoo generate -m MODEL -p PROMPT [options]\n\n"
+           "Streams a continuation of PROMPT to stdout; a summary line goes to stderr.\n";
+  }
+  if (command == "chat") {
+    return "usage: zerfoo chat -m MODEL [options]\n\n"
+           "Interactive chat using the model's chat template. Ctrl-C stops a reply, Ctrl-D exits.\n";
+  }
+  if (command == "info") return "usage: zerfoo info -m MODEL [options]\n\nPrints facts about the model and the backends.\n";
+  if (command == "tokenize") {
+    return "usage: zerfoo tokenize -m MODEL [options] TEXT\n\n"
+           "Prints the token ids of TEXT ('-' reads stdin).\n";
+  }
+  if (command == "bench") {
+    return "usage: zerfoo bench -m MODEL [-m MODEL ...] [options]\n\n"
+           "Throughput like llama-bench: ppN (prompt of N tokens in one batch) and tgN (N tokens\n"
+           "generated one at a time), mean and standard deviation over repetitions. Lists are\n"
+           "comma-separated, as in llama-bench; a list option given again adds to the list.\n";
+  }
+  return "usage: zerfoo serve -m MODEL [options]\n\n"
+         "OpenAI-compatible HTTP server: POST /v1/chat/completions, /v1/completions (SSE with\n"
+         "\"stream\": true), GET /v1/models, /health, /metrics (Prometheus), POST /tokenize,\n"
+         "/detokenize, /apply-template. SIGTERM/SIGINT drain: stop accepting, let running requests\n"
+         "finish for --grace seconds, then cancel them, exit 0.\n";
 }
 
 }  // namespace
@@ -169,19 +311,58 @@ double ParseFloat(const std::string& what, const std::string& s, double lo, doub
   return v;
 }
 
-Options ParseArgs(const std::string& command, int argc, char** argv, int first) {
+int ParsedArgs::LastPosition(const std::string& key) const {
+  auto it = values_.find(key);
+  return it == values_.end() ? -1 : it->second.back().position;
+}
+
+int64_t ParsedArgs::Int(const std::string& key, int64_t fallback) const {
+  auto it = values_.find(key);
+  return it == values_.end() ? fallback : it->second.back().number;
+}
+
+uint64_t ParsedArgs::UInt(const std::string& key, uint64_t fallback) const {
+  auto it = values_.find(key);
+  return it == values_.end() ? fallback : it->second.back().unsigned_number;
+}
+
+double ParsedArgs::Float(const std::string& key, double fallback) const {
+  auto it = values_.find(key);
+  return it == values_.end() ? fallback : it->second.back().real;
+}
+
+std::string ParsedArgs::String(const std::string& key, const std::string& fallback) const {
+  auto it = values_.find(key);
+  return it == values_.end() ? fallback : it->second.back().text;
+}
+
+std::vector<std::string> ParsedArgs::Strings(const std::string& key) const {
+  std::vector<std::string> out;
+  auto it = values_.find(key);
+  if (it != values_.end()) {
+    for (const Occurrence& o : it->second) out.push_back(o.text);
+  }
+  return out;
+}
+
+std::vector<int64_t> ParsedArgs::IntList(const std::string& key, const std::vector<int64_t>& fallback) const {
+  auto it = lists_.find(key);
+  return it == lists_.end() ? fallback : it->second;
+}
+
+ParsedArgs ParseCommandLine(const std::string& command, int argc, char** argv, int first) {
   const unsigned bit = CommandBit(command);
-  Options o;
-  o.command = command;
-  bool flags_done = false;
+  ParsedArgs a;
+  bool options_done = false;
+  int position = 0;
   for (int i = first; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (flags_done || arg.size() < 2 || arg[0] != '-') {  // "-" alone is a positional (stdin)
-      o.positional.push_back(arg);
+    if (options_done || arg.size() < 2 || arg[0] != '-') {  // "-" alone is a positional (stdin)
+      a.positional.push_back(arg);
       continue;
     }
     if (arg == "--") {
-      flags_done = true;
+      options_done = true;
       continue;
     }
     std::string name = arg, value;
@@ -192,19 +373,105 @@ Options ParseArgs(const std::string& command, int argc, char** argv, int first) 
       value = arg.substr(eq + 1);
       inline_value = true;
     }
-    const Flag* f = FindFlag(name);
-    if (f == nullptr) throw UsageError("unknown option '" + name + "'");
-    if ((f->commands & bit) == 0) {
-      throw UsageError("option '" + name + "' is not valid for '" + command + "'");
-    }
-    if (f->metavar != nullptr && !inline_value) {
+    const OptionSpec& o = FindOption(name, bit, command);
+    if (o.kind != ValueKind::kFlag && !inline_value) {
       if (i + 1 >= argc) throw UsageError("option '" + name + "' needs a value");
       value = argv[++i];
-    } else if (f->metavar == nullptr && inline_value) {
+    } else if (o.kind == ValueKind::kFlag && inline_value) {
       throw UsageError("option '" + name + "' takes no value");
     }
-    f->apply(o, name, value);
+    ParsedArgs::Occurrence occ{position++, value, 0, 0, 0.0};
+    const auto lo = static_cast<int64_t>(o.lo), hi = static_cast<int64_t>(o.hi);
+    switch (o.kind) {
+      case ValueKind::kFlag:
+      case ValueKind::kString: break;
+      case ValueKind::kInt: occ.number = ParseInt(name, value, lo, hi); break;
+      case ValueKind::kUInt: occ.unsigned_number = ParseU64(name, value); break;
+      case ValueKind::kFloat: occ.real = ParseFloat(name, value, o.lo, o.hi); break;
+      case ValueKind::kChoice: occ.number = ParseChoice(name, value, o.choices); break;
+      case ValueKind::kIntList: {
+        const std::vector<int64_t> list = ParseIntList(name, value, lo, hi);
+        std::vector<int64_t>& all = a.lists_[o.names[0]];
+        all.insert(all.end(), list.begin(), list.end());
+        break;
+      }
+    }
+    a.values_[o.names[0]].push_back(occ);
   }
+  return a;
+}
+
+std::string CommandHelp(const std::string& command) {
+  constexpr size_t kLeft = 28, kWidth = 100;
+  std::string s = Usage(command);
+  s += "\noptions:\n";
+  const unsigned bit = CommandBit(command);
+  for (const OptionSpec& o : kOptions) {
+    if ((o.commands & bit) == 0) continue;
+    // Short names (one dash) first, as in "-c, --ctx-size, --ctx N".
+    std::string names;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (const char* n : o.names) {
+        if (n == nullptr || (n[1] == '-') != (pass == 1)) continue;
+        names += (names.empty() ? "" : ", ") + std::string(n);
+      }
+    }
+    std::string left = names.compare(0, 2, "--") == 0 ? "      " : "  ";  // long names line up
+    left += names;
+    if (o.metavar != nullptr) left += std::string(" ") + o.metavar;
+    if (left.size() < kLeft) left.resize(kLeft, ' ');
+    else left += "  ";
+    s += left;
+    std::string help = o.help;
+    if (bit == kServe && o.serve_note != nullptr) help += std::string("; ") + o.serve_note;
+    AppendWrapped(&s, left.size(), help, kLeft, kWidth);
+  }
+  return s;
+}
+
+int32_t DeviceOption(const ParsedArgs& a) { return static_cast<int32_t>(a.Int("--device", ZF_DEVICE_AUTO)); }
+
+int32_t DraftMaxOption(const ParsedArgs& a) {
+  if (a.Has("--draft-max")) return static_cast<int32_t>(a.Int("--draft-max", 0));
+  return a.Has("--lookup") || a.Has("--model-draft") ? 8 : 0;
+}
+
+Options ParseArgs(const std::string& command, int argc, char** argv, int first) {
+  const ParsedArgs a = ParseCommandLine(command, argc, argv, first);
+  Options o;
+  o.command = command;
+  o.positional = a.positional;
+  o.model = a.String("--model");
+  o.prompt = a.String("--prompt");
+  o.system = a.String("--system");
+  o.template_file = a.String("--chat-template-file");
+  o.stop = a.Strings("--stop");
+  o.json = a.Has("--json");
+  o.no_special = a.Has("--no-special");
+  o.ignore_eos = a.Has("--ignore-eos");
+  o.parse_special = a.Has("--parse-special");
+  o.verbose = a.Has("--verbose");
+  o.help = a.Has("--help");
+  o.device = DeviceOption(a);
+  o.threads = static_cast<int32_t>(a.Int("--threads", 0));
+  o.ctx = static_cast<int32_t>(a.Int("--ctx-size", 0));
+  auto i32 = [&](const char* key, std::optional<int32_t>* out) {
+    if (a.Has(key)) *out = static_cast<int32_t>(a.Int(key, 0));
+  };
+  auto f32 = [&](const char* key, std::optional<float>* out) {
+    if (a.Has(key)) *out = static_cast<float>(a.Float(key, 0));
+  };
+  i32("--n-predict", &o.n_predict);
+  i32("--top-k", &o.top_k);
+  i32("--repeat-last-n", &o.repeat_last_n);
+  f32("--temp", &o.temp);
+  f32("--top-p", &o.top_p);
+  f32("--min-p", &o.min_p);
+  f32("--repeat-penalty", &o.repeat_penalty);
+  if (a.Has("--seed")) o.seed = a.UInt("--seed", 0);
+  o.model_draft = a.String("--model-draft");
+  o.draft_max = DraftMaxOption(a);
+  o.draft_min = static_cast<int32_t>(a.Int("--draft-min", 0));
   if (o.help) return o;
 
   if (o.model.empty()) throw UsageError("missing -m MODEL");
@@ -215,35 +482,6 @@ Options ParseArgs(const std::string& command, int argc, char** argv, int first) 
   }
   if (command == "generate" && o.prompt.empty()) throw UsageError("missing -p PROMPT");
   return o;
-}
-
-std::string CommandHelp(const std::string& command) {
-  std::string s;
-  if (command == "generate") {
-    s = "usage: zerfoo generate -m MODEL -p PROMPT [options]\n\n"
-        "Streams a continuation of PROMPT to stdout; a summary line goes to stderr.\n";
-  } else if (command == "chat") {
-    s = "usage: zerfoo chat -m MODEL [options]\n\n"
-        "Interactive chat using the model's chat template. Ctrl-C stops a reply, Ctrl-D exits.\n";
-  } else if (command == "info") {
-    s = "usage: zerfoo info -m MODEL [options]\n\nPrints facts about the model and the backends.\n";
-  } else {
-    s = "usage: zerfoo tokenize -m MODEL [options] TEXT\n\n"
-        "Prints the token ids of TEXT ('-' reads stdin).\n";
-  }
-  s += "\noptions:\n";
-  const unsigned bit = CommandBit(command);
-  for (const Flag& f : kFlags) {
-    if ((f.commands & bit) == 0) continue;
-    std::string left = "  ";
-    left += f.short_name != nullptr ? std::string(f.short_name) + ", " : "    ";
-    left += f.long_name;
-    if (f.metavar != nullptr) left += std::string(" ") + f.metavar;
-    if (left.size() < 30) left.resize(30, ' ');
-    else left += "  ";
-    s += left + f.help + "\n";
-  }
-  return s;
 }
 
 }  // namespace cli

@@ -1,8 +1,13 @@
-// Command-line parsing for the zerfoo CLI: one Options struct filled from argv, strict numbers.
+// Command-line parsing for the zerfoo CLI. One option table (args.cpp) declares every option of
+// every subcommand once: its names and aliases, the kind of value it takes, the range that value
+// must lie in and its help text. ParseCommandLine reads argv against it for one command; each
+// command then reads the typed values it needs (Options below, serve's ServeOptions, bench's
+// lists), and CommandHelp prints a command's options from the same table.
 #ifndef ZERFOO_CLI_ARGS_H
 #define ZERFOO_CLI_ARGS_H
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -16,8 +21,64 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Sampling overrides stay unset unless a flag was given, so zf_generate_params_init's
-// defaults apply otherwise.
+// The value an option takes.
+enum class ValueKind {
+  kFlag,     // no value: present or not
+  kInt,      // an integer in [lo, hi]
+  kFloat,    // a finite number in [lo, hi]
+  kUInt,     // a non-negative 64-bit integer (--seed)
+  kString,   // any text; given again, the last one counts (Strings() keeps them all)
+  kChoice,   // one of a fixed set of words, each standing for an integer
+  kIntList,  // comma-separated integers in [lo, hi]; given again, the lists add up
+};
+
+// The values found on one command line, keyed by each option's canonical (first) name, e.g.
+// "--threads" whichever alias was typed. Scalars: the last occurrence counts.
+class ParsedArgs {
+ public:
+  bool Has(const std::string& key) const { return values_.count(key) != 0; }
+  // Index of the option's last occurrence among all options given; -1 when absent. Decides
+  // between two options that undo each other (--cache-prompt / --no-cache-prompt).
+  int LastPosition(const std::string& key) const;
+  int64_t Int(const std::string& key, int64_t fallback) const;  // kInt and kChoice
+  uint64_t UInt(const std::string& key, uint64_t fallback) const;
+  double Float(const std::string& key, double fallback) const;
+  std::string String(const std::string& key, const std::string& fallback = "") const;
+  std::vector<std::string> Strings(const std::string& key) const;  // every occurrence, in order
+  std::vector<int64_t> IntList(const std::string& key, const std::vector<int64_t>& fallback) const;
+
+  std::vector<std::string> positional;  // arguments that are not options ("-" alone is one)
+
+ private:
+  friend ParsedArgs ParseCommandLine(const std::string&, int, char**, int);
+  struct Occurrence {
+    int position;
+    std::string text;   // the value as typed (kChoice: the word)
+    int64_t number;     // kInt, kChoice
+    uint64_t unsigned_number;  // kUInt
+    double real;        // kFloat
+  };
+  std::map<std::string, std::vector<Occurrence>> values_;
+  std::map<std::string, std::vector<int64_t>> lists_;  // kIntList, all occurrences joined
+};
+
+// True for the commands whose options are in the table ("generate", "chat", "info",
+// "tokenize", "bench", "serve").
+bool IsCommand(const std::string& name);
+
+// Parses argv[first..argc) for `command` against the table; throws UsageError naming the option
+// and the bad value. Checks values only: which options a command requires is its own business.
+ParsedArgs ParseCommandLine(const std::string& command, int argc, char** argv, int first);
+
+// The --help text of one command: its usage line, then its options from the table.
+std::string CommandHelp(const std::string& command);
+
+// Options read the same way by every command that takes them.
+int32_t DeviceOption(const ParsedArgs& a);    // --device: ZF_DEVICE_AUTO unless given
+int32_t DraftMaxOption(const ParsedArgs& a);  // --draft-max, else 8 with --lookup or -md, else 0
+
+// generate / chat / info / tokenize: one Options struct. Sampling overrides stay unset unless
+// a flag was given, so zf_generate_params_init's defaults apply otherwise.
 struct Options {
   std::string command;  // "generate", "chat", "info", "tokenize"
   std::string model;
@@ -43,15 +104,9 @@ struct Options {
   int32_t draft_min = 0;
 };
 
-// True for the four subcommands the CLI knows.
-bool IsCommand(const std::string& name);
-
-// Parses argv[first..argc) for `command`; throws UsageError. Does not check required flags
-// when --help is present, so `zerfoo generate --help` always works.
+// Parses and checks the arguments of generate/chat/info/tokenize. Does not check required
+// flags when --help is present, so `zerfoo generate --help` always works.
 Options ParseArgs(const std::string& command, int argc, char** argv, int first);
-
-// The --help text of one subcommand, generated from the same table the parser uses.
-std::string CommandHelp(const std::string& command);
 
 // Strict number parsing: the whole string must be consumed and lie in [lo, hi].
 // `what` names the flag in the error message.

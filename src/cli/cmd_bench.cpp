@@ -30,63 +30,28 @@ struct BenchArgs {
   int32_t device = ZF_DEVICE_AUTO;
 };
 
-constexpr const char* kBenchHelp =
-    "usage: zerfoo bench -m MODEL [-m MODEL ...] [options]\n\n"
-    "Throughput like llama-bench: ppN (prompt of N tokens in one batch) and tgN (N tokens\n"
-    "generated one at a time), mean and standard deviation over repetitions.\n\n"
-    "options (lists are comma-separated, as in llama-bench):\n"
-    "  -m, --model FILE      GGUF model (repeatable)\n"
-    "  -t, --threads LIST    CPU threads (default: all hardware threads)\n"
-    "  -p, --n-prompt LIST   prompt sizes (default 512; 0 skips)\n"
-    "  -n, --n-gen LIST      generation lengths (default 128; 0 skips)\n"
-    "  -r, --repetitions N   repetitions per test (default 5)\n"
-    "  -o, --output FMT      md or json (default md)\n"
-    "  -mmp, --mmap 0|1      memory-map the file (1, default) or read it into memory (0)\n"
-    "  -fp, --fast-prefill 0|1  prefill with the multi-token kernels (1) or exactly, each row\n"
-    "                        as a one-token step (0, default: what sessions do by default)\n"
-    "  -dev, --device DEV    auto, cpu or cuda (default auto)\n";
-
-std::vector<int32_t> ParseList(const std::string& flag, const std::string& v, int64_t lo) {
-  std::vector<int32_t> out;
-  size_t start = 0;
-  while (start <= v.size()) {
-    size_t comma = v.find(',', start);
-    if (comma == std::string::npos) comma = v.size();
-    out.push_back(static_cast<int32_t>(ParseInt(flag, v.substr(start, comma - start), lo, 1 << 20)));
-    start = comma + 1;
-  }
-  return out;
-}
-
+// Reads bench's flags (llama-bench's, lists comma-separated) from the shared option table.
 BenchArgs ParseBench(int argc, char** argv, int first, bool* help) {
+  const ParsedArgs p = ParseCommandLine("bench", argc, argv, first);
   BenchArgs a;
-  for (int i = first; i < argc; ++i) {
-    const std::string f = argv[i];
-    if (f == "-h" || f == "--help") {
-      *help = true;
-      return a;
-    }
-    if (i + 1 >= argc) throw UsageError("missing value for " + f);
-    const std::string v = argv[++i];
-    if (f == "-m" || f == "--model") a.models.push_back(v);
-    else if (f == "-t" || f == "--threads") a.threads = ParseList(f, v, 1);
-    else if (f == "-p" || f == "--n-prompt") a.n_prompt = ParseList(f, v, 0);
-    else if (f == "-n" || f == "--n-gen") a.n_gen = ParseList(f, v, 0);
-    else if (f == "-mmp" || f == "--mmap") a.mmap = ParseInt(f, v, 0, 1) != 0;
-    else if (f == "-fp" || f == "--fast-prefill") a.fast_prefill = ParseInt(f, v, 0, 1) != 0;
-    else if (f == "-dev" || f == "--device") {
-      if (v == "auto") a.device = ZF_DEVICE_AUTO;
-      else if (v == "cpu") a.device = ZF_DEVICE_CPU;
-      else if (v == "cuda") a.device = ZF_DEVICE_CUDA;
-      else throw UsageError(f + ": expected auto, cpu or cuda, got '" + v + "'");
-    } else if (f == "-r" || f == "--repetitions") a.reps = static_cast<int32_t>(ParseInt(f, v, 1, 1000));
-    else if (f == "-o" || f == "--output") {
-      if (v != "md" && v != "json") throw UsageError(f + ": expected md or json, got '" + v + "'");
-      a.output = v;
-    } else {
-      throw UsageError("unknown option '" + f + "'");
-    }
-  }
+  *help = p.Has("--help");
+  if (*help) return a;
+  if (!p.positional.empty()) throw UsageError("unexpected argument '" + p.positional[0] + "'");
+  auto i32_list = [&](const char* key, const std::vector<int32_t>& fallback) {
+    if (!p.Has(key)) return fallback;
+    std::vector<int32_t> out;
+    for (int64_t v : p.IntList(key, {})) out.push_back(static_cast<int32_t>(v));
+    return out;
+  };
+  a.models = p.Strings("--model");
+  a.threads = i32_list("--threads", a.threads);
+  a.n_prompt = i32_list("--n-prompt", a.n_prompt);
+  a.n_gen = i32_list("--n-gen", a.n_gen);
+  a.reps = static_cast<int32_t>(p.Int("--repetitions", a.reps));
+  a.output = p.String("--output", a.output);
+  a.mmap = p.Int("--mmap", 1) != 0;
+  a.fast_prefill = p.Int("--fast-prefill", 0) != 0;
+  a.device = DeviceOption(p);
   if (a.models.empty()) throw UsageError("missing -m MODEL");
   return a;
 }
@@ -186,7 +151,7 @@ int RunBench(int argc, char** argv, int first) {
   bool help = false;
   BenchArgs a = ParseBench(argc, argv, first, &help);
   if (help) {
-    std::fputs(kBenchHelp, stdout);
+    std::fputs(CommandHelp("bench").c_str(), stdout);
     return kExitOk;
   }
   std::mt19937 rng(1234);

@@ -27,7 +27,7 @@ namespace cli {
 int RunServe(int argc, char** argv, int first) {
   const serve::ServeOptions o = serve::ParseServeArgs(argc, argv, first);
   if (o.help) {
-    std::fputs(serve::kServeHelp, stdout);
+    std::fputs(serve::ServeHelp().c_str(), stdout);
     return kExitOk;
   }
   if (o.verbose) zf_set_log_level(ZF_LOG_INFO);

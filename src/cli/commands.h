@@ -10,9 +10,9 @@ int RunGenerate(const Options& opts);
 int RunChat(const Options& opts);
 int RunInfo(const Options& opts);
 int RunTokenize(const Options& opts);
-// `zerfoo bench` parses its own llama-bench style flags (lists such as -t 1,2).
+// `zerfoo bench`: llama-bench style flags (lists such as -t 1,2), from the same option table.
 int RunBench(int argc, char** argv, int first);
-// `zerfoo serve` (OpenAI-compatible HTTP server) parses its own flags too.
+// `zerfoo serve` (OpenAI-compatible HTTP server): ServeOptions, from the same option table.
 int RunServe(int argc, char** argv, int first);
 
 }  // namespace cli

@@ -1,5 +1,5 @@
-// `zerfoo serve`'s command line: the options and their parser (flags and usage text only, no
-// HTTP or JSON types).
+// `zerfoo serve`'s command line: the options it runs with, read from the shared option table
+// (../args.h; no HTTP or JSON types).
 #ifndef ZERFOO_CLI_SERVE_OPTIONS_H
 #define ZERFOO_CLI_SERVE_OPTIONS_H
 
@@ -40,8 +40,8 @@ struct ServeOptions {
 // --parallel's default: at most this many slots (fewer on fewer cores or little memory).
 constexpr int kAutoSlotsMax = 4;
 
-// The text `zerfoo serve --help` prints.
-extern const char kServeHelp[];
+// The text `zerfoo serve --help` prints (from the option table in ../args.cpp).
+std::string ServeHelp();
 
 // Parses argv[first..]; throws UsageError (args.h). Fills the defaults that depend on other
 // options: alias = the model's file name without ".gguf". parallel stays 0 unless given (the

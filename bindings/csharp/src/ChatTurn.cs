@@ -200,6 +200,9 @@ namespace Zerfoo
 
         IEnumerator IEnumerable.GetEnumerator() { return GetEnumerator(); }
 
+        /// <summary>Enumerators stopped by their finalizer (for the tests).</summary>
+        internal static int FinalizedEnumerators;
+
         /// <summary>Owns the session from the first MoveNext until the turn is done or stopped;
         /// an abandoned enumerator (no Dispose) is stopped by its finalizer.</summary>
         sealed class Enumerator : IEnumerator<TurnEvent>
@@ -364,6 +367,7 @@ namespace Zerfoo
 
             ~Enumerator()
             {
+                Interlocked.Increment(ref FinalizedEnumerators);
                 if (finished || turn == null) return;
                 finished = true;
                 registration.Dispose();

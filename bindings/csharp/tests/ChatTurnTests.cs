@@ -5,6 +5,7 @@ using System;
 using System.Collections.Generic;
 using System.IO;
 using System.Linq;
+using System.Runtime.CompilerServices;
 using System.Text;
 using System.Threading;
 using NUnit.Framework;
@@ -401,6 +402,57 @@ public class ChatTurnTests
             Assert.AreEqual(a.Message.Json, b.Message.Json);
         }
         Assert.AreEqual(liveTurns, TurnHandle.LiveCount);
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void StartAndAbandonTurn(Session s)
+    {
+        IEnumerator<TurnEvent> e = s.StreamChatTurn(Ask("Tell me a long story about a dragon.", 400)).GetEnumerator();
+        Assert.IsTrue(e.MoveNext());
+    }
+
+    [Test]
+    public void AnAbandonedTurnIsStoppedByItsFinalizer()
+    {
+        const int n = 3;
+        var sessions = Enumerable.Range(0, n).Select(_ => model.CreateSession(new SessionOptions { ContextSize = 1024 })).ToArray();
+        try
+        {
+            // As for abandoned text streams (ZerfooTests): started on a thread that then ends, and
+            // three of them, since Mono's conservative stack scan may keep one reachable.
+            int before = Volatile.Read(ref ChatTurnStream.FinalizedEnumerators);
+            var t = new Thread(() => { foreach (Session s in sessions) StartAndAbandonTurn(s); });
+            t.Start();
+            t.Join();
+            var deadline = DateTime.UtcNow.AddSeconds(10);
+            while (Volatile.Read(ref ChatTurnStream.FinalizedEnumerators) - before < n && DateTime.UtcNow < deadline)
+            {
+                GC.Collect();
+                GC.WaitForPendingFinalizers();
+                Thread.Sleep(10);
+            }
+            int finalized = Volatile.Read(ref ChatTurnStream.FinalizedEnumerators) - before;
+            if (finalized == 0) Assert.Inconclusive("no abandoned enumerator was finalized (conservative GC kept them reachable)");
+            int free = 0;
+            foreach (Session s in sessions)
+            {
+                try
+                {
+                    ChatTurnResult r = s.ChatTurn(Ask("Tell me a long story about a dragon.", 4));
+                    Assert.That(r.Usage.CachedTokens, Is.GreaterThan(0), "the stopped turn's prompt was kept");
+                    free++;
+                }
+                catch (InvalidOperationException)
+                {
+                    // still owned by an enumerator the GC kept
+                }
+            }
+            Assert.AreEqual(finalized, free, "each finalized enumerator freed its turn and its session");
+        }
+        finally
+        {
+            foreach (Session s in sessions) s.Dispose();
+        }
     }
 
     [Test]

@@ -1,11 +1,9 @@
-// A console chat over zerfoo: renders the conversation with the model's chat template, streams
-// the reply, Ctrl-C stops the reply (not the program). Build and run (Mono):
+// A console chat over zerfoo's chat turns: each reply is one turn (Session.StreamChatTurn) over
+// the whole conversation, in one session that keeps what it already evaluated, so each turn
+// evaluates only the new messages; Ctrl-C stops a reply (not the program). Build and run (Mono):
 //   mcs -out:Chat.exe -r:Zerfoo.dll examples/Chat/Chat.cs
 //   ZERFOO_LIBRARY=build/libzerfoo.so.0 mono Chat.exe model.gguf [-n MAX_TOKENS] [-s SYSTEM]
-// Each turn re-renders the whole conversation into a fresh session (simple and always correct
-// for any template; a long chat would keep the KV cache and send only the new turn).
 using System;
-using System.Collections.Generic;
 using System.Threading;
 using Zerfoo;
 
@@ -19,15 +17,17 @@ static class Chat
             return 2;
         }
         int maxTokens = 256;
-        var history = new List<ChatMessage>();
+        var request = new ChatRequest();
         for (int i = 1; i + 1 < args.Length; i += 2)
         {
             if (args[i] == "-n") maxTokens = int.Parse(args[i + 1]);
-            else if (args[i] == "-s") history.Add(ChatMessage.System(args[i + 1]));
+            else if (args[i] == "-s") request.Messages.Add(ChatRequestMessage.System(args[i + 1]));
         }
+        request.Generate = new GenerateOptions { MaxTokens = maxTokens, Temperature = 0.7f };
         try
         {
             using (var model = Model.Load(args[0]))
+            using (var session = model.CreateSession())
             {
                 Console.Error.WriteLine("zerfoo " + Library.Version + ": " + model.Info);
                 CancellationTokenSource reply = null;
@@ -42,33 +42,29 @@ static class Chat
                     string line = Console.ReadLine();
                     if (line == null) break;
                     if (line.Trim().Length == 0) continue;
-                    history.Add(ChatMessage.User(line));
-                    string prompt = model.ApplyChatTemplate(history);
-                    var text = new System.Text.StringBuilder();
+                    request.Messages.Add(ChatRequestMessage.User(line));
                     reply = new CancellationTokenSource();
-                    using (var session = model.CreateSession())
+                    ChatTurnStream turn = session.StreamChatTurn(request, reply.Token);
+                    try
                     {
-                        var stream = session.Stream(prompt, new GenerateOptions { MaxTokens = maxTokens, Temperature = 0.7f },
-                                                    reply.Token);
-                        try
+                        foreach (TurnEvent e in turn)
                         {
-                            foreach (string piece in stream)
-                            {
-                                Console.Write(piece);
-                                text.Append(piece);
-                            }
+                            if (e.Kind == TurnEventKind.Content) Console.Write(((TurnContent)e).Text);
+                            else if (e.Kind == TurnEventKind.Reasoning) Console.Write(((TurnReasoning)e).Text);
                         }
-                        catch (OperationCanceledException)
-                        {
-                            Console.Write(" [stopped]");
-                        }
-                        Console.WriteLine();
-                        var r = stream.Result;
-                        if (r != null)
-                            Console.Error.WriteLine("({0} tokens, {1:0.0} tok/s, {2})", r.GeneratedTokens, r.TokensPerSecond, r.StopReason);
+                    }
+                    catch (OperationCanceledException)
+                    {
+                        Console.Write(" [stopped]");
                     }
                     reply = null;
-                    history.Add(ChatMessage.Assistant(text.ToString()));
+                    Console.WriteLine();
+                    ChatTurnResult r = turn.Result;  // also after a stop: the reply so far
+                    if (r == null) break;
+                    if (r.Usage != null)
+                        Console.Error.WriteLine("({0} tokens, {1} of the prompt's {2} kept from earlier turns, {3})",
+                                                r.Usage.GeneratedTokens, r.Usage.CachedTokens, r.Usage.PromptTokens, r.FinishReason);
+                    request.Messages.Add(ChatRequestMessage.From(r.Message));
                 }
             }
             return 0;

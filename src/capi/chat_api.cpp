@@ -2,9 +2,7 @@
 // transformers' apply_chat_template passes them), rendered by the Jinja engine.
 #include <algorithm>
 #include <cstring>
-#include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -16,7 +14,6 @@
 #include "common/json_depth.h"
 #include "common/utf8.h"
 #include "jinja/jinja.h"
-#include "tokenizer/tokenizer.h"
 
 using zf::capi::CopyOut;
 using zf::capi::Fail;
@@ -63,39 +60,12 @@ Value Str(const char* s, const std::string& field) {
   return Value::Str(s);
 }
 
-// The template: the caller's, a named one from the file, the file's, or the built-in fallback.
-zf_status PickTemplate(const zf::model::Model& m, const char* name, const char* text, std::string* out) {
-  if (text != nullptr) {
-    CheckUtf8(text, "params->template_text");
-    *out = text;
-    return ZF_OK;
-  }
-  if (name != nullptr) {
-    const std::string key = std::string("tokenizer.chat_template.") + name;
-    std::string_view sv;
-    if (!m.file().GetString(key, &sv).ok()) return Fail(ZF_ERR_NOT_FOUND, "the model has no '" + key + "'");
-    *out = std::string(sv);
-    return ZF_OK;
-  }
-  if (!m.chat_template().empty()) *out = m.chat_template();
-  else *out = m.desc().arch.rfind("gemma", 0) == 0 ? zf::tok::kGemmaTemplate : zf::tok::kChatMlTemplate;
-  return ZF_OK;
-}
-
-// The variables transformers passes besides messages: special tokens, tools, documents.
-void AddModelVars(const zf::model::Model& m, Value* vars) {
-  const zf::tok::Tokenizer& t = m.tokenizer();
-  if (t.bos() >= 0) vars->d().Set(Value::Str("bos_token"), Value::Str(t.TokenText(t.bos())));
-  if (t.eos() >= 0) vars->d().Set(Value::Str("eos_token"), Value::Str(t.TokenText(t.eos())));
-}
-
-zf_status Render(const zf::model::Model& m, const std::string& tmpl, const Value& vars, int64_t now, char* buf,
-                 size_t cap, size_t* needed) {
-  std::string out;
-  zf::Status s = zf::tok::RenderChatTemplate(tmpl, vars, now, &out);
-  if (!s.ok()) return Fail(s);
-  (void)m;
-  return CopyOut(out, buf, cap, needed);
+// The template a request names (rt::ChatTemplates::Pick), its text checked for UTF-8.
+zf_status PickTemplate(const zf_model* model, const char* name, const char* text, std::string* out) {
+  if (text != nullptr) CheckUtf8(text, "params->template_text");
+  if (name != nullptr) CheckUtf8(name, "params->template_name");
+  zf::Status s = model->served->chat().Pick(name, text, out);
+  return s.ok() ? ZF_OK : Fail(s);
 }
 
 // The caller's zf_chat_params over the defaults, with only the `known` flag bits.
@@ -103,70 +73,6 @@ zf_status ReadChatParams(const zf_chat_params* params, uint32_t known, zf_chat_p
   zf_chat_params_init(p, sizeof *p);
   if (!zf::capi::ReadParams(params, p)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params->struct_size is too small");
   return zf::capi::CheckFlags("params->flags", p->flags, known);
-}
-
-// The format a template writes reasoning and tool calls in, derived once per (template, extra
-// variables) and kept in a small most-recently-used list: a server parses every turn with it.
-std::shared_ptr<const zf::chat::ChatFormat> FormatFor(const zf::model::Model& m, const std::string& tmpl,
-                                                      const std::string& extra_json) {
-  static std::mutex mu;
-  static std::list<std::pair<std::string, std::shared_ptr<const zf::chat::ChatFormat>>> cache;
-  constexpr size_t kEntries = 16;
-  const std::string key = tmpl + '\0' + extra_json;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    for (auto it = cache.begin(); it != cache.end(); ++it) {
-      if (it->first == key) {
-        cache.splice(cache.begin(), cache, it);
-        return cache.front().second;
-      }
-    }
-  }
-  Value extra = extra_json.empty() ? Value::MakeDict() : zf::jinja::FromJson(extra_json);
-  const Value tools = zf::jinja::FromJson(zf::chat::ProbeTools().dump());
-  bool with_tools = true;
-  zf::chat::Renderer render = [&](const nlohmann::ordered_json& messages, bool add_generation_prompt, std::string* out) {
-    Value vars = Value::MakeDict();
-    vars.d().Set(Value::Str("messages"), zf::jinja::FromJson(messages.dump()));
-    vars.d().Set(Value::Str("tools"), with_tools ? tools : Value::None());
-    vars.d().Set(Value::Str("documents"), Value::None());
-    vars.d().Set(Value::Str("add_generation_prompt"), Value::Bool(add_generation_prompt));
-    AddModelVars(m, &vars);
-    for (auto& kv : extra.d().items) vars.d().Set(kv.first, kv.second);
-    return zf::tok::RenderChatTemplate(tmpl, vars, /*now=*/0, out).ok();
-  };
-  // Templates that fail whenever tools are offered (llama.cpp's DeepSeek-R1 template pipes a
-  // generator into tojson, which jinja2 refuses too) are probed without them: their tool-call
-  // turns still render.
-  std::string probe;
-  if (!render(nlohmann::ordered_json::array({{{"role", "user"}, {"content", "x"}}}), true, &probe)) with_tools = false;
-  auto f = std::make_shared<const zf::chat::ChatFormat>(zf::chat::DeriveChatFormat(render, tmpl));
-  std::lock_guard<std::mutex> lock(mu);
-  cache.emplace_front(key, f);
-  if (cache.size() > kEntries) cache.pop_back();
-  return f;
-}
-
-// The model's control tokens whose text occurs in one of `texts` (zf::chat::SpecialTokens).
-zf::chat::SpecialTokens ControlTokensIn(const zf_model* model, const std::vector<std::string>& texts) {
-  std::call_once(model->controls_once, [model] {
-    const zf::tok::Tokenizer& tok = model->impl->tokenizer();
-    for (int32_t id = 0; id < tok.n_vocab(); ++id) {
-      if (!tok.IsControl(id)) continue;
-      std::string text = tok.TokenToPiece(id, true);
-      if (!text.empty()) model->control_tokens.emplace_back(std::move(text), id);
-    }
-  });
-  zf::chat::SpecialTokens out;
-  for (const auto& [text, id] : model->control_tokens) {
-    for (const std::string& t : texts) {
-      if (t.find(text) != std::string::npos) {
-        out.emplace_back(text, id);
-        break;
-      }
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -196,16 +102,15 @@ ZF_API zf_status zf_chat_apply_template(const zf_model* model, const zf_chat_mes
     msg.d().Set(Value::Str("content"), Value::Str(msgs[i].content));
     list.l().push_back(msg);
   }
-  const zf::model::Model& m = *model->impl;
   std::string tmpl;
-  if (zf_status st = PickTemplate(m, nullptr, nullptr, &tmpl); st != ZF_OK) return st;
-  Value vars = Value::MakeDict();
-  vars.d().Set(Value::Str("messages"), list);
-  vars.d().Set(Value::Str("tools"), Value::None());
-  vars.d().Set(Value::Str("documents"), Value::None());
-  vars.d().Set(Value::Str("add_generation_prompt"), Value::Bool((flags & ZF_CHAT_ADD_ASSISTANT) != 0));
-  AddModelVars(m, &vars);
-  return Render(m, tmpl, vars, -1, buf, cap, needed);
+  if (zf_status st = PickTemplate(model, nullptr, nullptr, &tmpl); st != ZF_OK) return st;
+  zf::rt::RenderInput in;
+  in.messages = list;
+  in.add_generation_prompt = (flags & ZF_CHAT_ADD_ASSISTANT) != 0;
+  std::string out;
+  zf::Status s = model->served->chat().Render(tmpl, in, &out);
+  if (!s.ok()) return Fail(s);
+  return CopyOut(out, buf, cap, needed);
   ZF_GUARD_END
 }
 
@@ -267,61 +172,25 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
       msg.UpdateNesting();
       list.l().push_back(msg);
     }
-    const zf::model::Model& mm = *model->impl;
     std::string tmpl;
-    if (p.template_name != nullptr) CheckUtf8(p.template_name, "params->template_name");
-    if (zf_status st = PickTemplate(mm, p.template_name, p.template_text, &tmpl); st != ZF_OK) return st;
-    if (p.extra_json) Json(p.extra_json, "params->extra_json", true);  // validated before it is used
-    // Tool-call turns as OpenAI clients send them (content null, tool messages) for templates
-    // that do not render them (zf::chat::NormalizeMessages).
-    nlohmann::ordered_json as_json;
-    bool normalized = false;
-    if (may_normalize) {
-      as_json = nlohmann::ordered_json::parse(zf::jinja::ToJson(list, -1, nullptr, nullptr, false), nullptr, false);
-      if (zf::chat::MayNeedNormalizing(as_json)) {
-        const auto format = FormatFor(mm, tmpl, p.extra_json ? p.extra_json : "");
-        as_json = zf::chat::NormalizeMessages(as_json, *format);
-        list = zf::jinja::FromJson(as_json.dump());
-        normalized = true;
-      }
+    if (zf_status st = PickTemplate(model, p.template_name, p.template_text, &tmpl); st != ZF_OK) return st;
+    zf::rt::RenderInput in;
+    in.messages = list;
+    in.may_normalize = may_normalize;
+    if (p.extra_json) {
+      Json(p.extra_json, "params->extra_json", true);  // validated before it is used
+      in.extra_json = p.extra_json;
     }
-    Value tools = Value::None();
     if (p.tools_json) {
-      tools = Json(p.tools_json, "params->tools_json", false);  // UTF-8, JSON, nesting bounded
+      in.tools = Json(p.tools_json, "params->tools_json", false);  // UTF-8, JSON, nesting bounded
       const auto t = nlohmann::ordered_json::parse(p.tools_json, nullptr, /*allow_exceptions=*/false);
       if (std::string e = zf::chat::CheckToolParameters(t, "params->tools_json"); !e.empty()) throw BadField{e};
     }
-    Value vars = Value::MakeDict();
-    vars.d().Set(Value::Str("messages"), list);
-    vars.d().Set(Value::Str("tools"), tools);
-    vars.d().Set(Value::Str("documents"),
-                 p.documents_json ? Json(p.documents_json, "params->documents_json", false) : Value::None());
-    vars.d().Set(Value::Str("add_generation_prompt"), Value::Bool((p.flags & ZF_CHAT_ADD_ASSISTANT) != 0));
-    AddModelVars(mm, &vars);
-    if (p.extra_json) {
-      Value extra = Json(p.extra_json, "params->extra_json", true);
-      for (auto& kv : extra.d().items) vars.d().Set(kv.first, kv.second);
-    }
-    const int64_t now = (p.flags & ZF_CHAT_FIXED_TIME) != 0 ? (p.time_unix < 0 ? 0 : p.time_unix) : -1;
+    if (p.documents_json) in.documents = Json(p.documents_json, "params->documents_json", false);
+    in.add_generation_prompt = (p.flags & ZF_CHAT_ADD_ASSISTANT) != 0;
+    in.now = (p.flags & ZF_CHAT_FIXED_TIME) != 0 ? (p.time_unix < 0 ? 0 : p.time_unix) : -1;
     std::string out;
-    zf::Status s = zf::tok::RenderChatTemplate(tmpl, vars, now, &out);
-    if (!s.ok() && normalized) {
-      // A template that renders tool calls but not an assistant message's content null (it
-      // concatenates it): content "", as llama-server always passes it.
-      bool changed = false;
-      for (auto& m : as_json) {
-        if (m.is_object() && m.value("role", nlohmann::ordered_json()) == "assistant" &&
-            (!m.contains("content") || m["content"].is_null())) {
-          m["content"] = "";
-          changed = true;
-        }
-      }
-      if (changed) {
-        vars.d().Set(Value::Str("messages"), zf::jinja::FromJson(as_json.dump()));
-        std::string again;
-        if (zf::tok::RenderChatTemplate(tmpl, vars, now, &again).ok()) s = zf::Status::Ok(), out = std::move(again);
-      }
-    }
+    zf::Status s = model->served->chat().Render(tmpl, in, &out);
     if (!s.ok()) return Fail(s);
     return CopyOut(out, buf, cap, needed);
   } catch (const BadField& b) {
@@ -346,10 +215,8 @@ ZF_API zf_status zf_chat_parse(const zf_model* model, const char* text, size_t l
     return Fail(ZF_ERR_INVALID_UTF8, "text has invalid UTF-8 at byte " + std::to_string(bad));
   }
   try {
-    const zf::model::Model& mm = *model->impl;
     std::string tmpl;
-    if (p.template_name != nullptr) CheckUtf8(p.template_name, "params->template_name");
-    if (zf_status st = PickTemplate(mm, p.template_name, p.template_text, &tmpl); st != ZF_OK) return st;
+    if (zf_status st = PickTemplate(model, p.template_name, p.template_text, &tmpl); st != ZF_OK) return st;
     nlohmann::ordered_json tools;  // null: none offered
     if (p.tools_json != nullptr) {
       CheckUtf8(p.tools_json, "params->tools_json");
@@ -363,7 +230,7 @@ ZF_API zf_status zf_chat_parse(const zf_model* model, const char* text, size_t l
       Json(p.extra_json, "params->extra_json", true);  // validates: a JSON object
       extra = p.extra_json;
     }
-    auto format = FormatFor(mm, tmpl, extra);
+    auto format = model->served->chat().Format(tmpl, extra);
     const zf::chat::ParsedMessage msg = zf::chat::ParseAssistant(generated, *format, tools, (p.flags & ZF_CHAT_PARSE_PARTIAL) != 0);
     return CopyOut(zf::chat::ToOpenAiMessage(msg).dump(), buf, cap, needed);
   } catch (const BadField& b) {
@@ -383,10 +250,8 @@ ZF_API zf_status zf_chat_tool_grammar(const zf_model* model, const zf_chat_param
   const uint32_t flags = ZF_CHAT_ADD_ASSISTANT | ZF_CHAT_FIXED_TIME | ZF_CHAT_PARSE_PARTIAL | ZF_CHAT_ONE_CALL;
   if (zf_status e = ReadChatParams(params, flags, &p)) return e;
   try {
-    const zf::model::Model& mm = *model->impl;
     std::string tmpl;
-    if (p.template_name != nullptr) CheckUtf8(p.template_name, "params->template_name");
-    if (zf_status st = PickTemplate(mm, p.template_name, p.template_text, &tmpl); st != ZF_OK) return st;
+    if (zf_status st = PickTemplate(model, p.template_name, p.template_text, &tmpl); st != ZF_OK) return st;
     if (p.tools_json == nullptr) throw BadField{"params->tools_json is NULL: the tools to call are required"};
     CheckUtf8(p.tools_json, "params->tools_json");
     CheckNesting(p.tools_json, "params->tools_json");
@@ -408,9 +273,9 @@ ZF_API zf_status zf_chat_tool_grammar(const zf_model* model, const zf_chat_param
       Json(p.extra_json, "params->extra_json", true);  // validates: a JSON object
       extra = p.extra_json;
     }
-    auto format = FormatFor(mm, tmpl, extra);
+    auto format = model->served->chat().Format(tmpl, extra);
     const zf::chat::ToolGrammar g = zf::chat::ToolCallGrammar(*format, tools, (p.flags & ZF_CHAT_ONE_CALL) == 0,
-                                                              ControlTokensIn(model, zf::chat::MarkerTexts(*format)));
+                                                              model->served->chat().ControlTokensIn(zf::chat::MarkerTexts(*format)));
     const nlohmann::ordered_json out = {
         {"grammar", g.grammar}, {"lazy_grammar", g.lazy_grammar}, {"trigger", g.trigger}, {"native", g.native}};
     return CopyOut(out.dump(), buf, cap, needed);
@@ -423,24 +288,3 @@ ZF_API zf_status zf_chat_tool_grammar(const zf_model* model, const zf_chat_param
 }
 
 }  // extern "C"
-
-namespace zf::capi {
-
-const std::vector<int32_t>& ChatMarkerTokens(const zf_model* model) {
-  std::call_once(model->markers_once, [model] {
-    const zf::model::Model& m = *model->impl;
-    if (m.chat_template().empty()) return;  // the fallback templates have no control-token markers
-    try {
-      const auto format = FormatFor(m, m.chat_template(), "");
-      for (const auto& [text, id] : ControlTokensIn(model, zf::chat::MarkerTexts(*format))) {
-        if (!m.tokenizer().IsEndOfGeneration(id)) model->marker_tokens.push_back(id);
-      }
-      std::sort(model->marker_tokens.begin(), model->marker_tokens.end());
-    } catch (const std::exception&) {
-      model->marker_tokens.clear();  // a template that fails to render: no markers to show
-    }
-  });
-  return model->marker_tokens;
-}
-
-}  // namespace zf::capi

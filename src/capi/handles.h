@@ -16,6 +16,7 @@
 #include "runtime/batcher.h"
 #include "runtime/generator.h"
 #include "runtime/prefix_cache.h"
+#include "runtime/served_model.h"
 #include "runtime/session.h"
 #include "zerfoo.h"
 
@@ -24,18 +25,9 @@
 // reference and the model goes away with its last session (bindings with garbage collectors
 // cannot order their frees).
 struct zf_model {
-  std::unique_ptr<zf::model::Model> impl;
-  // Prefix cache (zf_model_params.prefix_cache_mib), shared by every session; null when off.
-  std::unique_ptr<zf::rt::PrefixCache> prefix_cache;
-  // Batched decode (zf_model_params.max_batch), shared by every session of the model; declared
-  // after impl so that it stops before the model goes.
-  std::unique_ptr<zf::rt::Batcher> batcher;
+  std::unique_ptr<zf::rt::ServedModel> served;  // the model and its per-model services
+  const zf::model::Model* impl = nullptr;       // served->model(), for the entry points' brevity
   std::atomic<uint32_t> refs{1};
-  // The control tokens its own chat template uses as markers (zf::capi::ChatMarkerTokens), and
-  // every control token with its text (chat_api.cpp: read once, not per tool-grammar request).
-  mutable std::once_flag markers_once, controls_once;
-  mutable std::vector<int32_t> marker_tokens;
-  mutable std::vector<std::pair<std::string, int32_t>> control_tokens;
 };
 
 struct zf_generation;
@@ -45,12 +37,11 @@ struct zf_session {
   std::unique_ptr<zf::rt::Session> impl;
   // Owners: the caller (until zf_session_free) and each live zf_generation on it.
   std::atomic<int32_t> refs{1};
-  // zf_session_set_draft_model: a session on the draft model (holding a reference to it) that
-  // drafts for this one; declared after impl, freed before the draft model is released.
+  // zf_session_set_draft_model: the draft model, referenced while impl's draft session
+  // (rt::Session::draft) runs on it; released after impl is deleted.
   zf_model* draft_model = nullptr;
-  std::unique_ptr<zf::rt::Session> draft;
   bool freed = false;                // zf_session_free was called (a generation still holds it)
-  zf_generation* active = nullptr;  // a pull-style generation in progress (not yet done)
+  const void* active = nullptr;  // a zf_generation or zf_turn in progress (not yet done)
 };
 
 struct zf_generation {
@@ -70,13 +61,16 @@ zf_status Fail(int32_t code, const std::string& message);
 zf_status Succeed();
 const char* LastError();
 
-// The control tokens the model's own chat template writes as markers (chat::MarkerTexts: a call
-// block's opener, harmony's headers), sorted; derived once per model (chat_api.cpp). Generation
-// shows them in its text so that zf_chat_parse can read the turn.
-const std::vector<int32_t>& ChatMarkerTokens(const zf_model* model);
-
 // Drops one reference to the model and deletes it with the last one.
 void ReleaseModel(zf_model* model);
+
+// Drops one owner of the session (the caller's handle, a generation or a turn); the last one
+// deletes it and then drops the session's reference to its model (session_api.cpp).
+void ReleaseSession(zf_session* s);
+
+// Validates caller generate params and converts them to the runtime's options (zf_generate,
+// zf_generate_begin and chat turns read them identically; session_api.cpp).
+zf_status ToGenerateOptions(const zf_generate_params* params, zf::rt::GenerateOptions* out);
 
 // The one rule for flags and reserved fields: bits outside `known`, or a nonzero reserved
 // field, fail with ZF_ERR_INVALID_ARGUMENT naming the field (future flags must not silently

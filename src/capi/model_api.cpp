@@ -72,21 +72,17 @@ ZF_API zf_status zf_model_load(const char* path, const zf_model_params* params, 
   o.n_threads = p.n_threads;
   o.progress = p.progress;
   o.progress_user_data = p.progress_user_data;
-  std::unique_ptr<zf_model> m(new zf_model());
-  zf::Status s = zf::model::Model::Load(path, o, &m->impl);
+  std::unique_ptr<zf::model::Model> loaded;
+  zf::Status s = zf::model::Model::Load(path, o, &loaded);
   if (!s.ok()) return Fail(s);
-  if (p.max_batch > 1 && !m->impl->vocab_only()) {
-    s = zf::rt::Batcher::Create(*m->impl, p.max_batch, p.n_threads, &m->batcher);
-    if (s.code() == zf::Code::kUnsupported) {
-      ZF_LOGW("%s; sessions decode one at a time", s.message().c_str());
-    } else if (!s.ok()) {
-      return Fail(s);
-    }
-  }
-  if (p.prefix_cache_mib >= 0 && !m->impl->vocab_only()) {
-    const uint64_t mib = p.prefix_cache_mib == 0 ? kDefaultPrefixCacheMib : uint64_t(p.prefix_cache_mib);
-    m->prefix_cache.reset(new zf::rt::PrefixCache(mib << 20));
-  }
+  zf::rt::ServeOptions so;
+  so.max_batch = p.max_batch;
+  so.n_threads = p.n_threads;
+  so.prefix_cache_bytes = p.prefix_cache_mib < 0 ? 0 : (p.prefix_cache_mib == 0 ? kDefaultPrefixCacheMib : uint64_t(p.prefix_cache_mib)) << 20;
+  std::unique_ptr<zf_model> m(new zf_model());
+  s = zf::rt::ServedModel::Create(std::move(loaded), so, &m->served);
+  if (!s.ok()) return Fail(s);
+  m->impl = &m->served->model();
   *out = m.release();
   return Succeed();
   ZF_GUARD_END
@@ -101,8 +97,8 @@ ZF_API zf_status zf_model_cache_info(const zf_model* model, zf_cache_info* info)
   zf_cache_info c;
   std::memset(&c, 0, sizeof c);
   c.struct_size = info->struct_size < sizeof c ? info->struct_size : uint32_t(sizeof c);
-  if (model->prefix_cache != nullptr) {
-    const zf::rt::PrefixCache::Stats st = model->prefix_cache->stats();
+  if (const zf::rt::PrefixCache* cache = model->served->prefix_cache(); cache != nullptr) {
+    const zf::rt::PrefixCache::Stats st = cache->stats();
     c.block_tokens = zf::rt::PrefixCache::kBlockTokens;
     c.capacity_bytes = st.capacity_bytes;
     c.bytes = st.bytes;

@@ -67,9 +67,11 @@ bool Stream(void* p, std::string_view piece, int32_t token) {
   return c->cb(c->user_data, piece.data(), piece.size(), token) != 0;
 }
 
-// Validates caller params and converts them to the runtime's options (zf_generate and
-// zf_generate_begin read them identically).
-zf_status ToOptions(const zf_generate_params* params, zf::rt::GenerateOptions* out) {
+}  // namespace
+
+namespace zf::capi {
+
+zf_status ToGenerateOptions(const zf_generate_params* params, zf::rt::GenerateOptions* out) {
   zf_generate_params p = DefaultGenerateParams();
   if (!zf::capi::ReadParams(params, &p)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params->struct_size is too small");
   if (p.n_stop > 0 && p.stop == nullptr) return Fail(ZF_ERR_INVALID_ARGUMENT, "n_stop > 0 but stop is NULL");
@@ -130,6 +132,10 @@ zf_status ToOptions(const zf_generate_params* params, zf::rt::GenerateOptions* o
   return ZF_OK;
 }
 
+}  // namespace zf::capi
+
+namespace {
+
 zf_status Busy(const zf_session* s) {
   return Fail(ZF_ERR_INVALID_ARGUMENT, s->freed ? "session was freed"
                                                 : "session has a generation in progress (zf_generate_begin); "
@@ -149,9 +155,11 @@ void CopyResult(const zf::rt::GenerateResult& r, zf_generate_result* out) {
   std::memcpy(out, &res, res.struct_size);
 }
 
-// Drops one owner of the session (the caller's handle or a generation); the last one deletes
-// it and then drops the session's reference to its model.
-void Release(zf_session* s) {
+}  // namespace
+
+namespace zf::capi {
+
+void ReleaseSession(zf_session* s) {
   if (s->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   zf_model* model = s->model;
   zf_model* draft_model = s->draft_model;
@@ -160,7 +168,7 @@ void Release(zf_session* s) {
   if (draft_model != nullptr) zf::capi::ReleaseModel(draft_model);
 }
 
-}  // namespace
+}  // namespace zf::capi
 
 extern "C" {
 
@@ -192,10 +200,8 @@ ZF_API zf_status zf_session_create(zf_model* model, const zf_session_params* par
   o.kv_type = p.kv_type == ZF_KV_F32 ? zf::engine::KvType::kF32 : zf::engine::KvType::kF16;
   std::unique_ptr<zf_session> s(new zf_session());
   s->model = model;
-  zf::Status st = zf::rt::Session::Create(*model->impl, o, &s->impl);
+  zf::Status st = model->served->CreateSession(o, &s->impl);
   if (!st.ok()) return Fail(st);
-  s->impl->set_batcher(model->batcher.get());
-  s->impl->set_prefix_cache(model->prefix_cache.get());
   model->refs.fetch_add(1, std::memory_order_relaxed);  // released by zf_session_free
   *out = s.release();
   return Succeed();
@@ -205,7 +211,7 @@ ZF_API zf_status zf_session_create(zf_model* model, const zf_session_params* par
 ZF_API void zf_session_free(zf_session* session) {
   if (session == nullptr) return;
   session->freed = true;
-  Release(session);
+  zf::capi::ReleaseSession(session);
 }
 
 ZF_API zf_status zf_session_reset(zf_session* session) {
@@ -272,7 +278,7 @@ ZF_API zf_status zf_session_set_draft_model(zf_session* session, zf_model* draft
     draft->refs.fetch_add(1, std::memory_order_relaxed);  // released with the session or the next draft
   }
   zf_model* old = session->draft_model;
-  session->draft = std::move(ds);
+  session->impl->set_draft(std::move(ds));
   session->draft_model = draft;
   if (old != nullptr) zf::capi::ReleaseModel(old);
   return Succeed();
@@ -314,7 +320,7 @@ ZF_API zf_status zf_session_eval(zf_session* session, const int32_t* tokens, siz
   ZF_GUARD_BEGIN
   zf::rt::Session& s = *session->impl;
   const size_t n_vocab = size_t(s.model().desc().n_vocab);
-  // Checked here, before pending tokens are prepended, so the error names the caller's index.
+  // Checked here, before deferred tokens are prepended, so the error names the caller's index.
   for (size_t i = 0; i < n; ++i) {
     if (tokens[i] < 0 || size_t(tokens[i]) >= n_vocab) {
       return Fail(ZF_ERR_INVALID_ARGUMENT, "token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
@@ -325,18 +331,10 @@ ZF_API zf_status zf_session_eval(zf_session* session, const int32_t* tokens, siz
     return Fail(ZF_ERR_BUFFER_TOO_SMALL, "logits buffer holds " + std::to_string(cap) + " floats; " +
                                              std::to_string(n_vocab) + " needed");
   }
-  // Tokens shown by an earlier generation but not yet evaluated come first (a copy only then:
-  // a caller's own decode loop of one-token calls allocates nothing here).
-  zf::Status st;
-  if (s.pending().empty()) {
-    st = s.EvalKeepLogits(tokens, n);
-  } else {
-    std::vector<int32_t> all = s.pending();
-    all.insert(all.end(), tokens, tokens + n);
-    st = s.EvalKeepLogits(all.data(), all.size());
-  }
+  // Tokens shown by an earlier generation but not yet evaluated come first (the session's
+  // deferred tokens).
+  zf::Status st = s.EvalKeepLogits(tokens, n);
   if (!st.ok()) return Fail(st);
-  s.pending().clear();
   if (logits != nullptr && cap > 0) std::memcpy(logits, s.last_logits(), n_vocab * sizeof(float));
   return Succeed();
   ZF_GUARD_END
@@ -370,9 +368,7 @@ ZF_API zf_status zf_generate(zf_session* session, const char* prompt, size_t len
   if (session->active != nullptr) return Busy(session);
   ZF_GUARD_BEGIN
   zf::rt::GenerateOptions o;
-  if (zf_status st = ToOptions(params, &o); st != ZF_OK) return st;
-  o.draft_session = session->draft.get();
-  o.shown_control_tokens = &zf::capi::ChatMarkerTokens(session->model);
+  if (zf_status st = zf::capi::ToGenerateOptions(params, &o); st != ZF_OK) return st;
   StreamCtx ctx{cb, user_data};
   zf::rt::GenerateResult r;
   zf::Status st = zf::rt::Generate(*session->impl, std::string_view(prompt == nullptr ? "" : prompt, len), o,
@@ -392,9 +388,7 @@ ZF_API zf_status zf_generate_begin(zf_session* session, const char* prompt, size
   if (session->active != nullptr) return Busy(session);
   ZF_GUARD_BEGIN
   zf::rt::GenerateOptions o;
-  if (zf_status st = ToOptions(params, &o); st != ZF_OK) return st;
-  o.draft_session = session->draft.get();
-  o.shown_control_tokens = &zf::capi::ChatMarkerTokens(session->model);
+  if (zf_status st = zf::capi::ToGenerateOptions(params, &o); st != ZF_OK) return st;
   std::unique_ptr<zf_generation> g(new zf_generation());
   zf::Status st = zf::rt::Generation::Begin(*session->impl, std::string_view(prompt == nullptr ? "" : prompt, len),
                                             o, &g->impl);
@@ -474,7 +468,7 @@ ZF_API void zf_generation_free(zf_generation* gen) {
   if (!s->freed) gen->impl->Stop();  // the token of the last piece stays pending: evaluated next
   if (s->active == gen) s->active = nullptr;
   delete gen;
-  Release(s);
+  zf::capi::ReleaseSession(s);
 }
 
 }  // extern "C"

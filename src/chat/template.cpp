@@ -1,5 +1,4 @@
-// Chat templates: the Jinja source in tokenizer.chat_template (or the caller's) rendered by the
-// template engine in src/jinja exactly as transformers' apply_chat_template renders it.
+// Parsed templates are cached; see template.h.
 #include <memory>
 #include <mutex>
 #include <string>
@@ -7,9 +6,9 @@
 #include <vector>
 
 #include "jinja/jinja.h"
-#include "tokenizer/tokenizer.h"
+#include "chat/template.h"
 
-namespace zf::tok {
+namespace zf::chat {
 
 // Kept byte-identical to tests/data/chat_templates/templates/builtin-chatml.jinja and
 // builtin-gemma.jinja (checked by a test), which the corpus renders with jinja2.
@@ -78,4 +77,4 @@ Status RenderChatTemplate(std::string_view chat_template, const jinja::Value& va
   }
 }
 
-}  // namespace zf::tok
+}  // namespace zf::chat

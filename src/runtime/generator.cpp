@@ -32,7 +32,11 @@ Generation::Generation(Session& session, const GenerateOptions& options)
       text_(options.stop),
       draft_len_(options.draft),
       busy_draft_(ReadBusyDraft()),
-      draft_session_(options.draft_session) {
+      draft_session_(options.draft_session != nullptr ? options.draft_session : session.draft()) {
+  // What the session was wired with (ServedModel::CreateSession, zf_session_set_draft_model),
+  // unless the options say otherwise.
+  if (options_.draft_session == nullptr) options_.draft_session = session.draft();
+  if (options_.shown_control_tokens == nullptr) options_.shown_control_tokens = session.shown_tokens();
   emit_.reserve(256);
 }
 
@@ -118,23 +122,25 @@ Status Generation::Begin(Session& session, std::string_view prompt, const Genera
   // The constraint first: an invalid one fails before the session is touched.
   std::unique_ptr<Constraint> constraint;
   double compile_ms = 0;
-  if (o.constraint_kind != ConstraintKind::kNone) {
+  if (o.compiled_constraint != nullptr) {
+    constraint = std::move(*o.compiled_constraint);  // compiled by the caller (a chat turn)
+  } else if (o.constraint_kind != ConstraintKind::kNone) {
     const auto tc = std::chrono::steady_clock::now();
     ZF_RETURN_IF_ERROR(Constraint::Create(session.model(), o.constraint_kind, o.constraint, &constraint));
     compile_ms = MsSince(tc);
   }
 
   // Special tokens (BOS) only open a conversation; later turns continue the same sequence.
-  std::vector<int32_t> tokens = session.pending();
+  // The prefill evaluates the session's deferred tokens (shown by the last turn) first.
   std::vector<int32_t> prompt_tokens;
-  const bool first = session.n_past() == 0 && tokens.empty();
+  const bool first = session.n_past() == 0 && session.deferred().empty();
   ZF_RETURN_IF_ERROR(tok.Encode(prompt, o.add_special && first, o.parse_special, &prompt_tokens));
-  tokens.insert(tokens.end(), prompt_tokens.begin(), prompt_tokens.end());
-  if (tokens.empty() && !session.has_logits() && !session.has_argmax()) {
+  const size_t n_prefill = session.deferred().size() + prompt_tokens.size();
+  if (n_prefill == 0 && !session.has_logits() && !session.has_argmax()) {
     return InvalidArgument("empty prompt and nothing to continue from");
   }
-  if (size_t(session.n_past()) + tokens.size() > size_t(session.n_ctx())) {
-    return Status(Code::kContextFull, "prompt of " + std::to_string(tokens.size()) + " tokens does not fit: " +
+  if (size_t(session.n_past()) + n_prefill > size_t(session.n_ctx())) {
+    return Status(Code::kContextFull, "prompt of " + std::to_string(n_prefill) + " tokens does not fit: " +
                                           std::to_string(session.n_past()) + " of " +
                                           std::to_string(session.n_ctx()) + " context positions are used");
   }
@@ -148,7 +154,7 @@ Status Generation::Begin(Session& session, std::string_view prompt, const Genera
   g->device_greedy_ = session.logits_on_device() && o.sampler.temperature <= 0.0f && o.n_logprobs <= 0 &&
                       g->constraint_ == nullptr &&
                       (o.sampler.repeat_penalty == 1.0f || o.sampler.repeat_last_n == 0);
-  if (tokens.empty() && !session.has_logits() && session.has_argmax() && !g->device_greedy_) {
+  if (n_prefill == 0 && !session.has_logits() && session.has_argmax() && !g->device_greedy_) {
     ZF_RETURN_IF_ERROR(session.FetchLogits());  // continuing a device-greedy turn with sampling
   }
   session.piece_logprobs().clear();
@@ -156,17 +162,15 @@ Status Generation::Begin(Session& session, std::string_view prompt, const Genera
                                  ? 1 + size_t(std::min(o.n_logprobs, session.model().desc().n_vocab))
                                  : 0);
   const auto t0 = std::chrono::steady_clock::now();
-  if (!tokens.empty()) {
-    Status s = g->Eval(tokens.data(), tokens.size());
+  if (n_prefill > 0) {
+    Status s = g->Eval(prompt_tokens.data(), prompt_tokens.size());
     if (s.code() == Code::kCancelled) {
-      session.pending().clear();
       g->result_.prompt_ms = MsSince(t0);
       g->End(StopReason::kCancelled, true);
       *out = std::move(g);
       return Status::Ok();
     }
     ZF_RETURN_IF_ERROR(s);
-    session.pending().clear();
   }
   g->result_.n_prompt = int32_t(prompt_tokens.size());
   g->history_ = session.history();
@@ -189,7 +193,7 @@ void Generation::End(StopReason reason, bool early) {
 
 void Generation::Stop() {
   Settle();
-  if (phase_ == Phase::kAfterPiece) session_.pending().push_back(last_token_);  // shown, not evaluated
+  if (phase_ == Phase::kAfterPiece) session_.Defer(last_token_);  // shown, not evaluated
   if (phase_ == Phase::kSample || phase_ == Phase::kAfterPiece) result_.stop_reason = StopReason::kCallback;
   phase_ = Phase::kDone;
   session_.piece_logprobs().clear();  // the generation has ended
@@ -238,22 +242,21 @@ Status Generation::Next(std::string* piece, int32_t* token, bool* done) {
           Settle();
         }
         if (hit_stop_) {
-          session_.pending().push_back(last_token_);
+          session_.Defer(last_token_);
           End(StopReason::kStopString, true);
           continue;
         }
-        if (session_.n_past() + 1 > session_.n_ctx()) {
-          session_.pending().clear();  // no room to ever evaluate it
+        if (session_.n_past() + 1 > session_.n_ctx()) {  // not deferred: no room to ever evaluate it
           End(StopReason::kContextFull, false);
           continue;
         }
         if (constraint_ != nullptr && armed_ && constraint_->IsStopped()) {  // complete: nothing may follow
-          session_.pending().push_back(last_token_);
+          session_.Defer(last_token_);
           End(StopReason::kEos, false);
           continue;
         }
         if (o.max_tokens >= 0 && result_.n_generated >= o.max_tokens) {
-          session_.pending().push_back(last_token_);  // shown but not evaluated: evaluated by the next call
+          session_.Defer(last_token_);  // shown but not evaluated: evaluated by the next call
           End(StopReason::kMaxTokens, false);
           continue;
         }
@@ -271,7 +274,7 @@ Status Generation::Next(std::string* piece, int32_t* token, bool* done) {
           draft_len_.Step(MsSince(ts));
         }
         if (s.code() == Code::kCancelled) {
-          session_.pending().push_back(last_token_);
+          session_.Defer(last_token_);
           End(StopReason::kCancelled, false);
           continue;
         }

@@ -47,6 +47,9 @@ struct GenerateOptions {
   // output from where the trigger starts and applied from there on (a tool call the model
   // opens in free text). Output the constraint cannot read drops it (the text stays as is).
   std::string constraint_trigger;
+  // Set: the constraint already compiled from constraint_kind/constraint (a chat turn compiles
+  // it once, when it checks the request); Begin() takes it from here instead of compiling.
+  std::unique_ptr<Constraint>* compiled_constraint = nullptr;
   // Speculative decoding (runtime/speculative.h; draft.max 0 = off): the output is token for
   // token what it is without it. Only on sessions that can verify drafts
   // (Session::can_verify()); elsewhere ignored. Drafts come from prompt lookup, or with
@@ -80,8 +83,8 @@ using StreamFn = bool (*)(void* ctx, std::string_view piece, int32_t token);
 // ends). Generate() drives it with a callback; the C API's zf_generation pulls from it.
 //
 // Session state stays consistent at every step: the KV cache holds exactly the evaluated
-// tokens, and a token already shown to the caller but not evaluated yet sits in
-// session.pending() (evaluated first by the next call). A piece's token is evaluated lazily by
+// tokens, and a token already shown to the caller but not evaluated yet is deferred
+// (Session::Defer: evaluated first by the next evaluation). A piece's token is evaluated lazily by
 // the following Next(), so Stop() after any piece leaves the session ready for another turn.
 // The session must outlive the Generation and must not be used by anything else meanwhile.
 class Generation {

@@ -98,20 +98,37 @@ Status Session::Context(model::ForwardPool::Lease* borrowed, const model::Forwar
 }
 
 Status Session::EvalImpl(const int32_t* tokens, size_t n, float* logits, int32_t* argmax) {
-  if (n == 0) return InvalidArgument("no tokens to evaluate");
+  const size_t total = deferred_.size() + n;
+  if (total == 0) return InvalidArgument("no tokens to evaluate");
   const int32_t n_vocab = model_.desc().n_vocab;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < n; ++i) {  // the caller's indices (deferred tokens were checked)
     if (tokens[i] < 0 || tokens[i] >= n_vocab) {
       return InvalidArgument("token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
                              " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
     }
   }
-  if (size_t(n_past()) + n > size_t(n_ctx_)) {
-    return Status(Code::kContextFull, std::to_string(n) + " tokens do not fit: " + std::to_string(n_past()) + " of " +
-                                          std::to_string(n_ctx_) + " context positions are used");
+  if (size_t(n_past()) + total > size_t(n_ctx_)) {
+    return Status(Code::kContextFull, std::to_string(total) + " tokens do not fit: " + std::to_string(n_past()) +
+                                          " of " + std::to_string(n_ctx_) + " context positions are used");
   }
+  // No copy without deferred tokens: a caller's own one-token decode loop allocates nothing.
+  if (deferred_.empty()) return Append(tokens, n, logits, argmax);
+  std::vector<int32_t> all = deferred_;
+  all.insert(all.end(), tokens, tokens + n);
+  const size_t before = history_.size();
+  const Status s = Append(all.data(), all.size(), logits, argmax);
+  // Evaluated ones leave the list (all of them unless a cancel or an error came first).
+  const size_t evaluated = std::min(history_.size() - before, deferred_.size());
+  deferred_.erase(deferred_.begin(), deferred_.begin() + std::ptrdiff_t(evaluated));
+  return s;
+}
+
+Status Session::FlushDeferred() { return deferred_.empty() ? Status::Ok() : EvalImpl(nullptr, 0, nullptr, nullptr); }
+
+Status Session::Append(const int32_t* tokens, size_t n, float* logits, int32_t* argmax) {
   const bool want_output = logits != nullptr || argmax != nullptr;
   size_t done = prefix_cache_ != nullptr ? ReuseBlocks(tokens, n, want_output ? 1 : 0) : 0;
+  cached_tokens_ += int64_t(done);
   if (done > 0) has_logits_ = has_argmax_ = false;  // the positions they described moved on
   // Batched: prefill chunks of a fixed size (they depend only on this request), between the
   // model's decode steps.
@@ -147,7 +164,10 @@ Status Session::EvalEvery(const int32_t* tokens, size_t n, float* logits) {
   for (size_t i = 0; i < n; ++i) {
     if (tokens[i] < 0 || tokens[i] >= n_vocab) return InvalidArgument("token id " + std::to_string(tokens[i]) + " is outside the vocabulary");
   }
-  if (size_t(n_past()) + n > size_t(n_ctx_)) return Status(Code::kContextFull, "the drafted tokens do not fit the context");
+  if (size_t(n_past()) + deferred_.size() + n > size_t(n_ctx_)) {
+    return Status(Code::kContextFull, "the drafted tokens do not fit the context");
+  }
+  ZF_RETURN_IF_ERROR(FlushDeferred());  // its own step: the verified rows are the caller's only
   if (ConsumeCancel()) return Status(Code::kCancelled, "evaluation cancelled");
   has_logits_ = has_argmax_ = false;
   if (recurrent()) {  // rejected drafts roll back to here (Truncate)
@@ -376,7 +396,7 @@ void Session::Reset() {
   history_.clear();
   block_keys_.clear();
   stored_blocks_ = 0;
-  pending_.clear();
+  deferred_.clear();
   piece_logprobs_.clear();
   has_logits_ = false;
   has_argmax_ = false;
@@ -388,12 +408,12 @@ void Session::Reset() {
 
 std::vector<int32_t> Session::Conversation() const {
   std::vector<int32_t> all = history_;
-  all.insert(all.end(), pending_.begin(), pending_.end());
+  all.insert(all.end(), deferred_.begin(), deferred_.end());
   return all;
 }
 
 Status Session::Truncate(size_t n_keep) {
-  const size_t total = history_.size() + pending_.size();
+  const size_t total = history_.size() + deferred_.size();
   if (n_keep > total) {
     return InvalidArgument("cannot keep " + std::to_string(n_keep) + " tokens of a conversation of " + std::to_string(total));
   }
@@ -415,7 +435,7 @@ Status Session::Truncate(size_t n_keep) {
     if (mark_pos_ > int64_t(n_keep)) mark_pos_ = -1;
     block_states_.resize(from / kB);
     history_.resize(from);
-    pending_.clear();
+    deferred_.clear();
     SyncBlockKeys();
     has_logits_ = has_argmax_ = false;
     return n_keep > from ? EvalImpl(kept.data() + from, n_keep - from, nullptr, nullptr) : Status::Ok();
@@ -425,10 +445,10 @@ Status Session::Truncate(size_t n_keep) {
     // verification (rewritten at once; not worth a system call per layer).
     if (history_.size() - n_keep >= kReleaseMinRows) ForgetRows(n_keep);
     history_.resize(n_keep);
-    pending_.clear();
+    deferred_.clear();
     SyncBlockKeys();
   } else {
-    pending_.resize(n_keep - history_.size());
+    deferred_.resize(n_keep - history_.size());
   }
   has_logits_ = false;
   has_argmax_ = false;

@@ -48,14 +48,15 @@ class Session {
   int32_t n_past() const { return int32_t(history_.size()); }
   const std::vector<int32_t>& history() const { return history_; }
 
-  // Appends tokens to the cache (in chunks of kMaxBatch) and, if logits != nullptr, writes the
-  // last token's n_vocab logits. kContextFull (nothing appended) if they don't fit; kCancelled
-  // if a cancel request arrived (tokens evaluated so far stay in the cache).
+  // Appends the deferred tokens, then tokens, to the cache (in chunks of kMaxBatch) and, if
+  // logits != nullptr, writes the last token's n_vocab logits. n may be 0 when tokens are
+  // deferred. kContextFull (nothing appended) if they don't fit; kCancelled if a cancel request
+  // arrived (tokens evaluated so far stay in the cache; deferred ones not reached stay deferred).
   Status Eval(const int32_t* tokens, size_t n, float* logits);
 
   void Reset();
 
-  // The conversation as the next call sees it: the tokens in the KV cache, then the pending ones.
+  // The conversation as the next call sees it: the tokens in the KV cache, then the deferred ones.
   std::vector<int32_t> Conversation() const;
   // Keeps the first n_keep tokens of Conversation() and forgets the rest (their KV rows are
   // overwritten later), so a prompt sharing that prefix evaluates only its suffix.
@@ -111,9 +112,13 @@ class Session {
   // True when the engine's logits live off the host (then EvalKeepArgmax saves the copy).
   bool logits_on_device() const { return !host_; }
 
-  // Tokens sampled and shown to the caller but not yet in the KV cache (the last token of a
-  // generation that stopped before evaluating it); evaluated first by the next call.
-  std::vector<int32_t>& pending() { return pending_; }
+  // Shown but not yet evaluated: a token the caller has seen (the last token of a generation
+  // that stopped before evaluating it) joins the conversation without a forward step now. Every
+  // evaluation (Eval*, EvalEvery) evaluates the deferred tokens first, and each leaves this list
+  // once evaluated, so Conversation() is always history() + deferred(); Truncate keeps them as
+  // part of the conversation, Reset drops them, LoadState restores the saved ones.
+  void Defer(int32_t token) { deferred_.push_back(token); }
+  const std::vector<int32_t>& deferred() const { return deferred_; }
 
   // Log-probabilities of the tokens behind the piece a generation delivered last (generator.h:
   // GenerateOptions::n_logprobs): logprob_stride() entries per token, in sampling order.
@@ -133,6 +138,15 @@ class Session {
   // The model's prefix cache (runtime/prefix_cache.h; must outlive the session; nullptr = none).
   // Only an exact session on an engine that can copy its KV rows uses it.
   void set_prefix_cache(PrefixCache* cache);
+  // The control tokens generation shows in its text (sorted: the chat template's markers, which
+  // the chat parser reads); set by ServedModel::CreateSession. nullptr = none.
+  void set_shown_tokens(const std::vector<int32_t>* tokens) { shown_tokens_ = tokens; }
+  const std::vector<int32_t>* shown_tokens() const { return shown_tokens_; }
+  // A session on a draft model that drafts for this one (zf_session_set_draft_model); owned.
+  void set_draft(std::unique_ptr<Session> draft) { draft_ = std::move(draft); }
+  Session* draft() const { return draft_.get(); }
+  // Prompt tokens taken from the prefix cache instead of being evaluated, since creation.
+  int64_t cached_tokens() const { return cached_tokens_; }
   bool exact() const { return exact_; }
 
   void RequestCancel() { cancel_.store(true, std::memory_order_relaxed); }
@@ -145,7 +159,12 @@ class Session {
   // else one borrowed from the model into *borrowed.
   Status Context(model::ForwardPool::Lease* borrowed, const model::ForwardPool::Lease** ctx);
   model::Forward::SeqState Seq() { return {kv_.get(), recurrent() ? &state_ : nullptr, rope_factors_}; }
+  // Checks tokens (and that the deferred ones and they fit), then appends both via Append.
   Status EvalImpl(const int32_t* tokens, size_t n, float* logits, int32_t* argmax);
+  // Appends tokens[0..n) (checked) to the history in forward steps.
+  Status Append(const int32_t* tokens, size_t n, float* logits, int32_t* argmax);
+  // Evaluates the deferred tokens alone (no output), before a step that cannot take them along.
+  Status FlushDeferred();
   // Prefix cache: copies the cached blocks that continue the history with tokens[0..n) (at
   // most up to n - keep tokens) into the KV cache; returns how many tokens were taken.
   size_t ReuseBlocks(const int32_t* tokens, size_t n, size_t keep);
@@ -183,6 +202,9 @@ class Session {
   bool host_ = true;  // the engine computes in host memory
   Batcher* batcher_ = nullptr;
   bool exact_ = true;
+  const std::vector<int32_t>* shown_tokens_ = nullptr;
+  std::unique_ptr<Session> draft_;
+  int64_t cached_tokens_ = 0;
   PrefixCache* prefix_cache_ = nullptr;  // set only when usable (exact, rows copyable)
   uint64_t chain_seed_ = 0;               // what makes this session's rows comparable
   std::vector<uint64_t> block_keys_;      // keys of the history's first full blocks
@@ -194,7 +216,7 @@ class Session {
   // was not exact, and so may every row computed after them; they are not shared.
   bool store_blocks_ = true;
   std::vector<int32_t> history_;
-  std::vector<int32_t> pending_;
+  std::vector<int32_t> deferred_;  // see Defer()
   // Recurrent layers (empty for attention-only models): the state after history_, the states
   // after each full block of it ([history_.size() / kCheckpointInterval]; empty where thinned
   // out), and the state at mark_pos_ (where the last draft verification started; -1 = none).

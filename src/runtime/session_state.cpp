@@ -2,7 +2,7 @@
 // another model's session), the conversation tokens, and the engine's KV rows.
 //
 // Layout (little-endian): "ZFST", u32 version, u64 model fingerprint, u32 kv type, u32 n_past,
-// u32 n_pending, i32 tokens[n_past + n_pending], u64 kv bytes, kv bytes; version 2 (models with
+// u32 n_deferred (Session::deferred()), i32 tokens[n_past + n_deferred], u64 kv bytes, kv bytes; version 2 (models with
 // recurrent layers) then has u64 R (floats of one recurrent state), u32 n_checkpoints
 // (= n_past / Session::kCheckpointInterval), f32 state[R], f32 checkpoints[n_checkpoints][R].
 // Version 3 (what recurrent models write since checkpoints are thinned, session.h) has instead
@@ -61,7 +61,7 @@ T Get(const uint8_t*& p) {
 Status Session::StateSize(size_t* size) const {
   const size_t kv = kv_->StateBytes(n_past());
   if (kv == 0 && n_past() > 0) return Unsupported("this engine cannot save its KV cache");
-  *size = kHeader + (history_.size() + pending_.size()) * 4 + 8 + kv;
+  *size = kHeader + (history_.size() + deferred_.size()) * 4 + 8 + kv;
   if (recurrent()) *size += 8 + 4 + 4 + state_.bytes() + n_checkpoints() * (4 + state_.bytes());
   return Status::Ok();
 }
@@ -78,9 +78,9 @@ Status Session::SaveState(uint8_t* buf, size_t cap, size_t* written) const {
   Put<uint64_t>(p, Fingerprint(model_));
   Put<uint32_t>(p, uint32_t(kv_type_));
   Put<uint32_t>(p, uint32_t(history_.size()));
-  Put<uint32_t>(p, uint32_t(pending_.size()));
+  Put<uint32_t>(p, uint32_t(deferred_.size()));
   for (int32_t t : history_) Put<int32_t>(p, t);
-  for (int32_t t : pending_) Put<int32_t>(p, t);
+  for (int32_t t : deferred_) Put<int32_t>(p, t);
   const size_t kv = kv_->StateBytes(n_past());
   Put<uint64_t>(p, kv);
   ZF_RETURN_IF_ERROR(kv_->ReadRows(0, n_past(), p));
@@ -184,7 +184,7 @@ Status Session::LoadState(const uint8_t* buf, size_t len) {
   }
   mark_pos_ = -1;
   history_ = std::move(hist);
-  pending_ = std::move(pend);
+  deferred_ = std::move(pend);
   block_keys_.clear();
   stored_blocks_ = 0;
   store_blocks_ = false;  // see session.h: rows of unknown exactness are not shared

@@ -76,7 +76,7 @@ size_t KeepCommonPrefix(Session& draft, const int32_t* seq, size_t n, size_t lim
   size_t keep = 0;
   const size_t most = std::min({h.size(), n, limit});
   while (keep < most && h[keep] == seq[keep]) ++keep;
-  if (keep < h.size() || !draft.pending().empty()) (void)draft.Truncate(keep);
+  if (keep < h.size() || !draft.deferred().empty()) (void)draft.Truncate(keep);
   return keep;
 }
 

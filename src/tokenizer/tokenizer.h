@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "common/status.h"
-#include "jinja/value.h"
 #include "gguf/gguf.h"
 
 namespace zf::tok {
@@ -60,16 +59,5 @@ class Tokenizer {
   virtual const std::string& TokenText(int32_t id) const = 0;  // raw vocabulary string
 };
 
-// Chat templates are Jinja (src/jinja), rendered as transformers' apply_chat_template does.
-// The templates used when a file has none: ChatML, and Gemma's turn format for gemma models
-// (system text merged into the first user turn; no BOS text, the tokenizer adds BOS).
-extern const char kChatMlTemplate[];
-extern const char kGemmaTemplate[];
-
-// Renders a chat template with `vars` (a jinja dict: messages, add_generation_prompt,
-// bos_token, eos_token, tools, documents, extra variables). `now` pins strftime_now (seconds
-// since the epoch, as UTC; -1 = the local time now). kTemplate on any template error, the
-// message "line L, column C: ..." (syntax, unknown filter, raise_exception, limits).
-Status RenderChatTemplate(std::string_view chat_template, const jinja::Value& vars, int64_t now, std::string* out);
 
 }  // namespace zf::tok

@@ -145,7 +145,7 @@ TEST_P(GpuParity, DeviceGreedyGenerationMatchesHostArgmaxOfTheSameEngine) {
   }
   // Tokens whose piece is empty are not streamed; compare the generated history instead.
   std::vector<int32_t> gen(a.session->history().begin() + r.n_prompt, a.session->history().end());
-  gen.insert(gen.end(), a.session->pending().begin(), a.session->pending().end());
+  gen.insert(gen.end(), a.session->deferred().begin(), a.session->deferred().end());
   EXPECT_EQ(gen, want);
 }
 

@@ -1,5 +1,6 @@
 // Tokenizer tests: the reference vocabularies' test vectors (exact ids), detokenize
 // round-trips, special tokens, invalid UTF-8 and concurrent use.
+#include "chat/template.h"
 #include "tokenizer/tokenizer.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +15,9 @@
 #include "unit/gguf_builder.h"
 
 namespace zf::tok {
+using chat::kChatMlTemplate;
+using chat::kGemmaTemplate;
+using chat::RenderChatTemplate;
 namespace {
 
 std::string ReadFile(const std::string& path) {

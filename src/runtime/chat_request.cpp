@@ -1,0 +1,215 @@
+#include "runtime/chat_request.h"
+
+#include "common/json_depth.h"
+#include "common/utf8.h"
+
+namespace zf::rt {
+
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+struct Bad {
+  std::string message;
+};
+
+[[noreturn]] void Fail(const std::string& message) { throw Bad{message}; }
+
+// OpenAI's tool_calls with `arguments` as a JSON string, given to templates as an object where
+// it parses (templates index and `tojson` it).
+Json ToolCalls(const Json& calls, const std::string& at) {
+  if (!calls.is_array()) Fail(at + " must be an array");
+  Json out = Json::array();
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const Json& c = calls[k];
+    const std::string here = at + "[" + std::to_string(k) + "]";
+    if (!c.is_object() || !c.contains("function") || !c["function"].is_object() || !c["function"].contains("name") ||
+        !c["function"]["name"].is_string()) {
+      Fail(here + " must be an object with a 'function' that has a string 'name'");
+    }
+    Json call = c;
+    call["type"] = c.value("type", "function");
+    Json& args = call["function"]["arguments"];
+    if (args.is_string()) {
+      Json parsed = Json::parse(args.get<std::string>(), nullptr, false);
+      if (!parsed.is_discarded()) args = parsed;
+    } else if (args.is_null()) {
+      args = Json::object();
+    }
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
+Json Messages(const Json& messages, bool* may_normalize) {
+  if (!messages.is_array() || messages.empty()) Fail("request.messages must be a non-empty array");
+  Json out = Json::array();
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const Json& m = messages[i];
+    const std::string at = "request.messages[" + std::to_string(i) + "]";
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) Fail(at + ".role must be a string");
+    std::string role = m["role"].get<std::string>();
+    if (role != "system" && role != "user" && role != "assistant" && role != "developer" && role != "tool") {
+      Fail(at + ".role: unsupported role '" + role + "'");
+    }
+    if (role == "developer") role = "system";
+    Json msg = {{"role", role}};
+    const Json c = m.value("content", Json());
+    if (c.is_string()) {
+      msg["content"] = c;
+    } else if (c.is_array()) {  // [{"type": "text", "text": ...}, ...]
+      std::string text;
+      for (const Json& part : c) {
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
+          Fail(at + ".content must be a string or an array of text parts (only text parts are supported)");
+        }
+        text += part["text"].get<std::string>();
+      }
+      msg["content"] = text;
+    } else if (!c.is_null()) {
+      Fail(at + ".content must be a string or an array of text parts");
+    } else if (role == "system" || role == "user") {
+      Fail(at + ".content must be a string or an array of text parts ('" + role + "' messages need content)");
+    } else if (role == "assistant") {
+      msg["content"] = nullptr;  // only tool calls: None, as transformers passes it
+      *may_normalize = true;
+    } else {
+      msg["content"] = "";
+    }
+    for (const char* key : {"reasoning_content", "tool_call_id", "name"}) {
+      if (!m.contains(key) || m[key].is_null()) continue;
+      if (!m[key].is_string()) Fail(at + "." + key + " must be a string");
+      msg[key] = m[key];
+    }
+    if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
+      msg["tool_calls"] = ToolCalls(m["tool_calls"], at + ".tool_calls");
+      *may_normalize = true;
+    }
+    if (role == "tool") *may_normalize = true;
+    out.push_back(std::move(msg));
+  }
+  return out;
+}
+
+// `tools` checked: functions with unique, non-empty names and object parameters.
+Json Tools(const Json& body) {
+  Json tools = body.value("tools", Json());
+  if (tools.is_null()) return tools;
+  if (!tools.is_array()) Fail("request.tools must be an array");
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const Json& t = tools[i];
+    const std::string at = "request.tools[" + std::to_string(i) + "]";
+    if (!t.is_object() || t.value("type", "function") != "function" || !t.contains("function") ||
+        !t["function"].is_object() || !t["function"].contains("name") || !t["function"]["name"].is_string() ||
+        t["function"]["name"].get<std::string>().empty()) {
+      Fail(at + ": each tool must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    }
+    const Json& fn = t["function"];
+    if (fn.contains("parameters") && !fn["parameters"].is_object()) {
+      Fail(at + ".function.parameters must be an object (tool '" + fn["name"].get<std::string>() + "')");
+    }
+    for (size_t j = 0; j < i; ++j) {  // a call names its tool: two of one name are ambiguous
+      if (tools[j]["function"]["name"] == fn["name"]) {
+        Fail("request.tools: two tools are named '" + fn["name"].get<std::string>() + "'");
+      }
+    }
+  }
+  if (tools.empty()) tools = Json();
+  return tools;
+}
+
+void ResponseFormat(const Json& body, ChatRequest* r) {
+  if (!body.contains("response_format") || body["response_format"].is_null()) return;
+  const Json& rf = body["response_format"];
+  if (!rf.is_object()) Fail("request.response_format must be an object");
+  const std::string type = rf.value("type", std::string());
+  if (type == "json_object") {
+    r->format_kind = ConstraintKind::kJsonSchema;
+    r->format_constraint = R"({"type": "object"})";
+  } else if (type == "json_schema") {
+    const Json js = rf.value("json_schema", Json());
+    if (!js.is_object() || !js.contains("schema")) Fail("request.response_format.json_schema: needs a 'schema'");
+    if (!js["schema"].is_object() && !js["schema"].is_boolean()) {
+      Fail("request.response_format.json_schema.schema must be a JSON schema object");
+    }
+    r->format_kind = ConstraintKind::kJsonSchema;
+    r->format_constraint = js["schema"].dump();
+  } else if (type != "text") {
+    Fail("request.response_format.type: must be \"text\", \"json_object\" or \"json_schema\"");
+  }
+}
+
+void Parse(std::string_view text, ChatRequest* r) {
+  size_t bad = 0;
+  if (!IsValidUtf8(text, &bad)) Fail("request: invalid UTF-8 at byte " + std::to_string(bad));
+  if (JsonNesting(text, kMaxJsonNesting) > kMaxJsonNesting) {
+    Fail("request: nested deeper than " + std::to_string(kMaxJsonNesting) + " levels");
+  }
+  const Json body = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) Fail("request: malformed JSON");
+  if (!body.is_object()) Fail("request must be a JSON object");
+  if (!body.contains("messages")) Fail("request.messages: missing (the conversation is required)");
+  r->messages = Messages(body["messages"], &r->may_normalize);
+  Json tools = Tools(body);
+  std::string choice = "auto";
+  const Json tc = body.value("tool_choice", Json());
+  if (tc.is_string()) {
+    choice = tc.get<std::string>();
+    if (choice != "auto" && choice != "none" && choice != "required") {
+      Fail("request.tool_choice: must be \"auto\", \"none\", \"required\" or a named function");
+    }
+  } else if (tc.is_object()) {
+    if (!tc.contains("function") || !tc["function"].is_object() || !tc["function"].contains("name") ||
+        !tc["function"]["name"].is_string()) {
+      Fail("request.tool_choice: must name a function: {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    }
+    const std::string name = tc["function"]["name"].get<std::string>();
+    Json picked = Json::array();
+    for (const Json& t : tools.is_array() ? tools : Json::array()) {
+      if (t["function"]["name"] == name) picked.push_back(t);
+    }
+    if (picked.empty()) Fail("request.tool_choice: names '" + name + "', which is not in 'tools'");
+    tools = picked;  // the model is offered the named function only
+    choice = "required";
+  } else if (!tc.is_null()) {
+    Fail("request.tool_choice must be a string or an object");
+  }
+  if (choice != "auto" && choice != "none" && tools.is_null()) {
+    Fail("request.tool_choice: \"" + choice + "\" needs 'tools'");
+  }
+  if (body.contains("parallel_tool_calls") && !body["parallel_tool_calls"].is_null() &&
+      !body["parallel_tool_calls"].is_boolean()) {
+    Fail("request.parallel_tool_calls must be a boolean");
+  }
+  const Json rf = body.value("reasoning_format", Json("auto"));
+  if (!rf.is_null() && (!rf.is_string() || (rf != "auto" && rf != "none" && rf != "deepseek"))) {
+    Fail("request.reasoning_format: must be \"auto\", \"deepseek\" or \"none\"");
+  }
+  const Json kwargs = body.value("chat_template_kwargs", Json());
+  if (!kwargs.is_null() && !kwargs.is_object()) Fail("request.chat_template_kwargs must be an object");
+  const Json docs = body.value("documents", Json());
+  if (!docs.is_null() && !docs.is_array()) Fail("request.documents must be an array");
+  ResponseFormat(body, r);
+  // tool_choice "none" still shows the tools to the template (the conversation may hold calls)
+  // but nothing is read back as a call.
+  r->tools = tools;
+  r->documents = docs;
+  if (kwargs.is_object() && !kwargs.empty()) r->extra_json = kwargs.dump();
+  r->parse_tools = !tools.is_null() && choice != "none";
+  r->require_call = choice == "required";
+  r->parallel = body.value("parallel_tool_calls", Json(true)).is_boolean() ? body.value("parallel_tool_calls", true) : true;
+  r->split_reasoning = !(rf.is_string() && rf == "none");
+}
+
+}  // namespace
+
+Status ParseChatRequest(std::string_view request_json, ChatRequest* out) {
+  try {
+    Parse(request_json, out);
+    return Status::Ok();
+  } catch (const Bad& b) {
+    return InvalidArgument(b.message);
+  }
+}
+
+}  // namespace zf::rt

@@ -1,0 +1,36 @@
+// A chat turn's request (OpenAI Chat Completions JSON) checked and read into what the turn needs:
+// the messages as the template gets them, the tools it shows, how the answer is read back (the
+// tool-choice policy) and the output constraint. Every rejection is kInvalidArgument naming the
+// field ("request.tool_choice: ..."); type errors say "request.X must be ...".
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "runtime/constraint.h"
+
+namespace zf::rt {
+
+struct ChatRequest {
+  // The conversation as templates get it: roles checked ("developer" is "system"), text content
+  // parts joined, tool-call arguments given as objects where they parse (as llama-server does).
+  nlohmann::ordered_json messages;
+  bool may_normalize = false;       // something chat::NormalizeMessages may change
+  nlohmann::ordered_json tools;     // shown to the template; null = none (a named tool_choice: that one)
+  nlohmann::ordered_json documents; // null = none
+  std::string extra_json;           // chat_template_kwargs ("" = none)
+  bool parse_tools = false;         // calls are read back: tools offered and tool_choice not "none"
+  bool require_call = false;        // tool_choice "required" or a named function
+  bool parallel = true;             // parallel_tool_calls
+  bool split_reasoning = true;      // reasoning_format not "none"
+  // response_format as a constraint (kNone: none).
+  ConstraintKind format_kind = ConstraintKind::kNone;
+  std::string format_constraint;
+};
+
+Status ParseChatRequest(std::string_view request_json, ChatRequest* out);
+
+}  // namespace zf::rt

@@ -1,0 +1,237 @@
+#include "runtime/chat_turn.h"
+
+#include <algorithm>
+
+#include "chat/format.h"
+#include "chat/parser.h"
+#include "chat/tool_grammar.h"
+#include "jinja/jinja.h"
+#include "runtime/chat_request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace zf::rt {
+
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+double MsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+// The output constraint of a turn: the caller's (generate options or response_format), else
+// the tool-choice policy's: "required" (or a named function) constrains from the first token
+// to the template's own call format, each call's arguments valid for its tool; "auto" arms the
+// same grammar lazily when the model writes the format's opening text, and only when nothing
+// else constrains the output (an auto grammar that does not compile leaves the output free).
+Status PickConstraint(const ServedModel& sm, const ChatRequest& req, const chat::ChatFormat& format,
+                      GenerateOptions* g, std::unique_ptr<Constraint>* compiled) {
+  std::string field = "the generate options' constraint";
+  if (req.format_kind != ConstraintKind::kNone) {
+    if (g->constraint_kind != ConstraintKind::kNone) {
+      return InvalidArgument("request.response_format and the generate options' constraint both constrain the output; give one");
+    }
+    g->constraint_kind = req.format_kind;
+    g->constraint = req.format_constraint;
+    field = "request.response_format";
+  }
+  bool lazy_auto = false;
+  if (req.parse_tools && req.require_call && g->constraint_kind != ConstraintKind::kNone) {
+    return InvalidArgument("request.tool_choice: \"required\" and a structured output both constrain the output; give one");
+  }
+  if (req.parse_tools && (req.require_call || g->constraint_kind == ConstraintKind::kNone)) {
+    const chat::ToolGrammar tg = chat::ToolCallGrammar(format, req.tools, req.parallel,
+                                                       sm.chat().ControlTokensIn(chat::MarkerTexts(format)));
+    if (req.require_call) {
+      g->constraint_kind = ConstraintKind::kLark;
+      g->constraint = tg.grammar;
+      field = "request.tools";
+    } else if (!tg.trigger.empty()) {
+      g->constraint_kind = ConstraintKind::kLark;
+      g->constraint = tg.lazy_grammar;
+      g->constraint_trigger = tg.trigger;
+      lazy_auto = true;
+    }
+  }
+  if (g->constraint_kind == ConstraintKind::kNone) return Status::Ok();
+  Status s = Constraint::Create(sm.model(), g->constraint_kind, g->constraint, compiled);
+  if (s.ok() || s.code() == Code::kUnsupported) return s;
+  if (lazy_auto) {  // auto stays free rather than failing
+    g->constraint_kind = ConstraintKind::kNone;
+    g->constraint.clear(), g->constraint_trigger.clear();
+    return Status::Ok();
+  }
+  if (field == "request.tools") return InvalidArgument("request.tools: the parameters cannot be enforced: " + s.message());
+  return Status(s.code(), field + ": " + s.message());
+}
+
+size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+}  // namespace
+
+Status ChatTurn::Begin(const ServedModel& sm, Session& session, const TurnOptions& o, std::unique_ptr<ChatTurn>* out) {
+  out->reset();
+  const auto t0 = std::chrono::steady_clock::now();
+  ChatRequest req;
+  ZF_RETURN_IF_ERROR(ParseChatRequest(o.request_json, &req));
+  if (o.generate.constraint_trigger.size() > 0) {
+    return InvalidArgument("the generate options' constraint_trigger is set: a turn decides its own triggers");
+  }
+  std::string tmpl;
+  ZF_RETURN_IF_ERROR(sm.chat().Pick(o.template_name, o.template_text, &tmpl));
+  if (req.tools.is_array()) {
+    if (std::string e = chat::CheckToolParameters(req.tools, "request.tools"); !e.empty()) return InvalidArgument(e);
+  }
+  std::unique_ptr<ChatTurn> t(new ChatTurn());
+  t->start_ = t0;
+  GenerateOptions g = o.generate;
+  std::unique_ptr<Constraint> compiled;
+  std::string prompt;
+  try {
+    const auto format = sm.chat().Format(tmpl, req.extra_json);
+    ZF_RETURN_IF_ERROR(PickConstraint(sm, req, *format, &g, &compiled));
+    RenderInput in;
+    in.messages = jinja::FromJson(req.messages.dump());
+    in.may_normalize = req.may_normalize;
+    if (req.tools.is_array()) in.tools = jinja::FromJson(req.tools.dump());
+    if (req.documents.is_array()) in.documents = jinja::FromJson(req.documents.dump());
+    in.extra_json = req.extra_json;
+    in.add_generation_prompt = true;
+    in.now = o.now;
+    ZF_RETURN_IF_ERROR(sm.chat().Render(tmpl, in, &prompt));
+    chat::ReadOptions ro;
+    ro.parse_tools = req.parse_tools;
+    ro.max_calls = req.parallel ? SIZE_MAX : 1;
+    ro.split_reasoning = req.split_reasoning;
+    t->parser_.reset(new chat::StreamParser(*format, req.parse_tools ? req.tools : Json(), ro));
+  } catch (const jinja::Error& e) {  // nesting limits while building the variables
+    return InvalidArgument(std::string("request: ") + e.what());
+  }
+
+  // The prompt as `zerfoo generate` tokenizes it (BOS per the model, special-token text as
+  // tokens), so a turn's greedy output equals the CLI's on the rendered text.
+  std::vector<int32_t> tokens;
+  ZF_RETURN_IF_ERROR(sm.model().tokenizer().Encode(prompt, true, true, &tokens));
+  if (tokens.empty()) return InvalidArgument("request.messages: the rendered prompt is empty");
+  if (int64_t(tokens.size()) + 1 > session.n_ctx()) {
+    return Status(Code::kContextFull, "the prompt has " + std::to_string(tokens.size()) +
+                                          " tokens; the session's context is " + std::to_string(session.n_ctx()));
+  }
+  // What the session holds of the prompt stays; at least one token is evaluated (its logits
+  // start the generation). The prefix cache supplies what it has of the rest.
+  const size_t keep = std::min(CommonPrefix(session.Conversation(), tokens), tokens.size() - 1);
+  ZF_RETURN_IF_ERROR(session.Truncate(keep));
+  const int64_t cached_before = session.cached_tokens();
+  ZF_RETURN_IF_ERROR(session.EvalKeepLogits(tokens.data() + keep, tokens.size() - keep));
+  t->usage_.n_prompt = int32_t(tokens.size());
+  t->usage_.n_cached = int32_t(keep + size_t(session.cached_tokens() - cached_before));
+
+  g.compiled_constraint = compiled ? &compiled : nullptr;
+  ZF_RETURN_IF_ERROR(Generation::Begin(session, std::string_view(), g, &t->gen_));
+  t->usage_.prompt_ms = MsSince(t0);
+  t->session_ = &session;
+  t->want_logprobs_ = g.n_logprobs > 0;
+  *out = std::move(t);
+  return Status::Ok();
+}
+
+void ChatTurn::Queue(std::vector<chat::Delta>& deltas) {
+  for (chat::Delta& d : deltas) {
+    TurnEvent e;
+    switch (d.kind) {
+      case chat::Delta::kContent: e.kind = TurnEvent::kContent; break;
+      case chat::Delta::kReasoning: e.kind = TurnEvent::kReasoning; break;
+      case chat::Delta::kToolCall: e.kind = TurnEvent::kToolCall; break;
+      case chat::Delta::kToolArgs: e.kind = TurnEvent::kToolArgs; break;
+    }
+    e.text = std::move(d.text);
+    if (d.kind == chat::Delta::kToolCall || d.kind == chat::Delta::kToolArgs) e.index = int32_t(d.index);
+    e.id = std::move(d.id);
+    e.name = std::move(d.name);
+    if (!logprobs_.empty()) {
+      e.logprobs.swap(logprobs_);
+      e.logprob_stride = session_->logprob_stride();
+    }
+    queue_.push_back(std::move(e));
+  }
+  deltas.clear();
+}
+
+void ChatTurn::QueueDone() {
+  const GenerateResult& r = gen_->result();
+  TurnEvent e;
+  e.kind = TurnEvent::kDone;
+  e.stop = r.stop_reason;
+  const bool cut = r.stop_reason == StopReason::kMaxTokens || r.stop_reason == StopReason::kContextFull;
+  e.finish = cut ? FinishReason::kLength
+                 : !parser_->message().tool_calls.empty() ? FinishReason::kToolCalls : FinishReason::kStop;
+  usage_.n_generated = r.n_generated;
+  usage_.n_drafted = r.n_drafted;
+  usage_.n_accepted = r.n_accepted;
+  usage_.decode_ms = r.decode_ms;
+  e.usage = usage_;
+  if (!logprobs_.empty()) {
+    e.logprobs.swap(logprobs_);
+    e.logprob_stride = session_->logprob_stride();
+  }
+  queue_.push_back(std::move(e));
+}
+
+Status ChatTurn::Next(TurnEvent* event) {
+  std::vector<chat::Delta> deltas;
+  while (queue_.empty()) {
+    if (finished_) {
+      *event = last_;
+      return Status::Ok();
+    }
+    std::string piece;
+    int32_t token = -1;
+    bool end = false;
+    Status s = gen_->done() ? Status::Ok() : gen_->Next(&piece, &token, &end);
+    if (!s.ok()) {
+      finished_ = done_ = true;
+      last_.kind = TurnEvent::kDone;
+      return s;
+    }
+    if (gen_->done() || end) {
+      parser_->Finish(&deltas);
+      Queue(deltas);
+      QueueDone();
+      finished_ = true;
+      break;
+    }
+    if (want_logprobs_) {
+      const std::vector<TokenLogprob>& lp = session_->piece_logprobs();
+      logprobs_.insert(logprobs_.end(), lp.begin(), lp.end());
+    }
+    parser_->Push(piece, &deltas);
+    if (deltas.empty() && !logprobs_.empty()) {  // text held back: its tokens' logprobs alone
+      TurnEvent e;
+      e.kind = TurnEvent::kLogprobs;
+      e.logprobs.swap(logprobs_);
+      e.logprob_stride = session_->logprob_stride();
+      queue_.push_back(std::move(e));
+    }
+    Queue(deltas);
+  }
+  *event = std::move(queue_.front());
+  queue_.pop_front();
+  if (event->kind == TurnEvent::kDone) {
+    done_ = true;
+    last_ = *event;
+  }
+  return Status::Ok();
+}
+
+void ChatTurn::Stop() {
+  if (gen_ != nullptr) gen_->Stop();
+}
+
+Json ChatTurn::Message() const { return chat::ToOpenAiMessage(parser_->message()); }
+
+}  // namespace zf::rt

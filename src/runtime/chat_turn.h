@@ -1,0 +1,95 @@
+// One assistant turn of a chat as one operation on a session (zf_chat_turn): the request's
+// messages rendered once with the model's template, the session's conversation reused where the
+// prompt repeats it (then the prefix cache: one layer of reuse), the output constraint
+// (response_format, or the tool-choice policy's call grammar) compiled once, and the generated
+// text parsed incrementally (chat/stream_parser.h) into typed events: content, reasoning, tool
+// calls and their argument fragments, done. The events, concatenated, are the final message.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#if __has_include("chat/stream_parser.h")
+#include "chat/stream_parser.h"
+#else
+#include "runtime/chat_stream_interim.h"
+#endif
+#include "common/status.h"
+#include "runtime/generator.h"
+#include "runtime/served_model.h"
+#include "runtime/session.h"
+
+namespace zf::rt {
+
+// Values equal ZF_FINISH_* in zerfoo.h.
+enum class FinishReason : int32_t { kStop = 0, kLength = 1, kToolCalls = 2 };
+
+struct TurnOptions {
+  std::string_view request_json;     // OpenAI Chat Completions fields (chat_request.h)
+  const char* template_name = nullptr;
+  const char* template_text = nullptr;
+  GenerateOptions generate;          // sampling, stops, logprobs, drafts; its constraint (if any)
+                                     // is the output constraint instead of response_format
+  int64_t now = -1;                  // strftime_now's clock (-1: the local time now)
+};
+
+struct TurnUsage {
+  int32_t n_prompt = 0, n_cached = 0, n_generated = 0, n_drafted = 0, n_accepted = 0;
+  double prompt_ms = 0, decode_ms = 0;
+};
+
+// Values of kind equal ZF_TURN_* in zerfoo.h.
+struct TurnEvent {
+  enum Kind : int32_t { kContent = 1, kReasoning = 2, kToolCall = 3, kToolArgs = 4, kLogprobs = 5, kDone = 6 };
+  Kind kind = kDone;
+  std::string text;                    // kContent, kReasoning, kToolArgs
+  int32_t index = -1;                  // kToolCall, kToolArgs
+  std::string id, name;                // kToolCall
+  std::vector<TokenLogprob> logprobs;  // the tokens since the last event that carried some
+  size_t logprob_stride = 0;
+  FinishReason finish = FinishReason::kStop;  // kDone
+  StopReason stop = StopReason::kEos;         // kDone
+  TurnUsage usage;                            // kDone
+};
+
+class ChatTurn {
+ public:
+  // kInvalidArgument (the request, naming the field; an invalid constraint), kTemplate,
+  // kNotFound (template_name), kInvalidUtf8, kContextFull (nothing evaluated), kUnsupported, or an
+  // evaluation error. The session must outlive the turn and is used by nothing else meanwhile.
+  static Status Begin(const ServedModel& model, Session& session, const TurnOptions& options,
+                      std::unique_ptr<ChatTurn>* out);
+
+  // The next event; after kDone, kDone again. Errors end the turn.
+  Status Next(TurnEvent* event);
+  // Stops generating (the events so far are the message; StopReason::kCallback).
+  void Stop();
+  bool done() const { return done_; }
+  // The message so far (OpenAI's assistant message JSON, as zf_chat_parse writes it).
+  nlohmann::ordered_json Message() const;
+
+ private:
+  ChatTurn() = default;
+  void Queue(std::vector<chat::Delta>& deltas);
+  void QueueDone();
+
+  Session* session_ = nullptr;
+  std::unique_ptr<Generation> gen_;
+  std::unique_ptr<chat::StreamParser> parser_;
+  std::deque<TurnEvent> queue_;
+  std::vector<TokenLogprob> logprobs_;  // waiting for the next event
+  bool want_logprobs_ = false;
+  bool done_ = false, finished_ = false;
+  TurnEvent last_;  // kDone once done
+  TurnUsage usage_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace zf::rt

@@ -409,7 +409,7 @@ ToolCallFormat DeriveToolCalls(const Renderer& render, const std::string& prompt
   if (want_args.is_string()) want_args = Json::parse(want_args.get<std::string>());
   for (const auto& [text, want] : {std::pair<const std::string&, size_t>{t1, 1}, {t2, 2}}) {
     if (want == 2 && !used_two) continue;
-    ParsedMessage m = ParseAssistant(text, cf, tools);
+    ParsedMessage m = ParseAssistantStrict(text, cf, tools);  // calls only where the whole pattern matches
     if (m.tool_calls.size() != want || m.tool_calls[0].name != kFn1 ||
         (want == 2 && m.tool_calls[1].name != kFn2) ||
         Json::parse(m.tool_calls[0].arguments) != want_args) {

@@ -25,20 +25,12 @@ std::string_view TrimLeft(std::string_view s) {
   return s;
 }
 
-// The length of the longest proper prefix of `marker` that `text` ends with: text that may be
-// the start of the marker, held back while streaming.
-size_t PartialSuffix(std::string_view text, std::string_view marker) {
-  for (size_t n = std::min(text.size(), marker.size() - 1); n > 0; --n) {
-    if (text.substr(text.size() - n) == marker.substr(0, n)) return n;
-  }
-  return 0;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+std::string_view TrimRight(std::string_view s) {
   while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
   return s;
 }
+
+std::string_view Trim(std::string_view s) { return TrimRight(TrimLeft(s)); }
 
 // Matches `lit` at text[i], whitespace-insensitively: whitespace in the literal is optional and
 // the text may have whitespace before any of the literal's other characters. Returns the
@@ -75,26 +67,9 @@ size_t ReadWhile(std::string_view text, size_t i, bool (*pred)(char), std::strin
 // complete (strings and escapes respected; the value itself is checked by the JSON parser).
 size_t JsonValueEnd(std::string_view text, size_t i) {
   if (i >= text.size()) return std::string_view::npos;
-  int depth = 0;
-  bool in_str = false;
-  for (size_t k = i; k < text.size(); ++k) {
-    const char c = text[k];
-    if (in_str) {
-      if (c == '\\') ++k;
-      else if (c == '"') {
-        in_str = false;
-        if (depth == 0) return k + 1;
-      }
-      continue;
-    }
-    if (c == '"') in_str = true;
-    else if (c == '{' || c == '[') ++depth;
-    else if (c == '}' || c == ']') {
-      if (--depth == 0) return k + 1;
-      if (depth < 0) return std::string_view::npos;
-    }
-  }
-  return std::string_view::npos;
+  JsonValueScanner scan;
+  const size_t n = scan.Feed(text.substr(i));
+  return n == std::string_view::npos ? n : i + n;
 }
 
 bool ParseJson(std::string_view s, Json* out) {
@@ -106,11 +81,17 @@ bool ParseJson(std::string_view s, Json* out) {
 }
 
 // Arguments written as JSON: an object, or a JSON string holding one (some models quote it).
-size_t ReadJsonArgs(std::string_view text, size_t i, std::string* out) {
+// `lenient` (a final parse): an object's text is taken as written even where it is not valid
+// JSON, since a stream has sent it as it arrived (OpenAI's arguments are the model's text too).
+size_t ReadJsonArgs(std::string_view text, size_t i, std::string* out, bool lenient = false) {
   while (i < text.size() && IsSpace(text[i])) ++i;
   if (i >= text.size() || (text[i] != '{' && text[i] != '"')) return std::string_view::npos;
   const size_t e = JsonValueEnd(text, i);
   if (e == std::string_view::npos) return e;
+  if (lenient && text[i] == '{') {
+    *out = std::string(text.substr(i, e - i));
+    return e;
+  }
   Json v;
   if (!ParseJson(text.substr(i, e - i), &v)) return std::string_view::npos;
   if (v.is_string()) {
@@ -381,11 +362,17 @@ bool Offered(const Json& tools, const std::string& name) {
 // written and followed by more of the call, and its id (formats that write one) is read; the
 // arguments are what can be said so far, a prefix of the complete call's: for JSON arguments
 // the text as generated, for XML-style ones see ReadXmlArgsPartial. A name that is not an
-// offered tool is not reported (the text may turn out to be content).
-bool MatchPartialCall(std::string_view text, size_t i, const ToolCallFormat& f, const Json& tools, ToolCall* call) {
+// offered tool is not reported (the text may turn out to be content). *scan (if given) says
+// whether the text ended inside the call (reported or not) and where JSON arguments began.
+bool MatchPartialCall(std::string_view text, size_t i, const ToolCallFormat& f, const Json& tools, ToolCall* call,
+                      CallScan* scan = nullptr) {
   bool ran_out = false, has_id = false;
-  size_t name_end = std::string_view::npos;
+  size_t name_end = std::string_view::npos, args_begin = std::string_view::npos;
   for (const Piece& p : f.call) has_id = has_id || p.kind == Piece::kId;
+  auto done = [&](bool reported) {
+    if (scan) scan->ran_out = ran_out, scan->args_begin = args_begin;
+    return reported;
+  };
   for (const Piece& p : f.call) {
     switch (p.kind) {
       case Piece::kLiteral: i = MatchLiteralPartial(text, i, p.text, &ran_out); break;
@@ -401,13 +388,16 @@ bool MatchPartialCall(std::string_view text, size_t i, const ToolCallFormat& f, 
           break;
         }
         if (p.kind == Piece::kName && name_end != std::string_view::npos) {
-          if (word != call->name) return false;  // the name written again (muse's header and invoke)
+          if (word != call->name) return done(false);  // the name written again (muse's header and invoke)
         } else if (p.kind == Piece::kName) call->name = word, name_end = i;
         else if (p.kind == Piece::kId) call->id = word;
         break;
       }
       case Piece::kArgs:
-        if (f.args == ArgsStyle::kRelaxed || f.args == ArgsStyle::kPython) return false;  // said once complete
+        if (f.args == ArgsStyle::kRelaxed || f.args == ArgsStyle::kPython) {
+          ran_out = true;  // said once complete
+          return done(false);
+        }
         if (f.args == ArgsStyle::kXml) {
           i = ReadXmlArgsPartial(text, i, f, tools, call->name, &call->arguments, &ran_out);
           break;
@@ -417,41 +407,62 @@ bool MatchPartialCall(std::string_view text, size_t i, const ToolCallFormat& f, 
           ran_out = true;
           i = std::string_view::npos;
         } else if (text[i] != '{') {
-          return false;  // arguments quoted as a string are said once complete
+          // Arguments quoted as a string are said once complete.
+          ran_out = text[i] == '"' && JsonValueEnd(text, i) == std::string_view::npos;
+          return done(false);
         } else if (const size_t e = JsonValueEnd(text, i); e == std::string_view::npos) {
+          args_begin = i;
           call->arguments = std::string(WholeUtf8Prefix(text.substr(i)));
           ran_out = true;
           i = std::string_view::npos;
         } else {
-          i = ReadJsonArgs(text, i, &call->arguments);
+          i = ReadJsonArgs(text, i, &call->arguments, true);
         }
         break;
     }
     if (i == std::string_view::npos) break;
   }
-  if (!ran_out) return false;  // a mismatch, or a complete call (MatchCall reads those)
-  if (name_end == std::string_view::npos || Trim(text.substr(name_end)).empty()) return false;
-  if (has_id && call->id.empty()) return false;
-  return Offered(tools, call->name);
+  if (!ran_out) return done(false);  // a mismatch, or a complete call (MatchCall reads those)
+  if (name_end == std::string_view::npos || Trim(text.substr(name_end)).empty()) return done(false);
+  if (has_id && call->id.empty()) return done(false);
+  return done(Offered(tools, call->name));
 }
 
-// One call: the pattern's literals and slots in order.
-size_t MatchCall(std::string_view text, size_t i, const ToolCallFormat& f, const Json& tools, ToolCall* call) {
+// One call: the pattern's literals and slots in order. `lenient` (a final parse, see
+// ParseAssistant): a call read through its JSON arguments ends there when what follows them does
+// not match the rest of the pattern (a stream has sent the call once its arguments began).
+// *scan (if given) says whether the text ended inside the call and where its JSON arguments are.
+size_t MatchCall(std::string_view text, size_t i, const ToolCallFormat& f, const Json& tools, ToolCall* call,
+                 bool lenient = false, CallScan* scan = nullptr) {
+  CallScan local;
+  CallScan& sc = scan ? *scan : local;
+  auto fail = [&] {
+    if (lenient && sc.args_end != std::string_view::npos) {
+      sc.cut = true;
+      return sc.args_end;
+    }
+    return std::string_view::npos;
+  };
   for (const Piece& p : f.call) {
     switch (p.kind) {
-      case Piece::kLiteral: i = MatchLiteral(text, i, p.text); break;
+      case Piece::kLiteral: i = MatchLiteralPartial(text, i, p.text, &sc.ran_out); break;
       case Piece::kName: {
         // A name written twice in one call must be the same name.
         std::string name;
+        const size_t from = i;
         i = ReadWhile(text, i, IsNameChar, &name);
-        if (i != std::string_view::npos && !call->name.empty() && name != call->name) return std::string_view::npos;
+        if (i == std::string_view::npos) sc.ran_out = TrimLeft(text.substr(from)).empty();
+        if (i != std::string_view::npos && !call->name.empty() && name != call->name) return fail();
         call->name = name;
         break;
       }
-      case Piece::kId: i = ReadWhile(text, i, IsIdChar, &call->id); break;
+      case Piece::kId:
       case Piece::kIndex: {
-        std::string digits;
-        i = ReadWhile(text, i, IsDigit, &digits);
+        std::string word;
+        const size_t from = i;
+        i = ReadWhile(text, i, p.kind == Piece::kId ? IsIdChar : IsDigit, &word);
+        if (i == std::string_view::npos) sc.ran_out = TrimLeft(text.substr(from)).empty();
+        if (p.kind == Piece::kId) call->id = word;
         break;
       }
       case Piece::kArgs:
@@ -462,11 +473,18 @@ size_t MatchCall(std::string_view text, size_t i, const ToolCallFormat& f, const
           if (i != std::string_view::npos) call->arguments = Dump(v);
           break;
         }
-        i = f.args == ArgsStyle::kJson ? ReadJsonArgs(text, i, &call->arguments)
-                                       : ReadXmlArgs(text, i, f, tools, call->name, &call->arguments);
+        if (f.args == ArgsStyle::kJson) {
+          while (i < text.size() && IsSpace(text[i])) ++i;
+          if (i < text.size() && text[i] == '{') sc.args_begin = i;
+          if (i >= text.size() || JsonValueEnd(text, i) == std::string_view::npos) sc.ran_out = true;
+          i = ReadJsonArgs(text, i, &call->arguments, lenient);
+          if (i != std::string_view::npos && sc.args_begin != std::string_view::npos) sc.args_end = i;
+          break;
+        }
+        i = ReadXmlArgs(text, i, f, tools, call->name, &call->arguments);
         break;
     }
-    if (i == std::string_view::npos) return i;
+    if (i == std::string_view::npos) return fail();
   }
   return i;
 }
@@ -529,6 +547,13 @@ bool GenericCalls(std::string_view text, const Json& tools, std::vector<ToolCall
   }
   *calls = std::move(out);
   return true;
+}
+
+size_t PartialSuffix(std::string_view text, std::string_view marker) {
+  for (size_t n = std::min(text.size(), marker.size() - 1); n > 0; --n) {
+    if (text.substr(text.size() - n) == marker.substr(0, n)) return n;
+  }
+  return 0;
 }
 
 // Deterministic call ids for formats that write none, from what is known when the call starts
@@ -623,7 +648,7 @@ size_t ReadRelaxedObject(std::string_view text, size_t i, std::string_view quote
 }
 
 bool MatchToolCalls(std::string_view text, size_t pos, const ChatFormat& format, const Json& tools,
-                    std::vector<ToolCall>* calls, size_t* end, bool partial) {
+                    std::vector<ToolCall>* calls, size_t* end, bool partial, bool lenient) {
   const ToolCallFormat& f = format.tools;
   size_t i = MatchLiteral(text, pos, f.block_open);
   if (i == std::string_view::npos) return false;
@@ -632,18 +657,22 @@ bool MatchToolCalls(std::string_view text, size_t pos, const ChatFormat& format,
     ToolCall c;
     size_t j = found.empty() ? i : MatchLiteral(text, i, f.call_sep);
     const size_t start = j;
-    if (j != std::string_view::npos) j = MatchCall(text, j, f, tools, &c);
+    if (j != std::string_view::npos) j = MatchCall(text, j, f, tools, &c, lenient && !partial);
     if (j == std::string_view::npos) break;
     if (c.id.empty()) c.id = DerivedId(text.substr(0, start), c.name, found.size());
     found.push_back(std::move(c));
     i = j;
   }
-  if (partial) {
-    // The text may end inside the next call: listed with its arguments so far.
+  if (partial || lenient) {
+    // The text may end inside the next call: listed with its arguments so far. A final parse
+    // (lenient) lists one whose JSON arguments began (generation stopped inside them; OpenAI
+    // gives such a call too): a stream has sent it.
     bool ran_out = false;
     const size_t j = found.empty() ? i : MatchLiteralPartial(text, i, f.call_sep, &ran_out);
     ToolCall c;
-    if (j != std::string_view::npos && MatchPartialCall(text, j, f, tools, &c)) {
+    CallScan scan;
+    if (j != std::string_view::npos && MatchPartialCall(text, j, f, tools, &c, &scan) &&
+        (partial || scan.args_begin != std::string_view::npos)) {
       if (c.id.empty()) c.id = DerivedId(text.substr(0, j), c.name, found.size());
       found.push_back(std::move(c));
       for (auto& fc : found) calls->push_back(std::move(fc));
@@ -667,7 +696,9 @@ bool MatchToolCalls(std::string_view text, size_t pos, const ChatFormat& format,
   return true;
 }
 
-ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, const Json& tools, bool partial) {
+namespace {
+
+ParsedMessage ReadTurn(std::string_view text, const ChatFormat& format, const Json& tools, bool partial, bool lenient) {
   if (format.harmony) return ParseHarmony(text, tools, partial);
   ParsedMessage m;
   std::string_view rest = text;
@@ -714,7 +745,12 @@ ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, co
     const size_t tag = rest.find(kPythonTag);
     ToolCall c;
     if (tag != std::string_view::npos && (partial || ParsePythonTagCall(rest.substr(tag + kPythonTag.size()), &c))) {
-      m.content = partial ? std::string(TrimLeft(rest.substr(0, tag))) : std::string(Trim(rest.substr(0, tag)));
+      // Whitespace at the content's start is the format's only after something read out before
+      // it (a stream cannot know of a call to come when it sends the first words).
+      std::string_view before = rest.substr(0, tag);
+      if (rest.data() != text.data()) before = TrimLeft(before);
+      if (!partial) before = TrimRight(before);
+      m.content = std::string(before);
       if (!partial) {
         c.id = DerivedId(text.substr(0, static_cast<size_t>(rest.data() - text.data()) + tag), c.name, 0);
         m.tool_calls.push_back(std::move(c));
@@ -744,9 +780,9 @@ ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, co
     for (const auto& [content_end, p] : starts) {
       size_t end = 0;
       std::vector<ToolCall> calls;
-      if (MatchToolCalls(rest, p, format, tools, &calls, &end, partial)) {
+      if (MatchToolCalls(rest, p, format, tools, &calls, &end, partial, lenient)) {
         m.tool_calls = std::move(calls);
-        content = std::string(Trim(rest.substr(0, content_end)));
+        content = std::string(TrimRight(rest.substr(0, content_end)));
         std::string_view after = Trim(rest.substr(end));
         // Content written after the calls, before the block's close (Gemma 4 writes the calls,
         // the content, then <|tool_response>): the close is the format's.
@@ -775,14 +811,90 @@ ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, co
     if (!t.empty() && (t.front() == '{' || t.front() == '[' || t.front() == '`')) content.clear();
   }
   // Whitespace next to what was read out (reasoning, a header, calls) is the format's; a text
-  // with nothing read out of it is the content exactly as generated.
-  const bool structured = rest.data() != text.data() || rest.size() != text.size() || !m.tool_calls.empty();
-  if (!structured) m.content = std::move(content);
-  else m.content = partial ? std::string(TrimLeft(content)) : std::string(Trim(content));
+  // with nothing read out of it is the content exactly as generated. Whitespace at the start is
+  // trimmed only after something read out before the content: a stream sends the first words
+  // before it can know of a call to come.
+  const bool read_before = rest.data() != text.data();
+  std::string_view shaped = content;
+  if (read_before) shaped = TrimLeft(shaped);
+  if (!partial && (read_before || rest.size() != text.size() || !m.tool_calls.empty())) shaped = TrimRight(shaped);
+  m.content = std::string(shaped);
   for (size_t k = 0; k < m.tool_calls.size(); ++k) {  // generic calls: known only complete
     if (m.tool_calls[k].id.empty()) m.tool_calls[k].id = DerivedId(m.tool_calls[k].arguments, m.tool_calls[k].name, k);
   }
   return m;
+}
+
+}  // namespace
+
+size_t JsonValueScanner::Feed(std::string_view s) {
+  for (size_t k = 0; k < s.size(); ++k) {
+    const char c = s[k];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') {
+        in_string = false;
+        if (depth == 0) return k + 1;
+      }
+      continue;
+    }
+    if (depth < 0) return std::string_view::npos;
+    if (c == '"') in_string = true;
+    else if (c == '{' || c == '[') ++depth;
+    else if (c == '}' || c == ']') {
+      if (--depth == 0) return k + 1;
+      if (depth < 0) return std::string_view::npos;
+    }
+  }
+  return std::string_view::npos;
+}
+
+std::string CallAnchor(const ToolCallFormat& f) { return Anchor(f); }
+
+CallRead ReadCallAt(std::string_view text, size_t pos, size_t index, const ChatFormat& format, const Json& tools) {
+  const ToolCallFormat& f = format.tools;
+  CallRead r;
+  bool ran_out = false;
+  const size_t j = MatchLiteralPartial(text, pos, index == 0 ? f.block_open : f.call_sep, &ran_out);
+  if (j == std::string_view::npos) {
+    r.result = ran_out ? CallRead::kIncomplete : CallRead::kMismatch;
+    return r;
+  }
+  r.begin = j;
+  CallScan scan;
+  ToolCall c;
+  const size_t e = MatchCall(text, j, f, tools, &c, /*lenient=*/true, &scan);
+  // A call that reaches the end of the text may go on where its last piece is a word or XML
+  // parameters; one cut after its arguments may still match where the text ran out.
+  const Piece::Kind last = f.call.empty() ? Piece::kLiteral : f.call.back().kind;
+  const bool may_go_on = e == text.size() && last != Piece::kLiteral &&
+                         !(last == Piece::kArgs && f.args != ArgsStyle::kXml);
+  if (e != std::string_view::npos && !(scan.cut && scan.ran_out) && !may_go_on) {
+    r.result = CallRead::kComplete;
+    r.call = std::move(c);
+    r.end = e;
+    return r;
+  }
+  ToolCall partial;
+  CallScan ps;
+  const bool reported = MatchPartialCall(text, j, f, tools, &partial, &ps);
+  if (e == std::string_view::npos && !scan.ran_out && !ps.ran_out) return r;  // kMismatch
+  r.result = CallRead::kIncomplete;
+  r.args_begin = ps.args_begin;
+  if (r.args_begin == std::string_view::npos && scan.args_end == std::string_view::npos) r.args_begin = scan.args_begin;
+  r.certain = reported && ps.args_begin != std::string_view::npos;
+  r.call.name = std::move(partial.name);
+  r.call.id = std::move(partial.id);
+  return r;
+}
+
+ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, const Json& tools, bool partial) {
+  return ReadTurn(text, format, tools, partial, /*lenient=*/true);
+}
+
+ParsedMessage ParseAssistantStrict(std::string_view text, const ChatFormat& format, const Json& tools) {
+  return ReadTurn(text, format, tools, /*partial=*/false, /*lenient=*/false);
 }
 
 Json ToOpenAiMessage(const ParsedMessage& m) {

@@ -131,4 +131,36 @@ type cEmbedParams struct { // zf_embed_params, 24 bytes (appended in 0.4)
 	reserved   uint32
 }
 
+type cTurnParams struct { // zf_turn_params, 48 bytes (appended in 0.5)
+	structSize   uint32
+	flags        uint32
+	requestJSON  *byte // NUL-terminated, Go memory borrowed for zf_chat_turn_begin / zf_chat_turn
+	templateName *byte
+	templateText *byte
+	generate     *cGenParams
+	timeUnix     int64
+}
+
+type cTurnEvent struct { // zf_turn_event, 112 bytes (appended in 0.5); every pointer borrowed until the next event
+	structSize    uint32
+	kind          int32
+	text          *byte // not NUL-terminated: textLen bytes
+	textLen       uintptr
+	toolIndex     int32
+	finishReason  int32
+	toolID        *byte // NUL-terminated
+	toolName      *byte // NUL-terminated
+	logprobs      *TokenLogprob
+	nLogprobs     uintptr
+	logprobStride uintptr
+	stopReason    int32
+	nPrompt       int32
+	nCached       int32
+	nGenerated    int32
+	nDrafted      int32
+	nAccepted     int32
+	promptMs      float64
+	decodeMs      float64
+}
+
 // zf_token_logprob (8 bytes) is TokenLogprob itself: {int32 token; float logprob}.

@@ -14,7 +14,7 @@ import (
 // The C header version this binding was written for (ZF_VERSION_MAJOR/MINOR in zerfoo.h).
 const (
 	HeaderMajor = 0
-	HeaderMinor = 4
+	HeaderMinor = 5
 )
 
 // lib holds the process-wide library handle and its functions. It is filled once.
@@ -61,6 +61,12 @@ var lib struct {
 	embed            func(m uintptr, p *cEmbedParams, texts **byte, lens *uintptr, n uintptr, out *float32, cap uintptr, needed *uintptr) int32
 	embedTokens      func(m uintptr, p *cEmbedParams, tokens **int32, nTokens *uintptr, n uintptr, out *float32, cap uintptr, needed *uintptr) int32
 	rerank           func(m uintptr, p *cEmbedParams, query *byte, queryLen uintptr, docs **byte, docLens *uintptr, n uintptr, scores *float32) int32
+	turnInit         func(p *cTurnParams, size uintptr) int32
+	turnBegin        func(s uintptr, p *cTurnParams, out *uintptr) int32
+	turnNext         func(t uintptr, ev *cTurnEvent) int32
+	turnMessage      func(t uintptr, buf *byte, cap uintptr, needed *uintptr) int32
+	turnFree         func(t uintptr)
+	turnRun          func(s uintptr, p *cTurnParams, cb uintptr, userData uintptr, out *uintptr) int32
 }
 
 // Load loads libzerfoo from path (if non-empty) or by the default search: $ZERFOO_LIBRARY,
@@ -80,7 +86,7 @@ func LibraryPath() string {
 	return lib.path
 }
 
-// Version returns the loaded library's version string, e.g. "0.4.0".
+// Version returns the loaded library's version string, e.g. "0.5.0".
 func Version() (string, error) {
 	if err := Load(""); err != nil {
 		return "", err
@@ -179,6 +185,12 @@ func bind(h uintptr) error {
 		{&lib.embed, "zf_embed"},
 		{&lib.embedTokens, "zf_embed_tokens"},
 		{&lib.rerank, "zf_rerank"},
+		{&lib.turnInit, "zf_turn_params_init"},
+		{&lib.turnBegin, "zf_chat_turn_begin"},
+		{&lib.turnNext, "zf_chat_turn_next"},
+		{&lib.turnMessage, "zf_chat_turn_message"},
+		{&lib.turnFree, "zf_chat_turn_free"},
+		{&lib.turnRun, "zf_chat_turn"},
 	}
 	for _, s := range syms {
 		if err := sym(h, s.fn, s.name); err != nil {

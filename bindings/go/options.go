@@ -45,6 +45,7 @@ type genConfig struct {
 	constraintKind ConstraintKind
 	trigger        string
 	session        []SessionOption // Model.Chat only
+	turn           turnConfig      // Session.ChatTurn and ChatTurnMessage only
 }
 
 func setter(f func(*cGenParams)) GenOption {

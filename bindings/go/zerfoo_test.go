@@ -130,6 +130,21 @@ func TestLayout(t *testing.T) {
 		{"offsetof dimensions", unsafe.Offsetof(cEmbedParams{}.dimensions), 12},
 		{"offsetof reserved", unsafe.Offsetof(cEmbedParams{}.reserved), 20},
 		{"offsetof prompt_ms", unsafe.Offsetof(cGenResult{}.promptMs), 16},
+		{"sizeof zf_turn_params", unsafe.Sizeof(cTurnParams{}), 48},
+		{"offsetof request_json", unsafe.Offsetof(cTurnParams{}.requestJSON), 8},
+		{"offsetof generate", unsafe.Offsetof(cTurnParams{}.generate), 32},
+		{"offsetof time_unix (turn)", unsafe.Offsetof(cTurnParams{}.timeUnix), 40},
+		{"sizeof zf_turn_event", unsafe.Sizeof(cTurnEvent{}), 112},
+		{"offsetof text_len", unsafe.Offsetof(cTurnEvent{}.textLen), 16},
+		{"offsetof tool_index", unsafe.Offsetof(cTurnEvent{}.toolIndex), 24},
+		{"offsetof tool_id", unsafe.Offsetof(cTurnEvent{}.toolID), 32},
+		{"offsetof logprobs", unsafe.Offsetof(cTurnEvent{}.logprobs), 48},
+		{"offsetof logprob_stride", unsafe.Offsetof(cTurnEvent{}.logprobStride), 64},
+		{"offsetof stop_reason (turn)", unsafe.Offsetof(cTurnEvent{}.stopReason), 72},
+		{"offsetof n_cached", unsafe.Offsetof(cTurnEvent{}.nCached), 80},
+		{"offsetof n_accepted (turn)", unsafe.Offsetof(cTurnEvent{}.nAccepted), 92},
+		{"offsetof prompt_ms (turn)", unsafe.Offsetof(cTurnEvent{}.promptMs), 96},
+		{"offsetof decode_ms (turn)", unsafe.Offsetof(cTurnEvent{}.decodeMs), 104},
 	}
 	for _, c := range checks {
 		if c.got != c.want {

@@ -16,11 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#if __has_include("chat/stream_parser.h")
 #include "chat/stream_parser.h"
-#else
-#include "runtime/chat_stream_interim.h"
-#endif
 #include "common/status.h"
 #include "runtime/generator.h"
 #include "runtime/served_model.h"

@@ -10,13 +10,13 @@
 
 namespace cli::serve {
 
-// Tools and how the answer is read: `tools` (function definitions), `tool_choice` ("auto",
-// "none", "required" or {"type":"function","function":{"name"}}), `parallel_tool_calls`,
-// `reasoning_format` ("auto", "deepseek", "none", as llama-server) and `chat_template_kwargs`.
-ChatRender ParseChatOptions(const json& body, const std::string& chat_template, ChatReading* reading) {
+// /apply-template's chat fields: `tools` (function definitions), `tool_choice` ("auto", "none",
+// "required" or {"type":"function","function":{"name"}}: a named one shows only that tool),
+// `parallel_tool_calls`, `reasoning_format` and `chat_template_kwargs`. (Chat completions hand
+// these to the library's chat turn, which applies the same rules.)
+ChatRender ParseChatOptions(const json& body, const std::string& chat_template) {
   ChatRender render;
   render.template_text = chat_template;
-  reading->template_text = chat_template;
   json tools = body.value("tools", json());
   if (!tools.is_null()) {
     if (!tools.is_array()) throw BadRequest("invalid_type", "'tools' must be an array");
@@ -80,12 +80,6 @@ ChatRender ParseChatOptions(const json& body, const std::string& chat_template, 
   // but nothing is read back as a call.
   if (!tools.is_null()) render.tools_json = tools.dump();
   if (kwargs.is_object() && !kwargs.empty()) render.extra_json = kwargs.dump();
-  reading->tools_json = render.tools_json;
-  reading->extra_json = render.extra_json;
-  reading->parse_tools = !tools.is_null() && choice != "none";
-  reading->require_call = choice == "required";
-  reading->parallel = body.value("parallel_tool_calls", true);
-  reading->split_reasoning = rf != "none";
   return render;
 }
 
@@ -94,50 +88,9 @@ namespace {
 // The output constraint of a body, if any: OpenAI's response_format (json_object, json_schema),
 // vLLM's structured_outputs {json|regex|choice|grammar} (also at the top level, and its older
 // guided_* names), llama-server's json_schema and grammar (Lark: llguidance's dialect; GBNF is
-// not supported). At most one.
-// Tools constrain the output in the template's own call format (zf_chat_tool_grammar; the
-// generic JSON form where the library derived none), each call's arguments valid for its tool's
-// parameters: tool_choice "required" (or a named function) from the first token; "auto" lazily,
-// from the moment the model writes the format's opening text, and only when nothing else
-// constrains the output.
-void ConstrainToolCalls(const zf_model* model, Request* r) {
-  const ChatReading& rd = r->reading;
-  if (!rd.parse_tools) return;
-  if (rd.require_call && r->constraint_kind != ZF_CONSTRAINT_NONE) {
-    throw BadRequest("invalid_value", "tool_choice \"required\" and a structured output both constrain the output; give one");
-  }
-  if (!rd.require_call && r->constraint_kind != ZF_CONSTRAINT_NONE) return;
-  zf_chat_params p;
-  zf_chat_params_init(&p, sizeof p);
-  p.flags = rd.parallel ? 0 : ZF_CHAT_ONE_CALL;
-  p.tools_json = rd.tools_json.c_str();
-  p.extra_json = rd.extra_json.empty() ? nullptr : rd.extra_json.c_str();
-  p.template_text = rd.template_text.empty() ? nullptr : rd.template_text.c_str();
-  std::string out;
-  const zf_status st = FetchString(
-      [&](char* buf, size_t cap, size_t* needed) { return zf_chat_tool_grammar(model, &p, buf, cap, needed); }, true,
-      &out);
-  if (st != ZF_OK) throw BadRequest("invalid_value", std::string("'tools': ") + LibraryErrorInRequestTerms());
-  const json g = json::parse(out);
-  if (rd.require_call) {
-    r->constraint = g["grammar"].get<std::string>();
-  } else {
-    if (g["trigger"].get<std::string>().empty()) return;  // no opening text to wait for
-    r->constraint = g["lazy_grammar"].get<std::string>();
-    r->constraint_trigger = g["trigger"].get<std::string>();
-  }
-  r->constraint_kind = ZF_CONSTRAINT_LARK;
-  if (zf_constraint_check(model, r->constraint_kind, r->constraint.c_str()) != ZF_OK) {
-    if (!rd.require_call) {  // auto stays free rather than failing
-      r->constraint.clear(), r->constraint_trigger.clear();
-      r->constraint_kind = ZF_CONSTRAINT_NONE;
-      return;
-    }
-    throw BadRequest("invalid_value", std::string("'tools': the parameters cannot be enforced: ") + zf_last_error());
-  }
-}
-
-void ParseConstraint(const json& body, const zf_model* model, Request* r) {
+// not supported). At most one. A chat turn reads response_format itself and compiles its
+// constraint once when it begins; completions compile theirs here, before a slot is taken.
+void ParseConstraint(const json& body, const zf_model* model, bool chat, Request* r) {
   struct Found {
     std::string field;
     int32_t kind;
@@ -170,7 +123,7 @@ void ParseConstraint(const json& body, const zf_model* model, Request* r) {
     }
     found.push_back({field, kind, std::move(text)});
   };
-  if (body.contains("response_format") && !body["response_format"].is_null()) {
+  if (!chat && body.contains("response_format") && !body["response_format"].is_null()) {
     const json& rf = body["response_format"];
     const std::string type = rf.is_object() ? rf.value("type", std::string()) : std::string();
     if (type == "json_object") {
@@ -206,6 +159,7 @@ void ParseConstraint(const json& body, const zf_model* model, Request* r) {
   if (found.empty()) return;
   r->constraint = std::move(found[0].text);
   r->constraint_kind = found[0].kind;
+  if (chat) return;
   // Compiled once here so that a bad one is a 400 before a slot is taken (generation compiles
   // it again; a schema compiles in about a millisecond).
   if (zf_constraint_check(model, r->constraint_kind, r->constraint.c_str()) != ZF_OK) {
@@ -392,16 +346,24 @@ Request ParseCompletion(const std::string& text, bool chat, const RequestContext
     r.stop.erase(std::remove(r.stop.begin(), r.stop.end(), std::string()), r.stop.end());
   }
 
-  ParseConstraint(body, ctx.model, &r);
+  ParseConstraint(body, ctx.model, chat, &r);
 
   // The prompt, tokenized as `zerfoo generate` does (BOS per the model, special-token text as
   // tokens), so greedy outputs equal the CLI's.
   const uint32_t tflags = ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL;
   if (chat) {
+    // The chat fields go to the library's chat turn as they are (it checks them, renders the
+    // messages, applies the tool-choice policy and reads the answer back).
     if (!body.contains("messages")) throw BadRequest("missing_field", "'messages' is required");
-    const ChatRender render = ParseChatOptions(body, ctx.chat_template, &r.reading);
-    r.prompt = Tokenize(ctx.model, RenderChat(ctx.model, body["messages"], render), tflags);
-    ConstrainToolCalls(ctx.model, &r);
+    json turn = json::object();
+    for (const char* key : {"messages", "tools", "tool_choice", "parallel_tool_calls", "response_format",
+                            "reasoning_format", "chat_template_kwargs", "documents"}) {
+      if (body.contains(key)) turn[key] = body[key];
+    }
+    r.turn_request = turn.dump();
+    r.turn_messages = body["messages"];
+    r.chat_template = ctx.chat_template;
+    return r;
   } else {
     if (!body.contains("prompt")) throw BadRequest("missing_field", "'prompt' is required");
     const json& p = body["prompt"];

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "api_error.h"
-#include "assistant_stream.h"
 #include "model_text.h"
 #include "zerfoo.h"
 
@@ -35,9 +34,12 @@ struct Request {
   std::string constraint;
   int32_t constraint_kind = ZF_CONSTRAINT_NONE;
   std::string constraint_trigger;  // a lazy constraint (tool_choice "auto"): its trigger text
-  // Chat: tools, tool_choice, reasoning_format and chat_template_kwargs, as the prompt was
-  // rendered with them and the output is read back.
-  ChatReading reading;
+  // Chat: the request's chat fields as zf_chat_turn's request JSON (messages, tools,
+  // tool_choice, parallel_tool_calls, response_format, reasoning_format, chat_template_kwargs,
+  // documents), the messages (the slot's conversation key) and --chat-template-file's text.
+  std::string turn_request;
+  json turn_messages;
+  std::string chat_template;
 };
 
 // What a request is checked against: the served model and the server's defaults.
@@ -51,9 +53,9 @@ struct RequestContext {
   int32_t draft_max = 0;      // --draft-max / --lookup: prompt-lookup drafts (0 = off)
 };
 
-// The chat fields of a body (tools, tool_choice, parallel_tool_calls, reasoning_format,
-// chat_template_kwargs): how its prompt is rendered and its answer read back; throws ApiError.
-ChatRender ParseChatOptions(const json& body, const std::string& chat_template, ChatReading* reading);
+// The chat fields of an /apply-template body (tools, tool_choice, parallel_tool_calls,
+// reasoning_format, chat_template_kwargs): how its prompt is rendered; throws ApiError.
+ChatRender ParseChatOptions(const json& body, const std::string& chat_template);
 
 // Parses a completion (`chat` false: "prompt") or chat completion ("messages") body; throws
 // ApiError.

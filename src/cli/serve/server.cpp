@@ -192,7 +192,7 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
     return;
   }
   ApiError err;
-  Slot* slot = slots_.Acquire(r->prompt, &err);
+  Slot* slot = slots_.Acquire(r->prompt, chat ? r->turn_messages.dump() : std::string(), &err);
   if (slot == nullptr) {
     ++metrics_.n_rejected;
     SendError(res, err);
@@ -211,6 +211,10 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
     else ++metrics_.n_requests_err;
     metrics_.e2e.Observe(std::chrono::duration<double>(Clock::now() - t0).count());
   };
+  if (chat) {
+    AnswerChat(r, slot, lease, header, t0, res);
+    return;
+  }
   if (o_.verbose) {
     std::fprintf(stderr, "zerfoo serve: %s on slot %d, %zu prompt tokens\n", header.id.c_str(), slot->id,
                  r->prompt.size());
@@ -245,7 +249,6 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
           };
           ChunkBuilder chunks(model_.get(), *r, header);
           bool ok = true;
-          if (chat) ok = send(chunks.Start());
           Outcome out;
           zf_status st = ZF_OK;
           if (ok) {
@@ -275,7 +278,94 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
           } else {
             finish(st);
             for (const json& c : chunks.End(out.stop_reason)) send(c);
-            if (r->include_usage) send(chunks.Usage(out));
+            if (r->include_usage) send(chunks.Usage(UsageJson(out)));
+          }
+          const std::string done = SseEvent("[DONE]");
+          sink.write(done.data(), done.size());
+          sink.done();
+          return true;
+        } catch (const std::exception& e) {  // e.g. bad_alloc: end this stream, keep serving
+          std::fprintf(stderr, "zerfoo serve: stream failed: %s\n", e.what());
+          return false;
+        }
+      });
+}
+
+void Server::AnswerChat(std::shared_ptr<Request> r, Slot* slot, std::shared_ptr<SlotLease> lease, AnswerHeader header,
+                        Clock::time_point t0, httplib::Response& res) {
+  auto finish = [this, t0](zf_status st) {
+    if (st == ZF_OK) ++metrics_.n_requests_ok;
+    else ++metrics_.n_requests_err;
+    metrics_.e2e.Observe(std::chrono::duration<double>(Clock::now() - t0).count());
+  };
+  if (o_.verbose) std::fprintf(stderr, "zerfoo serve: %s on slot %d\n", header.id.c_str(), slot->id);
+  // The turn begins here, before anything is answered: a request the library refuses (its chat
+  // fields, the constraint, a prompt past the context) is a plain 400.
+  // The turn goes before the slot is given back (members are destroyed in reverse order).
+  struct TurnLease {
+    std::shared_ptr<SlotLease> lease;
+    TurnPtr turn{nullptr, &zf_chat_turn_free};
+    zf_turn* get() const { return turn.get(); }
+    void reset() { turn.reset(); }
+  };
+  auto turn = std::make_shared<TurnLease>();
+  turn->lease = std::move(lease);
+  if (const zf_status st = BeginTurn(slot, *r, &turn->turn); st != ZF_OK) {
+    finish(st);
+    SendError(res, TurnError(st));
+    return;
+  }
+  if (!r->stream) {
+    TurnOutcome out;
+    const zf_status st = DriveTurn(turn->get(), slot, *r, [](const TurnDelta&) { return true; }, t0, &metrics_, &out);
+    turn->reset();
+    finish(st);
+    if (st != ZF_OK) {
+      SendError(res, TurnError(st));
+      return;
+    }
+    res.set_content(Dump(ChatCompletionJson(model_.get(), *r, header, out)), "application/json");
+    return;
+  }
+  // Streaming: the turn runs inside the content provider, on this worker thread. The first
+  // event (or the turn's failure) comes before anything is sent, so a request the library
+  // refuses is still a plain 400.
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, r, slot, turn, header, t0, finish](size_t, httplib::DataSink& sink) {
+        try {
+          auto send = [&sink](const json& j) {
+            const std::string line = SseEvent(Dump(j));
+            return sink.write(line.data(), line.size());
+          };
+          ChunkBuilder chunks(model_.get(), *r, header);
+          bool started = false, ok = true;
+          TurnOutcome out;
+          const zf_status st = DriveTurn(
+              turn->get(), slot, *r,
+              [&](const TurnDelta& d) {
+                if (!started) ok = send(chunks.Start()), started = true;
+                if (ok && d.kind != ZF_TURN_DONE) ok = send(chunks.Event(d));
+                if (ok && d.kind == ZF_TURN_DONE && !d.logprobs.empty()) ok = send(chunks.Event(TurnDelta{ZF_TURN_LOGPROBS, "", -1, "", "", d.logprobs}));
+                return ok;
+              },
+              t0, &metrics_, &out);
+          turn->reset();  // before the slot goes back (the lease is released with the provider)
+          if (out.client_gone) {
+            ++metrics_.n_cancelled;
+            finish(ZF_OK);
+            sink.done();
+            return false;
+          }
+          finish(st);
+          if (st != ZF_OK) {
+            const std::string line = SseEvent(ErrorBody(TurnError(st)));
+            sink.write(line.data(), line.size());
+          } else {
+            send(chunks.Finish(out.finish));
+            if (r->include_usage) send(chunks.Usage(TurnUsageJson(out)));
           }
           const std::string done = SseEvent("[DONE]");
           sink.write(done.data(), done.size());
@@ -295,7 +385,7 @@ void Server::HandleEmbeddings(const httplib::Request& req, httplib::Response& re
     // A slot while it runs, as a completion takes one: --parallel bounds all the work on the
     // model's threads, and a full queue or a drain answers 503 here too.
     ApiError busy;
-    Slot* slot = slots_.Acquire({}, &busy);
+    Slot* slot = slots_.Acquire({}, std::string(), &busy);
     if (slot == nullptr) throw busy;
     SlotLease lease{&slots_, slot};
     uint64_t n_tokens = 0;
@@ -316,7 +406,7 @@ void Server::HandleRerank(const httplib::Request& req, httplib::Response& res) {
   try {
     const RerankRequest r = ParseRerankRequest(req.body, size_t(o_.max_documents));
     ApiError busy;  // a slot while it runs, as for embeddings
-    Slot* slot = slots_.Acquire({}, &busy);
+    Slot* slot = slots_.Acquire({}, std::string(), &busy);
     if (slot == nullptr) throw busy;
     SlotLease lease{&slots_, slot};
     uint64_t n_tokens = 0;
@@ -467,8 +557,7 @@ void Server::Routes() {
     try {
       const json body = ParseObject(req.body);
       if (!body.contains("messages")) throw BadRequest("missing_field", "'messages' is required");
-      ChatReading reading;
-      const ChatRender render = ParseChatOptions(body, o_.chat_template, &reading);
+      const ChatRender render = ParseChatOptions(body, o_.chat_template);
       res.set_content(Dump(json{{"prompt", RenderChat(model_.get(), body["messages"], render)}}), "application/json");
     } catch (const ApiError& e) {
       SendError(res, e);

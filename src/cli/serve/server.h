@@ -6,6 +6,8 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <chrono>
+#include <memory>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -16,6 +18,7 @@
 #include "options.h"
 #include "request.h"
 #include "slots.h"
+#include "streaming.h"
 
 namespace cli::serve {
 
@@ -41,6 +44,9 @@ class Server {
   RequestContext Context() const;
 
   void HandleCompletion(const httplib::Request& req, httplib::Response& res, bool chat);
+  // A chat completion on its slot: one library chat turn, answered whole or streamed.
+  void AnswerChat(std::shared_ptr<Request> r, Slot* slot, std::shared_ptr<SlotLease> lease, AnswerHeader header,
+                  std::chrono::steady_clock::time_point t0, httplib::Response& res);
   // On the HTTP worker thread, without a slot (the library's embedding calls are thread-safe).
   void HandleEmbeddings(const httplib::Request& req, httplib::Response& res);
   void HandleRerank(const httplib::Request& req, httplib::Response& res);

@@ -17,7 +17,7 @@ void SlotPool::Add(std::unique_ptr<Slot> slot) {
   slots_.push_back(std::move(slot));
 }
 
-Slot* SlotPool::Acquire(const std::vector<int32_t>& prompt, ApiError* err) {
+Slot* SlotPool::Acquire(const std::vector<int32_t>& prompt, const std::string& chat_key, ApiError* err) {
   std::unique_lock<std::mutex> lock(mu_);
   auto idle = [&] {
     for (auto& s : slots_) {
@@ -43,12 +43,19 @@ Slot* SlotPool::Acquire(const std::vector<int32_t>& prompt, ApiError* err) {
     }
   }
   // The idle slot whose conversation shares the longest prefix with the prompt (that much is
-  // not evaluated again); on a tie the least recently used.
+  // not evaluated again; for chat, the longest prefix of the messages' JSON); on a tie the least
+  // recently used.
   Slot* best = nullptr;
   size_t best_len = 0;
   for (auto& s : slots_) {
     if (s->busy) continue;
-    const size_t len = s->known ? CommonPrefix(s->history, prompt) : 0;
+    size_t len = 0;
+    if (!chat_key.empty()) {
+      const size_t n = std::min(chat_key.size(), s->chat_key.size());
+      while (len < n && chat_key[len] == s->chat_key[len]) ++len;
+    } else if (s->known) {
+      len = CommonPrefix(s->history, prompt);
+    }
     if (best == nullptr || len > best_len || (len == best_len && s->last_used < best->last_used)) {
       best = s.get();
       best_len = len;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "../common.h"
@@ -21,6 +22,7 @@ struct Slot {
   SessionPtr session;
   std::vector<int32_t> history;   // tokens in the KV cache + pending; valid when `known`
   bool known = true;
+  std::string chat_key;           // the conversation (messages JSON) a chat turn left in the session
   bool busy = false;
   uint64_t last_used = 0;         // Acquire() order, for least-recently-used eviction
   std::atomic<int32_t> kv_tokens{0};  // for the KV utilization gauge
@@ -37,9 +39,11 @@ class SlotPool {
   // Adds a slot while the model loads (before any Acquire).
   void Add(std::unique_ptr<Slot> slot);
 
-  // The best idle slot for `prompt`, waiting in the queue if none is idle; nullptr with `*err`
-  // (503) when the queue is full or the server drains.
-  Slot* Acquire(const std::vector<int32_t>& prompt, ApiError* err);
+  // The best idle slot for `prompt` (a completion's tokens) or `chat_key` (a chat request's
+  // messages JSON: the library reuses what the session holds of the conversation), waiting in
+  // the queue if none is idle; nullptr with `*err` (503) when the queue is full or the server
+  // drains.
+  Slot* Acquire(const std::vector<int32_t>& prompt, const std::string& chat_key, ApiError* err);
   void Release(Slot* s);
 
   // Drain: no new request gets a slot (queued ones still do).

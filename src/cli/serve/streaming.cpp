@@ -61,30 +61,29 @@ json LogprobsJson(const zf_model* model, const Request& r, const std::vector<Tok
               {"text_offset", std::move(offsets)}};
 }
 
-// "tool_calls" when the answer called tools and was not cut short.
-const char* ChatFinishReason(int32_t stop, const json& message) {
-  const char* reason = FinishReason(stop);
-  return std::string(reason) == "stop" && message.contains("tool_calls") ? "tool_calls" : reason;
+json CompletionJson(const zf_model* model, const Request& r, const AnswerHeader& h, const Outcome& out) {
+  size_t offset = 0;
+  json choice = {{"index", 0},
+                 {"finish_reason", FinishReason(out.stop_reason)},
+                 {"text", out.text},
+                 {"logprobs", r.logprobs ? LogprobsJson(model, r, out.logprobs, &offset) : json(nullptr)}};
+  return json{{"id", h.id},         {"object", "text_completion"},        {"created", h.created},
+              {"model", h.model},   {"choices", json::array({choice})},  {"usage", UsageJson(out)}};
 }
 
-json CompletionJson(const zf_model* model, const Request& r, const AnswerHeader& h, const Outcome& out) {
-  const json message = r.chat ? AssistantStream::Message(model, r.reading, out.text) : json();
-  json choice = {{"index", 0}, {"finish_reason", r.chat ? ChatFinishReason(out.stop_reason, message) : FinishReason(out.stop_reason)}};
+json TurnUsageJson(const TurnOutcome& o) {
+  return json{{"prompt_tokens", o.n_prompt},
+              {"completion_tokens", o.n_generated},
+              {"total_tokens", o.n_prompt + o.n_generated},
+              {"prompt_tokens_details", {{"cached_tokens", o.n_cached}}}};
+}
+
+json ChatCompletionJson(const zf_model* model, const Request& r, const AnswerHeader& h, const TurnOutcome& out) {
+  json choice = {{"index", 0}, {"finish_reason", TurnFinishReason(out.finish)}, {"message", out.message}};
   size_t offset = 0;
-  const json lp = r.logprobs ? LogprobsJson(model, r, out.logprobs, &offset) : json(nullptr);
-  if (r.chat) {
-    choice["message"] = message;
-    if (r.logprobs) choice["logprobs"] = lp;
-  } else {
-    choice["text"] = out.text;
-    choice["logprobs"] = lp;
-  }
-  return json{{"id", h.id},
-              {"object", r.chat ? "chat.completion" : "text_completion"},
-              {"created", h.created},
-              {"model", h.model},
-              {"choices", json::array({choice})},
-              {"usage", UsageJson(out)}};
+  if (r.logprobs) choice["logprobs"] = LogprobsJson(model, r, out.logprobs, &offset);
+  return json{{"id", h.id},       {"object", "chat.completion"},       {"created", h.created},
+              {"model", h.model}, {"choices", json::array({choice})}, {"usage", TurnUsageJson(out)}};
 }
 
 const char* ChunkBuilder::Object() const { return r_.chat ? "chat.completion.chunk" : "text_completion"; }
@@ -110,29 +109,36 @@ json ChunkBuilder::Chunk(const json& delta_or_text, const json& finish_reason,
 json ChunkBuilder::Start() { return Chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr, nullptr); }
 
 std::vector<json> ChunkBuilder::Piece(const std::string& piece, const std::vector<TokenLogprobs>& lps) {
-  const std::vector<TokenLogprobs>* lp = r_.logprobs ? &lps : nullptr;
-  if (!r_.chat) return {Chunk(json(piece), nullptr, lp)};
-  // Chat: the turn so far read back (reasoning, content, complete tool calls); a piece whose
-  // text is held back (a marker or a call still arriving) sends its log-probabilities alone.
-  text_ += piece;
-  std::vector<json> out;
-  for (const json& delta : reader_.Update(text_)) out.push_back(Chunk(delta, nullptr, out.empty() ? lp : nullptr));
-  if (out.empty() && lp != nullptr) out.push_back(Chunk(json::object(), nullptr, lp));
-  return out;
+  return {Chunk(json(piece), nullptr, r_.logprobs ? &lps : nullptr)};
 }
 
-std::vector<json> ChunkBuilder::End(int32_t stop_reason) {
-  if (!r_.chat) return {Chunk(json(""), FinishReason(stop_reason), nullptr)};
-  json message;
-  std::vector<json> out;
-  for (const json& delta : reader_.Finish(text_, &message)) out.push_back(Chunk(delta, nullptr, nullptr));
-  out.push_back(Chunk(json::object(), ChatFinishReason(stop_reason, message), nullptr));
-  return out;
+std::vector<json> ChunkBuilder::End(int32_t stop_reason) { return {Chunk(json(""), FinishReason(stop_reason), nullptr)}; }
+
+// A turn's event as OpenAI streams a chat answer: reasoning_content and content fragments; a tool
+// call opens with its index, id, type and name (arguments ""), its arguments follow as
+// fragments; held-back text's tokens send their log-probabilities alone; done sends the finish
+// reason.
+json ChunkBuilder::Event(const TurnDelta& d) {
+  const std::vector<TokenLogprobs>* lp = r_.logprobs && !d.logprobs.empty() ? &d.logprobs : nullptr;
+  switch (d.kind) {
+    case ZF_TURN_CONTENT: return Chunk(json{{"content", d.text}}, nullptr, lp);
+    case ZF_TURN_REASONING: return Chunk(json{{"reasoning_content", d.text}}, nullptr, lp);
+    case ZF_TURN_TOOL_CALL:
+      return Chunk(json{{"tool_calls", json::array({{{"index", d.index}, {"id", d.id}, {"type", "function"},
+                                                     {"function", {{"name", d.name}, {"arguments", ""}}}}})}},
+                   nullptr, lp);
+    case ZF_TURN_TOOL_ARGS:
+      return Chunk(json{{"tool_calls", json::array({{{"index", d.index}, {"function", {{"arguments", d.text}}}}})}},
+                   nullptr, lp);
+    default: return Chunk(json::object(), nullptr, lp);  // ZF_TURN_LOGPROBS
+  }
 }
 
-json ChunkBuilder::Usage(const Outcome& out) const {
+json ChunkBuilder::Finish(int32_t finish) { return Chunk(json::object(), TurnFinishReason(finish), nullptr); }
+
+json ChunkBuilder::Usage(const json& usage) const {
   return json{{"id", h_.id}, {"object", Object()}, {"created", h_.created}, {"model", h_.model},
-              {"choices", json::array()}, {"usage", UsageJson(out)}};
+              {"choices", json::array()}, {"usage", usage}};
 }
 
 std::string SseEvent(const std::string& data) { return "data: " + data + "\n\n"; }

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "api_error.h"
-#include "assistant_stream.h"
 #include "generate.h"
 #include "request.h"
+#include "turn.h"
 #include "zerfoo.h"
 
 namespace cli::serve {
@@ -37,21 +37,25 @@ json LogprobsJson(const zf_model* model, const Request& r, const std::vector<Tok
 // The non-streamed answer ("chat.completion" / "text_completion").
 json CompletionJson(const zf_model* model, const Request& r, const AnswerHeader& h, const Outcome& out);
 
+// OpenAI's usage of a chat turn, with prompt_tokens_details.cached_tokens.
+json TurnUsageJson(const TurnOutcome& o);
+json ChatCompletionJson(const zf_model* model, const Request& r, const AnswerHeader& h, const TurnOutcome& out);
+
 // The chunks of one streamed answer, in order: Start (chat only), Piece per piece, End, then
 // Usage when the request asked for stream_options.include_usage. Keeps the legacy logprobs'
 // text offset across pieces.
 class ChunkBuilder {
  public:
-  ChunkBuilder(const zf_model* model, const Request& r, AnswerHeader h)
-      : model_(model), r_(r), h_(std::move(h)), reader_(model, r.reading) {}
-  json Start();  // the assistant role with empty content
-  // A completion's piece as a chunk; a chat piece as the deltas of the turn read back so far
-  // (zero or more chunks: reasoning, content, each tool call once complete).
+  ChunkBuilder(const zf_model* model, const Request& r, AnswerHeader h) : model_(model), r_(r), h_(std::move(h)) {}
+  json Start();  // chat: the assistant role with empty content
+  // Completions: a piece as a chunk, and the last chunk with the finish reason.
   std::vector<json> Piece(const std::string& piece, const std::vector<TokenLogprobs>& lps);
-  // What the complete turn still owes, then the chunk with the finish reason ("tool_calls"
-  // when the chat answer called tools).
   std::vector<json> End(int32_t stop_reason);
-  json Usage(const Outcome& out) const;
+  // Chat: a turn's event as a chunk, and the chunk with the turn's finish reason.
+  json Event(const TurnDelta& d);
+  json Finish(int32_t finish);
+  // The usage chunk (stream_options.include_usage).
+  json Usage(const json& usage) const;
 
  private:
   json Chunk(const json& delta_or_text, const json& finish_reason, const std::vector<TokenLogprobs>* lps);
@@ -61,8 +65,6 @@ class ChunkBuilder {
   const Request& r_;
   AnswerHeader h_;
   size_t text_offset_ = 0;
-  AssistantStream reader_;  // chat only
-  std::string text_;        // the chat turn so far
 };
 
 // One server-sent event carrying `data`: "data: <data>\n\n".

@@ -2,9 +2,6 @@
 // Generate() (push, callback) and the C API's zf_generation (pull) both run this one loop.
 #include "runtime/generator.h"
 
-#include "common/switches.h"
-#include "runtime/batcher.h"
-
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -18,21 +15,13 @@ double MsSince(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-Generation::BusyDraft Generation::ReadBusyDraft() {
-  const char* v = env::BatchDraft();
-  if (v == nullptr) return BusyDraft::kCost;
-  const std::string s(v);
-  return s == "always" ? BusyDraft::kAlways : s == "never" ? BusyDraft::kNever : BusyDraft::kCost;
-}
-
 Generation::Generation(Session& session, const GenerateOptions& options)
     : session_(session),
       options_(options),
       sampler_(options.sampler, session.model().desc().n_vocab),
       text_(options.stop),
-      draft_len_(options.draft),
-      busy_draft_(ReadBusyDraft()),
-      draft_session_(options.draft_session != nullptr ? options.draft_session : session.draft()) {
+      speculation_(session, options.draft,
+                   options.draft_session != nullptr ? options.draft_session : session.draft()) {
   // What the session was wired with (ServedModel::CreateSession, zf_session_set_draft_model),
   // unless the options say otherwise.
   if (options_.draft_session == nullptr) options_.draft_session = session.draft();
@@ -44,75 +33,14 @@ Status Generation::Eval(const int32_t* tokens, size_t n) {
   return device_greedy_ ? session_.EvalKeepArgmax(tokens, n) : session_.EvalKeepLogits(tokens, n);
 }
 
-const float* Generation::CurrentLogits() const {
-  return spec_ ? spec_logits_.data() + size_t(spec_pos_) * size_t(session_.model().desc().n_vocab)
-               : session_.last_logits();
-}
-
-Status Generation::EvalWithDraft(bool* drafted) {
-  *drafted = false;
-  const DraftOptions& d = options_.draft;
-  int32_t k = draft_len_.Next();
-  // A draft model that failed (draft_session_ dropped) ends drafting; no lookup in its place.
-  if (k <= 0 || !session_.can_verify() ||
-      (options_.draft_session != nullptr && draft_session_ == nullptr)) {
-    return Status::Ok();
-  }
-  // A draft model drafts at every step: time one plain step first, or its cost is never weighed.
-  if (draft_session_ != nullptr && !draft_len_.has_step_time()) return Status::Ok();
-  k = std::min({k, Session::kMaxVerify - 1, session_.n_ctx() - session_.n_past() - 1});
-  if (options_.max_tokens >= 0) k = std::min(k, options_.max_tokens - result_.n_generated);
-  if (const Batcher* b = session_.batcher(); b != nullptr && b->last_rows() > 1 && k > 0) {
-    // Other sequences share the steps: the draft's rows must pay for their time too. Unknown
-    // (every step the same size so far): no draft, as where the step is compute-bound.
-    double t0 = 0.0, t1 = 0.0;
-    if (busy_draft_ == BusyDraft::kNever) {
-      k = 0;
-    } else if (busy_draft_ == BusyDraft::kCost) {
-      k = b->StepCost(&t0, &t1) ? BatchedDraftLength(k, d.min, draft_len_.acceptance(), b->last_rows(), t0, t1) : 0;
-    }
-  }
-  if (k < std::max(1, d.min)) return Status::Ok();
-  spec_tokens_.resize(size_t(k) + 1);
-  const auto t0 = std::chrono::steady_clock::now();
-  int32_t n = 0;
-  if (draft_session_ != nullptr) {
-    // A draft model that fails (a token outside its vocabulary, its context) only ends drafting.
-    if (!ModelDraft(*draft_session_, history_.data(), history_.size(), k, session_.model().desc().n_vocab,
-                    spec_tokens_.data() + 1, &n)
-             .ok()) {
-      draft_session_ = nullptr;
-      return Status::Ok();
-    }
-  } else {
-    n = LookupDraft(history_.data(), history_.size(), d, k, spec_tokens_.data() + 1);
-  }
-  if (n < std::max(1, d.min)) return Status::Ok();
-  spec_tokens_.resize(size_t(n) + 1);
-  spec_tokens_[0] = last_token_;
-  spec_logits_.resize(spec_tokens_.size() * size_t(session_.model().desc().n_vocab));
-  spec_base_ = session_.n_past();
-  ZF_RETURN_IF_ERROR(session_.EvalEvery(spec_tokens_.data(), spec_tokens_.size(), spec_logits_.data()));
-  spec_ms_ = MsSince(t0);
-  spec_ = true;
-  spec_pos_ = 0;
-  result_.n_drafted += n;
-  *drafted = true;
-  return Status::Ok();
-}
-
 void Generation::Settle() {
-  if (!spec_) return;
-  const int32_t proposed = int32_t(spec_tokens_.size()) - 1;
-  const int32_t accepted = std::min(proposed, spec_pos_ + (last_in_kv_ ? 1 : 0));
-  draft_len_.Report(proposed, accepted, spec_ms_);
-  result_.n_accepted += accepted;
-  // Keep last_token_'s predecessors: the current row's position is the session's last.
-  const size_t keep = size_t(spec_base_) + size_t(spec_pos_) + 1;
-  const float* row = CurrentLogits();
-  spec_ = false;
-  last_in_kv_ = false;
-  if (session_.Truncate(keep).ok()) session_.SetLastLogits(row);
+  speculation_.Settle();
+  CountSpeculation();
+}
+
+void Generation::CountSpeculation() {
+  result_.n_drafted = speculation_.n_drafted();
+  result_.n_accepted = speculation_.n_accepted();
 }
 
 Status Generation::Begin(Session& session, std::string_view prompt, const GenerateOptions& o,
@@ -175,11 +103,7 @@ Status Generation::Begin(Session& session, std::string_view prompt, const Genera
   g->result_.n_prompt = int32_t(prompt_tokens.size());
   g->history_ = session.history();
   g->history_.reserve(size_t(session.n_ctx()) + 1);
-  // The draft model reads the prompt with the target's prefill: the first draft costs one step.
-  if (g->draft_session_ != nullptr && (o.draft.max <= 0 || !session.can_verify() ||
-                                       !SyncDraft(*g->draft_session_, g->history_.data(), g->history_.size()).ok())) {
-    g->draft_session_ = nullptr;
-  }
+  g->speculation_.Start(g->history_.data(), g->history_.size());
   g->result_.prompt_ms = MsSince(t0);
   *out = std::move(g);
   return Status::Ok();
@@ -203,176 +127,200 @@ Status Generation::Next(std::string* piece, int32_t* token, bool* done) {
   piece->clear();
   *done = false;
   session_.piece_logprobs().clear();
-  // A piece takes the log-probabilities of every token sampled since the previous one.
-  const auto deliver_logprobs = [&] {
-    if (options_.n_logprobs <= 0) return;
-    session_.piece_logprobs().swap(logprobs_);
-    logprobs_.clear();
-  };
   const auto t0 = std::chrono::steady_clock::now();
   struct AddTime {
     double* ms;
     std::chrono::steady_clock::time_point t0;
     ~AddTime() { *ms += MsSince(t0); }
   } add_time{&result_.decode_ms, t0};
-  const tok::Tokenizer& tok = session_.model().tokenizer();
-  const GenerateOptions& o = options_;
   for (;;) {
+    bool ready = false;
+    Status s;
     switch (phase_) {
       case Phase::kDone:
         *done = true;
         return Status::Ok();
       case Phase::kTail:
-        emit_.clear();
-        text_.Finish(&emit_);
-        phase_ = Phase::kDone;
-        if (!emit_.empty()) {
-          piece->swap(emit_);
-          *token = last_token_;
-          deliver_logprobs();
-          return Status::Ok();
-        }
-        continue;
-      case Phase::kAfterPiece: {  // last_token_ was shown (or held back): stop here or evaluate it
-        // Every stop below leaves last_token_ shown but not evaluated: an accepted draft's row
-        // is dropped first (Settle keeps what precedes it).
-        if (hit_stop_ || session_.n_past() + 1 > session_.n_ctx() ||
-            (constraint_ != nullptr && constraint_->IsStopped()) ||
-            (o.max_tokens >= 0 && result_.n_generated >= o.max_tokens)) {
-          Settle();
-        }
-        if (hit_stop_) {
-          session_.Defer(last_token_);
-          End(StopReason::kStopString, true);
-          continue;
-        }
-        if (session_.n_past() + 1 > session_.n_ctx()) {  // not deferred: no room to ever evaluate it
-          End(StopReason::kContextFull, false);
-          continue;
-        }
-        if (constraint_ != nullptr && armed_ && constraint_->IsStopped()) {  // complete: nothing may follow
-          session_.Defer(last_token_);
-          End(StopReason::kEos, false);
-          continue;
-        }
-        if (o.max_tokens >= 0 && result_.n_generated >= o.max_tokens) {
-          session_.Defer(last_token_);  // shown but not evaluated: evaluated by the next call
-          End(StopReason::kMaxTokens, false);
-          continue;
-        }
-        if (last_in_kv_) {  // an accepted draft: its row is in the cache, its logits next in line
-          last_in_kv_ = false;
-          ++spec_pos_;
-          phase_ = Phase::kSample;
-          continue;
-        }
-        bool drafted = false;
-        Status s = EvalWithDraft(&drafted);
-        if (s.ok() && !drafted) {
-          const auto ts = std::chrono::steady_clock::now();
-          s = Eval(&last_token_, 1);
-          draft_len_.Step(MsSince(ts));
-        }
-        if (s.code() == Code::kCancelled) {
-          session_.Defer(last_token_);
-          End(StopReason::kCancelled, false);
-          continue;
-        }
-        if (!s.ok()) {
-          phase_ = Phase::kDone;
-          return s;
-        }
-        phase_ = Phase::kSample;
-        continue;
-      }
-      case Phase::kSample: {
-        if (o.max_tokens >= 0 && result_.n_generated >= o.max_tokens) {
-          End(StopReason::kMaxTokens, false);
-          continue;
-        }
-        if (session_.ConsumeCancel()) {
-          End(StopReason::kCancelled, false);
-          continue;
-        }
-        const uint32_t* allow = nullptr;
-        if (constraint_ != nullptr && armed_) {
-          if (constraint_->IsStopped()) {
-            End(StopReason::kEos, false);
-            continue;
-          }
-          Status s = constraint_->ComputeMask();
-          result_.constraint_mask_ms = constraint_->mask_ms();
-          result_.constraint_masks = constraint_->n_masks();
-          if (!s.ok()) {
-            phase_ = Phase::kDone;
-            return s;
-          }
-          allow = constraint_->mask();
-        }
-        const float* logits = CurrentLogits();
-        const int32_t t = device_greedy_ && session_.has_argmax()
-                              ? session_.last_argmax()
-                              : sampler_.Sample(logits, history_.data(), history_.size(), allow);
-        // An end token the constraint allows means the text is complete (ignore_eos or not).
-        if ((!o.ignore_eos || constraint_ != nullptr) && tok.IsEndOfGeneration(t)) {
-          End(StopReason::kEos, false);
-          continue;
-        }
-        if (constraint_ != nullptr && armed_) {
-          Status s = constraint_->Commit(t);
-          if (!s.ok()) {
-            phase_ = Phase::kDone;
-            return s;
-          }
-        } else if (constraint_ != nullptr) {
-          // A lazy constraint: armed once its trigger appears, fed the output from there. A control
-          // token's text counts (Llama's <|python_tag|> is one token): a trigger that starts at one
-          // is fed as that token, which the grammar references by id.
-          const size_t from = generated_.size() > o.constraint_trigger.size() ? generated_.size() - o.constraint_trigger.size() : 0;
-          const size_t piece_at = generated_.size();
-          generated_ += tok.TokenToPiece(t, true);
-          const size_t at = generated_.find(o.constraint_trigger, from);
-          if (at != std::string::npos) {
-            armed_ = true;
-            const bool fed = at == piece_at && tok.IsControl(t)
-                                 ? constraint_->ComputeMask().ok() && constraint_->Commit(t).ok()
-                                 : constraint_->Feed(std::string_view(generated_).substr(at)).ok();
-            if (!fed) constraint_.reset();
-            generated_.clear();
-          }
-        }
-        if (o.n_logprobs > 0) {
-          AppendLogprobs(logits, session_.model().desc().n_vocab, t, o.n_logprobs, &logprobs_);
-        }
-        if (spec_) {  // t is the draft's next token: keep its row; anything else ends the draft
-          const size_t next = size_t(spec_pos_) + 1;
-          if (next < spec_tokens_.size() && t == spec_tokens_[next]) {
-            last_in_kv_ = true;
-          } else {
-            Settle();
-          }
-        }
-        ++result_.n_generated;
-        history_.push_back(t);
-        last_token_ = t;
-        emit_.clear();
-        // Control tokens stay out of the text, but the chat markers and those an armed constraint
-        // let through (its grammar named them: a call format's markers): the parser reads them.
-        const bool show = (constraint_ != nullptr && armed_) ||
-                          (o.shown_control_tokens != nullptr &&
-                           std::binary_search(o.shown_control_tokens->begin(), o.shown_control_tokens->end(), t));
-        hit_stop_ = text_.Push(tok.TokenToPiece(t, show), &emit_);
-        phase_ = Phase::kAfterPiece;
-        if (!emit_.empty()) {
-          piece->swap(emit_);
-          *token = t;
-          deliver_logprobs();
-          return Status::Ok();
-        }
-        continue;
-      }
+        ready = ReleaseTail();
+        break;
+      case Phase::kAfterPiece:
+        s = AfterPiece();
+        break;
+      case Phase::kSample:
+        s = SampleNext(&ready);
+        break;
+    }
+    if (!s.ok()) {  // an evaluation or constraint error ends the generation
+      phase_ = Phase::kDone;
+      return s;
+    }
+    if (ready) {
+      piece->swap(emit_);
+      *token = last_token_;
+      DeliverLogprobs();
+      return Status::Ok();
     }
   }
+}
+
+void Generation::DeliverLogprobs() {
+  if (options_.n_logprobs <= 0) return;
+  session_.piece_logprobs().swap(logprobs_);
+  logprobs_.clear();
+}
+
+bool Generation::ReleaseTail() {
+  emit_.clear();
+  text_.Finish(&emit_);
+  phase_ = Phase::kDone;
+  return !emit_.empty();
+}
+
+Status Generation::AfterPiece() {
+  if (StopAfterPiece()) return Status::Ok();
+  return EvalLastToken();
+}
+
+// Every stop but a full context leaves last_token_ shown but not evaluated (deferred); an
+// accepted draft's row is dropped first (Settle keeps what precedes it).
+bool Generation::StopAfterPiece() {
+  const GenerateOptions& o = options_;
+  if (hit_stop_ || session_.n_past() + 1 > session_.n_ctx() ||
+      (constraint_ != nullptr && constraint_->IsStopped()) ||
+      (o.max_tokens >= 0 && result_.n_generated >= o.max_tokens)) {
+    Settle();
+  }
+  if (hit_stop_) {
+    session_.Defer(last_token_);
+    End(StopReason::kStopString, true);
+    return true;
+  }
+  if (session_.n_past() + 1 > session_.n_ctx()) {  // not deferred: no room to ever evaluate it
+    End(StopReason::kContextFull, false);
+    return true;
+  }
+  if (constraint_ != nullptr && armed_ && constraint_->IsStopped()) {  // complete: nothing may follow
+    session_.Defer(last_token_);
+    End(StopReason::kEos, false);
+    return true;
+  }
+  if (o.max_tokens >= 0 && result_.n_generated >= o.max_tokens) {
+    session_.Defer(last_token_);  // shown but not evaluated: evaluated by the next call
+    End(StopReason::kMaxTokens, false);
+    return true;
+  }
+  return false;
+}
+
+Status Generation::EvalLastToken() {
+  const int32_t max_new = options_.max_tokens >= 0 ? options_.max_tokens - result_.n_generated : -1;
+  bool evaluated = false;
+  Status s = speculation_.Advance(last_token_, history_.data(), history_.size(), max_new, &evaluated);
+  CountSpeculation();
+  if (s.ok() && !evaluated) {
+    const auto ts = std::chrono::steady_clock::now();
+    s = Eval(&last_token_, 1);
+    speculation_.PlainStep(MsSince(ts));
+  }
+  if (s.code() == Code::kCancelled) {
+    session_.Defer(last_token_);
+    End(StopReason::kCancelled, false);
+    return Status::Ok();
+  }
+  ZF_RETURN_IF_ERROR(s);
+  phase_ = Phase::kSample;
+  return Status::Ok();
+}
+
+bool Generation::StopBeforeSample() {
+  if (options_.max_tokens >= 0 && result_.n_generated >= options_.max_tokens) {
+    End(StopReason::kMaxTokens, false);
+    return true;
+  }
+  if (session_.ConsumeCancel()) {
+    End(StopReason::kCancelled, false);
+    return true;
+  }
+  if (constraint_ != nullptr && armed_ && constraint_->IsStopped()) {
+    End(StopReason::kEos, false);
+    return true;
+  }
+  return false;
+}
+
+Status Generation::ConstraintMask(const uint32_t** allow) {
+  *allow = nullptr;
+  if (constraint_ == nullptr || !armed_) return Status::Ok();
+  Status s = constraint_->ComputeMask();
+  result_.constraint_mask_ms = constraint_->mask_ms();
+  result_.constraint_masks = constraint_->n_masks();
+  ZF_RETURN_IF_ERROR(s);
+  *allow = constraint_->mask();
+  return Status::Ok();
+}
+
+Status Generation::FollowConstraint(int32_t t) {
+  if (constraint_ == nullptr) return Status::Ok();
+  if (armed_) return constraint_->Commit(t);
+  // A lazy constraint: armed once its trigger appears, fed the output from there. A control
+  // token's text counts (Llama's <|python_tag|> is one token): a trigger that starts at one
+  // is fed as that token, which the grammar references by id.
+  const tok::Tokenizer& tok = session_.model().tokenizer();
+  const std::string& trigger = options_.constraint_trigger;
+  const size_t from = generated_.size() > trigger.size() ? generated_.size() - trigger.size() : 0;
+  const size_t piece_at = generated_.size();
+  generated_ += tok.TokenToPiece(t, true);
+  const size_t at = generated_.find(trigger, from);
+  if (at != std::string::npos) {
+    armed_ = true;
+    const bool fed = at == piece_at && tok.IsControl(t)
+                         ? constraint_->ComputeMask().ok() && constraint_->Commit(t).ok()
+                         : constraint_->Feed(std::string_view(generated_).substr(at)).ok();
+    if (!fed) constraint_.reset();  // output the constraint cannot read drops it
+    generated_.clear();
+  }
+  return Status::Ok();
+}
+
+// Control tokens stay out of the text, but the chat markers and those an armed constraint let
+// through (its grammar named them: a call format's markers): the parser reads them.
+bool Generation::ShowsControlToken(int32_t t) const {
+  const std::vector<int32_t>* shown = options_.shown_control_tokens;
+  return (constraint_ != nullptr && armed_) ||
+         (shown != nullptr && std::binary_search(shown->begin(), shown->end(), t));
+}
+
+void Generation::Show(int32_t t, bool* ready) {
+  ++result_.n_generated;
+  history_.push_back(t);
+  last_token_ = t;
+  emit_.clear();
+  hit_stop_ = text_.Push(session_.model().tokenizer().TokenToPiece(t, ShowsControlToken(t)), &emit_);
+  phase_ = Phase::kAfterPiece;
+  *ready = !emit_.empty();
+}
+
+Status Generation::SampleNext(bool* ready) {
+  if (StopBeforeSample()) return Status::Ok();
+  const uint32_t* allow = nullptr;
+  ZF_RETURN_IF_ERROR(ConstraintMask(&allow));
+  const float* logits = speculation_.logits();
+  const int32_t t = device_greedy_ && session_.has_argmax()
+                        ? session_.last_argmax()
+                        : sampler_.Sample(logits, history_.data(), history_.size(), allow);
+  // An end token the constraint allows means the text is complete (ignore_eos or not).
+  if ((!options_.ignore_eos || constraint_ != nullptr) && session_.model().tokenizer().IsEndOfGeneration(t)) {
+    End(StopReason::kEos, false);
+    return Status::Ok();
+  }
+  ZF_RETURN_IF_ERROR(FollowConstraint(t));
+  if (options_.n_logprobs > 0) {
+    AppendLogprobs(logits, session_.model().desc().n_vocab, t, options_.n_logprobs, &logprobs_);
+  }
+  speculation_.Sampled(t);  // t keeps an open draft's row, or settles the draft
+  CountSpeculation();
+  Show(t, ready);
+  return Status::Ok();
 }
 
 Status Generate(Session& session, std::string_view prompt, const GenerateOptions& o, StreamFn stream, void* stream_ctx,

@@ -111,12 +111,30 @@ class Generation {
   Generation(Session& session, const GenerateOptions& options);
   void End(StopReason reason, bool early);
   Status Eval(const int32_t* tokens, size_t n);
-  // Speculation: the logits the next token is sampled from; evaluating last_token_ with a draft
-  // (false: no draft was made); ending a verified draft (the session keeps what was accepted and
-  // the current position's logits).
-  const float* CurrentLogits() const;
-  Status EvalWithDraft(bool* drafted);
+
+  // The steps of Next(), one per phase; each sets the phase that follows. *ready: emit_ holds
+  // a piece for the caller (its token last_token_).
+  // kSample: a token sampled (unless a stop comes first) and turned into text.
+  Status SampleNext(bool* ready);
+  bool StopBeforeSample();
+  // The armed constraint's mask of allowed tokens (null: no constraint applies).
+  Status ConstraintMask(const uint32_t** allow);
+  // The constraint follows token t: an armed one commits it, a lazy one watches for its trigger.
+  Status FollowConstraint(int32_t t);
+  bool ShowsControlToken(int32_t t) const;
+  void Show(int32_t t, bool* ready);
+  // kAfterPiece: last_token_ was shown (or held back): the generation stops here, or it is
+  // evaluated (with a draft when speculation finds one worth it).
+  Status AfterPiece();
+  bool StopAfterPiece();
+  Status EvalLastToken();
+  // kTail: the text held back at the end (an incomplete character or stop string) released.
+  bool ReleaseTail();
+  // A piece takes the log-probabilities of every token sampled since the previous one.
+  void DeliverLogprobs();
+  // Ends an open draft (Speculation::Settle); result_ counts its accepted tokens.
   void Settle();
+  void CountSpeculation();
 
   Session& session_;
   GenerateOptions options_;
@@ -133,20 +151,7 @@ class Generation {
   std::unique_ptr<Constraint> constraint_;
   bool armed_ = true;      // the constraint applies (a lazy one: once its trigger appeared)
   std::string generated_;  // a lazy constraint's output so far, until armed
-  // Speculation state: while spec_, the KV cache holds spec_tokens_ (last_token_ then the
-  // drafts) from position spec_base_, spec_logits_ has one row per token, and the tokens up to
-  // row spec_pos_ are accepted.
-  DraftLength draft_len_;
-  enum class BusyDraft { kCost, kAlways, kNever };
-  static BusyDraft ReadBusyDraft();
-  BusyDraft busy_draft_;  // ZF_BATCH_DRAFT, read once per generation
-  bool spec_ = false;
-  bool last_in_kv_ = false;  // last_token_ is an accepted draft (its KV row is there)
-  int32_t spec_base_ = 0, spec_pos_ = 0;
-  double spec_ms_ = 0;  // the draft's and the verification's time (the draft length weighs it)
-  Session* draft_session_ = nullptr;  // a draft model's session (null: prompt lookup)
-  std::vector<int32_t> spec_tokens_;
-  std::vector<float> spec_logits_;
+  Speculation speculation_;
 };
 
 // Begin() + Next() until done, each piece passed to `stream` (a true return is Stop()).

@@ -1,11 +1,16 @@
-// Prompt-lookup drafting and the adaptive draft length.
+// Prompt-lookup and draft-model drafting, the adaptive draft length, and a generation's
+// speculation (draft, verify, keep what the sampled tokens accept).
 #include "runtime/speculative.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/switches.h"
+#include "runtime/batcher.h"
 
 namespace zf::rt {
 namespace {
@@ -161,6 +166,117 @@ void DraftLength::Report(int32_t proposed, int32_t accepted, double verify_ms) {
 void DraftLength::Step(double step_ms) {
   step_ms_ = step_ms_ == 0.0 ? step_ms : 0.8 * step_ms_ + 0.2 * step_ms;
   if (paused_ > 0 && --paused_ == 0) Choose();
+}
+
+Speculation::BusyDraft Speculation::ReadBusyDraft() {
+  const char* v = env::BatchDraft();
+  if (v == nullptr) return BusyDraft::kCost;
+  const std::string s(v);
+  return s == "always" ? BusyDraft::kAlways : s == "never" ? BusyDraft::kNever : BusyDraft::kCost;
+}
+
+Speculation::Speculation(Session& session, const DraftOptions& options, Session* draft_session)
+    : session_(session),
+      options_(options),
+      model_drafts_(draft_session != nullptr),
+      draft_session_(draft_session),
+      length_(options),
+      busy_draft_(ReadBusyDraft()) {}
+
+void Speculation::Start(const int32_t* history, size_t n) {
+  if (draft_session_ != nullptr &&
+      (options_.max <= 0 || !session_.can_verify() || !SyncDraft(*draft_session_, history, n).ok())) {
+    draft_session_ = nullptr;
+  }
+}
+
+const float* Speculation::logits() const {
+  return open_ ? logits_.data() + size_t(pos_) * size_t(session_.model().desc().n_vocab) : session_.last_logits();
+}
+
+void Speculation::Sampled(int32_t token) {
+  if (!open_) return;
+  const size_t next = size_t(pos_) + 1;
+  if (next < tokens_.size() && token == tokens_[next]) {
+    next_in_kv_ = true;
+  } else {
+    Settle();
+  }
+}
+
+Status Speculation::Advance(int32_t token, const int32_t* history, size_t n, int32_t max_new, bool* evaluated) {
+  if (next_in_kv_) {  // an accepted draft: its row is in the cache, its logits next in line
+    next_in_kv_ = false;
+    ++pos_;
+    *evaluated = true;
+    return Status::Ok();
+  }
+  *evaluated = false;
+  const int32_t k = DraftBudget(max_new);
+  return k > 0 ? Verify(token, history, n, k, evaluated) : Status::Ok();
+}
+
+int32_t Speculation::DraftBudget(int32_t max_new) const {
+  int32_t k = length_.Next();
+  // A draft model that failed (draft_session_ dropped) ends drafting; no lookup in its place.
+  if (k <= 0 || !session_.can_verify() || (model_drafts_ && draft_session_ == nullptr)) return 0;
+  // A draft model drafts at every step: time one plain step first, or its cost is never weighed.
+  if (draft_session_ != nullptr && !length_.has_step_time()) return 0;
+  k = std::min({k, Session::kMaxVerify - 1, session_.n_ctx() - session_.n_past() - 1});
+  if (max_new >= 0) k = std::min(k, max_new);
+  if (const Batcher* b = session_.batcher(); b != nullptr && b->last_rows() > 1 && k > 0) {
+    // Other sequences share the steps: the draft's rows must pay for their time too. Unknown
+    // (every step the same size so far): no draft, as where the step is compute-bound.
+    double t0 = 0.0, t1 = 0.0;
+    if (busy_draft_ == BusyDraft::kNever) {
+      k = 0;
+    } else if (busy_draft_ == BusyDraft::kCost) {
+      k = b->StepCost(&t0, &t1) ? BatchedDraftLength(k, options_.min, length_.acceptance(), b->last_rows(), t0, t1) : 0;
+    }
+  }
+  return k < std::max(1, options_.min) ? 0 : k;
+}
+
+Status Speculation::Verify(int32_t token, const int32_t* history, size_t n, int32_t k, bool* drafted) {
+  tokens_.resize(size_t(k) + 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  const int32_t n_vocab = session_.model().desc().n_vocab;
+  int32_t found = 0;
+  if (draft_session_ != nullptr) {
+    // A draft model that fails (a token outside its vocabulary, its context) only ends drafting.
+    if (!ModelDraft(*draft_session_, history, n, k, n_vocab, tokens_.data() + 1, &found).ok()) {
+      draft_session_ = nullptr;
+      return Status::Ok();
+    }
+  } else {
+    found = LookupDraft(history, n, options_, k, tokens_.data() + 1);
+  }
+  if (found < std::max(1, options_.min)) return Status::Ok();
+  tokens_.resize(size_t(found) + 1);
+  tokens_[0] = token;
+  logits_.resize(tokens_.size() * size_t(n_vocab));
+  base_ = session_.n_past();
+  ZF_RETURN_IF_ERROR(session_.EvalEvery(tokens_.data(), tokens_.size(), logits_.data()));
+  verify_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  open_ = true;
+  pos_ = 0;
+  n_drafted_ += found;
+  *drafted = true;
+  return Status::Ok();
+}
+
+void Speculation::Settle() {
+  if (!open_) return;
+  const int32_t proposed = int32_t(tokens_.size()) - 1;
+  const int32_t accepted = std::min(proposed, pos_ + (next_in_kv_ ? 1 : 0));
+  length_.Report(proposed, accepted, verify_ms_);
+  n_accepted_ += accepted;
+  // Keep the current token's predecessors: the current row's position is the session's last.
+  const size_t keep = size_t(base_) + size_t(pos_) + 1;
+  const float* row = logits();
+  open_ = false;
+  next_in_kv_ = false;
+  if (session_.Truncate(keep).ok()) session_.SetLastLogits(row);
 }
 
 }  // namespace zf::rt

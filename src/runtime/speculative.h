@@ -1,8 +1,9 @@
-// Speculative decoding's drafting side: prompt lookup (n-gram) drafts and the adaptive draft
-// length. The verification is the generator's (runtime/generator.cpp): the drafted tokens are
-// evaluated in one step with every position's logits (Session::EvalEvery, bit for bit the
-// one-token logits in exact mode), the sampler draws each next token from those logits exactly
-// as it would without drafts, and a drawn token equal to the draft keeps the draft's KV row.
+// Speculative decoding: prompt lookup (n-gram) and draft-model drafts, the adaptive draft
+// length, and one generation's speculation (Speculation, driven by runtime/generator.cpp). The
+// drafted tokens are evaluated in one step with every position's logits (Session::EvalEvery,
+// bit for bit the one-token logits in exact mode), the sampler draws each next token from those
+// logits exactly as it would without drafts, and a drawn token equal to the draft keeps the
+// draft's KV row.
 // So the output is token for token the non-speculative output, greedy or sampled with a seed
 // (the sampler sees the same logits and consumes its random numbers in the same order).
 //
@@ -16,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "common/status.h"
 #include "model/model.h"
@@ -98,6 +100,64 @@ class DraftLength {
   double step_ms_ = 0.0;              // moving average of a one-token step (0 = not yet seen)
   int32_t best_ = 0;
   int32_t paused_ = 0;
+};
+
+// One generation's speculation: it drafts (prompt lookup or a draft model), verifies the last
+// sampled token and the draft in one step (Session::EvalEvery), and keeps the verified rows the
+// sampled tokens agree with. The generator samples from logits(), reports each sampled token
+// with Sampled(), and brings the session past it with Advance(); a stop ends an open draft with
+// Settle(). The session must not be used by anything else meanwhile.
+class Speculation {
+ public:
+  // draft_session: a draft model's session drafting for `session` (null: prompt lookup).
+  Speculation(Session& session, const DraftOptions& options, Session* draft_session);
+
+  // After the prefill, history[0..n) the session's tokens: the draft model reads them with the
+  // target's prefill (the first draft then costs one step). Drafting off, a session that cannot
+  // verify or a draft model that fails: no draft model (and no lookup in its place).
+  void Start(const int32_t* history, size_t n);
+  // The logits the next token is sampled from: the verified row of the current position while a
+  // draft is open, else the session's last.
+  const float* logits() const;
+  // `token` was sampled: it keeps an open draft's row when it is the draft's next token; any other
+  // token settles the draft.
+  void Sampled(int32_t token);
+  // Brings the session past `token`, the last sampled (history[0..n) ends with it): an accepted
+  // draft's row is already in the cache; else token and a new draft (at most max_new tokens;
+  // < 0: no limit) are verified when a draft is worth it. *evaluated false: neither; the caller
+  // evaluates token alone and reports that step's time with PlainStep().
+  Status Advance(int32_t token, const int32_t* history, size_t n, int32_t max_new, bool* evaluated);
+  void PlainStep(double ms) { length_.Step(ms); }
+  // Ends an open draft: the session keeps the accepted tokens and the current position's logits.
+  void Settle();
+
+  int32_t n_drafted() const { return n_drafted_; }    // tokens proposed
+  int32_t n_accepted() const { return n_accepted_; }  // of those, kept
+
+ private:
+  // ZF_BATCH_DRAFT: whether a session drafts while others share the batcher's steps.
+  enum class BusyDraft { kCost, kAlways, kNever };
+  static BusyDraft ReadBusyDraft();
+  // Tokens worth drafting now (0: none).
+  int32_t DraftBudget(int32_t max_new) const;
+  // Drafts up to k tokens after `token` and verifies them; *drafted false when none was found.
+  Status Verify(int32_t token, const int32_t* history, size_t n, int32_t k, bool* drafted);
+
+  Session& session_;
+  DraftOptions options_;
+  const bool model_drafts_;  // made with a draft model: drafting ends when it fails
+  Session* draft_session_;   // the draft model's session; null for lookup or once it failed
+  DraftLength length_;
+  BusyDraft busy_draft_;  // read once per generation
+  // While open_: the KV cache holds tokens_ (the token before the draft, then the draft) from
+  // position base_, logits_ has one row per token, and the tokens up to row pos_ are accepted.
+  bool open_ = false;
+  bool next_in_kv_ = false;  // the last sampled token is the draft's next one (its row is there)
+  int32_t base_ = 0, pos_ = 0;
+  double verify_ms_ = 0;  // the draft's and the verification's time (the draft length weighs it)
+  std::vector<int32_t> tokens_;
+  std::vector<float> logits_;
+  int32_t n_drafted_ = 0, n_accepted_ = 0;
 };
 
 }  // namespace zf::rt

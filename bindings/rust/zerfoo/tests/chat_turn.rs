@@ -290,6 +290,22 @@ fn reasoning_and_content_come_apart() {
         "{content:?}"
     );
     assert!(c.calls.is_empty());
+    // The same as generating from the rendered prompt with the constraint, then parsing.
+    let prompt = "<|im_start|>user\nWhat is two plus two?<|im_end|>\n<|im_start|>assistant\n";
+    let raw = self::session()
+        .unwrap()
+        .generate(prompt, &opts.generate)
+        .unwrap();
+    assert_eq!(raw.stop_reason, StopReason::Eos);
+    assert!(raw.text.starts_with("<think>"), "{raw:?}");
+    let parse = zerfoo::ChatParseOptions {
+        template: Some(THINK_TEMPLATE.into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        model().unwrap().chat_parse(&raw.text, &parse).unwrap(),
+        message
+    );
 }
 
 #[test]
@@ -458,4 +474,38 @@ fn a_callback_break_and_a_cancel_stop_the_turn() {
     let again = session.chat(&request, &greedy(8)).unwrap();
     assert_eq!(again.done.stop_reason, StopReason::MaxTokens);
     assert_eq!(again.done.usage.completion_tokens, 8);
+}
+
+#[test]
+fn logprobs_come_with_the_events() {
+    let Some(mut session) = session() else { return };
+    let request = ChatRequest::new(vec![Message::user("What is the capital of France?")]);
+    let opts = TurnOptions {
+        generate: GenerateOptions {
+            logprobs: 2,
+            ..GenerateOptions::greedy(24)
+        },
+        ..Default::default()
+    };
+    let mut turn = session.chat_turn(&request, &opts).unwrap();
+    let mut from_events = Vec::new();
+    while let Some(e) = turn.next() {
+        if let TurnEvent::Logprobs(held) = e.unwrap() {
+            from_events.extend(held);
+        }
+        from_events.extend_from_slice(turn.event_logprobs());
+    }
+    let outcome = turn.finish().unwrap();
+    assert_eq!(outcome.logprobs, from_events);
+    // Every generated token once (the turn runs to max_tokens: no end-of-turn token).
+    assert_eq!(outcome.done.stop_reason, StopReason::MaxTokens);
+    assert_eq!(from_events.len(), outcome.done.usage.completion_tokens);
+    // Greedy: each token is the most likely one, two alternatives each.
+    for lp in &from_events {
+        assert_eq!(lp.top.len(), 2);
+        assert_eq!(lp.top[0].token, lp.chosen.token);
+    }
+    // The whole-turn call reports the same.
+    let whole = self::session().unwrap().chat(&request, &opts).unwrap();
+    assert_eq!(whole.logprobs.len(), from_events.len());
 }

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "common/log.h"
+#include "runtime/session.h"
 
 namespace zf::rt {
 namespace {
@@ -16,6 +17,8 @@ namespace {
 constexpr auto kGatherWindow = std::chrono::microseconds(2000);
 
 }  // namespace
+
+int32_t Batcher::RowCapacity() const { return max_batch_ + Session::kMaxVerify; }
 
 Status Batcher::Create(const model::Model& model, int32_t max_batch, int32_t n_threads, std::unique_ptr<Batcher>* out) {
   out->reset();
@@ -65,7 +68,7 @@ Status Batcher::EvalEvery(const model::Forward::SeqState& seq, bool exact,
   if (n < 1 || n > kPrefillChunk) return InvalidArgument("a batched step takes 1.." + std::to_string(kPrefillChunk) + " tokens");
   Request r{seq, exact, tokens, n, pos0, logits, nullptr, Status::Ok(), false, true};
   std::unique_lock<std::mutex> lock(mu_);
-  (n <= kMaxVerifyRows ? decodes_ : prefills_).push_back(&r);
+  (n <= Session::kMaxVerify ? decodes_ : prefills_).push_back(&r);
   work_cv_.notify_one();
   done_cv_.wait(lock, [&] { return r.done; });
   return r.status;

@@ -43,9 +43,6 @@ class Batcher {
   static constexpr int32_t kMaxBatchLimit = 64;
   // Tokens per prefill chunk (a request's chunks depend only on its own length).
   static constexpr int32_t kPrefillChunk = 128;
-  // Rows a speculative verification may bring into a decode step (a draft of up to 16 tokens
-  // and the token before it: Session::kMaxVerify).
-  static constexpr int32_t kMaxVerifyRows = 17;
 
   // max_batch: sequences per decode step (2..kMaxBatchLimit); n_threads: the worker's threads
   // for the products (0 = the model's default). kUnsupported on an engine without batch
@@ -65,10 +62,11 @@ class Batcher {
   Status Eval(const model::Forward::SeqState& seq, bool exact, const int32_t* tokens, int32_t n,
               int32_t pos0, float* logits, int32_t* argmax);
   // A speculative verification (Session::EvalEvery): n <= kPrefillChunk tokens of one session
-  // with every position's logits. Up to kMaxVerifyRows of them join the next decode step, one
-  // row per position (each row's logits are its one-token logits: the step is batch-invariant),
-  // so a session verifying drafts holds the others up by its rows only, not by a step of its
-  // own; longer ones run between decode steps as a prefill chunk does.
+  // with every position's logits. Up to Session::kMaxVerify of them (a draft and the token
+  // before it) join the next decode step, one row per position (each row's logits are its
+  // one-token logits: the step is batch-invariant), so a session verifying drafts holds the
+  // others up by its rows only, not by a step of its own; longer ones run between decode steps
+  // as a prefill chunk does.
   Status EvalEvery(const model::Forward::SeqState& seq, bool exact, const int32_t* tokens,
                    int32_t n, int32_t pos0, float* logits);
   // The measured time of a decode step of r rows as t0 + t1 r (seconds; a least-squares fit over
@@ -100,7 +98,7 @@ class Batcher {
   void WorkerLoop();
   void RunDecode(std::vector<Request*>& batch);
   // Rows of a decode step at most: max_batch one-token requests, or fewer and a verification.
-  int32_t RowCapacity() const { return max_batch_ + kMaxVerifyRows; }
+  int32_t RowCapacity() const;
   void RunPrefill(Request& r);
 
   const model::Model& model_;

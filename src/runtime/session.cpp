@@ -13,8 +13,6 @@
 
 namespace zf::rt {
 
-static_assert(Session::kMaxVerify <= Batcher::kMaxVerifyRows, "a verification fits one decode step");
-
 namespace {
 
 constexpr size_t kReleaseMinRows = 64;  // Truncate gives memory back from this many rows on

@@ -83,7 +83,9 @@ class Session {
   // kMaxVerify) and writes every position's logits (n x n_vocab) to `logits`, each bit for bit
   // what evaluating the tokens one at a time gives. kUnsupported unless the session is exact and
   // on a host-memory engine (can_verify()); a batched session's rows join the batcher's next
-  // decode step (batch-invariant: the same one-token logits).
+  // decode step (batch-invariant: the same one-token logits). The one verification row limit:
+  // the batcher sizes its decode steps by it, the generator its drafts (kMaxVerify - 1 tokens),
+  // the C API its ZF_MAX_DRAFT.
   static constexpr int32_t kMaxVerify = 17;
   bool can_verify() const { return exact_ && host_; }
   // Recurrent models: the state checkpoints (see Truncate), taken after each full block of the

@@ -5,7 +5,7 @@
 // The idea is vAttention's (Prabhu et al., ASPLOS 2025): the KV cache stays contiguous in
 // virtual memory, so the attention kernels are unchanged, and the OS's page tables serve as the
 // block tables that PagedAttention keeps by hand. A page-aligned block of 64 positions is whole
-// pages of every layer's K and V rows (engine::Backend::MapKvPlanes).
+// pages of every layer's K and V rows (engine::KvCache::MapPlanes).
 //
 // Layout: a block is one slot; the file holds plane 0 (layer 0's K rows) of every slot, then
 // plane 1 of every slot, and so on: offset(p, s) = base[p] + s * plane_bytes[p]. Blocks of one

@@ -42,8 +42,8 @@ class PrefixCache {
     }
     uint64_t prev = 0;            // the key of the block before it (the chain's seed for the first)
     std::vector<int32_t> tokens;  // its kBlockTokens tokens (checked on lookup: no trust in hashes)
-    // Its positions' KV rows (engine::Backend planes): in slot `slot` of `arena`, or when the
-    // cache has no arena, in `kv` (Backend::ReadKvRows).
+    // Its positions' KV rows (engine::KvCache planes): in slot `slot` of `arena`, or when the
+    // cache has no arena, in `kv` (KvCache::ReadRows).
     std::shared_ptr<KvArena> arena;
     int64_t slot = -1;
     std::vector<uint8_t> kv;

@@ -53,8 +53,9 @@ Status Session::Create(const model::Model& model, const SessionOptions& o, std::
   if (n_ctx > (1 << 24)) return InvalidArgument("n_ctx " + std::to_string(n_ctx) + " is too large");
   const int32_t threads = o.n_threads > 0 ? o.n_threads : model.default_threads();
   if (model.device() != model::Device::kCuda) {
-    // The KV cache is zero-filled at once: with memory overcommit an absurd n_ctx would not fail
-    // the allocation but bring in the OOM killer while filling it. Refused beforehand instead.
+    // The KV cache reserves address space for all n_ctx positions at once and commits pages as
+    // they fill (LazyBuffer): an absurd n_ctx would not fail here but bring in the OOM killer
+    // once the conversation grows. Refused beforehand instead.
     const uint64_t elem = o.kv_type == engine::KvType::kF16 ? 2 : 4;
     const uint64_t kv = uint64_t(d.NKvLayers()) * uint64_t(n_ctx) * uint64_t(d.MaxKWidth() + d.MaxVWidth()) * elem;
     const uint64_t avail = AvailableMemoryBytes();

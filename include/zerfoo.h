@@ -1282,6 +1282,23 @@ ZF_API zf_status zf_chat_turn_message(const zf_turn* turn, char* buf, size_t cap
 ZF_API void zf_chat_turn_free(zf_turn* turn);
 
 /**
+ * @brief The prompt a turn with these params would evaluate: the request's messages, tools and
+ * documents rendered with the template exactly as zf_chat_turn_begin() renders them (the
+ * generation prompt added; a named tool_choice shows only that tool). Nothing is evaluated;
+ * the constraint is not compiled. For servers' /apply-template and for counting tokens
+ * (zf_tokenize() with ::ZF_TOKENIZE_ADD_SPECIAL | ::ZF_TOKENIZE_PARSE_SPECIAL). Thread-safe.
+ * @param model The model.
+ * @param params The request (required); params->generate is only checked.
+ * @param buf Output buffer (NUL-terminated; may be NULL when cap is 0).
+ * @param cap Size of `buf` in bytes.
+ * @param needed Optional; receives the bytes required including the NUL.
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; the request and template errors of
+ *         zf_chat_turn_begin().
+ */
+ZF_API zf_status zf_chat_turn_prompt(const zf_model* model, const zf_turn_params* params, char* buf, size_t cap,
+                                     size_t* needed);
+
+/**
  * @brief Runs a whole turn (zf_chat_turn_begin(), then zf_chat_turn_next() until
  * ::ZF_TURN_DONE), passing each event to `cb` (may be NULL), and returns the finished turn in
  * *out (may be NULL) for zf_chat_turn_message(). zf_session_cancel() ends it early.

@@ -70,6 +70,26 @@ void Fill(const zf::rt::TurnEvent& ev, zf_turn_event* out) {
   std::memcpy(out, &e, e.struct_size);
 }
 
+// The caller's zf_turn_params as the runtime's options (zf_chat_turn_begin, zf_chat_turn_prompt).
+zf_status ReadTurnParams(const zf_turn_params* params, zf::rt::TurnOptions* o) {
+  zf_turn_params p;
+  zf_turn_params_init(&p, sizeof p);
+  if (!zf::capi::ReadParams(params, &p)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params->struct_size is too small");
+  if (zf_status e = zf::capi::CheckFlags("params->flags", p.flags, ZF_CHAT_FIXED_TIME)) return e;
+  if (p.request_json == nullptr) return NullArg("params->request_json");
+  o->request_json = p.request_json;
+  o->template_name = p.template_name;
+  o->template_text = p.template_text;
+  o->now = (p.flags & ZF_CHAT_FIXED_TIME) != 0 ? (p.time_unix < 0 ? 0 : p.time_unix) : -1;
+  if (zf_status st = zf::capi::ToGenerateOptions(p.generate, &o->generate); st != ZF_OK) return st;
+  if (p.generate != nullptr && p.generate->struct_size >= offsetof(zf_generate_params, flags) + sizeof(uint32_t) &&
+      (p.generate->flags & (ZF_GENERATE_NO_SPECIAL | ZF_GENERATE_NO_PARSE_SPECIAL)) != 0) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "params->generate->flags: ZF_GENERATE_NO_SPECIAL and NO_PARSE_SPECIAL do not "
+                                         "apply to a chat turn (its prompt is the rendered template)");
+  }
+  return ZF_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -88,22 +108,8 @@ ZF_API zf_status zf_chat_turn_begin(zf_session* session, const zf_turn_params* p
   if (out == nullptr) return NullArg("out");
   if (session->active != nullptr || session->freed) return Busy(session);
   ZF_GUARD_BEGIN
-  zf_turn_params p;
-  zf_turn_params_init(&p, sizeof p);
-  if (!zf::capi::ReadParams(params, &p)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params->struct_size is too small");
-  if (zf_status e = zf::capi::CheckFlags("params->flags", p.flags, ZF_CHAT_FIXED_TIME)) return e;
-  if (p.request_json == nullptr) return NullArg("params->request_json");
   zf::rt::TurnOptions o;
-  o.request_json = p.request_json;
-  o.template_name = p.template_name;
-  o.template_text = p.template_text;
-  o.now = (p.flags & ZF_CHAT_FIXED_TIME) != 0 ? (p.time_unix < 0 ? 0 : p.time_unix) : -1;
-  if (zf_status st = zf::capi::ToGenerateOptions(p.generate, &o.generate); st != ZF_OK) return st;
-  if (p.generate != nullptr && p.generate->struct_size >= offsetof(zf_generate_params, flags) + sizeof(uint32_t) &&
-      (p.generate->flags & (ZF_GENERATE_NO_SPECIAL | ZF_GENERATE_NO_PARSE_SPECIAL)) != 0) {
-    return Fail(ZF_ERR_INVALID_ARGUMENT, "params->generate->flags: ZF_GENERATE_NO_SPECIAL and NO_PARSE_SPECIAL do not "
-                                         "apply to a chat turn (its prompt is the rendered template)");
-  }
+  if (zf_status st = ReadTurnParams(params, &o); st != ZF_OK) return st;
   std::unique_ptr<zf_turn> t(new zf_turn());
   zf::Status st = zf::rt::ChatTurn::Begin(*session->model->served, *session->impl, o, &t->impl);
   if (!st.ok()) return Fail(st);
@@ -112,6 +118,20 @@ ZF_API zf_status zf_chat_turn_begin(zf_session* session, const zf_turn_params* p
   session->active = t.get();
   *out = t.release();
   return Succeed();
+  ZF_GUARD_END
+}
+
+ZF_API zf_status zf_chat_turn_prompt(const zf_model* model, const zf_turn_params* params, char* buf, size_t cap,
+                                     size_t* needed) {
+  if (model == nullptr) return NullArg("model");
+  if (params == nullptr) return NullArg("params");
+  ZF_GUARD_BEGIN
+  zf::rt::TurnOptions o;
+  if (zf_status st = ReadTurnParams(params, &o); st != ZF_OK) return st;
+  std::string prompt;
+  zf::Status s = zf::rt::RenderTurnPrompt(*model->served, o, &prompt);
+  if (!s.ok()) return Fail(s);
+  return zf::capi::CopyOut(prompt, buf, cap, needed);
   ZF_GUARD_END
 }
 

@@ -72,29 +72,27 @@ size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b
   return i;
 }
 
-}  // namespace
-
-Status ChatTurn::Begin(const ServedModel& sm, Session& session, const TurnOptions& o, std::unique_ptr<ChatTurn>* out) {
-  out->reset();
-  const auto t0 = std::chrono::steady_clock::now();
+// What a turn is made of before anything is evaluated: the request, the template, its format
+// and the rendered prompt.
+struct Prepared {
   ChatRequest req;
-  ZF_RETURN_IF_ERROR(ParseChatRequest(o.request_json, &req));
-  if (o.generate.constraint_trigger.size() > 0) {
+  std::string tmpl;
+  std::shared_ptr<const chat::ChatFormat> format;
+  std::string prompt;
+};
+
+Status Prepare(const ServedModel& sm, const TurnOptions& o, Prepared* p) {
+  ZF_RETURN_IF_ERROR(ParseChatRequest(o.request_json, &p->req));
+  const ChatRequest& req = p->req;
+  if (!o.generate.constraint_trigger.empty()) {
     return InvalidArgument("the generate options' constraint_trigger is set: a turn decides its own triggers");
   }
-  std::string tmpl;
-  ZF_RETURN_IF_ERROR(sm.chat().Pick(o.template_name, o.template_text, &tmpl));
+  ZF_RETURN_IF_ERROR(sm.chat().Pick(o.template_name, o.template_text, &p->tmpl));
   if (req.tools.is_array()) {
     if (std::string e = chat::CheckToolParameters(req.tools, "request.tools"); !e.empty()) return InvalidArgument(e);
   }
-  std::unique_ptr<ChatTurn> t(new ChatTurn());
-  t->start_ = t0;
-  GenerateOptions g = o.generate;
-  std::unique_ptr<Constraint> compiled;
-  std::string prompt;
   try {
-    const auto format = sm.chat().Format(tmpl, req.extra_json);
-    ZF_RETURN_IF_ERROR(PickConstraint(sm, req, *format, &g, &compiled));
+    p->format = sm.chat().Format(p->tmpl, req.extra_json);
     RenderInput in;
     in.messages = jinja::FromJson(req.messages.dump());
     in.may_normalize = req.may_normalize;
@@ -103,15 +101,38 @@ Status ChatTurn::Begin(const ServedModel& sm, Session& session, const TurnOption
     in.extra_json = req.extra_json;
     in.add_generation_prompt = true;
     in.now = o.now;
-    ZF_RETURN_IF_ERROR(sm.chat().Render(tmpl, in, &prompt));
-    chat::ReadOptions ro;
-    ro.parse_tools = req.parse_tools;
-    ro.max_calls = req.parallel ? SIZE_MAX : 1;
-    ro.split_reasoning = req.split_reasoning;
-    t->parser_.reset(new chat::StreamParser(*format, req.parse_tools ? req.tools : Json(), ro));
+    return sm.chat().Render(p->tmpl, in, &p->prompt);
   } catch (const jinja::Error& e) {  // nesting limits while building the variables
     return InvalidArgument(std::string("request: ") + e.what());
   }
+}
+
+}  // namespace
+
+Status RenderTurnPrompt(const ServedModel& model, const TurnOptions& options, std::string* prompt) {
+  Prepared p;
+  ZF_RETURN_IF_ERROR(Prepare(model, options, &p));
+  *prompt = std::move(p.prompt);
+  return Status::Ok();
+}
+
+Status ChatTurn::Begin(const ServedModel& sm, Session& session, const TurnOptions& o, std::unique_ptr<ChatTurn>* out) {
+  out->reset();
+  const auto t0 = std::chrono::steady_clock::now();
+  Prepared prep;
+  ZF_RETURN_IF_ERROR(Prepare(sm, o, &prep));
+  const ChatRequest& req = prep.req;
+  const std::string& prompt = prep.prompt;
+  std::unique_ptr<ChatTurn> t(new ChatTurn());
+  t->start_ = t0;
+  GenerateOptions g = o.generate;
+  std::unique_ptr<Constraint> compiled;
+  ZF_RETURN_IF_ERROR(PickConstraint(sm, req, *prep.format, &g, &compiled));
+  chat::ReadOptions ro;
+  ro.parse_tools = req.parse_tools;
+  ro.max_calls = req.parallel ? SIZE_MAX : 1;
+  ro.split_reasoning = req.split_reasoning;
+  t->parser_.reset(new chat::StreamParser(*prep.format, req.parse_tools ? req.tools : Json(), ro));
 
   // The prompt as `zerfoo generate` tokenizes it (BOS per the model, special-token text as
   // tokens), so a turn's greedy output equals the CLI's on the rendered text.

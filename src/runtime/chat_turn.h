@@ -55,6 +55,10 @@ struct TurnEvent {
   TurnUsage usage;                            // kDone
 };
 
+// The prompt a turn with these options would evaluate (the rendered template), and the same
+// errors Begin() gives for the request and the template.
+Status RenderTurnPrompt(const ServedModel& model, const TurnOptions& options, std::string* prompt);
+
 class ChatTurn {
  public:
   // kInvalidArgument (the request, naming the field; an invalid constraint), kTemplate,

@@ -178,6 +178,48 @@ TEST_F(ChatTurn, PlainAnswerIsWhatGenerateWritesForTheRenderedPrompt) {
   EXPECT_EQ(c.content, text);
 }
 
+std::string TurnPrompt(const zf_model* m, const Json& request, zf_status* st) {
+  const std::string req = request.dump();
+  zf_turn_params p;
+  zf_turn_params_init(&p, sizeof p);
+  p.request_json = req.c_str();
+  size_t needed = 0;
+  *st = zf_chat_turn_prompt(m, &p, nullptr, 0, &needed);
+  if (*st != ZF_ERR_BUFFER_TOO_SMALL) return std::string();
+  std::string out(needed, '\0');
+  *st = zf_chat_turn_prompt(m, &p, out.data(), out.size(), &needed);
+  out.resize(needed - 1);
+  return out;
+}
+
+TEST_F(ChatTurn, PromptIsTheRenderedTemplateWithTheToolsTheTurnShows) {
+  // The same text zf_chat_apply_template_v2 renders for the conversation and tools.
+  zf_chat_message_v2 msg;
+  std::memset(&msg, 0, sizeof msg);
+  msg.struct_size = sizeof msg;
+  msg.role = "user";
+  msg.content = "Hi there";
+  const std::string tools = kTools.dump();
+  zf_chat_params cp;
+  zf_chat_params_init(&cp, sizeof cp);
+  cp.flags = ZF_CHAT_ADD_ASSISTANT;
+  cp.tools_json = tools.c_str();
+  std::string ref(8192, '\0');
+  size_t needed = 0;
+  ASSERT_EQ(zf_chat_apply_template_v2(model_.get(), &msg, 1, &cp, ref.data(), ref.size(), &needed), ZF_OK);
+  ref.resize(needed - 1);
+  zf_status st = ZF_OK;
+  EXPECT_EQ(TurnPrompt(model_.get(), {{"messages", Ask("Hi there")}, {"tools", kTools}}, &st), ref);
+  EXPECT_EQ(st, ZF_OK) << zf_last_error();
+  // A named tool_choice shows that tool only; a bad request fails as zf_chat_turn_begin does.
+  const std::string named = TurnPrompt(model_.get(), {{"messages", Ask("Hi there")}, {"tools", kTools},
+      {"tool_choice", {{"type", "function"}, {"function", {{"name", "search"}}}}}}, &st);
+  ASSERT_EQ(st, ZF_OK);
+  EXPECT_EQ(named.find("get_weather"), std::string::npos);
+  TurnPrompt(model_.get(), {{"messages", "x"}}, &st);
+  EXPECT_EQ(st, ZF_ERR_INVALID_ARGUMENT);
+}
+
 TEST_F(ChatTurn, RequiredToolChoiceCallsAnOfferedToolWithValidArguments) {
   SessionPtr s = NewSession(model_.get());
   Collected c = RunTurn(s.get(), {{"messages", Ask("What is the weather in Paris for 3 days?")}, {"tools", kTools},

@@ -10,77 +10,14 @@
 
 namespace cli::serve {
 
-// /apply-template's chat fields: `tools` (function definitions), `tool_choice` ("auto", "none",
-// "required" or {"type":"function","function":{"name"}}: a named one shows only that tool),
-// `parallel_tool_calls`, `reasoning_format` and `chat_template_kwargs`. (Chat completions hand
-// these to the library's chat turn, which applies the same rules.)
-ChatRender ParseChatOptions(const json& body, const std::string& chat_template) {
-  ChatRender render;
-  render.template_text = chat_template;
-  json tools = body.value("tools", json());
-  if (!tools.is_null()) {
-    if (!tools.is_array()) throw BadRequest("invalid_type", "'tools' must be an array");
-    for (const json& t : tools) {
-      if (!t.is_object() || t.value("type", "function") != "function" || !t.contains("function") ||
-          !t["function"].is_object() || !t["function"].contains("name") || !t["function"]["name"].is_string() ||
-          t["function"]["name"].get<std::string>().empty()) {
-        throw BadRequest("invalid_value", "each tool must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
-      }
-      const json& fn = t["function"];
-      if (fn.contains("parameters") && !fn["parameters"].is_object()) {
-        throw BadRequest("invalid_type", "tool '" + fn["name"].get<std::string>() + "': 'parameters' must be an object");
-      }
-      for (const json& other : tools) {  // a call names its tool: two of one name are ambiguous
-        if (&other == &t) break;
-        if (other["function"]["name"] == fn["name"]) {
-          throw BadRequest("invalid_value", "two tools are named '" + fn["name"].get<std::string>() + "'");
-        }
-      }
-    }
-    if (tools.empty()) tools = json();
+std::string TurnRequestJson(const json& body) {
+  if (!body.contains("messages")) throw BadRequest("missing_field", "'messages' is required");
+  json turn = json::object();
+  for (const char* key : {"messages", "tools", "tool_choice", "parallel_tool_calls", "response_format",
+                          "reasoning_format", "chat_template_kwargs", "documents"}) {
+    if (body.contains(key)) turn[key] = body[key];
   }
-  std::string choice = "auto";
-  const json tc = body.value("tool_choice", json());
-  if (tc.is_string()) {
-    choice = tc.get<std::string>();
-    if (choice != "auto" && choice != "none" && choice != "required") {
-      throw BadRequest("invalid_value", "'tool_choice' must be \"auto\", \"none\", \"required\" or a named function");
-    }
-  } else if (tc.is_object()) {
-    if (!tc.contains("function") || !tc["function"].is_object() || !tc["function"].contains("name") ||
-        !tc["function"]["name"].is_string()) {
-      throw BadRequest("invalid_value", "'tool_choice' must name a function: {\"type\": \"function\", \"function\": {\"name\": ...}}");
-    }
-    const std::string name = tc["function"]["name"].get<std::string>();
-    json picked = json::array();
-    for (const json& t : tools.is_array() ? tools : json::array()) {
-      if (t["function"]["name"] == name) picked.push_back(t);
-    }
-    if (picked.empty()) throw BadRequest("invalid_value", "'tool_choice' names '" + name + "', which is not in 'tools'");
-    tools = picked;  // the model is offered the named function only
-    choice = "required";
-  } else if (!tc.is_null()) {
-    throw BadRequest("invalid_type", "'tool_choice' must be a string or an object");
-  }
-  if (choice != "auto" && choice != "none" && tools.is_null()) {
-    throw BadRequest("invalid_value", "'tool_choice' \"" + choice + "\" needs 'tools'");
-  }
-  if (body.contains("parallel_tool_calls") && !body["parallel_tool_calls"].is_boolean()) {
-    throw BadRequest("invalid_type", "'parallel_tool_calls' must be a boolean");
-  }
-  const std::string rf = body.value("reasoning_format", json("auto")).is_string()
-                             ? body.value("reasoning_format", std::string("auto"))
-                             : std::string("?");
-  if (rf != "auto" && rf != "none" && rf != "deepseek") {
-    throw BadRequest("invalid_value", "'reasoning_format' must be \"auto\", \"deepseek\" or \"none\"");
-  }
-  const json kwargs = body.value("chat_template_kwargs", json());
-  if (!kwargs.is_null() && !kwargs.is_object()) throw BadRequest("invalid_type", "'chat_template_kwargs' must be an object");
-  // tool_choice "none" still shows the tools to the template (the conversation may hold calls)
-  // but nothing is read back as a call.
-  if (!tools.is_null()) render.tools_json = tools.dump();
-  if (kwargs.is_object() && !kwargs.empty()) render.extra_json = kwargs.dump();
-  return render;
+  return turn.dump();
 }
 
 namespace {
@@ -354,13 +291,7 @@ Request ParseCompletion(const std::string& text, bool chat, const RequestContext
   if (chat) {
     // The chat fields go to the library's chat turn as they are (it checks them, renders the
     // messages, applies the tool-choice policy and reads the answer back).
-    if (!body.contains("messages")) throw BadRequest("missing_field", "'messages' is required");
-    json turn = json::object();
-    for (const char* key : {"messages", "tools", "tool_choice", "parallel_tool_calls", "response_format",
-                            "reasoning_format", "chat_template_kwargs", "documents"}) {
-      if (body.contains(key)) turn[key] = body[key];
-    }
-    r.turn_request = turn.dump();
+    r.turn_request = TurnRequestJson(body);
     r.turn_messages = body["messages"];
     r.chat_template = ctx.chat_template;
     return r;

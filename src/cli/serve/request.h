@@ -53,9 +53,10 @@ struct RequestContext {
   int32_t draft_max = 0;      // --draft-max / --lookup: prompt-lookup drafts (0 = off)
 };
 
-// The chat fields of an /apply-template body (tools, tool_choice, parallel_tool_calls,
-// reasoning_format, chat_template_kwargs): how its prompt is rendered; throws ApiError.
-ChatRender ParseChatOptions(const json& body, const std::string& chat_template);
+// The chat fields of a body as zf_chat_turn's request JSON (messages, tools, tool_choice,
+// parallel_tool_calls, response_format, reasoning_format, chat_template_kwargs, documents): the
+// library checks them. Throws ApiError when `messages` is missing.
+std::string TurnRequestJson(const json& body);
 
 // Parses a completion (`chat` false: "prompt") or chat completion ("messages") body; throws
 // ApiError.

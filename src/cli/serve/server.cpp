@@ -555,10 +555,8 @@ void Server::Routes() {
   Post("/apply-template", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorized(req, res) || !Ready(res)) return;
     try {
-      const json body = ParseObject(req.body);
-      if (!body.contains("messages")) throw BadRequest("missing_field", "'messages' is required");
-      const ChatRender render = ParseChatOptions(body, o_.chat_template);
-      res.set_content(Dump(json{{"prompt", RenderChat(model_.get(), body["messages"], render)}}), "application/json");
+      const std::string request = TurnRequestJson(ParseObject(req.body));
+      res.set_content(Dump(json{{"prompt", TurnPrompt(model_.get(), request, o_.chat_template)}}), "application/json");
     } catch (const ApiError& e) {
       SendError(res, e);
     }

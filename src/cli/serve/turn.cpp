@@ -107,6 +107,23 @@ zf_status DriveTurn(zf_turn* turn, Slot* slot, const Request& r, const TurnEmitF
   return ZF_OK;
 }
 
+std::string TurnPrompt(const zf_model* model, const std::string& request_json, const std::string& chat_template) {
+  zf_turn_params p;
+  zf_turn_params_init(&p, sizeof p);
+  p.request_json = request_json.c_str();
+  p.template_text = chat_template.empty() ? nullptr : chat_template.c_str();
+  std::string out;
+  size_t needed = 0;
+  zf_status st = zf_chat_turn_prompt(model, &p, nullptr, 0, &needed);
+  if (st == ZF_ERR_BUFFER_TOO_SMALL) {
+    out.resize(needed);
+    st = zf_chat_turn_prompt(model, &p, out.data(), out.size(), &needed);
+    out.resize(needed > 0 ? needed - 1 : 0);
+  }
+  if (st != ZF_OK) throw TurnError(st);
+  return out;
+}
+
 ApiError TurnError(zf_status st) {
   const std::string why = zf_last_error();
   switch (st) {

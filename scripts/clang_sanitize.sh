@@ -40,7 +40,7 @@ unit_pid=$!
 # under the step-cost model (the same code as the forced-draft one run here, 13 s under ASan).
 capi_rc=0
 ZF_TEST_ONLY_MODELS=smollm2 scripts/gtest_shards.sh 2 "$build/tests/zerfoo_capi_tests" --gtest_brief=1 \
-  --gtest_filter='-PrefixCache.SharedPrefixHeldOnce:PrefixCache.ChunkingAndCacheAreExact*:Batching.SixteenGenerationsIdenticalToAlone:ChatParseControlTokens.LiteralArgumentSyntaxesFollowTheSchema:*CapiPull.GreedyPullEqualsGenerateAcrossTurns*:Soak.EightThreadsWithFourSessionsEachMatchTheSequentialRun:ChatParseControlTokens.HarmonyRequiredCallIsParsedBack:GenerativeEmbed.SmolLM2BatchEqualsOneAtATime:Batching.ConcurrentSessionsUnderTheStepCostModelIdenticalToAlone' \
+  --gtest_filter='-PrefixCache.SharedPrefixHeldOnce:PrefixCache.ChunkingAndCacheAreExact*:Batching.SixteenGenerationsIdenticalToAlone:ChatParseControlTokens.LiteralArgumentSyntaxesFollowTheSchema:*CapiPull.GreedyPullEqualsGenerateAcrossTurns*:Soak.EightThreadsWithFourSessionsEachMatchTheSequentialRun:ChatParseControlTokens.HarmonyRequiredCallIsParsedBack:GenerativeEmbed.SmolLM2BatchEqualsOneAtATime:Batching.ConcurrentSessionsUnderTheStepCostModelIdenticalToAlone:ChatTurn.PlainAnswerIsWhatGenerateWritesForTheRenderedPrompt:ChatTurn.NamedToolChoiceCallsThatFunctionOnly:ChatTurn.AutoAndNoneGiveValidTurns:ChatTurn.NextTurnReusesTheConversationTheSessionHolds:ChatTurn.LogprobsCoverEveryGeneratedToken' \
   || capi_rc=$?
 unit_rc=0
 wait "$unit_pid" || unit_rc=$?

@@ -67,6 +67,7 @@ var lib struct {
 	turnMessage      func(t uintptr, buf *byte, cap uintptr, needed *uintptr) int32
 	turnFree         func(t uintptr)
 	turnRun          func(s uintptr, p *cTurnParams, cb uintptr, userData uintptr, out *uintptr) int32
+	turnPrompt       func(m uintptr, p *cTurnParams, buf *byte, cap uintptr, needed *uintptr) int32
 }
 
 // Load loads libzerfoo from path (if non-empty) or by the default search: $ZERFOO_LIBRARY,
@@ -191,6 +192,7 @@ func bind(h uintptr) error {
 		{&lib.turnMessage, "zf_chat_turn_message"},
 		{&lib.turnFree, "zf_chat_turn_free"},
 		{&lib.turnRun, "zf_chat_turn"},
+		{&lib.turnPrompt, "zf_chat_turn_prompt"},
 	}
 	for _, s := range syms {
 		if err := sym(h, s.fn, s.name); err != nil {

@@ -85,20 +85,20 @@ type TurnUsage struct {
 }
 
 // WithTurnTemplate renders ChatTurn's prompt with the caller's own Jinja chat template instead of
-// the model's (zf_turn_params.template_text). Ignored by calls other than ChatTurn and
-// ChatTurnMessage.
+// the model's (zf_turn_params.template_text). Ignored by calls other than ChatTurn,
+// ChatTurnMessage and ChatTurnPrompt.
 func WithTurnTemplate(text string) GenOption {
 	return func(g *genConfig) { g.turn.templateText = text }
 }
 
 // WithTurnTemplateName renders ChatTurn's prompt with the file's tokenizer.chat_template.NAME
-// (ErrNotFound when it has none). ChatTurn and ChatTurnMessage only.
+// (ErrNotFound when it has none). ChatTurn, ChatTurnMessage and ChatTurnPrompt only.
 func WithTurnTemplateName(name string) GenOption {
 	return func(g *genConfig) { g.turn.templateName = name }
 }
 
-// WithTurnFixedTime pins the template's strftime_now clock (rendered as UTC). ChatTurn and
-// ChatTurnMessage only.
+// WithTurnFixedTime pins the template's strftime_now clock (rendered as UTC). ChatTurn,
+// ChatTurnMessage and ChatTurnPrompt only.
 func WithTurnFixedTime(t time.Time) GenOption {
 	return func(g *genConfig) { g.turn.fixedTime = &t }
 }
@@ -172,6 +172,32 @@ func (s *Session) ChatTurnMessage(ctx context.Context, req TurnRequest, opts ...
 	}
 	sent := h.unwatch(stopWatch)
 	return res, s.finishTurn(ctx, h, res, sent, nil, err)
+}
+
+// ChatTurnPrompt returns the prompt a ChatTurn with req and opts would evaluate
+// (zf_chat_turn_prompt): the messages, tools and documents rendered with the template exactly as
+// the turn renders them, the generation prompt added (a named ToolChoice shows only that tool).
+// Nothing is evaluated. The template options (WithTurnTemplate, WithTurnTemplateName,
+// WithTurnFixedTime) apply; the generation options are only checked. For counting a request's
+// tokens: Tokenize(prompt, AddSpecial|ParseSpecial). Errors as ChatTurn's (a bad
+// request is ErrInvalidArgument with the library's message naming the field). Safe for
+// concurrent use.
+func (m *Model) ChatTurnPrompt(req TurnRequest, opts ...GenOption) (string, error) {
+	body, err := req.JSON()
+	if err != nil {
+		return "", err
+	}
+	var out string
+	err = m.use(func(ptr uintptr) (err error) {
+		p, keep := turnParams(body, opts)
+		out, err = fetchString("chat turn prompt", func(buf *byte, cap uintptr, needed *uintptr) int32 {
+			return lib.turnPrompt(ptr, &p, buf, cap, needed)
+		})
+		runtime.KeepAlive(keep)
+		runtime.KeepAlive(&p)
+		return err
+	})
+	return out, err
 }
 
 // pullTurn runs a turn through the pull-style calls, passing each event to fn (false stops)

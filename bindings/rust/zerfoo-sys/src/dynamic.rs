@@ -234,6 +234,13 @@ pub struct ZerfooLib {
         needed: *mut usize,
     ) -> zf_status,
     pub zf_chat_turn_free: unsafe extern "C" fn(turn: *mut zf_turn),
+    pub zf_chat_turn_prompt: unsafe extern "C" fn(
+        model: *const zf_model,
+        params: *const zf_turn_params,
+        buf: *mut ::core::ffi::c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status,
     pub zf_chat_turn: unsafe extern "C" fn(
         session: *mut zf_session,
         params: *const zf_turn_params,
@@ -315,6 +322,7 @@ impl ZerfooLib {
         let zf_chat_turn_next = __library.get(b"zf_chat_turn_next\0").map(|sym| *sym)?;
         let zf_chat_turn_message = __library.get(b"zf_chat_turn_message\0").map(|sym| *sym)?;
         let zf_chat_turn_free = __library.get(b"zf_chat_turn_free\0").map(|sym| *sym)?;
+        let zf_chat_turn_prompt = __library.get(b"zf_chat_turn_prompt\0").map(|sym| *sym)?;
         let zf_chat_turn = __library.get(b"zf_chat_turn\0").map(|sym| *sym)?;
         Ok(ZerfooLib {
             __library,
@@ -371,6 +379,7 @@ impl ZerfooLib {
             zf_chat_turn_next,
             zf_chat_turn_message,
             zf_chat_turn_free,
+            zf_chat_turn_prompt,
             zf_chat_turn,
         })
     }
@@ -831,6 +840,17 @@ impl ZerfooLib {
     #[doc = " @brief Stops the turn if it is still running (the session keeps what was generated, so the\n next turn reuses it) and frees it. NULL is a no-op. Any thread, once."]
     pub unsafe fn zf_chat_turn_free(&self, turn: *mut zf_turn) {
         (self.zf_chat_turn_free)(turn)
+    }
+    #[doc = " @brief The prompt a turn with these params would evaluate: the request's messages, tools and\n documents rendered with the template exactly as zf_chat_turn_begin() renders them (the\n generation prompt added; a named tool_choice shows only that tool). Nothing is evaluated;\n the constraint is not compiled. For servers' /apply-template and for counting tokens\n (zf_tokenize() with ::ZF_TOKENIZE_ADD_SPECIAL | ::ZF_TOKENIZE_PARSE_SPECIAL). Thread-safe.\n @param model The model.\n @param params The request (required); params->generate is only checked.\n @param buf Output buffer (NUL-terminated; may be NULL when cap is 0).\n @param cap Size of `buf` in bytes.\n @param needed Optional; receives the bytes required including the NUL.\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; the request and template errors of\n         zf_chat_turn_begin()."]
+    pub unsafe fn zf_chat_turn_prompt(
+        &self,
+        model: *const zf_model,
+        params: *const zf_turn_params,
+        buf: *mut ::core::ffi::c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status {
+        (self.zf_chat_turn_prompt)(model, params, buf, cap, needed)
     }
     #[doc = " @brief Runs a whole turn (zf_chat_turn_begin(), then zf_chat_turn_next() until\n ::ZF_TURN_DONE), passing each event to `cb` (may be NULL), and returns the finished turn in\n *out (may be NULL) for zf_chat_turn_message(). zf_session_cancel() ends it early.\n @return As zf_chat_turn_begin() and zf_chat_turn_next()."]
     pub unsafe fn zf_chat_turn(

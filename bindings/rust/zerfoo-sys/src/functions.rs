@@ -274,6 +274,14 @@ unsafe extern "C" {
     ) -> zf_status;
     #[doc = " @brief Stops the turn if it is still running (the session keeps what was generated, so the\n next turn reuses it) and frees it. NULL is a no-op. Any thread, once."]
     pub fn zf_chat_turn_free(turn: *mut zf_turn);
+    #[doc = " @brief The prompt a turn with these params would evaluate: the request's messages, tools and\n documents rendered with the template exactly as zf_chat_turn_begin() renders them (the\n generation prompt added; a named tool_choice shows only that tool). Nothing is evaluated;\n the constraint is not compiled. For servers' /apply-template and for counting tokens\n (zf_tokenize() with ::ZF_TOKENIZE_ADD_SPECIAL | ::ZF_TOKENIZE_PARSE_SPECIAL). Thread-safe.\n @param model The model.\n @param params The request (required); params->generate is only checked.\n @param buf Output buffer (NUL-terminated; may be NULL when cap is 0).\n @param cap Size of `buf` in bytes.\n @param needed Optional; receives the bytes required including the NUL.\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; the request and template errors of\n         zf_chat_turn_begin()."]
+    pub fn zf_chat_turn_prompt(
+        model: *const zf_model,
+        params: *const zf_turn_params,
+        buf: *mut ::core::ffi::c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status;
     #[doc = " @brief Runs a whole turn (zf_chat_turn_begin(), then zf_chat_turn_next() until\n ::ZF_TURN_DONE), passing each event to `cb` (may be NULL), and returns the finished turn in\n *out (may be NULL) for zf_chat_turn_message(). zf_session_cancel() ends it early.\n @return As zf_chat_turn_begin() and zf_chat_turn_next()."]
     pub fn zf_chat_turn(
         session: *mut zf_session,

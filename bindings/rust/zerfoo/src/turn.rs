@@ -13,7 +13,7 @@ use zerfoo_sys as sys;
 use crate::chat::AssistantMessage;
 use crate::chat_request::ChatRequest;
 use crate::error::{check, Error, ErrorCode, Result};
-use crate::model::{c_string, read_buffer};
+use crate::model::{c_string, read_buffer, Model};
 use crate::session::{
     GenerateOptions, RawParams, Session, StopReason, TokenLogprob, TokenLogprobs,
 };
@@ -598,6 +598,48 @@ impl<'m> Session<'m> {
             outcome.logprobs = lp;
         }
         Ok(outcome)
+    }
+}
+
+impl Model {
+    /// The prompt a [`Session::chat_turn`] with this request and options would evaluate
+    /// (`zf_chat_turn_prompt`): the request's messages, tools and documents rendered with the
+    /// template exactly as the turn renders them, the generation prompt added (a named
+    /// `tool_choice` shows only that tool). Nothing is evaluated; `options.template`,
+    /// `template_name` and `time_unix` apply, `options.generate` is only checked. For counting a
+    /// request's tokens: [`Model::tokenize`] with both flags `true`. Errors as
+    /// [`chat_turn`](Session::chat_turn)'s request and template errors. Thread-safe.
+    ///
+    /// ```
+    /// # use zerfoo::*;
+    /// # let Some(model) = zerfoo::__doc_model() else { return Ok(()) };
+    /// let request = ChatRequest::new(vec![Message::user("Say hello.")]);
+    /// let prompt = model.chat_turn_prompt(&request, &TurnOptions::default())?;
+    /// assert!(prompt.contains("Say hello."));
+    /// assert!(model.tokenize(&prompt, true, true)?.len() > 3); // what the turn would evaluate
+    /// # Ok::<(), zerfoo::Error>(())
+    /// ```
+    pub fn chat_turn_prompt(&self, request: &ChatRequest, options: &TurnOptions) -> Result<String> {
+        self.chat_turn_prompt_json(&request.to_json().to_string(), options)
+    }
+
+    /// [`chat_turn_prompt`](Model::chat_turn_prompt) with the request as JSON text, passed as it is.
+    pub fn chat_turn_prompt_json(
+        &self,
+        request_json: &str,
+        options: &TurnOptions,
+    ) -> Result<String> {
+        let params = RawTurnParams::new(request_json, options)?;
+        // SAFETY: the model is alive; params outlive the call.
+        let b = read_buffer(true, |buf, cap, needed| unsafe {
+            sys::zf!(zf_chat_turn_prompt(self.raw(), &params.p, buf, cap, needed))
+        })?;
+        String::from_utf8(b).map_err(|_| {
+            Error::new(
+                ErrorCode::Internal,
+                "zf_chat_turn_prompt returned text that is not UTF-8",
+            )
+        })
     }
 }
 

@@ -1,6 +1,7 @@
 // Chat turns (zf_chat_turn*, since 0.5): Session.ChatTurn runs a whole assistant turn through
 // zf_chat_turn and its callback; Session.StreamChatTurn is an IEnumerable over the pull API
-// (zf_chat_turn_begin / zf_chat_turn_next), so no producer thread is needed.
+// (zf_chat_turn_begin / zf_chat_turn_next), so no producer thread is needed; Model.ChatTurnPrompt
+// is the prompt such a turn would evaluate (zf_chat_turn_prompt).
 using System;
 using System.Collections;
 using System.Collections.Generic;
@@ -165,6 +166,36 @@ namespace Zerfoo
             internal Exception Error;
 
             internal TurnSink(Action<TurnEvent> onEvent) { OnEvent = onEvent; }
+        }
+    }
+
+    public sealed partial class Model
+    {
+        /// <summary>The prompt a <see cref="Session.ChatTurn"/> of <paramref name="request"/> would
+        /// evaluate (zf_chat_turn_prompt): its messages, tools and documents rendered with the
+        /// template exactly as the turn renders them, the generation prompt added (a named tool
+        /// choice shows only that tool). Nothing is evaluated. The request's Template, TemplateName
+        /// and Now apply; its Generate options are only checked. For counting a request's tokens:
+        /// <c>Tokenize(prompt, TokenizeFlags.AddSpecial | TokenizeFlags.ParseSpecial)</c>.
+        /// Thread-safe.</summary>
+        /// <exception cref="ZerfooException">As <see cref="Session.ChatTurn"/>'s request and
+        /// template errors: InvalidArgument (the message names the field), InvalidUtf8, Template,
+        /// NotFound (no such TemplateName).</exception>
+        public string ChatTurnPrompt(ChatRequest request)
+        {
+            if (request == null) throw new ArgumentNullException("request");
+            using (NativeTurnParams p = NativeTurnParams.From(request))
+            {
+                byte[] buf = new byte[1024];
+                for (;;)
+                {
+                    UIntPtr needed;
+                    int st = NativeMethods.zf_chat_turn_prompt(handle, ref p.Value, buf, (UIntPtr)buf.Length, out needed);
+                    if (st == (int)Status.BufferTooSmall) { buf = new byte[(int)needed]; continue; }
+                    ZerfooException.Check(st, "zf_chat_turn_prompt");
+                    return Encoding.UTF8.GetString(buf, 0, (int)needed - 1);
+                }
+            }
         }
     }
 

@@ -358,5 +358,9 @@ namespace Zerfoo
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern int zf_chat_turn(SessionHandle session, ref zf_turn_params p, zf_turn_cb cb, IntPtr user_data,
                                                 out IntPtr turn);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_chat_turn_prompt(ModelHandle model, ref zf_turn_params p, byte[] buf, UIntPtr cap,
+                                                       out UIntPtr needed);
     }
 }

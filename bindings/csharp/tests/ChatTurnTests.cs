@@ -1,6 +1,7 @@
 // Chat turns (Session.ChatTurn / StreamChatTurn over zf_chat_turn*) against SmolLM2: tool
 // choices, reasoning, response formats, errors, early stops and session reuse. Every streamed
-// turn is checked to concatenate, kind by kind, to the library's final message.
+// turn is checked to concatenate, kind by kind, to the library's final message. Model.ChatTurnPrompt:
+// the prompt a turn evaluates, against ApplyChatTemplate, the turn's token count and its errors.
 using System;
 using System.Collections.Generic;
 using System.IO;
@@ -472,5 +473,82 @@ public class ChatTurnTests
                 Assert.IsNotNull(s.ChatTurn(Ask("Hi", 4)).Message, "free once the turn is done, before Dispose");
             }
         }
+    }
+
+    // Model.ChatTurnPrompt (zf_chat_turn_prompt): the prompt a turn would evaluate.
+
+    [Test]
+    public void TurnPromptIsTheAppliedTemplate()
+    {
+        var req = new ChatRequest();
+        req.Messages.Add(ChatRequestMessage.System("Be brief."));
+        req.Messages.Add(ChatRequestMessage.User("Name a color."));
+        string prompt = model.ChatTurnPrompt(req);
+        Assert.AreEqual(model.ApplyChatTemplate(new[] { ChatMessage.System("Be brief."), ChatMessage.User("Name a color.") }), prompt);
+
+        // Tokenized with special tokens, it is the prompt the turn evaluates.
+        req.Generate = Greedy(1);
+        using (var s = model.CreateSession(new SessionOptions { ContextSize = 512 }))
+            Assert.AreEqual(model.Tokenize(prompt).Length, s.ChatTurn(req).Usage.PromptTokens);
+
+        // The request's template and clock apply.
+        var dated = Ask("Hi");
+        dated.Template = "{{ strftime_now('%Y-%m-%d') }}|{% for m in messages %}{{ m.role }}:{{ m.content }};{% endfor %}";
+        dated.Now = new DateTimeOffset(2025, 1, 15, 10, 30, 0, TimeSpan.Zero);
+        Assert.AreEqual("2025-01-15|user:Hi;", model.ChatTurnPrompt(dated));
+        var e = Assert.Throws<ZerfooException>(() => model.ChatTurnPrompt(new ChatRequest { TemplateName = "no_such_template", Messages = { ChatRequestMessage.User("Hi") } }));
+        Assert.AreEqual(Status.NotFound, e.Status);
+    }
+
+    [Test]
+    public void TurnPromptShowsOnlyTheNamedTool()
+    {
+        ChatRequest all = Ask("What is the weather in Paris?");
+        all.Tools = Tools();
+        all.Template = HermesTemplate();
+        all.Now = new DateTimeOffset(2025, 1, 15, 10, 30, 0, TimeSpan.Zero);
+        string prompt = model.ChatTurnPrompt(all);
+        StringAssert.Contains("\"get_weather\"", prompt);
+        StringAssert.Contains("\"search\"", prompt);
+        StringAssert.EndsWith("<|im_start|>assistant\n", prompt);
+
+        all.ToolChoice = ToolChoice.Function("search");
+        string named = model.ChatTurnPrompt(all);
+        StringAssert.DoesNotContain("get_weather", named);
+        // Exactly the prompt of a request offering only that tool.
+        ChatRequest only = Ask("What is the weather in Paris?");
+        only.Tools = new List<ChatTool> { Tools()[1] };
+        only.Template = all.Template;
+        only.Now = all.Now;
+        Assert.AreEqual(model.ChatTurnPrompt(only), named);
+    }
+
+    [Test]
+    public void TurnPromptBadRequestsThrowTheTurnsMessage()
+    {
+        const string prefix = "zf_chat_turn_prompt: ZF_ERR_INVALID_ARGUMENT: ";
+        ChatRequest noTool = Ask("Hi");
+        noTool.Tools = Tools();
+        noTool.ToolChoice = ToolChoice.Function("no_such_tool");
+        var cases = new[]
+        {
+            new ChatRequest { RawRequestJson = "{\"messages\": [" },
+            new ChatRequest { RawRequestJson = "{\"messages\": 3}" },
+            noTool,
+        };
+        using (var s = model.CreateSession(new SessionOptions { ContextSize = 512 }))
+        {
+            foreach (ChatRequest bad in cases)
+            {
+                var e = Assert.Throws<ZerfooException>(() => model.ChatTurnPrompt(bad));
+                Assert.AreEqual(Status.InvalidArgument, e.Status);
+                StringAssert.StartsWith(prefix, e.Message);
+                Assert.That(e.Message.Length, Is.GreaterThan(prefix.Length + 8), e.Message);
+                // The same library message as the turn's own.
+                var t = Assert.Throws<ZerfooException>(() => s.ChatTurn(bad));
+                Assert.AreEqual(e.Message.Substring(prefix.Length), t.Message.Substring("zf_chat_turn: ZF_ERR_INVALID_ARGUMENT: ".Length));
+            }
+        }
+        StringAssert.Contains("no_such_tool", Assert.Throws<ZerfooException>(() => model.ChatTurnPrompt(noTool)).Message);
     }
 }

@@ -26,6 +26,7 @@ struct Choice {
 };
 constexpr Choice kDevices[] = {{"auto", ZF_DEVICE_AUTO}, {"cpu", ZF_DEVICE_CPU}, {"cuda", ZF_DEVICE_CUDA}, {nullptr, 0}};
 constexpr Choice kBenchOutputs[] = {{"md", 0}, {"json", 1}, {nullptr, 0}};
+constexpr Choice kReasoningShown[] = {{"show", 1}, {"hide", 0}, {nullptr, 0}};
 
 struct OptionSpec {
   const char* names[4];  // the canonical name first (the ParsedArgs key), then its aliases
@@ -50,6 +51,9 @@ const OptionSpec kOptions[] = {
      "GGUF model file (required)"},
     {{"--prompt", "-p"}, kGen, kString, "TEXT", 0, 0, nullptr, "prompt text (required)"},
     {{"--system"}, kChat, kString, "TEXT", 0, 0, nullptr, "system message that opens the conversation"},
+    {{"--reasoning"}, kChat, kChoice, "show|hide", 0, 0, kReasoningShown,
+     "the model's reasoning (thinking) text: shown apart from the answer (dimmed on a terminal, "
+     "else between [reasoning] lines; default) or hidden"},
     {{"--chat-template-file", "--template"}, kChat | kServe, kString, "FILE", 0, 0, nullptr,
      "Jinja chat template to use instead of the model's",
      "for prompts and for reading tool calls / reasoning back"},
@@ -147,7 +151,8 @@ const OptionSpec kOptions[] = {
     {{"--no-special"}, kGen | kTok, kFlag, nullptr, 0, 0, nullptr, "do not add BOS/special tokens to the text"},
     {{"--ignore-eos"}, kGen, kFlag, nullptr, 0, 0, nullptr, "keep generating past end-of-generation tokens"},
     {{"--parse-special"}, kTok, kFlag, nullptr, 0, 0, nullptr, "match special-token text such as <eos> as tokens"},
-    {{"--json"}, kGen | kInfo | kTok, kFlag, nullptr, 0, 0, nullptr, "print one JSON value on stdout"},
+    {{"--json"}, kGen | kChat | kInfo | kTok, kFlag, nullptr, 0, 0, nullptr,
+     "print one JSON value on stdout (chat: one line per turn, the assistant message and usage)"},
     {{"--verbose", "-v"}, kModelCommands | kServe, kFlag, nullptr, 0, 0, nullptr,
      "log at INFO level (default: warnings only)", "requests are logged too"},
     {{"--help", "-h"}, kModelCommands | kBench | kServe, kFlag, nullptr, 0, 0, nullptr, "show this help"},
@@ -241,7 +246,9 @@ const char* Usage(const std::string& command) {
   }
   if (command == "chat") {
     return "usage: zerfoo chat -m MODEL [options]\n\n"
-           "Interactive chat using the model's chat template. Ctrl-C stops a reply, Ctrl-D exits.\n";
+           "Interactive chat using the model's chat template: one session keeps the conversation, each\n"
+           "reply evaluates only what is new. Reads one message per line from stdin. Ctrl-C stops a\n"
+           "reply, Ctrl-D exits.\n";
   }
   if (command == "info") return "usage: zerfoo info -m MODEL [options]\n\nPrints facts about the model and the backends.\n";
   if (command == "tokenize") {
@@ -444,6 +451,7 @@ Options ParseArgs(const std::string& command, int argc, char** argv, int first) 
   o.model = a.String("--model");
   o.prompt = a.String("--prompt");
   o.system = a.String("--system");
+  o.show_reasoning = a.Int("--reasoning", 1) != 0;
   o.template_file = a.String("--chat-template-file");
   o.stop = a.Strings("--stop");
   o.json = a.Has("--json");

@@ -92,6 +92,7 @@ struct Options {
   bool ignore_eos = false;
   bool parse_special = false;
   bool verbose = false;
+  bool show_reasoning = true;  // chat --reasoning show|hide
   bool help = false;
   int32_t device = 0;  // ZF_DEVICE_AUTO
   int32_t threads = 0;

@@ -432,8 +432,10 @@ bool MatchPartialCall(std::string_view text, size_t i, const ToolCallFormat& f, 
 // ParseAssistant): a call read through its JSON arguments ends there when what follows them does
 // not match the rest of the pattern (a stream has sent the call once its arguments began).
 // *scan (if given) says whether the text ended inside the call and where its JSON arguments are.
+// `first_piece`: where in the pattern text[i] is (streaming reads what follows JSON arguments
+// read piece by piece, with scan->args_end set).
 size_t MatchCall(std::string_view text, size_t i, const ToolCallFormat& f, const Json& tools, ToolCall* call,
-                 bool lenient = false, CallScan* scan = nullptr) {
+                 bool lenient = false, CallScan* scan = nullptr, size_t first_piece = 0) {
   CallScan local;
   CallScan& sc = scan ? *scan : local;
   auto fail = [&] {
@@ -443,7 +445,8 @@ size_t MatchCall(std::string_view text, size_t i, const ToolCallFormat& f, const
     }
     return std::string_view::npos;
   };
-  for (const Piece& p : f.call) {
+  for (size_t pi = first_piece; pi < f.call.size(); ++pi) {
+    const Piece& p = f.call[pi];
     switch (p.kind) {
       case Piece::kLiteral: i = MatchLiteralPartial(text, i, p.text, &sc.ran_out); break;
       case Piece::kName: {
@@ -887,6 +890,17 @@ CallRead ReadCallAt(std::string_view text, size_t pos, size_t index, const ChatF
   r.call.name = std::move(partial.name);
   r.call.id = std::move(partial.id);
   return r;
+}
+
+size_t MatchCallAfterArgs(std::string_view text, size_t args_end, const ToolCallFormat& f, const Json& tools,
+                          ToolCall* call, CallScan* scan) {
+  size_t after = 0;
+  while (after < f.call.size() && f.call[after].kind != Piece::kArgs) ++after;
+  scan->args_end = args_end;
+  const size_t e = MatchCall(text, args_end, f, tools, call, /*lenient=*/true, scan, after + 1);
+  const Piece::Kind last = f.call.empty() ? Piece::kLiteral : f.call.back().kind;
+  if (e == text.size() && last != Piece::kLiteral && last != Piece::kArgs) scan->ran_out = scan->cut = true;  // may go on
+  return e;
 }
 
 ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, const Json& tools, bool partial) {

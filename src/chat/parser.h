@@ -87,6 +87,12 @@ struct CallRead {
 CallRead ReadCallAt(std::string_view text, size_t pos, size_t index, const ChatFormat& format,
                     const nlohmann::ordered_json& tools);
 
+// The rest of a call after its JSON arguments text[args_begin, args_end) were read piece by piece
+// (streaming), as ParseAssistant's final parse reads it: the position after the call, where
+// *scan says ran_out and cut when the text ends before that is known. `call`: its name so far.
+size_t MatchCallAfterArgs(std::string_view text, size_t args_end, const ToolCallFormat& f,
+                          const nlohmann::ordered_json& tools, ToolCall* call, CallScan* scan);
+
 // The first word a tool-call block starts with (where the parser looks for calls), or "" where
 // the generation prompt opened the block.
 std::string CallAnchor(const ToolCallFormat& f);

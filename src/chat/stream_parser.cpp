@@ -233,12 +233,14 @@ bool StreamParser::StepContent(std::vector<Delta>* out) {
 }
 
 // Calls of the block at call_pos_, one at a time (ReadCallAt): each sent once certain, its
-// JSON arguments passed on as they arrive.
+// JSON arguments passed on as they arrive and not read again: once they end, only what follows
+// them is (MatchCallAfterArgs).
 bool StreamParser::StepCalls(std::vector<Delta>* out) {
   if (call_index_ >= options_.max_calls) {
     phase_ = Phase::kHeld;  // later calls are dropped; what follows them is content (Finish)
     return true;
   }
+  const std::string_view rest = std::string_view(text_).substr(rest_begin_);
   if (args_scanning_) {
     const size_t n = args_scan_.Feed(std::string_view(text_).substr(args_fed_));
     if (n == kNpos) {
@@ -247,9 +249,17 @@ bool StreamParser::StepCalls(std::vector<Delta>* out) {
       return false;
     }
     args_fed_ += n;
-    args_scanning_ = false;  // complete: the call is read whole below
+    args_scanning_ = false;
+    args_end_ = args_fed_;
   }
-  const std::string_view rest = std::string_view(text_).substr(rest_begin_);
+  if (args_end_ != kNpos) {
+    CallScan scan;
+    ToolCall call = pending_;
+    const size_t e = MatchCallAfterArgs(rest, args_end_ - rest_begin_, format_.tools, tools_, &call, &scan);
+    if (e == kNpos || (scan.cut && scan.ran_out)) return false;  // what follows the arguments is arriving
+    call.arguments = text_.substr(args_begin_, args_end_ - args_begin_);
+    return CloseCall(std::move(call), e, out);
+  }
   CallRead r = ReadCallAt(rest, call_pos_ - rest_begin_, call_index_, format_, tools_);
   if (r.result == CallRead::kMismatch) {
     if (call_index_ == 0) {
@@ -261,48 +271,44 @@ bool StreamParser::StepCalls(std::vector<Delta>* out) {
     }
     return true;
   }
-  // Formats that write no id: derived from the text before the call (read once per call).
-  auto derive_id = [&] {
-    if (r.call.id.empty()) r.call.id = DerivedId(rest.substr(0, r.begin == kNpos ? 0 : r.begin), r.call.name, call_index_);
-  };
-  if (r.result == CallRead::kIncomplete) {
-    if (r.certain && !call_open_) {
-      derive_id();
-      OpenCall(std::move(r.call), out);
-    }
-    if (r.args_begin != kNpos && args_begin_ != rest_begin_ + r.args_begin) {
-      args_begin_ = args_sent_ = args_fed_ = rest_begin_ + r.args_begin;
-      args_scan_ = JsonValueScanner();
-      args_scanning_ = true;
-      return true;  // feeds what has arrived of them
-    }
-    return false;
-  }
-  // Complete.
+  if (r.begin != kNpos) call_begin_ = rest_begin_ + r.begin;
+  if (r.result == CallRead::kComplete) return CloseCall(std::move(r.call), r.end, out);
+  if (r.certain && !call_open_) OpenCall(r.call, out);
+  if (r.args_begin == kNpos) return false;  // re-read with the next piece (the header is short)
+  pending_ = std::move(r.call);
+  args_begin_ = args_sent_ = args_fed_ = rest_begin_ + r.args_begin;
+  args_scan_ = JsonValueScanner();
+  args_scanning_ = true;
+  return true;  // feeds what has arrived of them
+}
+
+// The current call is complete (`end` relative to rest_begin_): sent whole or what was not yet.
+bool StreamParser::CloseCall(ToolCall call, size_t end, std::vector<Delta>* out) {
   if (!call_open_) {
-    derive_id();
-    std::string args = std::move(r.call.arguments);
-    r.call.arguments.clear();
-    OpenCall(std::move(r.call), out);
-    r.call.arguments = std::move(args);
+    std::string args = std::move(call.arguments);
+    OpenCall(call, out);
+    call.arguments = std::move(args);
   }
   ToolCall& sent = message_.tool_calls.back();
-  const std::string_view more = Growth(sent.arguments, r.call.arguments);
+  const std::string_view more = Growth(sent.arguments, call.arguments);
   if (!more.empty()) {
     out->push_back({Delta::kToolArgs, call_index_, std::string(more), {}, {}});
     sent.arguments.append(more);
   }
-  call_pos_ = rest_begin_ + r.end;
+  call_pos_ = rest_begin_ + end;
   ++call_index_;
   call_open_ = false;
-  args_begin_ = kNpos;
+  args_begin_ = args_end_ = kNpos;
   return true;
 }
 
-void StreamParser::OpenCall(ToolCall call, std::vector<Delta>* out) {
-  out->push_back({Delta::kToolCall, call_index_, {}, call.id, call.name});
-  call.arguments.clear();
-  message_.tool_calls.push_back(std::move(call));
+// Sends the current call's id (derived from the text before it where the format writes none)
+// and name; its arguments follow.
+void StreamParser::OpenCall(const ToolCall& call, std::vector<Delta>* out) {
+  ToolCall c{call.id, call.name, ""};
+  if (c.id.empty()) c.id = DerivedId(std::string_view(text_).substr(rest_begin_, call_begin_ - rest_begin_), c.name, call_index_);
+  out->push_back({Delta::kToolCall, call_index_, {}, c.id, c.name});
+  message_.tool_calls.push_back(std::move(c));
   call_open_ = true;
 }
 

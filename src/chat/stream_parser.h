@@ -3,9 +3,9 @@
 // call's JSON arguments are passed on as they arrive), and the deltas it gives add up to exactly
 // the message the final parse (ReadAssistant) reads from the whole turn.
 //
-// Re-read per piece, bounded: the current call of a block from its start (its header; for XML,
-// Python and object-literal arguments, the whole call, which those formats say only once
-// complete; for JSON arguments only while their header or what follows them is arriving).
+// Re-read per piece, bounded: the current call of a block from its start while its header is
+// arriving (for XML, Python and object-literal arguments, the whole call, which those formats
+// say only once complete); after JSON arguments, what follows them.
 // Held back until Finish: text after a block of calls, the generic JSON call form, harmony
 // (gpt-oss) turns, calls after <|python_tag|> (Llama 3.x, whose tag may still turn a block of
 // calls into content) and formats whose calls the generation prompt opened (no marker).
@@ -86,7 +86,8 @@ class StreamParser {
   // Sends text_[*sent, to) as content or reasoning (to backed off to a character boundary).
   void Send(Delta::Kind kind, size_t* sent, size_t to, std::vector<Delta>* out);
   void SendArgs(size_t to, std::vector<Delta>* out);
-  void OpenCall(ToolCall call, std::vector<Delta>* out);
+  void OpenCall(const ToolCall& call, std::vector<Delta>* out);
+  bool CloseCall(ToolCall call, size_t end, std::vector<Delta>* out);
 
   ChatFormat format_;
   nlohmann::ordered_json tools_;
@@ -105,8 +106,11 @@ class StreamParser {
   // The call block.
   size_t call_pos_ = 0;  // the current call's open or separator
   size_t call_index_ = 0;
+  size_t call_begin_ = 0;  // where it starts, after the open or separator (its derived id's text)
   bool call_open_ = false;  // the current call was sent (kToolCall)
-  size_t args_begin_ = std::string::npos, args_sent_ = 0, args_fed_ = 0;
+  ToolCall pending_;        // its name and id, once its JSON arguments began
+  // Its JSON arguments: text_[args_begin_, args_end_), scanned up to args_fed_, sent up to args_sent_.
+  size_t args_begin_ = std::string::npos, args_end_ = std::string::npos, args_sent_ = 0, args_fed_ = 0;
   bool args_scanning_ = false;
   JsonValueScanner args_scan_;
 

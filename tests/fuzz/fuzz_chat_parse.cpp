@@ -4,6 +4,10 @@
 // UTF-8), tool-call arguments that are JSON objects, no crash, no quadratic blow-up past the
 // size bound. Bit 2: the text is instead a `tools` array (as a request brings it), from which the
 // template's tool-call grammar is built (chat/tool_grammar.h): any schema gives a grammar.
+// Bit 1 clear: the text is also streamed (chat/stream_parser.h), split where the text's own
+// bytes say, under the policy bits 3-5 pick: the deltas must add up to the message, and that
+// must be the final parse of the whole text.
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -13,6 +17,7 @@
 
 #include "chat/format.h"
 #include "chat/parser.h"
+#include "chat/stream_parser.h"
 #include "chat/tool_grammar.h"
 #include "common/json_depth.h"
 #include "common/utf8.h"
@@ -85,6 +90,45 @@ const Json& Tools() {
   return t;
 }
 
+// Streams `text` in pieces whose lengths (1-8 bytes, whole characters) come from its own bytes
+// and checks the deltas against the message, and the message against the final parse.
+void CheckStream(const std::string& text, const zf::chat::ChatFormat& f, const Json& tools, uint8_t policy) {
+  zf::chat::ReadOptions o;
+  o.parse_tools = (policy & 1) == 0;
+  o.max_calls = (policy & 2) ? 1 : SIZE_MAX;
+  o.split_reasoning = (policy & 4) == 0;
+  zf::chat::StreamParser sp(f, tools, o);
+  std::vector<zf::chat::Delta> deltas;
+  for (size_t i = 0; i < text.size();) {
+    size_t e = std::min(text.size(), i + 1 + static_cast<unsigned char>(text[i]) % 8);
+    while (e < text.size() && (static_cast<unsigned char>(text[e]) & 0xC0) == 0x80) ++e;
+    sp.Push(std::string_view(text).substr(i, e - i), &deltas);
+    i = e;
+  }
+  sp.Finish(&deltas);
+  zf::chat::ParsedMessage sum;
+  for (const auto& d : deltas) {
+    switch (d.kind) {
+      case zf::chat::Delta::kContent: sum.content += d.text; break;
+      case zf::chat::Delta::kReasoning: sum.reasoning += d.text; break;
+      case zf::chat::Delta::kToolCall:
+        zf::fuzz::Check(d.index == sum.tool_calls.size(), "calls open in order");
+        sum.tool_calls.push_back({d.id, d.name, ""});
+        break;
+      case zf::chat::Delta::kToolArgs:
+        zf::fuzz::Check(d.index < sum.tool_calls.size(), "arguments of an open call");
+        sum.tool_calls[d.index].arguments += d.text;
+        break;
+    }
+  }
+  sum.has_reasoning = !sum.reasoning.empty();
+  const zf::chat::ParsedMessage& m = sp.message();
+  zf::fuzz::Check(zf::chat::ToOpenAiMessage(sum) == zf::chat::ToOpenAiMessage(m), "the deltas add up to the message");
+  const zf::chat::ParsedMessage ref = zf::chat::ReadAssistant(text, f, tools, o);
+  zf::fuzz::Check(zf::chat::ToOpenAiMessage(ref) == zf::chat::ToOpenAiMessage(m) && ref.has_reasoning == m.has_reasoning,
+                  "the message is the final parse");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -123,9 +167,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   zf::fuzz::Check(zf::IsValidUtf8(out), "the message is valid UTF-8");
   for (const auto& c : m.tool_calls) {
+    // A final parse keeps a call whose JSON arguments began as the model wrote them (a stream
+    // sent them): an object's text, complete or not.
     const Json args = Json::parse(c.arguments, nullptr, false);
-    zf::fuzz::Check(partial || (!args.is_discarded() && args.is_object()), "arguments are a JSON object");
+    zf::fuzz::Check(partial || (!args.is_discarded() && args.is_object()) || c.arguments.rfind('{', 0) == 0,
+                    "arguments are a JSON object or an object's text");
     zf::fuzz::Check(!c.name.empty() && !c.id.empty(), "calls have a name and an id");
   }
+  if (!partial) CheckStream(text, f, (data[1] & 1) ? Tools() : none, static_cast<uint8_t>(data[1] >> 3));
   return 0;
 }

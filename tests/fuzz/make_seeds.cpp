@@ -172,5 +172,74 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 3000; ++i) chain += "r" + std::to_string(i) + ": r" + std::to_string(i + 1) + "\n";
   chain += "r3000: \"a\"\n";
   Write("constraint", "lark_chain_3000", Text(7, chain));
+  // chat_turn: byte 0 = options (bit 0 logprobs, bit 1 a turn before, bit 2 sampled), the request JSON, then
+  // optionally NUL and a template (one byte picks one of the fuzzer's corpus templates: 0 Qwen2.5,
+  // 1 Qwen3, 2 Llama 3.1, 3 Mistral Nemo, 4 DeepSeek R1, 5 gpt-oss, 6 Command R7B, 7 Gemma 2,
+  // 8 Functionary, 9 Granite; more bytes are its text).
+  {
+    const std::string user = R"("messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "ab"}])";
+    const std::string tools = R"("tools": [{"type": "function", "function": {"name": "get_weather", "parameters": )"
+                              R"({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},)"
+                              R"( {"type": "function", "function": {"name": "search"}}])";
+    const auto turn = [&](const std::string& name, uint8_t options, const std::string& body, int tmpl = -1,
+                          const std::string& text = "") {
+      std::string s = body;
+      if (tmpl >= 0) s += std::string(1, '\0') + (text.empty() ? std::string(1, char(tmpl)) : text);
+      Write("chat_turn", name, Text(options, s));
+    };
+    turn("plain", 0, "{" + user + "}");
+    turn("plain_logprobs_reuse", 3, "{" + user + "}");
+    turn("sampled_logprobs", 5, "{" + user + "}");
+    turn("sampled_reasoning_r1", 4, "{" + user + "}", 4);
+    turn("sampled_tools_auto", 4, "{" + user + ", " + tools + "}", 0);
+    turn("parts_developer", 0, R"({"messages": [{"role": "developer", "content": [{"type": "text", "text": "a"}, )"
+                               R"({"type": "text", "text": "b"}]}, {"role": "user", "content": [{"type": "text", "text": "ab"}]}]})");
+    for (int k = 0; k < 10; ++k) turn("plain_tmpl_" + std::to_string(k), 0, "{" + user + "}", k);
+    const std::pair<const char*, const char*> choices[] = {
+        {"auto", R"("auto")"}, {"none", R"("none")"}, {"required", R"("required")"},
+        {"named", R"({"type": "function", "function": {"name": "get_weather"}})"}};
+    for (const auto& [name, choice] : choices) {
+      for (int k : {0, 2, 5}) {
+        turn(std::string("tools_") + name + "_" + std::to_string(k), 0,
+             "{" + user + ", " + tools + R"(, "tool_choice": )" + choice + "}", k);
+      }
+    }
+    turn("tools_serial", 0, "{" + user + ", " + tools + R"(, "parallel_tool_calls": false})", 0);
+    turn("json_schema", 0, "{" + user + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "x", )"
+                           R"("schema": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}}})");
+    turn("json_object", 0, "{" + user + R"(, "response_format": {"type": "json_object"}})");
+    turn("reasoning_none", 0, "{" + user + R"(, "reasoning_format": "none"})", 4);
+    turn("reasoning_qwen3", 1, "{" + user + R"(, "chat_template_kwargs": {"enable_thinking": true}})", 1);
+    turn("kwargs_no_thinking", 0, "{" + user + R"(, "chat_template_kwargs": {"enable_thinking": false}})", 1);
+    turn("documents", 0, "{" + user + R"(, "documents": [{"title": "a", "text": "b"}, {"text": "ab"}]})", 6);
+    turn("tool_history", 2, R"({"messages": [{"role": "user", "content": "weather?"}, {"role": "assistant", "content": null, )"
+                            R"("tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", )"
+                            R"("arguments": "{\"city\": \"Oslo\"}"}}]}, {"role": "tool", "tool_call_id": "call_1", )"
+                            R"("content": "sunny"}, {"role": "user", "content": "ab"}], )" + tools + "}", 0);
+    turn("tool_history_gpt_oss", 0, R"({"messages": [{"role": "user", "content": "w"}, {"role": "assistant", )"
+                                    R"("reasoning_content": "think", "content": "", "tool_calls": [{"id": "c", "function": )"
+                                    R"({"name": "search", "arguments": "not json"}}]}, {"role": "tool", "content": "x"}], )" +
+                                        tools + "}", 5);
+    turn("own_template", 0, "{" + user + "}", 0,
+         "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}{% if tools %}{{ tools | tojson }}{% endif %}"
+         "{% if add_generation_prompt %}<|assistant|><think>{% endif %}");
+    // Bad shapes: each must be a clean ZF_ERR_INVALID_ARGUMENT (or a template error).
+    const char* bad[] = {
+        "", "[]", "{}", R"({"messages": []})", R"({"messages": [{"role": "robot", "content": "a"}]})",
+        R"({"messages": [{"role": "user"}]})", R"({"messages": [{"role": "user", "content": 1}]})",
+        R"({"messages": [{"role": "user", "content": "a"}], "tools": {}})",
+        R"({"messages": [{"role": "user", "content": "a"}], "tool_choice": "required"})",
+        R"({"messages": [{"role": "user", "content": "a"}], "tool_choice": {"function": {"name": "nope"}}})",
+        R"({"messages": [{"role": "user", "content": "a"}], "response_format": {"type": "json_schema"}})",
+        R"({"messages": [{"role": "user", "content": "a"}], "response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "nope"}}}})",
+        R"({"messages": [{"role": "user", "content": "a"}], "reasoning_format": 3, "chat_template_kwargs": []})",
+        R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {}}]}]})",
+        R"({"messages": [{"role": "user", "content": "\ud800"}]})",
+        R"({"messages": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]})",
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) turn("bad_" + std::to_string(k), 0, bad[k]);
+    turn("bad_template", 0, "{" + user + "}", 0, "{% for m in messages %}{{ m.content | nope }}");
+    turn("raise_template", 0, "{" + user + "}", 0, "{{ raise_exception('no') }}");
+  }
   return 0;
 }

@@ -90,6 +90,24 @@ void InstallSignalHandlers() {
   sigaction(SIGINT, &sa, nullptr);
 }
 
+// A request is answered: counted as ok or failed, its end-to-end time observed.
+void Server::Finished(zf_status st, Clock::time_point t0) {
+  if (st == ZF_OK) ++metrics_.n_requests_ok;
+  else ++metrics_.n_requests_err;
+  metrics_.e2e.Observe(std::chrono::duration<double>(Clock::now() - t0).count());
+}
+
+// An SSE answer: not cached, not buffered by proxies.
+void Server::StreamHeaders(httplib::Response& res) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+}
+
+bool Server::SendEvent(httplib::DataSink& sink, const json& j) {
+  const std::string line = SseEvent(Dump(j));
+  return sink.write(line.data(), line.size());
+}
+
 zf_status Server::Load() {
   zf_model_params mp;
   zf_model_params_init(&mp, sizeof mp);
@@ -206,11 +224,7 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
                        .count();
   header.model = o_.alias;
   const GenerateLimits limits{info_.n_vocab, n_ctx_};
-  auto finish = [this, t0](zf_status st) {
-    if (st == ZF_OK) ++metrics_.n_requests_ok;
-    else ++metrics_.n_requests_err;
-    metrics_.e2e.Observe(std::chrono::duration<double>(Clock::now() - t0).count());
-  };
+  auto finish = [this, t0](zf_status st) { Finished(st, t0); };
   if (chat) {
     AnswerChat(r, slot, lease, header, t0, res);
     return;
@@ -237,16 +251,12 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
   }
 
   // Streaming: the whole generation runs inside the content provider, on this worker thread.
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
+  StreamHeaders(res);
   res.set_chunked_content_provider(
       "text/event-stream",
       [this, r, slot, lease, header, limits, chat, t0, finish](size_t, httplib::DataSink& sink) {
         try {
-          auto send = [&sink](const json& j) {
-            const std::string line = SseEvent(Dump(j));
-            return sink.write(line.data(), line.size());
-          };
+          auto send = [&sink](const json& j) { return SendEvent(sink, j); };
           ChunkBuilder chunks(model_.get(), *r, header);
           bool ok = true;
           Outcome out;
@@ -293,11 +303,7 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
 
 void Server::AnswerChat(std::shared_ptr<Request> r, Slot* slot, std::shared_ptr<SlotLease> lease, AnswerHeader header,
                         Clock::time_point t0, httplib::Response& res) {
-  auto finish = [this, t0](zf_status st) {
-    if (st == ZF_OK) ++metrics_.n_requests_ok;
-    else ++metrics_.n_requests_err;
-    metrics_.e2e.Observe(std::chrono::duration<double>(Clock::now() - t0).count());
-  };
+  auto finish = [this, t0](zf_status st) { Finished(st, t0); };
   if (o_.verbose) std::fprintf(stderr, "zerfoo serve: %s on slot %d\n", header.id.c_str(), slot->id);
   // The turn begins here, before anything is answered: a request the library refuses (its chat
   // fields, the constraint, a prompt past the context) is a plain 400.
@@ -330,16 +336,12 @@ void Server::AnswerChat(std::shared_ptr<Request> r, Slot* slot, std::shared_ptr<
   // Streaming: the turn runs inside the content provider, on this worker thread. The first
   // event (or the turn's failure) comes before anything is sent, so a request the library
   // refuses is still a plain 400.
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
+  StreamHeaders(res);
   res.set_chunked_content_provider(
       "text/event-stream",
       [this, r, slot, turn, header, t0, finish](size_t, httplib::DataSink& sink) {
         try {
-          auto send = [&sink](const json& j) {
-            const std::string line = SseEvent(Dump(j));
-            return sink.write(line.data(), line.size());
-          };
+          auto send = [&sink](const json& j) { return SendEvent(sink, j); };
           ChunkBuilder chunks(model_.get(), *r, header);
           bool started = false, ok = true;
           TurnOutcome out;

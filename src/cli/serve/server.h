@@ -44,6 +44,9 @@ class Server {
   RequestContext Context() const;
 
   void HandleCompletion(const httplib::Request& req, httplib::Response& res, bool chat);
+  void Finished(zf_status st, std::chrono::steady_clock::time_point t0);
+  static void StreamHeaders(httplib::Response& res);
+  static bool SendEvent(httplib::DataSink& sink, const json& j);
   // A chat completion on its slot: one library chat turn, answered whole or streamed.
   void AnswerChat(std::shared_ptr<Request> r, Slot* slot, std::shared_ptr<SlotLease> lease, AnswerHeader header,
                   std::chrono::steady_clock::time_point t0, httplib::Response& res);

@@ -190,6 +190,17 @@ TEST(CliArgs, SharedOptionsReadTheSameInGenerateAndServe) {
   EXPECT_EQ(g.ctx, s.ctx);
 }
 
+// chat: reasoning shown unless hidden, --json a chat option too, and neither one elsewhere.
+TEST(CliArgs, ChatReasoningAndJson) {
+  EXPECT_TRUE(ParseOptions("chat", {"-m", "m"}).show_reasoning);
+  EXPECT_FALSE(ParseOptions("chat", {"-m", "m", "--reasoning", "hide"}).show_reasoning);
+  EXPECT_TRUE(ParseOptions("chat", {"-m", "m", "--reasoning=hide", "--reasoning", "show"}).show_reasoning);
+  EXPECT_TRUE(ParseOptions("chat", {"-m", "m", "--json"}).json);
+  EXPECT_EQ(ErrorOf("chat", {"--reasoning", "dim"}), "--reasoning: expected show or hide, got 'dim'");
+  EXPECT_NE(ErrorOf("generate", {"--reasoning", "hide"}), "");
+  EXPECT_NE(CommandHelp("chat").find("--reasoning show|hide"), std::string::npos);
+}
+
 TEST(CliArgs, ServeDefaultsAndDependentOptions) {
   const serve::ServeOptions d = ParseServe({"-m", "/models/SmolLM2.Q8_0.gguf"});
   EXPECT_EQ(d.host, "127.0.0.1");

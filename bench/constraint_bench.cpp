@@ -8,6 +8,7 @@
 #include <string>
 
 #include "model/model.h"
+#include "runtime/constraint_vocab.h"
 #include "runtime/generator.h"
 #include "runtime/session.h"
 
@@ -32,13 +33,14 @@ bool Collect(void* ctx, std::string_view piece, int32_t) {
   return false;
 }
 
-Run Generate(const zf::model::Model& m, int32_t threads, const std::string& prompt, zf::rt::ConstraintKind kind,
+Run Generate(const zf::rt::ConstraintVocab& vocab, int32_t threads, const std::string& prompt, zf::rt::ConstraintKind kind,
              const std::string& constraint, int32_t max_tokens, bool ignore_eos) {
   zf::rt::SessionOptions so;
   so.n_ctx = 2048;
   so.n_threads = threads;
   std::unique_ptr<zf::rt::Session> s;
-  if (!zf::rt::Session::Create(m, so, &s).ok()) std::exit(1);
+  if (!zf::rt::Session::Create(vocab.model(), so, &s).ok()) std::exit(1);
+  s->set_constraint_vocab(&vocab);  // built by the first run, kept as a served model keeps it
   zf::rt::GenerateOptions o;
   o.max_tokens = max_tokens;
   o.sampler.temperature = 0;
@@ -75,11 +77,12 @@ int main(int argc, char** argv) {
   const std::string prompt = m->desc().arch.rfind("gemma", 0) == 0
                                  ? "<start_of_turn>user\n" + ask + "<end_of_turn>\n<start_of_turn>model\n"
                                  : "<|im_start|>user\n" + ask + "<|im_end|>\n<|im_start|>assistant\n";
+  const zf::rt::ConstraintVocab vocab(*m);
   for (int rep = 0; rep < repeats; ++rep) {
-    const Run json = Generate(*m, threads, prompt, zf::rt::ConstraintKind::kJsonSchema, kSchema, 256, false);
-    const Run rx = Generate(*m, threads, prompt, zf::rt::ConstraintKind::kRegex,
+    const Run json = Generate(vocab, threads, prompt, zf::rt::ConstraintKind::kJsonSchema, kSchema, 256, false);
+    const Run rx = Generate(vocab, threads, prompt, zf::rt::ConstraintKind::kRegex,
                             "\\{\"name\": \"[A-Za-z ]{1,30}\", \"age\": [0-9]{1,3}\\}", 256, false);
-    const Run free = Generate(*m, threads, prompt, zf::rt::ConstraintKind::kNone, "", json.r.n_generated, true);
+    const Run free = Generate(vocab, threads, prompt, zf::rt::ConstraintKind::kNone, "", json.r.n_generated, true);
     const auto line = [](const char* what, const Run& r) {
       const double tps = r.r.n_generated / (r.r.decode_ms / 1000.0);
       std::printf("  %-12s %4d tokens  decode %8.1f ms  %7.1f tok/s  compile %7.2f ms  mask %6.3f ms/token (%lld masks)\n",

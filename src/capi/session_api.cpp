@@ -352,7 +352,7 @@ ZF_API zf_status zf_constraint_check(const zf_model* model, int32_t kind, const 
   }
   ZF_GUARD_BEGIN
   std::unique_ptr<zf::rt::Constraint> c;
-  zf::Status st = zf::rt::Constraint::Create(*model->impl, zf::rt::ConstraintKind(kind), constraint, &c);
+  zf::Status st = zf::rt::Constraint::Create(model->served->constraint_vocab(), zf::rt::ConstraintKind(kind), constraint, &c);
   if (!st.ok()) return Fail(st);
   return Succeed();
   ZF_GUARD_END

@@ -55,15 +55,6 @@ class Model {
   // tokenizer.chat_template, or "" when the file has none.
   const std::string& chat_template() const { return chat_template_; }
 
-  // State derived from the model on first use and kept for its lifetime, owned by the code that
-  // builds it (runtime/constraint.cpp: the constraint library's view of the vocabulary). Lock mu
-  // to read or set value.
-  struct LazyState {
-    std::mutex mu;
-    std::shared_ptr<void> value;
-  };
-  LazyState& constraint_state() const { return constraint_state_; }
-
  private:
   Model() = default;
   void CopySmallTensors();
@@ -83,7 +74,6 @@ class Model {
   std::string name_;
   std::string quant_name_;
   std::string chat_template_;
-  mutable LazyState constraint_state_;
 };
 
 // Number of physical cores (hyperthreads share their FP units, so they don't help matmuls).

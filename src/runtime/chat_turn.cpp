@@ -54,7 +54,7 @@ Status PickConstraint(const ServedModel& sm, const ChatRequest& req, const chat:
     }
   }
   if (g->constraint_kind == ConstraintKind::kNone) return Status::Ok();
-  Status s = Constraint::Create(sm.model(), g->constraint_kind, g->constraint, compiled);
+  Status s = Constraint::Create(sm.constraint_vocab(), g->constraint_kind, g->constraint, compiled);
   if (s.ok() || s.code() == Code::kUnsupported) return s;
   if (lazy_auto) {  // auto stays free rather than failing
     g->constraint_kind = ConstraintKind::kNone;

@@ -1,6 +1,5 @@
 // Constrained decoding over llguidance's C API (third_party/llguidance/include/llguidance.h):
-// one LlgTokenizer per model (built on first use from the vocabulary's bytes), one LlgMatcher
-// per generation.
+// one LlgMatcher per generation, over the model's LlgTokenizer (runtime/constraint_vocab.h).
 #include "runtime/constraint.h"
 
 #include <pthread.h>
@@ -13,6 +12,7 @@
 
 #include "common/json_depth.h"
 #include "model/model.h"
+#include "runtime/constraint_vocab.h"
 #include "tokenizer/tokenizer.h"
 
 #if ZF_HAVE_CONSTRAINTS
@@ -54,7 +54,7 @@ struct Constraint::Impl {};
 
 Constraint::~Constraint() = default;
 
-Status Constraint::Create(const model::Model&, ConstraintKind, std::string_view, std::unique_ptr<Constraint>* out) {
+Status Constraint::Create(const ConstraintVocab&, ConstraintKind, std::string_view, std::unique_ptr<Constraint>* out) {
   out->reset();
   return Unsupported("constrained decoding is not available: libzerfoo was built without constraints "
                      "(llguidance needs cargo at build time; -DZF_CONSTRAINTS)");
@@ -70,102 +70,8 @@ bool ConstraintsAvailable() { return true; }
 
 namespace {
 
-// The vocabulary as llguidance sees it, built once per model.
-struct LlgVocab {
-  LlgTokenizer* tok = nullptr;
-  int32_t n_vocab = 0;  // the tokenizer's vocabulary (<= the logits' n_vocab)
-  // Each token's bytes (token t: bytes[offs[t], offs[t + 1])), and the tokens that start with a
-  // digit or with JSON whitespace (for the run bounds of Constraint::BoundRuns).
-  std::string bytes;
-  std::vector<uint32_t> offs;
-  std::vector<int32_t> digit_first, space_first;
-  std::string_view Bytes(int32_t t) const { return std::string_view(bytes).substr(offs[size_t(t)], offs[size_t(t) + 1] - offs[size_t(t)]); }
-  ~LlgVocab() { llg_free_tokenizer(tok); }
-};
-
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
-// LlgTokenizeFn: plain text to ids, no special tokens (llguidance asks for a tokenization of
-// literal bytes). tokenize_assumes_string is set, so the bytes are valid UTF-8.
-size_t Tokenize(const void* user_data, const uint8_t* bytes, size_t len, uint32_t* out, size_t cap) {
-  const auto* tok = static_cast<const tok::Tokenizer*>(user_data);
-  std::vector<int32_t> ids;
-  try {
-    if (!tok->Encode(std::string_view(reinterpret_cast<const char*>(bytes), len), false, false, &ids).ok()) return 0;
-  } catch (...) {
-    return 0;
-  }
-  for (size_t i = 0; i < std::min(cap, ids.size()); ++i) out[i] = uint32_t(ids[i]);
-  return ids.size();
-}
-
-Status BuildVocab(const model::Model& model, std::shared_ptr<LlgVocab>* out) {
-  const tok::Tokenizer& tok = model.tokenizer();
-  const int32_t n = tok.n_vocab();
-  // Each token's bytes as it appears in text (byte-fallback tokens give their byte, SPM's "▁" a
-  // space); a token with no text (control tokens) gets 0xFF + its name, llguidance's mark of a
-  // special token, which text can never contain (0xFF is not UTF-8). As llama.cpp does.
-  std::vector<uint32_t> lens(static_cast<size_t>(n));
-  std::string bytes;
-  bytes.reserve(size_t(n) * 8);
-  std::vector<LlgToken> eos_extra;
-  int32_t eos = tok.eot() >= 0 ? tok.eot() : tok.eos();
-  for (int32_t id = 0; id < n; ++id) {
-    std::string piece = tok.TokenToPiece(id, false);
-    if (piece.empty()) {
-      piece = tok.TokenToPiece(id, true);
-      if (!piece.empty()) piece.insert(piece.begin(), '\xff');
-    }
-    lens[size_t(id)] = uint32_t(piece.size());
-    bytes += piece;
-    if (tok.IsEndOfGeneration(id)) {
-      if (eos < 0) eos = id;
-      else if (id != eos) eos_extra.push_back(LlgToken(id));
-    }
-  }
-  if (eos < 0) return Unsupported("constrained decoding needs an end-of-generation token; the model has none");
-  LlgTokenizerInitV2 init;
-  std::memset(&init, 0, sizeof init);
-  init.struct_size = sizeof init;
-  init.vocab_size = uint32_t(n);
-  init.tok_eos = LlgToken(eos);
-  init.token_lens = lens.data();
-  init.token_bytes = reinterpret_cast<const uint8_t*>(bytes.data());
-  init.tokenize_assumes_string = true;
-  init.tokenize_fn = Tokenize;
-  init.tokenize_user_data = &tok;
-  init.tok_eos_extra = eos_extra.empty() ? nullptr : eos_extra.data();
-  init.tok_eos_extra_count = uint32_t(eos_extra.size());
-  char err[1024] = {0};
-  LlgTokenizer* t = llg_new_tokenizer_v2(&init, err, sizeof err);
-  if (t == nullptr) return InternalError(std::string("llguidance rejected the vocabulary: ") + err);
-  auto v = std::make_shared<LlgVocab>();
-  v->tok = t;
-  v->n_vocab = n;
-  v->offs.resize(size_t(n) + 1);
-  for (int32_t id = 0; id < n; ++id) {
-    v->offs[size_t(id) + 1] = v->offs[size_t(id)] + lens[size_t(id)];
-    const char c0 = lens[size_t(id)] > 0 ? bytes[v->offs[size_t(id)]] : '\xff';
-    if (IsDigit(c0)) v->digit_first.push_back(id);
-    if (IsJsonSpace(c0)) v->space_first.push_back(id);
-  }
-  v->bytes = std::move(bytes);
-  *out = std::move(v);
-  return Status::Ok();
-}
-
-Status GetVocab(const model::Model& model, std::shared_ptr<LlgVocab>* out) {
-  model::Model::LazyState& st = model.constraint_state();
-  std::lock_guard<std::mutex> lock(st.mu);
-  if (st.value == nullptr) {
-    std::shared_ptr<LlgVocab> v;
-    ZF_RETURN_IF_ERROR(BuildVocab(model, &v));
-    st.value = std::move(v);
-  }
-  *out = std::static_pointer_cast<LlgVocab>(st.value);
-  return Status::Ok();
-}
 
 // llguidance's compilers recurse: a Lark rule (or terminal) that refers to the next one, or a
 // schema $ref to the next $ref, costs a few kB of stack per link (about 5 kB measured), so a chain
@@ -253,7 +159,7 @@ struct Constraint::Impl {
 
 Constraint::~Constraint() = default;
 
-Status Constraint::Create(const model::Model& model, ConstraintKind kind, std::string_view text,
+Status Constraint::Create(const ConstraintVocab& vocabulary, ConstraintKind kind, std::string_view text,
                           std::unique_ptr<Constraint>* out) {
   out->reset();
   const char* what = kind == ConstraintKind::kJsonSchema ? "JSON schema"
@@ -285,13 +191,13 @@ Status Constraint::Create(const model::Model& model, ConstraintKind kind, std::s
                              std::to_string(kMaxConstraintStructure) + ")");
     }
   }
-  std::shared_ptr<LlgVocab> vocab;
-  ZF_RETURN_IF_ERROR(GetVocab(model, &vocab));
+  std::shared_ptr<const ConstraintVocab::Tables> vocab;
+  ZF_RETURN_IF_ERROR(vocabulary.Get(&vocab));
 
   std::unique_ptr<Constraint> c(new Constraint());
   c->impl_.reset(new Impl());
   c->vocab_ = vocab;
-  c->n_vocab_ = std::max(vocab->n_vocab, model.desc().n_vocab);
+  c->n_vocab_ = std::max(vocab->n_vocab, vocabulary.model().desc().n_vocab);
   c->bound_runs_ = kind == ConstraintKind::kJsonSchema ||
                    (kind == ConstraintKind::kLark && text.find("%json") != std::string_view::npos);
   // Compiled, and its first mask computed, on the large stack (see kCompileStackBytes): the
@@ -366,7 +272,7 @@ Status Constraint::ComputeMask() {
 // minimum of 10^30). A number then has at most 20 digits before the point, 20 after it and 20
 // in the exponent, and the value always ends.
 void Constraint::BoundRuns() {
-  const auto* vocab = static_cast<const LlgVocab*>(vocab_.get());
+  const auto* vocab = vocab_.get();
   auto cut = [&](const std::vector<int32_t>& first, int run, int max, bool (*is)(char)) {
     if (run == 0) return;
     std::vector<int32_t> removed;
@@ -407,13 +313,13 @@ Status Constraint::Commit(int32_t token) {
     // The token was allowed: what fails is the constraint (llguidance's limits, as in ComputeMask).
     return InvalidArgument("constraint: " + LlgError(impl_->m));
   }
-  if (bound_runs_) Track(static_cast<const LlgVocab*>(vocab_.get())->Bytes(token));
+  if (bound_runs_) Track(vocab_.get()->Bytes(token));
   return Status::Ok();
 }
 
 Status Constraint::Feed(std::string_view text) {
   mask_ready_ = false;
-  const auto* vocab = static_cast<const LlgVocab*>(vocab_.get());
+  const auto* vocab = vocab_.get();
   const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
   std::vector<uint32_t> ids(llg_tokenize_bytes(vocab->tok, bytes, text.size(), nullptr, 0));
   ids.resize(llg_tokenize_bytes(vocab->tok, bytes, text.size(), ids.data(), ids.size()));

@@ -5,7 +5,7 @@
 // applies as -inf before sampling, greedy included) and is advanced with the sampled token.
 //
 // Thread-compatible: one Constraint per generation. Create() may run concurrently on the same
-// model (the vocabulary's llguidance tokenizer is built once per model under a lock).
+// vocabulary (its llguidance tokenizer is built once, under a lock: runtime/constraint_vocab.h).
 #pragma once
 
 #include <cstdint>
@@ -15,10 +15,7 @@
 #include <vector>
 
 #include "common/status.h"
-
-namespace zf::model {
-class Model;
-}
+#include "runtime/constraint_vocab.h"
 
 namespace zf::rt {
 
@@ -36,10 +33,10 @@ bool ConstraintsAvailable();
 
 class Constraint {
  public:
-  // Compiles `text` of `kind` for `model`'s vocabulary. kInvalidArgument with llguidance's
-  // message for a malformed schema, regex, grammar or choice list (nothing is generated);
-  // kUnsupported when the library was built without constraints.
-  static Status Create(const model::Model& model, ConstraintKind kind, std::string_view text,
+  // Compiles `text` of `kind` for a model's vocabulary (built by the first Create on it).
+  // kInvalidArgument with llguidance's message for a malformed schema, regex, grammar or choice
+  // list (nothing is generated); kUnsupported when the library was built without constraints.
+  static Status Create(const ConstraintVocab& vocab, ConstraintKind kind, std::string_view text,
                        std::unique_ptr<Constraint>* out);
   ~Constraint();
   Constraint(const Constraint&) = delete;
@@ -77,7 +74,7 @@ class Constraint {
   Constraint() = default;
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  std::shared_ptr<void> vocab_;  // keeps the model's llguidance tokenizer alive
+  std::shared_ptr<const ConstraintVocab::Tables> vocab_;  // kept alive while compiled against
   int32_t n_vocab_ = 0;
   std::vector<uint32_t> mask_;
   double mask_ms_ = 0;

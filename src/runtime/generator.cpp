@@ -54,7 +54,11 @@ Status Generation::Begin(Session& session, std::string_view prompt, const Genera
     constraint = std::move(*o.compiled_constraint);  // compiled by the caller (a chat turn)
   } else if (o.constraint_kind != ConstraintKind::kNone) {
     const auto tc = std::chrono::steady_clock::now();
-    ZF_RETURN_IF_ERROR(Constraint::Create(session.model(), o.constraint_kind, o.constraint, &constraint));
+    // A session not made by a ServedModel has no vocabulary to share: one for this generation.
+    std::unique_ptr<ConstraintVocab> own_vocab;
+    const ConstraintVocab* vocab = session.constraint_vocab();
+    if (vocab == nullptr) vocab = (own_vocab = std::make_unique<ConstraintVocab>(session.model())).get();
+    ZF_RETURN_IF_ERROR(Constraint::Create(*vocab, o.constraint_kind, o.constraint, &constraint));
     compile_ms = MsSince(tc);
   }
 

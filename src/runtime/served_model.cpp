@@ -9,6 +9,7 @@ Status ServedModel::Create(std::unique_ptr<model::Model> model, const ServeOptio
   std::unique_ptr<ServedModel> m(new ServedModel());
   m->model_ = std::move(model);
   m->chat_.reset(new ChatTemplates(*m->model_));
+  m->constraint_vocab_.reset(new ConstraintVocab(*m->model_));
   if (options.max_batch > 1 && !m->model_->vocab_only()) {
     Status s = Batcher::Create(*m->model_, options.max_batch, options.n_threads, &m->batcher_);
     if (s.code() == Code::kUnsupported) {
@@ -34,6 +35,7 @@ Status ServedModel::CreateSession(const SessionOptions& options, std::unique_ptr
   s->set_batcher(batcher_.get());
   s->set_prefix_cache(prefix_cache_.get());
   s->set_shown_tokens(&chat_->MarkerTokens());
+  s->set_constraint_vocab(constraint_vocab_.get());
   *out = std::move(s);
   return Status::Ok();
 }

@@ -1,6 +1,7 @@
 // A served model: everything one loaded model needs to serve sessions — the weights (and their
 // forward pool), the batcher that merges concurrent sessions' decode steps, the prefix cache
-// shared by every session, and the chat templates (formats, marker tokens). A session created
+// shared by every session, the chat templates (formats, marker tokens) and the vocabulary
+// constraints compile against. A session created
 // from it comes wired to all of them. zf_model is a thin handle around one; a multi-model server
 // loads and unloads them. Immutable after Create (its services are thread-safe).
 #pragma once
@@ -12,6 +13,7 @@
 #include "model/model.h"
 #include "runtime/batcher.h"
 #include "runtime/chat_templates.h"
+#include "runtime/constraint_vocab.h"
 #include "runtime/prefix_cache.h"
 #include "runtime/session.h"
 
@@ -35,15 +37,17 @@ class ServedModel {
   PrefixCache* prefix_cache() const { return prefix_cache_.get(); }
   Batcher* batcher() const { return batcher_.get(); }
   const ChatTemplates& chat() const { return *chat_; }
+  const ConstraintVocab& constraint_vocab() const { return *constraint_vocab_; }
 
   // A session on this model, on its batcher and prefix cache, showing the template's marker
-  // tokens in generated text.
+  // tokens in generated text and compiling constraints against the model's vocabulary.
   Status CreateSession(const SessionOptions& options, std::unique_ptr<Session>* out) const;
 
  private:
   ServedModel() = default;
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<ChatTemplates> chat_;
+  std::unique_ptr<ConstraintVocab> constraint_vocab_;
   std::unique_ptr<PrefixCache> prefix_cache_;
   std::unique_ptr<Batcher> batcher_;  // after model_: stops before the model goes
 };

@@ -21,6 +21,7 @@
 namespace zf::rt {
 
 class Batcher;
+class ConstraintVocab;
 
 struct SessionOptions {
   int32_t n_ctx = 0;      // 0 = min(training context, kDefaultContext)
@@ -144,6 +145,11 @@ class Session {
   // the chat parser reads); set by ServedModel::CreateSession. nullptr = none.
   void set_shown_tokens(const std::vector<int32_t>* tokens) { shown_tokens_ = tokens; }
   const std::vector<int32_t>* shown_tokens() const { return shown_tokens_; }
+  // The model's constraint vocabulary, which generation compiles constraints against; set by
+  // ServedModel::CreateSession (must outlive the session). nullptr: a generation with a
+  // constraint builds the vocabulary for itself (up to seconds each time).
+  void set_constraint_vocab(const ConstraintVocab* vocab) { constraint_vocab_ = vocab; }
+  const ConstraintVocab* constraint_vocab() const { return constraint_vocab_; }
   // A session on a draft model that drafts for this one (zf_session_set_draft_model); owned.
   void set_draft(std::unique_ptr<Session> draft) { draft_ = std::move(draft); }
   Session* draft() const { return draft_.get(); }
@@ -205,6 +211,7 @@ class Session {
   Batcher* batcher_ = nullptr;
   bool exact_ = true;
   const std::vector<int32_t>* shown_tokens_ = nullptr;
+  const ConstraintVocab* constraint_vocab_ = nullptr;
   std::unique_ptr<Session> draft_;
   int64_t cached_tokens_ = 0;
   PrefixCache* prefix_cache_ = nullptr;  // set only when usable (exact, rows copyable)

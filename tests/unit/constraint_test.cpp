@@ -6,6 +6,7 @@
 #include <cmath>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/test_models.h"
@@ -69,9 +70,10 @@ TEST(ConstraintMask, TinyRegexAgainstSmolLM2Vocabulary) {
   zf::model::LoadOptions o;
   o.vocab_only = true;
   ASSERT_TRUE(zf::model::Model::Load(path, o, &m).ok());
+  const zf::rt::ConstraintVocab vocab(*m);
   const auto& tok = m->tokenizer();
   std::unique_ptr<Constraint> c;
-  zf::Status s = Constraint::Create(*m, ConstraintKind::kRegex, "ab|cd", &c);
+  zf::Status s = Constraint::Create(vocab, ConstraintKind::kRegex, "ab|cd", &c);
   ASSERT_TRUE(s.ok()) << s.message();
 
   // Allowed = the token's bytes extend "" (then `done`) to a prefix of "ab" or "cd".
@@ -118,7 +120,7 @@ TEST(ConstraintMask, TinyRegexAgainstSmolLM2Vocabulary) {
   }
   // A token outside the mask is refused.
   std::unique_ptr<Constraint> c2;
-  ASSERT_TRUE(Constraint::Create(*m, ConstraintKind::kRegex, "ab|cd", &c2).ok());
+  ASSERT_TRUE(Constraint::Create(vocab, ConstraintKind::kRegex, "ab|cd", &c2).ok());
   ASSERT_TRUE(c2->ComputeMask().ok());
   EXPECT_EQ(c2->Commit(b).code(), zf::Code::kInternal);
   EXPECT_GT(c2->n_masks(), 0);
@@ -130,16 +132,39 @@ TEST(ConstraintMask, InvalidConstraintsNameTheProblem) {
   zf::model::LoadOptions o;
   o.vocab_only = true;
   ASSERT_TRUE(zf::model::Model::Load(path, o, &m).ok());
+  const zf::rt::ConstraintVocab vocab(*m);
   std::unique_ptr<Constraint> c;
-  zf::Status s = Constraint::Create(*m, ConstraintKind::kRegex, "([a-z", &c);
+  zf::Status s = Constraint::Create(vocab, ConstraintKind::kRegex, "([a-z", &c);
   EXPECT_EQ(s.code(), zf::Code::kInvalidArgument);
   EXPECT_NE(s.message().find("invalid regular expression"), std::string::npos) << s.message();
   EXPECT_EQ(c, nullptr);
-  s = Constraint::Create(*m, ConstraintKind::kJsonSchema, R"({"type": 12})", &c);
+  s = Constraint::Create(vocab, ConstraintKind::kJsonSchema, R"({"type": 12})", &c);
   EXPECT_EQ(s.code(), zf::Code::kInvalidArgument);
   EXPECT_NE(s.message().find("invalid JSON schema"), std::string::npos) << s.message();
-  s = Constraint::Create(*m, ConstraintKind::kLark, "start: foo", &c);
+  s = Constraint::Create(vocab, ConstraintKind::kLark, "start: foo", &c);
   EXPECT_EQ(s.code(), zf::Code::kInvalidArgument) << s.message();
+}
+
+// The vocabulary is built by the first Get and shared: every thread asking at once gets the same
+// tables, whose bytes spell each token as the tokenizer does.
+TEST(ConstraintVocab, BuiltOnceForConcurrentCallers) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  std::unique_ptr<zf::model::Model> m;
+  zf::model::LoadOptions o;
+  o.vocab_only = true;
+  ASSERT_TRUE(zf::model::Model::Load(path, o, &m).ok());
+  const zf::rt::ConstraintVocab vocab(*m);
+  std::vector<std::shared_ptr<const zf::rt::ConstraintVocab::Tables>> got(4);
+  std::vector<std::thread> threads;
+  for (auto& g : got) threads.emplace_back([&vocab, &g] { EXPECT_TRUE(vocab.Get(&g).ok()); });
+  for (std::thread& t : threads) t.join();
+  ASSERT_NE(got[0], nullptr);
+  for (const auto& g : got) EXPECT_EQ(g.get(), got[0].get());
+  EXPECT_EQ(got[0]->n_vocab, m->tokenizer().n_vocab());
+  std::vector<int32_t> ids;
+  ASSERT_TRUE(m->tokenizer().Encode("hello", false, false, &ids).ok());
+  ASSERT_EQ(ids.size(), 1u);
+  EXPECT_EQ(got[0]->Bytes(ids[0]), "hello");
 }
 
 #else

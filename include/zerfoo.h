@@ -468,8 +468,12 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
  * optionally in a ```json fence) naming an offered tool is a call. Reasoning is the text between
  * the template's markers (think tags and the like), also when the generation prompt opened
  * them (then a turn that never closes them is all reasoning); whitespace around content and
- * reasoning is trimmed where markers or calls were read out of the text (a text without any is
- * returned as it is). Markers and arguments are matched leniently about whitespace. The
+ * reasoning is trimmed where markers or calls were read out of the text, at the start of content
+ * only where something was read out before it (reasoning, a header: a stream's first words
+ * stand); a text without any is returned as it is. Markers and arguments are matched leniently
+ * about whitespace. A call whose JSON arguments began is a call (a stream has sent it): its
+ * `arguments` are the object's text as the model wrote it, valid JSON or not, cut short where
+ * generation stopped inside it, and it ends after them where what follows does not match. The
  * derived format is cached per template and extra variables. Thread-safe.
  *
  * Output (NUL-terminated JSON): `{"role":"assistant","content":string|null,
@@ -488,8 +492,7 @@ ZF_API zf_status zf_chat_apply_template_v2(const zf_model* model, const zf_chat_
  * formats with JSON arguments the text as generated; for XML-style parameters the JSON of the
  * parameters read so far, a string value growing as it arrives). Each field of a later parse
  * extends the earlier one (content, reasoning and a call's arguments grow at their end, calls
- * are appended with the same ids; content streamed before a call arrives may carry whitespace
- * at its start that the final parse trims), so a caller re-parses the growing text after each
+ * are appended with the same ids), so a caller re-parses the growing text after each
  * piece and sends the differences as deltas: a call's argument fragments add up to exactly the
  * final arguments string.
  * @param model The model (its chat template unless params names another).

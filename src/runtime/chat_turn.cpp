@@ -5,6 +5,7 @@
 #include "chat/format.h"
 #include "chat/parser.h"
 #include "chat/tool_grammar.h"
+#include "common/utf8.h"
 #include "jinja/jinja.h"
 #include "runtime/chat_request.h"
 #include "tokenizer/tokenizer.h"
@@ -101,10 +102,18 @@ Status Prepare(const ServedModel& sm, const TurnOptions& o, Prepared* p) {
     in.extra_json = req.extra_json;
     in.add_generation_prompt = true;
     in.now = o.now;
-    return sm.chat().Render(p->tmpl, in, &p->prompt);
+    ZF_RETURN_IF_ERROR(sm.chat().Render(p->tmpl, in, &p->prompt));
   } catch (const jinja::Error& e) {  // nesting limits while building the variables
     return InvalidArgument(std::string("request: ") + e.what());
   }
+  // The request is valid UTF-8, so the template wrote these bytes: the prompt is refused here,
+  // as the tokenizer refuses it in Begin(), so that zf_chat_turn_prompt fails as the turn does.
+  size_t bad = 0;
+  if (!IsValidUtf8(p->prompt, &bad)) {
+    return Status(Code::kInvalidUtf8, "the rendered prompt is not valid UTF-8 (byte offset " + std::to_string(bad) +
+                                          "; the template wrote it)");
+  }
+  return Status::Ok();
 }
 
 }  // namespace

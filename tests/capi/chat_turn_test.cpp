@@ -420,6 +420,31 @@ TEST_F(ChatTurn, BadRequestsFailNamingTheField) {
   zf_chat_turn_free(nullptr);
 }
 
+// fuzz_chat_turn's first finding: a template that writes bytes that are not UTF-8 gave
+// zf_chat_turn_prompt a prompt (ZF_OK) that zf_chat_turn_begin then refused in the tokenizer;
+// both now fail alike with ZF_ERR_INVALID_UTF8 before anything is evaluated.
+TEST_F(ChatTurn, TemplateWritingInvalidUtf8FailsInPromptAsInBegin) {
+  const std::string req = Json{{"messages", Ask("x")}}.dump();
+  const char* tmpl = "{% for m in messages %}{{ m.content }}{% endfor %}<thin\xEB>";
+  zf_turn_params p;
+  zf_turn_params_init(&p, sizeof p);
+  p.request_json = req.c_str();
+  p.template_text = tmpl;
+  size_t needed = 0;
+  EXPECT_EQ(zf_chat_turn_prompt(model_.get(), &p, nullptr, 0, &needed), ZF_ERR_INVALID_UTF8);
+  EXPECT_NE(std::string(zf_last_error()).find("template"), std::string::npos) << zf_last_error();
+  SessionPtr s = NewSession(model_.get());
+  zf_turn* t = nullptr;
+  EXPECT_EQ(zf_chat_turn_begin(s.get(), &p, &t), ZF_ERR_INVALID_UTF8);
+  EXPECT_EQ(t, nullptr);
+  // The same template with valid text renders and runs.
+  p.template_text = "{% for m in messages %}{{ m.content }}{% endfor %}<think>";
+  const zf_generate_params g = Greedy(2);
+  p.generate = &g;
+  ASSERT_EQ(zf_chat_turn_begin(s.get(), &p, &t), ZF_OK) << zf_last_error();
+  zf_chat_turn_free(t);
+}
+
 // The chat-format cache belongs to the model: the same template text renders each model's own
 // BOS/EOS text, so the markers it derives differ per model.
 TEST(ChatFormatCache, TwoModelsSharingATemplateTextKeepTheirOwnMarkers) {

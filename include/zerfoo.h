@@ -1140,7 +1140,7 @@ typedef struct zf_turn zf_turn;
 
 /**
  * @name Turn event kinds (zf_turn_event.kind)
- * A turn's events, concatenated per kind, are its final assistant message (zf_turn_message()):
+ * A turn's events, concatenated per kind, are its final assistant message (zf_chat_turn_message()):
  * the CONTENT texts are its content, the REASONING texts its reasoning, each TOOL_CALL starts
  * call `index` (its id and name) and that call's TOOL_ARGS fragments are its arguments' JSON
  * text. Calls come in index order; a call's fragments come after its TOOL_CALL event.

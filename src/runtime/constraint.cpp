@@ -162,6 +162,7 @@ Constraint::~Constraint() = default;
 Status Constraint::Create(const ConstraintVocab& vocabulary, ConstraintKind kind, std::string_view text,
                           std::unique_ptr<Constraint>* out) {
   out->reset();
+  vocabulary.CountCompile();
   const char* what = kind == ConstraintKind::kJsonSchema ? "JSON schema"
                      : kind == ConstraintKind::kLark     ? "Lark grammar"
                      : kind == ConstraintKind::kChoice   ? "choice list"

@@ -8,6 +8,7 @@
 // outlive it; the tables it hands out stay alive while a constraint holds them.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -56,10 +57,16 @@ class ConstraintVocab {
   // next call.
   Status Get(std::shared_ptr<const Tables>* out) const;
 
+  // Constraints compiled against this vocabulary (Constraint::Create calls): a chat turn
+  // compiles its constraint once (tested; a statistic, not a limit).
+  int64_t compiles() const { return compiles_.load(std::memory_order_relaxed); }
+  void CountCompile() const { compiles_.fetch_add(1, std::memory_order_relaxed); }
+
  private:
   const model::Model& model_;
   mutable std::mutex mu_;
   mutable std::shared_ptr<const Tables> tables_;  // null until built
+  mutable std::atomic<int64_t> compiles_{0};
 };
 
 }  // namespace zf::rt

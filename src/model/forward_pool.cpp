@@ -13,7 +13,9 @@ struct ForwardContext {
   bool exact = false;
   bool lent = false;
   std::unique_ptr<engine::Backend> backend;
-  std::unique_ptr<Forward> forward;
+  std::vector<std::unique_ptr<engine::Backend>> seq_workers;  // Key::parallel_seqs
+  std::vector<engine::Backend*> seq_worker_ptrs;
+  std::unique_ptr<Forward> forward;  // after its backends: destroyed before them
 };
 
 ForwardPool::Lease& ForwardPool::Lease::operator=(Lease&& o) noexcept {
@@ -41,7 +43,9 @@ Status ForwardPool::Acquire(const Key& key, Lease* out) {
   out->reset();
   std::lock_guard<std::mutex> lock(mu_);
   for (const std::unique_ptr<ForwardContext>& c : contexts_) {
-    if (!c->lent && c->key.n_threads == key.n_threads && c->key.exact == key.exact) {
+    if (!c->lent && c->key.n_threads == key.n_threads && c->key.exact == key.exact &&
+        c->key.max_tokens == key.max_tokens && c->key.max_seqs == key.max_seqs &&
+        c->key.parallel_seqs == key.parallel_seqs) {
       c->lent = true;
       out->pool_ = this, out->ctx_ = c.get();
       return Status::Ok();
@@ -53,8 +57,17 @@ Status ForwardPool::Acquire(const Key& key, Lease* out) {
   ZF_RETURN_IF_ERROR(model_.engine()->CreateBackend(std::min(key.n_threads, 256), &c->backend));
   // An engine without batch-invariant products (CUDA today) evaluates as it can: not exact.
   c->exact = key.exact && c->backend->SetBatchInvariant(true);
-  c->forward.reset(new Forward(model_, *c->backend, kMaxBatch));
+  c->forward.reset(new Forward(model_, *c->backend, key.max_tokens, key.max_seqs));
   ZF_RETURN_IF_ERROR(c->forward->status());
+  engine::ThreadPool* pool = key.parallel_seqs && key.n_threads > 1 ? model_.engine()->SharedPool(key.n_threads) : nullptr;
+  if (pool != nullptr) {
+    c->seq_workers.resize(size_t(pool->size()));
+    for (std::unique_ptr<engine::Backend>& w : c->seq_workers) {
+      ZF_RETURN_IF_ERROR(model_.engine()->CreateBackend(1, &w));
+      c->seq_worker_ptrs.push_back(w.get());
+    }
+    c->forward->SetSequencePool(pool, c->seq_worker_ptrs.data());
+  }
   c->lent = true;
   out->pool_ = this, out->ctx_ = c.get();
   contexts_.push_back(std::move(c));

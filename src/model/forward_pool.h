@@ -1,8 +1,9 @@
 // The model's forward contexts: a Backend (the engine's compute scratch) and a Forward (the
-// activation scratch) each, lent to one step of one sequence at a time. A session is sequence
-// state only (KV rows, recurrent state, history): with this pool a model's N sessions hold as
-// many contexts as steps ever ran at once (`serve --parallel 16`: one, on the batching worker),
-// not N. Thread-safe. A context goes back to the pool when its Lease ends and stays for reuse,
+// activation scratch) each, lent to one step at a time: a session's step of its sequence, the
+// batching worker's decode steps (held for the worker's life) and prefill chunks, an embedding
+// call's batched steps. A session is sequence state only (KV rows, recurrent state, history):
+// with this pool a model's N sessions hold as many contexts as steps ever ran at once
+// (`serve --parallel 16`: the batching worker's), not N. Thread-safe. A context goes back to the pool when its Lease ends and stays for reuse,
 // unless it has a thread pool of its own (a thread count other than the model's): then it goes.
 #pragma once
 
@@ -26,10 +27,18 @@ class ForwardPool {
   static constexpr int32_t kMaxBatch = 512;
 
   // What a context is made for: its CPU workers (the model's default count shares the model's
-  // thread pool; another count has a pool of its own) and exact (batch-invariant) products.
+  // thread pool; another count has a pool of its own), exact (batch-invariant) products, and the
+  // size of its steps: the tokens one step takes and the sequences one batched step
+  // (Forward::RunBatch) carries. A session's step is one sequence of up to kMaxBatch tokens.
   struct Key {
     int32_t n_threads;
     bool exact;
+    int32_t max_tokens = kMaxBatch;
+    int32_t max_seqs = 1;
+    // The attention of a batched step's sequences at once, one per thread of the model's thread
+    // pool, each on a one-thread backend of the context's (Forward::SetSequencePool; only with
+    // the model's thread count, more than one).
+    bool parallel_seqs = false;
   };
 
   // A context lent to one caller; given back when the Lease is destroyed or reset.

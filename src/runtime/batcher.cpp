@@ -30,12 +30,16 @@ Status Batcher::Create(const model::Model& model, int32_t max_batch, int32_t n_t
   }
   std::unique_ptr<Batcher> b(new Batcher(model, max_batch));
   b->threads_ = std::min(n_threads > 0 ? n_threads : model.default_threads(), 256);
-  ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(b->threads_, &b->backend_));
-  if (!b->backend_->SetBatchInvariant(true) || !b->backend_->HostActivations()) {
-    return Unsupported(std::string("the ") + b->backend_->name() + " engine cannot batch decode steps");
+  // Batched steps need host activations and batch-invariant products: the CPU engine's. Asked
+  // first, so that no other engine makes a context the pool would keep unused.
+  if (model.device() != engine::Device::kCpu) {
+    return Unsupported(std::string("the ") + model.engine()->name() + " engine cannot batch decode steps");
   }
-  b->forward_.reset(new model::Forward(model, *b->backend_, b->RowCapacity(), b->RowCapacity()));
-  ZF_RETURN_IF_ERROR(b->forward_->status());
+  const int32_t rows = b->RowCapacity();
+  ZF_RETURN_IF_ERROR(model.forwards()->Acquire(model::ForwardPool::Key{b->threads_, true, rows, rows}, &b->decode_));
+  if (!b->decode_.exact() || !b->decode_.backend().HostActivations()) {
+    return Unsupported(std::string("the ") + b->decode_.backend().name() + " engine cannot batch decode steps");
+  }
   b->tokens_.reserve(size_t(b->RowCapacity()));
   b->seqs_.reserve(size_t(b->RowCapacity()));
   b->worker_ = std::thread([p = b.get()] { p->WorkerLoop(); });
@@ -163,7 +167,7 @@ void Batcher::RunDecode(std::vector<Request*>& batch) {
   }
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    forward_->RunBatch(tokens_.data(), seqs_.data(), int32_t(seqs_.size()));
+    decode_.forward().RunBatch(tokens_.data(), seqs_.data(), int32_t(seqs_.size()));
     const double d = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double r = double(seqs_.size());
     std::lock_guard<std::mutex> lock(cost_mu_);

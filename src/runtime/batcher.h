@@ -13,8 +13,10 @@
 // so zf_generate / zf_session_eval on different sessions from different threads are batched
 // and each caller's thread still runs its own sampling and callbacks.
 //
-// Batch invariance: the worker's backend runs with SetBatchInvariant(true), so each row of a
-// batched product is computed exactly as a one-token product, and a chunk's size depends only
+// Batch invariance: the worker's decode context (borrowed from the model's ForwardPool for the
+// worker's life: exact, sized for RowCapacity() rows of as many sequences) runs with
+// SetBatchInvariant(true), so each row of a batched product is computed exactly as a one-token
+// product, and a chunk's size depends only
 // on its own request: a sequence's tokens do not depend on what else is in the batch.
 //
 // Thread-safe: any number of sessions' threads may call Decode/Prefill at once.
@@ -104,8 +106,7 @@ class Batcher {
   const model::Model& model_;
   int32_t max_batch_;
   int32_t threads_ = 1;  // the worker's: decode steps and prefill chunks alike
-  std::unique_ptr<engine::Backend> backend_;  // the products of batched steps
-  std::unique_ptr<model::Forward> forward_;
+  model::ForwardPool::Lease decode_;  // the batched decode steps' context, held while the worker lives
   std::mutex mu_;
   std::condition_variable work_cv_;  // a request arrived, or stop
   std::condition_variable done_cv_;  // a request finished

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "model/forward.h"
+#include "model/forward_pool.h"
 
 namespace zf::rt {
 namespace {
@@ -122,28 +123,21 @@ Status Embed(const model::Model& model, const std::vector<std::vector<int32_t>>&
   const int32_t threads = std::min(o.n_threads > 0 ? o.n_threads : model.default_threads(), 256);
   const int32_t step_tokens = std::max(kStepTokens, longest);
   const int32_t step_inputs = int32_t(std::min<size_t>(size_t(kStepInputs), inputs.size()));
-  const int32_t max_seqs = step_inputs + 1;  // and a padding input
-  std::unique_ptr<engine::Backend> be;
-  ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(threads, &be));
+  // The steps run on a context of the model's pool, made for embedding steps: up to step_tokens
+  // rows (a context's size rounded up to whole kStepTokens, so that calls with inputs of many
+  // lengths share a few contexts; the rows a step packs do not depend on it) of up to
+  // kStepInputs inputs and a padding one. Its inputs attend at once, one per thread of the pool
+  // the products run on, each thread on a one-thread backend (its scratch), when the call uses
+  // the model's thread count (the pool its sessions share); a call asking for another count
+  // attends one input after the other on all of the step's threads.
+  model::ForwardPool::Lease ctx;
+  const int32_t ctx_tokens = (step_tokens + kStepTokens - 1) / kStepTokens * kStepTokens;
+  ZF_RETURN_IF_ERROR(model.forwards()->Acquire(
+      model::ForwardPool::Key{threads, false, ctx_tokens, kStepInputs + 1, /*parallel_seqs=*/true}, &ctx));
+  engine::Backend* be = &ctx.backend();
   if (!be->HostActivations()) return Unsupported("embeddings need an engine computing in host memory");
-  model::Forward fwd(model, *be, step_tokens, max_seqs);
-  ZF_RETURN_IF_ERROR(fwd.status());
+  model::Forward& fwd = ctx.forward();
   const float* rope = model::Forward::RopeFactors(model, longest);
-  // The inputs of a step attend at once, one per thread of the pool the products run on, each
-  // thread on a one-thread backend (its scratch), when the call uses the model's thread count
-  // (the pool its sessions share); a call asking for another count attends one input after the
-  // other on all of the step's threads.
-  engine::ThreadPool* pool = threads > 1 ? model.engine()->SharedPool(threads) : nullptr;
-  std::vector<std::unique_ptr<engine::Backend>> workers;
-  std::vector<engine::Backend*> worker_ptrs;
-  if (pool != nullptr) {
-    workers.resize(size_t(pool->size()));
-    for (std::unique_ptr<engine::Backend>& w : workers) {
-      ZF_RETURN_IF_ERROR(model.engine()->CreateBackend(1, &w));
-      worker_ptrs.push_back(w.get());
-    }
-    fwd.SetSequencePool(pool, worker_ptrs.data());
-  }
   // A step of one input attends on the step's own threads, in a cache for the longest input.
   std::unique_ptr<engine::KvCache> step_kv;
   ZF_RETURN_IF_ERROR(be->CreateKv(d.NKvLayers(), longest, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16, &step_kv));

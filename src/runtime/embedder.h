@@ -1,8 +1,9 @@
 // Embedding and reranking passes: token arrays in, one pooled vector (or classifier scores) per
 // input out. Inputs are packed into batched steps (the prefill kernels over every input's rows
 // at once), each input in one step from position 0 with its own KV cache, so non-causal
-// attention sees exactly that input. Stateless: every call builds its own backends, so one
-// model may serve any number of concurrent calls (thread-safe).
+// attention sees exactly that input. Each call borrows a forward context made for embedding
+// steps from the model's pool (model/forward_pool.h; calls at once get one each), so one model
+// may serve any number of concurrent calls (thread-safe).
 #pragma once
 
 #include <cstdint>

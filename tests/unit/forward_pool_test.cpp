@@ -1,7 +1,8 @@
 // model::ForwardPool: a model's sessions hold sequence state only and borrow the forward
 // contexts (backend scratch + activation buffers) for their steps. Sessions evaluated one after
 // the other share one context and still compute exactly what each computes alone; steps run at
-// once get contexts of their own; batched sessions' prompts share the batching worker's.
+// once get contexts of their own; batched sessions' prompts share the batching worker's, whose
+// decode steps run on a context it holds while it lives; embedding calls borrow one too.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -12,6 +13,7 @@
 #include "model/forward_pool.h"
 #include "model/model.h"
 #include "runtime/batcher.h"
+#include "runtime/embedder.h"
 #include "runtime/session.h"
 
 namespace zf {
@@ -128,7 +130,38 @@ TEST(ForwardPool, BatchedPromptsShareTheWorkersContext) {
     });
   }
   for (std::thread& t : threads) t.join();
-  EXPECT_EQ(m->forwards()->size(), 1u) << "prompts of batched sessions run on the worker, one context";
+  EXPECT_EQ(m->forwards()->size(), 2u) << "the worker's decode context, and one for every batched prompt";
+  EXPECT_EQ(m->forwards()->lent(), 1u) << "the worker holds its decode context while it lives";
+  sessions.clear();
+  b.reset();
+  EXPECT_EQ(m->forwards()->lent(), 0u);
+  ASSERT_TRUE(rt::Batcher::Create(*m, 8, 0, &b).ok());
+  EXPECT_EQ(m->forwards()->size(), 2u) << "a new worker takes the decode context back";
+}
+
+// Embedding calls one after the other borrow one context (sized for their steps, apart from the
+// sessions'), give it back, and compute the same vectors on it every time.
+TEST(ForwardPool, EmbeddingCallsReuseOneContext) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  std::unique_ptr<model::Model> m = Load(path);
+  ASSERT_TRUE(m);
+  const std::vector<std::vector<int32_t>> inputs = {Prompt(0), Prompt(1), Prompt(2)};
+  rt::EmbedOptions o;
+  int32_t dim = 0;
+  ASSERT_TRUE(rt::EmbedDimension(*m, o, &dim).ok());
+  std::vector<float> first(inputs.size() * size_t(dim)), again(first.size()), alone(static_cast<size_t>(dim));
+  ASSERT_TRUE(rt::Embed(*m, inputs, o, first.data()).ok());
+  EXPECT_EQ(m->forwards()->size(), 1u);
+  EXPECT_EQ(m->forwards()->lent(), 0u);
+  ASSERT_TRUE(rt::Embed(*m, inputs, o, again.data()).ok());
+  EXPECT_TRUE(Same(first, again));
+  ASSERT_TRUE(rt::Embed(*m, {inputs[1]}, o, alone.data()).ok());  // a step of one input
+  EXPECT_TRUE(std::memcmp(alone.data(), first.data() + dim, size_t(dim) * sizeof(float)) == 0);
+  EXPECT_EQ(m->forwards()->size(), 1u) << "calls one after the other share one context";
+  std::unique_ptr<rt::Session> s = NewSession(*m);  // a session's steps: a context of their own kind
+  const std::vector<int32_t> p = Prompt(0);
+  ASSERT_TRUE(s->EvalKeepLogits(p.data(), p.size()).ok());
+  EXPECT_EQ(m->forwards()->size(), 2u);
 }
 
 }  // namespace

@@ -64,12 +64,19 @@ TEST(SamplerMask, GreedyAndSampledPickOnlyAllowedTokens) {
 
 #if ZF_HAVE_CONSTRAINTS
 
-TEST(ConstraintMask, TinyRegexAgainstSmolLM2Vocabulary) {
-  ZF_REQUIRE_MODEL(path, "smollm2");
+// The model's vocabulary only (a constraint needs no weights).
+std::unique_ptr<zf::model::Model> LoadVocabulary(const std::string& path) {
   std::unique_ptr<zf::model::Model> m;
   zf::model::LoadOptions o;
   o.vocab_only = true;
-  ASSERT_TRUE(zf::model::Model::Load(path, o, &m).ok());
+  EXPECT_TRUE(zf::model::Model::Load(path, o, &m).ok());
+  return m;
+}
+
+TEST(ConstraintMask, TinyRegexAgainstSmolLM2Vocabulary) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  const std::unique_ptr<zf::model::Model> m = LoadVocabulary(path);
+  ASSERT_TRUE(m);
   const zf::rt::ConstraintVocab vocab(*m);
   const auto& tok = m->tokenizer();
   std::unique_ptr<Constraint> c;
@@ -128,10 +135,8 @@ TEST(ConstraintMask, TinyRegexAgainstSmolLM2Vocabulary) {
 
 TEST(ConstraintMask, InvalidConstraintsNameTheProblem) {
   ZF_REQUIRE_MODEL(path, "smollm2");
-  std::unique_ptr<zf::model::Model> m;
-  zf::model::LoadOptions o;
-  o.vocab_only = true;
-  ASSERT_TRUE(zf::model::Model::Load(path, o, &m).ok());
+  const std::unique_ptr<zf::model::Model> m = LoadVocabulary(path);
+  ASSERT_TRUE(m);
   const zf::rt::ConstraintVocab vocab(*m);
   std::unique_ptr<Constraint> c;
   zf::Status s = Constraint::Create(vocab, ConstraintKind::kRegex, "([a-z", &c);
@@ -149,10 +154,8 @@ TEST(ConstraintMask, InvalidConstraintsNameTheProblem) {
 // tables, whose bytes spell each token as the tokenizer does.
 TEST(ConstraintVocab, BuiltOnceForConcurrentCallers) {
   ZF_REQUIRE_MODEL(path, "smollm2");
-  std::unique_ptr<zf::model::Model> m;
-  zf::model::LoadOptions o;
-  o.vocab_only = true;
-  ASSERT_TRUE(zf::model::Model::Load(path, o, &m).ok());
+  const std::unique_ptr<zf::model::Model> m = LoadVocabulary(path);
+  ASSERT_TRUE(m);
   const zf::rt::ConstraintVocab vocab(*m);
   std::vector<std::shared_ptr<const zf::rt::ConstraintVocab::Tables>> got(4);
   std::vector<std::thread> threads;

@@ -323,20 +323,13 @@ func (s *Session) run(ctx context.Context, prompt string, opts []GenOption, fn f
 	id := registerSink(sk)
 	defer sinks.Delete(id)
 
-	h.state.Lock()
-	h.running, h.sent = true, false
-	h.state.Unlock()
-	stopWatch := context.AfterFunc(ctx, h.cancel) // runs zf_session_cancel from another goroutine
+	stopWatch := h.watch(ctx)
 	var r cGenResult
 	r.structSize = uint32(unsafe.Sizeof(r))
 	err = call("generate", func() int32 {
 		return lib.generate(h.ptr, &cprompt[0], uintptr(len(prompt)), &p, trampoline(), id, &r)
 	})
-	stopWatch()
-	h.state.Lock()
-	h.running = false
-	sent := h.sent
-	h.state.Unlock()
+	sent := h.unwatch(stopWatch)
 	runtime.KeepAlive(cprompt)
 	runtime.KeepAlive(keep)
 	return s.finish(ctx, h, r, sent, sk.panic, err)
@@ -414,10 +407,7 @@ func (s *Session) pull(ctx context.Context, prompt string, opts []GenOption, fn 
 
 	p, keep := genParams(opts)
 	cprompt := cstr(prompt)
-	h.state.Lock()
-	h.running, h.sent = true, false
-	h.state.Unlock()
-	stopWatch := context.AfterFunc(ctx, h.cancel) // runs zf_session_cancel from another goroutine
+	stopWatch := h.watch(ctx)
 	var gen uintptr
 	err = call("generate", func() int32 {
 		return lib.generateBegin(h.ptr, &cprompt[0], uintptr(len(prompt)), &p, &gen)
@@ -426,17 +416,10 @@ func (s *Session) pull(ctx context.Context, prompt string, opts []GenOption, fn 
 	runtime.KeepAlive(keep)
 	var r cGenResult
 	r.structSize = uint32(unsafe.Sizeof(r))
-	stopped := false
+	var stopped bool
 	var panicked any
 	if err == nil {
-		func() {
-			defer func() {
-				if v := recover(); v != nil {
-					panicked, stopped = v, true
-				}
-				lib.generationResult(gen, &r)
-				lib.generationFree(gen) // stops it if still running; the session stays consistent
-			}()
+		stopped, panicked = pullLoop(func() bool {
 			buf := make([]byte, 256)
 			for {
 				var n uintptr
@@ -449,30 +432,59 @@ func (s *Session) pull(ctx context.Context, prompt string, opts []GenOption, fn 
 					continue
 				}
 				if err != nil || done != 0 {
-					return
+					return false
 				}
 				piece := Piece{Text: string(buf[:n]), Token: token}
 				if p.nLogprobs > 0 {
 					if piece.Logprobs, err = pieceLogprobs(h.ptr); err != nil {
-						return
+						return false
 					}
 				}
 				if !fn(piece) {
-					stopped = true
-					return
+					return true
 				}
 			}
-		}()
+		}, func() {
+			lib.generationResult(gen, &r)
+			lib.generationFree(gen) // stops it if still running; the session stays consistent
+		})
 	}
-	stopWatch()
-	h.state.Lock()
-	h.running = false
-	sent := h.sent
-	h.state.Unlock()
+	sent := h.unwatch(stopWatch)
 	if stopped {
 		r.stopReason = int32(StopCallback) // stopped by the consumer (the result was read before the stop)
 	}
 	return s.finish(ctx, h, r, sent, panicked, err)
+}
+
+// pullLoop runs a pull-style loop (true: the consumer stopped it), then free, which also runs
+// when the loop panics; a panic counts as a stop and comes back for the caller to re-raise
+// once the session is settled.
+func pullLoop(loop func() (stopped bool), free func()) (stopped bool, panicked any) {
+	defer func() {
+		if v := recover(); v != nil {
+			stopped, panicked = true, v
+		}
+		free()
+	}()
+	return loop(), nil
+}
+
+// watch marks a call running and arranges for ctx's end to cancel it from another goroutine
+// (zf_session_cancel).
+func (h *sessionHandle) watch(ctx context.Context) (stop func() bool) {
+	h.state.Lock()
+	h.running, h.sent = true, false
+	h.state.Unlock()
+	return context.AfterFunc(ctx, h.cancel)
+}
+
+// unwatch ends watch and reports whether a cancel was sent.
+func (h *sessionHandle) unwatch(stop func() bool) (sent bool) {
+	stop()
+	h.state.Lock()
+	defer h.state.Unlock()
+	h.running = false
+	return h.sent
 }
 
 func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }

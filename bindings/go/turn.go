@@ -138,40 +138,23 @@ func (s *Session) ChatTurn(ctx context.Context, req TurnRequest, opts ...GenOpti
 // reason and usage; see ChatTurn for the request and options. Cancelling ctx stops the turn: the
 // partial result comes back with an error matching ErrCancelled and ctx's error.
 func (s *Session) ChatTurnMessage(ctx context.Context, req TurnRequest, opts ...GenOption) (*TurnResult, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, cancelled(context.Cause(ctx))
-	}
-	body, err := req.JSON()
-	if err != nil {
-		return nil, err
-	}
-	h, err := s.lock()
-	if err != nil {
-		return nil, err
-	}
-	defer h.busy.Unlock()
-	defer runtime.KeepAlive(s) // the cleanup must not close the session mid-turn
-
-	p, keep := turnParams(body, opts)
-	stopWatch := h.watch(ctx)
-	var turn uintptr
-	err = call("chat turn", func() int32 { return lib.turnRun(h.ptr, &p, 0, 0, &turn) })
-	runtime.KeepAlive(keep)
-	var res *TurnResult
-	if turn != 0 {
-		// After the turn is done, zf_chat_turn_next gives its DONE event again.
-		ev := cTurnEvent{structSize: uint32(unsafe.Sizeof(cTurnEvent{}))}
-		e := call("chat turn", func() int32 { return lib.turnNext(turn, &ev) })
-		if e == nil && TurnEventKind(ev.kind) == TurnDone {
-			res, e = doneResult(turn, &ev)
+	return s.turn(ctx, &req, opts, func(h *sessionHandle, p *cTurnParams) (res *TurnResult, panicked any, err error) {
+		var turn uintptr
+		err = call("chat turn", func() int32 { return lib.turnRun(h.ptr, p, 0, 0, &turn) })
+		if turn != 0 {
+			// After the turn is done, zf_chat_turn_next gives its DONE event again.
+			ev := cTurnEvent{structSize: uint32(unsafe.Sizeof(cTurnEvent{}))}
+			e := call("chat turn", func() int32 { return lib.turnNext(turn, &ev) })
+			if e == nil && TurnEventKind(ev.kind) == TurnDone {
+				res, e = doneResult(turn, &ev)
+			}
+			if err == nil {
+				err = e
+			}
+			lib.turnFree(turn)
 		}
-		if err == nil {
-			err = e
-		}
-		lib.turnFree(turn)
-	}
-	sent := h.unwatch(stopWatch)
-	return res, s.finishTurn(ctx, h, res, sent, nil, err)
+		return res, nil, err
+	})
 }
 
 // ChatTurnPrompt returns the prompt a ChatTurn with req and opts would evaluate
@@ -200,9 +183,10 @@ func (m *Model) ChatTurnPrompt(req TurnRequest, opts ...GenOption) (string, erro
 	return out, err
 }
 
-// pullTurn runs a turn through the pull-style calls, passing each event to fn (false stops)
-// outside any C call. A panic in fn stops and frees the turn, then propagates.
-func (s *Session) pullTurn(ctx context.Context, req *TurnRequest, opts []GenOption, fn func(TurnEvent) bool) (*TurnResult, error) {
+// turn runs one turn on the session: it checks ctx, marshals req and holds the session, then
+// runs start (which runs the turn with p, watched by ctx) and settles the session (finishTurn).
+func (s *Session) turn(ctx context.Context, req *TurnRequest, opts []GenOption,
+	start func(h *sessionHandle, p *cTurnParams) (res *TurnResult, panicked any, err error)) (*TurnResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, cancelled(context.Cause(ctx))
 	}
@@ -218,52 +202,52 @@ func (s *Session) pullTurn(ctx context.Context, req *TurnRequest, opts []GenOpti
 	defer runtime.KeepAlive(s) // the cleanup must not close the session mid-turn
 
 	p, keep := turnParams(body, opts)
-	stopWatch := h.watch(ctx)
-	var turn uintptr
-	err = call("chat turn", func() int32 { return lib.turnBegin(h.ptr, &p, &turn) })
-	// The request is read by zf_chat_turn_begin; the generate options are kept for the whole
+	// The request is read when the turn begins; the generate options are kept for the whole
 	// turn anyway (cheap, and safe however the library holds them).
 	defer runtime.KeepAlive(keep)
 	defer runtime.KeepAlive(&p)
-	var res *TurnResult
-	stopped := false
-	var panicked any
-	if err == nil {
-		func() {
-			defer func() {
-				if v := recover(); v != nil {
-					panicked, stopped = v, true
-				}
-				lib.turnFree(turn) // stops it if still running; the session keeps what was generated
-			}()
+	stopWatch := h.watch(ctx)
+	res, panicked, err := start(h, &p)
+	sent := h.unwatch(stopWatch)
+	return res, s.finishTurn(ctx, h, res, sent, panicked, err)
+}
+
+// pullTurn runs a turn through the pull-style calls, passing each event to fn (false stops)
+// outside any C call. A panic in fn stops and frees the turn, then propagates.
+func (s *Session) pullTurn(ctx context.Context, req *TurnRequest, opts []GenOption, fn func(TurnEvent) bool) (*TurnResult, error) {
+	return s.turn(ctx, req, opts, func(h *sessionHandle, p *cTurnParams) (res *TurnResult, panicked any, err error) {
+		var turn uintptr
+		if err = call("chat turn", func() int32 { return lib.turnBegin(h.ptr, p, &turn) }); err != nil {
+			return nil, nil, err
+		}
+		// zf_chat_turn_free stops the turn if still running; the session keeps what was generated.
+		stopped, panicked := pullLoop(func() bool {
 			for {
 				ev := cTurnEvent{structSize: uint32(unsafe.Sizeof(cTurnEvent{}))}
 				if err = call("chat turn", func() int32 { return lib.turnNext(turn, &ev) }); err != nil {
-					return
+					return false
 				}
 				// Copy everything out now: the event's pointers are valid until the next call.
 				e := copyEvent(&ev)
 				if e.Kind == TurnDone {
 					if res, err = doneResult(turn, &ev); err != nil {
-						return
+						return false
 					}
 					e.Result = res
 				}
 				if !fn(e) {
-					stopped = true
-					return
+					return true
 				}
 				if e.Kind == TurnDone {
-					return
+					return false
 				}
 			}
-		}()
-	}
-	sent := h.unwatch(stopWatch)
-	if stopped && res == nil {
-		res = &TurnResult{StopReason: StopCallback} // stopped by the consumer before the end
-	}
-	return res, s.finishTurn(ctx, h, res, sent, panicked, err)
+		}, func() { lib.turnFree(turn) })
+		if stopped && res == nil {
+			res = &TurnResult{StopReason: StopCallback} // stopped by the consumer before the end
+		}
+		return res, panicked, err
+	})
 }
 
 // turnParams builds zf_turn_params for the request text and options; keep holds the Go memory
@@ -285,23 +269,6 @@ func turnParams(body string, opts []GenOption) (p cTurnParams, keep any) {
 		p.timeUnix = g.turn.fixedTime.Unix()
 	}
 	return p, [2]any{strs, genKeep}
-}
-
-// watch marks a call running and arranges for ctx's end to cancel it from another goroutine.
-func (h *sessionHandle) watch(ctx context.Context) (stop func() bool) {
-	h.state.Lock()
-	h.running, h.sent = true, false
-	h.state.Unlock()
-	return context.AfterFunc(ctx, h.cancel)
-}
-
-// unwatch ends watch and reports whether a cancel was sent.
-func (h *sessionHandle) unwatch(stop func() bool) (sent bool) {
-	stop()
-	h.state.Lock()
-	defer h.state.Unlock()
-	h.running = false
-	return h.sent
 }
 
 // copyEvent copies a C event into Go memory (all but Result).

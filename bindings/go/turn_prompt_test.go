@@ -96,20 +96,10 @@ func TestChatTurnPromptCountsTheTurnsTokens(t *testing.T) {
 func TestChatTurnPromptErrors(t *testing.T) {
 	m := sharedModel(t)
 	s := turnSession(t, m)
-	bad := []struct {
-		name string
-		req  TurnRequest
-		want string // in the library's message
-	}{
-		{"malformed JSON", TurnRequest{RawJSON: `{"messages": [`}, ""},
-		{"messages of the wrong type", TurnRequest{RawJSON: `{"messages": 3}`}, "messages"},
-		{"tool_choice naming no tool", TurnRequest{Messages: []TurnMessage{UserMessage("hi")}, Tools: turnTools,
-			ToolChoice: ToolChoiceFunction("no_such_tool")}, "no_such_tool"},
-	}
-	for _, c := range bad {
+	for _, c := range badTurnRequests {
 		prompt, err := m.ChatTurnPrompt(c.req)
-		var e *Error
-		if prompt != "" || !errors.Is(err, ErrInvalidArgument) || !errors.As(err, &e) || e.Message == "" || !strings.Contains(e.Message, c.want) {
+		e := invalidArgument(err, c.want)
+		if prompt != "" || e == nil {
 			t.Fatalf("%s: ChatTurnPrompt = %q, %v", c.name, prompt, err)
 		}
 		_, turnErr := s.ChatTurnMessage(context.Background(), c.req, WithMaxTokens(4))

@@ -28,6 +28,29 @@ const thinkTemplate = "{%- for message in messages %}<|im_start|>{{ message.role
 	"{{ message.content }}<|im_end|>\n{% endfor %}" +
 	"{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 
+// badTurnRequests are requests every turn entry point rejects with ErrInvalidArgument, want
+// being in the library's message.
+var badTurnRequests = []struct {
+	name string
+	req  TurnRequest
+	want string
+}{
+	{"malformed JSON", TurnRequest{RawJSON: `{"messages": [`}, ""},
+	{"messages of the wrong type", TurnRequest{RawJSON: `{"messages": 3}`}, "messages"},
+	{"tool_choice naming no tool", TurnRequest{Messages: []TurnMessage{UserMessage("hi")}, Tools: turnTools,
+		ToolChoice: ToolChoiceFunction("no_such_tool")}, "no_such_tool"},
+}
+
+// invalidArgument returns err's library error when err is ErrInvalidArgument with a message
+// containing want; nil otherwise.
+func invalidArgument(err error, want string) *Error {
+	var e *Error
+	if !errors.Is(err, ErrInvalidArgument) || !errors.As(err, &e) || e.Message == "" || !strings.Contains(e.Message, want) {
+		return nil
+	}
+	return e
+}
+
 func needConstraints(t *testing.T, m *Model) {
 	t.Helper()
 	if err := m.CheckConstraint(ConstraintRegex, "[0-9]+"); errors.Is(err, ErrUnsupported) {
@@ -309,19 +332,9 @@ func TestChatTurnResponseFormat(t *testing.T) {
 func TestChatTurnErrors(t *testing.T) {
 	m := sharedModel(t)
 	s := turnSession(t, m)
-	bad := []struct {
-		name string
-		req  TurnRequest
-		want string // in the library's message
-	}{
-		{"malformed JSON", TurnRequest{RawJSON: `{"messages": [`}, ""},
-		{"tool_choice naming no tool", TurnRequest{Messages: []TurnMessage{UserMessage("hi")}, Tools: turnTools,
-			ToolChoice: ToolChoiceFunction("no_such_tool")}, "no_such_tool"},
-	}
-	for _, c := range bad {
-		var e *Error
+	for _, c := range badTurnRequests {
 		_, err := s.ChatTurnMessage(context.Background(), c.req, WithMaxTokens(4))
-		if !errors.Is(err, ErrInvalidArgument) || !errors.As(err, &e) || e.Message == "" || !strings.Contains(e.Message, c.want) {
+		if invalidArgument(err, c.want) == nil {
 			t.Fatalf("%s: ChatTurnMessage error %v", c.name, err)
 		}
 		n := 0

@@ -413,7 +413,7 @@ namespace Zerfoo
     internal sealed class NativeTurnParams : IDisposable
     {
         internal zf_turn_params Value;
-        readonly List<IntPtr> owned = new List<IntPtr>();
+        readonly UnmanagedAllocations owned = new UnmanagedAllocations();
         NativeGenerateParams generate;
 
         internal static NativeTurnParams From(ChatRequest r)
@@ -424,9 +424,9 @@ namespace Zerfoo
             {
                 ZerfooException.Check(NativeMethods.zf_turn_params_init(ref n.Value,
                     (UIntPtr)Marshal.SizeOf(typeof(zf_turn_params))), "zf_turn_params_init");
-                n.Value.request_json = n.Own(Library.AllocUtf8Z(json));
-                if (r.TemplateName != null) n.Value.template_name = n.Own(Library.AllocUtf8Z(r.TemplateName));
-                if (r.Template != null) n.Value.template_text = n.Own(Library.AllocUtf8Z(r.Template));
+                n.Value.request_json = n.owned.Own(Library.AllocUtf8Z(json));
+                if (r.TemplateName != null) n.Value.template_name = n.owned.Own(Library.AllocUtf8Z(r.TemplateName));
+                if (r.Template != null) n.Value.template_text = n.owned.Own(Library.AllocUtf8Z(r.Template));
                 if (r.Generate != null)
                 {
                     n.generate = NativeGenerateParams.From(r.Generate);
@@ -446,16 +446,9 @@ namespace Zerfoo
             }
         }
 
-        IntPtr Own(IntPtr p)
-        {
-            owned.Add(p);
-            return p;
-        }
-
         public void Dispose()
         {
-            foreach (IntPtr p in owned) Marshal.FreeHGlobal(p);
-            owned.Clear();
+            owned.Dispose();
             if (generate != null) generate.Dispose();
             generate = null;
         }

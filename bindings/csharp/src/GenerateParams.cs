@@ -1,7 +1,6 @@
 // GenerateOptions as a native zf_generate_params, for zf_generate and for a chat turn's
 // zf_turn_params.generate: the struct and the unmanaged strings it points to, freed together.
 using System;
-using System.Collections.Generic;
 using System.Runtime.InteropServices;
 
 namespace Zerfoo
@@ -10,7 +9,7 @@ namespace Zerfoo
     {
         /// <summary>The filled struct; its pointers stay valid until Dispose.</summary>
         internal zf_generate_params Value;
-        readonly List<IntPtr> owned = new List<IntPtr>();
+        readonly UnmanagedAllocations owned = new UnmanagedAllocations();
 
         /// <summary>zf_generate_params_init's defaults with the options' non-null fields over them.</summary>
         internal static NativeGenerateParams From(GenerateOptions o)
@@ -48,15 +47,15 @@ namespace Zerfoo
             if (o.DraftMin.HasValue) Value.draft_min = o.DraftMin.Value;
             if (o.Constraint != null)
             {
-                Value.constraint = Own(Library.AllocUtf8Z(o.Constraint.Text));
+                Value.constraint = owned.Own(Library.AllocUtf8Z(o.Constraint.Text));
                 Value.constraint_kind = (int)o.Constraint.Kind;
             }
-            if (o.ConstraintTrigger != null) Value.constraint_trigger = Own(Library.AllocUtf8Z(o.ConstraintTrigger));
+            if (o.ConstraintTrigger != null) Value.constraint_trigger = owned.Own(Library.AllocUtf8Z(o.ConstraintTrigger));
             if (o.Stop != null && o.Stop.Count > 0)
             {
-                IntPtr array = Own(Marshal.AllocHGlobal(IntPtr.Size * o.Stop.Count));
+                IntPtr array = owned.Own(Marshal.AllocHGlobal(IntPtr.Size * o.Stop.Count));
                 for (int i = 0; i < o.Stop.Count; i++)
-                    Marshal.WriteIntPtr(array, i * IntPtr.Size, Own(Library.AllocUtf8Z(o.Stop[i])));
+                    Marshal.WriteIntPtr(array, i * IntPtr.Size, owned.Own(Library.AllocUtf8Z(o.Stop[i])));
                 Value.stop = array;
                 Value.n_stop = (UIntPtr)o.Stop.Count;
             }
@@ -66,21 +65,11 @@ namespace Zerfoo
         /// a pointer), freed with the rest.</summary>
         internal IntPtr ToUnmanaged()
         {
-            IntPtr p = Own(Marshal.AllocHGlobal(Marshal.SizeOf(typeof(zf_generate_params))));
+            IntPtr p = owned.Own(Marshal.AllocHGlobal(Marshal.SizeOf(typeof(zf_generate_params))));
             Marshal.StructureToPtr(Value, p, false);
             return p;
         }
 
-        IntPtr Own(IntPtr p)
-        {
-            owned.Add(p);
-            return p;
-        }
-
-        public void Dispose()
-        {
-            foreach (IntPtr p in owned) Marshal.FreeHGlobal(p);
-            owned.Clear();
-        }
+        public void Dispose() { owned.Dispose(); }
     }
 }

@@ -6,12 +6,12 @@ namespace Zerfoo
     /// <summary>Owns a zf_model*. Released by Dispose or, if leaked, by its finalizer; never
     /// while a call is using it (SafeHandle counts P/Invoke uses) nor while a session made from it
     /// is alive (each <see cref="SessionHandle"/> holds a reference).</summary>
-    internal sealed class ModelHandle : SafeHandle
+    internal sealed class ModelHandle : NativeHandle
     {
         /// <summary>Live native models (for the leak tests).</summary>
         internal static int LiveCount;
 
-        ModelHandle() : base(IntPtr.Zero, true) { }
+        ModelHandle() { }
 
         internal static ModelHandle FromNative(IntPtr p)
         {
@@ -20,8 +20,6 @@ namespace Zerfoo
             System.Threading.Interlocked.Increment(ref LiveCount);
             return h;
         }
-
-        public override bool IsInvalid { get { return handle == IntPtr.Zero; } }
 
         protected override bool ReleaseHandle()
         {
@@ -34,13 +32,13 @@ namespace Zerfoo
     /// <summary>Owns a zf_session*. Holds a counted reference to its model's handle (until the
     /// library keeps a model alive for its sessions itself), so the model is freed only after
     /// its last session, whatever order Dispose calls and finalizers run in.</summary>
-    internal sealed class SessionHandle : SafeHandle
+    internal sealed class SessionHandle : NativeHandle
     {
         internal static int LiveCount;
 
         ModelHandle model;
 
-        SessionHandle() : base(IntPtr.Zero, true) { }
+        SessionHandle() { }
 
         /// <summary>Creates the session with a reference on the model taken first, so the model
         /// cannot be released between the create and the handle owning the pointer.</summary>
@@ -66,15 +64,11 @@ namespace Zerfoo
             }
         }
 
-        public override bool IsInvalid { get { return handle == IntPtr.Zero; } }
-
         protected override bool ReleaseHandle()
         {
             NativeMethods.zf_session_free(handle);
             System.Threading.Interlocked.Decrement(ref LiveCount);
-            ModelHandle m = model;
-            model = null;
-            if (m != null) m.DangerousRelease();
+            ReleaseReference(ref model);
             return true;
         }
     }
@@ -83,13 +77,13 @@ namespace Zerfoo
     /// session's handle, so the native session outlives the turn whatever order Dispose calls and
     /// finalizers run in; zf_chat_turn_free stops a running turn (the session keeps what was
     /// generated) and may run on any thread, the finalizer's included.</summary>
-    internal sealed class TurnHandle : SafeHandle
+    internal sealed class TurnHandle : NativeHandle
     {
         internal static int LiveCount;
 
         SessionHandle session;
 
-        TurnHandle() : base(IntPtr.Zero, true) { }
+        TurnHandle() { }
 
         /// <summary>Takes the reference on the session before the native call that creates the
         /// turn, so the session cannot be released in between; <see cref="Adopt"/> then owns
@@ -116,23 +110,35 @@ namespace Zerfoo
 
         internal void Abandon()
         {
-            SessionHandle s = session;
-            session = null;
-            if (s != null) s.DangerousRelease();
+            ReleaseReference(ref session);
             SetHandleAsInvalid();
             GC.SuppressFinalize(this);
         }
-
-        public override bool IsInvalid { get { return handle == IntPtr.Zero; } }
 
         protected override bool ReleaseHandle()
         {
             NativeMethods.zf_chat_turn_free(handle);
             System.Threading.Interlocked.Decrement(ref LiveCount);
-            SessionHandle s = session;
-            session = null;
-            if (s != null) s.DangerousRelease();
+            ReleaseReference(ref session);
             return true;
+        }
+    }
+
+    /// <summary>Owns a native pointer (zero: none). A session's handle and a turn's hold a counted
+    /// reference on the handle they depend on (the model's, the session's), given back with
+    /// <see cref="ReleaseReference"/>.</summary>
+    internal abstract class NativeHandle : SafeHandle
+    {
+        protected NativeHandle() : base(IntPtr.Zero, true) { }
+
+        public override bool IsInvalid { get { return handle == IntPtr.Zero; } }
+
+        /// <summary>Gives back the reference held in <paramref name="owner"/>, if any, and clears it.</summary>
+        protected static void ReleaseReference<T>(ref T owner) where T : SafeHandle
+        {
+            T o = owner;
+            owner = null;
+            if (o != null) o.DangerousRelease();
         }
     }
 }

@@ -144,7 +144,7 @@ namespace Zerfoo
             {
                 if (choices[i] == null) throw new ArgumentNullException("choices", "a choice is null");
                 if (i > 0) sb.Append(',');
-                AppendJsonString(sb, choices[i]);
+                Json.AppendString(sb, choices[i]);
             }
             return new Constraint(ConstraintKind.Choice, sb.Append(']').ToString());
         }
@@ -153,27 +153,6 @@ namespace Zerfoo
         public static Constraint Lark(string grammar) { return new Constraint(ConstraintKind.Lark, grammar); }
 
         public override string ToString() { return Kind + ": " + Text; }
-
-        static void AppendJsonString(StringBuilder sb, string s)
-        {
-            sb.Append('"');
-            foreach (char c in s)
-            {
-                switch (c)
-                {
-                    case '"': sb.Append("\\\""); break;
-                    case '\\': sb.Append("\\\\"); break;
-                    case '\n': sb.Append("\\n"); break;
-                    case '\r': sb.Append("\\r"); break;
-                    case '\t': sb.Append("\\t"); break;
-                    default:
-                        if (c < 0x20) sb.Append("\\u").Append(((int)c).ToString("x4"));
-                        else sb.Append(c);  // surrogate pairs pass through as UTF-16, encoded as UTF-8 later
-                        break;
-                }
-            }
-            sb.Append('"');
-        }
     }
 
     /// <summary>A token id and its natural-log probability.</summary>

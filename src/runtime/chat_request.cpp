@@ -31,7 +31,13 @@ Json ToolCalls(const Json& calls, const std::string& at) {
     call["type"] = c.value("type", "function");
     Json& args = call["function"]["arguments"];
     if (args.is_string()) {
-      Json parsed = Json::parse(args.get<std::string>(), nullptr, false);
+      // A JSON string inside the request: its own nesting is bounded before it is parsed
+      // (nlohmann recurses), as the request's was.
+      const std::string& text = args.get_ref<const std::string&>();
+      if (JsonNesting(text, kMaxJsonNesting) > kMaxJsonNesting) {
+        Fail(here + ".function.arguments: nested deeper than " + std::to_string(kMaxJsonNesting) + " levels");
+      }
+      Json parsed = Json::parse(text, nullptr, false);
       if (!parsed.is_discarded()) args = parsed;
     } else if (args.is_null()) {
       args = Json::object();

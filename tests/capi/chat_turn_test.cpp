@@ -387,6 +387,12 @@ TEST_F(ChatTurn, BadRequestsFailNamingTheField) {
       {Json{{"messages", Ask("x")}, {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", 12}}}}}}}}.dump(),
        ZF_ERR_INVALID_ARGUMENT, "request.response_format"},
       {Json{{"messages", Ask(std::string(2000, 'a'))}}.dump(), ZF_ERR_CONTEXT_FULL, "context"},
+      // Tool-call arguments are a JSON string in the request: their nesting is bounded too.
+      {Json{{"messages", {{{"role", "user"}, {"content", "x"}},
+                          {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {{{"id", "c1"}, {"type", "function"},
+                            {"function", {{"name", "f"}, {"arguments", "{\"a\": " + std::string(100000, '[') +
+                                                                       std::string(100000, ']') + "}"}}}}}}}}}}.dump(),
+       ZF_ERR_INVALID_ARGUMENT, "deeper than"},
   };
   for (const Case& c : cases) {
     zf_turn_params p;

@@ -27,13 +27,7 @@ zf_status Generate(Slot* slot, const Request& r, const EmitFn& emit, Clock::time
   out->n_prompt = int32_t(r.prompt.size());
 
   std::vector<const char*> stops;
-  for (const std::string& x : r.stop) stops.push_back(x.c_str());
-  zf_generate_params gp = r.gp;
-  gp.stop = stops.empty() ? nullptr : stops.data();
-  gp.n_stop = stops.size();
-  gp.constraint = r.constraint_kind != ZF_CONSTRAINT_NONE ? r.constraint.c_str() : nullptr;
-  gp.constraint_kind = r.constraint_kind;
-  gp.constraint_trigger = r.constraint_trigger.empty() ? nullptr : r.constraint_trigger.c_str();
+  const zf_generate_params gp = r.GenerateParams(&stops);
   zf_generation* g = nullptr;
   st = zf_generate_begin(s, nullptr, 0, &gp, &g);
   if (st != ZF_OK) return st;

@@ -128,6 +128,17 @@ bool GetNumber(const json& body, const char* key, T* out) {
 
 }  // namespace
 
+zf_generate_params Request::GenerateParams(std::vector<const char*>* stops) const {
+  stops->clear();
+  for (const std::string& x : stop) stops->push_back(x.c_str());
+  zf_generate_params p = gp;
+  p.stop = stops->empty() ? nullptr : stops->data();
+  p.n_stop = stops->size();
+  p.constraint = constraint_kind != ZF_CONSTRAINT_NONE ? constraint.c_str() : nullptr;
+  p.constraint_kind = constraint_kind;
+  return p;
+}
+
 Request ParseCompletion(const std::string& text, bool chat, const RequestContext& ctx) {
   json body = ParseObject(text);
   Request r;

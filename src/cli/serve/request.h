@@ -33,13 +33,16 @@ struct Request {
   // json_schema at the top level; r.gp.constraint points here when the request is generated.
   std::string constraint;
   int32_t constraint_kind = ZF_CONSTRAINT_NONE;
-  std::string constraint_trigger;  // a lazy constraint (tool_choice "auto"): its trigger text
   // Chat: the request's chat fields as zf_chat_turn's request JSON (messages, tools,
   // tool_choice, parallel_tool_calls, response_format, reasoning_format, chat_template_kwargs,
   // documents), the messages (the slot's conversation key) and --chat-template-file's text.
   std::string turn_request;
   json turn_messages;
   std::string chat_template;
+
+  // gp with the stop strings and the constraint pointing into this request (*stops holds the
+  // pointer array; both must outlive the call the params go to).
+  zf_generate_params GenerateParams(std::vector<const char*>* stops) const;
 };
 
 // What a request is checked against: the served model and the server's defaults.

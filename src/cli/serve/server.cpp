@@ -103,6 +103,17 @@ void Server::StreamHeaders(httplib::Response& res) {
   res.set_header("X-Accel-Buffering", "no");
 }
 
+void Server::SendStreamError(httplib::DataSink& sink, const ApiError& e) {
+  const std::string line = SseEvent(ErrorBody(e));
+  sink.write(line.data(), line.size());
+}
+
+void Server::EndStream(httplib::DataSink& sink) {
+  const std::string done = SseEvent("[DONE]");
+  sink.write(done.data(), done.size());
+  sink.done();
+}
+
 bool Server::SendEvent(httplib::DataSink& sink, const json& j) {
   const std::string line = SseEvent(Dump(j));
   return sink.write(line.data(), line.size());
@@ -283,16 +294,13 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
           if (st != ZF_OK) {
             const ApiError e = GenerateError(st);
             finish(st);
-            const std::string line = SseEvent(ErrorBody(e));
-            sink.write(line.data(), line.size());
+            SendStreamError(sink, e);
           } else {
             finish(st);
             for (const json& c : chunks.End(out.stop_reason)) send(c);
             if (r->include_usage) send(chunks.Usage(UsageJson(out)));
           }
-          const std::string done = SseEvent("[DONE]");
-          sink.write(done.data(), done.size());
-          sink.done();
+          EndStream(sink);
           return true;
         } catch (const std::exception& e) {  // e.g. bad_alloc: end this stream, keep serving
           std::fprintf(stderr, "zerfoo serve: stream failed: %s\n", e.what());
@@ -363,15 +371,12 @@ void Server::AnswerChat(std::shared_ptr<Request> r, Slot* slot, std::shared_ptr<
           }
           finish(st);
           if (st != ZF_OK) {
-            const std::string line = SseEvent(ErrorBody(TurnError(st)));
-            sink.write(line.data(), line.size());
+            SendStreamError(sink, TurnError(st));
           } else {
             send(chunks.Finish(out.finish));
             if (r->include_usage) send(chunks.Usage(TurnUsageJson(out)));
           }
-          const std::string done = SseEvent("[DONE]");
-          sink.write(done.data(), done.size());
-          sink.done();
+          EndStream(sink);
           return true;
         } catch (const std::exception& e) {  // e.g. bad_alloc: end this stream, keep serving
           std::fprintf(stderr, "zerfoo serve: stream failed: %s\n", e.what());

@@ -47,6 +47,9 @@ class Server {
   void Finished(zf_status st, std::chrono::steady_clock::time_point t0);
   static void StreamHeaders(httplib::Response& res);
   static bool SendEvent(httplib::DataSink& sink, const json& j);
+  // An error as the stream's last event, and the end of a stream ([DONE]).
+  static void SendStreamError(httplib::DataSink& sink, const ApiError& e);
+  static void EndStream(httplib::DataSink& sink);
   // A chat completion on its slot: one library chat turn, answered whole or streamed.
   void AnswerChat(std::shared_ptr<Request> r, Slot* slot, std::shared_ptr<SlotLease> lease, AnswerHeader header,
                   std::chrono::steady_clock::time_point t0, httplib::Response& res);

@@ -24,12 +24,7 @@ zf_status BeginTurn(Slot* slot, const Request& r, TurnPtr* out) {
   slot->chat_key.clear();  // until the turn is done
   slot->known = false;     // the session's tokens are the library's now
   std::vector<const char*> stops;
-  for (const std::string& x : r.stop) stops.push_back(x.c_str());
-  zf_generate_params gp = r.gp;
-  gp.stop = stops.empty() ? nullptr : stops.data();
-  gp.n_stop = stops.size();
-  gp.constraint = r.constraint_kind != ZF_CONSTRAINT_NONE ? r.constraint.c_str() : nullptr;
-  gp.constraint_kind = r.constraint_kind;
+  const zf_generate_params gp = r.GenerateParams(&stops);
   zf_turn_params p;
   zf_turn_params_init(&p, sizeof p);
   p.request_json = r.turn_request.c_str();

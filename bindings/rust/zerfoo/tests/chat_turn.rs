@@ -5,11 +5,11 @@ mod common;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-use common::model;
+use common::{model, tools};
 use zerfoo::serde_json::{self, json, Value};
 use zerfoo::{
     AssistantMessage, ChatRequest, Constraint, ErrorCode, FinishReason, GenerateOptions, Message,
-    ResponseFormat, Session, SessionOptions, StopReason, Tool, ToolChoice, TurnDone, TurnEvent,
+    ResponseFormat, Session, SessionOptions, StopReason, ToolChoice, TurnDone, TurnEvent,
     TurnOptions,
 };
 
@@ -27,23 +27,6 @@ fn greedy(max_tokens: u32) -> TurnOptions {
         generate: GenerateOptions::greedy(max_tokens),
         ..Default::default()
     }
-}
-
-fn tools() -> Vec<Tool> {
-    vec![
-        Tool::new(
-            "get_weather",
-            "Get the current weather in a city",
-            json!({"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"]}),
-        ),
-        Tool::new(
-            "get_time",
-            "Get the current time in a time zone",
-            json!({"type": "object", "properties": {"timezone": {"type": "string"}},
-                   "required": ["timezone"]}),
-        ),
-    ]
 }
 
 fn required_keys(tool: &str) -> &'static [&'static str] {

@@ -2,11 +2,10 @@
 //! evaluate, rendered as the turn renders it.
 mod common;
 
-use common::model;
-use zerfoo::serde_json::json;
+use common::{model, tools};
 use zerfoo::{
-    ChatMessage, ChatRequest, ErrorCode, GenerateOptions, Message, SessionOptions, Tool,
-    ToolChoice, TurnOptions,
+    ChatMessage, ChatRequest, ErrorCode, GenerateOptions, Message, SessionOptions, ToolChoice,
+    TurnOptions,
 };
 
 fn template_file(stem: &str) -> String {
@@ -14,23 +13,6 @@ fn template_file(stem: &str) -> String {
         .join("../../../tests/data/chat_templates/templates")
         .join(format!("{stem}.jinja"));
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-fn tools() -> Vec<Tool> {
-    vec![
-        Tool::new(
-            "get_weather",
-            "Get the current weather in a city",
-            json!({"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"]}),
-        ),
-        Tool::new(
-            "get_time",
-            "Get the current time in a time zone",
-            json!({"type": "object", "properties": {"timezone": {"type": "string"}},
-                   "required": ["timezone"]}),
-        ),
-    ]
 }
 
 #[test]

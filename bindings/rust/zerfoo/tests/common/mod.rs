@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use zerfoo::{Model, ModelOptions};
+use zerfoo::serde_json::json;
+use zerfoo::{Model, ModelOptions, Tool};
 
 pub const PROMPT: &str = "The capital of France is";
 
@@ -40,6 +41,24 @@ pub fn model() -> Option<&'static Model> {
             model_path().map(|p| Model::load(p, &opts).expect("load the test model"))
         })
         .as_ref()
+}
+
+/// The two tools the chat-turn tests offer: get_weather(city) and get_time(timezone).
+pub fn tools() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "get_weather",
+            "Get the current weather in a city",
+            json!({"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"]}),
+        ),
+        Tool::new(
+            "get_time",
+            "Get the current time in a time zone",
+            json!({"type": "object", "properties": {"timezone": {"type": "string"}},
+                   "required": ["timezone"]}),
+        ),
+    ]
 }
 
 /// Decodes the "text" member of the CLI's --json output (a JSON string).

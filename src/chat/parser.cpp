@@ -265,7 +265,7 @@ std::string Dump(const Json& v) { return v.dump(-1, ' ', false, Json::error_hand
 // the position after the arguments when they ended, or npos (with *ran_out when the text ended
 // inside them).
 size_t ReadXmlArgsPartial(std::string_view text, size_t i, const ToolCallFormat& f, const Json& tools,
-                          const std::string& name, std::string* out, bool* ran_out) {
+                          const std::string& name, std::string* out, bool* ran_out, bool* open_string = nullptr) {
   Json args = Json::object();
   auto body = [&] {
     std::string s = Dump(args);
@@ -315,12 +315,10 @@ size_t ReadXmlArgsPartial(std::string_view text, size_t i, const ToolCallFormat&
       // A string value so far; other types are said once complete. A repeated key is dropped.
       if (type != "string" || args.contains(key)) break;
       std::string_view v = TrimLeft(text.substr(k));
-      if (v.size() < kCdataOpen.size() && kCdataOpen.substr(0, v.size()) == v) {
-        v = std::string_view();  // may be a CDATA section starting
-      } else if (v.substr(0, kCdataOpen.size()) == kCdataOpen) {
-        v.remove_prefix(kCdataOpen.size());
-        const size_t e = v.find(kCdataClose);
-        v = e != std::string_view::npos ? v.substr(0, e) : v.substr(0, v.size() - PartialSuffix(v, kCdataClose));
+      if (v.substr(0, kCdataOpen.size()) == kCdataOpen.substr(0, std::min(v.size(), kCdataOpen.size()))) {
+        // A CDATA section (or its start): said once complete, since text after its close
+        // would make the whole value raw text (ReadXmlArgs).
+        v = std::string_view();
       } else {
         v = v.substr(0, v.size() - PartialSuffix(v, close));
       }
@@ -331,6 +329,7 @@ size_t ReadXmlArgsPartial(std::string_view text, size_t i, const ToolCallFormat&
       value.pop_back();  // the closing quote
       *out = head + Dump(Json(key)) + ":" + value;
       *ran_out = true;
+      if (open_string) *open_string = true;
       return std::string_view::npos;
     }
     if (!args.contains(key)) {
@@ -367,10 +366,10 @@ bool Offered(const Json& tools, const std::string& name) {
 bool MatchPartialCall(std::string_view text, size_t i, const ToolCallFormat& f, const Json& tools, ToolCall* call,
                       CallScan* scan = nullptr) {
   bool ran_out = false, has_id = false;
-  size_t name_end = std::string_view::npos, args_begin = std::string_view::npos;
+  size_t name_end = std::string_view::npos, args_begin = std::string_view::npos, xml_args = std::string_view::npos;
   for (const Piece& p : f.call) has_id = has_id || p.kind == Piece::kId;
   auto done = [&](bool reported) {
-    if (scan) scan->ran_out = ran_out, scan->args_begin = args_begin;
+    if (scan) scan->ran_out = ran_out, scan->args_begin = args_begin, scan->xml_args = xml_args;
     return reported;
   };
   for (const Piece& p : f.call) {
@@ -399,6 +398,7 @@ bool MatchPartialCall(std::string_view text, size_t i, const ToolCallFormat& f, 
           return done(false);
         }
         if (f.args == ArgsStyle::kXml) {
+          xml_args = i;
           i = ReadXmlArgsPartial(text, i, f, tools, call->name, &call->arguments, &ran_out);
           break;
         }
@@ -438,10 +438,31 @@ size_t MatchCall(std::string_view text, size_t i, const ToolCallFormat& f, const
                  bool lenient = false, CallScan* scan = nullptr, size_t first_piece = 0) {
   CallScan local;
   CallScan& sc = scan ? *scan : local;
+  // Lenient, XML arguments of an offered tool reached (a stream has sent the call): the text
+  // ending inside them ends the call there, its arguments what could be said of them (a string
+  // value so far, closed); what follows them not matching ends the call after them.
+  size_t xml_end = std::string_view::npos;
+  auto xml_cut = [&]() -> size_t {
+    if (!lenient || sc.xml_args == std::string_view::npos || !Offered(tools, call->name)) return std::string_view::npos;
+    std::string so_far;
+    bool ran_out = false, open_string = false;
+    if (ReadXmlArgsPartial(text, sc.xml_args, f, tools, call->name, &so_far, &ran_out, &open_string) ==
+            std::string_view::npos && ran_out) {
+      call->arguments = so_far + (open_string ? "\"}" : "}");
+      sc.cut = sc.ran_out = true;
+      return text.size();
+    }
+    return std::string_view::npos;
+  };
   auto fail = [&] {
     if (lenient && sc.args_end != std::string_view::npos) {
       sc.cut = true;
       return sc.args_end;
+    }
+    if (const size_t e = xml_cut(); e != std::string_view::npos) return e;
+    if (lenient && xml_end != std::string_view::npos && Offered(tools, call->name)) {
+      sc.cut = true;
+      return xml_end;
     }
     return std::string_view::npos;
   };
@@ -484,12 +505,14 @@ size_t MatchCall(std::string_view text, size_t i, const ToolCallFormat& f, const
           if (i != std::string_view::npos && sc.args_begin != std::string_view::npos) sc.args_end = i;
           break;
         }
-        i = ReadXmlArgs(text, i, f, tools, call->name, &call->arguments);
+        sc.xml_args = i;
+        i = xml_end = ReadXmlArgs(text, i, f, tools, call->name, &call->arguments);
         break;
     }
     if (i == std::string_view::npos) return fail();
   }
-  return i;
+  if (const size_t e = xml_cut(); e != std::string_view::npos) return e;  // what matched after the
+  return i;                                                                  // arguments is a parameter cut short
 }
 
 // The first word (non-space run) a tool-call block starts with: where the parser looks for
@@ -886,9 +909,10 @@ CallRead ReadCallAt(std::string_view text, size_t pos, size_t index, const ChatF
   r.result = CallRead::kIncomplete;
   r.args_begin = ps.args_begin;
   if (r.args_begin == std::string_view::npos && scan.args_end == std::string_view::npos) r.args_begin = scan.args_begin;
-  r.certain = reported && ps.args_begin != std::string_view::npos;
+  r.certain = reported && (ps.args_begin != std::string_view::npos || ps.xml_args != std::string_view::npos);
   r.call.name = std::move(partial.name);
   r.call.id = std::move(partial.id);
+  if (reported && ps.xml_args != std::string_view::npos) r.call.arguments = std::move(partial.arguments);
   return r;
 }
 

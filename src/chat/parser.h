@@ -36,7 +36,8 @@ struct ParsedMessage {
 // A final parse is lenient where a stream has already sent what it read (chat/stream_parser.h):
 // a call whose JSON arguments began is a call, its arguments the object's text as written (valid
 // JSON or not, cut short when generation stopped inside it), ending after them when what follows
-// does not match the rest of the call's pattern.
+// does not match the rest of the call's pattern. So is a call of an offered tool whose XML
+// arguments were reached: cut short inside them, its arguments are the partial parse's, closed.
 ParsedMessage ParseAssistant(std::string_view text, const ChatFormat& format, const nlohmann::ordered_json& tools,
                              bool partial = false);
 
@@ -71,6 +72,8 @@ struct CallScan {
   size_t args_begin = std::string_view::npos;    // JSON arguments: where their '{' is
   size_t args_end = std::string_view::npos;      // and where they end, when complete
   bool cut = false;  // lenient: what follows the arguments did not match; the call ends at args_end
+                     // (XML arguments: after them, or at the text's end where it ended inside them)
+  size_t xml_args = std::string_view::npos;  // XML arguments: where they start, once reached
 };
 
 // One call of a block read from a text that may still grow (chat/stream_parser.h): at `pos`, the
@@ -79,9 +82,10 @@ struct CallRead {
   enum Result { kMismatch, kIncomplete, kComplete } result = kMismatch;
   size_t begin = std::string_view::npos;  // where the call starts (after the open or separator)
   ToolCall call;  // kComplete: the call as the final parse reads it; kIncomplete: name and id so far
-                  // (ids the format writes none of are left empty: DerivedId(text[0, begin)))
+                  // (ids the format writes none of are left empty: DerivedId(text[0, begin))), and
+                  // for XML arguments, once certain, what can be said of them (a prefix of the final)
   size_t end = std::string_view::npos;         // kComplete: after the call
-  bool certain = false;  // kIncomplete: the final parse will list the call (JSON arguments begun)
+  bool certain = false;  // kIncomplete: the final parse will list the call (JSON or XML arguments begun)
   size_t args_begin = std::string_view::npos;  // kIncomplete: its JSON arguments' '{', if begun
 };
 CallRead ReadCallAt(std::string_view text, size_t pos, size_t index, const ChatFormat& format,

@@ -234,7 +234,8 @@ bool StreamParser::StepContent(std::vector<Delta>* out) {
 
 // Calls of the block at call_pos_, one at a time (ReadCallAt): each sent once certain, its
 // JSON arguments passed on as they arrive and not read again: once they end, only what follows
-// them is (MatchCallAfterArgs).
+// them is (MatchCallAfterArgs). XML arguments: the call is re-read per piece and what the
+// partial parse says of them (a prefix of the final arguments) is sent as it grows.
 bool StreamParser::StepCalls(std::vector<Delta>* out) {
   if (call_index_ >= options_.max_calls) {
     phase_ = Phase::kHeld;  // later calls are dropped; what follows them is content (Finish)
@@ -274,7 +275,12 @@ bool StreamParser::StepCalls(std::vector<Delta>* out) {
   if (r.begin != kNpos) call_begin_ = rest_begin_ + r.begin;
   if (r.result == CallRead::kComplete) return CloseCall(std::move(r.call), r.end, out);
   if (r.certain && !call_open_) OpenCall(r.call, out);
-  if (r.args_begin == kNpos) return false;  // re-read with the next piece (the header is short)
+  if (r.args_begin == kNpos) {
+    // Re-read with the next piece: a header is short; XML arguments are the current call's,
+    // what can be said of them so far (a string value as it grows) sent as it grows.
+    if (call_open_) SendArgsGrowth(r.call.arguments, out);
+    return false;
+  }
   pending_ = std::move(r.call);
   args_begin_ = args_sent_ = args_fed_ = rest_begin_ + r.args_begin;
   args_scan_ = JsonValueScanner();
@@ -289,12 +295,7 @@ bool StreamParser::CloseCall(ToolCall call, size_t end, std::vector<Delta>* out)
     OpenCall(call, out);
     call.arguments = std::move(args);
   }
-  ToolCall& sent = message_.tool_calls.back();
-  const std::string_view more = Growth(sent.arguments, call.arguments);
-  if (!more.empty()) {
-    out->push_back({Delta::kToolArgs, call_index_, std::string(more), {}, {}});
-    sent.arguments.append(more);
-  }
+  SendArgsGrowth(call.arguments, out);
   call_pos_ = rest_begin_ + end;
   ++call_index_;
   call_open_ = false;
@@ -310,6 +311,14 @@ void StreamParser::OpenCall(const ToolCall& call, std::vector<Delta>* out) {
   out->push_back({Delta::kToolCall, call_index_, {}, c.id, c.name});
   message_.tool_calls.push_back(std::move(c));
   call_open_ = true;
+}
+
+void StreamParser::SendArgsGrowth(const std::string& now, std::vector<Delta>* out) {
+  ToolCall& sent = message_.tool_calls.back();
+  const std::string_view more = Growth(sent.arguments, now);
+  if (more.empty()) return;
+  out->push_back({Delta::kToolArgs, call_index_, std::string(more), {}, {}});
+  sent.arguments.append(more);
 }
 
 void StreamParser::SendArgs(size_t to, std::vector<Delta>* out) {

@@ -4,8 +4,11 @@
 // the message the final parse (ReadAssistant) reads from the whole turn.
 //
 // Re-read per piece, bounded: the current call of a block from its start while its header is
-// arriving (for XML, Python and object-literal arguments, the whole call, which those formats
-// say only once complete); after JSON arguments, what follows them.
+// arriving; for XML arguments (Qwen3-Coder, GLM, MiniMax) the whole current call, O(call) per
+// piece, whose partial parse is sent as it grows (complete parameters, a string value as it
+// arrives; a CDATA value once complete); for Python and object-literal arguments the whole call,
+// said once complete (no partial reader: their values are typed by how they end); after JSON
+// arguments, what follows them.
 // Held back until Finish: text after a block of calls, the generic JSON call form, harmony
 // (gpt-oss) turns, calls after <|python_tag|> (Llama 3.x, whose tag may still turn a block of
 // calls into content) and formats whose calls the generation prompt opened (no marker).
@@ -86,6 +89,8 @@ class StreamParser {
   // Sends text_[*sent, to) as content or reasoning (to backed off to a character boundary).
   void Send(Delta::Kind kind, size_t* sent, size_t to, std::vector<Delta>* out);
   void SendArgs(size_t to, std::vector<Delta>* out);
+  // Sends what `now` (the current call's arguments so far) adds to what was sent of them.
+  void SendArgsGrowth(const std::string& now, std::vector<Delta>* out);
   void OpenCall(const ToolCall& call, std::vector<Delta>* out);
   bool CloseCall(ToolCall call, size_t end, std::vector<Delta>* out);
 

@@ -134,7 +134,7 @@ std::string Report(const std::vector<std::string>& failures) {
 
 TEST(ChatStream, CorpusEverySplitAndPolicy) {
   std::vector<std::string> failures;
-  int texts = 0, calls = 0, streamed_args = 0;
+  int texts = 0, calls = 0, streamed_args = 0, xml_calls = 0, xml_streamed = 0;
   for (const fs::path& p : CorpusFiles()) {
     for (const bool thinking : {false, true}) {
       if (thinking && ReadFile(p.string()).find("enable_thinking") == std::string::npos) continue;
@@ -150,8 +150,8 @@ TEST(ChatStream, CorpusEverySplitAndPolicy) {
         CheckAllWays(label, text, tpl.format, kTools, &failures);
         // Also without tools offered (the generic form is then not looked for).
         CheckAllWays(label + " (no tools)", text, tpl.format, Json(), &failures);
-        // JSON arguments pass through as they arrive: count the calls whose arguments were
-        // sent before the call was complete.
+        // JSON arguments pass through as they arrive, XML ones as their partial parse grows:
+        // count the calls whose arguments were sent before the call was complete.
         StreamParser sp(tpl.format, kTools, ReadOptions());
         std::vector<Delta> deltas;
         for (const std::string& piece : Split(text, 0)) sp.Push(piece, &deltas);
@@ -160,13 +160,19 @@ TEST(ChatStream, CorpusEverySplitAndPolicy) {
         sp.Finish(&deltas);
         calls += !sp.message().tool_calls.empty();
         streamed_args += early;
+        if (tpl.format.tools.args == zf::chat::ArgsStyle::kXml) {
+          xml_calls += !sp.message().tool_calls.empty();
+          xml_streamed += early;
+        }
       }
     }
   }
   EXPECT_TRUE(failures.empty()) << failures.size() << " failures:\n" << Report(failures);
-  std::printf("turns: %d, with calls: %d, arguments streamed before the end: %d\n", texts, calls, streamed_args);
+  std::printf("turns: %d, with calls: %d, arguments streamed before the end: %d (XML: %d of %d)\n", texts, calls,
+              streamed_args, xml_streamed, xml_calls);
   EXPECT_GE(texts, 400);
   EXPECT_GE(streamed_args, 40);
+  EXPECT_GE(xml_streamed, 100);
 }
 
 zf::chat::ChatFormat Format(const std::string& stem) {
@@ -206,7 +212,27 @@ TEST(ChatStream, HandWrittenTurns) {
       {"Qwen3-Coder",
        {"Let me look.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nZürich\n</parameter>\n<parameter=days>\n3\n"
         "</parameter>\n</function>\n</tool_call>",
-        "<tool_call>\n<function=get_weather>\n<parameter=city>\nZür"}},
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nZür",  // generation stopped in a value
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nZürich\n</param",
+        "<tool_call>\n<function=get_weather>\n<parameter=days>\n1",  // in a value said once complete
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\nthen prose</function>\n</tool_call>",
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\na\n</parameter>\n<parameter=city>\nb\n</parameter>\n"
+        "</function>\n</tool_call>",  // a repeated key keeps its first value
+        "<tool_call>\n<function=get_weather>\n<parameter=>\nx\n</parameter>\n</function>\n</tool_call>",  // no key
+        "<tool_call>\n<function=nope>\n<parameter=city>\nx\n</parameter>\n</function>\n</tool_call>",
+        "<tool_call>\n<function=nope>\n<parameter=city>\nx",
+        "<tool_call>\n<function=search_web>\n<parameter=query>\nline one\n\nline </para two\n</parameter>\n</function>\n"
+        "</tool_call>\n<tool_call>\n<function=get_weather>\n<parameter=city>\nLima\n</parameter>\n</function>\n</tool_call>"}},
+      {"GLM-4.6",
+       {"<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris, the city of light</arg_value>\n</tool_call>",
+        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Par"}},
+      {"MiniMax-M2",
+       {"<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Paris, the city of light</parameter>\n"
+        "</invoke>\n</minimax:tool_call>",
+        "<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Pa"}},
+      {"openbmb-MiniCPM5-1B",
+       {"<tool_call>\n<function=get_weather>\n<parameter=city>\n<![CDATA[a < b]]>\n</parameter>\n</function>\n</tool_call>",
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\n<![CDATA[a]]>b\n</parameter>\n</function>\n</tool_call>"}},
       {"google-gemma-2-2b-it", {"```json\n{\"name\": \"search_web\", \"arguments\": {\"query\": \"zerfoo\"}}\n```"}},
   };
   std::vector<std::string> failures;
@@ -256,6 +282,46 @@ TEST(ChatStream, SendsWhatIsCertainAsItArrives) {
   EXPECT_EQ(sp.message().content, "Let me check.");
   ASSERT_EQ(sp.message().tool_calls.size(), 1u);
   EXPECT_EQ(sp.message().tool_calls[0].arguments, "{\"city\": \"Paris\"}");
+}
+
+// XML-style arguments (Qwen3-Coder) are sent as they grow: complete parameters, and a string
+// value as it arrives (whitespace and what may be the close marker held back), each fragment a
+// prefix of the final arguments.
+TEST(ChatStream, XmlArgumentsArriveAsTheyGrow) {
+  const zf::chat::ChatFormat f = Format("Qwen3-Coder");
+  std::string poem;
+  for (int k = 0; k < 40; ++k) poem += "line " + std::to_string(k) + " of a long query, with \"quotes\" & <tags>\n";
+  const std::string text = "Searching.\n<tool_call>\n<function=search_web>\n<parameter=query>\n" + poem +
+                           "</parameter>\n</function>\n</tool_call>";
+  std::vector<std::string> failures;
+  CheckAllWays("Qwen3-Coder long value", text, f, kTools, &failures);
+  EXPECT_TRUE(failures.empty()) << Report(failures);
+  for (int how : {0, 1, 2}) {
+    StreamParser sp(f, kTools, ReadOptions());
+    std::vector<Delta> d;
+    int fragments = 0;
+    std::string sent;
+    for (const std::string& piece : Split(text, how)) {
+      const size_t before = d.size();
+      sp.Push(piece, &d);
+      for (size_t k = before; k < d.size(); ++k) {
+        if (d[k].kind == Delta::kToolArgs) ++fragments, sent += d[k].text;
+      }
+    }
+    const std::string before_finish = sent;
+    sp.Finish(&d);
+    ASSERT_EQ(sp.message().tool_calls.size(), 1u);
+    const std::string& args = sp.message().tool_calls[0].arguments;
+    EXPECT_EQ(args, Json({{"query", poem.substr(0, poem.size() - 1)}}).dump());
+    // Split into many pieces, the value arrives in many fragments, all before the turn ends.
+    EXPECT_GT(fragments, how == 0 ? 1000 : 100) << "split " << how;
+    EXPECT_EQ(before_finish, args) << "split " << how;
+  }
+  // Cut short inside the value: the final parse keeps the call, its value so far.
+  const ParsedMessage cut = zf::chat::ParseAssistant(text.substr(0, text.find("line 3 ")), f, kTools);
+  ASSERT_EQ(cut.tool_calls.size(), 1u);
+  EXPECT_EQ(cut.tool_calls[0].arguments, Json({{"query", poem.substr(0, poem.find("\nline 3 "))}}).dump());
+  EXPECT_EQ(cut.content, "Searching.");
 }
 
 // The final parse's rules that make it agree with a stream: whitespace at the content's start

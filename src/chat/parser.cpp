@@ -279,7 +279,7 @@ size_t ReadXmlArgsPartial(std::string_view text, size_t i, const ToolCallFormat&
     size_t j = MatchLiteralPartial(text, i, f.param_open, &ro);
     if (j == std::string_view::npos) {
       if (!ro) {
-        *out = Dump(args);
+        if (out) *out = Dump(args);
         return i;  // no more parameters
       }
       break;
@@ -323,13 +323,14 @@ size_t ReadXmlArgsPartial(std::string_view text, size_t i, const ToolCallFormat&
         v = v.substr(0, v.size() - PartialSuffix(v, close));
       }
       while (!v.empty() && IsSpace(v.back())) v.remove_suffix(1);
+      *ran_out = true;
+      if (open_string) *open_string = true;
+      if (!out) return std::string_view::npos;
       std::string head = body();
       if (!args.empty()) head += ",";
       std::string value = Dump(Json(std::string(WholeUtf8Prefix(v))));
       value.pop_back();  // the closing quote
       *out = head + Dump(Json(key)) + ":" + value;
-      *ran_out = true;
-      if (open_string) *open_string = true;
       return std::string_view::npos;
     }
     if (!args.contains(key)) {
@@ -343,7 +344,7 @@ size_t ReadXmlArgsPartial(std::string_view text, size_t i, const ToolCallFormat&
       break;
     }
   }
-  *out = body();
+  if (out) *out = body();
   *ran_out = true;
   return std::string_view::npos;
 }
@@ -444,11 +445,14 @@ size_t MatchCall(std::string_view text, size_t i, const ToolCallFormat& f, const
   size_t xml_end = std::string_view::npos;
   auto xml_cut = [&]() -> size_t {
     if (!lenient || sc.xml_args == std::string_view::npos || !Offered(tools, call->name)) return std::string_view::npos;
-    std::string so_far;
     bool ran_out = false, open_string = false;
-    if (ReadXmlArgsPartial(text, sc.xml_args, f, tools, call->name, &so_far, &ran_out, &open_string) ==
+    if (ReadXmlArgsPartial(text, sc.xml_args, f, tools, call->name, nullptr, &ran_out, &open_string) ==
             std::string_view::npos && ran_out) {
-      call->arguments = so_far + (open_string ? "\"}" : "}");
+      std::string so_far;  // read again only where wanted: a long value's JSON is most of the cost
+      if (!sc.skip_cut_args) {
+        ReadXmlArgsPartial(text, sc.xml_args, f, tools, call->name, &so_far, &ran_out);
+        call->arguments = so_far + (open_string ? "\"}" : "}");
+      }
       sc.cut = sc.ran_out = true;
       return text.size();
     }
@@ -889,6 +893,7 @@ CallRead ReadCallAt(std::string_view text, size_t pos, size_t index, const ChatF
   }
   r.begin = j;
   CallScan scan;
+  scan.skip_cut_args = true;  // such a call is incomplete: MatchPartialCall reads its arguments
   ToolCall c;
   const size_t e = MatchCall(text, j, f, tools, &c, /*lenient=*/true, &scan);
   // A call that reaches the end of the text may go on where its last piece is a word or XML

@@ -74,6 +74,8 @@ struct CallScan {
   bool cut = false;  // lenient: what follows the arguments did not match; the call ends at args_end
                      // (XML arguments: after them, or at the text's end where it ended inside them)
   size_t xml_args = std::string_view::npos;  // XML arguments: where they start, once reached
+  bool skip_cut_args = false;  // in: a call cut short inside XML arguments leaves its arguments
+                               // unread (the caller reads them as a partial call)
 };
 
 // One call of a block read from a text that may still grow (chat/stream_parser.h): at `pos`, the

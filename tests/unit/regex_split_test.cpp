@@ -272,7 +272,10 @@ TEST(RegexSplitTest, LongInputsAreFast) {
     }
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_LT(secs, 10.0);  // typically well under a second in Release
+  // Bounds catastrophic (quadratic or backtracking) behaviour, not speed: that would take hours on
+  // 200k-character inputs. Well under a second in Release; the aarch64 stage runs this under qemu
+  // (12.7 s measured on a loaded 2-core machine), hence the wide margin.
+  EXPECT_LT(secs, 120.0);
 
   // Spot checks of the results on the long inputs.
   auto gpt2 = MustCompile(patterns[0]);

@@ -168,7 +168,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   zf::fuzz::Check(zf::IsValidUtf8(out), "the message is valid UTF-8");
   for (const auto& c : m.tool_calls) {
     // A final parse keeps a call whose JSON arguments began as the model wrote them (a stream
-    // sent them): an object's text, complete or not.
+    // sent them): an object's text, complete or not; one cut short in XML arguments is closed.
     const Json args = Json::parse(c.arguments, nullptr, false);
     zf::fuzz::Check(partial || (!args.is_discarded() && args.is_object()) || c.arguments.rfind('{', 0) == 0,
                     "arguments are a JSON object or an object's text");

@@ -1156,7 +1156,10 @@ typedef struct zf_turn zf_turn;
 #define ZF_TURN_DONE 6       /**< The last event: finish_reason, stop_reason and the usage. */
 /** @} */
 
-/** @name Finish reasons (zf_turn_event.finish_reason, OpenAI's names) @{ */
+/**
+ * @name Finish reasons (zf_turn_event.finish_reason, OpenAI's names)
+ * @{
+ */
 #define ZF_FINISH_STOP 0       /**< The model ended the turn (or a stop string, or the caller). */
 #define ZF_FINISH_LENGTH 1     /**< max_tokens or the context ended it. */
 #define ZF_FINISH_TOOL_CALLS 2 /**< The turn ended with tool calls to run. */
@@ -1181,8 +1184,8 @@ typedef struct zf_turn_event {
       (n_logprobs > 0 only; else NULL): n_logprobs entries, logprob_stride per token (the
       chosen token, then its alternatives), as zf_session_logprobs() lays them out. */
   const zf_token_logprob* logprobs;
-  size_t n_logprobs;
-  size_t logprob_stride;
+  size_t n_logprobs;       /**< Entries in logprobs (0 when none). */
+  size_t logprob_stride;   /**< Entries per token in logprobs: 1 + the alternatives (0 when none). */
   int32_t stop_reason;     /**< DONE: ZF_STOP_*. */
   int32_t n_prompt;        /**< DONE: the rendered prompt's tokens. */
   int32_t n_cached;        /**< DONE: of those, not evaluated again (kept in the session from

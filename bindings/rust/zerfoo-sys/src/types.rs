@@ -330,7 +330,9 @@ pub struct zf_turn_event {
     pub tool_name: *const ::core::ffi::c_char,
     #[doc = " The log-probabilities of the tokens generated since the previous event that carried any\n(n_logprobs > 0 only; else NULL): n_logprobs entries, logprob_stride per token (the\nchosen token, then its alternatives), as zf_session_logprobs() lays them out."]
     pub logprobs: *const zf_token_logprob,
+    #[doc = "< Entries in logprobs (0 when none)."]
     pub n_logprobs: usize,
+    #[doc = "< Entries per token in logprobs: 1 + the alternatives (0 when none)."]
     pub logprob_stride: usize,
     #[doc = "< DONE: ZF_STOP_*."]
     pub stop_reason: i32,

@@ -52,12 +52,7 @@ zf_status Generate(Slot* slot, const Request& r, const EmitFn& emit, Clock::time
     if (done) break;
     ++n_pieces;
     slot->kv_tokens = int32_t(r.prompt.size() + n_pieces);
-    const Clock::time_point now = Clock::now();
-    const double dt = std::chrono::duration<double>(now - last).count();
-    if (first) metrics->ttft.Observe(dt);
-    else metrics->itl.Observe(dt);
-    first = false;
-    last = now;
+    metrics->ObserveOutput(&last, &first);
     const std::string piece(buf.data(), len);
     out->text += piece;
     piece_lps.clear();

@@ -4,6 +4,7 @@
 #define ZERFOO_CLI_SERVE_METRICS_H
 
 #include <atomic>
+#include <chrono>
 
 #include "zerfoo.h"
 #include <cstdint>
@@ -38,6 +39,16 @@ struct ServeMetrics {
   std::atomic<uint64_t> n_embed_requests{0}, n_embed_inputs{0}, n_embed_tokens{0};
   std::atomic<uint64_t> n_rerank_requests{0}, n_rerank_documents{0};
   Histogram ttft, itl, e2e;
+
+  // Output arriving: the first observation of a request is its time to first token (from
+  // *last = its arrival), each later one an inter-token latency.
+  void ObserveOutput(std::chrono::steady_clock::time_point* last, bool* first) {
+    const auto now = std::chrono::steady_clock::now();
+    const double dt = std::chrono::duration<double>(now - *last).count();
+    (*first ? ttft : itl).Observe(dt);
+    *first = false;
+    *last = now;
+  }
 };
 
 // The gauges of one /metrics scrape, read by the server under its locks.

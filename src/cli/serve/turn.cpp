@@ -72,12 +72,7 @@ zf_status DriveTurn(zf_turn* turn, Slot* slot, const Request& r, const TurnEmitF
       metrics->n_drafted += uint64_t(e.n_drafted);
       metrics->n_draft_accepted += uint64_t(e.n_accepted);
     } else {
-      const Clock::time_point now = Clock::now();
-      const double dt = std::chrono::duration<double>(now - last).count();
-      if (first) metrics->ttft.Observe(dt);
-      else metrics->itl.Observe(dt);
-      first = false;
-      last = now;
+      metrics->ObserveOutput(&last, &first);
     }
     if (!emit(d)) {  // the client went away: the turn stops, what was generated stays in the session
       out->client_gone = true;

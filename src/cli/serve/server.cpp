@@ -265,7 +265,7 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
   StreamHeaders(res);
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, r, slot, lease, header, limits, chat, t0, finish](size_t, httplib::DataSink& sink) {
+      [this, r, slot, lease, header, limits, t0, finish](size_t, httplib::DataSink& sink) {
         try {
           auto send = [&sink](const json& j) { return SendEvent(sink, j); };
           ChunkBuilder chunks(model_.get(), *r, header);

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "gguf/ggml_types.h"
+#include "common/ggml_types.h"
 
 namespace zf::gguf {
 

@@ -34,7 +34,7 @@
 
 #include "quant/packed.h"  // kPackRows: the same 16-row interleave as the decode layout
 #include "quant/packed_layout.h"
-#include "gguf/ggml_types.h"
+#include "common/ggml_types.h"
 
 namespace zf::quant {
 

@@ -7,7 +7,7 @@
 #include <type_traits>
 
 #include "quant/blocks.h"
-#include "gguf/ggml_types.h"
+#include "common/ggml_types.h"
 
 namespace zf::quant {
 

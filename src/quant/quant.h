@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "gguf/ggml_types.h"
+#include "common/ggml_types.h"
 
 namespace zf::quant {
 

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "gguf/ggml_types.h"
+#include "common/ggml_types.h"
 
 namespace zf::quant {
 

@@ -1,5 +1,5 @@
 // Block layouts of the GGML types (sizes from the GGUF format's block structs).
-#include "gguf/ggml_types.h"
+#include "common/ggml_types.h"
 
 namespace zf {
 namespace {

@@ -1,5 +1,5 @@
 // GGML tensor types as stored in GGUF files: ids (stable, from the file format) and block layout.
-// Part of the file format layer (gguf/), which the quant kernels build on, not the other way round.
+// Shared by the file format (gguf/) and the quant kernels (quant/): it lives below both.
 #pragma once
 
 #include <cstddef>

@@ -43,10 +43,10 @@ std::string ErrorBody(const ApiError& e) {
   return Dump(json{{"error", {{"message", e.message}, {"type", e.type}, {"code", e.code}}}});
 }
 
-void SendError(httplib::Response& res, const ApiError& e) {
+void SendError(httplib::Response& res, const ApiError& e, std::string (*format)(const ApiError&)) {
   res.status = e.status;
   if (e.status == 503) res.set_header("Retry-After", "1");
-  res.set_content(ErrorBody(e), "application/json");
+  res.set_content(format(e), "application/json");
 }
 
 }  // namespace cli::serve

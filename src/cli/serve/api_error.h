@@ -43,8 +43,9 @@ std::string Dump(const json& j);
 // {"error": {"message", "type", "code"}}.
 std::string ErrorBody(const ApiError& e);
 
-// Sets the status and the error body (and Retry-After on a 503).
-void SendError(httplib::Response& res, const ApiError& e);
+// Sets the status and the error body in an API's shape (OpenAI's ErrorBody unless given; and
+// Retry-After on a 503).
+void SendError(httplib::Response& res, const ApiError& e, std::string (*format)(const ApiError&) = ErrorBody);
 
 }  // namespace cli::serve
 

@@ -2,7 +2,6 @@
 #include "request.h"
 
 #include <algorithm>
-#include <type_traits>
 
 #include "../common.h"
 #include "api_error.h"
@@ -108,23 +107,6 @@ void ParseConstraint(const json& body, const zf_model* model, bool chat, Request
   }
 }
 
-
-// Reads an optional number field; throws a 400 on a wrong type.
-template <class T>
-bool GetNumber(const json& body, const char* key, T* out) {
-  auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return false;
-  if (!it->is_number()) throw BadRequest("invalid_type", std::string("'") + key + "' must be a number");
-  if (std::is_integral<T>::value && !it->is_number_integer() && !it->is_number_unsigned()) {
-    throw BadRequest("invalid_type", std::string("'") + key + "' must be an integer");
-  }
-  if (std::is_integral<T>::value && it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(INT64_MAX)) {
-    *out = T(INT64_MAX);  // past int64: as large as it gets, for the range check
-    return true;
-  }
-  *out = it->get<T>();
-  return true;
-}
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "api_error.h"
@@ -13,6 +14,13 @@
 #include "zerfoo.h"
 
 namespace cli::serve {
+
+// The fields an answer, and every event of a streamed one, repeats.
+struct AnswerHeader {
+  std::string id;       // "chatcmpl-N", "cmpl-N", "msg_N", "resp_N", ...
+  int64_t created = 0;  // Unix seconds
+  std::string model;    // the served alias
+};
 
 // Parsed sampling/request parameters of one completion request.
 struct Request {
@@ -60,6 +68,24 @@ struct RequestContext {
 // parallel_tool_calls, response_format, reasoning_format, chat_template_kwargs, documents): the
 // library checks them. Throws ApiError when `messages` is missing.
 std::string TurnRequestJson(const json& body);
+
+// Reads an optional number field of a body (every API's parser uses it); false when absent or
+// null; throws a 400 naming the field on a wrong type.
+template <class T>
+bool GetNumber(const json& body, const char* key, T* out) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return false;
+  if (!it->is_number()) throw BadRequest("invalid_type", std::string("'") + key + "' must be a number");
+  if (std::is_integral<T>::value && !it->is_number_integer() && !it->is_number_unsigned()) {
+    throw BadRequest("invalid_type", std::string("'") + key + "' must be an integer");
+  }
+  if (std::is_integral<T>::value && it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(INT64_MAX)) {
+    *out = T(INT64_MAX);  // past int64: as large as it gets, for the range check
+    return true;
+  }
+  *out = it->get<T>();
+  return true;
+}
 
 // Parses a completion (`chat` false: "prompt") or chat completion ("messages") body; throws
 // ApiError.

@@ -17,7 +17,11 @@
 #include "embeddings.h"
 #include "generate.h"
 #include "model_text.h"
-#include "streaming.h"
+#include "anthropic_api.h"
+#include "infill_api.h"
+#include "ollama_api.h"
+#include "openai_api.h"
+#include "responses_api.h"
 
 namespace cli::serve {
 
@@ -69,15 +73,6 @@ int SlotsForMemory(const zf_model_summary& info, int n_ctx, int slots) {
   return int(std::max<uint64_t>(1, std::min<uint64_t>(uint64_t(slots), avail / 2 / per_slot)));
 }
 
-// The routes and their methods, for a 405 with Allow on a known path.
-const std::pair<const char*, const char*> kRouteMethods[] = {
-    {"/health", "GET, HEAD"},         {"/metrics", "GET, HEAD"},          {"/v1/models", "GET, HEAD"},
-    {"/v1/chat/completions", "POST"}, {"/chat/completions", "POST"},      {"/v1/completions", "POST"},
-    {"/completions", "POST"},         {"/v1/embeddings", "POST"},         {"/embeddings", "POST"},
-    {"/v1/rerank", "POST"},           {"/rerank", "POST"},                {"/v1/reranking", "POST"},
-    {"/reranking", "POST"},           {"/tokenize", "POST"},              {"/detokenize", "POST"},
-    {"/apply-template", "POST"}};
-
 }  // namespace
 
 void InstallSignalHandlers() {
@@ -103,20 +98,8 @@ void Server::StreamHeaders(httplib::Response& res) {
   res.set_header("X-Accel-Buffering", "no");
 }
 
-void Server::SendStreamError(httplib::DataSink& sink, const ApiError& e) {
-  const std::string line = SseEvent(ErrorBody(e));
-  sink.write(line.data(), line.size());
-}
-
-void Server::EndStream(httplib::DataSink& sink) {
-  const std::string done = SseEvent("[DONE]");
-  sink.write(done.data(), done.size());
-  sink.done();
-}
-
-bool Server::SendEvent(httplib::DataSink& sink, const json& j) {
-  const std::string line = SseEvent(Dump(j));
-  return sink.write(line.data(), line.size());
+bool Server::Write(httplib::DataSink& sink, const std::string& bytes) {
+  return bytes.empty() || sink.write(bytes.data(), bytes.size());
 }
 
 zf_status Server::Load() {
@@ -185,122 +168,118 @@ zf_status Server::Load() {
   return ZF_OK;
 }
 
-bool Server::Authorized(const httplib::Request& req, httplib::Response& res) {
+// The API key as OpenAI clients send it (Authorization: Bearer) or Anthropic's (x-api-key).
+bool Server::Authorized(const httplib::Request& req, httplib::Response& res, ErrorFormat fmt) {
   if (o_.api_key.empty()) return true;
   if (req.get_header_value("Authorization") == "Bearer " + o_.api_key) return true;
+  if (req.has_header("x-api-key") && req.get_header_value("x-api-key") == o_.api_key) return true;
   res.set_header("WWW-Authenticate", "Bearer");
-  SendError(res, {401, "invalid_request_error", "invalid_api_key", "missing or invalid API key"});
+  SendError(res, {401, "authentication_error", "invalid_api_key", "missing or invalid API key"}, fmt);
   return false;
 }
 
-bool Server::Ready(httplib::Response& res) {
+bool Server::Ready(httplib::Response& res, ErrorFormat fmt) {
   if (loaded_.load()) return true;
-  SendError(res, {503, "server_error", "loading", "the model is still loading"});
+  SendError(res, {503, "server_error", "loading", "the model is still loading"}, fmt);
   return false;
+}
+
+bool Server::Admit(const httplib::Request& req, httplib::Response& res, ErrorFormat fmt, bool generate) {
+  if (!Authorized(req, res, fmt) || !Ready(res, fmt)) return false;
+  if (generate && embed_only_) {
+    ++metrics_.n_requests_err;
+    SendError(res,
+              {501, "not_supported_error", "not_supported",
+               "model '" + o_.alias + "' is an embedding model: it cannot generate (use /v1/embeddings or /v1/rerank)"},
+              fmt);
+    return false;
+  }
+  return true;
 }
 
 RequestContext Server::Context() const {
   return RequestContext{model_.get(), o_.alias, o_.cache_prompt, info_.n_vocab, n_ctx_, o_.chat_template, o_.draft_max};
 }
 
-void Server::HandleCompletion(const httplib::Request& req, httplib::Response& res, bool chat) {
-  const Clock::time_point t0 = Clock::now();
-  if (!Authorized(req, res) || !Ready(res)) return;
-  if (embed_only_) {
-    ++metrics_.n_requests_err;
-    SendError(res, {501, "not_supported_error", "not_supported",
-                    "model '" + o_.alias + "' is an embedding model: it cannot generate (use /v1/embeddings or /v1/rerank)"});
-    return;
-  }
-  auto r = std::make_shared<Request>();
-  try {
-    *r = ParseCompletion(req.body, chat, Context());
-  } catch (const ApiError& e) {
-    ++metrics_.n_requests_err;
-    SendError(res, e);
-    return;
-  }
+ServedInfo Server::Info() const {
+  ServedInfo i;
+  i.alias = o_.alias;
+  i.path = o_.model;
+  i.loaded = loaded_;
+  i.embed_only = embed_only_;
+  i.n_ctx = n_ctx_;
+  i.slots = o_.parallel;
+  if (i.loaded) i.summary = info_;
+  return i;
+}
+
+AnswerHeader Server::Header(const std::string& prefix) {
+  AnswerHeader h;
+  h.id = prefix + std::to_string(++id_counter_);
+  h.created =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  h.model = o_.alias;
+  return h;
+}
+
+Slot* Server::TakeSlot(const Request& r, ErrorFormat fmt, httplib::Response& res) {
   ApiError err;
-  Slot* slot = slots_.Acquire(r->prompt, chat ? r->turn_messages.dump() : std::string(), &err);
+  Slot* slot = slots_.Acquire(r.prompt, r.chat ? r.turn_messages.dump() : std::string(), &err);
   if (slot == nullptr) {
     ++metrics_.n_rejected;
-    SendError(res, err);
-    return;
+    SendError(res, err, fmt);
   }
+  return slot;
+}
+
+void Server::AnswerText(std::shared_ptr<Request> r, std::shared_ptr<TextWriter> w, ErrorFormat fmt,
+                        Clock::time_point t0, httplib::Response& res) {
+  Slot* slot = TakeSlot(*r, fmt, res);
+  if (slot == nullptr) return;
   auto lease = std::shared_ptr<SlotLease>(new SlotLease{&slots_, slot});
-  AnswerHeader header;
-  header.id = std::string(chat ? "chatcmpl-" : "cmpl-") + std::to_string(++id_counter_);
-  header.created = std::chrono::duration_cast<std::chrono::seconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
-  header.model = o_.alias;
   const GenerateLimits limits{info_.n_vocab, n_ctx_};
   auto finish = [this, t0](zf_status st) { Finished(st, t0); };
-  if (chat) {
-    AnswerChat(r, slot, lease, header, t0, res);
-    return;
-  }
   if (o_.verbose) {
-    std::fprintf(stderr, "zerfoo serve: %s on slot %d, %zu prompt tokens\n", header.id.c_str(), slot->id,
-                 r->prompt.size());
+    std::fprintf(stderr, "zerfoo serve: completion on slot %d, %zu prompt tokens\n", slot->id, r->prompt.size());
   }
-
   if (!r->stream) {
     Outcome out;
     const zf_status st = Generate(
-        slot, *r, [](const std::string&, const std::vector<TokenLogprobs>&) { return true; }, t0, limits,
-        &metrics_, &out);
+        slot, *r, [](const std::string&, const std::vector<TokenLogprobs>&) { return true; }, t0, limits, &metrics_,
+        &out);
+    finish(st);
     if (st != ZF_OK) {
-      const ApiError e = GenerateError(st);
-      finish(st);
-      SendError(res, e);
+      SendError(res, GenerateError(st), fmt);
       return;
     }
-    finish(st);
-    res.set_content(Dump(CompletionJson(model_.get(), *r, header, out)), "application/json");
+    res.set_content(Dump(w->Whole(out)), "application/json");
     return;
   }
-
   // Streaming: the whole generation runs inside the content provider, on this worker thread.
   StreamHeaders(res);
   res.set_chunked_content_provider(
-      "text/event-stream",
-      [this, r, slot, lease, header, limits, t0, finish](size_t, httplib::DataSink& sink) {
+      w->StreamType(), [this, r, w, slot, lease, limits, t0, finish](size_t, httplib::DataSink& sink) {
         try {
-          auto send = [&sink](const json& j) { return SendEvent(sink, j); };
-          ChunkBuilder chunks(model_.get(), *r, header);
-          bool ok = true;
+          bool ok = Write(sink, w->Open());
           Outcome out;
           zf_status st = ZF_OK;
           if (ok) {
             st = Generate(
                 slot, *r,
                 [&](const std::string& piece, const std::vector<TokenLogprobs>& lps) {
-                  for (const json& c : chunks.Piece(piece, lps)) {
-                    if (!send(c)) return false;
-                  }
-                  return true;
+                  return Write(sink, w->Piece(piece, lps));
                 },
                 t0, limits, &metrics_, &out);
-          } else {
-            out.client_gone = true;
           }
-          if (out.client_gone || !ok) {
+          if (!ok || out.client_gone) {
             ++metrics_.n_cancelled;
             finish(ZF_OK);
             sink.done();
             return false;
           }
-          if (st != ZF_OK) {
-            const ApiError e = GenerateError(st);
-            finish(st);
-            SendStreamError(sink, e);
-          } else {
-            finish(st);
-            for (const json& c : chunks.End(out.stop_reason)) send(c);
-            if (r->include_usage) send(chunks.Usage(UsageJson(out)));
-          }
-          EndStream(sink);
+          finish(st);
+          Write(sink, st != ZF_OK ? w->Fail(GenerateError(st)) : w->Close(out));
+          sink.done();
           return true;
         } catch (const std::exception& e) {  // e.g. bad_alloc: end this stream, keep serving
           std::fprintf(stderr, "zerfoo serve: stream failed: %s\n", e.what());
@@ -309,12 +288,14 @@ void Server::HandleCompletion(const httplib::Request& req, httplib::Response& re
       });
 }
 
-void Server::AnswerChat(std::shared_ptr<Request> r, Slot* slot, std::shared_ptr<SlotLease> lease, AnswerHeader header,
+void Server::AnswerTurn(std::shared_ptr<Request> r, std::shared_ptr<TurnWriter> w, ErrorFormat fmt,
                         Clock::time_point t0, httplib::Response& res) {
+  Slot* slot = TakeSlot(*r, fmt, res);
+  if (slot == nullptr) return;
   auto finish = [this, t0](zf_status st) { Finished(st, t0); };
-  if (o_.verbose) std::fprintf(stderr, "zerfoo serve: %s on slot %d\n", header.id.c_str(), slot->id);
+  if (o_.verbose) std::fprintf(stderr, "zerfoo serve: chat turn on slot %d\n", slot->id);
   // The turn begins here, before anything is answered: a request the library refuses (its chat
-  // fields, the constraint, a prompt past the context) is a plain 400.
+  // fields, the constraint, a prompt past the context) is a plain error answer.
   // The turn goes before the slot is given back (members are destroyed in reverse order).
   struct TurnLease {
     std::shared_ptr<SlotLease> lease;
@@ -323,10 +304,10 @@ void Server::AnswerChat(std::shared_ptr<Request> r, Slot* slot, std::shared_ptr<
     void reset() { turn.reset(); }
   };
   auto turn = std::make_shared<TurnLease>();
-  turn->lease = std::move(lease);
+  turn->lease = std::shared_ptr<SlotLease>(new SlotLease{&slots_, slot});
   if (const zf_status st = BeginTurn(slot, *r, &turn->turn); st != ZF_OK) {
     finish(st);
-    SendError(res, TurnError(st));
+    SendError(res, TurnError(st), fmt);
     return;
   }
   if (!r->stream) {
@@ -335,31 +316,24 @@ void Server::AnswerChat(std::shared_ptr<Request> r, Slot* slot, std::shared_ptr<
     turn->reset();
     finish(st);
     if (st != ZF_OK) {
-      SendError(res, TurnError(st));
+      SendError(res, TurnError(st), fmt);
       return;
     }
-    res.set_content(Dump(ChatCompletionJson(model_.get(), *r, header, out)), "application/json");
+    res.set_content(Dump(w->Whole(out)), "application/json");
     return;
   }
-  // Streaming: the turn runs inside the content provider, on this worker thread. The first
-  // event (or the turn's failure) comes before anything is sent, so a request the library
-  // refuses is still a plain 400.
+  // Streaming: the turn runs inside the content provider, on this worker thread.
   StreamHeaders(res);
   res.set_chunked_content_provider(
-      "text/event-stream",
-      [this, r, slot, turn, header, t0, finish](size_t, httplib::DataSink& sink) {
+      w->StreamType(), [this, r, w, slot, turn, t0, finish](size_t, httplib::DataSink& sink) {
         try {
-          auto send = [&sink](const json& j) { return SendEvent(sink, j); };
-          ChunkBuilder chunks(model_.get(), *r, header);
           bool started = false, ok = true;
           TurnOutcome out;
           const zf_status st = DriveTurn(
               turn->get(), slot, *r,
               [&](const TurnDelta& d) {
-                if (!started) ok = send(chunks.Start()), started = true;
-                if (ok && d.kind != ZF_TURN_DONE) ok = send(chunks.Event(d));
-                if (ok && d.kind == ZF_TURN_DONE && !d.logprobs.empty()) ok = send(chunks.Event(TurnDelta{ZF_TURN_LOGPROBS, "", -1, "", "", d.logprobs}));
-                return ok;
+                if (!started) ok = Write(sink, w->Open()), started = true;
+                return ok && Write(sink, w->Event(d));
               },
               t0, &metrics_, &out);
           turn->reset();  // before the slot goes back (the lease is released with the provider)
@@ -370,13 +344,9 @@ void Server::AnswerChat(std::shared_ptr<Request> r, Slot* slot, std::shared_ptr<
             return false;
           }
           finish(st);
-          if (st != ZF_OK) {
-            SendStreamError(sink, TurnError(st));
-          } else {
-            send(chunks.Finish(out.finish));
-            if (r->include_usage) send(chunks.Usage(TurnUsageJson(out)));
-          }
-          EndStream(sink);
+          if (!started && st == ZF_OK) Write(sink, w->Open());
+          Write(sink, st != ZF_OK ? w->Fail(TurnError(st)) : w->Close(out));
+          sink.done();
           return true;
         } catch (const std::exception& e) {  // e.g. bad_alloc: end this stream, keep serving
           std::fprintf(stderr, "zerfoo serve: stream failed: %s\n", e.what());
@@ -385,23 +355,26 @@ void Server::AnswerChat(std::shared_ptr<Request> r, Slot* slot, std::shared_ptr<
       });
 }
 
+json Server::Embed(const EmbedRequest& r) {
+  // A slot while it runs, as a completion takes one: --parallel bounds all the work on the
+  // model's threads, and a full queue or a drain answers 503 here too.
+  ApiError busy;
+  Slot* slot = slots_.Acquire({}, std::string(), &busy);
+  if (slot == nullptr) throw busy;
+  SlotLease lease{&slots_, slot};
+  uint64_t n_tokens = 0;
+  json answer = cli::serve::Embed(EmbedContext{model_.get(), o_.alias, EmbedLimit()}, r, &n_tokens);
+  ++metrics_.n_requests_ok;
+  ++metrics_.n_embed_requests;
+  metrics_.n_embed_inputs += r.tokens.empty() ? r.texts.size() : r.tokens.size();
+  metrics_.n_embed_tokens += n_tokens;
+  return answer;
+}
+
 void Server::HandleEmbeddings(const httplib::Request& req, httplib::Response& res) {
-  if (!Authorized(req, res) || !Ready(res)) return;
+  if (!Admit(req, res, ErrorBody, false)) return;
   try {
-    const EmbedRequest r = ParseEmbedRequest(req.body, info_.n_vocab, size_t(o_.max_inputs));
-    // A slot while it runs, as a completion takes one: --parallel bounds all the work on the
-    // model's threads, and a full queue or a drain answers 503 here too.
-    ApiError busy;
-    Slot* slot = slots_.Acquire({}, std::string(), &busy);
-    if (slot == nullptr) throw busy;
-    SlotLease lease{&slots_, slot};
-    uint64_t n_tokens = 0;
-    const json answer = Embed(EmbedContext{model_.get(), o_.alias, EmbedLimit()}, r, &n_tokens);
-    ++metrics_.n_requests_ok;
-    ++metrics_.n_embed_requests;
-    metrics_.n_embed_inputs += r.tokens.empty() ? r.texts.size() : r.tokens.size();
-    metrics_.n_embed_tokens += n_tokens;
-    res.set_content(Dump(answer), "application/json");
+    res.set_content(Dump(Embed(ParseEmbedRequest(req.body, info_.n_vocab, size_t(o_.max_inputs)))), "application/json");
   } catch (const ApiError& e) {
     ++metrics_.n_requests_err;
     SendError(res, e);
@@ -409,7 +382,7 @@ void Server::HandleEmbeddings(const httplib::Request& req, httplib::Response& re
 }
 
 void Server::HandleRerank(const httplib::Request& req, httplib::Response& res) {
-  if (!Authorized(req, res) || !Ready(res)) return;
+  if (!Admit(req, res, ErrorBody, false)) return;
   try {
     const RerankRequest r = ParseRerankRequest(req.body, size_t(o_.max_documents));
     ApiError busy;  // a slot while it runs, as for embeddings
@@ -417,7 +390,7 @@ void Server::HandleRerank(const httplib::Request& req, httplib::Response& res) {
     if (slot == nullptr) throw busy;
     SlotLease lease{&slots_, slot};
     uint64_t n_tokens = 0;
-    const json answer = Rerank(EmbedContext{model_.get(), o_.alias, EmbedLimit()}, r, &n_tokens);
+    const json answer = cli::serve::Rerank(EmbedContext{model_.get(), o_.alias, EmbedLimit()}, r, &n_tokens);
     ++metrics_.n_requests_ok;
     ++metrics_.n_rerank_requests;
     metrics_.n_rerank_documents += r.documents.size();
@@ -447,11 +420,22 @@ std::string Server::Metrics() {
   return PrometheusText(metrics_, g);
 }
 
-void Server::Post(const char* path, std::function<void(const httplib::Request&, httplib::Response&)> handler) {
+void Server::Routed(const std::string& path, const char* method) {
+  std::string& m = methods_[path];
+  m += (m.empty() ? "" : ", ") + std::string(method);
+}
+
+void Server::Get(const std::string& path, Handler handler) {
+  Routed(path, "GET, HEAD");
+  svr_.Get(path, std::move(handler));
+}
+
+void Server::Post(const std::string& path, ErrorFormat fmt, Handler handler) {
+  Routed(path, "POST");
   // The body read here, under --max-body-mb whether it comes with a Content-Length (httplib
   // answers 413 itself) or chunked (httplib would read any length).
-  svr_.Post(path, [this, handler](const httplib::Request& req, httplib::Response& res,
-                                  const httplib::ContentReader& reader) {
+  svr_.Post(path, [this, fmt, handler](const httplib::Request& req, httplib::Response& res,
+                                       const httplib::ContentReader& reader) {
     httplib::Request with_body = req;
     bool too_large = false;
     const bool ok = reader([&](const char* data, size_t len) {
@@ -466,11 +450,11 @@ void Server::Post(const char* path, std::function<void(const httplib::Request&, 
       res.set_header("Connection", "close");  // the rest of the body is not read
       SendError(res, {413, "invalid_request_error", "request_too_large",
                       "the request body is larger than this server's limit of " + std::to_string(o_.max_body >> 20) +
-                          " MiB (--max-body-mb)"});
+                          " MiB (--max-body-mb)"}, fmt);
       return;
     }
     if (!ok) {
-      SendError(res, BadRequest("invalid_body", "the request body could not be read"));
+      SendError(res, BadRequest("invalid_body", "the request body could not be read"), fmt);
       return;
     }
     handler(with_body, res);
@@ -478,7 +462,7 @@ void Server::Post(const char* path, std::function<void(const httplib::Request&, 
 }
 
 void Server::Routes() {
-  svr_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+  Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (!loaded_) {
       SendError(res, {503, "server_error", "loading", "the model is still loading"});
     } else if (slots_.draining()) {
@@ -487,11 +471,11 @@ void Server::Routes() {
       res.set_content("{\"status\":\"ok\"}", "application/json");
     }
   });
-  svr_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(Metrics(), "text/plain; version=0.0.4");
   });
-  svr_.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorized(req, res)) return;
+  Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorized(req, res, ErrorBody)) return;
     json m = {{"id", o_.alias}, {"object", "model"}, {"created", 0}, {"owned_by", "zerfoo"}};
     if (loaded_) {
       m["meta"] = {{"n_ctx", n_ctx_},         {"n_ctx_train", info_.n_ctx_train}, {"n_vocab", info_.n_vocab},
@@ -499,23 +483,21 @@ void Server::Routes() {
     }
     res.set_content(Dump(json{{"object", "list"}, {"data", json::array({m})}}), "application/json");
   });
-  Post("/v1/chat/completions",
-            [this](const httplib::Request& req, httplib::Response& res) { HandleCompletion(req, res, true); });
-  Post("/chat/completions",
-            [this](const httplib::Request& req, httplib::Response& res) { HandleCompletion(req, res, true); });
-  Post("/v1/completions",
-            [this](const httplib::Request& req, httplib::Response& res) { HandleCompletion(req, res, false); });
-  Post("/completions",
-            [this](const httplib::Request& req, httplib::Response& res) { HandleCompletion(req, res, false); });
+  // The front doors: one module per API, all on the one generation path (front_door.h).
+  AddOpenAiRoutes(*this);
+  AddAnthropicRoutes(*this);
+  AddResponsesRoutes(*this);
+  AddOllamaRoutes(*this);
+  AddInfillRoutes(*this);
   for (const char* path : {"/v1/embeddings", "/embeddings"}) {
-    Post(path, [this](const httplib::Request& req, httplib::Response& res) { HandleEmbeddings(req, res); });
+    Post(path, ErrorBody, [this](const httplib::Request& req, httplib::Response& res) { HandleEmbeddings(req, res); });
   }
   for (const char* path : {"/v1/rerank", "/rerank", "/v1/reranking", "/reranking"}) {  // llama-server's aliases
-    Post(path, [this](const httplib::Request& req, httplib::Response& res) { HandleRerank(req, res); });
+    Post(path, ErrorBody, [this](const httplib::Request& req, httplib::Response& res) { HandleRerank(req, res); });
   }
 
-  Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorized(req, res) || !Ready(res)) return;
+  Post("/tokenize", ErrorBody, [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Admit(req, res, ErrorBody, false)) return;
     try {
       const json body = ParseObject(req.body);
       if (!body.contains("content") || !body["content"].is_string()) {
@@ -533,8 +515,8 @@ void Server::Routes() {
       SendError(res, BadRequest("invalid_type", e.what()));
     }
   });
-  Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorized(req, res) || !Ready(res)) return;
+  Post("/detokenize", ErrorBody, [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Admit(req, res, ErrorBody, false)) return;
     try {
       const json body = ParseObject(req.body);
       if (!body.contains("tokens") || !body["tokens"].is_array()) {
@@ -559,8 +541,8 @@ void Server::Routes() {
       SendError(res, e);
     }
   });
-  Post("/apply-template", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorized(req, res) || !Ready(res)) return;
+  Post("/apply-template", ErrorBody, [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Admit(req, res, ErrorBody, false)) return;
     try {
       const std::string request = TurnRequestJson(ParseObject(req.body));
       res.set_content(Dump(json{{"prompt", TurnPrompt(model_.get(), request, o_.chat_template)}}), "application/json");
@@ -571,15 +553,13 @@ void Server::Routes() {
   svr_.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404) {  // a known path with another method: 405 with the methods it takes
-      for (const auto& [path, methods] : kRouteMethods) {
-        if (req.path == path) {
-          res.status = 405;
-          res.set_header("Allow", methods);
-          res.set_content(ErrorBody({405, "invalid_request_error", "method_not_allowed",
-                                     req.method + " is not allowed on " + req.path + " (allowed: " + methods + ")"}),
-                          "application/json");
-          return;
-        }
+      if (const auto it = methods_.find(req.path); it != methods_.end()) {
+        res.status = 405;
+        res.set_header("Allow", it->second);
+        res.set_content(ErrorBody({405, "invalid_request_error", "method_not_allowed",
+                                   req.method + " is not allowed on " + req.path + " (allowed: " + it->second + ")"}),
+                        "application/json");
+        return;
       }
     }
     if (res.status == 413) {

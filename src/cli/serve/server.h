@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 
 #include "../common.h"
@@ -18,7 +19,7 @@
 #include "options.h"
 #include "request.h"
 #include "slots.h"
-#include "streaming.h"
+#include "front_door.h"
 
 namespace cli::serve {
 
@@ -26,7 +27,7 @@ namespace cli::serve {
 // drain, or stop a load in progress.
 void InstallSignalHandlers();
 
-class Server {
+class Server : public FrontDoor {
  public:
   explicit Server(const ServeOptions& o) : o_(o), slots_(o.queue) {}
 
@@ -34,25 +35,31 @@ class Server {
   // returns the exit code.
   int Run();
 
+  // FrontDoor: what the API modules (openai_api.h, anthropic_api.h, ...) build on.
+  void Post(const std::string& path, ErrorFormat fmt, Handler handler) override;
+  void Get(const std::string& path, Handler handler) override;
+  bool Admit(const httplib::Request& req, httplib::Response& res, ErrorFormat fmt, bool generate) override;
+  RequestContext Context() const override;
+  ServedInfo Info() const override;
+  AnswerHeader Header(const std::string& prefix) override;
+  void AnswerTurn(std::shared_ptr<Request> r, std::shared_ptr<TurnWriter> w, ErrorFormat fmt, Clock::time_point t0,
+                  httplib::Response& res) override;
+  void AnswerText(std::shared_ptr<Request> r, std::shared_ptr<TextWriter> w, ErrorFormat fmt, Clock::time_point t0,
+                  httplib::Response& res) override;
+  json Embed(const EmbedRequest& r) override;
+  void CountError() override { ++metrics_.n_requests_err; }
+
  private:
   zf_status Load();
   void Routes();
-  // A POST route whose handler sees the request with its body (read under --max-body-mb).
-  void Post(const char* path, std::function<void(const httplib::Request&, httplib::Response&)> handler);
-  bool Authorized(const httplib::Request& req, httplib::Response& res);
-  bool Ready(httplib::Response& res);
-  RequestContext Context() const;
+  bool Authorized(const httplib::Request& req, httplib::Response& res, ErrorFormat fmt);
+  bool Ready(httplib::Response& res, ErrorFormat fmt);
+  // A slot for the request (by its conversation or its prompt); nullptr after answering 503.
+  Slot* TakeSlot(const Request& r, ErrorFormat fmt, httplib::Response& res);
 
-  void HandleCompletion(const httplib::Request& req, httplib::Response& res, bool chat);
   void Finished(zf_status st, std::chrono::steady_clock::time_point t0);
   static void StreamHeaders(httplib::Response& res);
-  static bool SendEvent(httplib::DataSink& sink, const json& j);
-  // An error as the stream's last event, and the end of a stream ([DONE]).
-  static void SendStreamError(httplib::DataSink& sink, const ApiError& e);
-  static void EndStream(httplib::DataSink& sink);
-  // A chat completion on its slot: one library chat turn, answered whole or streamed.
-  void AnswerChat(std::shared_ptr<Request> r, Slot* slot, std::shared_ptr<SlotLease> lease, AnswerHeader header,
-                  std::chrono::steady_clock::time_point t0, httplib::Response& res);
+  static bool Write(httplib::DataSink& sink, const std::string& bytes);
   // On the HTTP worker thread, without a slot (the library's embedding calls are thread-safe).
   void HandleEmbeddings(const httplib::Request& req, httplib::Response& res);
   void HandleRerank(const httplib::Request& req, httplib::Response& res);
@@ -62,6 +69,8 @@ class Server {
   int32_t EmbedLimit() const {
     return info_.n_ctx_train > 0 ? std::min<int32_t>(n_ctx_, info_.n_ctx_train) : n_ctx_;
   }
+  // The paths routed so far with their methods, for a 405 with Allow on a known path.
+  void Routed(const std::string& path, const char* method);
 
   ServeOptions o_;
   httplib::Server svr_;
@@ -73,6 +82,7 @@ class Server {
   SlotPool slots_;
   ServeMetrics metrics_;
   std::atomic<uint64_t> id_counter_{0};
+  std::map<std::string, std::string> methods_;  // path -> "GET, HEAD" / "POST"
 };
 
 }  // namespace cli::serve

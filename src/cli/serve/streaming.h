@@ -15,13 +15,6 @@
 
 namespace cli::serve {
 
-// The fields the answer, and every chunk of a streamed one, repeats.
-struct AnswerHeader {
-  std::string id;       // "chatcmpl-N" / "cmpl-N"
-  int64_t created = 0;  // Unix seconds
-  std::string model;    // the served alias
-};
-
 // "length" when the token budget or the context ended the answer, else "stop".
 const char* FinishReason(int32_t stop);
 

@@ -1,0 +1,103 @@
+// What an API module (OpenAI, Anthropic Messages, OpenAI Responses, Ollama, fill-in-the-middle)
+// gets from the server: its routes, admission, and the ONE generation path. A module only
+// translates: its request body into a Request (the chat turn's request JSON, sampling, stops,
+// constraint), and the turn's events or a completion's pieces into its own wire format. The
+// slot, the prefix cache, the sampler, the constraint and the chat parser are the same for every
+// front door, so the APIs cannot drift apart.
+#ifndef ZERFOO_CLI_SERVE_FRONT_DOOR_H
+#define ZERFOO_CLI_SERVE_FRONT_DOOR_H
+
+#include <httplib.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api_error.h"
+#include "embeddings.h"
+#include "generate.h"
+#include "request.h"
+#include "turn.h"
+#include "zerfoo.h"
+
+namespace cli::serve {
+
+// An API's error body: OpenAI's {"error": {...}} (ErrorBody), Anthropic's
+// {"type": "error", "error": {...}}, Ollama's {"error": "..."}.
+using ErrorFormat = std::string (*)(const ApiError&);
+
+// How one API writes a chat turn's answer: whole, or as a stream of its own events. Open() is
+// written before the first event; "" from any method writes nothing.
+class TurnWriter {
+ public:
+  virtual ~TurnWriter() = default;
+  virtual json Whole(const TurnOutcome& out) = 0;
+  virtual const char* StreamType() const { return "text/event-stream"; }
+  virtual std::string Open() = 0;
+  virtual std::string Event(const TurnDelta& d) = 0;
+  virtual std::string Close(const TurnOutcome& out) = 0;
+  // The turn failed after the stream began: the stream's error event and its end.
+  virtual std::string Fail(const ApiError& e) = 0;
+};
+
+// How one API writes a text completion's answer (tokens in, text out).
+class TextWriter {
+ public:
+  virtual ~TextWriter() = default;
+  virtual json Whole(const Outcome& out) = 0;
+  virtual const char* StreamType() const { return "text/event-stream"; }
+  virtual std::string Open() = 0;
+  virtual std::string Piece(const std::string& text, const std::vector<TokenLogprobs>& lps) = 0;
+  virtual std::string Close(const Outcome& out) = 0;
+  virtual std::string Fail(const ApiError& e) = 0;
+};
+
+// The served model, for listings (/v1/models, Ollama's /api/tags, /api/show, /api/ps).
+struct ServedInfo {
+  std::string alias;  // the name requests use
+  std::string path;   // the GGUF file
+  bool loaded = false;
+  bool embed_only = false;  // an encoder: embeddings and rerank only
+  int n_ctx = 0;            // the context of a slot
+  int slots = 0;
+  zf_model_summary summary{};  // valid when loaded
+};
+
+using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+
+class FrontDoor {
+ public:
+  virtual ~FrontDoor() = default;
+  // A POST route (the body read under --max-body-mb; too large is a 413 in `fmt`), a GET route.
+  virtual void Post(const std::string& path, ErrorFormat fmt, Handler h) = 0;
+  virtual void Get(const std::string& path, Handler h) = 0;
+  // The API key (Authorization: Bearer, or x-api-key) and a loaded model; otherwise answers in
+  // `fmt` and returns false. `generate`: also a model that can generate (an encoder answers 501).
+  virtual bool Admit(const httplib::Request& req, httplib::Response& res, ErrorFormat fmt, bool generate) = 0;
+  // What a request is parsed against (the model, the alias, the context, the defaults).
+  virtual RequestContext Context() const = 0;
+  virtual ServedInfo Info() const = 0;
+  // A fresh answer id with the API's prefix ("chatcmpl-", "msg_", "resp_", ...), and the time.
+  virtual AnswerHeader Header(const std::string& prefix) = 0;
+  // The one generation path. A chat turn: a slot chosen by r->turn_messages, the turn begun
+  // before anything is answered (a refusal is a plain error in `fmt`), then w's whole answer or
+  // stream (r->stream). t0: the request's arrival.
+  virtual void AnswerTurn(std::shared_ptr<Request> r, std::shared_ptr<TurnWriter> w, ErrorFormat fmt,
+                          Clock::time_point t0, httplib::Response& res) = 0;
+  // A text completion of r->prompt (tokens), the same way.
+  virtual void AnswerText(std::shared_ptr<Request> r, std::shared_ptr<TextWriter> w, ErrorFormat fmt,
+                          Clock::time_point t0, httplib::Response& res) = 0;
+  // Embeddings in OpenAI's answer shape, on a slot as /v1/embeddings runs them; throws ApiError.
+  virtual json Embed(const EmbedRequest& r) = 0;
+  // A request that failed before it reached a slot: counted in the metrics.
+  virtual void CountError() = 0;
+};
+
+// Each API module adds its routes (openai_api.h, anthropic_api.h, responses_api.h, ollama_api.h,
+// infill_api.h).
+
+}  // namespace cli::serve
+
+#endif  // ZERFOO_CLI_SERVE_FRONT_DOOR_H

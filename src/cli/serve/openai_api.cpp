@@ -1,0 +1,103 @@
+// OpenAI Chat Completions and Completions on the shared generation path.
+#include "openai_api.h"
+
+#include <memory>
+
+#include "streaming.h"
+
+namespace cli::serve {
+
+namespace {
+
+std::string Sse(const json& j) { return SseEvent(Dump(j)); }
+
+// A chat completion: chat.completion, or chat.completion.chunk events ending with [DONE].
+class ChatWriter : public TurnWriter {
+ public:
+  ChatWriter(const zf_model* model, std::shared_ptr<const Request> r, const AnswerHeader& h)
+      : model_(model), r_(std::move(r)), chunks_(model, *r_, h), h_(h) {}
+  json Whole(const TurnOutcome& out) override { return ChatCompletionJson(model_, *r_, h_, out); }
+  std::string Open() override { return Sse(chunks_.Start()); }
+  std::string Event(const TurnDelta& d) override {
+    if (d.kind != ZF_TURN_DONE) return Sse(chunks_.Event(d));
+    // The held-back text's log-probabilities come with the end of the turn.
+    if (d.logprobs.empty()) return "";
+    return Sse(chunks_.Event(TurnDelta{ZF_TURN_LOGPROBS, "", -1, "", "", d.logprobs}));
+  }
+  std::string Close(const TurnOutcome& out) override {
+    std::string s = Sse(chunks_.Finish(out.finish));
+    if (r_->include_usage) s += Sse(chunks_.Usage(TurnUsageJson(out)));
+    return s + SseEvent("[DONE]");
+  }
+  std::string Fail(const ApiError& e) override { return SseEvent(ErrorBody(e)) + SseEvent("[DONE]"); }
+
+ private:
+  const zf_model* model_;
+  std::shared_ptr<const Request> r_;
+  ChunkBuilder chunks_;
+  AnswerHeader h_;
+};
+
+// A text completion: text_completion, or its chunks ending with [DONE].
+class CompletionWriter : public TextWriter {
+ public:
+  CompletionWriter(const zf_model* model, std::shared_ptr<const Request> r, const AnswerHeader& h)
+      : model_(model), r_(std::move(r)), chunks_(model, *r_, h), h_(h) {}
+  json Whole(const Outcome& out) override { return CompletionJson(model_, *r_, h_, out); }
+  std::string Open() override { return ""; }
+  std::string Piece(const std::string& text, const std::vector<TokenLogprobs>& lps) override {
+    std::string s;
+    for (const json& c : chunks_.Piece(text, lps)) s += Sse(c);
+    return s;
+  }
+  std::string Close(const Outcome& out) override {
+    std::string s;
+    for (const json& c : chunks_.End(out.stop_reason)) s += Sse(c);
+    if (r_->include_usage) s += Sse(chunks_.Usage(UsageJson(out)));
+    return s + SseEvent("[DONE]");
+  }
+  std::string Fail(const ApiError& e) override { return SseEvent(ErrorBody(e)) + SseEvent("[DONE]"); }
+
+ private:
+  const zf_model* model_;
+  std::shared_ptr<const Request> r_;
+  ChunkBuilder chunks_;
+  AnswerHeader h_;
+};
+
+void HandleCompletion(FrontDoor& door, const httplib::Request& req, httplib::Response& res, bool chat) {
+  const Clock::time_point t0 = Clock::now();
+  if (!door.Admit(req, res, ErrorBody, true)) return;
+  const RequestContext ctx = door.Context();
+  auto r = std::make_shared<Request>();
+  try {
+    *r = ParseCompletion(req.body, chat, ctx);
+  } catch (const ApiError& e) {
+    door.CountError();
+    SendError(res, e);
+    return;
+  }
+  const AnswerHeader h = door.Header(chat ? "chatcmpl-" : "cmpl-");
+  if (chat) {
+    door.AnswerTurn(r, std::make_shared<ChatWriter>(ctx.model, r, h), ErrorBody, t0, res);
+  } else {
+    door.AnswerText(r, std::make_shared<CompletionWriter>(ctx.model, r, h), ErrorBody, t0, res);
+  }
+}
+
+}  // namespace
+
+void AddOpenAiRoutes(FrontDoor& door) {
+  for (const char* path : {"/v1/chat/completions", "/chat/completions"}) {
+    door.Post(path, ErrorBody, [&door](const httplib::Request& req, httplib::Response& res) {
+      HandleCompletion(door, req, res, true);
+    });
+  }
+  for (const char* path : {"/v1/completions", "/completions"}) {
+    door.Post(path, ErrorBody, [&door](const httplib::Request& req, httplib::Response& res) {
+      HandleCompletion(door, req, res, false);
+    });
+  }
+}
+
+}  // namespace cli::serve

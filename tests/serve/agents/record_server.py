@@ -12,7 +12,7 @@ one tool round trip. Not part of CI: it exists to learn what the real clients se
   python3 record_server.py --port 8199 --out /tmp/agent_recordings/run1
   --omit NAME (repeatable) drops one piece of the answer to see what the client needs:
     ping, message_stop, message_delta_usage, content_block_stop, response_created,
-    output_item_done, response_completed_usage
+    output_item_done, response_completed_usage, response_completed
 """
 import argparse
 import base64
@@ -236,8 +236,9 @@ def responses_sse(body, output, omit):
         done["usage"] = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
                          "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
                          "total_tokens": 15}
-    yield "response.completed", {"type": "response.completed", "sequence_number": next(seq),
-                                 "response": done}
+    if "response_completed" not in omit:
+        yield "response.completed", {"type": "response.completed", "sequence_number": next(seq),
+                                     "response": done}
 
 
 # ---------------------------------------------------------------- HTTP
@@ -349,7 +350,7 @@ class Handler(BaseHTTPRequestHandler):
             if body.get("stream"):
                 self.send_sse(responses_sse(body, output, self.omit))
             else:
-                events = list(responses_sse(body, output, self.omit))
+                events = list(responses_sse(body, output, frozenset()))
                 self.send_json(200, events[-1][1]["response"])
         else:
             self.record(raw, "404")

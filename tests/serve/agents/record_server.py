@@ -12,7 +12,7 @@ one tool round trip. Not part of CI: it exists to learn what the real clients se
   python3 record_server.py --port 8199 --out /tmp/agent_recordings/run1
   --omit NAME (repeatable) drops one piece of the answer to see what the client needs:
     ping, message_stop, message_delta_usage, content_block_stop, response_created,
-    output_item_done, response_completed_usage, response_completed
+    output_item_done, response_completed_usage, response_completed, head (HEAD answers 404)
 """
 import argparse
 import base64
@@ -298,8 +298,9 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
     def do_HEAD(self):
-        self.record(b"", "200 empty")
-        self.send_response(200)
+        status = 404 if "head" in self.omit else 200
+        self.record(b"", f"{status} empty")
+        self.send_response(status)
         self.send_header("Content-Length", "0")
         self.end_headers()
 

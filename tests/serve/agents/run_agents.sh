@@ -6,7 +6,7 @@
 #
 #   tests/serve/agents/run_agents.sh [BASE_URL [MODEL]]
 #     BASE_URL  default $ZERFOO_URL or http://127.0.0.1:8091 (no /v1 suffix)
-#     MODEL     default $ZERFOO_MODEL or "zerfoo" (the alias `zerfoo serve` answers to)
+#     MODEL     default $ZERFOO_MODEL or the first id GET /v1/models lists (serve's --alias)
 #   env: AGENT_TIMEOUT (s per turn, default 300), AGENTS (default "claude codex"),
 #        CLAUDE_TOOLS (default "Bash": the full default tool list is ~17k SmolLM2 tokens; set
 #        "default" for all of them), ZERFOO_CTX (tells Codex the context window),
@@ -16,7 +16,7 @@ set -u
 
 URL="${1:-${ZERFOO_URL:-http://127.0.0.1:8091}}"
 URL="${URL%/}"; URL="${URL%/v1}"
-MODEL="${2:-${ZERFOO_MODEL:-zerfoo}}"
+MODEL="${2:-${ZERFOO_MODEL:-}}"
 TIMEOUT="${AGENT_TIMEOUT:-300}"
 AGENTS="${AGENTS:-claude codex}"
 CACHE="${AGENTS_CACHE:-$HOME/.cache/zerfoo/agents}"
@@ -41,6 +41,11 @@ install_agents() {
 if ! curl -fsS -m 5 -o /dev/null "$URL/v1/models"; then
   echo "run_agents: no server answers $URL/v1/models (start zerfoo serve first)" >&2
   exit 2
+fi
+if [[ -z "$MODEL" ]]; then
+  MODEL="$(curl -fsS -m 5 "$URL/v1/models" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["data"][0]["id"])')" || {
+    echo "run_agents: could not read a model id from $URL/v1/models; pass MODEL" >&2; exit 2; }
 fi
 install_agents
 CLAUDE="$CACHE/node_modules/.bin/claude"

@@ -17,7 +17,7 @@ if [ "$lib_only" = "--lib-only" ]; then
   exit 0
 fi
 cmake --build "$build" -j"$(nproc)" --target zerfoo zerfoo_unit_tests zerfoo_capi_tests \
-  fuzz_gguf_load fuzz_tiny_decode fuzz_tokenizer fuzz_pretokenize fuzz_sampler fuzz_chat_template fuzz_chat_parse fuzz_constraint fuzz_chat_turn
+  fuzz_gguf_load fuzz_tiny_decode fuzz_tokenizer fuzz_pretokenize fuzz_sampler fuzz_chat_template fuzz_chat_parse fuzz_constraint fuzz_chat_turn fuzz_serve_request
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # embed_test.cpp's synthesized BERT files (ctest's fixture embed.models writes them elsewhere).
 tests/capi/make_embed_models.sh "$build/tests/embed-models"

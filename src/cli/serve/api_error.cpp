@@ -1,7 +1,6 @@
-// ApiError helpers: building, parsing a JSON body, and sending an error answer.
+// ApiError helpers: building errors and parsing a JSON body (no HTTP here: the request parsers
+// use this file, and the fuzz target links them without the server; send_error.cpp answers).
 #include "api_error.h"
-
-#include <httplib.h>
 
 #include "../../common/json_depth.h"
 
@@ -41,12 +40,6 @@ std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 std::string ErrorBody(const ApiError& e) {
   return Dump(json{{"error", {{"message", e.message}, {"type", e.type}, {"code", e.code}}}});
-}
-
-void SendError(httplib::Response& res, const ApiError& e, std::string (*format)(const ApiError&)) {
-  res.status = e.status;
-  if (e.status == 503) res.set_header("Retry-After", "1");
-  res.set_content(format(e), "application/json");
 }
 
 }  // namespace cli::serve

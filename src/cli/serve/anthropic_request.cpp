@@ -1,0 +1,323 @@
+// Anthropic Messages bodies into the chat turn's OpenAI-shaped request (see anthropic_request.h).
+#include "anthropic_request.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace cli::serve {
+
+namespace {
+
+// A present, non-null field of an object; nullptr otherwise.
+const json* Field(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it == obj.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string Str(const json& v, const std::string& field) {
+  if (!v.is_string()) throw BadRequest("invalid_type", "'" + field + "' must be a string");
+  return v.get<std::string>();
+}
+
+const json& Obj(const json& v, const std::string& field) {
+  if (!v.is_object()) throw BadRequest("invalid_type", "'" + field + "' must be an object");
+  return v;
+}
+
+const json& Arr(const json& v, const std::string& field) {
+  if (!v.is_array()) throw BadRequest("invalid_type", "'" + field + "' must be an array");
+  return v;
+}
+
+bool Bool(const json& v, const std::string& field) {
+  if (!v.is_boolean()) throw BadRequest("invalid_type", "'" + field + "' must be a boolean");
+  return v.get<bool>();
+}
+
+// A block's "type" (required string).
+std::string TypeOf(const json& block, const std::string& field) {
+  Obj(block, field);
+  const json* t = Field(block, "type");
+  if (t == nullptr) throw BadRequest("missing_field", "'" + field + ".type' is required");
+  return Str(*t, field + ".type");
+}
+
+ApiError NoVision(const std::string& field, const std::string& type) {
+  return BadRequest("unsupported", "'" + field + "': " + (type == "image" ? "images" : "documents") +
+                                       " need a vision model; this server has none");
+}
+
+// Text blocks (system, tool_result content) joined with newlines; a string as it is.
+std::string TextBlocks(const json& v, const std::string& field) {
+  if (v.is_string()) return v.get<std::string>();
+  Arr(v, field);
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string f = field + "[" + std::to_string(i) + "]";
+    const std::string type = TypeOf(v[i], f);
+    if (type == "image" || type == "document") throw NoVision(f, type);
+    if (type != "text") throw BadRequest("invalid_value", "'" + f + ".type' must be \"text\" here (got \"" + type + "\")");
+    const json* t = Field(v[i], "text");
+    if (t == nullptr) throw BadRequest("missing_field", "'" + f + ".text' is required");
+    if (!out.empty()) out += "\n";
+    out += Str(*t, f + ".text");
+  }
+  return out;
+}
+
+// One Anthropic message as OpenAI messages: an assistant message (content, reasoning_content,
+// tool_calls), or a user message's tool results (one "tool" message each, first, so that they
+// follow the assistant's calls as OpenAI templates expect) and then its text.
+void TranslateMessage(const json& m, size_t i, json* out) {
+  const std::string field = "messages[" + std::to_string(i) + "]";
+  Obj(m, field);
+  const json* role_v = Field(m, "role");
+  if (role_v == nullptr) throw BadRequest("missing_field", "'" + field + ".role' is required");
+  const std::string role = Str(*role_v, field + ".role");
+  if (role != "user" && role != "assistant") {
+    throw BadRequest("invalid_value", "'" + field + ".role' must be \"user\" or \"assistant\" (got \"" + role +
+                                          "\"; the system prompt goes in 'system')");
+  }
+  const json* content = Field(m, "content");
+  if (content == nullptr) throw BadRequest("missing_field", "'" + field + ".content' is required");
+  if (content->is_string()) {
+    out->push_back({{"role", role}, {"content", content->get<std::string>()}});
+    return;
+  }
+  if (!content->is_array()) {
+    throw BadRequest("invalid_type", "'" + field + ".content' must be a string or an array of content blocks");
+  }
+  const bool assistant = role == "assistant";
+  std::string text, reasoning;
+  bool has_text = false, has_reasoning = false;
+  json calls = json::array(), results = json::array();
+  for (size_t j = 0; j < content->size(); ++j) {
+    const json& b = (*content)[j];
+    const std::string f = field + ".content[" + std::to_string(j) + "]";
+    const std::string type = TypeOf(b, f);
+    auto need = [&](const char* key) -> const json& {
+      const json* v = Field(b, key);
+      if (v == nullptr) throw BadRequest("missing_field", "'" + f + "." + key + "' is required");
+      return *v;
+    };
+    auto only = [&](bool ok, const char* who) {
+      if (!ok) throw BadRequest("invalid_value", "'" + f + "': a " + type + " block belongs in " + who + " message");
+    };
+    if (type == "text") {
+      if (has_text) text += "\n";
+      text += Str(need("text"), f + ".text");
+      has_text = true;
+    } else if (type == "image" || type == "document") {
+      throw NoVision(f, type);
+    } else if (type == "tool_use") {
+      only(assistant, "an assistant");
+      const std::string id = Str(need("id"), f + ".id");
+      const std::string name = Str(need("name"), f + ".name");
+      const json* input = Field(b, "input");
+      if (input != nullptr) Obj(*input, f + ".input");
+      calls.push_back({{"id", id},
+                       {"type", "function"},
+                       {"function", {{"name", name}, {"arguments", input != nullptr ? Dump(*input) : "{}"}}}});
+    } else if (type == "tool_result") {
+      only(!assistant, "a user");
+      const std::string id = Str(need("tool_use_id"), f + ".tool_use_id");
+      const json* c = Field(b, "content");
+      std::string result = c != nullptr ? TextBlocks(*c, f + ".content") : std::string();
+      const json* err = Field(b, "is_error");
+      // OpenAI's tool messages have no error flag: the model reads it in the text.
+      if (err != nullptr && Bool(*err, f + ".is_error")) result = "Error: " + result;
+      results.push_back({{"role", "tool"}, {"tool_call_id", id}, {"content", result}});
+    } else if (type == "thinking") {
+      only(assistant, "an assistant");
+      reasoning += Str(need("thinking"), f + ".thinking");
+      has_reasoning = true;
+    } else if (type == "redacted_thinking") {
+      only(assistant, "an assistant");  // encrypted by another server: nothing a template can show
+    } else {
+      throw BadRequest("invalid_value", "'" + f + ".type': \"" + type +
+                                            "\" blocks are not supported (text, tool_use, tool_result, thinking, "
+                                            "redacted_thinking)");
+    }
+  }
+  if (assistant) {
+    json msg = {{"role", "assistant"}};
+    msg["content"] = has_text || calls.empty() ? json(text) : json(nullptr);
+    if (has_reasoning) msg["reasoning_content"] = reasoning;
+    if (!calls.empty()) msg["tool_calls"] = calls;
+    out->push_back(std::move(msg));
+    return;
+  }
+  for (json& r : results) out->push_back(std::move(r));
+  if (has_text || results.empty()) out->push_back({{"role", "user"}, {"content", text}});
+}
+
+// tools: client tools as OpenAI function tools; server tools (a type other than "custom":
+// web_search_*, bash_*, text_editor_*, ...) are not served here and are left out.
+json TranslateTools(const json& v, std::vector<std::string>* ignored) {
+  Arr(v, "tools");
+  json tools = json::array();
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string f = "tools[" + std::to_string(i) + "]";
+    Obj(v[i], f);
+    const json* type = Field(v[i], "type");
+    const json* name = Field(v[i], "name");
+    if (type != nullptr && Str(*type, f + ".type") != "custom") {
+      ignored->push_back(name != nullptr && name->is_string() ? name->get<std::string>() : type->get<std::string>());
+      continue;
+    }
+    if (name == nullptr) throw BadRequest("missing_field", "'" + f + ".name' is required");
+    const std::string n = Str(*name, f + ".name");
+    if (n.empty()) throw BadRequest("invalid_value", "'" + f + ".name' must not be empty");
+    const json* schema = Field(v[i], "input_schema");
+    if (schema == nullptr) throw BadRequest("missing_field", "'" + f + ".input_schema' is required");
+    json fn = {{"name", n}, {"parameters", Obj(*schema, f + ".input_schema")}};
+    if (const json* d = Field(v[i], "description")) fn["description"] = Str(*d, f + ".description");
+    tools.push_back({{"type", "function"}, {"function", std::move(fn)}});
+  }
+  return tools;
+}
+
+// tool_choice {type: auto|any|tool|none, name, disable_parallel_tool_use} into turn.
+void TranslateToolChoice(const json& v, json* turn) {
+  Obj(v, "tool_choice");
+  const json* t = Field(v, "type");
+  if (t == nullptr) throw BadRequest("missing_field", "'tool_choice.type' is required");
+  const std::string type = Str(*t, "tool_choice.type");
+  if (type == "auto" || type == "none") {
+    (*turn)["tool_choice"] = type;
+  } else if (type == "any") {
+    (*turn)["tool_choice"] = "required";
+  } else if (type == "tool") {
+    const json* name = Field(v, "name");
+    if (name == nullptr) throw BadRequest("missing_field", "'tool_choice.name' is required with type \"tool\"");
+    (*turn)["tool_choice"] = {{"type", "function"}, {"function", {{"name", Str(*name, "tool_choice.name")}}}};
+  } else {
+    throw BadRequest("invalid_value", "'tool_choice.type' must be \"auto\", \"any\", \"tool\" or \"none\"");
+  }
+  if (const json* d = Field(v, "disable_parallel_tool_use")) {
+    if (Bool(*d, "tool_choice.disable_parallel_tool_use")) (*turn)["parallel_tool_calls"] = false;
+  }
+}
+
+// output_config.format / output_format: {"type": "json_schema", "schema": {...}} as OpenAI's
+// response_format (the turn's constrained decoding).
+json OutputFormat(const json& v, const std::string& field) {
+  Obj(v, field);
+  const json* t = Field(v, "type");
+  if (t == nullptr) throw BadRequest("missing_field", "'" + field + ".type' is required");
+  if (Str(*t, field + ".type") != "json_schema") {
+    throw BadRequest("invalid_value", "'" + field + ".type' must be \"json_schema\"");
+  }
+  const json* schema = Field(v, "schema");
+  if (schema == nullptr) throw BadRequest("missing_field", "'" + field + ".schema' is required");
+  Obj(*schema, field + ".schema");
+  return {{"type", "json_schema"}, {"json_schema", {{"name", "output"}, {"schema", *schema}}}};
+}
+
+}  // namespace
+
+AnthropicRequest ParseAnthropic(const std::string& text, const RequestContext& ctx, bool count_only) {
+  const json body = ParseObject(text);
+  AnthropicRequest a;
+  Request& r = a.r;
+  r.chat = true;
+  if (const json* m = Field(body, "model")) a.model = Str(*m, "model");
+  r.model_name = a.model;
+  if (!count_only) {
+    if (const json* s = Field(body, "stream")) r.stream = Bool(*s, "stream");
+  }
+
+  zf_generate_params_init(&r.gp, sizeof r.gp);
+  int64_t max_tokens = 0;
+  if (GetNumber(body, "max_tokens", &max_tokens)) {
+    if (max_tokens < 1) throw BadRequest("invalid_value", "'max_tokens' must be at least 1");
+    // More than the context is fine: the context ends the answer (stop_reason "max_tokens").
+    r.gp.max_tokens = int32_t(std::min<int64_t>(max_tokens, INT32_MAX));
+  } else if (!count_only) {
+    throw BadRequest("missing_field", "'max_tokens' is required");
+  }
+  double f = 0;
+  if (GetNumber(body, "temperature", &f)) {
+    if (f < 0 || f > 1) throw BadRequest("invalid_value", "'temperature' must be in [0, 1]");
+    r.gp.temperature = float(f);
+  }
+  if (GetNumber(body, "top_p", &f)) {
+    if (f < 0 || f > 1) throw BadRequest("invalid_value", "'top_p' must be in [0, 1]");
+    r.gp.top_p = float(f);
+  }
+  int64_t k = 0;
+  if (GetNumber(body, "top_k", &k)) {
+    if (k < 0 || k > INT32_MAX) throw BadRequest("invalid_value", "'top_k' must be >= 0");
+    r.gp.top_k = int32_t(k);
+  }
+  if (const json* s = Field(body, "stop_sequences")) {
+    Arr(*s, "stop_sequences");
+    for (size_t i = 0; i < s->size(); ++i) {
+      const std::string x = Str((*s)[i], "stop_sequences[" + std::to_string(i) + "]");
+      if (!x.empty()) r.stop.push_back(x);
+    }
+  }
+  // Accepted and not needed here: metadata (user_id), service_tier, container,
+  // context_management, mcp_servers, diagnostics, speed, inference_geo; cache_control anywhere
+  // (the prefix cache is automatic). Checked only where a wrong type is surely a client bug.
+  if (const json* m = Field(body, "metadata")) Obj(*m, "metadata");
+  if (const json* s = Field(body, "service_tier")) Str(*s, "service_tier");
+
+  json turn = json::object();
+  json messages = json::array();
+  if (const json* sys = Field(body, "system")) {
+    const std::string s = TextBlocks(*sys, "system");
+    if (!s.empty()) messages.push_back({{"role", "system"}, {"content", s}});
+  }
+  const json* msgs = Field(body, "messages");
+  if (msgs == nullptr) throw BadRequest("missing_field", "'messages' is required");
+  Arr(*msgs, "messages");
+  if (msgs->empty()) throw BadRequest("invalid_value", "'messages' must hold at least one message");
+  for (size_t i = 0; i < msgs->size(); ++i) TranslateMessage((*msgs)[i], i, &messages);
+  turn["messages"] = messages;
+
+  if (const json* t = Field(body, "tools")) {
+    json tools = TranslateTools(*t, &a.ignored_tools);
+    if (!tools.empty()) turn["tools"] = std::move(tools);
+  }
+  if (const json* tc = Field(body, "tool_choice")) TranslateToolChoice(*tc, &turn);
+
+  if (const json* th = Field(body, "thinking")) {
+    Obj(*th, "thinking");
+    const json* t = Field(*th, "type");
+    if (t == nullptr) throw BadRequest("missing_field", "'thinking.type' is required");
+    const std::string type = Str(*t, "thinking.type");
+    if (type != "enabled" && type != "disabled" && type != "adaptive") {
+      throw BadRequest("invalid_value", "'thinking.type' must be \"enabled\", \"disabled\" or \"adaptive\"");
+    }
+    if (GetNumber(*th, "budget_tokens", &k) && k < 1) {
+      throw BadRequest("invalid_value", "'thinking.budget_tokens' must be at least 1");
+    }
+    // The template's switch (Qwen3, DeepSeek, ...: enable_thinking); the budget is not enforced
+    // (max_tokens bounds reasoning and answer together).
+    turn["chat_template_kwargs"] = {{"enable_thinking", type != "disabled"}};
+  }
+
+  json format;
+  if (const json* oc = Field(body, "output_config")) {
+    Obj(*oc, "output_config");
+    if (const json* e = Field(*oc, "effort")) Str(*e, "output_config.effort");
+    if (const json* fm = Field(*oc, "format")) format = OutputFormat(*fm, "output_config.format");
+  }
+  if (const json* of = Field(body, "output_format")) {
+    if (!format.is_null()) {
+      throw BadRequest("invalid_value", "'output_config.format' and 'output_format' both give the output format; give one");
+    }
+    format = OutputFormat(*of, "output_format");
+  }
+  if (!format.is_null()) turn["response_format"] = std::move(format);
+
+  r.cache_prompt = ctx.cache_prompt;
+  r.gp.draft_max = ctx.draft_max;
+  r.turn_request = Dump(turn);
+  r.turn_messages = std::move(messages);
+  r.chat_template = ctx.chat_template;
+  return a;
+}
+
+}  // namespace cli::serve

@@ -244,10 +244,22 @@ typedef struct zf_model_summary {
   int32_t token_eos;           /**< End-of-sequence id, or -1. */
   int32_t token_eot;           /**< End-of-turn id, or -1. */
   int32_t n_tensors;           /**< Tensors in the file. */
+  /** Fill-in-the-middle tokens (appended in 0.5), or -1: tokenizer.ggml.fim_pre/suf/mid/pad/
+   *  rep/sep_token_id (or the older prefix/suffix/middle_token_id), else found by their text as
+   *  llama.cpp does ("<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", ...). A prompt
+   *  [pre] prefix [suf] suffix [mid] asks for the middle; rep and sep frame repository files.
+   *  A caller that gets back a smaller struct_size (an older library) has none of them. */
+  int32_t token_fim_pre;
+  int32_t token_fim_suf;       /**< See token_fim_pre. */
+  int32_t token_fim_mid;       /**< See token_fim_pre. */
+  int32_t token_fim_pad;       /**< See token_fim_pre. */
+  int32_t token_fim_rep;       /**< See token_fim_pre. */
+  int32_t token_fim_sep;       /**< See token_fim_pre. */
 } zf_model_summary;
 
 /**
- * @brief Fills `info` (set info->struct_size first). Fields beyond struct_size are not written.
+ * @brief Fills `info` (set info->struct_size first). Fields beyond struct_size are not written;
+ * on return info->struct_size is the size filled (the smaller of the caller's and the library's).
  * @return ::ZF_OK or ::ZF_ERR_INVALID_ARGUMENT (NULL model/info, struct_size too small).
  */
 ZF_API zf_status zf_model_info(const zf_model* model, zf_model_summary* info);

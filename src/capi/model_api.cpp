@@ -17,7 +17,8 @@ static_assert(sizeof(zf_model_params) == 56, "zf_model_params layout is part of 
 static_assert(offsetof(zf_model_params, max_batch) == 40, "fields are appended, never moved");
 static_assert(offsetof(zf_model_params, prefix_cache_mib) == 48, "fields are appended, never moved");
 static_assert(sizeof(zf_cache_info) == 64, "zf_cache_info layout is part of the ABI");
-static_assert(sizeof(zf_model_summary) == 88, "zf_model_summary layout is part of the ABI");
+static_assert(sizeof(zf_model_summary) == 112, "zf_model_summary layout is part of the ABI");
+static_assert(offsetof(zf_model_summary, token_fim_pre) == 88, "fields are appended, never moved");
 
 namespace {
 
@@ -150,6 +151,13 @@ ZF_API zf_status zf_model_info(const zf_model* model, zf_model_summary* info) {
   s.token_eos = t.eos();
   s.token_eot = t.eot();
   s.n_tensors = static_cast<int32_t>(m.file().tensors().size());
+  const zf::tok::FimTokens& fim = t.fim();
+  s.token_fim_pre = fim.pre;
+  s.token_fim_suf = fim.suf;
+  s.token_fim_mid = fim.mid;
+  s.token_fim_pad = fim.pad;
+  s.token_fim_rep = fim.rep;
+  s.token_fim_sep = fim.sep;
   std::memcpy(info, &s, s.struct_size);
   return Succeed();
 }

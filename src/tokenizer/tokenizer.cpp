@@ -198,6 +198,7 @@ class TokenizerImpl final : public Tokenizer {
   int32_t eos() const override { return v.eos; }
   int32_t eot() const override { return v.eot; }
   int32_t sep() const override { return v.sep; }
+  const FimTokens& fim() const override { return v.fim; }
   bool add_bos() const override { return v.add_bos; }
   bool add_eos() const override { return v.add_eos; }
   bool add_sep() const override { return v.add_sep; }

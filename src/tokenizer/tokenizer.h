@@ -14,6 +14,7 @@
 
 #include "common/status.h"
 #include "gguf/gguf.h"
+#include "tokenizer/vocab.h"
 
 namespace zf::tok {
 
@@ -50,6 +51,7 @@ class Tokenizer {
   virtual int32_t eos() const = 0;
   virtual int32_t eot() const = 0;
   virtual int32_t sep() const = 0;  // WordPiece [SEP]; -1 if none
+  virtual const FimTokens& fim() const = 0;  // fill-in-the-middle ids (-1 where absent)
   // The special tokens the model's metadata asks for around texts (rerank pairs are framed by them).
   virtual bool add_bos() const = 0;
   virtual bool add_eos() const = 0;

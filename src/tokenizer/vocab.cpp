@@ -30,7 +30,15 @@ const char* const kEogTexts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|retur
                                  "[EOT]", "[EOS]", "<|end_of_text|>", "<end_of_utterance>",
                                  "<eos>", "<turn|>", "<|tool_response>",
                                  "<｜end▁of▁sentence｜>", "[e~["};
-// Fill-in-the-middle pad/repo/separator tokens also end generation in the reference.
+// Fill-in-the-middle tokens by text where the metadata names none, as the reference finds them
+// (Qwen, SantaCoder, Granite, DeepSeek, CodeLlama's SPM "\u2581<PRE>", GLM-4.5, ...). Its
+// pad/repo/separator tokens also end generation in the reference.
+const char* const kFimPreTexts[] = {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>",
+                                    "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>"};
+const char* const kFimSufTexts[] = {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>",
+                                    "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>"};
+const char* const kFimMidTexts[] = {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>",
+                                    "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>"};
 const char* const kFimPadTexts[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"};
 const char* const kFimRepTexts[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>",
                                     "<reponame>"};
@@ -194,6 +202,18 @@ Status Vocab::Load(const gguf::GgufFile& f, Vocab* v) {
   ZF_RETURN_IF_ERROR(ReadSpecialId(f, "tokenizer.ggml.unknown_token_id", n, &v->unk));
   ZF_RETURN_IF_ERROR(ReadSpecialId(f, "tokenizer.ggml.padding_token_id", n, &v->pad));
   ZF_RETURN_IF_ERROR(ReadSpecialId(f, "tokenizer.ggml.seperator_token_id", n, &v->sep));
+  // FIM ids; the older prefix/suffix/middle keys come after the new ones, as in the reference's
+  // list (where both are present the older one wins there too).
+  FimTokens& fim = v->fim;
+  ZF_RETURN_IF_ERROR(ReadSpecialId(f, "tokenizer.ggml.fim_pre_token_id", n, &fim.pre));
+  ZF_RETURN_IF_ERROR(ReadSpecialId(f, "tokenizer.ggml.fim_suf_token_id", n, &fim.suf));
+  ZF_RETURN_IF_ERROR(ReadSpecialId(f, "tokenizer.ggml.fim_mid_token_id", n, &fim.mid));
+  ZF_RETURN_IF_ERROR(ReadSpecialId(f, "tokenizer.ggml.fim_pad_token_id", n, &fim.pad));
+  ZF_RETURN_IF_ERROR(ReadSpecialId(f, "tokenizer.ggml.fim_rep_token_id", n, &fim.rep));
+  ZF_RETURN_IF_ERROR(ReadSpecialId(f, "tokenizer.ggml.fim_sep_token_id", n, &fim.sep));
+  ZF_RETURN_IF_ERROR(ReadSpecialId(f, "tokenizer.ggml.prefix_token_id", n, &fim.pre));
+  ZF_RETURN_IF_ERROR(ReadSpecialId(f, "tokenizer.ggml.suffix_token_id", n, &fim.suf));
+  ZF_RETURN_IF_ERROR(ReadSpecialId(f, "tokenizer.ggml.middle_token_id", n, &fim.mid));
   // BertNormalizer options: lowercase defaults to on, strip_accents to lowercase, as in the
   // reference (older BERT files carry neither key).
   v->lowercase = true;
@@ -218,8 +238,20 @@ Status Vocab::Load(const gguf::GgufFile& f, Vocab* v) {
   // Text-based fixes the reference applies (see header comment).
   if (v->eot < 0) v->eot = FirstPresent(*v, kEotTexts);
   if (v->eot >= 0) v->attr[v->eot] |= kAttrControl;
-  for (int32_t id : {FirstPresent(*v, kFimPadTexts), FirstPresent(*v, kFimRepTexts),
-                     FirstPresent(*v, kFimSepTexts)}) {
+  // FIM tokens the metadata does not name are found by text, and made control tokens where the
+  // file types them otherwise (as the reference does).
+  auto by_text = [v](int32_t* id, int32_t found) {
+    if (*id >= 0 || found < 0) return;
+    *id = found;
+    if (!(v->attr[found] & kAttrControl)) v->attr[found] = kAttrControl;
+  };
+  by_text(&fim.pre, FirstPresent(*v, kFimPreTexts));
+  by_text(&fim.suf, FirstPresent(*v, kFimSufTexts));
+  by_text(&fim.mid, FirstPresent(*v, kFimMidTexts));
+  by_text(&fim.pad, FirstPresent(*v, kFimPadTexts));
+  by_text(&fim.rep, FirstPresent(*v, kFimRepTexts));
+  by_text(&fim.sep, FirstPresent(*v, kFimSepTexts));
+  for (int32_t id : {fim.pad, fim.rep, fim.sep}) {
     if (id >= 0) v->eog.insert(id);
   }
   for (const char* t : kEogTexts) {

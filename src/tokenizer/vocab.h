@@ -30,6 +30,13 @@ enum TokenAttr : uint32_t {
 
 enum class VocabKind { kSpm, kBpe, kWpm };
 
+// Fill-in-the-middle tokens (-1 when absent): tokenizer.ggml.fim_{pre,suf,mid,pad,rep,sep}_token_id
+// (and the older prefix/suffix/middle_token_id), else the reference's texts ("<|fim_prefix|>",
+// "<fim-prefix>", "<PRE>", ...). pre/suf/mid frame the prompt; rep/sep mark repository files.
+struct FimTokens {
+  int32_t pre = -1, suf = -1, mid = -1, pad = -1, rep = -1, sep = -1;
+};
+
 struct Vocab {
   Vocab() = default;
   Vocab(const Vocab&) = delete;
@@ -62,6 +69,7 @@ struct Vocab {
   // BPE: a word made only of newlines that is itself a token is taken whole (Gemma 4: its
   // merges of newline runs are not in rank order).
   bool whole_newline_words = false;
+  FimTokens fim;
   std::unordered_set<int32_t> eog;     // end-of-generation ids
   std::vector<int32_t> special_tokens;  // control/user-defined/unknown, longest text first
 

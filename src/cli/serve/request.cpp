@@ -5,6 +5,7 @@
 
 #include "../common.h"
 #include "api_error.h"
+#include "infill_request.h"
 #include "model_text.h"
 
 namespace cli::serve {
@@ -291,7 +292,9 @@ Request ParseCompletion(const std::string& text, bool chat, const RequestContext
   } else {
     if (!body.contains("prompt")) throw BadRequest("missing_field", "'prompt' is required");
     const json& p = body["prompt"];
-    if (p.is_string()) {
+    if (CompletionSuffixPrompt(body, ctx, r.gp.max_tokens, &r.prompt)) {
+      // OpenAI's `suffix`: a fill-in-the-middle prompt (infill_request.h).
+    } else if (p.is_string()) {
       r.prompt = Tokenize(ctx.model, p.get<std::string>(), tflags);
     } else if (p.is_array() && p.size() == 1 && p[0].is_string()) {
       r.prompt = Tokenize(ctx.model, p[0].get<std::string>(), tflags);

@@ -181,6 +181,29 @@ def test_text_and_stream(s):
     # The SDK's own event objects (a client iterating create(stream=True)).
     kinds = [e.type for e in c.messages.create(**dict(req, stream=True))]
     assert kinds[0] == "message_start" and kinds[-1] == "message_stop" and "content_block_delta" in kinds, kinds
+    # What Claude Code sends (tests/serve/agents/FINDINGS.md): POST /v1/messages?beta=true, a
+    # billing header block first in `system` whose few hex characters differ per conversation
+    # (left out, so that conversations share the prefix), a system message inside `messages`
+    # (added to the system prompt), thinking "adaptive", context_management, output_config.effort,
+    # metadata.user_id as a JSON string.
+    sys_blocks = [{"type": "text", "text": "You are a Claude agent."},
+                  {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}]
+    base = c.messages.count_tokens(model=MODEL_NAME, system=sys_blocks, messages=USER).input_tokens
+    for hexes in ("3bb", "a01"):
+        billed = [{"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.197.%s; cc_entrypoint=sdk-cli;" % hexes}]
+        n = c.messages.count_tokens(model=MODEL_NAME, system=billed + sys_blocks, messages=USER).input_tokens
+        assert n == base, (hexes, n, base)
+    folded = c.messages.count_tokens(model=MODEL_NAME, system=sys_blocks[:1], messages=USER[:1] + [
+        {"role": "system", "content": "Be brief."}]).input_tokens
+    assert folded == base, (folded, base)
+    cc = {"model": MODEL_NAME, "max_tokens": 32000, "stream": False, "system": billed + sys_blocks,
+          "messages": [USER[0], {"role": "system", "content": "Agents: none."}],
+          "thinking": {"type": "adaptive"}, "output_config": {"effort": "high"},
+          "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+          "metadata": {"user_id": json.dumps({"device_id": "ab", "session_id": "cd"})}}
+    status, _, out = s.post("/v1/messages?beta=true", dict(cc, max_tokens=8),
+                            {"x-api-key": KEY, "anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14"})
+    assert status == 200 and out["type"] == "message" and out["content"], out
     # max_tokens past the context is not an error: the context ends the answer.
     big = c.messages.create(**dict(req, max_tokens=1_000_000))
     assert big.stop_reason in ("end_turn", "max_tokens"), big
@@ -212,7 +235,7 @@ def test_tools(s):
         req = dict(base, tool_choice=choice)
         raw = c.messages.with_raw_response.create(**req)
         # Server tools are not served here: left out, and the answer says so.
-        assert "web_search" in raw.headers.get("x-zerfoo-ignored-tools", ""), dict(raw.headers)
+        assert "web_search" in raw.headers.get("X-Zerfoo-Ignored-Tools", ""), dict(raw.headers)
         m = raw.parse()
         uses = [b for b in m.content if b.type == "tool_use"]
         assert m.stop_reason == "tool_use" and uses, (choice, m)
@@ -307,7 +330,8 @@ def test_malformed(s):
         (dict(ok, messages="hi"), "messages"),
         (dict(ok, messages=[]), "messages"),
         ({k: v for k, v in ok.items() if k != "messages"}, "messages"),
-        (dict(ok, messages=[{"role": "system", "content": "x"}]), "messages[0].role"),
+        (dict(ok, messages=[{"role": "tool", "content": "x"}]), "messages[0].role"),
+        (dict(ok, messages=[{"role": "system", "content": [{"type": "tool_use"}]}]), "messages[0].content[0].type"),
         (dict(ok, messages=[{"role": "user"}]), "messages[0].content"),
         (dict(ok, messages=[{"role": "user", "content": 5}]), "messages[0].content"),
         (dict(ok, messages=[{"role": "user", "content": [{"type": "text", "text": 1}]}]), "messages[0].content[0].text"),

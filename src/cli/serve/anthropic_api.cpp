@@ -188,7 +188,7 @@ void ReportIgnoredTools(const std::vector<std::string>& names, httplib::Response
   if (names.empty()) return;
   std::string list;
   for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-  res.set_header("x-zerfoo-ignored-tools", list);
+  res.set_header("X-Zerfoo-Ignored-Tools", list);
   static std::atomic<bool> said{false};
   if (!said.exchange(true)) {
     std::fprintf(stderr, "zerfoo serve: /v1/messages: server tools are not served here and were left out: %s\n",

@@ -65,21 +65,54 @@ std::string TextBlocks(const json& v, const std::string& field) {
   return out;
 }
 
+// Claude Code's first system block, "x-anthropic-billing-header: cc_version=...; ...", differs
+// between conversations a few characters in: rendered, it would end every conversation's shared
+// prefix (the tools and the long system prompt after it) at the first tokens. It is billing
+// metadata, not an instruction: left out.
+bool BillingHeader(const json& block) {
+  static const std::string kPrefix = "x-anthropic-billing-header:";
+  auto t = block.find("text");
+  return t != block.end() && t->is_string() && t->get<std::string>().compare(0, kPrefix.size(), kPrefix) == 0;
+}
+
+// The system prompt: a string, or text blocks (joined with newlines; the billing header left out).
+std::string SystemText(const json& v, const std::string& field) {
+  if (!v.is_array()) return TextBlocks(v, field);
+  json kept = json::array();
+  for (const json& b : v) {
+    if (!b.is_object() || !BillingHeader(b)) kept.push_back(b);
+  }
+  return TextBlocks(kept, field);
+}
+
+void AppendSystem(std::string* system, const std::string& text) {
+  if (text.empty()) return;
+  if (!system->empty()) *system += "\n";  // as the system blocks are joined
+  *system += text;
+}
+
 // One Anthropic message as OpenAI messages: an assistant message (content, reasoning_content,
 // tool_calls), or a user message's tool results (one "tool" message each, first, so that they
-// follow the assistant's calls as OpenAI templates expect) and then its text.
-void TranslateMessage(const json& m, size_t i, json* out) {
+// follow the assistant's calls as OpenAI templates expect) and then its text. A system message
+// in the conversation (Claude Code sends one second, beta "mid-conversation-system") is added to
+// the system prompt: every template takes a leading system message, not all a later one, and it
+// stays the same for the whole conversation, so the prefix stays shared.
+void TranslateMessage(const json& m, size_t i, json* out, std::string* system) {
   const std::string field = "messages[" + std::to_string(i) + "]";
   Obj(m, field);
   const json* role_v = Field(m, "role");
   if (role_v == nullptr) throw BadRequest("missing_field", "'" + field + ".role' is required");
   const std::string role = Str(*role_v, field + ".role");
-  if (role != "user" && role != "assistant") {
-    throw BadRequest("invalid_value", "'" + field + ".role' must be \"user\" or \"assistant\" (got \"" + role +
-                                          "\"; the system prompt goes in 'system')");
+  if (role != "user" && role != "assistant" && role != "system") {
+    throw BadRequest("invalid_value", "'" + field + ".role' must be \"user\", \"assistant\" or \"system\" (got \"" +
+                                          role + "\")");
   }
   const json* content = Field(m, "content");
   if (content == nullptr) throw BadRequest("missing_field", "'" + field + ".content' is required");
+  if (role == "system") {
+    AppendSystem(system, SystemText(*content, field + ".content"));
+    return;
+  }
   if (content->is_string()) {
     out->push_back({{"role", role}, {"content", content->get<std::string>()}});
     return;
@@ -265,15 +298,14 @@ AnthropicRequest ParseAnthropic(const std::string& text, const RequestContext& c
 
   json turn = json::object();
   json messages = json::array();
-  if (const json* sys = Field(body, "system")) {
-    const std::string s = TextBlocks(*sys, "system");
-    if (!s.empty()) messages.push_back({{"role", "system"}, {"content", s}});
-  }
+  std::string system;
+  if (const json* sys = Field(body, "system")) system = SystemText(*sys, "system");
   const json* msgs = Field(body, "messages");
   if (msgs == nullptr) throw BadRequest("missing_field", "'messages' is required");
   Arr(*msgs, "messages");
   if (msgs->empty()) throw BadRequest("invalid_value", "'messages' must hold at least one message");
-  for (size_t i = 0; i < msgs->size(); ++i) TranslateMessage((*msgs)[i], i, &messages);
+  for (size_t i = 0; i < msgs->size(); ++i) TranslateMessage((*msgs)[i], i, &messages, &system);
+  if (!system.empty()) messages.insert(messages.begin(), json{{"role", "system"}, {"content", system}});
   turn["messages"] = messages;
 
   if (const json* t = Field(body, "tools")) {

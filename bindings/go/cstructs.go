@@ -18,7 +18,7 @@ type cModelParams struct { // zf_model_params, 56 bytes
 	reserved2        uint32
 }
 
-type cModelSummary struct { // zf_model_summary, 88 bytes
+type cModelSummary struct { // zf_model_summary, 112 bytes
 	structSize   uint32
 	backend      int32
 	architecture *byte // C strings owned by the model
@@ -36,6 +36,12 @@ type cModelSummary struct { // zf_model_summary, 88 bytes
 	tokenEOS     int32
 	tokenEOT     int32
 	nTensors     int32
+	tokenFIMPre  int32 // appended in 0.5
+	tokenFIMSuf  int32
+	tokenFIMMid  int32
+	tokenFIMPad  int32
+	tokenFIMRep  int32
+	tokenFIMSep  int32
 }
 
 type cCacheInfo struct { // zf_cache_info, 56 bytes (appended in 0.4)

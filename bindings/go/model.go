@@ -159,7 +159,18 @@ type Info struct {
 	TokenEOS     int32
 	TokenEOT     int32
 	NTensors     int
+	FIM          FIMTokens // fill-in-the-middle tokens
 }
+
+// FIMTokens are a model's fill-in-the-middle token ids, -1 where absent: from the GGUF's
+// tokenizer.ggml.fim_*_token_id keys or found by their text ("<|fim_prefix|>", "<PRE>", ...).
+// A prompt Pre prefix Suf suffix Mid asks for the middle; Rep and Sep frame repository files.
+type FIMTokens struct {
+	Pre, Suf, Mid, Pad, Rep, Sep int32
+}
+
+// HasInfill reports whether the model has the prefix, suffix and middle tokens.
+func (f FIMTokens) HasInfill() bool { return f.Pre >= 0 && f.Suf >= 0 && f.Mid >= 0 }
 
 // Info returns facts about the model.
 func (m *Model) Info() (Info, error) {
@@ -177,8 +188,16 @@ func (m *Model) Info() (Info, error) {
 		Quant: goString(s.quant), NParams: s.nParams, FileSize: s.fileSize,
 		NCtxTrain: int(s.nCtxTrain), NVocab: int(s.nVocab), NLayer: int(s.nLayer), NEmbd: int(s.nEmbd),
 		NHead: int(s.nHead), NHeadKV: int(s.nHeadKV), TokenBOS: s.tokenBOS, TokenEOS: s.tokenEOS,
-		TokenEOT: s.tokenEOT, NTensors: int(s.nTensors),
+		TokenEOT: s.tokenEOT, NTensors: int(s.nTensors), FIM: fimTokens(&s),
 	}, nil
+}
+
+// fimTokens reads the FIM ids; a library older than the fields fills a smaller struct (none).
+func fimTokens(s *cModelSummary) FIMTokens {
+	if uintptr(s.structSize) < unsafe.Offsetof(s.tokenFIMSep)+4 {
+		return FIMTokens{-1, -1, -1, -1, -1, -1}
+	}
+	return FIMTokens{s.tokenFIMPre, s.tokenFIMSuf, s.tokenFIMMid, s.tokenFIMPad, s.tokenFIMRep, s.tokenFIMSep}
 }
 
 // CacheInfo holds the counters of the model's prefix cache (zf_cache_info); see

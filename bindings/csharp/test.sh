@@ -46,6 +46,7 @@ done
 export ZERFOO_LIBRARY ZERFOO_CLI ZERFOO_TEST_MODEL
 export ZERFOO_ABI_TABLE="$out/abi.txt" ZERFOO_LOADCHECK="$out/LoadCheck.exe"
 export ZERFOO_CHAT_TEMPLATES="$root/tests/data/chat_templates/templates"
+export ZERFOO_FIM_SCRIPT="$root/scripts/fim_model.py"  # writes the FIM test model
 
 echo "== example: Chat.exe (one turn from stdin)"
 reply="$(echo "Name a color." | timeout 120 mono "$out/Chat.exe" "$ZERFOO_TEST_MODEL" -n 12 2>/dev/null)"

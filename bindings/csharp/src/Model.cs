@@ -43,6 +43,27 @@ namespace Zerfoo
         public Func<float, bool> Progress { get; set; }
     }
 
+    /// <summary>A model's fill-in-the-middle token ids, -1 where absent: from the GGUF's
+    /// tokenizer.ggml.fim_*_token_id keys or found by their text ("&lt;|fim_prefix|&gt;",
+    /// "&lt;PRE&gt;", ...). A prompt Pre prefix Suf suffix Mid asks for the middle; Rep and Sep
+    /// frame repository files.</summary>
+    public sealed class FimTokens
+    {
+        public int Pre { get; internal set; } = -1;
+        public int Suf { get; internal set; } = -1;
+        public int Mid { get; internal set; } = -1;
+        public int Pad { get; internal set; } = -1;
+        public int Rep { get; internal set; } = -1;
+        public int Sep { get; internal set; } = -1;
+        /// <summary>Whether the model has the prefix, suffix and middle tokens.</summary>
+        public bool HasInfill { get { return Pre >= 0 && Suf >= 0 && Mid >= 0; } }
+
+        public override string ToString()
+        {
+            return string.Format("pre {0}, suf {1}, mid {2}, pad {3}, rep {4}, sep {5}", Pre, Suf, Mid, Pad, Rep, Sep);
+        }
+    }
+
     /// <summary>Facts about a loaded model (zf_model_summary), read once at load.</summary>
     public sealed class ModelInfo
     {
@@ -65,6 +86,8 @@ namespace Zerfoo
         /// <summary>End-of-turn token id, or -1.</summary>
         public int TokenEot { get; internal set; }
         public int Tensors { get; internal set; }
+        /// <summary>Fill-in-the-middle tokens (ids -1 where absent).</summary>
+        public FimTokens Fim { get; internal set; }
 
         public override string ToString()
         {
@@ -253,6 +276,12 @@ namespace Zerfoo
                 TokenEos = s.token_eos,
                 TokenEot = s.token_eot,
                 Tensors = s.n_tensors,
+                // An older library fills a smaller struct: no FIM ids then.
+                Fim = s.struct_size < (uint)Marshal.SizeOf(typeof(zf_model_summary)) ? new FimTokens() : new FimTokens
+                {
+                    Pre = s.token_fim_pre, Suf = s.token_fim_suf, Mid = s.token_fim_mid,
+                    Pad = s.token_fim_pad, Rep = s.token_fim_rep, Sep = s.token_fim_sep,
+                },
             };
         }
 

@@ -54,6 +54,12 @@ namespace Zerfoo
         public int token_eos;
         public int token_eot;
         public int n_tensors;
+        public int token_fim_pre;          // appended in 0.5
+        public int token_fim_suf;
+        public int token_fim_mid;
+        public int token_fim_pad;
+        public int token_fim_rep;
+        public int token_fim_sep;
     }
 
     [StructLayout(LayoutKind.Sequential)]

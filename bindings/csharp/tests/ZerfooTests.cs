@@ -804,6 +804,42 @@ public class ZerfooTests
     }
 
     [Test]
+    public void FimTokens()
+    {
+        // SmolLM2 has no prefix/suffix/middle tokens; its "<reponame>" is a repository token.
+        var f = model.Info.Fim;
+        Assert.AreEqual(new[] { -1, -1, -1, -1, 4, -1 }, new[] { f.Pre, f.Suf, f.Mid, f.Pad, f.Rep, f.Sep });
+        Assert.IsFalse(f.HasInfill);
+        // scripts/fim_model.py's copy of SmolLM2 with FIM tokens (by key and by text).
+        string script = Env("ZERFOO_FIM_SCRIPT");
+        string output = Path.Combine(Path.GetTempPath(), "zerfoo-csharp-fim-" + System.Diagnostics.Process.GetCurrentProcess().Id + ".gguf");
+        var psi = new System.Diagnostics.ProcessStartInfo("python3", "\"" + script + "\" \"" + ModelPath + "\" \"" + output + "\"")
+        {
+            UseShellExecute = false,
+            RedirectStandardOutput = true,
+        };
+        using (var p = System.Diagnostics.Process.Start(psi))
+        {
+            p.StandardOutput.ReadToEnd();
+            p.WaitForExit();
+            Assert.AreEqual(0, p.ExitCode, script + " failed");
+        }
+        try
+        {
+            using (var m = Model.Load(output, new ModelOptions { VocabOnly = true }))
+            {
+                f = m.Info.Fim;
+                Assert.AreEqual(new[] { 11, 12, 13, 14, 4, 5 }, new[] { f.Pre, f.Suf, f.Mid, f.Pad, f.Rep, f.Sep }, f.ToString());
+                Assert.IsTrue(f.HasInfill);
+            }
+        }
+        finally
+        {
+            File.Delete(output);
+        }
+    }
+
+    [Test]
     public void TokenizeRoundTrips()
     {
         string text = "Grüße, 世界! Ünïcödé — and emoji 🙂.";

@@ -436,7 +436,7 @@ impl ZerfooLib {
     pub unsafe fn zf_model_free(&self, model: *mut zf_model) {
         (self.zf_model_free)(model)
     }
-    #[doc = " @brief Fills `info` (set info->struct_size first). Fields beyond struct_size are not written.\n @return ::ZF_OK or ::ZF_ERR_INVALID_ARGUMENT (NULL model/info, struct_size too small)."]
+    #[doc = " @brief Fills `info` (set info->struct_size first). Fields beyond struct_size are not written;\n on return info->struct_size is the size filled (the smaller of the caller's and the library's).\n @return ::ZF_OK or ::ZF_ERR_INVALID_ARGUMENT (NULL model/info, struct_size too small)."]
     pub unsafe fn zf_model_info(
         &self,
         model: *const zf_model,

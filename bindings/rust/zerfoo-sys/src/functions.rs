@@ -27,7 +27,7 @@ unsafe extern "C" {
     ) -> zf_status;
     #[doc = " @brief Releases the caller's reference to a model. NULL is a no-op. May be called from any\n thread.\n\n Sessions hold their own reference (like SQLite's sqlite3_close_v2): when sessions of the model\n are still alive, they keep working and the model's memory is released together with the last\n of them (zf_session_free()), so bindings whose garbage collector frees in any order are safe.\n After this call the caller must not pass `model` to any function again (not even to create a\n session); it may keep using the sessions it has."]
     pub fn zf_model_free(model: *mut zf_model);
-    #[doc = " @brief Fills `info` (set info->struct_size first). Fields beyond struct_size are not written.\n @return ::ZF_OK or ::ZF_ERR_INVALID_ARGUMENT (NULL model/info, struct_size too small)."]
+    #[doc = " @brief Fills `info` (set info->struct_size first). Fields beyond struct_size are not written;\n on return info->struct_size is the size filled (the smaller of the caller's and the library's).\n @return ::ZF_OK or ::ZF_ERR_INVALID_ARGUMENT (NULL model/info, struct_size too small)."]
     pub fn zf_model_info(model: *const zf_model, info: *mut zf_model_summary) -> zf_status;
     #[doc = " @brief Fills `info` with the model's prefix cache counters (set info->struct_size first).\n Thread-safe.\n @return ::ZF_OK or ::ZF_ERR_INVALID_ARGUMENT (NULL model/info, struct_size too small)."]
     pub fn zf_model_cache_info(model: *const zf_model, info: *mut zf_cache_info) -> zf_status;

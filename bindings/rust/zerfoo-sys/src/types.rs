@@ -102,6 +102,18 @@ pub struct zf_model_summary {
     pub token_eot: i32,
     #[doc = "< Tensors in the file."]
     pub n_tensors: i32,
+    #[doc = " Fill-in-the-middle tokens (appended in 0.5), or -1: tokenizer.ggml.fim_pre/suf/mid/pad/\n  rep/sep_token_id (or the older prefix/suffix/middle_token_id), else found by their text as\n  llama.cpp does (\"<|fim_prefix|>\", \"<fim-prefix>\", \"<fim_prefix>\", \"<PRE>\", ...). A prompt\n  [pre] prefix [suf] suffix [mid] asks for the middle; rep and sep frame repository files.\n  A caller that gets back a smaller struct_size (an older library) has none of them."]
+    pub token_fim_pre: i32,
+    #[doc = "< See token_fim_pre."]
+    pub token_fim_suf: i32,
+    #[doc = "< See token_fim_pre."]
+    pub token_fim_mid: i32,
+    #[doc = "< See token_fim_pre."]
+    pub token_fim_pad: i32,
+    #[doc = "< See token_fim_pre."]
+    pub token_fim_rep: i32,
+    #[doc = "< See token_fim_pre."]
+    pub token_fim_sep: i32,
 }
 #[doc = " The prefix cache's counters, filled by zf_model_cache_info() (appended in 0.4)."]
 #[repr(C)]
@@ -472,7 +484,7 @@ const _: () = {
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of zf_model_summary"][::core::mem::size_of::<zf_model_summary>() - 88usize];
+    ["Size of zf_model_summary"][::core::mem::size_of::<zf_model_summary>() - 112usize];
     ["Alignment of zf_model_summary"][::core::mem::align_of::<zf_model_summary>() - 8usize];
     ["Offset of field: zf_model_summary::struct_size"]
         [::core::mem::offset_of!(zf_model_summary, struct_size) - 0usize];
@@ -508,6 +520,18 @@ const _: () = {
         [::core::mem::offset_of!(zf_model_summary, token_eot) - 80usize];
     ["Offset of field: zf_model_summary::n_tensors"]
         [::core::mem::offset_of!(zf_model_summary, n_tensors) - 84usize];
+    ["Offset of field: zf_model_summary::token_fim_pre"]
+        [::core::mem::offset_of!(zf_model_summary, token_fim_pre) - 88usize];
+    ["Offset of field: zf_model_summary::token_fim_suf"]
+        [::core::mem::offset_of!(zf_model_summary, token_fim_suf) - 92usize];
+    ["Offset of field: zf_model_summary::token_fim_mid"]
+        [::core::mem::offset_of!(zf_model_summary, token_fim_mid) - 96usize];
+    ["Offset of field: zf_model_summary::token_fim_pad"]
+        [::core::mem::offset_of!(zf_model_summary, token_fim_pad) - 100usize];
+    ["Offset of field: zf_model_summary::token_fim_rep"]
+        [::core::mem::offset_of!(zf_model_summary, token_fim_rep) - 104usize];
+    ["Offset of field: zf_model_summary::token_fim_sep"]
+        [::core::mem::offset_of!(zf_model_summary, token_fim_sep) - 108usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {

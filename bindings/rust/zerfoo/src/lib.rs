@@ -48,7 +48,7 @@ pub use chat::{AssistantMessage, ChatParseOptions, FunctionCall, ToolCall, ToolG
 pub use chat_request::{ChatRequest, Message, ReasoningFormat, ResponseFormat, Tool, ToolChoice};
 pub use embed::{EmbedOptions, Pooling};
 pub use error::{Error, ErrorCode, Result};
-pub use model::{CacheInfo, ChatMessage, Device, Model, ModelInfo, ModelOptions, Token};
+pub use model::{CacheInfo, ChatMessage, Device, FimTokens, Model, ModelInfo, ModelOptions, Token};
 pub use session::{
     CancelHandle, Constraint, GenerateOptions, Generation, KvType, Pieces, Session, SessionOptions,
     StopReason, TokenLogprob, TokenLogprobs, MAX_DRAFT, MAX_LOGPROBS,

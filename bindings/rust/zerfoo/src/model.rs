@@ -126,6 +126,36 @@ pub struct ModelInfo {
     pub token_eot: Option<Token>,
     /// Tensors in the file.
     pub n_tensors: i32,
+    /// Fill-in-the-middle tokens.
+    pub fim: FimTokens,
+}
+
+/// A model's fill-in-the-middle tokens ([`ModelInfo::fim`]): from the GGUF's
+/// `tokenizer.ggml.fim_*_token_id` keys or found by their text (`"<|fim_prefix|>"`, `"<PRE>"`, ...).
+/// A prompt `pre` prefix `suf` suffix `mid` asks for the middle; `rep` and `sep` frame repository
+/// files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub struct FimTokens {
+    /// Before the prefix.
+    pub pre: Option<Token>,
+    /// Before the suffix.
+    pub suf: Option<Token>,
+    /// Before the middle (the answer).
+    pub mid: Option<Token>,
+    /// Padding.
+    pub pad: Option<Token>,
+    /// Before the repository's name.
+    pub rep: Option<Token>,
+    /// Before each file of the repository.
+    pub sep: Option<Token>,
+}
+
+impl FimTokens {
+    /// Whether the model has the prefix, suffix and middle tokens.
+    pub fn has_infill(&self) -> bool {
+        self.pre.is_some() && self.suf.is_some() && self.mid.is_some()
+    }
 }
 
 /// The prefix cache's counters ([`Model::cache_info`]; see [`ModelOptions::prefix_cache_mib`]).
@@ -364,6 +394,19 @@ impl Model {
             token_eos: tok(s.token_eos),
             token_eot: tok(s.token_eot),
             n_tensors: s.n_tensors,
+            // An older library fills a smaller struct: no FIM ids then.
+            fim: if s.struct_size as usize >= std::mem::size_of::<sys::zf_model_summary>() {
+                FimTokens {
+                    pre: tok(s.token_fim_pre),
+                    suf: tok(s.token_fim_suf),
+                    mid: tok(s.token_fim_mid),
+                    pad: tok(s.token_fim_pad),
+                    rep: tok(s.token_fim_rep),
+                    sep: tok(s.token_fim_sep),
+                }
+            } else {
+                FimTokens::default()
+            },
         })
     }
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Ollama's API on `zerfoo serve` (issue #43 §3), through the official `ollama` client 0.6.3.
 
-One server with SmolLM2 and Qwen 2.5's chat template (a tool-call format), one with
-DeepSeek-R1's (reasoning opened by the prompt) for `think`. Greedy answers are compared with the
+One server with SmolLM2 and Qwen 2.5's chat template (a tool-call format), one with SmolLM2 given
+FIM tokens (`suffix`) and DeepSeek-R1's template (reasoning opened by the prompt) for `think`. Greedy answers are compared with the
 same request through /v1/chat/completions and /v1/completions (the one generation path), streamed
 answers with non-streamed ones; raw HTTP for framing and malformed bodies.
 
@@ -18,6 +18,7 @@ import time
 import jsonschema
 import ollama
 
+from test_infill import fim_model
 from test_serve import CTX, MODEL, TEMPLATES, TOOLS, Server, run
 
 N = 16  # tokens per greedy answer: short for a 2-core CI
@@ -216,6 +217,7 @@ def test_generate(s):
     assert r.done and r.done_reason == "load" and r.response == "", r
     r = c.generate(model="smollm2", prompt=prompt, raw=True, context=[1, 2, 3], options=GREEDY)
     assert r.response == full.response
+    # suffix: fill-in-the-middle, which SmolLM2 has no tokens for (test_think's model has them).
     for kw, needle in [({"suffix": " world"}, "fill-in-the-middle"), ({"template": "{{ .Prompt }}"}, "template"),
                        ({"images": ["aGk="]}, "vision model")]:
         try:
@@ -305,7 +307,8 @@ def test_errors(s):
     # Ollama's shape, never a 500 (the parser checks every type it reads).
     bodies = {"/api/chat": dict(chat, tools=TOOLS, format="json", think=False, stream=False, keep_alive="1m"),
               "/api/generate": {"model": "smollm2", "prompt": "hi", "system": "s", "raw": False, "stream": False,
-                                "format": "json", "think": True, "options": {"num_predict": 2}, "context": [1]},
+                                "format": "json", "think": True, "options": {"num_predict": 2}, "context": [1],
+                                "suffix": "", "images": [], "template": "", "keep_alive": 0},
               "/api/embed": {"model": "smollm2", "input": ["a"], "truncate": True, "dimensions": 8, "options": {}},
               "/api/embeddings": {"model": "smollm2", "prompt": "a", "options": {}},
               "/api/show": {"model": "smollm2", "verbose": True}}
@@ -329,13 +332,22 @@ def test_errors(s):
     assert s.request("GET", "/health")[0] == 200
 
 
-def test_think():
-    # DeepSeek-R1's template opens <think> when enable_thinking is on: SmolLM2 never closes it
-    # within the budget, so the whole answer is `thinking`, streamed or not.
+def test_think_and_suffix():
+    # SmolLM2 with FIM tokens (scripts/fim_model.py, as test_infill.py uses) and DeepSeek-R1's
+    # template, which opens <think> when enable_thinking is on: SmolLM2 never closes it within
+    # the budget, so the whole answer is `thinking`, streamed or not.
     s = Server("--alias", "r1", "--chat-template-file",
-               os.path.join(TEMPLATES, "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"))
+               os.path.join(TEMPLATES, "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"), model=fim_model())
     try:
         c = client(s)
+        # generate's suffix: the FIM sequence /v1/completions builds for prompt + suffix.
+        pre, suf = "def fibonacci(n):\n", "\n\nprint(fibonacci(10))\n"
+        g = c.generate(model="r1", prompt=pre, suffix=suf, options=GREEDY)
+        st, _, oa = s.post("/v1/completions", {"prompt": pre, "suffix": suf, "temperature": 0, "max_tokens": N})
+        assert st == 200 and g.response == oa["choices"][0]["text"] and g.response, (g, oa)
+        assert g.prompt_eval_count == oa["usage"]["prompt_tokens"], (g, oa["usage"])
+        parts = list(c.generate(model="r1", prompt=pre, suffix=suf, options=GREEDY, stream=True))
+        assert "".join(p.response for p in parts) == g.response, parts
         msgs = [{"role": "user", "content": "Name three fruits."}]
         for think in (True, "high"):
             full = c.chat(model="r1", messages=msgs, think=think, options=GREEDY)
@@ -365,7 +377,7 @@ def main():
         rc = s.stop()
     if rc != 0:
         failed.append("server exit code %s" % rc)
-    run(test_think, failed)
+    run(test_think_and_suffix, failed)
     print("ollama tests: %d failed, %.1f s" % (len(failed), time.time() - t_all))
     if failed:
         print("FAILED: " + ", ".join(failed))

@@ -249,9 +249,7 @@ OllamaRequest ParseGenerate(const json& body, const RequestContext& ctx) {
   json oa = CommonFields(body);
   const std::string prompt = StringField(body, "prompt", "prompt");
   const std::string system = StringField(body, "system", "system");
-  if (!StringField(body, "suffix", "suffix").empty()) {
-    throw BadRequest("unsupported", "'suffix' needs fill-in-the-middle support, which this server does not have yet");
-  }
+  const std::string suffix = StringField(body, "suffix", "suffix");
   if (!StringField(body, "template", "template").empty()) {
     throw BadRequest("unsupported",
                      "'template' is not supported: prompts are rendered with the model's chat template "
@@ -261,12 +259,20 @@ OllamaRequest ParseGenerate(const json& body, const RequestContext& ctx) {
   const bool raw = BoolField(body, "raw", false);
   TranslateThink(body, &oa);
   // `context` (the deprecated token list of an earlier answer) is ignored.
-  if (prompt.empty() && (raw || system.empty())) {  // Ollama's "load the model" probe
+  if (prompt.empty() && suffix.empty() && (raw || system.empty())) {  // Ollama's "load the model" probe
     q.load_only = true;
     q.r.stream = oa["stream"].get<bool>();
     return q;
   }
-  if (raw) {
+  if (!suffix.empty()) {
+    // Fill-in-the-middle: the model's FIM sequence around the prompt (before) and the suffix
+    // (after), as /v1/completions builds it (infill_request.h); a model without FIM tokens is a
+    // 400. No template renders it, so `system` and `think` do not apply.
+    oa.erase("chat_template_kwargs");
+    oa["prompt"] = prompt;
+    oa["suffix"] = suffix;
+    q.r = Parse(oa, false, ctx);
+  } else if (raw) {
     oa.erase("chat_template_kwargs");  // no template renders a raw prompt
     oa["prompt"] = prompt;
     q.r = Parse(oa, false, ctx);

@@ -59,8 +59,10 @@ const OptionSpec kOptions[] = {
      "for prompts and for reading tool calls / reasoning back"},
 
     // Sampling.
-    {{"--n-predict", "-n"}, kSample, kInt, "N", -1, kI32Max, nullptr,
-     "tokens to generate at most (-1 = until context is full)"},
+    {{"--n-predict", "-n"}, kSample | kServe, kInt, "N", -1, kI32Max, nullptr,
+     "tokens to generate at most (-1 = until context is full)",
+     "serve: the default of a request that sets no limit and the most any request gets, on every API "
+     "(as llama-server's -n; agents such as Codex send no limit)"},
     {{"--temp"}, kSample, kFloat, "T", 0, 100, nullptr, "sampling temperature (0 = greedy)"},
     {{"--seed"}, kSample, kUInt, "S", 0, 0, nullptr, "RNG seed (default: random)"},
     {{"--top-k"}, kSample, kInt, "K", 0, kI32Max, nullptr, "keep the K most likely tokens (0 = off)"},

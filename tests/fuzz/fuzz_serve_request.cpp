@@ -9,7 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/serve/anthropic_request.h"
+#include "cli/serve/infill_request.h"
+#include "cli/serve/ollama_request.h"
 #include "cli/serve/request.h"
+#include "cli/serve/responses_request.h"
 #include "common/tiny_model.h"
 #include "fuzz_common.h"
 
@@ -61,7 +65,37 @@ Request OpenAiCompletion(const std::string& b, const RequestContext& c) {
   return cli::serve::ParseCompletion(b, false, c);
 }
 
-const Parser kParsers[] = {OpenAiChat, OpenAiCompletion};
+Request Anthropic(const std::string& b, const RequestContext& c) { return cli::serve::ParseAnthropic(b, c).r; }
+Request AnthropicCount(const std::string& b, const RequestContext& c) {
+  return cli::serve::ParseAnthropic(b, c, true).r;
+}
+// previous_response_id "resp_1" resolves to a short conversation; any other id is unknown.
+Request Responses(const std::string& b, const RequestContext& c) {
+  return cli::serve::ParseResponses(b, c, [](const std::string& id, nlohmann::json* messages) {
+           if (id != "resp_1") return false;
+           *messages = nlohmann::json::array({{{"role", "user"}, {"content", "hi"}},
+                                              {{"role", "assistant"}, {"content", "hello"}}});
+           return true;
+         }).req;
+}
+template <cli::serve::OllamaEndpoint E>
+Request Ollama(const std::string& b, const RequestContext& c) {
+  return cli::serve::ParseOllama(E, b, c).r;
+}
+Request Infill(const std::string& b, const RequestContext& c) { return cli::serve::ParseInfill(b, c); }
+
+using cli::serve::OllamaEndpoint;
+const Parser kParsers[] = {OpenAiChat,
+                           OpenAiCompletion,
+                           Anthropic,
+                           AnthropicCount,
+                           Responses,
+                           Ollama<OllamaEndpoint::kChat>,
+                           Ollama<OllamaEndpoint::kGenerate>,
+                           Ollama<OllamaEndpoint::kEmbed>,
+                           Ollama<OllamaEndpoint::kEmbeddings>,
+                           Ollama<OllamaEndpoint::kShow>,
+                           Infill};
 
 }  // namespace
 
@@ -73,7 +107,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const RequestContext ctx = Context();
   try {
     const Request r = parse(body, ctx);
-    if (r.chat) CheckTurn(r);
+    if (r.chat && !r.turn_request.empty()) CheckTurn(r);
   } catch (const ApiError& e) {
     Check(e.status >= 400 && e.status < 500, "a request's fault is a 4xx");
     Check(!e.message.empty(), "an error names the problem");

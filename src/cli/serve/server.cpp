@@ -222,9 +222,12 @@ AnswerHeader Server::Header(const std::string& prefix) {
   return h;
 }
 
-Slot* Server::TakeSlot(const Request& r, ErrorFormat fmt, httplib::Response& res) {
+Slot* Server::TakeSlot(Request* r, ErrorFormat fmt, httplib::Response& res) {
+  // --n-predict: every front door's default and cap of the output, applied here once.
+  if (o_.n_predict > 0 && (r->gp.max_tokens < 0 || r->gp.max_tokens > o_.n_predict)) r->gp.max_tokens = o_.n_predict;
+  const Request& rr = *r;
   ApiError err;
-  Slot* slot = slots_.Acquire(r.prompt, r.chat ? r.turn_messages.dump() : std::string(), &err);
+  Slot* slot = slots_.Acquire(rr.prompt, rr.chat ? rr.turn_messages.dump() : std::string(), &err);
   if (slot == nullptr) {
     ++metrics_.n_rejected;
     SendError(res, err, fmt);
@@ -234,7 +237,7 @@ Slot* Server::TakeSlot(const Request& r, ErrorFormat fmt, httplib::Response& res
 
 void Server::AnswerText(std::shared_ptr<Request> r, std::shared_ptr<TextWriter> w, ErrorFormat fmt,
                         Clock::time_point t0, httplib::Response& res) {
-  Slot* slot = TakeSlot(*r, fmt, res);
+  Slot* slot = TakeSlot(r.get(), fmt, res);
   if (slot == nullptr) return;
   auto lease = std::shared_ptr<SlotLease>(new SlotLease{&slots_, slot});
   const GenerateLimits limits{info_.n_vocab, n_ctx_};
@@ -290,7 +293,7 @@ void Server::AnswerText(std::shared_ptr<Request> r, std::shared_ptr<TextWriter> 
 
 void Server::AnswerTurn(std::shared_ptr<Request> r, std::shared_ptr<TurnWriter> w, ErrorFormat fmt,
                         Clock::time_point t0, httplib::Response& res) {
-  Slot* slot = TakeSlot(*r, fmt, res);
+  Slot* slot = TakeSlot(r.get(), fmt, res);
   if (slot == nullptr) return;
   auto finish = [this, t0](zf_status st) { Finished(st, t0); };
   if (o_.verbose) std::fprintf(stderr, "zerfoo serve: chat turn on slot %d\n", slot->id);

@@ -54,8 +54,9 @@ class Server : public FrontDoor {
   void Routes();
   bool Authorized(const httplib::Request& req, httplib::Response& res, ErrorFormat fmt);
   bool Ready(httplib::Response& res, ErrorFormat fmt);
-  // A slot for the request (by its conversation or its prompt); nullptr after answering 503.
-  Slot* TakeSlot(const Request& r, ErrorFormat fmt, httplib::Response& res);
+  // A slot for the request (by its conversation or its prompt), with --n-predict applied to its
+  // output limit; nullptr after answering 503.
+  Slot* TakeSlot(Request* r, ErrorFormat fmt, httplib::Response& res);
 
   void Finished(zf_status st, std::chrono::steady_clock::time_point t0);
   static void StreamHeaders(httplib::Response& res);

@@ -44,7 +44,9 @@ def check_final(r, n_max=N):
     assert r.done is True and r.done_reason in ("stop", "length"), r
     assert RFC3339_NS.match(r.created_at), r.created_at
     assert r.prompt_eval_count > 0 and 0 < r.eval_count <= n_max, r
-    assert r.total_duration >= r.eval_duration > 0 and r.prompt_eval_duration >= 0 and r.load_duration == 0, r
+    # The library's own prefill and decode times, streamed or not; together within the total.
+    assert r.prompt_eval_duration > 0 and r.eval_duration > 0 and r.load_duration == 0, r
+    assert r.total_duration >= r.prompt_eval_duration + r.eval_duration, r
     assert (r.done_reason == "length") == (r.eval_count == n_max), r
 
 

@@ -83,6 +83,8 @@ zf_status Generate(Slot* slot, const Request& r, const EmitFn& emit, Clock::time
   gen.reset();
   out->stop_reason = out->client_gone ? ZF_STOP_CALLBACK : res.stop_reason;
   out->n_generated = res.n_generated;
+  out->prompt_ms = res.prompt_ms;
+  out->decode_ms = res.decode_ms;
   metrics->n_gen_tokens += uint64_t(res.n_generated);
   metrics->n_drafted += uint64_t(res.n_drafted);
   metrics->n_draft_accepted += uint64_t(res.n_accepted);

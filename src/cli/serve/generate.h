@@ -33,6 +33,7 @@ struct Outcome {
   int32_t stop_reason = ZF_STOP_EOS;
   int32_t n_prompt = 0;
   int32_t n_generated = 0;
+  double prompt_ms = 0, decode_ms = 0;  // the library's prefill and decode wall times
   bool client_gone = false;
 };
 

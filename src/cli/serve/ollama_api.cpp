@@ -42,26 +42,21 @@ int64_t Ns(Clock::duration d) { return std::chrono::duration_cast<std::chrono::n
 
 std::string Line(const json& j) { return Dump(j) + "\n"; }
 
-// A request's timing: arrival, and the first piece of a streamed answer (the end of the prompt's
-// evaluation). A non-streamed answer has no first piece here: its time counts as generation.
+// A request's timing from its arrival; the prompt's and the generation's durations are the
+// library's own (the answer's prefill and decode wall times).
 class Timing {
  public:
   explicit Timing(Clock::time_point t0) : t0_(t0) {}
-  void Piece() {
-    if (!have_first_) first_ = Clock::now(), have_first_ = true;
-  }
   // The final line's statistics (durations in nanoseconds; the model is loaded at startup).
-  json Stats(int64_t n_prompt, int64_t n_generated) const {
-    const Clock::time_point now = Clock::now();
-    const int64_t prompt = have_first_ ? Ns(first_ - t0_) : 0;
-    return {{"total_duration", Ns(now - t0_)}, {"load_duration", 0},
-            {"prompt_eval_count", n_prompt},   {"prompt_eval_duration", prompt},
-            {"eval_count", n_generated},       {"eval_duration", Ns(now - t0_) - prompt}};
+  json Stats(int64_t n_prompt, int64_t n_generated, double prompt_ms, double decode_ms) const {
+    auto ns = [](double ms) { return int64_t(ms * 1e6); };
+    return {{"total_duration", Ns(Clock::now() - t0_)}, {"load_duration", 0},
+            {"prompt_eval_count", n_prompt},            {"prompt_eval_duration", ns(prompt_ms)},
+            {"eval_count", n_generated},                {"eval_duration", ns(decode_ms)}};
   }
 
  private:
-  Clock::time_point t0_, first_;
-  bool have_first_ = false;
+  Clock::time_point t0_;
 };
 
 // A tool call's arguments as the object Ollama sends; null when they are not a JSON object.
@@ -123,10 +118,9 @@ class OllamaTurnWriter : public TurnWriter {
   std::string Open() override { return ""; }
   std::string Event(const TurnDelta& d) override {
     switch (d.kind) {
-      case ZF_TURN_CONTENT: timing_.Piece(); return Piece("content", d.text);
-      case ZF_TURN_REASONING: timing_.Piece(); return Piece("thinking", d.text);
+      case ZF_TURN_CONTENT: return Piece("content", d.text);
+      case ZF_TURN_REASONING: return Piece("thinking", d.text);
       case ZF_TURN_TOOL_CALL: {
-        timing_.Piece();
         // Ollama sends each call whole: the calls before this one are complete.
         std::string s = Flush(d.index, nullptr);
         pending_[d.index] = Call{d.id, d.name, ""};
@@ -155,7 +149,7 @@ class OllamaTurnWriter : public TurnWriter {
   json Done(json j, const TurnOutcome& out) const {
     j["done"] = true;
     j["done_reason"] = DoneReason(out.finish);
-    j.update(timing_.Stats(out.n_prompt, out.n_generated));
+    j.update(timing_.Stats(out.n_prompt, out.n_generated, out.prompt_ms, out.decode_ms));
     return j;
   }
   std::string Piece(const char* key, const std::string& text) {
@@ -218,7 +212,6 @@ class OllamaTextWriter : public TextWriter {
   }
   std::string Open() override { return ""; }
   std::string Piece(const std::string& text, const std::vector<TokenLogprobs>&) override {
-    timing_.Piece();
     if (text.empty()) return "";
     return Line(json{{"model", model_}, {"created_at", Now()}, {"response", text}, {"done", false}});
   }
@@ -231,7 +224,7 @@ class OllamaTextWriter : public TextWriter {
   json Done(json j, const Outcome& out) const {
     j["done"] = true;
     j["done_reason"] = FinishReason(out.stop_reason);
-    j.update(timing_.Stats(out.n_prompt, out.n_generated));
+    j.update(timing_.Stats(out.n_prompt, out.n_generated, out.prompt_ms, out.decode_ms));
     return j;
   }
   std::string model_;

@@ -66,6 +66,8 @@ zf_status DriveTurn(zf_turn* turn, Slot* slot, const Request& r, const TurnEmitF
       out->n_prompt = e.n_prompt;
       out->n_cached = e.n_cached;
       out->n_generated = e.n_generated;
+      out->prompt_ms = e.prompt_ms;
+      out->decode_ms = e.decode_ms;
       metrics->n_prompt_cached += uint64_t(e.n_cached);
       metrics->n_prompt_tokens += uint64_t(e.n_prompt);
       metrics->n_gen_tokens += uint64_t(e.n_generated);

@@ -36,6 +36,7 @@ struct TurnOutcome {
   int32_t finish = ZF_FINISH_STOP;
   int32_t stop_reason = ZF_STOP_EOS;
   int32_t n_prompt = 0, n_cached = 0, n_generated = 0;
+  double prompt_ms = 0, decode_ms = 0;  // the turn's prompt (render, tokenize, evaluate) and decode wall times
   bool client_gone = false;
 };
 

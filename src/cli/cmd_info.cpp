@@ -81,6 +81,12 @@ void PrintJson(const Options& opts, const zf_model_summary& s,
                               .Int("token_bos", s.token_bos)
                               .Int("token_eos", s.token_eos)
                               .Int("token_eot", s.token_eot)
+                              .Int("token_fim_pre", s.token_fim_pre)
+                              .Int("token_fim_suf", s.token_fim_suf)
+                              .Int("token_fim_mid", s.token_fim_mid)
+                              .Int("token_fim_pad", s.token_fim_pad)
+                              .Int("token_fim_rep", s.token_fim_rep)
+                              .Int("token_fim_sep", s.token_fim_sep)
                               .Int("n_tensors", s.n_tensors)
                               .Str("backend", DeviceName(s.backend))
                               .Raw("metadata", m.Done())
@@ -105,6 +111,10 @@ void PrintText(const Options& opts, const zf_model_summary& s,
   std::printf("heads:         %d (kv %d)\n", static_cast<int>(s.n_head), static_cast<int>(s.n_head_kv));
   std::printf("tokens:        bos %d, eos %d, eot %d\n", static_cast<int>(s.token_bos),
               static_cast<int>(s.token_eos), static_cast<int>(s.token_eot));
+  // Fill-in-the-middle (serve's /infill and suffix need pre, suf and mid).
+  std::printf("fim tokens:    pre %d, suf %d, mid %d, pad %d, rep %d, sep %d\n", static_cast<int>(s.token_fim_pre),
+              static_cast<int>(s.token_fim_suf), static_cast<int>(s.token_fim_mid), static_cast<int>(s.token_fim_pad),
+              static_cast<int>(s.token_fim_rep), static_cast<int>(s.token_fim_sep));
   std::printf("backend:       %s\n", DeviceName(s.backend));
   std::printf("metadata:\n");
   for (const auto& kv : meta) std::printf("  %-22s %s\n", kv.first.c_str(), kv.second.c_str());

@@ -9,16 +9,14 @@ Environment: ZERFOO_CLI, ZERFOO_TEST_MODEL (SmolLM2), as test_serve.py.
 """
 import json
 import os
-import sys
 import tempfile
-import time
 
 import warnings
 
 import anthropic
 import jsonschema
 
-from test_serve import Server, run
+from test_serve import Server, run_suite
 
 # The SDK warns about the Claude model names it knows to be retiring; here any name is served.
 warnings.filterwarnings("ignore", category=DeprecationWarning, module=__name__)
@@ -440,24 +438,9 @@ def test_thinking():
 
 
 def main():
-    t_all = time.time()
-    failed = []
-    s = Server("--api-key", KEY, "--parallel", "2")
-    try:
-        for t in [test_text_and_stream, test_stop_sequences, test_tools, test_tool_result_round_trip,
-                  test_output_format, test_auth, test_malformed]:
-            run(t, failed, s)
-            assert s.proc.poll() is None, "server died: " + s.logtext()[-2000:]
-    finally:
-        rc = s.stop()
-    if rc != 0:
-        failed.append("server exit code %s" % rc)
-    run(test_thinking, failed)
-    print("anthropic tests: %d failed, %.1f s" % (len(failed), time.time() - t_all))
-    if failed:
-        print("FAILED: " + ", ".join(failed))
-        print(s.logtext()[-3000:])
-        sys.exit(1)
+    run_suite("anthropic", lambda: Server("--api-key", KEY, "--parallel", "2"),
+              [test_text_and_stream, test_stop_sequences, test_tools, test_tool_result_round_trip, test_output_format, test_auth, test_malformed],
+              [test_thinking])
 
 
 if __name__ == "__main__":

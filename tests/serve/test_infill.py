@@ -13,9 +13,8 @@ import json
 import os
 import subprocess
 import sys
-import time
 
-from test_serve import Server, run, sse_events
+from test_serve import Server, run_suite, sse_events
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -115,7 +114,7 @@ def test_trimming_and_context(s):
     assert r["tokens_evaluated"] == len(want), (r["tokens_evaluated"], len(want))
     assert r["content"] == greedy(s, want, 2)[0], r
     # `prompt` is never trimmed: past the context it is a 400 naming both lengths.
-    msg = bad(s, "/infill", {"input_prefix": "a", "input_suffix": "b", "prompt": "z " * 5000}, "tokens", str(CTX))
+    bad(s, "/infill", {"input_prefix": "a", "input_suffix": "b", "prompt": "z " * 5000}, "tokens", str(CTX))
 
 
 def test_streaming(s):
@@ -180,24 +179,9 @@ def test_model_without_fim():
 
 
 def main():
-    t0 = time.time()
-    failed = []
-    s = Server("--ctx-size", str(CTX), "--alias", "fim", model=fim_model())
-    try:
-        for t in [test_infill_prompt_tokens, test_repo_level_context, test_trimming_and_context, test_streaming,
-                  test_malformed]:
-            run(t, failed, s)
-            assert s.proc.poll() is None, "server died: " + s.logtext()[-2000:]
-    finally:
-        rc = s.stop()
-    if rc != 0:
-        failed.append("server exit code %s" % rc)
-    run(test_model_without_fim, failed)
-    print("infill tests: %d failed, %.1f s" % (len(failed), time.time() - t0))
-    if failed:
-        print("FAILED: " + ", ".join(failed))
-        print(s.logtext()[-3000:])
-        sys.exit(1)
+    run_suite("infill", lambda: Server("--ctx-size", str(CTX), "--alias", "fim", model=fim_model()),
+              [test_infill_prompt_tokens, test_repo_level_context, test_trimming_and_context, test_streaming, test_malformed],
+              [test_model_without_fim])
 
 
 if __name__ == "__main__":

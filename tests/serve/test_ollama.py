@@ -12,14 +12,12 @@ import datetime
 import json
 import os
 import re
-import sys
-import time
 
 import jsonschema
 import ollama
 
 from test_infill import fim_model
-from test_serve import CTX, MODEL, TEMPLATES, TOOLS, Server, run
+from test_serve import CTX, MODEL, TEMPLATES, TOOLS, Server, run_suite
 
 N = 16  # tokens per greedy answer: short for a 2-core CI
 GREEDY = {"temperature": 0, "num_predict": N}
@@ -367,24 +365,10 @@ def test_think_and_suffix():
 
 
 def main():
-    t_all = time.time()
-    failed = []
-    s = Server("--alias", "smollm2", "--parallel", "2",
-               "--chat-template-file", os.path.join(TEMPLATES, "Qwen-Qwen2.5-7B-Instruct.jinja"))
-    try:
-        for t in [test_probes, test_chat, test_chat_tools, test_format, test_generate, test_embed, test_errors]:
-            run(t, failed, s)
-            assert s.proc.poll() is None, "server died: " + s.logtext()[-2000:]
-    finally:
-        rc = s.stop()
-    if rc != 0:
-        failed.append("server exit code %s" % rc)
-    run(test_think_and_suffix, failed)
-    print("ollama tests: %d failed, %.1f s" % (len(failed), time.time() - t_all))
-    if failed:
-        print("FAILED: " + ", ".join(failed))
-        print(s.logtext()[-3000:])
-        sys.exit(1)
+    run_suite("ollama", lambda: Server("--alias", "smollm2", "--parallel", "2",
+                                      "--chat-template-file", os.path.join(TEMPLATES, "Qwen-Qwen2.5-7B-Instruct.jinja")),
+              [test_probes, test_chat, test_chat_tools, test_format, test_generate, test_embed, test_errors],
+              [test_think_and_suffix])
 
 
 if __name__ == "__main__":

@@ -10,13 +10,11 @@ Environment: ZERFOO_CLI, ZERFOO_TEST_MODEL (SmolLM2), as test_serve.py.
 """
 import json
 import os
-import sys
-import time
 
 import jsonschema
 import openai
 
-from test_serve import TEMPLATES, TOOLS, Server, run
+from test_serve import TEMPLATES, TOOLS, Server, run_suite
 
 # Flat function tools, as the Responses API takes them.
 FLAT_TOOLS = [dict(t["function"], type="function") for t in TOOLS]
@@ -276,24 +274,9 @@ def test_reasoning():
 
 
 def main():
-    t_all = time.time()
-    failed = []
-    s = Server("--chat-template-file", os.path.join(TEMPLATES, "Qwen-Qwen2.5-7B-Instruct.jinja"))
-    try:
-        for t in [test_text_and_stream, test_function_tools, test_json_schema, test_previous_response_id,
-                  test_codex_shape, test_bad_requests]:
-            run(t, failed, s)
-            assert s.proc.poll() is None, "server died: " + s.logtext()[-2000:]
-    finally:
-        rc = s.stop()
-    if rc != 0:
-        failed.append("server exit code %s" % rc)
-    run(test_reasoning, failed)
-    print("responses tests: %d failed, %.1f s" % (len(failed), time.time() - t_all))
-    if failed:
-        print("FAILED: " + ", ".join(failed))
-        print(s.logtext()[-3000:])
-        sys.exit(1)
+    run_suite("responses", lambda: Server("--chat-template-file", os.path.join(TEMPLATES, "Qwen-Qwen2.5-7B-Instruct.jinja")),
+              [test_text_and_stream, test_function_tools, test_json_schema, test_previous_response_id, test_codex_shape, test_bad_requests],
+              [test_reasoning])
 
 
 if __name__ == "__main__":

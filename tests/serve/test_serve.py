@@ -1177,31 +1177,37 @@ def test_rerank_model():
 
 
 def main():
+    run_suite("serve", lambda: Server("--parallel", "4", "--queue", "16", "--alias", "smollm2"),
+              [test_models_health_metrics, test_tokenize_round_trip, test_completions_equal_cli, test_chat_equal_cli,
+               test_logprobs, test_sse_framing_curl, test_concurrent_16, test_invalid_mixed_with_valid,
+               test_disconnect_cancels, test_prompt_cache_multi_turn, test_structured_outputs, test_embeddings,
+               test_rerank_unsupported, test_request_validation],
+              [test_tools_and_reasoning, test_tools_xml_format, test_lookup_speculation, test_draft_model_speculation,
+               test_queue_full_auth_and_drain, test_defaults_limits_slow_clients, test_rerank_model, test_grace_cancels,
+               test_startup_errors])
+
+
+def run_suite(name, server, shared, alone=()):
+    """Runs a test file's suite: `shared` tests against one server (started by server(), a
+    Server), checking it stays up, then `alone` tests (each starts what it needs); prints the
+    summary line and exits 1 on a failure, with the shared server's log tail."""
     t_all = time.time()
     failed = []
-    shared = Server("--parallel", "4", "--queue", "16", "--alias", "smollm2")
+    s = server()
     try:
-        for t in [test_models_health_metrics, test_tokenize_round_trip, test_completions_equal_cli,
-                  test_chat_equal_cli, test_logprobs, test_sse_framing_curl, test_concurrent_16, test_invalid_mixed_with_valid,
-                  test_disconnect_cancels, test_prompt_cache_multi_turn, test_structured_outputs, test_embeddings,
-                  test_rerank_unsupported, test_request_validation]:
-            run(t, failed, shared)
-            assert shared.proc.poll() is None, "server died: " + shared.logtext()[-2000:]
+        for t in shared:
+            run(t, failed, s)
+            assert s.proc.poll() is None, "server died: " + s.logtext()[-2000:]
     finally:
-        rc = shared.stop()
+        rc = s.stop()
     if rc != 0:
-        failed.append("shared server exit code %s" % rc)
-    for t in [test_tools_and_reasoning, test_tools_xml_format, test_lookup_speculation, test_draft_model_speculation,
-              test_queue_full_auth_and_drain,
-              test_defaults_limits_slow_clients,
-              test_rerank_model,
-              test_grace_cancels,
-              test_startup_errors]:
+        failed.append("server exit code %s" % rc)
+    for t in alone:
         run(t, failed)
-    print("serve tests: %d failed, %.1f s" % (len(failed), time.time() - t_all))
+    print("%s tests: %d failed, %.1f s" % (name, len(failed), time.time() - t_all))
     if failed:
         print("FAILED: " + ", ".join(failed))
-        print(shared.logtext()[-3000:])
+        print(s.logtext()[-3000:])
         sys.exit(1)
 
 

@@ -24,8 +24,14 @@ tests/capi/make_embed_models.sh "$build/tests/embed-models"
 # The unit tests and the C API tests (two shards) run at once: under the sanitizers they use
 # about one core each (scripts/gtest_shards.sh), so the three processes share the two cores.
 unit_log="$(mktemp)"
+# Left to the release stage (each one's code runs under these sanitizers elsewhere): Speculative.*
+# (generation-heavy); ChatStream's corpus sweep (every template x every split x every policy,
+# 45 s here: the stream parser's memory safety is fuzz_chat_parse's, arbitrary splits, and the
+# other ChatStream tests'); ChatTurnUnit.ConstraintCompiledOncePerTurn (a compile count, 27 s:
+# the compiles are the constraint tests' and fuzz_constraint's).
 ZF_TEST_ONLY_MODELS=smollm2 "$build/tests/zerfoo_unit_tests" --gtest_brief=1 \
-  --gtest_filter='-Speculative.*' > "$unit_log" 2>&1 &  # Speculative: generation-heavy, release stage
+  --gtest_filter='-Speculative.*:ChatStream.CorpusEverySplitAndPolicy:ChatTurnUnit.ConstraintCompiledOncePerTurn' \
+  > "$unit_log" 2>&1 &
 unit_pid=$!
 # The soak tests run in their short form here (scripts/soak.sh --long for the long one).
 # Real-model tests on SmolLM2 only here (tests/common/test_models.h); the release run has both.
@@ -38,9 +44,12 @@ unit_pid=$!
 # (the ThreadSanitizer stage runs it), harmony's constrained call (fuzz_chat_parse, the other
 # control-token test), SmolLM2's pooled batch (DecoderEmbed.*) and the four concurrent sessions
 # under the step-cost model (the same code as the forced-draft one run here, 13 s under ASan).
+# Also SharedThreads.SessionsDoNotAddThreads (a thread count, 16 s: the ThreadSanitizer stage runs
+# it) and Constraint.OffLeavesOutputUnchanged (11 s: unconstrained generation is every CapiModel
+# test's).
 capi_rc=0
 ZF_TEST_ONLY_MODELS=smollm2 scripts/gtest_shards.sh 2 "$build/tests/zerfoo_capi_tests" --gtest_brief=1 \
-  --gtest_filter='-PrefixCache.SharedPrefixHeldOnce:PrefixCache.ChunkingAndCacheAreExact*:Batching.SixteenGenerationsIdenticalToAlone:ChatParseControlTokens.LiteralArgumentSyntaxesFollowTheSchema:*CapiPull.GreedyPullEqualsGenerateAcrossTurns*:Soak.EightThreadsWithFourSessionsEachMatchTheSequentialRun:ChatParseControlTokens.HarmonyRequiredCallIsParsedBack:GenerativeEmbed.SmolLM2BatchEqualsOneAtATime:Batching.ConcurrentSessionsUnderTheStepCostModelIdenticalToAlone:ChatTurn.PlainAnswerIsWhatGenerateWritesForTheRenderedPrompt:ChatTurn.NamedToolChoiceCallsThatFunctionOnly:ChatTurn.AutoAndNoneGiveValidTurns:ChatTurn.NextTurnReusesTheConversationTheSessionHolds:ChatTurn.LogprobsCoverEveryGeneratedToken' \
+  --gtest_filter='-PrefixCache.SharedPrefixHeldOnce:PrefixCache.ChunkingAndCacheAreExact*:Batching.SixteenGenerationsIdenticalToAlone:ChatParseControlTokens.LiteralArgumentSyntaxesFollowTheSchema:*CapiPull.GreedyPullEqualsGenerateAcrossTurns*:Soak.EightThreadsWithFourSessionsEachMatchTheSequentialRun:ChatParseControlTokens.HarmonyRequiredCallIsParsedBack:GenerativeEmbed.SmolLM2BatchEqualsOneAtATime:Batching.ConcurrentSessionsUnderTheStepCostModelIdenticalToAlone:ChatTurn.PlainAnswerIsWhatGenerateWritesForTheRenderedPrompt:ChatTurn.NamedToolChoiceCallsThatFunctionOnly:ChatTurn.AutoAndNoneGiveValidTurns:ChatTurn.NextTurnReusesTheConversationTheSessionHolds:ChatTurn.LogprobsCoverEveryGeneratedToken:SharedThreads.SessionsDoNotAddThreads:*Constraint.OffLeavesOutputUnchanged*' \
   || capi_rc=$?
 unit_rc=0
 wait "$unit_pid" || unit_rc=$?

@@ -1,8 +1,9 @@
 #!/bin/sh
-# CI stage for `zerfoo serve`: runs tests/serve/test_serve.py (the `openai` PyPI client, curl,
-# raw HTTP), then tests/serve/test_hostile.py, against the CLI on 127.0.0.1 with SmolLM2. Installs what is missing: curl (apt), the
-# official clients (pip: openai, anthropic, ollama; into ~/.cache/zerfoo/serve-py/<versions>,
-# reused across runs), then each API's own test file.
+# CI stage for `zerfoo serve`: runs each API's test file (test_serve.py: the `openai` PyPI client,
+# curl, raw HTTP; test_hostile.py; test_anthropic/responses/ollama/infill.py, each with its official
+# client) against the CLI on 127.0.0.1 with SmolLM2, two files at a time. Installs what is
+# missing: curl (apt), the official clients (pip: openai, anthropic, ollama; into
+# ~/.cache/zerfoo/serve-py/<versions>, reused across runs).
 # Environment: ZERFOO_CLI (default build/zerfoo), ZERFOO_TEST_MODEL (default: SmolLM2 via
 # scripts/fetch_models.sh).
 set -eu
@@ -26,10 +27,23 @@ if [ ! -f "$pydir/.ok" ]; then
   rm -rf "$pydir" && mv "$pydir.tmp" "$pydir" && touch "$pydir/.ok"
 fi
 export PYTHONPATH="$pydir${PYTHONPATH:+:$PYTHONPATH}"
-timeout 900 "$py" "$here/test_serve.py"
-# Hostile requests (issue #41): inputs that crashed the server or got a 500 are 400s.
-timeout 300 "$py" "$here/test_hostile.py"
-# The other front doors (issue #43), each with its official client.
-for api in anthropic responses ollama infill; do
-  timeout 600 "$py" "$here/test_$api.py"
-done
+# Each file starts its own server (-t 1, a free port) and uses about one core, so the files run
+# in two lanes at once on a 2-core machine (balanced by their times: test_serve.py ~50 s alone);
+# each lane stops at its first failure, and both lanes' output is printed in order.
+lane() {  # FILE:TIMEOUT...
+  for spec in "$@"; do
+    timeout "${spec#*:}" "$py" "$here/${spec%%:*}" || { echo "FAIL: tests/serve/${spec%%:*}"; return 1; }
+  done
+}
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+# Hostile requests (issue #41): inputs that crashed the server or got a 500 are 400s. The other
+# front doors (issue #43), each with its official client.
+lane test_serve.py:900 test_hostile.py:300 test_infill.py:600 > "$logs/1" 2>&1 &
+lane1=$!
+lane test_anthropic.py:600 test_responses.py:600 test_ollama.py:600 > "$logs/2" 2>&1 &
+lane2=$!
+rc1=0; wait "$lane1" || rc1=$?
+rc2=0; wait "$lane2" || rc2=$?
+cat "$logs/1" "$logs/2"
+[ "$rc1" = 0 ] && [ "$rc2" = 0 ] || { echo "FAIL: serve tests (lane rc $rc1, $rc2)"; exit 1; }

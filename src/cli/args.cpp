@@ -48,7 +48,9 @@ constexpr ValueKind kFlag = ValueKind::kFlag, kInt = ValueKind::kInt, kFloat = V
 // The order here is the order of --help. An option's names must be unique within each command.
 const OptionSpec kOptions[] = {
     {{"--model", "-m"}, kModelCommands | kBench | kServe, kString, "FILE", 0, 0, nullptr,
-     "GGUF model file (required)"},
+     "GGUF model file (required)",
+     "serve: repeatable, FILE[=NAME]; the first is the default model, loaded at start, the others on "
+     "their first request"},
     {{"--prompt", "-p"}, kGen, kString, "TEXT", 0, 0, nullptr, "prompt text (required)"},
     {{"--system"}, kChat, kString, "TEXT", 0, 0, nullptr, "system message that opens the conversation"},
     {{"--reasoning"}, kChat, kChoice, "show|hide", 0, 0, kReasoningShown,
@@ -107,6 +109,22 @@ const OptionSpec kOptions[] = {
      "require 'Authorization: Bearer KEY' on /v1, /tokenize, ..."},
     {{"--alias"}, kServe, kString, "NAME", 0, 0, nullptr,
      "model name reported by /v1/models (default: the file name)"},
+    {{"--models-dir"}, kServe, kString, "DIR", 0, 0, nullptr,
+     "serve every *.gguf in DIR too, named by its file name without .gguf (split files "
+     "NAME-00001-of-0000N.gguf as NAME; a subfolder holding one model as the folder's name); "
+     "loaded on demand"},
+    {{"--models-preset"}, kServe, kString, "FILE", 0, 0, nullptr,
+     "INI file of models: [NAME] sections with path=, and optionally ctx-size=, parallel=, "
+     "threads=, n-predict=, chat-template-file=, model-draft= (doc/serve.md)"},
+    {{"--models-max"}, kServe, kInt, "N", 0, 1 << 16, nullptr,
+     "models loaded at once (default 4, as llama-server; 0 = no limit); beyond it the least "
+     "recently used idle model is unloaded"},
+    {{"--models-mem"}, kServe, kFloat, "GIB", 0, 1 << 20, nullptr,
+     "memory budget of the loaded models (file sizes + KV of their slots; default: the "
+     "memory available at start); beyond it idle models are unloaded"},
+    {{"--sleep-idle-seconds"}, kServe, kInt, "N", 0, kI32Max, nullptr,
+     "unload a model no request has used for N seconds (default 0: never); the next request "
+     "loads it again"},
     {{"--no-cache-prompt"}, kServe, kFlag, nullptr, 0, 0, nullptr,
      "do not reuse a slot's KV cache for the prefix a prompt shares with its conversation (on by "
      "default, and exact: the answer is the one a full prefill gives; a request's "
@@ -263,11 +281,12 @@ const char* Usage(const std::string& command) {
            "generated one at a time), mean and standard deviation over repetitions. Lists are\n"
            "comma-separated, as in llama-bench; a list option given again adds to the list.\n";
   }
-  return "usage: zerfoo serve -m MODEL [options]\n\n"
+  return "usage: zerfoo serve -m MODEL[=NAME] [-m MODEL ...] [--models-dir DIR] [options]\n\n"
          "OpenAI-compatible HTTP server: POST /v1/chat/completions, /v1/completions (SSE with\n"
          "\"stream\": true), GET /v1/models, /health, /metrics (Prometheus), POST /tokenize,\n"
          "/detokenize, /apply-template. SIGTERM/SIGINT drain: stop accepting, let running requests\n"
-         "finish for --grace seconds, then cancel them, exit 0.\n";
+         "finish for --grace seconds, then cancel them, exit 0. Several models: the request's \"model\"\n"
+         "picks one, loaded on demand; POST /models/load, /models/unload.\n";
 }
 
 }  // namespace

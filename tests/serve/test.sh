@@ -41,7 +41,7 @@ trap 'rm -rf "$logs"' EXIT
 # front doors (issue #43), each with its official client.
 lane test_serve.py:900 test_hostile.py:300 test_infill.py:600 > "$logs/1" 2>&1 &
 lane1=$!
-lane test_anthropic.py:600 test_responses.py:600 test_ollama.py:600 > "$logs/2" 2>&1 &
+lane test_anthropic.py:600 test_responses.py:600 test_ollama.py:600 test_router.py:300 > "$logs/2" 2>&1 &
 lane2=$!
 rc1=0; wait "$lane1" || rc1=$?
 rc2=0; wait "$lane2" || rc2=$?

@@ -196,38 +196,44 @@ void ReportIgnoredTools(const std::vector<std::string>& names, httplib::Response
   }
 }
 
+// Anthropic's "model": a name of this server picks that model, any other the default one.
+const ModelPick kAnyName{nullptr, true, false};
+
 void HandleMessages(FrontDoor& door, const httplib::Request& req, httplib::Response& res) {
   const Clock::time_point t0 = Clock::now();
-  if (!door.Admit(req, res, AnthropicError, true)) return;
-  const RequestContext ctx = door.Context();
+  const ModelRef m = door.Admit(req, res, AnthropicError, true, kAnyName);
+  if (m == nullptr) return;
+  const RequestContext ctx = door.Context(m);
   auto a = std::make_shared<AnthropicRequest>();
   try {
     *a = ParseAnthropic(req.body, ctx);
   } catch (const ApiError& e) {
-    door.CountError();
+    door.CountError(m);
     SendError(res, e, AnthropicError);
     return;
   }
   ReportIgnoredTools(a->ignored_tools, res);
-  AnswerHeader h = door.Header("msg_");
-  // Any model name is served by the one model (Claude Code asks for claude-*): the answer names
-  // what the request asked for, as clients compare it with their own setting.
+  AnswerHeader h = door.Header(m, "msg_");
+  // A name the server does not have is served by the default model (Claude Code asks for
+  // claude-*): the answer names what the request asked for, as clients compare it with their
+  // own setting.
   if (!a->model.empty()) h.model = a->model;
   std::shared_ptr<Request> r(a, &a->r);
-  door.AnswerTurn(r, std::make_shared<MessageWriter>(a, h), AnthropicError, t0, res);
+  door.AnswerTurn(m, r, std::make_shared<MessageWriter>(a, h), AnthropicError, t0, res);
 }
 
 // The prompt the turn would evaluate, rendered and tokenized as the turn does.
 void HandleCountTokens(FrontDoor& door, const httplib::Request& req, httplib::Response& res) {
-  if (!door.Admit(req, res, AnthropicError, true)) return;
-  const RequestContext ctx = door.Context();
+  const ModelRef m = door.Admit(req, res, AnthropicError, true, kAnyName);
+  if (m == nullptr) return;
+  const RequestContext ctx = door.Context(m);
   try {
     const AnthropicRequest a = ParseAnthropic(req.body, ctx, true);
     const std::string prompt = TurnPrompt(ctx.model, a.r.turn_request, ctx.chat_template);
     const size_t n = Tokenize(ctx.model, prompt, ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL).size();
     res.set_content(Dump(json{{"input_tokens", n}}), "application/json");
   } catch (const ApiError& e) {
-    door.CountError();
+    door.CountError(m);
     SendError(res, e, AnthropicError);
   }
 }

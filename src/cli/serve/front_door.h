@@ -9,6 +9,7 @@
 
 #include <httplib.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -54,7 +55,7 @@ class TextWriter {
   virtual std::string Fail(const ApiError& e) = 0;
 };
 
-// The served model, for listings (/v1/models, Ollama's /api/tags, /api/show, /api/ps).
+// A served model, for listings (/v1/models, Ollama's /api/tags, /api/show, /api/ps).
 struct ServedInfo {
   std::string alias;  // the name requests use
   std::string path;   // the GGUF file
@@ -63,6 +64,26 @@ struct ServedInfo {
   int n_ctx = 0;            // the context of a slot
   int slots = 0;
   zf_model_summary summary{};  // valid when loaded
+  // Loaded: seconds it stays loaded once idle (< 0: for good), counted from idle_since when
+  // no request is running (running: from now).
+  double keep_alive = -1;
+  bool running = false;
+  std::chrono::system_clock::time_point idle_since;
+};
+
+// The model a request runs on (loaded_model.h): held until the last copy goes, so it is never
+// unloaded under the request (a streaming answer keeps its copy until the stream ends).
+struct LoadedModel;
+using ModelRef = std::shared_ptr<LoadedModel>;
+
+// How a front door's request names its model ("model" in the body; Ollama's /api/show also
+// "name"): equal to an alias unless `matches` says otherwise (Ollama's "alias:latest"). Unknown
+// names are a 404 model_not_found, or the default model with `unknown_is_default` (Anthropic:
+// Claude Code asks for claude-*). No name: the default model (the first -m).
+struct ModelPick {
+  bool (*matches)(const std::string& asked, const std::string& alias) = nullptr;
+  bool unknown_is_default = false;
+  bool ollama = false;  // also "name", and the body's keep_alive (Ollama's semantics)
 };
 
 using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
@@ -73,26 +94,33 @@ class FrontDoor {
   // A POST route (the body read under --max-body-mb; too large is a 413 in `fmt`), a GET route.
   virtual void Post(const std::string& path, ErrorFormat fmt, Handler h) = 0;
   virtual void Get(const std::string& path, Handler h) = 0;
-  // The API key (Authorization: Bearer, or x-api-key) and a loaded model; otherwise answers in
-  // `fmt` and returns false. `generate`: also a model that can generate (an encoder answers 501).
-  virtual bool Admit(const httplib::Request& req, httplib::Response& res, ErrorFormat fmt, bool generate) = 0;
+  // The API key (Authorization: Bearer, or x-api-key) and the model the body names (`pick`),
+  // loaded (a request for an unloaded model loads it; a failed load is a 500 with the loader's
+  // message); otherwise answers in `fmt` and returns nullptr. `generate`: also a model that can
+  // generate (an encoder answers 501).
+  virtual ModelRef Admit(const httplib::Request& req, httplib::Response& res, ErrorFormat fmt, bool generate,
+                         const ModelPick& pick = {}) = 0;
+  // The API key only (listings); answers in `fmt` and returns false without it.
+  virtual bool Authorized(const httplib::Request& req, httplib::Response& res, ErrorFormat fmt) = 0;
   // What a request is parsed against (the model, the alias, the context, the defaults).
-  virtual RequestContext Context() const = 0;
-  virtual ServedInfo Info() const = 0;
+  virtual RequestContext Context(const ModelRef& m) const = 0;
+  virtual ServedInfo Info(const ModelRef& m) const = 0;
+  // Every model the server can serve, loaded or not, the default first.
+  virtual std::vector<ServedInfo> Models() const = 0;
   // A fresh answer id with the API's prefix ("chatcmpl-", "msg_", "resp_", ...), and the time.
-  virtual AnswerHeader Header(const std::string& prefix) = 0;
+  virtual AnswerHeader Header(const ModelRef& m, const std::string& prefix) = 0;
   // The one generation path. A chat turn: a slot chosen by r->turn_messages, the turn begun
   // before anything is answered (a refusal is a plain error in `fmt`), then w's whole answer or
   // stream (r->stream). t0: the request's arrival.
-  virtual void AnswerTurn(std::shared_ptr<Request> r, std::shared_ptr<TurnWriter> w, ErrorFormat fmt,
+  virtual void AnswerTurn(ModelRef m, std::shared_ptr<Request> r, std::shared_ptr<TurnWriter> w, ErrorFormat fmt,
                           Clock::time_point t0, httplib::Response& res) = 0;
   // A text completion of r->prompt (tokens), the same way.
-  virtual void AnswerText(std::shared_ptr<Request> r, std::shared_ptr<TextWriter> w, ErrorFormat fmt,
+  virtual void AnswerText(ModelRef m, std::shared_ptr<Request> r, std::shared_ptr<TextWriter> w, ErrorFormat fmt,
                           Clock::time_point t0, httplib::Response& res) = 0;
   // Embeddings in OpenAI's answer shape, on a slot as /v1/embeddings runs them; throws ApiError.
-  virtual json Embed(const EmbedRequest& r) = 0;
-  // A request that failed before it reached a slot: counted in the metrics.
-  virtual void CountError() = 0;
+  virtual json Embed(const ModelRef& m, const EmbedRequest& r) = 0;
+  // A request that failed before it reached a slot: counted in its model's metrics.
+  virtual void CountError(const ModelRef& m) = 0;
 };
 
 // Each API module adds its routes (openai_api.h, anthropic_api.h, responses_api.h, ollama_api.h,

@@ -72,17 +72,18 @@ class InfillWriter : public TextWriter {
 
 void HandleInfill(FrontDoor& door, const httplib::Request& req, httplib::Response& res) {
   const Clock::time_point t0 = Clock::now();
-  if (!door.Admit(req, res, ErrorBody, true)) return;
-  const RequestContext ctx = door.Context();
+  const ModelRef m = door.Admit(req, res, ErrorBody, true);
+  if (m == nullptr) return;
+  const RequestContext ctx = door.Context(m);
   auto r = std::make_shared<Request>();
   try {
     *r = ParseInfill(req.body, ctx);
   } catch (const ApiError& e) {
-    door.CountError();
+    door.CountError(m);
     SendError(res, e);
     return;
   }
-  door.AnswerText(r, std::make_shared<InfillWriter>(r, door.Header("cmpl-")), ErrorBody, t0, res);
+  door.AnswerText(m, r, std::make_shared<InfillWriter>(r, door.Header(m, "cmpl-")), ErrorBody, t0, res);
 }
 
 }  // namespace

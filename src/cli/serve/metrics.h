@@ -18,8 +18,9 @@ class Histogram {
  public:
   explicit Histogram(std::vector<double> bounds);
   void Observe(double v);
-  // Appends the histogram in Prometheus text format.
-  void Write(std::string* out, const std::string& name, const std::string& help) const;
+  // Appends the histogram's samples in Prometheus text format; `label` (e.g. model="x", or "")
+  // goes into every sample's labels. The HELP / TYPE lines are the caller's.
+  void Write(std::string* out, const std::string& name, const std::string& label) const;
 
  private:
   mutable std::mutex mu_;
@@ -62,8 +63,17 @@ struct ServeGauges {
   zf_cache_info prefix_cache{};  // the model's prefix cache (zeros when off or not loaded)
 };
 
-// The /metrics body (Prometheus text format 0.0.4).
-std::string PrometheusText(const ServeMetrics& m, const ServeGauges& g);
+// One model's series: its counters, its gauges, and its label ("" with one model: the names as
+// they always were; model="alias" with several).
+struct ModelSeries {
+  std::string label;
+  const ServeMetrics* metrics = nullptr;
+  ServeGauges gauges;
+};
+
+// The /metrics body (Prometheus text format 0.0.4): each metric's HELP and TYPE once, then a
+// sample per model.
+std::string PrometheusText(const std::vector<ModelSeries>& models);
 
 }  // namespace cli::serve
 

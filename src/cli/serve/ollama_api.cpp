@@ -24,6 +24,14 @@ namespace {
 // Ollama's error body: {"error": "..."}.
 std::string OllamaError(const ApiError& e) { return Dump(json{{"error", e.message}}); }
 
+// Ollama's names: "alias" or "alias:latest" (or "name" on /api/show), and keep_alive.
+const ModelPick kOllamaPick{&OllamaNameMatches, false, true};
+
+uint64_t FileSize(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
+}
+
 // RFC 3339 in UTC with nanoseconds, as Ollama writes created_at.
 std::string Rfc3339(std::chrono::system_clock::time_point t) {
   const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
@@ -237,7 +245,7 @@ class OllamaTextWriter : public TextWriter {
 // Not a SHA-256 of the contents (hashing a multi-GB file at each listing is too slow); stable
 // for the same file at the same path.
 std::string Digest(const ServedInfo& i) {
-  const std::string key = i.path + ":" + std::to_string(i.summary.file_size);
+  const std::string key = i.path + ":" + std::to_string(FileSize(i.path));
   std::string out;
   for (uint64_t seed : {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x9e3779b97f4a7c15ull, 0x100000001b3ull}) {
     uint64_t h = seed;
@@ -292,7 +300,7 @@ json ModelEntry(const ServedInfo& i) {
   return {{"name", name},
           {"model", name},
           {"modified_at", ModifiedAt(i)},
-          {"size", i.summary.file_size},
+          {"size", i.loaded ? i.summary.file_size : FileSize(i.path)},
           {"digest", Digest(i)},
           {"details", Details(i)}};
 }
@@ -356,12 +364,13 @@ json Show(const ServedInfo& i, const RequestContext& ctx) {
 // ---- Routes. ----
 
 // Parses the body, or answers the error (and returns false).
-bool Parsed(FrontDoor& door, OllamaEndpoint ep, const httplib::Request& req, httplib::Response& res, OllamaRequest* q) {
+bool Parsed(FrontDoor& door, const ModelRef& m, OllamaEndpoint ep, const httplib::Request& req,
+            httplib::Response& res, OllamaRequest* q) {
   try {
-    *q = ParseOllama(ep, req.body, door.Context());
+    *q = ParseOllama(ep, req.body, door.Context(m));
     return true;
   } catch (const ApiError& e) {
-    door.CountError();
+    door.CountError(m);
     SendError(res, e, OllamaError);
     return false;
   }
@@ -379,32 +388,34 @@ void AnswerLoad(const OllamaRequest& q, bool chat, httplib::Response& res) {
 
 void HandleGenerating(FrontDoor& door, const httplib::Request& req, httplib::Response& res, bool chat) {
   const Clock::time_point t0 = Clock::now();
-  if (!door.Admit(req, res, OllamaError, true)) return;
+  const ModelRef m = door.Admit(req, res, OllamaError, true, kOllamaPick);
+  if (m == nullptr) return;
   OllamaRequest q;
-  if (!Parsed(door, chat ? OllamaEndpoint::kChat : OllamaEndpoint::kGenerate, req, res, &q)) return;
+  if (!Parsed(door, m, chat ? OllamaEndpoint::kChat : OllamaEndpoint::kGenerate, req, res, &q)) return;
   if (q.load_only) return AnswerLoad(q, chat, res);
   auto r = std::make_shared<Request>(std::move(q.r));
   if (r->chat) {
-    door.AnswerTurn(r, std::make_shared<OllamaTurnWriter>(q.model, t0, !chat), OllamaError, t0, res);
+    door.AnswerTurn(m, r, std::make_shared<OllamaTurnWriter>(q.model, t0, !chat), OllamaError, t0, res);
   } else {
-    door.AnswerText(r, std::make_shared<OllamaTextWriter>(q.model, t0), OllamaError, t0, res);
+    door.AnswerText(m, r, std::make_shared<OllamaTextWriter>(q.model, t0), OllamaError, t0, res);
   }
 }
 
 void HandleEmbed(FrontDoor& door, const httplib::Request& req, httplib::Response& res, bool legacy) {
   const Clock::time_point t0 = Clock::now();
-  if (!door.Admit(req, res, OllamaError, false)) return;
+  const ModelRef m = door.Admit(req, res, OllamaError, false, kOllamaPick);
+  if (m == nullptr) return;
   OllamaRequest q;
-  if (!Parsed(door, legacy ? OllamaEndpoint::kEmbeddings : OllamaEndpoint::kEmbed, req, res, &q)) return;
+  if (!Parsed(door, m, legacy ? OllamaEndpoint::kEmbeddings : OllamaEndpoint::kEmbed, req, res, &q)) return;
   if (q.empty_legacy_embedding) {
     res.set_content(Dump(json{{"embedding", json::array()}}), "application/json");
     return;
   }
   json answer;
   try {
-    answer = door.Embed(q.embed);
+    answer = door.Embed(m, q.embed);
   } catch (const ApiError& e) {
-    door.CountError();
+    door.CountError(m);
     SendError(res, e, OllamaError);
     return;
   }
@@ -439,26 +450,38 @@ void AddOllamaRoutes(FrontDoor& door) {
     HandleEmbed(door, req, res, true);
   });
   door.Post("/api/show", OllamaError, [&door](const httplib::Request& req, httplib::Response& res) {
-    if (!door.Admit(req, res, OllamaError, false)) return;
+    const ModelRef m = door.Admit(req, res, OllamaError, false, kOllamaPick);
+    if (m == nullptr) return;
     OllamaRequest q;
-    if (!Parsed(door, OllamaEndpoint::kShow, req, res, &q)) return;
-    res.set_content(Dump(Show(door.Info(), door.Context())), "application/json");
+    if (!Parsed(door, m, OllamaEndpoint::kShow, req, res, &q)) return;
+    res.set_content(Dump(Show(door.Info(m), door.Context(m))), "application/json");
   });
   door.Get("/api/tags", [&door](const httplib::Request& req, httplib::Response& res) {
-    if (!door.Admit(req, res, OllamaError, false)) return;
-    res.set_content(Dump(json{{"models", json::array({ModelEntry(door.Info())})}}), "application/json");
+    if (!door.Authorized(req, res, OllamaError)) return;
+    json models = json::array();
+    for (const ServedInfo& i : door.Models()) models.push_back(ModelEntry(i));
+    res.set_content(Dump(json{{"models", models}}), "application/json");
   });
   door.Get("/api/ps", [&door](const httplib::Request& req, httplib::Response& res) {
-    if (!door.Admit(req, res, OllamaError, false)) return;
-    const ServedInfo i = door.Info();
-    json m = ModelEntry(i);
-    m.erase("modified_at");
-    // One model stays loaded for the server's life: the expiry is far away, as Ollama shows
-    // keep_alive -1 (no GPU offload is counted: size_vram 0).
-    m["expires_at"] = Rfc3339(std::chrono::system_clock::now() + std::chrono::hours(24 * 365 * 100));
-    m["size_vram"] = 0;
-    m["context_length"] = i.n_ctx;
-    res.set_content(Dump(json{{"models", json::array({m})}}), "application/json");
+    if (!door.Authorized(req, res, OllamaError)) return;
+    json models = json::array();
+    const auto now = std::chrono::system_clock::now();
+    for (const ServedInfo& i : door.Models()) {
+      if (!i.loaded) continue;
+      json m = ModelEntry(i);
+      m.erase("modified_at");
+      // The expiry: keep_alive (or --sleep-idle-seconds) after its last request; a model kept
+      // for good shows a far one, as Ollama shows keep_alive -1 (no GPU offload is counted:
+      // size_vram 0).
+      const auto keep = std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::duration<double>(i.keep_alive));
+      m["expires_at"] = Rfc3339(i.keep_alive < 0 ? now + std::chrono::hours(24 * 365 * 100)
+                                                 : (i.running ? now : i.idle_since) + keep);
+      m["size_vram"] = 0;
+      m["context_length"] = i.n_ctx;
+      models.push_back(m);
+    }
+    res.set_content(Dump(json{{"models", models}}), "application/json");
   });
   // The Ollama version this API follows (its /api/chat think, tools streaming, structured
   // outputs and /api/embed are all in 0.12), for clients that check it.

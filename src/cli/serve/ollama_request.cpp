@@ -45,17 +45,15 @@ void RefuseImages(const json& obj, const std::string& name) {
   if (!v->empty()) throw BadRequest("unsupported", "'" + name + "': images need a vision model");
 }
 
-std::string ModelOf(const json& body, const RequestContext& ctx, const char* alt_key = nullptr) {
+std::string ModelOf(const json& body, const RequestContext& /*ctx*/, const char* alt_key = nullptr) {
   std::string name = StringField(body, "model", "model");
   if (name.empty() && alt_key != nullptr) name = StringField(body, alt_key, alt_key);
   if (name.empty()) throw BadRequest("missing_field", "model is required");
-  if (!OllamaNameMatches(name, ctx.alias)) {
-    throw ApiError{404, "not_found_error", "model_not_found", "model '" + name + "' not found"};
-  }
+  // Which model the name picks is the server's decision (FrontDoor::Admit, OllamaNameMatches).
   return name;
 }
 
-// Accepted for compatibility: a duration ("5m", "-1") or seconds; one model is always loaded.
+// A duration ("5m", "-1") or seconds: the server applies it (FrontDoor::Admit); checked here too.
 void CheckKeepAlive(const json& body) {
   const json* v = Field(body, "keep_alive");
   if (v != nullptr && !v->is_string() && !v->is_number()) Bad("keep_alive", "must be a duration string or a number");

@@ -67,21 +67,22 @@ class CompletionWriter : public TextWriter {
 
 void HandleCompletion(FrontDoor& door, const httplib::Request& req, httplib::Response& res, bool chat) {
   const Clock::time_point t0 = Clock::now();
-  if (!door.Admit(req, res, ErrorBody, true)) return;
-  const RequestContext ctx = door.Context();
+  const ModelRef m = door.Admit(req, res, ErrorBody, true);
+  if (m == nullptr) return;
+  const RequestContext ctx = door.Context(m);
   auto r = std::make_shared<Request>();
   try {
     *r = ParseCompletion(req.body, chat, ctx);
   } catch (const ApiError& e) {
-    door.CountError();
+    door.CountError(m);
     SendError(res, e);
     return;
   }
-  const AnswerHeader h = door.Header(chat ? "chatcmpl-" : "cmpl-");
+  const AnswerHeader h = door.Header(m, chat ? "chatcmpl-" : "cmpl-");
   if (chat) {
-    door.AnswerTurn(r, std::make_shared<ChatWriter>(ctx.model, r, h), ErrorBody, t0, res);
+    door.AnswerTurn(m, r, std::make_shared<ChatWriter>(ctx.model, r, h), ErrorBody, t0, res);
   } else {
-    door.AnswerText(r, std::make_shared<CompletionWriter>(ctx.model, r, h), ErrorBody, t0, res);
+    door.AnswerText(m, r, std::make_shared<CompletionWriter>(ctx.model, r, h), ErrorBody, t0, res);
   }
 }
 

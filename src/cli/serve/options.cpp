@@ -17,7 +17,23 @@ ServeOptions ParseServeArgs(int argc, char** argv, int first) {
   auto num = [&](const char* key, int fallback) { return static_cast<int>(a.Int(key, fallback)); };
   o.help = a.Has("--help");
   o.verbose = a.Has("--verbose");
-  o.model = a.String("--model");
+  // -m PATH[=ALIAS], repeatable: the text after the last '=' names the model unless it looks
+  // like a path (has a '/').
+  for (const std::string& v : a.Strings("--model")) {
+    ModelArg m{v, ""};
+    const size_t eq = v.rfind('=');
+    if (eq != std::string::npos && eq > 0 && v.find('/', eq) == std::string::npos) {
+      m = {v.substr(0, eq), v.substr(eq + 1)};
+      if (m.alias.empty()) throw UsageError("-m '" + v + "': the name after '=' is empty");
+    }
+    o.models.push_back(m);
+  }
+  if (!o.models.empty()) o.model = o.models[0].path;
+  o.models_dir = a.String("--models-dir");
+  o.models_preset = a.String("--models-preset");
+  o.models_max = num("--models-max", o.models_max);
+  if (a.Has("--models-mem")) o.models_mem_gib = a.Float("--models-mem", 0);
+  o.sleep_idle = num("--sleep-idle-seconds", o.sleep_idle);
   o.host = a.String("--host", o.host);
   o.port = num("--port", o.port);
   o.parallel = num("--parallel", o.parallel);
@@ -52,12 +68,17 @@ ServeOptions ParseServeArgs(int argc, char** argv, int first) {
     if (o.chat_template.empty()) throw UsageError("--chat-template-file: '" + path + "' is empty");
   }
   if (o.help) return o;
-  if (o.model.empty()) throw UsageError("missing -m MODEL");
+  if (o.model.empty() && o.models_dir.empty() && o.models_preset.empty()) {
+    throw UsageError("missing -m MODEL (or --models-dir DIR / --models-preset FILE)");
+  }
+  if (o.model.empty()) return o;
+  if (!o.models[0].alias.empty()) o.alias = o.models[0].alias;
   if (o.alias.empty()) {
     std::string base = o.model.substr(o.model.find_last_of('/') + 1);
     if (base.size() > 5 && base.compare(base.size() - 5, 5, ".gguf") == 0) base.resize(base.size() - 5);
     o.alias = base;
   }
+  o.models[0].alias = o.alias;
   return o;
 }
 

@@ -5,13 +5,20 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "zerfoo.h"
 
 namespace cli::serve {
 
+// One -m PATH[=ALIAS].
+struct ModelArg {
+  std::string path;
+  std::string alias;  // "" : the file name without ".gguf"
+};
+
 struct ServeOptions {
-  std::string model;
+  std::string model;  // the first -m's path (the default model), "" with only --models-dir / -preset
   std::string host = "127.0.0.1";
   int port = 8080;
   int parallel = 0;  // 0: chosen at load from the cores and memory (AutoSlots, at most 4)
@@ -36,6 +43,13 @@ struct ServeOptions {
   int draft_max = 0;          // --lookup / -md (8) / --draft-max N: speculative decoding
   std::string model_draft;    // -md FILE: the draft model, shared by the slots (a session each)
   bool batch = true;  // the slots share decode steps (zf_model_params.max_batch = parallel)
+  // Many models (model_list.h, model_registry.h): every -m, --models-dir, --models-preset.
+  std::vector<ModelArg> models;  // every -m in order; models[0] is `model` / `alias`
+  std::string models_dir;
+  std::string models_preset;
+  int models_max = 4;        // --models-max: models loaded at once (0 = no limit)
+  double models_mem_gib = 0; // --models-mem: their memory budget (0 = MemAvailable at start)
+  int sleep_idle = 0;        // --sleep-idle-seconds: unload a model idle this long (0 = never)
 };
 
 // --parallel's default: at most this many slots (fewer on fewer cores or little memory).
@@ -45,7 +59,8 @@ constexpr int kAutoSlotsMax = 4;
 std::string ServeHelp();
 
 // Parses argv[first..]; throws UsageError (args.h). Fills the defaults that depend on other
-// options: alias = the model's file name without ".gguf". parallel stays 0 unless given (the
+// options: alias = the model's file name without ".gguf" (-m PATH=ALIAS or --alias name the
+// first model otherwise). parallel stays 0 unless given (the
 // server picks the slots once the model is loaded: kAutoSlotsMax at most).
 ServeOptions ParseServeArgs(int argc, char** argv, int first);
 

@@ -128,11 +128,8 @@ Request ParseCompletion(const std::string& text, bool chat, const RequestContext
   r.chat = chat;
   if (body.contains("model") && !body["model"].is_null()) {
     if (!body["model"].is_string()) throw BadRequest("invalid_type", "'model' must be a string");
+    // Which model it names is the server's decision (FrontDoor::Admit), made before parsing.
     r.model_name = body["model"].get<std::string>();
-    if (!r.model_name.empty() && r.model_name != ctx.alias) {
-      throw ApiError{404, "invalid_request_error", "model_not_found",
-                     "the model '" + r.model_name + "' does not exist; this server serves '" + ctx.alias + "'"};
-    }
   }
   if (body.contains("stream") && !body["stream"].is_null()) {
     if (!body["stream"].is_boolean()) throw BadRequest("invalid_type", "'stream' must be a boolean");

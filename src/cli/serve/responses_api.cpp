@@ -319,13 +319,14 @@ ResponsesRequest Parse(const std::shared_ptr<ResponsesState>& state, const httpl
 void HandleResponses(FrontDoor& door, const std::shared_ptr<ResponsesState>& state, const httplib::Request& req,
                      httplib::Response& res) {
   const Clock::time_point t0 = Clock::now();
-  if (!door.Admit(req, res, ErrorBody, true)) return;
-  const RequestContext ctx = door.Context();
+  const ModelRef m = door.Admit(req, res, ErrorBody, true);
+  if (m == nullptr) return;
+  const RequestContext ctx = door.Context(m);
   auto rr = std::make_shared<ResponsesRequest>();
   try {
     *rr = Parse(state, req, ctx);
   } catch (const ApiError& e) {
-    door.CountError();
+    door.CountError(m);
     SendError(res, e);
     return;
   }
@@ -333,22 +334,23 @@ void HandleResponses(FrontDoor& door, const std::shared_ptr<ResponsesState>& sta
   if (!rr->ignored_tools.empty()) res.set_header("X-Zerfoo-Ignored-Tools", Joined(rr->ignored_tools));
   if (!rr->ignored_items.empty()) res.set_header("X-Zerfoo-Ignored-Items", Joined(rr->ignored_items));
   auto r = std::make_shared<Request>(rr->req);
-  const AnswerHeader h = door.Header("resp_" + state->nonce);
-  door.AnswerTurn(r, std::make_shared<ResponsesWriter>(ctx.model, rr, h, state), ErrorBody, t0, res);
+  const AnswerHeader h = door.Header(m, "resp_" + state->nonce);
+  door.AnswerTurn(m, r, std::make_shared<ResponsesWriter>(ctx.model, rr, h, state), ErrorBody, t0, res);
 }
 
 // The prompt's tokens, as the turn would render and tokenize it; nothing is evaluated.
 void HandleInputTokens(FrontDoor& door, const std::shared_ptr<ResponsesState>& state, const httplib::Request& req,
                        httplib::Response& res) {
-  if (!door.Admit(req, res, ErrorBody, true)) return;
-  const RequestContext ctx = door.Context();
+  const ModelRef m = door.Admit(req, res, ErrorBody, true);
+  if (m == nullptr) return;
+  const RequestContext ctx = door.Context(m);
   try {
     const ResponsesRequest rr = Parse(state, req, ctx);
     const std::string prompt = TurnPrompt(ctx.model, rr.req.turn_request, rr.req.chat_template);
     const size_t n = Tokenize(ctx.model, prompt, ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL).size();
     res.set_content(Dump({{"object", "response.input_tokens"}, {"input_tokens", n}}), "application/json");
   } catch (const ApiError& e) {
-    door.CountError();
+    door.CountError(m);
     SendError(res, e);
   }
 }

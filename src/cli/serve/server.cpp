@@ -1,11 +1,12 @@
-// The Server: model load into slots, routes, the completion handler (plain and SSE), /metrics
-// gauges, and the listen / drain cycle.
+// The Server: the request's model picked and held (model_registry.h), routes, the completion
+// handler (plain and SSE), /metrics per model, the router routes, and the listen / drain cycle.
 #include "server.h"
 
 #include <signal.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -43,34 +44,48 @@ void StopListener(httplib::Server& svr, const std::atomic<bool>& listener_done) 
   svr.stop();
 }
 
-// Bytes of memory available for new allocations (MemAvailable), 0 when unknown.
-uint64_t AvailableMemory() {
-  std::ifstream f("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  std::string unit;
-  while (f >> key >> kib) {
-    std::getline(f, unit);
-    if (key == "MemAvailable:") return kib << 10;
+// Ollama's keep_alive: seconds as a number, or a duration ("5m", "1h30m", "90s", "-1"); < 0
+// keeps the model loaded. False for text that is neither.
+bool ParseKeepAlive(const json& v, double* out) {
+  if (v.is_number()) {
+    *out = v.get<double>();
+    return std::isfinite(*out);
   }
-  return 0;
+  if (!v.is_string()) return false;
+  const std::string t = v.get<std::string>();
+  if (t.empty()) return false;
+  size_t i = 0;
+  double total = 0;
+  const bool negative = t[0] == '-';
+  if (negative) ++i;
+  if (i == t.size()) return false;
+  while (i < t.size()) {
+    size_t used = 0;
+    double n = 0;
+    try {
+      n = std::stod(t.substr(i), &used);
+    } catch (const std::exception&) {
+      return false;
+    }
+    if (used == 0 || t[i] == '-' || t[i] == '+') return false;
+    i += used;
+    double unit = 1;  // a bare number: seconds
+    if (t.compare(i, 2, "ms") == 0) unit = 0.001, i += 2;
+    else if (i < t.size() && t[i] == 'h') unit = 3600, ++i;
+    else if (i < t.size() && t[i] == 'm') unit = 60, ++i;
+    else if (i < t.size() && t[i] == 's') ++i;
+    else if (i < t.size()) return false;
+    total += n * unit;
+  }
+  *out = negative ? -total : total;
+  return std::isfinite(*out);
 }
 
-// --parallel's default, before the load: kAutoSlotsMax at most, one per CPU core.
-int SlotsForCores() {
-  const unsigned cores = std::thread::hardware_concurrency();
-  return std::max(1, std::min(kAutoSlotsMax, cores == 0 ? 1 : int(cores)));
-}
-
-// ... and after it: no more slots than hold a full context each in half the available memory
-// (a session commits its KV rows as it fills them; 16-bit K and V per layer and KV head).
-int SlotsForMemory(const zf_model_summary& info, int n_ctx, int slots) {
-  const uint64_t head_dim = info.n_head > 0 ? uint64_t(info.n_embd / info.n_head) : 0;
-  const uint64_t per_slot = uint64_t(n_ctx) * 2 * uint64_t(std::max(info.n_layer, 0)) *
-                            uint64_t(std::max(info.n_head_kv, 0)) * head_dim * 2;
-  const uint64_t avail = AvailableMemory();
-  if (per_slot == 0 || avail == 0) return slots;
-  return int(std::max<uint64_t>(1, std::min<uint64_t>(uint64_t(slots), avail / 2 / per_slot)));
+std::string Quoted(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < names.size() && i < 10; ++i) s += (i ? ", '" : "'") + names[i] + "'";
+  if (names.size() > 10) s += ", ...";
+  return s;
 }
 
 }  // namespace
@@ -86,10 +101,10 @@ void InstallSignalHandlers() {
 }
 
 // A request is answered: counted as ok or failed, its end-to-end time observed.
-void Server::Finished(zf_status st, Clock::time_point t0) {
-  if (st == ZF_OK) ++metrics_.n_requests_ok;
-  else ++metrics_.n_requests_err;
-  metrics_.e2e.Observe(std::chrono::duration<double>(Clock::now() - t0).count());
+void Server::Finished(LoadedModel& m, zf_status st, Clock::time_point t0) {
+  if (st == ZF_OK) ++m.metrics->n_requests_ok;
+  else ++m.metrics->n_requests_err;
+  m.metrics->e2e.Observe(std::chrono::duration<double>(Clock::now() - t0).count());
 }
 
 // An SSE answer: not cached, not buffered by proxies.
@@ -102,72 +117,6 @@ bool Server::Write(httplib::DataSink& sink, const std::string& bytes) {
   return bytes.empty() || sink.write(bytes.data(), bytes.size());
 }
 
-zf_status Server::Load() {
-  zf_model_params mp;
-  zf_model_params_init(&mp, sizeof mp);
-  mp.device = o_.device;
-  mp.n_threads = o_.threads;
-  mp.prefix_cache_mib = o_.prefix_cache_mib;
-  mp.progress = &LoadProgress;
-  // Continuous batching: every slot's decode steps coalesced by the library (at most 64 a step).
-  const bool auto_slots = o_.parallel == 0;
-  if (auto_slots) o_.parallel = SlotsForCores();
-  if (o_.batch && o_.parallel > 1) mp.max_batch = std::min(o_.parallel, 64);
-  zf_model* m = nullptr;
-  zf_status st = zf_model_load(o_.model.c_str(), &mp, &m);
-  if (st != ZF_OK) return st;
-  model_.reset(m);
-  info_.struct_size = sizeof info_;
-  st = zf_model_info(m, &info_);
-  if (st != ZF_OK) return st;
-  // The ABI has no getter for a session's context; this mirrors zf_session_params' rule.
-  n_ctx_ = o_.ctx > 0 ? o_.ctx : std::min(info_.n_ctx_train > 0 ? info_.n_ctx_train : 4096, 4096);
-  if (auto_slots) o_.parallel = SlotsForMemory(info_, n_ctx_, o_.parallel);
-  // The draft model (-md): one load, a draft session per slot; each slot's session holds a
-  // reference, so the handle is dropped once they have theirs.
-  ModelPtr draft;
-  // Slots that share decode steps verify drafts inside the steps (runtime/batcher.h).
-  if (!o_.model_draft.empty()) {
-    zf_model_params dp;
-    zf_model_params_init(&dp, sizeof dp);
-    dp.device = o_.device;
-    dp.n_threads = o_.threads;
-    zf_model* d = nullptr;
-    st = zf_model_load(o_.model_draft.c_str(), &dp, &d);
-    if (st != ZF_OK) return st;
-    draft.reset(d);
-  }
-  for (int i = 0; i < o_.parallel; ++i) {
-    zf_session_params sp;
-    zf_session_params_init(&sp, sizeof sp);
-    sp.n_threads = o_.threads;
-    sp.n_ctx = n_ctx_;
-    if (o_.fast_prefill) sp.flags |= ZF_SESSION_FAST_PREFILL;
-    zf_session* s = nullptr;
-    st = zf_session_create(m, &sp, &s);
-    if (st == ZF_ERR_UNSUPPORTED && i == 0) {  // an encoder (BERT): embeddings and rerank only
-      embed_only_ = true;
-      // Slots without sessions: embedding requests still take one (--parallel, --queue, drain).
-      for (int j = 0; j < o_.parallel; ++j) {
-        auto slot = std::make_unique<Slot>();
-        slot->id = j;
-        slots_.Add(std::move(slot));
-      }
-      break;
-    }
-    if (st != ZF_OK) return st;
-    if (draft != nullptr && (st = zf_session_set_draft_model(s, draft.get())) != ZF_OK) {
-      zf_session_free(s);
-      return st;
-    }
-    auto slot = std::make_unique<Slot>();
-    slot->id = i;
-    slot->session.reset(s);
-    slots_.Add(std::move(slot));
-  }
-  return ZF_OK;
-}
-
 // The API key as OpenAI clients send it (Authorization: Bearer) or Anthropic's (x-api-key).
 bool Server::Authorized(const httplib::Request& req, httplib::Response& res, ErrorFormat fmt) {
   if (o_.api_key.empty()) return true;
@@ -178,77 +127,163 @@ bool Server::Authorized(const httplib::Request& req, httplib::Response& res, Err
   return false;
 }
 
-bool Server::Ready(httplib::Response& res, ErrorFormat fmt) {
-  if (loaded_.load()) return true;
-  SendError(res, {503, "server_error", "loading", "the model is still loading"}, fmt);
-  return false;
-}
-
-bool Server::Admit(const httplib::Request& req, httplib::Response& res, ErrorFormat fmt, bool generate) {
-  if (!Authorized(req, res, fmt) || !Ready(res, fmt)) return false;
-  if (generate && embed_only_) {
-    ++metrics_.n_requests_err;
+ModelRef Server::Admit(const httplib::Request& req, httplib::Response& res, ErrorFormat fmt, bool generate,
+                       const ModelPick& pick) {
+  if (!Authorized(req, res, fmt)) return nullptr;
+  if (!started_) {
+    SendError(res, {503, "server_error", "loading", "the model is still loading"}, fmt);
+    return nullptr;
+  }
+  // The name (and Ollama's keep_alive) from the body; a body that is not a JSON object picks
+  // the default model, and its parser answers the 400.
+  std::string name;
+  bool keep = false;
+  double keep_s = 0;
+  if (!req.body.empty()) {
+    const json body = json::parse(req.body, nullptr, false);
+    if (body.is_object()) {
+      auto it = body.find("model");
+      if (pick.ollama && (it == body.end() || !it->is_string() || it->get_ref<const std::string&>().empty())) {
+        it = body.find("name");
+      }
+      if (it != body.end() && it->is_string()) name = it->get<std::string>();
+      const auto ka = body.find("keep_alive");
+      if (pick.ollama && ka != body.end() && !ka->is_null()) {
+        if (!ParseKeepAlive(*ka, &keep_s)) {
+          CountError(nullptr);
+          SendError(res, BadRequest("invalid_value", "'keep_alive' must be a duration such as \"5m\", seconds, or -1"),
+                    fmt);
+          return nullptr;
+        }
+        keep = true;
+      }
+    }
+  }
+  int i = 0;
+  if (!name.empty()) {
+    i = models_->Find(name, pick.matches);
+    if (i < 0 && pick.unknown_is_default) i = 0;
+    if (i < 0) {
+      CountError(nullptr);
+      std::vector<std::string> names;
+      for (size_t j = 0; j < models_->size(); ++j) names.push_back(models_->Alias(j));
+      SendError(res,
+                {404, "invalid_request_error", "model_not_found",
+                 "model '" + name + "' not found: this server serves " + Quoted(names)},
+                fmt);
+      return nullptr;
+    }
+  }
+  ModelRef m;
+  try {
+    m = models_->Use(size_t(i));
+  } catch (const ApiError& e) {
+    CountError(nullptr);
+    SendError(res, e, fmt);
+    return nullptr;
+  }
+  if (keep) models_->KeepAlive(size_t(i), keep_s);
+  if (generate && m->embed_only) {
+    ++m->metrics->n_requests_err;
     SendError(res,
               {501, "not_supported_error", "not_supported",
-               "model '" + o_.alias + "' is an embedding model: it cannot generate (use /v1/embeddings or /v1/rerank)"},
+               "model '" + m->o.alias + "' is an embedding model: it cannot generate (use /v1/embeddings or /v1/rerank)"},
               fmt);
-    return false;
+    return nullptr;
   }
-  return true;
+  return m;
 }
 
-RequestContext Server::Context() const {
-  return RequestContext{model_.get(), o_.alias, o_.cache_prompt, info_.n_vocab, n_ctx_, o_.chat_template, o_.draft_max};
+void Server::CountError(const ModelRef& m) {
+  // Unknown names and failed loads: with one model they count as its errors, as they always have.
+  if (m != nullptr) ++m->metrics->n_requests_err;
+  else if (models_->size() == 1) ++models_->List()[0].metrics->n_requests_err;
+  else ++unrouted_.n_requests_err;
 }
 
-ServedInfo Server::Info() const {
+RequestContext Server::Context(const ModelRef& m) const {
+  return RequestContext{m->model.get(), m->o.alias, m->o.cache_prompt, m->info.n_vocab, m->n_ctx, m->o.chat_template,
+                        m->o.draft_max};
+}
+
+ServedInfo Server::Info(const ModelRef& m) const {
   ServedInfo i;
-  i.alias = o_.alias;
-  i.path = o_.model;
-  i.loaded = loaded_;
-  i.embed_only = embed_only_;
-  i.n_ctx = n_ctx_;
-  i.slots = o_.parallel;
-  if (i.loaded) i.summary = info_;
+  i.alias = m->o.alias;
+  i.path = m->o.model;
+  i.loaded = true;
+  i.embed_only = m->embed_only;
+  i.n_ctx = m->n_ctx;
+  i.slots = m->o.parallel;
+  i.summary = m->info;
   return i;
 }
 
-AnswerHeader Server::Header(const std::string& prefix) {
+std::vector<ServedInfo> Server::Models() const {
+  std::vector<ServedInfo> out;
+  const auto sys_now = std::chrono::system_clock::now();
+  const auto now = Clock::now();
+  for (const ModelRegistry::Status& s : models_->List()) {
+    ServedInfo i;
+    i.alias = s.alias;
+    i.path = s.path;
+    i.loaded = s.loaded != nullptr;
+    i.keep_alive = s.keep_alive;
+    i.running = s.in_flight > 0;
+    i.idle_since = sys_now - std::chrono::duration_cast<std::chrono::system_clock::duration>(now - s.idle_since);
+    if (i.loaded) {
+      i.embed_only = s.loaded->embed_only;
+      i.n_ctx = s.loaded->n_ctx;
+      i.slots = s.loaded->o.parallel;
+      i.summary = s.loaded->info;
+    }
+    out.push_back(i);
+  }
+  return out;
+}
+
+AnswerHeader Server::Header(const ModelRef& m, const std::string& prefix) {
   AnswerHeader h;
   h.id = prefix + std::to_string(++id_counter_);
   h.created =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  h.model = o_.alias;
+  h.model = m->o.alias;
   return h;
 }
 
-Slot* Server::TakeSlot(Request* r, ErrorFormat fmt, httplib::Response& res) {
+Slot* Server::TakeSlot(LoadedModel& m, Request* r, ErrorFormat fmt, httplib::Response& res) {
   // --n-predict: every front door's default and cap of the output, applied here once.
-  if (o_.n_predict > 0 && (r->gp.max_tokens < 0 || r->gp.max_tokens > o_.n_predict)) r->gp.max_tokens = o_.n_predict;
+  const int n_predict = m.o.n_predict;
+  if (n_predict > 0 && (r->gp.max_tokens < 0 || r->gp.max_tokens > n_predict)) r->gp.max_tokens = n_predict;
   const Request& rr = *r;
   ApiError err;
-  Slot* slot = slots_.Acquire(rr.prompt, rr.chat ? rr.turn_messages.dump() : std::string(), &err);
+  Slot* slot = m.slots.Acquire(rr.prompt, rr.chat ? rr.turn_messages.dump() : std::string(), &err);
   if (slot == nullptr) {
-    ++metrics_.n_rejected;
+    ++m.metrics->n_rejected;
     SendError(res, err, fmt);
   }
   return slot;
 }
 
-void Server::AnswerText(std::shared_ptr<Request> r, std::shared_ptr<TextWriter> w, ErrorFormat fmt,
+void Server::AnswerText(ModelRef m, std::shared_ptr<Request> r, std::shared_ptr<TextWriter> w, ErrorFormat fmt,
                         Clock::time_point t0, httplib::Response& res) {
-  Slot* slot = TakeSlot(r.get(), fmt, res);
+  Slot* slot = TakeSlot(*m, r.get(), fmt, res);
   if (slot == nullptr) return;
-  auto lease = std::shared_ptr<SlotLease>(new SlotLease{&slots_, slot});
-  const GenerateLimits limits{info_.n_vocab, n_ctx_};
-  auto finish = [this, t0](zf_status st) { Finished(st, t0); };
+  // The slot goes back before the model is let go (the lease holds the model).
+  struct Lease {
+    ModelRef model;
+    SlotLease slot;
+  };
+  auto lease = std::shared_ptr<Lease>(new Lease{m, SlotLease{&m->slots, slot}});
+  const GenerateLimits limits{m->info.n_vocab, m->n_ctx};
+  ServeMetrics* metrics = m->metrics;
+  auto finish = [m = m.get(), t0](zf_status st) { Finished(*m, st, t0); };
   if (o_.verbose) {
     std::fprintf(stderr, "zerfoo serve: completion on slot %d, %zu prompt tokens\n", slot->id, r->prompt.size());
   }
   if (!r->stream) {
     Outcome out;
     const zf_status st = Generate(
-        slot, *r, [](const std::string&, const std::vector<TokenLogprobs>&) { return true; }, t0, limits, &metrics_,
+        slot, *r, [](const std::string&, const std::vector<TokenLogprobs>&) { return true; }, t0, limits, metrics,
         &out);
     finish(st);
     if (st != ZF_OK) {
@@ -261,7 +296,7 @@ void Server::AnswerText(std::shared_ptr<Request> r, std::shared_ptr<TextWriter> 
   // Streaming: the whole generation runs inside the content provider, on this worker thread.
   StreamHeaders(res);
   res.set_chunked_content_provider(
-      w->StreamType(), [this, r, w, slot, lease, limits, t0, finish](size_t, httplib::DataSink& sink) {
+      w->StreamType(), [r, w, slot, lease, limits, metrics, t0, finish](size_t, httplib::DataSink& sink) {
         try {
           bool ok = Write(sink, w->Open());
           Outcome out;
@@ -272,10 +307,10 @@ void Server::AnswerText(std::shared_ptr<Request> r, std::shared_ptr<TextWriter> 
                 [&](const std::string& piece, const std::vector<TokenLogprobs>& lps) {
                   return Write(sink, w->Piece(piece, lps));
                 },
-                t0, limits, &metrics_, &out);
+                t0, limits, metrics, &out);
           }
           if (!ok || out.client_gone) {
-            ++metrics_.n_cancelled;
+            ++metrics->n_cancelled;
             finish(ZF_OK);
             sink.done();
             return false;
@@ -291,23 +326,26 @@ void Server::AnswerText(std::shared_ptr<Request> r, std::shared_ptr<TextWriter> 
       });
 }
 
-void Server::AnswerTurn(std::shared_ptr<Request> r, std::shared_ptr<TurnWriter> w, ErrorFormat fmt,
+void Server::AnswerTurn(ModelRef m, std::shared_ptr<Request> r, std::shared_ptr<TurnWriter> w, ErrorFormat fmt,
                         Clock::time_point t0, httplib::Response& res) {
-  Slot* slot = TakeSlot(r.get(), fmt, res);
+  Slot* slot = TakeSlot(*m, r.get(), fmt, res);
   if (slot == nullptr) return;
-  auto finish = [this, t0](zf_status st) { Finished(st, t0); };
+  ServeMetrics* metrics = m->metrics;
+  auto finish = [m = m.get(), t0](zf_status st) { Finished(*m, st, t0); };
   if (o_.verbose) std::fprintf(stderr, "zerfoo serve: chat turn on slot %d\n", slot->id);
   // The turn begins here, before anything is answered: a request the library refuses (its chat
   // fields, the constraint, a prompt past the context) is a plain error answer.
   // The turn goes before the slot is given back (members are destroyed in reverse order).
   struct TurnLease {
+    ModelRef model;  // let go last: the model outlives its slot and the turn
     std::shared_ptr<SlotLease> lease;
     TurnPtr turn{nullptr, &zf_chat_turn_free};
     zf_turn* get() const { return turn.get(); }
     void reset() { turn.reset(); }
   };
   auto turn = std::make_shared<TurnLease>();
-  turn->lease = std::shared_ptr<SlotLease>(new SlotLease{&slots_, slot});
+  turn->model = m;
+  turn->lease = std::shared_ptr<SlotLease>(new SlotLease{&m->slots, slot});
   if (const zf_status st = BeginTurn(slot, *r, &turn->turn); st != ZF_OK) {
     finish(st);
     SendError(res, TurnError(st), fmt);
@@ -315,7 +353,7 @@ void Server::AnswerTurn(std::shared_ptr<Request> r, std::shared_ptr<TurnWriter> 
   }
   if (!r->stream) {
     TurnOutcome out;
-    const zf_status st = DriveTurn(turn->get(), slot, *r, [](const TurnDelta&) { return true; }, t0, &metrics_, &out);
+    const zf_status st = DriveTurn(turn->get(), slot, *r, [](const TurnDelta&) { return true; }, t0, metrics, &out);
     turn->reset();
     finish(st);
     if (st != ZF_OK) {
@@ -328,7 +366,7 @@ void Server::AnswerTurn(std::shared_ptr<Request> r, std::shared_ptr<TurnWriter> 
   // Streaming: the turn runs inside the content provider, on this worker thread.
   StreamHeaders(res);
   res.set_chunked_content_provider(
-      w->StreamType(), [this, r, w, slot, turn, t0, finish](size_t, httplib::DataSink& sink) {
+      w->StreamType(), [r, w, slot, turn, metrics, t0, finish](size_t, httplib::DataSink& sink) {
         try {
           bool started = false, ok = true;
           TurnOutcome out;
@@ -338,10 +376,10 @@ void Server::AnswerTurn(std::shared_ptr<Request> r, std::shared_ptr<TurnWriter> 
                 if (!started) ok = Write(sink, w->Open()), started = true;
                 return ok && Write(sink, w->Event(d));
               },
-              t0, &metrics_, &out);
+              t0, metrics, &out);
           turn->reset();  // before the slot goes back (the lease is released with the provider)
           if (out.client_gone) {
-            ++metrics_.n_cancelled;
+            ++metrics->n_cancelled;
             finish(ZF_OK);
             sink.done();
             return false;
@@ -358,69 +396,89 @@ void Server::AnswerTurn(std::shared_ptr<Request> r, std::shared_ptr<TurnWriter> 
       });
 }
 
-json Server::Embed(const EmbedRequest& r) {
+json Server::Embed(const ModelRef& m, const EmbedRequest& r) {
   // A slot while it runs, as a completion takes one: --parallel bounds all the work on the
   // model's threads, and a full queue or a drain answers 503 here too.
   ApiError busy;
-  Slot* slot = slots_.Acquire({}, std::string(), &busy);
+  Slot* slot = m->slots.Acquire({}, std::string(), &busy);
   if (slot == nullptr) throw busy;
-  SlotLease lease{&slots_, slot};
+  SlotLease lease{&m->slots, slot};
   uint64_t n_tokens = 0;
-  json answer = cli::serve::Embed(EmbedContext{model_.get(), o_.alias, EmbedLimit()}, r, &n_tokens);
-  ++metrics_.n_requests_ok;
-  ++metrics_.n_embed_requests;
-  metrics_.n_embed_inputs += r.tokens.empty() ? r.texts.size() : r.tokens.size();
-  metrics_.n_embed_tokens += n_tokens;
+  json answer = cli::serve::Embed(EmbedContext{m->model.get(), m->o.alias, m->EmbedLimit()}, r, &n_tokens);
+  ServeMetrics& mx = *m->metrics;
+  ++mx.n_requests_ok;
+  ++mx.n_embed_requests;
+  mx.n_embed_inputs += r.tokens.empty() ? r.texts.size() : r.tokens.size();
+  mx.n_embed_tokens += n_tokens;
   return answer;
 }
 
 void Server::HandleEmbeddings(const httplib::Request& req, httplib::Response& res) {
-  if (!Admit(req, res, ErrorBody, false)) return;
+  const ModelRef m = Admit(req, res, ErrorBody, false);
+  if (m == nullptr) return;
   try {
-    res.set_content(Dump(Embed(ParseEmbedRequest(req.body, info_.n_vocab, size_t(o_.max_inputs)))), "application/json");
+    res.set_content(Dump(Embed(m, ParseEmbedRequest(req.body, m->info.n_vocab, size_t(o_.max_inputs)))),
+                    "application/json");
   } catch (const ApiError& e) {
-    ++metrics_.n_requests_err;
+    ++m->metrics->n_requests_err;
     SendError(res, e);
   }
 }
 
 void Server::HandleRerank(const httplib::Request& req, httplib::Response& res) {
-  if (!Admit(req, res, ErrorBody, false)) return;
+  const ModelRef m = Admit(req, res, ErrorBody, false);
+  if (m == nullptr) return;
   try {
     const RerankRequest r = ParseRerankRequest(req.body, size_t(o_.max_documents));
     ApiError busy;  // a slot while it runs, as for embeddings
-    Slot* slot = slots_.Acquire({}, std::string(), &busy);
+    Slot* slot = m->slots.Acquire({}, std::string(), &busy);
     if (slot == nullptr) throw busy;
-    SlotLease lease{&slots_, slot};
+    SlotLease lease{&m->slots, slot};
     uint64_t n_tokens = 0;
-    const json answer = cli::serve::Rerank(EmbedContext{model_.get(), o_.alias, EmbedLimit()}, r, &n_tokens);
-    ++metrics_.n_requests_ok;
-    ++metrics_.n_rerank_requests;
-    metrics_.n_rerank_documents += r.documents.size();
+    const json answer = cli::serve::Rerank(EmbedContext{m->model.get(), m->o.alias, m->EmbedLimit()}, r, &n_tokens);
+    ++m->metrics->n_requests_ok;
+    ++m->metrics->n_rerank_requests;
+    m->metrics->n_rerank_documents += r.documents.size();
     res.set_content(Dump(answer), "application/json");
   } catch (const ApiError& e) {
-    ++metrics_.n_requests_err;
+    ++m->metrics->n_requests_err;
     SendError(res, e);
   }
 }
 
 std::string Server::Metrics() {
-  // KV utilization counts the positions of running requests only: an idle slot's cached
-  // prompt is reusable but free to overwrite, so it is no load for a router.
-  const SlotPool::Load load = slots_.CurrentLoad();
-  const bool loaded = loaded_;
-  ServeGauges g;
-  g.waiting = load.waiting;
-  g.running = load.running;
-  g.kv_frac = loaded ? load.kv_tokens / (double(n_ctx_) * double(o_.parallel)) : 0.0;
-  g.slots_total = loaded ? double(slots_.size()) : 0.0;
-  g.queue_capacity = o_.queue;
-  g.ready = loaded && !slots_.draining();
-  if (loaded) {
-    g.prefix_cache.struct_size = sizeof g.prefix_cache;
-    if (zf_model_cache_info(model_.get(), &g.prefix_cache) != ZF_OK) g.prefix_cache = zf_cache_info{};
+  // One series per model, labelled model="alias" when the server has several (one model: the
+  // names and values as they always were).
+  std::vector<ModelSeries> series;
+  const bool many = models_->size() > 1;
+  for (const ModelRegistry::Status& st : models_->List()) {
+    ModelSeries s;
+    s.label = many ? "model=\"" + st.alias + "\"" : "";
+    s.metrics = st.metrics;
+    ServeGauges& g = s.gauges;
+    g.queue_capacity = st.loaded != nullptr ? st.loaded->o.queue : o_.queue;
+    if (const std::shared_ptr<const LoadedModel>& m = st.loaded) {
+      // KV utilization counts the positions of running requests only: an idle slot's cached
+      // prompt is reusable but free to overwrite, so it is no load for a router.
+      LoadedModel& lm = const_cast<LoadedModel&>(*m);
+      const SlotPool::Load load = lm.slots.CurrentLoad();
+      g.waiting = load.waiting;
+      g.running = load.running;
+      g.kv_frac = load.kv_tokens / (double(lm.n_ctx) * double(std::max(lm.o.parallel, 1)));
+      g.slots_total = double(lm.slots.size());
+      g.ready = !lm.slots.draining();
+      g.prefix_cache.struct_size = sizeof g.prefix_cache;
+      if (zf_model_cache_info(lm.model.get(), &g.prefix_cache) != ZF_OK) g.prefix_cache = zf_cache_info{};
+    }
+    series.push_back(std::move(s));
   }
-  return PrometheusText(metrics_, g);
+  std::string text = PrometheusText(series);
+  if (many) {
+    text += "# HELP zerfoo:requests_unrouted_total Requests that named no model of this server, or whose model "
+            "failed to load.\n# TYPE zerfoo:requests_unrouted_total counter\nzerfoo:requests_unrouted_total " +
+            std::to_string(unrouted_.n_requests_err.load()) + "\n";
+  }
+  return text;
 }
 
 void Server::Routed(const std::string& path, const char* method) {
@@ -465,10 +523,12 @@ void Server::Post(const std::string& path, ErrorFormat fmt, Handler handler) {
 }
 
 void Server::Routes() {
+  // The server's health: 200 once the default model's startup load is over, while other models
+  // load (a request for one waits for its load).
   Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    if (!loaded_) {
+    if (!started_) {
       SendError(res, {503, "server_error", "loading", "the model is still loading"});
-    } else if (slots_.draining()) {
+    } else if (draining_) {
       SendError(res, {503, "server_error", "shutting_down", "the server is shutting down"});
     } else {
       res.set_content("{\"status\":\"ok\"}", "application/json");
@@ -477,15 +537,7 @@ void Server::Routes() {
   Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(Metrics(), "text/plain; version=0.0.4");
   });
-  Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorized(req, res, ErrorBody)) return;
-    json m = {{"id", o_.alias}, {"object", "model"}, {"created", 0}, {"owned_by", "zerfoo"}};
-    if (loaded_) {
-      m["meta"] = {{"n_ctx", n_ctx_},         {"n_ctx_train", info_.n_ctx_train}, {"n_vocab", info_.n_vocab},
-                   {"n_params", info_.n_params}, {"architecture", info_.architecture}, {"slots", o_.parallel}};
-    }
-    res.set_content(Dump(json{{"object", "list"}, {"data", json::array({m})}}), "application/json");
-  });
+  ModelRoutes();
   // The front doors: one module per API, all on the one generation path (front_door.h).
   AddOpenAiRoutes(*this);
   AddAnthropicRoutes(*this);
@@ -500,7 +552,8 @@ void Server::Routes() {
   }
 
   Post("/tokenize", ErrorBody, [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Admit(req, res, ErrorBody, false)) return;
+    const ModelRef m = Admit(req, res, ErrorBody, false);
+    if (m == nullptr) return;
     try {
       const json body = ParseObject(req.body);
       if (!body.contains("content") || !body["content"].is_string()) {
@@ -509,7 +562,7 @@ void Server::Routes() {
       const bool add_special = body.value("add_special", false);
       const bool parse_special = body.value("parse_special", true);
       const std::vector<int32_t> toks =
-          Tokenize(model_.get(), body["content"].get<std::string>(),
+          Tokenize(m->model.get(), body["content"].get<std::string>(),
                    (add_special ? ZF_TOKENIZE_ADD_SPECIAL : 0u) | (parse_special ? ZF_TOKENIZE_PARSE_SPECIAL : 0u));
       res.set_content(Dump(json{{"tokens", toks}}), "application/json");
     } catch (const ApiError& e) {
@@ -519,7 +572,8 @@ void Server::Routes() {
     }
   });
   Post("/detokenize", ErrorBody, [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Admit(req, res, ErrorBody, false)) return;
+    const ModelRef m = Admit(req, res, ErrorBody, false);
+    if (m == nullptr) return;
     try {
       const json body = ParseObject(req.body);
       if (!body.contains("tokens") || !body["tokens"].is_array()) {
@@ -529,13 +583,13 @@ void Server::Routes() {
       for (const json& t : body["tokens"]) {
         if (!t.is_number_integer()) throw BadRequest("invalid_type", "'tokens' must be an array of token ids");
         const int64_t v = t.get<int64_t>();
-        if (v < 0 || v >= info_.n_vocab) throw BadRequest("invalid_value", "token id outside the vocabulary");
+        if (v < 0 || v >= m->info.n_vocab) throw BadRequest("invalid_value", "token id outside the vocabulary");
         toks.push_back(int32_t(v));
       }
       std::string text;
       const zf_status st = FetchString(
           [&](char* buf, size_t cap, size_t* needed) {
-            return zf_detokenize(model_.get(), toks.data(), toks.size(), 0, buf, cap, needed);
+            return zf_detokenize(m->model.get(), toks.data(), toks.size(), 0, buf, cap, needed);
           },
           true, &text);
       if (st != ZF_OK) throw ServerError(st);
@@ -545,10 +599,11 @@ void Server::Routes() {
     }
   });
   Post("/apply-template", ErrorBody, [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Admit(req, res, ErrorBody, false)) return;
+    const ModelRef m = Admit(req, res, ErrorBody, false);
+    if (m == nullptr) return;
     try {
       const std::string request = TurnRequestJson(ParseObject(req.body));
-      res.set_content(Dump(json{{"prompt", TurnPrompt(model_.get(), request, o_.chat_template)}}), "application/json");
+      res.set_content(Dump(json{{"prompt", TurnPrompt(m->model.get(), request, m->o.chat_template)}}), "application/json");
     } catch (const ApiError& e) {
       SendError(res, e);
     }
@@ -590,6 +645,12 @@ void Server::Routes() {
 }
 
 int Server::Run() {
+  // The models (a bad preset or directory is a usage error, before anything listens).
+  ModelRegistry::Limits limits;
+  limits.max_loaded = o_.models_max;
+  limits.mem_budget = o_.models_mem_gib > 0 ? uint64_t(o_.models_mem_gib * double(uint64_t(1) << 30)) : AvailableMemory();
+  limits.sleep_idle = o_.sleep_idle;
+  models_ = std::make_unique<ModelRegistry>(ModelList(o_), limits, &LoadProgress);
   Routes();
   // A worker per connection (httplib): enough for every slot, the whole queue, and kSpareWorkers
   // more, so the 503 decision is made by a handler instead of connections piling up in the pool,
@@ -615,7 +676,8 @@ int Server::Run() {
     std::fprintf(stderr, "zerfoo: error: cannot listen on %s:%d\n", o_.host.c_str(), port);
     return kExitRuntime;
   }
-  std::fprintf(stderr, "zerfoo serve: listening on http://%s:%d (model loading)\n", o_.host.c_str(), port);
+  std::fprintf(stderr, "zerfoo serve: listening on http://%s:%d (%s)\n", o_.host.c_str(), port,
+               o_.model.empty() ? "models load on demand" : "model loading");
 
   std::atomic<bool> listener_done{false};
   std::thread http([this, &listener_done] {
@@ -623,28 +685,27 @@ int Server::Run() {
     listener_done = true;
   });
 
-  const zf_status st = Load();
-  if (st != ZF_OK) {
-    const bool by_signal = st == ZF_ERR_CANCELLED && g_stop_signal != 0;
-    if (by_signal) std::fprintf(stderr, "zerfoo serve: signal during the load: stopped\n");
-    else ReportError(st);
-    StopListener(svr_, listener_done);
-    http.join();
-    return by_signal ? kExitOk : kExitRuntime;
+  // The default model (the first -m) is loaded before /health says ok, as with one model; the
+  // others on their first request. A failure here ends the server.
+  if (!o_.model.empty()) {
+    try {
+      models_->Use(0);
+    } catch (const ApiError& e) {
+      const bool by_signal = g_stop_signal != 0;
+      if (by_signal) std::fprintf(stderr, "zerfoo serve: signal during the load: stopped\n");
+      else std::fprintf(stderr, "zerfoo: error: %s\n", e.message.c_str());
+      StopListener(svr_, listener_done);
+      http.join();
+      return by_signal ? kExitOk : kExitRuntime;
+    }
   }
-  loaded_ = true;
-  if (embed_only_) {
-    std::fprintf(stderr, "zerfoo serve: model '%s' ready: embedding model, /v1/embeddings and /v1/rerank only\n",
-                 o_.alias.c_str());
-  } else {
-    std::fprintf(stderr, "zerfoo serve: model '%s' ready: %d slot(s), context %d, queue %d\n", o_.alias.c_str(),
-                 o_.parallel, n_ctx_, o_.queue);
-  }
+  started_ = true;
 
   // Wait for SIGTERM/SIGINT, then drain.
   while (g_stop_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   std::fprintf(stderr, "zerfoo serve: signal %d: draining (grace %d s)\n", int(g_stop_signal), o_.grace);
-  slots_.StopAccepting();
+  draining_ = true;
+  models_->StopAccepting();
   StopListener(svr_, listener_done);  // closes the listening socket; the listener returns once workers finish
   std::atomic<bool> drained{false};
   std::thread grace([this, &drained] {
@@ -652,7 +713,7 @@ int Server::Run() {
     while (!drained && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (drained) return;
     std::fprintf(stderr, "zerfoo serve: grace period over: cancelling running requests\n");
-    slots_.CancelAll();
+    models_->CancelAll();
   });
   http.join();
   drained = true;

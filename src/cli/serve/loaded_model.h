@@ -1,0 +1,51 @@
+// One model as the server holds it while it is loaded: the zf_model, its slots, its context and
+// options, and the metrics it counts in (which outlive the load: an unload keeps the counts).
+// What Server held for its one model before the server served several (model_registry.h).
+#ifndef ZERFOO_CLI_SERVE_LOADED_MODEL_H
+#define ZERFOO_CLI_SERVE_LOADED_MODEL_H
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "../common.h"
+#include "metrics.h"
+#include "options.h"
+#include "slots.h"
+#include "zerfoo.h"
+
+namespace cli::serve {
+
+// What a model is for, once loaded ("" before the first load).
+constexpr const char* kKindGenerate = "generate";
+constexpr const char* kKindEmbed = "embed";
+constexpr const char* kKindRerank = "rerank";
+
+struct LoadedModel {
+  LoadedModel(const ServeOptions& opts, ServeMetrics* m) : o(opts), metrics(m), slots(opts.queue) {}
+
+  ServeOptions o;  // its options; o.parallel is the slot count chosen at load
+  ServeMetrics* metrics;  // the registry's, for this model
+  ModelPtr model;
+  zf_model_summary info{};
+  int n_ctx = 0;
+  bool embed_only = false;  // an encoder: embeddings and rerank only (completions answer 501)
+  const char* kind = kKindGenerate;
+  uint64_t bytes = 0;  // its file and its slots' full KV: what --models-mem counts
+  SlotPool slots;      // after `model`: the sessions go first
+
+  // The longest embedding input / rerank pair: the context, at most the training context.
+  int32_t EmbedLimit() const { return info.n_ctx_train > 0 ? std::min<int32_t>(n_ctx, info.n_ctx_train) : n_ctx; }
+};
+
+// Loads m->o.model into m->o.parallel slots (0: chosen from the cores and the memory), the draft
+// model (-md) beside it. `progress` may cancel the load (zf_model_params.progress). On failure
+// *why is the loader's message.
+zf_status LoadInto(LoadedModel* m, int32_t (*progress)(void*, int32_t), std::string* why);
+
+// Bytes available for new allocations (MemAvailable), 0 when unknown.
+uint64_t AvailableMemory();
+
+}  // namespace cli::serve
+
+#endif  // ZERFOO_CLI_SERVE_LOADED_MODEL_H

@@ -1,0 +1,202 @@
+// -m, --models-dir and --models-preset into the list of models the server can serve.
+#include "model_list.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "../args.h"
+
+namespace cli::serve {
+
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+std::string Trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
+}
+
+bool IsDir(const std::string& p) {
+  struct stat st {};
+  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return names;
+  while (const dirent* e = readdir(d)) {
+    const std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// "NAME-00001-of-00003.gguf" -> "NAME" and whether it is the first part; other files unchanged.
+std::string SplitBase(const std::string& stem, bool* split, bool* first) {
+  *split = *first = false;
+  // -DDDDD-of-DDDDD at the end of the stem.
+  if (stem.size() < 16) return stem;
+  const std::string tail = stem.substr(stem.size() - 15);
+  auto digits = [&](size_t at) {
+    for (size_t i = at; i < at + 5; ++i) {
+      if (tail[i] < '0' || tail[i] > '9') return false;
+    }
+    return true;
+  };
+  if (tail[0] != '-' || !digits(1) || tail.compare(6, 4, "-of-") != 0 || !digits(10)) return stem;
+  *split = true;
+  *first = tail.compare(1, 5, "00001") == 0;
+  return stem.substr(0, stem.size() - 15);
+}
+
+// The models directly in `dir`: name -> first file.
+std::vector<std::pair<std::string, std::string>> GgufsIn(const std::string& dir) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& n : Entries(dir)) {
+    if (!EndsWith(n, ".gguf") || n.rfind("mmproj", 0) == 0) continue;
+    const std::string path = dir + "/" + n;
+    if (IsDir(path)) continue;
+    bool split = false, first = false;
+    const std::string name = SplitBase(n.substr(0, n.size() - 5), &split, &first);
+    if (split && !first) continue;
+    out.emplace_back(name, path);
+  }
+  return out;
+}
+
+ModelSpec Spec(const std::string& alias, const std::string& path, const ServeOptions& base) {
+  ModelSpec s{alias, base};
+  s.o.model = path;
+  s.o.alias = alias;
+  s.o.models.clear();
+  return s;
+}
+
+}  // namespace
+
+std::vector<ModelSpec> DirectoryModels(const std::string& dir, const ServeOptions& base) {
+  if (!IsDir(dir)) throw UsageError("--models-dir: '" + dir + "' is not a readable directory");
+  std::vector<ModelSpec> out;
+  for (const auto& [name, path] : GgufsIn(dir)) out.push_back(Spec(name, path, base));
+  for (const std::string& n : Entries(dir)) {
+    const std::string sub = dir + "/" + n;
+    if (!IsDir(sub)) continue;
+    const auto inside = GgufsIn(sub);
+    if (inside.size() == 1) out.push_back(Spec(n, inside[0].second, base));
+  }
+  std::sort(out.begin(), out.end(), [](const ModelSpec& a, const ModelSpec& b) { return a.alias < b.alias; });
+  return out;
+}
+
+std::vector<ModelSpec> ParsePreset(const std::string& text, const std::string& file, const std::string& dir,
+                                   const ServeOptions& base) {
+  std::vector<ModelSpec> out;
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  auto fail = [&](const std::string& why) {
+    throw UsageError("--models-preset " + file + ":" + std::to_string(n) + ": " + why);
+  };
+  auto resolve = [&](const std::string& p) { return p.empty() || p[0] == '/' ? p : dir + "/" + p; };
+  auto number = [&](const std::string& key, const std::string& v, int lo, int hi) {
+    try {
+      return int(ParseInt(key, v, lo, hi));
+    } catch (const UsageError& e) {
+      fail(e.what());
+    }
+    return 0;
+  };
+  while (std::getline(in, line)) {
+    ++n;
+    line = Trim(line);
+    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+    if (line[0] == '[') {
+      if (line.back() != ']') fail("a section header must end with ']'");
+      const std::string name = Trim(line.substr(1, line.size() - 2));
+      if (name.empty()) fail("empty section name");
+      out.push_back(Spec(name, "", base));
+      continue;
+    }
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) fail("expected 'key = value'");
+    if (out.empty()) fail("'" + Trim(line.substr(0, eq)) + "' before the first [NAME] section");
+    const std::string key = Trim(line.substr(0, eq));
+    std::string v = Trim(line.substr(eq + 1));
+    if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+    ServeOptions& o = out.back().o;
+    if (key == "path" || key == "model" || key == "m") {
+      o.model = resolve(v);
+    } else if (key == "ctx-size" || key == "c" || key == "ctx") {
+      o.ctx = number(key, v, 0, 1 << 24);
+    } else if (key == "parallel" || key == "np") {
+      o.parallel = number(key, v, 1, 256);
+    } else if (key == "threads" || key == "t") {
+      o.threads = number(key, v, 0, 1024);
+    } else if (key == "n-predict" || key == "n") {
+      o.n_predict = number(key, v, -1, 1 << 30);
+    } else if (key == "model-draft" || key == "md") {
+      o.model_draft = resolve(v);
+      if (o.draft_max == 0) o.draft_max = 8;
+    } else if (key == "chat-template-file") {
+      std::ifstream f(resolve(v), std::ios::binary);
+      if (!f) fail("chat-template-file: cannot read '" + resolve(v) + "'");
+      std::stringstream t;
+      t << f.rdbuf();
+      o.chat_template = t.str();
+    } else {
+      fail("unknown key '" + key +
+           "' (known: path, ctx-size, parallel, threads, n-predict, chat-template-file, model-draft)");
+    }
+  }
+  for (const ModelSpec& s : out) {
+    if (s.o.model.empty()) throw UsageError("--models-preset " + file + ": [" + s.alias + "] has no path");
+  }
+  return out;
+}
+
+std::vector<ModelSpec> ModelList(const ServeOptions& o) {
+  std::vector<ModelSpec> out;
+  for (size_t i = 0; i < o.models.size(); ++i) {
+    const ModelArg& m = o.models[i];
+    std::string alias = m.alias;
+    if (alias.empty()) {
+      alias = m.path.substr(m.path.find_last_of('/') + 1);
+      if (EndsWith(alias, ".gguf")) alias.resize(alias.size() - 5);
+    }
+    out.push_back(Spec(alias, m.path, o));
+  }
+  if (!o.models_preset.empty()) {
+    std::ifstream f(o.models_preset, std::ios::binary);
+    if (!f) throw UsageError("--models-preset: cannot read '" + o.models_preset + "'");
+    std::stringstream text;
+    text << f.rdbuf();
+    const size_t slash = o.models_preset.find_last_of('/');
+    const std::string dir = slash == std::string::npos ? "." : o.models_preset.substr(0, slash);
+    for (ModelSpec& s : ParsePreset(text.str(), o.models_preset, dir, o)) out.push_back(std::move(s));
+  }
+  if (!o.models_dir.empty()) {
+    for (ModelSpec& s : DirectoryModels(o.models_dir, o)) out.push_back(std::move(s));
+  }
+  std::set<std::string> seen;
+  for (const ModelSpec& s : out) {
+    if (!seen.insert(s.alias).second) {
+      throw UsageError("the model name '" + s.alias + "' is given twice (name one of them with -m FILE=NAME)");
+    }
+  }
+  if (out.empty()) throw UsageError("no models: --models-dir / --models-preset name no GGUF file");
+  return out;
+}
+
+}  // namespace cli::serve

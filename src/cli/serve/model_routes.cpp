@@ -1,0 +1,76 @@
+// The router routes of `zerfoo serve` (llama-server's router mode): GET /v1/models (and
+// /models) lists every model the server can serve with its status and kind; POST /models/load
+// and /models/unload {"model": NAME} load and unload one.
+#include <string>
+
+#include "server.h"
+
+namespace cli::serve {
+
+namespace {
+
+// The "model" of a /models/load or /models/unload body; throws a 400 naming the field.
+std::string ModelField(const std::string& text) {
+  const json body = ParseObject(text);
+  const auto it = body.find("model");
+  if (it == body.end() || !it->is_string() || it->get_ref<const std::string&>().empty()) {
+    throw BadRequest("missing_field", "'model' must name a model of this server");
+  }
+  return it->get<std::string>();
+}
+
+}  // namespace
+
+void Server::ModelRoutes() {
+  for (const char* path : {"/v1/models", "/models"}) {
+    Get(path, [this](const httplib::Request& req, httplib::Response& res) {
+      if (!Authorized(req, res, ErrorBody)) return;
+      json data = json::array();
+      for (const ModelRegistry::Status& s : models_->List()) {
+        json m = {{"id", s.alias}, {"object", "model"}, {"created", 0}, {"owned_by", "zerfoo"}, {"path", s.path}};
+        json status = {{"value", s.state}};
+        if (!s.error.empty()) status["failed"] = true, status["error"] = s.error;
+        m["status"] = status;
+        m["kind"] = *s.kind != '\0' ? s.kind : "unknown";
+        if (const auto& lm = s.loaded) {
+          m["meta"] = {{"n_ctx", lm->n_ctx},
+                       {"n_ctx_train", lm->info.n_ctx_train},
+                       {"n_vocab", lm->info.n_vocab},
+                       {"n_params", lm->info.n_params},
+                       {"architecture", lm->info.architecture},
+                       {"slots", lm->o.parallel}};
+        }
+        data.push_back(m);
+      }
+      res.set_content(Dump(json{{"object", "list"}, {"data", data}}), "application/json");
+    });
+  }
+  // Load: answers once the model is loaded (or failed: 500 with the loader's message).
+  Post("/models/load", ErrorBody, [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorized(req, res, ErrorBody)) return;
+    try {
+      const std::string name = ModelField(req.body);
+      const int i = models_->Find(name);
+      if (i < 0) throw ApiError{404, "invalid_request_error", "model_not_found", "model '" + name + "' not found"};
+      models_->Use(size_t(i));  // loaded, then let go at once
+      res.set_content(Dump(json{{"success", true}}), "application/json");
+    } catch (const ApiError& e) {
+      SendError(res, e);
+    }
+  });
+  // Unload: waits for the model's running requests, then frees it.
+  Post("/models/unload", ErrorBody, [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorized(req, res, ErrorBody)) return;
+    try {
+      const std::string name = ModelField(req.body);
+      const int i = models_->Find(name);
+      if (i < 0) throw ApiError{404, "invalid_request_error", "model_not_found", "model '" + name + "' not found"};
+      if (!models_->Unload(size_t(i))) throw BadRequest("model_not_loaded", "model '" + name + "' is not loaded");
+      res.set_content(Dump(json{{"success", true}}), "application/json");
+    } catch (const ApiError& e) {
+      SendError(res, e);
+    }
+  });
+}
+
+}  // namespace cli::serve

@@ -145,6 +145,50 @@ void ResponseFormat(const Json& body, ChatRequest* r) {
   }
 }
 
+// A final assistant message is continued (llama-server: its prefill_assistant default, and
+// continue_final_message true / "content" / "reasoning_content"); continue_final_message false
+// asks for a new turn after it instead. Auto: the reasoning is continued when the message has
+// reasoning and no content, else the content.
+void Continuation(const Json& body, ChatRequest* r) {
+  const Json cf = body.value("continue_final_message", Json());
+  using C = ChatRequest::Continue;
+  C mode = C::kNone;
+  bool asked = false;
+  if (cf.is_boolean()) {
+    if (!cf.get<bool>()) return;
+    asked = true;
+  } else if (cf.is_string()) {
+    if (cf != "content" && cf != "reasoning_content") {
+      Fail("request.continue_final_message: must be true, false, \"content\" or \"reasoning_content\"");
+    }
+    asked = true;
+    mode = cf == "content" ? C::kContent : C::kReasoning;
+  } else if (!cf.is_null()) {
+    Fail("request.continue_final_message must be a boolean or a string");
+  }
+  Json& msgs = r->messages;
+  const bool last_assistant = !msgs.empty() && msgs.back()["role"] == "assistant";
+  if (!last_assistant) {
+    if (asked) Fail("request.continue_final_message: the last message is not an assistant message");
+    return;
+  }
+  const size_t n = msgs.size();
+  if (!asked && n >= 2 && msgs[n - 2]["role"] == "assistant") {
+    Fail("request.messages: two assistant messages at the end (the last one would be continued)");
+  }
+  const Json last = msgs.back();
+  if (last.contains("tool_calls")) {
+    Fail("request.messages[" + std::to_string(n - 1) + "]: an assistant message with tool calls cannot be continued");
+  }
+  r->continue_content = last.value("content", Json()).is_string() ? last["content"].get<std::string>() : std::string();
+  r->continue_reasoning = last.value("reasoning_content", std::string());
+  if (mode == C::kNone) {
+    mode = !r->continue_reasoning.empty() && r->continue_content.empty() ? C::kReasoning : C::kContent;
+  }
+  r->continue_final = mode;
+  msgs.erase(msgs.end() - 1);
+}
+
 void Parse(std::string_view text, ChatRequest* r) {
   size_t bad = 0;
   if (!IsValidUtf8(text, &bad)) Fail("request: invalid UTF-8 at byte " + std::to_string(bad));
@@ -156,6 +200,7 @@ void Parse(std::string_view text, ChatRequest* r) {
   if (!body.is_object()) Fail("request must be a JSON object");
   if (!body.contains("messages")) Fail("request.messages: missing (the conversation is required)");
   r->messages = Messages(body["messages"], &r->may_normalize);
+  Continuation(body, r);
   Json tools = Tools(body);
   std::string choice = "auto";
   const Json tc = body.value("tool_choice", Json());

@@ -26,6 +26,11 @@ struct ChatRequest {
   bool require_call = false;        // tool_choice "required" or a named function
   bool parallel = true;             // parallel_tool_calls
   bool split_reasoning = true;      // reasoning_format not "none"
+  // The final assistant message continued instead of answered with a new turn (llama-server's
+  // assistant prefill, on by default, and its continue_final_message): the messages then end
+  // before it, and its text is written after the generation prompt for the model to go on from.
+  enum class Continue { kNone, kContent, kReasoning } continue_final = Continue::kNone;
+  std::string continue_content, continue_reasoning;
   // response_format as a constraint (kNone: none).
   ConstraintKind format_kind = ConstraintKind::kNone;
   std::string format_constraint;

@@ -82,6 +82,34 @@ struct Prepared {
   std::string prompt;
 };
 
+// The final assistant message continued (as the reference does): the conversation before it,
+// the generation prompt up to the reasoning marker, the message's reasoning (closed when its
+// content is continued) and its content; the model goes on from there, and the parser reads the
+// new text from where the message stopped (inside the reasoning, or in the content).
+Status ContinueFinal(const ServedModel& sm, const std::string& tmpl, RenderInput& in, Prepared* p) {
+  const ChatRequest& req = p->req;
+  std::string base;
+  in.add_generation_prompt = false;
+  ZF_RETURN_IF_ERROR(sm.chat().Render(tmpl, in, &base));
+  // p->prompt is the rendering with the generation prompt; what it adds is the generation prompt.
+  std::string gen = p->prompt.compare(0, base.size(), base) == 0 ? p->prompt.substr(base.size()) : std::string();
+  if (gen.empty()) base = p->prompt;
+  const chat::ReasoningFormat& rf = p->format->reasoning;
+  const bool reasoning = req.continue_final == ChatRequest::Continue::kReasoning;
+  if (!rf.open.empty()) {
+    gen = gen.substr(0, gen.find(rf.open)) + rf.open + req.continue_reasoning;
+    if (!reasoning) gen += rf.close;
+  }
+  if (!reasoning) gen += req.continue_content;
+  p->prompt = base + gen;
+  // What the parser starts in: the open reasoning, or the content after it.
+  auto format = std::make_shared<chat::ChatFormat>(*p->format);
+  format->reasoning.forced_open = reasoning && !rf.open.empty();
+  format->reasoning.prompt_closed = !reasoning && !rf.open.empty();
+  p->format = std::move(format);
+  return Status::Ok();
+}
+
 Status Prepare(const ServedModel& sm, const TurnOptions& o, Prepared* p) {
   ZF_RETURN_IF_ERROR(ParseChatRequest(o.request_json, &p->req));
   const ChatRequest& req = p->req;
@@ -103,6 +131,7 @@ Status Prepare(const ServedModel& sm, const TurnOptions& o, Prepared* p) {
     in.add_generation_prompt = true;
     in.now = o.now;
     ZF_RETURN_IF_ERROR(sm.chat().Render(p->tmpl, in, &p->prompt));
+    if (req.continue_final != ChatRequest::Continue::kNone) ZF_RETURN_IF_ERROR(ContinueFinal(sm, p->tmpl, in, p));
   } catch (const jinja::Error& e) {  // nesting limits while building the variables
     return InvalidArgument(std::string("request: ") + e.what());
   }

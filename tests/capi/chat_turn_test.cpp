@@ -284,6 +284,89 @@ TEST_F(ChatTurn, ReasoningAndContentArriveAsTheirOwnEvents) {
   EXPECT_EQ(raw.content.rfind("<think>", 0), 0u) << raw.content;
 }
 
+// A final assistant message is continued (the reference's assistant prefill): the prompt is the
+// conversation before it, the generation prompt and the message's text; the answer is what the
+// model writes from there, as `generate` writes it for that prompt.
+TEST_F(ChatTurn, FinalAssistantMessageIsContinued) {
+  const Json conv = Ask("What is the capital of France?");
+  zf_status st = ZF_OK;
+  const std::string turn = TurnPrompt(model_.get(), {{"messages", conv}}, &st);
+  ASSERT_EQ(st, ZF_OK) << zf_last_error();
+  Json with_prefill = conv;
+  with_prefill.push_back({{"role", "assistant"}, {"content", "The capital of France is"}});
+  const std::string prompt = TurnPrompt(model_.get(), {{"messages", with_prefill}}, &st);
+  ASSERT_EQ(st, ZF_OK) << zf_last_error();
+  EXPECT_EQ(prompt, turn + "The capital of France is");
+
+  const zf_generate_params g = Greedy(8);
+  SessionPtr s = NewSession(model_.get());
+  Collected c = RunTurn(s.get(), {{"messages", with_prefill}}, g);
+  ExpectEventsAreTheMessage(c);
+  SessionPtr ref = NewSession(model_.get());
+  Pushed pushed;
+  ASSERT_EQ(zf_generate(ref.get(), prompt.data(), prompt.size(), &g, CollectPieces, &pushed, nullptr), ZF_OK);
+  std::string text;
+  for (const std::string& p : pushed.pieces) text += p;
+  EXPECT_EQ(c.content, text);
+
+  // continue_final_message false: a new turn after the assistant message instead.
+  const std::string fresh =
+      TurnPrompt(model_.get(), {{"messages", with_prefill}, {"continue_final_message", false}}, &st);
+  ASSERT_EQ(st, ZF_OK);
+  EXPECT_NE(fresh, prompt);
+  EXPECT_EQ(fresh.rfind(turn.substr(0, turn.size() - 10), 0), 0u) << fresh;
+
+  // Reasoning templates: the reasoning is closed before continued content, or continued itself.
+  const std::string tmpl =
+      "{%- for m in messages -%}{{ '<|im_start|>' + m.role + '\\n' }}{%- if m.reasoning_content -%}"
+      "{{ '<think>' + m.reasoning_content + '</think>' }}{%- endif -%}{{ m.content + '<|im_end|>\\n' }}"
+      "{%- endfor -%}{%- if add_generation_prompt -%}{{ '<|im_start|>assistant\\n' }}{%- endif -%}";
+  zf_turn_params p;
+  auto render = [&](const Json& request) {
+    const std::string req = request.dump();
+    zf_turn_params_init(&p, sizeof p);
+    p.request_json = req.c_str();
+    p.template_text = tmpl.c_str();
+    std::string out(8192, '\0');
+    size_t needed = 0;
+    EXPECT_EQ(zf_chat_turn_prompt(model_.get(), &p, out.data(), out.size(), &needed), ZF_OK) << zf_last_error();
+    out.resize(needed > 0 ? needed - 1 : 0);
+    return out;
+  };
+  Json think = conv;
+  think.push_back({{"role", "assistant"}, {"reasoning_content", "France is in Europe."}, {"content", nullptr}});
+  const std::string head = render({{"messages", conv}});
+  EXPECT_EQ(render({{"messages", think}}), head + "<think>France is in Europe.");
+  think.back()["content"] = "Paris";
+  EXPECT_EQ(render({{"messages", think}}), head + "<think>France is in Europe.</think>Paris");
+  // The model goes on inside the reasoning: its text arrives as reasoning until it closes it.
+  think.back()["content"] = nullptr;
+  zf_generate_params gr = Greedy(48);
+  gr.constraint_kind = ZF_CONSTRAINT_REGEX;
+  gr.constraint = " [a-z ]{3,20}</think>[A-Za-z ]{3,20}";
+  SessionPtr s2 = NewSession(model_.get());
+  Collected r = RunTurn(s2.get(), {{"messages", think}}, gr, nullptr, tmpl.c_str());
+  ExpectEventsAreTheMessage(r);
+  EXPECT_GE(r.reasoning.size(), 3u) << r.message.dump();
+  EXPECT_GE(r.content.size(), 3u) << r.message.dump();
+
+  // What cannot be continued.
+  Json two = with_prefill;
+  two.push_back({{"role", "assistant"}, {"content", "Paris"}});
+  TurnPrompt(model_.get(), {{"messages", two}}, &st);
+  EXPECT_EQ(st, ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(zf_last_error()).find("two assistant messages"), std::string::npos) << zf_last_error();
+  TurnPrompt(model_.get(), {{"messages", conv}, {"continue_final_message", true}}, &st);
+  EXPECT_EQ(st, ZF_ERR_INVALID_ARGUMENT);
+  Json calls = conv;
+  calls.push_back({{"role", "assistant"},
+                   {"content", nullptr},
+                   {"tool_calls", {{{"id", "c1"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", "{}"}}}}}}});
+  TurnPrompt(model_.get(), {{"messages", calls}}, &st);
+  EXPECT_EQ(st, ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(zf_last_error()).find("cannot be continued"), std::string::npos) << zf_last_error();
+}
+
 TEST_F(ChatTurn, ResponseFormatJsonSchema) {
   SessionPtr s = NewSession(model_.get());
   const Json schema = {{"type", "object"},

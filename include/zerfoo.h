@@ -1228,7 +1228,10 @@ typedef struct zf_turn_params {
    * true), `response_format` ({"type":"text"|"json_object"|"json_schema","json_schema":
    * {"schema"}}), `reasoning_format` ("auto" default: reasoning is split out; "none": the
    * text as generated is the content), `chat_template_kwargs` (extra template variables,
-   * e.g. {"enable_thinking": false}) and `documents`. Other keys are ignored. Borrowed for
+   * e.g. {"enable_thinking": false}), `documents` and `continue_final_message` (a final
+   * assistant message is continued, as llama-server's prefill does: the model goes on from its
+   * text; true / "content" / "reasoning_content" choose what is continued, false asks for a new
+   * turn after it). Other keys are ignored. Borrowed for
    * zf_chat_turn_begin() / zf_chat_turn() only.
    */
   const char* request_json;

@@ -288,6 +288,20 @@ def test_tool_result_round_trip(s):
     print("    answer after the tool result: %r" % m.content[0].text)
 
 
+def test_prefill(s):
+    # A final assistant message is continued (Anthropic's prefill): the answer is the continuation,
+    # the same text /v1/chat/completions writes for the same conversation.
+    turns = [{"role": "user", "content": "What is the capital of France?"},
+             {"role": "assistant", "content": "The capital of France is"}]
+    m = client(s).messages.create(model=MODEL_NAME, max_tokens=8, messages=turns, extra_body=GREEDY)
+    assert [b.type for b in m.content] == ["text"], m
+    status, _, chat = s.post("/v1/chat/completions", {"messages": turns, "max_tokens": 8, "temperature": 0},
+                             headers={"Authorization": "Bearer " + KEY})
+    assert status == 200, chat
+    assert m.content[0].text == chat["choices"][0]["message"]["content"], (m, chat)
+    print("    continued: %r" % m.content[0].text)
+
+
 def test_output_format(s):
     # output_config.format (json_schema) is the chat turn's constrained decoding.
     schema = {"type": "object", "properties": {"fruit": {"type": "string"}, "count": {"type": "integer"}},
@@ -439,7 +453,7 @@ def test_thinking():
 
 def main():
     run_suite("anthropic", lambda: Server("--api-key", KEY, "--parallel", "2"),
-              [test_text_and_stream, test_stop_sequences, test_tools, test_tool_result_round_trip, test_output_format, test_auth, test_malformed],
+              [test_text_and_stream, test_stop_sequences, test_tools, test_tool_result_round_trip, test_prefill, test_output_format, test_auth, test_malformed],
               [test_thinking])
 
 

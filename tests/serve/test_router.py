@@ -266,7 +266,8 @@ def test_models_dir_and_preset():
         f.write("not a model")
     preset = os.path.join(TMP, "models.ini")
     with open(preset, "w") as f:
-        f.write("# a comment\n[tiny]\npath = %s\nctx-size = 256\nparallel = 1\nn-predict = 3\n" % MODEL)
+        f.write("# a comment\n[tiny]\npath = %s  # the file\nctx-size = 256\nparallel = 1\nn-predict = 3 ; tokens\n"
+                % MODEL)
     port_server = Server.__new__(Server)  # started by hand: no -m
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -133,7 +133,15 @@ std::vector<ModelSpec> ParsePreset(const std::string& text, const std::string& f
     if (eq == std::string::npos) fail("expected 'key = value'");
     if (out.empty()) fail("'" + Trim(line.substr(0, eq)) + "' before the first [NAME] section");
     const std::string key = Trim(line.substr(0, eq));
-    std::string v = Trim(line.substr(eq + 1));
+    std::string v = line.substr(eq + 1);
+    // A comment after the value: '#' or ';' after a blank.
+    for (size_t k = 1; k < v.size(); ++k) {
+      if ((v[k] == '#' || v[k] == ';') && (v[k - 1] == ' ' || v[k - 1] == '\t')) {
+        v.resize(k);
+        break;
+      }
+    }
+    v = Trim(v);
     if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
     ServeOptions& o = out.back().o;
     if (key == "path" || key == "model" || key == "m") {

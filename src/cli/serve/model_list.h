@@ -22,7 +22,8 @@ struct ModelSpec {
 std::vector<ModelSpec> ModelList(const ServeOptions& o);
 
 // A --models-preset file's sections applied over `base` (exposed for tests and the fuzz-free
-// parse): [NAME] then key = value lines; '#' or ';' start a comment. `dir` resolves relative
+// parse): [NAME] then key = value lines; '#' or ';' start a comment (after a value: after a
+// blank). `dir` resolves relative
 // paths. Throws UsageError naming `file`:line.
 std::vector<ModelSpec> ParsePreset(const std::string& text, const std::string& file, const std::string& dir,
                                    const ServeOptions& base);

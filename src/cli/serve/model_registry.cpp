@@ -101,6 +101,7 @@ std::shared_ptr<LoadedModel> ModelRegistry::Use(size_t i) {
       throw ApiError{500, "server_error", "model_load_failed", "model '" + e.spec.alias + "' failed to load: " + why};
     }
     e.error.clear();
+    if (stopping_) lm->slots.StopAccepting();  // a drain began during the load
     e.loaded = lm;
     e.kind = lm->kind;
     e.bytes = lm->bytes;

@@ -35,7 +35,8 @@ std::string OllamaModelName(const std::string& alias);
 // Whether `name` names the served model (the alias with or without ":latest").
 bool OllamaNameMatches(const std::string& name, const std::string& alias);
 
-// Parses one endpoint's body; throws ApiError (400 naming the field, 404 for another model's name).
+// Parses one endpoint's body; throws ApiError (400 naming the field). The model a name picks is
+// FrontDoor::Admit's decision, made before (OllamaNameMatches).
 OllamaRequest ParseOllama(OllamaEndpoint endpoint, const std::string& body, const RequestContext& ctx);
 
 }  // namespace cli::serve

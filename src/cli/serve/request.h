@@ -56,7 +56,7 @@ struct Request {
 // What a request is checked against: the served model and the server's defaults.
 struct RequestContext {
   const zf_model* model;     // tokenizes the prompt, renders `messages`
-  std::string alias;         // the only accepted non-empty "model"
+  std::string alias;         // the picked model's name (FrontDoor::Admit picks it by "model")
   bool cache_prompt;         // --cache-prompt, unless the request says otherwise
   int32_t n_vocab;           // token-id prompts must lie below it
   int n_ctx;                 // the prompt plus one token must fit

@@ -40,7 +40,7 @@ extern "C" {
 /** Major version: bumped only on an ABI break (also the SONAME suffix). */
 #define ZF_VERSION_MAJOR 0
 /** Minor version: bumped when functions or params fields are appended. */
-#define ZF_VERSION_MINOR 5
+#define ZF_VERSION_MINOR 6
 /** Patch version: bumped for fixes that change no interface. */
 #define ZF_VERSION_PATCH 0
 /** The header's version as one number: MAJOR*1000000 + MINOR*1000 + PATCH. */
@@ -1327,6 +1327,96 @@ ZF_API zf_status zf_chat_turn_prompt(const zf_model* model, const zf_turn_params
  */
 ZF_API zf_status zf_chat_turn(zf_session* session, const zf_turn_params* params, zf_turn_cb cb, void* user_data,
                               zf_turn** out);
+
+/* ---------------------------------------------------------------------------------------------
+ * LoRA adapters (since 0.6)
+ * ------------------------------------------------------------------------------------------- */
+
+/**
+ * @brief A LoRA adapter loaded against a model (opaque). Immutable after zf_lora_load(): any
+ * number of sessions and threads may apply it at once; zf_lora_free() may be called from any
+ * thread, in any order with the model and the sessions applying it.
+ */
+typedef struct zf_lora_adapter zf_lora_adapter;
+
+/**
+ * @brief What zf_lora_info() reports about an adapter. Append-only; `struct_size` first.
+ */
+typedef struct zf_lora_summary {
+  uint32_t struct_size; /**< Set by the caller to sizeof(zf_lora_summary). */
+  int32_t rank;         /**< The largest rank of its pairs (lora_a's second dimension). */
+  float alpha;          /**< `adapter.lora.alpha` (0 when the file has none). */
+  uint32_t n_weights;   /**< Adapted weights (lora_a/lora_b pairs). */
+} zf_lora_summary;
+
+/**
+ * @brief Loads a GGUF LoRA adapter as llama.cpp's convert_lora_to_gguf.py writes it
+ * (`general.type` = "adapter", `adapter.type` = "lora", `adapter.lora.alpha`; per adapted
+ * weight the tensors `<weight name>.lora_a`, ne = [n_in, rank], and `.lora_b`, ne = [rank,
+ * n_out]) and checks it against `model`: the same `general.architecture`, every weight present
+ * in the model with the pair's shapes matching it and each other. Adaptable: the attention
+ * projections (attn_q, attn_k, attn_v, attn_output) and the dense FFN's (ffn_gate, ffn_up,
+ * ffn_down), each stored on its own; tensors of type F32, F16, BF16 or Q8_0 (read into F32).
+ * Adapted norms (`*_norm.weight`) are ignored, as the reference ignores them. Applied with
+ * zf_session_set_loras().
+ *
+ * Lifetime: the adapter holds a reference to the model (zf_model_free() before zf_lora_free()
+ * is safe); a session applying the adapter keeps it alive (zf_lora_free() while it is applied
+ * is safe). Thread-safe.
+ * @param model The model (not loaded with ::ZF_MODEL_VOCAB_ONLY).
+ * @param path The adapter file (NUL-terminated UTF-8).
+ * @param out Receives the adapter (NULL on failure). Required.
+ * @return ::ZF_OK; ::ZF_ERR_IO; ::ZF_ERR_FORMAT (not a GGUF file or not a LoRA adapter, a
+ *         pair missing one half, a tensor neither `.lora_a` nor `.lora_b`);
+ *         ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, a vocabulary-only model, another
+ *         architecture, a tensor the model lacks, shapes that do not match: the message names the
+ *         tensor and both shapes); ::ZF_ERR_UNSUPPORTED (a weight that cannot be adapted, a tensor
+ *         type that cannot be read); ::ZF_ERR_OUT_OF_MEMORY.
+ */
+ZF_API zf_status zf_lora_load(zf_model* model, const char* path, zf_lora_adapter** out);
+
+/**
+ * @brief Releases the caller's handle; the adapter's memory goes with the last session applying
+ * it. NULL is a no-op. Any thread.
+ */
+ZF_API void zf_lora_free(zf_lora_adapter* adapter);
+
+/**
+ * @brief Describes an adapter (see ::zf_lora_summary). Thread-safe.
+ * @param adapter The adapter.
+ * @param info Receives the summary; info->struct_size must be set (fields beyond it are not
+ *        written).
+ * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, struct_size too small).
+ */
+ZF_API zf_status zf_lora_info(const zf_lora_adapter* adapter, zf_lora_summary* info);
+
+/**
+ * @brief Sets the LoRA adapters the session's evaluations apply from now on (generation,
+ * zf_session_eval(), chat turns): every adapted weight W computes W x + s * B (A x) with
+ * s = scales[i] * alpha / rank (scales[i] alone when the adapter's alpha is 0), the low-rank
+ * products in F32; several adapters add up. Replaces the previous set; n = 0 clears it. An
+ * adapter with scale 0 is left out, so scale 0 (or no adapters) gives the base model's output bit
+ * for bit. The session keeps its set across zf_session_reset().
+ *
+ * The conversation's KV rows stay as they were computed (as llama.cpp keeps them): to evaluate a
+ * conversation under the new set from its start, call zf_session_reset() (or
+ * zf_session_truncate() to 0). Prefill is exact as without adapters (one token at a time,
+ * chunked and batched evaluation give the same bits). The model's prefix cache keys its blocks
+ * by the adapter set and scales: sessions with the same set share them; a session whose
+ * conversation was computed under another set neither takes nor stores blocks until it is
+ * emptied. Batched decode (zf_session_params.flags) runs sessions with different sets in one
+ * step: the base products once for all rows, each row's low-rank products its own.
+ * @param session The session (no generation in progress).
+ * @param adapters n adapters of the session's model (NULL when n is 0).
+ * @param scales n finite scales (NULL when n is 0).
+ * @param n Number of adapters.
+ * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, an adapter of another model, a
+ *         scale that is not finite, a generation in progress); ::ZF_ERR_UNSUPPORTED (a session on
+ *         an engine that cannot apply adapters: CUDA in this version; a set of only zero scales is
+ *         accepted); ::ZF_ERR_OUT_OF_MEMORY.
+ */
+ZF_API zf_status zf_session_set_loras(zf_session* session, const zf_lora_adapter* const* adapters,
+                                      const float* scales, size_t n);
 
 #ifdef __cplusplus
 } /* extern "C" */

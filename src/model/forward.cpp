@@ -109,7 +109,7 @@ void Forward::Run(const SeqState& s, const int32_t* tokens, int32_t n, int32_t p
   const bool want = logits != nullptr || argmax != nullptr;
   // On the CPU the logits are written straight into the caller's array.
   float* out = !want ? nullptr : (be_.HostActivations() && logits != nullptr) ? logits : logits_.data();
-  const Seq seq{s.kv, pos0, n, nullptr, nullptr, s.rope_factors, s.state};
+  const Seq seq{s.kv, pos0, n, nullptr, nullptr, s.rope_factors, s.state, s.lora};
   if (!be_.BeginStep(s.kv, tokens, n, pos0, want)) {
     RunOps(tokens, n, &seq, 1, out);
     if (be_.EndStep()) RunOps(tokens, n, &seq, 1, out);  // only recorded (capture failed): run for real
@@ -123,7 +123,7 @@ void Forward::RunEveryLogit(const SeqState& s, const int32_t* tokens, int32_t n,
   // One-row sequences on the same rows: the attention block stores and attends row by row in
   // order (row i sees rows < i), and the output head takes every sequence's last row.
   every_.resize(size_t(n));
-  for (int32_t i = 0; i < n; ++i) every_[size_t(i)] = Seq{s.kv, pos0 + i, 1, nullptr, nullptr, s.rope_factors, s.state};
+  for (int32_t i = 0; i < n; ++i) every_[size_t(i)] = Seq{s.kv, pos0 + i, 1, nullptr, nullptr, s.rope_factors, s.state, s.lora};
   RunOps(tokens, n, every_.data(), n, logits);
 }
 
@@ -176,7 +176,7 @@ void Forward::RunOps(const int32_t* tokens, int32_t n, const Seq* seqs, int32_t 
     if (ld.ffn.kind == FfnKind::kMoe) {
       MoeFfn(il, n);
     } else {
-      DenseFfn(il, n);
+      DenseFfn(il, n, seqs, n_seq);
     }
     if (ld.per_layer_input) PerLayerBlock(il, n);
     if (const Tensor* s = ld.out_scale ? w.layers[size_t(il)][LayerRole::kLayerOutScale] : nullptr) {
@@ -273,6 +273,9 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
     const Tensor* w3[3] = {L[LayerRole::kAttnQ], L[LayerRole::kAttnK], L[LayerRole::kAttnV]};
     float* y3[3] = {a.q_gate ? q_full_.data() : q_.data(), k_.data(), v_.data()};
     be_.MatMulShared(w3, y3, !own_kv ? 1 : v_is_k ? 2 : 3, in, n);
+    Lora(il, LoraTarget::kQ, in, E, y3[0], a.q_gate ? 2 * q_w : q_w, seqs, n_seq);
+    if (own_kv) Lora(il, LoraTarget::kK, in, E, k_.data(), k_w, seqs, n_seq);
+    if (own_kv && !v_is_k) Lora(il, LoraTarget::kV, in, E, v_.data(), v_w, seqs, n_seq);
   }
   if (a.q_gate) {  // per head [q | gate]: the queries to q_, the gates to q_gate_
     const int32_t hd = a.head_dim_k;
@@ -394,6 +397,7 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
   }
   if (a.q_gate) be_.SigmoidGate(attn_.data(), q_gate_.data(), int64_t{n} * o_w);
   be_.MatMul(*L[LayerRole::kAttnOut], attn_.data(), n, h_.data());
+  Lora(il, LoraTarget::kOut, attn_.data(), o_w, h_.data(), E, seqs, n_seq);
   if (L[LayerRole::kAttnOutBias]) be_.AddBias(h_.data(), F32(L[LayerRole::kAttnOutBias]), n, E);
   if (ld.norm.post_attn) be_.RmsNorm(h_.data(), F32(L[LayerRole::kPostAttnNorm]), n, E, ld.norm.eps, h_.data());
   Residual(h_.data(), n);
@@ -479,7 +483,24 @@ void Forward::DeltaNetBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_se
   Residual(h_.data(), n);
 }
 
-void Forward::DenseFfn(int32_t il, int32_t n) {
+bool Forward::HasLora(int32_t il, LoraTarget t, const Seq* seqs, int32_t n_seq) {
+  for (int32_t i = 0; i < n_seq; ++i) {
+    if (seqs[i].lora != nullptr && seqs[i].lora->Terms(il, t) != nullptr) return true;
+  }
+  return false;
+}
+
+void Forward::Lora(int32_t il, LoraTarget t, const float* x, int32_t n_in, float* y, int32_t n_out, const Seq* seqs,
+                   int32_t n_seq) {
+  for (int32_t i = 0, row = 0; i < n_seq; row += seqs[i].n, ++i) {
+    if (seqs[i].lora == nullptr) continue;
+    if (const std::vector<LoraPlan::Term>* terms = seqs[i].lora->Terms(il, t)) {
+      ApplyLora(*terms, x + int64_t{row} * n_in, seqs[i].n, y + int64_t{row} * n_out);
+    }
+  }
+}
+
+void Forward::DenseFfn(int32_t il, int32_t n, const Seq* seqs, int32_t n_seq) {
   const LayerDesc& ld = model_.desc().layers[size_t(il)];
   const LayerTensors& L = model_.weights().layers[size_t(il)];
   const int32_t E = model_.desc().n_embd;
@@ -488,14 +509,27 @@ void Forward::DenseFfn(int32_t il, int32_t n) {
     Norm(ld.norm.kind, ld.norm.eps, L[LayerRole::kFfnNorm], L[LayerRole::kFfnNormBias], x_.data(), n, h_.data());
     in = h_.data();
   }
+  const int32_t F = ld.ffn.n_ff;
   if (ld.ffn.kind == FfnKind::kGated) {
-    be_.MatMulGated(ld.ffn.act, *L[LayerRole::kFfnGate], *L[LayerRole::kFfnUp], in, n, gate_.data(), up_.data());
+    if (HasLora(il, LoraTarget::kGate, seqs, n_seq) || HasLora(il, LoraTarget::kUp, seqs, n_seq)) {
+      // The adapted products before the activation (the fused form applies it as rows appear).
+      const Tensor* w2[2] = {L[LayerRole::kFfnGate], L[LayerRole::kFfnUp]};
+      float* y2[2] = {gate_.data(), up_.data()};
+      be_.MatMulShared(w2, y2, 2, in, n);
+      Lora(il, LoraTarget::kGate, in, E, gate_.data(), F, seqs, n_seq);
+      Lora(il, LoraTarget::kUp, in, E, up_.data(), F, seqs, n_seq);
+      be_.GatedActivation(ld.ffn.act, gate_.data(), up_.data(), int64_t{n} * F);
+    } else {
+      be_.MatMulGated(ld.ffn.act, *L[LayerRole::kFfnGate], *L[LayerRole::kFfnUp], in, n, gate_.data(), up_.data());
+    }
   } else {
     be_.MatMul(*L[LayerRole::kFfnUp], in, n, gate_.data());
+    Lora(il, LoraTarget::kUp, in, E, gate_.data(), F, seqs, n_seq);
     if (L[LayerRole::kFfnUpBias]) be_.AddBias(gate_.data(), F32(L[LayerRole::kFfnUpBias]), n, ld.ffn.n_ff);
     be_.Activate(ld.ffn.act, gate_.data(), int64_t{n} * ld.ffn.n_ff);
   }
   be_.MatMul(*L[LayerRole::kFfnDown], gate_.data(), n, h_.data());
+  Lora(il, LoraTarget::kDown, gate_.data(), F, h_.data(), E, seqs, n_seq);
   if (L[LayerRole::kFfnDownBias]) be_.AddBias(h_.data(), F32(L[LayerRole::kFfnDownBias]), n, E);
   if (ld.norm.post_ffn) be_.RmsNorm(h_.data(), F32(L[LayerRole::kPostFfnNorm]), n, E, ld.norm.eps, h_.data());
   Residual(h_.data(), n);

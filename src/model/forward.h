@@ -11,6 +11,7 @@
 #include "common/status.h"
 #include "engine/backend.h"
 #include "engine/thread_pool.h"
+#include "model/lora.h"
 #include "model/model.h"
 #include "model/recurrent_state.h"
 
@@ -28,11 +29,13 @@ class Forward {
 
   // One sequence's state as a step receives it: its KV rows (a cache of this Forward's engine;
   // nullptr only for a model without attention layers), its recurrent state (required when the
-  // model has recurrent layers; see recurrent_state.h) and its context's RopeFactors.
+  // model has recurrent layers; see recurrent_state.h), its context's RopeFactors and the LoRA
+  // adapters it applies (nullptr: none; host-memory backends only).
   struct SeqState {
     engine::KvCache* kv;
     RecurrentState* state;
     const float* rope_factors;
+    const LoraPlan* lora = nullptr;
   };
 
   int32_t max_batch() const { return max_batch_; }
@@ -68,6 +71,7 @@ class Forward {
     int32_t* argmax;  // or the index of the largest of them, or nullptr
     const float* rope_factors;  // RopeFactors() of the sequence's context
     RecurrentState* state;      // the sequence's recurrent state (nullptr: attention-only model)
+    const LoraPlan* lora = nullptr;  // its LoRA adapters (nullptr: none; host-memory backends only)
   };
   // Runs the attention of a step's sequences (several tokens each) at once on `pool`'s threads,
   // one sequence per thread, thread i on workers[i] (a one-thread backend of the same engine:
@@ -115,7 +119,12 @@ class Forward {
   // MixerKind::kGatedDeltaNet: the projections, each sequence's rows through
   // Backend::GatedDeltaNet with its own state, the gated per-head norm, ssm_out.
   void DeltaNetBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_seq);
-  void DenseFfn(int32_t il, int32_t n);
+  void DenseFfn(int32_t il, int32_t n, const Seq* seqs, int32_t n_seq);
+  // LoRA: whether some sequence adapts layer il's weight t, and y += its low-rank products of
+  // x for each sequence's rows (x rows of the product's input, y rows of its output).
+  static bool HasLora(int32_t il, LoraTarget t, const Seq* seqs, int32_t n_seq);
+  static void Lora(int32_t il, LoraTarget t, const float* x, int32_t n_in, float* y, int32_t n_out, const Seq* seqs,
+                   int32_t n_seq);
   // Gemma 4's per-layer inputs of the step's n rows (from the token ids and the scaled input
   // embeddings in x_), one [n, n_embd_per_layer] block per layer in pl_; and the block that
   // adds layer il's to the residual stream.

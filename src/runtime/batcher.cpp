@@ -162,7 +162,7 @@ void Batcher::RunDecode(std::vector<Request*>& batch) {
     for (int32_t i = 0; i < r->n; ++i) {
       tokens_.push_back(r->tokens[i]);
       seqs_.push_back(model::Forward::Seq{r->seq.kv, r->pos0 + i, 1, r->every ? r->logits + size_t(i) * n_vocab : r->logits,
-                                          r->argmax, r->seq.rope_factors, r->seq.state});
+                                          r->argmax, r->seq.rope_factors, r->seq.state, r->seq.lora});
     }
   }
   const auto t0 = std::chrono::steady_clock::now();

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include <algorithm>
@@ -248,8 +249,10 @@ void Session::set_prefix_cache(PrefixCache* cache) {
   prefix_cache_ = cache;
   // Rows are comparable between sessions with the same cache element type and rope factors
   // (LongRoPE picks its set by n_ctx).
-  chain_seed_ = PrefixCache::Key(uint64_t(kv_type_) * 0x100000001b3ull ^ uint64_t(uintptr_t(rope_factors_)),
-                                 std::vector<int32_t>(PrefixCache::kBlockTokens, -1).data());
+  base_seed_ = PrefixCache::Key(uint64_t(kv_type_) * 0x100000001b3ull ^ uint64_t(uintptr_t(rope_factors_)),
+                                std::vector<int32_t>(PrefixCache::kBlockTokens, -1).data());
+  chain_seed_ = lora_ != nullptr ? PrefixCache::Key(base_seed_ ^ lora_->key(), std::vector<int32_t>(PrefixCache::kBlockTokens, -2).data())
+                                 : base_seed_;
   block_keys_.clear();
   stored_blocks_ = 0;
   block_planes_.clear();
@@ -273,6 +276,7 @@ void Session::SyncBlockKeys() {
 // and its rows are rewritten whole (those of the history's positions are the same bits).
 size_t Session::ReuseBlocks(const int32_t* tokens, size_t n, size_t keep) {
   constexpr size_t kB = PrefixCache::kBlockTokens;
+  if (lora_mixed_) return 0;
   SyncBlockKeys();
   int32_t block[kB];
   size_t taken = 0;
@@ -297,7 +301,7 @@ size_t Session::ReuseBlocks(const int32_t* tokens, size_t n, size_t keep) {
 
 void Session::StoreBlocks() {
   constexpr int32_t kB = PrefixCache::kBlockTokens;
-  if (!store_blocks_) return;
+  if (!store_blocks_ || lora_mixed_) return;
   SyncBlockKeys();
   for (; stored_blocks_ < block_keys_.size(); ++stored_blocks_) {
     const uint64_t key = block_keys_[stored_blocks_];
@@ -392,6 +396,7 @@ Status Session::FetchLogits() {
 void Session::Reset() {
   ForgetRows(0);  // an idle session holds no KV memory
   store_blocks_ = true;
+  lora_mixed_ = false;
   history_.clear();
   block_keys_.clear();
   stored_blocks_ = 0;
@@ -416,7 +421,7 @@ Status Session::Truncate(size_t n_keep) {
   if (n_keep > total) {
     return InvalidArgument("cannot keep " + std::to_string(n_keep) + " tokens of a conversation of " + std::to_string(total));
   }
-  if (n_keep == 0) store_blocks_ = true;
+  if (n_keep == 0) store_blocks_ = true, lora_mixed_ = false;
   if (recurrent() && n_keep < history_.size()) {
     // The nearest checkpoint at or before n_keep, then the tokens after it evaluated again.
     constexpr size_t kB = size_t(kCheckpointInterval);
@@ -451,6 +456,50 @@ Status Session::Truncate(size_t n_keep) {
   }
   has_logits_ = false;
   has_argmax_ = false;
+  return Status::Ok();
+}
+
+}  // namespace zf::rt
+
+namespace zf::rt {
+
+Status Session::SetLoras(const std::vector<std::shared_ptr<const model::LoraAdapter>>& adapters,
+                         const std::vector<float>& scales) {
+  if (adapters.size() != scales.size()) return InvalidArgument("one scale per adapter");
+  std::vector<const model::LoraAdapter*> raw;
+  for (size_t i = 0; i < adapters.size(); ++i) {
+    if (adapters[i] == nullptr) return InvalidArgument("adapter " + std::to_string(i) + " is null");
+    if (&adapters[i]->model() != &model_) {
+      return InvalidArgument("adapter " + std::to_string(i) + " was loaded for another model");
+    }
+    if (!std::isfinite(scales[i])) return InvalidArgument("scale " + std::to_string(i) + " is not finite");
+    raw.push_back(adapters[i].get());
+  }
+  auto plan = std::make_unique<const model::LoraPlan>(raw, scales, model_.desc().n_layer);
+  if (!plan->empty() && !host_) {
+    return Unsupported(std::string("LoRA adapters run on the CPU engine only; this session runs on ") +
+                       (model_.engine() != nullptr ? model_.engine()->name() : "no engine"));
+  }
+  const uint64_t old_key = lora_ != nullptr ? lora_->key() : 0;
+  const uint64_t new_key = plan->key();
+  if (plan->empty()) {
+    lora_.reset();
+    lora_adapters_.clear();
+  } else {
+    lora_ = std::move(plan);
+    lora_adapters_ = adapters;
+  }
+  if (new_key != old_key) {
+    // Rows already in the cache were computed under the previous set.
+    if (!history_.empty()) lora_mixed_ = true;
+    if (prefix_cache_ != nullptr) {
+      chain_seed_ = lora_ != nullptr
+                        ? PrefixCache::Key(base_seed_ ^ new_key, std::vector<int32_t>(PrefixCache::kBlockTokens, -2).data())
+                        : base_seed_;
+      block_keys_.clear();
+      stored_blocks_ = 0;
+    }
+  }
   return Status::Ok();
 }
 

@@ -14,6 +14,7 @@
 #include "model/model.h"
 #include "model/forward.h"
 #include "model/forward_pool.h"
+#include "model/lora.h"
 #include "model/recurrent_state.h"
 #include "runtime/prefix_cache.h"
 #include "runtime/sampler.h"
@@ -157,6 +158,18 @@ class Session {
   int64_t cached_tokens() const { return cached_tokens_; }
   bool exact() const { return exact_; }
 
+  // LoRA adapters (model/lora.h) applied by this session's evaluations from now on: adapters[i]
+  // with scales[i] (finite; 0 leaves it out); none clears. The adapters must be of this
+  // session's model; the session keeps them alive. The conversation's KV rows stay as they were
+  // computed (as llama.cpp keeps them): Reset or Truncate for a fresh start under the new set.
+  // Prefix cache: blocks are keyed by the adapter set and scales, so sessions with the same set
+  // share them; a session whose conversation was computed under another set neither takes nor
+  // stores blocks until its conversation is emptied (Reset, Truncate(0)). kUnsupported on an
+  // engine whose activations are not in host memory (CUDA in this version).
+  Status SetLoras(const std::vector<std::shared_ptr<const model::LoraAdapter>>& adapters,
+                  const std::vector<float>& scales);
+  const model::LoraPlan* lora() const { return lora_.get(); }
+
   void RequestCancel() { cancel_.store(true, std::memory_order_relaxed); }
   // True (and clears the request) if a cancel is pending.
   bool ConsumeCancel() { return cancel_.exchange(false, std::memory_order_relaxed); }
@@ -166,7 +179,7 @@ class Session {
   // The context this session's next unbatched step runs on: its own (own_) where it keeps one,
   // else one borrowed from the model into *borrowed.
   Status Context(model::ForwardPool::Lease* borrowed, const model::ForwardPool::Lease** ctx);
-  model::Forward::SeqState Seq() { return {kv_.get(), recurrent() ? &state_ : nullptr, rope_factors_}; }
+  model::Forward::SeqState Seq() { return {kv_.get(), recurrent() ? &state_ : nullptr, rope_factors_, lora_.get()}; }
   // Checks tokens (and that the deferred ones and they fit), then appends both via Append.
   Status EvalImpl(const int32_t* tokens, size_t n, float* logits, int32_t* argmax);
   // Appends tokens[0..n) (checked) to the history in forward steps.
@@ -216,6 +229,12 @@ class Session {
   int64_t cached_tokens_ = 0;
   PrefixCache* prefix_cache_ = nullptr;  // set only when usable (exact, rows copyable)
   uint64_t chain_seed_ = 0;               // what makes this session's rows comparable
+  uint64_t base_seed_ = 0;                // chain_seed_ without the LoRA set's key
+  // LoRA: the applied plan (nullptr: none), the adapters it points into, and whether the
+  // conversation holds rows of another set (then the prefix cache is not used; see SetLoras).
+  std::unique_ptr<const model::LoraPlan> lora_;
+  std::vector<std::shared_ptr<const model::LoraAdapter>> lora_adapters_;
+  bool lora_mixed_ = false;
   std::vector<uint64_t> block_keys_;      // keys of the history's first full blocks
   size_t stored_blocks_ = 0;              // of those, how many are known to be in the cache
   std::vector<size_t> block_planes_;      // the bytes of each KV plane of one block (KvArena)

@@ -28,7 +28,7 @@ cp "$here/Zerfoo.dll.config" "$out/"
 # The .NET-only branch (#if NET5_0_OR_GREATER), minus the async iterator, against API stubs.
 mcs_ -target:library -unsafe -define:NET5_0_OR_GREATER -out:"$out/net5-check.dll" \
   $(ls "$here"/src/*.cs | grep -v 'Session\.Async\.cs$') "$here/tests/net5_stubs.cs"
-mcs_ -target:library -out:"$out/ZerfooTests.dll" -r:"$out/Zerfoo.dll" -r:"$nunit" -r:System.Core "$here/tests/ZerfooTests.cs" "$here/tests/ChatTurnTests.cs"
+mcs_ -target:library -out:"$out/ZerfooTests.dll" -r:"$out/Zerfoo.dll" -r:"$nunit" -r:System.Core "$here/tests/ZerfooTests.cs" "$here/tests/ChatTurnTests.cs" "$here/tests/LoraTests.cs"
 mcs_ -out:"$out/LoadCheck.exe" -r:"$out/Zerfoo.dll" "$here/tests/LoadCheck.cs"
 mcs_ -out:"$out/Chat.exe" -r:"$out/Zerfoo.dll" "$here/examples/Chat/Chat.cs"
 mcs_ -out:"$out/Bench.exe" -r:"$out/Zerfoo.dll" "$here/bench/Bench.cs"
@@ -47,6 +47,7 @@ export ZERFOO_LIBRARY ZERFOO_CLI ZERFOO_TEST_MODEL
 export ZERFOO_ABI_TABLE="$out/abi.txt" ZERFOO_LOADCHECK="$out/LoadCheck.exe"
 export ZERFOO_CHAT_TEMPLATES="$root/tests/data/chat_templates/templates"
 export ZERFOO_FIM_SCRIPT="$root/scripts/fim_model.py"  # writes the FIM test model
+export ZERFOO_LORA_SCRIPT="$root/scripts/synth_lora.py"  # writes the LoRA test adapters
 
 echo "== example: Chat.exe (one turn from stdin)"
 reply="$(echo "Name a color." | timeout 120 mono "$out/Chat.exe" "$ZERFOO_TEST_MODEL" -n 12 2>/dev/null)"

@@ -14,7 +14,7 @@ import (
 // The C header version this binding was written for (ZF_VERSION_MAJOR/MINOR in zerfoo.h).
 const (
 	HeaderMajor = 0
-	HeaderMinor = 5
+	HeaderMinor = 6
 )
 
 // lib holds the process-wide library handle and its functions. It is filled once.
@@ -68,6 +68,10 @@ var lib struct {
 	turnFree         func(t uintptr)
 	turnRun          func(s uintptr, p *cTurnParams, cb uintptr, userData uintptr, out *uintptr) int32
 	turnPrompt       func(m uintptr, p *cTurnParams, buf *byte, cap uintptr, needed *uintptr) int32
+	loraLoad         func(m uintptr, path *byte, out *uintptr) int32
+	loraFree         func(a uintptr)
+	loraInfo         func(a uintptr, info *cLoraSummary) int32
+	sessionSetLoras  func(s uintptr, adapters *uintptr, scales *float32, n uintptr) int32
 }
 
 // Load loads libzerfoo from path (if non-empty) or by the default search: $ZERFOO_LIBRARY,
@@ -87,7 +91,7 @@ func LibraryPath() string {
 	return lib.path
 }
 
-// Version returns the loaded library's version string, e.g. "0.5.0".
+// Version returns the loaded library's version string, e.g. "0.6.0".
 func Version() (string, error) {
 	if err := Load(""); err != nil {
 		return "", err
@@ -193,6 +197,10 @@ func bind(h uintptr) error {
 		{&lib.turnFree, "zf_chat_turn_free"},
 		{&lib.turnRun, "zf_chat_turn"},
 		{&lib.turnPrompt, "zf_chat_turn_prompt"},
+		{&lib.loraLoad, "zf_lora_load"},
+		{&lib.loraFree, "zf_lora_free"},
+		{&lib.loraInfo, "zf_lora_info"},
+		{&lib.sessionSetLoras, "zf_session_set_loras"},
 	}
 	for _, s := range syms {
 		if err := sym(h, s.fn, s.name); err != nil {

@@ -124,6 +124,30 @@ namespace Zerfoo
         }
     }
 
+    /// <summary>Owns a zf_lora_adapter*. The library keeps the adapter's model alive for it, and
+    /// a session applying it keeps it alive, so it is freed in any order.</summary>
+    internal sealed class LoraHandle : NativeHandle
+    {
+        internal static int LiveCount;
+
+        LoraHandle() { }
+
+        internal static LoraHandle FromNative(IntPtr p)
+        {
+            var h = new LoraHandle();
+            h.SetHandle(p);
+            System.Threading.Interlocked.Increment(ref LiveCount);
+            return h;
+        }
+
+        protected override bool ReleaseHandle()
+        {
+            NativeMethods.zf_lora_free(handle);
+            System.Threading.Interlocked.Decrement(ref LiveCount);
+            return true;
+        }
+    }
+
     /// <summary>Owns a native pointer (zero: none). A session's handle and a turn's hold a counted
     /// reference on the handle they depend on (the model's, the session's), given back with
     /// <see cref="ReleaseReference"/>.</summary>

@@ -63,6 +63,15 @@ namespace Zerfoo
     }
 
     [StructLayout(LayoutKind.Sequential)]
+    internal struct zf_lora_summary        // since 0.6
+    {
+        public uint struct_size;
+        public int rank;
+        public float alpha;
+        public uint n_weights;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
     internal struct zf_cache_info          // appended in 0.4
     {
         public uint struct_size;
@@ -220,7 +229,7 @@ namespace Zerfoo
 
         /// <summary>The header version this binding was written for (ZF_VERSION_MAJOR/MINOR).</summary>
         internal const int HeaderMajor = 0;
-        internal const int HeaderMinor = 5;
+        internal const int HeaderMinor = 6;
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern uint zf_version();
@@ -307,6 +316,21 @@ namespace Zerfoo
         // IntPtr, not ModelHandle: NULL removes the draft (Session.SetDraftModel keeps the handle alive).
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern int zf_session_set_draft_model(SessionHandle session, IntPtr draft);
+
+        // LoRA adapters (since 0.6).
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_lora_load(ModelHandle model, byte[] path, out IntPtr adapter);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern void zf_lora_free(IntPtr adapter);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_lora_info(LoraHandle adapter, ref zf_lora_summary info);
+
+        // IntPtr[]: Session.SetLoras holds a reference on each adapter's handle for the call.
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_session_set_loras(SessionHandle session, IntPtr[] adapters, float[] scales,
+                                                        UIntPtr n);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern unsafe int zf_session_eval(SessionHandle session, int* tokens, UIntPtr n,

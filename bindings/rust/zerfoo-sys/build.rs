@@ -5,7 +5,7 @@ use std::env;
 use std::path::{Path, PathBuf};
 
 /// The version of include/zerfoo.h that src/bindings.rs was generated from (major.minor).
-const HEADER_VERSION: &str = "0.5.0";
+const HEADER_VERSION: &str = "0.6.0";
 
 fn has_lib(dir: &Path) -> Option<&'static str> {
     if dir.join("libzerfoo.so").exists() || dir.join("libzerfoo.dylib").exists() {

@@ -248,6 +248,22 @@ pub struct ZerfooLib {
         user_data: *mut ::core::ffi::c_void,
         out: *mut *mut zf_turn,
     ) -> zf_status,
+    pub zf_lora_load: unsafe extern "C" fn(
+        model: *mut zf_model,
+        path: *const ::core::ffi::c_char,
+        out: *mut *mut zf_lora_adapter,
+    ) -> zf_status,
+    pub zf_lora_free: unsafe extern "C" fn(adapter: *mut zf_lora_adapter),
+    pub zf_lora_info: unsafe extern "C" fn(
+        adapter: *const zf_lora_adapter,
+        info: *mut zf_lora_summary,
+    ) -> zf_status,
+    pub zf_session_set_loras: unsafe extern "C" fn(
+        session: *mut zf_session,
+        adapters: *const *const zf_lora_adapter,
+        scales: *const f32,
+        n: usize,
+    ) -> zf_status,
 }
 impl ZerfooLib {
     pub unsafe fn new<P>(path: P) -> Result<Self, ::libloading::Error>
@@ -324,6 +340,10 @@ impl ZerfooLib {
         let zf_chat_turn_free = __library.get(b"zf_chat_turn_free\0").map(|sym| *sym)?;
         let zf_chat_turn_prompt = __library.get(b"zf_chat_turn_prompt\0").map(|sym| *sym)?;
         let zf_chat_turn = __library.get(b"zf_chat_turn\0").map(|sym| *sym)?;
+        let zf_lora_load = __library.get(b"zf_lora_load\0").map(|sym| *sym)?;
+        let zf_lora_free = __library.get(b"zf_lora_free\0").map(|sym| *sym)?;
+        let zf_lora_info = __library.get(b"zf_lora_info\0").map(|sym| *sym)?;
+        let zf_session_set_loras = __library.get(b"zf_session_set_loras\0").map(|sym| *sym)?;
         Ok(ZerfooLib {
             __library,
             zf_version,
@@ -381,6 +401,10 @@ impl ZerfooLib {
             zf_chat_turn_free,
             zf_chat_turn_prompt,
             zf_chat_turn,
+            zf_lora_load,
+            zf_lora_free,
+            zf_lora_info,
+            zf_session_set_loras,
         })
     }
     #[doc = " @brief The loaded library's version, encoded like ::ZF_VERSION.\n\n A binding is compatible when the major parts are equal and the runtime minor is >= the minor\n of the header it was written for. Thread-safe; never fails."]
@@ -862,5 +886,36 @@ impl ZerfooLib {
         out: *mut *mut zf_turn,
     ) -> zf_status {
         (self.zf_chat_turn)(session, params, cb, user_data, out)
+    }
+    #[doc = " @brief Loads a GGUF LoRA adapter as llama.cpp's convert_lora_to_gguf.py writes it\n (`general.type` = \"adapter\", `adapter.type` = \"lora\", `adapter.lora.alpha`; per adapted\n weight the tensors `<weight name>.lora_a`, ne = [n_in, rank], and `.lora_b`, ne = [rank,\n n_out]) and checks it against `model`: the same `general.architecture`, every weight present\n in the model with the pair's shapes matching it and each other. Adaptable: the attention\n projections (attn_q, attn_k, attn_v, attn_output) and the dense FFN's (ffn_gate, ffn_up,\n ffn_down), each stored on its own; tensors of type F32, F16, BF16 or Q8_0 (read into F32).\n Adapted norms (`*_norm.weight`) are ignored, as the reference ignores them. Applied with\n zf_session_set_loras().\n\n Lifetime: the adapter holds a reference to the model (zf_model_free() before zf_lora_free()\n is safe); a session applying the adapter keeps it alive (zf_lora_free() while it is applied\n is safe). Thread-safe.\n @param model The model (not loaded with ::ZF_MODEL_VOCAB_ONLY).\n @param path The adapter file (NUL-terminated UTF-8).\n @param out Receives the adapter (NULL on failure). Required.\n @return ::ZF_OK; ::ZF_ERR_IO; ::ZF_ERR_FORMAT (not a GGUF file or not a LoRA adapter, a\n         pair missing one half, a tensor neither `.lora_a` nor `.lora_b`);\n         ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, a vocabulary-only model, another\n         architecture, a tensor the model lacks, shapes that do not match: the message names the\n         tensor and both shapes); ::ZF_ERR_UNSUPPORTED (a weight that cannot be adapted, a tensor\n         type that cannot be read); ::ZF_ERR_OUT_OF_MEMORY."]
+    pub unsafe fn zf_lora_load(
+        &self,
+        model: *mut zf_model,
+        path: *const ::core::ffi::c_char,
+        out: *mut *mut zf_lora_adapter,
+    ) -> zf_status {
+        (self.zf_lora_load)(model, path, out)
+    }
+    #[doc = " @brief Releases the caller's handle; the adapter's memory goes with the last session applying\n it. NULL is a no-op. Any thread."]
+    pub unsafe fn zf_lora_free(&self, adapter: *mut zf_lora_adapter) {
+        (self.zf_lora_free)(adapter)
+    }
+    #[doc = " @brief Describes an adapter (see ::zf_lora_summary). Thread-safe.\n @param adapter The adapter.\n @param info Receives the summary; info->struct_size must be set (fields beyond it are not\n        written).\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, struct_size too small)."]
+    pub unsafe fn zf_lora_info(
+        &self,
+        adapter: *const zf_lora_adapter,
+        info: *mut zf_lora_summary,
+    ) -> zf_status {
+        (self.zf_lora_info)(adapter, info)
+    }
+    #[doc = " @brief Sets the LoRA adapters the session's evaluations apply from now on (generation,\n zf_session_eval(), chat turns): every adapted weight W computes W x + s * B (A x) with\n s = scales[i] * alpha / rank (scales[i] alone when the adapter's alpha is 0), the low-rank\n products in F32; several adapters add up. Replaces the previous set; n = 0 clears it. An\n adapter with scale 0 is left out, so scale 0 (or no adapters) gives the base model's output bit\n for bit. The session keeps its set across zf_session_reset().\n\n The conversation's KV rows stay as they were computed (as llama.cpp keeps them): to evaluate a\n conversation under the new set from its start, call zf_session_reset() (or\n zf_session_truncate() to 0). Prefill is exact as without adapters (one token at a time,\n chunked and batched evaluation give the same bits). The model's prefix cache keys its blocks\n by the adapter set and scales: sessions with the same set share them; a session whose\n conversation was computed under another set neither takes nor stores blocks until it is\n emptied. Batched decode (zf_session_params.flags) runs sessions with different sets in one\n step: the base products once for all rows, each row's low-rank products its own.\n @param session The session (no generation in progress).\n @param adapters n adapters of the session's model (NULL when n is 0).\n @param scales n finite scales (NULL when n is 0).\n @param n Number of adapters.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, an adapter of another model, a\n         scale that is not finite, a generation in progress); ::ZF_ERR_UNSUPPORTED (a session on\n         an engine that cannot apply adapters: CUDA in this version; a set of only zero scales is\n         accepted); ::ZF_ERR_OUT_OF_MEMORY."]
+    pub unsafe fn zf_session_set_loras(
+        &self,
+        session: *mut zf_session,
+        adapters: *const *const zf_lora_adapter,
+        scales: *const f32,
+        n: usize,
+    ) -> zf_status {
+        (self.zf_session_set_loras)(session, adapters, scales, n)
     }
 }

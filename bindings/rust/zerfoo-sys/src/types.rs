@@ -382,10 +382,29 @@ pub struct zf_turn_params {
     #[doc = "< strftime_now's clock with ::ZF_CHAT_FIXED_TIME (seconds)."]
     pub time_unix: i64,
 }
+#[doc = " @brief A LoRA adapter loaded against a model (opaque). Immutable after zf_lora_load(): any\n number of sessions and threads may apply it at once; zf_lora_free() may be called from any\n thread, in any order with the model and the sessions applying it."]
+#[repr(C)]
+#[derive(Debug)]
+pub struct zf_lora_adapter {
+    _unused: [u8; 0],
+}
+#[doc = " @brief What zf_lora_info() reports about an adapter. Append-only; `struct_size` first."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct zf_lora_summary {
+    #[doc = "< Set by the caller to sizeof(zf_lora_summary)."]
+    pub struct_size: u32,
+    #[doc = "< The largest rank of its pairs (lora_a's second dimension)."]
+    pub rank: i32,
+    #[doc = "< `adapter.lora.alpha` (0 when the file has none)."]
+    pub alpha: f32,
+    #[doc = "< Adapted weights (lora_a/lora_b pairs)."]
+    pub n_weights: u32,
+}
 pub const ZF_VERSION_MAJOR: i32 = 0;
-pub const ZF_VERSION_MINOR: i32 = 5;
+pub const ZF_VERSION_MINOR: i32 = 6;
 pub const ZF_VERSION_PATCH: i32 = 0;
-pub const ZF_VERSION: i32 = 5000;
+pub const ZF_VERSION: i32 = 6000;
 pub const ZF_OK: i32 = 0;
 pub const ZF_ERR_INVALID_ARGUMENT: i32 = 1;
 pub const ZF_ERR_IO: i32 = 2;
@@ -779,4 +798,17 @@ const _: () = {
         [::core::mem::offset_of!(zf_turn_params, generate) - 32usize];
     ["Offset of field: zf_turn_params::time_unix"]
         [::core::mem::offset_of!(zf_turn_params, time_unix) - 40usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of zf_lora_summary"][::core::mem::size_of::<zf_lora_summary>() - 16usize];
+    ["Alignment of zf_lora_summary"][::core::mem::align_of::<zf_lora_summary>() - 4usize];
+    ["Offset of field: zf_lora_summary::struct_size"]
+        [::core::mem::offset_of!(zf_lora_summary, struct_size) - 0usize];
+    ["Offset of field: zf_lora_summary::rank"]
+        [::core::mem::offset_of!(zf_lora_summary, rank) - 4usize];
+    ["Offset of field: zf_lora_summary::alpha"]
+        [::core::mem::offset_of!(zf_lora_summary, alpha) - 8usize];
+    ["Offset of field: zf_lora_summary::n_weights"]
+        [::core::mem::offset_of!(zf_lora_summary, n_weights) - 12usize];
 };

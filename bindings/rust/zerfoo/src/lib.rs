@@ -35,6 +35,7 @@ mod chat;
 mod chat_request;
 mod embed;
 mod error;
+mod lora;
 mod model;
 mod session;
 mod turn;
@@ -48,6 +49,7 @@ pub use chat::{AssistantMessage, ChatParseOptions, FunctionCall, ToolCall, ToolG
 pub use chat_request::{ChatRequest, Message, ReasoningFormat, ResponseFormat, Tool, ToolChoice};
 pub use embed::{EmbedOptions, Pooling};
 pub use error::{Error, ErrorCode, Result};
+pub use lora::{LoraAdapter, LoraInfo};
 pub use model::{CacheInfo, ChatMessage, Device, FimTokens, Model, ModelInfo, ModelOptions, Token};
 pub use session::{
     CancelHandle, Constraint, GenerateOptions, Generation, KvType, Pieces, Session, SessionOptions,

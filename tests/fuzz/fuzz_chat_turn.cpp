@@ -57,17 +57,7 @@ const std::vector<std::string>& CorpusTemplates() {
 // The default tiny model (Q8_0, n_embd 256): its greedy output is text ("abab..."), where the
 // n_embd 32 variant of the other fuzzers only writes control tokens and gives the parser nothing.
 zf_model* Model() {
-  static zf_model* model = [] {
-    static const std::vector<uint8_t> bytes = zf::testutil::TinyLlamaGguf();
-    static zf::fuzz::MemFile f(bytes.data(), bytes.size());
-    zf_model_params p;
-    zf_model_params_init(&p, sizeof p);
-    p.device = ZF_DEVICE_CPU;
-    p.n_threads = 1;
-    zf_model* m = nullptr;
-    Check(zf_model_load(f.path(), &p, &m) == ZF_OK, "the tiny model loads");
-    return m;
-  }();
+  static zf_model* model = zf::fuzz::LoadOnce(zf::testutil::TinyLlamaGguf());
   return model;
 }
 

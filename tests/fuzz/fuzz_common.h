@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "zerfoo.h"
 
@@ -53,6 +55,22 @@ inline void QuietLogs() {
     zf_set_log_level(ZF_LOG_NONE);
     done = true;
   }
+}
+
+// A model loaded once per process from in-memory GGUF bytes (e.g. zf::testutil::TinyLlamaGguf),
+// on the CPU with one thread; the model and its file are kept for the process's life (call it
+// from a function-local static).
+inline zf_model* LoadOnce(const std::vector<uint8_t>& bytes) {
+  static std::vector<std::unique_ptr<MemFile>> files;  // reachable: not a leak
+  files.push_back(std::make_unique<MemFile>(bytes.data(), bytes.size()));
+  const MemFile* f = files.back().get();
+  zf_model_params p;
+  zf_model_params_init(&p, sizeof p);
+  p.device = ZF_DEVICE_CPU;
+  p.n_threads = 1;
+  zf_model* m = nullptr;
+  Check(zf_model_load(f->path(), &p, &m) == ZF_OK, "the tiny model loads");
+  return m;
 }
 
 }  // namespace zf::fuzz

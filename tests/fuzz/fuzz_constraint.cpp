@@ -13,17 +13,7 @@
 namespace {
 
 zf_model* Model() {
-  static zf_model* model = [] {
-    static const std::vector<uint8_t> bytes = zf::testutil::TinyLlamaGguf(zf::gguf::testutil::kTF32, "", 0, nullptr, 32);
-    static zf::fuzz::MemFile f(bytes.data(), bytes.size());
-    zf_model_params p;
-    zf_model_params_init(&p, sizeof p);
-    p.device = ZF_DEVICE_CPU;
-    p.n_threads = 1;
-    zf_model* m = nullptr;
-    zf::fuzz::Check(zf_model_load(f.path(), &p, &m) == ZF_OK, "the tiny model loads");
-    return m;
-  }();
+  static zf_model* model = zf::fuzz::LoadOnce(zf::testutil::TinyLlamaGguf(zf::gguf::testutil::kTF32, "", 0, nullptr, 32));
   return model;
 }
 

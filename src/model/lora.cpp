@@ -1,6 +1,7 @@
 // LoRA adapter loading (validated against the model) and the low-rank product.
 #include "model/lora.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <map>
@@ -65,15 +66,11 @@ Status ReadF32(const gguf::TensorInfo& t, std::vector<float>* out) {
   return Status::Ok();
 }
 
-// Eight partial sums in a fixed order (vectorizable, the same bits for a row wherever it runs).
-inline float Dot(const float* a, const float* x, int32_t n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int32_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int32_t j = 0; j < 8; ++j) acc[j] += a[i + j] * x[i + j];
-  }
-  for (; i < n; ++i) acc[i & 7] += a[i] * x[i];
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+// The engine's F32 dot product (SIMD, picked once for this CPU): a pure function of its rows,
+// so a row's result is the same wherever it runs (chunks, batched steps).
+float Dot(const float* a, const float* x, int32_t n) {
+  static const quant::VecDotFn dot = quant::GetVecDotFn(GgmlType::F32);
+  return dot(n, a, x);
 }
 
 std::atomic<uint64_t> g_next_id{1};
@@ -160,7 +157,12 @@ Status LoraAdapter::Load(const Model& model, const std::string& path, std::uniqu
     w->rank = int32_t(p.a->ne[1]);
     w->n_out = int32_t(p.b->ne[1]);
     ZF_RETURN_IF_ERROR(ReadF32(*p.a, &w->a));
-    ZF_RETURN_IF_ERROR(ReadF32(*p.b, &w->b));
+    std::vector<float> b;  // [n_out][rank]
+    ZF_RETURN_IF_ERROR(ReadF32(*p.b, &b));
+    w->bt.resize(b.size());  // column k of B as a row: B t is then rank contiguous axpys
+    for (int32_t o = 0; o < w->n_out; ++o) {
+      for (int32_t k = 0; k < w->rank; ++k) w->bt[size_t(k) * size_t(w->n_out) + size_t(o)] = b[size_t(o) * size_t(w->rank) + size_t(k)];
+    }
     a->rank_ = std::max(a->rank_, w->rank);
     a->layers_[size_t(il)][size_t(target)] = std::move(w);
     ++a->n_weights_;
@@ -195,20 +197,18 @@ LoraPlan::LoraPlan(const std::vector<const LoraAdapter*>& adapters, const std::v
 }
 
 void ApplyLora(const std::vector<LoraPlan::Term>& terms, const float* x, int32_t n, float* y) {
-  float tmp[256];
-  std::vector<float> big;
+  // Per thread: A x [rank] and B (A x) [n_out], grown once.
+  thread_local std::vector<float> t, z;
   for (const LoraPlan::Term& term : terms) {
     const LoraWeight& w = *term.w;
-    float* t = tmp;
-    if (w.rank > 256) {
-      big.resize(size_t(w.rank));
-      t = big.data();
-    }
+    if (t.size() < size_t(w.rank)) t.resize(size_t(w.rank));
+    if (z.size() < size_t(w.n_out)) z.resize(size_t(w.n_out));
     for (int32_t r = 0; r < n; ++r) {
       const float* xr = x + int64_t{r} * w.n_in;
-      float* yr = y + int64_t{r} * w.n_out;
-      for (int32_t k = 0; k < w.rank; ++k) t[k] = Dot(w.a.data() + int64_t{k} * w.n_in, xr, w.n_in);
-      for (int32_t o = 0; o < w.n_out; ++o) yr[o] += term.scale * Dot(w.b.data() + int64_t{o} * w.rank, t, w.rank);
+      for (int32_t k = 0; k < w.rank; ++k) t[size_t(k)] = Dot(w.a.data() + int64_t{k} * w.n_in, xr, w.n_in);
+      std::fill(z.begin(), z.begin() + w.n_out, 0.0f);
+      for (int32_t k = 0; k < w.rank; ++k) quant::AxpyF32(w.n_out, t[size_t(k)], w.bt.data() + int64_t{k} * w.n_out, z.data());
+      quant::AxpyF32(w.n_out, term.scale, z.data(), y + int64_t{r} * w.n_out);
     }
   }
 }

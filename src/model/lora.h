@@ -30,7 +30,7 @@ enum class LoraTarget : int32_t { kQ, kK, kV, kOut, kGate, kUp, kDown, kCount };
 struct LoraWeight {
   int32_t rank = 0, n_in = 0, n_out = 0;
   std::vector<float> a;  // [rank][n_in]
-  std::vector<float> b;  // [n_out][rank]
+  std::vector<float> bt;  // lora_b transposed: [rank][n_out]
 };
 
 // Immutable after Load: any number of sessions may apply it at once.

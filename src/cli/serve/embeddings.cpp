@@ -44,15 +44,6 @@ size_t CountTokens(const zf_model* model, const std::string& text, uint32_t flag
   return Tokenize(model, text, flags).size();
 }
 
-std::string Meta(const zf_model* model, const char* key) {
-  std::string out;
-  if (FetchString([&](char* buf, size_t cap, size_t* needed) { return zf_model_meta(model, key, buf, cap, needed); },
-                  true, &out) != ZF_OK) {
-    return std::string();
-  }
-  return out;
-}
-
 // How zf_rerank formats a (query, document) pair: the file's rerank template, else
 // [BOS] query [EOS] [SEP] document [EOS], each special token where the vocabulary adds it.
 struct PairFormat {

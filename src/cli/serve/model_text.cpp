@@ -33,4 +33,13 @@ std::string TokenText(const zf_model* model, int32_t token) {
   return text;
 }
 
+std::string Meta(const zf_model* model, const char* key) {
+  std::string out;
+  if (FetchString([&](char* buf, size_t cap, size_t* needed) { return zf_model_meta(model, key, buf, cap, needed); },
+                  true, &out) != ZF_OK) {
+    return std::string();
+  }
+  return out;
+}
+
 }  // namespace cli::serve

@@ -1,5 +1,5 @@
 // Text through the model's tokenizer, with failures as ApiError: what request parsing,
-// /tokenize and the logprobs JSON share.
+// /tokenize and the logprobs JSON share; and the model's metadata as text.
 #ifndef ZERFOO_CLI_SERVE_MODEL_TEXT_H
 #define ZERFOO_CLI_SERVE_MODEL_TEXT_H
 
@@ -17,6 +17,9 @@ std::vector<int32_t> Tokenize(const zf_model* model, const std::string& text, ui
 
 // One token's text with special tokens rendered; empty if the token has none.
 std::string TokenText(const zf_model* model, int32_t token);
+
+// A GGUF metadata value as text (zf_model_meta); "" when the file has no such key.
+std::string Meta(const zf_model* model, const char* key);
 
 }  // namespace cli::serve
 

@@ -305,15 +305,6 @@ json ModelEntry(const ServedInfo& i) {
           {"details", Details(i)}};
 }
 
-std::string Meta(const zf_model* model, const char* key) {
-  std::string out;
-  if (FetchString([&](char* buf, size_t cap, size_t* needed) { return zf_model_meta(model, key, buf, cap, needed); },
-                  true, &out) != ZF_OK) {
-    return std::string();
-  }
-  return out;
-}
-
 // What the template does with tools and with enable_thinking, found by rendering it.
 json Capabilities(const ServedInfo& i, const RequestContext& ctx) {
   if (i.embed_only) return json::array({"embedding"});

@@ -44,7 +44,8 @@ TEST_CASE("params structs have their ABI sizes and defaults") {
   REQUIRE(zf_model_params_init(&mp, 40) == ZF_OK);  // a caller compiled against the 40-byte layout
   CHECK(mp.struct_size == 40u);
   CHECK(mp.max_batch == int32_t(0xABABABAB));  // beyond its struct_size: not written
-  CHECK(sizeof(zf_model_summary) == 88);
+  CHECK(sizeof(zf_model_summary) == 112);  // 88 before the six FIM token ids (0.5)
+  CHECK(offsetof(zf_model_summary, token_fim_pre) == 88);
   CHECK(sizeof(zf_session_params) == 24);  // 16 before flags and reserved0
   CHECK(offsetof(zf_session_params, flags) == 16);
   CHECK(sizeof(zf_cache_info) == 64);

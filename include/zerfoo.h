@@ -1404,7 +1404,7 @@ ZF_API zf_status zf_lora_info(const zf_lora_adapter* adapter, zf_lora_summary* i
  * chunked and batched evaluation give the same bits). The model's prefix cache keys its blocks
  * by the adapter set and scales: sessions with the same set share them; a session whose
  * conversation was computed under another set neither takes nor stores blocks until it is
- * emptied. Batched decode (zf_session_params.flags) runs sessions with different sets in one
+ * emptied. Batched decode (zf_model_params.max_batch) runs sessions with different sets in one
  * step: the base products once for all rows, each row's low-rank products its own.
  * @param session The session (no generation in progress).
  * @param adapters n adapters of the session's model (NULL when n is 0).

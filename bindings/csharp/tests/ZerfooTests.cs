@@ -1141,7 +1141,7 @@ public class ZerfooTests
         StringAssert.Contains("$ZERFOO_LIBRARY=/nonexistent/libzerfoo.so.0", missing);
         string old = RunLoadCheck(Path.Combine(dir, "fake-0.0/libzerfoo.so.0"));
         StringAssert.StartsWith("Zerfoo.ZerfooLibraryException Unsupported: libzerfoo 0.0.7 found", old);
-        StringAssert.Contains("needs 0.x with x >= 5", old);
+        StringAssert.Contains("needs 0.x with x >= 6", old);
         string major = RunLoadCheck(Path.Combine(dir, "fake-1.5/libzerfoo.so.0"));
         StringAssert.StartsWith("Zerfoo.ZerfooLibraryException Unsupported: libzerfoo 1.5.0 found", major);
         string notZerfoo = RunLoadCheck(Path.Combine(dir, "fake-none/libzerfoo.so.0"));

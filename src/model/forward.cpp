@@ -492,11 +492,24 @@ bool Forward::HasLora(int32_t il, LoraTarget t, const Seq* seqs, int32_t n_seq) 
 
 void Forward::Lora(int32_t il, LoraTarget t, const float* x, int32_t n_in, float* y, int32_t n_out, const Seq* seqs,
                    int32_t n_seq) {
+  lora_rows_.clear();
   for (int32_t i = 0, row = 0; i < n_seq; row += seqs[i].n, ++i) {
     if (seqs[i].lora == nullptr) continue;
     if (const std::vector<LoraPlan::Term>* terms = seqs[i].lora->Terms(il, t)) {
-      ApplyLora(*terms, x + int64_t{row} * n_in, seqs[i].n, y + int64_t{row} * n_out);
+      for (int32_t r = 0; r < seqs[i].n; ++r) lora_rows_.push_back(LoraRow{terms, row + r});
     }
+  }
+  if (lora_rows_.empty()) return;
+  const auto run = [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) {
+      const LoraRow& r = lora_rows_[size_t(k)];
+      ApplyLora(*r.terms, x + int64_t{r.row} * n_in, 1, y + int64_t{r.row} * n_out);
+    }
+  };
+  if (lora_pool_ != nullptr && lora_pool_->size() > 1 && lora_rows_.size() > 1) {
+    lora_pool_->ParallelFor(int64_t(lora_rows_.size()), [&run](int64_t b, int64_t e) { run(b, e); });
+  } else {
+    run(0, int64_t(lora_rows_.size()));
   }
 }
 

@@ -81,6 +81,9 @@ class Forward {
     seq_pool_ = pool;
     workers_ = workers;
   }
+  // The threads a step's LoRA products may spread their rows over (the model's shared pool, the
+  // one this Forward's backend runs its ops on; nullptr: the calling thread alone).
+  void SetLoraPool(engine::ThreadPool* pool) { lora_pool_ = pool; }
   // Evaluates the sequences' tokens (tokens: theirs one after the other, sum of n <= max_batch,
   // n_seq <= max_seqs) in one pass over the weights. Host-memory backends only. With the
   // backend's SetBatchInvariant(true) each sequence's logits equal those of Run() on its own.
@@ -123,8 +126,10 @@ class Forward {
   // LoRA: whether some sequence adapts layer il's weight t, and y += its low-rank products of
   // x for each sequence's rows (x rows of the product's input, y rows of its output).
   static bool HasLora(int32_t il, LoraTarget t, const Seq* seqs, int32_t n_seq);
-  static void Lora(int32_t il, LoraTarget t, const float* x, int32_t n_in, float* y, int32_t n_out, const Seq* seqs,
-                   int32_t n_seq);
+  // Rows run on lora_pool_'s threads when it is set and the step has several adapted rows (each
+  // row's result is a function of that row alone: the split does not change the bits).
+  void Lora(int32_t il, LoraTarget t, const float* x, int32_t n_in, float* y, int32_t n_out, const Seq* seqs,
+            int32_t n_seq);
   // Gemma 4's per-layer inputs of the step's n rows (from the token ids and the scaled input
   // embeddings in x_), one [n, n_embd_per_layer] block per layer in pl_; and the block that
   // adds layer il's to the residual stream.
@@ -159,6 +164,12 @@ class Forward {
   std::vector<int32_t> pos_;
   std::vector<int32_t> zeros_;  // [max_batch] token type 0 of every row
   engine::ThreadPool* seq_pool_ = nullptr;
+  engine::ThreadPool* lora_pool_ = nullptr;
+  struct LoraRow {
+    const std::vector<LoraPlan::Term>* terms;
+    int32_t row;
+  };
+  std::vector<LoraRow> lora_rows_;  // a step's adapted rows (Lora)
   engine::Backend* const* workers_ = nullptr;  // [seq_pool_->size()]
   std::vector<int32_t> seq_order_, seq_row_;  // a step's sequences, longest first, and their first rows
   std::vector<engine::Backend::DecodeRow> attn_rows_;  // a batched decode step's attention rows

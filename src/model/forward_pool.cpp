@@ -59,6 +59,8 @@ Status ForwardPool::Acquire(const Key& key, Lease* out) {
   c->exact = key.exact && c->backend->SetBatchInvariant(true);
   c->forward.reset(new Forward(model_, *c->backend, key.max_tokens, key.max_seqs));
   ZF_RETURN_IF_ERROR(c->forward->status());
+  // LoRA rows on the threads the backend's ops use (the model's pool; none for another count).
+  if (c->backend->HostActivations()) c->forward->SetLoraPool(model_.engine()->SharedPool(key.n_threads));
   engine::ThreadPool* pool = key.parallel_seqs && key.n_threads > 1 ? model_.engine()->SharedPool(key.n_threads) : nullptr;
   if (pool != nullptr) {
     c->seq_workers.resize(size_t(pool->size()));

@@ -113,6 +113,9 @@ const OptionSpec kOptions[] = {
      "serve every *.gguf in DIR too, named by its file name without .gguf (split files "
      "NAME-00001-of-0000N.gguf as NAME; a subfolder holding one model as the folder's name); "
      "loaded on demand"},
+    {{"--lora"}, kServe, kString, "FILE[:SCALE]", 0, 0, nullptr,
+     "a LoRA adapter (GGUF) of the model, applied at SCALE (default 1; 0 loads it unapplied); "
+     "repeatable; GET/POST /lora-adapters and a request's \"lora\": [{\"id\", \"scale\"}] change the scales"},
     {{"--models-preset"}, kServe, kString, "FILE", 0, 0, nullptr,
      "INI file of models: [NAME] sections with path=, and optionally ctx-size=, parallel=, "
      "threads=, n-predict=, chat-template-file=, model-draft= (doc/serve.md)"},

@@ -1,6 +1,8 @@
 // Loading one model into its slots (moved from Server::Load), and what it is for.
 #include "loaded_model.h"
 
+#include <cstdlib>
+
 #include <fstream>
 #include <memory>
 #include <thread>
@@ -76,6 +78,28 @@ zf_status LoadInto(LoadedModel* lm, int32_t (*progress)(void*, int32_t), std::st
   // The ABI has no getter for a session's context; this mirrors zf_session_params' rule.
   lm->n_ctx = o.ctx > 0 ? o.ctx : std::min(info.n_ctx_train > 0 ? info.n_ctx_train : 4096, 4096);
   if (auto_slots) o.parallel = SlotsForMemory(info, lm->n_ctx, o.parallel);
+  // LoRA adapters: FILE[:SCALE] (a suffix that is no number belongs to the path).
+  for (const std::string& spec : o.lora) {
+    std::string path = spec;
+    float scale = 1.0f;
+    if (const size_t colon = spec.rfind(':'); colon != std::string::npos) {
+      char* end = nullptr;
+      const std::string num = spec.substr(colon + 1);
+      const float v = std::strtof(num.c_str(), &end);
+      if (!num.empty() && end == num.c_str() + num.size()) path = spec.substr(0, colon), scale = v;
+    }
+    zf_lora_adapter* a = nullptr;
+    if ((st = zf_lora_load(m, path.c_str(), &a)) != ZF_OK) {
+      Fail(st, why);
+      *why = "--lora " + path + ": " + *why;
+      return st;
+    }
+    LoadedModel::Lora l;
+    l.path = path;
+    l.adapter.reset(a);
+    lm->loras.push_back(std::move(l));
+    lm->lora_scales.push_back(scale);
+  }
   // The draft model (-md): one load, a draft session per slot; each slot's session holds a
   // reference, so the handle is dropped once they have theirs.
   ModelPtr draft;

@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "../common.h"
 #include "metrics.h"
@@ -32,6 +35,15 @@ struct LoadedModel {
   bool embed_only = false;  // an encoder: embeddings and rerank only (completions answer 501)
   const char* kind = kKindGenerate;
   uint64_t bytes = 0;  // its file and its slots' full KV: what --models-mem counts
+  // --lora / the preset's lora: the adapters (ids in order) and their default scales (POST
+  // /lora-adapters sets them; a request's "lora" replaces them for that request).
+  struct Lora {
+    std::string path;
+    std::unique_ptr<zf_lora_adapter, void (*)(zf_lora_adapter*)> adapter{nullptr, &zf_lora_free};
+  };
+  std::vector<Lora> loras;
+  std::mutex lora_mu;
+  std::vector<float> lora_scales;  // under lora_mu
   SlotPool slots;      // after `model`: the sessions go first
 
   // The longest embedding input / rerank pair: the context, at most the training context.

@@ -152,6 +152,13 @@ std::vector<ModelSpec> ParsePreset(const std::string& text, const std::string& f
       o.parallel = number(key, v, 1, 256);
     } else if (key == "threads" || key == "t") {
       o.threads = number(key, v, 0, 1024);
+    } else if (key == "lora") {  // FILE[:SCALE], several separated by commas
+      for (size_t at = 0; at <= v.size();) {
+        const size_t comma = std::min(v.find(',', at), v.size());
+        const std::string one = v.substr(at, comma - at);
+        if (!one.empty()) o.lora.push_back(one);
+        at = comma + 1;
+      }
     } else if (key == "n-predict" || key == "n") {
       o.n_predict = number(key, v, -1, 1 << 30);
     } else if (key == "model-draft" || key == "md") {
@@ -165,7 +172,7 @@ std::vector<ModelSpec> ParsePreset(const std::string& text, const std::string& f
       o.chat_template = t.str();
     } else {
       fail("unknown key '" + key +
-           "' (known: path, ctx-size, parallel, threads, n-predict, chat-template-file, model-draft)");
+           "' (known: path, ctx-size, parallel, threads, n-predict, chat-template-file, model-draft, lora)");
     }
   }
   for (const ModelSpec& s : out) {

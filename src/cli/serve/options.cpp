@@ -57,6 +57,7 @@ ServeOptions ParseServeArgs(int argc, char** argv, int first) {
   o.model_draft = a.String("--model-draft");
   o.draft_max = DraftMaxOption(a);
   o.n_predict = num("--n-predict", o.n_predict);
+  o.lora = a.Strings("--lora");
   o.batch = !a.Has("--no-batch");
   if (a.Has("--chat-template-file")) {
     const std::string path = a.String("--chat-template-file");

@@ -2,6 +2,7 @@
 #include "request.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "../common.h"
 #include "api_error.h"
@@ -230,6 +231,29 @@ Request ParseCompletion(const std::string& text, bool chat, const RequestContext
       throw BadRequest("invalid_value", std::string("'") + key + "' must be in [0, " + std::to_string(ZF_MAX_DRAFT) + "]");
     }
     (std::string(key) == "speculative.n_max" ? r.gp.draft_max : r.gp.draft_min) = int32_t(k);
+  }
+  // llama-server's per-request LoRA scales: [{"id": adapter index, "scale": number}].
+  if (body.contains("lora") && !body["lora"].is_null()) {
+    const json& l = body["lora"];
+    if (!l.is_array()) throw BadRequest("invalid_type", "'lora' must be an array of {\"id\", \"scale\"}");
+    r.lora_set = true;
+    for (size_t i = 0; i < l.size(); ++i) {
+      const std::string at = "lora[" + std::to_string(i) + "]";
+      if (!l[i].is_object() || !l[i].contains("id") || !l[i]["id"].is_number_integer() ||
+          (l[i].contains("scale") && !l[i]["scale"].is_number())) {
+        throw BadRequest("invalid_type", "'" + at + "' must be {\"id\": integer, \"scale\": number}");
+      }
+      const int64_t id = l[i]["id"].get<int64_t>();
+      if (id < 0 || id >= ctx.n_lora) {
+        throw BadRequest("invalid_value", "'" + at + ".id' = " + std::to_string(id) + " is not an adapter of this model (it has " +
+                                              std::to_string(ctx.n_lora) + "; GET /lora-adapters lists them)");
+      }
+      const double scale = l[i].value("scale", 0.0);
+      if (!std::isfinite(scale) || std::fabs(scale) > 1e6) {
+        throw BadRequest("invalid_value", "'" + at + ".scale' must be a finite number");
+      }
+      r.lora.emplace_back(int32_t(id), float(scale));
+    }
   }
   r.cache_prompt = ctx.cache_prompt;
   if (body.contains("cache_prompt") && !body["cache_prompt"].is_null()) {  // llama-server's extension

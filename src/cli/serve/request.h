@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "api_error.h"
@@ -47,6 +48,10 @@ struct Request {
   std::string turn_request;
   json turn_messages;
   std::string chat_template;
+  // llama-server's "lora": [{"id", "scale"}]: the adapters' scales for this request (unlisted
+  // ones 0); absent (lora_set false): the model's current scales.
+  bool lora_set = false;
+  std::vector<std::pair<int32_t, float>> lora;
 
   // gp with the stop strings and the constraint pointing into this request (*stops holds the
   // pointer array; both must outlive the call the params go to).
@@ -62,6 +67,7 @@ struct RequestContext {
   int n_ctx;                 // the prompt plus one token must fit
   std::string chat_template;  // --chat-template-file's text, "" for the model's
   int32_t draft_max = 0;      // --draft-max / --lookup: prompt-lookup drafts (0 = off)
+  int32_t n_lora = 0;         // the model's LoRA adapters (a request's "lora" ids lie below it)
 };
 
 // The chat fields of a body as zf_chat_turn's request JSON (messages, tools, tool_choice,

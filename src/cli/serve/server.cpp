@@ -20,6 +20,7 @@
 #include "model_text.h"
 #include "anthropic_api.h"
 #include "infill_api.h"
+#include "lora_api.h"
 #include "ollama_api.h"
 #include "openai_api.h"
 #include "responses_api.h"
@@ -202,8 +203,8 @@ void Server::CountError(const ModelRef& m) {
 }
 
 RequestContext Server::Context(const ModelRef& m) const {
-  return RequestContext{m->model.get(), m->o.alias, m->o.cache_prompt, m->info.n_vocab, m->n_ctx, m->o.chat_template,
-                        m->o.draft_max};
+  return RequestContext{m->model.get(), m->o.alias,      m->o.cache_prompt, m->info.n_vocab,
+                        m->n_ctx,        m->o.chat_template, m->o.draft_max,   int32_t(m->loras.size())};
 }
 
 ServedInfo Server::Info(const ModelRef& m) const {
@@ -260,8 +261,48 @@ Slot* Server::TakeSlot(LoadedModel& m, Request* r, ErrorFormat fmt, httplib::Res
   if (slot == nullptr) {
     ++m.metrics->n_rejected;
     SendError(res, err, fmt);
+    return nullptr;
+  }
+  if (const zf_status st = ApplyLoras(m, rr, slot); st != ZF_OK) {
+    const ApiError e = ServerError(st);
+    m.slots.Release(slot);
+    ++m.metrics->n_requests_err;
+    SendError(res, e, fmt);
+    return nullptr;
   }
   return slot;
+}
+
+// The request's LoRA scales (its "lora", else the model's current ones) on the slot's session.
+// A change empties the session: its KV rows were computed under the old set (llama-server
+// clears the slot's cache alike); the model's prefix cache keys its blocks by the set.
+zf_status Server::ApplyLoras(LoadedModel& m, const Request& r, Slot* slot) {
+  if (slot->session == nullptr || (m.loras.empty() && slot->lora.empty())) return ZF_OK;
+  std::vector<float> want;
+  if (r.lora_set) {
+    want.assign(m.loras.size(), 0.0f);
+    for (const auto& [id, scale] : r.lora) want[size_t(id)] = scale;
+  } else {
+    std::lock_guard<std::mutex> lock(m.lora_mu);
+    want = m.lora_scales;
+  }
+  if (std::all_of(want.begin(), want.end(), [](float s) { return s == 0.0f; })) want.clear();
+  if (want == slot->lora) return ZF_OK;
+  std::vector<const zf_lora_adapter*> adapters;
+  std::vector<float> scales;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i] == 0.0f) continue;
+    adapters.push_back(m.loras[i].adapter.get());
+    scales.push_back(want[i]);
+  }
+  const zf_status st = zf_session_set_loras(slot->session.get(), adapters.data(), scales.data(), adapters.size());
+  if (st != ZF_OK) return st;
+  zf_session_reset(slot->session.get());
+  slot->history.clear();
+  slot->known = true;
+  slot->chat_key.clear();
+  slot->lora = std::move(want);
+  return ZF_OK;
 }
 
 void Server::AnswerText(ModelRef m, std::shared_ptr<Request> r, std::shared_ptr<TextWriter> w, ErrorFormat fmt,
@@ -544,6 +585,7 @@ void Server::Routes() {
   AddResponsesRoutes(*this);
   AddOllamaRoutes(*this);
   AddInfillRoutes(*this);
+  AddLoraRoutes(*this);
   for (const char* path : {"/v1/embeddings", "/embeddings"}) {
     Post(path, ErrorBody, [this](const httplib::Request& req, httplib::Response& res) { HandleEmbeddings(req, res); });
   }

@@ -59,6 +59,7 @@ class Server : public FrontDoor {
   void ModelRoutes();  // /v1/models, /models/load, /models/unload
   // A slot for the request (by its conversation or its prompt), with --n-predict applied to its
   // output limit; nullptr after answering 503.
+  zf_status ApplyLoras(LoadedModel& m, const Request& r, Slot* slot);
   Slot* TakeSlot(LoadedModel& m, Request* r, ErrorFormat fmt, httplib::Response& res);
 
   static void Finished(LoadedModel& m, zf_status st, std::chrono::steady_clock::time_point t0);

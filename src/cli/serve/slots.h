@@ -23,6 +23,7 @@ struct Slot {
   std::vector<int32_t> history;   // tokens in the KV cache + pending; valid when `known`
   bool known = true;
   std::string chat_key;           // the conversation (messages JSON) a chat turn left in the session
+  std::vector<float> lora;        // the LoRA scales the session applies (empty: none)
   bool busy = false;
   uint64_t last_used = 0;         // Acquire() order, for least-recently-used eviction
   std::atomic<int32_t> kv_tokens{0};  // for the KV utilization gauge

@@ -35,8 +35,10 @@ Status CheckUnpacked(const EngineRequest& r, const PackedWeights* packed) {
 }
 
 // One thread pool for every session of the model (a session is sequence state, not threads):
-// `serve --parallel 16` runs one set of workers, not 16. A session asking for another thread
-// count than the model's gets a pool of its own.
+// `serve --parallel 16` runs one set of workers, not 16; and the process's one pool of that size
+// for every model (SharedThreadPool): a server with several models runs one set of workers, and
+// their steps take turns op by op. A session asking for another thread count than the model's
+// gets a pool of its own.
 class CpuEngine final : public Engine {
  public:
   CpuEngine(std::unique_ptr<PackedWeights> packed, int32_t n_threads)
@@ -51,7 +53,7 @@ class CpuEngine final : public Engine {
   ThreadPool* SharedPool(int32_t n_threads) const override {
     if (n_threads != n_threads_) return nullptr;
     std::lock_guard<std::mutex> lock(pool_mu_);
-    if (pool_ == nullptr) pool_.reset(new ThreadPool(n_threads_));  // at the first session
+    if (pool_ == nullptr) pool_ = SharedThreadPool(n_threads_);  // at the first session
     return pool_.get();
   }
   void ReleaseFilePages() const override {
@@ -62,7 +64,7 @@ class CpuEngine final : public Engine {
   std::unique_ptr<PackedWeights> packed_;
   int32_t n_threads_;
   mutable std::mutex pool_mu_;
-  mutable std::unique_ptr<ThreadPool> pool_;  // created with the first session (vocab-only loads have none)
+  mutable std::shared_ptr<ThreadPool> pool_;  // taken with the first session (vocab-only loads have none)
 };
 
 class CudaEngine final : public Engine {

@@ -1,6 +1,8 @@
 // Fork-join pool: an epoch counter publishes each task; workers spin ~50 us, then block.
 #include "engine/thread_pool.h"
 
+#include <map>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define ZF_PAUSE() _mm_pause()
@@ -39,7 +41,7 @@ void ThreadPool::Run(TaskFn fn, void* ctx) {
     fn(ctx, 0, 1);
     return;
   }
-  std::lock_guard<std::mutex> turn(run_mu_);
+  TakeTurn();
   fn_ = fn;
   ctx_ = ctx;
   pending_.store(n_threads_ - 1, std::memory_order_relaxed);
@@ -59,6 +61,43 @@ void ThreadPool::Run(TaskFn fn, void* ctx) {
       std::this_thread::yield();
     }
   }
+  EndTurn();
+}
+
+// Ticket lock: a short spin covers the common case (the other caller's op is a few microseconds),
+// then the caller sleeps. turn_waiters_ and serving_ are sequentially consistent, so EndTurn
+// either sees a waiter that is about to sleep or the waiter sees the new serving_ value.
+void ThreadPool::TakeTurn() {
+  const uint64_t ticket = next_ticket_.fetch_add(1);
+  for (int i = 0; i < kCallerSpins; ++i) {
+    if (serving_.load() == ticket) return;
+    ZF_PAUSE();
+  }
+  std::unique_lock<std::mutex> lock(turn_mu_);
+  turn_waiters_.fetch_add(1);
+  turn_cv_.wait(lock, [&] { return serving_.load() == ticket; });
+  turn_waiters_.fetch_sub(1);
+}
+
+void ThreadPool::EndTurn() {
+  serving_.fetch_add(1);
+  if (turn_waiters_.load() > 0) {
+    std::lock_guard<std::mutex> lock(turn_mu_);
+    turn_cv_.notify_all();
+  }
+}
+
+std::shared_ptr<ThreadPool> SharedThreadPool(int32_t n_threads) {
+  static std::mutex mu;
+  static std::map<int32_t, std::weak_ptr<ThreadPool>>* pools = new std::map<int32_t, std::weak_ptr<ThreadPool>>;  // never destroyed: holders may outlive static destruction
+  const int32_t n = n_threads < 1 ? 1 : n_threads;
+  std::lock_guard<std::mutex> lock(mu);
+  std::shared_ptr<ThreadPool> pool = (*pools)[n].lock();
+  if (pool == nullptr) {
+    pool = std::make_shared<ThreadPool>(n);
+    (*pools)[n] = pool;
+  }
+  return pool;
 }
 
 void ThreadPool::WorkerLoop(int32_t ith) {

@@ -1,12 +1,15 @@
 // Persistent worker pool for the CPU engine: one fork-join Run() per op, workers spin briefly
 // between ops (decode issues hundreds of small ops per token) and then sleep.
-// One pool serves every session of a model (engine.cpp): Run() is thread-safe, callers on
-// different threads take turns op by op (the caller's thread is worker 0 of its own op).
+// One pool serves every session of every model in the process that uses the same thread count
+// (SharedThreadPool): Run() is thread-safe and callers on different threads take turns op by op,
+// first come first served, so two models' decode steps share the cores instead of
+// oversubscribing them and neither starves (the caller's thread is worker 0 of its own op).
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -23,7 +26,8 @@ class ThreadPool {
   int32_t size() const { return n_threads_; }
 
   // Calls fn(ctx, thread_index, n_threads) on every thread (caller is index 0); returns when all
-  // have finished. No allocation. Concurrent callers are serialized (one op at a time).
+  // have finished. No allocation. Concurrent callers are serialized (one op at a time) in the
+  // order they called. Not reentrant: fn must not call Run on the same pool.
   using TaskFn = void (*)(void* ctx, int32_t ith, int32_t nth);
   void Run(TaskFn fn, void* ctx);
 
@@ -47,6 +51,8 @@ class ThreadPool {
 
  private:
   void WorkerLoop(int32_t ith);
+  void TakeTurn();
+  void EndTurn();
 
   int32_t n_threads_;
   std::vector<std::thread> workers_;
@@ -58,7 +64,18 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable cv_;
   std::atomic<int32_t> sleepers_{0};
-  std::mutex run_mu_;  // one Run at a time: the workers serve one op
+  // One Run at a time, in ticket order (a plain mutex lets the thread that just released it take
+  // it again at once, so one model's step could starve another's for many ops).
+  std::atomic<uint64_t> next_ticket_{0};
+  std::atomic<uint64_t> serving_{0};
+  std::atomic<int32_t> turn_waiters_{0};
+  std::mutex turn_mu_;
+  std::condition_variable turn_cv_;
 };
+
+// The process's pool of `n_threads` threads, created at the first request and shared by every
+// holder until the last one lets it go. Every model (CpuEngine) asks here for its default thread
+// count, so a server with several models runs one set of workers.
+std::shared_ptr<ThreadPool> SharedThreadPool(int32_t n_threads);
 
 }  // namespace zf::engine

@@ -203,6 +203,8 @@ ZF_API zf_status zf_model_params_init(zf_model_params* params, size_t size);
 
 /**
  * @brief Memory-maps and validates a GGUF file (v2/v3), builds its tokenizer and weights.
+ * A split model (`NAME-00001-of-00003.gguf`, ... as llama-gguf-split and the converters write
+ * them) is loaded from its first part; the other parts are found beside it by name.
  * @param path NUL-terminated UTF-8 file path.
  * @param params NULL for defaults.
  * @param out Receives the model, or NULL on failure. Free with zf_model_free().
@@ -233,7 +235,7 @@ typedef struct zf_model_summary {
   const char* name;            /**< general.name or "". */
   const char* quant;           /**< Quantization mix (general.file_type, e.g. "Q4_K_M"), else the dominant layer type. */
   uint64_t n_params;           /**< Number of weight elements. */
-  uint64_t file_size;          /**< Bytes in the GGUF file. */
+  uint64_t file_size;          /**< Bytes in the GGUF file (every part of a split model). */
   int32_t n_ctx_train;         /**< Training context length. */
   int32_t n_vocab;             /**< Vocabulary size. */
   int32_t n_layer;             /**< Transformer blocks. */

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <unordered_map>
@@ -212,6 +213,77 @@ GgufFile::~GgufFile() {
 
 Status GgufFile::Open(const std::string& path, const OpenOptions& options, std::unique_ptr<GgufFile>* out) {
   out->reset();
+  std::unique_ptr<GgufFile> f;
+  ZF_RETURN_IF_ERROR(OpenOne(path, options, &f));
+  if (f->Find("split.count") != nullptr) ZF_RETURN_IF_ERROR(f->OpenParts(path, options));
+  *out = std::move(f);
+  return Status::Ok();
+}
+
+namespace {
+// llama.cpp's split naming: PREFIX-00001-of-00003.gguf (1-based part, five digits each).
+std::string PartSuffix(uint32_t part, uint32_t count) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "-%05u-of-%05u.gguf", part, count);
+  return buf;
+}
+}  // namespace
+
+Status GgufFile::OpenParts(const std::string& path, const OpenOptions& options) {
+  uint32_t count = 0, no = 0;
+  ZF_RETURN_IF_ERROR(GetU32("split.count", &count));
+  if (count <= 1) return Status::Ok();  // a model written as one part
+  if (count > 9999) return FormatError("'" + path + "': split.count " + std::to_string(count) + " is not a plausible number of parts");
+  Status s = GetU32("split.no", &no);
+  if (!s.ok()) return FormatError("'" + path + "': split.count is " + std::to_string(count) + " but split.no is missing or not an integer");
+  if (no != 0) {
+    return FormatError("'" + path + "' is part " + std::to_string(no + 1) + " of " + std::to_string(count) +
+                       " of a split model: load the first part (the file ending in " + PartSuffix(1, count) + ")");
+  }
+  const std::string first = PartSuffix(1, count);
+  if (path.size() <= first.size() || path.compare(path.size() - first.size(), first.size(), first) != 0) {
+    return FormatError("'" + path + "' is the first of " + std::to_string(count) +
+                       " parts of a split model, but its name does not end in " + first +
+                       ", so the other parts cannot be found (keep the names llama-gguf-split gave them)");
+  }
+  const std::string prefix = path.substr(0, path.size() - first.size());
+  for (uint32_t i = 1; i < count; ++i) {
+    const std::string part_path = prefix + PartSuffix(i + 1, count);
+    std::unique_ptr<GgufFile> part;
+    Status ps = OpenOne(part_path, options, &part);
+    if (!ps.ok()) {
+      return Status(ps.code(), "split model part " + std::to_string(i + 1) + " of " + std::to_string(count) + ": " + ps.message());
+    }
+    uint32_t part_no = 0, part_count = 0;
+    if (!part->GetU32("split.no", &part_no).ok() || !part->GetU32("split.count", &part_count).ok()) {
+      return FormatError("'" + part_path + "' has no split.no / split.count: it is not a part of a split model");
+    }
+    if (part_no != i || part_count != count) {
+      return FormatError("'" + part_path + "' says it is part " + std::to_string(part_no + 1) + " of " +
+                         std::to_string(part_count) + ", expected part " + std::to_string(i + 1) + " of " + std::to_string(count));
+    }
+    if (part->file_backed_ != file_backed_) file_backed_ = false;
+    total_size_ += part->size_;
+    parts_.push_back(std::move(part));
+  }
+  for (const std::unique_ptr<GgufFile>& part : parts_) {
+    for (const TensorInfo& t : part->tensors_) {
+      if (!tensor_index_.emplace(t.name, tensors_.size()).second) {
+        return FormatError("split model: tensor '" + std::string(t.name) + "' appears in more than one part");
+      }
+      tensors_.push_back(t);
+    }
+  }
+  uint32_t expected = 0;
+  if (GetU32("split.tensors.count", &expected).ok() && expected != tensors_.size()) {
+    return FormatError("split model: split.tensors.count is " + std::to_string(expected) + " but the " +
+                       std::to_string(count) + " parts hold " + std::to_string(tensors_.size()) + " tensors");
+  }
+  return Status::Ok();
+}
+
+Status GgufFile::OpenOne(const std::string& path, const OpenOptions& options, std::unique_ptr<GgufFile>* out) {
+  out->reset();
   // O_NONBLOCK: opening a FIFO with no writer (or a device that waits for a peer) would block
   // forever; the open returns at once and the regular-file check below refuses it. O_NONBLOCK
   // has no effect on reads of regular files.
@@ -229,6 +301,7 @@ Status GgufFile::Open(const std::string& path, const OpenOptions& options, std::
   }
   std::unique_ptr<GgufFile> f(new GgufFile());
   f->size_ = uint64_t(st.st_size);
+  f->total_size_ = f->size_;
   if (f->size_ == 0) {
     ::close(fd);
     return FormatError("'" + path + "' is empty (0 bytes), not a GGUF file");
@@ -282,6 +355,7 @@ Status GgufFile::FromMemory(const void* data, size_t size, std::unique_ptr<GgufF
   std::unique_ptr<GgufFile> f(new GgufFile());
   f->base_ = static_cast<const uint8_t*>(data);
   f->size_ = size;
+  f->total_size_ = size;
   ZF_RETURN_IF_ERROR(f->Parse());
   *out = std::move(f);
   return Status::Ok();

@@ -8,6 +8,11 @@
 // (default 32), then the tensor data section. A gguf string is u64 length + bytes (no NUL).
 // An array is u32 element type + u64 count + elements (arrays may nest).
 //
+// Split models (llama-gguf-split, and the large files on Hugging Face): NAME-00001-of-0000N.gguf
+// holds the metadata with `split.count` = N; Open of that first part opens the other parts by
+// the same naming rule, checks their `split.no` / `split.count`, and presents one file: the first
+// part's metadata and every part's tensors (`split.tensors.count` of them, names unique).
+//
 // Thread-safety: a GgufFile is immutable after Open and may be read from any number of threads.
 #pragma once
 
@@ -74,7 +79,8 @@ class GgufFile {
   GgufFile(const GgufFile&) = delete;
   GgufFile& operator=(const GgufFile&) = delete;
 
-  // Opens and validates. kIo if the file cannot be opened/mapped, kFormat if malformed.
+  // Opens and validates (with the other parts of a split model). kIo if a file cannot be
+  // opened/mapped, kFormat if malformed or a part is missing or does not belong.
   static Status Open(const std::string& path, const OpenOptions& options,
                      std::unique_ptr<GgufFile>* out);
   // Parses a caller-owned buffer that must outlive the result (tests, fuzzing).
@@ -82,7 +88,8 @@ class GgufFile {
 
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
-  uint64_t file_size() const { return size_; }
+  uint64_t file_size() const { return total_size_; }  // every part's bytes
+  int32_t n_parts() const { return int32_t(1 + parts_.size()); }
   // True when the bytes are a read-only mapping of the file (not a private copy): pages of it
   // may be dropped (madvise) and are read back from the page cache on the next access.
   bool file_backed() const { return file_backed_; }
@@ -109,10 +116,13 @@ class GgufFile {
 
  private:
   GgufFile() = default;
+  static Status OpenOne(const std::string& path, const OpenOptions& options, std::unique_ptr<GgufFile>* out);
   Status Parse();
+  Status OpenParts(const std::string& path, const OpenOptions& options);
 
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
+  uint64_t total_size_ = 0;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   std::vector<KeyValue> kv_;
@@ -124,6 +134,7 @@ class GgufFile {
   std::unique_ptr<uint8_t[]> owned_;
   bool mapped_ = false;
   bool file_backed_ = false;
+  std::vector<std::unique_ptr<GgufFile>> parts_;  // a split model's parts 2..N (their mappings)
 };
 
 }  // namespace zf::gguf

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Writes the random-weight embedding models of tests/capi/embed_test.cpp (scripts/synth_embed.py:
-# BERT, Qwen3 embedder / reranker and EmbeddingGemma files in llama.cpp's layout with the real
-# vocabularies: llama.cpp's bert-bge and qwen2 from scripts/fetch_vocab.sh, Gemma 3's from
-# scripts/fetch_models.sh) into OUT_DIR, with the pinned numpy/gguf of
+# Writes the generated model files of the C API tests into OUT_DIR: the random-weight embedding
+# models of tests/capi/embed_test.cpp (scripts/synth_embed.py: BERT, Qwen3 embedder / reranker and
+# EmbeddingGemma files in llama.cpp's layout with the real vocabularies: llama.cpp's bert-bge and
+# qwen2 from scripts/fetch_vocab.sh, Gemma 3's from scripts/fetch_models.sh) and SmolLM2 split
+# into three parts (split/, scripts/split_gguf.py; tests/capi/split_model_test.cpp), with the pinned numpy/gguf of
 # scripts/requirements-synth.txt (the cache tests/family/make_models.sh uses). Run by ctest as the
 # fixture embed.models; fails on a missing input.
 #   tests/capi/make_embed_models.sh OUT_DIR
@@ -20,10 +21,12 @@ if [ ! -f "$pydir/.ok" ]; then
   rm -rf "$pydir" && mv "$pydir.tmp" "$pydir" && touch "$pydir/.ok"
 fi
 export PYTHONPATH="$pydir${PYTHONPATH:+:$PYTHONPATH}"
-stamp="$(cat "$root/scripts/synth_embed.py" "$root/scripts/synth_families.py" "$req" | sha256sum | cut -c1-32)"
+stamp="$(cat "$root/scripts/synth_embed.py" "$root/scripts/synth_families.py" "$root/scripts/split_gguf.py" "$req" | sha256sum | cut -c1-32)"
 if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ]; then exit 0; fi
 rm -f "$out/.stamp"
 vocab="$("$root/scripts/fetch_vocab.sh")"
 gemma="$("$root/scripts/fetch_models.sh" gemma3)"
 "$py" "$root/scripts/synth_embed.py" "$out" --vocab-dir "$vocab" --gemma-vocab "$gemma"
+mkdir -p "$out/split"
+"$py" "$root/scripts/split_gguf.py" "$("$root/scripts/fetch_models.sh" smollm2)" "$out/split/smollm2" --max-tensors 100
 echo "$stamp" > "$out/.stamp"

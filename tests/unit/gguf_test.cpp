@@ -890,5 +890,78 @@ TEST_F(GgufOpenTest, EmptyAndMalformedFilesAreFormatErrorsNamingThePath) {
   }
 }
 
+// A split model as llama-gguf-split writes it: the metadata in the first part, split.no (u16),
+// split.count (u16) and split.tensors.count (i32) in every part, tensors spread over the parts.
+std::vector<uint8_t> SplitPart(uint16_t no, uint16_t count, int32_t n_tensors, const std::vector<std::string>& tensors,
+                               bool with_meta = false) {
+  GgufBuilder b;
+  if (with_meta) b.Kv("general.architecture", val::Str("llama")).Kv("answer", val::I32(42));
+  b.Kv("split.no", val::U16(no)).Kv("split.count", val::U16(count)).Kv("split.tensors.count", val::I32(n_tensors));
+  for (const std::string& t : tensors) b.Tensor(t, kTF32, {4});
+  return b.Build();
+}
+
+TEST_F(GgufOpenTest, SplitModelOpensAsOneFile) {
+  const auto p1 = SplitPart(0, 3, 5, {"a", "b"}, true), p2 = SplitPart(1, 3, 5, {"c"}), p3 = SplitPart(2, 3, 5, {"d", "e"});
+  const std::string first = Write("m-00001-of-00003.gguf", p1);
+  Write("m-00002-of-00003.gguf", p2);
+  Write("m-00003-of-00003.gguf", p3);
+  for (bool no_mmap : {false, true}) {
+    OpenOptions opt;
+    opt.no_mmap = no_mmap;
+    std::unique_ptr<GgufFile> f;
+    Status s = GgufFile::Open(first, opt, &f);
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ(f->n_parts(), 3);
+    EXPECT_EQ(f->file_size(), p1.size() + p2.size() + p3.size());
+    ASSERT_EQ(f->tensors().size(), 5u);
+    int32_t answer = 0;
+    EXPECT_TRUE(f->GetI32("answer", &answer).ok());
+    EXPECT_EQ(answer, 42);
+    for (const char* name : {"a", "b", "c", "d", "e"}) {
+      const TensorInfo* t = f->FindTensor(name);
+      ASSERT_NE(t, nullptr) << name;
+      EXPECT_EQ(t->nbytes, 16u);
+    }
+    // The later parts' tensors point into their own mappings: the data of "d" is part 3's.
+    const TensorInfo* d = f->FindTensor("d");
+    std::unique_ptr<GgufFile> alone;
+    ASSERT_TRUE(GgufFile::FromMemory(p3.data(), p3.size(), &alone).ok());
+    EXPECT_EQ(std::memcmp(d->data, alone->FindTensor("d")->data, 16), 0);
+  }
+}
+
+TEST_F(GgufOpenTest, SplitModelErrorsNameTheProblem) {
+  struct Case {
+    const char* what;
+    std::vector<std::pair<std::string, std::vector<uint8_t>>> files;
+    const char* open;
+    const char* expect;
+  };
+  const std::vector<Case> cases = {
+      {"a later part given", {{"m-00001-of-00002.gguf", SplitPart(0, 2, 2, {"a"}, true)}, {"m-00002-of-00002.gguf", SplitPart(1, 2, 2, {"b"})}},
+       "m-00002-of-00002.gguf", "is part 2 of 2 of a split model: load the first part (the file ending in -00001-of-00002.gguf)"},
+      {"a part missing", {{"m-00001-of-00003.gguf", SplitPart(0, 3, 3, {"a"}, true)}, {"m-00002-of-00003.gguf", SplitPart(1, 3, 3, {"b"})}},
+       "m-00001-of-00003.gguf", "split model part 3 of 3: cannot open"},
+      {"renamed first part", {{"renamed.gguf", SplitPart(0, 2, 2, {"a"}, true)}}, "renamed.gguf", "its name does not end in -00001-of-00002.gguf"},
+      {"a part of another split", {{"m-00001-of-00002.gguf", SplitPart(0, 2, 2, {"a"}, true)}, {"m-00002-of-00002.gguf", SplitPart(1, 3, 2, {"b"})}},
+       "m-00001-of-00002.gguf", "says it is part 2 of 3, expected part 2 of 2"},
+      {"a tensor twice", {{"m-00001-of-00002.gguf", SplitPart(0, 2, 2, {"a"}, true)}, {"m-00002-of-00002.gguf", SplitPart(1, 2, 2, {"a"})}},
+       "m-00001-of-00002.gguf", "tensor 'a' appears in more than one part"},
+      {"tensor count", {{"m-00001-of-00002.gguf", SplitPart(0, 2, 5, {"a"}, true)}, {"m-00002-of-00002.gguf", SplitPart(1, 2, 5, {"b"})}},
+       "m-00001-of-00002.gguf", "split.tensors.count is 5 but the 2 parts hold 2 tensors"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    for (const auto& [name, bytes] : c.files) Write(name, bytes);
+    std::unique_ptr<GgufFile> f;
+    Status s = GgufFile::Open(dir_ + "/" + c.open, OpenOptions(), &f);
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.message().find(c.expect), std::string::npos) << s.message();
+    EXPECT_TRUE(f == nullptr);
+    for (const auto& [name, bytes] : c.files) std::remove((dir_ + "/" + name).c_str());
+  }
+}
+
 }  // namespace
 }  // namespace zf::gguf

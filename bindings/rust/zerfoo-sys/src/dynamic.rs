@@ -447,7 +447,7 @@ impl ZerfooLib {
     ) -> zf_status {
         (self.zf_model_params_init)(params, size)
     }
-    #[doc = " @brief Memory-maps and validates a GGUF file (v2/v3), builds its tokenizer and weights.\n @param path NUL-terminated UTF-8 file path.\n @param params NULL for defaults.\n @param out Receives the model, or NULL on failure. Free with zf_model_free().\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL path/out); ::ZF_ERR_IO (cannot open/map);\n         ::ZF_ERR_FORMAT (malformed file); ::ZF_ERR_UNSUPPORTED (architecture, tensor type);\n         ::ZF_ERR_BACKEND (device=CUDA unavailable); ::ZF_ERR_CANCELLED; ::ZF_ERR_OUT_OF_MEMORY."]
+    #[doc = " @brief Memory-maps and validates a GGUF file (v2/v3), builds its tokenizer and weights.\n A split model (`NAME-00001-of-00003.gguf`, ... as llama-gguf-split and the converters write\n them) is loaded from its first part; the other parts are found beside it by name.\n @param path NUL-terminated UTF-8 file path.\n @param params NULL for defaults.\n @param out Receives the model, or NULL on failure. Free with zf_model_free().\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL path/out); ::ZF_ERR_IO (cannot open/map);\n         ::ZF_ERR_FORMAT (malformed file); ::ZF_ERR_UNSUPPORTED (architecture, tensor type);\n         ::ZF_ERR_BACKEND (device=CUDA unavailable); ::ZF_ERR_CANCELLED; ::ZF_ERR_OUT_OF_MEMORY."]
     pub unsafe fn zf_model_load(
         &self,
         path: *const ::core::ffi::c_char,

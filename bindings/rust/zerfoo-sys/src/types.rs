@@ -80,7 +80,7 @@ pub struct zf_model_summary {
     pub quant: *const ::core::ffi::c_char,
     #[doc = "< Number of weight elements."]
     pub n_params: u64,
-    #[doc = "< Bytes in the GGUF file."]
+    #[doc = "< Bytes in the GGUF file (every part of a split model)."]
     pub file_size: u64,
     #[doc = "< Training context length."]
     pub n_ctx_train: i32,

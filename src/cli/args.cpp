@@ -27,6 +27,9 @@ struct Choice {
 constexpr Choice kDevices[] = {{"auto", ZF_DEVICE_AUTO}, {"cpu", ZF_DEVICE_CPU}, {"cuda", ZF_DEVICE_CUDA}, {nullptr, 0}};
 constexpr Choice kBenchOutputs[] = {{"md", 0}, {"json", 1}, {nullptr, 0}};
 constexpr Choice kReasoningShown[] = {{"show", 1}, {"hide", 0}, {nullptr, 0}};
+// llama-server's --pooling words; "none" (a vector per token) is refused by the server.
+constexpr Choice kPoolings[] = {{"none", ZF_POOLING_NONE}, {"mean", ZF_POOLING_MEAN}, {"cls", ZF_POOLING_CLS},
+                                {"last", ZF_POOLING_LAST}, {"rank", ZF_POOLING_RANK}, {nullptr, 0}};
 
 struct OptionSpec {
   const char* names[4];  // the canonical name first (the ParsedArgs key), then its aliases
@@ -116,9 +119,12 @@ const OptionSpec kOptions[] = {
     {{"--lora"}, kServe, kString, "FILE[:SCALE]", 0, 0, nullptr,
      "a LoRA adapter (GGUF) of the model, applied at SCALE (default 1; 0 loads it unapplied); "
      "repeatable; GET/POST /lora-adapters and a request's \"lora\": [{\"id\", \"scale\"}] change the scales"},
+    {{"--pooling"}, kServe, kChoice, "mean|cls|last|rank", 0, 0, kPoolings,
+     "how /v1/embeddings pools an input's token states (default: the file's pooling_type; last "
+     "token for a generative model)"},
     {{"--models-preset"}, kServe, kString, "FILE", 0, 0, nullptr,
      "INI file of models: [NAME] sections with path=, and optionally ctx-size=, parallel=, "
-     "threads=, n-predict=, chat-template-file=, model-draft= (doc/serve.md)"},
+     "threads=, n-predict=, pooling=, chat-template-file=, model-draft=, lora= (doc/serve.md)"},
     {{"--models-max"}, kServe, kInt, "N", 0, 1 << 16, nullptr,
      "models loaded at once (default 4, as llama-server; 0 = no limit); beyond it the least "
      "recently used idle model is unloaded"},

@@ -36,9 +36,15 @@ CHAT = [{"role": "user", "content": "Name three fruits."}]
 def embed_models():
     d = os.environ.get("ZERFOO_EMBED_MODELS") or os.path.join(os.path.dirname(os.path.abspath(CLI)), "tests",
                                                                "embed-models")
-    if not os.path.exists(os.path.join(d, "bert-rank-f32.gguf")):
+    if not os.path.exists(os.path.join(d, "split", "smollm2-00003-of-00003.gguf")):
         subprocess.run([os.path.join(ROOT, "tests", "capi", "make_embed_models.sh"), d], check=True)
     return os.path.join(d, "bert-f32.gguf"), os.path.join(d, "bert-rank-f32.gguf")
+
+
+def split_parts():
+    """SmolLM2 in three parts (gguf-py's split writer; the same fixture as the BERT files)."""
+    d = os.path.dirname(embed_models()[0])
+    return [os.path.join(d, "split", "smollm2-%05d-of-00003.gguf" % i) for i in (1, 2, 3)]
 
 
 def gemma():
@@ -260,14 +266,15 @@ def test_models_dir_and_preset():
     os.symlink(MODEL, os.path.join(d, "small.gguf"))
     os.symlink(MODEL, os.path.join(d, "split-00001-of-00002.gguf"))
     os.symlink(MODEL, os.path.join(d, "split-00002-of-00002.gguf"))
-    os.symlink(MODEL, os.path.join(d, "sub", "whatever.gguf"))
+    for part in split_parts():  # a real split model in a subfolder: served as "sub"
+        os.symlink(part, os.path.join(d, "sub", os.path.basename(part)))
     os.symlink(MODEL, os.path.join(d, "mmproj-small.gguf"))
     with open(os.path.join(d, "notes.txt"), "w") as f:
         f.write("not a model")
     preset = os.path.join(TMP, "models.ini")
     with open(preset, "w") as f:
         f.write("# a comment\n[tiny]\npath = %s  # the file\nctx-size = 256\nparallel = 1\nn-predict = 3 ; tokens\n"
-                % MODEL)
+                "[mean]\npath = %s\npooling = mean\n[last]\npath = %s\npooling = last\n" % (MODEL, MODEL, MODEL))
     port_server = Server.__new__(Server)  # started by hand: no -m
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -291,7 +298,7 @@ def test_models_dir_and_preset():
             assert time.time() < deadline
             time.sleep(0.05)
         ms = models(s)
-        assert list(ms) == ["tiny", "small", "split", "sub"], list(ms)
+        assert list(ms) == ["tiny", "mean", "last", "small", "split", "sub"], list(ms)
         assert all(m["status"]["value"] == "unloaded" for m in ms.values()), ms
         assert ms["split"]["path"].endswith("split-00001-of-00002.gguf"), ms["split"]
         # No model named: the first one (the preset's), with its own options.
@@ -299,9 +306,16 @@ def test_models_dir_and_preset():
         assert st == 200 and r["model"] == "tiny" and r["usage"]["completion_tokens"] <= 3, (st, r)
         assert models(s)["tiny"]["meta"]["n_ctx"] == 256
         assert chat(s, "small").model == "small" and models(s)["small"]["meta"]["n_ctx"] == 512
+        # The split model answers as the whole file does (greedy).
+        assert chat(s, "sub", n=8).choices[0].message.content == chat(s, "small", n=8).choices[0].message.content
+        # pooling = mean / last: a generative model pools its last token by default.
+        def vector(model):
+            return s.client().embeddings.create(model=model, input="Pooling picks the states.").data[0].embedding
+        small, mean, last = vector("small"), vector("mean"), vector("last")
+        assert last == small and mean != small and len(mean) == len(small), (mean[:3], small[:3])
         # --sleep-idle-seconds 1: both go once idle.
-        wait_status(s, "small", "unloaded", timeout=6)
-        wait_status(s, "tiny", "unloaded", timeout=6)
+        for name in ("small", "tiny", "sub", "mean", "last"):
+            wait_status(s, name, "unloaded", timeout=6)
         assert "unloaded model 'small' (--sleep-idle-seconds)" in s.logtext()
     finally:
         assert s.stop() == 0, s.logtext()[-2000:]
@@ -311,6 +325,15 @@ def test_models_dir_and_preset():
     out = subprocess.run([CLI, "serve", "--models-preset", preset, "--port", "0"], capture_output=True, text=True,
                          timeout=30)
     assert out.returncode == 2 and re.search(r"models\.ini:3: unknown key 'bogus'", out.stderr), out.stderr
+    with open(preset, "w") as f:
+        f.write("[x]\npath = %s\npooling = max\n" % MODEL)
+    out = subprocess.run([CLI, "serve", "--models-preset", preset, "--port", "0"], capture_output=True, text=True,
+                         timeout=30)
+    assert out.returncode == 2 and "models.ini:3: pooling: 'max' is not one of mean, cls, last, rank" in out.stderr, \
+        out.stderr
+    out = subprocess.run([CLI, "serve", "-m", MODEL, "--pooling", "none", "--port", "0"], capture_output=True,
+                         text=True, timeout=30)
+    assert out.returncode == 2 and "--pooling none (one vector per token) is not supported" in out.stderr, out.stderr
 
 
 def main():

@@ -218,6 +218,7 @@ std::string Base64Floats(const float* v, size_t n) {
 json Embed(const EmbedContext& ctx, const EmbedRequest& r, uint64_t* n_tokens) {
   zf_embed_params p;
   zf_embed_params_init(&p, sizeof p);
+  p.pooling = ctx.pooling;
   size_t full = 0;
   zf_status st = zf_embed_dimension(ctx.model, &p, &full);
   if (st != ZF_OK) throw LibraryError(st);

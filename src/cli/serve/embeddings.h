@@ -44,6 +44,7 @@ std::string Base64Floats(const float* v, size_t n);
 struct EmbedContext {
   const zf_model* model;
   std::string alias;
+  int32_t pooling;  // zf_embed_params.pooling (--pooling; ZF_POOLING_DEFAULT: the file's)
   int32_t n_ctx;  // the longest input (rerank: formatted pair) served: --ctx-size, at most the
                   // model's training context (the library's bound)
 };

@@ -159,6 +159,14 @@ std::vector<ModelSpec> ParsePreset(const std::string& text, const std::string& f
         if (!one.empty()) o.lora.push_back(one);
         at = comma + 1;
       }
+    } else if (key == "pooling") {
+      static const std::pair<const char*, int> kWords[] = {
+          {"mean", ZF_POOLING_MEAN}, {"cls", ZF_POOLING_CLS}, {"last", ZF_POOLING_LAST}, {"rank", ZF_POOLING_RANK}};
+      o.pooling = ZF_POOLING_DEFAULT;
+      for (const auto& [word, value] : kWords) {
+        if (v == word) o.pooling = value;
+      }
+      if (o.pooling == ZF_POOLING_DEFAULT) fail("pooling: '" + v + "' is not one of mean, cls, last, rank");
     } else if (key == "n-predict" || key == "n") {
       o.n_predict = number(key, v, -1, 1 << 30);
     } else if (key == "model-draft" || key == "md") {
@@ -172,7 +180,7 @@ std::vector<ModelSpec> ParsePreset(const std::string& text, const std::string& f
       o.chat_template = t.str();
     } else {
       fail("unknown key '" + key +
-           "' (known: path, ctx-size, parallel, threads, n-predict, chat-template-file, model-draft, lora)");
+           "' (known: path, ctx-size, parallel, threads, n-predict, pooling, chat-template-file, model-draft, lora)");
     }
   }
   for (const ModelSpec& s : out) {

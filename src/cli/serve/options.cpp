@@ -58,6 +58,10 @@ ServeOptions ParseServeArgs(int argc, char** argv, int first) {
   o.draft_max = DraftMaxOption(a);
   o.n_predict = num("--n-predict", o.n_predict);
   o.lora = a.Strings("--lora");
+  o.pooling = num("--pooling", o.pooling);
+  if (o.pooling == ZF_POOLING_NONE) {
+    throw UsageError("--pooling none (one vector per token) is not supported; use mean, cls, last or rank");
+  }
   o.batch = !a.Has("--no-batch");
   if (a.Has("--chat-template-file")) {
     const std::string path = a.String("--chat-template-file");

@@ -40,6 +40,7 @@ struct ServeOptions {
   bool fast_prefill = false;  // ZF_SESSION_FAST_PREFILL: faster prefill, no exact reuse
   int prefix_cache_mib = 0;
   std::vector<std::string> lora;  // --lora FILE[:SCALE]: the model's LoRA adapters, default scales
+  int pooling = ZF_POOLING_DEFAULT;  // --pooling: zf_embed_params.pooling of /v1/embeddings
   int n_predict = -1;         // --n-predict: the default and the cap of every request's output tokens
   int draft_max = 0;          // --lookup / -md (8) / --draft-max N: speculative decoding
   std::string model_draft;    // -md FILE: the draft model, shared by the slots (a session each)

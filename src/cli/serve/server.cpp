@@ -445,7 +445,7 @@ json Server::Embed(const ModelRef& m, const EmbedRequest& r) {
   if (slot == nullptr) throw busy;
   SlotLease lease{&m->slots, slot};
   uint64_t n_tokens = 0;
-  json answer = cli::serve::Embed(EmbedContext{m->model.get(), m->o.alias, m->EmbedLimit()}, r, &n_tokens);
+  json answer = cli::serve::Embed(EmbedContext{m->model.get(), m->o.alias, m->o.pooling, m->EmbedLimit()}, r, &n_tokens);
   ServeMetrics& mx = *m->metrics;
   ++mx.n_requests_ok;
   ++mx.n_embed_requests;
@@ -476,7 +476,7 @@ void Server::HandleRerank(const httplib::Request& req, httplib::Response& res) {
     if (slot == nullptr) throw busy;
     SlotLease lease{&m->slots, slot};
     uint64_t n_tokens = 0;
-    const json answer = cli::serve::Rerank(EmbedContext{m->model.get(), m->o.alias, m->EmbedLimit()}, r, &n_tokens);
+    const json answer = cli::serve::Rerank(EmbedContext{m->model.get(), m->o.alias, m->o.pooling, m->EmbedLimit()}, r, &n_tokens);
     ++m->metrics->n_requests_ok;
     ++m->metrics->n_rerank_requests;
     m->metrics->n_rerank_documents += r.documents.size();

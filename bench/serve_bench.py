@@ -13,6 +13,10 @@ script prints aggregate decode tok/s and p50/p99 time to first token and inter-t
   python3 bench/serve_bench.py --zerfoo build/zerfoo --llama-server .../llama-server -m MODEL.gguf \
       --shared-prefix 2000 --ctx 4096 --concurrency 16    # agents: one long system prompt for all
 
+--lora FILE (repeatable) starts both servers with every adapter (`--lora FILE`) and has client i
+stream with adapter i mod N alone ("lora": [{"id": j, "scale": 1 if j == i mod N else 0}], the
+per-request field of both servers): batched decode steps then mix N adapters.
+
 --shared-prefix N puts the same ~N-token system text before every prompt and asks for prompt
 caching ("cache_prompt": true; llama-server is started with --cache-reuse 256): the warm-up
 request evaluates the prefix (its TTFT is printed as the cold one), and the TTFT of the level's
@@ -54,6 +58,7 @@ def pct(values, p):
 
 
 CACHE_PROMPT = False  # --shared-prefix sets it
+N_LORA = 0  # --lora: the adapters both servers load
 
 
 def shared_prefix_prompts(n_tokens):
@@ -63,11 +68,13 @@ def shared_prefix_prompts(n_tokens):
     return [prefix + "\n\nRequest %d: %s" % (i, p) for i, p in enumerate(PROMPTS)]
 
 
-def stream_one(host, port, prompt, n_tokens, timeout):
+def stream_one(host, port, prompt, n_tokens, timeout, client=0):
     """Returns (ttft_s, [inter-token gaps], tokens) of one streamed completion."""
     c = http.client.HTTPConnection(host, port, timeout=timeout)
     body = {"prompt": prompt, "max_tokens": n_tokens, "temperature": 0, "stream": True, "ignore_eos": True,
             "n_predict": n_tokens, "cache_prompt": CACHE_PROMPT, "stream_options": {"include_usage": True}}
+    if N_LORA:
+        body["lora"] = [{"id": j, "scale": 1.0 if j == client % N_LORA else 0.0} for j in range(N_LORA)]
     t0 = time.perf_counter()
     c.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
     r = c.getresponse()
@@ -104,7 +111,7 @@ def run_level(host, port, conc, reqs, n_tokens, timeout):
     def client(i):
         for k in range(reqs):
             try:
-                t, g, n = stream_one(host, port, PROMPTS[(i + k) % len(PROMPTS)], n_tokens, timeout)
+                t, g, n = stream_one(host, port, PROMPTS[(i + k) % len(PROMPTS)], n_tokens, timeout, client=i)
             except Exception as e:  # noqa: BLE001 - counted and printed
                 with lock:
                     errors.append(repr(e))
@@ -147,6 +154,8 @@ def start_server(kind, binary, a, levels):
                "--threads", str(a.threads or os.cpu_count()), "--ctx-size", str(a.ctx * parallel)]
         if a.shared_prefix:
             cmd += ["--cache-reuse", "256"]
+    for f in a.lora:
+        cmd += ["--lora", f]
     log = open(os.path.join(tempfile.gettempdir(), "serve_bench-%s.log" % kind), "w")  # the server's own log
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.time() + 300
@@ -247,6 +256,8 @@ def main():
                          "run per server and level is kept")
     ap.add_argument("--shared-prefix", type=int, default=0, metavar="N",
                     help="the same ~N-token system text before every prompt, with prompt caching")
+    ap.add_argument("--lora", action="append", default=[], metavar="FILE",
+                    help="a LoRA adapter for both servers (repeatable); client i uses adapter i mod N")
     ap.add_argument("--zerfoo-args", default="", help="extra `zerfoo serve` flags, e.g. \"--no-cache-prompt --prefix-cache-mib -1\"")
     ap.add_argument("--label", help="name of the --url server in the tables")
     ap.add_argument("--timeout", type=float, default=600)
@@ -265,6 +276,8 @@ def main():
         print_table(sorted(best.values(), key=lambda r: (r["server"] != "zerfoo", r["server"], r["concurrency"])))
         return
     levels = [int(x) for x in a.concurrency.split(",")]
+    global N_LORA
+    N_LORA = len(a.lora)
     if a.shared_prefix:
         global PROMPTS, CACHE_PROMPT
         PROMPTS, CACHE_PROMPT = shared_prefix_prompts(a.shared_prefix), True

@@ -492,24 +492,62 @@ bool Forward::HasLora(int32_t il, LoraTarget t, const Seq* seqs, int32_t n_seq) 
 
 void Forward::Lora(int32_t il, LoraTarget t, const float* x, int32_t n_in, float* y, int32_t n_out, const Seq* seqs,
                    int32_t n_seq) {
-  lora_rows_.clear();
+  // Rows grouped by adapter set, so each adapter's matrices are read once per step (8 streams
+  // on 4 adapters read 4 adapters' worth, not 8); the plan key identifies the adapters and scales.
+  lora_keyed_.clear();
   for (int32_t i = 0, row = 0; i < n_seq; row += seqs[i].n, ++i) {
     if (seqs[i].lora == nullptr) continue;
     if (const std::vector<LoraPlan::Term>* terms = seqs[i].lora->Terms(il, t)) {
-      for (int32_t r = 0; r < seqs[i].n; ++r) lora_rows_.push_back(LoraRow{terms, row + r});
+      if (lora_terms_.size() < size_t(row + seqs[i].n)) lora_terms_.resize(size_t(row + seqs[i].n));
+      for (int32_t r = 0; r < seqs[i].n; ++r) {
+        lora_keyed_.emplace_back(seqs[i].lora->key(), row + r);
+        lora_terms_[size_t(row + r)] = terms;
+      }
     }
   }
-  if (lora_rows_.empty()) return;
+  if (lora_keyed_.empty()) return;
+  std::sort(lora_keyed_.begin(), lora_keyed_.end());
+  // A group: equal keys and equal terms (the key is a hash; rows whose terms differ from their
+  // group's first row start a new group, so a collision costs reuse, never correctness).
+  const auto same_group = [&](size_t k, size_t first) {
+    const std::vector<LoraPlan::Term>& a = *lora_terms_[size_t(lora_keyed_[k].second)];
+    const std::vector<LoraPlan::Term>& b = *lora_terms_[size_t(lora_keyed_[first].second)];
+    if (lora_keyed_[k].first != lora_keyed_[first].first || a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i].w != b[i].w || a[i].scale != b[i].scale) return false;
+    }
+    return true;
+  };
+  lora_rows_.clear();
+  lora_group_start_.clear();
+  for (size_t k = 0; k < lora_keyed_.size(); ++k) {
+    if (k == 0 || !same_group(k, size_t(lora_group_start_.back()))) lora_group_start_.push_back(int32_t(k));
+    lora_rows_.push_back(lora_keyed_[k].second);
+  }
+  const int32_t n_groups = int32_t(lora_group_start_.size());
+  lora_group_start_.push_back(int32_t(lora_keyed_.size()));
+  // Tasks: each group whole when there are enough groups for the threads, else each group cut
+  // into about threads / groups pieces (a piece still reads its adapter once for its rows).
+  const int32_t nth = lora_pool_ != nullptr ? lora_pool_->size() : 1;
+  const int32_t pieces = std::max(1, (nth + n_groups - 1) / n_groups);
+  lora_tasks_.clear();
+  for (int32_t g = 0; g < n_groups; ++g) {
+    const int32_t b = lora_group_start_[size_t(g)], n = lora_group_start_[size_t(g) + 1] - b;
+    const int32_t per = (n + pieces - 1) / pieces;
+    for (int32_t at = 0; at < n; at += per) {
+      lora_tasks_.push_back(LoraTask{lora_terms_[size_t(lora_rows_[size_t(b)])], b + at, std::min(per, n - at)});
+    }
+  }
   const auto run = [&](int64_t b, int64_t e) {
     for (int64_t k = b; k < e; ++k) {
-      const LoraRow& r = lora_rows_[size_t(k)];
-      ApplyLora(*r.terms, x + int64_t{r.row} * n_in, 1, y + int64_t{r.row} * n_out);
+      const LoraTask& task = lora_tasks_[size_t(k)];
+      ApplyLoraRows(*task.terms, x, n_in, y, n_out, lora_rows_.data() + task.first, task.n);
     }
   };
-  if (lora_pool_ != nullptr && lora_pool_->size() > 1 && lora_rows_.size() > 1) {
-    lora_pool_->ParallelFor(int64_t(lora_rows_.size()), [&run](int64_t b, int64_t e) { run(b, e); });
+  if (nth > 1 && lora_tasks_.size() > 1) {
+    lora_pool_->ParallelFor(int64_t(lora_tasks_.size()), [&run](int64_t b, int64_t e) { run(b, e); });
   } else {
-    run(0, int64_t(lora_rows_.size()));
+    run(0, int64_t(lora_tasks_.size()));
   }
 }
 

@@ -165,11 +165,16 @@ class Forward {
   std::vector<int32_t> zeros_;  // [max_batch] token type 0 of every row
   engine::ThreadPool* seq_pool_ = nullptr;
   engine::ThreadPool* lora_pool_ = nullptr;
-  struct LoraRow {
+  // A step's adapted rows (Lora), grouped by adapter set (LoraPlan::key) and cut into tasks.
+  struct LoraTask {
     const std::vector<LoraPlan::Term>* terms;
-    int32_t row;
+    int32_t first, n;  // lora_rows_[first, first + n)
   };
-  std::vector<LoraRow> lora_rows_;  // a step's adapted rows (Lora)
+  std::vector<int32_t> lora_rows_;
+  std::vector<std::pair<uint64_t, int32_t>> lora_keyed_;  // (plan key, row), sorted
+  std::vector<const std::vector<LoraPlan::Term>*> lora_terms_;  // [row] its terms
+  std::vector<int32_t> lora_group_start_;  // index into lora_rows_ of each group's first row, then the end
+  std::vector<LoraTask> lora_tasks_;
   engine::Backend* const* workers_ = nullptr;  // [seq_pool_->size()]
   std::vector<int32_t> seq_order_, seq_row_;  // a step's sequences, longest first, and their first rows
   std::vector<engine::Backend::DecodeRow> attn_rows_;  // a batched decode step's attention rows

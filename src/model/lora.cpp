@@ -213,4 +213,25 @@ void ApplyLora(const std::vector<LoraPlan::Term>& terms, const float* x, int32_t
   }
 }
 
+void ApplyLoraRows(const std::vector<LoraPlan::Term>& terms, const float* x, int32_t n_in, float* y, int32_t n_out,
+                   const int32_t* rows, int32_t n_rows) {
+  // Per thread: A x for every row [n_rows][rank] and B (A x) [n_rows][n_out], grown once.
+  thread_local std::vector<float> t, z;
+  for (const LoraPlan::Term& term : terms) {
+    const LoraWeight& w = *term.w;
+    if (t.size() < size_t(n_rows) * size_t(w.rank)) t.resize(size_t(n_rows) * size_t(w.rank));
+    if (z.size() < size_t(n_rows) * size_t(n_out)) z.resize(size_t(n_rows) * size_t(n_out));
+    for (int32_t k = 0; k < w.rank; ++k) {  // A's row k against every row of x
+      const float* a = w.a.data() + int64_t{k} * n_in;
+      for (int32_t r = 0; r < n_rows; ++r) t[size_t(r) * size_t(w.rank) + size_t(k)] = Dot(a, x + int64_t{rows[r]} * n_in, n_in);
+    }
+    std::fill(z.begin(), z.begin() + int64_t{n_rows} * n_out, 0.0f);
+    for (int32_t k = 0; k < w.rank; ++k) {  // B's column k into every row, in the order ApplyLora adds them
+      const float* b = w.bt.data() + int64_t{k} * n_out;
+      for (int32_t r = 0; r < n_rows; ++r) quant::AxpyF32(n_out, t[size_t(r) * size_t(w.rank) + size_t(k)], b, z.data() + int64_t{r} * n_out);
+    }
+    for (int32_t r = 0; r < n_rows; ++r) quant::AxpyF32(n_out, term.scale, z.data() + int64_t{r} * n_out, y + int64_t{rows[r]} * n_out);
+  }
+}
+
 }  // namespace zf::model

@@ -96,4 +96,11 @@ class LoraPlan {
 // of n_out, both contiguous). Host memory.
 void ApplyLora(const std::vector<LoraPlan::Term>& terms, const float* x, int32_t n, float* y);
 
+// The same for the rows rows[0..n_rows) of x (row stride n_in) and y (row stride n_out): rows
+// that share an adapter set are done together, so each A and B row is read once for all of
+// them, not once per row. Each row's result is bit for bit what ApplyLora gives it alone (the
+// same products and sums in the same order).
+void ApplyLoraRows(const std::vector<LoraPlan::Term>& terms, const float* x, int32_t n_in, float* y, int32_t n_out,
+                   const int32_t* rows, int32_t n_rows);
+
 }  // namespace zf::model

@@ -1,5 +1,6 @@
 // LoRA in the forward pass, deterministically: one batched decode step (Forward::RunBatch) whose
-// rows carry different adapter sets (none, a, b, a + b) gives each row the logits a one-token
+// rows carry different adapter sets (none, a, b, a + b, and a and a + b again from plans of their
+// own, which the step groups with the first ones' rows) gives each row the logits a one-token
 // Forward::Run of that sequence alone gives, bit for bit, step after step; and a LoraPlan leaves
 // out adapters with scale 0. SmolLM2 with random adapters (scripts/synth_lora.py).
 #include <gtest/gtest.h>
@@ -40,9 +41,13 @@ TEST(LoraForward, MixedAdaptersInOneBatchedStepEqualAlone) {
   st = LoraAdapter::Load(*m, b_path, &b);
   ASSERT_TRUE(st.ok()) << st.message();
   const ModelDesc& d = m->desc();
-  const LoraPlan plans[4] = {LoraPlan({}, {}, d.n_layer), LoraPlan({a.get()}, {1.0f}, d.n_layer),
-                             LoraPlan({b.get()}, {0.7f}, d.n_layer),
-                             LoraPlan({a.get(), b.get()}, {0.5f, 1.0f}, d.n_layer)};
+  constexpr int kSeqs = 6;
+  const LoraPlan plans[kSeqs] = {LoraPlan({}, {}, d.n_layer), LoraPlan({a.get()}, {1.0f}, d.n_layer),
+                                 LoraPlan({b.get()}, {0.7f}, d.n_layer),
+                                 LoraPlan({a.get(), b.get()}, {0.5f, 1.0f}, d.n_layer),
+                                 LoraPlan({a.get()}, {1.0f}, d.n_layer),
+                                 LoraPlan({a.get(), b.get()}, {0.5f, 1.0f}, d.n_layer)};
+  EXPECT_EQ(plans[1].key(), plans[4].key());  // one group in a step: each adapter read once for both rows
   EXPECT_TRUE(plans[0].empty());
   EXPECT_TRUE(LoraPlan({a.get()}, {0.0f}, d.n_layer).empty());  // scale 0: left out
   EXPECT_NE(plans[1].key(), plans[3].key());
@@ -50,15 +55,15 @@ TEST(LoraForward, MixedAdaptersInOneBatchedStepEqualAlone) {
   const int32_t threads = m->default_threads();
   ForwardPool::Lease solo, batch;
   ASSERT_TRUE(m->forwards()->Acquire(ForwardPool::Key{threads, true}, &solo).ok());
-  ASSERT_TRUE(m->forwards()->Acquire(ForwardPool::Key{threads, true, 4, 4}, &batch).ok());
+  ASSERT_TRUE(m->forwards()->Acquire(ForwardPool::Key{threads, true, kSeqs, kSeqs}, &batch).ok());
   ASSERT_TRUE(batch.exact());
   const int32_t n_ctx = 64;
   const float* rope = Forward::RopeFactors(*m, n_ctx);
-  std::unique_ptr<engine::KvCache> kv_solo[4], kv_batch[4];
+  std::unique_ptr<engine::KvCache> kv_solo[kSeqs], kv_batch[kSeqs];
   const size_t nv = size_t(d.n_vocab);
-  std::vector<float> logits_solo(4 * nv), logits_batch(4 * nv);
-  int32_t next[4];
-  for (int i = 0; i < 4; ++i) {
+  std::vector<float> logits_solo(kSeqs * nv), logits_batch(kSeqs * nv);
+  int32_t next[kSeqs];
+  for (int i = 0; i < kSeqs; ++i) {
     for (auto* kv : {&kv_solo[i], &kv_batch[i]}) {
       ASSERT_TRUE(solo.backend().CreateKv(d.NKvLayers(), n_ctx, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF16, kv).ok());
     }
@@ -73,17 +78,17 @@ TEST(LoraForward, MixedAdaptersInOneBatchedStepEqualAlone) {
   }
   for (int32_t step = 0; step < 8; ++step) {
     const int32_t pos = 6 + step;
-    Forward::Seq seqs[4];
-    int32_t toks[4];
-    for (int i = 0; i < 4; ++i) {
+    Forward::Seq seqs[kSeqs];
+    int32_t toks[kSeqs];
+    for (int i = 0; i < kSeqs; ++i) {
       const Forward::SeqState s{kv_solo[i].get(), nullptr, rope, &plans[i]};
       solo.forward().Run(s, &next[i], 1, pos, logits_solo.data() + size_t(i) * nv, nullptr);
       toks[i] = next[i];
       seqs[i] = Forward::Seq{kv_batch[i].get(), pos, 1, logits_batch.data() + size_t(i) * nv, nullptr, rope, nullptr,
                              &plans[i]};
     }
-    batch.forward().RunBatch(toks, seqs, 4);
-    for (int i = 0; i < 4; ++i) {
+    batch.forward().RunBatch(toks, seqs, kSeqs);
+    for (int i = 0; i < kSeqs; ++i) {
       ASSERT_EQ(std::memcmp(logits_batch.data() + size_t(i) * nv, logits_solo.data() + size_t(i) * nv, nv * sizeof(float)), 0)
           << "row " << i << " (adapter set " << i << "), step " << step;
       const float* l = logits_solo.data() + size_t(i) * nv;

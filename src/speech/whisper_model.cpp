@@ -1,0 +1,306 @@
+#include "speech/whisper_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "engine/thread_pool.h"
+#include "quant/quant.h"
+
+namespace zf::speech {
+namespace {
+
+// Copies a tensor's bytes (the file's offsets are not aligned) and converts 1-D data to F32.
+Status LoadVec(const WhisperFile& f, const std::string& name, std::vector<int64_t> ne, std::vector<float>* out) {
+  WhisperTensor t;
+  ZF_RETURN_IF_ERROR(f.Get(name, ne, &t));
+  if (t.type != GgmlType::F32 && t.type != GgmlType::F16)
+    return FormatError("tensor '" + name + "': type " + TypeName(t.type) + " where F32 or F16 is expected");
+  const int64_t n = t.ne[0] * t.ne[1] * t.ne[2];
+  std::vector<uint8_t> tmp(t.data, t.data + t.nbytes);
+  out->resize(size_t(n));
+  quant::DequantizeRow(t.type, tmp.data(), out->data(), n);
+  return Status::Ok();
+}
+
+Status LoadLinear(const WhisperFile& f, const std::string& name, int64_t in, int64_t out, bool bias, Linear* l,
+                  std::vector<int64_t> ne = {}) {
+  WhisperTensor t;
+  if (ne.empty()) ne = {in, out};
+  ZF_RETURN_IF_ERROR(f.Get(name + ".weight", ne, &t));
+  if (!quant::IsSupported(t.type)) return FormatError("tensor '" + name + ".weight': type " + TypeName(t.type) + " is not supported");
+  l->type = t.type;
+  l->in = in;
+  l->out = out;
+  l->stride = RowSize(t.type, in);
+  if (l->stride * size_t(out) != t.nbytes)
+    return FormatError("tensor '" + name + ".weight': " + std::to_string(t.nbytes) + " bytes do not make " + std::to_string(out) + " rows of " + std::to_string(in));
+  l->w.assign(t.data, t.data + t.nbytes);
+  if (bias) {
+    std::vector<int64_t> bne = {out};
+    if (name == "encoder.conv1" || name == "encoder.conv2") bne = {1, out};
+    ZF_RETURN_IF_ERROR(LoadVec(f, name + ".bias", bne, &l->b));
+  }
+  return Status::Ok();
+}
+
+Status LoadNorm(const WhisperFile& f, const std::string& name, int64_t n, Norm* out) {
+  ZF_RETURN_IF_ERROR(LoadVec(f, name + ".weight", {n}, &out->w));
+  return LoadVec(f, name + ".bias", {n}, &out->b);
+}
+
+Status LoadBlock(const WhisperFile& f, const std::string& p, int64_t n, bool cross, Block* b) {
+  ZF_RETURN_IF_ERROR(LoadNorm(f, p + ".attn_ln", n, &b->attn_ln));
+  ZF_RETURN_IF_ERROR(LoadLinear(f, p + ".attn.query", n, n, true, &b->q));
+  ZF_RETURN_IF_ERROR(LoadLinear(f, p + ".attn.key", n, n, false, &b->k));
+  ZF_RETURN_IF_ERROR(LoadLinear(f, p + ".attn.value", n, n, true, &b->v));
+  ZF_RETURN_IF_ERROR(LoadLinear(f, p + ".attn.out", n, n, true, &b->o));
+  if (cross) {
+    ZF_RETURN_IF_ERROR(LoadNorm(f, p + ".cross_attn_ln", n, &b->cross_ln));
+    ZF_RETURN_IF_ERROR(LoadLinear(f, p + ".cross_attn.query", n, n, true, &b->cq));
+    ZF_RETURN_IF_ERROR(LoadLinear(f, p + ".cross_attn.key", n, n, false, &b->ck));
+    ZF_RETURN_IF_ERROR(LoadLinear(f, p + ".cross_attn.value", n, n, true, &b->cv));
+    ZF_RETURN_IF_ERROR(LoadLinear(f, p + ".cross_attn.out", n, n, true, &b->co));
+  }
+  ZF_RETURN_IF_ERROR(LoadNorm(f, p + ".mlp_ln", n, &b->mlp_ln));
+  ZF_RETURN_IF_ERROR(LoadLinear(f, p + ".mlp.0", n, 4 * n, true, &b->fc1));
+  return LoadLinear(f, p + ".mlp.2", 4 * n, n, true, &b->fc2);
+}
+
+// ggml's GELU (tanh form) as whisper.cpp computes it: through a table indexed by the F16 input,
+// holding F16 outputs; identity above 10, zero below -10.
+inline float Gelu(float x) {
+  if (x <= -10.0f) return 0.0f;
+  if (x >= 10.0f) return x;
+  const float h = quant::Fp16ToFp32(quant::Fp32ToFp16(x));
+  const float g = 0.5f * h * (1.0f + std::tanh(0.79788456080286535588f * h * (1.0f + 0.044715f * h * h)));
+  return quant::Fp16ToFp32(quant::Fp32ToFp16(g));
+}
+
+}  // namespace
+
+Status WhisperModel::Load(const std::string& path, std::unique_ptr<WhisperModel>* out) {
+  std::unique_ptr<WhisperFile> f;
+  ZF_RETURN_IF_ERROR(WhisperFile::Open(path, &f));
+  Status s = FromFile(*f, out);
+  if (!s.ok()) return Status(s.code(), "'" + path + "': " + s.message());
+  return s;
+}
+
+Status WhisperModel::FromFile(const WhisperFile& f, std::unique_ptr<WhisperModel>* out) {
+  out->reset();
+  std::unique_ptr<WhisperModel> m(new WhisperModel());
+  m->hp_ = f.hparams();
+  m->mel_filters_ = f.mel_filters();
+  m->vocab_ = f.vocab();
+  const WhisperHparams& hp = m->hp_;
+  const int64_t na = hp.n_audio_state, nt = hp.n_text_state;
+  ZF_RETURN_IF_ERROR(LoadLinear(f, "encoder.conv1", 3 * hp.n_mels, na, true, &m->conv1, {3, hp.n_mels, na}));
+  ZF_RETURN_IF_ERROR(LoadLinear(f, "encoder.conv2", 3 * na, na, true, &m->conv2, {3, na, na}));
+  ZF_RETURN_IF_ERROR(LoadVec(f, "encoder.positional_embedding", {na, hp.n_audio_ctx}, &m->enc_pos));
+  m->enc.resize(size_t(hp.n_audio_layer));
+  for (int32_t i = 0; i < hp.n_audio_layer; ++i)
+    ZF_RETURN_IF_ERROR(LoadBlock(f, "encoder.blocks." + std::to_string(i), na, false, &m->enc[size_t(i)]));
+  ZF_RETURN_IF_ERROR(LoadNorm(f, "encoder.ln_post", na, &m->enc_ln));
+  ZF_RETURN_IF_ERROR(LoadVec(f, "decoder.positional_embedding", {nt, hp.n_text_ctx}, &m->dec_pos));
+  ZF_RETURN_IF_ERROR(LoadLinear(f, "decoder.token_embedding", nt, hp.n_vocab, false, &m->tok_emb));
+  m->dec.resize(size_t(hp.n_text_layer));
+  for (int32_t i = 0; i < hp.n_text_layer; ++i)
+    ZF_RETURN_IF_ERROR(LoadBlock(f, "decoder.blocks." + std::to_string(i), nt, true, &m->dec[size_t(i)]));
+  ZF_RETURN_IF_ERROR(LoadNorm(f, "decoder.ln", nt, &m->dec_ln));
+  const size_t expected = 5 + size_t(hp.n_audio_layer) * 15 + 2 + 2 + size_t(hp.n_text_layer) * 24 + 2;
+  if (f.tensors().size() != expected)
+    return FormatError("the file has " + std::to_string(f.tensors().size()) + " tensors, Whisper with these hparams has " +
+                       std::to_string(expected));
+  *out = std::move(m);
+  return Status::Ok();
+}
+
+WhisperRunner::WhisperRunner(const WhisperModel& model, int32_t n_threads)
+    : m_(model), pool_(new engine::ThreadPool(std::max(1, n_threads))) {
+  const WhisperHparams& hp = m_.hparams();
+  const size_t L = size_t(hp.n_text_layer);
+  cross_k_.assign(L * size_t(hp.n_audio_ctx) * size_t(hp.n_text_state), 0);
+  cross_vt_.assign(cross_k_.size(), 0);
+  self_k_.assign(L * size_t(hp.n_text_ctx) * size_t(hp.n_text_state), 0);
+  self_vt_.assign(self_k_.size(), 0);
+}
+
+WhisperRunner::~WhisperRunner() = default;
+
+void WhisperRunner::MatMul(const Linear& l, const float* x, int64_t n_tok, float* y) {
+  const GgmlType at = quant::VecDotType(l.type);
+  const size_t astride = RowSize(at, l.in);
+  if (act_.size() < astride * size_t(n_tok)) act_.resize(astride * size_t(n_tok));
+  uint8_t* act = act_.data();
+  pool_->ParallelFor(n_tok, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) quant::QuantizeActivations(at, x + t * l.in, act + size_t(t) * astride, l.in);
+  });
+  constexpr int64_t kRows = 16;  // weight rows kept hot in cache while every token passes
+  const int64_t n_chunks = (l.out + kRows - 1) / kRows;
+  pool_->ParallelFor(n_chunks, [&](int64_t cb, int64_t ce) {
+    for (int64_t c = cb; c < ce; ++c) {
+      const int64_t r0 = c * kRows, nr = std::min(kRows, l.out - r0);
+      for (int64_t t = 0; t < n_tok; ++t) {
+        float* yt = y + t * l.out + r0;
+        quant::Gemv(l.type, l.in, l.w.data() + size_t(r0) * l.stride, l.stride, nr, act + size_t(t) * astride, yt);
+        if (!l.b.empty())
+          for (int64_t i = 0; i < nr; ++i) yt[i] += l.b[size_t(r0 + i)];
+      }
+    }
+  });
+}
+
+void WhisperRunner::LayerNorm(const Norm& n, const float* x, int64_t n_tok, int64_t dim, float* y) {
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const float* xt = x + t * dim;
+    float* yt = y + t * dim;
+    double s = 0;
+    for (int64_t i = 0; i < dim; ++i) s += xt[i];
+    const float mean = float(s / double(dim));
+    double v = 0;
+    for (int64_t i = 0; i < dim; ++i) v += double(xt[i] - mean) * double(xt[i] - mean);
+    const float scale = 1.0f / std::sqrt(float(v / double(dim)) + 1e-5f);
+    for (int64_t i = 0; i < dim; ++i) yt[i] = (xt[i] - mean) * scale * n.w[size_t(i)] + n.b[size_t(i)];
+  }
+}
+
+void WhisperRunner::Attend(const float* q, int64_t n_q, int64_t q_stride, const uint16_t* k, int64_t kstride_head,
+                           const uint16_t* vt, int64_t vstride, int64_t vstride_head, int64_t T, int32_t n_head,
+                           int64_t d, float* out, int64_t out_stride) {
+  const float scale = 1.0f / std::sqrt(float(d));
+  pool_->ParallelFor(n_q * n_head, [&](int64_t b, int64_t e) {
+    std::vector<float> s(static_cast<size_t>(T));
+    std::vector<uint16_t> p16(static_cast<size_t>(T)), q16(static_cast<size_t>(d));
+    for (int64_t w = b; w < e; ++w) {
+      const int64_t h = w % n_head, i = w / n_head;
+      quant::Fp32ToFp16Row(q + i * q_stride + h * d, q16.data(), d);
+      quant::Gemv(GgmlType::F16, d, k + h * kstride_head, size_t(d) * 2, T, q16.data(), s.data());
+      float mx = -INFINITY;
+      for (int64_t j = 0; j < T; ++j) mx = std::max(mx, s[size_t(j)] *= scale);
+      double sum = 0;
+      for (int64_t j = 0; j < T; ++j) sum += (s[size_t(j)] = std::exp(s[size_t(j)] - mx));
+      const float inv = float(1.0 / sum);
+      for (int64_t j = 0; j < T; ++j) s[size_t(j)] *= inv;
+      quant::Fp32ToFp16Row(s.data(), p16.data(), T);
+      quant::Gemv(GgmlType::F16, T, vt + h * vstride_head, size_t(vstride) * 2, d, p16.data(), out + i * out_stride + h * d);
+    }
+  });
+}
+
+void WhisperRunner::Encode(const float* mel, int32_t n_len, int32_t mel_stride, int32_t offset) {
+  const WhisperHparams& hp = m_.hparams();
+  const int64_t n_ctx = hp.n_audio_ctx, n_frames = 2 * n_ctx, n = hp.n_audio_state, nm = hp.n_mels;
+  const int64_t d = n / hp.n_audio_head;
+  // conv1 (k3, pad 1) as a product over im2col rows [frame][in_ch][3].
+  std::vector<float> cols(size_t(n_frames) * size_t(3 * std::max(nm, n)));
+  auto melat = [&](int64_t c, int64_t f) -> float {
+    const int64_t src = offset + f;
+    return f >= 0 && f < n_frames && src < n_len ? mel[c * mel_stride + src] : 0.0f;
+  };
+  for (int64_t f = 0; f < n_frames; ++f)
+    for (int64_t c = 0; c < nm; ++c)
+      for (int64_t k = 0; k < 3; ++k) cols[size_t((f * nm + c) * 3 + k)] = melat(c, f + k - 1);
+  std::vector<float> y1(size_t(n_frames * n));
+  MatMul(m_.conv1, cols.data(), n_frames, y1.data());
+  for (float& v : y1) v = Gelu(v);
+  // conv2 (k3, stride 2, pad 1).
+  for (int64_t t = 0; t < n_ctx; ++t)
+    for (int64_t c = 0; c < n; ++c)
+      for (int64_t k = 0; k < 3; ++k) {
+        const int64_t f = 2 * t + k - 1;
+        cols[size_t((t * n + c) * 3 + k)] = f >= 0 && f < n_frames ? y1[size_t(f * n + c)] : 0.0f;
+      }
+  std::vector<float> x(size_t(n_ctx * n));
+  MatMul(m_.conv2, cols.data(), n_ctx, x.data());
+  for (size_t i = 0; i < x.size(); ++i) x[i] = Gelu(x[i]) + m_.enc_pos[i];
+
+  std::vector<float> h(x.size()), qb(x.size()), kb(x.size()), vb(x.size()), att(x.size()), ff(x.size() * 4);
+  std::vector<uint16_t> k16(x.size()), vt16(x.size());
+  for (const Block& b : m_.enc) {
+    LayerNorm(b.attn_ln, x.data(), n_ctx, n, h.data());
+    MatMul(b.q, h.data(), n_ctx, qb.data());
+    MatMul(b.k, h.data(), n_ctx, kb.data());
+    MatMul(b.v, h.data(), n_ctx, vb.data());
+    for (int64_t hd = 0; hd < hp.n_audio_head; ++hd)
+      for (int64_t t = 0; t < n_ctx; ++t)
+        for (int64_t j = 0; j < d; ++j) {
+          k16[size_t((hd * n_ctx + t) * d + j)] = quant::Fp32ToFp16(kb[size_t(t * n + hd * d + j)]);
+          vt16[size_t((hd * d + j) * n_ctx + t)] = quant::Fp32ToFp16(vb[size_t(t * n + hd * d + j)]);
+        }
+    Attend(qb.data(), n_ctx, n, k16.data(), n_ctx * d, vt16.data(), n_ctx, d * n_ctx, n_ctx, hp.n_audio_head, d,
+           att.data(), n);
+    MatMul(b.o, att.data(), n_ctx, h.data());
+    for (size_t i = 0; i < x.size(); ++i) x[i] += h[i];
+    LayerNorm(b.mlp_ln, x.data(), n_ctx, n, h.data());
+    MatMul(b.fc1, h.data(), n_ctx, ff.data());
+    for (float& v : ff) v = Gelu(v);
+    MatMul(b.fc2, ff.data(), n_ctx, h.data());
+    for (size_t i = 0; i < x.size(); ++i) x[i] += h[i];
+  }
+  enc_out_.resize(x.size());
+  LayerNorm(m_.enc_ln, x.data(), n_ctx, n, enc_out_.data());
+
+  // Cross-attention K/V of every decoder layer, once per window.
+  const int64_t nt = hp.n_text_state, dt = nt / hp.n_text_head;
+  for (size_t l = 0; l < m_.dec.size(); ++l) {
+    MatMul(m_.dec[l].ck, enc_out_.data(), n_ctx, kb.data());
+    MatMul(m_.dec[l].cv, enc_out_.data(), n_ctx, vb.data());
+    uint16_t* ck = cross_k_.data() + l * size_t(n_ctx * nt);
+    uint16_t* cv = cross_vt_.data() + l * size_t(n_ctx * nt);
+    for (int64_t hd = 0; hd < hp.n_text_head; ++hd)
+      for (int64_t t = 0; t < n_ctx; ++t)
+        for (int64_t j = 0; j < dt; ++j) {
+          ck[(hd * n_ctx + t) * dt + j] = quant::Fp32ToFp16(kb[size_t(t * nt + hd * dt + j)]);
+          cv[(hd * dt + j) * n_ctx + t] = quant::Fp32ToFp16(vb[size_t(t * nt + hd * dt + j)]);
+        }
+  }
+  n_past_ = 0;
+}
+
+Status WhisperRunner::Decode(int32_t token, float* logits) {
+  const WhisperHparams& hp = m_.hparams();
+  if (token < 0 || token >= hp.n_vocab) return InvalidArgument("token id " + std::to_string(token) + " is outside [0, n_vocab)");
+  if (n_past_ >= hp.n_text_ctx) return Status(Code::kContextFull, "decoder context is full (" + std::to_string(hp.n_text_ctx) + " tokens)");
+  const int64_t n = hp.n_text_state, H = hp.n_text_head, d = n / H, C = hp.n_text_ctx, A = hp.n_audio_ctx;
+  const int64_t pos = n_past_;
+  const size_t un = static_cast<size_t>(n);
+  std::vector<float> x(un), h(un), q(un), k(un), v(un), a(un), ff(4 * un);
+  quant::DequantizeRow(m_.tok_emb.type, m_.tok_emb.w.data() + size_t(token) * m_.tok_emb.stride, x.data(), n);
+  for (int64_t i = 0; i < n; ++i) x[size_t(i)] += m_.dec_pos[size_t(pos * n + i)];
+  for (size_t l = 0; l < m_.dec.size(); ++l) {
+    const Block& b = m_.dec[l];
+    LayerNorm(b.attn_ln, x.data(), 1, n, h.data());
+    MatMul(b.q, h.data(), 1, q.data());
+    MatMul(b.k, h.data(), 1, k.data());
+    MatMul(b.v, h.data(), 1, v.data());
+    uint16_t* sk = self_k_.data() + l * size_t(C * n);
+    uint16_t* sv = self_vt_.data() + l * size_t(C * n);
+    for (int64_t hd = 0; hd < H; ++hd)
+      for (int64_t j = 0; j < d; ++j) {
+        sk[(hd * C + pos) * d + j] = quant::Fp32ToFp16(k[size_t(hd * d + j)]);
+        sv[(hd * d + j) * C + pos] = quant::Fp32ToFp16(v[size_t(hd * d + j)]);
+      }
+    Attend(q.data(), 1, n, sk, C * d, sv, C, d * C, pos + 1, int32_t(H), d, a.data(), n);
+    MatMul(b.o, a.data(), 1, h.data());
+    for (int64_t i = 0; i < n; ++i) x[size_t(i)] += h[size_t(i)];
+    LayerNorm(b.cross_ln, x.data(), 1, n, h.data());
+    MatMul(b.cq, h.data(), 1, q.data());
+    Attend(q.data(), 1, n, cross_k_.data() + l * size_t(A * n), A * d, cross_vt_.data() + l * size_t(A * n), A, d * A, A,
+           int32_t(H), d, a.data(), n);
+    MatMul(b.co, a.data(), 1, h.data());
+    for (int64_t i = 0; i < n; ++i) x[size_t(i)] += h[size_t(i)];
+    LayerNorm(b.mlp_ln, x.data(), 1, n, h.data());
+    MatMul(b.fc1, h.data(), 1, ff.data());
+    for (float& f : ff) f = Gelu(f);
+    MatMul(b.fc2, ff.data(), 1, h.data());
+    for (int64_t i = 0; i < n; ++i) x[size_t(i)] += h[size_t(i)];
+  }
+  ++n_past_;
+  if (!logits) return Status::Ok();
+  LayerNorm(m_.dec_ln, x.data(), 1, n, h.data());
+  MatMul(m_.tok_emb, h.data(), 1, logits);
+  return Status::Ok();
+}
+
+}  // namespace zf::speech

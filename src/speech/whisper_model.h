@@ -1,0 +1,110 @@
+// Whisper's weights (from a WhisperFile) and its two networks on the CPU:
+//   encoder: conv1d(k3) + GELU, conv1d(k3, stride 2) + GELU, + sinusoidal positions, pre-LN
+//            transformer blocks, final LayerNorm -> [n_audio_ctx][n_audio_state]
+//   decoder: token + learned positions, pre-LN blocks of self-attention (KV cache),
+//            cross-attention over the window's encoder output (its K/V computed once per
+//            window), MLP; final LayerNorm; logits against the token embedding.
+// Products use the quant kernels on the file's blocks (F16 / Q4_0..Q8_0 weights, activations
+// converted to the weight's dot type as ggml does), split over a thread pool.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "speech/whisper_file.h"
+
+namespace zf::engine {
+class ThreadPool;
+}
+
+namespace zf::speech {
+
+struct Linear {
+  GgmlType type = GgmlType::F32;
+  int64_t in = 0, out = 0;
+  size_t stride = 0;              // bytes per output row
+  std::vector<uint8_t> w;         // out rows of `in` elements, in the file's blocks
+  std::vector<float> b;           // empty: no bias
+};
+
+struct Norm {
+  std::vector<float> w, b;
+};
+
+struct Block {
+  Norm attn_ln;
+  Linear q, k, v, o;
+  Norm cross_ln;  // decoder only
+  Linear cq, ck, cv, co;
+  Norm mlp_ln;
+  Linear fc1, fc2;
+};
+
+class WhisperModel {
+ public:
+  static Status Load(const std::string& path, std::unique_ptr<WhisperModel>* out);
+  static Status FromFile(const WhisperFile& file, std::unique_ptr<WhisperModel>* out);
+
+  const WhisperHparams& hparams() const { return hp_; }
+  const std::vector<float>& mel_filters() const { return mel_filters_; }
+  const std::vector<std::string>& vocab() const { return vocab_; }
+
+  // Weights (read-only after load).
+  Linear conv1, conv2;  // rows = out channels, each [in_ch][3]
+  std::vector<float> enc_pos;  // [n_audio_ctx][n_audio_state]
+  std::vector<Block> enc;
+  Norm enc_ln;
+  std::vector<float> dec_pos;  // [n_text_ctx][n_text_state]
+  Linear tok_emb;              // [n_vocab] rows of n_text_state
+  std::vector<Block> dec;
+  Norm dec_ln;
+
+ private:
+  WhisperHparams hp_;
+  std::vector<float> mel_filters_;
+  std::vector<std::string> vocab_;
+};
+
+// A model's working state for one transcription at a time: thread pool, scratch, the window's
+// cross-attention K/V and the decoder's self-attention cache.
+class WhisperRunner {
+ public:
+  WhisperRunner(const WhisperModel& model, int32_t n_threads);
+  ~WhisperRunner();
+
+  // mel: [n_mels][mel_stride], frames [offset, offset + 2*n_audio_ctx) (zeros past n_len).
+  // Leaves the encoder output in encoder_out() and the cross K/V ready for decoding.
+  void Encode(const float* mel, int32_t n_len, int32_t mel_stride, int32_t offset);
+  const std::vector<float>& encoder_out() const { return enc_out_; }
+
+  // Clears the self-attention cache (a new sequence).
+  void ResetDecoder() { n_past_ = 0; }
+  int32_t n_past() const { return n_past_; }
+  // Feeds `token` at position n_past (which then grows by one); logits: n_vocab floats, or null
+  // for a prompt token whose logits are not needed.
+  Status Decode(int32_t token, float* logits);
+
+ private:
+  void MatMul(const Linear& l, const float* x, int64_t n_tok, float* y);
+  void LayerNorm(const Norm& n, const float* x, int64_t n_tok, int64_t dim, float* y);
+  // Scores of one head's queries against T keys (F16 rows [T][d], stride kstride elements) and
+  // the weighted sum of V (F16 transposed [d][vstride]) into out.
+  void Attend(const float* q, int64_t n_q, int64_t q_stride, const uint16_t* k, int64_t kstride_head,
+              const uint16_t* vt, int64_t vstride, int64_t vstride_head, int64_t T, int32_t n_head, int64_t d,
+              float* out, int64_t out_stride);
+
+  const WhisperModel& m_;
+  std::unique_ptr<engine::ThreadPool> pool_;
+  std::vector<float> enc_out_;
+  // Cross K [layer][head][n_audio_ctx][d] and V transposed [layer][head][d][n_audio_ctx], F16.
+  std::vector<uint16_t> cross_k_, cross_vt_;
+  // Self cache K [layer][head][n_text_ctx][d], V transposed [layer][head][d][n_text_ctx], F16.
+  std::vector<uint16_t> self_k_, self_vt_;
+  int32_t n_past_ = 0;
+  std::vector<uint8_t> act_;  // activations in the weights' dot type
+};
+
+}  // namespace zf::speech

@@ -37,21 +37,15 @@ import re
 import json
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from bench_server import free_port, start, stop
 
 
-def start(kind, binary, model, a):
+def start_server(kind, binary, model, a):
     port = free_port()
     if kind == "zerfoo":
         cmd = [binary, "serve", "-m", model, "--port", str(port), "--threads", str(a.threads)] + a.zerfoo_args.split()
@@ -61,23 +55,7 @@ def start(kind, binary, model, a):
         cmd = [binary, "-m", model, "--host", "127.0.0.1", "--port", str(port), "--embeddings", "-t", str(a.threads),
                "-tb", str(a.threads), "--parallel", str(slots), "-c", str(2 * batch), "-b", str(batch), "-ub",
                str(batch)] + a.llama_args.split()
-    log = open(os.path.join(tempfile.gettempdir(), "embed_bench-%s.log" % kind), "w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.time() + 600
-    while True:
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            c.request("GET", "/health")
-            if c.getresponse().status == 200:
-                break
-        except OSError:
-            pass
-        if time.time() > deadline or proc.poll() is not None:
-            proc.kill()
-            sys.exit("%s did not become healthy: %s (log %s)" % (kind, " ".join(cmd), log.name))
-        time.sleep(0.2)
-    print("# %s: %s" % (kind, " ".join(cmd)), file=sys.stderr, flush=True)
-    return proc, port
+    return start(kind, cmd, port, timeout=600, log_name="embed_bench-%s.log" % kind), port
 
 
 def embed_once(port, body):
@@ -102,7 +80,7 @@ def cpu_seconds(pid):
 
 def run(kind, binary, model, a, body, warm):
     """(best wall seconds, the server's CPU seconds for that request) over --requests requests."""
-    proc, port = start(kind, binary, model, a)
+    proc, port = start_server(kind, binary, model, a)
     try:
         embed_once(port, warm)  # warm-up: first touch of the weights and buffers
         best = None
@@ -115,11 +93,7 @@ def run(kind, binary, model, a, body, warm):
                 best = (dt, cpu)
         return best
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
 
 
 def run_llama_embedding(binary, model, a, n_words):
@@ -144,7 +118,7 @@ def run_llama_embedding(binary, model, a, n_words):
 
 def words_for(a, model):
     """How many "hello" words make --tokens tokens with the model's special tokens (zerfoo's count)."""
-    proc, port = start("zerfoo", a.zerfoo, model, a)
+    proc, port = start_server("zerfoo", a.zerfoo, model, a)
     try:
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
         c.request("POST", "/v1/embeddings", body=json.dumps({"input": " ".join(["hello"] * 32)}),
@@ -152,8 +126,7 @@ def words_for(a, model):
         used = json.loads(c.getresponse().read())["usage"]["prompt_tokens"]
         return a.tokens - (used - 32)
     finally:
-        proc.terminate()
-        proc.wait(30)
+        stop(proc)
 
 
 def main():

@@ -17,20 +17,14 @@ import argparse
 import http.client
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
+from bench_server import first_delta_seconds, free_port, start, stop
+
 MESSAGES = [{"role": "user", "content": "Write one sentence about the sea."}]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def request(port, method, path, body=None, timeout=300):
@@ -70,50 +64,21 @@ def ttft(port, name):
     r = c.getresponse()
     if r.status != 200:
         sys.exit("HTTP %d: %s" % (r.status, r.read()[:300]))
-    buf, first = b"", None
-    while first is None:
-        chunk = r.read1(65536)
-        if not chunk:
-            break
-        buf += chunk
-        while b"\n\n" in buf and first is None:
-            event, buf = buf.split(b"\n\n", 1)
-            data = event[len(b"data: "):]
-            if data == b"[DONE]":
-                continue
-            j = json.loads(data)
-            delta = (j.get("choices") or [{}])[0].get("delta", {})
-            if delta.get("content") or delta.get("reasoning_content"):
-                first = time.perf_counter() - t0
-    r.read()
+    first = first_delta_seconds(r, t0)
     c.close()
     return first
 
 
-def start(kind, binary, models_dir, a):
+def start_server(kind, binary, models_dir, a):
     port = free_port()
     common = ["--models-dir", models_dir, "--port", str(port), "--threads", str(a.threads), "--ctx-size",
               str(a.ctx), "--parallel", "1"]
     cmd = [binary, "serve"] + common if kind == "zerfoo" else [binary, "--host", "127.0.0.1"] + common
-    log = open(os.path.join(tempfile.gettempdir(), "router_ttft-%s.log" % kind), "w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.time() + 60
-    while True:
-        try:
-            if request(port, "GET", "/health", timeout=5)[0] == 200:
-                break
-        except OSError:
-            pass
-        if time.time() > deadline or proc.poll() is not None:
-            proc.kill()
-            sys.exit("%s did not start: %s (log %s)" % (kind, " ".join(cmd), log.name))
-        time.sleep(0.1)
-    print("# %s: %s (log: %s)" % (kind, " ".join(cmd), log.name), file=sys.stderr, flush=True)
-    return proc, port
+    return start(kind, cmd, port, timeout=60, log_name="router_ttft-%s.log" % kind), port
 
 
 def run(kind, binary, models_dir, names, a):
-    proc, port = start(kind, binary, models_dir, a)
+    proc, port = start_server(kind, binary, models_dir, a)
     out = {n: {"cold": [], "warm": []} for n in names}
     try:
         for rnd in range(a.rounds):
@@ -128,11 +93,7 @@ def run(kind, binary, models_dir, names, a):
                 print(json.dumps({"server": kind, "round": rnd, "model": n, "cold_ms": round(cold * 1e3, 1),
                                   "warm_ms": round(warm * 1e3, 1), "load": round(os.getloadavg()[0], 2)}), flush=True)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
     return {n: {k: statistics.median(v) for k, v in d.items()} for n, d in out.items()}
 
 

@@ -36,14 +36,13 @@ import argparse
 import http.client
 import json
 import os
-import socket
-import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.parse
+
+from bench_server import free_port, start
 
 PROMPTS = ["Once upon a time", "The history of the Roman Empire", "Write a poem about the sea",
            "Explain how a CPU cache works", "The best way to learn a language is"]
@@ -136,12 +135,6 @@ def run_level(host, port, conc, reqs, n_tokens, timeout):
             "errors": len(errors)}
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_server(kind, binary, a, levels):
     """Starts `zerfoo serve` or llama-server on a free loopback port; returns (proc, port)."""
     port = free_port()
@@ -156,23 +149,7 @@ def start_server(kind, binary, a, levels):
             cmd += ["--cache-reuse", "256"]
     for f in a.lora:
         cmd += ["--lora", f]
-    log = open(os.path.join(tempfile.gettempdir(), "serve_bench-%s.log" % kind), "w")  # the server's own log
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.time() + 300
-    while True:
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            c.request("GET", "/health")
-            if c.getresponse().status == 200:
-                break
-        except OSError:
-            pass
-        if time.time() > deadline or proc.poll() is not None:
-            proc.kill()
-            sys.exit("%s did not become healthy: %s" % (kind, " ".join(cmd)))
-        time.sleep(0.1)
-    print("# %s: %s (log: %s)" % (kind, " ".join(cmd), log.name), file=sys.stderr, flush=True)
-    return proc, port
+    return start(kind, cmd, port, log_name="serve_bench-%s.log" % kind), port
 
 
 def memory_mib(pid):

@@ -13,11 +13,11 @@ Standard library only; not a test. The server runs with --parallel 1 on a free l
 import argparse
 import http.client
 import json
-import socket
 import statistics
-import subprocess
 import sys
 import time
+
+from bench_server import first_delta_seconds, free_port, start, stop
 
 TOOLS = [
     {"type": "function", "function": {"name": "get_weather", "description": "Current weather of a city",
@@ -40,12 +40,6 @@ TOOLS = [
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris today?"}]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def post(port, body, stream):
     """Returns (seconds to the answer or to the first streamed delta, status)."""
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
@@ -57,24 +51,9 @@ def post(port, body, stream):
     if not stream:
         r.read()
         return time.perf_counter() - t0
-    buf, first = b"", None
-    while first is None:
-        chunk = r.read1(65536)
-        if not chunk:
-            break
-        buf += chunk
-        while b"\n\n" in buf and first is None:
-            event, buf = buf.split(b"\n\n", 1)
-            data = event[len(b"data: "):]
-            if data == b"[DONE]":
-                continue
-            ch = json.loads(data).get("choices") or [{}]
-            d = ch[0].get("delta") or {}
-            if d.get("content") or d.get("reasoning_content") or d.get("tool_calls"):
-                first = time.perf_counter() - t0
-    r.read()
+    first = first_delta_seconds(r, t0)
     c.close()
-    return first if first is not None else float("nan")
+    return first
 
 
 def main():
@@ -89,17 +68,8 @@ def main():
     cmd = [a.zerfoo, "serve", "-m", a.model, "--port", str(port), "--parallel", "1", "--threads", str(a.threads)]
     if a.chat_template_file:
         cmd += ["--chat-template-file", a.chat_template_file]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = start("zerfoo", cmd, port, timeout=60, log_name="tools_ttft.log")
     try:
-        for _ in range(600):
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-                c.request("GET", "/health")
-                if c.getresponse().status == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.1)
         base = {"messages": MESSAGES, "tools": TOOLS, "temperature": 0}
         post(port, dict(base, max_tokens=1, tool_choice="required"), False)  # the vocabulary's trie, once per model
         print("| tool_choice | 1-token request (median ms) | first streamed delta (median ms) |")
@@ -111,8 +81,7 @@ def main():
                                               statistics.median(one) * 1e3, statistics.median(first) * 1e3))
             sys.stdout.flush()
     finally:
-        proc.terminate()
-        proc.wait(30)
+        stop(proc)
 
 
 if __name__ == "__main__":

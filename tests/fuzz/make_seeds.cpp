@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "common/tiny_model.h"
+#include "speech/whisper_builder.h"
 
 namespace {
 
@@ -44,6 +45,19 @@ int main(int argc, char** argv) {
   g_root = argv[1];
   mkdir(g_root.c_str(), 0755);
   using namespace zf::gguf::testutil;  // NOLINT
+  // whisper_load: .bin headers with one mel bin (small inputs) and a few tensors; a WAV.
+  {
+    zf::speech::testing::BinBuilder b;
+    b.hparams[9] = 1;
+    b.filters_n_mel = 1;
+    b.AddTensor("encoder.conv1.weight", 1, {3, 1, 8}, 0.5f);
+    b.AddTensor("encoder.conv1.bias", 0, {1, 8}, 0.0f);
+    b.AddTensor("encoder.blocks.0.mlp.0.weight", 8, {32, 2}, 0.0f);
+    Write("whisper_load", "bin_1mel", Prefixed(0, b.Build()));
+    const uint8_t wav[] = {'R', 'I', 'F', 'F', 40, 0, 0, 0, 'W', 'A', 'V', 'E', 'f', 'm', 't', ' ', 16, 0, 0, 0, 1, 0, 1, 0,
+                           0x80, 0x3e, 0, 0, 0, 0x7d, 0, 0, 2, 0, 16, 0, 'd', 'a', 't', 'a', 4, 0, 0, 0, 1, 0, 0xff, 0xff};
+    Write("whisper_load", "wav_pcm16", Prefixed(1, std::vector<uint8_t>(wav, wav + sizeof wav)));
+  }
   // gguf_load: a full tiny model (F32 and Q8_0 weights, n_embd 32) and vocab-only variants.
   Write("gguf_load", "tiny_f32", Prefixed(0, zf::testutil::TinyLlamaGguf(kTF32, "", 0, nullptr, 32)));
   Write("gguf_load", "tiny_q8_0", Prefixed(0, zf::testutil::TinyLlamaGguf(kTQ8_0, "", 0, nullptr, 32)));

@@ -40,7 +40,7 @@ extern "C" {
 /** Major version: bumped only on an ABI break (also the SONAME suffix). */
 #define ZF_VERSION_MAJOR 0
 /** Minor version: bumped when functions or params fields are appended. */
-#define ZF_VERSION_MINOR 6
+#define ZF_VERSION_MINOR 7
 /** Patch version: bumped for fixes that change no interface. */
 #define ZF_VERSION_PATCH 0
 /** The header's version as one number: MAJOR*1000000 + MINOR*1000 + PATCH. */
@@ -572,6 +572,13 @@ typedef struct zf_session zf_session;
 
 #define ZF_KV_F32 0 /**< KV cache in 32-bit floats. */
 #define ZF_KV_F16 1 /**< KV cache in 16-bit floats (default). */
+/** KV cache in ggml's Q8_0 blocks (32 int8 + an F16 scale: 8.5 bits per element; 0.7). Needs head
+ * sizes that are a multiple of 32 and the CPU engine (otherwise ::ZF_ERR_UNSUPPORTED). */
+#define ZF_KV_Q8_0 2
+/** KV cache in ggml's Q4_0 blocks (32 4-bit + an F16 scale: 4.5 bits per element; 0.7); as ::ZF_KV_Q8_0. */
+#define ZF_KV_Q4_0 3
+/** zf_session_params.kv_type_v: V's cache type is kv_type's (0.7). */
+#define ZF_KV_SAME (-1)
 
 /**
  * Prefill with the fastest kernels instead of the exact ones. By default a session evaluates a
@@ -588,9 +595,15 @@ typedef struct zf_session_params {
   uint32_t struct_size; /**< sizeof(zf_session_params) as the caller compiled it. */
   int32_t n_ctx;        /**< Context length in tokens; 0 = min(training context, 4096). */
   int32_t n_threads;    /**< CPU threads; 0 = the model's default. */
-  int32_t kv_type;      /**< ::ZF_KV_F16 (default) or ::ZF_KV_F32. */
+  int32_t kv_type;      /**< K's (and by default V's) cache type: ::ZF_KV_F16 (default), ::ZF_KV_F32,
+                             ::ZF_KV_Q8_0 or ::ZF_KV_Q4_0. */
   uint32_t flags;       /**< ::ZF_SESSION_FAST_PREFILL (appended in 0.4; default 0). */
   uint32_t reserved0;   /**< Padding; must be 0. */
+  /** V's cache type when it differs from K's (llama.cpp's -ctv; V tolerates quantization less
+   * than K in some models): a ::ZF_KV_F16 .. ::ZF_KV_Q4_0 value, or ::ZF_KV_SAME (default) for
+   * kv_type's. Appended in 0.7, so a caller compiled against an older header gets V = K. */
+  int32_t kv_type_v;
+  uint32_t reserved1;   /**< Padding; must be 0 (appended in 0.7). */
 } zf_session_params;
 
 /** @brief Fills defaults; see zf_model_params_init(). */

@@ -15,7 +15,8 @@ using zf::capi::Fail;
 using zf::capi::InitParams;
 using zf::capi::Succeed;
 
-static_assert(sizeof(zf_session_params) == 24 && offsetof(zf_session_params, flags) == 16,
+static_assert(sizeof(zf_session_params) == 32 && offsetof(zf_session_params, flags) == 16 &&
+                  offsetof(zf_session_params, kv_type_v) == 24,
               "zf_session_params layout is part of the ABI");
 static_assert(offsetof(zf_generate_params, n_logprobs) == 64, "zf_generate_params layout is part of the ABI");
 static_assert(offsetof(zf_generate_params, constraint) == 72 &&
@@ -170,6 +171,10 @@ void ReleaseSession(zf_session* s) {
 
 }  // namespace zf::capi
 
+static_assert(int(zf::engine::KvType::kF32) == ZF_KV_F32 && int(zf::engine::KvType::kF16) == ZF_KV_F16 &&
+                  int(zf::engine::KvType::kQ8_0) == ZF_KV_Q8_0 && int(zf::engine::KvType::kQ4_0) == ZF_KV_Q4_0,
+              "ZF_KV_* and engine::KvType agree");
+
 extern "C" {
 
 ZF_API zf_status zf_session_params_init(zf_session_params* params, size_t size) {
@@ -177,6 +182,7 @@ ZF_API zf_status zf_session_params_init(zf_session_params* params, size_t size) 
   std::memset(&d, 0, sizeof d);
   d.struct_size = sizeof d;
   d.kv_type = ZF_KV_F16;
+  d.kv_type_v = ZF_KV_SAME;
   return InitParams(params, size, d);
 }
 
@@ -188,16 +194,24 @@ ZF_API zf_status zf_session_create(zf_model* model, const zf_session_params* par
   zf_session_params p;
   zf_session_params_init(&p, sizeof p);
   if (!zf::capi::ReadParams(params, &p)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params->struct_size is too small");
-  if (p.kv_type != ZF_KV_F16 && p.kv_type != ZF_KV_F32) {
-    return Fail(ZF_ERR_INVALID_ARGUMENT, "unknown kv_type " + std::to_string(p.kv_type));
+  if (p.kv_type < ZF_KV_F32 || p.kv_type > ZF_KV_Q4_0) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "params->kv_type: unknown KV cache type " + std::to_string(p.kv_type) +
+                                             " (ZF_KV_F32, ZF_KV_F16, ZF_KV_Q8_0 or ZF_KV_Q4_0)");
+  }
+  if (p.kv_type_v != ZF_KV_SAME && (p.kv_type_v < ZF_KV_F32 || p.kv_type_v > ZF_KV_Q4_0)) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "params->kv_type_v: unknown KV cache type " + std::to_string(p.kv_type_v) +
+                                             " (ZF_KV_SAME, ZF_KV_F32, ZF_KV_F16, ZF_KV_Q8_0 or ZF_KV_Q4_0)");
   }
   if (zf_status e = zf::capi::CheckFlags("params->flags", p.flags, ZF_SESSION_FAST_PREFILL)) return e;
   if (zf_status e = zf::capi::CheckReserved("params->reserved0", p.reserved0)) return e;
+  if (zf_status e = zf::capi::CheckReserved("params->reserved1", p.reserved1)) return e;
   zf::rt::SessionOptions o;
   o.exact = (p.flags & ZF_SESSION_FAST_PREFILL) == 0;
   o.n_ctx = p.n_ctx;
   o.n_threads = p.n_threads;
-  o.kv_type = p.kv_type == ZF_KV_F32 ? zf::engine::KvType::kF32 : zf::engine::KvType::kF16;
+  // ZF_KV_* are KvType's values (static_asserts below).
+  o.kv_type = zf::engine::KvType(p.kv_type);
+  if (p.kv_type_v != ZF_KV_SAME) o.kv_type_v = zf::engine::KvType(p.kv_type_v);
   std::unique_ptr<zf_session> s(new zf_session());
   s->model = model;
   zf::Status st = model->served->CreateSession(o, &s->impl);

@@ -31,9 +31,15 @@ class Backend {
 
   // A KV cache for one sequence in this engine's memory: n_layer x n_ctx positions of k_width
   // (= n_head_kv*head_dim_k) and v_width elements; any backend of the engine computes on it.
-  // kOutOfMemory (or kUnsupported for a type the engine does not keep) on failure.
-  virtual Status CreateKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type,
-                          std::unique_ptr<KvCache>* out) = 0;
+  // K rows in k_type, V rows in v_type. kOutOfMemory (or kUnsupported for a type the engine
+  // does not keep, kInvalidArgument for a width that is not whole blocks) on failure.
+  virtual Status CreateKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType k_type,
+                          KvType v_type, std::unique_ptr<KvCache>* out) = 0;
+  // K and V in the same type.
+  Status CreateKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type,
+                  std::unique_ptr<KvCache>* out) {
+    return CreateKv(n_layer, n_ctx, k_width, v_width, type, type, out);
+  }
 
   // out[t, :] = dequantized row ids[t] of `table`, times `scale`.
   virtual void GetRows(const Tensor& table, const int32_t* ids, int32_t n, float scale, float* out) = 0;

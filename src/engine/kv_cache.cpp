@@ -7,6 +7,40 @@
 
 namespace zf::engine {
 
+const char* KvTypeName(KvType t) {
+  switch (t) {
+    case KvType::kF32: return "f32";
+    case KvType::kF16: return "f16";
+    case KvType::kQ8_0: return "q8_0";
+    case KvType::kQ4_0: return "q4_0";
+  }
+  return "?";
+}
+
+bool ParseKvType(const char* name, KvType* out) {
+  for (KvType t : {KvType::kF32, KvType::kF16, KvType::kQ8_0, KvType::kQ4_0}) {
+    if (std::string(name) == KvTypeName(t)) {
+      *out = t;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool KvTypeValid(int32_t t) { return t >= 0 && t <= int32_t(KvType::kQ4_0); }
+
+int32_t KvBlock(KvType t) { return t == KvType::kQ8_0 || t == KvType::kQ4_0 ? 32 : 1; }
+
+size_t KvRowBytes(KvType t, int64_t width) {
+  switch (t) {
+    case KvType::kF32: return size_t(width) * 4;
+    case KvType::kF16: return size_t(width) * 2;
+    case KvType::kQ8_0: return size_t(width / 32) * 34;  // F16 scale + 32 int8
+    case KvType::kQ4_0: return size_t(width / 32) * 18;  // F16 scale + 16 bytes of nibbles
+  }
+  return 0;
+}
+
 uint64_t KvCache::NextId() {
   static std::atomic<uint64_t> next{1};
   return next.fetch_add(1, std::memory_order_relaxed);

@@ -7,7 +7,12 @@
 // Rows as bytes (session state, runtime/session_state.cpp; the prefix cache,
 // runtime/prefix_cache.h): the rows of positions [pos0, pos0 + n_pos) form Planes() planes,
 // K of layer 0, V of layer 0, K of layer 1, ..., plane p PlaneBytes(p, n_pos) bytes in the
-// cache's element type. A cache whose engine cannot expose them has 0 planes.
+// cache's element types (K's planes in K's, V's in V's). A cache whose engine cannot expose them
+// has 0 planes.
+//
+// K and V each have an element type (llama.cpp's -ctk / -ctv): F32, F16, or ggml's 32-element
+// blocks Q8_0 / Q4_0 (an F16 scale per block; a row of w elements is w / 32 blocks, so each
+// head's part of a row starts on a block when the head size is a multiple of 32).
 #pragma once
 
 #include <cstddef>
@@ -18,7 +23,17 @@
 
 namespace zf::engine {
 
-enum class KvType : int32_t { kF32 = 0, kF16 = 1 };
+enum class KvType : int32_t { kF32 = 0, kF16 = 1, kQ8_0 = 2, kQ4_0 = 3 };
+
+// "f32", "f16", "q8_0", "q4_0" (llama.cpp's cache type names).
+const char* KvTypeName(KvType t);
+// The type named `name` (as KvTypeName); false for another name.
+bool ParseKvType(const char* name, KvType* out);
+bool KvTypeValid(int32_t t);
+// Elements per block: 1 for F32/F16, 32 for Q8_0/Q4_0.
+int32_t KvBlock(KvType t);
+// Bytes of a row of `width` elements (width a multiple of KvBlock(t)).
+size_t KvRowBytes(KvType t, int64_t width);
 
 class KvCache {
  public:
@@ -34,7 +49,8 @@ class KvCache {
   int32_t n_ctx() const { return n_ctx_; }
   int32_t k_width() const { return k_width_; }
   int32_t v_width() const { return v_width_; }
-  KvType type() const { return type_; }
+  KvType k_type() const { return k_type_; }
+  KvType v_type() const { return v_type_; }
 
   virtual int32_t Planes() const { return 0; }
   virtual size_t PlaneBytes(int32_t plane, int32_t n_pos) const { return 0; }
@@ -56,16 +72,17 @@ class KvCache {
   Status WriteRows(int32_t pos0, int32_t n_pos, const uint8_t* in);
 
  protected:
-  KvCache(Device device, int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type)
+  KvCache(Device device, int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType k_type,
+          KvType v_type)
       : device_(device), id_(NextId()), n_layer_(n_layer), n_ctx_(n_ctx), k_width_(k_width), v_width_(v_width),
-        type_(type) {}
+        k_type_(k_type), v_type_(v_type) {}
 
  private:
   static uint64_t NextId();
   const Device device_;
   const uint64_t id_;
   const int32_t n_layer_, n_ctx_, k_width_, v_width_;
-  const KvType type_;
+  const KvType k_type_, v_type_;
 };
 
 }  // namespace zf::engine

@@ -53,12 +53,26 @@ Status Session::Create(const model::Model& model, const SessionOptions& o, std::
   int32_t n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min(d.n_ctx_train, kDefaultContext);
   if (n_ctx > (1 << 24)) return InvalidArgument("n_ctx " + std::to_string(n_ctx) + " is too large");
   const int32_t threads = o.n_threads > 0 ? o.n_threads : model.default_threads();
+  const engine::KvType kt = o.kv_type, vt = o.kv_type_v.value_or(o.kv_type);
+  if (!engine::KvTypeValid(int32_t(kt)) || !engine::KvTypeValid(int32_t(vt))) {
+    return InvalidArgument("unknown KV cache type " + std::to_string(int32_t(engine::KvTypeValid(int32_t(kt)) ? vt : kt)));
+  }
+  // A quantized type's blocks must not straddle heads: each head's part of a row is read alone.
+  for (const model::LayerDesc& l : d.layers) {
+    if (!l.attention()) continue;
+    if (l.attn.head_dim_k % engine::KvBlock(kt) != 0 || l.attn.head_dim_v % engine::KvBlock(vt) != 0) {
+      const bool k_bad = l.attn.head_dim_k % engine::KvBlock(kt) != 0;
+      return Unsupported(std::string("a ") + engine::KvTypeName(k_bad ? kt : vt) + " " + (k_bad ? "K" : "V") +
+                         " cache needs head sizes that are a multiple of 32; this model's " + (k_bad ? "K" : "V") +
+                         " heads have " + std::to_string(k_bad ? l.attn.head_dim_k : l.attn.head_dim_v) + " elements");
+    }
+  }
   if (model.device() != model::Device::kCuda) {
     // The KV cache reserves address space for all n_ctx positions at once and commits pages as
     // they fill (LazyBuffer): an absurd n_ctx would not fail here but bring in the OOM killer
     // once the conversation grows. Refused beforehand instead.
-    const uint64_t elem = o.kv_type == engine::KvType::kF16 ? 2 : 4;
-    const uint64_t kv = uint64_t(d.NKvLayers()) * uint64_t(n_ctx) * uint64_t(d.MaxKWidth() + d.MaxVWidth()) * elem;
+    const uint64_t kv = uint64_t(d.NKvLayers()) * uint64_t(n_ctx) *
+                        uint64_t(engine::KvRowBytes(kt, d.MaxKWidth()) + engine::KvRowBytes(vt, d.MaxVWidth()));
     const uint64_t avail = AvailableMemoryBytes();
     if (avail != 0 && kv > avail) {
       return Status(Code::kOutOfMemory, "the KV cache for n_ctx=" + std::to_string(n_ctx) + " needs " +
@@ -71,8 +85,9 @@ Status Session::Create(const model::Model& model, const SessionOptions& o, std::
   // A context now: it checks that the engine can run the model, and makes the KV cache.
   model::ForwardPool::Lease ctx;
   ZF_RETURN_IF_ERROR(model.forwards()->Acquire(s->fwd_key_, &ctx));
-  ZF_RETURN_IF_ERROR(ctx.backend().CreateKv(d.NKvLayers(), n_ctx, d.MaxKWidth(), d.MaxVWidth(), o.kv_type, &s->kv_));
-  s->kv_type_ = o.kv_type;
+  ZF_RETURN_IF_ERROR(ctx.backend().CreateKv(d.NKvLayers(), n_ctx, d.MaxKWidth(), d.MaxVWidth(), kt, vt, &s->kv_));
+  s->kv_k_ = kt;
+  s->kv_v_ = vt;
   s->exact_ = ctx.exact();  // an engine without batch-invariant products (CUDA today) is not exact
   s->host_ = ctx.backend().HostActivations();
   if (!s->host_ || s->fwd_key_.n_threads != std::min(model.default_threads(), 256)) s->own_ = std::move(ctx);
@@ -247,9 +262,10 @@ void Session::set_prefix_cache(PrefixCache* cache) {
   prefix_cache_ = nullptr;
   if (cache == nullptr || !exact_ || kv_->StateBytes(PrefixCache::kBlockTokens) == 0) return;
   prefix_cache_ = cache;
-  // Rows are comparable between sessions with the same cache element type and rope factors
+  // Rows are comparable between sessions with the same K and V element types and rope factors
   // (LongRoPE picks its set by n_ctx).
-  base_seed_ = PrefixCache::Key(uint64_t(kv_type_) * 0x100000001b3ull ^ uint64_t(uintptr_t(rope_factors_)),
+  const uint64_t types = uint64_t(kv_k_) | uint64_t(kv_v_) << 8;
+  base_seed_ = PrefixCache::Key(types * 0x100000001b3ull ^ uint64_t(uintptr_t(rope_factors_)),
                                 std::vector<int32_t>(PrefixCache::kBlockTokens, -1).data());
   chain_seed_ = lora_ != nullptr ? PrefixCache::Key(base_seed_ ^ lora_->key(), std::vector<int32_t>(PrefixCache::kBlockTokens, -2).data())
                                  : base_seed_;

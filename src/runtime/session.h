@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "common/status.h"
@@ -27,7 +28,8 @@ class ConstraintVocab;
 struct SessionOptions {
   int32_t n_ctx = 0;      // 0 = min(training context, kDefaultContext)
   int32_t n_threads = 0;  // 0 = the model's default
-  engine::KvType kv_type = engine::KvType::kF16;
+  engine::KvType kv_type = engine::KvType::kF16;  // K's cache type, and V's unless kv_type_v is set
+  std::optional<engine::KvType> kv_type_v;          // V's, when it differs (llama.cpp's -ctv)
   // Exact prefill (default): the products and attention of a prompt's rows are computed as for
   // one token (Backend::SetBatchInvariant), so a position's logits do not depend on how the
   // prompt was split, batched or reused from the prefix cache. False: the multi-token kernels
@@ -211,7 +213,7 @@ class Session {
 
   const model::Model& model_;
   int32_t n_ctx_;
-  engine::KvType kv_type_ = engine::KvType::kF16;
+  engine::KvType kv_k_ = engine::KvType::kF16, kv_v_ = engine::KvType::kF16;
   std::unique_ptr<engine::KvCache> kv_;   // the sequence's KV rows
   const float* rope_factors_ = nullptr;   // model::Forward::RopeFactors of n_ctx_
   int32_t max_batch_ = kMaxBatch;         // tokens per step: min(kMaxBatch, n_ctx)

@@ -1,7 +1,8 @@
 // Session state as bytes: a header that names the model (so a state is never loaded into
 // another model's session), the conversation tokens, and the engine's KV rows.
 //
-// Layout (little-endian): "ZFST", u32 version, u64 model fingerprint, u32 kv type, u32 n_past,
+// Layout (little-endian): "ZFST", u32 version, u64 model fingerprint, u32 kv types (KvTypesWord),
+// u32 n_past,
 // u32 n_deferred (Session::deferred()), i32 tokens[n_past + n_deferred], u64 kv bytes, kv bytes; version 2 (models with
 // recurrent layers) then has u64 R (floats of one recurrent state), u32 n_checkpoints
 // (= n_past / Session::kCheckpointInterval), f32 state[R], f32 checkpoints[n_checkpoints][R].
@@ -11,6 +12,7 @@
 // Attention-only models write version 1, as before.
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "runtime/session.h"
 
@@ -41,6 +43,20 @@ uint64_t Fingerprint(const model::Model& m) {
     mix(t.ne, sizeof t.ne);
   }
   return h;
+}
+
+// K's type in the low byte; V's type + 1 in the next byte when it differs from K's (0 when V's is
+// K's, so states written before V had a type of its own read the same).
+uint32_t KvTypesWord(engine::KvType k, engine::KvType v) {
+  return uint32_t(k) | (v == k ? 0u : (uint32_t(v) + 1) << 8);
+}
+std::string KvTypesText(uint32_t w) {
+  const auto name = [](uint32_t t) {
+    return engine::KvTypeValid(int32_t(t)) ? std::string(engine::KvTypeName(engine::KvType(t)))
+                                           : "unknown(" + std::to_string(t) + ")";
+  };
+  const uint32_t k = w & 0xff, v = (w >> 8) & 0xff;
+  return "K " + name(k) + " / V " + name(v == 0 ? k : v - 1);
 }
 
 template <typename T>
@@ -76,7 +92,7 @@ Status Session::SaveState(uint8_t* buf, size_t cap, size_t* written) const {
   p += 4;
   Put<uint32_t>(p, recurrent() ? kVersionRecurrent : kVersion);
   Put<uint64_t>(p, Fingerprint(model_));
-  Put<uint32_t>(p, uint32_t(kv_type_));
+  Put<uint32_t>(p, KvTypesWord(kv_k_, kv_v_));
   Put<uint32_t>(p, uint32_t(history_.size()));
   Put<uint32_t>(p, uint32_t(deferred_.size()));
   for (int32_t t : history_) Put<int32_t>(p, t);
@@ -115,7 +131,11 @@ Status Session::LoadState(const uint8_t* buf, size_t len) {
   if (Get<uint64_t>(p) != Fingerprint(model_)) {
     return InvalidArgument("the session state was saved from another model (architecture, sizes or tensors differ)");
   }
-  if (Get<uint32_t>(p) != uint32_t(kv_type_)) return InvalidArgument("the session state has another KV cache type");
+  const uint32_t types = Get<uint32_t>(p);
+  if (types != KvTypesWord(kv_k_, kv_v_)) {
+    return InvalidArgument("the session state has KV cache types " + KvTypesText(types) + "; this session has " +
+                           KvTypesText(KvTypesWord(kv_k_, kv_v_)) + " (create the session with the state's types)");
+  }
   const uint32_t n_hist = Get<uint32_t>(p), n_pend = Get<uint32_t>(p);
   if (uint64_t(n_hist) + n_pend > uint64_t(n_ctx_)) {
     return Status(Code::kContextFull, "the session state holds " + std::to_string(uint64_t(n_hist) + n_pend) +

@@ -46,8 +46,9 @@ TEST_CASE("params structs have their ABI sizes and defaults") {
   CHECK(mp.max_batch == int32_t(0xABABABAB));  // beyond its struct_size: not written
   CHECK(sizeof(zf_model_summary) == 112);  // 88 before the six FIM token ids (0.5)
   CHECK(offsetof(zf_model_summary, token_fim_pre) == 88);
-  CHECK(sizeof(zf_session_params) == 24);  // 16 before flags and reserved0
+  CHECK(sizeof(zf_session_params) == 32);  // 16 before flags and reserved0, 24 before kv_type_v and reserved1 (0.7)
   CHECK(offsetof(zf_session_params, flags) == 16);
+  CHECK(offsetof(zf_session_params, kv_type_v) == 24);
   CHECK(sizeof(zf_cache_info) == 64);
   // 64, then 72 with n_logprobs; 88 with the constraint; 96 with its trigger; 104 with the draft
   CHECK(sizeof(zf_generate_params) == 104);

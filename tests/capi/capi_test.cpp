@@ -47,7 +47,7 @@ std::string Generate(zf_session* s, const std::string& prompt, const zf_generate
 
 TEST(CapiBasics, VersionAndStatusStrings) {
   EXPECT_EQ(zf_version(), uint32_t(ZF_VERSION));
-  EXPECT_STREQ(zf_version_string(), "0.6.0");
+  EXPECT_STREQ(zf_version_string(), "0.7.0");
   EXPECT_STREQ(zf_status_string(ZF_OK), "ZF_OK");
   EXPECT_STREQ(zf_status_string(ZF_ERR_FORMAT), "ZF_ERR_FORMAT");
   EXPECT_STREQ(zf_status_string(12345), "ZF_ERR_UNKNOWN");

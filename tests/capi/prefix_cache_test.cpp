@@ -28,12 +28,14 @@ ModelPtr LoadWithCache(const std::string& path, int32_t cache_mib) {
   return ModelPtr(m);
 }
 
-SessionPtr NewSessionFlags(zf_model* m, uint32_t flags, int32_t n_ctx = 2048, int32_t kv_type = ZF_KV_F16) {
+SessionPtr NewSessionFlags(zf_model* m, uint32_t flags, int32_t n_ctx = 2048, int32_t kv_type = ZF_KV_F16,
+                           int32_t kv_type_v = ZF_KV_SAME) {
   zf_session_params p;
   zf_session_params_init(&p, sizeof p);
   p.n_ctx = n_ctx;
   p.flags = flags;
   p.kv_type = kv_type;
+  p.kv_type_v = kv_type_v;
   zf_session* s = nullptr;
   EXPECT_EQ(zf_session_create(m, &p, &s), ZF_OK) << zf_last_error();
   return SessionPtr(s);
@@ -74,18 +76,19 @@ std::vector<std::pair<size_t, std::vector<float>>> EvalChunks(zf_session* s, con
   return out;
 }
 
-void CheckChunkingExact(const std::string& path) {
+// kv_type / kv_type_v: the sessions' K and V cache types (the rule holds per type).
+void CheckChunkingExact(const std::string& path, int32_t kv_type = ZF_KV_F16, int32_t kv_type_v = ZF_KV_SAME) {
   ModelPtr m = LoadWithCache(path, -1);  // no cache: chunking alone
   ASSERT_TRUE(m);
   const size_t nv = Vocab(m.get());
   const std::vector<int32_t> toks = Tokens(150, 1);
   std::vector<std::vector<float>> per_pos(toks.size());  // one token at a time: every position
   {
-    SessionPtr s = NewSessionFlags(m.get(), 0);
+    SessionPtr s = NewSessionFlags(m.get(), 0, 2048, kv_type, kv_type_v);
     for (auto& [pos, l] : EvalChunks(s.get(), toks, 1, nv)) per_pos[pos] = std::move(l);
   }
   for (size_t chunk : {size_t(7), size_t(128), toks.size()}) {
-    SessionPtr s = NewSessionFlags(m.get(), 0);
+    SessionPtr s = NewSessionFlags(m.get(), 0, 2048, kv_type, kv_type_v);
     for (const auto& [pos, l] : EvalChunks(s.get(), toks, chunk, nv)) {
       EXPECT_EQ(std::memcmp(l.data(), per_pos[pos].data(), nv * sizeof(float)), 0)
           << "chunks of " << chunk << ": position " << pos << " differs from one token at a time";
@@ -95,7 +98,7 @@ void CheckChunkingExact(const std::string& path) {
   ModelPtr cached = LoadWithCache(path, 0);
   ASSERT_TRUE(cached);
   for (int run = 0; run < 2; ++run) {
-    SessionPtr s = NewSessionFlags(cached.get(), 0);
+    SessionPtr s = NewSessionFlags(cached.get(), 0, 2048, kv_type, kv_type_v);
     std::vector<float> l(nv);
     ASSERT_EQ(zf_session_eval(s.get(), toks.data(), toks.size(), l.data(), nv), ZF_OK) << zf_last_error();
     EXPECT_EQ(std::memcmp(l.data(), per_pos.back().data(), nv * sizeof(float)), 0) << "run " << run;
@@ -114,6 +117,49 @@ TEST(PrefixCache, ChunkingAndCacheAreExactSmolLM2) {
 TEST(PrefixCache, ChunkingAndCacheAreExactGemma3) {
   ZF_REQUIRE_MODEL(path, "gemma3");
   CheckChunkingExact(path);
+}
+
+// The same rule with quantized K/V: the blocks hold the quantized rows.
+TEST(PrefixCache, ChunkingAndCacheAreExactQuantizedKvSmolLM2) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  {
+    SCOPED_TRACE("q8_0");
+    CheckChunkingExact(path, ZF_KV_Q8_0);
+  }
+  SCOPED_TRACE("K q4_0, V q8_0");
+  CheckChunkingExact(path, ZF_KV_Q4_0, ZF_KV_Q8_0);
+}
+
+TEST(PrefixCache, ChunkingAndCacheAreExactQuantizedKvGemma3) {
+  ZF_REQUIRE_MODEL(path, "gemma3");
+  CheckChunkingExact(path, ZF_KV_Q4_0);  // (sliding-window layers, head size 256)
+}
+
+// Sessions of different K/V types never take each other's blocks: the keys carry both types.
+TEST(PrefixCache, QuantizedKvBlocksAreKeyedByBothTypes) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  ModelPtr m = LoadWithCache(path, 0);
+  ModelPtr plain = LoadWithCache(path, -1);
+  ASSERT_TRUE(m && plain);
+  const size_t nv = Vocab(m.get());
+  const std::vector<int32_t> toks = Tokens(2 * 64 + 3, 8);
+  std::vector<SessionPtr> keep;
+  const int32_t types[][2] = {{ZF_KV_Q8_0, ZF_KV_SAME}, {ZF_KV_Q8_0, ZF_KV_F16}, {ZF_KV_F16, ZF_KV_Q8_0}, {ZF_KV_Q8_0, ZF_KV_F16}};
+  for (const auto& t : types) {
+    keep.push_back(NewSessionFlags(m.get(), 0, 512, t[0], t[1]));
+    ASSERT_EQ(zf_session_eval(keep.back().get(), toks.data(), toks.size(), nullptr, 0), ZF_OK) << zf_last_error();
+  }
+  const zf_cache_info c = CacheInfo(m.get());
+  EXPECT_EQ(c.blocks, 6u);            // two blocks for each of the three type pairs
+  EXPECT_EQ(c.hit_tokens, 2u * 64u);  // only the second K q8_0 / V f16 session took blocks
+  const std::vector<int32_t> more = Tokens(5, 9);
+  std::vector<float> got(nv), want(nv);
+  ASSERT_EQ(zf_session_eval(keep.back().get(), more.data(), more.size(), got.data(), nv), ZF_OK);
+  std::vector<int32_t> all = toks;
+  all.insert(all.end(), more.begin(), more.end());
+  SessionPtr ref = NewSessionFlags(plain.get(), 0, 512, ZF_KV_Q8_0, ZF_KV_F16);
+  ASSERT_EQ(zf_session_eval(ref.get(), all.data(), all.size(), want.data(), nv), ZF_OK);
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), nv * sizeof(float)), 0) << "quantized rows from the cache differ";
 }
 
 // This process's memory other than file mappings (the weights), in bytes: anonymous pages plus

@@ -43,7 +43,8 @@ float RelErr(const std::vector<float>& gpu, const std::vector<float>& cpu) {
 class CheckingKv final : public engine::KvCache {
  public:
   CheckingKv(std::unique_ptr<engine::KvCache> gpu, std::unique_ptr<engine::KvCache> cpu)
-      : KvCache(engine::Device::kAuto, gpu->n_layer(), gpu->n_ctx(), gpu->k_width(), gpu->v_width(), gpu->type()),
+      : KvCache(engine::Device::kAuto, gpu->n_layer(), gpu->n_ctx(), gpu->k_width(), gpu->v_width(), gpu->k_type(),
+                gpu->v_type()),
         gpu_(std::move(gpu)), cpu_(std::move(cpu)) {}
   std::unique_ptr<engine::KvCache> gpu_, cpu_;
 };
@@ -57,12 +58,13 @@ class CheckingBackend final : public Backend {
   int32_t checked() const { return checked_; }
   float worst() const { return worst_; }
 
-  Status CreateKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, engine::KvType type,
-                  std::unique_ptr<engine::KvCache>* out) override {
+  using Backend::CreateKv;
+  Status CreateKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, engine::KvType k_type,
+                  engine::KvType v_type, std::unique_ptr<engine::KvCache>* out) override {
     k_width_ = k_width, v_width_ = v_width;
     std::unique_ptr<engine::KvCache> c, g;
-    ZF_RETURN_IF_ERROR(cpu_.CreateKv(n_layer, n_ctx, k_width, v_width, type, &c));
-    ZF_RETURN_IF_ERROR(gpu_.CreateKv(n_layer, n_ctx, k_width, v_width, type, &g));
+    ZF_RETURN_IF_ERROR(cpu_.CreateKv(n_layer, n_ctx, k_width, v_width, k_type, v_type, &c));
+    ZF_RETURN_IF_ERROR(gpu_.CreateKv(n_layer, n_ctx, k_width, v_width, k_type, v_type, &g));
     out->reset(new CheckingKv(std::move(g), std::move(c)));
     return Status::Ok();
   }

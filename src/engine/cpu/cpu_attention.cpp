@@ -32,6 +32,25 @@ void VisibleKeys(const AttentionParams& ap, int32_t p_q, int32_t last_pos, int32
   }
 }
 
+// The ggml type of a cache's rows, and the bytes of `n` elements of it.
+GgmlType RowType(KvType t) {
+  switch (t) {
+    case KvType::kF16: return GgmlType::F16;
+    case KvType::kQ8_0: return GgmlType::Q8_0;
+    case KvType::kQ4_0: return GgmlType::Q4_0;
+    case KvType::kF32: break;
+  }
+  return GgmlType::F32;
+}
+size_t RowBytes(GgmlType t, int64_t n) {
+  switch (t) {
+    case GgmlType::F16: return KvRowBytes(KvType::kF16, n);
+    case GgmlType::Q8_0: return KvRowBytes(KvType::kQ8_0, n);
+    case GgmlType::Q4_0: return KvRowBytes(KvType::kQ4_0, n);
+    default: return KvRowBytes(KvType::kF32, n);
+  }
+}
+
 }  // namespace
 
 // Per thread: a V head in F32, Q in the cache type, and the scores of one context row.
@@ -124,7 +143,7 @@ void CpuBackend::AttentionRows(int32_t layer, const DecodeRow* rows, int32_t n, 
   bool ok = fast;
   for (int32_t i = 0; i < n && ok; ++i) {
     const CpuKvCache* c = CpuKvCache::Of(*rows[i].kv);
-    ok = c != nullptr && c->type() == KvType::kF16;
+    ok = c != nullptr && c->k_type() == KvType::kF16 && c->v_type() == KvType::kF16;
     if (ok) {
       max_ctx = std::max(max_ctx, c->n_ctx());
       k_width = std::max(k_width, c->k_width());
@@ -167,7 +186,7 @@ void CpuBackend::AttentionRows(int32_t layer, const DecodeRow* rows, int32_t n, 
 // does (products and sums in F32).
 void CpuBackend::AttentionBlocked(const CpuKvCache& cache, int32_t layer, const float* q, int32_t n_tok,
                                   int32_t pos0, const AttentionParams& ap, float* out) {
-  const bool f16 = cache.type() == KvType::kF16;
+  const bool f16 = cache.k_type() == KvType::kF16;  // (the caller passes F16/F16 or F32/F32)
   const int32_t n_pos = pos0 + n_tok;
   const int32_t dk = ap.head_dim_k;
   const int64_t kt_stride = (int64_t{n_pos} + attn::kKeyPad + 15) / 16 * 16;
@@ -346,12 +365,15 @@ void CpuBackend::Attention(const KvCache& kv, int32_t layer, const float* q, int
                            const AttentionParams& ap, float* out) {
   static const bool blocked_ok = attn::HasFastBlock() && !env::NoBlockedAttention();
   const CpuKvCache& cache = *CpuKvCache::Of(kv);
-  const bool f16 = cache.type() == KvType::kF16;
+  const bool f16 = cache.k_type() == KvType::kF16 && cache.v_type() == KvType::kF16;
+  const bool f32 = cache.k_type() == KvType::kF32 && cache.v_type() == KvType::kF32;
+  // Quantized (or mixed) K/V go through the per-row path below for prefill and decode alike: each
+  // (token, head) is the same computation however the prompt is split, so it is exact.
   if (n_tok > 1 && blocked_ok && invariant_ && f16) {
     AttentionRowsExact(cache, layer, q, n_tok, pos0, ap, out);
     return;
   }
-  if (n_tok > 1 && blocked_ok) {
+  if (n_tok > 1 && blocked_ok && (f16 || f32)) {
     AttentionBlocked(cache, layer, q, n_tok, pos0, ap, out);
     return;
   }
@@ -393,10 +415,14 @@ void CpuBackend::Attention(const KvCache& kv, int32_t layer, const float* q, int
     const AttentionParams* ap;
     int32_t n_tok, pos0, group, q_width, o_width, k_width, v_width;
     size_t per_thread;
-    const uint8_t* kdata;  // this layer's position 0 (cache type, or F32 when staged)
+    const uint8_t* kdata;  // this layer's position 0 (cache types, or F32 when staged)
     const uint8_t* vdata;
-    bool f16, staged;
-  } c{scratch, q, out, &ap, n_tok, pos0, group, q_width, o_width, k_width, v_width, per_thread, kdata, vdata, f16, staged};
+    GgmlType kt, vt;       // the rows' types as read here
+    size_t k_row, v_row;   // bytes per K / V row as read here
+    bool staged;
+  } c{scratch, q, out, &ap, n_tok, pos0, group, q_width, o_width, k_width, v_width, per_thread, kdata, vdata,
+      staged ? GgmlType::F32 : RowType(cache.k_type()), staged ? GgmlType::F32 : RowType(cache.v_type()),
+      staged ? size_t(k_width) * 4 : cache.RowBytes(false), staged ? size_t(v_width) * 4 : cache.RowBytes(true), staged};
   pool_->Run(
       [](void* p, int32_t ith, int32_t nth) {
         Ctx& c = *static_cast<Ctx*>(p);
@@ -411,26 +437,26 @@ void CpuBackend::Attention(const KvCache& kv, int32_t layer, const float* q, int
           int32_t lo = 0, last = 0;  // the visible keys
           VisibleKeys(ap, p_q, c.pos0 + c.n_tok - 1, &lo, &last);
           const float* qh = c.q + int64_t{t} * c.q_width + int64_t{h} * ap.head_dim_k;
-          // With an F16 cache, Q is rounded to F16 and dotted with K in F16 (F32 sums), as the
-          // reference does; softmax and the weighted sum of V are in F32. Rows are read in
-          // place through the dispatched (AVX2) kernels, one KV head at a time.
-          const GgmlType kv = (c.f16 && !c.staged) ? GgmlType::F16 : GgmlType::F32;
-          const size_t elem = kv == GgmlType::F16 ? 2 : 4;
+          // Q goes into K's dot-product type, as the reference does: F16 for an F16 cache (F32
+          // sums), Q8_0 for a Q8_0 or Q4_0 cache (integer dot products per block, dequantized in
+          // registers by quant::VecDot's kernels); softmax and the weighted sum of V are in F32,
+          // each V row dequantized once. Rows are read in place, one KV head at a time.
           float* vrow = row;                                          // one V head in F32
-          auto* q16 = reinterpret_cast<uint8_t*>(vrow + ap.head_dim_v);  // Q in the rows' type
+          auto* q16 = reinterpret_cast<uint8_t*>(vrow + ap.head_dim_v);  // Q in K's dot type
           float* scores = reinterpret_cast<float*>(q16 + size_t(ap.head_dim_k) * 4);
           if (c.staged) {  // F16-rounded Q, kept in F32 to meet the staged F32 rows
             quant::QuantizeActivations(GgmlType::F16, qh, scores, ap.head_dim_k);
             quant::DequantizeRow(GgmlType::F16, scores, reinterpret_cast<float*>(q16), ap.head_dim_k);
           } else {
-            quant::QuantizeActivations(kv, qh, q16, ap.head_dim_k);
+            quant::QuantizeActivations(quant::VecDotType(c.kt), qh, q16, ap.head_dim_k);
           }
-          const uint8_t* kbase = c.kdata + size_t(g) * ap.head_dim_k * elem;
-          const uint8_t* vbase = c.vdata + size_t(g) * ap.head_dim_v * elem;
+          const quant::VecDotFn dot = quant::GetVecDotFn(c.kt);
+          const uint8_t* kbase = c.kdata + RowBytes(c.kt, int64_t{g} * ap.head_dim_k);
+          const uint8_t* vbase = c.vdata + RowBytes(c.vt, int64_t{g} * ap.head_dim_v);
           float mx = -INFINITY;
           for (int32_t j = lo; j <= last; ++j) {
             const size_t slot = size_t(j);
-            float s = quant::VecDot(kv, ap.head_dim_k, kbase + slot * c.k_width * elem, q16);
+            float s = dot(ap.head_dim_k, kbase + slot * c.k_row, q16);
             s *= ap.scale;
             if (ap.softcap > 0.0f) s = ap.softcap * std::tanh(s / ap.softcap);
             scores[j - lo] = s;
@@ -450,10 +476,10 @@ void CpuBackend::Attention(const KvCache& kv, int32_t layer, const float* q, int
             const size_t slot = size_t(lo + j);
             const float w = scores[j] * inv;
             const float* vh = vrow;
-            if (kv == GgmlType::F32) {
-              vh = reinterpret_cast<const float*>(vbase + slot * c.v_width * elem);
+            if (c.vt == GgmlType::F32) {
+              vh = reinterpret_cast<const float*>(vbase + slot * c.v_row);
             } else {
-              quant::DequantizeRow(kv, vbase + slot * c.v_width * elem, vrow, ap.head_dim_v);
+              quant::DequantizeRow(c.vt, vbase + slot * c.v_row, vrow, ap.head_dim_v);
             }
             quant::AxpyF32(ap.head_dim_v, w, vh, oh);
           }

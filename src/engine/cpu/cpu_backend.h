@@ -27,9 +27,10 @@ class CpuBackend final : public Backend {
   CpuBackend(int32_t n_threads, const PackedWeights* packed = nullptr, ThreadPool* pool = nullptr);
   const char* name() const override { return "cpu"; }
 
-  Status CreateKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type,
+  using Backend::CreateKv;
+  Status CreateKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType k_type, KvType v_type,
                   std::unique_ptr<KvCache>* out) override {
-    return CpuKvCache::Create(n_layer, n_ctx, k_width, v_width, type, out);
+    return CpuKvCache::Create(n_layer, n_ctx, k_width, v_width, k_type, v_type, out);
   }
   void GetRows(const Tensor& table, const int32_t* ids, int32_t n, float scale, float* out) override;
   void MatMul(const Tensor& w, const float* x, int32_t n_tok, float* y) override;

@@ -6,16 +6,23 @@
 #include <new>
 #include <string>
 
+#include "engine/cpu/kv_quant.h"
 #include "quant/quant.h"
 
 namespace zf::engine {
 
-Status CpuKvCache::Create(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type,
-                          std::unique_ptr<KvCache>* out) {
+Status CpuKvCache::Create(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType k_type,
+                          KvType v_type, std::unique_ptr<KvCache>* out) {
   out->reset();
-  std::unique_ptr<CpuKvCache> c(new (std::nothrow) CpuKvCache(n_layer, n_ctx, k_width, v_width, type));
-  if (c == nullptr || !c->k_.Allocate(size_t(n_layer) * size_t(c->ctx_stride_) * size_t(k_width) * c->elem()) ||
-      !c->v_.Allocate(size_t(n_layer) * size_t(c->ctx_stride_) * size_t(v_width) * c->elem())) {
+  if (!KvTypeValid(int32_t(k_type)) || !KvTypeValid(int32_t(v_type))) return InvalidArgument("unknown KV cache type");
+  if (k_width % KvBlock(k_type) != 0 || v_width % KvBlock(v_type) != 0) {
+    return InvalidArgument(std::string("a ") + KvTypeName(k_width % KvBlock(k_type) != 0 ? k_type : v_type) +
+                           " KV cache needs rows of whole 32-element blocks (K width " + std::to_string(k_width) +
+                           ", V width " + std::to_string(v_width) + ")");
+  }
+  std::unique_ptr<CpuKvCache> c(new (std::nothrow) CpuKvCache(n_layer, n_ctx, k_width, v_width, k_type, v_type));
+  if (c == nullptr || !c->k_.Allocate(size_t(n_layer) * size_t(c->ctx_stride_) * c->k_row_) ||
+      !c->v_.Allocate(size_t(n_layer) * size_t(c->ctx_stride_) * c->v_row_)) {
     return Status(Code::kOutOfMemory, "cannot allocate the KV cache for n_ctx=" + std::to_string(n_ctx));
   }
   *out = std::move(c);
@@ -23,9 +30,20 @@ Status CpuKvCache::Create(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32
 }
 
 size_t CpuKvCache::Offset(bool v, int32_t layer, int32_t pos) const {
-  const size_t width = size_t(v ? v_width() : k_width());
-  return (size_t(layer) * size_t(ctx_stride_) + size_t(pos)) * width * elem();
+  return (size_t(layer) * size_t(ctx_stride_) + size_t(pos)) * RowBytes(v);
 }
+
+namespace {
+void StoreRow(KvType t, const float* x, uint8_t* dst, int32_t n) {
+  switch (t) {
+    case KvType::kF16: quant::QuantizeActivations(GgmlType::F16, x, dst, n); return;  // vectorized F32 -> F16
+    case KvType::kQ8_0: kvq::QuantizeQ8_0(x, dst, n); return;
+    case KvType::kQ4_0: kvq::QuantizeQ4_0(x, dst, n); return;
+    case KvType::kF32: break;
+  }
+  std::memcpy(dst, x, size_t(n) * 4);
+}
+}  // namespace
 
 void CpuKvCache::Store(int32_t layer, const float* k, const float* v, int32_t n_tok, int32_t pos0) {
   const int32_t kw = k_width(), vw = v_width();
@@ -34,18 +52,13 @@ void CpuKvCache::Store(int32_t layer, const float* k, const float* v, int32_t n_
     const float* vr = v + int64_t{t} * vw;
     uint8_t* kd = k_.data() + Offset(false, layer, pos0 + t);
     uint8_t* vd = v_.data() + Offset(true, layer, pos0 + t);
-    if (type() == KvType::kF16) {
-      quant::QuantizeActivations(GgmlType::F16, kr, kd, kw);  // vectorized F32 -> F16
-      quant::QuantizeActivations(GgmlType::F16, vr, vd, vw);
-    } else {
-      std::memcpy(kd, kr, size_t(kw) * 4);
-      std::memcpy(vd, vr, size_t(vw) * 4);
-    }
+    StoreRow(k_type(), kr, kd, kw);
+    StoreRow(v_type(), vr, vd, vw);
   }
 }
 
 size_t CpuKvCache::PlaneBytes(int32_t plane, int32_t n_pos) const {
-  return size_t(n_pos) * size_t(plane % 2 == 0 ? k_width() : v_width()) * elem();
+  return size_t(n_pos) * RowBytes(plane % 2 != 0);
 }
 
 Status CpuKvCache::ReadPlanes(int32_t pos0, int32_t n_pos, uint8_t* const* planes) const {

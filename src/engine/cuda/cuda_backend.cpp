@@ -21,7 +21,7 @@ namespace {
 class CudaKvCache final : public KvCache {
  public:
   CudaKvCache(std::shared_ptr<const DeviceWeights> w, int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width)
-      : KvCache(Device::kCuda, n_layer, n_ctx, k_width, v_width, KvType::kF16), w_(std::move(w)) {}
+      : KvCache(Device::kCuda, n_layer, n_ctx, k_width, v_width, KvType::kF16, KvType::kF16), w_(std::move(w)) {}
   ~CudaKvCache() override {
     const KernelApi& a = w_->library().api();
     if (k_ != nullptr || v_ != nullptr) a.set_device(w_->device());
@@ -85,10 +85,14 @@ class CudaBackend final : public Backend {
   const char* name() const override { return "cuda"; }
   bool Supports(Op op) const override { return cuda::Supports(op); }
 
-  Status CreateKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType type,
+  using Backend::CreateKv;
+  Status CreateKv(int32_t n_layer, int32_t n_ctx, int32_t k_width, int32_t v_width, KvType k_type, KvType v_type,
                   std::unique_ptr<KvCache>* out) override {
     out->reset();
-    if (type != KvType::kF16) return Unsupported("the CUDA engine keeps the KV cache in F16 only");
+    if (k_type != KvType::kF16 || v_type != KvType::kF16) {
+      return Unsupported(std::string("the CUDA engine keeps the KV cache in F16 only (asked for K ") + KvTypeName(k_type) +
+                         ", V " + KvTypeName(v_type) + "); use the CPU engine for quantized or F32 KV caches");
+    }
     std::unique_ptr<CudaKvCache> c(new CudaKvCache(w_, n_layer, n_ctx, k_width, v_width));
     if (!c->Allocate() || !EnsureIdx(n_ctx)) {
       return Status(Code::kOutOfMemory, "cannot allocate the KV cache on the GPU for n_ctx=" + std::to_string(n_ctx) +

@@ -31,6 +31,9 @@ constexpr Choice kReasoningShown[] = {{"show", 1}, {"hide", 0}, {nullptr, 0}};
 constexpr Choice kPoolings[] = {{"none", ZF_POOLING_NONE}, {"mean", ZF_POOLING_MEAN}, {"cls", ZF_POOLING_CLS},
                                 {"last", ZF_POOLING_LAST}, {"rank", ZF_POOLING_RANK}, {nullptr, 0}};
 
+// llama.cpp's -ctk / -ctv words (ZF_KV_*).
+constexpr Choice kKvTypes[] = {{"f32", ZF_KV_F32}, {"f16", ZF_KV_F16}, {"q8_0", ZF_KV_Q8_0}, {"q4_0", ZF_KV_Q4_0}, {nullptr, 0}};
+
 struct OptionSpec {
   const char* names[4];  // the canonical name first (the ParsedArgs key), then its aliases
   unsigned commands;
@@ -176,6 +179,11 @@ const OptionSpec kOptions[] = {
      "prefill with the multi-token kernels (1) or exactly, each row as a one-token step (0, "
      "default: what sessions do by default)"},
 
+    {{"--cache-type-k", "-ctk"}, kGen | kChat | kBench | kServe, kChoice, "TYPE", 0, 0, kKvTypes,
+     "K cache element type: f32, f16 (default), q8_0 or q4_0 (quantized: CPU engine, head sizes a multiple of 32)",
+     "serve: default from ZERFOO_KV_CACHE_TYPE (K and V, as Ollama's OLLAMA_KV_CACHE_TYPE)"},
+    {{"--cache-type-v", "-ctv"}, kGen | kChat | kBench | kServe, kChoice, "TYPE", 0, 0, kKvTypes,
+     "V cache element type (default: the K cache's type)"},
     {{"--device", "-dev"}, kLoadsModel, kChoice, "DEV", 0, 0, kDevices, "auto, cpu or cuda (default auto)"},
     {{"--no-special"}, kGen | kTok, kFlag, nullptr, 0, 0, nullptr, "do not add BOS/special tokens to the text"},
     {{"--ignore-eos"}, kGen, kFlag, nullptr, 0, 0, nullptr, "keep generating past end-of-generation tokens"},
@@ -493,6 +501,8 @@ Options ParseArgs(const std::string& command, int argc, char** argv, int first) 
   o.device = DeviceOption(a);
   o.threads = static_cast<int32_t>(a.Int("--threads", 0));
   o.ctx = static_cast<int32_t>(a.Int("--ctx-size", 0));
+  o.kv_type = static_cast<int32_t>(a.Int("--cache-type-k", ZF_KV_F16));
+  o.kv_type_v = static_cast<int32_t>(a.Int("--cache-type-v", ZF_KV_SAME));
   auto i32 = [&](const char* key, std::optional<int32_t>* out) {
     if (a.Has(key)) *out = static_cast<int32_t>(a.Int(key, 0));
   };

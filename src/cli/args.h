@@ -97,6 +97,8 @@ struct Options {
   int32_t device = 0;  // ZF_DEVICE_AUTO
   int32_t threads = 0;
   int32_t ctx = 0;
+  int32_t kv_type = 1;     // --cache-type-k: ZF_KV_F16
+  int32_t kv_type_v = -1;  // --cache-type-v: ZF_KV_SAME (the K type)
   std::optional<int32_t> n_predict, top_k, repeat_last_n;
   std::optional<float> temp, top_p, min_p, repeat_penalty;
   std::optional<uint64_t> seed;

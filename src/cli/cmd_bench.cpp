@@ -28,6 +28,7 @@ struct BenchArgs {
   bool mmap = true;
   bool fast_prefill = false;
   int32_t device = ZF_DEVICE_AUTO;
+  int32_t kv_type = ZF_KV_F16, kv_type_v = ZF_KV_SAME;  // -ctk / -ctv
 };
 
 // Reads bench's flags (llama-bench's, lists comma-separated) from the shared option table.
@@ -52,6 +53,8 @@ BenchArgs ParseBench(int argc, char** argv, int first, bool* help) {
   a.mmap = p.Int("--mmap", 1) != 0;
   a.fast_prefill = p.Int("--fast-prefill", 0) != 0;
   a.device = DeviceOption(p);
+  a.kv_type = static_cast<int32_t>(p.Int("--cache-type-k", ZF_KV_F16));
+  a.kv_type_v = static_cast<int32_t>(p.Int("--cache-type-v", ZF_KV_SAME));
   if (a.models.empty()) throw UsageError("missing -m MODEL");
   return a;
 }
@@ -80,11 +83,13 @@ struct Result {
 };
 
 // Seconds for one repetition of a test on a fresh session.
-zf_status RunOnce(zf_model* model, int32_t threads, int32_t n_prompt, int32_t n_gen, bool fast_prefill,
+zf_status RunOnce(zf_model* model, int32_t threads, int32_t n_prompt, int32_t n_gen, const BenchArgs& a,
                   int32_t n_vocab, std::mt19937* rng, double* seconds) {
   zf_session_params sp;
   zf_session_params_init(&sp, sizeof sp);
-  if (fast_prefill) sp.flags |= ZF_SESSION_FAST_PREFILL;
+  if (a.fast_prefill) sp.flags |= ZF_SESSION_FAST_PREFILL;
+  sp.kv_type = a.kv_type;
+  sp.kv_type_v = a.kv_type_v;
   sp.n_threads = threads;
   sp.n_ctx = n_prompt + n_gen + 1;
   zf_session* raw = nullptr;
@@ -186,7 +191,7 @@ int RunBench(int argc, char** argv, int first) {
         r.n_gen = test.second;
         for (int32_t rep = -1; rep < a.reps; ++rep) {  // rep -1: warm-up
           double seconds = 0;
-          st = RunOnce(model.get(), threads, test.first, test.second, a.fast_prefill, info.n_vocab, &rng, &seconds);
+          st = RunOnce(model.get(), threads, test.first, test.second, a, info.n_vocab, &rng, &seconds);
           if (st != ZF_OK) return ReportError(st);
           if (rep >= 0) r.ts.push_back(double(test.first + test.second) / seconds);
         }

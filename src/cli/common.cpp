@@ -38,6 +38,8 @@ zf_status CreateSession(const Options& opts, zf_model* model, SessionPtr* out) {
   if (st != ZF_OK) return st;
   sp.n_threads = opts.threads;
   sp.n_ctx = opts.ctx;
+  sp.kv_type = opts.kv_type;
+  sp.kv_type_v = opts.kv_type_v;
   zf_session* s = nullptr;
   st = zf_session_create(model, &sp, &s);
   out->reset(s);

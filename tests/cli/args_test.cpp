@@ -3,6 +3,7 @@
 // bench and serve read the options they share the same way.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -188,6 +189,43 @@ TEST(CliArgs, SharedOptionsReadTheSameInGenerateAndServe) {
   EXPECT_EQ(g.device, s.device);
   EXPECT_EQ(g.threads, s.threads);
   EXPECT_EQ(g.ctx, s.ctx);
+}
+
+// Sets an environment variable for one scope (unset after: the tests run without these).
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* value) : name(name) { setenv(name, value, 1); }
+  ~ScopedEnv() { unsetenv(name); }
+  const char* name;
+};
+
+// -ctk / -ctv (llama.cpp's words) for generate, chat, bench and serve; serve's default from
+// ZERFOO_KV_CACHE_TYPE for K and V (Ollama's OLLAMA_KV_CACHE_TYPE), the flags above it.
+TEST(CliArgs, CacheTypes) {
+  const Options d = ParseOptions("generate", {"-m", "m", "-p", "p"});
+  EXPECT_EQ(d.kv_type, ZF_KV_F16);
+  EXPECT_EQ(d.kv_type_v, ZF_KV_SAME);
+  const Options g = ParseOptions("chat", {"-m", "m", "-ctk", "q8_0", "--cache-type-v=q4_0"});
+  EXPECT_EQ(g.kv_type, ZF_KV_Q8_0);
+  EXPECT_EQ(g.kv_type_v, ZF_KV_Q4_0);
+  EXPECT_EQ(ErrorOf("generate", {"-ctk", "q5_1"}), "-ctk: expected f32, f16, q8_0 or q4_0, got 'q5_1'");
+  EXPECT_EQ(Parse("bench", {"-m", "m", "-ctv", "f32"}).Int("--cache-type-v", -1), ZF_KV_F32);
+  EXPECT_NE(ErrorOf("info", {"-ctk", "q8_0"}), "");
+  const serve::ServeOptions s = ParseServe({"-m", "m", "-ctk", "q4_0"});
+  EXPECT_EQ(s.kv_type, ZF_KV_Q4_0);
+  EXPECT_EQ(s.kv_type_v, ZF_KV_SAME);
+  {
+    ScopedEnv env("ZERFOO_KV_CACHE_TYPE", "q8_0");
+    EXPECT_EQ(ParseServe({"-m", "m"}).kv_type, ZF_KV_Q8_0);
+    EXPECT_EQ(ParseServe({"-m", "m", "-ctk", "f16"}).kv_type, ZF_KV_F16);
+    EXPECT_EQ(ParseServe({"-m", "m", "-ctv", "f16"}).kv_type_v, ZF_KV_F16);
+  }
+  ScopedEnv bad("ZERFOO_KV_CACHE_TYPE", "q5");
+  try {
+    ParseServe({"-m", "m"});
+    ADD_FAILURE() << "ZERFOO_KV_CACHE_TYPE=q5 was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("ZERFOO_KV_CACHE_TYPE='q5'"), std::string::npos) << e.what();
+  }
 }
 
 // chat: reasoning shown unless hidden, --json a chat option too, and neither one elsewhere.

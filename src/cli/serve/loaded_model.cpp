@@ -120,8 +120,24 @@ zf_status LoadInto(LoadedModel* lm, int32_t (*progress)(void*, int32_t), std::st
     sp.n_threads = o.threads;
     sp.n_ctx = lm->n_ctx;
     if (o.fast_prefill) sp.flags |= ZF_SESSION_FAST_PREFILL;
+    sp.kv_type = o.kv_type;
+    sp.kv_type_v = o.kv_type_v;
     zf_session* s = nullptr;
     st = zf_session_create(m, &sp, &s);
+    if (st == ZF_ERR_UNSUPPORTED && i == 0 && (sp.kv_type != ZF_KV_F16 || sp.kv_type_v != ZF_KV_SAME)) {
+      // The KV type, not the model, may be what the engine refuses: an encoder also refuses
+      // the default type, a generating model only the asked-for one (then say so).
+      const std::string kv_why = zf_last_error();
+      zf_session_params dp = sp;
+      dp.kv_type = ZF_KV_F16;
+      dp.kv_type_v = ZF_KV_SAME;
+      zf_session* probe = nullptr;
+      if (zf_session_create(m, &dp, &probe) == ZF_OK) {
+        zf_session_free(probe);
+        *why = "--cache-type-k/-v: " + kv_why;
+        return st;
+      }
+    }
     if (st == ZF_ERR_UNSUPPORTED && i == 0) {  // an encoder (BERT): embeddings and rerank only
       lm->embed_only = true;
       // Slots without sessions: embedding requests still take one (--parallel, --queue, drain).

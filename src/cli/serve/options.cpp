@@ -1,6 +1,7 @@
 // `zerfoo serve`'s flags, parsed by the shared option table (../args.cpp), into ServeOptions.
 #include "options.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -9,6 +10,20 @@
 namespace cli::serve {
 
 std::string ServeHelp() { return CommandHelp("serve"); }
+
+namespace {
+// ZERFOO_KV_CACHE_TYPE (Ollama's OLLAMA_KV_CACHE_TYPE): the K and V type unless -ctk / -ctv say.
+int KvTypeFromEnv() {
+  const char* v = std::getenv("ZERFOO_KV_CACHE_TYPE");
+  if (v == nullptr || *v == '\0') return ZF_KV_F16;
+  const std::string s = v;
+  if (s == "f32") return ZF_KV_F32;
+  if (s == "f16") return ZF_KV_F16;
+  if (s == "q8_0") return ZF_KV_Q8_0;
+  if (s == "q4_0") return ZF_KV_Q4_0;
+  throw UsageError("ZERFOO_KV_CACHE_TYPE='" + s + "': expected f32, f16, q8_0 or q4_0");
+}
+}  // namespace
 
 ServeOptions ParseServeArgs(int argc, char** argv, int first) {
   const ParsedArgs a = ParseCommandLine("serve", argc, argv, first);
@@ -49,6 +64,9 @@ ServeOptions ParseServeArgs(int argc, char** argv, int first) {
   o.api_key = a.String("--api-key");
   o.alias = a.String("--alias");
   o.fast_prefill = a.Has("--fast-prefill");
+  o.kv_type = a.Has("--cache-type-k") ? num("--cache-type-k", ZF_KV_F16) : KvTypeFromEnv();
+  // The environment sets both, as Ollama's does; -ctk alone sets K (and V unless -ctv says).
+  o.kv_type_v = num("--cache-type-v", ZF_KV_SAME);
   // The later of --cache-prompt / --no-cache-prompt wins; --fast-prefill turns reuse off unless
   // --cache-prompt is given, as reuse would not be exact.
   o.cache_prompt = a.LastPosition("--no-cache-prompt") < a.LastPosition("--cache-prompt") ||

@@ -38,6 +38,8 @@ struct ServeOptions {
   bool help = false;
   bool cache_prompt = true;   // exact: reuse gives the logits of a full prefill
   bool fast_prefill = false;  // ZF_SESSION_FAST_PREFILL: faster prefill, no exact reuse
+  int kv_type = ZF_KV_F16;     // -ctk, else ZERFOO_KV_CACHE_TYPE: zf_session_params.kv_type
+  int kv_type_v = ZF_KV_SAME;  // -ctv: zf_session_params.kv_type_v
   int prefix_cache_mib = 0;
   std::vector<std::string> lora;  // --lora FILE[:SCALE]: the model's LoRA adapters, default scales
   int pooling = ZF_POOLING_DEFAULT;  // --pooling: zf_embed_params.pooling of /v1/embeddings

@@ -203,15 +203,9 @@ void HandleMessages(FrontDoor& door, const httplib::Request& req, httplib::Respo
   const Clock::time_point t0 = Clock::now();
   const ModelRef m = door.Admit(req, res, AnthropicError, true, kAnyName);
   if (m == nullptr) return;
-  const RequestContext ctx = door.Context(m);
-  auto a = std::make_shared<AnthropicRequest>();
-  try {
-    *a = ParseAnthropic(req.body, ctx);
-  } catch (const ApiError& e) {
-    door.CountError(m);
-    SendError(res, e, AnthropicError);
-    return;
-  }
+  auto a = ParseAdmitted<AnthropicRequest>(door, m, res, AnthropicError,
+                                           [&](const RequestContext& c) { return ParseAnthropic(req.body, c); });
+  if (a == nullptr) return;
   ReportIgnoredTools(a->ignored_tools, res);
   AnswerHeader h = door.Header(m, "msg_");
   // A name the server does not have is served by the default model (Claude Code asks for

@@ -123,6 +123,22 @@ class FrontDoor {
   virtual void CountError(const ModelRef& m) = 0;
 };
 
+// An admitted request's body parsed by parse(door.Context(m)) into a new T; a parse error is
+// counted against the model and answered in `fmt` (nullptr then). Every API's handlers start so.
+template <typename T, typename Parse>
+std::shared_ptr<T> ParseAdmitted(FrontDoor& door, const ModelRef& m, httplib::Response& res, ErrorFormat fmt,
+                                 Parse&& parse) {
+  auto out = std::make_shared<T>();
+  try {
+    *out = parse(door.Context(m));
+  } catch (const ApiError& e) {
+    door.CountError(m);
+    SendError(res, e, fmt);
+    return nullptr;
+  }
+  return out;
+}
+
 // Each API module adds its routes (openai_api.h, anthropic_api.h, responses_api.h, ollama_api.h,
 // infill_api.h).
 

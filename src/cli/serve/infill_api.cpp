@@ -74,15 +74,9 @@ void HandleInfill(FrontDoor& door, const httplib::Request& req, httplib::Respons
   const Clock::time_point t0 = Clock::now();
   const ModelRef m = door.Admit(req, res, ErrorBody, true);
   if (m == nullptr) return;
-  const RequestContext ctx = door.Context(m);
-  auto r = std::make_shared<Request>();
-  try {
-    *r = ParseInfill(req.body, ctx);
-  } catch (const ApiError& e) {
-    door.CountError(m);
-    SendError(res, e);
-    return;
-  }
+  auto r = ParseAdmitted<Request>(door, m, res, ErrorBody,
+                                  [&](const RequestContext& c) { return ParseInfill(req.body, c); });
+  if (r == nullptr) return;
   door.AnswerText(m, r, std::make_shared<InfillWriter>(r, door.Header(m, "cmpl-")), ErrorBody, t0, res);
 }
 

@@ -70,14 +70,9 @@ void HandleCompletion(FrontDoor& door, const httplib::Request& req, httplib::Res
   const ModelRef m = door.Admit(req, res, ErrorBody, true);
   if (m == nullptr) return;
   const RequestContext ctx = door.Context(m);
-  auto r = std::make_shared<Request>();
-  try {
-    *r = ParseCompletion(req.body, chat, ctx);
-  } catch (const ApiError& e) {
-    door.CountError(m);
-    SendError(res, e);
-    return;
-  }
+  auto r = ParseAdmitted<Request>(door, m, res, ErrorBody,
+                                  [&](const RequestContext& c) { return ParseCompletion(req.body, chat, c); });
+  if (r == nullptr) return;
   const AnswerHeader h = door.Header(m, chat ? "chatcmpl-" : "cmpl-");
   if (chat) {
     door.AnswerTurn(m, r, std::make_shared<ChatWriter>(ctx.model, r, h), ErrorBody, t0, res);

@@ -322,14 +322,9 @@ void HandleResponses(FrontDoor& door, const std::shared_ptr<ResponsesState>& sta
   const ModelRef m = door.Admit(req, res, ErrorBody, true);
   if (m == nullptr) return;
   const RequestContext ctx = door.Context(m);
-  auto rr = std::make_shared<ResponsesRequest>();
-  try {
-    *rr = Parse(state, req, ctx);
-  } catch (const ApiError& e) {
-    door.CountError(m);
-    SendError(res, e);
-    return;
-  }
+  auto rr = ParseAdmitted<ResponsesRequest>(door, m, res, ErrorBody,
+                                            [&](const RequestContext& c) { return Parse(state, req, c); });
+  if (rr == nullptr) return;
   // Tools and items of types this server does not run: skipped, and said so.
   if (!rr->ignored_tools.empty()) res.set_header("X-Zerfoo-Ignored-Tools", Joined(rr->ignored_tools));
   if (!rr->ignored_items.empty()) res.set_header("X-Zerfoo-Ignored-Items", Joined(rr->ignored_items));

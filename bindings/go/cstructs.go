@@ -84,13 +84,15 @@ type cChatParams struct { // zf_chat_params, 56 bytes
 	timeUnix      int64
 }
 
-type cSessionParams struct { // zf_session_params, 24 bytes
+type cSessionParams struct { // zf_session_params, 32 bytes
 	structSize uint32
 	nCtx       int32
 	nThreads   int32
 	kvType     int32
 	flags      uint32 // appended in 0.4
 	reserved0  uint32
+	kvTypeV    int32 // appended in 0.7
+	reserved1  uint32
 }
 
 type cGenParams struct { // zf_generate_params, 104 bytes

@@ -14,7 +14,7 @@ import (
 // The C header version this binding was written for (ZF_VERSION_MAJOR/MINOR in zerfoo.h).
 const (
 	HeaderMajor = 0
-	HeaderMinor = 6
+	HeaderMinor = 7
 )
 
 // lib holds the process-wide library handle and its functions. It is filled once.

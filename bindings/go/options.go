@@ -18,12 +18,17 @@ func WithThreads(n int) SessionOption { return func(p *cSessionParams) { p.nThre
 type KVType int32
 
 const (
-	KVF32 KVType = 0
-	KVF16 KVType = 1 // default
+	KVF32  KVType = 0
+	KVF16  KVType = 1 // default
+	KVQ8_0 KVType = 2 // ggml's Q8_0 blocks (CPU engine; head sizes a multiple of 32)
+	KVQ4_0 KVType = 3 // ggml's Q4_0 blocks (as KVQ8_0)
 )
 
-// WithKVType sets the KV-cache element type.
+// WithKVType sets the KV-cache element type of K, and of V unless WithKVTypeV says otherwise.
 func WithKVType(t KVType) SessionOption { return func(p *cSessionParams) { p.kvType = int32(t) } }
+
+// WithKVTypeV sets V's KV-cache element type apart from K's (llama.cpp's -ctv).
+func WithKVTypeV(t KVType) SessionOption { return func(p *cSessionParams) { p.kvTypeV = int32(t) } }
 
 // WithFastPrefill evaluates prompts with the fastest kernels instead of the exact ones
 // (ZF_SESSION_FAST_PREFILL). By default a session evaluates a prompt so that every position's

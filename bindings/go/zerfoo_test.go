@@ -109,7 +109,8 @@ func TestLayout(t *testing.T) {
 		{"offsetof extra_json", unsafe.Offsetof(cChatMessageV2{}.extraJSON), 56},
 		{"sizeof zf_chat_params", unsafe.Sizeof(cChatParams{}), 56},
 		{"offsetof time_unix", unsafe.Offsetof(cChatParams{}.timeUnix), 48},
-		{"sizeof zf_session_params", unsafe.Sizeof(cSessionParams{}), 24},
+		{"sizeof zf_session_params", unsafe.Sizeof(cSessionParams{}), 32},
+		{"offsetof kv_type_v", unsafe.Offsetof(cSessionParams{}.kvTypeV), 24},
 		{"offsetof flags", unsafe.Offsetof(cSessionParams{}.flags), 16},
 		{"offsetof reserved0", unsafe.Offsetof(cSessionParams{}.reserved0), 20},
 		{"offsetof n_logprobs", unsafe.Offsetof(cGenParams{}.nLogprobs), 64},
@@ -1027,6 +1028,31 @@ func TestPrefixCacheOutOfRange(t *testing.T) {
 	}
 }
 
+// A session with a Q8_0 KV cache generates; on this short greedy answer it says what F16 says.
+func TestQuantizedKVSessionGenerates(t *testing.T) {
+	m := sharedModel(t)
+	want, err := newSession(t, m).Generate(context.Background(), prompt, greedy...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := m.NewSession(WithContextSize(512), WithKVType(KVQ8_0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, err := s.Generate(context.Background(), prompt, greedy...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.NGenerated == 0 || r.Text == "" {
+		t.Fatalf("implausible result: %+v", r)
+	}
+	t.Logf("q8_0: %q; f16: %q", r.Text, want.Text)
+	if _, err := m.NewSession(WithKVType(KVQ8_0), WithKVTypeV(9)); err == nil || !strings.Contains(err.Error(), "kv_type_v") {
+		t.Fatalf("kv_type_v 9: %v", err)
+	}
+}
+
 func TestOptionsKeepReservedZero(t *testing.T) {
 	// The option types take unexported structs, so only this package's options can set fields,
 	// and none of them touches a reserved field.
@@ -1036,10 +1062,11 @@ func TestOptionsKeepReservedZero(t *testing.T) {
 		}
 	}
 	var sp cSessionParams
-	for _, o := range []SessionOption{WithContextSize(7), WithThreads(3), WithKVType(KVF32), WithFastPrefill()} {
+	for _, o := range []SessionOption{WithContextSize(7), WithThreads(3), WithKVType(KVF32), WithKVTypeV(KVQ4_0),
+		WithFastPrefill()} {
 		o(&sp)
 	}
-	if sp.flags != 0x1 || sp.reserved0 != 0 {
+	if sp.flags != 0x1 || sp.reserved0 != 0 || sp.reserved1 != 0 || sp.kvTypeV != 3 {
 		t.Fatalf("session params %+v", sp)
 	}
 	var mp cModelParams

@@ -11,11 +11,26 @@ namespace {
 
 std::string Sse(const json& j) { return SseEvent(Dump(j)); }
 
-// A chat completion: chat.completion, or chat.completion.chunk events ending with [DONE].
-class ChatWriter : public TurnWriter {
+// What both OpenAI writers hold: the model, the request, its chunk builder and the answer's
+// header; a stream that fails ends with the error's event and [DONE].
+template <typename Writer>
+class OpenAiWriter : public Writer {
  public:
-  ChatWriter(const zf_model* model, std::shared_ptr<const Request> r, const AnswerHeader& h)
+  OpenAiWriter(const zf_model* model, std::shared_ptr<const Request> r, const AnswerHeader& h)
       : model_(model), r_(std::move(r)), chunks_(model, *r_, h), h_(h) {}
+  std::string Fail(const ApiError& e) override { return SseEvent(ErrorBody(e)) + SseEvent("[DONE]"); }
+
+ protected:
+  const zf_model* model_;
+  std::shared_ptr<const Request> r_;
+  ChunkBuilder chunks_;
+  AnswerHeader h_;
+};
+
+// A chat completion: chat.completion, or chat.completion.chunk events ending with [DONE].
+class ChatWriter : public OpenAiWriter<TurnWriter> {
+ public:
+  using OpenAiWriter::OpenAiWriter;
   json Whole(const TurnOutcome& out) override { return ChatCompletionJson(model_, *r_, h_, out); }
   std::string Open() override { return Sse(chunks_.Start()); }
   std::string Event(const TurnDelta& d) override {
@@ -29,20 +44,12 @@ class ChatWriter : public TurnWriter {
     if (r_->include_usage) s += Sse(chunks_.Usage(TurnUsageJson(out)));
     return s + SseEvent("[DONE]");
   }
-  std::string Fail(const ApiError& e) override { return SseEvent(ErrorBody(e)) + SseEvent("[DONE]"); }
-
- private:
-  const zf_model* model_;
-  std::shared_ptr<const Request> r_;
-  ChunkBuilder chunks_;
-  AnswerHeader h_;
 };
 
 // A text completion: text_completion, or its chunks ending with [DONE].
-class CompletionWriter : public TextWriter {
+class CompletionWriter : public OpenAiWriter<TextWriter> {
  public:
-  CompletionWriter(const zf_model* model, std::shared_ptr<const Request> r, const AnswerHeader& h)
-      : model_(model), r_(std::move(r)), chunks_(model, *r_, h), h_(h) {}
+  using OpenAiWriter::OpenAiWriter;
   json Whole(const Outcome& out) override { return CompletionJson(model_, *r_, h_, out); }
   std::string Open() override { return ""; }
   std::string Piece(const std::string& text, const std::vector<TokenLogprobs>& lps) override {
@@ -56,13 +63,6 @@ class CompletionWriter : public TextWriter {
     if (r_->include_usage) s += Sse(chunks_.Usage(UsageJson(out)));
     return s + SseEvent("[DONE]");
   }
-  std::string Fail(const ApiError& e) override { return SseEvent(ErrorBody(e)) + SseEvent("[DONE]"); }
-
- private:
-  const zf_model* model_;
-  std::shared_ptr<const Request> r_;
-  ChunkBuilder chunks_;
-  AnswerHeader h_;
 };
 
 void HandleCompletion(FrontDoor& door, const httplib::Request& req, httplib::Response& res, bool chat) {

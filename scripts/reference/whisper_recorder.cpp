@@ -10,7 +10,8 @@
 // whisper_pcm_to_mel (mel stats and a slice: every kMelStride-th frame, all bins),
 // whisper_encode (encoder stats and kEncRows rows), whisper_decode + whisper_get_logits on the
 // initial prompt (top kTop and every kLogitStride-th id), whisper_full greedy (defaults, no
-// printing; segments with t0/t1 in 10 ms units, text and token ids) and its wall time.
+// printing; segments with t0/t1 in 10 ms units, text and token ids) and its wall time, and
+// whisper_full again on the audio repeated three times (seeking over two windows).
 #include "whisper.cpp"  // the reference's source, for whisper_state::embd_enc (see above)
 
 #include <chrono>
@@ -72,6 +73,19 @@ bool ReadWav(const char* path, std::vector<float>* out) {
     o += 8 + sz + (sz & 1);
   }
   return false;
+}
+
+void Segments(whisper_context* ctx) {
+  std::printf("    \"segments\": [");
+  for (int s = 0; s < whisper_full_n_segments(ctx); ++s) {
+    std::printf("%s{\"t0\": %lld, \"t1\": %lld, \"text\": \"%s\", \"tokens\": [", s ? ",\n      " : "\n      ",
+                (long long)whisper_full_get_segment_t0(ctx, s), (long long)whisper_full_get_segment_t1(ctx, s),
+                Esc(whisper_full_get_segment_text(ctx, s)).c_str());
+    for (int t = 0; t < whisper_full_n_tokens(ctx, s); ++t)
+      std::printf("%s%d", t ? "," : "", whisper_full_get_token_id(ctx, s, t));
+    std::printf("]}");
+  }
+  std::printf("]");
 }
 
 }  // namespace
@@ -157,16 +171,17 @@ int main(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   if (whisper_full(ctx, fp, pcm.data(), int(pcm.size())) != 0) return 1;
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("  \"greedy\": {\n    \"threads\": %d, \"wall_s\": %.3f,\n    \"segments\": [", threads, secs);
-  for (int s = 0; s < whisper_full_n_segments(ctx); ++s) {
-    std::printf("%s{\"t0\": %lld, \"t1\": %lld, \"text\": \"%s\", \"tokens\": [", s ? ",\n      " : "\n      ",
-                (long long)whisper_full_get_segment_t0(ctx, s), (long long)whisper_full_get_segment_t1(ctx, s),
-                Esc(whisper_full_get_segment_text(ctx, s)).c_str());
-    for (int t = 0; t < whisper_full_n_tokens(ctx, s); ++t)
-      std::printf("%s%d", t ? "," : "", whisper_full_get_token_id(ctx, s, t));
-    std::printf("]}");
-  }
-  std::printf("]\n  }\n}\n");
+  std::printf("  \"greedy\": {\n    \"threads\": %d, \"wall_s\": %.3f,\n", threads, secs);
+  Segments(ctx);
+  std::printf("\n  },\n");
+
+  // The same audio three times over (33 s): two windows, seeking and the previous text as prompt.
+  std::vector<float> three;
+  for (int i = 0; i < 3; ++i) three.insert(three.end(), pcm.begin(), pcm.end());
+  if (whisper_full(ctx, fp, three.data(), int(three.size())) != 0) return 1;
+  std::printf("  \"greedy_jfk_x3\": {\n");
+  Segments(ctx);
+  std::printf("\n  }\n}\n");
   whisper_free(ctx);
   return 0;
 }

@@ -77,6 +77,8 @@ inline float Gelu(float x) {
   return quant::Fp16ToFp32(quant::Fp32ToFp16(g));
 }
 
+inline float RoundF16(float x) { return quant::Fp16ToFp32(quant::Fp32ToFp16(x)); }
+
 }  // namespace
 
 Status WhisperModel::Load(const std::string& path, std::unique_ptr<WhisperModel>* out) {
@@ -120,10 +122,10 @@ WhisperRunner::WhisperRunner(const WhisperModel& model, int32_t n_threads)
     : m_(model), pool_(new engine::ThreadPool(std::max(1, n_threads))) {
   const WhisperHparams& hp = m_.hparams();
   const size_t L = size_t(hp.n_text_layer);
-  cross_k_.assign(L * size_t(hp.n_audio_ctx) * size_t(hp.n_text_state), 0);
-  cross_vt_.assign(cross_k_.size(), 0);
-  self_k_.assign(L * size_t(hp.n_text_ctx) * size_t(hp.n_text_state), 0);
-  self_vt_.assign(self_k_.size(), 0);
+  cross_kt_.assign(L * size_t(hp.n_audio_ctx) * size_t(hp.n_text_state), 0.0f);
+  cross_vt_.assign(cross_kt_.size(), 0);
+  self_kt_.assign(L * size_t(hp.n_text_ctx) * size_t(hp.n_text_state), 0.0f);
+  self_vt_.assign(self_kt_.size(), 0);
 }
 
 WhisperRunner::~WhisperRunner() = default;
@@ -165,17 +167,21 @@ void WhisperRunner::LayerNorm(const Norm& n, const float* x, int64_t n_tok, int6
   }
 }
 
-void WhisperRunner::Attend(const float* q, int64_t n_q, int64_t q_stride, const uint16_t* k, int64_t kstride_head,
-                           const uint16_t* vt, int64_t vstride, int64_t vstride_head, int64_t T, int32_t n_head,
-                           int64_t d, float* out, int64_t out_stride) {
-  const float scale = 1.0f / std::sqrt(float(d));
+void WhisperRunner::Attend(const float* q, int64_t n_q, int64_t q_stride, const float* kt, int64_t kt_stride,
+                           int64_t kt_head, const uint16_t* vt, int64_t vstride, int64_t vstride_head, int64_t T,
+                           int32_t n_head, int64_t d, float scale, float* out, int64_t out_stride) {
   pool_->ParallelFor(n_q * n_head, [&](int64_t b, int64_t e) {
     std::vector<float> s(static_cast<size_t>(T));
-    std::vector<uint16_t> p16(static_cast<size_t>(T)), q16(static_cast<size_t>(d));
+    std::vector<uint16_t> p16(static_cast<size_t>(T));
     for (int64_t w = b; w < e; ++w) {
       const int64_t h = w % n_head, i = w / n_head;
-      quant::Fp32ToFp16Row(q + i * q_stride + h * d, q16.data(), d);
-      quant::Gemv(GgmlType::F16, d, k + h * kstride_head, size_t(d) * 2, T, q16.data(), s.data());
+      const float* qi = q + i * q_stride + h * d;
+      const float* kh = kt + h * kt_head;
+      // Scores as d axpys over the transposed keys (one pass per query, SIMD over T): the same
+      // F16-rounded products as ggml's K.Q, summed in another order.
+      std::fill(s.begin(), s.end(), 0.0f);
+      for (int64_t j = 0; j < d; ++j)
+        quant::AxpyF32(T, quant::Fp16ToFp32(quant::Fp32ToFp16(qi[j])), kh + j * kt_stride, s.data());
       float mx = -INFINITY;
       for (int64_t j = 0; j < T; ++j) mx = std::max(mx, s[size_t(j)] *= scale);
       double sum = 0;
@@ -216,7 +222,8 @@ void WhisperRunner::Encode(const float* mel, int32_t n_len, int32_t mel_stride, 
   for (size_t i = 0; i < x.size(); ++i) x[i] = Gelu(x[i]) + m_.enc_pos[i];
 
   std::vector<float> h(x.size()), qb(x.size()), kb(x.size()), vb(x.size()), att(x.size()), ff(x.size() * 4);
-  std::vector<uint16_t> k16(x.size()), vt16(x.size());
+  std::vector<float> kt(x.size());
+  std::vector<uint16_t> vt16(x.size());
   for (const Block& b : m_.enc) {
     LayerNorm(b.attn_ln, x.data(), n_ctx, n, h.data());
     MatMul(b.q, h.data(), n_ctx, qb.data());
@@ -225,11 +232,11 @@ void WhisperRunner::Encode(const float* mel, int32_t n_len, int32_t mel_stride, 
     for (int64_t hd = 0; hd < hp.n_audio_head; ++hd)
       for (int64_t t = 0; t < n_ctx; ++t)
         for (int64_t j = 0; j < d; ++j) {
-          k16[size_t((hd * n_ctx + t) * d + j)] = quant::Fp32ToFp16(kb[size_t(t * n + hd * d + j)]);
+          kt[size_t((hd * d + j) * n_ctx + t)] = RoundF16(kb[size_t(t * n + hd * d + j)]);
           vt16[size_t((hd * d + j) * n_ctx + t)] = quant::Fp32ToFp16(vb[size_t(t * n + hd * d + j)]);
         }
-    Attend(qb.data(), n_ctx, n, k16.data(), n_ctx * d, vt16.data(), n_ctx, d * n_ctx, n_ctx, hp.n_audio_head, d,
-           att.data(), n);
+    Attend(qb.data(), n_ctx, n, kt.data(), n_ctx, d * n_ctx, vt16.data(), n_ctx, d * n_ctx, n_ctx, hp.n_audio_head, d,
+           1.0f / std::sqrt(float(d)), att.data(), n);
     MatMul(b.o, att.data(), n_ctx, h.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += h[i];
     LayerNorm(b.mlp_ln, x.data(), n_ctx, n, h.data());
@@ -243,15 +250,18 @@ void WhisperRunner::Encode(const float* mel, int32_t n_len, int32_t mel_stride, 
 
   // Cross-attention K/V of every decoder layer, once per window.
   const int64_t nt = hp.n_text_state, dt = nt / hp.n_text_head;
+  // As whisper.cpp: cross K carries d^-1/4 of the scale (the query the other d^-1/4, in the
+  // softmax), both before the F16 rounding.
+  const float kscale = std::pow(float(dt), -0.25f);
   for (size_t l = 0; l < m_.dec.size(); ++l) {
     MatMul(m_.dec[l].ck, enc_out_.data(), n_ctx, kb.data());
     MatMul(m_.dec[l].cv, enc_out_.data(), n_ctx, vb.data());
-    uint16_t* ck = cross_k_.data() + l * size_t(n_ctx * nt);
+    float* ck = cross_kt_.data() + l * size_t(n_ctx * nt);
     uint16_t* cv = cross_vt_.data() + l * size_t(n_ctx * nt);
     for (int64_t hd = 0; hd < hp.n_text_head; ++hd)
       for (int64_t t = 0; t < n_ctx; ++t)
         for (int64_t j = 0; j < dt; ++j) {
-          ck[(hd * n_ctx + t) * dt + j] = quant::Fp32ToFp16(kb[size_t(t * nt + hd * dt + j)]);
+          ck[(hd * dt + j) * n_ctx + t] = RoundF16(kb[size_t(t * nt + hd * dt + j)] * kscale);
           cv[(hd * dt + j) * n_ctx + t] = quant::Fp32ToFp16(vb[size_t(t * nt + hd * dt + j)]);
         }
   }
@@ -264,6 +274,7 @@ Status WhisperRunner::Decode(int32_t token, float* logits) {
   if (n_past_ >= hp.n_text_ctx) return Status(Code::kContextFull, "decoder context is full (" + std::to_string(hp.n_text_ctx) + " tokens)");
   const int64_t n = hp.n_text_state, H = hp.n_text_head, d = n / H, C = hp.n_text_ctx, A = hp.n_audio_ctx;
   const int64_t pos = n_past_;
+  const float qk_scale = std::pow(float(d), -0.25f);
   const size_t un = static_cast<size_t>(n);
   std::vector<float> x(un), h(un), q(un), k(un), v(un), a(un), ff(4 * un);
   quant::DequantizeRow(m_.tok_emb.type, m_.tok_emb.w.data() + size_t(token) * m_.tok_emb.stride, x.data(), n);
@@ -274,20 +285,24 @@ Status WhisperRunner::Decode(int32_t token, float* logits) {
     MatMul(b.q, h.data(), 1, q.data());
     MatMul(b.k, h.data(), 1, k.data());
     MatMul(b.v, h.data(), 1, v.data());
-    uint16_t* sk = self_k_.data() + l * size_t(C * n);
+    for (int64_t i = 0; i < n; ++i) {  // self-attention: d^-1/4 on each side, as whisper.cpp
+      q[size_t(i)] *= qk_scale;
+      k[size_t(i)] *= qk_scale;
+    }
+    float* sk = self_kt_.data() + l * size_t(C * n);
     uint16_t* sv = self_vt_.data() + l * size_t(C * n);
     for (int64_t hd = 0; hd < H; ++hd)
       for (int64_t j = 0; j < d; ++j) {
-        sk[(hd * C + pos) * d + j] = quant::Fp32ToFp16(k[size_t(hd * d + j)]);
+        sk[(hd * d + j) * C + pos] = RoundF16(k[size_t(hd * d + j)]);
         sv[(hd * d + j) * C + pos] = quant::Fp32ToFp16(v[size_t(hd * d + j)]);
       }
-    Attend(q.data(), 1, n, sk, C * d, sv, C, d * C, pos + 1, int32_t(H), d, a.data(), n);
+    Attend(q.data(), 1, n, sk, C, d * C, sv, C, d * C, pos + 1, int32_t(H), d, 1.0f, a.data(), n);
     MatMul(b.o, a.data(), 1, h.data());
     for (int64_t i = 0; i < n; ++i) x[size_t(i)] += h[size_t(i)];
     LayerNorm(b.cross_ln, x.data(), 1, n, h.data());
     MatMul(b.cq, h.data(), 1, q.data());
-    Attend(q.data(), 1, n, cross_k_.data() + l * size_t(A * n), A * d, cross_vt_.data() + l * size_t(A * n), A, d * A, A,
-           int32_t(H), d, a.data(), n);
+    Attend(q.data(), 1, n, cross_kt_.data() + l * size_t(A * n), A, d * A, cross_vt_.data() + l * size_t(A * n), A, d * A, A,
+           int32_t(H), d, qk_scale, a.data(), n);
     MatMul(b.co, a.data(), 1, h.data());
     for (int64_t i = 0; i < n; ++i) x[size_t(i)] += h[size_t(i)];
     LayerNorm(b.mlp_ln, x.data(), 1, n, h.data());

@@ -90,19 +90,23 @@ class WhisperRunner {
  private:
   void MatMul(const Linear& l, const float* x, int64_t n_tok, float* y);
   void LayerNorm(const Norm& n, const float* x, int64_t n_tok, int64_t dim, float* y);
-  // Scores of one head's queries against T keys (F16 rows [T][d], stride kstride elements) and
-  // the weighted sum of V (F16 transposed [d][vstride]) into out.
-  void Attend(const float* q, int64_t n_q, int64_t q_stride, const uint16_t* k, int64_t kstride_head,
+  // Per head: scores of the queries against T keys (transposed, F16-rounded F32 [d][kt_stride])
+  // times `scale`, softmax, and the weighted sum of V (F16 transposed [d][vstride]) into out.
+  // Queries and probabilities are rounded to F16 for the products, as ggml does.
+  void Attend(const float* q, int64_t n_q, int64_t q_stride, const float* kt, int64_t kt_stride, int64_t kt_head,
               const uint16_t* vt, int64_t vstride, int64_t vstride_head, int64_t T, int32_t n_head, int64_t d,
-              float* out, int64_t out_stride);
+              float scale, float* out, int64_t out_stride);
 
   const WhisperModel& m_;
   std::unique_ptr<engine::ThreadPool> pool_;
   std::vector<float> enc_out_;
-  // Cross K [layer][head][n_audio_ctx][d] and V transposed [layer][head][d][n_audio_ctx], F16.
-  std::vector<uint16_t> cross_k_, cross_vt_;
-  // Self cache K [layer][head][n_text_ctx][d], V transposed [layer][head][d][n_text_ctx], F16.
-  std::vector<uint16_t> self_k_, self_vt_;
+  // Cross K [layer][head][d][n_audio_ctx] (F16 values held as F32 for the axpy scores) and V
+  // [layer][head][d][n_audio_ctx] (F16), both transposed.
+  std::vector<float> cross_kt_;
+  std::vector<uint16_t> cross_vt_;
+  // Self-attention cache, the same layouts over n_text_ctx positions.
+  std::vector<float> self_kt_;
+  std::vector<uint16_t> self_vt_;
   int32_t n_past_ = 0;
   std::vector<uint8_t> act_;  // activations in the weights' dot type
 };

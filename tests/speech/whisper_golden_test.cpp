@@ -1,7 +1,8 @@
-// Whisper tiny.en on samples/jfk.wav against whisper.cpp 1.8.5's recorded numbers
-// (tests/data/golden/whisper/tiny.en-jfk.json, scripts/reference/whisper_record_goldens.sh):
-// log-mel within 1e-4, encoder output and first-step logits with cosine >= 0.9999, and the greedy
-// transcript with its segment timestamps and token ids identical.
+// Whisper tiny.en (and base when fetched) on samples/jfk.wav against whisper.cpp 1.8.5's
+// recorded numbers (tests/data/golden/whisper/<model>-jfk.json,
+// scripts/reference/whisper_record_goldens.sh): log-mel within 1e-4, encoder output and
+// first-step logits with cosine >= 0.9999, and the greedy transcript with its segment timestamps
+// and token ids identical, on the sample and on the sample three times over (seeking).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -48,31 +49,53 @@ double Cosine(const std::vector<double>& a, const std::vector<double>& b) {
   return ab / std::sqrt(aa * bb);
 }
 
-class WhisperGolden : public ::testing::Test {
+struct ModelCase {
+  const char* name;  // golden file prefix
+  const char* env;   // overrides the cached path
+  const char* file;  // under ~/.cache/zerfoo/models (scripts/fetch_models.sh)
+  // False where the reference's greedy path crosses a tie closer than the two engines' rounding
+  // (the text is then compared, not its cut into segments).
+  bool exact_jfk_segments;
+};
+const ModelCase kCases[] = {
+    {"tiny.en", "ZF_MODEL_WHISPER_TINY_EN", "ggml-tiny.en.bin", true},  // CI: the ctest fixture fetches it
+    // base on jfk.wav, after "... can do for you,": whisper.cpp gives the timestamps together
+    // log-probability -0.77423 against -0.77507 for " ask" and ends the segment; zerfoo gives
+    // -0.77528 against -0.77411 and goes on (logits within 0.004 of the reference's there).
+    {"base", "ZF_MODEL_WHISPER_BASE", "ggml-base.bin", false},
+};
+
+class WhisperGolden : public ::testing::TestWithParam<ModelCase> {
  protected:
-  static void SetUpTestSuite() {
-    const std::string path = ModelPath("ZF_MODEL_WHISPER_TINY_EN", "ggml-tiny.en.bin");
-    if (path.empty()) return;
+  void SetUp() override {
+    const std::string path = ModelPath(GetParam().env, GetParam().file);
+    if (path.empty()) GTEST_SKIP() << GetParam().file << " not found: run scripts/fetch_models.sh whisper-...";
     ASSERT_TRUE(WhisperModel::Load(path, &model_).ok());
-    golden_ = json::parse(ReadAll(std::string(ZF_TEST_DATA_DIR) + "/golden/whisper/tiny.en-jfk.json"));
+    golden_ = json::parse(ReadAll(std::string(ZF_TEST_DATA_DIR) + "/golden/whisper/" + GetParam().name + "-jfk.json"));
     const std::string wav = ReadAll(std::string(ZF_TEST_DATA_DIR) + "/golden/whisper/jfk.wav");
     ASSERT_TRUE(DecodeWav(reinterpret_cast<const uint8_t*>(wav.data()), wav.size(), &pcm_).ok());
   }
-  static void TearDownTestSuite() { model_.reset(); }
-  void SetUp() override {
-    if (!model_) GTEST_SKIP() << "Whisper tiny.en not found: run scripts/fetch_models.sh whisper-tiny-en";
+  void CompareSegments(const TranscribeResult& res, const json& g) {
+    ASSERT_EQ(res.segments.size(), g.size());
+    for (size_t i = 0; i < g.size(); ++i) {
+      std::printf("  [%lld -> %lld] %s\n", (long long)res.segments[i].t0, (long long)res.segments[i].t1,
+                  res.segments[i].text.c_str());
+      EXPECT_EQ(res.segments[i].t0, g[i]["t0"].get<int64_t>()) << "segment " << i;
+      EXPECT_EQ(res.segments[i].t1, g[i]["t1"].get<int64_t>()) << "segment " << i;
+      EXPECT_EQ(res.segments[i].text, g[i]["text"].get<std::string>()) << "segment " << i;
+      std::vector<int32_t> ids;
+      for (const SegmentToken& t : res.segments[i].tokens) ids.push_back(t.id);
+      EXPECT_EQ(ids, g[i]["tokens"].get<std::vector<int32_t>>()) << "segment " << i;
+    }
   }
-  static std::unique_ptr<WhisperModel> model_;
-  static json golden_;
-  static std::vector<float> pcm_;
+  std::unique_ptr<WhisperModel> model_;
+  json golden_;
+  std::vector<float> pcm_;
 };
-std::unique_ptr<WhisperModel> WhisperGolden::model_;
-json WhisperGolden::golden_;
-std::vector<float> WhisperGolden::pcm_;
 
-TEST_F(WhisperGolden, WavSamples) { EXPECT_EQ(int64_t(pcm_.size()), golden_["n_samples"].get<int64_t>()); }
+TEST_P(WhisperGolden, WavSamples) { EXPECT_EQ(int64_t(pcm_.size()), golden_["n_samples"].get<int64_t>()); }
 
-TEST_F(WhisperGolden, LogMelWithin1e4) {
+TEST_P(WhisperGolden, LogMelWithin1e4) {
   const Mel mel = LogMel(pcm_.data(), int64_t(pcm_.size()), model_->mel_filters(), model_->hparams().n_mels, 2);
   const json& g = golden_["mel"];
   ASSERT_EQ(mel.n_len, g["n_len"].get<int32_t>());
@@ -92,7 +115,7 @@ TEST_F(WhisperGolden, LogMelWithin1e4) {
   EXPECT_NEAR(s / double(mel.data.size()), g["mean"].get<double>(), 1e-5);
 }
 
-TEST_F(WhisperGolden, EncoderCosine) {
+TEST_P(WhisperGolden, EncoderCosine) {
   const Mel mel = LogMel(pcm_.data(), int64_t(pcm_.size()), model_->mel_filters(), model_->hparams().n_mels, 2);
   WhisperRunner r(*model_, 2);
   r.Encode(mel.data.data(), mel.n_len, mel.n_len, 0);
@@ -118,7 +141,7 @@ TEST_F(WhisperGolden, EncoderCosine) {
   EXPECT_GE(worst_row, 0.9999);
 }
 
-TEST_F(WhisperGolden, FirstLogits) {
+TEST_P(WhisperGolden, FirstLogits) {
   const Mel mel = LogMel(pcm_.data(), int64_t(pcm_.size()), model_->mel_filters(), model_->hparams().n_mels, 2);
   WhisperRunner r(*model_, 2);
   r.Encode(mel.data.data(), mel.n_len, mel.n_len, 0);
@@ -149,26 +172,42 @@ TEST_F(WhisperGolden, FirstLogits) {
   EXPECT_EQ(best, g["top"][0][0].get<int32_t>());
 }
 
-TEST_F(WhisperGolden, GreedyTranscriptAndTimestampsIdentical) {
+TEST_P(WhisperGolden, GreedyTranscriptAndTimestampsIdentical) {
   WhisperRunner r(*model_, 2);
   TranscribeResult res;
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_TRUE(Transcribe(r, *model_, pcm_.data(), int64_t(pcm_.size()), TranscribeParams(), 2, &res).ok());
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const json& g = golden_["greedy"]["segments"];
   std::printf("greedy: %.3f s on 2 threads (whisper.cpp's whisper_full when recorded: %.3f s)\n", secs,
               golden_["greedy"]["wall_s"].get<double>());
-  ASSERT_EQ(res.segments.size(), g.size());
-  for (size_t i = 0; i < g.size(); ++i) {
-    std::printf("  [%lld -> %lld] %s\n", (long long)res.segments[i].t0, (long long)res.segments[i].t1, res.segments[i].text.c_str());
-    EXPECT_EQ(res.segments[i].t0, g[i]["t0"].get<int64_t>()) << "segment " << i;
-    EXPECT_EQ(res.segments[i].t1, g[i]["t1"].get<int64_t>()) << "segment " << i;
-    EXPECT_EQ(res.segments[i].text, g[i]["text"].get<std::string>()) << "segment " << i;
-    std::vector<int32_t> ids;
-    for (const SegmentToken& t : res.segments[i].tokens) ids.push_back(t.id);
-    EXPECT_EQ(ids, g[i]["tokens"].get<std::vector<int32_t>>()) << "segment " << i;
+  if (GetParam().exact_jfk_segments) {
+    CompareSegments(res, golden_["greedy"]["segments"]);
+    return;
   }
+  std::string ours, ref;
+  for (const Segment& s : res.segments) ours += s.text;
+  for (const json& s : golden_["greedy"]["segments"]) ref += s["text"].get<std::string>();
+  std::printf("  zerfoo:      %s\n  whisper.cpp: %s\n", ours.c_str(), ref.c_str());
+  EXPECT_EQ(ours, ref);
 }
+
+// 33 s (the sample three times): two windows, the second starting at the first's last
+// timestamp with the first's tokens as the prompt.
+TEST_P(WhisperGolden, GreedySeekingOverWindowsIdentical) {
+  std::vector<float> three;
+  for (int i = 0; i < 3; ++i) three.insert(three.end(), pcm_.begin(), pcm_.end());
+  WhisperRunner r(*model_, 2);
+  TranscribeResult res;
+  ASSERT_TRUE(Transcribe(r, *model_, three.data(), int64_t(three.size()), TranscribeParams(), 2, &res).ok());
+  std::printf("windows: %d\n", res.n_windows);
+  EXPECT_GE(res.n_windows, 2);
+  CompareSegments(res, golden_["greedy_jfk_x3"]["segments"]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, WhisperGolden, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<ModelCase>& i) {
+                           return std::string(i.param.name) == "tiny.en" ? std::string("tiny_en") : std::string(i.param.name);
+                         });
 
 }  // namespace
 }  // namespace zf::speech

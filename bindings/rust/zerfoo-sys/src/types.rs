@@ -207,12 +207,16 @@ pub struct zf_session_params {
     pub n_ctx: i32,
     #[doc = "< CPU threads; 0 = the model's default."]
     pub n_threads: i32,
-    #[doc = "< ::ZF_KV_F16 (default) or ::ZF_KV_F32."]
+    #[doc = "< K's (and by default V's) cache type: ::ZF_KV_F16 (default), ::ZF_KV_F32,\n::ZF_KV_Q8_0 or ::ZF_KV_Q4_0."]
     pub kv_type: i32,
     #[doc = "< ::ZF_SESSION_FAST_PREFILL (appended in 0.4; default 0)."]
     pub flags: u32,
     #[doc = "< Padding; must be 0."]
     pub reserved0: u32,
+    #[doc = " V's cache type when it differs from K's (llama.cpp's -ctv; V tolerates quantization less\n than K in some models): a ::ZF_KV_F16 .. ::ZF_KV_Q4_0 value, or ::ZF_KV_SAME (default) for\n kv_type's. Appended in 0.7, so a caller compiled against an older header gets V = K."]
+    pub kv_type_v: i32,
+    #[doc = "< Padding; must be 0 (appended in 0.7)."]
+    pub reserved1: u32,
 }
 #[doc = " Generation parameters. Initialize with zf_generate_params_init()."]
 #[repr(C)]
@@ -402,9 +406,9 @@ pub struct zf_lora_summary {
     pub n_weights: u32,
 }
 pub const ZF_VERSION_MAJOR: i32 = 0;
-pub const ZF_VERSION_MINOR: i32 = 6;
+pub const ZF_VERSION_MINOR: i32 = 7;
 pub const ZF_VERSION_PATCH: i32 = 0;
-pub const ZF_VERSION: i32 = 6000;
+pub const ZF_VERSION: i32 = 7000;
 pub const ZF_OK: i32 = 0;
 pub const ZF_ERR_INVALID_ARGUMENT: i32 = 1;
 pub const ZF_ERR_IO: i32 = 2;
@@ -439,6 +443,9 @@ pub const ZF_CHAT_PARSE_PARTIAL: i32 = 4;
 pub const ZF_CHAT_ONE_CALL: i32 = 8;
 pub const ZF_KV_F32: i32 = 0;
 pub const ZF_KV_F16: i32 = 1;
+pub const ZF_KV_Q8_0: i32 = 2;
+pub const ZF_KV_Q4_0: i32 = 3;
+pub const ZF_KV_SAME: i32 = -1;
 pub const ZF_SESSION_FAST_PREFILL: i32 = 1;
 pub const ZF_GENERATE_NO_SPECIAL: i32 = 1;
 pub const ZF_GENERATE_NO_PARSE_SPECIAL: i32 = 2;
@@ -630,7 +637,7 @@ const _: () = {
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of zf_session_params"][::core::mem::size_of::<zf_session_params>() - 24usize];
+    ["Size of zf_session_params"][::core::mem::size_of::<zf_session_params>() - 32usize];
     ["Alignment of zf_session_params"][::core::mem::align_of::<zf_session_params>() - 4usize];
     ["Offset of field: zf_session_params::struct_size"]
         [::core::mem::offset_of!(zf_session_params, struct_size) - 0usize];
@@ -644,6 +651,10 @@ const _: () = {
         [::core::mem::offset_of!(zf_session_params, flags) - 16usize];
     ["Offset of field: zf_session_params::reserved0"]
         [::core::mem::offset_of!(zf_session_params, reserved0) - 20usize];
+    ["Offset of field: zf_session_params::kv_type_v"]
+        [::core::mem::offset_of!(zf_session_params, kv_type_v) - 24usize];
+    ["Offset of field: zf_session_params::reserved1"]
+        [::core::mem::offset_of!(zf_session_params, reserved1) - 28usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {

@@ -16,6 +16,7 @@ use crate::model::{c_string, Model, Token};
 
 /// The KV cache's element type.
 #[non_exhaustive]
+#[allow(non_camel_case_types)] // ggml's names
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum KvType {
     /// 16-bit floats (half the memory).
@@ -23,6 +24,21 @@ pub enum KvType {
     F16,
     /// 32-bit floats.
     F32,
+    /// ggml's Q8_0 blocks: 8.5 bits per element (CPU engine; head sizes a multiple of 32).
+    Q8_0,
+    /// ggml's Q4_0 blocks: 4.5 bits per element (as [`KvType::Q8_0`]).
+    Q4_0,
+}
+
+impl KvType {
+    fn raw(self) -> i32 {
+        match self {
+            KvType::F16 => sys::ZF_KV_F16,
+            KvType::F32 => sys::ZF_KV_F32,
+            KvType::Q8_0 => sys::ZF_KV_Q8_0,
+            KvType::Q4_0 => sys::ZF_KV_Q4_0,
+        }
+    }
 }
 
 /// Options for [`Model::session`]. Build with `..Default::default()`.
@@ -37,8 +53,19 @@ pub struct SessionOptions {
     pub n_ctx: i32,
     /// CPU threads; 0 = the model's default.
     pub n_threads: i32,
-    /// KV cache element type.
+    /// KV cache element type (K's, and V's unless `kv_type_v` is set).
     pub kv_type: KvType,
+    /// V's element type when it differs from K's (llama.cpp's `-ctv`); `None` = `kv_type`.
+    ///
+    /// ```
+    /// let opts = zerfoo::SessionOptions {
+    ///     kv_type: zerfoo::KvType::Q8_0,
+    ///     kv_type_v: Some(zerfoo::KvType::F16),
+    ///     ..Default::default()
+    /// };
+    /// assert_eq!(opts.kv_type_v, Some(zerfoo::KvType::F16));
+    /// ```
+    pub kv_type_v: Option<KvType>,
     /// Prefill with the fastest kernels instead of the exact ones (`ZF_SESSION_FAST_PREFILL`).
     /// By default (false) a session evaluates a prompt so that every position's logits are bit
     /// for bit the same however the prompt arrives (in one call, in pieces, one token at a time,
@@ -615,10 +642,8 @@ impl<'m> Session<'m> {
         })?;
         p.n_ctx = o.n_ctx;
         p.n_threads = o.n_threads;
-        p.kv_type = match o.kv_type {
-            KvType::F16 => sys::ZF_KV_F16,
-            KvType::F32 => sys::ZF_KV_F32,
-        };
+        p.kv_type = o.kv_type.raw();
+        p.kv_type_v = o.kv_type_v.map_or(sys::ZF_KV_SAME, KvType::raw);
         p.flags = 0;
         if o.fast_prefill {
             p.flags |= sys::ZF_SESSION_FAST_PREFILL as u32;

@@ -301,6 +301,29 @@ fn prefix_cache() {
     assert_eq!(model.cache_info().unwrap().mapped_blocks, 0);
 }
 
+// A session with a Q8_0 KV cache (and one with Q4_0 V) generates.
+#[test]
+fn quantized_kv_session_generates() {
+    let Some(model) = model() else { return };
+    for (k, v) in [(KvType::Q8_0, None), (KvType::Q8_0, Some(KvType::Q4_0))] {
+        let opts = SessionOptions {
+            n_ctx: 512,
+            kv_type: k,
+            kv_type_v: v,
+            ..Default::default()
+        };
+        let mut s = model.session(&opts).unwrap();
+        let r = s
+            .generate(
+                "The capital of France is",
+                &zerfoo::GenerateOptions::greedy(8),
+            )
+            .unwrap();
+        assert_eq!(r.generated_tokens, 8, "{k:?}/{v:?}");
+        assert!(!r.text.is_empty(), "{k:?}/{v:?}");
+    }
+}
+
 #[test]
 fn options_have_no_reserved_fields() {
     // Exhaustive patterns: these compile only while the option structs have exactly these
@@ -310,9 +333,13 @@ fn options_have_no_reserved_fields() {
         n_ctx: _,
         n_threads: _,
         kv_type,
+        kv_type_v,
         fast_prefill,
     } = SessionOptions::default();
-    assert_eq!((kv_type, fast_prefill), (KvType::F16, false));
+    assert_eq!(
+        (kv_type, kv_type_v, fast_prefill),
+        (KvType::F16, None, false)
+    );
     let ModelOptions {
         device: _,
         gpu_index: _,

@@ -6,6 +6,7 @@
 
 #include "engine/thread_pool.h"
 #include "quant/quant.h"
+#include "speech/gemm_f16.h"
 
 namespace zf::speech {
 namespace {
@@ -67,14 +68,24 @@ Status LoadBlock(const WhisperFile& f, const std::string& p, int64_t n, bool cro
   return LoadLinear(f, p + ".mlp.2", 4 * n, n, true, &b->fc2);
 }
 
-// ggml's GELU (tanh form) as whisper.cpp computes it: through a table indexed by the F16 input,
-// holding F16 outputs; identity above 10, zero below -10.
+// ggml's GELU (tanh form) as whisper.cpp computes it: a table indexed by the F16 input holding
+// F16 outputs (computed in F32 with tanhf); identity above 10, zero below -10.
+const uint16_t* GeluTable() {
+  static const std::vector<uint16_t> table = [] {
+    std::vector<uint16_t> t(65536);
+    for (uint32_t i = 0; i < 65536; ++i) {
+      const float h = quant::Fp16ToFp32(uint16_t(i));
+      t[i] = quant::Fp32ToFp16(0.5f * h * (1.0f + std::tanh(0.79788456080286535588f * h * (1.0f + 0.044715f * h * h))));
+    }
+    return t;
+  }();
+  return table.data();
+}
+
 inline float Gelu(float x) {
   if (x <= -10.0f) return 0.0f;
   if (x >= 10.0f) return x;
-  const float h = quant::Fp16ToFp32(quant::Fp32ToFp16(x));
-  const float g = 0.5f * h * (1.0f + std::tanh(0.79788456080286535588f * h * (1.0f + 0.044715f * h * h)));
-  return quant::Fp16ToFp32(quant::Fp32ToFp16(g));
+  return quant::Fp16ToFp32(GeluTable()[quant::Fp32ToFp16(x)]);
 }
 
 inline float RoundF16(float x) { return quant::Fp16ToFp32(quant::Fp32ToFp16(x)); }
@@ -130,7 +141,41 @@ WhisperRunner::WhisperRunner(const WhisperModel& model, int32_t n_threads)
 
 WhisperRunner::~WhisperRunner() = default;
 
+namespace {
+
+bool HasF16Gemm() {
+#if defined(__x86_64__) || defined(_M_X64)
+  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  return ok;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
 void WhisperRunner::MatMul(const Linear& l, const float* x, int64_t n_tok, float* y) {
+#if defined(__x86_64__) || defined(_M_X64)
+  if (l.type == GgmlType::F16 && n_tok >= 4 && l.in % 8 == 0 && HasF16Gemm()) {
+    // Many tokens on F16 weights: activations rounded to F16 (as ggml's F16 products take them)
+    // in F32, then 4x3 register tiles over 48-row chunks of the weights.
+    gemm_in_.assign(x, x + n_tok * l.in);
+    pool_->ParallelFor(n_tok, [&](int64_t b, int64_t e) { avx2::RoundToF16(gemm_in_.data() + b * l.in, (e - b) * l.in); });
+    constexpr int64_t kChunk = 48;
+    const int64_t n_chunks = (l.out + kChunk - 1) / kChunk;
+    const uint16_t* w = reinterpret_cast<const uint16_t*>(l.w.data());
+    pool_->ParallelFor(n_chunks, [&](int64_t cb, int64_t ce) {
+      for (int64_t c = cb; c < ce; ++c) {
+        const int64_t r0 = c * kChunk, nr = std::min(kChunk, l.out - r0);
+        avx2::GemmF16(l.in, w + r0 * l.in, l.in, nr, gemm_in_.data(), l.in, n_tok, y + r0, l.out);
+        if (!l.b.empty())
+          for (int64_t t = 0; t < n_tok; ++t)
+            for (int64_t i = 0; i < nr; ++i) y[t * l.out + r0 + i] += l.b[size_t(r0 + i)];
+      }
+    });
+    return;
+  }
+#endif
   const GgmlType at = quant::VecDotType(l.type);
   const size_t astride = RowSize(at, l.in);
   if (act_.size() < astride * size_t(n_tok)) act_.resize(astride * size_t(n_tok));
@@ -194,6 +239,58 @@ void WhisperRunner::Attend(const float* q, int64_t n_q, int64_t q_stride, const 
   });
 }
 
+void WhisperRunner::GeluRow(float* x, int64_t n) {
+  const uint16_t* table = GeluTable();
+  pool_->ParallelFor(n / 64 + 1, [&](int64_t b, int64_t e) {
+    const int64_t i0 = b * 64, i1 = std::min(n, e * 64);
+    if (i0 >= i1) return;
+#if defined(__x86_64__) || defined(_M_X64)
+    if (HasF16Gemm()) {
+      avx2::GeluF16(x + i0, i1 - i0, table);
+      return;
+    }
+#endif
+    for (int64_t i = i0; i < i1; ++i) x[i] = Gelu(x[i]);
+  });
+}
+
+void WhisperRunner::EncoderAttentionGemm(float* q, const float* k, const float* v, float* out) {
+#if defined(__x86_64__) || defined(_M_X64)
+  const WhisperHparams& hp = m_.hparams();
+  const int64_t T = hp.n_audio_ctx, n = hp.n_audio_state, H = hp.n_audio_head, d = n / H;
+  const int64_t Tp = (T + 7) / 8 * 8;  // the probabilities' rows padded for the 8-wide kernel
+  // K per head as F16 rows [T][d]; V per head transposed, F16 [d][Tp] (zero padding).
+  std::vector<uint16_t> k16(size_t(H * T * d)), vt16(size_t(H * d * Tp), 0);
+  pool_->ParallelFor(H, [&](int64_t b, int64_t e) {
+    for (int64_t h = b; h < e; ++h)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t j = 0; j < d; ++j) {
+          k16[size_t((h * T + t) * d + j)] = quant::Fp32ToFp16(k[t * n + h * d + j]);
+          vt16[size_t((h * d + j) * Tp + t)] = quant::Fp32ToFp16(v[t * n + h * d + j]);
+        }
+  });
+  pool_->ParallelFor(T, [&](int64_t b, int64_t e) { avx2::RoundToF16(q + b * n, (e - b) * n); });
+  constexpr int64_t kBlock = 32;  // queries per task: scores [32][Tp] stay in L2
+  const int64_t n_blocks = (T + kBlock - 1) / kBlock;
+  const float scale = 1.0f / std::sqrt(float(d));
+  pool_->ParallelFor(H * n_blocks, [&](int64_t b, int64_t e) {
+    std::vector<float> s(size_t(kBlock * Tp), 0.0f);
+    for (int64_t w = b; w < e; ++w) {
+      const int64_t h = w / n_blocks, q0 = (w % n_blocks) * kBlock, nq = std::min(kBlock, T - q0);
+      avx2::GemmF16(d, k16.data() + h * T * d, d, T, q + q0 * n + h * d, n, nq, s.data(), Tp);
+      for (int64_t i = 0; i < nq; ++i) {
+        float* si = s.data() + i * Tp;
+        avx2::SoftmaxF16(si, T, scale);
+        for (int64_t j = T; j < Tp; ++j) si[j] = 0.0f;
+      }
+      avx2::GemmF16(Tp, vt16.data() + h * d * Tp, Tp, d, s.data(), Tp, nq, out + q0 * n + h * d, n);
+    }
+  });
+#else
+  (void)q; (void)k; (void)v; (void)out;
+#endif
+}
+
 void WhisperRunner::Encode(const float* mel, int32_t n_len, int32_t mel_stride, int32_t offset) {
   const WhisperHparams& hp = m_.hparams();
   const int64_t n_ctx = hp.n_audio_ctx, n_frames = 2 * n_ctx, n = hp.n_audio_state, nm = hp.n_mels;
@@ -209,7 +306,7 @@ void WhisperRunner::Encode(const float* mel, int32_t n_len, int32_t mel_stride, 
       for (int64_t k = 0; k < 3; ++k) cols[size_t((f * nm + c) * 3 + k)] = melat(c, f + k - 1);
   std::vector<float> y1(size_t(n_frames * n));
   MatMul(m_.conv1, cols.data(), n_frames, y1.data());
-  for (float& v : y1) v = Gelu(v);
+  GeluRow(y1.data(), int64_t(y1.size()));
   // conv2 (k3, stride 2, pad 1).
   for (int64_t t = 0; t < n_ctx; ++t)
     for (int64_t c = 0; c < n; ++c)
@@ -219,7 +316,8 @@ void WhisperRunner::Encode(const float* mel, int32_t n_len, int32_t mel_stride, 
       }
   std::vector<float> x(size_t(n_ctx * n));
   MatMul(m_.conv2, cols.data(), n_ctx, x.data());
-  for (size_t i = 0; i < x.size(); ++i) x[i] = Gelu(x[i]) + m_.enc_pos[i];
+  GeluRow(x.data(), int64_t(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) x[i] += m_.enc_pos[i];
 
   std::vector<float> h(x.size()), qb(x.size()), kb(x.size()), vb(x.size()), att(x.size()), ff(x.size() * 4);
   std::vector<float> kt(x.size());
@@ -229,19 +327,23 @@ void WhisperRunner::Encode(const float* mel, int32_t n_len, int32_t mel_stride, 
     MatMul(b.q, h.data(), n_ctx, qb.data());
     MatMul(b.k, h.data(), n_ctx, kb.data());
     MatMul(b.v, h.data(), n_ctx, vb.data());
-    for (int64_t hd = 0; hd < hp.n_audio_head; ++hd)
-      for (int64_t t = 0; t < n_ctx; ++t)
-        for (int64_t j = 0; j < d; ++j) {
-          kt[size_t((hd * d + j) * n_ctx + t)] = RoundF16(kb[size_t(t * n + hd * d + j)]);
-          vt16[size_t((hd * d + j) * n_ctx + t)] = quant::Fp32ToFp16(vb[size_t(t * n + hd * d + j)]);
-        }
-    Attend(qb.data(), n_ctx, n, kt.data(), n_ctx, d * n_ctx, vt16.data(), n_ctx, d * n_ctx, n_ctx, hp.n_audio_head, d,
-           1.0f / std::sqrt(float(d)), att.data(), n);
+    if (HasF16Gemm() && d % 8 == 0) {
+      EncoderAttentionGemm(qb.data(), kb.data(), vb.data(), att.data());
+    } else {
+      for (int64_t hd = 0; hd < hp.n_audio_head; ++hd)
+        for (int64_t t = 0; t < n_ctx; ++t)
+          for (int64_t j = 0; j < d; ++j) {
+            kt[size_t((hd * d + j) * n_ctx + t)] = RoundF16(kb[size_t(t * n + hd * d + j)]);
+            vt16[size_t((hd * d + j) * n_ctx + t)] = quant::Fp32ToFp16(vb[size_t(t * n + hd * d + j)]);
+          }
+      Attend(qb.data(), n_ctx, n, kt.data(), n_ctx, d * n_ctx, vt16.data(), n_ctx, d * n_ctx, n_ctx, hp.n_audio_head, d,
+             1.0f / std::sqrt(float(d)), att.data(), n);
+    }
     MatMul(b.o, att.data(), n_ctx, h.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += h[i];
     LayerNorm(b.mlp_ln, x.data(), n_ctx, n, h.data());
     MatMul(b.fc1, h.data(), n_ctx, ff.data());
-    for (float& v : ff) v = Gelu(v);
+    GeluRow(ff.data(), int64_t(ff.size()));
     MatMul(b.fc2, ff.data(), n_ctx, h.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += h[i];
   }
@@ -307,7 +409,7 @@ Status WhisperRunner::Decode(int32_t token, float* logits) {
     for (int64_t i = 0; i < n; ++i) x[size_t(i)] += h[size_t(i)];
     LayerNorm(b.mlp_ln, x.data(), 1, n, h.data());
     MatMul(b.fc1, h.data(), 1, ff.data());
-    for (float& f : ff) f = Gelu(f);
+    GeluRow(ff.data(), int64_t(ff.size()));
     MatMul(b.fc2, ff.data(), 1, h.data());
     for (int64_t i = 0; i < n; ++i) x[size_t(i)] += h[size_t(i)];
   }

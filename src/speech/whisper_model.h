@@ -89,6 +89,7 @@ class WhisperRunner {
 
  private:
   void MatMul(const Linear& l, const float* x, int64_t n_tok, float* y);
+  void GeluRow(float* x, int64_t n);  // ggml's GELU, split over the pool
   void LayerNorm(const Norm& n, const float* x, int64_t n_tok, int64_t dim, float* y);
   // Per head: scores of the queries against T keys (transposed, F16-rounded F32 [d][kt_stride])
   // times `scale`, softmax, and the weighted sum of V (F16 transposed [d][vstride]) into out.
@@ -96,6 +97,10 @@ class WhisperRunner {
   void Attend(const float* q, int64_t n_q, int64_t q_stride, const float* kt, int64_t kt_stride, int64_t kt_head,
               const uint16_t* vt, int64_t vstride, int64_t vstride_head, int64_t T, int32_t n_head, int64_t d,
               float scale, float* out, int64_t out_stride);
+
+  // The encoder's self-attention as two F16 GEMMs per head and block of queries (x86 AVX2): q
+  // [T][n] (rounded to F16 in place), k and v [T][n]; out [T][n].
+  void EncoderAttentionGemm(float* q, const float* k, const float* v, float* out);
 
   const WhisperModel& m_;
   std::unique_ptr<engine::ThreadPool> pool_;
@@ -109,6 +114,7 @@ class WhisperRunner {
   std::vector<uint16_t> self_vt_;
   int32_t n_past_ = 0;
   std::vector<uint8_t> act_;  // activations in the weights' dot type
+  std::vector<float> gemm_in_;  // F16-rounded activations for the F16 GEMM
 };
 
 }  // namespace zf::speech

@@ -53,7 +53,7 @@ size_t Vocab(zf_model* m) {
   return size_t(s.n_vocab);
 }
 
-const char kPrompt[] = "The three primary colors of light are";
+const char kPrompt[] = "The capital of France is";
 
 TEST(KvCacheTypes, QuantizedSessionsGenerate) {
   ZF_REQUIRE_MODEL(path, "smollm2");
@@ -69,11 +69,10 @@ TEST(KvCacheTypes, QuantizedSessionsGenerate) {
     SessionPtr s;
     ASSERT_EQ(Create(m.get(), t[0], t[1], &s), ZF_OK) << zf_last_error();
     const std::string got = Greedy(s.get(), kPrompt, 16);
-    EXPECT_FALSE(got.empty());
-    // Q8_0 keeps greedy text of a short answer (measured: identical 16 tokens); Q4_0 may drift
-    // later, so only its first words are held to the F16 text.
+    // The answer survives every type (measured: all say " Paris." and some part ways after the
+    // sentence); Q8_0 for both keeps F16's 16 tokens.
+    EXPECT_EQ(got.substr(0, 7), " Paris.") << "F16: '" << want << "' here: '" << got << "'";
     if (t[0] == ZF_KV_Q8_0 && t[1] == ZF_KV_SAME) EXPECT_EQ(got, want);
-    EXPECT_EQ(got.substr(0, 8), want.substr(0, 8)) << "F16: '" << want << "' here: '" << got << "'";
   }
 }
 

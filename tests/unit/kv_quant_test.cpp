@@ -4,6 +4,7 @@
 // a plain loop, and the exactness rule (prefill = one token at a time = batched, bit for bit).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -99,6 +100,26 @@ TEST(KvQuant, DotKernelsPerIsaMatchReference) {
   }
 }
 
+// The rotation is orthonormal and its own inverse: dot products and norms are kept.
+TEST(KvQuant, RotationIsOrthonormalInvolution) {
+  const std::vector<float> a = RandomFloats(96, 1), b = RandomFloats(96, 2);
+  std::vector<float> ra = a, rb = b;
+  kvq::Rotate32(ra.data(), 96);
+  kvq::Rotate32(rb.data(), 96);
+  double d0 = 0, d1 = 0;
+  for (size_t i = 0; i < 96; ++i) d0 += double(a[i]) * b[i], d1 += double(ra[i]) * rb[i];
+  EXPECT_NEAR(d1, d0, 1e-5);
+  kvq::Rotate32(ra.data(), 96);
+  for (size_t i = 0; i < 96; ++i) EXPECT_NEAR(ra[i], a[i], 1e-6f);
+  // One outlier channel: rotated, its block's largest magnitude falls by sqrt(32).
+  std::vector<float> x(32, 0.01f);
+  x[5] = 10.0f;
+  kvq::Rotate32(x.data(), 32);
+  float mx = 0;
+  for (float v : x) mx = std::max(mx, std::fabs(v));
+  EXPECT_LT(mx, 10.0f / 5.0f);
+}
+
 TEST(KvQuantCache, RefusesPartialBlocks) {
   CpuBackend be(1);
   std::unique_ptr<KvCache> kv;
@@ -170,6 +191,7 @@ std::vector<float> PlainAttention(const KvRun& r, const Shape& s) {
       const int32_t g = h / (s.n_head / s.n_kv);
       std::vector<float> q(r.q.begin() + (int64_t{t} * s.n_head + h) * s.hd, r.q.begin() + (int64_t{t} * s.n_head + h + 1) * s.hd);
       if (c.k_type() == KvType::kQ8_0 || c.k_type() == KvType::kQ4_0) {
+        kvq::Rotate32(q.data(), s.hd);  // the cache holds rotated K rows
         std::vector<uint8_t> q8(size_t(s.hd / 32) * 34);
         quant::ref::QuantizeQ8_0(q.data(), q8.data(), s.hd);
         quant::DequantizeRow(GgmlType::Q8_0, q8.data(), q.data(), s.hd);
@@ -189,11 +211,13 @@ std::vector<float> PlainAttention(const KvRun& r, const Shape& s) {
       }
       double sum = s.sinks ? std::exp(double(r.sink[size_t(h)]) - mx) : 0.0;
       for (double& x : w) sum += (x = std::exp(x - mx));
+      float* o_row = out.data() + (size_t(t) * s.n_head + h) * s.hd;
       for (int32_t e = 0; e < s.hd; ++e) {
         double o = 0.0;
         for (int32_t j = lo; j <= p; ++j) o += w[size_t(j - lo)] * CacheRow(c, true, j)[size_t(g * s.hd + e)];
-        out[(size_t(t) * s.n_head + h) * s.hd + e] = float(o / sum);
+        o_row[e] = float(o / sum);
       }
+      if (kvq::Rotated(c.v_type())) kvq::Rotate32(o_row, s.hd);  // rotated V rows: rotate back
     }
   }
   return out;

@@ -10,6 +10,7 @@
 #include "common/switches.h"
 #include "engine/cpu/attention_kernels.h"
 #include "engine/cpu/cpu_backend.h"
+#include "engine/cpu/kv_quant.h"
 #include "engine/cpu/work_claim.h"
 #include "quant/quant.h"
 
@@ -420,9 +421,11 @@ void CpuBackend::Attention(const KvCache& kv, int32_t layer, const float* q, int
     GgmlType kt, vt;       // the rows' types as read here
     size_t k_row, v_row;   // bytes per K / V row as read here
     bool staged;
+    bool k_rot, v_rot;     // rows stored rotated (kv_quant.h)
   } c{scratch, q, out, &ap, n_tok, pos0, group, q_width, o_width, k_width, v_width, per_thread, kdata, vdata,
       staged ? GgmlType::F32 : RowType(cache.k_type()), staged ? GgmlType::F32 : RowType(cache.v_type()),
-      staged ? size_t(k_width) * 4 : cache.RowBytes(false), staged ? size_t(v_width) * 4 : cache.RowBytes(true), staged};
+      staged ? size_t(k_width) * 4 : cache.RowBytes(false), staged ? size_t(v_width) * 4 : cache.RowBytes(true), staged,
+      kvq::Rotated(cache.k_type()), kvq::Rotated(cache.v_type())};
   pool_->Run(
       [](void* p, int32_t ith, int32_t nth) {
         Ctx& c = *static_cast<Ctx*>(p);
@@ -447,6 +450,10 @@ void CpuBackend::Attention(const KvCache& kv, int32_t layer, const float* q, int
           if (c.staged) {  // F16-rounded Q, kept in F32 to meet the staged F32 rows
             quant::QuantizeActivations(GgmlType::F16, qh, scores, ap.head_dim_k);
             quant::DequantizeRow(GgmlType::F16, scores, reinterpret_cast<float*>(q16), ap.head_dim_k);
+          } else if (c.k_rot) {  // rotated as the K rows were (kv_quant.h), in the scores' space
+            std::copy(qh, qh + ap.head_dim_k, scores);
+            kvq::Rotate32(scores, ap.head_dim_k);
+            quant::QuantizeActivations(quant::VecDotType(c.kt), scores, q16, ap.head_dim_k);
           } else {
             quant::QuantizeActivations(quant::VecDotType(c.kt), qh, q16, ap.head_dim_k);
           }
@@ -483,6 +490,7 @@ void CpuBackend::Attention(const KvCache& kv, int32_t layer, const float* q, int
             }
             quant::AxpyF32(ap.head_dim_v, w, vh, oh);
           }
+          if (c.v_rot) kvq::Rotate32(oh, ap.head_dim_v);  // a sum of rotated V rows, rotated back
         }
       },
       &c);

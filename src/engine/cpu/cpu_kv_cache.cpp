@@ -2,9 +2,11 @@
 // the prefix cache), shared blocks mapped in place, and giving forgotten rows' memory back.
 #include "engine/cpu/cpu_kv_cache.h"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "engine/cpu/kv_quant.h"
 #include "quant/quant.h"
@@ -35,6 +37,13 @@ size_t CpuKvCache::Offset(bool v, int32_t layer, int32_t pos) const {
 
 namespace {
 void StoreRow(KvType t, const float* x, uint8_t* dst, int32_t n) {
+  if (kvq::Rotated(t)) {  // rotated copy (kv_quant.h); the buffer grows once per thread
+    thread_local std::vector<float> rot;
+    if (rot.size() < size_t(n)) rot.resize(size_t(n));
+    std::copy(x, x + n, rot.begin());
+    kvq::Rotate32(rot.data(), n);
+    x = rot.data();
+  }
   switch (t) {
     case KvType::kF16: quant::QuantizeActivations(GgmlType::F16, x, dst, n); return;  // vectorized F32 -> F16
     case KvType::kQ8_0: kvq::QuantizeQ8_0(x, dst, n); return;

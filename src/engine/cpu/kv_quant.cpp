@@ -8,6 +8,22 @@
 
 namespace zf::engine::kvq {
 
+void Rotate32(float* x, int64_t n) {
+  constexpr float kScale = 0.17677669529663687f;  // 1 / sqrt(32)
+  for (int64_t g = 0; g < n; g += quant::kQK, x += quant::kQK) {
+    for (int len = 1; len < quant::kQK; len <<= 1) {  // butterflies: (a, b) -> (a + b, a - b)
+      for (int i = 0; i < quant::kQK; i += 2 * len) {
+        for (int j = i; j < i + len; ++j) {
+          const float a = x[j], b = x[j + len];
+          x[j] = a + b;
+          x[j + len] = a - b;
+        }
+      }
+    }
+    for (int j = 0; j < quant::kQK; ++j) x[j] *= kScale;
+  }
+}
+
 void QuantizeQ8_0(const float* x, void* dst, int64_t n) {
   auto* y = static_cast<quant::BlockQ8_0*>(dst);
   for (int64_t b = 0; b < n / quant::kQK; ++b, x += quant::kQK) {

@@ -1,4 +1,5 @@
-// F16-weight products for the encoder's many tokens (x86 AVX2 + FMA + F16C; gemm_f16_avx2.cpp).
+// F16-weight products for the encoder's many tokens (x86 AVX2 + FMA + F16C: gemm_f16_avx2.cpp;
+// AVX-512F: gemm_f16_avx512.cpp).
 #pragma once
 
 #include <cstdint>
@@ -16,3 +17,9 @@ void GeluF16(float* x, int64_t n, const uint16_t* table);
 void RoundToF16(float* x, int64_t n);
 
 }  // namespace zf::speech::avx2
+
+namespace zf::speech::avx512 {
+// avx2::GemmF16 on AVX-512F (gemm_f16_avx512.cpp); k % 16 == 0.
+void GemmF16(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const float* a, int64_t lda, int64_t n_tok,
+             float* y, int64_t ldy);
+}  // namespace zf::speech::avx512

@@ -5,6 +5,7 @@
 #include <complex>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 namespace zf::speech {
 namespace {
@@ -17,13 +18,25 @@ constexpr int64_t kTail = 16000 * 30;
 
 using cd = std::complex<double>;
 
+// exp(-2 pi i m / 400), m < 400: every twiddle of the transform below.
+const cd* Twiddles() {
+  static const std::vector<cd> t = [] {
+    std::vector<cd> v(kNfft);
+    for (int m = 0; m < kNfft; ++m) v[size_t(m)] = std::polar(1.0, -2.0 * M_PI * m / kNfft);
+    return v;
+  }();
+  return t.data();
+}
+
 // Mixed-radix FFT of a real frame (400 = 2^4 * 25): even/odd split while the length is even,
 // then a direct DFT on the odd remainder. Double precision throughout.
 void Fft(const double* in, int n, int stride, cd* out) {
+  const cd* w = Twiddles();
+  const int step = kNfft / n;  // twiddle m of length n is exp(-2 pi i m step / 400)
   if (n % 2 == 1) {
     for (int k = 0; k < n; ++k) {
       cd s = 0;
-      for (int j = 0; j < n; ++j) s += in[j * stride] * std::polar(1.0, -2.0 * M_PI * double(k) * j / n);
+      for (int j = 0; j < n; ++j) s += in[j * stride] * w[((k * j) % n) * step];
       out[k] = s;
     }
     return;
@@ -32,7 +45,7 @@ void Fft(const double* in, int n, int stride, cd* out) {
   Fft(in, h, stride * 2, out);
   Fft(in + stride, h, stride * 2, out + h);
   for (int k = 0; k < h; ++k) {
-    const cd e = out[k], o = out[k + h] * std::polar(1.0, -2.0 * M_PI * k / n);
+    const cd e = out[k], o = out[k + h] * w[k * step];
     out[k] = e + o;
     out[k + h] = e - o;
   }

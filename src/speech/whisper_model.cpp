@@ -152,6 +152,21 @@ bool HasF16Gemm() {
 #endif
 }
 
+// The GEMM for these shapes: AVX-512 when the CPU has it and k allows, else AVX2.
+void Gemm(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const float* a, int64_t lda, int64_t n_tok,
+          float* y, int64_t ldy) {
+#if defined(__x86_64__) || defined(_M_X64)
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512 && k % 16 == 0) {
+    avx512::GemmF16(k, w, ldw, rows, a, lda, n_tok, y, ldy);
+    return;
+  }
+  avx2::GemmF16(k, w, ldw, rows, a, lda, n_tok, y, ldy);
+#else
+  (void)k; (void)w; (void)ldw; (void)rows; (void)a; (void)lda; (void)n_tok; (void)y; (void)ldy;
+#endif
+}
+
 }  // namespace
 
 void WhisperRunner::MatMul(const Linear& l, const float* x, int64_t n_tok, float* y) {
@@ -167,7 +182,7 @@ void WhisperRunner::MatMul(const Linear& l, const float* x, int64_t n_tok, float
     pool_->ParallelFor(n_chunks, [&](int64_t cb, int64_t ce) {
       for (int64_t c = cb; c < ce; ++c) {
         const int64_t r0 = c * kChunk, nr = std::min(kChunk, l.out - r0);
-        avx2::GemmF16(l.in, w + r0 * l.in, l.in, nr, gemm_in_.data(), l.in, n_tok, y + r0, l.out);
+        Gemm(l.in, w + r0 * l.in, l.in, nr, gemm_in_.data(), l.in, n_tok, y + r0, l.out);
         if (!l.b.empty())
           for (int64_t t = 0; t < n_tok; ++t)
             for (int64_t i = 0; i < nr; ++i) y[t * l.out + r0 + i] += l.b[size_t(r0 + i)];
@@ -277,13 +292,13 @@ void WhisperRunner::EncoderAttentionGemm(float* q, const float* k, const float* 
     std::vector<float> s(size_t(kBlock * Tp), 0.0f);
     for (int64_t w = b; w < e; ++w) {
       const int64_t h = w / n_blocks, q0 = (w % n_blocks) * kBlock, nq = std::min(kBlock, T - q0);
-      avx2::GemmF16(d, k16.data() + h * T * d, d, T, q + q0 * n + h * d, n, nq, s.data(), Tp);
+      Gemm(d, k16.data() + h * T * d, d, T, q + q0 * n + h * d, n, nq, s.data(), Tp);
       for (int64_t i = 0; i < nq; ++i) {
         float* si = s.data() + i * Tp;
         avx2::SoftmaxF16(si, T, scale);
         for (int64_t j = T; j < Tp; ++j) si[j] = 0.0f;
       }
-      avx2::GemmF16(Tp, vt16.data() + h * d * Tp, Tp, d, s.data(), Tp, nq, out + q0 * n + h * d, n);
+      Gemm(Tp, vt16.data() + h * d * Tp, Tp, d, s.data(), Tp, nq, out + q0 * n + h * d, n);
     }
   });
 #else

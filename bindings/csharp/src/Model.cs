@@ -485,6 +485,8 @@ namespace Zerfoo
                 if (options.ContextSize.HasValue) p.n_ctx = options.ContextSize.Value;
                 if (options.Threads.HasValue) p.n_threads = options.Threads.Value;
                 if (options.KvF32) p.kv_type = 0;
+                if (options.KvTypeK.HasValue) p.kv_type = (int)options.KvTypeK.Value;
+                if (options.KvTypeV.HasValue) p.kv_type_v = (int)options.KvTypeV.Value;
                 if (options.FastPrefill) p.flags |= 1u;  // ZF_SESSION_FAST_PREFILL
             }
             return new Session(this, SessionHandle.Create(handle, ref p));

@@ -114,6 +114,8 @@ namespace Zerfoo
         public int kv_type;
         public uint flags;                 // appended in 0.4: ZF_SESSION_FAST_PREFILL
         public uint reserved0;
+        public int kv_type_v;              // appended in 0.7: ZF_KV_SAME (-1) or V's type
+        public uint reserved1;
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -229,7 +231,7 @@ namespace Zerfoo
 
         /// <summary>The header version this binding was written for (ZF_VERSION_MAJOR/MINOR).</summary>
         internal const int HeaderMajor = 0;
-        internal const int HeaderMinor = 6;
+        internal const int HeaderMinor = 7;
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern uint zf_version();

@@ -7,6 +7,19 @@ using System.Threading;
 
 namespace Zerfoo
 {
+    /// <summary>A KV cache element type (ZF_KV_*; llama.cpp's -ctk / -ctv words).</summary>
+    public enum KvType
+    {
+        /// <summary>32-bit floats.</summary>
+        F32 = 0,
+        /// <summary>16-bit floats (the default).</summary>
+        F16 = 1,
+        /// <summary>ggml's Q8_0 blocks, 8.5 bits per element (CPU engine; head sizes a multiple of 32).</summary>
+        Q8_0 = 2,
+        /// <summary>ggml's Q4_0 blocks, 4.5 bits per element (as Q8_0).</summary>
+        Q4_0 = 3,
+    }
+
     /// <summary>Options for <see cref="Model.CreateSession"/>; null keeps the library default.</summary>
     public sealed class SessionOptions
     {
@@ -16,6 +29,11 @@ namespace Zerfoo
         public int? Threads { get; set; }
         /// <summary>KV cache in 32-bit floats instead of the default 16-bit.</summary>
         public bool KvF32 { get; set; }
+        /// <summary>K's cache type, and V's unless <see cref="KvTypeV"/> is set (default F16;
+        /// overrides <see cref="KvF32"/>).</summary>
+        public KvType? KvTypeK { get; set; }
+        /// <summary>V's cache type when it differs from K's (llama.cpp's -ctv).</summary>
+        public KvType? KvTypeV { get; set; }
         /// <summary>Prefill with the fastest kernels instead of the exact ones
         /// (ZF_SESSION_FAST_PREFILL). By default a session evaluates a prompt so that every
         /// position's logits are bit for bit the same however the prompt arrives (in one call, in

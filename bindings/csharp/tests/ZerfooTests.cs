@@ -1091,6 +1091,21 @@ public class ZerfooTests
     }
 
     [Test]
+    public void QuantizedKvSessionGenerates()
+    {
+        foreach (var o in new[] { new SessionOptions { ContextSize = 512, KvTypeK = KvType.Q8_0 },
+                                  new SessionOptions { ContextSize = 512, KvTypeK = KvType.Q8_0, KvTypeV = KvType.Q4_0 } })
+        {
+            using (var s = model.CreateSession(o))
+            {
+                var r = s.Generate("The capital of France is", new GenerateOptions { Temperature = 0, MaxTokens = 8 });
+                Assert.AreEqual(8, r.GeneratedTokens, o.KvTypeV.ToString());
+                StringAssert.StartsWith(" Paris", r.Text);
+            }
+        }
+    }
+
+    [Test]
     public void LibraryVersionAndLogs()
     {
         Assert.AreEqual(Library.Version, string.Format("{0}.{1}.{2}", Library.VersionNumber / 1000000,
@@ -1141,7 +1156,7 @@ public class ZerfooTests
         StringAssert.Contains("$ZERFOO_LIBRARY=/nonexistent/libzerfoo.so.0", missing);
         string old = RunLoadCheck(Path.Combine(dir, "fake-0.0/libzerfoo.so.0"));
         StringAssert.StartsWith("Zerfoo.ZerfooLibraryException Unsupported: libzerfoo 0.0.7 found", old);
-        StringAssert.Contains("needs 0.x with x >= 6", old);
+        StringAssert.Contains("needs 0.x with x >= 7", old);
         string major = RunLoadCheck(Path.Combine(dir, "fake-1.5/libzerfoo.so.0"));
         StringAssert.StartsWith("Zerfoo.ZerfooLibraryException Unsupported: libzerfoo 1.5.0 found", major);
         string notZerfoo = RunLoadCheck(Path.Combine(dir, "fake-none/libzerfoo.so.0"));

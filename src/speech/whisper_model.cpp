@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engine/thread_pool.h"
+#include "quant/kernels.h"
 #include "quant/quant.h"
 #include "speech/gemm_f16.h"
 
@@ -145,7 +146,7 @@ namespace {
 
 bool HasF16Gemm() {
 #if defined(__x86_64__) || defined(_M_X64)
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  static const bool ok = quant::CpuHasAvx2Fma16();
   return ok;
 #else
   return false;
@@ -156,7 +157,8 @@ bool HasF16Gemm() {
 void Gemm(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const float* a, int64_t lda, int64_t n_tok,
           float* y, int64_t ldy) {
 #if defined(__x86_64__) || defined(_M_X64)
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  // Where the quant kernels run AVX-512 (the CPU has it and ZF_NO_AVX512 is unset).
+  static const bool avx512 = std::strcmp(quant::ActiveIsa(), "avx512-vnni") == 0;
   if (avx512 && k % 16 == 0) {
     avx512::GemmF16(k, w, ldw, rows, a, lda, n_tok, y, ldy);
     return;

@@ -70,7 +70,7 @@ Status LoadBlock(const WhisperFile& f, const std::string& p, int64_t n, bool cro
 }
 
 // ggml's GELU (tanh form) as whisper.cpp computes it: a table indexed by the F16 input holding
-// F16 outputs (computed in F32 with tanhf); identity above 10, zero below -10.
+// F16 outputs (computed in F32 with tanhf); identity above 10, zero below -10 (GeluRow).
 const uint16_t* GeluTable() {
   static const std::vector<uint16_t> table = [] {
     std::vector<uint16_t> t(65536);
@@ -81,12 +81,6 @@ const uint16_t* GeluTable() {
     return t;
   }();
   return table.data();
-}
-
-inline float Gelu(float x) {
-  if (x <= -10.0f) return 0.0f;
-  if (x >= 10.0f) return x;
-  return quant::Fp16ToFp32(GeluTable()[quant::Fp32ToFp16(x)]);
 }
 
 inline float RoundF16(float x) { return quant::Fp16ToFp32(quant::Fp32ToFp16(x)); }
@@ -153,10 +147,10 @@ bool HasF16Gemm() {
 #endif
 }
 
-// The GEMM for these shapes: AVX-512 when the CPU has it and k allows, else AVX2.
+#if defined(__x86_64__) || defined(_M_X64)
+// The GEMM for these shapes: AVX-512 where the quant kernels use it and k allows, else AVX2.
 void Gemm(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const float* a, int64_t lda, int64_t n_tok,
           float* y, int64_t ldy) {
-#if defined(__x86_64__) || defined(_M_X64)
   // Where the quant kernels run AVX-512 (the CPU has it and ZF_NO_AVX512 is unset).
   static const bool avx512 = std::strcmp(quant::ActiveIsa(), "avx512-vnni") == 0;
   if (avx512 && k % 16 == 0) {
@@ -164,10 +158,8 @@ void Gemm(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const float* 
     return;
   }
   avx2::GemmF16(k, w, ldw, rows, a, lda, n_tok, y, ldy);
-#else
-  (void)k; (void)w; (void)ldw; (void)rows; (void)a; (void)lda; (void)n_tok; (void)y; (void)ldy;
-#endif
 }
+#endif
 
 }  // namespace
 
@@ -267,7 +259,10 @@ void WhisperRunner::GeluRow(float* x, int64_t n) {
       return;
     }
 #endif
-    for (int64_t i = i0; i < i1; ++i) x[i] = Gelu(x[i]);
+    for (int64_t i = i0; i < i1; ++i) {
+      const float v = x[i];
+      x[i] = v <= -10.0f ? 0.0f : v >= 10.0f ? v : quant::Fp16ToFp32(table[quant::Fp32ToFp16(v)]);
+    }
   });
 }
 

@@ -204,6 +204,26 @@ TEST_P(WhisperGolden, GreedySeekingOverWindowsIdentical) {
   CompareSegments(res, golden_["greedy_jfk_x3"]["segments"]);
 }
 
+// Options the model cannot honour are refused naming them; under 100 ms there is nothing to
+// decode (as whisper.cpp), which is not an error.
+TEST_P(WhisperGolden, BadOptionsAreNamed) {
+  WhisperRunner r(*model_, 2);
+  TranscribeResult res;
+  TranscribeParams p;
+  p.language = "xx";
+  Status s = Transcribe(r, *model_, pcm_.data(), 16000, p, 2, &res);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("language 'xx'"), std::string::npos) << s.message();
+  if (model_->hparams().n_vocab >= 51865) return;  // the rest: English-only models
+  p = TranscribeParams();
+  p.translate = true;
+  s = Transcribe(r, *model_, pcm_.data(), 16000, p, 2, &res);
+  EXPECT_NE(s.message().find("translate: this model is English-only"), std::string::npos) << s.message();
+  ASSERT_TRUE(Transcribe(r, *model_, pcm_.data(), 800, TranscribeParams(), 2, &res).ok());
+  EXPECT_TRUE(res.segments.empty());
+  EXPECT_FALSE(Transcribe(r, *model_, nullptr, 10, TranscribeParams(), 2, &res).ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, WhisperGolden, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<ModelCase>& i) {
                            return std::string(i.param.name) == "tiny.en" ? std::string("tiny_en") : std::string(i.param.name);

@@ -14,7 +14,7 @@ namespace cli {
 namespace {
 
 enum : unsigned {
-  kGen = 1, kChat = 2, kInfo = 4, kTok = 8, kBench = 16, kServe = 32,
+  kGen = 1, kChat = 2, kInfo = 4, kTok = 8, kBench = 16, kServe = 32, kTrans = 64,
   kSample = kGen | kChat,
   kModelCommands = kGen | kChat | kInfo | kTok,
   kLoadsModel = kGen | kChat | kInfo | kBench | kServe,  // what takes --device
@@ -26,6 +26,8 @@ struct Choice {
 };
 constexpr Choice kDevices[] = {{"auto", ZF_DEVICE_AUTO}, {"cpu", ZF_DEVICE_CPU}, {"cuda", ZF_DEVICE_CUDA}, {nullptr, 0}};
 constexpr Choice kBenchOutputs[] = {{"md", 0}, {"json", 1}, {nullptr, 0}};
+// zerfoo transcribe -of (whisper-cli's output formats).
+constexpr Choice kTranscriptFormats[] = {{"txt", 0}, {"srt", 1}, {"vtt", 2}, {"json", 3}, {nullptr, 0}};
 constexpr Choice kReasoningShown[] = {{"show", 1}, {"hide", 0}, {nullptr, 0}};
 // llama-server's --pooling words; "none" (a vector per token) is refused by the server.
 constexpr Choice kPoolings[] = {{"none", ZF_POOLING_NONE}, {"mean", ZF_POOLING_MEAN}, {"cls", ZF_POOLING_CLS},
@@ -171,6 +173,8 @@ const OptionSpec kOptions[] = {
      "CPU threads (default: all hardware threads)"},
     {{"--n-prompt", "-p"}, kBench, kIntList, "LIST", 0, kListMax, nullptr, "prompt sizes (default 512; 0 skips)"},
     {{"--n-gen", "-n"}, kBench, kIntList, "LIST", 0, kListMax, nullptr, "generation lengths (default 128; 0 skips)"},
+    {{"--n-depth", "-d"}, kBench, kIntList, "LIST", 0, kListMax, nullptr,
+     "tokens already in the context when a test runs (default 0), as llama-bench's -d: ppN @ dD, tgN @ dD"},
     {{"--repetitions", "-r"}, kBench, kInt, "N", 1, 1000, nullptr, "repetitions per test (default 5)"},
     {{"--output", "-o"}, kBench, kChoice, "FMT", 0, 0, kBenchOutputs, "md or json (default md)"},
     {{"--mmap", "-mmp"}, kBench, kInt, "0|1", 0, 1, nullptr,
@@ -178,6 +182,17 @@ const OptionSpec kOptions[] = {
     {{"--fast-prefill", "-fp"}, kBench, kInt, "0|1", 0, 1, nullptr,
      "prefill with the multi-token kernels (1) or exactly, each row as a one-token step (0, "
      "default: what sessions do by default)"},
+
+    // transcribe: speech to text with a Whisper model (whisper-cli's flags where it has them).
+    {{"--model", "-m"}, kTrans, kString, "FILE", 0, 0, nullptr, "whisper.cpp ggml .bin model (required)"},
+    {{"--language", "-l"}, kTrans, kString, "LANG", 0, 0, nullptr,
+     "spoken language: a Whisper code (en, de, ...) or auto (multilingual models; default en)"},
+    {{"--translate", "-tr"}, kTrans, kFlag, nullptr, 0, 0, nullptr, "translate into English (multilingual models)"},
+    {{"--no-timestamps", "-nt"}, kTrans, kFlag, nullptr, 0, 0, nullptr,
+     "decode without timestamps (one segment per 30 s window)"},
+    {{"--output-format", "-of"}, kTrans, kChoice, "FMT", 0, 0, kTranscriptFormats,
+     "txt (default), srt, vtt or json (segments with times and token probabilities), on stdout"},
+    {{"--threads", "-t"}, kTrans, kInt, "N", 0, 1024, nullptr, "CPU threads (0 = hardware threads, at most 8)"},
 
     {{"--cache-type-k", "-ctk"}, kGen | kChat | kBench | kServe, kChoice, "TYPE", 0, 0, kKvTypes,
      "K cache element type: f32, f16 (default), q8_0 or q4_0 (quantized: CPU engine, head sizes a multiple of 32)",
@@ -190,9 +205,9 @@ const OptionSpec kOptions[] = {
     {{"--parse-special"}, kTok, kFlag, nullptr, 0, 0, nullptr, "match special-token text such as <eos> as tokens"},
     {{"--json"}, kGen | kChat | kInfo | kTok, kFlag, nullptr, 0, 0, nullptr,
      "print one JSON value on stdout (chat: one line per turn, the assistant message and usage)"},
-    {{"--verbose", "-v"}, kModelCommands | kServe, kFlag, nullptr, 0, 0, nullptr,
+    {{"--verbose", "-v"}, kModelCommands | kServe | kTrans, kFlag, nullptr, 0, 0, nullptr,
      "log at INFO level (default: warnings only)", "requests are logged too"},
-    {{"--help", "-h"}, kModelCommands | kBench | kServe, kFlag, nullptr, 0, 0, nullptr, "show this help"},
+    {{"--help", "-h"}, kModelCommands | kBench | kServe | kTrans, kFlag, nullptr, 0, 0, nullptr, "show this help"},
 };
 
 unsigned CommandBit(const std::string& c) {
@@ -202,6 +217,7 @@ unsigned CommandBit(const std::string& c) {
   if (c == "tokenize") return kTok;
   if (c == "bench") return kBench;
   if (c == "serve") return kServe;
+  if (c == "transcribe") return kTrans;
   return 0;
 }
 
@@ -291,6 +307,13 @@ const char* Usage(const std::string& command) {
   if (command == "tokenize") {
     return "usage: zerfoo tokenize -m MODEL [options] TEXT\n\n"
            "Prints the token ids of TEXT ('-' reads stdin).\n";
+  }
+  if (command == "transcribe") {
+    return "usage: zerfoo transcribe -m MODEL [options] FILE...\n\n"
+           "Speech to text with a Whisper model (whisper.cpp's ggml .bin): each WAV FILE (any rate and\n"
+           "channel count) is transcribed greedily with timestamps, as whisper.cpp does. Several files:\n"
+           "txt/srt/vtt each after a '==> FILE <==' line, json one object per line. MP3, FLAC and Ogg\n"
+           "are not decoded yet (convert to WAV first).\n";
   }
   if (command == "bench") {
     return "usage: zerfoo bench -m MODEL [-m MODEL ...] [options]\n\n"

@@ -31,9 +31,22 @@ PY
 table="$("$zf" bench -m "$model" -t 1 -p 8 -n 0 -r 1)" || fail "markdown bench exited $?"
 grep -q '| pp8 |' <<<"$table" || fail "no pp8 row in: $table"
 
+# -d: llama-bench's depth (tokens already in the context), a row per depth and test.
+json="$("$zf" bench -m "$model" -t 2 -p 8 -n 4 -d 0,64 -r 2 -o json)" || fail "bench -d exited $?"
+python3 - "$json" <<'PY' || exit 1
+import json, sys
+rows = json.loads(sys.argv[1])
+got = [(r["n_prompt"], r["n_gen"], r["n_depth"]) for r in rows]
+assert got == [(8, 0, 0), (0, 4, 0), (8, 0, 64), (0, 4, 64)], got
+assert all(r["avg_ts"] > 0 and len(r["samples_ts"]) == 2 for r in rows), rows
+print("bench -d ok:", [round(r["avg_ts"], 1) for r in rows])
+PY
+table="$("$zf" bench -m "$model" -t 1 -p 0 -n 2 -d 32 -r 1)" || fail "markdown bench -d exited $?"
+grep -q '| tg2 @ d32 |' <<<"$table" || fail "no 'tg2 @ d32' row in: $table"
+
 err="$("$zf" bench -m /nonexistent/model.gguf -p 4 -n 0 -r 1 2>&1)" && fail "a missing file succeeded"
 grep -q "/nonexistent/model.gguf" <<<"$err" || fail "the error does not name the file: $err"
-for bad in "-t 0" "-r 0" "-p abc"; do
+for bad in "-t 0" "-r 0" "-p abc" "-d -1"; do
   # shellcheck disable=SC2086
   err="$("$zf" bench -m "$model" $bad 2>&1)"; rc=$?
   [ "$rc" -eq 2 ] || fail "'$bad': exit $rc, want 2 (usage error)"

@@ -3,7 +3,9 @@
 # files, threads and prompt sizes, alternating tool by tool for each configuration, plus the
 # machine's measured read bandwidth. Prints one Markdown table with ratios (zerfoo / llama.cpp)
 # and, for decode, the share of the bandwidth limit reached (weights bytes/token x tok/s / BW).
-#   bench/compare_llama_cpp.sh [-t 1,2] [-p 512] [-n 128] [-r 5] [-k 1] [-m FILE,FILE]
+#   bench/compare_llama_cpp.sh [-t 1,2] [-p 512] [-n 128] [-d 0] [-r 5] [-k 1] [-m FILE,FILE]
+# -d LIST runs every test also at those depths (tokens already in the context; both tools' -d):
+# prefill and decode at agent lengths, e.g. -p 512 -n 64 -d 4096,16384.
 # -m benchmarks other GGUF files than the two real models (bench/family_bench.sh passes its
 # 1B-class synthesized ones). Bytes per decoded token come from bench/decode_bytes.py (for MoE
 # files, the experts' bytes times expert_used_count / expert_count).
@@ -15,10 +17,10 @@
 # demand by scripts/reference/build_llama_cpp.sh (cached in ~/.cache/zerfoo/reference).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-threads=1,2; n_prompt=512; n_gen=128; reps=5; rounds=1; models=""
-while getopts "t:p:n:r:k:m:" o; do
-  case "$o" in t) threads=$OPTARG ;; p) n_prompt=$OPTARG ;; n) n_gen=$OPTARG ;; r) reps=$OPTARG ;; k) rounds=$OPTARG ;;
-    m) models=$OPTARG ;; *) exit 2 ;; esac
+threads=1,2; n_prompt=512; n_gen=128; depths=0; reps=5; rounds=1; models=""
+while getopts "t:p:n:d:r:k:m:" o; do
+  case "$o" in t) threads=$OPTARG ;; p) n_prompt=$OPTARG ;; n) n_gen=$OPTARG ;; d) depths=$OPTARG ;; r) reps=$OPTARG ;;
+    k) rounds=$OPTARG ;; m) models=$OPTARG ;; *) exit 2 ;; esac
 done
 zf="${ZERFOO_BIN:-$root/build/zerfoo}"
 [ -x "$zf" ] || { cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DZF_BUILD_TESTS=OFF >/dev/null; cmake --build "$root/build" --target zerfoo_cli >/dev/null; }
@@ -35,7 +37,7 @@ tag='import json,sys; [print(json.dumps({"tool":sys.argv[1],"round":int(sys.argv
 for round in $(seq 1 "$rounds"); do
   for m in "${files[@]}"; do
     for t in ${threads//,/ }; do
-      for test in "-p $n_prompt -n 0" "-p 0 -n $n_gen"; do
+      for test in "-p $n_prompt -n 0 -d $depths" "-p 0 -n $n_gen -d $depths"; do
         # shellcheck disable=SC2086
         "$ref/bin/llama-bench" -m "$m" -t "$t" $test -r "$reps" -o json 2>/dev/null \
           | python3 -c "$tag" llama.cpp "$round" >> "$tmp/rows.jsonl"
@@ -68,7 +70,7 @@ import json, os, sys
 decode_bytes = {l.split()[0]: int(l.split()[1]) for l in open(sys.argv[5])}
 rows = [json.loads(l) for l in open(sys.argv[1])]
 bw = {1: float(sys.argv[2]), 2: float(sys.argv[3])}
-key = lambda r: (os.path.basename(r["model_filename"]), r["n_threads"], r["n_prompt"], r["n_gen"])
+key = lambda r: (os.path.basename(r["model_filename"]), r["n_threads"], r.get("n_depth", 0), r["n_prompt"], r["n_gen"])
 by = {}
 for r in rows:
     by.setdefault(key(r), {}).setdefault(r["round"], {})[r["tool"]] = r
@@ -81,7 +83,7 @@ for k in sorted(by):
     pairs = [(d["llama.cpp"], d["zerfoo"]) for _, d in sorted(by[k].items()) if "llama.cpp" in d and "zerfoo" in d]
     if not pairs:
         continue
-    test = f"pp{k[2]}" if k[2] else f"tg{k[3]}"
+    test = (f"pp{k[3]}" if k[3] else f"tg{k[4]}") + (f" @ d{k[2]}" if k[2] else "")
     ratios = [z["avg_ts"] / l["avg_ts"] for l, z in pairs]
     if len(pairs) == 1:  # one round: each tool's mean ± its spread over the repetitions
         (l, z), = pairs
@@ -91,7 +93,7 @@ for k in sorted(by):
         lt, zt = f"{med([l['avg_ts'] for l, _ in pairs]):.2f}", f"{med([z['avg_ts'] for _, z in pairs]):.2f}"
         ratio = f"{med(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
     limit = ""
-    if k[3] and k[1] in bw:  # decode: weight bytes per token (bench/decode_bytes.py) x tok/s / BW
+    if k[4] and not k[2] and k[1] in bw:  # decode at depth 0: weight bytes per token (bench/decode_bytes.py) x tok/s / BW
         z_ts = med([z["avg_ts"] for _, z in pairs])
         limit = f"{100 * decode_bytes.get(k[0], pairs[0][1]['model_size']) * z_ts / (bw[k[1]] * 1e9):.0f}%"
     print(f"| {k[0]} | {k[1]} | {test} | {lt} | {zt} | {ratio} | {limit} |")

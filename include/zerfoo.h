@@ -1433,6 +1433,187 @@ ZF_API zf_status zf_lora_info(const zf_lora_adapter* adapter, zf_lora_summary* i
 ZF_API zf_status zf_session_set_loras(zf_session* session, const zf_lora_adapter* const* adapters,
                                       const float* scales, size_t n);
 
+/* ---------------------------------------------------------------------------------------------
+ * Speech to text: Whisper (since 0.7)
+ * ------------------------------------------------------------------------------------------- */
+
+/**
+ * @brief A Whisper model loaded from a whisper.cpp ggml `.bin` file (opaque). Its own handle,
+ * not a ::zf_model: a speech model has no sessions, chat template or GGUF metadata, and a
+ * distinct type lets neither be passed where the other is meant. Immutable after
+ * zf_speech_load(): any number of threads may transcribe with it at once (each zf_transcribe()
+ * call has its own working state). zf_speech_free() may be called from any thread; results of
+ * zf_transcribe() stay valid after it.
+ */
+typedef struct zf_speech_model zf_speech_model;
+
+/**
+ * @brief The outcome of zf_transcribe(): segments, full text and language (opaque; owned by
+ * the caller, released with zf_transcription_free()). Immutable; readable from any thread.
+ */
+typedef struct zf_transcription zf_transcription;
+
+/**
+ * @brief Loads a whisper.cpp ggml `.bin` model (tiny, base, small, medium, large; `.en` and
+ * multilingual; F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 tensors). Thread-safe.
+ * @param path The file (NUL-terminated UTF-8).
+ * @param flags Reserved; must be 0.
+ * @param out Receives the model (NULL on failure). Required.
+ * @return ::ZF_OK; ::ZF_ERR_IO (cannot open or map); ::ZF_ERR_FORMAT (not a whisper.cpp file:
+ *         a GGUF file is named as such; a truncated or inconsistent one: the message names the
+ *         field or tensor); ::ZF_ERR_UNSUPPORTED (a tensor type); ::ZF_ERR_INVALID_ARGUMENT
+ *         (NULL path/out, nonzero flags); ::ZF_ERR_OUT_OF_MEMORY.
+ */
+ZF_API zf_status zf_speech_load(const char* path, uint32_t flags, zf_speech_model** out);
+
+/** @brief Releases the model. NULL is a no-op. Any thread. */
+ZF_API void zf_speech_free(zf_speech_model* model);
+
+/** What zf_speech_info() reports about a model. Append-only; `struct_size` first. */
+typedef struct zf_speech_summary {
+  uint32_t struct_size;   /**< Set by the caller to sizeof(zf_speech_summary). */
+  int32_t n_vocab;        /**< Vocabulary size (51864 English-only, 51865 multilingual, 51866 large-v3). */
+  int32_t n_mels;         /**< Log-mel bins (80, or 128 for large-v3). */
+  int32_t n_audio_layer;  /**< Encoder blocks. */
+  int32_t n_text_layer;   /**< Decoder blocks. */
+  int32_t n_audio_state;  /**< Encoder width. */
+  int32_t multilingual;   /**< 1 for multilingual models (language detection, translation); 0 for `.en`. */
+  uint32_t reserved;      /**< Padding; written as 0. */
+} zf_speech_summary;
+
+/**
+ * @brief Describes a speech model (see ::zf_speech_summary). Thread-safe.
+ * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, struct_size too small).
+ */
+ZF_API zf_status zf_speech_info(const zf_speech_model* model, zf_speech_summary* info);
+
+/** @name Transcription flags (zf_transcribe_params::flags). */
+/**@{*/
+#define ZF_TRANSCRIBE_TRANSLATE 1u     /**< The translate task: English text from any language (multilingual models). */
+#define ZF_TRANSCRIBE_NO_TIMESTAMPS 2u /**< Decode without timestamp tokens: one segment per 30 s window. */
+/**@}*/
+
+/** Options of zf_transcribe(). Initialize with zf_transcribe_params_init(). */
+typedef struct zf_transcribe_params {
+  uint32_t struct_size;    /**< sizeof(zf_transcribe_params). */
+  int32_t n_threads;       /**< Worker threads; 0 = the hardware's (at most 8). */
+  /** A language code of Whisper's ("en", "de", ...), "auto" to detect it (multilingual models),
+   *  or NULL/"" for "en". English-only models accept only "en", "auto" or NULL. */
+  const char* language;
+  /** Text to condition the first window on (whisper.cpp's initial prompt). Not supported in this
+   *  version: must be NULL or "" (else ::ZF_ERR_UNSUPPORTED). */
+  const char* initial_prompt;
+  uint32_t flags;          /**< ZF_TRANSCRIBE_* bits; unknown bits are rejected. */
+  uint32_t reserved;       /**< Must be 0. */
+} zf_transcribe_params;
+
+/**
+ * @brief Fills `params` with defaults (language "en", timestamps on, hardware threads).
+ * @param params The struct to fill.
+ * @param size sizeof(zf_transcribe_params) as the caller knows it.
+ * @return ::ZF_OK, or ::ZF_ERR_INVALID_ARGUMENT if params is NULL or size < 4.
+ */
+ZF_API zf_status zf_transcribe_params_init(zf_transcribe_params* params, size_t size);
+
+/** One decoded token of a segment. */
+typedef struct zf_speech_token {
+  int32_t id;   /**< Token id (text or timestamp token); zf_speech_token_text() gives its text. */
+  float p;      /**< The probability the decoder gave it. */
+  float plog;   /**< Its log-probability. */
+  uint32_t reserved; /**< Written as 0. */
+} zf_speech_token;
+
+/** A transcribed segment: the text between two timestamps. Filled by the library. */
+typedef struct zf_speech_segment {
+  uint32_t struct_size;   /**< The caller's sizeof for zf_transcription_segment(); the library's in callbacks. */
+  uint32_t reserved;      /**< Written as 0. */
+  int64_t t0_ms;          /**< Start in milliseconds from the start of the audio (10 ms resolution). */
+  int64_t t1_ms;          /**< End in milliseconds. */
+  const char* text;       /**< UTF-8 text (NUL-terminated; usually starts with a space). */
+  size_t text_len;        /**< Bytes of `text` without the NUL. */
+  const zf_speech_token* tokens; /**< The segment's tokens (text and timestamps). */
+  size_t n_tokens;        /**< Entries in `tokens`. */
+  float no_speech_prob;   /**< Probability of <|nospeech|> at the window's first step. */
+  uint32_t reserved2;     /**< Written as 0. */
+} zf_speech_segment;
+
+/**
+ * @brief Receives each segment as soon as it is decoded, in order. The segment and its pointers
+ * are valid only during the call. Return 0 to continue, nonzero to stop (zf_transcribe() then
+ * returns ::ZF_OK with the segments so far). Runs on the calling thread.
+ */
+typedef int32_t (*zf_segment_cb)(void* user_data, const zf_speech_segment* segment);
+
+/**
+ * @brief Transcribes (or translates) 16 kHz mono float PCM greedily with timestamps, as
+ * whisper.cpp's whisper_full does: 30 s windows, each conditioned on the previous one's text,
+ * the next starting at the last timestamp. Thread-safe: concurrent calls on one model are
+ * independent.
+ * @param model The speech model.
+ * @param pcm n_samples samples in [-1, 1] at 16 kHz (zf_wav_decode() converts WAV files).
+ * @param n_samples Number of samples; must be > 0.
+ * @param params Options (NULL: defaults).
+ * @param cb Optional segment callback.
+ * @param user_data Passed to cb.
+ * @param out Optional; receives the result (free with zf_transcription_free()); NULL on failure.
+ * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL model, NULL or empty pcm, a language Whisper
+ *         does not know or that an English-only model cannot decode, translate on an
+ *         English-only model, n_threads < 0, unknown flags, nonzero reserved, struct_size too
+ *         small); ::ZF_ERR_UNSUPPORTED (a non-empty initial_prompt); ::ZF_ERR_OUT_OF_MEMORY.
+ */
+ZF_API zf_status zf_transcribe(const zf_speech_model* model, const float* pcm, size_t n_samples,
+                               const zf_transcribe_params* params, zf_segment_cb cb, void* user_data,
+                               zf_transcription** out);
+
+/** @brief Segments in a result (0 for NULL). Thread-safe. */
+ZF_API size_t zf_transcription_n_segments(const zf_transcription* result);
+
+/**
+ * @brief Segment i of a result. The pointers in *out stay valid until zf_transcription_free().
+ * @param result The result.
+ * @param i The segment's index, below zf_transcription_n_segments().
+ * @param out Receives the segment; out->struct_size must be set (fields beyond it are not written).
+ * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, i out of range, struct_size too small).
+ */
+ZF_API zf_status zf_transcription_segment(const zf_transcription* result, size_t i, zf_speech_segment* out);
+
+/**
+ * @brief The whole text (the segments' texts concatenated), NUL-terminated into a caller buffer.
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *needed); ::ZF_ERR_INVALID_ARGUMENT.
+ */
+ZF_API zf_status zf_transcription_text(const zf_transcription* result, char* buf, size_t cap, size_t* needed);
+
+/**
+ * @brief The language decoded with (e.g. "en"; the detected one for "auto").
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *needed); ::ZF_ERR_INVALID_ARGUMENT.
+ */
+ZF_API zf_status zf_transcription_language(const zf_transcription* result, char* buf, size_t cap, size_t* needed);
+
+/** @brief Releases a result. NULL is a no-op. Any thread. */
+ZF_API void zf_transcription_free(zf_transcription* result);
+
+/**
+ * @brief The text of a token ("" for special and timestamp tokens), NUL-terminated. Thread-safe.
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *needed); ::ZF_ERR_INVALID_ARGUMENT
+ *         (NULL model, id out of range).
+ */
+ZF_API zf_status zf_speech_token_text(const zf_speech_model* model, int32_t id, char* buf, size_t cap, size_t* needed);
+
+/**
+ * @brief Decodes a WAV (RIFF/WAVE) file's bytes into 16 kHz mono float PCM: integer PCM of
+ * 8/16/24/32 bits or float of 32/64 bits, any channel count (averaged), any sample rate
+ * (resampled linearly). Thread-safe; needs no model.
+ * @param data The file's bytes.
+ * @param size Their count.
+ * @param pcm Output samples (may be NULL when cap is 0).
+ * @param cap Capacity of `pcm` in samples.
+ * @param n_samples Receives the samples written, or needed on ::ZF_ERR_BUFFER_TOO_SMALL. Required.
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT (NULL data/n_samples;
+ *         not RIFF/WAVE, a missing or malformed chunk, a sample format other than the above such
+ *         as compressed WAV: the message names it).
+ */
+ZF_API zf_status zf_wav_decode(const void* data, size_t size, float* pcm, size_t cap, size_t* n_samples);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

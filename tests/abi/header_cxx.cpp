@@ -98,3 +98,28 @@ TEST_CASE("unknown flags and reserved fields are rejected before the file is ope
   CHECK(zf_model_load("/nonexistent.gguf", &p, &m) == ZF_ERR_IO);
   CHECK(m == nullptr);
 }
+
+TEST_CASE("speech structs have their ABI sizes and defaults (0.7)") {
+  static_assert(std::is_trivial<zf_transcribe_params>::value, "ABI structs are plain C");
+  static_assert(std::is_trivial<zf_speech_segment>::value, "ABI structs are plain C");
+  CHECK(sizeof(zf_speech_summary) == 32);
+  CHECK(sizeof(zf_speech_token) == 16);
+  if (sizeof(void*) == 8) {
+    CHECK(sizeof(zf_transcribe_params) == 32);
+    CHECK(sizeof(zf_speech_segment) == 64);
+    CHECK(offsetof(zf_speech_segment, no_speech_prob) == 56);
+  }
+  zf_transcribe_params t;
+  std::memset(&t, 0xAB, sizeof t);
+  REQUIRE(zf_transcribe_params_init(&t, sizeof t) == ZF_OK);
+  CHECK(t.struct_size == sizeof t);
+  CHECK(t.n_threads == 0);
+  CHECK(t.language == nullptr);
+  CHECK(t.initial_prompt == nullptr);
+  CHECK(t.flags == 0u);
+  CHECK(t.reserved == 0u);
+  zf_speech_model* m = nullptr;
+  CHECK(zf_speech_load("/nonexistent.bin", 2, &m) == ZF_ERR_INVALID_ARGUMENT);
+  CHECK(zf_speech_load("/nonexistent.bin", 0, &m) == ZF_ERR_IO);
+  CHECK(m == nullptr);
+}

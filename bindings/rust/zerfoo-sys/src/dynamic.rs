@@ -264,6 +264,60 @@ pub struct ZerfooLib {
         scales: *const f32,
         n: usize,
     ) -> zf_status,
+    pub zf_speech_load: unsafe extern "C" fn(
+        path: *const ::core::ffi::c_char,
+        flags: u32,
+        out: *mut *mut zf_speech_model,
+    ) -> zf_status,
+    pub zf_speech_free: unsafe extern "C" fn(model: *mut zf_speech_model),
+    pub zf_speech_info: unsafe extern "C" fn(
+        model: *const zf_speech_model,
+        info: *mut zf_speech_summary,
+    ) -> zf_status,
+    pub zf_transcribe_params_init:
+        unsafe extern "C" fn(params: *mut zf_transcribe_params, size: usize) -> zf_status,
+    pub zf_transcribe: unsafe extern "C" fn(
+        model: *const zf_speech_model,
+        pcm: *const f32,
+        n_samples: usize,
+        params: *const zf_transcribe_params,
+        cb: zf_segment_cb,
+        user_data: *mut ::core::ffi::c_void,
+        out: *mut *mut zf_transcription,
+    ) -> zf_status,
+    pub zf_transcription_n_segments: unsafe extern "C" fn(result: *const zf_transcription) -> usize,
+    pub zf_transcription_segment: unsafe extern "C" fn(
+        result: *const zf_transcription,
+        i: usize,
+        out: *mut zf_speech_segment,
+    ) -> zf_status,
+    pub zf_transcription_text: unsafe extern "C" fn(
+        result: *const zf_transcription,
+        buf: *mut ::core::ffi::c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status,
+    pub zf_transcription_language: unsafe extern "C" fn(
+        result: *const zf_transcription,
+        buf: *mut ::core::ffi::c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status,
+    pub zf_transcription_free: unsafe extern "C" fn(result: *mut zf_transcription),
+    pub zf_speech_token_text: unsafe extern "C" fn(
+        model: *const zf_speech_model,
+        id: i32,
+        buf: *mut ::core::ffi::c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status,
+    pub zf_wav_decode: unsafe extern "C" fn(
+        data: *const ::core::ffi::c_void,
+        size: usize,
+        pcm: *mut f32,
+        cap: usize,
+        n_samples: *mut usize,
+    ) -> zf_status,
 }
 impl ZerfooLib {
     pub unsafe fn new<P>(path: P) -> Result<Self, ::libloading::Error>
@@ -344,6 +398,26 @@ impl ZerfooLib {
         let zf_lora_free = __library.get(b"zf_lora_free\0").map(|sym| *sym)?;
         let zf_lora_info = __library.get(b"zf_lora_info\0").map(|sym| *sym)?;
         let zf_session_set_loras = __library.get(b"zf_session_set_loras\0").map(|sym| *sym)?;
+        let zf_speech_load = __library.get(b"zf_speech_load\0").map(|sym| *sym)?;
+        let zf_speech_free = __library.get(b"zf_speech_free\0").map(|sym| *sym)?;
+        let zf_speech_info = __library.get(b"zf_speech_info\0").map(|sym| *sym)?;
+        let zf_transcribe_params_init = __library
+            .get(b"zf_transcribe_params_init\0")
+            .map(|sym| *sym)?;
+        let zf_transcribe = __library.get(b"zf_transcribe\0").map(|sym| *sym)?;
+        let zf_transcription_n_segments = __library
+            .get(b"zf_transcription_n_segments\0")
+            .map(|sym| *sym)?;
+        let zf_transcription_segment = __library
+            .get(b"zf_transcription_segment\0")
+            .map(|sym| *sym)?;
+        let zf_transcription_text = __library.get(b"zf_transcription_text\0").map(|sym| *sym)?;
+        let zf_transcription_language = __library
+            .get(b"zf_transcription_language\0")
+            .map(|sym| *sym)?;
+        let zf_transcription_free = __library.get(b"zf_transcription_free\0").map(|sym| *sym)?;
+        let zf_speech_token_text = __library.get(b"zf_speech_token_text\0").map(|sym| *sym)?;
+        let zf_wav_decode = __library.get(b"zf_wav_decode\0").map(|sym| *sym)?;
         Ok(ZerfooLib {
             __library,
             zf_version,
@@ -405,6 +479,18 @@ impl ZerfooLib {
             zf_lora_free,
             zf_lora_info,
             zf_session_set_loras,
+            zf_speech_load,
+            zf_speech_free,
+            zf_speech_info,
+            zf_transcribe_params_init,
+            zf_transcribe,
+            zf_transcription_n_segments,
+            zf_transcription_segment,
+            zf_transcription_text,
+            zf_transcription_language,
+            zf_transcription_free,
+            zf_speech_token_text,
+            zf_wav_decode,
         })
     }
     #[doc = " @brief The loaded library's version, encoded like ::ZF_VERSION.\n\n A binding is compatible when the major parts are equal and the runtime minor is >= the minor\n of the header it was written for. Thread-safe; never fails."]
@@ -917,5 +1003,106 @@ impl ZerfooLib {
         n: usize,
     ) -> zf_status {
         (self.zf_session_set_loras)(session, adapters, scales, n)
+    }
+    #[doc = " @brief Loads a whisper.cpp ggml `.bin` model (tiny, base, small, medium, large; `.en` and\n multilingual; F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 tensors). Thread-safe.\n @param path The file (NUL-terminated UTF-8).\n @param flags Reserved; must be 0.\n @param out Receives the model (NULL on failure). Required.\n @return ::ZF_OK; ::ZF_ERR_IO (cannot open or map); ::ZF_ERR_FORMAT (not a whisper.cpp file:\n         a GGUF file is named as such; a truncated or inconsistent one: the message names the\n         field or tensor); ::ZF_ERR_UNSUPPORTED (a tensor type); ::ZF_ERR_INVALID_ARGUMENT\n         (NULL path/out, nonzero flags); ::ZF_ERR_OUT_OF_MEMORY."]
+    pub unsafe fn zf_speech_load(
+        &self,
+        path: *const ::core::ffi::c_char,
+        flags: u32,
+        out: *mut *mut zf_speech_model,
+    ) -> zf_status {
+        (self.zf_speech_load)(path, flags, out)
+    }
+    #[doc = " @brief Releases the model. NULL is a no-op. Any thread."]
+    pub unsafe fn zf_speech_free(&self, model: *mut zf_speech_model) {
+        (self.zf_speech_free)(model)
+    }
+    #[doc = " @brief Describes a speech model (see ::zf_speech_summary). Thread-safe.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, struct_size too small)."]
+    pub unsafe fn zf_speech_info(
+        &self,
+        model: *const zf_speech_model,
+        info: *mut zf_speech_summary,
+    ) -> zf_status {
+        (self.zf_speech_info)(model, info)
+    }
+    #[doc = " @brief Fills `params` with defaults (language \"en\", timestamps on, hardware threads).\n @param params The struct to fill.\n @param size sizeof(zf_transcribe_params) as the caller knows it.\n @return ::ZF_OK, or ::ZF_ERR_INVALID_ARGUMENT if params is NULL or size < 4."]
+    pub unsafe fn zf_transcribe_params_init(
+        &self,
+        params: *mut zf_transcribe_params,
+        size: usize,
+    ) -> zf_status {
+        (self.zf_transcribe_params_init)(params, size)
+    }
+    #[doc = " @brief Transcribes (or translates) 16 kHz mono float PCM greedily with timestamps, as\n whisper.cpp's whisper_full does: 30 s windows, each conditioned on the previous one's text,\n the next starting at the last timestamp. Thread-safe: concurrent calls on one model are\n independent.\n @param model The speech model.\n @param pcm n_samples samples in [-1, 1] at 16 kHz (zf_wav_decode() converts WAV files).\n @param n_samples Number of samples; must be > 0.\n @param params Options (NULL: defaults).\n @param cb Optional segment callback.\n @param user_data Passed to cb.\n @param out Optional; receives the result (free with zf_transcription_free()); NULL on failure.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL model, NULL or empty pcm, a language Whisper\n         does not know or that an English-only model cannot decode, translate on an\n         English-only model, n_threads < 0, unknown flags, nonzero reserved, struct_size too\n         small); ::ZF_ERR_UNSUPPORTED (a non-empty initial_prompt); ::ZF_ERR_OUT_OF_MEMORY."]
+    pub unsafe fn zf_transcribe(
+        &self,
+        model: *const zf_speech_model,
+        pcm: *const f32,
+        n_samples: usize,
+        params: *const zf_transcribe_params,
+        cb: zf_segment_cb,
+        user_data: *mut ::core::ffi::c_void,
+        out: *mut *mut zf_transcription,
+    ) -> zf_status {
+        (self.zf_transcribe)(model, pcm, n_samples, params, cb, user_data, out)
+    }
+    #[doc = " @brief Segments in a result (0 for NULL). Thread-safe."]
+    pub unsafe fn zf_transcription_n_segments(&self, result: *const zf_transcription) -> usize {
+        (self.zf_transcription_n_segments)(result)
+    }
+    #[doc = " @brief Segment i of a result. The pointers in *out stay valid until zf_transcription_free().\n @param result The result.\n @param i The segment's index, below zf_transcription_n_segments().\n @param out Receives the segment; out->struct_size must be set (fields beyond it are not written).\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, i out of range, struct_size too small)."]
+    pub unsafe fn zf_transcription_segment(
+        &self,
+        result: *const zf_transcription,
+        i: usize,
+        out: *mut zf_speech_segment,
+    ) -> zf_status {
+        (self.zf_transcription_segment)(result, i, out)
+    }
+    #[doc = " @brief The whole text (the segments' texts concatenated), NUL-terminated into a caller buffer.\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *needed); ::ZF_ERR_INVALID_ARGUMENT."]
+    pub unsafe fn zf_transcription_text(
+        &self,
+        result: *const zf_transcription,
+        buf: *mut ::core::ffi::c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status {
+        (self.zf_transcription_text)(result, buf, cap, needed)
+    }
+    #[doc = " @brief The language decoded with (e.g. \"en\"; the detected one for \"auto\").\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *needed); ::ZF_ERR_INVALID_ARGUMENT."]
+    pub unsafe fn zf_transcription_language(
+        &self,
+        result: *const zf_transcription,
+        buf: *mut ::core::ffi::c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status {
+        (self.zf_transcription_language)(result, buf, cap, needed)
+    }
+    #[doc = " @brief Releases a result. NULL is a no-op. Any thread."]
+    pub unsafe fn zf_transcription_free(&self, result: *mut zf_transcription) {
+        (self.zf_transcription_free)(result)
+    }
+    #[doc = " @brief The text of a token (\"\" for special and timestamp tokens), NUL-terminated. Thread-safe.\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *needed); ::ZF_ERR_INVALID_ARGUMENT\n         (NULL model, id out of range)."]
+    pub unsafe fn zf_speech_token_text(
+        &self,
+        model: *const zf_speech_model,
+        id: i32,
+        buf: *mut ::core::ffi::c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status {
+        (self.zf_speech_token_text)(model, id, buf, cap, needed)
+    }
+    #[doc = " @brief Decodes a WAV (RIFF/WAVE) file's bytes into 16 kHz mono float PCM: integer PCM of\n 8/16/24/32 bits or float of 32/64 bits, any channel count (averaged), any sample rate\n (resampled linearly). Thread-safe; needs no model.\n @param data The file's bytes.\n @param size Their count.\n @param pcm Output samples (may be NULL when cap is 0).\n @param cap Capacity of `pcm` in samples.\n @param n_samples Receives the samples written, or needed on ::ZF_ERR_BUFFER_TOO_SMALL. Required.\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT (NULL data/n_samples;\n         not RIFF/WAVE, a missing or malformed chunk, a sample format other than the above such\n         as compressed WAV: the message names it)."]
+    pub unsafe fn zf_wav_decode(
+        &self,
+        data: *const ::core::ffi::c_void,
+        size: usize,
+        pcm: *mut f32,
+        cap: usize,
+        n_samples: *mut usize,
+    ) -> zf_status {
+        (self.zf_wav_decode)(data, size, pcm, cap, n_samples)
     }
 }

@@ -307,4 +307,67 @@ unsafe extern "C" {
         scales: *const f32,
         n: usize,
     ) -> zf_status;
+    #[doc = " @brief Loads a whisper.cpp ggml `.bin` model (tiny, base, small, medium, large; `.en` and\n multilingual; F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 tensors). Thread-safe.\n @param path The file (NUL-terminated UTF-8).\n @param flags Reserved; must be 0.\n @param out Receives the model (NULL on failure). Required.\n @return ::ZF_OK; ::ZF_ERR_IO (cannot open or map); ::ZF_ERR_FORMAT (not a whisper.cpp file:\n         a GGUF file is named as such; a truncated or inconsistent one: the message names the\n         field or tensor); ::ZF_ERR_UNSUPPORTED (a tensor type); ::ZF_ERR_INVALID_ARGUMENT\n         (NULL path/out, nonzero flags); ::ZF_ERR_OUT_OF_MEMORY."]
+    pub fn zf_speech_load(
+        path: *const ::core::ffi::c_char,
+        flags: u32,
+        out: *mut *mut zf_speech_model,
+    ) -> zf_status;
+    #[doc = " @brief Releases the model. NULL is a no-op. Any thread."]
+    pub fn zf_speech_free(model: *mut zf_speech_model);
+    #[doc = " @brief Describes a speech model (see ::zf_speech_summary). Thread-safe.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, struct_size too small)."]
+    pub fn zf_speech_info(model: *const zf_speech_model, info: *mut zf_speech_summary)
+        -> zf_status;
+    #[doc = " @brief Fills `params` with defaults (language \"en\", timestamps on, hardware threads).\n @param params The struct to fill.\n @param size sizeof(zf_transcribe_params) as the caller knows it.\n @return ::ZF_OK, or ::ZF_ERR_INVALID_ARGUMENT if params is NULL or size < 4."]
+    pub fn zf_transcribe_params_init(params: *mut zf_transcribe_params, size: usize) -> zf_status;
+    #[doc = " @brief Transcribes (or translates) 16 kHz mono float PCM greedily with timestamps, as\n whisper.cpp's whisper_full does: 30 s windows, each conditioned on the previous one's text,\n the next starting at the last timestamp. Thread-safe: concurrent calls on one model are\n independent.\n @param model The speech model.\n @param pcm n_samples samples in [-1, 1] at 16 kHz (zf_wav_decode() converts WAV files).\n @param n_samples Number of samples; must be > 0.\n @param params Options (NULL: defaults).\n @param cb Optional segment callback.\n @param user_data Passed to cb.\n @param out Optional; receives the result (free with zf_transcription_free()); NULL on failure.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL model, NULL or empty pcm, a language Whisper\n         does not know or that an English-only model cannot decode, translate on an\n         English-only model, n_threads < 0, unknown flags, nonzero reserved, struct_size too\n         small); ::ZF_ERR_UNSUPPORTED (a non-empty initial_prompt); ::ZF_ERR_OUT_OF_MEMORY."]
+    pub fn zf_transcribe(
+        model: *const zf_speech_model,
+        pcm: *const f32,
+        n_samples: usize,
+        params: *const zf_transcribe_params,
+        cb: zf_segment_cb,
+        user_data: *mut ::core::ffi::c_void,
+        out: *mut *mut zf_transcription,
+    ) -> zf_status;
+    #[doc = " @brief Segments in a result (0 for NULL). Thread-safe."]
+    pub fn zf_transcription_n_segments(result: *const zf_transcription) -> usize;
+    #[doc = " @brief Segment i of a result. The pointers in *out stay valid until zf_transcription_free().\n @param result The result.\n @param i The segment's index, below zf_transcription_n_segments().\n @param out Receives the segment; out->struct_size must be set (fields beyond it are not written).\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, i out of range, struct_size too small)."]
+    pub fn zf_transcription_segment(
+        result: *const zf_transcription,
+        i: usize,
+        out: *mut zf_speech_segment,
+    ) -> zf_status;
+    #[doc = " @brief The whole text (the segments' texts concatenated), NUL-terminated into a caller buffer.\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *needed); ::ZF_ERR_INVALID_ARGUMENT."]
+    pub fn zf_transcription_text(
+        result: *const zf_transcription,
+        buf: *mut ::core::ffi::c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status;
+    #[doc = " @brief The language decoded with (e.g. \"en\"; the detected one for \"auto\").\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *needed); ::ZF_ERR_INVALID_ARGUMENT."]
+    pub fn zf_transcription_language(
+        result: *const zf_transcription,
+        buf: *mut ::core::ffi::c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status;
+    #[doc = " @brief Releases a result. NULL is a no-op. Any thread."]
+    pub fn zf_transcription_free(result: *mut zf_transcription);
+    #[doc = " @brief The text of a token (\"\" for special and timestamp tokens), NUL-terminated. Thread-safe.\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *needed); ::ZF_ERR_INVALID_ARGUMENT\n         (NULL model, id out of range)."]
+    pub fn zf_speech_token_text(
+        model: *const zf_speech_model,
+        id: i32,
+        buf: *mut ::core::ffi::c_char,
+        cap: usize,
+        needed: *mut usize,
+    ) -> zf_status;
+    #[doc = " @brief Decodes a WAV (RIFF/WAVE) file's bytes into 16 kHz mono float PCM: integer PCM of\n 8/16/24/32 bits or float of 32/64 bits, any channel count (averaged), any sample rate\n (resampled linearly). Thread-safe; needs no model.\n @param data The file's bytes.\n @param size Their count.\n @param pcm Output samples (may be NULL when cap is 0).\n @param cap Capacity of `pcm` in samples.\n @param n_samples Receives the samples written, or needed on ::ZF_ERR_BUFFER_TOO_SMALL. Required.\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT (NULL data/n_samples;\n         not RIFF/WAVE, a missing or malformed chunk, a sample format other than the above such\n         as compressed WAV: the message names it)."]
+    pub fn zf_wav_decode(
+        data: *const ::core::ffi::c_void,
+        size: usize,
+        pcm: *mut f32,
+        cap: usize,
+        n_samples: *mut usize,
+    ) -> zf_status;
 }

@@ -29,6 +29,13 @@ pub type zf_stream_cb = ::core::option::Option<
 pub type zf_turn_cb = ::core::option::Option<
     unsafe extern "C" fn(user_data: *mut ::core::ffi::c_void, event: *const zf_turn_event) -> i32,
 >;
+#[doc = " @brief Receives each segment as soon as it is decoded, in order. The segment and its pointers\n are valid only during the call. Return 0 to continue, nonzero to stop (zf_transcribe() then\n returns ::ZF_OK with the segments so far). Runs on the calling thread."]
+pub type zf_segment_cb = ::core::option::Option<
+    unsafe extern "C" fn(
+        user_data: *mut ::core::ffi::c_void,
+        segment: *const zf_speech_segment,
+    ) -> i32,
+>;
 #[doc = " Opaque model: immutable after load, shareable across threads and sessions."]
 #[repr(C)]
 #[derive(Debug)]
@@ -405,6 +412,94 @@ pub struct zf_lora_summary {
     #[doc = "< Adapted weights (lora_a/lora_b pairs)."]
     pub n_weights: u32,
 }
+#[doc = " @brief A Whisper model loaded from a whisper.cpp ggml `.bin` file (opaque). Its own handle,\n not a ::zf_model: a speech model has no sessions, chat template or GGUF metadata, and a\n distinct type lets neither be passed where the other is meant. Immutable after\n zf_speech_load(): any number of threads may transcribe with it at once (each zf_transcribe()\n call has its own working state). zf_speech_free() may be called from any thread; results of\n zf_transcribe() stay valid after it."]
+#[repr(C)]
+#[derive(Debug)]
+pub struct zf_speech_model {
+    _unused: [u8; 0],
+}
+#[doc = " @brief The outcome of zf_transcribe(): segments, full text and language (opaque; owned by\n the caller, released with zf_transcription_free()). Immutable; readable from any thread."]
+#[repr(C)]
+#[derive(Debug)]
+pub struct zf_transcription {
+    _unused: [u8; 0],
+}
+#[doc = " What zf_speech_info() reports about a model. Append-only; `struct_size` first."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct zf_speech_summary {
+    #[doc = "< Set by the caller to sizeof(zf_speech_summary)."]
+    pub struct_size: u32,
+    #[doc = "< Vocabulary size (51864 English-only, 51865 multilingual, 51866 large-v3)."]
+    pub n_vocab: i32,
+    #[doc = "< Log-mel bins (80, or 128 for large-v3)."]
+    pub n_mels: i32,
+    #[doc = "< Encoder blocks."]
+    pub n_audio_layer: i32,
+    #[doc = "< Decoder blocks."]
+    pub n_text_layer: i32,
+    #[doc = "< Encoder width."]
+    pub n_audio_state: i32,
+    #[doc = "< 1 for multilingual models (language detection, translation); 0 for `.en`."]
+    pub multilingual: i32,
+    #[doc = "< Padding; written as 0."]
+    pub reserved: u32,
+}
+#[doc = " Options of zf_transcribe(). Initialize with zf_transcribe_params_init()."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct zf_transcribe_params {
+    #[doc = "< sizeof(zf_transcribe_params)."]
+    pub struct_size: u32,
+    #[doc = "< Worker threads; 0 = the hardware's (at most 8)."]
+    pub n_threads: i32,
+    #[doc = " A language code of Whisper's (\"en\", \"de\", ...), \"auto\" to detect it (multilingual models),\n  or NULL/\"\" for \"en\". English-only models accept only \"en\", \"auto\" or NULL."]
+    pub language: *const ::core::ffi::c_char,
+    #[doc = " Text to condition the first window on (whisper.cpp's initial prompt). Not supported in this\n  version: must be NULL or \"\" (else ::ZF_ERR_UNSUPPORTED)."]
+    pub initial_prompt: *const ::core::ffi::c_char,
+    #[doc = "< ZF_TRANSCRIBE_* bits; unknown bits are rejected."]
+    pub flags: u32,
+    #[doc = "< Must be 0."]
+    pub reserved: u32,
+}
+#[doc = " One decoded token of a segment."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct zf_speech_token {
+    #[doc = "< Token id (text or timestamp token); zf_speech_token_text() gives its text."]
+    pub id: i32,
+    #[doc = "< The probability the decoder gave it."]
+    pub p: f32,
+    #[doc = "< Its log-probability."]
+    pub plog: f32,
+    #[doc = "< Written as 0."]
+    pub reserved: u32,
+}
+#[doc = " A transcribed segment: the text between two timestamps. Filled by the library."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct zf_speech_segment {
+    #[doc = "< The caller's sizeof for zf_transcription_segment(); the library's in callbacks."]
+    pub struct_size: u32,
+    #[doc = "< Written as 0."]
+    pub reserved: u32,
+    #[doc = "< Start in milliseconds from the start of the audio (10 ms resolution)."]
+    pub t0_ms: i64,
+    #[doc = "< End in milliseconds."]
+    pub t1_ms: i64,
+    #[doc = "< UTF-8 text (NUL-terminated; usually starts with a space)."]
+    pub text: *const ::core::ffi::c_char,
+    #[doc = "< Bytes of `text` without the NUL."]
+    pub text_len: usize,
+    #[doc = "< The segment's tokens (text and timestamps)."]
+    pub tokens: *const zf_speech_token,
+    #[doc = "< Entries in `tokens`."]
+    pub n_tokens: usize,
+    #[doc = "< Probability of <|nospeech|> at the window's first step."]
+    pub no_speech_prob: f32,
+    #[doc = "< Written as 0."]
+    pub reserved2: u32,
+}
 pub const ZF_VERSION_MAJOR: i32 = 0;
 pub const ZF_VERSION_MINOR: i32 = 7;
 pub const ZF_VERSION_PATCH: i32 = 0;
@@ -479,6 +574,8 @@ pub const ZF_TURN_DONE: i32 = 6;
 pub const ZF_FINISH_STOP: i32 = 0;
 pub const ZF_FINISH_LENGTH: i32 = 1;
 pub const ZF_FINISH_TOOL_CALLS: i32 = 2;
+pub const ZF_TRANSCRIBE_TRANSLATE: i32 = 1;
+pub const ZF_TRANSCRIBE_NO_TIMESTAMPS: i32 = 2;
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     ["Size of zf_model_params"][::core::mem::size_of::<zf_model_params>() - 56usize];
@@ -822,4 +919,78 @@ const _: () = {
         [::core::mem::offset_of!(zf_lora_summary, alpha) - 8usize];
     ["Offset of field: zf_lora_summary::n_weights"]
         [::core::mem::offset_of!(zf_lora_summary, n_weights) - 12usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of zf_speech_summary"][::core::mem::size_of::<zf_speech_summary>() - 32usize];
+    ["Alignment of zf_speech_summary"][::core::mem::align_of::<zf_speech_summary>() - 4usize];
+    ["Offset of field: zf_speech_summary::struct_size"]
+        [::core::mem::offset_of!(zf_speech_summary, struct_size) - 0usize];
+    ["Offset of field: zf_speech_summary::n_vocab"]
+        [::core::mem::offset_of!(zf_speech_summary, n_vocab) - 4usize];
+    ["Offset of field: zf_speech_summary::n_mels"]
+        [::core::mem::offset_of!(zf_speech_summary, n_mels) - 8usize];
+    ["Offset of field: zf_speech_summary::n_audio_layer"]
+        [::core::mem::offset_of!(zf_speech_summary, n_audio_layer) - 12usize];
+    ["Offset of field: zf_speech_summary::n_text_layer"]
+        [::core::mem::offset_of!(zf_speech_summary, n_text_layer) - 16usize];
+    ["Offset of field: zf_speech_summary::n_audio_state"]
+        [::core::mem::offset_of!(zf_speech_summary, n_audio_state) - 20usize];
+    ["Offset of field: zf_speech_summary::multilingual"]
+        [::core::mem::offset_of!(zf_speech_summary, multilingual) - 24usize];
+    ["Offset of field: zf_speech_summary::reserved"]
+        [::core::mem::offset_of!(zf_speech_summary, reserved) - 28usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of zf_transcribe_params"][::core::mem::size_of::<zf_transcribe_params>() - 32usize];
+    ["Alignment of zf_transcribe_params"][::core::mem::align_of::<zf_transcribe_params>() - 8usize];
+    ["Offset of field: zf_transcribe_params::struct_size"]
+        [::core::mem::offset_of!(zf_transcribe_params, struct_size) - 0usize];
+    ["Offset of field: zf_transcribe_params::n_threads"]
+        [::core::mem::offset_of!(zf_transcribe_params, n_threads) - 4usize];
+    ["Offset of field: zf_transcribe_params::language"]
+        [::core::mem::offset_of!(zf_transcribe_params, language) - 8usize];
+    ["Offset of field: zf_transcribe_params::initial_prompt"]
+        [::core::mem::offset_of!(zf_transcribe_params, initial_prompt) - 16usize];
+    ["Offset of field: zf_transcribe_params::flags"]
+        [::core::mem::offset_of!(zf_transcribe_params, flags) - 24usize];
+    ["Offset of field: zf_transcribe_params::reserved"]
+        [::core::mem::offset_of!(zf_transcribe_params, reserved) - 28usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of zf_speech_token"][::core::mem::size_of::<zf_speech_token>() - 16usize];
+    ["Alignment of zf_speech_token"][::core::mem::align_of::<zf_speech_token>() - 4usize];
+    ["Offset of field: zf_speech_token::id"][::core::mem::offset_of!(zf_speech_token, id) - 0usize];
+    ["Offset of field: zf_speech_token::p"][::core::mem::offset_of!(zf_speech_token, p) - 4usize];
+    ["Offset of field: zf_speech_token::plog"]
+        [::core::mem::offset_of!(zf_speech_token, plog) - 8usize];
+    ["Offset of field: zf_speech_token::reserved"]
+        [::core::mem::offset_of!(zf_speech_token, reserved) - 12usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of zf_speech_segment"][::core::mem::size_of::<zf_speech_segment>() - 64usize];
+    ["Alignment of zf_speech_segment"][::core::mem::align_of::<zf_speech_segment>() - 8usize];
+    ["Offset of field: zf_speech_segment::struct_size"]
+        [::core::mem::offset_of!(zf_speech_segment, struct_size) - 0usize];
+    ["Offset of field: zf_speech_segment::reserved"]
+        [::core::mem::offset_of!(zf_speech_segment, reserved) - 4usize];
+    ["Offset of field: zf_speech_segment::t0_ms"]
+        [::core::mem::offset_of!(zf_speech_segment, t0_ms) - 8usize];
+    ["Offset of field: zf_speech_segment::t1_ms"]
+        [::core::mem::offset_of!(zf_speech_segment, t1_ms) - 16usize];
+    ["Offset of field: zf_speech_segment::text"]
+        [::core::mem::offset_of!(zf_speech_segment, text) - 24usize];
+    ["Offset of field: zf_speech_segment::text_len"]
+        [::core::mem::offset_of!(zf_speech_segment, text_len) - 32usize];
+    ["Offset of field: zf_speech_segment::tokens"]
+        [::core::mem::offset_of!(zf_speech_segment, tokens) - 40usize];
+    ["Offset of field: zf_speech_segment::n_tokens"]
+        [::core::mem::offset_of!(zf_speech_segment, n_tokens) - 48usize];
+    ["Offset of field: zf_speech_segment::no_speech_prob"]
+        [::core::mem::offset_of!(zf_speech_segment, no_speech_prob) - 56usize];
+    ["Offset of field: zf_speech_segment::reserved2"]
+        [::core::mem::offset_of!(zf_speech_segment, reserved2) - 60usize];
 };

@@ -1,0 +1,251 @@
+// C entry points for speech to text (Whisper, issue #47): load a whisper.cpp .bin, transcribe
+// PCM into segments (callback and result object), WAV bytes to PCM. src/speech/ does the work.
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "capi/handles.h"
+#include "speech/transcribe.h"
+#include "speech/wav.h"
+#include "speech/whisper_model.h"
+#include "speech/whisper_vocab.h"
+
+using zf::capi::Fail;
+using zf::capi::Succeed;
+
+static_assert(sizeof(zf_speech_summary) == 32, "zf_speech_summary layout is part of the ABI");
+static_assert(sizeof(zf_speech_token) == 16, "zf_speech_token layout is part of the ABI");
+#if UINTPTR_MAX == 0xffffffffffffffffu
+static_assert(sizeof(zf_transcribe_params) == 32 && offsetof(zf_transcribe_params, flags) == 24,
+              "zf_transcribe_params layout is part of the ABI");
+static_assert(sizeof(zf_speech_segment) == 64 && offsetof(zf_speech_segment, no_speech_prob) == 56,
+              "zf_speech_segment layout is part of the ABI");
+#endif
+
+struct zf_speech_model {
+  std::unique_ptr<zf::speech::WhisperModel> impl;
+  zf::speech::WhisperVocab vocab;
+};
+
+// A segment with its C views (the tokens converted once, the text owned here).
+struct SpeechSegment {
+  zf::speech::Segment seg;
+  std::vector<zf_speech_token> tokens;
+};
+
+struct zf_transcription {
+  std::vector<SpeechSegment> segments;
+  std::string text;
+  std::string language;
+};
+
+namespace {
+
+zf_status NullArg(const char* what) { return Fail(ZF_ERR_INVALID_ARGUMENT, std::string(what) + " is NULL"); }
+
+SpeechSegment ToC(const zf::speech::Segment& s) {
+  SpeechSegment out;
+  out.seg = s;
+  out.tokens.reserve(s.tokens.size());
+  for (const zf::speech::SegmentToken& t : s.tokens) out.tokens.push_back(zf_speech_token{t.id, t.p, t.plog, 0});
+  return out;
+}
+
+// Fills the first `size` bytes of *out (the caller's struct_size) with the segment's view.
+void Fill(const SpeechSegment& s, uint32_t size, zf_speech_segment* out) {
+  zf_speech_segment v;
+  std::memset(&v, 0, sizeof v);
+  v.struct_size = static_cast<uint32_t>(std::min<size_t>(size, sizeof v));
+  v.t0_ms = s.seg.t0 * 10;  // the core's unit is 10 ms
+  v.t1_ms = s.seg.t1 * 10;
+  v.text = s.seg.text.c_str();
+  v.text_len = s.seg.text.size();
+  v.tokens = s.tokens.empty() ? nullptr : s.tokens.data();
+  v.n_tokens = s.tokens.size();
+  v.no_speech_prob = s.seg.no_speech_prob;
+  std::memcpy(static_cast<void*>(out), &v, v.struct_size);
+}
+
+// The caller's params checked and turned into the core's options.
+zf_status ReadOptions(const zf_transcribe_params* params, zf::speech::TranscribeParams* o, int32_t* n_threads) {
+  zf_transcribe_params p;
+  zf_transcribe_params_init(&p, sizeof p);
+  if (!zf::capi::ReadParams(params, &p)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params->struct_size is too small");
+  if (zf_status e = zf::capi::CheckFlags("params->flags", p.flags, ZF_TRANSCRIBE_TRANSLATE | ZF_TRANSCRIBE_NO_TIMESTAMPS)) return e;
+  if (zf_status e = zf::capi::CheckReserved("params->reserved", p.reserved)) return e;
+  if (p.n_threads < 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "params->n_threads must be >= 0, got " + std::to_string(p.n_threads));
+  if (p.initial_prompt != nullptr && p.initial_prompt[0] != '\0') {
+    return Fail(ZF_ERR_UNSUPPORTED, "params->initial_prompt: prompting with text is not supported yet (pass NULL or \"\")");
+  }
+  o->language = p.language == nullptr || p.language[0] == '\0' ? "en" : p.language;
+  o->translate = (p.flags & ZF_TRANSCRIBE_TRANSLATE) != 0;
+  o->timestamps = (p.flags & ZF_TRANSCRIBE_NO_TIMESTAMPS) == 0;
+  *n_threads = p.n_threads;
+  if (*n_threads == 0) *n_threads = static_cast<int32_t>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+  return ZF_OK;
+}
+
+// A GGUF file is a common mistake: say so rather than report its magic as bad.
+bool IsGguf(const char* path) {
+  FILE* f = std::fopen(path, "rb");
+  if (f == nullptr) return false;
+  char m[4] = {};
+  const bool gguf = std::fread(m, 1, 4, f) == 4 && std::memcmp(m, "GGUF", 4) == 0;
+  std::fclose(f);
+  return gguf;
+}
+
+}  // namespace
+
+extern "C" {
+
+ZF_API zf_status zf_speech_load(const char* path, uint32_t flags, zf_speech_model** out) {
+  if (out != nullptr) *out = nullptr;
+  if (path == nullptr) return NullArg("path");
+  if (out == nullptr) return NullArg("out");
+  if (zf_status e = zf::capi::CheckFlags("flags", flags, 0)) return e;
+  ZF_GUARD_BEGIN
+  if (IsGguf(path)) {
+    return Fail(ZF_ERR_FORMAT, std::string(path) +
+                                   ": a GGUF file, not a whisper.cpp ggml .bin model (language models load with zf_model_load)");
+  }
+  auto m = std::make_unique<zf_speech_model>();
+  zf::Status s = zf::speech::WhisperModel::Load(path, &m->impl);
+  if (!s.ok()) return Fail(static_cast<int32_t>(s.code()), std::string(path) + ": " + s.message());
+  m->vocab = zf::speech::WhisperVocab::Make(m->impl->hparams().n_vocab, m->impl->vocab());
+  *out = m.release();
+  return Succeed();
+  ZF_GUARD_END
+}
+
+ZF_API void zf_speech_free(zf_speech_model* model) { delete model; }
+
+ZF_API zf_status zf_speech_info(const zf_speech_model* model, zf_speech_summary* info) {
+  if (model == nullptr) return NullArg("model");
+  if (info == nullptr) return NullArg("info");
+  if (info->struct_size < sizeof(uint32_t)) return Fail(ZF_ERR_INVALID_ARGUMENT, "info->struct_size is too small");
+  const zf::speech::WhisperHparams& hp = model->impl->hparams();
+  zf_speech_summary s;
+  std::memset(&s, 0, sizeof s);
+  s.struct_size = static_cast<uint32_t>(std::min<size_t>(info->struct_size, sizeof s));
+  s.n_vocab = hp.n_vocab;
+  s.n_mels = hp.n_mels;
+  s.n_audio_layer = hp.n_audio_layer;
+  s.n_text_layer = hp.n_text_layer;
+  s.n_audio_state = hp.n_audio_state;
+  s.multilingual = model->vocab.multilingual() ? 1 : 0;
+  std::memcpy(static_cast<void*>(info), &s, s.struct_size);
+  return Succeed();
+}
+
+ZF_API zf_status zf_transcribe_params_init(zf_transcribe_params* params, size_t size) {
+  zf_transcribe_params d;
+  std::memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  return zf::capi::InitParams(params, size, d);
+}
+
+ZF_API zf_status zf_transcribe(const zf_speech_model* model, const float* pcm, size_t n_samples,
+                               const zf_transcribe_params* params, zf_segment_cb cb, void* user_data,
+                               zf_transcription** out) {
+  if (out != nullptr) *out = nullptr;
+  if (model == nullptr) return NullArg("model");
+  if (pcm == nullptr) return NullArg("pcm");
+  if (n_samples == 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "pcm is empty (n_samples is 0)");
+  ZF_GUARD_BEGIN
+  zf::speech::TranscribeParams o;
+  int32_t n_threads = 0;
+  if (zf_status e = ReadOptions(params, &o, &n_threads)) return e;
+  auto result = std::make_unique<zf_transcription>();
+  zf::speech::SegmentFn on_segment;
+  if (cb != nullptr) {
+    on_segment = [&](const zf::speech::Segment& s) {
+      const SpeechSegment c = ToC(s);
+      zf_speech_segment v;
+      Fill(c, sizeof v, &v);
+      return cb(user_data, &v) == 0;
+    };
+  }
+  zf::speech::WhisperRunner runner(*model->impl, n_threads);
+  zf::speech::TranscribeResult r;
+  zf::Status s = zf::speech::Transcribe(runner, *model->impl, pcm, static_cast<int64_t>(n_samples), o, n_threads, &r,
+                                        on_segment);
+  // A stop asked for by the callback is a success with the segments decoded so far.
+  if (!s.ok() && s.code() != zf::Code::kCancelled) return Fail(s);
+  for (const zf::speech::Segment& seg : r.segments) {
+    result->segments.push_back(ToC(seg));
+    result->text += seg.text;
+  }
+  result->language = r.language;
+  if (out != nullptr) *out = result.release();
+  return Succeed();
+  ZF_GUARD_END
+}
+
+ZF_API size_t zf_transcription_n_segments(const zf_transcription* result) {
+  return result == nullptr ? 0 : result->segments.size();
+}
+
+ZF_API zf_status zf_transcription_segment(const zf_transcription* result, size_t i, zf_speech_segment* out) {
+  if (result == nullptr) return NullArg("result");
+  if (out == nullptr) return NullArg("out");
+  if (out->struct_size < sizeof(uint32_t)) return Fail(ZF_ERR_INVALID_ARGUMENT, "out->struct_size is too small");
+  if (i >= result->segments.size()) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "segment " + std::to_string(i) + " is out of range (the result has " +
+                                             std::to_string(result->segments.size()) + ")");
+  }
+  Fill(result->segments[i], out->struct_size, out);
+  return Succeed();
+}
+
+ZF_API zf_status zf_transcription_text(const zf_transcription* result, char* buf, size_t cap, size_t* needed) {
+  if (result == nullptr) return NullArg("result");
+  ZF_GUARD_BEGIN
+  return zf::capi::CopyOut(result->text, buf, cap, needed);
+  ZF_GUARD_END
+}
+
+ZF_API zf_status zf_transcription_language(const zf_transcription* result, char* buf, size_t cap, size_t* needed) {
+  if (result == nullptr) return NullArg("result");
+  ZF_GUARD_BEGIN
+  return zf::capi::CopyOut(result->language, buf, cap, needed);
+  ZF_GUARD_END
+}
+
+ZF_API void zf_transcription_free(zf_transcription* result) { delete result; }
+
+ZF_API zf_status zf_speech_token_text(const zf_speech_model* model, int32_t id, char* buf, size_t cap, size_t* needed) {
+  if (model == nullptr) return NullArg("model");
+  if (id < 0 || id >= model->vocab.n_vocab) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "token id " + std::to_string(id) + " is outside [0, " +
+                                             std::to_string(model->vocab.n_vocab) + ")");
+  }
+  ZF_GUARD_BEGIN
+  return zf::capi::CopyOut(model->vocab.Piece(id), buf, cap, needed);
+  ZF_GUARD_END
+}
+
+ZF_API zf_status zf_wav_decode(const void* data, size_t size, float* pcm, size_t cap, size_t* n_samples) {
+  if (n_samples != nullptr) *n_samples = 0;
+  if (data == nullptr) return NullArg("data");
+  if (n_samples == nullptr) return NullArg("n_samples");
+  ZF_GUARD_BEGIN
+  std::vector<float> out;
+  zf::Status s = zf::speech::DecodeWav(static_cast<const uint8_t*>(data), size, &out);
+  if (!s.ok()) return Fail(s);
+  *n_samples = out.size();
+  if (out.size() > cap || (pcm == nullptr && !out.empty())) {
+    return Fail(ZF_ERR_BUFFER_TOO_SMALL, std::to_string(out.size()) + " samples do not fit in a buffer of " +
+                                             std::to_string(pcm == nullptr ? 0 : cap));
+  }
+  if (!out.empty()) std::memcpy(pcm, out.data(), out.size() * sizeof(float));
+  return Succeed();
+  ZF_GUARD_END
+}
+
+}  // extern "C"

@@ -14,6 +14,8 @@ int RunTokenize(const Options& opts);
 int RunBench(int argc, char** argv, int first);
 // `zerfoo serve` (OpenAI-compatible HTTP server): ServeOptions, from the same option table.
 int RunServe(int argc, char** argv, int first);
+// `zerfoo transcribe` (speech to text with a Whisper .bin): its options from the same table.
+int RunTranscribe(int argc, char** argv, int first);
 
 }  // namespace cli
 

@@ -24,6 +24,7 @@ constexpr const char* kUsage =
     "  tokenize   print the token ids of a text\n"
     "  bench      prompt/generation throughput, llama-bench style\n"
     "  serve      OpenAI-compatible HTTP server (chat, completions, SSE, metrics)\n"
+    "  transcribe speech to text with a Whisper model (WAV in; txt, srt, vtt or json out)\n"
     "  help       show this help, or `zerfoo help <command>`\n"
     "\n"
     "Run `zerfoo <command> --help` for a command's options; `zerfoo --version` for the version.\n";
@@ -82,6 +83,16 @@ int main(int argc, char** argv) {
       return cli::RunBench(argc, argv, 2);
     } catch (const cli::UsageError& e) {
       return ReportUsage(e.what(), cmd);
+    }
+  }
+  if (cmd == "transcribe") {
+    try {
+      return cli::RunTranscribe(argc, argv, 2);
+    } catch (const cli::UsageError& e) {
+      return ReportUsage(e.what(), cmd);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "zerfoo: error: %s\n", e.what());
+      return cli::kExitRuntime;
     }
   }
   if (cmd == "serve") {

@@ -19,6 +19,7 @@
 #include "generate.h"
 #include "model_text.h"
 #include "anthropic_api.h"
+#include "audio_api.h"
 #include "infill_api.h"
 #include "lora_api.h"
 #include "ollama_api.h"
@@ -540,14 +541,35 @@ void Server::Post(const std::string& path, ErrorFormat fmt, Handler handler) {
                                        const httplib::ContentReader& reader) {
     httplib::Request with_body = req;
     bool too_large = false;
-    const bool ok = reader([&](const char* data, size_t len) {
-      if (with_body.body.size() + len > o_.max_body) {
-        too_large = true;
-        return false;
-      }
-      with_body.body.append(data, len);
-      return true;
-    });
+    bool ok = false;
+    if (req.is_multipart_form_data()) {
+      // Form parts (OpenAI's audio uploads) into with_body.files, under the same limit.
+      size_t total = 0;
+      auto part = with_body.files.end();
+      ok = reader(
+          [&](const httplib::MultipartFormData& header) {
+            part = with_body.files.emplace(header.name, header);
+            return true;
+          },
+          [&](const char* data, size_t len) {
+            total += len;
+            if (total > o_.max_body) {
+              too_large = true;
+              return false;
+            }
+            if (part != with_body.files.end()) part->second.content.append(data, len);
+            return true;
+          });
+    } else {
+      ok = reader([&](const char* data, size_t len) {
+        if (with_body.body.size() + len > o_.max_body) {
+          too_large = true;
+          return false;
+        }
+        with_body.body.append(data, len);
+        return true;
+      });
+    }
     if (too_large || res.status == 413) {
       res.set_header("Connection", "close");  // the rest of the body is not read
       SendError(res, {413, "invalid_request_error", "request_too_large",
@@ -694,6 +716,19 @@ int Server::Run() {
   limits.sleep_idle = o_.sleep_idle;
   models_ = std::make_unique<ModelRegistry>(ModelList(o_), limits, &LoadProgress);
   Routes();
+  // Speech to text (--whisper-model): loaded before listening, kept for the server's life.
+  std::unique_ptr<zf_speech_model, void (*)(zf_speech_model*)> speech(nullptr, zf_speech_free);
+  if (!o_.whisper_model.empty()) {
+    zf_speech_model* s = nullptr;
+    if (zf_speech_load(o_.whisper_model.c_str(), 0, &s) != ZF_OK) {
+      std::fprintf(stderr, "zerfoo: error: --whisper-model: %s\n", zf_last_error());
+      return kExitRuntime;
+    }
+    speech.reset(s);
+    // OpenAI's audio limit is 25 MB: the body (the file and the form around it) may be that large.
+    o_.max_body = std::max(o_.max_body, kMaxAudioBytes + (size_t(1) << 20));
+  }
+  AddAudioRoutes(*this, speech.get(), o_.threads);
   // A worker per connection (httplib): enough for every slot, the whole queue, and kSpareWorkers
   // more, so the 503 decision is made by a handler instead of connections piling up in the pool,
   // and clients that connect and stall (half a request, an idle keep-alive) cannot take every

@@ -1,0 +1,178 @@
+// Audio bytes to PCM, zf_transcribe into plain structs, and the transcript output formats.
+#include "transcript.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "common.h"
+#include "json.h"
+
+namespace cli::transcript {
+
+std::string OtherAudioFormat(const std::string& b) {
+  auto starts = [&](const char* magic) { return b.compare(0, std::strlen(magic), magic) == 0; };
+  if (starts("ID3")) return "MP3";
+  if (b.size() >= 2 && static_cast<unsigned char>(b[0]) == 0xFF && (static_cast<unsigned char>(b[1]) & 0xE0) == 0xE0) {
+    return "MP3";  // an MPEG audio frame sync (a file without an ID3 tag)
+  }
+  if (starts("fLaC")) return "FLAC";
+  if (starts("OggS")) return "Ogg";
+  if (b.size() >= 12 && b.compare(4, 4, "ftyp") == 0) return "MP4/M4A";
+  if (starts("\x1A\x45\xDF\xA3")) return "WebM/Matroska";
+  return "";
+}
+
+zf_status DecodeAudio(const std::string& bytes, std::vector<float>* pcm, std::string* error) {
+  const std::string other = OtherAudioFormat(bytes);
+  if (!other.empty()) {
+    *error = other + " audio is not supported yet: only WAV is decoded (convert it, e.g. ffmpeg -i IN -ar 16000 -ac 1 out.wav)";
+    return ZF_ERR_UNSUPPORTED;
+  }
+  size_t n = 0;
+  zf_status st = zf_wav_decode(bytes.data(), bytes.size(), nullptr, 0, &n);
+  if (st == ZF_ERR_BUFFER_TOO_SMALL) {
+    pcm->assign(n, 0.0f);
+    st = zf_wav_decode(bytes.data(), bytes.size(), pcm->data(), pcm->size(), &n);
+  }
+  if (st != ZF_OK) {
+    *error = zf_last_error();
+    return st;
+  }
+  if (pcm->empty()) {
+    *error = "the WAV file holds no samples";
+    return ZF_ERR_INVALID_ARGUMENT;
+  }
+  return ZF_OK;
+}
+
+namespace {
+
+struct Ctx {
+  const zf_speech_model* model;
+  const std::function<void(const Segment&)>* on_segment;
+  Transcript* out;
+};
+
+Segment Convert(const zf_speech_model* model, const zf_speech_segment& s) {
+  Segment seg;
+  seg.t0_ms = s.t0_ms;
+  seg.t1_ms = s.t1_ms;
+  seg.text.assign(s.text, s.text_len);
+  seg.no_speech_prob = s.no_speech_prob;
+  for (size_t k = 0; k < s.n_tokens; ++k) {
+    Token t;
+    t.id = s.tokens[k].id;
+    t.p = s.tokens[k].p;
+    t.plog = s.tokens[k].plog;
+    FetchString([&](char* buf, size_t cap, size_t* needed) { return zf_speech_token_text(model, t.id, buf, cap, needed); },
+                true, &t.text);
+    seg.tokens.push_back(std::move(t));
+  }
+  return seg;
+}
+
+int32_t OnSegment(void* user_data, const zf_speech_segment* s) {
+  auto* c = static_cast<Ctx*>(user_data);
+  try {
+    c->out->segments.push_back(Convert(c->model, *s));
+    if (*c->on_segment) (*c->on_segment)(c->out->segments.back());
+    return 0;
+  } catch (...) {
+    return 1;  // no exception may unwind through the library; the segments so far stay
+  }
+}
+
+}  // namespace
+
+zf_status Run(const zf_speech_model* model, const std::vector<float>& pcm, const zf_transcribe_params& params,
+              const std::function<void(const Segment&)>& on_segment, Transcript* out, std::string* error) {
+  *out = Transcript();
+  if (params.flags & ZF_TRANSCRIBE_TRANSLATE) out->task = "translate";
+  out->duration_s = double(pcm.size()) / 16000.0;
+  Ctx ctx{model, &on_segment, out};
+  zf_transcription* r = nullptr;
+  const zf_status st = zf_transcribe(model, pcm.data(), pcm.size(), &params, OnSegment, &ctx, &r);
+  if (st != ZF_OK) {
+    *error = zf_last_error();
+    return st;
+  }
+  FetchString([&](char* buf, size_t cap, size_t* needed) { return zf_transcription_language(r, buf, cap, needed); },
+              true, &out->language);
+  FetchString([&](char* buf, size_t cap, size_t* needed) { return zf_transcription_text(r, buf, cap, needed); }, true,
+              &out->text);
+  zf_transcription_free(r);
+  return ZF_OK;
+}
+
+std::string Timestamp(int64_t ms, char decimal_mark) {
+  if (ms < 0) ms = 0;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld%c%03lld", (long long)(ms / 3600000), (long long)(ms / 60000 % 60),
+                (long long)(ms / 1000 % 60), decimal_mark, (long long)(ms % 1000));
+  return buf;
+}
+
+namespace {
+
+std::string Trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\n");
+  if (b == std::string::npos) return "";
+  const size_t e = s.find_last_not_of(" \t\n");
+  return s.substr(b, e - b + 1);
+}
+
+}  // namespace
+
+std::string Text(const Transcript& t) { return Trim(t.text) + "\n"; }
+
+std::string Srt(const Transcript& t) {
+  std::string out;
+  for (size_t i = 0; i < t.segments.size(); ++i) {
+    const Segment& s = t.segments[i];
+    out += std::to_string(i + 1) + "\n" + Timestamp(s.t0_ms, ',') + " --> " + Timestamp(s.t1_ms, ',') + "\n" +
+           Trim(s.text) + "\n\n";
+  }
+  return out;
+}
+
+std::string Vtt(const Transcript& t) {
+  std::string out = "WEBVTT\n\n";
+  for (const Segment& s : t.segments) {
+    out += Timestamp(s.t0_ms, '.') + " --> " + Timestamp(s.t1_ms, '.') + "\n" + Trim(s.text) + "\n\n";
+  }
+  return out;
+}
+
+std::string Json(const Transcript& t, bool detailed) {
+  std::string segs = "[";
+  for (size_t i = 0; i < t.segments.size(); ++i) {
+    const Segment& s = t.segments[i];
+    std::string ids = "[", probs = "[";
+    double sum = 0;
+    for (size_t k = 0; k < s.tokens.size(); ++k) {
+      ids += (k ? "," : "") + std::to_string(s.tokens[k].id);
+      probs += std::string(k ? "," : "") +
+               json::Object().Int("id", s.tokens[k].id).Str("text", s.tokens[k].text).Num("p", s.tokens[k].p, 6).Done();
+      sum += s.tokens[k].plog;
+    }
+    json::Object o;
+    o.Int("id", (long long)i)
+        .Num("start", double(s.t0_ms) / 1000.0, 3)
+        .Num("end", double(s.t1_ms) / 1000.0, 3)
+        .Str("text", s.text)
+        .Raw("tokens", ids + "]")
+        .Num("avg_logprob", s.tokens.empty() ? 0.0 : sum / double(s.tokens.size()), 6)
+        .Num("no_speech_prob", s.no_speech_prob, 6);
+    if (detailed) o.Raw("token_probs", probs + "]");
+    segs += (i ? "," : "") + o.Done();
+  }
+  return json::Object()
+      .Str("task", t.task)
+      .Str("language", t.language)
+      .Num("duration", t.duration_s, 3)
+      .Str("text", t.text)
+      .Raw("segments", segs + "]")
+      .Done();
+}
+
+}  // namespace cli::transcript

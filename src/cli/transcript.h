@@ -1,0 +1,65 @@
+// A transcription as the CLI and the server hand it out: audio bytes to PCM (WAV through the
+// library; other containers named and refused), zf_transcribe into plain structs, and the
+// output formats (text, SubRip, WebVTT, JSON) both `zerfoo transcribe` and
+// /v1/audio/transcriptions write.
+#ifndef ZERFOO_CLI_TRANSCRIPT_H
+#define ZERFOO_CLI_TRANSCRIPT_H
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "zerfoo.h"
+
+namespace cli::transcript {
+
+struct Token {
+  int32_t id = 0;
+  std::string text;
+  float p = 0;
+  float plog = 0;
+};
+
+struct Segment {
+  int64_t t0_ms = 0, t1_ms = 0;
+  std::string text;
+  float no_speech_prob = 0;
+  std::vector<Token> tokens;
+};
+
+struct Transcript {
+  std::string task = "transcribe";  // or "translate"
+  std::string language;
+  std::string text;
+  double duration_s = 0;  // of the audio
+  std::vector<Segment> segments;
+};
+
+// The container's name when the bytes are audio that is not WAV ("MP3", "FLAC", "Ogg", ...), ""
+// for WAV or unrecognized bytes (the WAV decoder names what is wrong with those).
+std::string OtherAudioFormat(const std::string& bytes);
+
+// WAV bytes to 16 kHz mono PCM. On failure returns the status with a message in *error naming
+// the problem (an MP3/FLAC/Ogg file is named as such).
+zf_status DecodeAudio(const std::string& bytes, std::vector<float>* pcm, std::string* error);
+
+// Transcribes pcm; on_segment (optional) sees each segment as it is decoded. On failure returns
+// the status with zf_last_error()'s text in *error.
+zf_status Run(const zf_speech_model* model, const std::vector<float>& pcm, const zf_transcribe_params& params,
+              const std::function<void(const Segment&)>& on_segment, Transcript* out, std::string* error);
+
+// "00:00:08,000" (SubRip) or "00:00:08.000" (WebVTT).
+std::string Timestamp(int64_t ms, char decimal_mark);
+
+std::string Text(const Transcript& t);  // the whole text, trimmed, with a final newline
+std::string Srt(const Transcript& t);
+std::string Vtt(const Transcript& t);
+// {"language", "duration", "text", "segments": [{"id", "start", "end", "text", "no_speech_prob",
+// "avg_logprob", "tokens" (ids)}...]} with times in seconds (OpenAI's verbose_json); `detailed`
+// adds per-token text and probability ("token_probs") for the CLI.
+std::string Json(const Transcript& t, bool detailed);
+
+}  // namespace cli::transcript
+
+#endif  // ZERFOO_CLI_TRANSCRIPT_H

@@ -6,6 +6,7 @@
 #   ZERFOO_LIBRARY     libzerfoo.so.0          (default: build/libzerfoo.so.0)
 #   ZERFOO_CLI         the C CLI               (default: build/zerfoo)
 #   ZERFOO_TEST_MODEL  SmolLM2 GGUF            (default: scripts/fetch_models.sh smollm2)
+#   ZERFOO_WHISPER_MODEL  Whisper tiny.en .bin (default: scripts/fetch_models.sh whisper-tiny-en)
 #   ZERFOO_CSHARP_OUT  build output directory  (default: build-csharp)
 set -eu
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -17,6 +18,7 @@ root="$(cd "$here/../.." && pwd)"
 ZERFOO_LIBRARY="${ZERFOO_LIBRARY:-$root/build/libzerfoo.so.0}"
 ZERFOO_CLI="${ZERFOO_CLI:-$root/build/zerfoo}"
 ZERFOO_TEST_MODEL="${ZERFOO_TEST_MODEL:-$("$root/scripts/fetch_models.sh" smollm2)}"
+ZERFOO_WHISPER_MODEL="${ZERFOO_WHISPER_MODEL:-$("$root/scripts/fetch_models.sh" whisper-tiny-en)}"
 out="${ZERFOO_CSHARP_OUT:-$root/build-csharp}"
 case "$out" in /*) ;; *) out="$root/$out" ;; esac
 mkdir -p "$out"
@@ -28,7 +30,7 @@ cp "$here/Zerfoo.dll.config" "$out/"
 # The .NET-only branch (#if NET5_0_OR_GREATER), minus the async iterator, against API stubs.
 mcs_ -target:library -unsafe -define:NET5_0_OR_GREATER -out:"$out/net5-check.dll" \
   $(ls "$here"/src/*.cs | grep -v 'Session\.Async\.cs$') "$here/tests/net5_stubs.cs"
-mcs_ -target:library -out:"$out/ZerfooTests.dll" -r:"$out/Zerfoo.dll" -r:"$nunit" -r:System.Core "$here/tests/ZerfooTests.cs" "$here/tests/ChatTurnTests.cs" "$here/tests/LoraTests.cs"
+mcs_ -target:library -out:"$out/ZerfooTests.dll" -r:"$out/Zerfoo.dll" -r:"$nunit" -r:System.Core "$here/tests/ZerfooTests.cs" "$here/tests/ChatTurnTests.cs" "$here/tests/LoraTests.cs" "$here/tests/SpeechTests.cs"
 mcs_ -out:"$out/LoadCheck.exe" -r:"$out/Zerfoo.dll" "$here/tests/LoadCheck.cs"
 mcs_ -out:"$out/Chat.exe" -r:"$out/Zerfoo.dll" "$here/examples/Chat/Chat.cs"
 mcs_ -out:"$out/Bench.exe" -r:"$out/Zerfoo.dll" "$here/bench/Bench.cs"
@@ -43,7 +45,8 @@ for v in 0.0:7 1.5:1005000 none:; do
   ${CC:-cc} -shared -fPIC -fvisibility=hidden $def -Wl,-soname,libzerfoo.so.0 -o "$d/libzerfoo.so.0" "$here/tests/fake_zerfoo.c"
 done
 
-export ZERFOO_LIBRARY ZERFOO_CLI ZERFOO_TEST_MODEL
+export ZERFOO_LIBRARY ZERFOO_CLI ZERFOO_TEST_MODEL ZERFOO_WHISPER_MODEL
+export ZERFOO_SPEECH_GOLDEN_DIR="$root/tests/data/golden/whisper"  # SpeechTests.cs
 export ZERFOO_ABI_TABLE="$out/abi.txt" ZERFOO_LOADCHECK="$out/LoadCheck.exe"
 export ZERFOO_CHAT_TEMPLATES="$root/tests/data/chat_templates/templates"
 export ZERFOO_FIM_SCRIPT="$root/scripts/fim_model.py"  # writes the FIM test model

@@ -72,6 +72,18 @@ var lib struct {
 	loraFree         func(a uintptr)
 	loraInfo         func(a uintptr, info *cLoraSummary) int32
 	sessionSetLoras  func(s uintptr, adapters *uintptr, scales *float32, n uintptr) int32
+	speechLoad       func(path *byte, flags uint32, out *uintptr) int32
+	speechFree       func(m uintptr)
+	speechInfo       func(m uintptr, info *cSpeechSummary) int32
+	transcribeInit   func(p *cTranscribeParams, size uintptr) int32
+	transcribe       func(m uintptr, pcm *float32, n uintptr, p *cTranscribeParams, cb uintptr, userData uintptr, out *uintptr) int32
+	transcriptionN   func(r uintptr) uintptr
+	transcriptionSeg func(r uintptr, i uintptr, out *cSpeechSegment) int32
+	transcriptionTxt func(r uintptr, buf *byte, cap uintptr, needed *uintptr) int32
+	transcriptionLng func(r uintptr, buf *byte, cap uintptr, needed *uintptr) int32
+	transcriptionFre func(r uintptr)
+	speechTokenText  func(m uintptr, id int32, buf *byte, cap uintptr, needed *uintptr) int32
+	wavDecode        func(data *byte, size uintptr, pcm *float32, cap uintptr, n *uintptr) int32
 }
 
 // Load loads libzerfoo from path (if non-empty) or by the default search: $ZERFOO_LIBRARY,
@@ -201,6 +213,18 @@ func bind(h uintptr) error {
 		{&lib.loraFree, "zf_lora_free"},
 		{&lib.loraInfo, "zf_lora_info"},
 		{&lib.sessionSetLoras, "zf_session_set_loras"},
+		{&lib.speechLoad, "zf_speech_load"},
+		{&lib.speechFree, "zf_speech_free"},
+		{&lib.speechInfo, "zf_speech_info"},
+		{&lib.transcribeInit, "zf_transcribe_params_init"},
+		{&lib.transcribe, "zf_transcribe"},
+		{&lib.transcriptionN, "zf_transcription_n_segments"},
+		{&lib.transcriptionSeg, "zf_transcription_segment"},
+		{&lib.transcriptionTxt, "zf_transcription_text"},
+		{&lib.transcriptionLng, "zf_transcription_language"},
+		{&lib.transcriptionFre, "zf_transcription_free"},
+		{&lib.speechTokenText, "zf_speech_token_text"},
+		{&lib.wavDecode, "zf_wav_decode"},
 	}
 	for _, s := range syms {
 		if err := sym(h, s.fn, s.name); err != nil {

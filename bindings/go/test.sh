@@ -1,12 +1,16 @@
 #!/bin/sh
 # Checks the Go binding: vet, a cgo-free build and test run, then the race detector (which
 # needs cgo). Library: $ZERFOO_LIBRARY (tests that need it skip when it is unset).
-# Model: $ZERFOO_TEST_MODEL, default ~/.cache/zerfoo/models/smollm2-135m-instruct-q4_1.gguf.
+# Model: $ZERFOO_TEST_MODEL, default ~/.cache/zerfoo/models/smollm2-135m-instruct-q4_1.gguf;
+# Whisper: $ZERFOO_WHISPER_MODEL, default scripts/fetch_models.sh whisper-tiny-en.
 set -eu
 cd "$(dirname "$0")"
 GO=${GO:-go}
 command -v "$GO" >/dev/null 2>&1 || GO=/usr/local/go/bin/go
 export GOFLAGS="${GOFLAGS:--mod=mod}"
+# Speech (speech_test.go): Whisper tiny.en, fetched and cached like the chat model.
+ZERFOO_WHISPER_MODEL="${ZERFOO_WHISPER_MODEL:-$(../../scripts/fetch_models.sh whisper-tiny-en)}"
+export ZERFOO_WHISPER_MODEL
 if [ -z "${ZERFOO_LIBRARY:-}" ]; then
   echo "test.sh: ZERFOO_LIBRARY is not set; tests needing libzerfoo will skip" >&2
 fi

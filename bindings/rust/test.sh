@@ -3,7 +3,8 @@
 # clippy (-D warnings), the tests (linked, with the tokio feature; then the dynamic feature),
 # rustdoc (-D warnings), the build script's and loader's error messages, and pkg-config discovery.
 # Library: $ZERFOO_LIB_DIR (directory of libzerfoo.so.0), or derived from $ZERFOO_LIBRARY.
-# Model: $ZERFOO_TEST_MODEL (SmolLM2); CLI for the parity test: $ZERFOO_CLI.
+# Model: $ZERFOO_TEST_MODEL (SmolLM2); CLI for the parity test: $ZERFOO_CLI; Whisper:
+# $ZERFOO_WHISPER_MODEL (default: scripts/fetch_models.sh whisper-tiny-en).
 # Installs what is missing: Rust (rustup), bindgen-cli 0.73.2 (cargo, into target/tools),
 # libclang-dev (apt, through scripts/install_deps.sh) unless LIBCLANG_PATH is set.
 set -eu
@@ -18,6 +19,9 @@ ZERFOO_LIB_DIR=$(cd "$ZERFOO_LIB_DIR" && pwd)
 export ZERFOO_LIB_DIR
 export ZERFOO_LIBRARY="${ZERFOO_LIBRARY:-$ZERFOO_LIB_DIR/libzerfoo.so.0}"
 export CARGO_INCREMENTAL=0 CARGO_TERM_COLOR=never
+# Speech (tests/speech.rs): Whisper tiny.en, fetched and cached like the chat model.
+ZERFOO_WHISPER_MODEL="${ZERFOO_WHISPER_MODEL:-$("$here/../../scripts/fetch_models.sh" whisper-tiny-en)}"
+export ZERFOO_WHISPER_MODEL
 
 # Rust: the machine's toolchain, else rustup.
 if ! command -v cargo >/dev/null 2>&1; then

@@ -126,6 +126,24 @@ namespace Zerfoo
 
     /// <summary>Owns a zf_lora_adapter*. The library keeps the adapter's model alive for it, and
     /// a session applying it keeps it alive, so it is freed in any order.</summary>
+    internal sealed class SpeechHandle : NativeHandle
+    {
+        SpeechHandle() { }
+
+        internal static SpeechHandle FromNative(IntPtr p)
+        {
+            var h = new SpeechHandle();
+            h.SetHandle(p);
+            return h;
+        }
+
+        protected override bool ReleaseHandle()
+        {
+            NativeMethods.zf_speech_free(handle);
+            return true;
+        }
+    }
+
     internal sealed class LoraHandle : NativeHandle
     {
         internal static int LiveCount;

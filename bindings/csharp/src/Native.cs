@@ -63,6 +63,54 @@ namespace Zerfoo
     }
 
     [StructLayout(LayoutKind.Sequential)]
+    internal struct zf_speech_summary      // since 0.7
+    {
+        public uint struct_size;
+        public int n_vocab;
+        public int n_mels;
+        public int n_audio_layer;
+        public int n_text_layer;
+        public int n_audio_state;
+        public int multilingual;
+        public uint reserved;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct zf_transcribe_params   // since 0.7
+    {
+        public uint struct_size;
+        public int n_threads;
+        public IntPtr language;            // const char*: NULL or UTF-8, pinned for the call
+        public IntPtr initial_prompt;
+        public uint flags;
+        public uint reserved;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct zf_speech_token        // since 0.7
+    {
+        public int id;
+        public float p;
+        public float plog;
+        public uint reserved;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct zf_speech_segment      // since 0.7
+    {
+        public uint struct_size;
+        public uint reserved;
+        public long t0_ms;
+        public long t1_ms;
+        public IntPtr text;
+        public UIntPtr text_len;
+        public IntPtr tokens;
+        public UIntPtr n_tokens;
+        public float no_speech_prob;
+        public uint reserved2;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
     internal struct zf_lora_summary        // since 0.6
     {
         public uint struct_size;
@@ -223,6 +271,9 @@ namespace Zerfoo
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
     internal delegate int zf_turn_cb(IntPtr user_data, IntPtr turn_event);
 
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    internal delegate int zf_segment_cb(IntPtr user_data, IntPtr segment);
+
     internal static class NativeMethods
     {
         /// <summary>The logical library name. Mono maps it through Zerfoo.dll.config; .NET
@@ -318,6 +369,45 @@ namespace Zerfoo
         // IntPtr, not ModelHandle: NULL removes the draft (Session.SetDraftModel keeps the handle alive).
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern int zf_session_set_draft_model(SessionHandle session, IntPtr draft);
+
+        // Speech to text (since 0.7).
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_speech_load(byte[] path, uint flags, out IntPtr model);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern void zf_speech_free(IntPtr model);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_speech_info(SpeechHandle model, ref zf_speech_summary info);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_transcribe_params_init(ref zf_transcribe_params p, UIntPtr size);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_transcribe(SpeechHandle model, float[] pcm, UIntPtr n, ref zf_transcribe_params p,
+                                                 zf_segment_cb cb, IntPtr user_data, out IntPtr result);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern UIntPtr zf_transcription_n_segments(IntPtr result);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_transcription_segment(IntPtr result, UIntPtr i, ref zf_speech_segment segment);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_transcription_text(IntPtr result, byte[] buf, UIntPtr cap, out UIntPtr needed);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_transcription_language(IntPtr result, byte[] buf, UIntPtr cap, out UIntPtr needed);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern void zf_transcription_free(IntPtr result);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_speech_token_text(SpeechHandle model, int id, byte[] buf, UIntPtr cap,
+                                                        out UIntPtr needed);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_wav_decode(byte[] data, UIntPtr size, float[] pcm, UIntPtr cap, out UIntPtr n);
 
         // LoRA adapters (since 0.6).
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]

@@ -24,6 +24,8 @@
 //! - [`Model::chat_parse`] reads a generated turn back as an OpenAI assistant message (content,
 //!   reasoning, tool calls) in the format of the chat template that prompted it.
 //! - [`CancelHandle`] stops a generation from any thread.
+//! - Speech to text: [`SpeechModel`] (a whisper.cpp `.bin`) transcribes 16 kHz PCM
+//!   ([`decode_wav`]) into [`Segment`]s with times and token probabilities.
 //! - Every failure is an [`Error`] with an [`ErrorCode`] and the library's message.
 //!
 //! The library (`libzerfoo.so.0`) is linked by `zerfoo-sys` (see its docs for
@@ -38,6 +40,7 @@ mod error;
 mod lora;
 mod model;
 mod session;
+mod speech;
 mod turn;
 
 #[cfg(feature = "tokio")]
@@ -56,6 +59,9 @@ pub use session::{
     StopReason, TokenLogprob, TokenLogprobs, MAX_DRAFT, MAX_LOGPROBS,
 };
 
+pub use speech::{
+    decode_wav, Segment, SpeechInfo, SpeechModel, SpeechToken, TranscribeOptions, Transcription,
+};
 pub use turn::{FinishReason, Turn, TurnDone, TurnEvent, TurnOptions, TurnOutcome, Usage};
 
 /// The JSON library of [`ChatRequest`] (its tool schemas, template variables, raw messages).

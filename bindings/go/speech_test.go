@@ -1,0 +1,150 @@
+package zerfoo
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// Whisper tiny.en on jfk.wav through the binding: whisper.cpp 1.8.5's segments
+// (tests/data/golden/whisper/tiny.en-jfk.json), the callback in order, errors named.
+// Model: ZERFOO_WHISPER_MODEL (test.sh sets it from scripts/fetch_models.sh whisper-tiny-en).
+
+func whisperModel(t *testing.T) *SpeechModel {
+	t.Helper()
+	needLib(t)
+	p := os.Getenv("ZERFOO_WHISPER_MODEL")
+	if p == "" {
+		home, _ := os.UserHomeDir()
+		p = filepath.Join(home, ".cache/zerfoo/models/ggml-tiny.en.bin")
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("Whisper tiny.en missing (set ZERFOO_WHISPER_MODEL): %v", err)
+		}
+	}
+	m, err := OpenSpeech(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func jfkPCM(t *testing.T) []float32 {
+	t.Helper()
+	b, err := os.ReadFile("../../tests/data/golden/whisper/jfk.wav")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcm, err := DecodeWAV(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pcm
+}
+
+func TestSpeechTinyEnMatchesWhisperCpp(t *testing.T) {
+	m := whisperModel(t)
+	info, err := m.Info()
+	if err != nil || info.NVocab != 51864 || info.NMels != 80 || info.Multilingual {
+		t.Fatalf("info %+v, %v", info, err)
+	}
+	pcm := jfkPCM(t)
+	if len(pcm) != 176000 {
+		t.Fatalf("%d samples", len(pcm))
+	}
+	var g struct {
+		Greedy struct {
+			Segments []struct {
+				T0, T1 int64
+				Text   string
+				Tokens []int32
+			}
+		}
+	}
+	b, _ := os.ReadFile("../../tests/data/golden/whisper/tiny.en-jfk.json")
+	if err := json.Unmarshal(b, &g); err != nil {
+		t.Fatal(err)
+	}
+	var seen []Segment
+	tr, err := m.TranscribeFunc(pcm, TranscribeOptions{Threads: 2}, func(s Segment) bool {
+		seen = append(seen, s)
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Segments) != len(g.Greedy.Segments) || !reflect.DeepEqual(seen, tr.Segments) {
+		t.Fatalf("segments %+v, callback saw %+v", tr.Segments, seen)
+	}
+	var text string
+	for i, w := range g.Greedy.Segments {
+		s := tr.Segments[i]
+		var ids []int32
+		for _, k := range s.Tokens {
+			ids = append(ids, k.ID)
+			if k.P <= 0 || k.P > 1 {
+				t.Errorf("token %+v", k)
+			}
+		}
+		if s.T0Ms != w.T0*10 || s.T1Ms != w.T1*10 || s.Text != w.Text || !reflect.DeepEqual(ids, w.Tokens) {
+			t.Errorf("segment %d: %+v, want %+v", i, s, w)
+		}
+		text += w.Text
+	}
+	if tr.Text != text || tr.Language != "en" {
+		t.Errorf("text %q language %q", tr.Text, tr.Language)
+	}
+	var pieces strings.Builder
+	for _, k := range tr.Segments[0].Tokens {
+		p, err := m.TokenText(k.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pieces.WriteString(p)
+	}
+	if pieces.String() != tr.Segments[0].Text {
+		t.Errorf("token texts %q", pieces.String())
+	}
+	// Stopping after the first segment keeps it.
+	tr, err = m.TranscribeFunc(pcm, TranscribeOptions{Threads: 2}, func(Segment) bool { return false })
+	if err != nil || len(tr.Segments) != 1 {
+		t.Fatalf("stop: %v, %+v", err, tr)
+	}
+}
+
+func TestSpeechErrorsNamed(t *testing.T) {
+	m := whisperModel(t)
+	pcm := jfkPCM(t)[:16000]
+	_, err := m.Transcribe(pcm, TranscribeOptions{Language: "xx"})
+	if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "language 'xx'") {
+		t.Errorf("language xx: %v", err)
+	}
+	_, err = m.Transcribe(pcm, TranscribeOptions{Translate: true})
+	if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "English-only") {
+		t.Errorf("translate: %v", err)
+	}
+	if _, err = m.Transcribe(nil, TranscribeOptions{}); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("empty pcm: %v", err)
+	}
+	if _, err = DecodeWAV([]byte("not a wav file at all")); !strings.Contains(fmtErr(err), "not a WAV file") {
+		t.Errorf("bad wav: %v", err)
+	}
+	if _, err = OpenSpeech("/nonexistent/ggml-tiny.en.bin"); !errors.Is(err, ErrIO) {
+		t.Errorf("missing file: %v", err)
+	}
+	m.Close()
+	if _, err = m.Transcribe(pcm, TranscribeOptions{}); !errors.Is(err, ErrClosed) {
+		t.Errorf("closed: %v", err)
+	}
+}
+
+func fmtErr(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

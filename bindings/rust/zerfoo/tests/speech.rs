@@ -1,0 +1,151 @@
+//! Speech to text through the safe crate: Whisper tiny.en on jfk.wav gives whisper.cpp 1.8.5's
+//! segments (tests/data/golden/whisper/tiny.en-jfk.json), the callback sees them in order, and
+//! bad input is an error naming the problem. The model: $ZERFOO_WHISPER_MODEL (test.sh sets it
+//! from scripts/fetch_models.sh whisper-tiny-en).
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+
+use zerfoo::serde_json::Value;
+use zerfoo::{decode_wav, ErrorCode, SpeechModel, TranscribeOptions};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../..")
+}
+
+fn model() -> SpeechModel {
+    let path = std::env::var_os("ZERFOO_WHISPER_MODEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap())
+                .join(".cache/zerfoo/models/ggml-tiny.en.bin")
+        });
+    assert!(
+        path.exists(),
+        "{} is missing: scripts/fetch_models.sh whisper-tiny-en",
+        path.display()
+    );
+    SpeechModel::load(&path).expect("load tiny.en")
+}
+
+fn golden() -> Vec<(i64, i64, String, Vec<i32>)> {
+    let text =
+        std::fs::read_to_string(root().join("tests/data/golden/whisper/tiny.en-jfk.json")).unwrap();
+    let g: Value = zerfoo::serde_json::from_str(&text).unwrap();
+    g["greedy"]["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["t0"].as_i64().unwrap() * 10,
+                s["t1"].as_i64().unwrap() * 10,
+                s["text"].as_str().unwrap().to_string(),
+                s["tokens"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| t.as_i64().unwrap() as i32)
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+fn jfk() -> Vec<f32> {
+    decode_wav(&std::fs::read(root().join("tests/data/golden/whisper/jfk.wav")).unwrap()).unwrap()
+}
+
+#[test]
+fn tiny_en_matches_whisper_cpp_and_streams_segments() {
+    let m = model();
+    let info = m.info().unwrap();
+    assert_eq!(
+        (info.n_vocab, info.n_mels, info.multilingual),
+        (51864, 80, false)
+    );
+    let pcm = jfk();
+    assert_eq!(pcm.len(), 176000);
+    let mut seen = Vec::new();
+    let o = TranscribeOptions {
+        n_threads: 2,
+        ..Default::default()
+    };
+    let t = m
+        .transcribe_with(&pcm, &o, |s| {
+            seen.push(s.clone());
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    let want = golden();
+    let got: Vec<_> = t
+        .segments
+        .iter()
+        .map(|s| {
+            (
+                s.t0_ms,
+                s.t1_ms,
+                s.text.clone(),
+                s.tokens.iter().map(|k| k.id).collect::<Vec<_>>(),
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(seen, t.segments);
+    assert_eq!(t.language, "en");
+    assert_eq!(
+        t.text,
+        want.iter().map(|s| s.2.as_str()).collect::<String>()
+    );
+    let pieces: String = t.segments[0]
+        .tokens
+        .iter()
+        .map(|k| m.token_text(k.id).unwrap())
+        .collect();
+    assert_eq!(pieces, t.segments[0].text);
+    assert!(t
+        .segments
+        .iter()
+        .flat_map(|s| &s.tokens)
+        .all(|k| k.p > 0.0 && k.p <= 1.0));
+
+    // Break after the first segment: the result holds it alone.
+    let t = m
+        .transcribe_with(&pcm, &o, |_| ControlFlow::Break(()))
+        .unwrap();
+    assert_eq!(t.segments.len(), 1);
+}
+
+#[test]
+fn errors_name_the_problem() {
+    let m = model();
+    let pcm = jfk();
+    let e = m
+        .transcribe(
+            &pcm[..16000],
+            &TranscribeOptions {
+                language: Some("xx".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidArgument);
+    assert!(e.message().contains("language 'xx'"), "{e}");
+    let e = m
+        .transcribe(
+            &pcm[..16000],
+            &TranscribeOptions {
+                translate: true,
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert!(e.message().contains("English-only"), "{e}");
+    let e = m
+        .transcribe(&[], &TranscribeOptions::default())
+        .unwrap_err();
+    assert!(e.message().contains("pcm"), "{e}");
+    let e = decode_wav(b"not a wav file at all").unwrap_err();
+    assert!(e.message().contains("not a WAV file"), "{e}");
+    let e = SpeechModel::load("/nonexistent/ggml-tiny.en.bin").unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Io);
+}

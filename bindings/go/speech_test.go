@@ -136,6 +136,15 @@ func TestSpeechErrorsNamed(t *testing.T) {
 	if _, err = OpenSpeech("/nonexistent/ggml-tiny.en.bin"); !errors.Is(err, ErrIO) {
 		t.Errorf("missing file: %v", err)
 	}
+	// A panic in the callback stops decoding and reaches the caller (never unwinding through C).
+	func() {
+		defer func() {
+			if r := recover(); r != "from the callback" {
+				t.Errorf("recovered %v", r)
+			}
+		}()
+		m.TranscribeFunc(jfkPCM(t)[:16000*3], TranscribeOptions{}, func(Segment) bool { panic("from the callback") })
+	}()
 	m.Close()
 	if _, err = m.Transcribe(pcm, TranscribeOptions{}); !errors.Is(err, ErrClosed) {
 		t.Errorf("closed: %v", err)

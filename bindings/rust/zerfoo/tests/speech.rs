@@ -148,4 +148,11 @@ fn errors_name_the_problem() {
     assert!(e.message().contains("not a WAV file"), "{e}");
     let e = SpeechModel::load("/nonexistent/ggml-tiny.en.bin").unwrap_err();
     assert_eq!(e.code(), ErrorCode::Io);
+    // A panic in the callback stops decoding and reaches the caller (never unwinding into C).
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        m.transcribe_with(&pcm[..16000 * 3], &TranscribeOptions::default(), |_| {
+            panic!("from the callback")
+        })
+    }));
+    assert!(r.is_err());
 }

@@ -42,7 +42,7 @@ import threading
 import time
 import urllib.parse
 
-from bench_server import free_port, start
+from bench_server import free_port, sse_data, start
 
 PROMPTS = ["Once upon a time", "The history of the Roman Empire", "Write a poem about the sea",
            "Explain how a CPU cache works", "The best way to learn a language is"]
@@ -79,22 +79,12 @@ def stream_one(host, port, prompt, n_tokens, timeout, client=0):
     r = c.getresponse()
     if r.status != 200:
         raise RuntimeError("HTTP %d: %s" % (r.status, r.read()[:200]))
-    buf, times, usage = b"", [], None
-    while True:
-        chunk = r.read1(65536)
-        if not chunk:
-            break
-        buf += chunk
-        while b"\n\n" in buf:
-            event, buf = buf.split(b"\n\n", 1)
-            data = event[len(b"data: "):]
-            if data == b"[DONE]":
-                continue
-            j = json.loads(data)
-            if j.get("usage"):
-                usage = j["usage"]
-            if j.get("choices") and j["choices"][0].get("text"):
-                times.append(time.perf_counter())
+    times, usage = [], None
+    for j in sse_data(r):
+        if j.get("usage"):
+            usage = j["usage"]
+        if j.get("choices") and j["choices"][0].get("text"):
+            times.append(time.perf_counter())
     c.close()
     if not times:
         return None, [], 0

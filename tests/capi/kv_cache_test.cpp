@@ -28,20 +28,10 @@ zf_status Create(zf_model* m, int32_t k, int32_t v, SessionPtr* out, int32_t n_c
   return st;
 }
 
-int32_t Append(void* ud, const char* piece, size_t len, int32_t) {
-  static_cast<std::string*>(ud)->append(piece, len);
-  return 0;
-}
-
 std::string Greedy(zf_session* s, const std::string& prompt, int32_t n) {
-  zf_generate_params g;
-  zf_generate_params_init(&g, sizeof g);
-  g.max_tokens = n;
-  g.temperature = 0.0f;
-  std::string text;
   zf_generate_result r;
   r.struct_size = sizeof r;
-  EXPECT_EQ(zf_generate(s, prompt.data(), prompt.size(), &g, Append, &text, &r), ZF_OK) << zf_last_error();
+  const std::string text = GreedyText(s, prompt, n, 0, &r);
   EXPECT_EQ(r.n_generated, n);
   return text;
 }

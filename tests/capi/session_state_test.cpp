@@ -16,20 +16,6 @@ namespace {
 
 using namespace zf::capitest;  // NOLINT: the shared handle helpers
 
-std::string Greedy(zf_session* s, const std::string& prompt, int32_t n) {
-  zf_generate_params p;
-  zf_generate_params_init(&p, sizeof p);
-  p.max_tokens = n;
-  p.temperature = 0.0f;
-  std::string out;
-  const auto cb = [](void* ud, const char* piece, size_t len, int32_t) -> int32_t {
-    static_cast<std::string*>(ud)->append(piece, len);
-    return 0;
-  };
-  EXPECT_EQ(zf_generate(s, prompt.data(), prompt.size(), &p, cb, &out, nullptr), ZF_OK) << zf_last_error();
-  return out;
-}
-
 std::vector<int32_t> Tokens(const zf_session* s) {
   size_t n = 0;
   const zf_status probe = zf_session_tokens(s, nullptr, 0, &n);
@@ -53,7 +39,7 @@ TEST(SessionState, RestoredSessionContinuesExactlyLikeTheOriginal) {
   ZF_REQUIRE_MODEL(path, "smollm2");
   ModelPtr m = Load(path);
   SessionPtr a = NewSession(m.get());
-  Greedy(a.get(), "The three primary colors are", 12);  // stops at max_tokens: a pending token
+  GreedyText(a.get(), "The three primary colors are", 12);  // stops at max_tokens: a pending token
   const std::vector<uint8_t> state = Save(a.get());
   const std::vector<int32_t> conv = Tokens(a.get());
   SessionPtr b = NewSession(m.get());
@@ -63,8 +49,8 @@ TEST(SessionState, RestoredSessionContinuesExactlyLikeTheOriginal) {
   zf_session_n_past(a.get(), &past_a);
   zf_session_n_past(b.get(), &past_b);
   EXPECT_EQ(past_a, past_b);
-  const std::string next_a = Greedy(a.get(), " and", 16);
-  const std::string next_b = Greedy(b.get(), " and", 16);
+  const std::string next_a = GreedyText(a.get(), " and", 16);
+  const std::string next_b = GreedyText(b.get(), " and", 16);
   EXPECT_FALSE(next_a.empty());
   EXPECT_EQ(next_a, next_b);
 }
@@ -111,11 +97,11 @@ TEST(SessionState, ForeignTruncatedOrCorruptStatesAreRefusedAndChangeNothing) {
   ModelPtr m = Load(smol);
   ModelPtr g = Load(gemma);
   SessionPtr a = NewSession(m.get());
-  Greedy(a.get(), "Hello", 4);
+  GreedyText(a.get(), "Hello", 4);
   const std::vector<uint8_t> state = Save(a.get());
 
   SessionPtr other = NewSession(g.get());
-  Greedy(other.get(), "Hi", 2);
+  GreedyText(other.get(), "Hi", 2);
   const std::vector<int32_t> before = Tokens(other.get());
   EXPECT_EQ(zf_session_state_load(other.get(), state.data(), state.size()), ZF_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(zf_last_error()).find("another model"), std::string::npos) << zf_last_error();

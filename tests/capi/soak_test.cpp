@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "capi/test_handles.h"
 #include "common/test_models.h"
 #include "zerfoo.h"
 
@@ -70,20 +71,8 @@ zf_session* Session(zf_model* m, int32_t n_ctx = 128) {
   return s;
 }
 
-int32_t Append(void* ud, const char* piece, size_t len, int32_t) {
-  static_cast<std::string*>(ud)->append(piece, len);
-  return 0;
-}
-
 std::string Greedy(zf_session* s, const std::string& prompt, int32_t n) {
-  zf_generate_params g;
-  zf_generate_params_init(&g, sizeof g);
-  g.temperature = 0.0f;
-  g.max_tokens = n;
-  g.flags = ZF_GENERATE_IGNORE_EOS;
-  std::string out;
-  EXPECT_EQ(zf_generate(s, prompt.data(), prompt.size(), &g, Append, &out, nullptr), ZF_OK) << zf_last_error();
-  return out;
+  return zf::capitest::GreedyText(s, prompt, n, ZF_GENERATE_IGNORE_EOS);
 }
 
 TEST(Soak, LoadFreeCyclesKeepRssFlat) {

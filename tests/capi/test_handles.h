@@ -75,6 +75,21 @@ inline zf_generate_params Greedy(int32_t max_tokens) {
   return g;
 }
 
+// The text of a greedy zf_generate of at most n tokens (flags: ZF_GENERATE_*; r: the result, when
+// the caller checks it); a failure is a test failure.
+inline std::string GreedyText(zf_session* s, const std::string& prompt, int32_t n, uint32_t flags = 0,
+                              zf_generate_result* r = nullptr) {
+  zf_generate_params g = Greedy(n);
+  g.flags = flags;
+  std::string text;
+  const zf_stream_cb append = [](void* ud, const char* piece, size_t len, int32_t) -> int32_t {
+    static_cast<std::string*>(ud)->append(piece, len);
+    return 0;
+  };
+  EXPECT_EQ(zf_generate(s, prompt.data(), prompt.size(), &g, append, &text, r), ZF_OK) << zf_last_error();
+  return text;
+}
+
 // What a zf_stream_cb received: the pieces and their tokens (CollectPieces appends to it).
 struct Pushed {
   std::vector<std::string> pieces;

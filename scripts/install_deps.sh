@@ -8,12 +8,13 @@
 # Build: cmake, ninja, g++, pkg-config. Tests: GoogleTest, nlohmann-json (golden files),
 # doctest, Google Benchmark, SIMDe (AVX-512 kernels emulated on AVX2 machines), Python 3 with
 # pip (model fetch), Go (Go binding tests), cpp-httplib (`zerfoo serve`, linked into the CLI only),
-# ccache (scripts/ccache_env.sh: a later test run recompiles only what changed).
+# ccache (scripts/ccache_env.sh: a later test run recompiles only what changed), stb_image
+# (libstb-dev: image decoding compiled into the library, src/vision/).
 set -euo pipefail
 
 pkgs=(cmake ninja-build g++ gcc make pkg-config libgtest-dev nlohmann-json3-dev doctest-dev
       libbenchmark-dev libsimde-dev python3 python3-pip unzip curl ca-certificates binutils
-      libcpp-httplib-dev ccache)
+      libcpp-httplib-dev ccache libstb-dev)
 recommends=()
 if [ "${1:-}" = "--no-recommends" ]; then recommends=(--no-install-recommends); shift; fi
 [ $# -gt 0 ] && pkgs=("$@")  # other scripts' extra packages: scripts/install_deps.sh PKG...

@@ -313,10 +313,10 @@ const char* Usage(const std::string& command) {
   }
   if (command == "transcribe") {
     return "usage: zerfoo transcribe -m MODEL [options] FILE...\n\n"
-           "Speech to text with a Whisper model (whisper.cpp's ggml .bin): each WAV FILE (any rate and\n"
-           "channel count) is transcribed greedily with timestamps, as whisper.cpp does. Several files:\n"
-           "txt/srt/vtt each after a '==> FILE <==' line, json one object per line. MP3, FLAC and Ogg\n"
-           "are not decoded yet (convert to WAV first).\n";
+           "Speech to text with a Whisper model (whisper.cpp's ggml .bin): each audio FILE (WAV, MP3,\n"
+           "FLAC or Ogg Vorbis; any rate and channel count, up to 2 hours) is transcribed greedily with\n"
+           "timestamps, as whisper.cpp does. Several files: txt/srt/vtt each after a '==> FILE <==' line,\n"
+           "json one object per line.\n";
   }
   if (command == "bench") {
     return "usage: zerfoo bench -m MODEL [-m MODEL ...] [options]\n\n"

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "args.h"
+#include "audio_decode.h"
 #include "commands.h"
 #include "common.h"
 #include "json.h"
@@ -76,7 +77,7 @@ int RunTranscribe(int argc, char** argv, int first) {
     }
     std::vector<float> pcm;
     std::string error;
-    if (transcript::DecodeAudio(bytes, &pcm, &error) != ZF_OK) {
+    if (audio::Decode(bytes, &pcm, &error) != ZF_OK) {
       std::fprintf(stderr, "zerfoo: error: %s: %s\n", file.c_str(), error.c_str());
       rc = kExitRuntime;
       continue;

@@ -24,7 +24,7 @@ constexpr const char* kUsage =
     "  tokenize   print the token ids of a text\n"
     "  bench      prompt/generation throughput, llama-bench style\n"
     "  serve      OpenAI-compatible HTTP server (chat, completions, SSE, metrics)\n"
-    "  transcribe speech to text with a Whisper model (WAV in; txt, srt, vtt or json out)\n"
+    "  transcribe speech to text with a Whisper model (WAV/MP3/FLAC/Ogg in; txt, srt, vtt or json out)\n"
     "  help       show this help, or `zerfoo help <command>`\n"
     "\n"
     "Run `zerfoo <command> --help` for a command's options; `zerfoo --version` for the version.\n";

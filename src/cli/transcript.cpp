@@ -1,4 +1,4 @@
-// Audio bytes to PCM, zf_transcribe into plain structs, and the transcript output formats.
+// zf_transcribe into plain structs, and the transcript output formats.
 #include "transcript.h"
 
 #include <cstdio>
@@ -8,42 +8,6 @@
 #include "json.h"
 
 namespace cli::transcript {
-
-std::string OtherAudioFormat(const std::string& b) {
-  auto starts = [&](const char* magic) { return b.compare(0, std::strlen(magic), magic) == 0; };
-  if (starts("ID3")) return "MP3";
-  if (b.size() >= 2 && static_cast<unsigned char>(b[0]) == 0xFF && (static_cast<unsigned char>(b[1]) & 0xE0) == 0xE0) {
-    return "MP3";  // an MPEG audio frame sync (a file without an ID3 tag)
-  }
-  if (starts("fLaC")) return "FLAC";
-  if (starts("OggS")) return "Ogg";
-  if (b.size() >= 12 && b.compare(4, 4, "ftyp") == 0) return "MP4/M4A";
-  if (starts("\x1A\x45\xDF\xA3")) return "WebM/Matroska";
-  return "";
-}
-
-zf_status DecodeAudio(const std::string& bytes, std::vector<float>* pcm, std::string* error) {
-  const std::string other = OtherAudioFormat(bytes);
-  if (!other.empty()) {
-    *error = other + " audio is not supported yet: only WAV is decoded (convert it, e.g. ffmpeg -i IN -ar 16000 -ac 1 out.wav)";
-    return ZF_ERR_UNSUPPORTED;
-  }
-  size_t n = 0;
-  zf_status st = zf_wav_decode(bytes.data(), bytes.size(), nullptr, 0, &n);
-  if (st == ZF_ERR_BUFFER_TOO_SMALL) {
-    pcm->assign(n, 0.0f);
-    st = zf_wav_decode(bytes.data(), bytes.size(), pcm->data(), pcm->size(), &n);
-  }
-  if (st != ZF_OK) {
-    *error = zf_last_error();
-    return st;
-  }
-  if (pcm->empty()) {
-    *error = "the WAV file holds no samples";
-    return ZF_ERR_INVALID_ARGUMENT;
-  }
-  return ZF_OK;
-}
 
 namespace {
 

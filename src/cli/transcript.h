@@ -1,6 +1,5 @@
-// A transcription as the CLI and the server hand it out: audio bytes to PCM (WAV through the
-// library; other containers named and refused), zf_transcribe into plain structs, and the
-// output formats (text, SubRip, WebVTT, JSON) both `zerfoo transcribe` and
+// A transcription as the CLI and the server hand it out: zf_transcribe into plain structs
+// (audio_decode.h gives the PCM), and the output formats (text, SubRip, WebVTT, JSON) both `zerfoo transcribe` and
 // /v1/audio/transcriptions write.
 #ifndef ZERFOO_CLI_TRANSCRIPT_H
 #define ZERFOO_CLI_TRANSCRIPT_H
@@ -35,14 +34,6 @@ struct Transcript {
   double duration_s = 0;  // of the audio
   std::vector<Segment> segments;
 };
-
-// The container's name when the bytes are audio that is not WAV ("MP3", "FLAC", "Ogg", ...), ""
-// for WAV or unrecognized bytes (the WAV decoder names what is wrong with those).
-std::string OtherAudioFormat(const std::string& bytes);
-
-// WAV bytes to 16 kHz mono PCM. On failure returns the status with a message in *error naming
-// the problem (an MP3/FLAC/Ogg file is named as such).
-zf_status DecodeAudio(const std::string& bytes, std::vector<float>* pcm, std::string* error);
 
 // Transcribes pcm; on_segment (optional) sees each segment as it is decoded. On failure returns
 // the status with zf_last_error()'s text in *error.

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../audio_decode.h"
 #include "../transcript.h"
 
 namespace cli::serve {
@@ -112,7 +113,7 @@ void Handle(FrontDoor& door, const zf_speech_model* model, int n_threads, bool t
     const AudioRequest r = ReadForm(req, translate);
     std::vector<float> pcm;
     std::string error;
-    if (zf_status st = transcript::DecodeAudio(r.file, &pcm, &error)) throw SpeechError(st, "file: " + error);
+    if (zf_status st = audio::Decode(r.file, &pcm, &error)) throw SpeechError(st, "file: " + error);
     zf_transcribe_params p;
     zf_transcribe_params_init(&p, sizeof p);
     p.n_threads = n_threads;

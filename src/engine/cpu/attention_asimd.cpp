@@ -50,9 +50,9 @@ inline void ScoreTile(const Block& b, int32_t a, int64_t j0, float* s, int64_t s
 }
 
 // Softmax of x[0, n) in place after scaling (and the softcap): exp(s - max), unnormalized;
-// returns 1 / sum. A finite sink joins the max and the sum (attention sinks) without a value;
-// -INFINITY (no sink) adds nothing.
-float Softmax(float* x, int64_t n, float scale, float softcap, float sink) {
+// returns the sum and the max in *mx_out (Softmax: 1 / sum). A finite sink joins the max and the
+// sum (attention sinks) without a value; -INFINITY (no sink) adds nothing.
+float SoftmaxSumImpl(float* x, int64_t n, float scale, float softcap, float sink, float* mx_out) {
   if (softcap > 0.0f) {
     for (int64_t j = 0; j < n; ++j) x[j] = softcap * std::tanh(x[j] * scale / softcap);
   } else {
@@ -80,7 +80,13 @@ float Softmax(float* x, int64_t n, float scale, float softcap, float sink) {
     vst1q_f32(t4, Exp(vsubq_f32(vld1q_f32(t4), mv)));
     for (int64_t t = 0; t < n - j; ++t) x[j + t] = t4[t], tail += t4[t];
   }
-  return 1.0f / (vaddvq_f32(sum) + tail + (sink > -INFINITY ? std::exp(sink - m) : 0.0f));
+  *mx_out = m;
+  return vaddvq_f32(sum) + tail + (sink > -INFINITY ? std::exp(sink - m) : 0.0f);
+}
+
+float Softmax(float* x, int64_t n, float scale, float softcap, float sink) {
+  float mx;
+  return 1.0f / SoftmaxSumImpl(x, n, scale, softcap, sink, &mx);
 }
 
 // out[i][e0 .. e0 + 4 kV) = inv[i] * sum over keys j in [ulo, uhi] of p[i][j] * V[j][e0 ..]
@@ -157,6 +163,9 @@ struct AsimdOps {
   }
   static float Softmax(float* x, int64_t n, float scale, float softcap, float sink) {
     return attn::Softmax(x, n, scale, softcap, sink);
+  }
+  static float SoftmaxSum(float* x, int64_t n, float scale, float softcap, float sink, float* mx) {
+    return SoftmaxSumImpl(x, n, scale, softcap, sink, mx);
   }
   static void ValueTiles(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t uhi, int32_t na,
                          const float* inv, float* const* out) {

@@ -47,9 +47,9 @@ inline void ScoreTile(const Block& b, int32_t a, int64_t j0, float* s, int64_t s
 }
 
 // Softmax of x[0, n) in place after scaling (and the softcap): exp(s - max), unnormalized;
-// returns 1 / sum. A finite sink joins the max and the sum (attention sinks) without a value;
-// -INFINITY (no sink) adds nothing.
-float Softmax(float* x, int64_t n, float scale, float softcap, float sink) {
+// returns the sum and the max in *mx_out (Softmax: 1 / sum). A finite sink joins the max and the
+// sum (attention sinks) without a value; -INFINITY (no sink) adds nothing.
+float SoftmaxSumImpl(float* x, int64_t n, float scale, float softcap, float sink, float* mx_out) {
   if (softcap > 0.0f) {
     for (int64_t j = 0; j < n; ++j) x[j] = softcap * std::tanh(x[j] * scale / softcap);
   } else {
@@ -77,7 +77,13 @@ float Softmax(float* x, int64_t n, float scale, float softcap, float sink) {
     _mm256_maskstore_ps(x + j, mk, e);
     sum = _mm256_add_ps(sum, _mm256_and_ps(e, _mm256_castsi256_ps(mk)));
   }
-  return 1.0f / (HsumPs(sum) + (sink > -INFINITY ? std::exp(sink - m) : 0.0f));
+  *mx_out = m;
+  return HsumPs(sum) + (sink > -INFINITY ? std::exp(sink - m) : 0.0f);
+}
+
+float Softmax(float* x, int64_t n, float scale, float softcap, float sink) {
+  float mx;
+  return 1.0f / SoftmaxSumImpl(x, n, scale, softcap, sink, &mx);
 }
 
 // out[i][e0 .. e0+15] = inv[i] * sum over keys j in [ulo, uhi] of p[i][j] * V[j][e0 ..] for the
@@ -179,6 +185,9 @@ struct Avx2Ops {
   static float Softmax(float* x, int64_t n, float scale, float softcap, float sink) {
     return attn::Softmax(x, n, scale, softcap, sink);
   }
+  static float SoftmaxSum(float* x, int64_t n, float scale, float softcap, float sink, float* mx) {
+    return SoftmaxSumImpl(x, n, scale, softcap, sink, mx);
+  }
   static void ValueTiles(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t uhi, int32_t na,
                          const float* inv, float* const* out) {
     int32_t e0 = 0;  // 16 value dimensions at a time, a masked tile for the rest
@@ -197,6 +206,9 @@ struct Avx2Ops {
 
 }  // namespace
 
+float SoftmaxSumAvx2(float* x, int64_t n, float scale, float softcap, float sink, float* mx) {
+  return SoftmaxSumImpl(x, n, scale, softcap, sink, mx);
+}
 void RunDecodeAvx2(const DecodeGroup& g) { RunDecodeWith<Avx2Ops>(g); }
 void RunBlockAvx2(const Block& b) { RunBlockWith<Avx2Ops>(b); }
 

@@ -53,9 +53,9 @@ inline void ScoreTile(const Block& b, int32_t a, int64_t j0, float* s, int64_t s
 }
 
 // Softmax of x[0, n) in place after scaling (and the softcap): exp(s - max), unnormalized;
-// returns 1 / sum. A finite sink joins the max and the sum (attention sinks) without a value;
-// -INFINITY (no sink) adds nothing.
-float Softmax(float* x, int64_t n, float scale, float softcap, float sink) {
+// returns the sum and the max in *mx_out (Softmax: 1 / sum). A finite sink joins the max and the
+// sum (attention sinks) without a value; -INFINITY (no sink) adds nothing.
+float SoftmaxSumImpl(float* x, int64_t n, float scale, float softcap, float sink, float* mx_out) {
   if (softcap > 0.0f) {
     for (int64_t j = 0; j < n; ++j) x[j] = softcap * std::tanh(x[j] * scale / softcap);
   } else {
@@ -79,7 +79,13 @@ float Softmax(float* x, int64_t n, float scale, float softcap, float sink) {
     _mm512_mask_storeu_ps(x + j, m, e);
     sum = _mm512_mask_add_ps(sum, m, sum, e);
   }
-  return 1.0f / (_mm512_reduce_add_ps(sum) + (sink > -INFINITY ? std::exp(sink - mxs) : 0.0f));
+  *mx_out = mxs;
+  return _mm512_reduce_add_ps(sum) + (sink > -INFINITY ? std::exp(sink - mxs) : 0.0f);
+}
+
+float Softmax(float* x, int64_t n, float scale, float softcap, float sink) {
+  float mx;
+  return 1.0f / SoftmaxSumImpl(x, n, scale, softcap, sink, &mx);
 }
 
 // out[i][e0 .. e0+63] = inv[i] * sum over keys j in [ulo, uhi] of p[i][j] * V[j][e0 ..] for the
@@ -183,6 +189,9 @@ struct Avx512Ops {
   static float Softmax(float* x, int64_t n, float scale, float softcap, float sink) {
     return attn::Softmax(x, n, scale, softcap, sink);
   }
+  static float SoftmaxSum(float* x, int64_t n, float scale, float softcap, float sink, float* mx) {
+    return SoftmaxSumImpl(x, n, scale, softcap, sink, mx);
+  }
   static void ValueTiles(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t uhi, int32_t na,
                          const float* inv, float* const* out) {
     for (int32_t e0 = 0; e0 < b.d_v; e0 += 64) ValueTile(b, p, ss, ulo, uhi, e0, na, inv, out);  // masked tails
@@ -199,6 +208,9 @@ struct Avx512Ops {
 
 }  // namespace
 
+float SoftmaxSumAvx512(float* x, int64_t n, float scale, float softcap, float sink, float* mx) {
+  return SoftmaxSumImpl(x, n, scale, softcap, sink, mx);
+}
 void RunDecodeAvx512(const DecodeGroup& g) { RunDecodeWith<Avx512Ops>(g); }
 void RunBlockAvx512(const Block& b) { RunBlockWith<Avx512Ops>(b); }
 

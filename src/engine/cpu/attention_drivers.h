@@ -10,6 +10,8 @@
 //   static float Softmax(float* x, int64_t n, float scale, float softcap, float sink);
 //       exp(scaled x - max) in place, unnormalized; returns 1 / sum (sink: -INFINITY or a
 //       logit in the max and the sum)
+//   static float SoftmaxSum(float* x, int64_t n, float scale, float softcap, float sink, float* mx);
+//       the same, returning the sum and the max
 //   static void ValueTiles(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t uhi, int32_t na,
 //                          const float* inv, float* const* out);
 //       out[i] = inv[i] * sum over keys [ulo, uhi] of p[i][j] V[j], all d_v dimensions
@@ -61,6 +63,11 @@ void DecodeWith(const DecodeGroup& g) {
   Ops::template DecodeScores<NQ>(g);
   float inv[NQ];
   for (int h = 0; h < NQ; ++h) {
+    if (g.part != nullptr) {  // a block of a split decode: unnormalized, its max and sum kept
+      g.part[h].sum = Ops::SoftmaxSum(g.s + h * g.n_keys, g.n_keys, g.scale, g.softcap, -INFINITY, &g.part[h].max);
+      inv[h] = 1.0f;
+      continue;
+    }
     inv[h] = Ops::Softmax(g.s + h * g.n_keys, g.n_keys, g.scale, g.softcap, g.sink != nullptr ? g.sink[h] : -INFINITY);
   }
   Ops::template DecodeValues<NQ>(g, inv);

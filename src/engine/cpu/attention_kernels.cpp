@@ -54,13 +54,15 @@ void RunDecodeRef(const DecodeGroup& g) {
       s[j] = x;
       mx = std::max(mx, x);
     }
-    if (g.sink != nullptr) mx = std::max(mx, g.sink[h]);
-    float sum = g.sink != nullptr ? std::exp(g.sink[h] - mx) : 0.0f;
+    const bool sink = g.sink != nullptr && g.part == nullptr;
+    if (sink) mx = std::max(mx, g.sink[h]);
+    float sum = sink ? std::exp(g.sink[h] - mx) : 0.0f;
     for (int32_t j = 0; j < g.n_keys; ++j) {
       s[j] = std::exp(s[j] - mx);
       sum += s[j];
     }
-    const float inv = 1.0f / sum;
+    if (g.part != nullptr) g.part[h] = {mx, sum};
+    const float inv = g.part != nullptr ? 1.0f : 1.0f / sum;
     float* o = g.out[h];
     std::fill(o, o + g.d_v, 0.0f);
     for (int32_t j = 0; j < g.n_keys; ++j) {
@@ -69,6 +71,34 @@ void RunDecodeRef(const DecodeGroup& g) {
     }
     for (int32_t e = 0; e < g.d_v; ++e) o[e] *= inv;
   }
+}
+
+constexpr int32_t kMaxSplitBlocks = 64;  // CombinePartials' weights on the stack at a time
+
+void CombinePartials(const Partial* part, int64_t part_stride, const float* outs, int64_t out_stride, int32_t n,
+                     int32_t d_v, float sink, float* out) {
+  float mx = sink;
+  for (int32_t c = 0; c < n; ++c) mx = std::max(mx, part[c * part_stride].max);
+  float sum = sink > -INFINITY ? std::exp(sink - mx) : 0.0f;
+  float w[kMaxSplitBlocks];
+  for (int32_t c0 = 0; c0 < n; c0 += kMaxSplitBlocks) {  // weights a stack block at a time
+    const int32_t nc = std::min(kMaxSplitBlocks, n - c0);
+    for (int32_t c = 0; c < nc; ++c) {
+      const Partial& p = part[(c0 + c) * part_stride];
+      w[c] = std::exp(p.max - mx);
+      sum += w[c] * p.sum;
+    }
+    for (int32_t c = 0; c < nc; ++c) {
+      const float* o = outs + (c0 + c) * out_stride;
+      if (c0 + c == 0) {
+        for (int32_t e = 0; e < d_v; ++e) out[e] = w[c] * o[e];
+      } else {
+        for (int32_t e = 0; e < d_v; ++e) out[e] += w[c] * o[e];
+      }
+    }
+  }
+  const float inv = 1.0f / sum;
+  for (int32_t e = 0; e < d_v; ++e) out[e] *= inv;
 }
 
 namespace {

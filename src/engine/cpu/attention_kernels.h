@@ -65,6 +65,13 @@ void RunBlockAsimd(const Block& b);   // attention_asimd.cpp; every aarch64 CPU
 // head sizes of 64-256 (measured 12% of SmolLM2's decode at 2 threads).
 constexpr int32_t kDecodeHeads = 4;
 
+// A partial softmax over one block of keys (decode split by KV blocks at long depth): the
+// largest score and the sum of exp(s - max); the output row then holds sum_j exp(s_j - max) v_j,
+// unnormalized, and CombinePartials folds the blocks. A sink joins only in CombinePartials.
+struct Partial {
+  float max, sum;
+};
+
 struct DecodeGroup {
   const float* q;         // [n_q][d_k], already rounded to F16 values (as the reference does)
   int32_t n_q;            // 1..kDecodeHeads
@@ -79,6 +86,7 @@ struct DecodeGroup {
   float* s;               // scratch: n_q * n_keys floats
   float* const* out;      // [n_q] output rows of d_v floats
   const float* sink = nullptr;  // [n_q] each head's sink logit (AttentionParams::sinks), or none
+  Partial* part = nullptr;      // [n_q] set: a partial softmax (sink ignored), out unnormalized
 };
 
 void RunDecode(const DecodeGroup& g);
@@ -90,6 +98,29 @@ void RunDecodeAvx2(const DecodeGroup& g);    // needs AVX2 + FMA + F16C; d_k, d_
 #endif
 #if defined(__aarch64__)
 void RunDecodeAsimd(const DecodeGroup& g);   // every aarch64 CPU; d_k a multiple of 8, d_v of 4
+#endif
+
+// Decode split by KV blocks: at n_keys >= kSplitMinKeys a (token, head)'s keys go in blocks of
+// kSplitKeys (counted from its first visible key) whose partial softmaxes are folded in block
+// order, on every path (one token, prefill rows, batched rows) and for any thread count, so
+// the bits depend on the position only. Below it, one softmax over all keys (as before).
+constexpr int32_t kSplitKeys = 256;
+constexpr int32_t kSplitMinKeys = 1024;
+inline int32_t SplitBlocks(int32_t n_keys) {
+  return n_keys >= kSplitMinKeys ? (n_keys + kSplitKeys - 1) / kSplitKeys : 1;
+}
+// out[e] = (sum_c exp(m_c - M) o_c[e]) / (sum_c exp(m_c - M) l_c + exp(sink - M)), M the largest
+// of the blocks' maxima and the sink: block c's partial part[c * part_stride] and unnormalized
+// row outs + c * out_stride, folded in block order (a fixed order: the same bits however the
+// blocks were computed). sink: -INFINITY for none.
+void CombinePartials(const Partial* part, int64_t part_stride, const float* outs, int64_t out_stride, int32_t n,
+                     int32_t d_v, float sink, float* out);
+
+// The vector softmaxes of the decode kernels, shared with attention_quant_*: exp(scaled x -
+// max) in place; returns the sum (with exp(sink - max) for a finite sink) and the max in *mx.
+#if defined(__x86_64__) || defined(__i386__)
+float SoftmaxSumAvx512(float* x, int64_t n, float scale, float softcap, float sink, float* mx);
+float SoftmaxSumAvx2(float* x, int64_t n, float scale, float softcap, float sink, float* mx);
 #endif
 
 }  // namespace zf::engine::attn

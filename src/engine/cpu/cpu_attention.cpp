@@ -9,6 +9,7 @@
 
 #include "common/switches.h"
 #include "engine/cpu/attention_kernels.h"
+#include "engine/cpu/attention_quant.h"
 #include "engine/cpu/cpu_backend.h"
 #include "engine/cpu/kv_quant.h"
 #include "engine/cpu/work_claim.h"
@@ -52,14 +53,123 @@ size_t RowBytes(GgmlType t, int64_t n) {
   }
 }
 
+// Which grouped decode kernel takes a cache's K/V types (the same answer on every path, so a
+// (token, head) is computed the same way whichever path reaches it); kNone: the per-row path.
+enum class Grouped { kNone, kF16, kQuant };
+Grouped GroupedFor(const CpuKvCache& c) {
+  static const bool fast = attn::HasFastBlock() && !env::NoBlockedAttention();
+  if (c.k_type() == KvType::kF16 && c.v_type() == KvType::kF16) return fast ? Grouped::kF16 : Grouped::kNone;
+  // Quantized pairs: a SIMD kernel or the grouped reference (aarch64), never the per-row path.
+  if (attn::QuantDecodeTypes(c.k_type(), c.v_type()) && !env::NoBlockedAttention()) return Grouped::kQuant;
+  return Grouped::kNone;
+}
+
+// A split decode's storage for one batch of heads: per KV block, kDecodeHeads partials and
+// kDecodeHeads unnormalized output rows.
+size_t SplitFloats(int32_t blocks, int32_t d_v) {
+  return size_t(blocks) * size_t(attn::kDecodeHeads) * (2 + size_t(d_v));
+}
+
+// Q of heads [h, h + n_q) of one token as the group's kernel takes it, into qbuf: rounded to
+// F16 values (F16 cache) or rotated and quantized to Q8_0 (quantized K). tmp: d_k floats.
+void PrepareQ(Grouped gk, const float* q, int32_t h, int32_t n_q, int32_t dk, float* qbuf, float* tmp) {
+  auto* q8 = reinterpret_cast<uint8_t*>(qbuf);
+  for (int32_t i = 0; i < n_q; ++i) {
+    const float* src = q + int64_t{h + i} * dk;
+    if (gk == Grouped::kF16) {  // as the reference multiplies it with the F16 cache
+      quant::QuantizeActivations(GgmlType::F16, src, tmp, dk);
+      quant::DequantizeRow(GgmlType::F16, tmp, qbuf + size_t(i) * size_t(dk), dk);
+    } else {  // rotated as the K rows were (kv_quant.h)
+      std::copy(src, src + dk, tmp);
+      kvq::Rotate32(tmp, dk);
+      quant::QuantizeActivations(GgmlType::Q8_0, tmp, q8 + size_t(i) * KvRowBytes(KvType::kQ8_0, dk), dk);
+    }
+  }
+}
+
+// Keys [k0, k0 + n) of KV group g for a batch of n_q heads prepared by PrepareQ.
+void RunBatch(Grouped gk, const CpuKvCache& cache, int32_t layer, const AttentionParams& ap, int32_t g,
+              const float* qbuf, int32_t n_q, int32_t k0, int32_t n, float* scores, float* const* outp,
+              const float* sink, attn::Partial* part) {
+  const int32_t dk = ap.head_dim_k, dv = ap.head_dim_v;
+  if (gk == Grouped::kF16) {
+    attn::DecodeGroup dg;
+    dg.q = qbuf;
+    dg.n_q = n_q;
+    dg.d_k = dk;
+    dg.d_v = dv;
+    dg.k = reinterpret_cast<const uint16_t*>(cache.Row(false, layer, k0)) + int64_t{g} * dk;
+    dg.k_stride = cache.k_width();
+    dg.v = reinterpret_cast<const uint16_t*>(cache.Row(true, layer, k0)) + int64_t{g} * dv;
+    dg.v_stride = cache.v_width();
+    dg.n_keys = n;
+    dg.scale = ap.scale;
+    dg.softcap = ap.softcap;
+    dg.s = scores;
+    dg.out = outp;
+    dg.sink = sink;
+    dg.part = part;
+    attn::RunDecode(dg);
+    return;
+  }
+  attn::QuantDecodeGroup qg;
+  qg.q8 = reinterpret_cast<const uint8_t*>(qbuf);
+  qg.n_q = n_q;
+  qg.d_k = dk;
+  qg.d_v = dv;
+  qg.kt = cache.k_type();
+  qg.vt = cache.v_type();
+  qg.k = cache.Row(false, layer, k0) + KvRowBytes(cache.k_type(), int64_t{g} * dk);
+  qg.k_stride = int64_t(cache.RowBytes(false));
+  qg.v = cache.Row(true, layer, k0) + KvRowBytes(cache.v_type(), int64_t{g} * dv);
+  qg.v_stride = int64_t(cache.RowBytes(true));
+  qg.n_keys = n;
+  qg.scale = ap.scale;
+  qg.softcap = ap.softcap;
+  qg.s = scores;
+  qg.out = outp;
+  qg.sink = sink;
+  qg.part = part;
+  attn::RunQuantDecode(qg);
+}
+
+// KV block c (of attn::SplitBlocks(n_keys), keys from lo) of a batch into its split storage
+// (SplitFloats: partials, then output rows).
+void RunSplitBlock(Grouped gk, const CpuKvCache& cache, int32_t layer, const AttentionParams& ap, int32_t g,
+                   const float* qbuf, int32_t n_q, int32_t lo, int32_t n_keys, int32_t c, float* scores, float* split) {
+  const int32_t blocks = attn::SplitBlocks(n_keys), dv = ap.head_dim_v;
+  auto* part = reinterpret_cast<attn::Partial*>(split) + size_t(c) * attn::kDecodeHeads;
+  float* rows = split + size_t(blocks) * attn::kDecodeHeads * 2 + size_t(c) * attn::kDecodeHeads * size_t(dv);
+  float* outp[attn::kDecodeHeads];
+  for (int32_t i = 0; i < n_q; ++i) outp[i] = rows + size_t(i) * size_t(dv);
+  const int32_t k0 = c * attn::kSplitKeys;
+  RunBatch(gk, cache, layer, ap, g, qbuf, n_q, lo + k0, std::min(attn::kSplitKeys, n_keys - k0), scores, outp, nullptr,
+           part);
+}
+
+// Head i of a batch from its split storage: the blocks folded in order (and a rotated V's sum
+// rotated back).
+void CombineSplit(const CpuKvCache& cache, const AttentionParams& ap, int32_t n_keys, const float* split, int32_t i,
+                  int32_t h, float* out) {
+  const int32_t blocks = attn::SplitBlocks(n_keys), dv = ap.head_dim_v;
+  const auto* part = reinterpret_cast<const attn::Partial*>(split) + i;
+  const float* rows = split + size_t(blocks) * attn::kDecodeHeads * 2 + size_t(i) * size_t(dv);
+  attn::CombinePartials(part, attn::kDecodeHeads, rows, int64_t{attn::kDecodeHeads} * dv, blocks, dv,
+                        ap.sinks != nullptr ? ap.sinks[h] : -INFINITY, out);
+  if (kvq::Rotated(cache.v_type())) kvq::Rotate32(out, dv);
+}
+
 }  // namespace
 
+static_assert(sizeof(attn::Partial) == 2 * sizeof(float), "split storage counts a partial as 2 floats");
+
 // Per thread: a V head in F32, Q in the cache type, and the scores of one context row.
-// Decode (AttentionDecode) uses the same block: kDecodeHeads Q rows, one F16 staging row, and
-// kDecodeHeads score rows (a head is at most k_width wide).
+// Decode (AttentionDecode) uses the same block: kDecodeHeads Q rows, one staging row,
+// kDecodeHeads score rows (a head is at most k_width wide), and a split decode's storage.
 size_t CpuBackend::AttnScratchPerThread(int32_t n_ctx, int32_t k_width, int32_t v_width) {
   const size_t per_row = size_t(v_width) + 2 * size_t(k_width) + size_t(n_ctx);
-  const size_t decode = size_t(attn::kDecodeHeads) * (size_t(n_ctx) + size_t(k_width)) + size_t(k_width);
+  const size_t decode = size_t(attn::kDecodeHeads) * (size_t(n_ctx) + size_t(k_width)) + size_t(k_width) +
+                        SplitFloats(attn::SplitBlocks(n_ctx), v_width);
   return std::max(per_row, decode);
 }
 
@@ -72,79 +182,128 @@ float* CpuBackend::AttnScratch(size_t per_thread) {
 // Heads [h0, h1) of one query row at position pos0 over `cache`'s layer, a KV group (and at most
 // kDecodeHeads) at a time; scratch: AttnScratchPerThread floats. A head's result does not depend
 // on which heads share its call (each has its own accumulators), so any split of the heads
-// across threads gives the same output.
+// across threads gives the same output. At long depth the keys go in KV blocks (SplitBlocks)
+// folded in order, as AttentionDecode's threads compute them.
 void CpuBackend::DecodeHeads(const CpuKvCache& cache, int32_t layer, const float* q, int32_t pos0,
                              const AttentionParams& ap, float* out, int32_t h0, int32_t h1, float* scratch) {
+  const Grouped gk = GroupedFor(cache);
   const int32_t group = ap.n_head / ap.n_head_kv, dk = ap.head_dim_k, dv = ap.head_dim_v;
-  const int32_t lo = ap.window > 0 ? std::max(0, pos0 - ap.window + 1) : 0;
-  const auto* kc = reinterpret_cast<const uint16_t*>(cache.Row(false, layer, lo));
-  const auto* vc = reinterpret_cast<const uint16_t*>(cache.Row(true, layer, lo));
+  const int32_t lo = ap.window > 0 ? std::max(0, pos0 - ap.window + 1) : 0, n_keys = pos0 - lo + 1;
+  const int32_t blocks = attn::SplitBlocks(n_keys);
   float* qs = scratch;
-  float* q16 = qs + size_t(attn::kDecodeHeads) * size_t(dk);
-  float* scores = q16 + size_t(dk);
+  float* tmp = qs + size_t(attn::kDecodeHeads) * size_t(dk);
+  float* scores = tmp + size_t(dk);
+  float* split = scores + size_t(attn::kDecodeHeads) * size_t(cache.n_ctx());
   for (int32_t h = h0; h < h1;) {
     const int32_t g = h / group;
     const int32_t n_q = std::min({h1 - h, (g + 1) * group - h, attn::kDecodeHeads});
-    float* outp[attn::kDecodeHeads];
-    for (int32_t i = 0; i < n_q; ++i) {
-      // Q rounded to F16, as the reference multiplies it with the F16 cache.
-      quant::QuantizeActivations(GgmlType::F16, q + int64_t{h + i} * dk, q16, dk);
-      quant::DequantizeRow(GgmlType::F16, q16, qs + size_t(i) * size_t(dk), dk);
-      outp[i] = out + int64_t{h + i} * dv;
+    PrepareQ(gk, q, h, n_q, dk, qs, tmp);
+    if (blocks > 1) {
+      for (int32_t c = 0; c < blocks; ++c) RunSplitBlock(gk, cache, layer, ap, g, qs, n_q, lo, n_keys, c, scores, split);
+      for (int32_t i = 0; i < n_q; ++i) CombineSplit(cache, ap, n_keys, split, i, h + i, out + int64_t{h + i} * dv);
+    } else {
+      float* outp[attn::kDecodeHeads];
+      for (int32_t i = 0; i < n_q; ++i) outp[i] = out + int64_t{h + i} * dv;
+      RunBatch(gk, cache, layer, ap, g, qs, n_q, lo, n_keys, scores, outp, ap.sinks != nullptr ? ap.sinks + h : nullptr,
+               nullptr);
+      if (kvq::Rotated(cache.v_type())) {  // a sum of rotated V rows, rotated back
+        for (int32_t i = 0; i < n_q; ++i) kvq::Rotate32(outp[i], dv);
+      }
     }
-    attn::DecodeGroup dg;
-    dg.q = qs;
-    dg.n_q = n_q;
-    dg.d_k = dk;
-    dg.d_v = dv;
-    dg.k = kc + int64_t{g} * dk;
-    dg.k_stride = cache.k_width();
-    dg.v = vc + int64_t{g} * dv;
-    dg.v_stride = cache.v_width();
-    dg.n_keys = pos0 - lo + 1;
-    dg.scale = ap.scale;
-    dg.softcap = ap.softcap;
-    dg.s = scores;
-    dg.out = outp;
-    dg.sink = ap.sinks != nullptr ? ap.sinks + h : nullptr;
-    attn::RunDecode(dg);
     h += n_q;
   }
 }
 
 void CpuBackend::AttentionDecode(const CpuKvCache& kv, int32_t layer, const float* q, int32_t pos0,
                                  const AttentionParams& ap, float* out) {
+  const int32_t lo = ap.window > 0 ? std::max(0, pos0 - ap.window + 1) : 0, n_keys = pos0 - lo + 1;
+  const int32_t blocks = attn::SplitBlocks(n_keys);
+  const size_t per_thread = AttnScratchPerThread(kv.n_ctx(), kv.k_width(), kv.v_width());
+  if (blocks == 1) {  // heads split across threads
+    struct Ctx {
+      const CpuKvCache* kv;
+      float* scratch;
+      size_t per_thread;
+      const float* q;
+      float* out;
+      const AttentionParams* ap;
+      int32_t layer, pos0;
+    } c{&kv, AttnScratch(per_thread), per_thread, q, out, &ap, layer, pos0};
+    pool_->Run(
+        [](void* p, int32_t ith, int32_t nth) {
+          Ctx& c = *static_cast<Ctx*>(p);
+          const AttentionParams& ap = *c.ap;
+          // This thread's heads [h0, h1).
+          const int32_t h0 = int32_t(int64_t{ap.n_head} * ith / nth), h1 = int32_t(int64_t{ap.n_head} * (ith + 1) / nth);
+          DecodeHeads(*c.kv, c.layer, c.q, c.pos0, ap, c.out, h0, h1, c.scratch + size_t(ith) * c.per_thread);
+        },
+        &c);
+    return;
+  }
+  // Long depth: (batch of heads, KV block) items over all threads, then each head's blocks
+  // folded in block order (CombineSplit), as DecodeHeads does on one thread: the same bits for
+  // any thread count. A batch is at most kDecodeHeads heads of one KV group.
+  const int32_t group = ap.n_head / ap.n_head_kv;
+  const int32_t per_group = (group + attn::kDecodeHeads - 1) / attn::kDecodeHeads;
+  const int32_t n_batches = ap.n_head_kv * per_group;
+  const size_t batch_floats = SplitFloats(blocks, ap.head_dim_v);
+  const size_t nth = size_t(pool_->size());
+  const size_t shared = size_t(n_batches) * batch_floats;
+  float* base = AttnScratch(per_thread + (shared + nth - 1) / nth);
   struct Ctx {
     const CpuKvCache* kv;
-    float* scratch;
-    size_t per_thread;
+    float* scratch;  // per thread
+    float* split;    // per batch
+    size_t per_thread, batch_floats;
     const float* q;
     float* out;
     const AttentionParams* ap;
-    int32_t layer, pos0;
-  } c{&kv, nullptr, AttnScratchPerThread(kv.n_ctx(), kv.k_width(), kv.v_width()), q, out, &ap, layer, pos0};
-  c.scratch = AttnScratch(c.per_thread);
+    Grouped gk;
+    int32_t layer, lo, n_keys, blocks, group, per_group;
+    ClaimedWork items;
+  } c{&kv, base, base + nth * per_thread, per_thread, batch_floats, q, out, &ap, GroupedFor(kv), layer, lo, n_keys, blocks,
+      group, per_group, ClaimedWork(int64_t{n_batches} * blocks)};
   pool_->Run(
       [](void* p, int32_t ith, int32_t nth) {
         Ctx& c = *static_cast<Ctx*>(p);
         const AttentionParams& ap = *c.ap;
-        // This thread's heads [h0, h1).
+        float* qs = c.scratch + size_t(ith) * c.per_thread;
+        float* tmp = qs + size_t(attn::kDecodeHeads) * size_t(ap.head_dim_k);
+        float* scores = tmp + size_t(ap.head_dim_k);
+        // The first head and the head count of batch b.
+        const auto batch = [&](int32_t b, int32_t* h, int32_t* n_q) {
+          const int32_t g = b / c.per_group;
+          *h = g * c.group + (b % c.per_group) * attn::kDecodeHeads;
+          *n_q = std::min(attn::kDecodeHeads, (g + 1) * c.group - *h);
+        };
+        c.items.Work([&](int64_t it) {
+          const int32_t b = int32_t(it / c.blocks), blk = int32_t(it % c.blocks);
+          int32_t h = 0, n_q = 0;
+          batch(b, &h, &n_q);
+          PrepareQ(c.gk, c.q, h, n_q, ap.head_dim_k, qs, tmp);
+          RunSplitBlock(c.gk, *c.kv, c.layer, ap, h / c.group, qs, n_q, c.lo, c.n_keys, blk, scores,
+                        c.split + size_t(b) * c.batch_floats);
+        });
+        // This thread's heads [h0, h1), folded.
         const int32_t h0 = int32_t(int64_t{ap.n_head} * ith / nth), h1 = int32_t(int64_t{ap.n_head} * (ith + 1) / nth);
-        DecodeHeads(*c.kv, c.layer, c.q, c.pos0, ap, c.out, h0, h1, c.scratch + size_t(ith) * c.per_thread);
+        for (int32_t hh = h0; hh < h1; ++hh) {
+          const int32_t g = hh / c.group, b = g * c.per_group + (hh % c.group) / attn::kDecodeHeads;
+          CombineSplit(*c.kv, ap, c.n_keys, c.split + size_t(b) * c.batch_floats, (hh % c.group) % attn::kDecodeHeads, hh,
+                       c.out + int64_t{hh} * ap.head_dim_v);
+        }
       },
       &c);
 }
 
 // Batched decode: every (row, KV group) pair is one work item, taken from a counter by this
-// backend's threads. Rows whose cache is not an F16 CPU cache, or CPUs without the fast
-// kernels, go one after the other through Attention.
+// backend's threads. Rows whose cache no grouped kernel takes (GroupedFor) go one after the
+// other through Attention.
 void CpuBackend::AttentionRows(int32_t layer, const DecodeRow* rows, int32_t n, const AttentionParams& ap) {
-  static const bool fast = attn::HasFastBlock() && !env::NoBlockedAttention();
   int32_t max_ctx = 0, k_width = 0, v_width = 0;
-  bool ok = fast;
+  bool ok = true;
   for (int32_t i = 0; i < n && ok; ++i) {
     const CpuKvCache* c = CpuKvCache::Of(*rows[i].kv);
-    ok = c != nullptr && c->k_type() == KvType::kF16 && c->v_type() == KvType::kF16;
+    ok = c != nullptr && GroupedFor(*c) != Grouped::kNone;
     if (ok) {
       max_ctx = std::max(max_ctx, c->n_ctx());
       k_width = std::max(k_width, c->k_width());
@@ -368,8 +527,17 @@ void CpuBackend::Attention(const KvCache& kv, int32_t layer, const float* q, int
   const CpuKvCache& cache = *CpuKvCache::Of(kv);
   const bool f16 = cache.k_type() == KvType::kF16 && cache.v_type() == KvType::kF16;
   const bool f32 = cache.k_type() == KvType::kF32 && cache.v_type() == KvType::kF32;
-  // Quantized (or mixed) K/V go through the per-row path below for prefill and decode alike: each
-  // (token, head) is the same computation however the prompt is split, so it is exact.
+  // Quantized K/V go through the grouped kernel one (token, KV group) at a time for prefill and
+  // decode alike (the other mixed pairs through the per-row path below): each (token, head) is
+  // the same computation however the prompt is split, so it is exact.
+  if (GroupedFor(cache) == Grouped::kQuant) {
+    if (n_tok == 1) {
+      AttentionDecode(cache, layer, q, pos0, ap, out);
+    } else {
+      AttentionRowsExact(cache, layer, q, n_tok, pos0, ap, out);
+    }
+    return;
+  }
   if (n_tok > 1 && blocked_ok && invariant_ && f16) {
     AttentionRowsExact(cache, layer, q, n_tok, pos0, ap, out);
     return;

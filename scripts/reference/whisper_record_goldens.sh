@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds whisper.cpp 1.8.5 (vendored in the pywhispercpp sdist) into
 # ~/.cache/zerfoo/reference/whisper-build, compiles whisper_recorder.cpp against it and rewrites
-# tests/data/golden/whisper/<model>-jfk.json for the Whisper models scripts/fetch_models.sh
+# tests/data/golden/whisper/<model>-jfk.json and <model>-jfk-decoding.json (prompts, beam search,
+# sampling, the fallback, token timestamps) for the Whisper models scripts/fetch_models.sh
 # fetches (tiny.en always; base with ALL=1). Also prints whisper-cli's wall time on 2 threads.
 # AMX is off, as for llama.cpp (build_llama_cpp.sh): this machine kind traps tile instructions.
 # AVX512-FP16 is off too: with it ggml accumulates F16 dot products in half precision (its
@@ -45,6 +46,8 @@ for m in "${models[@]}"; do
   name=$(basename "$path" .bin); name=${name#ggml-}
   "$rec" "$path" "$wav" 2 > "$out/$name-jfk.json.tmp"
   mv "$out/$name-jfk.json.tmp" "$out/$name-jfk.json"
+  "$rec" "$path" "$wav" 2 decoding > "$out/$name-jfk-decoding.json.tmp"
+  mv "$out/$name-jfk-decoding.json.tmp" "$out/$name-jfk-decoding.json"
   echo "$m: $out/$name-jfk.json"
   /usr/bin/time -f "whisper-cli -t 2 $name: %e s wall" "$build/bin/whisper-cli" -m "$path" -t 2 -np -f "$wav" >/dev/null
 done

@@ -3,6 +3,15 @@
 // whisper.cpp 1.8.5 vendored in pywhispercpp's sdist; not part of zerfoo.
 //
 //   whisper_recorder MODEL.bin AUDIO.wav THREADS > golden.json
+//   whisper_recorder MODEL.bin AUDIO.wav THREADS decoding > decoding.json
+//   whisper_recorder MODEL.bin AUDIO.wav THREADS lang > lang.json
+//
+// "decoding": whisper_full beyond greedy, each run on a fresh whisper_state (its decoders'
+// generators start at std::mt19937(j), as on a new context): the tokenizer on test strings,
+// initial_prompt, beam search (whisper-cli's beam 5 / best_of 5) on the audio and on it three
+// times over, best-of sampling at a fixed temperature, the fallback forced by an unreachable
+// logprob threshold, and token_timestamps (token t0/t1, p, pt, ptsum). "lang": language "auto"
+// (the detected language, its probability and the segments).
 //
 // The encoder's output is not reachable through whisper.h, so this file is compiled together
 // with the reference's src/whisper.cpp (the script adds it to the include path) and reads the
@@ -88,11 +97,119 @@ void Segments(whisper_context* ctx) {
   std::printf("]");
 }
 
+void SegmentsFromState(whisper_state* st, bool token_data) {
+  std::printf("\"segments\": [");
+  for (int s = 0; s < whisper_full_n_segments_from_state(st); ++s) {
+    std::printf("%s{\"t0\": %lld, \"t1\": %lld, \"text\": \"%s\", \"tokens\": [", s ? ",\n      " : "\n      ",
+                (long long)whisper_full_get_segment_t0_from_state(st, s), (long long)whisper_full_get_segment_t1_from_state(st, s),
+                Esc(whisper_full_get_segment_text_from_state(st, s)).c_str());
+    for (int t = 0; t < whisper_full_n_tokens_from_state(st, s); ++t)
+      std::printf("%s%d", t ? "," : "", whisper_full_get_token_id_from_state(st, s, t));
+    std::printf("]");
+    if (token_data) {
+      std::printf(", \"token_data\": [");
+      for (int t = 0; t < whisper_full_n_tokens_from_state(st, s); ++t) {
+        const whisper_token_data d = whisper_full_get_token_data_from_state(st, s, t);
+        std::printf("%s[%d,%d,%s,%s,%s,%lld,%lld]", t ? "," : "", d.id, d.tid, Num(d.p).c_str(), Num(d.pt).c_str(),
+                    Num(d.ptsum).c_str(), (long long)d.t0, (long long)d.t1);
+      }
+      std::printf("]");
+    }
+    std::printf("}");
+  }
+  std::printf("]");
+}
+
+// One whisper_full on a fresh state; prints `"name": {..., "segments": [...]}`.
+bool Run(whisper_context* ctx, const char* name, const whisper_full_params& fp, const std::vector<float>& pcm, bool last,
+         bool token_data = false) {
+  whisper_state* st = whisper_init_state(ctx);
+  if (!st || whisper_full_with_state(ctx, st, fp, pcm.data(), int(pcm.size())) != 0) return false;
+  const int lang = whisper_full_lang_id_from_state(st);
+  std::printf("  \"%s\": {\"language\": \"%s\", ", name, lang >= 0 ? whisper_lang_str(lang) : "");
+  SegmentsFromState(st, token_data);
+  std::printf("}%s\n", last ? "" : ",");
+  whisper_free_state(st);
+  return true;
+}
+
+whisper_full_params Quiet(whisper_sampling_strategy s, int threads) {
+  whisper_full_params fp = whisper_full_default_params(s);
+  fp.n_threads = threads;
+  fp.print_progress = false;
+  fp.print_realtime = false;
+  fp.print_timestamps = false;
+  fp.print_special = false;
+  fp.language = "en";
+  return fp;
+}
+
+const char* const kPrompt = "President Kennedy's inaugural address, January 20, 1961: the torch is passed.";
+const char* const kTokenizeTexts[] = {
+    "Hello world", kPrompt, "  two  spaces, trailing ", "It's we'll they've I'm you'd 'twas", "x=3.14159; y = 2e10!!",
+    "caf\xc3\xa9 na\xc3\xafve \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e", "tab\tnew\nline\r\n end"};
+
+int Decoding(whisper_context* ctx, const std::vector<float>& pcm, int threads) {
+  std::printf("{\n  \"reference\": \"whisper.cpp %s\",\n  \"tokenize\": [", whisper_version());
+  for (size_t i = 0; i < sizeof kTokenizeTexts / sizeof kTokenizeTexts[0]; ++i) {
+    std::vector<whisper_token> t(1024);
+    const int n = whisper_tokenize(ctx, kTokenizeTexts[i], t.data(), int(t.size()));
+    std::printf("%s{\"text\": \"%s\", \"ids\": [", i ? ",\n    " : "\n    ", Esc(kTokenizeTexts[i]).c_str());
+    for (int j = 0; j < n; ++j) std::printf("%s%d", j ? "," : "", t[size_t(j)]);
+    std::printf("]}");
+  }
+  std::printf("],\n  \"prompt\": \"%s\",\n", Esc(kPrompt).c_str());
+  std::vector<float> three;
+  for (int i = 0; i < 3; ++i) three.insert(three.end(), pcm.begin(), pcm.end());
+
+  whisper_full_params fp = Quiet(WHISPER_SAMPLING_GREEDY, threads);
+  fp.initial_prompt = kPrompt;
+  if (!Run(ctx, "greedy_prompt", fp, pcm, false)) return 1;
+  if (!Run(ctx, "greedy_prompt_x3", fp, three, false)) return 1;
+  fp.carry_initial_prompt = true;
+  if (!Run(ctx, "greedy_carry_prompt_x3", fp, three, false)) return 1;
+
+  fp = Quiet(WHISPER_SAMPLING_BEAM_SEARCH, threads);  // whisper-cli's defaults: beam 5, best_of 5
+  fp.greedy.best_of = 5;
+  fp.beam_search.beam_size = 5;
+  if (!Run(ctx, "beam5", fp, pcm, false)) return 1;
+  if (!Run(ctx, "beam5_x3", fp, three, false)) return 1;
+
+  fp = Quiet(WHISPER_SAMPLING_GREEDY, threads);
+  fp.temperature = 0.4f;
+  fp.temperature_inc = 0.0f;
+  if (!Run(ctx, "sampled_t04_best5", fp, pcm, false)) return 1;
+  fp = Quiet(WHISPER_SAMPLING_GREEDY, threads);
+  fp.logprob_thold = 0.0f;  // every window fails: the fallback runs up to temperature 1.0
+  if (!Run(ctx, "fallback_forced", fp, pcm, false)) return 1;
+
+  fp = Quiet(WHISPER_SAMPLING_GREEDY, threads);
+  fp.token_timestamps = true;
+  if (!Run(ctx, "greedy_token_timestamps", fp, pcm, false, true)) return 1;
+  if (!Run(ctx, "greedy_token_timestamps_x3", fp, three, true, true)) return 1;
+  std::printf("}\n");
+  return 0;
+}
+
+int Lang(whisper_context* ctx, const std::vector<float>& pcm, int threads) {
+  std::vector<float> probs(size_t(whisper_lang_max_id() + 1));
+  if (whisper_pcm_to_mel(ctx, pcm.data(), int(pcm.size()), threads) != 0) return 1;
+  const int id = whisper_lang_auto_detect(ctx, 0, threads, probs.data());
+  if (id < 0) return 1;
+  std::printf("{\n  \"reference\": \"whisper.cpp %s\",\n  \"detected\": \"%s\", \"probability\": %s,\n",
+              whisper_version(), whisper_lang_str(id), Num(probs[size_t(id)]).c_str());
+  whisper_full_params fp = Quiet(WHISPER_SAMPLING_GREEDY, threads);
+  fp.language = "auto";
+  if (!Run(ctx, "greedy_auto", fp, pcm, true)) return 1;
+  std::printf("}\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s MODEL.bin AUDIO.wav THREADS\n", argv[0]);
+  if (argc != 4 && argc != 5) {
+    std::fprintf(stderr, "usage: %s MODEL.bin AUDIO.wav THREADS [decoding|lang]\n", argv[0]);
     return 2;
   }
   const int threads = std::atoi(argv[3]);
@@ -103,6 +220,12 @@ int main(int argc, char** argv) {
   cp.flash_attn = false;
   whisper_context* ctx = whisper_init_from_file_with_params(argv[1], cp);
   if (!ctx) return 1;
+  if (argc == 5) {
+    const std::string mode = argv[4];
+    const int rc = mode == "decoding" ? Decoding(ctx, pcm, threads) : mode == "lang" ? Lang(ctx, pcm, threads) : 2;
+    whisper_free(ctx);
+    return rc;
+  }
 
   std::printf("{\n  \"reference\": \"whisper.cpp %s\",\n  \"n_samples\": %zu,\n", whisper_version(), pcm.size());
 

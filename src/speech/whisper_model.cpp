@@ -130,8 +130,21 @@ WhisperRunner::WhisperRunner(const WhisperModel& model, int32_t n_threads)
   const size_t L = size_t(hp.n_text_layer);
   cross_kt_.assign(L * size_t(hp.n_audio_ctx) * size_t(hp.n_text_state), 0.0f);
   cross_vt_.assign(cross_kt_.size(), 0);
-  self_kt_.assign(L * size_t(hp.n_text_ctx) * size_t(hp.n_text_state), 0.0f);
-  self_vt_.assign(self_kt_.size(), 0);
+  self_.kt.assign(L * size_t(hp.n_text_ctx) * size_t(hp.n_text_state), 0.0f);
+  self_.vt.assign(self_.kt.size(), 0);
+}
+
+void WhisperRunner::CopyCache(const DecoderCache& src, DecoderCache* dst) const {
+  const WhisperHparams& hp = m_.hparams();
+  const size_t C = size_t(hp.n_text_ctx), rows = size_t(hp.n_text_layer) * size_t(hp.n_text_state);
+  dst->kt.resize(rows * C);
+  dst->vt.resize(rows * C);
+  const size_t n = size_t(std::max(0, src.n_past));
+  for (size_t r = 0; r < rows; ++r) {
+    std::copy(src.kt.begin() + long(r * C), src.kt.begin() + long(r * C + n), dst->kt.begin() + long(r * C));
+    std::copy(src.vt.begin() + long(r * C), src.vt.begin() + long(r * C + n), dst->vt.begin() + long(r * C));
+  }
+  dst->n_past = src.n_past;
 }
 
 WhisperRunner::~WhisperRunner() = default;
@@ -379,15 +392,20 @@ void WhisperRunner::Encode(const float* mel, int32_t n_len, int32_t mel_stride, 
           cv[(hd * dt + j) * n_ctx + t] = quant::Fp32ToFp16(vb[size_t(t * nt + hd * dt + j)]);
         }
   }
-  n_past_ = 0;
+  self_.n_past = 0;
 }
 
 Status WhisperRunner::Decode(int32_t token, float* logits) {
   const WhisperHparams& hp = m_.hparams();
   if (token < 0 || token >= hp.n_vocab) return InvalidArgument("token id " + std::to_string(token) + " is outside [0, n_vocab)");
-  if (n_past_ >= hp.n_text_ctx) return Status(Code::kContextFull, "decoder context is full (" + std::to_string(hp.n_text_ctx) + " tokens)");
+  const size_t cache_size = size_t(hp.n_text_layer) * size_t(hp.n_text_ctx) * size_t(hp.n_text_state);
+  if (self_.kt.size() != cache_size) {  // a fresh cache swapped in
+    self_.kt.assign(cache_size, 0.0f);
+    self_.vt.assign(cache_size, 0);
+  }
+  if (self_.n_past >= hp.n_text_ctx) return Status(Code::kContextFull, "decoder context is full (" + std::to_string(hp.n_text_ctx) + " tokens)");
   const int64_t n = hp.n_text_state, H = hp.n_text_head, d = n / H, C = hp.n_text_ctx, A = hp.n_audio_ctx;
-  const int64_t pos = n_past_;
+  const int64_t pos = self_.n_past;
   const float qk_scale = std::pow(float(d), -0.25f);
   const size_t un = static_cast<size_t>(n);
   std::vector<float> x(un), h(un), q(un), k(un), v(un), a(un), ff(4 * un);
@@ -403,8 +421,8 @@ Status WhisperRunner::Decode(int32_t token, float* logits) {
       q[size_t(i)] *= qk_scale;
       k[size_t(i)] *= qk_scale;
     }
-    float* sk = self_kt_.data() + l * size_t(C * n);
-    uint16_t* sv = self_vt_.data() + l * size_t(C * n);
+    float* sk = self_.kt.data() + l * size_t(C * n);
+    uint16_t* sv = self_.vt.data() + l * size_t(C * n);
     for (int64_t hd = 0; hd < H; ++hd)
       for (int64_t j = 0; j < d; ++j) {
         sk[(hd * d + j) * C + pos] = RoundF16(k[size_t(hd * d + j)]);
@@ -425,7 +443,7 @@ Status WhisperRunner::Decode(int32_t token, float* logits) {
     MatMul(b.fc2, ff.data(), 1, h.data());
     for (int64_t i = 0; i < n; ++i) x[size_t(i)] += h[size_t(i)];
   }
-  ++n_past_;
+  ++self_.n_past;
   if (!logits) return Status::Ok();
   LayerNorm(m_.dec_ln, x.data(), 1, n, h.data());
   MatMul(m_.tok_emb, h.data(), 1, logits);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -70,6 +71,15 @@ class WhisperModel {
 
 // A model's working state for one transcription at a time: thread pool, scratch, the window's
 // cross-attention K/V and the decoder's self-attention cache.
+// One decoder sequence's self-attention cache: K [layer][head][d][n_text_ctx] (F16 values held as
+// F32) and V (F16), both transposed, filled up to n_past. Beam search and best-of keep one per
+// sequence and swap it into the runner to decode that sequence.
+struct DecoderCache {
+  std::vector<float> kt;
+  std::vector<uint16_t> vt;
+  int32_t n_past = 0;
+};
+
 class WhisperRunner {
  public:
   WhisperRunner(const WhisperModel& model, int32_t n_threads);
@@ -81,8 +91,12 @@ class WhisperRunner {
   const std::vector<float>& encoder_out() const { return enc_out_; }
 
   // Clears the self-attention cache (a new sequence).
-  void ResetDecoder() { n_past_ = 0; }
-  int32_t n_past() const { return n_past_; }
+  void ResetDecoder() { self_.n_past = 0; }
+  int32_t n_past() const { return self_.n_past; }
+  // Exchanges the runner's cache with `c` (O(1)); an empty `c` gets sized on its first use.
+  void SwapCache(DecoderCache& c) { std::swap(self_, c); }
+  // dst = src over src's n_past positions (the rest of dst is left as it is).
+  void CopyCache(const DecoderCache& src, DecoderCache* dst) const;
   // Feeds `token` at position n_past (which then grows by one); logits: n_vocab floats, or null
   // for a prompt token whose logits are not needed.
   Status Decode(int32_t token, float* logits);
@@ -109,10 +123,8 @@ class WhisperRunner {
   // [layer][head][d][n_audio_ctx] (F16), both transposed.
   std::vector<float> cross_kt_;
   std::vector<uint16_t> cross_vt_;
-  // Self-attention cache, the same layouts over n_text_ctx positions.
-  std::vector<float> self_kt_;
-  std::vector<uint16_t> self_vt_;
-  int32_t n_past_ = 0;
+  // Self-attention cache of the sequence being decoded, the same layouts over n_text_ctx positions.
+  DecoderCache self_;
   std::vector<uint8_t> act_;  // activations in the weights' dot type
   std::vector<float> gemm_in_;  // F16-rounded activations for the F16 GEMM
 };

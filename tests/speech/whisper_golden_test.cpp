@@ -20,28 +20,15 @@
 #include "speech/transcribe.h"
 #include "speech/wav.h"
 #include "speech/whisper_model.h"
+#include "whisper_test_util.h"
 
 namespace zf::speech {
 namespace {
 
 using nlohmann::json;
-
-std::string ModelPath(const char* env, const char* file) {
-  if (const char* p = std::getenv(env)) return p;
-  std::string dir;
-  if (const char* d = std::getenv("ZERFOO_MODELS")) dir = d;
-  else if (const char* h = std::getenv("HOME")) dir = std::string(h) + "/.cache/zerfoo/models";
-  const std::string path = dir + "/" + file;
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 ? path : std::string();
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using testing::CompareSegments;
+using testing::ModelPath;
+using testing::ReadAll;
 
 double Cosine(const std::vector<double>& a, const std::vector<double>& b) {
   double ab = 0, aa = 0, bb = 0;
@@ -74,19 +61,6 @@ class WhisperGolden : public ::testing::TestWithParam<ModelCase> {
     golden_ = json::parse(ReadAll(std::string(ZF_TEST_DATA_DIR) + "/golden/whisper/" + GetParam().name + "-jfk.json"));
     const std::string wav = ReadAll(std::string(ZF_TEST_DATA_DIR) + "/golden/whisper/jfk.wav");
     ASSERT_TRUE(DecodeWav(reinterpret_cast<const uint8_t*>(wav.data()), wav.size(), &pcm_).ok());
-  }
-  void CompareSegments(const TranscribeResult& res, const json& g) {
-    ASSERT_EQ(res.segments.size(), g.size());
-    for (size_t i = 0; i < g.size(); ++i) {
-      std::printf("  [%lld -> %lld] %s\n", (long long)res.segments[i].t0, (long long)res.segments[i].t1,
-                  res.segments[i].text.c_str());
-      EXPECT_EQ(res.segments[i].t0, g[i]["t0"].get<int64_t>()) << "segment " << i;
-      EXPECT_EQ(res.segments[i].t1, g[i]["t1"].get<int64_t>()) << "segment " << i;
-      EXPECT_EQ(res.segments[i].text, g[i]["text"].get<std::string>()) << "segment " << i;
-      std::vector<int32_t> ids;
-      for (const SegmentToken& t : res.segments[i].tokens) ids.push_back(t.id);
-      EXPECT_EQ(ids, g[i]["tokens"].get<std::vector<int32_t>>()) << "segment " << i;
-    }
   }
   std::unique_ptr<WhisperModel> model_;
   json golden_;

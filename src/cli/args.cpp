@@ -159,8 +159,10 @@ const OptionSpec kOptions[] = {
      "prompt); drafts up to --draft-max tokens, 8 unless given",
      "a slot's drafts are verified inside the shared decode steps; a request's "
      "\"speculative.n_max\": 0 opts out"},
-    {{"--whisper-model"}, kServe, kString, "FILE", 0, 0, nullptr,
-     "a Whisper model (whisper.cpp ggml .bin) for POST /v1/audio/transcriptions and /translations "
+    {{"--whisper-model"}, kServe, kString, "FILE[=NAME]", 0, 0, nullptr,
+     "a Whisper model (whisper.cpp ggml .bin; repeatable, named by NAME or the file's stem, the request's "
+     "'model' picks one, whisper-1 the first; --models-dir's .bin files are added) for POST "
+     "/v1/audio/transcriptions and /translations "
      "(audio files up to 25 MB; the body limit is raised to 26 MiB)"},
     {{"--model-draft", "-md"}, kSample | kServe, kString, "FILE", 0, 0, nullptr,
      "speculative decoding with a draft model: a smaller GGUF of the same vocabulary drafts "

@@ -14,16 +14,16 @@ namespace cli::audio {
 
 namespace {
 
-bool StartsWith(const std::string& b, const char* magic, size_t at = 0) {
+bool StartsWith(std::string_view b, const char* magic, size_t at = 0) {
   const size_t n = std::strlen(magic);
   return b.size() >= at + n && b.compare(at, n, magic) == 0;
 }
 
-uint8_t Byte(const std::string& b, size_t i) { return static_cast<uint8_t>(b[i]); }
+uint8_t Byte(std::string_view b, size_t i) { return static_cast<uint8_t>(b[i]); }
 
 }  // namespace
 
-std::string Container(const std::string& b) {
+std::string Container(std::string_view b) {
   if (StartsWith(b, "RIFF") && StartsWith(b, "WAVE", 8)) return "WAV";
   if (StartsWith(b, "ID3")) return "MP3";
   if (b.size() >= 2 && Byte(b, 0) == 0xFF && (Byte(b, 1) & 0xE0) == 0xE0) {
@@ -53,7 +53,7 @@ bool HaveCodecs() {
 
 namespace {
 
-zf_status DecodeWav(const std::string& bytes, std::vector<float>* pcm, std::string* error) {
+zf_status DecodeWav(std::string_view bytes, std::vector<float>* pcm, std::string* error) {
   size_t n = 0;
   zf_status st = zf_wav_decode(bytes.data(), bytes.size(), nullptr, 0, &n);
   if (st == ZF_ERR_BUFFER_TOO_SMALL) {
@@ -94,7 +94,7 @@ void FinishWav(std::string* wav) {
 }
 
 // miniaudio's decoder over the bytes, mono float at the file's own rate, into a float WAV.
-zf_status DecodeCompressed(const std::string& bytes, const std::string& name, ma_encoding_format format,
+zf_status DecodeCompressed(std::string_view bytes, const std::string& name, ma_encoding_format format,
                            std::string* wav, std::string* error) {
   ma_decoder_config cfg = ma_decoder_config_init(ma_format_f32, 1, 0);  // 0: the file's rate
   cfg.encodingFormat = format;
@@ -151,7 +151,7 @@ zf_status DecodeCompressed(const std::string& bytes, const std::string& name, ma
 
 }  // namespace
 
-zf_status Decode(const std::string& bytes, std::vector<float>* pcm, std::string* error) {
+zf_status Decode(std::string_view bytes, std::vector<float>* pcm, std::string* error) {
   pcm->clear();
   const std::string name = Container(bytes);
   zf_status st = ZF_OK;

@@ -7,6 +7,7 @@
 #define ZERFOO_CLI_AUDIO_DECODE_H
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "zerfoo.h"
@@ -19,7 +20,7 @@ constexpr double kMaxSeconds = 2 * 3600;
 
 // "WAV", "MP3", "FLAC", "Ogg Vorbis", "Ogg Opus", "Ogg", "AAC", "MP4/M4A", "WebM/Matroska" from
 // the first bytes; "" when none matches.
-std::string Container(const std::string& bytes);
+std::string Container(std::string_view bytes);
 
 // True when this build decodes MP3, FLAC and Ogg Vorbis.
 bool HaveCodecs();
@@ -27,7 +28,7 @@ bool HaveCodecs();
 // The bytes of any supported container to 16 kHz mono float PCM. On failure returns the status
 // (ZF_ERR_UNSUPPORTED for a container not decoded, ZF_ERR_INVALID_ARGUMENT for corrupt audio)
 // with a message in *error naming the container and the problem.
-zf_status Decode(const std::string& bytes, std::vector<float>* pcm, std::string* error);
+zf_status Decode(std::string_view bytes, std::vector<float>* pcm, std::string* error);
 
 }  // namespace cli::audio
 

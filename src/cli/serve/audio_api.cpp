@@ -1,88 +1,35 @@
-// /v1/audio/transcriptions and /v1/audio/translations: the multipart form read (file, model,
-// language, prompt, response_format, temperature, timestamp_granularities[], stream), the audio
-// decoded (WAV; other containers named in a 400), one transcription at a time on the Whisper
-// model, and the answer in the format asked (json, text, srt, vtt, verbose_json).
+// /v1/audio/transcriptions and /v1/audio/translations: the form read and checked
+// (audio_request.h), the model picked by name (speech_models.h), the audio decoded, one
+// transcription at a time, and the answer in the format asked (json, text, srt, vtt,
+// verbose_json) or, with stream=true, as Server-Sent Events: a transcript.text.delta per segment
+// as it is decoded and transcript.text.done with the whole text.
 #include "audio_api.h"
 
-#include <cmath>
-#include <cstdlib>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include "../audio_decode.h"
 #include "../transcript.h"
+#include "streaming.h"
 
 namespace cli::serve {
 namespace {
 
-struct AudioRequest {
-  std::string file;  // the audio bytes
-  std::string language;
-  std::string format = "json";
-};
+// One transcription at a time, whichever model: each uses every thread it is given.
+std::mutex g_busy;
 
-const httplib::MultipartFormData* Field(const httplib::Request& req, const std::string& name) {
-  auto it = req.files.find(name);
-  return it == req.files.end() ? nullptr : &it->second;
-}
-
-// The form checked field by field; throws ApiError naming the field.
-AudioRequest ReadForm(const httplib::Request& req, bool translate) {
-  if (!req.is_multipart_form_data()) {
-    throw ApiError{400, "invalid_request_error", "invalid_content_type",
-                   "the body must be multipart/form-data with the audio in the field 'file'"};
-  }
-  AudioRequest r;
-  const httplib::MultipartFormData* file = Field(req, "file");
-  if (file == nullptr) throw BadRequest("missing_file", "file: the audio file is required");
-  if (file->content.size() > kMaxAudioBytes) {
-    throw ApiError{413, "invalid_request_error", "file_too_large",
-                   "file: " + std::to_string(file->content.size()) + " bytes is larger than the limit of 25 MB"};
-  }
-  if (file->content.empty()) throw BadRequest("invalid_file", "file: the audio file is empty");
-  r.file = file->content;
-  if (Field(req, "model") == nullptr) throw BadRequest("missing_model", "model: required (any name; the server has one Whisper model)");
-  if (const httplib::MultipartFormData* f = Field(req, "language")) {
-    if (translate) throw BadRequest("invalid_language", "language: not a parameter of translations (the output is English)");
-    r.language = f->content;
-  }
-  if (const httplib::MultipartFormData* f = Field(req, "prompt"); f != nullptr && !f->content.empty()) {
-    throw BadRequest("unsupported_prompt", "prompt: conditioning on a text prompt is not supported yet");
-  }
-  if (const httplib::MultipartFormData* f = Field(req, "response_format")) {
-    r.format = f->content;
-    if (r.format != "json" && r.format != "text" && r.format != "srt" && r.format != "vtt" && r.format != "verbose_json") {
-      throw BadRequest("invalid_response_format",
-                       "response_format: expected json, text, srt, vtt or verbose_json, got '" + r.format + "'");
-    }
-  }
-  if (const httplib::MultipartFormData* f = Field(req, "temperature")) {
-    char* end = nullptr;
-    const double t = std::strtod(f->content.c_str(), &end);
-    if (f->content.empty() || *end != '\0' || !std::isfinite(t)) {
-      throw BadRequest("invalid_temperature", "temperature: expected a number, got '" + f->content + "'");
-    }
-    if (t != 0) {
-      throw BadRequest("unsupported_temperature",
-                       "temperature: only 0 is supported (greedy decoding; sampling with fallback is not implemented yet)");
-    }
-  }
-  for (const auto& [name, p] : req.files) {
-    if ((name == "timestamp_granularities[]" || name == "timestamp_granularities") && p.content != "segment") {
-      throw BadRequest("unsupported_timestamp_granularities",
-                       "timestamp_granularities[]: only 'segment' is supported (word timestamps are not implemented yet)");
-    }
-  }
-  if (const httplib::MultipartFormData* f = Field(req, "stream"); f != nullptr && f->content != "false") {
-    throw BadRequest("unsupported_stream", "stream: streamed transcripts are not supported yet");
-  }
-  return r;
-}
-
-ApiError SpeechError(zf_status st, const std::string& message) {
+ApiError SpeechError(zf_status st, std::string message) {
+  // The library names its parameter; the client sent the form field.
+  const std::string kPrompt = "params->initial_prompt";
+  if (const size_t at = message.find(kPrompt); at != std::string::npos) message.replace(at, kPrompt.size(), "prompt");
   if (st == ZF_ERR_INVALID_ARGUMENT || st == ZF_ERR_UNSUPPORTED || st == ZF_ERR_INVALID_UTF8) {
-    return BadRequest(st == ZF_ERR_UNSUPPORTED ? "unsupported_audio" : "invalid_audio", message);
+    return BadRequest(st == ZF_ERR_UNSUPPORTED ? "unsupported_parameter" : "invalid_parameter", message);
   }
   return ApiError{500, "server_error", zf_status_string(st), message};
 }
@@ -101,50 +48,170 @@ void Answer(const transcript::Transcript& t, const std::string& format, httplib:
   }
 }
 
-void Handle(FrontDoor& door, const zf_speech_model* model, int n_threads, bool translate, std::mutex* busy,
-            const httplib::Request& req, httplib::Response& res) {
-  if (!door.Authorized(req, res, ErrorBody)) return;
-  if (model == nullptr) {
-    SendError(res, {404, "invalid_request_error", "model_not_found",
-                    "this server has no speech model: start it with --whisper-model FILE (a whisper.cpp ggml .bin)"});
-    return;
-  }
-  try {
-    const AudioRequest r = ReadForm(req, translate);
-    std::vector<float> pcm;
-    std::string error;
-    if (zf_status st = audio::Decode(r.file, &pcm, &error)) throw SpeechError(st, "file: " + error);
+// What a transcription needs on its own thread: the strings zf_transcribe_params points to.
+struct Job {
+  std::shared_ptr<const zf_speech_model> model;
+  std::vector<float> pcm;
+  std::string language, prompt;
+  int n_threads = 0;
+  bool translate = false;
+
+  zf_status Run(const std::function<void(const transcript::Segment&)>& on_segment, transcript::Transcript* t,
+                std::string* error) const {
     zf_transcribe_params p;
     zf_transcribe_params_init(&p, sizeof p);
     p.n_threads = n_threads;
-    p.language = r.language.empty() ? nullptr : r.language.c_str();
-    // OpenAI detects the language when none is given; an English-only model decodes English.
-    zf_speech_summary info;
-    info.struct_size = sizeof info;
-    if (r.language.empty() && zf_speech_info(model, &info) == ZF_OK && info.multilingual) p.language = "auto";
+    p.language = language.empty() ? nullptr : language.c_str();
+    p.initial_prompt = prompt.empty() ? nullptr : prompt.c_str();
     if (translate) p.flags |= ZF_TRANSCRIBE_TRANSLATE;
-    transcript::Transcript t;
-    zf_status st;
-    {
-      // One transcription at a time: each uses every thread it is given.
-      std::lock_guard<std::mutex> lock(*busy);
-      st = transcript::Run(model, pcm, p, {}, &t, &error);
-    }
-    if (st != ZF_OK) throw SpeechError(st, error);
-    Answer(t, r.format, res);
-  } catch (const ApiError& e) {
-    SendError(res, e);
+    std::lock_guard<std::mutex> lock(g_busy);
+    return transcript::Run(model.get(), pcm, p, on_segment, t, error);
   }
+};
+
+// A streamed transcription: the job runs on its own thread; its segments wait here as events
+// until the connection's writer takes them.
+struct Stream {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::string> events;
+  bool started = false, done = false, cancel = false;
+  zf_status st = ZF_OK;
+  std::string error;
+  transcript::Transcript t;
+  std::thread worker;
+};
+
+void StreamAnswer(Job job, httplib::Response& res) {
+  auto s = std::make_shared<Stream>();
+  s->worker = std::thread([s, job = std::move(job)] {
+    transcript::Transcript t;
+    std::string error;
+    const zf_status st = job.Run(
+        [&s](const transcript::Segment& seg) {
+          std::lock_guard<std::mutex> lock(s->mu);
+          if (s->cancel) throw std::runtime_error("the client left");  // stops the transcription
+          s->events.push_back(SseEvent(Dump(json{{"type", "transcript.text.delta"}, {"delta", seg.text}})));
+          s->started = true;
+          s->cv.notify_all();
+        },
+        &t, &error);
+    std::lock_guard<std::mutex> lock(s->mu);
+    s->st = st;
+    s->error = error;
+    s->t = std::move(t);
+    s->done = true;
+    s->cv.notify_all();
+  });
+  // Until the first segment: a bad parameter (language, prompt) is still a plain 4xx.
+  {
+    std::unique_lock<std::mutex> lock(s->mu);
+    s->cv.wait(lock, [&] { return s->started || s->done; });
+    if (s->done && s->st != ZF_OK) {
+      lock.unlock();
+      s->worker.join();
+      throw SpeechError(s->st, s->error);
+    }
+  }
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [s](size_t, httplib::DataSink& sink) {
+        std::unique_lock<std::mutex> lock(s->mu);
+        for (;;) {
+          s->cv.wait(lock, [&] { return !s->events.empty() || s->done; });
+          while (!s->events.empty()) {
+            const std::string e = std::move(s->events.front());
+            s->events.pop_front();
+            lock.unlock();
+            const bool ok = sink.write(e.data(), e.size());
+            lock.lock();
+            if (!ok) {
+              s->cancel = true;
+              return false;
+            }
+          }
+          if (s->done) break;
+        }
+        std::string last;
+        if (s->st == ZF_OK) {
+          last = SseEvent(Dump(json{{"type", "transcript.text.done"}, {"text", s->t.text}}));
+        } else {
+          last = SseEvent(ErrorBody(SpeechError(s->st, s->error)));  // failed after the stream began
+        }
+        lock.unlock();
+        sink.write(last.data(), last.size());
+        sink.done();
+        return true;
+      },
+      [s](bool) {
+        {
+          std::lock_guard<std::mutex> lock(s->mu);
+          s->cancel = true;
+        }
+        if (s->worker.joinable()) s->worker.join();
+      });
+}
+
+void Handle(SpeechModels* models, int n_threads, bool translate, const httplib::Request& req, httplib::Response& res) {
+  if (models == nullptr || models->size() == 0) {
+    throw ApiError{404, "invalid_request_error", "model_not_found",
+                   "this server has no speech model: start it with --whisper-model FILE (a whisper.cpp ggml .bin)"};
+  }
+  if (!req.is_multipart_form_data()) {
+    throw ApiError{400, "invalid_request_error", "invalid_content_type",
+                   "the body must be multipart/form-data with the audio in the field 'file'"};
+  }
+  AudioForm form;
+  for (const auto& [name, part] : req.files) form.emplace(name, part.content);
+  const AudioRequest r = ParseAudioForm(form, translate);
+  const int i = models->Find(r.model);
+  if (i < 0) {
+    throw ApiError{404, "invalid_request_error", "model_not_found",
+                   "model '" + r.model + "' not found: this server's speech models are " + models->Names() +
+                       " (whisper-1 names the first)"};
+  }
+  if (r.words) {
+    throw BadRequest("unsupported_timestamp_granularities",
+                     "timestamp_granularities[]: word timestamps are not supported yet (segment is)");
+  }
+  if (r.temperature != 0) {
+    throw BadRequest("unsupported_temperature",
+                     "temperature: only 0 is supported (greedy decoding; sampling with fallback is not implemented yet)");
+  }
+  Job job;
+  job.model = models->Use(size_t(i));
+  job.pcm = DecodeRequestAudio(r);
+  job.n_threads = n_threads;
+  job.translate = translate;
+  job.language = r.language;
+  job.prompt = r.prompt;
+  // OpenAI detects the language when none is given; an English-only model decodes English.
+  zf_speech_summary info;
+  info.struct_size = sizeof info;
+  if (r.language.empty() && zf_speech_info(job.model.get(), &info) == ZF_OK && info.multilingual) job.language = "auto";
+  if (r.stream) {
+    StreamAnswer(std::move(job), res);
+    return;
+  }
+  transcript::Transcript t;
+  std::string error;
+  if (zf_status st = job.Run({}, &t, &error)) throw SpeechError(st, error);
+  Answer(t, r.format, res);
 }
 
 }  // namespace
 
-void AddAudioRoutes(FrontDoor& door, const zf_speech_model* model, int n_threads) {
-  static std::mutex busy;
+void AddAudioRoutes(FrontDoor& door, SpeechModels* models, int n_threads) {
   for (const bool translate : {false, true}) {
     const std::string path = translate ? "/v1/audio/translations" : "/v1/audio/transcriptions";
-    door.Post(path, ErrorBody, [&door, model, n_threads, translate](const httplib::Request& req, httplib::Response& res) {
-      Handle(door, model, n_threads, translate, &busy, req, res);
+    door.Post(path, ErrorBody, [&door, models, n_threads, translate](const httplib::Request& req, httplib::Response& res) {
+      if (!door.Authorized(req, res, ErrorBody)) return;
+      try {
+        Handle(models, n_threads, translate, req, res);
+      } catch (const ApiError& e) {
+        SendError(res, e);
+      }
     });
   }
 }

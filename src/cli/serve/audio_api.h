@@ -1,18 +1,18 @@
 // OpenAI's speech to text: POST /v1/audio/transcriptions and /v1/audio/translations
-// (multipart/form-data, read into req.files by the server) on its Whisper model (--whisper-model).
+// (multipart/form-data, read into req.files by the server) on the server's Whisper models
+// (speech_models.h), whole in the format asked or streamed as transcript.text.* events.
 #ifndef ZERFOO_CLI_SERVE_AUDIO_API_H
 #define ZERFOO_CLI_SERVE_AUDIO_API_H
 
+#include "audio_request.h"
 #include "front_door.h"
+#include "speech_models.h"
 
 namespace cli::serve {
 
-// The largest audio file accepted, as OpenAI's limit (25 MB); larger: 413.
-constexpr size_t kMaxAudioBytes = size_t(25) << 20;
-
-// Adds the two routes. Without a model (nullptr) they answer 404 naming --whisper-model.
-// n_threads: zf_transcribe_params.n_threads. The model must outlive the server.
-void AddAudioRoutes(FrontDoor& door, const zf_speech_model* model, int n_threads);
+// Adds the two routes. Without speech models (nullptr or none) they answer 404 naming
+// --whisper-model. n_threads: zf_transcribe_params.n_threads. `models` must outlive the server.
+void AddAudioRoutes(FrontDoor& door, SpeechModels* models, int n_threads);
 
 }  // namespace cli::serve
 

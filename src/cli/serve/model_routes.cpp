@@ -42,6 +42,13 @@ void Server::ModelRoutes() {
         }
         data.push_back(m);
       }
+      // The speech models of /v1/audio/* (kind "speech"), loaded on first use.
+      for (const SpeechModels::Entry& e : speech_ ? speech_->List() : std::vector<SpeechModels::Entry>{}) {
+        json status = {{"value", e.model ? "loaded" : "unloaded"}};
+        if (!e.error.empty()) status["failed"] = true, status["error"] = e.error;
+        data.push_back({{"id", e.name}, {"object", "model"}, {"created", 0}, {"owned_by", "zerfoo"}, {"path", e.path},
+                        {"status", status}, {"kind", "speech"}});
+      }
       res.set_content(Dump(json{{"object", "list"}, {"data", data}}), "application/json");
     });
   }

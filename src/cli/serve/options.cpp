@@ -73,7 +73,7 @@ ServeOptions ParseServeArgs(int argc, char** argv, int first) {
                    (!a.Has("--no-cache-prompt") && !o.fast_prefill);
   o.prefix_cache_mib = num("--prefix-cache-mib", o.prefix_cache_mib);
   o.model_draft = a.String("--model-draft");
-  o.whisper_model = a.String("--whisper-model");
+  o.whisper_models = a.Strings("--whisper-model");
   o.draft_max = DraftMaxOption(a);
   o.n_predict = num("--n-predict", o.n_predict);
   o.lora = a.Strings("--lora");

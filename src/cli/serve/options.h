@@ -46,7 +46,7 @@ struct ServeOptions {
   int n_predict = -1;         // --n-predict: the default and the cap of every request's output tokens
   int draft_max = 0;          // --lookup / -md (8) / --draft-max N: speculative decoding
   std::string model_draft;    // -md FILE: the draft model, shared by the slots (a session each)
-  std::string whisper_model;  // --whisper-model FILE: /v1/audio/transcriptions' model (a .bin)
+  std::vector<std::string> whisper_models;  // --whisper-model FILE[=NAME], repeatable: /v1/audio/*'s models (.bin)
   bool batch = true;  // the slots share decode steps (zf_model_params.max_batch = parallel)
   // Many models (model_list.h, model_registry.h): every -m, --models-dir, --models-preset.
   std::vector<ModelArg> models;  // every -m in order; models[0] is `model` / `alias`

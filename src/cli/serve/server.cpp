@@ -716,19 +716,18 @@ int Server::Run() {
   limits.sleep_idle = o_.sleep_idle;
   models_ = std::make_unique<ModelRegistry>(ModelList(o_), limits, &LoadProgress);
   Routes();
-  // Speech to text (--whisper-model): loaded before listening, kept for the server's life.
-  std::unique_ptr<zf_speech_model, void (*)(zf_speech_model*)> speech(nullptr, zf_speech_free);
-  if (!o_.whisper_model.empty()) {
-    zf_speech_model* s = nullptr;
-    if (zf_speech_load(o_.whisper_model.c_str(), 0, &s) != ZF_OK) {
-      std::fprintf(stderr, "zerfoo: error: --whisper-model: %s\n", zf_last_error());
-      return kExitRuntime;
-    }
-    speech.reset(s);
+  // Speech to text: --whisper-model files loaded before listening, --models-dir's .bin files on
+  // first use; kept for the server's life.
+  speech_ = std::make_unique<SpeechModels>(o_.whisper_models, o_.models_dir);
+  if (std::string error; !speech_->LoadGiven(&error)) {
+    std::fprintf(stderr, "zerfoo: error: --whisper-model: %s\n", error.c_str());
+    return kExitRuntime;
+  }
+  if (speech_->size() > 0) {
     // OpenAI's audio limit is 25 MB: the body (the file and the form around it) may be that large.
     o_.max_body = std::max(o_.max_body, kMaxAudioBytes + (size_t(1) << 20));
   }
-  AddAudioRoutes(*this, speech.get(), o_.threads);
+  AddAudioRoutes(*this, speech_.get(), o_.threads);
   // A worker per connection (httplib): enough for every slot, the whole queue, and kSpareWorkers
   // more, so the 503 decision is made by a handler instead of connections piling up in the pool,
   // and clients that connect and stall (half a request, an idle keep-alive) cannot take every

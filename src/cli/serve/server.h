@@ -21,6 +21,7 @@
 #include "request.h"
 #include "model_registry.h"
 #include "slots.h"
+#include "speech_models.h"
 #include "front_door.h"
 
 namespace cli::serve {
@@ -75,6 +76,7 @@ class Server : public FrontDoor {
   ServeOptions o_;
   httplib::Server svr_;
   std::unique_ptr<ModelRegistry> models_;
+  std::unique_ptr<SpeechModels> speech_;  // /v1/audio/*: --whisper-model, --models-dir's .bin files
   std::atomic<bool> started_{false};   // the default model's startup load is over
   std::atomic<bool> draining_{false};
   ServeMetrics unrouted_;  // several models: requests that named no model the server has

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Compiles mmproj_recorder.cpp against the llama.cpp reference build (build_llama_cpp.sh: it
+# builds libmtmd beside libllama), writes the synthesized Gemma 3 projector files
+# (tests/vision/make_models.sh, default build/tests/vision_models) and rewrites
+# tests/data/golden/vision/gemma3-<type>.json: libmtmd's embeddings of the two Pattern images
+# (see the recorder), with Gemma 3 270M (scripts/fetch_models.sh gemma3) as the text model.
+#   scripts/reference/record_mmproj_goldens.sh [MODELS_DIR]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+ref="${ZERFOO_REFERENCE:-$HOME/.cache/zerfoo/reference}"
+build="$ref/build"
+src="$ref/sdist/llama_cpp_python-0.3.36/vendor/llama.cpp"
+[ -f "$build/bin/libmtmd.so" ] || "$here/build_llama_cpp.sh"
+models="${1:-$root/build/tests/vision_models}"
+"$root/tests/vision/make_models.sh" "$models"
+bin="$build/mmproj_recorder"
+if [ ! -x "$bin" ] || [ "$here/mmproj_recorder.cpp" -nt "$bin" ] || [ "$root/tests/vision/test_images.cpp" -nt "$bin" ]; then
+  g++ -std=c++17 -O2 "$here/mmproj_recorder.cpp" "$root/tests/vision/test_images.cpp" -I"$root/tests/vision" \
+    -I"$src/include" -I"$src/ggml/include" -I"$src/tools/mtmd" -L"$build/bin" -lmtmd -lllama -lggml -lggml-base \
+    -Wl,-rpath,"$build/bin" -o "$bin"
+fi
+lm="$("$root/scripts/fetch_models.sh" gemma3)"
+out="$root/tests/data/golden/vision"
+mkdir -p "$out"
+for t in f32 f16 q8_0; do
+  f="$models/mmproj-gemma3-$t.gguf"
+  sha=$(sha256sum "$f" | cut -d' ' -f1)
+  "$bin" "$f" "$lm" "$sha" > "$out/gemma3-$t.json.tmp"
+  mv "$out/gemma3-$t.json.tmp" "$out/gemma3-$t.json"
+  echo "$out/gemma3-$t.json"
+done

@@ -1,0 +1,47 @@
+// Gemma 3's vision encoder and projector on the CPU, as libmtmd computes them:
+//   patches (14 x 14 convolution as a product over im2col rows) + bias + learned positions,
+//   pre-LN ViT blocks (LayerNorm, q/k/v with biases, softmax attention over every patch, output
+//   projection, residual; LayerNorm, up + GELU + down, residual), the final LayerNorm,
+//   4 x 4 average pooling (64 x 64 patches -> 16 x 16 tokens), RMS norm times the soft-embedding
+//   weight, and the input projection to the language model's width.
+// Products run the quant kernels on the file's blocks (activations converted to the weight's
+// dot type, as ggml does); attention is F32 throughout (ggml's non-flash path); GELU is
+// ggml's F16 table. Work is split over a thread pool.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "vision/image.h"
+#include "vision/mmproj.h"
+
+namespace zf::engine {
+class ThreadPool;
+}
+
+namespace zf::vision {
+
+class VisionEncoder {
+ public:
+  VisionEncoder(const Mmproj& mmproj, int32_t n_threads);
+  ~VisionEncoder();
+
+  // The image's embeddings: hparams().n_tokens() rows of hparams().proj_width floats.
+  Status Encode(const Image& image, std::vector<float>* embd);
+  // The same from preprocessed pixels (image_size^2 x 3 floats, PreprocessFixedSize's output).
+  Status EncodePixels(const std::vector<float>& pixels, std::vector<float>* embd);
+
+ private:
+  void MatMul(const Linear& l, const float* x, int64_t n_tok, float* y);
+  void LayerNorm(const LayerNormW& n, float* x, int64_t n_tok);  // in place
+  void Gelu(float* x, int64_t n);
+  void Attention(const float* q, const float* k, const float* v, int64_t T, float* out);
+
+  const Mmproj& m_;
+  std::unique_ptr<engine::ThreadPool> pool_;
+  std::vector<uint8_t> act_;  // activations in a weight's dot type
+};
+
+}  // namespace zf::vision

@@ -1,0 +1,208 @@
+#include "vision/mmproj.h"
+
+#include <cstring>
+#include <set>
+#include <utility>
+
+#include "gguf/gguf.h"
+#include "quant/quant.h"
+
+namespace zf::vision {
+namespace {
+
+std::string Shape(const int64_t* ne, size_t n) {
+  std::string s = "[";
+  for (size_t i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
+  return s + "]";
+}
+
+// The tensor `name` with exactly the shape ne (ggml order); its name is added to `used`.
+Status Find(const gguf::GgufFile& f, const std::string& name, std::vector<int64_t> ne, std::set<std::string>* used,
+            const gguf::TensorInfo** out) {
+  const gguf::TensorInfo* t = f.FindTensor(name);
+  if (t == nullptr) return FormatError("mmproj: tensor '" + name + "' is missing");
+  bool ok = true;
+  for (size_t i = 0; i < 4; ++i) ok = ok && t->ne[i] == (i < ne.size() ? ne[i] : 1);
+  if (!ok)
+    return FormatError("mmproj: tensor '" + name + "' has shape " + Shape(t->ne, t->n_dims) + ", " + Shape(ne.data(), ne.size()) +
+                       " expected");
+  used->insert(name);
+  *out = t;
+  return Status::Ok();
+}
+
+Status Floats(const gguf::GgufFile& f, const std::string& name, std::vector<int64_t> ne, std::set<std::string>* used,
+              std::vector<float>* out) {
+  const gguf::TensorInfo* t = nullptr;
+  ZF_RETURN_IF_ERROR(Find(f, name, std::move(ne), used, &t));
+  if (t->type != GgmlType::F32 && t->type != GgmlType::F16)
+    return FormatError("mmproj: tensor '" + name + "' is " + TypeName(t->type) + ", F32 or F16 expected");
+  std::vector<uint8_t> tmp(t->data, t->data + t->nbytes);  // the mapping need not be aligned for floats
+  out->resize(size_t(t->n_elements()));
+  quant::DequantizeRow(t->type, tmp.data(), out->data(), t->n_elements());
+  return Status::Ok();
+}
+
+// `out` rows of `in`; ne: the file's shape when it is not [in, out] (the patch convolution).
+Status Matrix(const gguf::GgufFile& f, const std::string& name, int64_t in, int64_t out, std::set<std::string>* used,
+              Linear* l, bool bias, std::vector<int64_t> ne = {}) {
+  const gguf::TensorInfo* t = nullptr;
+  ZF_RETURN_IF_ERROR(Find(f, name + ".weight", ne.empty() ? std::vector<int64_t>{in, out} : ne, used, &t));
+  if (!quant::IsSupported(t->type) || in % GetTypeTraits(t->type)->block_size != 0)
+    return FormatError("mmproj: tensor '" + name + ".weight' has type " + TypeName(t->type) + ", which rows of " +
+                       std::to_string(in) + " cannot use");
+  l->type = t->type;
+  l->in = in;
+  l->out = out;
+  l->stride = RowSize(t->type, in);
+  l->w = t->data;
+  if (bias) ZF_RETURN_IF_ERROR(Floats(f, name + ".bias", {out}, used, &l->b));
+  return Status::Ok();
+}
+
+Status Norm(const gguf::GgufFile& f, const std::string& name, int64_t n, std::set<std::string>* used, LayerNormW* out,
+            bool required) {
+  if (!required && f.FindTensor(name + ".weight") == nullptr) return Status::Ok();
+  ZF_RETURN_IF_ERROR(Floats(f, name + ".weight", {n}, used, &out->w));
+  return Floats(f, name + ".bias", {n}, used, &out->b);
+}
+
+Status U32(const gguf::GgufFile& f, const char* key, int32_t* out, int32_t min) {
+  uint32_t v = 0;
+  Status s = f.GetU32(key, &v);
+  if (!s.ok()) return FormatError(std::string("mmproj: ") + key + ": " + (s.code() == Code::kNotFound ? "missing" : s.message()));
+  if (v < uint32_t(min) || v > (1u << 20)) return FormatError(std::string("mmproj: ") + key + " = " + std::to_string(v) + " is out of range");
+  *out = int32_t(v);
+  return Status::Ok();
+}
+
+Status ReadHparams(const gguf::GgufFile& f, VisionHparams* hp) {
+  std::string_view sv;
+  if (!f.GetString("general.architecture", &sv).ok() || sv != "clip")
+    return FormatError("mmproj: general.architecture is '" + std::string(sv) + "', 'clip' expected (not a projector file)");
+  if (!f.GetString("clip.projector_type", &sv).ok() && !f.GetString("clip.vision.projector_type", &sv).ok())
+    return FormatError("mmproj: clip.projector_type is missing");
+  hp->projector = std::string(sv);
+  if (hp->projector != "gemma3")
+    return Unsupported("mmproj: clip.projector_type '" + hp->projector + "' is not supported (gemma3 is)");
+  bool b = false;
+  if (!f.GetBool("clip.has_vision_encoder", &b).ok() || !b)
+    return FormatError("mmproj: clip.has_vision_encoder is not true (no vision encoder in the file)");
+  if (!f.GetBool("clip.use_gelu", &b).ok() || !b)
+    return Unsupported("mmproj: clip.use_gelu is not true (gemma3's encoder uses GELU)");
+  ZF_RETURN_IF_ERROR(U32(f, "clip.vision.image_size", &hp->image_size, 1));
+  ZF_RETURN_IF_ERROR(U32(f, "clip.vision.patch_size", &hp->patch_size, 1));
+  ZF_RETURN_IF_ERROR(U32(f, "clip.vision.embedding_length", &hp->n_embd, 1));
+  ZF_RETURN_IF_ERROR(U32(f, "clip.vision.feed_forward_length", &hp->n_ff, 1));
+  ZF_RETURN_IF_ERROR(U32(f, "clip.vision.block_count", &hp->n_layer, 1));
+  ZF_RETURN_IF_ERROR(U32(f, "clip.vision.attention.head_count", &hp->n_head, 1));
+  if (f.Find("clip.vision.projector.scale_factor") != nullptr)
+    ZF_RETURN_IF_ERROR(U32(f, "clip.vision.projector.scale_factor", &hp->n_merge, 1));
+  Status s = f.GetF32("clip.vision.attention.layer_norm_epsilon", &hp->eps);
+  if (!s.ok()) return FormatError("mmproj: clip.vision.attention.layer_norm_epsilon: " + s.message());
+  if (!(hp->eps > 0.0f && hp->eps < 1.0f)) return FormatError("mmproj: clip.vision.attention.layer_norm_epsilon is out of range");
+  const std::pair<const char*, std::array<float, 3>*> stats[] = {{"clip.vision.image_mean", &hp->mean},
+                                                                  {"clip.vision.image_std", &hp->std}};
+  for (const auto& [key, dst] : stats) {
+    std::vector<float> v;
+    s = f.GetF32Array(key, &v);
+    if (!s.ok() || v.size() < 3) return FormatError(std::string("mmproj: ") + key + " must hold 3 numbers");
+    for (size_t c = 0; c < 3; ++c) (*dst)[c] = v[c];
+  }
+  for (float x : hp->std)
+    if (!(x > 0.0f)) return FormatError("mmproj: clip.vision.image_std must be positive");
+  if (hp->image_size % hp->patch_size != 0)
+    return FormatError("mmproj: clip.vision.image_size " + std::to_string(hp->image_size) + " is no multiple of clip.vision.patch_size " +
+                       std::to_string(hp->patch_size));
+  if (hp->patches_per_side() % hp->n_merge != 0)
+    return FormatError("mmproj: " + std::to_string(hp->patches_per_side()) + " patches per side do not pool by " + std::to_string(hp->n_merge));
+  if (hp->n_embd % hp->n_head != 0)
+    return FormatError("mmproj: clip.vision.embedding_length is no multiple of clip.vision.attention.head_count");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Mmproj::~Mmproj() = default;
+
+Status Mmproj::Load(const std::string& path, std::unique_ptr<Mmproj>* out) {
+  out->reset();
+  std::unique_ptr<gguf::GgufFile> f;
+  Status s = gguf::GgufFile::Open(path, gguf::OpenOptions{}, &f);
+  if (s.ok()) s = FromGguf(std::move(f), out);
+  if (!s.ok()) return Status(s.code(), "'" + path + "': " + s.message());
+  return s;
+}
+
+Status Mmproj::FromGguf(std::unique_ptr<gguf::GgufFile> file, std::unique_ptr<Mmproj>* out) {
+  out->reset();
+  std::unique_ptr<Mmproj> m(new Mmproj());
+  const gguf::GgufFile& f = *file;
+  VisionHparams& hp = m->hp_;
+  ZF_RETURN_IF_ERROR(ReadHparams(f, &hp));
+  const int64_t E = hp.n_embd, P = hp.patch_size, n_pos = int64_t(hp.patches_per_side()) * hp.patches_per_side();
+  std::set<std::string> used;
+  // The patch convolution [P][P][3][E] is E rows of 3*P*P: a product over im2col rows.
+  ZF_RETURN_IF_ERROR(Matrix(f, "v.patch_embd", 3 * P * P, E, &used, &m->patch, false, {P, P, 3, E}));
+  ZF_RETURN_IF_ERROR(Floats(f, "v.patch_embd.bias", {E}, &used, &m->patch.b));
+  ZF_RETURN_IF_ERROR(Floats(f, "v.position_embd.weight", {E, n_pos}, &used, &m->pos));
+  ZF_RETURN_IF_ERROR(Norm(f, "v.pre_ln", E, &used, &m->pre_ln, false));
+  m->blocks.resize(size_t(hp.n_layer));
+  for (int32_t i = 0; i < hp.n_layer; ++i) {
+    VitBlock& b = m->blocks[size_t(i)];
+    const std::string p = "v.blk." + std::to_string(i) + ".";
+    ZF_RETURN_IF_ERROR(Norm(f, p + "ln1", E, &used, &b.ln1, true));
+    ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_q", E, E, &used, &b.q, true));
+    ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_k", E, E, &used, &b.k, true));
+    ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_v", E, E, &used, &b.v, true));
+    ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_out", E, E, &used, &b.o, true));
+    ZF_RETURN_IF_ERROR(Norm(f, p + "ln2", E, &used, &b.ln2, true));
+    // Older conversions swapped the FFN's names (clip.cpp swaps them back): ffn_down reading E.
+    const gguf::TensorInfo* down = f.FindTensor(p + "ffn_down.weight");
+    const bool swapped = down != nullptr && down->ne[0] == E && hp.n_ff != E;
+    ZF_RETURN_IF_ERROR(Matrix(f, p + (swapped ? "ffn_down" : "ffn_up"), E, hp.n_ff, &used, &b.up, true));
+    ZF_RETURN_IF_ERROR(Matrix(f, p + (swapped ? "ffn_up" : "ffn_down"), hp.n_ff, E, &used, &b.down, true));
+  }
+  ZF_RETURN_IF_ERROR(Norm(f, "v.post_ln", E, &used, &m->post_ln, false));
+  ZF_RETURN_IF_ERROR(Floats(f, "mm.soft_emb_norm.weight", {E}, &used, &m->soft_norm));
+  // mm.input_projection is [proj_width][E] in ggml order (E rows of proj_width); the reference
+  // multiplies by its transpose, kept here as proj_width rows of E in the same type.
+  const gguf::TensorInfo* pw = f.FindTensor("mm.input_projection.weight");
+  if (pw == nullptr) return FormatError("mmproj: tensor 'mm.input_projection.weight' is missing");
+  if (pw->n_dims != 2 || pw->ne[1] != E)
+    return FormatError("mmproj: tensor 'mm.input_projection.weight' has shape " + Shape(pw->ne, pw->n_dims) + ", [width, " +
+                       std::to_string(E) + "] expected");
+  if (pw->type != GgmlType::F32 && pw->type != GgmlType::F16)
+    return FormatError("mmproj: tensor 'mm.input_projection.weight' is " + std::string(TypeName(pw->type)) + ", F32 or F16 expected");
+  used.insert("mm.input_projection.weight");
+  hp.proj_width = int32_t(pw->ne[0]);
+  {
+    const size_t es = pw->type == GgmlType::F32 ? 4 : 2;
+    const int64_t W = pw->ne[0];
+    m->proj.type = pw->type;
+    m->proj.in = E;
+    m->proj.out = W;
+    m->proj.stride = size_t(E) * es;
+    m->proj.owned.resize(size_t(W * E) * es);
+    for (int64_t r = 0; r < E; ++r)
+      for (int64_t c = 0; c < W; ++c)
+        std::memcpy(m->proj.owned.data() + (size_t(c * E + r)) * es, pw->data + size_t(r * W + c) * es, es);
+    m->proj.w = m->proj.owned.data();
+  }
+  for (const gguf::TensorInfo& ti : f.tensors())
+    if (used.count(std::string(ti.name)) == 0)
+      return FormatError("mmproj: tensor '" + std::string(ti.name) + "' is not part of a gemma3 projector");
+  m->file_ = std::move(file);
+  *out = std::move(m);
+  return Status::Ok();
+}
+
+Status Mmproj::CheckLanguageModel(int64_t lm_n_embd) const {
+  if (lm_n_embd != hp_.proj_width)
+    return InvalidArgument("mmproj: the projector's output width " + std::to_string(hp_.proj_width) +
+                           " (mm.input_projection) is not the language model's embedding width " + std::to_string(lm_n_embd) +
+                           ": the projector belongs to another model");
+  return Status::Ok();
+}
+
+}  // namespace zf::vision

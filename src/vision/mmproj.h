@@ -1,0 +1,82 @@
+// A vision projector file (llama.cpp's mmproj GGUF: general.architecture = clip), read and
+// validated as clip.cpp reads it: the projector type, the clip.vision.* hyperparameters, the
+// image mean/std and every tensor's name and shape. Gemma 3's projector (SigLIP encoder, 4 x 4
+// average pooling, soft-embedding RMS norm, input projection) is the one type loaded so far;
+// any other is refused by name.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/ggml_types.h"
+#include "common/status.h"
+
+namespace zf::gguf {
+class GgufFile;
+}
+
+namespace zf::vision {
+
+struct VisionHparams {
+  std::string projector;  // clip.projector_type
+  int32_t image_size = 0, patch_size = 0;
+  int32_t n_embd = 0, n_ff = 0, n_layer = 0, n_head = 0;
+  int32_t n_merge = 4;       // pooling kernel per side (clip.vision.projector.scale_factor)
+  int32_t proj_width = 0;    // output width: mm.input_projection's rows (the LM's embedding width)
+  float eps = 1e-6f;
+  std::array<float, 3> mean{}, std{};
+
+  int32_t patches_per_side() const { return image_size / patch_size; }
+  int32_t tokens_per_side() const { return patches_per_side() / n_merge; }
+  int32_t n_tokens() const { return tokens_per_side() * tokens_per_side(); }
+};
+
+// A product's weight: `out` rows of `in` elements in the file's blocks (F32, F16, Q8_0, ... as
+// the quant kernels take them), and its bias (empty: none).
+struct Linear {
+  GgmlType type = GgmlType::F32;
+  int64_t in = 0, out = 0;
+  size_t stride = 0;              // bytes per row
+  const uint8_t* w = nullptr;     // into the file mapping, or into `owned`
+  std::vector<uint8_t> owned;     // a weight rearranged at load (the transposed projection)
+  std::vector<float> b;
+};
+
+struct LayerNormW {
+  std::vector<float> w, b;
+};
+
+struct VitBlock {
+  LayerNormW ln1, ln2;
+  Linear q, k, v, o, up, down;
+};
+
+class Mmproj {
+ public:
+  ~Mmproj();
+  static Status Load(const std::string& path, std::unique_ptr<Mmproj>* out);
+  // Binds a parsed file (which the result keeps).
+  static Status FromGguf(std::unique_ptr<gguf::GgufFile> file, std::unique_ptr<Mmproj>* out);
+
+  const VisionHparams& hparams() const { return hp_; }
+  // OK when the projector's output width is the language model's embedding width.
+  Status CheckLanguageModel(int64_t lm_n_embd) const;
+
+  Linear patch;                   // rows n_embd of [3][patch][patch] (with the patch bias)
+  std::vector<float> pos;         // [n_patches][n_embd]
+  LayerNormW pre_ln;              // optional (empty w)
+  std::vector<VitBlock> blocks;
+  LayerNormW post_ln;             // optional (empty w)
+  std::vector<float> soft_norm;   // mm.soft_emb_norm.weight [n_embd]
+  Linear proj;                    // rows proj_width of n_embd (mm.input_projection transposed)
+
+ private:
+  Mmproj() = default;
+  VisionHparams hp_;
+  std::unique_ptr<gguf::GgufFile> file_;
+};
+
+}  // namespace zf::vision

@@ -1,0 +1,134 @@
+#include "vision/preprocess.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace zf::vision {
+namespace {
+
+constexpr int kPrecisionBits = 22;  // 32 - 8 (pixel) - 2 (headroom), as Pillow
+
+struct Taps {
+  int ksize = 0;
+  std::vector<int> first, count;  // per output pixel: the first input pixel and how many
+  std::vector<int32_t> weights;   // per output pixel: ksize fixed-point weights
+};
+
+// Triangle filter weights for in -> out pixels along one side.
+Taps ComputeTaps(int in, int out) {
+  Taps t;
+  const double scale = double(in) / double(out);
+  const double filterscale = std::max(scale, 1.0);  // widened when shrinking
+  const double support = 1.0 * filterscale;
+  t.ksize = int(std::ceil(support)) * 2 + 1;
+  t.first.resize(size_t(out));
+  t.count.resize(size_t(out));
+  t.weights.assign(size_t(out) * size_t(t.ksize), 0);
+  std::vector<double> w(size_t(t.ksize));
+  for (int o = 0; o < out; ++o) {
+    const double center = (o + 0.5) * scale;
+    const int lo = std::max(int(center - support + 0.5), 0);
+    const int hi = std::min(int(center + support + 0.5), in);
+    double sum = 0;
+    for (int i = lo; i < hi; ++i) {
+      const double x = std::fabs((i - center + 0.5) * (1.0 / filterscale));
+      w[size_t(i - lo)] = x < 1.0 ? 1.0 - x : 0.0;
+      sum += w[size_t(i - lo)];
+    }
+    t.first[size_t(o)] = lo;
+    t.count[size_t(o)] = hi - lo;
+    for (int i = 0; i < hi - lo; ++i) {
+      const double v = sum != 0.0 ? w[size_t(i)] / sum : w[size_t(i)];
+      // Rounded half away from zero by truncation, as Pillow.
+      t.weights[size_t(o) * size_t(t.ksize) + size_t(i)] = int32_t(v * double(1 << kPrecisionBits) + (v < 0 ? -0.5 : 0.5));
+    }
+  }
+  return t;
+}
+
+inline uint8_t Clip8(int32_t acc) {
+  const int32_t v = acc >> kPrecisionBits;
+  return uint8_t(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+Image Horizontal(const Image& src, int out_w) {
+  const Taps t = ComputeTaps(src.width, out_w);
+  Image dst;
+  dst.width = out_w;
+  dst.height = src.height;
+  dst.rgb.resize(size_t(out_w) * size_t(src.height) * 3);
+  for (int y = 0; y < src.height; ++y) {
+    const uint8_t* row = src.rgb.data() + size_t(y) * size_t(src.width) * 3;
+    uint8_t* out = dst.rgb.data() + size_t(y) * size_t(out_w) * 3;
+    for (int o = 0; o < out_w; ++o) {
+      const int32_t* k = t.weights.data() + size_t(o) * size_t(t.ksize);
+      int32_t acc[3] = {1 << (kPrecisionBits - 1), 1 << (kPrecisionBits - 1), 1 << (kPrecisionBits - 1)};
+      for (int i = 0; i < t.count[size_t(o)]; ++i) {
+        const uint8_t* p = row + size_t(t.first[size_t(o)] + i) * 3;
+        for (int c = 0; c < 3; ++c) acc[c] += int32_t(p[c]) * k[i];
+      }
+      for (int c = 0; c < 3; ++c) out[size_t(o) * 3 + size_t(c)] = Clip8(acc[c]);
+    }
+  }
+  return dst;
+}
+
+Image Vertical(const Image& src, int out_h) {
+  const Taps t = ComputeTaps(src.height, out_h);
+  Image dst;
+  dst.width = src.width;
+  dst.height = out_h;
+  const size_t row_bytes = size_t(src.width) * 3;
+  dst.rgb.resize(row_bytes * size_t(out_h));
+  std::vector<int32_t> acc(row_bytes);
+  for (int o = 0; o < out_h; ++o) {
+    std::fill(acc.begin(), acc.end(), 1 << (kPrecisionBits - 1));
+    const int32_t* k = t.weights.data() + size_t(o) * size_t(t.ksize);
+    for (int i = 0; i < t.count[size_t(o)]; ++i) {
+      const uint8_t* row = src.rgb.data() + size_t(t.first[size_t(o)] + i) * row_bytes;
+      for (size_t j = 0; j < row_bytes; ++j) acc[j] += int32_t(row[j]) * k[i];
+    }
+    uint8_t* out = dst.rgb.data() + size_t(o) * row_bytes;
+    for (size_t j = 0; j < row_bytes; ++j) out[j] = Clip8(acc[j]);
+  }
+  return dst;
+}
+
+}  // namespace
+
+Image ResizeBilinear(const Image& src, int32_t w, int32_t h) {
+  Image cur = src;
+  if (w != src.width) cur = Horizontal(cur, w);
+  if (h != src.height) cur = Vertical(cur, h);
+  return cur;
+}
+
+Image FitAndPad(const Image& src, int32_t size) {
+  if (src.width == size && src.height == size) return src;
+  // The scale in float and the new size rounded up, as libmtmd's PAD_CEIL resize.
+  const float scale = std::min(float(size) / float(src.width), float(size) / float(src.height));
+  const int32_t nw = std::min(int32_t(std::ceil(float(src.width) * scale)), size);
+  const int32_t nh = std::min(int32_t(std::ceil(float(src.height) * scale)), size);
+  const Image scaled = ResizeBilinear(src, nw, nh);
+  Image dst;
+  dst.width = dst.height = size;
+  dst.rgb.assign(size_t(size) * size_t(size) * 3, 0);
+  const int32_t ox = (size - nw) / 2, oy = (size - nh) / 2;
+  for (int32_t y = 0; y < nh; ++y)
+    std::copy_n(scaled.rgb.data() + size_t(y) * size_t(nw) * 3, size_t(nw) * 3,
+                dst.rgb.data() + (size_t(y + oy) * size_t(size) + size_t(ox)) * 3);
+  return dst;
+}
+
+std::vector<float> PreprocessFixedSize(const Image& src, int32_t size, const std::array<float, 3>& mean,
+                                       const std::array<float, 3>& std) {
+  const Image fit = FitAndPad(src, size);
+  std::vector<float> out(fit.rgb.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const size_t c = i % 3;
+    out[i] = (float(fit.rgb[i]) / 255.0f - mean[c]) / std[c];
+  }
+  return out;
+}
+
+}  // namespace zf::vision

@@ -2,21 +2,11 @@
 // crashes, sanitizer reports, or a result that breaks DecodeImage's promises (a message on
 // failure, no pixels then; on success width x height x 3 bytes within the pixel budget).
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 
+#include "fuzz_common.h"
 #include "vision/image.h"
 
-namespace {
-
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "broken invariant: %s\n", what);
-    std::abort();
-  }
-}
-
-}  // namespace
+using zf::fuzz::Check;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   constexpr int64_t kBudget = int64_t(1) << 20;  // a 1 Mpx image decodes in milliseconds

@@ -1491,6 +1491,12 @@ ZF_API zf_status zf_speech_info(const zf_speech_model* model, zf_speech_summary*
 /**@{*/
 #define ZF_TRANSCRIBE_TRANSLATE 1u     /**< The translate task: English text from any language (multilingual models). */
 #define ZF_TRANSCRIBE_NO_TIMESTAMPS 2u /**< Decode without timestamp tokens: one segment per 30 s window. */
+/** Token-level timestamps (whisper.cpp's token_timestamps) and words: fills
+ *  zf_speech_segment::token_times, ::words and ::n_words. */
+#define ZF_TRANSCRIBE_WORD_TIMESTAMPS 4u
+/** Keep initial_prompt in front of every window's prompt (whisper.cpp's carry_initial_prompt),
+ *  not only the first. */
+#define ZF_TRANSCRIBE_CARRY_PROMPT 8u
 /**@}*/
 
 /** Options of zf_transcribe(). Initialize with zf_transcribe_params_init(). */
@@ -1500,11 +1506,31 @@ typedef struct zf_transcribe_params {
   /** A language code of Whisper's ("en", "de", ...), "auto" to detect it (multilingual models),
    *  or NULL/"" for "en". English-only models accept only "en", "auto" or NULL. */
   const char* language;
-  /** Text to condition the first window on (whisper.cpp's initial prompt). Not supported in this
-   *  version: must be NULL or "" (else ::ZF_ERR_UNSUPPORTED). */
+  /** Text to condition the first window on (whisper.cpp's initial_prompt: tokenized by its
+   *  whisper_tokenize rule and placed after <|startofprev|>; the last n_text_ctx/2 - 1 tokens
+   *  are kept), or NULL/"" for none. NUL-terminated UTF-8, borrowed for the call. */
   const char* initial_prompt;
   uint32_t flags;          /**< ZF_TRANSCRIBE_* bits; unknown bits are rejected. */
   uint32_t reserved;       /**< Must be 0. */
+  /* Appended (issue #47, decoding as whisper.cpp); defaults are whisper_full_default_params(
+   * WHISPER_SAMPLING_GREEDY)'s. Callers with the shorter struct get them. */
+  float temperature;       /**< First temperature, in [0, 1] (default 0: greedy or beam search). */
+  /** Fallback step (default 0.2; 0: no fallback): a window whose best sequence repeats itself
+   *  (entropy_thold) or scores under logprob_thold while not silent (no_speech_thold) is decoded
+   *  again at temperature + temperature_inc, ... up to 1.0, sampling best_of sequences. */
+  float temperature_inc;
+  int32_t beam_size;       /**< > 1: beam search with this many beams (at most 8); 0 or 1: greedy (default). whisper-cli uses 5. */
+  int32_t best_of;         /**< Sequences sampled per window above temperature 0, 1..8 (default 5). */
+  float length_penalty;    /**< Score = sum logprob / ((5 + n) / 6)^length_penalty when > 0; else / n (default -1). */
+  float entropy_thold;     /**< Fallback when the last 32 tokens' entropy is below it (default 2.4). */
+  float logprob_thold;     /**< Fallback when the average log-probability is below it (default -1). */
+  float no_speech_thold;   /**< A window is silence when P(<|nospeech|>) is above it and logprob_thold failed (default 0.6). */
+  /** Sampling seed: sequence j draws from std::mt19937(seed + j) (whisper.cpp seeds j), so a
+   *  seed gives the same transcript on every run (default 0). */
+  uint32_t seed;
+  /** Previous-text tokens offered as the next window's prompt (default 16384, capped by the
+   *  model at n_text_ctx/2; 0: windows are decoded without the previous text). */
+  int32_t n_max_text_ctx;
 } zf_transcribe_params;
 
 /**
@@ -1523,6 +1549,24 @@ typedef struct zf_speech_token {
   uint32_t reserved; /**< Written as 0. */
 } zf_speech_token;
 
+/** Start and end of a token (entries parallel to zf_speech_segment::tokens). An array element:
+ *  this struct never grows. */
+typedef struct zf_speech_token_time {
+  int64_t t0_ms;  /**< Start in milliseconds from the start of the audio (10 ms resolution). */
+  int64_t t1_ms;  /**< End in milliseconds. */
+} zf_speech_token_time;
+
+/** A word: the segment's text tokens joined at a leading space (punctuation stays with the word
+ *  before it). An array element: this struct never grows. */
+typedef struct zf_speech_word {
+  const char* text;  /**< UTF-8, NUL-terminated, with its leading space as in the segment text. */
+  size_t text_len;   /**< Bytes of `text` without the NUL. */
+  int64_t t0_ms;     /**< Start of its first token. */
+  int64_t t1_ms;     /**< End of its last token. */
+  float p;           /**< The lowest probability among its tokens. */
+  uint32_t reserved; /**< Written as 0. */
+} zf_speech_word;
+
 /** A transcribed segment: the text between two timestamps. Filled by the library. */
 typedef struct zf_speech_segment {
   uint32_t struct_size;   /**< The caller's sizeof for zf_transcription_segment(); the library's in callbacks. */
@@ -1535,6 +1579,14 @@ typedef struct zf_speech_segment {
   size_t n_tokens;        /**< Entries in `tokens`. */
   float no_speech_prob;   /**< Probability of <|nospeech|> at the window's first step. */
   uint32_t reserved2;     /**< Written as 0. */
+  /* Appended (issue #47, decoding as whisper.cpp). */
+  /** With ::ZF_TRANSCRIBE_WORD_TIMESTAMPS: n_tokens entries, each token's start and end
+   *  (whisper.cpp's token-level timestamps); else NULL. */
+  const zf_speech_token_time* token_times;
+  const zf_speech_word* words; /**< With ::ZF_TRANSCRIBE_WORD_TIMESTAMPS: the words; else NULL. */
+  size_t n_words;         /**< Entries in `words`. */
+  float temperature;      /**< The temperature the window was decoded at (above the first: a fallback). */
+  float avg_logprob;      /**< Average log-probability of the window's tokens. */
 } zf_speech_segment;
 
 /**
@@ -1545,9 +1597,9 @@ typedef struct zf_speech_segment {
 typedef int32_t (*zf_segment_cb)(void* user_data, const zf_speech_segment* segment);
 
 /**
- * @brief Transcribes (or translates) 16 kHz mono float PCM greedily with timestamps, as
- * whisper.cpp's whisper_full does: 30 s windows, each conditioned on the previous one's text,
- * the next starting at the last timestamp. Thread-safe: concurrent calls on one model are
+ * @brief Transcribes (or translates) 16 kHz mono float PCM with timestamps, as whisper.cpp
+ * 1.8.5's whisper_full does: 30 s windows, each conditioned on the previous one's text, the
+ * next starting at the last timestamp; greedy or beam search, with the temperature fallback. Thread-safe: concurrent calls on one model are
  * independent.
  * @param model The speech model.
  * @param pcm n_samples samples in [-1, 1] at 16 kHz (zf_wav_decode() converts WAV files).
@@ -1559,7 +1611,9 @@ typedef int32_t (*zf_segment_cb)(void* user_data, const zf_speech_segment* segme
  * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL model, NULL or empty pcm, a language Whisper
  *         does not know or that an English-only model cannot decode, translate on an
  *         English-only model, n_threads < 0, unknown flags, nonzero reserved, struct_size too
- *         small); ::ZF_ERR_UNSUPPORTED (a non-empty initial_prompt); ::ZF_ERR_OUT_OF_MEMORY.
+ *         small, temperature or temperature_inc outside [0, 1], beam_size or best_of outside
+ *         their ranges, a threshold that is not a finite number, n_max_text_ctx < 0: the
+ *         message names the field); ::ZF_ERR_OUT_OF_MEMORY.
  */
 ZF_API zf_status zf_transcribe(const zf_speech_model* model, const float* pcm, size_t n_samples,
                                const zf_transcribe_params* params, zf_segment_cb cb, void* user_data,
@@ -1588,6 +1642,14 @@ ZF_API zf_status zf_transcription_text(const zf_transcription* result, char* buf
  * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL (retry with *needed); ::ZF_ERR_INVALID_ARGUMENT.
  */
 ZF_API zf_status zf_transcription_language(const zf_transcription* result, char* buf, size_t cap, size_t* needed);
+
+/**
+ * @brief With language "auto": the detected language's probability (softmax over the language
+ * tokens after <|startoftranscript|> on the first window, as whisper_lang_auto_detect); 0 when
+ * the language was given. Thread-safe.
+ * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments).
+ */
+ZF_API zf_status zf_transcription_language_prob(const zf_transcription* result, float* prob);
 
 /** @brief Releases a result. NULL is a no-op. Any thread. */
 ZF_API void zf_transcription_free(zf_transcription* result);

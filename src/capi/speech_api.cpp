@@ -1,11 +1,13 @@
 // C entry points for speech to text (Whisper, issue #47): load a whisper.cpp .bin, transcribe
 // PCM into segments (callback and result object), WAV bytes to PCM. src/speech/ does the work.
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <thread>
 #include <vector>
 
@@ -21,27 +23,34 @@ using zf::capi::Succeed;
 static_assert(sizeof(zf_speech_summary) == 32, "zf_speech_summary layout is part of the ABI");
 static_assert(sizeof(zf_speech_token) == 16, "zf_speech_token layout is part of the ABI");
 #if UINTPTR_MAX == 0xffffffffffffffffu
-static_assert(sizeof(zf_transcribe_params) == 32 && offsetof(zf_transcribe_params, flags) == 24,
+static_assert(sizeof(zf_transcribe_params) == 72 && offsetof(zf_transcribe_params, flags) == 24 &&
+                  offsetof(zf_transcribe_params, temperature) == 32 && offsetof(zf_transcribe_params, n_max_text_ctx) == 68,
               "zf_transcribe_params layout is part of the ABI");
-static_assert(sizeof(zf_speech_segment) == 64 && offsetof(zf_speech_segment, no_speech_prob) == 56,
+static_assert(sizeof(zf_speech_segment) == 96 && offsetof(zf_speech_segment, no_speech_prob) == 56 &&
+                  offsetof(zf_speech_segment, token_times) == 64 && offsetof(zf_speech_segment, avg_logprob) == 92,
               "zf_speech_segment layout is part of the ABI");
+static_assert(sizeof(zf_speech_word) == 40, "zf_speech_word layout is part of the ABI");
 #endif
+static_assert(sizeof(zf_speech_token_time) == 16, "zf_speech_token_time layout is part of the ABI");
 
 struct zf_speech_model {
   std::unique_ptr<zf::speech::WhisperModel> impl;
   zf::speech::WhisperVocab vocab;
 };
 
-// A segment with its C views (the tokens converted once, the text owned here).
+// A segment with its C views (the tokens, times and words converted once, the text owned here).
 struct SpeechSegment {
   zf::speech::Segment seg;
   std::vector<zf_speech_token> tokens;
+  std::vector<zf_speech_token_time> times;  // empty without word timestamps
+  std::vector<zf_speech_word> words;
 };
 
 struct zf_transcription {
   std::vector<SpeechSegment> segments;
   std::string text;
   std::string language;
+  float language_prob = 0;
 };
 
 namespace {
@@ -53,7 +62,16 @@ SpeechSegment ToC(const zf::speech::Segment& s) {
   out.seg = s;
   out.tokens.reserve(s.tokens.size());
   for (const zf::speech::SegmentToken& t : s.tokens) out.tokens.push_back(zf_speech_token{t.id, t.p, t.plog, 0});
+  if (!s.words.empty() || (!s.tokens.empty() && s.tokens.front().t0 >= 0))
+    for (const zf::speech::SegmentToken& t : s.tokens) out.times.push_back(zf_speech_token_time{t.t0 * 10, t.t1 * 10});
   return out;
+}
+
+// The words' C views point into seg.words' strings: built once the segment sits where it stays.
+void LinkWords(SpeechSegment& s) {
+  s.words.clear();
+  for (const zf::speech::Word& w : s.seg.words)
+    s.words.push_back(zf_speech_word{w.text.c_str(), w.text.size(), w.t0 * 10, w.t1 * 10, w.p, 0});
 }
 
 // Fills the first `size` bytes of *out (the caller's struct_size) with the segment's view.
@@ -68,23 +86,54 @@ void Fill(const SpeechSegment& s, uint32_t size, zf_speech_segment* out) {
   v.tokens = s.tokens.empty() ? nullptr : s.tokens.data();
   v.n_tokens = s.tokens.size();
   v.no_speech_prob = s.seg.no_speech_prob;
+  v.token_times = s.times.empty() ? nullptr : s.times.data();
+  v.words = s.words.empty() ? nullptr : s.words.data();
+  v.n_words = s.words.size();
+  v.temperature = s.seg.temperature;
+  v.avg_logprob = s.seg.avg_logprob;
   std::memcpy(static_cast<void*>(out), &v, v.struct_size);
 }
 
-// The caller's params checked and turned into the core's options.
+// The caller's params checked and turned into the core's options (each field named when bad).
 zf_status ReadOptions(const zf_transcribe_params* params, zf::speech::TranscribeParams* o, int32_t* n_threads) {
   zf_transcribe_params p;
   zf_transcribe_params_init(&p, sizeof p);
   if (!zf::capi::ReadParams(params, &p)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params->struct_size is too small");
-  if (zf_status e = zf::capi::CheckFlags("params->flags", p.flags, ZF_TRANSCRIBE_TRANSLATE | ZF_TRANSCRIBE_NO_TIMESTAMPS)) return e;
+  const uint32_t known = ZF_TRANSCRIBE_TRANSLATE | ZF_TRANSCRIBE_NO_TIMESTAMPS | ZF_TRANSCRIBE_WORD_TIMESTAMPS | ZF_TRANSCRIBE_CARRY_PROMPT;
+  if (zf_status e = zf::capi::CheckFlags("params->flags", p.flags, known)) return e;
   if (zf_status e = zf::capi::CheckReserved("params->reserved", p.reserved)) return e;
   if (p.n_threads < 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "params->n_threads must be >= 0, got " + std::to_string(p.n_threads));
-  if (p.initial_prompt != nullptr && p.initial_prompt[0] != '\0') {
-    return Fail(ZF_ERR_UNSUPPORTED, "params->initial_prompt: prompting with text is not supported yet (pass NULL or \"\")");
-  }
+  auto bad = [](const char* field, const std::string& why) { return Fail(ZF_ERR_INVALID_ARGUMENT, std::string("params->") + field + " " + why); };
+  if (!(p.temperature >= 0 && p.temperature <= 1)) return bad("temperature", "must be within [0, 1], got " + std::to_string(p.temperature));
+  if (!(p.temperature_inc >= 0 && p.temperature_inc <= 1))
+    return bad("temperature_inc", "must be within [0, 1], got " + std::to_string(p.temperature_inc));
+  if (p.beam_size < 0 || p.beam_size > zf::speech::kMaxDecoders)
+    return bad("beam_size", "must be within [0, " + std::to_string(zf::speech::kMaxDecoders) + "], got " + std::to_string(p.beam_size));
+  if (p.best_of < 1 || p.best_of > zf::speech::kMaxDecoders)
+    return bad("best_of", "must be within [1, " + std::to_string(zf::speech::kMaxDecoders) + "], got " + std::to_string(p.best_of));
+  const std::pair<const char*, float> finite[] = {{"length_penalty", p.length_penalty},
+                                                   {"entropy_thold", p.entropy_thold},
+                                                   {"logprob_thold", p.logprob_thold},
+                                                   {"no_speech_thold", p.no_speech_thold}};
+  for (const auto& f : finite)
+    if (!std::isfinite(f.second)) return bad(f.first, "must be a finite number");
+  if (p.n_max_text_ctx < 0) return bad("n_max_text_ctx", "must be >= 0, got " + std::to_string(p.n_max_text_ctx));
   o->language = p.language == nullptr || p.language[0] == '\0' ? "en" : p.language;
   o->translate = (p.flags & ZF_TRANSCRIBE_TRANSLATE) != 0;
   o->timestamps = (p.flags & ZF_TRANSCRIBE_NO_TIMESTAMPS) == 0;
+  o->token_timestamps = (p.flags & ZF_TRANSCRIBE_WORD_TIMESTAMPS) != 0;
+  o->carry_initial_prompt = (p.flags & ZF_TRANSCRIBE_CARRY_PROMPT) != 0;
+  o->initial_prompt = p.initial_prompt == nullptr ? "" : p.initial_prompt;
+  o->temperature = p.temperature;
+  o->temperature_inc = p.temperature_inc;
+  o->beam_size = std::max(1, p.beam_size);
+  o->best_of = p.best_of;
+  o->length_penalty = p.length_penalty;
+  o->entropy_thold = p.entropy_thold;
+  o->logprob_thold = p.logprob_thold;
+  o->no_speech_thold = p.no_speech_thold;
+  o->seed = p.seed;
+  o->n_max_text_ctx = p.n_max_text_ctx;
   *n_threads = p.n_threads;
   if (*n_threads == 0) *n_threads = static_cast<int32_t>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
   return ZF_OK;
@@ -147,6 +196,17 @@ ZF_API zf_status zf_transcribe_params_init(zf_transcribe_params* params, size_t 
   zf_transcribe_params d;
   std::memset(&d, 0, sizeof d);
   d.struct_size = sizeof d;
+  const zf::speech::TranscribeParams core;  // whisper.cpp's defaults live in the core
+  d.temperature = core.temperature;
+  d.temperature_inc = core.temperature_inc;
+  d.beam_size = core.beam_size;
+  d.best_of = core.best_of;
+  d.length_penalty = core.length_penalty;
+  d.entropy_thold = core.entropy_thold;
+  d.logprob_thold = core.logprob_thold;
+  d.no_speech_thold = core.no_speech_thold;
+  d.seed = core.seed;
+  d.n_max_text_ctx = core.n_max_text_ctx;
   return zf::capi::InitParams(params, size, d);
 }
 
@@ -165,7 +225,8 @@ ZF_API zf_status zf_transcribe(const zf_speech_model* model, const float* pcm, s
   zf::speech::SegmentFn on_segment;
   if (cb != nullptr) {
     on_segment = [&](const zf::speech::Segment& s) {
-      const SpeechSegment c = ToC(s);
+      SpeechSegment c = ToC(s);
+      LinkWords(c);
       zf_speech_segment v;
       Fill(c, sizeof v, &v);
       return cb(user_data, &v) == 0;
@@ -181,7 +242,9 @@ ZF_API zf_status zf_transcribe(const zf_speech_model* model, const float* pcm, s
     result->segments.push_back(ToC(seg));
     result->text += seg.text;
   }
+  for (SpeechSegment& seg : result->segments) LinkWords(seg);
   result->language = r.language;
+  result->language_prob = r.language_prob;
   if (out != nullptr) *out = result.release();
   return Succeed();
   ZF_GUARD_END
@@ -215,6 +278,13 @@ ZF_API zf_status zf_transcription_language(const zf_transcription* result, char*
   ZF_GUARD_BEGIN
   return zf::capi::CopyOut(result->language, buf, cap, needed);
   ZF_GUARD_END
+}
+
+ZF_API zf_status zf_transcription_language_prob(const zf_transcription* result, float* prob) {
+  if (result == nullptr) return NullArg("result");
+  if (prob == nullptr) return NullArg("prob");
+  *prob = result->language_prob;
+  return Succeed();
 }
 
 ZF_API void zf_transcription_free(zf_transcription* result) { delete result; }

@@ -200,8 +200,17 @@ TEST_F(CapiSpeech, BadParamsNamed) {
       {"language .en", [](zf_transcribe_params* p) { p->language = "de"; }, ZF_ERR_INVALID_ARGUMENT, "English-only"},
       {"translate .en", [](zf_transcribe_params* p) { p->flags = ZF_TRANSCRIBE_TRANSLATE; }, ZF_ERR_INVALID_ARGUMENT,
        "translate"},
-      {"prompt", [](zf_transcribe_params* p) { p->initial_prompt = "Kennedy."; }, ZF_ERR_UNSUPPORTED,
-       "params->initial_prompt"},
+      {"temperature", [](zf_transcribe_params* p) { p->temperature = 1.5f; }, ZF_ERR_INVALID_ARGUMENT, "params->temperature "},
+      {"temperature_inc", [](zf_transcribe_params* p) { p->temperature_inc = -0.2f; }, ZF_ERR_INVALID_ARGUMENT,
+       "params->temperature_inc"},
+      {"beam_size", [](zf_transcribe_params* p) { p->beam_size = 9; }, ZF_ERR_INVALID_ARGUMENT, "params->beam_size"},
+      {"best_of", [](zf_transcribe_params* p) { p->best_of = 0; }, ZF_ERR_INVALID_ARGUMENT, "params->best_of"},
+      {"entropy_thold", [](zf_transcribe_params* p) { p->entropy_thold = NAN; }, ZF_ERR_INVALID_ARGUMENT,
+       "params->entropy_thold"},
+      {"logprob_thold", [](zf_transcribe_params* p) { p->logprob_thold = -INFINITY; }, ZF_ERR_INVALID_ARGUMENT,
+       "params->logprob_thold"},
+      {"n_max_text_ctx", [](zf_transcribe_params* p) { p->n_max_text_ctx = -1; }, ZF_ERR_INVALID_ARGUMENT,
+       "params->n_max_text_ctx"},
   };
   for (const Case& c : cases) {
     zf_transcribe_params p = Params();
@@ -211,11 +220,129 @@ TEST_F(CapiSpeech, BadParamsNamed) {
     EXPECT_EQ(r, nullptr) << c.name;
     EXPECT_NE(Err().find(c.message), std::string::npos) << c.name << ": " << Err();
   }
-  // "" and NULL language mean "en"; an empty prompt is no prompt.
+  // "" and NULL language mean "en"; an empty prompt is no prompt; beam_size 0 is greedy.
   zf_transcribe_params p = Params();
   p.language = "";
   p.initial_prompt = "";
+  p.beam_size = 0;
   EXPECT_EQ(zf_transcribe(model_, pcm_.data(), 16000, &p, nullptr, nullptr, nullptr), ZF_OK) << Err();
+}
+
+// Defaults are whisper_full_default_params(GREEDY)'s; a caller built against the 32-byte struct
+// (before the decoding fields) gets them too.
+TEST_F(CapiSpeech, DecodingDefaultsAsWhisperCpp) {
+  zf_transcribe_params p;
+  ASSERT_EQ(zf_transcribe_params_init(&p, sizeof p), ZF_OK);
+  EXPECT_EQ(p.temperature, 0.0f);
+  EXPECT_FLOAT_EQ(p.temperature_inc, 0.2f);
+  EXPECT_EQ(p.beam_size, 1);
+  EXPECT_EQ(p.best_of, 5);
+  EXPECT_EQ(p.length_penalty, -1.0f);
+  EXPECT_FLOAT_EQ(p.entropy_thold, 2.4f);
+  EXPECT_EQ(p.logprob_thold, -1.0f);
+  EXPECT_FLOAT_EQ(p.no_speech_thold, 0.6f);
+  EXPECT_EQ(p.seed, 0u);
+  EXPECT_EQ(p.n_max_text_ctx, 16384);
+  std::vector<unsigned char> old(sizeof(zf_transcribe_params), 0xff);  // junk past the old size
+  zf_transcribe_params* o = reinterpret_cast<zf_transcribe_params*>(old.data());
+  ASSERT_EQ(zf_transcribe_params_init(o, 32), ZF_OK);
+  o->n_threads = 2;
+  zf_transcription* r = nullptr;
+  ASSERT_EQ(zf_transcribe(model_, pcm_.data(), pcm_.size(), o, nullptr, nullptr, &r), ZF_OK) << Err();
+  ASSERT_EQ(zf_transcription_n_segments(r), golden_["greedy"]["segments"].size());
+  zf_transcription_free(r);
+}
+
+// The decoding fields reach the core: initial_prompt, beam search and word timestamps give
+// whisper.cpp's results (tests/data/golden/whisper/tiny.en-jfk-decoding.json).
+TEST_F(CapiSpeech, PromptBeamAndWordTimestampsAsWhisperCpp) {
+  const nlohmann::json g = nlohmann::json::parse(ReadAll(std::string(ZF_TEST_DATA_DIR) + "/golden/whisper/tiny.en-jfk-decoding.json"));
+  auto run = [&](const zf_transcribe_params& p, const nlohmann::json& want, bool times) {
+    zf_transcription* r = nullptr;
+    ASSERT_EQ(zf_transcribe(model_, pcm_.data(), pcm_.size(), &p, nullptr, nullptr, &r), ZF_OK) << Err();
+    ASSERT_EQ(zf_transcription_n_segments(r), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      zf_speech_segment s;
+      s.struct_size = sizeof s;
+      ASSERT_EQ(zf_transcription_segment(r, i, &s), ZF_OK) << Err();
+      std::printf("  [%lld ms -> %lld ms] %s (temperature %.1f)\n", (long long)s.t0_ms, (long long)s.t1_ms, s.text, s.temperature);
+      EXPECT_EQ(std::string(s.text, s.text_len), want[i]["text"].get<std::string>()) << i;
+      EXPECT_EQ(s.t0_ms, want[i]["t0"].get<int64_t>() * 10) << i;
+      EXPECT_EQ(s.t1_ms, want[i]["t1"].get<int64_t>() * 10) << i;
+      EXPECT_LT(s.avg_logprob, 0.0f);
+      if (!times) {
+        EXPECT_EQ(s.token_times, nullptr);
+        EXPECT_EQ(s.words, nullptr);
+        EXPECT_EQ(s.n_words, 0u);
+        continue;
+      }
+      ASSERT_NE(s.token_times, nullptr);
+      ASSERT_EQ(s.n_tokens, want[i]["token_data"].size());
+      for (size_t k = 0; k < s.n_tokens; ++k) {
+        EXPECT_EQ(s.token_times[k].t0_ms, want[i]["token_data"][k][5].get<int64_t>() * 10) << i << "/" << k;
+        EXPECT_EQ(s.token_times[k].t1_ms, want[i]["token_data"][k][6].get<int64_t>() * 10) << i << "/" << k;
+      }
+      ASSERT_GT(s.n_words, 0u);
+      std::string joined;
+      for (size_t k = 0; k < s.n_words; ++k) {
+        EXPECT_EQ(std::strlen(s.words[k].text), s.words[k].text_len);
+        EXPECT_EQ(s.words[k].text[0], ' ');
+        EXPECT_LE(s.words[k].t0_ms, s.words[k].t1_ms);
+        EXPECT_GT(s.words[k].p, 0.0f);
+        joined += s.words[k].text;
+      }
+      EXPECT_EQ(joined, std::string(s.text, s.text_len));
+    }
+    zf_transcription_free(r);
+  };
+  zf_transcribe_params p = Params();
+  const std::string prompt = g["prompt"].get<std::string>();
+  p.initial_prompt = prompt.c_str();
+  run(p, g["greedy_prompt"]["segments"], false);
+  p = Params();
+  p.beam_size = 5;
+  run(p, g["beam5"]["segments"], false);
+  p = Params();
+  p.flags = ZF_TRANSCRIBE_WORD_TIMESTAMPS;
+  run(p, g["greedy_token_timestamps"]["segments"], true);
+  // Words through the callback too (its pointers live for the call).
+  p.flags = ZF_TRANSCRIBE_WORD_TIMESTAMPS;
+  std::vector<std::string> words;
+  auto cb = [](void* ud, const zf_speech_segment* s) -> int32_t {
+    for (size_t k = 0; k < s->n_words; ++k) static_cast<std::vector<std::string>*>(ud)->push_back(s->words[k].text);
+    return 0;
+  };
+  ASSERT_EQ(zf_transcribe(model_, pcm_.data(), pcm_.size(), &p, cb, &words, nullptr), ZF_OK) << Err();
+  ASSERT_GE(words.size(), 3u);
+  EXPECT_EQ(words[0], " And");
+  EXPECT_EQ(words[2], " my");
+  float lp = -1;
+  zf_transcription* r = nullptr;
+  ASSERT_EQ(zf_transcribe(model_, pcm_.data(), 16000, nullptr, nullptr, nullptr, &r), ZF_OK) << Err();
+  ASSERT_EQ(zf_transcription_language_prob(r, &lp), ZF_OK);
+  EXPECT_EQ(lp, 0.0f);  // the language was given ("en"), not detected
+  EXPECT_EQ(zf_transcription_language_prob(r, nullptr), ZF_ERR_INVALID_ARGUMENT);
+  zf_transcription_free(r);
+}
+
+// Sampling with a seed gives the same transcript each time (temperature 1, no fallback).
+TEST_F(CapiSpeech, SeededSamplingReproducible) {
+  zf_transcribe_params p = Params();
+  p.temperature = 1.0f;
+  p.temperature_inc = 0;
+  p.seed = 42;
+  std::string texts[2];
+  for (std::string& t : texts) {
+    zf_transcription* r = nullptr;
+    ASSERT_EQ(zf_transcribe(model_, pcm_.data(), pcm_.size(), &p, nullptr, nullptr, &r), ZF_OK) << Err();
+    size_t needed = 0;
+    zf_transcription_text(r, nullptr, 0, &needed);
+    t.assign(needed, '\0');
+    ASSERT_EQ(zf_transcription_text(r, t.data(), t.size(), &needed), ZF_OK);
+    zf_transcription_free(r);
+  }
+  EXPECT_FALSE(texts[0].empty());
+  EXPECT_EQ(texts[0], texts[1]);
 }
 
 TEST_F(CapiSpeech, EmptyAndNullInputs) {

@@ -303,6 +303,8 @@ pub struct ZerfooLib {
         cap: usize,
         needed: *mut usize,
     ) -> zf_status,
+    pub zf_transcription_language_prob:
+        unsafe extern "C" fn(result: *const zf_transcription, prob: *mut f32) -> zf_status,
     pub zf_transcription_free: unsafe extern "C" fn(result: *mut zf_transcription),
     pub zf_speech_token_text: unsafe extern "C" fn(
         model: *const zf_speech_model,
@@ -415,6 +417,9 @@ impl ZerfooLib {
         let zf_transcription_language = __library
             .get(b"zf_transcription_language\0")
             .map(|sym| *sym)?;
+        let zf_transcription_language_prob = __library
+            .get(b"zf_transcription_language_prob\0")
+            .map(|sym| *sym)?;
         let zf_transcription_free = __library.get(b"zf_transcription_free\0").map(|sym| *sym)?;
         let zf_speech_token_text = __library.get(b"zf_speech_token_text\0").map(|sym| *sym)?;
         let zf_wav_decode = __library.get(b"zf_wav_decode\0").map(|sym| *sym)?;
@@ -488,6 +493,7 @@ impl ZerfooLib {
             zf_transcription_segment,
             zf_transcription_text,
             zf_transcription_language,
+            zf_transcription_language_prob,
             zf_transcription_free,
             zf_speech_token_text,
             zf_wav_decode,
@@ -1033,7 +1039,7 @@ impl ZerfooLib {
     ) -> zf_status {
         (self.zf_transcribe_params_init)(params, size)
     }
-    #[doc = " @brief Transcribes (or translates) 16 kHz mono float PCM greedily with timestamps, as\n whisper.cpp's whisper_full does: 30 s windows, each conditioned on the previous one's text,\n the next starting at the last timestamp. Thread-safe: concurrent calls on one model are\n independent.\n @param model The speech model.\n @param pcm n_samples samples in [-1, 1] at 16 kHz (zf_wav_decode() converts WAV files).\n @param n_samples Number of samples; must be > 0.\n @param params Options (NULL: defaults).\n @param cb Optional segment callback.\n @param user_data Passed to cb.\n @param out Optional; receives the result (free with zf_transcription_free()); NULL on failure.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL model, NULL or empty pcm, a language Whisper\n         does not know or that an English-only model cannot decode, translate on an\n         English-only model, n_threads < 0, unknown flags, nonzero reserved, struct_size too\n         small); ::ZF_ERR_UNSUPPORTED (a non-empty initial_prompt); ::ZF_ERR_OUT_OF_MEMORY."]
+    #[doc = " @brief Transcribes (or translates) 16 kHz mono float PCM with timestamps, as whisper.cpp\n 1.8.5's whisper_full does: 30 s windows, each conditioned on the previous one's text, the\n next starting at the last timestamp; greedy or beam search, with the temperature fallback. Thread-safe: concurrent calls on one model are\n independent.\n @param model The speech model.\n @param pcm n_samples samples in [-1, 1] at 16 kHz (zf_wav_decode() converts WAV files).\n @param n_samples Number of samples; must be > 0.\n @param params Options (NULL: defaults).\n @param cb Optional segment callback.\n @param user_data Passed to cb.\n @param out Optional; receives the result (free with zf_transcription_free()); NULL on failure.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL model, NULL or empty pcm, a language Whisper\n         does not know or that an English-only model cannot decode, translate on an\n         English-only model, n_threads < 0, unknown flags, nonzero reserved, struct_size too\n         small, temperature or temperature_inc outside [0, 1], beam_size or best_of outside\n         their ranges, a threshold that is not a finite number, n_max_text_ctx < 0: the\n         message names the field); ::ZF_ERR_OUT_OF_MEMORY."]
     pub unsafe fn zf_transcribe(
         &self,
         model: *const zf_speech_model,
@@ -1078,6 +1084,14 @@ impl ZerfooLib {
         needed: *mut usize,
     ) -> zf_status {
         (self.zf_transcription_language)(result, buf, cap, needed)
+    }
+    #[doc = " @brief With language \"auto\": the detected language's probability (softmax over the language\n tokens after <|startoftranscript|> on the first window, as whisper_lang_auto_detect); 0 when\n the language was given. Thread-safe.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments)."]
+    pub unsafe fn zf_transcription_language_prob(
+        &self,
+        result: *const zf_transcription,
+        prob: *mut f32,
+    ) -> zf_status {
+        (self.zf_transcription_language_prob)(result, prob)
     }
     #[doc = " @brief Releases a result. NULL is a no-op. Any thread."]
     pub unsafe fn zf_transcription_free(&self, result: *mut zf_transcription) {

@@ -320,7 +320,7 @@ unsafe extern "C" {
         -> zf_status;
     #[doc = " @brief Fills `params` with defaults (language \"en\", timestamps on, hardware threads).\n @param params The struct to fill.\n @param size sizeof(zf_transcribe_params) as the caller knows it.\n @return ::ZF_OK, or ::ZF_ERR_INVALID_ARGUMENT if params is NULL or size < 4."]
     pub fn zf_transcribe_params_init(params: *mut zf_transcribe_params, size: usize) -> zf_status;
-    #[doc = " @brief Transcribes (or translates) 16 kHz mono float PCM greedily with timestamps, as\n whisper.cpp's whisper_full does: 30 s windows, each conditioned on the previous one's text,\n the next starting at the last timestamp. Thread-safe: concurrent calls on one model are\n independent.\n @param model The speech model.\n @param pcm n_samples samples in [-1, 1] at 16 kHz (zf_wav_decode() converts WAV files).\n @param n_samples Number of samples; must be > 0.\n @param params Options (NULL: defaults).\n @param cb Optional segment callback.\n @param user_data Passed to cb.\n @param out Optional; receives the result (free with zf_transcription_free()); NULL on failure.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL model, NULL or empty pcm, a language Whisper\n         does not know or that an English-only model cannot decode, translate on an\n         English-only model, n_threads < 0, unknown flags, nonzero reserved, struct_size too\n         small); ::ZF_ERR_UNSUPPORTED (a non-empty initial_prompt); ::ZF_ERR_OUT_OF_MEMORY."]
+    #[doc = " @brief Transcribes (or translates) 16 kHz mono float PCM with timestamps, as whisper.cpp\n 1.8.5's whisper_full does: 30 s windows, each conditioned on the previous one's text, the\n next starting at the last timestamp; greedy or beam search, with the temperature fallback. Thread-safe: concurrent calls on one model are\n independent.\n @param model The speech model.\n @param pcm n_samples samples in [-1, 1] at 16 kHz (zf_wav_decode() converts WAV files).\n @param n_samples Number of samples; must be > 0.\n @param params Options (NULL: defaults).\n @param cb Optional segment callback.\n @param user_data Passed to cb.\n @param out Optional; receives the result (free with zf_transcription_free()); NULL on failure.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL model, NULL or empty pcm, a language Whisper\n         does not know or that an English-only model cannot decode, translate on an\n         English-only model, n_threads < 0, unknown flags, nonzero reserved, struct_size too\n         small, temperature or temperature_inc outside [0, 1], beam_size or best_of outside\n         their ranges, a threshold that is not a finite number, n_max_text_ctx < 0: the\n         message names the field); ::ZF_ERR_OUT_OF_MEMORY."]
     pub fn zf_transcribe(
         model: *const zf_speech_model,
         pcm: *const f32,
@@ -351,6 +351,11 @@ unsafe extern "C" {
         buf: *mut ::core::ffi::c_char,
         cap: usize,
         needed: *mut usize,
+    ) -> zf_status;
+    #[doc = " @brief With language \"auto\": the detected language's probability (softmax over the language\n tokens after <|startoftranscript|> on the first window, as whisper_lang_auto_detect); 0 when\n the language was given. Thread-safe.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments)."]
+    pub fn zf_transcription_language_prob(
+        result: *const zf_transcription,
+        prob: *mut f32,
     ) -> zf_status;
     #[doc = " @brief Releases a result. NULL is a no-op. Any thread."]
     pub fn zf_transcription_free(result: *mut zf_transcription);

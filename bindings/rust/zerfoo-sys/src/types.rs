@@ -455,12 +455,32 @@ pub struct zf_transcribe_params {
     pub n_threads: i32,
     #[doc = " A language code of Whisper's (\"en\", \"de\", ...), \"auto\" to detect it (multilingual models),\n  or NULL/\"\" for \"en\". English-only models accept only \"en\", \"auto\" or NULL."]
     pub language: *const ::core::ffi::c_char,
-    #[doc = " Text to condition the first window on (whisper.cpp's initial prompt). Not supported in this\n  version: must be NULL or \"\" (else ::ZF_ERR_UNSUPPORTED)."]
+    #[doc = " Text to condition the first window on (whisper.cpp's initial_prompt: tokenized by its\n  whisper_tokenize rule and placed after <|startofprev|>; the last n_text_ctx/2 - 1 tokens\n  are kept), or NULL/\"\" for none. NUL-terminated UTF-8, borrowed for the call."]
     pub initial_prompt: *const ::core::ffi::c_char,
     #[doc = "< ZF_TRANSCRIBE_* bits; unknown bits are rejected."]
     pub flags: u32,
     #[doc = "< Must be 0."]
     pub reserved: u32,
+    #[doc = "< First temperature, in [0, 1] (default 0: greedy or beam search)."]
+    pub temperature: f32,
+    #[doc = " Fallback step (default 0.2; 0: no fallback): a window whose best sequence repeats itself\n  (entropy_thold) or scores under logprob_thold while not silent (no_speech_thold) is decoded\n  again at temperature + temperature_inc, ... up to 1.0, sampling best_of sequences."]
+    pub temperature_inc: f32,
+    #[doc = "< > 1: beam search with this many beams (at most 8); 0 or 1: greedy (default). whisper-cli uses 5."]
+    pub beam_size: i32,
+    #[doc = "< Sequences sampled per window above temperature 0, 1..8 (default 5)."]
+    pub best_of: i32,
+    #[doc = "< Score = sum logprob / ((5 + n) / 6)^length_penalty when > 0; else / n (default -1)."]
+    pub length_penalty: f32,
+    #[doc = "< Fallback when the last 32 tokens' entropy is below it (default 2.4)."]
+    pub entropy_thold: f32,
+    #[doc = "< Fallback when the average log-probability is below it (default -1)."]
+    pub logprob_thold: f32,
+    #[doc = "< A window is silence when P(<|nospeech|>) is above it and logprob_thold failed (default 0.6)."]
+    pub no_speech_thold: f32,
+    #[doc = " Sampling seed: sequence j draws from std::mt19937(seed + j) (whisper.cpp seeds j), so a\n  seed gives the same transcript on every run (default 0)."]
+    pub seed: u32,
+    #[doc = " Previous-text tokens offered as the next window's prompt (default 16384, capped by the\n  model at n_text_ctx/2; 0: windows are decoded without the previous text)."]
+    pub n_max_text_ctx: i32,
 }
 #[doc = " One decoded token of a segment."]
 #[repr(C)]
@@ -472,6 +492,32 @@ pub struct zf_speech_token {
     pub p: f32,
     #[doc = "< Its log-probability."]
     pub plog: f32,
+    #[doc = "< Written as 0."]
+    pub reserved: u32,
+}
+#[doc = " Start and end of a token (entries parallel to zf_speech_segment::tokens). An array element:\n  this struct never grows."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct zf_speech_token_time {
+    #[doc = "< Start in milliseconds from the start of the audio (10 ms resolution)."]
+    pub t0_ms: i64,
+    #[doc = "< End in milliseconds."]
+    pub t1_ms: i64,
+}
+#[doc = " A word: the segment's text tokens joined at a leading space (punctuation stays with the word\n  before it). An array element: this struct never grows."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct zf_speech_word {
+    #[doc = "< UTF-8, NUL-terminated, with its leading space as in the segment text."]
+    pub text: *const ::core::ffi::c_char,
+    #[doc = "< Bytes of `text` without the NUL."]
+    pub text_len: usize,
+    #[doc = "< Start of its first token."]
+    pub t0_ms: i64,
+    #[doc = "< End of its last token."]
+    pub t1_ms: i64,
+    #[doc = "< The lowest probability among its tokens."]
+    pub p: f32,
     #[doc = "< Written as 0."]
     pub reserved: u32,
 }
@@ -499,6 +545,16 @@ pub struct zf_speech_segment {
     pub no_speech_prob: f32,
     #[doc = "< Written as 0."]
     pub reserved2: u32,
+    #[doc = " With ::ZF_TRANSCRIBE_WORD_TIMESTAMPS: n_tokens entries, each token's start and end\n  (whisper.cpp's token-level timestamps); else NULL."]
+    pub token_times: *const zf_speech_token_time,
+    #[doc = "< With ::ZF_TRANSCRIBE_WORD_TIMESTAMPS: the words; else NULL."]
+    pub words: *const zf_speech_word,
+    #[doc = "< Entries in `words`."]
+    pub n_words: usize,
+    #[doc = "< The temperature the window was decoded at (above the first: a fallback)."]
+    pub temperature: f32,
+    #[doc = "< Average log-probability of the window's tokens."]
+    pub avg_logprob: f32,
 }
 pub const ZF_VERSION_MAJOR: i32 = 0;
 pub const ZF_VERSION_MINOR: i32 = 7;
@@ -576,6 +632,8 @@ pub const ZF_FINISH_LENGTH: i32 = 1;
 pub const ZF_FINISH_TOOL_CALLS: i32 = 2;
 pub const ZF_TRANSCRIBE_TRANSLATE: i32 = 1;
 pub const ZF_TRANSCRIBE_NO_TIMESTAMPS: i32 = 2;
+pub const ZF_TRANSCRIBE_WORD_TIMESTAMPS: i32 = 4;
+pub const ZF_TRANSCRIBE_CARRY_PROMPT: i32 = 8;
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     ["Size of zf_model_params"][::core::mem::size_of::<zf_model_params>() - 56usize];
@@ -943,7 +1001,7 @@ const _: () = {
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of zf_transcribe_params"][::core::mem::size_of::<zf_transcribe_params>() - 32usize];
+    ["Size of zf_transcribe_params"][::core::mem::size_of::<zf_transcribe_params>() - 72usize];
     ["Alignment of zf_transcribe_params"][::core::mem::align_of::<zf_transcribe_params>() - 8usize];
     ["Offset of field: zf_transcribe_params::struct_size"]
         [::core::mem::offset_of!(zf_transcribe_params, struct_size) - 0usize];
@@ -957,6 +1015,26 @@ const _: () = {
         [::core::mem::offset_of!(zf_transcribe_params, flags) - 24usize];
     ["Offset of field: zf_transcribe_params::reserved"]
         [::core::mem::offset_of!(zf_transcribe_params, reserved) - 28usize];
+    ["Offset of field: zf_transcribe_params::temperature"]
+        [::core::mem::offset_of!(zf_transcribe_params, temperature) - 32usize];
+    ["Offset of field: zf_transcribe_params::temperature_inc"]
+        [::core::mem::offset_of!(zf_transcribe_params, temperature_inc) - 36usize];
+    ["Offset of field: zf_transcribe_params::beam_size"]
+        [::core::mem::offset_of!(zf_transcribe_params, beam_size) - 40usize];
+    ["Offset of field: zf_transcribe_params::best_of"]
+        [::core::mem::offset_of!(zf_transcribe_params, best_of) - 44usize];
+    ["Offset of field: zf_transcribe_params::length_penalty"]
+        [::core::mem::offset_of!(zf_transcribe_params, length_penalty) - 48usize];
+    ["Offset of field: zf_transcribe_params::entropy_thold"]
+        [::core::mem::offset_of!(zf_transcribe_params, entropy_thold) - 52usize];
+    ["Offset of field: zf_transcribe_params::logprob_thold"]
+        [::core::mem::offset_of!(zf_transcribe_params, logprob_thold) - 56usize];
+    ["Offset of field: zf_transcribe_params::no_speech_thold"]
+        [::core::mem::offset_of!(zf_transcribe_params, no_speech_thold) - 60usize];
+    ["Offset of field: zf_transcribe_params::seed"]
+        [::core::mem::offset_of!(zf_transcribe_params, seed) - 64usize];
+    ["Offset of field: zf_transcribe_params::n_max_text_ctx"]
+        [::core::mem::offset_of!(zf_transcribe_params, n_max_text_ctx) - 68usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
@@ -971,7 +1049,32 @@ const _: () = {
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of zf_speech_segment"][::core::mem::size_of::<zf_speech_segment>() - 64usize];
+    ["Size of zf_speech_token_time"][::core::mem::size_of::<zf_speech_token_time>() - 16usize];
+    ["Alignment of zf_speech_token_time"][::core::mem::align_of::<zf_speech_token_time>() - 8usize];
+    ["Offset of field: zf_speech_token_time::t0_ms"]
+        [::core::mem::offset_of!(zf_speech_token_time, t0_ms) - 0usize];
+    ["Offset of field: zf_speech_token_time::t1_ms"]
+        [::core::mem::offset_of!(zf_speech_token_time, t1_ms) - 8usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of zf_speech_word"][::core::mem::size_of::<zf_speech_word>() - 40usize];
+    ["Alignment of zf_speech_word"][::core::mem::align_of::<zf_speech_word>() - 8usize];
+    ["Offset of field: zf_speech_word::text"]
+        [::core::mem::offset_of!(zf_speech_word, text) - 0usize];
+    ["Offset of field: zf_speech_word::text_len"]
+        [::core::mem::offset_of!(zf_speech_word, text_len) - 8usize];
+    ["Offset of field: zf_speech_word::t0_ms"]
+        [::core::mem::offset_of!(zf_speech_word, t0_ms) - 16usize];
+    ["Offset of field: zf_speech_word::t1_ms"]
+        [::core::mem::offset_of!(zf_speech_word, t1_ms) - 24usize];
+    ["Offset of field: zf_speech_word::p"][::core::mem::offset_of!(zf_speech_word, p) - 32usize];
+    ["Offset of field: zf_speech_word::reserved"]
+        [::core::mem::offset_of!(zf_speech_word, reserved) - 36usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of zf_speech_segment"][::core::mem::size_of::<zf_speech_segment>() - 96usize];
     ["Alignment of zf_speech_segment"][::core::mem::align_of::<zf_speech_segment>() - 8usize];
     ["Offset of field: zf_speech_segment::struct_size"]
         [::core::mem::offset_of!(zf_speech_segment, struct_size) - 0usize];
@@ -993,4 +1096,14 @@ const _: () = {
         [::core::mem::offset_of!(zf_speech_segment, no_speech_prob) - 56usize];
     ["Offset of field: zf_speech_segment::reserved2"]
         [::core::mem::offset_of!(zf_speech_segment, reserved2) - 60usize];
+    ["Offset of field: zf_speech_segment::token_times"]
+        [::core::mem::offset_of!(zf_speech_segment, token_times) - 64usize];
+    ["Offset of field: zf_speech_segment::words"]
+        [::core::mem::offset_of!(zf_speech_segment, words) - 72usize];
+    ["Offset of field: zf_speech_segment::n_words"]
+        [::core::mem::offset_of!(zf_speech_segment, n_words) - 80usize];
+    ["Offset of field: zf_speech_segment::temperature"]
+        [::core::mem::offset_of!(zf_speech_segment, temperature) - 88usize];
+    ["Offset of field: zf_speech_segment::avg_logprob"]
+        [::core::mem::offset_of!(zf_speech_segment, avg_logprob) - 92usize];
 };

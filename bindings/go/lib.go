@@ -24,66 +24,67 @@ var lib struct {
 	handle uintptr
 	path   string // where the library was found
 
-	version          func() uint32
-	versionString    func() string
-	lastError        func() string
-	setLogLevel      func(level int32) int32
-	backendAvail     func(device int32) int32
-	modelInit        func(p *cModelParams, size uintptr) int32
-	modelLoad        func(path *byte, p *cModelParams, out *uintptr) int32
-	modelFree        func(m uintptr)
-	modelInfo        func(m uintptr, info *cModelSummary) int32
-	modelCacheInfo   func(m uintptr, info *cCacheInfo) int32
-	modelMeta        func(m uintptr, key *byte, buf *byte, cap uintptr, needed *uintptr) int32
-	tokenize         func(m uintptr, text *byte, n uintptr, flags uint32, toks *int32, cap uintptr, nOut *uintptr) int32
-	detokenize       func(m uintptr, toks *int32, n uintptr, flags uint32, buf *byte, cap uintptr, needed *uintptr) int32
-	applyTemplate    func(m uintptr, msgs *cChatMessage, n uintptr, flags uint32, buf *byte, cap uintptr, needed *uintptr) int32
-	applyTemplate2   func(m uintptr, msgs *cChatMessageV2, n uintptr, p *cChatParams, buf *byte, cap uintptr, needed *uintptr) int32
-	chatParse        func(m uintptr, text *byte, n uintptr, p *cChatParams, buf *byte, cap uintptr, needed *uintptr) int32
-	chatToolGrammar  func(m uintptr, p *cChatParams, buf *byte, cap uintptr, needed *uintptr) int32
-	sessionInit      func(p *cSessionParams, size uintptr) int32
-	sessionCreate    func(m uintptr, p *cSessionParams, out *uintptr) int32
-	sessionFree      func(s uintptr)
-	sessionReset     func(s uintptr) int32
-	sessionCancel    func(s uintptr) int32
-	sessionNPast     func(s uintptr, n *int32) int32
-	sessionSetDraft  func(s uintptr, draft uintptr) int32
-	generateInit     func(p *cGenParams, size uintptr) int32
-	generate         func(s uintptr, prompt *byte, n uintptr, p *cGenParams, cb uintptr, userData uintptr, out *cGenResult) int32
-	generateBegin    func(s uintptr, prompt *byte, n uintptr, p *cGenParams, out *uintptr) int32
-	generationNext   func(g uintptr, buf *byte, cap uintptr, n *uintptr, token *int32, done *int32) int32
-	generationResult func(g uintptr, out *cGenResult) int32
-	generationFree   func(g uintptr)
-	sessionLogprobs  func(s uintptr, out *TokenLogprob, cap uintptr, n *uintptr, stride *uintptr) int32
-	constraintCheck  func(m uintptr, kind int32, constraint *byte) int32
-	embedInit        func(p *cEmbedParams, size uintptr) int32
-	embedDimension   func(m uintptr, p *cEmbedParams, dim *uintptr) int32
-	embed            func(m uintptr, p *cEmbedParams, texts **byte, lens *uintptr, n uintptr, out *float32, cap uintptr, needed *uintptr) int32
-	embedTokens      func(m uintptr, p *cEmbedParams, tokens **int32, nTokens *uintptr, n uintptr, out *float32, cap uintptr, needed *uintptr) int32
-	rerank           func(m uintptr, p *cEmbedParams, query *byte, queryLen uintptr, docs **byte, docLens *uintptr, n uintptr, scores *float32) int32
-	turnInit         func(p *cTurnParams, size uintptr) int32
-	turnBegin        func(s uintptr, p *cTurnParams, out *uintptr) int32
-	turnNext         func(t uintptr, ev *cTurnEvent) int32
-	turnMessage      func(t uintptr, buf *byte, cap uintptr, needed *uintptr) int32
-	turnFree         func(t uintptr)
-	turnRun          func(s uintptr, p *cTurnParams, cb uintptr, userData uintptr, out *uintptr) int32
-	turnPrompt       func(m uintptr, p *cTurnParams, buf *byte, cap uintptr, needed *uintptr) int32
-	loraLoad         func(m uintptr, path *byte, out *uintptr) int32
-	loraFree         func(a uintptr)
-	loraInfo         func(a uintptr, info *cLoraSummary) int32
-	sessionSetLoras  func(s uintptr, adapters *uintptr, scales *float32, n uintptr) int32
-	speechLoad       func(path *byte, flags uint32, out *uintptr) int32
-	speechFree       func(m uintptr)
-	speechInfo       func(m uintptr, info *cSpeechSummary) int32
-	transcribeInit   func(p *cTranscribeParams, size uintptr) int32
-	transcribe       func(m uintptr, pcm *float32, n uintptr, p *cTranscribeParams, cb uintptr, userData uintptr, out *uintptr) int32
-	transcriptionN   func(r uintptr) uintptr
-	transcriptionSeg func(r uintptr, i uintptr, out *cSpeechSegment) int32
-	transcriptionTxt func(r uintptr, buf *byte, cap uintptr, needed *uintptr) int32
-	transcriptionLng func(r uintptr, buf *byte, cap uintptr, needed *uintptr) int32
-	transcriptionFre func(r uintptr)
-	speechTokenText  func(m uintptr, id int32, buf *byte, cap uintptr, needed *uintptr) int32
-	wavDecode        func(data *byte, size uintptr, pcm *float32, cap uintptr, n *uintptr) int32
+	version            func() uint32
+	versionString      func() string
+	lastError          func() string
+	setLogLevel        func(level int32) int32
+	backendAvail       func(device int32) int32
+	modelInit          func(p *cModelParams, size uintptr) int32
+	modelLoad          func(path *byte, p *cModelParams, out *uintptr) int32
+	modelFree          func(m uintptr)
+	modelInfo          func(m uintptr, info *cModelSummary) int32
+	modelCacheInfo     func(m uintptr, info *cCacheInfo) int32
+	modelMeta          func(m uintptr, key *byte, buf *byte, cap uintptr, needed *uintptr) int32
+	tokenize           func(m uintptr, text *byte, n uintptr, flags uint32, toks *int32, cap uintptr, nOut *uintptr) int32
+	detokenize         func(m uintptr, toks *int32, n uintptr, flags uint32, buf *byte, cap uintptr, needed *uintptr) int32
+	applyTemplate      func(m uintptr, msgs *cChatMessage, n uintptr, flags uint32, buf *byte, cap uintptr, needed *uintptr) int32
+	applyTemplate2     func(m uintptr, msgs *cChatMessageV2, n uintptr, p *cChatParams, buf *byte, cap uintptr, needed *uintptr) int32
+	chatParse          func(m uintptr, text *byte, n uintptr, p *cChatParams, buf *byte, cap uintptr, needed *uintptr) int32
+	chatToolGrammar    func(m uintptr, p *cChatParams, buf *byte, cap uintptr, needed *uintptr) int32
+	sessionInit        func(p *cSessionParams, size uintptr) int32
+	sessionCreate      func(m uintptr, p *cSessionParams, out *uintptr) int32
+	sessionFree        func(s uintptr)
+	sessionReset       func(s uintptr) int32
+	sessionCancel      func(s uintptr) int32
+	sessionNPast       func(s uintptr, n *int32) int32
+	sessionSetDraft    func(s uintptr, draft uintptr) int32
+	generateInit       func(p *cGenParams, size uintptr) int32
+	generate           func(s uintptr, prompt *byte, n uintptr, p *cGenParams, cb uintptr, userData uintptr, out *cGenResult) int32
+	generateBegin      func(s uintptr, prompt *byte, n uintptr, p *cGenParams, out *uintptr) int32
+	generationNext     func(g uintptr, buf *byte, cap uintptr, n *uintptr, token *int32, done *int32) int32
+	generationResult   func(g uintptr, out *cGenResult) int32
+	generationFree     func(g uintptr)
+	sessionLogprobs    func(s uintptr, out *TokenLogprob, cap uintptr, n *uintptr, stride *uintptr) int32
+	constraintCheck    func(m uintptr, kind int32, constraint *byte) int32
+	embedInit          func(p *cEmbedParams, size uintptr) int32
+	embedDimension     func(m uintptr, p *cEmbedParams, dim *uintptr) int32
+	embed              func(m uintptr, p *cEmbedParams, texts **byte, lens *uintptr, n uintptr, out *float32, cap uintptr, needed *uintptr) int32
+	embedTokens        func(m uintptr, p *cEmbedParams, tokens **int32, nTokens *uintptr, n uintptr, out *float32, cap uintptr, needed *uintptr) int32
+	rerank             func(m uintptr, p *cEmbedParams, query *byte, queryLen uintptr, docs **byte, docLens *uintptr, n uintptr, scores *float32) int32
+	turnInit           func(p *cTurnParams, size uintptr) int32
+	turnBegin          func(s uintptr, p *cTurnParams, out *uintptr) int32
+	turnNext           func(t uintptr, ev *cTurnEvent) int32
+	turnMessage        func(t uintptr, buf *byte, cap uintptr, needed *uintptr) int32
+	turnFree           func(t uintptr)
+	turnRun            func(s uintptr, p *cTurnParams, cb uintptr, userData uintptr, out *uintptr) int32
+	turnPrompt         func(m uintptr, p *cTurnParams, buf *byte, cap uintptr, needed *uintptr) int32
+	loraLoad           func(m uintptr, path *byte, out *uintptr) int32
+	loraFree           func(a uintptr)
+	loraInfo           func(a uintptr, info *cLoraSummary) int32
+	sessionSetLoras    func(s uintptr, adapters *uintptr, scales *float32, n uintptr) int32
+	speechLoad         func(path *byte, flags uint32, out *uintptr) int32
+	speechFree         func(m uintptr)
+	speechInfo         func(m uintptr, info *cSpeechSummary) int32
+	transcribeInit     func(p *cTranscribeParams, size uintptr) int32
+	transcribe         func(m uintptr, pcm *float32, n uintptr, p *cTranscribeParams, cb uintptr, userData uintptr, out *uintptr) int32
+	transcriptionN     func(r uintptr) uintptr
+	transcriptionSeg   func(r uintptr, i uintptr, out *cSpeechSegment) int32
+	transcriptionTxt   func(r uintptr, buf *byte, cap uintptr, needed *uintptr) int32
+	transcriptionLng   func(r uintptr, buf *byte, cap uintptr, needed *uintptr) int32
+	transcriptionFre   func(r uintptr)
+	transcriptionLangP func(r uintptr, prob *float32) int32
+	speechTokenText    func(m uintptr, id int32, buf *byte, cap uintptr, needed *uintptr) int32
+	wavDecode          func(data *byte, size uintptr, pcm *float32, cap uintptr, n *uintptr) int32
 }
 
 // Load loads libzerfoo from path (if non-empty) or by the default search: $ZERFOO_LIBRARY,
@@ -223,6 +224,7 @@ func bind(h uintptr) error {
 		{&lib.transcriptionTxt, "zf_transcription_text"},
 		{&lib.transcriptionLng, "zf_transcription_language"},
 		{&lib.transcriptionFre, "zf_transcription_free"},
+		{&lib.transcriptionLangP, "zf_transcription_language_prob"},
 		{&lib.speechTokenText, "zf_speech_token_text"},
 		{&lib.wavDecode, "zf_wav_decode"},
 	}

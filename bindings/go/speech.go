@@ -45,19 +45,41 @@ type SpeechInfo struct {
 }
 
 // TranscribeOptions are the options of Transcribe; the zero value is whisper.cpp's default
-// (English, timestamps, the hardware's threads).
+// (whisper_full_default_params(GREEDY): English, timestamps, greedy, the temperature fallback in
+// 0.2 steps with best of 5, the hardware's threads).
 type TranscribeOptions struct {
-	Threads      int    // 0: the hardware's (at most 8)
-	Language     string // a Whisper code ("en", "de", ...), "auto" (multilingual models) or "" (en)
-	Translate    bool   // translate into English (multilingual models)
-	NoTimestamps bool   // one segment per 30 s window
+	Threads        int    // 0: the hardware's (at most 8)
+	Language       string // a Whisper code ("en", "de", ...), "auto" (multilingual models) or "" (en)
+	Translate      bool   // translate into English (multilingual models)
+	NoTimestamps   bool   // one segment per 30 s window
+	Prompt         string // initial prompt: text the first window continues from
+	CarryPrompt    bool   // keep Prompt in front of every window's prompt
+	WordTimestamps bool   // token start/end times and Segment.Words
+	NoContext      bool   // do not offer the previous window's text as the next one's prompt
+
+	Temperature    float32 // first temperature in [0, 1]; 0: greedy or beam search
+	TemperatureInc float32 // fallback step; 0: the default 0.2
+	NoFallback     bool    // no temperature fallback
+	BeamSize       int     // > 1: beam search (at most 8); whisper-cli uses 5
+	BestOf         int     // sequences sampled above temperature 0; 0: the default 5
+	Seed           uint32  // sequence j samples from std::mt19937(Seed + j): reproducible
+	// nil: whisper.cpp's defaults (length penalty -1, entropy 2.4, log-probability -1, no speech 0.6).
+	LengthPenalty, EntropyThold, LogprobThold, NoSpeechThold *float32
 }
 
 // SpeechToken is one decoded token of a segment.
 type SpeechToken struct {
-	ID   int32   // token id (SpeechModel.TokenText gives its text)
-	P    float32 // the probability the decoder gave it
-	PLog float32 // its log-probability
+	ID         int32   // token id (SpeechModel.TokenText gives its text)
+	P          float32 // the probability the decoder gave it
+	PLog       float32 // its log-probability
+	T0Ms, T1Ms int64   // its start and end with WordTimestamps; else 0
+}
+
+// Word is a segment's text tokens joined at a leading space (with WordTimestamps).
+type Word struct {
+	Text       string // with its leading space
+	T0Ms, T1Ms int64
+	P          float32 // the lowest probability among its tokens
 }
 
 // Segment is the text between two timestamps.
@@ -66,13 +88,17 @@ type Segment struct {
 	Text         string
 	Tokens       []SpeechToken
 	NoSpeechProb float32
+	Words        []Word  // with WordTimestamps
+	Temperature  float32 // the temperature the window was decoded at (above the first: a fallback)
+	AvgLogprob   float32 // average log-probability of the window's tokens
 }
 
 // Transcription is the result of Transcribe.
 type Transcription struct {
-	Segments []Segment
-	Text     string // the whole text
-	Language string // the language decoded with (the detected one for "auto")
+	Segments     []Segment
+	Text         string  // the whole text
+	Language     string  // the language decoded with (the detected one for "auto")
+	LanguageProb float32 // the detected language's probability ("auto"); 0 when given
 }
 
 type cSpeechSummary struct {
@@ -93,6 +119,13 @@ type cTranscribeParams struct {
 	initialPrompt *byte
 	flags         uint32
 	reserved      uint32
+	// Appended (issue #47 decoding).
+	temperature, temperatureInc float32
+	beamSize, bestOf            int32
+	lengthPenalty, entropyThold float32
+	logprobThold, noSpeechThold float32
+	seed                        uint32
+	nMaxTextCtx                 int32
 }
 
 type cSpeechSegment struct {
@@ -101,21 +134,42 @@ type cSpeechSegment struct {
 	t0Ms, t1Ms   int64
 	text         *byte
 	textLen      uintptr
-	tokens       *SpeechToken // zf_speech_token: id, p, plog, reserved (16 bytes)
+	tokens       *cSpeechToken
 	nTokens      uintptr
 	noSpeechProb float32
 	reserved2    uint32
+	// Appended (issue #47 decoding).
+	tokenTimes  *cTokenTime
+	words       *cWord
+	nWords      uintptr
+	temperature float32
+	avgLogprob  float32
 }
 
-// The C layout of zf_speech_token: SpeechToken plus 4 bytes of padding.
+// zf_speech_token.
 type cSpeechToken struct {
-	SpeechToken
+	id       int32
+	p, plog  float32
 	reserved uint32
 }
 
+// zf_speech_token_time.
+type cTokenTime struct{ t0Ms, t1Ms int64 }
+
+// zf_speech_word.
+type cWord struct {
+	text       *byte
+	textLen    uintptr
+	t0Ms, t1Ms int64
+	p          float32
+	reserved   uint32
+}
+
 const (
-	transcribeTranslate    = 1
-	transcribeNoTimestamps = 2
+	transcribeTranslate      = 1
+	transcribeNoTimestamps   = 2
+	transcribeWordTimestamps = 4
+	transcribeCarryPrompt    = 8
 )
 
 // OpenSpeech loads a whisper.cpp ggml .bin model (loading libzerfoo first if needed). A GGUF or
@@ -200,15 +254,26 @@ func segmentTrampoline() uintptr {
 }
 
 func segmentFrom(c *cSpeechSegment) Segment {
-	s := Segment{T0Ms: c.t0Ms, T1Ms: c.t1Ms, NoSpeechProb: c.noSpeechProb}
+	s := Segment{T0Ms: c.t0Ms, T1Ms: c.t1Ms, NoSpeechProb: c.noSpeechProb, Temperature: c.temperature,
+		AvgLogprob: c.avgLogprob}
 	if c.text != nil && c.textLen > 0 {
 		s.Text = string(unsafe.Slice(c.text, c.textLen)) // copied: valid only during the call
 	}
 	if c.tokens != nil && c.nTokens > 0 {
-		raw := unsafe.Slice((*cSpeechToken)(unsafe.Pointer(c.tokens)), c.nTokens)
+		raw := unsafe.Slice(c.tokens, c.nTokens)
 		s.Tokens = make([]SpeechToken, len(raw))
 		for i, t := range raw {
-			s.Tokens[i] = t.SpeechToken
+			s.Tokens[i] = SpeechToken{ID: t.id, P: t.p, PLog: t.plog}
+		}
+		if c.tokenTimes != nil {
+			for i, tt := range unsafe.Slice(c.tokenTimes, c.nTokens) {
+				s.Tokens[i].T0Ms, s.Tokens[i].T1Ms = tt.t0Ms, tt.t1Ms
+			}
+		}
+	}
+	if c.words != nil && c.nWords > 0 {
+		for _, w := range unsafe.Slice(c.words, c.nWords) {
+			s.Words = append(s.Words, Word{Text: string(unsafe.Slice(w.text, w.textLen)), T0Ms: w.t0Ms, T1Ms: w.t1Ms, P: w.p})
 		}
 	}
 	return s
@@ -233,8 +298,8 @@ func onSegment(userData uintptr, seg *cSpeechSegment) (stop int32) {
 	return 0
 }
 
-// Transcribe transcribes 16 kHz mono PCM (DecodeWAV converts WAV files) greedily with
-// timestamps, as whisper.cpp does.
+// Transcribe transcribes 16 kHz mono PCM (DecodeWAV converts WAV files) with timestamps, as
+// whisper.cpp's whisper_full does (greedy or beam search, the temperature fallback).
 func (m *SpeechModel) Transcribe(pcm []float32, o TranscribeOptions) (*Transcription, error) {
 	return m.TranscribeFunc(pcm, o, nil)
 }
@@ -259,6 +324,41 @@ func (m *SpeechModel) TranscribeFunc(pcm []float32, o TranscribeOptions, fn func
 	if o.NoTimestamps {
 		p.flags |= transcribeNoTimestamps
 	}
+	if o.WordTimestamps {
+		p.flags |= transcribeWordTimestamps
+	}
+	if o.CarryPrompt {
+		p.flags |= transcribeCarryPrompt
+	}
+	var prompt []byte
+	if o.Prompt != "" {
+		prompt = cstr(o.Prompt)
+		p.initialPrompt = &prompt[0]
+	}
+	if o.NoContext {
+		p.nMaxTextCtx = 0
+	}
+	p.temperature = o.Temperature
+	if o.TemperatureInc != 0 {
+		p.temperatureInc = o.TemperatureInc
+	}
+	if o.NoFallback {
+		p.temperatureInc = 0
+	}
+	p.beamSize = int32(o.BeamSize)
+	if o.BestOf != 0 {
+		p.bestOf = int32(o.BestOf)
+	}
+	p.seed = o.Seed
+	for _, f := range []struct {
+		v   *float32
+		dst *float32
+	}{{o.LengthPenalty, &p.lengthPenalty}, {o.EntropyThold, &p.entropyThold}, {o.LogprobThold, &p.logprobThold},
+		{o.NoSpeechThold, &p.noSpeechThold}} {
+		if f.v != nil {
+			*f.dst = *f.v
+		}
+	}
 	var pcmPtr *float32
 	if len(pcm) > 0 {
 		pcmPtr = &pcm[0]
@@ -281,6 +381,7 @@ func (m *SpeechModel) TranscribeFunc(pcm []float32, o TranscribeOptions, fn func
 		})
 	})
 	runtime.KeepAlive(lang)
+	runtime.KeepAlive(prompt)
 	runtime.KeepAlive(pcm)
 	if sink != nil && sink.panic != nil {
 		if out != 0 {
@@ -312,6 +413,11 @@ func (m *SpeechModel) TranscribeFunc(pcm []float32, o TranscribeOptions, fn func
 	}
 	if t.Language, err = fetchString("transcription language", func(buf *byte, c uintptr, needed *uintptr) int32 {
 		return lib.transcriptionLng(out, buf, c, needed)
+	}); err != nil {
+		return nil, err
+	}
+	if err = call("transcription language probability", func() int32 {
+		return lib.transcriptionLangP(out, &t.LanguageProb)
 	}); err != nil {
 		return nil, err
 	}

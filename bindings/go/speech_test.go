@@ -157,3 +157,74 @@ func fmtErr(err error) string {
 	}
 	return err.Error()
 }
+
+// The decoding options reach the library: a prompt, beam search and word timestamps give
+// whisper.cpp's results (tests/data/golden/whisper/tiny.en-jfk-decoding.json); a seed makes
+// sampling reproducible; a bad field is named.
+func TestSpeechDecodingOptionsMatchWhisperCpp(t *testing.T) {
+	m := whisperModel(t)
+	pcm := jfkPCM(t)
+	type seg struct {
+		T0, T1    int64
+		Text      string
+		Tokens    []int32
+		TokenData [][]float64 `json:"token_data"`
+	}
+	var g struct {
+		Prompt       string
+		GreedyPrompt struct{ Segments []seg } `json:"greedy_prompt"`
+		Beam5        struct{ Segments []seg } `json:"beam5"`
+		TokenTimes   struct{ Segments []seg } `json:"greedy_token_timestamps"`
+	}
+	b, _ := os.ReadFile("../../tests/data/golden/whisper/tiny.en-jfk-decoding.json")
+	if err := json.Unmarshal(b, &g); err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, o TranscribeOptions, want []seg) *Transcription {
+		tr, err := m.Transcribe(pcm, o)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(tr.Segments) != len(want) {
+			t.Fatalf("%s: %+v, want %+v", name, tr.Segments, want)
+		}
+		for i, w := range want {
+			s := tr.Segments[i]
+			if s.T0Ms != w.T0*10 || s.T1Ms != w.T1*10 || s.Text != w.Text {
+				t.Errorf("%s segment %d: %+v, want %+v", name, i, s, w)
+			}
+		}
+		return tr
+	}
+	check("prompt", TranscribeOptions{Threads: 2, Prompt: g.Prompt}, g.GreedyPrompt.Segments)
+	check("beam 5", TranscribeOptions{Threads: 2, BeamSize: 5}, g.Beam5.Segments)
+	tr := check("word timestamps", TranscribeOptions{Threads: 2, WordTimestamps: true}, g.TokenTimes.Segments)
+	for i, w := range g.TokenTimes.Segments {
+		s := tr.Segments[i]
+		for k, d := range w.TokenData {
+			if s.Tokens[k].T0Ms != int64(d[5])*10 || s.Tokens[k].T1Ms != int64(d[6])*10 {
+				t.Errorf("segment %d token %d: %+v, want t0 %v t1 %v (x10 ms)", i, k, s.Tokens[k], d[5], d[6])
+			}
+		}
+		var joined string
+		for _, wd := range s.Words {
+			joined += wd.Text
+			if !strings.HasPrefix(wd.Text, " ") || wd.T0Ms > wd.T1Ms {
+				t.Errorf("word %+v", wd)
+			}
+		}
+		if joined != s.Text {
+			t.Errorf("words %q, text %q", joined, s.Text)
+		}
+	}
+	o := TranscribeOptions{Threads: 2, Temperature: 1, NoFallback: true, Seed: 42}
+	a, err1 := m.Transcribe(pcm, o)
+	c, err2 := m.Transcribe(pcm, o)
+	if err1 != nil || err2 != nil || a.Text != c.Text || a.Text == "" || a.Segments[0].Temperature != 1 {
+		t.Errorf("seeded sampling: %q vs %q (%v, %v)", a.Text, c.Text, err1, err2)
+	}
+	if _, err := m.Transcribe(pcm[:16000], TranscribeOptions{BeamSize: 9}); !errors.Is(err, ErrInvalidArgument) ||
+		!strings.Contains(err.Error(), "params->beam_size") {
+		t.Errorf("beam 9: %v", err)
+	}
+}

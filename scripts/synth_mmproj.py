@@ -5,6 +5,8 @@ projection to Gemma 3 270M's 640-wide embeddings) with a small SigLIP encoder (w
 blocks, 4 heads, FFN 128), so that a test encodes an image in well under a second.
 
   scripts/synth_mmproj.py OUT_DIR [--seed N]
+  scripts/synth_mmproj.py OUT_DIR --bench LAYERS   (timing only: Gemma 3 4B's encoder widths,
+      1152 wide, FFN 4304, 16 heads, LAYERS blocks, F16: mmproj-gemma3-4b-LAYERSl-f16.gguf)
 
 Writes OUT_DIR/mmproj-gemma3-{f32,f16,q8_0}.gguf: F32 everywhere; F16 matrices (the patch
 convolution, q/k/v/out, FFN, input projection) with F32 norms, biases and positions; Q8_0 block
@@ -91,8 +93,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out_dir")
     ap.add_argument("--seed", type=int, default=46)
+    ap.add_argument("--bench", type=int, default=0, metavar="LAYERS")
     a = ap.parse_args()
     os.makedirs(a.out_dir, exist_ok=True)
+    if a.bench:
+        hp = dict(HP, n_embd=1152, n_ff=4304, n_head=16, n_layer=a.bench)
+        write(os.path.join(a.out_dir, f"mmproj-gemma3-4b-{a.bench}l-f16.gguf"), hp, "f16", a.seed)
+        return
     for v in ("f32", "f16", "q8_0"):
         write(os.path.join(a.out_dir, f"mmproj-gemma3-{v}.gguf"), HP, v, a.seed)
 

@@ -7,6 +7,7 @@
 // preprocessed image (libmtmd's input tensor, caught by the eval callback at the patch
 // convolution's im2col and mapped back to 8-bit pixels, exactly) as an FNV-1a hash of its RGB
 // bytes and the sum of each row, so that the resize is checked pixel for pixel.
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -95,10 +96,13 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < mtmd_input_chunks_size(chunks); ++i)
       if (mtmd_input_chunk_get_type(mtmd_input_chunks_get(chunks, i)) == MTMD_INPUT_CHUNK_TYPE_IMAGE)
         img = mtmd_input_chunks_get(chunks, i);
+    const auto t0 = std::chrono::steady_clock::now();
     if (!img || mtmd_encode_chunk(ctx, img) != 0) {
       std::fprintf(stderr, "no image chunk, or its encoding failed\n");
       return 1;
     }
+    std::fprintf(stderr, "%s: mtmd_encode_chunk %.0f ms (2 threads)\n", ti.name,
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     const size_t n_tok = mtmd_input_chunk_get_n_tokens(img);
     const int n_embd = llama_model_n_embd_inp(model);
     const float* e = mtmd_get_output_embd(ctx);

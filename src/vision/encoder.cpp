@@ -5,7 +5,10 @@
 #include <cstring>
 
 #include "engine/thread_pool.h"
+#include "quant/kernels.h"
 #include "quant/quant.h"
+#include "speech/gemm_f16.h"
+#include "vision/softmax.h"
 #include "vision/preprocess.h"
 
 namespace zf::vision {
@@ -32,7 +35,51 @@ VisionEncoder::VisionEncoder(const Mmproj& mmproj, int32_t n_threads)
 
 VisionEncoder::~VisionEncoder() = default;
 
+namespace {
+
+bool HasF16Gemm() {
+#if defined(__x86_64__) || defined(_M_X64)
+  static const bool ok = quant::CpuHasAvx2Fma16();
+  return ok;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
 void VisionEncoder::MatMul(const Linear& l, const float* x, int64_t n_tok, float* y) {
+  constexpr int64_t kRows = 16, kTok = 64;  // a task: 16 weight rows x 64 tokens
+  const int64_t n_rc = (l.out + kRows - 1) / kRows, n_tc = (n_tok + kTok - 1) / kTok;
+  auto add_bias = [&](int64_t r0, int64_t nr, int64_t t0, int64_t nt) {
+    if (l.b.empty()) return;
+    for (int64_t t = t0; t < t0 + nt; ++t)
+      for (int64_t i = 0; i < nr; ++i) y[t * l.out + r0 + i] += l.b[size_t(r0 + i)];
+  };
+#if defined(__x86_64__) || defined(_M_X64)
+  if (l.type == GgmlType::F16 && n_tok >= 4 && l.in % 8 == 0 && HasF16Gemm()) {
+    // F16 weights, many tokens: activations rounded to F16 (as ggml's F16 products take them)
+    // and the speech encoder's F16 GEMM on 16-row x 64-token tiles.
+    if (f16_in_.size() < size_t(n_tok * l.in)) f16_in_.resize(size_t(n_tok * l.in));
+    std::copy(x, x + n_tok * l.in, f16_in_.data());
+    pool_->ParallelFor(n_tok, [&](int64_t b, int64_t e) { speech::avx2::RoundToF16(f16_in_.data() + b * l.in, (e - b) * l.in); });
+    static const bool avx512 = std::strcmp(quant::ActiveIsa(), "avx512-vnni") == 0;
+    const uint16_t* w = reinterpret_cast<const uint16_t*>(l.w);
+    pool_->ParallelFor(n_rc * n_tc, [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c) {
+        const int64_t r0 = (c % n_rc) * kRows, nr = std::min(kRows, l.out - r0);
+        const int64_t t0 = (c / n_rc) * kTok, nt = std::min(kTok, n_tok - t0);
+        const float* a = f16_in_.data() + t0 * l.in;
+        if (avx512 && l.in % 16 == 0)
+          speech::avx512::GemmF16(l.in, w + r0 * l.in, l.in, nr, a, l.in, nt, y + t0 * l.out + r0, l.out);
+        else
+          speech::avx2::GemmF16(l.in, w + r0 * l.in, l.in, nr, a, l.in, nt, y + t0 * l.out + r0, l.out);
+        add_bias(r0, nr, t0, nt);
+      }
+    });
+    return;
+  }
+#endif
   const GgmlType at = quant::VecDotType(l.type);
   const size_t astride = RowSize(at, l.in);
   if (act_.size() < astride * size_t(n_tok)) act_.resize(astride * size_t(n_tok));
@@ -40,17 +87,19 @@ void VisionEncoder::MatMul(const Linear& l, const float* x, int64_t n_tok, float
   pool_->ParallelFor(n_tok, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) quant::QuantizeActivations(at, x + t * l.in, act + size_t(t) * astride, l.in);
   });
-  constexpr int64_t kRows = 16;  // weight rows kept in cache while every token passes
-  const int64_t n_chunks = (l.out + kRows - 1) / kRows;
-  pool_->ParallelFor(n_chunks, [&](int64_t cb, int64_t ce) {
-    for (int64_t c = cb; c < ce; ++c) {
-      const int64_t r0 = c * kRows, nr = std::min(kRows, l.out - r0);
-      for (int64_t t = 0; t < n_tok; ++t) {
-        float* yt = y + t * l.out + r0;
-        quant::Gemv(l.type, l.in, l.w + size_t(r0) * l.stride, l.stride, nr, act + size_t(t) * astride, yt);
-        if (!l.b.empty())
-          for (int64_t i = 0; i < nr; ++i) yt[i] += l.b[size_t(r0 + i)];
+  const bool q8_gemm = l.type == GgmlType::Q8_0 && n_tok >= 4;  // each weight block loaded once per tile
+  pool_->ParallelFor(n_rc * n_tc, [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) {
+      const int64_t r0 = (c % n_rc) * kRows, nr = std::min(kRows, l.out - r0);
+      const int64_t t0 = (c / n_rc) * kTok, nt = std::min(kTok, n_tok - t0);
+      const uint8_t* w = l.w + size_t(r0) * l.stride;
+      if (q8_gemm) {
+        quant::GemmQ8_0(l.in, w, l.stride, nr, act + size_t(t0) * astride, astride, nt, y + t0 * l.out + r0, l.out);
+      } else {
+        for (int64_t t = t0; t < t0 + nt; ++t)
+          quant::Gemv(l.type, l.in, w, l.stride, nr, act + size_t(t) * astride, y + t * l.out + r0);
       }
+      add_bias(r0, nr, t0, nt);
     }
   });
 }
@@ -86,36 +135,74 @@ void VisionEncoder::Gelu(float* x, int64_t n) {
 }
 
 void VisionEncoder::Attention(const float* q, const float* k, const float* v, int64_t T, float* out) {
+  // As libmtmd runs it on the CPU (flash attention, its tiled kernel): K and V cast to F16, Q,
+  // the scores, the probabilities and the sums in F32.
   const int64_t n = m_.hparams().n_embd, H = m_.hparams().n_head, d = n / H;
   const float scale = 1.0f / std::sqrt(float(d));
-  // K and V per head transposed ([h][d][T]): a query's scores are d axpys over T keys and its
-  // weighted sum of V one GEMV, both long SIMD runs.
-  std::vector<float> kt(size_t(n * T)), vt(size_t(n * T));
-  pool_->ParallelFor(H * d, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      const int64_t h = r / d, j = r % d;
-      for (int64_t t = 0; t < T; ++t) {
-        kt[size_t(r * T + t)] = k[t * n + h * d + j];
-        vt[size_t(r * T + t)] = v[t * n + h * d + j];
-      }
-    }
+  const int64_t Tp = (T + 15) / 16 * 16;  // rows of probabilities padded for the GEMM's k
+  // K per head as F16 rows [h][T][d]; V per head transposed, F16 [h][d][Tp] (zero padding).
+  std::vector<uint16_t> k16(size_t(H * T * d)), vt16(size_t(H * d * Tp), 0);
+  pool_->ParallelFor(H, [&](int64_t b, int64_t e) {
+    for (int64_t h = b; h < e; ++h)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t j = 0; j < d; ++j) {
+          k16[size_t((h * T + t) * d + j)] = quant::Fp32ToFp16(k[t * n + h * d + j]);
+          vt16[size_t((h * d + j) * Tp + t)] = quant::Fp32ToFp16(v[t * n + h * d + j]);
+        }
   });
+  // Softmax of one row of scores in place; the padding past T zero.
+  auto softmax = [&](float* s) {
+#if defined(__x86_64__) || defined(_M_X64)
+    if (HasF16Gemm()) {
+      avx2::SoftmaxRow(s, T, scale);
+    } else {
+      SoftmaxRow(s, T, scale);
+    }
+#else
+    SoftmaxRow(s, T, scale);
+#endif
+    for (int64_t j = T; j < Tp; ++j) s[j] = 0.0f;
+  };
+#if defined(__x86_64__) || defined(_M_X64)
+  if (HasF16Gemm() && d % 8 == 0) {
+    // Per head and block of 32 queries: scores = Q (F32) x K^T (F16 rows), softmax, then
+    // P (F32) x V (F16 rows of V^T): two F16-weight GEMMs whose activations stay F32.
+    constexpr int64_t kBlock = 32;
+    static const bool avx512 = std::strcmp(quant::ActiveIsa(), "avx512-vnni") == 0;  // Tp % 16 == 0
+    const int64_t n_blocks = (T + kBlock - 1) / kBlock;
+    pool_->ParallelFor(H * n_blocks, [&](int64_t b, int64_t e) {
+      std::vector<float> s(size_t(kBlock * Tp));
+      for (int64_t w = b; w < e; ++w) {
+        const int64_t h = w / n_blocks, q0 = (w % n_blocks) * kBlock, nq = std::min(kBlock, T - q0);
+        speech::avx2::GemmF16(d, k16.data() + h * T * d, d, T, q + q0 * n + h * d, n, nq, s.data(), Tp);
+        for (int64_t i = 0; i < nq; ++i) softmax(s.data() + i * Tp);
+        if (avx512)
+          speech::avx512::GemmF16(Tp, vt16.data() + h * d * Tp, Tp, d, s.data(), Tp, nq, out + q0 * n + h * d, n);
+        else
+          speech::avx2::GemmF16(Tp, vt16.data() + h * d * Tp, Tp, d, s.data(), Tp, nq, out + q0 * n + h * d, n);
+      }
+    });
+    return;
+  }
+#endif
   pool_->ParallelFor(T * H, [&](int64_t b, int64_t e) {
-    std::vector<float> s(static_cast<size_t>(T));
+    std::vector<float> s(static_cast<size_t>(Tp));
     for (int64_t w = b; w < e; ++w) {
       const int64_t i = w / H, h = w % H;
       const float* qi = q + i * n + h * d;
-      const float* kh = kt.data() + size_t(h * d * T);
-      std::fill(s.begin(), s.end(), 0.0f);
-      for (int64_t j = 0; j < d; ++j) quant::AxpyF32(T, qi[j], kh + j * T, s.data());
-      // Softmax as ggml: scaled, exp(x - max) summed in double, then times 1 / sum.
-      float mx = -INFINITY;
-      for (int64_t j = 0; j < T; ++j) mx = std::max(mx, s[size_t(j)] *= scale);
-      double sum = 0;
-      for (int64_t j = 0; j < T; ++j) sum += double(s[size_t(j)] = std::exp(s[size_t(j)] - mx));
-      const float inv = float(1.0 / sum);
-      for (int64_t j = 0; j < T; ++j) s[size_t(j)] *= inv;
-      quant::Gemv(GgmlType::F32, T, vt.data() + size_t(h * d * T), size_t(T) * sizeof(float), d, s.data(), out + i * n + h * d);
+      for (int64_t t = 0; t < T; ++t) {
+        float acc = 0.0f;
+        const uint16_t* kr = k16.data() + size_t((h * T + t) * d);
+        for (int64_t j = 0; j < d; ++j) acc += qi[j] * quant::Fp16ToFp32(kr[j]);
+        s[size_t(t)] = acc;
+      }
+      softmax(s.data());
+      for (int64_t j = 0; j < d; ++j) {
+        const uint16_t* vr = vt16.data() + size_t((h * d + j) * Tp);
+        float acc = 0.0f;
+        for (int64_t t = 0; t < T; ++t) acc += s[size_t(t)] * quant::Fp16ToFp32(vr[t]);
+        out[i * n + h * d + j] = acc;
+      }
     }
   });
 }

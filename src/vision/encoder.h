@@ -4,9 +4,10 @@
 //   projection, residual; LayerNorm, up + GELU + down, residual), the final LayerNorm,
 //   4 x 4 average pooling (64 x 64 patches -> 16 x 16 tokens), RMS norm times the soft-embedding
 //   weight, and the input projection to the language model's width.
-// Products run the quant kernels on the file's blocks (activations converted to the weight's
-// dot type, as ggml does); attention is F32 throughout (ggml's non-flash path); GELU is
-// ggml's F16 table. Work is split over a thread pool.
+// Products run on the file's blocks (activations converted to the weight's dot type, as ggml
+// does): speech/'s F16 GEMM for F16 weights (x86 AVX2/AVX-512), the quant kernels' Q8_0 GEMM
+// or GEMV otherwise; attention as libmtmd's default flash attention computes it on the CPU (K
+// and V in F16, everything else F32); GELU is ggml's F16 table. Work is split over a thread pool.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +42,8 @@ class VisionEncoder {
 
   const Mmproj& m_;
   std::unique_ptr<engine::ThreadPool> pool_;
-  std::vector<uint8_t> act_;  // activations in a weight's dot type
+  std::vector<uint8_t> act_;     // activations in a weight's dot type
+  std::vector<float> f16_in_;    // F16-rounded activations for the F16 GEMM
 };
 
 }  // namespace zf::vision

@@ -3,7 +3,9 @@
 # ~/.cache/zerfoo/reference/whisper-build, compiles whisper_recorder.cpp against it and rewrites
 # tests/data/golden/whisper/<model>-jfk.json and <model>-jfk-decoding.json (prompts, beam search,
 # sampling, the fallback, token timestamps) for the Whisper models scripts/fetch_models.sh
-# fetches (tiny.en always; base with ALL=1). Also prints whisper-cli's wall time on 2 threads.
+# fetches (tiny.en always; base with ALL=1). With ALL=1 also base-lang.json: language "auto" on
+# four clips of the pytest-audioeval wheel (MIT; fetched into ~/.cache/zerfoo/audioeval by
+# scripts/reference/whisper_audioeval.sh, never committed). Also prints whisper-cli's wall time on 2 threads.
 # AMX is off, as for llama.cpp (build_llama_cpp.sh): this machine kind traps tile instructions.
 # AVX512-FP16 is off too: with it ggml accumulates F16 dot products in half precision (its
 # logits come out rounded to F16, ~0.03 at 32), this CPU's rounding rather than whisper.cpp's
@@ -51,3 +53,20 @@ for m in "${models[@]}"; do
   echo "$m: $out/$name-jfk.json"
   /usr/bin/time -f "whisper-cli -t 2 $name: %e s wall" "$build/bin/whisper-cli" -m "$path" -t 2 -np -f "$wav" >/dev/null
 done
+if [ "${ALL:-0}" = 1 ]; then
+  base=$("$root/scripts/fetch_models.sh" whisper-base)
+  clips=$("$here/whisper_audioeval.sh")
+  {
+    echo "{"
+    first=1
+    for c in fr/pangrama es/pangrama it/pangrama pl/pangrama; do
+      [ $first = 1 ] || echo ","
+      first=0
+      printf '"%s": ' "$c"
+      "$rec" "$base" "$clips/$c.wav" 2 lang
+    done
+    echo "}"
+  } > "$out/base-lang.json.tmp"
+  mv "$out/base-lang.json.tmp" "$out/base-lang.json"
+  echo "whisper-base languages: $out/base-lang.json"
+fi

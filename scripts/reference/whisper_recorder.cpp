@@ -61,7 +61,8 @@ void Stats(const float* v, size_t n, const char* indent) {
               Num(std::sqrt(std::max(0.0, s2 / n - mean * mean))).c_str(), Num(mn).c_str(), Num(mx).c_str());
 }
 
-// 16-bit PCM mono 16 kHz only: the reference's tools resample elsewhere; the sample is already so.
+// Mono 16 kHz, 16-bit PCM or 32-bit float (the reference's tools resample elsewhere; the
+// samples used here are already so).
 bool ReadWav(const char* path, std::vector<float>* out) {
   FILE* f = std::fopen(path, "rb");
   if (!f) return false;
@@ -71,12 +72,29 @@ bool ReadWav(const char* path, std::vector<float>* out) {
   while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) b.insert(b.end(), buf, buf + n);
   std::fclose(f);
   size_t o = 12;
+  uint16_t format = 1, bits = 16;
   while (o + 8 <= b.size()) {
     uint32_t sz;
     std::memcpy(&sz, &b[o + 4], 4);
+    if (std::memcmp(&b[o], "fmt ", 4) == 0 && o + 24 <= b.size()) {
+      std::memcpy(&format, &b[o + 8], 2);
+      std::memcpy(&bits, &b[o + 22], 2);
+    }
     if (std::memcmp(&b[o], "data", 4) == 0) {
-      const int16_t* p = reinterpret_cast<const int16_t*>(&b[o + 8]);
-      for (size_t i = 0; i < sz / 2 && o + 8 + 2 * i + 1 < b.size(); ++i) out->push_back(p[i] / 32768.0f);
+      const size_t width = bits / 8;
+      for (size_t i = 0; i < sz / width && o + 8 + width * (i + 1) <= b.size(); ++i) {
+        if (format == 3 && bits == 32) {
+          float v;
+          std::memcpy(&v, &b[o + 8 + 4 * i], 4);
+          out->push_back(v);
+        } else if (format == 1 && bits == 16) {
+          int16_t v;
+          std::memcpy(&v, &b[o + 8 + 2 * i], 2);
+          out->push_back(v / 32768.0f);
+        } else {
+          return false;
+        }
+      }
       return true;
     }
     o += 8 + sz + (sz & 1);

@@ -17,7 +17,7 @@ models="${1:-$root/build/tests/vision_models}"
 bin="$build/mmproj_recorder"
 if [ ! -x "$bin" ] || [ "$here/mmproj_recorder.cpp" -nt "$bin" ] || [ "$root/tests/vision/test_images.cpp" -nt "$bin" ]; then
   g++ -std=c++17 -O2 "$here/mmproj_recorder.cpp" "$root/tests/vision/test_images.cpp" -I"$root/tests/vision" \
-    -I"$src/include" -I"$src/ggml/include" -I"$src/tools/mtmd" -L"$build/bin" -lmtmd -lllama -lggml -lggml-base \
+    -I/usr/include/stb -I"$src/include" -I"$src/ggml/include" -I"$src/tools/mtmd" -L"$build/bin" -lmtmd -lllama -lggml -lggml-base \
     -Wl,-rpath,"$build/bin" -o "$bin"
 fi
 lm="$("$root/scripts/fetch_models.sh" gemma3)"

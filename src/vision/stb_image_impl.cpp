@@ -10,18 +10,20 @@
 #define STBI_ONLY_GIF
 #define STBI_ONLY_BMP
 #define STBI_MAX_DIMENSIONS (1 << 16)
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wpragmas"
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wmissing-field-initializers"
+#pragma clang diagnostic ignored "-Wsign-compare"
+#pragma clang diagnostic ignored "-Wunused-function"
+#pragma clang diagnostic ignored "-Wimplicit-fallthrough"
+#elif defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 #pragma GCC diagnostic ignored "-Wsign-compare"
 #pragma GCC diagnostic ignored "-Wunused-function"
 #pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wpragmas"
 #endif
-#include <stb/stb_image.h>
-// (left off to the end of the file: GCC reports stb code inlined into the wrappers below)
+#include <stb_image.h>
+// (the warnings stay off to the end of the file: GCC reports stb code inlined into the wrappers)
 
 namespace zf::vision {
 

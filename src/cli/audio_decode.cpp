@@ -95,7 +95,7 @@ void FinishWav(std::string* wav) {
 
 // miniaudio's decoder over the bytes, mono float at the file's own rate, into a float WAV.
 zf_status DecodeCompressed(std::string_view bytes, const std::string& name, ma_encoding_format format,
-                           std::string* wav, std::string* error) {
+                           double max_seconds, std::string* wav, std::string* error) {
   ma_decoder_config cfg = ma_decoder_config_init(ma_format_f32, 1, 0);  // 0: the file's rate
   cfg.encodingFormat = format;
   ma_decoder dec;
@@ -114,7 +114,7 @@ zf_status DecodeCompressed(std::string_view bytes, const std::string& name, ma_e
     return ZF_ERR_INVALID_ARGUMENT;
   }
   // The length limit, and the WAV's 4 GiB data limit with room to spare (1 GiB of samples).
-  const uint64_t max_frames = std::min<uint64_t>(uint64_t(kMaxSeconds * rate), (uint64_t(1) << 30) / 4);
+  const uint64_t max_frames = std::min<uint64_t>(uint64_t(max_seconds * rate), (uint64_t(1) << 30) / 4);
   *wav = WavHeader(rate);
   constexpr ma_uint64 kChunk = 1 << 16;
   zf_status st = ZF_OK;
@@ -125,8 +125,8 @@ zf_status DecodeCompressed(std::string_view bytes, const std::string& name, ma_e
     r = ma_decoder_read_pcm_frames(&dec, &(*wav)[at], kChunk, &got);
     wav->resize(at + got * 4);
     if ((wav->size() - 44) / 4 > max_frames) {
-      *error = "the " + name + " audio is longer than the limit of " + std::to_string(int(kMaxSeconds / 60)) +
-               " minutes (or 2^28 samples at its " + std::to_string(rate) + " Hz)";
+      *error = "the " + name + " audio is longer than the limit of " + std::to_string(int(max_seconds)) +
+               " s (or 2^28 samples at its " + std::to_string(rate) + " Hz)";
       st = ZF_ERR_INVALID_ARGUMENT;
       break;
     }
@@ -151,7 +151,7 @@ zf_status DecodeCompressed(std::string_view bytes, const std::string& name, ma_e
 
 }  // namespace
 
-zf_status Decode(std::string_view bytes, std::vector<float>* pcm, std::string* error) {
+zf_status Decode(std::string_view bytes, std::vector<float>* pcm, std::string* error, double max_seconds) {
   pcm->clear();
   const std::string name = Container(bytes);
   zf_status st = ZF_OK;
@@ -163,7 +163,7 @@ zf_status Decode(std::string_view bytes, std::vector<float>* pcm, std::string* e
     const ma_encoding_format f =
         name == "MP3" ? ma_encoding_format_mp3 : name == "FLAC" ? ma_encoding_format_flac : ma_encoding_format_vorbis;
     std::string wav;
-    st = DecodeCompressed(bytes, name, f, &wav, error);
+    st = DecodeCompressed(bytes, name, f, max_seconds, &wav, error);
     if (st == ZF_OK) {
       st = DecodeWav(wav, pcm, error);
       if (st != ZF_OK) *error = name + " decoded, but: " + *error;

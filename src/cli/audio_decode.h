@@ -26,9 +26,10 @@ std::string Container(std::string_view bytes);
 bool HaveCodecs();
 
 // The bytes of any supported container to 16 kHz mono float PCM. On failure returns the status
-// (ZF_ERR_UNSUPPORTED for a container not decoded, ZF_ERR_INVALID_ARGUMENT for corrupt audio)
-// with a message in *error naming the container and the problem.
-zf_status Decode(std::string_view bytes, std::vector<float>* pcm, std::string* error);
+// (ZF_ERR_UNSUPPORTED for a container not decoded, ZF_ERR_INVALID_ARGUMENT for corrupt audio or
+// a compressed stream longer than max_seconds) with a message in *error naming the container and
+// the problem.
+zf_status Decode(std::string_view bytes, std::vector<float>* pcm, std::string* error, double max_seconds = kMaxSeconds);
 
 }  // namespace cli::audio
 

@@ -54,6 +54,7 @@ int RunTranscribe(int argc, char** argv, int first) {
   if (a.positional.empty()) throw UsageError("no audio FILE given");
   const int64_t format = a.Int("--output-format", 0);
   const std::string language = a.String("--language");
+  const std::string prompt = a.String("--prompt");
 
   zf_transcribe_params p;
   zf_transcribe_params_init(&p, sizeof p);
@@ -61,6 +62,16 @@ int RunTranscribe(int argc, char** argv, int first) {
   p.language = language.empty() ? nullptr : language.c_str();
   if (a.Has("--translate")) p.flags |= ZF_TRANSCRIBE_TRANSLATE;
   if (a.Has("--no-timestamps")) p.flags |= ZF_TRANSCRIBE_NO_TIMESTAMPS;
+  if (a.Has("--word-timestamps")) p.flags |= ZF_TRANSCRIBE_WORD_TIMESTAMPS;
+  if (a.Has("--carry-initial-prompt")) p.flags |= ZF_TRANSCRIBE_CARRY_PROMPT;
+  p.initial_prompt = prompt.empty() ? nullptr : prompt.c_str();
+  // Decoding as whisper-cli's flags; what is not given keeps the library's (whisper.cpp's) default.
+  p.temperature = static_cast<float>(a.Float("--temperature", p.temperature));
+  p.temperature_inc = a.Has("--no-fallback") ? 0.0f : static_cast<float>(a.Float("--temperature-inc", p.temperature_inc));
+  p.beam_size = static_cast<int32_t>(a.Int("--beam-size", p.beam_size));
+  p.best_of = static_cast<int32_t>(a.Int("--best-of", p.best_of));
+  p.seed = static_cast<uint32_t>(a.UInt("--seed", p.seed));
+  p.n_max_text_ctx = static_cast<int32_t>(a.Int("--max-context", p.n_max_text_ctx));
 
   zf_speech_model* raw = nullptr;
   if (zf_status st = zf_speech_load(model_path.c_str(), 0, &raw)) return ReportError(st);

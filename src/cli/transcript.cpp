@@ -23,6 +23,11 @@ Segment Convert(const zf_speech_model* model, const zf_speech_segment& s) {
   seg.t1_ms = s.t1_ms;
   seg.text.assign(s.text, s.text_len);
   seg.no_speech_prob = s.no_speech_prob;
+  seg.temperature = s.temperature;
+  seg.avg_logprob = s.avg_logprob;
+  for (size_t k = 0; k < s.n_words; ++k) {
+    seg.words.push_back({std::string(s.words[k].text, s.words[k].text_len), s.words[k].t0_ms, s.words[k].t1_ms, s.words[k].p});
+  }
   for (size_t k = 0; k < s.n_tokens; ++k) {
     Token t;
     t.id = s.tokens[k].id;
@@ -108,16 +113,21 @@ std::string Vtt(const Transcript& t) {
 }
 
 std::string Json(const Transcript& t, bool detailed) {
-  std::string segs = "[";
+  std::string segs = "[", words = "[";
+  bool any_words = false;
   for (size_t i = 0; i < t.segments.size(); ++i) {
     const Segment& s = t.segments[i];
     std::string ids = "[", probs = "[";
-    double sum = 0;
     for (size_t k = 0; k < s.tokens.size(); ++k) {
       ids += (k ? "," : "") + std::to_string(s.tokens[k].id);
       probs += std::string(k ? "," : "") +
                json::Object().Int("id", s.tokens[k].id).Str("text", s.tokens[k].text).Num("p", s.tokens[k].p, 6).Done();
-      sum += s.tokens[k].plog;
+    }
+    for (const Word& w : s.words) {
+      json::Object o;
+      o.Str("word", Trim(w.text)).Num("start", double(w.t0_ms) / 1000.0, 3).Num("end", double(w.t1_ms) / 1000.0, 3);
+      if (detailed) o.Num("probability", w.p, 6);
+      words += (words.size() > 1 ? "," : "") + o.Done();
     }
     json::Object o;
     o.Int("id", (long long)i)
@@ -125,18 +135,17 @@ std::string Json(const Transcript& t, bool detailed) {
         .Num("end", double(s.t1_ms) / 1000.0, 3)
         .Str("text", s.text)
         .Raw("tokens", ids + "]")
-        .Num("avg_logprob", s.tokens.empty() ? 0.0 : sum / double(s.tokens.size()), 6)
+        .Num("temperature", s.temperature, 3)
+        .Num("avg_logprob", s.avg_logprob, 6)
         .Num("no_speech_prob", s.no_speech_prob, 6);
     if (detailed) o.Raw("token_probs", probs + "]");
     segs += (i ? "," : "") + o.Done();
+    any_words = any_words || !s.words.empty();
   }
-  return json::Object()
-      .Str("task", t.task)
-      .Str("language", t.language)
-      .Num("duration", t.duration_s, 3)
-      .Str("text", t.text)
-      .Raw("segments", segs + "]")
-      .Done();
+  json::Object out;
+  out.Str("task", t.task).Str("language", t.language).Num("duration", t.duration_s, 3).Str("text", t.text).Raw("segments", segs + "]");
+  if (any_words) out.Raw("words", words + "]");
+  return out.Done();
 }
 
 }  // namespace cli::transcript

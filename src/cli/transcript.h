@@ -20,11 +20,21 @@ struct Token {
   float plog = 0;
 };
 
+// A word with its times (ZF_TRANSCRIBE_WORD_TIMESTAMPS).
+struct Word {
+  std::string text;  // with its leading space, as in the segment's text
+  int64_t t0_ms = 0, t1_ms = 0;
+  float p = 0;  // its least likely token's probability
+};
+
 struct Segment {
   int64_t t0_ms = 0, t1_ms = 0;
   std::string text;
   float no_speech_prob = 0;
+  float temperature = 0;  // the window's (above the first: a fallback)
+  float avg_logprob = 0;
   std::vector<Token> tokens;
+  std::vector<Word> words;  // with word timestamps
 };
 
 struct Transcript {
@@ -46,9 +56,11 @@ std::string Timestamp(int64_t ms, char decimal_mark);
 std::string Text(const Transcript& t);  // the whole text, trimmed, with a final newline
 std::string Srt(const Transcript& t);
 std::string Vtt(const Transcript& t);
-// {"language", "duration", "text", "segments": [{"id", "start", "end", "text", "no_speech_prob",
-// "avg_logprob", "tokens" (ids)}...]} with times in seconds (OpenAI's verbose_json); `detailed`
-// adds per-token text and probability ("token_probs") for the CLI.
+// {"task", "language", "duration", "text", "segments": [{"id", "start", "end", "text", "tokens"
+// (ids), "temperature", "avg_logprob", "no_speech_prob"}...]} with times in seconds (OpenAI's
+// verbose_json), and "words": [{"word", "start", "end"}...] when word timestamps were asked;
+// `detailed` adds per-token text and probability ("token_probs") and each word's probability for
+// the CLI.
 std::string Json(const Transcript& t, bool detailed);
 
 }  // namespace cli::transcript

@@ -21,6 +21,11 @@ fail() { echo "FAIL: $*"; exit 1; }
 "$zf" transcribe -m "$model" -t 2 -of json "$wav" > "$tmp/json" || fail "json exited $?"
 "$zf" transcribe -m "$model" -t 2 -of json "$wav" "$wav" > "$tmp/two.json" || fail "two files exited $?"
 "$zf" transcribe -m "$model" -t 2 "$wav" "$wav" > "$tmp/two.txt" || fail "two txt files exited $?"
+# whisper.cpp's decoding options: word timestamps, a prompt, beam search, a sampled first pass.
+"$zf" transcribe -m "$model" -t 2 -wt -of json "$wav" > "$tmp/words.json" || fail "-wt exited $?"
+"$zf" transcribe -m "$model" -t 2 --prompt '"President Kennedy speaking."' "$wav" > "$tmp/prompt.txt" || fail "--prompt exited $?"
+"$zf" transcribe -m "$model" -t 2 -bs 5 "$wav" > "$tmp/beam.txt" || fail "-bs 5 exited $?"
+"$zf" transcribe -m "$model" -t 2 -tp 0.4 -bo 2 --seed 7 "$wav" > "$tmp/sampled.txt" || fail "-tp 0.4 exited $?"
 python3 - "$golden" "$tmp" "$wav" <<'PY' || exit 1
 import json, sys
 segs = json.load(open(sys.argv[1]))["greedy"]["segments"]  # t0/t1 in 10 ms units
@@ -46,13 +51,21 @@ lines = open(d + "/two.json").read().splitlines()
 assert len(lines) == 2 and all(json.loads(l)["file"] == wav and json.loads(l)["text"] == text for l in lines), lines
 two = open(d + "/two.txt").read()
 assert two == ("==> %s <==\n%s\n" % (wav, text.strip())) * 2, two
-print("transcribe: txt, srt, vtt, json and two files match whisper.cpp's segments")
+w = json.loads(open(d + "/words.json").read())
+assert w["text"] == text, w["text"]
+assert " ".join(x["word"] for x in w["words"]) == text.strip(), w["words"]
+assert all(0 <= a["start"] <= a["end"] <= b["start"] + 1e-6 for a, b in zip(w["words"], w["words"][1:])), w["words"]
+assert all(0 < x["probability"] <= 1 for x in w["words"]), w["words"]
+assert open(d + "/prompt.txt").read().startswith('"And so my fellow Americans'), open(d + "/prompt.txt").read()
+for f in ("beam.txt", "sampled.txt"):
+    assert "ask not what your country can do for you" in open(d + "/" + f).read().replace(",", ""), open(d + "/" + f).read()
+print("transcribe: txt, srt, vtt, json and two files match whisper.cpp's segments; -wt, --prompt, -bs, -tp work")
 PY
 
 # MP3, FLAC and Ogg Vorbis (miniaudio; a build without it names them and is checked below).
 "$root/scripts/install_deps.sh" --no-recommends flac vorbis-tools lame >/dev/null
 flac -s -f -o "$tmp/jfk.flac" "$wav" 2>/dev/null || fail "flac"
-oggenc -Q -q 4 -o "$tmp/jfk.ogg" "$wav" || fail "oggenc"
+oggenc -Q -q 4 -o "$tmp/jfk.ogg" "$wav" 2>/dev/null || fail "oggenc"
 lame --quiet -b 64 "$wav" "$tmp/jfk.mp3" 2>/dev/null || fail "lame"
 # Resampled on the way (44.1 kHz stereo): the WAV path's averaging and resampling after decoding.
 lame --quiet --resample 44.1 -m j -b 128 "$wav" "$tmp/jfk44.mp3" 2>/dev/null || fail "lame 44.1 kHz"
@@ -126,6 +139,8 @@ expect_error 1 "GGUF" -- -m "$("$root/scripts/fetch_models.sh" smollm2)" "$wav"
 expect_error 2 "--model is required" -- "$wav"
 expect_error 2 "no audio FILE" -- -m "$model"
 expect_error 2 "expected txt, srt, vtt or json" -- -m "$model" -of xml "$wav"
+expect_error 2 "-bo" "out of range" -- -m "$model" -bo 9 "$wav"
+expect_error 2 "-tp" "out of range" -- -m "$model" -tp 1.5 "$wav"
 # A bad file among good ones: the others are still transcribed, the exit code says one failed.
 out="$("$zf" transcribe -m "$model" -t 2 "$tmp/a.mp3" "$wav" 2>/dev/null)"; rc=$?
 [ "$rc" = 1 ] || fail "a bad file among good ones exited $rc"

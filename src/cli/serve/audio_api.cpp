@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "../transcript.h"
@@ -25,9 +26,10 @@ namespace {
 std::mutex g_busy;
 
 ApiError SpeechError(zf_status st, std::string message) {
-  // The library names its parameter; the client sent the form field.
-  const std::string kPrompt = "params->initial_prompt";
-  if (const size_t at = message.find(kPrompt); at != std::string::npos) message.replace(at, kPrompt.size(), "prompt");
+  // The library names its parameter (params->initial_prompt); the client sent the form field.
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"params->initial_prompt", "prompt"}, {"params->", ""}}) {
+    for (size_t at = message.find(from); at != std::string::npos; at = message.find(from, at)) message.replace(at, from.size(), to);
+  }
   if (st == ZF_ERR_INVALID_ARGUMENT || st == ZF_ERR_UNSUPPORTED || st == ZF_ERR_INVALID_UTF8) {
     return BadRequest(st == ZF_ERR_UNSUPPORTED ? "unsupported_parameter" : "invalid_parameter", message);
   }
@@ -54,7 +56,9 @@ struct Job {
   std::vector<float> pcm;
   std::string language, prompt;
   int n_threads = 0;
+  float temperature = 0;  // 0: greedy, with whisper.cpp's fallback to hotter decoding (OpenAI's "automatic")
   bool translate = false;
+  bool words = false;
 
   zf_status Run(const std::function<void(const transcript::Segment&)>& on_segment, transcript::Transcript* t,
                 std::string* error) const {
@@ -63,7 +67,9 @@ struct Job {
     p.n_threads = n_threads;
     p.language = language.empty() ? nullptr : language.c_str();
     p.initial_prompt = prompt.empty() ? nullptr : prompt.c_str();
+    p.temperature = temperature;
     if (translate) p.flags |= ZF_TRANSCRIBE_TRANSLATE;
+    if (words) p.flags |= ZF_TRANSCRIBE_WORD_TIMESTAMPS;
     std::lock_guard<std::mutex> lock(g_busy);
     return transcript::Run(model.get(), pcm, p, on_segment, t, error);
   }
@@ -171,14 +177,6 @@ void Handle(SpeechModels* models, int n_threads, bool translate, const httplib::
                    "model '" + r.model + "' not found: this server's speech models are " + models->Names() +
                        " (whisper-1 names the first)"};
   }
-  if (r.words) {
-    throw BadRequest("unsupported_timestamp_granularities",
-                     "timestamp_granularities[]: word timestamps are not supported yet (segment is)");
-  }
-  if (r.temperature != 0) {
-    throw BadRequest("unsupported_temperature",
-                     "temperature: only 0 is supported (greedy decoding; sampling with fallback is not implemented yet)");
-  }
   Job job;
   job.model = models->Use(size_t(i));
   job.pcm = DecodeRequestAudio(r);
@@ -186,6 +184,8 @@ void Handle(SpeechModels* models, int n_threads, bool translate, const httplib::
   job.translate = translate;
   job.language = r.language;
   job.prompt = r.prompt;
+  job.temperature = static_cast<float>(r.temperature);
+  job.words = r.words;
   // OpenAI detects the language when none is given; an English-only model decodes English.
   zf_speech_summary info;
   info.struct_size = sizeof info;

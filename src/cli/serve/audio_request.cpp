@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "../audio_decode.h"
 
 namespace cli::serve {
 
@@ -86,10 +85,10 @@ AudioRequest ParseAudioForm(const AudioForm& form, bool translate) {
   return r;
 }
 
-std::vector<float> DecodeRequestAudio(const AudioRequest& r) {
+std::vector<float> DecodeRequestAudio(const AudioRequest& r, double max_seconds) {
   std::vector<float> pcm;
   std::string error;
-  if (zf_status st = audio::Decode(r.file, &pcm, &error)) {
+  if (zf_status st = audio::Decode(r.file, &pcm, &error, max_seconds)) {
     throw BadRequest(st == ZF_ERR_UNSUPPORTED ? "unsupported_audio" : "invalid_audio", "file: " + error);
   }
   return pcm;

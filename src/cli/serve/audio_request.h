@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../audio_decode.h"
 #include "api_error.h"
 
 namespace cli::serve {
@@ -37,7 +38,8 @@ struct AudioRequest {
 AudioRequest ParseAudioForm(const AudioForm& form, bool translate);
 
 // The request's audio to 16 kHz mono PCM; throws a 400 naming the container and the problem.
-std::vector<float> DecodeRequestAudio(const AudioRequest& r);
+// max_seconds: the longest compressed audio decoded (audio_decode.h).
+std::vector<float> DecodeRequestAudio(const AudioRequest& r, double max_seconds = audio::kMaxSeconds);
 
 }  // namespace cli::serve
 

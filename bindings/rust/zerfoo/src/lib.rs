@@ -61,6 +61,7 @@ pub use session::{
 
 pub use speech::{
     decode_wav, Segment, SpeechInfo, SpeechModel, SpeechToken, TranscribeOptions, Transcription,
+    Word,
 };
 pub use turn::{FinishReason, Turn, TurnDone, TurnEvent, TurnOptions, TurnOutcome, Usage};
 

@@ -54,8 +54,10 @@ pub struct SpeechInfo {
     pub multilingual: bool,
 }
 
-/// Options of [`SpeechModel::transcribe`].
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Options of [`SpeechModel::transcribe`]. `Default` is whisper.cpp's
+/// `whisper_full_default_params(GREEDY)`: English, timestamps, greedy, the temperature fallback
+/// in 0.2 steps with best of 5.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct TranscribeOptions {
     /// Worker threads; 0 = the hardware's (at most 8).
     pub n_threads: i32,
@@ -65,6 +67,32 @@ pub struct TranscribeOptions {
     pub translate: bool,
     /// Decode without timestamps (one segment per 30 s window).
     pub no_timestamps: bool,
+    /// Initial prompt: text the first window continues from.
+    pub prompt: Option<String>,
+    /// Keep the prompt in front of every window's prompt.
+    pub carry_prompt: bool,
+    /// Token start/end times ([`SpeechToken::t0_ms`]) and [`Segment::words`].
+    pub word_timestamps: bool,
+    /// Do not offer the previous window's text as the next one's prompt.
+    pub no_context: bool,
+    /// First temperature in [0, 1]; 0: greedy or beam search.
+    pub temperature: f32,
+    /// Fallback step (`None`: 0.2; `Some(0.0)`: no fallback).
+    pub temperature_inc: Option<f32>,
+    /// Beam search with this many beams when > 1 (at most 8); whisper-cli uses 5.
+    pub beam_size: i32,
+    /// Sequences sampled above temperature 0 (`None`: 5).
+    pub best_of: Option<i32>,
+    /// Sequence j samples from `std::mt19937(seed + j)`: the same seed, the same transcript.
+    pub seed: u32,
+    /// `None`: whisper.cpp's -1 (score = average log-probability).
+    pub length_penalty: Option<f32>,
+    /// `None`: 2.4.
+    pub entropy_thold: Option<f32>,
+    /// `None`: -1.
+    pub logprob_thold: Option<f32>,
+    /// `None`: 0.6.
+    pub no_speech_thold: Option<f32>,
 }
 
 /// One decoded token of a segment.
@@ -76,6 +104,23 @@ pub struct SpeechToken {
     pub p: f32,
     /// Its log-probability.
     pub plog: f32,
+    /// Start in milliseconds with [`TranscribeOptions::word_timestamps`]; else 0.
+    pub t0_ms: i64,
+    /// End in milliseconds with [`TranscribeOptions::word_timestamps`]; else 0.
+    pub t1_ms: i64,
+}
+
+/// A word: a segment's text tokens joined at a leading space.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Word {
+    /// With its leading space.
+    pub text: String,
+    /// Start in milliseconds.
+    pub t0_ms: i64,
+    /// End in milliseconds.
+    pub t1_ms: i64,
+    /// The lowest probability among its tokens.
+    pub p: f32,
 }
 
 /// A transcribed segment: the text between two timestamps.
@@ -91,6 +136,12 @@ pub struct Segment {
     pub tokens: Vec<SpeechToken>,
     /// Probability of no speech at the window's first step.
     pub no_speech_prob: f32,
+    /// With [`TranscribeOptions::word_timestamps`]: the words.
+    pub words: Vec<Word>,
+    /// The temperature the window was decoded at (above the first: a fallback).
+    pub temperature: f32,
+    /// Average log-probability of the window's tokens.
+    pub avg_logprob: f32,
 }
 
 /// The result of [`SpeechModel::transcribe`].
@@ -102,17 +153,22 @@ pub struct Transcription {
     pub text: String,
     /// The language decoded with (the detected one for "auto").
     pub language: String,
+    /// The detected language's probability ("auto"); 0 when the language was given.
+    pub language_prob: f32,
+}
+
+fn lossy(p: *const std::ffi::c_char, n: usize) -> String {
+    if p.is_null() || n == 0 {
+        return String::new();
+    }
+    // SAFETY: the library gives n bytes at p, valid while the segment is.
+    let b = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), n) };
+    String::from_utf8_lossy(b).into_owned()
 }
 
 fn segment_from(s: &sys::zf_speech_segment) -> Segment {
-    let text = if s.text.is_null() || s.text_len == 0 {
-        String::new()
-    } else {
-        // SAFETY: text holds text_len bytes, valid while the segment is.
-        let b = unsafe { std::slice::from_raw_parts(s.text.cast::<u8>(), s.text_len) };
-        String::from_utf8_lossy(b).into_owned()
-    };
-    let tokens = if s.tokens.is_null() || s.n_tokens == 0 {
+    let text = lossy(s.text, s.text_len);
+    let mut tokens: Vec<SpeechToken> = if s.tokens.is_null() || s.n_tokens == 0 {
         Vec::new()
     } else {
         // SAFETY: tokens holds n_tokens entries, valid while the segment is.
@@ -122,6 +178,29 @@ fn segment_from(s: &sys::zf_speech_segment) -> Segment {
                 id: t.id,
                 p: t.p,
                 plog: t.plog,
+                t0_ms: 0,
+                t1_ms: 0,
+            })
+            .collect()
+    };
+    if !s.token_times.is_null() {
+        // SAFETY: token_times holds n_tokens entries, valid while the segment is.
+        let times = unsafe { std::slice::from_raw_parts(s.token_times, tokens.len()) };
+        for (t, tt) in tokens.iter_mut().zip(times) {
+            (t.t0_ms, t.t1_ms) = (tt.t0_ms, tt.t1_ms);
+        }
+    }
+    let words = if s.words.is_null() || s.n_words == 0 {
+        Vec::new()
+    } else {
+        // SAFETY: words holds n_words entries, valid while the segment is.
+        unsafe { std::slice::from_raw_parts(s.words, s.n_words) }
+            .iter()
+            .map(|w| Word {
+                text: lossy(w.text, w.text_len),
+                t0_ms: w.t0_ms,
+                t1_ms: w.t1_ms,
+                p: w.p,
             })
             .collect()
     };
@@ -131,6 +210,9 @@ fn segment_from(s: &sys::zf_speech_segment) -> Segment {
         text,
         tokens,
         no_speech_prob: s.no_speech_prob,
+        words,
+        temperature: s.temperature,
+        avg_logprob: s.avg_logprob,
     }
 }
 
@@ -217,8 +299,8 @@ impl SpeechModel {
         Ok(String::from_utf8_lossy(&b).into_owned())
     }
 
-    /// Transcribes 16 kHz mono PCM (see [`decode_wav`]) greedily with timestamps, as
-    /// whisper.cpp does.
+    /// Transcribes 16 kHz mono PCM (see [`decode_wav`]) with timestamps, as whisper.cpp's
+    /// `whisper_full` does (greedy or beam search, the temperature fallback).
     pub fn transcribe(&self, pcm: &[f32], o: &TranscribeOptions) -> Result<Transcription> {
         self.transcribe_with(pcm, o, |_| ControlFlow::Continue(()))
     }
@@ -251,6 +333,29 @@ impl SpeechModel {
         if o.no_timestamps {
             p.flags |= sys::ZF_TRANSCRIBE_NO_TIMESTAMPS as u32;
         }
+        if o.word_timestamps {
+            p.flags |= sys::ZF_TRANSCRIBE_WORD_TIMESTAMPS as u32;
+        }
+        if o.carry_prompt {
+            p.flags |= sys::ZF_TRANSCRIBE_CARRY_PROMPT as u32;
+        }
+        let prompt = match &o.prompt {
+            Some(t) => Some(crate::model::c_string("prompt", t)?),
+            None => None,
+        };
+        p.initial_prompt = prompt.as_ref().map_or(ptr::null(), |t| t.as_ptr());
+        if o.no_context {
+            p.n_max_text_ctx = 0;
+        }
+        p.temperature = o.temperature;
+        p.temperature_inc = o.temperature_inc.unwrap_or(p.temperature_inc);
+        p.beam_size = o.beam_size;
+        p.best_of = o.best_of.unwrap_or(p.best_of);
+        p.seed = o.seed;
+        p.length_penalty = o.length_penalty.unwrap_or(p.length_penalty);
+        p.entropy_thold = o.entropy_thold.unwrap_or(p.entropy_thold);
+        p.logprob_thold = o.logprob_thold.unwrap_or(p.logprob_thold);
+        p.no_speech_thold = o.no_speech_thold.unwrap_or(p.no_speech_thold);
         let mut state = SegmentState {
             f: &mut f,
             panic: None,
@@ -306,10 +411,18 @@ impl SpeechModel {
             let language = read_buffer(true, |buf, cap, needed| unsafe {
                 sys::zf!(zf_transcription_language(r.as_ptr(), buf, cap, needed))
             })?;
+            let mut language_prob = 0f32;
+            check(unsafe {
+                sys::zf!(zf_transcription_language_prob(
+                    r.as_ptr(),
+                    &mut language_prob
+                ))
+            })?;
             Ok(Transcription {
                 segments,
                 text: String::from_utf8_lossy(&text).into_owned(),
                 language: String::from_utf8_lossy(&language).into_owned(),
+                language_prob,
             })
         };
         let t = read();

@@ -156,3 +156,87 @@ fn errors_name_the_problem() {
     }));
     assert!(r.is_err());
 }
+
+/// The decoding options reach the library: a prompt, beam search and word timestamps give
+/// whisper.cpp's results (tests/data/golden/whisper/tiny.en-jfk-decoding.json); a seed makes
+/// sampling reproducible; a bad field is named.
+#[test]
+fn decoding_options_match_whisper_cpp() {
+    let m = model();
+    let pcm = jfk();
+    let text =
+        std::fs::read_to_string(root().join("tests/data/golden/whisper/tiny.en-jfk-decoding.json"))
+            .unwrap();
+    let g: Value = zerfoo::serde_json::from_str(&text).unwrap();
+    let check = |name: &str, o: TranscribeOptions| {
+        let t = m.transcribe(&pcm, &o).unwrap();
+        let want = g[name]["segments"].as_array().unwrap();
+        assert_eq!(t.segments.len(), want.len(), "{name}: {:?}", t.segments);
+        for (s, w) in t.segments.iter().zip(want) {
+            assert_eq!(s.t0_ms, w["t0"].as_i64().unwrap() * 10, "{name}");
+            assert_eq!(s.t1_ms, w["t1"].as_i64().unwrap() * 10, "{name}");
+            assert_eq!(s.text, w["text"].as_str().unwrap(), "{name}");
+        }
+        t
+    };
+    let base = TranscribeOptions {
+        n_threads: 2,
+        ..Default::default()
+    };
+    check(
+        "greedy_prompt",
+        TranscribeOptions {
+            prompt: Some(g["prompt"].as_str().unwrap().to_string()),
+            ..base.clone()
+        },
+    );
+    check(
+        "beam5",
+        TranscribeOptions {
+            beam_size: 5,
+            ..base.clone()
+        },
+    );
+    let t = check(
+        "greedy_token_timestamps",
+        TranscribeOptions {
+            word_timestamps: true,
+            ..base.clone()
+        },
+    );
+    let want = g["greedy_token_timestamps"]["segments"].as_array().unwrap();
+    for (s, w) in t.segments.iter().zip(want) {
+        for (tok, d) in s.tokens.iter().zip(w["token_data"].as_array().unwrap()) {
+            assert_eq!(tok.t0_ms, d[5].as_i64().unwrap() * 10, "{tok:?}");
+            assert_eq!(tok.t1_ms, d[6].as_i64().unwrap() * 10, "{tok:?}");
+        }
+        let joined: String = s.words.iter().map(|w| w.text.as_str()).collect();
+        assert_eq!(joined, s.text);
+        assert!(s
+            .words
+            .iter()
+            .all(|w| w.text.starts_with(' ') && w.t0_ms <= w.t1_ms));
+    }
+    let sampled = TranscribeOptions {
+        temperature: 1.0,
+        temperature_inc: Some(0.0),
+        seed: 42,
+        ..base.clone()
+    };
+    let a = m.transcribe(&pcm, &sampled).unwrap();
+    let b = m.transcribe(&pcm, &sampled).unwrap();
+    assert!(!a.text.is_empty());
+    assert_eq!(a.text, b.text);
+    assert_eq!(a.segments[0].temperature, 1.0);
+    let e = m
+        .transcribe(
+            &pcm[..16000],
+            &TranscribeOptions {
+                beam_size: 9,
+                ..base
+            },
+        )
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidArgument);
+    assert!(e.to_string().contains("params->beam_size"), "{e}");
+}

@@ -84,6 +84,17 @@ namespace Zerfoo
         public IntPtr initial_prompt;
         public uint flags;
         public uint reserved;
+        // Appended (issue #47 decoding).
+        public float temperature;
+        public float temperature_inc;
+        public int beam_size;
+        public int best_of;
+        public float length_penalty;
+        public float entropy_thold;
+        public float logprob_thold;
+        public float no_speech_thold;
+        public uint seed;
+        public int n_max_text_ctx;
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -108,6 +119,30 @@ namespace Zerfoo
         public UIntPtr n_tokens;
         public float no_speech_prob;
         public uint reserved2;
+        // Appended (issue #47 decoding).
+        public IntPtr token_times;         // zf_speech_token_time[n_tokens] or NULL
+        public IntPtr words;               // zf_speech_word[n_words] or NULL
+        public UIntPtr n_words;
+        public float temperature;
+        public float avg_logprob;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct zf_speech_token_time   // issue #47 decoding
+    {
+        public long t0_ms;
+        public long t1_ms;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct zf_speech_word         // issue #47 decoding
+    {
+        public IntPtr text;
+        public UIntPtr text_len;
+        public long t0_ms;
+        public long t1_ms;
+        public float p;
+        public uint reserved;
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -401,6 +436,9 @@ namespace Zerfoo
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern void zf_transcription_free(IntPtr result);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_transcription_language_prob(IntPtr result, out float prob);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern int zf_speech_token_text(SpeechHandle model, int id, byte[] buf, UIntPtr cap,

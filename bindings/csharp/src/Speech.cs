@@ -23,7 +23,9 @@ namespace Zerfoo
         public bool Multilingual { get; internal set; }
     }
 
-    /// <summary>Options of <see cref="SpeechModel.Transcribe"/>.</summary>
+    /// <summary>Options of <see cref="SpeechModel.Transcribe"/>. The defaults are whisper.cpp's
+    /// whisper_full_default_params(GREEDY): English, timestamps, greedy, the temperature fallback in
+    /// 0.2 steps with best of 5.</summary>
     public sealed class TranscribeOptions
     {
         /// <summary>Worker threads; 0 = the hardware's (at most 8).</summary>
@@ -34,6 +36,45 @@ namespace Zerfoo
         public bool Translate { get; set; }
         /// <summary>Decode without timestamps (one segment per 30 s window).</summary>
         public bool NoTimestamps { get; set; }
+        /// <summary>Initial prompt: text the first window continues from (null: none).</summary>
+        public string Prompt { get; set; }
+        /// <summary>Keep the prompt in front of every window's prompt.</summary>
+        public bool CarryPrompt { get; set; }
+        /// <summary>Token start/end times and <see cref="Segment.Words"/>.</summary>
+        public bool WordTimestamps { get; set; }
+        /// <summary>Do not offer the previous window's text as the next one's prompt.</summary>
+        public bool NoContext { get; set; }
+        /// <summary>First temperature in [0, 1]; 0: greedy or beam search.</summary>
+        public float Temperature { get; set; }
+        /// <summary>Fallback step (null: 0.2; 0: no fallback).</summary>
+        public float? TemperatureInc { get; set; }
+        /// <summary>Beam search with this many beams when above 1 (at most 8); whisper-cli uses 5.</summary>
+        public int BeamSize { get; set; }
+        /// <summary>Sequences sampled above temperature 0 (null: 5).</summary>
+        public int? BestOf { get; set; }
+        /// <summary>Sequence j samples from std::mt19937(Seed + j): the same seed, the same transcript.</summary>
+        public uint Seed { get; set; }
+        /// <summary>null: whisper.cpp's -1 (the score is the average log-probability).</summary>
+        public float? LengthPenalty { get; set; }
+        /// <summary>null: 2.4.</summary>
+        public float? EntropyThold { get; set; }
+        /// <summary>null: -1.</summary>
+        public float? LogprobThold { get; set; }
+        /// <summary>null: 0.6.</summary>
+        public float? NoSpeechThold { get; set; }
+    }
+
+    /// <summary>A word: a segment's text tokens joined at a leading space.</summary>
+    public sealed class Word
+    {
+        /// <summary>With its leading space.</summary>
+        public string Text { get; internal set; }
+        /// <summary>Start in milliseconds.</summary>
+        public long StartMs { get; internal set; }
+        /// <summary>End in milliseconds.</summary>
+        public long EndMs { get; internal set; }
+        /// <summary>The lowest probability among its tokens.</summary>
+        public float P { get; internal set; }
     }
 
     /// <summary>One decoded token of a segment.</summary>
@@ -45,6 +86,10 @@ namespace Zerfoo
         public float P;
         /// <summary>Its log-probability.</summary>
         public float PLog;
+        /// <summary>Start in milliseconds with <see cref="TranscribeOptions.WordTimestamps"/>; else 0.</summary>
+        public long StartMs;
+        /// <summary>End in milliseconds with <see cref="TranscribeOptions.WordTimestamps"/>; else 0.</summary>
+        public long EndMs;
     }
 
     /// <summary>A transcribed segment: the text between two timestamps.</summary>
@@ -60,6 +105,12 @@ namespace Zerfoo
         public SpeechToken[] Tokens { get; internal set; }
         /// <summary>Probability of no speech at the window's first step.</summary>
         public float NoSpeechProb { get; internal set; }
+        /// <summary>With <see cref="TranscribeOptions.WordTimestamps"/>: the words; else empty.</summary>
+        public Word[] Words { get; internal set; }
+        /// <summary>The temperature the window was decoded at (above the first: a fallback).</summary>
+        public float Temperature { get; internal set; }
+        /// <summary>Average log-probability of the window's tokens.</summary>
+        public float AvgLogprob { get; internal set; }
     }
 
     /// <summary>The result of <see cref="SpeechModel.Transcribe"/>.</summary>
@@ -71,6 +122,8 @@ namespace Zerfoo
         public string Text { get; internal set; }
         /// <summary>The language decoded with (the detected one for "auto").</summary>
         public string Language { get; internal set; }
+        /// <summary>The detected language's probability ("auto"); 0 when the language was given.</summary>
+        public float LanguageProb { get; internal set; }
     }
 
     /// <summary>A Whisper model loaded from a whisper.cpp ggml .bin file (zf_speech_load).
@@ -194,16 +247,30 @@ namespace Zerfoo
             int n = (int)s.n_tokens;
             var tokens = new SpeechToken[n];
             var raw = (zf_speech_token*)s.tokens;
-            for (int i = 0; i < n; ++i) tokens[i] = new SpeechToken { Id = raw[i].id, P = raw[i].p, PLog = raw[i].plog };
+            var times = (zf_speech_token_time*)s.token_times;
+            for (int i = 0; i < n; ++i)
+            {
+                tokens[i] = new SpeechToken { Id = raw[i].id, P = raw[i].p, PLog = raw[i].plog };
+                if (times != null) { tokens[i].StartMs = times[i].t0_ms; tokens[i].EndMs = times[i].t1_ms; }
+            }
+            var words = new Word[s.words == IntPtr.Zero ? 0 : (int)s.n_words];
+            var rawWords = (zf_speech_word*)s.words;
+            for (int i = 0; i < words.Length; ++i)
+                words[i] = new Word
+                {
+                    Text = Encoding.UTF8.GetString((byte*)rawWords[i].text, (int)rawWords[i].text_len),
+                    StartMs = rawWords[i].t0_ms, EndMs = rawWords[i].t1_ms, P = rawWords[i].p,
+                };
             return new Segment
             {
-                StartMs = s.t0_ms, EndMs = s.t1_ms, NoSpeechProb = s.no_speech_prob, Tokens = tokens,
+                StartMs = s.t0_ms, EndMs = s.t1_ms, NoSpeechProb = s.no_speech_prob, Tokens = tokens, Words = words,
+                Temperature = s.temperature, AvgLogprob = s.avg_logprob,
                 Text = s.text == IntPtr.Zero ? "" : Encoding.UTF8.GetString((byte*)s.text, (int)s.text_len),
             };
         }
 
-        /// <summary>Transcribes 16 kHz mono PCM (see <see cref="DecodeWav"/>) greedily with
-        /// timestamps, as whisper.cpp does. <paramref name="onSegment"/> (optional) sees each
+        /// <summary>Transcribes 16 kHz mono PCM (see <see cref="DecodeWav"/>) with timestamps, as
+        /// whisper.cpp's whisper_full does (greedy or beam search, the temperature fallback). <paramref name="onSegment"/> (optional) sees each
         /// segment as soon as it is decoded; false stops early (the result then holds the segments
         /// so far).</summary>
         /// <exception cref="ZerfooException">InvalidArgument (empty PCM, a language Whisper does not
@@ -215,14 +282,27 @@ namespace Zerfoo
             var p = new zf_transcribe_params();
             NativeMethods.zf_transcribe_params_init(ref p, (UIntPtr)Marshal.SizeOf(typeof(zf_transcribe_params)));
             p.n_threads = options.Threads;
-            p.flags = (options.Translate ? 1u : 0u) | (options.NoTimestamps ? 2u : 0u);
+            p.flags = (options.Translate ? 1u : 0u) | (options.NoTimestamps ? 2u : 0u) |
+                      (options.WordTimestamps ? 4u : 0u) | (options.CarryPrompt ? 8u : 0u);
+            if (options.NoContext) p.n_max_text_ctx = 0;
+            p.temperature = options.Temperature;
+            p.temperature_inc = options.TemperatureInc ?? p.temperature_inc;
+            p.beam_size = options.BeamSize;
+            p.best_of = options.BestOf ?? p.best_of;
+            p.seed = options.Seed;
+            p.length_penalty = options.LengthPenalty ?? p.length_penalty;
+            p.entropy_thold = options.EntropyThold ?? p.entropy_thold;
+            p.logprob_thold = options.LogprobThold ?? p.logprob_thold;
+            p.no_speech_thold = options.NoSpeechThold ?? p.no_speech_thold;
             IntPtr lang = options.Language == null ? IntPtr.Zero : Library.AllocUtf8Z(options.Language);
+            IntPtr prompt = options.Prompt == null ? IntPtr.Zero : Library.AllocUtf8Z(options.Prompt);
             var sink = new SegmentSink { OnSegment = onSegment };
             GCHandle gch = GCHandle.Alloc(sink);
             IntPtr result = IntPtr.Zero;
             try
             {
                 p.language = lang;
+                p.initial_prompt = prompt;
                 int st = NativeMethods.zf_transcribe(handle, pcm, (UIntPtr)pcm.Length, ref p,
                                                      onSegment == null ? null : SegmentDelegate,
                                                      GCHandle.ToIntPtr(gch), out result);
@@ -238,6 +318,9 @@ namespace Zerfoo
                     segments.Add(ToSegment(s));
                 }
                 IntPtr r = result;
+                float langProb;
+                ZerfooException.Check(NativeMethods.zf_transcription_language_prob(r, out langProb),
+                                      "zf_transcription_language_prob");
                 return new Transcription
                 {
                     Segments = segments.ToArray(),
@@ -245,6 +328,7 @@ namespace Zerfoo
                                  "zf_transcription_text"),
                     Language = Fetch((byte[] b, UIntPtr c, out UIntPtr x) => NativeMethods.zf_transcription_language(r, b, c, out x),
                                      "zf_transcription_language"),
+                    LanguageProb = langProb,
                 };
             }
             finally
@@ -252,6 +336,7 @@ namespace Zerfoo
                 if (result != IntPtr.Zero) NativeMethods.zf_transcription_free(result);
                 gch.Free();
                 if (lang != IntPtr.Zero) Marshal.FreeHGlobal(lang);
+                if (prompt != IntPtr.Zero) Marshal.FreeHGlobal(prompt);
                 GC.KeepAlive(pcm);
             }
         }

@@ -90,4 +90,59 @@ public class SpeechTests
         Assert.Throws<InvalidOperationException>(() =>
             model.Transcribe(second, null, s => { throw new InvalidOperationException("from the callback"); }));
     }
+
+    // Segments (t0, t1, text) of one run in the decoding golden, by its name.
+    static List<Match> GoldenSegments(string json, string name)
+    {
+        string sec = json.Substring(json.IndexOf("\"" + name + "\": {"));
+        sec = sec.Substring(0, sec.IndexOf("]}]}") + 4);  // the last segment, then the list
+        return Regex.Matches(sec, "\\{\"t0\": (\\d+), \"t1\": (\\d+), \"text\": \"((?:[^\"\\\\]|\\\\.)*)\", \"tokens\": \\[[0-9,]*\\](, \"token_data\": \\[(.*?)\\]\\])?\\}")
+                    .Cast<Match>().ToList();
+    }
+
+    static void Check(Transcription t, List<Match> want, string what)
+    {
+        Assert.AreEqual(want.Count, t.Segments.Length, what);
+        for (int i = 0; i < want.Count; ++i)
+        {
+            Assert.AreEqual(long.Parse(want[i].Groups[1].Value) * 10, t.Segments[i].StartMs, what);
+            Assert.AreEqual(long.Parse(want[i].Groups[2].Value) * 10, t.Segments[i].EndMs, what);
+            Assert.AreEqual(want[i].Groups[3].Value.Replace("\\\"", "\""), t.Segments[i].Text, what);  // JSON's \" is "
+        }
+    }
+
+    // The decoding options reach the library: a prompt, beam search and word timestamps give
+    // whisper.cpp's results (tiny.en-jfk-decoding.json); a seed makes sampling reproducible.
+    [Test]
+    public void DecodingOptionsMatchWhisperCpp()
+    {
+        string json = File.ReadAllText(Golden("tiny.en-jfk-decoding.json"));
+        string prompt = Regex.Match(json, "\"prompt\": \"([^\"]*)\"").Groups[1].Value;
+        Check(model.Transcribe(jfk, new TranscribeOptions { Threads = 2, Prompt = prompt }), GoldenSegments(json, "greedy_prompt"), "prompt");
+        Check(model.Transcribe(jfk, new TranscribeOptions { Threads = 2, BeamSize = 5 }), GoldenSegments(json, "beam5"), "beam 5");
+        var want = GoldenSegments(json, "greedy_token_timestamps");
+        Transcription t = model.Transcribe(jfk, new TranscribeOptions { Threads = 2, WordTimestamps = true });
+        Check(t, want, "word timestamps");
+        for (int i = 0; i < want.Count; ++i)
+        {
+            var data = Regex.Matches(want[i].Groups[5].Value, "\\[(-?[0-9.e+-]+),(-?[0-9.e+-]+),(-?[0-9.e+-]+),(-?[0-9.e+-]+),(-?[0-9.e+-]+),(-?\\d+),(-?\\d+)").Cast<Match>().ToList();
+            Segment s = t.Segments[i];
+            Assert.AreEqual(data.Count, s.Tokens.Length);
+            for (int k = 0; k < data.Count; ++k)
+            {
+                Assert.AreEqual(long.Parse(data[k].Groups[6].Value) * 10, s.Tokens[k].StartMs, "token " + k);
+                Assert.AreEqual(long.Parse(data[k].Groups[7].Value) * 10, s.Tokens[k].EndMs, "token " + k);
+            }
+            Assert.AreEqual(s.Text, string.Concat(s.Words.Select(w => w.Text).ToArray()));
+            Assert.IsTrue(s.Words.All(w => w.Text.StartsWith(" ") && w.StartMs <= w.EndMs));
+        }
+        var sampled = new TranscribeOptions { Threads = 2, Temperature = 1, TemperatureInc = 0, Seed = 42 };
+        Transcription a = model.Transcribe(jfk, sampled), b = model.Transcribe(jfk, sampled);
+        Assert.IsNotEmpty(a.Text);
+        Assert.AreEqual(a.Text, b.Text);
+        Assert.AreEqual(1.0f, a.Segments[0].Temperature);
+        var e = Assert.Throws<ZerfooException>(() => model.Transcribe(jfk.Take(16000).ToArray(), new TranscribeOptions { BeamSize = 9 }));
+        Assert.AreEqual(Status.InvalidArgument, e.Status);
+        StringAssert.Contains("params->beam_size", e.Message);
+    }
 }

@@ -22,7 +22,13 @@
 #pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
+#include <cstring>
+// stb 2.27 copies zero bytes from a null buffer (a PNG whose first IDAT is empty): harmless, but
+// undefined for memcpy and an UBSan stop under the fuzzer; its copies go through this instead.
+static inline void* ZfStbMemcpy(void* dst, const void* src, size_t n) { return n ? std::memcpy(dst, src, n) : dst; }
+#define memcpy(dst, src, n) ZfStbMemcpy(dst, src, n)
 #include <stb_image.h>
+#undef memcpy
 // (the warnings stay off to the end of the file: GCC reports stb code inlined into the wrappers)
 
 namespace zf::vision {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -92,6 +94,28 @@ TEST(ImageDecode, Errors) {
   std::memset(zero.data() + 16, 0, 8);
   s = DecodeImage(zero.data(), zero.size(), &img);
   EXPECT_FALSE(s.ok());
+}
+
+// Findings of fuzz_image_decode, kept in its corpus: a JPEG Huffman table of more than 256
+// codes (Debian's stb 2.27 writes past its arrays; refused before stb sees it) and a PNG whose
+// first IDAT is empty (stb copies zero bytes from a null buffer).
+TEST(ImageDecode, FuzzFindings) {
+  const std::string dir = std::string(ZF_TEST_DATA_DIR) + "/../fuzz/corpus/image_decode/";
+  for (const char* name : {"dht-overflow-input", "dht-overflow2-input"}) {
+    std::ifstream in(dir + name, std::ios::binary);
+    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(bytes.empty()) << name;
+    Image img;
+    const Status s = DecodeImage(bytes.data(), bytes.size(), &img);
+    EXPECT_EQ(s.code(), Code::kFormat) << name;
+    EXPECT_NE(s.message().find("Huffman table (DHT)"), std::string::npos) << s.message();
+  }
+  std::ifstream in(dir + "png-empty-idat-input", std::ios::binary);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(bytes.empty());
+  Image img;
+  const Status s = DecodeImage(bytes.data(), bytes.size(), &img);
+  EXPECT_TRUE(s.ok() || !s.message().empty());
 }
 
 }  // namespace

@@ -36,10 +36,9 @@ inline std::string ReadAll(const std::string& path) {
 
 // t0, t1, text and token ids of every segment identical.
 inline void CompareSegments(const TranscribeResult& res, const nlohmann::json& g) {
+  for (const Segment& s : res.segments) std::printf("  [%lld -> %lld] %s\n", (long long)s.t0, (long long)s.t1, s.text.c_str());
   ASSERT_EQ(res.segments.size(), g.size());
   for (size_t i = 0; i < g.size(); ++i) {
-    std::printf("  [%lld -> %lld] %s\n", (long long)res.segments[i].t0, (long long)res.segments[i].t1,
-                res.segments[i].text.c_str());
     EXPECT_EQ(res.segments[i].t0, g[i]["t0"].get<int64_t>()) << "segment " << i;
     EXPECT_EQ(res.segments[i].t1, g[i]["t1"].get<int64_t>()) << "segment " << i;
     EXPECT_EQ(res.segments[i].text, g[i]["text"].get<std::string>()) << "segment " << i;

@@ -14,7 +14,7 @@
 # test) and keep the input as tests/fuzz/corpus/TARGET/NAME-input.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-targets_all=(gguf_load tiny_decode tokenizer pretokenize sampler chat_template chat_parse constraint chat_turn serve_request whisper_load image_decode)
+targets_all=(gguf_load tiny_decode tokenizer pretokenize sampler chat_template chat_parse constraint chat_turn serve_request whisper_load image_decode audio_request)
 build="${ZF_FUZZ_BUILD:-build-fuzz}"
 scripts/ensure_clang.sh
 configure() {
@@ -51,7 +51,7 @@ run_one() {
   # patches) of 1 KiB. Longer inputs only cost time per execution.
   local max_len=1024 extra=()
   case "$t" in
-    gguf_load|whisper_load|image_decode) max_len=65536 ;;
+    gguf_load|whisper_load|image_decode|audio_request) max_len=65536 ;;
     chat_template) max_len=4096 ;;
     chat_turn) max_len=2048 ;;  # a request JSON and, after a NUL, a template
     serve_request) max_len=4096 ;;  # an API byte and a request body

@@ -58,6 +58,21 @@ int main(int argc, char** argv) {
                            0x80, 0x3e, 0, 0, 0, 0x7d, 0, 0, 2, 0, 16, 0, 'd', 'a', 't', 'a', 4, 0, 0, 0, 1, 0, 0xff, 0xff};
     Write("whisper_load", "wav_pcm16", Prefixed(1, std::vector<uint8_t>(wav, wav + sizeof wav)));
   }
+  // audio_request: form fields, a NUL, then a file: 0.5 s of jfk.wav (public domain) as FLAC, Ogg
+  // Vorbis and MP3 (tests/data/audio/), a WAV, and a translation with every field.
+  {
+    const std::string fields = "model=whisper-1\nresponse_format=verbose_json\ntimestamp_granularities[]=segment\n";
+    for (const char* ext : {"flac", "ogg", "mp3"}) {
+      std::ifstream f(std::string(argv[2]) + "/audio/jfk-0.5s." + ext, std::ios::binary);
+      std::stringstream ss;
+      ss << f.rdbuf();
+      Write("audio_request", std::string("jfk_") + ext, Text(0, fields + "language=en" + '\0' + ss.str()));
+    }
+    const uint8_t wav[] = {'R', 'I', 'F', 'F', 40, 0, 0, 0, 'W', 'A', 'V', 'E', 'f', 'm', 't', ' ', 16, 0, 0, 0, 1, 0, 1, 0,
+                           0x80, 0x3e, 0, 0, 0, 0x7d, 0, 0, 2, 0, 16, 0, 'd', 'a', 't', 'a', 4, 0, 0, 0, 1, 0, 0xff, 0xff};
+    Write("audio_request", "wav", Text(0, fields + "stream=true\nresponse_format=text" + '\0' + std::string(wav, wav + sizeof wav)));
+    Write("audio_request", "translate", Text(1, "model=m\nprompt=Kennedy\ntemperature=0.0\nstream=false" + std::string(1, '\0') + "RIFF"));
+  }
   // gguf_load: a full tiny model (F32 and Q8_0 weights, n_embd 32) and vocab-only variants.
   Write("gguf_load", "tiny_f32", Prefixed(0, zf::testutil::TinyLlamaGguf(kTF32, "", 0, nullptr, 32)));
   Write("gguf_load", "tiny_q8_0", Prefixed(0, zf::testutil::TinyLlamaGguf(kTQ8_0, "", 0, nullptr, 32)));

@@ -14,7 +14,8 @@ root=$PWD
 purge=(nlohmann-json3-dev doctest-dev libbenchmark-dev libsimde-dev libcpp-httplib-dev ccache
        clang clang-14 libclang-dev libclang-14-dev libclang1-14 libclang-common-14-dev libclang-rt-14-dev
        abigail-tools doxygen nginx nginx-common
-       mono-mcs mono-runtime nunit-console libnunit-cil-dev g++-aarch64-linux-gnu qemu-user)
+       mono-mcs mono-runtime nunit-console libnunit-cil-dev g++-aarch64-linux-gnu qemu-user
+       flac vorbis-tools lame)
 models=0; dry=0
 for a in "$@"; do
   case "$a" in --models) models=1 ;; --dry-run) dry=1 ;; *) echo "unknown option $a" >&2; exit 2 ;; esac

@@ -35,18 +35,17 @@ VisionEncoder::VisionEncoder(const Mmproj& mmproj, int32_t n_threads)
 
 VisionEncoder::~VisionEncoder() = default;
 
+#if defined(__x86_64__) || defined(_M_X64)
 namespace {
 
+// The F16 GEMM and the AVX2 softmax need AVX2 + FMA + F16C.
 bool HasF16Gemm() {
-#if defined(__x86_64__) || defined(_M_X64)
   static const bool ok = quant::CpuHasAvx2Fma16();
   return ok;
-#else
-  return false;
-#endif
 }
 
 }  // namespace
+#endif
 
 void VisionEncoder::MatMul(const Linear& l, const float* x, int64_t n_tok, float* y) {
   constexpr int64_t kRows = 16, kTok = 64;  // a task: 16 weight rows x 64 tokens

@@ -113,26 +113,33 @@ void TimestampOf(const WhisperVocab& v, const std::vector<float>& probs, int32_t
   r->ptsum = float(sum);
 }
 
-// best: the likeliest token; else one drawn from probs with the decoder's generator.
+// r takes token `id` with its probabilities; a timestamp token is its own timestamp.
+void Choose(const WhisperVocab& v, const Decoder& d, int32_t id, Sampled* r) {
+  r->id = id;
+  r->p = d.probs[size_t(id)];
+  r->plog = d.logprobs[size_t(id)];
+  if (id >= v.timestamp_begin) {
+    r->tid = id;
+    r->pt = r->p;
+  }
+}
+
+// best: the likeliest token (the first of equals); else one drawn with the decoder's generator.
 Sampled SampleToken(const WhisperVocab& v, Decoder& d, bool best) {
   Sampled r;
   TimestampOf(v, d.probs, 0, &r);
   if (best) {
+    int32_t id = 0;
+    float p = 0;
     for (int32_t i = 0; i < v.n_vocab; ++i)
-      if (r.p < d.probs[size_t(i)]) {
-        r.id = i;
-        r.p = d.probs[size_t(i)];
-        r.plog = d.logprobs[size_t(i)];
+      if (p < d.probs[size_t(i)]) {
+        id = i;
+        p = d.probs[size_t(i)];
       }
+    Choose(v, d, id, &r);
   } else {
     std::discrete_distribution<> dist(d.probs.begin(), d.probs.end());
-    r.id = dist(d.rng);
-    r.p = d.probs[size_t(r.id)];
-    r.plog = d.logprobs[size_t(r.id)];
-  }
-  if (r.id >= v.timestamp_begin) {
-    r.tid = r.id;
-    r.pt = r.p;
+    Choose(v, d, dist(d.rng), &r);
   }
   return r;
 }
@@ -146,13 +153,7 @@ std::vector<Sampled> SampleTopK(const WhisperVocab& v, Decoder& d, int32_t k) {
   std::vector<Sampled> out;
   for (int32_t i = 0; i < k; ++i) {
     Sampled r = ts;
-    r.id = dist(d.rng);
-    r.p = d.probs[size_t(r.id)];
-    r.plog = d.logprobs[size_t(r.id)];
-    if (r.id >= v.timestamp_begin) {
-      r.tid = r.id;
-      r.pt = r.p;
-    }
+    Choose(v, d, dist(d.rng), &r);
     out.push_back(r);
   }
   return out;

@@ -24,6 +24,8 @@ class ThreadPool;
 
 namespace zf::vision {
 
+// One encode at a time per encoder (it owns its thread pool and scratch); the Mmproj is
+// read-only and may serve several encoders.
 class VisionEncoder {
  public:
   VisionEncoder(const Mmproj& mmproj, int32_t n_threads);

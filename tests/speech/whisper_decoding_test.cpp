@@ -69,6 +69,26 @@ TEST_P(WhisperDecoding, TokenizerAsWhisperCpp) {
   }
 }
 
+// Any bytes (NUL, control characters, invalid UTF-8) tokenize without a crash: ASCII is kept
+// whole (every ASCII byte is a vocabulary entry), and a byte that starts no entry (a lone byte
+// over 0x7f here) is dropped, as whisper_tokenize drops it ("unknown token").
+TEST_P(WhisperDecoding, TokenizerKeepsAsciiDropsUnknownBytes) {
+  std::string text, ascii;
+  for (int i = 0; i < 256; ++i) text += char(i);
+  text += "  'll 3.5x\xff\xfe ok ";
+  for (char c : text)
+    if (static_cast<unsigned char>(c) < 0x80) ascii += c;
+  const std::vector<int32_t> ids = WhisperTokenize(model_->vocab(), text);
+  std::string back;
+  for (int32_t id : ids) {
+    ASSERT_GE(id, 0);
+    ASSERT_LT(size_t(id), model_->vocab().size());
+    back += model_->vocab()[size_t(id)];
+  }
+  EXPECT_EQ(back, ascii);
+  EXPECT_TRUE(WhisperTokenize(model_->vocab(), "").empty());
+}
+
 TEST_P(WhisperDecoding, InitialPrompt) {
   TranscribeParams p;
   p.initial_prompt = golden_["prompt"].get<std::string>();

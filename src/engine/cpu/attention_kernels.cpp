@@ -10,6 +10,21 @@
 
 namespace zf::engine::attn {
 
+float SoftmaxRef(float* s, int32_t n, float mx, const float* sink, Partial* part) {
+  const bool with_sink = sink != nullptr && part == nullptr;
+  if (with_sink) mx = std::max(mx, *sink);
+  float sum = with_sink ? std::exp(*sink - mx) : 0.0f;
+  for (int32_t j = 0; j < n; ++j) {
+    s[j] = std::exp(s[j] - mx);
+    sum += s[j];
+  }
+  if (part != nullptr) {
+    *part = {mx, sum};
+    return 1.0f;
+  }
+  return 1.0f / sum;
+}
+
 void RunBlockRef(const Block& b) {
   const int64_t ss = ScoreStride(b.n_keys);
   for (int32_t i = 0; i < b.rows; ++i) {
@@ -54,15 +69,8 @@ void RunDecodeRef(const DecodeGroup& g) {
       s[j] = x;
       mx = std::max(mx, x);
     }
-    const bool sink = g.sink != nullptr && g.part == nullptr;
-    if (sink) mx = std::max(mx, g.sink[h]);
-    float sum = sink ? std::exp(g.sink[h] - mx) : 0.0f;
-    for (int32_t j = 0; j < g.n_keys; ++j) {
-      s[j] = std::exp(s[j] - mx);
-      sum += s[j];
-    }
-    if (g.part != nullptr) g.part[h] = {mx, sum};
-    const float inv = g.part != nullptr ? 1.0f : 1.0f / sum;
+    const float inv =
+        SoftmaxRef(s, g.n_keys, mx, g.sink != nullptr ? g.sink + h : nullptr, g.part != nullptr ? g.part + h : nullptr);
     float* o = g.out[h];
     std::fill(o, o + g.d_v, 0.0f);
     for (int32_t j = 0; j < g.n_keys; ++j) {

@@ -116,6 +116,11 @@ inline int32_t SplitBlocks(int32_t n_keys) {
 void CombinePartials(const Partial* part, int64_t part_stride, const float* outs, int64_t out_stride, int32_t n,
                      int32_t d_v, float sink, float* out);
 
+// The scalar references' softmax of scores s[0, n) whose max is mx: exp(s - max) in place;
+// returns 1 / sum (a sink, one logit or none, joins the max and the sum), or with part set
+// stores {max, sum} there (sink ignored) and returns 1.
+float SoftmaxRef(float* s, int32_t n, float mx, const float* sink, Partial* part);
+
 // The vector softmaxes of the decode kernels, shared with attention_quant_*: exp(scaled x -
 // max) in place; returns the sum (with exp(sink - max) for a finite sink) and the max in *mx.
 #if defined(__x86_64__) || defined(__i386__)

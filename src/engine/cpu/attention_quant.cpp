@@ -48,15 +48,8 @@ void RunQuantDecodeRef(const QuantDecodeGroup& g) {
       s[j] = x;
       mx = std::max(mx, x);
     }
-    const bool sink = g.sink != nullptr && g.part == nullptr;
-    if (sink) mx = std::max(mx, g.sink[h]);
-    float sum = sink ? std::exp(g.sink[h] - mx) : 0.0f;
-    for (int32_t j = 0; j < g.n_keys; ++j) {
-      s[j] = std::exp(s[j] - mx);
-      sum += s[j];
-    }
-    if (g.part != nullptr) g.part[h] = {mx, sum};
-    const float inv = g.part != nullptr ? 1.0f : 1.0f / sum;
+    const float inv =
+        SoftmaxRef(s, g.n_keys, mx, g.sink != nullptr ? g.sink + h : nullptr, g.part != nullptr ? g.part + h : nullptr);
     float* o = g.out[h];
     std::fill(o, o + g.d_v, 0.0f);
     for (int32_t j = 0; j < g.n_keys; ++j) {

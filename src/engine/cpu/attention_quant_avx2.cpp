@@ -12,7 +12,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "engine/cpu/attention_quant.h"
+#include "engine/cpu/attention_quant_drivers.h"
 #include "engine/cpu/vec_math_avx2.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
@@ -139,43 +139,22 @@ void Values(const QuantDecodeGroup& g, const float* inv) {
   }
 }
 
-template <int NQ, KvType KT, KvType VT>
-void Run(const QuantDecodeGroup& g) {
-  QBlocks qb;
-  PrepareQ(g, &qb);
-  Scores<NQ, KT>(g, qb);
-  float inv[NQ];
-  for (int h = 0; h < NQ; ++h) {
-    float* s = g.s + h * g.n_keys;
-    if (g.part != nullptr) {  // a block of a split decode: unnormalized, its max and sum kept
-      g.part[h].sum = SoftmaxSumAvx2(s, g.n_keys, g.scale, g.softcap, -INFINITY, &g.part[h].max);
-      inv[h] = 1.0f;
-    } else {
-      float mx;
-      inv[h] = 1.0f / SoftmaxSumAvx2(s, g.n_keys, g.scale, g.softcap, g.sink != nullptr ? g.sink[h] : -INFINITY, &mx);
-    }
+// The ops of the shared loops (attention_quant_drivers.h).
+struct Avx2Ops {
+  template <int NQ, KvType KT>
+  static void Scores(const QuantDecodeGroup& g) {
+    QBlocks qb;
+    PrepareQ(g, &qb);
+    attn::Scores<NQ, KT>(g, qb);
   }
-  Values<NQ, VT>(g, inv);
-}
-
-template <int NQ, KvType KT>
-void RunV(const QuantDecodeGroup& g) {
-  switch (g.vt) {
-    case KvType::kQ8_0: Run<NQ, KT, KvType::kQ8_0>(g); return;
-    case KvType::kQ4_0: Run<NQ, KT, KvType::kQ4_0>(g); return;
-    case KvType::kF16: Run<NQ, KT, KvType::kF16>(g); return;
-    default: Run<NQ, KT, KvType::kF32>(g); return;
+  static float SoftmaxSum(float* x, int64_t n, float scale, float softcap, float sink, float* mx) {
+    return SoftmaxSumAvx2(x, n, scale, softcap, sink, mx);
   }
-}
-
-template <int NQ>
-void RunK(const QuantDecodeGroup& g) {
-  if (g.kt == KvType::kQ8_0) {
-    RunV<NQ, KvType::kQ8_0>(g);
-  } else {
-    RunV<NQ, KvType::kQ4_0>(g);
+  template <int NQ, KvType VT>
+  static void Values(const QuantDecodeGroup& g, const float* inv) {
+    attn::Values<NQ, VT>(g, inv);
   }
-}
+};
 
 }  // namespace
 
@@ -184,12 +163,7 @@ void RunQuantDecodeAvx2(const QuantDecodeGroup& g) {
     RunQuantDecodeRef(g);
     return;
   }
-  switch (g.n_q) {
-    case 1: RunK<1>(g); return;
-    case 2: RunK<2>(g); return;
-    case 3: RunK<3>(g); return;
-    default: RunK<4>(g); return;
-  }
+  RunQuantDecodeWith<Avx2Ops>(g);
 }
 
 }  // namespace zf::engine::attn

@@ -289,13 +289,7 @@ int main(int argc, char** argv) {
   std::printf("]\n  },\n");
 
   // Greedy transcription with whisper_full's defaults.
-  whisper_full_params fp = whisper_full_default_params(WHISPER_SAMPLING_GREEDY);
-  fp.n_threads = threads;
-  fp.print_progress = false;
-  fp.print_realtime = false;
-  fp.print_timestamps = false;
-  fp.print_special = false;
-  fp.language = "en";
+  const whisper_full_params fp = Quiet(WHISPER_SAMPLING_GREEDY, threads);
   const auto t0 = std::chrono::steady_clock::now();
   if (whisper_full(ctx, fp, pcm.data(), int(pcm.size())) != 0) return 1;
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

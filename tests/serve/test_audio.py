@@ -182,8 +182,9 @@ def test_compressed_audio(s):
 
 
 def test_two_minutes(s):
-    r = s.client().audio.transcriptions.create(model="whisper-1", file=("long.wav", io.BytesIO(long_wav())),
-                                               response_format="verbose_json")
+    client = s.client().with_options(timeout=600)  # minutes under the sanitizers
+    r = client.audio.transcriptions.create(model="whisper-1", file=("long.wav", io.BytesIO(long_wav())),
+                                           response_format="verbose_json")
     assert abs(r.duration - 130.0) < 1e-3, r.duration
     # Each 13 s period holds the two sentences; the windows seek to the last timestamp.
     assert len(r.segments) == 20, [(g.start, g.end, g.text) for g in r.segments]

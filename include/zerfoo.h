@@ -1676,6 +1676,107 @@ ZF_API zf_status zf_speech_token_text(const zf_speech_model* model, int32_t id, 
  */
 ZF_API zf_status zf_wav_decode(const void* data, size_t size, float* pcm, size_t cap, size_t* n_samples);
 
+/* ---------------------------------------------------------------------------------------------
+ * Images: vision projectors (mmproj) and image embeddings (since 0.7)
+ * ------------------------------------------------------------------------------------------- */
+
+/**
+ * @brief A vision projector (llama.cpp's `mmproj` GGUF, general.architecture = clip) bound to the
+ * language model it was loaded for (opaque). It holds a reference to its model: zf_model_free()
+ * before zf_mmproj_free() is fine, the model goes with the last of them. Immutable after
+ * zf_mmproj_load(): any number of threads may call zf_image_embed() on it at once (each call
+ * works on an encoder of its own, taken from the projector's pool and returned after).
+ * zf_mmproj_free() may be called from any thread, but not while a call on it is running.
+ * Projector types loaded: "gemma3" (Gemma 3's SigLIP encoder, 896 px, 256 tokens per image).
+ */
+typedef struct zf_mmproj zf_mmproj;
+
+/**
+ * @brief Loads a projector file for `model` and checks that it belongs to it: the projector's
+ * output width must be the model's embedding width and its type the model's family (a "gemma3"
+ * projector goes with a "gemma3" model); a mismatch names both sides. Thread-safe.
+ * @param model The language model (its reference is held until zf_mmproj_free()). Required.
+ * @param path The mmproj file (NUL-terminated UTF-8).
+ * @param flags Reserved; must be 0.
+ * @param out Receives the projector (NULL on failure). Required.
+ * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL model/path/out, nonzero flags, a projector of
+ *         another model: width or family); ::ZF_ERR_IO (cannot open or map); ::ZF_ERR_FORMAT (not
+ *         a clip GGUF, a missing or misshapen key or tensor: the message names it);
+ *         ::ZF_ERR_UNSUPPORTED (a projector type not loaded yet, named); ::ZF_ERR_OUT_OF_MEMORY.
+ */
+ZF_API zf_status zf_mmproj_load(zf_model* model, const char* path, uint32_t flags, zf_mmproj** out);
+
+/** @brief Releases the projector (and its reference to the model). NULL is a no-op. Any thread. */
+ZF_API void zf_mmproj_free(zf_mmproj* mmproj);
+
+/** What zf_mmproj_info() reports about a projector. Append-only; `struct_size` first. */
+typedef struct zf_mmproj_summary {
+  uint32_t struct_size;       /**< Set by the caller to sizeof(zf_mmproj_summary). */
+  int32_t image_size;         /**< The encoder's square input side in pixels (896 for Gemma 3). */
+  int32_t patch_size;         /**< Pixels per patch side (14). */
+  int32_t n_tokens;           /**< Embeddings per image as placed in the prompt (256). */
+  int32_t n_embd;             /**< Width of each embedding: the language model's n_embd. */
+  int32_t n_embd_vision;      /**< The vision encoder's own width. */
+  int32_t n_layer;            /**< Vision encoder blocks. */
+  uint32_t reserved;          /**< Padding; written as 0. */
+  const char* projector_type; /**< clip.projector_type, e.g. "gemma3"; owned by the projector. */
+} zf_mmproj_summary;
+
+/**
+ * @brief Describes a projector (see ::zf_mmproj_summary). Fields beyond info->struct_size are
+ * not written; on return it is the size filled. Thread-safe.
+ * @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, struct_size too small).
+ */
+ZF_API zf_status zf_mmproj_info(const zf_mmproj* mmproj, zf_mmproj_summary* info);
+
+/** @name Image formats (zf_image::format). */
+/**@{*/
+/** An encoded file's bytes: JPEG, PNG, GIF (first frame) or BMP, told apart by their first
+ *  bytes (WebP is recognized and refused: no decoder yet). width/height must be 0. */
+#define ZF_IMAGE_ENCODED 0u
+/** Raw pixels: height rows of width pixels, 3 bytes each (R, G, B), no padding; size must be
+ *  width * height * 3. */
+#define ZF_IMAGE_RGB8 1u
+/**@}*/
+
+/** The largest image zf_image_embed() takes, in pixels (width x height): 8192 x 8192. Checked
+ *  from an encoded file's header before any pixel is decoded. */
+#define ZF_IMAGE_MAX_PIXELS 67108864
+
+/** An image for zf_image_embed(): encoded bytes or RGB8 pixels. Borrowed for the call only.
+ *  Append-only; `struct_size` first. */
+typedef struct zf_image {
+  uint32_t struct_size;   /**< sizeof(zf_image) as the caller compiled it. */
+  uint32_t format;        /**< ::ZF_IMAGE_ENCODED or ::ZF_IMAGE_RGB8. */
+  const void* data;       /**< The bytes. Required. */
+  size_t size;            /**< Their count (nonzero). */
+  uint32_t width;         /**< ::ZF_IMAGE_RGB8: pixels per row; else 0. */
+  uint32_t height;        /**< ::ZF_IMAGE_RGB8: rows; else 0. */
+} zf_image;
+
+/**
+ * @brief The image's embeddings as the language model would take them in the prompt: *n_tokens
+ * rows of zf_mmproj_summary::n_embd floats, row-major, into a caller buffer. The image is
+ * decoded, preprocessed as libmtmd does for the projector type (Gemma 3: scaled into 896 x 896
+ * keeping its aspect ratio, centred on black, normalized by the file's mean/std) and encoded.
+ * The size needed is known before encoding: a call with a small buffer costs no encode.
+ * Thread-safe (see ::zf_mmproj).
+ * @param mmproj The projector. Required.
+ * @param image The image. Required.
+ * @param n_threads Worker threads for the encode (0 = the machine's cores, at most 8).
+ * @param out Output floats (may be NULL when cap is 0).
+ * @param cap Capacity of `out` in floats.
+ * @param needed Receives the floats written, or needed on ::ZF_ERR_BUFFER_TOO_SMALL. Required.
+ * @param n_tokens Optional; receives the rows (also on ::ZF_ERR_BUFFER_TOO_SMALL).
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, a
+ *         struct_size too small, an unknown format, empty data, width/height that do not fit the
+ *         format or size, an unknown or unsupported image container such as WebP, a zero-size
+ *         image, more pixels than ::ZF_IMAGE_MAX_PIXELS, a negative n_threads); ::ZF_ERR_FORMAT
+ *         (corrupt or truncated image bytes: the decoder's reason); ::ZF_ERR_OUT_OF_MEMORY.
+ */
+ZF_API zf_status zf_image_embed(const zf_mmproj* mmproj, const zf_image* image, int32_t n_threads, float* out,
+                                size_t cap, size_t* needed, int32_t* n_tokens);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

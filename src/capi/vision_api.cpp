@@ -1,0 +1,214 @@
+// C entry points for images (issue #46): load a vision projector (mmproj) for a loaded model,
+// describe it, and turn an image (encoded bytes or RGB8 pixels) into the embeddings the model
+// takes in its prompt. src/vision/ does the work.
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "capi/handles.h"
+#include "vision/encoder.h"
+#include "vision/image.h"
+#include "vision/mmproj.h"
+
+using zf::capi::Fail;
+using zf::capi::Succeed;
+
+#if UINTPTR_MAX == 0xffffffffffffffffu
+static_assert(sizeof(zf_mmproj_summary) == 40 && offsetof(zf_mmproj_summary, projector_type) == 32,
+              "zf_mmproj_summary layout is part of the ABI");
+static_assert(sizeof(zf_image) == 32 && offsetof(zf_image, size) == 16 && offsetof(zf_image, width) == 24,
+              "zf_image layout is part of the ABI");
+#endif
+static_assert(zf::vision::kDefaultMaxPixels == ZF_IMAGE_MAX_PIXELS, "ZF_IMAGE_MAX_PIXELS is the decoder's budget");
+
+// A projector bound to its model. Encoders (each one encode at a time: its own thread pool and
+// scratch) are lent to calls from a pool, so concurrent zf_image_embed calls never share one.
+struct zf_mmproj {
+  zf_model* model = nullptr;  // one reference, released by zf_mmproj_free
+  std::unique_ptr<zf::vision::Mmproj> impl;
+  std::mutex mu;
+  std::vector<std::pair<int32_t, std::unique_ptr<zf::vision::VisionEncoder>>> idle;  // by n_threads
+};
+
+namespace {
+
+zf_status NullArg(const char* what) { return Fail(ZF_ERR_INVALID_ARGUMENT, std::string(what) + " is NULL"); }
+
+// Which model family a projector type belongs to (general.architecture of the language model).
+const char* FamilyOf(const std::string& projector) {
+  if (projector == "gemma3") return "gemma3";
+  return nullptr;
+}
+
+// An encoder for n_threads from the pool (or a new one); handed back with Return().
+std::unique_ptr<zf::vision::VisionEncoder> Borrow(zf_mmproj* p, int32_t n_threads) {
+  {
+    std::lock_guard<std::mutex> lock(p->mu);
+    for (auto it = p->idle.begin(); it != p->idle.end(); ++it) {
+      if (it->first != n_threads) continue;
+      std::unique_ptr<zf::vision::VisionEncoder> e = std::move(it->second);
+      p->idle.erase(it);
+      return e;
+    }
+  }
+  return std::make_unique<zf::vision::VisionEncoder>(*p->impl, n_threads);
+}
+
+void Return(zf_mmproj* p, int32_t n_threads, std::unique_ptr<zf::vision::VisionEncoder> e) {
+  std::lock_guard<std::mutex> lock(p->mu);
+  p->idle.emplace_back(n_threads, std::move(e));
+}
+
+// The caller's zf_image checked and decoded (or copied) into pixels; each bad field named.
+zf_status ReadImage(const zf_image* image, zf::vision::Image* img) {
+  zf_image in;
+  std::memset(&in, 0, sizeof in);
+  if (image->struct_size < offsetof(zf_image, width)) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "image->struct_size " + std::to_string(image->struct_size) +
+                                             " is too small (set it to sizeof(zf_image))");
+  }
+  std::memcpy(static_cast<void*>(&in), image, std::min<size_t>(image->struct_size, sizeof in));
+  if (in.data == nullptr) return NullArg("image->data");
+  if (in.size == 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "image->size is 0 (no image bytes)");
+  const auto* bytes = static_cast<const uint8_t*>(in.data);
+  if (in.format == ZF_IMAGE_ENCODED) {
+    if (in.width != 0 || in.height != 0)
+      return Fail(ZF_ERR_INVALID_ARGUMENT, "image->width and image->height must be 0 for ZF_IMAGE_ENCODED (the file says its size)");
+    zf::Status s = zf::vision::DecodeImage(bytes, in.size, img);
+    if (!s.ok()) return Fail(static_cast<int32_t>(s.code()), "image: " + s.message());
+    return ZF_OK;
+  }
+  if (in.format != ZF_IMAGE_RGB8) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "image->format " + std::to_string(in.format) +
+                                             " is unknown (ZF_IMAGE_ENCODED = 0, ZF_IMAGE_RGB8 = 1)");
+  }
+  if (in.width == 0 || in.height == 0) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "image->width x image->height is " + std::to_string(in.width) + " x " +
+                                             std::to_string(in.height) + ": ZF_IMAGE_RGB8 needs both nonzero");
+  }
+  const uint64_t pixels = uint64_t(in.width) * in.height;
+  if (pixels > uint64_t(ZF_IMAGE_MAX_PIXELS)) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "image: " + std::to_string(in.width) + " x " + std::to_string(in.height) +
+                                             " pixels exceed the budget of " + std::to_string(ZF_IMAGE_MAX_PIXELS) +
+                                             " (ZF_IMAGE_MAX_PIXELS)");
+  }
+  if (uint64_t(in.size) != pixels * 3) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "image->size is " + std::to_string(in.size) + " bytes; ZF_IMAGE_RGB8 " +
+                                             std::to_string(in.width) + " x " + std::to_string(in.height) +
+                                             " needs width * height * 3 = " + std::to_string(pixels * 3));
+  }
+  img->width = static_cast<int32_t>(in.width);
+  img->height = static_cast<int32_t>(in.height);
+  img->rgb.assign(bytes, bytes + in.size);
+  return ZF_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+ZF_API zf_status zf_mmproj_load(zf_model* model, const char* path, uint32_t flags, zf_mmproj** out) {
+  if (out != nullptr) *out = nullptr;
+  if (model == nullptr) return NullArg("model");
+  if (path == nullptr) return NullArg("path");
+  if (out == nullptr) return NullArg("out");
+  if (zf_status e = zf::capi::CheckFlags("flags", flags, 0)) return e;
+  ZF_GUARD_BEGIN
+  std::unique_ptr<zf::vision::Mmproj> m;
+  zf::Status s = zf::vision::Mmproj::Load(path, &m);
+  if (!s.ok()) return Fail(static_cast<int32_t>(s.code()), std::string(path) + ": " + s.message());
+  // Both mismatches in one message: a projector of another model usually differs in both.
+  const zf::model::ModelDesc& c = model->impl->desc();
+  const zf::vision::VisionHparams& hp = m->hparams();
+  std::string why;
+  if (!m->CheckLanguageModel(c.n_embd).ok()) {
+    why = "its output width " + std::to_string(hp.proj_width) + " is not the model's embedding width " +
+          std::to_string(c.n_embd);
+  }
+  const char* family = FamilyOf(hp.projector);
+  if (family != nullptr && c.arch != family) {
+    if (!why.empty()) why += "; ";
+    why += "its type '" + hp.projector + "' is for '" + family + "' models, the model is '" + c.arch + "'";
+  }
+  if (!why.empty()) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, std::string(path) + ": the projector does not belong to this model: " + why);
+  }
+  auto h = std::make_unique<zf_mmproj>();
+  h->model = model;
+  h->impl = std::move(m);
+  model->refs.fetch_add(1, std::memory_order_relaxed);
+  *out = h.release();
+  return Succeed();
+  ZF_GUARD_END
+}
+
+ZF_API void zf_mmproj_free(zf_mmproj* mmproj) {
+  if (mmproj == nullptr) return;
+  zf_model* m = mmproj->model;
+  delete mmproj;
+  zf::capi::ReleaseModel(m);
+}
+
+ZF_API zf_status zf_mmproj_info(const zf_mmproj* mmproj, zf_mmproj_summary* info) {
+  if (mmproj == nullptr) return NullArg("mmproj");
+  if (info == nullptr) return NullArg("info");
+  if (info->struct_size < sizeof(uint32_t)) return Fail(ZF_ERR_INVALID_ARGUMENT, "info->struct_size is too small");
+  const zf::vision::VisionHparams& hp = mmproj->impl->hparams();
+  zf_mmproj_summary s;
+  std::memset(&s, 0, sizeof s);
+  s.struct_size = static_cast<uint32_t>(std::min<size_t>(info->struct_size, sizeof s));
+  s.image_size = hp.image_size;
+  s.patch_size = hp.patch_size;
+  s.n_tokens = hp.n_tokens();
+  s.n_embd = hp.proj_width;
+  s.n_embd_vision = hp.n_embd;
+  s.n_layer = hp.n_layer;
+  s.projector_type = hp.projector.c_str();
+  std::memcpy(static_cast<void*>(info), &s, s.struct_size);
+  return Succeed();
+}
+
+ZF_API zf_status zf_image_embed(const zf_mmproj* mmproj, const zf_image* image, int32_t n_threads, float* out,
+                                size_t cap, size_t* needed, int32_t* n_tokens) {
+  if (mmproj == nullptr) return NullArg("mmproj");
+  if (image == nullptr) return NullArg("image");
+  if (needed == nullptr) return NullArg("needed");
+  *needed = 0;
+  if (n_tokens != nullptr) *n_tokens = 0;
+  if (out == nullptr && cap != 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "out is NULL but cap is " + std::to_string(cap));
+  if (n_threads < 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "n_threads must be >= 0, got " + std::to_string(n_threads));
+  ZF_GUARD_BEGIN
+  zf::vision::Image img;
+  if (zf_status e = ReadImage(image, &img)) return e;
+  // Gemma 3's size does not depend on the image: known before the (costly) encode.
+  const zf::vision::VisionHparams& hp = mmproj->impl->hparams();
+  const size_t n = size_t(hp.n_tokens()) * size_t(hp.proj_width);
+  *needed = n;
+  if (n_tokens != nullptr) *n_tokens = hp.n_tokens();
+  if (cap < n) {
+    return Fail(ZF_ERR_BUFFER_TOO_SMALL, "out holds " + std::to_string(cap) + " floats; the image's embeddings need " +
+                                             std::to_string(n) + " (*needed)");
+  }
+  if (n_threads == 0) n_threads = static_cast<int32_t>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+  auto* p = const_cast<zf_mmproj*>(mmproj);  // the pool is the only mutable part (under its mutex)
+  std::unique_ptr<zf::vision::VisionEncoder> enc = Borrow(p, n_threads);
+  std::vector<float> embd;
+  zf::Status s = enc->Encode(img, &embd);
+  Return(p, n_threads, std::move(enc));
+  if (!s.ok()) return Fail(s);
+  if (embd.size() != n) {
+    return Fail(ZF_ERR_INTERNAL, "vision encoder returned " + std::to_string(embd.size()) + " floats, expected " +
+                                     std::to_string(n));
+  }
+  std::memcpy(out, embd.data(), n * sizeof(float));
+  return Succeed();
+  ZF_GUARD_END
+}
+
+}  // extern "C"

@@ -85,6 +85,10 @@ var lib struct {
 	transcriptionLangP func(r uintptr, prob *float32) int32
 	speechTokenText    func(m uintptr, id int32, buf *byte, cap uintptr, needed *uintptr) int32
 	wavDecode          func(data *byte, size uintptr, pcm *float32, cap uintptr, n *uintptr) int32
+	mmprojLoad         func(m uintptr, path *byte, flags uint32, out *uintptr) int32
+	mmprojFree         func(p uintptr)
+	mmprojInfo         func(p uintptr, info *cMmprojSummary) int32
+	imageEmbed         func(p uintptr, image *cImage, nThreads int32, out *float32, cap uintptr, needed *uintptr, nTokens *int32) int32
 }
 
 // Load loads libzerfoo from path (if non-empty) or by the default search: $ZERFOO_LIBRARY,
@@ -227,6 +231,10 @@ func bind(h uintptr) error {
 		{&lib.transcriptionLangP, "zf_transcription_language_prob"},
 		{&lib.speechTokenText, "zf_speech_token_text"},
 		{&lib.wavDecode, "zf_wav_decode"},
+		{&lib.mmprojLoad, "zf_mmproj_load"},
+		{&lib.mmprojFree, "zf_mmproj_free"},
+		{&lib.mmprojInfo, "zf_mmproj_info"},
+		{&lib.imageEmbed, "zf_image_embed"},
 	}
 	for _, s := range syms {
 		if err := sym(h, s.fn, s.name); err != nil {

@@ -2,7 +2,8 @@
 # Checks the Go binding: vet, a cgo-free build and test run, then the race detector (which
 # needs cgo). Library: $ZERFOO_LIBRARY (tests that need it skip when it is unset).
 # Model: $ZERFOO_TEST_MODEL, default ~/.cache/zerfoo/models/smollm2-135m-instruct-q4_1.gguf;
-# Whisper: $ZERFOO_WHISPER_MODEL, default scripts/fetch_models.sh whisper-tiny-en.
+# Whisper: $ZERFOO_WHISPER_MODEL, default scripts/fetch_models.sh whisper-tiny-en; vision:
+# $ZERFOO_VISION_MODELS (tests/vision/make_models.sh writes it) and $ZERFOO_GEMMA3_MODEL.
 set -eu
 cd "$(dirname "$0")"
 GO=${GO:-go}
@@ -11,6 +12,12 @@ export GOFLAGS="${GOFLAGS:--mod=mod}"
 # Speech (speech_test.go): Whisper tiny.en, fetched and cached like the chat model.
 ZERFOO_WHISPER_MODEL="${ZERFOO_WHISPER_MODEL:-$(../../scripts/fetch_models.sh whisper-tiny-en)}"
 export ZERFOO_WHISPER_MODEL
+# Vision (vision_test.go): tests/vision's synthesized Gemma 3 projectors (written once, cached)
+# bound to Gemma 3 270M.
+ZERFOO_VISION_MODELS="${ZERFOO_VISION_MODELS:-$HOME/.cache/zerfoo/vision_models}"
+../../tests/vision/make_models.sh "$ZERFOO_VISION_MODELS" >&2
+ZERFOO_GEMMA3_MODEL="${ZERFOO_GEMMA3_MODEL:-$(../../scripts/fetch_models.sh gemma3)}"
+export ZERFOO_VISION_MODELS ZERFOO_GEMMA3_MODEL
 if [ -z "${ZERFOO_LIBRARY:-}" ]; then
   echo "test.sh: ZERFOO_LIBRARY is not set; tests needing libzerfoo will skip" >&2
 fi

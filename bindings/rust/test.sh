@@ -4,7 +4,8 @@
 # rustdoc (-D warnings), the build script's and loader's error messages, and pkg-config discovery.
 # Library: $ZERFOO_LIB_DIR (directory of libzerfoo.so.0), or derived from $ZERFOO_LIBRARY.
 # Model: $ZERFOO_TEST_MODEL (SmolLM2); CLI for the parity test: $ZERFOO_CLI; Whisper:
-# $ZERFOO_WHISPER_MODEL (default: scripts/fetch_models.sh whisper-tiny-en).
+# $ZERFOO_WHISPER_MODEL (default: scripts/fetch_models.sh whisper-tiny-en); vision:
+# $ZERFOO_VISION_MODELS (tests/vision/make_models.sh writes it), $ZERFOO_GEMMA3_MODEL.
 # Installs what is missing: Rust (rustup), bindgen-cli 0.73.2 (cargo, into target/tools),
 # libclang-dev (apt, through scripts/install_deps.sh) unless LIBCLANG_PATH is set.
 set -eu
@@ -22,6 +23,12 @@ export CARGO_INCREMENTAL=0 CARGO_TERM_COLOR=never
 # Speech (tests/speech.rs): Whisper tiny.en, fetched and cached like the chat model.
 ZERFOO_WHISPER_MODEL="${ZERFOO_WHISPER_MODEL:-$("$here/../../scripts/fetch_models.sh" whisper-tiny-en)}"
 export ZERFOO_WHISPER_MODEL
+# Vision (tests/vision.rs): tests/vision's synthesized Gemma 3 projectors (written once, cached)
+# bound to Gemma 3 270M.
+ZERFOO_VISION_MODELS="${ZERFOO_VISION_MODELS:-$HOME/.cache/zerfoo/vision_models}"
+"$here/../../tests/vision/make_models.sh" "$ZERFOO_VISION_MODELS" >&2
+ZERFOO_GEMMA3_MODEL="${ZERFOO_GEMMA3_MODEL:-$("$here/../../scripts/fetch_models.sh" gemma3)}"
+export ZERFOO_VISION_MODELS ZERFOO_GEMMA3_MODEL
 
 # Rust: the machine's toolchain, else rustup.
 if ! command -v cargo >/dev/null 2>&1; then

@@ -375,4 +375,25 @@ unsafe extern "C" {
         cap: usize,
         n_samples: *mut usize,
     ) -> zf_status;
+    #[doc = " @brief Loads a projector file for `model` and checks that it belongs to it: the projector's\n output width must be the model's embedding width and its type the model's family (a \"gemma3\"\n projector goes with a \"gemma3\" model); a mismatch names both sides. Thread-safe.\n @param model The language model (its reference is held until zf_mmproj_free()). Required.\n @param path The mmproj file (NUL-terminated UTF-8).\n @param flags Reserved; must be 0.\n @param out Receives the projector (NULL on failure). Required.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL model/path/out, nonzero flags, a projector of\n         another model: width or family); ::ZF_ERR_IO (cannot open or map); ::ZF_ERR_FORMAT (not\n         a clip GGUF, a missing or misshapen key or tensor: the message names it);\n         ::ZF_ERR_UNSUPPORTED (a projector type not loaded yet, named); ::ZF_ERR_OUT_OF_MEMORY."]
+    pub fn zf_mmproj_load(
+        model: *mut zf_model,
+        path: *const ::core::ffi::c_char,
+        flags: u32,
+        out: *mut *mut zf_mmproj,
+    ) -> zf_status;
+    #[doc = " @brief Releases the projector (and its reference to the model). NULL is a no-op. Any thread."]
+    pub fn zf_mmproj_free(mmproj: *mut zf_mmproj);
+    #[doc = " @brief Describes a projector (see ::zf_mmproj_summary). Fields beyond info->struct_size are\n not written; on return it is the size filled. Thread-safe.\n @return ::ZF_OK; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, struct_size too small)."]
+    pub fn zf_mmproj_info(mmproj: *const zf_mmproj, info: *mut zf_mmproj_summary) -> zf_status;
+    #[doc = " @brief The image's embeddings as the language model would take them in the prompt: *n_tokens\n rows of zf_mmproj_summary::n_embd floats, row-major, into a caller buffer. The image is\n decoded, preprocessed as libmtmd does for the projector type (Gemma 3: scaled into 896 x 896\n keeping its aspect ratio, centred on black, normalized by the file's mean/std) and encoded.\n The size needed is known before encoding: a call with a small buffer costs no encode.\n Thread-safe (see ::zf_mmproj).\n @param mmproj The projector. Required.\n @param image The image. Required.\n @param n_threads Worker threads for the encode (0 = the machine's cores, at most 8).\n @param out Output floats (may be NULL when cap is 0).\n @param cap Capacity of `out` in floats.\n @param needed Receives the floats written, or needed on ::ZF_ERR_BUFFER_TOO_SMALL. Required.\n @param n_tokens Optional; receives the rows (also on ::ZF_ERR_BUFFER_TOO_SMALL).\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, a\n         struct_size too small, an unknown format, empty data, width/height that do not fit the\n         format or size, an unknown or unsupported image container such as WebP, a zero-size\n         image, more pixels than ::ZF_IMAGE_MAX_PIXELS, a negative n_threads); ::ZF_ERR_FORMAT\n         (corrupt or truncated image bytes: the decoder's reason); ::ZF_ERR_OUT_OF_MEMORY."]
+    pub fn zf_image_embed(
+        mmproj: *const zf_mmproj,
+        image: *const zf_image,
+        n_threads: i32,
+        out: *mut f32,
+        cap: usize,
+        needed: *mut usize,
+        n_tokens: *mut i32,
+    ) -> zf_status;
 }

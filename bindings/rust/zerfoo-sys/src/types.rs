@@ -556,6 +556,52 @@ pub struct zf_speech_segment {
     #[doc = "< Average log-probability of the window's tokens."]
     pub avg_logprob: f32,
 }
+#[doc = " @brief A vision projector (llama.cpp's `mmproj` GGUF, general.architecture = clip) bound to the\n language model it was loaded for (opaque). It holds a reference to its model: zf_model_free()\n before zf_mmproj_free() is fine, the model goes with the last of them. Immutable after\n zf_mmproj_load(): any number of threads may call zf_image_embed() on it at once (each call\n works on an encoder of its own, taken from the projector's pool and returned after).\n zf_mmproj_free() may be called from any thread, but not while a call on it is running.\n Projector types loaded: \"gemma3\" (Gemma 3's SigLIP encoder, 896 px, 256 tokens per image)."]
+#[repr(C)]
+#[derive(Debug)]
+pub struct zf_mmproj {
+    _unused: [u8; 0],
+}
+#[doc = " What zf_mmproj_info() reports about a projector. Append-only; `struct_size` first."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct zf_mmproj_summary {
+    #[doc = "< Set by the caller to sizeof(zf_mmproj_summary)."]
+    pub struct_size: u32,
+    #[doc = "< The encoder's square input side in pixels (896 for Gemma 3)."]
+    pub image_size: i32,
+    #[doc = "< Pixels per patch side (14)."]
+    pub patch_size: i32,
+    #[doc = "< Embeddings per image as placed in the prompt (256)."]
+    pub n_tokens: i32,
+    #[doc = "< Width of each embedding: the language model's n_embd."]
+    pub n_embd: i32,
+    #[doc = "< The vision encoder's own width."]
+    pub n_embd_vision: i32,
+    #[doc = "< Vision encoder blocks."]
+    pub n_layer: i32,
+    #[doc = "< Padding; written as 0."]
+    pub reserved: u32,
+    #[doc = "< clip.projector_type, e.g. \"gemma3\"; owned by the projector."]
+    pub projector_type: *const ::core::ffi::c_char,
+}
+#[doc = " An image for zf_image_embed(): encoded bytes or RGB8 pixels. Borrowed for the call only.\n  Append-only; `struct_size` first."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct zf_image {
+    #[doc = "< sizeof(zf_image) as the caller compiled it."]
+    pub struct_size: u32,
+    #[doc = "< ::ZF_IMAGE_ENCODED or ::ZF_IMAGE_RGB8."]
+    pub format: u32,
+    #[doc = "< The bytes. Required."]
+    pub data: *const ::core::ffi::c_void,
+    #[doc = "< Their count (nonzero)."]
+    pub size: usize,
+    #[doc = "< ::ZF_IMAGE_RGB8: pixels per row; else 0."]
+    pub width: u32,
+    #[doc = "< ::ZF_IMAGE_RGB8: rows; else 0."]
+    pub height: u32,
+}
 pub const ZF_VERSION_MAJOR: i32 = 0;
 pub const ZF_VERSION_MINOR: i32 = 7;
 pub const ZF_VERSION_PATCH: i32 = 0;
@@ -634,6 +680,9 @@ pub const ZF_TRANSCRIBE_TRANSLATE: i32 = 1;
 pub const ZF_TRANSCRIBE_NO_TIMESTAMPS: i32 = 2;
 pub const ZF_TRANSCRIBE_WORD_TIMESTAMPS: i32 = 4;
 pub const ZF_TRANSCRIBE_CARRY_PROMPT: i32 = 8;
+pub const ZF_IMAGE_ENCODED: i32 = 0;
+pub const ZF_IMAGE_RGB8: i32 = 1;
+pub const ZF_IMAGE_MAX_PIXELS: i32 = 67108864;
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     ["Size of zf_model_params"][::core::mem::size_of::<zf_model_params>() - 56usize];
@@ -1106,4 +1155,39 @@ const _: () = {
         [::core::mem::offset_of!(zf_speech_segment, temperature) - 88usize];
     ["Offset of field: zf_speech_segment::avg_logprob"]
         [::core::mem::offset_of!(zf_speech_segment, avg_logprob) - 92usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of zf_mmproj_summary"][::core::mem::size_of::<zf_mmproj_summary>() - 40usize];
+    ["Alignment of zf_mmproj_summary"][::core::mem::align_of::<zf_mmproj_summary>() - 8usize];
+    ["Offset of field: zf_mmproj_summary::struct_size"]
+        [::core::mem::offset_of!(zf_mmproj_summary, struct_size) - 0usize];
+    ["Offset of field: zf_mmproj_summary::image_size"]
+        [::core::mem::offset_of!(zf_mmproj_summary, image_size) - 4usize];
+    ["Offset of field: zf_mmproj_summary::patch_size"]
+        [::core::mem::offset_of!(zf_mmproj_summary, patch_size) - 8usize];
+    ["Offset of field: zf_mmproj_summary::n_tokens"]
+        [::core::mem::offset_of!(zf_mmproj_summary, n_tokens) - 12usize];
+    ["Offset of field: zf_mmproj_summary::n_embd"]
+        [::core::mem::offset_of!(zf_mmproj_summary, n_embd) - 16usize];
+    ["Offset of field: zf_mmproj_summary::n_embd_vision"]
+        [::core::mem::offset_of!(zf_mmproj_summary, n_embd_vision) - 20usize];
+    ["Offset of field: zf_mmproj_summary::n_layer"]
+        [::core::mem::offset_of!(zf_mmproj_summary, n_layer) - 24usize];
+    ["Offset of field: zf_mmproj_summary::reserved"]
+        [::core::mem::offset_of!(zf_mmproj_summary, reserved) - 28usize];
+    ["Offset of field: zf_mmproj_summary::projector_type"]
+        [::core::mem::offset_of!(zf_mmproj_summary, projector_type) - 32usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of zf_image"][::core::mem::size_of::<zf_image>() - 32usize];
+    ["Alignment of zf_image"][::core::mem::align_of::<zf_image>() - 8usize];
+    ["Offset of field: zf_image::struct_size"]
+        [::core::mem::offset_of!(zf_image, struct_size) - 0usize];
+    ["Offset of field: zf_image::format"][::core::mem::offset_of!(zf_image, format) - 4usize];
+    ["Offset of field: zf_image::data"][::core::mem::offset_of!(zf_image, data) - 8usize];
+    ["Offset of field: zf_image::size"][::core::mem::offset_of!(zf_image, size) - 16usize];
+    ["Offset of field: zf_image::width"][::core::mem::offset_of!(zf_image, width) - 24usize];
+    ["Offset of field: zf_image::height"][::core::mem::offset_of!(zf_image, height) - 28usize];
 };

@@ -26,6 +26,8 @@
 //! - [`CancelHandle`] stops a generation from any thread.
 //! - Speech to text: [`SpeechModel`] (a whisper.cpp `.bin`) transcribes 16 kHz PCM
 //!   ([`decode_wav`]) into [`Segment`]s with times and token probabilities.
+//! - Images: [`Mmproj`] (a vision projector loaded for a model) turns an [`Image`] (file bytes or
+//!   RGB pixels) into the embeddings the model takes in its prompt.
 //! - Every failure is an [`Error`] with an [`ErrorCode`] and the library's message.
 //!
 //! The library (`libzerfoo.so.0`) is linked by `zerfoo-sys` (see its docs for
@@ -42,6 +44,7 @@ mod model;
 mod session;
 mod speech;
 mod turn;
+mod vision;
 
 #[cfg(feature = "tokio")]
 mod async_stream;
@@ -64,6 +67,7 @@ pub use speech::{
     Word,
 };
 pub use turn::{FinishReason, Turn, TurnDone, TurnEvent, TurnOptions, TurnOutcome, Usage};
+pub use vision::{Image, ImageEmbedding, Mmproj, MmprojInfo, MAX_IMAGE_PIXELS};
 
 /// The JSON library of [`ChatRequest`] (its tool schemas, template variables, raw messages).
 pub use serde_json;

@@ -7,6 +7,8 @@
 #   ZERFOO_CLI         the C CLI               (default: build/zerfoo)
 #   ZERFOO_TEST_MODEL  SmolLM2 GGUF            (default: scripts/fetch_models.sh smollm2)
 #   ZERFOO_WHISPER_MODEL  Whisper tiny.en .bin (default: scripts/fetch_models.sh whisper-tiny-en)
+#   ZERFOO_VISION_MODELS  mmproj files      (default: ~/.cache/zerfoo/vision_models, written by tests/vision/make_models.sh)
+#   ZERFOO_GEMMA3_MODEL   Gemma 3 270M GGUF (default: scripts/fetch_models.sh gemma3)
 #   ZERFOO_CSHARP_OUT  build output directory  (default: build-csharp)
 set -eu
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -19,6 +21,10 @@ ZERFOO_LIBRARY="${ZERFOO_LIBRARY:-$root/build/libzerfoo.so.0}"
 ZERFOO_CLI="${ZERFOO_CLI:-$root/build/zerfoo}"
 ZERFOO_TEST_MODEL="${ZERFOO_TEST_MODEL:-$("$root/scripts/fetch_models.sh" smollm2)}"
 ZERFOO_WHISPER_MODEL="${ZERFOO_WHISPER_MODEL:-$("$root/scripts/fetch_models.sh" whisper-tiny-en)}"
+# VisionTests.cs: tests/vision's synthesized Gemma 3 projectors (written once, cached), Gemma 3 270M.
+ZERFOO_VISION_MODELS="${ZERFOO_VISION_MODELS:-$HOME/.cache/zerfoo/vision_models}"
+"$root/tests/vision/make_models.sh" "$ZERFOO_VISION_MODELS" >&2
+ZERFOO_GEMMA3_MODEL="${ZERFOO_GEMMA3_MODEL:-$("$root/scripts/fetch_models.sh" gemma3)}"
 out="${ZERFOO_CSHARP_OUT:-$root/build-csharp}"
 case "$out" in /*) ;; *) out="$root/$out" ;; esac
 mkdir -p "$out"
@@ -30,7 +36,7 @@ cp "$here/Zerfoo.dll.config" "$out/"
 # The .NET-only branch (#if NET5_0_OR_GREATER), minus the async iterator, against API stubs.
 mcs_ -target:library -unsafe -define:NET5_0_OR_GREATER -out:"$out/net5-check.dll" \
   $(ls "$here"/src/*.cs | grep -v 'Session\.Async\.cs$') "$here/tests/net5_stubs.cs"
-mcs_ -target:library -out:"$out/ZerfooTests.dll" -r:"$out/Zerfoo.dll" -r:"$nunit" -r:System.Core "$here/tests/ZerfooTests.cs" "$here/tests/ChatTurnTests.cs" "$here/tests/LoraTests.cs" "$here/tests/SpeechTests.cs"
+mcs_ -target:library -out:"$out/ZerfooTests.dll" -r:"$out/Zerfoo.dll" -r:"$nunit" -r:System.Core "$here/tests/ZerfooTests.cs" "$here/tests/ChatTurnTests.cs" "$here/tests/LoraTests.cs" "$here/tests/SpeechTests.cs" "$here/tests/VisionTests.cs"
 mcs_ -out:"$out/LoadCheck.exe" -r:"$out/Zerfoo.dll" "$here/tests/LoadCheck.cs"
 mcs_ -out:"$out/Chat.exe" -r:"$out/Zerfoo.dll" "$here/examples/Chat/Chat.cs"
 mcs_ -out:"$out/Bench.exe" -r:"$out/Zerfoo.dll" "$here/bench/Bench.cs"
@@ -45,7 +51,7 @@ for v in 0.0:7 1.5:1005000 none:; do
   ${CC:-cc} -shared -fPIC -fvisibility=hidden $def -Wl,-soname,libzerfoo.so.0 -o "$d/libzerfoo.so.0" "$here/tests/fake_zerfoo.c"
 done
 
-export ZERFOO_LIBRARY ZERFOO_CLI ZERFOO_TEST_MODEL ZERFOO_WHISPER_MODEL
+export ZERFOO_LIBRARY ZERFOO_CLI ZERFOO_TEST_MODEL ZERFOO_WHISPER_MODEL ZERFOO_VISION_MODELS ZERFOO_GEMMA3_MODEL
 export ZERFOO_SPEECH_GOLDEN_DIR="$root/tests/data/golden/whisper"  # SpeechTests.cs
 export ZERFOO_ABI_TABLE="$out/abi.txt" ZERFOO_LOADCHECK="$out/LoadCheck.exe"
 export ZERFOO_CHAT_TEMPLATES="$root/tests/data/chat_templates/templates"

@@ -144,6 +144,25 @@ namespace Zerfoo
         }
     }
 
+    /// <summary>Owns a zf_mmproj*. The library keeps the projector's model alive for it.</summary>
+    internal sealed class MmprojHandle : NativeHandle
+    {
+        MmprojHandle() { }
+
+        internal static MmprojHandle FromNative(IntPtr p)
+        {
+            var h = new MmprojHandle();
+            h.SetHandle(p);
+            return h;
+        }
+
+        protected override bool ReleaseHandle()
+        {
+            NativeMethods.zf_mmproj_free(handle);
+            return true;
+        }
+    }
+
     internal sealed class LoraHandle : NativeHandle
     {
         internal static int LiveCount;

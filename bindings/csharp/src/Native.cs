@@ -146,6 +146,31 @@ namespace Zerfoo
     }
 
     [StructLayout(LayoutKind.Sequential)]
+    internal struct zf_mmproj_summary      // since 0.7
+    {
+        public uint struct_size;
+        public int image_size;
+        public int patch_size;
+        public int n_tokens;
+        public int n_embd;
+        public int n_embd_vision;
+        public int n_layer;
+        public uint reserved;
+        public IntPtr projector_type;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct zf_image               // since 0.7
+    {
+        public uint struct_size;
+        public uint format;
+        public IntPtr data;
+        public UIntPtr size;
+        public uint width;
+        public uint height;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
     internal struct zf_lora_summary        // since 0.6
     {
         public uint struct_size;
@@ -446,6 +471,20 @@ namespace Zerfoo
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern int zf_wav_decode(byte[] data, UIntPtr size, float[] pcm, UIntPtr cap, out UIntPtr n);
+
+        // Images (since 0.7).
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_mmproj_load(ModelHandle model, byte[] path, uint flags, out IntPtr mmproj);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern void zf_mmproj_free(IntPtr mmproj);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_mmproj_info(MmprojHandle mmproj, ref zf_mmproj_summary info);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern int zf_image_embed(MmprojHandle mmproj, ref zf_image image, int n_threads, float[] output,
+                                                  UIntPtr cap, out UIntPtr needed, out int n_tokens);
 
         // LoRA adapters (since 0.6).
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]

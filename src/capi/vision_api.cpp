@@ -60,9 +60,13 @@ std::unique_ptr<zf::vision::VisionEncoder> Borrow(zf_mmproj* p, int32_t n_thread
   return std::make_unique<zf::vision::VisionEncoder>(*p->impl, n_threads);
 }
 
+// Idle encoders kept per projector: each holds a thread pool's threads and its scratch, so a
+// burst of concurrent calls does not leave all of its encoders behind.
+constexpr size_t kMaxIdleEncoders = 4;
+
 void Return(zf_mmproj* p, int32_t n_threads, std::unique_ptr<zf::vision::VisionEncoder> e) {
   std::lock_guard<std::mutex> lock(p->mu);
-  p->idle.emplace_back(n_threads, std::move(e));
+  if (p->idle.size() < kMaxIdleEncoders) p->idle.emplace_back(n_threads, std::move(e));
 }
 
 // The caller's zf_image checked and decoded (or copied) into pixels; each bad field named.

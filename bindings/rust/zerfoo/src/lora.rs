@@ -1,6 +1,5 @@
 //! LoRA adapters: [`Model::load_lora`] loads a GGUF adapter (llama.cpp's layout) against a model,
 //! [`Session::set_loras`] applies any set of them with scales.
-use std::ffi::CString;
 use std::path::Path;
 use std::ptr::{self, NonNull};
 
@@ -63,19 +62,7 @@ impl Model {
     /// a message naming the tensor otherwise).
     pub fn load_lora(&self, path: impl AsRef<Path>) -> Result<LoraAdapter> {
         let path = path.as_ref();
-        #[cfg(unix)]
-        let bytes = {
-            use std::os::unix::ffi::OsStrExt;
-            path.as_os_str().as_bytes().to_vec()
-        };
-        #[cfg(not(unix))]
-        let bytes = path.to_string_lossy().into_owned().into_bytes();
-        let c_path = CString::new(bytes).map_err(|_| {
-            Error::new(
-                ErrorCode::InvalidArgument,
-                "adapter path contains a NUL byte",
-            )
-        })?;
+        let c_path = crate::model::c_path(path, "adapter")?;
         let mut out = ptr::null_mut();
         // SAFETY: the model and path are valid for the call; out receives an owned handle.
         check(unsafe { sys::zf!(zf_lora_load(self.raw(), c_path.as_ptr(), &mut out)) })?;

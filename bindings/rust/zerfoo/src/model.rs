@@ -319,16 +319,7 @@ impl Model {
     pub fn load(path: impl AsRef<Path>, options: &ModelOptions) -> Result<Model> {
         crate::init()?;
         let path = path.as_ref();
-        #[cfg(unix)]
-        let bytes = {
-            use std::os::unix::ffi::OsStrExt;
-            path.as_os_str().as_bytes().to_vec()
-        };
-        #[cfg(not(unix))]
-        let bytes = path.to_string_lossy().into_owned().into_bytes();
-        let c_path = CString::new(bytes).map_err(|_| {
-            Error::new(ErrorCode::InvalidArgument, "model path contains a NUL byte")
-        })?;
+        let c_path = c_path(path, "model")?;
         // SAFETY: zf_model_params_init fills the struct it is given.
         let mut p: sys::zf_model_params = unsafe { std::mem::zeroed() };
         check(unsafe {
@@ -687,4 +678,21 @@ impl Model {
     pub fn session_owned(&self, options: &SessionOptions) -> Result<Session<'static>> {
         Session::create(self, options)
     }
+}
+
+/// A path as the NUL-terminated bytes the C API takes; `what` names it in the error.
+pub(crate) fn c_path(path: &Path, what: &str) -> Result<CString> {
+    #[cfg(unix)]
+    let bytes = {
+        use std::os::unix::ffi::OsStrExt;
+        path.as_os_str().as_bytes().to_vec()
+    };
+    #[cfg(not(unix))]
+    let bytes = path.to_string_lossy().into_owned().into_bytes();
+    CString::new(bytes).map_err(|_| {
+        Error::new(
+            ErrorCode::InvalidArgument,
+            format!("{what} path contains a NUL byte"),
+        )
+    })
 }

@@ -2,7 +2,7 @@
 //! [`SpeechModel::transcribe`] (segments with times and token probabilities, each also handed to
 //! a callback as it is decoded), and [`decode_wav`] for WAV bytes.
 use std::any::Any;
-use std::ffi::{c_void, CString};
+use std::ffi::c_void;
 use std::ops::ControlFlow;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
@@ -251,16 +251,7 @@ impl SpeechModel {
     pub fn load(path: impl AsRef<Path>) -> Result<SpeechModel> {
         crate::init()?;
         let path = path.as_ref();
-        #[cfg(unix)]
-        let bytes = {
-            use std::os::unix::ffi::OsStrExt;
-            path.as_os_str().as_bytes().to_vec()
-        };
-        #[cfg(not(unix))]
-        let bytes = path.to_string_lossy().into_owned().into_bytes();
-        let c_path = CString::new(bytes).map_err(|_| {
-            Error::new(ErrorCode::InvalidArgument, "model path contains a NUL byte")
-        })?;
+        let c_path = crate::model::c_path(path, "model")?;
         let mut out = ptr::null_mut();
         // SAFETY: the path is valid for the call; out receives an owned handle.
         check(unsafe { sys::zf!(zf_speech_load(c_path.as_ptr(), 0, &mut out)) })?;

@@ -1,6 +1,6 @@
 //! Images: [`Mmproj::load`] loads a vision projector (llama.cpp's `mmproj` GGUF) for a model,
 //! [`Mmproj::embed_image`] turns an image into the embeddings the model takes in its prompt.
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
 use std::path::Path;
 use std::ptr::{self, NonNull};
 
@@ -91,19 +91,7 @@ impl Mmproj {
     /// naming the key or tensor.
     pub fn load(model: &Model, path: impl AsRef<Path>) -> Result<Mmproj> {
         let path = path.as_ref();
-        #[cfg(unix)]
-        let bytes = {
-            use std::os::unix::ffi::OsStrExt;
-            path.as_os_str().as_bytes().to_vec()
-        };
-        #[cfg(not(unix))]
-        let bytes = path.to_string_lossy().into_owned().into_bytes();
-        let c_path = CString::new(bytes).map_err(|_| {
-            Error::new(
-                ErrorCode::InvalidArgument,
-                "mmproj path contains a NUL byte",
-            )
-        })?;
+        let c_path = crate::model::c_path(path, "mmproj")?;
         let mut out = ptr::null_mut();
         // SAFETY: the model and path are valid for the call; out receives an owned handle.
         check(unsafe { sys::zf!(zf_mmproj_load(model.raw(), c_path.as_ptr(), 0, &mut out)) })?;

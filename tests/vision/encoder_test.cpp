@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "golden_check.h"
 #include "test_images.h"
 #include "vision/encoder.h"
 #include "vision/image.h"
@@ -64,34 +65,9 @@ TEST_P(GemmaVisionGolden, EmbeddingsMatchLibmtmd) {
     const int n_tok = gi["n_tokens"], n_embd = gi["n_embd"];
     ASSERT_EQ(n_tok, m->hparams().n_tokens());
     ASSERT_EQ(n_embd, m->hparams().proj_width);
-    ASSERT_EQ(embd.size(), size_t(n_tok) * size_t(n_embd));
-    // Every token's norm, and the full vector of the recorded tokens.
-    const auto& norms = gi["norms"];
-    double worst_norm = 0;
-    for (int t = 0; t < n_tok; ++t) {
-      double ss = 0;
-      for (int i = 0; i < n_embd; ++i) ss += double(embd[size_t(t * n_embd + i)]) * embd[size_t(t * n_embd + i)];
-      const double ref = norms[size_t(t)].get<double>();
-      worst_norm = std::max(worst_norm, std::fabs(std::sqrt(ss) - ref) / ref);
-    }
-    EXPECT_LT(worst_norm, 1e-3) << gi["name"];
-    double min_cos = 1, max_abs = 0;
-    for (const auto& [key, ref] : gi["tokens"].items()) {
-      const int t = std::stoi(key);
-      double dot = 0, na = 0, nb = 0;
-      for (int i = 0; i < n_embd; ++i) {
-        const double a = embd[size_t(t * n_embd + i)], b = ref[size_t(i)].get<double>();
-        dot += a * b;
-        na += a * a;
-        nb += b * b;
-        max_abs = std::max(max_abs, std::fabs(a - b));
-      }
-      const double cosine = dot / std::sqrt(na * nb);
-      min_cos = std::min(min_cos, cosine);
-      EXPECT_GE(cosine, var.min_cosine) << gi["name"] << " token " << t;
-    }
+    const test::GoldenFit fit = test::ExpectMatchesGolden(embd, gi, var.min_cosine, gi["name"].get<std::string>());
     std::printf("[ vision ] %s %s: min cosine %.7f, max |diff| %.3g, worst norm rel. error %.2g\n", var.name,
-                gi["name"].get<std::string>().c_str(), min_cos, max_abs, worst_norm);
+                gi["name"].get<std::string>().c_str(), fit.min_cosine, fit.max_abs, fit.worst_norm);
   }
 }
 

@@ -32,8 +32,9 @@ static_assert(zf::vision::kDefaultMaxPixels == ZF_IMAGE_MAX_PIXELS, "ZF_IMAGE_MA
 struct zf_mmproj {
   zf_model* model = nullptr;  // one reference, released by zf_mmproj_free
   std::unique_ptr<zf::vision::Mmproj> impl;
-  std::mutex mu;
-  std::vector<std::pair<int32_t, std::unique_ptr<zf::vision::VisionEncoder>>> idle;  // by n_threads
+  // The pool is the handle's only mutable part (zf_image_embed takes a const projector).
+  mutable std::mutex mu;
+  mutable std::vector<std::pair<int32_t, std::unique_ptr<zf::vision::VisionEncoder>>> idle;  // by n_threads
 };
 
 namespace {
@@ -47,7 +48,7 @@ const char* FamilyOf(const std::string& projector) {
 }
 
 // An encoder for n_threads from the pool (or a new one); handed back with Return().
-std::unique_ptr<zf::vision::VisionEncoder> Borrow(zf_mmproj* p, int32_t n_threads) {
+std::unique_ptr<zf::vision::VisionEncoder> Borrow(const zf_mmproj* p, int32_t n_threads) {
   {
     std::lock_guard<std::mutex> lock(p->mu);
     for (auto it = p->idle.begin(); it != p->idle.end(); ++it) {
@@ -64,7 +65,7 @@ std::unique_ptr<zf::vision::VisionEncoder> Borrow(zf_mmproj* p, int32_t n_thread
 // burst of concurrent calls does not leave all of its encoders behind.
 constexpr size_t kMaxIdleEncoders = 4;
 
-void Return(zf_mmproj* p, int32_t n_threads, std::unique_ptr<zf::vision::VisionEncoder> e) {
+void Return(const zf_mmproj* p, int32_t n_threads, std::unique_ptr<zf::vision::VisionEncoder> e) {
   std::lock_guard<std::mutex> lock(p->mu);
   if (p->idle.size() < kMaxIdleEncoders) p->idle.emplace_back(n_threads, std::move(e));
 }
@@ -200,11 +201,10 @@ ZF_API zf_status zf_image_embed(const zf_mmproj* mmproj, const zf_image* image, 
                                              std::to_string(n) + " (*needed)");
   }
   if (n_threads == 0) n_threads = static_cast<int32_t>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
-  auto* p = const_cast<zf_mmproj*>(mmproj);  // the pool is the only mutable part (under its mutex)
-  std::unique_ptr<zf::vision::VisionEncoder> enc = Borrow(p, n_threads);
+  std::unique_ptr<zf::vision::VisionEncoder> enc = Borrow(mmproj, n_threads);
   std::vector<float> embd;
   zf::Status s = enc->Encode(img, &embd);
-  Return(p, n_threads, std::move(enc));
+  Return(mmproj, n_threads, std::move(enc));
   if (!s.ok()) return Fail(s);
   if (embd.size() != n) {
     return Fail(ZF_ERR_INTERNAL, "vision encoder returned " + std::to_string(embd.size()) + " floats, expected " +

@@ -7,7 +7,7 @@
 #include "engine/thread_pool.h"
 #include "quant/kernels.h"
 #include "quant/quant.h"
-#include "speech/gemm_f16.h"
+#include "quant/f16_gemm.h"
 
 namespace zf::speech {
 namespace {
@@ -67,20 +67,6 @@ Status LoadBlock(const WhisperFile& f, const std::string& p, int64_t n, bool cro
   ZF_RETURN_IF_ERROR(LoadNorm(f, p + ".mlp_ln", n, &b->mlp_ln));
   ZF_RETURN_IF_ERROR(LoadLinear(f, p + ".mlp.0", n, 4 * n, true, &b->fc1));
   return LoadLinear(f, p + ".mlp.2", 4 * n, n, true, &b->fc2);
-}
-
-// ggml's GELU (tanh form) as whisper.cpp computes it: a table indexed by the F16 input holding
-// F16 outputs (computed in F32 with tanhf); identity above 10, zero below -10 (GeluRow).
-const uint16_t* GeluTable() {
-  static const std::vector<uint16_t> table = [] {
-    std::vector<uint16_t> t(65536);
-    for (uint32_t i = 0; i < 65536; ++i) {
-      const float h = quant::Fp16ToFp32(uint16_t(i));
-      t[i] = quant::Fp32ToFp16(0.5f * h * (1.0f + std::tanh(0.79788456080286535588f * h * (1.0f + 0.044715f * h * h))));
-    }
-    return t;
-  }();
-  return table.data();
 }
 
 inline float RoundF16(float x) { return quant::Fp16ToFp32(quant::Fp32ToFp16(x)); }
@@ -149,47 +135,21 @@ void WhisperRunner::CopyCache(const DecoderCache& src, DecoderCache* dst) const 
 
 WhisperRunner::~WhisperRunner() = default;
 
-namespace {
-
-bool HasF16Gemm() {
-#if defined(__x86_64__) || defined(_M_X64)
-  static const bool ok = quant::CpuHasAvx2Fma16();
-  return ok;
-#else
-  return false;
-#endif
-}
-
-#if defined(__x86_64__) || defined(_M_X64)
-// The GEMM for these shapes: AVX-512 where the quant kernels use it and k allows, else AVX2.
-void Gemm(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const float* a, int64_t lda, int64_t n_tok,
-          float* y, int64_t ldy) {
-  // Where the quant kernels run AVX-512 (the CPU has it and ZF_NO_AVX512 is unset).
-  static const bool avx512 = std::strcmp(quant::ActiveIsa(), "avx512-vnni") == 0;
-  if (avx512 && k % 16 == 0) {
-    avx512::GemmF16(k, w, ldw, rows, a, lda, n_tok, y, ldy);
-    return;
-  }
-  avx2::GemmF16(k, w, ldw, rows, a, lda, n_tok, y, ldy);
-}
-#endif
-
-}  // namespace
 
 void WhisperRunner::MatMul(const Linear& l, const float* x, int64_t n_tok, float* y) {
 #if defined(__x86_64__) || defined(_M_X64)
-  if (l.type == GgmlType::F16 && n_tok >= 4 && l.in % 8 == 0 && HasF16Gemm()) {
+  if (l.type == GgmlType::F16 && n_tok >= 4 && l.in % 8 == 0 && quant::f16::Available()) {
     // Many tokens on F16 weights: activations rounded to F16 (as ggml's F16 products take them)
     // in F32, then 4x3 register tiles over 48-row chunks of the weights.
     gemm_in_.assign(x, x + n_tok * l.in);
-    pool_->ParallelFor(n_tok, [&](int64_t b, int64_t e) { avx2::RoundToF16(gemm_in_.data() + b * l.in, (e - b) * l.in); });
+    pool_->ParallelFor(n_tok, [&](int64_t b, int64_t e) { quant::f16::avx2::RoundToF16(gemm_in_.data() + b * l.in, (e - b) * l.in); });
     constexpr int64_t kChunk = 48;
     const int64_t n_chunks = (l.out + kChunk - 1) / kChunk;
     const uint16_t* w = reinterpret_cast<const uint16_t*>(l.w.data());
     pool_->ParallelFor(n_chunks, [&](int64_t cb, int64_t ce) {
       for (int64_t c = cb; c < ce; ++c) {
         const int64_t r0 = c * kChunk, nr = std::min(kChunk, l.out - r0);
-        Gemm(l.in, w + r0 * l.in, l.in, nr, gemm_in_.data(), l.in, n_tok, y + r0, l.out);
+        quant::f16::Gemm(l.in, w + r0 * l.in, l.in, nr, gemm_in_.data(), l.in, n_tok, y + r0, l.out);
         if (!l.b.empty())
           for (int64_t t = 0; t < n_tok; ++t)
             for (int64_t i = 0; i < nr; ++i) y[t * l.out + r0 + i] += l.b[size_t(r0 + i)];
@@ -262,13 +222,13 @@ void WhisperRunner::Attend(const float* q, int64_t n_q, int64_t q_stride, const 
 }
 
 void WhisperRunner::GeluRow(float* x, int64_t n) {
-  const uint16_t* table = GeluTable();
+  const uint16_t* table = quant::f16::GeluTable();
   pool_->ParallelFor(n / 64 + 1, [&](int64_t b, int64_t e) {
     const int64_t i0 = b * 64, i1 = std::min(n, e * 64);
     if (i0 >= i1) return;
 #if defined(__x86_64__) || defined(_M_X64)
-    if (HasF16Gemm()) {
-      avx2::GeluF16(x + i0, i1 - i0, table);
+    if (quant::f16::Available()) {
+      quant::f16::avx2::GeluF16(x + i0, i1 - i0, table);
       return;
     }
 #endif
@@ -294,7 +254,7 @@ void WhisperRunner::EncoderAttentionGemm(float* q, const float* k, const float* 
           vt16[size_t((h * d + j) * Tp + t)] = quant::Fp32ToFp16(v[t * n + h * d + j]);
         }
   });
-  pool_->ParallelFor(T, [&](int64_t b, int64_t e) { avx2::RoundToF16(q + b * n, (e - b) * n); });
+  pool_->ParallelFor(T, [&](int64_t b, int64_t e) { quant::f16::avx2::RoundToF16(q + b * n, (e - b) * n); });
   constexpr int64_t kBlock = 32;  // queries per task: scores [32][Tp] stay in L2
   const int64_t n_blocks = (T + kBlock - 1) / kBlock;
   const float scale = 1.0f / std::sqrt(float(d));
@@ -302,13 +262,13 @@ void WhisperRunner::EncoderAttentionGemm(float* q, const float* k, const float* 
     std::vector<float> s(size_t(kBlock * Tp), 0.0f);
     for (int64_t w = b; w < e; ++w) {
       const int64_t h = w / n_blocks, q0 = (w % n_blocks) * kBlock, nq = std::min(kBlock, T - q0);
-      Gemm(d, k16.data() + h * T * d, d, T, q + q0 * n + h * d, n, nq, s.data(), Tp);
+      quant::f16::Gemm(d, k16.data() + h * T * d, d, T, q + q0 * n + h * d, n, nq, s.data(), Tp);
       for (int64_t i = 0; i < nq; ++i) {
         float* si = s.data() + i * Tp;
-        avx2::SoftmaxF16(si, T, scale);
+        quant::f16::avx2::SoftmaxF16(si, T, scale);
         for (int64_t j = T; j < Tp; ++j) si[j] = 0.0f;
       }
-      Gemm(Tp, vt16.data() + h * d * Tp, Tp, d, s.data(), Tp, nq, out + q0 * n + h * d, n);
+      quant::f16::Gemm(Tp, vt16.data() + h * d * Tp, Tp, d, s.data(), Tp, nq, out + q0 * n + h * d, n);
     }
   });
 #else
@@ -352,7 +312,7 @@ void WhisperRunner::Encode(const float* mel, int32_t n_len, int32_t mel_stride, 
     MatMul(b.q, h.data(), n_ctx, qb.data());
     MatMul(b.k, h.data(), n_ctx, kb.data());
     MatMul(b.v, h.data(), n_ctx, vb.data());
-    if (HasF16Gemm() && d % 8 == 0) {
+    if (quant::f16::Available() && d % 8 == 0) {
       EncoderAttentionGemm(qb.data(), kb.data(), vb.data(), att.data());
     } else {
       for (int64_t hd = 0; hd < hp.n_audio_head; ++hd)

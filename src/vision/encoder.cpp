@@ -7,45 +7,16 @@
 #include "engine/thread_pool.h"
 #include "quant/kernels.h"
 #include "quant/quant.h"
-#include "speech/gemm_f16.h"
+#include "quant/f16_gemm.h"
 #include "vision/softmax.h"
 #include "vision/preprocess.h"
 
 namespace zf::vision {
-namespace {
-
-// ggml's GELU (tanh form) on the CPU: a table indexed by the F16 input holding F16 outputs;
-// identity above 10, zero below -10.
-const uint16_t* GeluTable() {
-  static const std::vector<uint16_t> table = [] {
-    std::vector<uint16_t> t(65536);
-    for (uint32_t i = 0; i < 65536; ++i) {
-      const float x = quant::Fp16ToFp32(uint16_t(i));
-      t[i] = quant::Fp32ToFp16(0.5f * x * (1.0f + std::tanh(0.79788456080286535588f * x * (1.0f + 0.044715f * x * x))));
-    }
-    return t;
-  }();
-  return table.data();
-}
-
-}  // namespace
 
 VisionEncoder::VisionEncoder(const Mmproj& mmproj, int32_t n_threads)
     : m_(mmproj), pool_(new engine::ThreadPool(std::max(1, n_threads))) {}
 
 VisionEncoder::~VisionEncoder() = default;
-
-#if defined(__x86_64__) || defined(_M_X64)
-namespace {
-
-// The F16 GEMM and the AVX2 softmax need AVX2 + FMA + F16C.
-bool HasF16Gemm() {
-  static const bool ok = quant::CpuHasAvx2Fma16();
-  return ok;
-}
-
-}  // namespace
-#endif
 
 void VisionEncoder::MatMul(const Linear& l, const float* x, int64_t n_tok, float* y) {
   constexpr int64_t kRows = 16, kTok = 64;  // a task: 16 weight rows x 64 tokens
@@ -56,23 +27,19 @@ void VisionEncoder::MatMul(const Linear& l, const float* x, int64_t n_tok, float
       for (int64_t i = 0; i < nr; ++i) y[t * l.out + r0 + i] += l.b[size_t(r0 + i)];
   };
 #if defined(__x86_64__) || defined(_M_X64)
-  if (l.type == GgmlType::F16 && n_tok >= 4 && l.in % 8 == 0 && HasF16Gemm()) {
+  if (l.type == GgmlType::F16 && n_tok >= 4 && l.in % 8 == 0 && quant::f16::Available()) {
     // F16 weights, many tokens: activations rounded to F16 (as ggml's F16 products take them)
-    // and the speech encoder's F16 GEMM on 16-row x 64-token tiles.
+    // and quant's F16 GEMM on 16-row x 64-token tiles.
     if (f16_in_.size() < size_t(n_tok * l.in)) f16_in_.resize(size_t(n_tok * l.in));
     std::copy(x, x + n_tok * l.in, f16_in_.data());
-    pool_->ParallelFor(n_tok, [&](int64_t b, int64_t e) { speech::avx2::RoundToF16(f16_in_.data() + b * l.in, (e - b) * l.in); });
-    static const bool avx512 = std::strcmp(quant::ActiveIsa(), "avx512-vnni") == 0;
+    pool_->ParallelFor(n_tok, [&](int64_t b, int64_t e) { quant::f16::avx2::RoundToF16(f16_in_.data() + b * l.in, (e - b) * l.in); });
     const uint16_t* w = reinterpret_cast<const uint16_t*>(l.w);
     pool_->ParallelFor(n_rc * n_tc, [&](int64_t b, int64_t e) {
       for (int64_t c = b; c < e; ++c) {
         const int64_t r0 = (c % n_rc) * kRows, nr = std::min(kRows, l.out - r0);
         const int64_t t0 = (c / n_rc) * kTok, nt = std::min(kTok, n_tok - t0);
         const float* a = f16_in_.data() + t0 * l.in;
-        if (avx512 && l.in % 16 == 0)
-          speech::avx512::GemmF16(l.in, w + r0 * l.in, l.in, nr, a, l.in, nt, y + t0 * l.out + r0, l.out);
-        else
-          speech::avx2::GemmF16(l.in, w + r0 * l.in, l.in, nr, a, l.in, nt, y + t0 * l.out + r0, l.out);
+        quant::f16::Gemm(l.in, w + r0 * l.in, l.in, nr, a, l.in, nt, y + t0 * l.out + r0, l.out);
         add_bias(r0, nr, t0, nt);
       }
     });
@@ -124,7 +91,7 @@ void VisionEncoder::LayerNorm(const LayerNormW& n, float* x, int64_t n_tok) {
 }
 
 void VisionEncoder::Gelu(float* x, int64_t n) {
-  const uint16_t* table = GeluTable();
+  const uint16_t* table = quant::f16::GeluTable();
   pool_->ParallelFor((n + 1023) / 1024, [&](int64_t b, int64_t e) {
     for (int64_t i = b * 1024; i < std::min(n, e * 1024); ++i) {
       const float v = x[i];
@@ -152,7 +119,7 @@ void VisionEncoder::Attention(const float* q, const float* k, const float* v, in
   // Softmax of one row of scores in place; the padding past T zero.
   auto softmax = [&](float* s) {
 #if defined(__x86_64__) || defined(_M_X64)
-    if (HasF16Gemm()) {
+    if (quant::f16::Available()) {
       avx2::SoftmaxRow(s, T, scale);
     } else {
       SoftmaxRow(s, T, scale);
@@ -163,22 +130,18 @@ void VisionEncoder::Attention(const float* q, const float* k, const float* v, in
     for (int64_t j = T; j < Tp; ++j) s[j] = 0.0f;
   };
 #if defined(__x86_64__) || defined(_M_X64)
-  if (HasF16Gemm() && d % 8 == 0) {
+  if (quant::f16::Available() && d % 8 == 0) {
     // Per head and block of 32 queries: scores = Q (F32) x K^T (F16 rows), softmax, then
     // P (F32) x V (F16 rows of V^T): two F16-weight GEMMs whose activations stay F32.
     constexpr int64_t kBlock = 32;
-    static const bool avx512 = std::strcmp(quant::ActiveIsa(), "avx512-vnni") == 0;  // Tp % 16 == 0
     const int64_t n_blocks = (T + kBlock - 1) / kBlock;
     pool_->ParallelFor(H * n_blocks, [&](int64_t b, int64_t e) {
       std::vector<float> s(size_t(kBlock * Tp));
       for (int64_t w = b; w < e; ++w) {
         const int64_t h = w / n_blocks, q0 = (w % n_blocks) * kBlock, nq = std::min(kBlock, T - q0);
-        speech::avx2::GemmF16(d, k16.data() + h * T * d, d, T, q + q0 * n + h * d, n, nq, s.data(), Tp);
+        quant::f16::avx2::GemmF16(d, k16.data() + h * T * d, d, T, q + q0 * n + h * d, n, nq, s.data(), Tp);
         for (int64_t i = 0; i < nq; ++i) softmax(s.data() + i * Tp);
-        if (avx512)
-          speech::avx512::GemmF16(Tp, vt16.data() + h * d * Tp, Tp, d, s.data(), Tp, nq, out + q0 * n + h * d, n);
-        else
-          speech::avx2::GemmF16(Tp, vt16.data() + h * d * Tp, Tp, d, s.data(), Tp, nq, out + q0 * n + h * d, n);
+        quant::f16::Gemm(Tp, vt16.data() + h * d * Tp, Tp, d, s.data(), Tp, nq, out + q0 * n + h * d, n);
       }
     });
     return;

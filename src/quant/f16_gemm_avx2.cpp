@@ -1,16 +1,14 @@
-// The encoder's products on F16 weights (AVX2 + FMA + F16C; compiled for x86 only, picked at run
-// time by whisper_model.cpp): every token row against every weight row, 4 tokens x 3 rows per
-// register tile, so each weight block is loaded once for four tokens (the per-token GEMV loaded
-// it once per token). Activations come as F32 holding F16 values (ggml rounds them to F16), so
-// the products are ggml's; only the order of the F32 sums differs.
-#include "speech/gemm_f16.h"
+// The encoders' products on F16 weights with AVX2 + FMA + F16C (f16_gemm.h; compiled for x86
+// only, picked at run time by f16::Gemm): 4 tokens x 3 rows per register tile, and the F16
+// helpers (softmax, GELU, rounding) the encoders use beside it.
+#include "quant/f16_gemm.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
 
-namespace zf::speech::avx2 {
+namespace zf::quant::f16::avx2 {
 namespace {
 
 inline float Sum8(__m256 v) {
@@ -155,4 +153,4 @@ void GemmF16(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const floa
   }
 }
 
-}  // namespace zf::speech::avx2
+}  // namespace zf::quant::f16::avx2

@@ -1,10 +1,10 @@
-// gemm_f16_avx2.cpp's product with AVX-512 registers (16 lanes, 4 tokens x 4 rows per tile); the
+// f16_gemm_avx2.cpp's product with AVX-512 registers (16 lanes, 4 tokens x 4 rows per tile); the
 // same F16 inputs, so the same products, summed in another order. Picked at run time when the
 // CPU has AVX-512F and k is a multiple of 16.
 #include "quant/avx512_intrinsics.h"  // immintrin.h without GCC 12's false maybe-uninitialized
-#include "speech/gemm_f16.h"
+#include "quant/f16_gemm.h"
 
-namespace zf::speech::avx512 {
+namespace zf::quant::f16::avx512 {
 namespace {
 
 inline __m512 W16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
@@ -66,4 +66,4 @@ void GemmF16(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const floa
   }
 }
 
-}  // namespace zf::speech::avx512
+}  // namespace zf::quant::f16::avx512

@@ -1,0 +1,48 @@
+// Dispatch and the GELU table of the encoders' F16 products (f16_gemm.h).
+#include "quant/f16_gemm.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "quant/kernels.h"
+#include "quant/quant.h"
+
+namespace zf::quant::f16 {
+
+bool Available() {
+#if defined(__x86_64__) || defined(_M_X64)
+  static const bool ok = CpuHasAvx2Fma16();
+  return ok;
+#else
+  return false;
+#endif
+}
+
+void Gemm(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const float* a, int64_t lda, int64_t n_tok,
+          float* y, int64_t ldy) {
+#if defined(__x86_64__) || defined(_M_X64)
+  static const bool avx512 = std::strcmp(ActiveIsa(), "avx512-vnni") == 0;
+  if (avx512 && k % 16 == 0) {
+    avx512::GemmF16(k, w, ldw, rows, a, lda, n_tok, y, ldy);
+    return;
+  }
+  avx2::GemmF16(k, w, ldw, rows, a, lda, n_tok, y, ldy);
+#else
+  (void)k, (void)w, (void)ldw, (void)rows, (void)a, (void)lda, (void)n_tok, (void)y, (void)ldy;
+#endif
+}
+
+const uint16_t* GeluTable() {
+  static const std::vector<uint16_t> table = [] {
+    std::vector<uint16_t> t(65536);
+    for (uint32_t i = 0; i < 65536; ++i) {
+      const float x = Fp16ToFp32(uint16_t(i));
+      t[i] = Fp32ToFp16(0.5f * x * (1.0f + std::tanh(0.79788456080286535588f * x * (1.0f + 0.044715f * x * x))));
+    }
+    return t;
+  }();
+  return table.data();
+}
+
+}  // namespace zf::quant::f16

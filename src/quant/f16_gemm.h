@@ -1,0 +1,42 @@
+// F16-weight products for encoders' many tokens (speech/'s Whisper encoder, vision/'s SigLIP):
+// every token row against every weight row in register tiles, so each weight block is loaded
+// once for four tokens. x86 only (AVX2 + FMA + F16C: f16_gemm_avx2.cpp; AVX-512F:
+// f16_gemm_avx512.cpp); elsewhere Available() is false and callers take their GEMV path.
+// Activations come as F32 holding F16 values (ggml rounds them to F16 for F16 products), so the
+// products are ggml's; only the order of the F32 sums differs.
+#pragma once
+
+#include <cstdint>
+
+namespace zf::quant::f16 {
+
+// True where Gemm and the avx2:: helpers run (x86 with AVX2 + FMA + F16C).
+bool Available();
+// y[t * ldy + r] = sum_i a[t * lda + i] * w[r * ldw + i] for t < n_tok, r < rows; k % 8 == 0.
+// AVX-512 where quant's kernels use it (the CPU has it, ZF_NO_AVX512 unset) and k % 16 == 0,
+// else AVX2. Only when Available().
+void Gemm(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const float* a, int64_t lda, int64_t n_tok,
+          float* y, int64_t ldy);
+// ggml's GELU (tanh form) as its CPU path computes it: a table indexed by the F16 input holding
+// F16 outputs (computed in F32 with tanhf); callers take x <= -10 -> 0 and x >= 10 -> x.
+const uint16_t* GeluTable();
+
+namespace avx2 {
+// Gemm's AVX2 kernel.
+void GemmF16(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const float* a, int64_t lda, int64_t n_tok,
+             float* y, int64_t ldy);
+// Softmax of s[0..n) * scale in place, the results rounded to F16 (as ggml's products take them).
+void SoftmaxF16(float* s, int64_t n, float scale);
+// ggml's GELU through GeluTable(): x <= -10 -> 0, x >= 10 -> x, else table[F16(x)] (F16 values).
+void GeluF16(float* x, int64_t n, const uint16_t* table);
+// x = F16(x), element-wise (round to nearest even).
+void RoundToF16(float* x, int64_t n);
+}  // namespace avx2
+
+namespace avx512 {
+// avx2::GemmF16 on AVX-512F; k % 16 == 0.
+void GemmF16(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const float* a, int64_t lda, int64_t n_tok,
+             float* y, int64_t ldy);
+}  // namespace avx512
+
+}  // namespace zf::quant::f16

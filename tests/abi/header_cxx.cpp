@@ -104,10 +104,17 @@ TEST_CASE("speech structs have their ABI sizes and defaults (0.7)") {
   static_assert(std::is_trivial<zf_speech_segment>::value, "ABI structs are plain C");
   CHECK(sizeof(zf_speech_summary) == 32);
   CHECK(sizeof(zf_speech_token) == 16);
+  CHECK(sizeof(zf_speech_token_time) == 16);
   if (sizeof(void*) == 8) {
-    CHECK(sizeof(zf_transcribe_params) == 32);
-    CHECK(sizeof(zf_speech_segment) == 64);
+    // 32 and 64 bytes at 0.7's first speech release; the decoding fields appended after.
+    CHECK(sizeof(zf_transcribe_params) == 72);
+    CHECK(offsetof(zf_transcribe_params, temperature) == 32);
+    CHECK(offsetof(zf_transcribe_params, n_max_text_ctx) == 68);
+    CHECK(sizeof(zf_speech_segment) == 96);
     CHECK(offsetof(zf_speech_segment, no_speech_prob) == 56);
+    CHECK(offsetof(zf_speech_segment, token_times) == 64);
+    CHECK(offsetof(zf_speech_segment, avg_logprob) == 92);
+    CHECK(sizeof(zf_speech_word) == 40);
   }
   zf_transcribe_params t;
   std::memset(&t, 0xAB, sizeof t);
@@ -118,8 +125,36 @@ TEST_CASE("speech structs have their ABI sizes and defaults (0.7)") {
   CHECK(t.initial_prompt == nullptr);
   CHECK(t.flags == 0u);
   CHECK(t.reserved == 0u);
+  // whisper.cpp's whisper_full_default_params(WHISPER_SAMPLING_GREEDY).
+  CHECK(t.temperature == 0.0f);
+  CHECK(t.temperature_inc == doctest::Approx(0.2));
+  CHECK(t.beam_size <= 1);
+  CHECK(t.best_of == 5);
+  CHECK(t.entropy_thold == doctest::Approx(2.4));
+  CHECK(t.logprob_thold == doctest::Approx(-1.0));
+  CHECK(t.no_speech_thold == doctest::Approx(0.6));
+  // A caller compiled against the first 0.7 header (32 bytes) is served with these defaults.
+  zf_transcribe_params old_size;
+  std::memset(&old_size, 0xAB, sizeof old_size);
+  REQUIRE(zf_transcribe_params_init(&old_size, 32) == ZF_OK);
+  CHECK(old_size.struct_size == 32u);
+  CHECK(old_size.flags == 0u);
   zf_speech_model* m = nullptr;
   CHECK(zf_speech_load("/nonexistent.bin", 2, &m) == ZF_ERR_INVALID_ARGUMENT);
   CHECK(zf_speech_load("/nonexistent.bin", 0, &m) == ZF_ERR_IO);
   CHECK(m == nullptr);
+}
+
+TEST_CASE("vision structs have their ABI sizes (0.7)") {
+  static_assert(std::is_trivial<zf_mmproj_summary>::value, "ABI structs are plain C");
+  static_assert(std::is_trivial<zf_image>::value, "ABI structs are plain C");
+  if (sizeof(void*) == 8) {
+    CHECK(sizeof(zf_mmproj_summary) == 40);
+    CHECK(offsetof(zf_mmproj_summary, projector_type) == 32);
+    CHECK(sizeof(zf_image) == 32);
+    CHECK(offsetof(zf_image, width) == 24);
+  }
+  zf_mmproj* p = nullptr;
+  CHECK(zf_mmproj_load(nullptr, "/nonexistent.gguf", 0, &p) == ZF_ERR_INVALID_ARGUMENT);
+  CHECK(p == nullptr);
 }

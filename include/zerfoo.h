@@ -1492,7 +1492,8 @@ ZF_API zf_status zf_speech_info(const zf_speech_model* model, zf_speech_summary*
 #define ZF_TRANSCRIBE_TRANSLATE 1u     /**< The translate task: English text from any language (multilingual models). */
 #define ZF_TRANSCRIBE_NO_TIMESTAMPS 2u /**< Decode without timestamp tokens: one segment per 30 s window. */
 /** Token-level timestamps (whisper.cpp's token_timestamps) and words: fills
- *  zf_speech_segment::token_times, ::words and ::n_words. */
+ *  zf_speech_segment::token_times, zf_speech_segment::words and
+ *  zf_speech_segment::n_words. */
 #define ZF_TRANSCRIBE_WORD_TIMESTAMPS 4u
 /** Keep initial_prompt in front of every window's prompt (whisper.cpp's carry_initial_prompt),
  *  not only the first. */

@@ -268,8 +268,10 @@ TEST(QuantDecode, LongDepthSplitIsExactForAnyThreadCount) {
           first = whole;
           // Near a plain loop in double over the dequantized rows (Q as the kernel rounds it).
           const CpuKvCache& c = *CpuKvCache::Of(*kv);
+          // Structured bindings cannot be captured before C++20 (clang refuses): copies.
+          const KvType k_type = kt, v_type = vt;
           const auto deq = [&](bool v, int32_t pos, float* o) {
-            const KvType t = v ? vt : kt;
+            const KvType t = v ? v_type : k_type;
             const GgmlType gt = t == KvType::kQ8_0 ? GgmlType::Q8_0 : t == KvType::kQ4_0 ? GgmlType::Q4_0 : GgmlType::F16;
             quant::DequantizeRow(gt, c.Row(v, 0, pos), o, n_kv * hd);
           };

@@ -1258,6 +1258,21 @@ typedef struct zf_turn_params {
       ZF_GENERATE_NO_SPECIAL / NO_PARSE_SPECIAL flags must be unset (the turn decides them). */
   const zf_generate_params* generate;
   int64_t time_unix;          /**< strftime_now's clock with ::ZF_CHAT_FIXED_TIME (seconds). */
+  /**
+   * The vision projector for the request's image parts (since 0.7; NULL: none). `messages[i]
+   * .content` may then hold OpenAI image parts, {"type":"image_url","image_url":{"url":
+   * "data:image/<png|jpeg|gif|bmp|webp>;base64,..."}} (data URLs only: an http(s) URL is refused
+   * naming the part, fetch it first). A message with images has its parts joined as llama-server
+   * joins them (text parts by "\n", nothing around an image) and each image placed where the
+   * template puts the message's text, as zf_session_eval_image() places it. Each image is
+   * encoded once (the projector keeps recent images' embeddings by content hash, so an image
+   * kept in the conversation is not encoded again on later turns), and the session's tokens
+   * carry the image's hash (see zf_session_eval_embeddings()), so a later turn reuses the KV
+   * rows of an image it repeats and never those of another image. Without a projector (NULL or
+   * an older struct_size) a request with an image part is refused ::ZF_ERR_INVALID_ARGUMENT
+   * naming `messages[i].content[j]`. It must belong to the session's model.
+   */
+  const struct zf_mmproj* mmproj;
 } zf_turn_params;
 
 /** @brief Fills defaults (no flags, no request); see zf_model_params_init(). */
@@ -1777,6 +1792,62 @@ typedef struct zf_image {
  */
 ZF_API zf_status zf_image_embed(const zf_mmproj* mmproj, const zf_image* image, int32_t n_threads, float* out,
                                 size_t cap, size_t* needed, int32_t* n_tokens);
+
+/** @name Flags of zf_session_eval_embeddings(). */
+/**@{*/
+/** The rows attend to each other both ways (not causally), as Gemma 3 attends among one
+ *  image's tokens; earlier positions attend as usual, later ones do not see them differently. */
+#define ZF_EMBD_BIDIRECTIONAL 1u
+/**@}*/
+
+/**
+ * @brief Appends rows of input embeddings at the end of the session's conversation in place of
+ * token embeddings (as llama.cpp decodes an image's embeddings: taken as they are, without the
+ * model's token-embedding scale), one position each, in one step, and writes the last position's
+ * logits like zf_session_eval(). For callers that keep zf_image_embed()'s output: with the
+ * projector's begin/end marker tokens around it (Gemma 3: `<start_of_image>` before,
+ * `<end_of_image>` after, no newlines) this is what zf_session_eval_image() does.
+ *
+ * The positions appear in zf_session_tokens() as negative values (no token is negative): a hash
+ * of the rows' contents mixed with the position within them, so a conversation compared with a
+ * later prompt (chat turns, the model's prefix cache) matches these positions only against the
+ * same embeddings. zf_session_eval() never takes such values; zf_session_truncate() may cut
+ * anywhere; zf_session_save_state() keeps them and their KV rows.
+ * CPU engine only in this version (::ZF_ERR_UNSUPPORTED on CUDA).
+ * @param session The session. Required.
+ * @param embd n_tokens rows of `width` floats, row-major. Required.
+ * @param n_tokens Rows (1 to the context left; with ::ZF_EMBD_BIDIRECTIONAL at most 512, one step).
+ * @param width Floats per row: must be the model's n_embd.
+ * @param flags 0 or ::ZF_EMBD_BIDIRECTIONAL.
+ * @param logits Receives the last position's n_vocab logits (may be NULL when cap is 0).
+ * @param cap Capacity of `logits` in floats (0, or at least n_vocab).
+ * @return ::ZF_OK; ::ZF_ERR_CONTEXT_FULL (nothing appended); ::ZF_ERR_BUFFER_TOO_SMALL;
+ *         ::ZF_ERR_CANCELLED; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, width not n_embd,
+ *         n_tokens 0 or over the step, unknown flags, a busy session); ::ZF_ERR_UNSUPPORTED
+ *         (a device engine; a model that needs token ids at every layer, such as Gemma 3n/4).
+ */
+ZF_API zf_status zf_session_eval_embeddings(zf_session* session, const float* embd, size_t n_tokens, size_t width,
+                                            uint32_t flags, float* logits, size_t cap);
+
+/**
+ * @brief Appends one image at the end of the session as libmtmd places it: the projector's
+ * begin marker text (tokenized with special tokens; Gemma 3: `<start_of_image>`), the image's
+ * embeddings (zf_image_embed(); Gemma 3: 256 positions attending to each other both ways),
+ * then the end marker (`<end_of_image>`); the last position's logits written like
+ * zf_session_eval(). With zf_session_eval() before and zf_generate() after (which continues the
+ * session) this is the raw-prompt route for a prompt with images. The image is encoded with the
+ * model's default thread count; the projector's cache of recent images is used (see
+ * zf_turn_params::mmproj).
+ * @param session The session. Required.
+ * @param mmproj The projector: it must belong to the session's model. Required.
+ * @param image The image (see ::zf_image). Required.
+ * @param logits Receives the last position's n_vocab logits (may be NULL when cap is 0).
+ * @param cap Capacity of `logits` in floats (0, or at least n_vocab).
+ * @return As zf_session_eval_embeddings() and zf_image_embed(); ::ZF_ERR_INVALID_ARGUMENT also
+ *         for a projector of another model (both named).
+ */
+ZF_API zf_status zf_session_eval_image(zf_session* session, const zf_mmproj* mmproj, const zf_image* image,
+                                       float* logits, size_t cap);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -153,7 +153,10 @@ TEST_CASE("vision structs have their ABI sizes (0.7)") {
     CHECK(offsetof(zf_mmproj_summary, projector_type) == 32);
     CHECK(sizeof(zf_image) == 32);
     CHECK(offsetof(zf_image, width) == 24);
+    CHECK(sizeof(zf_turn_params) == 56);  // 48 before mmproj (0.7)
+    CHECK(offsetof(zf_turn_params, mmproj) == 48);
   }
+  CHECK(ZF_EMBD_BIDIRECTIONAL == 1u);
   zf_mmproj* p = nullptr;
   CHECK(zf_mmproj_load(nullptr, "/nonexistent.gguf", 0, &p) == ZF_ERR_INVALID_ARGUMENT);
   CHECK(p == nullptr);

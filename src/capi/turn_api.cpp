@@ -10,7 +10,8 @@
 using zf::capi::Fail;
 using zf::capi::Succeed;
 
-static_assert(sizeof(zf_turn_params) == 48 && offsetof(zf_turn_params, generate) == 32,
+static_assert(sizeof(zf_turn_params) == 56 && offsetof(zf_turn_params, generate) == 32 &&
+                  offsetof(zf_turn_params, mmproj) == 48,
               "zf_turn_params layout is part of the ABI");
 static_assert(sizeof(zf_turn_event) == 112 && offsetof(zf_turn_event, logprobs) == 48 &&
                   offsetof(zf_turn_event, stop_reason) == 72 && offsetof(zf_turn_event, prompt_ms) == 96,

@@ -14,7 +14,7 @@
 # test) and keep the input as tests/fuzz/corpus/TARGET/NAME-input.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-targets_all=(gguf_load tiny_decode tokenizer pretokenize sampler chat_template chat_parse constraint chat_turn serve_request whisper_load image_decode audio_request)
+targets_all=(gguf_load tiny_decode tokenizer pretokenize sampler chat_template chat_parse constraint chat_turn serve_request whisper_load image_decode audio_request image_request)
 build="${ZF_FUZZ_BUILD:-build-fuzz}"
 scripts/ensure_clang.sh
 configure() {

@@ -68,6 +68,21 @@ const OptionSpec kOptions[] = {
      "Jinja chat template to use instead of the model's",
      "for prompts and for reading tool calls / reasoning back"},
 
+    // Images (a vision projector beside the model).
+    {{"--mmproj"}, kGen | kChat | kServe, kString, "FILE", 0, 0, nullptr,
+     "vision projector (llama.cpp's mmproj GGUF) of the model: lets prompts hold images",
+     "the -m model's (for --models-dir: an mmproj*.gguf in a model's folder, or mmproj-NAME.gguf "
+     "beside NAME.gguf; a preset's mmproj=); /props and /v1/models then report vision"},
+    {{"--image"}, kGen | kChat, kString, "FILE", 0, 0, nullptr,
+     "an image (PNG, JPEG, GIF, BMP) for the prompt, repeatable; needs --mmproj. generate: at each "
+     "<__media__> in -p in order, else all before the prompt text; chat: part of the first message"},
+    {{"--allow-image-urls"}, kServe, kFlag, nullptr, 0, 0, nullptr,
+     "fetch http(s) image URLs of image_url parts (off: only data: URLs and base64 are taken)"},
+    {{"--image-max-mb"}, kServe, kInt, "N", 1, 1 << 10, nullptr,
+     "largest image in MiB (decoded; default 20); larger: 413"},
+    {{"--image-url-timeout"}, kServe, kInt, "SECONDS", 1, 3600, nullptr,
+     "with --allow-image-urls: give up fetching an image after this long without progress (default 10)"},
+
     // Sampling.
     {{"--n-predict", "-n"}, kSample | kServe, kInt, "N", -1, kI32Max, nullptr,
      "tokens to generate at most (-1 = until context is full)",
@@ -535,6 +550,8 @@ Options ParseArgs(const std::string& command, int argc, char** argv, int first) 
   o.system = a.String("--system");
   o.show_reasoning = a.Int("--reasoning", 1) != 0;
   o.template_file = a.String("--chat-template-file");
+  o.mmproj = a.String("--mmproj");
+  o.images = a.Strings("--image");
   o.stop = a.Strings("--stop");
   o.json = a.Has("--json");
   o.no_special = a.Has("--no-special");
@@ -573,6 +590,9 @@ Options ParseArgs(const std::string& command, int argc, char** argv, int first) 
     throw UsageError("unexpected argument '" + o.positional[0] + "'");
   }
   if (command == "generate" && o.prompt.empty()) throw UsageError("missing -p PROMPT");
+  if (!o.images.empty() && o.mmproj.empty()) {
+    throw UsageError("--image needs the model's vision projector: add --mmproj FILE");
+  }
   return o;
 }
 

@@ -85,6 +85,8 @@ struct Options {
   std::string prompt;
   std::string system;
   std::string template_file;  // chat: a Jinja chat template to use instead of the model's
+  std::string mmproj;               // --mmproj: the model's vision projector
+  std::vector<std::string> images;  // --image FILE, in order
   std::vector<std::string> positional;
   std::vector<std::string> stop;
   bool json = false;

@@ -351,7 +351,8 @@ def test_malformed(s):
         (dict(ok, messages=[{"role": "user", "content": [{"type": "video"}]}]), "messages[0].content[0].type"),
         (dict(ok, messages=[{"role": "user", "content": [{"type": "image", "source": {
             "type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}]}]), "vision model"),
-        (dict(ok, messages=[{"role": "user", "content": [{"type": "document", "source": {}}]}]), "vision model"),
+        (dict(ok, messages=[{"role": "user", "content": [{"type": "document", "source": {}}]}]),
+         "document blocks are not supported"),
         (dict(ok, messages=[{"role": "user", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]}]),
          "messages[0].content[0]"),
         (dict(ok, messages=[{"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f",
@@ -359,7 +360,7 @@ def test_malformed(s):
         (dict(ok, messages=[{"role": "user", "content": [{"type": "tool_result", "tool_use_id": 3}]}]),
          "messages[0].content[0].tool_use_id"),
         (dict(ok, system=7), "system"),
-        (dict(ok, system=[{"type": "image"}]), "vision model"),
+        (dict(ok, system=[{"type": "image"}]), "send images in a user message"),
         (dict(ok, tools={"name": "f"}), "tools"),
         (dict(ok, tools=[{"name": "f"}]), "tools[0].input_schema"),
         (dict(ok, tools=[{"input_schema": {}}]), "tools[0].name"),

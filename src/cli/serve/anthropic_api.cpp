@@ -223,7 +223,7 @@ void HandleCountTokens(FrontDoor& door, const httplib::Request& req, httplib::Re
   const RequestContext ctx = door.Context(m);
   try {
     const AnthropicRequest a = ParseAnthropic(req.body, ctx, true);
-    const std::string prompt = TurnPrompt(ctx.model, a.r.turn_request, ctx.chat_template);
+    const std::string prompt = TurnPrompt(ctx.model, a.r.turn_request, ctx.chat_template, a.r.mmproj);
     const size_t n = Tokenize(ctx.model, prompt, ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL).size();
     res.set_content(Dump(json{{"input_tokens", n}}), "application/json");
   } catch (const ApiError& e) {

@@ -42,9 +42,37 @@ std::string TypeOf(const json& block, const std::string& field) {
   return Str(*t, field + ".type");
 }
 
-ApiError NoVision(const std::string& field, const std::string& type) {
-  return BadRequest("unsupported", "'" + field + "': " + (type == "image" ? "images" : "documents") +
-                                       " need a vision model; this server has none");
+// Image and document blocks where only text is taken (system, tool results).
+ApiError TextOnly(const std::string& field, const std::string& type) {
+  return BadRequest("unsupported", "'" + field + "': " + type +
+                                       " blocks are not supported here (only text; send images in a user message)");
+}
+
+// An image block's source ({"type": "base64", "media_type", "data"} or {"type": "url", "url"})
+// as an OpenAI image part (image_request.h).
+json ImageBlock(const json& b, const std::string& field, const RequestContext& ctx) {
+  const json* src = Field(b, "source");
+  if (src == nullptr) throw BadRequest("missing_field", "'" + field + ".source' is required");
+  Obj(*src, field + ".source");
+  const json* t = Field(*src, "type");
+  if (t == nullptr) throw BadRequest("missing_field", "'" + field + ".source.type' is required");
+  const std::string type = Str(*t, field + ".source.type");
+  auto need = [&](const char* key) {
+    const json* v = Field(*src, key);
+    if (v == nullptr) throw BadRequest("missing_field", "'" + field + ".source." + key + "' is required");
+    return Str(*v, field + ".source." + key);
+  };
+  if (type == "base64") {
+    // The bytes' own type is what the decoder goes by (image_request.h sniffs it); media_type
+    // is checked to be one.
+    const std::string media = need("media_type");
+    if (media.compare(0, 6, "image/") != 0) {
+      throw BadRequest("invalid_value", "'" + field + ".source.media_type' must be an image type (got "" + media + "")");
+    }
+    return ImagePart(need("data"), field + ".source.data", ctx.alias, ctx.images);
+  }
+  if (type == "url") return ImagePart(need("url"), field + ".source.url", ctx.alias, ctx.images);
+  throw BadRequest("invalid_value", "'" + field + ".source.type' must be \"base64\" or \"url\" (got \"" + type + "\")");
 }
 
 // Text blocks (system, tool_result content) joined with newlines; a string as it is.
@@ -55,7 +83,7 @@ std::string TextBlocks(const json& v, const std::string& field) {
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string f = field + "[" + std::to_string(i) + "]";
     const std::string type = TypeOf(v[i], f);
-    if (type == "image" || type == "document") throw NoVision(f, type);
+    if (type == "image" || type == "document") throw TextOnly(f, type);
     if (type != "text") throw BadRequest("invalid_value", "'" + f + ".type' must be \"text\" here (got \"" + type + "\")");
     const json* t = Field(v[i], "text");
     if (t == nullptr) throw BadRequest("missing_field", "'" + f + ".text' is required");
@@ -97,7 +125,7 @@ void AppendSystem(std::string* system, const std::string& text) {
 // in the conversation (Claude Code sends one second, beta "mid-conversation-system") is added to
 // the system prompt: every template takes a leading system message, not all a later one, and it
 // stays the same for the whole conversation, so the prefix stays shared.
-void TranslateMessage(const json& m, size_t i, json* out, std::string* system) {
+void TranslateMessage(const json& m, size_t i, const RequestContext& ctx, json* out, std::string* system) {
   const std::string field = "messages[" + std::to_string(i) + "]";
   Obj(m, field);
   const json* role_v = Field(m, "role");
@@ -124,6 +152,8 @@ void TranslateMessage(const json& m, size_t i, json* out, std::string* system) {
   std::string text, reasoning;
   bool has_text = false, has_reasoning = false;
   json calls = json::array(), results = json::array();
+  json parts = json::array();  // a user message's text and images in order, when it has images
+  bool has_image = false;
   for (size_t j = 0; j < content->size(); ++j) {
     const json& b = (*content)[j];
     const std::string f = field + ".content[" + std::to_string(j) + "]";
@@ -140,8 +170,13 @@ void TranslateMessage(const json& m, size_t i, json* out, std::string* system) {
       if (has_text) text += "\n";
       text += Str(need("text"), f + ".text");
       has_text = true;
-    } else if (type == "image" || type == "document") {
-      throw NoVision(f, type);
+      parts.push_back({{"type", "text"}, {"text", Str(need("text"), f + ".text")}});
+    } else if (type == "image") {
+      only(!assistant, "a user");
+      parts.push_back(ImageBlock(b, f, ctx));
+      has_image = true;
+    } else if (type == "document") {
+      throw BadRequest("unsupported", "'" + f + "': document blocks are not supported (send the text as a text block)");
     } else if (type == "tool_use") {
       only(assistant, "an assistant");
       const std::string id = Str(need("id"), f + ".id");
@@ -181,7 +216,11 @@ void TranslateMessage(const json& m, size_t i, json* out, std::string* system) {
     return;
   }
   for (json& r : results) out->push_back(std::move(r));
-  if (has_text || results.empty()) out->push_back({{"role", "user"}, {"content", text}});
+  if (has_image) {
+    out->push_back({{"role", "user"}, {"content", std::move(parts)}});
+  } else if (has_text || results.empty()) {
+    out->push_back({{"role", "user"}, {"content", text}});
+  }
 }
 
 // tools: client tools as OpenAI function tools; server tools (a type other than "custom":
@@ -304,7 +343,7 @@ AnthropicRequest ParseAnthropic(const std::string& text, const RequestContext& c
   if (msgs == nullptr) throw BadRequest("missing_field", "'messages' is required");
   Arr(*msgs, "messages");
   if (msgs->empty()) throw BadRequest("invalid_value", "'messages' must hold at least one message");
-  for (size_t i = 0; i < msgs->size(); ++i) TranslateMessage((*msgs)[i], i, &messages, &system);
+  for (size_t i = 0; i < msgs->size(); ++i) TranslateMessage((*msgs)[i], i, ctx, &messages, &system);
   if (!system.empty()) messages.insert(messages.begin(), json{{"role", "system"}, {"content", system}});
   turn["messages"] = messages;
 
@@ -349,6 +388,11 @@ AnthropicRequest ParseAnthropic(const std::string& text, const RequestContext& c
   r.turn_request = Dump(turn);
   r.turn_messages = std::move(messages);
   r.chat_template = ctx.chat_template;
+  for (const json& m : r.turn_messages) {
+    if (!m["content"].is_array()) continue;
+    for (const json& p : m["content"]) r.n_images += p.value("type", "") == "image_url" ? 1 : 0;
+  }
+  if (r.n_images > 0) r.mmproj = ctx.images.mmproj;
   return a;
 }
 

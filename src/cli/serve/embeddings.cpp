@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "../common.h"
+#include "data_url.h"
 #include "model_text.h"
 
 namespace cli::serve {
@@ -195,24 +196,13 @@ RerankRequest ParseRerankRequest(const std::string& text, size_t max_documents) 
 }
 
 std::string Base64Floats(const float* v, size_t n) {
-  static const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::vector<unsigned char> bytes(n * 4);
   for (size_t i = 0; i < n; ++i) {
     uint32_t u;
     std::memcpy(&u, &v[i], 4);
     for (int b = 0; b < 4; ++b) bytes[i * 4 + b] = (u >> (8 * b)) & 0xff;  // little-endian on any host
   }
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    const uint32_t a = bytes[i], b = i + 1 < bytes.size() ? bytes[i + 1] : 0, c = i + 2 < bytes.size() ? bytes[i + 2] : 0;
-    const uint32_t t = (a << 16) | (b << 8) | c;
-    out += kAlphabet[(t >> 18) & 63];
-    out += kAlphabet[(t >> 12) & 63];
-    out += i + 1 < bytes.size() ? kAlphabet[(t >> 6) & 63] : '=';
-    out += i + 2 < bytes.size() ? kAlphabet[t & 63] : '=';
-  }
-  return out;
+  return Base64Encode(bytes.data(), bytes.size());
 }
 
 json Embed(const EmbedContext& ctx, const EmbedRequest& r, uint64_t* n_tokens) {

@@ -1,6 +1,8 @@
 // Loading one model into its slots (moved from Server::Load), and what it is for.
 #include "loaded_model.h"
 
+#include "image_fetch.h"
+
 #include <cstdlib>
 
 #include <fstream>
@@ -100,6 +102,20 @@ zf_status LoadInto(LoadedModel* lm, int32_t (*progress)(void*, int32_t), std::st
     lm->loras.push_back(std::move(l));
     lm->lora_scales.push_back(scale);
   }
+  // The vision projector: bound to the model here, so a projector of another model fails the
+  // load with the library's reason.
+  if (!o.mmproj.empty()) {
+    zf_mmproj* p = nullptr;
+    if ((st = zf_mmproj_load(m, o.mmproj.c_str(), 0, &p)) != ZF_OK) {
+      Fail(st, why);
+      *why = "--mmproj " + o.mmproj + ": " + *why;
+      return st;
+    }
+    lm->mmproj.reset(p);
+  }
+  lm->images.mmproj = lm->mmproj.get();
+  lm->images.max_bytes = o.image_max_bytes;
+  if (o.allow_image_urls) lm->images.fetch = MakeImageFetcher(o.image_url_timeout);
   // The draft model (-md): one load, a draft session per slot; each slot's session holds a
   // reference, so the handle is dropped once they have theirs.
   ModelPtr draft;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../common.h"
+#include "image_request.h"
 #include "metrics.h"
 #include "options.h"
 #include "slots.h"
@@ -44,6 +45,9 @@ struct LoadedModel {
   std::vector<Lora> loras;
   std::mutex lora_mu;
   std::vector<float> lora_scales;  // under lora_mu
+  // --mmproj / the directory's projector: images in its chat requests (image_request.h).
+  std::unique_ptr<zf_mmproj, void (*)(zf_mmproj*)> mmproj{nullptr, &zf_mmproj_free};
+  ImagePolicy images;  // images.mmproj is mmproj.get()
   SlotPool slots;      // after `model`: the sessions go first
 
   // The longest embedding input / rerank pair: the context, at most the training context.

@@ -19,6 +19,8 @@ bool EndsWith(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+bool IsMmproj(const std::string& name) { return name.rfind("mmproj", 0) == 0 && EndsWith(name, ".gguf"); }
+
 std::string Trim(const std::string& s) {
   const size_t b = s.find_first_not_of(" \t\r");
   if (b == std::string::npos) return "";
@@ -65,7 +67,7 @@ std::string SplitBase(const std::string& stem, bool* split, bool* first) {
 std::vector<std::pair<std::string, std::string>> GgufsIn(const std::string& dir) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const std::string& n : Entries(dir)) {
-    if (!EndsWith(n, ".gguf") || n.rfind("mmproj", 0) == 0) continue;
+    if (!EndsWith(n, ".gguf") || IsMmproj(n)) continue;
     const std::string path = dir + "/" + n;
     if (IsDir(path)) continue;
     bool split = false, first = false;
@@ -81,7 +83,27 @@ ModelSpec Spec(const std::string& alias, const std::string& path, const ServeOpt
   s.o.model = path;
   s.o.alias = alias;
   s.o.models.clear();
+  s.o.mmproj.clear();  // --mmproj is the first -m model's; the others find theirs (DirectoryModels)
   return s;
+}
+
+// The projector of a model found in a directory: in a model's own folder the one mmproj*.gguf
+// there (llama-server's router layout: a multimodal model in a folder with its components);
+// beside a top-level NAME.gguf, mmproj-NAME.gguf. "" when there is none (or, in a folder, more
+// than one: which would be a guess).
+std::string ProjectorIn(const std::string& dir, const std::string& name, bool own_folder) {
+  if (!own_folder) {
+    const std::string path = dir + "/mmproj-" + name + ".gguf";
+    struct stat st {};
+    return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? path : std::string();
+  }
+  std::string found;
+  for (const std::string& n : Entries(dir)) {
+    if (!IsMmproj(n) || IsDir(dir + "/" + n)) continue;
+    if (!found.empty()) return std::string();
+    found = dir + "/" + n;
+  }
+  return found;
 }
 
 }  // namespace
@@ -89,12 +111,17 @@ ModelSpec Spec(const std::string& alias, const std::string& path, const ServeOpt
 std::vector<ModelSpec> DirectoryModels(const std::string& dir, const ServeOptions& base) {
   if (!IsDir(dir)) throw UsageError("--models-dir: '" + dir + "' is not a readable directory");
   std::vector<ModelSpec> out;
-  for (const auto& [name, path] : GgufsIn(dir)) out.push_back(Spec(name, path, base));
+  for (const auto& [name, path] : GgufsIn(dir)) {
+    out.push_back(Spec(name, path, base));
+    out.back().o.mmproj = ProjectorIn(dir, name, false);
+  }
   for (const std::string& n : Entries(dir)) {
     const std::string sub = dir + "/" + n;
     if (!IsDir(sub)) continue;
     const auto inside = GgufsIn(sub);
-    if (inside.size() == 1) out.push_back(Spec(n, inside[0].second, base));
+    if (inside.size() != 1) continue;
+    out.push_back(Spec(n, inside[0].second, base));
+    out.back().o.mmproj = ProjectorIn(sub, n, true);
   }
   std::sort(out.begin(), out.end(), [](const ModelSpec& a, const ModelSpec& b) { return a.alias < b.alias; });
   return out;
@@ -169,6 +196,8 @@ std::vector<ModelSpec> ParsePreset(const std::string& text, const std::string& f
       if (o.pooling == ZF_POOLING_DEFAULT) fail("pooling: '" + v + "' is not one of mean, cls, last, rank");
     } else if (key == "n-predict" || key == "n") {
       o.n_predict = number(key, v, -1, 1 << 30);
+    } else if (key == "mmproj") {
+      o.mmproj = resolve(v);
     } else if (key == "model-draft" || key == "md") {
       o.model_draft = resolve(v);
       if (o.draft_max == 0) o.draft_max = 8;
@@ -180,7 +209,8 @@ std::vector<ModelSpec> ParsePreset(const std::string& text, const std::string& f
       o.chat_template = t.str();
     } else {
       fail("unknown key '" + key +
-           "' (known: path, ctx-size, parallel, threads, n-predict, pooling, chat-template-file, model-draft, lora)");
+           "' (known: path, ctx-size, parallel, threads, n-predict, pooling, chat-template-file, model-draft, lora, "
+           "mmproj)");
     }
   }
   for (const ModelSpec& s : out) {
@@ -199,6 +229,10 @@ std::vector<ModelSpec> ModelList(const ServeOptions& o) {
       if (EndsWith(alias, ".gguf")) alias.resize(alias.size() - 5);
     }
     out.push_back(Spec(alias, m.path, o));
+    if (i == 0) out.back().o.mmproj = o.mmproj;
+  }
+  if (!o.mmproj.empty() && o.models.empty()) {
+    throw UsageError("--mmproj belongs to the -m model; with --models-dir put it beside its model (doc/serve.md)");
   }
   if (!o.models_preset.empty()) {
     std::ifstream f(o.models_preset, std::ios::binary);

@@ -30,7 +30,8 @@ std::vector<ModelSpec> ParsePreset(const std::string& text, const std::string& f
 
 // The models of a directory: *.gguf files named without ".gguf", split files
 // (NAME-00001-of-0000N.gguf) as NAME by their first part, and a subfolder holding one model (or
-// one split set) as the folder's name. mmproj-* files are skipped.
+// one split set) as the folder's name. mmproj* files are no models: a folder's one mmproj*.gguf
+// is its model's vision projector, and so is mmproj-NAME.gguf beside a top-level NAME.gguf.
 std::vector<ModelSpec> DirectoryModels(const std::string& dir, const ServeOptions& base);
 
 }  // namespace cli::serve

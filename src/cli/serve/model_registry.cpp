@@ -218,6 +218,7 @@ std::vector<ModelRegistry::Status> ModelRegistry::List() const {
     Status s;
     s.alias = e.spec.alias;
     s.path = e.spec.o.model;
+    s.mmproj = e.spec.o.mmproj;
     s.state = e.state == State::kLoaded || e.state == State::kUnloading ? "loaded"
               : e.state == State::kLoading                               ? "loading"
                                                                          : "unloaded";

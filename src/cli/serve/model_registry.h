@@ -49,6 +49,7 @@ class ModelRegistry {
 
   struct Status {
     std::string alias, path;
+    std::string mmproj;  // its vision projector's file, "" for a text-only model
     const char* state;  // "loaded", "loading", "unloaded"
     const char* kind;   // kKindGenerate / kKindEmbed / kKindRerank; "" before the first load
     std::string error;  // the last load's failure, "" when it loaded

@@ -3,6 +3,7 @@
 // and /models/unload {"model": NAME} load and unload one.
 #include <string>
 
+#include "model_text.h"
 #include "server.h"
 
 namespace cli::serve {
@@ -32,6 +33,12 @@ void Server::ModelRoutes() {
         if (!s.error.empty()) status["failed"] = true, status["error"] = s.error;
         m["status"] = status;
         m["kind"] = *s.kind != '\0' ? s.kind : "unknown";
+        // What it takes besides text (llama-server's /props "modalities"; "multimodal" among
+        // the capabilities as llama-server lists a model with a projector).
+        const bool vision = !s.mmproj.empty();
+        m["modalities"] = {{"vision", vision}, {"audio", false}};
+        m["capabilities"] = vision ? json::array({"completion", "multimodal"}) : json::array({"completion"});
+        if (vision) m["mmproj"] = s.mmproj;
         if (const auto& lm = s.loaded) {
           m["meta"] = {{"n_ctx", lm->n_ctx},
                        {"n_ctx_train", lm->info.n_ctx_train},
@@ -52,6 +59,28 @@ void Server::ModelRoutes() {
       res.set_content(Dump(json{{"object", "list"}, {"data", data}}), "application/json");
     });
   }
+  // llama-server's /props of a model (?model=NAME, else the default): its file and modalities
+  // ({"vision": true} with a projector); once loaded also its slots, context and chat template.
+  Get("/props", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorized(req, res, ErrorBody)) return;
+    const std::string name = req.get_param_value("model");
+    const std::vector<ModelRegistry::Status> all = models_->List();
+    for (const ModelRegistry::Status& s : all) {
+      if (name.empty() ? &s != &all[0] : s.alias != name) continue;
+      json props = {{"model_alias", s.alias},
+                    {"model_path", s.path},
+                    {"modalities", {{"vision", !s.mmproj.empty()}, {"audio", false}}}};
+      if (const auto& lm = s.loaded) {
+        props["total_slots"] = lm->o.parallel;
+        props["default_generation_settings"] = {{"n_ctx", lm->n_ctx}};
+        props["chat_template"] =
+            lm->o.chat_template.empty() ? Meta(lm->model.get(), "tokenizer.chat_template") : lm->o.chat_template;
+      }
+      res.set_content(Dump(props), "application/json");
+      return;
+    }
+    SendError(res, {404, "invalid_request_error", "model_not_found", "model '" + name + "' not found"});
+  });
   // Load: answers once the model is loaded (or failed: 500 with the loader's message).
   Post("/models/load", ErrorBody, [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorized(req, res, ErrorBody)) return;

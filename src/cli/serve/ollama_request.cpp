@@ -37,12 +37,26 @@ bool BoolField(const json& obj, const char* key, bool def) {
   return v->get<bool>();
 }
 
-// images: a vision model's input; an empty list is no input.
-void RefuseImages(const json& obj, const std::string& name) {
+// `images` (a list of base64 images) as OpenAI image parts, before the text as Ollama places
+// them; an empty list is no input.
+json ImageParts(const json& obj, const std::string& name, const RequestContext& ctx) {
+  json parts = json::array();
   const json* v = Field(obj, "images");
-  if (v == nullptr) return;
+  if (v == nullptr) return parts;
   if (!v->is_array()) Bad(name, "must be a list of base64-encoded images");
-  if (!v->empty()) throw BadRequest("unsupported", "'" + name + "': images need a vision model");
+  for (size_t i = 0; i < v->size(); ++i) {
+    const std::string at = name + "[" + std::to_string(i) + "]";
+    if (!(*v)[i].is_string()) Bad(at, "must be a base64-encoded image");
+    parts.push_back(ImagePart((*v)[i].get<std::string>(), at, ctx.alias, ctx.images));
+  }
+  return parts;
+}
+
+// A message's content: the text alone, or the images and then the text.
+json Content(const std::string& text, json images) {
+  if (images.empty()) return text;
+  if (!text.empty()) images.push_back({{"type", "text"}, {"text", text}});
+  return images;
 }
 
 std::string ModelOf(const json& body, const RequestContext& /*ctx*/, const char* alt_key = nullptr) {
@@ -137,7 +151,7 @@ ApiError InOllamaTerms(ApiError e) {
 // Ollama's messages as OpenAI's: tool calls' arguments are objects (OpenAI: a JSON string), a
 // tool result names its tool (tool_name; OpenAI: the call's id, matched here to the earliest
 // unanswered call of that name), assistant `thinking` is reasoning_content.
-json TranslateMessages(const json& msgs) {
+json TranslateMessages(const json& msgs, const RequestContext& ctx) {
   if (!msgs.is_array()) Bad("messages", "must be a list of messages");
   json out = json::array();
   std::vector<std::pair<std::string, std::string>> open;  // (name, id) of calls not yet answered
@@ -148,8 +162,8 @@ json TranslateMessages(const json& msgs) {
     if (!m.is_object()) Bad(at, "must be an object");
     const std::string role = StringField(m, "role", at + ".role");
     if (role.empty()) throw BadRequest("missing_field", "'" + at + ".role' is required");
-    json o = {{"role", role}, {"content", StringField(m, "content", at + ".content")}};
-    RefuseImages(m, at + ".images");
+    json o = {{"role", role},
+              {"content", Content(StringField(m, "content", at + ".content"), ImageParts(m, at + ".images", ctx))}};
     const std::string thinking = StringField(m, "thinking", at + ".thinking");
     if (!thinking.empty()) o["reasoning_content"] = thinking;
     if (const json* calls = Field(m, "tool_calls")) {
@@ -225,7 +239,7 @@ OllamaRequest ParseChat(const json& body, const RequestContext& ctx) {
   q.model = ModelOf(body, ctx);
   json oa = CommonFields(body);
   const json* msgs = Field(body, "messages");
-  json translated = msgs == nullptr ? json::array() : TranslateMessages(*msgs);
+  json translated = msgs == nullptr ? json::array() : TranslateMessages(*msgs, ctx);
   if (const json* tools = Field(body, "tools")) {
     if (!tools->is_array()) Bad("tools", "must be a list of tools");
     if (!tools->empty()) oa["tools"] = *tools;
@@ -253,8 +267,12 @@ OllamaRequest ParseGenerate(const json& body, const RequestContext& ctx) {
                      "'template' is not supported: prompts are rendered with the model's chat template "
                      "(or --chat-template-file); send 'raw': true to give the prompt as it is");
   }
-  RefuseImages(body, "images");
+  json images = ImageParts(body, "images", ctx);
   const bool raw = BoolField(body, "raw", false);
+  if (!images.empty() && (raw || !suffix.empty())) {
+    throw BadRequest("unsupported", std::string("'images' with ") + (raw ? "'raw': true" : "'suffix'") +
+                                        " are not supported: images are placed by the chat template");
+  }
   TranslateThink(body, &oa);
   // `context` (the deprecated token list of an earlier answer) is ignored.
   if (prompt.empty() && suffix.empty() && (raw || system.empty())) {  // Ollama's "load the model" probe
@@ -277,7 +295,7 @@ OllamaRequest ParseGenerate(const json& body, const RequestContext& ctx) {
   } else {
     json msgs = json::array();
     if (!system.empty()) msgs.push_back({{"role", "system"}, {"content", system}});
-    msgs.push_back({{"role", "user"}, {"content", prompt}});
+    msgs.push_back({{"role", "user"}, {"content", Content(prompt, std::move(images))}});
     oa["messages"] = std::move(msgs);
     q.r = Parse(oa, true, ctx);
   }

@@ -81,6 +81,10 @@ ServeOptions ParseServeArgs(int argc, char** argv, int first) {
   if (o.pooling == ZF_POOLING_NONE) {
     throw UsageError("--pooling none (one vector per token) is not supported; use mean, cls, last or rank");
   }
+  o.mmproj = a.String("--mmproj");
+  o.allow_image_urls = a.Has("--allow-image-urls");
+  if (a.Has("--image-max-mb")) o.image_max_bytes = static_cast<size_t>(a.Int("--image-max-mb", 0)) << 20;
+  o.image_url_timeout = num("--image-url-timeout", o.image_url_timeout);
   o.batch = !a.Has("--no-batch");
   if (a.Has("--chat-template-file")) {
     const std::string path = a.String("--chat-template-file");

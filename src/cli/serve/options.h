@@ -47,6 +47,12 @@ struct ServeOptions {
   int draft_max = 0;          // --lookup / -md (8) / --draft-max N: speculative decoding
   std::string model_draft;    // -md FILE: the draft model, shared by the slots (a session each)
   std::vector<std::string> whisper_models;  // --whisper-model FILE[=NAME], repeatable: /v1/audio/*'s models (.bin)
+  // Images: --mmproj (this model's projector), --allow-image-urls, --image-max-mb,
+  // --image-url-timeout.
+  std::string mmproj;
+  bool allow_image_urls = false;
+  size_t image_max_bytes = size_t(20) << 20;
+  int image_url_timeout = 10;
   bool batch = true;  // the slots share decode steps (zf_model_params.max_batch = parallel)
   // Many models (model_list.h, model_registry.h): every -m, --models-dir, --models-preset.
   std::vector<ModelArg> models;  // every -m in order; models[0] is `model` / `alias`

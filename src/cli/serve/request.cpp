@@ -306,6 +306,10 @@ Request ParseCompletion(const std::string& text, bool chat, const RequestContext
   if (chat) {
     // The chat fields go to the library's chat turn as they are (it checks them, renders the
     // messages, applies the tool-choice policy and reads the answer back).
+    if (body.contains("messages")) {
+      r.n_images = ResolveImages(&body["messages"], ctx.alias, ctx.images);
+      if (r.n_images > 0) r.mmproj = ctx.images.mmproj;
+    }
     r.turn_request = TurnRequestJson(body);
     r.turn_messages = body["messages"];
     r.chat_template = ctx.chat_template;

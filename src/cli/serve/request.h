@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "api_error.h"
+#include "image_request.h"
 #include "model_text.h"
 #include "zerfoo.h"
 
@@ -48,6 +49,10 @@ struct Request {
   std::string turn_request;
   json turn_messages;
   std::string chat_template;
+  // The model's projector when the messages hold images (their parts are data: URLs by then,
+  // image_request.h); nullptr otherwise. n_images counts them.
+  const zf_mmproj* mmproj = nullptr;
+  int n_images = 0;
   // llama-server's "lora": [{"id", "scale"}]: the adapters' scales for this request (unlisted
   // ones 0); absent (lora_set false): the model's current scales.
   bool lora_set = false;
@@ -68,6 +73,7 @@ struct RequestContext {
   std::string chat_template;  // --chat-template-file's text, "" for the model's
   int32_t draft_max = 0;      // --draft-max / --lookup: prompt-lookup drafts (0 = off)
   int32_t n_lora = 0;         // the model's LoRA adapters (a request's "lora" ids lie below it)
+  ImagePolicy images = {};    // the model's projector and the image limits (none: text only)
 };
 
 // The chat fields of a body as zf_chat_turn's request JSON (messages, tools, tool_choice,

@@ -341,7 +341,7 @@ void HandleInputTokens(FrontDoor& door, const std::shared_ptr<ResponsesState>& s
   const RequestContext ctx = door.Context(m);
   try {
     const ResponsesRequest rr = Parse(state, req, ctx);
-    const std::string prompt = TurnPrompt(ctx.model, rr.req.turn_request, rr.req.chat_template);
+    const std::string prompt = TurnPrompt(ctx.model, rr.req.turn_request, rr.req.chat_template, rr.req.mmproj);
     const size_t n = Tokenize(ctx.model, prompt, ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL).size();
     res.set_content(Dump({{"object", "response.input_tokens"}, {"input_tokens", n}}), "application/json");
   } catch (const ApiError& e) {

@@ -32,29 +32,30 @@ bool OptBool(const json& o, const char* key, bool dflt) {
   return o[key].get<bool>();
 }
 
-// The text of a content array's parts (input_text / output_text / text / refusal); media parts
-// are refused: this server's models read text only.
+// One content part's text (input_text / output_text / text / refusal); media parts are refused
+// here (UserContent takes a user message's images).
+std::string PartText(const json& p, const std::string& here) {
+  if (!p.is_object()) throw BadRequest("invalid_type", "'" + here + "' must be a content part object");
+  const std::string type = OptString(p, "type", here + ".");
+  if (type == "input_text" || type == "output_text" || type == "text" || type == "summary_text" ||
+      type == "reasoning_text") {
+    return NeedString(p, "text", here + ".");
+  }
+  if (type == "refusal") return NeedString(p, "refusal", here + ".");
+  if (type == "input_image") {
+    throw BadRequest("unsupported", "'" + here + "': images are taken in user messages only");
+  }
+  if (type == "input_file" || type == "input_audio") {
+    throw BadRequest("unsupported", "'" + here + "': " + type + " is not supported; send the text as input_text");
+  }
+  throw BadRequest("invalid_value", "'" + here + ".type' must be \"input_text\", \"output_text\" or \"refusal\"" +
+                                        (type.empty() ? std::string() : " (got \"" + type + "\")"));
+}
+
+// The text of a content array's parts.
 std::string PartsText(const json& parts, const std::string& at) {
   std::string text;
-  for (size_t j = 0; j < parts.size(); ++j) {
-    const json& p = parts[j];
-    const std::string here = at + "[" + std::to_string(j) + "]";
-    if (!p.is_object()) throw BadRequest("invalid_type", "'" + here + "' must be a content part object");
-    const std::string type = OptString(p, "type", here + ".");
-    if (type == "input_text" || type == "output_text" || type == "text" || type == "summary_text" ||
-        type == "reasoning_text") {
-      text += NeedString(p, "text", here + ".");
-    } else if (type == "refusal") {
-      text += NeedString(p, "refusal", here + ".");
-    } else if (type == "input_image") {
-      throw BadRequest("unsupported", "'" + here + "': images need a vision model; this server's model reads text only");
-    } else if (type == "input_file" || type == "input_audio") {
-      throw BadRequest("unsupported", "'" + here + "': " + type + " is not supported; send the text as input_text");
-    } else {
-      throw BadRequest("invalid_value", "'" + here + ".type' must be \"input_text\", \"output_text\" or \"refusal\"" +
-                                            (type.empty() ? std::string() : " (got \"" + type + "\")"));
-    }
-  }
+  for (size_t j = 0; j < parts.size(); ++j) text += PartText(parts[j], at + "[" + std::to_string(j) + "]");
   return text;
 }
 
@@ -65,10 +66,35 @@ std::string ContentText(const json& c, const std::string& at) {
   throw BadRequest("invalid_type", "'" + at + "' must be a string or an array of content parts");
 }
 
+// A user message's content: its text, or (with input_image parts) OpenAI chat parts in order.
+json UserContent(const json& c, const std::string& at, const RequestContext& ctx) {
+  if (!c.is_array()) return ContentText(c, at);
+  json parts = json::array();
+  bool image = false;
+  for (size_t j = 0; j < c.size(); ++j) {
+    const json& p = c[j];
+    const std::string here = at + "[" + std::to_string(j) + "]";
+    if (!p.is_object() || OptString(p, "type", here + ".") != "input_image") {
+      parts.push_back({{"type", "text"}, {"text", PartText(p, here)}});
+      continue;
+    }
+    if (Has(p, "file_id")) {
+      throw BadRequest("unsupported", "'" + here + ".file_id': uploaded files are not supported; send image_url");
+    }
+    // image_url: a string here (the chat API's {"url"} object is taken too).
+    std::string url;
+    if (Has(p, "image_url") && p["image_url"].is_object()) url = NeedString(p["image_url"], "url", here + ".image_url.");
+    else url = NeedString(p, "image_url", here + ".");
+    parts.push_back(ImagePart(url, here + ".image_url", ctx.alias, ctx.images));
+    image = true;
+  }
+  return image ? parts : json(ContentText(c, at));
+}
+
 // Input items → chat messages.
 class History {
  public:
-  explicit History(json* out) : out_(out) {}
+  History(json* out, const RequestContext& ctx) : out_(out), ctx_(ctx) {}
 
   void Item(const json& it, const std::string& at, std::vector<std::string>* ignored) {
     if (!it.is_object()) throw BadRequest("invalid_type", "'" + at + "' must be an input item object");
@@ -131,15 +157,17 @@ class History {
       throw BadRequest("invalid_value", "'" + at + ".role' must be \"user\", \"system\", \"developer\" or \"assistant\"");
     }
     if (!it.contains("content")) throw BadRequest("missing_field", "'" + at + ".content' is required");
-    std::string text = ContentText(it["content"], at + ".content");
     if (role == "assistant") {
+      std::string text = ContentText(it["content"], at + ".content");
       // A second answer, or one after calls: a new assistant message.
       if (pending_.contains("content") || pending_.contains("tool_calls")) Flush();
       Assistant()["content"] = std::move(text);
       return;
     }
     Flush();
-    out_->push_back({{"role", role == "developer" ? "system" : role}, {"content", std::move(text)}});
+    json content = role == "user" ? UserContent(it["content"], at + ".content", ctx_)
+                                  : json(ContentText(it["content"], at + ".content"));
+    out_->push_back({{"role", role == "developer" ? "system" : role}, {"content", std::move(content)}});
   }
 
  private:
@@ -149,6 +177,7 @@ class History {
   }
 
   json* out_;
+  const RequestContext& ctx_;
   json pending_;
   std::map<std::string, std::string> names_;  // call_id → function name (templates show it)
 };
@@ -322,7 +351,7 @@ ResponsesRequest ParseResponses(const std::string& text, const RequestContext& c
   if (input.is_string()) {
     messages.push_back({{"role", "user"}, {"content", input}});
   } else if (input.is_array()) {
-    History h(&messages);
+    History h(&messages, ctx);
     for (size_t i = 0; i < input.size(); ++i) h.Item(input[i], "input[" + std::to_string(i) + "]", &rr.ignored_items);
     h.Flush();
   } else {

@@ -205,7 +205,8 @@ void Server::CountError(const ModelRef& m) {
 
 RequestContext Server::Context(const ModelRef& m) const {
   return RequestContext{m->model.get(), m->o.alias,      m->o.cache_prompt, m->info.n_vocab,
-                        m->n_ctx,        m->o.chat_template, m->o.draft_max,   int32_t(m->loras.size())};
+                        m->n_ctx,        m->o.chat_template, m->o.draft_max,   int32_t(m->loras.size()),
+                        m->images};
 }
 
 ServedInfo Server::Info(const ModelRef& m) const {
@@ -714,7 +715,12 @@ int Server::Run() {
   limits.max_loaded = o_.models_max;
   limits.mem_budget = o_.models_mem_gib > 0 ? uint64_t(o_.models_mem_gib * double(uint64_t(1) << 30)) : AvailableMemory();
   limits.sleep_idle = o_.sleep_idle;
-  models_ = std::make_unique<ModelRegistry>(ModelList(o_), limits, &LoadProgress);
+  std::vector<ModelSpec> specs = ModelList(o_);
+  // A model with a projector takes images of up to --image-max-mb, base64 in the body (4/3).
+  for (const ModelSpec& s : specs) {
+    if (!s.o.mmproj.empty()) o_.max_body = std::max(o_.max_body, s.o.image_max_bytes / 3 * 4 + (size_t(1) << 20));
+  }
+  models_ = std::make_unique<ModelRegistry>(std::move(specs), limits, &LoadProgress);
   Routes();
   // Speech to text: --whisper-model files loaded before listening, --models-dir's .bin files on
   // first use; kept for the server's life.

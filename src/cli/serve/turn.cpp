@@ -30,6 +30,7 @@ zf_status BeginTurn(Slot* slot, const Request& r, TurnPtr* out) {
   p.request_json = r.turn_request.c_str();
   p.template_text = r.chat_template.empty() ? nullptr : r.chat_template.c_str();
   p.generate = &gp;
+  p.mmproj = r.mmproj;  // the messages' images (data: URLs by now, image_request.h)
   // Without cache_prompt the session starts empty (the model's prefix cache still serves).
   if (!r.cache_prompt) zf_session_reset(s);
   zf_turn* raw = nullptr;
@@ -99,10 +100,12 @@ zf_status DriveTurn(zf_turn* turn, Slot* slot, const Request& r, const TurnEmitF
   return ZF_OK;
 }
 
-std::string TurnPrompt(const zf_model* model, const std::string& request_json, const std::string& chat_template) {
+std::string TurnPrompt(const zf_model* model, const std::string& request_json, const std::string& chat_template,
+                       const zf_mmproj* mmproj) {
   zf_turn_params p;
   zf_turn_params_init(&p, sizeof p);
   p.request_json = request_json.c_str();
+  p.mmproj = mmproj;
   p.template_text = chat_template.empty() ? nullptr : chat_template.c_str();
   std::string out;
   size_t needed = 0;

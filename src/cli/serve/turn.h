@@ -54,9 +54,10 @@ zf_status BeginTurn(Slot* slot, const Request& r, TurnPtr* out);
 zf_status DriveTurn(zf_turn* turn, Slot* slot, const Request& r, const TurnEmitFn& emit, Clock::time_point t_arrival,
                     ServeMetrics* metrics, TurnOutcome* out);
 
-// The prompt a turn of this request would evaluate (zf_chat_turn_prompt); throws TurnError's
-// ApiError.
-std::string TurnPrompt(const zf_model* model, const std::string& request_json, const std::string& chat_template);
+// The prompt a turn of this request would evaluate (zf_chat_turn_prompt; `mmproj` for a request
+// with images); throws TurnError's ApiError.
+std::string TurnPrompt(const zf_model* model, const std::string& request_json, const std::string& chat_template,
+                       const zf_mmproj* mmproj = nullptr);
 
 // The HTTP error of a turn that failed (the library's message; 400 for the request's faults).
 ApiError TurnError(zf_status st);

@@ -1,5 +1,8 @@
 // Records libmtmd's image embeddings on a projector file (mmproj GGUF) for tests/vision:
 //   mmproj_recorder MMPROJ.gguf TEXT_MODEL.gguf SHA256 > golden.json
+// and with --lm what the language model makes of a prompt with an image (the placement):
+//   mmproj_recorder MMPROJ.gguf TEXT_MODEL.gguf SHA256 --lm > golden-lm.json
+// (see RecordLm).
 // The images are tests/vision/test_images.h's Pattern pictures (handed to libmtmd as RGB
 // pixels, so no decoder stands between the two sides). Per image: its size, the output's
 // tokens x width, every token's L2 norm, and the full embedding of 16 tokens on the 16 x 16
@@ -7,8 +10,10 @@
 // preprocessed image (libmtmd's input tensor, caught by the eval callback at the patch
 // convolution's im2col and mapped back to 8-bit pixels, exactly) as an FNV-1a hash of its RGB
 // bytes and the sum of each row, so that the resize is checked pixel for pixel.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -17,6 +22,7 @@
 #include "ggml-backend.h"
 #include "ggml.h"
 #include "llama.h"
+#include "mtmd-helper.h"
 #include "mtmd.h"
 #include "test_images.h"
 
@@ -50,11 +56,114 @@ void Quiet(ggml_log_level level, const char* text, void*) {
   if (level >= GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
 }
 
+// The top k ids of n logits, largest first.
+std::vector<int32_t> TopK(const float* l, int32_t n, int32_t k) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [l](int32_t a, int32_t b) { return l[a] > l[b]; });
+  ids.resize(size_t(k));
+  return ids;
+}
+
+void PrintIds(const char* key, const std::vector<int32_t>& ids) {
+  std::printf("\"%s\": [", key);
+  for (size_t i = 0; i < ids.size(); ++i) std::printf("%s%d", i ? ", " : "", ids[i]);
+  std::printf("]");
+}
+
+// The placement golden: the landscape Pattern image in a Gemma 3 chat prompt, tokenized by
+// mtmd_tokenize (BOS added; the marker expanded to <start_of_image>, the image, <end_of_image>)
+// and evaluated by mtmd_helper_eval_chunks (the image chunk in one batch with causal attention
+// off, as libmtmd does for gemma3), then 8 greedy tokens by llama_decode. Written: the text
+// chunks' token ids, the first step's logits at every 64th id and at its top 32, and per greedy
+// step the token and the top 5 (ids, logits).
+int RecordLm(llama_model* model, mtmd_context* ctx, const char* sha) {
+  llama_context_params lp = llama_context_default_params();
+  lp.n_ctx = 1024;
+  lp.n_batch = 512;
+  lp.n_ubatch = 512;
+  lp.n_threads = lp.n_threads_batch = 2;
+  llama_context* lctx = llama_init_from_model(model, lp);
+  if (!lctx) {
+    std::fprintf(stderr, "llama_init_from_model failed\n");
+    return 1;
+  }
+  const TestImage& ti = kImages[0];
+  const std::vector<uint8_t> rgb = zf::vision::test::Pattern(ti.w, ti.h, ti.seed);
+  mtmd_bitmap* bmp = mtmd_bitmap_init(uint32_t(ti.w), uint32_t(ti.h), rgb.data());
+  mtmd_input_chunks* chunks = mtmd_input_chunks_init();
+  const std::string prompt = std::string("<start_of_turn>user\nDescribe the picture.") + mtmd_default_marker() +
+                             "<end_of_turn>\n<start_of_turn>model\n";
+  mtmd_input_text text{prompt.c_str(), prompt.size(), true, true};
+  const mtmd_bitmap* bitmaps[] = {bmp};
+  if (mtmd_tokenize(ctx, chunks, &text, bitmaps, 1) != 0) {
+    std::fprintf(stderr, "mtmd_tokenize failed\n");
+    return 1;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  llama_pos n_past = 0;
+  if (mtmd_helper_eval_chunks(ctx, lctx, chunks, 0, 0, 512, true, &n_past) != 0) {
+    std::fprintf(stderr, "mtmd_helper_eval_chunks failed\n");
+    return 1;
+  }
+  std::fprintf(stderr, "%s: prompt with the image evaluated in %.0f ms (2 threads), n_past %d\n", ti.name,
+               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(), int(n_past));
+  const int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+  std::printf("{\n  \"mmproj_sha256\": \"%s\",\n  \"reference\": \"libmtmd + llama.cpp (llama-cpp-python 0.3.36 sdist): "
+              "mtmd_tokenize, mtmd_helper_eval_chunks, llama_decode\",\n  \"image\": {\"name\": \"%s\", \"width\": %d, "
+              "\"height\": %d, \"seed\": %u},\n  \"prompt\": ",
+              sha, ti.name, ti.w, ti.h, ti.seed);
+  std::string quoted;
+  for (char c : prompt) quoted += c == '\n' ? std::string("\\n") : std::string(1, c);
+  std::printf("\"%s\",\n  \"n_past\": %d,\n  \"chunks\": [", quoted.c_str(), int(n_past));
+  for (size_t i = 0; i < mtmd_input_chunks_size(chunks); ++i) {
+    const mtmd_input_chunk* c = mtmd_input_chunks_get(chunks, i);
+    std::printf("%s\n    {", i ? "," : "");
+    if (mtmd_input_chunk_get_type(c) == MTMD_INPUT_CHUNK_TYPE_TEXT) {
+      size_t n = 0;
+      const llama_token* t = mtmd_input_chunk_get_tokens_text(c, &n);
+      PrintIds("text", std::vector<int32_t>(t, t + n));
+    } else {
+      std::printf("\"image_tokens\": %zu", mtmd_input_chunk_get_n_tokens(c));
+    }
+    std::printf("}");
+  }
+  const float* l = llama_get_logits_ith(lctx, -1);
+  std::printf("\n  ],\n  \"first\": {\"every64\": [");
+  for (int32_t i = 0; i < n_vocab; i += 64) std::printf("%s%.6g", i ? ", " : "", l[i]);
+  const std::vector<int32_t> top = TopK(l, n_vocab, 32);
+  std::printf("],\n    ");
+  PrintIds("top_ids", top);
+  std::printf(",\n    \"top_logits\": [");
+  for (size_t i = 0; i < top.size(); ++i) std::printf("%s%.6g", i ? ", " : "", l[top[i]]);
+  std::printf("]},\n  \"greedy\": [");
+  for (int step = 0; step < 8; ++step) {
+    const std::vector<int32_t> t5 = TopK(l, n_vocab, 5);
+    std::printf("%s\n    {\"token\": %d, ", step ? "," : "", t5[0]);
+    PrintIds("top_ids", t5);
+    std::printf(", \"top_logits\": [");
+    for (size_t i = 0; i < t5.size(); ++i) std::printf("%s%.6g", i ? ", " : "", l[t5[i]]);
+    std::printf("]}");
+    llama_token tok = t5[0];
+    if (llama_decode(lctx, llama_batch_get_one(&tok, 1)) != 0) {
+      std::fprintf(stderr, "llama_decode failed\n");
+      return 1;
+    }
+    l = llama_get_logits_ith(lctx, -1);
+  }
+  std::printf("\n  ]\n}\n");
+  mtmd_input_chunks_free(chunks);
+  mtmd_bitmap_free(bmp);
+  llama_free(lctx);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s MMPROJ TEXT_MODEL SHA256\n", argv[0]);
+  const bool lm = argc == 5 && std::string(argv[4]) == "--lm";
+  if (argc != 4 && !lm) {
+    std::fprintf(stderr, "usage: %s MMPROJ TEXT_MODEL SHA256 [--lm]\n", argv[0]);
     return 2;
   }
   llama_log_set(Quiet, nullptr);
@@ -77,6 +186,12 @@ int main(int argc, char** argv) {
   if (!ctx) {
     std::fprintf(stderr, "mtmd_init_from_file refused %s\n", argv[1]);
     return 1;
+  }
+  if (lm) {
+    const int rc = RecordLm(model, ctx, argv[3]);
+    mtmd_free(ctx);
+    llama_model_free(model);
+    return rc;
   }
   std::printf("{\n  \"mmproj_sha256\": \"%s\",\n  \"reference\": \"libmtmd (llama.cpp, llama-cpp-python 0.3.36 sdist)\",\n  \"images\": [",
               argv[3]);

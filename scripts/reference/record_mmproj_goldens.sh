@@ -3,7 +3,9 @@
 # builds libmtmd beside libllama), writes the synthesized Gemma 3 projector files
 # (tests/vision/make_models.sh, default build/tests/vision_models) and rewrites
 # tests/data/golden/vision/gemma3-<type>.json: libmtmd's embeddings of the two Pattern images
-# (see the recorder), with Gemma 3 270M (scripts/fetch_models.sh gemma3) as the text model.
+# (see the recorder), with Gemma 3 270M (scripts/fetch_models.sh gemma3) as the text model, and
+# gemma3-<type>-lm.json: the language model's logits and greedy tokens after a chat prompt with
+# an image (the recorder's --lm; F16 and Q8_0 projectors).
 #   scripts/reference/record_mmproj_goldens.sh [MODELS_DIR]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,4 +31,9 @@ for t in f32 f16 q8_0; do
   "$bin" "$f" "$lm" "$sha" > "$out/gemma3-$t.json.tmp"
   mv "$out/gemma3-$t.json.tmp" "$out/gemma3-$t.json"
   echo "$out/gemma3-$t.json"
+  if [ "$t" != f32 ]; then
+    "$bin" "$f" "$lm" "$sha" --lm > "$out/gemma3-$t-lm.json.tmp"
+    mv "$out/gemma3-$t-lm.json.tmp" "$out/gemma3-$t-lm.json"
+    echo "$out/gemma3-$t-lm.json"
+  fi
 done

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "capi/handles.h"
+#include "capi/mmproj_handle.h"
 #include "vision/encoder.h"
 #include "vision/image.h"
 #include "vision/mmproj.h"
@@ -26,16 +27,6 @@ static_assert(sizeof(zf_image) == 32 && offsetof(zf_image, size) == 16 && offset
               "zf_image layout is part of the ABI");
 #endif
 static_assert(zf::vision::kDefaultMaxPixels == ZF_IMAGE_MAX_PIXELS, "ZF_IMAGE_MAX_PIXELS is the decoder's budget");
-
-// A projector bound to its model. Encoders (each one encode at a time: its own thread pool and
-// scratch) are lent to calls from a pool, so concurrent zf_image_embed calls never share one.
-struct zf_mmproj {
-  zf_model* model = nullptr;  // one reference, released by zf_mmproj_free
-  std::unique_ptr<zf::vision::Mmproj> impl;
-  // The pool is the handle's only mutable part (zf_image_embed takes a const projector).
-  mutable std::mutex mu;
-  mutable std::vector<std::pair<int32_t, std::unique_ptr<zf::vision::VisionEncoder>>> idle;  // by n_threads
-};
 
 namespace {
 
@@ -70,51 +61,129 @@ void Return(const zf_mmproj* p, int32_t n_threads, std::unique_ptr<zf::vision::V
   if (p->idle.size() < kMaxIdleEncoders) p->idle.emplace_back(n_threads, std::move(e));
 }
 
-// The caller's zf_image checked and decoded (or copied) into pixels; each bad field named.
-zf_status ReadImage(const zf_image* image, zf::vision::Image* img) {
-  zf_image in;
+// The caller's zf_image checked and decoded (or copied) into pixels; each bad field named
+// (`field` in front: "image", or the request part the image came from).
+// *copy: the caller's struct as this version reads it (fields past its struct_size zero).
+zf::Status ReadImage(const zf_image* image, const std::string& field, zf::vision::Image* img, zf_image* copy) {
+  using zf::InvalidArgument;
+  zf_image& in = *copy;
   std::memset(&in, 0, sizeof in);
   if (image->struct_size < offsetof(zf_image, width)) {
-    return Fail(ZF_ERR_INVALID_ARGUMENT, "image->struct_size " + std::to_string(image->struct_size) +
-                                             " is too small (set it to sizeof(zf_image))");
+    return InvalidArgument(field + "->struct_size " + std::to_string(image->struct_size) +
+                           " is too small (set it to sizeof(zf_image))");
   }
   std::memcpy(static_cast<void*>(&in), image, std::min<size_t>(image->struct_size, sizeof in));
-  if (in.data == nullptr) return NullArg("image->data");
-  if (in.size == 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "image->size is 0 (no image bytes)");
+  if (in.data == nullptr) return InvalidArgument(field + "->data is NULL");
+  if (in.size == 0) return InvalidArgument(field + "->size is 0 (no image bytes)");
   const auto* bytes = static_cast<const uint8_t*>(in.data);
   if (in.format == ZF_IMAGE_ENCODED) {
-    if (in.width != 0 || in.height != 0)
-      return Fail(ZF_ERR_INVALID_ARGUMENT, "image->width and image->height must be 0 for ZF_IMAGE_ENCODED (the file says its size)");
+    if (in.width != 0 || in.height != 0) {
+      return InvalidArgument(field + "->width and " + field +
+                             "->height must be 0 for ZF_IMAGE_ENCODED (the file says its size)");
+    }
     zf::Status s = zf::vision::DecodeImage(bytes, in.size, img);
-    if (!s.ok()) return Fail(static_cast<int32_t>(s.code()), "image: " + s.message());
-    return ZF_OK;
+    if (!s.ok()) return zf::Status(s.code(), field + ": " + s.message());
+    return zf::Status::Ok();
   }
   if (in.format != ZF_IMAGE_RGB8) {
-    return Fail(ZF_ERR_INVALID_ARGUMENT, "image->format " + std::to_string(in.format) +
-                                             " is unknown (ZF_IMAGE_ENCODED = 0, ZF_IMAGE_RGB8 = 1)");
+    return InvalidArgument(field + "->format " + std::to_string(in.format) +
+                           " is unknown (ZF_IMAGE_ENCODED = 0, ZF_IMAGE_RGB8 = 1)");
   }
   if (in.width == 0 || in.height == 0) {
-    return Fail(ZF_ERR_INVALID_ARGUMENT, "image->width x image->height is " + std::to_string(in.width) + " x " +
-                                             std::to_string(in.height) + ": ZF_IMAGE_RGB8 needs both nonzero");
+    return InvalidArgument(field + "->width x " + field + "->height is " + std::to_string(in.width) + " x " +
+                           std::to_string(in.height) + ": ZF_IMAGE_RGB8 needs both nonzero");
   }
   const uint64_t pixels = uint64_t(in.width) * in.height;
   if (pixels > uint64_t(ZF_IMAGE_MAX_PIXELS)) {
-    return Fail(ZF_ERR_INVALID_ARGUMENT, "image: " + std::to_string(in.width) + " x " + std::to_string(in.height) +
-                                             " pixels exceed the budget of " + std::to_string(ZF_IMAGE_MAX_PIXELS) +
-                                             " (ZF_IMAGE_MAX_PIXELS)");
+    return InvalidArgument(field + ": " + std::to_string(in.width) + " x " + std::to_string(in.height) +
+                           " pixels exceed the budget of " + std::to_string(ZF_IMAGE_MAX_PIXELS) +
+                           " (ZF_IMAGE_MAX_PIXELS)");
   }
   if (uint64_t(in.size) != pixels * 3) {
-    return Fail(ZF_ERR_INVALID_ARGUMENT, "image->size is " + std::to_string(in.size) + " bytes; ZF_IMAGE_RGB8 " +
-                                             std::to_string(in.width) + " x " + std::to_string(in.height) +
-                                             " needs width * height * 3 = " + std::to_string(pixels * 3));
+    return InvalidArgument(field + "->size is " + std::to_string(in.size) + " bytes; ZF_IMAGE_RGB8 " +
+                           std::to_string(in.width) + " x " + std::to_string(in.height) +
+                           " needs width * height * 3 = " + std::to_string(pixels * 3));
   }
   img->width = static_cast<int32_t>(in.width);
   img->height = static_cast<int32_t>(in.height);
   img->rgb.assign(bytes, bytes + in.size);
-  return ZF_OK;
+  return zf::Status::Ok();
+}
+
+int32_t DefaultThreads(int32_t n_threads) {
+  return n_threads > 0 ? n_threads : static_cast<int32_t>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+}
+
+// Encodes decoded pixels on an encoder borrowed from the pool; checks the size it returns.
+zf::Status Encode(const zf_mmproj* p, const zf::vision::Image& img, int32_t n_threads, std::vector<float>* embd) {
+  n_threads = DefaultThreads(n_threads);
+  std::unique_ptr<zf::vision::VisionEncoder> enc = Borrow(p, n_threads);
+  zf::Status s = enc->Encode(img, embd);
+  Return(p, n_threads, std::move(enc));
+  ZF_RETURN_IF_ERROR(s);
+  const zf::vision::VisionHparams& hp = p->impl->hparams();
+  const size_t n = size_t(hp.n_tokens()) * size_t(hp.proj_width);
+  if (embd->size() != n) {
+    return zf::Status(zf::Code::kInternal, "vision encoder returned " + std::to_string(embd->size()) +
+                                               " floats, expected " + std::to_string(n));
+  }
+  return zf::Status::Ok();
+}
+
+// The cache's key: the image as given (format, size, bytes), FNV-1a.
+uint64_t ImageKey(const zf_image& image) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  const auto mix = [&h](const void* data, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(data);
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001b3ull;
+  };
+  const uint32_t head[3] = {image.format, image.width, image.height};
+  const uint64_t size = image.size;
+  mix(head, sizeof head);
+  mix(&size, sizeof size);
+  if (image.data != nullptr) mix(image.data, image.size);
+  return h;
 }
 
 }  // namespace
+
+namespace zf::capi {
+
+Status EmbedImageCached(const zf_mmproj* p, const zf_image& image, int32_t n_threads, const std::string& field,
+                        std::shared_ptr<const std::vector<float>>* rows) {
+  zf::vision::Image img;
+  zf_image in;
+  ZF_RETURN_IF_ERROR(ReadImage(&image, field, &img, &in));
+  const uint64_t key = ImageKey(in);
+  {
+    std::lock_guard<std::mutex> lock(p->mu);
+    for (auto it = p->recent.begin(); it != p->recent.end(); ++it) {
+      if (it->first != key) continue;
+      p->recent.splice(p->recent.begin(), p->recent, it);
+      *rows = it->second;
+      return Status::Ok();
+    }
+  }
+  auto embd = std::make_shared<std::vector<float>>();
+  ZF_RETURN_IF_ERROR(Encode(p, img, n_threads, embd.get()));
+  std::lock_guard<std::mutex> lock(p->mu);
+  p->recent.emplace_front(key, embd);
+  if (p->recent.size() > kRecentImages) p->recent.pop_back();
+  *rows = std::move(embd);
+  return Status::Ok();
+}
+
+ImagePlacement PlacementOf(const zf_mmproj* p) {
+  ImagePlacement pl;
+  if (p->impl->hparams().projector == "gemma3") {  // libmtmd: no newlines around them
+    pl.begin = "<start_of_image>";
+    pl.end = "<end_of_image>";
+    pl.bidirectional = true;  // mtmd_decode_use_non_causal
+  }
+  return pl;
+}
+
+}  // namespace zf::capi
 
 extern "C" {
 
@@ -190,7 +259,8 @@ ZF_API zf_status zf_image_embed(const zf_mmproj* mmproj, const zf_image* image, 
   if (n_threads < 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "n_threads must be >= 0, got " + std::to_string(n_threads));
   ZF_GUARD_BEGIN
   zf::vision::Image img;
-  if (zf_status e = ReadImage(image, &img)) return e;
+  zf_image in;
+  if (zf::Status s = ReadImage(image, "image", &img, &in); !s.ok()) return Fail(s);
   // Gemma 3's size does not depend on the image: known before the (costly) encode.
   const zf::vision::VisionHparams& hp = mmproj->impl->hparams();
   const size_t n = size_t(hp.n_tokens()) * size_t(hp.proj_width);
@@ -200,16 +270,8 @@ ZF_API zf_status zf_image_embed(const zf_mmproj* mmproj, const zf_image* image, 
     return Fail(ZF_ERR_BUFFER_TOO_SMALL, "out holds " + std::to_string(cap) + " floats; the image's embeddings need " +
                                              std::to_string(n) + " (*needed)");
   }
-  if (n_threads == 0) n_threads = static_cast<int32_t>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
-  std::unique_ptr<zf::vision::VisionEncoder> enc = Borrow(mmproj, n_threads);
   std::vector<float> embd;
-  zf::Status s = enc->Encode(img, &embd);
-  Return(mmproj, n_threads, std::move(enc));
-  if (!s.ok()) return Fail(s);
-  if (embd.size() != n) {
-    return Fail(ZF_ERR_INTERNAL, "vision encoder returned " + std::to_string(embd.size()) + " floats, expected " +
-                                     std::to_string(n));
-  }
+  if (zf::Status s = Encode(mmproj, img, n_threads, &embd); !s.ok()) return Fail(s);
   std::memcpy(out, embd.data(), n * sizeof(float));
   return Succeed();
   ZF_GUARD_END

@@ -105,6 +105,10 @@ struct AttentionParams {
   // key up to the step's last position, later ones included. Embedding passes evaluate a whole
   // sequence in one step from position 0, so that is the whole sequence.
   bool causal = true;
+  // Causal models only: the step's queries also see the step's later keys (a bidirectional span,
+  // Gemma 3's image tokens: llama.cpp decodes them with causal attention off); a window still
+  // reaches behind each query as in causal attention (llama.cpp's mask keeps later keys).
+  bool bidirectional_step = false;
   // Attention sinks (needs Op::kAttnSinks): [n_head] raw logits, one per query head, that join
   // each row's softmax denominator as exp(sink - max) (the max taken over the scores and the
   // sink) without a value row; nullptr = none.

@@ -119,6 +119,13 @@ void Forward::Run(const SeqState& s, const int32_t* tokens, int32_t n, int32_t p
   if (logits != nullptr && out != logits) be_.ReadActivations(out, size_t(n_vocab), logits);
 }
 
+void Forward::RunEmbd(const SeqState& s, const float* embd, int32_t n, int32_t pos0, bool bidirectional, float* logits) {
+  const Seq seq{s.kv, pos0, n, nullptr, nullptr, s.rope_factors, s.state, s.lora};
+  bidirectional_ = bidirectional;
+  RunOps(zeros_.data(), n, &seq, 1, logits, embd);
+  bidirectional_ = false;
+}
+
 void Forward::RunEveryLogit(const SeqState& s, const int32_t* tokens, int32_t n, int32_t pos0, float* logits) {
   // One-row sequences on the same rows: the attention block stores and attends row by row in
   // order (row i sees rows < i), and the output head takes every sequence's last row.
@@ -141,12 +148,17 @@ void Forward::RunBatch(const int32_t* tokens, const Seq* seqs, int32_t n_seq) {
   }
 }
 
-void Forward::RunOps(const int32_t* tokens, int32_t n, const Seq* seqs, int32_t n_seq, float* logits) {
+void Forward::RunOps(const int32_t* tokens, int32_t n, const Seq* seqs, int32_t n_seq, float* logits,
+                     const float* embd) {
   const ModelDesc& d = model_.desc();
   for (int32_t i = 0, row = 0; i < n_seq; ++i) {
     for (int32_t t = 0; t < seqs[i].n; ++t) pos_[size_t(row++)] = seqs[i].pos0 + t;
   }
-  be_.GetRows(*model_.weights()[GlobalRole::kTokenEmbd], tokens, n, d.embed_scale, x_.data());
+  if (embd != nullptr) {  // host activations (RunEmbd's contract)
+    std::copy(embd, embd + int64_t{n} * d.n_embd, x_.data());
+  } else {
+    be_.GetRows(*model_.weights()[GlobalRole::kTokenEmbd], tokens, n, d.embed_scale, x_.data());
+  }
   // BERT-style inputs: (token + type 0) + position, then a LayerNorm (the reference's order).
   const Weights& w = model_.weights();
   if (const Tensor* types = w[GlobalRole::kTokenTypes]) {
@@ -325,6 +337,7 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
   ap.softcap = a.softcap;
   ap.window = a.window;
   ap.causal = a.causal;
+  ap.bidirectional_step = bidirectional_ && a.causal;
   ap.sinks = a.sinks ? F32(L[LayerRole::kAttnSinks]) : nullptr;
   // Each sequence's rows go to its own cache and attend over it. A batched decode step (one
   // row per sequence; several sessions' caches, a verification's rows sharing one) stores every

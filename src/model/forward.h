@@ -50,6 +50,11 @@ class Forward {
   // (computed by the backend: on a GPU only the id crosses to the host); logits may then be
   // nullptr.
   void Run(const SeqState& s, const int32_t* tokens, int32_t n, int32_t pos0, float* logits, int32_t* argmax);
+  // Embedding input: embd[0..n) rows of n_embd floats (host memory) in place of token embeddings
+  // at positions pos0.. (n <= max_batch), taken as they are (llama.cpp does not scale embedding
+  // input as it scales token rows); bidirectional: the step's rows also attend to its later rows
+  // (Gemma 3's image tokens). Host-memory backends, models without per-layer token inputs.
+  void RunEmbd(const SeqState& s, const float* embd, int32_t n, int32_t pos0, bool bidirectional, float* logits);
   // Copies the logits of the last Run that asked only for the argmax into host memory.
   void ReadLogits(float* host);
 
@@ -110,7 +115,9 @@ class Forward {
   };
   // The layers over n rows belonging to the sequences seqs[0..n_seq) (rows in order); the
   // logits of each sequence's last row to logits + i * n_vocab when logits != nullptr.
-  void RunOps(const int32_t* tokens, int32_t n, const Seq* seqs, int32_t n_seq, float* logits);
+  // embd != nullptr: the input rows themselves instead of the tokens' embeddings (RunEmbd).
+  void RunOps(const int32_t* tokens, int32_t n, const Seq* seqs, int32_t n_seq, float* logits,
+              const float* embd = nullptr);
   // The blocks: each reads the residual stream x_ and adds its output to it.
   void AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_seq);
   // MixerKind::kShortConv: in_proj, each sequence's rows through Backend::ShortConv with its own
@@ -162,6 +169,7 @@ class Forward {
   // alpha then beta projections [2][B, n_v_heads].
   ActBuf delta_qkv_, delta_z_, delta_ab_;
   std::vector<int32_t> pos_;
+  bool bidirectional_ = false;  // this step's rows attend both ways (RunEmbd)
   std::vector<int32_t> zeros_;  // [max_batch] token type 0 of every row
   engine::ThreadPool* seq_pool_ = nullptr;
   engine::ThreadPool* lora_pool_ = nullptr;

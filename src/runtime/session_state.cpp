@@ -146,8 +146,8 @@ Status Session::LoadState(const uint8_t* buf, size_t len) {
   std::vector<int32_t> hist(n_hist), pend(n_pend);
   for (int32_t& t : hist) t = Get<int32_t>(p);
   for (int32_t& t : pend) t = Get<int32_t>(p);
-  for (int32_t t : hist) {
-    if (t < 0 || t >= model_.desc().n_vocab) return FormatError("session state holds token id " + std::to_string(t) + " outside the vocabulary");
+  for (int32_t t : hist) {  // negative: a position of embedding rows (an image; EmbeddingToken)
+    if (t >= model_.desc().n_vocab) return FormatError("session state holds token id " + std::to_string(t) + " outside the vocabulary");
   }
   for (int32_t t : pend) {
     if (t < 0 || t >= model_.desc().n_vocab) return FormatError("session state holds token id " + std::to_string(t) + " outside the vocabulary");

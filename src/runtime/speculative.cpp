@@ -30,7 +30,9 @@ int32_t LookupDraft(const int32_t* seq, size_t n, const DraftOptions& o, int32_t
     for (size_t start = n - size_t(m); start-- > 0;) {
       if (!std::equal(tail, tail + m, seq + start)) continue;
       const size_t from = start + size_t(m);
-      const int32_t k = int32_t(std::min<size_t>(size_t(max), n - from));
+      int32_t k = int32_t(std::min<size_t>(size_t(max), n - from));
+      // Never an image position's entry (negative, Session::EmbeddingToken) as a draft token.
+      k = int32_t(std::find_if(seq + from, seq + from + k, [](int32_t t) { return t < 0; }) - (seq + from));
       std::copy(seq + from, seq + from + k, out);
       return k;
     }

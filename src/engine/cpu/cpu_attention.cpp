@@ -24,7 +24,7 @@ namespace {
 void VisibleKeys(const AttentionParams& ap, int32_t p_q, int32_t last_pos, int32_t* lo, int32_t* hi) {
   if (ap.causal) {
     *lo = ap.window > 0 ? std::max(0, p_q - ap.window + 1) : 0;
-    *hi = p_q;
+    *hi = ap.bidirectional_step ? last_pos : p_q;
   } else if (ap.window > 0) {
     *lo = std::max(0, p_q - ap.window / 2);
     *hi = std::min(last_pos, p_q + ap.window / 2);
@@ -185,10 +185,12 @@ float* CpuBackend::AttnScratch(size_t per_thread) {
 // across threads gives the same output. At long depth the keys go in KV blocks (SplitBlocks)
 // folded in order, as AttentionDecode's threads compute them.
 void CpuBackend::DecodeHeads(const CpuKvCache& cache, int32_t layer, const float* q, int32_t pos0,
-                             const AttentionParams& ap, float* out, int32_t h0, int32_t h1, float* scratch) {
+                             const AttentionParams& ap, float* out, int32_t h0, int32_t h1, float* scratch,
+                             int32_t last) {
   const Grouped gk = GroupedFor(cache);
   const int32_t group = ap.n_head / ap.n_head_kv, dk = ap.head_dim_k, dv = ap.head_dim_v;
-  const int32_t lo = ap.window > 0 ? std::max(0, pos0 - ap.window + 1) : 0, n_keys = pos0 - lo + 1;
+  const int32_t lo = ap.window > 0 ? std::max(0, pos0 - ap.window + 1) : 0;
+  const int32_t n_keys = std::max(last, pos0) - lo + 1;
   const int32_t blocks = attn::SplitBlocks(n_keys);
   float* qs = scratch;
   float* tmp = qs + size_t(attn::kDecodeHeads) * size_t(dk);
@@ -493,11 +495,11 @@ void CpuBackend::AttentionRowsExact(const CpuKvCache& kv, int32_t layer, const f
     const float* q;
     float* out;
     const AttentionParams* ap;
-    int32_t layer, pos0;
+    int32_t layer, pos0, last;  // last: the last key a row sees beyond its own (bidirectional step), or -1
     int64_t items;
     std::atomic<int64_t> next;
   } c{&kv, nullptr, AttnScratchPerThread(kv.n_ctx(), kv.k_width(), kv.v_width()), q, out, &ap, layer, pos0,
-      int64_t{n_tok} * ap.n_head_kv, {0}};
+      ap.bidirectional_step ? pos0 + n_tok - 1 : -1, int64_t{n_tok} * ap.n_head_kv, {0}};
   c.scratch = AttnScratch(c.per_thread);
   pool_->Run(
       [](void* p, int32_t ith, int32_t) {
@@ -511,7 +513,7 @@ void CpuBackend::AttentionRowsExact(const CpuKvCache& kv, int32_t layer, const f
           const int64_t it = c.items - 1 - taken;
           const int32_t t = int32_t(it / ap.n_head_kv), g = int32_t(it % ap.n_head_kv);
           DecodeHeads(*c.kv, c.layer, c.q + int64_t{t} * ap.n_head * ap.head_dim_k, c.pos0 + t, ap,
-                      c.out + int64_t{t} * ap.n_head * ap.head_dim_v, g * group, (g + 1) * group, scratch);
+                      c.out + int64_t{t} * ap.n_head * ap.head_dim_v, g * group, (g + 1) * group, scratch, c.last);
         }
       },
       &c);

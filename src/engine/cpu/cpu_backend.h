@@ -140,8 +140,10 @@ class CpuBackend final : public Backend {
   // Prefill rows one by one through the decode kernel (SetBatchInvariant: exact prefill).
   void AttentionRowsExact(const CpuKvCache& kv, int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
                           const AttentionParams& ap, float* out);
+  // last: the last key the row sees when later than pos0 (a bidirectional step), else -1.
   static void DecodeHeads(const CpuKvCache& cache, int32_t layer, const float* q, int32_t pos0,
-                          const AttentionParams& ap, float* out, int32_t h0, int32_t h1, float* scratch);
+                          const AttentionParams& ap, float* out, int32_t h0, int32_t h1, float* scratch,
+                          int32_t last = -1);
   std::vector<float> kt_stage_;    // [n_head_kv][head_dim_k][n_pos + pad]: this layer's K transposed
   std::vector<float> attn_block_;  // per thread: Q rows, score rows, conversion rows
   // Per-thread attention scratch (AttnScratch), grown to the largest cache seen.

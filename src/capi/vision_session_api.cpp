@@ -1,0 +1,105 @@
+// C entry points that place images in a session (issue #46): embedding rows as input, and an
+// image with its projector's markers around it, as libmtmd places it.
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "capi/handles.h"
+#include "capi/mmproj_handle.h"
+#include "tokenizer/tokenizer.h"
+
+using zf::capi::Fail;
+using zf::capi::Succeed;
+
+namespace {
+
+zf_status NullArg(const char* what) { return Fail(ZF_ERR_INVALID_ARGUMENT, std::string(what) + " is NULL"); }
+
+// The checks every placing call starts with: a free session, a logits buffer that fits.
+zf_status CheckSession(const zf_session* session, const float* logits, size_t cap) {
+  if (session == nullptr) return NullArg("session");
+  if (session->active != nullptr || session->freed) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "session has a generation or turn in progress; finish or free it first");
+  }
+  const size_t n_vocab = size_t(session->impl->model().desc().n_vocab);
+  if (logits != nullptr && cap > 0 && cap < n_vocab) {
+    return Fail(ZF_ERR_BUFFER_TOO_SMALL, "logits buffer holds " + std::to_string(cap) + " floats; " +
+                                             std::to_string(n_vocab) + " needed");
+  }
+  if (logits == nullptr && cap > 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "logits is NULL but cap is " + std::to_string(cap));
+  return ZF_OK;
+}
+
+void CopyLogits(const zf::rt::Session& s, float* logits, size_t cap) {
+  if (logits != nullptr && cap > 0 && s.has_logits()) {
+    std::memcpy(logits, s.last_logits(), size_t(s.model().desc().n_vocab) * sizeof(float));
+  }
+}
+
+}  // namespace
+
+namespace zf::capi {
+
+// Declared in mmproj_handle.h's users' terms: begin marker tokens, rows, end marker tokens.
+Status PlaceImage(rt::Session& s, const ImagePlacement& pl, const std::vector<float>& rows, bool keep_logits) {
+  const tok::Tokenizer& tk = s.model().tokenizer();
+  std::vector<int32_t> begin, end;
+  if (!pl.begin.empty()) ZF_RETURN_IF_ERROR(tk.Encode(pl.begin, false, true, &begin));
+  if (!pl.end.empty()) ZF_RETURN_IF_ERROR(tk.Encode(pl.end, false, true, &end));
+  if (!begin.empty()) ZF_RETURN_IF_ERROR(s.Eval(begin.data(), begin.size(), nullptr));
+  const size_t n = rows.size() / size_t(s.model().desc().n_embd);
+  ZF_RETURN_IF_ERROR(s.EvalEmbeddings(rows.data(), n, pl.bidirectional, keep_logits && end.empty()));
+  if (!end.empty()) {
+    return keep_logits ? s.EvalKeepLogits(end.data(), end.size()) : s.Eval(end.data(), end.size(), nullptr);
+  }
+  return Status::Ok();
+}
+
+}  // namespace zf::capi
+
+extern "C" {
+
+ZF_API zf_status zf_session_eval_embeddings(zf_session* session, const float* embd, size_t n_tokens, size_t width,
+                                            uint32_t flags, float* logits, size_t cap) {
+  if (zf_status e = CheckSession(session, logits, cap)) return e;
+  if (embd == nullptr) return NullArg("embd");
+  if (zf_status e = zf::capi::CheckFlags("flags", flags, ZF_EMBD_BIDIRECTIONAL)) return e;
+  zf::rt::Session& s = *session->impl;
+  const size_t n_embd = size_t(s.model().desc().n_embd);
+  if (width != n_embd) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "width " + std::to_string(width) + " is not the model's n_embd " +
+                                             std::to_string(n_embd));
+  }
+  if (n_tokens == 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "n_tokens is 0 (no rows to evaluate)");
+  ZF_GUARD_BEGIN
+  zf::Status st = s.EvalEmbeddings(embd, n_tokens, (flags & ZF_EMBD_BIDIRECTIONAL) != 0, true);
+  if (!st.ok()) return Fail(st);
+  CopyLogits(s, logits, cap);
+  return Succeed();
+  ZF_GUARD_END
+}
+
+ZF_API zf_status zf_session_eval_image(zf_session* session, const zf_mmproj* mmproj, const zf_image* image,
+                                       float* logits, size_t cap) {
+  if (zf_status e = CheckSession(session, logits, cap)) return e;
+  if (mmproj == nullptr) return NullArg("mmproj");
+  if (image == nullptr) return NullArg("image");
+  if (mmproj->model->impl != session->model->impl) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "mmproj was loaded for another model (" + mmproj->model->impl->desc().arch +
+                                             ", " + std::to_string(mmproj->model->impl->desc().n_embd) +
+                                             " wide) than the session's (" + session->model->impl->desc().arch + ", " +
+                                             std::to_string(session->model->impl->desc().n_embd) + " wide)");
+  }
+  ZF_GUARD_BEGIN
+  zf::rt::Session& s = *session->impl;
+  std::shared_ptr<const std::vector<float>> rows;
+  zf::Status st = zf::capi::EmbedImageCached(mmproj, *image, s.model().default_threads(), "image", &rows);
+  if (st.ok()) st = zf::capi::PlaceImage(s, zf::capi::PlacementOf(mmproj), *rows, true);
+  if (!st.ok()) return Fail(st);
+  CopyLogits(s, logits, cap);
+  return Succeed();
+  ZF_GUARD_END
+}
+
+}  // extern "C"

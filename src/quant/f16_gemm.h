@@ -31,6 +31,12 @@ void SoftmaxF16(float* s, int64_t n, float scale);
 void GeluF16(float* x, int64_t n, const uint16_t* table);
 // x = F16(x), element-wise (round to nearest even).
 void RoundToF16(float* x, int64_t n);
+// The decoders' product, exact per row: y[t * ldy + r] equals quant's AVX2 VecDotF16 of weight
+// row r and activation row t (a: F16 values held as F32) bit for bit, whatever n_tok is, so one
+// sequence's tokens come out the same decoded alone or batched; each weight row is read once
+// per three tokens. k % 32 == 0.
+void DotRowsF16(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const float* a, int64_t lda, int64_t n_tok,
+                float* y, int64_t ldy);
 }  // namespace avx2
 
 namespace avx512 {

@@ -154,3 +154,47 @@ void GemmF16(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const floa
 }
 
 }  // namespace zf::quant::f16::avx2
+
+namespace zf::quant::f16::avx2 {
+namespace {
+
+// Four 8-lane FMA chains of one weight row against N activation rows over 32-element steps, the
+// chains summed as quant's AVX2 VecDotF16 sums them ((c0 + c1) + (c2 + c3), then the 8 lanes).
+template <int N>
+inline void DotRowExact(int64_t k, const uint16_t* w, const float* const* a, float* const* y) {
+  __m256 c[N][4];
+  for (auto& t : c)
+    for (auto& v : t) v = _mm256_setzero_ps();
+  for (int64_t i = 0; i < k; i += 32) {
+    const __m256 x0 = W8(w + i), x1 = W8(w + i + 8), x2 = W8(w + i + 16), x3 = W8(w + i + 24);
+    for (int t = 0; t < N; ++t) {
+      c[t][0] = _mm256_fmadd_ps(x0, _mm256_loadu_ps(a[t] + i), c[t][0]);
+      c[t][1] = _mm256_fmadd_ps(x1, _mm256_loadu_ps(a[t] + i + 8), c[t][1]);
+      c[t][2] = _mm256_fmadd_ps(x2, _mm256_loadu_ps(a[t] + i + 16), c[t][2]);
+      c[t][3] = _mm256_fmadd_ps(x3, _mm256_loadu_ps(a[t] + i + 24), c[t][3]);
+    }
+  }
+  for (int t = 0; t < N; ++t) *y[t] = Sum8(_mm256_add_ps(_mm256_add_ps(c[t][0], c[t][1]), _mm256_add_ps(c[t][2], c[t][3])));
+}
+
+}  // namespace
+
+void DotRowsF16(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const float* a, int64_t lda, int64_t n_tok,
+                float* y, int64_t ldy) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t* wr = w + r * ldw;
+    int64_t t = 0;
+    for (; t + 3 <= n_tok; t += 3) {
+      const float* ap[3] = {a + t * lda, a + (t + 1) * lda, a + (t + 2) * lda};
+      float* yp[3] = {y + t * ldy + r, y + (t + 1) * ldy + r, y + (t + 2) * ldy + r};
+      DotRowExact<3>(k, wr, ap, yp);
+    }
+    for (; t < n_tok; ++t) {
+      const float* ap[1] = {a + t * lda};
+      float* yp[1] = {y + t * ldy + r};
+      DotRowExact<1>(k, wr, ap, yp);
+    }
+  }
+}
+
+}  // namespace zf::quant::f16::avx2

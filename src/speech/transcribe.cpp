@@ -287,6 +287,7 @@ Status Transcribe(WhisperRunner& runner, const WhisperModel& model, const float*
   };
   std::vector<Candidate> cands;
   std::vector<DecoderCache> spare(beam ? size_t(n_decoders) : 0);  // scratch for moving beams' caches
+  std::vector<WhisperRunner::Row> rows;
   const int32_t n_max = hp.n_text_ctx / 2 - 4;
   int32_t seek = 0;
   while (seek + kDeltaMin < seek_end) {
@@ -316,13 +317,12 @@ Status Transcribe(WhisperRunner& runner, const WhisperModel& model, const float*
         prompt.insert(prompt.end(), past1.end() - long(take), past1.end());
       }
       prompt.insert(prompt.end(), prompt_init.begin(), prompt_init.end());
-      runner.SwapCache(dec[0].cache);
-      runner.ResetDecoder();
-      Status st;
-      for (size_t i = 0; i < prompt.size() && st.ok(); ++i)
-        st = runner.Decode(prompt[i], i + 1 == prompt.size() ? logits.data() : nullptr);
-      runner.SwapCache(dec[0].cache);
-      ZF_RETURN_IF_ERROR(st);
+      // The prompt as one decoder pass (its rows attend causally), logits of its last token only.
+      rows.clear();
+      dec[0].cache.n_past = 0;
+      for (size_t i = 0; i < prompt.size(); ++i)
+        rows.push_back({prompt[i], &dec[0].cache, i + 1 == prompt.size() ? logits.data() : nullptr});
+      ZF_RETURN_IF_ERROR(runner.DecodeBatch(rows.data(), int32_t(rows.size())));
       no_speech_prob = NoSpeechProb(v, logits);
       dec[0].logits = logits;
       ProcessLogits(v, prm, {}, hp.n_audio_ctx, false, kChunk, t_cur, dec[0].logits, dec[0].logprobs, dec[0].probs);
@@ -412,13 +412,16 @@ Status Transcribe(WhisperRunner& runner, const WhisperModel& model, const float*
         bool all_done = true;
         for (int32_t j = 0; j < n_cur; ++j) all_done = all_done && (dec[size_t(j)].completed || dec[size_t(j)].failed);
         if (all_done) break;
+        // Every live sequence's next token through one batched decoder pass.
+        rows.clear();
+        for (int32_t j = 0; j < n_cur; ++j) {
+          Decoder& d = dec[size_t(j)];
+          if (!d.completed && !d.failed) rows.push_back({d.seq.tokens.back().id, &d.cache, d.logits.data()});
+        }
+        ZF_RETURN_IF_ERROR(runner.DecodeBatch(rows.data(), int32_t(rows.size())));
         for (int32_t j = 0; j < n_cur; ++j) {
           Decoder& d = dec[size_t(j)];
           if (d.completed || d.failed) continue;
-          runner.SwapCache(d.cache);
-          st = runner.Decode(d.seq.tokens.back().id, d.logits.data());
-          runner.SwapCache(d.cache);
-          ZF_RETURN_IF_ERROR(st);
           ProcessLogits(v, prm, d.seq.tokens, hp.n_audio_ctx, d.has_ts, d.seek_delta, t_cur, d.logits, d.logprobs, d.probs);
         }
       }

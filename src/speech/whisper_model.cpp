@@ -158,6 +158,31 @@ void WhisperRunner::MatMul(const Linear& l, const float* x, int64_t n_tok, float
     return;
   }
 #endif
+  MatMulExact(l, x, n_tok, y);
+}
+
+void WhisperRunner::MatMulExact(const Linear& l, const float* x, int64_t n_tok, float* y) {
+#if defined(__x86_64__) || defined(_M_X64)
+  // F16 weights where quant's F16 dot product is the AVX2 kernel: the same sums over many tokens
+  // with each weight row read once per three (DotRowsF16), activations rounded to F16 as the GEMV
+  // path's conversion does.
+  static const bool exact_f16 = quant::f16::Available() && quant::GetVecDotFn(GgmlType::F16) == &quant::avx2::VecDotF16;
+  if (l.type == GgmlType::F16 && l.in % 32 == 0 && exact_f16) {
+    gemm_in_.assign(x, x + n_tok * l.in);
+    quant::f16::avx2::RoundToF16(gemm_in_.data(), n_tok * l.in);
+    constexpr int64_t kChunk = 32;
+    const int64_t n_chunks = (l.out + kChunk - 1) / kChunk;
+    const uint16_t* w = reinterpret_cast<const uint16_t*>(l.w.data());
+    pool_->ParallelFor(n_chunks, [&](int64_t cb, int64_t ce) {
+      const int64_t r0 = cb * kChunk, nr = std::min(ce * kChunk, l.out) - r0;
+      quant::f16::avx2::DotRowsF16(l.in, w + r0 * l.in, l.in, nr, gemm_in_.data(), l.in, n_tok, y + r0, l.out);
+      if (!l.b.empty())
+        for (int64_t t = 0; t < n_tok; ++t)
+          for (int64_t i = 0; i < nr; ++i) y[t * l.out + r0 + i] += l.b[size_t(r0 + i)];
+    });
+    return;
+  }
+#endif
   const GgmlType at = quant::VecDotType(l.type);
   const size_t astride = RowSize(at, l.in);
   if (act_.size() < astride * size_t(n_tok)) act_.resize(astride * size_t(n_tok));
@@ -194,6 +219,25 @@ void WhisperRunner::LayerNorm(const Norm& n, const float* x, int64_t n_tok, int6
   }
 }
 
+void WhisperRunner::AttendHead(const float* qi, const float* kt, int64_t kt_stride, int64_t kt_head, const uint16_t* vt,
+                               int64_t vstride, int64_t vstride_head, int64_t T, int64_t h, int64_t d, float scale,
+                               float* out, float* s, uint16_t* p16) {
+  qi += h * d;
+  const float* kh = kt + h * kt_head;
+  // Scores as d axpys over the transposed keys (one pass per query, SIMD over T): the same
+  // F16-rounded products as ggml's K.Q, summed in another order.
+  std::fill(s, s + T, 0.0f);
+  for (int64_t j = 0; j < d; ++j) quant::AxpyF32(T, quant::Fp16ToFp32(quant::Fp32ToFp16(qi[j])), kh + j * kt_stride, s);
+  float mx = -INFINITY;
+  for (int64_t j = 0; j < T; ++j) mx = std::max(mx, s[j] *= scale);
+  double sum = 0;
+  for (int64_t j = 0; j < T; ++j) sum += (s[j] = std::exp(s[j] - mx));
+  const float inv = float(1.0 / sum);
+  for (int64_t j = 0; j < T; ++j) s[j] *= inv;
+  quant::Fp32ToFp16Row(s, p16, T);
+  quant::Gemv(GgmlType::F16, T, vt + h * vstride_head, size_t(vstride) * 2, d, p16, out + h * d);
+}
+
 void WhisperRunner::Attend(const float* q, int64_t n_q, int64_t q_stride, const float* kt, int64_t kt_stride,
                            int64_t kt_head, const uint16_t* vt, int64_t vstride, int64_t vstride_head, int64_t T,
                            int32_t n_head, int64_t d, float scale, float* out, int64_t out_stride) {
@@ -202,21 +246,8 @@ void WhisperRunner::Attend(const float* q, int64_t n_q, int64_t q_stride, const 
     std::vector<uint16_t> p16(static_cast<size_t>(T));
     for (int64_t w = b; w < e; ++w) {
       const int64_t h = w % n_head, i = w / n_head;
-      const float* qi = q + i * q_stride + h * d;
-      const float* kh = kt + h * kt_head;
-      // Scores as d axpys over the transposed keys (one pass per query, SIMD over T): the same
-      // F16-rounded products as ggml's K.Q, summed in another order.
-      std::fill(s.begin(), s.end(), 0.0f);
-      for (int64_t j = 0; j < d; ++j)
-        quant::AxpyF32(T, quant::Fp16ToFp32(quant::Fp32ToFp16(qi[j])), kh + j * kt_stride, s.data());
-      float mx = -INFINITY;
-      for (int64_t j = 0; j < T; ++j) mx = std::max(mx, s[size_t(j)] *= scale);
-      double sum = 0;
-      for (int64_t j = 0; j < T; ++j) sum += (s[size_t(j)] = std::exp(s[size_t(j)] - mx));
-      const float inv = float(1.0 / sum);
-      for (int64_t j = 0; j < T; ++j) s[size_t(j)] *= inv;
-      quant::Fp32ToFp16Row(s.data(), p16.data(), T);
-      quant::Gemv(GgmlType::F16, T, vt + h * vstride_head, size_t(vstride) * 2, d, p16.data(), out + i * out_stride + h * d);
+      AttendHead(q + i * q_stride, kt, kt_stride, kt_head, vt, vstride, vstride_head, T, h, d, scale, out + i * out_stride,
+                 s.data(), p16.data());
     }
   });
 }
@@ -356,57 +387,98 @@ void WhisperRunner::Encode(const float* mel, int32_t n_len, int32_t mel_stride, 
 }
 
 Status WhisperRunner::Decode(int32_t token, float* logits) {
+  const Row r{token, &self_, logits};
+  return DecodeBatch(&r, 1);
+}
+
+Status WhisperRunner::DecodeBatch(const Row* rows, int32_t n_rows) {
   const WhisperHparams& hp = m_.hparams();
-  if (token < 0 || token >= hp.n_vocab) return InvalidArgument("token id " + std::to_string(token) + " is outside [0, n_vocab)");
-  const size_t cache_size = size_t(hp.n_text_layer) * size_t(hp.n_text_ctx) * size_t(hp.n_text_state);
-  if (self_.kt.size() != cache_size) {  // a fresh cache swapped in
-    self_.kt.assign(cache_size, 0.0f);
-    self_.vt.assign(cache_size, 0);
-  }
-  if (self_.n_past >= hp.n_text_ctx) return Status(Code::kContextFull, "decoder context is full (" + std::to_string(hp.n_text_ctx) + " tokens)");
+  if (n_rows <= 0 || !rows) return InvalidArgument("DecodeBatch: no rows");
   const int64_t n = hp.n_text_state, H = hp.n_text_head, d = n / H, C = hp.n_text_ctx, A = hp.n_audio_ctx;
-  const int64_t pos = self_.n_past;
+  const size_t cache_size = size_t(hp.n_text_layer) * size_t(C) * size_t(n);
+  const int64_t R = n_rows;
+  std::vector<int64_t> pos(static_cast<size_t>(R));
+  for (int64_t i = 0; i < R; ++i) {
+    const Row& r = rows[i];
+    if (r.token < 0 || r.token >= hp.n_vocab) return InvalidArgument("token id " + std::to_string(r.token) + " is outside [0, n_vocab)");
+    if (!r.cache) return InvalidArgument("DecodeBatch: a row without a cache");
+    if (i > 0 && r.cache == rows[i - 1].cache) {
+      pos[size_t(i)] = pos[size_t(i - 1)] + 1;
+    } else {
+      for (int64_t j = 0; j < i; ++j)
+        if (rows[j].cache == r.cache) return InvalidArgument("DecodeBatch: one sequence's rows are not consecutive");
+      if (r.cache->kt.size() != cache_size) {  // a fresh cache
+        r.cache->kt.assign(cache_size, 0.0f);
+        r.cache->vt.assign(cache_size, 0);
+      }
+      pos[size_t(i)] = r.cache->n_past;
+    }
+    if (pos[size_t(i)] >= C) return Status(Code::kContextFull, "decoder context is full (" + std::to_string(C) + " tokens)");
+  }
   const float qk_scale = std::pow(float(d), -0.25f);
-  const size_t un = static_cast<size_t>(n);
-  std::vector<float> x(un), h(un), q(un), k(un), v(un), a(un), ff(4 * un);
-  quant::DequantizeRow(m_.tok_emb.type, m_.tok_emb.w.data() + size_t(token) * m_.tok_emb.stride, x.data(), n);
-  for (int64_t i = 0; i < n; ++i) x[size_t(i)] += m_.dec_pos[size_t(pos * n + i)];
+  const size_t un = size_t(R * n);
+  for (auto* b : {&bx_, &bh_, &bq_, &bk_, &bv_, &ba_}) b->resize(un);
+  bff_.resize(4 * un);
+  float *x = bx_.data(), *h = bh_.data(), *q = bq_.data(), *k = bk_.data(), *v = bv_.data(), *a = ba_.data();
+  for (int64_t i = 0; i < R; ++i) {
+    float* xi = x + i * n;
+    quant::DequantizeRow(m_.tok_emb.type, m_.tok_emb.w.data() + size_t(rows[i].token) * m_.tok_emb.stride, xi, n);
+    for (int64_t j = 0; j < n; ++j) xi[j] += m_.dec_pos[size_t(pos[size_t(i)] * n + j)];
+  }
   for (size_t l = 0; l < m_.dec.size(); ++l) {
     const Block& b = m_.dec[l];
-    LayerNorm(b.attn_ln, x.data(), 1, n, h.data());
-    MatMul(b.q, h.data(), 1, q.data());
-    MatMul(b.k, h.data(), 1, k.data());
-    MatMul(b.v, h.data(), 1, v.data());
-    for (int64_t i = 0; i < n; ++i) {  // self-attention: d^-1/4 on each side, as whisper.cpp
-      q[size_t(i)] *= qk_scale;
-      k[size_t(i)] *= qk_scale;
+    LayerNorm(b.attn_ln, x, R, n, h);
+    MatMulExact(b.q, h, R, q);
+    MatMulExact(b.k, h, R, k);
+    MatMulExact(b.v, h, R, v);
+    for (size_t i = 0; i < un; ++i) {  // self-attention: d^-1/4 on each side, as whisper.cpp
+      q[i] *= qk_scale;
+      k[i] *= qk_scale;
     }
-    float* sk = self_.kt.data() + l * size_t(C * n);
-    uint16_t* sv = self_.vt.data() + l * size_t(C * n);
-    for (int64_t hd = 0; hd < H; ++hd)
-      for (int64_t j = 0; j < d; ++j) {
-        sk[(hd * d + j) * C + pos] = RoundF16(k[size_t(hd * d + j)]);
-        sv[(hd * d + j) * C + pos] = quant::Fp32ToFp16(v[size_t(hd * d + j)]);
+    for (int64_t i = 0; i < R; ++i) {  // every row's K/V first: a prompt's later rows attend to earlier ones
+      float* sk = rows[i].cache->kt.data() + l * size_t(C * n);
+      uint16_t* sv = rows[i].cache->vt.data() + l * size_t(C * n);
+      const int64_t p = pos[size_t(i)];
+      for (int64_t j = 0; j < n; ++j) {
+        sk[j * C + p] = RoundF16(k[i * n + j]);
+        sv[j * C + p] = quant::Fp32ToFp16(v[i * n + j]);
       }
-    Attend(q.data(), 1, n, sk, C, d * C, sv, C, d * C, pos + 1, int32_t(H), d, 1.0f, a.data(), n);
-    MatMul(b.o, a.data(), 1, h.data());
-    for (int64_t i = 0; i < n; ++i) x[size_t(i)] += h[size_t(i)];
-    LayerNorm(b.cross_ln, x.data(), 1, n, h.data());
-    MatMul(b.cq, h.data(), 1, q.data());
-    Attend(q.data(), 1, n, cross_kt_.data() + l * size_t(A * n), A, d * A, cross_vt_.data() + l * size_t(A * n), A, d * A, A,
-           int32_t(H), d, qk_scale, a.data(), n);
-    MatMul(b.co, a.data(), 1, h.data());
-    for (int64_t i = 0; i < n; ++i) x[size_t(i)] += h[size_t(i)];
-    LayerNorm(b.mlp_ln, x.data(), 1, n, h.data());
-    MatMul(b.fc1, h.data(), 1, ff.data());
-    GeluRow(ff.data(), int64_t(ff.size()));
-    MatMul(b.fc2, ff.data(), 1, h.data());
-    for (int64_t i = 0; i < n; ++i) x[size_t(i)] += h[size_t(i)];
+    }
+    pool_->ParallelFor(R * H, [&](int64_t wb, int64_t we) {
+      std::vector<float> s(static_cast<size_t>(C));
+      std::vector<uint16_t> p16(static_cast<size_t>(C));
+      for (int64_t w = wb; w < we; ++w) {
+        const int64_t hd = w % H, i = w / H;
+        const DecoderCache& c = *rows[i].cache;
+        AttendHead(q + i * n, c.kt.data() + l * size_t(C * n), C, d * C, c.vt.data() + l * size_t(C * n), C, d * C,
+                   pos[size_t(i)] + 1, hd, d, 1.0f, a + i * n, s.data(), p16.data());
+      }
+    });
+    MatMulExact(b.o, a, R, h);
+    for (size_t i = 0; i < un; ++i) x[i] += h[i];
+    LayerNorm(b.cross_ln, x, R, n, h);
+    MatMulExact(b.cq, h, R, q);
+    Attend(q, R, n, cross_kt_.data() + l * size_t(A * n), A, d * A, cross_vt_.data() + l * size_t(A * n), A, d * A, A,
+           int32_t(H), d, qk_scale, a, n);
+    MatMulExact(b.co, a, R, h);
+    for (size_t i = 0; i < un; ++i) x[i] += h[i];
+    LayerNorm(b.mlp_ln, x, R, n, h);
+    MatMulExact(b.fc1, h, R, bff_.data());
+    GeluRow(bff_.data(), int64_t(bff_.size()));
+    MatMulExact(b.fc2, bff_.data(), R, h);
+    for (size_t i = 0; i < un; ++i) x[i] += h[i];
   }
-  ++self_.n_past;
-  if (!logits) return Status::Ok();
-  LayerNorm(m_.dec_ln, x.data(), 1, n, h.data());
-  MatMul(m_.tok_emb, h.data(), 1, logits);
+  for (int64_t i = 0; i < R; ++i) rows[i].cache->n_past = int32_t(pos[size_t(i)] + 1);
+  // Logits of the rows that want them, as one product over the token embedding.
+  std::vector<int64_t> want;
+  for (int64_t i = 0; i < R; ++i)
+    if (rows[i].logits) want.push_back(i);
+  if (want.empty()) return Status::Ok();
+  const int64_t W = int64_t(want.size()), nv = hp.n_vocab;
+  for (int64_t j = 0; j < W; ++j) LayerNorm(m_.dec_ln, x + want[size_t(j)] * n, 1, n, h + j * n);
+  blog_.resize(size_t(W * nv));
+  MatMulExact(m_.tok_emb, h, W, blog_.data());
+  for (int64_t j = 0; j < W; ++j) std::copy(blog_.begin() + j * nv, blog_.begin() + (j + 1) * nv, rows[want[size_t(j)]].logits);
   return Status::Ok();
 }
 

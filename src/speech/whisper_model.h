@@ -101,8 +101,25 @@ class WhisperRunner {
   // for a prompt token whose logits are not needed.
   Status Decode(int32_t token, float* logits);
 
+  // One row of a batched decoder step: `token` of the sequence whose cache is `cache`; logits:
+  // n_vocab floats, or null when not needed.
+  struct Row {
+    int32_t token = 0;
+    DecoderCache* cache = nullptr;
+    float* logits = nullptr;
+  };
+  // Feeds n rows through one decoder pass: each weight matrix is read once for all of them. The
+  // rows of one cache must be consecutive; they take positions n_past, n_past + 1, ... (a prompt)
+  // and that cache's n_past grows by their count. Several caches are several sequences (beams,
+  // samples) at their own positions; they share the window's cross-attention K/V. Every row's
+  // result is bit for bit what Decode gives it alone (the products are exact per row:
+  // quant::f16::avx2::DotRowsF16, or quant::Gemv per row).
+  Status DecodeBatch(const Row* rows, int32_t n);
+
  private:
   void MatMul(const Linear& l, const float* x, int64_t n_tok, float* y);
+  // The decoder's products: per token row the value quant::Gemv gives that row alone.
+  void MatMulExact(const Linear& l, const float* x, int64_t n_tok, float* y);
   void GeluRow(float* x, int64_t n);  // ggml's GELU, split over the pool
   void LayerNorm(const Norm& n, const float* x, int64_t n_tok, int64_t dim, float* y);
   // Per head: scores of the queries against T keys (transposed, F16-rounded F32 [d][kt_stride])
@@ -111,6 +128,10 @@ class WhisperRunner {
   void Attend(const float* q, int64_t n_q, int64_t q_stride, const float* kt, int64_t kt_stride, int64_t kt_head,
               const uint16_t* vt, int64_t vstride, int64_t vstride_head, int64_t T, int32_t n_head, int64_t d,
               float scale, float* out, int64_t out_stride);
+  // Attend's work for one query and head h; s, p16: T scratch values.
+  static void AttendHead(const float* qi, const float* kt, int64_t kt_stride, int64_t kt_head, const uint16_t* vt,
+                         int64_t vstride, int64_t vstride_head, int64_t T, int64_t h, int64_t d, float scale, float* out,
+                         float* s, uint16_t* p16);
 
   // The encoder's self-attention as two F16 GEMMs per head and block of queries (x86 AVX2): q
   // [T][n] (rounded to F16 in place), k and v [T][n]; out [T][n].
@@ -127,6 +148,7 @@ class WhisperRunner {
   DecoderCache self_;
   std::vector<uint8_t> act_;  // activations in the weights' dot type
   std::vector<float> gemm_in_;  // F16-rounded activations for the F16 GEMM
+  std::vector<float> bx_, bh_, bq_, bk_, bv_, ba_, bff_, blog_;  // DecodeBatch's [rows][dim] buffers
 };
 
 }  // namespace zf::speech

@@ -593,6 +593,15 @@ Options ParseArgs(const std::string& command, int argc, char** argv, int first) 
   if (!o.images.empty() && o.mmproj.empty()) {
     throw UsageError("--image needs the model's vision projector: add --mmproj FILE");
   }
+  // generate: one <__media__> per image, or none (llama-mtmd-cli's rule; image_input.h).
+  size_t markers = 0;
+  for (size_t at = o.prompt.find("<__media__>"); at != std::string::npos; at = o.prompt.find("<__media__>", at + 1)) {
+    ++markers;
+  }
+  if (command == "generate" && markers != 0 && markers != o.images.size()) {
+    throw UsageError("-p holds " + std::to_string(markers) + " <__media__> markers but " +
+                     std::to_string(o.images.size()) + " --image files are given (one marker per image, or none)");
+  }
   return o;
 }
 

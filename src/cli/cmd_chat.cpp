@@ -17,6 +17,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "image_input.h"
 #include "interrupt.h"
 #include "json.h"
 
@@ -185,6 +186,9 @@ int RunChat(const Options& opts) {
   ModelPtr model;
   SessionPtr session;
   if (!OpenModelAndSession(opts, &model, &session)) return kExitRuntime;
+  MmprojPtr mmproj;
+  std::vector<std::string> images;  // --image: sent with the first message
+  if (!LoadImageInputs(opts, model.get(), &mmproj, &images)) return kExitRuntime;
 
   std::vector<const char*> stops;
   const zf_generate_params gp = MakeGenerateParams(opts, &stops);
@@ -203,7 +207,12 @@ int RunChat(const Options& opts) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
 
-    messages.push_back(MessageJson("user", line));
+    if (images.empty()) {
+      messages.push_back(MessageJson("user", line));
+    } else {
+      messages.push_back(json::Object().Str("role", "user").Raw("content", ImageContentJson(images, line)).Done());
+      images.clear();
+    }
     zf_status st = ZF_OK;
     TurnPtr turn;
     TurnPrinter printer(opts.json, opts.show_reasoning);
@@ -214,6 +223,7 @@ int RunChat(const Options& opts) {
       tp.request_json = request.c_str();
       if (!tmpl.empty()) tp.template_text = tmpl.c_str();
       tp.generate = &gp;
+      tp.mmproj = mmproj.get();
       zf_turn* t = nullptr;
       {
         interrupt::CancelScope scope(session.get());

@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "image_input.h"
 #include "interrupt.h"
 #include "json.h"
 
@@ -36,6 +37,9 @@ int RunGenerate(const Options& opts) {
   ModelPtr model;
   SessionPtr session;
   if (!OpenModelAndSession(opts, &model, &session)) return kExitRuntime;
+  MmprojPtr mmproj;
+  std::vector<std::string> images;
+  if (!LoadImageInputs(opts, model.get(), &mmproj, &images)) return kExitRuntime;
   zf_status st = ZF_OK;
 
   std::vector<const char*> stops;
@@ -46,7 +50,10 @@ int RunGenerate(const Options& opts) {
   sink.collect = opts.json;
   {
     interrupt::CancelScope scope(session.get());
-    st = zf_generate(session.get(), opts.prompt.data(), opts.prompt.size(), &gp, &OnPiece, &sink, &r);
+    // With images the prompt up to the last one is evaluated first; generation continues after.
+    std::string rest;
+    st = EvalPromptImages(opts, model.get(), session.get(), mmproj.get(), images, &rest);
+    if (st == ZF_OK) st = zf_generate(session.get(), rest.data(), rest.size(), &gp, &OnPiece, &sink, &r);
   }
   if (sink.last != '\n') std::fputc('\n', stdout);
   std::fflush(stdout);

@@ -1,6 +1,6 @@
-// The image parts of chat requests (src/cli/serve/image_request.cpp, data_url.cpp): the input is
-// an image part's URL (a data: URL, plain base64, anything). Invariants: ResolveImages returns
-// or throws ApiError (400 or 413 with a message naming the part), nothing else; an accepted URL
+// The image parts of chat requests (src/cli/serve/image_request.cpp, src/cli/data_url.cpp): the
+// input is an image part's URL (a data: URL, plain base64, anything). Invariants: ResolveImages
+// returns or throws ApiError (400 or 413 with a message naming the part), nothing else; an accepted URL
 // is rewritten as "data:image/<png|jpeg|gif|bmp>;base64,..." whose bytes decode again to at most
 // the limit; base64 round-trips.
 #include <cstdint>
@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/serve/data_url.h"
+#include "cli/data_url.h"
 #include "cli/serve/image_request.h"
 #include "fuzz_common.h"
 
@@ -27,17 +27,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(n == 1, "one image part resolved");
     const std::string out = messages[0]["content"][0]["image_url"]["url"].get<std::string>();
     std::string type, b64, why, bytes;
-    Check(cli::serve::ParseDataUrl(out, &type, &b64, &why), "the rewrite is a data: URL");
+    Check(cli::ParseDataUrl(out, &type, &b64, &why), "the rewrite is a data: URL");
     Check(type == "image/png" || type == "image/jpeg" || type == "image/gif" || type == "image/bmp", "a known type");
-    Check(cli::serve::Base64Decode(b64, &bytes, &why), "its base64 decodes");
+    Check(cli::Base64Decode(b64, &bytes, &why), "its base64 decodes");
     Check(!bytes.empty() && bytes.size() <= policy.max_bytes, "within the limit");
-    Check(cli::serve::Base64Encode(bytes.data(), bytes.size()) == b64, "canonical base64");
+    Check(cli::Base64Encode(bytes.data(), bytes.size()) == b64, "canonical base64");
   } catch (const cli::serve::ApiError& e) {
     Check((e.status == 400 || e.status == 413) && !e.message.empty(), "a 400/413 with a message");
     Check(e.message.find("messages[0].content[0]") != std::string::npos, "the message names the part");
   }
   // Base64 round trip of the raw bytes.
   std::string back, why;
-  Check(cli::serve::Base64Decode(cli::serve::Base64Encode(data, size), &back, &why) && back == url, "base64 round trip");
+  Check(cli::Base64Decode(cli::Base64Encode(data, size), &back, &why) && back == url, "base64 round trip");
   return 0;
 }

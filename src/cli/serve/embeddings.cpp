@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "../common.h"
-#include "data_url.h"
+#include "../data_url.h"
 #include "model_text.h"
 
 namespace cli::serve {

@@ -3,7 +3,7 @@
 
 #include <cctype>
 
-#include "data_url.h"
+#include "../data_url.h"
 
 namespace cli::serve {
 

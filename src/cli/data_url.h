@@ -1,12 +1,13 @@
 // Base64 and RFC 2397 data: URLs, as images arrive in chat requests (OpenAI's image_url
-// "data:image/png;base64,...", Anthropic's and Ollama's plain base64). Plain C++, no JSON or HTTP.
-#ifndef ZERFOO_CLI_SERVE_DATA_URL_H
-#define ZERFOO_CLI_SERVE_DATA_URL_H
+// "data:image/png;base64,...", Anthropic's and Ollama's plain base64) and as `zerfoo chat --image`
+// sends them. Plain C++, no JSON or HTTP.
+#ifndef ZERFOO_CLI_DATA_URL_H
+#define ZERFOO_CLI_DATA_URL_H
 
 #include <cstddef>
 #include <string>
 
-namespace cli::serve {
+namespace cli {
 
 // Standard base64 (RFC 4648 alphabet, '=' padding).
 std::string Base64Encode(const void* data, size_t size);
@@ -27,6 +28,6 @@ bool ParseDataUrl(const std::string& url, std::string* media_type, std::string* 
 // "" when none is recognized.
 std::string SniffImageType(const std::string& bytes);
 
-}  // namespace cli::serve
+}  // namespace cli
 
-#endif  // ZERFOO_CLI_SERVE_DATA_URL_H
+#endif  // ZERFOO_CLI_DATA_URL_H

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-namespace cli::serve {
+namespace cli {
 
 namespace {
 
@@ -124,4 +124,4 @@ std::string SniffImageType(const std::string& b) {
   return "";
 }
 
-}  // namespace cli::serve
+}  // namespace cli

@@ -12,7 +12,8 @@
 # Caches: ~/.cache/zerfoo/synth-py/<requirements hash> (Python packages),
 # $ZERFOO_REFERENCE (default ~/.cache/zerfoo/reference)/sdist (the sdist tarball, shared with
 # scripts/reference/build_llama_cpp.sh) and .../vocab-0.3.36 (the extracted vocab files).
-# OUT_DIR/.stamp holds the hash of the inputs: an unchanged generator is not re-run.
+# OUT_DIR/.stamp holds the hash of the inputs: an unchanged generator is not re-run. The default
+# set is written once into ~/.cache/zerfoo/family-models/<hash> and OUT_DIR links there.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="${1:?usage: make_models.sh OUT_DIR [synth_models.py args]}"
@@ -46,7 +47,31 @@ if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ]; then
   echo "make_models: $out is up to date"
   exit 0
 fi
-rm -f "$out/.stamp"
-"$py" "$root/scripts/synth_models.py" --families "$out" --vocab-dir "$vocab" --gemma-vocab "$gemma" "$@"
-echo "$stamp" > "$out/.stamp"
-echo "make_models: wrote $out in $(( $(date +%s) - start )) s"
+if [ $# -gt 0 ]; then  # a subset for a benchmark: written in place
+  rm -f "$out/.stamp"
+  "$py" "$root/scripts/synth_models.py" --families "$out" --vocab-dir "$vocab" --gemma-vocab "$gemma" "$@"
+  echo "$stamp" > "$out/.stamp"
+  echo "make_models: wrote $out in $(( $(date +%s) - start )) s"
+  exit 0
+fi
+# The default set (4 GiB, ~30 s to write) is kept once per generator version in
+# ~/.cache/zerfoo/family-models/<stamp> and OUT_DIR links to it, so a fresh build directory (a CI
+# clone) does not write it again. Other versions are removed; flock keeps concurrent builds apart.
+cache_root="${ZF_FAMILY_MODELS_CACHE:-$HOME/.cache/zerfoo/family-models}"
+mkdir -p "$cache_root"
+exec 9>"$cache_root/.lock"
+flock 9
+cached="$cache_root/$stamp"
+if ! { [ -f "$cached/.stamp" ] && [ "$(cat "$cached/.stamp")" = "$stamp" ]; }; then
+  rm -rf "$cached.tmp"
+  mkdir -p "$cached.tmp"
+  "$py" "$root/scripts/synth_models.py" --families "$cached.tmp" --vocab-dir "$vocab" --gemma-vocab "$gemma"
+  echo "$stamp" > "$cached.tmp/.stamp"
+  rm -rf "$cached" && mv "$cached.tmp" "$cached"
+  find "$cache_root" -mindepth 1 -maxdepth 1 -type d ! -name "$stamp" -exec rm -rf {} +
+  echo "make_models: wrote $cached in $(( $(date +%s) - start )) s"
+fi
+rm -rf "$out"
+mkdir -p "$(dirname "$out")"
+ln -sfn "$cached" "$out"
+echo "make_models: $out -> $cached"

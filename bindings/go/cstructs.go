@@ -139,7 +139,7 @@ type cEmbedParams struct { // zf_embed_params, 24 bytes (appended in 0.4)
 	reserved   uint32
 }
 
-type cTurnParams struct { // zf_turn_params, 48 bytes (appended in 0.5)
+type cTurnParams struct { // zf_turn_params, 56 bytes (appended in 0.5; mmproj in 0.7)
 	structSize   uint32
 	flags        uint32
 	requestJSON  *byte // NUL-terminated, Go memory borrowed for zf_chat_turn_begin / zf_chat_turn
@@ -147,6 +147,7 @@ type cTurnParams struct { // zf_turn_params, 48 bytes (appended in 0.5)
 	templateText *byte
 	generate     *cGenParams
 	timeUnix     int64
+	mmproj       uintptr // zf_mmproj*: the request's image parts (WithTurnMmproj)
 }
 
 type cTurnEvent struct { // zf_turn_event, 112 bytes (appended in 0.5); every pointer borrowed until the next event

@@ -89,6 +89,8 @@ var lib struct {
 	mmprojFree         func(p uintptr)
 	mmprojInfo         func(p uintptr, info *cMmprojSummary) int32
 	imageEmbed         func(p uintptr, image *cImage, nThreads int32, out *float32, cap uintptr, needed *uintptr, nTokens *int32) int32
+	sessionEvalImage   func(s uintptr, p uintptr, image *cImage, logits *float32, cap uintptr) int32
+	sessionEvalEmbd    func(s uintptr, embd *float32, nTokens, width uintptr, flags uint32, logits *float32, cap uintptr) int32
 }
 
 // Load loads libzerfoo from path (if non-empty) or by the default search: $ZERFOO_LIBRARY,
@@ -235,6 +237,8 @@ func bind(h uintptr) error {
 		{&lib.mmprojFree, "zf_mmproj_free"},
 		{&lib.mmprojInfo, "zf_mmproj_info"},
 		{&lib.imageEmbed, "zf_image_embed"},
+		{&lib.sessionEvalImage, "zf_session_eval_image"},
+		{&lib.sessionEvalEmbd, "zf_session_eval_embeddings"},
 	}
 	for _, s := range syms {
 		if err := sym(h, s.fn, s.name); err != nil {

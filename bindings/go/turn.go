@@ -103,9 +103,19 @@ func WithTurnFixedTime(t time.Time) GenOption {
 	return func(g *genConfig) { g.turn.fixedTime = &t }
 }
 
+// WithTurnMmproj gives ChatTurn the model's vision projector: the request's messages may then
+// hold images (TurnMessage.Images, or image_url parts in RawJSON; data: URLs only), which the
+// turn places where the template puts their message's text (zf_turn_params.mmproj). Without it
+// a request with an image is refused with ErrInvalidArgument naming the part. The projector must
+// stay open until the call returns. ChatTurn, ChatTurnMessage and ChatTurnPrompt only.
+func WithTurnMmproj(p *Mmproj) GenOption {
+	return func(g *genConfig) { g.turn.mmproj = p }
+}
+
 type turnConfig struct {
 	templateName, templateText string
 	fixedTime                  *time.Time
+	mmproj                     *Mmproj
 }
 
 // ChatTurn runs one assistant turn on the session (zf_chat_turn_begin, then zf_chat_turn_next
@@ -268,7 +278,10 @@ func turnParams(body string, opts []GenOption) (p cTurnParams, keep any) {
 		p.flags |= 0x2 // ZF_CHAT_FIXED_TIME
 		p.timeUnix = g.turn.fixedTime.Unix()
 	}
-	return p, [2]any{strs, genKeep}
+	if mm := g.turn.mmproj; mm != nil && mm.h != nil && !mm.h.closed {
+		p.mmproj = mm.h.ptr
+	}
+	return p, [3]any{strs, genKeep, g.turn.mmproj}
 }
 
 // copyEvent copies a C event into Go memory (all but Result).

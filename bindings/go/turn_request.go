@@ -1,8 +1,10 @@
 package zerfoo
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
 )
 
 // TurnRequest is one assistant turn's request in OpenAI Chat Completions' shape
@@ -42,8 +44,11 @@ func (r *TurnRequest) JSON() (string, error) {
 
 // TurnMessage is one message of the conversation (OpenAI's message object).
 type TurnMessage struct {
-	Role             string     `json:"role"` // "system", "user", "assistant", "tool"
-	Content          string     `json:"content"`
+	Role    string `json:"role"` // "system", "user", "assistant", "tool"
+	Content string `json:"content"`
+	// Images (encoded PNG, JPEG, GIF or BMP bytes) go before Content as OpenAI image_url parts
+	// with data: URLs; the turn needs the model's projector (WithTurnMmproj).
+	Images           [][]byte   `json:"-"`
 	NoContent        bool       `json:"-"` // content is null (an assistant turn with only tool calls)
 	ReasoningContent string     `json:"reasoning_content,omitempty"`
 	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`   // an assistant turn's calls
@@ -51,9 +56,24 @@ type TurnMessage struct {
 	Name             string     `json:"name,omitempty"`         // a tool result: the function's name
 }
 
-// MarshalJSON writes content as null when NoContent is set.
+// MarshalJSON writes content as null when NoContent is set, and as parts (the images, then the
+// text) when the message has Images.
 func (m TurnMessage) MarshalJSON() ([]byte, error) {
 	type plain TurnMessage // without this method
+	if len(m.Images) > 0 {
+		parts := make([]any, 0, len(m.Images)+1)
+		for _, img := range m.Images {
+			url := "data:" + http.DetectContentType(img) + ";base64," + base64.StdEncoding.EncodeToString(img)
+			parts = append(parts, map[string]any{"type": "image_url", "image_url": map[string]string{"url": url}})
+		}
+		if m.Content != "" {
+			parts = append(parts, map[string]string{"type": "text", "text": m.Content})
+		}
+		return json.Marshal(struct {
+			plain
+			Content []any `json:"content"` // shadows plain.Content
+		}{plain: plain(m), Content: parts})
+	}
 	if !m.NoContent {
 		return json.Marshal(plain(m))
 	}

@@ -1,4 +1,5 @@
 // `zerfoo generate`: one prompt in, streamed text out (or one JSON object with --json).
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -52,8 +53,15 @@ int RunGenerate(const Options& opts) {
     interrupt::CancelScope scope(session.get());
     // With images the prompt up to the last one is evaluated first; generation continues after.
     std::string rest;
+    const auto t0 = std::chrono::steady_clock::now();
     st = EvalPromptImages(opts, model.get(), session.get(), mmproj.get(), images, &rest);
+    const double images_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    int32_t n_before = 0;
+    if (st == ZF_OK) st = zf_session_n_past(session.get(), &n_before);
     if (st == ZF_OK) st = zf_generate(session.get(), rest.data(), rest.size(), &gp, &OnPiece, &sink, &r);
+    // The prompt is all of it: the text and images evaluated before, and the rest.
+    r.n_prompt += n_before;
+    if (n_before > 0) r.prompt_ms += images_ms;
   }
   if (sink.last != '\n') std::fputc('\n', stdout);
   std::fflush(stdout);

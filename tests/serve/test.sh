@@ -5,7 +5,8 @@
 # missing: curl (apt), the official clients (pip: openai, anthropic, ollama; into
 # ~/.cache/zerfoo/serve-py/<versions>, reused across runs).
 # Environment: ZERFOO_CLI (default build/zerfoo), ZERFOO_TEST_MODEL (default: SmolLM2 via
-# scripts/fetch_models.sh), ZERFOO_WHISPER_MODEL (test_audio.py; default: tiny.en, fetched likewise).
+# scripts/fetch_models.sh), ZERFOO_WHISPER_MODEL (test_audio.py; default: tiny.en, fetched likewise),
+# ZERFOO_GEMMA3_MODEL and ZERFOO_VISION_MODELS (test_vision.py; Gemma 3 270M, tests/vision's projectors).
 set -eu
 # shellcheck source=tests/serve/env.sh
 . "$(dirname "$0")/env.sh"
@@ -28,6 +29,11 @@ if [ ! -f "$pydir/.ok" ]; then
 fi
 ZERFOO_WHISPER_MODEL="${ZERFOO_WHISPER_MODEL:-$("$root/scripts/fetch_models.sh" whisper-tiny-en)}"
 export ZERFOO_WHISPER_MODEL
+# test_vision.py: Gemma 3 270M and tests/vision's synthesized projectors.
+ZERFOO_GEMMA3_MODEL="${ZERFOO_GEMMA3_MODEL:-$("$root/scripts/fetch_models.sh" gemma3)}"
+ZERFOO_VISION_MODELS="${ZERFOO_VISION_MODELS:-$HOME/.cache/zerfoo/vision_models}"
+"$root/tests/vision/make_models.sh" "$ZERFOO_VISION_MODELS" >&2
+export ZERFOO_GEMMA3_MODEL ZERFOO_VISION_MODELS
 export PYTHONPATH="$pydir${PYTHONPATH:+:$PYTHONPATH}"
 # Each file starts its own server (-t 1, a free port) and uses about one core, so the files run
 # in two lanes at once on a 2-core machine (balanced by their times: test_serve.py ~50 s alone);
@@ -44,7 +50,7 @@ trap 'rm -rf "$logs"' EXIT
 # Two lanes of about equal length (measured on 2 cores: 115 s and 107 s).
 lane test_serve.py:900 test_hostile.py:300 test_infill.py:600 test_lora.py:300 test_audio.py:300 > "$logs/1" 2>&1 &
 lane1=$!
-lane test_anthropic.py:600 test_responses.py:600 test_ollama.py:600 test_router.py:300 > "$logs/2" 2>&1 &
+lane test_anthropic.py:600 test_responses.py:600 test_ollama.py:600 test_router.py:300 test_vision.py:600 > "$logs/2" 2>&1 &
 lane2=$!
 rc1=0; wait "$lane1" || rc1=$?
 rc2=0; wait "$lane2" || rc2=$?

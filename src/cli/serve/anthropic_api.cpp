@@ -224,7 +224,9 @@ void HandleCountTokens(FrontDoor& door, const httplib::Request& req, httplib::Re
   try {
     const AnthropicRequest a = ParseAnthropic(req.body, ctx, true);
     const std::string prompt = TurnPrompt(ctx.model, a.r.turn_request, ctx.chat_template, a.r.mmproj);
-    const size_t n = Tokenize(ctx.model, prompt, ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL).size();
+    // The text's tokens and each image's positions (the prompt text holds only its markers).
+    const size_t n = Tokenize(ctx.model, prompt, ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL).size() +
+                     size_t(a.r.n_images) * size_t(ImageTokens(a.r.mmproj));
     res.set_content(Dump(json{{"input_tokens", n}}), "application/json");
   } catch (const ApiError& e) {
     door.CountError(m);

@@ -68,6 +68,12 @@ json ImagePart(const std::string& url, const std::string& field, const std::stri
   return {{"type", "image_url"}, {"image_url", {{"url", ResolveUrl(url, field, policy)}}}};
 }
 
+int32_t ImageTokens(const zf_mmproj* mmproj) {
+  zf_mmproj_summary info{};
+  info.struct_size = sizeof info;
+  return mmproj != nullptr && zf_mmproj_info(mmproj, &info) == ZF_OK ? info.n_tokens : 0;
+}
+
 std::string ImageDataUrl(const std::string& bytes, const std::string& field, size_t max_bytes) {
   if (bytes.empty()) throw BadRequest("invalid_value", "'" + field + "': the image is empty");
   if (bytes.size() > max_bytes) throw TooLarge(field, bytes.size(), max_bytes);

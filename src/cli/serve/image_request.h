@@ -39,6 +39,9 @@ int ResolveImages(json* messages, const std::string& model, const ImagePolicy& p
 // `field` in their own terms). Throws as ResolveImages does.
 json ImagePart(const std::string& url, const std::string& field, const std::string& model, const ImagePolicy& policy);
 
+// The positions one image takes in the prompt (the projector's tokens per image); 0 without one.
+int32_t ImageTokens(const zf_mmproj* mmproj);
+
 // An image's bytes as the data: URL ResolveImages writes (the type sniffed from the bytes);
 // throws a 400 naming `field` when they are no image this server decodes, 413 over the limit.
 std::string ImageDataUrl(const std::string& bytes, const std::string& field, size_t max_bytes);

@@ -342,7 +342,9 @@ void HandleInputTokens(FrontDoor& door, const std::shared_ptr<ResponsesState>& s
   try {
     const ResponsesRequest rr = Parse(state, req, ctx);
     const std::string prompt = TurnPrompt(ctx.model, rr.req.turn_request, rr.req.chat_template, rr.req.mmproj);
-    const size_t n = Tokenize(ctx.model, prompt, ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL).size();
+    // The text's tokens and each image's positions (the prompt text holds only its markers).
+    const size_t n = Tokenize(ctx.model, prompt, ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL).size() +
+                     size_t(rr.req.n_images) * size_t(ImageTokens(rr.req.mmproj));
     res.set_content(Dump({{"object", "response.input_tokens"}, {"input_tokens", n}}), "application/json");
   } catch (const ApiError& e) {
     door.CountError(m);

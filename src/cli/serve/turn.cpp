@@ -127,6 +127,7 @@ ApiError TurnError(zf_status st) {
     case ZF_ERR_TEMPLATE: return BadRequest("template_error", why);
     case ZF_ERR_NOT_FOUND: return BadRequest("invalid_value", why);
     case ZF_ERR_UNSUPPORTED: return BadRequest("unsupported", why);
+    case ZF_ERR_FORMAT: return BadRequest("invalid_value", why);  // a request's image the decoder refused
     case ZF_ERR_INVALID_ARGUMENT:
       // The library says "request.X must be ..." for a field of the wrong type.
       return BadRequest(why.find(" must be ") != std::string::npos && why.find(": ") == std::string::npos ? "invalid_type"

@@ -338,6 +338,22 @@ pub struct ZerfooLib {
         needed: *mut usize,
         n_tokens: *mut i32,
     ) -> zf_status,
+    pub zf_session_eval_embeddings: unsafe extern "C" fn(
+        session: *mut zf_session,
+        embd: *const f32,
+        n_tokens: usize,
+        width: usize,
+        flags: u32,
+        logits: *mut f32,
+        cap: usize,
+    ) -> zf_status,
+    pub zf_session_eval_image: unsafe extern "C" fn(
+        session: *mut zf_session,
+        mmproj: *const zf_mmproj,
+        image: *const zf_image,
+        logits: *mut f32,
+        cap: usize,
+    ) -> zf_status,
 }
 impl ZerfooLib {
     pub unsafe fn new<P>(path: P) -> Result<Self, ::libloading::Error>
@@ -445,6 +461,10 @@ impl ZerfooLib {
         let zf_mmproj_free = __library.get(b"zf_mmproj_free\0").map(|sym| *sym)?;
         let zf_mmproj_info = __library.get(b"zf_mmproj_info\0").map(|sym| *sym)?;
         let zf_image_embed = __library.get(b"zf_image_embed\0").map(|sym| *sym)?;
+        let zf_session_eval_embeddings = __library
+            .get(b"zf_session_eval_embeddings\0")
+            .map(|sym| *sym)?;
+        let zf_session_eval_image = __library.get(b"zf_session_eval_image\0").map(|sym| *sym)?;
         Ok(ZerfooLib {
             __library,
             zf_version,
@@ -523,6 +543,8 @@ impl ZerfooLib {
             zf_mmproj_free,
             zf_mmproj_info,
             zf_image_embed,
+            zf_session_eval_embeddings,
+            zf_session_eval_image,
         })
     }
     #[doc = " @brief The loaded library's version, encoded like ::ZF_VERSION.\n\n A binding is compatible when the major parts are equal and the runtime minor is >= the minor\n of the header it was written for. Thread-safe; never fails."]
@@ -1179,5 +1201,29 @@ impl ZerfooLib {
         n_tokens: *mut i32,
     ) -> zf_status {
         (self.zf_image_embed)(mmproj, image, n_threads, out, cap, needed, n_tokens)
+    }
+    #[doc = " @brief Appends rows of input embeddings at the end of the session's conversation in place of\n token embeddings (as llama.cpp decodes an image's embeddings: taken as they are, without the\n model's token-embedding scale), one position each, in one step, and writes the last position's\n logits like zf_session_eval(). For callers that keep zf_image_embed()'s output: with the\n projector's begin/end marker tokens around it (Gemma 3: `<start_of_image>` before,\n `<end_of_image>` after, no newlines) this is what zf_session_eval_image() does.\n\n The positions appear in zf_session_tokens() as negative values (no token is negative): a hash\n of the rows' contents mixed with the position within them, so a conversation compared with a\n later prompt (chat turns, the model's prefix cache) matches these positions only against the\n same embeddings. zf_session_eval() never takes such values; zf_session_truncate() may cut\n anywhere; zf_session_save_state() keeps them and their KV rows.\n CPU engine only in this version (::ZF_ERR_UNSUPPORTED on CUDA).\n @param session The session. Required.\n @param embd n_tokens rows of `width` floats, row-major. Required.\n @param n_tokens Rows (1 to the context left; with ::ZF_EMBD_BIDIRECTIONAL at most 512, one step).\n @param width Floats per row: must be the model's n_embd.\n @param flags 0 or ::ZF_EMBD_BIDIRECTIONAL.\n @param logits Receives the last position's n_vocab logits (may be NULL when cap is 0).\n @param cap Capacity of `logits` in floats (0, or at least n_vocab).\n @return ::ZF_OK; ::ZF_ERR_CONTEXT_FULL (nothing appended); ::ZF_ERR_BUFFER_TOO_SMALL;\n         ::ZF_ERR_CANCELLED; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, width not n_embd,\n         n_tokens 0 or over the step, unknown flags, a busy session); ::ZF_ERR_UNSUPPORTED\n         (a device engine; a model that needs token ids at every layer, such as Gemma 3n/4)."]
+    pub unsafe fn zf_session_eval_embeddings(
+        &self,
+        session: *mut zf_session,
+        embd: *const f32,
+        n_tokens: usize,
+        width: usize,
+        flags: u32,
+        logits: *mut f32,
+        cap: usize,
+    ) -> zf_status {
+        (self.zf_session_eval_embeddings)(session, embd, n_tokens, width, flags, logits, cap)
+    }
+    #[doc = " @brief Appends one image at the end of the session as libmtmd places it: the projector's\n begin marker text (tokenized with special tokens; Gemma 3: `<start_of_image>`), the image's\n embeddings (zf_image_embed(); Gemma 3: 256 positions attending to each other both ways),\n then the end marker (`<end_of_image>`); the last position's logits written like\n zf_session_eval(). With zf_session_eval() before and zf_generate() after (which continues the\n session) this is the raw-prompt route for a prompt with images. The image is encoded with the\n model's default thread count; the projector's cache of recent images is used (see\n zf_turn_params::mmproj).\n @param session The session. Required.\n @param mmproj The projector: it must belong to the session's model. Required.\n @param image The image (see ::zf_image). Required.\n @param logits Receives the last position's n_vocab logits (may be NULL when cap is 0).\n @param cap Capacity of `logits` in floats (0, or at least n_vocab).\n @return As zf_session_eval_embeddings() and zf_image_embed(); ::ZF_ERR_INVALID_ARGUMENT also\n         for a projector of another model (both named)."]
+    pub unsafe fn zf_session_eval_image(
+        &self,
+        session: *mut zf_session,
+        mmproj: *const zf_mmproj,
+        image: *const zf_image,
+        logits: *mut f32,
+        cap: usize,
+    ) -> zf_status {
+        (self.zf_session_eval_image)(session, mmproj, image, logits, cap)
     }
 }

@@ -392,6 +392,8 @@ pub struct zf_turn_params {
     pub generate: *const zf_generate_params,
     #[doc = "< strftime_now's clock with ::ZF_CHAT_FIXED_TIME (seconds)."]
     pub time_unix: i64,
+    #[doc = " The vision projector for the request's image parts (since 0.7; NULL: none). `messages[i]\n .content` may then hold OpenAI image parts, {\"type\":\"image_url\",\"image_url\":{\"url\":\n \"data:image/<png|jpeg|gif|bmp|webp>;base64,...\"}} (data URLs only: an http(s) URL is refused\n naming the part, fetch it first). A message with images has its parts joined as llama-server\n joins them (text parts by \"\\n\", nothing around an image) and each image placed where the\n template puts the message's text, as zf_session_eval_image() places it. Each image is\n encoded once (the projector keeps recent images' embeddings by content hash, so an image\n kept in the conversation is not encoded again on later turns), and the session's tokens\n carry the image's hash (see zf_session_eval_embeddings()), so a later turn reuses the KV\n rows of an image it repeats and never those of another image. Without a projector (NULL or\n an older struct_size) a request with an image part is refused ::ZF_ERR_INVALID_ARGUMENT\n naming `messages[i].content[j]`. It must belong to the session's model."]
+    pub mmproj: *mut zf_mmproj,
 }
 #[doc = " @brief A LoRA adapter loaded against a model (opaque). Immutable after zf_lora_load(): any\n number of sessions and threads may apply it at once; zf_lora_free() may be called from any\n thread, in any order with the model and the sessions applying it."]
 #[repr(C)]
@@ -556,12 +558,6 @@ pub struct zf_speech_segment {
     #[doc = "< Average log-probability of the window's tokens."]
     pub avg_logprob: f32,
 }
-#[doc = " @brief A vision projector (llama.cpp's `mmproj` GGUF, general.architecture = clip) bound to the\n language model it was loaded for (opaque). It holds a reference to its model: zf_model_free()\n before zf_mmproj_free() is fine, the model goes with the last of them. Immutable after\n zf_mmproj_load(): any number of threads may call zf_image_embed() on it at once (each call\n works on an encoder of its own, taken from the projector's pool and returned after).\n zf_mmproj_free() may be called from any thread, but not while a call on it is running.\n Projector types loaded: \"gemma3\" (Gemma 3's SigLIP encoder, 896 px, 256 tokens per image)."]
-#[repr(C)]
-#[derive(Debug)]
-pub struct zf_mmproj {
-    _unused: [u8; 0],
-}
 #[doc = " What zf_mmproj_info() reports about a projector. Append-only; `struct_size` first."]
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -601,6 +597,12 @@ pub struct zf_image {
     pub width: u32,
     #[doc = "< ::ZF_IMAGE_RGB8: rows; else 0."]
     pub height: u32,
+}
+#[doc = " The vision projector for the request's image parts (since 0.7; NULL: none). `messages[i]\n .content` may then hold OpenAI image parts, {\"type\":\"image_url\",\"image_url\":{\"url\":\n \"data:image/<png|jpeg|gif|bmp|webp>;base64,...\"}} (data URLs only: an http(s) URL is refused\n naming the part, fetch it first). A message with images has its parts joined as llama-server\n joins them (text parts by \"\\n\", nothing around an image) and each image placed where the\n template puts the message's text, as zf_session_eval_image() places it. Each image is\n encoded once (the projector keeps recent images' embeddings by content hash, so an image\n kept in the conversation is not encoded again on later turns), and the session's tokens\n carry the image's hash (see zf_session_eval_embeddings()), so a later turn reuses the KV\n rows of an image it repeats and never those of another image. Without a projector (NULL or\n an older struct_size) a request with an image part is refused ::ZF_ERR_INVALID_ARGUMENT\n naming `messages[i].content[j]`. It must belong to the session's model."]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct zf_mmproj {
+    pub _address: u8,
 }
 pub const ZF_VERSION_MAJOR: i32 = 0;
 pub const ZF_VERSION_MINOR: i32 = 7;
@@ -683,6 +685,7 @@ pub const ZF_TRANSCRIBE_CARRY_PROMPT: i32 = 8;
 pub const ZF_IMAGE_ENCODED: i32 = 0;
 pub const ZF_IMAGE_RGB8: i32 = 1;
 pub const ZF_IMAGE_MAX_PIXELS: i32 = 67108864;
+pub const ZF_EMBD_BIDIRECTIONAL: i32 = 1;
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     ["Size of zf_model_params"][::core::mem::size_of::<zf_model_params>() - 56usize];
@@ -997,7 +1000,7 @@ const _: () = {
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of zf_turn_params"][::core::mem::size_of::<zf_turn_params>() - 48usize];
+    ["Size of zf_turn_params"][::core::mem::size_of::<zf_turn_params>() - 56usize];
     ["Alignment of zf_turn_params"][::core::mem::align_of::<zf_turn_params>() - 8usize];
     ["Offset of field: zf_turn_params::struct_size"]
         [::core::mem::offset_of!(zf_turn_params, struct_size) - 0usize];
@@ -1013,6 +1016,8 @@ const _: () = {
         [::core::mem::offset_of!(zf_turn_params, generate) - 32usize];
     ["Offset of field: zf_turn_params::time_unix"]
         [::core::mem::offset_of!(zf_turn_params, time_unix) - 40usize];
+    ["Offset of field: zf_turn_params::mmproj"]
+        [::core::mem::offset_of!(zf_turn_params, mmproj) - 48usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {

@@ -146,6 +146,28 @@ impl Message {
         Message::User(content.into())
     }
 
+    /// A user message with images (encoded PNG, JPEG, GIF or BMP bytes) before its text, as
+    /// OpenAI `image_url` parts with data: URLs; the turn needs the model's projector
+    /// ([`TurnOptions::mmproj`](crate::TurnOptions::mmproj)).
+    ///
+    /// ```
+    /// use zerfoo::Message;
+    /// let m = Message::user_with_images("What is it?", &[b"GIF89a"]).to_json();
+    /// assert_eq!(m["content"][0]["image_url"]["url"], "data:image/gif;base64,R0lGODlh");
+    /// assert_eq!(m["content"][1]["text"], "What is it?");
+    /// ```
+    pub fn user_with_images(text: impl Into<String>, images: &[&[u8]]) -> Message {
+        let mut parts: Vec<Value> = images
+            .iter()
+            .map(|b| json!({"type": "image_url", "image_url": {"url": data_url(b)}}))
+            .collect();
+        let text = text.into();
+        if !text.is_empty() {
+            parts.push(json!({"type": "text", "text": text}));
+        }
+        Message::Json(json!({"role": "user", "content": parts}))
+    }
+
     /// An assistant message with text only.
     pub fn assistant(content: impl Into<String>) -> Message {
         Message::Assistant {
@@ -218,6 +240,37 @@ impl From<ChatMessage> for Message {
             _ => Message::Json(json!({"role": m.role, "content": m.content})),
         }
     }
+}
+
+/// An image's bytes as a data: URL, its type by its first bytes (the library decodes by the bytes).
+fn data_url(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let kind = if bytes.starts_with(b"\xff\xd8\xff") {
+        "jpeg"
+    } else if bytes.starts_with(b"GIF8") {
+        "gif"
+    } else if bytes.starts_with(b"BM") {
+        "bmp"
+    } else {
+        "png"
+    };
+    let mut out = format!("data:image/{kind};base64,");
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let t = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for (i, shift) in [18u32, 12, 6, 0].iter().enumerate() {
+            out.push(if i <= chunk.len() {
+                ALPHABET[((t >> shift) & 63) as usize] as char
+            } else {
+                '='
+            });
+        }
+    }
+    out
 }
 
 /// A function the model may call (`{"type": "function", "function": {...}}`).

@@ -696,6 +696,73 @@ impl<'m> Session<'m> {
         Ok(n.max(0) as usize)
     }
 
+    /// Appends an image at the end of the session as libmtmd places it: the projector's begin
+    /// marker, the image's embeddings, the end marker (`zf_session_eval_image`), and returns
+    /// the last position's logits. With [`Session::generate`] after it (which continues the
+    /// session) this is the raw-prompt route for a prompt with images. The projector must be
+    /// the session's model's ([`ErrorCode::InvalidArgument`] otherwise); corrupt bytes are
+    /// [`ErrorCode::Format`].
+    pub fn eval_image(
+        &mut self,
+        mmproj: &crate::Mmproj,
+        image: crate::Image<'_>,
+    ) -> Result<Vec<f32>> {
+        let n_vocab = self.inner._model.info()?.n_vocab.max(0) as usize;
+        let mut logits = vec![0f32; n_vocab];
+        let im = image.raw();
+        // SAFETY: im borrows the image's bytes for the call; logits holds n_vocab floats.
+        check(unsafe {
+            sys::zf!(zf_session_eval_image(
+                self.raw(),
+                mmproj.raw(),
+                &im,
+                logits.as_mut_ptr(),
+                logits.len()
+            ))
+        })?;
+        Ok(logits)
+    }
+
+    /// Appends rows of input embeddings (`width` floats each, the model's embedding width; e.g.
+    /// an [`ImageEmbedding`](crate::ImageEmbedding)'s data) in place of token embeddings, one
+    /// position each (`zf_session_eval_embeddings`), and returns the last position's logits.
+    /// `bidirectional`: the rows attend to each other both ways, as Gemma 3 reads an image (at
+    /// most 512 rows then). The projector's markers around an image are the caller's
+    /// ([`Session::eval_image`] does it all).
+    pub fn eval_embeddings(
+        &mut self,
+        embd: &[f32],
+        width: usize,
+        bidirectional: bool,
+    ) -> Result<Vec<f32>> {
+        if width == 0 || embd.len() % width != 0 {
+            return Err(Error::new(
+                ErrorCode::InvalidArgument,
+                format!("{} floats are not rows of width {width}", embd.len()),
+            ));
+        }
+        let n_vocab = self.inner._model.info()?.n_vocab.max(0) as usize;
+        let mut logits = vec![0f32; n_vocab];
+        let flags = if bidirectional {
+            sys::ZF_EMBD_BIDIRECTIONAL
+        } else {
+            0
+        };
+        // SAFETY: embd holds len / width rows of width floats; logits holds n_vocab floats.
+        check(unsafe {
+            sys::zf!(zf_session_eval_embeddings(
+                self.raw(),
+                embd.as_ptr(),
+                embd.len() / width,
+                width,
+                flags as u32,
+                logits.as_mut_ptr(),
+                logits.len()
+            ))
+        })?;
+        Ok(logits)
+    }
+
     /// Appends tokens to the KV cache and returns the last position's logits (one per
     /// vocabulary entry): for custom samplers and scoring.
     pub fn eval(&mut self, tokens: &[Token]) -> Result<Vec<f32>> {

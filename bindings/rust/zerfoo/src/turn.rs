@@ -41,6 +41,11 @@ pub struct TurnOptions {
     pub template: Option<String>,
     /// The clock the template's `strftime_now` reads (Unix seconds; `None`: now).
     pub time_unix: Option<i64>,
+    /// The model's vision projector (`zf_turn_params.mmproj`): the request's messages may then
+    /// hold images ([`Message::user_with_images`](crate::Message::user_with_images), or `image_url` parts with data: URLs), placed
+    /// where the template puts their message's text. Without it a request with an image is
+    /// [`ErrorCode::InvalidArgument`] naming the part.
+    pub mmproj: Option<std::sync::Arc<crate::Mmproj>>,
 }
 
 /// Why a turn ended, in OpenAI's terms (`finish_reason`).
@@ -232,6 +237,7 @@ struct RawTurnParams {
     _template_name: Option<CString>,
     _template: Option<CString>,
     _generate: Box<RawParams>,
+    _mmproj: Option<std::sync::Arc<crate::Mmproj>>,
 }
 
 impl RawTurnParams {
@@ -264,12 +270,16 @@ impl RawTurnParams {
             p.flags |= sys::ZF_CHAT_FIXED_TIME as u32;
             p.time_unix = t;
         }
+        if let Some(m) = &o.mmproj {
+            p.mmproj = m.raw();
+        }
         Ok(RawTurnParams {
             p,
             _request: request,
             _template_name: name,
             _template: template,
             _generate: generate,
+            _mmproj: o.mmproj.clone(),
         })
     }
 }

@@ -21,6 +21,21 @@ pub struct Mmproj {
 unsafe impl Send for Mmproj {}
 unsafe impl Sync for Mmproj {}
 
+impl Mmproj {
+    pub(crate) fn raw(&self) -> *mut sys::zf_mmproj {
+        self.ptr.as_ptr()
+    }
+}
+
+/// Projectors are equal when they are the same handle.
+impl PartialEq for Mmproj {
+    fn eq(&self, other: &Mmproj) -> bool {
+        self.ptr == other.ptr
+    }
+}
+
+impl Eq for Mmproj {}
+
 impl Drop for Mmproj {
     fn drop(&mut self) {
         // SAFETY: ptr is the handle zf_mmproj_load returned, freed once here.
@@ -61,6 +76,38 @@ pub enum Image<'a> {
         /// Rows.
         height: u32,
     },
+}
+
+impl Image<'_> {
+    /// The image as a `zf_image` borrowing its bytes (valid while `self`'s data is).
+    pub(crate) fn raw(&self) -> sys::zf_image {
+        // SAFETY: a zeroed POD struct, filled below.
+        let mut im: sys::zf_image = unsafe { std::mem::zeroed() };
+        im.struct_size = std::mem::size_of::<sys::zf_image>() as u32;
+        let data = match *self {
+            Image::Encoded(d) => {
+                im.format = sys::ZF_IMAGE_ENCODED as u32;
+                d
+            }
+            Image::Rgb8 {
+                data,
+                width,
+                height,
+            } => {
+                im.format = sys::ZF_IMAGE_RGB8 as u32;
+                im.width = width;
+                im.height = height;
+                data
+            }
+        };
+        im.data = if data.is_empty() {
+            ptr::null()
+        } else {
+            data.as_ptr().cast()
+        };
+        im.size = data.len();
+        im
+    }
 }
 
 /// Image embeddings: `n_tokens` rows of `n_embd` floats, row-major.
@@ -130,31 +177,7 @@ impl Mmproj {
     /// [`ErrorCode::Format`] or [`ErrorCode::InvalidArgument`] (WebP, an unknown container, over
     /// [`MAX_IMAGE_PIXELS`], a pixel count that does not match) naming the problem.
     pub fn embed_image(&self, image: Image<'_>, n_threads: i32) -> Result<ImageEmbedding> {
-        // SAFETY: a zeroed POD struct, filled below.
-        let mut im: sys::zf_image = unsafe { std::mem::zeroed() };
-        im.struct_size = std::mem::size_of::<sys::zf_image>() as u32;
-        let data = match image {
-            Image::Encoded(d) => {
-                im.format = sys::ZF_IMAGE_ENCODED as u32;
-                d
-            }
-            Image::Rgb8 {
-                data,
-                width,
-                height,
-            } => {
-                im.format = sys::ZF_IMAGE_RGB8 as u32;
-                im.width = width;
-                im.height = height;
-                data
-            }
-        };
-        im.data = if data.is_empty() {
-            ptr::null()
-        } else {
-            data.as_ptr().cast()
-        };
-        im.size = data.len();
+        let im = image.raw();
         // The size first (the image is decoded, not encoded), then the embeddings.
         let mut needed = 0usize;
         let mut n_tokens = 0i32;

@@ -5,9 +5,18 @@
 //! (default: the fetch script's cache).
 use std::path::PathBuf;
 
-use zerfoo::{ErrorCode, Image, Mmproj, MmprojInfo, Model, ModelOptions};
+use std::sync::Arc;
+
+use zerfoo::{
+    ChatRequest, ErrorCode, GenerateOptions, Image, Message, Mmproj, MmprojInfo, Model,
+    ModelOptions, SessionOptions, TurnOptions,
+};
 
 fn gemma3() -> Option<Model> {
+    gemma3_with(true)
+}
+
+fn gemma3_with(vocab_only: bool) -> Option<Model> {
     let path = std::env::var_os("ZERFOO_GEMMA3_MODEL")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -19,7 +28,7 @@ fn gemma3() -> Option<Model> {
         return None;
     }
     let opts = ModelOptions {
-        vocab_only: true,
+        vocab_only,
         ..Default::default()
     };
     Some(Model::load(&path, &opts).expect("load gemma3"))
@@ -175,4 +184,95 @@ fn mmproj_errors_are_named() {
         assert!(e.message().contains("embedding width 576"), "{e}");
         assert!(e.message().contains("the model is 'llama'"), "{e}");
     }
+}
+
+fn one_thread() -> SessionOptions {
+    SessionOptions {
+        n_ctx: 1024,
+        n_threads: 1,
+        ..Default::default()
+    }
+}
+
+/// A chat turn with an image (TurnOptions::mmproj, Message::user_with_images): the image's 256
+/// positions are in the prompt, the same greedy turn answers the same twice, and without the
+/// projector the part is refused by name.
+#[test]
+fn chat_turn_with_image() {
+    let (Some(model), Some(path)) = (gemma3_with(false), mmproj_path()) else {
+        return;
+    };
+    let mm = Arc::new(Mmproj::load(&model, &path).unwrap());
+    let (_, bmp) = picture(64, 48);
+    let request = ChatRequest::new(vec![Message::user_with_images("What is this?", &[&bmp])]);
+    let opts = TurnOptions {
+        generate: GenerateOptions::greedy(6),
+        mmproj: Some(mm.clone()),
+        ..Default::default()
+    };
+    let a = model
+        .session(&one_thread())
+        .unwrap()
+        .chat(&request, &opts)
+        .unwrap();
+    let b = model
+        .session(&one_thread())
+        .unwrap()
+        .chat(&request, &opts)
+        .unwrap();
+    assert_eq!(a.message, b.message);
+    let text = ChatRequest::new(vec![Message::user("What is this?")]);
+    let t = model
+        .session(&one_thread())
+        .unwrap()
+        .chat(&text, &opts)
+        .unwrap();
+    assert!(
+        a.done.usage.prompt_tokens >= t.done.usage.prompt_tokens + 256,
+        "{} prompt tokens with the image, {} without",
+        a.done.usage.prompt_tokens,
+        t.done.usage.prompt_tokens
+    );
+    let no_mmproj = TurnOptions {
+        generate: GenerateOptions::greedy(2),
+        ..Default::default()
+    };
+    let e = model
+        .session(&one_thread())
+        .unwrap()
+        .chat(&request, &no_mmproj)
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidArgument);
+    assert!(e.message().contains("messages[0].content[0]"), "{e}");
+}
+
+/// The raw-prompt route: eval_image, then generate continues; eval_embeddings of the image's
+/// rows; errors named.
+#[test]
+fn eval_image_and_embeddings() {
+    let (Some(model), Some(path)) = (gemma3_with(false), mmproj_path()) else {
+        return;
+    };
+    let mm = Mmproj::load(&model, &path).unwrap();
+    let (_, bmp) = picture(64, 48);
+    let mut s = model.session(&one_thread()).unwrap();
+    let logits = s.eval_image(&mm, Image::Encoded(&bmp)).unwrap();
+    assert_eq!(logits.len(), model.info().unwrap().n_vocab as usize);
+    assert!(s.n_past().unwrap() >= 256);
+    let g = s
+        .generate("Describe:", &GenerateOptions::greedy(4))
+        .unwrap();
+    assert!(g.generated_tokens > 0);
+
+    let rows = mm.embed_image(Image::Encoded(&bmp), 1).unwrap();
+    let mut s2 = model.session(&one_thread()).unwrap();
+    s2.eval_embeddings(&rows.data, rows.n_embd, true).unwrap();
+    assert_eq!(s2.n_past().unwrap(), rows.n_tokens);
+    let e = s2.eval_embeddings(&[0.0; 3], 3, false).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidArgument);
+    assert!(s2.eval_embeddings(&[0.0; 5], 3, false).is_err());
+    let e = s2
+        .eval_image(&mm, Image::Encoded(b"not an image"))
+        .unwrap_err();
+    assert!(e.message().contains("image"), "{e}");
 }

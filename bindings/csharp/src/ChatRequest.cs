@@ -51,6 +51,27 @@ namespace Zerfoo
         public static ChatRequestMessage System(string content) { return new ChatRequestMessage("system", content); }
         public static ChatRequestMessage User(string content) { return new ChatRequestMessage("user", content); }
 
+        /// <summary>A user message with images (JPEG, PNG, GIF or BMP bytes) before its text, sent
+        /// as OpenAI image_url parts with data: URLs; the turn needs the model's projector
+        /// (<see cref="ChatRequest.Mmproj"/>).</summary>
+        public static ChatRequestMessage UserWithImages(string content, params byte[][] images)
+        {
+            return new ChatRequestMessage("user", content) { Images = images };
+        }
+
+        /// <summary>Images of the message (encoded bytes), placed before its text.</summary>
+        public IList<byte[]> Images { get; set; }
+
+        // An image's bytes as a data: URL, its type by its first bytes.
+        static string DataUrl(byte[] b)
+        {
+            string kind = b.Length >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF ? "jpeg"
+                        : b.Length >= 4 && b[0] == (byte)'G' && b[1] == (byte)'I' && b[2] == (byte)'F' ? "gif"
+                        : b.Length >= 2 && b[0] == (byte)'B' && b[1] == (byte)'M' ? "bmp"
+                        : "png";
+            return "data:image/" + kind + ";base64," + Convert.ToBase64String(b);
+        }
+
         public static ChatRequestMessage Assistant(string content, IList<ToolCall> toolCalls = null, string reasoningContent = null)
         {
             return new ChatRequestMessage("assistant", content) { ToolCalls = toolCalls, ReasoningContent = reasoningContent };
@@ -77,7 +98,26 @@ namespace Zerfoo
             sb.Append("{\"role\":");
             Json.AppendString(sb, Role);
             sb.Append(",\"content\":");
-            if (Content == null) sb.Append("null");
+            if (Images != null && Images.Count > 0)
+            {
+                sb.Append('[');
+                foreach (byte[] img in Images)
+                {
+                    if (img == null) throw new ArgumentException("an image of the message is null");
+                    sb.Append("{\"type\":\"image_url\",\"image_url\":{\"url\":");
+                    Json.AppendString(sb, DataUrl(img));
+                    sb.Append("}},");
+                }
+                if (!string.IsNullOrEmpty(Content))
+                {
+                    sb.Append("{\"type\":\"text\",\"text\":");
+                    Json.AppendString(sb, Content);
+                    sb.Append("},");
+                }
+                sb.Length--;  // the last comma
+                sb.Append(']');
+            }
+            else if (Content == null) sb.Append("null");
             else Json.AppendString(sb, Content);
             if (ReasoningContent != null) { sb.Append(",\"reasoning_content\":"); Json.AppendString(sb, ReasoningContent); }
             if (ToolCalls != null && ToolCalls.Count > 0)
@@ -233,6 +273,10 @@ namespace Zerfoo
         public GenerateOptions Generate { get; set; }
         /// <summary>strftime_now's clock (ZF_CHAT_FIXED_TIME), for reproducible prompts; null: now.</summary>
         public DateTimeOffset? Now { get; set; }
+        /// <summary>The model's vision projector (zf_turn_params.mmproj): the messages may then hold
+        /// images (<see cref="ChatRequestMessage.Images"/>); without it an image is refused naming
+        /// the part. It must stay undisposed while the turn begins.</summary>
+        public Mmproj Mmproj { get; set; }
 
         /// <summary>The request JSON exactly as given, instead of the fields above (which must
         /// then be empty): for fields this type does not have.</summary>

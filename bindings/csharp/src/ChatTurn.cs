@@ -437,6 +437,14 @@ namespace Zerfoo
                     n.Value.flags |= 0x2u;  // ZF_CHAT_FIXED_TIME
                     n.Value.time_unix = r.Now.Value.ToUnixTimeSeconds();
                 }
+                if (r.Mmproj != null)
+                {
+                    // Held (a reference on the safe handle) until these params are disposed.
+                    bool added = false;
+                    r.Mmproj.Handle.DangerousAddRef(ref added);
+                    n.mmproj = r.Mmproj.Handle;
+                    n.Value.mmproj = r.Mmproj.Handle.DangerousGetHandle();
+                }
                 return n;
             }
             catch
@@ -451,6 +459,10 @@ namespace Zerfoo
             owned.Dispose();
             if (generate != null) generate.Dispose();
             generate = null;
+            if (mmproj != null) mmproj.DangerousRelease();
+            mmproj = null;
         }
+
+        MmprojHandle mmproj;
     }
 }

@@ -317,6 +317,7 @@ namespace Zerfoo
         public IntPtr template_text;
         public IntPtr generate;           // const zf_generate_params*
         public long time_unix;
+        public IntPtr mmproj;             // const zf_mmproj* (since 0.7): the request's image parts
     }
 
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
@@ -481,6 +482,14 @@ namespace Zerfoo
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern int zf_mmproj_info(MmprojHandle mmproj, ref zf_mmproj_summary info);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern unsafe int zf_session_eval_image(SessionHandle session, MmprojHandle mmproj, ref zf_image image,
+                                                                float* logits, UIntPtr cap);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern unsafe int zf_session_eval_embeddings(SessionHandle session, float* embd, UIntPtr n_tokens,
+                                                                     UIntPtr width, uint flags, float* logits, UIntPtr cap);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern int zf_image_embed(MmprojHandle mmproj, ref zf_image image, int n_threads, float[] output,

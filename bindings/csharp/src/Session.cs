@@ -432,6 +432,67 @@ namespace Zerfoo
             return logits;
         }
 
+        /// <summary>Appends an image (JPEG, PNG, GIF's first frame or BMP bytes) at the end of the
+        /// session as libmtmd places it: the projector's begin marker, the image's embeddings, the
+        /// end marker (zf_session_eval_image); returns the last position's logits. With
+        /// <c>Generate</c> after it (which continues the session) this is the raw-prompt route.</summary>
+        /// <exception cref="ZerfooException">InvalidArgument (another model's projector, not an
+        /// image), Format (corrupt bytes), ContextFull (nothing appended).</exception>
+        public unsafe float[] EvalImage(Mmproj mmproj, byte[] image)
+        {
+            if (mmproj == null) throw new ArgumentNullException("mmproj");
+            if (image == null) throw new ArgumentNullException("image");
+            var logits = new float[model.Info.VocabSize];
+            Acquire();
+            GCHandle pin = GCHandle.Alloc(image, GCHandleType.Pinned);
+            try
+            {
+                var im = Mmproj.RawImage(image, pin, 0u, 0u, 0u);
+                int st;
+                fixed (float* l = logits)
+                {
+                    st = NativeMethods.zf_session_eval_image(handle, mmproj.Handle, ref im, l, (UIntPtr)logits.Length);
+                }
+                ZerfooException.Check(st, "zf_session_eval_image");
+                return logits;
+            }
+            finally
+            {
+                Release();
+                pin.Free();
+            }
+        }
+
+        /// <summary>Appends rows of input embeddings (<paramref name="width"/> floats each, the
+        /// model's embedding width; e.g. an <see cref="ImageEmbedding"/>'s Data) in place of token
+        /// embeddings, one position each (zf_session_eval_embeddings); returns the last position's
+        /// logits. <paramref name="bidirectional"/>: the rows attend to each other both ways, as
+        /// Gemma 3 reads an image (at most 512 rows then).</summary>
+        public unsafe float[] EvalEmbeddings(float[] embd, int width, bool bidirectional)
+        {
+            if (embd == null) throw new ArgumentNullException("embd");
+            if (width <= 0 || embd.Length % width != 0)
+                throw new ArgumentException(embd.Length + " floats are not rows of width " + width, "width");
+            var logits = new float[model.Info.VocabSize];
+            Acquire();
+            try
+            {
+                int st;
+                fixed (float* e = embd)
+                fixed (float* l = logits)
+                {
+                    st = NativeMethods.zf_session_eval_embeddings(handle, e, (UIntPtr)(embd.Length / width), (UIntPtr)width,
+                                                                  bidirectional ? 1u : 0u, l, (UIntPtr)logits.Length);
+                }
+                ZerfooException.Check(st, "zf_session_eval_embeddings");
+                return logits;
+            }
+            finally
+            {
+                Release();
+            }
+        }
+
         /// <summary>Frees the session (and its reference on the model). A generation running on
         /// another thread keeps the native session until it returns. Idempotent.</summary>
         public void Dispose()

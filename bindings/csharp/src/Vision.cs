@@ -122,20 +122,28 @@ namespace Zerfoo
             return Embed(rgb, 1u, (uint)width, (uint)height, threads);
         }
 
+        internal MmprojHandle Handle { get { return handle; } }
+
+        // A zf_image over pinned bytes (format 0: encoded, 1: RGB8).
+        internal static zf_image RawImage(byte[] data, GCHandle pin, uint format, uint width, uint height)
+        {
+            return new zf_image
+            {
+                struct_size = (uint)Marshal.SizeOf(typeof(zf_image)),
+                format = format,
+                data = data.Length == 0 ? IntPtr.Zero : pin.AddrOfPinnedObject(),
+                size = (UIntPtr)(ulong)data.Length,
+                width = width,
+                height = height,
+            };
+        }
+
         ImageEmbedding Embed(byte[] data, uint format, uint width, uint height, int threads)
         {
             GCHandle pin = GCHandle.Alloc(data, GCHandleType.Pinned);
             try
             {
-                var im = new zf_image
-                {
-                    struct_size = (uint)Marshal.SizeOf(typeof(zf_image)),
-                    format = format,
-                    data = data.Length == 0 ? IntPtr.Zero : pin.AddrOfPinnedObject(),
-                    size = (UIntPtr)(ulong)data.Length,
-                    width = width,
-                    height = height,
-                };
+                var im = RawImage(data, pin, format, width, height);
                 // The size first (the image is decoded, not encoded), then the embeddings.
                 UIntPtr needed;
                 int tokens;

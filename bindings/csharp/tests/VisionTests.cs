@@ -120,4 +120,68 @@ public class VisionTests
             }
         }
     }
+
+    // ---- Images in the prompt (issue #46 §2): a chat turn with an image, the raw-prompt route.
+
+    static GenerateOptions Greedy(int n) { return new GenerateOptions { Temperature = 0, MaxTokens = n, Seed = 1 }; }
+
+    static ChatTurnResult Turn(Model model, ChatRequest req)
+    {
+        using (var s = model.CreateSession(new SessionOptions { ContextSize = 1024, Threads = 1 }))
+            return s.ChatTurn(req);
+    }
+
+    [Test]
+    public void ChatTurnWithImage()
+    {
+        using (Model model = Model.Load(Env("ZERFOO_GEMMA3_MODEL")))
+        using (Mmproj p = Mmproj.Load(model, MmprojPath()))
+        {
+            byte[] rgb, bmp;
+            Picture(64, 48, out rgb, out bmp);
+            Func<ChatRequest> withImage = () => new ChatRequest
+            {
+                Messages = { ChatRequestMessage.UserWithImages("What is this?", bmp) },
+                Generate = Greedy(6),
+                Mmproj = p,
+            };
+            ChatTurnResult a = Turn(model, withImage()), b = Turn(model, withImage());
+            Assert.AreEqual(a.Message.Content, b.Message.Content, "the same greedy turn twice");
+            ChatTurnResult text = Turn(model, new ChatRequest
+            {
+                Messages = { ChatRequestMessage.User("What is this?") }, Generate = Greedy(6), Mmproj = p,
+            });
+            Assert.GreaterOrEqual(a.Usage.PromptTokens, text.Usage.PromptTokens + 256, "the image's 256 positions");
+            ChatRequest noMmproj = withImage();
+            noMmproj.Mmproj = null;
+            Fails(() => Turn(model, noMmproj), Status.InvalidArgument, "messages[0].content[0]");
+        }
+    }
+
+    [Test]
+    public void EvalImageAndEmbeddings()
+    {
+        using (Model model = Model.Load(Env("ZERFOO_GEMMA3_MODEL")))
+        using (Mmproj p = Mmproj.Load(model, MmprojPath()))
+        {
+            byte[] rgb, bmp;
+            Picture(64, 48, out rgb, out bmp);
+            using (var s = model.CreateSession(new SessionOptions { ContextSize = 1024, Threads = 1 }))
+            {
+                float[] logits = s.EvalImage(p, bmp);
+                Assert.AreEqual(model.Info.VocabSize, logits.Length);
+                GenerateResult g = s.Generate("Describe:", Greedy(4));  // continues after the image
+                Assert.Greater(g.Tokens.Length, 0);
+                Fails(() => s.EvalImage(p, System.Text.Encoding.ASCII.GetBytes("not an image")), Status.InvalidArgument,
+                      "image");
+            }
+            ImageEmbedding e = p.EmbedImage(bmp, 1);
+            using (var s = model.CreateSession(new SessionOptions { ContextSize = 1024, Threads = 1 }))
+            {
+                Assert.AreEqual(model.Info.VocabSize, s.EvalEmbeddings(e.Data, e.Width, true).Length);
+                Fails(() => s.EvalEmbeddings(new float[3], 3, false), Status.InvalidArgument, "width");
+                Assert.Throws<ArgumentException>(() => s.EvalEmbeddings(new float[5], 3, false));
+            }
+        }
+    }
 }

@@ -268,7 +268,9 @@ def test_models_dir_and_preset():
     os.symlink(MODEL, os.path.join(d, "split-00002-of-00002.gguf"))
     for part in split_parts():  # a real split model in a subfolder: served as "sub"
         os.symlink(part, os.path.join(d, "sub", os.path.basename(part)))
-    os.symlink(MODEL, os.path.join(d, "mmproj-small.gguf"))
+    # A projector file is no model (mmproj-NAME.gguf beside NAME.gguf would be NAME's projector:
+    # test_vision.py; this one belongs to no model here).
+    os.symlink(MODEL, os.path.join(d, "mmproj-unpaired.gguf"))
     with open(os.path.join(d, "notes.txt"), "w") as f:
         f.write("not a model")
     preset = os.path.join(TMP, "models.ini")

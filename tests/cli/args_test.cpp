@@ -295,5 +295,41 @@ TEST(CliArgs, HelpListsEachCommandsOptionsFromTheTable) {
   }
 }
 
+// Images (issue #46 §2): --mmproj / --image for generate and chat, the server's image options,
+// and the usage errors that need no model.
+TEST(CliArgs, ImageOptions) {
+  const Options g = ParseOptions("generate", {"-m", "m.gguf", "--mmproj", "p.gguf", "--image", "a.png", "--image",
+                                              "b.jpg", "-p", "<__media__> and <__media__>"});
+  EXPECT_EQ(g.mmproj, "p.gguf");
+  EXPECT_EQ(g.images, (std::vector<std::string>{"a.png", "b.jpg"}));
+  // No marker: every image goes first (llama-mtmd-cli's rule), any count.
+  EXPECT_NO_THROW(ParseOptions("generate", {"-m", "m", "--mmproj", "p", "--image", "a", "-p", "x"}));
+  auto usage = [](std::initializer_list<std::string> args) {
+    try {
+      ParseOptions("generate", args);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(usage({"-m", "m", "--image", "a.png", "-p", "x"}).find("add --mmproj FILE"), std::string::npos);
+  EXPECT_NE(usage({"-m", "m", "--mmproj", "p", "--image", "a", "-p", "<__media__><__media__>"})
+                .find("2 <__media__> markers but 1 --image"),
+            std::string::npos);
+  EXPECT_EQ(ParseOptions("chat", {"-m", "m", "--mmproj", "p", "--image", "a"}).images.size(), 1u);
+  EXPECT_NE(ErrorOf("serve", {"--image", "a.png"}).find("not valid for 'serve'"), std::string::npos);
+
+  const serve::ServeOptions s = ParseServe({"-m", "m.gguf", "--mmproj", "p.gguf", "--allow-image-urls",
+                                            "--image-max-mb", "5", "--image-url-timeout", "3"});
+  EXPECT_EQ(s.mmproj, "p.gguf");
+  EXPECT_TRUE(s.allow_image_urls);
+  EXPECT_EQ(s.image_max_bytes, size_t(5) << 20);
+  EXPECT_EQ(s.image_url_timeout, 3);
+  const serve::ServeOptions d = ParseServe({"-m", "m.gguf"});
+  EXPECT_FALSE(d.allow_image_urls);
+  EXPECT_EQ(d.image_max_bytes, size_t(20) << 20);
+  EXPECT_NE(ErrorOf("serve", {"--image-max-mb", "0"}).find("out of range"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace cli

@@ -3,7 +3,7 @@
 
 Each engine loads the same whisper.cpp .bin model and transcribes the same WAV file as one process
 (`zerfoo transcribe` / `whisper-cli`), with the same threads and decoding; the table gives the
-median wall time of --runs runs, the real-time factor (wall / audio length) and the ratio.
+median wall time of --runs runs (the engines alternate run by run), the real-time factor (wall / audio length) and the ratio.
 Files: tests/data/golden/whisper/jfk.wav (11 s) and a 2-minute file this script writes once into
 the speech-data cache: the five LibriVox clips of scripts/fetch_speech_clips.sh and jfk.wav, each
 followed by a second of silence, repeated to 120 s (16 kHz mono PCM16), so decoding seeks over
@@ -66,13 +66,19 @@ def seconds_of(path):
         return w.getnframes() / w.getframerate()
 
 
-def timed(cmd, runs):
-    walls = []
+def wall(cmd):
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def timed_pair(a, b, runs):
+    """Median walls of commands a and b, run alternately so that both see the same machine load."""
+    wa, wb = [], []
     for _ in range(runs):
-        t = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        walls.append(time.perf_counter() - t)
-    return statistics.median(walls), min(walls), max(walls)
+        wa.append(wall(a))
+        wb.append(wall(b))
+    return statistics.median(wa), statistics.median(wb)
 
 
 def main():
@@ -98,8 +104,7 @@ def main():
                 ours += ["--beam-size", str(beam)]
             theirs = [args.whisper_cli, "-m", model, "-t", str(args.threads), "-l", "en", "-np",
                       "-bs", str(beam), "-bo", "1" if beam == 1 else "5", "-f", str(f)]
-            a = timed(ours + [str(f)], args.runs)[0]
-            b = timed(theirs, args.runs)[0]
+            a, b = timed_pair(ours + [str(f)], theirs, args.runs)
             dur = seconds_of(f)
             print(f"| {pathlib.Path(model).name} | {f.name} ({dur:.0f} s) | {a:.2f} s | {a / dur:.3f} | "
                   f"{b:.2f} s | {b / dur:.3f} | {b / a:.2f}x |", flush=True)

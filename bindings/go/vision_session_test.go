@@ -3,8 +3,6 @@ package zerfoo
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -15,15 +13,7 @@ import (
 
 func gemma3Full(t *testing.T) (*Model, *Mmproj) {
 	t.Helper()
-	needLib(t)
-	p := os.Getenv("ZERFOO_GEMMA3_MODEL")
-	if p == "" {
-		home, _ := os.UserHomeDir()
-		p = filepath.Join(home, ".cache/zerfoo/models/gemma-3-270m-q4_k_m.gguf")
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("Gemma 3 270M missing (set ZERFOO_GEMMA3_MODEL): %v", err)
-	}
+	p := gemma3Path(t)
 	path := mmprojPath(t)
 	m, err := Open(p)
 	if err != nil {

@@ -19,7 +19,8 @@ import (
 // Environment: ZERFOO_VISION_MODELS (the folder tests/vision/make_models.sh writes; test.sh
 // sets it) and ZERFOO_GEMMA3_MODEL (default: the Gemma 3 270M file in ~/.cache/zerfoo/models).
 
-func gemma3Model(t *testing.T) *Model {
+// gemma3Path is Gemma 3 270M's file (the test skips without it).
+func gemma3Path(t *testing.T) string {
 	t.Helper()
 	needLib(t)
 	p := os.Getenv("ZERFOO_GEMMA3_MODEL")
@@ -30,7 +31,12 @@ func gemma3Model(t *testing.T) *Model {
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("Gemma 3 270M missing (set ZERFOO_GEMMA3_MODEL): %v", err)
 	}
-	m, err := Open(p, WithVocabOnly())
+	return p
+}
+
+func gemma3Model(t *testing.T) *Model {
+	t.Helper()
+	m, err := Open(gemma3Path(t), WithVocabOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

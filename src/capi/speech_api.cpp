@@ -36,6 +36,9 @@ static_assert(sizeof(zf_speech_token_time) == 16, "zf_speech_token_time layout i
 struct zf_speech_model {
   std::unique_ptr<zf::speech::WhisperModel> impl;
   zf::speech::WhisperVocab vocab;
+  // Concurrent zf_transcribe calls join their decoder steps here (the model stays read-only;
+  // the batcher is the one shared, thread-safe state).
+  mutable zf::speech::DecodeBatcher batcher;
 };
 
 // A segment with its C views (the tokens, times and words converted once, the text owned here).
@@ -235,7 +238,7 @@ ZF_API zf_status zf_transcribe(const zf_speech_model* model, const float* pcm, s
   zf::speech::WhisperRunner runner(*model->impl, n_threads);
   zf::speech::TranscribeResult r;
   zf::Status s = zf::speech::Transcribe(runner, *model->impl, pcm, static_cast<int64_t>(n_samples), o, n_threads, &r,
-                                        on_segment);
+                                        on_segment, &model->batcher);
   // A stop asked for by the callback is a success with the segments decoded so far.
   if (!s.ok() && s.code() != zf::Code::kCancelled) return Fail(s);
   for (const zf::speech::Segment& seg : r.segments) {

@@ -198,7 +198,8 @@ float NoSpeechProb(const WhisperVocab& v, const std::vector<float>& logits) {
 }  // namespace
 
 Status Transcribe(WhisperRunner& runner, const WhisperModel& model, const float* pcm, int64_t n_samples,
-                  const TranscribeParams& prm, int32_t n_threads, TranscribeResult* out, const SegmentFn& on_segment) {
+                  const TranscribeParams& prm, int32_t n_threads, TranscribeResult* out, const SegmentFn& on_segment,
+                  DecodeBatcher* shared) {
   *out = TranscribeResult();
   const WhisperHparams& hp = model.hparams();
   const WhisperVocab v = WhisperVocab::Make(hp.n_vocab, model.vocab());
@@ -288,6 +289,9 @@ Status Transcribe(WhisperRunner& runner, const WhisperModel& model, const float*
   std::vector<Candidate> cands;
   std::vector<DecoderCache> spare(beam ? size_t(n_decoders) : 0);  // scratch for moving beams' caches
   std::vector<WhisperRunner::Row> rows;
+  auto decode = [&]() {
+    return shared ? shared->Decode(runner, rows.data(), int32_t(rows.size())) : runner.DecodeBatch(rows.data(), int32_t(rows.size()));
+  };
   const int32_t n_max = hp.n_text_ctx / 2 - 4;
   int32_t seek = 0;
   while (seek + kDeltaMin < seek_end) {
@@ -322,7 +326,7 @@ Status Transcribe(WhisperRunner& runner, const WhisperModel& model, const float*
       dec[0].cache.n_past = 0;
       for (size_t i = 0; i < prompt.size(); ++i)
         rows.push_back({prompt[i], &dec[0].cache, i + 1 == prompt.size() ? logits.data() : nullptr});
-      ZF_RETURN_IF_ERROR(runner.DecodeBatch(rows.data(), int32_t(rows.size())));
+      ZF_RETURN_IF_ERROR(decode());
       no_speech_prob = NoSpeechProb(v, logits);
       dec[0].logits = logits;
       ProcessLogits(v, prm, {}, hp.n_audio_ctx, false, kChunk, t_cur, dec[0].logits, dec[0].logprobs, dec[0].probs);
@@ -418,7 +422,7 @@ Status Transcribe(WhisperRunner& runner, const WhisperModel& model, const float*
           Decoder& d = dec[size_t(j)];
           if (!d.completed && !d.failed) rows.push_back({d.seq.tokens.back().id, &d.cache, d.logits.data()});
         }
-        ZF_RETURN_IF_ERROR(runner.DecodeBatch(rows.data(), int32_t(rows.size())));
+        ZF_RETURN_IF_ERROR(decode());
         for (int32_t j = 0; j < n_cur; ++j) {
           Decoder& d = dec[size_t(j)];
           if (d.completed || d.failed) continue;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "speech/decode_batcher.h"
 #include "speech/whisper_model.h"
 #include "speech/whisper_vocab.h"
 
@@ -84,7 +85,10 @@ struct TranscribeResult {
 // Returns false to stop (the result then holds what was decoded so far, status kCancelled).
 using SegmentFn = std::function<bool(const Segment&)>;
 
+// shared: decoder passes joined with other transcriptions' on the same model (decode_batcher.h);
+// null: this runner's own passes. The transcript is the same either way.
 Status Transcribe(WhisperRunner& runner, const WhisperModel& model, const float* pcm, int64_t n_samples,
-                  const TranscribeParams& params, int32_t n_threads, TranscribeResult* out, const SegmentFn& on_segment = {});
+                  const TranscribeParams& params, int32_t n_threads, TranscribeResult* out, const SegmentFn& on_segment = {},
+                  DecodeBatcher* shared = nullptr);
 
 }  // namespace zf::speech

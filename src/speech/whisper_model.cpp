@@ -71,6 +71,10 @@ Status LoadBlock(const WhisperFile& f, const std::string& p, int64_t n, bool cro
 
 inline float RoundF16(float x) { return quant::Fp16ToFp32(quant::Fp32ToFp16(x)); }
 
+// F16 of a row of n floats: quant's conversion (F16C where the CPU has it), the same bits as
+// quant::Fp32ToFp16 element by element.
+inline void ToF16(const float* x, uint16_t* y, int64_t n) { quant::QuantizeActivations(GgmlType::F16, x, y, n); }
+
 }  // namespace
 
 Status WhisperModel::Load(const std::string& path, std::unique_ptr<WhisperModel>* out) {
@@ -234,7 +238,7 @@ void WhisperRunner::AttendHead(const float* qi, const float* kt, int64_t kt_stri
   for (int64_t j = 0; j < T; ++j) sum += (s[j] = std::exp(s[j] - mx));
   const float inv = float(1.0 / sum);
   for (int64_t j = 0; j < T; ++j) s[j] *= inv;
-  quant::Fp32ToFp16Row(s, p16, T);
+  ToF16(s, p16, T);
   quant::Gemv(GgmlType::F16, T, vt + h * vstride_head, size_t(vstride) * 2, d, p16, out + h * d);
 }
 
@@ -276,14 +280,17 @@ void WhisperRunner::EncoderAttentionGemm(float* q, const float* k, const float* 
   const int64_t T = hp.n_audio_ctx, n = hp.n_audio_state, H = hp.n_audio_head, d = n / H;
   const int64_t Tp = (T + 7) / 8 * 8;  // the probabilities' rows padded for the 8-wide kernel
   // K per head as F16 rows [T][d]; V per head transposed, F16 [d][Tp] (zero padding).
-  std::vector<uint16_t> k16(size_t(H * T * d)), vt16(size_t(H * d * Tp), 0);
+  std::vector<uint16_t> k16(size_t(H * T * d)), vt16(size_t(H * d * Tp), 0), v16(size_t(T * n));
+  pool_->ParallelFor(T, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      for (int64_t h = 0; h < H; ++h) ToF16(k + t * n + h * d, k16.data() + (h * T + t) * d, d);
+      ToF16(v + t * n, v16.data() + t * n, n);
+    }
+  });
   pool_->ParallelFor(H, [&](int64_t b, int64_t e) {
     for (int64_t h = b; h < e; ++h)
       for (int64_t t = 0; t < T; ++t)
-        for (int64_t j = 0; j < d; ++j) {
-          k16[size_t((h * T + t) * d + j)] = quant::Fp32ToFp16(k[t * n + h * d + j]);
-          vt16[size_t((h * d + j) * Tp + t)] = quant::Fp32ToFp16(v[t * n + h * d + j]);
-        }
+        for (int64_t j = 0; j < d; ++j) vt16[size_t((h * d + j) * Tp + t)] = v16[size_t(t * n + h * d + j)];
   });
   pool_->ParallelFor(T, [&](int64_t b, int64_t e) { quant::f16::avx2::RoundToF16(q + b * n, (e - b) * n); });
   constexpr int64_t kBlock = 32;  // queries per task: scores [32][Tp] stay in L2
@@ -371,17 +378,29 @@ void WhisperRunner::Encode(const float* mel, int32_t n_len, int32_t mel_stride, 
   // As whisper.cpp: cross K carries d^-1/4 of the scale (the query the other d^-1/4, in the
   // softmax), both before the F16 rounding.
   const float kscale = std::pow(float(dt), -0.25f);
+  std::vector<uint16_t> k16(size_t(n_ctx * nt)), v16(k16.size());
   for (size_t l = 0; l < m_.dec.size(); ++l) {
     MatMul(m_.dec[l].ck, enc_out_.data(), n_ctx, kb.data());
     MatMul(m_.dec[l].cv, enc_out_.data(), n_ctx, vb.data());
     float* ck = cross_kt_.data() + l * size_t(n_ctx * nt);
     uint16_t* cv = cross_vt_.data() + l * size_t(n_ctx * nt);
-    for (int64_t hd = 0; hd < hp.n_text_head; ++hd)
-      for (int64_t t = 0; t < n_ctx; ++t)
-        for (int64_t j = 0; j < dt; ++j) {
-          ck[(hd * dt + j) * n_ctx + t] = RoundF16(kb[size_t(t * nt + hd * dt + j)] * kscale);
-          cv[(hd * dt + j) * n_ctx + t] = quant::Fp32ToFp16(vb[size_t(t * nt + hd * dt + j)]);
+    // Scaled and converted row by row (SIMD), then transposed.
+    pool_->ParallelFor(n_ctx, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        float* kr = kb.data() + t * nt;
+        for (int64_t j = 0; j < nt; ++j) kr[j] *= kscale;
+        ToF16(kr, k16.data() + t * nt, nt);
+        quant::DequantizeRow(GgmlType::F16, k16.data() + t * nt, kr, nt);  // K rounded to F16, held as F32
+        ToF16(vb.data() + t * nt, v16.data() + t * nt, nt);
+      }
+    });
+    pool_->ParallelFor(nt, [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c)
+        for (int64_t t = 0; t < n_ctx; ++t) {
+          ck[c * n_ctx + t] = kb[size_t(t * nt + c)];
+          cv[c * n_ctx + t] = v16[size_t(t * nt + c)];
         }
+    });
   }
   self_.n_past = 0;
 }
@@ -391,29 +410,44 @@ Status WhisperRunner::Decode(int32_t token, float* logits) {
   return DecodeBatch(&r, 1);
 }
 
-Status WhisperRunner::DecodeBatch(const Row* rows, int32_t n_rows) {
+Status WhisperRunner::CheckRows(const Row* rows, int32_t n_rows) const {
   const WhisperHparams& hp = m_.hparams();
   if (n_rows <= 0 || !rows) return InvalidArgument("DecodeBatch: no rows");
+  int64_t pos = 0;
+  for (int32_t i = 0; i < n_rows; ++i) {
+    const Row& r = rows[i];
+    if (r.token < 0 || r.token >= hp.n_vocab) return InvalidArgument("token id " + std::to_string(r.token) + " is outside [0, n_vocab)");
+    if (!r.cache) return InvalidArgument("DecodeBatch: a row without a cache");
+    if (i > 0 && r.cache == rows[i - 1].cache) {
+      ++pos;
+    } else {
+      for (int32_t j = 0; j < i; ++j)
+        if (rows[j].cache == r.cache) return InvalidArgument("DecodeBatch: one sequence's rows are not consecutive");
+      pos = r.cache->n_past;
+    }
+    if (pos >= hp.n_text_ctx) return Status(Code::kContextFull, "decoder context is full (" + std::to_string(hp.n_text_ctx) + " tokens)");
+  }
+  return Status::Ok();
+}
+
+Status WhisperRunner::DecodeBatch(const Row* rows, int32_t n_rows) {
+  ZF_RETURN_IF_ERROR(CheckRows(rows, n_rows));
+  const WhisperHparams& hp = m_.hparams();
   const int64_t n = hp.n_text_state, H = hp.n_text_head, d = n / H, C = hp.n_text_ctx, A = hp.n_audio_ctx;
   const size_t cache_size = size_t(hp.n_text_layer) * size_t(C) * size_t(n);
   const int64_t R = n_rows;
   std::vector<int64_t> pos(static_cast<size_t>(R));
   for (int64_t i = 0; i < R; ++i) {
     const Row& r = rows[i];
-    if (r.token < 0 || r.token >= hp.n_vocab) return InvalidArgument("token id " + std::to_string(r.token) + " is outside [0, n_vocab)");
-    if (!r.cache) return InvalidArgument("DecodeBatch: a row without a cache");
     if (i > 0 && r.cache == rows[i - 1].cache) {
       pos[size_t(i)] = pos[size_t(i - 1)] + 1;
     } else {
-      for (int64_t j = 0; j < i; ++j)
-        if (rows[j].cache == r.cache) return InvalidArgument("DecodeBatch: one sequence's rows are not consecutive");
       if (r.cache->kt.size() != cache_size) {  // a fresh cache
         r.cache->kt.assign(cache_size, 0.0f);
         r.cache->vt.assign(cache_size, 0);
       }
       pos[size_t(i)] = r.cache->n_past;
     }
-    if (pos[size_t(i)] >= C) return Status(Code::kContextFull, "decoder context is full (" + std::to_string(C) + " tokens)");
   }
   const float qk_scale = std::pow(float(d), -0.25f);
   const size_t un = size_t(R * n);
@@ -458,8 +492,14 @@ Status WhisperRunner::DecodeBatch(const Row* rows, int32_t n_rows) {
     for (size_t i = 0; i < un; ++i) x[i] += h[i];
     LayerNorm(b.cross_ln, x, R, n, h);
     MatMulExact(b.cq, h, R, q);
-    Attend(q, R, n, cross_kt_.data() + l * size_t(A * n), A, d * A, cross_vt_.data() + l * size_t(A * n), A, d * A, A,
-           int32_t(H), d, qk_scale, a, n);
+    auto window = [&](int64_t i) { return rows[i].cross ? rows[i].cross : this; };
+    for (int64_t i0 = 0, i1 = 0; i0 < R; i0 = i1) {  // each run of rows over one window's K/V
+      const WhisperRunner* w = window(i0);
+      i1 = i0 + 1;
+      while (i1 < R && window(i1) == w) ++i1;
+      Attend(q + i0 * n, i1 - i0, n, w->cross_kt_.data() + l * size_t(A * n), A, d * A,
+             w->cross_vt_.data() + l * size_t(A * n), A, d * A, A, int32_t(H), d, qk_scale, a + i0 * n, n);
+    }
     MatMulExact(b.co, a, R, h);
     for (size_t i = 0; i < un; ++i) x[i] += h[i];
     LayerNorm(b.mlp_ln, x, R, n, h);

@@ -107,6 +107,7 @@ class WhisperRunner {
     int32_t token = 0;
     DecoderCache* cache = nullptr;
     float* logits = nullptr;
+    const WhisperRunner* cross = nullptr;  // whose window it attends to (null: this runner's)
   };
   // Feeds n rows through one decoder pass: each weight matrix is read once for all of them. The
   // rows of one cache must be consecutive; they take positions n_past, n_past + 1, ... (a prompt)
@@ -115,6 +116,8 @@ class WhisperRunner {
   // result is bit for bit what Decode gives it alone (the products are exact per row:
   // quant::f16::avx2::DotRowsF16, or quant::Gemv per row).
   Status DecodeBatch(const Row* rows, int32_t n);
+  // DecodeBatch's checks of the rows (tokens, caches, order, room), changing nothing.
+  Status CheckRows(const Row* rows, int32_t n) const;
 
  private:
   void MatMul(const Linear& l, const float* x, int64_t n_tok, float* y);

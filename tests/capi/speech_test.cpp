@@ -1,7 +1,8 @@
 // Speech to text through the C ABI (zf_speech_*, zf_transcribe, zf_wav_decode; issue #47):
 // tiny.en on jfk.wav gives whisper.cpp 1.8.5's greedy segments (text and timestamps, from
 // tests/data/golden/whisper/tiny.en-jfk.json), the callback sees them in order as the result
-// holds them, and every bad input is a status with a message naming the problem.
+// holds them, concurrent calls give their single results, and every bad input is a status with
+// a message naming the problem.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "zerfoo.h"
@@ -343,6 +345,59 @@ TEST_F(CapiSpeech, SeededSamplingReproducible) {
   }
   EXPECT_FALSE(texts[0].empty());
   EXPECT_EQ(texts[0], texts[1]);
+}
+
+// Every segment's times, text, token ids and probabilities, as one comparable string.
+std::string Dump(const zf_transcription* r) {
+  std::string out;
+  for (size_t i = 0; i < zf_transcription_n_segments(r); ++i) {
+    zf_speech_segment s;
+    s.struct_size = sizeof s;
+    if (zf_transcription_segment(r, i, &s) != ZF_OK) return "error: " + Err();
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "[%lld %lld]", (long long)s.t0_ms, (long long)s.t1_ms);
+    out += buf + std::string(s.text, s.text_len);
+    for (size_t k = 0; k < s.n_tokens; ++k) {
+      std::snprintf(buf, sizeof buf, " %d:%a", s.tokens[k].id, double(s.tokens[k].plog));
+      out += buf;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+// Calls on one model from several threads at once (their decoder steps joined in shared
+// passes) give exactly what each gives alone: greedy, beam 5 and the sample three times over.
+TEST_F(CapiSpeech, ConcurrentCallsGiveTheirSingleResults) {
+  std::vector<float> three;
+  for (int i = 0; i < 3; ++i) three.insert(three.end(), pcm_.begin(), pcm_.end());
+  zf_transcribe_params greedy = Params(), beam = Params();
+  greedy.n_threads = beam.n_threads = 1;
+  beam.beam_size = 5;
+  struct Call {
+    const std::vector<float>* pcm;
+    zf_transcribe_params p;
+    std::string alone, together;
+  };
+  std::vector<Call> calls = {{&pcm_, greedy, "", ""}, {&pcm_, beam, "", ""}, {&three, greedy, "", ""}};
+  auto run = [](const Call& c, std::string* out) {
+    zf_transcription* r = nullptr;
+    if (zf_transcribe(model_, c.pcm->data(), c.pcm->size(), &c.p, nullptr, nullptr, &r) != ZF_OK) {
+      *out = "error: " + Err();
+      return;
+    }
+    *out = Dump(r);
+    zf_transcription_free(r);
+  };
+  for (Call& c : calls) run(c, &c.alone);
+  std::vector<std::thread> threads;
+  for (Call& c : calls) threads.emplace_back(run, std::cref(c), &c.together);
+  for (std::thread& t : threads) t.join();
+  for (const Call& c : calls) {
+    EXPECT_FALSE(c.alone.empty());
+    EXPECT_EQ(c.alone.rfind("error", 0), std::string::npos) << c.alone;
+    EXPECT_EQ(c.together, c.alone);
+  }
 }
 
 TEST_F(CapiSpeech, EmptyAndNullInputs) {

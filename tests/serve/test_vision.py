@@ -89,8 +89,10 @@ def test_image_url_chat(s):
 
 
 def test_plain_base64_and_other_picture(s):
-    # Base64 without the data: prefix is the same image.
-    assert chat(s, B64).choices[0].message.content == chat(s, DATA_URL).choices[0].message.content
+    # Base64 without the data: prefix is the same image, and so is a scheme in capitals.
+    same = chat(s, DATA_URL).choices[0].message.content
+    assert chat(s, B64).choices[0].message.content == same
+    assert chat(s, "DATA:image/PNG;BASE64," + B64).choices[0].message.content == same
     # Another picture: still answered (its tokens are not the first picture's).
     other = chat(s, "data:image/png;base64," + base64.b64encode(png(30, 70, seed=99)).decode())
     assert other.usage.prompt_tokens >= IMAGE_TOKENS
@@ -225,6 +227,7 @@ def test_allow_image_urls():
                "--image-url-timeout", "5", model=GEMMA3)
     try:
         assert chat(s, url + "/a.png").choices[0].message.content == chat(s, DATA_URL).choices[0].message.content
+        assert chat(s, url.replace("http", "HTTP") + "/a.png").usage.prompt_tokens >= IMAGE_TOKENS
         refused(lambda: chat(s, url + "/missing.png"), 400, "messages[0].content[1].image_url.url", "HTTP 404")
         refused(lambda: chat(s, url + "/big.png"), 413, "--image-max-mb")
         refused(lambda: chat(s, "http://127.0.0.1:1/a.png"), 400, "failed")

@@ -3,6 +3,8 @@
 
 #include <httplib.h>
 
+#include <cctype>
+
 namespace cli::serve {
 
 ImageFetchFn MakeImageFetcher(int timeout_s) {
@@ -10,10 +12,12 @@ ImageFetchFn MakeImageFetcher(int timeout_s) {
     auto fail = [&](const std::string& why) { return BadRequest("invalid_value", "'" + field + "': " + why); };
     const size_t scheme_end = url.find("://");
     const size_t path_at = url.find('/', scheme_end + 3);
-    const std::string base = url.substr(0, path_at);
+    std::string scheme = url.substr(0, scheme_end);  // "http" or "https" in any case
+    for (char& c : scheme) c = char(std::tolower(static_cast<unsigned char>(c)));
+    const std::string base = scheme + url.substr(scheme_end, path_at - scheme_end);
     const std::string path = path_at == std::string::npos ? "/" : url.substr(path_at);
 #ifndef CPPHTTPLIB_OPENSSL_SUPPORT
-    if (url.compare(0, 5, "https") == 0 || url.compare(0, 5, "HTTPS") == 0) {
+    if (scheme == "https") {
       throw fail("https image URLs are not supported by this build (cpp-httplib without OpenSSL); use http or a data: URL");
     }
 #endif

@@ -15,21 +15,18 @@ ApiError TooLarge(const std::string& field, size_t bytes, size_t max_bytes) {
               std::to_string(max_bytes) + " bytes per image (--image-max-mb)"};
 }
 
-bool IsHttpUrl(const std::string& url) {
-  auto starts = [&](const char* p) {
-    const std::string s = p;
-    if (url.size() < s.size()) return false;
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (std::tolower(static_cast<unsigned char>(url[i])) != s[i]) return false;
-    }
-    return true;
-  };
-  return starts("http://") || starts("https://");
+// Whether `url` starts with the lowercase `scheme` in any case (URL schemes are case-insensitive).
+bool HasScheme(const std::string& url, const std::string& scheme) {
+  if (url.size() < scheme.size()) return false;
+  for (size_t i = 0; i < scheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(url[i])) != scheme[i]) return false;
+  }
+  return true;
 }
 
 // One image part's URL (string or {"url"}) as a data: URL.
 std::string ResolveUrl(const std::string& url, const std::string& field, const ImagePolicy& policy) {
-  if (IsHttpUrl(url)) {
+  if (HasScheme(url, "http://") || HasScheme(url, "https://")) {
     if (!policy.fetch) {
       throw BadRequest("unsupported", "'" + field +
                                           "': http(s) image URLs are not fetched by this server; send the image as a "
@@ -38,7 +35,7 @@ std::string ResolveUrl(const std::string& url, const std::string& field, const I
     return ImageDataUrl(policy.fetch(url, field, policy.max_bytes), field, policy.max_bytes);
   }
   std::string type, b64, why;
-  if (url.compare(0, 5, "data:") == 0 || url.compare(0, 5, "DATA:") == 0) {
+  if (HasScheme(url, "data:")) {
     if (!ParseDataUrl(url, &type, &b64, &why)) throw BadRequest("invalid_value", "'" + field + "': " + why);
     if (!type.empty() && type.compare(0, 6, "image/") != 0) {
       throw BadRequest("invalid_value", "'" + field + "': the data: URL's type is '" + type + "', not an image");

@@ -25,8 +25,11 @@ scripts/build_aarch64.sh zerfoo_cli zerfoo_unit_tests zerfoo_golden_tests
 # Kernels here; the real-model unit tests (generation, speculation, batching) run natively in the
 # release stage and would take minutes under emulation (tests/common/test_models.h).
 unit_log="$(mktemp)"
+# ChatStream.CorpusEverySplitAndPolicy (the streaming parser fed every split of the chat corpus:
+# a fifth of the unit tests' time under qemu) runs natively in ctest; ChatParse.CorpusRoundTrip
+# keeps the corpus on aarch64's unsigned char here.
 ZF_TEST_ONLY_MODELS=none scripts/gtest_shards.sh 2 "${qemu[@]}" build-test-aarch64/tests/zerfoo_unit_tests \
-  --gtest_brief=1 > "$unit_log" 2>&1 &
+  --gtest_brief=1 --gtest_filter='-ChatStream.CorpusEverySplitAndPolicy' > "$unit_log" 2>&1 &
 unit_pid=$!
 
 model="$(scripts/fetch_models.sh smollm2)"

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "capi/handles.h"
+#include "capi/mmproj_handle.h"
 #include "runtime/chat_turn.h"
 
 using zf::capi::Fail;
@@ -71,8 +72,9 @@ void Fill(const zf::rt::TurnEvent& ev, zf_turn_event* out) {
   std::memcpy(out, &e, e.struct_size);
 }
 
-// The caller's zf_turn_params as the runtime's options (zf_chat_turn_begin, zf_chat_turn_prompt).
-zf_status ReadTurnParams(const zf_turn_params* params, zf::rt::TurnOptions* o) {
+// The caller's zf_turn_params as the runtime's options (zf_chat_turn_begin, zf_chat_turn_prompt);
+// *mmproj: its projector (NULL: none, or a struct_size from before the field).
+zf_status ReadTurnParams(const zf_turn_params* params, zf::rt::TurnOptions* o, const zf_mmproj** mmproj = nullptr) {
   zf_turn_params p;
   zf_turn_params_init(&p, sizeof p);
   if (!zf::capi::ReadParams(params, &p)) return Fail(ZF_ERR_INVALID_ARGUMENT, "params->struct_size is too small");
@@ -82,6 +84,7 @@ zf_status ReadTurnParams(const zf_turn_params* params, zf::rt::TurnOptions* o) {
   o->template_name = p.template_name;
   o->template_text = p.template_text;
   o->now = (p.flags & ZF_CHAT_FIXED_TIME) != 0 ? (p.time_unix < 0 ? 0 : p.time_unix) : -1;
+  if (mmproj != nullptr) *mmproj = p.mmproj;
   if (zf_status st = zf::capi::ToGenerateOptions(p.generate, &o->generate); st != ZF_OK) return st;
   if (p.generate != nullptr && p.generate->struct_size >= offsetof(zf_generate_params, flags) + sizeof(uint32_t) &&
       (p.generate->flags & (ZF_GENERATE_NO_SPECIAL | ZF_GENERATE_NO_PARSE_SPECIAL)) != 0) {
@@ -110,7 +113,32 @@ ZF_API zf_status zf_chat_turn_begin(zf_session* session, const zf_turn_params* p
   if (session->active != nullptr || session->freed) return Busy(session);
   ZF_GUARD_BEGIN
   zf::rt::TurnOptions o;
-  if (zf_status st = ReadTurnParams(params, &o); st != ZF_OK) return st;
+  const zf_mmproj* mmproj = nullptr;
+  if (zf_status st = ReadTurnParams(params, &o, &mmproj); st != ZF_OK) return st;
+  // Image parts: encoded through the projector's cache of recent images, placed as
+  // zf_session_eval_image places them.
+  zf::rt::TurnImages images;
+  if (mmproj != nullptr) {
+    if (mmproj->model->impl != session->model->impl) {
+      return Fail(ZF_ERR_INVALID_ARGUMENT, "params->mmproj was loaded for another model than the session's");
+    }
+    const zf::capi::ImagePlacement pl = zf::capi::PlacementOf(mmproj);
+    images.begin = pl.begin;
+    images.end = pl.end;
+    images.bidirectional = pl.bidirectional;
+    const int32_t n_threads = session->model->impl->default_threads();
+    images.embed = [mmproj, n_threads](std::string_view bytes, const std::string& field,
+                                       std::shared_ptr<const std::vector<float>>* rows) {
+      zf_image im;
+      std::memset(&im, 0, sizeof im);
+      im.struct_size = sizeof im;
+      im.format = ZF_IMAGE_ENCODED;
+      im.data = bytes.data();
+      im.size = bytes.size();
+      return zf::capi::EmbedImageCached(mmproj, im, n_threads, field, rows);
+    };
+    o.images = &images;
+  }
   std::unique_ptr<zf_turn> t(new zf_turn());
   zf::Status st = zf::rt::ChatTurn::Begin(*session->model->served, *session->impl, o, &t->impl);
   if (!st.ok()) return Fail(st);

@@ -2,6 +2,7 @@
 
 #include "common/json_depth.h"
 #include "common/utf8.h"
+#include "runtime/data_url.h"
 
 namespace zf::rt {
 
@@ -47,7 +48,53 @@ Json ToolCalls(const Json& calls, const std::string& at) {
   return out;
 }
 
-Json Messages(const Json& messages, bool* may_normalize) {
+// A message's content parts: text parts joined (no separator, as before), or with an image
+// part among them llama-server's rule for media (text parts joined by "\n", nothing next to an
+// image), each image becoming `marker` and its bytes appended to *images.
+std::string ContentParts(const Json& parts, const std::string& at, const std::string& marker,
+                         std::vector<ChatRequest::Image>* images) {
+  bool media = false;
+  for (const Json& part : parts) media = media || (part.is_object() && part.value("type", "") == "image_url");
+  std::string text;
+  bool last_was_image = false;
+  for (size_t j = 0; j < parts.size(); ++j) {
+    const Json& part = parts[j];
+    const std::string here = at + ".content[" + std::to_string(j) + "]";
+    const std::string type = part.is_object() ? part.value("type", "") : "";
+    if (type == "image_url") {
+      const Json& iu = part.contains("image_url") ? part["image_url"] : Json();
+      const Json& url = iu.is_object() ? iu.value("url", Json()) : iu;
+      if (!url.is_string()) Fail(here + ".image_url.url must be a string (a data URL)");
+      ChatRequest::Image im;
+      im.field = here;
+      Status s = DecodeImageDataUrl(url.get_ref<const std::string&>(), here + ".image_url.url", &im.bytes);
+      if (!s.ok()) Fail(s.message());
+      images->push_back(std::move(im));
+      text += marker;
+      last_was_image = true;
+      continue;
+    }
+    if (type != "text" || !part.contains("text") || !part["text"].is_string()) {
+      Fail(here + ": must be a text part or an image_url part (other part types are not supported)");
+    }
+    if (media && !last_was_image && !text.empty()) text += '\n';
+    text += part["text"].get<std::string>();
+    last_was_image = false;
+  }
+  return text;
+}
+
+// The shortest "<__image_N__>" found nowhere in the request's text (a text that spells one out
+// with JSON escapes is caught when the rendered prompt has more of them than there are images).
+std::string PickMarker(std::string_view request) {
+  for (int n = 0;; ++n) {
+    std::string m = "<__image_" + std::to_string(n) + "__>";
+    if (request.find(m) == std::string_view::npos) return m;
+  }
+}
+
+Json Messages(const Json& messages, bool* may_normalize, const std::string& marker,
+              std::vector<ChatRequest::Image>* images) {
   if (!messages.is_array() || messages.empty()) Fail("request.messages must be a non-empty array");
   Json out = Json::array();
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -63,19 +110,12 @@ Json Messages(const Json& messages, bool* may_normalize) {
     const Json c = m.value("content", Json());
     if (c.is_string()) {
       msg["content"] = c;
-    } else if (c.is_array()) {  // [{"type": "text", "text": ...}, ...]
-      std::string text;
-      for (const Json& part : c) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
-          Fail(at + ".content must be a string or an array of text parts (only text parts are supported)");
-        }
-        text += part["text"].get<std::string>();
-      }
-      msg["content"] = text;
+    } else if (c.is_array()) {  // [{"type": "text", "text": ...}, {"type": "image_url", ...}, ...]
+      msg["content"] = ContentParts(c, at, marker, images);
     } else if (!c.is_null()) {
-      Fail(at + ".content must be a string or an array of text parts");
+      Fail(at + ".content must be a string or an array of content parts");
     } else if (role == "system" || role == "user") {
-      Fail(at + ".content must be a string or an array of text parts ('" + role + "' messages need content)");
+      Fail(at + ".content must be a string or an array of content parts ('" + role + "' messages need content)");
     } else if (role == "assistant") {
       msg["content"] = nullptr;  // only tool calls: None, as transformers passes it
       *may_normalize = true;
@@ -199,7 +239,8 @@ void Parse(std::string_view text, ChatRequest* r) {
   if (body.is_discarded()) Fail("request: malformed JSON");
   if (!body.is_object()) Fail("request must be a JSON object");
   if (!body.contains("messages")) Fail("request.messages: missing (the conversation is required)");
-  r->messages = Messages(body["messages"], &r->may_normalize);
+  r->image_marker = PickMarker(text);
+  r->messages = Messages(body["messages"], &r->may_normalize, r->image_marker, &r->images);
   Continuation(body, r);
   Json tools = Tools(body);
   std::string choice = "auto";

@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,16 @@ struct ChatRequest {
   // before it, and its text is written after the generation prompt for the model to go on from.
   enum class Continue { kNone, kContent, kReasoning } continue_final = Continue::kNone;
   std::string continue_content, continue_reasoning;
+  // Image parts (OpenAI's image_url with a data URL), in the order they appear: their bytes and
+  // the part's name for errors ("request.messages[0].content[1]"). In `messages` each is the
+  // text `image_marker` in its message's content, whose parts are joined as llama-server joins
+  // a message with media (text parts by "\n", nothing before or after an image).
+  struct Image {
+    std::string field;
+    std::string bytes;
+  };
+  std::vector<Image> images;
+  std::string image_marker;  // absent from the request's text, so the rendered prompt splits at it
   // response_format as a constraint (kNone: none).
   ConstraintKind format_kind = ConstraintKind::kNone;
   std::string format_constraint;

@@ -135,12 +135,82 @@ Status Prepare(const ServedModel& sm, const TurnOptions& o, Prepared* p) {
   } catch (const jinja::Error& e) {  // nesting limits while building the variables
     return InvalidArgument(std::string("request: ") + e.what());
   }
+  if (!req.images.empty() && o.images == nullptr) {
+    return InvalidArgument(req.images[0].field + ": an image part needs the model's vision projector "
+                           "(zf_turn_params.mmproj); none was given");
+  }
   // The request is valid UTF-8, so the template wrote these bytes: the prompt is refused here,
   // as the tokenizer refuses it in Begin(), so that zf_chat_turn_prompt fails as the turn does.
   size_t bad = 0;
   if (!IsValidUtf8(p->prompt, &bad)) {
     return Status(Code::kInvalidUtf8, "the rendered prompt is not valid UTF-8 (byte offset " + std::to_string(bad) +
                                           "; the template wrote it)");
+  }
+  return Status::Ok();
+}
+
+// A run of the prompt: tokens[start, start + n) are text, or (rows != nullptr) an image's rows,
+// whose entries are Session::EmbeddingToken of the rows' hash.
+struct PromptRun {
+  size_t start = 0, n = 0;
+  std::shared_ptr<const std::vector<float>> rows;
+};
+
+// The rendered prompt in runs: text tokenized piece by piece between the images (BOS on the
+// first, special-token text as tokens, as libmtmd tokenizes its text chunks), each image as its
+// begin marker's tokens, its rows and its end marker's tokens.
+Status PromptRuns(const ServedModel& sm, const Prepared& prep, const TurnImages* images, std::vector<PromptRun>* runs,
+                  std::vector<int32_t>* tokens) {
+  const tok::Tokenizer& tk = sm.model().tokenizer();
+  const std::vector<ChatRequest::Image>& parts = prep.req.images;
+  if (parts.empty()) {
+    ZF_RETURN_IF_ERROR(tk.Encode(prep.prompt, true, true, tokens));
+    runs->push_back(PromptRun{0, tokens->size(), nullptr});
+    return Status::Ok();
+  }
+  const std::string& marker = prep.req.image_marker;
+  std::vector<std::string_view> pieces;
+  for (size_t at = 0;;) {
+    const size_t m = prep.prompt.find(marker, at);
+    pieces.push_back(std::string_view(prep.prompt).substr(at, m == std::string::npos ? std::string::npos : m - at));
+    if (m == std::string::npos) break;
+    at = m + marker.size();
+  }
+  if (pieces.size() != parts.size() + 1) {
+    return InvalidArgument("request.messages: the template placed " + std::to_string(pieces.size() - 1) + " of " +
+                           std::to_string(parts.size()) + " images (a message's text may spell out the image marker '" +
+                           marker + "', or the template dropped a message)");
+  }
+  const size_t E = size_t(sm.model().desc().n_embd);
+  std::vector<int32_t> piece;
+  // Text is appended to the current text run, or starts one.
+  const auto add_text = [&](const std::vector<int32_t>& t) {
+    if (t.empty()) return;
+    if (runs->empty() || runs->back().rows != nullptr) runs->push_back(PromptRun{tokens->size(), 0, nullptr});
+    tokens->insert(tokens->end(), t.begin(), t.end());
+    runs->back().n += t.size();
+  };
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    ZF_RETURN_IF_ERROR(tk.Encode(pieces[i], i == 0, true, &piece));
+    add_text(piece);
+    if (i == parts.size()) break;
+    std::shared_ptr<const std::vector<float>> rows;
+    ZF_RETURN_IF_ERROR(images->embed(parts[i].bytes, parts[i].field, &rows));
+    if (rows == nullptr || rows->empty() || rows->size() % E != 0) {
+      return Status(Code::kInternal, parts[i].field + ": the projector returned rows of another width");
+    }
+    if (!images->begin.empty()) {
+      ZF_RETURN_IF_ERROR(tk.Encode(images->begin, false, true, &piece));
+      add_text(piece);
+    }
+    const size_t n = rows->size() / E;
+    const uint64_t hash = Session::RowsKey(rows->data(), rows->size(), images->bidirectional);
+    runs->push_back(PromptRun{tokens->size(), n, rows});
+    for (size_t j = 0; j < n; ++j) tokens->push_back(Session::EmbeddingToken(hash, j));
+    if (!images->end.empty()) {
+      ZF_RETURN_IF_ERROR(tk.Encode(images->end, false, true, &piece));
+      add_text(piece);
+    }
   }
   return Status::Ok();
 }
@@ -160,7 +230,6 @@ Status ChatTurn::Begin(const ServedModel& sm, Session& session, const TurnOption
   Prepared prep;
   ZF_RETURN_IF_ERROR(Prepare(sm, o, &prep));
   const ChatRequest& req = prep.req;
-  const std::string& prompt = prep.prompt;
   std::unique_ptr<ChatTurn> t(new ChatTurn());
   t->start_ = t0;
   GenerateOptions g = o.generate;
@@ -173,20 +242,37 @@ Status ChatTurn::Begin(const ServedModel& sm, Session& session, const TurnOption
   t->parser_.reset(new chat::StreamParser(*prep.format, req.parse_tools ? req.tools : Json(), ro));
 
   // The prompt as `zerfoo generate` tokenizes it (BOS per the model, special-token text as
-  // tokens), so a turn's greedy output equals the CLI's on the rendered text.
+  // tokens), so a turn's greedy output equals the CLI's on the rendered text; with images, in
+  // runs of text and image rows (PromptRuns).
+  std::vector<PromptRun> runs;
   std::vector<int32_t> tokens;
-  ZF_RETURN_IF_ERROR(sm.model().tokenizer().Encode(prompt, true, true, &tokens));
+  ZF_RETURN_IF_ERROR(PromptRuns(sm, prep, o.images, &runs, &tokens));
   if (tokens.empty()) return InvalidArgument("request.messages: the rendered prompt is empty");
   if (int64_t(tokens.size()) + 1 > session.n_ctx()) {
     return Status(Code::kContextFull, "the prompt has " + std::to_string(tokens.size()) +
                                           " tokens; the session's context is " + std::to_string(session.n_ctx()));
   }
   // What the session holds of the prompt stays; at least one token is evaluated (its logits
-  // start the generation). The prefix cache supplies what it has of the rest.
+  // start the generation). An image's entries match only the same image's (its rows' hash), so
+  // a kept part of an image was computed with the whole image and the rest of it continues it
+  // exactly. The prefix cache supplies what it has of the rest.
   const size_t keep = std::min(CommonPrefix(session.Conversation(), tokens), tokens.size() - 1);
   ZF_RETURN_IF_ERROR(session.Truncate(keep));
   const int64_t cached_before = session.cached_tokens();
-  ZF_RETURN_IF_ERROR(session.EvalKeepLogits(tokens.data() + keep, tokens.size() - keep));
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const PromptRun& r = runs[i];
+    const bool last = i + 1 == runs.size();
+    if (r.start + r.n <= keep) continue;
+    if (r.rows != nullptr) {
+      const size_t from = keep > r.start ? keep - r.start : 0;
+      ZF_RETURN_IF_ERROR(session.EvalEmbeddings(r.rows->data(), r.n, o.images->bidirectional, last, from));
+      continue;
+    }
+    const size_t from = std::max(keep, r.start);
+    const int32_t* p = tokens.data() + from;
+    const size_t n = r.start + r.n - from;
+    ZF_RETURN_IF_ERROR(last ? session.EvalKeepLogits(p, n) : session.Eval(p, n, nullptr));
+  }
   t->usage_.n_prompt = int32_t(tokens.size());
   t->usage_.n_cached = int32_t(keep + size_t(session.cached_tokens() - cached_before));
 

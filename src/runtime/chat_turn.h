@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -27,6 +28,16 @@ namespace zf::rt {
 // Values equal ZF_FINISH_* in zerfoo.h.
 enum class FinishReason : int32_t { kStop = 0, kLength = 1, kToolCalls = 2 };
 
+// How a turn places its request's images (chat_request.h: ChatRequest::images): the rows of an
+// image's bytes (n x n_embd floats; `field` names the request part for errors), the marker text
+// around them (Gemma 3: "<start_of_image>", "<end_of_image>") and whether they attend both ways.
+struct TurnImages {
+  std::function<Status(std::string_view bytes, const std::string& field, std::shared_ptr<const std::vector<float>>* rows)>
+      embed;
+  std::string begin, end;
+  bool bidirectional = false;
+};
+
 struct TurnOptions {
   std::string_view request_json;     // OpenAI Chat Completions fields (chat_request.h)
   const char* template_name = nullptr;
@@ -34,6 +45,7 @@ struct TurnOptions {
   GenerateOptions generate;          // sampling, stops, logprobs, drafts; its constraint (if any)
                                      // is the output constraint instead of response_format
   int64_t now = -1;                  // strftime_now's clock (-1: the local time now)
+  const TurnImages* images = nullptr;  // nullptr: a request with an image part is refused
 };
 
 struct TurnUsage {

@@ -60,18 +60,21 @@ class Session {
 
   void Reset();
 
-  // Embedding input (session_embd.cpp): appends rows[0..n) of n_embd floats (host memory) in
-  // place of token embeddings at the next positions, and with keep_logits keeps the last
-  // position's logits in last_logits(). bidirectional: the rows attend to each other both ways, so they go in one
-  // step (n <= kMaxBatch). Their history entries are EmbeddingToken(hash of the rows, i): the
-  // rows' content takes part in every prefix comparison (Conversation, the prefix cache's block
-  // keys). kUnsupported on a device engine or for a model with per-layer token inputs.
-  Status EvalEmbeddings(const float* rows, size_t n, bool bidirectional, bool keep_logits);
+  // Embedding input (session_embd.cpp): appends rows[from..n) of n_embd floats (host memory)
+  // in place of token embeddings at the next positions (rows[0..from) already end the history:
+  // a span cut by Truncate), and with keep_logits keeps the last position's logits in
+  // last_logits(). bidirectional: the rows attend to each other both ways, so they go in one
+  // step (n - from <= kMaxBatch). Their history entries are EmbeddingToken(hash of all n rows
+  // and the attention mode, i): the rows' content takes part in every prefix comparison (Conversation, the prefix
+  // cache's block keys, from which whole blocks of the same rows are taken). kUnsupported on a
+  // device engine, for a model with per-layer token inputs or recurrent layers.
+  Status EvalEmbeddings(const float* rows, size_t n, bool bidirectional, bool keep_logits, size_t from = 0);
   // The history entry of row i of embedding rows whose content hash is `hash`: always negative
   // (no token id is), a mix of both.
   static int32_t EmbeddingToken(uint64_t hash, size_t i);
-  // A hash of n floats' bits (the rows' content as EvalEmbeddings keys it).
-  static uint64_t HashRows(const float* rows, size_t n);
+  // The key EvalEmbeddings gives n floats of rows: a hash of their bits and how they attend
+  // (the same rows evaluated causally are other KV rows).
+  static uint64_t RowsKey(const float* rows, size_t n, bool bidirectional);
 
   // The conversation as the next call sees it: the tokens in the KV cache, then the deferred ones.
   std::vector<int32_t> Conversation() const;

@@ -1,17 +1,16 @@
 // Session: embedding rows as input (an image's embeddings), keyed in the history by their hash.
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "runtime/session.h"
 
 namespace zf::rt {
 
-int32_t Session::EmbeddingToken(uint64_t hash, size_t i) {
-  uint64_t h = (hash ^ (uint64_t(i) + 1) * 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 31;
-  return int32_t(uint32_t(h >> 32) | 0x80000000u);  // the sign bit set: never a token id
-}
+namespace {
 
-uint64_t Session::HashRows(const float* rows, size_t n) {
+// A hash of n floats' bits.
+uint64_t HashRows(const float* rows, size_t n) {
   uint64_t h = 0xcbf29ce484222325ull ^ uint64_t(n);
   for (size_t i = 0; i < n; ++i) {
     uint32_t bits;
@@ -21,9 +20,23 @@ uint64_t Session::HashRows(const float* rows, size_t n) {
   return h ^ (h >> 29);
 }
 
-Status Session::EvalEmbeddings(const float* rows, size_t n, bool bidirectional, bool keep_logits) {
+}  // namespace
+
+
+int32_t Session::EmbeddingToken(uint64_t hash, size_t i) {
+  uint64_t h = (hash ^ (uint64_t(i) + 1) * 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 31;
+  return int32_t(uint32_t(h >> 32) | 0x80000000u);  // the sign bit set: never a token id
+}
+
+uint64_t Session::RowsKey(const float* rows, size_t n, bool bidirectional) {
+  // How the rows attend is part of what they are: causal rows are other KV rows.
+  return HashRows(rows, n) ^ (bidirectional ? 0x6a09e667f3bcc909ull : 0);
+}
+
+Status Session::EvalEmbeddings(const float* rows, size_t n, bool bidirectional, bool keep_logits, size_t from) {
   const model::ModelDesc& d = model_.desc();
-  if (n == 0) return InvalidArgument("no embedding rows to evaluate");
+  if (n == 0 || from >= n) return InvalidArgument("no embedding rows to evaluate");
   if (!host_) {
     return Unsupported(std::string("embedding input runs on the CPU engine only; this session runs on ") +
                        (model_.engine() != nullptr ? model_.engine()->name() : "another engine"));
@@ -33,29 +46,40 @@ Status Session::EvalEmbeddings(const float* rows, size_t n, bool bidirectional, 
   }
   // A recurrent model's Truncate evaluates history again from a checkpoint: token ids only.
   if (recurrent()) return Unsupported("embedding input on a model with recurrent layers is not supported");
-  if (bidirectional && n > size_t(max_batch_)) {
-    return InvalidArgument(std::to_string(n) + " bidirectional rows do not fit one step of " + std::to_string(max_batch_));
+  if (bidirectional && n - from > size_t(max_batch_)) {
+    return InvalidArgument(std::to_string(n - from) + " bidirectional rows do not fit one step of " +
+                           std::to_string(max_batch_));
   }
-  if (size_t(n_past()) + deferred_.size() + n > size_t(n_ctx_)) {
-    return Status(Code::kContextFull, std::to_string(n) + " embedding rows do not fit: " + std::to_string(n_past()) +
-                                          " of " + std::to_string(n_ctx_) + " context positions are used");
+  if (size_t(n_past()) + deferred_.size() + (n - from) > size_t(n_ctx_)) {
+    return Status(Code::kContextFull, std::to_string(n - from) + " embedding rows do not fit: " +
+                                          std::to_string(n_past()) + " of " + std::to_string(n_ctx_) +
+                                          " context positions are used");
   }
   ZF_RETURN_IF_ERROR(FlushDeferred());
   const size_t E = size_t(d.n_embd);
-  const uint64_t hash = HashRows(rows, n * E);
+  const uint64_t hash = RowsKey(rows, n * E, bidirectional);
+  std::vector<int32_t> entries(n - from);
+  for (size_t i = from; i < n; ++i) entries[i - from] = EmbeddingToken(hash, i);
+  has_logits_ = has_argmax_ = false;
+  // Blocks of the same rows from the prefix cache: their keys hold the rows' hash. The rest of
+  // a bidirectional span then attends over the cached rows as over its own (each row's keys
+  // are the same, computed the same way), so a partly cached span gives the whole span's bits.
+  size_t done = prefix_cache_ != nullptr ? ReuseBlocks(entries.data(), entries.size(), keep_logits ? 1 : 0) : 0;
+  cached_tokens_ += int64_t(done);
+  done += from;
   // Its own context even when batched: the batcher's steps take token ids.
   model::ForwardPool::Lease borrowed;
   const model::ForwardPool::Lease* ctx = nullptr;
-  ZF_RETURN_IF_ERROR(Context(&borrowed, &ctx));
-  has_logits_ = has_argmax_ = false;
-  for (size_t done = 0; done < n;) {
+  if (done < n) ZF_RETURN_IF_ERROR(Context(&borrowed, &ctx));
+  while (done < n) {
     if (ConsumeCancel()) return Status(Code::kCancelled, "evaluation cancelled");
-    const size_t chunk = bidirectional ? n : std::min<size_t>(size_t(StepLimit(max_batch_)), n - done);
+    const size_t chunk = bidirectional ? n - done : std::min<size_t>(size_t(StepLimit(max_batch_)), n - done);
     const bool last = done + chunk == n;
     ctx->forward().RunEmbd(Seq(), rows + done * E, int32_t(chunk), n_past(), bidirectional,
                            last && keep_logits ? logits_.data() : nullptr);
     ZF_RETURN_IF_ERROR(ctx->backend().TakeError());
-    for (size_t i = 0; i < chunk; ++i) history_.push_back(EmbeddingToken(hash, done + i));
+    history_.insert(history_.end(), entries.begin() + std::ptrdiff_t(done - from),
+                    entries.begin() + std::ptrdiff_t(done - from + chunk));
     KeepCheckpoint();
     done += chunk;
     if (prefix_cache_ != nullptr) StoreBlocks();

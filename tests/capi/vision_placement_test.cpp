@@ -251,6 +251,20 @@ TEST_P(CapiVisionPlacement, EmbeddingsRouteGivesTheImageRoutesBits) {
             ZF_OK);
   ASSERT_EQ(zf_session_eval(c.get(), after.data(), after.size(), lc.data(), lc.size()), ZF_OK);
   EXPECT_NE(la, lc);
+  // Causal rows in one step are the same rows one at a time (an exact session's steps). With
+  // the model's prefix cache on, this also checks that the bidirectional rows cached above are
+  // not served for the same rows evaluated causally (their entries name the attention mode).
+  {
+    SessionPtr e = NewSession(model_.get(), 1024);
+    std::vector<float> le(n_vocab_);
+    ASSERT_EQ(zf_session_eval(e.get(), before.data(), before.size(), nullptr, 0), ZF_OK);
+    for (int32_t i = 0; i < n_tok; ++i) {
+      const size_t w = rows.size() / size_t(n_tok);
+      ASSERT_EQ(zf_session_eval_embeddings(e.get(), rows.data() + size_t(i) * w, 1, w, 0, nullptr, 0), ZF_OK);
+    }
+    ASSERT_EQ(zf_session_eval(e.get(), after.data(), after.size(), le.data(), le.size()), ZF_OK);
+    EXPECT_EQ(le, lc);
+  }
   // Another image: other tokens at its positions.
   std::vector<uint8_t> other = zf::vision::test::Pattern(int(w_), int(h_), 99);
   const zf_image im2 = Rgb(other, w_, h_);

@@ -112,6 +112,18 @@ def test_anthropic_image(s):
     r1 = c.messages.create(model="gemma3", max_tokens=8, messages=msg, extra_body={"temperature": 0})
     r2 = c.messages.create(model="gemma3", max_tokens=8, messages=msg, extra_body={"temperature": 0})
     assert r1.content == r2.content and r1.usage.input_tokens >= IMAGE_TOKENS, (r1, r2)
+    # A screenshot tool's result: the image goes into the tool message.
+    shot = [{"role": "user", "content": "Take a screenshot."},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "screenshot", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [
+                {"type": "text", "text": "Here it is."},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": B64}}]}]}]
+    tools = [{"name": "screenshot", "description": "Takes a screenshot.", "input_schema": {"type": "object"}}]
+    r = c.messages.create(model="gemma3", max_tokens=4, messages=shot, tools=tools, extra_body={"temperature": 0})
+    assert r.usage.input_tokens >= IMAGE_TOKENS, r
+    shot[2]["content"][0]["content"][1]["source"]["data"] = "%%%"
+    refused(lambda: c.messages.create(model="gemma3", max_tokens=4, messages=shot, tools=tools), 400,
+            "messages[2].content[0].content[1].source.data")
     refused(lambda: c.messages.create(model="gemma3", max_tokens=8, messages=[{"role": "user", "content": [
         {"type": "image", "source": {"type": "file", "file_id": "f"}}]}]), 400, "messages[0].content[0].source.type")
     refused(lambda: c.messages.create(model="gemma3", max_tokens=8, messages=[{"role": "user", "content": [

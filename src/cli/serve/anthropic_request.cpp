@@ -75,22 +75,47 @@ json ImageBlock(const json& b, const std::string& field, const RequestContext& c
   throw BadRequest("invalid_value", "'" + field + ".source.type' must be \"base64\" or \"url\" (got \"" + type + "\")");
 }
 
+// A text block's text (block `f` where only text is taken).
+std::string BlockText(const json& block, const std::string& f) {
+  const std::string type = TypeOf(block, f);
+  if (type == "image" || type == "document") throw TextOnly(f, type);
+  if (type != "text") throw BadRequest("invalid_value", "'" + f + ".type' must be \"text\" here (got \"" + type + "\")");
+  const json* t = Field(block, "text");
+  if (t == nullptr) throw BadRequest("missing_field", "'" + f + ".text' is required");
+  return Str(*t, f + ".text");
+}
+
 // Text blocks (system, tool_result content) joined with newlines; a string as it is.
 std::string TextBlocks(const json& v, const std::string& field) {
   if (v.is_string()) return v.get<std::string>();
   Arr(v, field);
   std::string out;
   for (size_t i = 0; i < v.size(); ++i) {
-    const std::string f = field + "[" + std::to_string(i) + "]";
-    const std::string type = TypeOf(v[i], f);
-    if (type == "image" || type == "document") throw TextOnly(f, type);
-    if (type != "text") throw BadRequest("invalid_value", "'" + f + ".type' must be \"text\" here (got \"" + type + "\")");
-    const json* t = Field(v[i], "text");
-    if (t == nullptr) throw BadRequest("missing_field", "'" + f + ".text' is required");
+    const std::string text = BlockText(v[i], field + "[" + std::to_string(i) + "]");
     if (!out.empty()) out += "\n";
-    out += Str(*t, f + ".text");
+    out += text;
   }
   return out;
+}
+
+// A tool_result's content: its text (text blocks joined with newlines, after `prefix`), or with
+// image blocks (a screenshot tool's) the text and image parts in order.
+json ToolResultContent(const json& v, const std::string& field, const std::string& prefix, const RequestContext& ctx) {
+  const bool images = v.is_array() && std::any_of(v.begin(), v.end(), [](const json& b) {
+    return b.is_object() && b.contains("type") && b["type"] == "image";
+  });
+  if (!images) return prefix + TextBlocks(v, field);
+  json parts = json::array();
+  if (!prefix.empty()) parts.push_back({{"type", "text"}, {"text", prefix}});
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string f = field + "[" + std::to_string(i) + "]";
+    if (TypeOf(v[i], f) == "image") {
+      parts.push_back(ImageBlock(v[i], f, ctx));
+    } else {
+      parts.push_back({{"type", "text"}, {"text", BlockText(v[i], f)}});
+    }
+  }
+  return parts;
 }
 
 // Claude Code's first system block, "x-anthropic-billing-header: cc_version=...; ...", differs
@@ -190,11 +215,11 @@ void TranslateMessage(const json& m, size_t i, const RequestContext& ctx, json* 
       only(!assistant, "a user");
       const std::string id = Str(need("tool_use_id"), f + ".tool_use_id");
       const json* c = Field(b, "content");
-      std::string result = c != nullptr ? TextBlocks(*c, f + ".content") : std::string();
       const json* err = Field(b, "is_error");
       // OpenAI's tool messages have no error flag: the model reads it in the text.
-      if (err != nullptr && Bool(*err, f + ".is_error")) result = "Error: " + result;
-      results.push_back({{"role", "tool"}, {"tool_call_id", id}, {"content", result}});
+      const std::string prefix = err != nullptr && Bool(*err, f + ".is_error") ? "Error: " : "";
+      results.push_back({{"role", "tool"}, {"tool_call_id", id},
+                         {"content", c != nullptr ? ToolResultContent(*c, f + ".content", prefix, ctx) : json(prefix)}});
     } else if (type == "thinking") {
       only(assistant, "an assistant");
       reasoning += Str(need("thinking"), f + ".thinking");

@@ -131,14 +131,23 @@ public class VisionTests
             return s.ChatTurn(req);
     }
 
-    [Test]
-    public void ChatTurnWithImage()
+    // Gemma 3 270M (fully loaded), its projector and a 64 x 48 BMP.
+    static void WithGemma3(Action<Model, Mmproj, byte[]> body)
     {
         using (Model model = Model.Load(Env("ZERFOO_GEMMA3_MODEL")))
         using (Mmproj p = Mmproj.Load(model, MmprojPath()))
         {
             byte[] rgb, bmp;
             Picture(64, 48, out rgb, out bmp);
+            body(model, p, bmp);
+        }
+    }
+
+    [Test]
+    public void ChatTurnWithImage()
+    {
+        WithGemma3((model, p, bmp) =>
+        {
             Func<ChatRequest> withImage = () => new ChatRequest
             {
                 Messages = { ChatRequestMessage.UserWithImages("What is this?", bmp) },
@@ -155,17 +164,14 @@ public class VisionTests
             ChatRequest noMmproj = withImage();
             noMmproj.Mmproj = null;
             Fails(() => Turn(model, noMmproj), Status.InvalidArgument, "messages[0].content[0]");
-        }
+        });
     }
 
     [Test]
     public void EvalImageAndEmbeddings()
     {
-        using (Model model = Model.Load(Env("ZERFOO_GEMMA3_MODEL")))
-        using (Mmproj p = Mmproj.Load(model, MmprojPath()))
+        WithGemma3((model, p, bmp) =>
         {
-            byte[] rgb, bmp;
-            Picture(64, 48, out rgb, out bmp);
             using (var s = model.CreateSession(new SessionOptions { ContextSize = 1024, Threads = 1 }))
             {
                 float[] logits = s.EvalImage(p, bmp);
@@ -182,6 +188,6 @@ public class VisionTests
                 Fails(() => s.EvalEmbeddings(new float[3], 3, false), Status.InvalidArgument, "width");
                 Assert.Throws<ArgumentException>(() => s.EvalEmbeddings(new float[5], 3, false));
             }
-        }
+        });
     }
 }

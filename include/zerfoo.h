@@ -1809,10 +1809,11 @@ ZF_API zf_status zf_image_embed(const zf_mmproj* mmproj, const zf_image* image, 
  * `<end_of_image>` after, no newlines) this is what zf_session_eval_image() does.
  *
  * The positions appear in zf_session_tokens() as negative values (no token is negative): a hash
- * of the rows' contents mixed with the position within them, so a conversation compared with a
- * later prompt (chat turns, the model's prefix cache) matches these positions only against the
- * same embeddings. zf_session_eval() never takes such values; zf_session_truncate() may cut
- * anywhere; zf_session_save_state() keeps them and their KV rows.
+ * of all the rows' contents and of the flags mixed with the position within them, so a
+ * conversation compared with a later prompt (chat turns, the model's prefix cache) matches these
+ * positions only against the same embeddings evaluated the same way. zf_session_eval() never
+ * takes such values; zf_session_truncate() may cut anywhere (a chat turn whose prompt repeats
+ * the image continues a cut span exactly); zf_session_save_state() keeps them and their KV rows.
  * CPU engine only in this version (::ZF_ERR_UNSUPPORTED on CUDA).
  * @param session The session. Required.
  * @param embd n_tokens rows of `width` floats, row-major. Required.

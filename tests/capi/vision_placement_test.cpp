@@ -277,6 +277,24 @@ TEST_P(CapiVisionPlacement, EmbeddingsRouteGivesTheImageRoutesBits) {
   for (size_t i = first; i < first + size_t(n_tok); ++i) EXPECT_NE(td[i], ta[i]) << i;
 }
 
+// A saved state keeps the image's entries and KV rows: loaded into another session, the next
+// step's logits are the original session's, bit for bit.
+TEST_P(CapiVisionPlacement, StateKeepsTheImage) {
+  SessionPtr a = NewSession(model_.get(), 1024), b = NewSession(model_.get(), 1024);
+  (void)EvalPrompt(a.get());
+  size_t size = 0, written = 0;
+  ASSERT_EQ(zf_session_state_size(a.get(), &size), ZF_OK);
+  std::vector<uint8_t> state(size);
+  ASSERT_EQ(zf_session_state_save(a.get(), state.data(), state.size(), &written), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_state_load(b.get(), state.data(), written), ZF_OK) << zf_last_error();
+  EXPECT_EQ(SessionTokens(a.get()), SessionTokens(b.get()));
+  const int32_t next = golden_["greedy"][0]["token"];
+  std::vector<float> la(n_vocab_), lb(n_vocab_);
+  ASSERT_EQ(zf_session_eval(a.get(), &next, 1, la.data(), la.size()), ZF_OK);
+  ASSERT_EQ(zf_session_eval(b.get(), &next, 1, lb.data(), lb.size()), ZF_OK);
+  EXPECT_EQ(la, lb);
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, CapiVisionPlacement, ::testing::Values("f16", "q8_0"));
 
 TEST(CapiVisionPlacementErrors, RefusalsNameTheProblem) {

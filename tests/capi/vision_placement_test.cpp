@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "capi/test_handles.h"
+#include "capi/vision_handles.h"
 #include "common/test_models.h"
 #include "vision/test_images.h"
 #include "zerfoo.h"
@@ -28,7 +29,9 @@ namespace {
 using nlohmann::json;
 using zf::capitest::Load;
 using zf::capitest::ModelPtr;
+using zf::capitest::MmprojPtr;
 using zf::capitest::NewSession;
+using zf::capitest::Rgb;
 using zf::capitest::SessionPtr;
 
 // As tests/capi/golden_test.cpp: a greedy token may differ from the reference's only at a
@@ -43,31 +46,12 @@ constexpr double kTieMargin = 1.25;
 // and each run checks that both land farther from libmtmd than the placement does.
 constexpr double kMinCosine = 0.985;
 
-struct MmprojDeleter {
-  void operator()(zf_mmproj* p) const { zf_mmproj_free(p); }
-};
-using MmprojPtr = std::unique_ptr<zf_mmproj, MmprojDeleter>;
-
-std::string Fixture(const std::string& type) {
-  return std::string(ZF_VISION_MODELS_DIR) + "/mmproj-gemma3-" + type + ".gguf";
-}
+std::string Fixture(const std::string& type) { return zf::capitest::MmprojFixture(type); }
 
 json Golden(const std::string& type) {
   std::ifstream f(std::string(ZF_TEST_DATA_DIR) + "/golden/vision/gemma3-" + type + "-lm.json");
   EXPECT_TRUE(f.good()) << "missing golden for " << type;
   return f.good() ? json::parse(f) : json();
-}
-
-zf_image Rgb(const std::vector<uint8_t>& rgb, uint32_t w, uint32_t h) {
-  zf_image im;
-  std::memset(&im, 0, sizeof im);
-  im.struct_size = sizeof im;
-  im.format = ZF_IMAGE_RGB8;
-  im.data = rgb.data();
-  im.size = rgb.size();
-  im.width = w;
-  im.height = h;
-  return im;
 }
 
 double CentredCosine(const std::vector<double>& a, const std::vector<double>& b) {

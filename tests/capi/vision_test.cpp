@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "capi/test_handles.h"
+#include "capi/vision_handles.h"
 #include "common/test_models.h"
 #include "vision/golden_check.h"
 #include "vision/test_images.h"
@@ -25,12 +26,10 @@
 namespace {
 
 using zf::capitest::Load;
+using zf::capitest::Encoded;
 using zf::capitest::ModelPtr;
-
-struct MmprojDeleter {
-  void operator()(zf_mmproj* p) const { zf_mmproj_free(p); }
-};
-using MmprojPtr = std::unique_ptr<zf_mmproj, MmprojDeleter>;
+using zf::capitest::MmprojPtr;
+using zf::capitest::Rgb;
 
 std::string ReadText(const std::string& path) {
   std::ifstream in(path);
@@ -39,25 +38,7 @@ std::string ReadText(const std::string& path) {
   return ss.str();
 }
 
-std::string Fixture(const char* type) { return std::string(ZF_VISION_MODELS_DIR) + "/mmproj-gemma3-" + type + ".gguf"; }
-
-zf_image Encoded(const std::vector<uint8_t>& bytes) {
-  zf_image im;
-  std::memset(&im, 0, sizeof im);
-  im.struct_size = sizeof im;
-  im.format = ZF_IMAGE_ENCODED;
-  im.data = bytes.data();
-  im.size = bytes.size();
-  return im;
-}
-
-zf_image Rgb(const std::vector<uint8_t>& rgb, uint32_t w, uint32_t h) {
-  zf_image im = Encoded(rgb);
-  im.format = ZF_IMAGE_RGB8;
-  im.width = w;
-  im.height = h;
-  return im;
-}
+std::string Fixture(const char* type) { return zf::capitest::MmprojFixture(type); }
 
 // Embeds through the ABI the way a binding does: ask for the size, then fill.
 std::vector<float> Embed(const zf_mmproj* p, const zf_image& im, int32_t n_threads = 2) {

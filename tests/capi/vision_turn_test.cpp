@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "capi/test_handles.h"
+#include "capi/vision_handles.h"
 #include "common/test_models.h"
 #include "vision/test_images.h"
 #include "zerfoo.h"
@@ -26,13 +27,9 @@ namespace {
 using nlohmann::json;
 using zf::capitest::Load;
 using zf::capitest::ModelPtr;
+using zf::capitest::MmprojPtr;
 using zf::capitest::NewSession;
 using zf::capitest::SessionPtr;
-
-struct MmprojDeleter {
-  void operator()(zf_mmproj* p) const { zf_mmproj_free(p); }
-};
-using MmprojPtr = std::unique_ptr<zf_mmproj, MmprojDeleter>;
 
 std::string Base64(const std::vector<uint8_t>& b) {
   static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -85,7 +82,7 @@ class CapiVisionTurn : public ::testing::Test {
     ASSERT_EQ(zf_model_load(path.c_str(), &mp, &m), ZF_OK) << zf_last_error();
     model_.reset(m);
     zf_mmproj* p = nullptr;
-    const std::string f = std::string(ZF_VISION_MODELS_DIR) + "/mmproj-gemma3-f16.gguf";
+    const std::string f = zf::capitest::MmprojFixture("f16");
     ASSERT_EQ(zf_mmproj_load(model_.get(), f.c_str(), 0, &p), ZF_OK) << zf_last_error();
     mmproj_.reset(p);
     std::ifstream g(std::string(ZF_TEST_DATA_DIR) + "/golden/vision/gemma3-f16-lm.json");
@@ -177,7 +174,7 @@ TEST_F(CapiVisionTurn, PromptIsLibmtmdsAndReusedAcrossTurns) {
     ASSERT_EQ(zf_model_load(path.c_str(), &mp, &m), ZF_OK) << zf_last_error();
     ModelPtr cold_model(m);
     zf_mmproj* p = nullptr;
-    const std::string file = std::string(ZF_VISION_MODELS_DIR) + "/mmproj-gemma3-f16.gguf";
+    const std::string file = zf::capitest::MmprojFixture("f16");
     ASSERT_EQ(zf_mmproj_load(m, file.c_str(), 0, &p), ZF_OK) << zf_last_error();
     MmprojPtr cold_mmproj(p);
     SessionPtr cold = NewSession(m, 1024);

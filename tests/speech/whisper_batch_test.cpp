@@ -53,14 +53,20 @@ TEST(WhisperBatch, DotRowsF16IsVecDotF16ForAnyTokenCount) {
 }
 #endif
 
-TEST(WhisperBatch, BatchedRowsAreDecodeBitForBit) {
+// tiny.en and jfk.wav's PCM; m stays null when the model is not fetched.
+void LoadTinyEnAndJfk(std::unique_ptr<WhisperModel>* m, std::vector<float>* pcm) {
   const std::string path = testing::ModelPath("ZF_MODEL_WHISPER_TINY_EN", "ggml-tiny.en.bin");
-  if (path.empty()) GTEST_SKIP() << "tiny.en not fetched (scripts/fetch_models.sh whisper-tiny-en)";
-  std::unique_ptr<WhisperModel> m;
-  ASSERT_TRUE(WhisperModel::Load(path, &m).ok());
+  if (path.empty()) return;
+  ASSERT_TRUE(WhisperModel::Load(path, m).ok());
   const std::string wav = testing::ReadAll(std::string(ZF_TEST_DATA_DIR) + "/golden/whisper/jfk.wav");
+  ASSERT_TRUE(DecodeWav(reinterpret_cast<const uint8_t*>(wav.data()), wav.size(), pcm).ok());
+}
+
+TEST(WhisperBatch, BatchedRowsAreDecodeBitForBit) {
+  std::unique_ptr<WhisperModel> m;
   std::vector<float> pcm;
-  ASSERT_TRUE(DecodeWav(reinterpret_cast<const uint8_t*>(wav.data()), wav.size(), &pcm).ok());
+  LoadTinyEnAndJfk(&m, &pcm);
+  if (!m) GTEST_SKIP() << "tiny.en not fetched (scripts/fetch_models.sh whisper-tiny-en)";
   const WhisperHparams& hp = m->hparams();
   const Mel mel = LogMel(pcm.data(), int64_t(pcm.size()), m->mel_filters(), hp.n_mels, 2);
   WhisperRunner runner(*m, 2);
@@ -145,13 +151,10 @@ void ExpectSameSegments(const TranscribeResult& a, const TranscribeResult& b, co
 // prompts; beam 5; greedy on the sample), their decoder steps joined by one DecodeBatcher: each
 // gives exactly what it gives alone.
 TEST(WhisperBatch, ConcurrentTranscriptionsAreTheirSingleResults) {
-  const std::string path = testing::ModelPath("ZF_MODEL_WHISPER_TINY_EN", "ggml-tiny.en.bin");
-  if (path.empty()) GTEST_SKIP() << "tiny.en not fetched (scripts/fetch_models.sh whisper-tiny-en)";
   std::unique_ptr<WhisperModel> m;
-  ASSERT_TRUE(WhisperModel::Load(path, &m).ok());
-  const std::string wav = testing::ReadAll(std::string(ZF_TEST_DATA_DIR) + "/golden/whisper/jfk.wav");
   std::vector<float> pcm;
-  ASSERT_TRUE(DecodeWav(reinterpret_cast<const uint8_t*>(wav.data()), wav.size(), &pcm).ok());
+  LoadTinyEnAndJfk(&m, &pcm);
+  if (!m) GTEST_SKIP() << "tiny.en not fetched (scripts/fetch_models.sh whisper-tiny-en)";
   std::vector<float> three;
   for (int i = 0; i < 3; ++i) three.insert(three.end(), pcm.begin(), pcm.end());
   TranscribeParams greedy, beam;

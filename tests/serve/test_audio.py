@@ -195,6 +195,21 @@ def test_two_minutes(s):
     assert r.text.count("ask what you can do for your country") == 10, r.text
 
 
+def test_concurrent_requests(s):
+    # Requests at once (up to --parallel run together, sharing the model's decoder passes): each
+    # answer is exactly the one it gets alone, segments and times included.
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(fmt):
+        r = transcribe(s, response_format="verbose_json") if fmt == "verbose" else transcribe(s)
+        return r.text if fmt == "json" else [(g.start, g.end, g.text) for g in r.segments]
+    alone = {f: one(f) for f in ("json", "verbose")}
+    with ThreadPoolExecutor(4) as ex:
+        got = list(ex.map(one, ["json", "verbose", "json", "verbose"]))
+    assert got == [alone["json"], alone["verbose"]] * 2, got
+    assert alone["json"] == TEXT, alone["json"]
+
+
 def test_translation_on_english_only_model(s):
     try:
         s.client().audio.translations.create(model="whisper-1", file=("jfk.wav", io.BytesIO(JFK)))
@@ -280,7 +295,8 @@ def test_without_speech_model():
 def main():
     run_suite("audio", lambda: Server("--whisper-model", WHISPER),
               [test_json, test_text, test_srt, test_vtt, test_verbose_json, test_temperature_zero_and_model_by_name,
-               test_stream, test_prompt_and_temperature, test_word_timestamps, test_compressed_audio, test_two_minutes, test_translation_on_english_only_model,
+               test_stream, test_prompt_and_temperature, test_word_timestamps, test_compressed_audio, test_two_minutes, test_concurrent_requests,
+               test_translation_on_english_only_model,
                test_bad_audio, test_bad_fields],
               [test_two_models, test_without_speech_model])
 

@@ -5,6 +5,7 @@
 // as it is decoded and transcript.text.done with the whole text.
 #include "audio_api.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -22,8 +23,31 @@
 namespace cli::serve {
 namespace {
 
-// One transcription at a time, whichever model: each uses every thread it is given.
-std::mutex g_busy;
+// At most `limit` transcriptions at once (--parallel, whichever model); the others wait their
+// turn. Those running on one model share its decoder passes (the library batches the decode
+// steps of concurrent zf_transcribe calls), so a second request costs far less than a second run.
+class Gate {
+ public:
+  explicit Gate(int limit) : limit_(std::max(1, limit)) {}
+  void Enter() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return busy_ < limit_; });
+    ++busy_;
+  }
+  void Leave() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --busy_;
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  const int limit_;
+  int busy_ = 0;
+};
 
 ApiError SpeechError(zf_status st, std::string message) {
   // The library names its parameter (params->initial_prompt); the client sent the form field.
@@ -53,6 +77,7 @@ void Answer(const transcript::Transcript& t, const std::string& format, httplib:
 // What a transcription needs on its own thread: the strings zf_transcribe_params points to.
 struct Job {
   std::shared_ptr<const zf_speech_model> model;
+  Gate* gate = nullptr;
   std::vector<float> pcm;
   std::string language, prompt;
   int n_threads = 0;
@@ -70,7 +95,11 @@ struct Job {
     p.temperature = temperature;
     if (translate) p.flags |= ZF_TRANSCRIBE_TRANSLATE;
     if (words) p.flags |= ZF_TRANSCRIBE_WORD_TIMESTAMPS;
-    std::lock_guard<std::mutex> lock(g_busy);
+    gate->Enter();
+    struct Leave {
+      Gate* g;
+      ~Leave() { g->Leave(); }
+    } leave{gate};
     return transcript::Run(model.get(), pcm, p, on_segment, t, error);
   }
 };
@@ -159,7 +188,8 @@ void StreamAnswer(Job job, httplib::Response& res) {
       });
 }
 
-void Handle(SpeechModels* models, int n_threads, bool translate, const httplib::Request& req, httplib::Response& res) {
+void Handle(SpeechModels* models, Gate* gate, int n_threads, bool translate, const httplib::Request& req,
+            httplib::Response& res) {
   if (models == nullptr || models->size() == 0) {
     throw ApiError{404, "invalid_request_error", "model_not_found",
                    "this server has no speech model: start it with --whisper-model FILE (a whisper.cpp ggml .bin)"};
@@ -179,6 +209,7 @@ void Handle(SpeechModels* models, int n_threads, bool translate, const httplib::
   }
   Job job;
   job.model = models->Use(size_t(i));
+  job.gate = gate;
   job.pcm = DecodeRequestAudio(r);
   job.n_threads = n_threads;
   job.translate = translate;
@@ -202,13 +233,15 @@ void Handle(SpeechModels* models, int n_threads, bool translate, const httplib::
 
 }  // namespace
 
-void AddAudioRoutes(FrontDoor& door, SpeechModels* models, int n_threads) {
+void AddAudioRoutes(FrontDoor& door, SpeechModels* models, int n_threads, int max_at_once) {
+  auto gate = std::make_shared<Gate>(max_at_once);  // lives as long as the routes
   for (const bool translate : {false, true}) {
     const std::string path = translate ? "/v1/audio/translations" : "/v1/audio/transcriptions";
-    door.Post(path, ErrorBody, [&door, models, n_threads, translate](const httplib::Request& req, httplib::Response& res) {
+    door.Post(path, ErrorBody, [&door, models, gate, n_threads, translate](const httplib::Request& req,
+                                                                           httplib::Response& res) {
       if (!door.Authorized(req, res, ErrorBody)) return;
       try {
-        Handle(models, n_threads, translate, req, res);
+        Handle(models, gate.get(), n_threads, translate, req, res);
       } catch (const ApiError& e) {
         SendError(res, e);
       }

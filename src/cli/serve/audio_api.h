@@ -11,8 +11,10 @@
 namespace cli::serve {
 
 // Adds the two routes. Without speech models (nullptr or none) they answer 404 naming
-// --whisper-model. n_threads: zf_transcribe_params.n_threads. `models` must outlive the server.
-void AddAudioRoutes(FrontDoor& door, SpeechModels* models, int n_threads);
+// --whisper-model. n_threads: zf_transcribe_params.n_threads. At most max_at_once transcriptions
+// run at a time (the rest wait); concurrent ones on one model share its decoder passes.
+// `models` must outlive the server.
+void AddAudioRoutes(FrontDoor& door, SpeechModels* models, int n_threads, int max_at_once);
 
 }  // namespace cli::serve
 

@@ -13,12 +13,6 @@ namespace cli::serve {
 
 namespace {
 
-// --parallel's default, before the load: kAutoSlotsMax at most, one per CPU core.
-int SlotsForCores() {
-  const unsigned cores = std::thread::hardware_concurrency();
-  return std::max(1, std::min(kAutoSlotsMax, cores == 0 ? 1 : int(cores)));
-}
-
 // A slot's KV at a full context: 16-bit K and V per layer and KV head.
 uint64_t SlotKvBytes(const zf_model_summary& info, int n_ctx) {
   const uint64_t head_dim = info.n_head > 0 ? uint64_t(info.n_embd / info.n_head) : 0;

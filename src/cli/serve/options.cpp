@@ -1,9 +1,11 @@
 // `zerfoo serve`'s flags, parsed by the shared option table (../args.cpp), into ServeOptions.
 #include "options.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "../args.h"
 
@@ -108,6 +110,11 @@ ServeOptions ParseServeArgs(int argc, char** argv, int first) {
   }
   o.models[0].alias = o.alias;
   return o;
+}
+
+int SlotsForCores() {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return std::max(1, std::min(kAutoSlotsMax, cores == 0 ? 1 : int(cores)));
 }
 
 }  // namespace cli::serve

@@ -65,6 +65,8 @@ struct ServeOptions {
 
 // --parallel's default: at most this many slots (fewer on fewer cores or little memory).
 constexpr int kAutoSlotsMax = 4;
+// --parallel's default before a model is loaded: kAutoSlotsMax at most, one per CPU core.
+int SlotsForCores();
 
 // The text `zerfoo serve --help` prints (from the option table in ../args.cpp).
 std::string ServeHelp();

@@ -733,7 +733,7 @@ int Server::Run() {
     // OpenAI's audio limit is 25 MB: the body (the file and the form around it) may be that large.
     o_.max_body = std::max(o_.max_body, kMaxAudioBytes + (size_t(1) << 20));
   }
-  AddAudioRoutes(*this, speech_.get(), o_.threads);
+  AddAudioRoutes(*this, speech_.get(), o_.threads, o_.parallel > 0 ? o_.parallel : SlotsForCores());
   // A worker per connection (httplib): enough for every slot, the whole queue, and kSpareWorkers
   // more, so the 503 decision is made by a handler instead of connections piling up in the pool,
   // and clients that connect and stall (half a request, an idle keep-alive) cannot take every

@@ -1338,8 +1338,12 @@ ZF_API void zf_chat_turn_free(zf_turn* turn);
  * generation prompt added; a named tool_choice shows only that tool). Nothing is evaluated;
  * the constraint is not compiled. For servers' /apply-template and for counting tokens
  * (zf_tokenize() with ::ZF_TOKENIZE_ADD_SPECIAL | ::ZF_TOKENIZE_PARSE_SPECIAL). Thread-safe.
+ * With params->mmproj (since 0.7) image parts are accepted and each image appears as the
+ * projector's marker text around its rows (Gemma 3: `<start_of_image><end_of_image>`); the rows
+ * themselves have no text: a count adds zf_mmproj_summary.n_tokens per image. Nothing is encoded.
  * @param model The model.
- * @param params The request (required); params->generate is only checked.
+ * @param params The request (required); params->generate is only checked; params->mmproj, when
+ *        set, must belong to `model`.
  * @param buf Output buffer (NUL-terminated; may be NULL when cap is 0).
  * @param cap Size of `buf` in bytes.
  * @param needed Optional; receives the bytes required including the NUL.

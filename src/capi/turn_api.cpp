@@ -156,7 +156,19 @@ ZF_API zf_status zf_chat_turn_prompt(const zf_model* model, const zf_turn_params
   if (params == nullptr) return NullArg("params");
   ZF_GUARD_BEGIN
   zf::rt::TurnOptions o;
-  if (zf_status st = ReadTurnParams(params, &o); st != ZF_OK) return st;
+  const zf_mmproj* mmproj = nullptr;
+  if (zf_status st = ReadTurnParams(params, &o, &mmproj); st != ZF_OK) return st;
+  zf::rt::TurnImages images;  // the markers only: nothing is encoded
+  if (mmproj != nullptr) {
+    if (mmproj->model->impl != model->impl) {
+      return Fail(ZF_ERR_INVALID_ARGUMENT, "params->mmproj was loaded for another model than this one");
+    }
+    const zf::capi::ImagePlacement pl = zf::capi::PlacementOf(mmproj);
+    images.begin = pl.begin;
+    images.end = pl.end;
+    images.bidirectional = pl.bidirectional;
+    o.images = &images;
+  }
   std::string prompt;
   zf::Status s = zf::rt::RenderTurnPrompt(*model->served, o, &prompt);
   if (!s.ok()) return Fail(s);

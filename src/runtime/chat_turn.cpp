@@ -221,6 +221,13 @@ Status RenderTurnPrompt(const ServedModel& model, const TurnOptions& options, st
   Prepared p;
   ZF_RETURN_IF_ERROR(Prepare(model, options, &p));
   *prompt = std::move(p.prompt);
+  if (p.req.images.empty()) return Status::Ok();
+  // Each image as the text around its rows (the rows themselves have no text).
+  const std::string& marker = p.req.image_marker;
+  const std::string around = options.images->begin + options.images->end;
+  for (size_t at = prompt->find(marker); at != std::string::npos; at = prompt->find(marker, at + around.size())) {
+    prompt->replace(at, marker.size(), around);
+  }
   return Status::Ok();
 }
 

@@ -215,6 +215,39 @@ TEST_F(CapiVisionTurn, PromptIsLibmtmdsAndReusedAcrossTurns) {
               f.n_cached, a.text.c_str());
 }
 
+// zf_chat_turn_prompt with a projector: each image as its marker text, so the prompt's tokens
+// plus the image's rows are the turn's n_prompt (what a server's token count answers).
+TEST_F(CapiVisionTurn, RenderedPromptCountsAsTheTurn) {
+  const json messages = json::array({UserWithImage(png_)});
+  const std::string req = json{{"messages", messages}}.dump();
+  zf_turn_params p;
+  zf_turn_params_init(&p, sizeof p);
+  p.request_json = req.c_str();
+  size_t needed = 0;
+  EXPECT_EQ(zf_chat_turn_prompt(model_.get(), &p, nullptr, 0, &needed), ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(zf_last_error()).find("request.messages[0].content[1]"), std::string::npos) << zf_last_error();
+  p.mmproj = mmproj_.get();
+  ASSERT_EQ(zf_chat_turn_prompt(model_.get(), &p, nullptr, 0, &needed), ZF_ERR_BUFFER_TOO_SMALL) << zf_last_error();
+  std::string text(needed, '\0');
+  ASSERT_EQ(zf_chat_turn_prompt(model_.get(), &p, text.data(), text.size(), &needed), ZF_OK) << zf_last_error();
+  text.resize(needed - 1);
+  const size_t at = text.find("<start_of_image><end_of_image>");
+  EXPECT_NE(at, std::string::npos) << text;
+  EXPECT_EQ(text.find("<start_of_image>", at + 1), std::string::npos) << text;  // one image, once
+  std::vector<int32_t> toks(4096);
+  size_t n = 0;
+  ASSERT_EQ(zf_tokenize(model_.get(), text.data(), text.size(), ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL,
+                        toks.data(), toks.size(), &n),
+            ZF_OK);
+  zf_mmproj_summary info;
+  info.struct_size = sizeof info;
+  ASSERT_EQ(zf_mmproj_info(mmproj_.get(), &info), ZF_OK);
+  SessionPtr s = NewSession(model_.get(), 1024);
+  Outcome a;
+  ASSERT_EQ(Turn(s.get(), messages, &a, mmproj_.get(), 1), ZF_OK) << zf_last_error();
+  EXPECT_EQ(int32_t(n) + info.n_tokens, a.n_prompt);
+}
+
 TEST_F(CapiVisionTurn, RefusalsNameThePart) {
   SessionPtr s = NewSession(model_.get(), 1024);
   Outcome o;

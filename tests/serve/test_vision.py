@@ -112,6 +112,11 @@ def test_anthropic_image(s):
     r1 = c.messages.create(model="gemma3", max_tokens=8, messages=msg, extra_body={"temperature": 0})
     r2 = c.messages.create(model="gemma3", max_tokens=8, messages=msg, extra_body={"temperature": 0})
     assert r1.content == r2.content and r1.usage.input_tokens >= IMAGE_TOKENS, (r1, r2)
+    # Counting the request's tokens gives the answer's prompt (the image's rows included; Anthropic's
+    # usage splits it into input_tokens and the cache's reads and writes).
+    n = c.messages.count_tokens(model="gemma3", messages=msg)
+    u = r1.usage
+    assert n.input_tokens == u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens, (n, u)
     # A screenshot tool's result: the image goes into the tool message.
     shot = [{"role": "user", "content": "Take a screenshot."},
             {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "screenshot", "input": {}}]},

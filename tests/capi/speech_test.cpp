@@ -369,6 +369,16 @@ std::string Dump(const zf_transcription* r) {
 // Calls on one model from several threads at once (their decoder steps joined in shared
 // passes) give exactly what each gives alone: greedy and beam 5 (tests/speech adds windows
 // with prompts; kept short here for the sanitizer builds).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define ZF_SPEECH_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define ZF_SPEECH_SANITIZED 1
+#endif
+#endif
+
+// Under the sanitizers (ThreadSanitizer runs it for the decoder passes the calls share) two calls
+// on the first 3 s: each whole transcription is an encoder pass that runs ~10x slower there.
 TEST_F(CapiSpeech, ConcurrentCallsGiveTheirSingleResults) {
   zf_transcribe_params greedy = Params(), beam = Params();
   greedy.n_threads = beam.n_threads = 1;
@@ -378,7 +388,13 @@ TEST_F(CapiSpeech, ConcurrentCallsGiveTheirSingleResults) {
     zf_transcribe_params p;
     std::string alone, together;
   };
+#ifdef ZF_SPEECH_SANITIZED
+  const std::vector<float> head(pcm_.begin(), pcm_.begin() + 3 * 16000);
+  beam.beam_size = 2;
+  std::vector<Call> calls = {{&head, greedy, "", ""}, {&head, beam, "", ""}};
+#else
   std::vector<Call> calls = {{&pcm_, greedy, "", ""}, {&pcm_, beam, "", ""}, {&pcm_, greedy, "", ""}};
+#endif
   auto run = [](const Call& c, std::string* out) {
     zf_transcription* r = nullptr;
     if (zf_transcribe(model_, c.pcm->data(), c.pcm->size(), &c.p, nullptr, nullptr, &r) != ZF_OK) {

@@ -1,5 +1,6 @@
 // The option table of every zerfoo command, and the parser and --help text it drives.
 #include "args.h"
+#include "model_files.h"
 
 #include <cerrno>
 #include <cctype>
@@ -74,7 +75,8 @@ const OptionSpec kOptions[] = {
      "the -m model's (for --models-dir: an mmproj*.gguf in a model's folder, or mmproj-NAME.gguf "
      "beside NAME.gguf; a preset's mmproj=); /props and /v1/models then report vision"},
     {{"--image"}, kGen | kChat, kString, "FILE", 0, 0, nullptr,
-     "an image (PNG, JPEG, GIF, BMP) for the prompt, repeatable; needs --mmproj. generate: at each "
+     "an image (PNG, JPEG, GIF, BMP) for the prompt, repeatable; needs --mmproj (or mmproj-NAME.gguf beside "
+     "NAME.gguf, or one mmproj*.gguf in the model's folder). generate: at each "
      "<__media__> in -p in order, else all before the prompt text; chat: part of the first message"},
     {{"--allow-image-urls"}, kServe, kFlag, nullptr, 0, 0, nullptr,
      "fetch http(s) image URLs of image_url parts (off: only data: URLs and base64 are taken)"},
@@ -591,7 +593,14 @@ Options ParseArgs(const std::string& command, int argc, char** argv, int first) 
   }
   if (command == "generate" && o.prompt.empty()) throw UsageError("missing -p PROMPT");
   if (!o.images.empty() && o.mmproj.empty()) {
-    throw UsageError("--image needs the model's vision projector: add --mmproj FILE");
+    // As llama-server's router finds one: mmproj-NAME.gguf beside NAME.gguf, or the one
+    // mmproj*.gguf in the model's own folder (model_files.h).
+    o.mmproj = ProjectorBeside(o.model);
+    o.mmproj_found = !o.mmproj.empty();
+    if (o.mmproj.empty()) {
+      throw UsageError("--image needs the model's vision projector: add --mmproj FILE (none found beside the "
+                       "model: mmproj-NAME.gguf, or one mmproj*.gguf in the model's own folder)");
+    }
   }
   // generate: one <__media__> per image, or none (llama-mtmd-cli's rule; image_input.h).
   size_t markers = 0;

@@ -86,6 +86,7 @@ struct Options {
   std::string system;
   std::string template_file;  // chat: a Jinja chat template to use instead of the model's
   std::string mmproj;               // --mmproj: the model's vision projector
+  bool mmproj_found = false;        // mmproj was not given but found beside the model
   std::vector<std::string> images;  // --image FILE, in order
   std::vector<std::string> positional;
   std::vector<std::string> stop;

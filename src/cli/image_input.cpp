@@ -48,6 +48,7 @@ bool LoadImageInputs(const Options& opts, zf_model* model, MmprojPtr* mmproj, st
     return false;
   }
   mmproj->reset(p);
+  if (opts.mmproj_found) std::fprintf(stderr, "zerfoo: projector %s (found beside the model)\n", opts.mmproj.c_str());
   for (const std::string& path : opts.images) {
     std::ifstream f(path, std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

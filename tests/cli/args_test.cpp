@@ -2,7 +2,9 @@
 // missing / bad values, unknown and misplaced options, repeated options, and that generate,
 // bench and serve read the options they share the same way.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
 #include <string>
@@ -318,6 +320,33 @@ TEST(CliArgs, ImageOptions) {
             std::string::npos);
   EXPECT_EQ(ParseOptions("chat", {"-m", "m", "--mmproj", "p", "--image", "a"}).images.size(), 1u);
   EXPECT_NE(ErrorOf("serve", {"--image", "a.png"}).find("not valid for 'serve'"), std::string::npos);
+
+  // --image without --mmproj: the projector beside the model, by llama-server's router layouts.
+  char tmpl[] = "/tmp/zf_args_mmprojXXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  auto touch = [](const std::string& path) { std::fclose(std::fopen(path.c_str(), "w")); };
+  touch(dir + "/a.gguf");
+  touch(dir + "/b.gguf");
+  touch(dir + "/mmproj-b.gguf");
+  // Beside a NAME.gguf among others: only mmproj-NAME.gguf belongs to it.
+  EXPECT_NE(usage({"-m", dir + "/a.gguf", "--image", "x.png", "-p", "x"}).find("none found beside"),
+            std::string::npos);
+  const Options found = ParseOptions("generate", {"-m", dir + "/b.gguf", "--image", "x.png", "-p", "x"});
+  EXPECT_EQ(found.mmproj, dir + "/mmproj-b.gguf");
+  EXPECT_TRUE(found.mmproj_found);
+  // A folder whose only model is this one: its one mmproj*.gguf, whatever its name.
+  std::remove((dir + "/b.gguf").c_str());
+  std::rename((dir + "/mmproj-b.gguf").c_str(), (dir + "/mmproj-model-f16.gguf").c_str());
+  EXPECT_EQ(ParseOptions("chat", {"-m", dir + "/a.gguf", "--image", "x.png"}).mmproj, dir + "/mmproj-model-f16.gguf");
+  // Two projectors there would be a guess: refused.
+  touch(dir + "/mmproj-other.gguf");
+  EXPECT_NE(usage({"-m", dir + "/a.gguf", "--image", "x.png", "-p", "x"}).find("add --mmproj FILE"),
+            std::string::npos);
+  // An explicit --mmproj is never replaced.
+  EXPECT_FALSE(ParseOptions("chat", {"-m", dir + "/a.gguf", "--mmproj", "p", "--image", "a"}).mmproj_found);
+  for (const char* f : {"/a.gguf", "/mmproj-model-f16.gguf", "/mmproj-other.gguf"}) std::remove((dir + f).c_str());
+  rmdir(dir.c_str());
 
   const serve::ServeOptions s = ParseServe({"-m", "m.gguf", "--mmproj", "p.gguf", "--allow-image-urls",
                                             "--image-max-mb", "5", "--image-url-timeout", "3"});

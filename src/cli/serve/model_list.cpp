@@ -1,15 +1,13 @@
 // -m, --models-dir and --models-preset into the list of models the server can serve.
 #include "model_list.h"
 
-#include <dirent.h>
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "../args.h"
+#include "../model_files.h"
 
 namespace cli::serve {
 
@@ -19,63 +17,10 @@ bool EndsWith(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-bool IsMmproj(const std::string& name) { return name.rfind("mmproj", 0) == 0 && EndsWith(name, ".gguf"); }
-
 std::string Trim(const std::string& s) {
   const size_t b = s.find_first_not_of(" \t\r");
   if (b == std::string::npos) return "";
   return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
-}
-
-bool IsDir(const std::string& p) {
-  struct stat st {};
-  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-std::vector<std::string> Entries(const std::string& dir) {
-  std::vector<std::string> names;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return names;
-  while (const dirent* e = readdir(d)) {
-    const std::string n = e->d_name;
-    if (n != "." && n != "..") names.push_back(n);
-  }
-  closedir(d);
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-// "NAME-00001-of-00003.gguf" -> "NAME" and whether it is the first part; other files unchanged.
-std::string SplitBase(const std::string& stem, bool* split, bool* first) {
-  *split = *first = false;
-  // -DDDDD-of-DDDDD at the end of the stem.
-  if (stem.size() < 16) return stem;
-  const std::string tail = stem.substr(stem.size() - 15);
-  auto digits = [&](size_t at) {
-    for (size_t i = at; i < at + 5; ++i) {
-      if (tail[i] < '0' || tail[i] > '9') return false;
-    }
-    return true;
-  };
-  if (tail[0] != '-' || !digits(1) || tail.compare(6, 4, "-of-") != 0 || !digits(10)) return stem;
-  *split = true;
-  *first = tail.compare(1, 5, "00001") == 0;
-  return stem.substr(0, stem.size() - 15);
-}
-
-// The models directly in `dir`: name -> first file.
-std::vector<std::pair<std::string, std::string>> GgufsIn(const std::string& dir) {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const std::string& n : Entries(dir)) {
-    if (!EndsWith(n, ".gguf") || IsMmproj(n)) continue;
-    const std::string path = dir + "/" + n;
-    if (IsDir(path)) continue;
-    bool split = false, first = false;
-    const std::string name = SplitBase(n.substr(0, n.size() - 5), &split, &first);
-    if (split && !first) continue;
-    out.emplace_back(name, path);
-  }
-  return out;
 }
 
 ModelSpec Spec(const std::string& alias, const std::string& path, const ServeOptions& base) {
@@ -87,25 +32,6 @@ ModelSpec Spec(const std::string& alias, const std::string& path, const ServeOpt
   return s;
 }
 
-// The projector of a model found in a directory: in a model's own folder the one mmproj*.gguf
-// there (llama-server's router layout: a multimodal model in a folder with its components);
-// beside a top-level NAME.gguf, mmproj-NAME.gguf. "" when there is none (or, in a folder, more
-// than one: which would be a guess).
-std::string ProjectorIn(const std::string& dir, const std::string& name, bool own_folder) {
-  if (!own_folder) {
-    const std::string path = dir + "/mmproj-" + name + ".gguf";
-    struct stat st {};
-    return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? path : std::string();
-  }
-  std::string found;
-  for (const std::string& n : Entries(dir)) {
-    if (!IsMmproj(n) || IsDir(dir + "/" + n)) continue;
-    if (!found.empty()) return std::string();
-    found = dir + "/" + n;
-  }
-  return found;
-}
-
 }  // namespace
 
 std::vector<ModelSpec> DirectoryModels(const std::string& dir, const ServeOptions& base) {
@@ -115,7 +41,7 @@ std::vector<ModelSpec> DirectoryModels(const std::string& dir, const ServeOption
     out.push_back(Spec(name, path, base));
     out.back().o.mmproj = ProjectorIn(dir, name, false);
   }
-  for (const std::string& n : Entries(dir)) {
+  for (const std::string& n : DirEntries(dir)) {
     const std::string sub = dir + "/" + n;
     if (!IsDir(sub)) continue;
     const auto inside = GgufsIn(sub);

@@ -88,7 +88,9 @@ class CpuBackend final : public Backend {
   std::vector<float> rope_cs_;          // cos/sin of one position's rotation angles
   std::vector<float> conv_window_;      // ShortConv: the state then the step's b * x rows
   std::vector<float> ssm_xbc_;          // Mamba2: the convolved, activated [x | B | C] rows
+  std::vector<float> ssm_dt_;           // Mamba2: per head the step's dt, then exp(dt * A)
   std::vector<float> delta_qkv_;        // GatedDeltaNet: convolved, normed q | k | v of the step
+  std::vector<float> delta_gb_;         // GatedDeltaNet: per head the step's decays, then betas
   // Decode: what rope_cs_'s first slot holds (Q and K of a layer, and every layer with the same
   // rotation, share one position's angles).
   struct RopeKey {

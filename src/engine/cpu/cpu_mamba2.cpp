@@ -1,12 +1,13 @@
 // Mamba-2's mixer on the CPU (Backend::Mamba2): the causal depthwise convolution over the conv
-// state and the step's xBC rows, then the selective scan token by token, the D skip, the SiLU
-// gate of z and the group RMS norm. The math is the reference's ssm_conv / ssm_scan /
+// state and the step's xBC rows, then the selective scan token by token (recurrent_kernels.h),
+// the D skip, the SiLU gate of z and the group RMS norm. The math is the reference's ssm_conv / ssm_scan /
 // swiglu_split / rms_norm sequence (llama.cpp's build_mamba2_layer).
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "engine/cpu/cpu_backend.h"
+#include "engine/cpu/recurrent_kernels.h"
 
 namespace zf::engine {
 namespace {
@@ -48,40 +49,37 @@ void CpuBackend::Mamba2(const float* zxbcdt, int32_t n_tok, const Mamba2Params& 
   });
   std::copy(u + int64_t{n_tok} * C, u + (n_tok + taps) * C, conv_state);
 
-  // Selective scan, head by head (heads are independent: the split never changes a result).
+  // Selective scan (engine/cpu/recurrent_kernels.h), head by head: heads are independent and
+  // every position runs in order, so neither the split nor the steps change a bit.
+  ssm_dt_.resize(size_t(2) * size_t(p.n_head) * size_t(n_tok));
+  float* dts = ssm_dt_.data();  // [n_head][n_tok] dt, then [n_head][n_tok] exp(dt * A)
+  float* dAs = dts + size_t(p.n_head) * size_t(n_tok);
+  for (int64_t h = 0; h < p.n_head; ++h) {
+    for (int32_t t = 0; t < n_tok; ++t) {
+      const float dt = Softplus(zxbcdt[t * row + p.d_inner + C + h] + p.dt_bias[h]);
+      dts[h * n_tok + t] = dt;
+      dAs[h * n_tok + t] = std::exp(dt * p.a[h]);
+    }
+  }
   pool_->ParallelFor(p.n_head, [&](int64_t h0, int64_t h1) {
     for (int64_t h = h0; h < h1; ++h) {
       const int64_t g = h / heads_per_group;
-      float* s = ssm_state + h * P * N;
-      for (int32_t t = 0; t < n_tok; ++t) {
-        const float* xbc = ssm_xbc_.data() + t * C;
-        const float* x = xbc + h * P;
-        const float* B = xbc + p.d_inner + g * N;
-        const float* Cm = xbc + p.d_inner + int64_t{p.n_group} * N + g * N;
-        const float dt = Softplus(zxbcdt[t * row + p.d_inner + C + h] + p.dt_bias[h]);
-        const float dA = std::exp(dt * p.a[h]);
-        float* yt = y + int64_t{t} * p.d_inner + h * P;
-        for (int64_t i = 0; i < P; ++i) {
-          const float x_dt = x[i] * dt;
-          float* si = s + i * N;
-          // 8 partial sums: independent chains the compiler keeps in vector lanes (one fixed
-          // order for every call, so chunking still never changes a bit).
-          float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-          int64_t n = 0;
-          for (; n + 8 <= N; n += 8) {
-            for (int j = 0; j < 8; ++j) {
-              si[n + j] = si[n + j] * dA + B[n + j] * x_dt;
-              part[j] += si[n + j] * Cm[n + j];
-            }
-          }
-          float sum = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-          for (; n < N; ++n) {
-            si[n] = si[n] * dA + B[n] * x_dt;
-            sum += si[n] * Cm[n];
-          }
-          yt[i] = sum + x[i] * p.d[h];
-        }
-      }
+      rec::ScanArgs a;
+      a.s = ssm_state + h * P * N;
+      a.P = int32_t(P);
+      a.N = int32_t(N);
+      a.x = ssm_xbc_.data() + h * P;
+      a.x_stride = size_t(C);
+      a.B = ssm_xbc_.data() + p.d_inner + g * N;
+      a.C = ssm_xbc_.data() + p.d_inner + int64_t{p.n_group} * N + g * N;
+      a.bc_stride = size_t(C);
+      a.dt = dts + h * n_tok;
+      a.dA = dAs + h * n_tok;
+      a.D = p.d[h];
+      a.y = y + h * P;
+      a.y_stride = size_t(p.d_inner);
+      a.n_tok = n_tok;
+      rec::Scan(a);
     }
   });
 

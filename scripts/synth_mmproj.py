@@ -1,17 +1,26 @@
 #!/usr/bin/env python3
-"""Writes random-weight Gemma-3-shaped vision projector files (mmproj GGUF, clip.cpp's layout):
-the real geometry (896 px images, 14 px patches, 64 x 64 patches pooled 4 x 4 into 256 tokens,
-projection to Gemma 3 270M's 640-wide embeddings) with a small SigLIP encoder (width 64, 2
-blocks, 4 heads, FFN 128), so that a test encodes an image in well under a second.
+"""Writes random-weight vision projector files (mmproj GGUF, clip.cpp's layout) with a small
+SigLIP encoder (width 64, 2 blocks, 4 heads, FFN 128), so that a test encodes an image in well
+under a second:
+- gemma3: the real geometry (896 px images, 14 px patches, 64 x 64 patches pooled 4 x 4 into
+  256 tokens, projection to Gemma 3 270M's 640-wide embeddings);
+- idefics3 (SmolVLM): 512 px tiles of 16 px patches, pixel shuffle by 4 (64 tokens per tile),
+  mm.model.fc to SmolLM2-135M's 576-wide embeddings, images scaled to 1024 px on the longer side
+  (clip.vision.preproc_image_size) and cut into tiles plus an overview.
+With --lm SMOLLM2.gguf also OUT_DIR/smollm2-vlm.gguf: SmolLM2-135M with SmolVLM's image tokens
+appended to its vocabulary (<fake_token_around_image>, <image>, <global-img>, <row_R_col_C> for
+R, C in 1..6, as CONTROL tokens; their embedding rows copies of existing rows), so that libmtmd
+finds the markers it looks up (without them it places token -1).
 
-  scripts/synth_mmproj.py OUT_DIR [--seed N]
+  scripts/synth_mmproj.py OUT_DIR [--seed N] [--lm SMOLLM2.gguf]
   scripts/synth_mmproj.py OUT_DIR --bench LAYERS   (timing only: Gemma 3 4B's encoder widths,
       1152 wide, FFN 4304, 16 heads, LAYERS blocks, F16: mmproj-gemma3-4b-LAYERSl-f16.gguf)
 
 Writes OUT_DIR/mmproj-gemma3-{f32,f16,q8_0}.gguf: F32 everywhere; F16 matrices (the patch
 convolution, q/k/v/out, FFN, input projection) with F32 norms, biases and positions; Q8_0 block
 matrices (q/k/v/out, FFN) with the F16 patch convolution and input projection (clip.cpp
-transposes the projection and convolves the patches, which it cannot do on Q8_0).
+transposes the projection and convolves the patches, which it cannot do on Q8_0); and
+OUT_DIR/mmproj-idefics3-{f16,q8_0}.gguf alike (mm.model.fc a block matrix: Q8_0 in q8_0).
 The pinned gguf/numpy of scripts/requirements-synth.txt (tests/vision/make_models.sh).
 """
 import argparse
@@ -21,7 +30,13 @@ import numpy as np
 import gguf
 
 Q = gguf.GGMLQuantizationType
-HP = dict(n_embd=64, n_ff=128, n_layer=2, n_head=4, image_size=896, patch_size=14, proj_dim=640, eps=1e-6)
+HP = dict(n_embd=64, n_ff=128, n_layer=2, n_head=4, image_size=896, patch_size=14, proj_dim=640, eps=1e-6,
+          projector="gemma3")
+HP_IDEFICS3 = dict(HP, image_size=512, patch_size=16, proj_dim=576, projector="idefics3", scale_factor=4,
+                   preproc_image_size=1024)
+# SmolVLM's added tokens (its tokenizer's additional special tokens).
+VLM_TOKENS = (["<fake_token_around_image>", "<image>", "<global-img>"] +
+              [f"<row_{r}_col_{c}>" for r in range(1, 7) for c in range(1, 7)])
 
 
 def tensors(hp):
@@ -38,8 +53,12 @@ def tensors(hp):
         t += [(b + "ln2.weight", (E,), "normw"), (b + "ln2.bias", (E,), "bias"),
               (b + "ffn_up.weight", (E, F), "mat"), (b + "ffn_up.bias", (F,), "bias"),
               (b + "ffn_down.weight", (F, E), "mat"), (b + "ffn_down.bias", (E,), "bias")]
-    t += [("v.post_ln.weight", (E,), "normw"), ("v.post_ln.bias", (E,), "bias"),
-          ("mm.soft_emb_norm.weight", (E,), "normw"), ("mm.input_projection.weight", (hp["proj_dim"], E), "proj")]
+    t += [("v.post_ln.weight", (E,), "normw"), ("v.post_ln.bias", (E,), "bias")]
+    if hp["projector"] == "idefics3":
+        s = hp["scale_factor"]
+        t += [("mm.model.fc.weight", (E * s * s, hp["proj_dim"]), "mat")]
+    else:
+        t += [("mm.soft_emb_norm.weight", (E,), "normw"), ("mm.input_projection.weight", (hp["proj_dim"], E), "proj")]
     return t
 
 
@@ -58,8 +77,8 @@ def values(kind, ne, rng):
 def write(path, hp, variant, seed):
     rng = np.random.default_rng(seed)  # the same values in every variant
     w = gguf.GGUFWriter(path, "clip")
-    w.add_string("general.name", f"zerfoo synthetic gemma3 mmproj ({variant})")
-    w.add_string("clip.projector_type", "gemma3")
+    w.add_string("general.name", f"zerfoo synthetic {hp['projector']} mmproj ({variant})")
+    w.add_string("clip.projector_type", hp["projector"])
     w.add_bool("clip.has_vision_encoder", True)
     w.add_bool("clip.use_gelu", True)
     w.add_uint32("clip.vision.image_size", hp["image_size"])
@@ -70,6 +89,10 @@ def write(path, hp, variant, seed):
     w.add_uint32("clip.vision.projection_dim", hp["proj_dim"])
     w.add_uint32("clip.vision.attention.head_count", hp["n_head"])
     w.add_float32("clip.vision.attention.layer_norm_epsilon", hp["eps"])
+    if "scale_factor" in hp:
+        w.add_uint32("clip.vision.projector.scale_factor", hp["scale_factor"])
+    if "preproc_image_size" in hp:
+        w.add_uint32("clip.vision.preproc_image_size", hp["preproc_image_size"])
     w.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5])
     w.add_array("clip.vision.image_std", [0.5, 0.5, 0.5])
     for name, ne, kind in tensors(hp):
@@ -89,11 +112,53 @@ def write(path, hp, variant, seed):
     print(f"{path}: {os.path.getsize(path) >> 10} KiB")
 
 
+def write_vlm_lm(src, path, seed):
+    """src (SmolLM2) with VLM_TOKENS appended: tokens, types, vocab size, token_embd rows."""
+    r = gguf.GGUFReader(src)
+    arch = bytes(r.fields["general.architecture"].parts[-1]).decode()
+    w = gguf.GGUFWriter(path, arch)
+    n_old = len(r.fields["tokenizer.ggml.tokens"].data)
+    for name, f in r.fields.items():
+        if name.startswith("GGUF.") or name == "general.architecture":
+            continue
+        vt = f.types[0]
+        if name == "tokenizer.ggml.tokens":
+            w.add_array(name, [bytes(f.parts[i]).decode() for i in f.data] + VLM_TOKENS)
+        elif name == "tokenizer.ggml.token_type":
+            w.add_array(name, [int(f.parts[i][0]) for i in f.data] + [int(gguf.TokenType.CONTROL)] * len(VLM_TOKENS))
+        elif name == f"{arch}.vocab_size":
+            w.add_uint32(name, n_old + len(VLM_TOKENS))
+        elif vt == gguf.GGUFValueType.ARRAY:
+            sub = f.types[1]
+            if sub == gguf.GGUFValueType.STRING:
+                w.add_array(name, [bytes(f.parts[i]).decode() for i in f.data])
+            else:
+                w.add_array(name, [f.parts[i].tolist()[0] for i in f.data])
+        elif vt == gguf.GGUFValueType.STRING:
+            w.add_string(name, bytes(f.parts[-1]).decode())
+        else:
+            w.add_key_value(name, f.parts[-1].tolist()[0], vt)
+    rng = np.random.default_rng(seed)
+    for t in r.tensors:
+        data = np.array(t.data)
+        if t.name == "token_embd.weight":
+            # Rows of existing tokens (ids past the control tokens) for the new ones.
+            src_rows = rng.integers(100, n_old, size=len(VLM_TOKENS))
+            data = np.concatenate([data, data[src_rows]], axis=0)
+        w.add_tensor(t.name, data, raw_shape=data.shape, raw_dtype=t.tensor_type)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    print(f"{path}: {os.path.getsize(path) >> 20} MiB")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out_dir")
     ap.add_argument("--seed", type=int, default=46)
     ap.add_argument("--bench", type=int, default=0, metavar="LAYERS")
+    ap.add_argument("--lm", metavar="SMOLLM2.gguf", help="also write smollm2-vlm.gguf from this file")
     a = ap.parse_args()
     os.makedirs(a.out_dir, exist_ok=True)
     if a.bench:
@@ -102,6 +167,10 @@ def main():
         return
     for v in ("f32", "f16", "q8_0"):
         write(os.path.join(a.out_dir, f"mmproj-gemma3-{v}.gguf"), HP, v, a.seed)
+    for v in ("f16", "q8_0"):
+        write(os.path.join(a.out_dir, f"mmproj-idefics3-{v}.gguf"), HP_IDEFICS3, v, a.seed)
+    if a.lm:
+        write_vlm_lm(a.lm, os.path.join(a.out_dir, "smollm2-vlm.gguf"), a.seed)
 
 
 if __name__ == "__main__":

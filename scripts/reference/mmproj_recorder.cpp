@@ -2,7 +2,10 @@
 //   mmproj_recorder MMPROJ.gguf TEXT_MODEL.gguf SHA256 > golden.json
 // and with --lm what the language model makes of a prompt with an image (the placement):
 //   mmproj_recorder MMPROJ.gguf TEXT_MODEL.gguf SHA256 --lm > golden-lm.json
-// (see RecordLm).
+// (see RecordLm; --lm-chatml: the prompt in ChatML, SmolLM2's format), and for a tiling
+// projector (idefics3) every tile's embeddings and preprocessed pixels:
+//   mmproj_recorder MMPROJ.gguf TEXT_MODEL.gguf SHA256 --tiles IMAGE_FILE > golden.json
+// (see RecordTiles).
 // The images are tests/vision/test_images.h's Pattern pictures (handed to libmtmd as RGB
 // pixels, so no decoder stands between the two sides). Per image: its size, the output's
 // tokens x width, every token's L2 norm, and the full embedding of 16 tokens on the 16 x 16
@@ -56,6 +59,36 @@ void Quiet(ggml_log_level level, const char* text, void*) {
   if (level >= GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
 }
 
+// The captured input back to bytes ((u8 / 255 - mean) / std must give the floats exactly),
+// printed as "preprocessed": its size, FNV-1a hash and row sums (the object left open after the
+// row sums' "]"). False when a pixel is no normalized byte.
+bool PrintPreprocessed() {
+  const float mean = 0.5f, stdv = 0.5f;  // synth_mmproj.py's
+  std::vector<uint8_t> u8(size_t(g_nx * g_ny * 3));
+  for (int64_t c = 0; c < 3; ++c)
+    for (int64_t y = 0; y < g_ny; ++y)
+      for (int64_t x = 0; x < g_nx; ++x) {
+        const float f = g_inp[size_t((c * g_ny + y) * g_nx + x)];
+        const long b = std::lround((f * stdv + mean) * 255.0f);
+        if (b < 0 || b > 255 || (float(b) / 255.0f - mean) / stdv != f) {
+          std::fprintf(stderr, "input pixel %ld,%ld,%ld = %g is no normalized byte\n", long(x), long(y), long(c), f);
+          return false;
+        }
+        u8[size_t((y * g_nx + x) * 3 + c)] = uint8_t(b);
+      }
+  uint64_t fnv = 1469598103934665603ull;
+  for (uint8_t b : u8) fnv = (fnv ^ b) * 1099511628211ull;
+  std::printf("\"preprocessed\": {\"width\": %ld, \"height\": %ld, \"fnv1a64\": \"%016llx\", \"row_sums\": [",
+              long(g_nx), long(g_ny), (unsigned long long)fnv);
+  for (int64_t y = 0; y < g_ny; ++y) {
+    uint64_t sum = 0;
+    for (int64_t i = 0; i < g_nx * 3; ++i) sum += u8[size_t(y * g_nx * 3 + i)];
+    std::printf("%s%llu", y ? ", " : "", (unsigned long long)sum);
+  }
+  std::printf("]");
+  return true;
+}
+
 // The top k ids of n logits, largest first.
 std::vector<int32_t> TopK(const float* l, int32_t n, int32_t k) {
   std::vector<int32_t> ids(static_cast<size_t>(n));
@@ -77,7 +110,7 @@ void PrintIds(const char* key, const std::vector<int32_t>& ids) {
 // off, as libmtmd does for gemma3), then 8 greedy tokens by llama_decode. Written: the text
 // chunks' token ids, the first step's logits at every 64th id and at its top 32, and per greedy
 // step the token and the top 5 (ids, logits).
-int RecordLm(llama_model* model, mtmd_context* ctx, const char* sha) {
+int RecordLm(llama_model* model, mtmd_context* ctx, const char* sha, bool chatml) {
   llama_context_params lp = llama_context_default_params();
   lp.n_ctx = 1024;
   lp.n_batch = 512;
@@ -92,8 +125,11 @@ int RecordLm(llama_model* model, mtmd_context* ctx, const char* sha) {
   const std::vector<uint8_t> rgb = zf::vision::test::Pattern(ti.w, ti.h, ti.seed);
   mtmd_bitmap* bmp = mtmd_bitmap_init(uint32_t(ti.w), uint32_t(ti.h), rgb.data());
   mtmd_input_chunks* chunks = mtmd_input_chunks_init();
-  const std::string prompt = std::string("<start_of_turn>user\nDescribe the picture.") + mtmd_default_marker() +
-                             "<end_of_turn>\n<start_of_turn>model\n";
+  // Gemma 3's chat format, or ChatML (SmolLM2's) for --lm-chatml.
+  const std::string prompt = chatml ? std::string("<|im_start|>user\nDescribe the picture.") + mtmd_default_marker() +
+                                          "<|im_end|>\n<|im_start|>assistant\n"
+                                    : std::string("<start_of_turn>user\nDescribe the picture.") + mtmd_default_marker() +
+                                          "<end_of_turn>\n<start_of_turn>model\n";
   mtmd_input_text text{prompt.c_str(), prompt.size(), true, true};
   const mtmd_bitmap* bitmaps[] = {bmp};
   if (mtmd_tokenize(ctx, chunks, &text, bitmaps, 1) != 0) {
@@ -158,12 +194,97 @@ int RecordLm(llama_model* model, mtmd_context* ctx, const char* sha) {
   return 0;
 }
 
+// The tiling golden (--tiles IMAGE_FILE): for the Pattern pictures and IMAGE_FILE (decoded by
+// mtmd_helper_bitmap_init_from_file; the hash of its RGB bytes written), the chunks
+// mtmd_tokenize makes of the marker alone: text chunks' token ids, and per image chunk (a tile
+// or the overview) its n_tokens, every token's norm, the preprocessed tile (hash and row
+// sums) and four tokens' full vectors (0, 21, 42, 63).
+int RecordTiles(llama_model* model, mtmd_context* ctx, const char* sha, const char* file) {
+  std::printf("{\n  \"mmproj_sha256\": \"%s\",\n  \"reference\": \"libmtmd (llama.cpp, llama-cpp-python 0.3.36 sdist): "
+              "mtmd_tokenize, mtmd_encode_chunk per chunk\",\n  \"images\": [",
+              sha);
+  const int n_embd = llama_model_n_embd_inp(model);
+  for (int k = 0; k < 3; ++k) {
+    mtmd_bitmap* bmp = nullptr;
+    std::string name;
+    uint32_t seed = 0;
+    if (k < 2) {
+      const TestImage& ti = kImages[k];
+      const std::vector<uint8_t> rgb = zf::vision::test::Pattern(ti.w, ti.h, ti.seed);
+      bmp = mtmd_bitmap_init(uint32_t(ti.w), uint32_t(ti.h), rgb.data());
+      name = ti.name;
+      seed = ti.seed;
+    } else {
+      bmp = mtmd_helper_bitmap_init_from_file(ctx, file, false, mtmd_helper_init_opt_default()).bitmap;
+      if (!bmp) {
+        std::fprintf(stderr, "cannot read %s\n", file);
+        return 1;
+      }
+      name = "file";
+    }
+    uint64_t fnv = 1469598103934665603ull;
+    const unsigned char* px = mtmd_bitmap_get_data(bmp);
+    for (size_t i = 0; i < mtmd_bitmap_get_n_bytes(bmp); ++i) fnv = (fnv ^ px[i]) * 1099511628211ull;
+    std::printf("%s\n    {\"name\": \"%s\", \"width\": %u, \"height\": %u, \"seed\": %u, \"rgb_fnv1a64\": \"%016llx\", "
+                "\"n_embd\": %d,\n      \"chunks\": [",
+                k ? "," : "", name.c_str(), mtmd_bitmap_get_nx(bmp), mtmd_bitmap_get_ny(bmp), seed, (unsigned long long)fnv,
+                n_embd);
+    mtmd_input_chunks* chunks = mtmd_input_chunks_init();
+    const std::string prompt = mtmd_default_marker();
+    mtmd_input_text text{prompt.c_str(), prompt.size(), false, true};
+    const mtmd_bitmap* bitmaps[] = {bmp};
+    if (mtmd_tokenize(ctx, chunks, &text, bitmaps, 1) != 0) {
+      std::fprintf(stderr, "mtmd_tokenize failed\n");
+      return 1;
+    }
+    for (size_t i = 0; i < mtmd_input_chunks_size(chunks); ++i) {
+      const mtmd_input_chunk* c = mtmd_input_chunks_get(chunks, i);
+      std::printf("%s\n        {", i ? "," : "");
+      if (mtmd_input_chunk_get_type(c) == MTMD_INPUT_CHUNK_TYPE_TEXT) {
+        size_t n = 0;
+        const llama_token* t = mtmd_input_chunk_get_tokens_text(c, &n);
+        PrintIds("text", std::vector<int32_t>(t, t + n));
+        std::printf("}");
+        continue;
+      }
+      if (mtmd_encode_chunk(ctx, c) != 0) {
+        std::fprintf(stderr, "mtmd_encode_chunk failed\n");
+        return 1;
+      }
+      const size_t n_tok = mtmd_input_chunk_get_n_tokens(c);
+      const float* e = mtmd_get_output_embd(ctx);
+      std::printf("\"n_tokens\": %zu, \"norms\": [", n_tok);
+      for (size_t t = 0; t < n_tok; ++t) {
+        double sq = 0;
+        for (int j = 0; j < n_embd; ++j) sq += double(e[t * size_t(n_embd) + size_t(j)]) * e[t * size_t(n_embd) + size_t(j)];
+        std::printf("%s%.7g", t ? ", " : "", std::sqrt(sq));
+      }
+      std::printf("],\n          ");
+      if (!PrintPreprocessed()) return 1;
+      std::printf("},\n          \"tokens\": {");
+      for (size_t t = 0; t < n_tok; t += 21) {
+        std::printf("%s\"%zu\": [", t ? ", " : "", t);
+        for (int j = 0; j < n_embd; ++j) std::printf("%s%.7g", j ? ", " : "", e[t * size_t(n_embd) + size_t(j)]);
+        std::printf("]");
+      }
+      std::printf("}}");
+    }
+    std::printf("\n      ]}");
+    mtmd_input_chunks_free(chunks);
+    mtmd_bitmap_free(bmp);
+  }
+  std::printf("\n  ]\n}\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool lm = argc == 5 && std::string(argv[4]) == "--lm";
-  if (argc != 4 && !lm) {
-    std::fprintf(stderr, "usage: %s MMPROJ TEXT_MODEL SHA256 [--lm]\n", argv[0]);
+  const std::string mode = argc >= 5 ? argv[4] : "";
+  const bool lm = argc == 5 && (mode == "--lm" || mode == "--lm-chatml");
+  const bool tiles = argc == 6 && mode == "--tiles";
+  if (argc != 4 && !lm && !tiles) {
+    std::fprintf(stderr, "usage: %s MMPROJ TEXT_MODEL SHA256 [--lm | --lm-chatml | --tiles IMAGE_FILE]\n", argv[0]);
     return 2;
   }
   llama_log_set(Quiet, nullptr);
@@ -187,8 +308,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "mtmd_init_from_file refused %s\n", argv[1]);
     return 1;
   }
-  if (lm) {
-    const int rc = RecordLm(model, ctx, argv[3]);
+  if (lm || tiles) {
+    const int rc = lm ? RecordLm(model, ctx, argv[3], mode == "--lm-chatml") : RecordTiles(model, ctx, argv[3], argv[5]);
     mtmd_free(ctx);
     llama_model_free(model);
     return rc;
@@ -229,30 +350,10 @@ int main(int argc, char** argv) {
       for (int i = 0; i < n_embd; ++i) s += double(e[t * size_t(n_embd) + size_t(i)]) * e[t * size_t(n_embd) + size_t(i)];
       std::printf("%s%.7g", t ? ", " : "", std::sqrt(s));
     }
-    // The captured input back to bytes: (u8 / 255 - mean) / std must give the floats exactly.
-    const float mean = 0.5f, stdv = 0.5f;  // synth_mmproj.py's
-    std::vector<uint8_t> u8(size_t(g_nx * g_ny * 3));
-    for (int64_t c = 0; c < 3; ++c)
-      for (int64_t y = 0; y < g_ny; ++y)
-        for (int64_t x = 0; x < g_nx; ++x) {
-          const float f = g_inp[size_t((c * g_ny + y) * g_nx + x)];
-          const long b = std::lround((f * stdv + mean) * 255.0f);
-          if (b < 0 || b > 255 || (float(b) / 255.0f - mean) / stdv != f) {
-            std::fprintf(stderr, "input pixel %ld,%ld,%ld = %g is no normalized byte\n", long(x), long(y), long(c), f);
-            return 1;
-          }
-          u8[size_t((y * g_nx + x) * 3 + c)] = uint8_t(b);
-        }
-    uint64_t fnv = 1469598103934665603ull;
-    for (uint8_t b : u8) fnv = (fnv ^ b) * 1099511628211ull;
-    std::printf("],\n      \"preprocessed\": {\"width\": %ld, \"height\": %ld, \"fnv1a64\": \"%016llx\", \"row_sums\": [",
-                long(g_nx), long(g_ny), (unsigned long long)fnv);
-    for (int64_t y = 0; y < g_ny; ++y) {
-      uint64_t sum = 0;
-      for (int64_t i = 0; i < g_nx * 3; ++i) sum += u8[size_t(y * g_nx * 3 + i)];
-      std::printf("%s%llu", y ? ", " : "", (unsigned long long)sum);
-    }
-    std::printf("]},\n      \"tokens\": {");
+    std::printf("],\n      ");
+    if (!PrintPreprocessed()) return 1;
+    std::printf("}");
+    std::printf(",\n      \"tokens\": {");
     bool ft = true;
     for (size_t t = 0; t < n_tok; t += 17) {
       std::printf("%s\n        \"%zu\": [", ft ? "" : ",", t);

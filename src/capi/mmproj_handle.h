@@ -13,9 +13,11 @@
 #include <vector>
 
 #include "common/status.h"
+#include "runtime/chat_turn.h"
 #include "runtime/session.h"
 #include "vision/encoder.h"
 #include "vision/mmproj.h"
+#include "vision/projector.h"
 #include "zerfoo.h"
 
 // A projector bound to its model. Encoders (each one encode at a time: its own thread pool and
@@ -35,21 +37,29 @@ namespace zf::capi {
 // Images whose embeddings a projector keeps (Gemma 3 270M: 640 KiB each; 4B: 2.5 MiB).
 constexpr size_t kRecentImages = 16;
 
-// The embeddings of `image` (n_tokens x n_embd floats), from the projector's cache or encoded
-// on n_threads (0: the machine's cores, at most 8) and kept. Errors name the image's fields
-// with `field` in front ("image", "request.messages[0].content[1]").
+// The embeddings of `image` (all its encoder inputs' rows x n_embd floats, in placement order),
+// from the projector's cache or encoded on n_threads (0: the machine's cores, at most 8) and
+// kept; *grid (may be null): its tile grid. Errors name the image's fields with `field` in
+// front ("image", "request.messages[0].content[1]").
 Status EmbedImageCached(const zf_mmproj* p, const zf_image& image, int32_t n_threads, const std::string& field,
-                        std::shared_ptr<const std::vector<float>>* rows);
+                        std::shared_ptr<const std::vector<float>>* rows, vision::TileGrid* grid = nullptr);
 
-// The projector's begin and end marker text around an image's rows (Gemma 3:
-// "<start_of_image>", "<end_of_image>") and whether the rows attend both ways.
+// The tile grid of `image` (decoded for its size when the type tiles; nothing encoded), errors
+// as above.
+Status ImageGrid(const zf_mmproj* p, const zf_image& image, const std::string& field, vision::TileGrid* grid);
+
+// An image's place in the prompt: the projector's marker text and runs of its rows, in
+// libmtmd's order (vision::Layout), and whether the rows attend both ways.
 struct ImagePlacement {
-  std::string begin, end;
+  std::vector<vision::LayoutPiece> pieces;
   bool bidirectional = false;
 };
-ImagePlacement PlacementOf(const zf_mmproj* p);
+ImagePlacement PlacementOf(const zf_mmproj* p, const vision::TileGrid& grid);
 
-// Appends an image's rows to the session with the placement's marker tokens around them
+// A chat turn's image handling on this projector (encoding through the cache on n_threads).
+rt::TurnImages TurnImagesOf(const zf_mmproj* p, int32_t n_threads);
+
+// Appends an image's rows to the session with the placement's marker tokens among them
 // (vision_session_api.cpp); keep_logits: the last position's logits in last_logits().
 Status PlaceImage(rt::Session& s, const ImagePlacement& pl, const std::vector<float>& rows, bool keep_logits);
 

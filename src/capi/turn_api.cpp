@@ -122,21 +122,7 @@ ZF_API zf_status zf_chat_turn_begin(zf_session* session, const zf_turn_params* p
     if (mmproj->model->impl != session->model->impl) {
       return Fail(ZF_ERR_INVALID_ARGUMENT, "params->mmproj was loaded for another model than the session's");
     }
-    const zf::capi::ImagePlacement pl = zf::capi::PlacementOf(mmproj);
-    images.begin = pl.begin;
-    images.end = pl.end;
-    images.bidirectional = pl.bidirectional;
-    const int32_t n_threads = session->model->impl->default_threads();
-    images.embed = [mmproj, n_threads](std::string_view bytes, const std::string& field,
-                                       std::shared_ptr<const std::vector<float>>* rows) {
-      zf_image im;
-      std::memset(&im, 0, sizeof im);
-      im.struct_size = sizeof im;
-      im.format = ZF_IMAGE_ENCODED;
-      im.data = bytes.data();
-      im.size = bytes.size();
-      return zf::capi::EmbedImageCached(mmproj, im, n_threads, field, rows);
-    };
+    images = zf::capi::TurnImagesOf(mmproj, session->model->impl->default_threads());
     o.images = &images;
   }
   std::unique_ptr<zf_turn> t(new zf_turn());
@@ -163,10 +149,7 @@ ZF_API zf_status zf_chat_turn_prompt(const zf_model* model, const zf_turn_params
     if (mmproj->model->impl != model->impl) {
       return Fail(ZF_ERR_INVALID_ARGUMENT, "params->mmproj was loaded for another model than this one");
     }
-    const zf::capi::ImagePlacement pl = zf::capi::PlacementOf(mmproj);
-    images.begin = pl.begin;
-    images.end = pl.end;
-    images.bidirectional = pl.bidirectional;
+    images = zf::capi::TurnImagesOf(mmproj, 0);
     o.images = &images;
   }
   std::string prompt;

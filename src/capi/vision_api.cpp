@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "vision/encoder.h"
 #include "vision/image.h"
 #include "vision/mmproj.h"
+#include "vision/preprocess.h"
 
 using zf::capi::Fail;
 using zf::capi::Succeed;
@@ -32,11 +34,6 @@ namespace {
 
 zf_status NullArg(const char* what) { return Fail(ZF_ERR_INVALID_ARGUMENT, std::string(what) + " is NULL"); }
 
-// Which model family a projector type belongs to (general.architecture of the language model).
-const char* FamilyOf(const std::string& projector) {
-  if (projector == "gemma3") return "gemma3";
-  return nullptr;
-}
 
 // An encoder for n_threads from the pool (or a new one); handed back with Return().
 std::unique_ptr<zf::vision::VisionEncoder> Borrow(const zf_mmproj* p, int32_t n_threads) {
@@ -114,6 +111,11 @@ int32_t DefaultThreads(int32_t n_threads) {
   return n_threads > 0 ? n_threads : static_cast<int32_t>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
 }
 
+// The rows an image gives: n_tokens per encoder input (one, or its tiles and the overview).
+size_t RowsOf(const zf::vision::VisionHparams& hp, const zf::vision::Image& img) {
+  return size_t(zf::vision::PlanTiles(hp, img.width, img.height).n_images()) * size_t(hp.n_tokens());
+}
+
 // Encodes decoded pixels on an encoder borrowed from the pool; checks the size it returns.
 zf::Status Encode(const zf_mmproj* p, const zf::vision::Image& img, int32_t n_threads, std::vector<float>* embd) {
   n_threads = DefaultThreads(n_threads);
@@ -122,7 +124,7 @@ zf::Status Encode(const zf_mmproj* p, const zf::vision::Image& img, int32_t n_th
   Return(p, n_threads, std::move(enc));
   ZF_RETURN_IF_ERROR(s);
   const zf::vision::VisionHparams& hp = p->impl->hparams();
-  const size_t n = size_t(hp.n_tokens()) * size_t(hp.proj_width);
+  const size_t n = RowsOf(hp, img) * size_t(hp.proj_width);
   if (embd->size() != n) {
     return zf::Status(zf::Code::kInternal, "vision encoder returned " + std::to_string(embd->size()) +
                                                " floats, expected " + std::to_string(n));
@@ -150,10 +152,11 @@ uint64_t ImageKey(const zf_image& image) {
 namespace zf::capi {
 
 Status EmbedImageCached(const zf_mmproj* p, const zf_image& image, int32_t n_threads, const std::string& field,
-                        std::shared_ptr<const std::vector<float>>* rows) {
+                        std::shared_ptr<const std::vector<float>>* rows, vision::TileGrid* grid) {
   zf::vision::Image img;
   zf_image in;
   ZF_RETURN_IF_ERROR(ReadImage(&image, field, &img, &in));
+  if (grid != nullptr) *grid = zf::vision::PlanTiles(p->impl->hparams(), img.width, img.height);
   const uint64_t key = ImageKey(in);
   {
     std::lock_guard<std::mutex> lock(p->mu);
@@ -173,14 +176,61 @@ Status EmbedImageCached(const zf_mmproj* p, const zf_image& image, int32_t n_thr
   return Status::Ok();
 }
 
-ImagePlacement PlacementOf(const zf_mmproj* p) {
+Status ImageGrid(const zf_mmproj* p, const zf_image& image, const std::string& field, vision::TileGrid* grid) {
+  *grid = vision::TileGrid{};
+  if (p->impl->hparams().spec->tiling == vision::Tiling::kFitAndPad) return Status::Ok();  // one square, any size
+  zf::vision::Image img;
+  zf_image in;
+  ZF_RETURN_IF_ERROR(ReadImage(&image, field, &img, &in));
+  *grid = zf::vision::PlanTiles(p->impl->hparams(), img.width, img.height);
+  return Status::Ok();
+}
+
+ImagePlacement PlacementOf(const zf_mmproj* p, const vision::TileGrid& grid) {
+  const zf::vision::VisionHparams& hp = p->impl->hparams();
   ImagePlacement pl;
-  if (p->impl->hparams().projector == "gemma3") {  // libmtmd: no newlines around them
-    pl.begin = "<start_of_image>";
-    pl.end = "<end_of_image>";
-    pl.bidirectional = true;  // mtmd_decode_use_non_causal
-  }
+  pl.pieces = zf::vision::Layout(*hp.spec, grid, hp.n_tokens());
+  pl.bidirectional = hp.spec->bidirectional;  // mtmd_decode_use_non_causal
   return pl;
+}
+
+namespace {
+
+zf_image EncodedImage(std::string_view bytes) {
+  zf_image im;
+  std::memset(&im, 0, sizeof im);
+  im.struct_size = sizeof im;
+  im.format = ZF_IMAGE_ENCODED;
+  im.data = bytes.data();
+  im.size = bytes.size();
+  return im;
+}
+
+std::vector<rt::ImagePiece> Pieces(const ImagePlacement& pl) {
+  std::vector<rt::ImagePiece> out;
+  for (const vision::LayoutPiece& p : pl.pieces) out.push_back(rt::ImagePiece{p.text, size_t(p.rows)});
+  return out;
+}
+
+}  // namespace
+
+rt::TurnImages TurnImagesOf(const zf_mmproj* p, int32_t n_threads) {
+  rt::TurnImages t;
+  t.bidirectional = p->impl->hparams().spec->bidirectional;
+  t.embed = [p, n_threads](std::string_view bytes, const std::string& field, std::shared_ptr<const std::vector<float>>* rows,
+                           std::vector<rt::ImagePiece>* pieces) {
+    vision::TileGrid grid;
+    ZF_RETURN_IF_ERROR(EmbedImageCached(p, EncodedImage(bytes), n_threads, field, rows, &grid));
+    *pieces = Pieces(PlacementOf(p, grid));
+    return Status::Ok();
+  };
+  t.layout = [p](std::string_view bytes, const std::string& field, std::vector<rt::ImagePiece>* pieces) {
+    vision::TileGrid grid;
+    ZF_RETURN_IF_ERROR(ImageGrid(p, EncodedImage(bytes), field, &grid));
+    *pieces = Pieces(PlacementOf(p, grid));
+    return Status::Ok();
+  };
+  return t;
 }
 
 }  // namespace zf::capi
@@ -205,8 +255,8 @@ ZF_API zf_status zf_mmproj_load(zf_model* model, const char* path, uint32_t flag
     why = "its output width " + std::to_string(hp.proj_width) + " is not the model's embedding width " +
           std::to_string(c.n_embd);
   }
-  const char* family = FamilyOf(hp.projector);
-  if (family != nullptr && c.arch != family) {
+  const char* family = hp.spec->family;
+  if (c.arch != family) {
     if (!why.empty()) why += "; ";
     why += "its type '" + hp.projector + "' is for '" + family + "' models, the model is '" + c.arch + "'";
   }
@@ -261,11 +311,11 @@ ZF_API zf_status zf_image_embed(const zf_mmproj* mmproj, const zf_image* image, 
   zf::vision::Image img;
   zf_image in;
   if (zf::Status s = ReadImage(image, "image", &img, &in); !s.ok()) return Fail(s);
-  // Gemma 3's size does not depend on the image: known before the (costly) encode.
+  // The size follows from the image's size alone: known before the (costly) encode.
   const zf::vision::VisionHparams& hp = mmproj->impl->hparams();
-  const size_t n = size_t(hp.n_tokens()) * size_t(hp.proj_width);
+  const size_t n_rows = RowsOf(hp, img), n = n_rows * size_t(hp.proj_width);
   *needed = n;
-  if (n_tokens != nullptr) *n_tokens = hp.n_tokens();
+  if (n_tokens != nullptr) *n_tokens = static_cast<int32_t>(n_rows);
   if (cap < n) {
     return Fail(ZF_ERR_BUFFER_TOO_SMALL, "out holds " + std::to_string(cap) + " floats; the image's embeddings need " +
                                              std::to_string(n) + " (*needed)");

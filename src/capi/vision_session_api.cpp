@@ -41,18 +41,26 @@ void CopyLogits(const zf::rt::Session& s, float* logits, size_t cap) {
 
 namespace zf::capi {
 
-// Declared in mmproj_handle.h's users' terms: begin marker tokens, rows, end marker tokens.
+// Declared in mmproj_handle.h: the layout's pieces in order, marker tokens and runs of rows.
 Status PlaceImage(rt::Session& s, const ImagePlacement& pl, const std::vector<float>& rows, bool keep_logits) {
   const tok::Tokenizer& tk = s.model().tokenizer();
-  std::vector<int32_t> begin, end;
-  if (!pl.begin.empty()) ZF_RETURN_IF_ERROR(tk.Encode(pl.begin, false, true, &begin));
-  if (!pl.end.empty()) ZF_RETURN_IF_ERROR(tk.Encode(pl.end, false, true, &end));
-  if (!begin.empty()) ZF_RETURN_IF_ERROR(s.Eval(begin.data(), begin.size(), nullptr));
-  const size_t n = rows.size() / size_t(s.model().desc().n_embd);
-  ZF_RETURN_IF_ERROR(s.EvalEmbeddings(rows.data(), n, pl.bidirectional, keep_logits && end.empty()));
-  if (!end.empty()) {
-    return keep_logits ? s.EvalKeepLogits(end.data(), end.size()) : s.Eval(end.data(), end.size(), nullptr);
+  const size_t E = size_t(s.model().desc().n_embd);
+  size_t row = 0;
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < pl.pieces.size(); ++i) {
+    const vision::LayoutPiece& p = pl.pieces[i];
+    const bool last = keep_logits && i + 1 == pl.pieces.size();
+    if (p.rows > 0) {
+      if ((row + size_t(p.rows)) * E > rows.size()) return Status(Code::kInternal, "image: fewer rows than its layout");
+      ZF_RETURN_IF_ERROR(s.EvalEmbeddings(rows.data() + row * E, size_t(p.rows), pl.bidirectional, last));
+      row += size_t(p.rows);
+      continue;
+    }
+    ZF_RETURN_IF_ERROR(tk.Encode(p.text, false, true, &ids));
+    if (ids.empty()) continue;
+    ZF_RETURN_IF_ERROR(last ? s.EvalKeepLogits(ids.data(), ids.size()) : s.Eval(ids.data(), ids.size(), nullptr));
   }
+  if (row * E != rows.size()) return Status(Code::kInternal, "image: more rows than its layout");
   return Status::Ok();
 }
 
@@ -94,8 +102,9 @@ ZF_API zf_status zf_session_eval_image(zf_session* session, const zf_mmproj* mmp
   ZF_GUARD_BEGIN
   zf::rt::Session& s = *session->impl;
   std::shared_ptr<const std::vector<float>> rows;
-  zf::Status st = zf::capi::EmbedImageCached(mmproj, *image, s.model().default_threads(), "image", &rows);
-  if (st.ok()) st = zf::capi::PlaceImage(s, zf::capi::PlacementOf(mmproj), *rows, true);
+  zf::vision::TileGrid grid;
+  zf::Status st = zf::capi::EmbedImageCached(mmproj, *image, s.model().default_threads(), "image", &rows, &grid);
+  if (st.ok()) st = zf::capi::PlaceImage(s, zf::capi::PlacementOf(mmproj, grid), *rows, true);
   if (!st.ok()) return Fail(st);
   CopyLogits(s, logits, cap);
   return Succeed();

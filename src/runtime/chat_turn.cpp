@@ -158,7 +158,7 @@ struct PromptRun {
 
 // The rendered prompt in runs: text tokenized piece by piece between the images (BOS on the
 // first, special-token text as tokens, as libmtmd tokenizes its text chunks), each image as its
-// begin marker's tokens, its rows and its end marker's tokens.
+// pieces: marker tokens, and runs of rows (one per tile: each its own entries' hash).
 Status PromptRuns(const ServedModel& sm, const Prepared& prep, const TurnImages* images, std::vector<PromptRun>* runs,
                   std::vector<int32_t>* tokens) {
   const tok::Tokenizer& tk = sm.model().tokenizer();
@@ -195,22 +195,30 @@ Status PromptRuns(const ServedModel& sm, const Prepared& prep, const TurnImages*
     add_text(piece);
     if (i == parts.size()) break;
     std::shared_ptr<const std::vector<float>> rows;
-    ZF_RETURN_IF_ERROR(images->embed(parts[i].bytes, parts[i].field, &rows));
+    std::vector<ImagePiece> layout;
+    ZF_RETURN_IF_ERROR(images->embed(parts[i].bytes, parts[i].field, &rows, &layout));
     if (rows == nullptr || rows->empty() || rows->size() % E != 0) {
       return Status(Code::kInternal, parts[i].field + ": the projector returned rows of another width");
     }
-    if (!images->begin.empty()) {
-      ZF_RETURN_IF_ERROR(tk.Encode(images->begin, false, true, &piece));
-      add_text(piece);
+    size_t row = 0;
+    for (const ImagePiece& lp : layout) {
+      if (lp.rows == 0) {
+        ZF_RETURN_IF_ERROR(tk.Encode(lp.text, false, true, &piece));
+        add_text(piece);
+        continue;
+      }
+      if ((row + lp.rows) * E > rows->size()) return Status(Code::kInternal, parts[i].field + ": fewer rows than the layout");
+      // A tile of a larger image: its own rows (the session hashes each run's rows).
+      std::shared_ptr<const std::vector<float>> run =
+          lp.rows * E == rows->size() ? rows
+                                      : std::make_shared<const std::vector<float>>(rows->begin() + std::ptrdiff_t(row * E),
+                                                                                    rows->begin() + std::ptrdiff_t((row + lp.rows) * E));
+      const uint64_t hash = Session::RowsKey(run->data(), run->size(), images->bidirectional);
+      runs->push_back(PromptRun{tokens->size(), lp.rows, run});
+      for (size_t j = 0; j < lp.rows; ++j) tokens->push_back(Session::EmbeddingToken(hash, j));
+      row += lp.rows;
     }
-    const size_t n = rows->size() / E;
-    const uint64_t hash = Session::RowsKey(rows->data(), rows->size(), images->bidirectional);
-    runs->push_back(PromptRun{tokens->size(), n, rows});
-    for (size_t j = 0; j < n; ++j) tokens->push_back(Session::EmbeddingToken(hash, j));
-    if (!images->end.empty()) {
-      ZF_RETURN_IF_ERROR(tk.Encode(images->end, false, true, &piece));
-      add_text(piece);
-    }
+    if (row * E != rows->size()) return Status(Code::kInternal, parts[i].field + ": more rows than the layout");
   }
   return Status::Ok();
 }
@@ -222,11 +230,16 @@ Status RenderTurnPrompt(const ServedModel& model, const TurnOptions& options, st
   ZF_RETURN_IF_ERROR(Prepare(model, options, &p));
   *prompt = std::move(p.prompt);
   if (p.req.images.empty()) return Status::Ok();
-  // Each image as the text around its rows (the rows themselves have no text).
+  // Each image as the marker text among its rows (the rows themselves have no text).
   const std::string& marker = p.req.image_marker;
-  const std::string around = options.images->begin + options.images->end;
-  for (size_t at = prompt->find(marker); at != std::string::npos; at = prompt->find(marker, at + around.size())) {
-    prompt->replace(at, marker.size(), around);
+  size_t at = prompt->find(marker);
+  for (size_t i = 0; i < p.req.images.size() && at != std::string::npos; ++i) {
+    std::vector<ImagePiece> layout;
+    ZF_RETURN_IF_ERROR(options.images->layout(p.req.images[i].bytes, p.req.images[i].field, &layout));
+    std::string text;
+    for (const ImagePiece& lp : layout) text += lp.text;
+    prompt->replace(at, marker.size(), text);
+    at = prompt->find(marker, at + text.size());
   }
   return Status::Ok();
 }

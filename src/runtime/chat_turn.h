@@ -28,13 +28,23 @@ namespace zf::rt {
 // Values equal ZF_FINISH_* in zerfoo.h.
 enum class FinishReason : int32_t { kStop = 0, kLength = 1, kToolCalls = 2 };
 
+// A piece of an image's place in the prompt: marker text (special tokens parsed, no BOS), or
+// (rows > 0) the next `rows` rows of the image's embeddings.
+struct ImagePiece {
+  std::string text;
+  size_t rows = 0;
+};
+
 // How a turn places its request's images (chat_request.h: ChatRequest::images): the rows of an
-// image's bytes (n x n_embd floats; `field` names the request part for errors), the marker text
-// around them (Gemma 3: "<start_of_image>", "<end_of_image>") and whether they attend both ways.
+// image's bytes (n x n_embd floats; `field` names the request part for errors) with the pieces
+// that place them (Gemma 3: "<start_of_image>", 256 rows, "<end_of_image>"; Idefics3: each
+// tile's marker and rows, then the overview's), the pieces alone (for the prompt's text; may
+// decode, never encodes), and whether the rows attend both ways.
 struct TurnImages {
-  std::function<Status(std::string_view bytes, const std::string& field, std::shared_ptr<const std::vector<float>>* rows)>
+  std::function<Status(std::string_view bytes, const std::string& field, std::shared_ptr<const std::vector<float>>* rows,
+                       std::vector<ImagePiece>* pieces)>
       embed;
-  std::string begin, end;
+  std::function<Status(std::string_view bytes, const std::string& field, std::vector<ImagePiece>* pieces)> layout;
   bool bidirectional = false;
 };
 

@@ -169,12 +169,23 @@ void VisionEncoder::Attention(const float* q, const float* k, const float* v, in
   });
 }
 
-Status VisionEncoder::Encode(const Image& image, std::vector<float>* embd) {
+Status VisionEncoder::Encode(const Image& image, std::vector<float>* embd, TileGrid* grid) {
   if (image.width <= 0 || image.height <= 0 || image.rgb.size() != size_t(image.width) * size_t(image.height) * 3)
     return InvalidArgument("image: " + std::to_string(image.width) + "x" + std::to_string(image.height) + " with " +
                            std::to_string(image.rgb.size()) + " bytes is no RGB image");
   const VisionHparams& hp = m_.hparams();
-  return EncodePixels(PreprocessFixedSize(image, hp.image_size, hp.mean, hp.std), embd);
+  TileGrid g;
+  const std::vector<Image> inputs = TileImages(hp, image, &g);
+  if (grid != nullptr) *grid = g;
+  // The encoder's inputs one after another, their rows concatenated in placement order.
+  std::vector<float> one;
+  embd->clear();
+  embd->reserve(inputs.size() * size_t(hp.n_tokens()) * size_t(hp.proj_width));
+  for (const Image& in : inputs) {
+    ZF_RETURN_IF_ERROR(EncodePixels(Normalize(in, hp.mean, hp.std), &one));
+    embd->insert(embd->end(), one.begin(), one.end());
+  }
+  return Status::Ok();
 }
 
 Status VisionEncoder::EncodePixels(const std::vector<float>& px, std::vector<float>* embd) {
@@ -220,9 +231,24 @@ Status VisionEncoder::EncodePixels(const std::vector<float>& px, std::vector<flo
   }
   if (!m_.post_ln.w.empty()) LayerNorm(m_.post_ln, x.data(), T);
 
+  const int64_t M = hp.n_merge, ts = hp.tokens_per_side(), NT = ts * ts;
+  if (hp.spec->merge == Merge::kPixelShuffle) {
+    // Each M x M block of patches becomes one token: the block's patches concatenated, rows of
+    // the block outer, columns inner (libmtmd's build_patch_merge_permute), then the projection.
+    std::vector<float> merged(size_t(NT * M * M * n));
+    for (int64_t t = 0; t < NT; ++t) {
+      const int64_t oy = t / ts, ox = t % ts;
+      float* dst = merged.data() + t * M * M * n;
+      for (int64_t ky = 0; ky < M; ++ky)
+        for (int64_t kx = 0; kx < M; ++kx)
+          std::copy_n(x.data() + ((oy * M + ky) * side + ox * M + kx) * n, n, dst + (ky * M + kx) * n);
+    }
+    embd->assign(size_t(NT) * size_t(hp.proj_width), 0.0f);
+    MatMul(m_.proj, merged.data(), NT, embd->data());
+    return Status::Ok();
+  }
   // Average pooling n_merge x n_merge over the patch grid (sum in row order, then / k^2), RMS
   // norm (mean square summed in double) times the soft-embedding weight.
-  const int64_t M = hp.n_merge, ts = hp.tokens_per_side(), NT = ts * ts;
   std::vector<float> pooled(size_t(NT * n));
   pool_->ParallelFor(NT, [&](int64_t b, int64_t e) {
     std::vector<float> acc(static_cast<size_t>(n));

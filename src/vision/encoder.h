@@ -1,4 +1,5 @@
-// Gemma 3's vision encoder and projector on the CPU, as libmtmd computes them:
+// The SigLIP vision encoder and its projector on the CPU, as libmtmd computes them (Gemma 3's
+// below; Idefics3 differs as its ProjectorSpec says: pixel shuffle, then mm.model.fc):
 //   patches (14 x 14 convolution as a product over im2col rows) + bias + learned positions,
 //   pre-LN ViT blocks (LayerNorm, q/k/v with biases, softmax attention over every patch, output
 //   projection, residual; LayerNorm, up + GELU + down, residual), the final LayerNorm,
@@ -31,9 +32,11 @@ class VisionEncoder {
   VisionEncoder(const Mmproj& mmproj, int32_t n_threads);
   ~VisionEncoder();
 
-  // The image's embeddings: hparams().n_tokens() rows of hparams().proj_width floats.
-  Status Encode(const Image& image, std::vector<float>* embd);
-  // The same from preprocessed pixels (image_size^2 x 3 floats, PreprocessFixedSize's output).
+  // The image's embeddings: hparams().n_tokens() rows of hparams().proj_width floats per
+  // encoder input (TileImages: one, or the tiles and the overview), in placement order; *grid
+  // (may be null): the tile grid, for Layout().
+  Status Encode(const Image& image, std::vector<float>* embd, TileGrid* grid = nullptr);
+  // One encoder input's rows from preprocessed pixels (image_size^2 x 3 floats, Normalize's).
   Status EncodePixels(const std::vector<float>& pixels, std::vector<float>* embd);
 
  private:

@@ -83,13 +83,15 @@ Status ReadHparams(const gguf::GgufFile& f, VisionHparams* hp) {
   if (!f.GetString("clip.projector_type", &sv).ok() && !f.GetString("clip.vision.projector_type", &sv).ok())
     return FormatError("mmproj: clip.projector_type is missing");
   hp->projector = std::string(sv);
-  if (hp->projector != "gemma3")
-    return Unsupported("mmproj: clip.projector_type '" + hp->projector + "' is not supported (gemma3 is)");
+  hp->spec = FindProjector(hp->projector);
+  if (hp->spec == nullptr)
+    return Unsupported("mmproj: clip.projector_type '" + hp->projector + "' is not supported (" + SupportedProjectors() +
+                       " are)");
   bool b = false;
   if (!f.GetBool("clip.has_vision_encoder", &b).ok() || !b)
     return FormatError("mmproj: clip.has_vision_encoder is not true (no vision encoder in the file)");
   if (!f.GetBool("clip.use_gelu", &b).ok() || !b)
-    return Unsupported("mmproj: clip.use_gelu is not true (gemma3's encoder uses GELU)");
+    return Unsupported("mmproj: clip.use_gelu is not true (" + hp->projector + "'s SigLIP encoder uses GELU)");
   ZF_RETURN_IF_ERROR(U32(f, "clip.vision.image_size", &hp->image_size, 1));
   ZF_RETURN_IF_ERROR(U32(f, "clip.vision.patch_size", &hp->patch_size, 1));
   ZF_RETURN_IF_ERROR(U32(f, "clip.vision.embedding_length", &hp->n_embd, 1));
@@ -98,6 +100,15 @@ Status ReadHparams(const gguf::GgufFile& f, VisionHparams* hp) {
   ZF_RETURN_IF_ERROR(U32(f, "clip.vision.attention.head_count", &hp->n_head, 1));
   if (f.Find("clip.vision.projector.scale_factor") != nullptr)
     ZF_RETURN_IF_ERROR(U32(f, "clip.vision.projector.scale_factor", &hp->n_merge, 1));
+  if (hp->spec->merge == Merge::kPixelShuffle && hp->n_merge < 2)
+    return FormatError("mmproj: clip.vision.projector.scale_factor must be 2 or more for " + hp->projector + "'s pixel shuffle");
+  if (hp->spec->tiling == Tiling::kLongestEdge) {
+    // Files without it take libmtmd's other (llava-uhd style) slicing, not read here.
+    if (f.Find("clip.vision.preproc_image_size") == nullptr)
+      return Unsupported("mmproj: clip.vision.preproc_image_size is missing (older " + hp->projector +
+                         " files slice images another way, not supported)");
+    ZF_RETURN_IF_ERROR(U32(f, "clip.vision.preproc_image_size", &hp->longest_edge, 1));
+  }
   Status s = f.GetF32("clip.vision.attention.layer_norm_epsilon", &hp->eps);
   if (!s.ok()) return FormatError("mmproj: clip.vision.attention.layer_norm_epsilon: " + s.message());
   if (!(hp->eps > 0.0f && hp->eps < 1.0f)) return FormatError("mmproj: clip.vision.attention.layer_norm_epsilon is out of range");
@@ -164,19 +175,27 @@ Status Mmproj::FromGguf(std::unique_ptr<gguf::GgufFile> file, std::unique_ptr<Mm
     ZF_RETURN_IF_ERROR(Matrix(f, p + (swapped ? "ffn_up" : "ffn_down"), hp.n_ff, E, &used, &b.down, true));
   }
   ZF_RETURN_IF_ERROR(Norm(f, "v.post_ln", E, &used, &m->post_ln, false));
-  ZF_RETURN_IF_ERROR(Floats(f, "mm.soft_emb_norm.weight", {E}, &used, &m->soft_norm));
-  // mm.input_projection is [proj_width][E] in ggml order (E rows of proj_width); the reference
-  // multiplies by its transpose, kept here as proj_width rows of E in the same type.
-  const gguf::TensorInfo* pw = f.FindTensor("mm.input_projection.weight");
-  if (pw == nullptr) return FormatError("mmproj: tensor 'mm.input_projection.weight' is missing");
-  if (pw->n_dims != 2 || pw->ne[1] != E)
-    return FormatError("mmproj: tensor 'mm.input_projection.weight' has shape " + Shape(pw->ne, pw->n_dims) + ", [width, " +
-                       std::to_string(E) + "] expected");
-  if (pw->type != GgmlType::F32 && pw->type != GgmlType::F16)
-    return FormatError("mmproj: tensor 'mm.input_projection.weight' is " + std::string(TypeName(pw->type)) + ", F32 or F16 expected");
-  used.insert("mm.input_projection.weight");
-  hp.proj_width = int32_t(pw->ne[0]);
-  {
+  const ProjectorSpec& spec = *hp.spec;
+  if (spec.soft_norm) ZF_RETURN_IF_ERROR(Floats(f, "mm.soft_emb_norm.weight", {E}, &used, &m->soft_norm));
+  // The token's width entering the projection: a patch's, or a shuffled block's.
+  const int64_t in = spec.merge == Merge::kPixelShuffle ? E * hp.n_merge * hp.n_merge : E;
+  const std::string pname = std::string(spec.proj) + ".weight";
+  const gguf::TensorInfo* pw = f.FindTensor(pname);
+  if (pw == nullptr) return FormatError("mmproj: tensor '" + pname + "' is missing");
+  const int64_t in_dim = spec.proj_transposed ? 1 : 0;
+  if (pw->n_dims != 2 || pw->ne[in_dim] != in)
+    return FormatError("mmproj: tensor '" + pname + "' has shape " + Shape(pw->ne, pw->n_dims) + ", " +
+                       (spec.proj_transposed ? "[width, " + std::to_string(in) + "]" : "[" + std::to_string(in) + ", width]") +
+                       " expected");
+  hp.proj_width = int32_t(pw->ne[1 - in_dim]);
+  if (!spec.proj_transposed) {
+    ZF_RETURN_IF_ERROR(Matrix(f, spec.proj, in, hp.proj_width, &used, &m->proj, false));
+  } else {
+    // mm.input_projection is [proj_width][E] in ggml order (E rows of proj_width); the reference
+    // multiplies by its transpose, kept here as proj_width rows of E in the same type.
+    if (pw->type != GgmlType::F32 && pw->type != GgmlType::F16)
+      return FormatError("mmproj: tensor '" + pname + "' is " + std::string(TypeName(pw->type)) + ", F32 or F16 expected");
+    used.insert(pname);
     const size_t es = pw->type == GgmlType::F32 ? 4 : 2;
     const int64_t W = pw->ne[0];
     m->proj.type = pw->type;
@@ -191,7 +210,7 @@ Status Mmproj::FromGguf(std::unique_ptr<gguf::GgufFile> file, std::unique_ptr<Mm
   }
   for (const gguf::TensorInfo& ti : f.tensors())
     if (used.count(std::string(ti.name)) == 0)
-      return FormatError("mmproj: tensor '" + std::string(ti.name) + "' is not part of a gemma3 projector");
+      return FormatError("mmproj: tensor '" + std::string(ti.name) + "' is not part of a " + hp.projector + " projector");
   m->file_ = std::move(file);
   *out = std::move(m);
   return Status::Ok();

@@ -1,8 +1,9 @@
 // A vision projector file (llama.cpp's mmproj GGUF: general.architecture = clip), read and
 // validated as clip.cpp reads it: the projector type, the clip.vision.* hyperparameters, the
-// image mean/std and every tensor's name and shape. Gemma 3's projector (SigLIP encoder, 4 x 4
-// average pooling, soft-embedding RMS norm, input projection) is the one type loaded so far;
-// any other is refused by name.
+// image mean/std and every tensor's name and shape. The types differ as projector.h's specs
+// say: gemma3 (SigLIP encoder, 4 x 4 average pooling, soft-embedding RMS norm, the transposed
+// input projection) and idefics3 (SigLIP encoder, pixel shuffle, mm.model.fc); any other is
+// refused by name.
 #pragma once
 
 #include <array>
@@ -13,6 +14,7 @@
 
 #include "common/ggml_types.h"
 #include "common/status.h"
+#include "vision/projector.h"
 
 namespace zf::gguf {
 class GgufFile;
@@ -22,16 +24,18 @@ namespace zf::vision {
 
 struct VisionHparams {
   std::string projector;  // clip.projector_type
+  const ProjectorSpec* spec = nullptr;
   int32_t image_size = 0, patch_size = 0;
   int32_t n_embd = 0, n_ff = 0, n_layer = 0, n_head = 0;
-  int32_t n_merge = 4;       // pooling kernel per side (clip.vision.projector.scale_factor)
-  int32_t proj_width = 0;    // output width: mm.input_projection's rows (the LM's embedding width)
+  int32_t n_merge = 4;       // pooling / shuffle factor per side (clip.vision.projector.scale_factor)
+  int32_t longest_edge = 0;  // kLongestEdge tiling: clip.vision.preproc_image_size
+  int32_t proj_width = 0;    // output width: the projection's rows (the LM's embedding width)
   float eps = 1e-6f;
   std::array<float, 3> mean{}, std{};
 
   int32_t patches_per_side() const { return image_size / patch_size; }
   int32_t tokens_per_side() const { return patches_per_side() / n_merge; }
-  int32_t n_tokens() const { return tokens_per_side() * tokens_per_side(); }
+  int32_t n_tokens() const { return tokens_per_side() * tokens_per_side(); }  // per encoder input
 };
 
 // A product's weight: `out` rows of `in` elements in the file's blocks (F32, F16, Q8_0, ... as
@@ -70,8 +74,9 @@ class Mmproj {
   LayerNormW pre_ln;              // optional (empty w)
   std::vector<VitBlock> blocks;
   LayerNormW post_ln;             // optional (empty w)
-  std::vector<float> soft_norm;   // mm.soft_emb_norm.weight [n_embd]
-  Linear proj;                    // rows proj_width of n_embd (mm.input_projection transposed)
+  std::vector<float> soft_norm;   // mm.soft_emb_norm.weight [n_embd] (spec->soft_norm)
+  Linear proj;                    // rows proj_width of the merged token's width (transposed at
+                                  // load when spec->proj_transposed)
 
  private:
   Mmproj() = default;

@@ -14,12 +14,27 @@ struct Taps {
   std::vector<int32_t> weights;   // per output pixel: ksize fixed-point weights
 };
 
-// Triangle filter weights for in -> out pixels along one side.
-Taps ComputeTaps(int in, int out) {
+// Pillow's filters: the triangle (support 1) and Lanczos-3 (support 3).
+double Filter(Resample f, double x) {
+  if (f == Resample::kLanczos) {
+    if (!(-3.0 <= x && x < 3.0)) return 0.0;
+    const auto sinc = [](double v) {
+      if (v == 0.0) return 1.0;
+      const double pv = v * 3.141592653589793238462643383279502884;
+      return std::sin(pv) / pv;
+    };
+    return sinc(x) * sinc(x / 3.0);
+  }
+  x = std::fabs(x);
+  return x < 1.0 ? 1.0 - x : 0.0;
+}
+
+// The filter's weights for in -> out pixels along one side.
+Taps ComputeTaps(int in, int out, Resample f) {
   Taps t;
   const double scale = double(in) / double(out);
   const double filterscale = std::max(scale, 1.0);  // widened when shrinking
-  const double support = 1.0 * filterscale;
+  const double support = (f == Resample::kLanczos ? 3.0 : 1.0) * filterscale;
   t.ksize = int(std::ceil(support)) * 2 + 1;
   t.first.resize(size_t(out));
   t.count.resize(size_t(out));
@@ -31,8 +46,7 @@ Taps ComputeTaps(int in, int out) {
     const int hi = std::min(int(center + support + 0.5), in);
     double sum = 0;
     for (int i = lo; i < hi; ++i) {
-      const double x = std::fabs((i - center + 0.5) * (1.0 / filterscale));
-      w[size_t(i - lo)] = x < 1.0 ? 1.0 - x : 0.0;
+      w[size_t(i - lo)] = Filter(f, (i - center + 0.5) * (1.0 / filterscale));
       sum += w[size_t(i - lo)];
     }
     t.first[size_t(o)] = lo;
@@ -51,8 +65,8 @@ inline uint8_t Clip8(int32_t acc) {
   return uint8_t(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
-Image Horizontal(const Image& src, int out_w) {
-  const Taps t = ComputeTaps(src.width, out_w);
+Image Horizontal(const Image& src, int out_w, Resample f) {
+  const Taps t = ComputeTaps(src.width, out_w, f);
   Image dst;
   dst.width = out_w;
   dst.height = src.height;
@@ -73,8 +87,8 @@ Image Horizontal(const Image& src, int out_w) {
   return dst;
 }
 
-Image Vertical(const Image& src, int out_h) {
-  const Taps t = ComputeTaps(src.height, out_h);
+Image Vertical(const Image& src, int out_h, Resample f) {
+  const Taps t = ComputeTaps(src.height, out_h, f);
   Image dst;
   dst.width = src.width;
   dst.height = out_h;
@@ -96,12 +110,14 @@ Image Vertical(const Image& src, int out_h) {
 
 }  // namespace
 
-Image ResizeBilinear(const Image& src, int32_t w, int32_t h) {
+Image Resize(const Image& src, int32_t w, int32_t h, Resample f) {
   Image cur = src;
-  if (w != src.width) cur = Horizontal(cur, w);
-  if (h != src.height) cur = Vertical(cur, h);
+  if (w != src.width) cur = Horizontal(cur, w, f);
+  if (h != src.height) cur = Vertical(cur, h, f);
   return cur;
 }
+
+Image ResizeBilinear(const Image& src, int32_t w, int32_t h) { return Resize(src, w, h, Resample::kBilinear); }
 
 Image FitAndPad(const Image& src, int32_t size) {
   if (src.width == size && src.height == size) return src;
@@ -120,15 +136,65 @@ Image FitAndPad(const Image& src, int32_t size) {
   return dst;
 }
 
-std::vector<float> PreprocessFixedSize(const Image& src, int32_t size, const std::array<float, 3>& mean,
-                                       const std::array<float, 3>& std) {
-  const Image fit = FitAndPad(src, size);
-  std::vector<float> out(fit.rgb.size());
+TileGrid PlanTiles(const VisionHparams& hp, int32_t width, int32_t height, int32_t* rw, int32_t* rh) {
+  if (hp.spec == nullptr || hp.spec->tiling != Tiling::kLongestEdge) return TileGrid{};
+  // The longer side to longest_edge, the other by the aspect ratio (truncated, then made even),
+  // as libmtmd's idefics3 preprocessor (after transformers' Idefics3ImageProcessor).
+  const int32_t edge = hp.longest_edge, tile = hp.image_size;
+  const double aspect = double(width) / double(height);
+  int32_t w = edge, h = edge;
+  if (width >= height) {
+    h = int32_t(edge / aspect);
+    h += h % 2;
+  } else {
+    w = int32_t(edge * aspect);
+    w += w % 2;
+  }
+  w = std::max(w, 1);  // an extreme aspect ratio; libmtmd would resize to 0 and fail
+  h = std::max(h, 1);
+  if (rw != nullptr) *rw = w;
+  if (rh != nullptr) *rh = h;
+  return TileGrid{(w + tile - 1) / tile, (h + tile - 1) / tile};
+}
+
+std::vector<Image> TileImages(const VisionHparams& hp, const Image& src, TileGrid* grid) {
+  if (hp.spec == nullptr || hp.spec->tiling != Tiling::kLongestEdge) {
+    *grid = TileGrid{};
+    return {FitAndPad(src, hp.image_size)};
+  }
+  const Resample f = hp.spec->resample;
+  int32_t w = 0, h = 0;
+  *grid = PlanTiles(hp, src.width, src.height, &w, &h);
+  const int32_t tile = hp.image_size;
+  // Two resizes, as the reference: to the aspect-kept size, then stretched to whole tiles.
+  const Image refined = Resize(Resize(src, w, h, f), grid->x * tile, grid->y * tile, f);
+  std::vector<Image> out;
+  for (int32_t ty = 0; ty < grid->y; ++ty)
+    for (int32_t tx = 0; tx < grid->x; ++tx) {
+      Image t;
+      t.width = t.height = tile;
+      t.rgb.resize(size_t(tile) * size_t(tile) * 3);
+      for (int32_t y = 0; y < tile; ++y)
+        std::copy_n(refined.rgb.data() + ((size_t(ty) * size_t(tile) + size_t(y)) * size_t(refined.width) + size_t(tx) * size_t(tile)) * 3,
+                    size_t(tile) * 3, t.rgb.data() + size_t(y) * size_t(tile) * 3);
+      out.push_back(std::move(t));
+    }
+  out.push_back(Resize(refined, tile, tile, f));  // the overview, last as libmtmd places it
+  return out;
+}
+
+std::vector<float> Normalize(const Image& img, const std::array<float, 3>& mean, const std::array<float, 3>& std) {
+  std::vector<float> out(img.rgb.size());
   for (size_t i = 0; i < out.size(); ++i) {
     const size_t c = i % 3;
-    out[i] = (float(fit.rgb[i]) / 255.0f - mean[c]) / std[c];
+    out[i] = (float(img.rgb[i]) / 255.0f - mean[c]) / std[c];
   }
   return out;
+}
+
+std::vector<float> PreprocessFixedSize(const Image& src, int32_t size, const std::array<float, 3>& mean,
+                                       const std::array<float, 3>& std) {
+  return Normalize(FitAndPad(src, size), mean, std);
 }
 
 }  // namespace zf::vision

@@ -1,0 +1,59 @@
+#include "vision/projector.h"
+
+#include <cstdio>
+
+namespace zf::vision {
+namespace {
+
+// libmtmd's choices (tools/mtmd/mtmd.cpp, clip.cpp) per type.
+const ProjectorSpec kSpecs[] = {
+    {"gemma3", "gemma3", Merge::kAvgPool, true, "mm.input_projection", true, Tiling::kFitAndPad, Resample::kBilinear, true,
+     "<start_of_image>", "<end_of_image>", "", "", {}, ""},
+    // SmolVLM: causal rows; the tiles' markers are idefics3's processor's (parsed as special text),
+    // the overview's looked up token by token.
+    {"idefics3", "llama", Merge::kPixelShuffle, false, "mm.model.fc", false, Tiling::kLongestEdge, Resample::kLanczos,
+     false, "", "", "<fake_token_around_image><row_%d_col_%d>", "\n",
+     {"\n\n", "<fake_token_around_image>", "<global-img>"}, "<fake_token_around_image>"},
+};
+
+}  // namespace
+
+const ProjectorSpec* FindProjector(const std::string& type) {
+  for (const ProjectorSpec& s : kSpecs)
+    if (type == s.type) return &s;
+  return nullptr;
+}
+
+std::string SupportedProjectors() {
+  std::string s;
+  for (const ProjectorSpec& p : kSpecs) s += (s.empty() ? "" : ", ") + std::string(p.type);
+  return s;
+}
+
+std::vector<LayoutPiece> Layout(const ProjectorSpec& spec, const TileGrid& grid, int64_t n_tokens) {
+  std::vector<LayoutPiece> out;
+  const auto text = [&out](const std::string& t) {
+    if (!t.empty()) out.push_back(LayoutPiece{t, 0});
+  };
+  if (grid.x * grid.y == 0) {
+    text(spec.begin);
+    out.push_back(LayoutPiece{"", n_tokens});
+    text(spec.end);
+    return out;
+  }
+  for (int32_t y = 0; y < grid.y; ++y) {
+    for (int32_t x = 0; x < grid.x; ++x) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, spec.tile_begin, y + 1, x + 1);
+      text(buf);
+      out.push_back(LayoutPiece{"", n_tokens});
+    }
+    if (y + 1 < grid.y) text(spec.row_end);
+  }
+  for (const char* t : spec.overview_begin) text(t);
+  out.push_back(LayoutPiece{"", n_tokens});
+  text(spec.overview_end);
+  return out;
+}
+
+}  // namespace zf::vision

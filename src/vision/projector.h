@@ -1,0 +1,69 @@
+// What differs between vision projector types, written as data (one row per clip.projector_type)
+// rather than as a code path per family: how the encoder's patches become tokens, the norm and
+// projection after them, how an image is cut into encoder inputs, the resampling filter, how the
+// rows attend in the language model and the marker text libmtmd puts around them (mtmd.cpp).
+// Layout() turns a row and an image's tile grid into the prompt's pieces, in libmtmd's order.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace zf::vision {
+
+enum class Merge : int32_t {
+  kAvgPool,       // n_merge x n_merge average pooling of the patch grid (Gemma 3)
+  kPixelShuffle,  // each n_merge x n_merge block of patches concatenated into one token (Idefics3)
+};
+
+enum class Tiling : int32_t {
+  kFitAndPad,    // one image_size square: scaled to fit, centred on black (Gemma 3)
+  kLongestEdge,  // scaled to clip.vision.preproc_image_size on the longer side, then to whole
+                 // image_size tiles; the tiles row by row and an overview of the whole (Idefics3)
+};
+
+enum class Resample : int32_t { kBilinear, kLanczos };  // Pillow's filters
+
+struct ProjectorSpec {
+  const char* type;    // clip.projector_type
+  const char* family;  // the language model's general.architecture it belongs to
+  Merge merge;
+  bool soft_norm;          // RMS norm times mm.soft_emb_norm.weight before the projection
+  const char* proj;        // the projection's tensor (without ".weight")
+  bool proj_transposed;    // stored [out][in] in ggml order (multiplied by its transpose)
+  Tiling tiling;
+  Resample resample;
+  bool bidirectional;  // the rows attend both ways in the LM (mtmd_decode_use_non_causal)
+  // Marker text. One image (no tiles): begin, rows, end. Tiles: per tile the tile_begin format
+  // (row, column from 1) and its rows, row_end between rows of tiles; then overview_begin
+  // (each string tokenized on its own), the overview's rows, overview_end.
+  const char* begin;
+  const char* end;
+  const char* tile_begin;
+  const char* row_end;
+  std::vector<const char*> overview_begin;
+  const char* overview_end;
+};
+
+// The spec of a clip.projector_type, or nullptr when it is not supported.
+const ProjectorSpec* FindProjector(const std::string& type);
+// The supported types' names, comma-separated (for messages).
+std::string SupportedProjectors();
+
+// How an image is cut for the encoder: grid_x x grid_y tiles (0 x 0: one image, no overview).
+struct TileGrid {
+  int32_t x = 0, y = 0;
+  int32_t n_images() const { return x * y > 0 ? x * y + 1 : 1; }  // the encoder's inputs (tiles + overview)
+};
+
+// A piece of an image's place in the prompt: marker text (tokenized with special tokens, no
+// BOS), or (rows > 0) the next `rows` rows of the image's embeddings.
+struct LayoutPiece {
+  std::string text;
+  int64_t rows = 0;
+};
+
+// The pieces for an image of `grid` whose encoder inputs each give n_tokens rows.
+std::vector<LayoutPiece> Layout(const ProjectorSpec& spec, const TileGrid& grid, int64_t n_tokens);
+
+}  // namespace zf::vision

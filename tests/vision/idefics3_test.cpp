@@ -1,0 +1,189 @@
+// Idefics3 (SmolVLM) against libmtmd (tests/data/golden/vision/idefics3-<type>.json,
+// mmproj_recorder --tiles): the synthesized projectors of the fixture vision.models (512 px
+// tiles, patch 16, pixel shuffle 4: 64 tokens per tile, projection to SmolLM2's 576) on two
+// Pattern pictures (2 x 2 and 1 x 2 tiles) and llama.cpp's tools/mtmd/test-1.jpeg (2 x 2): the
+// tile grid, every tile and the overview pixel for pixel (Lanczos resizes), every chunk's
+// embeddings, and the layout's order against the recorder's chunks.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "golden_check.h"
+#include "test_images.h"
+#include "vision/encoder.h"
+#include "vision/image.h"
+#include "vision/mmproj.h"
+#include "vision/preprocess.h"
+#include "vision/projector.h"
+
+namespace zf::vision {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string Trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+uint64_t Fnv(const std::vector<uint8_t>& b) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint8_t x : b) h = (h ^ x) * 1099511628211ull;
+  return h;
+}
+
+std::string Hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// The golden image's pixels: a Pattern picture through PNG, or the JPEG decoded here (its RGB
+// bytes checked against the hash of libmtmd's decoding).
+Image GoldenImage(const nlohmann::json& gi) {
+  Image img;
+  if (gi["name"] == "file") {
+    const std::string bytes = ReadFile(std::string(ZF_TEST_DATA_DIR) + "/vision/test-1.jpeg");
+    EXPECT_TRUE(DecodeImage(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), &img).ok());
+  } else {
+    const int w = gi["width"], h = gi["height"];
+    const std::vector<uint8_t> png = test::Png(w, h, test::Pattern(w, h, gi["seed"].get<uint32_t>()));
+    EXPECT_TRUE(DecodeImage(png.data(), png.size(), &img).ok());
+  }
+  EXPECT_EQ(Hex(Fnv(img.rgb)), gi["rgb_fnv1a64"].get<std::string>()) << "decoded pixels differ from libmtmd's";
+  return img;
+}
+
+std::unique_ptr<Mmproj> Load(const std::string& type, nlohmann::json* golden) {
+  const std::string file = std::string(ZF_VISION_MODELS_DIR) + "/mmproj-idefics3-" + type + ".gguf";
+  *golden = nlohmann::json::parse(ReadFile(std::string(ZF_TEST_DATA_DIR) + "/golden/vision/idefics3-" + type + ".json"));
+  EXPECT_EQ(Trimmed(ReadFile(file + ".sha256")), (*golden)["mmproj_sha256"].get<std::string>())
+      << file << " is not the file the golden was recorded on (generator or its packages changed?)";
+  std::unique_ptr<Mmproj> m;
+  const Status s = Mmproj::Load(file, &m);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return m;
+}
+
+TEST(Idefics3, Hparams) {
+  nlohmann::json golden;
+  std::unique_ptr<Mmproj> m = Load("f16", &golden);
+  ASSERT_NE(m, nullptr);
+  const VisionHparams& hp = m->hparams();
+  EXPECT_EQ(hp.projector, "idefics3");
+  ASSERT_NE(hp.spec, nullptr);
+  EXPECT_EQ(hp.spec->merge, Merge::kPixelShuffle);
+  EXPECT_EQ(hp.spec->tiling, Tiling::kLongestEdge);
+  EXPECT_FALSE(hp.spec->bidirectional);
+  EXPECT_EQ(hp.image_size, 512);
+  EXPECT_EQ(hp.n_merge, 4);
+  EXPECT_EQ(hp.longest_edge, 1024);
+  EXPECT_EQ(hp.n_tokens(), 64);
+  EXPECT_EQ(hp.proj_width, 576);
+  EXPECT_EQ(m->proj.in, 64 * 16);
+  EXPECT_TRUE(m->CheckLanguageModel(576).ok());
+  EXPECT_FALSE(m->CheckLanguageModel(640).ok());
+  // The grid from the size alone: the longer side to 1024, the other by the ratio (even).
+  EXPECT_EQ(PlanTiles(hp, 640, 400).x, 2);
+  EXPECT_EQ(PlanTiles(hp, 640, 400).y, 2);   // 1024 x 640
+  EXPECT_EQ(PlanTiles(hp, 300, 700).x, 1);   // 438 x 1024
+  EXPECT_EQ(PlanTiles(hp, 300, 700).y, 2);
+  EXPECT_EQ(PlanTiles(hp, 512, 512).n_images(), 5);  // 1024 x 1024: upscaled, 2 x 2
+  EXPECT_EQ(PlanTiles(hp, 4000, 10).n_images(), 3);  // 1024 x 2: one row of two tiles
+}
+
+TEST(Idefics3, LayoutIsLibmtmds) {
+  const ProjectorSpec& s = *FindProjector("idefics3");
+  const std::vector<LayoutPiece> p = Layout(s, TileGrid{2, 1}, 64);
+  std::string text;
+  int64_t rows = 0;
+  for (const LayoutPiece& x : p) {
+    text += x.rows > 0 ? "[" + std::to_string(x.rows) + "]" : x.text;
+    rows += x.rows;
+  }
+  EXPECT_EQ(text,
+            "<fake_token_around_image><row_1_col_1>[64]<fake_token_around_image><row_1_col_2>[64]\n\n"
+            "<fake_token_around_image><global-img>[64]<fake_token_around_image>");
+  EXPECT_EQ(rows, 3 * 64);
+  std::string g;
+  for (const LayoutPiece& x : Layout(*FindProjector("gemma3"), TileGrid{}, 256)) g += x.rows ? "[]" : x.text;
+  EXPECT_EQ(g, "<start_of_image>[]<end_of_image>");
+  EXPECT_EQ(FindProjector("pixtral"), nullptr);
+}
+
+struct Variant {
+  const char* name;
+  double min_cosine;
+};
+void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
+
+class Idefics3Golden : public ::testing::TestWithParam<Variant> {};
+
+// Tiles and overview pixel for pixel, then every chunk's rows.
+TEST_P(Idefics3Golden, TilesAndEmbeddingsMatchLibmtmd) {
+  const Variant& var = GetParam();
+  nlohmann::json golden;
+  std::unique_ptr<Mmproj> m = Load(var.name, &golden);
+  ASSERT_NE(m, nullptr);
+  const VisionHparams& hp = m->hparams();
+  VisionEncoder enc(*m, 2);
+  for (const auto& gi : golden["images"]) {
+    const std::string name = gi["name"];
+    const Image img = GoldenImage(gi);
+    std::vector<nlohmann::json> chunks;
+    for (const auto& c : gi["chunks"])
+      if (c.contains("n_tokens")) chunks.push_back(c);
+    TileGrid grid;
+    const std::vector<Image> tiles = TileImages(hp, img, &grid);
+    ASSERT_EQ(tiles.size(), chunks.size()) << name;
+    ASSERT_EQ(size_t(grid.n_images()), chunks.size()) << name;
+    for (size_t i = 0; i < tiles.size(); ++i) {
+      const auto& pre = chunks[i]["preprocessed"];
+      ASSERT_EQ(tiles[i].width, pre["width"].get<int>());
+      ASSERT_EQ(tiles[i].height, pre["height"].get<int>());
+      for (int y = 0; y < tiles[i].height; ++y) {
+        uint64_t sum = 0;
+        for (int k = 0; k < tiles[i].width * 3; ++k) sum += tiles[i].rgb[size_t(y) * size_t(tiles[i].width) * 3 + size_t(k)];
+        ASSERT_EQ(sum, pre["row_sums"][size_t(y)].get<uint64_t>()) << name << " tile " << i << " row " << y;
+      }
+      EXPECT_EQ(Hex(Fnv(tiles[i].rgb)), pre["fnv1a64"].get<std::string>()) << name << " tile " << i;
+    }
+    std::vector<float> embd;
+    TileGrid g2;
+    const Status s = enc.Encode(img, &embd, &g2);
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ(g2.x, grid.x);
+    EXPECT_EQ(g2.y, grid.y);
+    const size_t per = size_t(hp.n_tokens()) * size_t(hp.proj_width);
+    ASSERT_EQ(embd.size(), per * chunks.size());
+    test::GoldenFit worst;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      nlohmann::json gc = chunks[i];
+      gc["n_embd"] = gi["n_embd"];
+      const std::vector<float> one(embd.begin() + std::ptrdiff_t(i * per), embd.begin() + std::ptrdiff_t((i + 1) * per));
+      const test::GoldenFit fit = test::ExpectMatchesGolden(one, gc, var.min_cosine, name + " chunk " + std::to_string(i));
+      worst.min_cosine = std::min(worst.min_cosine, fit.min_cosine);
+      worst.max_abs = std::max(worst.max_abs, fit.max_abs);
+      worst.worst_norm = std::max(worst.worst_norm, fit.worst_norm);
+    }
+    std::printf("[ vision ] idefics3 %s %s (%d x %d tiles): min cosine %.7f, max |diff| %.3g, worst norm rel. error %.2g\n",
+                var.name, name.c_str(), grid.x, grid.y, worst.min_cosine, worst.max_abs, worst.worst_norm);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, Idefics3Golden, ::testing::Values(Variant{"f16", 0.9999}, Variant{"q8_0", 0.999}),
+                         [](const ::testing::TestParamInfo<Variant>& i) { return std::string(i.param.name); });
+
+}  // namespace
+}  // namespace zf::vision

@@ -53,7 +53,8 @@ void Fft(const double* in, int n, int stride, cd* out) {
 
 }  // namespace
 
-Mel LogMel(const float* pcm, int64_t n_samples, const std::vector<float>& filters, int32_t n_mel, int32_t n_threads) {
+Mel LogMel(const float* pcm, int64_t n_samples, const std::vector<float>& filters, int32_t n_mel, int32_t n_threads,
+           const MelOptions& options) {
   if (n_samples < 0) n_samples = 0;
   std::vector<float> padded(size_t(n_samples + kTail + 2 * kPad), 0.0f);
   if (n_samples > 0) std::memcpy(padded.data() + kPad, pcm, size_t(n_samples) * sizeof(float));
@@ -61,9 +62,10 @@ Mel LogMel(const float* pcm, int64_t n_samples, const std::vector<float>& filter
 
   Mel mel;
   mel.n_mel = n_mel;
-  mel.n_len = int32_t((int64_t(padded.size()) - kNfft) / kHop);
+  mel.n_len = int32_t((int64_t(padded.size()) - kNfft) / kHop + (options.last_frame ? 1 : 0));
   mel.n_len_org = int32_t(1 + (n_samples + kPad - kNfft) / kHop);
-  mel.data.assign(size_t(n_mel) * size_t(mel.n_len), float(std::log10(1e-10)));
+  // Frames that see only zeros: the floor (whisper.cpp writes log10(1e-10) without a transform).
+  mel.data.assign(size_t(n_mel) * size_t(mel.n_len), float(std::log10(options.floor)));
 
   double hann[kNfft];
   for (int i = 0; i < kNfft; ++i) hann[i] = 0.5 * (1.0 - std::cos(2.0 * M_PI * i / kNfft));
@@ -84,7 +86,7 @@ Mel LogMel(const float* pcm, int64_t n_samples, const std::vector<float>& filter
         const float* f = filters.data() + size_t(m) * kBins;
         double s = 0;
         for (int j = 0; j < kBins; ++j) s += power[j] * f[j];
-        mel.data[size_t(m) * mel.n_len + size_t(i)] = float(std::log10(std::max(s, 1e-10)));
+        mel.data[size_t(m) * mel.n_len + size_t(i)] = float(std::log10(std::max(s, options.floor)));
       }
     }
   };
@@ -98,6 +100,30 @@ Mel LogMel(const float* pcm, int64_t n_samples, const std::vector<float>& filter
   const float floor = mx - 8.0f;
   for (float& v : mel.data) v = (std::max(v, floor) + 4.0f) / 4.0f;
   return mel;
+}
+
+std::vector<float> SlaneyMelFilters(int32_t n_mel) {
+  // Slaney's scale: linear below 1 kHz (3 mel per 200 Hz), logarithmic above (27 mel per
+  // octave of 6.4x).
+  const double lin = 3.0 / 200.0, min_log_hz = 1000.0, min_log_mel = min_log_hz * lin, step = std::log(6.4) / 27.0;
+  auto to_mel = [&](double hz) { return hz < min_log_hz ? hz * lin : min_log_mel + std::log(hz / min_log_hz) / step; };
+  auto to_hz = [&](double m) { return m < min_log_mel ? m / lin : min_log_hz * std::exp((m - min_log_mel) * step); };
+  const double top = to_mel(8000.0);
+  std::vector<double> hz(size_t(n_mel) + 2);
+  for (size_t i = 0; i < hz.size(); ++i) hz[i] = to_hz(top * double(i) / double(n_mel + 1));
+  std::vector<float> f(size_t(n_mel) * kBins, 0.0f);
+  for (int32_t m = 0; m < n_mel; ++m) {
+    const double l = hz[size_t(m)], c = hz[size_t(m) + 1], r = hz[size_t(m) + 2];
+    const double enorm = 2.0 / std::max(1e-30, r - l);
+    for (int k = 0; k < kBins; ++k) {
+      const double x = k * 16000.0 / kNfft;
+      double w = 0.0;
+      if (x >= l && x <= c) w = (x - l) / std::max(1e-30, c - l);
+      else if (x > c && x <= r) w = (r - x) / std::max(1e-30, r - c);
+      f[size_t(m) * kBins + size_t(k)] = float(w * enorm);
+    }
+  }
+  return f;
 }
 
 }  // namespace zf::speech

@@ -2,7 +2,8 @@
 // power spectrum through the model's mel filter bank, log10 (floor 1e-10), clamped to
 // (max - 8), then (x + 4) / 4. Padded as whisper.cpp's whisper_pcm_to_mel does: 200 samples
 // reflected at the start, 30 s of zeros and 200 more at the end; frames past the audio's end
-// are log10(1e-10) before clamping.
+// are log10(1e-10) before clamping. MelOptions gives libmtmd's variant of the same (its Whisper
+// preprocessor for audio projectors: one more frame, a floor of 2^-24 on every mel value).
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,18 @@ struct Mel {
   std::vector<float> data;  // [n_mel][n_len]
 };
 
+// Where libmtmd's mel differs from whisper.cpp's (the defaults are whisper.cpp's).
+struct MelOptions {
+  double floor = 1e-10;       // mel values below it are taken as it (libmtmd: 2^-24)
+  bool last_frame = false;    // libmtmd: n_len = (padded - 400) / 160 + 1 (one frame more)
+};
+
 // filters: [n_mel][201]. n_threads >= 1.
-Mel LogMel(const float* pcm, int64_t n_samples, const std::vector<float>& filters, int32_t n_mel, int32_t n_threads);
+Mel LogMel(const float* pcm, int64_t n_samples, const std::vector<float>& filters, int32_t n_mel, int32_t n_threads,
+           const MelOptions& options = {});
+
+// The mel filter bank libmtmd computes for its Whisper preprocessor (librosa's default: Slaney
+// mel scale, 0 to 8 kHz, area-normalized triangles) for a 400-point FFT at 16 kHz: [n_mel][201].
+std::vector<float> SlaneyMelFilters(int32_t n_mel);
 
 }  // namespace zf::speech

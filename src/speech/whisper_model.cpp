@@ -114,6 +114,13 @@ Status WhisperModel::FromFile(const WhisperFile& f, std::unique_ptr<WhisperModel
   return Status::Ok();
 }
 
+std::unique_ptr<WhisperModel> WhisperModel::EncoderOnly(const WhisperHparams& hp, const EncoderStyle& style) {
+  std::unique_ptr<WhisperModel> m(new WhisperModel());
+  m->hp_ = hp;
+  m->style_ = style;
+  return m;
+}
+
 WhisperRunner::WhisperRunner(const WhisperModel& model, int32_t n_threads)
     : m_(model), pool_(new engine::ThreadPool(std::max(1, n_threads))) {
   const WhisperHparams& hp = m_.hparams();
@@ -218,7 +225,7 @@ void WhisperRunner::LayerNorm(const Norm& n, const float* x, int64_t n_tok, int6
     const float mean = float(s / double(dim));
     double v = 0;
     for (int64_t i = 0; i < dim; ++i) v += double(xt[i] - mean) * double(xt[i] - mean);
-    const float scale = 1.0f / std::sqrt(float(v / double(dim)) + 1e-5f);
+    const float scale = 1.0f / std::sqrt(float(v / double(dim)) + m_.style().eps);
     for (int64_t i = 0; i < dim; ++i) yt[i] = (xt[i] - mean) * scale * n.w[size_t(i)] + n.b[size_t(i)];
   }
 }
@@ -258,9 +265,14 @@ void WhisperRunner::Attend(const float* q, int64_t n_q, int64_t q_stride, const 
 
 void WhisperRunner::GeluRow(float* x, int64_t n) {
   const uint16_t* table = quant::f16::GeluTable();
+  const bool erf = m_.style().gelu_erf;
   pool_->ParallelFor(n / 64 + 1, [&](int64_t b, int64_t e) {
     const int64_t i0 = b * 64, i1 = std::min(n, e * 64);
     if (i0 >= i1) return;
+    if (erf) {
+      for (int64_t i = i0; i < i1; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752440f));
+      return;
+    }
 #if defined(__x86_64__) || defined(_M_X64)
     if (quant::f16::Available()) {
       quant::f16::avx2::GeluF16(x + i0, i1 - i0, table);
@@ -370,9 +382,16 @@ void WhisperRunner::Encode(const float* mel, int32_t n_len, int32_t mel_stride, 
     MatMul(b.fc2, ff.data(), n_ctx, h.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += h[i];
   }
-  enc_out_.resize(x.size());
-  LayerNorm(m_.enc_ln, x.data(), n_ctx, n, enc_out_.data());
+  int64_t n_out = n_ctx;
+  if (m_.style().pool2) {  // ggml_pool_1d(AVG, 2, 2) over positions: a trailing odd one dropped
+    n_out = n_ctx / 2;
+    for (int64_t t = 0; t < n_out; ++t)
+      for (int64_t i = 0; i < n; ++i) x[size_t(t * n + i)] = (x[size_t(2 * t * n + i)] + x[size_t((2 * t + 1) * n + i)]) * 0.5f;
+  }
+  enc_out_.resize(size_t(n_out * n));
+  LayerNorm(m_.enc_ln, x.data(), n_out, n, enc_out_.data());
 
+  if (m_.dec.empty()) return;  // an encoder alone (an audio projector's)
   // Cross-attention K/V of every decoder layer, once per window.
   const int64_t nt = hp.n_text_state, dt = nt / hp.n_text_head;
   // As whisper.cpp: cross K carries d^-1/4 of the scale (the query the other d^-1/4, in the

@@ -44,12 +44,25 @@ struct Block {
   Linear fc1, fc2;
 };
 
+// Where a Whisper-style encoder differs from whisper.cpp's: libmtmd's audio projectors
+// (ultravox, qwen2a, voxtral) run the same network with the exact GELU, the file's LayerNorm
+// epsilon, and (qwen2a, voxtral) pairs of positions averaged before the final LayerNorm.
+struct EncoderStyle {
+  bool gelu_erf = false;  // 0.5 x (1 + erf(x / sqrt 2)) in F32 (ggml_gelu_erf), not the F16 table
+  float eps = 1e-5f;      // every LayerNorm's epsilon
+  bool pool2 = false;     // average positions 2i and 2i + 1 before the final LayerNorm
+};
+
 class WhisperModel {
  public:
   static Status Load(const std::string& path, std::unique_ptr<WhisperModel>* out);
   static Status FromFile(const WhisperFile& file, std::unique_ptr<WhisperModel>* out);
+  // An encoder without a decoder (hp's text fields 0) whose weights the caller fills: conv1,
+  // conv2, enc_pos (n_audio_ctx rows), enc, enc_ln.
+  static std::unique_ptr<WhisperModel> EncoderOnly(const WhisperHparams& hp, const EncoderStyle& style);
 
   const WhisperHparams& hparams() const { return hp_; }
+  const EncoderStyle& style() const { return style_; }
   const std::vector<float>& mel_filters() const { return mel_filters_; }
   const std::vector<std::string>& vocab() const { return vocab_; }
 
@@ -65,6 +78,7 @@ class WhisperModel {
 
  private:
   WhisperHparams hp_;
+  EncoderStyle style_;
   std::vector<float> mel_filters_;
   std::vector<std::string> vocab_;
 };
@@ -86,9 +100,15 @@ class WhisperRunner {
   ~WhisperRunner();
 
   // mel: [n_mels][mel_stride], frames [offset, offset + 2*n_audio_ctx) (zeros past n_len).
-  // Leaves the encoder output in encoder_out() and the cross K/V ready for decoding.
+  // Leaves the encoder output in encoder_out() (n_audio_ctx rows, half with style().pool2) and
+  // the cross K/V ready for decoding.
   void Encode(const float* mel, int32_t n_len, int32_t mel_stride, int32_t offset);
   const std::vector<float>& encoder_out() const { return enc_out_; }
+
+  // The encoder's building blocks for a projector after it (on this runner's pool): y = x W^T
+  // (+ bias) over n_tok rows, as the encoder's own products; the style's GELU in place.
+  void Product(const Linear& l, const float* x, int64_t n_tok, float* y) { MatMul(l, x, n_tok, y); }
+  void Gelu(float* x, int64_t n) { GeluRow(x, n); }
 
   // Clears the self-attention cache (a new sequence).
   void ResetDecoder() { self_.n_past = 0; }

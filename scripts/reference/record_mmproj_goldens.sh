@@ -5,7 +5,10 @@
 # tests/data/golden/vision/gemma3-<type>.json: libmtmd's embeddings of the two Pattern images
 # (see the recorder), with Gemma 3 270M (scripts/fetch_models.sh gemma3) as the text model, and
 # gemma3-<type>-lm.json: the language model's logits and greedy tokens after a chat prompt with
-# an image (the recorder's --lm; F16 and Q8_0 projectors).
+# an image (the recorder's --lm; F16 and Q8_0 projectors); and idefics3-<type>.json (the
+# recorder's --tiles: every tile's and overview's embeddings and pixels, the Pattern pictures
+# and tests/data/vision/test-1.jpeg) and idefics3-<type>-lm.json (--lm-chatml) with the
+# fixture's smollm2-vlm.gguf (SmolLM2 + SmolVLM's image tokens) as the text model.
 #   scripts/reference/record_mmproj_goldens.sh [MODELS_DIR]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,4 +39,13 @@ for t in f32 f16 q8_0; do
     mv "$out/gemma3-$t-lm.json.tmp" "$out/gemma3-$t-lm.json"
     echo "$out/gemma3-$t-lm.json"
   fi
+done
+for t in f16 q8_0; do
+  f="$models/mmproj-idefics3-$t.gguf"
+  sha=$(sha256sum "$f" | cut -d' ' -f1)
+  "$bin" "$f" "$models/smollm2-vlm.gguf" "$sha" --tiles "$root/tests/data/vision/test-1.jpeg" > "$out/idefics3-$t.json.tmp"
+  mv "$out/idefics3-$t.json.tmp" "$out/idefics3-$t.json"
+  "$bin" "$f" "$models/smollm2-vlm.gguf" "$sha" --lm-chatml > "$out/idefics3-$t-lm.json.tmp"
+  mv "$out/idefics3-$t-lm.json.tmp" "$out/idefics3-$t-lm.json"
+  echo "$out/idefics3-$t.json $out/idefics3-$t-lm.json"
 done

@@ -125,6 +125,10 @@ TEST(Idefics3, LayoutIsLibmtmds) {
 struct Variant {
   const char* name;
   double min_cosine;
+  // Per token's norm, relative. Q8_0's mm.model.fc quantizes its input to Q8_0 as ggml does, so
+  // the encoder's last-bit differences flip some of its roundings: measured up to 9e-4
+  // (AVX-512) and 1.1e-3 (ZF_NO_AVX512=1), cosine still >= 0.99996.
+  double max_norm_error;
 };
 void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
 
@@ -172,7 +176,8 @@ TEST_P(Idefics3Golden, TilesAndEmbeddingsMatchLibmtmd) {
       nlohmann::json gc = chunks[i];
       gc["n_embd"] = gi["n_embd"];
       const std::vector<float> one(embd.begin() + std::ptrdiff_t(i * per), embd.begin() + std::ptrdiff_t((i + 1) * per));
-      const test::GoldenFit fit = test::ExpectMatchesGolden(one, gc, var.min_cosine, name + " chunk " + std::to_string(i));
+      const test::GoldenFit fit = test::ExpectMatchesGolden(one, gc, var.min_cosine, name + " chunk " + std::to_string(i),
+                                                          var.max_norm_error);
       worst.min_cosine = std::min(worst.min_cosine, fit.min_cosine);
       worst.max_abs = std::max(worst.max_abs, fit.max_abs);
       worst.worst_norm = std::max(worst.worst_norm, fit.worst_norm);
@@ -182,7 +187,7 @@ TEST_P(Idefics3Golden, TilesAndEmbeddingsMatchLibmtmd) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, Idefics3Golden, ::testing::Values(Variant{"f16", 0.9999}, Variant{"q8_0", 0.999}),
+INSTANTIATE_TEST_SUITE_P(Types, Idefics3Golden, ::testing::Values(Variant{"f16", 0.9999, 1e-3}, Variant{"q8_0", 0.999, 3e-3}),
                          [](const ::testing::TestParamInfo<Variant>& i) { return std::string(i.param.name); });
 
 }  // namespace

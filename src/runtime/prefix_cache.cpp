@@ -2,6 +2,7 @@
 #include "runtime/prefix_cache.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "common/switches.h"
 
@@ -30,7 +31,9 @@ std::shared_ptr<const PrefixCache::Block> PrefixCache::Find(uint64_t key, uint64
   auto it = map_.find(key);
   if (it == map_.end()) return nullptr;
   const Block& b = *it->second.block;
-  if (b.prev != prev || !std::equal(b.tokens.begin(), b.tokens.end(), tokens)) return nullptr;
+  if (b.prev != prev || b.tokens.size() != size_t(kBlockTokens) || !std::equal(b.tokens.begin(), b.tokens.end(), tokens)) {
+    return nullptr;
+  }
   lru_.splice(lru_.begin(), lru_, it->second.lru);
   stats_.hit_tokens += uint64_t(saved);
   return it->second.block;
@@ -48,14 +51,90 @@ bool PrefixCache::Store(uint64_t key, std::shared_ptr<const Block> block) {
   while (stats_.bytes + size > capacity_ && !lru_.empty()) {
     auto victim = map_.find(lru_.back());
     stats_.bytes -= victim->second.block->bytes();
+    auto [lo, hi] = children_.equal_range(victim->second.block->prev);
+    for (auto c = lo; c != hi; ++c) {
+      if (c->second == victim->first) {
+        children_.erase(c);
+        break;
+      }
+    }
     map_.erase(victim);
     lru_.pop_back();
     ++stats_.evicted_blocks;
   }
   lru_.push_front(key);
+  children_.emplace(block->prev, key);
   map_.emplace(key, Entry{std::move(block), lru_.begin()});
   stats_.bytes += size;
   ++stats_.stored_blocks;
+  return true;
+}
+
+namespace {
+
+// How many of b's first tokens equal tokens[0..n).
+size_t Agree(const PrefixCache::Block& b, const int32_t* tokens, size_t n) {
+  const size_t lim = std::min(n, b.tokens.size());
+  size_t m = 0;
+  while (m < lim && b.tokens[m] == tokens[m]) ++m;
+  return m;
+}
+
+}  // namespace
+
+PrefixCache::Run PrefixCache::FindLongest(uint64_t prev, const int32_t* tokens, size_t n, size_t have) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Run best;
+  std::list<uint64_t>::iterator best_full = lru_.end();
+  TailList::iterator best_tail = tails_.end();
+  auto [lo, hi] = children_.equal_range(prev);
+  for (auto c = lo; c != hi; ++c) {
+    const Entry& e = map_.at(c->second);
+    const size_t m = Agree(*e.block, tokens, n);
+    if (m >= have && m > best.tokens) best = {e.block, m}, best_full = e.lru;
+  }
+  auto [tlo, thi] = tails_by_prev_.equal_range(prev);
+  for (auto t = tlo; t != thi; ++t) {
+    const size_t m = Agree(**t->second, tokens, n);
+    if (m >= have && m > best.tokens) best = {*t->second, m}, best_full = lru_.end(), best_tail = t->second;
+  }
+  if (best.tokens <= have) return Run{};
+  if (best_full != lru_.end()) lru_.splice(lru_.begin(), lru_, best_full);
+  if (best_tail != tails_.end()) tails_.splice(tails_.begin(), tails_, best_tail);
+  stats_.hit_tokens += uint64_t(best.tokens - have);
+  return best;
+}
+
+bool PrefixCache::StoreTail(std::shared_ptr<const Block> tail) {
+  const uint64_t size = tail->bytes(), cap = capacity_ / kTailShare;
+  const size_t k = tail->tokens.size();
+  if (k == 0 || k >= size_t(kBlockTokens)) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (size > cap) return false;
+  auto [lo, hi] = children_.equal_range(tail->prev);
+  for (auto c = lo; c != hi; ++c) {
+    if (Agree(*map_.at(c->second).block, tail->tokens.data(), k) == k) return false;
+  }
+  auto [tlo, thi] = tails_by_prev_.equal_range(tail->prev);
+  for (auto t = tlo; t != thi; ++t) {
+    if (Agree(**t->second, tail->tokens.data(), k) == k) return false;
+  }
+  while (tail_bytes_ + size > cap && !tails_.empty()) {
+    const auto victim = std::prev(tails_.end());
+    auto [vlo, vhi] = tails_by_prev_.equal_range((*victim)->prev);
+    for (auto t = vlo; t != vhi; ++t) {
+      if (t->second == victim) {
+        tails_by_prev_.erase(t);
+        break;
+      }
+    }
+    tail_bytes_ -= (*victim)->bytes();
+    tails_.erase(victim);
+  }
+  const uint64_t prev = tail->prev;
+  tails_.push_front(std::move(tail));
+  tails_by_prev_.emplace(prev, tails_.begin());
+  tail_bytes_ += size;
   return true;
 }
 

@@ -13,6 +13,15 @@
 // from its first block, so a chain's earlier blocks are never less recently used than its later
 // ones and eviction takes the tails first.
 //
+// To the token: a prompt that continues a cached prefix inside a block takes the rows it shares
+// with a cached block that follows the same chain (FindLongest): the longest common run of
+// tokens among the full blocks filed under that chain and the tails, the partial last blocks of
+// prompts (StoreTail), so a shared system prompt that ends mid-block is reused whole. The rows of
+// a position depend only on the tokens up to it (exact prefill), so those rows are the ones the
+// session would compute. Tails hold copied rows (Block::kv), are bounded apart from the full
+// blocks (kTailShare of the capacity, least recently used first) and are not counted in Stats'
+// block counts.
+//
 // Thread-safe: sessions on different threads share one cache.
 #pragma once
 
@@ -41,7 +50,7 @@ class PrefixCache {
       if (arena != nullptr) arena->Release(slot);
     }
     uint64_t prev = 0;            // the key of the block before it (the chain's seed for the first)
-    std::vector<int32_t> tokens;  // its kBlockTokens tokens (checked on lookup: no trust in hashes)
+    std::vector<int32_t> tokens;  // its kBlockTokens tokens (a tail: fewer; checked on lookup: no trust in hashes)
     // Its positions' KV rows (engine::KvCache planes): in slot `slot` of `arena`, or when the
     // cache has no arena, in `kv` (KvCache::ReadRows).
     std::shared_ptr<KvArena> arena;
@@ -84,6 +93,19 @@ class PrefixCache {
   // counts `saved` tokens (those it spares evaluating) as hits.
   std::shared_ptr<const Block> Find(uint64_t key, uint64_t prev, const int32_t* tokens, size_t saved);
   bool Contains(uint64_t key) const;
+  // Token-level reuse: the cached block (full or tail) following `prev` whose tokens agree
+  // longest with tokens[0..n) (n <= kBlockTokens), among those whose first `have` tokens all do
+  // (the part of the block a session already holds); `tokens` of them agree. Marks it used and
+  // counts the tokens past `have` as hits. Empty (null block) when none agrees past `have`.
+  struct Run {
+    std::shared_ptr<const Block> block;
+    size_t tokens = 0;
+  };
+  Run FindLongest(uint64_t prev, const int32_t* tokens, size_t n, size_t have);
+  // Stores a tail (a block of 1..kBlockTokens-1 tokens, rows in Block::kv) unless a cached block
+  // following the same chain already starts with its tokens; false if not stored.
+  bool StoreTail(std::shared_ptr<const Block> tail);
+  static constexpr uint64_t kTailShare = 4;  // tails take at most capacity / kTailShare bytes
   // Stores a block, dropping the least recently used ones beyond the capacity; false (nothing
   // stored) if the key is present or the block alone exceeds the capacity.
   bool Store(uint64_t key, std::shared_ptr<const Block> block);
@@ -105,6 +127,12 @@ class PrefixCache {
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, Entry> map_;
   std::list<uint64_t> lru_;
+  std::unordered_multimap<uint64_t, uint64_t> children_;  // full blocks' keys by their prev
+  // Tails (front = most recent), by their prev, and their bytes.
+  using TailList = std::list<std::shared_ptr<const Block>>;
+  TailList tails_;
+  std::unordered_multimap<uint64_t, TailList::iterator> tails_by_prev_;
+  uint64_t tail_bytes_ = 0;
   Stats stats_;
   std::map<std::vector<size_t>, std::shared_ptr<KvArena>> arenas_;  // by plane sizes
   // Mappings alive (Stats::mapped_blocks); shared with them, so they may outlive the cache.

@@ -142,7 +142,8 @@ Status Session::FlushDeferred() { return deferred_.empty() ? Status::Ok() : Eval
 
 Status Session::Append(const int32_t* tokens, size_t n, float* logits, int32_t* argmax) {
   const bool want_output = logits != nullptr || argmax != nullptr;
-  size_t done = prefix_cache_ != nullptr ? ReuseBlocks(tokens, n, want_output ? 1 : 0) : 0;
+  size_t done = prefix_cache_ != nullptr ? ReuseBlocks(tokens, n, want_output ? 1 : 0, true) : 0;
+  const size_t reused = done;
   cached_tokens_ += int64_t(done);
   if (done > 0) has_logits_ = has_argmax_ = false;  // the positions they described moved on
   // Batched: prefill chunks of a fixed size (they depend only on this request), between the
@@ -169,6 +170,8 @@ Status Session::Append(const int32_t* tokens, size_t n, float* logits, int32_t* 
     done += size_t(chunk);
     if (prefix_cache_ != nullptr) StoreBlocks();
   }
+  // A prompt (not a decode step) that ends inside a block leaves its rows there as a tail.
+  if (prefix_cache_ != nullptr && n - reused > 1) StoreTail();
   return Status::Ok();
 }
 
@@ -290,7 +293,7 @@ void Session::SyncBlockKeys() {
 // The history may end inside a block (a conversation truncated to the prefix it shares with
 // the next prompt): the block it ends in is looked up with its first tokens from the history,
 // and its rows are rewritten whole (those of the history's positions are the same bits).
-size_t Session::ReuseBlocks(const int32_t* tokens, size_t n, size_t keep) {
+size_t Session::ReuseBlocks(const int32_t* tokens, size_t n, size_t keep, bool partial) {
   constexpr size_t kB = PrefixCache::kBlockTokens;
   if (lora_mixed_) return 0;
   SyncBlockKeys();
@@ -312,7 +315,51 @@ size_t Session::ReuseBlocks(const int32_t* tokens, size_t n, size_t keep) {
     block_keys_.push_back(key);
     taken += need;
   }
+  if (partial && !recurrent() && taken + keep < n) {
+    const size_t have = history_.size() % kB;
+    taken += ReuseRows(tokens + taken, std::min(n - taken - keep, kB - have));
+  }
   return taken;
+}
+
+size_t Session::ReuseRows(const int32_t* tokens, size_t n) {
+  constexpr size_t kB = PrefixCache::kBlockTokens;
+  const size_t p = history_.size(), p0 = p / kB * kB, have = p - p0;
+  if (n == 0 || have + n > kB || block_keys_.size() != p0 / kB) return 0;
+  int32_t block[kB];
+  std::copy(history_.begin() + std::ptrdiff_t(p0), history_.end(), block);
+  std::copy(tokens, tokens + n, block + have);
+  const uint64_t prev = block_keys_.empty() ? chain_seed_ : block_keys_.back();
+  const PrefixCache::Run run = prefix_cache_->FindLongest(prev, block, have + n, have);
+  if (run.block == nullptr) return 0;
+  const PrefixCache::Block& b = *run.block;
+  const size_t m = run.tokens - have;
+  // Rows [have, run.tokens) of the block, from the arena's slot or its copied planes.
+  const int32_t rows = int32_t(b.tokens.size());
+  std::vector<const uint8_t*> planes(size_t(kv_->Planes()));
+  if (b.arena == nullptr && b.kv.size() != kv_->StateBytes(rows)) return 0;
+  size_t off = 0;
+  for (int32_t i = 0; i < kv_->Planes(); off += kv_->PlaneBytes(i, rows), ++i) {
+    const uint8_t* plane = b.arena != nullptr ? b.arena->Pointer(i, b.slot) : b.kv.data() + off;
+    planes[size_t(i)] = plane + kv_->PlaneBytes(i, int32_t(have));
+  }
+  if (!kv_->WritePlanes(int32_t(p), int32_t(m), planes.data()).ok()) return 0;
+  history_.insert(history_.end(), tokens, tokens + m);
+  return m;
+}
+
+void Session::StoreTail() {
+  constexpr size_t kB = PrefixCache::kBlockTokens;
+  if (!store_blocks_ || lora_mixed_ || recurrent()) return;
+  SyncBlockKeys();
+  const size_t p = history_.size(), p0 = p / kB * kB, k = p - p0;
+  if (k == 0) return;
+  auto b = std::make_shared<PrefixCache::Block>();
+  b->prev = block_keys_.empty() ? chain_seed_ : block_keys_.back();
+  b->tokens.assign(history_.begin() + std::ptrdiff_t(p0), history_.end());
+  b->kv.resize(kv_->StateBytes(int32_t(k)));
+  if (!kv_->ReadRows(int32_t(p0), int32_t(k), b->kv.data()).ok()) return;
+  prefix_cache_->StoreTail(std::move(b));
 }
 
 void Session::StoreBlocks() {

@@ -206,7 +206,15 @@ class Session {
   Status FlushDeferred();
   // Prefix cache: copies the cached blocks that continue the history with tokens[0..n) (at
   // most up to n - keep tokens) into the KV cache; returns how many tokens were taken.
-  size_t ReuseBlocks(const int32_t* tokens, size_t n, size_t keep);
+  // partial: then also the rows a cached block shares with the next tokens inside the block
+  // (ReuseRows).
+  size_t ReuseBlocks(const int32_t* tokens, size_t n, size_t keep, bool partial = false);
+  // Token-level reuse: the rows of the next tokens[0..n) (n within the block the history ends
+  // in) that a cached block or tail following the history's chain agrees on; returns how many
+  // were taken. Attention-only models (a recurrent state exists only at block ends).
+  size_t ReuseRows(const int32_t* tokens, size_t n);
+  // Stores the block the history ends in, when partial, as a tail (PrefixCache::StoreTail).
+  void StoreTail();
   // Stores the history's full blocks not yet cached.
   void StoreBlocks();
   // The rows of the history's block `index` from cached block b (mapped or copied); false if the

@@ -105,8 +105,10 @@ void CheckChunkingExact(const std::string& path, int32_t kv_type = ZF_KV_F16, in
   }
   const zf_cache_info c = CacheInfo(cached.get());
   EXPECT_EQ(c.block_tokens, 64);
-  EXPECT_EQ(c.blocks, 2u);             // 150 tokens: two full blocks
-  EXPECT_EQ(c.hit_tokens, 2u * 64u);  // the second run copied both
+  EXPECT_EQ(c.blocks, 2u);  // 150 tokens: two full blocks (and a tail of 22, not counted)
+  // The second run copied both and 21 rows of the first run's tail (its last token is evaluated
+  // for the logits).
+  EXPECT_EQ(c.hit_tokens, 2u * 64u + 21u);
 }
 
 TEST(PrefixCache, ChunkingAndCacheAreExactSmolLM2) {
@@ -135,6 +137,62 @@ TEST(PrefixCache, ChunkingAndCacheAreExactQuantizedKvGemma3) {
   CheckChunkingExact(path, ZF_KV_Q4_0);  // (sliding-window layers, head size 256)
 }
 
+// To the token: a prompt that shares part of a block with a cached prompt takes those rows too,
+// from the other prompt's tail (its partial last block) or from a full block that goes on
+// differently, and its logits are bit for bit those of a cache-less session.
+void CheckTokenLevelReuse(const std::string& path) {
+  ModelPtr m = LoadWithCache(path, 0);
+  ModelPtr plain = LoadWithCache(path, -1);
+  ASSERT_TRUE(m && plain);
+  const size_t nv = Vocab(m.get());
+  auto fresh_logits = [&](const std::vector<int32_t>& toks) {
+    SessionPtr s = NewSessionFlags(plain.get(), 0);
+    std::vector<float> l(nv);
+    EXPECT_EQ(zf_session_eval(s.get(), toks.data(), toks.size(), l.data(), nv), ZF_OK) << zf_last_error();
+    return l;
+  };
+  auto eval = [&](const std::vector<int32_t>& toks, std::vector<float>* l) {
+    SessionPtr s = NewSessionFlags(m.get(), 0);
+    const uint64_t before = CacheInfo(m.get()).hit_tokens;
+    EXPECT_EQ(zf_session_eval(s.get(), toks.data(), toks.size(), l->data(), nv), ZF_OK) << zf_last_error();
+    return CacheInfo(m.get()).hit_tokens - before;
+  };
+  // A system prompt of 100 tokens (64 + 36) and a question: the prompt ends inside block 1.
+  const std::vector<int32_t> system = Tokens(100, 11);
+  auto with = [&](const std::vector<int32_t>& head, size_t keep, int32_t salt, size_t n) {
+    std::vector<int32_t> t(head.begin(), head.begin() + std::ptrdiff_t(keep));
+    const std::vector<int32_t> q = Tokens(n, salt);
+    t.insert(t.end(), q.begin(), q.end());
+    return t;
+  };
+  std::vector<float> got(nv);
+  const std::vector<int32_t> first = with(system, 100, 12, 10);  // block 0 + a tail of 46
+  EXPECT_EQ(eval(first, &got), 0u);
+  const std::vector<int32_t> second = with(system, 100, 13, 12);
+  EXPECT_EQ(eval(second, &got), 100u) << "block 0 and 36 rows of the first prompt's tail";
+  EXPECT_EQ(std::memcmp(got.data(), fresh_logits(second).data(), nv * sizeof(float)), 0);
+  // A long conversation stores full blocks past the system prompt; a prompt that leaves it
+  // inside block 2 takes the rows it shares with that block.
+  const std::vector<int32_t> longer = with(system, 100, 14, 120);  // blocks 0..2, tail 28
+  eval(longer, &got);
+  const std::vector<int32_t> branch = with(longer, 150, 15, 9);  // shares 150 tokens with it
+  EXPECT_EQ(eval(branch, &got), 150u) << "blocks 0 and 1 and 22 rows of block 2";
+  EXPECT_EQ(std::memcmp(got.data(), fresh_logits(branch).data(), nv * sizeof(float)), 0);
+  // The same prompt again: every row but the last one's.
+  EXPECT_EQ(eval(branch, &got), branch.size() - 1);
+  EXPECT_EQ(std::memcmp(got.data(), fresh_logits(branch).data(), nv * sizeof(float)), 0);
+}
+
+TEST(PrefixCache, TokenLevelReuseIsExactSmolLM2) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  CheckTokenLevelReuse(path);
+}
+
+TEST(PrefixCache, TokenLevelReuseIsExactGemma3) {
+  ZF_REQUIRE_MODEL(path, "gemma3");
+  CheckTokenLevelReuse(path);
+}
+
 // Sessions of different K/V types never take each other's blocks: the keys carry both types.
 TEST(PrefixCache, QuantizedKvBlocksAreKeyedByBothTypes) {
   ZF_REQUIRE_MODEL(path, "smollm2");
@@ -151,7 +209,9 @@ TEST(PrefixCache, QuantizedKvBlocksAreKeyedByBothTypes) {
   }
   const zf_cache_info c = CacheInfo(m.get());
   EXPECT_EQ(c.blocks, 6u);            // two blocks for each of the three type pairs
-  EXPECT_EQ(c.hit_tokens, 2u * 64u);  // only the second K q8_0 / V f16 session took blocks
+  // Only the second K q8_0 / V f16 session took blocks: two and 2 rows of the first one's tail
+  // (the last token is evaluated).
+  EXPECT_EQ(c.hit_tokens, 2u * 64u + 2u);
   const std::vector<int32_t> more = Tokens(5, 9);
   std::vector<float> got(nv), want(nv);
   ASSERT_EQ(zf_session_eval(keep.back().get(), more.data(), more.size(), got.data(), nv), ZF_OK);
@@ -357,7 +417,7 @@ TEST(PrefixCache, EachKvTypeSharesItsBlocks) {
   }
   const zf_cache_info c = CacheInfo(m.get());
   EXPECT_EQ(c.blocks, 4u);            // two blocks per type
-  EXPECT_EQ(c.hit_tokens, 2u * 64u);  // the second F32 session took the first one's
+  EXPECT_EQ(c.hit_tokens, 2u * 64u + 2u);  // the second F32 session took the first one's (+ tail rows)
   if (kSharesPages) EXPECT_EQ(c.mapped_blocks, 6u);
   const std::vector<int32_t> more = Tokens(5, 9);
   std::vector<float> got(nv), want(nv);
@@ -389,20 +449,21 @@ TEST(PrefixCache, TruncateThenEvalEqualsFresh) {
     ASSERT_EQ(zf_session_eval(fresh.get(), b.data(), b.size(), want.data(), nv), ZF_OK);
   }
   EXPECT_EQ(std::memcmp(got.data(), want.data(), nv * sizeof(float)), 0);
-  // a's third block (positions 128..191) is cached too: a session on `a` reuses three blocks.
+  // a's third block (positions 128..191) is cached too: a session on `a` reuses three blocks,
+  // and 7 of the 8 rows of a's tail (the last token is evaluated for its logits).
   SessionPtr other = NewSessionFlags(m.get(), 0);
   const uint64_t hits = CacheInfo(m.get()).hit_tokens;
   std::vector<float> again(nv);
   ASSERT_EQ(zf_session_eval(other.get(), a.data(), a.size(), again.data(), nv), ZF_OK);
-  EXPECT_EQ(CacheInfo(m.get()).hit_tokens - hits, 3u * 64u);
+  EXPECT_EQ(CacheInfo(m.get()).hit_tokens - hits, 3u * 64u + 7u);
   EXPECT_EQ(std::memcmp(again.data(), branch.data(), nv * sizeof(float)), 0);
   // A history ending inside a block (100 = 64 + 36) continues from the cache too: the rest of
-  // block 1 (28 tokens) and block 2 are copied, the last 8 tokens evaluated.
+  // block 1 (28 tokens), block 2 and 7 rows of the tail are copied, the last token evaluated.
   SessionPtr mid = NewSessionFlags(m.get(), 0);
   ASSERT_EQ(zf_session_eval(mid.get(), a.data(), 100, nullptr, 0), ZF_OK);
   const uint64_t before = CacheInfo(m.get()).hit_tokens;
   ASSERT_EQ(zf_session_eval(mid.get(), a.data() + 100, a.size() - 100, again.data(), nv), ZF_OK);
-  EXPECT_EQ(CacheInfo(m.get()).hit_tokens - before, 28u + 64u);
+  EXPECT_EQ(CacheInfo(m.get()).hit_tokens - before, 28u + 64u + 7u);
   EXPECT_EQ(std::memcmp(again.data(), branch.data(), nv * sizeof(float)), 0);
 }
 

@@ -36,7 +36,8 @@ Status Batcher::Create(const model::Model& model, int32_t max_batch, int32_t n_t
     return Unsupported(std::string("the ") + model.engine()->name() + " engine cannot batch decode steps");
   }
   const int32_t rows = b->RowCapacity();
-  ZF_RETURN_IF_ERROR(model.forwards()->Acquire(model::ForwardPool::Key{b->threads_, true, rows, rows}, &b->decode_));
+  ZF_RETURN_IF_ERROR(
+      model.forwards()->Acquire(model::ForwardPool::Key{b->threads_, true, rows + kPrefillRows, rows}, &b->decode_));
   if (!b->decode_.exact() || !b->decode_.backend().HostActivations()) {
     return Unsupported(std::string("the ") + b->decode_.backend().name() + " engine cannot batch decode steps");
   }
@@ -90,8 +91,9 @@ void Batcher::WorkerLoop() {
     }
     return true;
   };
-  std::vector<Request*> batch;
+  std::vector<Request*> batch, chunks;
   batch.reserve(size_t(max_batch_));
+  chunks.reserve(size_t(RowCapacity()));
   for (;;) {
     work_cv_.wait(lock, [&] { return stop_ || !decodes_.empty() || !prefills_.empty(); });
     if (decodes_.empty() && prefills_.empty()) return;  // stop_ with nothing left
@@ -107,18 +109,32 @@ void Batcher::WorkerLoop() {
       batch.push_back(decodes_.front());
       decodes_.pop_front();
     }
+    // Prefill chunks in arrival order: those that may join the step while they fit (rows and
+    // sequences), or else the first one alone after it.
+    int32_t seqs = 0, prefill_rows = 0;
+    for (const Request* r : batch) seqs += r->n;
+    chunks.clear();
     Request* prefill = nullptr;
-    if (!prefills_.empty()) {
-      prefill = prefills_.front();
+    while (!prefills_.empty()) {
+      Request* r = prefills_.front();
+      if (!Mergeable(*r)) {
+        if (chunks.empty()) prefill = r, prefills_.pop_front();
+        break;
+      }
+      if (prefill_rows + r->n > kPrefillRows || seqs >= RowCapacity()) break;
+      chunks.push_back(r);
+      prefill_rows += r->n;
+      ++seqs;
       prefills_.pop_front();
     }
     expected.clear();
     for (const Request* r : batch) expected.push_back(r->seq.kv);
     lock.unlock();
-    if (!batch.empty()) RunDecode(batch);
+    if (!batch.empty() || !chunks.empty()) RunDecode(batch, chunks);
     if (prefill != nullptr) RunPrefill(*prefill);
     lock.lock();
     for (Request* r : batch) r->done = true;
+    for (Request* r : chunks) r->done = true;
     if (prefill != nullptr) prefill->done = true;
     done_cv_.notify_all();
   }
@@ -152,7 +168,7 @@ bool Batcher::StepCost(double* t0, double* t1) const {
   return *t1 > 0.0;
 }
 
-void Batcher::RunDecode(std::vector<Request*>& batch) {
+void Batcher::RunDecode(std::vector<Request*>& batch, std::vector<Request*>& chunks) {
   tokens_.clear();
   seqs_.clear();
   const size_t n_vocab = size_t(model_.desc().n_vocab);
@@ -165,23 +181,38 @@ void Batcher::RunDecode(std::vector<Request*>& batch) {
                                           r->argmax, r->seq.rope_factors, r->seq.state, r->seq.lora});
     }
   }
+  const int32_t rows = int32_t(seqs_.size());  // the decode rows
+  for (Request* r : chunks) {  // a chunk is one sequence of its n rows
+    tokens_.insert(tokens_.end(), r->tokens, r->tokens + r->n);
+    seqs_.push_back(model::Forward::Seq{r->seq.kv, r->pos0, r->n, r->logits, r->argmax, r->seq.rope_factors,
+                                        r->seq.state, r->seq.lora});
+  }
   const auto t0 = std::chrono::steady_clock::now();
   try {
     decode_.forward().RunBatch(tokens_.data(), seqs_.data(), int32_t(seqs_.size()));
     const double d = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double r = double(seqs_.size());
-    std::lock_guard<std::mutex> lock(cost_mu_);
-    cost_n_ = kCostDecay * cost_n_ + 1.0;
-    cost_r_ = kCostDecay * cost_r_ + r;
-    cost_rr_ = kCostDecay * cost_rr_ + r * r;
-    cost_d_ = kCostDecay * cost_d_ + d;
-    cost_rd_ = kCostDecay * cost_rd_ + r * d;
+    const double r = double(rows);
+    if (chunks.empty() && rows > 0) {  // StepCost fits decode steps alone
+      std::lock_guard<std::mutex> lock(cost_mu_);
+      cost_n_ = kCostDecay * cost_n_ + 1.0;
+      cost_r_ = kCostDecay * cost_r_ + r;
+      cost_rr_ = kCostDecay * cost_rr_ + r * r;
+      cost_d_ = kCostDecay * cost_d_ + d;
+      cost_rd_ = kCostDecay * cost_rd_ + r * d;
+    }
   } catch (const std::bad_alloc&) {
     for (Request* r : batch) r->status = Status(Code::kOutOfMemory, "out of memory in a batched decode step");
+    for (Request* r : chunks) r->status = Status(Code::kOutOfMemory, "out of memory in a prefill chunk");
   }
+  if (!chunks.empty()) {
+    merged_chunks_.fetch_add(chunks.size(), std::memory_order_relaxed);
+    if (int32_t(chunks.size()) > max_merged_seen_.load(std::memory_order_relaxed)) {
+      max_merged_seen_.store(int32_t(chunks.size()), std::memory_order_relaxed);
+    }
+  }
+  if (rows == 0) return;  // prefill chunks alone: no decode step
   decode_steps_.fetch_add(1, std::memory_order_relaxed);
-  decode_rows_.fetch_add(seqs_.size(), std::memory_order_relaxed);
-  const int32_t rows = int32_t(seqs_.size());
+  decode_rows_.fetch_add(uint64_t(rows), std::memory_order_relaxed);
   last_rows_.store(rows, std::memory_order_relaxed);
   if (rows > max_rows_seen_.load(std::memory_order_relaxed)) max_rows_seen_.store(rows, std::memory_order_relaxed);
 }

@@ -6,8 +6,11 @@
 // every step, and a decode step takes the next token of every session waiting for one, so the
 // weights are read once for all of them (model::Forward::RunBatch); attention stays per
 // sequence, over each session's own KV rows. A prompt (several tokens) is evaluated in chunks
-// of kPrefillChunk tokens, one chunk between two decode steps, so a long prompt delays the
-// other streams by one chunk at a time instead of stopping them.
+// of kPrefillChunk tokens, and the chunks waiting (up to kPrefillRows rows; several sessions'
+// prompts) join the next decode step as sequences of their own, so concurrent prompts share a
+// pass over the weights and a long prompt delays the other streams by a chunk at a time instead
+// of stopping them. Chunks that cannot join (a recurrent model's, a fast-prefill session's, a long
+// verification's) run alone after the step, on a context of the model's pool, as before.
 //
 // Transparent to callers: Session::Eval hands its steps here and blocks until they are done,
 // so zf_generate / zf_session_eval on different sessions from different threads are batched
@@ -45,6 +48,8 @@ class Batcher {
   static constexpr int32_t kMaxBatchLimit = 64;
   // Tokens per prefill chunk (a request's chunks depend only on its own length).
   static constexpr int32_t kPrefillChunk = 128;
+  // Prefill rows a decode step carries at most (whole chunks, in arrival order).
+  static constexpr int32_t kPrefillRows = 2 * kPrefillChunk;
 
   // max_batch: sequences per decode step (2..kMaxBatchLimit); n_threads: the worker's threads
   // for the products (0 = the model's default). kUnsupported on an engine without batch
@@ -75,8 +80,12 @@ class Batcher {
   // the recent steps): false until steps of different sizes were seen. The generator weighs a
   // draft's rows with it (rt::BatchedDraftLength).
   bool StepCost(double* t0, double* t1) const;
-  // Rows the latest decode step carried (tests, metrics).
+  // Rows the latest decode step carried (tests, metrics; prefill rows not counted).
   int32_t last_rows() const { return last_rows_.load(std::memory_order_relaxed); }
+  // Prefill chunks that ran inside a decode step, and the largest number one step carried
+  // (tests, metrics).
+  uint64_t merged_chunks() const { return merged_chunks_.load(std::memory_order_relaxed); }
+  int32_t max_merged_seen() const { return max_merged_seen_.load(std::memory_order_relaxed); }
 
   // Steps run and sequences they carried (tests, metrics).
   uint64_t decode_steps() const { return decode_steps_.load(std::memory_order_relaxed); }
@@ -98,7 +107,11 @@ class Batcher {
   };
   Batcher(const model::Model& model, int32_t max_batch) : model_(model), max_batch_(max_batch) {}
   void WorkerLoop();
-  void RunDecode(std::vector<Request*>& batch);
+  // A decode step: the batch's rows, then the merged prefill chunks' (each a sequence).
+  void RunDecode(std::vector<Request*>& batch, std::vector<Request*>& chunks);
+  // Whether a prefill chunk may run inside a decode step (RunBatch gives it the bits of its own
+  // exact Run): an exact session's, of an attention-only model, last logit only.
+  static bool Mergeable(const Request& r) { return r.exact && !r.every && r.seq.state == nullptr; }
   // Rows of a decode step at most: max_batch one-token requests, or fewer and a verification.
   int32_t RowCapacity() const;
   void RunPrefill(Request& r);
@@ -118,6 +131,8 @@ class Batcher {
   std::atomic<uint64_t> decode_steps_{0}, decode_rows_{0};
   std::atomic<int32_t> max_rows_seen_{0};
   std::atomic<int32_t> last_rows_{0};
+  std::atomic<uint64_t> merged_chunks_{0};
+  std::atomic<int32_t> max_merged_seen_{0};
   // StepCost's fit: sums over the steps (rows r, seconds d), each step's weight decaying by
   // kCostDecay per later step.
   static constexpr double kCostDecay = 0.98;

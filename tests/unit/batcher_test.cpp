@@ -115,6 +115,74 @@ TEST(Batcher, VerificationRowsJoinDecodeSteps) {
   EXPECT_TRUE(shared) << "no decode step carried the verification beside the other session";
 }
 
+// Concurrent prompts: the sessions' prefill chunks run inside shared steps (several in one
+// pass over the weights, beside a decoding session's row), and every prompt's logits and the
+// logits after it are bit for bit those of the prompt evaluated alone (exact sessions: a row's
+// bits depend on its position and tokens, not on the step that carried it).
+TEST(Batcher, ConcurrentPromptsShareStepsExactly) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  std::unique_ptr<model::Model> m = LoadTwoThreads(path);
+  ASSERT_TRUE(m);
+  const size_t nv = size_t(m->desc().n_vocab);
+  auto session = [&](rt::Batcher* b) {
+    rt::SessionOptions so;
+    so.n_ctx = 512;
+    std::unique_ptr<rt::Session> s;
+    EXPECT_TRUE(rt::Session::Create(*m, so, &s).ok());
+    if (b != nullptr) s->set_batcher(b);
+    return s;
+  };
+  constexpr int kSessions = 6;
+  std::vector<std::vector<int32_t>> prompts(kSessions);
+  for (int i = 0; i < kSessions; ++i) {
+    const size_t n = size_t(20 + 45 * i);  // 20..245 tokens: one or two chunks
+    for (size_t j = 0; j < n; ++j) prompts[size_t(i)].push_back(200 + int32_t((j * 7919 + size_t(i) * 104729) % 9000));
+  }
+  const int32_t next = 4242;
+  std::vector<std::vector<float>> want(kSessions, std::vector<float>(2 * nv));
+  for (int i = 0; i < kSessions; ++i) {
+    std::unique_ptr<rt::Session> s = session(nullptr);
+    ASSERT_TRUE(s->Eval(prompts[size_t(i)].data(), prompts[size_t(i)].size(), want[size_t(i)].data()).ok());
+    ASSERT_TRUE(s->Eval(&next, 1, want[size_t(i)].data() + nv).ok());
+  }
+  std::unique_ptr<rt::Batcher> b;
+  ASSERT_TRUE(rt::Batcher::Create(*m, 8, 0, &b).ok());
+  std::unique_ptr<rt::Session> busy = session(b.get());
+  const int32_t start[3] = {1, 504, 3458};
+  ASSERT_TRUE(busy->Eval(start, 3, nullptr).ok());
+  std::atomic<bool> stop{false};
+  std::thread decoder([&] {  // another session decoding all along
+    for (int32_t t = 0; !stop.load() && busy->n_past() < 500; ++t) {
+      const int32_t tok = 300 + t % 97;
+      EXPECT_TRUE(busy->Eval(&tok, 1, nullptr).ok());
+    }
+  });
+  std::vector<std::unique_ptr<rt::Session>> sessions;
+  for (int i = 0; i < kSessions; ++i) sessions.push_back(session(b.get()));
+  std::vector<std::vector<float>> got(kSessions, std::vector<float>(2 * nv));
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kSessions; ++i) {
+    threads.emplace_back([&, i] {
+      ready.fetch_add(1);
+      while (ready.load() < kSessions) std::this_thread::yield();
+      rt::Session& s = *sessions[size_t(i)];
+      EXPECT_TRUE(s.Eval(prompts[size_t(i)].data(), prompts[size_t(i)].size(), got[size_t(i)].data()).ok());
+      EXPECT_TRUE(s.Eval(&next, 1, got[size_t(i)].data() + nv).ok());
+    });
+  }
+  for (auto& t : threads) t.join();
+  stop.store(true);
+  decoder.join();
+  for (int i = 0; i < kSessions; ++i) {
+    EXPECT_EQ(std::memcmp(got[size_t(i)].data(), want[size_t(i)].data(), 2 * nv * sizeof(float)), 0) << "session " << i;
+  }
+  uint64_t chunks = 1;  // the decoding session's prompt
+  for (const auto& p : prompts) chunks += (p.size() + rt::Batcher::kPrefillChunk - 1) / rt::Batcher::kPrefillChunk;
+  EXPECT_EQ(b->merged_chunks(), chunks) << "every chunk ran inside a step";
+  EXPECT_GE(b->max_merged_seen(), 2) << "no step carried two prompts' chunks";
+}
+
 TEST(Batcher, RejectsBadSizes) {
   ZF_REQUIRE_MODEL(path, "smollm2");
   std::unique_ptr<model::Model> m;

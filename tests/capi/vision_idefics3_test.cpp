@@ -1,0 +1,301 @@
+// Idefics3 (SmolVLM) through the C ABI: the synthesized idefics3 projectors (fixture
+// vision.models) on smollm2-vlm.gguf (SmolLM2-135M with SmolVLM's image tokens, written by the
+// fixture when SmolLM2 is at hand). zf_session_eval_image against libmtmd
+// (tests/data/golden/vision/idefics3-<type>-lm.json, mmproj_recorder --lm-chatml: a ChatML
+// prompt with the landscape Pattern picture, cut into 2 x 2 tiles and an overview): the tile
+// markers and rows in libmtmd's order and positions, the first step's logits and 8
+// teacher-forced greedy steps. Then a chat turn with an image_url part places the image as the
+// raw route does, and zf_chat_turn_prompt shows the markers.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "capi/test_handles.h"
+#include "capi/vision_handles.h"
+#include "vision/test_images.h"
+#include "zerfoo.h"
+
+namespace {
+
+using nlohmann::json;
+using zf::capitest::Encoded;
+using zf::capitest::Load;
+using zf::capitest::ModelPtr;
+using zf::capitest::MmprojPtr;
+using zf::capitest::NewSession;
+using zf::capitest::Rgb;
+using zf::capitest::SessionPtr;
+
+// As vision_placement_test.cpp: a greedy token may differ from libmtmd's only at a near-tie;
+// the first step's centred logits (every 64th id and libmtmd's top 32) at this cosine.
+// Measured 0.99962 / 0.99963 (F16 / Q8_0; ZF_NO_AVX512=1 0.99941 / 0.99968), greedy 7/8 exact
+// (the other a near-tie within 0.1); the tiles attending both ways give 0.9951-0.9959.
+constexpr double kTieMargin = 1.25;
+constexpr double kMinCosine = 0.998;
+
+// The libmtmd text between the image's rows: per tile "<fake_token_around_image><row_R_col_C>",
+// "\n" between rows of tiles, "\n\n<fake_token_around_image><global-img>" before the overview.
+constexpr const char* kMarkers2x2 =
+    "<fake_token_around_image><row_1_col_1><fake_token_around_image><row_1_col_2>\n"
+    "<fake_token_around_image><row_2_col_1><fake_token_around_image><row_2_col_2>\n\n"
+    "<fake_token_around_image><global-img><fake_token_around_image>";
+
+std::string Lm() { return std::string(ZF_VISION_MODELS_DIR) + "/smollm2-vlm.gguf"; }
+
+double CentredCosine(const std::vector<double>& a, const std::vector<double>& b) {
+  double ma = 0, mb = 0;
+  for (size_t i = 0; i < a.size(); ++i) ma += a[i] / double(a.size()), mb += b[i] / double(b.size());
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ab += (a[i] - ma) * (b[i] - mb);
+    aa += (a[i] - ma) * (a[i] - ma);
+    bb += (b[i] - mb) * (b[i] - mb);
+  }
+  return ab / std::sqrt(aa * bb);
+}
+
+int32_t Argmax(const std::vector<float>& l) { return int32_t(std::max_element(l.begin(), l.end()) - l.begin()); }
+
+std::vector<int32_t> SessionTokens(const zf_session* s) {
+  size_t n = 0;
+  (void)zf_session_tokens(s, nullptr, 0, &n);
+  std::vector<int32_t> t(n);
+  EXPECT_EQ(zf_session_tokens(s, t.data(), t.size(), &n), ZF_OK) << zf_last_error();
+  return t;
+}
+
+std::vector<int32_t> Tokenize(const zf_model* m, const std::string& text, uint32_t flags) {
+  std::vector<int32_t> ids(text.size() + 8);
+  size_t n = 0;
+  EXPECT_EQ(zf_tokenize(m, text.data(), text.size(), flags, ids.data(), ids.size(), &n), ZF_OK) << zf_last_error();
+  ids.resize(n);
+  return ids;
+}
+
+std::string Base64(const std::vector<uint8_t>& b) {
+  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < b.size(); i += 3) {
+    const uint32_t v = uint32_t(b[i]) << 16 | (i + 1 < b.size() ? uint32_t(b[i + 1]) << 8 : 0) |
+                       (i + 2 < b.size() ? uint32_t(b[i + 2]) : 0);
+    out += k[v >> 18 & 63];
+    out += k[v >> 12 & 63];
+    out += i + 1 < b.size() ? k[v >> 6 & 63] : '=';
+    out += i + 2 < b.size() ? k[v & 63] : '=';
+  }
+  return out;
+}
+
+class CapiIdefics3 : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    struct stat st;
+    if (stat(Lm().c_str(), &st) != 0) GTEST_SKIP() << Lm() << " not written (SmolLM2 missing: scripts/fetch_models.sh smollm2)";
+    model_ = Load(Lm());
+    ASSERT_NE(model_, nullptr);
+    zf_mmproj* p = nullptr;
+    const std::string f = std::string(ZF_VISION_MODELS_DIR) + "/mmproj-idefics3-" + GetParam() + ".gguf";
+    ASSERT_EQ(zf_mmproj_load(model_.get(), f.c_str(), 0, &p), ZF_OK) << zf_last_error();
+    mmproj_.reset(p);
+    zf_model_summary s;
+    std::memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    ASSERT_EQ(zf_model_info(model_.get(), &s), ZF_OK);
+    n_vocab_ = size_t(s.n_vocab);
+    std::ifstream g(std::string(ZF_TEST_DATA_DIR) + "/golden/vision/idefics3-" + GetParam() + "-lm.json");
+    ASSERT_TRUE(g.good());
+    golden_ = json::parse(g);
+    const json& img = golden_["image"];
+    w_ = img["width"];
+    h_ = img["height"];
+    rgb_ = zf::vision::test::Pattern(int(w_), int(h_), img["seed"].get<uint32_t>());
+  }
+  // libmtmd's first text chunk without the first tile's marker (zf_session_eval_image adds
+  // the markers), and its last without the overview's closing marker.
+  std::vector<int32_t> Before() const {
+    std::vector<int32_t> t = golden_["chunks"][0]["text"];
+    t.resize(t.size() - 2);
+    return t;
+  }
+  std::vector<int32_t> After() const {
+    std::vector<int32_t> t = golden_["chunks"].back()["text"];
+    t.erase(t.begin());
+    return t;
+  }
+
+  ModelPtr model_;
+  MmprojPtr mmproj_;
+  size_t n_vocab_ = 0;
+  json golden_;
+  uint32_t w_ = 0, h_ = 0;
+  std::vector<uint8_t> rgb_;
+};
+
+TEST_P(CapiIdefics3, TilesPlacedAsLibmtmdPlacesThem) {
+  zf_mmproj_summary info;
+  std::memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  ASSERT_EQ(zf_mmproj_info(mmproj_.get(), &info), ZF_OK);
+  EXPECT_STREQ(info.projector_type, "idefics3");
+  EXPECT_EQ(info.n_tokens, 64);  // per tile
+  EXPECT_EQ(info.image_size, 512);
+  // zf_image_embed: every tile's rows and the overview's (2 x 2 + 1), known before encoding.
+  const zf_image im = Rgb(rgb_, w_, h_);
+  size_t needed = 0;
+  int32_t n_tok = 0;
+  ASSERT_EQ(zf_image_embed(mmproj_.get(), &im, 0, nullptr, 0, &needed, &n_tok), ZF_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(n_tok, 5 * 64);
+  EXPECT_EQ(needed, size_t(5 * 64 * 576));
+
+  SessionPtr s = NewSession(model_.get(), 1024);
+  std::vector<float> logits(n_vocab_);
+  const std::vector<int32_t> before = Before(), after = After();
+  ASSERT_EQ(zf_session_eval(s.get(), before.data(), before.size(), nullptr, 0), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval_image(s.get(), mmproj_.get(), &im, nullptr, 0), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval(s.get(), after.data(), after.size(), logits.data(), logits.size()), ZF_OK);
+  int32_t n_past = 0;
+  ASSERT_EQ(zf_session_n_past(s.get(), &n_past), ZF_OK);
+  EXPECT_EQ(n_past, golden_["n_past"].get<int32_t>());
+  // Entry by entry: libmtmd's text chunks' tokens, each image chunk as that many image rows.
+  std::vector<int32_t> want;
+  for (const json& c : golden_["chunks"]) {
+    if (c.contains("text")) {
+      for (int32_t t : c["text"]) want.push_back(t);
+    } else {
+      want.resize(want.size() + c["image_tokens"].get<size_t>(), -1);
+    }
+  }
+  const std::vector<int32_t> got = SessionTokens(s.get());
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i] < 0) EXPECT_LT(got[i], 0) << i;
+    else EXPECT_EQ(got[i], want[i]) << i;
+  }
+
+  const json& first = golden_["first"];
+  std::vector<double> ours, ref = first["every64"].get<std::vector<double>>();
+  for (size_t i = 0; i < n_vocab_; i += 64) ours.push_back(logits[i]);
+  const std::vector<int32_t> top = first["top_ids"];
+  const std::vector<double> top_l = first["top_logits"];
+  for (size_t k = 0; k < top.size(); ++k) ours.push_back(logits[size_t(top[k])]), ref.push_back(top_l[k]);
+  ASSERT_EQ(ours.size(), ref.size());
+  const double cos = CentredCosine(ours, ref);
+  EXPECT_GE(cos, kMinCosine);
+  // Idefics3's rows attend causally (libmtmd: not mtmd_decode_use_non_causal): both ways is
+  // another computation, farther from libmtmd.
+  {
+    std::vector<float> rows(needed);
+    ASSERT_EQ(zf_image_embed(mmproj_.get(), &im, 0, rows.data(), rows.size(), &needed, &n_tok), ZF_OK);
+    SessionPtr c = NewSession(model_.get(), 1024);
+    std::vector<float> lc(n_vocab_);
+    size_t row = 0;
+    for (const json& ch : golden_["chunks"]) {
+      if (ch.contains("text")) {
+        const std::vector<int32_t> t = ch["text"];
+        ASSERT_EQ(zf_session_eval(c.get(), t.data(), t.size(), lc.data(), lc.size()), ZF_OK);
+      } else {
+        ASSERT_EQ(zf_session_eval_embeddings(c.get(), rows.data() + row * 576, 64, 576, ZF_EMBD_BIDIRECTIONAL, nullptr, 0),
+                  ZF_OK) << zf_last_error();
+        row += 64;
+      }
+    }
+    std::vector<double> other;
+    for (size_t i = 0; i < n_vocab_; i += 64) other.push_back(lc[i]);
+    for (int32_t id : top) other.push_back(lc[size_t(id)]);
+    const double c2 = CentredCosine(other, ref);
+    std::printf("[ idefics3 %s ] tiles attending both ways: centred cosine %.6f\n", GetParam().c_str(), c2);
+    EXPECT_LT(c2, cos);
+  }
+  double worst_gap = 0;
+  int exact = 0;
+  const json& greedy = golden_["greedy"];
+  for (size_t step = 0; step < greedy.size(); ++step) {
+    const int32_t want_tok = greedy[step]["token"];
+    const int32_t best = Argmax(logits);
+    if (best == want_tok) {
+      ++exact;
+    } else {
+      const double gap = double(logits[size_t(best)]) - logits[size_t(want_tok)];
+      worst_gap = std::max(worst_gap, gap);
+      EXPECT_LE(gap, kTieMargin) << "step " << step << ": ours " << best << ", libmtmd's " << want_tok;
+    }
+    ASSERT_EQ(zf_session_eval(s.get(), &want_tok, 1, logits.data(), logits.size()), ZF_OK) << zf_last_error();
+  }
+  std::printf("[ idefics3 %s ] first-step centred cosine %.6f; greedy %d/%zu exact, worst near-tie gap %.3f\n",
+              GetParam().c_str(), cos, exact, greedy.size(), worst_gap);
+}
+
+// A chat turn with an image_url part: the rendered prompt shows the tile markers, the turn's
+// entries are that prompt's tokens with the tiles' rows, and its first token is the raw
+// route's on the same text.
+TEST_P(CapiIdefics3, ChatTurnPlacesTilesAsTheRawRoute) {
+  const std::vector<uint8_t> png = zf::vision::test::Png(int(w_), int(h_), rgb_);
+  const json messages = json::array(
+      {{{"role", "user"},
+        {"content", json::array({{{"type", "text"}, {"text", "Describe the picture."}},
+                                 {{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64," + Base64(png)}}}}})}}});
+  const std::string req = json{{"messages", messages}}.dump();
+  zf_generate_params g;
+  zf_generate_params_init(&g, sizeof g);
+  g.temperature = 0.0f;
+  g.max_tokens = 1;
+  zf_turn_params p;
+  zf_turn_params_init(&p, sizeof p);
+  p.request_json = req.c_str();
+  p.generate = &g;
+  p.mmproj = mmproj_.get();
+  size_t needed = 0;
+  ASSERT_EQ(zf_chat_turn_prompt(model_.get(), &p, nullptr, 0, &needed), ZF_ERR_BUFFER_TOO_SMALL) << zf_last_error();
+  std::string prompt(needed, '\0');
+  ASSERT_EQ(zf_chat_turn_prompt(model_.get(), &p, &prompt[0], prompt.size(), &needed), ZF_OK) << zf_last_error();
+  prompt.resize(needed - 1);  // without the terminator
+  const size_t at = prompt.find(std::string("Describe the picture.") + kMarkers2x2);
+  ASSERT_NE(at, std::string::npos) << prompt;
+
+  SessionPtr s = NewSession(model_.get(), 1024);
+  struct Out {
+    std::string text;
+    int32_t n_prompt = 0;
+  } out;
+  ASSERT_EQ(zf_chat_turn(s.get(), &p,
+                         [](void* u, const zf_turn_event* e) {
+                           Out& o = *static_cast<Out*>(u);
+                           if (e->kind == ZF_TURN_CONTENT) o.text.append(e->text, e->text_len);
+                           if (e->kind == ZF_TURN_DONE) o.n_prompt = e->n_prompt;
+                           return int32_t(0);
+                         },
+                         &out, nullptr),
+            ZF_OK)
+      << zf_last_error();
+  // The raw route on the same text: before the markers, the image, after them.
+  const size_t img_at = at + std::strlen("Describe the picture.");
+  const std::vector<int32_t> before = Tokenize(model_.get(), prompt.substr(0, img_at), ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL);
+  const std::vector<int32_t> after = Tokenize(model_.get(), prompt.substr(img_at + std::strlen(kMarkers2x2)), ZF_TOKENIZE_PARSE_SPECIAL);
+  const std::vector<int32_t> markers = Tokenize(model_.get(), kMarkers2x2, ZF_TOKENIZE_PARSE_SPECIAL);
+  EXPECT_EQ(out.n_prompt, int32_t(before.size() + markers.size() + after.size() + 5 * 64));
+  const std::vector<int32_t> turn_entries = SessionTokens(s.get());
+  SessionPtr r = NewSession(model_.get(), 1024);
+  std::vector<float> logits(n_vocab_);
+  const zf_image im = Encoded(png);
+  ASSERT_EQ(zf_session_eval(r.get(), before.data(), before.size(), nullptr, 0), ZF_OK);
+  ASSERT_EQ(zf_session_eval_image(r.get(), mmproj_.get(), &im, nullptr, 0), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval(r.get(), after.data(), after.size(), logits.data(), logits.size()), ZF_OK);
+  const std::vector<int32_t> raw_entries = SessionTokens(r.get());
+  ASSERT_GE(turn_entries.size(), raw_entries.size());
+  EXPECT_TRUE(std::equal(raw_entries.begin(), raw_entries.end(), turn_entries.begin()));
+  const int32_t best = Argmax(logits);
+  EXPECT_EQ(turn_entries[raw_entries.size()], best);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, CapiIdefics3, ::testing::Values("f16", "q8_0"));
+
+}  // namespace

@@ -1340,7 +1340,8 @@ ZF_API void zf_chat_turn_free(zf_turn* turn);
  * (zf_tokenize() with ::ZF_TOKENIZE_ADD_SPECIAL | ::ZF_TOKENIZE_PARSE_SPECIAL). Thread-safe.
  * With params->mmproj (since 0.7) image parts are accepted and each image appears as the
  * projector's marker text around its rows (Gemma 3: `<start_of_image><end_of_image>`); the rows
- * themselves have no text: a count adds zf_mmproj_summary.n_tokens per image. Nothing is encoded.
+ * themselves have no text: a count adds zf_image_embed()'s *n_tokens per image (Gemma 3:
+ * zf_mmproj_summary.n_tokens; Idefics3 shows each tile's markers). Nothing is encoded.
  * @param model The model.
  * @param params The request (required); params->generate is only checked; params->mmproj, when
  *        set, must belong to `model`.
@@ -1707,14 +1708,17 @@ ZF_API zf_status zf_wav_decode(const void* data, size_t size, float* pcm, size_t
  * zf_mmproj_load(): any number of threads may call zf_image_embed() on it at once (each call
  * works on an encoder of its own, taken from the projector's pool and returned after).
  * zf_mmproj_free() may be called from any thread, but not while a call on it is running.
- * Projector types loaded: "gemma3" (Gemma 3's SigLIP encoder, 896 px, 256 tokens per image).
+ * Projector types loaded: "gemma3" (Gemma 3's SigLIP encoder, 896 px, 256 tokens per image) and
+ * "idefics3" (SmolVLM's SigLIP encoder: an image cut into image_size tiles plus an overview,
+ * each giving zf_mmproj_summary::n_tokens rows after the pixel shuffle; see doc/vision.md).
  */
 typedef struct zf_mmproj zf_mmproj;
 
 /**
  * @brief Loads a projector file for `model` and checks that it belongs to it: the projector's
  * output width must be the model's embedding width and its type the model's family (a "gemma3"
- * projector goes with a "gemma3" model); a mismatch names both sides. Thread-safe.
+ * projector goes with a "gemma3" model, an "idefics3" one with a "llama" model); a mismatch names
+ * both sides. Thread-safe.
  * @param model The language model (its reference is held until zf_mmproj_free()). Required.
  * @param path The mmproj file (NUL-terminated UTF-8).
  * @param flags Reserved; must be 0.
@@ -1734,7 +1738,9 @@ typedef struct zf_mmproj_summary {
   uint32_t struct_size;       /**< Set by the caller to sizeof(zf_mmproj_summary). */
   int32_t image_size;         /**< The encoder's square input side in pixels (896 for Gemma 3). */
   int32_t patch_size;         /**< Pixels per patch side (14). */
-  int32_t n_tokens;           /**< Embeddings per image as placed in the prompt (256). */
+  int32_t n_tokens;           /**< Embeddings per encoder input as placed in the prompt: per image for
+                                   "gemma3" (256), per tile and overview for "idefics3" (an image
+                                   gives zf_image_embed()'s *n_tokens). */
   int32_t n_embd;             /**< Width of each embedding: the language model's n_embd. */
   int32_t n_embd_vision;      /**< The vision encoder's own width. */
   int32_t n_layer;            /**< Vision encoder blocks. */
@@ -1778,7 +1784,8 @@ typedef struct zf_image {
  * @brief The image's embeddings as the language model would take them in the prompt: *n_tokens
  * rows of zf_mmproj_summary::n_embd floats, row-major, into a caller buffer. The image is
  * decoded, preprocessed as libmtmd does for the projector type (Gemma 3: scaled into 896 x 896
- * keeping its aspect ratio, centred on black, normalized by the file's mean/std) and encoded.
+ * keeping its aspect ratio, centred on black, normalized by the file's mean/std; Idefics3: cut
+ * into tiles and an overview, whose rows follow one another in placement order) and encoded.
  * The size needed is known before encoding: a call with a small buffer costs no encode.
  * Thread-safe (see ::zf_mmproj).
  * @param mmproj The projector. Required.
@@ -1838,7 +1845,10 @@ ZF_API zf_status zf_session_eval_embeddings(zf_session* session, const float* em
  * @brief Appends one image at the end of the session as libmtmd places it: the projector's
  * begin marker text (tokenized with special tokens; Gemma 3: `<start_of_image>`), the image's
  * embeddings (zf_image_embed(); Gemma 3: 256 positions attending to each other both ways),
- * then the end marker (`<end_of_image>`); the last position's logits written like
+ * then the end marker (`<end_of_image>`); for Idefics3 each tile's marker
+ * (`<fake_token_around_image><row_R_col_C>`) and rows, `\n` between rows of tiles, then
+ * `\n\n<fake_token_around_image><global-img>`, the overview's rows and
+ * `<fake_token_around_image>`, all causal; the last position's logits written like
  * zf_session_eval(). With zf_session_eval() before and zf_generate() after (which continues the
  * session) this is the raw-prompt route for a prompt with images. The image is encoded with the
  * model's default thread count; the projector's cache of recent images is used (see

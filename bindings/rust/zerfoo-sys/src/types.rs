@@ -568,7 +568,7 @@ pub struct zf_mmproj_summary {
     pub image_size: i32,
     #[doc = "< Pixels per patch side (14)."]
     pub patch_size: i32,
-    #[doc = "< Embeddings per image as placed in the prompt (256)."]
+    #[doc = "< Embeddings per encoder input as placed in the prompt: per image for\n\"gemma3\" (256), per tile and overview for \"idefics3\" (an image\ngives zf_image_embed()'s *n_tokens)."]
     pub n_tokens: i32,
     #[doc = "< Width of each embedding: the language model's n_embd."]
     pub n_embd: i32,

@@ -91,6 +91,8 @@ var lib struct {
 	imageEmbed         func(p uintptr, image *cImage, nThreads int32, out *float32, cap uintptr, needed *uintptr, nTokens *int32) int32
 	sessionEvalImage   func(s uintptr, p uintptr, image *cImage, logits *float32, cap uintptr) int32
 	sessionEvalEmbd    func(s uintptr, embd *float32, nTokens, width uintptr, flags uint32, logits *float32, cap uintptr) int32
+	audioEmbed         func(p uintptr, pcm *float32, n uintptr, nThreads int32, out *float32, cap uintptr, needed *uintptr, nTokens *int32) int32
+	sessionEvalAudio   func(s uintptr, p uintptr, pcm *float32, n uintptr, logits *float32, cap uintptr) int32
 }
 
 // Load loads libzerfoo from path (if non-empty) or by the default search: $ZERFOO_LIBRARY,
@@ -239,6 +241,8 @@ func bind(h uintptr) error {
 		{&lib.imageEmbed, "zf_image_embed"},
 		{&lib.sessionEvalImage, "zf_session_eval_image"},
 		{&lib.sessionEvalEmbd, "zf_session_eval_embeddings"},
+		{&lib.audioEmbed, "zf_audio_embed"},
+		{&lib.sessionEvalAudio, "zf_session_eval_audio"},
 	}
 	for _, s := range syms {
 		if err := sym(h, s.fn, s.name); err != nil {

@@ -103,10 +103,11 @@ func WithTurnFixedTime(t time.Time) GenOption {
 	return func(g *genConfig) { g.turn.fixedTime = &t }
 }
 
-// WithTurnMmproj gives ChatTurn the model's vision projector: the request's messages may then
-// hold images (TurnMessage.Images, or image_url parts in RawJSON; data: URLs only), which the
-// turn places where the template puts their message's text (zf_turn_params.mmproj). Without it
-// a request with an image is refused with ErrInvalidArgument naming the part. The projector must
+// WithTurnMmproj gives ChatTurn the model's projector: with a vision projector the request's
+// messages may hold images (TurnMessage.Images, or image_url parts in RawJSON; data: URLs only),
+// with an audio projector audio clips (TurnMessage.Audio, or input_audio parts with WAV data),
+// which the turn places where the template puts their message's text (zf_turn_params.mmproj).
+// Without it (or with the other kind) such a part is refused with ErrInvalidArgument naming it. The projector must
 // stay open until the call returns. ChatTurn, ChatTurnMessage and ChatTurnPrompt only.
 func WithTurnMmproj(p *Mmproj) GenOption {
 	return func(g *genConfig) { g.turn.mmproj = p }

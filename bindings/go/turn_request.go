@@ -48,7 +48,10 @@ type TurnMessage struct {
 	Content string `json:"content"`
 	// Images (encoded PNG, JPEG, GIF or BMP bytes) go before Content as OpenAI image_url parts
 	// with data: URLs; the turn needs the model's projector (WithTurnMmproj).
-	Images           [][]byte   `json:"-"`
+	Images [][]byte `json:"-"`
+	// Audio (WAV files' bytes; EncodeWAV writes samples as one) go after the images as OpenAI
+	// input_audio parts; the turn needs the model's audio projector (WithTurnMmproj).
+	Audio            [][]byte   `json:"-"`
 	NoContent        bool       `json:"-"` // content is null (an assistant turn with only tool calls)
 	ReasoningContent string     `json:"reasoning_content,omitempty"`
 	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`   // an assistant turn's calls
@@ -56,15 +59,19 @@ type TurnMessage struct {
 	Name             string     `json:"name,omitempty"`         // a tool result: the function's name
 }
 
-// MarshalJSON writes content as null when NoContent is set, and as parts (the images, then the
-// text) when the message has Images.
+// MarshalJSON writes content as null when NoContent is set, and as parts (the images, the
+// audio clips, then the text) when the message has Images or Audio.
 func (m TurnMessage) MarshalJSON() ([]byte, error) {
 	type plain TurnMessage // without this method
-	if len(m.Images) > 0 {
-		parts := make([]any, 0, len(m.Images)+1)
+	if len(m.Images) > 0 || len(m.Audio) > 0 {
+		parts := make([]any, 0, len(m.Images)+len(m.Audio)+1)
 		for _, img := range m.Images {
 			url := "data:" + http.DetectContentType(img) + ";base64," + base64.StdEncoding.EncodeToString(img)
 			parts = append(parts, map[string]any{"type": "image_url", "image_url": map[string]string{"url": url}})
+		}
+		for _, wav := range m.Audio {
+			clip := map[string]string{"data": base64.StdEncoding.EncodeToString(wav), "format": "wav"}
+			parts = append(parts, map[string]any{"type": "input_audio", "input_audio": clip})
 		}
 		if m.Content != "" {
 			parts = append(parts, map[string]string{"type": "text", "text": m.Content})

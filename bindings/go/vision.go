@@ -9,9 +9,10 @@ import (
 	"unsafe"
 )
 
-// Mmproj is a vision projector (llama.cpp's mmproj GGUF) loaded for a model (zf_mmproj_load):
-// it turns images into the embeddings the model takes in its prompt. It is immutable: any number
-// of goroutines may call EmbedImage at once. It keeps its model alive, so Close may come in any
+// Mmproj is a multimodal projector (llama.cpp's mmproj GGUF) loaded for a model (zf_mmproj_load):
+// it turns images (a vision projector) or audio clips (an audio projector; see
+// MmprojInfo.Modalities) into the embeddings the model takes in its prompt. It is immutable: any
+// number of goroutines may call EmbedImage or EmbedAudio at once. It keeps its model alive, so Close may come in any
 // order (idempotent; a cleanup does it if forgotten).
 type Mmproj struct {
 	h       *mmprojHandle
@@ -37,14 +38,27 @@ func (h *mmprojHandle) close() {
 
 // MmprojInfo describes a projector (zf_mmproj_summary).
 type MmprojInfo struct {
-	ProjectorType string // clip.projector_type, e.g. "gemma3"
-	ImageSize     int    // the encoder's square input side in pixels
-	PatchSize     int    // pixels per patch side
-	NTokens       int    // embeddings per image
-	NEmbd         int    // width of each embedding (the model's)
-	NEmbdVision   int    // the vision encoder's own width
-	NLayer        int    // vision encoder blocks
+	ProjectorType string   // clip.projector_type, e.g. "gemma3"
+	ImageSize     int      // the encoder's square input side in pixels
+	PatchSize     int      // pixels per patch side
+	NTokens       int      // embeddings per image
+	NEmbd         int      // width of each embedding (the model's)
+	NEmbdVision   int      // the vision encoder's own width
+	NLayer        int      // vision encoder blocks
+	Modalities    Modality // what it encodes: ModalityImage and/or ModalityAudio
+	SampleRate    int      // audio projectors: the PCM rate EmbedAudio takes (16000); else 0
 }
+
+// Modality is a set of the inputs a projector encodes (zf_mmproj_summary.modalities).
+type Modality uint32
+
+const (
+	ModalityImage Modality = 1 // EmbedImage, EvalImage, TurnMessage.Images
+	ModalityAudio Modality = 2 // EmbedAudio, EvalAudio, TurnMessage.Audio
+)
+
+// Has reports whether every modality of m2 is in m.
+func (m Modality) Has(m2 Modality) bool { return m&m2 == m2 }
 
 type cMmprojSummary struct {
 	structSize    uint32
@@ -56,6 +70,8 @@ type cMmprojSummary struct {
 	nLayer        int32
 	reserved      uint32
 	projectorType *byte
+	modalities    uint32 // since 0.7's audio projectors
+	sampleRate    int32
 }
 
 // zf_image.
@@ -129,7 +145,8 @@ func (p *Mmproj) Info() (MmprojInfo, error) {
 			return err
 		}
 		info = MmprojInfo{ImageSize: int(c.imageSize), PatchSize: int(c.patchSize), NTokens: int(c.nTokens),
-			NEmbd: int(c.nEmbd), NEmbdVision: int(c.nEmbdVision), NLayer: int(c.nLayer)}
+			NEmbd: int(c.nEmbd), NEmbdVision: int(c.nEmbdVision), NLayer: int(c.nLayer),
+			Modalities: Modality(c.modalities), SampleRate: int(c.sampleRate)}
 		if c.projectorType != nil { // owned by the projector: copied while it is held
 			info.ProjectorType = goString(c.projectorType)
 		}
@@ -181,8 +198,13 @@ func (p *Mmproj) embed(im cImage, data []byte, threads int) ([][]float32, error)
 	if err != nil {
 		return nil, err
 	}
+	return splitRows("embed image", out, nTok)
+}
+
+// splitRows views an encoder's output (nTok rows, row-major) as one slice per row.
+func splitRows(op string, out []float32, nTok int32) ([][]float32, error) {
 	if nTok <= 0 || len(out)%int(nTok) != 0 {
-		return nil, &Error{Status: 12, Op: "embed image", Message: fmt.Sprintf("%d floats for %d tokens", len(out), nTok)}
+		return nil, &Error{Status: 12, Op: op, Message: fmt.Sprintf("%d floats for %d tokens", len(out), nTok)}
 	}
 	w := len(out) / int(nTok)
 	rows := make([][]float32, nTok)

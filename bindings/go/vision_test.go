@@ -84,7 +84,8 @@ func TestMmprojEmbedsImages(t *testing.T) {
 	}
 	defer p.Close()
 	info, err := p.Info()
-	want := MmprojInfo{ProjectorType: "gemma3", ImageSize: 896, PatchSize: 14, NTokens: 256, NEmbd: 640, NEmbdVision: 64, NLayer: 2}
+	want := MmprojInfo{ProjectorType: "gemma3", ImageSize: 896, PatchSize: 14, NTokens: 256, NEmbd: 640, NEmbdVision: 64, NLayer: 2,
+		Modalities: ModalityImage}
 	if err != nil || info != want {
 		t.Fatalf("info %+v, %v; want %+v", info, err, want)
 	}

@@ -9,6 +9,7 @@
 #   ZERFOO_WHISPER_MODEL  Whisper tiny.en .bin (default: scripts/fetch_models.sh whisper-tiny-en)
 #   ZERFOO_VISION_MODELS  mmproj files      (default: ~/.cache/zerfoo/vision_models, written by tests/vision/make_models.sh)
 #   ZERFOO_GEMMA3_MODEL   Gemma 3 270M GGUF (default: scripts/fetch_models.sh gemma3)
+#   (audio projectors: tests/vision/make_audio_models.sh writes $ZERFOO_VISION_MODELS/audio)
 #   ZERFOO_CSHARP_OUT  build output directory  (default: build-csharp)
 set -eu
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -25,6 +26,8 @@ ZERFOO_WHISPER_MODEL="${ZERFOO_WHISPER_MODEL:-$("$root/scripts/fetch_models.sh" 
 ZERFOO_VISION_MODELS="${ZERFOO_VISION_MODELS:-$HOME/.cache/zerfoo/vision_models}"
 "$root/tests/vision/make_models.sh" "$ZERFOO_VISION_MODELS" >&2
 ZERFOO_GEMMA3_MODEL="${ZERFOO_GEMMA3_MODEL:-$("$root/scripts/fetch_models.sh" gemma3)}"
+# AudioTests.cs: the synthesized audio projectors (bound to SmolLM2) and a 4 s clip.
+"$root/tests/vision/make_audio_models.sh" "$ZERFOO_VISION_MODELS/audio" >&2
 out="${ZERFOO_CSHARP_OUT:-$root/build-csharp}"
 case "$out" in /*) ;; *) out="$root/$out" ;; esac
 mkdir -p "$out"
@@ -36,7 +39,7 @@ cp "$here/Zerfoo.dll.config" "$out/"
 # The .NET-only branch (#if NET5_0_OR_GREATER), minus the async iterator, against API stubs.
 mcs_ -target:library -unsafe -define:NET5_0_OR_GREATER -out:"$out/net5-check.dll" \
   $(ls "$here"/src/*.cs | grep -v 'Session\.Async\.cs$') "$here/tests/net5_stubs.cs"
-mcs_ -target:library -out:"$out/ZerfooTests.dll" -r:"$out/Zerfoo.dll" -r:"$nunit" -r:System.Core "$here/tests/ZerfooTests.cs" "$here/tests/ChatTurnTests.cs" "$here/tests/LoraTests.cs" "$here/tests/SpeechTests.cs" "$here/tests/VisionTests.cs"
+mcs_ -target:library -out:"$out/ZerfooTests.dll" -r:"$out/Zerfoo.dll" -r:"$nunit" -r:System.Core "$here/tests/ZerfooTests.cs" "$here/tests/ChatTurnTests.cs" "$here/tests/LoraTests.cs" "$here/tests/SpeechTests.cs" "$here/tests/VisionTests.cs" "$here/tests/AudioTests.cs"
 mcs_ -out:"$out/LoadCheck.exe" -r:"$out/Zerfoo.dll" "$here/tests/LoadCheck.cs"
 mcs_ -out:"$out/Chat.exe" -r:"$out/Zerfoo.dll" "$here/examples/Chat/Chat.cs"
 mcs_ -out:"$out/Bench.exe" -r:"$out/Zerfoo.dll" "$here/bench/Bench.cs"
@@ -53,6 +56,7 @@ done
 
 export ZERFOO_LIBRARY ZERFOO_CLI ZERFOO_TEST_MODEL ZERFOO_WHISPER_MODEL ZERFOO_VISION_MODELS ZERFOO_GEMMA3_MODEL
 export ZERFOO_SPEECH_GOLDEN_DIR="$root/tests/data/golden/whisper"  # SpeechTests.cs
+export ZERFOO_AUDIO_CLIP="$root/tests/data/audio/test-2-4s.wav"  # AudioTests.cs
 export ZERFOO_ABI_TABLE="$out/abi.txt" ZERFOO_LOADCHECK="$out/LoadCheck.exe"
 export ZERFOO_CHAT_TEMPLATES="$root/tests/data/chat_templates/templates"
 export ZERFOO_FIM_SCRIPT="$root/scripts/fim_model.py"  # writes the FIM test model

@@ -62,6 +62,17 @@ namespace Zerfoo
         /// <summary>Images of the message (encoded bytes), placed before its text.</summary>
         public IList<byte[]> Images { get; set; }
 
+        /// <summary>A user message with audio clips (WAV files' bytes; <see cref="Zerfoo.Audio.EncodeWav"/>
+        /// writes samples as one) before its text, sent as OpenAI input_audio parts; the turn
+        /// needs the model's audio projector (<see cref="ChatRequest.Mmproj"/>).</summary>
+        public static ChatRequestMessage UserWithAudio(string content, params byte[][] wavs)
+        {
+            return new ChatRequestMessage("user", content) { Audio = wavs };
+        }
+
+        /// <summary>Audio clips of the message (WAV bytes), placed after its images, before its text.</summary>
+        public IList<byte[]> Audio { get; set; }
+
         // An image's bytes as a data: URL, its type by its first bytes.
         static string DataUrl(byte[] b)
         {
@@ -98,15 +109,22 @@ namespace Zerfoo
             sb.Append("{\"role\":");
             Json.AppendString(sb, Role);
             sb.Append(",\"content\":");
-            if (Images != null && Images.Count > 0)
+            if ((Images != null && Images.Count > 0) || (Audio != null && Audio.Count > 0))
             {
                 sb.Append('[');
-                foreach (byte[] img in Images)
+                foreach (byte[] img in Images ?? new byte[0][])
                 {
                     if (img == null) throw new ArgumentException("an image of the message is null");
                     sb.Append("{\"type\":\"image_url\",\"image_url\":{\"url\":");
                     Json.AppendString(sb, DataUrl(img));
                     sb.Append("}},");
+                }
+                foreach (byte[] wav in Audio ?? new byte[0][])
+                {
+                    if (wav == null) throw new ArgumentException("an audio clip of the message is null");
+                    sb.Append("{\"type\":\"input_audio\",\"input_audio\":{\"data\":\"");
+                    sb.Append(Convert.ToBase64String(wav));  // base64 needs no escaping
+                    sb.Append("\",\"format\":\"wav\"}},");
                 }
                 if (!string.IsNullOrEmpty(Content))
                 {
@@ -273,8 +291,10 @@ namespace Zerfoo
         public GenerateOptions Generate { get; set; }
         /// <summary>strftime_now's clock (ZF_CHAT_FIXED_TIME), for reproducible prompts; null: now.</summary>
         public DateTimeOffset? Now { get; set; }
-        /// <summary>The model's vision projector (zf_turn_params.mmproj): the messages may then hold
-        /// images (<see cref="ChatRequestMessage.Images"/>); without it an image is refused naming
+        /// <summary>The model's projector (zf_turn_params.mmproj): the messages may then hold
+        /// images (<see cref="ChatRequestMessage.Images"/>) with a vision projector, audio clips
+        /// (<see cref="ChatRequestMessage.Audio"/>) with an audio projector; without it (or with
+        /// the other kind) such a part is refused naming
         /// the part. It must stay undisposed while the turn begins.</summary>
         public Mmproj Mmproj { get; set; }
 

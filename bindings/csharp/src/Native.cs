@@ -157,6 +157,8 @@ namespace Zerfoo
         public int n_layer;
         public uint reserved;
         public IntPtr projector_type;
+        public uint modalities;            // since 0.7's audio projectors: ZF_MODALITY_IMAGE | ZF_MODALITY_AUDIO
+        public int sample_rate;
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -494,6 +496,15 @@ namespace Zerfoo
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
         internal static extern int zf_image_embed(MmprojHandle mmproj, ref zf_image image, int n_threads, float[] output,
                                                   UIntPtr cap, out UIntPtr needed, out int n_tokens);
+
+        // Audio (since 0.7).
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern unsafe int zf_audio_embed(MmprojHandle mmproj, float* pcm, UIntPtr n_samples, int n_threads,
+                                                         float[] output, UIntPtr cap, out UIntPtr needed, out int n_tokens);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]
+        internal static extern unsafe int zf_session_eval_audio(SessionHandle session, MmprojHandle mmproj, float* pcm,
+                                                                UIntPtr n_samples, float* logits, UIntPtr cap);
 
         // LoRA adapters (since 0.6).
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl, ExactSpelling = true)]

@@ -463,6 +463,38 @@ namespace Zerfoo
             }
         }
 
+        /// <summary>Appends an audio clip (16 kHz mono samples) at the end of the session as
+        /// libmtmd places it: the projector's begin marker (qwen2a, voxtral), the clip's embeddings,
+        /// the end marker (zf_session_eval_audio); returns the last position's logits. With
+        /// <c>Generate</c> after it (which continues the session) this is the raw-prompt route.</summary>
+        /// <exception cref="ZerfooException">InvalidArgument (another model's or an image
+        /// projector, the samples as <see cref="Mmproj.EmbedAudio"/> checks them; nothing appended),
+        /// ContextFull.</exception>
+        public unsafe float[] EvalAudio(Mmproj mmproj, float[] pcm)
+        {
+            if (mmproj == null) throw new ArgumentNullException("mmproj");
+            if (pcm == null) throw new ArgumentNullException("pcm");
+            var logits = new float[model.Info.VocabSize];
+            Acquire();
+            try
+            {
+                int st;
+                // An empty clip still passes a valid pointer: the library then names the sample count.
+                fixed (float* p = pcm.Length == 0 ? new float[1] : pcm)
+                fixed (float* l = logits)
+                {
+                    st = NativeMethods.zf_session_eval_audio(handle, mmproj.Handle, p, (UIntPtr)pcm.Length, l,
+                                                             (UIntPtr)logits.Length);
+                }
+                ZerfooException.Check(st, "zf_session_eval_audio");
+                return logits;
+            }
+            finally
+            {
+                Release();
+            }
+        }
+
         /// <summary>Appends rows of input embeddings (<paramref name="width"/> floats each, the
         /// model's embedding width; e.g. an <see cref="ImageEmbedding"/>'s Data) in place of token
         /// embeddings, one position each (zf_session_eval_embeddings); returns the last position's

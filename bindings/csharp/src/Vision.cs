@@ -20,22 +20,53 @@ namespace Zerfoo
         public int VisionWidth { get; internal set; }
         /// <summary>Vision encoder blocks.</summary>
         public int Layers { get; internal set; }
+        /// <summary>What it encodes: <see cref="Modality.Image"/> and/or <see cref="Modality.Audio"/>.</summary>
+        public Modality Modalities { get; internal set; }
+        /// <summary>An audio projector's PCM rate (16000); 0 for a vision projector.</summary>
+        public int SampleRate { get; internal set; }
     }
 
-    /// <summary>An image's embeddings: <see cref="TokenCount"/> rows of
-    /// <see cref="Width"/> floats, row-major in <see cref="Data"/>.</summary>
-    public sealed class ImageEmbedding
+    /// <summary>The inputs a projector encodes (zf_mmproj_summary.modalities).</summary>
+    [Flags]
+    public enum Modality
     {
-        /// <summary>Rows (embeddings per image).</summary>
+        /// <summary>Images: EmbedImage, Session.EvalImage, image_url parts.</summary>
+        Image = 1,
+        /// <summary>Audio: EmbedAudio, Session.EvalAudio, input_audio parts.</summary>
+        Audio = 2,
+    }
+
+    /// <summary>An encoder's embeddings as the model takes them in its prompt:
+    /// <see cref="TokenCount"/> rows of <see cref="Width"/> floats, row-major in
+    /// <see cref="Data"/>.</summary>
+    public abstract class MediaEmbedding
+    {
+        internal MediaEmbedding() { }
+        /// <summary>Rows (positions in the prompt).</summary>
         public int TokenCount { get; internal set; }
         /// <summary>Floats per row.</summary>
         public int Width { get; internal set; }
         /// <summary>TokenCount * Width floats.</summary>
         public float[] Data { get; internal set; }
+
+        // Checks that an encoder's output divides into its rows.
+        internal static T FromRows<T>(float[] output, int tokens) where T : MediaEmbedding, new()
+        {
+            if (tokens <= 0 || output.Length % tokens != 0)
+                throw new InvalidOperationException(output.Length + " floats for " + tokens + " tokens");
+            return new T { TokenCount = tokens, Width = output.Length / tokens, Data = output };
+        }
     }
 
-    /// <summary>A vision projector (llama.cpp's mmproj GGUF) loaded for a model (zf_mmproj_load):
-    /// turns images into the embeddings the model takes in its prompt. Immutable: any number of
+    /// <summary>An image's embeddings.</summary>
+    public sealed class ImageEmbedding : MediaEmbedding { }
+
+    /// <summary>An audio clip's embeddings (<see cref="Mmproj.EmbedAudio"/>).</summary>
+    public sealed class AudioEmbedding : MediaEmbedding { }
+
+    /// <summary>A projector (llama.cpp's mmproj GGUF) loaded for a model (zf_mmproj_load): a
+    /// vision projector turns images, an audio projector audio clips (<see cref="MmprojInfo.Modalities"/>)
+    /// into the embeddings the model takes in its prompt. Immutable: any number of
     /// threads may embed with it at once. It keeps its model alive, so Dispose may come in any
     /// order.</summary>
     public sealed class Mmproj : IDisposable
@@ -60,6 +91,8 @@ namespace Zerfoo
                 EmbeddingWidth = s.n_embd,
                 VisionWidth = s.n_embd_vision,
                 Layers = s.n_layer,
+                Modalities = (Modality)s.modalities,
+                SampleRate = s.sample_rate,
             };
         }
 
@@ -152,13 +185,37 @@ namespace Zerfoo
                 var output = new float[(long)(ulong)needed];
                 ZerfooException.Check(NativeMethods.zf_image_embed(handle, ref im, threads, output, needed, out needed, out tokens),
                                       "zf_image_embed");
-                if (tokens <= 0 || output.Length % tokens != 0)
-                    throw new InvalidOperationException(output.Length + " floats for " + tokens + " tokens");
-                return new ImageEmbedding { TokenCount = tokens, Width = output.Length / tokens, Data = output };
+                return MediaEmbedding.FromRows<ImageEmbedding>(output, tokens);
             }
             finally
             {
                 pin.Free();
+            }
+        }
+
+        /// <summary>The embeddings of an audio clip: 16 kHz mono samples, nominally in [-1, 1]
+        /// (<see cref="SpeechModel.DecodeWav"/> reads WAV files), on <paramref name="threads"/>
+        /// workers (0: the machine's cores, at most 8). Ultravox and voxtral give 375 rows per
+        /// started 30 s, qwen2a 750.</summary>
+        /// <exception cref="ZerfooException">InvalidArgument: an image projector, fewer than
+        /// <see cref="Audio.MinSamples"/> or more than <see cref="Audio.MaxSamples"/> samples, a NaN
+        /// or infinite sample (its index named).</exception>
+        public unsafe AudioEmbedding EmbedAudio(float[] pcm, int threads = 0)
+        {
+            if (pcm == null) throw new ArgumentNullException("pcm");
+            // An empty clip still passes a valid pointer: the library then names the sample count.
+            fixed (float* p = pcm.Length == 0 ? new float[1] : pcm)
+            {
+                var n = (UIntPtr)pcm.Length;
+                // The size first (known from the length alone), then the embeddings.
+                UIntPtr needed;
+                int tokens;
+                int st = NativeMethods.zf_audio_embed(handle, p, n, threads, null, UIntPtr.Zero, out needed, out tokens);
+                if (st != (int)Status.BufferTooSmall) ZerfooException.Check(st, "zf_audio_embed");
+                var output = new float[(long)(ulong)needed];
+                ZerfooException.Check(NativeMethods.zf_audio_embed(handle, p, n, threads, output, needed, out needed, out tokens),
+                                      "zf_audio_embed");
+                return MediaEmbedding.FromRows<AudioEmbedding>(output, tokens);
             }
         }
 

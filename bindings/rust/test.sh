@@ -27,6 +27,8 @@ export ZERFOO_WHISPER_MODEL
 # bound to Gemma 3 270M.
 ZERFOO_VISION_MODELS="${ZERFOO_VISION_MODELS:-$HOME/.cache/zerfoo/vision_models}"
 "$here/../../tests/vision/make_models.sh" "$ZERFOO_VISION_MODELS" >&2
+# Audio (tests/audio.rs): the synthesized audio projectors, bound to SmolLM2.
+"$here/../../tests/vision/make_audio_models.sh" "$ZERFOO_VISION_MODELS/audio" >&2
 ZERFOO_GEMMA3_MODEL="${ZERFOO_GEMMA3_MODEL:-$("$here/../../scripts/fetch_models.sh" gemma3)}"
 export ZERFOO_VISION_MODELS ZERFOO_GEMMA3_MODEL
 

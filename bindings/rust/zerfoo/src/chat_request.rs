@@ -168,6 +168,30 @@ impl Message {
         Message::Json(json!({"role": "user", "content": parts}))
     }
 
+    /// A user message with audio clips (WAV files' bytes; [`encode_wav`](crate::encode_wav)
+    /// writes samples as one) before its text, as OpenAI `input_audio` parts; the turn needs the
+    /// model's audio projector ([`TurnOptions::mmproj`](crate::TurnOptions::mmproj)).
+    ///
+    /// ```
+    /// use zerfoo::Message;
+    /// let m = Message::user_with_audio("What is said?", &[b"RIFF"]).to_json();
+    /// assert_eq!(m["content"][0]["type"], "input_audio");
+    /// assert_eq!(m["content"][0]["input_audio"]["data"], "UklGRg==");
+    /// assert_eq!(m["content"][0]["input_audio"]["format"], "wav");
+    /// assert_eq!(m["content"][1]["text"], "What is said?");
+    /// ```
+    pub fn user_with_audio(text: impl Into<String>, wavs: &[&[u8]]) -> Message {
+        let mut parts: Vec<Value> = wavs
+            .iter()
+            .map(|b| json!({"type": "input_audio", "input_audio": {"data": base64(b), "format": "wav"}}))
+            .collect();
+        let text = text.into();
+        if !text.is_empty() {
+            parts.push(json!({"type": "text", "text": text}));
+        }
+        Message::Json(json!({"role": "user", "content": parts}))
+    }
+
     /// An assistant message with text only.
     pub fn assistant(content: impl Into<String>) -> Message {
         Message::Assistant {
@@ -244,7 +268,6 @@ impl From<ChatMessage> for Message {
 
 /// An image's bytes as a data: URL, its type by its first bytes (the library decodes by the bytes).
 fn data_url(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let kind = if bytes.starts_with(b"\xff\xd8\xff") {
         "jpeg"
     } else if bytes.starts_with(b"GIF8") {
@@ -254,7 +277,13 @@ fn data_url(bytes: &[u8]) -> String {
     } else {
         "png"
     };
-    let mut out = format!("data:image/{kind};base64,");
+    format!("data:image/{kind};base64,{}", base64(bytes))
+}
+
+/// Standard base64 with padding.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
         let b = [
             chunk[0],

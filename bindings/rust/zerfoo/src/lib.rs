@@ -28,6 +28,8 @@
 //!   ([`decode_wav`]) into [`Segment`]s with times and token probabilities.
 //! - Images: [`Mmproj`] (a vision projector loaded for a model) turns an [`Image`] (file bytes or
 //!   RGB pixels) into the embeddings the model takes in its prompt.
+//! - Audio: an audio projector's [`Mmproj::embed_audio`] and [`Session::eval_audio`] take 16 kHz
+//!   PCM; [`Message::user_with_audio`] sends WAV bytes ([`encode_wav`]) in a chat turn.
 //! - Every failure is an [`Error`] with an [`ErrorCode`] and the library's message.
 //!
 //! The library (`libzerfoo.so.0`) is linked by `zerfoo-sys` (see its docs for
@@ -35,6 +37,7 @@
 //! against the bindings' header at first use.
 #![warn(missing_docs)]
 
+mod audio;
 mod chat;
 mod chat_request;
 mod embed;
@@ -51,6 +54,9 @@ mod async_stream;
 
 #[cfg(feature = "tokio")]
 pub use async_stream::AsyncPieces;
+pub use audio::{
+    encode_wav, AudioEmbedding, AUDIO_SAMPLE_RATE, MAX_AUDIO_SAMPLES, MIN_AUDIO_SAMPLES,
+};
 pub use chat::{AssistantMessage, ChatParseOptions, FunctionCall, ToolCall, ToolGrammar};
 pub use chat_request::{ChatRequest, Message, ReasoningFormat, ResponseFormat, Tool, ToolChoice};
 pub use embed::{EmbedOptions, Pooling};

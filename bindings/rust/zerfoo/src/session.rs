@@ -723,6 +723,30 @@ impl<'m> Session<'m> {
         Ok(logits)
     }
 
+    /// Appends an audio clip (16 kHz mono samples) at the end of the session as libmtmd places
+    /// it: the projector's begin marker (qwen2a, voxtral), the clip's embeddings, the end marker
+    /// (`zf_session_eval_audio`), and returns the last position's logits. [`Session::generate`]
+    /// after it continues the session (the raw-prompt route). The projector must be an audio
+    /// projector of the session's model; it and the samples are checked as
+    /// [`Mmproj::embed_audio`](crate::Mmproj::embed_audio) checks them
+    /// ([`ErrorCode::InvalidArgument`], nothing appended).
+    pub fn eval_audio(&mut self, mmproj: &crate::Mmproj, pcm: &[f32]) -> Result<Vec<f32>> {
+        let n_vocab = self.inner._model.info()?.n_vocab.max(0) as usize;
+        let mut logits = vec![0f32; n_vocab];
+        // SAFETY: pcm is valid for pcm.len() samples; logits holds n_vocab floats.
+        check(unsafe {
+            sys::zf!(zf_session_eval_audio(
+                self.raw(),
+                mmproj.raw(),
+                pcm.as_ptr(),
+                pcm.len(),
+                logits.as_mut_ptr(),
+                logits.len()
+            ))
+        })?;
+        Ok(logits)
+    }
+
     /// Appends rows of input embeddings (`width` floats each, the model's embedding width; e.g.
     /// an [`ImageEmbedding`](crate::ImageEmbedding)'s data) in place of token embeddings, one
     /// position each (`zf_session_eval_embeddings`), and returns the last position's logits.

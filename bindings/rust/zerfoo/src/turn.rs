@@ -41,10 +41,11 @@ pub struct TurnOptions {
     pub template: Option<String>,
     /// The clock the template's `strftime_now` reads (Unix seconds; `None`: now).
     pub time_unix: Option<i64>,
-    /// The model's vision projector (`zf_turn_params.mmproj`): the request's messages may then
-    /// hold images ([`Message::user_with_images`](crate::Message::user_with_images), or `image_url` parts with data: URLs), placed
-    /// where the template puts their message's text. Without it a request with an image is
-    /// [`ErrorCode::InvalidArgument`] naming the part.
+    /// The model's projector (`zf_turn_params.mmproj`): with a vision projector the request's
+    /// messages may hold images ([`Message::user_with_images`](crate::Message::user_with_images), or `image_url` parts with data: URLs),
+    /// with an audio projector audio clips ([`Message::user_with_audio`](crate::Message::user_with_audio), or `input_audio`
+    /// parts with WAV data), placed where the template puts their message's text. Without it (or
+    /// with the other kind) such a part is [`ErrorCode::InvalidArgument`] naming it.
     pub mmproj: Option<std::sync::Arc<crate::Mmproj>>,
 }
 

@@ -1,5 +1,6 @@
-//! Images: [`Mmproj::load`] loads a vision projector (llama.cpp's `mmproj` GGUF) for a model,
-//! [`Mmproj::embed_image`] turns an image into the embeddings the model takes in its prompt.
+//! Images and audio: [`Mmproj::load`] loads a projector (llama.cpp's `mmproj` GGUF) for a model;
+//! [`Mmproj::embed_image`] (a vision projector) turns an image, [`Mmproj::embed_audio`] (an audio
+//! projector) a clip into the embeddings the model takes in its prompt.
 use std::ffi::CStr;
 use std::path::Path;
 use std::ptr::{self, NonNull};
@@ -9,8 +10,8 @@ use zerfoo_sys as sys;
 use crate::error::{check, Error, ErrorCode, Result};
 use crate::model::Model;
 
-/// A vision projector loaded for a model (`zf_mmproj_load`). Immutable: any number of threads
-/// may embed images with it at once. It keeps its model alive, so dropping in any order is safe.
+/// A vision or audio projector loaded for a model (`zf_mmproj_load`; [`MmprojInfo`] says which).
+/// Immutable: any number of threads may embed with it at once. It keeps its model alive, so dropping in any order is safe.
 #[derive(Debug)]
 pub struct Mmproj {
     ptr: NonNull<sys::zf_mmproj>,
@@ -60,6 +61,12 @@ pub struct MmprojInfo {
     pub n_embd_vision: i32,
     /// Vision encoder blocks.
     pub n_layer: i32,
+    /// It encodes images ([`Mmproj::embed_image`], `image_url` parts).
+    pub image: bool,
+    /// It encodes audio ([`Mmproj::embed_audio`], `input_audio` parts).
+    pub audio: bool,
+    /// An audio projector's PCM rate ([`AUDIO_SAMPLE_RATE`]); 0 for a vision projector.
+    pub sample_rate: i32,
 }
 
 /// An image for [`Mmproj::embed_image`].
@@ -169,6 +176,9 @@ impl Mmproj {
             n_embd: s.n_embd,
             n_embd_vision: s.n_embd_vision,
             n_layer: s.n_layer,
+            image: s.modalities & sys::ZF_MODALITY_IMAGE as u32 != 0,
+            audio: s.modalities & sys::ZF_MODALITY_AUDIO as u32 != 0,
+            sample_rate: s.sample_rate,
         })
     }
 
@@ -209,17 +219,24 @@ impl Mmproj {
                 &mut n_tokens
             ))
         })?;
+        ImageEmbedding::from_rows(out, n_tokens)
+    }
+}
+
+impl ImageEmbedding {
+    /// An encoder's output of `n_tokens` rows, checked to divide into them.
+    pub(crate) fn from_rows(data: Vec<f32>, n_tokens: i32) -> Result<ImageEmbedding> {
         let n_tokens = usize::try_from(n_tokens).unwrap_or(0);
-        if n_tokens == 0 || out.len() % n_tokens != 0 {
+        if n_tokens == 0 || data.len() % n_tokens != 0 {
             return Err(Error::new(
                 ErrorCode::Internal,
-                format!("{} floats for {} tokens", out.len(), n_tokens),
+                format!("{} floats for {} tokens", data.len(), n_tokens),
             ));
         }
         Ok(ImageEmbedding {
             n_tokens,
-            n_embd: out.len() / n_tokens,
-            data: out,
+            n_embd: data.len() / n_tokens,
+            data,
         })
     }
 }

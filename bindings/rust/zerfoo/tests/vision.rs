@@ -96,6 +96,9 @@ fn mmproj_embeds_images() {
             n_embd: 640,
             n_embd_vision: 64,
             n_layer: 2,
+            image: true,
+            audio: false,
+            sample_rate: 0,
         }
     );
     let (rgb, bmp) = picture(100, 60);

@@ -67,14 +67,8 @@ func (p *Mmproj) EmbedAudio(pcm []float32, threads int) ([][]float32, error) {
 // problem, and nothing is appended then.
 func (s *Session) EvalAudio(p *Mmproj, pcm []float32) error {
 	data := pcmPtr(pcm)
-	h, err := s.lock()
-	if err != nil {
-		return err
-	}
-	defer h.busy.Unlock()
-	defer runtime.KeepAlive(s)
-	err = p.use(func(mp uintptr) error {
-		return call("eval audio", func() int32 { return lib.sessionEvalAudio(h.ptr, mp, data, uintptr(len(pcm)), nil, 0) })
+	err := s.evalWith(p, "eval audio", func(sp, mp uintptr) int32 {
+		return lib.sessionEvalAudio(sp, mp, data, uintptr(len(pcm)), nil, 0)
 	})
 	runtime.KeepAlive(pcm)
 	return err

@@ -19,17 +19,20 @@ func (s *Session) EvalImage(p *Mmproj, image []byte) error {
 		im.data = &image[0]
 		im.size = uintptr(len(image))
 	}
+	err := s.evalWith(p, "eval image", func(sp, mp uintptr) int32 { return lib.sessionEvalImage(sp, mp, &im, nil, 0) })
+	runtime.KeepAlive(image)
+	return err
+}
+
+// evalWith runs a zf_session_eval_* call f on the locked session and the projector in use.
+func (s *Session) evalWith(p *Mmproj, op string, f func(sp, mp uintptr) int32) error {
 	h, err := s.lock()
 	if err != nil {
 		return err
 	}
 	defer h.busy.Unlock()
 	defer runtime.KeepAlive(s)
-	err = p.use(func(mp uintptr) error {
-		return call("eval image", func() int32 { return lib.sessionEvalImage(h.ptr, mp, &im, nil, 0) })
-	})
-	runtime.KeepAlive(image)
-	return err
+	return p.use(func(mp uintptr) error { return call(op, func() int32 { return f(h.ptr, mp) }) })
 }
 
 // EvalEmbeddings appends rows of input embeddings (each of the model's embedding width, e.g.

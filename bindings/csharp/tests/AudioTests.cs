@@ -14,12 +14,7 @@ using Zerfoo;
 [TestFixture]
 public class AudioTests
 {
-    static string Env(string name)
-    {
-        string v = Environment.GetEnvironmentVariable(name);
-        if (string.IsNullOrEmpty(v)) Assert.Fail("test.sh sets $" + name);
-        return v;
-    }
+    static string Env(string name) { return VisionTests.Env(name); }
 
     static string UltravoxPath() { return Path.Combine(Env("ZERFOO_VISION_MODELS"), "audio", "mmproj-ultravox-f16.gguf"); }
 
@@ -40,12 +35,7 @@ public class AudioTests
         }
     }
 
-    static void Fails(Action a, Status status, string phrase)
-    {
-        var e = Assert.Throws<ZerfooException>(() => a());
-        Assert.AreEqual(status, e.Status, e.Message);
-        StringAssert.Contains(phrase, e.Message);
-    }
+    static void Fails(Action a, Status status, string phrase) { VisionTests.Fails(a, status, phrase); }
 
     [Test]
     public void EmbedsAudio()

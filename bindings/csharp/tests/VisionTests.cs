@@ -12,7 +12,7 @@ using Zerfoo;
 [TestFixture]
 public class VisionTests
 {
-    static string Env(string name)
+    internal static string Env(string name)
     {
         string v = Environment.GetEnvironmentVariable(name);
         if (string.IsNullOrEmpty(v)) Assert.Fail("test.sh sets $" + name);
@@ -88,7 +88,7 @@ public class VisionTests
         }
     }
 
-    static void Fails(Action a, Status status, string phrase)
+    internal static void Fails(Action a, Status status, string phrase)
     {
         var e = Assert.Throws<ZerfooException>(() => a());
         Assert.AreEqual(status, e.Status, e.Message);

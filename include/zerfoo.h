@@ -1271,6 +1271,11 @@ typedef struct zf_turn_params {
    * rows of an image it repeats and never those of another image. Without a projector (NULL or
    * an older struct_size) a request with an image part is refused ::ZF_ERR_INVALID_ARGUMENT
    * naming `messages[i].content[j]`. It must belong to the session's model.
+   * An audio projector (zf_mmproj_summary::modalities has ::ZF_MODALITY_AUDIO) takes OpenAI
+   * audio parts instead, {"type":"input_audio","input_audio":{"data":"<base64>","format":
+   * "wav"}}, placed as zf_session_eval_audio() places a clip; the library decodes WAV only
+   * (another format is refused naming the part: decode it first). Image parts with an audio
+   * projector, and audio parts with an image projector, are refused naming the part.
    */
   const struct zf_mmproj* mmproj;
 } zf_turn_params;
@@ -1342,6 +1347,8 @@ ZF_API void zf_chat_turn_free(zf_turn* turn);
  * projector's marker text around its rows (Gemma 3: `<start_of_image><end_of_image>`); the rows
  * themselves have no text: a count adds zf_image_embed()'s *n_tokens per image (Gemma 3:
  * zf_mmproj_summary.n_tokens; Idefics3 shows each tile's markers). Nothing is encoded.
+ * Audio parts (an audio projector) likewise: the marker text, and the rows a count adds are
+ * zf_audio_embed()'s *n_tokens for the clip's length (30 s chunks; the WAV is decoded, not encoded).
  * @param model The model.
  * @param params The request (required); params->generate is only checked; params->mmproj, when
  *        set, must belong to `model`.
@@ -1746,7 +1753,16 @@ typedef struct zf_mmproj_summary {
   int32_t n_layer;            /**< Vision encoder blocks. */
   uint32_t reserved;          /**< Padding; written as 0. */
   const char* projector_type; /**< clip.projector_type, e.g. "gemma3"; owned by the projector. */
+  /* Since 0.7 (audio projectors): */
+  uint32_t modalities;        /**< What it encodes: ::ZF_MODALITY_IMAGE and/or ::ZF_MODALITY_AUDIO. */
+  int32_t sample_rate;        /**< Audio projectors: the PCM rate they take (16000); else 0. */
 } zf_mmproj_summary;
+
+/** @name Projector modalities (zf_mmproj_summary::modalities). */
+/**@{*/
+#define ZF_MODALITY_IMAGE 1u /**< zf_image_embed(), zf_session_eval_image(), image_url parts. */
+#define ZF_MODALITY_AUDIO 2u /**< zf_audio_embed(), zf_session_eval_audio(), input_audio parts. */
+/**@}*/
 
 /**
  * @brief Describes a projector (see ::zf_mmproj_summary). Fields beyond info->struct_size are
@@ -1863,6 +1879,60 @@ ZF_API zf_status zf_session_eval_embeddings(zf_session* session, const float* em
  */
 ZF_API zf_status zf_session_eval_image(zf_session* session, const zf_mmproj* mmproj, const zf_image* image,
                                        float* logits, size_t cap);
+
+/* ---------------------------------------------------------------------------------------------
+ * Audio: Whisper-encoder projectors (ultravox, qwen2a, voxtral) (since 0.7)
+ * ------------------------------------------------------------------------------------------- */
+
+/** The longest clip zf_audio_embed() and zf_session_eval_audio() take: 10 minutes at 16 kHz. */
+#define ZF_AUDIO_MAX_SAMPLES 9600000
+/** The shortest: 160 samples (10 ms, one mel hop). */
+#define ZF_AUDIO_MIN_SAMPLES 160
+
+/**
+ * @brief A clip's embeddings as the language model would take them in the prompt: *n_tokens rows
+ * of zf_mmproj_summary::n_embd floats, row-major, into a caller buffer. The samples go through
+ * libmtmd's Whisper preprocessing (log-mel with clip.audio.num_mel_bins bins over the clip and
+ * 30 s of silence, cut into 30 s chunks: a clip of n samples makes ((n + 480000) / 160 + 1) /
+ * 3000 chunks) and each chunk through the encoder and projector; the chunks' rows follow each
+ * other (ultravox and voxtral as synthesized here: 375 rows per chunk; qwen2a 750; in general
+ * 1500 positions, halved by qwen2a's and voxtral's pooling, divided by the stack factor).
+ * The size needed is known before encoding: a call with a small buffer costs no encode.
+ * Thread-safe (see ::zf_mmproj).
+ * @param mmproj An audio projector (zf_mmproj_summary::modalities has ::ZF_MODALITY_AUDIO). Required.
+ * @param pcm n_samples mono samples at 16 kHz, nominally in [-1, 1] (zf_wav_decode() converts
+ *        WAV files; MP3/FLAC/Ogg are the caller's to decode). Required.
+ * @param n_samples ::ZF_AUDIO_MIN_SAMPLES to ::ZF_AUDIO_MAX_SAMPLES.
+ * @param n_threads Worker threads for the encode (0 = the machine's cores, at most 8).
+ * @param out Output floats (may be NULL when cap is 0).
+ * @param cap Capacity of `out` in floats.
+ * @param needed Receives the floats written, or needed on ::ZF_ERR_BUFFER_TOO_SMALL. Required.
+ * @param n_tokens Optional; receives the rows (also on ::ZF_ERR_BUFFER_TOO_SMALL).
+ * @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, an image
+ *         projector, too few or too many samples (the limit named), a NaN or infinite sample
+ *         (its index named), a negative n_threads); ::ZF_ERR_OUT_OF_MEMORY.
+ */
+ZF_API zf_status zf_audio_embed(const zf_mmproj* mmproj, const float* pcm, size_t n_samples, int32_t n_threads,
+                                float* out, size_t cap, size_t* needed, int32_t* n_tokens);
+
+/**
+ * @brief Appends one clip at the end of the session as libmtmd places it: the projector's begin
+ * marker text (tokenized with special tokens; qwen2a `<|audio_bos|>`, voxtral `[BEGIN_AUDIO]`,
+ * ultravox none), the clip's rows (zf_audio_embed(), attending causally like text), then the end
+ * marker (qwen2a `<|audio_eos|>`); the last position's logits written like zf_session_eval().
+ * The positions appear in zf_session_tokens() as zf_session_eval_embeddings() describes (a hash
+ * of the rows). The clip is encoded with the model's default thread count.
+ * @param session The session. Required.
+ * @param mmproj An audio projector of the session's model. Required.
+ * @param pcm n_samples mono samples at 16 kHz (see zf_audio_embed()). Required.
+ * @param n_samples ::ZF_AUDIO_MIN_SAMPLES to ::ZF_AUDIO_MAX_SAMPLES.
+ * @param logits Receives the last position's n_vocab logits (may be NULL when cap is 0).
+ * @param cap Capacity of `logits` in floats (0, or at least n_vocab).
+ * @return As zf_session_eval_embeddings() and zf_audio_embed(); ::ZF_ERR_INVALID_ARGUMENT also
+ *         for a projector of another model or an image projector.
+ */
+ZF_API zf_status zf_session_eval_audio(zf_session* session, const zf_mmproj* mmproj, const float* pcm,
+                                       size_t n_samples, float* logits, size_t cap);
 
 #ifdef __cplusplus
 } /* extern "C" */

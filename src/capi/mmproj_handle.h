@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "mmproj_audio/audio_projector.h"
 #include "runtime/chat_turn.h"
 #include "runtime/session.h"
 #include "vision/encoder.h"
@@ -24,10 +25,12 @@
 // scratch) are lent to calls from a pool, so concurrent zf_image_embed calls never share one.
 struct zf_mmproj {
   zf_model* model = nullptr;  // one reference, released by zf_mmproj_free
-  std::unique_ptr<zf::vision::Mmproj> impl;
+  std::unique_ptr<zf::vision::Mmproj> impl;  // an image projector, or
+  std::unique_ptr<zf::mmproj_audio::AudioProjector> audio;  // an audio one (audio_embed_api.cpp)
   // The pool and the cache are the handle's only mutable parts (calls take a const projector).
   mutable std::mutex mu;
   mutable std::vector<std::pair<int32_t, std::unique_ptr<zf::vision::VisionEncoder>>> idle;  // by n_threads
+  mutable std::vector<std::pair<int32_t, std::unique_ptr<zf::mmproj_audio::AudioEncoder>>> idle_audio;
   // Recent images' embeddings, most recent first: (hash of the image as given, its rows).
   mutable std::list<std::pair<uint64_t, std::shared_ptr<const std::vector<float>>>> recent;
 };
@@ -62,5 +65,27 @@ rt::TurnImages TurnImagesOf(const zf_mmproj* p, int32_t n_threads);
 // Appends an image's rows to the session with the placement's marker tokens among them
 // (vision_session_api.cpp); keep_logits: the last position's logits in last_logits().
 Status PlaceImage(rt::Session& s, const ImagePlacement& pl, const std::vector<float>& rows, bool keep_logits);
+
+// Audio projectors (audio_embed_api.cpp). Whether `path` is a GGUF with an audio encoder
+// (clip.has_audio_encoder); zf_mmproj_load for one.
+bool IsAudioMmproj(const char* path);
+zf_status LoadAudioMmproj(zf_model* model, const char* path, zf_mmproj** out);
+// zf_mmproj_info's fields for an audio projector.
+void AudioSummary(const zf_mmproj* p, zf_mmproj_summary* s);
+// Sample count and values checked (ZF_AUDIO_MIN/MAX_SAMPLES, finite); `field` names them.
+Status CheckAudioSamples(const float* pcm, size_t n, const std::string& field);
+// Rows a clip of n_samples gives (libmtmd's 30 s chunks).
+size_t AudioRows(const zf_mmproj* p, size_t n_samples);
+// The refusal of an image given to an audio projector (OK for an image projector), naming `field`.
+Status NotImages(const zf_mmproj* p, const std::string& field);
+// The refusal of an audio part given to an image projector, naming `field`.
+Status NotAudio(const zf_mmproj* p, const std::string& field);
+// A clip's rows, from the projector's cache of recent inputs or encoded and kept.
+Status EmbedAudioCached(const zf_mmproj* p, const float* pcm, size_t n, int32_t n_threads, const std::string& field,
+                        std::shared_ptr<const std::vector<float>>* rows);
+// A clip's place in the prompt: libmtmd's markers around its rows (causal).
+ImagePlacement AudioPlacementOf(const zf_mmproj* p, size_t n_rows);
+// Fills a chat turn's audio handling (input_audio parts: WAV bytes) for this projector.
+void AddAudioToTurn(const zf_mmproj* p, int32_t n_threads, rt::TurnImages* t);
 
 }  // namespace zf::capi

@@ -23,7 +23,8 @@ using zf::capi::Fail;
 using zf::capi::Succeed;
 
 #if UINTPTR_MAX == 0xffffffffffffffffu
-static_assert(sizeof(zf_mmproj_summary) == 40 && offsetof(zf_mmproj_summary, projector_type) == 32,
+static_assert(sizeof(zf_mmproj_summary) == 48 && offsetof(zf_mmproj_summary, projector_type) == 32 &&
+                  offsetof(zf_mmproj_summary, modalities) == 40 && offsetof(zf_mmproj_summary, sample_rate) == 44,
               "zf_mmproj_summary layout is part of the ABI");
 static_assert(sizeof(zf_image) == 32 && offsetof(zf_image, size) == 16 && offsetof(zf_image, width) == 24,
               "zf_image layout is part of the ABI");
@@ -153,6 +154,7 @@ namespace zf::capi {
 
 Status EmbedImageCached(const zf_mmproj* p, const zf_image& image, int32_t n_threads, const std::string& field,
                         std::shared_ptr<const std::vector<float>>* rows, vision::TileGrid* grid) {
+  ZF_RETURN_IF_ERROR(NotImages(p, field));
   zf::vision::Image img;
   zf_image in;
   ZF_RETURN_IF_ERROR(ReadImage(&image, field, &img, &in));
@@ -178,6 +180,7 @@ Status EmbedImageCached(const zf_mmproj* p, const zf_image& image, int32_t n_thr
 
 Status ImageGrid(const zf_mmproj* p, const zf_image& image, const std::string& field, vision::TileGrid* grid) {
   *grid = vision::TileGrid{};
+  ZF_RETURN_IF_ERROR(NotImages(p, field));
   if (p->impl->hparams().spec->tiling == vision::Tiling::kFitAndPad) return Status::Ok();  // one square, any size
   zf::vision::Image img;
   zf_image in;
@@ -214,9 +217,16 @@ std::vector<rt::ImagePiece> Pieces(const ImagePlacement& pl) {
 
 }  // namespace
 
+Status NotImages(const zf_mmproj* p, const std::string& field) {
+  if (p->impl) return Status::Ok();
+  return InvalidArgument(field + ": the projector '" + p->audio->hparams().projector +
+                         "' encodes audio, not images (an image needs a vision projector)");
+}
+
 rt::TurnImages TurnImagesOf(const zf_mmproj* p, int32_t n_threads) {
   rt::TurnImages t;
-  t.bidirectional = p->impl->hparams().spec->bidirectional;
+  AddAudioToTurn(p, n_threads, &t);  // an image projector's refuse audio parts, and the reverse
+  t.bidirectional = p->impl && p->impl->hparams().spec->bidirectional;
   t.embed = [p, n_threads](std::string_view bytes, const std::string& field, std::shared_ptr<const std::vector<float>>* rows,
                            std::vector<rt::ImagePiece>* pieces) {
     vision::TileGrid grid;
@@ -244,6 +254,7 @@ ZF_API zf_status zf_mmproj_load(zf_model* model, const char* path, uint32_t flag
   if (out == nullptr) return NullArg("out");
   if (zf_status e = zf::capi::CheckFlags("flags", flags, 0)) return e;
   ZF_GUARD_BEGIN
+  if (zf::capi::IsAudioMmproj(path)) return zf::capi::LoadAudioMmproj(model, path, out);
   std::unique_ptr<zf::vision::Mmproj> m;
   zf::Status s = zf::vision::Mmproj::Load(path, &m);
   if (!s.ok()) return Fail(static_cast<int32_t>(s.code()), std::string(path) + ": " + s.message());
@@ -283,10 +294,16 @@ ZF_API zf_status zf_mmproj_info(const zf_mmproj* mmproj, zf_mmproj_summary* info
   if (mmproj == nullptr) return NullArg("mmproj");
   if (info == nullptr) return NullArg("info");
   if (info->struct_size < sizeof(uint32_t)) return Fail(ZF_ERR_INVALID_ARGUMENT, "info->struct_size is too small");
-  const zf::vision::VisionHparams& hp = mmproj->impl->hparams();
   zf_mmproj_summary s;
   std::memset(&s, 0, sizeof s);
   s.struct_size = static_cast<uint32_t>(std::min<size_t>(info->struct_size, sizeof s));
+  if (mmproj->audio) {
+    zf::capi::AudioSummary(mmproj, &s);
+    std::memcpy(static_cast<void*>(info), &s, s.struct_size);
+    return Succeed();
+  }
+  const zf::vision::VisionHparams& hp = mmproj->impl->hparams();
+  s.modalities = ZF_MODALITY_IMAGE;
   s.image_size = hp.image_size;
   s.patch_size = hp.patch_size;
   s.n_tokens = hp.n_tokens();
@@ -308,6 +325,7 @@ ZF_API zf_status zf_image_embed(const zf_mmproj* mmproj, const zf_image* image, 
   if (out == nullptr && cap != 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "out is NULL but cap is " + std::to_string(cap));
   if (n_threads < 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "n_threads must be >= 0, got " + std::to_string(n_threads));
   ZF_GUARD_BEGIN
+  if (zf::Status s = zf::capi::NotImages(mmproj, "mmproj"); !s.ok()) return Fail(s);
   zf::vision::Image img;
   zf_image in;
   if (zf::Status s = ReadImage(image, "image", &img, &in); !s.ok()) return Fail(s);

@@ -1,5 +1,5 @@
-// C entry points that place images in a session (issue #46): embedding rows as input, and an
-// image with its projector's markers around it, as libmtmd places it.
+// C entry points that place images and audio clips in a session (issue #46): embedding rows as
+// input, and an image or a clip with its projector's markers around it, as libmtmd places it.
 #include <cstring>
 #include <memory>
 #include <string>
@@ -105,6 +105,31 @@ ZF_API zf_status zf_session_eval_image(zf_session* session, const zf_mmproj* mmp
   zf::vision::TileGrid grid;
   zf::Status st = zf::capi::EmbedImageCached(mmproj, *image, s.model().default_threads(), "image", &rows, &grid);
   if (st.ok()) st = zf::capi::PlaceImage(s, zf::capi::PlacementOf(mmproj, grid), *rows, true);
+  if (!st.ok()) return Fail(st);
+  CopyLogits(s, logits, cap);
+  return Succeed();
+  ZF_GUARD_END
+}
+
+ZF_API zf_status zf_session_eval_audio(zf_session* session, const zf_mmproj* mmproj, const float* pcm,
+                                       size_t n_samples, float* logits, size_t cap) {
+  if (zf_status e = CheckSession(session, logits, cap)) return e;
+  if (mmproj == nullptr) return NullArg("mmproj");
+  if (pcm == nullptr) return NullArg("pcm");
+  if (mmproj->model->impl != session->model->impl) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "mmproj was loaded for another model (" + mmproj->model->impl->desc().arch +
+                                             ", " + std::to_string(mmproj->model->impl->desc().n_embd) +
+                                             " wide) than the session's (" + session->model->impl->desc().arch + ", " +
+                                             std::to_string(session->model->impl->desc().n_embd) + " wide)");
+  }
+  ZF_GUARD_BEGIN
+  zf::rt::Session& s = *session->impl;
+  std::shared_ptr<const std::vector<float>> rows;
+  zf::Status st = zf::capi::EmbedAudioCached(mmproj, pcm, n_samples, s.model().default_threads(), "pcm", &rows);
+  if (st.ok()) {
+    const size_t n_rows = rows->size() / size_t(s.model().desc().n_embd);
+    st = zf::capi::PlaceImage(s, zf::capi::AudioPlacementOf(mmproj, n_rows), *rows, true);
+  }
   if (!st.ok()) return Fail(st);
   CopyLogits(s, logits, cap);
   return Succeed();

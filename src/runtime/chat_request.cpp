@@ -54,7 +54,10 @@ Json ToolCalls(const Json& calls, const std::string& at) {
 std::string ContentParts(const Json& parts, const std::string& at, const std::string& marker,
                          std::vector<ChatRequest::Image>* images) {
   bool media = false;
-  for (const Json& part : parts) media = media || (part.is_object() && part.value("type", "") == "image_url");
+  for (const Json& part : parts) {
+    const std::string type = part.is_object() ? part.value("type", "") : "";
+    media = media || type == "image_url" || type == "input_audio";
+  }
   std::string text;
   bool last_was_image = false;
   for (size_t j = 0; j < parts.size(); ++j) {
@@ -74,8 +77,28 @@ std::string ContentParts(const Json& parts, const std::string& at, const std::st
       last_was_image = true;
       continue;
     }
+    if (type == "input_audio") {  // OpenAI: {"data": base64, "format": "wav" | "mp3"}; WAV decoded here
+      const Json& ia = part.contains("input_audio") ? part["input_audio"] : Json();
+      if (!ia.is_object() || !ia.contains("data") || !ia["data"].is_string()) {
+        Fail(here + ".input_audio.data must be a string (base64 audio)");
+      }
+      const Json fmt = ia.value("format", Json());
+      if (!fmt.is_string() || fmt.get<std::string>() != "wav") {
+        Fail(here + ".input_audio.format is " + (fmt.is_string() ? "'" + fmt.get<std::string>() + "'" : "missing") +
+             ": the library decodes WAV only (decode it first, e.g. to 16 kHz WAV, and send format 'wav')");
+      }
+      ChatRequest::Image au;
+      au.field = here;
+      au.audio = true;
+      Status s = DecodeBase64(ia["data"].get_ref<const std::string&>(), here + ".input_audio.data", &au.bytes);
+      if (!s.ok()) Fail(s.message());
+      images->push_back(std::move(au));
+      text += marker;
+      last_was_image = true;
+      continue;
+    }
     if (type != "text" || !part.contains("text") || !part["text"].is_string()) {
-      Fail(here + ": must be a text part or an image_url part (other part types are not supported)");
+      Fail(here + ": must be a text, image_url or input_audio part (other part types are not supported)");
     }
     if (media && !last_was_image && !text.empty()) text += '\n';
     text += part["text"].get<std::string>();

@@ -39,6 +39,7 @@ struct ChatRequest {
   struct Image {
     std::string field;
     std::string bytes;
+    bool audio = false;  // an input_audio part (WAV bytes), not an image
   };
   std::vector<Image> images;
   std::string image_marker;  // absent from the request's text, so the rendered prompt splits at it

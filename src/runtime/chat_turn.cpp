@@ -136,8 +136,14 @@ Status Prepare(const ServedModel& sm, const TurnOptions& o, Prepared* p) {
     return InvalidArgument(std::string("request: ") + e.what());
   }
   if (!req.images.empty() && o.images == nullptr) {
-    return InvalidArgument(req.images[0].field + ": an image part needs the model's vision projector "
+    return InvalidArgument(req.images[0].field + (req.images[0].audio ? ": an input_audio part needs the model's audio projector "
+                                                                       : ": an image part needs the model's vision projector ") +
                            "(zf_turn_params.mmproj); none was given");
+  }
+  for (const ChatRequest::Image& part : req.images) {
+    if (o.images != nullptr && part.audio && !o.images->embed_audio) {
+      return InvalidArgument(part.field + ": an input_audio part needs an audio projector; this one encodes images");
+    }
   }
   // The request is valid UTF-8, so the template wrote these bytes: the prompt is refused here,
   // as the tokenizer refuses it in Begin(), so that zf_chat_turn_prompt fails as the turn does.
@@ -196,7 +202,7 @@ Status PromptRuns(const ServedModel& sm, const Prepared& prep, const TurnImages*
     if (i == parts.size()) break;
     std::shared_ptr<const std::vector<float>> rows;
     std::vector<ImagePiece> layout;
-    ZF_RETURN_IF_ERROR(images->embed(parts[i].bytes, parts[i].field, &rows, &layout));
+    ZF_RETURN_IF_ERROR((parts[i].audio ? images->embed_audio : images->embed)(parts[i].bytes, parts[i].field, &rows, &layout));
     if (rows == nullptr || rows->empty() || rows->size() % E != 0) {
       return Status(Code::kInternal, parts[i].field + ": the projector returned rows of another width");
     }
@@ -235,7 +241,8 @@ Status RenderTurnPrompt(const ServedModel& model, const TurnOptions& options, st
   size_t at = prompt->find(marker);
   for (size_t i = 0; i < p.req.images.size() && at != std::string::npos; ++i) {
     std::vector<ImagePiece> layout;
-    ZF_RETURN_IF_ERROR(options.images->layout(p.req.images[i].bytes, p.req.images[i].field, &layout));
+    const ChatRequest::Image& part = p.req.images[i];
+    ZF_RETURN_IF_ERROR((part.audio ? options.images->layout_audio : options.images->layout)(part.bytes, part.field, &layout));
     std::string text;
     for (const ImagePiece& lp : layout) text += lp.text;
     prompt->replace(at, marker.size(), text);

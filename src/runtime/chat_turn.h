@@ -45,6 +45,11 @@ struct TurnImages {
                        std::vector<ImagePiece>* pieces)>
       embed;
   std::function<Status(std::string_view bytes, const std::string& field, std::vector<ImagePiece>* pieces)> layout;
+  // The same for input_audio parts (WAV bytes); unset: such a part is refused.
+  std::function<Status(std::string_view bytes, const std::string& field, std::shared_ptr<const std::vector<float>>* rows,
+                       std::vector<ImagePiece>* pieces)>
+      embed_audio;
+  std::function<Status(std::string_view bytes, const std::string& field, std::vector<ImagePiece>* pieces)> layout_audio;
   bool bidirectional = false;
 };
 

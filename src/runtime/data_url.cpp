@@ -47,11 +47,18 @@ Status DecodeImageDataUrl(std::string_view url, const std::string& field, std::s
   if (head.size() < 7 || !StartsWithNoCase(head.substr(head.size() - 7), ";base64")) {
     return InvalidArgument(field + ": the data URL is not base64 (';base64' before ',')");
   }
+  Status st = DecodeBase64(url.substr(comma + 1), field, bytes);
+  if (!st.ok()) return Status(st.code(), st.message() + " (in the data URL)");
+  return Status::Ok();
+}
+
+Status DecodeBase64(std::string_view text, const std::string& field, std::string* bytes) {
+  bytes->clear();
   uint32_t acc = 0;
   int bits = 0;
   size_t pad = 0;
-  for (size_t i = comma + 1; i < url.size(); ++i) {
-    const char c = url[i];
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     if (c == '=') {
       ++pad;
       continue;
@@ -59,7 +66,7 @@ Status DecodeImageDataUrl(std::string_view url, const std::string& field, std::s
     if (c == '\n' || c == '\r' || c == ' ' || c == '\t') continue;
     const int d = Digit(c);
     if (d < 0 || pad > 0) {
-      return InvalidArgument(field + ": invalid base64 at byte " + std::to_string(i) + " of the data URL");
+      return InvalidArgument(field + ": invalid base64 at byte " + std::to_string(i));
     }
     acc = (acc << 6) | uint32_t(d);
     bits += 6;
@@ -68,8 +75,8 @@ Status DecodeImageDataUrl(std::string_view url, const std::string& field, std::s
       bytes->push_back(char((acc >> bits) & 0xff));
     }
   }
-  if (pad > 2 || bits >= 6) return InvalidArgument(field + ": truncated base64 in the data URL");
-  if (bytes->empty()) return InvalidArgument(field + ": the data URL holds no bytes");
+  if (pad > 2 || bits >= 6) return InvalidArgument(field + ": truncated base64");
+  if (bytes->empty()) return InvalidArgument(field + ": no bytes");
   return Status::Ok();
 }
 

@@ -15,4 +15,8 @@ namespace zf::rt {
 // bytes).
 Status DecodeImageDataUrl(std::string_view url, const std::string& field, std::string* bytes);
 
+// Standard or URL-safe base64 (whitespace skipped, '=' padding) to bytes; kInvalidArgument with
+// `field` in front (a bad character, truncated, no bytes). An audio part's data.
+Status DecodeBase64(std::string_view text, const std::string& field, std::string* bytes);
+
 }  // namespace zf::rt

@@ -149,8 +149,10 @@ TEST_CASE("vision structs have their ABI sizes (0.7)") {
   static_assert(std::is_trivial<zf_mmproj_summary>::value, "ABI structs are plain C");
   static_assert(std::is_trivial<zf_image>::value, "ABI structs are plain C");
   if (sizeof(void*) == 8) {
-    CHECK(sizeof(zf_mmproj_summary) == 40);
+    CHECK(sizeof(zf_mmproj_summary) == 48);  // 40 before modalities, sample_rate (0.7, audio)
     CHECK(offsetof(zf_mmproj_summary, projector_type) == 32);
+    CHECK(offsetof(zf_mmproj_summary, modalities) == 40);
+    CHECK(offsetof(zf_mmproj_summary, sample_rate) == 44);
     CHECK(sizeof(zf_image) == 32);
     CHECK(offsetof(zf_image, width) == 24);
     CHECK(sizeof(zf_turn_params) == 56);  // 48 before mmproj (0.7)

@@ -282,9 +282,11 @@ TEST_F(CapiVisionTurn, RefusalsNameThePart) {
             ZF_ERR_INVALID_ARGUMENT);  // bytes that are no image
   EXPECT_NE(msg().find("request.messages[0].content[0]"), std::string::npos) << msg();
   const json audio = json::array(
-      {{{"role", "user"}, {"content", json::array({{{"type", "input_audio"}, {"input_audio", {{"data", "AAAA"}}}}})}}});
-  EXPECT_EQ(Turn(s.get(), audio, &o, mmproj_.get()), ZF_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(msg().find("request.messages[0].content[0]: must be a text part or an image_url part"), std::string::npos)
+      {{{"role", "user"},
+        {"content", json::array({{{"type", "input_audio"}, {"input_audio", {{"data", "AAAA"}, {"format", "wav"}}}}})}}});
+  EXPECT_EQ(Turn(s.get(), audio, &o, mmproj_.get()), ZF_ERR_INVALID_ARGUMENT);  // an image projector
+  EXPECT_NE(msg().find("request.messages[0].content[0]: the projector 'gemma3' encodes images, not audio"),
+            std::string::npos)
       << msg();
   // A projector of another model (the same file loaded twice is two models).
   {

@@ -354,6 +354,24 @@ pub struct ZerfooLib {
         logits: *mut f32,
         cap: usize,
     ) -> zf_status,
+    pub zf_audio_embed: unsafe extern "C" fn(
+        mmproj: *const zf_mmproj,
+        pcm: *const f32,
+        n_samples: usize,
+        n_threads: i32,
+        out: *mut f32,
+        cap: usize,
+        needed: *mut usize,
+        n_tokens: *mut i32,
+    ) -> zf_status,
+    pub zf_session_eval_audio: unsafe extern "C" fn(
+        session: *mut zf_session,
+        mmproj: *const zf_mmproj,
+        pcm: *const f32,
+        n_samples: usize,
+        logits: *mut f32,
+        cap: usize,
+    ) -> zf_status,
 }
 impl ZerfooLib {
     pub unsafe fn new<P>(path: P) -> Result<Self, ::libloading::Error>
@@ -465,6 +483,8 @@ impl ZerfooLib {
             .get(b"zf_session_eval_embeddings\0")
             .map(|sym| *sym)?;
         let zf_session_eval_image = __library.get(b"zf_session_eval_image\0").map(|sym| *sym)?;
+        let zf_audio_embed = __library.get(b"zf_audio_embed\0").map(|sym| *sym)?;
+        let zf_session_eval_audio = __library.get(b"zf_session_eval_audio\0").map(|sym| *sym)?;
         Ok(ZerfooLib {
             __library,
             zf_version,
@@ -545,6 +565,8 @@ impl ZerfooLib {
             zf_image_embed,
             zf_session_eval_embeddings,
             zf_session_eval_image,
+            zf_audio_embed,
+            zf_session_eval_audio,
         })
     }
     #[doc = " @brief The loaded library's version, encoded like ::ZF_VERSION.\n\n A binding is compatible when the major parts are equal and the runtime minor is >= the minor\n of the header it was written for. Thread-safe; never fails."]
@@ -1005,7 +1027,7 @@ impl ZerfooLib {
     pub unsafe fn zf_chat_turn_free(&self, turn: *mut zf_turn) {
         (self.zf_chat_turn_free)(turn)
     }
-    #[doc = " @brief The prompt a turn with these params would evaluate: the request's messages, tools and\n documents rendered with the template exactly as zf_chat_turn_begin() renders them (the\n generation prompt added; a named tool_choice shows only that tool). Nothing is evaluated;\n the constraint is not compiled. For servers' /apply-template and for counting tokens\n (zf_tokenize() with ::ZF_TOKENIZE_ADD_SPECIAL | ::ZF_TOKENIZE_PARSE_SPECIAL). Thread-safe.\n With params->mmproj (since 0.7) image parts are accepted and each image appears as the\n projector's marker text around its rows (Gemma 3: `<start_of_image><end_of_image>`); the rows\n themselves have no text: a count adds zf_image_embed()'s *n_tokens per image (Gemma 3:\n zf_mmproj_summary.n_tokens; Idefics3 shows each tile's markers). Nothing is encoded.\n @param model The model.\n @param params The request (required); params->generate is only checked; params->mmproj, when\n        set, must belong to `model`.\n @param buf Output buffer (NUL-terminated; may be NULL when cap is 0).\n @param cap Size of `buf` in bytes.\n @param needed Optional; receives the bytes required including the NUL.\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; the request and template errors of\n         zf_chat_turn_begin()."]
+    #[doc = " @brief The prompt a turn with these params would evaluate: the request's messages, tools and\n documents rendered with the template exactly as zf_chat_turn_begin() renders them (the\n generation prompt added; a named tool_choice shows only that tool). Nothing is evaluated;\n the constraint is not compiled. For servers' /apply-template and for counting tokens\n (zf_tokenize() with ::ZF_TOKENIZE_ADD_SPECIAL | ::ZF_TOKENIZE_PARSE_SPECIAL). Thread-safe.\n With params->mmproj (since 0.7) image parts are accepted and each image appears as the\n projector's marker text around its rows (Gemma 3: `<start_of_image><end_of_image>`); the rows\n themselves have no text: a count adds zf_image_embed()'s *n_tokens per image (Gemma 3:\n zf_mmproj_summary.n_tokens; Idefics3 shows each tile's markers). Nothing is encoded.\n Audio parts (an audio projector) likewise: the marker text, and the rows a count adds are\n zf_audio_embed()'s *n_tokens for the clip's length (30 s chunks; the WAV is decoded, not encoded).\n @param model The model.\n @param params The request (required); params->generate is only checked; params->mmproj, when\n        set, must belong to `model`.\n @param buf Output buffer (NUL-terminated; may be NULL when cap is 0).\n @param cap Size of `buf` in bytes.\n @param needed Optional; receives the bytes required including the NUL.\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; the request and template errors of\n         zf_chat_turn_begin()."]
     pub unsafe fn zf_chat_turn_prompt(
         &self,
         model: *const zf_model,
@@ -1225,5 +1247,33 @@ impl ZerfooLib {
         cap: usize,
     ) -> zf_status {
         (self.zf_session_eval_image)(session, mmproj, image, logits, cap)
+    }
+    #[doc = " @brief A clip's embeddings as the language model would take them in the prompt: *n_tokens rows\n of zf_mmproj_summary::n_embd floats, row-major, into a caller buffer. The samples go through\n libmtmd's Whisper preprocessing (log-mel with clip.audio.num_mel_bins bins over the clip and\n 30 s of silence, cut into 30 s chunks: a clip of n samples makes ((n + 480000) / 160 + 1) /\n 3000 chunks) and each chunk through the encoder and projector; the chunks' rows follow each\n other (ultravox and voxtral as synthesized here: 375 rows per chunk; qwen2a 750; in general\n 1500 positions, halved by qwen2a's and voxtral's pooling, divided by the stack factor).\n The size needed is known before encoding: a call with a small buffer costs no encode.\n Thread-safe (see ::zf_mmproj).\n @param mmproj An audio projector (zf_mmproj_summary::modalities has ::ZF_MODALITY_AUDIO). Required.\n @param pcm n_samples mono samples at 16 kHz, nominally in [-1, 1] (zf_wav_decode() converts\n        WAV files; MP3/FLAC/Ogg are the caller's to decode). Required.\n @param n_samples ::ZF_AUDIO_MIN_SAMPLES to ::ZF_AUDIO_MAX_SAMPLES.\n @param n_threads Worker threads for the encode (0 = the machine's cores, at most 8).\n @param out Output floats (may be NULL when cap is 0).\n @param cap Capacity of `out` in floats.\n @param needed Receives the floats written, or needed on ::ZF_ERR_BUFFER_TOO_SMALL. Required.\n @param n_tokens Optional; receives the rows (also on ::ZF_ERR_BUFFER_TOO_SMALL).\n @return ::ZF_OK; ::ZF_ERR_BUFFER_TOO_SMALL; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, an image\n         projector, too few or too many samples (the limit named), a NaN or infinite sample\n         (its index named), a negative n_threads); ::ZF_ERR_OUT_OF_MEMORY."]
+    pub unsafe fn zf_audio_embed(
+        &self,
+        mmproj: *const zf_mmproj,
+        pcm: *const f32,
+        n_samples: usize,
+        n_threads: i32,
+        out: *mut f32,
+        cap: usize,
+        needed: *mut usize,
+        n_tokens: *mut i32,
+    ) -> zf_status {
+        (self.zf_audio_embed)(
+            mmproj, pcm, n_samples, n_threads, out, cap, needed, n_tokens,
+        )
+    }
+    #[doc = " @brief Appends one clip at the end of the session as libmtmd places it: the projector's begin\n marker text (tokenized with special tokens; qwen2a `<|audio_bos|>`, voxtral `[BEGIN_AUDIO]`,\n ultravox none), the clip's rows (zf_audio_embed(), attending causally like text), then the end\n marker (qwen2a `<|audio_eos|>`); the last position's logits written like zf_session_eval().\n The positions appear in zf_session_tokens() as zf_session_eval_embeddings() describes (a hash\n of the rows). The clip is encoded with the model's default thread count.\n @param session The session. Required.\n @param mmproj An audio projector of the session's model. Required.\n @param pcm n_samples mono samples at 16 kHz (see zf_audio_embed()). Required.\n @param n_samples ::ZF_AUDIO_MIN_SAMPLES to ::ZF_AUDIO_MAX_SAMPLES.\n @param logits Receives the last position's n_vocab logits (may be NULL when cap is 0).\n @param cap Capacity of `logits` in floats (0, or at least n_vocab).\n @return As zf_session_eval_embeddings() and zf_audio_embed(); ::ZF_ERR_INVALID_ARGUMENT also\n         for a projector of another model or an image projector."]
+    pub unsafe fn zf_session_eval_audio(
+        &self,
+        session: *mut zf_session,
+        mmproj: *const zf_mmproj,
+        pcm: *const f32,
+        n_samples: usize,
+        logits: *mut f32,
+        cap: usize,
+    ) -> zf_status {
+        (self.zf_session_eval_audio)(session, mmproj, pcm, n_samples, logits, cap)
     }
 }

@@ -392,7 +392,7 @@ pub struct zf_turn_params {
     pub generate: *const zf_generate_params,
     #[doc = "< strftime_now's clock with ::ZF_CHAT_FIXED_TIME (seconds)."]
     pub time_unix: i64,
-    #[doc = " The vision projector for the request's image parts (since 0.7; NULL: none). `messages[i]\n .content` may then hold OpenAI image parts, {\"type\":\"image_url\",\"image_url\":{\"url\":\n \"data:image/<png|jpeg|gif|bmp|webp>;base64,...\"}} (data URLs only: an http(s) URL is refused\n naming the part, fetch it first). A message with images has its parts joined as llama-server\n joins them (text parts by \"\\n\", nothing around an image) and each image placed where the\n template puts the message's text, as zf_session_eval_image() places it. Each image is\n encoded once (the projector keeps recent images' embeddings by content hash, so an image\n kept in the conversation is not encoded again on later turns), and the session's tokens\n carry the image's hash (see zf_session_eval_embeddings()), so a later turn reuses the KV\n rows of an image it repeats and never those of another image. Without a projector (NULL or\n an older struct_size) a request with an image part is refused ::ZF_ERR_INVALID_ARGUMENT\n naming `messages[i].content[j]`. It must belong to the session's model."]
+    #[doc = " The vision projector for the request's image parts (since 0.7; NULL: none). `messages[i]\n .content` may then hold OpenAI image parts, {\"type\":\"image_url\",\"image_url\":{\"url\":\n \"data:image/<png|jpeg|gif|bmp|webp>;base64,...\"}} (data URLs only: an http(s) URL is refused\n naming the part, fetch it first). A message with images has its parts joined as llama-server\n joins them (text parts by \"\\n\", nothing around an image) and each image placed where the\n template puts the message's text, as zf_session_eval_image() places it. Each image is\n encoded once (the projector keeps recent images' embeddings by content hash, so an image\n kept in the conversation is not encoded again on later turns), and the session's tokens\n carry the image's hash (see zf_session_eval_embeddings()), so a later turn reuses the KV\n rows of an image it repeats and never those of another image. Without a projector (NULL or\n an older struct_size) a request with an image part is refused ::ZF_ERR_INVALID_ARGUMENT\n naming `messages[i].content[j]`. It must belong to the session's model.\n An audio projector (zf_mmproj_summary::modalities has ::ZF_MODALITY_AUDIO) takes OpenAI\n audio parts instead, {\"type\":\"input_audio\",\"input_audio\":{\"data\":\"<base64>\",\"format\":\n \"wav\"}}, placed as zf_session_eval_audio() places a clip; the library decodes WAV only\n (another format is refused naming the part: decode it first). Image parts with an audio\n projector, and audio parts with an image projector, are refused naming the part."]
     pub mmproj: *mut zf_mmproj,
 }
 #[doc = " @brief A LoRA adapter loaded against a model (opaque). Immutable after zf_lora_load(): any\n number of sessions and threads may apply it at once; zf_lora_free() may be called from any\n thread, in any order with the model and the sessions applying it."]
@@ -580,6 +580,10 @@ pub struct zf_mmproj_summary {
     pub reserved: u32,
     #[doc = "< clip.projector_type, e.g. \"gemma3\"; owned by the projector."]
     pub projector_type: *const ::core::ffi::c_char,
+    #[doc = "< What it encodes: ::ZF_MODALITY_IMAGE and/or ::ZF_MODALITY_AUDIO."]
+    pub modalities: u32,
+    #[doc = "< Audio projectors: the PCM rate they take (16000); else 0."]
+    pub sample_rate: i32,
 }
 #[doc = " An image for zf_image_embed(): encoded bytes or RGB8 pixels. Borrowed for the call only.\n  Append-only; `struct_size` first."]
 #[repr(C)]
@@ -598,7 +602,7 @@ pub struct zf_image {
     #[doc = "< ::ZF_IMAGE_RGB8: rows; else 0."]
     pub height: u32,
 }
-#[doc = " The vision projector for the request's image parts (since 0.7; NULL: none). `messages[i]\n .content` may then hold OpenAI image parts, {\"type\":\"image_url\",\"image_url\":{\"url\":\n \"data:image/<png|jpeg|gif|bmp|webp>;base64,...\"}} (data URLs only: an http(s) URL is refused\n naming the part, fetch it first). A message with images has its parts joined as llama-server\n joins them (text parts by \"\\n\", nothing around an image) and each image placed where the\n template puts the message's text, as zf_session_eval_image() places it. Each image is\n encoded once (the projector keeps recent images' embeddings by content hash, so an image\n kept in the conversation is not encoded again on later turns), and the session's tokens\n carry the image's hash (see zf_session_eval_embeddings()), so a later turn reuses the KV\n rows of an image it repeats and never those of another image. Without a projector (NULL or\n an older struct_size) a request with an image part is refused ::ZF_ERR_INVALID_ARGUMENT\n naming `messages[i].content[j]`. It must belong to the session's model."]
+#[doc = " The vision projector for the request's image parts (since 0.7; NULL: none). `messages[i]\n .content` may then hold OpenAI image parts, {\"type\":\"image_url\",\"image_url\":{\"url\":\n \"data:image/<png|jpeg|gif|bmp|webp>;base64,...\"}} (data URLs only: an http(s) URL is refused\n naming the part, fetch it first). A message with images has its parts joined as llama-server\n joins them (text parts by \"\\n\", nothing around an image) and each image placed where the\n template puts the message's text, as zf_session_eval_image() places it. Each image is\n encoded once (the projector keeps recent images' embeddings by content hash, so an image\n kept in the conversation is not encoded again on later turns), and the session's tokens\n carry the image's hash (see zf_session_eval_embeddings()), so a later turn reuses the KV\n rows of an image it repeats and never those of another image. Without a projector (NULL or\n an older struct_size) a request with an image part is refused ::ZF_ERR_INVALID_ARGUMENT\n naming `messages[i].content[j]`. It must belong to the session's model.\n An audio projector (zf_mmproj_summary::modalities has ::ZF_MODALITY_AUDIO) takes OpenAI\n audio parts instead, {\"type\":\"input_audio\",\"input_audio\":{\"data\":\"<base64>\",\"format\":\n \"wav\"}}, placed as zf_session_eval_audio() places a clip; the library decodes WAV only\n (another format is refused naming the part: decode it first). Image parts with an audio\n projector, and audio parts with an image projector, are refused naming the part."]
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct zf_mmproj {
@@ -682,10 +686,14 @@ pub const ZF_TRANSCRIBE_TRANSLATE: i32 = 1;
 pub const ZF_TRANSCRIBE_NO_TIMESTAMPS: i32 = 2;
 pub const ZF_TRANSCRIBE_WORD_TIMESTAMPS: i32 = 4;
 pub const ZF_TRANSCRIBE_CARRY_PROMPT: i32 = 8;
+pub const ZF_MODALITY_IMAGE: i32 = 1;
+pub const ZF_MODALITY_AUDIO: i32 = 2;
 pub const ZF_IMAGE_ENCODED: i32 = 0;
 pub const ZF_IMAGE_RGB8: i32 = 1;
 pub const ZF_IMAGE_MAX_PIXELS: i32 = 67108864;
 pub const ZF_EMBD_BIDIRECTIONAL: i32 = 1;
+pub const ZF_AUDIO_MAX_SAMPLES: i32 = 9600000;
+pub const ZF_AUDIO_MIN_SAMPLES: i32 = 160;
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     ["Size of zf_model_params"][::core::mem::size_of::<zf_model_params>() - 56usize];
@@ -1163,7 +1171,7 @@ const _: () = {
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of zf_mmproj_summary"][::core::mem::size_of::<zf_mmproj_summary>() - 40usize];
+    ["Size of zf_mmproj_summary"][::core::mem::size_of::<zf_mmproj_summary>() - 48usize];
     ["Alignment of zf_mmproj_summary"][::core::mem::align_of::<zf_mmproj_summary>() - 8usize];
     ["Offset of field: zf_mmproj_summary::struct_size"]
         [::core::mem::offset_of!(zf_mmproj_summary, struct_size) - 0usize];
@@ -1183,6 +1191,10 @@ const _: () = {
         [::core::mem::offset_of!(zf_mmproj_summary, reserved) - 28usize];
     ["Offset of field: zf_mmproj_summary::projector_type"]
         [::core::mem::offset_of!(zf_mmproj_summary, projector_type) - 32usize];
+    ["Offset of field: zf_mmproj_summary::modalities"]
+        [::core::mem::offset_of!(zf_mmproj_summary, modalities) - 40usize];
+    ["Offset of field: zf_mmproj_summary::sample_rate"]
+        [::core::mem::offset_of!(zf_mmproj_summary, sample_rate) - 44usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {

@@ -1,0 +1,398 @@
+// Audio in the prompt through the C ABI (issue #46): SmolLM2-135M with the synthesized audio
+// projectors (fixture audio.models: ultravox, qwen2a, voxtral) and the first 4 s of the sdist's
+// test-2.mp3 (tests/data/audio/test-2-4s.wav). zf_audio_embed against libmtmd's rows
+// (tests/data/golden/audio/<type>-<ftype>.json) and zf_session_eval_audio against libmtmd's
+// placement (<type>-<ftype>-lm.json: mtmd_tokenize + mtmd_helper_eval_chunks, then greedy
+// llama_decode): the first step's logits and 8 teacher-forced greedy steps (random projector
+// weights make the rows noise, but what the model makes of them is a deterministic function
+// both sides must agree on). A chat turn with an input_audio part, and the refusals.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "capi/test_handles.h"
+#include "capi/vision_handles.h"
+#include "common/test_models.h"
+#include "vision/golden_check.h"
+#include "zerfoo.h"
+
+namespace {
+
+using nlohmann::json;
+using zf::capitest::Load;
+using zf::capitest::ModelPtr;
+using zf::capitest::MmprojPtr;
+using zf::capitest::NewSession;
+using zf::capitest::SessionPtr;
+
+constexpr double kTieMargin = 1.25;  // as vision_placement_test.cpp: a greedy miss only at a near-tie
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string Projector(const std::string& name) { return std::string(ZF_VISION_MODELS_DIR) + "/audio/mmproj-" + name + ".gguf"; }
+
+json Golden(const std::string& name) {
+  std::ifstream f(std::string(ZF_TEST_DATA_DIR) + "/golden/audio/" + name + ".json");
+  EXPECT_TRUE(f.good()) << "missing golden " << name;
+  return f.good() ? json::parse(f) : json();
+}
+
+std::vector<float> Clip(std::string* wav = nullptr) {
+  const std::string bytes = ReadBytes(std::string(ZF_TEST_DATA_DIR) + "/audio/test-2-4s.wav");
+  size_t n = 0;
+  EXPECT_EQ(zf_wav_decode(bytes.data(), bytes.size(), nullptr, 0, &n), ZF_ERR_BUFFER_TOO_SMALL);
+  std::vector<float> pcm(n);
+  EXPECT_EQ(zf_wav_decode(bytes.data(), bytes.size(), pcm.data(), pcm.size(), &n), ZF_OK) << zf_last_error();
+  if (wav != nullptr) *wav = bytes;
+  return pcm;
+}
+
+double CentredCosine(const std::vector<double>& a, const std::vector<double>& b) {
+  double ma = 0, mb = 0;
+  for (size_t i = 0; i < a.size(); ++i) ma += a[i] / double(a.size()), mb += b[i] / double(b.size());
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ab += (a[i] - ma) * (b[i] - mb);
+    aa += (a[i] - ma) * (a[i] - ma);
+    bb += (b[i] - mb) * (b[i] - mb);
+  }
+  return ab / std::sqrt(aa * bb);
+}
+
+std::vector<int32_t> Tokenize(const zf_model* m, const std::string& text, uint32_t flags) {
+  std::vector<int32_t> ids(text.size() + 8);
+  size_t n = 0;
+  EXPECT_EQ(zf_tokenize(m, text.data(), text.size(), flags, ids.data(), ids.size(), &n), ZF_OK) << zf_last_error();
+  ids.resize(n);
+  return ids;
+}
+
+std::vector<int32_t> SessionTokens(const zf_session* s) {
+  size_t n = 0;
+  const zf_status st = zf_session_tokens(s, nullptr, 0, &n);
+  EXPECT_TRUE(st == ZF_OK || st == ZF_ERR_BUFFER_TOO_SMALL) << zf_last_error();
+  std::vector<int32_t> t(n);
+  EXPECT_EQ(zf_session_tokens(s, t.data(), t.size(), &n), ZF_OK) << zf_last_error();
+  return t;
+}
+
+class CapiAudio : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    ZF_REQUIRE_MODEL(path, "smollm2");
+    model_ = Load(path);
+    ASSERT_NE(model_, nullptr);
+    zf_mmproj* p = nullptr;
+    ASSERT_EQ(zf_mmproj_load(model_.get(), Projector(GetParam()).c_str(), 0, &p), ZF_OK) << zf_last_error();
+    mmproj_.reset(p);
+    zf_model_summary s;
+    std::memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    ASSERT_EQ(zf_model_info(model_.get(), &s), ZF_OK);
+    n_vocab_ = size_t(s.n_vocab);
+  }
+  std::string kind() const { return GetParam().substr(0, GetParam().find('-')); }
+  ModelPtr model_;
+  MmprojPtr mmproj_;
+  size_t n_vocab_ = 0;
+};
+
+TEST_P(CapiAudio, InfoAndEmbeddingsMatchLibmtmd) {
+  zf_mmproj_summary info;
+  std::memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  ASSERT_EQ(zf_mmproj_info(mmproj_.get(), &info), ZF_OK);
+  EXPECT_EQ(info.struct_size, sizeof info);
+  EXPECT_EQ(info.modalities, ZF_MODALITY_AUDIO);
+  EXPECT_EQ(info.sample_rate, 16000);
+  EXPECT_EQ(info.n_embd, 576);
+  EXPECT_EQ(info.n_embd_vision, 384);
+  EXPECT_EQ(info.n_layer, 2);
+  EXPECT_EQ(info.n_tokens, kind() == "qwen2a" ? 750 : 375);
+  EXPECT_EQ(std::string(info.projector_type), kind());
+  // An older caller's struct (0.7's image fields only) is filled up to its size.
+  zf_mmproj_summary old;
+  std::memset(&old, 0xff, sizeof old);
+  old.struct_size = offsetof(zf_mmproj_summary, modalities);
+  ASSERT_EQ(zf_mmproj_info(mmproj_.get(), &old), ZF_OK);
+  EXPECT_EQ(old.modalities, 0xffffffffu);
+
+  const json g = Golden(GetParam());
+  const std::vector<float> pcm = Clip();
+  size_t needed = 0;
+  int32_t n_tok = 0;
+  EXPECT_EQ(zf_audio_embed(mmproj_.get(), pcm.data(), pcm.size(), 2, nullptr, 0, &needed, &n_tok), ZF_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(n_tok, g["n_tokens"].get<int32_t>());
+  EXPECT_EQ(needed, size_t(n_tok) * 576);
+  std::vector<float> rows(needed);
+  ASSERT_EQ(zf_audio_embed(mmproj_.get(), pcm.data(), pcm.size(), 2, rows.data(), rows.size(), &needed, &n_tok), ZF_OK)
+      << zf_last_error();
+  const bool q8 = GetParam().find("q8_0") != std::string::npos;
+  const zf::vision::test::GoldenFit fit =
+      zf::vision::test::ExpectMatchesGolden(rows, g, q8 ? 0.999 : 0.9999, GetParam(), q8 ? 6e-3 : 1e-3);
+  std::printf("[ audio %s ] min cosine %.7f, worst norm %.3g\n", GetParam().c_str(), fit.min_cosine, fit.worst_norm);
+}
+
+TEST_P(CapiAudio, EvalAudioMatchesLibmtmd) {
+  const json g = Golden(GetParam() + "-lm");
+  const std::vector<float> pcm = Clip();
+  // libmtmd's text chunks around the clip hold its markers (qwen2a <|audio_bos|> / <|audio_eos|>,
+  // voxtral [BEGIN_AUDIO]); zf_session_eval_audio adds them itself.
+  std::vector<int32_t> before = g["chunks"][0]["text"], after = g["chunks"][2]["text"];
+  const std::string k = kind();
+  const std::string beg = k == "qwen2a" ? "<|audio_bos|>" : k == "voxtral" ? "[BEGIN_AUDIO]" : "";
+  const std::string end = k == "qwen2a" ? "<|audio_eos|>" : "";
+  const std::vector<int32_t> bt = Tokenize(model_.get(), beg, ZF_TOKENIZE_PARSE_SPECIAL);
+  const std::vector<int32_t> et = Tokenize(model_.get(), end, ZF_TOKENIZE_PARSE_SPECIAL);
+  ASSERT_GE(before.size(), bt.size());
+  ASSERT_TRUE(std::equal(bt.begin(), bt.end(), before.end() - std::ptrdiff_t(bt.size()))) << "libmtmd's begin marker";
+  before.resize(before.size() - bt.size());
+  ASSERT_TRUE(std::equal(et.begin(), et.end(), after.begin())) << "libmtmd's end marker";
+  after.erase(after.begin(), after.begin() + std::ptrdiff_t(et.size()));
+
+  SessionPtr s = NewSession(model_.get(), 2048);
+  ASSERT_NE(s, nullptr);
+  std::vector<float> logits(n_vocab_);
+  ASSERT_EQ(zf_session_eval(s.get(), before.data(), before.size(), nullptr, 0), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval_audio(s.get(), mmproj_.get(), pcm.data(), pcm.size(), nullptr, 0), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval(s.get(), after.data(), after.size(), logits.data(), logits.size()), ZF_OK) << zf_last_error();
+  int32_t n_past = 0;
+  ASSERT_EQ(zf_session_n_past(s.get(), &n_past), ZF_OK);
+  EXPECT_EQ(n_past, g["n_past"].get<int32_t>());
+
+  const json& first = g["first"];
+  std::vector<double> ours, ref = first["every64"].get<std::vector<double>>();
+  for (size_t i = 0; i < n_vocab_; i += 64) ours.push_back(logits[i]);
+  const std::vector<int32_t> top = first["top_ids"];
+  const std::vector<double> top_l = first["top_logits"];
+  for (size_t i = 0; i < top.size(); ++i) ours.push_back(logits[size_t(top[i])]), ref.push_back(top_l[i]);
+  const double cos = CentredCosine(ours, ref);
+  EXPECT_GE(cos, 0.99) << GetParam();
+  int exact = 0;
+  double worst_gap = 0;
+  for (const json& step : g["greedy"]) {
+    const int32_t want = step["token"];
+    const int32_t best = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    if (best == want) {
+      ++exact;
+    } else {
+      worst_gap = std::max(worst_gap, double(logits[size_t(best)]) - logits[size_t(want)]);
+      EXPECT_LT(worst_gap, kTieMargin) << GetParam() << ": greedy token " << best << " where libmtmd took " << want;
+    }
+    ASSERT_EQ(zf_session_eval(s.get(), &want, 1, logits.data(), logits.size()), ZF_OK);  // teacher-forced
+  }
+  std::printf("[ audio %s ] first step centred cosine %.6f, greedy %d/8 identical\n", GetParam().c_str(), cos, exact);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, CapiAudio,
+                         ::testing::Values("ultravox-f16", "ultravox-q8_0", "qwen2a-f16", "qwen2a-q8_0", "voxtral-f16",
+                                           "voxtral-q8_0"));
+
+class CapiAudioTurn : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ZF_REQUIRE_MODEL(path, "smollm2");
+    model_ = Load(path);
+    ASSERT_NE(model_, nullptr);
+    zf_mmproj* p = nullptr;
+    ASSERT_EQ(zf_mmproj_load(model_.get(), Projector("qwen2a-f16").c_str(), 0, &p), ZF_OK) << zf_last_error();
+    mmproj_.reset(p);
+  }
+  static std::string Base64(const std::string& b) {
+    static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    for (size_t i = 0; i < b.size(); i += 3) {
+      const uint32_t v = uint32_t(uint8_t(b[i])) << 16 | (i + 1 < b.size() ? uint32_t(uint8_t(b[i + 1])) << 8 : 0) |
+                         (i + 2 < b.size() ? uint32_t(uint8_t(b[i + 2])) : 0);
+      out += k[v >> 18 & 63];
+      out += k[v >> 12 & 63];
+      out += i + 1 < b.size() ? k[v >> 6 & 63] : '=';
+      out += i + 2 < b.size() ? k[v & 63] : '=';
+    }
+    return out;
+  }
+  static json Request(const json& audio_part) {
+    return {{"messages", json::array({{{"role", "user"},
+                                       {"content", json::array({{{"type", "text"}, {"text", "What do you hear?"}},
+                                                                audio_part})}}})}};
+  }
+  static json AudioPart(const std::string& data, const std::string& format) {
+    return {{"type", "input_audio"}, {"input_audio", {{"data", data}, {"format", format}}}};
+  }
+  struct Outcome {
+    std::vector<int32_t> ids;
+    int32_t n_prompt = -1;
+  };
+  static int32_t Collect(void* user, const zf_turn_event* e) {
+    Outcome& o = *static_cast<Outcome*>(user);
+    for (size_t i = 0; i < e->n_logprobs; ++i) o.ids.push_back(e->logprobs[i].token);
+    if (e->kind == ZF_TURN_DONE) o.n_prompt = e->n_prompt;
+    return 0;
+  }
+  zf_status Turn(zf_session* s, const json& req, Outcome* out, const zf_mmproj* p) {
+    zf_generate_params g;
+    zf_generate_params_init(&g, sizeof g);
+    g.temperature = 0.0f;
+    g.max_tokens = 3;
+    g.n_logprobs = 1;
+    zf_turn_params tp;
+    zf_turn_params_init(&tp, sizeof tp);
+    const std::string text = req.dump();
+    tp.request_json = text.c_str();
+    tp.generate = &g;
+    tp.mmproj = p;
+    return zf_chat_turn(s, &tp, Collect, out, nullptr);
+  }
+  std::string Prompt(const json& req) {
+    zf_turn_params tp;
+    zf_turn_params_init(&tp, sizeof tp);
+    const std::string text = req.dump();
+    tp.request_json = text.c_str();
+    tp.mmproj = mmproj_.get();
+    size_t needed = 0;
+    EXPECT_EQ(zf_chat_turn_prompt(model_.get(), &tp, nullptr, 0, &needed), ZF_ERR_BUFFER_TOO_SMALL) << zf_last_error();
+    std::string buf(needed, '\0');
+    EXPECT_EQ(zf_chat_turn_prompt(model_.get(), &tp, buf.data(), buf.size(), &needed), ZF_OK) << zf_last_error();
+    buf.resize(needed - 1);
+    return buf;
+  }
+  ModelPtr model_;
+  MmprojPtr mmproj_;
+};
+
+// A turn with an input_audio part gives what the raw route gives for the prompt the turn
+// renders: its text up to the clip, zf_session_eval_audio, its text after.
+TEST_F(CapiAudioTurn, InputAudioPartIsPlacedAsTheRawRoutePlacesIt) {
+  std::string wav;
+  const std::vector<float> pcm = Clip(&wav);
+  const json req = Request(AudioPart(Base64(wav), "wav"));
+  const std::string prompt = Prompt(req);
+  const std::string marker = "<|audio_bos|><|audio_eos|>";
+  const size_t at = prompt.find(marker);
+  ASSERT_NE(at, std::string::npos) << prompt;
+  SessionPtr s = NewSession(model_.get(), 2048);
+  Outcome o;
+  ASSERT_EQ(Turn(s.get(), req, &o, mmproj_.get()), ZF_OK) << zf_last_error();
+
+  SessionPtr r = NewSession(model_.get(), 2048);
+  const std::vector<int32_t> before =
+      Tokenize(model_.get(), prompt.substr(0, at), ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL);
+  const std::vector<int32_t> after = Tokenize(model_.get(), prompt.substr(at + marker.size()), ZF_TOKENIZE_PARSE_SPECIAL);
+  std::vector<float> logits(49152);
+  ASSERT_EQ(zf_session_eval(r.get(), before.data(), before.size(), nullptr, 0), ZF_OK);
+  ASSERT_EQ(zf_session_eval_audio(r.get(), mmproj_.get(), pcm.data(), pcm.size(), nullptr, 0), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval(r.get(), after.data(), after.size(), logits.data(), logits.size()), ZF_OK);
+  int32_t n_past = 0;
+  ASSERT_EQ(zf_session_n_past(r.get(), &n_past), ZF_OK);
+  EXPECT_EQ(o.n_prompt, n_past);  // the text's tokens, 2 markers' tokens, 750 rows
+  // The same entries (text tokens, and the rows' hashed entries: the same rows, placed alike),
+  // and the same first token (the turn's, or end of turn when it stopped at once).
+  const std::vector<int32_t> turn_tokens = SessionTokens(s.get()), raw_tokens = SessionTokens(r.get());
+  ASSERT_GE(turn_tokens.size(), raw_tokens.size());
+  EXPECT_TRUE(std::equal(raw_tokens.begin(), raw_tokens.end(), turn_tokens.begin()));
+  const int32_t best = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  if (!o.ids.empty()) EXPECT_EQ(o.ids[0], best);  // (none when the turn ended at once)
+  // zf_chat_turn_prompt counts audio like images: its tokens + the clip's rows = the turn's
+  // prompt, up to the merges across the markers' edges (SmolLM2 has no special tokens for
+  // <|audio_bos|> / <|audio_eos|>: the whole text tokenizes "?<|" differently; measured 2).
+  const std::vector<int32_t> all = Tokenize(model_.get(), prompt, ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL);
+  EXPECT_NEAR(double(all.size()) + 750, double(o.n_prompt), 4.0);
+}
+
+TEST_F(CapiAudioTurn, RefusalsNameThePart) {
+  std::string wav;
+  Clip(&wav);
+  SessionPtr s = NewSession(model_.get(), 2048);
+  Outcome o;
+  const auto msg = [] { return std::string(zf_last_error()); };
+  EXPECT_EQ(Turn(s.get(), Request(AudioPart(Base64(wav), "mp3")), &o, mmproj_.get()), ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(msg().find("messages[0].content[1].input_audio.format"), std::string::npos) << msg();
+  EXPECT_NE(msg().find("decode it first"), std::string::npos) << msg();
+  EXPECT_EQ(Turn(s.get(), Request(AudioPart("@@@@", "wav")), &o, mmproj_.get()), ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(msg().find("invalid base64"), std::string::npos) << msg();
+  EXPECT_NE(Turn(s.get(), Request(AudioPart(Base64("RIFFnotawav"), "wav")), &o, mmproj_.get()), ZF_OK);
+  EXPECT_NE(msg().find("messages[0].content[1]"), std::string::npos) << msg();
+  EXPECT_EQ(Turn(s.get(), Request(AudioPart(Base64(wav), "wav")), &o, nullptr), ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(msg().find("audio projector"), std::string::npos) << msg();
+  // An image part with an audio projector.
+  const json image = {{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64,iVBORw0KGgo="}}}};
+  EXPECT_EQ(Turn(s.get(), Request(image), &o, mmproj_.get()), ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(msg().find("messages[0].content[1]"), std::string::npos) << msg();
+  EXPECT_NE(msg().find("encodes audio, not images"), std::string::npos) << msg();
+}
+
+TEST(CapiAudioErrors, RefusalsNameTheField) {
+  ZF_REQUIRE_MODEL(path, "smollm2");
+  ModelPtr model = Load(path);
+  ASSERT_NE(model, nullptr);
+  zf_mmproj* raw = nullptr;
+  ASSERT_EQ(zf_mmproj_load(model.get(), Projector("qwen2a-f16").c_str(), 0, &raw), ZF_OK) << zf_last_error();
+  MmprojPtr p(raw);
+  const auto msg = [] { return std::string(zf_last_error()); };
+  std::vector<float> pcm(16000, 0.1f), out(16);
+  size_t needed = 0;
+  EXPECT_EQ(zf_audio_embed(p.get(), pcm.data(), 159, 0, nullptr, 0, &needed, nullptr), ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(msg().find("at least 160"), std::string::npos) << msg();
+  EXPECT_EQ(zf_audio_embed(p.get(), pcm.data(), 0, 0, nullptr, 0, &needed, nullptr), ZF_ERR_INVALID_ARGUMENT);
+  std::vector<float> longer(size_t(ZF_AUDIO_MAX_SAMPLES) + 1, 0.0f);
+  EXPECT_EQ(zf_audio_embed(p.get(), longer.data(), longer.size(), 0, nullptr, 0, &needed, nullptr), ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(msg().find("10 minutes"), std::string::npos) << msg();
+  pcm[1234] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(zf_audio_embed(p.get(), pcm.data(), pcm.size(), 0, nullptr, 0, &needed, nullptr), ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(msg().find("pcm[1234] is NaN"), std::string::npos) << msg();
+  pcm[1234] = 0.0f;
+  EXPECT_EQ(zf_audio_embed(p.get(), nullptr, 10, 0, nullptr, 0, &needed, nullptr), ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(zf_audio_embed(p.get(), pcm.data(), pcm.size(), -1, nullptr, 0, &needed, nullptr), ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(zf_audio_embed(p.get(), pcm.data(), pcm.size(), 0, nullptr, 5, &needed, nullptr), ZF_ERR_INVALID_ARGUMENT);
+  // An audio projector given an image, and an image projector given audio.
+  const std::vector<uint8_t> px(12, 0);
+  const zf_image im = zf::capitest::Rgb(px, 2, 2);
+  int32_t n_tok = 0;
+  EXPECT_EQ(zf_image_embed(p.get(), &im, 0, nullptr, 0, &needed, &n_tok), ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(msg().find("encodes audio, not images"), std::string::npos) << msg();
+  SessionPtr s = NewSession(model.get(), 1024);
+  EXPECT_EQ(zf_session_eval_image(s.get(), p.get(), &im, nullptr, 0), ZF_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(msg().find("encodes audio, not images"), std::string::npos) << msg();
+  EXPECT_EQ(zf_session_eval_audio(s.get(), p.get(), pcm.data(), 100, nullptr, 0), ZF_ERR_INVALID_ARGUMENT);
+  int32_t n_past = -1;
+  ASSERT_EQ(zf_session_n_past(s.get(), &n_past), ZF_OK);
+  EXPECT_EQ(n_past, 0);  // nothing appended
+  {
+    ZF_REQUIRE_MODEL(gpath, "gemma3");
+    ModelPtr gemma = Load(gpath);
+    ASSERT_NE(gemma, nullptr);
+    zf_mmproj* v = nullptr;
+    ASSERT_EQ(zf_mmproj_load(gemma.get(), zf::capitest::MmprojFixture("f16").c_str(), 0, &v), ZF_OK) << zf_last_error();
+    MmprojPtr vision(v);
+    zf_mmproj_summary info;
+    std::memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    ASSERT_EQ(zf_mmproj_info(vision.get(), &info), ZF_OK);
+    EXPECT_EQ(info.modalities, ZF_MODALITY_IMAGE);
+    EXPECT_EQ(info.sample_rate, 0);
+    EXPECT_EQ(zf_audio_embed(vision.get(), pcm.data(), pcm.size(), 0, nullptr, 0, &needed, nullptr), ZF_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(msg().find("encodes images, not audio"), std::string::npos) << msg();
+    // An audio projector of another width (Gemma 3 270M is 640 wide).
+    zf_mmproj* q = nullptr;
+    EXPECT_EQ(zf_mmproj_load(gemma.get(), Projector("qwen2a-f16").c_str(), 0, &q), ZF_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(q, nullptr);
+    EXPECT_NE(msg().find("output width 576 is not the model's embedding width 640"), std::string::npos) << msg();
+  }
+}
+
+}  // namespace

@@ -2,11 +2,9 @@
 //! encodes 16 kHz mono PCM ([`Mmproj::embed_audio`], [`Session::eval_audio`](crate::Session::eval_audio));
 //! [`decode_wav`](crate::decode_wav) reads WAV files and [`encode_wav`] writes samples as the WAV
 //! bytes a chat turn's [`Message::user_with_audio`](crate::Message::user_with_audio) takes.
-use std::ptr;
-
 use zerfoo_sys as sys;
 
-use crate::error::{check, Result};
+use crate::error::Result;
 use crate::vision::{ImageEmbedding, Mmproj};
 
 /// The PCM rate audio projectors take: 16 kHz.
@@ -27,40 +25,23 @@ impl Mmproj {
     /// infinite sample (its index named) are [`ErrorCode::InvalidArgument`](crate::ErrorCode::InvalidArgument).
     pub fn embed_audio(&self, pcm: &[f32], n_threads: i32) -> Result<AudioEmbedding> {
         // The size first (known from the length alone), then the embeddings.
-        let mut needed = 0usize;
-        let mut n_tokens = 0i32;
-        // SAFETY: pcm is valid for pcm.len() samples (an empty slice's pointer is non-NULL, so the
-        // library names the count); needed and n_tokens are valid out-pointers.
-        let st = unsafe {
-            sys::zf!(zf_audio_embed(
-                self.raw(),
-                pcm.as_ptr(),
-                pcm.len(),
-                n_threads,
-                ptr::null_mut(),
-                0,
-                &mut needed,
-                &mut n_tokens
-            ))
-        };
-        if st != sys::ZF_ERR_BUFFER_TOO_SMALL {
-            check(st)?;
-        }
-        let mut out = vec![0f32; needed];
-        // SAFETY: out holds `needed` floats.
-        check(unsafe {
-            sys::zf!(zf_audio_embed(
-                self.raw(),
-                pcm.as_ptr(),
-                pcm.len(),
-                n_threads,
-                out.as_mut_ptr(),
-                out.len(),
-                &mut needed,
-                &mut n_tokens
-            ))
-        })?;
-        ImageEmbedding::from_rows(out, n_tokens)
+        ImageEmbedding::encode(|out, cap, needed, n_tokens| {
+            // SAFETY: pcm is valid for pcm.len() samples (an empty slice's pointer is non-NULL,
+            // so the library names the count); out holds cap floats (NULL with cap 0); needed
+            // and n_tokens are valid out-pointers.
+            unsafe {
+                sys::zf!(zf_audio_embed(
+                    self.raw(),
+                    pcm.as_ptr(),
+                    pcm.len(),
+                    n_threads,
+                    out,
+                    cap,
+                    needed,
+                    n_tokens
+                ))
+            }
+        })
     }
 }
 

@@ -65,7 +65,7 @@ pub struct MmprojInfo {
     pub image: bool,
     /// It encodes audio ([`Mmproj::embed_audio`], `input_audio` parts).
     pub audio: bool,
-    /// An audio projector's PCM rate ([`AUDIO_SAMPLE_RATE`]); 0 for a vision projector.
+    /// An audio projector's PCM rate ([`AUDIO_SAMPLE_RATE`](crate::AUDIO_SAMPLE_RATE)); 0 for a vision projector.
     pub sample_rate: i32,
 }
 
@@ -189,43 +189,38 @@ impl Mmproj {
     pub fn embed_image(&self, image: Image<'_>, n_threads: i32) -> Result<ImageEmbedding> {
         let im = image.raw();
         // The size first (the image is decoded, not encoded), then the embeddings.
-        let mut needed = 0usize;
-        let mut n_tokens = 0i32;
-        // SAFETY: im borrows `data` for the call; needed and n_tokens are valid out-pointers.
-        let st = unsafe {
-            sys::zf!(zf_image_embed(
-                self.ptr.as_ptr(),
-                &im,
-                n_threads,
-                ptr::null_mut(),
-                0,
-                &mut needed,
-                &mut n_tokens
-            ))
-        };
-        if st != sys::ZF_ERR_BUFFER_TOO_SMALL {
-            check(st)?;
-        }
-        let mut out = vec![0f32; needed];
-        // SAFETY: out holds `needed` floats.
-        check(unsafe {
-            sys::zf!(zf_image_embed(
-                self.ptr.as_ptr(),
-                &im,
-                n_threads,
-                out.as_mut_ptr(),
-                out.len(),
-                &mut needed,
-                &mut n_tokens
-            ))
-        })?;
-        ImageEmbedding::from_rows(out, n_tokens)
+        ImageEmbedding::encode(|out, cap, needed, n_tokens| {
+            // SAFETY: im borrows `data` for the call; out holds cap floats (NULL with cap 0);
+            // needed and n_tokens are valid out-pointers.
+            unsafe {
+                sys::zf!(zf_image_embed(
+                    self.ptr.as_ptr(),
+                    &im,
+                    n_threads,
+                    out,
+                    cap,
+                    needed,
+                    n_tokens
+                ))
+            }
+        })
     }
 }
 
 impl ImageEmbedding {
-    /// An encoder's output of `n_tokens` rows, checked to divide into them.
-    pub(crate) fn from_rows(data: Vec<f32>, n_tokens: i32) -> Result<ImageEmbedding> {
+    /// Runs an encoder call `f(out, cap, needed, n_tokens)` for the size (NULL, 0), then into a
+    /// buffer of that size, and checks that the floats divide into the rows.
+    pub(crate) fn encode(
+        mut f: impl FnMut(*mut f32, usize, &mut usize, &mut i32) -> sys::zf_status,
+    ) -> Result<ImageEmbedding> {
+        let mut needed = 0usize;
+        let mut n_tokens = 0i32;
+        let st = f(ptr::null_mut(), 0, &mut needed, &mut n_tokens);
+        if st != sys::ZF_ERR_BUFFER_TOO_SMALL {
+            check(st)?;
+        }
+        let mut data = vec![0f32; needed];
+        check(f(data.as_mut_ptr(), data.len(), &mut needed, &mut n_tokens))?;
         let n_tokens = usize::try_from(n_tokens).unwrap_or(0);
         if n_tokens == 0 || data.len() % n_tokens != 0 {
             return Err(Error::new(

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use zerfoo::{
     decode_wav, encode_wav, ChatRequest, ErrorCode, GenerateOptions, Image, Message, Mmproj, Model,
-    ModelOptions, SessionOptions, TurnOptions, AUDIO_SAMPLE_RATE,
+    ModelOptions, TurnOptions, AUDIO_SAMPLE_RATE,
 };
 
 fn projector(dir_and_file: &[&str]) -> Option<PathBuf> {
@@ -41,14 +41,6 @@ fn clip() -> (Vec<u8>, Vec<f32>) {
     let wav = std::fs::read(&path).expect("read the test clip");
     let pcm = decode_wav(&wav).unwrap();
     (wav, pcm)
-}
-
-fn one_thread() -> SessionOptions {
-    SessionOptions {
-        n_ctx: 1024,
-        n_threads: 1,
-        ..Default::default()
-    }
 }
 
 #[test]
@@ -141,7 +133,7 @@ fn eval_audio_then_generate() {
     };
     let (_, pcm) = clip();
     let answer = || {
-        let mut s = model.session(&one_thread()).unwrap();
+        let mut s = model.session(&common::one_thread()).unwrap();
         let logits = s.eval_audio(&mm, &pcm).unwrap();
         assert_eq!(logits.len(), model.info().unwrap().n_vocab as usize);
         assert!(
@@ -156,7 +148,7 @@ fn eval_audio_then_generate() {
         g.text
     };
     assert_eq!(answer(), answer());
-    let mut s = model.session(&one_thread()).unwrap();
+    let mut s = model.session(&common::one_thread()).unwrap();
     let mut inf = pcm.clone();
     inf[7] = f32::INFINITY;
     let e = s.eval_audio(&mm, &inf).unwrap_err();
@@ -186,7 +178,7 @@ fn chat_turn_with_audio() {
     };
     let turn = |m: Message, o: &TurnOptions| {
         model
-            .session(&one_thread())
+            .session(&common::one_thread())
             .unwrap()
             .chat(&ChatRequest::new(vec![m]), o)
     };

@@ -3,13 +3,15 @@
 //! projector outliving its model, errors named. $ZERFOO_VISION_MODELS is the folder
 //! tests/vision/make_models.sh writes (test.sh sets it); $ZERFOO_GEMMA3_MODEL the model
 //! (default: the fetch script's cache).
+mod common;
+
 use std::path::PathBuf;
 
 use std::sync::Arc;
 
 use zerfoo::{
     ChatRequest, ErrorCode, GenerateOptions, Image, Message, Mmproj, MmprojInfo, Model,
-    ModelOptions, SessionOptions, TurnOptions,
+    ModelOptions, TurnOptions,
 };
 
 fn gemma3() -> Option<Model> {
@@ -189,14 +191,6 @@ fn mmproj_errors_are_named() {
     }
 }
 
-fn one_thread() -> SessionOptions {
-    SessionOptions {
-        n_ctx: 1024,
-        n_threads: 1,
-        ..Default::default()
-    }
-}
-
 /// A chat turn with an image (TurnOptions::mmproj, Message::user_with_images): the image's 256
 /// positions are in the prompt, the same greedy turn answers the same twice, and without the
 /// projector the part is refused by name.
@@ -214,19 +208,19 @@ fn chat_turn_with_image() {
         ..Default::default()
     };
     let a = model
-        .session(&one_thread())
+        .session(&common::one_thread())
         .unwrap()
         .chat(&request, &opts)
         .unwrap();
     let b = model
-        .session(&one_thread())
+        .session(&common::one_thread())
         .unwrap()
         .chat(&request, &opts)
         .unwrap();
     assert_eq!(a.message, b.message);
     let text = ChatRequest::new(vec![Message::user("What is this?")]);
     let t = model
-        .session(&one_thread())
+        .session(&common::one_thread())
         .unwrap()
         .chat(&text, &opts)
         .unwrap();
@@ -241,7 +235,7 @@ fn chat_turn_with_image() {
         ..Default::default()
     };
     let e = model
-        .session(&one_thread())
+        .session(&common::one_thread())
         .unwrap()
         .chat(&request, &no_mmproj)
         .unwrap_err();
@@ -258,7 +252,7 @@ fn eval_image_and_embeddings() {
     };
     let mm = Mmproj::load(&model, &path).unwrap();
     let (_, bmp) = picture(64, 48);
-    let mut s = model.session(&one_thread()).unwrap();
+    let mut s = model.session(&common::one_thread()).unwrap();
     let logits = s.eval_image(&mm, Image::Encoded(&bmp)).unwrap();
     assert_eq!(logits.len(), model.info().unwrap().n_vocab as usize);
     assert!(s.n_past().unwrap() >= 256);
@@ -268,7 +262,7 @@ fn eval_image_and_embeddings() {
     assert!(g.generated_tokens > 0);
 
     let rows = mm.embed_image(Image::Encoded(&bmp), 1).unwrap();
-    let mut s2 = model.session(&one_thread()).unwrap();
+    let mut s2 = model.session(&common::one_thread()).unwrap();
     s2.eval_embeddings(&rows.data, rows.n_embd, true).unwrap();
     assert_eq!(s2.n_past().unwrap(), rows.n_tokens);
     let e = s2.eval_embeddings(&[0.0; 3], 3, false).unwrap_err();

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use zerfoo::serde_json::json;
-use zerfoo::{Model, ModelOptions, Tool};
+use zerfoo::{Model, ModelOptions, SessionOptions, Tool};
 
 pub const PROMPT: &str = "The capital of France is";
 
@@ -101,4 +101,13 @@ pub fn json_text(json: &str) -> String {
         }
     }
     out
+}
+
+/// A session of 1024 positions on one thread (the multimodal tests' prompts).
+pub fn one_thread() -> SessionOptions {
+    SessionOptions {
+        n_ctx: 1024,
+        n_threads: 1,
+        ..Default::default()
+    }
 }

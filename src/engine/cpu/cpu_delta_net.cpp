@@ -37,15 +37,18 @@ void CpuBackend::GatedDeltaNet(const float* qkv, const float* alpha, const float
   std::copy(state, state + size_t(d) * W, u);
   std::copy(qkv, qkv + size_t(n_tok) * W, u + size_t(d) * W);
   delta_qkv_.resize(size_t(n_tok) * W);
+  const float* kt = TransposedConv(p.conv, W, p.d_conv);
   pool_->ParallelFor(n_tok, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       float* out = delta_qkv_.data() + size_t(t) * W;
-      for (size_t c = 0; c < W; ++c) {
-        const float* k = p.conv + c * size_t(p.d_conv);
-        float sum = 0.0f;
-        for (int32_t j = 0; j <= d; ++j) sum += u[size_t(t + j) * W + c] * k[j];
-        out[c] = Silu(sum);
+      // Per channel 0 + the taps in order; the loops run along contiguous channels.
+      std::fill(out, out + W, 0.0f);
+      for (int32_t j = 0; j <= d; ++j) {
+        const float* uj = u + size_t(t + j) * W;
+        const float* kj = kt + size_t(j) * W;
+        for (size_t c = 0; c < W; ++c) out[c] += uj[c] * kj[c];
       }
+      for (size_t c = 0; c < W; ++c) out[c] = Silu(out[c]);
       for (int32_t h = 0; h < 2 * p.n_k_heads; ++h) L2Normalize(out + size_t(h) * size_t(dk), dk, p.eps);
     }
   });

@@ -18,6 +18,14 @@ float Softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
 }  // namespace
 
+const float* CpuBackend::TransposedConv(const float* kernel, size_t channels, int32_t taps) {
+  conv_t_.resize(channels * size_t(taps));
+  for (size_t c = 0; c < channels; ++c) {
+    for (int32_t j = 0; j < taps; ++j) conv_t_[size_t(j) * channels + c] = kernel[c * size_t(taps) + size_t(j)];
+  }
+  return conv_t_.data();
+}
+
 void CpuBackend::Mamba2(const float* zxbcdt, int32_t n_tok, const Mamba2Params& p, float* state, float* y) {
   const int64_t C = int64_t{p.d_inner} + 2 * int64_t{p.n_group} * p.d_state;  // conv channels
   const int64_t row = int64_t{p.d_inner} + C + p.n_head;                     // ssm_in's output row
@@ -35,16 +43,21 @@ void CpuBackend::Mamba2(const float* zxbcdt, int32_t n_tok, const Mamba2Params& 
     std::copy(xbc, xbc + C, u + (taps + t) * C);
   }
   ssm_xbc_.resize(size_t(int64_t{n_tok} * C));
+  // Per channel 0 + the taps in order (+ the bias); the loops run along contiguous channels.
+  const float* wt = TransposedConv(p.conv_w, size_t(C), p.d_conv);
   pool_->ParallelFor(C, [&](int64_t c0, int64_t c1) {
     for (int32_t t = 0; t < n_tok; ++t) {
       float* out = ssm_xbc_.data() + t * C;
-      for (int64_t c = c0; c < c1; ++c) {
-        const float* w = p.conv_w + c * p.d_conv;
-        float sum = 0.0f;
-        for (int64_t j = 0; j <= taps; ++j) sum += u[(t + j) * C + c] * w[j];
-        if (p.conv_b != nullptr) sum += p.conv_b[c];
-        out[c] = Silu(sum);
+      std::fill(out + c0, out + c1, 0.0f);
+      for (int64_t j = 0; j <= taps; ++j) {
+        const float* uj = u + (t + j) * C;
+        const float* wj = wt + j * C;
+        for (int64_t c = c0; c < c1; ++c) out[c] += uj[c] * wj[c];
       }
+      if (p.conv_b != nullptr) {
+        for (int64_t c = c0; c < c1; ++c) out[c] += p.conv_b[c];
+      }
+      for (int64_t c = c0; c < c1; ++c) out[c] = Silu(out[c]);
     }
   });
   std::copy(u + int64_t{n_tok} * C, u + (n_tok + taps) * C, conv_state);

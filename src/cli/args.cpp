@@ -78,6 +78,10 @@ const OptionSpec kOptions[] = {
      "an image (PNG, JPEG, GIF, BMP) for the prompt, repeatable; needs --mmproj (or mmproj-NAME.gguf beside "
      "NAME.gguf, or one mmproj*.gguf in the model's folder). generate: at each "
      "<__media__> in -p in order, else all before the prompt text; chat: part of the first message"},
+    {{"--audio"}, kGen | kChat, kString, "FILE", 0, 0, nullptr,
+     "an audio clip (WAV, MP3, FLAC, Ogg Vorbis) for the prompt, repeatable; needs an audio projector "
+     "(--mmproj, found beside the model as for --image). With --image, markers take the files in "
+     "command-line order"},
     {{"--allow-image-urls"}, kServe, kFlag, nullptr, 0, 0, nullptr,
      "fetch http(s) image URLs of image_url parts (off: only data: URLs and base64 are taken)"},
     {{"--image-max-mb"}, kServe, kInt, "N", 1, 1 << 10, nullptr,
@@ -451,6 +455,15 @@ std::vector<std::string> ParsedArgs::Strings(const std::string& key) const {
   return out;
 }
 
+std::vector<int> ParsedArgs::Positions(const std::string& key) const {
+  std::vector<int> out;
+  auto it = values_.find(key);
+  if (it != values_.end()) {
+    for (const Occurrence& o : it->second) out.push_back(o.position);
+  }
+  return out;
+}
+
 std::vector<int64_t> ParsedArgs::IntList(const std::string& key, const std::vector<int64_t>& fallback) const {
   auto it = lists_.find(key);
   return it == lists_.end() ? fallback : it->second;
@@ -554,6 +567,18 @@ Options ParseArgs(const std::string& command, int argc, char** argv, int first) 
   o.template_file = a.String("--chat-template-file");
   o.mmproj = a.String("--mmproj");
   o.images = a.Strings("--image");
+  o.audios = a.Strings("--audio");
+  {  // one media list in command-line order, as llama-mtmd-cli pairs files with markers
+    const std::vector<int> ip = a.Positions("--image"), ap = a.Positions("--audio");
+    size_t i = 0, j = 0;
+    while (i < ip.size() || j < ap.size()) {
+      if (j == ap.size() || (i < ip.size() && ip[i] < ap[j])) {
+        o.media.push_back({false, o.images[i++]});
+      } else {
+        o.media.push_back({true, o.audios[j++]});
+      }
+    }
+  }
   o.stop = a.Strings("--stop");
   o.json = a.Has("--json");
   o.no_special = a.Has("--no-special");
@@ -592,24 +617,27 @@ Options ParseArgs(const std::string& command, int argc, char** argv, int first) 
     throw UsageError("unexpected argument '" + o.positional[0] + "'");
   }
   if (command == "generate" && o.prompt.empty()) throw UsageError("missing -p PROMPT");
-  if (!o.images.empty() && o.mmproj.empty()) {
+  if (!o.media.empty() && o.mmproj.empty()) {
     // As llama-server's router finds one: mmproj-NAME.gguf beside NAME.gguf, or the one
     // mmproj*.gguf in the model's own folder (model_files.h).
     o.mmproj = ProjectorBeside(o.model);
     o.mmproj_found = !o.mmproj.empty();
     if (o.mmproj.empty()) {
-      throw UsageError("--image needs the model's vision projector: add --mmproj FILE (none found beside the "
-                       "model: mmproj-NAME.gguf, or one mmproj*.gguf in the model's own folder)");
+      throw UsageError(std::string(o.media[0].audio ? "--audio needs the model's audio projector"
+                                                    : "--image needs the model's vision projector") +
+                       ": add --mmproj FILE (none found beside the model: mmproj-NAME.gguf, or one mmproj*.gguf "
+                       "in the model's own folder)");
     }
   }
-  // generate: one <__media__> per image, or none (llama-mtmd-cli's rule; image_input.h).
+  // generate: one <__media__> per file, or none (llama-mtmd-cli's rule; media_input.h).
   size_t markers = 0;
   for (size_t at = o.prompt.find("<__media__>"); at != std::string::npos; at = o.prompt.find("<__media__>", at + 1)) {
     ++markers;
   }
-  if (command == "generate" && markers != 0 && markers != o.images.size()) {
+  if (command == "generate" && markers != 0 && markers != o.media.size()) {
     throw UsageError("-p holds " + std::to_string(markers) + " <__media__> markers but " +
-                     std::to_string(o.images.size()) + " --image files are given (one marker per image, or none)");
+                     std::to_string(o.media.size()) +
+                     " --image/--audio files are given (one marker per file, in command-line order, or none)");
   }
   return o;
 }

@@ -45,6 +45,7 @@ class ParsedArgs {
   double Float(const std::string& key, double fallback) const;
   std::string String(const std::string& key, const std::string& fallback = "") const;
   std::vector<std::string> Strings(const std::string& key) const;  // every occurrence, in order
+  std::vector<int> Positions(const std::string& key) const;        // Strings()' positions among all options
   std::vector<int64_t> IntList(const std::string& key, const std::vector<int64_t>& fallback) const;
 
   std::vector<std::string> positional;  // arguments that are not options ("-" alone is one)
@@ -85,9 +86,15 @@ struct Options {
   std::string prompt;
   std::string system;
   std::string template_file;  // chat: a Jinja chat template to use instead of the model's
-  std::string mmproj;               // --mmproj: the model's vision projector
+  std::string mmproj;               // --mmproj: the model's vision or audio projector
   bool mmproj_found = false;        // mmproj was not given but found beside the model
   std::vector<std::string> images;  // --image FILE, in order
+  std::vector<std::string> audios;  // --audio FILE, in order
+  struct Media {
+    bool audio;        // --audio (else --image)
+    std::string path;
+  };
+  std::vector<Media> media;         // --image and --audio together, in command-line order
   std::vector<std::string> positional;
   std::vector<std::string> stop;
   bool json = false;

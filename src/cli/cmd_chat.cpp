@@ -17,7 +17,7 @@
 
 #include "commands.h"
 #include "common.h"
-#include "image_input.h"
+#include "media_input.h"
 #include "interrupt.h"
 #include "json.h"
 
@@ -187,8 +187,8 @@ int RunChat(const Options& opts) {
   SessionPtr session;
   if (!OpenModelAndSession(opts, &model, &session)) return kExitRuntime;
   MmprojPtr mmproj;
-  std::vector<std::string> images;  // --image: sent with the first message
-  if (!LoadImageInputs(opts, model.get(), &mmproj, &images)) return kExitRuntime;
+  std::vector<MediaInput> media;  // --image / --audio: sent with the first message
+  if (!LoadMediaInputs(opts, model.get(), &mmproj, &media)) return kExitRuntime;
 
   std::vector<const char*> stops;
   const zf_generate_params gp = MakeGenerateParams(opts, &stops);
@@ -207,11 +207,11 @@ int RunChat(const Options& opts) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
 
-    if (images.empty()) {
+    if (media.empty()) {
       messages.push_back(MessageJson("user", line));
     } else {
-      messages.push_back(json::Object().Str("role", "user").Raw("content", ImageContentJson(images, line)).Done());
-      images.clear();
+      messages.push_back(json::Object().Str("role", "user").Raw("content", MediaContentJson(media, line)).Done());
+      media.clear();
     }
     zf_status st = ZF_OK;
     TurnPtr turn;

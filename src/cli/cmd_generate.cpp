@@ -6,7 +6,7 @@
 
 #include "commands.h"
 #include "common.h"
-#include "image_input.h"
+#include "media_input.h"
 #include "interrupt.h"
 #include "json.h"
 
@@ -39,8 +39,8 @@ int RunGenerate(const Options& opts) {
   SessionPtr session;
   if (!OpenModelAndSession(opts, &model, &session)) return kExitRuntime;
   MmprojPtr mmproj;
-  std::vector<std::string> images;
-  if (!LoadImageInputs(opts, model.get(), &mmproj, &images)) return kExitRuntime;
+  std::vector<MediaInput> media;
+  if (!LoadMediaInputs(opts, model.get(), &mmproj, &media)) return kExitRuntime;
   zf_status st = ZF_OK;
 
   std::vector<const char*> stops;
@@ -51,17 +51,17 @@ int RunGenerate(const Options& opts) {
   sink.collect = opts.json;
   {
     interrupt::CancelScope scope(session.get());
-    // With images the prompt up to the last one is evaluated first; generation continues after.
+    // With images or audio the prompt up to the last file is evaluated first; generation continues after.
     std::string rest;
     const auto t0 = std::chrono::steady_clock::now();
-    st = EvalPromptImages(opts, model.get(), session.get(), mmproj.get(), images, &rest);
-    const double images_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    st = EvalPromptMedia(opts, model.get(), session.get(), mmproj.get(), media, &rest);
+    const double media_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     int32_t n_before = 0;
     if (st == ZF_OK) st = zf_session_n_past(session.get(), &n_before);
     if (st == ZF_OK) st = zf_generate(session.get(), rest.data(), rest.size(), &gp, &OnPiece, &sink, &r);
-    // The prompt is all of it: the text and images evaluated before, and the rest.
+    // The prompt is all of it: the text and files evaluated before, and the rest.
     r.n_prompt += n_before;
-    if (n_before > 0) r.prompt_ms += images_ms;
+    if (n_before > 0) r.prompt_ms += media_ms;
   }
   if (sink.last != '\n') std::fputc('\n', stdout);
   std::fflush(stdout);

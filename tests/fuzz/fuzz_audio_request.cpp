@@ -1,6 +1,8 @@
 // The speech-to-text endpoint's request (src/cli/serve/audio_request.*) and audio decoding
 // (src/cli/audio_decode.*: WAV through the library, MP3/FLAC/Ogg Vorbis through miniaudio and
-// stb_vorbis), fuzzed without a server. Input: byte 0's low bit picks translations; then the
+// stb_vorbis), and a chat request's input_audio part (src/cli/serve/audio_part.*), fuzzed without
+// a server. Input: byte 0's bit 1 set: the rest is an input_audio part's bytes. Else byte 0's
+// low bit picks translations; then the
 // form's text fields as "name=value" lines up to the first NUL; after it, the file's bytes (no
 // NUL: no file). Invariants: the form parser returns or throws ApiError (400, or 413 for the
 // size) with a message; decoding returns non-empty PCM of finite samples or throws a 400; no
@@ -11,6 +13,12 @@
 #include <string>
 #include <string_view>
 
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/data_url.h"
+#include "cli/serve/audio_part.h"
 #include "cli/serve/audio_request.h"
 #include "fuzz_common.h"
 
@@ -32,10 +40,37 @@ cli::serve::AudioForm Form(std::string_view text, std::string_view file, bool ha
   return form;
 }
 
+// A chat request's input_audio part carrying `bytes` (audio_part.h): rewritten as float WAV of
+// at most 30 s of finite samples, or a 400 naming the part.
+void InputAudio(std::string_view bytes, int format) {
+  static const char* const kFormats[] = {"wav", "mp3", "flac", "ogg", "aac", ""};
+  const std::string b64 = cli::Base64Encode(bytes.data(), bytes.size());
+  const nlohmann::json part = {{"type", "input_audio"}, {"input_audio", {{"data", b64}, {"format", kFormats[format % 6]}}}};
+  try {
+    const nlohmann::json out = cli::serve::AudioPartWav(part, "messages[0].content[0]", 30);
+    std::string wav, why;
+    Check(out["input_audio"]["format"] == "wav", "the rewrite is WAV");
+    Check(cli::Base64Decode(out["input_audio"]["data"].get<std::string>(), &wav, &why), "its base64 decodes");
+    Check(wav.size() > 44 && wav.compare(0, 4, "RIFF") == 0 && (wav.size() - 44) % 4 == 0, "a float WAV");
+    Check((wav.size() - 44) / 4 <= 30 * 16000, "within the limit");
+    for (size_t i = 44; i + 4 <= wav.size(); i += 4) {
+      float x;
+      std::memcpy(&x, wav.data() + i, 4);
+      Check(std::isfinite(x), "finite samples");
+    }
+  } catch (const cli::serve::ApiError& e) {
+    Check(e.status == 400 && e.message.find("messages[0].content[0]") != std::string::npos, "a 400 naming the part");
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
+  if (data[0] & 2) {  // an input_audio part: the rest is its bytes, bits 2-4 pick the format
+    InputAudio(std::string_view(reinterpret_cast<const char*>(data + 1), size - 1), data[0] >> 2);
+    return 0;
+  }
   const bool translate = data[0] & 1;
   const std::string_view rest(reinterpret_cast<const char*>(data + 1), size - 1);
   const size_t nul = rest.find('\0');

@@ -6,7 +6,7 @@
 # ~/.cache/zerfoo/serve-py/<versions>, reused across runs).
 # Environment: ZERFOO_CLI (default build/zerfoo), ZERFOO_TEST_MODEL (default: SmolLM2 via
 # scripts/fetch_models.sh), ZERFOO_WHISPER_MODEL (test_audio.py; default: tiny.en, fetched likewise),
-# ZERFOO_GEMMA3_MODEL and ZERFOO_VISION_MODELS (test_vision.py; Gemma 3 270M, tests/vision's projectors).
+# ZERFOO_GEMMA3_MODEL and ZERFOO_VISION_MODELS (test_vision.py, test_audio_chat.py; Gemma 3 270M, tests/vision's projectors).
 set -eu
 # shellcheck source=tests/serve/env.sh
 . "$(dirname "$0")/env.sh"
@@ -33,6 +33,7 @@ export ZERFOO_WHISPER_MODEL
 ZERFOO_GEMMA3_MODEL="${ZERFOO_GEMMA3_MODEL:-$("$root/scripts/fetch_models.sh" gemma3)}"
 ZERFOO_VISION_MODELS="${ZERFOO_VISION_MODELS:-$HOME/.cache/zerfoo/vision_models}"
 "$root/tests/vision/make_models.sh" "$ZERFOO_VISION_MODELS" >&2
+"$root/tests/vision/make_audio_models.sh" "$ZERFOO_VISION_MODELS/audio" >&2  # test_audio_chat.py
 export ZERFOO_GEMMA3_MODEL ZERFOO_VISION_MODELS
 export PYTHONPATH="$pydir${PYTHONPATH:+:$PYTHONPATH}"
 # Each file starts its own server (-t 1, a free port) and uses about one core, so the files run
@@ -49,7 +50,7 @@ trap 'rm -rf "$logs"' EXIT
 # front doors (issue #43), each with its official client.
 # Two lanes of about equal length (measured on 2 cores, alone: about 140 s each).
 lane test_serve.py:900 test_hostile.py:300 test_infill.py:600 test_lora.py:300 test_audio.py:300 test_router.py:300 \
-  > "$logs/1" 2>&1 &
+  test_audio_chat.py:300 > "$logs/1" 2>&1 &
 lane1=$!
 lane test_anthropic.py:600 test_responses.py:600 test_ollama.py:600 test_vision.py:600 > "$logs/2" 2>&1 &
 lane2=$!

@@ -62,6 +62,10 @@ ApiError NoProjector(const std::string& field, const std::string& model) {
 
 json ImagePart(const std::string& url, const std::string& field, const std::string& model, const ImagePolicy& policy) {
   if (policy.mmproj == nullptr) throw NoProjector(field, model);
+  if ((policy.modalities & ZF_MODALITY_IMAGE) == 0) {
+    throw BadRequest("unsupported", "'" + field + "': images need a vision model; model '" + model +
+                                        "' has an audio projector (it takes input_audio parts)");
+  }
   return {{"type", "image_url"}, {"image_url", {{"url", ResolveUrl(url, field, policy)}}}};
 }
 

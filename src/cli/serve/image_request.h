@@ -21,6 +21,7 @@ using ImageFetchFn = std::function<std::string(const std::string& url, const std
 // What a model's requests may send as images.
 struct ImagePolicy {
   const zf_mmproj* mmproj = nullptr;  // the model's projector; nullptr: the model reads text only
+  uint32_t modalities = ZF_MODALITY_IMAGE;  // what mmproj encodes (audio_part.h's ProjectorModalities)
   size_t max_bytes = size_t(20) << 20;  // --image-max-mb: one image's bytes (decoded)
   ImageFetchFn fetch;                   // set with --allow-image-urls; empty: URLs are refused
 };

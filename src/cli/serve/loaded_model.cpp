@@ -1,6 +1,7 @@
 // Loading one model into its slots (moved from Server::Load), and what it is for.
 #include "loaded_model.h"
 
+#include "audio_part.h"
 #include "image_fetch.h"
 
 #include <cstdlib>
@@ -108,6 +109,7 @@ zf_status LoadInto(LoadedModel* lm, int32_t (*progress)(void*, int32_t), std::st
     lm->mmproj.reset(p);
   }
   lm->images.mmproj = lm->mmproj.get();
+  lm->images.modalities = ProjectorModalities(lm->mmproj.get());
   lm->images.max_bytes = o.image_max_bytes;
   if (o.allow_image_urls) lm->images.fetch = MakeImageFetcher(o.image_url_timeout);
   // The draft model (-md): one load, a draft session per slot; each slot's session holds a

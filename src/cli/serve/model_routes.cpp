@@ -20,6 +20,14 @@ std::string ModelField(const std::string& text) {
   return it->get<std::string>();
 }
 
+// What a model takes besides text (llama-server's "modalities"): its loaded projector's types;
+// before it loads, a projector file counts as a vision one (its type is read when it loads).
+json Modalities(const ModelRegistry::Status& s) {
+  if (s.mmproj.empty()) return {{"vision", false}, {"audio", false}};
+  const uint32_t m = s.loaded ? s.loaded->images.modalities : ZF_MODALITY_IMAGE;
+  return {{"vision", (m & ZF_MODALITY_IMAGE) != 0}, {"audio", (m & ZF_MODALITY_AUDIO) != 0}};
+}
+
 }  // namespace
 
 void Server::ModelRoutes() {
@@ -35,10 +43,9 @@ void Server::ModelRoutes() {
         m["kind"] = *s.kind != '\0' ? s.kind : "unknown";
         // What it takes besides text (llama-server's /props "modalities"; "multimodal" among
         // the capabilities as llama-server lists a model with a projector).
-        const bool vision = !s.mmproj.empty();
-        m["modalities"] = {{"vision", vision}, {"audio", false}};
-        m["capabilities"] = vision ? json::array({"completion", "multimodal"}) : json::array({"completion"});
-        if (vision) m["mmproj"] = s.mmproj;
+        m["modalities"] = Modalities(s);
+        m["capabilities"] = s.mmproj.empty() ? json::array({"completion"}) : json::array({"completion", "multimodal"});
+        if (!s.mmproj.empty()) m["mmproj"] = s.mmproj;
         if (const auto& lm = s.loaded) {
           m["meta"] = {{"n_ctx", lm->n_ctx},
                        {"n_ctx_train", lm->info.n_ctx_train},
@@ -60,7 +67,7 @@ void Server::ModelRoutes() {
     });
   }
   // llama-server's /props of a model (?model=NAME, else the default): its file and modalities
-  // ({"vision": true} with a projector); once loaded also its slots, context and chat template.
+  // (Modalities); once loaded also its slots, context and chat template.
   Get("/props", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorized(req, res, ErrorBody)) return;
     const std::string name = req.get_param_value("model");
@@ -69,7 +76,7 @@ void Server::ModelRoutes() {
       if (name.empty() ? &s != &all[0] : s.alias != name) continue;
       json props = {{"model_alias", s.alias},
                     {"model_path", s.path},
-                    {"modalities", {{"vision", !s.mmproj.empty()}, {"audio", false}}}};
+                    {"modalities", Modalities(s)}};
       if (const auto& lm = s.loaded) {
         props["total_slots"] = lm->o.parallel;
         props["default_generation_settings"] = {{"n_ctx", lm->n_ctx}};

@@ -325,7 +325,8 @@ json Capabilities(const ServedInfo& i, const RequestContext& ctx) {
   const std::string on = render({{"messages", user}, {"chat_template_kwargs", {{"enable_thinking", true}}}});
   const std::string off = render({{"messages", user}, {"chat_template_kwargs", {{"enable_thinking", false}}}});
   if (!on.empty() && on != off) caps.push_back("thinking");
-  if (ctx.images.mmproj != nullptr) caps.push_back("vision");  // a projector: images (Ollama's word)
+  // A vision projector: images (Ollama's word; Ollama names no audio capability).
+  if (ctx.images.mmproj != nullptr && (ctx.images.modalities & ZF_MODALITY_IMAGE) != 0) caps.push_back("vision");
   return caps;
 }
 

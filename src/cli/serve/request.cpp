@@ -6,6 +6,7 @@
 
 #include "../common.h"
 #include "api_error.h"
+#include "audio_part.h"
 #include "infill_request.h"
 #include "model_text.h"
 
@@ -308,7 +309,8 @@ Request ParseCompletion(const std::string& text, bool chat, const RequestContext
     // messages, applies the tool-choice policy and reads the answer back).
     if (body.contains("messages")) {
       r.n_images = ResolveImages(&body["messages"], ctx.alias, ctx.images);
-      if (r.n_images > 0) r.mmproj = ctx.images.mmproj;
+      const int n_audio = ResolveAudio(&body["messages"], ctx.alias, ctx.images);
+      if (r.n_images > 0 || n_audio > 0) r.mmproj = ctx.images.mmproj;
     }
     r.turn_request = TurnRequestJson(body);
     r.turn_messages = body["messages"];

@@ -27,6 +27,9 @@
 namespace {
 
 using nlohmann::json;
+using zf::capitest::Argmax;
+using zf::capitest::Base64;
+using zf::capitest::CentredCosine;
 using zf::capitest::Encoded;
 using zf::capitest::Load;
 using zf::capitest::ModelPtr;
@@ -34,6 +37,7 @@ using zf::capitest::MmprojPtr;
 using zf::capitest::NewSession;
 using zf::capitest::Rgb;
 using zf::capitest::SessionPtr;
+using zf::capitest::SessionTokens;
 
 // As vision_placement_test.cpp: a greedy token may differ from libmtmd's only at a near-tie;
 // the first step's centred logits (every 64th id and libmtmd's top 32) at this cosine.
@@ -51,48 +55,12 @@ constexpr const char* kMarkers2x2 =
 
 std::string Lm() { return std::string(ZF_VISION_MODELS_DIR) + "/smollm2-vlm.gguf"; }
 
-double CentredCosine(const std::vector<double>& a, const std::vector<double>& b) {
-  double ma = 0, mb = 0;
-  for (size_t i = 0; i < a.size(); ++i) ma += a[i] / double(a.size()), mb += b[i] / double(b.size());
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    ab += (a[i] - ma) * (b[i] - mb);
-    aa += (a[i] - ma) * (a[i] - ma);
-    bb += (b[i] - mb) * (b[i] - mb);
-  }
-  return ab / std::sqrt(aa * bb);
-}
-
-int32_t Argmax(const std::vector<float>& l) { return int32_t(std::max_element(l.begin(), l.end()) - l.begin()); }
-
-std::vector<int32_t> SessionTokens(const zf_session* s) {
-  size_t n = 0;
-  (void)zf_session_tokens(s, nullptr, 0, &n);
-  std::vector<int32_t> t(n);
-  EXPECT_EQ(zf_session_tokens(s, t.data(), t.size(), &n), ZF_OK) << zf_last_error();
-  return t;
-}
-
 std::vector<int32_t> Tokenize(const zf_model* m, const std::string& text, uint32_t flags) {
   std::vector<int32_t> ids(text.size() + 8);
   size_t n = 0;
   EXPECT_EQ(zf_tokenize(m, text.data(), text.size(), flags, ids.data(), ids.size(), &n), ZF_OK) << zf_last_error();
   ids.resize(n);
   return ids;
-}
-
-std::string Base64(const std::vector<uint8_t>& b) {
-  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  for (size_t i = 0; i < b.size(); i += 3) {
-    const uint32_t v = uint32_t(b[i]) << 16 | (i + 1 < b.size() ? uint32_t(b[i + 1]) << 8 : 0) |
-                       (i + 2 < b.size() ? uint32_t(b[i + 2]) : 0);
-    out += k[v >> 18 & 63];
-    out += k[v >> 12 & 63];
-    out += i + 1 < b.size() ? k[v >> 6 & 63] : '=';
-    out += i + 2 < b.size() ? k[v & 63] : '=';
-  }
-  return out;
 }
 
 class CapiIdefics3 : public ::testing::TestWithParam<std::string> {

@@ -27,12 +27,15 @@
 namespace {
 
 using nlohmann::json;
+using zf::capitest::Argmax;
+using zf::capitest::CentredCosine;
 using zf::capitest::Load;
 using zf::capitest::ModelPtr;
 using zf::capitest::MmprojPtr;
 using zf::capitest::NewSession;
 using zf::capitest::Rgb;
 using zf::capitest::SessionPtr;
+using zf::capitest::SessionTokens;
 
 // As tests/capi/golden_test.cpp: a greedy token may differ from the reference's only at a
 // near-tie (the reference's token within this much of our best).
@@ -52,29 +55,6 @@ json Golden(const std::string& type) {
   std::ifstream f(std::string(ZF_TEST_DATA_DIR) + "/golden/vision/gemma3-" + type + "-lm.json");
   EXPECT_TRUE(f.good()) << "missing golden for " << type;
   return f.good() ? json::parse(f) : json();
-}
-
-double CentredCosine(const std::vector<double>& a, const std::vector<double>& b) {
-  double ma = 0, mb = 0;
-  for (size_t i = 0; i < a.size(); ++i) ma += a[i] / double(a.size()), mb += b[i] / double(b.size());
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    ab += (a[i] - ma) * (b[i] - mb);
-    aa += (a[i] - ma) * (a[i] - ma);
-    bb += (b[i] - mb) * (b[i] - mb);
-  }
-  return ab / std::sqrt(aa * bb);
-}
-
-int32_t Argmax(const std::vector<float>& l) { return int32_t(std::max_element(l.begin(), l.end()) - l.begin()); }
-
-std::vector<int32_t> SessionTokens(const zf_session* s) {
-  size_t n = 0;
-  const zf_status st = zf_session_tokens(s, nullptr, 0, &n);
-  EXPECT_TRUE(st == ZF_OK || st == ZF_ERR_BUFFER_TOO_SMALL) << zf_last_error();
-  std::vector<int32_t> t(n);
-  EXPECT_EQ(zf_session_tokens(s, t.data(), t.size(), &n), ZF_OK) << zf_last_error();
-  return t;
 }
 
 class CapiVisionPlacement : public ::testing::TestWithParam<std::string> {

@@ -94,5 +94,27 @@ TEST(Mmproj, ErrorsNameTheField) {
   EXPECT_NE(s.message().find("general.architecture"), std::string::npos) << s.message();
 }
 
+TEST(Mmproj, Idefics3ErrorsNameTheField) {
+  const std::vector<uint8_t> good = ReadFile(std::string(ZF_VISION_MODELS_DIR) + "/mmproj-idefics3-f16.gguf");
+  ASSERT_FALSE(good.empty());
+  struct Case {
+    std::string from, to;
+    const char* expect;
+  };
+  using namespace std::string_literals;
+  const Case cases[] = {
+      {"\x08\0\0\0\0\0\0\0idefics3"s, "\x08\0\0\0\0\0\0\0idefics4"s,
+       "clip.projector_type 'idefics4' is not supported (gemma3, idefics3 are)"},
+      // Without it libmtmd slices another way (llava-uhd style), not implemented here.
+      {"clip.vision.preproc_image_size", "clip.vision.preproc_image_sizX", "clip.vision.preproc_image_size is missing"},
+      {"mm.model.fc.weight", "mm.model.fc.weighX", "'mm.model.fc.weight' is missing"},
+  };
+  for (const Case& c : cases) {
+    const Status s = LoadEdited(good, c.from, c.to);
+    EXPECT_FALSE(s.ok()) << c.from;
+    EXPECT_NE(s.message().find(c.expect), std::string::npos) << c.from << ": " << s.message();
+  }
+}
+
 }  // namespace
 }  // namespace zf::vision

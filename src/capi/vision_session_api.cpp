@@ -31,6 +31,18 @@ zf_status CheckSession(const zf_session* session, const float* logits, size_t ca
   return ZF_OK;
 }
 
+// A projector given with a session: present and loaded for the session's model.
+zf_status CheckProjector(const zf_session* session, const zf_mmproj* mmproj) {
+  if (mmproj == nullptr) return NullArg("mmproj");
+  if (mmproj->model->impl != session->model->impl) {
+    return Fail(ZF_ERR_INVALID_ARGUMENT, "mmproj was loaded for another model (" + mmproj->model->impl->desc().arch +
+                                             ", " + std::to_string(mmproj->model->impl->desc().n_embd) +
+                                             " wide) than the session's (" + session->model->impl->desc().arch + ", " +
+                                             std::to_string(session->model->impl->desc().n_embd) + " wide)");
+  }
+  return ZF_OK;
+}
+
 void CopyLogits(const zf::rt::Session& s, float* logits, size_t cap) {
   if (logits != nullptr && cap > 0 && s.has_logits()) {
     std::memcpy(logits, s.last_logits(), size_t(s.model().desc().n_vocab) * sizeof(float));
@@ -91,14 +103,8 @@ ZF_API zf_status zf_session_eval_embeddings(zf_session* session, const float* em
 ZF_API zf_status zf_session_eval_image(zf_session* session, const zf_mmproj* mmproj, const zf_image* image,
                                        float* logits, size_t cap) {
   if (zf_status e = CheckSession(session, logits, cap)) return e;
-  if (mmproj == nullptr) return NullArg("mmproj");
+  if (zf_status e = CheckProjector(session, mmproj)) return e;
   if (image == nullptr) return NullArg("image");
-  if (mmproj->model->impl != session->model->impl) {
-    return Fail(ZF_ERR_INVALID_ARGUMENT, "mmproj was loaded for another model (" + mmproj->model->impl->desc().arch +
-                                             ", " + std::to_string(mmproj->model->impl->desc().n_embd) +
-                                             " wide) than the session's (" + session->model->impl->desc().arch + ", " +
-                                             std::to_string(session->model->impl->desc().n_embd) + " wide)");
-  }
   ZF_GUARD_BEGIN
   zf::rt::Session& s = *session->impl;
   std::shared_ptr<const std::vector<float>> rows;
@@ -114,14 +120,8 @@ ZF_API zf_status zf_session_eval_image(zf_session* session, const zf_mmproj* mmp
 ZF_API zf_status zf_session_eval_audio(zf_session* session, const zf_mmproj* mmproj, const float* pcm,
                                        size_t n_samples, float* logits, size_t cap) {
   if (zf_status e = CheckSession(session, logits, cap)) return e;
-  if (mmproj == nullptr) return NullArg("mmproj");
+  if (zf_status e = CheckProjector(session, mmproj)) return e;
   if (pcm == nullptr) return NullArg("pcm");
-  if (mmproj->model->impl != session->model->impl) {
-    return Fail(ZF_ERR_INVALID_ARGUMENT, "mmproj was loaded for another model (" + mmproj->model->impl->desc().arch +
-                                             ", " + std::to_string(mmproj->model->impl->desc().n_embd) +
-                                             " wide) than the session's (" + session->model->impl->desc().arch + ", " +
-                                             std::to_string(session->model->impl->desc().n_embd) + " wide)");
-  }
   ZF_GUARD_BEGIN
   zf::rt::Session& s = *session->impl;
   std::shared_ptr<const std::vector<float>> rows;

@@ -10,19 +10,17 @@
 #include <vector>
 
 #include "common/random_data.h"
+#include "common/recurrent_checks.h"
 #include "engine/cpu/recurrent_kernels.h"
 #include "quant/kernels.h"
 
 namespace zf::engine::rec {
 namespace {
 
-using testing::RandomFloats;
-using DeltaFn = void (*)(const DeltaRuleArgs&, int32_t, int32_t);
-using ScanFn = void (*)(const ScanArgs&);
-
-bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+using testing::DeltaCase;
+using testing::DeltaFn;
+using testing::ScanCase;
+using testing::ScanFn;
 
 std::vector<DeltaFn> DeltaKernels() {
   std::vector<DeltaFn> k = {DeltaRule};
@@ -42,71 +40,8 @@ std::vector<ScanFn> ScanKernels() {
   return k;
 }
 
-// One head's inputs: n_tok rows of [q | k | v] (q, k L2-normalized as the op feeds them),
-// decays in (0, 1), betas in (0, 1), a random state.
-struct DeltaCase {
-  int32_t dk, dv, n_tok;
-  std::vector<float> qkv, g, b, S0;
-  size_t stride() const { return size_t(2 * dk + dv); }
-  DeltaCase(int32_t dk_, int32_t dv_, int32_t n, uint32_t seed) : dk(dk_), dv(dv_), n_tok(n) {
-    qkv = RandomFloats(stride() * size_t(n), seed);
-    for (int32_t t = 0; t < n; ++t) {
-      for (int32_t part = 0; part < 2; ++part) {
-        float* x = qkv.data() + size_t(t) * stride() + size_t(part * dk);
-        float ss = 0.0f;
-        for (int32_t i = 0; i < dk; ++i) ss += x[i] * x[i];
-        for (int32_t i = 0; i < dk; ++i) x[i] /= std::sqrt(ss);
-      }
-    }
-    const std::vector<float> r = RandomFloats(size_t(2 * n), seed + 1);
-    for (int32_t t = 0; t < n; ++t) {
-      g.push_back(1.0f / (1.0f + std::exp(-r[size_t(t)] - 2.0f)));
-      b.push_back(1.0f / (1.0f + std::exp(-r[size_t(n + t)])));
-    }
-    S0 = RandomFloats(size_t(dk) * size_t(dv), seed + 2, 0.3f);
-  }
-  // Positions [t0, t1) into S and out (n_tok rows of dv), columns [c0, c1).
-  void Run(DeltaFn fn, std::vector<float>* S, std::vector<float>* out, int32_t t0, int32_t t1, int32_t c0,
-           int32_t c1) const {
-    DeltaRuleArgs a;
-    a.S = S->data();
-    a.dk = dk;
-    a.dv = dv;
-    a.q = qkv.data() + size_t(t0) * stride();
-    a.k = a.q + dk;
-    a.qk_stride = stride();
-    a.v = a.q + 2 * dk;
-    a.v_stride = stride();
-    a.g = g.data() + t0;
-    a.b = b.data() + t0;
-    a.scale = 1.0f / std::sqrt(float(dk));
-    a.o = out->data() + size_t(t0) * size_t(dv);
-    a.o_stride = size_t(dv);
-    a.n_tok = t1 - t0;
-    fn(a, c0, c1);
-  }
-};
-
 TEST(DeltaRule, EveryKernelAndSplitGivesTheReferenceBits) {
-  for (auto [dk, dv] : {std::pair{128, 128}, std::pair{32, 32}, std::pair{32, 44}, std::pair{256, 256}}) {
-    const DeltaCase c(dk, dv, 7, uint32_t(dk + dv));
-    std::vector<float> S_ref = c.S0, o_ref(size_t(c.n_tok) * size_t(dv));
-    c.Run(DeltaRuleRef, &S_ref, &o_ref, 0, c.n_tok, 0, dv);
-    for (DeltaFn fn : DeltaKernels()) {
-      std::vector<float> S = c.S0, o(o_ref.size());
-      c.Run(fn, &S, &o, 0, c.n_tok, 0, dv);
-      EXPECT_TRUE(SameBits(S, S_ref) && SameBits(o, o_ref)) << "dk " << dk << " dv " << dv;
-      // One position at a time, in column blocks of the dispatcher's width and an odd one.
-      for (int32_t block : {DeltaRuleBlock(dk), 24}) {
-        S = c.S0;
-        std::fill(o.begin(), o.end(), 0.0f);
-        for (int32_t t = 0; t < c.n_tok; ++t) {
-          for (int32_t c0 = 0; c0 < dv; c0 += block) c.Run(fn, &S, &o, t, t + 1, c0, std::min(dv, c0 + block));
-        }
-        EXPECT_TRUE(SameBits(S, S_ref) && SameBits(o, o_ref)) << "dk " << dk << " dv " << dv << " block " << block;
-      }
-    }
-  }
+  for (DeltaFn fn : DeltaKernels()) testing::CheckDeltaRuleKernel(fn);
 }
 
 // The delta rule itself: with g = 1, b = 1 and a zero state, one step stores k v^T and reads
@@ -128,55 +63,8 @@ TEST(DeltaRule, FirstStepWritesKeyTimesValue) {
   }
 }
 
-struct ScanCase {
-  int32_t P, N, n_tok;
-  std::vector<float> x, bc, dt, dA, s0;
-  ScanCase(int32_t P_, int32_t N_, int32_t n, uint32_t seed) : P(P_), N(N_), n_tok(n) {
-    x = RandomFloats(size_t(P) * size_t(n), seed);
-    bc = RandomFloats(size_t(2 * N) * size_t(n), seed + 1);
-    const std::vector<float> r = RandomFloats(size_t(n), seed + 2);
-    for (int32_t t = 0; t < n; ++t) {
-      dt.push_back(std::log1p(std::exp(r[size_t(t)])));
-      dA.push_back(std::exp(-dt.back()));
-    }
-    s0 = RandomFloats(size_t(P) * size_t(N), seed + 3, 0.3f);
-  }
-  void Run(ScanFn fn, std::vector<float>* s, std::vector<float>* y, int32_t t0, int32_t t1) const {
-    ScanArgs a;
-    a.s = s->data();
-    a.P = P;
-    a.N = N;
-    a.x = x.data() + size_t(t0) * size_t(P);
-    a.x_stride = size_t(P);
-    a.B = bc.data() + size_t(t0) * size_t(2 * N);
-    a.C = a.B + N;
-    a.bc_stride = size_t(2 * N);
-    a.dt = dt.data() + t0;
-    a.dA = dA.data() + t0;
-    a.D = 0.75f;
-    a.y = y->data() + size_t(t0) * size_t(P);
-    a.y_stride = size_t(P);
-    a.n_tok = t1 - t0;
-    fn(a);
-  }
-};
-
 TEST(MambaScan, EveryKernelAndSplitGivesTheReferenceBits) {
-  for (auto [P, N] : {std::pair{64, 128}, std::pair{6, 32}, std::pair{5, 20}, std::pair{64, 16}}) {
-    const ScanCase c(P, N, 6, uint32_t(P * N));
-    std::vector<float> s_ref = c.s0, y_ref(size_t(P) * size_t(c.n_tok));
-    c.Run(ScanRef, &s_ref, &y_ref, 0, c.n_tok);
-    for (ScanFn fn : ScanKernels()) {
-      std::vector<float> s = c.s0, y(y_ref.size());
-      c.Run(fn, &s, &y, 0, c.n_tok);
-      EXPECT_TRUE(SameBits(s, s_ref) && SameBits(y, y_ref)) << "P " << P << " N " << N;
-      s = c.s0;
-      std::fill(y.begin(), y.end(), 0.0f);
-      c.Run(fn, &s, &y, 0, 2);
-      for (int32_t t = 2; t < c.n_tok; ++t) c.Run(fn, &s, &y, t, t + 1);
-      EXPECT_TRUE(SameBits(s, s_ref) && SameBits(y, y_ref)) << "P " << P << " N " << N << " in steps";
-    }
-  }
+  for (ScanFn fn : ScanKernels()) testing::CheckScanKernel(fn);
 }
 
 // The scan itself against a plain double-precision loop: s = s dA + B x dt, y = C . s + D x.

@@ -75,6 +75,14 @@ inline float Fold8(__m256 h) {
   return _mm_cvtss_f32(q);
 }
 
+// The two 256-bit halves of a vector added (lane j + lane j + 8), through memory: the casts and
+// extracts trip GCC 12's maybe-uninitialized, and SIMDe's emulation has no extractf32x8.
+inline __m256 AddHalves(__m512 x) {
+  alignas(64) float f[16];
+  _mm512_store_ps(f, x);
+  return _mm256_add_ps(_mm256_load_ps(f), _mm256_load_ps(f + 8));
+}
+
 // R rows of the scan at one position: 16 state entries of each row per vector, R fma chains.
 template <int R>
 void ScanRows(const ScanArgs& a, int32_t i, const float* x, const float* B, const float* C, float dt, float dA,
@@ -97,7 +105,7 @@ void ScanRows(const ScanArgs& a, int32_t i, const float* x, const float* B, cons
     }
   }
   for (int r = 0; r < R; ++r) {
-    float sum = Fold8(_mm256_add_ps(_mm512_extractf32x8_ps(acc[r], 0), _mm512_extractf32x8_ps(acc[r], 1)));
+    float sum = Fold8(AddHalves(acc[r]));
     const float xd = x[i + r] * dt;
     for (size_t n = N16; n < N; ++n) {
       s[r][n] = std::fma(B[n], xd, s[r][n] * dA);

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "engine/cpu/recurrent_kernels.h"
+#include "engine/cpu/vec_math_avx2.h"  // HsumPs: lanes j + j + 4, then + 2, + 1, the reference's order
 
 namespace zf::engine::rec {
 namespace {
@@ -67,14 +68,6 @@ void DeltaBlock(const DeltaRuleArgs& a, int32_t c0) {
 }
 
 
-// part[j] += part[j + 4], + 2, + 1 of 8 partial sums (recurrent_kernels.h's order).
-inline float Fold8(__m256 h) {
-  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-  q = _mm_add_ss(q, _mm_movehdup_ps(q));
-  return _mm_cvtss_f32(q);
-}
-
 // The two 256-bit halves of a vector added (lane j + lane j + 8), through memory: the casts and
 // extracts trip GCC 12's maybe-uninitialized, and SIMDe's emulation has no extractf32x8.
 inline __m256 AddHalves(__m512 x) {
@@ -105,7 +98,7 @@ void ScanRows(const ScanArgs& a, int32_t i, const float* x, const float* B, cons
     }
   }
   for (int r = 0; r < R; ++r) {
-    float sum = Fold8(AddHalves(acc[r]));
+    float sum = vec2::HsumPs(AddHalves(acc[r]));
     const float xd = x[i + r] * dt;
     for (size_t n = N16; n < N; ++n) {
       s[r][n] = std::fma(B[n], xd, s[r][n] * dA);

@@ -26,6 +26,16 @@ std::unique_ptr<model::Model> LoadTwoThreads(const std::string& path) {
   return m;
 }
 
+// A session of 512 positions on m, its steps on b (nullptr: on its own).
+std::unique_ptr<rt::Session> NewSession(const model::Model& m, rt::Batcher* b) {
+  rt::SessionOptions so;
+  so.n_ctx = 512;
+  std::unique_ptr<rt::Session> s;
+  EXPECT_TRUE(rt::Session::Create(m, so, &s).ok());
+  if (b != nullptr) s->set_batcher(b);
+  return s;
+}
+
 TEST(Batcher, ConcurrentDecodesShareSteps) {
   ZF_REQUIRE_MODEL(path, "smollm2");
   std::unique_ptr<model::Model> m = LoadTwoThreads(path);
@@ -71,14 +81,7 @@ TEST(Batcher, VerificationRowsJoinDecodeSteps) {
   std::unique_ptr<model::Model> m = LoadTwoThreads(path);
   ASSERT_TRUE(m);
   const size_t nv = size_t(m->desc().n_vocab);
-  auto session = [&](rt::Batcher* b) {
-    rt::SessionOptions so;
-    so.n_ctx = 512;
-    std::unique_ptr<rt::Session> s;
-    EXPECT_TRUE(rt::Session::Create(*m, so, &s).ok());
-    if (b != nullptr) s->set_batcher(b);
-    return s;
-  };
+  auto session = [&](rt::Batcher* b) { return NewSession(*m, b); };
   const int32_t prompt[4] = {1, 504, 3458, 282};
   constexpr int32_t kVerify = 9;
   std::vector<int32_t> draft(kVerify);
@@ -124,14 +127,7 @@ TEST(Batcher, ConcurrentPromptsShareStepsExactly) {
   std::unique_ptr<model::Model> m = LoadTwoThreads(path);
   ASSERT_TRUE(m);
   const size_t nv = size_t(m->desc().n_vocab);
-  auto session = [&](rt::Batcher* b) {
-    rt::SessionOptions so;
-    so.n_ctx = 512;
-    std::unique_ptr<rt::Session> s;
-    EXPECT_TRUE(rt::Session::Create(*m, so, &s).ok());
-    if (b != nullptr) s->set_batcher(b);
-    return s;
-  };
+  auto session = [&](rt::Batcher* b) { return NewSession(*m, b); };
   constexpr int kSessions = 3;
   std::vector<std::vector<int32_t>> prompts(kSessions);
   for (int i = 0; i < kSessions; ++i) {

@@ -33,7 +33,9 @@ using zf::capitest::Load;
 using zf::capitest::ModelPtr;
 using zf::capitest::MmprojPtr;
 using zf::capitest::NewSession;
+using zf::capitest::CentredCosine;
 using zf::capitest::SessionPtr;
+using zf::capitest::SessionTokens;
 
 constexpr double kTieMargin = 1.25;  // as vision_placement_test.cpp: a greedy miss only at a near-tie
 
@@ -62,33 +64,12 @@ std::vector<float> Clip(std::string* wav = nullptr) {
   return pcm;
 }
 
-double CentredCosine(const std::vector<double>& a, const std::vector<double>& b) {
-  double ma = 0, mb = 0;
-  for (size_t i = 0; i < a.size(); ++i) ma += a[i] / double(a.size()), mb += b[i] / double(b.size());
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    ab += (a[i] - ma) * (b[i] - mb);
-    aa += (a[i] - ma) * (a[i] - ma);
-    bb += (b[i] - mb) * (b[i] - mb);
-  }
-  return ab / std::sqrt(aa * bb);
-}
-
 std::vector<int32_t> Tokenize(const zf_model* m, const std::string& text, uint32_t flags) {
   std::vector<int32_t> ids(text.size() + 8);
   size_t n = 0;
   EXPECT_EQ(zf_tokenize(m, text.data(), text.size(), flags, ids.data(), ids.size(), &n), ZF_OK) << zf_last_error();
   ids.resize(n);
   return ids;
-}
-
-std::vector<int32_t> SessionTokens(const zf_session* s) {
-  size_t n = 0;
-  const zf_status st = zf_session_tokens(s, nullptr, 0, &n);
-  EXPECT_TRUE(st == ZF_OK || st == ZF_ERR_BUFFER_TOO_SMALL) << zf_last_error();
-  std::vector<int32_t> t(n);
-  EXPECT_EQ(zf_session_tokens(s, t.data(), t.size(), &n), ZF_OK) << zf_last_error();
-  return t;
 }
 
 class CapiAudio : public ::testing::TestWithParam<std::string> {
@@ -187,7 +168,7 @@ TEST_P(CapiAudio, EvalAudioMatchesLibmtmd) {
   double worst_gap = 0;
   for (const json& step : g["greedy"]) {
     const int32_t want = step["token"];
-    const int32_t best = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    const int32_t best = zf::capitest::Argmax(logits);
     if (best == want) {
       ++exact;
     } else {
@@ -213,19 +194,7 @@ class CapiAudioTurn : public ::testing::Test {
     ASSERT_EQ(zf_mmproj_load(model_.get(), Projector("qwen2a-f16").c_str(), 0, &p), ZF_OK) << zf_last_error();
     mmproj_.reset(p);
   }
-  static std::string Base64(const std::string& b) {
-    static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    for (size_t i = 0; i < b.size(); i += 3) {
-      const uint32_t v = uint32_t(uint8_t(b[i])) << 16 | (i + 1 < b.size() ? uint32_t(uint8_t(b[i + 1])) << 8 : 0) |
-                         (i + 2 < b.size() ? uint32_t(uint8_t(b[i + 2])) : 0);
-      out += k[v >> 18 & 63];
-      out += k[v >> 12 & 63];
-      out += i + 1 < b.size() ? k[v >> 6 & 63] : '=';
-      out += i + 2 < b.size() ? k[v & 63] : '=';
-    }
-    return out;
-  }
+  static std::string Base64(const std::string& b) { return zf::capitest::Base64(std::vector<uint8_t>(b.begin(), b.end())); }
   static json Request(const json& audio_part) {
     return {{"messages", json::array({{{"role", "user"},
                                        {"content", json::array({{{"type", "text"}, {"text", "What do you hear?"}},

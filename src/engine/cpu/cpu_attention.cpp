@@ -544,7 +544,9 @@ void CpuBackend::Attention(const KvCache& kv, int32_t layer, const float* q, int
     AttentionRowsExact(cache, layer, q, n_tok, pos0, ap, out);
     return;
   }
-  if (n_tok > 1 && blocked_ok && (f16 || f32)) {
+  // The blocked kernel sums in another order than one token at a time: fast prefill only. Exact
+  // prefill with an F32 cache takes the per-row path below, the one a decode step takes.
+  if (n_tok > 1 && blocked_ok && (f16 || (f32 && !invariant_))) {
     AttentionBlocked(cache, layer, q, n_tok, pos0, ap, out);
     return;
   }

@@ -21,6 +21,9 @@ cmake --build "$build" -j"$(nproc)" --target zerfoo zerfoo_unit_tests zerfoo_cap
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # embed_test.cpp's synthesized BERT files (ctest's fixture embed.models writes them elsewhere).
 tests/capi/make_embed_models.sh "$build/tests/embed-models"
+# audio_test.cpp's synthesized audio projectors (ctest's fixture audio.models; same path): the
+# mel, the encoder and the input_audio parts under the sanitizers.
+tests/vision/make_audio_models.sh "$build/tests/vision_models/audio"
 # The unit tests and the C API tests (two shards) run at once: under the sanitizers they use
 # about one core each (scripts/gtest_shards.sh), so the three processes share the two cores.
 unit_log="$(mktemp)"

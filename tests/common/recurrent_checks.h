@@ -124,21 +124,30 @@ inline void CheckDeltaRuleKernel(DeltaFn fn) {
   }
 }
 
-// The kernel against the reference, whole and in steps of 2, 1, 1, ...: the same bits.
+// The kernel against the reference, whole, in steps of 2, 1, 1, ... and in two chunks split
+// inside a 16-position tile: the same bits. 37 positions take two full tiles of the AVX-512
+// kernel and a partial one; the state sizes cover its tiled widths (32 ... 256) and the rest.
 inline void CheckScanKernel(ScanFn fn) {
-  for (auto [P, N] : {std::pair{64, 128}, std::pair{6, 32}, std::pair{5, 20}, std::pair{64, 16}}) {
-    const ScanCase c(P, N, 6, uint32_t(P * N));
-    std::vector<float> s_ref = c.s0, y_ref(size_t(P) * size_t(c.n_tok));
-    c.Run(engine::rec::ScanRef, &s_ref, &y_ref, 0, c.n_tok);
-    {
+  for (auto [P, N] : {std::pair{64, 128}, std::pair{6, 32}, std::pair{5, 20}, std::pair{64, 16}, std::pair{3, 256},
+                      std::pair{7, 64}}) {
+    for (int32_t n_tok : {6, 37}) {
+      const ScanCase c(P, N, n_tok, uint32_t(P * N + n_tok));
+      std::vector<float> s_ref = c.s0, y_ref(size_t(P) * size_t(c.n_tok));
+      c.Run(engine::rec::ScanRef, &s_ref, &y_ref, 0, c.n_tok);
       std::vector<float> s = c.s0, y(y_ref.size());
       c.Run(fn, &s, &y, 0, c.n_tok);
-      EXPECT_TRUE(SameBits(s, s_ref) && SameBits(y, y_ref)) << "P " << P << " N " << N;
+      EXPECT_TRUE(SameBits(s, s_ref) && SameBits(y, y_ref)) << "P " << P << " N " << N << " n " << n_tok;
       s = c.s0;
       std::fill(y.begin(), y.end(), 0.0f);
       c.Run(fn, &s, &y, 0, 2);
       for (int32_t t = 2; t < c.n_tok; ++t) c.Run(fn, &s, &y, t, t + 1);
-      EXPECT_TRUE(SameBits(s, s_ref) && SameBits(y, y_ref)) << "P " << P << " N " << N << " in steps";
+      EXPECT_TRUE(SameBits(s, s_ref) && SameBits(y, y_ref)) << "P " << P << " N " << N << " n " << n_tok << " in steps";
+      s = c.s0;
+      std::fill(y.begin(), y.end(), 0.0f);
+      const int32_t split = c.n_tok / 2 + 1;
+      c.Run(fn, &s, &y, 0, split);
+      c.Run(fn, &s, &y, split, c.n_tok);
+      EXPECT_TRUE(SameBits(s, s_ref) && SameBits(y, y_ref)) << "P " << P << " N " << N << " n " << n_tok << " in two";
     }
   }
 }

@@ -63,6 +63,12 @@ FAMILIES = {
                   eps=1e-6, ctx=32768, qkv_bias=True),
     "qwen3": dict(arch="qwen3", vocab="qwen2", E=256, L=2, H=14, Hkv=2, hd=80, F=768, base=1e6, tied=True,
                   eps=1e-6, ctx=40960, qk_norm=True, key_length=True),
+    # Qwen2.5-VL's and Qwen3-VL's language models: Qwen 2 / Qwen 3 blocks with M-RoPE sections
+    # (Qwen3-VL: one deepstack layer; text rows add nothing there).
+    "qwen2vl": dict(arch="qwen2vl", vocab="qwen2", E=256, L=2, H=4, Hkv=2, hd=64, F=768, base=1e6, tied=True,
+                    eps=1e-6, ctx=128000, qkv_bias=True, sections=[8, 12, 12, 0]),
+    "qwen3vl": dict(arch="qwen3vl", vocab="qwen2", E=256, L=2, H=14, Hkv=2, hd=80, F=768, base=5e6, tied=True,
+                    eps=1e-6, ctx=262144, qk_norm=True, key_length=True, sections=[12, 14, 14, 0], deepstack=1),
     "qwen3moe": dict(arch="qwen3moe", vocab="qwen2", E=256, L=2, H=4, Hkv=1, hd=128, F=768, base=1e6,
                      tied=True, eps=1e-6, ctx=40960, qk_norm=True, key_length=True, experts=(8, 3), Fe=256),
     # Phi-3 / Phi-4-mini style: fused QKV and gate|up, LongRoPE factors, partial rotary, a
@@ -220,7 +226,7 @@ def tensor_specs(h, n_vocab, quant):
     E, L, H, Hkv, hd, F = h["E"], h["L"], h["H"], h["Hkv"], h["hd"], h["F"]
     arch = h["arch"]
     nq, nkv = hd * H, hd * Hkv
-    if arch in ("qwen2", "phi3", "olmo2"):
+    if arch in ("qwen2", "qwen2vl", "phi3", "olmo2"):
         assert nq == E, f"{arch}: Q is {{E, E}}, so hd must be E/H"
 
     def mat(name, n_in, n_out, sigma, layer=-1, kind="base", n_exp=0):
@@ -685,6 +691,10 @@ def metadata(h, quant, name):
                kv_u32(f"{a}.rope.scaling.original_context_length", y["orig"]),
                kv_f32(f"{a}.rope.scaling.yarn_beta_fast", 32.0), kv_f32(f"{a}.rope.scaling.yarn_beta_slow", 1.0),
                kv_u32(f"{a}.attention.sliding_window", h["window"])]
+    if "sections" in h:
+        kv.append(kv_i32_array(f"{a}.rope.dimension_sections", h["sections"]))
+    if "deepstack" in h:
+        kv.append(kv_u32(f"{a}.n_deepstack_layers", h["deepstack"]))
     if a in ("lfm2", "lfm2moe"):
         kv.append(kv_u32(f"{a}.shortconv.l_cache", h["l_cache"]))
     if a == "lfm2moe":

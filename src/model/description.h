@@ -3,6 +3,7 @@
 // and the engines' weight copies read only this; nothing downstream switches on the family name.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -248,6 +249,15 @@ struct ModelDesc {
   // Rope frequency factors: rope_freqs when the file has it (llama3 scaling), else LongRoPE's
   // rope_factors_long when a session's context exceeds n_ctx_orig, else rope_factors_short.
   int32_t n_ctx_orig = 0;  // rope.scaling.original_context_length (default: context_length)
+  // M-RoPE (qwen2vl / qwen3vl): rope.dimension_sections, how many rotated pairs take a token's
+  // t / h / w / e position; all zero = plain rope. mrope_interleaved: Qwen3-VL's order (pairs
+  // cycle t, h, w) rather than consecutive sections. A text token's components are equal, so
+  // for text this is the plain rope of the layers' style.
+  std::array<int32_t, 4> mrope_sections{};
+  bool mrope_interleaved = false;
+  // Qwen3-VL deepstack (n_deepstack_layers): an image row is (1 + n_deepstack) x n_embd floats,
+  // the first slice the input and slice k + 1 added to layer k's output; token rows add nothing.
+  int32_t n_deepstack = 0;
 
   // Embeddings: the file's pooling, and the classification head of rerankers (cls.weight
   // [n_embd, n_embd] + tanh when present, then cls.output.weight [n_embd, n_cls_out], biases

@@ -14,6 +14,8 @@ constexpr ArchEntry kArchs[] = {
     {"qwen2", BuildQwen2},
     {"qwen3", BuildQwen3},
     {"qwen3moe", BuildQwen3Moe},
+    {"qwen2vl", BuildQwen2VL},
+    {"qwen3vl", BuildQwen3VL},
     {"phi3", BuildPhi3},
     {"smollm3", BuildSmolLM3},
     {"granite", BuildGranite},

@@ -39,6 +39,8 @@ Status BuildGemma4(const Hparams& h, ModelDesc* d);
 Status BuildQwen2(const Hparams& h, ModelDesc* d);
 Status BuildQwen3(const Hparams& h, ModelDesc* d);
 Status BuildQwen3Moe(const Hparams& h, ModelDesc* d);
+Status BuildQwen2VL(const Hparams& h, ModelDesc* d);
+Status BuildQwen3VL(const Hparams& h, ModelDesc* d);
 Status BuildPhi3(const Hparams& h, ModelDesc* d);
 Status BuildSmolLM3(const Hparams& h, ModelDesc* d);
 Status BuildGranite(const Hparams& h, ModelDesc* d);

@@ -48,7 +48,7 @@ namespace {
 
 using nlohmann::json;
 
-const char* const kModels[] = {"llama", "llama31", "mixtral", "qwen2", "qwen3", "qwen3moe",
+const char* const kModels[] = {"llama", "llama31", "mixtral", "qwen2", "qwen3", "qwen3moe", "qwen2vl", "qwen3vl",
                                "phi3",  "gemma2",  "smollm3", "granite", "olmo2", "gpt-oss", "gemma4",
                                "gemma4moe", "lfm2", "lfm2moe", "granitehybrid", "granitehybridmoe",
                                "qwen35", "qwen35moe"};

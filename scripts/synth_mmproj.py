@@ -20,7 +20,9 @@ Writes OUT_DIR/mmproj-gemma3-{f32,f16,q8_0}.gguf: F32 everywhere; F16 matrices (
 convolution, q/k/v/out, FFN, input projection) with F32 norms, biases and positions; Q8_0 block
 matrices (q/k/v/out, FFN) with the F16 patch convolution and input projection (clip.cpp
 transposes the projection and convolves the patches, which it cannot do on Q8_0); and
-OUT_DIR/mmproj-idefics3-{f16,q8_0}.gguf alike (mm.model.fc a block matrix: Q8_0 in q8_0).
+OUT_DIR/mmproj-idefics3-{f16,q8_0}.gguf alike (mm.model.fc a block matrix: Q8_0 in q8_0), and
+OUT_DIR/mmproj-pixtral-{f32,f16,q8_0}.gguf (HP_PIXTRAL; with --lm also smollm2-pixtral.gguf:
+SmolLM2 with [IMG], [IMG_BREAK], [IMG_END] appended as CONTROL tokens).
 The pinned gguf/numpy of scripts/requirements-synth.txt (tests/vision/make_models.sh).
 """
 import argparse
@@ -34,13 +36,37 @@ HP = dict(n_embd=64, n_ff=128, n_layer=2, n_head=4, image_size=896, patch_size=1
           projector="gemma3")
 HP_IDEFICS3 = dict(HP, image_size=512, patch_size=16, proj_dim=576, projector="idefics3", scale_factor=4,
                    preproc_image_size=1024)
+# Pixtral (Mistral Small 3.1's layout: patch merger by 2): 16 px patches, images of their own size
+# (whole 32 px blocks), SiLU-gated RMS-norm ViT with 2D rotary positions, mm.1 / GELU / mm.2 to
+# SmolLM2-135M's 576, and the [IMG_BREAK] row.
+HP_PIXTRAL = dict(HP, image_size=1024, patch_size=16, proj_dim=576, projector="pixtral", spatial_merge_size=2, eps=1e-5)
+PIXTRAL_TOKENS = ["[IMG]", "[IMG_BREAK]", "[IMG_END]"]
 # SmolVLM's added tokens (its tokenizer's additional special tokens).
 VLM_TOKENS = (["<fake_token_around_image>", "<image>", "<global-img>"] +
               [f"<row_{r}_col_{c}>" for r in range(1, 7) for c in range(1, 7)])
 
 
+def tensors_pixtral(hp):
+    """Pixtral's tensors (clip.cpp's PIXTRAL): no biases in the ViT, RMS norms (weights only)."""
+    E, F, P, M, W = hp["n_embd"], hp["n_ff"], hp["patch_size"], hp["spatial_merge_size"], hp["proj_dim"]
+    t = [("v.patch_embd.weight", (P, P, 3, E), "conv"), ("v.pre_ln.weight", (E,), "normw")]
+    for i in range(hp["n_layer"]):
+        b = f"v.blk.{i}."
+        t += [(b + "ln1.weight", (E,), "normw")]
+        t += [(b + m + ".weight", (E, E), "mat") for m in ("attn_q", "attn_k", "attn_v", "attn_out")]
+        t += [(b + "ln2.weight", (E,), "normw"), (b + "ffn_gate.weight", (E, F), "mat"),
+              (b + "ffn_up.weight", (E, F), "mat"), (b + "ffn_down.weight", (F, E), "mat")]
+    t += [("mm.input_norm.weight", (E,), "normw"), ("mm.patch_merger.weight", (E * M * M, E), "mat"),
+          ("mm.1.weight", (E, W), "mat"), ("mm.1.bias", (W,), "bias"),
+          ("mm.2.weight", (W, W), "mat"), ("mm.2.bias", (W,), "bias"),
+          ("v.token_embd.img_break", (W,), "bias")]
+    return t
+
+
 def tensors(hp):
     """(name, ne (ggml order), kind): kind is 'mat' (a product's weight), 'conv', 'proj', or 'vec'."""
+    if hp["projector"] == "pixtral":
+        return tensors_pixtral(hp)
     E, F, P = hp["n_embd"], hp["n_ff"], hp["patch_size"]
     n_pos = (hp["image_size"] // P) ** 2
     t = [("v.patch_embd.weight", (P, P, 3, E), "conv"), ("v.patch_embd.bias", (E,), "bias"),
@@ -80,7 +106,7 @@ def write(path, hp, variant, seed):
     w.add_string("general.name", f"zerfoo synthetic {hp['projector']} mmproj ({variant})")
     w.add_string("clip.projector_type", hp["projector"])
     w.add_bool("clip.has_vision_encoder", True)
-    w.add_bool("clip.use_gelu", True)
+    w.add_bool("clip.use_silu" if hp["projector"] == "pixtral" else "clip.use_gelu", True)
     w.add_uint32("clip.vision.image_size", hp["image_size"])
     w.add_uint32("clip.vision.patch_size", hp["patch_size"])
     w.add_uint32("clip.vision.embedding_length", hp["n_embd"])
@@ -91,6 +117,8 @@ def write(path, hp, variant, seed):
     w.add_float32("clip.vision.attention.layer_norm_epsilon", hp["eps"])
     if "scale_factor" in hp:
         w.add_uint32("clip.vision.projector.scale_factor", hp["scale_factor"])
+    if "spatial_merge_size" in hp:
+        w.add_uint32("clip.vision.spatial_merge_size", hp["spatial_merge_size"])
     if "preproc_image_size" in hp:
         w.add_uint32("clip.vision.preproc_image_size", hp["preproc_image_size"])
     w.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5])
@@ -112,8 +140,8 @@ def write(path, hp, variant, seed):
     print(f"{path}: {os.path.getsize(path) >> 10} KiB")
 
 
-def write_vlm_lm(src, path, seed):
-    """src (SmolLM2) with VLM_TOKENS appended: tokens, types, vocab size, token_embd rows."""
+def write_vlm_lm(src, path, seed, added=VLM_TOKENS):
+    """src (SmolLM2) with `added` appended: tokens, types, vocab size, token_embd rows."""
     r = gguf.GGUFReader(src)
     arch = bytes(r.fields["general.architecture"].parts[-1]).decode()
     w = gguf.GGUFWriter(path, arch)
@@ -123,11 +151,11 @@ def write_vlm_lm(src, path, seed):
             continue
         vt = f.types[0]
         if name == "tokenizer.ggml.tokens":
-            w.add_array(name, [bytes(f.parts[i]).decode() for i in f.data] + VLM_TOKENS)
+            w.add_array(name, [bytes(f.parts[i]).decode() for i in f.data] + added)
         elif name == "tokenizer.ggml.token_type":
-            w.add_array(name, [int(f.parts[i][0]) for i in f.data] + [int(gguf.TokenType.CONTROL)] * len(VLM_TOKENS))
+            w.add_array(name, [int(f.parts[i][0]) for i in f.data] + [int(gguf.TokenType.CONTROL)] * len(added))
         elif name == f"{arch}.vocab_size":
-            w.add_uint32(name, n_old + len(VLM_TOKENS))
+            w.add_uint32(name, n_old + len(added))
         elif vt == gguf.GGUFValueType.ARRAY:
             sub = f.types[1]
             if sub == gguf.GGUFValueType.STRING:
@@ -143,7 +171,7 @@ def write_vlm_lm(src, path, seed):
         data = np.array(t.data)
         if t.name == "token_embd.weight":
             # Rows of existing tokens (ids past the control tokens) for the new ones.
-            src_rows = rng.integers(100, n_old, size=len(VLM_TOKENS))
+            src_rows = rng.integers(100, n_old, size=len(added))
             data = np.concatenate([data, data[src_rows]], axis=0)
         w.add_tensor(t.name, data, raw_shape=data.shape, raw_dtype=t.tensor_type)
     w.write_header_to_file()
@@ -169,8 +197,11 @@ def main():
         write(os.path.join(a.out_dir, f"mmproj-gemma3-{v}.gguf"), HP, v, a.seed)
     for v in ("f16", "q8_0"):
         write(os.path.join(a.out_dir, f"mmproj-idefics3-{v}.gguf"), HP_IDEFICS3, v, a.seed)
+    for v in ("f32", "f16", "q8_0"):
+        write(os.path.join(a.out_dir, f"mmproj-pixtral-{v}.gguf"), HP_PIXTRAL, v, a.seed)
     if a.lm:
         write_vlm_lm(a.lm, os.path.join(a.out_dir, "smollm2-vlm.gguf"), a.seed)
+        write_vlm_lm(a.lm, os.path.join(a.out_dir, "smollm2-pixtral.gguf"), a.seed, PIXTRAL_TOKENS)
 
 
 if __name__ == "__main__":

@@ -112,9 +112,11 @@ int32_t DefaultThreads(int32_t n_threads) {
   return n_threads > 0 ? n_threads : static_cast<int32_t>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
 }
 
-// The rows an image gives: n_tokens per encoder input (one, or its tiles and the overview).
+// The rows an image gives: n_tokens per encoder input (one, or its tiles and the overview), or
+// a dynamic-size image's own count.
 size_t RowsOf(const zf::vision::VisionHparams& hp, const zf::vision::Image& img) {
-  return size_t(zf::vision::PlanTiles(hp, img.width, img.height).n_images()) * size_t(hp.n_tokens());
+  const zf::vision::TileGrid g = zf::vision::PlanTiles(hp, img.width, img.height);
+  return g.rows > 0 ? size_t(g.rows) : size_t(g.n_images()) * size_t(hp.n_tokens());
 }
 
 // Encodes decoded pixels on an encoder borrowed from the pool; checks the size it returns.
@@ -193,7 +195,7 @@ ImagePlacement PlacementOf(const zf_mmproj* p, const vision::TileGrid& grid) {
   const zf::vision::VisionHparams& hp = p->impl->hparams();
   ImagePlacement pl;
   pl.pieces = zf::vision::Layout(*hp.spec, grid, hp.n_tokens());
-  pl.bidirectional = hp.spec->bidirectional;  // mtmd_decode_use_non_causal
+  pl.bidirectional = zf::vision::RowsBidirectional(*hp.spec, hp.proj_width);  // mtmd_decode_use_non_causal
   return pl;
 }
 
@@ -226,7 +228,7 @@ Status NotImages(const zf_mmproj* p, const std::string& field) {
 rt::TurnImages TurnImagesOf(const zf_mmproj* p, int32_t n_threads) {
   rt::TurnImages t;
   AddAudioToTurn(p, n_threads, &t);  // an image projector's refuse audio parts, and the reverse
-  t.bidirectional = p->impl && p->impl->hparams().spec->bidirectional;
+  t.bidirectional = p->impl && zf::vision::RowsBidirectional(*p->impl->hparams().spec, p->impl->hparams().proj_width);
   t.embed = [p, n_threads](std::string_view bytes, const std::string& field, std::shared_ptr<const std::vector<float>>* rows,
                            std::vector<rt::ImagePiece>* pieces) {
     vision::TileGrid grid;

@@ -100,11 +100,11 @@ void VisionEncoder::Gelu(float* x, int64_t n) {
   });
 }
 
-void VisionEncoder::Attention(const float* q, const float* k, const float* v, int64_t T, float* out) {
+void VisionEncoder::Attention(const float* q, const float* k, const float* v, int64_t T, float* out, float scale_qk) {
   // As libmtmd runs it on the CPU (flash attention, its tiled kernel): K and V cast to F16, Q,
   // the scores, the probabilities and the sums in F32.
   const int64_t n = m_.hparams().n_embd, H = m_.hparams().n_head, d = n / H;
-  const float scale = 1.0f / std::sqrt(float(d));
+  const float scale = scale_qk != 0.0f ? scale_qk : 1.0f / std::sqrt(float(d));
   const int64_t Tp = (T + 15) / 16 * 16;  // rows of probabilities padded for the GEMM's k
   // K per head as F16 rows [h][T][d]; V per head transposed, F16 [h][d][Tp] (zero padding).
   std::vector<uint16_t> k16(size_t(H * T * d)), vt16(size_t(H * d * Tp), 0);
@@ -182,7 +182,11 @@ Status VisionEncoder::Encode(const Image& image, std::vector<float>* embd, TileG
   embd->clear();
   embd->reserve(inputs.size() * size_t(hp.n_tokens()) * size_t(hp.proj_width));
   for (const Image& in : inputs) {
-    ZF_RETURN_IF_ERROR(EncodePixels(Normalize(in, hp.mean, hp.std), &one));
+    if (hp.spec->vit == Vit::kPixtral) {
+      ZF_RETURN_IF_ERROR(EncodePixtral(Normalize(in, hp.mean, hp.std), in.width, in.height, &one));
+    } else {
+      ZF_RETURN_IF_ERROR(EncodePixels(Normalize(in, hp.mean, hp.std), &one));
+    }
     embd->insert(embd->end(), one.begin(), one.end());
   }
   return Status::Ok();

@@ -38,12 +38,16 @@ class VisionEncoder {
   Status Encode(const Image& image, std::vector<float>* embd, TileGrid* grid = nullptr);
   // One encoder input's rows from preprocessed pixels (image_size^2 x 3 floats, Normalize's).
   Status EncodePixels(const std::vector<float>& pixels, std::vector<float>* embd);
+  // Vit::kPixtral: a w x h image's rows (vision/pixtral.cpp), [IMG_BREAK] rows included.
+  Status EncodePixtral(const std::vector<float>& pixels, int32_t w, int32_t h, std::vector<float>* embd);
 
  private:
   void MatMul(const Linear& l, const float* x, int64_t n_tok, float* y);
   void LayerNorm(const LayerNormW& n, float* x, int64_t n_tok);  // in place
   void Gelu(float* x, int64_t n);
-  void Attention(const float* q, const float* k, const float* v, int64_t T, float* out);
+  // scale multiplies q.k (0: 1 / sqrt(head width)).
+  void Attention(const float* q, const float* k, const float* v, int64_t T, float* out, float scale = 0.0f);
+  void RmsNorm(const std::vector<float>& w, float* x, int64_t n_tok);  // in place, rows of n_embd
 
   const Mmproj& m_;
   std::unique_ptr<engine::ThreadPool> pool_;

@@ -6,9 +6,9 @@
 
 #include "gguf/gguf.h"
 #include "quant/quant.h"
+#include "vision/mmproj_tensors.h"
 
 namespace zf::vision {
-namespace {
 
 std::string Shape(const int64_t* ne, size_t n) {
   std::string s = "[";
@@ -16,7 +16,6 @@ std::string Shape(const int64_t* ne, size_t n) {
   return s + "]";
 }
 
-// The tensor `name` with exactly the shape ne (ggml order); its name is added to `used`.
 Status Find(const gguf::GgufFile& f, const std::string& name, std::vector<int64_t> ne, std::set<std::string>* used,
             const gguf::TensorInfo** out) {
   const gguf::TensorInfo* t = f.FindTensor(name);
@@ -43,9 +42,8 @@ Status Floats(const gguf::GgufFile& f, const std::string& name, std::vector<int6
   return Status::Ok();
 }
 
-// `out` rows of `in`; ne: the file's shape when it is not [in, out] (the patch convolution).
 Status Matrix(const gguf::GgufFile& f, const std::string& name, int64_t in, int64_t out, std::set<std::string>* used,
-              Linear* l, bool bias, std::vector<int64_t> ne = {}) {
+              Linear* l, bool bias, std::vector<int64_t> ne) {
   const gguf::TensorInfo* t = nullptr;
   ZF_RETURN_IF_ERROR(Find(f, name + ".weight", ne.empty() ? std::vector<int64_t>{in, out} : ne, used, &t));
   if (!quant::IsSupported(t->type) || in % GetTypeTraits(t->type)->block_size != 0)
@@ -59,6 +57,8 @@ Status Matrix(const gguf::GgufFile& f, const std::string& name, int64_t in, int6
   if (bias) ZF_RETURN_IF_ERROR(Floats(f, name + ".bias", {out}, used, &l->b));
   return Status::Ok();
 }
+
+namespace {
 
 Status Norm(const gguf::GgufFile& f, const std::string& name, int64_t n, std::set<std::string>* used, LayerNormW* out,
             bool required) {
@@ -90,16 +90,22 @@ Status ReadHparams(const gguf::GgufFile& f, VisionHparams* hp) {
   bool b = false;
   if (!f.GetBool("clip.has_vision_encoder", &b).ok() || !b)
     return FormatError("mmproj: clip.has_vision_encoder is not true (no vision encoder in the file)");
-  if (!f.GetBool("clip.use_gelu", &b).ok() || !b)
-    return Unsupported("mmproj: clip.use_gelu is not true (" + hp->projector + "'s SigLIP encoder uses GELU)");
+  const bool pixtral = hp->spec->vit == Vit::kPixtral;
+  const char* act = pixtral ? "clip.use_silu" : "clip.use_gelu";
+  if (!f.GetBool(act, &b).ok() || !b)
+    return Unsupported(std::string("mmproj: ") + act + " is not true (" + hp->projector + "'s encoder uses " +
+                       (pixtral ? "SiLU" : "GELU") + ")");
   ZF_RETURN_IF_ERROR(U32(f, "clip.vision.image_size", &hp->image_size, 1));
   ZF_RETURN_IF_ERROR(U32(f, "clip.vision.patch_size", &hp->patch_size, 1));
   ZF_RETURN_IF_ERROR(U32(f, "clip.vision.embedding_length", &hp->n_embd, 1));
   ZF_RETURN_IF_ERROR(U32(f, "clip.vision.feed_forward_length", &hp->n_ff, 1));
   ZF_RETURN_IF_ERROR(U32(f, "clip.vision.block_count", &hp->n_layer, 1));
   ZF_RETURN_IF_ERROR(U32(f, "clip.vision.attention.head_count", &hp->n_head, 1));
-  if (f.Find("clip.vision.projector.scale_factor") != nullptr)
-    ZF_RETURN_IF_ERROR(U32(f, "clip.vision.projector.scale_factor", &hp->n_merge, 1));
+  // Pixtral merges by clip.vision.spatial_merge_size (none without it), the others pool or
+  // shuffle by the scale factor (4 without it).
+  const char* merge_key = pixtral ? "clip.vision.spatial_merge_size" : "clip.vision.projector.scale_factor";
+  hp->n_merge = pixtral ? 1 : 4;
+  if (f.Find(merge_key) != nullptr) ZF_RETURN_IF_ERROR(U32(f, merge_key, &hp->n_merge, 1));
   if (hp->spec->merge == Merge::kPixelShuffle && hp->n_merge < 2)
     return FormatError("mmproj: clip.vision.projector.scale_factor must be 2 or more for " + hp->projector + "'s pixel shuffle");
   if (hp->spec->tiling == Tiling::kLongestEdge) {
@@ -129,6 +135,20 @@ Status ReadHparams(const gguf::GgufFile& f, VisionHparams* hp) {
     return FormatError("mmproj: " + std::to_string(hp->patches_per_side()) + " patches per side do not pool by " + std::to_string(hp->n_merge));
   if (hp->n_embd % hp->n_head != 0)
     return FormatError("mmproj: clip.vision.embedding_length is no multiple of clip.vision.attention.head_count");
+  if (hp->spec->tiling == Tiling::kDynamic) {
+    // libmtmd's token limits for pixtral (set_limit_image_tokens(8, 1024)) in pixels.
+    const int32_t area = hp->patch_size * hp->patch_size * hp->n_merge * hp->n_merge;
+    hp->min_pixels = 8 * area;
+    hp->max_pixels = 1024 * area;
+  }
+  return Status::Ok();
+}
+
+// A tensor with no role is refused (a file of another layout read wrongly otherwise).
+Status CheckAllUsed(const gguf::GgufFile& f, const VisionHparams& hp, const std::set<std::string>& used) {
+  for (const gguf::TensorInfo& ti : f.tensors())
+    if (used.count(std::string(ti.name)) == 0)
+      return FormatError("mmproj: tensor '" + std::string(ti.name) + "' is not part of a " + hp.projector + " projector");
   return Status::Ok();
 }
 
@@ -151,8 +171,15 @@ Status Mmproj::FromGguf(std::unique_ptr<gguf::GgufFile> file, std::unique_ptr<Mm
   const gguf::GgufFile& f = *file;
   VisionHparams& hp = m->hp_;
   ZF_RETURN_IF_ERROR(ReadHparams(f, &hp));
-  const int64_t E = hp.n_embd, P = hp.patch_size, n_pos = int64_t(hp.patches_per_side()) * hp.patches_per_side();
   std::set<std::string> used;
+  if (hp.spec->vit == Vit::kPixtral) {
+    ZF_RETURN_IF_ERROR(LoadPixtral(f, &hp, m.get(), &used));
+    ZF_RETURN_IF_ERROR(CheckAllUsed(f, hp, used));
+    m->file_ = std::move(file);
+    *out = std::move(m);
+    return Status::Ok();
+  }
+  const int64_t E = hp.n_embd, P = hp.patch_size, n_pos = int64_t(hp.patches_per_side()) * hp.patches_per_side();
   // The patch convolution [P][P][3][E] is E rows of 3*P*P: a product over im2col rows.
   ZF_RETURN_IF_ERROR(Matrix(f, "v.patch_embd", 3 * P * P, E, &used, &m->patch, false, {P, P, 3, E}));
   ZF_RETURN_IF_ERROR(Floats(f, "v.patch_embd.bias", {E}, &used, &m->patch.b));
@@ -208,9 +235,7 @@ Status Mmproj::FromGguf(std::unique_ptr<gguf::GgufFile> file, std::unique_ptr<Mm
         std::memcpy(m->proj.owned.data() + (size_t(c * E + r)) * es, pw->data + size_t(r * W + c) * es, es);
     m->proj.w = m->proj.owned.data();
   }
-  for (const gguf::TensorInfo& ti : f.tensors())
-    if (used.count(std::string(ti.name)) == 0)
-      return FormatError("mmproj: tensor '" + std::string(ti.name) + "' is not part of a " + hp.projector + " projector");
+  ZF_RETURN_IF_ERROR(CheckAllUsed(f, hp, used));
   m->file_ = std::move(file);
   *out = std::move(m);
   return Status::Ok();

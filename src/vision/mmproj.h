@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,10 @@ struct VisionHparams {
   int32_t proj_width = 0;    // output width: the projection's rows (the LM's embedding width)
   float eps = 1e-6f;
   std::array<float, 3> mean{}, std{};
+  // Tiling::kDynamic: the pixel budget (libmtmd's token limits times a token's pixels), and
+  // Vit::kPixtral's rotary base (clip.cpp's fixed 10000).
+  int32_t min_pixels = 0, max_pixels = 0;
+  float rope_theta = 10000.0f;
 
   int32_t patches_per_side() const { return image_size / patch_size; }
   int32_t tokens_per_side() const { return patches_per_side() / n_merge; }
@@ -54,9 +59,14 @@ struct LayerNormW {
 };
 
 struct VitBlock {
-  LayerNormW ln1, ln2;
+  LayerNormW ln1, ln2;  // RMS norms (Vit::kPixtral): weights only
   Linear q, k, v, o, up, down;
+  Linear gate;          // Vit::kPixtral's SiLU gate (empty otherwise)
 };
+
+class Mmproj;
+// The Pixtral ViT's and projector's tensors (vision/pixtral.cpp); sets hp->proj_width.
+Status LoadPixtral(const gguf::GgufFile& f, VisionHparams* hp, Mmproj* m, std::set<std::string>* used);
 
 class Mmproj {
  public:
@@ -77,6 +87,11 @@ class Mmproj {
   std::vector<float> soft_norm;   // mm.soft_emb_norm.weight [n_embd] (spec->soft_norm)
   Linear proj;                    // rows proj_width of the merged token's width (transposed at
                                   // load when spec->proj_transposed)
+  // Merge::kPatchMerger (Pixtral): mm.input_norm, mm.patch_merger (none when n_merge is 1),
+  // mm.1 before the GELU (proj is mm.2), and the [IMG_BREAK] row.
+  std::vector<float> input_norm;
+  Linear merger, mm1;
+  std::vector<float> img_break;
 
  private:
   Mmproj() = default;

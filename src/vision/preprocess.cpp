@@ -14,7 +14,10 @@ struct Taps {
   std::vector<int32_t> weights;   // per output pixel: ksize fixed-point weights
 };
 
-// Pillow's filters: the triangle (support 1) and Lanczos-3 (support 3).
+// Pillow's filters: the triangle (support 1), bicubic (a = -0.5, support 2) and Lanczos-3
+// (support 3).
+double Support(Resample f) { return f == Resample::kLanczos ? 3.0 : f == Resample::kBicubic ? 2.0 : 1.0; }
+
 double Filter(Resample f, double x) {
   if (f == Resample::kLanczos) {
     if (!(-3.0 <= x && x < 3.0)) return 0.0;
@@ -26,6 +29,11 @@ double Filter(Resample f, double x) {
     return sinc(x) * sinc(x / 3.0);
   }
   x = std::fabs(x);
+  if (f == Resample::kBicubic) {
+    constexpr double a = -0.5;
+    if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
+    return x < 2.0 ? (((x - 5) * x + 8) * x - 4) * a : 0.0;
+  }
   return x < 1.0 ? 1.0 - x : 0.0;
 }
 
@@ -34,7 +42,7 @@ Taps ComputeTaps(int in, int out, Resample f) {
   Taps t;
   const double scale = double(in) / double(out);
   const double filterscale = std::max(scale, 1.0);  // widened when shrinking
-  const double support = (f == Resample::kLanczos ? 3.0 : 1.0) * filterscale;
+  const double support = Support(f) * filterscale;
   t.ksize = int(std::ceil(support)) * 2 + 1;
   t.first.resize(size_t(out));
   t.count.resize(size_t(out));
@@ -119,24 +127,59 @@ Image Resize(const Image& src, int32_t w, int32_t h, Resample f) {
 
 Image ResizeBilinear(const Image& src, int32_t w, int32_t h) { return Resize(src, w, h, Resample::kBilinear); }
 
-Image FitAndPad(const Image& src, int32_t size) {
-  if (src.width == size && src.height == size) return src;
+Image FitAndPad(const Image& src, int32_t tw, int32_t th, Resample f) {
+  if (src.width == tw && src.height == th) return src;
   // The scale in float and the new size rounded up, as libmtmd's PAD_CEIL resize.
-  const float scale = std::min(float(size) / float(src.width), float(size) / float(src.height));
-  const int32_t nw = std::min(int32_t(std::ceil(float(src.width) * scale)), size);
-  const int32_t nh = std::min(int32_t(std::ceil(float(src.height) * scale)), size);
-  const Image scaled = ResizeBilinear(src, nw, nh);
+  const float scale = std::min(float(tw) / float(src.width), float(th) / float(src.height));
+  const int32_t nw = std::min(int32_t(std::ceil(float(src.width) * scale)), tw);
+  const int32_t nh = std::min(int32_t(std::ceil(float(src.height) * scale)), th);
+  const Image scaled = Resize(src, nw, nh, f);
   Image dst;
-  dst.width = dst.height = size;
-  dst.rgb.assign(size_t(size) * size_t(size) * 3, 0);
-  const int32_t ox = (size - nw) / 2, oy = (size - nh) / 2;
+  dst.width = tw;
+  dst.height = th;
+  dst.rgb.assign(size_t(tw) * size_t(th) * 3, 0);
+  const int32_t ox = (tw - nw) / 2, oy = (th - nh) / 2;
   for (int32_t y = 0; y < nh; ++y)
     std::copy_n(scaled.rgb.data() + size_t(y) * size_t(nw) * 3, size_t(nw) * 3,
-                dst.rgb.data() + (size_t(y + oy) * size_t(size) + size_t(ox)) * 3);
+                dst.rgb.data() + (size_t(y + oy) * size_t(tw) + size_t(ox)) * 3);
   return dst;
 }
 
+Image FitAndPad(const Image& src, int32_t size) { return FitAndPad(src, size, size, Resample::kBilinear); }
+
+void DynamicSize(const VisionHparams& hp, int32_t width, int32_t height, int32_t* tw, int32_t* th) {
+  // libmtmd's calc_size_preserved_ratio (transformers' smart_resize) without a longest edge.
+  const int32_t a = hp.patch_size * hp.n_merge;
+  const auto round_by = [a](float x) { return int32_t(std::round(x / float(a))) * a; };
+  const auto ceil_by = [a](float x) { return int32_t(std::ceil(x / float(a))) * a; };
+  const auto floor_by = [a](float x) { return int32_t(std::floor(x / float(a))) * a; };
+  int32_t w = std::max(a, round_by(float(width))), h = std::max(a, round_by(float(height)));
+  if (hp.max_pixels > 0 && int64_t(h) * w > hp.max_pixels) {
+    const float beta = std::sqrt(float(height) * float(width) / float(hp.max_pixels));
+    h = std::max(a, floor_by(float(height) / beta));
+    w = std::max(a, floor_by(float(width) / beta));
+  } else if (hp.min_pixels > 0 && int64_t(h) * w < hp.min_pixels) {
+    const float beta = std::sqrt(float(hp.min_pixels) / (float(height) * float(width)));
+    h = ceil_by(float(height) * beta);
+    w = ceil_by(float(width) * beta);
+  }
+  *tw = w;
+  *th = h;
+}
+
+int64_t DynamicRows(const VisionHparams& hp, int32_t tw, int32_t th) {
+  const int64_t a = int64_t(hp.patch_size) * hp.n_merge, nx = tw / a, ny = th / a;
+  // Pixtral's encoder adds an [IMG_BREAK] row after each row of tokens but the last.
+  return nx * ny + (hp.spec != nullptr && hp.spec->vit == Vit::kPixtral ? ny - 1 : 0);
+}
+
 TileGrid PlanTiles(const VisionHparams& hp, int32_t width, int32_t height, int32_t* rw, int32_t* rh) {
+  if (hp.spec != nullptr && hp.spec->tiling == Tiling::kDynamic) {
+    TileGrid g;
+    DynamicSize(hp, width, height, &g.w, &g.h);
+    g.rows = DynamicRows(hp, g.w, g.h);
+    return g;
+  }
   if (hp.spec == nullptr || hp.spec->tiling != Tiling::kLongestEdge) return TileGrid{};
   // The longer side to longest_edge, the other by the aspect ratio (truncated, then made even),
   // as libmtmd's idefics3 preprocessor (after transformers' Idefics3ImageProcessor).
@@ -158,6 +201,10 @@ TileGrid PlanTiles(const VisionHparams& hp, int32_t width, int32_t height, int32
 }
 
 std::vector<Image> TileImages(const VisionHparams& hp, const Image& src, TileGrid* grid) {
+  if (hp.spec != nullptr && hp.spec->tiling == Tiling::kDynamic) {
+    *grid = PlanTiles(hp, src.width, src.height);
+    return {FitAndPad(src, grid->w, grid->h, hp.spec->resample)};
+  }
   if (hp.spec == nullptr || hp.spec->tiling != Tiling::kLongestEdge) {
     *grid = TileGrid{};
     return {FitAndPad(src, hp.image_size)};

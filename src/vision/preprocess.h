@@ -26,7 +26,8 @@ Image Resize(const Image& src, int32_t w, int32_t h, Resample f);
 TileGrid PlanTiles(const VisionHparams& hp, int32_t width, int32_t height, int32_t* rw = nullptr, int32_t* rh = nullptr);
 
 // The encoder's inputs as RGB bytes in placement order: one image_size square (FitAndPad) for
-// the fixed-size types; for kLongestEdge the tiles row by row, then the overview.
+// the fixed-size types; for kLongestEdge the tiles row by row, then the overview; for
+// kDynamic the image fitted into its DynamicSize (grid->w x grid->h, grid->rows).
 std::vector<Image> TileImages(const VisionHparams& hp, const Image& src, TileGrid* grid);
 
 // x / 255, then (x - mean) / std per channel: R G B floats interleaved.
@@ -34,6 +35,14 @@ std::vector<float> Normalize(const Image& img, const std::array<float, 3>& mean,
 
 // The image scaled into a size x size square as above: RGB bytes.
 Image FitAndPad(const Image& src, int32_t size);
+// The same into tw x th with filter f (libmtmd's PAD_CEIL resize).
+Image FitAndPad(const Image& src, int32_t tw, int32_t th, Resample f);
+
+// Tiling::kDynamic: the size a width x height image is resized to (whole patch_size x n_merge
+// blocks, aspect kept, within hp.min_pixels..max_pixels), and the rows such an image gives
+// (vision/pixtral.cpp: its tokens and the [IMG_BREAK] rows).
+void DynamicSize(const VisionHparams& hp, int32_t width, int32_t height, int32_t* tw, int32_t* th);
+int64_t DynamicRows(const VisionHparams& hp, int32_t tw, int32_t th);
 
 // FitAndPad, then normalized: size x size pixels, R G B floats interleaved.
 std::vector<float> PreprocessFixedSize(const Image& src, int32_t size, const std::array<float, 3>& mean,

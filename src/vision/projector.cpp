@@ -14,6 +14,10 @@ const ProjectorSpec kSpecs[] = {
     {"idefics3", "llama", Merge::kPixelShuffle, false, "mm.model.fc", false, Tiling::kLongestEdge, Resample::kLanczos,
      false, "", "", "<fake_token_around_image><row_%d_col_%d>", "\n",
      {"\n\n", "<fake_token_around_image>", "<global-img>"}, "<fake_token_around_image>"},
+    // Pixtral 12B (its LM is written as llama): [IMG_BREAK] rows are in the encoder's output
+    // (v.token_embd.img_break), only [IMG_END] is text; causal.
+    {"pixtral", "llama", Merge::kPatchMerger, false, "mm.2", false, Tiling::kDynamic, Resample::kBicubic, false, "",
+     "[IMG_END]", "", "", {}, "", Vit::kPixtral},
 };
 
 }  // namespace
@@ -37,7 +41,7 @@ std::vector<LayoutPiece> Layout(const ProjectorSpec& spec, const TileGrid& grid,
   };
   if (grid.x * grid.y == 0) {
     text(spec.begin);
-    out.push_back(LayoutPiece{"", n_tokens});
+    out.push_back(LayoutPiece{"", grid.rows > 0 ? grid.rows : n_tokens});
     text(spec.end);
     return out;
   }

@@ -14,15 +14,24 @@ namespace zf::vision {
 enum class Merge : int32_t {
   kAvgPool,       // n_merge x n_merge average pooling of the patch grid (Gemma 3)
   kPixelShuffle,  // each n_merge x n_merge block of patches concatenated into one token (Idefics3)
+  kPatchMerger,   // RMS norm x mm.input_norm, each n_merge x n_merge block unfolded channel-major
+                  // (torch unfold), mm.patch_merger, then the mm.1 / GELU / mm.2 MLP (Pixtral;
+                  // n_merge 1: the MLP alone)
 };
 
 enum class Tiling : int32_t {
   kFitAndPad,    // one image_size square: scaled to fit, centred on black (Gemma 3)
   kLongestEdge,  // scaled to clip.vision.preproc_image_size on the longer side, then to whole
                  // image_size tiles; the tiles row by row and an overview of the whole (Idefics3)
+  kDynamic,      // one image of its own size: scaled to whole patch_size x n_merge blocks (aspect
+                 // kept, rounded; within min/max pixels), centred on black (Pixtral)
 };
 
-enum class Resample : int32_t { kBilinear, kLanczos };  // Pillow's filters
+enum class Resample : int32_t { kBilinear, kLanczos, kBicubic };  // Pillow's filters
+
+// The ViT's form: SigLIP (LayerNorm with biases, learned positions, GELU MLP) or Pixtral's
+// (RMS norms, 2D rotary positions on q and k, SiLU-gated MLP, no biases).
+enum class Vit : int32_t { kSiglip, kPixtral };
 
 struct ProjectorSpec {
   const char* type;    // clip.projector_type
@@ -43,6 +52,7 @@ struct ProjectorSpec {
   const char* row_end;
   std::vector<const char*> overview_begin;
   const char* overview_end;
+  Vit vit = Vit::kSiglip;
 };
 
 // The spec of a clip.projector_type, or nullptr when it is not supported.
@@ -51,8 +61,11 @@ const ProjectorSpec* FindProjector(const std::string& type);
 std::string SupportedProjectors();
 
 // How an image is cut for the encoder: grid_x x grid_y tiles (0 x 0: one image, no overview).
+// rows: a dynamic-size image's rows (0: the type's fixed n_tokens per encoder input).
 struct TileGrid {
   int32_t x = 0, y = 0;
+  int32_t w = 0, h = 0;  // kDynamic: the size the image is resized to (else 0)
+  int64_t rows = 0;
   int32_t n_images() const { return x * y > 0 ? x * y + 1 : 1; }  // the encoder's inputs (tiles + overview)
 };
 

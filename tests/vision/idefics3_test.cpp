@@ -7,14 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "golden_check.h"
+#include "golden_images.h"
 #include "test_images.h"
 #include "vision/encoder.h"
 #include "vision/image.h"
@@ -25,55 +24,10 @@
 namespace zf::vision {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string Trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-uint64_t Fnv(const std::vector<uint8_t>& b) {
-  uint64_t h = 1469598103934665603ull;
-  for (uint8_t x : b) h = (h ^ x) * 1099511628211ull;
-  return h;
-}
-
-std::string Hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-// The golden image's pixels: a Pattern picture through PNG, or the JPEG decoded here (its RGB
-// bytes checked against the hash of libmtmd's decoding).
-Image GoldenImage(const nlohmann::json& gi) {
-  Image img;
-  if (gi["name"] == "file") {
-    const std::string bytes = ReadFile(std::string(ZF_TEST_DATA_DIR) + "/vision/test-1.jpeg");
-    EXPECT_TRUE(DecodeImage(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), &img).ok());
-  } else {
-    const int w = gi["width"], h = gi["height"];
-    const std::vector<uint8_t> png = test::Png(w, h, test::Pattern(w, h, gi["seed"].get<uint32_t>()));
-    EXPECT_TRUE(DecodeImage(png.data(), png.size(), &img).ok());
-  }
-  EXPECT_EQ(Hex(Fnv(img.rgb)), gi["rgb_fnv1a64"].get<std::string>()) << "decoded pixels differ from libmtmd's";
-  return img;
-}
+using test::GoldenImage;
 
 std::unique_ptr<Mmproj> Load(const std::string& type, nlohmann::json* golden) {
-  const std::string file = std::string(ZF_VISION_MODELS_DIR) + "/mmproj-idefics3-" + type + ".gguf";
-  *golden = nlohmann::json::parse(ReadFile(std::string(ZF_TEST_DATA_DIR) + "/golden/vision/idefics3-" + type + ".json"));
-  EXPECT_EQ(Trimmed(ReadFile(file + ".sha256")), (*golden)["mmproj_sha256"].get<std::string>())
-      << file << " is not the file the golden was recorded on (generator or its packages changed?)";
-  std::unique_ptr<Mmproj> m;
-  const Status s = Mmproj::Load(file, &m);
-  EXPECT_TRUE(s.ok()) << s.message();
-  return m;
+  return test::LoadWithGolden("idefics3", type, golden);
 }
 
 TEST(Idefics3, Hparams) {
@@ -119,7 +73,7 @@ TEST(Idefics3, LayoutIsLibmtmds) {
   std::string g;
   for (const LayoutPiece& x : Layout(*FindProjector("gemma3"), TileGrid{}, 256)) g += x.rows ? "[]" : x.text;
   EXPECT_EQ(g, "<start_of_image>[]<end_of_image>");
-  EXPECT_EQ(FindProjector("pixtral"), nullptr);
+  EXPECT_EQ(FindProjector("lightonocr"), nullptr);
 }
 
 struct Variant {
@@ -153,15 +107,7 @@ TEST_P(Idefics3Golden, TilesAndEmbeddingsMatchLibmtmd) {
     ASSERT_EQ(tiles.size(), chunks.size()) << name;
     ASSERT_EQ(size_t(grid.n_images()), chunks.size()) << name;
     for (size_t i = 0; i < tiles.size(); ++i) {
-      const auto& pre = chunks[i]["preprocessed"];
-      ASSERT_EQ(tiles[i].width, pre["width"].get<int>());
-      ASSERT_EQ(tiles[i].height, pre["height"].get<int>());
-      for (int y = 0; y < tiles[i].height; ++y) {
-        uint64_t sum = 0;
-        for (int k = 0; k < tiles[i].width * 3; ++k) sum += tiles[i].rgb[size_t(y) * size_t(tiles[i].width) * 3 + size_t(k)];
-        ASSERT_EQ(sum, pre["row_sums"][size_t(y)].get<uint64_t>()) << name << " tile " << i << " row " << y;
-      }
-      EXPECT_EQ(Hex(Fnv(tiles[i].rgb)), pre["fnv1a64"].get<std::string>()) << name << " tile " << i;
+      test::ExpectPreprocessed(tiles[i], chunks[i]["preprocessed"], name + " tile " + std::to_string(i));
     }
     std::vector<float> embd;
     TileGrid g2;

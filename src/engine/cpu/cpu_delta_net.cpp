@@ -10,7 +10,6 @@
 namespace zf::engine {
 namespace {
 
-float Silu(float x) { return x / (1.0f + std::exp(-x)); }
 float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 // The reference's softplus: the identity above 20 (exp would lose nothing).
 float Softplus(float x) { return x > 20.0f ? x : std::log(1.0f + std::exp(x)); }
@@ -48,7 +47,7 @@ void CpuBackend::GatedDeltaNet(const float* qkv, const float* alpha, const float
         const float* kj = kt + size_t(j) * W;
         for (size_t c = 0; c < W; ++c) out[c] += uj[c] * kj[c];
       }
-      for (size_t c = 0; c < W; ++c) out[c] = Silu(out[c]);
+      rec::SiluInPlace(out, int64_t(W));
       for (int32_t h = 0; h < 2 * p.n_k_heads; ++h) L2Normalize(out + size_t(h) * size_t(dk), dk, p.eps);
     }
   });

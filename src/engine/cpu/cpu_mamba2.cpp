@@ -12,7 +12,6 @@
 namespace zf::engine {
 namespace {
 
-float Silu(float x) { return x / (1.0f + std::exp(-x)); }
 // ggml's softplus: the identity above 20 (exp would overflow the float).
 float Softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
@@ -57,7 +56,7 @@ void CpuBackend::Mamba2(const float* zxbcdt, int32_t n_tok, const Mamba2Params& 
       if (p.conv_b != nullptr) {
         for (int64_t c = c0; c < c1; ++c) out[c] += p.conv_b[c];
       }
-      for (int64_t c = c0; c < c1; ++c) out[c] = Silu(out[c]);
+      rec::SiluInPlace(out + c0, c1 - c0);
     }
   });
   std::copy(u + int64_t{n_tok} * C, u + (n_tok + taps) * C, conv_state);
@@ -96,21 +95,22 @@ void CpuBackend::Mamba2(const float* zxbcdt, int32_t n_tok, const Mamba2Params& 
     }
   });
 
-  // Gate with silu(z), then the RMS norm of each group of d_inner / n_group.
+  // Gate with silu(z), then the RMS norm of each group of d_inner / n_group: per position and
+  // group, independent, split across threads.
   const int64_t gw = p.d_inner / p.n_group;
-  for (int32_t t = 0; t < n_tok; ++t) {
-    const float* z = zxbcdt + t * row;
-    float* yt = y + int64_t{t} * p.d_inner;
-    for (int64_t i = 0; i < p.d_inner; ++i) yt[i] *= Silu(z[i]);
-    if (p.norm_w == nullptr) continue;
-    for (int64_t g = 0; g < p.n_group; ++g) {
-      float* yg = yt + g * gw;
+  pool_->ParallelFor(int64_t{n_tok} * p.n_group, [&](int64_t u0, int64_t u1) {
+    for (int64_t unit = u0; unit < u1; ++unit) {
+      const int64_t t = unit / p.n_group, g = unit % p.n_group;
+      const float* z = zxbcdt + t * row + g * gw;
+      float* yg = y + t * p.d_inner + g * gw;
+      rec::SiluGate(yg, z, gw);
+      if (p.norm_w == nullptr) continue;
       double sq = 0.0;
       for (int64_t i = 0; i < gw; ++i) sq += double(yg[i]) * double(yg[i]);
       const float scale = 1.0f / std::sqrt(float(sq / double(gw)) + p.eps);
       for (int64_t i = 0; i < gw; ++i) yg[i] = yg[i] * scale * p.norm_w[g * gw + i];
     }
-  }
+  });
 }
 
 }  // namespace zf::engine

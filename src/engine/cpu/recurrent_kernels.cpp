@@ -2,8 +2,10 @@
 #include "engine/cpu/recurrent_kernels.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
+#include "engine/cpu/activation_kernels.h"
 #include "quant/kernels.h"
 
 namespace zf::engine::rec {
@@ -101,6 +103,30 @@ void Scan(const ScanArgs& a) {
 void DeltaRule(const DeltaRuleArgs& a, int32_t c0, int32_t c1) {
   static const DeltaFn fn = PickDelta();
   fn(a, c0, c1);
+}
+
+namespace {
+constexpr int64_t kSiluChunk = 256;  // on the stack
+}  // namespace
+
+void SiluInPlace(float* x, int64_t n) {
+  // silu(x) * 1: the product by one is exact.
+  static const std::array<float, kSiluChunk> kOnes = [] {
+    std::array<float, kSiluChunk> a{};
+    a.fill(1.0f);
+    return a;
+  }();
+  for (int64_t i = 0; i < n; i += kSiluChunk) act::SiluMul(x + i, kOnes.data(), std::min(kSiluChunk, n - i));
+}
+
+void SiluGate(float* y, const float* z, int64_t n) {
+  float g[kSiluChunk];
+  for (int64_t i = 0; i < n; i += kSiluChunk) {
+    const int64_t m = std::min(kSiluChunk, n - i);
+    std::copy(z + i, z + i + m, g);
+    act::SiluMul(g, y + i, m);  // silu(z) * y: y * silu(z) with the operands swapped
+    std::copy(g, g + m, y + i);
+  }
 }
 
 }  // namespace zf::engine::rec

@@ -78,4 +78,9 @@ void ScanAvx512(const ScanArgs& a);  // recurrent_avx512.cpp
 void ScanAvx2(const ScanArgs& a);    // recurrent_avx2.cpp
 #endif
 
+// The mixers' SiLUs with the activation kernels' silu (act::SiluMul, vectorized): x = silu(x),
+// and y = y * silu(z), over n floats. Element by element, so any split gives the same bits.
+void SiluInPlace(float* x, int64_t n);
+void SiluGate(float* y, const float* z, int64_t n);
+
 }  // namespace zf::engine::rec

@@ -41,6 +41,11 @@ HP_IDEFICS3 = dict(HP, image_size=512, patch_size=16, proj_dim=576, projector="i
 # SmolLM2-135M's 576, and the [IMG_BREAK] row.
 HP_PIXTRAL = dict(HP, image_size=1024, patch_size=16, proj_dim=576, projector="pixtral", spatial_merge_size=2, eps=1e-5)
 PIXTRAL_TOKENS = ["[IMG]", "[IMG_BREAK]", "[IMG_END]"]
+# Gemma 4's vision tower (gemma4v): 16 px patches pooled 3 x 3, images of their own size (the
+# 224 is unused, as the converter writes it), a 256-entry x/y position table, projection to the
+# synthesized gemma4 LM's 256 (scripts/synth_families.py); Gemma4ClippableLinear clamps on two
+# products, a per-layer output scale and the standardization, so that each is exercised.
+HP_GEMMA4V = dict(HP, image_size=224, patch_size=16, proj_dim=256, projector="gemma4v", pos_size=256)
 # SmolVLM's added tokens (its tokenizer's additional special tokens).
 VLM_TOKENS = (["<fake_token_around_image>", "<image>", "<global-img>"] +
               [f"<row_{r}_col_{c}>" for r in range(1, 7) for c in range(1, 7)])
@@ -63,8 +68,29 @@ def tensors_pixtral(hp):
     return t
 
 
+def tensors_gemma4v(hp):
+    E, F, P, d = hp["n_embd"], hp["n_ff"], hp["patch_size"], hp["n_embd"] // hp["n_head"]
+    t = [("v.patch_embd.weight", (P, P, 3, E), "conv"), ("v.position_embd.weight", (E, hp["pos_size"], 2), "pos")]
+    for i in range(hp["n_layer"]):
+        b = f"v.blk.{i}."
+        t += [(b + "ln1.weight", (E,), "normw")]
+        t += [(b + m + ".weight", (E, E), "mat") for m in ("attn_q", "attn_k", "attn_v")]
+        t += [(b + "attn_q_norm.weight", (d,), "normw"), (b + "attn_k_norm.weight", (d,), "normw"),
+              (b + "attn_out.weight", (E, E), "mat"), (b + "attn_post_norm.weight", (E,), "normw"),
+              (b + "ln2.weight", (E,), "normw"), (b + "ffn_gate.weight", (E, F), "mat"),
+              (b + "ffn_up.weight", (E, F), "mat"), (b + "ffn_down.weight", (F, E), "mat"),
+              (b + "ffn_post_norm.weight", (E,), "normw"), (b + "out_scale.weight", (1,), "scalar:0.9")]
+    t += [("v.blk.0.ffn_down.input_min", (1,), "scalar:-0.6"), ("v.blk.0.ffn_down.input_max", (1,), "scalar:0.6"),
+          ("v.std_bias", (E,), "bias"), ("v.std_scale", (E,), "normw"),
+          ("mm.input_projection.weight", (E, hp["proj_dim"]), "proj"),
+          ("mm.input_projection.output_min", (1,), "scalar:-2.0"), ("mm.input_projection.output_max", (1,), "scalar:2.0")]
+    return t
+
+
 def tensors(hp):
     """(name, ne (ggml order), kind): kind is 'mat' (a product's weight), 'conv', 'proj', or 'vec'."""
+    if hp["projector"] == "gemma4v":
+        return tensors_gemma4v(hp)
     if hp["projector"] == "pixtral":
         return tensors_pixtral(hp)
     E, F, P = hp["n_embd"], hp["n_ff"], hp["patch_size"]
@@ -90,6 +116,8 @@ def tensors(hp):
 
 def values(kind, ne, rng):
     shape = tuple(reversed(ne))
+    if kind.startswith("scalar:"):
+        return np.full(shape, float(kind.split(":")[1]), dtype=np.float32)
     if kind == "normw":
         return (1.0 + 0.1 * rng.standard_normal(shape)).astype(np.float32)
     if kind == "bias":
@@ -121,8 +149,10 @@ def write(path, hp, variant, seed):
         w.add_uint32("clip.vision.spatial_merge_size", hp["spatial_merge_size"])
     if "preproc_image_size" in hp:
         w.add_uint32("clip.vision.preproc_image_size", hp["preproc_image_size"])
-    w.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5])
-    w.add_array("clip.vision.image_std", [0.5, 0.5, 0.5])
+    # gemma4v: Gemma 4's processor leaves pixels in [0, 1] (the graph scales them to [-1, 1]).
+    g4 = hp["projector"] == "gemma4v"
+    w.add_array("clip.vision.image_mean", [0.0] * 3 if g4 else [0.5] * 3)
+    w.add_array("clip.vision.image_std", [1.0] * 3 if g4 else [0.5] * 3)
     for name, ne, kind in tensors(hp):
         data = values(kind, ne, rng)
         big = kind in ("mat", "conv", "proj")
@@ -197,6 +227,8 @@ def main():
         write(os.path.join(a.out_dir, f"mmproj-gemma3-{v}.gguf"), HP, v, a.seed)
     for v in ("f16", "q8_0"):
         write(os.path.join(a.out_dir, f"mmproj-idefics3-{v}.gguf"), HP_IDEFICS3, v, a.seed)
+    for v in ("f32", "f16", "q8_0"):
+        write(os.path.join(a.out_dir, f"mmproj-gemma4v-{v}.gguf"), HP_GEMMA4V, v, a.seed)
     for v in ("f32", "f16", "q8_0"):
         write(os.path.join(a.out_dir, f"mmproj-pixtral-{v}.gguf"), HP_PIXTRAL, v, a.seed)
     if a.lm:

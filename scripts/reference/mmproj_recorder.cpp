@@ -2,7 +2,7 @@
 //   mmproj_recorder MMPROJ.gguf TEXT_MODEL.gguf SHA256 > golden.json
 // and with --lm what the language model makes of a prompt with an image (the placement):
 //   mmproj_recorder MMPROJ.gguf TEXT_MODEL.gguf SHA256 --lm > golden-lm.json
-// (see RecordLm; --lm-chatml: the prompt in ChatML, SmolLM2's format), and for a tiling
+// (see RecordLm; --lm-chatml: the prompt in ChatML, SmolLM2's format; --lm-gemma4: Gemma 4's), and for a tiling
 // projector (idefics3) every tile's embeddings and preprocessed pixels:
 //   mmproj_recorder MMPROJ.gguf TEXT_MODEL.gguf SHA256 --tiles IMAGE_FILE > golden.json
 // (see RecordTiles).
@@ -110,7 +110,7 @@ void PrintIds(const char* key, const std::vector<int32_t>& ids) {
 // off, as libmtmd does for gemma3), then 8 greedy tokens by llama_decode. Written: the text
 // chunks' token ids, the first step's logits at every 64th id and at its top 32, and per greedy
 // step the token and the top 5 (ids, logits).
-int RecordLm(llama_model* model, mtmd_context* ctx, const char* sha, bool chatml) {
+int RecordLm(llama_model* model, mtmd_context* ctx, const char* sha, const std::string& format) {
   llama_context_params lp = llama_context_default_params();
   lp.n_ctx = 1024;
   lp.n_batch = 512;
@@ -126,10 +126,13 @@ int RecordLm(llama_model* model, mtmd_context* ctx, const char* sha, bool chatml
   mtmd_bitmap* bmp = mtmd_bitmap_init(uint32_t(ti.w), uint32_t(ti.h), rgb.data());
   mtmd_input_chunks* chunks = mtmd_input_chunks_init();
   // Gemma 3's chat format, or ChatML (SmolLM2's) for --lm-chatml.
-  const std::string prompt = chatml ? std::string("<|im_start|>user\nDescribe the picture.") + mtmd_default_marker() +
-                                          "<|im_end|>\n<|im_start|>assistant\n"
-                                    : std::string("<start_of_turn>user\nDescribe the picture.") + mtmd_default_marker() +
-                                          "<end_of_turn>\n<start_of_turn>model\n";
+  const std::string prompt =
+      format == "--lm-chatml"    ? std::string("<|im_start|>user\nDescribe the picture.") + mtmd_default_marker() +
+                                       "<|im_end|>\n<|im_start|>assistant\n"
+      : format == "--lm-gemma4" ? std::string("<|turn>user\nDescribe the picture.") + mtmd_default_marker() +
+                                       "<turn|>\n<|turn>model\n"
+                                 : std::string("<start_of_turn>user\nDescribe the picture.") + mtmd_default_marker() +
+                                       "<end_of_turn>\n<start_of_turn>model\n";
   mtmd_input_text text{prompt.c_str(), prompt.size(), true, true};
   const mtmd_bitmap* bitmaps[] = {bmp};
   if (mtmd_tokenize(ctx, chunks, &text, bitmaps, 1) != 0) {
@@ -281,10 +284,10 @@ int RecordTiles(llama_model* model, mtmd_context* ctx, const char* sha, const ch
 
 int main(int argc, char** argv) {
   const std::string mode = argc >= 5 ? argv[4] : "";
-  const bool lm = argc == 5 && (mode == "--lm" || mode == "--lm-chatml");
+  const bool lm = argc == 5 && (mode == "--lm" || mode == "--lm-chatml" || mode == "--lm-gemma4");
   const bool tiles = argc == 6 && mode == "--tiles";
   if (argc != 4 && !lm && !tiles) {
-    std::fprintf(stderr, "usage: %s MMPROJ TEXT_MODEL SHA256 [--lm | --lm-chatml | --tiles IMAGE_FILE]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MMPROJ TEXT_MODEL SHA256 [--lm | --lm-chatml | --lm-gemma4 | --tiles IMAGE_FILE]\n", argv[0]);
     return 2;
   }
   llama_log_set(Quiet, nullptr);
@@ -309,7 +312,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (lm || tiles) {
-    const int rc = lm ? RecordLm(model, ctx, argv[3], mode == "--lm-chatml") : RecordTiles(model, ctx, argv[3], argv[5]);
+    const int rc = lm ? RecordLm(model, ctx, argv[3], mode) : RecordTiles(model, ctx, argv[3], argv[5]);
     mtmd_free(ctx);
     llama_model_free(model);
     return rc;

@@ -49,3 +49,19 @@ for t in f16 q8_0; do
   mv "$out/idefics3-$t-lm.json.tmp" "$out/idefics3-$t-lm.json"
   echo "$out/idefics3-$t.json $out/idefics3-$t-lm.json"
 done
+# gemma4v (Gemma 4's vision tower) with the synthesized gemma4 model (tests/family's fixture,
+# scripts/synth_families.py; its width 256 is the projector's): gemma4v-<type>.json (the Pattern
+# pictures at their own sizes) and gemma4v-<type>-lm.json (--lm-gemma4: Gemma 4's chat format).
+g4="${ZF_GEMMA4_LM:-$root/build-test/tests/family-models/gemma4-f32.gguf}"
+for t in f32 f16 q8_0; do
+  f="$models/mmproj-gemma4v-$t.gguf"
+  sha=$(sha256sum "$f" | cut -d' ' -f1)
+  "$bin" "$f" "$g4" "$sha" > "$out/gemma4v-$t.json.tmp"
+  mv "$out/gemma4v-$t.json.tmp" "$out/gemma4v-$t.json"
+  echo "$out/gemma4v-$t.json"
+  if [ "$t" != f32 ]; then
+    "$bin" "$f" "$g4" "$sha" --lm-gemma4 > "$out/gemma4v-$t-lm.json.tmp"
+    mv "$out/gemma4v-$t-lm.json.tmp" "$out/gemma4v-$t-lm.json"
+    echo "$out/gemma4v-$t-lm.json"
+  fi
+done

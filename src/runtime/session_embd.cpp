@@ -41,9 +41,8 @@ Status Session::EvalEmbeddings(const float* rows, size_t n, bool bidirectional, 
     return Unsupported(std::string("embedding input runs on the CPU engine only; this session runs on ") +
                        (model_.engine() != nullptr ? model_.engine()->name() : "another engine"));
   }
-  if (d.n_embd_per_layer > 0) {
-    return Unsupported("'" + d.arch + "' takes token ids at every layer (per-layer inputs): embedding input is not supported");
-  }
+  // Per-layer inputs (Gemma 4) take token 0's rows for embedding rows, as llama.cpp's gemma4
+  // graph does (Forward::RunEmbd passes token ids 0).
   // A recurrent model's Truncate evaluates history again from a checkpoint: token ids only.
   if (recurrent()) return Unsupported("embedding input on a model with recurrent layers is not supported");
   if (bidirectional && n - from > size_t(max_batch_)) {

@@ -182,7 +182,9 @@ Status VisionEncoder::Encode(const Image& image, std::vector<float>* embd, TileG
   embd->clear();
   embd->reserve(inputs.size() * size_t(hp.n_tokens()) * size_t(hp.proj_width));
   for (const Image& in : inputs) {
-    if (hp.spec->vit == Vit::kPixtral) {
+    if (hp.spec->vit == Vit::kGemma4v) {
+      ZF_RETURN_IF_ERROR(EncodeGemma4v(Normalize(in, hp.mean, hp.std), in.width, in.height, &one));
+    } else if (hp.spec->vit == Vit::kPixtral) {
       ZF_RETURN_IF_ERROR(EncodePixtral(Normalize(in, hp.mean, hp.std), in.width, in.height, &one));
     } else {
       ZF_RETURN_IF_ERROR(EncodePixels(Normalize(in, hp.mean, hp.std), &one));

@@ -25,6 +25,8 @@ class ThreadPool;
 
 namespace zf::vision {
 
+struct ClampedLinear;  // vision/gemma4v.h
+
 // One encode at a time per encoder (it owns its thread pool and scratch); the Mmproj is
 // read-only and may serve several encoders.
 class VisionEncoder {
@@ -40,6 +42,8 @@ class VisionEncoder {
   Status EncodePixels(const std::vector<float>& pixels, std::vector<float>* embd);
   // Vit::kPixtral: a w x h image's rows (vision/pixtral.cpp), [IMG_BREAK] rows included.
   Status EncodePixtral(const std::vector<float>& pixels, int32_t w, int32_t h, std::vector<float>* embd);
+  // Vit::kGemma4v: a w x h image's rows (vision/gemma4v.cpp).
+  Status EncodeGemma4v(const std::vector<float>& pixels, int32_t w, int32_t h, std::vector<float>* embd);
 
  private:
   void MatMul(const Linear& l, const float* x, int64_t n_tok, float* y);
@@ -47,6 +51,8 @@ class VisionEncoder {
   void Gelu(float* x, int64_t n);
   // scale multiplies q.k (0: 1 / sqrt(head width)).
   void Attention(const float* q, const float* k, const float* v, int64_t T, float* out, float scale = 0.0f);
+  // x clamped to the input range (in place), the product, y clamped (Gemma4ClippableLinear).
+  void ClampedMatMul(const ClampedLinear& c, float* x, int64_t n_tok, float* y);
   void RmsNorm(const std::vector<float>& w, float* x, int64_t n_tok);  // in place, rows of n_embd
 
   const Mmproj& m_;

@@ -6,6 +6,7 @@
 
 #include "gguf/gguf.h"
 #include "quant/quant.h"
+#include "vision/gemma4v.h"
 #include "vision/mmproj_tensors.h"
 
 namespace zf::vision {
@@ -128,6 +129,7 @@ Status ReadHparams(const gguf::GgufFile& f, VisionHparams* hp) {
   }
   for (float x : hp->std)
     if (!(x > 0.0f)) return FormatError("mmproj: clip.vision.image_std must be positive");
+  if (hp->spec->vit == Vit::kGemma4v) return Gemma4vHparams(f, hp);  // no fixed grid (image_size unused)
   if (hp->image_size % hp->patch_size != 0)
     return FormatError("mmproj: clip.vision.image_size " + std::to_string(hp->image_size) + " is no multiple of clip.vision.patch_size " +
                        std::to_string(hp->patch_size));
@@ -172,6 +174,14 @@ Status Mmproj::FromGguf(std::unique_ptr<gguf::GgufFile> file, std::unique_ptr<Mm
   VisionHparams& hp = m->hp_;
   ZF_RETURN_IF_ERROR(ReadHparams(f, &hp));
   std::set<std::string> used;
+  if (hp.spec->vit == Vit::kGemma4v) {
+    m->gemma4v = std::make_unique<Gemma4vWeights>();
+    ZF_RETURN_IF_ERROR(LoadGemma4v(f, &hp, &used, m->gemma4v.get()));
+    ZF_RETURN_IF_ERROR(CheckAllUsed(f, hp, used));
+    m->file_ = std::move(file);
+    *out = std::move(m);
+    return Status::Ok();
+  }
   if (hp.spec->vit == Vit::kPixtral) {
     ZF_RETURN_IF_ERROR(LoadPixtral(f, &hp, m.get(), &used));
     ZF_RETURN_IF_ERROR(CheckAllUsed(f, hp, used));

@@ -54,6 +54,8 @@ struct Linear {
   std::vector<float> b;
 };
 
+struct Gemma4vWeights;  // vision/gemma4v.h
+
 struct LayerNormW {
   std::vector<float> w, b;
 };
@@ -87,6 +89,7 @@ class Mmproj {
   std::vector<float> soft_norm;   // mm.soft_emb_norm.weight [n_embd] (spec->soft_norm)
   Linear proj;                    // rows proj_width of the merged token's width (transposed at
                                   // load when spec->proj_transposed)
+  std::unique_ptr<Gemma4vWeights> gemma4v;  // Vit::kGemma4v's weights (the rest stay empty)
   // Merge::kPatchMerger (Pixtral): mm.input_norm, mm.patch_merger (none when n_merge is 1),
   // mm.1 before the GELU (proj is mm.2), and the [IMG_BREAK] row.
   std::vector<float> input_norm;

@@ -1,5 +1,6 @@
 #include "vision/projector.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace zf::vision {
@@ -18,6 +19,10 @@ const ProjectorSpec kSpecs[] = {
     // (v.token_embd.img_break), only [IMG_END] is text; causal.
     {"pixtral", "llama", Merge::kPatchMerger, false, "mm.2", false, Tiling::kDynamic, Resample::kBicubic, false, "",
      "[IMG_END]", "", "", {}, "", Vit::kPixtral},
+    // Gemma 4: one image of its own size (bicubic), a 2D-rotary ViT, average pooling, then the
+    // projection; both ways in the LM except on E2B / E4B (mtmd_decode_use_non_causal).
+    {"gemma4v", "gemma4", Merge::kAvgPool, false, "mm.input_projection", false, Tiling::kDynamic, Resample::kBicubic,
+     true, "<|image>", "<image|>", "", "", {}, "", Vit::kGemma4v, {1536, 2560}},
 };
 
 }  // namespace
@@ -26,6 +31,11 @@ const ProjectorSpec* FindProjector(const std::string& type) {
   for (const ProjectorSpec& s : kSpecs)
     if (type == s.type) return &s;
   return nullptr;
+}
+
+bool RowsBidirectional(const ProjectorSpec& spec, int32_t lm_width) {
+  const std::vector<int32_t>& c = spec.causal_lm_widths;
+  return spec.bidirectional && std::find(c.begin(), c.end(), lm_width) == c.end();
 }
 
 std::string SupportedProjectors() {

@@ -31,7 +31,7 @@ enum class Resample : int32_t { kBilinear, kLanczos, kBicubic };  // Pillow's fi
 
 // The ViT's form: SigLIP (LayerNorm with biases, learned positions, GELU MLP) or Pixtral's
 // (RMS norms, 2D rotary positions on q and k, SiLU-gated MLP, no biases).
-enum class Vit : int32_t { kSiglip, kPixtral };
+enum class Vit : int32_t { kSiglip, kPixtral, kGemma4v };  // kGemma4v: vision/gemma4v.cpp
 
 struct ProjectorSpec {
   const char* type;    // clip.projector_type
@@ -53,10 +53,16 @@ struct ProjectorSpec {
   std::vector<const char*> overview_begin;
   const char* overview_end;
   Vit vit = Vit::kSiglip;
+  // The LM widths whose models take the rows causally although `bidirectional` (libmtmd:
+  // Gemma 4 E2B / E4B, n_embd 1536 / 2560).
+  std::vector<int32_t> causal_lm_widths = {};
 };
 
 // The spec of a clip.projector_type, or nullptr when it is not supported.
 const ProjectorSpec* FindProjector(const std::string& type);
+// Whether the rows attend both ways in a language model of width lm_width (the spec's rule and
+// its causal widths: mtmd_decode_use_non_causal).
+bool RowsBidirectional(const ProjectorSpec& spec, int32_t lm_width);
 // The supported types' names, comma-separated (for messages).
 std::string SupportedProjectors();
 

@@ -2,7 +2,9 @@
 # Writes the synthesized projector files of the vision tests (scripts/synth_mmproj.py: Gemma 3,
 # Idefics3) and, when SmolLM2-135M is at hand (scripts/fetch_models.sh smollm2; ZF_MODEL_SMOLLM2
 # or ZERFOO_MODELS as the tests find it), smollm2-vlm.gguf (its vocabulary with SmolVLM's image
-# tokens) into OUT_DIR with the pinned numpy/gguf of scripts/requirements-synth.txt (scripts/synth_pyenv.sh).
+# tokens), and gemma4-f32.gguf (the family tests' synthesized Gemma 4, scripts/synth_families.py:
+# the gemma4v projector's language model, width 256) into OUT_DIR with the pinned numpy/gguf of
+# scripts/requirements-synth.txt (scripts/synth_pyenv.sh).
 # Run by ctest as the fixture vision.models; OUT_DIR/.stamp skips an unchanged generator; each
 # file's sha256 is written beside it (FILE.sha256).
 #   tests/vision/make_models.sh OUT_DIR
@@ -14,13 +16,15 @@ export PYTHONPATH="$pydir${PYTHONPATH:+:$PYTHONPATH}"
 smol="${ZF_MODEL_SMOLLM2:-${ZERFOO_MODELS:-$HOME/.cache/zerfoo/models}/smollm2-135m-instruct-q4_1.gguf}"
 lm=()
 [ -f "$smol" ] && lm=(--lm "$smol")
-stamp="$( (cat "$root/scripts/synth_mmproj.py" "$root/scripts/requirements-synth.txt"; echo "${lm[*]}") | sha256sum | cut -c1-32)"
+stamp="$( (cat "$root/scripts/synth_mmproj.py" "$root/scripts/synth_families.py" "$root/scripts/requirements-synth.txt"; echo "${lm[*]}") | sha256sum | cut -c1-32)"
 if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ]; then
   echo "make_models: $out is up to date"
   exit 0
 fi
 rm -f "$out/.stamp"
 "${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$out" ${lm[@]+"${lm[@]}"}
+"${PYTHON:-python3}" "$root/scripts/synth_models.py" --families "$out" --only gemma4 --quants f32 \
+  --vocab-dir "$("$root/scripts/fetch_vocab.sh")"
 # The sha256 beside each file: the tests compare it with the golden's (a changed generator or
 # package shows as a clear mismatch, not as drifting numbers).
 for f in "$out"/*.gguf; do sha256sum "$f" | cut -d' ' -f1 > "$f.sha256"; done

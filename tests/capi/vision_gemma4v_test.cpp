@@ -1,0 +1,168 @@
+// Gemma 4's vision tower (gemma4v) placed in a Gemma 4 model through the C ABI: the synthesized
+// gemma4v projectors (fixture vision.models) on the family tests' synthesized gemma4 model
+// (width 256, per-layer inputs, sliding and full layers; the fixture writes gemma4-f32.gguf).
+// zf_session_eval_image against libmtmd (tests/data/golden/vision/gemma4v-<type>-lm.json,
+// mmproj_recorder --lm-gemma4: a Gemma 4 chat prompt with the landscape Pattern picture at its
+// own size, 104 rows between <|image> and <image|>, decoded with causal attention off as
+// libmtmd does for widths other than E2B's / E4B's): the entries, the first step's logits and 8
+// teacher-forced greedy steps; rows taken causally land farther from libmtmd.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "capi/test_handles.h"
+#include "capi/vision_handles.h"
+#include "vision/test_images.h"
+#include "zerfoo.h"
+
+namespace {
+
+using nlohmann::json;
+using zf::capitest::Argmax;
+using zf::capitest::CentredCosine;
+using zf::capitest::Load;
+using zf::capitest::ModelPtr;
+using zf::capitest::MmprojPtr;
+using zf::capitest::NewSession;
+using zf::capitest::Rgb;
+using zf::capitest::SessionPtr;
+using zf::capitest::SessionTokens;
+
+// The F32 model against llama.cpp's: the first step's centred logits (every 64th id and
+// libmtmd's top 32) at this cosine, greedy tokens equal or a near-tie.
+constexpr double kMinCosine = 0.9995;
+constexpr double kTieMargin = 0.05;
+
+class CapiGemma4v : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    model_ = Load(std::string(ZF_VISION_MODELS_DIR) + "/gemma4-f32.gguf");
+    ASSERT_NE(model_, nullptr) << zf_last_error();
+    zf_mmproj* p = nullptr;
+    const std::string f = std::string(ZF_VISION_MODELS_DIR) + "/mmproj-gemma4v-" + GetParam() + ".gguf";
+    ASSERT_EQ(zf_mmproj_load(model_.get(), f.c_str(), 0, &p), ZF_OK) << zf_last_error();
+    mmproj_.reset(p);
+    zf_model_summary s;
+    std::memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    ASSERT_EQ(zf_model_info(model_.get(), &s), ZF_OK);
+    n_vocab_ = size_t(s.n_vocab);
+    std::ifstream g(std::string(ZF_TEST_DATA_DIR) + "/golden/vision/gemma4v-" + GetParam() + "-lm.json");
+    ASSERT_TRUE(g.good());
+    golden_ = json::parse(g);
+    const json& img = golden_["image"];
+    w_ = img["width"];
+    h_ = img["height"];
+    rgb_ = zf::vision::test::Pattern(int(w_), int(h_), img["seed"].get<uint32_t>());
+  }
+  // libmtmd's text chunks around the image without the markers zf_session_eval_image adds.
+  std::vector<int32_t> Before() const {
+    std::vector<int32_t> t = golden_["chunks"][0]["text"];
+    t.pop_back();
+    return t;
+  }
+  std::vector<int32_t> After() const {
+    std::vector<int32_t> t = golden_["chunks"][2]["text"];
+    t.erase(t.begin());
+    return t;
+  }
+  // The first step's logits at the golden's ids (every 64th, then its top 32) for both sides.
+  double FirstCosine(const std::vector<float>& logits) const {
+    const json& first = golden_["first"];
+    std::vector<double> ours, ref = first["every64"].get<std::vector<double>>();
+    for (size_t i = 0; i < n_vocab_; i += 64) ours.push_back(logits[i]);
+    const std::vector<int32_t> top = first["top_ids"];
+    const std::vector<double> top_l = first["top_logits"];
+    for (size_t k = 0; k < top.size(); ++k) ours.push_back(logits[size_t(top[k])]), ref.push_back(top_l[k]);
+    EXPECT_EQ(ours.size(), ref.size());
+    return CentredCosine(ours, ref);
+  }
+
+  ModelPtr model_;
+  MmprojPtr mmproj_;
+  size_t n_vocab_ = 0;
+  json golden_;
+  uint32_t w_ = 0, h_ = 0;
+  std::vector<uint8_t> rgb_;
+};
+
+TEST_P(CapiGemma4v, ImagePlacedAsLibmtmdPlacesIt) {
+  zf_mmproj_summary info;
+  std::memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  ASSERT_EQ(zf_mmproj_info(mmproj_.get(), &info), ZF_OK);
+  EXPECT_STREQ(info.projector_type, "gemma4v");
+  const zf_image im = Rgb(rgb_, w_, h_);
+  size_t needed = 0;
+  int32_t n_tok = 0;
+  ASSERT_EQ(zf_image_embed(mmproj_.get(), &im, 0, nullptr, 0, &needed, &n_tok), ZF_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(n_tok, golden_["chunks"][1]["image_tokens"].get<int32_t>());  // 13 x 8 pooled patches
+  EXPECT_EQ(needed, size_t(n_tok) * 256);
+
+  SessionPtr s = NewSession(model_.get(), 1024);
+  std::vector<float> logits(n_vocab_);
+  const std::vector<int32_t> before = Before(), after = After();
+  ASSERT_EQ(zf_session_eval(s.get(), before.data(), before.size(), nullptr, 0), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval_image(s.get(), mmproj_.get(), &im, nullptr, 0), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval(s.get(), after.data(), after.size(), logits.data(), logits.size()), ZF_OK);
+  int32_t n_past = 0;
+  ASSERT_EQ(zf_session_n_past(s.get(), &n_past), ZF_OK);
+  EXPECT_EQ(n_past, golden_["n_past"].get<int32_t>());
+  std::vector<int32_t> want;  // libmtmd's text tokens, the image as that many (negative) entries
+  for (const json& c : golden_["chunks"]) {
+    if (c.contains("text")) {
+      for (int32_t t : c["text"]) want.push_back(t);
+    } else {
+      want.resize(want.size() + c["image_tokens"].get<size_t>(), -1);
+    }
+  }
+  const std::vector<int32_t> got = SessionTokens(s.get());
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i] < 0) EXPECT_LT(got[i], 0) << i;
+    else EXPECT_EQ(got[i], want[i]) << i;
+  }
+  const double cos = FirstCosine(logits);
+  EXPECT_GE(cos, kMinCosine);
+  // The rows taken causally: another computation, farther from libmtmd.
+  {
+    std::vector<float> rows(needed), lc(n_vocab_);
+    ASSERT_EQ(zf_image_embed(mmproj_.get(), &im, 0, rows.data(), rows.size(), &needed, &n_tok), ZF_OK);
+    SessionPtr c = NewSession(model_.get(), 1024);
+    const std::vector<int32_t> t0 = golden_["chunks"][0]["text"], t2 = golden_["chunks"][2]["text"];
+    ASSERT_EQ(zf_session_eval(c.get(), t0.data(), t0.size(), nullptr, 0), ZF_OK);
+    ASSERT_EQ(zf_session_eval_embeddings(c.get(), rows.data(), size_t(n_tok), 256, 0, nullptr, 0), ZF_OK) << zf_last_error();
+    ASSERT_EQ(zf_session_eval(c.get(), t2.data(), t2.size(), lc.data(), lc.size()), ZF_OK);
+    const double c2 = FirstCosine(lc);
+    std::printf("[ gemma4v %s ] rows attending causally: centred cosine %.6f\n", GetParam().c_str(), c2);
+    EXPECT_LT(c2, cos);
+  }
+  double worst_gap = 0;
+  int exact = 0;
+  const json& greedy = golden_["greedy"];
+  for (size_t step = 0; step < greedy.size(); ++step) {
+    const int32_t want_tok = greedy[step]["token"];
+    const int32_t best = Argmax(logits);
+    if (best == want_tok) {
+      ++exact;
+    } else {
+      const double gap = double(logits[size_t(best)]) - logits[size_t(want_tok)];
+      worst_gap = std::max(worst_gap, gap);
+      EXPECT_LE(gap, kTieMargin) << "step " << step << ": ours " << best << ", libmtmd's " << want_tok;
+    }
+    ASSERT_EQ(zf_session_eval(s.get(), &want_tok, 1, logits.data(), logits.size()), ZF_OK) << zf_last_error();
+  }
+  std::printf("[ gemma4v %s ] first-step centred cosine %.7f; greedy %d/%zu exact, worst near-tie gap %.3f\n",
+              GetParam().c_str(), cos, exact, greedy.size(), worst_gap);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, CapiGemma4v, ::testing::Values("f16", "q8_0"));
+
+}  // namespace

@@ -1,0 +1,126 @@
+// Gemma 4's vision tower (gemma4v) against libmtmd (tests/data/golden/vision/gemma4v-<type>.json,
+// mmproj_recorder on the synthesized projectors of the fixture vision.models: 16 px patches,
+// 3 x 3 pooling, images at their own sizes, projection to the synthesized gemma4 model's 256):
+// the planned size, the preprocessed image pixel for pixel (bicubic), the embeddings of two
+// Pattern pictures, and refusals of broken files.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "golden_check.h"
+#include "golden_images.h"
+#include "test_images.h"
+#include "vision/encoder.h"
+#include "vision/gemma4v.h"
+#include "vision/image.h"
+#include "vision/mmproj.h"
+#include "vision/preprocess.h"
+#include "vision/projector.h"
+
+namespace zf::vision {
+namespace {
+
+TEST(Gemma4v, Hparams) {
+  nlohmann::json golden;
+  std::unique_ptr<Mmproj> m = test::LoadWithGolden("gemma4v", "f16", &golden);
+  ASSERT_NE(m, nullptr);
+  const VisionHparams& hp = m->hparams();
+  ASSERT_NE(hp.spec, nullptr);
+  EXPECT_EQ(hp.spec->vit, Vit::kGemma4v);
+  EXPECT_EQ(hp.spec->tiling, Tiling::kDynamic);
+  EXPECT_EQ(hp.n_merge, 3);  // clip.cpp's default: the file has no scale factor
+  EXPECT_EQ(hp.proj_width, 256);
+  EXPECT_EQ(hp.min_pixels, 70 * 48 * 48);
+  EXPECT_EQ(hp.max_pixels, 1120 * 48 * 48);
+  ASSERT_NE(m->gemma4v, nullptr);
+  EXPECT_EQ(m->gemma4v->pos_size, 256);
+  EXPECT_TRUE(m->gemma4v->proj.clamped);
+  EXPECT_TRUE(m->gemma4v->blocks[0].down.clamped);
+  EXPECT_FALSE(m->gemma4v->blocks[0].up.clamped);
+  EXPECT_FLOAT_EQ(m->gemma4v->blocks[1].out_scale, 0.9f);
+  // Sizes: rounded to whole 48 px blocks, then into 70..1120 tokens.
+  const TileGrid a = PlanTiles(hp, 640, 400);
+  EXPECT_EQ(a.w, 624);
+  EXPECT_EQ(a.h, 384);
+  EXPECT_EQ(a.rows, 13 * 8);
+  const TileGrid small = PlanTiles(hp, 50, 50);  // scaled up to the 70-token floor
+  EXPECT_GE(small.rows, 70);
+  const TileGrid big = PlanTiles(hp, 4000, 3000);  // scaled down under 1120 tokens
+  EXPECT_LE(big.rows, 1120);
+  EXPECT_EQ(big.w % 48, 0);
+  std::string text;
+  for (const LayoutPiece& p : Layout(*hp.spec, a, hp.n_tokens())) text += p.rows ? "[" + std::to_string(p.rows) + "]" : p.text;
+  EXPECT_EQ(text, "<|image>[104]<image|>");
+}
+
+struct Variant {
+  const char* name;
+  double min_cosine;
+  double max_norm_error;  // relative, per token (Q8_0's measured 1.0e-3: its activations' rounding)
+};
+
+void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
+
+class Gemma4vGolden : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(Gemma4vGolden, PreprocessingAndEmbeddingsMatchLibmtmd) {
+  const Variant& var = GetParam();
+  nlohmann::json golden;
+  std::unique_ptr<Mmproj> m = test::LoadWithGolden("gemma4v", var.name, &golden);
+  ASSERT_NE(m, nullptr);
+  VisionEncoder enc(*m, 2);
+  for (const auto& gi : golden["images"]) {
+    const int w = gi["width"], h = gi["height"];
+    const std::vector<uint8_t> png = test::Png(w, h, test::Pattern(w, h, gi["seed"].get<uint32_t>()));
+    Image img;
+    ASSERT_TRUE(DecodeImage(png.data(), png.size(), &img).ok());
+    const std::string name = gi["name"];
+    TileGrid grid;
+    const std::vector<Image> inputs = TileImages(m->hparams(), img, &grid);
+    ASSERT_EQ(inputs.size(), 1u);
+    test::ExpectPreprocessed(inputs[0], gi["preprocessed"], name);
+    ASSERT_EQ(grid.rows, gi["n_tokens"].get<int64_t>()) << name;
+    std::vector<float> embd;
+    const Status s = enc.Encode(img, &embd);
+    ASSERT_TRUE(s.ok()) << s.message();
+    const test::GoldenFit fit = test::ExpectMatchesGolden(embd, gi, var.min_cosine, name, var.max_norm_error);
+    std::printf("[ gemma4v ] %s %s (%lld tokens): min cosine %.7f, max |diff| %.3g, worst norm rel. error %.2g\n", var.name,
+                name.c_str(), static_cast<long long>(grid.rows), fit.min_cosine, fit.max_abs, fit.worst_norm);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, Gemma4vGolden,
+                         ::testing::Values(Variant{"f32", 0.9999, 1e-3}, Variant{"f16", 0.9999, 1e-3}, Variant{"q8_0", 0.999, 3e-3}),
+                         [](const ::testing::TestParamInfo<Variant>& i) { return std::string(i.param.name); });
+
+// The fixture's F16 file with one equal-length byte edit; the load's error.
+std::string LoadEdited(const std::string& from, const std::string& to) {
+  std::string bytes = test::ReadText(std::string(ZF_VISION_MODELS_DIR) + "/mmproj-gemma4v-f16.gguf");
+  const size_t at = bytes.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at == std::string::npos) return "";
+  bytes.replace(at, from.size(), to);
+  const std::string path = ::testing::TempDir() + "/gemma4v-edited.gguf";
+  FILE* f = std::fopen(path.c_str(), "wb");
+  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+  std::unique_ptr<Mmproj> m;
+  const Status s = Mmproj::Load(path, &m);
+  EXPECT_FALSE(s.ok());
+  return s.message();
+}
+
+TEST(Gemma4v, BrokenFilesAreRefusedByName) {
+  EXPECT_NE(LoadEdited("v.blk.0.attn_q_norm.weight", "v.blk.0.attn_q_nore.weight").find("'v.blk.0.attn_q_norm.weight' is missing"),
+            std::string::npos);
+  EXPECT_NE(LoadEdited("v.std_scale", "v.std_scalf").find("v.std_bias and v.std_scale come together"), std::string::npos);
+  EXPECT_NE(LoadEdited("mm.input_projection.output_min", "mm.input_projection.output_mix").find("'mm.input_projection.output_mix' is not part of"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace zf::vision

@@ -9,8 +9,9 @@
 #   bench/family_bench.sh --hybrid [compare_llama_cpp.sh options]
 # --gpt-oss benchmarks a gpt-oss in gpt-oss-20b's shape instead (MXFP4 experts, the rest Q8_0;
 # ~11.6 GB on disk: needs that much free space and, for zerfoo's packed copies, RAM).
-# --hybrid benchmarks the recurrent hybrids instead: the Qwen 3.5 file in Qwen3.5-0.8B's shape
-# (gated DeltaNet) and a Granite 4.0 H in a 1B-class shape (Mamba-2), both Q4_K_M.
+# --hybrid benchmarks the recurrent hybrids instead: Qwen 3.5 files in Qwen3.5-0.8B's and
+# Qwen3.5-4B's shapes (gated DeltaNet; the 4B one ~2.6 GB) and a Granite 4.0 H in a 1B-class
+# shape (Mamba-2), all Q4_K_M.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${ZERFOO_BENCH_MODELS:-$HOME/.cache/zerfoo/bench-models}"
@@ -21,8 +22,9 @@ if [ "${1:-}" = "--gpt-oss" ]; then
 fi
 if [ "${1:-}" = "--hybrid" ]; then
   shift
-  "$root/tests/family/make_models.sh" "$out" --only bench-qwen35-0.8b,bench-granitehybrid-1b --quants q4 >&2
-  exec "$root/bench/compare_llama_cpp.sh" -m "$out/bench-qwen35-0.8b-q4.gguf,$out/bench-granitehybrid-1b-q4.gguf" "$@"
+  "$root/tests/family/make_models.sh" "$out" --only bench-qwen35-0.8b,bench-granitehybrid-1b,bench-qwen35-4b --quants q4 >&2
+  exec "$root/bench/compare_llama_cpp.sh" \
+    -m "$out/bench-qwen35-0.8b-q4.gguf,$out/bench-granitehybrid-1b-q4.gguf,$out/bench-qwen35-4b-q4.gguf" "$@"
 fi
 "$root/tests/family/make_models.sh" "$out" --only bench-qwen3-1.7b,bench-qwen3moe-8x2,bench-qwen35-0.8b --quants q4 >&2
 exec "$root/bench/compare_llama_cpp.sh" \

@@ -185,6 +185,14 @@ BENCH = {
     "bench-qwen35-0.8b": dict(arch="qwen35", vocab="qwen35", E=1024, L=24, H=8, Hkv=2, hd=256, F=3584, base=1e7,
                               tied=True, eps=1e-6, ctx=262144, key_length=True, n_rot=64, qk_norm=True,
                               delta=dict(interval=4, d_conv=4, n_k=16, n_v=16, d=128)),
+    # Qwen3.5-4B's shape, the larger Qwen 3.5 of bench/family_bench.sh --hybrid: 24 gated DeltaNet
+    # layers (16 key heads and 32 value heads of 128, conv 4) and 8 gated attention layers (16
+    # heads of 256 on 4 KV heads, rope on 64, base 1e7), hidden 2560, FFN 9216. The numbers are
+    # the released GGUF's as listed in github.com/quantumaikr/quant.cpp issue 94 (metadata and
+    # tensor shapes) and the FFN width from apxml.com/models/qwen35-4b; tied as the smaller ones.
+    "bench-qwen35-4b": dict(arch="qwen35", vocab="qwen35", E=2560, L=32, H=16, Hkv=4, hd=256, F=9216, base=1e7,
+                            tied=True, eps=1e-6, ctx=262144, key_length=True, n_rot=64, qk_norm=True,
+                            delta=dict(interval=4, d_conv=4, n_k=16, n_v=32, d=128)),
 }
 FAMILIES.update(BENCH)
 

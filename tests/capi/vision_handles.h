@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "zerfoo.h"
 
 namespace zf::capitest {
@@ -83,6 +85,61 @@ inline std::vector<int32_t> SessionTokens(const zf_session* s) {
   std::vector<int32_t> t(n);
   EXPECT_EQ(zf_session_tokens(s, t.data(), t.size(), &n), ZF_OK) << zf_last_error();
   return t;
+}
+
+// The first step's centred cosine against a placement golden (mmproj_recorder --lm: the logits
+// at every 64th id and at libmtmd's top 32).
+inline double GoldenFirstCosine(const nlohmann::json& golden, const std::vector<float>& logits) {
+  const nlohmann::json& first = golden["first"];
+  std::vector<double> ours, ref = first["every64"].get<std::vector<double>>();
+  for (size_t i = 0; i < logits.size(); i += 64) ours.push_back(logits[i]);
+  const std::vector<int32_t> top = first["top_ids"];
+  const std::vector<double> top_l = first["top_logits"];
+  for (size_t k = 0; k < top.size(); ++k) ours.push_back(logits[size_t(top[k])]), ref.push_back(top_l[k]);
+  EXPECT_EQ(ours.size(), ref.size());
+  return ours.size() == ref.size() ? CentredCosine(ours, ref) : 0.0;
+}
+
+// The session's entries against the golden's chunks: text chunks' tokens, each image chunk as
+// that many (negative) image entries.
+inline void ExpectEntriesAsGolden(const nlohmann::json& golden, const zf_session* s) {
+  std::vector<int32_t> want;
+  for (const nlohmann::json& c : golden["chunks"]) {
+    if (c.contains("text")) {
+      for (int32_t t : c["text"]) want.push_back(t);
+    } else {
+      want.resize(want.size() + c["image_tokens"].get<size_t>(), -1);
+    }
+  }
+  const std::vector<int32_t> got = SessionTokens(s);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i] < 0) EXPECT_LT(got[i], 0) << i;
+    else EXPECT_EQ(got[i], want[i]) << i;
+  }
+}
+
+// Teacher-forced greedy steps against the golden's: from `logits` (the prompt's last), each
+// step's argmax is libmtmd's token or within `tie_margin` of it; libmtmd's token is fed on.
+// Returns the exact steps; *worst_gap the largest near-tie.
+inline int ExpectGreedyAsGolden(const nlohmann::json& golden, zf_session* s, std::vector<float> logits, double tie_margin,
+                                double* worst_gap) {
+  int exact = 0;
+  *worst_gap = 0;
+  const nlohmann::json& greedy = golden["greedy"];
+  for (size_t step = 0; step < greedy.size(); ++step) {
+    const int32_t want = greedy[step]["token"];
+    const int32_t best = Argmax(logits);
+    if (best == want) {
+      ++exact;
+    } else {
+      const double gap = double(logits[size_t(best)]) - logits[size_t(want)];
+      *worst_gap = std::max(*worst_gap, gap);
+      EXPECT_LE(gap, tie_margin) << "step " << step << ": ours " << best << ", libmtmd's " << want;
+    }
+    EXPECT_EQ(zf_session_eval(s, &want, 1, logits.data(), logits.size()), ZF_OK) << zf_last_error();
+  }
+  return exact;
 }
 
 }  // namespace zf::capitest

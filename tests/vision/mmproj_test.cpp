@@ -104,7 +104,8 @@ TEST(Mmproj, Idefics3ErrorsNameTheField) {
   using namespace std::string_literals;
   const Case cases[] = {
       {"\x08\0\0\0\0\0\0\0idefics3"s, "\x08\0\0\0\0\0\0\0idefics4"s,
-       "clip.projector_type 'idefics4' is not supported (gemma3, idefics3 are)"},
+       // The list's head (later rows are appended to it).
+       "clip.projector_type 'idefics4' is not supported (gemma3, idefics3, pixtral"},
       // Without it libmtmd slices another way (llava-uhd style), not implemented here.
       {"clip.vision.preproc_image_size", "clip.vision.preproc_image_sizX", "clip.vision.preproc_image_size is missing"},
       {"mm.model.fc.weight", "mm.model.fc.weighX", "'mm.model.fc.weight' is missing"},

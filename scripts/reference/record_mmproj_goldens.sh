@@ -65,3 +65,18 @@ for t in f32 f16 q8_0; do
     echo "$out/gemma4v-$t-lm.json"
   fi
 done
+# pixtral with the fixture's smollm2-pixtral.gguf (SmolLM2 + [IMG], [IMG_BREAK], [IMG_END]):
+# pixtral-<type>.json (--tiles: the image's rows, its preprocessed pixels, then [IMG_END]; the
+# Pattern pictures and test-1.jpeg) and pixtral-<type>-lm.json (--lm-chatml).
+for t in f32 f16 q8_0; do
+  f="$models/mmproj-pixtral-$t.gguf"
+  sha=$(sha256sum "$f" | cut -d' ' -f1)
+  "$bin" "$f" "$models/smollm2-pixtral.gguf" "$sha" --tiles "$root/tests/data/vision/test-1.jpeg" > "$out/pixtral-$t.json.tmp"
+  mv "$out/pixtral-$t.json.tmp" "$out/pixtral-$t.json"
+  echo "$out/pixtral-$t.json"
+  if [ "$t" != f32 ]; then
+    "$bin" "$f" "$models/smollm2-pixtral.gguf" "$sha" --lm-chatml > "$out/pixtral-$t-lm.json.tmp"
+    mv "$out/pixtral-$t-lm.json.tmp" "$out/pixtral-$t-lm.json"
+    echo "$out/pixtral-$t-lm.json"
+  fi
+done

@@ -22,7 +22,8 @@ matrices (q/k/v/out, FFN) with the F16 patch convolution and input projection (c
 transposes the projection and convolves the patches, which it cannot do on Q8_0); and
 OUT_DIR/mmproj-idefics3-{f16,q8_0}.gguf alike (mm.model.fc a block matrix: Q8_0 in q8_0), and
 OUT_DIR/mmproj-pixtral-{f32,f16,q8_0}.gguf (HP_PIXTRAL; with --lm also smollm2-pixtral.gguf:
-SmolLM2 with [IMG], [IMG_BREAK], [IMG_END] appended as CONTROL tokens).
+SmolLM2 with [IMG], [IMG_BREAK], [IMG_END] appended as CONTROL tokens), and
+OUT_DIR/mmproj-qwen25vl-{f32,f16,q8_0}.gguf (HP_QWEN25VL: 4 blocks, window attention on 0 and 2).
 The pinned gguf/numpy of scripts/requirements-synth.txt (tests/vision/make_models.sh).
 """
 import argparse
@@ -45,6 +46,9 @@ PIXTRAL_TOKENS = ["[IMG]", "[IMG_BREAK]", "[IMG_END]"]
 # 224 is unused, as the converter writes it), a 256-entry x/y position table, projection to the
 # synthesized gemma4 LM's 256 (scripts/synth_families.py); Gemma4ClippableLinear clamps on two
 # products, a per-layer output scale and the standardization, so that each is exercised.
+# Qwen2.5-VL: 14 px patches merged 2 x 2, window attention (112 px windows) on layers 0 and 2,
+# full attention on 1 and 3 (n_wa_pattern 2), projection to the synthesized qwen2vl model's 256.
+HP_QWEN25VL = dict(HP, n_layer=4, image_size=560, patch_size=14, proj_dim=256, projector="qwen2.5vl_merger", wa_pattern=2)
 HP_GEMMA4V = dict(HP, image_size=224, patch_size=16, proj_dim=256, projector="gemma4v", pos_size=256)
 # SmolVLM's added tokens (its tokenizer's additional special tokens).
 VLM_TOKENS = (["<fake_token_around_image>", "<image>", "<global-img>"] +
@@ -87,8 +91,29 @@ def tensors_gemma4v(hp):
     return t
 
 
+def tensors_qwen25vl(hp):
+    """clip.cpp's qwen25vl layout: two bias-free patch kernels (the temporal pair), RMS norms
+    (weights only), q/k/v/out and the SiLU-gated FFN with biases, v.post_ln, mm.0 / mm.2."""
+    E, F, P = hp["n_embd"], hp["n_ff"], hp["patch_size"]
+    t = [("v.patch_embd.weight", (P, P, 3, E), "conv"), ("v.patch_embd.weight.1", (P, P, 3, E), "conv")]
+    for i in range(hp["n_layer"]):
+        b = f"v.blk.{i}."
+        t += [(b + "ln1.weight", (E,), "normw")]
+        for m in ("attn_q", "attn_k", "attn_v", "attn_out"):
+            t += [(b + m + ".weight", (E, E), "mat"), (b + m + ".bias", (E,), "bias")]
+        t += [(b + "ln2.weight", (E,), "normw")]
+        for m, ne in (("ffn_gate", (E, F)), ("ffn_up", (E, F)), ("ffn_down", (F, E))):
+            t += [(b + m + ".weight", ne, "mat"), (b + m + ".bias", (ne[1],), "bias")]
+    M = 4 * E  # a 2 x 2 block's four rows
+    t += [("v.post_ln.weight", (E,), "normw"), ("mm.0.weight", (M, M), "mat"), ("mm.0.bias", (M,), "bias"),
+          ("mm.2.weight", (M, hp["proj_dim"]), "mat"), ("mm.2.bias", (hp["proj_dim"],), "bias")]
+    return t
+
+
 def tensors(hp):
     """(name, ne (ggml order), kind): kind is 'mat' (a product's weight), 'conv', 'proj', or 'vec'."""
+    if hp["projector"] == "qwen2.5vl_merger":
+        return tensors_qwen25vl(hp)
     if hp["projector"] == "gemma4v":
         return tensors_gemma4v(hp)
     if hp["projector"] == "pixtral":
@@ -134,7 +159,7 @@ def write(path, hp, variant, seed):
     w.add_string("general.name", f"zerfoo synthetic {hp['projector']} mmproj ({variant})")
     w.add_string("clip.projector_type", hp["projector"])
     w.add_bool("clip.has_vision_encoder", True)
-    w.add_bool("clip.use_silu" if hp["projector"] == "pixtral" else "clip.use_gelu", True)
+    w.add_bool("clip.use_silu" if hp["projector"] in ("pixtral", "qwen2.5vl_merger") else "clip.use_gelu", True)
     w.add_uint32("clip.vision.image_size", hp["image_size"])
     w.add_uint32("clip.vision.patch_size", hp["patch_size"])
     w.add_uint32("clip.vision.embedding_length", hp["n_embd"])
@@ -147,6 +172,8 @@ def write(path, hp, variant, seed):
         w.add_uint32("clip.vision.projector.scale_factor", hp["scale_factor"])
     if "spatial_merge_size" in hp:
         w.add_uint32("clip.vision.spatial_merge_size", hp["spatial_merge_size"])
+    if "wa_pattern" in hp:
+        w.add_uint32("clip.vision.n_wa_pattern", hp["wa_pattern"])
     if "preproc_image_size" in hp:
         w.add_uint32("clip.vision.preproc_image_size", hp["preproc_image_size"])
     # gemma4v: Gemma 4's processor leaves pixels in [0, 1] (the graph scales them to [-1, 1]).
@@ -231,6 +258,8 @@ def main():
         write(os.path.join(a.out_dir, f"mmproj-gemma4v-{v}.gguf"), HP_GEMMA4V, v, a.seed)
     for v in ("f32", "f16", "q8_0"):
         write(os.path.join(a.out_dir, f"mmproj-pixtral-{v}.gguf"), HP_PIXTRAL, v, a.seed)
+    for v in ("f32", "f16", "q8_0"):
+        write(os.path.join(a.out_dir, f"mmproj-qwen25vl-{v}.gguf"), HP_QWEN25VL, v, a.seed)
     if a.lm:
         write_vlm_lm(a.lm, os.path.join(a.out_dir, "smollm2-vlm.gguf"), a.seed)
         write_vlm_lm(a.lm, os.path.join(a.out_dir, "smollm2-pixtral.gguf"), a.seed, PIXTRAL_TOKENS)

@@ -80,3 +80,14 @@ for t in f32 f16 q8_0; do
     echo "$out/pixtral-$t-lm.json"
   fi
 done
+# qwen2.5vl_merger (Qwen2.5-VL's vision encoder) with the synthesized qwen2vl model (tests/family's
+# fixture, scripts/synth_families.py; its width 256 is the projector's): qwen25vl-<type>.json (the
+# Pattern pictures at their own sizes, whole 28 px blocks).
+q2="${ZF_QWEN2VL_LM:-$root/build-test/tests/family-models/qwen2vl-f32.gguf}"
+for t in f32 f16 q8_0; do
+  f="$models/mmproj-qwen25vl-$t.gguf"
+  sha=$(sha256sum "$f" | cut -d' ' -f1)
+  "$bin" "$f" "$q2" "$sha" > "$out/qwen25vl-$t.json.tmp"
+  mv "$out/qwen25vl-$t.json.tmp" "$out/qwen25vl-$t.json"
+  echo "$out/qwen25vl-$t.json"
+done

@@ -184,6 +184,8 @@ Status VisionEncoder::Encode(const Image& image, std::vector<float>* embd, TileG
   for (const Image& in : inputs) {
     if (hp.spec->vit == Vit::kGemma4v) {
       ZF_RETURN_IF_ERROR(EncodeGemma4v(Normalize(in, hp.mean, hp.std), in.width, in.height, &one));
+    } else if (hp.spec->vit == Vit::kQwen25vl) {
+      ZF_RETURN_IF_ERROR(EncodeQwenVl(Normalize(in, hp.mean, hp.std), in.width, in.height, &one));
     } else if (hp.spec->vit == Vit::kPixtral) {
       ZF_RETURN_IF_ERROR(EncodePixtral(Normalize(in, hp.mean, hp.std), in.width, in.height, &one));
     } else {

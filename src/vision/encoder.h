@@ -44,6 +44,8 @@ class VisionEncoder {
   Status EncodePixtral(const std::vector<float>& pixels, int32_t w, int32_t h, std::vector<float>* embd);
   // Vit::kGemma4v: a w x h image's rows (vision/gemma4v.cpp).
   Status EncodeGemma4v(const std::vector<float>& pixels, int32_t w, int32_t h, std::vector<float>* embd);
+  // Vit::kQwen25vl: a w x h image's rows (vision/qwen_vl.cpp).
+  Status EncodeQwenVl(const std::vector<float>& pixels, int32_t w, int32_t h, std::vector<float>* embd);
 
  private:
   void MatMul(const Linear& l, const float* x, int64_t n_tok, float* y);

@@ -8,6 +8,7 @@
 #include "quant/quant.h"
 #include "vision/gemma4v.h"
 #include "vision/mmproj_tensors.h"
+#include "vision/qwen_vl.h"
 
 namespace zf::vision {
 
@@ -91,11 +92,11 @@ Status ReadHparams(const gguf::GgufFile& f, VisionHparams* hp) {
   bool b = false;
   if (!f.GetBool("clip.has_vision_encoder", &b).ok() || !b)
     return FormatError("mmproj: clip.has_vision_encoder is not true (no vision encoder in the file)");
-  const bool pixtral = hp->spec->vit == Vit::kPixtral;
-  const char* act = pixtral ? "clip.use_silu" : "clip.use_gelu";
+  const bool pixtral = hp->spec->vit == Vit::kPixtral, qwen = hp->spec->vit == Vit::kQwen25vl;
+  const char* act = pixtral || qwen ? "clip.use_silu" : "clip.use_gelu";
   if (!f.GetBool(act, &b).ok() || !b)
     return Unsupported(std::string("mmproj: ") + act + " is not true (" + hp->projector + "'s encoder uses " +
-                       (pixtral ? "SiLU" : "GELU") + ")");
+                       (pixtral || qwen ? "SiLU" : "GELU") + ")");
   ZF_RETURN_IF_ERROR(U32(f, "clip.vision.image_size", &hp->image_size, 1));
   ZF_RETURN_IF_ERROR(U32(f, "clip.vision.patch_size", &hp->patch_size, 1));
   ZF_RETURN_IF_ERROR(U32(f, "clip.vision.embedding_length", &hp->n_embd, 1));
@@ -104,8 +105,9 @@ Status ReadHparams(const gguf::GgufFile& f, VisionHparams* hp) {
   ZF_RETURN_IF_ERROR(U32(f, "clip.vision.attention.head_count", &hp->n_head, 1));
   // Pixtral merges by clip.vision.spatial_merge_size (none without it), the others pool or
   // shuffle by the scale factor (4 without it).
-  const char* merge_key = pixtral ? "clip.vision.spatial_merge_size" : "clip.vision.projector.scale_factor";
-  hp->n_merge = pixtral ? 1 : 4;
+  // (Qwen2.5-VL: spatial_merge_size, 2 without it).
+  const char* merge_key = pixtral || qwen ? "clip.vision.spatial_merge_size" : "clip.vision.projector.scale_factor";
+  hp->n_merge = pixtral ? 1 : qwen ? 2 : 4;
   if (f.Find(merge_key) != nullptr) ZF_RETURN_IF_ERROR(U32(f, merge_key, &hp->n_merge, 1));
   if (hp->spec->merge == Merge::kPixelShuffle && hp->n_merge < 2)
     return FormatError("mmproj: clip.vision.projector.scale_factor must be 2 or more for " + hp->projector + "'s pixel shuffle");
@@ -177,6 +179,15 @@ Status Mmproj::FromGguf(std::unique_ptr<gguf::GgufFile> file, std::unique_ptr<Mm
   if (hp.spec->vit == Vit::kGemma4v) {
     m->gemma4v = std::make_unique<Gemma4vWeights>();
     ZF_RETURN_IF_ERROR(LoadGemma4v(f, &hp, &used, m->gemma4v.get()));
+    ZF_RETURN_IF_ERROR(CheckAllUsed(f, hp, used));
+    m->file_ = std::move(file);
+    *out = std::move(m);
+    return Status::Ok();
+  }
+  if (hp.spec->vit == Vit::kQwen25vl) {
+    m->qwen_vl = std::make_unique<QwenVlWeights>();
+    ZF_RETURN_IF_ERROR(QwenVlHparams(f, &hp, m->qwen_vl.get()));
+    ZF_RETURN_IF_ERROR(LoadQwenVl(f, &hp, m.get(), m->qwen_vl.get(), &used));
     ZF_RETURN_IF_ERROR(CheckAllUsed(f, hp, used));
     m->file_ = std::move(file);
     *out = std::move(m);

@@ -55,6 +55,7 @@ struct Linear {
 };
 
 struct Gemma4vWeights;  // vision/gemma4v.h
+struct QwenVlWeights;   // vision/qwen_vl.h
 
 struct LayerNormW {
   std::vector<float> w, b;
@@ -90,6 +91,7 @@ class Mmproj {
   Linear proj;                    // rows proj_width of the merged token's width (transposed at
                                   // load when spec->proj_transposed)
   std::unique_ptr<Gemma4vWeights> gemma4v;  // Vit::kGemma4v's weights (the rest stay empty)
+  std::unique_ptr<QwenVlWeights> qwen_vl;   // Vit::kQwen25vl's second patch kernel, mm.0, windows
   // Merge::kPatchMerger (Pixtral): mm.input_norm, mm.patch_merger (none when n_merge is 1),
   // mm.1 before the GELU (proj is mm.2), and the [IMG_BREAK] row.
   std::vector<float> input_norm;

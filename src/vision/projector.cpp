@@ -23,6 +23,10 @@ const ProjectorSpec kSpecs[] = {
     // projection; both ways in the LM except on E2B / E4B (mtmd_decode_use_non_causal).
     {"gemma4v", "gemma4", Merge::kAvgPool, false, "mm.input_projection", false, Tiling::kDynamic, Resample::kBicubic,
      true, "<|image>", "<image|>", "", "", {}, "", Vit::kGemma4v, {1536, 2560}},
+    // Qwen2.5-VL: one image of its own size (bicubic), 2 x 2 blocks concatenated into the
+    // mm.0 / GELU / mm.2 merger (vision/qwen_vl.cpp); causal rows between the vision markers.
+    {"qwen2.5vl_merger", "qwen2vl", Merge::kPixelShuffle, false, "mm.2", false, Tiling::kDynamic, Resample::kBicubic, false,
+     "<|vision_start|>", "<|vision_end|>", "", "", {}, "", Vit::kQwen25vl},
 };
 
 }  // namespace

@@ -31,7 +31,7 @@ enum class Resample : int32_t { kBilinear, kLanczos, kBicubic };  // Pillow's fi
 
 // The ViT's form: SigLIP (LayerNorm with biases, learned positions, GELU MLP) or Pixtral's
 // (RMS norms, 2D rotary positions on q and k, SiLU-gated MLP, no biases).
-enum class Vit : int32_t { kSiglip, kPixtral, kGemma4v };  // kGemma4v: vision/gemma4v.cpp
+enum class Vit : int32_t { kSiglip, kPixtral, kGemma4v, kQwen25vl };  // kGemma4v: vision/gemma4v.cpp, kQwen25vl: vision/qwen_vl.cpp
 
 struct ProjectorSpec {
   const char* type;    // clip.projector_type

@@ -1,0 +1,213 @@
+// Qwen2.5-VL's vision encoder: see qwen_vl.h.
+#include "vision/qwen_vl.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/thread_pool.h"
+#include "gguf/gguf.h"
+#include "vision/encoder.h"
+#include "vision/mmproj_tensors.h"
+
+namespace zf::vision {
+
+Status QwenVlHparams(const gguf::GgufFile& f, VisionHparams* hp, QwenVlWeights* w) {
+  if (hp->n_merge != 2)
+    return Unsupported("mmproj: clip.vision.spatial_merge_size " + std::to_string(hp->n_merge) + " (" + hp->projector +
+                       "'s merger takes 2 x 2 blocks)");
+  int32_t wa = 0;
+  if (!f.GetI32("clip.vision.n_wa_pattern", &wa).ok() || wa < 0)
+    return FormatError("mmproj: clip.vision.n_wa_pattern is missing or negative (" + hp->projector + " requires it)");
+  w->n_wa_pattern = wa;
+  if ((hp->n_embd / hp->n_head) % 4 != 0)
+    return FormatError("mmproj: the head width " + std::to_string(hp->n_embd / hp->n_head) +
+                       " is no multiple of 4 (2D rotary sections)");
+  // libmtmd's set_limit_image_tokens(8, 4096) for the Qwen-VL types.
+  const int32_t area = hp->patch_size * hp->patch_size * hp->n_merge * hp->n_merge;
+  hp->min_pixels = 8 * area;
+  hp->max_pixels = 4096 * area;
+  return Status::Ok();
+}
+
+Status LoadQwenVl(const gguf::GgufFile& f, VisionHparams* hp, Mmproj* m, QwenVlWeights* w, std::set<std::string>* used) {
+  const int64_t E = hp->n_embd, P = hp->patch_size, F = hp->n_ff;
+  // Both frames' kernels [P][P][3][E], no bias (clip.cpp asserts none).
+  ZF_RETURN_IF_ERROR(Matrix(f, "v.patch_embd", 3 * P * P, E, used, &m->patch, false, {P, P, 3, E}));
+  const gguf::TensorInfo* t1 = nullptr;
+  ZF_RETURN_IF_ERROR(Find(f, "v.patch_embd.weight.1", {P, P, 3, E}, used, &t1));
+  // Matrix() appends ".weight": bind the second kernel through a copy of the first's binding.
+  if (t1->type != m->patch.type) return FormatError("mmproj: v.patch_embd.weight.1's type differs from v.patch_embd.weight's");
+  w->patch1 = m->patch;
+  w->patch1.w = t1->data;
+  if (f.FindTensor("v.pre_ln.weight") != nullptr) ZF_RETURN_IF_ERROR(Floats(f, "v.pre_ln.weight", {E}, used, &m->pre_ln.w));
+  m->blocks.resize(size_t(hp->n_layer));
+  for (int32_t i = 0; i < hp->n_layer; ++i) {
+    VitBlock& b = m->blocks[size_t(i)];
+    const std::string p = "v.blk." + std::to_string(i) + ".";
+    ZF_RETURN_IF_ERROR(Floats(f, p + "ln1.weight", {E}, used, &b.ln1.w));
+    ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_q", E, E, used, &b.q, true));
+    ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_k", E, E, used, &b.k, true));
+    ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_v", E, E, used, &b.v, true));
+    ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_out", E, E, used, &b.o, true));
+    ZF_RETURN_IF_ERROR(Floats(f, p + "ln2.weight", {E}, used, &b.ln2.w));
+    ZF_RETURN_IF_ERROR(Matrix(f, p + "ffn_gate", E, F, used, &b.gate, true));
+    ZF_RETURN_IF_ERROR(Matrix(f, p + "ffn_up", E, F, used, &b.up, true));
+    ZF_RETURN_IF_ERROR(Matrix(f, p + "ffn_down", F, E, used, &b.down, true));
+  }
+  ZF_RETURN_IF_ERROR(Floats(f, "v.post_ln.weight", {E}, used, &m->post_ln.w));
+  const gguf::TensorInfo* m0 = f.FindTensor("mm.0.weight");
+  const gguf::TensorInfo* m2 = f.FindTensor("mm.2.weight");
+  if (m0 == nullptr || m0->n_dims != 2) return FormatError("mmproj: tensor 'mm.0.weight' is missing or not 2-dimensional");
+  if (m2 == nullptr || m2->n_dims != 2) return FormatError("mmproj: tensor 'mm.2.weight' is missing or not 2-dimensional");
+  const int64_t hidden = m0->ne[1], width = m2->ne[1];
+  ZF_RETURN_IF_ERROR(Matrix(f, "mm.0", 4 * E, hidden, used, &w->mm0, true));
+  ZF_RETURN_IF_ERROR(Matrix(f, "mm.2", hidden, width, used, &m->proj, true));
+  hp->proj_width = int32_t(width);
+  return Status::Ok();
+}
+
+void QwenVlWindows(int32_t pw, int32_t ph, int32_t grid, std::vector<int32_t>* idx, std::vector<int32_t>* inv,
+                   std::vector<int32_t>* windows) {
+  idx->assign(size_t(pw) * size_t(ph), 0);
+  inv->assign(idx->size(), 0);
+  windows->clear();
+  int32_t dst = 0;
+  for (int32_t y = 0; y < ph; y += grid)
+    for (int32_t x = 0; x < pw; x += grid) {
+      const int32_t wh = std::min(grid, ph - y), ww = std::min(grid, pw - x);
+      for (int32_t dy = 0; dy < wh; ++dy)
+        for (int32_t dx = 0; dx < ww; ++dx) {
+          const int32_t src = (y + dy) * pw + x + dx;
+          (*idx)[size_t(src)] = dst;
+          (*inv)[size_t(dst)] = src;
+          ++dst;
+        }
+      windows->push_back(wh * ww);
+    }
+}
+
+void QwenVlRope(const int32_t* py, const int32_t* px, int64_t T, int64_t n_head, int64_t d, float* x) {
+  // ggml's mrope cache: each section's theta restarts at the position and is multiplied by
+  // base^(-2 / n_dims) per pair in float (n_dims = d / 2).
+  const int64_t half = d / 2, quarter = d / 4;
+  const float theta_scale = std::pow(10000.0f, -2.0f / float(half));
+  std::vector<float> cs(static_cast<size_t>(d));
+  for (int64_t t = 0; t < T; ++t) {
+    float th_y = float(py[t]), th_x = float(px[t]);
+    for (int64_t j = 0; j < half; ++j) {
+      if (j == quarter) th_x = float(px[t]);
+      const float theta = j < quarter ? th_y : th_x;
+      cs[size_t(2 * j)] = std::cos(theta);
+      cs[size_t(2 * j + 1)] = std::sin(theta);
+      th_y *= theta_scale;
+      th_x *= theta_scale;
+    }
+    for (int64_t h = 0; h < n_head; ++h) {
+      float* v = x + (t * n_head + h) * d;
+      for (int64_t j = 0; j < half; ++j) {
+        const float c = cs[size_t(2 * j)], s = cs[size_t(2 * j + 1)], x0 = v[j], x1 = v[j + half];
+        v[j] = x0 * c - x1 * s;
+        v[j + half] = x0 * s + x1 * c;
+      }
+    }
+  }
+}
+
+Status VisionEncoder::EncodeQwenVl(const std::vector<float>& px, int32_t W, int32_t H, std::vector<float>* embd) {
+  const VisionHparams& hp = m_.hparams();
+  const QwenVlWeights& qw = *m_.qwen_vl;
+  const int64_t P = hp.patch_size, nx = W / P, ny = H / P, T = nx * ny, n = hp.n_embd, K = 3 * P * P;
+  if (W <= 0 || H <= 0 || W % (2 * P) != 0 || H % (2 * P) != 0 || px.size() != size_t(W) * size_t(H) * 3)
+    return InvalidArgument("pixels: " + std::to_string(W) + " x " + std::to_string(H) + " is no whole number of " +
+                           std::to_string(2 * P) + " px blocks, or " + std::to_string(px.size()) + " floats are not its RGB");
+  const int32_t pw = int32_t(nx / 2), ph = int32_t(ny / 2);
+  const bool windowed = qw.n_wa_pattern > 0;
+  std::vector<int32_t> idx, inv, windows;
+  if (windowed) {
+    QwenVlWindows(pw, ph, std::max(1, qw.window_px / int32_t(P) / 2), &idx, &inv, &windows);
+  } else {
+    idx.resize(size_t(pw) * size_t(ph));
+    for (size_t i = 0; i < idx.size(); ++i) idx[i] = int32_t(i);
+    inv = idx;
+  }
+  // Patches in the encoder's order: merged blocks in window order (raster without windows),
+  // each block's four patches row by row; their rows and columns for the rotary positions.
+  std::vector<int32_t> pos_y(static_cast<size_t>(T)), pos_x(static_cast<size_t>(T));
+  for (int64_t g = 0; g < int64_t(pw) * ph; ++g) {
+    const int32_t src = inv[size_t(g)], by = src / pw, bx = src % pw;
+    for (int32_t k = 0; k < 4; ++k) {
+      pos_y[size_t(g * 4 + k)] = 2 * by + k / 2;
+      pos_x[size_t(g * 4 + k)] = 2 * bx + k % 2;
+    }
+  }
+  // im2col: per patch [c][ky][kx], the convolution weight's layout.
+  std::vector<float> cols(size_t(T * K));
+  pool_->ParallelFor(T, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      const int64_t y0 = pos_y[size_t(p)] * P, x0 = pos_x[size_t(p)] * P;
+      float* c = cols.data() + p * K;
+      for (int64_t ch = 0; ch < 3; ++ch)
+        for (int64_t ky = 0; ky < P; ++ky)
+          for (int64_t kx = 0; kx < P; ++kx) c[(ch * P + ky) * P + kx] = px[size_t(((y0 + ky) * W + x0 + kx) * 3 + ch)];
+    }
+  });
+  std::vector<float> x(size_t(T * n)), h(x.size());
+  MatMul(m_.patch, cols.data(), T, x.data());
+  MatMul(qw.patch1, cols.data(), T, h.data());  // the same still frame through the second kernel
+  for (size_t i = 0; i < x.size(); ++i) x[i] += h[i];
+  cols = {};
+  if (!m_.pre_ln.w.empty()) RmsNorm(m_.pre_ln.w, x.data(), T);
+
+  const int64_t d = n / hp.n_head;
+  std::vector<float> q(x.size()), k(x.size()), v(x.size()), att(x.size());
+  std::vector<float> gate(size_t(T * hp.n_ff)), up(gate.size());
+  for (size_t il = 0; il < m_.blocks.size(); ++il) {
+    const VitBlock& b = m_.blocks[il];
+    const bool full = !windowed || (int32_t(il) + 1) % qw.n_wa_pattern == 0;
+    h = x;
+    RmsNorm(b.ln1.w, h.data(), T);
+    MatMul(b.q, h.data(), T, q.data());
+    MatMul(b.k, h.data(), T, k.data());
+    MatMul(b.v, h.data(), T, v.data());
+    QwenVlRope(pos_y.data(), pos_x.data(), T, hp.n_head, d, q.data());
+    QwenVlRope(pos_y.data(), pos_x.data(), T, hp.n_head, d, k.data());
+    if (full) {
+      Attention(q.data(), k.data(), v.data(), T, att.data());
+    } else {
+      // The window mask keeps each window's patches among themselves: attention per window
+      // (ggml's kernel skips the masked keys, so the sums are the same).
+      int64_t t0 = 0;
+      for (int32_t nw : windows) {
+        const int64_t o = t0 * n;
+        Attention(q.data() + o, k.data() + o, v.data() + o, int64_t(nw) * 4, att.data() + o);
+        t0 += int64_t(nw) * 4;
+      }
+    }
+    MatMul(b.o, att.data(), T, h.data());
+    for (size_t i = 0; i < x.size(); ++i) x[i] += h[i];
+    h = x;
+    RmsNorm(b.ln2.w, h.data(), T);
+    MatMul(b.gate, h.data(), T, gate.data());
+    MatMul(b.up, h.data(), T, up.data());
+    pool_->ParallelFor(int64_t(gate.size()), [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) gate[size_t(i)] = gate[size_t(i)] / (1.0f + std::exp(-gate[size_t(i)])) * up[size_t(i)];
+    });
+    MatMul(b.down, gate.data(), T, h.data());
+    for (size_t i = 0; i < x.size(); ++i) x[i] += h[i];
+  }
+  RmsNorm(m_.post_ln.w, x.data(), T);
+
+  // Each block's four rows are one row of 4 E: mm.0, GELU, mm.2; then back to raster order.
+  const int64_t NT = T / 4, hidden = qw.mm0.out, width = m_.proj.out;
+  std::vector<float> mid(size_t(NT * hidden)), out(size_t(NT * width));
+  MatMul(qw.mm0, x.data(), NT, mid.data());
+  Gelu(mid.data(), int64_t(mid.size()));
+  MatMul(m_.proj, mid.data(), NT, out.data());
+  embd->resize(out.size());
+  for (int64_t r = 0; r < NT; ++r)
+    std::copy(out.begin() + int64_t(idx[size_t(r)]) * width, out.begin() + (int64_t(idx[size_t(r)]) + 1) * width,
+              embd->begin() + r * width);
+  return Status::Ok();
+}
+
+}  // namespace zf::vision

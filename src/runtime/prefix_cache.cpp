@@ -82,22 +82,27 @@ size_t Agree(const PrefixCache::Block& b, const int32_t* tokens, size_t n) {
 
 }  // namespace
 
+template <class Visit>
+void PrefixCache::ForEachUnder(uint64_t prev, Visit visit) {
+  auto [lo, hi] = children_.equal_range(prev);
+  for (auto c = lo; c != hi; ++c) {
+    const Entry& e = map_.at(c->second);
+    visit(e.block, e.lru, tails_.end());
+  }
+  auto [tlo, thi] = tails_by_prev_.equal_range(prev);
+  for (auto t = tlo; t != thi; ++t) visit(*t->second, lru_.end(), t->second);
+}
+
 PrefixCache::Run PrefixCache::FindLongest(uint64_t prev, const int32_t* tokens, size_t n, size_t have) {
   std::lock_guard<std::mutex> lock(mu_);
   Run best;
   std::list<uint64_t>::iterator best_full = lru_.end();
   TailList::iterator best_tail = tails_.end();
-  auto [lo, hi] = children_.equal_range(prev);
-  for (auto c = lo; c != hi; ++c) {
-    const Entry& e = map_.at(c->second);
-    const size_t m = Agree(*e.block, tokens, n);
-    if (m >= have && m > best.tokens) best = {e.block, m}, best_full = e.lru;
-  }
-  auto [tlo, thi] = tails_by_prev_.equal_range(prev);
-  for (auto t = tlo; t != thi; ++t) {
-    const size_t m = Agree(**t->second, tokens, n);
-    if (m >= have && m > best.tokens) best = {*t->second, m}, best_full = lru_.end(), best_tail = t->second;
-  }
+  ForEachUnder(prev, [&](const std::shared_ptr<const Block>& b, std::list<uint64_t>::iterator full,
+                         TailList::iterator tail) {
+    const size_t m = Agree(*b, tokens, n);
+    if (m >= have && m > best.tokens) best = {b, m}, best_full = full, best_tail = tail;
+  });
   if (best.tokens <= have) return Run{};
   if (best_full != lru_.end()) lru_.splice(lru_.begin(), lru_, best_full);
   if (best_tail != tails_.end()) tails_.splice(tails_.begin(), tails_, best_tail);
@@ -111,14 +116,11 @@ bool PrefixCache::StoreTail(std::shared_ptr<const Block> tail) {
   if (k == 0 || k >= size_t(kBlockTokens)) return false;
   std::lock_guard<std::mutex> lock(mu_);
   if (size > cap) return false;
-  auto [lo, hi] = children_.equal_range(tail->prev);
-  for (auto c = lo; c != hi; ++c) {
-    if (Agree(*map_.at(c->second).block, tail->tokens.data(), k) == k) return false;
-  }
-  auto [tlo, thi] = tails_by_prev_.equal_range(tail->prev);
-  for (auto t = tlo; t != thi; ++t) {
-    if (Agree(**t->second, tail->tokens.data(), k) == k) return false;
-  }
+  bool held = false;  // a cached block following the same chain already starts with these tokens
+  ForEachUnder(tail->prev, [&](const std::shared_ptr<const Block>& b, auto, auto) {
+    held = held || Agree(*b, tail->tokens.data(), k) == k;
+  });
+  if (held) return false;
   while (tail_bytes_ + size > cap && !tails_.empty()) {
     const auto victim = std::prev(tails_.end());
     auto [vlo, vhi] = tails_by_prev_.equal_range((*victim)->prev);

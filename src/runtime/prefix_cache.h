@@ -133,6 +133,11 @@ class PrefixCache {
   TailList tails_;
   std::unordered_multimap<uint64_t, TailList::iterator> tails_by_prev_;
   uint64_t tail_bytes_ = 0;
+  // One walk over the blocks filed under `prev` for FindLongest and StoreTail: the full blocks
+  // (visit(block, their lru_ position, tails_.end())) then the tails (visit(block, lru_.end(),
+  // their tails_ position)). The caller holds mu_.
+  template <class Visit>
+  void ForEachUnder(uint64_t prev, Visit visit);
   Stats stats_;
   std::map<std::vector<size_t>, std::shared_ptr<KvArena>> arenas_;  // by plane sizes
   // Mappings alive (Stats::mapped_blocks); shared with them, so they may outlive the cache.

@@ -469,6 +469,7 @@ void Session::Reset() {
   has_argmax_ = false;
   state_.Clear();
   block_states_.clear();
+  embd_spans_.clear();
   mark_pos_ = -1;
   cancel_.store(false);
 }
@@ -505,7 +506,7 @@ Status Session::Truncate(size_t n_keep) {
     deferred_.clear();
     SyncBlockKeys();
     has_logits_ = has_argmax_ = false;
-    return n_keep > from ? EvalImpl(kept.data() + from, n_keep - from, nullptr, nullptr) : Status::Ok();
+    return n_keep > from ? Replay(kept, from, n_keep) : Status::Ok();
   }
   if (n_keep <= history_.size()) {
     // Give the forgotten rows' memory back, except for the short rollbacks of speculative

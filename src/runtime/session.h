@@ -67,7 +67,9 @@ class Session {
   // step (n - from <= kMaxBatch). Their history entries are EmbeddingToken(hash of all n rows
   // and the attention mode, i): the rows' content takes part in every prefix comparison (Conversation, the prefix
   // cache's block keys, from which whole blocks of the same rows are taken). kUnsupported on a
-  // device engine, for a model with per-layer token inputs or recurrent layers.
+  // device engine, and for rows both ways on a model with recurrent layers. A recurrent
+  // session keeps a copy of each span's rows (embd_spans_): Truncate evaluates history again
+  // from a state checkpoint, and an image's entries are evaluated again from their rows.
   Status EvalEmbeddings(const float* rows, size_t n, bool bidirectional, bool keep_logits, size_t from = 0);
   // The history entry of row i of embedding rows whose content hash is `hash`: always negative
   // (no token id is), a mix of both.
@@ -200,6 +202,11 @@ class Session {
   model::Forward::SeqState Seq() { return {kv_.get(), recurrent() ? &state_ : nullptr, rope_factors_, lora_.get()}; }
   // Checks tokens (and that the deferred ones and they fit), then appends both via Append.
   Status EvalImpl(const int32_t* tokens, size_t n, float* logits, int32_t* argmax);
+  // EvalEmbeddings' steps: rows[from..to) of rows whose key is `hash` (session_embd.cpp).
+  Status EvalRows(const float* rows, uint64_t hash, bool bidirectional, bool keep_logits, size_t from, size_t to);
+  // Recurrent models (Truncate): entries[from..to) of a kept conversation evaluated again, token
+  // runs as tokens and embedding runs from embd_spans_ (session_embd.cpp).
+  Status Replay(const std::vector<int32_t>& entries, size_t from, size_t to);
   // Appends tokens[0..n) (checked) to the history in forward steps.
   Status Append(const int32_t* tokens, size_t n, float* logits, int32_t* argmax);
   // Evaluates the deferred tokens alone (no output), before a step that cannot take them along.
@@ -276,6 +283,13 @@ class Session {
   // out), and the state at mark_pos_ (where the last draft verification started; -1 = none).
   model::RecurrentState state_;
   std::vector<std::vector<float>> block_states_;
+  // Recurrent models: the embedding rows evaluated, for Replay (row 0 at history position pos0).
+  struct EmbdSpan {
+    size_t pos0 = 0, n = 0;
+    uint64_t hash = 0;
+    std::vector<float> rows;
+  };
+  std::vector<EmbdSpan> embd_spans_;
   int64_t mark_pos_ = -1;
   std::vector<float> mark_state_;
   std::vector<float> logits_;  // [n_vocab]

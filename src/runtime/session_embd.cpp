@@ -1,4 +1,5 @@
 // Session: embedding rows as input (an image's embeddings), keyed in the history by their hash.
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -37,14 +38,24 @@ uint64_t Session::RowsKey(const float* rows, size_t n, bool bidirectional) {
 Status Session::EvalEmbeddings(const float* rows, size_t n, bool bidirectional, bool keep_logits, size_t from) {
   const model::ModelDesc& d = model_.desc();
   if (n == 0 || from >= n) return InvalidArgument("no embedding rows to evaluate");
+  // Qwen2-VL / Qwen3-VL place image rows at 2D M-RoPE positions (t, row, column) and continue
+  // the text after them at max(rows, columns): not done yet, and sequential positions would
+  // answer differently from the reference without saying so.
+  if (d.mrope_sections[0] + d.mrope_sections[1] + d.mrope_sections[2] + d.mrope_sections[3] > 0) {
+    return Unsupported("embedding rows on a model with M-RoPE sections ('" + d.arch +
+                       "': image rows take 2D positions) are not supported yet; zf_image_embed gives the rows");
+  }
   if (!host_) {
     return Unsupported(std::string("embedding input runs on the CPU engine only; this session runs on ") +
                        (model_.engine() != nullptr ? model_.engine()->name() : "another engine"));
   }
   // Per-layer inputs (Gemma 4) take token 0's rows for embedding rows, as llama.cpp's gemma4
   // graph does (Forward::RunEmbd passes token ids 0).
-  // A recurrent model's Truncate evaluates history again from a checkpoint: token ids only.
-  if (recurrent()) return Unsupported("embedding input on a model with recurrent layers is not supported");
+  // Recurrent layers (LFM2's short convolutions, Mamba-2, DeltaNet) read the rows in order like
+  // token rows; no family of them has rows attending both ways.
+  if (recurrent() && bidirectional) {
+    return Unsupported("embedding rows attending both ways on a model with recurrent layers are not supported");
+  }
   if (bidirectional && n - from > size_t(max_batch_)) {
     return InvalidArgument(std::to_string(n - from) + " bidirectional rows do not fit one step of " +
                            std::to_string(max_batch_));
@@ -57,8 +68,20 @@ Status Session::EvalEmbeddings(const float* rows, size_t n, bool bidirectional, 
   ZF_RETURN_IF_ERROR(FlushDeferred());
   const size_t E = size_t(d.n_embd);
   const uint64_t hash = RowsKey(rows, n * E, bidirectional);
-  std::vector<int32_t> entries(n - from);
-  for (size_t i = from; i < n; ++i) entries[i - from] = EmbeddingToken(hash, i);
+  if (recurrent()) {
+    // Kept for Replay: row 0's position (rows[0..from) already end the history).
+    const size_t pos0 = history_.size() - std::min(from, history_.size());
+    bool known = false;
+    for (const EmbdSpan& sp : embd_spans_) known = known || (sp.pos0 == pos0 && sp.hash == hash && sp.n == n);
+    if (!known) embd_spans_.push_back(EmbdSpan{pos0, n, hash, std::vector<float>(rows, rows + n * E)});
+  }
+  return EvalRows(rows, hash, bidirectional, keep_logits, from, n);
+}
+
+Status Session::EvalRows(const float* rows, uint64_t hash, bool bidirectional, bool keep_logits, size_t from, size_t to) {
+  const size_t E = size_t(model_.desc().n_embd);
+  std::vector<int32_t> entries(to - from);
+  for (size_t i = from; i < to; ++i) entries[i - from] = EmbeddingToken(hash, i);
   has_logits_ = has_argmax_ = false;
   // Blocks of the same rows from the prefix cache: their keys hold the rows' hash. The rest of
   // a bidirectional span then attends over the cached rows as over its own (each row's keys
@@ -69,11 +92,11 @@ Status Session::EvalEmbeddings(const float* rows, size_t n, bool bidirectional, 
   // Its own context even when batched: the batcher's steps take token ids.
   model::ForwardPool::Lease borrowed;
   const model::ForwardPool::Lease* ctx = nullptr;
-  if (done < n) ZF_RETURN_IF_ERROR(Context(&borrowed, &ctx));
-  while (done < n) {
+  if (done < to) ZF_RETURN_IF_ERROR(Context(&borrowed, &ctx));
+  while (done < to) {
     if (ConsumeCancel()) return Status(Code::kCancelled, "evaluation cancelled");
-    const size_t chunk = bidirectional ? n - done : std::min<size_t>(size_t(StepLimit(max_batch_)), n - done);
-    const bool last = done + chunk == n;
+    const size_t chunk = bidirectional ? to - done : std::min<size_t>(size_t(StepLimit(max_batch_)), to - done);
+    const bool last = done + chunk == to;
     ctx->forward().RunEmbd(Seq(), rows + done * E, int32_t(chunk), n_past(), bidirectional,
                            last && keep_logits ? logits_.data() : nullptr);
     ZF_RETURN_IF_ERROR(ctx->backend().TakeError());
@@ -84,6 +107,35 @@ Status Session::EvalEmbeddings(const float* rows, size_t n, bool bidirectional, 
     if (prefix_cache_ != nullptr) StoreBlocks();
   }
   has_logits_ = keep_logits;
+  return Status::Ok();
+}
+
+Status Session::Replay(const std::vector<int32_t>& entries, size_t from, size_t to) {
+  for (size_t i = from; i < to;) {
+    size_t j = i;
+    if (entries[i] >= 0) {
+      while (j < to && entries[j] >= 0) ++j;
+      ZF_RETURN_IF_ERROR(EvalImpl(entries.data() + i, j - i, nullptr, nullptr));
+      i = j;
+      continue;
+    }
+    // The span whose row (i - pos0) is this entry.
+    const EmbdSpan* span = nullptr;
+    for (const EmbdSpan& sp : embd_spans_) {
+      if (sp.pos0 <= i && i < sp.pos0 + sp.n && EmbeddingToken(sp.hash, i - sp.pos0) == entries[i]) span = &sp;
+    }
+    if (span == nullptr) {
+      return Unsupported("position " + std::to_string(i) + " holds embedding rows this session does not have (a loaded "
+                         "state): a model with recurrent layers cannot evaluate them again after a truncation");
+    }
+    const size_t end = std::min(to, span->pos0 + span->n);
+    while (j < end && entries[j] == EmbeddingToken(span->hash, j - span->pos0)) ++j;
+    ZF_RETURN_IF_ERROR(EvalRows(span->rows.data(), span->hash, false, false, i - span->pos0, j - span->pos0));
+    i = j;
+  }
+  // Spans past the kept conversation are gone.
+  embd_spans_.erase(std::remove_if(embd_spans_.begin(), embd_spans_.end(), [to](const EmbdSpan& sp) { return sp.pos0 >= to; }),
+                    embd_spans_.end());
   return Status::Ok();
 }
 

@@ -204,6 +204,7 @@ Status Session::LoadState(const uint8_t* buf, size_t len) {
   }
   mark_pos_ = -1;
   history_ = std::move(hist);
+  embd_spans_.clear();  // a loaded state has no rows to evaluate again (Replay refuses)
   deferred_ = std::move(pend);
   block_keys_.clear();
   stored_blocks_ = 0;

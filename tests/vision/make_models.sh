@@ -3,8 +3,9 @@
 # Idefics3) and, when SmolLM2-135M is at hand (scripts/fetch_models.sh smollm2; ZF_MODEL_SMOLLM2
 # or ZERFOO_MODELS as the tests find it), smollm2-vlm.gguf (its vocabulary with SmolVLM's image
 # tokens), and gemma4-f32.gguf (the family tests' synthesized Gemma 4, scripts/synth_families.py:
-# the gemma4v projector's language model, width 256) into OUT_DIR with the pinned numpy/gguf of
-# scripts/requirements-synth.txt (scripts/synth_pyenv.sh).
+# the gemma4v projector's language model, width 256) and lfm2-f32.gguf (the synthesized LFM2:
+# embedding rows through short-convolution layers, tests/capi/vision_recurrent_test.cpp) into
+# OUT_DIR with the pinned numpy/gguf of scripts/requirements-synth.txt (scripts/synth_pyenv.sh).
 # Run by ctest as the fixture vision.models; OUT_DIR/.stamp skips an unchanged generator; each
 # file's sha256 is written beside it (FILE.sha256).
 #   tests/vision/make_models.sh OUT_DIR
@@ -16,14 +17,14 @@ export PYTHONPATH="$pydir${PYTHONPATH:+:$PYTHONPATH}"
 smol="${ZF_MODEL_SMOLLM2:-${ZERFOO_MODELS:-$HOME/.cache/zerfoo/models}/smollm2-135m-instruct-q4_1.gguf}"
 lm=()
 [ -f "$smol" ] && lm=(--lm "$smol")
-stamp="$( (cat "$root/scripts/synth_mmproj.py" "$root/scripts/synth_families.py" "$root/scripts/requirements-synth.txt"; echo "${lm[*]}") | sha256sum | cut -c1-32)"
+stamp="$( (cat "$0" "$root/scripts/synth_mmproj.py" "$root/scripts/synth_families.py" "$root/scripts/requirements-synth.txt"; echo "${lm[*]}") | sha256sum | cut -c1-32)"
 if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ]; then
   echo "make_models: $out is up to date"
   exit 0
 fi
 rm -f "$out/.stamp"
 "${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$out" ${lm[@]+"${lm[@]}"}
-"${PYTHON:-python3}" "$root/scripts/synth_models.py" --families "$out" --only gemma4 --quants f32 \
+"${PYTHON:-python3}" "$root/scripts/synth_models.py" --families "$out" --only gemma4,lfm2 --quants f32 \
   --vocab-dir "$("$root/scripts/fetch_vocab.sh")"
 # The sha256 beside each file: the tests compare it with the golden's (a changed generator or
 # package shows as a clear mismatch, not as drifting numbers).

@@ -12,8 +12,8 @@
 #            qwen25vl, else the table says so (llama.cpp's row still runs)
 # The picture: the sdist's tools/mtmd/test-1.jpeg resized to 896 x 896 (ImageMagick), else a
 # synthetic 896 x 896 PNG. Timings exclude loading on both sides: zerfoo's from the bench's
-# clocks; llama.cpp's encode from mtmd-cli's "image slice encoded in N ms" and its time to first
-# token as that plus llama_perf's prompt eval time (text and image rows) plus sampling.
+# clocks; llama.cpp's encode from mtmd-cli's "mtmd batch encoding done in N ms" and its time to
+# first token by bench/mtmd_ttft.py (from its "loaded" log line to its first generated text).
 # Medians; ratio = llama.cpp / zerfoo (above 1: zerfoo is faster). Run as root it runs the timed
 # commands at nice -n -15 (a shared machine).
 #   bench/vision_bench.sh [-t THREADS (2)] [-r RUNS (3)] [--only gemma3|qwen25vl]
@@ -90,40 +90,38 @@ for row in "${rows[@]}"; do
       label="Qwen2.5-VL-3B shape (ViT 32 x 1280, 1024 tokens)" ;;
   esac
   zf_ok=1
-  if ! "$zbench" -m "$lmf" --mmproj "$mm" --image "$image" -t "$threads" -p "$prompt" > "$out/zf-$row.json" 2> "$out/zf-$row.err"; then
-    zf_ok=0
-    res[$row.zf_why]="$(grep -m1 'zerfoo_vision_bench:' "$out/zf-$row.err" | cut -c1-160)"
-    echo "vision_bench: zerfoo cannot run $row: ${res[$row.zf_why]}" >&2
-  fi
   : > "$out/zf-$row.runs"; : > "$out/ll-$row.runs"
   for i in $(seq "$runs"); do
     if [ "$zf_ok" = 1 ]; then
-      "${nice[@]}" "$zbench" -m "$lmf" --mmproj "$mm" --image "$image" -t "$threads" -p "$prompt" > "$out/zf-$row.json"
-      python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["encode_ms"], j["ttft_ms"], j["image_tokens"], j["prompt_tokens"])' \
-        "$out/zf-$row.json" >> "$out/zf-$row.runs"
+      if "${nice[@]}" "$zbench" -m "$lmf" --mmproj "$mm" --image "$image" -t "$threads" -p "$prompt" \
+           > "$out/zf-$row.json" 2> "$out/zf-$row.err"; then
+        python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["encode_ms"], j["ttft_ms"], j["prompt_tokens"])' \
+          "$out/zf-$row.json" >> "$out/zf-$row.runs"
+      else
+        zf_ok=0
+        res[$row.zf_why]="$(grep -m1 'zerfoo_vision_bench:' "$out/zf-$row.err" | cut -c1-200)"
+        echo "vision_bench: zerfoo cannot run $row: ${res[$row.zf_why]}" >&2
+      fi
     fi
-    "${nice[@]}" "$refbin/llama-mtmd-cli" -m "$lmf" --mmproj "$mm" --image "$image" -p "$text" --chat-template "$tmpl" \
-      -n 1 --temp 0 -t "$threads" -c 4096 > "$out/ll-$row.log" 2>&1 || { tail -5 "$out/ll-$row.log" >&2; exit 1; }
-    # encode (ms), prompt eval (ms), prompt tokens, sampling (ms)
-    awk '/slice encoded in/ {for (i = 1; i <= NF; i++) if ($i == "in") e += $(i + 1)}
-         /prompt eval time/ {split($0, a, "="); split(a[2], b, " "); p = b[1]; split($0, c, "/"); split(c[2], d, " "); n = d[1]}
-         /sampling time/ {split($0, a, "="); split(a[2], b, " "); s = b[1]}
-         END {print e, p, n, s + 0}' "$out/ll-$row.log" >> "$out/ll-$row.runs"
-    echo "vision_bench: $row run $i: zerfoo $(tail -1 "$out/zf-$row.runs" 2>/dev/null | cut -d' ' -f1-2) | llama.cpp $(tail -1 "$out/ll-$row.runs")" >&2
+    # encode ms, time to first token ms (bench/mtmd_ttft.py)
+    "${nice[@]}" python3 "$root/bench/mtmd_ttft.py" "$out/ll-$row.log" -- "$refbin/llama-mtmd-cli" -m "$lmf" \
+      --mmproj "$mm" --image "$image" -p "$text" --chat-template "$tmpl" -n 1 --temp 0 -t "$threads" -c 4096 \
+      >> "$out/ll-$row.runs" || { tail -5 "$out/ll-$row.log" >&2; exit 1; }
+    echo "vision_bench: $row run $i: zerfoo $(tail -1 "$out/zf-$row.runs" 2>/dev/null | cut -d' ' -f1-2)" \
+      "| llama.cpp $(tail -1 "$out/ll-$row.runs") (encode, TTFT ms)" >&2
   done
   res[$row.label]="$label"
   res[$row.zf_enc]="$(cut -d' ' -f1 "$out/zf-$row.runs" | median)"
   res[$row.zf_ttft]="$(cut -d' ' -f2 "$out/zf-$row.runs" | median)"
   res[$row.ll_enc]="$(cut -d' ' -f1 "$out/ll-$row.runs" | median)"
-  res[$row.ll_ttft]="$(awk '{print $1 + $2 + $4}' "$out/ll-$row.runs" | median)"
-  res[$row.ll_ntok]="$(tail -1 "$out/ll-$row.runs" | cut -d' ' -f3)"
-  res[$row.zf_ntok]="$(tail -1 "$out/zf-$row.runs" 2>/dev/null | cut -d' ' -f4)"
+  res[$row.ll_ttft]="$(cut -d' ' -f2 "$out/ll-$row.runs" | median)"
+  res[$row.zf_ntok]="$(tail -1 "$out/zf-$row.runs" 2>/dev/null | cut -d' ' -f3)"
 done
 
 echo
 echo "one 896 x 896 image, -t $threads, median of $runs alternating runs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '| %-50s | %-22s | %-22s | %-22s | %-8s | %-22s | %-22s | %-8s |\n' \
-  "files (random weights, LM Q4_K_M, projector F16)" "prompt tokens zf / ll" "zerfoo encode ms" "llama.cpp encode ms" \
+  "files (random weights, LM Q4_K_M, projector F16)" "prompt tokens (zf)" "zerfoo encode ms" "llama.cpp encode ms" \
   "ratio" "zerfoo TTFT ms" "llama.cpp TTFT ms" "ratio"
 printf '|%s|%s|%s|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..52})" "$(printf -- '-%.0s' {1..24})" \
   "$(printf -- '-%.0s' {1..24})" "$(printf -- '-%.0s' {1..24})" "$(printf -- '-%.0s' {1..10})" \
@@ -131,10 +129,10 @@ printf '|%s|%s|%s|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..52})" "$(printf --
 for row in "${rows[@]}"; do
   if [ -n "${res[$row.zf_why]:-}" ]; then
     printf '| %-50s | %-22s | %-22s | %-22s | %-8s | %-22s | %-22s | %-8s |\n' "${res[$row.label]}" \
-      "- / ${res[$row.ll_ntok]}" "not run (see below)" "${res[$row.ll_enc]}" "-" "not run" "${res[$row.ll_ttft]}" "-"
+      "-" "not run (see below)" "${res[$row.ll_enc]}" "-" "not run" "${res[$row.ll_ttft]}" "-"
   else
     printf '| %-50s | %-22s | %-22s | %-22s | %-8s | %-22s | %-22s | %-8s |\n' "${res[$row.label]}" \
-      "${res[$row.zf_ntok]} / ${res[$row.ll_ntok]}" "${res[$row.zf_enc]}" "${res[$row.ll_enc]}" \
+      "${res[$row.zf_ntok]}" "${res[$row.zf_enc]}" "${res[$row.ll_enc]}" \
       "$(ratio "${res[$row.ll_enc]}" "${res[$row.zf_enc]}")" "${res[$row.zf_ttft]}" "${res[$row.ll_ttft]}" \
       "$(ratio "${res[$row.ll_ttft]}" "${res[$row.zf_ttft]}")"
   fi

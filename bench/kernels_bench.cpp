@@ -284,6 +284,15 @@ BENCHMARK_CAPTURE(BM_GemvPackedMulti, ffn_up_Q8_0, GgmlType::Q8_0)->Apply([](aut
 BENCHMARK_CAPTURE(BM_GemvPackedMulti, dram_Q4_K, GgmlType::Q4_K)->Apply([](auto* b) { MultiArgs(b, 49152, 2048); });
 BENCHMARK_CAPTURE(BM_GemvPackedMulti, dram_Q8_0, GgmlType::Q8_0)->Apply([](auto* b) { MultiArgs(b, 49152, 2048); });
 BENCHMARK_CAPTURE(BM_GemvPackedMulti, dram_Q6_K, GgmlType::Q6_K)->Apply([](auto* b) { MultiArgs(b, 49152, 2048); });
+// Exact prefill's products (16 tokens per call, as DecodePacked hands them over) at the real
+// models' shapes: per_token against BM_MatMul/pp512_* (the multi-token GEMM) / 512.
+void PrefillArgs(benchmark::internal::Benchmark* b, int64_t rows, int64_t cols) {
+  b->Args({rows, cols, 16, 1})->Unit(benchmark::kMillisecond);
+}
+BENCHMARK_CAPTURE(BM_GemvPackedMulti, pp_smollm2_ffn_up_Q4_1, GgmlType::Q4_1)->Apply([](auto* b) { PrefillArgs(b, 1536, 576); });
+BENCHMARK_CAPTURE(BM_GemvPackedMulti, pp_gemma3_ffn_up_Q5_0, GgmlType::Q5_0)->Apply([](auto* b) { PrefillArgs(b, 2048, 640); });
+BENCHMARK_CAPTURE(BM_GemvPackedMulti, pp_gemma3_ffn_down_Q4_K, GgmlType::Q4_K)->Apply([](auto* b) { PrefillArgs(b, 640, 2048); });
+BENCHMARK_CAPTURE(BM_GemvPackedMulti, pp_gemma3_ffn_down_Q6_K, GgmlType::Q6_K)->Apply([](auto* b) { PrefillArgs(b, 640, 2048); });
 
 // One decode step's attention: args {kv_len, n_head, n_head_kv, head_dim}.
 void BM_Attention(benchmark::State& state) {

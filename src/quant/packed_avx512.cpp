@@ -54,6 +54,9 @@ inline void Store(float* out, int64_t valid, __m512 v, bool add) {
 // loads and nibble unpacking of every weight chunk and running its VPDPBUSDs for every token
 // of the block; a token's float accumulation is written once, in the loop over t below, so it
 // is the same sequence of operations whatever the block size (batch invariance, packed.h).
+// The 32-element formats take blocks of up to 8 tokens (ForLegacyTokenBlocks): exact prefill's
+// 16-token products of Gemma 3's Q5_0 ffn_up shape took 0.81-0.89x the time of 4-token blocks
+// (one thread, loaded machine; Q4_1 unchanged within the noise).
 // Integer dot products are exact, so how they are split across chains is free.
 // Never write an add of a multiply (_mm*_add_ps(a, _mm*_mul_ps(b, c))): GCC contracts a multiply
 // feeding an add (-ffp-contract=fast is its default) into an FMA, and a contraction it makes
@@ -72,6 +75,15 @@ inline void ForTokenBlocks(int32_t n, F&& f) {
     case 3: f(std::integral_constant<int, 3>{}, i); break;
     default: break;
   }
+}
+
+// The 32-element formats' token blocks: up to 8 tokens (their one-chain dots and the split min
+// term leave room for 8 tokens' sums in the 32 registers), the rest as ForTokenBlocks.
+template <typename F>
+inline void ForLegacyTokenBlocks(int32_t n, F&& f) {
+  int32_t i = 0;
+  for (; n - i >= 8; i += 8) f(std::integral_constant<int, 8>{}, i);
+  ForTokenBlocks(n - i, [&](auto tc, int32_t j) { f(tc, i + j); });
 }
 
 // Token blocks of several tokens stream the weights slower than one token (several dot
@@ -96,10 +108,14 @@ inline int32_t Dword(const int8_t* p) {
 }
 
 // 16 rows' int32 dots of one Q8_0 block for T tokens (weights stored + 128; corr undoes it).
-// Two chains per token when there are few tokens to interleave.
+// Two chains per token up to 4 tokens: with one, a 4-token block's 4 chains of 8 VPDPBUSDs
+// waited on their latency (exact prefill's 16-token Q8_0 products, 1024 x 640, one thread:
+// 0.90-0.97x the time with two). Integer sums, so the split changes no result. Always
+// inlined, as DotQ4.
 template <int T>
-inline void DotQ8(const uint8_t* qb, const StagedActivations* const* st, int64_t b, __m512i* dot) {
-  constexpr int kChains = T >= 3 ? 1 : 2;
+__attribute__((always_inline)) inline void DotQ8(const uint8_t* qb, const StagedActivations* const* st, int64_t b,
+                                                 __m512i* dot) {
+  constexpr int kChains = T >= 5 ? 1 : 2;
   __m512i s[T][kChains];
   for (int t = 0; t < T; ++t) {
     s[t][0] = _mm512_set1_epi32(st[t]->corr[b]);
@@ -108,7 +124,7 @@ inline void DotQ8(const uint8_t* qb, const StagedActivations* const* st, int64_t
 #pragma GCC unroll 8
   for (int c = 0; c < 8; ++c) {
     const __m512i w = _mm512_load_si512(qb + c * 64);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       s[t][c % kChains] = _mm512_dpbusd_epi32(s[t][c % kChains], w, _mm512_set1_epi32(st[t]->q[b * 8 + c]));
     }
@@ -119,11 +135,15 @@ inline void DotQ8(const uint8_t* qb, const StagedActivations* const* st, int64_t
 // 16 rows' int32 dots of one 4/5-bit block for T tokens: low nibbles pair with elements
 // 4c..4c+3, high nibbles with 16+4c..; the fifth bits come from the block's 8 lane masks.
 // kBook (IQ4_NL, MXFP4): the nibbles index the codebook, stored + 128 (corr undoes it).
+// Always inlined: out of line, its dots went through memory.
 template <bool kHigh, int T, int kBook = kBookNone>
-inline void DotQ4(const uint8_t* qb, const uint64_t* hm, const StagedActivations* const* st, int64_t b,
-                  __m512i* dot) {
+__attribute__((always_inline)) inline void DotQ4(const uint8_t* qb, const uint64_t* hm,
+                                                 const StagedActivations* const* st, int64_t b, __m512i* dot) {
   const __m512i low4 = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
   const __m512i book = kBook != kBookNone ? BiasedBook<kBook>() : _mm512_setzero_si512();
+  // Above 4 tokens one chain each (the low and high nibbles' products into one sum): enough
+  // chains to hide the latency, and registers left for the 8 tokens' float sums.
+  constexpr bool kTwo = T <= 4;
   __m512i s0[T], s1[T];
   for (int t = 0; t < T; ++t) {
     s0[t] = _mm512_set1_epi32(st[t]->corr[b]);
@@ -142,19 +162,23 @@ inline void DotQ4(const uint8_t* qb, const uint64_t* hm, const StagedActivations
       lo = _mm512_shuffle_epi8(book, lo);
       hi = _mm512_shuffle_epi8(book, hi);
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       s0[t] = _mm512_dpbusd_epi32(s0[t], lo, _mm512_set1_epi32(st[t]->q[b * 8 + c]));
-      s1[t] = _mm512_dpbusd_epi32(s1[t], hi, _mm512_set1_epi32(st[t]->q[b * 8 + 4 + c]));
+      __m512i& h = kTwo ? s1[t] : s0[t];
+      h = _mm512_dpbusd_epi32(h, hi, _mm512_set1_epi32(st[t]->q[b * 8 + 4 + c]));
     }
   }
-  for (int t = 0; t < T; ++t) dot[t] = _mm512_add_epi32(s0[t], s1[t]);
+  for (int t = 0; t < T; ++t) dot[t] = kTwo ? _mm512_add_epi32(s0[t], s1[t]) : s0[t];
 }
 
 // One group, blocks [b0, b0 + n) of the staging pass, for T tokens.
 template <bool kEight, bool kMin, bool kHigh, int kBook, int T>
 inline void LegacyGroup(const PackedLayout& l, const uint8_t* grp, int64_t b0, int64_t n,
                         const StagedActivations* const* st, float* const* out, int64_t valid, bool add, const PrefetchPlan* prefetch) {
+  // Above 4 tokens the min term (Q4_1, Q5_1) is summed in a loop of its own: the same FMAs in
+  // the same order into its own accumulator, so the same bits, without its 8 registers here.
+  constexpr bool kMinHere = kMin && T <= 4;
   __m512 acc0[T], acc1[T], accm[T];
   for (int t = 0; t < T; ++t) acc0[t] = acc1[t] = accm[t] = _mm512_setzero_ps();
   ForBlocks32(
@@ -171,8 +195,8 @@ inline void LegacyGroup(const PackedLayout& l, const uint8_t* grp, int64_t b0, i
           DotQ4<kHigh, T, kBook>(f.q, reinterpret_cast<const uint64_t*>(f.h), st, b, dot);
         }
         const __m512 sd = kBook == kBookMXFP4 ? E8M0Scales(reinterpret_cast<const uint8_t*>(f.d)) : Scales(f.d);
-        const __m512 sm = kMin ? Scales(f.m) : _mm512_setzero_ps();
-#pragma GCC unroll 4
+        const __m512 sm = kMinHere ? Scales(f.m) : _mm512_setzero_ps();
+#pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
           const __m512 scale = _mm512_mul_ps(sd, _mm512_set1_ps(st[t]->d[b]));
           // Alternate accumulators so consecutive blocks' FMAs do not wait on each other.
@@ -181,10 +205,20 @@ inline void LegacyGroup(const PackedLayout& l, const uint8_t* grp, int64_t b0, i
           } else {
             acc0[t] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(dot[t]), acc0[t]);
           }
-          if (kMin) accm[t] = _mm512_fmadd_ps(sm, _mm512_set1_ps(st[t]->s[b]), accm[t]);
+          if (kMinHere) accm[t] = _mm512_fmadd_ps(sm, _mm512_set1_ps(st[t]->s[b]), accm[t]);
         }
       },
       prefetch);
+  if (kMin && !kMinHere) {
+    ForBlocks32(
+        l, grp, b0, n,
+        [&](const BlockFields& f, int64_t b, auto) {
+          const __m512 sm = Scales(f.m);
+#pragma GCC unroll 8
+          for (int t = 0; t < T; ++t) accm[t] = _mm512_fmadd_ps(sm, _mm512_set1_ps(st[t]->s[b]), accm[t]);
+        },
+        nullptr);
+  }
   for (int t = 0; t < T; ++t) Store(out[t], valid, _mm512_add_ps(_mm512_add_ps(acc0[t], acc1[t]), accm[t]), add);
 }
 
@@ -202,7 +236,7 @@ void LegacyKernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int6
     for (int32_t i = 0; i < n; ++i) StageActivations(a[i], kMin, b0, nbk, kEight || kBook != kBookNone ? 128 : l.offset, &st[i]);
     for (int64_t g = g0; g < g1; ++g) {
       const uint8_t* grp = packed + size_t(g) * l.group;
-      ForTokenBlocks(n, [&](auto tc, int32_t i) {
+      ForLegacyTokenBlocks(n, [&](auto tc, int32_t i) {
         constexpr int T = decltype(tc)::value;
         float* out[T];
         for (int t = 0; t < T; ++t) out[t] = y[i + t] + (g - g0) * kPackRows;

@@ -17,9 +17,9 @@ users get their files.
       vocabulary from llama.cpp's models/ (its padding ids 151652-151656 renamed to Qwen2.5-VL's
       vision tokens, as control tokens).
   bench/synth_vision_bench.py qwen25vl-3b-mmproj OUT.gguf
-      its projector (clip.cpp's qwen25vl layout): 32 blocks, 1280 wide, SwiGLU FFN 3420, 16 heads,
-      RMS norms, two temporal patch-convolution slices, window attention (n_wa_pattern 8: every
-      8th block full), 2 x 2 merge and the two-layer MLP to 2048, F16.
+      its projector (qwen2.5vl_merger, scripts/synth_mmproj.py's layout): 32 blocks, 1280 wide,
+      SwiGLU FFN 3420, 16 heads, window attention (n_wa_pattern 8: every 8th block full), 2 x 2
+      merge and the two-layer MLP to 2048, F16.
   bench/synth_vision_bench.py image OUT.png
       an 896 x 896 RGB picture (smooth colour bands and a grid), when no resized photo is at hand.
 
@@ -42,8 +42,7 @@ GEMMA3_4B = dict(E=2560, L=34, F=10240, H=8, Hkv=4, hd=256, window=1024, base=1e
 SIGLIP_SO400M = dict(n_embd=1152, n_ff=4304, n_head=16, n_layer=27, proj_dim=2560)
 QWEN25VL_3B = dict(E=2048, L=36, F=11008, H=16, Hkv=2, hd=128, base=1e6, ctx=128000, eps=1e-6,
                    sections=[16, 24, 24, 0])
-QWEN25VL_VIT = dict(n_embd=1280, n_ff=3420, n_head=16, n_layer=32, patch_size=14, image_size=560, proj_dim=2048,
-                    wa_pattern=8, eps=1e-6)
+QWEN25VL_VIT = dict(n_embd=1280, n_ff=3420, n_head=16, n_layer=32, proj_dim=2048, wa_pattern=8)
 # Qwen2.5-VL's vision tokens, at their ids in its vocabulary (padding ids in Qwen2's).
 QWEN_VISION_TOKENS = {151652: "<|vision_start|>", 151653: "<|vision_end|>", 151654: "<|vision_pad|>",
                       151655: "<|image_pad|>", 151656: "<|video_pad|>"}
@@ -174,40 +173,6 @@ def qwen25vl_lm(path, vocab, seed):
     stream(w, specs, seed, path)
 
 
-def qwen25vl_mmproj(path, seed):
-    v = QWEN25VL_VIT
-    w = gguf.GGUFWriter(path, "clip")
-    w.add_string("general.name", "zerfoo synthetic Qwen2.5-VL 3B mmproj")
-    w.add_string("clip.projector_type", "qwen25vl")
-    w.add_bool("clip.has_vision_encoder", True)
-    w.add_bool("clip.use_silu", True)
-    w.add_uint32("clip.vision.image_size", v["image_size"])
-    w.add_uint32("clip.vision.patch_size", v["patch_size"])
-    w.add_uint32("clip.vision.embedding_length", v["n_embd"])
-    w.add_uint32("clip.vision.feed_forward_length", v["n_ff"])
-    w.add_uint32("clip.vision.block_count", v["n_layer"])
-    w.add_uint32("clip.vision.projection_dim", v["proj_dim"])
-    w.add_uint32("clip.vision.attention.head_count", v["n_head"])
-    w.add_float32("clip.vision.attention.layer_norm_epsilon", v["eps"])
-    w.add_uint32("clip.vision.n_wa_pattern", v["wa_pattern"])
-    w.add_array("clip.vision.image_mean", [0.48145466, 0.4578275, 0.40821073])
-    w.add_array("clip.vision.image_std", [0.26862954, 0.26130258, 0.27577711])
-    E, F, P = v["n_embd"], v["n_ff"], v["patch_size"]
-    specs = [("v.patch_embd.weight", (E, 3, P, P)), ("v.patch_embd.weight.1", (E, 3, P, P))]
-    for i in range(v["n_layer"]):
-        b = f"v.blk.{i}."
-        specs += [(b + "ln1.weight", (E,))]
-        for m in ("attn_q", "attn_k", "attn_v", "attn_out"):
-            specs += [(b + m + ".weight", (E, E)), (b + m + ".bias", (E,))]
-        specs += [(b + "ln2.weight", (E,)), (b + "ffn_gate.weight", (F, E)), (b + "ffn_gate.bias", (F,)),
-                  (b + "ffn_up.weight", (F, E)), (b + "ffn_up.bias", (F,)), (b + "ffn_down.weight", (E, F)),
-                  (b + "ffn_down.bias", (E,))]
-    M = 4 * E  # 2 x 2 patches merged
-    specs += [("v.post_ln.weight", (E,)), ("mm.0.weight", (M, M)), ("mm.0.bias", (M,)),
-              ("mm.2.weight", (v["proj_dim"], M)), ("mm.2.bias", (v["proj_dim"],))]
-    stream(w, specs, seed, path)
-
-
 def png(path, rgb):
     """rgb: (h, w, 3) uint8 -> an 8-bit RGB PNG (no filter)."""
     hgt, wid, _ = rgb.shape
@@ -246,7 +211,7 @@ def main():
     elif a.what == "qwen25vl-3b-lm":
         qwen25vl_lm(tmp, a.vocab, a.seed)
     elif a.what == "qwen25vl-3b-mmproj":
-        qwen25vl_mmproj(tmp, a.seed)
+        synth_mmproj.write(tmp, dict(synth_mmproj.HP_QWEN25VL, **QWEN25VL_VIT), "f16", a.seed)
     elif a.what == "gemma3-4b-mmproj":
         synth_mmproj.write(tmp, dict(synth_mmproj.HP, **SIGLIP_SO400M), "f16", a.seed)
     else:

@@ -26,6 +26,9 @@ rm -f "$out/.stamp"
 "${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$out" ${lm[@]+"${lm[@]}"}
 "${PYTHON:-python3}" "$root/scripts/synth_models.py" --families "$out" --only gemma4,lfm2 --quants f32 \
   --vocab-dir "$("$root/scripts/fetch_vocab.sh")"
+# qwen2vl-q8_0.gguf: the qwen2.5vl_merger projector's language model (width 256).
+"${PYTHON:-python3}" "$root/scripts/synth_models.py" --families "$out" --only qwen2vl --quants q8_0 \
+  --vocab-dir "$("$root/scripts/fetch_vocab.sh")"
 # The sha256 beside each file: the tests compare it with the golden's (a changed generator or
 # package shows as a clear mismatch, not as drifting numbers).
 for f in "$out"/*.gguf; do sha256sum "$f" | cut -d' ' -f1 > "$f.sha256"; done

@@ -196,28 +196,31 @@ Status VisionEncoder::Encode(const Image& image, std::vector<float>* embd, TileG
   return Status::Ok();
 }
 
-Status VisionEncoder::EncodePixels(const std::vector<float>& px, std::vector<float>* embd) {
-  const VisionHparams& hp = m_.hparams();
-  const int64_t S = hp.image_size, P = hp.patch_size, side = hp.patches_per_side(), T = side * side;
-  const int64_t n = hp.n_embd, K = 3 * P * P;
-  if (px.size() != size_t(S * S * 3))
-    return InvalidArgument("pixels: " + std::to_string(px.size()) + " floats, " + std::to_string(S * S * 3) + " expected");
+std::vector<float> VisionEncoder::PatchEmbed(const std::vector<float>& px, int64_t W, int64_t H) {
+  const int64_t P = m_.hparams().patch_size, nx = W / P, T = nx * (H / P), K = 3 * P * P;
   // im2col: per patch [c][ky][kx], the convolution weight's layout.
   std::vector<float> cols(size_t(T * K));
   pool_->ParallelFor(T, [&](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) {
-      const int64_t py = p / side, px0 = p % side;
+      const int64_t py = p / nx, px0 = p % nx;
       float* c = cols.data() + p * K;
       for (int64_t ch = 0; ch < 3; ++ch)
         for (int64_t ky = 0; ky < P; ++ky)
-          for (int64_t kx = 0; kx < P; ++kx)
-            c[(ch * P + ky) * P + kx] = px[size_t(((py * P + ky) * S + px0 * P + kx) * 3 + ch)];
+          for (int64_t kx = 0; kx < P; ++kx) c[(ch * P + ky) * P + kx] = px[size_t(((py * P + ky) * W + px0 * P + kx) * 3 + ch)];
     }
   });
-  std::vector<float> x(size_t(T * n));
+  std::vector<float> x(size_t(T * m_.hparams().n_embd));
   MatMul(m_.patch, cols.data(), T, x.data());
+  return x;
+}
+
+Status VisionEncoder::EncodePixels(const std::vector<float>& px, std::vector<float>* embd) {
+  const VisionHparams& hp = m_.hparams();
+  const int64_t S = hp.image_size, side = hp.patches_per_side(), T = side * side, n = hp.n_embd;
+  if (px.size() != size_t(S * S * 3))
+    return InvalidArgument("pixels: " + std::to_string(px.size()) + " floats, " + std::to_string(S * S * 3) + " expected");
+  std::vector<float> x = PatchEmbed(px, S, S);
   for (size_t i = 0; i < x.size(); ++i) x[i] += m_.pos[i];
-  cols = {};
   if (!m_.pre_ln.w.empty()) LayerNorm(m_.pre_ln, x.data(), T);
 
   std::vector<float> h(x.size()), q(x.size()), k(x.size()), v(x.size()), att(x.size()), ff(size_t(T * hp.n_ff));

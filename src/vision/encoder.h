@@ -56,6 +56,9 @@ class VisionEncoder {
   // x clamped to the input range (in place), the product, y clamped (Gemma4ClippableLinear).
   void ClampedMatMul(const ClampedLinear& c, float* x, int64_t n_tok, float* y);
   void RmsNorm(const std::vector<float>& w, float* x, int64_t n_tok);  // in place, rows of n_embd
+  // The patch convolution of W x H normalized pixels (R G B interleaved): (W / P) * (H / P)
+  // rows of n_embd, row-major over the patch grid, with the convolution's bias.
+  std::vector<float> PatchEmbed(const std::vector<float>& px, int64_t W, int64_t H);
 
   const Mmproj& m_;
   std::unique_ptr<engine::ThreadPool> pool_;

@@ -86,24 +86,11 @@ void VisionEncoder::RmsNorm(const std::vector<float>& w, float* x, int64_t n_tok
 
 Status VisionEncoder::EncodePixtral(const std::vector<float>& px, int32_t W, int32_t H, std::vector<float>* embd) {
   const VisionHparams& hp = m_.hparams();
-  const int64_t P = hp.patch_size, nx = W / P, ny = H / P, T = nx * ny, n = hp.n_embd, K = 3 * P * P, M = hp.n_merge;
+  const int64_t P = hp.patch_size, nx = W / P, ny = H / P, T = nx * ny, n = hp.n_embd, M = hp.n_merge;
   if (W <= 0 || H <= 0 || W % (P * M) != 0 || H % (P * M) != 0 || px.size() != size_t(W) * size_t(H) * 3)
     return InvalidArgument("pixels: " + std::to_string(W) + " x " + std::to_string(H) + " is no whole number of " +
                            std::to_string(P * M) + " px blocks, or " + std::to_string(px.size()) + " floats are not its RGB");
-  // im2col: per patch [c][ky][kx], the convolution weight's layout.
-  std::vector<float> cols(size_t(T * K));
-  pool_->ParallelFor(T, [&](int64_t b, int64_t e) {
-    for (int64_t p = b; p < e; ++p) {
-      const int64_t py = p / nx, px0 = p % nx;
-      float* c = cols.data() + p * K;
-      for (int64_t ch = 0; ch < 3; ++ch)
-        for (int64_t ky = 0; ky < P; ++ky)
-          for (int64_t kx = 0; kx < P; ++kx) c[(ch * P + ky) * P + kx] = px[size_t(((py * P + ky) * W + px0 * P + kx) * 3 + ch)];
-    }
-  });
-  std::vector<float> x(size_t(T * n));
-  MatMul(m_.patch, cols.data(), T, x.data());
-  cols = {};
+  std::vector<float> x = PatchEmbed(px, W, H);
   if (!m_.pre_ln.w.empty()) RmsNorm(m_.pre_ln.w, x.data(), T);
   // Each patch's row and column (clip.cpp's pos_h, pos_w).
   std::vector<int32_t> pos[2];

@@ -9,12 +9,15 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "capi/test_handles.h"
+#include "vision/test_images.h"
 #include "zerfoo.h"
 
 namespace zf::capitest {
@@ -85,6 +88,39 @@ inline std::vector<int32_t> SessionTokens(const zf_session* s) {
   std::vector<int32_t> t(n);
   EXPECT_EQ(zf_session_tokens(s, t.data(), t.size(), &n), ZF_OK) << zf_last_error();
   return t;
+}
+
+// A placement test's handles: the language model, the fixture's projector of a kind and type,
+// the vocabulary size, the golden (golden/vision/KIND-TYPE-lm.json) and its image's pixels.
+struct PlacementCase {
+  ModelPtr model;
+  MmprojPtr mmproj;
+  size_t n_vocab = 0;
+  nlohmann::json golden;
+  uint32_t w = 0, h = 0;
+  std::vector<uint8_t> rgb;
+};
+
+// Loads a PlacementCase (gtest failures on the way; the case is partly set then).
+inline void LoadPlacementCase(const std::string& lm, const std::string& kind, const std::string& type, PlacementCase* c) {
+  c->model = Load(lm);
+  ASSERT_NE(c->model, nullptr);
+  zf_mmproj* p = nullptr;
+  const std::string f = std::string(ZF_VISION_MODELS_DIR) + "/mmproj-" + kind + "-" + type + ".gguf";
+  ASSERT_EQ(zf_mmproj_load(c->model.get(), f.c_str(), 0, &p), ZF_OK) << zf_last_error();
+  c->mmproj.reset(p);
+  zf_model_summary s;
+  std::memset(&s, 0, sizeof s);
+  s.struct_size = sizeof s;
+  ASSERT_EQ(zf_model_info(c->model.get(), &s), ZF_OK);
+  c->n_vocab = size_t(s.n_vocab);
+  std::ifstream g(std::string(ZF_TEST_DATA_DIR) + "/golden/vision/" + kind + "-" + type + "-lm.json");
+  ASSERT_TRUE(g.good());
+  c->golden = nlohmann::json::parse(g);
+  const nlohmann::json& img = c->golden["image"];
+  c->w = img["width"];
+  c->h = img["height"];
+  c->rgb = vision::test::Pattern(int(c->w), int(c->h), img["seed"].get<uint32_t>());
 }
 
 // The first step's centred cosine against a placement golden (mmproj_recorder --lm: the logits

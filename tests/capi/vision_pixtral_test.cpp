@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
@@ -25,9 +24,6 @@ namespace {
 using nlohmann::json;
 using zf::capitest::Argmax;
 using zf::capitest::Base64;
-using zf::capitest::Load;
-using zf::capitest::ModelPtr;
-using zf::capitest::MmprojPtr;
 using zf::capitest::NewSession;
 using zf::capitest::Rgb;
 using zf::capitest::SessionPtr;
@@ -43,75 +39,52 @@ class CapiPixtral : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     struct stat st;
     if (stat(Lm().c_str(), &st) != 0) GTEST_SKIP() << Lm() << " not written (SmolLM2 missing: scripts/fetch_models.sh smollm2)";
-    model_ = Load(Lm());
-    ASSERT_NE(model_, nullptr);
-    zf_mmproj* p = nullptr;
-    const std::string f = std::string(ZF_VISION_MODELS_DIR) + "/mmproj-pixtral-" + GetParam() + ".gguf";
-    ASSERT_EQ(zf_mmproj_load(model_.get(), f.c_str(), 0, &p), ZF_OK) << zf_last_error();
-    mmproj_.reset(p);
-    zf_model_summary s;
-    std::memset(&s, 0, sizeof s);
-    s.struct_size = sizeof s;
-    ASSERT_EQ(zf_model_info(model_.get(), &s), ZF_OK);
-    n_vocab_ = size_t(s.n_vocab);
-    std::ifstream g(std::string(ZF_TEST_DATA_DIR) + "/golden/vision/pixtral-" + GetParam() + "-lm.json");
-    ASSERT_TRUE(g.good());
-    golden_ = json::parse(g);
-    const json& img = golden_["image"];
-    w_ = img["width"];
-    h_ = img["height"];
-    rgb_ = zf::vision::test::Pattern(int(w_), int(h_), img["seed"].get<uint32_t>());
+    zf::capitest::LoadPlacementCase(Lm(), "pixtral", GetParam(), &c_);
   }
-
-  ModelPtr model_;
-  MmprojPtr mmproj_;
-  size_t n_vocab_ = 0;
-  json golden_;
-  uint32_t w_ = 0, h_ = 0;
-  std::vector<uint8_t> rgb_;
+  zf::capitest::PlacementCase c_;
 };
 
 TEST_P(CapiPixtral, RowsPlacedAsLibmtmdPlacesThem) {
   zf_mmproj_summary info;
   std::memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
-  ASSERT_EQ(zf_mmproj_info(mmproj_.get(), &info), ZF_OK);
+  ASSERT_EQ(zf_mmproj_info(c_.mmproj.get(), &info), ZF_OK);
   EXPECT_STREQ(info.projector_type, "pixtral");
   // zf_image_embed: the image's own size decides the rows, known before encoding.
-  const zf_image im = Rgb(rgb_, w_, h_);
+  const zf_image im = Rgb(c_.rgb, c_.w, c_.h);
   size_t needed = 0;
   int32_t n_tok = 0;
-  ASSERT_EQ(zf_image_embed(mmproj_.get(), &im, 0, nullptr, 0, &needed, &n_tok), ZF_ERR_BUFFER_TOO_SMALL);
-  EXPECT_EQ(n_tok, golden_["chunks"][1]["image_tokens"].get<int32_t>());
+  ASSERT_EQ(zf_image_embed(c_.mmproj.get(), &im, 0, nullptr, 0, &needed, &n_tok), ZF_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(n_tok, c_.golden["chunks"][1]["image_tokens"].get<int32_t>());
   EXPECT_EQ(needed, size_t(n_tok) * 576);
 
   // libmtmd's chunks: the text, the image's rows, "[IMG_END]" and the rest (the image's marker
   // is zf_session_eval_image's).
-  SessionPtr s = NewSession(model_.get(), 1024);
-  std::vector<float> logits(n_vocab_);
-  const std::vector<int32_t> before = golden_["chunks"][0]["text"];
-  std::vector<int32_t> after = golden_["chunks"][2]["text"];
+  SessionPtr s = NewSession(c_.model.get(), 1024);
+  std::vector<float> logits(c_.n_vocab);
+  const std::vector<int32_t> before = c_.golden["chunks"][0]["text"];
+  std::vector<int32_t> after = c_.golden["chunks"][2]["text"];
   after.erase(after.begin());
   ASSERT_EQ(zf_session_eval(s.get(), before.data(), before.size(), nullptr, 0), ZF_OK) << zf_last_error();
-  ASSERT_EQ(zf_session_eval_image(s.get(), mmproj_.get(), &im, nullptr, 0), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval_image(s.get(), c_.mmproj.get(), &im, nullptr, 0), ZF_OK) << zf_last_error();
   ASSERT_EQ(zf_session_eval(s.get(), after.data(), after.size(), logits.data(), logits.size()), ZF_OK);
   int32_t n_past = 0;
   ASSERT_EQ(zf_session_n_past(s.get(), &n_past), ZF_OK);
-  EXPECT_EQ(n_past, golden_["n_past"].get<int32_t>());
-  zf::capitest::ExpectEntriesAsGolden(golden_, s.get());
+  EXPECT_EQ(n_past, c_.golden["n_past"].get<int32_t>());
+  zf::capitest::ExpectEntriesAsGolden(c_.golden, s.get());
 
-  const double cos = zf::capitest::GoldenFirstCosine(golden_, logits);
+  const double cos = zf::capitest::GoldenFirstCosine(c_.golden, logits);
   EXPECT_GE(cos, kMinCosine);
   double worst_gap = 0;
-  const int exact = zf::capitest::ExpectGreedyAsGolden(golden_, s.get(), logits, kTieMargin, &worst_gap);
+  const int exact = zf::capitest::ExpectGreedyAsGolden(c_.golden, s.get(), logits, kTieMargin, &worst_gap);
   std::printf("[ pixtral %s ] first-step centred cosine %.6f; greedy %d/%zu exact, worst near-tie gap %.3f\n",
-              GetParam().c_str(), cos, exact, golden_["greedy"].size(), worst_gap);
+              GetParam().c_str(), cos, exact, c_.golden["greedy"].size(), worst_gap);
 }
 
 // A chat turn with an image_url part: its first token is the raw route's (the template's text
 // around the image, the rows, [IMG_END]).
 TEST_P(CapiPixtral, ChatTurnFirstTokenIsTheRawRoutes) {
-  const std::vector<uint8_t> png = zf::vision::test::Png(int(w_), int(h_), rgb_);
+  const std::vector<uint8_t> png = zf::vision::test::Png(int(c_.w), int(c_.h), c_.rgb);
   const json messages = json::array(
       {{{"role", "user"},
         {"content", json::array({{{"type", "text"}, {"text", "Describe the picture."}},
@@ -125,17 +98,17 @@ TEST_P(CapiPixtral, ChatTurnFirstTokenIsTheRawRoutes) {
   zf_turn_params_init(&p, sizeof p);
   p.request_json = req.c_str();
   p.generate = &g;
-  p.mmproj = mmproj_.get();
+  p.mmproj = c_.mmproj.get();
   size_t needed = 0;
-  ASSERT_EQ(zf_chat_turn_prompt(model_.get(), &p, nullptr, 0, &needed), ZF_ERR_BUFFER_TOO_SMALL) << zf_last_error();
+  ASSERT_EQ(zf_chat_turn_prompt(c_.model.get(), &p, nullptr, 0, &needed), ZF_ERR_BUFFER_TOO_SMALL) << zf_last_error();
   std::string prompt(needed, '\0');
-  ASSERT_EQ(zf_chat_turn_prompt(model_.get(), &p, &prompt[0], prompt.size(), &needed), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_chat_turn_prompt(c_.model.get(), &p, &prompt[0], prompt.size(), &needed), ZF_OK) << zf_last_error();
   prompt.resize(needed - 1);
   const std::string marker = "Describe the picture.[IMG_END]";
   const size_t at = prompt.find(marker);
   ASSERT_NE(at, std::string::npos) << prompt;
 
-  SessionPtr s = NewSession(model_.get(), 1024);
+  SessionPtr s = NewSession(c_.model.get(), 1024);
   std::string text;
   ASSERT_EQ(zf_chat_turn(s.get(), &p,
                          [](void* u, const zf_turn_event* e) {
@@ -152,17 +125,17 @@ TEST_P(CapiPixtral, ChatTurnFirstTokenIsTheRawRoutes) {
   const auto tok = [&](const std::string& t, uint32_t flags) {
     std::vector<int32_t> ids(t.size() + 8);
     size_t n = 0;
-    EXPECT_EQ(zf_tokenize(model_.get(), t.data(), t.size(), flags, ids.data(), ids.size(), &n), ZF_OK) << zf_last_error();
+    EXPECT_EQ(zf_tokenize(c_.model.get(), t.data(), t.size(), flags, ids.data(), ids.size(), &n), ZF_OK) << zf_last_error();
     ids.resize(n);
     return ids;
   };
   const std::vector<int32_t> before = tok(prompt.substr(0, img_at), ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL);
   const std::vector<int32_t> after = tok(prompt.substr(at + marker.size()), ZF_TOKENIZE_PARSE_SPECIAL);
-  SessionPtr r = NewSession(model_.get(), 1024);
-  std::vector<float> logits(n_vocab_);
+  SessionPtr r = NewSession(c_.model.get(), 1024);
+  std::vector<float> logits(c_.n_vocab);
   const zf_image im = zf::capitest::Encoded(png);
   ASSERT_EQ(zf_session_eval(r.get(), before.data(), before.size(), nullptr, 0), ZF_OK);
-  ASSERT_EQ(zf_session_eval_image(r.get(), mmproj_.get(), &im, nullptr, 0), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval_image(r.get(), c_.mmproj.get(), &im, nullptr, 0), ZF_OK) << zf_last_error();
   ASSERT_EQ(zf_session_eval(r.get(), after.data(), after.size(), logits.data(), logits.size()), ZF_OK);
   const std::vector<int32_t> raw = zf::capitest::SessionTokens(r.get());
   ASSERT_GE(turn.size(), raw.size());

@@ -205,12 +205,17 @@ void ScanTiled(const ScanArgs& a) {
 }  // namespace
 
 void ScanAvx512(const ScanArgs& a) {
-  switch (a.N) {  // state sizes of the released models (128) and their neighbours
-    case 32: return ScanTiled<2>(a);
-    case 64: return ScanTiled<4>(a);
-    case 128: return ScanTiled<8>(a);
-    case 256: return ScanTiled<16>(a);
-    default: break;
+  // Tiles for prefill with the state sizes of the released models (128) and their neighbours;
+  // a decode step (or a few positions) takes the per-position rows below: a tile's fold costs as
+  // much for one position as for 16.
+  if (a.n_tok >= 4) {
+    switch (a.N) {
+      case 32: return ScanTiled<2>(a);
+      case 64: return ScanTiled<4>(a);
+      case 128: return ScanTiled<8>(a);
+      case 256: return ScanTiled<16>(a);
+      default: break;
+    }
   }
   for (int32_t t = 0; t < a.n_tok; ++t) {
     const float* x = a.x + size_t(t) * a.x_stride;

@@ -1743,11 +1743,13 @@ ZF_API void zf_mmproj_free(zf_mmproj* mmproj);
 /** What zf_mmproj_info() reports about a projector. Append-only; `struct_size` first. */
 typedef struct zf_mmproj_summary {
   uint32_t struct_size;       /**< Set by the caller to sizeof(zf_mmproj_summary). */
-  int32_t image_size;         /**< The encoder's square input side in pixels (896 for Gemma 3). */
+  int32_t image_size;         /**< The encoder's square input side in pixels (896 for Gemma 3); 0 for
+                                   types that take each image at its own size ("gemma4v", "pixtral"). */
   int32_t patch_size;         /**< Pixels per patch side (14). */
   int32_t n_tokens;           /**< Embeddings per encoder input as placed in the prompt: per image for
                                    "gemma3" (256), per tile and overview for "idefics3" (an image
-                                   gives zf_image_embed()'s *n_tokens). */
+                                   gives zf_image_embed()'s *n_tokens); 0 where it depends on the
+                                   image's size ("gemma4v", "pixtral"). */
   int32_t n_embd;             /**< Width of each embedding: the language model's n_embd. */
   int32_t n_embd_vision;      /**< The vision encoder's own width. */
   int32_t n_layer;            /**< Vision encoder blocks. */

@@ -44,7 +44,7 @@ HP_PIXTRAL = dict(HP, image_size=1024, patch_size=16, proj_dim=576, projector="p
 PIXTRAL_TOKENS = ["[IMG]", "[IMG_BREAK]", "[IMG_END]"]
 # Gemma 4's vision tower (gemma4v): 16 px patches pooled 3 x 3, images of their own size (the
 # 224 is unused, as the converter writes it), a 256-entry x/y position table, projection to the
-# synthesized gemma4 LM's 256 (scripts/synth_families.py); Gemma4ClippableLinear clamps on two
+# synthesized gemma4 LM's 256 (scripts/synth_families.py); Gemma4ClippableLinear clamps on three
 # products, a per-layer output scale and the standardization, so that each is exercised.
 # Qwen2.5-VL: 14 px patches merged 2 x 2, window attention (112 px windows) on layers 0 and 2,
 # full attention on 1 and 3 (n_wa_pattern 2), projection to the synthesized qwen2vl model's 256.
@@ -84,7 +84,9 @@ def tensors_gemma4v(hp):
               (b + "ln2.weight", (E,), "normw"), (b + "ffn_gate.weight", (E, F), "mat"),
               (b + "ffn_up.weight", (E, F), "mat"), (b + "ffn_down.weight", (F, E), "mat"),
               (b + "ffn_post_norm.weight", (E,), "normw"), (b + "out_scale.weight", (1,), "scalar:0.9")]
+    # attn_q's input clamp leaves k's and v's (the same input) unclamped.
     t += [("v.blk.0.ffn_down.input_min", (1,), "scalar:-0.6"), ("v.blk.0.ffn_down.input_max", (1,), "scalar:0.6"),
+          ("v.blk.1.attn_q.input_min", (1,), "scalar:-1.2"), ("v.blk.1.attn_q.input_max", (1,), "scalar:1.2"),
           ("v.std_bias", (E,), "bias"), ("v.std_scale", (E,), "normw"),
           ("mm.input_projection.weight", (E, hp["proj_dim"]), "proj"),
           ("mm.input_projection.output_min", (1,), "scalar:-2.0"), ("mm.input_projection.output_max", (1,), "scalar:2.0")]
@@ -153,9 +155,14 @@ def values(kind, ne, rng):
     return (rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32)
 
 
-def write(path, hp, variant, seed):
+def write(path, hp, variant, seed, audio_tower=False):
     rng = np.random.default_rng(seed)  # the same values in every variant
     w = gguf.GGUFWriter(path, "clip")
+    if audio_tower:  # as Gemma 4's files: an audio tower beside the vision one (a stand-in here)
+        w.add_bool("clip.has_audio_encoder", True)
+        w.add_string("clip.audio.projector_type", "gemma4a")
+        w.add_tensor("a.blk.0.ln1.weight", np.ones(hp["n_embd"], dtype=np.float32))
+        w.add_tensor("mm.a.input_projection.weight", np.zeros((hp["proj_dim"], hp["n_embd"]), dtype=np.float32))
     w.add_string("general.name", f"zerfoo synthetic {hp['projector']} mmproj ({variant})")
     w.add_string("clip.projector_type", hp["projector"])
     w.add_bool("clip.has_vision_encoder", True)
@@ -256,6 +263,7 @@ def main():
         write(os.path.join(a.out_dir, f"mmproj-idefics3-{v}.gguf"), HP_IDEFICS3, v, a.seed)
     for v in ("f32", "f16", "q8_0"):
         write(os.path.join(a.out_dir, f"mmproj-gemma4v-{v}.gguf"), HP_GEMMA4V, v, a.seed)
+    write(os.path.join(a.out_dir, "mmproj-gemma4v-av-f16.gguf"), HP_GEMMA4V, "f16", a.seed, audio_tower=True)
     for v in ("f32", "f16", "q8_0"):
         write(os.path.join(a.out_dir, f"mmproj-pixtral-{v}.gguf"), HP_PIXTRAL, v, a.seed)
     for v in ("f32", "f16", "q8_0"):

@@ -51,7 +51,8 @@ for t in f16 q8_0; do
 done
 # gemma4v (Gemma 4's vision tower) with the synthesized gemma4 model (tests/family's fixture,
 # scripts/synth_families.py; its width 256 is the projector's): gemma4v-<type>.json (the Pattern
-# pictures at their own sizes) and gemma4v-<type>-lm.json (--lm-gemma4: Gemma 4's chat format).
+# pictures at their own sizes), gemma4v-<type>-lm.json (--lm-gemma4: Gemma 4's chat format) and
+# gemma4v-<type>-tiles.json (--tiles: test-1.jpeg as libmtmd decodes it).
 g4="${ZF_GEMMA4_LM:-$root/build-test/tests/family-models/gemma4-f32.gguf}"
 for t in f32 f16 q8_0; do
   f="$models/mmproj-gemma4v-$t.gguf"
@@ -90,4 +91,11 @@ for t in f32 f16 q8_0; do
   "$bin" "$f" "$q2" "$sha" > "$out/qwen25vl-$t.json.tmp"
   mv "$out/qwen25vl-$t.json.tmp" "$out/qwen25vl-$t.json"
   echo "$out/qwen25vl-$t.json"
+done
+for t in f16 q8_0; do  # and tools/mtmd/test-1.jpeg through libmtmd's own decoder (--tiles' chunks)
+  f="$models/mmproj-gemma4v-$t.gguf"
+  sha=$(sha256sum "$f" | cut -d' ' -f1)
+  "$bin" "$f" "$g4" "$sha" --tiles "$root/tests/data/vision/test-1.jpeg" > "$out/gemma4v-$t-tiles.json.tmp"
+  mv "$out/gemma4v-$t-tiles.json.tmp" "$out/gemma4v-$t-tiles.json"
+  echo "$out/gemma4v-$t-tiles.json"
 done

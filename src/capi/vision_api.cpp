@@ -14,6 +14,7 @@
 
 #include "capi/handles.h"
 #include "capi/mmproj_handle.h"
+#include "gguf/gguf.h"
 #include "vision/encoder.h"
 #include "vision/image.h"
 #include "vision/mmproj.h"
@@ -32,6 +33,13 @@ static_assert(sizeof(zf_image) == 32 && offsetof(zf_image, size) == 16 && offset
 static_assert(zf::vision::kDefaultMaxPixels == ZF_IMAGE_MAX_PIXELS, "ZF_IMAGE_MAX_PIXELS is the decoder's budget");
 
 namespace {
+
+// clip.has_vision_encoder: a file with both towers (Gemma 4's) loads as an image projector.
+bool HasVisionEncoder(const char* path) {
+  std::unique_ptr<zf::gguf::GgufFile> f;
+  bool b = false;
+  return zf::gguf::GgufFile::Open(path, zf::gguf::OpenOptions{}, &f).ok() && f->GetBool("clip.has_vision_encoder", &b).ok() && b;
+}
 
 zf_status NullArg(const char* what) { return Fail(ZF_ERR_INVALID_ARGUMENT, std::string(what) + " is NULL"); }
 
@@ -256,7 +264,7 @@ ZF_API zf_status zf_mmproj_load(zf_model* model, const char* path, uint32_t flag
   if (out == nullptr) return NullArg("out");
   if (zf_status e = zf::capi::CheckFlags("flags", flags, 0)) return e;
   ZF_GUARD_BEGIN
-  if (zf::capi::IsAudioMmproj(path)) return zf::capi::LoadAudioMmproj(model, path, out);
+  if (zf::capi::IsAudioMmproj(path) && !HasVisionEncoder(path)) return zf::capi::LoadAudioMmproj(model, path, out);
   std::unique_ptr<zf::vision::Mmproj> m;
   zf::Status s = zf::vision::Mmproj::Load(path, &m);
   if (!s.ok()) return Fail(static_cast<int32_t>(s.code()), std::string(path) + ": " + s.message());
@@ -306,9 +314,10 @@ ZF_API zf_status zf_mmproj_info(const zf_mmproj* mmproj, zf_mmproj_summary* info
   }
   const zf::vision::VisionHparams& hp = mmproj->impl->hparams();
   s.modalities = ZF_MODALITY_IMAGE;
-  s.image_size = hp.image_size;
+  const bool dynamic = hp.spec->tiling == zf::vision::Tiling::kDynamic;  // no fixed input size
+  s.image_size = dynamic ? 0 : hp.image_size;
   s.patch_size = hp.patch_size;
-  s.n_tokens = hp.n_tokens();
+  s.n_tokens = dynamic ? 0 : hp.n_tokens();
   s.n_embd = hp.proj_width;
   s.n_embd_vision = hp.n_embd;
   s.n_layer = hp.n_layer;

@@ -53,8 +53,8 @@ class VisionEncoder {
   void Gelu(float* x, int64_t n);
   // scale multiplies q.k (0: 1 / sqrt(head width)).
   void Attention(const float* q, const float* k, const float* v, int64_t T, float* out, float scale = 0.0f);
-  // x clamped to the input range (in place), the product, y clamped (Gemma4ClippableLinear).
-  void ClampedMatMul(const ClampedLinear& c, float* x, int64_t n_tok, float* y);
+  // The product of x clamped to the input range, y clamped (Gemma4ClippableLinear).
+  void ClampedMatMul(const ClampedLinear& c, const float* x, int64_t n_tok, float* y);
   void RmsNorm(const std::vector<float>& w, float* x, int64_t n_tok);  // in place, rows of n_embd
   // The patch convolution of W x H normalized pixels (R G B interleaved): (W / P) * (H / P)
   // rows of n_embd, row-major over the patch grid, with the convolution's bias.

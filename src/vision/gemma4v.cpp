@@ -70,6 +70,13 @@ Status Gemma4vHparams(const gguf::GgufFile& f, VisionHparams* hp) {
 }
 
 Status LoadGemma4v(const gguf::GgufFile& f, VisionHparams* hp, std::set<std::string>* used, Gemma4vWeights* w) {
+  // Gemma 4's files hold the audio tower too (a.*, mm.a.*): not read here.
+  bool audio = false;
+  if (f.GetBool("clip.has_audio_encoder", &audio).ok() && audio)
+    for (const gguf::TensorInfo& t : f.tensors()) {
+      const std::string name(t.name);
+      if (name.rfind("a.", 0) == 0 || name.rfind("mm.a.", 0) == 0) used->insert(name);
+    }
   const int64_t E = hp->n_embd, P = hp->patch_size, F = hp->n_ff, d = E / hp->n_head;
   ZF_RETURN_IF_ERROR(Matrix(f, "v.patch_embd", 3 * P * P, E, used, &w->patch, false, {P, P, 3, E}));
   const gguf::TensorInfo* pe = f.FindTensor("v.position_embd.weight");
@@ -111,10 +118,15 @@ Status LoadGemma4v(const gguf::GgufFile& f, VisionHparams* hp, std::set<std::str
   return Clamped(f, "mm.input_projection", E, hp->proj_width, used, &w->proj);
 }
 
-void VisionEncoder::ClampedMatMul(const ClampedLinear& c, float* x, int64_t n_tok, float* y) {
-  if (c.clamped)
-    for (int64_t i = 0; i < n_tok * c.l.in; ++i) x[i] = std::min(std::max(x[i], c.in_min), c.in_max);
-  MatMul(c.l, x, n_tok, y);
+void VisionEncoder::ClampedMatMul(const ClampedLinear& c, const float* x, int64_t n_tok, float* y) {
+  if (c.clamped && (c.in_min > -FLT_MAX || c.in_max < FLT_MAX)) {
+    // A clamped copy: the same input may feed other products with other ranges (q, k, v).
+    std::vector<float> xc(x, x + n_tok * c.l.in);
+    for (float& v : xc) v = std::min(std::max(v, c.in_min), c.in_max);
+    MatMul(c.l, xc.data(), n_tok, y);
+  } else {
+    MatMul(c.l, x, n_tok, y);
+  }
   if (c.clamped)
     for (int64_t i = 0; i < n_tok * c.l.out; ++i) y[i] = std::min(std::max(y[i], c.out_min), c.out_max);
 }

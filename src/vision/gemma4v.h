@@ -50,7 +50,7 @@ struct Gemma4vWeights {
 // gemma4v's hyperparameters past the common ones (ReadHparams): n_merge (3 unless
 // clip.vision.projector.scale_factor), the pixel budget (70..1120 tokens, libmtmd's limits).
 Status Gemma4vHparams(const gguf::GgufFile& f, VisionHparams* hp);
-// Every gemma4v tensor by name and shape; sets hp->proj_width.
+// Every gemma4v tensor by name and shape (an audio tower beside it skipped); sets hp->proj_width.
 Status LoadGemma4v(const gguf::GgufFile& f, VisionHparams* hp, std::set<std::string>* used, Gemma4vWeights* w);
 
 }  // namespace zf::vision

@@ -27,7 +27,6 @@ namespace {
 using nlohmann::json;
 using zf::capitest::Argmax;
 using zf::capitest::Base64;
-using zf::capitest::CentredCosine;
 using zf::capitest::Load;
 using zf::capitest::ModelPtr;
 using zf::capitest::MmprojPtr;
@@ -74,18 +73,6 @@ class CapiGemma4v : public ::testing::TestWithParam<std::string> {
     t.erase(t.begin());
     return t;
   }
-  // The first step's logits at the golden's ids (every 64th, then its top 32) for both sides.
-  double FirstCosine(const std::vector<float>& logits) const {
-    const json& first = golden_["first"];
-    std::vector<double> ours, ref = first["every64"].get<std::vector<double>>();
-    for (size_t i = 0; i < n_vocab_; i += 64) ours.push_back(logits[i]);
-    const std::vector<int32_t> top = first["top_ids"];
-    const std::vector<double> top_l = first["top_logits"];
-    for (size_t k = 0; k < top.size(); ++k) ours.push_back(logits[size_t(top[k])]), ref.push_back(top_l[k]);
-    EXPECT_EQ(ours.size(), ref.size());
-    return CentredCosine(ours, ref);
-  }
-
   ModelPtr model_;
   MmprojPtr mmproj_;
   size_t n_vocab_ = 0;
@@ -100,6 +87,9 @@ TEST_P(CapiGemma4v, ImagePlacedAsLibmtmdPlacesIt) {
   info.struct_size = sizeof info;
   ASSERT_EQ(zf_mmproj_info(mmproj_.get(), &info), ZF_OK);
   EXPECT_STREQ(info.projector_type, "gemma4v");
+  EXPECT_EQ(info.n_tokens, 0);  // each image at its own size: zf_image_embed says
+  EXPECT_EQ(info.image_size, 0);
+  EXPECT_EQ(info.n_embd, 256);
   const zf_image im = Rgb(rgb_, w_, h_);
   size_t needed = 0;
   int32_t n_tok = 0;
@@ -116,21 +106,8 @@ TEST_P(CapiGemma4v, ImagePlacedAsLibmtmdPlacesIt) {
   int32_t n_past = 0;
   ASSERT_EQ(zf_session_n_past(s.get(), &n_past), ZF_OK);
   EXPECT_EQ(n_past, golden_["n_past"].get<int32_t>());
-  std::vector<int32_t> want;  // libmtmd's text tokens, the image as that many (negative) entries
-  for (const json& c : golden_["chunks"]) {
-    if (c.contains("text")) {
-      for (int32_t t : c["text"]) want.push_back(t);
-    } else {
-      want.resize(want.size() + c["image_tokens"].get<size_t>(), -1);
-    }
-  }
-  const std::vector<int32_t> got = SessionTokens(s.get());
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (want[i] < 0) EXPECT_LT(got[i], 0) << i;
-    else EXPECT_EQ(got[i], want[i]) << i;
-  }
-  const double cos = FirstCosine(logits);
+  zf::capitest::ExpectEntriesAsGolden(golden_, s.get());
+  const double cos = zf::capitest::GoldenFirstCosine(golden_, logits);
   EXPECT_GE(cos, kMinCosine);
   // The rows taken causally: another computation, farther from libmtmd.
   {
@@ -141,27 +118,14 @@ TEST_P(CapiGemma4v, ImagePlacedAsLibmtmdPlacesIt) {
     ASSERT_EQ(zf_session_eval(c.get(), t0.data(), t0.size(), nullptr, 0), ZF_OK);
     ASSERT_EQ(zf_session_eval_embeddings(c.get(), rows.data(), size_t(n_tok), 256, 0, nullptr, 0), ZF_OK) << zf_last_error();
     ASSERT_EQ(zf_session_eval(c.get(), t2.data(), t2.size(), lc.data(), lc.size()), ZF_OK);
-    const double c2 = FirstCosine(lc);
+    const double c2 = zf::capitest::GoldenFirstCosine(golden_, lc);
     std::printf("[ gemma4v %s ] rows attending causally: centred cosine %.6f\n", GetParam().c_str(), c2);
     EXPECT_LT(c2, cos);
   }
   double worst_gap = 0;
-  int exact = 0;
-  const json& greedy = golden_["greedy"];
-  for (size_t step = 0; step < greedy.size(); ++step) {
-    const int32_t want_tok = greedy[step]["token"];
-    const int32_t best = Argmax(logits);
-    if (best == want_tok) {
-      ++exact;
-    } else {
-      const double gap = double(logits[size_t(best)]) - logits[size_t(want_tok)];
-      worst_gap = std::max(worst_gap, gap);
-      EXPECT_LE(gap, kTieMargin) << "step " << step << ": ours " << best << ", libmtmd's " << want_tok;
-    }
-    ASSERT_EQ(zf_session_eval(s.get(), &want_tok, 1, logits.data(), logits.size()), ZF_OK) << zf_last_error();
-  }
+  const int exact = zf::capitest::ExpectGreedyAsGolden(golden_, s.get(), logits, kTieMargin, &worst_gap);
   std::printf("[ gemma4v %s ] first-step centred cosine %.7f; greedy %d/%zu exact, worst near-tie gap %.3f\n",
-              GetParam().c_str(), cos, exact, greedy.size(), worst_gap);
+              GetParam().c_str(), cos, exact, golden_["greedy"].size(), worst_gap);
 }
 
 std::vector<int32_t> Tokenize(const zf_model* m, const std::string& text, uint32_t flags) {
@@ -228,5 +192,33 @@ TEST_P(CapiGemma4v, ChatTurnPlacesTheImageAsTheRawRoute) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, CapiGemma4v, ::testing::Values("f16", "q8_0"));
+
+// A file with an audio tower beside the vision one (as Gemma 4's are) loads as an image
+// projector and encodes as the vision-only file does.
+TEST(CapiGemma4vFiles, BothTowersLoadTheVisionOne) {
+  ModelPtr model = Load(std::string(ZF_VISION_MODELS_DIR) + "/gemma4-f32.gguf");
+  ASSERT_NE(model, nullptr) << zf_last_error();
+  std::vector<float> rows[2];
+  const char* files[2] = {"mmproj-gemma4v-f16.gguf", "mmproj-gemma4v-av-f16.gguf"};
+  const std::vector<uint8_t> rgb = zf::vision::test::Pattern(200, 120, 7);
+  const zf_image im = Rgb(rgb, 200, 120);
+  for (int i = 0; i < 2; ++i) {
+    zf_mmproj* p = nullptr;
+    ASSERT_EQ(zf_mmproj_load(model.get(), (std::string(ZF_VISION_MODELS_DIR) + "/" + files[i]).c_str(), 0, &p), ZF_OK)
+        << zf_last_error();
+    MmprojPtr mm(p);
+    zf_mmproj_summary info;
+    std::memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    ASSERT_EQ(zf_mmproj_info(p, &info), ZF_OK);
+    EXPECT_EQ(info.modalities, uint32_t(ZF_MODALITY_IMAGE));
+    size_t needed = 0;
+    int32_t n_tok = 0;
+    ASSERT_EQ(zf_image_embed(p, &im, 1, nullptr, 0, &needed, &n_tok), ZF_ERR_BUFFER_TOO_SMALL);
+    rows[i].resize(needed);
+    ASSERT_EQ(zf_image_embed(p, &im, 1, rows[i].data(), needed, &needed, &n_tok), ZF_OK) << zf_last_error();
+  }
+  EXPECT_EQ(rows[0], rows[1]);
+}
 
 }  // namespace

@@ -97,6 +97,36 @@ INSTANTIATE_TEST_SUITE_P(Types, Gemma4vGolden,
                          ::testing::Values(Variant{"f32", 0.9999, 1e-3}, Variant{"f16", 0.9999, 1e-3}, Variant{"q8_0", 0.999, 3e-3}),
                          [](const ::testing::TestParamInfo<Variant>& i) { return std::string(i.param.name); });
 
+// llama.cpp's tools/mtmd/test-1.jpeg (mmproj_recorder --tiles: decoded by libmtmd, 640 x 488 ->
+// 624 x 480, 130 tokens): the decoded bytes, the preprocessed image and the embeddings.
+TEST_P(Gemma4vGolden, TestJpegAsLibmtmd) {
+  const Variant& var = GetParam();
+  if (std::string(var.name) == "f32") GTEST_SKIP() << "recorded for F16 and Q8_0";
+  nlohmann::json plain;
+  std::unique_ptr<Mmproj> m = test::LoadWithGolden("gemma4v", var.name, &plain);
+  ASSERT_NE(m, nullptr);
+  const nlohmann::json golden = nlohmann::json::parse(
+      test::ReadText(std::string(ZF_TEST_DATA_DIR) + "/golden/vision/gemma4v-" + var.name + "-tiles.json"));
+  ASSERT_EQ(golden["mmproj_sha256"], plain["mmproj_sha256"]);
+  const nlohmann::json& gi = golden["images"][2];
+  ASSERT_EQ(gi["name"], "file");
+  const Image img = test::GoldenImage(gi);
+  TileGrid grid;
+  const std::vector<Image> inputs = TileImages(m->hparams(), img, &grid);
+  ASSERT_EQ(inputs.size(), 1u);
+  nlohmann::json chunk = gi["chunks"][1];
+  test::ExpectPreprocessed(inputs[0], chunk["preprocessed"], "test-1.jpeg");
+  ASSERT_EQ(grid.rows, chunk["n_tokens"].get<int64_t>());
+  std::vector<float> embd;
+  VisionEncoder enc(*m, 2);
+  const Status s = enc.Encode(img, &embd);
+  ASSERT_TRUE(s.ok()) << s.message();
+  chunk["n_embd"] = gi["n_embd"];
+  const test::GoldenFit fit = test::ExpectMatchesGolden(embd, chunk, var.min_cosine, "test-1.jpeg", var.max_norm_error);
+  std::printf("[ gemma4v ] %s test-1.jpeg (%lld tokens): min cosine %.7f, max |diff| %.3g, worst norm rel. error %.2g\n",
+              var.name, static_cast<long long>(grid.rows), fit.min_cosine, fit.max_abs, fit.worst_norm);
+}
+
 // The fixture's F16 file with one equal-length byte edit; the load's error.
 std::string LoadEdited(const std::string& from, const std::string& to) {
   std::string bytes = test::ReadText(std::string(ZF_VISION_MODELS_DIR) + "/mmproj-gemma4v-f16.gguf");

@@ -91,25 +91,29 @@ def copy_tokenizer(w, src, rename=None):
     return len(r.fields["tokenizer.ggml.tokens"].data)
 
 
+def lm_writer(path, arch, name, h):
+    """A writer with the keys both language models share (sizes, norm epsilon, rope base)."""
+    w = gguf.GGUFWriter(path, arch)
+    w.add_string("general.name", name)
+    w.add_uint32("general.file_type", 1)  # mostly F16
+    for key, v in (("context_length", h["ctx"]), ("embedding_length", h["E"]), ("block_count", h["L"]),
+                   ("feed_forward_length", h["F"]), ("attention.head_count", h["H"]),
+                   ("attention.head_count_kv", h["Hkv"])):
+        w.add_uint32(f"{arch}.{key}", v)
+    w.add_float32(f"{arch}.attention.layer_norm_rms_epsilon", h["eps"])
+    w.add_float32(f"{arch}.rope.freq_base", h["base"])
+    return w
+
+
 def gemma3_lm(path, vocab, seed):
     h = GEMMA3_4B
     a = "gemma3"
-    w = gguf.GGUFWriter(path, a)
-    w.add_string("general.name", "zerfoo synthetic Gemma 3 4B (text)")
-    w.add_uint32(f"{a}.context_length", h["ctx"])
-    w.add_uint32(f"{a}.embedding_length", h["E"])
-    w.add_uint32(f"{a}.block_count", h["L"])
-    w.add_uint32(f"{a}.feed_forward_length", h["F"])
-    w.add_uint32(f"{a}.attention.head_count", h["H"])
-    w.add_uint32(f"{a}.attention.head_count_kv", h["Hkv"])
+    w = lm_writer(path, a, "zerfoo synthetic Gemma 3 4B (text)", h)
     w.add_uint32(f"{a}.attention.key_length", h["hd"])
     w.add_uint32(f"{a}.attention.value_length", h["hd"])
-    w.add_float32(f"{a}.attention.layer_norm_rms_epsilon", h["eps"])
-    w.add_float32(f"{a}.rope.freq_base", h["base"])
     w.add_uint32(f"{a}.attention.sliding_window", h["window"])
     w.add_string(f"{a}.rope.scaling.type", "linear")
     w.add_float32(f"{a}.rope.scaling.factor", h["rope_factor"])
-    w.add_uint32("general.file_type", 1)  # mostly F16
     n_vocab = copy_tokenizer(w, vocab)
     E, F, q, kv = h["E"], h["F"], h["H"] * h["hd"], h["Hkv"] * h["hd"]
     # (name, numpy shape = reversed ggml ne); 1-D norms F32 around 1.
@@ -149,18 +153,8 @@ def stream(w, specs, seed, path):
 def qwen25vl_lm(path, vocab, seed):
     h = QWEN25VL_3B
     a = "qwen2vl"
-    w = gguf.GGUFWriter(path, a)
-    w.add_string("general.name", "zerfoo synthetic Qwen2.5-VL 3B (text)")
-    w.add_uint32(f"{a}.context_length", h["ctx"])
-    w.add_uint32(f"{a}.embedding_length", h["E"])
-    w.add_uint32(f"{a}.block_count", h["L"])
-    w.add_uint32(f"{a}.feed_forward_length", h["F"])
-    w.add_uint32(f"{a}.attention.head_count", h["H"])
-    w.add_uint32(f"{a}.attention.head_count_kv", h["Hkv"])
-    w.add_float32(f"{a}.attention.layer_norm_rms_epsilon", h["eps"])
-    w.add_float32(f"{a}.rope.freq_base", h["base"])
+    w = lm_writer(path, a, "zerfoo synthetic Qwen2.5-VL 3B (text)", h)
     w.add_array(f"{a}.rope.dimension_sections", h["sections"])
-    w.add_uint32("general.file_type", 1)
     n_vocab = copy_tokenizer(w, vocab, QWEN_VISION_TOKENS)
     E, F, q, kv = h["E"], h["F"], h["H"] * h["hd"], h["Hkv"] * h["hd"]
     specs = [("token_embd.weight", (n_vocab, E)), ("output_norm.weight", (E,))]

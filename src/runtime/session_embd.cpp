@@ -45,13 +45,6 @@ Status Session::EvalEmbeddings(const float* rows, size_t n, bool bidirectional, 
     return Unsupported("embedding rows on a model with M-RoPE sections ('" + d.arch +
                        "': image rows take 2D positions) are not supported yet; zf_image_embed gives the rows");
   }
-  // Qwen2-VL / Qwen3-VL place image rows at 2D M-RoPE positions (t, row, column) and continue
-  // the text after them at max(rows, columns): not done yet, and sequential positions would
-  // answer differently from the reference without saying so.
-  if (d.mrope_sections[0] + d.mrope_sections[1] + d.mrope_sections[2] + d.mrope_sections[3] > 0) {
-    return Unsupported("embedding rows on a model with M-RoPE sections ('" + d.arch +
-                       "': image rows take 2D positions) are not supported yet; zf_image_embed gives the rows");
-  }
   if (!host_) {
     return Unsupported(std::string("embedding input runs on the CPU engine only; this session runs on ") +
                        (model_.engine() != nullptr ? model_.engine()->name() : "another engine"));

@@ -474,6 +474,17 @@ std::vector<Spec> Families() {
   s.name = "qwen3"; s.arch = "qwen3"; s.H = 4; s.Hkv = 1; s.hd = 24; s.key_length = true; s.qk_head = true;
   v.push_back(s);
   s = Spec{};
+  // Qwen2.5-VL / Qwen3-VL's language models: M-RoPE sections (text positions are equal in every
+  // section, so the rotation is Qwen 2's / Qwen 3's); qwen3vl's deepstack only adds image rows.
+  s.name = "qwen2vl"; s.arch = "qwen2vl"; s.tied = true; s.qkv_bias = true; s.out_bias = true;
+  s.kv = {{"rope.dimension_sections", val::ArrOf<int32_t>(kI32, std::vector<int32_t>{2, 3, 3, 0})}};
+  v.push_back(s);
+  s = Spec{};
+  s.name = "qwen3vl"; s.arch = "qwen3vl"; s.H = 4; s.Hkv = 1; s.hd = 24; s.key_length = true; s.qk_head = true;
+  s.kv = {{"rope.dimension_sections", val::ArrOf<int32_t>(kI32, std::vector<int32_t>{4, 4, 4, 0})},
+          {"n_deepstack_layers", val::U32(1)}};
+  v.push_back(s);
+  s = Spec{};
   s.name = "qwen3_yarn"; s.arch = "qwen3"; s.H = 4; s.Hkv = 1; s.hd = 24; s.key_length = true; s.qk_head = true;
   // Pairs 3..9 of 12 are blended (corr dims of 4096 positions, base 10000), the rest scaled or not.
   s.kv = {{"rope.scaling.type", val::Str("yarn")}, {"rope.scaling.factor", val::F32(4.0f)},

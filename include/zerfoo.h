@@ -1715,17 +1715,21 @@ ZF_API zf_status zf_wav_decode(const void* data, size_t size, float* pcm, size_t
  * zf_mmproj_load(): any number of threads may call zf_image_embed() on it at once (each call
  * works on an encoder of its own, taken from the projector's pool and returned after).
  * zf_mmproj_free() may be called from any thread, but not while a call on it is running.
- * Projector types loaded: "gemma3" (Gemma 3's SigLIP encoder, 896 px, 256 tokens per image) and
+ * Projector types loaded: "gemma3" (Gemma 3's SigLIP encoder, 896 px, 256 tokens per image),
  * "idefics3" (SmolVLM's SigLIP encoder: an image cut into image_size tiles plus an overview,
- * each giving zf_mmproj_summary::n_tokens rows after the pixel shuffle; see doc/vision.md).
+ * each giving zf_mmproj_summary::n_tokens rows after the pixel shuffle), "pixtral" and "gemma4v"
+ * (each image at its own size: the rows depend on it), "qwen2.5vl_merger" (Qwen2.5-VL: the rows
+ * from zf_image_embed(); its placement with M-RoPE positions is not done yet), and the audio
+ * types "ultravox", "qwen2a" and "voxtral" (zf_audio_embed()); see doc/vision.md.
  */
 typedef struct zf_mmproj zf_mmproj;
 
 /**
  * @brief Loads a projector file for `model` and checks that it belongs to it: the projector's
  * output width must be the model's embedding width and its type the model's family (a "gemma3"
- * projector goes with a "gemma3" model, an "idefics3" one with a "llama" model); a mismatch names
- * both sides. Thread-safe.
+ * projector goes with a "gemma3" model, an "idefics3" or "pixtral" one with a "llama" model, a
+ * "gemma4v" one with "gemma4", a "qwen2.5vl_merger" one with "qwen2vl"); a mismatch names both
+ * sides. Thread-safe.
  * @param model The language model (its reference is held until zf_mmproj_free()). Required.
  * @param path The mmproj file (NUL-terminated UTF-8).
  * @param flags Reserved; must be 0.
@@ -1854,7 +1858,12 @@ ZF_API zf_status zf_image_embed(const zf_mmproj* mmproj, const zf_image* image, 
  * @return ::ZF_OK; ::ZF_ERR_CONTEXT_FULL (nothing appended); ::ZF_ERR_BUFFER_TOO_SMALL;
  *         ::ZF_ERR_CANCELLED; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, width not n_embd,
  *         n_tokens 0 or over the step, unknown flags, a busy session); ::ZF_ERR_UNSUPPORTED
- *         (a device engine; a model that needs token ids at every layer, such as Gemma 3n/4).
+ *         (a device engine; a model with M-RoPE sections, qwen2vl / qwen3vl, whose image rows take
+ *         2D positions; ::ZF_EMBD_BIDIRECTIONAL on a model with recurrent layers). Recurrent models
+ *         (LFM2, Granite 4 H, Qwen 3.5) take causal rows; zf_session_truncate() then evaluates the
+ *         rows again from a copy the session keeps, except in a session restored by
+ *         zf_session_load_state() (its rows are not in the file): a cut that would need them is
+ *         ::ZF_ERR_UNSUPPORTED naming the position.
  */
 ZF_API zf_status zf_session_eval_embeddings(zf_session* session, const float* embd, size_t n_tokens, size_t width,
                                             uint32_t flags, float* logits, size_t cap);

@@ -564,11 +564,11 @@ pub struct zf_speech_segment {
 pub struct zf_mmproj_summary {
     #[doc = "< Set by the caller to sizeof(zf_mmproj_summary)."]
     pub struct_size: u32,
-    #[doc = "< The encoder's square input side in pixels (896 for Gemma 3)."]
+    #[doc = "< The encoder's square input side in pixels (896 for Gemma 3); 0 for\ntypes that take each image at its own size (\"gemma4v\", \"pixtral\")."]
     pub image_size: i32,
     #[doc = "< Pixels per patch side (14)."]
     pub patch_size: i32,
-    #[doc = "< Embeddings per encoder input as placed in the prompt: per image for\n\"gemma3\" (256), per tile and overview for \"idefics3\" (an image\ngives zf_image_embed()'s *n_tokens)."]
+    #[doc = "< Embeddings per encoder input as placed in the prompt: per image for\n\"gemma3\" (256), per tile and overview for \"idefics3\" (an image\ngives zf_image_embed()'s *n_tokens); 0 where it depends on the\nimage's size (\"gemma4v\", \"pixtral\")."]
     pub n_tokens: i32,
     #[doc = "< Width of each embedding: the language model's n_embd."]
     pub n_embd: i32,

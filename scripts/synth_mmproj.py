@@ -23,7 +23,8 @@ transposes the projection and convolves the patches, which it cannot do on Q8_0)
 OUT_DIR/mmproj-idefics3-{f16,q8_0}.gguf alike (mm.model.fc a block matrix: Q8_0 in q8_0), and
 OUT_DIR/mmproj-pixtral-{f32,f16,q8_0}.gguf (HP_PIXTRAL; with --lm also smollm2-pixtral.gguf:
 SmolLM2 with [IMG], [IMG_BREAK], [IMG_END] appended as CONTROL tokens), and
-OUT_DIR/mmproj-qwen25vl-{f32,f16,q8_0}.gguf (HP_QWEN25VL: 4 blocks, window attention on 0 and 2).
+OUT_DIR/mmproj-qwen25vl-{f32,f16,q8_0}.gguf (HP_QWEN25VL: 4 blocks, window attention on 0 and 2),
+OUT_DIR/mmproj-lfm2-{f32,f16,q8_0}.gguf (HP_LFM2: LFM2-VL's layout, width 256).
 The pinned gguf/numpy of scripts/requirements-synth.txt (tests/vision/make_models.sh).
 """
 import argparse
@@ -49,6 +50,10 @@ PIXTRAL_TOKENS = ["[IMG]", "[IMG_BREAK]", "[IMG_END]"]
 # Qwen2.5-VL: 14 px patches merged 2 x 2, window attention (112 px windows) on layers 0 and 2,
 # full attention on 1 and 3 (n_wa_pattern 2), projection to the synthesized qwen2vl model's 256.
 HP_QWEN25VL = dict(HP, n_layer=4, image_size=560, patch_size=14, proj_dim=256, projector="qwen2.5vl_merger", wa_pattern=2)
+# LFM2-VL (lfm2): the converter's 256 px / 16 px patches (a 16 x 16 position table, resized to each
+# image's patch grid), pixel unshuffle by 2, LayerNorm + mm.1 / GELU / mm.2 to the synthesized
+# LFM2's 256 (scripts/synth_families.py); images of their own size within 64 .. 256 tokens.
+HP_LFM2 = dict(HP, image_size=256, patch_size=16, proj_dim=256, projector="lfm2", scale_factor=2, mm_hidden=256)
 HP_GEMMA4V = dict(HP, image_size=224, patch_size=16, proj_dim=256, projector="gemma4v", pos_size=256)
 # SmolVLM's added tokens (its tokenizer's additional special tokens).
 VLM_TOKENS = (["<fake_token_around_image>", "<image>", "<global-img>"] +
@@ -133,7 +138,12 @@ def tensors(hp):
               (b + "ffn_up.weight", (E, F), "mat"), (b + "ffn_up.bias", (F,), "bias"),
               (b + "ffn_down.weight", (F, E), "mat"), (b + "ffn_down.bias", (E,), "bias")]
     t += [("v.post_ln.weight", (E,), "normw"), ("v.post_ln.bias", (E,), "bias")]
-    if hp["projector"] == "idefics3":
+    if hp["projector"] == "lfm2":
+        s, H = hp["scale_factor"], hp["mm_hidden"]
+        t += [("mm.input_norm.weight", (E * s * s,), "normw"), ("mm.input_norm.bias", (E * s * s,), "bias"),
+              ("mm.1.weight", (E * s * s, H), "mat"), ("mm.1.bias", (H,), "bias"),
+              ("mm.2.weight", (H, hp["proj_dim"]), "mat"), ("mm.2.bias", (hp["proj_dim"],), "bias")]
+    elif hp["projector"] == "idefics3":
         s = hp["scale_factor"]
         t += [("mm.model.fc.weight", (E * s * s, hp["proj_dim"]), "mat")]
     else:
@@ -268,6 +278,8 @@ def main():
         write(os.path.join(a.out_dir, f"mmproj-pixtral-{v}.gguf"), HP_PIXTRAL, v, a.seed)
     for v in ("f32", "f16", "q8_0"):
         write(os.path.join(a.out_dir, f"mmproj-qwen25vl-{v}.gguf"), HP_QWEN25VL, v, a.seed)
+    for v in ("f32", "f16", "q8_0"):
+        write(os.path.join(a.out_dir, f"mmproj-lfm2-{v}.gguf"), HP_LFM2, v, a.seed)
     if a.lm:
         write_vlm_lm(a.lm, os.path.join(a.out_dir, "smollm2-vlm.gguf"), a.seed)
         write_vlm_lm(a.lm, os.path.join(a.out_dir, "smollm2-pixtral.gguf"), a.seed, PIXTRAL_TOKENS)

@@ -314,7 +314,7 @@ ZF_API zf_status zf_mmproj_info(const zf_mmproj* mmproj, zf_mmproj_summary* info
   }
   const zf::vision::VisionHparams& hp = mmproj->impl->hparams();
   s.modalities = ZF_MODALITY_IMAGE;
-  const bool dynamic = hp.spec->tiling == zf::vision::Tiling::kDynamic;  // no fixed input size
+  const bool dynamic = zf::vision::OwnSize(hp.spec->tiling);  // no fixed input size
   s.image_size = dynamic ? 0 : hp.image_size;
   s.patch_size = hp.patch_size;
   s.n_tokens = dynamic ? 0 : hp.n_tokens();

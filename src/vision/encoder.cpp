@@ -8,6 +8,7 @@
 #include "quant/kernels.h"
 #include "quant/quant.h"
 #include "quant/f16_gemm.h"
+#include "vision/lfm2_vl.h"
 #include "vision/softmax.h"
 #include "vision/preprocess.h"
 
@@ -106,13 +107,19 @@ void VisionEncoder::Attention(const float* q, const float* k, const float* v, in
   const int64_t n = m_.hparams().n_embd, H = m_.hparams().n_head, d = n / H;
   const float scale = scale_qk != 0.0f ? scale_qk : 1.0f / std::sqrt(float(d));
   const int64_t Tp = (T + 15) / 16 * 16;  // rows of probabilities padded for the GEMM's k
-  // K per head as F16 rows [h][T][d]; V per head transposed, F16 [h][d][Tp] (zero padding).
-  std::vector<uint16_t> k16(size_t(H * T * d)), vt16(size_t(H * d * Tp), 0);
+#if defined(__x86_64__) || defined(_M_X64)
+  const bool gemm = quant::f16::Available() && d % 8 == 0;
+#else
+  const bool gemm = false;
+#endif
+  // V per head transposed, F16 [h][d][Tp] (zero padding); K per head the same way for the GEMMs
+  // (scores as broadcast FMAs over d: no horizontal sums, whatever d is), else as F16 rows [h][T][d].
+  std::vector<uint16_t> k16(size_t(gemm ? H * d * Tp : H * T * d), 0), vt16(size_t(H * d * Tp), 0);
   pool_->ParallelFor(H, [&](int64_t b, int64_t e) {
     for (int64_t h = b; h < e; ++h)
       for (int64_t t = 0; t < T; ++t)
         for (int64_t j = 0; j < d; ++j) {
-          k16[size_t((h * T + t) * d + j)] = quant::Fp32ToFp16(k[t * n + h * d + j]);
+          k16[size_t(gemm ? (h * d + j) * Tp + t : (h * T + t) * d + j)] = quant::Fp32ToFp16(k[t * n + h * d + j]);
           vt16[size_t((h * d + j) * Tp + t)] = quant::Fp32ToFp16(v[t * n + h * d + j]);
         }
   });
@@ -130,8 +137,8 @@ void VisionEncoder::Attention(const float* q, const float* k, const float* v, in
     for (int64_t j = T; j < Tp; ++j) s[j] = 0.0f;
   };
 #if defined(__x86_64__) || defined(_M_X64)
-  if (quant::f16::Available() && d % 8 == 0) {
-    // Per head and block of 32 queries: scores = Q (F32) x K^T (F16 rows), softmax, then
+  if (gemm) {
+    // Per head and block of 32 queries: scores = Q (F32) x K^T (F16, [d][Tp]), softmax, then
     // P (F32) x V (F16 rows of V^T): two F16-weight GEMMs whose activations stay F32.
     constexpr int64_t kBlock = 32;
     const int64_t n_blocks = (T + kBlock - 1) / kBlock;
@@ -175,6 +182,7 @@ Status VisionEncoder::Encode(const Image& image, std::vector<float>* embd, TileG
                            std::to_string(image.rgb.size()) + " bytes is no RGB image");
   const VisionHparams& hp = m_.hparams();
   TileGrid g;
+  if (hp.spec->vit == Vit::kLfm2) ZF_RETURN_IF_ERROR(Lfm2SingleImage(hp, image.width, image.height));
   const std::vector<Image> inputs = TileImages(hp, image, &g);
   if (grid != nullptr) *grid = g;
   // The encoder's inputs one after another, their rows concatenated in placement order.
@@ -186,6 +194,8 @@ Status VisionEncoder::Encode(const Image& image, std::vector<float>* embd, TileG
       ZF_RETURN_IF_ERROR(EncodeGemma4v(Normalize(in, hp.mean, hp.std), in.width, in.height, &one));
     } else if (hp.spec->vit == Vit::kQwen25vl) {
       ZF_RETURN_IF_ERROR(EncodeQwenVl(Normalize(in, hp.mean, hp.std), in.width, in.height, &one));
+    } else if (hp.spec->vit == Vit::kLfm2) {
+      ZF_RETURN_IF_ERROR(EncodeLfm2(Normalize(in, hp.mean, hp.std), in.width, in.height, &one));
     } else if (hp.spec->vit == Vit::kPixtral) {
       ZF_RETURN_IF_ERROR(EncodePixtral(Normalize(in, hp.mean, hp.std), in.width, in.height, &one));
     } else {
@@ -214,16 +224,9 @@ std::vector<float> VisionEncoder::PatchEmbed(const std::vector<float>& px, int64
   return x;
 }
 
-Status VisionEncoder::EncodePixels(const std::vector<float>& px, std::vector<float>* embd) {
-  const VisionHparams& hp = m_.hparams();
-  const int64_t S = hp.image_size, side = hp.patches_per_side(), T = side * side, n = hp.n_embd;
-  if (px.size() != size_t(S * S * 3))
-    return InvalidArgument("pixels: " + std::to_string(px.size()) + " floats, " + std::to_string(S * S * 3) + " expected");
-  std::vector<float> x = PatchEmbed(px, S, S);
-  for (size_t i = 0; i < x.size(); ++i) x[i] += m_.pos[i];
-  if (!m_.pre_ln.w.empty()) LayerNorm(m_.pre_ln, x.data(), T);
-
-  std::vector<float> h(x.size()), q(x.size()), k(x.size()), v(x.size()), att(x.size()), ff(size_t(T * hp.n_ff));
+void VisionEncoder::SiglipBlocks(std::vector<float>* xs, int64_t T) {
+  std::vector<float>& x = *xs;
+  std::vector<float> h(x.size()), q(x.size()), k(x.size()), v(x.size()), att(x.size()), ff(size_t(T * m_.hparams().n_ff));
   for (const VitBlock& b : m_.blocks) {
     h = x;
     LayerNorm(b.ln1, h.data(), T);
@@ -240,20 +243,24 @@ Status VisionEncoder::EncodePixels(const std::vector<float>& px, std::vector<flo
     MatMul(b.down, ff.data(), T, h.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += h[i];
   }
+}
+
+Status VisionEncoder::EncodePixels(const std::vector<float>& px, std::vector<float>* embd) {
+  const VisionHparams& hp = m_.hparams();
+  const int64_t S = hp.image_size, side = hp.patches_per_side(), T = side * side, n = hp.n_embd;
+  if (px.size() != size_t(S * S * 3))
+    return InvalidArgument("pixels: " + std::to_string(px.size()) + " floats, " + std::to_string(S * S * 3) + " expected");
+  std::vector<float> x = PatchEmbed(px, S, S);
+  for (size_t i = 0; i < x.size(); ++i) x[i] += m_.pos[i];
+  if (!m_.pre_ln.w.empty()) LayerNorm(m_.pre_ln, x.data(), T);
+  SiglipBlocks(&x, T);
   if (!m_.post_ln.w.empty()) LayerNorm(m_.post_ln, x.data(), T);
 
   const int64_t M = hp.n_merge, ts = hp.tokens_per_side(), NT = ts * ts;
   if (hp.spec->merge == Merge::kPixelShuffle) {
     // Each M x M block of patches becomes one token: the block's patches concatenated, rows of
     // the block outer, columns inner (libmtmd's build_patch_merge_permute), then the projection.
-    std::vector<float> merged(size_t(NT * M * M * n));
-    for (int64_t t = 0; t < NT; ++t) {
-      const int64_t oy = t / ts, ox = t % ts;
-      float* dst = merged.data() + t * M * M * n;
-      for (int64_t ky = 0; ky < M; ++ky)
-        for (int64_t kx = 0; kx < M; ++kx)
-          std::copy_n(x.data() + ((oy * M + ky) * side + ox * M + kx) * n, n, dst + (ky * M + kx) * n);
-    }
+    const std::vector<float> merged = PixelUnshuffle(x.data(), side, side, M, n);
     embd->assign(size_t(NT) * size_t(hp.proj_width), 0.0f);
     MatMul(m_.proj, merged.data(), NT, embd->data());
     return Status::Ok();

@@ -46,6 +46,8 @@ class VisionEncoder {
   Status EncodeGemma4v(const std::vector<float>& pixels, int32_t w, int32_t h, std::vector<float>* embd);
   // Vit::kQwen25vl: a w x h image's rows (vision/qwen_vl.cpp).
   Status EncodeQwenVl(const std::vector<float>& pixels, int32_t w, int32_t h, std::vector<float>* embd);
+  // Vit::kLfm2: a w x h image's rows (vision/lfm2_vl.cpp).
+  Status EncodeLfm2(const std::vector<float>& pixels, int32_t w, int32_t h, std::vector<float>* embd);
 
  private:
   void MatMul(const Linear& l, const float* x, int64_t n_tok, float* y);
@@ -59,6 +61,9 @@ class VisionEncoder {
   // The patch convolution of W x H normalized pixels (R G B interleaved): (W / P) * (H / P)
   // rows of n_embd, row-major over the patch grid, with the convolution's bias.
   std::vector<float> PatchEmbed(const std::vector<float>& px, int64_t W, int64_t H);
+  // The SigLIP blocks over T rows of n_embd in place (LayerNorm, attention, LayerNorm, GELU MLP,
+  // each with its residual).
+  void SiglipBlocks(std::vector<float>* x, int64_t T);
 
   const Mmproj& m_;
   std::unique_ptr<engine::ThreadPool> pool_;

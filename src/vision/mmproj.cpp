@@ -7,6 +7,7 @@
 #include "gguf/gguf.h"
 #include "quant/quant.h"
 #include "vision/gemma4v.h"
+#include "vision/lfm2_vl.h"
 #include "vision/mmproj_tensors.h"
 #include "vision/qwen_vl.h"
 
@@ -139,11 +140,12 @@ Status ReadHparams(const gguf::GgufFile& f, VisionHparams* hp) {
     return FormatError("mmproj: " + std::to_string(hp->patches_per_side()) + " patches per side do not pool by " + std::to_string(hp->n_merge));
   if (hp->n_embd % hp->n_head != 0)
     return FormatError("mmproj: clip.vision.embedding_length is no multiple of clip.vision.attention.head_count");
-  if (hp->spec->tiling == Tiling::kDynamic) {
-    // libmtmd's token limits for pixtral (set_limit_image_tokens(8, 1024)) in pixels.
+  if (OwnSize(hp->spec->tiling)) {
+    // libmtmd's token limits (set_limit_image_tokens: pixtral 8 .. 1024, lfm2 64 .. 256) in pixels.
+    const bool lfm2 = hp->spec->vit == Vit::kLfm2;
     const int32_t area = hp->patch_size * hp->patch_size * hp->n_merge * hp->n_merge;
-    hp->min_pixels = 8 * area;
-    hp->max_pixels = 1024 * area;
+    hp->min_pixels = (lfm2 ? 64 : 8) * area;
+    hp->max_pixels = (lfm2 ? 256 : 1024) * area;
   }
   return Status::Ok();
 }
@@ -223,6 +225,13 @@ Status Mmproj::FromGguf(std::unique_ptr<gguf::GgufFile> file, std::unique_ptr<Mm
     ZF_RETURN_IF_ERROR(Matrix(f, p + (swapped ? "ffn_up" : "ffn_down"), hp.n_ff, E, &used, &b.down, true));
   }
   ZF_RETURN_IF_ERROR(Norm(f, "v.post_ln", E, &used, &m->post_ln, false));
+  if (hp.spec->vit == Vit::kLfm2) {
+    ZF_RETURN_IF_ERROR(LoadLfm2Projector(f, &hp, m.get(), &used));
+    ZF_RETURN_IF_ERROR(CheckAllUsed(f, hp, used));
+    m->file_ = std::move(file);
+    *out = std::move(m);
+    return Status::Ok();
+  }
   const ProjectorSpec& spec = *hp.spec;
   if (spec.soft_norm) ZF_RETURN_IF_ERROR(Floats(f, "mm.soft_emb_norm.weight", {E}, &used, &m->soft_norm));
   // The token's width entering the projection: a patch's, or a shuffled block's.

@@ -95,6 +95,7 @@ class Mmproj {
   // Merge::kPatchMerger (Pixtral): mm.input_norm, mm.patch_merger (none when n_merge is 1),
   // mm.1 before the GELU (proj is mm.2), and the [IMG_BREAK] row.
   std::vector<float> input_norm;
+  std::vector<float> input_norm_b;  // Vit::kLfm2: mm.input_norm's bias (a LayerNorm; optional)
   Linear merger, mm1;
   std::vector<float> img_break;
 

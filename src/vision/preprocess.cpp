@@ -174,7 +174,7 @@ int64_t DynamicRows(const VisionHparams& hp, int32_t tw, int32_t th) {
 }
 
 TileGrid PlanTiles(const VisionHparams& hp, int32_t width, int32_t height, int32_t* rw, int32_t* rh) {
-  if (hp.spec != nullptr && hp.spec->tiling == Tiling::kDynamic) {
+  if (hp.spec != nullptr && OwnSize(hp.spec->tiling)) {
     TileGrid g;
     DynamicSize(hp, width, height, &g.w, &g.h);
     g.rows = DynamicRows(hp, g.w, g.h);
@@ -201,8 +201,9 @@ TileGrid PlanTiles(const VisionHparams& hp, int32_t width, int32_t height, int32
 }
 
 std::vector<Image> TileImages(const VisionHparams& hp, const Image& src, TileGrid* grid) {
-  if (hp.spec != nullptr && hp.spec->tiling == Tiling::kDynamic) {
+  if (hp.spec != nullptr && OwnSize(hp.spec->tiling)) {
     *grid = PlanTiles(hp, src.width, src.height);
+    if (hp.spec->tiling == Tiling::kSmartResize) return {Resize(src, grid->w, grid->h, hp.spec->resample)};
     return {FitAndPad(src, grid->w, grid->h, hp.spec->resample)};
   }
   if (hp.spec == nullptr || hp.spec->tiling != Tiling::kLongestEdge) {

@@ -27,6 +27,10 @@ const ProjectorSpec kSpecs[] = {
     // mm.0 / GELU / mm.2 merger (vision/qwen_vl.cpp); causal rows between the vision markers.
     {"qwen2.5vl_merger", "qwen2vl", Merge::kPixelShuffle, false, "mm.2", false, Tiling::kDynamic, Resample::kBicubic, false,
      "<|vision_start|>", "<|vision_end|>", "", "", {}, "", Vit::kQwen25vl},
+    // LFM2-VL: one image of its own size (bilinear, no border), SigLIP, 2 x 2 pixel unshuffle,
+    // LayerNorm + mm.1 / GELU / mm.2 (vision/lfm2_vl.cpp); causal rows between the markers.
+    {"lfm2", "lfm2", Merge::kPixelShuffle, false, "mm.2", false, Tiling::kSmartResize, Resample::kBilinear, false,
+     "<|image_start|>", "<|image_end|>", "", "", {}, "", Vit::kLfm2},
 };
 
 }  // namespace

@@ -25,13 +25,19 @@ enum class Tiling : int32_t {
                  // image_size tiles; the tiles row by row and an overview of the whole (Idefics3)
   kDynamic,      // one image of its own size: scaled to whole patch_size x n_merge blocks (aspect
                  // kept, rounded; within min/max pixels), centred on black (Pixtral)
+  kSmartResize,  // one image of its own size: stretched to the same whole-block size, no border
+                 // (LFM2-VL; libmtmd tiles images over twice max pixels: refused, vision/lfm2_vl.h)
 };
+
+// Whether each image is taken at its own (block-rounded) size rather than a fixed square.
+inline bool OwnSize(Tiling t) { return t == Tiling::kDynamic || t == Tiling::kSmartResize; }
 
 enum class Resample : int32_t { kBilinear, kLanczos, kBicubic };  // Pillow's filters
 
 // The ViT's form: SigLIP (LayerNorm with biases, learned positions, GELU MLP) or Pixtral's
 // (RMS norms, 2D rotary positions on q and k, SiLU-gated MLP, no biases).
-enum class Vit : int32_t { kSiglip, kPixtral, kGemma4v, kQwen25vl };  // kGemma4v: vision/gemma4v.cpp, kQwen25vl: vision/qwen_vl.cpp
+// kLfm2: SigLIP with the position table resized to the patch grid (vision/lfm2_vl.cpp).
+enum class Vit : int32_t { kSiglip, kPixtral, kGemma4v, kQwen25vl, kLfm2 };  // kGemma4v: vision/gemma4v.cpp, kQwen25vl: vision/qwen_vl.cpp
 
 struct ProjectorSpec {
   const char* type;    // clip.projector_type

@@ -1,0 +1,134 @@
+// LFM2-VL (clip.projector_type lfm2) against libmtmd (tests/data/golden/vision/lfm2-<type>.json,
+// mmproj_recorder --tiles): the synthesized projectors of the fixture vision.models (SigLIP,
+// width 64, 16 px patches, a 16 x 16 position table, pixel unshuffle by 2, LayerNorm + mm.1 /
+// GELU / mm.2 to the synthesized LFM2's 256) on two Pattern pictures and test-1.jpeg, each one
+// image under lfm2's 256-token budget (640 x 384, 288 x 704, 576 x 416 after the resize: the
+// position table resized up on one side and down on the other): the resized image pixel for
+// pixel (Pillow's bilinear, no border), the rows, the markers around them; images libmtmd would
+// tile are refused by name.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "golden_check.h"
+#include "golden_images.h"
+#include "test_images.h"
+#include "vision/encoder.h"
+#include "vision/lfm2_vl.h"
+#include "vision/mmproj.h"
+#include "vision/preprocess.h"
+#include "vision/projector.h"
+
+namespace zf::vision {
+namespace {
+
+TEST(Lfm2Vl, Hparams) {
+  nlohmann::json golden;
+  std::unique_ptr<Mmproj> m = test::LoadWithGolden("lfm2", "f16", &golden);
+  ASSERT_NE(m, nullptr);
+  const VisionHparams& hp = m->hparams();
+  EXPECT_EQ(hp.projector, "lfm2");
+  ASSERT_NE(hp.spec, nullptr);
+  EXPECT_EQ(hp.spec->vit, Vit::kLfm2);
+  EXPECT_EQ(hp.spec->tiling, Tiling::kSmartResize);
+  EXPECT_FALSE(hp.spec->bidirectional);
+  EXPECT_EQ(hp.n_merge, 2);
+  EXPECT_EQ(hp.proj_width, 256);
+  EXPECT_EQ(m->mm1.in, 64 * 4);
+  EXPECT_EQ(m->input_norm.size(), 256u);
+  EXPECT_EQ(m->input_norm_b.size(), 256u);
+  EXPECT_EQ(hp.min_pixels, 64 * 32 * 32);
+  EXPECT_EQ(hp.max_pixels, 256 * 32 * 32);
+  EXPECT_TRUE(m->CheckLanguageModel(256).ok());
+  // 640 x 400 -> 640 x 384 (20 x 12 tokens); over the budget scaled down, under it up.
+  EXPECT_EQ(PlanTiles(hp, 640, 400).rows, 240);
+  int32_t w = 0, h = 0;
+  DynamicSize(hp, 640, 488, &w, &h);
+  EXPECT_EQ(w, 576);
+  EXPECT_EQ(h, 416);
+  DynamicSize(hp, 40, 40, &w, &h);
+  EXPECT_GE(int64_t(w) * h, hp.min_pixels);
+  // Over twice the budget libmtmd cuts tiles: refused, as Encode does.
+  EXPECT_TRUE(Lfm2SingleImage(hp, 700, 700).ok());
+  const Status s = Lfm2SingleImage(hp, 1200, 1000);
+  EXPECT_EQ(s.code(), Code::kUnsupported);
+  EXPECT_NE(s.message().find("tiles"), std::string::npos) << s.message();
+  Image big;
+  big.width = 1200;
+  big.height = 1000;
+  big.rgb.assign(size_t(1200 * 1000 * 3), 128);
+  VisionEncoder enc(*m, 1);
+  std::vector<float> embd;
+  EXPECT_EQ(enc.Encode(big, &embd).code(), Code::kUnsupported);
+}
+
+TEST(Lfm2Vl, LayoutIsLibmtmds) {
+  std::string text;
+  TileGrid g;
+  g.rows = 240;
+  for (const LayoutPiece& x : Layout(*FindProjector("lfm2"), g, 0)) text += x.rows ? "[" + std::to_string(x.rows) + "]" : x.text;
+  EXPECT_EQ(text, "<|image_start|>[240]<|image_end|>");
+}
+
+TEST(Lfm2Vl, PositionResize) {
+  // The same size: the table itself; a constant table stays constant either way.
+  const std::vector<float> ramp = {0, 1, 2, 3};  // 2 x 2, one channel
+  EXPECT_EQ(ResizePositions(ramp, 1, 2, 2, 2), ramp);
+  const std::vector<float> flat(size_t(4 * 4 * 3), 0.25f);
+  for (float v : ResizePositions(flat, 3, 4, 7, 2)) EXPECT_FLOAT_EQ(v, 0.25f);
+  // Doubling a 2-wide row: half-pixel centres, edges clamped (0, 0.25, 0.75, 1).
+  const std::vector<float> up = ResizePositions(std::vector<float>{0, 1, 0, 1}, 1, 2, 4, 2);
+  ASSERT_EQ(up.size(), 8u);
+  EXPECT_FLOAT_EQ(up[0], 0.0f);
+  EXPECT_FLOAT_EQ(up[1], 0.25f);
+  EXPECT_FLOAT_EQ(up[2], 0.75f);
+  EXPECT_FLOAT_EQ(up[3], 1.0f);
+}
+
+struct Variant {
+  const char* name;
+  double min_cosine, max_norm_error;  // max_norm_error: per token's norm, relative
+};
+void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
+
+class Lfm2VlGolden : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(Lfm2VlGolden, PixelsAndEmbeddingsMatchLibmtmd) {
+  const Variant& var = GetParam();
+  nlohmann::json golden;
+  std::unique_ptr<Mmproj> m = test::LoadWithGolden("lfm2", var.name, &golden);
+  ASSERT_NE(m, nullptr);
+  const VisionHparams& hp = m->hparams();
+  VisionEncoder enc(*m, 2);
+  for (const auto& gi : golden["images"]) {
+    const std::string name = gi["name"];
+    const Image img = test::GoldenImage(gi);
+    // libmtmd's chunks: <|image_start|> as text, the image's rows, <|image_end|>.
+    ASSERT_EQ(gi["chunks"].size(), 3u) << name;
+    nlohmann::json chunk = gi["chunks"][1];
+    TileGrid grid;
+    const std::vector<Image> in = TileImages(hp, img, &grid);
+    ASSERT_EQ(in.size(), 1u);
+    test::ExpectPreprocessed(in[0], chunk["preprocessed"], name);
+    EXPECT_EQ(grid.rows, chunk["n_tokens"].get<int64_t>()) << name;
+    std::vector<float> embd;
+    const Status s = enc.Encode(img, &embd);
+    ASSERT_TRUE(s.ok()) << s.message();
+    chunk["n_embd"] = gi["n_embd"];
+    const test::GoldenFit fit = test::ExpectMatchesGolden(embd, chunk, var.min_cosine, name, var.max_norm_error);
+    std::printf("[ vision ] lfm2 %s %s (%d x %d, %lld rows): min cosine %.7f, max |diff| %.3g, worst norm rel. error %.2g\n",
+                var.name, name.c_str(), in[0].width, in[0].height, static_cast<long long>(grid.rows), fit.min_cosine,
+                fit.max_abs, fit.worst_norm);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, Lfm2VlGolden,
+                         ::testing::Values(Variant{"f32", 0.9999, 1e-3}, Variant{"f16", 0.9999, 1e-3}, Variant{"q8_0", 0.999, 1e-2}),
+                         [](const ::testing::TestParamInfo<Variant>& i) { return std::string(i.param.name); });
+
+}  // namespace
+}  // namespace zf::vision

@@ -23,13 +23,27 @@ void Gemm(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const float* 
           float* y, int64_t ldy) {
 #if defined(__x86_64__) || defined(_M_X64)
   static const bool avx512 = std::strcmp(ActiveIsa(), "avx512-vnni") == 0;
-  if (avx512 && k % 16 == 0) {
+  if (avx512) {
     avx512::GemmF16(k, w, ldw, rows, a, lda, n_tok, y, ldy);
     return;
   }
   avx2::GemmF16(k, w, ldw, rows, a, lda, n_tok, y, ldy);
 #else
   (void)k, (void)w, (void)ldw, (void)rows, (void)a, (void)lda, (void)n_tok, (void)y, (void)ldy;
+#endif
+}
+
+void GemmT(int64_t k, const uint16_t* wt, int64_t ldw, int64_t cols, const float* a, int64_t lda, int64_t n_tok,
+           float* y, int64_t ldy) {
+#if defined(__x86_64__) || defined(_M_X64)
+  static const bool avx512 = std::strcmp(ActiveIsa(), "avx512-vnni") == 0;
+  if (avx512) {
+    avx512::GemmF16T(k, wt, ldw, cols, a, lda, n_tok, y, ldy);
+    return;
+  }
+  avx2::GemmF16T(k, wt, ldw, cols, a, lda, n_tok, y, ldy);
+#else
+  (void)k, (void)wt, (void)ldw, (void)cols, (void)a, (void)lda, (void)n_tok, (void)y, (void)ldy;
 #endif
 }
 

@@ -13,10 +13,15 @@ namespace zf::quant::f16 {
 // True where Gemm and the avx2:: helpers run (x86 with AVX2 + FMA + F16C).
 bool Available();
 // y[t * ldy + r] = sum_i a[t * lda + i] * w[r * ldw + i] for t < n_tok, r < rows; k % 8 == 0.
-// AVX-512 where quant's kernels use it (the CPU has it, ZF_NO_AVX512 unset) and k % 16 == 0,
-// else AVX2. Only when Available().
+// AVX-512 where quant's kernels use it (the CPU has it, ZF_NO_AVX512 unset), else AVX2. Only when Available().
 void Gemm(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const float* a, int64_t lda, int64_t n_tok,
           float* y, int64_t ldy);
+// y[t * ldy + c] = sum_i a[t * lda + i] * wt[i * ldw + c] for t < n_tok, c < cols: the weights
+// transposed (one k index per row of wt), so each step is a broadcast FMA into whole output
+// vectors with no horizontal sums; the fast form for short k (attention scores over 72-wide
+// heads, wt = K^T). cols % 16 == 0. AVX-512 or AVX2 as Gemm picks; only when Available().
+void GemmT(int64_t k, const uint16_t* wt, int64_t ldw, int64_t cols, const float* a, int64_t lda, int64_t n_tok,
+           float* y, int64_t ldy);
 // ggml's GELU (tanh form) as its CPU path computes it: a table indexed by the F16 input holding
 // F16 outputs (computed in F32 with tanhf); callers take x <= -10 -> 0 and x >= 10 -> x.
 const uint16_t* GeluTable();
@@ -25,6 +30,9 @@ namespace avx2 {
 // Gemm's AVX2 kernel.
 void GemmF16(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const float* a, int64_t lda, int64_t n_tok,
              float* y, int64_t ldy);
+// GemmT's AVX2 kernel; cols % 8 == 0.
+void GemmF16T(int64_t k, const uint16_t* wt, int64_t ldw, int64_t cols, const float* a, int64_t lda, int64_t n_tok,
+              float* y, int64_t ldy);
 // Softmax of s[0..n) * scale in place, the results rounded to F16 (as ggml's products take them).
 void SoftmaxF16(float* s, int64_t n, float scale);
 // ggml's GELU through GeluTable(): x <= -10 -> 0, x >= 10 -> x, else table[F16(x)] (F16 values).
@@ -40,9 +48,12 @@ void DotRowsF16(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const f
 }  // namespace avx2
 
 namespace avx512 {
-// avx2::GemmF16 on AVX-512F; k % 16 == 0.
+// avx2::GemmF16 on AVX-512F; k % 8 == 0.
 void GemmF16(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const float* a, int64_t lda, int64_t n_tok,
              float* y, int64_t ldy);
+// GemmT's AVX-512 kernel; cols % 16 == 0.
+void GemmF16T(int64_t k, const uint16_t* wt, int64_t ldw, int64_t cols, const float* a, int64_t lda, int64_t n_tok,
+              float* y, int64_t ldy);
 }  // namespace avx512
 
 }  // namespace zf::quant::f16

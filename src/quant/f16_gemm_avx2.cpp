@@ -158,6 +158,48 @@ void GemmF16(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const floa
 namespace zf::quant::f16::avx2 {
 namespace {
 
+// NT tokens x NC 8-column vectors of GemmF16T (f16_gemm_avx512.cpp's TileT on 8 lanes); 4 x 3
+// uses 12 accumulators.
+template <int NT, int NC>
+inline void TileT(int64_t k, const uint16_t* w, int64_t ldw, const float* a, int64_t lda, float* y, int64_t ldy) {
+  __m256 c[NT][NC];
+  for (auto& row : c)
+    for (auto& v : row) v = _mm256_setzero_ps();
+  for (int64_t i = 0; i < k; ++i) {
+    __m256 x[NC];
+    for (int j = 0; j < NC; ++j) x[j] = W8(w + i * ldw + 8 * j);
+    for (int q = 0; q < NT; ++q) {
+      const __m256 v = _mm256_broadcast_ss(a + q * lda + i);
+      for (int j = 0; j < NC; ++j) c[q][j] = _mm256_fmadd_ps(v, x[j], c[q][j]);
+    }
+  }
+  for (int q = 0; q < NT; ++q)
+    for (int j = 0; j < NC; ++j) _mm256_storeu_ps(y + q * ldy + 8 * j, c[q][j]);
+}
+
+template <int NC>
+inline void ColBlockT(int64_t k, const uint16_t* w, int64_t ldw, const float* a, int64_t lda, int64_t n_tok, float* y,
+                      int64_t ldy) {
+  int64_t t = 0;
+  for (; t + 4 <= n_tok; t += 4) TileT<4, NC>(k, w, ldw, a + t * lda, lda, y + t * ldy, ldy);
+  for (; t < n_tok; ++t) TileT<1, NC>(k, w, ldw, a + t * lda, lda, y + t * ldy, ldy);
+}
+
+}  // namespace
+
+void GemmF16T(int64_t k, const uint16_t* wt, int64_t ldw, int64_t cols, const float* a, int64_t lda, int64_t n_tok,
+              float* y, int64_t ldy) {
+  int64_t c = 0;
+  for (; c + 24 <= cols; c += 24) ColBlockT<3>(k, wt + c, ldw, a, lda, n_tok, y + c, ldy);
+  if (cols - c == 16) ColBlockT<2>(k, wt + c, ldw, a, lda, n_tok, y + c, ldy);
+  if (cols - c == 8) ColBlockT<1>(k, wt + c, ldw, a, lda, n_tok, y + c, ldy);
+}
+
+}  // namespace zf::quant::f16::avx2
+
+namespace zf::quant::f16::avx2 {
+namespace {
+
 // Four 8-lane FMA chains of one weight row against N activation rows over 32-element steps, the
 // chains summed as quant's AVX2 VecDotF16 sums them ((c0 + c1) + (c2 + c3), then the 8 lanes).
 template <int N>

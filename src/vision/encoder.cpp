@@ -146,7 +146,7 @@ void VisionEncoder::Attention(const float* q, const float* k, const float* v, in
       std::vector<float> s(size_t(kBlock * Tp));
       for (int64_t w = b; w < e; ++w) {
         const int64_t h = w / n_blocks, q0 = (w % n_blocks) * kBlock, nq = std::min(kBlock, T - q0);
-        quant::f16::avx2::GemmF16(d, k16.data() + h * T * d, d, T, q + q0 * n + h * d, n, nq, s.data(), Tp);
+        quant::f16::GemmT(d, k16.data() + h * d * Tp, Tp, Tp, q + q0 * n + h * d, n, nq, s.data(), Tp);
         for (int64_t i = 0; i < nq; ++i) softmax(s.data() + i * Tp);
         quant::f16::Gemm(Tp, vt16.data() + h * d * Tp, Tp, d, s.data(), Tp, nq, out + q0 * n + h * d, n);
       }

@@ -24,7 +24,8 @@ OUT_DIR/mmproj-idefics3-{f16,q8_0}.gguf alike (mm.model.fc a block matrix: Q8_0 
 OUT_DIR/mmproj-pixtral-{f32,f16,q8_0}.gguf (HP_PIXTRAL; with --lm also smollm2-pixtral.gguf:
 SmolLM2 with [IMG], [IMG_BREAK], [IMG_END] appended as CONTROL tokens), and
 OUT_DIR/mmproj-qwen25vl-{f32,f16,q8_0}.gguf (HP_QWEN25VL: 4 blocks, window attention on 0 and 2),
-OUT_DIR/mmproj-lfm2-{f32,f16,q8_0}.gguf (HP_LFM2: LFM2-VL's layout, width 256).
+OUT_DIR/mmproj-lfm2-{f32,f16,q8_0}.gguf (HP_LFM2: LFM2-VL's layout, width 256); with --lfm2-lm
+LFM2.gguf only OUT_DIR/lfm2-vl.gguf: that model with LFM2-VL's image tokens appended (CONTROL).
 The pinned gguf/numpy of scripts/requirements-synth.txt (tests/vision/make_models.sh).
 """
 import argparse
@@ -55,6 +56,9 @@ HP_QWEN25VL = dict(HP, n_layer=4, image_size=560, patch_size=14, proj_dim=256, p
 # LFM2's 256 (scripts/synth_families.py); images of their own size within 64 .. 256 tokens.
 HP_LFM2 = dict(HP, image_size=256, patch_size=16, proj_dim=256, projector="lfm2", scale_factor=2, mm_hidden=256)
 HP_GEMMA4V = dict(HP, image_size=224, patch_size=16, proj_dim=256, projector="gemma4v", pos_size=256)
+# LFM2-VL's image tokens (its tokenizer's special tokens), appended to the synthesized LFM2.
+LFM2_TOKENS = (["<|image_start|>", "<|image_end|>", "<|img_thumbnail|>"] +
+               [f"<|img_row_{r}_col_{c}|>" for r in range(1, 5) for c in range(1, 5)])
 # SmolVLM's added tokens (its tokenizer's additional special tokens).
 VLM_TOKENS = (["<fake_token_around_image>", "<image>", "<global-img>"] +
               [f"<row_{r}_col_{c}>" for r in range(1, 7) for c in range(1, 7)])
@@ -261,8 +265,12 @@ def main():
     ap.add_argument("--seed", type=int, default=46)
     ap.add_argument("--bench", type=int, default=0, metavar="LAYERS")
     ap.add_argument("--lm", metavar="SMOLLM2.gguf", help="also write smollm2-vlm.gguf from this file")
+    ap.add_argument("--lfm2-lm", metavar="LFM2.gguf", help="only write lfm2-vl.gguf: this file with LFM2-VL's image tokens")
     a = ap.parse_args()
     os.makedirs(a.out_dir, exist_ok=True)
+    if a.lfm2_lm:
+        write_vlm_lm(a.lfm2_lm, os.path.join(a.out_dir, "lfm2-vl.gguf"), a.seed, LFM2_TOKENS)
+        return
     if a.bench:
         hp = dict(HP, n_embd=1152, n_ff=4304, n_head=16, n_layer=a.bench)
         write(os.path.join(a.out_dir, f"mmproj-gemma3-4b-{a.bench}l-f16.gguf"), hp, "f16", a.seed)

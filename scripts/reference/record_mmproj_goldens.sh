@@ -101,11 +101,17 @@ for t in f16 q8_0; do  # and tools/mtmd/test-1.jpeg through libmtmd's own decode
 done
 # lfm2 (LFM2-VL) with the fixture's synthesized lfm2-f32.gguf (width 256): lfm2-<type>.json
 # (--tiles: the marker's chunks, the image's rows and its preprocessed pixels; the Pattern
-# pictures and test-1.jpeg, each one image (no tiles) under lfm2's budget).
+# pictures and test-1.jpeg, each one image (no tiles) under lfm2's budget), and
+# lfm2-<type>-lm.json (--lm-chatml) on lfm2-vl.gguf (the same LFM2 with LFM2-VL's image tokens).
 for t in f32 f16 q8_0; do
   f="$models/mmproj-lfm2-$t.gguf"
   sha=$(sha256sum "$f" | cut -d' ' -f1)
   "$bin" "$f" "$models/lfm2-f32.gguf" "$sha" --tiles "$root/tests/data/vision/test-1.jpeg" > "$out/lfm2-$t.json.tmp"
   mv "$out/lfm2-$t.json.tmp" "$out/lfm2-$t.json"
   echo "$out/lfm2-$t.json"
+  if [ "$t" != f32 ]; then
+    "$bin" "$f" "$models/lfm2-vl.gguf" "$sha" --lm-chatml > "$out/lfm2-$t-lm.json.tmp"
+    mv "$out/lfm2-$t-lm.json.tmp" "$out/lfm2-$t-lm.json"
+    echo "$out/lfm2-$t-lm.json"
+  fi
 done

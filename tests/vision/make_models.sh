@@ -26,6 +26,8 @@ rm -f "$out/.stamp"
 "${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$out" ${lm[@]+"${lm[@]}"}
 "${PYTHON:-python3}" "$root/scripts/synth_models.py" --families "$out" --only gemma4,lfm2 --quants f32 \
   --vocab-dir "$("$root/scripts/fetch_vocab.sh")"
+# lfm2-vl.gguf: the synthesized LFM2 with LFM2-VL's image tokens (the lfm2 projector's LM).
+"${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$out" --lfm2-lm "$out/lfm2-f32.gguf"
 # qwen2vl-q8_0.gguf: the qwen2.5vl_merger projector's language model (width 256).
 "${PYTHON:-python3}" "$root/scripts/synth_models.py" --families "$out" --only qwen2vl --quants q8_0 \
   --vocab-dir "$("$root/scripts/fetch_vocab.sh")"

@@ -71,22 +71,27 @@ void VisionEncoder::MatMul(const Linear& l, const float* x, int64_t n_tok, float
   });
 }
 
+void NormalizeRow(float* x, int64_t dim, float eps) {
+  double s = 0;
+  for (int64_t i = 0; i < dim; ++i) s += x[i];
+  const float mean = float(s / double(dim));
+  double v = 0;
+  for (int64_t i = 0; i < dim; ++i) {
+    x[i] -= mean;
+    v += double(x[i]) * double(x[i]);
+  }
+  const float scale = 1.0f / std::sqrt(float(v / double(dim)) + eps);
+  for (int64_t i = 0; i < dim; ++i) x[i] *= scale;
+}
+
 void VisionEncoder::LayerNorm(const LayerNormW& n, float* x, int64_t n_tok) {
   const int64_t dim = m_.hparams().n_embd;
   const float eps = m_.hparams().eps;
   pool_->ParallelFor(n_tok, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
       float* xt = x + t * dim;
-      double s = 0;
-      for (int64_t i = 0; i < dim; ++i) s += xt[i];
-      const float mean = float(s / double(dim));
-      double v = 0;
-      for (int64_t i = 0; i < dim; ++i) {
-        xt[i] -= mean;
-        v += double(xt[i]) * double(xt[i]);
-      }
-      const float scale = 1.0f / std::sqrt(float(v / double(dim)) + eps);
-      for (int64_t i = 0; i < dim; ++i) xt[i] = xt[i] * scale * n.w[size_t(i)] + n.b[size_t(i)];
+      NormalizeRow(xt, dim, eps);
+      for (int64_t i = 0; i < dim; ++i) xt[i] = xt[i] * n.w[size_t(i)] + n.b[size_t(i)];
     }
   });
 }

@@ -27,6 +27,9 @@ namespace zf::vision {
 
 struct ClampedLinear;  // vision/gemma4v.h
 
+// A row of dim floats centred and scaled to unit variance (ggml_norm: sums in double).
+void NormalizeRow(float* x, int64_t dim, float eps);
+
 // One encode at a time per encoder (it owns its thread pool and scratch); the Mmproj is
 // read-only and may serve several encoders.
 class VisionEncoder {

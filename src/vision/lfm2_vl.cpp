@@ -116,17 +116,8 @@ Status VisionEncoder::EncodeLfm2(const std::vector<float>& px, int32_t W, int32_
   pool_->ParallelFor(NT, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
       float* r = merged.data() + t * in;
-      double s = 0;
-      for (int64_t i = 0; i < in; ++i) s += r[i];
-      const float mean = float(s / double(in));
-      double v = 0;
+      NormalizeRow(r, in, 1e-5f);
       for (int64_t i = 0; i < in; ++i) {
-        r[i] -= mean;
-        v += double(r[i]) * double(r[i]);
-      }
-      const float scale = 1.0f / std::sqrt(float(v / double(in)) + 1e-5f);
-      for (int64_t i = 0; i < in; ++i) {
-        r[i] *= scale;
         if (!m_.input_norm.empty()) r[i] *= m_.input_norm[size_t(i)];
         if (!m_.input_norm_b.empty()) r[i] += m_.input_norm_b[size_t(i)];
       }

@@ -14,6 +14,7 @@
 
 #include "golden_check.h"
 #include "golden_images.h"
+#include "own_size_golden.h"
 #include "vision/encoder.h"
 #include "vision/mmproj.h"
 #include "vision/preprocess.h"
@@ -87,33 +88,10 @@ void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
 
 class PixtralGolden : public ::testing::TestWithParam<Variant> {};
 
+// libmtmd's chunks: the image's rows, then [IMG_END] as text.
 TEST_P(PixtralGolden, PixelsAndEmbeddingsMatchLibmtmd) {
   const Variant& var = GetParam();
-  nlohmann::json golden;
-  std::unique_ptr<Mmproj> m = test::LoadWithGolden("pixtral", var.name, &golden);
-  ASSERT_NE(m, nullptr);
-  const VisionHparams& hp = m->hparams();
-  VisionEncoder enc(*m, 2);
-  for (const auto& gi : golden["images"]) {
-    const std::string name = gi["name"];
-    const Image img = test::GoldenImage(gi);
-    // libmtmd's chunks: the image's rows, then [IMG_END] as text.
-    ASSERT_EQ(gi["chunks"].size(), 2u) << name;
-    nlohmann::json chunk = gi["chunks"][0];
-    TileGrid grid;
-    const std::vector<Image> in = TileImages(hp, img, &grid);
-    ASSERT_EQ(in.size(), 1u);
-    test::ExpectPreprocessed(in[0], chunk["preprocessed"], name);
-    EXPECT_EQ(grid.rows, chunk["n_tokens"].get<int64_t>()) << name;
-    std::vector<float> embd;
-    const Status s = enc.Encode(img, &embd);
-    ASSERT_TRUE(s.ok()) << s.message();
-    chunk["n_embd"] = gi["n_embd"];
-    const test::GoldenFit fit = test::ExpectMatchesGolden(embd, chunk, var.min_cosine, name, var.max_norm_error);
-    std::printf("[ vision ] pixtral %s %s (%d x %d, %lld rows): min cosine %.7f, max |diff| %.3g, worst norm rel. error %.2g\n",
-                var.name, name.c_str(), in[0].width, in[0].height, static_cast<long long>(grid.rows), fit.min_cosine,
-                fit.max_abs, fit.worst_norm);
-  }
+  test::ExpectOwnSizeGolden("pixtral", var.name, 0, 2, var.min_cosine, var.max_norm_error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, PixtralGolden,

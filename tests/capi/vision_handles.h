@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -176,6 +177,34 @@ inline int ExpectGreedyAsGolden(const nlohmann::json& golden, zf_session* s, std
     EXPECT_EQ(zf_session_eval(s, &want, 1, logits.data(), logits.size()), ZF_OK) << zf_last_error();
   }
   return exact;
+}
+
+// A placement golden replayed through the C ABI: the golden's first text chunk less its last
+// `drop_before` tokens, zf_session_eval_image (which places the image's own markers), the
+// third chunk less its first `drop_after`; then the session's entries, n_past, the first step's
+// centred cosine (>= min_cosine) and teacher-forced greedy steps; one line of numbers.
+inline void ExpectPlacedAsGolden(PlacementCase& c, const std::string& what, size_t drop_before, size_t drop_after,
+                                 double min_cosine, double tie_margin) {
+  const zf_image im = Rgb(c.rgb, c.w, c.h);
+  SessionPtr s = NewSession(c.model.get(), 1024);
+  std::vector<float> logits(c.n_vocab);
+  std::vector<int32_t> before = c.golden["chunks"][0]["text"];
+  std::vector<int32_t> after = c.golden["chunks"][2]["text"];
+  before.resize(before.size() - drop_before);
+  after.erase(after.begin(), after.begin() + std::ptrdiff_t(drop_after));
+  ASSERT_EQ(zf_session_eval(s.get(), before.data(), before.size(), nullptr, 0), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval_image(s.get(), c.mmproj.get(), &im, nullptr, 0), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval(s.get(), after.data(), after.size(), logits.data(), logits.size()), ZF_OK);
+  int32_t n_past = 0;
+  ASSERT_EQ(zf_session_n_past(s.get(), &n_past), ZF_OK);
+  EXPECT_EQ(n_past, c.golden["n_past"].get<int32_t>());
+  ExpectEntriesAsGolden(c.golden, s.get());
+  const double cos = GoldenFirstCosine(c.golden, logits);
+  EXPECT_GE(cos, min_cosine);
+  double worst_gap = 0;
+  const int exact = ExpectGreedyAsGolden(c.golden, s.get(), logits, tie_margin, &worst_gap);
+  std::printf("[ %s ] first-step centred cosine %.7f; greedy %d/%zu exact, worst near-tie gap %.3f\n", what.c_str(), cos, exact,
+              c.golden["greedy"].size(), worst_gap);
 }
 
 }  // namespace zf::capitest

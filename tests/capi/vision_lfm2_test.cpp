@@ -51,26 +51,7 @@ TEST_P(CapiLfm2Vl, RowsPlacedAsLibmtmdPlacesThem) {
 
   // libmtmd's chunks: the text ending in <|image_start|>, the rows, <|image_end|> and the rest;
   // zf_session_eval_image places the two markers itself.
-  SessionPtr s = NewSession(c_.model.get(), 1024);
-  std::vector<float> logits(c_.n_vocab);
-  std::vector<int32_t> before = c_.golden["chunks"][0]["text"];
-  std::vector<int32_t> after = c_.golden["chunks"][2]["text"];
-  before.pop_back();
-  after.erase(after.begin());
-  ASSERT_EQ(zf_session_eval(s.get(), before.data(), before.size(), nullptr, 0), ZF_OK) << zf_last_error();
-  ASSERT_EQ(zf_session_eval_image(s.get(), c_.mmproj.get(), &im, nullptr, 0), ZF_OK) << zf_last_error();
-  ASSERT_EQ(zf_session_eval(s.get(), after.data(), after.size(), logits.data(), logits.size()), ZF_OK);
-  int32_t n_past = 0;
-  ASSERT_EQ(zf_session_n_past(s.get(), &n_past), ZF_OK);
-  EXPECT_EQ(n_past, c_.golden["n_past"].get<int32_t>());
-  zf::capitest::ExpectEntriesAsGolden(c_.golden, s.get());
-
-  const double cos = zf::capitest::GoldenFirstCosine(c_.golden, logits);
-  EXPECT_GE(cos, kMinCosine);
-  double worst_gap = 0;
-  const int exact = zf::capitest::ExpectGreedyAsGolden(c_.golden, s.get(), logits, kTieMargin, &worst_gap);
-  std::printf("[ lfm2 %s ] first-step centred cosine %.7f; greedy %d/%zu exact, worst near-tie gap %.3f\n", GetParam().c_str(),
-              cos, exact, c_.golden["greedy"].size(), worst_gap);
+  zf::capitest::ExpectPlacedAsGolden(c_, "lfm2 " + GetParam(), 1, 1, kMinCosine, kTieMargin);
 }
 
 // An image libmtmd would cut into tiles: refused by name, the session unchanged.

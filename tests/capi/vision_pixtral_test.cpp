@@ -60,25 +60,7 @@ TEST_P(CapiPixtral, RowsPlacedAsLibmtmdPlacesThem) {
 
   // libmtmd's chunks: the text, the image's rows, "[IMG_END]" and the rest (the image's marker
   // is zf_session_eval_image's).
-  SessionPtr s = NewSession(c_.model.get(), 1024);
-  std::vector<float> logits(c_.n_vocab);
-  const std::vector<int32_t> before = c_.golden["chunks"][0]["text"];
-  std::vector<int32_t> after = c_.golden["chunks"][2]["text"];
-  after.erase(after.begin());
-  ASSERT_EQ(zf_session_eval(s.get(), before.data(), before.size(), nullptr, 0), ZF_OK) << zf_last_error();
-  ASSERT_EQ(zf_session_eval_image(s.get(), c_.mmproj.get(), &im, nullptr, 0), ZF_OK) << zf_last_error();
-  ASSERT_EQ(zf_session_eval(s.get(), after.data(), after.size(), logits.data(), logits.size()), ZF_OK);
-  int32_t n_past = 0;
-  ASSERT_EQ(zf_session_n_past(s.get(), &n_past), ZF_OK);
-  EXPECT_EQ(n_past, c_.golden["n_past"].get<int32_t>());
-  zf::capitest::ExpectEntriesAsGolden(c_.golden, s.get());
-
-  const double cos = zf::capitest::GoldenFirstCosine(c_.golden, logits);
-  EXPECT_GE(cos, kMinCosine);
-  double worst_gap = 0;
-  const int exact = zf::capitest::ExpectGreedyAsGolden(c_.golden, s.get(), logits, kTieMargin, &worst_gap);
-  std::printf("[ pixtral %s ] first-step centred cosine %.6f; greedy %d/%zu exact, worst near-tie gap %.3f\n",
-              GetParam().c_str(), cos, exact, c_.golden["greedy"].size(), worst_gap);
+  zf::capitest::ExpectPlacedAsGolden(c_, "pixtral " + GetParam(), 0, 1, kMinCosine, kTieMargin);
 }
 
 // A chat turn with an image_url part: its first token is the raw route's (the template's text

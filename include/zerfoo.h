@@ -1718,7 +1718,8 @@ ZF_API zf_status zf_wav_decode(const void* data, size_t size, float* pcm, size_t
  * Projector types loaded: "gemma3" (Gemma 3's SigLIP encoder, 896 px, 256 tokens per image),
  * "idefics3" (SmolVLM's SigLIP encoder: an image cut into image_size tiles plus an overview,
  * each giving zf_mmproj_summary::n_tokens rows after the pixel shuffle), "pixtral" and "gemma4v"
- * (each image at its own size: the rows depend on it), "qwen2.5vl_merger" (Qwen2.5-VL: the rows
+ * (each image at its own size: the rows depend on it), "lfm2" (LFM2-VL, its own size up to
+ * libmtmd's tiling limit; larger images are refused), "qwen2.5vl_merger" (Qwen2.5-VL: the rows
  * from zf_image_embed(); its placement with M-RoPE positions is not done yet), and the audio
  * types "ultravox", "qwen2a" and "voxtral" (zf_audio_embed()); see doc/vision.md.
  */
@@ -1728,7 +1729,8 @@ typedef struct zf_mmproj zf_mmproj;
  * @brief Loads a projector file for `model` and checks that it belongs to it: the projector's
  * output width must be the model's embedding width and its type the model's family (a "gemma3"
  * projector goes with a "gemma3" model, an "idefics3" or "pixtral" one with a "llama" model, a
- * "gemma4v" one with "gemma4", a "qwen2.5vl_merger" one with "qwen2vl"); a mismatch names both
+ * "gemma4v" one with "gemma4", an "lfm2" one with "lfm2", a "qwen2.5vl_merger" one with
+ * "qwen2vl"); a mismatch names both
  * sides. Thread-safe.
  * @param model The language model (its reference is held until zf_mmproj_free()). Required.
  * @param path The mmproj file (NUL-terminated UTF-8).

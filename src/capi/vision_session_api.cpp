@@ -56,7 +56,7 @@ namespace zf::capi {
 // Declared in mmproj_handle.h: the layout's pieces in order, marker tokens and runs of rows.
 Status PlaceImage(rt::Session& s, const ImagePlacement& pl, const std::vector<float>& rows, bool keep_logits) {
   const tok::Tokenizer& tk = s.model().tokenizer();
-  const size_t E = size_t(s.model().desc().n_embd);
+  const size_t E = size_t(s.model().desc().n_embd_inp());  // a row with its deepstack slices
   size_t row = 0;
   std::vector<int32_t> ids;
   for (size_t i = 0; i < pl.pieces.size(); ++i) {
@@ -86,10 +86,15 @@ ZF_API zf_status zf_session_eval_embeddings(zf_session* session, const float* em
   if (embd == nullptr) return NullArg("embd");
   if (zf_status e = zf::capi::CheckFlags("flags", flags, ZF_EMBD_BIDIRECTIONAL)) return e;
   zf::rt::Session& s = *session->impl;
-  const size_t n_embd = size_t(s.model().desc().n_embd);
+  // A row: n_embd floats, then Qwen3-VL's deepstack slices (zf_image_embed's rows as they are).
+  const zf::model::ModelDesc& d = s.model().desc();
+  const size_t n_embd = size_t(d.n_embd_inp());
   if (width != n_embd) {
     return Fail(ZF_ERR_INVALID_ARGUMENT, "width " + std::to_string(width) + " is not the model's n_embd " +
-                                             std::to_string(n_embd));
+                                             std::to_string(d.n_embd) +
+                                             (d.n_deepstack > 0 ? " x (1 + " + std::to_string(d.n_deepstack) +
+                                                                      " deepstack layers) = " + std::to_string(n_embd)
+                                                                : std::string()));
   }
   if (n_tokens == 0) return Fail(ZF_ERR_INVALID_ARGUMENT, "n_tokens is 0 (no rows to evaluate)");
   ZF_GUARD_BEGIN

@@ -187,7 +187,7 @@ Status PromptRuns(const ServedModel& sm, const Prepared& prep, const TurnImages*
                            std::to_string(parts.size()) + " images (a message's text may spell out the image marker '" +
                            marker + "', or the template dropped a message)");
   }
-  const size_t E = size_t(sm.model().desc().n_embd);
+  const size_t E = size_t(sm.model().desc().n_embd_inp());  // an image row (deepstack slices too)
   std::vector<int32_t> piece;
   // Text is appended to the current text run, or starts one.
   const auto add_text = [&](const std::vector<int32_t>& t) {

@@ -17,6 +17,9 @@
 #include <vector>
 
 #include "gguf_builder.h"
+#include "engine/backend.h"
+#include "model/forward.h"
+#include "model/forward_pool.h"
 #include "model/model.h"
 #include "model/registry.h"
 #include "reference_forward.h"
@@ -1110,6 +1113,64 @@ TEST_P(RecurrentSession, PrefixCacheCarriesTheStateOfEachBlock) {
 
 INSTANTIATE_TEST_SUITE_P(Models, RecurrentSession, ::testing::Values("lfm2", "granitehybrid", "qwen35"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
+// Qwen3-VL's deepstack through Forward::RunEmbd: rows of n_embd x (1 + n_deepstack) floats, the
+// first slice the input, slice il + 1 added to layer il's output (llama.cpp's qwen3vl graph),
+// against the plain loops; a token's row with zero slices (the reference pads token rows so) gives
+// the token's logits bit for bit.
+TEST(FamilyReference, Qwen3vlDeepstackRowsMatchPlainLoops) {
+  const Spec spec = Named("qwen3vl");
+  std::unique_ptr<Model> m;
+  LoadOptions o;
+  o.device = Device::kCpu;
+  o.n_threads = 2;
+  const Status st = Model::Load(WriteTemp(Build(spec), "qwen3vl_deepstack"), o, &m);
+  ASSERT_TRUE(st.ok()) << st.message();
+  const ModelDesc& d = m->desc();
+  ASSERT_EQ(d.n_deepstack, 1);
+  ASSERT_EQ(d.n_embd_inp(), 2 * d.n_embd);
+  const std::vector<int32_t> tokens = {1, 5, 17, 9, 33};
+  const size_t T = tokens.size(), W = size_t(d.n_embd_inp()), E = size_t(d.n_embd);
+  std::mt19937 rng(46);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<testref::Vec> rows(T, testref::Vec(W)), token_rows(T, testref::Vec(W, 0.0f));
+  for (testref::Vec& r : rows)
+    for (float& v : r) v = nd(rng);
+  const float* embd = testref::F32(m->weights()[GlobalRole::kTokenEmbd]);
+  for (size_t t = 0; t < T; ++t) std::copy(embd + size_t(tokens[t]) * E, embd + size_t(tokens[t] + 1) * E, token_rows[t].begin());
+  std::vector<testref::Vec> no_slices = rows;
+  for (testref::Vec& r : no_slices) std::fill(r.begin() + std::ptrdiff_t(E), r.end(), 0.0f);
+  const std::vector<testref::Vec> want = testref::Forward(*m, tokens, 64, &rows);
+  const std::vector<testref::Vec> without = testref::Forward(*m, tokens, 64, &no_slices);
+
+  const int32_t n_ctx = 64;
+  ForwardPool::Lease lease;
+  ASSERT_TRUE(m->forwards()->Acquire(ForwardPool::Key{2, true}, &lease).ok());
+  const float* rope = Forward::RopeFactors(*m, n_ctx);
+  const auto run = [&](const std::vector<testref::Vec>* in, std::vector<float>* logits) {
+    std::unique_ptr<engine::KvCache> kv;
+    ASSERT_TRUE(lease.backend().CreateKv(d.NKvLayers(), n_ctx, d.MaxKWidth(), d.MaxVWidth(), engine::KvType::kF32, &kv).ok());
+    const Forward::SeqState s{kv.get(), nullptr, rope};
+    logits->assign(size_t(d.n_vocab), 0.0f);
+    if (in == nullptr) {
+      lease.forward().Run(s, tokens.data(), int32_t(T), 0, logits->data(), nullptr);
+      return;
+    }
+    std::vector<float> flat;
+    for (const testref::Vec& r : *in) flat.insert(flat.end(), r.begin(), r.end());
+    lease.forward().RunEmbd(s, flat.data(), int32_t(T), 0, false, logits->data());
+  };
+  std::vector<float> got, from_tokens, tokens_as_rows;
+  run(&rows, &got);
+  const float e = RelErr(got, want.back());
+  EXPECT_LT(e, 3e-3f);
+  EXPECT_GT(RelErr(got, without.back()), 0.05f);  // the slices move the logits: they are not skipped
+  run(nullptr, &from_tokens);
+  run(&token_rows, &tokens_as_rows);
+  EXPECT_EQ(tokens_as_rows, from_tokens);
+  std::printf("[ family qwen3vl   ] deepstack rows: |engine - reference| / sd(logits) %.2e (without the slices %.2e)\n",
+              double(e), double(RelErr(got, without.back())));
+}
 
 }  // namespace
 }  // namespace zf::model

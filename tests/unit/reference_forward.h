@@ -357,7 +357,10 @@ inline void DeltaNetMixer(const ModelDesc& d, const LayerDesc& ld, const LayerTe
 }
 
 // Logits [n_tok][n_vocab] of every position of `tokens` (positions 0..), session context n_ctx.
-inline std::vector<Vec> Forward(const Model& m, const std::vector<int32_t>& tokens, int32_t n_ctx) {
+// rows (optional): input rows of n_embd_inp() floats in place of the tokens' embeddings (not
+// scaled), whose slice il + 1 is added to layer il's output for il < n_deepstack (Qwen3-VL).
+inline std::vector<Vec> Forward(const Model& m, const std::vector<int32_t>& tokens, int32_t n_ctx,
+                                const std::vector<Vec>* rows = nullptr) {
   const ModelDesc& d = m.desc();
   const Weights& w = m.weights();
   const int64_t E = d.n_embd, T = int64_t(tokens.size());
@@ -372,6 +375,7 @@ inline std::vector<Vec> Forward(const Model& m, const std::vector<int32_t>& toke
     const float* row = F32(w[GlobalRole::kTokenEmbd]) + int64_t{tokens[size_t(t)]} * E;
     x[size_t(t)].assign(row, row + E);
     for (float& v : x[size_t(t)]) v *= d.embed_scale;
+    if (rows != nullptr) x[size_t(t)].assign((*rows)[size_t(t)].begin(), (*rows)[size_t(t)].begin() + E);
     if (d.n_embd_per_layer > 0) per_layer[size_t(t)] = PerLayerInputs(m, tokens[size_t(t)], x[size_t(t)]);
   }
   // Every layer's K/V rows: a layer sharing another's KV (kv_from) attends over that layer's.
@@ -520,6 +524,9 @@ inline std::vector<Vec> Forward(const Model& m, const std::vector<int32_t>& toke
       }
       if (ld.out_scale && L[LayerRole::kLayerOutScale] != nullptr) {
         for (float& e : x[size_t(t)]) e *= F32(L[LayerRole::kLayerOutScale])[0];
+      }
+      if (rows != nullptr && il < d.n_deepstack) {
+        for (int64_t i = 0; i < E; ++i) x[size_t(t)][size_t(i)] += (*rows)[size_t(t)][size_t((il + 1) * E + i)];
       }
     }
   }

@@ -1718,9 +1718,10 @@ ZF_API zf_status zf_wav_decode(const void* data, size_t size, float* pcm, size_t
  * Projector types loaded: "gemma3" (Gemma 3's SigLIP encoder, 896 px, 256 tokens per image),
  * "idefics3" (SmolVLM's SigLIP encoder: an image cut into image_size tiles plus an overview,
  * each giving zf_mmproj_summary::n_tokens rows after the pixel shuffle), "pixtral" and "gemma4v"
- * (each image at its own size: the rows depend on it), "lfm2" (LFM2-VL, its own size up to
- * libmtmd's tiling limit; larger images are refused), "qwen2.5vl_merger" (Qwen2.5-VL: the rows
- * from zf_image_embed(); its placement with M-RoPE positions is not done yet), and the audio
+ * (each image at its own size: the rows depend on it), "lfm2" (LFM2-VL, its own size; over
+ * twice its token budget cut into 512 px tiles plus a thumbnail, as libmtmd),
+ * "qwen2.5vl_merger" (Qwen2.5-VL: each image
+ * at its own size, placed at M-RoPE positions by zf_session_eval_image() and chat turns), and the audio
  * types "ultravox", "qwen2a" and "voxtral" (zf_audio_embed()); see doc/vision.md.
  */
 typedef struct zf_mmproj zf_mmproj;
@@ -1728,9 +1729,9 @@ typedef struct zf_mmproj zf_mmproj;
 /**
  * @brief Loads a projector file for `model` and checks that it belongs to it: the projector's
  * output width must be the model's embedding width and its type the model's family (a "gemma3"
- * projector goes with a "gemma3" model, an "idefics3" or "pixtral" one with a "llama" model, a
- * "gemma4v" one with "gemma4", an "lfm2" one with "lfm2", a "qwen2.5vl_merger" one with
- * "qwen2vl"); a mismatch names both
+ * projector goes with a "gemma3" model, an "idefics3" one with a "llama" model, a "pixtral" one
+ * with a "llama" or "mistral3" model, a "gemma4v" one with "gemma4", an "lfm2" one with "lfm2",
+ * a "qwen2.5vl_merger" one with "qwen2vl"); a mismatch names both
  * sides. Thread-safe.
  * @param model The language model (its reference is held until zf_mmproj_free()). Required.
  * @param path The mmproj file (NUL-terminated UTF-8).
@@ -1861,7 +1862,9 @@ ZF_API zf_status zf_image_embed(const zf_mmproj* mmproj, const zf_image* image, 
  *         ::ZF_ERR_CANCELLED; ::ZF_ERR_INVALID_ARGUMENT (NULL arguments, width not n_embd,
  *         n_tokens 0 or over the step, unknown flags, a busy session); ::ZF_ERR_UNSUPPORTED
  *         (a device engine; a model with M-RoPE sections, qwen2vl / qwen3vl, whose image rows take
- *         2D positions; ::ZF_EMBD_BIDIRECTIONAL on a model with recurrent layers). Recurrent models
+ *         2D positions from the image's grid, which rows alone do not give: zf_session_eval_image()
+ *         and chat turns place them there; ::ZF_EMBD_BIDIRECTIONAL on a model with recurrent
+ *         layers). Recurrent models
  *         (LFM2, Granite 4 H, Qwen 3.5) take causal rows; zf_session_truncate() then evaluates the
  *         rows again from a copy the session keeps, except in a session restored by
  *         zf_session_load_state() (its rows are not in the file): a cut that would need them is
@@ -1877,8 +1880,13 @@ ZF_API zf_status zf_session_eval_embeddings(zf_session* session, const float* em
  * then the end marker (`<end_of_image>`); for Idefics3 each tile's marker
  * (`<fake_token_around_image><row_R_col_C>`) and rows, `\n` between rows of tiles, then
  * `\n\n<fake_token_around_image><global-img>`, the overview's rows and
- * `<fake_token_around_image>`, all causal; the last position's logits written like
- * zf_session_eval(). With zf_session_eval() before and zf_generate() after (which continues the
+ * `<fake_token_around_image>`, all causal; for a tiled LFM2-VL image `<|image_start|>`, each
+ * tile's `<|img_row_R_col_C|>` and rows, `<|img_thumbnail|>`, the thumbnail's rows and
+ * `<|image_end|>`; for Qwen2.5-VL `<|vision_start|>`, the rows (causal)
+ * at M-RoPE positions (t, t + token row, t + token column; t the next position) and
+ * `<|vision_end|>` at t + max(rows, columns) of tokens, where the text goes on (so
+ * zf_session_n_past(), which counts entries, runs ahead of the positions after it); the last
+ * position's logits written like zf_session_eval(). With zf_session_eval() before and zf_generate() after (which continues the
  * session) this is the raw-prompt route for a prompt with images. The image is encoded with the
  * model's default thread count; the projector's cache of recent images is used (see
  * zf_turn_params::mmproj).

@@ -25,7 +25,9 @@ OUT_DIR/mmproj-pixtral-{f32,f16,q8_0}.gguf (HP_PIXTRAL; with --lm also smollm2-p
 SmolLM2 with [IMG], [IMG_BREAK], [IMG_END] appended as CONTROL tokens), and
 OUT_DIR/mmproj-qwen25vl-{f32,f16,q8_0}.gguf (HP_QWEN25VL: 4 blocks, window attention on 0 and 2),
 OUT_DIR/mmproj-lfm2-{f32,f16,q8_0}.gguf (HP_LFM2: LFM2-VL's layout, width 256); with --lfm2-lm
-LFM2.gguf only OUT_DIR/lfm2-vl.gguf: that model with LFM2-VL's image tokens appended (CONTROL).
+LFM2.gguf only OUT_DIR/lfm2-vl.gguf: that model with LFM2-VL's image tokens appended (CONTROL);
+with --qwen-vl-lm IN.gguf OUT.gguf only OUT_DIR/OUT.gguf: IN (a synthesized qwen2vl / qwen3vl)
+with Qwen-VL's vision tokens appended (CONTROL).
 The pinned gguf/numpy of scripts/requirements-synth.txt (tests/vision/make_models.sh).
 """
 import argparse
@@ -59,6 +61,10 @@ HP_GEMMA4V = dict(HP, image_size=224, patch_size=16, proj_dim=256, projector="ge
 # LFM2-VL's image tokens (its tokenizer's special tokens), appended to the synthesized LFM2.
 LFM2_TOKENS = (["<|image_start|>", "<|image_end|>", "<|img_thumbnail|>"] +
                [f"<|img_row_{r}_col_{c}|>" for r in range(1, 5) for c in range(1, 5)])
+# Qwen2.5-VL's / Qwen3-VL's vision tokens (their tokenizers' special tokens; the qwen2 vocabulary
+# of the synthesized qwen2vl / qwen3vl models lacks them, and libmtmd puts <|vision_start|> and
+# <|vision_end|> around an image).
+QWEN_VL_TOKENS = ["<|vision_start|>", "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>"]
 # SmolVLM's added tokens (its tokenizer's additional special tokens).
 VLM_TOKENS = (["<fake_token_around_image>", "<image>", "<global-img>"] +
               [f"<row_{r}_col_{c}>" for r in range(1, 7) for c in range(1, 7)])
@@ -266,10 +272,15 @@ def main():
     ap.add_argument("--bench", type=int, default=0, metavar="LAYERS")
     ap.add_argument("--lm", metavar="SMOLLM2.gguf", help="also write smollm2-vlm.gguf from this file")
     ap.add_argument("--lfm2-lm", metavar="LFM2.gguf", help="only write lfm2-vl.gguf: this file with LFM2-VL's image tokens")
+    ap.add_argument("--qwen-vl-lm", nargs=2, metavar=("QWENVL.gguf", "OUT.gguf"),
+                    help="only write OUT_DIR/OUT.gguf: this file with Qwen-VL's vision tokens")
     a = ap.parse_args()
     os.makedirs(a.out_dir, exist_ok=True)
     if a.lfm2_lm:
         write_vlm_lm(a.lfm2_lm, os.path.join(a.out_dir, "lfm2-vl.gguf"), a.seed, LFM2_TOKENS)
+        return
+    if a.qwen_vl_lm:
+        write_vlm_lm(a.qwen_vl_lm[0], os.path.join(a.out_dir, a.qwen_vl_lm[1]), a.seed, QWEN_VL_TOKENS)
         return
     if a.bench:
         hp = dict(HP, n_embd=1152, n_ff=4304, n_head=16, n_layer=a.bench)

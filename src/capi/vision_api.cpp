@@ -221,7 +221,7 @@ zf_image EncodedImage(std::string_view bytes) {
 
 std::vector<rt::ImagePiece> Pieces(const ImagePlacement& pl) {
   std::vector<rt::ImagePiece> out;
-  for (const vision::LayoutPiece& p : pl.pieces) out.push_back(rt::ImagePiece{p.text, size_t(p.rows)});
+  for (const vision::LayoutPiece& p : pl.pieces) out.push_back(rt::ImagePiece{p.text, size_t(p.rows), p.cols});
   return out;
 }
 

@@ -64,7 +64,7 @@ Status PlaceImage(rt::Session& s, const ImagePlacement& pl, const std::vector<fl
     const bool last = keep_logits && i + 1 == pl.pieces.size();
     if (p.rows > 0) {
       if ((row + size_t(p.rows)) * E > rows.size()) return Status(Code::kInternal, "image: fewer rows than its layout");
-      ZF_RETURN_IF_ERROR(s.EvalEmbeddings(rows.data() + row * E, size_t(p.rows), pl.bidirectional, last));
+      ZF_RETURN_IF_ERROR(s.EvalEmbeddings(rows.data() + row * E, size_t(p.rows), pl.bidirectional, last, 0, p.cols));
       row += size_t(p.rows);
       continue;
     }

@@ -67,7 +67,8 @@ class Backend {
   virtual void AddBias(float* x, const float* b, int32_t rows, int32_t n) = 0;
   // x += y over n elements.
   virtual void Add(float* x, const float* y, int64_t n) = 0;
-  // Rotary embedding in place on x (n_tok x n_heads x head_dim) at positions pos[t].
+  // Rotary embedding in place on x (n_tok x n_heads x head_dim) at positions pos[t] (with
+  // rp.sections: four per token, pos[4t .. 4t + 3] = t, h, w, e).
   virtual void Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim, const int32_t* pos,
                     const RopeParams& rp) = 0;
   // gate[i] = act(gate[i]) * up[i] over n elements.

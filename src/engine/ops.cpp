@@ -24,9 +24,22 @@ const char* OpName(Op op) {
     case Op::kMamba2: return "Mamba-2 selective scan (recurrent state)";
     case Op::kGatedDeltaNet: return "gated DeltaNet (recurrent state)";
     case Op::kAttnOutputGate: return "sigmoid-gated attention output";
+    case Op::kRopeSections: return "M-RoPE sections";
     case Op::kCount: break;
   }
   return "unknown op";
+}
+
+int32_t MropeComponent(const RopeParams& rp, int32_t pair) {
+  const int32_t s0 = rp.sections[0], s1 = rp.sections[1], s2 = rp.sections[2];
+  const int32_t sector = pair % (s0 + s1 + s2 + rp.sections[3]);
+  if (rp.interleaved) {  // Qwen3-VL: t, h, w cycling, each while within 3 x its section
+    if (sector % 3 == 1 && sector < 3 * s1) return 1;
+    if (sector % 3 == 2 && sector < 3 * s2) return 2;
+    if (sector % 3 == 0 && sector < 3 * s0) return 0;
+    return 3;
+  }
+  return sector < s0 ? 0 : sector < s0 + s1 ? 1 : sector < s0 + s1 + s2 ? 2 : 3;
 }
 
 void RopeYarnCorrDims(const RopeParams& rp, float* low, float* high) {

@@ -3,6 +3,7 @@
 // on nothing above them; model/ builds its per-layer description from these.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 namespace zf::engine {
@@ -50,6 +51,7 @@ enum class Op : int32_t {
   kMamba2,      // Mamba-2's convolution + selective scan with a per-sequence state (Backend::Mamba2)
   kGatedDeltaNet,   // Qwen3.5's linear attention with a per-sequence state (Backend::GatedDeltaNet)
   kAttnOutputGate,  // x *= sigmoid(gate) (Backend::SigmoidGate: Qwen3.5's gated attention output)
+  kRopeSections,    // M-RoPE: four positions per token over dimension sections (RopeParams::sections)
   kCount
 };
 const char* OpName(Op op);
@@ -70,11 +72,22 @@ struct RopeParams {
   int32_t n_ctx_orig = 0;   // the context the model was trained for before scaling
   float beta_fast = 32.0f;
   float beta_slow = 1.0f;
+  // M-RoPE (Qwen2-VL, Qwen3-VL; needs Op::kRopeSections): when a section is non-zero, pos holds
+  // four positions per token (t, h, w, e) and dimension pair i rotates by the position of its
+  // sector i % (sum of sections): consecutive sections, or (interleaved, Qwen3-VL) pairs cycling
+  // t, h, w while within 3 x that section's size, e beyond. Each position's angle advances per
+  // pair as a plain rope's does, so equal positions give plain rope's bits.
+  std::array<int32_t, 4> sections{};
+  bool interleaved = false;
+  bool sectioned() const { return sections[0] + sections[1] + sections[2] + sections[3] > 0; }
 };
 
 // YaRN's correction range [low, high] of dimension-pair indices for these params (the
 // reference's corr_dims: floor of beta_fast's, ceil of beta_slow's, clamped to [0, n_rot - 1]).
 void RopeYarnCorrDims(const RopeParams& rp, float* low, float* high);
+// Which of a token's four positions (0..3 = t, h, w, e) rotates dimension pair `pair` under
+// rp.sections (the reference's sector rule, ggml_mrope_cache_init). rp.sectioned() required.
+int32_t MropeComponent(const RopeParams& rp, int32_t pair);
 
 // A gated DeltaNet layer's sizes and small tensors (Backend::GatedDeltaNet). Value head h reads
 // key head h % n_k_heads.

@@ -54,6 +54,21 @@ size_t RecurrentStateFloats(const ModelDesc& d, const LayerDesc& l) {
   return 0;
 }
 
+bool ModelDesc::MropeTextPlain() const {
+  if (!mrope()) return true;
+  engine::RopeParams rp;
+  rp.sections = mrope_sections;
+  rp.interleaved = mrope_interleaved;
+  for (const LayerDesc& l : layers) {
+    if (!l.attention() || !l.attn.rope.enabled) continue;
+    const int32_t pairs = (l.attn.rope.n_rot > 0 ? l.attn.rope.n_rot : l.attn.head_dim_k) / 2;
+    for (int32_t i = 0; i < pairs; ++i) {
+      if (engine::MropeComponent(rp, i) == 3) return false;
+    }
+  }
+  return true;
+}
+
 std::vector<engine::Op> RequiredOps(const ModelDesc& d) {
   std::vector<engine::Op> ops;
   const auto need = [&](engine::Op op) {
@@ -80,6 +95,7 @@ std::vector<engine::Op> RequiredOps(const ModelDesc& d) {
     if (!l.attn.causal) need(engine::Op::kNonCausal);
     if (l.attn.rope.enabled && l.attn.rope.ext_factor != 0.0f) need(engine::Op::kRopeYarn);
     if (l.attn.sinks) need(engine::Op::kAttnSinks);
+    if (!d.MropeTextPlain()) need(engine::Op::kRopeSections);  // text itself takes the sections
     if (l.attn.q_gate) need(engine::Op::kAttnOutputGate), need(engine::Op::kStridedRows);
     if (l.ffn.act == Activation::kSwigluOai) need(engine::Op::kSwigluOai);
   }

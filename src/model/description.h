@@ -258,9 +258,6 @@ struct ModelDesc {
   // Qwen3-VL deepstack (n_deepstack_layers): an image row is (1 + n_deepstack) x n_embd floats,
   // the first slice the input and slice k + 1 added to layer k's output; token rows add nothing.
   int32_t n_deepstack = 0;
-  // Floats per input row of embedding input (zf_session_eval_embeddings): n_embd, and a slice
-  // per deepstack layer.
-  int32_t n_embd_inp() const { return n_embd * (1 + n_deepstack); }
 
   // Embeddings: the file's pooling, and the classification head of rerankers (cls.weight
   // [n_embd, n_embd] + tanh when present, then cls.output.weight [n_embd, n_cls_out], biases
@@ -291,6 +288,12 @@ struct ModelDesc {
   // True when a layer keeps a recurrent state (RecurrentStateFloats > 0): such a sequence cannot
   // be rolled back by dropping KV rows alone (runtime/session.h, doc/state.md).
   bool HasRecurrentLayers() const;
+  // M-RoPE (mrope_sections): whether image rows take 2D positions; and whether a text token's
+  // positions (t, t, t, 0 as the reference gives them) rotate every pair as plain rope at t
+  // would (false when some rotated pair falls in the e section, or outside the interleaved
+  // cycles: Qwen3-VL's last pairs): then text runs through the sectioned rope as well.
+  bool mrope() const { return mrope_sections[0] + mrope_sections[1] + mrope_sections[2] + mrope_sections[3] > 0; }
+  bool MropeTextPlain() const;
 };
 
 // Floats of one sequence's recurrent state for layer `l` (0 for an attention layer, whose state

@@ -101,6 +101,8 @@ Forward::Forward(const Model& model, engine::Backend& backend, int32_t max_batch
     return;
   }
   pos_.resize(b);
+  if (model_.desc().mrope()) mpos_.resize(b * 4);
+  mrope_text_ = !model_.desc().MropeTextPlain();
   zeros_.assign(b, 0);
 }
 
@@ -109,7 +111,7 @@ void Forward::Run(const SeqState& s, const int32_t* tokens, int32_t n, int32_t p
   const bool want = logits != nullptr || argmax != nullptr;
   // On the CPU the logits are written straight into the caller's array.
   float* out = !want ? nullptr : (be_.HostActivations() && logits != nullptr) ? logits : logits_.data();
-  const Seq seq{s.kv, pos0, n, nullptr, nullptr, s.rope_factors, s.state, s.lora};
+  const Seq seq{s.kv, pos0, n, nullptr, nullptr, s.rope_factors, s.state, s.lora, s.rope_shift};
   if (!be_.BeginStep(s.kv, tokens, n, pos0, want)) {
     RunOps(tokens, n, &seq, 1, out);
     if (be_.EndStep()) RunOps(tokens, n, &seq, 1, out);  // only recorded (capture failed): run for real
@@ -119,8 +121,9 @@ void Forward::Run(const SeqState& s, const int32_t* tokens, int32_t n, int32_t p
   if (logits != nullptr && out != logits) be_.ReadActivations(out, size_t(n_vocab), logits);
 }
 
-void Forward::RunEmbd(const SeqState& s, const float* embd, int32_t n, int32_t pos0, bool bidirectional, float* logits) {
-  const Seq seq{s.kv, pos0, n, nullptr, nullptr, s.rope_factors, s.state, s.lora};
+void Forward::RunEmbd(const SeqState& s, const float* embd, int32_t n, int32_t pos0, bool bidirectional, float* logits,
+                      const int32_t* rope_pos) {
+  const Seq seq{s.kv, pos0, n, nullptr, nullptr, s.rope_factors, s.state, s.lora, s.rope_shift, rope_pos};
   bidirectional_ = bidirectional;
   RunOps(zeros_.data(), n, &seq, 1, logits, embd);
   bidirectional_ = false;
@@ -130,7 +133,7 @@ void Forward::RunEveryLogit(const SeqState& s, const int32_t* tokens, int32_t n,
   // One-row sequences on the same rows: the attention block stores and attends row by row in
   // order (row i sees rows < i), and the output head takes every sequence's last row.
   every_.resize(size_t(n));
-  for (int32_t i = 0; i < n; ++i) every_[size_t(i)] = Seq{s.kv, pos0 + i, 1, nullptr, nullptr, s.rope_factors, s.state, s.lora};
+  for (int32_t i = 0; i < n; ++i) every_[size_t(i)] = Seq{s.kv, pos0 + i, 1, nullptr, nullptr, s.rope_factors, s.state, s.lora, s.rope_shift};
   RunOps(tokens, n, every_.data(), n, logits);
 }
 
@@ -151,12 +154,26 @@ void Forward::RunBatch(const int32_t* tokens, const Seq* seqs, int32_t n_seq) {
 void Forward::RunOps(const int32_t* tokens, int32_t n, const Seq* seqs, int32_t n_seq, float* logits,
                      const float* embd) {
   const ModelDesc& d = model_.desc();
+  mrope_step_ = mrope_text_;
   for (int32_t i = 0, row = 0; i < n_seq; ++i) {
-    for (int32_t t = 0; t < seqs[i].n; ++t) pos_[size_t(row++)] = seqs[i].pos0 + t;
+    for (int32_t t = 0; t < seqs[i].n; ++t) pos_[size_t(row++)] = seqs[i].pos0 + seqs[i].rope_shift + t;
+    mrope_step_ = mrope_step_ || seqs[i].rope_pos != nullptr;
   }
-  if (embd != nullptr) {  // host activations (RunEmbd's contract): each row's first n_embd floats
-    const int64_t width = d.n_embd_inp();
-    for (int64_t r = 0; r < n; ++r) std::copy(embd + r * width, embd + r * width + d.n_embd, x_.data() + r * d.n_embd);
+  if (mrope_step_) {  // text rows at (p, p, p, 0), as the reference gives text tokens
+    for (int32_t i = 0, row = 0; i < n_seq; ++i) {
+      for (int32_t t = 0; t < seqs[i].n; ++t, ++row) {
+        int32_t* m = mpos_.data() + size_t(row) * 4;
+        if (seqs[i].rope_pos != nullptr) {
+          std::copy(seqs[i].rope_pos + t * 4, seqs[i].rope_pos + t * 4 + 4, m);
+        } else {
+          m[0] = m[1] = m[2] = pos_[size_t(row)];
+          m[3] = 0;
+        }
+      }
+    }
+  }
+  if (embd != nullptr) {  // host activations (RunEmbd's contract)
+    std::copy(embd, embd + int64_t{n} * d.n_embd, x_.data());
   } else {
     be_.GetRows(*model_.weights()[GlobalRole::kTokenEmbd], tokens, n, d.embed_scale, x_.data());
   }
@@ -195,21 +212,8 @@ void Forward::RunOps(const int32_t* tokens, int32_t n, const Seq* seqs, int32_t 
     if (const Tensor* s = ld.out_scale ? w.layers[size_t(il)][LayerRole::kLayerOutScale] : nullptr) {
       be_.Scale(x_.data(), int64_t{n} * d.n_embd, F32(s)[0]);
     }
-    if (embd != nullptr && il < d.n_deepstack) DeepstackAdd(embd, il, n);
   }
   if (logits != nullptr) OutputHead(seqs, n_seq, logits);
-}
-
-void Forward::DeepstackAdd(const float* embd, int32_t il, int32_t n) {
-  // The reference adds slice il + 1 of each input row to layer il's output (token rows are
-  // zero-padded there: they add nothing, so only embedding rows come here).
-  const ModelDesc& d = model_.desc();
-  const int64_t width = d.n_embd_inp(), E = d.n_embd;
-  float* x = x_.data();
-  for (int64_t r = 0; r < n; ++r) {
-    const float* ds = embd + r * width + int64_t{il + 1} * E;
-    for (int64_t i = 0; i < E; ++i) x[r * E + i] += ds[i];
-  }
 }
 
 void Forward::RunHidden(const int32_t* tokens, const Seq* seqs, int32_t n_seq, float* hidden) {
@@ -331,13 +335,19 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
     rp.n_ctx_orig = model_.desc().n_ctx_orig;
     rp.beta_fast = a.rope.beta_fast;
     rp.beta_slow = a.rope.beta_slow;
+    if (mrope_step_) {
+      rp.sections = model_.desc().mrope_sections;
+      rp.interleaved = model_.desc().mrope_interleaved;
+    }
+    const int32_t* pos = mrope_step_ ? mpos_.data() : pos_.data();
+    const int32_t per_row = mrope_step_ ? 4 : 1;
     // Over runs of sequences with the same factors (sessions of other contexts may differ).
     for (int32_t i = 0, row = 0; i < n_seq;) {
       int32_t j = i + 1, rows = seqs[i].n;
       while (j < n_seq && seqs[j].rope_factors == seqs[i].rope_factors) rows += seqs[j++].n;
       rp.freq_factors = a.rope.use_freq_factors ? seqs[i].rope_factors : nullptr;
-      be_.Rope(q_.data() + int64_t{row} * q_w, rows, a.n_head, a.head_dim_k, pos_.data() + row, rp);
-      if (own_kv) be_.Rope(k_.data() + int64_t{row} * k_w, rows, a.n_head_kv, a.head_dim_k, pos_.data() + row, rp);
+      be_.Rope(q_.data() + int64_t{row} * q_w, rows, a.n_head, a.head_dim_k, pos + row * per_row, rp);
+      if (own_kv) be_.Rope(k_.data() + int64_t{row} * k_w, rows, a.n_head_kv, a.head_dim_k, pos + row * per_row, rp);
       row += rows;
       i = j;
     }

@@ -30,12 +30,15 @@ class Forward {
   // One sequence's state as a step receives it: its KV rows (a cache of this Forward's engine;
   // nullptr only for a model without attention layers), its recurrent state (required when the
   // model has recurrent layers; see recurrent_state.h), its context's RopeFactors and the LoRA
-  // adapters it applies (nullptr: none; host-memory backends only).
+  // adapters it applies (nullptr: none; host-memory backends only). rope_shift: a token at KV
+  // row r rotates at position r + rope_shift (M-RoPE models after an image, whose rows take
+  // fewer positions than rows; 0 otherwise).
   struct SeqState {
     engine::KvCache* kv;
     RecurrentState* state;
     const float* rope_factors;
     const LoraPlan* lora = nullptr;
+    int32_t rope_shift = 0;
   };
 
   int32_t max_batch() const { return max_batch_; }
@@ -50,12 +53,14 @@ class Forward {
   // (computed by the backend: on a GPU only the id crosses to the host); logits may then be
   // nullptr.
   void Run(const SeqState& s, const int32_t* tokens, int32_t n, int32_t pos0, float* logits, int32_t* argmax);
-  // Embedding input: embd[0..n) rows of n_embd_inp() floats (host memory: n_embd, then Qwen3-VL's
-  // deepstack slices, added to the first layers' outputs) in place of token embeddings
+  // Embedding input: embd[0..n) rows of n_embd floats (host memory) in place of token embeddings
   // at positions pos0.. (n <= max_batch), taken as they are (llama.cpp does not scale embedding
   // input as it scales token rows); bidirectional: the step's rows also attend to its later rows
-  // (Gemma 3's image tokens). Host-memory backends, models without per-layer token inputs.
-  void RunEmbd(const SeqState& s, const float* embd, int32_t n, int32_t pos0, bool bidirectional, float* logits);
+  // (Gemma 3's image tokens). rope_pos: M-RoPE models, each row's four positions (t, h, w, e;
+  // 4 x n), or nullptr for positions pos0 + rope_shift.. as text. Host-memory backends, models
+  // without per-layer token inputs.
+  void RunEmbd(const SeqState& s, const float* embd, int32_t n, int32_t pos0, bool bidirectional, float* logits,
+               const int32_t* rope_pos = nullptr);
   // Copies the logits of the last Run that asked only for the argmax into host memory.
   void ReadLogits(float* host);
 
@@ -78,6 +83,8 @@ class Forward {
     const float* rope_factors;  // RopeFactors() of the sequence's context
     RecurrentState* state;      // the sequence's recurrent state (nullptr: attention-only model)
     const LoraPlan* lora = nullptr;  // its LoRA adapters (nullptr: none; host-memory backends only)
+    int32_t rope_shift = 0;          // its rows rotate at KV row + rope_shift (SeqState::rope_shift)
+    const int32_t* rope_pos = nullptr;  // or at these four positions per row (RunEmbd's rope_pos)
   };
   // Runs the attention of a step's sequences (several tokens each) at once on `pool`'s threads,
   // one sequence per thread, thread i on workers[i] (a one-thread backend of the same engine:
@@ -149,8 +156,6 @@ class Forward {
   void Norm(NormKind kind, float eps, const Tensor* w, const Tensor* b, const float* x, int32_t rows, float* y);
   // x += out (times the model's residual multiplier).
   void Residual(const float* out, int32_t n);
-  // Qwen3-VL: slice il + 1 of the step's input rows (RunEmbd's embd) added to layer il's output.
-  void DeepstackAdd(const float* embd, int32_t il, int32_t n);
 
   const Model& model_;
   engine::Backend& be_;
@@ -172,6 +177,11 @@ class Forward {
   // alpha then beta projections [2][B, n_v_heads].
   ActBuf delta_qkv_, delta_z_, delta_ab_;
   std::vector<int32_t> pos_;
+  // M-RoPE: the step's four positions per row, used when mrope_step_ (a row with 2D positions,
+  // or text that plain rope cannot rotate: ModelDesc::MropeTextPlain).
+  std::vector<int32_t> mpos_;
+  bool mrope_step_ = false;
+  bool mrope_text_ = false;  // !ModelDesc::MropeTextPlain()
   bool bidirectional_ = false;  // this step's rows attend both ways (RunEmbd)
   std::vector<int32_t> zeros_;  // [max_batch] token type 0 of every row
   engine::ThreadPool* seq_pool_ = nullptr;

@@ -160,6 +160,7 @@ Status Prepare(const ServedModel& sm, const TurnOptions& o, Prepared* p) {
 struct PromptRun {
   size_t start = 0, n = 0;
   std::shared_ptr<const std::vector<float>> rows;
+  int32_t cols = 0;  // the rows' grid as the session takes it (EvalEmbeddings)
 };
 
 // The rendered prompt in runs: text tokenized piece by piece between the images (BOS on the
@@ -219,8 +220,10 @@ Status PromptRuns(const ServedModel& sm, const Prepared& prep, const TurnImages*
           lp.rows * E == rows->size() ? rows
                                       : std::make_shared<const std::vector<float>>(rows->begin() + std::ptrdiff_t(row * E),
                                                                                     rows->begin() + std::ptrdiff_t((row + lp.rows) * E));
-      const uint64_t hash = Session::RowsKey(run->data(), run->size(), images->bidirectional);
-      runs->push_back(PromptRun{tokens->size(), lp.rows, run});
+      // The grid is part of the rows' key only where it places them (M-RoPE), as in the session.
+      const int32_t cols = sm.model().desc().mrope() ? lp.cols : 0;
+      const uint64_t hash = Session::RowsKey(run->data(), run->size(), images->bidirectional, cols);
+      runs->push_back(PromptRun{tokens->size(), lp.rows, run, cols});
       for (size_t j = 0; j < lp.rows; ++j) tokens->push_back(Session::EmbeddingToken(hash, j));
       row += lp.rows;
     }
@@ -292,7 +295,7 @@ Status ChatTurn::Begin(const ServedModel& sm, Session& session, const TurnOption
     if (r.start + r.n <= keep) continue;
     if (r.rows != nullptr) {
       const size_t from = keep > r.start ? keep - r.start : 0;
-      ZF_RETURN_IF_ERROR(session.EvalEmbeddings(r.rows->data(), r.n, o.images->bidirectional, last, from));
+      ZF_RETURN_IF_ERROR(session.EvalEmbeddings(r.rows->data(), r.n, o.images->bidirectional, last, from, r.cols));
       continue;
     }
     const size_t from = std::max(keep, r.start);

@@ -29,10 +29,12 @@ namespace zf::rt {
 enum class FinishReason : int32_t { kStop = 0, kLength = 1, kToolCalls = 2 };
 
 // A piece of an image's place in the prompt: marker text (special tokens parsed, no BOS), or
-// (rows > 0) the next `rows` rows of the image's embeddings.
+// (rows > 0) the next `rows` rows of the image's embeddings, a grid of `cols` columns when the
+// projector gives one (0: none; M-RoPE models place the rows by it, Session::EvalEmbeddings).
 struct ImagePiece {
   std::string text;
   size_t rows = 0;
+  int32_t cols = 0;
 };
 
 // How a turn places its request's images (chat_request.h: ChatRequest::images): the rows of an

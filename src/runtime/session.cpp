@@ -470,6 +470,7 @@ void Session::Reset() {
   state_.Clear();
   block_states_.clear();
   embd_spans_.clear();
+  image_places_.clear();
   mark_pos_ = -1;
   cancel_.store(false);
 }
@@ -503,6 +504,7 @@ Status Session::Truncate(size_t n_keep) {
     if (mark_pos_ > int64_t(n_keep)) mark_pos_ = -1;
     block_states_.resize(from / kB);
     history_.resize(from);
+    CutPlaces(from);
     deferred_.clear();
     SyncBlockKeys();
     has_logits_ = has_argmax_ = false;
@@ -513,6 +515,7 @@ Status Session::Truncate(size_t n_keep) {
     // verification (rewritten at once; not worth a system call per layer).
     if (history_.size() - n_keep >= kReleaseMinRows) ForgetRows(n_keep);
     history_.resize(n_keep);
+    CutPlaces(n_keep);
     deferred_.clear();
     SyncBlockKeys();
   } else {

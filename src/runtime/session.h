@@ -70,13 +70,20 @@ class Session {
   // device engine, and for rows both ways on a model with recurrent layers. A recurrent
   // session keeps a copy of each span's rows (embd_spans_): Truncate evaluates history again
   // from a state checkpoint, and an image's entries are evaluated again from their rows.
-  Status EvalEmbeddings(const float* rows, size_t n, bool bidirectional, bool keep_logits, size_t from = 0);
+  // M-RoPE models (ModelDesc::mrope: Qwen2-VL, Qwen3-VL) place the rows as libmtmd does: an
+  // image of `cols` columns (n a multiple of it; required there, kUnsupported without) starting
+  // at rope position t0 (the text position it follows) gives row i the positions (t0,
+  // t0 + i / cols, t0 + i % cols, 0), and text after it continues at t0 + max(n / cols, cols), so
+  // KV rows and rope positions part (image_places_, TextPos). Other models ignore cols.
+  Status EvalEmbeddings(const float* rows, size_t n, bool bidirectional, bool keep_logits, size_t from = 0,
+                        int32_t cols = 0);
   // The history entry of row i of embedding rows whose content hash is `hash`: always negative
   // (no token id is), a mix of both.
   static int32_t EmbeddingToken(uint64_t hash, size_t i);
   // The key EvalEmbeddings gives n floats of rows: a hash of their bits and how they attend
   // (the same rows evaluated causally are other KV rows).
-  static uint64_t RowsKey(const float* rows, size_t n, bool bidirectional);
+  // cols > 0: the rows' grid (M-RoPE models), which decides their positions, is part of it.
+  static uint64_t RowsKey(const float* rows, size_t n, bool bidirectional, int32_t cols = 0);
 
   // The conversation as the next call sees it: the tokens in the KV cache, then the deferred ones.
   std::vector<int32_t> Conversation() const;
@@ -199,7 +206,15 @@ class Session {
   // The context this session's next unbatched step runs on: its own (own_) where it keeps one,
   // else one borrowed from the model into *borrowed.
   Status Context(model::ForwardPool::Lease* borrowed, const model::ForwardPool::Lease** ctx);
-  model::Forward::SeqState Seq() { return {kv_.get(), recurrent() ? &state_ : nullptr, rope_factors_, lora_.get()}; }
+  model::Forward::SeqState Seq() {
+    return {kv_.get(), recurrent() ? &state_ : nullptr, rope_factors_, lora_.get(),
+            TextPos(history_.size()) - int32_t(history_.size())};
+  }
+  // M-RoPE models: the rope position of a text token at history index `at` (past every image
+  // place's rows; `at` itself where the history has no image).
+  int32_t TextPos(size_t at) const;
+  // Truncate: image places past n_keep dropped, the one it cuts keeps its first rows.
+  void CutPlaces(size_t n_keep);
   // Checks tokens (and that the deferred ones and they fit), then appends both via Append.
   Status EvalImpl(const int32_t* tokens, size_t n, float* logits, int32_t* argmax);
   // EvalEmbeddings' steps: rows[from..to) of rows whose key is `hash` (session_embd.cpp).
@@ -290,6 +305,16 @@ class Session {
     std::vector<float> rows;
   };
   std::vector<EmbdSpan> embd_spans_;
+  // M-RoPE models: each image's place (EvalEmbeddings): its first row's history index, the rows
+  // of it the history holds (n; fewer than rows x cols after a cut or a cancel), its grid, the
+  // rope position t0 of its rows and its rows' key. Sorted by row0; saved with the state.
+  struct ImagePlace {
+    size_t row0 = 0, n = 0;
+    int32_t rows = 0, cols = 0;
+    int32_t t0 = 0;
+    uint64_t hash = 0;
+  };
+  std::vector<ImagePlace> image_places_;
   int64_t mark_pos_ = -1;
   std::vector<float> mark_state_;
   std::vector<float> logits_;  // [n_vocab]

@@ -30,21 +30,41 @@ int32_t Session::EmbeddingToken(uint64_t hash, size_t i) {
   return int32_t(uint32_t(h >> 32) | 0x80000000u);  // the sign bit set: never a token id
 }
 
-uint64_t Session::RowsKey(const float* rows, size_t n, bool bidirectional) {
-  // How the rows attend is part of what they are: causal rows are other KV rows.
-  return HashRows(rows, n) ^ (bidirectional ? 0x6a09e667f3bcc909ull : 0);
+uint64_t Session::RowsKey(const float* rows, size_t n, bool bidirectional, int32_t cols) {
+  // How the rows attend is part of what they are: causal rows are other KV rows; so is the grid
+  // that gives them their M-RoPE positions.
+  const uint64_t h = HashRows(rows, n) ^ (bidirectional ? 0x6a09e667f3bcc909ull : 0);
+  return cols > 0 ? (h ^ uint64_t(cols) * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull : h;
 }
 
-Status Session::EvalEmbeddings(const float* rows, size_t n, bool bidirectional, bool keep_logits, size_t from) {
+int32_t Session::TextPos(size_t at) const {
+  // After the last image starting before `at`: its t0 plus its extent, then one per row.
+  for (auto it = image_places_.rbegin(); it != image_places_.rend(); ++it) {
+    if (it->row0 < at) return it->t0 + std::max(it->rows, it->cols) + int32_t(at - (it->row0 + it->n));
+  }
+  return int32_t(at);
+}
+
+void Session::CutPlaces(size_t n_keep) {
+  while (!image_places_.empty() && (image_places_.back().row0 >= n_keep || image_places_.back().n == 0)) {
+    image_places_.pop_back();
+  }
+  for (ImagePlace& p : image_places_) p.n = std::min(p.n, n_keep - p.row0);
+}
+
+Status Session::EvalEmbeddings(const float* rows, size_t n, bool bidirectional, bool keep_logits, size_t from,
+                               int32_t cols) {
   const model::ModelDesc& d = model_.desc();
   if (n == 0 || from >= n) return InvalidArgument("no embedding rows to evaluate");
-  // Qwen2-VL / Qwen3-VL place image rows at 2D M-RoPE positions (t, row, column) and continue
-  // the text after them at max(rows, columns): not done yet, and sequential positions would
-  // answer differently from the reference without saying so.
-  if (d.mrope_sections[0] + d.mrope_sections[1] + d.mrope_sections[2] + d.mrope_sections[3] > 0) {
+  // Qwen2-VL / Qwen3-VL place image rows at 2D M-RoPE positions (t, row, column): without the
+  // grid, sequential positions would answer differently from the reference without saying so.
+  if (!d.mrope()) cols = 0;
+  if (d.mrope() && (cols <= 0 || n % size_t(cols) != 0)) {
     return Unsupported("embedding rows on a model with M-RoPE sections ('" + d.arch +
-                       "': image rows take 2D positions) are not supported yet; zf_image_embed gives the rows");
+                       "') take 2D positions from the image's grid of tokens, which rows alone do not give; "
+                       "zf_session_eval_image and chat turns place an image there");
   }
+  if (d.mrope() && recurrent()) return Unsupported("image rows on an M-RoPE model with recurrent layers are not supported");
   if (!host_) {
     return Unsupported(std::string("embedding input runs on the CPU engine only; this session runs on ") +
                        (model_.engine() != nullptr ? model_.engine()->name() : "another engine"));
@@ -66,8 +86,18 @@ Status Session::EvalEmbeddings(const float* rows, size_t n, bool bidirectional, 
                                           " context positions are used");
   }
   ZF_RETURN_IF_ERROR(FlushDeferred());
-  const size_t E = size_t(d.n_embd_inp());  // a row: n_embd and its deepstack slices
-  const uint64_t hash = RowsKey(rows, n * E, bidirectional);
+  const size_t E = size_t(d.n_embd);
+  const uint64_t hash = RowsKey(rows, n * E, bidirectional, cols);
+  if (cols > 0) {
+    // Rows [0, from) end the history (a cut image continued): its place says where they went.
+    const size_t at = history_.size();
+    if (from == 0) {
+      image_places_.push_back(ImagePlace{at, 0, int32_t(n / size_t(cols)), cols, TextPos(at), hash});
+    } else if (image_places_.empty() || image_places_.back().hash != hash || image_places_.back().n != from ||
+               image_places_.back().row0 + from != at) {
+      return InvalidArgument("rows[0.." + std::to_string(from) + ") of this image do not end the session's history");
+    }
+  }
   if (recurrent()) {
     // Kept for Replay: row 0's position (rows[0..from) already end the history).
     const size_t pos0 = history_.size() - std::min(from, history_.size());
@@ -75,11 +105,14 @@ Status Session::EvalEmbeddings(const float* rows, size_t n, bool bidirectional, 
     for (const EmbdSpan& sp : embd_spans_) known = known || (sp.pos0 == pos0 && sp.hash == hash && sp.n == n);
     if (!known) embd_spans_.push_back(EmbdSpan{pos0, n, hash, std::vector<float>(rows, rows + n * E)});
   }
-  return EvalRows(rows, hash, bidirectional, keep_logits, from, n);
+  Status st = EvalRows(rows, hash, bidirectional, keep_logits, from, n);
+  // An image none of whose rows went in (cancelled, an error) has no place.
+  if (cols > 0 && image_places_.back().n == 0) image_places_.pop_back();
+  return st;
 }
 
 Status Session::EvalRows(const float* rows, uint64_t hash, bool bidirectional, bool keep_logits, size_t from, size_t to) {
-  const size_t E = size_t(model_.desc().n_embd_inp());
+  const size_t E = size_t(model_.desc().n_embd);
   std::vector<int32_t> entries(to - from);
   for (size_t i = from; i < to; ++i) entries[i - from] = EmbeddingToken(hash, i);
   has_logits_ = has_argmax_ = false;
@@ -90,6 +123,14 @@ Status Session::EvalRows(const float* rows, uint64_t hash, bool bidirectional, b
   cached_tokens_ += int64_t(done);
   done += from;
   // Its own context even when batched: the batcher's steps take token ids.
+  // M-RoPE: the image's place (EvalEmbeddings added it), whose n follows the rows evaluated, and
+  // each step's four positions per row.
+  ImagePlace* place = nullptr;
+  if (!image_places_.empty() && image_places_.back().hash == hash && image_places_.back().row0 + done == history_.size()) {
+    place = &image_places_.back();
+    place->n = done;
+  }
+  std::vector<int32_t> rope_pos;
   model::ForwardPool::Lease borrowed;
   const model::ForwardPool::Lease* ctx = nullptr;
   if (done < to) ZF_RETURN_IF_ERROR(Context(&borrowed, &ctx));
@@ -97,13 +138,25 @@ Status Session::EvalRows(const float* rows, uint64_t hash, bool bidirectional, b
     if (ConsumeCancel()) return Status(Code::kCancelled, "evaluation cancelled");
     const size_t chunk = bidirectional ? to - done : std::min<size_t>(size_t(StepLimit(max_batch_)), to - done);
     const bool last = done + chunk == to;
+    if (place != nullptr) {
+      rope_pos.resize(chunk * 4);
+      for (size_t r = 0; r < chunk; ++r) {
+        const int32_t i = int32_t(done + r);
+        int32_t* p4 = rope_pos.data() + r * 4;
+        p4[0] = place->t0;
+        p4[1] = place->t0 + i / place->cols;  // the reference's y (row) in section 1
+        p4[2] = place->t0 + i % place->cols;  // x (column) in section 2
+        p4[3] = 0;
+      }
+    }
     ctx->forward().RunEmbd(Seq(), rows + done * E, int32_t(chunk), n_past(), bidirectional,
-                           last && keep_logits ? logits_.data() : nullptr);
+                           last && keep_logits ? logits_.data() : nullptr, place != nullptr ? rope_pos.data() : nullptr);
     ZF_RETURN_IF_ERROR(ctx->backend().TakeError());
     history_.insert(history_.end(), entries.begin() + std::ptrdiff_t(done - from),
                     entries.begin() + std::ptrdiff_t(done - from + chunk));
     KeepCheckpoint();
     done += chunk;
+    if (place != nullptr) place->n = done;
     if (prefix_cache_ != nullptr) StoreBlocks();
   }
   has_logits_ = keep_logits;

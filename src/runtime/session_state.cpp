@@ -9,7 +9,11 @@
 // Version 3 (what recurrent models write since checkpoints are thinned, session.h) has instead
 // u64 R, u32 n_blocks (= n_past / kCheckpointInterval), u32 n_kept, f32 state[R], then n_kept x
 // (u32 block index, ascending and < n_blocks; f32 checkpoint[R]). Version 2 is still read.
-// Attention-only models write version 1, as before.
+// Attention-only models write version 1, as before; version 4 (an M-RoPE model's session with
+// images, Session::image_places_) is version 1 followed by u32 n_places and per place u64 row0,
+// u64 n, i32 rows, i32 cols, i32 t0, u64 hash (the text after an image continues at a position
+// the KV rows alone do not tell).
+//
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -23,6 +27,8 @@ constexpr char kMagic[4] = {'Z', 'F', 'S', 'T'};
 constexpr uint32_t kVersion = 1;           // attention-only models
 constexpr uint32_t kVersionRecurrent2 = 2;  // with every checkpoint (read only)
 constexpr uint32_t kVersionRecurrent = 3;   // with the checkpoints kept
+constexpr uint32_t kVersionPlaces = 4;      // attention-only, with M-RoPE image places
+constexpr size_t kPlaceBytes = 8 + 8 + 4 + 4 + 4 + 8;
 constexpr size_t kHeader = 4 + 4 + 8 + 4 + 4 + 4;
 
 // FNV-1a over what makes KV rows of one model meaningless in another: the architecture, sizes,
@@ -79,6 +85,10 @@ Status Session::StateSize(size_t* size) const {
   if (kv == 0 && n_past() > 0) return Unsupported("this engine cannot save its KV cache");
   *size = kHeader + (history_.size() + deferred_.size()) * 4 + 8 + kv;
   if (recurrent()) *size += 8 + 4 + 4 + state_.bytes() + n_checkpoints() * (4 + state_.bytes());
+  if (!image_places_.empty()) {
+    if (recurrent()) return Unsupported("image places in a session with recurrent layers cannot be saved");
+    *size += 4 + image_places_.size() * kPlaceBytes;
+  }
   return Status::Ok();
 }
 
@@ -90,7 +100,7 @@ Status Session::SaveState(uint8_t* buf, size_t cap, size_t* written) const {
   uint8_t* p = buf;
   std::memcpy(p, kMagic, 4);
   p += 4;
-  Put<uint32_t>(p, recurrent() ? kVersionRecurrent : kVersion);
+  Put<uint32_t>(p, recurrent() ? kVersionRecurrent : image_places_.empty() ? kVersion : kVersionPlaces);
   Put<uint64_t>(p, Fingerprint(model_));
   Put<uint32_t>(p, KvTypesWord(kv_k_, kv_v_));
   Put<uint32_t>(p, uint32_t(history_.size()));
@@ -100,6 +110,18 @@ Status Session::SaveState(uint8_t* buf, size_t cap, size_t* written) const {
   const size_t kv = kv_->StateBytes(n_past());
   Put<uint64_t>(p, kv);
   ZF_RETURN_IF_ERROR(kv_->ReadRows(0, n_past(), p));
+  if (!image_places_.empty()) {
+    p += kv;
+    Put<uint32_t>(p, uint32_t(image_places_.size()));
+    for (const ImagePlace& ip : image_places_) {
+      Put<uint64_t>(p, ip.row0);
+      Put<uint64_t>(p, ip.n);
+      Put<int32_t>(p, ip.rows);
+      Put<int32_t>(p, ip.cols);
+      Put<int32_t>(p, ip.t0);
+      Put<uint64_t>(p, ip.hash);
+    }
+  }
   if (recurrent()) {
     p += kv;
     Put<uint64_t>(p, uint64_t(state_.size()));
@@ -121,10 +143,10 @@ Status Session::LoadState(const uint8_t* buf, size_t len) {
   if (len < kHeader || std::memcmp(buf, kMagic, 4) != 0) return FormatError("not a zerfoo session state (bad magic or size)");
   const uint8_t* p = buf + 4;
   const uint32_t version = Get<uint32_t>(p);
-  if (version != kVersion && version != kVersionRecurrent2 && version != kVersionRecurrent) {
+  if (version != kVersion && version != kVersionRecurrent2 && version != kVersionRecurrent && version != kVersionPlaces) {
     return Unsupported("session state version " + std::to_string(version) + " is not supported");
   }
-  if ((version != kVersion) != recurrent()) {
+  if ((version != kVersion && version != kVersionPlaces) != recurrent()) {
     return InvalidArgument(recurrent() ? "the session state has no recurrent state, and this model has recurrent layers"
                                        : "the session state has a recurrent state, and this model has none");
   }
@@ -160,6 +182,7 @@ Status Session::LoadState(const uint8_t* buf, size_t len) {
   }
   std::vector<float> state;                      // the state after the history
   std::vector<std::vector<float>> checkpoints;   // per block; empty where none was kept
+  std::vector<ImagePlace> places;                // version 4
   if (recurrent()) {
     const uint8_t* r = p + kv;
     const size_t avail = rest - kv;
@@ -193,6 +216,28 @@ Status Session::LoadState(const uint8_t* buf, size_t len) {
       prev = j;
       if (!read(&checkpoints[j])) return FormatError("session state's recurrent state holds a non-finite value");
     }
+  } else if (version == kVersionPlaces) {
+    const uint8_t* r = p + kv;
+    const size_t avail = rest - kv;
+    const uint32_t n_places = avail >= 4 ? Get<uint32_t>(r) : 0;
+    if (avail < 4 || avail != 4 + size_t(n_places) * kPlaceBytes) return FormatError("session state's image places have the wrong size");
+    if (!model_.desc().mrope()) return FormatError("session state has image places, and this model has no M-RoPE sections");
+    for (uint32_t k = 0; k < n_places; ++k) {
+      ImagePlace ip;
+      ip.row0 = size_t(Get<uint64_t>(r));
+      ip.n = size_t(Get<uint64_t>(r));
+      ip.rows = Get<int32_t>(r);
+      ip.cols = Get<int32_t>(r);
+      ip.t0 = Get<int32_t>(r);
+      ip.hash = Get<uint64_t>(r);
+      // Each place's rows are its image's entries, in order after the one before.
+      bool ok = ip.rows > 0 && ip.cols > 0 && ip.t0 >= 0 && ip.n > 0 && ip.n <= size_t(ip.rows) * size_t(ip.cols) &&
+                ip.row0 <= n_hist && ip.n <= n_hist - ip.row0 &&
+                (places.empty() || places.back().row0 + places.back().n <= ip.row0);
+      for (size_t i = 0; ok && i < ip.n; ++i) ok = hist[ip.row0 + i] == EmbeddingToken(ip.hash, i);
+      if (!ok) return FormatError("session state's image place " + std::to_string(k) + " does not match its history");
+      places.push_back(ip);
+    }
   } else if (rest != kv) {
     return FormatError("session state KV size " + std::to_string(kv) + " does not match this session's cache");
   }
@@ -205,6 +250,7 @@ Status Session::LoadState(const uint8_t* buf, size_t len) {
   mark_pos_ = -1;
   history_ = std::move(hist);
   embd_spans_.clear();  // a loaded state has no rows to evaluate again (Replay refuses)
+  image_places_ = std::move(places);
   deferred_ = std::move(pend);
   block_keys_.clear();
   stored_blocks_ = 0;

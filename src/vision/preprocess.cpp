@@ -178,6 +178,8 @@ TileGrid PlanTiles(const VisionHparams& hp, int32_t width, int32_t height, int32
     TileGrid g;
     DynamicSize(hp, width, height, &g.w, &g.h);
     g.rows = DynamicRows(hp, g.w, g.h);
+    const int32_t a = hp.patch_size * hp.n_merge;
+    if (g.rows == int64_t(g.w / a) * (g.h / a)) g.cols = g.w / a;  // no break rows (Pixtral's) among them
     return g;
   }
   if (hp.spec == nullptr || hp.spec->tiling != Tiling::kLongestEdge) return TileGrid{};

@@ -59,7 +59,7 @@ std::vector<LayoutPiece> Layout(const ProjectorSpec& spec, const TileGrid& grid,
   };
   if (grid.x * grid.y == 0) {
     text(spec.begin);
-    out.push_back(LayoutPiece{"", grid.rows > 0 ? grid.rows : n_tokens});
+    out.push_back(LayoutPiece{"", grid.rows > 0 ? grid.rows : n_tokens, grid.cols});
     text(spec.end);
     return out;
   }

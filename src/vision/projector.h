@@ -78,14 +78,17 @@ struct TileGrid {
   int32_t x = 0, y = 0;
   int32_t w = 0, h = 0;  // kDynamic: the size the image is resized to (else 0)
   int64_t rows = 0;
+  int32_t cols = 0;  // own-size types whose rows are exactly a grid of tokens: its columns
   int32_t n_images() const { return x * y > 0 ? x * y + 1 : 1; }  // the encoder's inputs (tiles + overview)
 };
 
 // A piece of an image's place in the prompt: marker text (tokenized with special tokens, no
-// BOS), or (rows > 0) the next `rows` rows of the image's embeddings.
+// BOS), or (rows > 0) the next `rows` rows of the image's embeddings, row by row a grid of
+// `cols` tokens when the rows are one (0: not; M-RoPE language models place rows by it).
 struct LayoutPiece {
   std::string text;
   int64_t rows = 0;
+  int32_t cols = 0;
 };
 
 // The pieces for an image of `grid` whose encoder inputs each give n_tokens rows.

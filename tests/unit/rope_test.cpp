@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 #include <string>
@@ -153,6 +154,88 @@ TEST(Rope, YarnAnglesAreKeyedAndFactorOneIsPlain) {
   be.Rope(d.data(), 1, 1, kDim, &pos, one);
   be.Rope(e.data(), 1, 1, kDim, &pos, plain);
   for (int32_t i = 0; i < kDim; ++i) EXPECT_NEAR(d[size_t(i)], e[size_t(i)], 1e-5f) << i;
+}
+
+
+// M-RoPE's sector rule (the reference's ggml_mrope_cache_init) on the real layouts: Qwen2-VL's
+// consecutive sections [16, 24, 24, 0] over 64 pairs, Qwen3-VL's interleaved [24, 20, 20, 0]
+// (t, h, w cycling; pairs 61 and 62 fall outside every cycle and take the e position), and a
+// sum smaller than the pairs (the sectors wrap).
+TEST(Rope, MropeComponentsFollowTheSectorRule) {
+  RopeParams q2;
+  q2.sections = {16, 24, 24, 0};
+  std::string got;
+  for (int32_t i = 0; i < 64; ++i) got += char('0' + MropeComponent(q2, i));
+  EXPECT_EQ(got, std::string(16, '0') + std::string(24, '1') + std::string(24, '2'));
+  RopeParams q3;
+  q3.sections = {24, 20, 20, 0};
+  q3.interleaved = true;
+  got.clear();
+  for (int32_t i = 0; i < 64; ++i) got += char('0' + MropeComponent(q3, i));
+  std::string want;
+  for (int32_t i = 0; i < 60; ++i) want += char('0' + i % 3);
+  want += "0330";  // 60: t (< 72); 61, 62: beyond 3 x 20; 63: t
+  EXPECT_EQ(got, want);
+  RopeParams wrap;
+  wrap.sections = {2, 1, 1, 2};
+  got.clear();
+  for (int32_t i = 0; i < 12; ++i) got += char('0' + MropeComponent(wrap, i));
+  EXPECT_EQ(got, "001233001233");
+}
+
+// Sectioned rope against a double-precision loop (pair i rotated by its component's position,
+// neox pairs as Qwen-VL's), and a text token's (p, p, p, 0) giving plain rope's bits whenever
+// no rotated pair takes the e position; several tokens in one call as one at a time.
+TEST(Rope, SectionsMatchFormulaAndPlainRopeForText) {
+  CpuBackend be(2);
+  constexpr int32_t kHeads = 2, kDim = 128;
+  const std::vector<float> x = testing::RandomFloats(size_t(3 * kHeads * kDim), 11);
+  for (bool interleaved : {false, true}) {
+    RopeParams rp;
+    rp.n_rot = kDim;
+    rp.style = RopeStyle::kNeox;
+    rp.base = 1000000.0f;
+    rp.sections = interleaved ? std::array<int32_t, 4>{24, 20, 20, 0} : std::array<int32_t, 4>{16, 24, 24, 0};
+    rp.interleaved = interleaved;
+    const std::vector<int32_t> pos4 = {40, 40, 40, 0, 40, 41, 53, 0, 40, 57, 44, 0};  // text, then two image rows
+    std::vector<float> y = x;
+    be.Rope(y.data(), 3, kHeads, kDim, pos4.data(), rp);
+    for (int32_t t = 0; t < 3; ++t) {
+      for (int32_t h = 0; h < kHeads; ++h) {
+        const float* in = x.data() + (t * kHeads + h) * kDim;
+        const float* out = y.data() + (t * kHeads + h) * kDim;
+        for (int32_t i = 0; i < kDim / 2; ++i) {
+          const double th = double(pos4[size_t(t * 4 + MropeComponent(rp, i))]) * std::pow(1000000.0, -2.0 * i / kDim);
+          const double a = in[i], b = in[i + kDim / 2];
+          ASSERT_NEAR(out[i], a * std::cos(th) - b * std::sin(th), 2e-4) << interleaved << " t" << t << " i" << i;
+          ASSERT_NEAR(out[i + kDim / 2], a * std::sin(th) + b * std::cos(th), 2e-4) << interleaved << " t" << t;
+        }
+      }
+      std::vector<float> one(x.begin() + t * kHeads * kDim, x.begin() + (t + 1) * kHeads * kDim);
+      be.Rope(one.data(), 1, kHeads, kDim, pos4.data() + t * 4, rp);
+      EXPECT_TRUE(std::equal(one.begin(), one.end(), y.begin() + t * kHeads * kDim)) << "token " << t << " alone";
+    }
+    // The text token against plain rope at 40: the same bits for Qwen2-VL's sections; Qwen3-VL's
+    // pairs 61 and 62 stay unrotated (e = 0), the rest the same bits.
+    RopeParams plain = rp;
+    plain.sections = {};
+    plain.interleaved = false;
+    std::vector<float> p(x.begin(), x.begin() + kHeads * kDim);
+    const int32_t p40 = 40;
+    be.Rope(p.data(), 1, kHeads, kDim, &p40, plain);
+    for (int32_t h = 0; h < kHeads; ++h) {
+      for (int32_t i = 0; i < kDim / 2; ++i) {
+        const size_t a = size_t(h * kDim + i), b = a + kDim / 2;
+        if (MropeComponent(rp, i) == 3) {
+          EXPECT_EQ(y[a], x[a]) << i;
+          EXPECT_EQ(y[b], x[b]) << i;
+        } else {
+          EXPECT_EQ(y[a], p[a]) << interleaved << " " << i;
+          EXPECT_EQ(y[b], p[b]) << interleaved << " " << i;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -31,6 +31,9 @@ rm -f "$out/.stamp"
 # qwen2vl-q8_0.gguf: the qwen2.5vl_merger projector's language model (width 256).
 "${PYTHON:-python3}" "$root/scripts/synth_models.py" --families "$out" --only qwen2vl --quants q8_0 \
   --vocab-dir "$("$root/scripts/fetch_vocab.sh")"
+# qwen2vl-vl.gguf: that qwen2vl with Qwen-VL's vision tokens (<|vision_start|>, <|vision_end|>, ...),
+# which libmtmd places around an image (the placement goldens' LM).
+"${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$out" --qwen-vl-lm "$out/qwen2vl-q8_0.gguf" qwen2vl-vl.gguf
 # The sha256 beside each file: the tests compare it with the golden's (a changed generator or
 # package shows as a clear mismatch, not as drifting numbers).
 for f in "$out"/*.gguf; do sha256sum "$f" | cut -d' ' -f1 > "$f.sha256"; done

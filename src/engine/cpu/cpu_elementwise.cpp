@@ -158,14 +158,39 @@ void CpuBackend::Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim
   if (rp.ext_factor != 0.0f) RopeYarnCorrDims(rp, &yarn_low, &yarn_high);
   // YaRN's magnitude for the blended angles, as the reference applies it.
   const float yarn_mscale = rp.attn_factor * (1.0f + 0.1f * std::log(1.0f / rp.freq_scale));
-  const bool reuse = n_tok == 1 && key == rope_key_;
-  rope_key_ = n_tok == 1 ? key : RopeKey{};
+  // M-RoPE: four positions per token (rp.sections), never reused (the key holds one position).
+  const bool sectioned = rp.sectioned();
+  const bool reuse = !sectioned && n_tok == 1 && key == rope_key_;
+  rope_key_ = !sectioned && n_tok == 1 ? key : RopeKey{};
   auto run = [&](int32_t ith, int32_t nth_run, int32_t t0, int32_t t1) {
     (void)nth_run;
     float* cs = rope_cs_.data() + size_t(ith) * size_t(half) * 2;
     for (int32_t t = t0; t < t1; ++t) {
       float theta = float(pos[t]) * rp.freq_scale;
-      if (!reuse && rp.ext_factor != 0.0f) {
+      if (sectioned) {
+        // Each component's angle advances over every pair (as the one angle of plain rope
+        // does); pair i takes its component's.
+        const int32_t* p4 = pos + int64_t{t} * 4;
+        float th4[4], ex4[4];
+        for (int32_t c = 0; c < 4; ++c) th4[c] = float(p4[c]) * rp.freq_scale, ex4[c] = float(p4[c]);
+        for (int32_t i = 0; i < half; ++i) {
+          const int32_t c = MropeComponent(rp, i);
+          if (rp.ext_factor != 0.0f) {
+            const float extrap = rp.freq_factors ? ex4[c] / rp.freq_factors[i] : ex4[c];
+            const float interp = rp.freq_scale * extrap;
+            const float y = (float(i) - yarn_low) / std::max(0.001f, yarn_high - yarn_low);
+            const float ramp_mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * rp.ext_factor;
+            const float th = interp * (1.0f - ramp_mix) + extrap * ramp_mix;
+            cs[size_t(2 * i)] = std::cos(th) * yarn_mscale;
+            cs[size_t(2 * i + 1)] = std::sin(th) * yarn_mscale;
+          } else {
+            const float th = rp.freq_factors ? th4[c] / rp.freq_factors[i] : th4[c];
+            cs[size_t(2 * i)] = std::cos(th) * rp.attn_factor;
+            cs[size_t(2 * i + 1)] = std::sin(th) * rp.attn_factor;
+          }
+          for (int32_t k = 0; k < 4; ++k) th4[k] *= theta_scale, ex4[k] *= theta_scale;
+        }
+      } else if (!reuse && rp.ext_factor != 0.0f) {
         // YaRN, in the reference's order of float operations: the unscaled angle advances by
         // theta_scale, each pair blends its scaled and unscaled angle by the ramp.
         float theta_extrap_base = float(pos[t]);

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "capi/test_handles.h"
+#include "capi/turn_outcome.h"
 #include "capi/vision_handles.h"
 #include "vision/golden_check.h"
 #include "vision/test_images.h"
@@ -28,6 +29,8 @@
 namespace {
 
 using nlohmann::json;
+using zf::capitest::Collect;
+using zf::capitest::Outcome;
 using zf::capitest::MmprojPtr;
 using zf::capitest::ModelPtr;
 using zf::capitest::NewSession;
@@ -282,27 +285,6 @@ TEST_F(CapiQwen25vlExact, BatchedDecodeGivesTheSameBits) {
 // where the synthesized file has none): the prompt holds <|vision_start|>, the rows, <|vision_end|>; a fresh session takes
 // the image's blocks from the model's prefix cache and a session truncated into the image
 // continues it, both with the first turn's logprobs bit for bit, as a cold model computes them.
-struct Outcome {
-  std::string text;
-  std::vector<int32_t> ids;
-  std::vector<float> logprobs;
-  int32_t n_prompt = -1, n_cached = -1;
-};
-
-int32_t Collect(void* user, const zf_turn_event* e) {
-  Outcome& o = *static_cast<Outcome*>(user);
-  if (e->kind == ZF_TURN_CONTENT) o.text.append(e->text, e->text_len);
-  for (size_t i = 0; i < e->n_logprobs; ++i) {
-    o.ids.push_back(e->logprobs[i].token);
-    o.logprobs.push_back(e->logprobs[i].logprob);
-  }
-  if (e->kind == ZF_TURN_DONE) {
-    o.n_prompt = e->n_prompt;
-    o.n_cached = e->n_cached;
-  }
-  return 0;
-}
-
 zf_status Turn(zf_session* s, const zf_mmproj* mmproj, const std::string& png, Outcome* out) {
   zf_generate_params g;
   zf_generate_params_init(&g, sizeof g);

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "capi/test_handles.h"
+#include "capi/turn_outcome.h"
 #include "capi/vision_handles.h"
 #include "common/test_models.h"
 #include "vision/test_images.h"
@@ -25,6 +26,8 @@
 namespace {
 
 using nlohmann::json;
+using zf::capitest::Collect;
+using zf::capitest::Outcome;
 using zf::capitest::Load;
 using zf::capitest::ModelPtr;
 using zf::capitest::MmprojPtr;
@@ -47,28 +50,6 @@ std::string Base64(const std::vector<uint8_t>& b) {
 
 json ImagePart(const std::vector<uint8_t>& png) {
   return {{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64," + Base64(png)}}}};
-}
-
-// What a turn reported: its text, every token's logprobs (the token and 4 alternatives), DONE.
-struct Outcome {
-  std::string text;
-  std::vector<int32_t> ids;
-  std::vector<float> logprobs;
-  int32_t n_prompt = -1, n_cached = -1;
-};
-
-int32_t Collect(void* user, const zf_turn_event* e) {
-  Outcome& o = *static_cast<Outcome*>(user);
-  if (e->kind == ZF_TURN_CONTENT) o.text.append(e->text, e->text_len);
-  for (size_t i = 0; i < e->n_logprobs; ++i) {
-    o.ids.push_back(e->logprobs[i].token);
-    o.logprobs.push_back(e->logprobs[i].logprob);
-  }
-  if (e->kind == ZF_TURN_DONE) {
-    o.n_prompt = e->n_prompt;
-    o.n_cached = e->n_cached;
-  }
-  return 0;
 }
 
 class CapiVisionTurn : public ::testing::Test {

@@ -162,54 +162,45 @@ void CpuBackend::Rope(float* x, int32_t n_tok, int32_t n_heads, int32_t head_dim
   const bool sectioned = rp.sectioned();
   const bool reuse = !sectioned && n_tok == 1 && key == rope_key_;
   rope_key_ = !sectioned && n_tok == 1 ? key : RopeKey{};
+  // Pair i's cos / sin from its angle `theta` (position x freq_scale, advanced by theta_scale per
+  // pair) and, for YaRN, `extrap` (the unscaled one): YaRN in the reference's order of float
+  // operations (each pair blends its scaled and unscaled angle by the ramp), else plain.
+  const auto pair = [&](float* cs, int32_t i, float theta, float extrap) {
+    if (rp.ext_factor != 0.0f) {
+      const float e = rp.freq_factors ? extrap / rp.freq_factors[i] : extrap;
+      const float interp = rp.freq_scale * e;
+      const float y = (float(i) - yarn_low) / std::max(0.001f, yarn_high - yarn_low);
+      const float ramp_mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * rp.ext_factor;
+      const float th = interp * (1.0f - ramp_mix) + e * ramp_mix;
+      cs[size_t(2 * i)] = std::cos(th) * yarn_mscale;
+      cs[size_t(2 * i + 1)] = std::sin(th) * yarn_mscale;
+    } else {
+      const float th = rp.freq_factors ? theta / rp.freq_factors[i] : theta;
+      cs[size_t(2 * i)] = std::cos(th) * rp.attn_factor;
+      cs[size_t(2 * i + 1)] = std::sin(th) * rp.attn_factor;
+    }
+  };
   auto run = [&](int32_t ith, int32_t nth_run, int32_t t0, int32_t t1) {
     (void)nth_run;
     float* cs = rope_cs_.data() + size_t(ith) * size_t(half) * 2;
     for (int32_t t = t0; t < t1; ++t) {
-      float theta = float(pos[t]) * rp.freq_scale;
       if (sectioned) {
-        // Each component's angle advances over every pair (as the one angle of plain rope
+        // Each of the four positions' angles advances over every pair (as plain rope's one
         // does); pair i takes its component's.
         const int32_t* p4 = pos + int64_t{t} * 4;
         float th4[4], ex4[4];
         for (int32_t c = 0; c < 4; ++c) th4[c] = float(p4[c]) * rp.freq_scale, ex4[c] = float(p4[c]);
         for (int32_t i = 0; i < half; ++i) {
           const int32_t c = MropeComponent(rp, i);
-          if (rp.ext_factor != 0.0f) {
-            const float extrap = rp.freq_factors ? ex4[c] / rp.freq_factors[i] : ex4[c];
-            const float interp = rp.freq_scale * extrap;
-            const float y = (float(i) - yarn_low) / std::max(0.001f, yarn_high - yarn_low);
-            const float ramp_mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * rp.ext_factor;
-            const float th = interp * (1.0f - ramp_mix) + extrap * ramp_mix;
-            cs[size_t(2 * i)] = std::cos(th) * yarn_mscale;
-            cs[size_t(2 * i + 1)] = std::sin(th) * yarn_mscale;
-          } else {
-            const float th = rp.freq_factors ? th4[c] / rp.freq_factors[i] : th4[c];
-            cs[size_t(2 * i)] = std::cos(th) * rp.attn_factor;
-            cs[size_t(2 * i + 1)] = std::sin(th) * rp.attn_factor;
-          }
+          pair(cs, i, th4[c], ex4[c]);
           for (int32_t k = 0; k < 4; ++k) th4[k] *= theta_scale, ex4[k] *= theta_scale;
         }
-      } else if (!reuse && rp.ext_factor != 0.0f) {
-        // YaRN, in the reference's order of float operations: the unscaled angle advances by
-        // theta_scale, each pair blends its scaled and unscaled angle by the ramp.
-        float theta_extrap_base = float(pos[t]);
-        for (int32_t i = 0; i < half; ++i) {
-          const float extrap = rp.freq_factors ? theta_extrap_base / rp.freq_factors[i] : theta_extrap_base;
-          const float interp = rp.freq_scale * extrap;
-          const float y = (float(i) - yarn_low) / std::max(0.001f, yarn_high - yarn_low);
-          const float ramp_mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * rp.ext_factor;
-          const float th = interp * (1.0f - ramp_mix) + extrap * ramp_mix;
-          cs[size_t(2 * i)] = std::cos(th) * yarn_mscale;
-          cs[size_t(2 * i + 1)] = std::sin(th) * yarn_mscale;
-          theta_extrap_base *= theta_scale;
-        }
       } else if (!reuse) {
+        float theta = float(pos[t]) * rp.freq_scale, extrap = float(pos[t]);
         for (int32_t i = 0; i < half; ++i) {
-          const float th = rp.freq_factors ? theta / rp.freq_factors[i] : theta;
-          cs[size_t(2 * i)] = std::cos(th) * rp.attn_factor;
-          cs[size_t(2 * i + 1)] = std::sin(th) * rp.attn_factor;
+          pair(cs, i, theta, extrap);
           theta *= theta_scale;
+          extrap *= theta_scale;
         }
       }
       for (int32_t h = 0; h < n_heads; ++h) {

@@ -49,6 +49,25 @@ class ThreadPool {
         &c);
   }
 
+  // f(i, thread) for every i in [0, n), the threads (0 .. size() - 1, for per-thread scratch)
+  // taking the next index from a shared counter as they finish one: for many equal tasks on a
+  // loaded machine, where a thread that loses its core would otherwise hold up the op with the
+  // rest of a fixed share.
+  template <typename F>
+  void ParallelForEach(int64_t n, F&& f) {
+    struct Ctx {
+      F* f;
+      int64_t n;
+      std::atomic<int64_t> next{0};
+    } c{&f, n};
+    Run(
+        [](void* p, int32_t ith, int32_t) {
+          Ctx* c = static_cast<Ctx*>(p);
+          for (int64_t i; (i = c->next.fetch_add(1, std::memory_order_relaxed)) < c->n;) (*c->f)(i, ith);
+        },
+        &c);
+  }
+
  private:
   void WorkerLoop(int32_t ith);
   void TakeTurn();

@@ -39,6 +39,9 @@ void SoftmaxF16(float* s, int64_t n, float scale);
 void GeluF16(float* x, int64_t n, const uint16_t* table);
 // x = F16(x), element-wise (round to nearest even).
 void RoundToF16(float* x, int64_t n);
+// dst[c * ldd + r] = F16(x[r * ldx + c]) for r < rows, c < cols (round to nearest even): an
+// attention head's K or V as GemmT's and Gemm's transposed F16 weights.
+void TransposeToF16(const float* x, int64_t ldx, int64_t rows, int64_t cols, uint16_t* dst, int64_t ldd);
 // The decoders' product, exact per row: y[t * ldy + r] equals quant's AVX2 VecDotF16 of weight
 // row r and activation row t (a: F16 values held as F32) bit for bit, whatever n_tok is, so one
 // sequence's tokens come out the same decoded alone or batched; each weight row is read once

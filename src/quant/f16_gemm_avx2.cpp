@@ -1,6 +1,6 @@
 // The encoders' products on F16 weights with AVX2 + FMA + F16C (f16_gemm.h; compiled for x86
 // only, picked at run time by f16::Gemm): 4 tokens x 3 rows per register tile, and the F16
-// helpers (softmax, GELU, rounding) the encoders use beside it.
+// helpers (softmax, GELU, rounding, K and V to transposed F16) the encoders use beside it.
 #include "quant/f16_gemm.h"
 
 #include <immintrin.h>
@@ -237,6 +237,42 @@ void DotRowsF16(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const f
       DotRowExact<1>(k, wr, ap, yp);
     }
   }
+}
+
+}  // namespace zf::quant::f16::avx2
+
+namespace zf::quant::f16::avx2 {
+
+void TransposeToF16(const float* x, int64_t ldx, int64_t rows, int64_t cols, uint16_t* dst, int64_t ldd) {
+  int64_t r = 0;
+  for (; r + 8 <= rows; r += 8) {
+    int64_t c = 0;
+    for (; c + 8 <= cols; c += 8) {
+      // 8 x 8 floats transposed in registers, each column then 8 F16 values in a row of dst.
+      __m256 v[8], t[8];
+      for (int i = 0; i < 8; ++i) v[i] = _mm256_loadu_ps(x + (r + i) * ldx + c);
+      for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(v[i], v[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(v[i], v[i + 1]);
+      }
+      for (int i = 0; i < 8; i += 4) {
+        v[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        v[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        v[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        v[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+      }
+      for (int i = 0; i < 4; ++i) {
+        t[i] = _mm256_permute2f128_ps(v[i], v[i + 4], 0x20);
+        t[i + 4] = _mm256_permute2f128_ps(v[i], v[i + 4], 0x31);
+      }
+      for (int i = 0; i < 8; ++i)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (c + i) * ldd + r), _mm256_cvtps_ph(t[i], _MM_FROUND_TO_NEAREST_INT));
+    }
+    for (; c < cols; ++c)
+      for (int64_t i = r; i < r + 8; ++i) dst[c * ldd + i] = _cvtss_sh(x[i * ldx + c], _MM_FROUND_TO_NEAREST_INT);
+  }
+  for (; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) dst[c * ldd + r] = _cvtss_sh(x[r * ldx + c], _MM_FROUND_TO_NEAREST_INT);
 }
 
 }  // namespace zf::quant::f16::avx2

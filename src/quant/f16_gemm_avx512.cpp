@@ -83,7 +83,15 @@ inline void ColBlockT(int64_t k, const uint16_t* w, int64_t ldw, const float* a,
                       int64_t ldy) {
   int64_t t = 0;
   for (; t + 6 <= n_tok; t += 6) TileT<6, NC>(k, w, ldw, a + t * lda, lda, y + t * ldy, ldy);
-  for (; t < n_tok; ++t) TileT<1, NC>(k, w, ldw, a + t * lda, lda, y + t * ldy, ldy);
+  a += t * lda, y += t * ldy;
+  switch (n_tok - t) {  // the last tokens in one tile (a 32-query block: 5 x 6 + 2)
+    case 5: TileT<5, NC>(k, w, ldw, a, lda, y, ldy); break;
+    case 4: TileT<4, NC>(k, w, ldw, a, lda, y, ldy); break;
+    case 3: TileT<3, NC>(k, w, ldw, a, lda, y, ldy); break;
+    case 2: TileT<2, NC>(k, w, ldw, a, lda, y, ldy); break;
+    case 1: TileT<1, NC>(k, w, ldw, a, lda, y, ldy); break;
+    default: break;
+  }
 }
 
 }  // namespace
@@ -105,7 +113,15 @@ void GemmF16(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const floa
              float* y, int64_t ldy) {
   int64_t t = 0;
   for (; t + 6 <= n_tok; t += 6) TokenBlock<6>(k, w, ldw, rows, a + t * lda, lda, y + t * ldy, ldy);
-  for (; t < n_tok; ++t) TokenBlock<1>(k, w, ldw, rows, a + t * lda, lda, y + t * ldy, ldy);
+  a += t * lda, y += t * ldy;
+  switch (n_tok - t) {  // the last tokens in one tile, each weight load shared by them (64 = 10 x 6 + 4)
+    case 5: TokenBlock<5>(k, w, ldw, rows, a, lda, y, ldy); break;
+    case 4: TokenBlock<4>(k, w, ldw, rows, a, lda, y, ldy); break;
+    case 3: TokenBlock<3>(k, w, ldw, rows, a, lda, y, ldy); break;
+    case 2: TokenBlock<2>(k, w, ldw, rows, a, lda, y, ldy); break;
+    case 1: TokenBlock<1>(k, w, ldw, rows, a, lda, y, ldy); break;
+    default: break;
+  }
 }
 
 }  // namespace zf::quant::f16::avx512

@@ -35,14 +35,12 @@ void VisionEncoder::MatMul(const Linear& l, const float* x, int64_t n_tok, float
     std::copy(x, x + n_tok * l.in, f16_in_.data());
     pool_->ParallelFor(n_tok, [&](int64_t b, int64_t e) { quant::f16::avx2::RoundToF16(f16_in_.data() + b * l.in, (e - b) * l.in); });
     const uint16_t* w = reinterpret_cast<const uint16_t*>(l.w);
-    pool_->ParallelFor(n_rc * n_tc, [&](int64_t b, int64_t e) {
-      for (int64_t c = b; c < e; ++c) {
-        const int64_t r0 = (c % n_rc) * kRows, nr = std::min(kRows, l.out - r0);
-        const int64_t t0 = (c / n_rc) * kTok, nt = std::min(kTok, n_tok - t0);
-        const float* a = f16_in_.data() + t0 * l.in;
-        quant::f16::Gemm(l.in, w + r0 * l.in, l.in, nr, a, l.in, nt, y + t0 * l.out + r0, l.out);
-        add_bias(r0, nr, t0, nt);
-      }
+    pool_->ParallelForEach(n_rc * n_tc, [&](int64_t c, int32_t) {
+      const int64_t r0 = (c % n_rc) * kRows, nr = std::min(kRows, l.out - r0);
+      const int64_t t0 = (c / n_rc) * kTok, nt = std::min(kTok, n_tok - t0);
+      const float* a = f16_in_.data() + t0 * l.in;
+      quant::f16::Gemm(l.in, w + r0 * l.in, l.in, nr, a, l.in, nt, y + t0 * l.out + r0, l.out);
+      add_bias(r0, nr, t0, nt);
     });
     return;
   }
@@ -55,19 +53,17 @@ void VisionEncoder::MatMul(const Linear& l, const float* x, int64_t n_tok, float
     for (int64_t t = b; t < e; ++t) quant::QuantizeActivations(at, x + t * l.in, act + size_t(t) * astride, l.in);
   });
   const bool q8_gemm = l.type == GgmlType::Q8_0 && n_tok >= 4;  // each weight block loaded once per tile
-  pool_->ParallelFor(n_rc * n_tc, [&](int64_t b, int64_t e) {
-    for (int64_t c = b; c < e; ++c) {
-      const int64_t r0 = (c % n_rc) * kRows, nr = std::min(kRows, l.out - r0);
-      const int64_t t0 = (c / n_rc) * kTok, nt = std::min(kTok, n_tok - t0);
-      const uint8_t* w = l.w + size_t(r0) * l.stride;
-      if (q8_gemm) {
-        quant::GemmQ8_0(l.in, w, l.stride, nr, act + size_t(t0) * astride, astride, nt, y + t0 * l.out + r0, l.out);
-      } else {
-        for (int64_t t = t0; t < t0 + nt; ++t)
-          quant::Gemv(l.type, l.in, w, l.stride, nr, act + size_t(t) * astride, y + t * l.out + r0);
-      }
-      add_bias(r0, nr, t0, nt);
+  pool_->ParallelForEach(n_rc * n_tc, [&](int64_t c, int32_t) {
+    const int64_t r0 = (c % n_rc) * kRows, nr = std::min(kRows, l.out - r0);
+    const int64_t t0 = (c / n_rc) * kTok, nt = std::min(kTok, n_tok - t0);
+    const uint8_t* w = l.w + size_t(r0) * l.stride;
+    if (q8_gemm) {
+      quant::GemmQ8_0(l.in, w, l.stride, nr, act + size_t(t0) * astride, astride, nt, y + t0 * l.out + r0, l.out);
+    } else {
+      for (int64_t t = t0; t < t0 + nt; ++t)
+        quant::Gemv(l.type, l.in, w, l.stride, nr, act + size_t(t) * astride, y + t * l.out + r0);
     }
+    add_bias(r0, nr, t0, nt);
   });
 }
 
@@ -98,6 +94,14 @@ void VisionEncoder::LayerNorm(const LayerNormW& n, float* x, int64_t n_tok) {
 
 void VisionEncoder::Gelu(float* x, int64_t n) {
   const uint16_t* table = quant::f16::GeluTable();
+#if defined(__x86_64__) || defined(_M_X64)
+  if (quant::f16::Available()) {  // the same values with F16C's conversions
+    pool_->ParallelFor((n + 1023) / 1024, [&](int64_t b, int64_t e) {
+      quant::f16::avx2::GeluF16(x + b * 1024, std::min(n, e * 1024) - b * 1024, table);
+    });
+    return;
+  }
+#endif
   pool_->ParallelFor((n + 1023) / 1024, [&](int64_t b, int64_t e) {
     for (int64_t i = b * 1024; i < std::min(n, e * 1024); ++i) {
       const float v = x[i];
@@ -120,45 +124,48 @@ void VisionEncoder::Attention(const float* q, const float* k, const float* v, in
   // V per head transposed, F16 [h][d][Tp] (zero padding); K per head the same way for the GEMMs
   // (scores as broadcast FMAs over d: no horizontal sums, whatever d is), else as F16 rows [h][T][d].
   std::vector<uint16_t> k16(size_t(gemm ? H * d * Tp : H * T * d), 0), vt16(size_t(H * d * Tp), 0);
-  pool_->ParallelFor(H, [&](int64_t b, int64_t e) {
-    for (int64_t h = b; h < e; ++h)
-      for (int64_t t = 0; t < T; ++t)
-        for (int64_t j = 0; j < d; ++j) {
-          k16[size_t(gemm ? (h * d + j) * Tp + t : (h * T + t) * d + j)] = quant::Fp32ToFp16(k[t * n + h * d + j]);
-          vt16[size_t((h * d + j) * Tp + t)] = quant::Fp32ToFp16(v[t * n + h * d + j]);
-        }
-  });
-  // Softmax of one row of scores in place; the padding past T zero.
-  auto softmax = [&](float* s) {
-#if defined(__x86_64__) || defined(_M_X64)
-    if (quant::f16::Available()) {
-      avx2::SoftmaxRow(s, T, scale);
-    } else {
-      SoftmaxRow(s, T, scale);
-    }
-#else
-    SoftmaxRow(s, T, scale);
-#endif
-    for (int64_t j = T; j < Tp; ++j) s[j] = 0.0f;
-  };
 #if defined(__x86_64__) || defined(_M_X64)
   if (gemm) {
-    // Per head and block of 32 queries: scores = Q (F32) x K^T (F16, [d][Tp]), softmax, then
-    // P (F32) x V (F16 rows of V^T): two F16-weight GEMMs whose activations stay F32.
+    pool_->ParallelFor(H, [&](int64_t b, int64_t e) {
+      for (int64_t h = b; h < e; ++h) {
+        quant::f16::avx2::TransposeToF16(k + h * d, n, T, d, k16.data() + h * d * Tp, Tp);
+        quant::f16::avx2::TransposeToF16(v + h * d, n, T, d, vt16.data() + h * d * Tp, Tp);
+      }
+    });
+    // Per head and block of 32 queries: scores = Q (F32) x K^T (F16, [d][Tp]), the softmax's
+    // numerators, P (F32) x V (F16 rows of V^T), then each output row times 1 / its row's sum
+    // (as ggml's flash attention divides at the end): two F16-weight GEMMs whose activations
+    // stay F32. Tasks go to whichever thread is free (the load elsewhere on the machine).
     constexpr int64_t kBlock = 32;
     const int64_t n_blocks = (T + kBlock - 1) / kBlock;
-    pool_->ParallelFor(H * n_blocks, [&](int64_t b, int64_t e) {
-      std::vector<float> s(size_t(kBlock * Tp));
-      for (int64_t w = b; w < e; ++w) {
-        const int64_t h = w / n_blocks, q0 = (w % n_blocks) * kBlock, nq = std::min(kBlock, T - q0);
-        quant::f16::GemmT(d, k16.data() + h * d * Tp, Tp, Tp, q + q0 * n + h * d, n, nq, s.data(), Tp);
-        for (int64_t i = 0; i < nq; ++i) softmax(s.data() + i * Tp);
-        quant::f16::Gemm(Tp, vt16.data() + h * d * Tp, Tp, d, s.data(), Tp, nq, out + q0 * n + h * d, n);
+    std::vector<std::vector<float>> scratch(size_t(pool_->size()));
+    pool_->ParallelForEach(H * n_blocks, [&](int64_t w, int32_t ith) {
+      std::vector<float>& s = scratch[size_t(ith)];
+      if (s.empty()) s.resize(size_t(kBlock * Tp));
+      const int64_t h = w / n_blocks, q0 = (w % n_blocks) * kBlock, nq = std::min(kBlock, T - q0);
+      float inv[kBlock];
+      quant::f16::GemmT(d, k16.data() + h * d * Tp, Tp, Tp, q + q0 * n + h * d, n, nq, s.data(), Tp);
+      for (int64_t i = 0; i < nq; ++i) {
+        float* si = s.data() + i * Tp;
+        inv[i] = float(1.0 / SoftmaxNumerators(si, T, scale));
+        std::fill(si + T, si + Tp, 0.0f);
       }
+      float* o = out + q0 * n + h * d;
+      quant::f16::Gemm(Tp, vt16.data() + h * d * Tp, Tp, d, s.data(), Tp, nq, o, n);
+      for (int64_t i = 0; i < nq; ++i)
+        for (int64_t j = 0; j < d; ++j) o[i * n + j] *= inv[i];
     });
     return;
   }
 #endif
+  pool_->ParallelFor(H, [&](int64_t b, int64_t e) {
+    for (int64_t h = b; h < e; ++h)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t j = 0; j < d; ++j) {
+          k16[size_t((h * T + t) * d + j)] = quant::Fp32ToFp16(k[t * n + h * d + j]);
+          vt16[size_t((h * d + j) * Tp + t)] = quant::Fp32ToFp16(v[t * n + h * d + j]);
+        }
+  });
   pool_->ParallelFor(T * H, [&](int64_t b, int64_t e) {
     std::vector<float> s(static_cast<size_t>(Tp));
     for (int64_t w = b; w < e; ++w) {
@@ -170,7 +177,8 @@ void VisionEncoder::Attention(const float* q, const float* k, const float* v, in
         for (int64_t j = 0; j < d; ++j) acc += qi[j] * quant::Fp16ToFp32(kr[j]);
         s[size_t(t)] = acc;
       }
-      softmax(s.data());
+      const float inv = float(1.0 / SoftmaxNumerators(s.data(), T, scale));
+      for (int64_t t = 0; t < T; ++t) s[size_t(t)] *= inv;
       for (int64_t j = 0; j < d; ++j) {
         const uint16_t* vr = vt16.data() + size_t((h * d + j) * Tp);
         float acc = 0.0f;

@@ -1,6 +1,6 @@
 // softmax.h's AVX2 + FMA row (compiled with -mavx2 -mfma for x86 only). exp by range reduction
 // to [-ln2/2, ln2/2] and a degree-6 polynomial: relative error ~2e-7, as close to expf as the
-// F32 sums that follow can tell.
+// F32 sums that follow can tell (softmax_avx512.cpp computes the same values 16 at a time).
 #include <immintrin.h>
 
 #include <cmath>
@@ -25,15 +25,11 @@ inline __m256 ExpNonPositive(__m256 x) {
 
 }  // namespace
 
-void SoftmaxRow(float* s, int64_t n, float scale) {
+double SoftmaxNumerators(float* s, int64_t n, float scale) {
   const __m256 vs = _mm256_set1_ps(scale);
   __m256 vmax = _mm256_set1_ps(-INFINITY);
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 x = _mm256_mul_ps(_mm256_loadu_ps(s + i), vs);
-    _mm256_storeu_ps(s + i, x);
-    vmax = _mm256_max_ps(vmax, x);
-  }
+  for (; i + 8 <= n; i += 8) vmax = _mm256_max_ps(vmax, _mm256_mul_ps(_mm256_loadu_ps(s + i), vs));
   float lanes[8];
   _mm256_storeu_ps(lanes, vmax);
   float mx = lanes[0];
@@ -42,7 +38,7 @@ void SoftmaxRow(float* s, int64_t n, float scale) {
   const __m256 vm = _mm256_set1_ps(mx);
   __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
   for (i = 0; i + 8 <= n; i += 8) {
-    const __m256 e = ExpNonPositive(_mm256_sub_ps(_mm256_loadu_ps(s + i), vm));
+    const __m256 e = ExpNonPositive(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(s + i), vs), vm));
     _mm256_storeu_ps(s + i, e);
     acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
     acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
@@ -51,9 +47,15 @@ void SoftmaxRow(float* s, int64_t n, float scale) {
   _mm256_storeu_pd(d, _mm256_add_pd(acc0, acc1));
   double sum = d[0] + d[1] + d[2] + d[3];
   for (; i < n; ++i) sum += double(s[i] = std::exp(s[i] - mx));
-  const __m256 inv = _mm256_set1_ps(float(1.0 / sum));
-  for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(s + i, _mm256_mul_ps(_mm256_loadu_ps(s + i), inv));
-  for (; i < n; ++i) s[i] *= float(1.0 / sum);
+  return sum;
+}
+
+void SoftmaxRow(float* s, int64_t n, float scale) {
+  const float inv = float(1.0 / SoftmaxNumerators(s, n, scale));
+  const __m256 vi = _mm256_set1_ps(inv);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(s + i, _mm256_mul_ps(_mm256_loadu_ps(s + i), vi));
+  for (; i < n; ++i) s[i] *= inv;
 }
 
 }  // namespace zf::vision::avx2

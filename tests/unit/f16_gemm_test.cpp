@@ -1,7 +1,8 @@
 // quant::f16's encoder GEMMs against a double-precision reference: Gemm for every k it takes
 // (k % 8 == 0; the AVX-512 kernel's 8-element tail, 72-wide attention heads, included) and GemmT
 // (weights transposed) for every column count, at token, row and column counts that reach every
-// tile shape and remainder, with inputs read at strides wider than used (poisoned past the end).
+// tile shape and remainder, with inputs read at strides wider than used (poisoned past the end);
+// TransposeToF16 (attention's K and V) against the portable conversion.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -25,7 +26,7 @@ void CheckGemm(GemmFn gemm) {
   for (int64_t k : {8, 16, 24, 72, 136}) {
     const int64_t ld = k + 8;  // rows at a stride past k: the tail must not read into it
     for (int64_t rows : {1, 3, 4, 7}) {
-      for (int64_t n_tok : {1, 4, 6, 13}) {
+      for (int64_t n_tok : {1, 2, 3, 4, 5, 6, 13, 16}) {
         std::vector<uint16_t> w(size_t(rows * ld));
         for (auto& x : w) x = Fp32ToFp16(nd(rng));
         std::vector<float> a(size_t(n_tok * ld));
@@ -58,7 +59,7 @@ void CheckGemmT(GemmFn gemm, int64_t step) {
   for (int64_t k : {1, 8, 72}) {
     for (int64_t cols = step; cols <= 8 * step; cols += step) {
       const int64_t ldw = cols + 16, lda = k + 4, ldy = cols + 8;
-      for (int64_t n_tok : {1, 5, 6, 13}) {
+      for (int64_t n_tok : {1, 2, 3, 4, 5, 6, 13, 32}) {
         std::vector<uint16_t> w(size_t(k * ldw));
         for (auto& x : w) x = Fp32ToFp16(nd(rng));
         for (int64_t i = 0; i < k; ++i) w[size_t(i * ldw + cols)] = 0x7E00;  // NaN past the columns
@@ -112,6 +113,28 @@ TEST(F16Gemm, Avx2TransposedGemmMatchesReference) {
 TEST(F16Gemm, Avx512TransposedGemmMatchesReference) {
   if (!CpuHasAvx512Vnni()) GTEST_SKIP() << "no AVX-512";
   CheckGemmT(&f16::avx512::GemmF16T, 16);
+}
+
+TEST(F16Gemm, TransposeToF16RoundsEveryElementToItsPlace) {
+  // Whole 8 x 8 register blocks and the row and column remainders, read at a wider stride and
+  // written at one wider than the rows; what lies past them stays untouched.
+  if (!f16::Available()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 100.0f);
+  for (int64_t rows : {1, 7, 8, 13, 64}) {
+    for (int64_t cols : {1, 8, 9, 72}) {
+      const int64_t ldx = cols + 5, ldd = rows + 3;
+      std::vector<float> x(size_t(rows * ldx));
+      for (float& v : x) v = nd(rng);
+      std::vector<uint16_t> d(size_t(cols * ldd), 0xABCD);
+      f16::avx2::TransposeToF16(x.data(), ldx, rows, cols, d.data(), ldd);
+      for (int64_t c = 0; c < cols; ++c) {
+        for (int64_t r = 0; r < rows; ++r)
+          ASSERT_EQ(d[size_t(c * ldd + r)], Fp32ToFp16(x[size_t(r * ldx + c)])) << "rows " << rows << " cols " << cols;
+        for (int64_t r = rows; r < ldd; ++r) ASSERT_EQ(d[size_t(c * ldd + r)], 0xABCD) << "wrote past the rows";
+      }
+    }
+  }
 }
 #endif
 

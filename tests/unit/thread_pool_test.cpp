@@ -51,6 +51,22 @@ TEST(ThreadPool, SharedPoolIsOnePerThreadCountWhileHeld) {
 // behind those already waiting: A's op holds the pool while B, then C call; A calls again as soon
 // as its op returns. A plain mutex let A take the pool again before the woken B ran, so one
 // model's decode step could hold the cores for many ops while another model's step waited.
+TEST(ThreadPool, ParallelForEachRunsEveryIndexOnce) {
+  // Every index exactly once, each on a thread index below size() (callers keep per-thread
+  // scratch by it), for fewer, as many and more tasks than threads.
+  engine::ThreadPool pool(3);
+  for (int64_t n : {0, 1, 3, 1000}) {
+    std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
+    std::atomic<bool> bad_thread{false};
+    pool.ParallelForEach(n, [&](int64_t i, int32_t ith) {
+      seen[static_cast<size_t>(i)].fetch_add(1);
+      if (ith < 0 || ith >= pool.size()) bad_thread = true;
+    });
+    for (int64_t i = 0; i < n; ++i) EXPECT_EQ(seen[static_cast<size_t>(i)].load(), 1) << "index " << i << " of " << n;
+    EXPECT_FALSE(bad_thread.load());
+  }
+}
+
 TEST(ThreadPool, CallersAreServedInOrder) {
   std::shared_ptr<engine::ThreadPool> pool = engine::SharedThreadPool(2);
   std::mutex mu;

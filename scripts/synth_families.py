@@ -59,6 +59,11 @@ FAMILIES = {
     # Mixtral style experts in the llama architecture.
     "mixtral": dict(arch="llama", vocab="llama-spm", E=256, L=2, H=4, Hkv=1, hd=64, F=256, base=1e6,
                     tied=True, eps=1e-5, ctx=32768, experts=(4, 2)),
+    # Mistral Small 3.1 / 3.2's language model (mistral3, llama blocks): Q narrower than E (32 x
+    # 128 in 5120 there, 4 x 48 in 256 here: attn_output's rows of 192 take the Q5_0 fallback in
+    # q4), GQA 4, rope base 1e9, untied; a BPE vocabulary as Tekken's.
+    "mistral3": dict(arch="mistral3", vocab="llama-bpe", E=256, L=2, H=4, Hkv=1, hd=48, F=768, base=1e9,
+                     tied=False, eps=1e-5, ctx=131072, key_length=True),
     "qwen2": dict(arch="qwen2", vocab="qwen2", E=256, L=2, H=4, Hkv=2, hd=64, F=768, base=1e6, tied=True,
                   eps=1e-6, ctx=32768, qkv_bias=True),
     "qwen3": dict(arch="qwen3", vocab="qwen2", E=256, L=2, H=14, Hkv=2, hd=80, F=768, base=1e6, tied=True,
@@ -677,7 +682,7 @@ def metadata(h, quant, name):
           kv_f32(f"{a}.attention.layer_norm_rms_epsilon", h["eps"])]
     if h.get("key_length"):
         kv += [kv_u32(f"{a}.attention.key_length", hd), kv_u32(f"{a}.attention.value_length", hd)]
-    if a == "llama":
+    if a in ("llama", "mistral3"):
         kv.append(kv_u32(f"{a}.rope.dimension_count", hd))
     if "experts" in h:
         kv += [kv_u32(f"{a}.expert_count", h["experts"][0]), kv_u32(f"{a}.expert_used_count", h["experts"][1])]

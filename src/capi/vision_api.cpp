@@ -277,7 +277,7 @@ ZF_API zf_status zf_mmproj_load(zf_model* model, const char* path, uint32_t flag
           std::to_string(c.n_embd);
   }
   const char* family = hp.spec->family;
-  if (c.arch != family) {
+  if (!zf::vision::ForFamily(*hp.spec, c.arch)) {
     if (!why.empty()) why += "; ";
     why += "its type '" + hp.projector + "' is for '" + family + "' models, the model is '" + c.arch + "'";
   }

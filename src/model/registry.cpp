@@ -7,6 +7,7 @@ namespace {
 constexpr ArchEntry kArchs[] = {
     {"llama", BuildLlama},
     {"mistral", BuildLlama},
+    {"mistral3", BuildMistral3},
     {"gemma2", BuildGemma2},
     {"gemma3", BuildGemma3},
     {"gemma-embedding", BuildGemmaEmbedding},

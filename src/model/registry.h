@@ -32,6 +32,7 @@ Status BuildDescription(const gguf::GgufFile& file, ModelDesc* d);
 
 // One per family file (model/arch_*.cpp).
 Status BuildLlama(const Hparams& h, ModelDesc* d);
+Status BuildMistral3(const Hparams& h, ModelDesc* d);
 Status BuildGemma2(const Hparams& h, ModelDesc* d);
 Status BuildGemma3(const Hparams& h, ModelDesc* d);
 Status BuildGemmaEmbedding(const Hparams& h, ModelDesc* d);

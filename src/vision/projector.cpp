@@ -15,9 +15,9 @@ const ProjectorSpec kSpecs[] = {
     {"idefics3", "llama", Merge::kPixelShuffle, false, "mm.model.fc", false, Tiling::kLongestEdge, Resample::kLanczos,
      false, "", "", "<fake_token_around_image><row_%d_col_%d>", "\n",
      {"\n\n", "<fake_token_around_image>", "<global-img>"}, "<fake_token_around_image>"},
-    // Pixtral 12B (its LM is written as llama): [IMG_BREAK] rows are in the encoder's output
-    // (v.token_embd.img_break), only [IMG_END] is text; causal.
-    {"pixtral", "llama", Merge::kPatchMerger, false, "mm.2", false, Tiling::kDynamic, Resample::kBicubic, false, "",
+    // Pixtral 12B (its LM is written as llama) and Mistral Small 3.1 / 3.2 (mistral3): [IMG_BREAK]
+    // rows are in the encoder's output (v.token_embd.img_break), only [IMG_END] is text; causal.
+    {"pixtral", "llama, mistral3", Merge::kPatchMerger, false, "mm.2", false, Tiling::kDynamic, Resample::kBicubic, false, "",
      "[IMG_END]", "", "", {}, "", Vit::kPixtral},
     // Gemma 4: one image of its own size (bicubic), a 2D-rotary ViT, average pooling, then the
     // projection; both ways in the LM except on E2B / E4B (mtmd_decode_use_non_causal).
@@ -39,6 +39,16 @@ const ProjectorSpec* FindProjector(const std::string& type) {
   for (const ProjectorSpec& s : kSpecs)
     if (type == s.type) return &s;
   return nullptr;
+}
+
+bool ForFamily(const ProjectorSpec& spec, const std::string& arch) {
+  const std::string families = spec.family;
+  for (size_t at = 0; at <= families.size();) {
+    const size_t end = std::min(families.find(", ", at), families.size());
+    if (families.compare(at, end - at, arch) == 0) return true;
+    at = end + 2;
+  }
+  return false;
 }
 
 bool RowsBidirectional(const ProjectorSpec& spec, int32_t lm_width) {

@@ -41,7 +41,7 @@ enum class Vit : int32_t { kSiglip, kPixtral, kGemma4v, kQwen25vl, kLfm2 };  // 
 
 struct ProjectorSpec {
   const char* type;    // clip.projector_type
-  const char* family;  // the language model's general.architecture it belongs to
+  const char* family;  // the language models' general.architecture it belongs to ("a, b": either)
   Merge merge;
   bool soft_norm;          // RMS norm times mm.soft_emb_norm.weight before the projection
   const char* proj;        // the projection's tensor (without ".weight")
@@ -66,6 +66,8 @@ struct ProjectorSpec {
 
 // The spec of a clip.projector_type, or nullptr when it is not supported.
 const ProjectorSpec* FindProjector(const std::string& type);
+// Whether a language model of general.architecture `arch` is one of the spec's families.
+bool ForFamily(const ProjectorSpec& spec, const std::string& arch);
 // Whether the rows attend both ways in a language model of width lm_width (the spec's rule and
 // its causal widths: mtmd_decode_use_non_causal).
 bool RowsBidirectional(const ProjectorSpec& spec, int32_t lm_width);

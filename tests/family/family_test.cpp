@@ -48,8 +48,8 @@ namespace {
 
 using nlohmann::json;
 
-const char* const kModels[] = {"llama", "llama31", "mixtral", "qwen2", "qwen3", "qwen3moe", "qwen2vl", "qwen3vl",
-                               "phi3",  "gemma2",  "smollm3", "granite", "olmo2", "gpt-oss", "gemma4",
+const char* const kModels[] = {"llama", "llama31", "mixtral", "mistral3", "qwen2", "qwen3", "qwen3moe", "qwen2vl",
+                               "qwen3vl", "phi3",  "gemma2",  "smollm3", "granite", "olmo2", "gpt-oss", "gemma4",
                                "gemma4moe", "lfm2", "lfm2moe", "granitehybrid", "granitehybridmoe",
                                "qwen35", "qwen35moe"};
 // Each model's 4-bit variant is "q4" (a Q4_K_M-style mix) except gpt-oss's, MXFP4 experts.

@@ -471,6 +471,11 @@ std::vector<Spec> Families() {
   s.name = "mixtral"; s.arch = "llama"; s.tied = true; s.experts = 4; s.used = 2; s.F = 48;
   v.push_back(s);
   s = Spec{};
+  // Mistral Small 3.1 / 3.2's language model: llama blocks under its own name, Q narrower than
+  // the model (32 heads of 128 in 5120 there).
+  s.name = "mistral3"; s.arch = "mistral3"; s.H = 4; s.Hkv = 1; s.hd = 12; s.key_length = true;
+  v.push_back(s);
+  s = Spec{};
   s.name = "qwen2"; s.arch = "qwen2"; s.tied = true; s.qkv_bias = true; s.out_bias = true;
   v.push_back(s);
   s = Spec{};
@@ -896,6 +901,22 @@ TEST(Qwen35Reference, InconsistentDeltaNetSizesAreRefused) {
   const Status st = Model::Load(WriteTemp(bytes, "qwen35_bad"), o, &m);
   EXPECT_EQ(st.code(), Code::kFormat) << st.message();
   EXPECT_NE(st.message().find("ssm.time_step_rank=3"), std::string::npos) << st.message();
+}
+
+// Ministral 3's keys under mistral3 (the llama-4 attention temperature, YaRN's log multiplier)
+// change the forward pass: refused by name, not run without them.
+TEST(FamilyReference, Mistral3TemperatureScalingIsRefused) {
+  for (const char* key : {"attention.temperature_scale", "rope.scaling.yarn_log_multiplier"}) {
+    Spec s = Named("mistral3");
+    ASSERT_EQ(s.arch, "mistral3");
+    s.kv = {{key, val::F32(0.1f)}};
+    std::unique_ptr<Model> m;
+    LoadOptions o;
+    o.device = Device::kCpu;
+    const Status st = Model::Load(WriteTemp(Build(s), "mistral3_temp"), o, &m);
+    EXPECT_EQ(st.code(), Code::kUnsupported) << key << ": " << st.message();
+    EXPECT_NE(st.message().find(std::string("mistral3.") + key), std::string::npos) << st.message();
+  }
 }
 
 TEST(FamilyReference, CoversEveryRegisteredArchitecture) {

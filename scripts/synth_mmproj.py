@@ -32,9 +32,13 @@ The pinned gguf/numpy of scripts/requirements-synth.txt (tests/vision/make_model
 """
 import argparse
 import os
+import sys
 
 import numpy as np
 import gguf
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import synth_audio_mmproj  # noqa: E402  (Gemma 4's audio tower for the two-tower file)
 
 Q = gguf.GGMLQuantizationType
 HP = dict(n_embd=64, n_ff=128, n_layer=2, n_head=4, image_size=896, patch_size=14, proj_dim=640, eps=1e-6,
@@ -178,13 +182,12 @@ def values(kind, ne, rng):
 def write(path, hp, variant, seed, audio_tower=False):
     rng = np.random.default_rng(seed)  # the same values in every variant
     w = gguf.GGUFWriter(path, "clip")
-    if audio_tower:  # as Gemma 4's files: an audio tower beside the vision one (a stand-in here)
-        w.add_bool("clip.has_audio_encoder", True)
+    if audio_tower:  # as Gemma 4's files: synth_audio_mmproj.py's gemma4a tower beside the vision one
         w.add_string("clip.audio.projector_type", "gemma4a")
-        w.add_tensor("a.blk.0.ln1.weight", np.ones(hp["n_embd"], dtype=np.float32))
-        w.add_tensor("mm.a.input_projection.weight", np.zeros((hp["proj_dim"], hp["n_embd"]), dtype=np.float32))
+        synth_audio_mmproj.gemma4a_tower(w, synth_audio_mmproj.HP_GEMMA4A, variant, seed)
     w.add_string("general.name", f"zerfoo synthetic {hp['projector']} mmproj ({variant})")
-    w.add_string("clip.projector_type", hp["projector"])
+    # Two towers: each its own type key (libmtmd takes clip.projector_type for both when present).
+    w.add_string("clip.vision.projector_type" if audio_tower else "clip.projector_type", hp["projector"])
     w.add_bool("clip.has_vision_encoder", True)
     w.add_bool("clip.use_silu" if hp["projector"] in ("pixtral", "qwen2.5vl_merger") else "clip.use_gelu", True)
     w.add_uint32("clip.vision.image_size", hp["image_size"])

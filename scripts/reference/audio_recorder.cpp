@@ -5,11 +5,13 @@
 //       SECONDS and writes them as 16-bit PCM WAV (the test clip; both sides read these samples)
 //   audio_recorder MMPROJ TEXT_MODEL SHA256 CLIP.wav > golden.json
 //       per clip: its samples, the log-mel libmtmd fed the encoder (caught by the eval callback
-//       at the first convolution's im2col: each bin's sum over the chunk's frames and every
-//       bin of frames 0, 37, 300 and 2999), the output's tokens x width, every token's L2 norm
-//       and the full rows of every 25th token (every 125th past 1000 tokens)
-//   audio_recorder MMPROJ TEXT_MODEL SHA256 CLIP.wav --lm > golden-lm.json
-//       the clip in a ChatML prompt: mtmd_tokenize, mtmd_helper_eval_chunks, 8 greedy steps.
+//       at the first convolution's im2col, or at gemma4a's transpose of it: each bin's sum over
+//       the chunk's frames and every bin of frames 0, 37, 300 and the last one, those the chunk
+//       has), the output's tokens x width, every token's L2 norm and the full rows of every 25th
+//       token (every 125th past 1000 tokens)
+//   audio_recorder MMPROJ TEXT_MODEL SHA256 CLIP.wav --lm | --lm-gemma4 > golden-lm.json
+//       the clip in a ChatML (Gemma 4) prompt: mtmd_tokenize, mtmd_helper_eval_chunks, 8 greedy
+//       steps.
 // The WAV is read here as zf_wav_decode reads it (int16 / 32768), so no decoder stands between.
 #include <algorithm>
 #include <chrono>
@@ -29,18 +31,27 @@
 
 namespace {
 
-std::vector<std::vector<float>> g_mels;  // one [n_mel][3000] per encoded chunk
+std::vector<std::vector<float>> g_mels;  // one [n_mel][frames] per encoded chunk
+std::vector<int64_t> g_nxs;              // each one's frames
 int64_t g_nx = 0, g_ny = 0;
 
+// The graph's input: the im2col's (Whisper encoders) or the view gemma4a transposes.
+const ggml_tensor* MelInput(const ggml_tensor* t) {
+  if (t->op == GGML_OP_IM2COL) return t->src[1];
+  if (t->op == GGML_OP_CONT && t->src[0] != nullptr && t->src[0]->op == GGML_OP_TRANSPOSE) return t->src[0]->view_src;
+  return nullptr;
+}
+
 bool CatchMel(ggml_tensor* t, bool ask, void*) {
-  if (ask) return t->op == GGML_OP_IM2COL;
-  const ggml_tensor* src = t->src[1];
+  if (ask) return MelInput(t) != nullptr;
+  const ggml_tensor* src = MelInput(t);
   if (src != nullptr && src->type == GGML_TYPE_F32 && std::string(src->name) == "inp_raw") {
     g_nx = src->ne[0];
     g_ny = src->ne[1];
     std::vector<float> m(size_t(ggml_nelements(src)));
     ggml_backend_tensor_get(src, m.data(), 0, ggml_nbytes(src));
     g_mels.push_back(std::move(m));
+    g_nxs.push_back(g_nx);
   }
   return true;
 }
@@ -106,8 +117,10 @@ void PrintIds(const char* key, const std::vector<int32_t>& ids) {
 }
 
 const char* kPrompt = "<|im_start|>user\nWhat do you hear?<__media__><|im_end|>\n<|im_start|>assistant\n";
+const char* kGemma4Prompt = "<|turn>user\nWhat do you hear?<__media__><turn|>\n<|turn>model\n";
 
-int RecordLm(llama_model* model, mtmd_context* ctx, const char* sha, const char* wav, const std::vector<float>& pcm) {
+int RecordLm(llama_model* model, mtmd_context* ctx, const char* sha, const char* wav, const std::vector<float>& pcm,
+             const char* prompt_text) {
   llama_context_params lp = llama_context_default_params();
   lp.n_ctx = 2048;
   lp.n_batch = 1024;
@@ -117,7 +130,7 @@ int RecordLm(llama_model* model, mtmd_context* ctx, const char* sha, const char*
   if (!lctx) return 1;
   mtmd_bitmap* bmp = mtmd_bitmap_init_from_audio(pcm.size(), pcm.data());
   mtmd_input_chunks* chunks = mtmd_input_chunks_init();
-  const std::string prompt = kPrompt;
+  const std::string prompt = prompt_text;
   mtmd_input_text text{prompt.c_str(), prompt.size(), true, true};
   const mtmd_bitmap* bitmaps[] = {bmp};
   if (mtmd_tokenize(ctx, chunks, &text, bitmaps, 1) != 0) {
@@ -213,17 +226,20 @@ int RecordEmbd(llama_model* model, mtmd_context* ctx, const char* sha, const cha
               sha, wav, pcm.size(), g_mels.size(), n_tok, n_embd, long(g_ny), long(g_nx));
   for (size_t c = 0; c < g_mels.size(); ++c) {
     const std::vector<float>& m = g_mels[c];
-    std::printf("%s\n    {\"bin_sums\": [", c ? "," : "");
+    const int64_t nx = g_nxs[c];  // this chunk's frames
+    std::printf("%s\n    {\"n_frames\": %ld, \"bin_sums\": [", c ? "," : "", long(nx));
     for (int64_t b = 0; b < g_ny; ++b) {
       double s = 0;
-      for (int64_t x = 0; x < g_nx; ++x) s += m[size_t(b * g_nx + x)];
+      for (int64_t x = 0; x < nx; ++x) s += m[size_t(b * nx + x)];
       std::printf("%s%.9g", b ? ", " : "", s);
     }
     std::printf("], \"frames\": {");
-    const int64_t frames[] = {0, 37, 300, 2999};
-    for (size_t k = 0; k < 4; ++k) {
+    std::vector<int64_t> frames;
+    for (int64_t f : {int64_t(0), int64_t(37), int64_t(300), nx - 1})
+      if (f < nx && (frames.empty() || frames.back() < f)) frames.push_back(f);
+    for (size_t k = 0; k < frames.size(); ++k) {
       std::printf("%s\"%ld\": [", k ? ", " : "", long(frames[k]));
-      for (int64_t b = 0; b < g_ny; ++b) std::printf("%s%.9g", b ? ", " : "", m[size_t(b * g_nx + frames[k])]);
+      for (int64_t b = 0; b < g_ny; ++b) std::printf("%s%.9g", b ? ", " : "", m[size_t(b * nx + frames[k])]);
       std::printf("]");
     }
     std::printf("}}");
@@ -251,9 +267,9 @@ int RecordEmbd(llama_model* model, mtmd_context* ctx, const char* sha, const cha
 
 int main(int argc, char** argv) {
   const bool decode = argc == 7 && std::string(argv[1]) == "--decode";
-  const bool lm = argc == 6 && std::string(argv[5]) == "--lm";
+  const bool lm = argc == 6 && (std::string(argv[5]) == "--lm" || std::string(argv[5]) == "--lm-gemma4");
   if (!decode && argc != 5 && !lm) {
-    std::fprintf(stderr, "usage: %s MMPROJ TEXT_MODEL SHA256 CLIP.wav [--lm]\n"
+    std::fprintf(stderr, "usage: %s MMPROJ TEXT_MODEL SHA256 CLIP.wav [--lm | --lm-gemma4]\n"
                          "       %s --decode MMPROJ TEXT_MODEL IN.mp3 SECONDS OUT.wav\n", argv[0], argv[0]);
     return 2;
   }
@@ -302,7 +318,8 @@ int main(int argc, char** argv) {
     }
     const char* base = std::strrchr(argv[4], '/');
     base = base ? base + 1 : argv[4];
-    rc = lm ? RecordLm(model, ctx, argv[3], base, pcm) : RecordEmbd(model, ctx, argv[3], base, pcm);
+    const char* prompt = lm && std::string(argv[5]) == "--lm-gemma4" ? kGemma4Prompt : kPrompt;
+    rc = lm ? RecordLm(model, ctx, argv[3], base, pcm, prompt) : RecordEmbd(model, ctx, argv[3], base, pcm);
   }
   mtmd_free(ctx);
   llama_model_free(model);

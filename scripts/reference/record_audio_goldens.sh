@@ -7,7 +7,10 @@
 # embeddings of the clip) and <type>-<ftype>-lm.json (SmolLM2-135M's logits and greedy tokens
 # after a ChatML prompt with the clip), with SmolLM2-135M (scripts/fetch_models.sh smollm2) as
 # the text model. ~/.cache/zerfoo/speech-data/two-minutes.wav (if present) gives
-# qwen2a-f16-long.json (five 30 s chunks).
+# qwen2a-f16-long.json (five 30 s chunks). Gemma 4's audio tower: gemma4a-{f32,f16,q8_0}.json
+# (the clip), gemma4a-f16-synth.json (a 31 s synthetic clip: two 30 s pieces) and
+# gemma4a-{f16,q8_0}-lm.json (a Gemma 4 prompt with the clip), with the synthesized Gemma 4
+# (tests/vision/make_models.sh's gemma4-f32.gguf in MODELS_DIR/..) as the text model.
 #   scripts/reference/record_audio_goldens.sh [MODELS_DIR]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,3 +45,31 @@ for k in ultravox qwen2a voxtral; do
     "$bin" "$f" "$lm" "$(cat "$f.sha256")" "$long" > "$out/$k-f16-long.json.tmp" && mv "$out/$k-f16-long.json.tmp" "$out/$k-f16-long.json"
   fi
 done
+# Gemma 4's audio tower with the synthesized Gemma 4 (the vision fixture writes it).
+vm="$(dirname "$models")"
+[ -f "$vm/gemma4-f32.gguf" ] || "$root/tests/vision/make_models.sh" "$vm"
+synth="$build/gemma4a-synth.wav"
+# The test's SyntheticClip (audio_projector_test.cpp): integers only, the same samples there.
+python3 - "$synth" <<'PY'
+import struct, sys
+n, phase, x, s = 16000 * 31 + 321, 0, 12345, []
+for i in range(n):
+    phase = (phase + 300 + i // 1000) % 65536
+    tri = abs(phase - 32768) - 16384
+    x = (1103515245 * x + 12345) % 2147483648
+    s.append(tri + (x >> 16) % 4096 - 2048)
+data = struct.pack("<%dh" % n, *s)
+hdr = b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " + struct.pack("<IHHIIHH", 16, 1, 1, 16000, 32000, 2, 16)
+open(sys.argv[1], "wb").write(hdr + b"data" + struct.pack("<I", len(data)) + data)
+PY
+for t in f32 f16 q8_0; do
+  f="$models/mmproj-gemma4a-$t.gguf"
+  sha=$(cat "$f.sha256")
+  "$bin" "$f" "$vm/gemma4-f32.gguf" "$sha" "$clip" > "$out/gemma4a-$t.json.tmp" && mv "$out/gemma4a-$t.json.tmp" "$out/gemma4a-$t.json"
+  if [ "$t" != f32 ]; then
+    "$bin" "$f" "$vm/gemma4-f32.gguf" "$sha" "$clip" --lm-gemma4 > "$out/gemma4a-$t-lm.json.tmp" && mv "$out/gemma4a-$t-lm.json.tmp" "$out/gemma4a-$t-lm.json"
+  fi
+  echo "$out/gemma4a-$t.json"
+done
+f="$models/mmproj-gemma4a-f16.gguf"
+"$bin" "$f" "$vm/gemma4-f32.gguf" "$(cat "$f.sha256")" "$synth" > "$out/gemma4a-f16-synth.json.tmp" && mv "$out/gemma4a-f16-synth.json.tmp" "$out/gemma4a-f16-synth.json"

@@ -71,20 +71,27 @@ bool IsAudioMmproj(const char* path) {
   return gguf::GgufFile::Open(path, gguf::OpenOptions{}, &f).ok() && AudioProjector::IsAudio(*f);
 }
 
-zf_status LoadAudioMmproj(zf_model* model, const char* path, zf_mmproj** out) {
+Status LoadAudioTower(zf_model* model, const char* path, std::unique_ptr<mmproj_audio::AudioProjector>* out) {
   std::unique_ptr<gguf::GgufFile> f;
   Status s = gguf::GgufFile::Open(path, gguf::OpenOptions{}, &f);
   std::unique_ptr<AudioProjector> a;
   if (s.ok()) s = AudioProjector::FromGguf(std::move(f), &a);
-  if (!s.ok()) return Fail(static_cast<int32_t>(s.code()), std::string(path) + ": " + s.message());
+  if (!s.ok()) return Status(s.code(), std::string(path) + ": " + s.message());
   // libmtmd checks the width only: the audio types go with several families (ultravox with
   // Llama, qwen2a with Qwen2, voxtral with Mistral's).
   const model::ModelDesc& c = model->impl->desc();
   if (!a->CheckLanguageModel(c.n_embd).ok()) {
-    return Fail(ZF_ERR_INVALID_ARGUMENT, std::string(path) + ": the projector does not belong to this model: its output width " +
-                                             std::to_string(a->hparams().proj_width) +
-                                             " is not the model's embedding width " + std::to_string(c.n_embd));
+    return InvalidArgument(std::string(path) + ": the projector does not belong to this model: its output width " +
+                           std::to_string(a->hparams().proj_width) + " is not the model's embedding width " +
+                           std::to_string(c.n_embd));
   }
+  *out = std::move(a);
+  return Status::Ok();
+}
+
+zf_status LoadAudioMmproj(zf_model* model, const char* path, zf_mmproj** out) {
+  std::unique_ptr<AudioProjector> a;
+  if (Status s = LoadAudioTower(model, path, &a); !s.ok()) return Fail(s);
   auto h = std::make_unique<zf_mmproj>();
   h->model = model;
   h->audio = std::move(a);
@@ -102,6 +109,7 @@ void AudioSummary(const zf_mmproj* p, zf_mmproj_summary* s) {
   s->projector_type = hp.projector.c_str();
   s->modalities = ZF_MODALITY_AUDIO;
   s->sample_rate = mmproj_audio::kSampleRate;
+
 }
 
 Status CheckAudioSamples(const float* pcm, size_t n, const std::string& field) {
@@ -124,12 +132,12 @@ Status CheckAudioSamples(const float* pcm, size_t n, const std::string& field) {
 }
 
 size_t AudioRows(const zf_mmproj* p, size_t n_samples) {
-  return size_t(AudioProjector::Chunks(int64_t(n_samples))) * size_t(p->audio->hparams().tokens_per_chunk());
+  return size_t(p->audio->Rows(int64_t(n_samples)));
 }
 
 Status NotAudio(const zf_mmproj* p, const std::string& field) {
   return InvalidArgument(field + ": the projector '" + p->impl->hparams().projector +
-                         "' encodes images, not audio (an audio part needs an audio projector: ultravox, qwen2a, voxtral)");
+                         "' encodes images, not audio (an audio part needs an audio projector: ultravox, qwen2a, voxtral, gemma4a)");
 }
 
 Status EmbedAudioCached(const zf_mmproj* p, const float* pcm, size_t n, int32_t n_threads, const std::string& field,
@@ -168,6 +176,10 @@ ImagePlacement AudioPlacementOf(const zf_mmproj* p, size_t n_rows) {
       break;
     case mmproj_audio::Kind::kVoxtral:
       begin = "[BEGIN_AUDIO]";
+      break;
+    case mmproj_audio::Kind::kGemma4a:
+      begin = "<|audio>";
+      end = "<audio|>";
       break;
     case mmproj_audio::Kind::kUltravox:
       break;

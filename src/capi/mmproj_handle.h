@@ -70,6 +70,9 @@ Status PlaceImage(rt::Session& s, const ImagePlacement& pl, const std::vector<fl
 // (clip.has_audio_encoder); zf_mmproj_load for one.
 bool IsAudioMmproj(const char* path);
 zf_status LoadAudioMmproj(zf_model* model, const char* path, zf_mmproj** out);
+// The audio tower of `path` checked against the model (Gemma 4's files hold it beside the
+// vision one); errors name the file.
+Status LoadAudioTower(zf_model* model, const char* path, std::unique_ptr<zf::mmproj_audio::AudioProjector>* out);
 // zf_mmproj_info's fields for an audio projector.
 void AudioSummary(const zf_mmproj* p, zf_mmproj_summary* s);
 // Sample count and values checked (ZF_AUDIO_MIN/MAX_SAMPLES, finite); `field` names them.

@@ -287,6 +287,10 @@ ZF_API zf_status zf_mmproj_load(zf_model* model, const char* path, uint32_t flag
   auto h = std::make_unique<zf_mmproj>();
   h->model = model;
   h->impl = std::move(m);
+  // Gemma 4's files: the audio tower beside the vision one, both in the one handle.
+  if (zf::capi::IsAudioMmproj(path)) {
+    if (zf::Status st = zf::capi::LoadAudioTower(model, path, &h->audio); !st.ok()) return Fail(st);
+  }
   model->refs.fetch_add(1, std::memory_order_relaxed);
   *out = h.release();
   return Succeed();
@@ -307,7 +311,7 @@ ZF_API zf_status zf_mmproj_info(const zf_mmproj* mmproj, zf_mmproj_summary* info
   zf_mmproj_summary s;
   std::memset(&s, 0, sizeof s);
   s.struct_size = static_cast<uint32_t>(std::min<size_t>(info->struct_size, sizeof s));
-  if (mmproj->audio) {
+  if (mmproj->audio && !mmproj->impl) {
     zf::capi::AudioSummary(mmproj, &s);
     std::memcpy(static_cast<void*>(info), &s, s.struct_size);
     return Succeed();
@@ -322,6 +326,10 @@ ZF_API zf_status zf_mmproj_info(const zf_mmproj* mmproj, zf_mmproj_summary* info
   s.n_embd_vision = hp.n_embd;
   s.n_layer = hp.n_layer;
   s.projector_type = hp.projector.c_str();
+  if (mmproj->audio) {  // two towers (Gemma 4): the image fields above, audio beside them
+    s.modalities |= ZF_MODALITY_AUDIO;
+    s.sample_rate = zf::mmproj_audio::kSampleRate;
+  }
   std::memcpy(static_cast<void*>(info), &s, s.struct_size);
   return Succeed();
 }

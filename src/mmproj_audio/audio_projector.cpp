@@ -8,6 +8,7 @@
 #include "gguf/gguf.h"
 #include "quant/quant.h"
 #include "speech/mel.h"
+#include "mmproj_audio/tensor_reader.h"
 
 namespace zf::mmproj_audio {
 namespace {
@@ -17,101 +18,47 @@ constexpr int32_t kPositions = kFramesPerChunk / 2;
 constexpr int64_t kMinPadded = 201;        // libmtmd pads shorter clips with zeros to this
 constexpr double kMelFloor = 5.960464477539063e-08;  // libmtmd's mel floor (2^-24)
 
-std::string Shape(const int64_t* ne, size_t n) {
-  std::string s = "[";
-  for (size_t i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
-  return s + "]";
+// libmtmd's Gemma 4 front end: 512-point FFT, 320-sample window, hop 160, 160 zeros before
+// each 30 s piece (semicausal), as many frames as PyTorch's unfold(321, 160) gives.
+constexpr int32_t kGemma4Fft = 512, kGemma4Window = 320, kHop = 160;
+
+int64_t Gemma4Frames(int64_t chunk_len) {
+  return (chunk_len + kGemma4Window / 2 - (kGemma4Window + 1)) / kHop + 1;  // C++ truncation, as libmtmd
 }
-
-// Reads tensors by name and exact shape, remembering which were used (a file with a tensor of
-// no role is refused).
-struct Reader {
-  const gguf::GgufFile& f;
-  std::set<std::string> used;
-
-  Status Find(const std::string& name, std::vector<int64_t> ne, const gguf::TensorInfo** out) {
-    const gguf::TensorInfo* t = f.FindTensor(name);
-    if (t == nullptr) return FormatError("mmproj: tensor '" + name + "' is missing");
-    bool ok = true;
-    for (size_t i = 0; i < 4; ++i) ok = ok && t->ne[i] == (i < ne.size() ? ne[i] : 1);
-    if (!ok)
-      return FormatError("mmproj: tensor '" + name + "' has shape " + Shape(t->ne, t->n_dims) + ", " +
-                         Shape(ne.data(), ne.size()) + " expected");
-    used.insert(name);
-    *out = t;
-    return Status::Ok();
-  }
-
-  Status Floats(const std::string& name, std::vector<int64_t> ne, std::vector<float>* out) {
-    const gguf::TensorInfo* t = nullptr;
-    ZF_RETURN_IF_ERROR(Find(name, std::move(ne), &t));
-    if (t->type != GgmlType::F32 && t->type != GgmlType::F16)
-      return FormatError("mmproj: tensor '" + name + "' is " + TypeName(t->type) + ", F32 or F16 expected");
-    std::vector<uint8_t> tmp(t->data, t->data + t->nbytes);  // the mapping need not be aligned for floats
-    out->resize(size_t(t->n_elements()));
-    quant::DequantizeRow(t->type, tmp.data(), out->data(), t->n_elements());
-    return Status::Ok();
-  }
-
-  // `out` rows of `in` (ne: the file's shape when it is not [in, out]); bias_ne: the bias's
-  // shape ({} for none).
-  Status Matrix(const std::string& name, int64_t in, int64_t out, speech::Linear* l, std::vector<int64_t> bias_ne,
-                std::vector<int64_t> ne = {}) {
-    const gguf::TensorInfo* t = nullptr;
-    ZF_RETURN_IF_ERROR(Find(name + ".weight", ne.empty() ? std::vector<int64_t>{in, out} : ne, &t));
-    if (!quant::IsSupported(t->type) || in % GetTypeTraits(t->type)->block_size != 0)
-      return FormatError("mmproj: tensor '" + name + ".weight' has type " + TypeName(t->type) + ", which rows of " +
-                         std::to_string(in) + " cannot use");
-    l->type = t->type;
-    l->in = in;
-    l->out = out;
-    l->stride = RowSize(t->type, in);
-    l->w.assign(t->data, t->data + t->nbytes);
-    if (!bias_ne.empty()) ZF_RETURN_IF_ERROR(Floats(name + ".bias", std::move(bias_ne), &l->b));
-    return Status::Ok();
-  }
-
-  Status Norm(const std::string& name, int64_t n, speech::Norm* out) {
-    ZF_RETURN_IF_ERROR(Floats(name + ".weight", {n}, &out->w));
-    return Floats(name + ".bias", {n}, &out->b);
-  }
-
-  Status U32(const std::string& key, int32_t* out, int32_t min) {
-    uint32_t v = 0;
-    Status s = f.GetU32(key, &v);
-    if (!s.ok()) return FormatError("mmproj: " + key + ": " + (s.code() == Code::kNotFound ? "missing" : s.message()));
-    if (v < uint32_t(min) || v > (1u << 20)) return FormatError("mmproj: " + key + " = " + std::to_string(v) + " is out of range");
-    *out = int32_t(v);
-    return Status::Ok();
-  }
-};
 
 Status ReadHparams(Reader& r, AudioHparams* hp) {
   const gguf::GgufFile& f = r.f;
   std::string_view sv;
   if (!f.GetString("general.architecture", &sv).ok() || sv != "clip")
     return FormatError("mmproj: general.architecture is '" + std::string(sv) + "', 'clip' expected (not a projector file)");
-  if (!f.GetString("clip.audio.projector_type", &sv).ok() && !f.GetString("clip.projector_type", &sv).ok())
+  // libmtmd: the default key first (it names both towers' type when present), then the audio one.
+  if (!f.GetString("clip.projector_type", &sv).ok() && !f.GetString("clip.audio.projector_type", &sv).ok())
     return FormatError("mmproj: clip.projector_type is missing");
   hp->projector = std::string(sv);
   if (hp->projector == "ultravox") hp->kind = Kind::kUltravox;
   else if (hp->projector == "qwen2a") hp->kind = Kind::kQwen2a;
   else if (hp->projector == "voxtral") hp->kind = Kind::kVoxtral;
+  else if (hp->projector == "gemma4a") hp->kind = Kind::kGemma4a;
   else
     return Unsupported("mmproj: audio projector type '" + hp->projector +
-                       "' is not supported (ultravox, qwen2a and voxtral are)");
+                       "' is not supported (ultravox, qwen2a, voxtral and gemma4a are)");
   ZF_RETURN_IF_ERROR(r.U32("clip.audio.num_mel_bins", &hp->n_mel, 1));
   if (hp->n_mel > 256) return FormatError("mmproj: clip.audio.num_mel_bins " + std::to_string(hp->n_mel) + " is over 256");
   ZF_RETURN_IF_ERROR(r.U32("clip.audio.embedding_length", &hp->n_embd, 1));
   ZF_RETURN_IF_ERROR(r.U32("clip.audio.feed_forward_length", &hp->n_ff, 1));
   ZF_RETURN_IF_ERROR(r.U32("clip.audio.block_count", &hp->n_layer, 1));
   ZF_RETURN_IF_ERROR(r.U32("clip.audio.attention.head_count", &hp->n_head, 1));
+  if (hp->n_embd % hp->n_head != 0)
+    return FormatError("mmproj: clip.audio.embedding_length is no multiple of clip.audio.attention.head_count");
+  // clip.cpp hard-codes gemma4a's norm epsilon (1e-6) whatever the file says.
+  if (hp->kind == Kind::kGemma4a) {
+    hp->eps = 1e-6f;
+    return Status::Ok();
+  }
   if (hp->kind != Kind::kQwen2a) ZF_RETURN_IF_ERROR(r.U32("clip.audio.projector.stack_factor", &hp->stack, 1));
   Status s = f.GetF32("clip.audio.attention.layer_norm_epsilon", &hp->eps);
   if (!s.ok()) return FormatError("mmproj: clip.audio.attention.layer_norm_epsilon: " + s.message());
   if (!(hp->eps > 0.0f && hp->eps < 1.0f)) return FormatError("mmproj: clip.audio.attention.layer_norm_epsilon is out of range");
-  if (hp->n_embd % hp->n_head != 0)
-    return FormatError("mmproj: clip.audio.embedding_length is no multiple of clip.audio.attention.head_count");
   if (hp->n_ff != 4 * hp->n_embd)
     return Unsupported("mmproj: clip.audio.feed_forward_length " + std::to_string(hp->n_ff) +
                        " is not 4 x clip.audio.embedding_length (a Whisper encoder's)");
@@ -121,6 +68,7 @@ Status ReadHparams(Reader& r, AudioHparams* hp) {
 }  // namespace
 
 int32_t AudioHparams::tokens_per_chunk() const {
+  if (kind == Kind::kGemma4a) return int32_t(Gemma4AudioTower::Rows(Gemma4Frames(kChunkSamples)));
   const int32_t pos = kind == Kind::kUltravox ? kPositions : kPositions / 2;
   return (pos + stack - 1) / stack;  // clip.cpp's build_stack pads the last row with zeros
 }
@@ -140,6 +88,24 @@ Status AudioProjector::FromGguf(std::unique_ptr<gguf::GgufFile> file, std::uniqu
   AudioHparams& hp = p->hp_;
   ZF_RETURN_IF_ERROR(ReadHparams(r, &hp));
   const int64_t E = hp.n_embd, M = hp.n_mel;
+  // Gemma 4's files may hold the vision tower too: its tensors are the image projector's.
+  bool vision = false;
+  const bool two_tower = file->GetBool("clip.has_vision_encoder", &vision).ok() && vision;
+  const auto audio_tensor = [&](std::string_view name) {
+    return !two_tower || name.substr(0, 2) == "a." || name.substr(0, 5) == "mm.a.";
+  };
+  if (hp.kind == Kind::kGemma4a) {
+    ZF_RETURN_IF_ERROR(Gemma4AudioTower::Load(r, hp.n_mel, hp.n_embd, hp.n_ff, hp.n_layer, hp.n_head, &p->gemma4_));
+    hp.proj_width = p->gemma4_->proj_width();
+    for (const gguf::TensorInfo& ti : r.f.tensors())
+      if (r.used.count(std::string(ti.name)) == 0 && audio_tensor(ti.name))
+        return FormatError("mmproj: tensor '" + std::string(ti.name) + "' is not part of a gemma4a projector");
+    p->filters_ = speech::HtkMelFilters(hp.n_mel, kGemma4Fft);
+    *out = std::move(p);
+    return Status::Ok();
+  }
+  if (two_tower)
+    return Unsupported("mmproj: a " + hp.projector + " audio tower beside a vision one is not supported (Gemma 4's gemma4a is)");
 
   speech::WhisperHparams wh;
   wh.n_audio_ctx = kPositions;
@@ -178,36 +144,29 @@ Status AudioProjector::FromGguf(std::unique_ptr<gguf::GgufFile> file, std::uniqu
   ZF_RETURN_IF_ERROR(r.Norm("a.post_ln", E, &m->enc_ln));
 
   // The projector's widths come from its tensors; the last one's rows are the output width.
-  const auto rows_of = [&](const std::string& name, int64_t in, int64_t* rows) -> Status {
-    const gguf::TensorInfo* t = r.f.FindTensor(name);
-    if (t == nullptr) return FormatError("mmproj: tensor '" + name + "' is missing");
-    if (t->n_dims != 2 || t->ne[0] != in)
-      return FormatError("mmproj: tensor '" + name + "' has shape " + Shape(t->ne, t->n_dims) + ", [" + std::to_string(in) +
-                         ", n] expected");
-    *rows = t->ne[1];
-    return Status::Ok();
-  };
   const int64_t S = E * hp.stack;
   int64_t H = 0, P = 0;
   switch (hp.kind) {
     case Kind::kQwen2a:
-      ZF_RETURN_IF_ERROR(rows_of("mm.a.fc.weight", E, &P));
+      ZF_RETURN_IF_ERROR(r.RowsOf("mm.a.fc.weight", E, &P));
       ZF_RETURN_IF_ERROR(r.Matrix("mm.a.fc", E, P, &p->fc, {P}));
       break;
     case Kind::kUltravox:
-      ZF_RETURN_IF_ERROR(rows_of("mm.a.mlp.1.weight", S, &H));
+      ZF_RETURN_IF_ERROR(r.RowsOf("mm.a.mlp.1.weight", S, &H));
       if (H % 2 != 0) return FormatError("mmproj: tensor 'mm.a.mlp.1.weight' has an odd row count (SwiGLU halves it)");
-      ZF_RETURN_IF_ERROR(rows_of("mm.a.mlp.2.weight", H / 2, &P));
+      ZF_RETURN_IF_ERROR(r.RowsOf("mm.a.mlp.2.weight", H / 2, &P));
       ZF_RETURN_IF_ERROR(r.Floats("mm.a.norm_pre.weight", {S}, &p->norm_pre));
       ZF_RETURN_IF_ERROR(r.Matrix("mm.a.mlp.1", S, H, &p->mm1, {}));
       ZF_RETURN_IF_ERROR(r.Floats("mm.a.norm_mid.weight", {H / 2}, &p->norm_mid));
       ZF_RETURN_IF_ERROR(r.Matrix("mm.a.mlp.2", H / 2, P, &p->mm2, {}));
       break;
     case Kind::kVoxtral:
-      ZF_RETURN_IF_ERROR(rows_of("mm.a.mlp.1.weight", S, &H));
-      ZF_RETURN_IF_ERROR(rows_of("mm.a.mlp.2.weight", H, &P));
+      ZF_RETURN_IF_ERROR(r.RowsOf("mm.a.mlp.1.weight", S, &H));
+      ZF_RETURN_IF_ERROR(r.RowsOf("mm.a.mlp.2.weight", H, &P));
       ZF_RETURN_IF_ERROR(r.Matrix("mm.a.mlp.1", S, H, &p->mm1, {}));
       ZF_RETURN_IF_ERROR(r.Matrix("mm.a.mlp.2", H, P, &p->mm2, {}));
+      break;
+    case Kind::kGemma4a:  // loaded above
       break;
   }
   hp.proj_width = int32_t(P);
@@ -228,6 +187,14 @@ Status AudioProjector::CheckLanguageModel(int64_t lm_n_embd) const {
   return Status::Ok();
 }
 
+int64_t AudioProjector::Rows(int64_t n_samples) const {
+  if (hp_.kind != Kind::kGemma4a) return Chunks(n_samples) * hp_.tokens_per_chunk();
+  int64_t rows = 0;
+  for (int64_t off = 0; off < n_samples; off += kChunkSamples)
+    rows += Gemma4AudioTower::Rows(Gemma4Frames(std::min(kChunkSamples, n_samples - off)));
+  return rows;
+}
+
 int64_t AudioProjector::Chunks(int64_t n_samples) {
   // libmtmd: the mel of the clip and 30 s of silence, (n + 480000) / 160 + 1 frames, cut into
   // whole 3000-frame chunks (the last, partial one is silence and dropped).
@@ -236,11 +203,37 @@ int64_t AudioProjector::Chunks(int64_t n_samples) {
 }
 
 AudioEncoder::AudioEncoder(const AudioProjector& p, int32_t n_threads)
-    : p_(p), n_threads_(std::max(1, n_threads)), runner_(new speech::WhisperRunner(p.encoder(), n_threads_)) {}
+    : p_(p), n_threads_(std::max(1, n_threads)) {
+  if (p.gemma4() == nullptr) runner_ = std::make_unique<speech::WhisperRunner>(p.encoder(), n_threads_);
+}
 
 AudioEncoder::~AudioEncoder() = default;
 
 std::vector<float> AudioEncoder::Mel(const float* pcm, int64_t n_samples) const {
+  const AudioHparams& hp = p_.hparams();
+  if (hp.kind == Kind::kGemma4a) {
+    // Each 30 s piece alone: 160 zeros before it, zeros after up to its last frame's end;
+    // magnitudes through HTK filters, ln of max(x, 1e-3), nothing rescaled.
+    speech::MelOptions o;
+    o.floor = 1e-3;
+    o.n_fft = kGemma4Fft;
+    o.window = kGemma4Window;
+    o.magnitude = true;
+    o.natural_log = true;
+    o.whisper_padding = false;
+    std::vector<float> out;
+    for (int64_t off = 0; off < n_samples; off += kChunkSamples) {
+      const int64_t len = std::min(kChunkSamples, n_samples - off), frames = Gemma4Frames(len);
+      const int64_t needed = (frames - 1) * kHop + kGemma4Fft;
+      std::vector<float> padded(size_t(std::max<int64_t>(needed - len, kGemma4Window / 2) + len), 0.0f);
+      std::copy(pcm + off, pcm + off + len, padded.begin() + kGemma4Window / 2);
+      speech::Mel mel = speech::LogMel(padded.data(), int64_t(padded.size()), p_.filters(), hp.n_mel, n_threads_, o);
+      for (int32_t m = 0; m < hp.n_mel; ++m)
+        out.insert(out.end(), mel.data.begin() + long(size_t(m) * size_t(mel.n_len)),
+                   mel.data.begin() + long(size_t(m) * size_t(mel.n_len) + size_t(frames)));
+    }
+    return out;
+  }
   std::vector<float> padded;
   if (n_samples < kMinPadded) {  // libmtmd: zeros after a clip too short to reflect
     padded.assign(size_t(kMinPadded), 0.0f);
@@ -251,7 +244,6 @@ std::vector<float> AudioEncoder::Mel(const float* pcm, int64_t n_samples) const 
   speech::MelOptions o;
   o.floor = kMelFloor;
   o.last_frame = true;
-  const AudioHparams& hp = p_.hparams();
   speech::Mel mel = speech::LogMel(pcm, n_samples, p_.filters(), hp.n_mel, n_threads_, o);
   const int64_t chunks = mel.n_len / kFramesPerChunk;
   std::vector<float> out(size_t(chunks) * size_t(hp.n_mel) * kFramesPerChunk);
@@ -265,6 +257,20 @@ std::vector<float> AudioEncoder::Mel(const float* pcm, int64_t n_samples) const 
 void AudioEncoder::Encode(const float* pcm, int64_t n_samples, std::vector<float>* rows) {
   const AudioHparams& hp = p_.hparams();
   const std::vector<float> mel = Mel(pcm, n_samples);
+  if (const Gemma4AudioTower* g = p_.gemma4()) {
+    rows->clear();
+    size_t at = 0;
+    for (int64_t off = 0; off < n_samples; off += kChunkSamples) {
+      const int64_t frames = Gemma4Frames(std::min(kChunkSamples, n_samples - off));
+      std::vector<float> t_major(size_t(frames) * size_t(hp.n_mel)), chunk_rows;
+      for (int32_t m = 0; m < hp.n_mel; ++m)
+        for (int64_t t = 0; t < frames; ++t) t_major[size_t(t) * size_t(hp.n_mel) + size_t(m)] = mel[at + size_t(m) * size_t(frames) + size_t(t)];
+      at += size_t(frames) * size_t(hp.n_mel);
+      EncodeGemma4Audio(*g, t_major.data(), frames, n_threads_, &chunk_rows);
+      rows->insert(rows->end(), chunk_rows.begin(), chunk_rows.end());
+    }
+    return;
+  }
   const size_t chunk_floats = size_t(hp.n_mel) * kFramesPerChunk;
   const int64_t chunks = int64_t(mel.size() / chunk_floats);
   const size_t per_chunk = size_t(hp.tokens_per_chunk()) * size_t(hp.proj_width);
@@ -275,21 +281,6 @@ void AudioEncoder::Encode(const float* pcm, int64_t n_samples, std::vector<float
     Project(h.data(), int64_t(h.size() / size_t(hp.n_embd)), rows->data() + size_t(c) * per_chunk);
   }
 }
-
-namespace {
-
-// ggml_rms_norm (mean of squares in double) times w, in place over rows of n.
-void RmsNorm(float* x, int64_t n_rows, int64_t n, const std::vector<float>& w, float eps) {
-  for (int64_t t = 0; t < n_rows; ++t) {
-    float* r = x + t * n;
-    double s = 0;
-    for (int64_t i = 0; i < n; ++i) s += double(r[i] * r[i]);
-    const float scale = 1.0f / std::sqrt(float(s / double(n)) + eps);
-    for (int64_t i = 0; i < n; ++i) r[i] = r[i] * scale * w[size_t(i)];
-  }
-}
-
-}  // namespace
 
 void AudioEncoder::Project(const float* hidden, int64_t n_pos, float* out) {
   const AudioHparams& hp = p_.hparams();

@@ -10,6 +10,9 @@
 // and libmtmd's preprocessing: 16 kHz mono PCM -> log-mel (clip.audio.num_mel_bins bins, Slaney
 // filters) over the clip plus 30 s of silence, cut into 3000-frame (30 s) chunks; each chunk is
 // encoded alone and the chunks' rows are concatenated.
+// Gemma 4's audio tower (gemma4a, gemma4_conformer.h) is the fourth type: its own log-mel (HTK
+// filters, 512-point FFT over 320-sample windows, magnitudes, natural log, floor 1e-3) of each
+// 30 s piece of the clip (the last one shorter), a conformer per piece  <|audio> .. <audio|>
 #pragma once
 
 #include <cstdint>
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "mmproj_audio/gemma4_conformer.h"
 #include "speech/whisper_model.h"
 
 namespace zf::gguf {
@@ -26,7 +30,7 @@ class GgufFile;
 
 namespace zf::mmproj_audio {
 
-enum class Kind { kUltravox, kQwen2a, kVoxtral };
+enum class Kind { kUltravox, kQwen2a, kVoxtral, kGemma4a };
 
 struct AudioHparams {
   std::string projector;  // clip.projector_type
@@ -36,7 +40,8 @@ struct AudioHparams {
   int32_t proj_width = 0;  // the last product's rows: the language model's width
   float eps = 1e-5f;
 
-  // Rows per 30 s chunk: 1500 encoder positions, halved by the pooling, divided by the stack.
+  // Rows per 30 s chunk: 1500 encoder positions, halved by the pooling, divided by the stack
+  // (gemma4a: 2999 mel frames over two stride-2 convolutions, 750).
   int32_t tokens_per_chunk() const;
 };
 
@@ -59,6 +64,10 @@ class AudioProjector {
 
   // Chunks libmtmd makes of n_samples (after its padding of very short clips).
   static int64_t Chunks(int64_t n_samples);
+  // Rows a clip of n_samples gives (every chunk's).
+  int64_t Rows(int64_t n_samples) const;
+  // gemma4a's tower (null for the Whisper-encoder types).
+  const Gemma4AudioTower* gemma4() const { return gemma4_.get(); }
 
   // Projector weights (speech::Linear rows of `in`; empty b: no bias).
   std::vector<float> norm_pre, norm_mid;  // ultravox
@@ -69,6 +78,7 @@ class AudioProjector {
   AudioProjector() = default;
   AudioHparams hp_;
   std::unique_ptr<speech::WhisperModel> enc_;
+  std::unique_ptr<Gemma4AudioTower> gemma4_;
   std::vector<float> filters_;
 };
 
@@ -81,7 +91,7 @@ class AudioEncoder {
   // The caller has checked the samples (count, finite).
   void Encode(const float* pcm, int64_t n_samples, std::vector<float>* rows);
   // The log-mel libmtmd's preprocessor makes of the clip ([n_mel][3000] per chunk, chunks after
-  // each other), for comparing with the reference.
+  // each other; gemma4a: [n_mel][its frames] per chunk), for comparing with the reference.
   std::vector<float> Mel(const float* pcm, int64_t n_samples) const;
 
  private:
@@ -89,7 +99,7 @@ class AudioEncoder {
 
   const AudioProjector& p_;
   int32_t n_threads_;
-  std::unique_ptr<speech::WhisperRunner> runner_;
+  std::unique_ptr<speech::WhisperRunner> runner_;  // null for gemma4a
 };
 
 }  // namespace zf::mmproj_audio

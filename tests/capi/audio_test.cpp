@@ -129,28 +129,27 @@ TEST_P(CapiAudio, InfoAndEmbeddingsMatchLibmtmd) {
   std::printf("[ audio %s ] min cosine %.7f, worst norm %.3g\n", GetParam().c_str(), fit.min_cosine, fit.worst_norm);
 }
 
-TEST_P(CapiAudio, EvalAudioMatchesLibmtmd) {
-  const json g = Golden(GetParam() + "-lm");
-  const std::vector<float> pcm = Clip();
-  // libmtmd's text chunks around the clip hold its markers (qwen2a <|audio_bos|> / <|audio_eos|>,
-  // voxtral [BEGIN_AUDIO]); zf_session_eval_audio adds them itself.
-  std::vector<int32_t> before = g["chunks"][0]["text"], after = g["chunks"][2]["text"];
-  const std::string k = kind();
-  const std::string beg = k == "qwen2a" ? "<|audio_bos|>" : k == "voxtral" ? "[BEGIN_AUDIO]" : "";
-  const std::string end = k == "qwen2a" ? "<|audio_eos|>" : "";
-  const std::vector<int32_t> bt = Tokenize(model_.get(), beg, ZF_TOKENIZE_PARSE_SPECIAL);
-  const std::vector<int32_t> et = Tokenize(model_.get(), end, ZF_TOKENIZE_PARSE_SPECIAL);
+// zf_session_eval_audio in `model` against libmtmd's placement (golden `name`-lm): libmtmd's text
+// chunks around the clip hold its markers (beg / end; zf_session_eval_audio adds them itself),
+// n_past, the first step's centred logits (at least min_cos) and 8 teacher-forced greedy steps.
+void ExpectPlacedAsLibmtmd(zf_model* model, const zf_mmproj* mmproj, const std::vector<float>& pcm, const std::string& name,
+                           const std::string& beg, const std::string& end, size_t n_vocab, double min_cos) {
+  const json g = Golden(name + "-lm");
+  ASSERT_FALSE(g.is_null());
+  std::vector<int32_t> before = g["chunks"][0]["text"], after = g["chunks"][g["chunks"].size() - 1]["text"];
+  const std::vector<int32_t> bt = Tokenize(model, beg, ZF_TOKENIZE_PARSE_SPECIAL);
+  const std::vector<int32_t> et = Tokenize(model, end, ZF_TOKENIZE_PARSE_SPECIAL);
   ASSERT_GE(before.size(), bt.size());
   ASSERT_TRUE(std::equal(bt.begin(), bt.end(), before.end() - std::ptrdiff_t(bt.size()))) << "libmtmd's begin marker";
   before.resize(before.size() - bt.size());
   ASSERT_TRUE(std::equal(et.begin(), et.end(), after.begin())) << "libmtmd's end marker";
   after.erase(after.begin(), after.begin() + std::ptrdiff_t(et.size()));
 
-  SessionPtr s = NewSession(model_.get(), 2048);
+  SessionPtr s = NewSession(model, 2048);
   ASSERT_NE(s, nullptr);
-  std::vector<float> logits(n_vocab_);
+  std::vector<float> logits(n_vocab);
   ASSERT_EQ(zf_session_eval(s.get(), before.data(), before.size(), nullptr, 0), ZF_OK) << zf_last_error();
-  ASSERT_EQ(zf_session_eval_audio(s.get(), mmproj_.get(), pcm.data(), pcm.size(), nullptr, 0), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval_audio(s.get(), mmproj, pcm.data(), pcm.size(), nullptr, 0), ZF_OK) << zf_last_error();
   ASSERT_EQ(zf_session_eval(s.get(), after.data(), after.size(), logits.data(), logits.size()), ZF_OK) << zf_last_error();
   int32_t n_past = 0;
   ASSERT_EQ(zf_session_n_past(s.get(), &n_past), ZF_OK);
@@ -158,12 +157,12 @@ TEST_P(CapiAudio, EvalAudioMatchesLibmtmd) {
 
   const json& first = g["first"];
   std::vector<double> ours, ref = first["every64"].get<std::vector<double>>();
-  for (size_t i = 0; i < n_vocab_; i += 64) ours.push_back(logits[i]);
+  for (size_t i = 0; i < n_vocab; i += 64) ours.push_back(logits[i]);
   const std::vector<int32_t> top = first["top_ids"];
   const std::vector<double> top_l = first["top_logits"];
   for (size_t i = 0; i < top.size(); ++i) ours.push_back(logits[size_t(top[i])]), ref.push_back(top_l[i]);
   const double cos = CentredCosine(ours, ref);
-  EXPECT_GE(cos, 0.99) << GetParam();
+  EXPECT_GE(cos, min_cos) << name;
   int exact = 0;
   double worst_gap = 0;
   for (const json& step : g["greedy"]) {
@@ -173,16 +172,53 @@ TEST_P(CapiAudio, EvalAudioMatchesLibmtmd) {
       ++exact;
     } else {
       worst_gap = std::max(worst_gap, double(logits[size_t(best)]) - logits[size_t(want)]);
-      EXPECT_LT(worst_gap, kTieMargin) << GetParam() << ": greedy token " << best << " where libmtmd took " << want;
+      EXPECT_LT(worst_gap, kTieMargin) << name << ": greedy token " << best << " where libmtmd took " << want;
     }
     ASSERT_EQ(zf_session_eval(s.get(), &want, 1, logits.data(), logits.size()), ZF_OK);  // teacher-forced
   }
-  std::printf("[ audio %s ] first step centred cosine %.6f, greedy %d/8 identical\n", GetParam().c_str(), cos, exact);
+  std::printf("[ audio %s ] first step centred cosine %.7f, greedy %d/8 identical\n", name.c_str(), cos, exact);
+}
+
+TEST_P(CapiAudio, EvalAudioMatchesLibmtmd) {
+  const std::string k = kind();
+  const std::string beg = k == "qwen2a" ? "<|audio_bos|>" : k == "voxtral" ? "[BEGIN_AUDIO]" : "";
+  const std::string end = k == "qwen2a" ? "<|audio_eos|>" : "";
+  ExpectPlacedAsLibmtmd(model_.get(), mmproj_.get(), Clip(), GetParam(), beg, end, n_vocab_, 0.99);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, CapiAudio,
                          ::testing::Values("ultravox-f16", "ultravox-q8_0", "qwen2a-f16", "qwen2a-q8_0", "voxtral-f16",
                                            "voxtral-q8_0"));
+
+// Gemma 4's two-tower file: one handle holds both towers (the image side as before:
+// vision_gemma4v_test.cpp); its audio rows are the audio-only file's.
+TEST(CapiGemma4TwoTower, OneHandleHoldsBothTowers) {
+  const std::string lm = std::string(ZF_VISION_MODELS_DIR) + "/gemma4-f32.gguf";
+  const std::string av = std::string(ZF_VISION_MODELS_DIR) + "/mmproj-gemma4v-av-f16.gguf";
+  if (!std::ifstream(lm).good() || !std::ifstream(av).good()) GTEST_SKIP() << "no " << lm << " / " << av;
+  ModelPtr model = Load(lm);
+  ASSERT_NE(model, nullptr);
+  zf_mmproj* p = nullptr;
+  ASSERT_EQ(zf_mmproj_load(model.get(), av.c_str(), 0, &p), ZF_OK) << zf_last_error();
+  MmprojPtr both(p);
+  ASSERT_EQ(zf_mmproj_load(model.get(), Projector("gemma4a-f16").c_str(), 0, &p), ZF_OK) << zf_last_error();
+  MmprojPtr audio(p);
+  zf_mmproj_summary info;
+  std::memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  ASSERT_EQ(zf_mmproj_info(both.get(), &info), ZF_OK);
+  EXPECT_EQ(info.modalities, uint32_t(ZF_MODALITY_IMAGE | ZF_MODALITY_AUDIO));
+  EXPECT_EQ(info.sample_rate, 16000);
+  EXPECT_EQ(std::string(info.projector_type), "gemma4v");  // the image fields are the vision tower's
+  const std::vector<float> pcm = Clip();
+  size_t n1 = 0, n2 = 0;
+  int32_t t = 0;
+  EXPECT_EQ(zf_audio_embed(both.get(), pcm.data(), pcm.size(), 2, nullptr, 0, &n1, &t), ZF_ERR_BUFFER_TOO_SMALL);
+  std::vector<float> a(n1), b(n1);
+  ASSERT_EQ(zf_audio_embed(both.get(), pcm.data(), pcm.size(), 2, a.data(), a.size(), &n1, &t), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_audio_embed(audio.get(), pcm.data(), pcm.size(), 2, b.data(), b.size(), &n2, &t), ZF_OK) << zf_last_error();
+  EXPECT_EQ(a, b);
+}
 
 class CapiAudioTurn : public ::testing::Test {
  protected:

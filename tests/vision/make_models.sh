@@ -17,7 +17,7 @@ export PYTHONPATH="$pydir${PYTHONPATH:+:$PYTHONPATH}"
 smol="${ZF_MODEL_SMOLLM2:-${ZERFOO_MODELS:-$HOME/.cache/zerfoo/models}/smollm2-135m-instruct-q4_1.gguf}"
 lm=()
 [ -f "$smol" ] && lm=(--lm "$smol")
-stamp="$( (cat "$0" "$root/scripts/synth_mmproj.py" "$root/scripts/synth_families.py" "$root/scripts/requirements-synth.txt"; echo "${lm[*]}") | sha256sum | cut -c1-32)"
+stamp="$( (cat "$0" "$root/scripts/synth_mmproj.py" "$root/scripts/synth_audio_mmproj.py" "$root/scripts/synth_families.py" "$root/scripts/requirements-synth.txt"; echo "${lm[*]}") | sha256sum | cut -c1-32)"
 if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ]; then
   echo "make_models: $out is up to date"
   exit 0

@@ -258,6 +258,9 @@ struct ModelDesc {
   // Qwen3-VL deepstack (n_deepstack_layers): an image row is (1 + n_deepstack) x n_embd floats,
   // the first slice the input and slice k + 1 added to layer k's output; token rows add nothing.
   int32_t n_deepstack = 0;
+  // Floats per input row of embedding input (zf_session_eval_embeddings): n_embd, and a slice
+  // per deepstack layer.
+  int32_t n_embd_inp() const { return n_embd * (1 + n_deepstack); }
 
   // Embeddings: the file's pooling, and the classification head of rerankers (cls.weight
   // [n_embd, n_embd] + tanh when present, then cls.output.weight [n_embd, n_cls_out], biases

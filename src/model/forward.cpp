@@ -172,8 +172,9 @@ void Forward::RunOps(const int32_t* tokens, int32_t n, const Seq* seqs, int32_t 
       }
     }
   }
-  if (embd != nullptr) {  // host activations (RunEmbd's contract)
-    std::copy(embd, embd + int64_t{n} * d.n_embd, x_.data());
+  if (embd != nullptr) {  // host activations (RunEmbd's contract): each row's first n_embd floats
+    const int64_t width = d.n_embd_inp();
+    for (int64_t r = 0; r < n; ++r) std::copy(embd + r * width, embd + r * width + d.n_embd, x_.data() + r * d.n_embd);
   } else {
     be_.GetRows(*model_.weights()[GlobalRole::kTokenEmbd], tokens, n, d.embed_scale, x_.data());
   }
@@ -212,8 +213,21 @@ void Forward::RunOps(const int32_t* tokens, int32_t n, const Seq* seqs, int32_t 
     if (const Tensor* s = ld.out_scale ? w.layers[size_t(il)][LayerRole::kLayerOutScale] : nullptr) {
       be_.Scale(x_.data(), int64_t{n} * d.n_embd, F32(s)[0]);
     }
+    if (embd != nullptr && il < d.n_deepstack) DeepstackAdd(embd, il, n);
   }
   if (logits != nullptr) OutputHead(seqs, n_seq, logits);
+}
+
+void Forward::DeepstackAdd(const float* embd, int32_t il, int32_t n) {
+  // The reference adds slice il + 1 of each input row to layer il's output (token rows are
+  // zero-padded there: they add nothing, so only embedding rows come here).
+  const ModelDesc& d = model_.desc();
+  const int64_t width = d.n_embd_inp(), E = d.n_embd;
+  float* x = x_.data();
+  for (int64_t r = 0; r < n; ++r) {
+    const float* ds = embd + r * width + int64_t{il + 1} * E;
+    for (int64_t i = 0; i < E; ++i) x[r * E + i] += ds[i];
+  }
 }
 
 void Forward::RunHidden(const int32_t* tokens, const Seq* seqs, int32_t n_seq, float* hidden) {

@@ -53,7 +53,8 @@ class Forward {
   // (computed by the backend: on a GPU only the id crosses to the host); logits may then be
   // nullptr.
   void Run(const SeqState& s, const int32_t* tokens, int32_t n, int32_t pos0, float* logits, int32_t* argmax);
-  // Embedding input: embd[0..n) rows of n_embd floats (host memory) in place of token embeddings
+  // Embedding input: embd[0..n) rows of n_embd_inp() floats (host memory: n_embd, then Qwen3-VL's
+  // deepstack slices, added to the first layers' outputs) in place of token embeddings
   // at positions pos0.. (n <= max_batch), taken as they are (llama.cpp does not scale embedding
   // input as it scales token rows); bidirectional: the step's rows also attend to its later rows
   // (Gemma 3's image tokens). rope_pos: M-RoPE models, each row's four positions (t, h, w, e;
@@ -156,6 +157,8 @@ class Forward {
   void Norm(NormKind kind, float eps, const Tensor* w, const Tensor* b, const float* x, int32_t rows, float* y);
   // x += out (times the model's residual multiplier).
   void Residual(const float* out, int32_t n);
+  // Qwen3-VL: slice il + 1 of the step's input rows (RunEmbd's embd) added to layer il's output.
+  void DeepstackAdd(const float* embd, int32_t il, int32_t n);
 
   const Model& model_;
   engine::Backend& be_;

@@ -86,7 +86,7 @@ Status Session::EvalEmbeddings(const float* rows, size_t n, bool bidirectional, 
                                           " context positions are used");
   }
   ZF_RETURN_IF_ERROR(FlushDeferred());
-  const size_t E = size_t(d.n_embd);
+  const size_t E = size_t(d.n_embd_inp());  // a row: n_embd and its deepstack slices
   const uint64_t hash = RowsKey(rows, n * E, bidirectional, cols);
   if (cols > 0) {
     // Rows [0, from) end the history (a cut image continued): its place says where they went.
@@ -112,7 +112,7 @@ Status Session::EvalEmbeddings(const float* rows, size_t n, bool bidirectional, 
 }
 
 Status Session::EvalRows(const float* rows, uint64_t hash, bool bidirectional, bool keep_logits, size_t from, size_t to) {
-  const size_t E = size_t(model_.desc().n_embd);
+  const size_t E = size_t(model_.desc().n_embd_inp());
   std::vector<int32_t> entries(to - from);
   for (size_t i = from; i < to; ++i) entries[i - from] = EmbeddingToken(hash, i);
   has_logits_ = has_argmax_ = false;

@@ -8,8 +8,8 @@
 # llama-quantize, the projectors F16 (as users get them):
 #   gemma3   Gemma 3 4B (2560 wide, 34 layers) + SigLIP-so400m (27 x 1152, 896 px, 256 tokens)
 #   qwen25vl Qwen2.5-VL-3B (2048 wide, 36 layers) + its ViT (qwen2.5vl_merger: 32 x 1280,
-#            window attention, 1024 tokens for 896 x 896); where zerfoo refuses the pair (the
-#            qwen2vl LM's M-RoPE placement) the table says so and llama.cpp's row still runs
+#            window attention, 1024 tokens for 896 x 896, placed at M-RoPE positions); where
+#            zerfoo refuses a pair the table says so and llama.cpp's row still runs
 # The picture: the sdist's tools/mtmd/test-1.jpeg resized to 896 x 896 (ImageMagick), else a
 # synthetic 896 x 896 PNG. Timings exclude loading on both sides: zerfoo's from the bench's
 # clocks; llama.cpp's encode from mtmd-cli's "mtmd batch encoding done in N ms" and its time to

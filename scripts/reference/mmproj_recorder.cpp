@@ -164,6 +164,12 @@ int RecordLm(llama_model* model, mtmd_context* ctx, const char* sha, const std::
       PrintIds("text", std::vector<int32_t>(t, t + n));
     } else {
       std::printf("\"image_tokens\": %zu", mtmd_input_chunk_get_n_tokens(c));
+      // The positions it takes (max(nx, ny) under M-RoPE) and its grid of tokens.
+      const mtmd_image_tokens* it = mtmd_input_chunk_get_tokens_image(c);
+      if (it != nullptr) {
+        std::printf(", \"n_pos\": %d, \"nx\": %zu, \"ny\": %zu", int(mtmd_input_chunk_get_n_pos(c)),
+                    mtmd_image_tokens_get_nx(it), mtmd_image_tokens_get_ny(it));
+      }
     }
     std::printf("}");
   }

@@ -83,7 +83,9 @@ for t in f32 f16 q8_0; do
 done
 # qwen2.5vl_merger (Qwen2.5-VL's vision encoder) with the synthesized qwen2vl model (tests/family's
 # fixture, scripts/synth_families.py; its width 256 is the projector's): qwen25vl-<type>.json (the
-# Pattern pictures at their own sizes, whole 28 px blocks).
+# Pattern pictures at their own sizes, whole 28 px blocks) and qwen25vl-<type>-lm.json (--lm-chatml
+# on the fixture's qwen2vl-vl.gguf, the synthesized qwen2vl with Qwen-VL's vision tokens: the
+# image at M-RoPE positions; its chunk's n_pos, nx, ny recorded).
 q2="${ZF_QWEN2VL_LM:-$root/build-test/tests/family-models/qwen2vl-f32.gguf}"
 for t in f32 f16 q8_0; do
   f="$models/mmproj-qwen25vl-$t.gguf"
@@ -91,6 +93,11 @@ for t in f32 f16 q8_0; do
   "$bin" "$f" "$q2" "$sha" > "$out/qwen25vl-$t.json.tmp"
   mv "$out/qwen25vl-$t.json.tmp" "$out/qwen25vl-$t.json"
   echo "$out/qwen25vl-$t.json"
+  if [ "$t" != f32 ]; then
+    "$bin" "$f" "$models/qwen2vl-vl.gguf" "$sha" --lm-chatml > "$out/qwen25vl-$t-lm.json.tmp"
+    mv "$out/qwen25vl-$t-lm.json.tmp" "$out/qwen25vl-$t-lm.json"
+    echo "$out/qwen25vl-$t-lm.json"
+  fi
 done
 for t in f16 q8_0; do  # and tools/mtmd/test-1.jpeg through libmtmd's own decoder (--tiles' chunks)
   f="$models/mmproj-gemma4v-$t.gguf"

@@ -169,6 +169,67 @@ TEST(AudioProjectorLoad, RefusesWhatItCannotRun) {
   EXPECT_NE(s.message().find("576"), std::string::npos) << s.message();
 }
 
+// The synthetic clip of the gemma4a goldens (record_audio_goldens.sh writes the same samples as
+// WAV for libmtmd): 31 s + 321 samples (two 30 s pieces, the second short) of a rising triangle
+// tone (73 to 194 Hz) and LCG noise, all in integers so both sides hold the same samples.
+std::vector<float> SyntheticClip() {
+  const int64_t n = 16000 * 31 + 321;
+  std::vector<float> pcm(static_cast<size_t>(n));
+  int64_t phase = 0, x = 12345;
+  for (int64_t i = 0; i < n; ++i) {
+    phase = (phase + 300 + i / 1000) % 65536;
+    const int64_t tri = std::abs(phase - 32768) - 16384;
+    x = (1103515245 * x + 12345) % 2147483648;
+    const int64_t noise = (x >> 16) % 4096 - 2048;
+    pcm[size_t(i)] = float(tri + noise) / 32768.0f;
+  }
+  return pcm;
+}
+
+struct Gemma4aVariant {
+  const char* ftype;
+  const char* clip;  // "test-2-4s" or "synth"
+  double min_cosine, max_norm;
+};
+
+void PrintTo(const Gemma4aVariant& v, std::ostream* os) { *os << v.ftype << "-" << v.clip; }
+
+class Gemma4aGolden : public ::testing::TestWithParam<Gemma4aVariant> {};
+
+// Gemma 4's audio tower: libmtmd's own front end (the mel of each 30 s piece) and the conformer.
+TEST_P(Gemma4aGolden, MelAndEmbeddingsMatchLibmtmd) {
+  const Gemma4aVariant v = GetParam();
+  const bool synth = std::string(v.clip) == "synth";
+  const std::string name = std::string("gemma4a-") + v.ftype + (synth ? "-synth" : "");
+  const nlohmann::json g = nlohmann::json::parse(ReadText(std::string(ZF_TEST_DATA_DIR) + "/golden/audio/" + name + ".json"));
+  const std::string file = std::string("mmproj-gemma4a-") + v.ftype + ".gguf";
+  std::string sha = ReadText(ModelPath(file) + ".sha256");
+  sha.erase(sha.find_last_not_of(" \n") + 1);
+  ASSERT_EQ(sha, g["mmproj_sha256"].get<std::string>()) << "the synthesized file differs from the golden's";
+  std::unique_ptr<AudioProjector> p = LoadProjector(file);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->hparams().kind, Kind::kGemma4a);
+  EXPECT_EQ(p->hparams().proj_width, 256);
+  EXPECT_EQ(p->hparams().tokens_per_chunk(), 750);  // 2999 frames of a 30 s piece, quartered
+  const std::vector<float> pcm = synth ? SyntheticClip() : ReadClip(std::string(ZF_TEST_DATA_DIR) + "/audio/test-2-4s.wav");
+  ASSERT_EQ(pcm.size(), g["n_samples"].get<size_t>());
+  EXPECT_EQ(p->Rows(int64_t(pcm.size())), g["n_tokens"].get<int64_t>());
+  AudioEncoder enc(*p, 2);
+  // ln of magnitudes (floor 1e-3): float FFT there, double here (measured 9e-4 / 3.4e-5).
+  ExpectMelMatches(enc.Mel(pcm.data(), int64_t(pcm.size())), p->hparams().n_mel, g, name, 5e-3, 2e-4);
+  std::vector<float> rows;
+  enc.Encode(pcm.data(), int64_t(pcm.size()), &rows);
+  const vision::test::GoldenFit fit = vision::test::ExpectMatchesGolden(rows, g, v.min_cosine, name, v.max_norm);
+  std::printf("[ golden   ] %s: %zu rows, min cosine %.7f, max |diff| %.3g, worst norm %.3g\n", name.c_str(),
+              rows.size() / 256, fit.min_cosine, fit.max_abs, fit.worst_norm);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, Gemma4aGolden,
+                         ::testing::Values(Gemma4aVariant{"f32", "test-2-4s", 0.9999, 1e-3},
+                                           Gemma4aVariant{"f16", "test-2-4s", 0.9999, 1e-3},
+                                           Gemma4aVariant{"q8_0", "test-2-4s", 0.999, 6e-3},
+                                           Gemma4aVariant{"f16", "synth", 0.9999, 1e-3}));
+
 // Gemma 4's two-tower file (synth_mmproj.py: the vision tower beside synth_audio_mmproj.py's
 // gemma4a one, the same seed): its audio tower is the audio-only file's, bit for bit.
 TEST(Gemma4aTwoTower, AudioTowerEncodesAsTheAudioOnlyFile) {

@@ -21,7 +21,8 @@ convolution, q/k/v/out, FFN, input projection) with F32 norms, biases and positi
 matrices (q/k/v/out, FFN) with the F16 patch convolution and input projection (clip.cpp
 transposes the projection and convolves the patches, which it cannot do on Q8_0); and
 OUT_DIR/mmproj-idefics3-{f16,q8_0}.gguf alike (mm.model.fc a block matrix: Q8_0 in q8_0), and
-OUT_DIR/mmproj-pixtral-{f32,f16,q8_0}.gguf (HP_PIXTRAL; with --lm also smollm2-pixtral.gguf:
+OUT_DIR/mmproj-pixtral-{f32,f16,q8_0}.gguf (HP_PIXTRAL; with --lm also smollm2-pixtral.gguf and
+mistral3-pixtral.gguf, the same model as general.architecture mistral3:
 SmolLM2 with [IMG], [IMG_BREAK], [IMG_END] appended as CONTROL tokens), and
 OUT_DIR/mmproj-qwen25vl-{f32,f16,q8_0}.gguf (HP_QWEN25VL: 4 blocks, window attention on 0 and 2),
 OUT_DIR/mmproj-lfm2-{f32,f16,q8_0}.gguf (HP_LFM2: LFM2-VL's layout, width 256); with --lfm2-lm
@@ -227,21 +228,24 @@ def write(path, hp, variant, seed, audio_tower=False):
     print(f"{path}: {os.path.getsize(path) >> 10} KiB")
 
 
-def write_vlm_lm(src, path, seed, added=VLM_TOKENS):
-    """src (SmolLM2) with `added` appended: tokens, types, vocab size, token_embd rows."""
+def write_vlm_lm(src, path, seed, added=VLM_TOKENS, arch_as=None):
+    """src (SmolLM2) with `added` appended: tokens, types, vocab size, token_embd rows; with
+    arch_as the same model under another general.architecture (its `<arch>.` keys renamed)."""
     r = gguf.GGUFReader(src)
     arch = bytes(r.fields["general.architecture"].parts[-1]).decode()
-    w = gguf.GGUFWriter(path, arch)
+    w = gguf.GGUFWriter(path, arch_as or arch)
     n_old = len(r.fields["tokenizer.ggml.tokens"].data)
     for name, f in r.fields.items():
         if name.startswith("GGUF.") or name == "general.architecture":
             continue
         vt = f.types[0]
+        if arch_as and name.startswith(arch + "."):
+            name = arch_as + name[len(arch):]
         if name == "tokenizer.ggml.tokens":
             w.add_array(name, [bytes(f.parts[i]).decode() for i in f.data] + added)
         elif name == "tokenizer.ggml.token_type":
             w.add_array(name, [int(f.parts[i][0]) for i in f.data] + [int(gguf.TokenType.CONTROL)] * len(added))
-        elif name == f"{arch}.vocab_size":
+        elif name == f"{arch_as or arch}.vocab_size":
             w.add_uint32(name, n_old + len(added))
         elif vt == gguf.GGUFValueType.ARRAY:
             sub = f.types[1]
@@ -305,6 +309,8 @@ def main():
     if a.lm:
         write_vlm_lm(a.lm, os.path.join(a.out_dir, "smollm2-vlm.gguf"), a.seed)
         write_vlm_lm(a.lm, os.path.join(a.out_dir, "smollm2-pixtral.gguf"), a.seed, PIXTRAL_TOKENS)
+        # The same under mistral3 (Mistral Small 3.1 / 3.2's language model: llama blocks).
+        write_vlm_lm(a.lm, os.path.join(a.out_dir, "mistral3-pixtral.gguf"), a.seed, PIXTRAL_TOKENS, arch_as="mistral3")
 
 
 if __name__ == "__main__":

@@ -2,10 +2,11 @@
 //   mmproj_recorder MMPROJ.gguf TEXT_MODEL.gguf SHA256 > golden.json
 // and with --lm what the language model makes of a prompt with an image (the placement):
 //   mmproj_recorder MMPROJ.gguf TEXT_MODEL.gguf SHA256 --lm > golden-lm.json
-// (see RecordLm; --lm-chatml: the prompt in ChatML, SmolLM2's format; --lm-gemma4: Gemma 4's), and for a tiling
-// projector (idefics3) every tile's embeddings and preprocessed pixels:
-//   mmproj_recorder MMPROJ.gguf TEXT_MODEL.gguf SHA256 --tiles IMAGE_FILE > golden.json
-// (see RecordTiles).
+// (see RecordLm; --lm-chatml: the prompt in ChatML, SmolLM2's format; --lm-gemma4: Gemma 4's;
+// a last argument WxH puts a W x H Pattern picture, seed 3, in the prompt instead), and for a
+// tiling projector (idefics3, lfm2) every tile's embeddings and preprocessed pixels:
+//   mmproj_recorder MMPROJ.gguf TEXT_MODEL.gguf SHA256 --tiles IMAGE_FILE|WxH > golden.json
+// (see RecordTiles; WxH: a W x H Pattern picture, seed 3, instead of a file).
 // The images are tests/vision/test_images.h's Pattern pictures (handed to libmtmd as RGB
 // pixels, so no decoder stands between the two sides). Per image: its size, the output's
 // tokens x width, every token's L2 norm, and the full embedding of 16 tokens on the 16 x 16
@@ -38,6 +39,17 @@ struct TestImage {
 };
 // Landscape and portrait, neither square: both go through the resize and the padding.
 const TestImage kImages[] = {{"landscape-640x400", 640, 400, 1}, {"portrait-300x700", 300, 700, 2}};
+
+// A "WxH" argument as a Pattern picture of that size (seed 3, named pattern-WxH); false when the
+// argument is no such size (a file name).
+bool PatternArg(const char* arg, TestImage* ti, std::string* name) {
+  int w = 0, h = 0;
+  char tail = 0;
+  if (std::sscanf(arg, "%dx%d%c", &w, &h, &tail) != 2 || w <= 0 || h <= 0) return false;
+  *name = std::string("pattern-") + arg;
+  *ti = TestImage{name->c_str(), w, h, 3};
+  return true;
+}
 
 // The image tensor libmtmd fed to the encoder: im2col's source, [x][y][c] planar floats.
 std::vector<float> g_inp;
@@ -110,9 +122,15 @@ void PrintIds(const char* key, const std::vector<int32_t>& ids) {
 // off, as libmtmd does for gemma3), then 8 greedy tokens by llama_decode. Written: the text
 // chunks' token ids, the first step's logits at every 64th id and at its top 32, and per greedy
 // step the token and the top 5 (ids, logits).
-int RecordLm(llama_model* model, mtmd_context* ctx, const char* sha, const std::string& format) {
+int RecordLm(llama_model* model, mtmd_context* ctx, const char* sha, const std::string& format, const char* size) {
+  TestImage ti = kImages[0];
+  std::string pattern_name;
+  if (size != nullptr && !PatternArg(size, &ti, &pattern_name)) {
+    std::fprintf(stderr, "%s is no WxH size\n", size);
+    return 2;
+  }
   llama_context_params lp = llama_context_default_params();
-  lp.n_ctx = 1024;
+  lp.n_ctx = size != nullptr ? 4096 : 1024;  // a tiled picture's rows need more than 1024
   lp.n_batch = 512;
   lp.n_ubatch = 512;
   lp.n_threads = lp.n_threads_batch = 2;
@@ -121,7 +139,6 @@ int RecordLm(llama_model* model, mtmd_context* ctx, const char* sha, const std::
     std::fprintf(stderr, "llama_init_from_model failed\n");
     return 1;
   }
-  const TestImage& ti = kImages[0];
   const std::vector<uint8_t> rgb = zf::vision::test::Pattern(ti.w, ti.h, ti.seed);
   mtmd_bitmap* bmp = mtmd_bitmap_init(uint32_t(ti.w), uint32_t(ti.h), rgb.data());
   mtmd_input_chunks* chunks = mtmd_input_chunks_init();
@@ -203,8 +220,8 @@ int RecordLm(llama_model* model, mtmd_context* ctx, const char* sha, const std::
   return 0;
 }
 
-// The tiling golden (--tiles IMAGE_FILE): for the Pattern pictures and IMAGE_FILE (decoded by
-// mtmd_helper_bitmap_init_from_file; the hash of its RGB bytes written), the chunks
+// The tiling golden (--tiles IMAGE_FILE|WxH): for the Pattern pictures and IMAGE_FILE (decoded by
+// mtmd_helper_bitmap_init_from_file, or a WxH Pattern picture; the hash of its RGB bytes written), the chunks
 // mtmd_tokenize makes of the marker alone: text chunks' token ids, and per image chunk (a tile
 // or the overview) its n_tokens, every token's norm, the preprocessed tile (hash and row
 // sums) and four tokens' full vectors (0, 21, 42, 63).
@@ -217,8 +234,10 @@ int RecordTiles(llama_model* model, mtmd_context* ctx, const char* sha, const ch
     mtmd_bitmap* bmp = nullptr;
     std::string name;
     uint32_t seed = 0;
-    if (k < 2) {
-      const TestImage& ti = kImages[k];
+    TestImage ti{};
+    std::string pattern_name;
+    if (k < 2 || PatternArg(file, &ti, &pattern_name)) {
+      if (k < 2) ti = kImages[k];
       const std::vector<uint8_t> rgb = zf::vision::test::Pattern(ti.w, ti.h, ti.seed);
       bmp = mtmd_bitmap_init(uint32_t(ti.w), uint32_t(ti.h), rgb.data());
       name = ti.name;
@@ -290,10 +309,11 @@ int RecordTiles(llama_model* model, mtmd_context* ctx, const char* sha, const ch
 
 int main(int argc, char** argv) {
   const std::string mode = argc >= 5 ? argv[4] : "";
-  const bool lm = argc == 5 && (mode == "--lm" || mode == "--lm-chatml" || mode == "--lm-gemma4");
+  const bool lm = (argc == 5 || argc == 6) && (mode == "--lm" || mode == "--lm-chatml" || mode == "--lm-gemma4");
   const bool tiles = argc == 6 && mode == "--tiles";
   if (argc != 4 && !lm && !tiles) {
-    std::fprintf(stderr, "usage: %s MMPROJ TEXT_MODEL SHA256 [--lm | --lm-chatml | --lm-gemma4 | --tiles IMAGE_FILE]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MMPROJ TEXT_MODEL SHA256 [--lm | --lm-chatml | --lm-gemma4 [WxH] | --tiles IMAGE_FILE|WxH]\n",
+                 argv[0]);
     return 2;
   }
   llama_log_set(Quiet, nullptr);
@@ -318,7 +338,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (lm || tiles) {
-    const int rc = lm ? RecordLm(model, ctx, argv[3], mode) : RecordTiles(model, ctx, argv[3], argv[5]);
+    const int rc = lm ? RecordLm(model, ctx, argv[3], mode, argc == 6 ? argv[5] : nullptr) : RecordTiles(model, ctx, argv[3], argv[5]);
     mtmd_free(ctx);
     llama_model_free(model);
     return rc;

@@ -68,7 +68,8 @@ for t in f32 f16 q8_0; do
 done
 # pixtral with the fixture's smollm2-pixtral.gguf (SmolLM2 + [IMG], [IMG_BREAK], [IMG_END]):
 # pixtral-<type>.json (--tiles: the image's rows, its preprocessed pixels, then [IMG_END]; the
-# Pattern pictures and test-1.jpeg) and pixtral-<type>-lm.json (--lm-chatml).
+# Pattern pictures and test-1.jpeg) and pixtral-<type>-lm.json (--lm-chatml); and
+# pixtral-<type>-lm-mistral3.json on mistral3-pixtral.gguf (the same model named mistral3).
 for t in f32 f16 q8_0; do
   f="$models/mmproj-pixtral-$t.gguf"
   sha=$(sha256sum "$f" | cut -d' ' -f1)
@@ -78,7 +79,9 @@ for t in f32 f16 q8_0; do
   if [ "$t" != f32 ]; then
     "$bin" "$f" "$models/smollm2-pixtral.gguf" "$sha" --lm-chatml > "$out/pixtral-$t-lm.json.tmp"
     mv "$out/pixtral-$t-lm.json.tmp" "$out/pixtral-$t-lm.json"
-    echo "$out/pixtral-$t-lm.json"
+    "$bin" "$f" "$models/mistral3-pixtral.gguf" "$sha" --lm-chatml > "$out/pixtral-$t-lm-mistral3.json.tmp"
+    mv "$out/pixtral-$t-lm-mistral3.json.tmp" "$out/pixtral-$t-lm-mistral3.json"
+    echo "$out/pixtral-$t-lm.json $out/pixtral-$t-lm-mistral3.json"
   fi
 done
 # qwen2.5vl_merger (Qwen2.5-VL's vision encoder) with the synthesized qwen2vl model (tests/family's
@@ -109,16 +112,23 @@ done
 # lfm2 (LFM2-VL) with the fixture's synthesized lfm2-f32.gguf (width 256): lfm2-<type>.json
 # (--tiles: the marker's chunks, the image's rows and its preprocessed pixels; the Pattern
 # pictures and test-1.jpeg, each one image (no tiles) under lfm2's budget), and
-# lfm2-<type>-lm.json (--lm-chatml) on lfm2-vl.gguf (the same LFM2 with LFM2-VL's image tokens).
+# lfm2-<type>-lm.json (--lm-chatml) on lfm2-vl.gguf (the same LFM2 with LFM2-VL's image tokens);
+# lfm2-<type>-tiled.json (--tiles 1024x768: a Pattern picture over twice the budget, which
+# libmtmd cuts into 3 x 2 tiles of 512 px and a thumbnail) and lfm2-<type>-lm-tiled.json (that
+# picture in the --lm-chatml prompt).
 for t in f32 f16 q8_0; do
   f="$models/mmproj-lfm2-$t.gguf"
   sha=$(sha256sum "$f" | cut -d' ' -f1)
   "$bin" "$f" "$models/lfm2-f32.gguf" "$sha" --tiles "$root/tests/data/vision/test-1.jpeg" > "$out/lfm2-$t.json.tmp"
   mv "$out/lfm2-$t.json.tmp" "$out/lfm2-$t.json"
-  echo "$out/lfm2-$t.json"
+  "$bin" "$f" "$models/lfm2-f32.gguf" "$sha" --tiles 1024x768 > "$out/lfm2-$t-tiled.json.tmp"
+  mv "$out/lfm2-$t-tiled.json.tmp" "$out/lfm2-$t-tiled.json"
+  echo "$out/lfm2-$t.json $out/lfm2-$t-tiled.json"
   if [ "$t" != f32 ]; then
     "$bin" "$f" "$models/lfm2-vl.gguf" "$sha" --lm-chatml > "$out/lfm2-$t-lm.json.tmp"
     mv "$out/lfm2-$t-lm.json.tmp" "$out/lfm2-$t-lm.json"
-    echo "$out/lfm2-$t-lm.json"
+    "$bin" "$f" "$models/lfm2-vl.gguf" "$sha" --lm-chatml 1024x768 > "$out/lfm2-$t-lm-tiled.json.tmp"
+    mv "$out/lfm2-$t-lm-tiled.json.tmp" "$out/lfm2-$t-lm-tiled.json"
+    echo "$out/lfm2-$t-lm.json $out/lfm2-$t-lm-tiled.json"
   fi
 done

@@ -120,11 +120,9 @@ int32_t DefaultThreads(int32_t n_threads) {
   return n_threads > 0 ? n_threads : static_cast<int32_t>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
 }
 
-// The rows an image gives: n_tokens per encoder input (one, or its tiles and the overview), or
-// a dynamic-size image's own count.
+// The rows an image gives: its tiles' and overview's, or the one image's (TileGrid::total_rows).
 size_t RowsOf(const zf::vision::VisionHparams& hp, const zf::vision::Image& img) {
-  const zf::vision::TileGrid g = zf::vision::PlanTiles(hp, img.width, img.height);
-  return g.rows > 0 ? size_t(g.rows) : size_t(g.n_images()) * size_t(hp.n_tokens());
+  return size_t(zf::vision::PlanTiles(hp, img.width, img.height).total_rows(hp.n_tokens()));
 }
 
 // Encodes decoded pixels on an encoder borrowed from the pool; checks the size it returns.

@@ -195,7 +195,6 @@ Status VisionEncoder::Encode(const Image& image, std::vector<float>* embd, TileG
                            std::to_string(image.rgb.size()) + " bytes is no RGB image");
   const VisionHparams& hp = m_.hparams();
   TileGrid g;
-  if (hp.spec->vit == Vit::kLfm2) ZF_RETURN_IF_ERROR(Lfm2SingleImage(hp, image.width, image.height));
   const std::vector<Image> inputs = TileImages(hp, image, &g);
   if (grid != nullptr) *grid = g;
   // The encoder's inputs one after another, their rows concatenated in placement order.

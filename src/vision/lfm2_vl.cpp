@@ -29,19 +29,6 @@ Status LoadLfm2Projector(const gguf::GgufFile& f, VisionHparams* hp, Mmproj* m, 
   return Status::Ok();
 }
 
-Status Lfm2SingleImage(const VisionHparams& hp, int32_t width, int32_t height) {
-  // libmtmd's should_tile: each side rounded (half to even) to whole blocks, over twice the
-  // pixel budget.
-  const int32_t a = hp.patch_size * hp.n_merge;
-  const auto round_by = [a](int32_t x) { return int32_t(std::nearbyint(double(x) / a)) * a; };
-  const double w = std::max(hp.patch_size, round_by(width)), h = std::max(hp.patch_size, round_by(height));
-  if (w * h > double(hp.max_pixels) * 2.0)
-    return Unsupported("image: " + std::to_string(width) + "x" + std::to_string(height) + " is over " +
-                       std::to_string(2 * int64_t(hp.max_pixels)) +
-                       " pixels, which lfm2 cuts into tiles and a thumbnail (not supported yet); scale it down first");
-  return Status::Ok();
-}
-
 std::vector<float> ResizePositions(const std::vector<float>& pos, int64_t n, int32_t side, int32_t nx, int32_t ny) {
   if (nx == side && ny == side) return pos;
   std::vector<float> out(size_t(int64_t(nx) * ny * n));

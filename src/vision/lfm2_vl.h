@@ -4,8 +4,9 @@
 // (Tiling::kSmartResize); the SigLIP encoder with its learned position table resized to the
 // patch grid (bilinear with antialiasing, as ggml_interpolate); each n_merge x n_merge block of
 // patches concatenated (pixel unshuffle), LayerNorm (eps 1e-5, mm.input_norm weight and bias,
-// each optional), mm.1, GELU, mm.2. Images libmtmd would cut into 512 px tiles and a thumbnail
-// (over twice the token budget's pixels) are refused: tiling is not implemented.
+// each optional), mm.1, GELU, mm.2. Images over twice the budget's pixels are cut into 512 px
+// tiles and a thumbnail (the spec's TileRule, vision/preprocess.cpp); each goes through the same
+// encoder at its own size.
 #pragma once
 
 #include <cstdint>
@@ -24,10 +25,6 @@ namespace zf::vision {
 
 // mm.input_norm (optional), mm.1 (into Mmproj::mm1) and mm.2 (Mmproj::proj); sets hp->proj_width.
 Status LoadLfm2Projector(const gguf::GgufFile& f, VisionHparams* hp, Mmproj* m, std::set<std::string>* used);
-
-// OK when libmtmd takes a width x height image as one (no tiles); else Unsupported, naming the
-// limit.
-Status Lfm2SingleImage(const VisionHparams& hp, int32_t width, int32_t height);
 
 // A side x side table of rows of n (row-major, x fastest) resized to nx x ny as ggml_interpolate
 // does in bilinear mode with antialiasing (a triangle filter widened when shrinking, half-pixel

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <utility>
 
 namespace zf::vision {
 namespace {
@@ -173,6 +175,44 @@ int64_t DynamicRows(const VisionHparams& hp, int32_t tw, int32_t th) {
   return nx * ny + (hp.spec != nullptr && hp.spec->vit == Vit::kPixtral ? ny - 1 : 0);
 }
 
+bool OverTileBudget(const VisionHparams& hp, int32_t width, int32_t height) {
+  const TileRule& r = hp.spec->tiles;
+  if (hp.spec->tiling != Tiling::kSmartResize || r.size <= 0) return false;
+  // libmtmd's should_tile: each side rounded (half to even) to whole blocks, at least a patch.
+  const int32_t a = hp.patch_size * hp.n_merge;
+  const auto round_by = [a](int32_t x) { return int32_t(std::nearbyint(double(x) / a)) * a; };
+  const double w = std::max(hp.patch_size, round_by(width)), h = std::max(hp.patch_size, round_by(height));
+  return w * h > double(hp.max_pixels) * r.over_budget;
+}
+
+void ChooseTileGrid(const TileRule& r, int32_t width, int32_t height, int32_t* gx, int32_t* gy) {
+  // The grids of min..max tiles in libmtmd's order (first seen by tile count, then columns,
+  // then rows; sorted by tile count with std::sort, whose order among equal counts decides ties).
+  std::vector<std::pair<int32_t, int32_t>> grids;
+  for (int32_t n = r.min_tiles; n <= r.max_tiles; ++n)
+    for (int32_t w = 1; w <= n; ++w)
+      for (int32_t h = 1; h <= n; ++h)
+        if (w * h >= r.min_tiles && w * h <= r.max_tiles && std::find(grids.begin(), grids.end(), std::make_pair(w, h)) == grids.end())
+          grids.emplace_back(w, h);
+  std::sort(grids.begin(), grids.end(), [](const auto& a, const auto& b) { return a.first * a.second < b.first * b.second; });
+  // The closest aspect ratio in float; a tie goes to the later grid when the image covers more
+  // than half of its pixels.
+  const float aspect = float(width) / float(height), area = float(width * height);
+  float best_diff = std::numeric_limits<float>::max();
+  std::pair<int32_t, int32_t> best{1, 1};
+  for (const auto& g : grids) {
+    const float diff = std::fabs(aspect - float(g.first) / float(g.second));
+    if (diff < best_diff) {
+      best_diff = diff;
+      best = g;
+    } else if (diff == best_diff && area > 0.5f * float(r.size * r.size * g.first * g.second)) {
+      best = g;
+    }
+  }
+  *gx = best.first;
+  *gy = best.second;
+}
+
 TileGrid PlanTiles(const VisionHparams& hp, int32_t width, int32_t height, int32_t* rw, int32_t* rh) {
   if (hp.spec != nullptr && OwnSize(hp.spec->tiling)) {
     TileGrid g;
@@ -180,6 +220,10 @@ TileGrid PlanTiles(const VisionHparams& hp, int32_t width, int32_t height, int32
     g.rows = DynamicRows(hp, g.w, g.h);
     const int32_t a = hp.patch_size * hp.n_merge;
     if (g.rows == int64_t(g.w / a) * (g.h / a)) g.cols = g.w / a;  // no break rows (Pixtral's) among them
+    if (OverTileBudget(hp, width, height)) {  // g.w x g.h is then the thumbnail's size
+      ChooseTileGrid(hp.spec->tiles, width, height, &g.x, &g.y);
+      g.tile_rows = DynamicRows(hp, hp.spec->tiles.size, hp.spec->tiles.size);
+    }
     return g;
   }
   if (hp.spec == nullptr || hp.spec->tiling != Tiling::kLongestEdge) return TileGrid{};
@@ -202,11 +246,40 @@ TileGrid PlanTiles(const VisionHparams& hp, int32_t width, int32_t height, int32
   return TileGrid{(w + tile - 1) / tile, (h + tile - 1) / tile};
 }
 
+namespace {
+
+// The grid's tile x tile crops of an image of exactly grid.x x grid.y tiles, row by row.
+std::vector<Image> CutTiles(const Image& refined, const TileGrid& grid, int32_t tile) {
+  std::vector<Image> out;
+  for (int32_t ty = 0; ty < grid.y; ++ty)
+    for (int32_t tx = 0; tx < grid.x; ++tx) {
+      Image t;
+      t.width = t.height = tile;
+      t.rgb.resize(size_t(tile) * size_t(tile) * 3);
+      for (int32_t y = 0; y < tile; ++y)
+        std::copy_n(refined.rgb.data() + ((size_t(ty) * size_t(tile) + size_t(y)) * size_t(refined.width) + size_t(tx) * size_t(tile)) * 3,
+                    size_t(tile) * 3, t.rgb.data() + size_t(y) * size_t(tile) * 3);
+      out.push_back(std::move(t));
+    }
+  return out;
+}
+
+}  // namespace
+
 std::vector<Image> TileImages(const VisionHparams& hp, const Image& src, TileGrid* grid) {
   if (hp.spec != nullptr && OwnSize(hp.spec->tiling)) {
+    const Resample f = hp.spec->resample;
     *grid = PlanTiles(hp, src.width, src.height);
-    if (hp.spec->tiling == Tiling::kSmartResize) return {Resize(src, grid->w, grid->h, hp.spec->resample)};
-    return {FitAndPad(src, grid->w, grid->h, hp.spec->resample)};
+    if (grid->x * grid->y > 0) {
+      // libmtmd's lfm2 tiles: the whole image fitted into the grid (PAD_CEIL, centred on black),
+      // cut; then the thumbnail, the one-image resize of the original (no border), last.
+      const int32_t t = hp.spec->tiles.size;
+      std::vector<Image> out = CutTiles(FitAndPad(src, grid->x * t, grid->y * t, f), *grid, t);
+      out.push_back(Resize(src, grid->w, grid->h, f));
+      return out;
+    }
+    if (hp.spec->tiling == Tiling::kSmartResize) return {Resize(src, grid->w, grid->h, f)};
+    return {FitAndPad(src, grid->w, grid->h, f)};
   }
   if (hp.spec == nullptr || hp.spec->tiling != Tiling::kLongestEdge) {
     *grid = TileGrid{};
@@ -218,17 +291,7 @@ std::vector<Image> TileImages(const VisionHparams& hp, const Image& src, TileGri
   const int32_t tile = hp.image_size;
   // Two resizes, as the reference: to the aspect-kept size, then stretched to whole tiles.
   const Image refined = Resize(Resize(src, w, h, f), grid->x * tile, grid->y * tile, f);
-  std::vector<Image> out;
-  for (int32_t ty = 0; ty < grid->y; ++ty)
-    for (int32_t tx = 0; tx < grid->x; ++tx) {
-      Image t;
-      t.width = t.height = tile;
-      t.rgb.resize(size_t(tile) * size_t(tile) * 3);
-      for (int32_t y = 0; y < tile; ++y)
-        std::copy_n(refined.rgb.data() + ((size_t(ty) * size_t(tile) + size_t(y)) * size_t(refined.width) + size_t(tx) * size_t(tile)) * 3,
-                    size_t(tile) * 3, t.rgb.data() + size_t(y) * size_t(tile) * 3);
-      out.push_back(std::move(t));
-    }
+  std::vector<Image> out = CutTiles(refined, *grid, tile);
   out.push_back(Resize(refined, tile, tile, f));  // the overview, last as libmtmd places it
   return out;
 }

@@ -25,9 +25,16 @@ Image Resize(const Image& src, int32_t w, int32_t h, Resample f);
 // first resize (*rw x *rh; may be null). Only sizes: nothing is decoded.
 TileGrid PlanTiles(const VisionHparams& hp, int32_t width, int32_t height, int32_t* rw = nullptr, int32_t* rh = nullptr);
 
+// Tiling::kSmartResize with a TileRule: whether libmtmd cuts a width x height image into tiles,
+// and the grid it cuts it into (columns *gx, rows *gy).
+bool OverTileBudget(const VisionHparams& hp, int32_t width, int32_t height);
+void ChooseTileGrid(const TileRule& r, int32_t width, int32_t height, int32_t* gx, int32_t* gy);
+
 // The encoder's inputs as RGB bytes in placement order: one image_size square (FitAndPad) for
 // the fixed-size types; for kLongestEdge the tiles row by row, then the overview; for
-// kDynamic the image fitted into its DynamicSize (grid->w x grid->h, grid->rows).
+// kDynamic the image fitted into its DynamicSize (grid->w x grid->h, grid->rows); for
+// kSmartResize that size stretched, or over the TileRule's budget the tiles row by row, then
+// the stretched image as the thumbnail.
 std::vector<Image> TileImages(const VisionHparams& hp, const Image& src, TileGrid* grid);
 
 // x / 255, then (x - mean) / std per channel: R G B floats interleaved.

@@ -28,9 +28,12 @@ const ProjectorSpec kSpecs[] = {
     {"qwen2.5vl_merger", "qwen2vl", Merge::kPixelShuffle, false, "mm.2", false, Tiling::kDynamic, Resample::kBicubic, false,
      "<|vision_start|>", "<|vision_end|>", "", "", {}, "", Vit::kQwen25vl},
     // LFM2-VL: one image of its own size (bilinear, no border), SigLIP, 2 x 2 pixel unshuffle,
-    // LayerNorm + mm.1 / GELU / mm.2 (vision/lfm2_vl.cpp); causal rows between the markers.
+    // LayerNorm + mm.1 / GELU / mm.2 (vision/lfm2_vl.cpp); causal rows between the markers. Over
+    // twice the pixel budget: 2..10 tiles of 512 px, each after its <|img_row_R_col_C|>, then
+    // the one-image resize as the thumbnail (processor_config.json's values, as libmtmd).
     {"lfm2", "lfm2", Merge::kPixelShuffle, false, "mm.2", false, Tiling::kSmartResize, Resample::kBilinear, false,
-     "<|image_start|>", "<|image_end|>", "", "", {}, "", Vit::kLfm2},
+     "<|image_start|>", "<|image_end|>", "<|img_row_%d_col_%d|>", "", {"<|img_thumbnail|>"}, "", Vit::kLfm2, {},
+     TileRule{512, 2, 10, 2.0}},
 };
 
 }  // namespace
@@ -67,9 +70,10 @@ std::vector<LayoutPiece> Layout(const ProjectorSpec& spec, const TileGrid& grid,
   const auto text = [&out](const std::string& t) {
     if (!t.empty()) out.push_back(LayoutPiece{t, 0});
   };
+  const int64_t one = grid.rows > 0 ? grid.rows : n_tokens;
+  text(spec.begin);
   if (grid.x * grid.y == 0) {
-    text(spec.begin);
-    out.push_back(LayoutPiece{"", grid.rows > 0 ? grid.rows : n_tokens, grid.cols});
+    out.push_back(LayoutPiece{"", one, grid.cols});
     text(spec.end);
     return out;
   }
@@ -78,13 +82,14 @@ std::vector<LayoutPiece> Layout(const ProjectorSpec& spec, const TileGrid& grid,
       char buf[96];
       std::snprintf(buf, sizeof buf, spec.tile_begin, y + 1, x + 1);
       text(buf);
-      out.push_back(LayoutPiece{"", n_tokens});
+      out.push_back(LayoutPiece{"", grid.tile_rows > 0 ? grid.tile_rows : n_tokens});
     }
     if (y + 1 < grid.y) text(spec.row_end);
   }
   for (const char* t : spec.overview_begin) text(t);
-  out.push_back(LayoutPiece{"", n_tokens});
+  out.push_back(LayoutPiece{"", one});
   text(spec.overview_end);
+  text(spec.end);
   return out;
 }
 

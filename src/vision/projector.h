@@ -25,8 +25,19 @@ enum class Tiling : int32_t {
                  // image_size tiles; the tiles row by row and an overview of the whole (Idefics3)
   kDynamic,      // one image of its own size: scaled to whole patch_size x n_merge blocks (aspect
                  // kept, rounded; within min/max pixels), centred on black (Pixtral)
-  kSmartResize,  // one image of its own size: stretched to the same whole-block size, no border
-                 // (LFM2-VL; libmtmd tiles images over twice max pixels: refused, vision/lfm2_vl.h)
+  kSmartResize,  // one image of its own size: stretched to the same whole-block size, no border;
+                 // images over the spec's TileRule budget cut into tiles and that image as the
+                 // thumbnail (LFM2-VL)
+};
+
+// Tiling::kSmartResize's tiles (libmtmd's lfm2 preprocessor): an image whose block-rounded size
+// is over over_budget x max pixels is stretched (a PAD_CEIL border) to a grid of size x size
+// tiles, the grid of min_tiles..max_tiles tiles whose aspect ratio is closest to the image's
+// (ties to the larger grid when the image covers half its area); size 0: never cut.
+struct TileRule {
+  int32_t size = 0;
+  int32_t min_tiles = 0, max_tiles = 0;
+  double over_budget = 0;
 };
 
 // Whether each image is taken at its own (block-rounded) size rather than a fixed square.
@@ -49,9 +60,9 @@ struct ProjectorSpec {
   Tiling tiling;
   Resample resample;
   bool bidirectional;  // the rows attend both ways in the LM (mtmd_decode_use_non_causal)
-  // Marker text. One image (no tiles): begin, rows, end. Tiles: per tile the tile_begin format
-  // (row, column from 1) and its rows, row_end between rows of tiles; then overview_begin
-  // (each string tokenized on its own), the overview's rows, overview_end.
+  // Marker text. One image (no tiles): begin, rows, end. Tiles: begin, per tile the tile_begin
+  // format (row, column from 1) and its rows, row_end between rows of tiles; then overview_begin
+  // (each string tokenized on its own), the overview's rows, overview_end, end.
   const char* begin;
   const char* end;
   const char* tile_begin;
@@ -62,6 +73,7 @@ struct ProjectorSpec {
   // The LM widths whose models take the rows causally although `bidirectional` (libmtmd:
   // Gemma 4 E2B / E4B, n_embd 1536 / 2560).
   std::vector<int32_t> causal_lm_widths = {};
+  TileRule tiles = {};
 };
 
 // The spec of a clip.projector_type, or nullptr when it is not supported.
@@ -75,13 +87,20 @@ bool RowsBidirectional(const ProjectorSpec& spec, int32_t lm_width);
 std::string SupportedProjectors();
 
 // How an image is cut for the encoder: grid_x x grid_y tiles (0 x 0: one image, no overview).
-// rows: a dynamic-size image's rows (0: the type's fixed n_tokens per encoder input).
+// rows: an own-size image's rows (tiled: the overview's); tile_rows: each tile's (0 for either:
+// the type's fixed n_tokens per encoder input).
 struct TileGrid {
   int32_t x = 0, y = 0;
-  int32_t w = 0, h = 0;  // kDynamic: the size the image is resized to (else 0)
+  int32_t w = 0, h = 0;  // own-size types: the size the image (tiled: the overview) is resized to
   int64_t rows = 0;
+  int64_t tile_rows = 0;
   int32_t cols = 0;  // own-size types whose rows are exactly a grid of tokens: its columns
   int32_t n_images() const { return x * y > 0 ? x * y + 1 : 1; }  // the encoder's inputs (tiles + overview)
+  // All the image's rows: the tiles' and the overview's, or the one image's.
+  int64_t total_rows(int64_t n_tokens) const {
+    const int64_t one = rows > 0 ? rows : n_tokens;
+    return x * y > 0 ? int64_t(x) * y * (tile_rows > 0 ? tile_rows : n_tokens) + one : one;
+  }
 };
 
 // A piece of an image's place in the prompt: marker text (tokenized with special tokens, no

@@ -102,8 +102,10 @@ struct PlacementCase {
   std::vector<uint8_t> rgb;
 };
 
-// Loads a PlacementCase (gtest failures on the way; the case is partly set then).
-inline void LoadPlacementCase(const std::string& lm, const std::string& kind, const std::string& type, PlacementCase* c) {
+// Loads a PlacementCase (gtest failures on the way; the case is partly set then); suffix picks
+// another golden of the pair (KIND-TYPE-lmSUFFIX.json).
+inline void LoadPlacementCase(const std::string& lm, const std::string& kind, const std::string& type, PlacementCase* c,
+                              const std::string& suffix = "") {
   if (!std::ifstream(lm).good()) GTEST_SKIP() << lm << " not written (fixture vision.models: tests/vision/make_models.sh; the sanitizer stage writes only the audio files)";
   c->model = Load(lm);
   ASSERT_NE(c->model, nullptr);
@@ -116,7 +118,7 @@ inline void LoadPlacementCase(const std::string& lm, const std::string& kind, co
   s.struct_size = sizeof s;
   ASSERT_EQ(zf_model_info(c->model.get(), &s), ZF_OK);
   c->n_vocab = size_t(s.n_vocab);
-  std::ifstream g(std::string(ZF_TEST_DATA_DIR) + "/golden/vision/" + kind + "-" + type + "-lm.json");
+  std::ifstream g(std::string(ZF_TEST_DATA_DIR) + "/golden/vision/" + kind + "-" + type + "-lm" + suffix + ".json");
   ASSERT_TRUE(g.good());
   c->golden = nlohmann::json::parse(g);
   const nlohmann::json& img = c->golden["image"];
@@ -181,16 +183,17 @@ inline int ExpectGreedyAsGolden(const nlohmann::json& golden, zf_session* s, std
 }
 
 // A placement golden replayed through the C ABI: the golden's first text chunk less its last
-// `drop_before` tokens, zf_session_eval_image (which places the image's own markers), the
-// third chunk less its first `drop_after`; then the session's entries, n_past, the first step's
-// centred cosine (>= min_cosine) and teacher-forced greedy steps; one line of numbers.
+// `drop_before` tokens, zf_session_eval_image (which places the image's own markers, and a tiled
+// image's chunks and the text between them), the last chunk less its first `drop_after`; then
+// the session's entries, n_past, the first step's centred cosine (>= min_cosine) and
+// teacher-forced greedy steps; one line of numbers.
 inline void ExpectPlacedAsGolden(PlacementCase& c, const std::string& what, size_t drop_before, size_t drop_after,
                                  double min_cosine, double tie_margin) {
   const zf_image im = Rgb(c.rgb, c.w, c.h);
-  SessionPtr s = NewSession(c.model.get(), 1024);
+  SessionPtr s = NewSession(c.model.get(), std::max(1024, c.golden["n_past"].get<int32_t>() + 64));
   std::vector<float> logits(c.n_vocab);
-  std::vector<int32_t> before = c.golden["chunks"][0]["text"];
-  std::vector<int32_t> after = c.golden["chunks"][2]["text"];
+  std::vector<int32_t> before = c.golden["chunks"].front()["text"];
+  std::vector<int32_t> after = c.golden["chunks"].back()["text"];
   before.resize(before.size() - drop_before);
   after.erase(after.begin(), after.begin() + std::ptrdiff_t(drop_after));
   ASSERT_EQ(zf_session_eval(s.get(), before.data(), before.size(), nullptr, 0), ZF_OK) << zf_last_error();

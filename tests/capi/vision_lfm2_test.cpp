@@ -4,7 +4,9 @@
 // (tests/data/golden/vision/lfm2-<type>-lm.json, mmproj_recorder --lm-chatml: a ChatML prompt
 // with the landscape Pattern picture, 640 x 384 px after the resize: 20 x 12 tokens):
 // <|image_start|>, the rows, <|image_end|> in libmtmd's positions, the first step's logits and 8
-// teacher-forced greedy steps.
+// teacher-forced greedy steps; and the same for a 1024 x 768 Pattern picture that libmtmd tiles
+// (lfm2-<type>-lm-tiled.json, --lm-chatml 1024x768: 3 x 2 tiles of 256 rows, each after its
+// <|img_row_R_col_C|>, then <|img_thumbnail|> and the 234-row thumbnail).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -19,9 +21,7 @@
 
 namespace {
 
-using zf::capitest::NewSession;
 using zf::capitest::Rgb;
-using zf::capitest::SessionPtr;
 
 // As the other placement tests: a greedy token may differ from libmtmd's only at a near-tie.
 constexpr double kTieMargin = 1.25;
@@ -54,16 +54,24 @@ TEST_P(CapiLfm2Vl, RowsPlacedAsLibmtmdPlacesThem) {
   zf::capitest::ExpectPlacedAsGolden(c_, "lfm2 " + GetParam(), 1, 1, kMinCosine, kTieMargin);
 }
 
-// An image libmtmd would cut into tiles: refused by name, the session unchanged.
-TEST_P(CapiLfm2Vl, TiledImageRefused) {
-  const std::vector<uint8_t> rgb(size_t(1200) * 1000 * 3, 100);
-  const zf_image im = Rgb(rgb, 1200, 1000);
-  SessionPtr s = NewSession(c_.model.get(), 4096);
-  EXPECT_NE(zf_session_eval_image(s.get(), c_.mmproj.get(), &im, nullptr, 0), ZF_OK);
-  EXPECT_NE(std::string(zf_last_error()).find("tiles"), std::string::npos) << zf_last_error();
-  int32_t n_past = -1;
-  ASSERT_EQ(zf_session_n_past(s.get(), &n_past), ZF_OK);
-  EXPECT_EQ(n_past, 0);
+// A picture libmtmd tiles: every tile's and the thumbnail's rows after their markers, as
+// libmtmd's chunks; zf_image_embed's rows are all of them (tiles first).
+TEST_P(CapiLfm2Vl, TiledImagePlacedAsLibmtmdPlacesIt) {
+  zf::capitest::PlacementCase t;
+  zf::capitest::LoadPlacementCase(std::string(ZF_VISION_MODELS_DIR) + "/lfm2-vl.gguf", "lfm2", GetParam(), &t, "-tiled");
+  if (IsSkipped() || HasFatalFailure()) return;
+  int32_t images = 0, rows = 0;
+  for (const nlohmann::json& c : t.golden["chunks"])
+    if (c.contains("image_tokens")) ++images, rows += c["image_tokens"].get<int32_t>();
+  EXPECT_GT(images, 2) << "the golden's picture is not tiled";
+  const zf_image im = Rgb(t.rgb, t.w, t.h);
+  size_t needed = 0;
+  int32_t n_tok = 0;
+  ASSERT_EQ(zf_image_embed(t.mmproj.get(), &im, 0, nullptr, 0, &needed, &n_tok), ZF_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(n_tok, rows);
+  EXPECT_EQ(needed, size_t(rows) * 256);
+  // The first chunk ends in <|image_start|><|img_row_1_col_1|>, the last starts with <|image_end|>.
+  zf::capitest::ExpectPlacedAsGolden(t, "lfm2 tiled " + GetParam(), 2, 1, kMinCosine, kTieMargin);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, CapiLfm2Vl, ::testing::Values("f16", "q8_0"));

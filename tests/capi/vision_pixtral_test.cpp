@@ -4,7 +4,9 @@
 // (tests/data/golden/vision/pixtral-<type>-lm.json, mmproj_recorder --lm-chatml: a ChatML prompt
 // with the landscape Pattern picture, 640 x 416 px: 20 x 13 tokens and 12 [IMG_BREAK] rows):
 // the rows then [IMG_END] in libmtmd's positions, the first step's logits and 8 teacher-forced
-// greedy steps; a chat turn with an image_url part gives the raw route's first token.
+// greedy steps; a chat turn with an image_url part gives the raw route's first token; and the
+// same placement on mistral3-pixtral.gguf (that model as general.architecture mistral3, Mistral
+// Small 3.1 / 3.2's language model) against libmtmd on that file (pixtral-<type>-lm-mistral3.json).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -124,6 +126,20 @@ TEST_P(CapiPixtral, ChatTurnFirstTokenIsTheRawRoutes) {
   EXPECT_EQ(std::vector<int32_t>(turn.begin(), turn.begin() + std::ptrdiff_t(raw.size())), raw);
   const int32_t first = Argmax(logits);
   if (turn.size() > raw.size()) EXPECT_EQ(turn[raw.size()], first);
+}
+
+// The projector binds to a mistral3 model of its width and places the rows as libmtmd does there.
+TEST_P(CapiPixtral, Mistral3LanguageModel) {
+  zf::capitest::PlacementCase m;
+  zf::capitest::LoadPlacementCase(std::string(ZF_VISION_MODELS_DIR) + "/mistral3-pixtral.gguf", "pixtral", GetParam(), &m,
+                                  "-mistral3");
+  if (IsSkipped() || HasFatalFailure()) return;
+  zf_model_summary sum;
+  std::memset(&sum, 0, sizeof sum);
+  sum.struct_size = sizeof sum;
+  ASSERT_EQ(zf_model_info(m.model.get(), &sum), ZF_OK);
+  EXPECT_STREQ(sum.architecture, "mistral3");
+  zf::capitest::ExpectPlacedAsGolden(m, "pixtral on mistral3 " + GetParam(), 0, 1, kMinCosine, kTieMargin);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, CapiPixtral, ::testing::Values("f16", "q8_0"));

@@ -72,11 +72,13 @@ inline void ExpectPreprocessed(const Image& in, const nlohmann::json& pre, const
   EXPECT_EQ(Hex(Fnv(in.rgb)), pre["fnv1a64"].get<std::string>()) << what;
 }
 
-// The fixture's mmproj-KIND-TYPE.gguf and its golden KIND-TYPE.json (the file's sha256 checked
-// against the one the golden was recorded on).
-inline std::unique_ptr<Mmproj> LoadWithGolden(const std::string& kind, const std::string& type, nlohmann::json* golden) {
+// The fixture's mmproj-KIND-TYPE.gguf and its golden KIND-TYPE[SUFFIX].json (the file's sha256
+// checked against the one the golden was recorded on).
+inline std::unique_ptr<Mmproj> LoadWithGolden(const std::string& kind, const std::string& type, nlohmann::json* golden,
+                                              const std::string& suffix = "") {
   const std::string file = std::string(ZF_VISION_MODELS_DIR) + "/mmproj-" + kind + "-" + type + ".gguf";
-  *golden = nlohmann::json::parse(ReadText(std::string(ZF_TEST_DATA_DIR) + "/golden/vision/" + kind + "-" + type + ".json"));
+  *golden = nlohmann::json::parse(
+      ReadText(std::string(ZF_TEST_DATA_DIR) + "/golden/vision/" + kind + "-" + type + suffix + ".json"));
   EXPECT_EQ(Trimmed(ReadText(file + ".sha256")), (*golden)["mmproj_sha256"].get<std::string>())
       << file << " is not the file the golden was recorded on (generator or its packages changed?)";
   std::unique_ptr<Mmproj> m;

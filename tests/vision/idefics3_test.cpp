@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chunked_golden.h"
 #include "golden_check.h"
 #include "golden_images.h"
 #include "test_images.h"
@@ -23,8 +24,6 @@
 
 namespace zf::vision {
 namespace {
-
-using test::GoldenImage;
 
 std::unique_ptr<Mmproj> Load(const std::string& type, nlohmann::json* golden) {
   return test::LoadWithGolden("idefics3", type, golden);
@@ -94,43 +93,7 @@ TEST_P(Idefics3Golden, TilesAndEmbeddingsMatchLibmtmd) {
   nlohmann::json golden;
   std::unique_ptr<Mmproj> m = Load(var.name, &golden);
   ASSERT_NE(m, nullptr);
-  const VisionHparams& hp = m->hparams();
-  VisionEncoder enc(*m, 2);
-  for (const auto& gi : golden["images"]) {
-    const std::string name = gi["name"];
-    const Image img = GoldenImage(gi);
-    std::vector<nlohmann::json> chunks;
-    for (const auto& c : gi["chunks"])
-      if (c.contains("n_tokens")) chunks.push_back(c);
-    TileGrid grid;
-    const std::vector<Image> tiles = TileImages(hp, img, &grid);
-    ASSERT_EQ(tiles.size(), chunks.size()) << name;
-    ASSERT_EQ(size_t(grid.n_images()), chunks.size()) << name;
-    for (size_t i = 0; i < tiles.size(); ++i) {
-      test::ExpectPreprocessed(tiles[i], chunks[i]["preprocessed"], name + " tile " + std::to_string(i));
-    }
-    std::vector<float> embd;
-    TileGrid g2;
-    const Status s = enc.Encode(img, &embd, &g2);
-    ASSERT_TRUE(s.ok()) << s.message();
-    EXPECT_EQ(g2.x, grid.x);
-    EXPECT_EQ(g2.y, grid.y);
-    const size_t per = size_t(hp.n_tokens()) * size_t(hp.proj_width);
-    ASSERT_EQ(embd.size(), per * chunks.size());
-    test::GoldenFit worst;
-    for (size_t i = 0; i < chunks.size(); ++i) {
-      nlohmann::json gc = chunks[i];
-      gc["n_embd"] = gi["n_embd"];
-      const std::vector<float> one(embd.begin() + std::ptrdiff_t(i * per), embd.begin() + std::ptrdiff_t((i + 1) * per));
-      const test::GoldenFit fit = test::ExpectMatchesGolden(one, gc, var.min_cosine, name + " chunk " + std::to_string(i),
-                                                          var.max_norm_error);
-      worst.min_cosine = std::min(worst.min_cosine, fit.min_cosine);
-      worst.max_abs = std::max(worst.max_abs, fit.max_abs);
-      worst.worst_norm = std::max(worst.worst_norm, fit.worst_norm);
-    }
-    std::printf("[ vision ] idefics3 %s %s (%d x %d tiles): min cosine %.7f, max |diff| %.3g, worst norm rel. error %.2g\n",
-                var.name, name.c_str(), grid.x, grid.y, worst.min_cosine, worst.max_abs, worst.worst_norm);
-  }
+  test::ExpectChunkedGolden(*m, golden, std::string("idefics3 ") + var.name, var.min_cosine, var.max_norm_error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, Idefics3Golden, ::testing::Values(Variant{"f16", 0.9999, 1e-3}, Variant{"q8_0", 0.999, 3e-3}),

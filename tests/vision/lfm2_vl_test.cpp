@@ -4,8 +4,10 @@
 // GELU / mm.2 to the synthesized LFM2's 256) on two Pattern pictures and test-1.jpeg, each one
 // image under lfm2's 256-token budget (640 x 384, 288 x 704, 576 x 416 after the resize: the
 // position table resized up on one side and down on the other): the resized image pixel for
-// pixel (Pillow's bilinear, no border), the rows, the markers around them; images libmtmd would
-// tile are refused by name.
+// pixel (Pillow's bilinear, no border), the rows, the markers around them; and a 1024 x 768
+// Pattern picture (lfm2-<type>-tiled.json, --tiles 1024x768) that libmtmd cuts into 3 x 2 tiles
+// of 512 px (a PAD_CEIL fit) and a 576 x 416 thumbnail: every input pixel for pixel, every
+// chunk's rows.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -14,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chunked_golden.h"
 #include "golden_check.h"
 #include "golden_images.h"
 #include "own_size_golden.h"
@@ -53,18 +56,34 @@ TEST(Lfm2Vl, Hparams) {
   EXPECT_EQ(h, 416);
   DynamicSize(hp, 40, 40, &w, &h);
   EXPECT_GE(int64_t(w) * h, hp.min_pixels);
-  // Over twice the budget libmtmd cuts tiles: refused, as Encode does.
-  EXPECT_TRUE(Lfm2SingleImage(hp, 700, 700).ok());
-  const Status s = Lfm2SingleImage(hp, 1200, 1000);
-  EXPECT_EQ(s.code(), Code::kUnsupported);
-  EXPECT_NE(s.message().find("tiles"), std::string::npos) << s.message();
-  Image big;
-  big.width = 1200;
-  big.height = 1000;
-  big.rgb.assign(size_t(1200 * 1000 * 3), 128);
-  VisionEncoder enc(*m, 1);
-  std::vector<float> embd;
-  EXPECT_EQ(enc.Encode(big, &embd).code(), Code::kUnsupported);
+  // Over twice the budget (block-rounded sides, > 524288 px) libmtmd cuts tiles.
+  EXPECT_FALSE(OverTileBudget(hp, 700, 700));
+  EXPECT_FALSE(OverTileBudget(hp, 720, 720));  // 22.5 blocks round to even: 704 x 704
+  EXPECT_TRUE(OverTileBudget(hp, 740, 740));   // 736 x 736: 541696 px
+  EXPECT_TRUE(OverTileBudget(hp, 1024, 768));
+  EXPECT_EQ(PlanTiles(hp, 700, 700).x, 0);
+  const TileGrid g = PlanTiles(hp, 1024, 768);
+  EXPECT_EQ(g.tile_rows, 256);  // 512 px tiles: 16 x 16 tokens
+  EXPECT_EQ(g.total_rows(hp.n_tokens()), g.x * g.y * 256 + g.rows);
+}
+
+TEST(Lfm2Vl, TileGridByAspectRatio) {
+  // The grids of 2..10 tiles whose aspect ratio is the image's, or the closest.
+  const TileRule& r = FindProjector("lfm2")->tiles;
+  int32_t x = 0, y = 0;
+  ChooseTileGrid(r, 2048, 1024, &x, &y);
+  EXPECT_EQ(x * 1, y * 2);
+  ChooseTileGrid(r, 600, 3000, &x, &y);
+  EXPECT_EQ(x * 5, y * 1);
+  ChooseTileGrid(r, 1500, 1000, &x, &y);
+  EXPECT_EQ(x * 2, y * 3);
+  // A square: 2 x 2 and 3 x 3 tie; the larger wins when the image covers half of its pixels
+  // (3 x 3 x 512 x 512 / 2 = 1179648).
+  ChooseTileGrid(r, 1000, 1000, &x, &y);
+  EXPECT_EQ(x, 2);
+  ChooseTileGrid(r, 1100, 1100, &x, &y);
+  EXPECT_EQ(x, 3);
+  EXPECT_EQ(y, 3);
 }
 
 TEST(Lfm2Vl, LayoutIsLibmtmds) {
@@ -73,6 +92,17 @@ TEST(Lfm2Vl, LayoutIsLibmtmds) {
   g.rows = 240;
   for (const LayoutPiece& x : Layout(*FindProjector("lfm2"), g, 0)) text += x.rows ? "[" + std::to_string(x.rows) + "]" : x.text;
   EXPECT_EQ(text, "<|image_start|>[240]<|image_end|>");
+  // Tiled (mtmd.cpp's MTMD_SLICE_TMPL_LFM2): each tile after its row/column marker, no text
+  // between rows, the thumbnail after <|img_thumbnail|>, all between the image's markers.
+  g.x = 2;
+  g.y = 2;
+  g.rows = 234;
+  g.tile_rows = 256;
+  text.clear();
+  for (const LayoutPiece& x : Layout(*FindProjector("lfm2"), g, 64)) text += x.rows ? "[" + std::to_string(x.rows) + "]" : x.text;
+  EXPECT_EQ(text,
+            "<|image_start|><|img_row_1_col_1|>[256]<|img_row_1_col_2|>[256]<|img_row_2_col_1|>[256]<|img_row_2_col_2|>[256]"
+            "<|img_thumbnail|>[234]<|image_end|>");
 }
 
 TEST(Lfm2Vl, PositionResize) {
@@ -102,6 +132,19 @@ class Lfm2VlGolden : public ::testing::TestWithParam<Variant> {};
 TEST_P(Lfm2VlGolden, PixelsAndEmbeddingsMatchLibmtmd) {
   const Variant& var = GetParam();
   test::ExpectOwnSizeGolden("lfm2", var.name, 1, 3, var.min_cosine, var.max_norm_error);
+}
+
+// A picture libmtmd tiles (and the two it does not, again): tiles and thumbnail pixel for pixel,
+// then every chunk's rows, tiles first.
+TEST_P(Lfm2VlGolden, TilesAndThumbnailMatchLibmtmd) {
+  const Variant& var = GetParam();
+  nlohmann::json golden;
+  std::unique_ptr<Mmproj> m = test::LoadWithGolden("lfm2", var.name, &golden, "-tiled");
+  ASSERT_NE(m, nullptr);
+  bool tiled = false;
+  for (const auto& gi : golden["images"]) tiled = tiled || gi["chunks"].size() > 3;
+  EXPECT_TRUE(tiled) << "the golden has no tiled picture";
+  test::ExpectChunkedGolden(*m, golden, std::string("lfm2 ") + var.name, var.min_cosine, var.max_norm_error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, Lfm2VlGolden,

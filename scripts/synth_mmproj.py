@@ -25,6 +25,7 @@ OUT_DIR/mmproj-pixtral-{f32,f16,q8_0}.gguf (HP_PIXTRAL; with --lm also smollm2-p
 mistral3-pixtral.gguf, the same model as general.architecture mistral3:
 SmolLM2 with [IMG], [IMG_BREAK], [IMG_END] appended as CONTROL tokens), and
 OUT_DIR/mmproj-qwen25vl-{f32,f16,q8_0}.gguf (HP_QWEN25VL: 4 blocks, window attention on 0 and 2),
+OUT_DIR/mmproj-qwen3vl-{f32,f16,q8_0}.gguf (HP_QWEN3VL: a deepstack merger after block 1),
 OUT_DIR/mmproj-lfm2-{f32,f16,q8_0}.gguf (HP_LFM2: LFM2-VL's layout, width 256); with --lfm2-lm
 LFM2.gguf only OUT_DIR/lfm2-vl.gguf: that model with LFM2-VL's image tokens appended (CONTROL);
 with --qwen-vl-lm IN.gguf OUT.gguf only OUT_DIR/OUT.gguf: IN (a synthesized qwen2vl / qwen3vl)
@@ -58,6 +59,11 @@ PIXTRAL_TOKENS = ["[IMG]", "[IMG_BREAK]", "[IMG_END]"]
 # Qwen2.5-VL: 14 px patches merged 2 x 2, window attention (112 px windows) on layers 0 and 2,
 # full attention on 1 and 3 (n_wa_pattern 2), projection to the synthesized qwen2vl model's 256.
 HP_QWEN25VL = dict(HP, n_layer=4, image_size=560, patch_size=14, proj_dim=256, projector="qwen2.5vl_merger", wa_pattern=2)
+# Qwen3-VL (qwen3vl_merger): 16 px patches merged 2 x 2, a 32 x 32 learned position table (resized
+# to each image's patch grid), LayerNorms, fused q/k/v, GELU MLP, 3 blocks with a deepstack merger
+# after block 1 (the synthesized qwen3vl model's one deepstack layer), projection to its 256.
+HP_QWEN3VL = dict(HP, n_layer=3, image_size=512, patch_size=16, proj_dim=256, projector="qwen3vl_merger",
+                  spatial_merge_size=2, deepstack=[1])
 # LFM2-VL (lfm2): the converter's 256 px / 16 px patches (a 16 x 16 position table, resized to each
 # image's patch grid), pixel unshuffle by 2, LayerNorm + mm.1 / GELU / mm.2 to the synthesized
 # LFM2's 256 (scripts/synth_families.py); images of their own size within 64 .. 256 tokens.
@@ -132,10 +138,38 @@ def tensors_qwen25vl(hp):
     return t
 
 
+def tensors_qwen3vl(hp):
+    """The converter's Qwen3-VL layout (conversion/qwen3vl.py, clip.cpp): the temporal pair of patch
+    kernels with one bias, the position table, LayerNorms with biases, attn_qkv and the GELU MLP
+    with biases, v.post_ln, mm.0 / mm.2, and v.deepstack.N.{norm,fc1,fc2} for the listed blocks."""
+    E, F, P = hp["n_embd"], hp["n_ff"], hp["patch_size"]
+    n_pos = (hp["image_size"] // P) ** 2
+    t = [("v.patch_embd.weight", (P, P, 3, E), "conv"), ("v.patch_embd.weight.1", (P, P, 3, E), "conv"),
+         ("v.patch_embd.bias", (E,), "bias"), ("v.position_embd.weight", (E, n_pos), "pos")]
+    for i in range(hp["n_layer"]):
+        b = f"v.blk.{i}."
+        t += [(b + "ln1.weight", (E,), "normw"), (b + "ln1.bias", (E,), "bias"),
+              (b + "attn_qkv.weight", (E, 3 * E), "mat"), (b + "attn_qkv.bias", (3 * E,), "bias"),
+              (b + "attn_out.weight", (E, E), "mat"), (b + "attn_out.bias", (E,), "bias"),
+              (b + "ln2.weight", (E,), "normw"), (b + "ln2.bias", (E,), "bias"),
+              (b + "ffn_up.weight", (E, F), "mat"), (b + "ffn_up.bias", (F,), "bias"),
+              (b + "ffn_down.weight", (F, E), "mat"), (b + "ffn_down.bias", (E,), "bias")]
+    M, W = 4 * E, hp["proj_dim"]  # a 2 x 2 block's four rows; the LM's width
+    t += [("v.post_ln.weight", (E,), "normw"), ("v.post_ln.bias", (E,), "bias"),
+          ("mm.0.weight", (M, M), "mat"), ("mm.0.bias", (M,), "bias"), ("mm.2.weight", (M, W), "mat"), ("mm.2.bias", (W,), "bias")]
+    for i in hp["deepstack"]:
+        d = f"v.deepstack.{i}."
+        t += [(d + "norm.weight", (M,), "normw"), (d + "norm.bias", (M,), "bias"), (d + "fc1.weight", (M, M), "mat"),
+              (d + "fc1.bias", (M,), "bias"), (d + "fc2.weight", (M, W), "mat"), (d + "fc2.bias", (W,), "bias")]
+    return t
+
+
 def tensors(hp):
     """(name, ne (ggml order), kind): kind is 'mat' (a product's weight), 'conv', 'proj', or 'vec'."""
     if hp["projector"] == "qwen2.5vl_merger":
         return tensors_qwen25vl(hp)
+    if hp["projector"] == "qwen3vl_merger":
+        return tensors_qwen3vl(hp)
     if hp["projector"] == "gemma4v":
         return tensors_gemma4v(hp)
     if hp["projector"] == "pixtral":
@@ -203,6 +237,8 @@ def write(path, hp, variant, seed, audio_tower=False):
         w.add_uint32("clip.vision.projector.scale_factor", hp["scale_factor"])
     if "spatial_merge_size" in hp:
         w.add_uint32("clip.vision.spatial_merge_size", hp["spatial_merge_size"])
+    if "deepstack" in hp:  # as the converter writes it (clip.cpp counts the tensors instead)
+        w.add_array("clip.vision.is_deepstack_layers", [i in hp["deepstack"] for i in range(hp["n_layer"])])
     if "wa_pattern" in hp:
         w.add_uint32("clip.vision.n_wa_pattern", hp["wa_pattern"])
     if "preproc_image_size" in hp:
@@ -304,6 +340,8 @@ def main():
         write(os.path.join(a.out_dir, f"mmproj-pixtral-{v}.gguf"), HP_PIXTRAL, v, a.seed)
     for v in ("f32", "f16", "q8_0"):
         write(os.path.join(a.out_dir, f"mmproj-qwen25vl-{v}.gguf"), HP_QWEN25VL, v, a.seed)
+    for v in ("f32", "f16", "q8_0"):
+        write(os.path.join(a.out_dir, f"mmproj-qwen3vl-{v}.gguf"), HP_QWEN3VL, v, a.seed)
     for v in ("f32", "f16", "q8_0"):
         write(os.path.join(a.out_dir, f"mmproj-lfm2-{v}.gguf"), HP_LFM2, v, a.seed)
     if a.lm:

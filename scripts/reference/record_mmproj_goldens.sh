@@ -102,6 +102,23 @@ for t in f32 f16 q8_0; do
     echo "$out/qwen25vl-$t-lm.json"
   fi
 done
+# qwen3vl_merger (Qwen3-VL's vision encoder, a deepstack merger) with the fixture's synthesized
+# qwen3vl-q8_0.gguf (one deepstack layer: libmtmd's rows are 256 x (1 + 1) wide): qwen3vl-<type>.json
+# (the Pattern pictures at their own sizes, whole 32 px blocks) and qwen3vl-<type>-lm.json
+# (--lm-chatml on qwen3vl-vl.gguf, the model with Qwen-VL's vision tokens: the rows at M-RoPE
+# positions, their deepstack slices added after layer 0).
+for t in f32 f16 q8_0; do
+  f="$models/mmproj-qwen3vl-$t.gguf"
+  sha=$(sha256sum "$f" | cut -d' ' -f1)
+  "$bin" "$f" "$models/qwen3vl-q8_0.gguf" "$sha" > "$out/qwen3vl-$t.json.tmp"
+  mv "$out/qwen3vl-$t.json.tmp" "$out/qwen3vl-$t.json"
+  echo "$out/qwen3vl-$t.json"
+  if [ "$t" != f32 ]; then
+    "$bin" "$f" "$models/qwen3vl-vl.gguf" "$sha" --lm-chatml > "$out/qwen3vl-$t-lm.json.tmp"
+    mv "$out/qwen3vl-$t-lm.json.tmp" "$out/qwen3vl-$t-lm.json"
+    echo "$out/qwen3vl-$t-lm.json"
+  fi
+done
 for t in f16 q8_0; do  # and tools/mtmd/test-1.jpeg through libmtmd's own decoder (--tiles' chunks)
   f="$models/mmproj-gemma4v-$t.gguf"
   sha=$(sha256sum "$f" | cut -d' ' -f1)

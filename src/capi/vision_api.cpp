@@ -133,7 +133,7 @@ zf::Status Encode(const zf_mmproj* p, const zf::vision::Image& img, int32_t n_th
   Return(p, n_threads, std::move(enc));
   ZF_RETURN_IF_ERROR(s);
   const zf::vision::VisionHparams& hp = p->impl->hparams();
-  const size_t n = RowsOf(hp, img) * size_t(hp.proj_width);
+  const size_t n = RowsOf(hp, img) * size_t(hp.row_width());
   if (embd->size() != n) {
     return zf::Status(zf::Code::kInternal, "vision encoder returned " + std::to_string(embd->size()) +
                                                " floats, expected " + std::to_string(n));
@@ -270,9 +270,10 @@ ZF_API zf_status zf_mmproj_load(zf_model* model, const char* path, uint32_t flag
   const zf::model::ModelDesc& c = model->impl->desc();
   const zf::vision::VisionHparams& hp = m->hparams();
   std::string why;
-  if (!m->CheckLanguageModel(c.n_embd).ok()) {
-    why = "its output width " + std::to_string(hp.proj_width) + " is not the model's embedding width " +
-          std::to_string(c.n_embd);
+  if (!m->CheckLanguageModel(c.n_embd_inp()).ok()) {
+    why = "its output width " + std::to_string(hp.row_width()) + " is not the model's " +
+          (c.n_deepstack > 0 ? "input width (n_embd x (1 + deepstack layers)) " : "embedding width ") +
+          std::to_string(c.n_embd_inp());
   }
   const char* family = hp.spec->family;
   if (!zf::vision::ForFamily(*hp.spec, c.arch)) {
@@ -320,7 +321,7 @@ ZF_API zf_status zf_mmproj_info(const zf_mmproj* mmproj, zf_mmproj_summary* info
   s.image_size = dynamic ? 0 : hp.image_size;
   s.patch_size = hp.patch_size;
   s.n_tokens = dynamic ? 0 : hp.n_tokens();
-  s.n_embd = hp.proj_width;
+  s.n_embd = hp.row_width();  // zf_image_embed's row (Qwen3-VL: with its deepstack slices)
   s.n_embd_vision = hp.n_embd;
   s.n_layer = hp.n_layer;
   s.projector_type = hp.projector.c_str();
@@ -348,7 +349,7 @@ ZF_API zf_status zf_image_embed(const zf_mmproj* mmproj, const zf_image* image, 
   if (zf::Status s = ReadImage(image, "image", &img, &in); !s.ok()) return Fail(s);
   // The size follows from the image's size alone: known before the (costly) encode.
   const zf::vision::VisionHparams& hp = mmproj->impl->hparams();
-  const size_t n_rows = RowsOf(hp, img), n = n_rows * size_t(hp.proj_width);
+  const size_t n_rows = RowsOf(hp, img), n = n_rows * size_t(hp.row_width());
   *needed = n;
   if (n_tokens != nullptr) *n_tokens = static_cast<int32_t>(n_rows);
   if (cap < n) {

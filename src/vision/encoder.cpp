@@ -80,8 +80,8 @@ void NormalizeRow(float* x, int64_t dim, float eps) {
   for (int64_t i = 0; i < dim; ++i) x[i] *= scale;
 }
 
-void VisionEncoder::LayerNorm(const LayerNormW& n, float* x, int64_t n_tok) {
-  const int64_t dim = m_.hparams().n_embd;
+void VisionEncoder::LayerNorm(const LayerNormW& n, float* x, int64_t n_tok, int64_t width) {
+  const int64_t dim = width > 0 ? width : m_.hparams().n_embd;
   const float eps = m_.hparams().eps;
   pool_->ParallelFor(n_tok, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
@@ -204,7 +204,7 @@ Status VisionEncoder::Encode(const Image& image, std::vector<float>* embd, TileG
   for (const Image& in : inputs) {
     if (hp.spec->vit == Vit::kGemma4v) {
       ZF_RETURN_IF_ERROR(EncodeGemma4v(Normalize(in, hp.mean, hp.std), in.width, in.height, &one));
-    } else if (hp.spec->vit == Vit::kQwen25vl) {
+    } else if (hp.spec->vit == Vit::kQwen25vl || hp.spec->vit == Vit::kQwen3vl) {
       ZF_RETURN_IF_ERROR(EncodeQwenVl(Normalize(in, hp.mean, hp.std), in.width, in.height, &one));
     } else if (hp.spec->vit == Vit::kLfm2) {
       ZF_RETURN_IF_ERROR(EncodeLfm2(Normalize(in, hp.mean, hp.std), in.width, in.height, &one));

@@ -47,14 +47,14 @@ class VisionEncoder {
   Status EncodePixtral(const std::vector<float>& pixels, int32_t w, int32_t h, std::vector<float>* embd);
   // Vit::kGemma4v: a w x h image's rows (vision/gemma4v.cpp).
   Status EncodeGemma4v(const std::vector<float>& pixels, int32_t w, int32_t h, std::vector<float>* embd);
-  // Vit::kQwen25vl: a w x h image's rows (vision/qwen_vl.cpp).
+  // Vit::kQwen25vl, kQwen3vl: a w x h image's rows (vision/qwen_vl.cpp).
   Status EncodeQwenVl(const std::vector<float>& pixels, int32_t w, int32_t h, std::vector<float>* embd);
   // Vit::kLfm2: a w x h image's rows (vision/lfm2_vl.cpp).
   Status EncodeLfm2(const std::vector<float>& pixels, int32_t w, int32_t h, std::vector<float>* embd);
 
  private:
   void MatMul(const Linear& l, const float* x, int64_t n_tok, float* y);
-  void LayerNorm(const LayerNormW& n, float* x, int64_t n_tok);  // in place
+  void LayerNorm(const LayerNormW& n, float* x, int64_t n_tok, int64_t dim = 0);  // in place; rows of dim (0: n_embd)
   void Gelu(float* x, int64_t n);
   // scale multiplies q.k (0: 1 / sqrt(head width)).
   void Attention(const float* q, const float* k, const float* v, int64_t T, float* out, float scale = 0.0f);

@@ -93,11 +93,12 @@ Status ReadHparams(const gguf::GgufFile& f, VisionHparams* hp) {
   bool b = false;
   if (!f.GetBool("clip.has_vision_encoder", &b).ok() || !b)
     return FormatError("mmproj: clip.has_vision_encoder is not true (no vision encoder in the file)");
-  const bool pixtral = hp->spec->vit == Vit::kPixtral, qwen = hp->spec->vit == Vit::kQwen25vl;
-  const char* act = pixtral || qwen ? "clip.use_silu" : "clip.use_gelu";
+  const bool pixtral = hp->spec->vit == Vit::kPixtral, qwen25 = hp->spec->vit == Vit::kQwen25vl;
+  const bool qwen = qwen25 || hp->spec->vit == Vit::kQwen3vl;
+  const char* act = pixtral || qwen25 ? "clip.use_silu" : "clip.use_gelu";
   if (!f.GetBool(act, &b).ok() || !b)
     return Unsupported(std::string("mmproj: ") + act + " is not true (" + hp->projector + "'s encoder uses " +
-                       (pixtral || qwen ? "SiLU" : "GELU") + ")");
+                       (pixtral || qwen25 ? "SiLU" : "GELU") + ")");
   ZF_RETURN_IF_ERROR(U32(f, "clip.vision.image_size", &hp->image_size, 1));
   ZF_RETURN_IF_ERROR(U32(f, "clip.vision.patch_size", &hp->patch_size, 1));
   ZF_RETURN_IF_ERROR(U32(f, "clip.vision.embedding_length", &hp->n_embd, 1));
@@ -186,7 +187,7 @@ Status Mmproj::FromGguf(std::unique_ptr<gguf::GgufFile> file, std::unique_ptr<Mm
     *out = std::move(m);
     return Status::Ok();
   }
-  if (hp.spec->vit == Vit::kQwen25vl) {
+  if (hp.spec->vit == Vit::kQwen25vl || hp.spec->vit == Vit::kQwen3vl) {
     m->qwen_vl = std::make_unique<QwenVlWeights>();
     ZF_RETURN_IF_ERROR(QwenVlHparams(f, &hp, m->qwen_vl.get()));
     ZF_RETURN_IF_ERROR(LoadQwenVl(f, &hp, m.get(), m->qwen_vl.get(), &used));
@@ -271,11 +272,13 @@ Status Mmproj::FromGguf(std::unique_ptr<gguf::GgufFile> file, std::unique_ptr<Mm
   return Status::Ok();
 }
 
-Status Mmproj::CheckLanguageModel(int64_t lm_n_embd) const {
-  if (lm_n_embd != hp_.proj_width)
-    return InvalidArgument("mmproj: the projector's output width " + std::to_string(hp_.proj_width) +
-                           " (mm.input_projection) is not the language model's embedding width " + std::to_string(lm_n_embd) +
+Status Mmproj::CheckLanguageModel(int64_t lm_n_embd_inp) const {
+  if (lm_n_embd_inp != hp_.row_width()) {
+    const std::string ds = hp_.n_deepstack > 0 ? " x (1 + " + std::to_string(hp_.n_deepstack) + " deepstack mergers)" : "";
+    return InvalidArgument("mmproj: the projector's output width " + std::to_string(hp_.proj_width) + ds +
+                           " is not the language model's input width " + std::to_string(lm_n_embd_inp) +
                            ": the projector belongs to another model");
+  }
   return Status::Ok();
 }
 

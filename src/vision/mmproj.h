@@ -37,6 +37,11 @@ struct VisionHparams {
   // Vit::kPixtral's rotary base (clip.cpp's fixed 10000).
   int32_t min_pixels = 0, max_pixels = 0;
   float rope_theta = 10000.0f;
+  // Vit::kQwen3vl: deepstack mergers, whose rows follow the main ones in each output row.
+  int32_t n_deepstack = 0;
+
+  // Floats per output row: the language model's input row (its n_embd, times 1 + n_deepstack).
+  int32_t row_width() const { return proj_width * (1 + n_deepstack); }
 
   int32_t patches_per_side() const { return image_size / patch_size; }
   int32_t tokens_per_side() const { return patches_per_side() / n_merge; }
@@ -79,8 +84,9 @@ class Mmproj {
   static Status FromGguf(std::unique_ptr<gguf::GgufFile> file, std::unique_ptr<Mmproj>* out);
 
   const VisionHparams& hparams() const { return hp_; }
-  // OK when the projector's output width is the language model's embedding width.
-  Status CheckLanguageModel(int64_t lm_n_embd) const;
+  // OK when the projector's output rows are the language model's input rows: row_width() is
+  // lm_n_embd_inp (its n_embd, times 1 + its deepstack layers).
+  Status CheckLanguageModel(int64_t lm_n_embd_inp) const;
 
   Linear patch;                   // rows n_embd of [3][patch][patch] (with the patch bias)
   std::vector<float> pos;         // [n_patches][n_embd]
@@ -91,7 +97,7 @@ class Mmproj {
   Linear proj;                    // rows proj_width of the merged token's width (transposed at
                                   // load when spec->proj_transposed)
   std::unique_ptr<Gemma4vWeights> gemma4v;  // Vit::kGemma4v's weights (the rest stay empty)
-  std::unique_ptr<QwenVlWeights> qwen_vl;   // Vit::kQwen25vl's second patch kernel, mm.0, windows
+  std::unique_ptr<QwenVlWeights> qwen_vl;   // Vit::kQwen25vl / kQwen3vl: second kernel, mm.0, windows, deepstack
   // Merge::kPatchMerger (Pixtral): mm.input_norm, mm.patch_merger (none when n_merge is 1),
   // mm.1 before the GELU (proj is mm.2), and the [IMG_BREAK] row.
   std::vector<float> input_norm;

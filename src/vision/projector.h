@@ -48,7 +48,8 @@ enum class Resample : int32_t { kBilinear, kLanczos, kBicubic };  // Pillow's fi
 // The ViT's form: SigLIP (LayerNorm with biases, learned positions, GELU MLP) or Pixtral's
 // (RMS norms, 2D rotary positions on q and k, SiLU-gated MLP, no biases).
 // kLfm2: SigLIP with the position table resized to the patch grid (vision/lfm2_vl.cpp).
-enum class Vit : int32_t { kSiglip, kPixtral, kGemma4v, kQwen25vl, kLfm2 };  // kGemma4v: vision/gemma4v.cpp, kQwen25vl: vision/qwen_vl.cpp
+// kGemma4v: vision/gemma4v.cpp; kQwen25vl, kQwen3vl: vision/qwen_vl.cpp.
+enum class Vit : int32_t { kSiglip, kPixtral, kGemma4v, kQwen25vl, kLfm2, kQwen3vl };
 
 struct ProjectorSpec {
   const char* type;    // clip.projector_type

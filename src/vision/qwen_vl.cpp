@@ -15,10 +15,13 @@ Status QwenVlHparams(const gguf::GgufFile& f, VisionHparams* hp, QwenVlWeights* 
   if (hp->n_merge != 2)
     return Unsupported("mmproj: clip.vision.spatial_merge_size " + std::to_string(hp->n_merge) + " (" + hp->projector +
                        "'s merger takes 2 x 2 blocks)");
+  // Only Qwen2.5-VL's windows need the pattern (clip.cpp requires it for qwen25vl alone).
   int32_t wa = 0;
-  if (!f.GetI32("clip.vision.n_wa_pattern", &wa).ok() || wa < 0)
+  const bool windows = hp->spec->vit == Vit::kQwen25vl;
+  if (windows && (!f.GetI32("clip.vision.n_wa_pattern", &wa).ok() || wa < 0))
     return FormatError("mmproj: clip.vision.n_wa_pattern is missing or negative (" + hp->projector + " requires it)");
   w->n_wa_pattern = wa;
+  w->layer_norm = hp->spec->vit == Vit::kQwen3vl;
   if ((hp->n_embd / hp->n_head) % 4 != 0)
     return FormatError("mmproj: the head width " + std::to_string(hp->n_embd / hp->n_head) +
                        " is no multiple of 4 (2D rotary sections)");
@@ -29,32 +32,77 @@ Status QwenVlHparams(const gguf::GgufFile& f, VisionHparams* hp, QwenVlWeights* 
   return Status::Ok();
 }
 
+namespace {
+
+// A block's or the tower's norm: the weight, and the bias of a LayerNorm.
+Status QwenNorm(const gguf::GgufFile& f, const std::string& name, int64_t n, bool layer_norm, std::set<std::string>* used,
+                LayerNormW* out) {
+  ZF_RETURN_IF_ERROR(Floats(f, name + ".weight", {n}, used, &out->w));
+  return layer_norm ? Floats(f, name + ".bias", {n}, used, &out->b) : Status::Ok();
+}
+
+// q, k and v as views on the rows of the fused attn_qkv (3 E rows: q's, k's, v's) and its bias.
+Status FusedQkv(const gguf::GgufFile& f, const std::string& p, int64_t E, std::set<std::string>* used, VitBlock* b) {
+  Linear qkv;
+  ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_qkv", E, 3 * E, used, &qkv, true));
+  Linear* parts[3] = {&b->q, &b->k, &b->v};
+  for (int i = 0; i < 3; ++i) {
+    Linear& l = *parts[i];
+    l.type = qkv.type;
+    l.in = E;
+    l.out = E;
+    l.stride = qkv.stride;
+    l.w = qkv.w + size_t(i) * size_t(E) * qkv.stride;
+    l.b.assign(qkv.b.begin() + i * E, qkv.b.begin() + (i + 1) * E);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status LoadQwenVl(const gguf::GgufFile& f, VisionHparams* hp, Mmproj* m, QwenVlWeights* w, std::set<std::string>* used) {
   const int64_t E = hp->n_embd, P = hp->patch_size, F = hp->n_ff;
-  // Both frames' kernels [P][P][3][E], no bias (clip.cpp asserts none).
-  ZF_RETURN_IF_ERROR(Matrix(f, "v.patch_embd", 3 * P * P, E, used, &m->patch, false, {P, P, 3, E}));
+  const bool ln = w->layer_norm;
+  // Both frames' kernels [P][P][3][E]; Qwen3-VL's convolution has a bias (added once, to the sum).
+  ZF_RETURN_IF_ERROR(Matrix(f, "v.patch_embd", 3 * P * P, E, used, &m->patch, ln, {P, P, 3, E}));
   const gguf::TensorInfo* t1 = nullptr;
   ZF_RETURN_IF_ERROR(Find(f, "v.patch_embd.weight.1", {P, P, 3, E}, used, &t1));
   // Matrix() appends ".weight": bind the second kernel through a copy of the first's binding.
   if (t1->type != m->patch.type) return FormatError("mmproj: v.patch_embd.weight.1's type differs from v.patch_embd.weight's");
   w->patch1 = m->patch;
   w->patch1.w = t1->data;
-  if (f.FindTensor("v.pre_ln.weight") != nullptr) ZF_RETURN_IF_ERROR(Floats(f, "v.pre_ln.weight", {E}, used, &m->pre_ln.w));
+  w->patch1.b.clear();
+  if (ln) {
+    const gguf::TensorInfo* pe = f.FindTensor("v.position_embd.weight");
+    const int64_t n_pos = pe != nullptr && pe->n_dims == 2 ? pe->ne[1] : 0;
+    const int32_t side = int32_t(std::lround(std::sqrt(double(n_pos))));
+    if (pe == nullptr || pe->ne[0] != E || n_pos == 0 || int64_t(side) * side != n_pos)
+      return FormatError("mmproj: tensor 'v.position_embd.weight' is missing or not [" + std::to_string(E) +
+                         ", a square number of positions]");
+    ZF_RETURN_IF_ERROR(Floats(f, "v.position_embd.weight", {E, n_pos}, used, &m->pos));
+    w->pos_side = side;
+  }
+  if (f.FindTensor("v.pre_ln.weight") != nullptr) ZF_RETURN_IF_ERROR(QwenNorm(f, "v.pre_ln", E, ln, used, &m->pre_ln));
   m->blocks.resize(size_t(hp->n_layer));
   for (int32_t i = 0; i < hp->n_layer; ++i) {
     VitBlock& b = m->blocks[size_t(i)];
     const std::string p = "v.blk." + std::to_string(i) + ".";
-    ZF_RETURN_IF_ERROR(Floats(f, p + "ln1.weight", {E}, used, &b.ln1.w));
-    ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_q", E, E, used, &b.q, true));
-    ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_k", E, E, used, &b.k, true));
-    ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_v", E, E, used, &b.v, true));
+    ZF_RETURN_IF_ERROR(QwenNorm(f, p + "ln1", E, ln, used, &b.ln1));
+    if (f.FindTensor(p + "attn_qkv.weight") != nullptr) {
+      ZF_RETURN_IF_ERROR(FusedQkv(f, p, E, used, &b));
+    } else {
+      ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_q", E, E, used, &b.q, true));
+      ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_k", E, E, used, &b.k, true));
+      ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_v", E, E, used, &b.v, true));
+    }
     ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_out", E, E, used, &b.o, true));
-    ZF_RETURN_IF_ERROR(Floats(f, p + "ln2.weight", {E}, used, &b.ln2.w));
-    ZF_RETURN_IF_ERROR(Matrix(f, p + "ffn_gate", E, F, used, &b.gate, true));
+    ZF_RETURN_IF_ERROR(QwenNorm(f, p + "ln2", E, ln, used, &b.ln2));
+    // Qwen2.5-VL's MLP is SiLU-gated; Qwen3-VL's is up, GELU, down.
+    if (!ln) ZF_RETURN_IF_ERROR(Matrix(f, p + "ffn_gate", E, F, used, &b.gate, true));
     ZF_RETURN_IF_ERROR(Matrix(f, p + "ffn_up", E, F, used, &b.up, true));
     ZF_RETURN_IF_ERROR(Matrix(f, p + "ffn_down", F, E, used, &b.down, true));
   }
-  ZF_RETURN_IF_ERROR(Floats(f, "v.post_ln.weight", {E}, used, &m->post_ln.w));
+  ZF_RETURN_IF_ERROR(QwenNorm(f, "v.post_ln", E, ln, used, &m->post_ln));
   const gguf::TensorInfo* m0 = f.FindTensor("mm.0.weight");
   const gguf::TensorInfo* m2 = f.FindTensor("mm.2.weight");
   if (m0 == nullptr || m0->n_dims != 2) return FormatError("mmproj: tensor 'mm.0.weight' is missing or not 2-dimensional");
@@ -63,6 +111,22 @@ Status LoadQwenVl(const gguf::GgufFile& f, VisionHparams* hp, Mmproj* m, QwenVlW
   ZF_RETURN_IF_ERROR(Matrix(f, "mm.0", 4 * E, hidden, used, &w->mm0, true));
   ZF_RETURN_IF_ERROR(Matrix(f, "mm.2", hidden, width, used, &m->proj, true));
   hp->proj_width = int32_t(width);
+  // Deepstack mergers: a block has one when its v.deepstack.N tensors are there (clip.cpp counts
+  // them so); each gives the main merger's width.
+  for (int32_t i = 0; i < hp->n_layer; ++i) {
+    const std::string p = "v.deepstack." + std::to_string(i) + ".";
+    if (f.FindTensor(p + "fc1.weight") == nullptr && f.FindTensor(p + "norm.weight") == nullptr) continue;
+    DeepstackMerger d;
+    d.layer = i;
+    const gguf::TensorInfo* fc1 = f.FindTensor(p + "fc1.weight");
+    const int64_t dh = fc1 != nullptr && fc1->n_dims == 2 ? fc1->ne[1] : 0;
+    ZF_RETURN_IF_ERROR(Floats(f, p + "norm.weight", {4 * E}, used, &d.norm.w));
+    ZF_RETURN_IF_ERROR(Floats(f, p + "norm.bias", {4 * E}, used, &d.norm.b));
+    ZF_RETURN_IF_ERROR(Matrix(f, p + "fc1", 4 * E, dh, used, &d.fc1, true));
+    ZF_RETURN_IF_ERROR(Matrix(f, p + "fc2", dh, width, used, &d.fc2, true));
+    w->deepstack.push_back(std::move(d));
+  }
+  hp->n_deepstack = int32_t(w->deepstack.size());
   return Status::Ok();
 }
 
@@ -84,6 +148,37 @@ void QwenVlWindows(int32_t pw, int32_t ph, int32_t grid, std::vector<int32_t>* i
         }
       windows->push_back(wh * ww);
     }
+}
+
+std::vector<float> ResizePositionsAligned(const std::vector<float>& pos, int64_t n, int32_t side, int32_t nx, int32_t ny) {
+  if (nx == side && ny == side) return pos;
+  // ggml's bilinear upscale with ALIGN_CORNERS: the scale (out - 1) / (in - 1), no half-pixel
+  // offset, the two taps clamped to the table, each output in float.
+  const auto scale = [side](int32_t to) { return to > 1 && side > 1 ? float(to - 1) / float(side - 1) : float(to) / float(side); };
+  const float sx = scale(nx), sy = scale(ny);
+  std::vector<float> out(size_t(int64_t(nx) * ny * n));
+  const auto taps = [side](float c, int64_t* i0, int64_t* i1, float* d) {
+    *i0 = int64_t(std::floor(c));
+    *i1 = std::clamp<int64_t>(*i0 + 1, 0, side - 1);
+    *i0 = std::clamp<int64_t>(*i0, 0, side - 1);
+    *d = std::clamp(c - float(*i0), 0.0f, 1.0f);
+  };
+  for (int32_t oy = 0; oy < ny; ++oy) {
+    int64_t y0, y1;
+    float dy;
+    taps(float(oy) / sy, &y0, &y1, &dy);
+    for (int32_t ox = 0; ox < nx; ++ox) {
+      int64_t x0, x1;
+      float dx;
+      taps(float(ox) / sx, &x0, &x1, &dx);
+      const float *a = pos.data() + (y0 * side + x0) * n, *b = pos.data() + (y0 * side + x1) * n;
+      const float *c = pos.data() + (y1 * side + x0) * n, *d = pos.data() + (y1 * side + x1) * n;
+      float* dst = out.data() + (int64_t(oy) * nx + ox) * n;
+      for (int64_t i = 0; i < n; ++i)
+        dst[i] = a[i] * (1 - dx) * (1 - dy) + b[i] * dx * (1 - dy) + c[i] * (1 - dx) * dy + d[i] * dx * dy;
+    }
+  }
+  return out;
 }
 
 void QwenVlRope(const int32_t* py, const int32_t* px, int64_t T, int64_t n_head, int64_t d, float* x) {
@@ -156,16 +251,34 @@ Status VisionEncoder::EncodeQwenVl(const std::vector<float>& px, int32_t W, int3
   MatMul(qw.patch1, cols.data(), T, h.data());  // the same still frame through the second kernel
   for (size_t i = 0; i < x.size(); ++i) x[i] += h[i];
   cols = {};
-  if (!m_.pre_ln.w.empty()) RmsNorm(m_.pre_ln.w, x.data(), T);
+  if (qw.pos_side > 0) {
+    // The learned table resized to the patch grid, each patch's entry in the encoder's order.
+    const std::vector<float> table = ResizePositionsAligned(m_.pos, n, qw.pos_side, int32_t(nx), int32_t(ny));
+    for (int64_t p = 0; p < T; ++p) {
+      const float* e = table.data() + (int64_t(pos_y[size_t(p)]) * nx + pos_x[size_t(p)]) * n;
+      for (int64_t i = 0; i < n; ++i) x[size_t(p * n + i)] += e[i];
+    }
+  }
+  const auto norm = [&](const LayerNormW& w, float* rows) {
+    if (qw.layer_norm) {
+      LayerNorm(w, rows, T);
+    } else {
+      RmsNorm(w.w, rows, T);
+    }
+  };
+  if (!m_.pre_ln.w.empty()) norm(m_.pre_ln, x.data());
 
   const int64_t d = n / hp.n_head;
   std::vector<float> q(x.size()), k(x.size()), v(x.size()), att(x.size());
   std::vector<float> gate(size_t(T * hp.n_ff)), up(gate.size());
+  // The deepstack mergers' rows (merged tokens x width each), in block order.
+  const int64_t NT = T / 4, width = m_.proj.out;
+  std::vector<std::vector<float>> stacked;
   for (size_t il = 0; il < m_.blocks.size(); ++il) {
     const VitBlock& b = m_.blocks[il];
     const bool full = !windowed || (int32_t(il) + 1) % qw.n_wa_pattern == 0;
     h = x;
-    RmsNorm(b.ln1.w, h.data(), T);
+    norm(b.ln1, h.data());
     MatMul(b.q, h.data(), T, q.data());
     MatMul(b.k, h.data(), T, k.data());
     MatMul(b.v, h.data(), T, v.data());
@@ -186,27 +299,47 @@ Status VisionEncoder::EncodeQwenVl(const std::vector<float>& px, int32_t W, int3
     MatMul(b.o, att.data(), T, h.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += h[i];
     h = x;
-    RmsNorm(b.ln2.w, h.data(), T);
-    MatMul(b.gate, h.data(), T, gate.data());
+    norm(b.ln2, h.data());
     MatMul(b.up, h.data(), T, up.data());
-    pool_->ParallelFor(int64_t(gate.size()), [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) gate[size_t(i)] = gate[size_t(i)] / (1.0f + std::exp(-gate[size_t(i)])) * up[size_t(i)];
-    });
+    if (b.gate.w != nullptr) {
+      MatMul(b.gate, h.data(), T, gate.data());
+      pool_->ParallelFor(int64_t(gate.size()), [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) gate[size_t(i)] = gate[size_t(i)] / (1.0f + std::exp(-gate[size_t(i)])) * up[size_t(i)];
+      });
+    } else {
+      Gelu(up.data(), int64_t(up.size()));
+      gate.swap(up);
+    }
     MatMul(b.down, gate.data(), T, h.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += h[i];
+    for (const DeepstackMerger& ds : qw.deepstack) {
+      if (ds.layer != int32_t(il)) continue;
+      // The block's output as rows of 4 E (a 2 x 2 block each), LayerNorm, fc1, GELU, fc2.
+      std::vector<float> in(x), mid(size_t(NT * ds.fc1.out));
+      LayerNorm(ds.norm, in.data(), NT, 4 * n);
+      MatMul(ds.fc1, in.data(), NT, mid.data());
+      Gelu(mid.data(), int64_t(mid.size()));
+      stacked.emplace_back(size_t(NT * width));
+      MatMul(ds.fc2, mid.data(), NT, stacked.back().data());
+    }
   }
-  RmsNorm(m_.post_ln.w, x.data(), T);
+  norm(m_.post_ln, x.data());
 
-  // Each block's four rows are one row of 4 E: mm.0, GELU, mm.2; then back to raster order.
-  const int64_t NT = T / 4, hidden = qw.mm0.out, width = m_.proj.out;
+  // Each block's four rows are one row of 4 E: mm.0, GELU, mm.2; then back to raster order, each
+  // row followed by its deepstack rows (the LM's input row: main, then each merger's).
+  const int64_t hidden = qw.mm0.out, row = width * (1 + int64_t(stacked.size()));
   std::vector<float> mid(size_t(NT * hidden)), out(size_t(NT * width));
   MatMul(qw.mm0, x.data(), NT, mid.data());
   Gelu(mid.data(), int64_t(mid.size()));
   MatMul(m_.proj, mid.data(), NT, out.data());
-  embd->resize(out.size());
-  for (int64_t r = 0; r < NT; ++r)
-    std::copy(out.begin() + int64_t(idx[size_t(r)]) * width, out.begin() + (int64_t(idx[size_t(r)]) + 1) * width,
-              embd->begin() + r * width);
+  embd->resize(size_t(NT * row));
+  for (int64_t r = 0; r < NT; ++r) {
+    const int64_t src = idx[size_t(r)];
+    float* dst = embd->data() + r * row;
+    std::copy(out.begin() + src * width, out.begin() + (src + 1) * width, dst);
+    for (size_t k = 0; k < stacked.size(); ++k)
+      std::copy(stacked[k].begin() + src * width, stacked[k].begin() + (src + 1) * width, dst + (int64_t(k) + 1) * width);
+  }
   return Status::Ok();
 }
 

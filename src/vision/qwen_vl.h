@@ -6,6 +6,12 @@
 // patch's row, the rest by its column), window attention (112 px windows of whole blocks; every
 // n_wa_pattern-th layer attends over all patches), a SiLU-gated MLP with biases; the final RMS
 // norm, each 2 x 2 block's four rows as one of 4 E, mm.0, GELU, mm.2; rows in raster order.
+// Qwen3-VL (clip.projector_type qwen3vl_merger, models/qwen3vl.cpp) is the same tower with what
+// its file holds: a patch bias, a learned position table resized to the patch grid (bilinear,
+// corners aligned) in the same 2 x 2 block order, LayerNorms with biases, a fused q/k/v, a GELU
+// MLP (no gate), no windows; and deepstack mergers after the listed blocks (each block's rows as
+// rows of 4 E, LayerNorm, fc1, GELU, fc2), whose rows follow the main merger's in each output
+// row: n_embd x (1 + deepstack mergers) floats per row, as the language model's input takes them.
 #pragma once
 
 #include <cstdint>
@@ -22,11 +28,21 @@ class GgufFile;
 
 namespace zf::vision {
 
+// A deepstack merger (v.deepstack.N.*): block N's output as rows of 4 E, LayerNorm, fc1, GELU, fc2.
+struct DeepstackMerger {
+  int32_t layer = 0;
+  LayerNormW norm;
+  Linear fc1, fc2;
+};
+
 struct QwenVlWeights {
   Linear patch1;              // v.patch_embd.weight.1 (the second frame's kernel; Mmproj::patch the first)
   Linear mm0;                 // mm.0 (4 E -> hidden, bias); Mmproj::proj is mm.2 (hidden -> LM width)
   int32_t n_wa_pattern = 0;   // clip.vision.n_wa_pattern: layer il attends fully when (il + 1) % it == 0
   int32_t window_px = 112;    // libmtmd's fixed attention window for qwen25vl
+  bool layer_norm = false;    // LayerNorms with biases (Qwen3-VL) rather than RMS norms (Qwen2.5-VL)
+  int32_t pos_side = 0;       // the learned position table's side (Mmproj::pos; 0: none)
+  std::vector<DeepstackMerger> deepstack;  // in block order
 };
 
 // Hparams beyond the shared ones (n_merge 2 or clip.vision.spatial_merge_size, n_wa_pattern,
@@ -40,6 +56,10 @@ Status LoadQwenVl(const gguf::GgufFile& f, VisionHparams* hp, Mmproj* m, QwenVlW
 // window-order index, inv[window-order] = raster; *windows: each window's token count in order.
 void QwenVlWindows(int32_t pw, int32_t ph, int32_t grid, std::vector<int32_t>* idx, std::vector<int32_t>* inv,
                    std::vector<int32_t>* windows);
+
+// A side x side table of rows of n (row-major, x fastest) resized to nx x ny as ggml_interpolate
+// does in bilinear mode with corners aligned (no antialiasing): the table as is when it fits.
+std::vector<float> ResizePositionsAligned(const std::vector<float>& pos, int64_t n, int32_t side, int32_t nx, int32_t ny);
 
 // Rotates T tokens' heads in place (x: [T][n_head][d]) by rope_multi's vision mode with sections
 // d/4 x 4 and base 10000: pair (j, j + d/2) by py[t] for j < d/4, by px[t] after.

@@ -28,12 +28,14 @@ rm -f "$out/.stamp"
   --vocab-dir "$("$root/scripts/fetch_vocab.sh")"
 # lfm2-vl.gguf: the synthesized LFM2 with LFM2-VL's image tokens (the lfm2 projector's LM).
 "${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$out" --lfm2-lm "$out/lfm2-f32.gguf"
-# qwen2vl-q8_0.gguf: the qwen2.5vl_merger projector's language model (width 256).
-"${PYTHON:-python3}" "$root/scripts/synth_models.py" --families "$out" --only qwen2vl --quants q8_0 \
+# qwen2vl-q8_0.gguf / qwen3vl-q8_0.gguf: the qwen2.5vl_merger / qwen3vl_merger projectors' language
+# models (width 256; qwen3vl with one deepstack layer).
+"${PYTHON:-python3}" "$root/scripts/synth_models.py" --families "$out" --only qwen2vl,qwen3vl --quants q8_0 \
   --vocab-dir "$("$root/scripts/fetch_vocab.sh")"
-# qwen2vl-vl.gguf: that qwen2vl with Qwen-VL's vision tokens (<|vision_start|>, <|vision_end|>, ...),
-# which libmtmd places around an image (the placement goldens' LM).
+# qwen2vl-vl.gguf / qwen3vl-vl.gguf: those models with Qwen-VL's vision tokens (<|vision_start|>,
+# <|vision_end|>, ...), which libmtmd places around an image (the placement goldens' LMs).
 "${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$out" --qwen-vl-lm "$out/qwen2vl-q8_0.gguf" qwen2vl-vl.gguf
+"${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$out" --qwen-vl-lm "$out/qwen3vl-q8_0.gguf" qwen3vl-vl.gguf
 # The sha256 beside each file: the tests compare it with the golden's (a changed generator or
 # package shows as a clear mismatch, not as drifting numbers).
 for f in "$out"/*.gguf; do sha256sum "$f" | cut -d' ' -f1 > "$f.sha256"; done

@@ -161,6 +161,7 @@ struct PromptRun {
   size_t start = 0, n = 0;
   std::shared_ptr<const std::vector<float>> rows;
   int32_t cols = 0;  // the rows' grid as the session takes it (EvalEmbeddings)
+  bool bidirectional = false;  // an image's rows as the projector places them; audio: causal
 };
 
 // The rendered prompt in runs: text tokenized piece by piece between the images (BOS on the
@@ -222,8 +223,11 @@ Status PromptRuns(const ServedModel& sm, const Prepared& prep, const TurnImages*
                                                                                     rows->begin() + std::ptrdiff_t((row + lp.rows) * E));
       // The grid is part of the rows' key only where it places them (M-RoPE), as in the session.
       const int32_t cols = sm.model().desc().mrope() ? lp.cols : 0;
-      const uint64_t hash = Session::RowsKey(run->data(), run->size(), images->bidirectional, cols);
-      runs->push_back(PromptRun{tokens->size(), lp.rows, run, cols});
+      // Audio rows attend causally (libmtmd's mtmd_decode_use_non_causal: audio chunks never
+      // both ways), also on a handle whose images do (Gemma 4's two towers).
+      const bool both_ways = images->bidirectional && !parts[i].audio;
+      const uint64_t hash = Session::RowsKey(run->data(), run->size(), both_ways, cols);
+      runs->push_back(PromptRun{tokens->size(), lp.rows, run, cols, both_ways});
       for (size_t j = 0; j < lp.rows; ++j) tokens->push_back(Session::EmbeddingToken(hash, j));
       row += lp.rows;
     }
@@ -295,7 +299,7 @@ Status ChatTurn::Begin(const ServedModel& sm, Session& session, const TurnOption
     if (r.start + r.n <= keep) continue;
     if (r.rows != nullptr) {
       const size_t from = keep > r.start ? keep - r.start : 0;
-      ZF_RETURN_IF_ERROR(session.EvalEmbeddings(r.rows->data(), r.n, o.images->bidirectional, last, from, r.cols));
+      ZF_RETURN_IF_ERROR(session.EvalEmbeddings(r.rows->data(), r.n, r.bidirectional, last, from, r.cols));
       continue;
     }
     const size_t from = std::max(keep, r.start);

@@ -52,7 +52,7 @@ struct TurnImages {
                        std::vector<ImagePiece>* pieces)>
       embed_audio;
   std::function<Status(std::string_view bytes, const std::string& field, std::vector<ImagePiece>* pieces)> layout_audio;
-  bool bidirectional = false;
+  bool bidirectional = false;  // images' rows; audio rows are always causal (as libmtmd)
 };
 
 struct TurnOptions {

@@ -364,6 +364,46 @@ TEST_F(CapiAudioTurn, InputAudioPartIsPlacedAsTheRawRoutePlacesIt) {
   EXPECT_NEAR(double(all.size()) + 750, double(o.n_prompt), 4.0);
 }
 
+// Gemma 4's two-tower handle: its images attend both ways in the synthesized Gemma 4 (width 256),
+// its audio rows causally (libmtmd), in a chat turn as in zf_session_eval_audio.
+class CapiGemma4AudioTurn : public CapiAudioTurn {
+ protected:
+  void SetUp() override {
+    const std::string lm = std::string(ZF_VISION_MODELS_DIR) + "/gemma4-f32.gguf";
+    const std::string av = std::string(ZF_VISION_MODELS_DIR) + "/mmproj-gemma4v-av-f16.gguf";
+    if (!std::ifstream(lm).good() || !std::ifstream(av).good()) GTEST_SKIP() << "no " << lm << " / " << av;
+    model_ = Load(lm);
+    ASSERT_NE(model_, nullptr);
+    zf_mmproj* p = nullptr;
+    ASSERT_EQ(zf_mmproj_load(model_.get(), av.c_str(), 0, &p), ZF_OK) << zf_last_error();
+    mmproj_.reset(p);
+  }
+};
+
+TEST_F(CapiGemma4AudioTurn, AudioRowsAreCausalBesideBidirectionalImages) {
+  std::string wav;
+  const std::vector<float> pcm = Clip(&wav);
+  const json req = Request(AudioPart(Base64(wav), "wav"));
+  const std::string prompt = Prompt(req);
+  const std::string marker = "<|audio><audio|>";
+  const size_t at = prompt.find(marker);
+  ASSERT_NE(at, std::string::npos) << prompt;
+  SessionPtr s = NewSession(model_.get(), 2048);
+  Outcome o;
+  ASSERT_EQ(Turn(s.get(), req, &o, mmproj_.get()), ZF_OK) << zf_last_error();
+  SessionPtr r = NewSession(model_.get(), 2048);
+  const std::vector<int32_t> before =
+      Tokenize(model_.get(), prompt.substr(0, at), ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL);
+  const std::vector<int32_t> after = Tokenize(model_.get(), prompt.substr(at + marker.size()), ZF_TOKENIZE_PARSE_SPECIAL);
+  ASSERT_EQ(zf_session_eval(r.get(), before.data(), before.size(), nullptr, 0), ZF_OK);
+  ASSERT_EQ(zf_session_eval_audio(r.get(), mmproj_.get(), pcm.data(), pcm.size(), nullptr, 0), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval(r.get(), after.data(), after.size(), nullptr, 0), ZF_OK);
+  // The same entries: the rows' hashed entries carry the attention mode they were placed with.
+  const std::vector<int32_t> turn_tokens = SessionTokens(s.get()), raw_tokens = SessionTokens(r.get());
+  ASSERT_GE(turn_tokens.size(), raw_tokens.size());
+  EXPECT_TRUE(std::equal(raw_tokens.begin(), raw_tokens.end(), turn_tokens.begin()));
+}
+
 TEST_F(CapiAudioTurn, RefusalsNameThePart) {
   std::string wav;
   Clip(&wav);

@@ -321,6 +321,27 @@ class CapiAudioTurn : public ::testing::Test {
     buf.resize(needed - 1);
     return buf;
   }
+  // A turn with the clip as an input_audio part (session *turn, outcome *o) and the raw route
+  // over the prompt it renders (*raw: its text up to `marker`, zf_session_eval_audio, the text
+  // after, logits the last step's). *prompt: that prompt.
+  void TurnAndRawRoute(const std::string& marker, SessionPtr* turn, Outcome* o, SessionPtr* raw, std::vector<float>* logits,
+                       std::string* prompt) {
+    std::string wav;
+    const std::vector<float> pcm = Clip(&wav);
+    const json req = Request(AudioPart(Base64(wav), "wav"));
+    *prompt = Prompt(req);
+    const size_t at = prompt->find(marker);
+    ASSERT_NE(at, std::string::npos) << *prompt;
+    *turn = NewSession(model_.get(), 2048);
+    ASSERT_EQ(Turn(turn->get(), req, o, mmproj_.get()), ZF_OK) << zf_last_error();
+    *raw = NewSession(model_.get(), 2048);
+    const std::vector<int32_t> before =
+        Tokenize(model_.get(), prompt->substr(0, at), ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL);
+    const std::vector<int32_t> after = Tokenize(model_.get(), prompt->substr(at + marker.size()), ZF_TOKENIZE_PARSE_SPECIAL);
+    ASSERT_EQ(zf_session_eval(raw->get(), before.data(), before.size(), nullptr, 0), ZF_OK);
+    ASSERT_EQ(zf_session_eval_audio(raw->get(), mmproj_.get(), pcm.data(), pcm.size(), nullptr, 0), ZF_OK) << zf_last_error();
+    ASSERT_EQ(zf_session_eval(raw->get(), after.data(), after.size(), logits->data(), logits->size()), ZF_OK);
+  }
   ModelPtr model_;
   MmprojPtr mmproj_;
 };
@@ -328,25 +349,11 @@ class CapiAudioTurn : public ::testing::Test {
 // A turn with an input_audio part gives what the raw route gives for the prompt the turn
 // renders: its text up to the clip, zf_session_eval_audio, its text after.
 TEST_F(CapiAudioTurn, InputAudioPartIsPlacedAsTheRawRoutePlacesIt) {
-  std::string wav;
-  const std::vector<float> pcm = Clip(&wav);
-  const json req = Request(AudioPart(Base64(wav), "wav"));
-  const std::string prompt = Prompt(req);
-  const std::string marker = "<|audio_bos|><|audio_eos|>";
-  const size_t at = prompt.find(marker);
-  ASSERT_NE(at, std::string::npos) << prompt;
-  SessionPtr s = NewSession(model_.get(), 2048);
+  SessionPtr s, r;
   Outcome o;
-  ASSERT_EQ(Turn(s.get(), req, &o, mmproj_.get()), ZF_OK) << zf_last_error();
-
-  SessionPtr r = NewSession(model_.get(), 2048);
-  const std::vector<int32_t> before =
-      Tokenize(model_.get(), prompt.substr(0, at), ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL);
-  const std::vector<int32_t> after = Tokenize(model_.get(), prompt.substr(at + marker.size()), ZF_TOKENIZE_PARSE_SPECIAL);
   std::vector<float> logits(49152);
-  ASSERT_EQ(zf_session_eval(r.get(), before.data(), before.size(), nullptr, 0), ZF_OK);
-  ASSERT_EQ(zf_session_eval_audio(r.get(), mmproj_.get(), pcm.data(), pcm.size(), nullptr, 0), ZF_OK) << zf_last_error();
-  ASSERT_EQ(zf_session_eval(r.get(), after.data(), after.size(), logits.data(), logits.size()), ZF_OK);
+  std::string prompt;
+  ASSERT_NO_FATAL_FAILURE(TurnAndRawRoute("<|audio_bos|><|audio_eos|>", &s, &o, &r, &logits, &prompt));
   int32_t n_past = 0;
   ASSERT_EQ(zf_session_n_past(r.get(), &n_past), ZF_OK);
   EXPECT_EQ(o.n_prompt, n_past);  // the text's tokens, 2 markers' tokens, 750 rows
@@ -381,23 +388,11 @@ class CapiGemma4AudioTurn : public CapiAudioTurn {
 };
 
 TEST_F(CapiGemma4AudioTurn, AudioRowsAreCausalBesideBidirectionalImages) {
-  std::string wav;
-  const std::vector<float> pcm = Clip(&wav);
-  const json req = Request(AudioPart(Base64(wav), "wav"));
-  const std::string prompt = Prompt(req);
-  const std::string marker = "<|audio><audio|>";
-  const size_t at = prompt.find(marker);
-  ASSERT_NE(at, std::string::npos) << prompt;
-  SessionPtr s = NewSession(model_.get(), 2048);
+  SessionPtr s, r;
   Outcome o;
-  ASSERT_EQ(Turn(s.get(), req, &o, mmproj_.get()), ZF_OK) << zf_last_error();
-  SessionPtr r = NewSession(model_.get(), 2048);
-  const std::vector<int32_t> before =
-      Tokenize(model_.get(), prompt.substr(0, at), ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL);
-  const std::vector<int32_t> after = Tokenize(model_.get(), prompt.substr(at + marker.size()), ZF_TOKENIZE_PARSE_SPECIAL);
-  ASSERT_EQ(zf_session_eval(r.get(), before.data(), before.size(), nullptr, 0), ZF_OK);
-  ASSERT_EQ(zf_session_eval_audio(r.get(), mmproj_.get(), pcm.data(), pcm.size(), nullptr, 0), ZF_OK) << zf_last_error();
-  ASSERT_EQ(zf_session_eval(r.get(), after.data(), after.size(), nullptr, 0), ZF_OK);
+  std::vector<float> logits;
+  std::string prompt;
+  ASSERT_NO_FATAL_FAILURE(TurnAndRawRoute("<|audio><audio|>", &s, &o, &r, &logits, &prompt));
   // The same entries: the rows' hashed entries carry the attention mode they were placed with.
   const std::vector<int32_t> turn_tokens = SessionTokens(s.get()), raw_tokens = SessionTokens(r.get());
   ASSERT_GE(turn_tokens.size(), raw_tokens.size());

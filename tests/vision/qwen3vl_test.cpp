@@ -15,6 +15,7 @@
 
 #include "golden_check.h"
 #include "golden_images.h"
+#include "own_size_golden.h"
 #include "test_images.h"
 #include "vision/encoder.h"
 #include "vision/image.h"
@@ -84,29 +85,7 @@ void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
 class Qwen3vlGolden : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(Qwen3vlGolden, PreprocessingAndEmbeddingsMatchLibmtmd) {
-  const Variant& var = GetParam();
-  nlohmann::json golden;
-  std::unique_ptr<Mmproj> m = test::LoadWithGolden("qwen3vl", var.name, &golden);
-  ASSERT_NE(m, nullptr);
-  VisionEncoder enc(*m, 2);
-  for (const auto& gi : golden["images"]) {
-    const int w = gi["width"], h = gi["height"];
-    const std::vector<uint8_t> png = test::Png(w, h, test::Pattern(w, h, gi["seed"].get<uint32_t>()));
-    Image img;
-    ASSERT_TRUE(DecodeImage(png.data(), png.size(), &img).ok());
-    const std::string name = gi["name"];
-    TileGrid grid;
-    const std::vector<Image> inputs = TileImages(m->hparams(), img, &grid);
-    ASSERT_EQ(inputs.size(), 1u);
-    test::ExpectPreprocessed(inputs[0], gi["preprocessed"], name);
-    ASSERT_EQ(grid.rows, gi["n_tokens"].get<int64_t>()) << name;
-    std::vector<float> embd;
-    const Status s = enc.Encode(img, &embd);
-    ASSERT_TRUE(s.ok()) << s.message();
-    const test::GoldenFit fit = test::ExpectMatchesGolden(embd, gi, var.min_cosine, name, var.max_norm_error);
-    std::printf("[ qwen3vl ] %s %s (%lld tokens): min cosine %.7f, max |diff| %.3g, worst norm rel. error %.2g\n", var.name,
-                name.c_str(), static_cast<long long>(grid.rows), fit.min_cosine, fit.max_abs, fit.worst_norm);
-  }
+  test::ExpectImagesGolden("qwen3vl", GetParam().name, GetParam().min_cosine, GetParam().max_norm_error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, Qwen3vlGolden,
@@ -114,21 +93,7 @@ INSTANTIATE_TEST_SUITE_P(Types, Qwen3vlGolden,
                          [](const ::testing::TestParamInfo<Variant>& i) { return std::string(i.param.name); });
 
 // The fixture's F16 file with one equal-length byte edit; the load's error.
-std::string LoadEdited(const std::string& from, const std::string& to) {
-  std::string bytes = test::ReadText(std::string(ZF_VISION_MODELS_DIR) + "/mmproj-qwen3vl-f16.gguf");
-  const size_t at = bytes.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at == std::string::npos) return "";
-  bytes.replace(at, from.size(), to);
-  const std::string path = ::testing::TempDir() + "/qwen3vl-edited.gguf";
-  FILE* f = std::fopen(path.c_str(), "wb");
-  std::fwrite(bytes.data(), 1, bytes.size(), f);
-  std::fclose(f);
-  std::unique_ptr<Mmproj> m;
-  const Status s = Mmproj::Load(path, &m);
-  EXPECT_FALSE(s.ok());
-  return s.message();
-}
+std::string LoadEdited(const std::string& from, const std::string& to) { return test::LoadEditedF16("qwen3vl", from, to); }
 
 TEST(Qwen3vl, BrokenFilesAreRefusedByName) {
   EXPECT_NE(LoadEdited("v.patch_embd.bias", "v.patch_embd.biax").find("v.patch_embd.bias"), std::string::npos);

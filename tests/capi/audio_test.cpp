@@ -72,6 +72,22 @@ std::vector<int32_t> Tokenize(const zf_model* m, const std::string& text, uint32
   return ids;
 }
 
+size_t VocabOf(const zf_model* m) {
+  zf_model_summary s;
+  std::memset(&s, 0, sizeof s);
+  s.struct_size = sizeof s;
+  EXPECT_EQ(zf_model_info(m, &s), ZF_OK);
+  return size_t(s.n_vocab);
+}
+
+zf_mmproj_summary InfoOf(const zf_mmproj* p) {
+  zf_mmproj_summary info;
+  std::memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  EXPECT_EQ(zf_mmproj_info(p, &info), ZF_OK) << zf_last_error();
+  return info;
+}
+
 // zf_audio_embed of pcm against golden `name` (its size query first): rows of `width` floats at
 // cosine 0.9999 (0.999 for a Q8_0 file), norms within 1e-3 (6e-3).
 void ExpectEmbedsAsGolden(const zf_mmproj* mmproj, const std::vector<float>& pcm, const std::string& name, size_t width) {
@@ -98,11 +114,7 @@ class CapiAudio : public ::testing::TestWithParam<std::string> {
     zf_mmproj* p = nullptr;
     ASSERT_EQ(zf_mmproj_load(model_.get(), Projector(GetParam()).c_str(), 0, &p), ZF_OK) << zf_last_error();
     mmproj_.reset(p);
-    zf_model_summary s;
-    std::memset(&s, 0, sizeof s);
-    s.struct_size = sizeof s;
-    ASSERT_EQ(zf_model_info(model_.get(), &s), ZF_OK);
-    n_vocab_ = size_t(s.n_vocab);
+    n_vocab_ = VocabOf(model_.get());
   }
   std::string kind() const { return GetParam().substr(0, GetParam().find('-')); }
   ModelPtr model_;
@@ -111,10 +123,7 @@ class CapiAudio : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(CapiAudio, InfoAndEmbeddingsMatchLibmtmd) {
-  zf_mmproj_summary info;
-  std::memset(&info, 0, sizeof info);
-  info.struct_size = sizeof info;
-  ASSERT_EQ(zf_mmproj_info(mmproj_.get(), &info), ZF_OK);
+  const zf_mmproj_summary info = InfoOf(mmproj_.get());
   EXPECT_EQ(info.struct_size, sizeof info);
   EXPECT_EQ(info.modalities, ZF_MODALITY_AUDIO);
   EXPECT_EQ(info.sample_rate, 16000);
@@ -206,11 +215,7 @@ class CapiGemma4Audio : public ::testing::TestWithParam<std::string> {
     zf_mmproj* p = nullptr;
     ASSERT_EQ(zf_mmproj_load(model_.get(), Projector("gemma4a-" + GetParam()).c_str(), 0, &p), ZF_OK) << zf_last_error();
     mmproj_.reset(p);
-    zf_model_summary s;
-    std::memset(&s, 0, sizeof s);
-    s.struct_size = sizeof s;
-    ASSERT_EQ(zf_model_info(model_.get(), &s), ZF_OK);
-    n_vocab_ = size_t(s.n_vocab);
+    n_vocab_ = VocabOf(model_.get());
   }
   ModelPtr model_;
   MmprojPtr mmproj_;
@@ -218,10 +223,7 @@ class CapiGemma4Audio : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(CapiGemma4Audio, InfoEmbeddingsAndPlacementMatchLibmtmd) {
-  zf_mmproj_summary info;
-  std::memset(&info, 0, sizeof info);
-  info.struct_size = sizeof info;
-  ASSERT_EQ(zf_mmproj_info(mmproj_.get(), &info), ZF_OK);
+  const zf_mmproj_summary info = InfoOf(mmproj_.get());
   EXPECT_EQ(info.modalities, ZF_MODALITY_AUDIO);
   EXPECT_EQ(info.sample_rate, 16000);
   EXPECT_EQ(info.n_embd, 256);
@@ -248,10 +250,7 @@ TEST(CapiGemma4TwoTower, OneHandleHoldsBothTowers) {
   MmprojPtr both(p);
   ASSERT_EQ(zf_mmproj_load(model.get(), Projector("gemma4a-f16").c_str(), 0, &p), ZF_OK) << zf_last_error();
   MmprojPtr audio(p);
-  zf_mmproj_summary info;
-  std::memset(&info, 0, sizeof info);
-  info.struct_size = sizeof info;
-  ASSERT_EQ(zf_mmproj_info(both.get(), &info), ZF_OK);
+  const zf_mmproj_summary info = InfoOf(both.get());
   EXPECT_EQ(info.modalities, uint32_t(ZF_MODALITY_IMAGE | ZF_MODALITY_AUDIO));
   EXPECT_EQ(info.sample_rate, 16000);
   EXPECT_EQ(std::string(info.projector_type), "gemma4v");  // the image fields are the vision tower's

@@ -40,94 +40,67 @@ using zf::capitest::SessionTokens;
 constexpr double kMinCosine = 0.9995;
 constexpr double kTieMargin = 0.05;
 
-class CapiGemma4v : public ::testing::TestWithParam<std::string> {
+class CapiGemma4v : public zf::capitest::PlacementTest {
  protected:
-  void SetUp() override {
-    const std::string lm = std::string(ZF_VISION_MODELS_DIR) + "/gemma4-f32.gguf";
-    if (!std::ifstream(lm).good()) GTEST_SKIP() << lm << " not written (fixture vision.models: tests/vision/make_models.sh; the sanitizer stage writes only the audio files)";
-    model_ = Load(lm);
-    ASSERT_NE(model_, nullptr) << zf_last_error();
-    zf_mmproj* p = nullptr;
-    const std::string f = std::string(ZF_VISION_MODELS_DIR) + "/mmproj-gemma4v-" + GetParam() + ".gguf";
-    ASSERT_EQ(zf_mmproj_load(model_.get(), f.c_str(), 0, &p), ZF_OK) << zf_last_error();
-    mmproj_.reset(p);
-    zf_model_summary s;
-    std::memset(&s, 0, sizeof s);
-    s.struct_size = sizeof s;
-    ASSERT_EQ(zf_model_info(model_.get(), &s), ZF_OK);
-    n_vocab_ = size_t(s.n_vocab);
-    std::ifstream g(std::string(ZF_TEST_DATA_DIR) + "/golden/vision/gemma4v-" + GetParam() + "-lm.json");
-    ASSERT_TRUE(g.good());
-    golden_ = json::parse(g);
-    const json& img = golden_["image"];
-    w_ = img["width"];
-    h_ = img["height"];
-    rgb_ = zf::vision::test::Pattern(int(w_), int(h_), img["seed"].get<uint32_t>());
-  }
+  void SetUp() override { LoadCase(std::string(ZF_VISION_MODELS_DIR) + "/gemma4-f32.gguf", "gemma4v"); }
   // libmtmd's text chunks around the image without the markers zf_session_eval_image adds.
   std::vector<int32_t> Before() const {
-    std::vector<int32_t> t = golden_["chunks"][0]["text"];
+    std::vector<int32_t> t = c_.golden["chunks"][0]["text"];
     t.pop_back();
     return t;
   }
   std::vector<int32_t> After() const {
-    std::vector<int32_t> t = golden_["chunks"][2]["text"];
+    std::vector<int32_t> t = c_.golden["chunks"][2]["text"];
     t.erase(t.begin());
     return t;
   }
-  ModelPtr model_;
-  MmprojPtr mmproj_;
-  size_t n_vocab_ = 0;
-  json golden_;
-  uint32_t w_ = 0, h_ = 0;
-  std::vector<uint8_t> rgb_;
 };
 
 TEST_P(CapiGemma4v, ImagePlacedAsLibmtmdPlacesIt) {
   zf_mmproj_summary info;
   std::memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
-  ASSERT_EQ(zf_mmproj_info(mmproj_.get(), &info), ZF_OK);
+  ASSERT_EQ(zf_mmproj_info(c_.mmproj.get(), &info), ZF_OK);
   EXPECT_STREQ(info.projector_type, "gemma4v");
   EXPECT_EQ(info.n_tokens, 0);  // each image at its own size: zf_image_embed says
   EXPECT_EQ(info.image_size, 0);
   EXPECT_EQ(info.n_embd, 256);
-  const zf_image im = Rgb(rgb_, w_, h_);
+  const zf_image im = Rgb(c_.rgb, c_.w, c_.h);
   size_t needed = 0;
   int32_t n_tok = 0;
-  ASSERT_EQ(zf_image_embed(mmproj_.get(), &im, 0, nullptr, 0, &needed, &n_tok), ZF_ERR_BUFFER_TOO_SMALL);
-  EXPECT_EQ(n_tok, golden_["chunks"][1]["image_tokens"].get<int32_t>());  // 13 x 8 pooled patches
+  ASSERT_EQ(zf_image_embed(c_.mmproj.get(), &im, 0, nullptr, 0, &needed, &n_tok), ZF_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(n_tok, c_.golden["chunks"][1]["image_tokens"].get<int32_t>());  // 13 x 8 pooled patches
   EXPECT_EQ(needed, size_t(n_tok) * 256);
 
-  SessionPtr s = NewSession(model_.get(), 1024);
-  std::vector<float> logits(n_vocab_);
+  SessionPtr s = NewSession(c_.model.get(), 1024);
+  std::vector<float> logits(c_.n_vocab);
   const std::vector<int32_t> before = Before(), after = After();
   ASSERT_EQ(zf_session_eval(s.get(), before.data(), before.size(), nullptr, 0), ZF_OK) << zf_last_error();
-  ASSERT_EQ(zf_session_eval_image(s.get(), mmproj_.get(), &im, nullptr, 0), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval_image(s.get(), c_.mmproj.get(), &im, nullptr, 0), ZF_OK) << zf_last_error();
   ASSERT_EQ(zf_session_eval(s.get(), after.data(), after.size(), logits.data(), logits.size()), ZF_OK);
   int32_t n_past = 0;
   ASSERT_EQ(zf_session_n_past(s.get(), &n_past), ZF_OK);
-  EXPECT_EQ(n_past, golden_["n_past"].get<int32_t>());
-  zf::capitest::ExpectEntriesAsGolden(golden_, s.get());
-  const double cos = zf::capitest::GoldenFirstCosine(golden_, logits);
+  EXPECT_EQ(n_past, c_.golden["n_past"].get<int32_t>());
+  zf::capitest::ExpectEntriesAsGolden(c_.golden, s.get());
+  const double cos = zf::capitest::GoldenFirstCosine(c_.golden, logits);
   EXPECT_GE(cos, kMinCosine);
   // The rows taken causally: another computation, farther from libmtmd.
   {
-    std::vector<float> rows(needed), lc(n_vocab_);
-    ASSERT_EQ(zf_image_embed(mmproj_.get(), &im, 0, rows.data(), rows.size(), &needed, &n_tok), ZF_OK);
-    SessionPtr c = NewSession(model_.get(), 1024);
-    const std::vector<int32_t> t0 = golden_["chunks"][0]["text"], t2 = golden_["chunks"][2]["text"];
+    std::vector<float> rows(needed), lc(c_.n_vocab);
+    ASSERT_EQ(zf_image_embed(c_.mmproj.get(), &im, 0, rows.data(), rows.size(), &needed, &n_tok), ZF_OK);
+    SessionPtr c = NewSession(c_.model.get(), 1024);
+    const std::vector<int32_t> t0 = c_.golden["chunks"][0]["text"], t2 = c_.golden["chunks"][2]["text"];
     ASSERT_EQ(zf_session_eval(c.get(), t0.data(), t0.size(), nullptr, 0), ZF_OK);
     ASSERT_EQ(zf_session_eval_embeddings(c.get(), rows.data(), size_t(n_tok), 256, 0, nullptr, 0), ZF_OK) << zf_last_error();
     ASSERT_EQ(zf_session_eval(c.get(), t2.data(), t2.size(), lc.data(), lc.size()), ZF_OK);
-    const double c2 = zf::capitest::GoldenFirstCosine(golden_, lc);
+    const double c2 = zf::capitest::GoldenFirstCosine(c_.golden, lc);
     std::printf("[ gemma4v %s ] rows attending causally: centred cosine %.6f\n", GetParam().c_str(), c2);
     EXPECT_LT(c2, cos);
   }
   double worst_gap = 0;
-  const int exact = zf::capitest::ExpectGreedyAsGolden(golden_, s.get(), logits, kTieMargin, &worst_gap);
+  const int exact = zf::capitest::ExpectGreedyAsGolden(c_.golden, s.get(), logits, kTieMargin, &worst_gap);
   std::printf("[ gemma4v %s ] first-step centred cosine %.7f; greedy %d/%zu exact, worst near-tie gap %.3f\n",
-              GetParam().c_str(), cos, exact, golden_["greedy"].size(), worst_gap);
+              GetParam().c_str(), cos, exact, c_.golden["greedy"].size(), worst_gap);
 }
 
 std::vector<int32_t> Tokenize(const zf_model* m, const std::string& text, uint32_t flags) {
@@ -142,7 +115,7 @@ std::vector<int32_t> Tokenize(const zf_model* m, const std::string& text, uint32
 // <|image><image|> where the message's image is, the turn's entries are that prompt's tokens with
 // the image's rows between the markers, and its first token is the raw route's.
 TEST_P(CapiGemma4v, ChatTurnPlacesTheImageAsTheRawRoute) {
-  const std::vector<uint8_t> png = zf::vision::test::Png(int(w_), int(h_), rgb_);
+  const std::vector<uint8_t> png = zf::vision::test::Png(int(c_.w), int(c_.h), c_.rgb);
   const json messages = json::array(
       {{{"role", "user"},
         {"content", json::array({{{"type", "text"}, {"text", "Describe the picture."}},
@@ -156,17 +129,17 @@ TEST_P(CapiGemma4v, ChatTurnPlacesTheImageAsTheRawRoute) {
   zf_turn_params_init(&p, sizeof p);
   p.request_json = req.c_str();
   p.generate = &g;
-  p.mmproj = mmproj_.get();
+  p.mmproj = c_.mmproj.get();
   size_t needed = 0;
-  ASSERT_EQ(zf_chat_turn_prompt(model_.get(), &p, nullptr, 0, &needed), ZF_ERR_BUFFER_TOO_SMALL) << zf_last_error();
+  ASSERT_EQ(zf_chat_turn_prompt(c_.model.get(), &p, nullptr, 0, &needed), ZF_ERR_BUFFER_TOO_SMALL) << zf_last_error();
   std::string prompt(needed, '\0');
-  ASSERT_EQ(zf_chat_turn_prompt(model_.get(), &p, &prompt[0], prompt.size(), &needed), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_chat_turn_prompt(c_.model.get(), &p, &prompt[0], prompt.size(), &needed), ZF_OK) << zf_last_error();
   prompt.resize(needed - 1);
   const std::string markers = "<|image><image|>";
   const size_t at = prompt.find(markers);
   ASSERT_NE(at, std::string::npos) << prompt;
 
-  SessionPtr s = NewSession(model_.get(), 1024);
+  SessionPtr s = NewSession(c_.model.get(), 1024);
   int32_t n_prompt = 0;
   ASSERT_EQ(zf_chat_turn(s.get(), &p,
                          [](void* u, const zf_turn_event* e) {
@@ -176,16 +149,16 @@ TEST_P(CapiGemma4v, ChatTurnPlacesTheImageAsTheRawRoute) {
                          &n_prompt, nullptr),
             ZF_OK)
       << zf_last_error();
-  const std::vector<int32_t> before = Tokenize(model_.get(), prompt.substr(0, at), ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL);
-  const std::vector<int32_t> after = Tokenize(model_.get(), prompt.substr(at + markers.size()), ZF_TOKENIZE_PARSE_SPECIAL);
-  const int32_t rows = golden_["chunks"][1]["image_tokens"];
+  const std::vector<int32_t> before = Tokenize(c_.model.get(), prompt.substr(0, at), ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL);
+  const std::vector<int32_t> after = Tokenize(c_.model.get(), prompt.substr(at + markers.size()), ZF_TOKENIZE_PARSE_SPECIAL);
+  const int32_t rows = c_.golden["chunks"][1]["image_tokens"];
   EXPECT_EQ(n_prompt, int32_t(before.size() + 2 + after.size()) + rows);
   const std::vector<int32_t> turn_entries = SessionTokens(s.get());
-  SessionPtr r = NewSession(model_.get(), 1024);
-  std::vector<float> logits(n_vocab_);
+  SessionPtr r = NewSession(c_.model.get(), 1024);
+  std::vector<float> logits(c_.n_vocab);
   const zf_image im = zf::capitest::Encoded(png);
   ASSERT_EQ(zf_session_eval(r.get(), before.data(), before.size(), nullptr, 0), ZF_OK);
-  ASSERT_EQ(zf_session_eval_image(r.get(), mmproj_.get(), &im, nullptr, 0), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval_image(r.get(), c_.mmproj.get(), &im, nullptr, 0), ZF_OK) << zf_last_error();
   ASSERT_EQ(zf_session_eval(r.get(), after.data(), after.size(), logits.data(), logits.size()), ZF_OK);
   const std::vector<int32_t> raw_entries = SessionTokens(r.get());
   ASSERT_GE(turn_entries.size(), raw_entries.size());
@@ -199,7 +172,7 @@ INSTANTIATE_TEST_SUITE_P(Types, CapiGemma4v, ::testing::Values("f16", "q8_0"));
 // images encode as the vision-only file's do.
 TEST(CapiGemma4vFiles, BothTowersLoadAndImagesEncodeAsTheVisionOnlyFile) {
   const std::string lm = std::string(ZF_VISION_MODELS_DIR) + "/gemma4-f32.gguf";
-  if (!std::ifstream(lm).good()) GTEST_SKIP() << lm << " not written (fixture vision.models: tests/vision/make_models.sh; the sanitizer stage writes only the audio files)";
+  ZF_REQUIRE_VISION_FILE(lm);
   ModelPtr model = Load(lm);
   ASSERT_NE(model, nullptr) << zf_last_error();
   std::vector<float> rows[2];

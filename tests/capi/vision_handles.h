@@ -1,6 +1,7 @@
 // What the image C API tests share: the projector's owner, the fixture's projector files,
 // zf_image values for encoded bytes and RGB8 pixels, data-URL base64, and the placement tests'
-// logits comparison and session entries.
+// logits comparison and session entries, the skip for a file vision.models did not write, and the
+// placement tests' fixture base (PlacementTest).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -102,11 +103,18 @@ struct PlacementCase {
   std::vector<uint8_t> rgb;
 };
 
+// Skips the test when the fixture vision.models has not written `path` (the sanitizer stage
+// writes only the audio files).
+#define ZF_REQUIRE_VISION_FILE(path)                                                              \
+  if (!std::ifstream(path).good())                                                                \
+  GTEST_SKIP() << (path) << " not written (fixture vision.models: tests/vision/make_models.sh; " \
+                            "the sanitizer stage writes only the audio files)"
+
 // Loads a PlacementCase (gtest failures on the way; the case is partly set then); suffix picks
 // another golden of the pair (KIND-TYPE-lmSUFFIX.json).
 inline void LoadPlacementCase(const std::string& lm, const std::string& kind, const std::string& type, PlacementCase* c,
                               const std::string& suffix = "") {
-  if (!std::ifstream(lm).good()) GTEST_SKIP() << lm << " not written (fixture vision.models: tests/vision/make_models.sh; the sanitizer stage writes only the audio files)";
+  ZF_REQUIRE_VISION_FILE(lm);
   c->model = Load(lm);
   ASSERT_NE(c->model, nullptr);
   zf_mmproj* p = nullptr;
@@ -126,6 +134,16 @@ inline void LoadPlacementCase(const std::string& lm, const std::string& kind, co
   c->h = img["height"];
   c->rgb = vision::test::Pattern(int(c->w), int(c->h), img["seed"].get<uint32_t>());
 }
+
+// The placement tests' fixture base, one test per projector type (the parameter): SetUp calls
+// LoadCase with its LM and projector kind; the handles are c_.
+class PlacementTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void LoadCase(const std::string& lm, const std::string& kind, const std::string& suffix = "") {
+    LoadPlacementCase(lm, kind, GetParam(), &c_, suffix);
+  }
+  PlacementCase c_;
+};
 
 // The first step's centred cosine against a placement golden (mmproj_recorder --lm: the logits
 // at every 64th id and at libmtmd's top 32).

@@ -63,79 +63,56 @@ std::vector<int32_t> Tokenize(const zf_model* m, const std::string& text, uint32
   return ids;
 }
 
-class CapiIdefics3 : public ::testing::TestWithParam<std::string> {
+class CapiIdefics3 : public zf::capitest::PlacementTest {
  protected:
   void SetUp() override {
     struct stat st;
     if (stat(Lm().c_str(), &st) != 0) GTEST_SKIP() << Lm() << " not written (SmolLM2 missing: scripts/fetch_models.sh smollm2)";
-    model_ = Load(Lm());
-    ASSERT_NE(model_, nullptr);
-    zf_mmproj* p = nullptr;
-    const std::string f = std::string(ZF_VISION_MODELS_DIR) + "/mmproj-idefics3-" + GetParam() + ".gguf";
-    ASSERT_EQ(zf_mmproj_load(model_.get(), f.c_str(), 0, &p), ZF_OK) << zf_last_error();
-    mmproj_.reset(p);
-    zf_model_summary s;
-    std::memset(&s, 0, sizeof s);
-    s.struct_size = sizeof s;
-    ASSERT_EQ(zf_model_info(model_.get(), &s), ZF_OK);
-    n_vocab_ = size_t(s.n_vocab);
-    std::ifstream g(std::string(ZF_TEST_DATA_DIR) + "/golden/vision/idefics3-" + GetParam() + "-lm.json");
-    ASSERT_TRUE(g.good());
-    golden_ = json::parse(g);
-    const json& img = golden_["image"];
-    w_ = img["width"];
-    h_ = img["height"];
-    rgb_ = zf::vision::test::Pattern(int(w_), int(h_), img["seed"].get<uint32_t>());
+    LoadCase(Lm(), "idefics3");
   }
   // libmtmd's first text chunk without the first tile's marker (zf_session_eval_image adds
   // the markers), and its last without the overview's closing marker.
   std::vector<int32_t> Before() const {
-    std::vector<int32_t> t = golden_["chunks"][0]["text"];
+    std::vector<int32_t> t = c_.golden["chunks"][0]["text"];
     t.resize(t.size() - 2);
     return t;
   }
   std::vector<int32_t> After() const {
-    std::vector<int32_t> t = golden_["chunks"].back()["text"];
+    std::vector<int32_t> t = c_.golden["chunks"].back()["text"];
     t.erase(t.begin());
     return t;
   }
 
-  ModelPtr model_;
-  MmprojPtr mmproj_;
-  size_t n_vocab_ = 0;
-  json golden_;
-  uint32_t w_ = 0, h_ = 0;
-  std::vector<uint8_t> rgb_;
 };
 
 TEST_P(CapiIdefics3, TilesPlacedAsLibmtmdPlacesThem) {
   zf_mmproj_summary info;
   std::memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
-  ASSERT_EQ(zf_mmproj_info(mmproj_.get(), &info), ZF_OK);
+  ASSERT_EQ(zf_mmproj_info(c_.mmproj.get(), &info), ZF_OK);
   EXPECT_STREQ(info.projector_type, "idefics3");
   EXPECT_EQ(info.n_tokens, 64);  // per tile
   EXPECT_EQ(info.image_size, 512);
   // zf_image_embed: every tile's rows and the overview's (2 x 2 + 1), known before encoding.
-  const zf_image im = Rgb(rgb_, w_, h_);
+  const zf_image im = Rgb(c_.rgb, c_.w, c_.h);
   size_t needed = 0;
   int32_t n_tok = 0;
-  ASSERT_EQ(zf_image_embed(mmproj_.get(), &im, 0, nullptr, 0, &needed, &n_tok), ZF_ERR_BUFFER_TOO_SMALL);
+  ASSERT_EQ(zf_image_embed(c_.mmproj.get(), &im, 0, nullptr, 0, &needed, &n_tok), ZF_ERR_BUFFER_TOO_SMALL);
   EXPECT_EQ(n_tok, 5 * 64);
   EXPECT_EQ(needed, size_t(5 * 64 * 576));
 
-  SessionPtr s = NewSession(model_.get(), 1024);
-  std::vector<float> logits(n_vocab_);
+  SessionPtr s = NewSession(c_.model.get(), 1024);
+  std::vector<float> logits(c_.n_vocab);
   const std::vector<int32_t> before = Before(), after = After();
   ASSERT_EQ(zf_session_eval(s.get(), before.data(), before.size(), nullptr, 0), ZF_OK) << zf_last_error();
-  ASSERT_EQ(zf_session_eval_image(s.get(), mmproj_.get(), &im, nullptr, 0), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval_image(s.get(), c_.mmproj.get(), &im, nullptr, 0), ZF_OK) << zf_last_error();
   ASSERT_EQ(zf_session_eval(s.get(), after.data(), after.size(), logits.data(), logits.size()), ZF_OK);
   int32_t n_past = 0;
   ASSERT_EQ(zf_session_n_past(s.get(), &n_past), ZF_OK);
-  EXPECT_EQ(n_past, golden_["n_past"].get<int32_t>());
+  EXPECT_EQ(n_past, c_.golden["n_past"].get<int32_t>());
   // Entry by entry: libmtmd's text chunks' tokens, each image chunk as that many image rows.
   std::vector<int32_t> want;
-  for (const json& c : golden_["chunks"]) {
+  for (const json& c : c_.golden["chunks"]) {
     if (c.contains("text")) {
       for (int32_t t : c["text"]) want.push_back(t);
     } else {
@@ -149,9 +126,9 @@ TEST_P(CapiIdefics3, TilesPlacedAsLibmtmdPlacesThem) {
     else EXPECT_EQ(got[i], want[i]) << i;
   }
 
-  const json& first = golden_["first"];
+  const json& first = c_.golden["first"];
   std::vector<double> ours, ref = first["every64"].get<std::vector<double>>();
-  for (size_t i = 0; i < n_vocab_; i += 64) ours.push_back(logits[i]);
+  for (size_t i = 0; i < c_.n_vocab; i += 64) ours.push_back(logits[i]);
   const std::vector<int32_t> top = first["top_ids"];
   const std::vector<double> top_l = first["top_logits"];
   for (size_t k = 0; k < top.size(); ++k) ours.push_back(logits[size_t(top[k])]), ref.push_back(top_l[k]);
@@ -162,11 +139,11 @@ TEST_P(CapiIdefics3, TilesPlacedAsLibmtmdPlacesThem) {
   // another computation, farther from libmtmd.
   {
     std::vector<float> rows(needed);
-    ASSERT_EQ(zf_image_embed(mmproj_.get(), &im, 0, rows.data(), rows.size(), &needed, &n_tok), ZF_OK);
-    SessionPtr c = NewSession(model_.get(), 1024);
-    std::vector<float> lc(n_vocab_);
+    ASSERT_EQ(zf_image_embed(c_.mmproj.get(), &im, 0, rows.data(), rows.size(), &needed, &n_tok), ZF_OK);
+    SessionPtr c = NewSession(c_.model.get(), 1024);
+    std::vector<float> lc(c_.n_vocab);
     size_t row = 0;
-    for (const json& ch : golden_["chunks"]) {
+    for (const json& ch : c_.golden["chunks"]) {
       if (ch.contains("text")) {
         const std::vector<int32_t> t = ch["text"];
         ASSERT_EQ(zf_session_eval(c.get(), t.data(), t.size(), lc.data(), lc.size()), ZF_OK);
@@ -177,7 +154,7 @@ TEST_P(CapiIdefics3, TilesPlacedAsLibmtmdPlacesThem) {
       }
     }
     std::vector<double> other;
-    for (size_t i = 0; i < n_vocab_; i += 64) other.push_back(lc[i]);
+    for (size_t i = 0; i < c_.n_vocab; i += 64) other.push_back(lc[i]);
     for (int32_t id : top) other.push_back(lc[size_t(id)]);
     const double c2 = CentredCosine(other, ref);
     std::printf("[ idefics3 %s ] tiles attending both ways: centred cosine %.6f\n", GetParam().c_str(), c2);
@@ -185,7 +162,7 @@ TEST_P(CapiIdefics3, TilesPlacedAsLibmtmdPlacesThem) {
   }
   double worst_gap = 0;
   int exact = 0;
-  const json& greedy = golden_["greedy"];
+  const json& greedy = c_.golden["greedy"];
   for (size_t step = 0; step < greedy.size(); ++step) {
     const int32_t want_tok = greedy[step]["token"];
     const int32_t best = Argmax(logits);
@@ -206,7 +183,7 @@ TEST_P(CapiIdefics3, TilesPlacedAsLibmtmdPlacesThem) {
 // entries are that prompt's tokens with the tiles' rows, and its first token is the raw
 // route's on the same text.
 TEST_P(CapiIdefics3, ChatTurnPlacesTilesAsTheRawRoute) {
-  const std::vector<uint8_t> png = zf::vision::test::Png(int(w_), int(h_), rgb_);
+  const std::vector<uint8_t> png = zf::vision::test::Png(int(c_.w), int(c_.h), c_.rgb);
   const json messages = json::array(
       {{{"role", "user"},
         {"content", json::array({{{"type", "text"}, {"text", "Describe the picture."}},
@@ -220,16 +197,16 @@ TEST_P(CapiIdefics3, ChatTurnPlacesTilesAsTheRawRoute) {
   zf_turn_params_init(&p, sizeof p);
   p.request_json = req.c_str();
   p.generate = &g;
-  p.mmproj = mmproj_.get();
+  p.mmproj = c_.mmproj.get();
   size_t needed = 0;
-  ASSERT_EQ(zf_chat_turn_prompt(model_.get(), &p, nullptr, 0, &needed), ZF_ERR_BUFFER_TOO_SMALL) << zf_last_error();
+  ASSERT_EQ(zf_chat_turn_prompt(c_.model.get(), &p, nullptr, 0, &needed), ZF_ERR_BUFFER_TOO_SMALL) << zf_last_error();
   std::string prompt(needed, '\0');
-  ASSERT_EQ(zf_chat_turn_prompt(model_.get(), &p, &prompt[0], prompt.size(), &needed), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_chat_turn_prompt(c_.model.get(), &p, &prompt[0], prompt.size(), &needed), ZF_OK) << zf_last_error();
   prompt.resize(needed - 1);  // without the terminator
   const size_t at = prompt.find(std::string("Describe the picture.") + kMarkers2x2);
   ASSERT_NE(at, std::string::npos) << prompt;
 
-  SessionPtr s = NewSession(model_.get(), 1024);
+  SessionPtr s = NewSession(c_.model.get(), 1024);
   struct Out {
     std::string text;
     int32_t n_prompt = 0;
@@ -246,16 +223,16 @@ TEST_P(CapiIdefics3, ChatTurnPlacesTilesAsTheRawRoute) {
       << zf_last_error();
   // The raw route on the same text: before the markers, the image, after them.
   const size_t img_at = at + std::strlen("Describe the picture.");
-  const std::vector<int32_t> before = Tokenize(model_.get(), prompt.substr(0, img_at), ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL);
-  const std::vector<int32_t> after = Tokenize(model_.get(), prompt.substr(img_at + std::strlen(kMarkers2x2)), ZF_TOKENIZE_PARSE_SPECIAL);
-  const std::vector<int32_t> markers = Tokenize(model_.get(), kMarkers2x2, ZF_TOKENIZE_PARSE_SPECIAL);
+  const std::vector<int32_t> before = Tokenize(c_.model.get(), prompt.substr(0, img_at), ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL);
+  const std::vector<int32_t> after = Tokenize(c_.model.get(), prompt.substr(img_at + std::strlen(kMarkers2x2)), ZF_TOKENIZE_PARSE_SPECIAL);
+  const std::vector<int32_t> markers = Tokenize(c_.model.get(), kMarkers2x2, ZF_TOKENIZE_PARSE_SPECIAL);
   EXPECT_EQ(out.n_prompt, int32_t(before.size() + markers.size() + after.size() + 5 * 64));
   const std::vector<int32_t> turn_entries = SessionTokens(s.get());
-  SessionPtr r = NewSession(model_.get(), 1024);
-  std::vector<float> logits(n_vocab_);
+  SessionPtr r = NewSession(c_.model.get(), 1024);
+  std::vector<float> logits(c_.n_vocab);
   const zf_image im = Encoded(png);
   ASSERT_EQ(zf_session_eval(r.get(), before.data(), before.size(), nullptr, 0), ZF_OK);
-  ASSERT_EQ(zf_session_eval_image(r.get(), mmproj_.get(), &im, nullptr, 0), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval_image(r.get(), c_.mmproj.get(), &im, nullptr, 0), ZF_OK) << zf_last_error();
   ASSERT_EQ(zf_session_eval(r.get(), after.data(), after.size(), logits.data(), logits.size()), ZF_OK);
   const std::vector<int32_t> raw_entries = SessionTokens(r.get());
   ASSERT_GE(turn_entries.size(), raw_entries.size());

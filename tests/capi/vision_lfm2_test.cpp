@@ -27,12 +27,11 @@ using zf::capitest::Rgb;
 constexpr double kTieMargin = 1.25;
 constexpr double kMinCosine = 0.998;
 
-class CapiLfm2Vl : public ::testing::TestWithParam<std::string> {
+class CapiLfm2Vl : public zf::capitest::PlacementTest {
  protected:
   void SetUp() override {
-    zf::capitest::LoadPlacementCase(std::string(ZF_VISION_MODELS_DIR) + "/lfm2-vl.gguf", "lfm2", GetParam(), &c_);
+    LoadCase(std::string(ZF_VISION_MODELS_DIR) + "/lfm2-vl.gguf", "lfm2");
   }
-  zf::capitest::PlacementCase c_;
 };
 
 TEST_P(CapiLfm2Vl, RowsPlacedAsLibmtmdPlacesThem) {

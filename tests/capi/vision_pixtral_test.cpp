@@ -36,14 +36,13 @@ constexpr double kMinCosine = 0.998;
 
 std::string Lm() { return std::string(ZF_VISION_MODELS_DIR) + "/smollm2-pixtral.gguf"; }
 
-class CapiPixtral : public ::testing::TestWithParam<std::string> {
+class CapiPixtral : public zf::capitest::PlacementTest {
  protected:
   void SetUp() override {
     struct stat st;
     if (stat(Lm().c_str(), &st) != 0) GTEST_SKIP() << Lm() << " not written (SmolLM2 missing: scripts/fetch_models.sh smollm2)";
-    zf::capitest::LoadPlacementCase(Lm(), "pixtral", GetParam(), &c_);
+    LoadCase(Lm(), "pixtral");
   }
-  zf::capitest::PlacementCase c_;
 };
 
 TEST_P(CapiPixtral, RowsPlacedAsLibmtmdPlacesThem) {

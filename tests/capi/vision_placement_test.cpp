@@ -51,83 +51,57 @@ constexpr double kMinCosine = 0.985;
 
 std::string Fixture(const std::string& type) { return zf::capitest::MmprojFixture(type); }
 
-json Golden(const std::string& type) {
-  std::ifstream f(std::string(ZF_TEST_DATA_DIR) + "/golden/vision/gemma3-" + type + "-lm.json");
-  EXPECT_TRUE(f.good()) << "missing golden for " << type;
-  return f.good() ? json::parse(f) : json();
-}
-
-class CapiVisionPlacement : public ::testing::TestWithParam<std::string> {
+class CapiVisionPlacement : public zf::capitest::PlacementTest {
  protected:
   void SetUp() override {
     ZF_REQUIRE_MODEL(path, "gemma3");
-    model_ = Load(path);
-    ASSERT_NE(model_, nullptr);
-    zf_mmproj* p = nullptr;
-    ASSERT_EQ(zf_mmproj_load(model_.get(), Fixture(GetParam()).c_str(), 0, &p), ZF_OK) << zf_last_error();
-    mmproj_.reset(p);
-    zf_model_summary s;
-    std::memset(&s, 0, sizeof s);
-    s.struct_size = sizeof s;
-    ASSERT_EQ(zf_model_info(model_.get(), &s), ZF_OK);
-    n_vocab_ = size_t(s.n_vocab);
-    golden_ = Golden(GetParam());
-    const json& img = golden_["image"];
-    w_ = img["width"];
-    h_ = img["height"];
-    rgb_ = zf::vision::test::Pattern(int(w_), int(h_), img["seed"].get<uint32_t>());
+    LoadCase(path, "gemma3");
   }
   // The golden's prompt up to its image (libmtmd's first text chunk without its trailing
   // <start_of_image>, which zf_session_eval_image adds) and after it (without <end_of_image>).
   std::vector<int32_t> Before() const {
-    std::vector<int32_t> t = golden_["chunks"][0]["text"];
+    std::vector<int32_t> t = c_.golden["chunks"][0]["text"];
     t.pop_back();
     return t;
   }
   std::vector<int32_t> After() const {
-    std::vector<int32_t> t = golden_["chunks"][2]["text"];
+    std::vector<int32_t> t = c_.golden["chunks"][2]["text"];
     t.erase(t.begin());
     return t;
   }
   // The prompt through the raw route; returns the last position's logits.
   std::vector<float> EvalPrompt(zf_session* s) {
-    std::vector<float> logits(n_vocab_);
+    std::vector<float> logits(c_.n_vocab);
     const std::vector<int32_t> before = Before(), after = After();
     EXPECT_EQ(zf_session_eval(s, before.data(), before.size(), nullptr, 0), ZF_OK) << zf_last_error();
-    const zf_image im = Rgb(rgb_, w_, h_);
-    EXPECT_EQ(zf_session_eval_image(s, mmproj_.get(), &im, logits.data(), logits.size()), ZF_OK) << zf_last_error();
+    const zf_image im = Rgb(c_.rgb, c_.w, c_.h);
+    EXPECT_EQ(zf_session_eval_image(s, c_.mmproj.get(), &im, logits.data(), logits.size()), ZF_OK) << zf_last_error();
     EXPECT_EQ(zf_session_eval(s, after.data(), after.size(), logits.data(), logits.size()), ZF_OK) << zf_last_error();
     return logits;
   }
 
-  ModelPtr model_;
-  MmprojPtr mmproj_;
-  size_t n_vocab_ = 0;
-  json golden_;
-  uint32_t w_ = 0, h_ = 0;
-  std::vector<uint8_t> rgb_;
 };
 
 TEST_P(CapiVisionPlacement, FirstStepAndGreedyMatchLibmtmd) {
-  SessionPtr s = NewSession(model_.get(), 1024);
+  SessionPtr s = NewSession(c_.model.get(), 1024);
   ASSERT_NE(s, nullptr);
   std::vector<float> logits = EvalPrompt(s.get());
   int32_t n_past = 0;
   ASSERT_EQ(zf_session_n_past(s.get(), &n_past), ZF_OK);
-  EXPECT_EQ(n_past, golden_["n_past"].get<int32_t>());  // one position per image row, markers around
+  EXPECT_EQ(n_past, c_.golden["n_past"].get<int32_t>());  // one position per image row, markers around
   // The markers are the tokens libmtmd put around the image.
   std::vector<int32_t> ids(8);
   size_t n = 0;
-  ASSERT_EQ(zf_tokenize(model_.get(), "<start_of_image>", 16, ZF_TOKENIZE_PARSE_SPECIAL, ids.data(), ids.size(), &n), ZF_OK);
+  ASSERT_EQ(zf_tokenize(c_.model.get(), "<start_of_image>", 16, ZF_TOKENIZE_PARSE_SPECIAL, ids.data(), ids.size(), &n), ZF_OK);
   ASSERT_EQ(n, 1u);
-  EXPECT_EQ(ids[0], golden_["chunks"][0]["text"].back().get<int32_t>());
-  ASSERT_EQ(zf_tokenize(model_.get(), "<end_of_image>", 14, ZF_TOKENIZE_PARSE_SPECIAL, ids.data(), ids.size(), &n), ZF_OK);
+  EXPECT_EQ(ids[0], c_.golden["chunks"][0]["text"].back().get<int32_t>());
+  ASSERT_EQ(zf_tokenize(c_.model.get(), "<end_of_image>", 14, ZF_TOKENIZE_PARSE_SPECIAL, ids.data(), ids.size(), &n), ZF_OK);
   ASSERT_EQ(n, 1u);
-  EXPECT_EQ(ids[0], golden_["chunks"][2]["text"][0].get<int32_t>());
+  EXPECT_EQ(ids[0], c_.golden["chunks"][2]["text"][0].get<int32_t>());
 
-  const json& first = golden_["first"];
+  const json& first = c_.golden["first"];
   std::vector<double> ours, ref = first["every64"].get<std::vector<double>>();
-  for (size_t i = 0; i < n_vocab_; i += 64) ours.push_back(logits[i]);
+  for (size_t i = 0; i < c_.n_vocab; i += 64) ours.push_back(logits[i]);
   const std::vector<int32_t> top = first["top_ids"];
   const std::vector<double> top_l = first["top_logits"];
   for (size_t k = 0; k < top.size(); ++k) ours.push_back(logits[size_t(top[k])]), ref.push_back(top_l[k]);
@@ -140,14 +114,14 @@ TEST_P(CapiVisionPlacement, FirstStepAndGreedyMatchLibmtmd) {
   // The placement's choices are visible at this tolerance: the same rows attending causally
   // among themselves, or scaled as token rows are (sqrt(n_embd)), land farther from libmtmd.
   {
-    SessionPtr c = NewSession(model_.get(), 1024);
-    const zf_image im = Rgb(rgb_, w_, h_);
+    SessionPtr c = NewSession(c_.model.get(), 1024);
+    const zf_image im = Rgb(c_.rgb, c_.w, c_.h);
     size_t needed = 0;
     int32_t n_tok = 0;
     std::vector<float> rows(size_t(256) * 640);
-    ASSERT_EQ(zf_image_embed(mmproj_.get(), &im, 0, rows.data(), rows.size(), &needed, &n_tok), ZF_OK);
-    const std::vector<int32_t> before = golden_["chunks"][0]["text"], after = golden_["chunks"][2]["text"];
-    std::vector<float> lc(n_vocab_);
+    ASSERT_EQ(zf_image_embed(c_.mmproj.get(), &im, 0, rows.data(), rows.size(), &needed, &n_tok), ZF_OK);
+    const std::vector<int32_t> before = c_.golden["chunks"][0]["text"], after = c_.golden["chunks"][2]["text"];
+    std::vector<float> lc(c_.n_vocab);
     for (int variant = 0; variant < 2; ++variant) {
       std::vector<float> r = rows;
       if (variant == 1) for (float& x : r) x *= std::sqrt(640.0f);
@@ -157,7 +131,7 @@ TEST_P(CapiVisionPlacement, FirstStepAndGreedyMatchLibmtmd) {
                                            nullptr, 0), ZF_OK);
       ASSERT_EQ(zf_session_eval(c.get(), after.data(), after.size(), lc.data(), lc.size()), ZF_OK);
       std::vector<double> other;
-      for (size_t i = 0; i < n_vocab_; i += 64) other.push_back(lc[i]);
+      for (size_t i = 0; i < c_.n_vocab; i += 64) other.push_back(lc[i]);
       for (int32_t id : top) other.push_back(lc[size_t(id)]);
       const double c2 = CentredCosine(other, ref);
       std::printf("[ placement %s ] %s: centred cosine %.6f\n", GetParam().c_str(),
@@ -169,7 +143,7 @@ TEST_P(CapiVisionPlacement, FirstStepAndGreedyMatchLibmtmd) {
   // Greedy, teacher-forced with the reference's tokens.
   double worst_gap = 0;
   int exact = 0;
-  const json& greedy = golden_["greedy"];
+  const json& greedy = c_.golden["greedy"];
   for (size_t step = 0; step < greedy.size(); ++step) {
     const int32_t want = greedy[step]["token"];
     const int32_t best = Argmax(logits);
@@ -187,17 +161,17 @@ TEST_P(CapiVisionPlacement, FirstStepAndGreedyMatchLibmtmd) {
 }
 
 TEST_P(CapiVisionPlacement, EmbeddingsRouteGivesTheImageRoutesBits) {
-  SessionPtr a = NewSession(model_.get(), 1024), b = NewSession(model_.get(), 1024);
+  SessionPtr a = NewSession(c_.model.get(), 1024), b = NewSession(c_.model.get(), 1024);
   const std::vector<float> la = EvalPrompt(a.get());
   // The same prompt with the caller's cached rows and the markers as tokens.
-  const zf_image im = Rgb(rgb_, w_, h_);
+  const zf_image im = Rgb(c_.rgb, c_.w, c_.h);
   size_t needed = 0;
   int32_t n_tok = 0;
-  ASSERT_EQ(zf_image_embed(mmproj_.get(), &im, 0, nullptr, 0, &needed, &n_tok), ZF_ERR_BUFFER_TOO_SMALL);
+  ASSERT_EQ(zf_image_embed(c_.mmproj.get(), &im, 0, nullptr, 0, &needed, &n_tok), ZF_ERR_BUFFER_TOO_SMALL);
   std::vector<float> rows(needed);
-  ASSERT_EQ(zf_image_embed(mmproj_.get(), &im, 0, rows.data(), rows.size(), &needed, &n_tok), ZF_OK) << zf_last_error();
-  std::vector<int32_t> before = golden_["chunks"][0]["text"], after = golden_["chunks"][2]["text"];
-  std::vector<float> lb(n_vocab_);
+  ASSERT_EQ(zf_image_embed(c_.mmproj.get(), &im, 0, rows.data(), rows.size(), &needed, &n_tok), ZF_OK) << zf_last_error();
+  std::vector<int32_t> before = c_.golden["chunks"][0]["text"], after = c_.golden["chunks"][2]["text"];
+  std::vector<float> lb(c_.n_vocab);
   ASSERT_EQ(zf_session_eval(b.get(), before.data(), before.size(), nullptr, 0), ZF_OK);
   ASSERT_EQ(zf_session_eval_embeddings(b.get(), rows.data(), size_t(n_tok), rows.size() / size_t(n_tok),
                                        ZF_EMBD_BIDIRECTIONAL, nullptr, 0), ZF_OK) << zf_last_error();
@@ -210,8 +184,8 @@ TEST_P(CapiVisionPlacement, EmbeddingsRouteGivesTheImageRoutesBits) {
   ASSERT_EQ(ta.size(), before.size() + size_t(n_tok) + after.size());
   for (size_t i = 0; i < ta.size(); ++i) EXPECT_EQ(ta[i] < 0, i >= first && i < first + size_t(n_tok)) << i;
   // Causal attention among the rows is another computation (Gemma 3 attends both ways).
-  SessionPtr c = NewSession(model_.get(), 1024);
-  std::vector<float> lc(n_vocab_);
+  SessionPtr c = NewSession(c_.model.get(), 1024);
+  std::vector<float> lc(c_.n_vocab);
   ASSERT_EQ(zf_session_eval(c.get(), before.data(), before.size(), nullptr, 0), ZF_OK);
   ASSERT_EQ(zf_session_eval_embeddings(c.get(), rows.data(), size_t(n_tok), rows.size() / size_t(n_tok), 0, nullptr, 0),
             ZF_OK);
@@ -221,8 +195,8 @@ TEST_P(CapiVisionPlacement, EmbeddingsRouteGivesTheImageRoutesBits) {
   // the model's prefix cache on, this also checks that the bidirectional rows cached above are
   // not served for the same rows evaluated causally (their entries name the attention mode).
   {
-    SessionPtr e = NewSession(model_.get(), 1024);
-    std::vector<float> le(n_vocab_);
+    SessionPtr e = NewSession(c_.model.get(), 1024);
+    std::vector<float> le(c_.n_vocab);
     ASSERT_EQ(zf_session_eval(e.get(), before.data(), before.size(), nullptr, 0), ZF_OK);
     for (int32_t i = 0; i < n_tok; ++i) {
       const size_t w = rows.size() / size_t(n_tok);
@@ -232,11 +206,11 @@ TEST_P(CapiVisionPlacement, EmbeddingsRouteGivesTheImageRoutesBits) {
     EXPECT_EQ(le, lc);
   }
   // Another image: other tokens at its positions.
-  std::vector<uint8_t> other = zf::vision::test::Pattern(int(w_), int(h_), 99);
-  const zf_image im2 = Rgb(other, w_, h_);
-  SessionPtr d = NewSession(model_.get(), 1024);
+  std::vector<uint8_t> other = zf::vision::test::Pattern(int(c_.w), int(c_.h), 99);
+  const zf_image im2 = Rgb(other, c_.w, c_.h);
+  SessionPtr d = NewSession(c_.model.get(), 1024);
   ASSERT_EQ(zf_session_eval(d.get(), before.data(), before.size() - 1, nullptr, 0), ZF_OK);
-  ASSERT_EQ(zf_session_eval_image(d.get(), mmproj_.get(), &im2, nullptr, 0), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval_image(d.get(), c_.mmproj.get(), &im2, nullptr, 0), ZF_OK) << zf_last_error();
   const std::vector<int32_t> td = SessionTokens(d.get());
   for (size_t i = first; i < first + size_t(n_tok); ++i) EXPECT_NE(td[i], ta[i]) << i;
 }
@@ -244,7 +218,7 @@ TEST_P(CapiVisionPlacement, EmbeddingsRouteGivesTheImageRoutesBits) {
 // A saved state keeps the image's entries and KV rows: loaded into another session, the next
 // step's logits are the original session's, bit for bit.
 TEST_P(CapiVisionPlacement, StateKeepsTheImage) {
-  SessionPtr a = NewSession(model_.get(), 1024), b = NewSession(model_.get(), 1024);
+  SessionPtr a = NewSession(c_.model.get(), 1024), b = NewSession(c_.model.get(), 1024);
   (void)EvalPrompt(a.get());
   size_t size = 0, written = 0;
   ASSERT_EQ(zf_session_state_size(a.get(), &size), ZF_OK);
@@ -252,8 +226,8 @@ TEST_P(CapiVisionPlacement, StateKeepsTheImage) {
   ASSERT_EQ(zf_session_state_save(a.get(), state.data(), state.size(), &written), ZF_OK) << zf_last_error();
   ASSERT_EQ(zf_session_state_load(b.get(), state.data(), written), ZF_OK) << zf_last_error();
   EXPECT_EQ(SessionTokens(a.get()), SessionTokens(b.get()));
-  const int32_t next = golden_["greedy"][0]["token"];
-  std::vector<float> la(n_vocab_), lb(n_vocab_);
+  const int32_t next = c_.golden["greedy"][0]["token"];
+  std::vector<float> la(c_.n_vocab), lb(c_.n_vocab);
   ASSERT_EQ(zf_session_eval(a.get(), &next, 1, la.data(), la.size()), ZF_OK);
   ASSERT_EQ(zf_session_eval(b.get(), &next, 1, lb.data(), lb.size()), ZF_OK);
   EXPECT_EQ(la, lb);

@@ -64,9 +64,7 @@ MmprojPtr LoadMmproj(zf_model* m, const std::string& type) {
   return MmprojPtr(p);
 }
 
-#define ZF_REQUIRE_QWEN2VL()                                                                          \
-  if (!std::ifstream(LmPath()).good()) GTEST_SKIP() << LmPath() << " not written (fixture vision.models: " \
-                                                    "tests/vision/make_models.sh; the sanitizer stage writes only the audio files)"
+#define ZF_REQUIRE_QWEN2VL() ZF_REQUIRE_VISION_FILE(LmPath())
 
 TEST(CapiQwen25vl, EmbedsAsLibmtmdAndRefusesRowsWithoutTheirGrid) {
   ZF_REQUIRE_QWEN2VL();
@@ -156,10 +154,9 @@ void EvalPrompt(zf_session* s, const zf_mmproj* mmproj, const zf_image& im, cons
   text(p.after, true);
 }
 
-class CapiQwen25vlPlacement : public ::testing::TestWithParam<std::string> {
+class CapiQwen25vlPlacement : public zf::capitest::PlacementTest {
  protected:
-  void SetUp() override { zf::capitest::LoadPlacementCase(LmPath(), "qwen25vl", GetParam(), &c_); }
-  zf::capitest::PlacementCase c_;
+  void SetUp() override { LoadCase(LmPath(), "qwen25vl"); }
 };
 
 TEST_P(CapiQwen25vlPlacement, RowsPlacedAsLibmtmdPlacesThem) {

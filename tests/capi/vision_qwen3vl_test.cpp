@@ -40,10 +40,7 @@ constexpr double kTieMargin = 1.25;
 constexpr double kMinCosine = 0.998;
 
 TEST(CapiQwen3vl, EmbedsRowsWithTheirDeepstackSlices) {
-  if (!std::ifstream(LmPath()).good()) {
-    GTEST_SKIP() << LmPath() << " not written (fixture vision.models: tests/vision/make_models.sh; the sanitizer "
-                                "stage writes only the audio files)";
-  }
+  ZF_REQUIRE_VISION_FILE(LmPath());
   zf_model* raw = nullptr;
   ASSERT_EQ(zf_model_load(LmPath().c_str(), nullptr, &raw), ZF_OK) << zf_last_error();
   ModelPtr model(raw);
@@ -95,10 +92,9 @@ size_t CountTokens(const zf_model* m, const char* text) {
   return n;
 }
 
-class CapiQwen3vlPlacement : public ::testing::TestWithParam<std::string> {
+class CapiQwen3vlPlacement : public zf::capitest::PlacementTest {
  protected:
-  void SetUp() override { zf::capitest::LoadPlacementCase(VlLmPath(), "qwen3vl", GetParam(), &c_); }
-  zf::capitest::PlacementCase c_;
+  void SetUp() override { LoadCase(VlLmPath(), "qwen3vl"); }
 };
 
 // The golden's prompt through zf_session_eval_image (which places <|vision_start|> and

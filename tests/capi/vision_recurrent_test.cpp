@@ -27,7 +27,7 @@ class CapiRecurrentEmbd : public ::testing::Test {
  protected:
   void SetUp() override {
     const std::string lm = std::string(ZF_VISION_MODELS_DIR) + "/lfm2-f32.gguf";
-    if (!std::ifstream(lm).good()) GTEST_SKIP() << lm << " not written (fixture vision.models: tests/vision/make_models.sh; the sanitizer stage writes only the audio files)";
+    ZF_REQUIRE_VISION_FILE(lm);
     model_ = Load(lm);
     ASSERT_NE(model_, nullptr);
     zf_model_summary s;

@@ -1721,8 +1721,11 @@ ZF_API zf_status zf_wav_decode(const void* data, size_t size, float* pcm, size_t
  * (each image at its own size: the rows depend on it), "lfm2" (LFM2-VL, its own size; over
  * twice its token budget cut into 512 px tiles plus a thumbnail, as libmtmd),
  * "qwen2.5vl_merger" (Qwen2.5-VL: each image
- * at its own size, placed at M-RoPE positions by zf_session_eval_image() and chat turns), and the audio
- * types "ultravox", "qwen2a" and "voxtral" (zf_audio_embed()); see doc/vision.md.
+ * at its own size, placed at M-RoPE positions by zf_session_eval_image() and chat turns),
+ * "qwen3vl_merger" (Qwen3-VL: the same, each row carrying its deepstack features), and the audio
+ * types "ultravox", "qwen2a", "voxtral" and "gemma4a" (Gemma 4's conformer; also the audio tower
+ * of Gemma 4's two-tower files, which load as one projector of both modalities)
+ * (zf_audio_embed()); see doc/vision.md.
  */
 typedef struct zf_mmproj zf_mmproj;
 
@@ -1731,7 +1734,8 @@ typedef struct zf_mmproj zf_mmproj;
  * output width must be the model's embedding width and its type the model's family (a "gemma3"
  * projector goes with a "gemma3" model, an "idefics3" one with a "llama" model, a "pixtral" one
  * with a "llama" or "mistral3" model, a "gemma4v" one with "gemma4", an "lfm2" one with "lfm2",
- * a "qwen2.5vl_merger" one with "qwen2vl"); a mismatch names both
+ * a "qwen2.5vl_merger" one with "qwen2vl", a "qwen3vl_merger" one with "qwen3vl", a "gemma4a"
+ * one with "gemma4"); a mismatch names both
  * sides. Thread-safe.
  * @param model The language model (its reference is held until zf_mmproj_free()). Required.
  * @param path The mmproj file (NUL-terminated UTF-8).
@@ -1757,7 +1761,9 @@ typedef struct zf_mmproj_summary {
                                    "gemma3" (256), per tile and overview for "idefics3" (an image
                                    gives zf_image_embed()'s *n_tokens); 0 where it depends on the
                                    image's size ("gemma4v", "pixtral"). */
-  int32_t n_embd;             /**< Width of each embedding: the language model's n_embd. */
+  int32_t n_embd;             /**< Width of each embedding: the language model's n_embd (Qwen3-VL:
+                                   n_embd x (1 + deepstack layers), its rows' deepstack features
+                                   following the input row). */
   int32_t n_embd_vision;      /**< The vision encoder's own width. */
   int32_t n_layer;            /**< Vision encoder blocks. */
   uint32_t reserved;          /**< Padding; written as 0. */
@@ -1902,7 +1908,7 @@ ZF_API zf_status zf_session_eval_image(zf_session* session, const zf_mmproj* mmp
                                        float* logits, size_t cap);
 
 /* ---------------------------------------------------------------------------------------------
- * Audio: Whisper-encoder projectors (ultravox, qwen2a, voxtral) (since 0.7)
+ * Audio: Whisper-encoder projectors (ultravox, qwen2a, voxtral) and Gemma 4's (gemma4a) (since 0.7)
  * ------------------------------------------------------------------------------------------- */
 
 /** The longest clip zf_audio_embed() and zf_session_eval_audio() take: 10 minutes at 16 kHz. */
@@ -1918,6 +1924,9 @@ ZF_API zf_status zf_session_eval_image(zf_session* session, const zf_mmproj* mmp
  * 3000 chunks) and each chunk through the encoder and projector; the chunks' rows follow each
  * other (ultravox and voxtral as synthesized here: 375 rows per chunk; qwen2a 750; in general
  * 1500 positions, halved by qwen2a's and voxtral's pooling, divided by the stack factor).
+ * gemma4a differs: its own log-mel (512-point FFT, HTK filters) over each 30 s piece alone, not
+ * padded, and a conformer whose two stride-2 convolutions give a row per 40 ms (a 4 s clip: 100
+ * rows).
  * The size needed is known before encoding: a call with a small buffer costs no encode.
  * Thread-safe (see ::zf_mmproj).
  * @param mmproj An audio projector (zf_mmproj_summary::modalities has ::ZF_MODALITY_AUDIO). Required.
@@ -1939,8 +1948,9 @@ ZF_API zf_status zf_audio_embed(const zf_mmproj* mmproj, const float* pcm, size_
 /**
  * @brief Appends one clip at the end of the session as libmtmd places it: the projector's begin
  * marker text (tokenized with special tokens; qwen2a `<|audio_bos|>`, voxtral `[BEGIN_AUDIO]`,
- * ultravox none), the clip's rows (zf_audio_embed(), attending causally like text), then the end
- * marker (qwen2a `<|audio_eos|>`); the last position's logits written like zf_session_eval().
+ * gemma4a `<|audio>`, ultravox none), the clip's rows (zf_audio_embed(), attending causally like
+ * text), then the end marker (qwen2a `<|audio_eos|>`, gemma4a `<audio|>`); the last position's
+ * logits written like zf_session_eval().
  * The positions appear in zf_session_tokens() as zf_session_eval_embeddings() describes (a hash
  * of the rows). The clip is encoded with the model's default thread count.
  * @param session The session. Required.

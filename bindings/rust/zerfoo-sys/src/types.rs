@@ -570,7 +570,7 @@ pub struct zf_mmproj_summary {
     pub patch_size: i32,
     #[doc = "< Embeddings per encoder input as placed in the prompt: per image for\n\"gemma3\" (256), per tile and overview for \"idefics3\" (an image\ngives zf_image_embed()'s *n_tokens); 0 where it depends on the\nimage's size (\"gemma4v\", \"pixtral\")."]
     pub n_tokens: i32,
-    #[doc = "< Width of each embedding: the language model's n_embd."]
+    #[doc = "< Width of each embedding: the language model's n_embd (Qwen3-VL:\nn_embd x (1 + deepstack layers), its rows' deepstack features\nfollowing the input row)."]
     pub n_embd: i32,
     #[doc = "< The vision encoder's own width."]
     pub n_embd_vision: i32,

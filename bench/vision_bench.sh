@@ -8,28 +8,32 @@
 # llama-quantize, the projectors F16 (as users get them):
 #   gemma3   Gemma 3 4B (2560 wide, 34 layers) + SigLIP-so400m (27 x 1152, 896 px, 256 tokens)
 #   qwen25vl Qwen2.5-VL-3B (2048 wide, 36 layers) + its ViT (qwen2.5vl_merger: 32 x 1280,
-#            window attention, 1024 tokens for 896 x 896, placed at M-RoPE positions); where
-#            zerfoo refuses a pair the table says so and llama.cpp's row still runs
+#            window attention, 1024 tokens for 896 x 896, placed at M-RoPE positions)
+# Where zerfoo fails on a row the table says why and llama.cpp's row still runs.
 # The picture: the sdist's tools/mtmd/test-1.jpeg resized to 896 x 896 (ImageMagick), else a
 # synthetic 896 x 896 PNG. Timings exclude loading on both sides: zerfoo's from the bench's
 # clocks; llama.cpp's encode from mtmd-cli's "mtmd batch encoding done in N ms" and its time to
 # first token by bench/mtmd_ttft.py (from its "loaded" log line to its first generated text).
-# Medians; ratio = llama.cpp / zerfoo (above 1: zerfoo is faster). Run as root it runs the timed
-# commands at nice -n -15 (a shared machine).
-#   bench/vision_bench.sh [-t THREADS (2)] [-r RUNS (3)] [--only gemma3|qwen25vl]
+# Beside the wall clock, the encode's CPU time (user + sys of all threads: getrusage on zerfoo's
+# side, /proc/PID/stat at mtmd-cli's encode log lines on llama.cpp's): on a loaded machine the
+# CPU-time ratio is the steadier one. Medians; ratio = llama.cpp / zerfoo (above 1: zerfoo is
+# faster). --encode-only times the encodes alone (both tools stop after it), each thread count
+# of -t (a list: -t 1,2), best of RUNS. Run as root it runs the timed commands at nice -n -15.
+#   bench/vision_bench.sh [-t THREADS (2)] [-r RUNS (3)] [--only gemma3|qwen25vl] [--encode-only]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${ZERFOO_BENCH_VISION:-$HOME/.cache/zerfoo/bench/vision}"
 refsrc="${ZERFOO_REFERENCE:-$HOME/.cache/zerfoo/reference}"
 refbin="$refsrc/build/bin"
 zbench="${ZF_VISION_BENCH:-$root/build-test/bench/zerfoo_vision_bench}"
-threads=2 runs=3 only=""
+threads=2 runs=3 only="" encode_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     -t) threads="$2"; shift 2 ;;
     -r) runs="$2"; shift 2 ;;
     --only) only="$2"; shift 2 ;;
-    *) echo "usage: bench/vision_bench.sh [-t THREADS] [-r RUNS] [--only gemma3|qwen25vl]" >&2; exit 2 ;;
+    --encode-only) encode_only=1; shift ;;
+    *) echo "usage: bench/vision_bench.sh [-t THREADS] [-r RUNS] [--only gemma3|qwen25vl] [--encode-only]" >&2; exit 2 ;;
   esac
 done
 for t in llama-quantize llama-mtmd-cli; do
@@ -47,7 +51,7 @@ lm() {  # lm WHAT OUT.gguf VOCAB
   [ -f "$2" ] && return 0
   local f16="${2%.gguf}-f16.gguf"
   [ -f "$f16" ] || synth "$1" "$f16" --vocab "$3"
-  "$refbin/llama-quantize" "$f16" "$2.tmp" Q4_K_M "$threads" > "$out/quantize.log" 2>&1 ||
+  "$refbin/llama-quantize" "$f16" "$2.tmp" Q4_K_M "${threads##*,}" > "$out/quantize.log" 2>&1 ||
     { tail -5 "$out/quantize.log" >&2; exit 1; }
   mv "$2.tmp" "$2" && rm -f "$f16"
 }
@@ -79,9 +83,11 @@ text="Describe this image in one sentence."
 median() { sort -g | awk '{v[NR]=$1} END {if (NR == 0) print "nan"; else if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "nan" || b == "nan" || b == 0) print "-"; else printf "%.2fx", a / b}'; }
 
-declare -A res
-for row in "${rows[@]}"; do
-  case "$row" in
+load_seen=""
+sample_load() { load_seen="$load_seen $(cut -d' ' -f1 /proc/loadavg)"; }
+best() { sort -g | head -1 | awk '{print ($1 == "" ? "nan" : $1)}'; }
+row_files() {  # sets lmf mm tmpl prompt label for row $1
+  case "$1" in
     gemma3) lmf="$out/gemma3-4b-q4_k_m.gguf" mm="$out/mmproj-gemma3-4b-f16.gguf" tmpl=gemma
       prompt=$'<start_of_turn>user\n<__media__>'"$text"$'<end_of_turn>\n<start_of_turn>model\n'
       label="Gemma 3 4B shape (SigLIP 27 x 1152, 256 tokens)" ;;
@@ -89,55 +95,82 @@ for row in "${rows[@]}"; do
       prompt=$'<|im_start|>user\n<__media__>'"$text"$'<|im_end|>\n<|im_start|>assistant\n'
       label="Qwen2.5-VL-3B shape (ViT 32 x 1280, 1024 tokens)" ;;
   esac
-  zf_ok=1
-  : > "$out/zf-$row.runs"; : > "$out/ll-$row.runs"
-  for i in $(seq "$runs"); do
-    if [ "$zf_ok" = 1 ]; then
-      if "${nice[@]}" "$zbench" -m "$lmf" --mmproj "$mm" --image "$image" -t "$threads" -p "$prompt" \
-           > "$out/zf-$row.json" 2> "$out/zf-$row.err"; then
-        python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["encode_ms"], j["ttft_ms"], j["prompt_tokens"])' \
-          "$out/zf-$row.json" >> "$out/zf-$row.runs"
-      else
-        zf_ok=0
-        res[$row.zf_why]="$(grep -m1 'zerfoo_vision_bench:' "$out/zf-$row.err" | cut -c1-200)"
-        echo "vision_bench: zerfoo cannot run $row: ${res[$row.zf_why]}" >&2
-      fi
+}
+# One run of each side; appends "fields" to $out/zf-$tag.runs and $out/ll-$tag.runs.
+#   zerfoo: encode_ms encode_cpu_ms ttft_ms prompt_tokens ("-" for the turn's under --encode-only)
+#   llama.cpp: encode_ms ttft_ms encode_cpu_ms (ttft "-" under --encode-only)
+run_pair() {  # run_pair ROW TAG THREADS
+  local row="$1" tag="$2" t="$3" eo=() lleo=()
+  [ "$encode_only" = 1 ] && eo=(--encode-only 1) lleo=(--encode-only)
+  row_files "$row"
+  sample_load
+  if [ -z "${res[$tag.zf_why]:-}" ]; then
+    if "${nice[@]}" "$zbench" -m "$lmf" --mmproj "$mm" --image "$image" -t "$t" -p "$prompt" "${eo[@]}" \
+         > "$out/zf-$tag.json" 2> "$out/zf-$tag.err"; then
+      python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["encode_ms"], j["encode_cpu_ms"], j.get("ttft_ms", "-"), j.get("prompt_tokens", "-"))' \
+        "$out/zf-$tag.json" >> "$out/zf-$tag.runs"
+    else
+      res[$tag.zf_why]="$(grep -m1 'zerfoo_vision_bench:' "$out/zf-$tag.err" | cut -c1-200)"
+      echo "vision_bench: zerfoo cannot run $row: ${res[$tag.zf_why]}" >&2
     fi
-    # encode ms, time to first token ms (bench/mtmd_ttft.py)
-    "${nice[@]}" python3 "$root/bench/mtmd_ttft.py" "$out/ll-$row.log" -- "$refbin/llama-mtmd-cli" -m "$lmf" \
-      --mmproj "$mm" --image "$image" -p "$text" --chat-template "$tmpl" -n 1 --temp 0 -t "$threads" -c 4096 \
-      >> "$out/ll-$row.runs" || { tail -5 "$out/ll-$row.log" >&2; exit 1; }
-    echo "vision_bench: $row run $i: zerfoo $(tail -1 "$out/zf-$row.runs" 2>/dev/null | cut -d' ' -f1-2)" \
-      "| llama.cpp $(tail -1 "$out/ll-$row.runs") (encode, TTFT ms)" >&2
-  done
-  res[$row.label]="$label"
-  res[$row.zf_enc]="$(cut -d' ' -f1 "$out/zf-$row.runs" | median)"
-  res[$row.zf_ttft]="$(cut -d' ' -f2 "$out/zf-$row.runs" | median)"
-  res[$row.ll_enc]="$(cut -d' ' -f1 "$out/ll-$row.runs" | median)"
-  res[$row.ll_ttft]="$(cut -d' ' -f2 "$out/ll-$row.runs" | median)"
-  res[$row.zf_ntok]="$(tail -1 "$out/zf-$row.runs" 2>/dev/null | cut -d' ' -f3)"
-done
-
-echo
-echo "one 896 x 896 image, -t $threads, median of $runs alternating runs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '| %-50s | %-22s | %-22s | %-22s | %-8s | %-22s | %-22s | %-8s |\n' \
-  "files (random weights, LM Q4_K_M, projector F16)" "prompt tokens (zf)" "zerfoo encode ms" "llama.cpp encode ms" \
-  "ratio" "zerfoo TTFT ms" "llama.cpp TTFT ms" "ratio"
-printf '|%s|%s|%s|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..52})" "$(printf -- '-%.0s' {1..24})" \
-  "$(printf -- '-%.0s' {1..24})" "$(printf -- '-%.0s' {1..24})" "$(printf -- '-%.0s' {1..10})" \
-  "$(printf -- '-%.0s' {1..24})" "$(printf -- '-%.0s' {1..24})" "$(printf -- '-%.0s' {1..10})"
-for row in "${rows[@]}"; do
-  if [ -n "${res[$row.zf_why]:-}" ]; then
-    printf '| %-50s | %-22s | %-22s | %-22s | %-8s | %-22s | %-22s | %-8s |\n' "${res[$row.label]}" \
-      "-" "not run (see below)" "${res[$row.ll_enc]}" "-" "not run" "${res[$row.ll_ttft]}" "-"
-  else
-    printf '| %-50s | %-22s | %-22s | %-22s | %-8s | %-22s | %-22s | %-8s |\n' "${res[$row.label]}" \
-      "${res[$row.zf_ntok]}" "${res[$row.zf_enc]}" "${res[$row.ll_enc]}" \
-      "$(ratio "${res[$row.ll_enc]}" "${res[$row.zf_enc]}")" "${res[$row.zf_ttft]}" "${res[$row.ll_ttft]}" \
-      "$(ratio "${res[$row.ll_ttft]}" "${res[$row.zf_ttft]}")"
   fi
-done
-for row in "${rows[@]}"; do
-  [ -n "${res[$row.zf_why]:-}" ] && echo "$row: zerfoo did not run: ${res[$row.zf_why]}"
+  "${nice[@]}" python3 "$root/bench/mtmd_ttft.py" "${lleo[@]}" "$out/ll-$tag.log" -- "$refbin/llama-mtmd-cli" -m "$lmf" \
+    --mmproj "$mm" --image "$image" -p "$text" --chat-template "$tmpl" -n 1 --temp 0 -t "$t" -c 4096 \
+    >> "$out/ll-$tag.runs" || { tail -5 "$out/ll-$tag.log" >&2; exit 1; }
+  sample_load
+  echo "vision_bench: $row -t $t: zerfoo $(tail -1 "$out/zf-$tag.runs" 2>/dev/null)" \
+    "(encode, encode CPU, TTFT ms, prompt tokens) | llama.cpp $(tail -1 "$out/ll-$tag.runs") (encode, TTFT, encode CPU ms)" >&2
+}
+col() { cut -d' ' -f"$1" "$2" 2>/dev/null | grep -v '^-$' || true; }
+dashes() { printf -- '-%.0s' $(seq "$1"); }
+
+declare -A res
+if [ "$encode_only" = 1 ]; then
+  for row in "${rows[@]}"; do
+    for t in ${threads//,/ }; do
+      : > "$out/zf-$row-t$t.runs"; : > "$out/ll-$row-t$t.runs"
+      for i in $(seq "$runs"); do run_pair "$row" "$row-t$t" "$t"; done
+    done
+  done
+  echo
+  echo "the encode of one 896 x 896 image alone, best of $runs alternating runs; load average seen:$load_seen"
+  printf '| %-50s | %-7s | %-14s | %-14s | %-6s | %-14s | %-14s | %-6s |\n' "files (random weights, projector F16)" \
+    threads "zerfoo wall ms" "llama.cpp wall" ratio "zerfoo CPU ms" "llama.cpp CPU" ratio
+  printf '|%s|%s|%s|%s|%s|%s|%s|%s|\n' "$(dashes 52)" "$(dashes 9)" "$(dashes 16)" "$(dashes 16)" "$(dashes 8)" \
+    "$(dashes 16)" "$(dashes 16)" "$(dashes 8)"
+  for row in "${rows[@]}"; do
+    row_files "$row"
+    for t in ${threads//,/ }; do
+      z="$out/zf-$row-t$t.runs" l="$out/ll-$row-t$t.runs"
+      zw="$(col 1 "$z" | best)" zc="$(col 2 "$z" | best)" lw="$(col 1 "$l" | best)" lc="$(col 3 "$l" | best)"
+      printf '| %-50s | %-7s | %-14s | %-14s | %-6s | %-14s | %-14s | %-6s |\n' "$label" "$t" "$zw" "$lw" \
+        "$(ratio "$lw" "$zw")" "$zc" "$lc" "$(ratio "$lc" "$zc")"
+    done
+  done
+else
+  for row in "${rows[@]}"; do
+    : > "$out/zf-$row.runs"; : > "$out/ll-$row.runs"
+    for i in $(seq "$runs"); do run_pair "$row" "$row" "$threads"; done
+  done
+  echo
+  echo "one 896 x 896 image, -t $threads, median of $runs alternating runs; load average seen:$load_seen"
+  printf '| %-50s | %-6s | %-14s | %-14s | %-6s | %-14s | %-14s | %-6s | %-14s | %-14s | %-6s |\n' \
+    "files (random weights, LM Q4_K_M, projector F16)" "tokens" "zerfoo encode" "llama.cpp enc." "ratio" \
+    "zerfoo enc. CPU" "llama.cpp CPU" "ratio" "zerfoo TTFT" "llama.cpp TTFT" "ratio"
+  printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' "$(dashes 52)" "$(dashes 8)" "$(dashes 16)" "$(dashes 16)" \
+    "$(dashes 8)" "$(dashes 16)" "$(dashes 16)" "$(dashes 8)" "$(dashes 16)" "$(dashes 16)" "$(dashes 8)"
+  for row in "${rows[@]}"; do
+    row_files "$row"
+    z="$out/zf-$row.runs" l="$out/ll-$row.runs"
+    zw="$(col 1 "$z" | median)" zc="$(col 2 "$z" | median)" zt="$(col 3 "$z" | median)"
+    lw="$(col 1 "$l" | median)" lt="$(col 2 "$l" | median)" lc="$(col 3 "$l" | median)"
+    ntok="$(tail -1 "$z" 2>/dev/null | cut -d' ' -f4)"
+    printf '| %-50s | %-6s | %-14s | %-14s | %-6s | %-14s | %-14s | %-6s | %-14s | %-14s | %-6s |\n' "$label" \
+      "${ntok:--}" "$zw" "$lw" "$(ratio "$lw" "$zw")" "$zc" "$lc" "$(ratio "$lc" "$zc")" "$zt" "$lt" "$(ratio "$lt" "$zt")"
+  done
+  echo "(encode and TTFT: wall ms; enc. CPU: the encode's user + sys ms over all threads; tokens: zerfoo's prompt)"
+fi
+for tag in "${!res[@]}"; do
+  case "$tag" in *.zf_why) echo "${tag%.zf_why}: zerfoo did not run: ${res[$tag]}" ;; esac
 done
 exit 0

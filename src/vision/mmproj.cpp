@@ -209,22 +209,10 @@ Status Mmproj::FromGguf(std::unique_ptr<gguf::GgufFile> file, std::unique_ptr<Mm
   ZF_RETURN_IF_ERROR(Floats(f, "v.patch_embd.bias", {E}, &used, &m->patch.b));
   ZF_RETURN_IF_ERROR(Floats(f, "v.position_embd.weight", {E, n_pos}, &used, &m->pos));
   ZF_RETURN_IF_ERROR(Norm(f, "v.pre_ln", E, &used, &m->pre_ln, false));
-  m->blocks.resize(size_t(hp.n_layer));
-  for (int32_t i = 0; i < hp.n_layer; ++i) {
-    VitBlock& b = m->blocks[size_t(i)];
-    const std::string p = "v.blk." + std::to_string(i) + ".";
-    ZF_RETURN_IF_ERROR(Norm(f, p + "ln1", E, &used, &b.ln1, true));
-    ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_q", E, E, &used, &b.q, true));
-    ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_k", E, E, &used, &b.k, true));
-    ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_v", E, E, &used, &b.v, true));
-    ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_out", E, E, &used, &b.o, true));
-    ZF_RETURN_IF_ERROR(Norm(f, p + "ln2", E, &used, &b.ln2, true));
-    // Older conversions swapped the FFN's names (clip.cpp swaps them back): ffn_down reading E.
-    const gguf::TensorInfo* down = f.FindTensor(p + "ffn_down.weight");
-    const bool swapped = down != nullptr && down->ne[0] == E && hp.n_ff != E;
-    ZF_RETURN_IF_ERROR(Matrix(f, p + (swapped ? "ffn_down" : "ffn_up"), E, hp.n_ff, &used, &b.up, true));
-    ZF_RETURN_IF_ERROR(Matrix(f, p + (swapped ? "ffn_up" : "ffn_down"), hp.n_ff, E, &used, &b.down, true));
-  }
+  // LayerNorms, biases, up, GELU, down (older files' swapped FFN names read back).
+  VitBlockLayout layout;
+  layout.swapped_ffn = true;
+  ZF_RETURN_IF_ERROR(LoadVitBlocks(f, hp, layout, &used, &m->blocks));
   ZF_RETURN_IF_ERROR(Norm(f, "v.post_ln", E, &used, &m->post_ln, false));
   if (hp.spec->vit == Vit::kLfm2) {
     ZF_RETURN_IF_ERROR(LoadLfm2Projector(f, &hp, m.get(), &used));

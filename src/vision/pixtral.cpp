@@ -39,23 +39,15 @@ Status Dim(const gguf::GgufFile& f, const std::string& name, int dim, int64_t* o
 }  // namespace
 
 Status LoadPixtral(const gguf::GgufFile& f, VisionHparams* hp, Mmproj* m, std::set<std::string>* used) {
-  const int64_t E = hp->n_embd, P = hp->patch_size, F = hp->n_ff, M = hp->n_merge;
+  const int64_t E = hp->n_embd, P = hp->patch_size, M = hp->n_merge;
   ZF_RETURN_IF_ERROR(Matrix(f, "v.patch_embd", 3 * P * P, E, used, &m->patch, false, {P, P, 3, E}));
   if (f.FindTensor("v.pre_ln.weight") != nullptr) ZF_RETURN_IF_ERROR(Floats(f, "v.pre_ln.weight", {E}, used, &m->pre_ln.w));
-  m->blocks.resize(size_t(hp->n_layer));
-  for (int32_t i = 0; i < hp->n_layer; ++i) {
-    VitBlock& b = m->blocks[size_t(i)];
-    const std::string p = "v.blk." + std::to_string(i) + ".";
-    ZF_RETURN_IF_ERROR(Floats(f, p + "ln1.weight", {E}, used, &b.ln1.w));
-    ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_q", E, E, used, &b.q, false));
-    ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_k", E, E, used, &b.k, false));
-    ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_v", E, E, used, &b.v, false));
-    ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_out", E, E, used, &b.o, false));
-    ZF_RETURN_IF_ERROR(Floats(f, p + "ln2.weight", {E}, used, &b.ln2.w));
-    ZF_RETURN_IF_ERROR(Matrix(f, p + "ffn_gate", E, F, used, &b.gate, false));
-    ZF_RETURN_IF_ERROR(Matrix(f, p + "ffn_up", E, F, used, &b.up, false));
-    ZF_RETURN_IF_ERROR(Matrix(f, p + "ffn_down", F, E, used, &b.down, false));
-  }
+  // RMS norms and a SiLU-gated MLP, no biases.
+  VitBlockLayout layout;
+  layout.norm_bias = false;
+  layout.linear_bias = false;
+  layout.gated = true;
+  ZF_RETURN_IF_ERROR(LoadVitBlocks(f, *hp, layout, used, &m->blocks));
   if (M > 1) {
     ZF_RETURN_IF_ERROR(Floats(f, "mm.input_norm.weight", {E}, used, &m->input_norm));
     ZF_RETURN_IF_ERROR(Matrix(f, "mm.patch_merger", E * M * M, E, used, &m->merger, false));

@@ -32,36 +32,8 @@ Status QwenVlHparams(const gguf::GgufFile& f, VisionHparams* hp, QwenVlWeights* 
   return Status::Ok();
 }
 
-namespace {
-
-// A block's or the tower's norm: the weight, and the bias of a LayerNorm.
-Status QwenNorm(const gguf::GgufFile& f, const std::string& name, int64_t n, bool layer_norm, std::set<std::string>* used,
-                LayerNormW* out) {
-  ZF_RETURN_IF_ERROR(Floats(f, name + ".weight", {n}, used, &out->w));
-  return layer_norm ? Floats(f, name + ".bias", {n}, used, &out->b) : Status::Ok();
-}
-
-// q, k and v as views on the rows of the fused attn_qkv (3 E rows: q's, k's, v's) and its bias.
-Status FusedQkv(const gguf::GgufFile& f, const std::string& p, int64_t E, std::set<std::string>* used, VitBlock* b) {
-  Linear qkv;
-  ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_qkv", E, 3 * E, used, &qkv, true));
-  Linear* parts[3] = {&b->q, &b->k, &b->v};
-  for (int i = 0; i < 3; ++i) {
-    Linear& l = *parts[i];
-    l.type = qkv.type;
-    l.in = E;
-    l.out = E;
-    l.stride = qkv.stride;
-    l.w = qkv.w + size_t(i) * size_t(E) * qkv.stride;
-    l.b.assign(qkv.b.begin() + i * E, qkv.b.begin() + (i + 1) * E);
-  }
-  return Status::Ok();
-}
-
-}  // namespace
-
 Status LoadQwenVl(const gguf::GgufFile& f, VisionHparams* hp, Mmproj* m, QwenVlWeights* w, std::set<std::string>* used) {
-  const int64_t E = hp->n_embd, P = hp->patch_size, F = hp->n_ff;
+  const int64_t E = hp->n_embd, P = hp->patch_size;
   const bool ln = w->layer_norm;
   // Both frames' kernels [P][P][3][E]; Qwen3-VL's convolution has a bias (added once, to the sum).
   ZF_RETURN_IF_ERROR(Matrix(f, "v.patch_embd", 3 * P * P, E, used, &m->patch, ln, {P, P, 3, E}));
@@ -82,27 +54,15 @@ Status LoadQwenVl(const gguf::GgufFile& f, VisionHparams* hp, Mmproj* m, QwenVlW
     ZF_RETURN_IF_ERROR(Floats(f, "v.position_embd.weight", {E, n_pos}, used, &m->pos));
     w->pos_side = side;
   }
-  if (f.FindTensor("v.pre_ln.weight") != nullptr) ZF_RETURN_IF_ERROR(QwenNorm(f, "v.pre_ln", E, ln, used, &m->pre_ln));
-  m->blocks.resize(size_t(hp->n_layer));
-  for (int32_t i = 0; i < hp->n_layer; ++i) {
-    VitBlock& b = m->blocks[size_t(i)];
-    const std::string p = "v.blk." + std::to_string(i) + ".";
-    ZF_RETURN_IF_ERROR(QwenNorm(f, p + "ln1", E, ln, used, &b.ln1));
-    if (f.FindTensor(p + "attn_qkv.weight") != nullptr) {
-      ZF_RETURN_IF_ERROR(FusedQkv(f, p, E, used, &b));
-    } else {
-      ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_q", E, E, used, &b.q, true));
-      ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_k", E, E, used, &b.k, true));
-      ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_v", E, E, used, &b.v, true));
-    }
-    ZF_RETURN_IF_ERROR(Matrix(f, p + "attn_out", E, E, used, &b.o, true));
-    ZF_RETURN_IF_ERROR(QwenNorm(f, p + "ln2", E, ln, used, &b.ln2));
-    // Qwen2.5-VL's MLP is SiLU-gated; Qwen3-VL's is up, GELU, down.
-    if (!ln) ZF_RETURN_IF_ERROR(Matrix(f, p + "ffn_gate", E, F, used, &b.gate, true));
-    ZF_RETURN_IF_ERROR(Matrix(f, p + "ffn_up", E, F, used, &b.up, true));
-    ZF_RETURN_IF_ERROR(Matrix(f, p + "ffn_down", F, E, used, &b.down, true));
-  }
-  ZF_RETURN_IF_ERROR(QwenNorm(f, "v.post_ln", E, ln, used, &m->post_ln));
+  if (f.FindTensor("v.pre_ln.weight") != nullptr) ZF_RETURN_IF_ERROR(NormWeights(f, "v.pre_ln", E, ln, used, &m->pre_ln));
+  // Qwen2.5-VL: RMS norms and a SiLU-gated MLP; Qwen3-VL: LayerNorms and up, GELU, down. Both
+  // with biases; q, k, v fused in one attn_qkv when the file has it.
+  VitBlockLayout layout;
+  layout.norm_bias = ln;
+  layout.gated = !ln;
+  layout.fused_qkv = true;
+  ZF_RETURN_IF_ERROR(LoadVitBlocks(f, *hp, layout, used, &m->blocks));
+  ZF_RETURN_IF_ERROR(NormWeights(f, "v.post_ln", E, ln, used, &m->post_ln));
   const gguf::TensorInfo* m0 = f.FindTensor("mm.0.weight");
   const gguf::TensorInfo* m2 = f.FindTensor("mm.2.weight");
   if (m0 == nullptr || m0->n_dims != 2) return FormatError("mmproj: tensor 'mm.0.weight' is missing or not 2-dimensional");

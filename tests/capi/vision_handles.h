@@ -200,6 +200,23 @@ inline int ExpectGreedyAsGolden(const nlohmann::json& golden, zf_session* s, std
   return exact;
 }
 
+// After a placed prompt whose last logits are `logits`: the session's entries, the first step's
+// centred cosine (>= min_cosine) and the teacher-forced greedy steps against the golden.
+struct GoldenRun {
+  double cosine = 0;
+  int exact = 0;          // greedy steps equal to libmtmd's
+  double worst_gap = 0;   // the largest near-tie
+};
+inline GoldenRun ExpectRunAsGolden(const nlohmann::json& golden, zf_session* s, const std::vector<float>& logits,
+                                   double min_cosine, double tie_margin) {
+  GoldenRun r;
+  ExpectEntriesAsGolden(golden, s);
+  r.cosine = GoldenFirstCosine(golden, logits);
+  EXPECT_GE(r.cosine, min_cosine);
+  r.exact = ExpectGreedyAsGolden(golden, s, logits, tie_margin, &r.worst_gap);
+  return r;
+}
+
 // A placement golden replayed through the C ABI: the golden's first text chunk less its last
 // `drop_before` tokens, zf_session_eval_image (which places the image's own markers, and a tiled
 // image's chunks and the text between them), the last chunk less its first `drop_after`; then
@@ -220,13 +237,9 @@ inline void ExpectPlacedAsGolden(PlacementCase& c, const std::string& what, size
   int32_t n_past = 0;
   ASSERT_EQ(zf_session_n_past(s.get(), &n_past), ZF_OK);
   EXPECT_EQ(n_past, c.golden["n_past"].get<int32_t>());
-  ExpectEntriesAsGolden(c.golden, s.get());
-  const double cos = GoldenFirstCosine(c.golden, logits);
-  EXPECT_GE(cos, min_cosine);
-  double worst_gap = 0;
-  const int exact = ExpectGreedyAsGolden(c.golden, s.get(), logits, tie_margin, &worst_gap);
-  std::printf("[ %s ] first-step centred cosine %.7f; greedy %d/%zu exact, worst near-tie gap %.3f\n", what.c_str(), cos, exact,
-              c.golden["greedy"].size(), worst_gap);
+  const GoldenRun r = ExpectRunAsGolden(c.golden, s.get(), logits, min_cosine, tie_margin);
+  std::printf("[ %s ] first-step centred cosine %.7f; greedy %d/%zu exact, worst near-tie gap %.3f\n", what.c_str(), r.cosine,
+              r.exact, c.golden["greedy"].size(), r.worst_gap);
 }
 
 }  // namespace zf::capitest

@@ -175,14 +175,10 @@ TEST_P(CapiQwen25vlPlacement, RowsPlacedAsLibmtmdPlacesThem) {
   int32_t n_past = 0;
   ASSERT_EQ(zf_session_n_past(s.get(), &n_past), ZF_OK);
   EXPECT_EQ(size_t(n_past), text + p.image_rows);
-  zf::capitest::ExpectEntriesAsGolden(c_.golden, s.get());
-  const double cos = zf::capitest::GoldenFirstCosine(c_.golden, logits);
-  EXPECT_GE(cos, kMinCosine);
-  double worst_gap = 0;
-  const int exact = zf::capitest::ExpectGreedyAsGolden(c_.golden, s.get(), logits, kTieMargin, &worst_gap);
+  const zf::capitest::GoldenRun r = zf::capitest::ExpectRunAsGolden(c_.golden, s.get(), logits, kMinCosine, kTieMargin);
   std::printf("[ qwen25vl %s ] %d x %d tokens at %d positions; first-step centred cosine %.7f; greedy %d/%zu exact, "
               "worst near-tie gap %.3f\n",
-              GetParam().c_str(), p.nx, p.ny, p.n_pos, cos, exact, c_.golden["greedy"].size(), worst_gap);
+              GetParam().c_str(), p.nx, p.ny, p.n_pos, r.cosine, r.exact, c_.golden["greedy"].size(), r.worst_gap);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, CapiQwen25vlPlacement, ::testing::Values("f16", "q8_0"));

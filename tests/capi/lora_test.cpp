@@ -7,6 +7,7 @@
 // prefill with an adapter; handles freed in any order; batched decode with different adapters per
 // session equals each session alone.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -32,9 +33,11 @@ struct LoraDeleter {
 };
 using LoraPtr = std::unique_ptr<zf_lora_adapter, LoraDeleter>;
 
-// Writes an adapter for `base` with scripts/synth_lora.py's arguments into the test's temp dir.
+// Writes an adapter for `base` with scripts/synth_lora.py's arguments into the test's temp dir,
+// named by the process too: ctest runs each test in its own process, two at once, and the "a"
+// and "ab" cases both write adapter a (one truncated the file while the other loaded it).
 std::string Synth(const std::string& base, const std::string& name, const std::vector<std::string>& args) {
-  const std::string out = ::testing::TempDir() + "/lora-" + name + ".gguf";
+  const std::string out = ::testing::TempDir() + "/lora-" + name + "-" + std::to_string(getpid()) + ".gguf";
   std::string cmd = "python3 '" ZF_SOURCE_DIR "/scripts/synth_lora.py' '" + base + "' '" + out + "'";
   for (const std::string& a : args) cmd += " '" + a + "'";
   cmd += " >/dev/null";

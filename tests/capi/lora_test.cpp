@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -36,8 +37,18 @@ using LoraPtr = std::unique_ptr<zf_lora_adapter, LoraDeleter>;
 // Writes an adapter for `base` with scripts/synth_lora.py's arguments into the test's temp dir,
 // named by the process too: ctest runs each test in its own process, two at once, and the "a"
 // and "ab" cases both write adapter a (one truncated the file while the other loaded it).
+// They are removed when the process exits.
+struct WrittenFiles {
+  std::vector<std::string> paths;
+  ~WrittenFiles() {
+    for (const std::string& p : paths) std::remove(p.c_str());
+  }
+};
+
 std::string Synth(const std::string& base, const std::string& name, const std::vector<std::string>& args) {
+  static WrittenFiles written;
   const std::string out = ::testing::TempDir() + "/lora-" + name + "-" + std::to_string(getpid()) + ".gguf";
+  written.paths.push_back(out);
   std::string cmd = "python3 '" ZF_SOURCE_DIR "/scripts/synth_lora.py' '" + base + "' '" + out + "'";
   for (const std::string& a : args) cmd += " '" + a + "'";
   cmd += " >/dev/null";

@@ -26,9 +26,10 @@ mistral3-pixtral.gguf, the same model as general.architecture mistral3:
 SmolLM2 with [IMG], [IMG_BREAK], [IMG_END] appended as CONTROL tokens), and
 OUT_DIR/mmproj-qwen25vl-{f32,f16,q8_0}.gguf (HP_QWEN25VL: 4 blocks, window attention on 0 and 2),
 OUT_DIR/mmproj-qwen3vl-{f32,f16,q8_0}.gguf (HP_QWEN3VL: a deepstack merger after block 1),
+OUT_DIR/mmproj-qwen35-{f16,q8_0}.gguf (HP_QWEN35: qwen3vl_merger without deepstack, width 128),
 OUT_DIR/mmproj-lfm2-{f32,f16,q8_0}.gguf (HP_LFM2: LFM2-VL's layout, width 256); with --lfm2-lm
 LFM2.gguf only OUT_DIR/lfm2-vl.gguf: that model with LFM2-VL's image tokens appended (CONTROL);
-with --qwen-vl-lm IN.gguf OUT.gguf only OUT_DIR/OUT.gguf: IN (a synthesized qwen2vl / qwen3vl)
+with --qwen-vl-lm IN.gguf OUT.gguf only OUT_DIR/OUT.gguf: IN (a synthesized qwen2vl / qwen3vl / qwen35)
 with Qwen-VL's vision tokens appended (CONTROL).
 The pinned gguf/numpy of scripts/requirements-synth.txt (tests/vision/make_models.sh).
 """
@@ -64,6 +65,10 @@ HP_QWEN25VL = dict(HP, n_layer=4, image_size=560, patch_size=14, proj_dim=256, p
 # after block 1 (the synthesized qwen3vl model's one deepstack layer), projection to its 256.
 HP_QWEN3VL = dict(HP, n_layer=3, image_size=512, patch_size=16, proj_dim=256, projector="qwen3vl_merger",
                   spatial_merge_size=2, deepstack=[1])
+# Qwen 3.5's projector (qwen3vl_merger as the converter writes it for Qwen3_5ForConditionalGeneration:
+# no deepstack_visual_indexes, so no deepstack mergers and no is_deepstack_layers), projection to
+# the synthesized qwen35 model's 128.
+HP_QWEN35 = {k: v for k, v in HP_QWEN3VL.items() if k != "deepstack"} | dict(proj_dim=128)
 # LFM2-VL (lfm2): the converter's 256 px / 16 px patches (a 16 x 16 position table, resized to each
 # image's patch grid), pixel unshuffle by 2, LayerNorm + mm.1 / GELU / mm.2 to the synthesized
 # LFM2's 256 (scripts/synth_families.py); images of their own size within 64 .. 256 tokens.
@@ -157,7 +162,7 @@ def tensors_qwen3vl(hp):
     M, W = 4 * E, hp["proj_dim"]  # a 2 x 2 block's four rows; the LM's width
     t += [("v.post_ln.weight", (E,), "normw"), ("v.post_ln.bias", (E,), "bias"),
           ("mm.0.weight", (M, M), "mat"), ("mm.0.bias", (M,), "bias"), ("mm.2.weight", (M, W), "mat"), ("mm.2.bias", (W,), "bias")]
-    for i in hp["deepstack"]:
+    for i in hp.get("deepstack", []):
         d = f"v.deepstack.{i}."
         t += [(d + "norm.weight", (M,), "normw"), (d + "norm.bias", (M,), "bias"), (d + "fc1.weight", (M, M), "mat"),
               (d + "fc1.bias", (M,), "bias"), (d + "fc2.weight", (M, W), "mat"), (d + "fc2.bias", (W,), "bias")]
@@ -342,6 +347,8 @@ def main():
         write(os.path.join(a.out_dir, f"mmproj-qwen25vl-{v}.gguf"), HP_QWEN25VL, v, a.seed)
     for v in ("f32", "f16", "q8_0"):
         write(os.path.join(a.out_dir, f"mmproj-qwen3vl-{v}.gguf"), HP_QWEN3VL, v, a.seed)
+    for v in ("f16", "q8_0"):
+        write(os.path.join(a.out_dir, f"mmproj-qwen35-{v}.gguf"), HP_QWEN35, v, a.seed)
     for v in ("f32", "f16", "q8_0"):
         write(os.path.join(a.out_dir, f"mmproj-lfm2-{v}.gguf"), HP_LFM2, v, a.seed)
     if a.lm:

@@ -119,6 +119,20 @@ for t in f32 f16 q8_0; do
     echo "$out/qwen3vl-$t-lm.json"
   fi
 done
+# qwen3vl_merger without deepstack (Qwen 3.5's projector) with the fixture's qwen35-vl.gguf (the
+# synthesized qwen35: DeltaNet and gated attention layers, interleaved M-RoPE, width 128, with
+# Qwen-VL's vision tokens): qwen35-<type>.json (the rows, with qwen35-q8_0.gguf) and
+# qwen35-<type>-lm.json (--lm-chatml).
+for t in f16 q8_0; do
+  f="$models/mmproj-qwen35-$t.gguf"
+  sha=$(sha256sum "$f" | cut -d' ' -f1)
+  "$bin" "$f" "$models/qwen35-q8_0.gguf" "$sha" > "$out/qwen35-$t.json.tmp"
+  mv "$out/qwen35-$t.json.tmp" "$out/qwen35-$t.json"
+  echo "$out/qwen35-$t.json"
+  "$bin" "$f" "$models/qwen35-vl.gguf" "$sha" --lm-chatml > "$out/qwen35-$t-lm.json.tmp"
+  mv "$out/qwen35-$t-lm.json.tmp" "$out/qwen35-$t-lm.json"
+  echo "$out/qwen35-$t-lm.json"
+done
 for t in f16 q8_0; do  # and tools/mtmd/test-1.jpeg through libmtmd's own decoder (--tiles' chunks)
   f="$models/mmproj-gemma4v-$t.gguf"
   sha=$(sha256sum "$f" | cut -d' ' -f1)

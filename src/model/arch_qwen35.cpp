@@ -2,8 +2,11 @@
 // sizes from ssm.*) interleaved with gated full attention (attn_q rows per head [q | gate],
 // per-head QK-norm, partial rope on halves). Which layers are recurrent: the per-layer booleans
 // attention.recurrent_layers, else every layer but each full_attention_interval-th (default 4).
-// Every layer's pre-FFN norm is stored as post_attention_norm. The reference's interleaved
-// M-RoPE gives a text token the same position in every section: plain rope on halves.
+// Every layer's pre-FFN norm is stored as post_attention_norm. Rope: the reference's interleaved
+// M-RoPE (rope.dimension_sections, required as the reference requires it, Qwen3-VL's order):
+// a text token has the same position in every section (plain rope on halves, unless a rotated
+// pair falls outside the sections: ModelDesc::MropeTextPlain); image rows (a qwen3vl_merger
+// projector) take 2D positions.
 // MoE: a softmax router over expert_count experts of expert_feed_forward_length, top-k
 // renormalized, plus a shared expert of expert_shared_feed_forward_length (default
 // feed_forward_length) times sigmoid(ffn_gate_inp_shexp . x).
@@ -72,7 +75,8 @@ Status BuildQwen35(const Hparams& h, ModelDesc* d) {
     l.attn.qk_norm = QkNorm::kPerHead;
     l.attn.rope.style = RopeStyle::kNeox;
   }
-  return Status::Ok();
+  d->mrope_interleaved = true;
+  return ReadMropeSections(h, d);
 }
 
 Status BuildQwen35Moe(const Hparams& h, ModelDesc* d) {

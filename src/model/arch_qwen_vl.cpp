@@ -7,9 +7,8 @@
 #include "model/registry.h"
 
 namespace zf::model {
-namespace {
 
-Status ReadSections(const Hparams& h, ModelDesc* d) {
+Status ReadMropeSections(const Hparams& h, ModelDesc* d) {
   const std::string key = h.Key("rope.dimension_sections");
   if (!h.Has("rope.dimension_sections")) return FormatError("missing required metadata key '" + key + "'");
   std::vector<int32_t> s;
@@ -23,6 +22,7 @@ Status ReadSections(const Hparams& h, ModelDesc* d) {
   }
   if (sum == 0) return FormatError("metadata '" + key + "' is all zero");
   for (const LayerDesc& l : d->layers) {
+    if (!l.attention()) continue;  // recurrent layers (qwen35's DeltaNet) rotate nothing
     const int32_t pairs = (l.attn.rope.n_rot > 0 ? l.attn.rope.n_rot : l.attn.head_dim_k) / 2;
     if (sum > pairs) {
       return FormatError("metadata '" + key + "' covers " + std::to_string(sum) + " pairs, more than the " +
@@ -32,11 +32,9 @@ Status ReadSections(const Hparams& h, ModelDesc* d) {
   return Status::Ok();
 }
 
-}  // namespace
-
 Status BuildQwen2VL(const Hparams& h, ModelDesc* d) {
   ZF_RETURN_IF_ERROR(BuildQwen2(h, d));
-  return ReadSections(h, d);
+  return ReadMropeSections(h, d);
 }
 
 Status BuildQwen3VL(const Hparams& h, ModelDesc* d) {
@@ -46,7 +44,7 @@ Status BuildQwen3VL(const Hparams& h, ModelDesc* d) {
   if (d->n_deepstack < 0 || d->n_deepstack > d->n_layer) {
     return FormatError("metadata '" + h.Key("n_deepstack_layers") + "' must be in [0, block_count]");
   }
-  return ReadSections(h, d);
+  return ReadMropeSections(h, d);
 }
 
 }  // namespace zf::model

@@ -38,6 +38,9 @@ Status BuildGemma3(const Hparams& h, ModelDesc* d);
 Status BuildGemmaEmbedding(const Hparams& h, ModelDesc* d);
 Status BuildGemma4(const Hparams& h, ModelDesc* d);
 Status BuildQwen2(const Hparams& h, ModelDesc* d);
+// rope.dimension_sections (required, as the reference requires it) into d->mrope_sections,
+// checked against every layer's rotated pairs (model/arch_qwen_vl.cpp).
+Status ReadMropeSections(const Hparams& h, ModelDesc* d);
 Status BuildQwen3(const Hparams& h, ModelDesc* d);
 Status BuildQwen3Moe(const Hparams& h, ModelDesc* d);
 Status BuildQwen2VL(const Hparams& h, ModelDesc* d);

@@ -303,6 +303,7 @@ class Session {
     size_t pos0 = 0, n = 0;
     uint64_t hash = 0;
     std::vector<float> rows;
+    int32_t cols = 0;  // M-RoPE: the image's grid columns (Replay places it again), else 0
   };
   std::vector<EmbdSpan> embd_spans_;
   // M-RoPE models: each image's place (EvalEmbeddings): its first row's history index, the rows

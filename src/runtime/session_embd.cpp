@@ -64,7 +64,6 @@ Status Session::EvalEmbeddings(const float* rows, size_t n, bool bidirectional, 
                        "') take 2D positions from the image's grid of tokens, which rows alone do not give; "
                        "zf_session_eval_image and chat turns place an image there");
   }
-  if (d.mrope() && recurrent()) return Unsupported("image rows on an M-RoPE model with recurrent layers are not supported");
   if (!host_) {
     return Unsupported(std::string("embedding input runs on the CPU engine only; this session runs on ") +
                        (model_.engine() != nullptr ? model_.engine()->name() : "another engine"));
@@ -103,7 +102,7 @@ Status Session::EvalEmbeddings(const float* rows, size_t n, bool bidirectional, 
     const size_t pos0 = history_.size() - std::min(from, history_.size());
     bool known = false;
     for (const EmbdSpan& sp : embd_spans_) known = known || (sp.pos0 == pos0 && sp.hash == hash && sp.n == n);
-    if (!known) embd_spans_.push_back(EmbdSpan{pos0, n, hash, std::vector<float>(rows, rows + n * E)});
+    if (!known) embd_spans_.push_back(EmbdSpan{pos0, n, hash, std::vector<float>(rows, rows + n * E), cols});
   }
   Status st = EvalRows(rows, hash, bidirectional, keep_logits, from, n);
   // An image none of whose rows went in (cancelled, an error) has no place.
@@ -183,6 +182,13 @@ Status Session::Replay(const std::vector<int32_t>& entries, size_t from, size_t 
     }
     const size_t end = std::min(to, span->pos0 + span->n);
     while (j < end && entries[j] == EmbeddingToken(span->hash, j - span->pos0)) ++j;
+    // An image the rollback cut before its first row (CutPlaces) takes its place again: the
+    // history before it is the same, so are its positions.
+    if (span->cols > 0 && i == span->pos0 &&
+        (image_places_.empty() || image_places_.back().row0 < i)) {
+      image_places_.push_back(
+          ImagePlace{i, 0, int32_t(span->n / size_t(span->cols)), span->cols, TextPos(i), span->hash});
+    }
     ZF_RETURN_IF_ERROR(EvalRows(span->rows.data(), span->hash, false, false, i - span->pos0, j - span->pos0));
     i = j;
   }

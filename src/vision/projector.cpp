@@ -28,8 +28,9 @@ const ProjectorSpec kSpecs[] = {
     {"qwen2.5vl_merger", "qwen2vl", Merge::kPixelShuffle, false, "mm.2", false, Tiling::kDynamic, Resample::kBicubic, false,
      "<|vision_start|>", "<|vision_end|>", "", "", {}, "", Vit::kQwen25vl},
     // Qwen3-VL: Qwen2.5-VL's tiling and markers; its rows carry the deepstack features after
-    // the main ones (n_embd x (1 + deepstack mergers) floats, vision/qwen_vl.h).
-    {"qwen3vl_merger", "qwen3vl", Merge::kPixelShuffle, false, "mm.2", false, Tiling::kDynamic, Resample::kBicubic, false,
+    // the main ones (n_embd x (1 + deepstack mergers) floats, vision/qwen_vl.h). Qwen 3.5's
+    // files (dense and MoE) are the same type without deepstack (libmtmd's converter).
+    {"qwen3vl_merger", "qwen3vl, qwen35, qwen35moe", Merge::kPixelShuffle, false, "mm.2", false, Tiling::kDynamic, Resample::kBicubic, false,
      "<|vision_start|>", "<|vision_end|>", "", "", {}, "", Vit::kQwen3vl},
     // LFM2-VL: one image of its own size (bilinear, no border), SigLIP, 2 x 2 pixel unshuffle,
     // LayerNorm + mm.1 / GELU / mm.2 (vision/lfm2_vl.cpp); causal rows between the markers. Over

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "capi/test_handles.h"
+#include "capi/turn_outcome.h"
 #include "vision/test_images.h"
 #include "zerfoo.h"
 
@@ -135,6 +136,33 @@ inline void LoadPlacementCase(const std::string& lm, const std::string& kind, co
   c->rgb = vision::test::Pattern(int(c->w), int(c->h), img["seed"].get<uint32_t>());
 }
 
+// A chat turn asking to describe one image (a PNG's base64, as an image_url data part), greedy,
+// 4 tokens with 5 logprobs each, into `out`.
+inline zf_status ImageTurn(zf_session* s, const zf_mmproj* mmproj, const std::string& png_base64, Outcome* out) {
+  zf_generate_params g;
+  zf_generate_params_init(&g, sizeof g);
+  g.temperature = 0.0f;
+  g.max_tokens = 4;
+  g.n_logprobs = 5;
+  zf_turn_params p;
+  zf_turn_params_init(&p, sizeof p);
+  const nlohmann::json part = {{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64," + png_base64}}}};
+  const nlohmann::json messages = nlohmann::json::array(
+      {{{"role", "user"}, {"content", nlohmann::json::array({{{"type", "text"}, {"text", "Describe the picture."}}, part})}}});
+  const std::string req = nlohmann::json{{"messages", messages}}.dump();
+  p.request_json = req.c_str();
+  p.generate = &g;
+  p.mmproj = mmproj;
+  return zf_chat_turn(s, &p, Collect, out, nullptr);
+}
+
+// The first run of image entries (negative) in a session's entries: where it starts, how long.
+inline void FindImageEntries(const std::vector<int32_t>& toks, size_t* image_at, size_t* n_rows) {
+  *image_at = size_t(std::find_if(toks.begin(), toks.end(), [](int32_t t) { return t < 0; }) - toks.begin());
+  *n_rows = 0;
+  while (*image_at + *n_rows < toks.size() && toks[*image_at + *n_rows] < 0) ++*n_rows;
+}
+
 // The placement tests' fixture base, one test per projector type (the parameter): SetUp calls
 // LoadCase with its LM and projector kind; the handles are c_.
 class PlacementTest : public ::testing::TestWithParam<std::string> {
@@ -236,7 +264,13 @@ inline void ExpectPlacedAsGolden(PlacementCase& c, const std::string& what, size
   ASSERT_EQ(zf_session_eval(s.get(), after.data(), after.size(), logits.data(), logits.size()), ZF_OK);
   int32_t n_past = 0;
   ASSERT_EQ(zf_session_n_past(s.get(), &n_past), ZF_OK);
-  EXPECT_EQ(n_past, c.golden["n_past"].get<int32_t>());
+  // libmtmd's n_past counts positions, zerfoo's entries: an M-RoPE image takes n_pos positions
+  // for its image_tokens entries.
+  int32_t want = c.golden["n_past"].get<int32_t>();
+  for (const nlohmann::json& ch : c.golden["chunks"]) {
+    if (ch.contains("n_pos")) want += ch["image_tokens"].get<int32_t>() - ch["n_pos"].get<int32_t>();
+  }
+  EXPECT_EQ(n_past, want);
   const GoldenRun r = ExpectRunAsGolden(c.golden, s.get(), logits, min_cosine, tie_margin);
   std::printf("[ %s ] first-step centred cosine %.7f; greedy %d/%zu exact, worst near-tie gap %.3f\n", what.c_str(), r.cosine,
               r.exact, c.golden["greedy"].size(), r.worst_gap);

@@ -30,7 +30,7 @@
 namespace {
 
 using nlohmann::json;
-using zf::capitest::Collect;
+using zf::capitest::ImageTurn;
 using zf::capitest::Outcome;
 using zf::capitest::MmprojPtr;
 using zf::capitest::ModelPtr;
@@ -344,24 +344,6 @@ TEST_F(CapiQwen25vlExact, BatchedDecodeGivesTheSameBits) {
 // where the synthesized file has none): the prompt holds <|vision_start|>, the rows, <|vision_end|>; a fresh session takes
 // the image's blocks from the model's prefix cache and a session truncated into the image
 // continues it, both with the first turn's logprobs bit for bit, as a cold model computes them.
-zf_status Turn(zf_session* s, const zf_mmproj* mmproj, const std::string& png, Outcome* out) {
-  zf_generate_params g;
-  zf_generate_params_init(&g, sizeof g);
-  g.temperature = 0.0f;
-  g.max_tokens = 4;
-  g.n_logprobs = 5;
-  zf_turn_params p;
-  zf_turn_params_init(&p, sizeof p);
-  const json part = {{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64," + png}}}};
-  const json messages = json::array(
-      {{{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", "Describe the picture."}}, part})}}});
-  const std::string req = json{{"messages", messages}}.dump();
-  p.request_json = req.c_str();
-  p.generate = &g;
-  p.mmproj = mmproj;
-  return zf_chat_turn(s, &p, Collect, out, nullptr);
-}
-
 TEST_F(CapiQwen25vlExact, ChatTurnsReuseAndContinueTheImageExactly) {
   const std::string png = zf::capitest::Base64(zf::vision::test::Png(int(w_), int(h_), rgb_));
   ModelPtr cached = LoadLm(64);
@@ -369,15 +351,13 @@ TEST_F(CapiQwen25vlExact, ChatTurnsReuseAndContinueTheImageExactly) {
   MmprojPtr mmproj = LoadMmproj(cached.get(), "f16");
   SessionPtr s = NewSession(cached.get(), 1024);
   Outcome a;
-  ASSERT_EQ(Turn(s.get(), mmproj.get(), png, &a), ZF_OK) << zf_last_error();
+  ASSERT_EQ(ImageTurn(s.get(), mmproj.get(), png, &a), ZF_OK) << zf_last_error();
   ASSERT_FALSE(a.ids.empty());
   // The prompt: <|vision_start|>, the image's nx x ny entries, <|vision_end|>.
   const std::vector<int32_t> toks = SessionTokens(s.get());
-  const auto first = std::find_if(toks.begin(), toks.end(), [](int32_t t) { return t < 0; });
-  ASSERT_NE(first, toks.end());
-  const size_t image_at = size_t(first - toks.begin());
-  size_t n_rows = 0;
-  while (image_at + n_rows < toks.size() && toks[image_at + n_rows] < 0) ++n_rows;
+  size_t image_at = 0, n_rows = 0;
+  zf::capitest::FindImageEntries(toks, &image_at, &n_rows);
+  ASSERT_LT(image_at, toks.size());
   EXPECT_EQ(n_rows, p_.image_rows);
   int32_t id[4];
   size_t n = 0;
@@ -393,7 +373,7 @@ TEST_F(CapiQwen25vlExact, ChatTurnsReuseAndContinueTheImageExactly) {
   {
     SessionPtr cold = NewSession(model_.get(), 1024);
     Outcome h;
-    ASSERT_EQ(Turn(cold.get(), mmproj_.get(), png, &h), ZF_OK) << zf_last_error();
+    ASSERT_EQ(ImageTurn(cold.get(), mmproj_.get(), png, &h), ZF_OK) << zf_last_error();
     EXPECT_EQ(h.n_cached, 0);
     EXPECT_EQ(h.ids, a.ids);
     EXPECT_EQ(h.logprobs, a.logprobs);
@@ -401,7 +381,7 @@ TEST_F(CapiQwen25vlExact, ChatTurnsReuseAndContinueTheImageExactly) {
   // A fresh session: the image's blocks from the prefix cache.
   SessionPtr fresh = NewSession(cached.get(), 1024);
   Outcome b;
-  ASSERT_EQ(Turn(fresh.get(), mmproj.get(), png, &b), ZF_OK) << zf_last_error();
+  ASSERT_EQ(ImageTurn(fresh.get(), mmproj.get(), png, &b), ZF_OK) << zf_last_error();
   EXPECT_GE(b.n_cached, 64) << "the prefix cache served none of the image's blocks";
   EXPECT_EQ(b.ids, a.ids);
   EXPECT_EQ(b.logprobs, a.logprobs);
@@ -410,7 +390,7 @@ TEST_F(CapiQwen25vlExact, ChatTurnsReuseAndContinueTheImageExactly) {
   for (size_t keep : {image_at + 1, image_at + n_rows / 2, image_at + n_rows + 1}) {
     ASSERT_EQ(zf_session_truncate(s.get(), keep), ZF_OK) << zf_last_error();
     Outcome c;
-    ASSERT_EQ(Turn(s.get(), mmproj.get(), png, &c), ZF_OK) << zf_last_error();
+    ASSERT_EQ(ImageTurn(s.get(), mmproj.get(), png, &c), ZF_OK) << zf_last_error();
     EXPECT_GE(c.n_cached, int32_t(keep)) << keep;
     EXPECT_EQ(c.ids, a.ids) << "truncated to " << keep;
     EXPECT_EQ(c.logprobs, a.logprobs) << "truncated to " << keep;

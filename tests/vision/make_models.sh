@@ -75,6 +75,10 @@ synth_family q8_0 qwen2vl qwen3vl
 # <|vision_end|>, ...), which libmtmd places around an image (the placement goldens' LMs).
 "${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$out" --qwen-vl-lm "$out/qwen2vl-q8_0.gguf" qwen2vl-vl.gguf
 "${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$out" --qwen-vl-lm "$out/qwen3vl-q8_0.gguf" qwen3vl-vl.gguf
+# qwen35-vl.gguf: the synthesized qwen35 (DeltaNet and gated attention layers, interleaved M-RoPE
+# sections, width 128) with those tokens: the language model of mmproj-qwen35-* (Qwen 3.5's images).
+synth_family q8_0 qwen35
+"${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$out" --qwen-vl-lm "$out/qwen35-q8_0.gguf" qwen35-vl.gguf
 # The sha256 beside each file: the tests compare it with the golden's (a changed generator or
 # package shows as a clear mismatch, not as drifting numbers).
 # (A file taken from the family fixture has its sha256 already.)

@@ -35,7 +35,10 @@ TEST(Qwen3vl, Hparams) {
   ASSERT_NE(hp.spec, nullptr);
   EXPECT_EQ(hp.spec->vit, Vit::kQwen3vl);
   EXPECT_EQ(hp.spec->tiling, Tiling::kDynamic);
-  EXPECT_EQ(std::string(hp.spec->family), "qwen3vl");
+  EXPECT_TRUE(ForFamily(*hp.spec, "qwen3vl"));
+  EXPECT_TRUE(ForFamily(*hp.spec, "qwen35"));  // Qwen 3.5's files: the same type, no deepstack
+  EXPECT_TRUE(ForFamily(*hp.spec, "qwen35moe"));
+  EXPECT_FALSE(ForFamily(*hp.spec, "qwen2vl"));
   EXPECT_EQ(hp.n_merge, 2);
   EXPECT_EQ(hp.proj_width, 256);
   EXPECT_EQ(hp.n_deepstack, 1);

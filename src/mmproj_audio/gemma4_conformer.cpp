@@ -12,7 +12,6 @@ namespace zf::mmproj_audio {
 namespace {
 
 constexpr float kEps = 1e-6f;       // clip.cpp: every gemma4a norm
-constexpr int64_t kChunk = 12;      // queries per attention block
 constexpr int64_t kPast = 12;       // max_past_horizon: keys reach 11 positions back
 constexpr int64_t kRel = kPast + 1; // relative positions 12, 11, ..., 0
 constexpr float kSoftcap = 50.0f;

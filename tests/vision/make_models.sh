@@ -29,7 +29,17 @@ if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ]; then
 fi
 rm -f "$out/.stamp"
 mkdir -p "$out"
-rm -f "$out"/*.gguf.sha256
+# The set (~45 s of CPU, 1.3 GB) is written once per generator version into
+# ~/.cache/zerfoo/vision-models/<stamp> and OUT_DIR gets hard links to its files (copies across
+# file systems), so a fresh build directory (a CI clone) does not synthesize it again; other
+# versions are removed, flock keeps concurrent builds apart. OUT_DIR stays a directory of its own:
+# audio.models writes audio/ into it at the same time.
+cache_root="${ZF_VISION_MODELS_CACHE:-$HOME/.cache/zerfoo/vision-models}"
+mkdir -p "$cache_root"
+exec 9>"$cache_root/.lock"
+flock 9
+cached="$cache_root/$stamp"
+fresh="$cached.tmp"
 # take_family NAME: links (or copies) NAME.gguf from the family fixture's files when one has its
 # golden's sha256; false when none does. A shared lock waits for a family set being written.
 family_cache="${ZF_FAMILY_MODELS_CACHE:-$HOME/.cache/zerfoo/family-models}"
@@ -40,8 +50,8 @@ take_family() {
   for src in ${family:+"$family/$1.gguf"} "$family_cache"/*/"$1.gguf"; do
     [ -f "$src" ] || continue
     [ "$(sha256sum "$src" | cut -d' ' -f1)" = "$want" ] || continue
-    ln -f "$src" "$out/$1.gguf" 2>/dev/null || cp "$src" "$out/$1.gguf"
-    echo "$want" > "$out/$1.gguf.sha256"
+    ln -f "$src" "$fresh/$1.gguf" 2>/dev/null || cp "$src" "$fresh/$1.gguf"
+    echo "$want" > "$fresh/$1.gguf.sha256"
     echo "make_models: $1.gguf from $src"
     return 0
   done
@@ -52,7 +62,7 @@ synth_family() {
   local quant="$1" name missing=()
   shift
   for name in "$@"; do
-    rm -f "$out/$name-$quant.gguf"  # never write through a link into the family's files
+    rm -f "$fresh/$name-$quant.gguf"  # never write through a link into the family's files
     if [ -d "$family_cache" ]; then
       { flock -s 8; take_family "$name-$quant"; } 8>"$family_cache/.lock" && continue
     elif [ -n "$family" ]; then
@@ -61,26 +71,38 @@ synth_family() {
     missing+=("$name")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
-  "${PYTHON:-python3}" "$root/scripts/synth_models.py" --families "$out" --only "$(IFS=,; echo "${missing[*]}")" \
+  "${PYTHON:-python3}" "$root/scripts/synth_models.py" --families "$fresh" --only "$(IFS=,; echo "${missing[*]}")" \
     --quants "$quant" --vocab-dir "$("$root/scripts/fetch_vocab.sh")"
 }
-"${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$out" ${lm[@]+"${lm[@]}"}
-synth_family f32 gemma4 lfm2
-# lfm2-vl.gguf: the synthesized LFM2 with LFM2-VL's image tokens (the lfm2 projector's LM).
-"${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$out" --lfm2-lm "$out/lfm2-f32.gguf"
-# qwen2vl-q8_0.gguf / qwen3vl-q8_0.gguf: the qwen2.5vl_merger / qwen3vl_merger projectors' language
-# models (width 256; qwen3vl with one deepstack layer).
-synth_family q8_0 qwen2vl qwen3vl
-# qwen2vl-vl.gguf / qwen3vl-vl.gguf: those models with Qwen-VL's vision tokens (<|vision_start|>,
-# <|vision_end|>, ...), which libmtmd places around an image (the placement goldens' LMs).
-"${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$out" --qwen-vl-lm "$out/qwen2vl-q8_0.gguf" qwen2vl-vl.gguf
-"${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$out" --qwen-vl-lm "$out/qwen3vl-q8_0.gguf" qwen3vl-vl.gguf
-# qwen35-vl.gguf: the synthesized qwen35 (DeltaNet and gated attention layers, interleaved M-RoPE
-# sections, width 128) with those tokens: the language model of mmproj-qwen35-* (Qwen 3.5's images).
-synth_family q8_0 qwen35
-"${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$out" --qwen-vl-lm "$out/qwen35-q8_0.gguf" qwen35-vl.gguf
-# The sha256 beside each file: the tests compare it with the golden's (a changed generator or
-# package shows as a clear mismatch, not as drifting numbers).
-# (A file taken from the family fixture has its sha256 already.)
-for f in "$out"/*.gguf; do [ -f "$f.sha256" ] || sha256sum "$f" | cut -d' ' -f1 > "$f.sha256"; done
+if ! { [ -f "$cached/.stamp" ] && [ "$(cat "$cached/.stamp")" = "$stamp" ]; }; then
+  rm -rf "$fresh"
+  mkdir -p "$fresh"
+  "${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$fresh" ${lm[@]+"${lm[@]}"}
+  synth_family f32 gemma4 lfm2
+  # lfm2-vl.gguf: the synthesized LFM2 with LFM2-VL's image tokens (the lfm2 projector's LM).
+  "${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$fresh" --lfm2-lm "$fresh/lfm2-f32.gguf"
+  # qwen2vl-q8_0.gguf / qwen3vl-q8_0.gguf: the qwen2.5vl_merger / qwen3vl_merger projectors'
+  # language models (width 256; qwen3vl with one deepstack layer).
+  synth_family q8_0 qwen2vl qwen3vl
+  # qwen2vl-vl.gguf / qwen3vl-vl.gguf: those models with Qwen-VL's vision tokens
+  # (<|vision_start|>, <|vision_end|>, ...), which libmtmd places around an image (the placement
+  # goldens' LMs).
+  "${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$fresh" --qwen-vl-lm "$fresh/qwen2vl-q8_0.gguf" qwen2vl-vl.gguf
+  "${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$fresh" --qwen-vl-lm "$fresh/qwen3vl-q8_0.gguf" qwen3vl-vl.gguf
+  # qwen35-vl.gguf: the synthesized qwen35 (DeltaNet and gated attention layers, interleaved
+  # M-RoPE sections, width 128) with those tokens: the language model of mmproj-qwen35-* (Qwen
+  # 3.5's images).
+  synth_family q8_0 qwen35
+  "${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$fresh" --qwen-vl-lm "$fresh/qwen35-q8_0.gguf" qwen35-vl.gguf
+  # The sha256 beside each file: the tests compare it with the golden's (a changed generator or
+  # package shows as a clear mismatch, not as drifting numbers).
+  # (A file taken from the family fixture has its sha256 already.)
+  for f in "$fresh"/*.gguf; do [ -f "$f.sha256" ] || sha256sum "$f" | cut -d' ' -f1 > "$f.sha256"; done
+  echo "$stamp" > "$fresh/.stamp"
+  rm -rf "$cached" && mv "$fresh" "$cached"
+  find "$cache_root" -mindepth 1 -maxdepth 1 -type d ! -name "$stamp" -exec rm -rf {} +
+fi
+# Never write through a link into the cache: the old links go first.
+rm -f "$out"/*.gguf "$out"/*.gguf.sha256
+for f in "$cached"/*.gguf "$cached"/*.gguf.sha256; do ln -f "$f" "$out/" 2>/dev/null || cp "$f" "$out/"; done
 echo "$stamp" > "$out/.stamp"

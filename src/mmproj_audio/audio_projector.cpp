@@ -124,7 +124,7 @@ Status AudioProjector::FromGguf(std::unique_ptr<gguf::GgufFile> file, std::uniqu
   const gguf::TensorInfo* pos = r.f.FindTensor("a.position_embd.weight");
   if (pos == nullptr) return FormatError("mmproj: tensor 'a.position_embd.weight' is missing");
   if (pos->n_dims != 2 || pos->ne[0] != E || pos->ne[1] < kPositions)
-    return FormatError("mmproj: tensor 'a.position_embd.weight' has shape " + Shape(pos->ne, pos->n_dims) + ", [" +
+    return FormatError("mmproj: tensor 'a.position_embd.weight' has shape " + gguf::ShapeString(pos->ne, pos->n_dims) + ", [" +
                        std::to_string(E) + ", >= 1500] expected");
   ZF_RETURN_IF_ERROR(r.Floats("a.position_embd.weight", {E, pos->ne[1]}, &m->enc_pos));
   m->enc_pos.resize(size_t(E) * kPositions);

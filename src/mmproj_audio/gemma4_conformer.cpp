@@ -117,7 +117,7 @@ Status Gemma4AudioTower::Load(Reader& r, int32_t n_mel, int32_t n_embd, int32_t 
     const gguf::TensorInfo* w = r.f.FindTensor(name);
     if (w == nullptr) return FormatError("mmproj: tensor '" + name + "' is missing");
     if (w->n_dims != 4 || w->ne[0] != 3 || w->ne[1] != 3 || w->ne[2] != in_ch || w->ne[3] < 1 || w->ne[3] > 4096)
-      return FormatError("mmproj: tensor '" + name + "' has shape " + Shape(w->ne, w->n_dims) + ", [3, 3, " +
+      return FormatError("mmproj: tensor '" + name + "' has shape " + gguf::ShapeString(w->ne, w->n_dims) + ", [3, 3, " +
                          std::to_string(in_ch) + ", channels] expected");
     if (w->type != GgmlType::F32 && w->type != GgmlType::F16)
       return FormatError("mmproj: tensor '" + name + "' is " + TypeName(w->type) + ", F32 or F16 expected (an im2col convolution)");

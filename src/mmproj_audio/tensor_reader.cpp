@@ -3,26 +3,14 @@
 #include <cmath>
 #include <utility>
 
+#include "gguf/tensor_shape.h"
 #include "quant/quant.h"
 
 namespace zf::mmproj_audio {
 
-std::string Shape(const int64_t* ne, size_t n) {
-  std::string s = "[";
-  for (size_t i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
-  return s + "]";
-}
-
 Status Reader::Find(const std::string& name, std::vector<int64_t> ne, const gguf::TensorInfo** out) {
-  const gguf::TensorInfo* t = f.FindTensor(name);
-  if (t == nullptr) return FormatError("mmproj: tensor '" + name + "' is missing");
-  bool ok = true;
-  for (size_t i = 0; i < 4; ++i) ok = ok && t->ne[i] == (i < ne.size() ? ne[i] : 1);
-  if (!ok)
-    return FormatError("mmproj: tensor '" + name + "' has shape " + Shape(t->ne, t->n_dims) + ", " +
-                       Shape(ne.data(), ne.size()) + " expected");
+  ZF_RETURN_IF_ERROR(gguf::FindShaped(f, name, ne, "mmproj: ", out));
   used.insert(name);
-  *out = t;
   return Status::Ok();
 }
 
@@ -62,7 +50,7 @@ Status Reader::RowsOf(const std::string& name, int64_t in, int64_t* rows) const 
   const gguf::TensorInfo* t = f.FindTensor(name);
   if (t == nullptr) return FormatError("mmproj: tensor '" + name + "' is missing");
   if (t->n_dims != 2 || t->ne[0] != in)
-    return FormatError("mmproj: tensor '" + name + "' has shape " + Shape(t->ne, t->n_dims) + ", [" + std::to_string(in) +
+    return FormatError("mmproj: tensor '" + name + "' has shape " + gguf::ShapeString(t->ne, t->n_dims) + ", [" + std::to_string(in) +
                        ", n] expected");
   *rows = t->ne[1];
   return Status::Ok();

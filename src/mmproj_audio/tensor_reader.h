@@ -9,12 +9,10 @@
 
 #include "common/status.h"
 #include "gguf/gguf.h"
+#include "gguf/tensor_shape.h"
 #include "speech/whisper_model.h"
 
 namespace zf::mmproj_audio {
-
-// "[a, b, c]" of a tensor's shape.
-std::string Shape(const int64_t* ne, size_t n);
 
 // Reads tensors by name and exact shape, remembering which were used (a file with a tensor of
 // no role is refused).

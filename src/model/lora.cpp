@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "gguf/gguf.h"
+#include "gguf/tensor_shape.h"
 #include "model/model.h"
 #include "quant/quant.h"
 
@@ -18,11 +19,7 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-std::string Shape(const gguf::TensorInfo& t) {
-  std::string s = "[";
-  for (uint32_t d = 0; d < std::max<uint32_t>(t.n_dims, 1); ++d) s += (d ? ", " : "") + std::to_string(t.ne[d]);
-  return s + "]";
-}
+std::string Shape(const gguf::TensorInfo& t) { return gguf::ShapeString(t.ne, std::max<uint32_t>(t.n_dims, 1)); }
 
 // The layer role each adaptable weight is bound to.
 constexpr LayerRole kRoles[] = {LayerRole::kAttnQ, LayerRole::kAttnK, LayerRole::kAttnV, LayerRole::kAttnOut,

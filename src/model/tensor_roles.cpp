@@ -5,6 +5,7 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "gguf/tensor_shape.h"
 #include "quant/quant.h"
 
 namespace zf::model {
@@ -254,26 +255,18 @@ const GlobalRoleSpec kGlobalRoles[] = {
 };
 // clang-format on
 
-std::string ShapeString(const int64_t* ne, uint32_t n_dims) {
-  std::string s = "[";
-  for (uint32_t i = 0; i < n_dims; ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
-  return s + "]";
-}
-
 Status Bind(const gguf::GgufFile& f, const std::string& name, Need need, const Shape& want, const Tensor** out) {
   *out = nullptr;
   if (need == Need::kAbsent) return Status::Ok();
   const Tensor* t = f.FindTensor(name);
   if (t == nullptr) {
     if (need == Need::kOptional) return Status::Ok();
-    return FormatError("missing tensor '" + name + "' (expected shape " + ShapeString(want.ne, want.n_dims) + ")");
+    return FormatError("missing tensor '" + name + "' (expected shape " + gguf::ShapeString(want.ne, want.n_dims) + ")");
   }
   // As ggml compares: all four dims, missing ones 1 (llama-quantize writes [n, 1] as [n]).
-  bool ok = true;
-  for (uint32_t i = 0; ok && i < 4; ++i) ok = t->ne[i] == (i < want.n_dims ? want.ne[i] : 1);
-  if (!ok) {
-    return FormatError("tensor '" + name + "' has shape " + ShapeString(t->ne, t->n_dims) + ", expected " +
-                       ShapeString(want.ne, want.n_dims));
+  if (!gguf::HasShape(*t, want.ne, want.n_dims)) {
+    return FormatError("tensor '" + name + "' has shape " + gguf::ShapeString(t->ne, t->n_dims) + ", expected " +
+                       gguf::ShapeString(want.ne, want.n_dims));
   }
   if (want.n_dims == 1 && t->type != GgmlType::F32) {
     return Unsupported("tensor '" + name + "' is " + TypeName(t->type) + "; norms, biases and factors must be F32");

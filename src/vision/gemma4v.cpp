@@ -112,7 +112,7 @@ Status LoadGemma4v(const gguf::GgufFile& f, VisionHparams* hp, std::set<std::str
   const gguf::TensorInfo* pw = f.FindTensor("mm.input_projection.weight");
   if (pw == nullptr) return FormatError("mmproj: tensor 'mm.input_projection.weight' is missing");
   if (pw->n_dims != 2 || pw->ne[0] != E)
-    return FormatError("mmproj: tensor 'mm.input_projection.weight' has shape " + Shape(pw->ne, pw->n_dims) + ", [" +
+    return FormatError("mmproj: tensor 'mm.input_projection.weight' has shape " + gguf::ShapeString(pw->ne, pw->n_dims) + ", [" +
                        std::to_string(E) + ", width] expected");
   hp->proj_width = int32_t(pw->ne[1]);
   return Clamped(f, "mm.input_projection", E, hp->proj_width, used, &w->proj);

@@ -20,7 +20,7 @@ Status LoadLfm2Projector(const gguf::GgufFile& f, VisionHparams* hp, Mmproj* m, 
   for (int i = 0; i < 2; ++i) {
     const gguf::TensorInfo* t = f.FindTensor(names[i]);
     if (t == nullptr) return FormatError(std::string("mmproj: tensor '") + names[i] + "' is missing");
-    if (t->n_dims != 2) return FormatError(std::string("mmproj: tensor '") + names[i] + "' has shape " + Shape(t->ne, t->n_dims));
+    if (t->n_dims != 2) return FormatError(std::string("mmproj: tensor '") + names[i] + "' has shape " + gguf::ShapeString(t->ne, t->n_dims));
     width[i] = t->ne[1];
   }
   ZF_RETURN_IF_ERROR(Matrix(f, "mm.1", in, width[0], used, &m->mm1, true));

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "gguf/gguf.h"
+#include "gguf/tensor_shape.h"
 #include "quant/quant.h"
 #include "vision/gemma4v.h"
 #include "vision/lfm2_vl.h"
@@ -13,23 +14,10 @@
 
 namespace zf::vision {
 
-std::string Shape(const int64_t* ne, size_t n) {
-  std::string s = "[";
-  for (size_t i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
-  return s + "]";
-}
-
 Status Find(const gguf::GgufFile& f, const std::string& name, std::vector<int64_t> ne, std::set<std::string>* used,
             const gguf::TensorInfo** out) {
-  const gguf::TensorInfo* t = f.FindTensor(name);
-  if (t == nullptr) return FormatError("mmproj: tensor '" + name + "' is missing");
-  bool ok = true;
-  for (size_t i = 0; i < 4; ++i) ok = ok && t->ne[i] == (i < ne.size() ? ne[i] : 1);
-  if (!ok)
-    return FormatError("mmproj: tensor '" + name + "' has shape " + Shape(t->ne, t->n_dims) + ", " + Shape(ne.data(), ne.size()) +
-                       " expected");
+  ZF_RETURN_IF_ERROR(gguf::FindShaped(f, name, ne, "mmproj: ", out));
   used->insert(name);
-  *out = t;
   return Status::Ok();
 }
 
@@ -230,7 +218,7 @@ Status Mmproj::FromGguf(std::unique_ptr<gguf::GgufFile> file, std::unique_ptr<Mm
   if (pw == nullptr) return FormatError("mmproj: tensor '" + pname + "' is missing");
   const int64_t in_dim = spec.proj_transposed ? 1 : 0;
   if (pw->n_dims != 2 || pw->ne[in_dim] != in)
-    return FormatError("mmproj: tensor '" + pname + "' has shape " + Shape(pw->ne, pw->n_dims) + ", " +
+    return FormatError("mmproj: tensor '" + pname + "' has shape " + gguf::ShapeString(pw->ne, pw->n_dims) + ", " +
                        (spec.proj_transposed ? "[width, " + std::to_string(in) + "]" : "[" + std::to_string(in) + ", width]") +
                        " expected");
   hp.proj_width = int32_t(pw->ne[1 - in_dim]);

@@ -10,12 +10,11 @@
 
 #include "common/status.h"
 #include "gguf/gguf.h"
+#include "gguf/tensor_shape.h"
 #include "vision/mmproj.h"
 
 namespace zf::vision {
 
-// "[a, b, ...]"
-std::string Shape(const int64_t* ne, size_t n);
 // The tensor `name` with exactly the shape ne (ggml order).
 Status Find(const gguf::GgufFile& f, const std::string& name, std::vector<int64_t> ne, std::set<std::string>* used,
             const gguf::TensorInfo** out);

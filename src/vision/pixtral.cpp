@@ -31,7 +31,7 @@ Status MatrixMaybeBias(const gguf::GgufFile& f, const std::string& name, int64_t
 Status Dim(const gguf::GgufFile& f, const std::string& name, int dim, int64_t* out) {
   const gguf::TensorInfo* t = f.FindTensor(name);
   if (t == nullptr) return FormatError("mmproj: tensor '" + name + "' is missing");
-  if (t->n_dims != 2) return FormatError("mmproj: tensor '" + name + "' has shape " + Shape(t->ne, t->n_dims) + ", 2 dimensions expected");
+  if (t->n_dims != 2) return FormatError("mmproj: tensor '" + name + "' has shape " + gguf::ShapeString(t->ne, t->n_dims) + ", 2 dimensions expected");
   *out = t->ne[dim];
   return Status::Ok();
 }

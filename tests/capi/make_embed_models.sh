@@ -21,12 +21,19 @@ if [ ! -f "$pydir/.ok" ]; then
   rm -rf "$pydir" && mv "$pydir.tmp" "$pydir" && touch "$pydir/.ok"
 fi
 export PYTHONPATH="$pydir${PYTHONPATH:+:$PYTHONPATH}"
-stamp="$(cat "$root/scripts/synth_embed.py" "$root/scripts/synth_families.py" "$root/scripts/split_gguf.py" "$req" | sha256sum | cut -c1-32)"
+stamp="$(cat "$0" "$root/scripts/synth_embed.py" "$root/scripts/synth_families.py" "$root/scripts/split_gguf.py" "$req" | sha256sum | cut -c1-32)"
 if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ]; then exit 0; fi
-rm -f "$out/.stamp"
-vocab="$("$root/scripts/fetch_vocab.sh")"
-gemma="$("$root/scripts/fetch_models.sh" gemma3)"
-"$py" "$root/scripts/synth_embed.py" "$out" --vocab-dir "$vocab" --gemma-vocab "$gemma"
-mkdir -p "$out/split"
-"$py" "$root/scripts/split_gguf.py" "$("$root/scripts/fetch_models.sh" smollm2)" "$out/split/smollm2" --max-tensors 100
-echo "$stamp" > "$out/.stamp"
+# write_set DIR: the whole set into the empty DIR.
+write_set() {
+  local vocab gemma
+  vocab="$("$root/scripts/fetch_vocab.sh")"
+  gemma="$("$root/scripts/fetch_models.sh" gemma3)"
+  "$py" "$root/scripts/synth_embed.py" "$1" --vocab-dir "$vocab" --gemma-vocab "$gemma"
+  mkdir -p "$1/split"
+  "$py" "$root/scripts/split_gguf.py" "$("$root/scripts/fetch_models.sh" smollm2)" "$1/split/smollm2" --max-tensors 100
+}
+# Written once per generator version into ~/.cache/zerfoo/embed-models/<stamp> (5 s of CPU,
+# 441 MB) and hard-linked into OUT_DIR: the release, ASan and TSan builds each need the set.
+# shellcheck source=scripts/cached_set.sh
+. "$root/scripts/cached_set.sh"
+cached_set embed-models "$stamp" "$out" write_set

@@ -27,19 +27,6 @@ if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ]; then
   echo "make_models: $out is up to date"
   exit 0
 fi
-rm -f "$out/.stamp"
-mkdir -p "$out"
-# The set (~45 s of CPU, 1.3 GB) is written once per generator version into
-# ~/.cache/zerfoo/vision-models/<stamp> and OUT_DIR gets hard links to its files (copies across
-# file systems), so a fresh build directory (a CI clone) does not synthesize it again; other
-# versions are removed, flock keeps concurrent builds apart. OUT_DIR stays a directory of its own:
-# audio.models writes audio/ into it at the same time.
-cache_root="${ZF_VISION_MODELS_CACHE:-$HOME/.cache/zerfoo/vision-models}"
-mkdir -p "$cache_root"
-exec 9>"$cache_root/.lock"
-flock 9
-cached="$cache_root/$stamp"
-fresh="$cached.tmp"
 # take_family NAME: links (or copies) NAME.gguf from the family fixture's files when one has its
 # golden's sha256; false when none does. A shared lock waits for a family set being written.
 family_cache="${ZF_FAMILY_MODELS_CACHE:-$HOME/.cache/zerfoo/family-models}"
@@ -74,9 +61,9 @@ synth_family() {
   "${PYTHON:-python3}" "$root/scripts/synth_models.py" --families "$fresh" --only "$(IFS=,; echo "${missing[*]}")" \
     --quants "$quant" --vocab-dir "$("$root/scripts/fetch_vocab.sh")"
 }
-if ! { [ -f "$cached/.stamp" ] && [ "$(cat "$cached/.stamp")" = "$stamp" ]; }; then
-  rm -rf "$fresh"
-  mkdir -p "$fresh"
+# write_set DIR: the whole set into the empty DIR.
+write_set() {
+  fresh="$1"
   "${PYTHON:-python3}" "$root/scripts/synth_mmproj.py" "$fresh" ${lm[@]+"${lm[@]}"}
   synth_family f32 gemma4 lfm2
   # lfm2-vl.gguf: the synthesized LFM2 with LFM2-VL's image tokens (the lfm2 projector's LM).
@@ -98,11 +85,9 @@ if ! { [ -f "$cached/.stamp" ] && [ "$(cat "$cached/.stamp")" = "$stamp" ]; }; t
   # package shows as a clear mismatch, not as drifting numbers).
   # (A file taken from the family fixture has its sha256 already.)
   for f in "$fresh"/*.gguf; do [ -f "$f.sha256" ] || sha256sum "$f" | cut -d' ' -f1 > "$f.sha256"; done
-  echo "$stamp" > "$fresh/.stamp"
-  rm -rf "$cached" && mv "$fresh" "$cached"
-  find "$cache_root" -mindepth 1 -maxdepth 1 -type d ! -name "$stamp" -exec rm -rf {} +
-fi
-# Never write through a link into the cache: the old links go first.
-rm -f "$out"/*.gguf "$out"/*.gguf.sha256
-for f in "$cached"/*.gguf "$cached"/*.gguf.sha256; do ln -f "$f" "$out/" 2>/dev/null || cp "$f" "$out/"; done
-echo "$stamp" > "$out/.stamp"
+}
+# The set (~45 s of CPU, 1.3 GB) is written once per generator version into
+# ~/.cache/zerfoo/vision-models/<stamp> and hard-linked into OUT_DIR (scripts/cached_set.sh).
+# shellcheck source=scripts/cached_set.sh
+. "$root/scripts/cached_set.sh"
+cached_set vision-models "$stamp" "$out" write_set

@@ -36,6 +36,7 @@ using zf::capitest::NewSession;
 using zf::capitest::CentredCosine;
 using zf::capitest::SessionPtr;
 using zf::capitest::SessionTokens;
+using zf::capitest::Tokenize;
 
 constexpr double kTieMargin = 1.25;  // as vision_placement_test.cpp: a greedy miss only at a near-tie
 
@@ -62,14 +63,6 @@ std::vector<float> Clip(std::string* wav = nullptr) {
   EXPECT_EQ(zf_wav_decode(bytes.data(), bytes.size(), pcm.data(), pcm.size(), &n), ZF_OK) << zf_last_error();
   if (wav != nullptr) *wav = bytes;
   return pcm;
-}
-
-std::vector<int32_t> Tokenize(const zf_model* m, const std::string& text, uint32_t flags) {
-  std::vector<int32_t> ids(text.size() + 8);
-  size_t n = 0;
-  EXPECT_EQ(zf_tokenize(m, text.data(), text.size(), flags, ids.data(), ids.size(), &n), ZF_OK) << zf_last_error();
-  ids.resize(n);
-  return ids;
 }
 
 size_t VocabOf(const zf_model* m) {

@@ -27,14 +27,6 @@ int32_t Vocab(zf_model* m) {
   return s.n_vocab;
 }
 
-std::vector<int32_t> Tokenize(zf_model* m, const std::string& text) {
-  std::vector<int32_t> t(512);
-  size_t n = 0;
-  EXPECT_EQ(zf_tokenize(m, text.data(), text.size(), ZF_TOKENIZE_ADD_SPECIAL, t.data(), t.size(), &n), ZF_OK);
-  t.resize(n);
-  return t;
-}
-
 // A prompt evaluated as one chunk, then `steps` single tokens (decode steps): the logits after
 // the prompt and after every step, concatenated.
 // `after_prompt` (if set) runs between the two, e.g. a barrier so that every thread's decode

@@ -27,12 +27,14 @@
 #include <string>
 #include <vector>
 
+#include "capi/test_handles.h"
 #include "common/test_models.h"
 #include "zerfoo.h"
 
 namespace {
 
 using nlohmann::json;
+using zf::capitest::Tokenize;
 
 // Largest |zerfoo - reference| logit allowed at the recorded top-5 ids. Both engines quantize
 // activations to 8 bits for the quantized matmuls but sum in different orders and use
@@ -51,15 +53,6 @@ struct Model {
   zf_model* m = nullptr;
   ~Model() { zf_model_free(m); }
 };
-
-std::vector<int32_t> Tokenize(zf_model* m, const std::string& text, uint32_t flags) {
-  std::vector<int32_t> ids(text.size() + 16);
-  size_t n = 0;
-  EXPECT_EQ(zf_tokenize(m, text.data(), text.size(), flags, ids.data(), ids.size(), &n), ZF_OK)
-      << zf_last_error();
-  ids.resize(n);
-  return ids;
-}
 
 std::string Detokenize(zf_model* m, const std::vector<int32_t>& ids, uint32_t flags) {
   std::vector<char> buf(ids.size() * 64 + 64);

@@ -102,4 +102,13 @@ inline int32_t CollectPieces(void* ud, const char* piece, size_t len, int32_t to
   return 0;
 }
 
+// The ids of `text` (zf_tokenize with `flags`); a failure is recorded, not thrown.
+inline std::vector<int32_t> Tokenize(const zf_model* m, const std::string& text, uint32_t flags = ZF_TOKENIZE_ADD_SPECIAL) {
+  std::vector<int32_t> ids(text.size() + 16);
+  size_t n = 0;
+  EXPECT_EQ(zf_tokenize(m, text.data(), text.size(), flags, ids.data(), ids.size(), &n), ZF_OK) << zf_last_error();
+  ids.resize(n);
+  return ids;
+}
+
 }  // namespace zf::capitest

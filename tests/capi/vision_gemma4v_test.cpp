@@ -34,6 +34,7 @@ using zf::capitest::NewSession;
 using zf::capitest::Rgb;
 using zf::capitest::SessionPtr;
 using zf::capitest::SessionTokens;
+using zf::capitest::Tokenize;
 
 // The F32 model against llama.cpp's: the first step's centred logits (every 64th id and
 // libmtmd's top 32) at this cosine, greedy tokens equal or a near-tie.
@@ -99,67 +100,15 @@ TEST_P(CapiGemma4v, ImagePlacedAsLibmtmdPlacesIt) {
               GetParam().c_str(), r.cosine, r.exact, c_.golden["greedy"].size(), r.worst_gap);
 }
 
-std::vector<int32_t> Tokenize(const zf_model* m, const std::string& text, uint32_t flags) {
-  std::vector<int32_t> ids(text.size() + 8);
-  size_t n = 0;
-  EXPECT_EQ(zf_tokenize(m, text.data(), text.size(), flags, ids.data(), ids.size(), &n), ZF_OK) << zf_last_error();
-  ids.resize(n);
-  return ids;
-}
-
 // A chat turn with an image_url part through Gemma 4's own template: the rendered prompt shows
 // <|image><image|> where the message's image is, the turn's entries are that prompt's tokens with
 // the image's rows between the markers, and its first token is the raw route's.
 TEST_P(CapiGemma4v, ChatTurnPlacesTheImageAsTheRawRoute) {
-  const std::vector<uint8_t> png = zf::vision::test::Png(int(c_.w), int(c_.h), c_.rgb);
-  const json messages = json::array(
-      {{{"role", "user"},
-        {"content", json::array({{{"type", "text"}, {"text", "Describe the picture."}},
-                                 {{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64," + Base64(png)}}}}})}}});
-  const std::string req = json{{"messages", messages}}.dump();
-  zf_generate_params g;
-  zf_generate_params_init(&g, sizeof g);
-  g.temperature = 0.0f;
-  g.max_tokens = 1;
-  zf_turn_params p;
-  zf_turn_params_init(&p, sizeof p);
-  p.request_json = req.c_str();
-  p.generate = &g;
-  p.mmproj = c_.mmproj.get();
-  size_t needed = 0;
-  ASSERT_EQ(zf_chat_turn_prompt(c_.model.get(), &p, nullptr, 0, &needed), ZF_ERR_BUFFER_TOO_SMALL) << zf_last_error();
-  std::string prompt(needed, '\0');
-  ASSERT_EQ(zf_chat_turn_prompt(c_.model.get(), &p, &prompt[0], prompt.size(), &needed), ZF_OK) << zf_last_error();
-  prompt.resize(needed - 1);
-  const std::string markers = "<|image><image|>";
-  const size_t at = prompt.find(markers);
-  ASSERT_NE(at, std::string::npos) << prompt;
-
-  SessionPtr s = NewSession(c_.model.get(), 1024);
-  int32_t n_prompt = 0;
-  ASSERT_EQ(zf_chat_turn(s.get(), &p,
-                         [](void* u, const zf_turn_event* e) {
-                           if (e->kind == ZF_TURN_DONE) *static_cast<int32_t*>(u) = e->n_prompt;
-                           return int32_t(0);
-                         },
-                         &n_prompt, nullptr),
-            ZF_OK)
-      << zf_last_error();
-  const std::vector<int32_t> before = Tokenize(c_.model.get(), prompt.substr(0, at), ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL);
-  const std::vector<int32_t> after = Tokenize(c_.model.get(), prompt.substr(at + markers.size()), ZF_TOKENIZE_PARSE_SPECIAL);
+  zf::capitest::TurnAgainstRaw t;
+  zf::capitest::ExpectTurnAsRawRoute(c_, "<|image><image|>", 0, &t);
+  if (HasFatalFailure()) return;
   const int32_t rows = c_.golden["chunks"][1]["image_tokens"];
-  EXPECT_EQ(n_prompt, int32_t(before.size() + 2 + after.size()) + rows);
-  const std::vector<int32_t> turn_entries = SessionTokens(s.get());
-  SessionPtr r = NewSession(c_.model.get(), 1024);
-  std::vector<float> logits(c_.n_vocab);
-  const zf_image im = zf::capitest::Encoded(png);
-  ASSERT_EQ(zf_session_eval(r.get(), before.data(), before.size(), nullptr, 0), ZF_OK);
-  ASSERT_EQ(zf_session_eval_image(r.get(), c_.mmproj.get(), &im, nullptr, 0), ZF_OK) << zf_last_error();
-  ASSERT_EQ(zf_session_eval(r.get(), after.data(), after.size(), logits.data(), logits.size()), ZF_OK);
-  const std::vector<int32_t> raw_entries = SessionTokens(r.get());
-  ASSERT_GE(turn_entries.size(), raw_entries.size());
-  EXPECT_TRUE(std::equal(raw_entries.begin(), raw_entries.end(), turn_entries.begin()));
-  EXPECT_EQ(turn_entries[raw_entries.size()], Argmax(logits));
+  EXPECT_EQ(t.n_prompt, int32_t(t.before.size() + 2 + t.after.size()) + rows);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, CapiGemma4v, ::testing::Values("f16", "q8_0"));

@@ -20,6 +20,7 @@
 
 #include "capi/test_handles.h"
 #include "capi/turn_outcome.h"
+#include "vision/golden_check.h"
 #include "vision/test_images.h"
 #include "zerfoo.h"
 
@@ -136,24 +137,84 @@ inline void LoadPlacementCase(const std::string& lm, const std::string& kind, co
   c->rgb = vision::test::Pattern(int(c->w), int(c->h), img["seed"].get<uint32_t>());
 }
 
+// An OpenAI image_url part holding a PNG's base64 as a data URL.
+inline nlohmann::json ImageUrlPart(const std::string& png_base64) {
+  return {{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64," + png_base64}}}};
+}
+
+// A chat request of one user message: "Describe the picture.", then the image.
+inline std::string DescribeImageRequest(const std::string& png_base64) {
+  const nlohmann::json content =
+      nlohmann::json::array({{{"type", "text"}, {"text", "Describe the picture."}}, ImageUrlPart(png_base64)});
+  return nlohmann::json{{"messages", nlohmann::json::array({{{"role", "user"}, {"content", content}}})}}.dump();
+}
+
+// The turn parameters of DescribeImageRequest, greedy, with the request and generate parameters
+// they point to (so not copyable).
+struct DescribeImageTurn {
+  DescribeImageTurn(const zf_mmproj* mmproj, const std::string& png_base64, int32_t max_tokens, int32_t n_logprobs = 0)
+      : request(DescribeImageRequest(png_base64)) {
+    zf_generate_params_init(&g, sizeof g);
+    g.temperature = 0.0f;
+    g.max_tokens = max_tokens;
+    g.n_logprobs = n_logprobs;
+    zf_turn_params_init(&p, sizeof p);
+    p.request_json = request.c_str();
+    p.generate = &g;
+    p.mmproj = mmproj;
+  }
+  DescribeImageTurn(const DescribeImageTurn&) = delete;
+  DescribeImageTurn& operator=(const DescribeImageTurn&) = delete;
+
+  // The prompt the turn renders (zf_chat_turn_prompt, without the terminator); a failure is
+  // recorded when it cannot.
+  std::string Prompt(const zf_model* m) const {
+    size_t needed = 0;
+    EXPECT_EQ(zf_chat_turn_prompt(m, &p, nullptr, 0, &needed), ZF_ERR_BUFFER_TOO_SMALL) << zf_last_error();
+    std::string prompt(needed, '\0');
+    EXPECT_EQ(zf_chat_turn_prompt(m, &p, &prompt[0], prompt.size(), &needed), ZF_OK) << zf_last_error();
+    prompt.resize(needed > 0 ? needed - 1 : 0);
+    return prompt;
+  }
+
+  std::string request;
+  zf_generate_params g;
+  zf_turn_params p;
+};
+
 // A chat turn asking to describe one image (a PNG's base64, as an image_url data part), greedy,
 // 4 tokens with 5 logprobs each, into `out`.
 inline zf_status ImageTurn(zf_session* s, const zf_mmproj* mmproj, const std::string& png_base64, Outcome* out) {
-  zf_generate_params g;
-  zf_generate_params_init(&g, sizeof g);
-  g.temperature = 0.0f;
-  g.max_tokens = 4;
-  g.n_logprobs = 5;
-  zf_turn_params p;
-  zf_turn_params_init(&p, sizeof p);
-  const nlohmann::json part = {{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64," + png_base64}}}};
-  const nlohmann::json messages = nlohmann::json::array(
-      {{{"role", "user"}, {"content", nlohmann::json::array({{{"type", "text"}, {"text", "Describe the picture."}}, part})}}});
-  const std::string req = nlohmann::json{{"messages", messages}}.dump();
-  p.request_json = req.c_str();
-  p.generate = &g;
-  p.mmproj = mmproj;
-  return zf_chat_turn(s, &p, Collect, out, nullptr);
+  DescribeImageTurn t(mmproj, png_base64, 4, 5);
+  return zf_chat_turn(s, &t.p, Collect, out, nullptr);
+}
+
+// The projector's rows for the first image of a recorded golden (golden/vision/NAME.json:
+// libmtmd's rows of a pattern image), at 2 threads, compared with them (min cosine `bound`); its
+// summary must name `type` and rows of `n_embd`. The rows into *rows.
+inline void ExpectEmbedsAsGolden(const zf_mmproj* mm, const char* type, int32_t n_embd, const std::string& name,
+                                 double bound, std::vector<float>* rows) {
+  zf_mmproj_summary info;
+  std::memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  ASSERT_EQ(zf_mmproj_info(mm, &info), ZF_OK) << zf_last_error();
+  EXPECT_STREQ(info.projector_type, type);
+  EXPECT_EQ(info.n_embd, n_embd);
+  std::ifstream g(std::string(ZF_TEST_DATA_DIR) + "/golden/vision/" + name + ".json");
+  ASSERT_TRUE(g.good()) << name;
+  const nlohmann::json golden = nlohmann::json::parse(g);
+  const nlohmann::json& gi = golden["images"][0];
+  const uint32_t w = gi["width"], h = gi["height"];
+  const std::vector<uint8_t> rgb = vision::test::Pattern(int(w), int(h), gi["seed"].get<uint32_t>());
+  const zf_image im = Rgb(rgb, w, h);
+  size_t needed = 0;
+  int32_t n_tok = 0;
+  ASSERT_EQ(zf_image_embed(mm, &im, 2, nullptr, 0, &needed, &n_tok), ZF_ERR_BUFFER_TOO_SMALL) << zf_last_error();
+  EXPECT_EQ(n_tok, gi["n_tokens"].get<int32_t>());
+  EXPECT_EQ(needed, size_t(n_tok) * size_t(n_embd));
+  rows->assign(needed, 0.0f);
+  ASSERT_EQ(zf_image_embed(mm, &im, 2, rows->data(), rows->size(), &needed, &n_tok), ZF_OK) << zf_last_error();
+  vision::test::ExpectMatchesGolden(*rows, gi, bound, name + " through the ABI");
 }
 
 // The first run of image entries (negative) in a session's entries: where it starts, how long.
@@ -172,6 +233,51 @@ class PlacementTest : public ::testing::TestWithParam<std::string> {
   }
   PlacementCase c_;
 };
+
+// A chat turn describing the case's image (DescribeImageTurn, one token) against the raw route on
+// the prompt it renders: the text up to the image (`image_at` bytes into `found`, which the
+// prompt must hold), zf_session_eval_image, the text after `found`. The raw route's entries must
+// begin the turn's and its argmax be the turn's first token.
+struct TurnAgainstRaw {
+  std::string prompt;                  // as the turn renders it
+  std::string content;                 // the turn's generated text
+  int32_t n_prompt = 0;                // the turn's prompt entries (ZF_TURN_DONE)
+  std::vector<int32_t> before, after;  // the raw route's text before and after the image
+};
+inline void ExpectTurnAsRawRoute(const PlacementCase& c, const std::string& found, size_t image_at, TurnAgainstRaw* out) {
+  const std::vector<uint8_t> png = vision::test::Png(int(c.w), int(c.h), c.rgb);
+  const DescribeImageTurn t(c.mmproj.get(), Base64(png), 1);
+  out->prompt = t.Prompt(c.model.get());
+  const size_t at = out->prompt.find(found);
+  ASSERT_NE(at, std::string::npos) << out->prompt;
+
+  SessionPtr s = NewSession(c.model.get(), 1024);
+  ASSERT_EQ(zf_chat_turn(s.get(), &t.p,
+                         [](void* u, const zf_turn_event* e) {
+                           TurnAgainstRaw& o = *static_cast<TurnAgainstRaw*>(u);
+                           if (e->kind == ZF_TURN_CONTENT) o.content.append(e->text, e->text_len);
+                           if (e->kind == ZF_TURN_DONE) o.n_prompt = e->n_prompt;
+                           return int32_t(0);
+                         },
+                         out, nullptr),
+            ZF_OK)
+      << zf_last_error();
+  const std::vector<int32_t> turn = SessionTokens(s.get());
+
+  out->before = Tokenize(c.model.get(), out->prompt.substr(0, at + image_at), ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL);
+  out->after = Tokenize(c.model.get(), out->prompt.substr(at + found.size()), ZF_TOKENIZE_PARSE_SPECIAL);
+  SessionPtr r = NewSession(c.model.get(), 1024);
+  std::vector<float> logits(c.n_vocab);
+  const zf_image im = Encoded(png);
+  ASSERT_EQ(zf_session_eval(r.get(), out->before.data(), out->before.size(), nullptr, 0), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval_image(r.get(), c.mmproj.get(), &im, nullptr, 0), ZF_OK) << zf_last_error();
+  ASSERT_EQ(zf_session_eval(r.get(), out->after.data(), out->after.size(), logits.data(), logits.size()), ZF_OK)
+      << zf_last_error();
+  const std::vector<int32_t> raw = SessionTokens(r.get());
+  ASSERT_GE(turn.size(), raw.size());
+  EXPECT_TRUE(std::equal(raw.begin(), raw.end(), turn.begin()));
+  if (turn.size() > raw.size()) EXPECT_EQ(turn[raw.size()], Argmax(logits));  // none when it stopped at once
+}
 
 // The first step's centred cosine against a placement golden (mmproj_recorder --lm: the logits
 // at every 64th id and at libmtmd's top 32).

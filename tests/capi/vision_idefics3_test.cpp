@@ -38,6 +38,7 @@ using zf::capitest::NewSession;
 using zf::capitest::Rgb;
 using zf::capitest::SessionPtr;
 using zf::capitest::SessionTokens;
+using zf::capitest::Tokenize;
 
 // As vision_placement_test.cpp: a greedy token may differ from libmtmd's only at a near-tie;
 // the first step's centred logits (every 64th id and libmtmd's top 32) at this cosine.
@@ -54,14 +55,6 @@ constexpr const char* kMarkers2x2 =
     "<fake_token_around_image><global-img><fake_token_around_image>";
 
 std::string Lm() { return std::string(ZF_VISION_MODELS_DIR) + "/smollm2-vlm.gguf"; }
-
-std::vector<int32_t> Tokenize(const zf_model* m, const std::string& text, uint32_t flags) {
-  std::vector<int32_t> ids(text.size() + 8);
-  size_t n = 0;
-  EXPECT_EQ(zf_tokenize(m, text.data(), text.size(), flags, ids.data(), ids.size(), &n), ZF_OK) << zf_last_error();
-  ids.resize(n);
-  return ids;
-}
 
 class CapiIdefics3 : public zf::capitest::PlacementTest {
  protected:
@@ -183,62 +176,11 @@ TEST_P(CapiIdefics3, TilesPlacedAsLibmtmdPlacesThem) {
 // entries are that prompt's tokens with the tiles' rows, and its first token is the raw
 // route's on the same text.
 TEST_P(CapiIdefics3, ChatTurnPlacesTilesAsTheRawRoute) {
-  const std::vector<uint8_t> png = zf::vision::test::Png(int(c_.w), int(c_.h), c_.rgb);
-  const json messages = json::array(
-      {{{"role", "user"},
-        {"content", json::array({{{"type", "text"}, {"text", "Describe the picture."}},
-                                 {{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64," + Base64(png)}}}}})}}});
-  const std::string req = json{{"messages", messages}}.dump();
-  zf_generate_params g;
-  zf_generate_params_init(&g, sizeof g);
-  g.temperature = 0.0f;
-  g.max_tokens = 1;
-  zf_turn_params p;
-  zf_turn_params_init(&p, sizeof p);
-  p.request_json = req.c_str();
-  p.generate = &g;
-  p.mmproj = c_.mmproj.get();
-  size_t needed = 0;
-  ASSERT_EQ(zf_chat_turn_prompt(c_.model.get(), &p, nullptr, 0, &needed), ZF_ERR_BUFFER_TOO_SMALL) << zf_last_error();
-  std::string prompt(needed, '\0');
-  ASSERT_EQ(zf_chat_turn_prompt(c_.model.get(), &p, &prompt[0], prompt.size(), &needed), ZF_OK) << zf_last_error();
-  prompt.resize(needed - 1);  // without the terminator
-  const size_t at = prompt.find(std::string("Describe the picture.") + kMarkers2x2);
-  ASSERT_NE(at, std::string::npos) << prompt;
-
-  SessionPtr s = NewSession(c_.model.get(), 1024);
-  struct Out {
-    std::string text;
-    int32_t n_prompt = 0;
-  } out;
-  ASSERT_EQ(zf_chat_turn(s.get(), &p,
-                         [](void* u, const zf_turn_event* e) {
-                           Out& o = *static_cast<Out*>(u);
-                           if (e->kind == ZF_TURN_CONTENT) o.text.append(e->text, e->text_len);
-                           if (e->kind == ZF_TURN_DONE) o.n_prompt = e->n_prompt;
-                           return int32_t(0);
-                         },
-                         &out, nullptr),
-            ZF_OK)
-      << zf_last_error();
-  // The raw route on the same text: before the markers, the image, after them.
-  const size_t img_at = at + std::strlen("Describe the picture.");
-  const std::vector<int32_t> before = Tokenize(c_.model.get(), prompt.substr(0, img_at), ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL);
-  const std::vector<int32_t> after = Tokenize(c_.model.get(), prompt.substr(img_at + std::strlen(kMarkers2x2)), ZF_TOKENIZE_PARSE_SPECIAL);
+  zf::capitest::TurnAgainstRaw t;
+  zf::capitest::ExpectTurnAsRawRoute(c_, std::string("Describe the picture.") + kMarkers2x2, std::strlen("Describe the picture."), &t);
+  if (HasFatalFailure()) return;
   const std::vector<int32_t> markers = Tokenize(c_.model.get(), kMarkers2x2, ZF_TOKENIZE_PARSE_SPECIAL);
-  EXPECT_EQ(out.n_prompt, int32_t(before.size() + markers.size() + after.size() + 5 * 64));
-  const std::vector<int32_t> turn_entries = SessionTokens(s.get());
-  SessionPtr r = NewSession(c_.model.get(), 1024);
-  std::vector<float> logits(c_.n_vocab);
-  const zf_image im = Encoded(png);
-  ASSERT_EQ(zf_session_eval(r.get(), before.data(), before.size(), nullptr, 0), ZF_OK);
-  ASSERT_EQ(zf_session_eval_image(r.get(), c_.mmproj.get(), &im, nullptr, 0), ZF_OK) << zf_last_error();
-  ASSERT_EQ(zf_session_eval(r.get(), after.data(), after.size(), logits.data(), logits.size()), ZF_OK);
-  const std::vector<int32_t> raw_entries = SessionTokens(r.get());
-  ASSERT_GE(turn_entries.size(), raw_entries.size());
-  EXPECT_TRUE(std::equal(raw_entries.begin(), raw_entries.end(), turn_entries.begin()));
-  const int32_t best = Argmax(logits);
-  EXPECT_EQ(turn_entries[raw_entries.size()], best);
+  EXPECT_EQ(t.n_prompt, int32_t(t.before.size() + markers.size() + t.after.size() + 5 * 64));
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, CapiIdefics3, ::testing::Values("f16", "q8_0"));

@@ -67,64 +67,8 @@ TEST_P(CapiPixtral, RowsPlacedAsLibmtmdPlacesThem) {
 // A chat turn with an image_url part: its first token is the raw route's (the template's text
 // around the image, the rows, [IMG_END]).
 TEST_P(CapiPixtral, ChatTurnFirstTokenIsTheRawRoutes) {
-  const std::vector<uint8_t> png = zf::vision::test::Png(int(c_.w), int(c_.h), c_.rgb);
-  const json messages = json::array(
-      {{{"role", "user"},
-        {"content", json::array({{{"type", "text"}, {"text", "Describe the picture."}},
-                                 {{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64," + Base64(png)}}}}})}}});
-  const std::string req = json{{"messages", messages}}.dump();
-  zf_generate_params g;
-  zf_generate_params_init(&g, sizeof g);
-  g.temperature = 0.0f;
-  g.max_tokens = 1;
-  zf_turn_params p;
-  zf_turn_params_init(&p, sizeof p);
-  p.request_json = req.c_str();
-  p.generate = &g;
-  p.mmproj = c_.mmproj.get();
-  size_t needed = 0;
-  ASSERT_EQ(zf_chat_turn_prompt(c_.model.get(), &p, nullptr, 0, &needed), ZF_ERR_BUFFER_TOO_SMALL) << zf_last_error();
-  std::string prompt(needed, '\0');
-  ASSERT_EQ(zf_chat_turn_prompt(c_.model.get(), &p, &prompt[0], prompt.size(), &needed), ZF_OK) << zf_last_error();
-  prompt.resize(needed - 1);
-  const std::string marker = "Describe the picture.[IMG_END]";
-  const size_t at = prompt.find(marker);
-  ASSERT_NE(at, std::string::npos) << prompt;
-
-  SessionPtr s = NewSession(c_.model.get(), 1024);
-  std::string text;
-  ASSERT_EQ(zf_chat_turn(s.get(), &p,
-                         [](void* u, const zf_turn_event* e) {
-                           if (e->kind == ZF_TURN_CONTENT) static_cast<std::string*>(u)->append(e->text, e->text_len);
-                           return int32_t(0);
-                         },
-                         &text, nullptr),
-            ZF_OK)
-      << zf_last_error();
-  const std::vector<int32_t> turn = zf::capitest::SessionTokens(s.get());
-
-  // The raw route on the same text: before the image, the image ([IMG_END] included), after.
-  const size_t img_at = at + std::strlen("Describe the picture.");
-  const auto tok = [&](const std::string& t, uint32_t flags) {
-    std::vector<int32_t> ids(t.size() + 8);
-    size_t n = 0;
-    EXPECT_EQ(zf_tokenize(c_.model.get(), t.data(), t.size(), flags, ids.data(), ids.size(), &n), ZF_OK) << zf_last_error();
-    ids.resize(n);
-    return ids;
-  };
-  const std::vector<int32_t> before = tok(prompt.substr(0, img_at), ZF_TOKENIZE_ADD_SPECIAL | ZF_TOKENIZE_PARSE_SPECIAL);
-  const std::vector<int32_t> after = tok(prompt.substr(at + marker.size()), ZF_TOKENIZE_PARSE_SPECIAL);
-  SessionPtr r = NewSession(c_.model.get(), 1024);
-  std::vector<float> logits(c_.n_vocab);
-  const zf_image im = zf::capitest::Encoded(png);
-  ASSERT_EQ(zf_session_eval(r.get(), before.data(), before.size(), nullptr, 0), ZF_OK);
-  ASSERT_EQ(zf_session_eval_image(r.get(), c_.mmproj.get(), &im, nullptr, 0), ZF_OK) << zf_last_error();
-  ASSERT_EQ(zf_session_eval(r.get(), after.data(), after.size(), logits.data(), logits.size()), ZF_OK);
-  const std::vector<int32_t> raw = zf::capitest::SessionTokens(r.get());
-  ASSERT_GE(turn.size(), raw.size());
-  EXPECT_EQ(std::vector<int32_t>(turn.begin(), turn.begin() + std::ptrdiff_t(raw.size())), raw);
-  const int32_t first = Argmax(logits);
-  if (turn.size() > raw.size()) EXPECT_EQ(turn[raw.size()], first);
+  zf::capitest::TurnAgainstRaw t;
+  zf::capitest::ExpectTurnAsRawRoute(c_, "Describe the picture.[IMG_END]", std::strlen("Describe the picture."), &t);
 }
 
 // The projector binds to a mistral3 model of its width and places the rows as libmtmd does there.

@@ -48,28 +48,9 @@ TEST(CapiQwen3vl, EmbedsRowsWithTheirDeepstackSlices) {
   const std::string mm = std::string(ZF_VISION_MODELS_DIR) + "/mmproj-qwen3vl-f16.gguf";
   ASSERT_EQ(zf_mmproj_load(model.get(), mm.c_str(), 0, &p), ZF_OK) << zf_last_error();
   MmprojPtr mmproj(p);
-  zf_mmproj_summary info;
-  std::memset(&info, 0, sizeof info);
-  info.struct_size = sizeof info;
-  ASSERT_EQ(zf_mmproj_info(mmproj.get(), &info), ZF_OK);
-  EXPECT_STREQ(info.projector_type, "qwen3vl_merger");
-  EXPECT_EQ(info.n_embd, 512);  // the row: n_embd 256 x (1 + 1 deepstack merger)
-
-  std::ifstream g(std::string(ZF_TEST_DATA_DIR) + "/golden/vision/qwen3vl-f16.json");
-  ASSERT_TRUE(g.good());
-  const json golden = json::parse(g);
-  const json& gi = golden["images"][0];
-  const uint32_t w = gi["width"], h = gi["height"];
-  const std::vector<uint8_t> rgb = zf::vision::test::Pattern(int(w), int(h), gi["seed"].get<uint32_t>());
-  const zf_image im = Rgb(rgb, w, h);
-  size_t needed = 0;
-  int32_t n_tok = 0;
-  ASSERT_EQ(zf_image_embed(mmproj.get(), &im, 2, nullptr, 0, &needed, &n_tok), ZF_ERR_BUFFER_TOO_SMALL);
-  EXPECT_EQ(n_tok, gi["n_tokens"].get<int32_t>());
-  EXPECT_EQ(needed, size_t(n_tok) * 512);
-  std::vector<float> rows(needed);
-  ASSERT_EQ(zf_image_embed(mmproj.get(), &im, 2, rows.data(), rows.size(), &needed, &n_tok), ZF_OK) << zf_last_error();
-  zf::vision::test::ExpectMatchesGolden(rows, gi, 0.9999, "qwen3vl f16 through the ABI");
+  std::vector<float> rows;  // the row: n_embd 256 x (1 + 1 deepstack merger)
+  zf::capitest::ExpectEmbedsAsGolden(mmproj.get(), "qwen3vl_merger", 512, "qwen3vl-f16", 0.9999, &rows);
+  if (HasFatalFailure()) return;
 
   // Rows of the model's n_embd alone lack the deepstack slices: refused by name.
   SessionPtr s = NewSession(model.get(), 1024);

@@ -34,23 +34,7 @@ using zf::capitest::MmprojPtr;
 using zf::capitest::NewSession;
 using zf::capitest::SessionPtr;
 
-std::string Base64(const std::vector<uint8_t>& b) {
-  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  for (size_t i = 0; i < b.size(); i += 3) {
-    const uint32_t v = uint32_t(b[i]) << 16 | (i + 1 < b.size() ? uint32_t(b[i + 1]) << 8 : 0) |
-                       (i + 2 < b.size() ? uint32_t(b[i + 2]) : 0);
-    out += k[v >> 18 & 63];
-    out += k[v >> 12 & 63];
-    out += i + 1 < b.size() ? k[v >> 6 & 63] : '=';
-    out += i + 2 < b.size() ? k[v & 63] : '=';
-  }
-  return out;
-}
-
-json ImagePart(const std::vector<uint8_t>& png) {
-  return {{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64," + Base64(png)}}}};
-}
+json ImagePart(const std::vector<uint8_t>& png) { return zf::capitest::ImageUrlPart(zf::capitest::Base64(png)); }
 
 class CapiVisionTurn : public ::testing::Test {
  protected:

@@ -12,8 +12,8 @@ namespace zf::quant::f16 {
 
 // True where Gemm and the avx2:: helpers run (x86 with AVX2 + FMA + F16C).
 bool Available();
-// y[t * ldy + r] = sum_i a[t * lda + i] * w[r * ldw + i] for t < n_tok, r < rows; k % 8 == 0.
-// AVX-512 where quant's kernels use it (the CPU has it, ZF_NO_AVX512 unset), else AVX2. Only when Available().
+// y[t * ldy + r] = sum_i a[t * lda + i] * w[r * ldw + i] for t < n_tok, r < rows; any k >= 1
+// (the kernels below take k % 8 == 0; Gemm adds the rest per pair). AVX-512 where quant's kernels use it (the CPU has it, ZF_NO_AVX512 unset), else AVX2. Only when Available().
 void Gemm(int64_t k, const uint16_t* w, int64_t ldw, int64_t rows, const float* a, int64_t lda, int64_t n_tok,
           float* y, int64_t ldy);
 // y[t * ldy + c] = sum_i a[t * lda + i] * wt[i * ldw + c] for t < n_tok, c < cols: the weights

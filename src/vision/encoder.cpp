@@ -28,9 +28,9 @@ void VisionEncoder::MatMul(const Linear& l, const float* x, int64_t n_tok, float
       for (int64_t i = 0; i < nr; ++i) y[t * l.out + r0 + i] += l.b[size_t(r0 + i)];
   };
 #if defined(__x86_64__) || defined(_M_X64)
-  if (l.type == GgmlType::F16 && n_tok >= 4 && l.in % 8 == 0 && quant::f16::Available()) {
+  if (l.type == GgmlType::F16 && n_tok >= 4 && quant::f16::Available()) {
     // F16 weights, many tokens: activations rounded to F16 (as ggml's F16 products take them)
-    // and quant's F16 GEMM on 16-row x 64-token tiles.
+    // and quant's F16 GEMM on 16-row x 64-token tiles (any width: Qwen-VL's 588-wide patches too).
     if (f16_in_.size() < size_t(n_tok * l.in)) f16_in_.resize(size_t(n_tok * l.in));
     std::copy(x, x + n_tok * l.in, f16_in_.data());
     pool_->ParallelFor(n_tok, [&](int64_t b, int64_t e) { quant::f16::avx2::RoundToF16(f16_in_.data() + b * l.in, (e - b) * l.in); });

@@ -1,5 +1,6 @@
 // quant::f16's encoder GEMMs against a double-precision reference: Gemm for every k it takes
-// (k % 8 == 0; the AVX-512 kernel's 8-element tail, 72-wide attention heads, included) and GemmT
+// (k % 8 == 0 for the kernels; the AVX-512 kernel's 8-element tail, 72-wide attention heads,
+// included; any k through the dispatcher) and GemmT
 // (weights transposed) for every column count, at token, row and column counts that reach every
 // tile shape and remainder, with inputs read at strides wider than used (poisoned past the end);
 // TransposeToF16 (attention's K and V) against the portable conversion.
@@ -20,10 +21,10 @@ namespace {
 using GemmFn = void (*)(int64_t, const uint16_t*, int64_t, int64_t, const float*, int64_t, int64_t, float*, int64_t);
 
 // Each product checked to within F32 rounding of the sum of |terms| (the kernels sum in their own order).
-void CheckGemm(GemmFn gemm) {
+void CheckGemm(GemmFn gemm, std::vector<int64_t> ks = {8, 16, 24, 72, 136}) {
   std::mt19937 rng(11);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (int64_t k : {8, 16, 24, 72, 136}) {
+  for (int64_t k : ks) {
     const int64_t ld = k + 8;  // rows at a stride past k: the tail must not read into it
     for (int64_t rows : {1, 3, 4, 7}) {
       for (int64_t n_tok : {1, 2, 3, 4, 5, 6, 13, 16}) {
@@ -89,6 +90,12 @@ void CheckGemmT(GemmFn gemm, int64_t step) {
 TEST(F16Gemm, DispatchedGemmMatchesReference) {
   if (!f16::Available()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
   CheckGemm(&f16::Gemm);
+}
+
+TEST(F16Gemm, DispatchedGemmTakesWidthsNoMultipleOfEight) {
+  // Gemm adds the k % 8 the kernels leave (Qwen-VL's 588-wide patches), k < 8 alone included.
+  if (!f16::Available()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
+  CheckGemm(&f16::Gemm, {1, 5, 12, 23, 588});
 }
 
 TEST(F16Gemm, Avx2GemmMatchesReference) {

@@ -138,20 +138,81 @@ inline __m512 LoadF16(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
-// Raw scores of NQ heads: s[h][j] = q_h . k_j. Each key row is converted once for all heads.
+// The sum of a vector's 16 lanes in a fixed tree, the one GCC's _mm512_reduce_add_ps adds in:
+// lane i + lane i+8, then those i + i+4, then i + i+2, then the last pair. Written out so that
+// every compiler adds the same pairs as ReduceAdd16 below.
+inline float ReduceAdd(__m512 v) {
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  const __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  const __m128 p = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  return _mm_cvtss_f32(_mm_add_ss(p, _mm_movehdup_ps(p)));
+}
+
+// out[k] = ReduceAdd(v[k]) for 16 vectors at once, bit for bit (the same pairs added, 16 at a
+// time): a horizontal sum per key took most of the decode kernel's score time. Each step adds
+// two halves of two vectors at once; the pairing (kPair) makes the last step's lanes keys 0..15.
+inline void ReduceAdd16(const __m512* v, float* out) {
+  static constexpr int kPair[8][2] = {{0, 4}, {8, 12}, {1, 5}, {9, 13}, {2, 6}, {10, 14}, {3, 7}, {11, 15}};
+  __m512 w[8], u[4];
+  for (int m = 0; m < 8; ++m) {  // 256-bit halves: [a lo + a hi, b lo + b hi]
+    const __m512 a = v[kPair[m][0]], b = v[kPair[m][1]];
+    w[m] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+  }
+  for (int n = 0; n < 4; ++n) {  // 128-bit quarters: four vectors' partial sums, one per lane
+    const __m512 a = w[2 * n], b = w[2 * n + 1];
+    u[n] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xDD));
+  }
+  const __m512 z0 = _mm512_add_ps(_mm512_shuffle_ps(u[0], u[1], 0x44), _mm512_shuffle_ps(u[0], u[1], 0xEE));
+  const __m512 z1 = _mm512_add_ps(_mm512_shuffle_ps(u[2], u[3], 0x44), _mm512_shuffle_ps(u[2], u[3], 0xEE));
+  _mm512_storeu_ps(out, _mm512_add_ps(_mm512_shuffle_ps(z0, z1, 0x88), _mm512_shuffle_ps(z0, z1, 0xDD)));
+}
+
+// Raw scores of NQ heads: s[h][j] = q_h . k_j. Each key row is converted once for all heads; the
+// lanes of 16 keys' sums are added together (ReduceAdd16), the same bits as one key at a time,
+// so a score does not depend on which 16 keys share its pass (n_keys and k0 differ between a
+// prompt's rows and decode steps).
 template <int NQ>
 void DecodeScores(const DecodeGroup& g) {
-  for (int32_t j = 0; j < g.n_keys; ++j) {
+  const auto dot = [&](int32_t j, __m512* acc) {
     const uint16_t* k = g.k + j * g.k_stride;
-    __m512 acc[NQ];
-    for (__m512& a : acc) a = _mm512_setzero_ps();
+    for (int h = 0; h < NQ; ++h) acc[h] = _mm512_setzero_ps();
     for (int32_t d = 0; d < g.d_k; d += 16) {
       const __m512 kv = LoadF16(k + d);
 #pragma GCC unroll 4
       for (int h = 0; h < NQ; ++h) acc[h] = _mm512_fmadd_ps(_mm512_loadu_ps(g.q + h * g.d_k + d), kv, acc[h]);
     }
+  };
+  int32_t j = 0;
+  for (; j + 16 <= g.n_keys; j += 16) {
+    __m512 acc[NQ][16];
+    // 4 keys at a time: 4 x NQ independent FMA chains (one key's chain alone waited on its
+    // latency); each key's chain is the same FMAs in the same order as dot().
+    for (int k0 = 0; k0 < 16; k0 += 4) {
+      __m512 a[NQ][4];
+      for (int h = 0; h < NQ; ++h) {
+        for (int k = 0; k < 4; ++k) a[h][k] = _mm512_setzero_ps();
+      }
+      const uint16_t* k = g.k + (j + k0) * g.k_stride;
+      for (int32_t d = 0; d < g.d_k; d += 16) {
+        __m512 kv[4];
+        for (int i = 0; i < 4; ++i) kv[i] = LoadF16(k + i * g.k_stride + d);
 #pragma GCC unroll 4
-    for (int h = 0; h < NQ; ++h) g.s[h * g.n_keys + j] = _mm512_reduce_add_ps(acc[h]);
+        for (int h = 0; h < NQ; ++h) {
+          const __m512 qv = _mm512_loadu_ps(g.q + h * g.d_k + d);
+          for (int i = 0; i < 4; ++i) a[h][i] = _mm512_fmadd_ps(qv, kv[i], a[h][i]);
+        }
+      }
+      for (int h = 0; h < NQ; ++h) {
+        for (int i = 0; i < 4; ++i) acc[h][k0 + i] = a[h][i];
+      }
+    }
+    for (int h = 0; h < NQ; ++h) ReduceAdd16(acc[h], g.s + h * g.n_keys + j);
+  }
+  for (; j < g.n_keys; ++j) {
+    __m512 acc[NQ];
+    dot(j, acc);
+#pragma GCC unroll 4
+    for (int h = 0; h < NQ; ++h) g.s[h * g.n_keys + j] = ReduceAdd(acc[h]);
   }
 }
 

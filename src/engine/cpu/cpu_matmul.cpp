@@ -274,18 +274,22 @@ bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n
   constexpr int32_t kMax = 4;
   // One token, or (batched decode, SetBatchInvariant) up to kMaxRows sequences' tokens: every
   // row then goes through GemvPackedMulti, which reduces each row exactly as GemvPacked does.
-  constexpr int32_t kMaxRows = 64;
+  // More rows (exact prefill) go through each chunk of weights in slices of kMaxRows, all in one
+  // parallel region: a region per slice cost a pool round trip each and streamed the whole
+  // matrix once per slice; now a chunk's bytes are re-read from L2. Each row's result does not
+  // depend on the others, so the slicing changes no bits.
+  // Above kRegionRows, regions of kRegionRows (the quantized rows' scratch stays bounded).
+  constexpr int32_t kMaxRows = 64, kRegionRows = 512;
   if (n_tok < 1 || (n_tok > 1 && !invariant_) || n > kMax || packed_ == nullptr) return false;
-  if (n_tok > kMaxRows) {  // in slices (each row's result does not depend on the others)
-    const int64_t k = w[0]->ne[0];
-    for (int32_t t0 = 0; t0 < n_tok; t0 += kMaxRows) {
+  const int64_t k = w[0]->ne[0];
+  if (n_tok > kRegionRows) {
+    for (int32_t t0 = 0; t0 < n_tok; t0 += kRegionRows) {
       float* ys[kMax];
       for (int32_t i = 0; i < n; ++i) ys[i] = y[i] + int64_t{t0} * w[i]->ne[1];
-      if (!DecodePacked(w, ys, n, x + int64_t{t0} * k, std::min(kMaxRows, n_tok - t0), gated)) return false;
+      if (!DecodePacked(w, ys, n, x + int64_t{t0} * k, std::min(kRegionRows, n_tok - t0), gated)) return false;
     }
     return true;
   }
-  const int64_t k = w[0]->ne[0];
   struct Part {
     const Tensor* w;
     const PackedWeights::Matrix* p;
@@ -373,11 +377,14 @@ bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n
           }
           const void* a[kMaxRows];
           float* ys[kMaxRows];
-          for (int32_t t = 0; t < c.n_tok; ++t) {
-            a[t] = part.act + size_t(t) * c.act_stride;
-            ys[t] = part.y + int64_t{t} * m + g0 * quant::kPackRows;
+          for (int32_t t0 = 0; t0 < c.n_tok; t0 += kMaxRows) {
+            const int32_t nt = c.n_tok - t0 < kMaxRows ? c.n_tok - t0 : kMaxRows;  // no odr-use (no capture)
+            for (int32_t i = 0; i < nt; ++i) {
+              a[i] = part.act + size_t(t0 + i) * c.act_stride;
+              ys[i] = part.y + int64_t{t0 + i} * m + g0 * quant::kPackRows;
+            }
+            quant::GemvPackedMulti(part.w->type, c.k, part.p->data, g0, g1, m, a, ys, nt);
           }
-          quant::GemvPackedMulti(part.w->type, c.k, part.p->data, g0, g1, m, a, ys, c.n_tok);
         };
         const auto run_chunk = [&](int32_t t, uint32_t j) {
           const int64_t hi = c.units * (t + 1) / nth;

@@ -174,6 +174,10 @@ TEST(QuantDecode, Avx2MatchesReference) {
   CheckQuantKernel(attn::RunQuantDecodeAvx2);
 }
 #endif
+#if defined(__aarch64__)
+// Called directly, so a ZF_NO_NEON=1 run checks it too.
+TEST(QuantDecode, AsimdMatchesReference) { CheckQuantKernel(attn::RunQuantDecodeAsimd); }
+#endif
 
 // The F16 decode kernel as KV-block partials, folded, against the whole call.
 TEST(QuantDecode, F16PartialsFoldToWhole) {

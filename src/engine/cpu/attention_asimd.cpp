@@ -195,6 +195,9 @@ struct AsimdOps {
 }  // namespace
 
 void RunDecodeAsimd(const DecodeGroup& g) { RunDecodeWith<AsimdOps>(g); }
+float SoftmaxSumAsimd(float* x, int64_t n, float scale, float softcap, float sink, float* mx) {
+  return SoftmaxSumImpl(x, n, scale, softcap, sink, mx);
+}
 void RunBlockAsimd(const Block& b) { RunBlockWith<AsimdOps>(b); }
 
 }  // namespace zf::engine::attn

@@ -127,5 +127,8 @@ float SoftmaxRef(float* s, int32_t n, float mx, const float* sink, Partial* part
 float SoftmaxSumAvx512(float* x, int64_t n, float scale, float softcap, float sink, float* mx);
 float SoftmaxSumAvx2(float* x, int64_t n, float scale, float softcap, float sink, float* mx);
 #endif
+#if defined(__aarch64__)
+float SoftmaxSumAsimd(float* x, int64_t n, float scale, float softcap, float sink, float* mx);
+#endif
 
 }  // namespace zf::engine::attn

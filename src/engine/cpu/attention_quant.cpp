@@ -83,6 +83,12 @@ void RunQuantDecode(const QuantDecodeGroup& g) {
     RunQuantDecodeAvx2(g);
     return;
   }
+#elif defined(__aarch64__)
+  static const quant::Isa isa = quant::SelectedIsa();
+  if (isa == quant::Isa::kNeon || isa == quant::Isa::kNeonDot) {  // (not with ZF_NO_NEON=1)
+    RunQuantDecodeAsimd(g);
+    return;
+  }
 #endif
   RunQuantDecodeRef(g);
 }

@@ -3,9 +3,9 @@
 // one KV head, each row read once for the whole group. Scores are integer dot products per
 // 32-element block (Q in Q8_0, as ggml's CPU flash attention converts Q for a quantized K),
 // scaled in F32; the softmax runs on vectors; each V row is dequantized in registers and
-// accumulated for every head. Scalar reference + AVX-512 VNNI and AVX2 versions (aarch64 runs
-// the reference). Rows are stored rotated (kv_quant.h): the caller rotates Q before quantizing
-// it and rotates a rotated V's output back. Thread-safe (pure functions of their arguments).
+// accumulated for every head. Scalar reference + AVX-512 VNNI, AVX2 and baseline NEON versions.
+// Rows are stored rotated (kv_quant.h): the caller rotates Q before quantizing it and rotates a
+// rotated V's output back. Thread-safe (pure functions of their arguments).
 #pragma once
 
 #include <cstdint>
@@ -46,6 +46,9 @@ void RunQuantDecodeRef(const QuantDecodeGroup& g);
 #if defined(__x86_64__) || defined(__i386__)
 void RunQuantDecodeAvx512(const QuantDecodeGroup& g);  // attention_quant_avx512.cpp; AVX-512 F/BW/VL + VNNI
 void RunQuantDecodeAvx2(const QuantDecodeGroup& g);    // attention_quant_avx2.cpp; AVX2 + FMA + F16C
+#endif
+#if defined(__aarch64__)
+void RunQuantDecodeAsimd(const QuantDecodeGroup& g);   // attention_quant_asimd.cpp; every aarch64 CPU
 #endif
 
 }  // namespace zf::engine::attn

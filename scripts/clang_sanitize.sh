@@ -52,10 +52,15 @@ unit_pid=$!
 # test's). And the two longest Whisper goldens (128 s and 49 s here, half of the speech tests'
 # time: five and three whole transcriptions): their paths run here in the shorter CapiSpeech
 # tests (the concurrent calls' beam search, the callback, the defaults), a prompt, word
-# timestamps and sampling only in the release stage.
+# timestamps and sampling only in the release stage. The audio rows placed in the language model
+# as libmtmd places them once per projector kind, each weight type at least once (ultravox F16,
+# qwen2a and voxtral Q8_0: 75 s here under ASan; the other three took 96 s), since all six
+# files' encoders run here in Types/CapiAudio.InfoAndEmbeddingsMatchLibmtmd; and LoRA's
+# two-adapter golden ("ab", 22 s: two adapters at once are Lora.BatchedMixedAdaptersEqualAlone's
+# here). All of these run in the release stage.
 capi_rc=0
 ZF_TEST_ONLY_MODELS=smollm2 scripts/gtest_shards.sh 2 "$build/tests/zerfoo_capi_tests" --gtest_brief=1 \
-  --gtest_filter='-PrefixCache.SharedPrefixHeldOnce:PrefixCache.ChunkingAndCacheAreExact*:Batching.SixteenGenerationsIdenticalToAlone:ChatParseControlTokens.LiteralArgumentSyntaxesFollowTheSchema:*CapiPull.GreedyPullEqualsGenerateAcrossTurns*:Soak.EightThreadsWithFourSessionsEachMatchTheSequentialRun:ChatParseControlTokens.HarmonyRequiredCallIsParsedBack:GenerativeEmbed.SmolLM2BatchEqualsOneAtATime:Batching.ConcurrentSessionsUnderTheStepCostModelIdenticalToAlone:ChatTurn.PlainAnswerIsWhatGenerateWritesForTheRenderedPrompt:ChatTurn.NamedToolChoiceCallsThatFunctionOnly:ChatTurn.AutoAndNoneGiveValidTurns:ChatTurn.NextTurnReusesTheConversationTheSessionHolds:ChatTurn.LogprobsCoverEveryGeneratedToken:SharedThreads.SessionsDoNotAddThreads:*Constraint.OffLeavesOutputUnchanged*:CapiSpeech.PromptBeamAndWordTimestampsAsWhisperCpp:CapiSpeech.SeededSamplingReproducible' \
+  --gtest_filter='-PrefixCache.SharedPrefixHeldOnce:PrefixCache.ChunkingAndCacheAreExact*:Batching.SixteenGenerationsIdenticalToAlone:ChatParseControlTokens.LiteralArgumentSyntaxesFollowTheSchema:*CapiPull.GreedyPullEqualsGenerateAcrossTurns*:Soak.EightThreadsWithFourSessionsEachMatchTheSequentialRun:ChatParseControlTokens.HarmonyRequiredCallIsParsedBack:GenerativeEmbed.SmolLM2BatchEqualsOneAtATime:Batching.ConcurrentSessionsUnderTheStepCostModelIdenticalToAlone:ChatTurn.PlainAnswerIsWhatGenerateWritesForTheRenderedPrompt:ChatTurn.NamedToolChoiceCallsThatFunctionOnly:ChatTurn.AutoAndNoneGiveValidTurns:ChatTurn.NextTurnReusesTheConversationTheSessionHolds:ChatTurn.LogprobsCoverEveryGeneratedToken:SharedThreads.SessionsDoNotAddThreads:*Constraint.OffLeavesOutputUnchanged*:CapiSpeech.PromptBeamAndWordTimestampsAsWhisperCpp:CapiSpeech.SeededSamplingReproducible:Types/CapiAudio.EvalAudioMatchesLibmtmd/1:Types/CapiAudio.EvalAudioMatchesLibmtmd/2:Types/CapiAudio.EvalAudioMatchesLibmtmd/4:Golden/LoraReference.MatchesLlamaCpp/1' \
   || capi_rc=$?
 unit_rc=0
 wait "$unit_pid" || unit_rc=$?

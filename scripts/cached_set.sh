@@ -12,9 +12,11 @@ cached_set() {
   local name="$1" stamp="$2" out="$3" writer="$4" cache
   cache="${ZF_SET_CACHE:-$HOME/.cache/zerfoo}/$name"
   mkdir -p "$cache" "$out"
-  rm -f "$out/.stamp"
   (
     flock 9
+    # Another caller may have linked the set into OUT_DIR while this one waited.
+    [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ] && exit 0
+    rm -f "$out/.stamp"
     local dir="$cache/$stamp"
     if ! { [ -f "$dir/.stamp" ] && [ "$(cat "$dir/.stamp")" = "$stamp" ]; }; then
       rm -rf "$dir.tmp"
@@ -25,7 +27,7 @@ cached_set() {
       find "$cache" -mindepth 1 -maxdepth 1 -type d ! -name "$stamp" -exec rm -rf {} +
     fi
     cp -al --remove-destination "$dir/." "$out/" 2>/dev/null || cp -a --remove-destination "$dir/." "$out/"
+    rm -f "$out/.stamp"  # a link into the cache: written afresh
+    echo "$stamp" > "$out/.stamp"
   ) 9>"$cache/.lock"
-  rm -f "$out/.stamp"  # a link into the cache: written afresh
-  echo "$stamp" > "$out/.stamp"
 }

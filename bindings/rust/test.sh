@@ -6,7 +6,8 @@
 # Model: $ZERFOO_TEST_MODEL (SmolLM2); CLI for the parity test: $ZERFOO_CLI; Whisper:
 # $ZERFOO_WHISPER_MODEL (default: scripts/fetch_models.sh whisper-tiny-en); vision:
 # $ZERFOO_VISION_MODELS (tests/vision/make_models.sh writes it), $ZERFOO_GEMMA3_MODEL.
-# Installs what is missing: Rust (rustup), bindgen-cli 0.73.2 (cargo, into target/tools),
+# Installs what is missing: Rust (rustup), bindgen-cli 0.73.2 (cargo, into
+# ~/.cache/zerfoo/tools, linked from target/tools/bin),
 # libclang-dev (apt, through scripts/install_deps.sh) unless LIBCLANG_PATH is set.
 set -eu
 cd "$(dirname "$0")"
@@ -52,11 +53,15 @@ t0=$(date +%s)
 BINDGEN_VERSION=0.73.2
 BINDGEN=bindgen
 if [ "$(bindgen --version 2>/dev/null || true)" != "bindgen $BINDGEN_VERSION" ]; then
-  BINDGEN=$here/target/tools/bin/bindgen
+  # Installed once per machine, outside the checkout: a CI clone's target/ starts empty and the
+  # install was ~57 s of this stage each run. target/tools/bin/bindgen links to it.
+  tools="$HOME/.cache/zerfoo/tools/bindgen-$BINDGEN_VERSION"
+  BINDGEN=$tools/bin/bindgen
   if [ "$("$BINDGEN" --version 2>/dev/null || true)" != "bindgen $BINDGEN_VERSION" ]; then
     # A debug build compiles in a third of the time and is fast enough for one header.
-    step cargo install --quiet bindgen-cli --version "$BINDGEN_VERSION" --locked --debug --root "$here/target/tools"
+    step cargo install --quiet bindgen-cli --version "$BINDGEN_VERSION" --locked --debug --root "$tools"
   fi
+  mkdir -p "$here/target/tools/bin" && ln -sfn "$BINDGEN" "$here/target/tools/bin/bindgen"
 fi
 # bindgen loads libclang's C library (libclang1-N, through libclang-dev). Detected by its
 # package, not by a file glob: libclang-cpp (the C++ interface, in the base image) matches

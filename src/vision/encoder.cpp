@@ -110,83 +110,118 @@ void VisionEncoder::Gelu(float* x, int64_t n) {
   });
 }
 
-void VisionEncoder::Attention(const float* q, const float* k, const float* v, int64_t T, float* out, float scale_qk) {
+void VisionEncoder::Attention(const float* q, const float* k, const float* v, int64_t T, float* out, float scale_qk,
+                              const std::vector<int32_t>* segments) {
   // As libmtmd runs it on the CPU (flash attention, its tiled kernel): K and V cast to F16, Q,
-  // the scores, the probabilities and the sums in F32.
+  // the scores, the probabilities and the sums in F32. Segments (Qwen2.5-VL's windows) attend
+  // among themselves, all of them in one pass over the threads.
   const int64_t n = m_.hparams().n_embd, H = m_.hparams().n_head, d = n / H;
   const float scale = scale_qk != 0.0f ? scale_qk : 1.0f / std::sqrt(float(d));
-  const int64_t Tp = (T + 15) / 16 * 16;  // rows of probabilities padded for the GEMM's k
+  struct Segment {
+    int64_t t0, len, tp;  // first token, tokens, tokens padded to 16 (the GEMM's k)
+    size_t buf;           // offset of its heads' K and V^T in k16_ / vt16_
+  };
+  std::vector<Segment> seg;
+  size_t buf = 0;
+  int64_t max_tp = 0;
+  for (int64_t t0 = 0, i = 0; t0 < T; ++i) {
+    const int64_t len = segments != nullptr ? int64_t((*segments)[size_t(i)]) : T, tp = (len + 15) / 16 * 16;
+    seg.push_back({t0, len, tp, buf});
+    buf += size_t(H * d * tp);
+    max_tp = std::max(max_tp, tp);
+    t0 += len;
+  }
+  // Kept across calls: fresh buffers of this size cost page faults (zeroed huge pages) each time.
+  if (k16_.size() < buf) k16_.resize(buf);
+  if (vt16_.size() < buf) vt16_.resize(buf);
 #if defined(__x86_64__) || defined(_M_X64)
-  const bool gemm = quant::f16::Available() && d % 8 == 0;
-#else
-  const bool gemm = false;
-#endif
-  // V per head transposed, F16 [h][d][Tp] (zero padding); K per head the same way for the GEMMs
-  // (scores as broadcast FMAs over d: no horizontal sums, whatever d is), else as F16 rows [h][T][d].
-  std::vector<uint16_t> k16(size_t(gemm ? H * d * Tp : H * T * d), 0), vt16(size_t(H * d * Tp), 0);
-#if defined(__x86_64__) || defined(_M_X64)
-  if (gemm) {
-    pool_->ParallelFor(H, [&](int64_t b, int64_t e) {
-      for (int64_t h = b; h < e; ++h) {
-        quant::f16::avx2::TransposeToF16(k + h * d, n, T, d, k16.data() + h * d * Tp, Tp);
-        quant::f16::avx2::TransposeToF16(v + h * d, n, T, d, vt16.data() + h * d * Tp, Tp);
+  if (quant::f16::Available() && d % 8 == 0) {
+    // V per head transposed, F16 [h][d][tp] (zero padding); K per head the same way (scores as
+    // broadcast FMAs over d: no horizontal sums, whatever d is).
+    const int64_t n_sh = int64_t(seg.size()) * H;
+    pool_->ParallelFor(n_sh, [&](int64_t b, int64_t e) {
+      for (int64_t w = b; w < e; ++w) {
+        const Segment& g = seg[size_t(w / H)];
+        const int64_t h = w % H, o = g.t0 * n + h * d;
+        uint16_t* kt = k16_.data() + g.buf + size_t(h * d * g.tp);
+        uint16_t* vt = vt16_.data() + g.buf + size_t(h * d * g.tp);
+        quant::f16::avx2::TransposeToF16(k + o, n, g.len, d, kt, g.tp);
+        quant::f16::avx2::TransposeToF16(v + o, n, g.len, d, vt, g.tp);
+        for (int64_t j = 0; j < d; ++j) {
+          std::fill(kt + j * g.tp + g.len, kt + (j + 1) * g.tp, uint16_t(0));
+          std::fill(vt + j * g.tp + g.len, vt + (j + 1) * g.tp, uint16_t(0));
+        }
       }
     });
-    // Per head and block of 32 queries: scores = Q (F32) x K^T (F16, [d][Tp]), the softmax's
-    // numerators, P (F32) x V (F16 rows of V^T), then each output row times 1 / its row's sum
-    // (as ggml's flash attention divides at the end): two F16-weight GEMMs whose activations
-    // stay F32. Tasks go to whichever thread is free (the load elsewhere on the machine).
+    // Per segment, head and block of 32 queries: scores = Q (F32) x K^T (F16, [d][tp]), the
+    // softmax's numerators, P (F32) x V (F16 rows of V^T), then each output row times 1 / its
+    // row's sum (as ggml's flash attention divides at the end): two F16-weight GEMMs whose
+    // activations stay F32. Tasks go to whichever thread is free (the load elsewhere on the machine).
     constexpr int64_t kBlock = 32;
-    const int64_t n_blocks = (T + kBlock - 1) / kBlock;
+    std::vector<int64_t> first_task(seg.size() + 1, 0);  // segment i's tasks: [first_task[i], first_task[i + 1])
+    for (size_t i = 0; i < seg.size(); ++i) first_task[i + 1] = first_task[i] + H * ((seg[i].len + kBlock - 1) / kBlock);
     std::vector<std::vector<float>> scratch(size_t(pool_->size()));
-    pool_->ParallelForEach(H * n_blocks, [&](int64_t w, int32_t ith) {
+    pool_->ParallelForEach(first_task.back(), [&](int64_t w, int32_t ith) {
       std::vector<float>& s = scratch[size_t(ith)];
-      if (s.empty()) s.resize(size_t(kBlock * Tp));
-      const int64_t h = w / n_blocks, q0 = (w % n_blocks) * kBlock, nq = std::min(kBlock, T - q0);
+      if (s.empty()) s.resize(size_t(kBlock * max_tp));
+      const size_t si = size_t(std::upper_bound(first_task.begin(), first_task.end(), w) - first_task.begin()) - 1;
+      const Segment& g = seg[si];
+      const int64_t n_blocks = (g.len + kBlock - 1) / kBlock, local = w - first_task[si];
+      const int64_t h = local / n_blocks, q0 = (local % n_blocks) * kBlock, nq = std::min(kBlock, g.len - q0);
+      const uint16_t* kt = k16_.data() + g.buf + size_t(h * d * g.tp);
+      const uint16_t* vt = vt16_.data() + g.buf + size_t(h * d * g.tp);
       float inv[kBlock];
-      quant::f16::GemmT(d, k16.data() + h * d * Tp, Tp, Tp, q + q0 * n + h * d, n, nq, s.data(), Tp);
+      quant::f16::GemmT(d, kt, g.tp, g.tp, q + (g.t0 + q0) * n + h * d, n, nq, s.data(), g.tp);
       for (int64_t i = 0; i < nq; ++i) {
-        float* si = s.data() + i * Tp;
-        inv[i] = float(1.0 / SoftmaxNumerators(si, T, scale));
-        std::fill(si + T, si + Tp, 0.0f);
+        float* row = s.data() + i * g.tp;
+        inv[i] = float(1.0 / SoftmaxNumerators(row, g.len, scale));
+        std::fill(row + g.len, row + g.tp, 0.0f);
       }
-      float* o = out + q0 * n + h * d;
-      quant::f16::Gemm(Tp, vt16.data() + h * d * Tp, Tp, d, s.data(), Tp, nq, o, n);
+      float* o = out + (g.t0 + q0) * n + h * d;
+      quant::f16::Gemm(g.tp, vt, g.tp, d, s.data(), g.tp, nq, o, n);
       for (int64_t i = 0; i < nq; ++i)
         for (int64_t j = 0; j < d; ++j) o[i * n + j] *= inv[i];
     });
     return;
   }
 #endif
-  pool_->ParallelFor(H, [&](int64_t b, int64_t e) {
-    for (int64_t h = b; h < e; ++h)
-      for (int64_t t = 0; t < T; ++t)
-        for (int64_t j = 0; j < d; ++j) {
-          k16[size_t((h * T + t) * d + j)] = quant::Fp32ToFp16(k[t * n + h * d + j]);
-          vt16[size_t((h * d + j) * Tp + t)] = quant::Fp32ToFp16(v[t * n + h * d + j]);
+  // Portable: K as F16 rows [h][len][d], V^T as F16 [h][d][tp], one query and head at a time.
+  for (const Segment& g : seg) {
+    uint16_t* k16 = k16_.data() + g.buf;
+    uint16_t* vt16 = vt16_.data() + g.buf;
+    const float *qs = q + g.t0 * n, *ks = k + g.t0 * n, *vs = v + g.t0 * n;
+    float* os = out + g.t0 * n;
+    const int64_t L = g.len, Tp = g.tp;
+    pool_->ParallelFor(H, [&](int64_t b, int64_t e) {
+      for (int64_t h = b; h < e; ++h)
+        for (int64_t t = 0; t < L; ++t)
+          for (int64_t j = 0; j < d; ++j) {
+            k16[size_t((h * L + t) * d + j)] = quant::Fp32ToFp16(ks[t * n + h * d + j]);
+            vt16[size_t((h * d + j) * Tp + t)] = quant::Fp32ToFp16(vs[t * n + h * d + j]);
+          }
+    });
+    pool_->ParallelFor(L * H, [&](int64_t b, int64_t e) {
+      std::vector<float> s(static_cast<size_t>(Tp));
+      for (int64_t w = b; w < e; ++w) {
+        const int64_t i = w / H, h = w % H;
+        const float* qi = qs + i * n + h * d;
+        for (int64_t t = 0; t < L; ++t) {
+          float acc = 0.0f;
+          const uint16_t* kr = k16 + size_t((h * L + t) * d);
+          for (int64_t j = 0; j < d; ++j) acc += qi[j] * quant::Fp16ToFp32(kr[j]);
+          s[size_t(t)] = acc;
         }
-  });
-  pool_->ParallelFor(T * H, [&](int64_t b, int64_t e) {
-    std::vector<float> s(static_cast<size_t>(Tp));
-    for (int64_t w = b; w < e; ++w) {
-      const int64_t i = w / H, h = w % H;
-      const float* qi = q + i * n + h * d;
-      for (int64_t t = 0; t < T; ++t) {
-        float acc = 0.0f;
-        const uint16_t* kr = k16.data() + size_t((h * T + t) * d);
-        for (int64_t j = 0; j < d; ++j) acc += qi[j] * quant::Fp16ToFp32(kr[j]);
-        s[size_t(t)] = acc;
+        const float inv = float(1.0 / SoftmaxNumerators(s.data(), L, scale));
+        for (int64_t t = 0; t < L; ++t) s[size_t(t)] *= inv;
+        for (int64_t j = 0; j < d; ++j) {
+          const uint16_t* vr = vt16 + size_t((h * d + j) * Tp);
+          float acc = 0.0f;
+          for (int64_t t = 0; t < L; ++t) acc += s[size_t(t)] * quant::Fp16ToFp32(vr[t]);
+          os[i * n + h * d + j] = acc;
+        }
       }
-      const float inv = float(1.0 / SoftmaxNumerators(s.data(), T, scale));
-      for (int64_t t = 0; t < T; ++t) s[size_t(t)] *= inv;
-      for (int64_t j = 0; j < d; ++j) {
-        const uint16_t* vr = vt16.data() + size_t((h * d + j) * Tp);
-        float acc = 0.0f;
-        for (int64_t t = 0; t < T; ++t) acc += s[size_t(t)] * quant::Fp16ToFp32(vr[t]);
-        out[i * n + h * d + j] = acc;
-      }
-    }
-  });
+    });
+  }
 }
 
 Status VisionEncoder::Encode(const Image& image, std::vector<float>* embd, TileGrid* grid) {

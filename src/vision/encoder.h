@@ -56,8 +56,10 @@ class VisionEncoder {
   void MatMul(const Linear& l, const float* x, int64_t n_tok, float* y);
   void LayerNorm(const LayerNormW& n, float* x, int64_t n_tok, int64_t dim = 0);  // in place; rows of dim (0: n_embd)
   void Gelu(float* x, int64_t n);
-  // scale multiplies q.k (0: 1 / sqrt(head width)).
-  void Attention(const float* q, const float* k, const float* v, int64_t T, float* out, float scale = 0.0f);
+  // scale multiplies q.k (0: 1 / sqrt(head width)). segments: token counts summing to T, each
+  // run of tokens attending among itself (Qwen2.5-VL's windows); null: all T together.
+  void Attention(const float* q, const float* k, const float* v, int64_t T, float* out, float scale = 0.0f,
+                 const std::vector<int32_t>* segments = nullptr);
   // The product of x clamped to the input range, y clamped (Gemma4ClippableLinear).
   void ClampedMatMul(const ClampedLinear& c, const float* x, int64_t n_tok, float* y);
   void RmsNorm(const std::vector<float>& w, float* x, int64_t n_tok);  // in place, rows of n_embd
@@ -72,6 +74,7 @@ class VisionEncoder {
   std::unique_ptr<engine::ThreadPool> pool_;
   std::vector<uint8_t> act_;     // activations in a weight's dot type
   std::vector<float> f16_in_;    // F16-rounded activations for the F16 GEMM
+  std::vector<uint16_t> k16_, vt16_;  // attention's K and V^T per head in F16
 };
 
 }  // namespace zf::vision

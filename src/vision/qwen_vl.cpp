@@ -229,6 +229,8 @@ Status VisionEncoder::EncodeQwenVl(const std::vector<float>& px, int32_t W, int3
   if (!m_.pre_ln.w.empty()) norm(m_.pre_ln, x.data());
 
   const int64_t d = n / hp.n_head;
+  std::vector<int32_t> window_tokens(windows.size());  // 4 patches per merged block
+  for (size_t i = 0; i < windows.size(); ++i) window_tokens[i] = 4 * windows[i];
   std::vector<float> q(x.size()), k(x.size()), v(x.size()), att(x.size());
   std::vector<float> gate(size_t(T * hp.n_ff)), up(gate.size());
   // The deepstack mergers' rows (merged tokens x width each), in block order.
@@ -244,18 +246,9 @@ Status VisionEncoder::EncodeQwenVl(const std::vector<float>& px, int32_t W, int3
     MatMul(b.v, h.data(), T, v.data());
     QwenVlRope(pos_y.data(), pos_x.data(), T, hp.n_head, d, q.data());
     QwenVlRope(pos_y.data(), pos_x.data(), T, hp.n_head, d, k.data());
-    if (full) {
-      Attention(q.data(), k.data(), v.data(), T, att.data());
-    } else {
-      // The window mask keeps each window's patches among themselves: attention per window
-      // (ggml's kernel skips the masked keys, so the sums are the same).
-      int64_t t0 = 0;
-      for (int32_t nw : windows) {
-        const int64_t o = t0 * n;
-        Attention(q.data() + o, k.data() + o, v.data() + o, int64_t(nw) * 4, att.data() + o);
-        t0 += int64_t(nw) * 4;
-      }
-    }
+    // The window mask keeps each window's patches among themselves: attention per window
+    // (ggml's kernel skips the masked keys, so the sums are the same).
+    Attention(q.data(), k.data(), v.data(), T, att.data(), 0.0f, full ? nullptr : &window_tokens);
     MatMul(b.o, att.data(), T, h.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += h[i];
     h = x;

@@ -299,24 +299,7 @@ void DequantizePackedRow(GgmlType t, const void* packed, int64_t k, int64_t row,
 }
 
 void StageActivations(const uint8_t* a, bool q8_1, int64_t b0, int64_t n, int32_t offset, StagedActivations* st) {
-  const size_t bytes = q8_1 ? sizeof(BlockQ8_1) : sizeof(BlockQ8_0);
-  for (int64_t b = 0; b < n; ++b) {
-    const uint8_t* blk = a + size_t(b0 + b) * bytes;
-    const auto* qs = reinterpret_cast<const int8_t*>(blk + (q8_1 ? 4 : 2));
-    std::memcpy(st->q + b * 8, qs, 32);
-    uint16_t h;
-    std::memcpy(&h, blk, 2);
-    st->d[b] = Fp16ToFp32(h);
-    if (q8_1) {
-      std::memcpy(&h, blk + 2, 2);
-      st->s[b] = Fp16ToFp32(h);
-    }
-    int32_t sum = 0;
-    if (offset != 0) {
-      for (int i = 0; i < 32; ++i) sum += qs[i];
-    }
-    st->corr[b] = -offset * sum;
-  }
+  StageActivationsWith([](uint16_t h) { return Fp16ToFp32(h); }, a, q8_1, b0, n, offset, st);
 }
 
 bool ParseDecodePrefetch(const char* v, PrefetchPlan* plan) {

@@ -27,6 +27,9 @@
 namespace zf::quant::avx2 {
 namespace {
 
+// The hardware F16 -> F32 conversion, for StageActivationsWith (packed_layout.h).
+inline float F16C(uint16_t h) { return _cvtsh_ss(h); }
+
 constexpr int64_t kHalf = 8;  // rows per 256-bit half of a group
 
 inline __m256i Load(const uint8_t* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); }
@@ -264,7 +267,7 @@ void LegacyKernel(const PackedLayout& l, const uint8_t* packed, int64_t g0, int6
   for (int32_t i = 0; i < n; ++i) sp[i] = &st[i];
   for (int64_t b0 = 0; b0 < l.nb; b0 += kStagedBlocks) {
     const int64_t nbk = l.nb - b0 < kStagedBlocks ? l.nb - b0 : kStagedBlocks;
-    for (int32_t i = 0; i < n; ++i) StageActivations(a[i], kMin, b0, nbk, kEight ? 0 : l.offset, &st[i]);
+    for (int32_t i = 0; i < n; ++i) StageActivationsWith(F16C, a[i], kMin, b0, nbk, kEight ? 0 : l.offset, &st[i]);
     for (int64_t g = g0; g < g1; ++g) {
       const uint8_t* grp = packed + size_t(g) * l.group;
       ForTokenBlocks(n, [&](auto tc, int32_t i) {

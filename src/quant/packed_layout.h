@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "quant/blocks.h"
@@ -362,5 +363,33 @@ struct StagedActivations {
 };
 // a: a Q8_0 row (qs at byte 2) or, with q8_1, a Q8_1 row (qs at byte 4); n <= kStagedBlocks.
 void StageActivations(const uint8_t* a, bool q8_1, int64_t b0, int64_t n, int32_t offset, StagedActivations* st);
+
+namespace {  // internal linkage, as above: each ISA file compiles its own copy
+// StageActivations with the F16 -> F32 conversion `to_f32` (exact in any form: every half is a
+// float): the x86 kernel files pass the F16C instruction, where the portable function's
+// out-of-line software conversion took about as long as the staging itself (exact prefill).
+template <typename ToF32>
+inline void StageActivationsWith(ToF32 to_f32, const uint8_t* a, bool q8_1, int64_t b0, int64_t n, int32_t offset,
+                                 StagedActivations* st) {
+  const size_t bytes = q8_1 ? sizeof(BlockQ8_1) : sizeof(BlockQ8_0);
+  for (int64_t b = 0; b < n; ++b) {
+    const uint8_t* blk = a + size_t(b0 + b) * bytes;
+    const auto* qs = reinterpret_cast<const int8_t*>(blk + (q8_1 ? 4 : 2));
+    std::memcpy(st->q + b * 8, qs, 32);
+    uint16_t h;
+    std::memcpy(&h, blk, 2);
+    st->d[b] = to_f32(h);
+    if (q8_1) {
+      std::memcpy(&h, blk + 2, 2);
+      st->s[b] = to_f32(h);
+    }
+    int32_t sum = 0;
+    if (offset != 0) {
+      for (int i = 0; i < 32; ++i) sum += qs[i];
+    }
+    st->corr[b] = -offset * sum;
+  }
+}
+}  // namespace
 
 }  // namespace zf::quant

@@ -183,6 +183,9 @@ inline void LegacyGroup(const PackedLayout& l, const uint8_t* grp, int64_t b0, i
   // the same order into its own accumulator, so the same bits, without its 8 registers here.
   constexpr bool kMinHere = kMin && T <= 4;
   __m512 acc0[T], acc1[T], accm[T];
+  // Unrolled: as a loop GCC turned it into three memsets (rep stos) of the arrays on the stack,
+  // 6% of the kernel's time at 8 tokens over 18 blocks (SmolLM2's rows).
+#pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc0[t] = acc1[t] = accm[t] = _mm512_setzero_ps();
   ForBlocks32(
       l, grp, b0, n,

@@ -352,7 +352,7 @@ struct PackedKernels {
 // and AVX2), blocks [b0, b0 + n) at a time: quants as 8 dwords per block (the kernels
 // broadcast 4 bytes at a time), block scales as floats, the Q8_1 sums, and the integer
 // correction -offset x (sum of the block's quants) for the fixed-offset formats (0 otherwise).
-// Portable code (packed.cpp): the kernels' ISA flags do not reach it.
+// StageActivations is portable (packed.cpp; NEON); the x86 kernel files use StageActivationsWith.
 constexpr int64_t kStagedBlocks = 128;  // rows up to 4096 elements in one pass
 static_assert(kStagedBlocks % kUnitBlocks == 0, "passes start at a unit");
 struct StagedActivations {

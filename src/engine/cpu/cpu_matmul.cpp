@@ -369,7 +369,8 @@ bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n
       [](void* p, int32_t ith, int32_t nth) {
         Ctx& c = *static_cast<Ctx*>(p);
         c.rows.Work([&](int64_t t) { (*c.quantize_row)(t); });
-        const auto gemv = [&](const Part& part, int64_t g0, int64_t g1) {
+        // Groups [g0, g1) of a part for the rows [t0, t0 + nt) (nt <= kMaxRows).
+        const auto gemv = [&](const Part& part, int64_t g0, int64_t g1, int32_t t0, int32_t nt) {
           const int64_t m = part.w->ne[1];
           if (c.n_tok == 1) {
             quant::GemvPacked(part.w->type, c.k, part.p->data, g0, g1, m, part.act, part.y + g0 * quant::kPackRows);
@@ -377,41 +378,43 @@ bool CpuBackend::DecodePacked(const Tensor* const* w, float* const* y, int32_t n
           }
           const void* a[kMaxRows];
           float* ys[kMaxRows];
-          for (int32_t t0 = 0; t0 < c.n_tok; t0 += kMaxRows) {
-            const int32_t nt = c.n_tok - t0 < kMaxRows ? c.n_tok - t0 : kMaxRows;  // no odr-use (no capture)
-            for (int32_t i = 0; i < nt; ++i) {
-              a[i] = part.act + size_t(t0 + i) * c.act_stride;
-              ys[i] = part.y + int64_t{t0 + i} * m + g0 * quant::kPackRows;
-            }
-            quant::GemvPackedMulti(part.w->type, c.k, part.p->data, g0, g1, m, a, ys, nt);
+          for (int32_t i = 0; i < nt; ++i) {
+            a[i] = part.act + size_t(t0 + i) * c.act_stride;
+            ys[i] = part.y + int64_t{t0 + i} * m + g0 * quant::kPackRows;
           }
+          quant::GemvPackedMulti(part.w->type, c.k, part.p->data, g0, g1, m, a, ys, nt);
         };
         const auto run_chunk = [&](int32_t t, uint32_t j) {
           const int64_t hi = c.units * (t + 1) / nth;
           const int64_t u0 = c.units * t / nth + int64_t(j) * c.per, u1 = std::min(hi, u0 + c.per);
-          if (c.gated != nullptr) {  // the same row range of gate and up, then the activation on it
-            gemv(c.parts[0], u0, u1);
-            gemv(c.parts[1], u0, u1);
-            const int64_t m = c.parts[0].w->ne[1];
-            const int64_t r0 = u0 * quant::kPackRows, r1 = std::min(m, u1 * quant::kPackRows);
-            for (int32_t tok = 0; tok < c.n_tok; ++tok) {
-              ApplyGated(*c.gated, c.parts[0].y + int64_t{tok} * m + r0, c.parts[1].y + int64_t{tok} * m + r0, r1 - r0);
+          for (int32_t t0 = 0; t0 < c.n_tok; t0 += kMaxRows) {
+            const int32_t nt = c.n_tok - t0 < kMaxRows ? c.n_tok - t0 : kMaxRows;  // no odr-use (no capture)
+            if (c.gated != nullptr) {
+              // The same row range of gate and up, then the activation on it while the slice's
+              // outputs are in L2 (after all 512 rows they were not: SiluMul took 2.5x as long).
+              gemv(c.parts[0], u0, u1, t0, nt);
+              gemv(c.parts[1], u0, u1, t0, nt);
+              const int64_t m = c.parts[0].w->ne[1];
+              const int64_t r0 = u0 * quant::kPackRows, r1 = std::min(m, u1 * quant::kPackRows);
+              for (int32_t tok = t0; tok < t0 + nt; ++tok) {
+                ApplyGated(*c.gated, c.parts[0].y + int64_t{tok} * m + r0, c.parts[1].y + int64_t{tok} * m + r0, r1 - r0);
+              }
+              continue;
             }
-            return;
-          }
-          // The 16-row groups whose first byte lies in [u0, u1) of all parts' bytes.
-          size_t off = 0;
-          for (int32_t i = 0; i < c.n; ++i) {
-            const Part& part = c.parts[i];
-            const int64_t groups = quant::PackedGroups(part.w->ne[1]);
-            const size_t gb = part.p->group_bytes;
-            const auto first = [&](int64_t cut) {
-              return size_t(cut) <= off ? int64_t{0}
-                                        : std::min<int64_t>(groups, int64_t((size_t(cut) - off + gb - 1) / gb));
-            };
-            const int64_t g0 = first(u0), g1 = first(u1);
-            if (g0 < g1) gemv(part, g0, g1);
-            off += part.bytes;
+            // The 16-row groups whose first byte lies in [u0, u1) of all parts' bytes.
+            size_t off = 0;
+            for (int32_t i = 0; i < c.n; ++i) {
+              const Part& part = c.parts[i];
+              const int64_t groups = quant::PackedGroups(part.w->ne[1]);
+              const size_t gb = part.p->group_bytes;
+              const auto first = [&](int64_t cut) {
+                return size_t(cut) <= off ? int64_t{0}
+                                          : std::min<int64_t>(groups, int64_t((size_t(cut) - off + gb - 1) / gb));
+              };
+              const int64_t g0 = first(u0), g1 = first(u1);
+              if (g0 < g1) gemv(part, g0, g1, t0, nt);
+              off += part.bytes;
+            }
           }
         };
         uint32_t j;

@@ -19,6 +19,47 @@ VisionEncoder::VisionEncoder(const Mmproj& mmproj, int32_t n_threads)
 
 VisionEncoder::~VisionEncoder() = default;
 
+void VisionEncoder::MatMuls(std::initializer_list<Product> products, const float* x, int64_t n_tok) {
+#if defined(__x86_64__) || defined(_M_X64)
+  constexpr int64_t kRows = 16, kTok = 64;  // a task: 16 weight rows x 64 tokens
+  const int64_t in = products.begin()->l->in;
+  bool f16 = n_tok >= 4 && quant::f16::Available();
+  for (const Product& p : products) f16 = f16 && p.l->type == GgmlType::F16 && p.l->in == in;
+  if (f16) {
+    // F16 weights, many tokens: activations rounded to F16 once (as ggml's F16 products take
+    // them) for every product of this input, and quant's F16 GEMM on 16-row x 64-token tiles
+    // (any width: Qwen-VL's 588-wide patches too), all products' tiles in one task list.
+    if (f16_in_.size() < size_t(n_tok * in)) f16_in_.resize(size_t(n_tok * in));
+    pool_->ParallelFor(n_tok, [&](int64_t b, int64_t e) {
+      std::copy(x + b * in, x + e * in, f16_in_.data() + b * in);
+      quant::f16::avx2::RoundToF16(f16_in_.data() + b * in, (e - b) * in);
+    });
+    const Product* ps = products.begin();
+    const int64_t n_p = int64_t(products.size());
+    std::vector<int64_t> first_rc(size_t(n_p) + 1, 0);  // product i's row blocks: [first_rc[i], first_rc[i + 1])
+    for (size_t i = 0; i < size_t(n_p); ++i) first_rc[i + 1] = first_rc[i] + (ps[i].l->out + kRows - 1) / kRows;
+    const int64_t n_rc = first_rc.back(), n_tc = (n_tok + kTok - 1) / kTok;
+    // Token blocks outer: one block's F16 rows stay in cache across every product's row blocks.
+    pool_->ParallelForEach(n_rc * n_tc, [&](int64_t c, int32_t) {
+      const int64_t rc = c % n_rc;
+      size_t i = 0;
+      while (rc >= first_rc[i + 1]) ++i;
+      const Linear& l = *ps[i].l;
+      float* y = ps[i].y;
+      const int64_t r0 = (rc - first_rc[i]) * kRows, nr = std::min(kRows, l.out - r0);
+      const int64_t t0 = (c / n_rc) * kTok, nt = std::min(kTok, n_tok - t0);
+      const uint16_t* w = reinterpret_cast<const uint16_t*>(l.w) + r0 * (int64_t(l.stride) / 2);
+      quant::f16::Gemm(in, w, int64_t(l.stride) / 2, nr, f16_in_.data() + t0 * in, in, nt, y + t0 * l.out + r0, l.out);
+      if (!l.b.empty())
+        for (int64_t t = t0; t < t0 + nt; ++t)
+          for (int64_t j = 0; j < nr; ++j) y[t * l.out + r0 + j] += l.b[size_t(r0 + j)];
+    });
+    return;
+  }
+#endif
+  for (const Product& p : products) MatMul(*p.l, x, n_tok, p.y);
+}
+
 void VisionEncoder::MatMul(const Linear& l, const float* x, int64_t n_tok, float* y) {
   constexpr int64_t kRows = 16, kTok = 64;  // a task: 16 weight rows x 64 tokens
   const int64_t n_rc = (l.out + kRows - 1) / kRows, n_tc = (n_tok + kTok - 1) / kTok;
@@ -29,19 +70,7 @@ void VisionEncoder::MatMul(const Linear& l, const float* x, int64_t n_tok, float
   };
 #if defined(__x86_64__) || defined(_M_X64)
   if (l.type == GgmlType::F16 && n_tok >= 4 && quant::f16::Available()) {
-    // F16 weights, many tokens: activations rounded to F16 (as ggml's F16 products take them)
-    // and quant's F16 GEMM on 16-row x 64-token tiles (any width: Qwen-VL's 588-wide patches too).
-    if (f16_in_.size() < size_t(n_tok * l.in)) f16_in_.resize(size_t(n_tok * l.in));
-    std::copy(x, x + n_tok * l.in, f16_in_.data());
-    pool_->ParallelFor(n_tok, [&](int64_t b, int64_t e) { quant::f16::avx2::RoundToF16(f16_in_.data() + b * l.in, (e - b) * l.in); });
-    const uint16_t* w = reinterpret_cast<const uint16_t*>(l.w);
-    pool_->ParallelForEach(n_rc * n_tc, [&](int64_t c, int32_t) {
-      const int64_t r0 = (c % n_rc) * kRows, nr = std::min(kRows, l.out - r0);
-      const int64_t t0 = (c / n_rc) * kTok, nt = std::min(kTok, n_tok - t0);
-      const float* a = f16_in_.data() + t0 * l.in;
-      quant::f16::Gemm(l.in, w + r0 * l.in, l.in, nr, a, l.in, nt, y + t0 * l.out + r0, l.out);
-      add_bias(r0, nr, t0, nt);
-    });
+    MatMuls({{&l, y}}, x, n_tok);
     return;
   }
 #endif
@@ -67,15 +96,20 @@ void VisionEncoder::MatMul(const Linear& l, const float* x, int64_t n_tok, float
   });
 }
 
+double SumInDouble(const float* x, int64_t n, bool squares) {
+  // Four chains of double adds (one chain waits out each add's latency: 1% of an encode).
+  double s[4] = {0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int j = 0; j < 4; ++j) s[j] += squares ? double(x[i + j]) * double(x[i + j]) : double(x[i + j]);
+  for (; i < n; ++i) s[0] += squares ? double(x[i]) * double(x[i]) : double(x[i]);
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
 void NormalizeRow(float* x, int64_t dim, float eps) {
-  double s = 0;
-  for (int64_t i = 0; i < dim; ++i) s += x[i];
-  const float mean = float(s / double(dim));
-  double v = 0;
-  for (int64_t i = 0; i < dim; ++i) {
-    x[i] -= mean;
-    v += double(x[i]) * double(x[i]);
-  }
+  const float mean = float(SumInDouble(x, dim, false) / double(dim));
+  for (int64_t i = 0; i < dim; ++i) x[i] -= mean;
+  const double v = SumInDouble(x, dim, true);
   const float scale = 1.0f / std::sqrt(float(v / double(dim)) + eps);
   for (int64_t i = 0; i < dim; ++i) x[i] *= scale;
 }
@@ -277,9 +311,7 @@ void VisionEncoder::SiglipBlocks(std::vector<float>* xs, int64_t T) {
   for (const VitBlock& b : m_.blocks) {
     h = x;
     LayerNorm(b.ln1, h.data(), T);
-    MatMul(b.q, h.data(), T, q.data());
-    MatMul(b.k, h.data(), T, k.data());
-    MatMul(b.v, h.data(), T, v.data());
+    MatMuls({{&b.q, q.data()}, {&b.k, k.data()}, {&b.v, v.data()}}, h.data(), T);
     Attention(q.data(), k.data(), v.data(), T, att.data());
     MatMul(b.o, att.data(), T, h.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += h[i];

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -27,6 +28,8 @@ namespace zf::vision {
 
 struct ClampedLinear;  // vision/gemma4v.h
 
+// The sum of x[0..n) (or of their squares) in double, as ggml's norms take it (in another order).
+double SumInDouble(const float* x, int64_t n, bool squares);
 // A row of dim floats centred and scaled to unit variance (ggml_norm: sums in double).
 void NormalizeRow(float* x, int64_t dim, float eps);
 
@@ -54,6 +57,13 @@ class VisionEncoder {
 
  private:
   void MatMul(const Linear& l, const float* x, int64_t n_tok, float* y);
+  // Products of one input (q, k, v; gate, up) at once: y = l(x) for each; the input rounded to
+  // F16 once and all tiles in one task list where the weights are F16.
+  struct Product {
+    const Linear* l;
+    float* y;
+  };
+  void MatMuls(std::initializer_list<Product> products, const float* x, int64_t n_tok);
   void LayerNorm(const LayerNormW& n, float* x, int64_t n_tok, int64_t dim = 0);  // in place; rows of dim (0: n_embd)
   void Gelu(float* x, int64_t n);
   // scale multiplies q.k (0: 1 / sqrt(head width)). segments: token counts summing to T, each

@@ -68,8 +68,7 @@ void VisionEncoder::RmsNorm(const std::vector<float>& w, float* x, int64_t n_tok
   pool_->ParallelFor(n_tok, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
       float* xt = x + t * n;
-      double ss = 0;  // ggml_rms_norm: the sum of squares in double, the scale in float
-      for (int64_t i = 0; i < n; ++i) ss += double(xt[i]) * double(xt[i]);
+      const double ss = SumInDouble(xt, n, true);  // ggml_rms_norm: the sum of squares in double, the scale in float
       const float scale = 1.0f / std::sqrt(float(ss / double(n)) + eps);
       for (int64_t i = 0; i < n; ++i) xt[i] = xt[i] * scale * w[size_t(i)];
     }
@@ -98,9 +97,7 @@ Status VisionEncoder::EncodePixtral(const std::vector<float>& px, int32_t W, int
   for (const VitBlock& b : m_.blocks) {
     h = x;
     RmsNorm(b.ln1.w, h.data(), T);
-    MatMul(b.q, h.data(), T, q.data());
-    MatMul(b.k, h.data(), T, k.data());
-    MatMul(b.v, h.data(), T, v.data());
+    MatMuls({{&b.q, q.data()}, {&b.k, k.data()}, {&b.v, v.data()}}, h.data(), T);
     ApplyRope2D(rope, hp.rope_theta, pos, T, hp.n_head, d, q.data());
     ApplyRope2D(rope, hp.rope_theta, pos, T, hp.n_head, d, k.data());
     Attention(q.data(), k.data(), v.data(), T, att.data());
@@ -108,8 +105,7 @@ Status VisionEncoder::EncodePixtral(const std::vector<float>& px, int32_t W, int
     for (size_t i = 0; i < x.size(); ++i) x[i] += h[i];
     h = x;
     RmsNorm(b.ln2.w, h.data(), T);
-    MatMul(b.gate, h.data(), T, gate.data());
-    MatMul(b.up, h.data(), T, up.data());
+    MatMuls({{&b.gate, gate.data()}, {&b.up, up.data()}}, h.data(), T);
     pool_->ParallelFor(int64_t(gate.size()), [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) gate[size_t(i)] = gate[size_t(i)] / (1.0f + std::exp(-gate[size_t(i)])) * up[size_t(i)];
     });

@@ -241,9 +241,7 @@ Status VisionEncoder::EncodeQwenVl(const std::vector<float>& px, int32_t W, int3
     const bool full = !windowed || (int32_t(il) + 1) % qw.n_wa_pattern == 0;
     h = x;
     norm(b.ln1, h.data());
-    MatMul(b.q, h.data(), T, q.data());
-    MatMul(b.k, h.data(), T, k.data());
-    MatMul(b.v, h.data(), T, v.data());
+    MatMuls({{&b.q, q.data()}, {&b.k, k.data()}, {&b.v, v.data()}}, h.data(), T);
     QwenVlRope(pos_y.data(), pos_x.data(), T, hp.n_head, d, q.data());
     QwenVlRope(pos_y.data(), pos_x.data(), T, hp.n_head, d, k.data());
     // The window mask keeps each window's patches among themselves: attention per window
@@ -253,13 +251,13 @@ Status VisionEncoder::EncodeQwenVl(const std::vector<float>& px, int32_t W, int3
     for (size_t i = 0; i < x.size(); ++i) x[i] += h[i];
     h = x;
     norm(b.ln2, h.data());
-    MatMul(b.up, h.data(), T, up.data());
     if (b.gate.w != nullptr) {
-      MatMul(b.gate, h.data(), T, gate.data());
+      MatMuls({{&b.up, up.data()}, {&b.gate, gate.data()}}, h.data(), T);
       pool_->ParallelFor(int64_t(gate.size()), [&](int64_t lo, int64_t hi) {
         for (int64_t i = lo; i < hi; ++i) gate[size_t(i)] = gate[size_t(i)] / (1.0f + std::exp(-gate[size_t(i)])) * up[size_t(i)];
       });
     } else {
+      MatMul(b.up, h.data(), T, up.data());
       Gelu(up.data(), int64_t(up.size()));
       gate.swap(up);
     }

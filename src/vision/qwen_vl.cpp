@@ -242,8 +242,10 @@ Status VisionEncoder::EncodeQwenVl(const std::vector<float>& px, int32_t W, int3
     h = x;
     norm(b.ln1, h.data());
     MatMuls({{&b.q, q.data()}, {&b.k, k.data()}, {&b.v, v.data()}}, h.data(), T);
-    QwenVlRope(pos_y.data(), pos_x.data(), T, hp.n_head, d, q.data());
-    QwenVlRope(pos_y.data(), pos_x.data(), T, hp.n_head, d, k.data());
+    pool_->ParallelFor(T, [&](int64_t lo, int64_t hi) {
+      QwenVlRope(pos_y.data() + lo, pos_x.data() + lo, hi - lo, hp.n_head, d, q.data() + lo * n);
+      QwenVlRope(pos_y.data() + lo, pos_x.data() + lo, hi - lo, hp.n_head, d, k.data() + lo * n);
+    });
     // The window mask keeps each window's patches among themselves: attention per window
     // (ggml's kernel skips the masked keys, so the sums are the same).
     Attention(q.data(), k.data(), v.data(), T, att.data(), 0.0f, full ? nullptr : &window_tokens);

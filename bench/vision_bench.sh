@@ -18,7 +18,8 @@
 # side, /proc/PID/stat at mtmd-cli's encode log lines on llama.cpp's): on a loaded machine the
 # CPU-time ratio is the steadier one. Medians; ratio = llama.cpp / zerfoo (above 1: zerfoo is
 # faster). --encode-only times the encodes alone (both tools stop after it), each thread count
-# of -t (a list: -t 1,2), best of RUNS. Run as root it runs the timed commands at nice -n -15.
+# of -t (a list: -t 1,2), best of RUNS. Run as root it runs the timed commands at nice -n -15
+# (and its session's autogroup at -15 while it runs).
 #   bench/vision_bench.sh [-t THREADS (2)] [-r RUNS (3)] [--only gemma3|qwen25vl] [--encode-only]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -42,6 +43,15 @@ done
 [ -x "$zbench" ] || { echo "vision_bench: $zbench is missing: cmake --build build-test --target zerfoo_vision_bench" >&2; exit 2; }
 nice=()
 [ "$(id -u)" = 0 ] && nice=(nice -n -15)
+# With the kernel's autogroups on, nice ranks processes within their session only: other
+# sessions' jobs would still take an equal share. The session's group gets the same priority
+# while this script runs (its old nice back at exit).
+if [ "$(id -u)" = 0 ] && [ -w /proc/self/autogroup ]; then
+  group_nice="$(sed -n 's/.* nice \(-\?[0-9]*\)$/\1/p' /proc/self/autogroup)"
+  if [ -n "$group_nice" ] && echo -15 > /proc/self/autogroup 2>/dev/null; then
+    trap 'echo "$group_nice" > /proc/self/autogroup 2>/dev/null || true' EXIT
+  fi
+fi
 mkdir -p "$out"
 export PYTHONPATH="$("$root/scripts/synth_pyenv.sh")${PYTHONPATH:+:$PYTHONPATH}"
 synth() { "${PYTHON:-python3}" "$root/bench/synth_vision_bench.py" "$@" >&2; }

@@ -30,6 +30,7 @@ namespace {
 
 using nlohmann::json;
 using zf::capitest::Load;
+using zf::capitest::SummaryOf;
 using zf::capitest::ModelPtr;
 using zf::capitest::MmprojPtr;
 using zf::capitest::NewSession;
@@ -73,14 +74,6 @@ size_t VocabOf(const zf_model* m) {
   return size_t(s.n_vocab);
 }
 
-zf_mmproj_summary InfoOf(const zf_mmproj* p) {
-  zf_mmproj_summary info;
-  std::memset(&info, 0, sizeof info);
-  info.struct_size = sizeof info;
-  EXPECT_EQ(zf_mmproj_info(p, &info), ZF_OK) << zf_last_error();
-  return info;
-}
-
 // zf_audio_embed of pcm against golden `name` (its size query first): rows of `width` floats at
 // cosine 0.9999 (0.999 for a Q8_0 file), norms within 1e-3 (6e-3).
 void ExpectEmbedsAsGolden(const zf_mmproj* mmproj, const std::vector<float>& pcm, const std::string& name, size_t width) {
@@ -116,7 +109,7 @@ class CapiAudio : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(CapiAudio, InfoAndEmbeddingsMatchLibmtmd) {
-  const zf_mmproj_summary info = InfoOf(mmproj_.get());
+  const zf_mmproj_summary info = SummaryOf(mmproj_.get());
   EXPECT_EQ(info.struct_size, sizeof info);
   EXPECT_EQ(info.modalities, ZF_MODALITY_AUDIO);
   EXPECT_EQ(info.sample_rate, 16000);
@@ -216,7 +209,7 @@ class CapiGemma4Audio : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(CapiGemma4Audio, InfoEmbeddingsAndPlacementMatchLibmtmd) {
-  const zf_mmproj_summary info = InfoOf(mmproj_.get());
+  const zf_mmproj_summary info = SummaryOf(mmproj_.get());
   EXPECT_EQ(info.modalities, ZF_MODALITY_AUDIO);
   EXPECT_EQ(info.sample_rate, 16000);
   EXPECT_EQ(info.n_embd, 256);
@@ -243,7 +236,7 @@ TEST(CapiGemma4TwoTower, OneHandleHoldsBothTowers) {
   MmprojPtr both(p);
   ASSERT_EQ(zf_mmproj_load(model.get(), Projector("gemma4a-f16").c_str(), 0, &p), ZF_OK) << zf_last_error();
   MmprojPtr audio(p);
-  const zf_mmproj_summary info = InfoOf(both.get());
+  const zf_mmproj_summary info = SummaryOf(both.get());
   EXPECT_EQ(info.modalities, uint32_t(ZF_MODALITY_IMAGE | ZF_MODALITY_AUDIO));
   EXPECT_EQ(info.sample_rate, 16000);
   EXPECT_EQ(std::string(info.projector_type), "gemma4v");  // the image fields are the vision tower's
@@ -456,10 +449,8 @@ TEST(CapiAudioErrors, RefusalsNameTheField) {
     zf_mmproj* v = nullptr;
     ASSERT_EQ(zf_mmproj_load(gemma.get(), zf::capitest::MmprojFixture("f16").c_str(), 0, &v), ZF_OK) << zf_last_error();
     MmprojPtr vision(v);
-    zf_mmproj_summary info;
-    std::memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    ASSERT_EQ(zf_mmproj_info(vision.get(), &info), ZF_OK);
+    const zf_mmproj_summary info = zf::capitest::SummaryOf(vision.get());
+    if (HasFailure()) return;
     EXPECT_EQ(info.modalities, ZF_MODALITY_IMAGE);
     EXPECT_EQ(info.sample_rate, 0);
     EXPECT_EQ(zf_audio_embed(vision.get(), pcm.data(), pcm.size(), 0, nullptr, 0, &needed, nullptr), ZF_ERR_INVALID_ARGUMENT);

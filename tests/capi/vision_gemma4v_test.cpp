@@ -58,10 +58,8 @@ class CapiGemma4v : public zf::capitest::PlacementTest {
 };
 
 TEST_P(CapiGemma4v, ImagePlacedAsLibmtmdPlacesIt) {
-  zf_mmproj_summary info;
-  std::memset(&info, 0, sizeof info);
-  info.struct_size = sizeof info;
-  ASSERT_EQ(zf_mmproj_info(c_.mmproj.get(), &info), ZF_OK);
+  const zf_mmproj_summary info = zf::capitest::SummaryOf(c_.mmproj.get());
+  if (HasFailure()) return;
   EXPECT_STREQ(info.projector_type, "gemma4v");
   EXPECT_EQ(info.n_tokens, 0);  // each image at its own size: zf_image_embed says
   EXPECT_EQ(info.image_size, 0);
@@ -129,10 +127,8 @@ TEST(CapiGemma4vFiles, BothTowersLoadAndImagesEncodeAsTheVisionOnlyFile) {
     ASSERT_EQ(zf_mmproj_load(model.get(), (std::string(ZF_VISION_MODELS_DIR) + "/" + files[i]).c_str(), 0, &p), ZF_OK)
         << zf_last_error();
     MmprojPtr mm(p);
-    zf_mmproj_summary info;
-    std::memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    ASSERT_EQ(zf_mmproj_info(p, &info), ZF_OK);
+    const zf_mmproj_summary info = zf::capitest::SummaryOf(p);
+    if (HasFailure()) return;
     // The two-tower file holds Gemma 4's audio tower too (gemma4a, audio_test.cpp).
     EXPECT_EQ(info.modalities, uint32_t(i == 0 ? ZF_MODALITY_IMAGE : ZF_MODALITY_IMAGE | ZF_MODALITY_AUDIO));
     size_t needed = 0;

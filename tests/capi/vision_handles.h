@@ -189,15 +189,22 @@ inline zf_status ImageTurn(zf_session* s, const zf_mmproj* mmproj, const std::st
   return zf_chat_turn(s, &t.p, Collect, out, nullptr);
 }
 
+// The projector's summary (zf_mmproj_info); a failure is recorded and the summary left zeroed.
+inline zf_mmproj_summary SummaryOf(const zf_mmproj* mm) {
+  zf_mmproj_summary info;
+  std::memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  EXPECT_EQ(zf_mmproj_info(mm, &info), ZF_OK) << zf_last_error();
+  return info;
+}
+
 // The projector's rows for the first image of a recorded golden (golden/vision/NAME.json:
 // libmtmd's rows of a pattern image), at 2 threads, compared with them (min cosine `bound`); its
 // summary must name `type` and rows of `n_embd`. The rows into *rows.
 inline void ExpectEmbedsAsGolden(const zf_mmproj* mm, const char* type, int32_t n_embd, const std::string& name,
                                  double bound, std::vector<float>* rows) {
-  zf_mmproj_summary info;
-  std::memset(&info, 0, sizeof info);
-  info.struct_size = sizeof info;
-  ASSERT_EQ(zf_mmproj_info(mm, &info), ZF_OK) << zf_last_error();
+  const zf_mmproj_summary info = zf::capitest::SummaryOf(mm);
+  if (::testing::Test::HasFailure()) return;
   EXPECT_STREQ(info.projector_type, type);
   EXPECT_EQ(info.n_embd, n_embd);
   std::ifstream g(std::string(ZF_TEST_DATA_DIR) + "/golden/vision/" + name + ".json");

@@ -79,10 +79,8 @@ class CapiIdefics3 : public zf::capitest::PlacementTest {
 };
 
 TEST_P(CapiIdefics3, TilesPlacedAsLibmtmdPlacesThem) {
-  zf_mmproj_summary info;
-  std::memset(&info, 0, sizeof info);
-  info.struct_size = sizeof info;
-  ASSERT_EQ(zf_mmproj_info(c_.mmproj.get(), &info), ZF_OK);
+  const zf_mmproj_summary info = zf::capitest::SummaryOf(c_.mmproj.get());
+  if (HasFailure()) return;
   EXPECT_STREQ(info.projector_type, "idefics3");
   EXPECT_EQ(info.n_tokens, 64);  // per tile
   EXPECT_EQ(info.image_size, 512);

@@ -35,10 +35,8 @@ class CapiLfm2Vl : public zf::capitest::PlacementTest {
 };
 
 TEST_P(CapiLfm2Vl, RowsPlacedAsLibmtmdPlacesThem) {
-  zf_mmproj_summary info;
-  std::memset(&info, 0, sizeof info);
-  info.struct_size = sizeof info;
-  ASSERT_EQ(zf_mmproj_info(c_.mmproj.get(), &info), ZF_OK);
+  const zf_mmproj_summary info = zf::capitest::SummaryOf(c_.mmproj.get());
+  if (HasFailure()) return;
   EXPECT_STREQ(info.projector_type, "lfm2");
   EXPECT_EQ(info.n_tokens, 0);  // each image at its own size
   const zf_image im = Rgb(c_.rgb, c_.w, c_.h);

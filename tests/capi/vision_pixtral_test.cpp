@@ -46,10 +46,8 @@ class CapiPixtral : public zf::capitest::PlacementTest {
 };
 
 TEST_P(CapiPixtral, RowsPlacedAsLibmtmdPlacesThem) {
-  zf_mmproj_summary info;
-  std::memset(&info, 0, sizeof info);
-  info.struct_size = sizeof info;
-  ASSERT_EQ(zf_mmproj_info(c_.mmproj.get(), &info), ZF_OK);
+  const zf_mmproj_summary info = zf::capitest::SummaryOf(c_.mmproj.get());
+  if (HasFailure()) return;
   EXPECT_STREQ(info.projector_type, "pixtral");
   // zf_image_embed: the image's own size decides the rows, known before encoding.
   const zf_image im = Rgb(c_.rgb, c_.w, c_.h);

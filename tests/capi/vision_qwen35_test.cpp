@@ -60,10 +60,8 @@ class CapiQwen35Placement : public zf::capitest::PlacementTest {
 // <|vision_end|> itself): the entries, the first step's centred logits and teacher-forced greedy
 // steps as libmtmd's; n_past counts entries (libmtmd's counts positions).
 TEST_P(CapiQwen35Placement, RowsPlacedAsLibmtmdPlacesThem) {
-  zf_mmproj_summary info;
-  std::memset(&info, 0, sizeof info);
-  info.struct_size = sizeof info;
-  ASSERT_EQ(zf_mmproj_info(c_.mmproj.get(), &info), ZF_OK);
+  const zf_mmproj_summary info = zf::capitest::SummaryOf(c_.mmproj.get());
+  if (HasFailure()) return;
   EXPECT_STREQ(info.projector_type, "qwen3vl_merger");
   EXPECT_EQ(info.n_embd, 128);  // no deepstack: a row is the model's n_embd
   // The rows themselves as libmtmd's (qwen35-<type>.json: mmproj_recorder on the same pair).

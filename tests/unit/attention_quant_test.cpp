@@ -329,5 +329,46 @@ TEST(QuantDecode, LongDepthSplitIsExactForAnyThreadCount) {
   }
 }
 
+// A prompt long enough that its last rows split by KV blocks, in several tiles of exact prefill's
+// blocked loop (cpu_attention.cpp RunTileGroup), and a group wider than one decode pass: one
+// call = chunks = one token at a time, the same bits per K/V type, with and without a window
+// whose rows split too.
+TEST(QuantDecode, LongPromptInTilesIsExact) {
+  const int32_t n_head = 10, n_kv = 2, hd = 32, n_tok = attn::kSplitMinKeys + 300;
+  const std::pair<KvType, KvType> types[] = {
+      {KvType::kF16, KvType::kF16}, {KvType::kQ8_0, KvType::kQ8_0}, {KvType::kQ4_0, KvType::kQ8_0}};
+  const std::vector<float> kf = RandomFloats(size_t(n_tok) * size_t(n_kv * hd), 51, 2.0f);
+  const std::vector<float> vf = RandomFloats(size_t(n_tok) * size_t(n_kv * hd), 52);
+  const std::vector<float> q = RandomFloats(size_t(n_tok) * size_t(n_head * hd), 53, 2.0f);
+  const size_t row = size_t(n_head * hd), n = size_t(n_tok) * row;
+  for (const auto& [kt, vt] : types) {
+    for (int32_t window : {0, attn::kSplitMinKeys + 100}) {
+      SCOPED_TRACE(std::string("K ") + KvTypeName(kt) + " V " + KvTypeName(vt) + " window " + std::to_string(window));
+      AttentionParams ap;
+      ap.n_head = n_head;
+      ap.n_head_kv = n_kv;
+      ap.head_dim_k = ap.head_dim_v = hd;
+      ap.scale = 1.0f / std::sqrt(float(hd));
+      ap.window = window;
+      CpuBackend be(3);
+      be.SetBatchInvariant(true);  // F16 prefill through the decode kernel (the exact path)
+      std::unique_ptr<KvCache> kv;
+      ASSERT_TRUE(be.CreateKv(1, n_tok, n_kv * hd, n_kv * hd, kt, vt, &kv).ok());
+      be.StoreKv(*kv, 0, kf.data(), vf.data(), n_tok, 0);
+      std::vector<float> whole(n), parts(n), one(n);
+      be.Attention(*kv, 0, q.data(), n_tok, 0, ap, whole.data());
+      for (int32_t t0 = 0; t0 < n_tok; t0 += 500) {  // chunks of 500: tiles start at other rows
+        const int32_t c = std::min(500, n_tok - t0);
+        be.Attention(*kv, 0, q.data() + t0 * row, c, t0, ap, parts.data() + t0 * row);
+      }
+      for (int32_t t = 0; t < n_tok; ++t) be.Attention(*kv, 0, q.data() + t * row, 1, t, ap, one.data() + t * row);
+      for (int32_t t = 0; t < n_tok; ++t) {
+        ASSERT_EQ(std::memcmp(whole.data() + t * row, one.data() + t * row, row * 4), 0) << "one call vs one token at a time, row " << t;
+        ASSERT_EQ(std::memcmp(parts.data() + t * row, one.data() + t * row, row * 4), 0) << "chunks vs one token at a time, row " << t;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace zf::engine

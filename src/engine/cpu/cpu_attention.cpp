@@ -159,6 +159,87 @@ void CombineSplit(const CpuKvCache& cache, const AttentionParams& ap, int32_t n_
   if (kvq::Rotated(cache.v_type())) kvq::Rotate32(out, dv);
 }
 
+// The keys a decode-kernel row at position p sees: from *lo (its window's start), *n_keys of them
+// (up to itself, or to `last` in a bidirectional step; last -1 otherwise).
+void RowKeys(const AttentionParams& ap, int32_t p, int32_t last, int32_t* lo, int32_t* n_keys) {
+  *lo = ap.window > 0 ? std::max(0, p - ap.window + 1) : 0;
+  *n_keys = std::max(last, p) - *lo + 1;
+}
+
+// Exact prefill's tile: up to kExactTileRows query rows of one prompt, so that a KV block read
+// from memory serves all of them from L2 (per row, at 32k keys, the whole layer's K/V streamed
+// again otherwise).
+constexpr int32_t kExactTileRows = 8;
+
+// One row of a tile that goes split by KV blocks: its first key, key count and block count
+// (as DecodeHeads computes them), and the token's query and output rows.
+struct TileRow {
+  int32_t lo, n_keys, blocks;
+  const float* q;  // the token's Q row (all heads)
+  float* out;      // the token's output row (all heads)
+};
+
+// Per-row storage of a tile (floats): the group's Q prepared per batch of heads, then per batch
+// a split decode's storage.
+size_t TileRowFloats(int32_t group, int32_t dk, int32_t dv, int32_t max_blocks) {
+  const int32_t batches = (group + attn::kDecodeHeads - 1) / attn::kDecodeHeads;
+  return size_t(batches) * (size_t(attn::kDecodeHeads) * size_t(dk) + SplitFloats(max_blocks, dv));
+}
+
+// KV group g of the tile's split rows: per KV block (outside), per row, per batch of at most
+// kDecodeHeads heads (inside), exactly the RunSplitBlock calls DecodeHeads makes for that row
+// and batch (the same keys, Q and storage layout; each call a pure function of its arguments),
+// then each head's blocks folded in order (CombineSplit): the bits of the per-row path, with the
+// block's K/V loaded once per tile. scratch: dk floats, then kDecodeHeads * kSplitKeys scores;
+// store: n * TileRowFloats floats.
+void RunTileGroup(Grouped gk, const CpuKvCache& cache, int32_t layer, const AttentionParams& ap, int32_t g,
+                  const TileRow* rows, int32_t n, int32_t max_blocks, float* scratch, float* store) {
+  const int32_t group = ap.n_head / ap.n_head_kv, dk = ap.head_dim_k, dv = ap.head_dim_v;
+  const int32_t batches = (group + attn::kDecodeHeads - 1) / attn::kDecodeHeads;
+  const size_t row_floats = TileRowFloats(group, dk, dv, max_blocks);
+  const size_t split_floats = SplitFloats(max_blocks, dv);
+  float* tmp = scratch;
+  float* scores = tmp + size_t(dk);
+  // Batch b of row i: its Q (kDecodeHeads * dk floats) and its split storage.
+  const auto qbuf = [&](int32_t i, int32_t b) { return store + size_t(i) * row_floats + size_t(b) * size_t(attn::kDecodeHeads) * size_t(dk); };
+  const auto split = [&](int32_t i, int32_t b) {
+    return store + size_t(i) * row_floats + size_t(batches) * size_t(attn::kDecodeHeads) * size_t(dk) +
+           size_t(b) * split_floats;
+  };
+  const auto heads = [&](int32_t b, int32_t* h, int32_t* n_q) {
+    *h = g * group + b * attn::kDecodeHeads;
+    *n_q = std::min(attn::kDecodeHeads, (g + 1) * group - *h);
+  };
+  int32_t blocks = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    blocks = std::max(blocks, rows[i].blocks);
+    for (int32_t b = 0; b < batches; ++b) {
+      int32_t h = 0, n_q = 0;
+      heads(b, &h, &n_q);
+      PrepareQ(gk, rows[i].q, h, n_q, dk, qbuf(i, b), tmp);
+    }
+  }
+  for (int32_t c = 0; c < blocks; ++c) {
+    for (int32_t i = 0; i < n; ++i) {
+      if (c >= rows[i].blocks) continue;
+      for (int32_t b = 0; b < batches; ++b) {
+        int32_t h = 0, n_q = 0;
+        heads(b, &h, &n_q);
+        RunSplitBlock(gk, cache, layer, ap, g, qbuf(i, b), n_q, rows[i].lo, rows[i].n_keys, c, scores, split(i, b));
+      }
+    }
+  }
+  for (int32_t i = 0; i < n; ++i) {
+    for (int32_t b = 0; b < batches; ++b) {
+      int32_t h = 0, n_q = 0;
+      heads(b, &h, &n_q);
+      for (int32_t k = 0; k < n_q; ++k) {
+        CombineSplit(cache, ap, rows[i].n_keys, split(i, b), k, h + k, rows[i].out + int64_t{h + k} * dv);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 static_assert(sizeof(attn::Partial) == 2 * sizeof(float), "split storage counts a partial as 2 floats");
@@ -189,8 +270,8 @@ void CpuBackend::DecodeHeads(const CpuKvCache& cache, int32_t layer, const float
                              int32_t last) {
   const Grouped gk = GroupedFor(cache);
   const int32_t group = ap.n_head / ap.n_head_kv, dk = ap.head_dim_k, dv = ap.head_dim_v;
-  const int32_t lo = ap.window > 0 ? std::max(0, pos0 - ap.window + 1) : 0;
-  const int32_t n_keys = std::max(last, pos0) - lo + 1;
+  int32_t lo = 0, n_keys = 0;
+  RowKeys(ap, pos0, last, &lo, &n_keys);
   const int32_t blocks = attn::SplitBlocks(n_keys);
   float* qs = scratch;
   float* tmp = qs + size_t(attn::kDecodeHeads) * size_t(dk);
@@ -485,21 +566,36 @@ void CpuBackend::AttentionBlocked(const CpuKvCache& cache, int32_t layer, const 
 
 // Exact prefill (SetBatchInvariant): each query row goes through the decode kernel over the
 // keys up to its own position, so a position's output is the same whether its prompt arrived
-// in one chunk, in several, or one token at a time. Items are (row, KV group) pairs.
+// in one chunk, in several, or one token at a time. Items are (tile of rows, KV group) pairs;
+// rows split by KV blocks (long depth) go through RunTileGroup, the key block outside and the
+// tile's rows inside, the others one by one through DecodeHeads. With no split row in the call
+// a tile is one row (the most items for the threads).
 void CpuBackend::AttentionRowsExact(const CpuKvCache& kv, int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
                                     const AttentionParams& ap, float* out) {
+  const int32_t last = ap.bidirectional_step ? pos0 + n_tok - 1 : -1;  // a bidirectional step's last key
+  int32_t max_blocks = 1;
+  for (int32_t t = 0; t < n_tok; ++t) {
+    int32_t lo = 0, n_keys = 0;
+    RowKeys(ap, pos0 + t, last, &lo, &n_keys);
+    max_blocks = std::max(max_blocks, attn::SplitBlocks(n_keys));
+  }
+  const int32_t tile = max_blocks > 1 ? kExactTileRows : 1;
+  const int32_t group = ap.n_head / ap.n_head_kv;
+  const size_t per_row = AttnScratchPerThread(kv.n_ctx(), kv.k_width(), kv.v_width());
+  const size_t tile_floats = tile > 1 ? size_t(tile) * TileRowFloats(group, ap.head_dim_k, ap.head_dim_v, max_blocks) : 0;
   struct Ctx {
     const CpuKvCache* kv;
     float* scratch;
-    size_t per_thread;
+    size_t per_row, per_thread;
     const float* q;
     float* out;
     const AttentionParams* ap;
-    int32_t layer, pos0, last;  // last: the last key a row sees beyond its own (bidirectional step), or -1
+    Grouped gk;
+    int32_t layer, pos0, last, n_tok, tile, max_blocks;
     int64_t items;
     std::atomic<int64_t> next;
-  } c{&kv, nullptr, AttnScratchPerThread(kv.n_ctx(), kv.k_width(), kv.v_width()), q, out, &ap, layer, pos0,
-      ap.bidirectional_step ? pos0 + n_tok - 1 : -1, int64_t{n_tok} * ap.n_head_kv, {0}};
+  } c{&kv, nullptr, per_row, per_row + tile_floats, q, out, &ap, GroupedFor(kv), layer, pos0, last, n_tok, tile,
+      max_blocks, int64_t{(n_tok + tile - 1) / tile} * ap.n_head_kv, {0}};
   c.scratch = AttnScratch(c.per_thread);
   pool_->Run(
       [](void* p, int32_t ith, int32_t) {
@@ -507,13 +603,28 @@ void CpuBackend::AttentionRowsExact(const CpuKvCache& kv, int32_t layer, const f
         const AttentionParams& ap = *c.ap;
         const int32_t group = ap.n_head / ap.n_head_kv;
         float* scratch = c.scratch + size_t(ith) * c.per_thread;
+        TileRow split[kExactTileRows];
         // The costliest items (last rows: the most keys) first.
         for (int64_t taken = c.next.fetch_add(1, std::memory_order_relaxed); taken < c.items;
              taken = c.next.fetch_add(1, std::memory_order_relaxed)) {
           const int64_t it = c.items - 1 - taken;
-          const int32_t t = int32_t(it / ap.n_head_kv), g = int32_t(it % ap.n_head_kv);
-          DecodeHeads(*c.kv, c.layer, c.q + int64_t{t} * ap.n_head * ap.head_dim_k, c.pos0 + t, ap,
-                      c.out + int64_t{t} * ap.n_head * ap.head_dim_v, g * group, (g + 1) * group, scratch, c.last);
+          const int32_t t0 = int32_t(it / ap.n_head_kv) * c.tile, g = int32_t(it % ap.n_head_kv);
+          const int32_t t1 = std::min(c.n_tok, t0 + c.tile);
+          int32_t n_split = 0;
+          for (int32_t t = t0; t < t1; ++t) {
+            const float* qt = c.q + int64_t{t} * ap.n_head * ap.head_dim_k;
+            float* ot = c.out + int64_t{t} * ap.n_head * ap.head_dim_v;
+            int32_t lo = 0, n_keys = 0;
+            RowKeys(ap, c.pos0 + t, c.last, &lo, &n_keys);
+            if (c.tile > 1 && attn::SplitBlocks(n_keys) > 1) {
+              split[n_split++] = TileRow{lo, n_keys, attn::SplitBlocks(n_keys), qt, ot};
+            } else {
+              DecodeHeads(*c.kv, c.layer, qt, c.pos0 + t, ap, ot, g * group, (g + 1) * group, scratch, c.last);
+            }
+          }
+          if (n_split > 0) {
+            RunTileGroup(c.gk, *c.kv, c.layer, ap, g, split, n_split, c.max_blocks, scratch, scratch + c.per_row);
+          }
         }
       },
       &c);

@@ -13,6 +13,7 @@
 
 #include "common/random_data.h"
 #include "engine/cpu/attention_kernels.h"
+#include "engine/ops.h"
 #include "quant/quant.h"
 
 namespace zf::testing {
@@ -32,6 +33,18 @@ inline void ExpectCloseToReference(const std::vector<float>& out, const std::vec
 }
 
 // Sink logits in [-3, 6] (attention sinks): some below every score, some above.
+// n_head query heads over n_kv KV heads of size hd (K and V), scale 1 / sqrt(hd), a sliding
+// window (0: none).
+inline engine::AttentionParams GroupedParams(int32_t n_head, int32_t n_kv, int32_t hd, int32_t window) {
+  engine::AttentionParams ap;
+  ap.n_head = n_head;
+  ap.n_head_kv = n_kv;
+  ap.head_dim_k = ap.head_dim_v = hd;
+  ap.scale = 1.0f / std::sqrt(float(hd));
+  ap.window = window;
+  return ap;
+}
+
 inline std::vector<float> RandomSinks(int32_t n, uint32_t seed) {
   std::vector<float> s = RandomFloats(size_t(n), seed);
   for (float& x : s) x = 1.5f + 4.5f * std::max(-1.0f, std::min(1.0f, x));

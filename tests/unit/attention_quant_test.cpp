@@ -241,12 +241,7 @@ TEST(QuantDecode, LongDepthSplitIsExactForAnyThreadCount) {
   for (const auto& [kt, vt] : types) {
     for (int32_t window : {0, 1500}) {
       SCOPED_TRACE(std::string("K ") + KvTypeName(kt) + " V " + KvTypeName(vt) + " window " + std::to_string(window));
-      AttentionParams ap;
-      ap.n_head = n_head;
-      ap.n_head_kv = n_kv;
-      ap.head_dim_k = ap.head_dim_v = hd;
-      ap.scale = 1.0f / std::sqrt(float(hd));
-      ap.window = window;
+      AttentionParams ap = testing::GroupedParams(n_head, n_kv, hd, window);
       ap.sinks = sinks.data();
       std::vector<float> first;
       for (int32_t threads : {1, 2, 3}) {
@@ -329,42 +324,36 @@ TEST(QuantDecode, LongDepthSplitIsExactForAnyThreadCount) {
   }
 }
 
-// A prompt long enough that its last rows split by KV blocks, in several tiles of exact prefill's
-// blocked loop (cpu_attention.cpp RunTileGroup), and a group wider than one decode pass: one
-// call = chunks = one token at a time, the same bits per K/V type, with and without a window
-// whose rows split too.
-TEST(QuantDecode, LongPromptInTilesIsExact) {
-  const int32_t n_head = 10, n_kv = 2, hd = 32, n_tok = attn::kSplitMinKeys + 300;
+// Rows on both sides of the split (attn::kSplitMinKeys keys) in several tiles of exact prefill's
+// blocked loop (cpu_attention.cpp RunTileGroup), with a group wider than one decode pass: one
+// call = two chunks (the tiles start at other rows) = one token at a time, the same bits per
+// K/V type, with and without a window whose rows split too (each from its own first key).
+TEST(QuantDecode, RowsInTilesAreExact) {
+  const int32_t n_head = 5, n_kv = 1, hd = 32, n_tok = 3 * 8, pos0 = attn::kSplitMinKeys - 4, n_pos = pos0 + n_tok;
   const std::pair<KvType, KvType> types[] = {
       {KvType::kF16, KvType::kF16}, {KvType::kQ8_0, KvType::kQ8_0}, {KvType::kQ4_0, KvType::kQ8_0}};
-  const std::vector<float> kf = RandomFloats(size_t(n_tok) * size_t(n_kv * hd), 51, 2.0f);
-  const std::vector<float> vf = RandomFloats(size_t(n_tok) * size_t(n_kv * hd), 52);
+  const std::vector<float> kf = RandomFloats(size_t(n_pos) * size_t(n_kv * hd), 51, 2.0f);
+  const std::vector<float> vf = RandomFloats(size_t(n_pos) * size_t(n_kv * hd), 52);
   const std::vector<float> q = RandomFloats(size_t(n_tok) * size_t(n_head * hd), 53, 2.0f);
   const size_t row = size_t(n_head * hd), n = size_t(n_tok) * row;
   for (const auto& [kt, vt] : types) {
-    for (int32_t window : {0, attn::kSplitMinKeys + 100}) {
+    for (int32_t window : {0, attn::kSplitMinKeys + 6}) {
       SCOPED_TRACE(std::string("K ") + KvTypeName(kt) + " V " + KvTypeName(vt) + " window " + std::to_string(window));
-      AttentionParams ap;
-      ap.n_head = n_head;
-      ap.n_head_kv = n_kv;
-      ap.head_dim_k = ap.head_dim_v = hd;
-      ap.scale = 1.0f / std::sqrt(float(hd));
-      ap.window = window;
-      CpuBackend be(3);
+      AttentionParams ap = testing::GroupedParams(n_head, n_kv, hd, window);
+      CpuBackend be(2);
       be.SetBatchInvariant(true);  // F16 prefill through the decode kernel (the exact path)
       std::unique_ptr<KvCache> kv;
-      ASSERT_TRUE(be.CreateKv(1, n_tok, n_kv * hd, n_kv * hd, kt, vt, &kv).ok());
-      be.StoreKv(*kv, 0, kf.data(), vf.data(), n_tok, 0);
+      ASSERT_TRUE(be.CreateKv(1, n_pos, n_kv * hd, n_kv * hd, kt, vt, &kv).ok());
+      be.StoreKv(*kv, 0, kf.data(), vf.data(), n_pos, 0);
       std::vector<float> whole(n), parts(n), one(n);
-      be.Attention(*kv, 0, q.data(), n_tok, 0, ap, whole.data());
-      for (int32_t t0 = 0; t0 < n_tok; t0 += 500) {  // chunks of 500: tiles start at other rows
-        const int32_t c = std::min(500, n_tok - t0);
-        be.Attention(*kv, 0, q.data() + t0 * row, c, t0, ap, parts.data() + t0 * row);
-      }
-      for (int32_t t = 0; t < n_tok; ++t) be.Attention(*kv, 0, q.data() + t * row, 1, t, ap, one.data() + t * row);
+      be.Attention(*kv, 0, q.data(), n_tok, pos0, ap, whole.data());
+      const int32_t first = 11;
+      be.Attention(*kv, 0, q.data(), first, pos0, ap, parts.data());
+      be.Attention(*kv, 0, q.data() + first * row, n_tok - first, pos0 + first, ap, parts.data() + first * row);
+      for (int32_t t = 0; t < n_tok; ++t) be.Attention(*kv, 0, q.data() + t * row, 1, pos0 + t, ap, one.data() + t * row);
       for (int32_t t = 0; t < n_tok; ++t) {
-        ASSERT_EQ(std::memcmp(whole.data() + t * row, one.data() + t * row, row * 4), 0) << "one call vs one token at a time, row " << t;
-        ASSERT_EQ(std::memcmp(parts.data() + t * row, one.data() + t * row, row * 4), 0) << "chunks vs one token at a time, row " << t;
+        ASSERT_EQ(std::memcmp(whole.data() + t * row, one.data() + t * row, row * 4), 0) << "one call vs one token at a time, position " << pos0 + t;
+        ASSERT_EQ(std::memcmp(parts.data() + t * row, one.data() + t * row, row * 4), 0) << "chunks vs one token at a time, position " << pos0 + t;
       }
     }
   }

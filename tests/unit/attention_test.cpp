@@ -78,12 +78,7 @@ void CheckBackend(KvType type, int32_t n_head, int32_t n_kv, int32_t hd, int32_t
   std::vector<float> k = RandomFloats(size_t(n_pos) * size_t(n_kv * hd), 4), v = RandomFloats(size_t(n_pos) * size_t(n_kv * hd), 5);
   be.StoreKv(*kv, layer, k.data(), v.data(), n_pos, 0);
   std::vector<float> q = RandomFloats(size_t(n_tok) * size_t(n_head * hd), 6);
-  AttentionParams ap;
-  ap.n_head = n_head;
-  ap.n_head_kv = n_kv;
-  ap.head_dim_k = ap.head_dim_v = hd;
-  ap.scale = 1.0f / std::sqrt(float(hd));
-  ap.window = window;
+  AttentionParams ap = testing::GroupedParams(n_head, n_kv, hd, window);
   ap.softcap = softcap;
   const std::vector<float> sink = testing::RandomSinks(n_head, 7);
   if (sinks) ap.sinks = sink.data();

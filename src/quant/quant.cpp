@@ -133,6 +133,10 @@ KernelTable BuildTable() {
       k.vec_dot[Index(GgmlType::IQ4_NL)] = vnni::VecDotIQ4_NL;
       k.vec_dot[Index(GgmlType::MXFP4)] = vnni::VecDotMXFP4;
       k.vec_dot[Index(GgmlType::Q8_0)] = avx512::VecDotQ8_0;
+      // The activation quantizers on 16 lanes (quant_x86.inc): the same bytes as the AVX2 ones.
+      k.quantize[Index(GgmlType::Q8_0)] = vnni::QuantizeQ8_0;
+      k.quantize[Index(GgmlType::Q8_1)] = vnni::QuantizeQ8_1;
+      k.quantize[Index(GgmlType::Q8_K)] = vnni::QuantizeQ8_K;
       k.gemm_q8_0 = avx512::GemmQ8_0;
       k.gemm_affine = avx512::GemmAffine;
       k.gemm_packed = avx512::GemmPacked;

@@ -333,11 +333,17 @@ inline void Q4KGroup(const PackedLayout& l, const uint8_t* grp, const BlockQ8_K*
     // hsum = 16 x sum_j sc_j * dot_j over the high-nibble sub-blocks: |.| <= 16 x 4 x 63 x
     // (32 x 15 x 127) < 2^28, and a multiple of 16, so the shift is exact.
     for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_srai_epi32(hsum[t], 4));
-    for (int j = 0; j < 8; ++j) {
-      const __m512i m = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(mn + 16 * j)));
+    // msum by VPDPWSSD, two sub-blocks per instruction: each lane's int16 pair (mn_2p, mn_2p+1)
+    // of its row times the pair of sub-block sums (|bsum| <= 32 x 127 fits int16), in place of
+    // a VPMULLD and an add per sub-block. Integer sums, so the same msum.
+    for (int p = 0; p < 4; ++p) {
+      const __m128i m0 = _mm_load_si128(reinterpret_cast<const __m128i*>(mn + 32 * p));
+      const __m128i m1 = _mm_load_si128(reinterpret_cast<const __m128i*>(mn + 32 * p + 16));
+      const __m512i m = _mm512_cvtepu8_epi16(_mm256_set_m128i(_mm_unpackhi_epi8(m0, m1), _mm_unpacklo_epi8(m0, m1)));
       for (int t = 0; t < T; ++t) {
-        const int32_t bsum = int32_t(ab[t][s].bsums[2 * j]) + int32_t(ab[t][s].bsums[2 * j + 1]);
-        msum[t] = _mm512_add_epi32(msum[t], _mm512_mullo_epi32(m, _mm512_set1_epi32(bsum)));
+        const int16_t* bs = ab[t][s].bsums + 4 * p;
+        const uint32_t lo = uint16_t(bs[0] + bs[1]), hi = uint16_t(bs[2] + bs[3]);
+        msum[t] = _mm512_dpwssd_epi32(msum[t], m, _mm512_set1_epi32(int32_t(lo | hi << 16)));
       }
     }
     const __m512 sd = Scales(d), smin = Scales(dmin);

@@ -32,8 +32,14 @@ class ThreadPool {
   void Run(TaskFn fn, void* ctx);
 
   // Convenience: splits [0, n) into contiguous chunks, calls f(begin, end) per thread.
+  // One item (a decode step's single position or group) runs on the caller: the pool would give
+  // it to thread 0, the caller, anyway, after a round trip through the workers.
   template <typename F>
   void ParallelFor(int64_t n, F&& f) {
+    if (n <= 1) {
+      if (n == 1) f(int64_t{0}, int64_t{1});
+      return;
+    }
     struct Ctx {
       F* f;
       int64_t n;

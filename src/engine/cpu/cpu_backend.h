@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "common/lazy_buffer.h"
@@ -71,7 +72,8 @@ class CpuBackend final : public Backend {
   static size_t AttnScratchPerThread(int32_t n_ctx, int32_t k_width, int32_t v_width);
   // attn_scratch_ grown to per_thread floats for each thread of the pool.
   float* AttnScratch(size_t per_thread);
-  // A depthwise conv kernel [channels][taps] as [taps][channels] in conv_t_ (cpu_mamba2.cpp).
+  // A depthwise conv kernel [channels][taps] as [taps][channels] (cpu_mamba2.cpp), made once
+  // per kernel: kernels are the model's weights, unchanged while its backends live.
   const float* TransposedConv(const float* kernel, size_t channels, int32_t taps);
 
   std::unique_ptr<ThreadPool> own_pool_;  // only when no shared pool was given
@@ -92,7 +94,8 @@ class CpuBackend final : public Backend {
   std::vector<float> ssm_xbc_;          // Mamba2: the convolved, activated [x | B | C] rows
   std::vector<float> ssm_dt_;           // Mamba2: per head the step's dt, then exp(dt * A)
   std::vector<float> delta_qkv_;        // GatedDeltaNet: convolved, normed q | k | v of the step
-  std::vector<float> conv_t_;           // Mamba2, GatedDeltaNet: the conv kernel as [taps][channels]
+  // Mamba2, GatedDeltaNet: each layer's conv kernel as [taps][channels], by its weights' address.
+  std::unordered_map<const float*, std::vector<float>> conv_t_;
   std::vector<float> delta_gb_;         // GatedDeltaNet: per head the step's decays, then betas
   // Decode: what rope_cs_'s first slot holds (Q and K of a layer, and every layer with the same
   // rotation, share one position's angles).

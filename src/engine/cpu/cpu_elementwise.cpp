@@ -317,8 +317,10 @@ void CpuBackend::ShortConv(const float* bcx, int32_t n_tok, int32_t width, const
   std::copy(u + size_t(n_tok) * W, u + size_t(n_tok + d) * W, state);
 }
 
+// Split as the light ops are: a decode step's gate (Qwen 3.5's 2048 per DeltaNet layer) on the
+// caller, not a pool round trip per layer.
 void CpuBackend::GatedActivation(Activation act, float* gate, const float* up, int64_t n) {
-  pool_->ParallelFor(n, [&](int64_t b, int64_t e) { ApplyGated(act, gate + b, up + b, e - b); });
+  SplitElements(pool_, n, [&](int64_t b, int64_t e) { ApplyGated(act, gate + b, up + b, e - b); });
 }
 
 

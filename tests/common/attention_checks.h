@@ -146,6 +146,8 @@ inline void CheckBlockKernel(BlockFn fast) {
   CheckBlock(16, 64, 64, 200, 0, 0.0f, 30.0f, fast);
   for (int32_t n_keys : {1, 17, 300}) CheckBlock(13, 64, 64, n_keys, 0, 0.0f, 1.0f, fast, true);  // sinks
   CheckBlock(16, 64, 64, 300, 40, 0.0f, 30.0f, fast, true);
+  CheckBlock(16, 64, 64, 1000, 250, 0.0f, 1.0f, fast);  // windows across the 256-key chunks
+  CheckBlock(13, 80, 72, 777, 0, 0.0f, 1.0f, fast);     // 4 chunks, a short last tile
 }
 
 // The cases every SIMD decode kernel runs, over the head sizes it takes; then d_v != d_k, a

@@ -37,6 +37,8 @@ TEST(AttentionBlock, WindowSoftcapAndLargeScores) {
   CheckBlock(9, 64, 64, 300, 1, 0.0f, 1.0f);         // window of one key
   CheckBlock(16, 64, 64, 200, 0, 50.0f, 1.0f);       // softcap
   CheckBlock(16, 64, 64, 200, 0, 0.0f, 30.0f);       // peaked softmax (scores ~ +-200)
+  CheckBlock(16, 256, 256, 2100, 0, 0.0f, 1.0f);     // keys in 256-key chunks (attention_drivers.h)
+  CheckBlock(11, 64, 64, 1500, 600, 0.0f, 1.0f);     // windows across the chunks
 }
 
 // Attention sinks (gpt-oss): a per-row logit in the softmax denominator, below or above the scores.

@@ -89,13 +89,17 @@ float Softmax(float* x, int64_t n, float scale, float softcap, float sink) {
   return 1.0f / SoftmaxSumImpl(x, n, scale, softcap, sink, &mx);
 }
 
-// out[i][e0 .. e0 + 4 kV) = inv[i] * sum over keys j in [ulo, uhi] of p[i][j] * V[j][e0 ..]
-// for the na (<= 4) rows of a tile.
+// out[i][e0 .. e0 + 4 kV) = inv[i] * ((acc_in ? out[i] : 0) + sum over keys j in [ulo, uhi] of
+// p[i][j] * V[j][e0 ..]) for the na (<= 4) rows of a tile (inv null: stored unscaled, a partial
+// sum over one chunk of keys).
 template <int kV>
 void ValueTile(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t uhi, int32_t e0, int32_t na,
-               const float* inv, float* const* out) {
+               const float* inv, float* const* out, bool acc_in) {
   float32x4_t acc[4][kV];
   for (auto& row : acc) for (float32x4_t& v : row) v = vdupq_n_f32(0.0f);
+  for (int i = 0; acc_in && i < na; ++i) {
+    for (int c = 0; c < kV; ++c) acc[i][c] = vld1q_f32(out[i] + e0 + 4 * c);
+  }
   const float* v = b.v + e0;
   for (int32_t j = ulo; j <= uhi; ++j) {
     const float* vj = v + j * b.v_stride;
@@ -108,7 +112,9 @@ void ValueTile(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t 
     }
   }
   for (int i = 0; i < na; ++i) {
-    for (int c = 0; c < kV; ++c) vst1q_f32(out[i] + e0 + 4 * c, vmulq_n_f32(acc[i][c], inv[i]));
+    for (int c = 0; c < kV; ++c) {
+      vst1q_f32(out[i] + e0 + 4 * c, inv != nullptr ? vmulq_n_f32(acc[i][c], inv[i]) : acc[i][c]);
+    }
   }
 }
 
@@ -168,15 +174,15 @@ struct AsimdOps {
     return SoftmaxSumImpl(x, n, scale, softcap, sink, mx);
   }
   static void ValueTiles(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t uhi, int32_t na,
-                         const float* inv, float* const* out) {
+                         const float* inv, float* const* out, bool acc_in) {
     int32_t e0 = 0;  // 16 value dimensions at a time, then 4, then one at a time
-    for (; e0 + 16 <= b.d_v; e0 += 16) ValueTile<4>(b, p, ss, ulo, uhi, e0, na, inv, out);
-    for (; e0 + 4 <= b.d_v; e0 += 4) ValueTile<1>(b, p, ss, ulo, uhi, e0, na, inv, out);
+    for (; e0 + 16 <= b.d_v; e0 += 16) ValueTile<4>(b, p, ss, ulo, uhi, e0, na, inv, out, acc_in);
+    for (; e0 + 4 <= b.d_v; e0 += 4) ValueTile<1>(b, p, ss, ulo, uhi, e0, na, inv, out, acc_in);
     for (; e0 < b.d_v; ++e0) {
       for (int32_t i = 0; i < na; ++i) {
-        float sum = 0.0f;
+        float sum = acc_in ? out[i][e0] : 0.0f;
         for (int32_t j = ulo; j <= uhi; ++j) sum += p[i * ss + j] * b.v[j * b.v_stride + e0];
-        out[i][e0] = inv[i] * sum;
+        out[i][e0] = inv != nullptr ? inv[i] * sum : sum;
       }
     }
   }

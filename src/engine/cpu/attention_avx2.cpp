@@ -86,11 +86,12 @@ float Softmax(float* x, int64_t n, float scale, float softcap, float sink) {
   return 1.0f / SoftmaxSumImpl(x, n, scale, softcap, sink, &mx);
 }
 
-// out[i][e0 .. e0+15] = inv[i] * sum over keys j in [ulo, uhi] of p[i][j] * V[j][e0 ..] for the
-// na (<= 4) rows of a tile; kFull: all 16 dimensions exist (else masked loads and stores).
+// out[i][e0 .. e0+15] = inv[i] * ((acc_in ? out[i] : 0) + sum over keys j in [ulo, uhi] of
+// p[i][j] * V[j][e0 ..]) for the na (<= 4) rows of a tile (inv null: stored unscaled, a partial
+// sum over one chunk of keys); kFull: all 16 dimensions exist (else masked loads and stores).
 template <bool kFull>
 void ValueTile(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t uhi, int32_t e0, int32_t na,
-               const float* inv, float* const* out) {
+               const float* inv, float* const* out, bool acc_in) {
   const __m256i mk0 = TailMask8(int64_t{b.d_v} - e0), mk1 = TailMask8(int64_t{b.d_v} - e0 - 8);
   const int64_t vs = b.v_stride;
   const float* v = b.v + e0;
@@ -99,6 +100,17 @@ void ValueTile(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t 
   const float* p2 = p + 2 * ss;
   const float* p3 = p + 3 * ss;
   __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+  if (acc_in) {
+    const auto load = [&](int i, __m256& x0, __m256& x1) {
+      const float* o = out[i] + e0;
+      x0 = kFull ? _mm256_loadu_ps(o) : _mm256_maskload_ps(o, mk0);
+      x1 = kFull ? _mm256_loadu_ps(o + 8) : _mm256_maskload_ps(o + 8, mk1);
+    };
+    load(0, a00, a01);
+    if (na > 1) load(1, a10, a11);
+    if (na > 2) load(2, a20, a21);
+    if (na > 3) load(3, a30, a31);
+  }
   for (int32_t j = ulo; j <= uhi; ++j) {
     const float* vj = v + j * vs;
     const __m256 v0 = kFull ? _mm256_loadu_ps(vj) : _mm256_maskload_ps(vj, mk0);
@@ -113,14 +125,17 @@ void ValueTile(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t 
     a30 = _mm256_fmadd_ps(w, v0, a30), a31 = _mm256_fmadd_ps(w, v1, a31);
   }
   const auto store = [&](int i, __m256 x0, __m256 x1) {
-    const __m256 iv = _mm256_set1_ps(inv[i]);
     float* o = out[i] + e0;
+    if (inv != nullptr) {
+      const __m256 iv = _mm256_set1_ps(inv[i]);
+      x0 = _mm256_mul_ps(x0, iv), x1 = _mm256_mul_ps(x1, iv);
+    }
     if (kFull) {
-      _mm256_storeu_ps(o, _mm256_mul_ps(x0, iv));
-      _mm256_storeu_ps(o + 8, _mm256_mul_ps(x1, iv));
+      _mm256_storeu_ps(o, x0);
+      _mm256_storeu_ps(o + 8, x1);
     } else {
-      _mm256_maskstore_ps(o, mk0, _mm256_mul_ps(x0, iv));
-      _mm256_maskstore_ps(o + 8, mk1, _mm256_mul_ps(x1, iv));
+      _mm256_maskstore_ps(o, mk0, x0);
+      _mm256_maskstore_ps(o + 8, mk1, x1);
     }
   };
   store(0, a00, a01);
@@ -189,10 +204,10 @@ struct Avx2Ops {
     return SoftmaxSumImpl(x, n, scale, softcap, sink, mx);
   }
   static void ValueTiles(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t uhi, int32_t na,
-                         const float* inv, float* const* out) {
+                         const float* inv, float* const* out, bool acc_in) {
     int32_t e0 = 0;  // 16 value dimensions at a time, a masked tile for the rest
-    for (; e0 + 16 <= b.d_v; e0 += 16) ValueTile<true>(b, p, ss, ulo, uhi, e0, na, inv, out);
-    if (e0 < b.d_v) ValueTile<false>(b, p, ss, ulo, uhi, e0, na, inv, out);
+    for (; e0 + 16 <= b.d_v; e0 += 16) ValueTile<true>(b, p, ss, ulo, uhi, e0, na, inv, out, acc_in);
+    if (e0 < b.d_v) ValueTile<false>(b, p, ss, ulo, uhi, e0, na, inv, out, acc_in);
   }
   template <int NQ>
   static void DecodeScores(const DecodeGroup& g) {

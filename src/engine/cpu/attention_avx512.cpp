@@ -88,11 +88,12 @@ float Softmax(float* x, int64_t n, float scale, float softcap, float sink) {
   return 1.0f / SoftmaxSumImpl(x, n, scale, softcap, sink, &mx);
 }
 
-// out[i][e0 .. e0+63] = inv[i] * sum over keys j in [ulo, uhi] of p[i][j] * V[j][e0 ..] for the
-// na (<= 4) rows of a tile. Every loop over the 4 rows is unrolled and the row count handled by
-// `if`, so that the 16 accumulators stay in registers.
+// out[i][e0 .. e0+63] = inv[i] * ((acc_in ? out[i] : 0) + sum over keys j in [ulo, uhi] of
+// p[i][j] * V[j][e0 ..]) for the na (<= 4) rows of a tile (inv null: stored unscaled, a partial
+// sum over one chunk of keys). Every loop over the 4 rows is unrolled and the row count handled
+// by `if`, so that the 16 accumulators stay in registers.
 void ValueTile(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t uhi, int32_t e0, int32_t na,
-               const float* inv, float* const* out) {
+               const float* inv, float* const* out, bool acc_in) {
   __mmask16 mk[4];
   for (int c = 0; c < 4; ++c) mk[c] = TailMask(std::max<int64_t>(0, int64_t{b.d_v} - e0 - 16 * c));
   const int64_t vs = b.v_stride;
@@ -103,6 +104,17 @@ void ValueTile(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t 
   const float* p3 = p + 3 * ss;
   __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
   __m512 a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+  if (acc_in) {
+    const auto load = [&](int i, __m512& x0, __m512& x1, __m512& x2, __m512& x3) {
+      const float* o = out[i] + e0;
+      x0 = _mm512_maskz_loadu_ps(mk[0], o), x1 = _mm512_maskz_loadu_ps(mk[1], o + 16);
+      x2 = _mm512_maskz_loadu_ps(mk[2], o + 32), x3 = _mm512_maskz_loadu_ps(mk[3], o + 48);
+    };
+    load(0, a00, a01, a02, a03);
+    if (na > 1) load(1, a10, a11, a12, a13);
+    if (na > 2) load(2, a20, a21, a22, a23);
+    if (na > 3) load(3, a30, a31, a32, a33);
+  }
   for (int32_t j = ulo; j <= uhi; ++j) {
     const float* vj = v + j * vs;
     const __m512 v0 = _mm512_maskz_loadu_ps(mk[0], vj), v1 = _mm512_maskz_loadu_ps(mk[1], vj + 16);
@@ -121,12 +133,15 @@ void ValueTile(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t 
     a32 = _mm512_fmadd_ps(w, v2, a32), a33 = _mm512_fmadd_ps(w, v3, a33);
   }
   const auto store = [&](int i, __m512 x0, __m512 x1, __m512 x2, __m512 x3) {
-    const __m512 iv = _mm512_set1_ps(inv[i]);
     float* o = out[i] + e0;
-    _mm512_mask_storeu_ps(o, mk[0], _mm512_mul_ps(x0, iv));
-    _mm512_mask_storeu_ps(o + 16, mk[1], _mm512_mul_ps(x1, iv));
-    _mm512_mask_storeu_ps(o + 32, mk[2], _mm512_mul_ps(x2, iv));
-    _mm512_mask_storeu_ps(o + 48, mk[3], _mm512_mul_ps(x3, iv));
+    if (inv != nullptr) {
+      const __m512 iv = _mm512_set1_ps(inv[i]);
+      x0 = _mm512_mul_ps(x0, iv), x1 = _mm512_mul_ps(x1, iv), x2 = _mm512_mul_ps(x2, iv), x3 = _mm512_mul_ps(x3, iv);
+    }
+    _mm512_mask_storeu_ps(o, mk[0], x0);
+    _mm512_mask_storeu_ps(o + 16, mk[1], x1);
+    _mm512_mask_storeu_ps(o + 32, mk[2], x2);
+    _mm512_mask_storeu_ps(o + 48, mk[3], x3);
   };
   store(0, a00, a01, a02, a03);
   if (na > 1) store(1, a10, a11, a12, a13);
@@ -254,8 +269,8 @@ struct Avx512Ops {
     return SoftmaxSumImpl(x, n, scale, softcap, sink, mx);
   }
   static void ValueTiles(const Block& b, const float* p, int64_t ss, int32_t ulo, int32_t uhi, int32_t na,
-                         const float* inv, float* const* out) {
-    for (int32_t e0 = 0; e0 < b.d_v; e0 += 64) ValueTile(b, p, ss, ulo, uhi, e0, na, inv, out);  // masked tails
+                         const float* inv, float* const* out, bool acc_in) {
+    for (int32_t e0 = 0; e0 < b.d_v; e0 += 64) ValueTile(b, p, ss, ulo, uhi, e0, na, inv, out, acc_in);  // masked tails
   }
   template <int NQ>
   static void DecodeScores(const DecodeGroup& g) {

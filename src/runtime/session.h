@@ -250,9 +250,17 @@ class Session {
   // block_keys_ for every full block of the history (recomputed after Truncate/LoadState).
   void SyncBlockKeys();
   // Recurrent models, after the history grew: the state checkpoint of a block boundary it ended
-  // on; then older checkpoints thinned (see kDenseCheckpoints).
-  void KeepCheckpoint();
+  // on (an empty one where `take` is false); then older checkpoints thinned (see
+  // kDenseCheckpoints).
+  void KeepCheckpoint(bool take = true);
   void ThinCheckpoints();
+  // The thinning on held[j] (block j has a checkpoint) of n = held->size() blocks, the first
+  // `limit` of which may go: clears the entries ThinCheckpoints drops.
+  void ThinPlan(std::vector<bool>* held, size_t limit) const;
+  // Without a prefix cache: for the block boundaries [first, last) that an Append reaching
+  // block `last` passes, whether that block's checkpoint is still held when it returns (the
+  // others, thinned before anyone can read them, need neither a step ending there nor a copy).
+  std::vector<bool> CheckpointsKept(size_t first, size_t last) const;
   // Tokens the next forward step may take from position n_past(): a recurrent model's steps end
   // on block boundaries (their states are the checkpoints).
   int32_t StepLimit(int32_t batch) const;

@@ -1121,6 +1121,44 @@ TEST_P(RecurrentSession, ThinnedCheckpointsStayExact) {
   EXPECT_EQ(std::memcmp(l.data(), fresh_logits(301).data(), n_vocab_ * sizeof(float)), 0) << "loaded, kept 300";
 }
 
+// One long Eval stops only on the boundaries whose checkpoint is still held when it returns
+// (Session::Append); the session must end as one fed block by block, which takes every one:
+// the same checkpoints (the saved state holds them all) and the same state.
+TEST_P(RecurrentSession, LongEvalKeepsTheCheckpointsOfBlockByBlock) {
+  std::mt19937 rng(5);
+  std::vector<int32_t> toks;
+  for (int i = 0; i < 10 * 64 + 17; ++i) toks.push_back(3 + int32_t(rng() % 45));
+  rt::SessionOptions so;
+  so.n_ctx = 1024;
+  const auto saved = [&](const std::vector<size_t>& cuts, size_t* held) {
+    std::unique_ptr<rt::Session> s;
+    EXPECT_TRUE(rt::Session::Create(*m_, so, &s).ok());
+    std::vector<float> l(n_vocab_);
+    size_t from = 0;
+    for (size_t to : cuts) {
+      EXPECT_TRUE(s->Eval(toks.data() + from, to - from, l.data()).ok());
+      from = to;
+    }
+    *held = s->n_checkpoints();
+    size_t size = 0, written = 0;
+    EXPECT_TRUE(s->StateSize(&size).ok());
+    std::vector<uint8_t> buf(size);
+    EXPECT_TRUE(s->SaveState(buf.data(), buf.size(), &written).ok());
+    buf.resize(written);
+    return buf;
+  };
+  std::vector<size_t> blocks;
+  for (size_t to = 30; to < toks.size(); to += 64) blocks.push_back(to);  // off the boundaries
+  blocks.push_back(toks.size());
+  size_t held_long = 0, held_blocks = 0, held_two = 0;
+  const std::vector<uint8_t> long_eval = saved({toks.size()}, &held_long);
+  EXPECT_EQ(held_long, 6u);  // 10 blocks: the last 4, and of the older ones blocks 4 and 6
+  EXPECT_EQ(saved(blocks, &held_blocks), long_eval);
+  EXPECT_EQ(held_blocks, held_long);
+  EXPECT_EQ(saved({200, toks.size()}, &held_two), long_eval);  // a second long call on top
+  EXPECT_EQ(held_two, held_long);
+}
+
 TEST_P(RecurrentSession, PrefixCacheCarriesTheStateOfEachBlock) {
   rt::PrefixCache cache(64u << 20);
   std::unique_ptr<rt::Session> first = NewSession(), second = NewSession();

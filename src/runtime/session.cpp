@@ -155,10 +155,10 @@ Status Session::Append(const int32_t* tokens, size_t n, float* logits, int32_t* 
   // A recurrent model's steps end on block boundaries, for the checkpoints. Without a prefix
   // cache to store them, those the thinning drops before this call returns are never read:
   // their boundaries need no stop (each step re-reads all weights, for 64 rows at most; a
-  // prompt of n blocks keeps about 4 + 2 log2(n / 4), or fewer within the byte budget). Exact
-  // pp512 under load, old and new library alternating: Granite 4.0 H 1B-class +5-8%, the
-  // Qwen 3.5 4B shape +9%. Chunks change no bits. A cancelled call keeps fewer checkpoints,
-  // which costs only re-evaluation on a later Truncate.
+  // prompt of n blocks keeps about 4 + 2 log2(n / 4), or fewer within the byte budget; at
+  // pp512 the stops left are most of the cost: doc/performance.md, session 59). Chunks change
+  // no bits. A cancelled call keeps fewer checkpoints, which costs only re-evaluation on a
+  // later Truncate.
   constexpr size_t kB = size_t(kCheckpointInterval);
   const size_t first_block = history_.size() / kB;  // the next boundary's checkpoint index
   const std::vector<bool> copy_block = recurrent() && prefix_cache_ == nullptr

@@ -1,7 +1,7 @@
 // AArch64 baseline Advanced SIMD (every ARMv8-A CPU, no compiler flags) dot products of the
 // codebook formats: IQ4_NL and MXFP4 against Q8_0, IQ4_XS against Q8_K. The 4-bit indices
-// become int8 values by one TBL, the products are widened to int16 (|value| <= 127, so each
-// fits) and pairwise added into int32: every integer sum is exact, and each block's float
+// become int8 values by one TBL, the products are summed exactly in int32 lanes (Dot32,
+// neon_inline.h; |value| <= 127): every integer sum is exact, and each block's float
 // step is the reference's (sum += float(sumi) * scale), so the results are bit-identical to
 // it. Picked at run time on every aarch64 CPU (quant.cpp); elsewhere this file is empty.
 #if defined(__aarch64__)
@@ -10,6 +10,7 @@
 
 #include "quant/blocks.h"
 #include "quant/kernels.h"
+#include "quant/neon_inline.h"
 
 namespace zf::quant::asimd {
 namespace {
@@ -20,12 +21,7 @@ inline int32_t BlockSum(const int8x16_t book, const uint8_t* qs, const int8_t* a
   const uint8x16_t q = vld1q_u8(qs);
   const int8x16_t lo = vqtbl1q_s8(book, vandq_u8(q, vdupq_n_u8(0x0F)));
   const int8x16_t hi = vqtbl1q_s8(book, vshrq_n_u8(q, 4));
-  const int8x16_t a0 = vld1q_s8(a), a1 = vld1q_s8(a + 16);
-  int32x4_t s = vpaddlq_s16(vmull_s8(vget_low_s8(lo), vget_low_s8(a0)));
-  s = vpadalq_s16(s, vmull_high_s8(lo, a0));
-  s = vpadalq_s16(s, vmull_s8(vget_low_s8(hi), vget_low_s8(a1)));
-  s = vpadalq_s16(s, vmull_high_s8(hi, a1));
-  return vaddvq_s32(s);
+  return vaddvq_s32(Dot32(lo, hi, vld1q_s8(a), vld1q_s8(a + 16)));
 }
 
 inline float ScaleOf(const BlockIQ4_NL& b) { return Fp16ToFp32(b.d); }

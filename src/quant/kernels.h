@@ -91,7 +91,20 @@ float VecDotF16(int64_t n, const void* w, const void* a);
 float VecDotIQ4_NL(int64_t n, const void* w, const void* a);
 float VecDotIQ4_XS(int64_t n, const void* w, const void* a);
 float VecDotMXFP4(int64_t n, const void* w, const void* a);
+// dot_q8_asimd.cpp: bit-identical to the reference (GemmQ8_0: each result a VecDotQ8_0's bits).
+float VecDotQ4_0(int64_t n, const void* w, const void* a);
+float VecDotQ8_0(int64_t n, const void* w, const void* a);
+void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a, size_t a_stride,
+              int64_t n_tok, float* y, int64_t y_stride);
 }  // namespace asimd
+// The same Q4_0 / Q8_0 kernels with the ARMv8.2 dot product (dot_q8_neon.cpp; the same bits);
+// only call when CpuHasNeonDotprod().
+namespace neon {
+float VecDotQ4_0(int64_t n, const void* w, const void* a);
+float VecDotQ8_0(int64_t n, const void* w, const void* a);
+void GemmQ8_0(int64_t k, const void* w, size_t w_stride, int64_t rows, const void* a, size_t a_stride,
+              int64_t n_tok, float* y, int64_t y_stride);
+}  // namespace neon
 #endif
 
 // True when the CPU (and OS) support AVX2, FMA and F16C.

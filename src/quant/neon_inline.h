@@ -1,5 +1,6 @@
 // Internal: NEON helpers shared by the aarch64 kernels (packed_neon.inc, gemm_neon.inc,
-// tile_from_decode_asimd.cpp, quant_asimd.cpp). Include only from files compiled for aarch64.
+// dot_q8_neon.inc, tile_from_decode_asimd.cpp, quant_asimd.cpp, codebook_asimd.cpp and the
+// engine's attention_*asimd.cpp). Include only from files compiled for aarch64.
 // Internal linkage (unnamed namespace): the including files are compiled for different
 // -march levels, and one file's copy must never stand in for another's.
 #pragma once
@@ -63,6 +64,22 @@ inline void DotLane2(DotAcc& a, int8x16_t w0, int8x16_t x0, int8x16_t w1, int8x1
 inline int32x4_t DotSum(const DotAcc& a) { return vpaddq_s32(a.lo, a.hi); }
 #endif
 inline DotAcc DotZero() { return DotInit(0); }
+
+// The 32 products of two 32-element int8 blocks given as 16-byte halves (x0 . y0 + x1 . y1) in 4
+// int32 lanes, exact. With the ARMv8.2 dot product two SDOT; without it the products of
+// elements i and i + 16 are added in int16 (a widening multiply and multiply-add), then
+// pairwise into int32: exact while each such pair fits int16, which holds for one side in
+// [-128, 127] against the other in [-127, 127] (2 x 128 x 127 = 32512): file weights against
+// activation quants or KV rows, which the quantizers keep in [-127, 127].
+inline int32x4_t Dot32(int8x16_t x0, int8x16_t x1, int8x16_t y0, int8x16_t y1) {
+#if defined(__ARM_FEATURE_DOTPROD)
+  return vdotq_s32(vdotq_s32(vdupq_n_s32(0), x0, y0), x1, y1);
+#else
+  const int16x8_t p0 = vmlal_s8(vmull_s8(vget_low_s8(x0), vget_low_s8(y0)), vget_low_s8(x1), vget_low_s8(y1));
+  const int16x8_t p1 = vmlal_high_s8(vmull_high_s8(x0, y0), x1, y1);
+  return vpadalq_s16(vpaddlq_s16(p0), p1);
+#endif
+}
 
 // 4 F16 values as floats.
 inline float32x4_t F16x4(const void* p) {

@@ -1,9 +1,9 @@
 // Run-time dispatch of the quant kernels: picks AVX2 kernels when the CPU has AVX2+FMA+F16C
 // (AVX-512 VNNI ones on top where it has those, unless ZF_NO_AVX512 is set); on aarch64, unless
-// ZF_NO_NEON is set, the NEON float dot products, packed decode product and prefill GEMM (with
-// SDOT where the CPU has the dot product); and falls back to the scalar reference
-// otherwise. The choice is made once (thread-safe static initialization) and stored as a
-// table of function pointers.
+// ZF_NO_NEON is set, the NEON float, codebook, Q4_0 and Q8_0 dot products, Q8_0 GEMM, packed
+// decode product and prefill GEMM (with SDOT where the CPU has the dot product); and falls
+// back to the scalar reference otherwise. The choice is made once (thread-safe static
+// initialization) and stored as a table of function pointers.
 #include <cassert>
 #include <cstdlib>
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
@@ -156,11 +156,17 @@ KernelTable BuildTable() {
     k.vec_dot[Index(GgmlType::IQ4_NL)] = asimd::VecDotIQ4_NL;
     k.vec_dot[Index(GgmlType::IQ4_XS)] = asimd::VecDotIQ4_XS;
     k.vec_dot[Index(GgmlType::MXFP4)] = asimd::VecDotMXFP4;
+    k.vec_dot[Index(GgmlType::Q4_0)] = asimd::VecDotQ4_0;
+    k.vec_dot[Index(GgmlType::Q8_0)] = asimd::VecDotQ8_0;
+    k.gemm_q8_0 = asimd::GemmQ8_0;
     k.gemv_packed = asimd::GemvPacked;
     k.gemm_packed = asimd::GemmPacked;
     k.tile_from_decode = asimd::PackTileFromDecode;
     if (SelectedIsa() == Isa::kNeonDot) {
       k.isa = "neon-dotprod";
+      k.vec_dot[Index(GgmlType::Q4_0)] = neon::VecDotQ4_0;
+      k.vec_dot[Index(GgmlType::Q8_0)] = neon::VecDotQ8_0;
+      k.gemm_q8_0 = neon::GemmQ8_0;
       k.gemv_packed = neon::GemvPacked;
       k.gemm_packed = neon::GemmPacked;
     }

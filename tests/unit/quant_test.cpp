@@ -13,6 +13,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -401,8 +402,12 @@ bool HaveSimd() {
 }
 
 #if defined(__aarch64__)
-// The NEON codebook dot products (codebook_asimd.cpp) keep the reference's float steps.
-TEST(QuantSimd, NeonCodebookDotsAreBitIdenticalToReference) {
+// The NEON codebook, Q4_0 and Q8_0 dot products (codebook_asimd.cpp, dot_q8_*.cpp) keep the
+// reference's float steps: the dispatched ones, and for Q4_0 / Q8_0 both builds called directly
+// (baseline NEON and, where the CPU has it, the dot product), on block counts with every tail of
+// the 4-block steps, -128 weights and extreme scales (zero, subnormal, the largest half); and
+// aarch64's GemmQ8_0 (dispatched and both builds) gives each (row, token) the one-token bits.
+TEST(QuantSimd, NeonDotsAreBitIdenticalToReference) {
   if (!HaveSimd()) GTEST_SKIP() << "ZF_NO_NEON";
   std::mt19937 rng(77);
   for (GgmlType t : {GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4}) {
@@ -410,6 +415,66 @@ TEST(QuantSimd, NeonCodebookDotsAreBitIdenticalToReference) {
     const std::vector<uint8_t> w = MakeWeights(t, n, rng, QuantFill::kRandom);
     const std::vector<uint8_t> a = Quantize(VecDotType(t), RandomFloats(n, rng));
     EXPECT_TRUE(SameFloat(VecDot(t, n, w.data(), a.data()), ref::VecDot(t, n, w.data(), a.data()))) << TypeName(t);
+  }
+  struct Kernel {
+    GgmlType t;
+    VecDotFn fn;
+    const char* name;
+  };
+  std::vector<Kernel> kernels = {{GgmlType::Q4_0, GetVecDotFn(GgmlType::Q4_0), "dispatched"},
+                                 {GgmlType::Q8_0, GetVecDotFn(GgmlType::Q8_0), "dispatched"},
+                                 {GgmlType::Q4_0, asimd::VecDotQ4_0, "asimd"},
+                                 {GgmlType::Q8_0, asimd::VecDotQ8_0, "asimd"}};
+  if (CpuHasNeonDotprod()) {
+    kernels.push_back({GgmlType::Q4_0, neon::VecDotQ4_0, "neon"});
+    kernels.push_back({GgmlType::Q8_0, neon::VecDotQ8_0, "neon"});
+  }
+  const float scales[] = {0.0f, Fp16ToFp32(0x0001), 1e-3f, 65504.0f};
+  for (const Kernel& k : kernels) {
+    EXPECT_NE(k.fn, ref::GetVecDotFn(k.t)) << TypeName(k.t) << " " << k.name;
+    for (int64_t nb : {1, 2, 3, 4, 5, 7, 8, 18, 64, 600}) {
+      const int64_t n = nb * 32;
+      for (QuantFill fill : {QuantFill::kRandom, QuantFill::kQ8Min, QuantFill::kAllOnes}) {
+        std::vector<std::vector<uint8_t>> rows = {MakeWeights(k.t, n, rng, fill)};
+        for (float d : scales) rows.push_back(MakeWeights(k.t, n, rng, fill, true, d));
+        const std::vector<uint8_t> a = Quantize(GgmlType::Q8_0, RandomFloats(n, rng));
+        for (const std::vector<uint8_t>& w : rows) {
+          ASSERT_TRUE(SameFloat(k.fn(n, w.data(), a.data()), ref::GetVecDotFn(k.t)(n, w.data(), a.data())))
+              << TypeName(k.t) << " " << k.name << " n=" << n << " fill=" << static_cast<int>(fill);
+        }
+      }
+    }
+  }
+  using Gemm = void (*)(int64_t, const void*, size_t, int64_t, const void*, size_t, int64_t, float*, int64_t);
+  std::vector<std::pair<Gemm, const char*>> gemms = {{GemmQ8_0, "dispatched"}, {asimd::GemmQ8_0, "asimd"}};
+  if (CpuHasNeonDotprod()) gemms.push_back({neon::GemmQ8_0, "neon"});
+  struct GemmShape {
+    int64_t rows, n_tok, k;
+  };
+  // Tile tails (2 rows x 4 tokens), and rows beyond the staging (513 blocks: VecDot only).
+  for (const GemmShape& g : {GemmShape{5, 9, 640}, GemmShape{2, 4, 32}, GemmShape{3, 5, 96}, GemmShape{1, 3, 64},
+                             GemmShape{4, 8, 32 * 513}}) {
+    const size_t row = RowSize(GgmlType::Q8_0, g.k);
+    std::vector<uint8_t> w, a;
+    for (int64_t r = 0; r < g.rows; ++r) {
+      const std::vector<uint8_t> b = MakeWeights(GgmlType::Q8_0, g.k, rng, r == 1 ? QuantFill::kQ8Min : QuantFill::kRandom);
+      w.insert(w.end(), b.begin(), b.end());
+    }
+    for (int64_t i = 0; i < g.n_tok; ++i) {
+      const std::vector<uint8_t> b = Quantize(GgmlType::Q8_0, RandomFloats(g.k, rng));
+      a.insert(a.end(), b.begin(), b.end());
+    }
+    for (const auto& [gemm, name] : gemms) {
+      std::vector<float> y(size_t(g.rows * g.n_tok));
+      gemm(g.k, w.data(), row, g.rows, a.data(), row, g.n_tok, y.data(), g.rows);
+      for (int64_t t = 0; t < g.n_tok; ++t) {
+        for (int64_t r = 0; r < g.rows; ++r) {
+          const float want = ref::VecDotQ8_0(g.k, w.data() + row * size_t(r), a.data() + row * size_t(t));
+          ASSERT_TRUE(SameFloat(y[size_t(t * g.rows + r)], want))
+              << "GemmQ8_0 " << name << " k " << g.k << " at (" << r << ", " << t << ")";
+        }
+      }
+    }
   }
 }
 #endif

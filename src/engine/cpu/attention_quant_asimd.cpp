@@ -63,13 +63,6 @@ inline void BlockBytes(const uint8_t* blk, int8x16_t* lo, int8x16_t* hi) {
   }
 }
 
-// The 32 products of two blocks, in 4 int32 lanes.
-inline int32x4_t BlockDot(int8x16_t alo, int8x16_t ahi, int8x16_t blo, int8x16_t bhi) {
-  const int16x8_t p0 = vmlal_s8(vmull_s8(vget_low_s8(alo), vget_low_s8(blo)), vget_low_s8(ahi), vget_low_s8(bhi));
-  const int16x8_t p1 = vmlal_high_s8(vmull_high_s8(alo, blo), ahi, bhi);
-  return vpadalq_s16(vpaddlq_s16(p0), p1);
-}
-
 template <int NQ, KvType KT>
 void Scores(const QuantDecodeGroup& g, const QBlocks& qb) {
   constexpr size_t kB = KT == KvType::kQ8_0 ? sizeof(quant::BlockQ8_0) : sizeof(quant::BlockQ4_0);
@@ -85,7 +78,7 @@ void Scores(const QuantDecodeGroup& g, const QBlocks& qb) {
       BlockBytes<KT>(blk, &klo, &khi);
 #pragma GCC unroll 4
       for (int h = 0; h < NQ; ++h) {
-        const int32x4_t t = BlockDot(klo, khi, qb.lo[h][b], qb.hi[h][b]);
+        const int32x4_t t = quant::Dot32(klo, khi, qb.lo[h][b], qb.hi[h][b]);  // 32 products, 4 lanes
         acc[h] = vfmaq_n_f32(acc[h], vcvtq_f32_s32(t), dk * qb.d[h][b]);
       }
     }

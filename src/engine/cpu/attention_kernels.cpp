@@ -163,6 +163,14 @@ void RunDecode(const DecodeGroup& g) {
 #endif
   RunDecodeRef(g);
 }
+bool HasExactTile() { return Chosen() == Isa::kAvx512; }
+void RunExactTile(const ExactTile& t) {
+#if defined(__x86_64__) || defined(__i386__)
+  RunExactTileAvx512(t);
+#else
+  (void)t;
+#endif
+}
 // The same CPU check as the blocked kernel (the x86 SIMD levels include F16C; NEON converts
 // half precision in every aarch64 CPU).
 bool HasFastDecode() { return HasFastBlock(); }

@@ -103,6 +103,39 @@ void RunDecodeAvx2(const DecodeGroup& g);    // needs AVX2 + FMA + F16C; d_k, d_
 void RunDecodeAsimd(const DecodeGroup& g);   // every aarch64 CPU; d_k a multiple of 8, d_v of 4
 #endif
 
+// Exact prefill on staged K/V: a tile of query rows (token, head) of one KV group, each over
+// its own keys [lo, hi], with the bits of the decode kernel (RunDecode on that row's keys, Q
+// rounded to F16 values, K/V the F16 cache's values in F32). Per key, a lane's FMA chain over
+// the head dimensions and the 16 lanes' sum in ReduceAdd's pairs are computed for 16 keys at once
+// from K^T (vertical adds, no horizontal sums), each K^T and V load serving several rows; each
+// row's softmax and value chains are the decode kernel's (its own keys, in order from zero).
+constexpr int32_t kExactRows = 32;  // rows per tile at most
+
+struct ExactTile {
+  const float* q;        // [rows][d_k], already rounded to F16 values
+  int32_t rows;          // 1..kExactRows
+  int32_t d_k, d_v;      // multiples of 16
+  const float* kt;       // kt[d * kt_stride + j] = element d of key j; finite (zero) past the
+  int64_t kt_stride;     // last key up to the next multiple of 16
+  const float* v;        // v[j * v_stride + e] = element e of value j
+  int64_t v_stride;
+  const int32_t* lo;     // [rows] first key of each row
+  const int32_t* hi;     // [rows] last key of each row (inclusive), lo <= hi
+  float scale;           // as DecodeGroup
+  float softcap;
+  float* s;              // scratch: rows * ss floats
+  int64_t ss;            // >= the largest hi + 1 rounded up to 16
+  float* const* out;     // [rows] output rows of d_v floats
+  const float* sink = nullptr;  // [rows] each row's sink logit, or none
+};
+
+// True when RunExactTile has a kernel here (the decode kernel it matches is AVX-512's).
+bool HasExactTile();
+void RunExactTile(const ExactTile& t);
+#if defined(__x86_64__) || defined(__i386__)
+void RunExactTileAvx512(const ExactTile& t);  // attention_exact_avx512.cpp; needs AVX-512 F
+#endif
+
 // Decode split by KV blocks: at n_keys >= kSplitMinKeys a (token, head)'s keys go in blocks of
 // kSplitKeys (counted from its first visible key) whose partial softmaxes are folded in block
 // order, on every path (one token, prefill rows, batched rows) and for any thread count, so

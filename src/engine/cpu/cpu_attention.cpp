@@ -170,6 +170,9 @@ void RowKeys(const AttentionParams& ap, int32_t p, int32_t last, int32_t* lo, in
 // from memory serves all of them from L2 (per row, at 32k keys, the whole layer's K/V streamed
 // again otherwise).
 constexpr int32_t kExactTileRows = 8;
+// Exact prefill goes in exact tiles (AttentionExactTiles) from this many tokens: staging the
+// layer's K/V costs about one pass over them, which a few rows do not repay.
+constexpr int32_t kExactTileMinTokens = 8;
 
 // One row of a tile that goes split by KV blocks: its first key, key count and block count
 // (as DecodeHeads computes them), and the token's query and output rows.
@@ -237,6 +240,38 @@ void RunTileGroup(Grouped gk, const CpuKvCache& cache, int32_t layer, const Atte
         CombineSplit(cache, ap, rows[i].n_keys, split(i, b), k, h + k, rows[i].out + int64_t{h + k} * dv);
       }
     }
+  }
+}
+
+// Prefill's staging of one layer's K/V (the blocked and the exact-tile paths): chunk c of
+// kStageRows positions of K goes transposed into kt ([k_width][kt_stride] floats: element i of
+// a K row is head i / head_dim_k, dimension i % head_dim_k) and, with an F16 cache, V into vf
+// as F32 rows; chunk n_chunks zeroes kt's keys from n_pos to kt_stride (read by the key tiles).
+// tmp: kStageRows * k_width floats.
+constexpr int32_t kStageRows = 16;  // K rows converted per step before the transposing scatter
+void StageChunk(const CpuKvCache& cache, int32_t layer, int32_t n_pos, int64_t c, float* kt, int64_t kt_stride,
+                float* vf, float* tmp) {
+  const bool f16 = cache.k_type() == KvType::kF16;  // (else F32/F32)
+  const int32_t kw = cache.k_width(), vw = cache.v_width();
+  const uint8_t* kdata = cache.Row(false, layer, 0);
+  const uint8_t* vdata = cache.Row(true, layer, 0);
+  if (c == (n_pos + kStageRows - 1) / kStageRows) {
+    for (int32_t i = 0; i < kw; ++i) {
+      std::fill(kt + size_t(i) * size_t(kt_stride) + size_t(n_pos), kt + size_t(i + 1) * size_t(kt_stride), 0.0f);
+    }
+    return;
+  }
+  const int32_t p0 = int32_t(c * kStageRows), n = std::min(kStageRows, n_pos - p0);
+  if (f16) {
+    quant::DequantizeRow(GgmlType::F16, kdata + size_t(p0) * size_t(kw) * 2, tmp, int64_t{n} * kw);
+    quant::DequantizeRow(GgmlType::F16, vdata + size_t(p0) * size_t(vw) * 2, vf + size_t(p0) * size_t(vw),
+                         int64_t{n} * vw);
+  } else {
+    std::memcpy(tmp, kdata + size_t(p0) * size_t(kw) * 4, size_t(n) * size_t(kw) * 4);
+  }
+  for (int32_t i = 0; i < kw; ++i) {
+    float* dst = kt + size_t(i) * size_t(kt_stride) + size_t(p0);
+    for (int32_t r = 0; r < n; ++r) dst[r] = tmp[size_t(r) * size_t(kw) + size_t(i)];
   }
 }
 
@@ -433,11 +468,9 @@ void CpuBackend::AttentionBlocked(const CpuKvCache& cache, int32_t layer, const 
   const int32_t n_pos = pos0 + n_tok;
   const int32_t dk = ap.head_dim_k;
   const int64_t kt_stride = (int64_t{n_pos} + attn::kKeyPad + 15) / 16 * 16;
-  const uint8_t* kdata = cache.Row(false, layer, 0);
   const uint8_t* vdata = cache.Row(true, layer, 0);
   const int32_t k_width = cache.k_width(), v_width = cache.v_width(), n_ctx = cache.n_ctx();
   const size_t nth = size_t(pool_->size());
-  constexpr int32_t kStageRows = 16;  // K rows converted per step before the transposing scatter
   const size_t per_thread = size_t(attn::kAttnRows) * size_t(dk) +
                             size_t(attn::kAttnRows) * size_t(attn::ScoreStride(n_pos)) +
                             size_t(kStageRows) * size_t(k_width);
@@ -450,32 +483,14 @@ void CpuBackend::AttentionBlocked(const CpuKvCache& cache, int32_t layer, const 
     vf = kv_stage_.data();
   }
   float* blk = attn_block_.data();
-  const int32_t kw = k_width, vw = v_width;
-  // Stage K transposed (and V as F32 rows for an F16 cache), positions split across threads.
+  const int32_t vw = v_width;
+  // Phase 1, one item per chunk of kStageRows positions (the last item zeroes the padding keys),
+  // claimed inside the same parallel region as the blocks (see ClaimedWork).
   const int64_t n_chunks = (n_pos + kStageRows - 1) / kStageRows;
-  // Phase 1, one item per chunk of kStageRows positions (the last item also zeroes the padding
-  // keys), claimed inside the same parallel region as the blocks (see ClaimedWork).
   auto stage = [&](int32_t ith, int64_t c) {
-    float* tmp = blk + size_t(ith) * per_thread + size_t(attn::kAttnRows) * size_t(dk) +
-                 size_t(attn::kAttnRows) * size_t(attn::ScoreStride(n_pos));
-    if (c == n_chunks) {  // zero keys past n_pos (read by the 64-key tiles)
-      for (int32_t i = 0; i < kw; ++i) {
-        std::fill(kt + size_t(i) * size_t(kt_stride) + size_t(n_pos), kt + size_t(i + 1) * size_t(kt_stride), 0.0f);
-      }
-      return;
-    }
-    const int32_t p0 = int32_t(c * kStageRows), n = std::min(kStageRows, n_pos - p0);
-    if (f16) {
-      quant::DequantizeRow(GgmlType::F16, kdata + size_t(p0) * size_t(kw) * 2, tmp, int64_t{n} * kw);
-      quant::DequantizeRow(GgmlType::F16, vdata + size_t(p0) * size_t(vw) * 2, kv_stage_.data() + size_t(p0) * size_t(vw),
-                           int64_t{n} * vw);
-    } else {
-      std::memcpy(tmp, kdata + size_t(p0) * size_t(kw) * 4, size_t(n) * size_t(kw) * 4);
-    }
-    for (int32_t i = 0; i < kw; ++i) {  // element i of a K row: head i / dk, dimension i % dk
-      float* dst = kt + size_t(i) * size_t(kt_stride) + size_t(p0);
-      for (int32_t r = 0; r < n; ++r) dst[r] = tmp[size_t(r) * size_t(kw) + size_t(i)];
-    }
+    StageChunk(cache, layer, n_pos, c, kt, kt_stride, kv_stage_.data(),
+               blk + size_t(ith) * per_thread + size_t(attn::kAttnRows) * size_t(dk) +
+                   size_t(attn::kAttnRows) * size_t(attn::ScoreStride(n_pos)));
   };
   using Stage = decltype(stage);
   struct Ctx {
@@ -579,6 +594,11 @@ void CpuBackend::AttentionRowsExact(const CpuKvCache& kv, int32_t layer, const f
     RowKeys(ap, pos0 + t, last, &lo, &n_keys);
     max_blocks = std::max(max_blocks, attn::SplitBlocks(n_keys));
   }
+  if (max_blocks == 1 && n_tok >= kExactTileMinTokens && GroupedFor(kv) == Grouped::kF16 && attn::HasExactTile() &&
+      ap.n_head / ap.n_head_kv <= attn::kExactRows && ap.head_dim_k % 16 == 0 && ap.head_dim_v % 16 == 0) {
+    AttentionExactTiles(kv, layer, q, n_tok, pos0, ap, out);
+    return;
+  }
   const int32_t tile = max_blocks > 1 ? kExactTileRows : 1;
   const int32_t group = ap.n_head / ap.n_head_kv;
   const size_t per_row = AttnScratchPerThread(kv.n_ctx(), kv.k_width(), kv.v_width());
@@ -625,6 +645,93 @@ void CpuBackend::AttentionRowsExact(const CpuKvCache& kv, int32_t layer, const f
           if (n_split > 0) {
             RunTileGroup(c.gk, *c.kv, c.layer, ap, g, split, n_split, c.max_blocks, scratch, scratch + c.per_row);
           }
+        }
+      },
+      &c);
+}
+
+// Exact prefill in tiles (attention_kernels.h, ExactTile): the layer's K is staged transposed
+// and V as F32 rows (as AttentionBlocked does), then each item, the rows (token, head) of a few
+// consecutive tokens and one KV group, goes through the exact tile kernel: the bits of
+// DecodeHeads for every row, with the K^T and V loads shared by the tile's rows.
+void CpuBackend::AttentionExactTiles(const CpuKvCache& cache, int32_t layer, const float* q, int32_t n_tok,
+                                     int32_t pos0, const AttentionParams& ap, float* out) {
+  const int32_t n_pos = pos0 + n_tok, group = ap.n_head / ap.n_head_kv, dk = ap.head_dim_k;
+  const int32_t k_width = cache.k_width(), v_width = cache.v_width();
+  const int64_t kt_stride = (int64_t{n_pos} + 31) / 16 * 16;  // zeros up to the last key's panel end
+  const int64_t ss = (int64_t{n_pos} + 15) / 16 * 16;
+  const int32_t tile = attn::kExactRows / group;  // tokens per item
+  const size_t per_thread = size_t(attn::kExactRows) * (size_t(dk) + size_t(ss)) + size_t(kStageRows) * size_t(k_width);
+  const size_t nth = size_t(pool_->size());
+  if (kt_stage_.size() < size_t(k_width) * size_t(kt_stride)) kt_stage_.resize(size_t(k_width) * size_t(kt_stride));
+  if (kv_stage_.size() < size_t(n_pos) * size_t(v_width)) kv_stage_.resize(size_t(cache.n_ctx()) * size_t(v_width));
+  if (attn_block_.size() < nth * per_thread) attn_block_.resize(nth * per_thread);
+  struct Ctx {
+    const CpuKvCache* cache;
+    const float* q;
+    float* out;
+    const AttentionParams* ap;
+    float* kt;
+    float* vf;
+    float* blk;
+    size_t per_thread;
+    int64_t kt_stride, ss;
+    int32_t layer, n_tok, pos0, n_pos, last, tile;
+    ClaimedWork phase1;         // staging chunks
+    std::atomic<int64_t> next;  // the next item to take
+  } c{&cache, q, out, &ap, kt_stage_.data(), kv_stage_.data(), attn_block_.data(), per_thread, kt_stride, ss, layer,
+      n_tok, pos0, n_pos, ap.bidirectional_step ? n_pos - 1 : -1, tile,
+      ClaimedWork((n_pos + kStageRows - 1) / kStageRows + 1), {0}};
+  pool_->Run(
+      [](void* p, int32_t ith, int32_t) {
+        Ctx& c = *static_cast<Ctx*>(p);
+        const AttentionParams& ap = *c.ap;
+        const int32_t group = ap.n_head / ap.n_head_kv, dk = ap.head_dim_k, dv = ap.head_dim_v;
+        float* qb = c.blk + size_t(ith) * c.per_thread;
+        float* sb = qb + size_t(attn::kExactRows) * size_t(dk);
+        float* tmp = sb + size_t(attn::kExactRows) * size_t(c.ss);
+        c.phase1.Work([&](int64_t i) { StageChunk(*c.cache, c.layer, c.n_pos, i, c.kt, c.kt_stride, c.vf, tmp); });
+        int32_t lo[attn::kExactRows], hi[attn::kExactRows];
+        float sink[attn::kExactRows];
+        float* outp[attn::kExactRows];
+        // The costliest items (last rows: the most keys) first.
+        const int64_t items = int64_t{(c.n_tok + c.tile - 1) / c.tile} * ap.n_head_kv;
+        for (int64_t taken = c.next.fetch_add(1, std::memory_order_relaxed); taken < items;
+             taken = c.next.fetch_add(1, std::memory_order_relaxed)) {
+          const int64_t it = items - 1 - taken;
+          const int32_t t0 = int32_t(it / ap.n_head_kv) * c.tile, g = int32_t(it % ap.n_head_kv);
+          const int32_t t1 = std::min(c.n_tok, t0 + c.tile);
+          int32_t rows = 0;
+          for (int32_t t = t0; t < t1; ++t) {
+            int32_t first = 0, n_keys = 0;
+            RowKeys(ap, c.pos0 + t, c.last, &first, &n_keys);
+            PrepareQ(Grouped::kF16, c.q + int64_t{t} * ap.n_head * dk, g * group, group, dk, qb + size_t(rows) * size_t(dk),
+                     tmp);
+            for (int32_t h = g * group; h < (g + 1) * group; ++h, ++rows) {
+              lo[rows] = first;
+              hi[rows] = first + n_keys - 1;
+              outp[rows] = c.out + (int64_t{t} * ap.n_head + h) * dv;
+              if (ap.sinks != nullptr) sink[rows] = ap.sinks[h];
+            }
+          }
+          attn::ExactTile et;
+          et.q = qb;
+          et.rows = rows;
+          et.d_k = dk;
+          et.d_v = dv;
+          et.kt = c.kt + size_t(g) * size_t(dk) * size_t(c.kt_stride);
+          et.kt_stride = c.kt_stride;
+          et.v = c.vf + size_t(g) * size_t(dv);
+          et.v_stride = c.cache->v_width();
+          et.lo = lo;
+          et.hi = hi;
+          et.scale = ap.scale;
+          et.softcap = ap.softcap;
+          et.s = sb;
+          et.ss = c.ss;
+          et.out = outp;
+          et.sink = ap.sinks != nullptr ? sink : nullptr;
+          attn::RunExactTile(et);
         }
       },
       &c);

@@ -120,14 +120,17 @@ class Backend {
   // updated to the last l_cache - 1 positions. y[t, c] = c[t, c] * sum_j kernel[c, j] * u[t + j, c]
   // where u is the state followed by the rows' b * x (the reference's ssm_conv order of sums).
   // Each position's result depends only on its own window: chunking does not change the bits.
+  // snaps: the state after given rows also copied out (StateSnapshot; the same bits as a step
+  // ending there leaves), here and in Mamba2 and GatedDeltaNet.
   virtual void ShortConv(const float* bcx, int32_t n_tok, int32_t width, const float* kernel, int32_t l_cache,
-                         float* state, float* y) {}
+                         float* state, const StateSnapshots& snaps, float* y) {}
   // kMamba2: Mamba-2's mixer between ssm_in and ssm_out over n_tok consecutive positions of ONE
   // sequence, token by token (the exact recurrence, also in prefill). zxbcdt: n_tok rows of
   // ssm_in's output [z (d_inner) | xBC (channels) | dt (n_head)]; state: the layer's
   // RecurrentState floats, [d_conv - 1][channels] conv inputs (oldest first), then
   // [n_head][head_dim][d_state] scan state; y: n_tok rows of d_inner (group-normed, gated).
-  virtual void Mamba2(const float* zxbcdt, int32_t n_tok, const Mamba2Params& p, float* state, float* y) {}
+  virtual void Mamba2(const float* zxbcdt, int32_t n_tok, const Mamba2Params& p, float* state,
+                      const StateSnapshots& snaps, float* y) {}
   // kGatedDeltaNet: Qwen3.5's linear attention over n_tok consecutive positions of ONE sequence,
   // from the projections to the per-head outputs (model/description.h, MixerKind::kGatedDeltaNet).
   // qkv: n_tok rows of p.channels() [q | k | v] before the convolution; alpha, beta: n_tok rows of
@@ -136,7 +139,7 @@ class Backend {
   // n_v_heads * head_v_dim. Positions run in order (the exact recurrence, no chunked form), so a
   // split into steps does not change the bits.
   virtual void GatedDeltaNet(const float* qkv, const float* alpha, const float* beta, int32_t n_tok,
-                             const DeltaNetParams& p, float* state, float* y) {}
+                             const DeltaNetParams& p, float* state, const StateSnapshots& snaps, float* y) {}
   // kAttnOutputGate: x[i] *= sigmoid(gate[i]) over n elements.
   virtual void SigmoidGate(float* x, const float* gate, int64_t n) {}
 

@@ -89,6 +89,19 @@ void RopeYarnCorrDims(const RopeParams& rp, float* low, float* high);
 // rp.sections (the reference's sector rule, ggml_mrope_cache_init). rp.sectioned() required.
 int32_t MropeComponent(const RopeParams& rp, int32_t pair);
 
+// A copy of a recurrent layer's state as it is after the first `rows` (1..n_tok) of an op's
+// positions, in the state's own layout (Backend::ShortConv, Mamba2, GatedDeltaNet): a session's
+// checkpoints at the block boundaries inside one step, so the step need not end on them.
+struct StateSnapshot {
+  int32_t rows;
+  float* state;
+};
+// The snapshots an op call writes, in increasing rows (none: n == 0).
+struct StateSnapshots {
+  const StateSnapshot* at = nullptr;
+  int32_t n = 0;
+};
+
 // A gated DeltaNet layer's sizes and small tensors (Backend::GatedDeltaNet). Value head h reads
 // key head h % n_k_heads.
 struct DeltaNetParams {

@@ -111,7 +111,8 @@ void Forward::Run(const SeqState& s, const int32_t* tokens, int32_t n, int32_t p
   const bool want = logits != nullptr || argmax != nullptr;
   // On the CPU the logits are written straight into the caller's array.
   float* out = !want ? nullptr : (be_.HostActivations() && logits != nullptr) ? logits : logits_.data();
-  const Seq seq{s.kv, pos0, n, nullptr, nullptr, s.rope_factors, s.state, s.lora, s.rope_shift};
+  const Seq seq{s.kv, pos0, n, nullptr, nullptr, s.rope_factors, s.state, s.lora, s.rope_shift, nullptr, s.copies,
+                s.n_copies};
   if (!be_.BeginStep(s.kv, tokens, n, pos0, want)) {
     RunOps(tokens, n, &seq, 1, out);
     if (be_.EndStep()) RunOps(tokens, n, &seq, 1, out);  // only recorded (capture failed): run for real
@@ -123,7 +124,8 @@ void Forward::Run(const SeqState& s, const int32_t* tokens, int32_t n, int32_t p
 
 void Forward::RunEmbd(const SeqState& s, const float* embd, int32_t n, int32_t pos0, bool bidirectional, float* logits,
                       const int32_t* rope_pos) {
-  const Seq seq{s.kv, pos0, n, nullptr, nullptr, s.rope_factors, s.state, s.lora, s.rope_shift, rope_pos};
+  const Seq seq{s.kv, pos0, n, nullptr, nullptr, s.rope_factors, s.state, s.lora, s.rope_shift, rope_pos, s.copies,
+                s.n_copies};
   bidirectional_ = bidirectional;
   RunOps(zeros_.data(), n, &seq, 1, logits, embd);
   bidirectional_ = false;
@@ -133,7 +135,10 @@ void Forward::RunEveryLogit(const SeqState& s, const int32_t* tokens, int32_t n,
   // One-row sequences on the same rows: the attention block stores and attends row by row in
   // order (row i sees rows < i), and the output head takes every sequence's last row.
   every_.resize(size_t(n));
-  for (int32_t i = 0; i < n; ++i) every_[size_t(i)] = Seq{s.kv, pos0 + i, 1, nullptr, nullptr, s.rope_factors, s.state, s.lora, s.rope_shift};
+  for (int32_t i = 0; i < n; ++i) {
+    every_[size_t(i)] = Seq{s.kv, pos0 + i, 1, nullptr, nullptr, s.rope_factors, s.state, s.lora, s.rope_shift,
+                            nullptr, s.copies, s.n_copies};
+  }
   RunOps(tokens, n, every_.data(), n, logits);
 }
 
@@ -457,6 +462,15 @@ void Forward::AttentionBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
   }
 }
 
+engine::StateSnapshots Forward::Snapshots(const Seq& s, int32_t il) {
+  snaps_.clear();
+  for (int32_t k = 0; k < s.n_copies; ++k) {
+    const int32_t rows = s.copies[k].pos - s.pos0;
+    if (rows > 0 && rows <= s.n) snaps_.push_back({rows, s.copies[k].state + s.state->offset(il)});
+  }
+  return {snaps_.data(), int32_t(snaps_.size())};
+}
+
 void Forward::ShortConvBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_seq) {
   const LayerDesc& ld = model_.desc().layers[size_t(il)];
   const LayerTensors& L = model_.weights().layers[size_t(il)];
@@ -465,7 +479,7 @@ void Forward::ShortConvBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_s
   be_.MatMul(*L[LayerRole::kShortConvInProj], h_.data(), n, conv_.data());
   for (int32_t i = 0, row = 0; i < n_seq; row += seqs[i].n, ++i) {
     be_.ShortConv(conv_.data() + int64_t{row} * 3 * E, seqs[i].n, E, F32(L[LayerRole::kShortConvConv]), ld.conv.l_cache,
-                  seqs[i].state->layer(il), attn_.data() + int64_t{row} * E);
+                  seqs[i].state->layer(il), Snapshots(seqs[i], il), attn_.data() + int64_t{row} * E);
   }
   be_.MatMul(*L[LayerRole::kShortConvOutProj], attn_.data(), n, h_.data());
   Residual(h_.data(), n);
@@ -491,7 +505,7 @@ void Forward::Mamba2Block(int32_t il, int32_t n, const Seq* seqs, int32_t n_seq)
   Norm(ld.norm.kind, ld.norm.eps, L[LayerRole::kAttnNorm], L[LayerRole::kAttnNormBias], x_.data(), n, h_.data());
   be_.MatMul(*L[LayerRole::kSsmIn], h_.data(), n, ssm_.data());
   for (int32_t i = 0, row = 0; i < n_seq; row += seqs[i].n, ++i) {
-    be_.Mamba2(ssm_.data() + int64_t{row} * m.InProj(), seqs[i].n, p, seqs[i].state->layer(il),
+    be_.Mamba2(ssm_.data() + int64_t{row} * m.InProj(), seqs[i].n, p, seqs[i].state->layer(il), Snapshots(seqs[i], il),
                attn_.data() + int64_t{row} * m.d_inner);
   }
   be_.MatMul(*L[LayerRole::kSsmOut], attn_.data(), n, h_.data());
@@ -526,7 +540,7 @@ void Forward::DeltaNetBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_se
   p.a = F32(L[LayerRole::kSsmA]);
   for (int32_t i = 0, row = 0; i < n_seq; row += seqs[i].n, ++i) {
     be_.GatedDeltaNet(delta_qkv_.data() + int64_t{row} * C, alpha + int64_t{row} * Hv, beta + int64_t{row} * Hv,
-                      seqs[i].n, p, seqs[i].state->layer(il), attn_.data() + int64_t{row} * VD);
+                      seqs[i].n, p, seqs[i].state->layer(il), Snapshots(seqs[i], il), attn_.data() + int64_t{row} * VD);
   }
   be_.RmsNorm(attn_.data(), F32(L[LayerRole::kSsmNorm]), n * Hv, dn.head_v_dim, ld.norm.eps, attn_.data());
   be_.GatedActivation(Activation::kSilu, delta_z_.data(), attn_.data(), int64_t{n} * VD);

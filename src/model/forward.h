@@ -32,13 +32,16 @@ class Forward {
   // model has recurrent layers; see recurrent_state.h), its context's RopeFactors and the LoRA
   // adapters it applies (nullptr: none; host-memory backends only). rope_shift: a token at KV
   // row r rotates at position r + rope_shift (M-RoPE models after an image, whose rows take
-  // fewer positions than rows; 0 otherwise).
+  // fewer positions than rows; 0 otherwise). copies[0..n_copies): copies of the recurrent state
+  // at positions the step passes (increasing pos; see StateCopy), written by the step.
   struct SeqState {
     engine::KvCache* kv;
     RecurrentState* state;
     const float* rope_factors;
     const LoraPlan* lora = nullptr;
     int32_t rope_shift = 0;
+    const StateCopy* copies = nullptr;
+    int32_t n_copies = 0;
   };
 
   int32_t max_batch() const { return max_batch_; }
@@ -86,6 +89,9 @@ class Forward {
     const LoraPlan* lora = nullptr;  // its LoRA adapters (nullptr: none; host-memory backends only)
     int32_t rope_shift = 0;          // its rows rotate at KV row + rope_shift (SeqState::rope_shift)
     const int32_t* rope_pos = nullptr;  // or at these four positions per row (RunEmbd's rope_pos)
+    // The state copies (SeqState::copies); those at positions in (pos0, pos0 + n] are written.
+    const StateCopy* copies = nullptr;
+    int32_t n_copies = 0;
   };
   // Runs the attention of a step's sequences (several tokens each) at once on `pool`'s threads,
   // one sequence per thread, thread i on workers[i] (a one-thread backend of the same engine:
@@ -139,6 +145,8 @@ class Forward {
   // Backend::GatedDeltaNet with its own state, the gated per-head norm, ssm_out.
   void DeltaNetBlock(int32_t il, int32_t n, const Seq* seqs, int32_t n_seq);
   void DenseFfn(int32_t il, int32_t n, const Seq* seqs, int32_t n_seq);
+  // Sequence s's state copies (Seq::copies) as layer il's snapshots (in snaps_).
+  engine::StateSnapshots Snapshots(const Seq& s, int32_t il);
   // LoRA: whether some sequence adapts layer il's weight t, and y += its low-rank products of
   // x for each sequence's rows (x rows of the product's input, y rows of its output).
   static bool HasLora(int32_t il, LoraTarget t, const Seq* seqs, int32_t n_seq);
@@ -203,6 +211,7 @@ class Forward {
   std::vector<int32_t> seq_order_, seq_row_;  // a step's sequences, longest first, and their first rows
   std::vector<engine::Backend::DecodeRow> attn_rows_;  // a batched decode step's attention rows
   std::vector<Seq> every_;  // RunEveryLogit's one-row sequences
+  std::vector<engine::StateSnapshot> snaps_;  // Snapshots' result
   // MoE routing on the host: per token the selected experts and weights, and per expert its rows.
   std::vector<int32_t> sel_;
   std::vector<float> sel_w_;

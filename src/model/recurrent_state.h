@@ -14,6 +14,15 @@
 
 namespace zf::model {
 
+// A copy of a sequence's whole state (RecurrentState::size() floats, values()' layout) as it is
+// after the sequence's first `pos` rows (KV rows [0, pos)), written by the step that passes
+// there (Forward::SeqState::copies): the session's checkpoints at block boundaries inside a
+// step (engine::StateSnapshot per layer).
+struct StateCopy {
+  int32_t pos;
+  float* state;
+};
+
 class RecurrentState {
  public:
   RecurrentState() = default;
@@ -30,6 +39,8 @@ class RecurrentState {
   bool empty() const { return data_.empty(); }
   // Layer il's state (only meaningful for a recurrent layer).
   float* layer(int32_t il) { return data_.data() + offset_[size_t(il)]; }
+  // Where layer il's floats start in values() (and in a copy of them: StateCopy).
+  size_t offset(int32_t il) const { return offset_[size_t(il)]; }
   // Every layer's state, for snapshots and session state (size() floats).
   const std::vector<float>& values() const { return data_; }
   size_t size() const { return data_.size(); }

@@ -178,14 +178,16 @@ void Batcher::RunDecode(std::vector<Request*>& batch, std::vector<Request*>& chu
     for (int32_t i = 0; i < r->n; ++i) {
       tokens_.push_back(r->tokens[i]);
       seqs_.push_back(model::Forward::Seq{r->seq.kv, r->pos0 + i, 1, r->every ? r->logits + size_t(i) * n_vocab : r->logits,
-                                          r->argmax, r->seq.rope_factors, r->seq.state, r->seq.lora, r->seq.rope_shift});
+                                          r->argmax, r->seq.rope_factors, r->seq.state, r->seq.lora, r->seq.rope_shift,
+                                          nullptr, r->seq.copies, r->seq.n_copies});
     }
   }
   const int32_t rows = int32_t(seqs_.size());  // the decode rows
   for (Request* r : chunks) {  // a chunk is one sequence of its n rows
     tokens_.insert(tokens_.end(), r->tokens, r->tokens + r->n);
     seqs_.push_back(model::Forward::Seq{r->seq.kv, r->pos0, r->n, r->logits, r->argmax, r->seq.rope_factors,
-                                        r->seq.state, r->seq.lora, r->seq.rope_shift});
+                                        r->seq.state, r->seq.lora, r->seq.rope_shift, nullptr, r->seq.copies,
+                                        r->seq.n_copies});
   }
   const auto t0 = std::chrono::steady_clock::now();
   try {

@@ -152,13 +152,12 @@ Status Session::Append(const int32_t* tokens, size_t n, float* logits, int32_t* 
   model::ForwardPool::Lease borrowed;  // the context of this call's steps, unless batched
   const model::ForwardPool::Lease* ctx = nullptr;
   if (batcher_ == nullptr && done < n) ZF_RETURN_IF_ERROR(Context(&borrowed, &ctx));
-  // A recurrent model's steps end on block boundaries, for the checkpoints. Without a prefix
-  // cache to store them, those the thinning drops before this call returns are never read:
-  // their boundaries need no stop (each step re-reads all weights, for 64 rows at most; a
-  // prompt of n blocks keeps about 4 + 2 log2(n / 4), or fewer within the byte budget; at
-  // pp512 the stops left are most of the cost: doc/performance.md, session 59). Chunks change
-  // no bits. A cancelled call keeps fewer checkpoints, which costs only re-evaluation on a
-  // later Truncate.
+  // A recurrent model's steps pass block boundaries; the state at each is copied out inside the
+  // step (PlanCopies), so the steps need not end there (a stop re-reads every weight for the rows
+  // up to it: at pp512 the stops were most of the cost, doc/performance.md). Without a prefix
+  // cache to store them, the boundaries whose checkpoint the thinning drops before this call
+  // returns are never read: no copy. A cancelled call keeps fewer checkpoints, which costs only
+  // re-evaluation on a later Truncate.
   constexpr size_t kB = size_t(kCheckpointInterval);
   const size_t first_block = history_.size() / kB;  // the next boundary's checkpoint index
   const std::vector<bool> copy_block = recurrent() && prefix_cache_ == nullptr
@@ -166,17 +165,11 @@ Status Session::Append(const int32_t* tokens, size_t n, float* logits, int32_t* 
                                            : std::vector<bool>();
   while (done < n) {
     if (ConsumeCancel()) return Status(Code::kCancelled, "evaluation cancelled");
-    int32_t limit = StepLimit(batch);
-    if (!copy_block.empty()) {  // to the next boundary whose checkpoint stays, or the end
-      size_t b = history_.size() / kB;
-      while (b - first_block < copy_block.size() && !copy_block[b - first_block]) ++b;
-      const size_t stop = b - first_block < copy_block.size() ? (b + 1) * kB - history_.size() : n - done;
-      limit = int32_t(std::min<size_t>(size_t(batch), stop));
-    }
-    const int32_t chunk = int32_t(std::min<size_t>(size_t(limit), n - done));
+    const int32_t chunk = int32_t(std::min<size_t>(size_t(batch), n - done));
     const bool last = done + size_t(chunk) == n;
     has_logits_ = false;
     has_argmax_ = false;
+    PlanCopies(size_t(chunk), copy_block, first_block);
     if (batcher_ != nullptr) {
       ZF_RETURN_IF_ERROR(batcher_->Eval(Seq(), exact_, tokens + done, chunk, n_past(), last ? logits : nullptr,
                                         last ? argmax : nullptr));
@@ -185,11 +178,12 @@ Status Session::Append(const int32_t* tokens, size_t n, float* logits, int32_t* 
       ZF_RETURN_IF_ERROR(ctx->backend().TakeError());  // device engines can fail at run time
     }
     history_.insert(history_.end(), tokens + done, tokens + done + chunk);
-    // On a boundary, its checkpoint's index (past first_block: the history grew) in copy_block.
-    const size_t h = history_.size(), at = h / kB - 1 - first_block;
-    KeepCheckpoint(h % kB != 0 || at >= copy_block.size() || copy_block[at]);
+    KeepCopies();
     done += size_t(chunk);
-    if (prefix_cache_ != nullptr) StoreBlocks();
+    if (prefix_cache_ != nullptr) {
+      StoreBlocks();
+      ThinCheckpoints();  // the blocks just stored no longer hold their states back
+    }
   }
   // A prompt (not a decode step) that ends inside a block leaves its rows there as a tail.
   if (prefix_cache_ != nullptr && n - reused > 1) StoreTail();
@@ -213,40 +207,70 @@ Status Session::EvalEvery(const int32_t* tokens, size_t n, float* logits) {
     mark_pos_ = n_past();
     mark_state_ = state_.values();
   }
-  const size_t n_vocab_z = size_t(n_vocab);
   model::ForwardPool::Lease borrowed;
   const model::ForwardPool::Lease* ctx = nullptr;
   if (batcher_ == nullptr) ZF_RETURN_IF_ERROR(Context(&borrowed, &ctx));
-  for (size_t done = 0; done < n;) {  // recurrent models stop on a block boundary (its checkpoint)
-    const size_t step = std::min<size_t>(size_t(StepLimit(kMaxVerify)), n - done);
-    if (batcher_ != nullptr) {  // its rows join a decode step
-      ZF_RETURN_IF_ERROR(batcher_->EvalEvery(Seq(), exact_, tokens + done, int32_t(step), n_past(),
-                                             logits + done * n_vocab_z));
-    } else {
-      ctx->forward().RunEveryLogit(Seq(), tokens + done, int32_t(step), n_past(), logits + done * n_vocab_z);
-      ZF_RETURN_IF_ERROR(ctx->backend().TakeError());
-    }
-    history_.insert(history_.end(), tokens + done, tokens + done + step);
-    KeepCheckpoint();
-    done += step;
+  PlanCopies(n, {}, 0);  // recurrent models: the checkpoint of a block boundary the rows pass
+  if (batcher_ != nullptr) {  // its rows join a decode step
+    ZF_RETURN_IF_ERROR(batcher_->EvalEvery(Seq(), exact_, tokens, int32_t(n), n_past(), logits));
+  } else {
+    ctx->forward().RunEveryLogit(Seq(), tokens, int32_t(n), n_past(), logits);
+    ZF_RETURN_IF_ERROR(ctx->backend().TakeError());
   }
+  history_.insert(history_.end(), tokens, tokens + n);
+  KeepCopies();
   if (prefix_cache_ != nullptr) StoreBlocks();
   return Status::Ok();
 }
 
-int32_t Session::StepLimit(int32_t batch) const {
-  if (!recurrent()) return batch;
-  return std::min(batch, kCheckpointInterval - n_past() % kCheckpointInterval);
+void Session::KeepCheckpoint() {
+  const size_t h = history_.size(), kB = size_t(kCheckpointInterval);
+  if (!recurrent() || h % kB != 0 || block_states_.size() >= h / kB) return;
+  std::vector<float> copy = SpareState();
+  std::copy(state_.values().begin(), state_.values().end(), copy.begin());
+  SetCheckpoint(h / kB - 1, std::move(copy));
 }
 
-void Session::KeepCheckpoint(bool take) {
+void Session::SetCheckpoint(size_t j, std::vector<float> state) {
+  if (block_states_.size() > j) return Recycle(&state);  // held already (not after the history grew)
+  block_states_.resize(j);  // blocks passed without a copy: none
+  block_states_.push_back(std::move(state));
+  ThinCheckpoints();
+}
+
+void Session::PlanCopies(size_t rows, const std::vector<bool>& keep, size_t first_block) {
+  for (auto& p : pending_) Recycle(&p.second);  // a failed step's
+  pending_.clear();
+  copies_.clear();
   if (!recurrent()) return;
-  const size_t blocks = history_.size() / size_t(kCheckpointInterval);
-  if (history_.size() % size_t(kCheckpointInterval) == 0 && block_states_.size() < blocks) {
-    block_states_.resize(blocks - 1);  // blocks evaluated without a stop on their boundary: none
-    block_states_.push_back(take ? state_.values() : std::vector<float>());
-    ThinCheckpoints();
+  const size_t kB = size_t(kCheckpointInterval), h = history_.size();
+  for (size_t b = h / kB + 1; b * kB <= h + rows; ++b) {
+    const size_t j = b - 1, at = j - first_block;  // the checkpoint's index, and in keep
+    const bool take = keep.empty() || at >= keep.size() || keep[at];
+    pending_.emplace_back(j, take ? SpareState() : std::vector<float>());
+    // The buffer's floats stay where they are when pending_ grows (a vector's move keeps them).
+    if (take) copies_.push_back({int32_t(b * kB), pending_.back().second.data()});
   }
+}
+
+void Session::KeepCopies() {
+  copies_.clear();
+  for (auto& p : pending_) SetCheckpoint(p.first, std::move(p.second));
+  pending_.clear();
+}
+
+std::vector<float> Session::SpareState() {
+  if (spare_states_.empty()) return std::vector<float>(state_.size());
+  std::vector<float> v = std::move(spare_states_.back());
+  spare_states_.pop_back();
+  return v;
+}
+
+void Session::Recycle(std::vector<float>* state) {
+  if (state->empty()) return;
+  const size_t cap = std::max<size_t>(2, kCheckpointBudgetBytes / std::max<size_t>(state_.bytes(), 1));
+  if (spare_states_.size() + n_checkpoints() < cap) spare_states_.push_back(std::move(*state));
+  std::vector<float>().swap(*state);
 }
 
 void Session::ThinPlan(std::vector<bool>* held, size_t limit) const {
@@ -276,7 +300,7 @@ void Session::ThinCheckpoints() {
   for (size_t j = 0; j < n; ++j) held[j] = !block_states_[j].empty();
   ThinPlan(&held, limit);
   for (size_t j = 0; j < n; ++j) {
-    if (!held[j] && !block_states_[j].empty()) std::vector<float>().swap(block_states_[j]);
+    if (!held[j]) Recycle(&block_states_[j]);
   }
 }
 
@@ -515,6 +539,7 @@ void Session::Reset() {
   has_argmax_ = false;
   state_.Clear();
   block_states_.clear();
+  spare_states_.clear();  // an idle session holds no checkpoint memory either
   embd_spans_.clear();
   image_places_.clear();
   mark_pos_ = -1;
@@ -548,6 +573,7 @@ Status Session::Truncate(size_t n_keep) {
       state_.Assign(block_states_[from / kB - 1].data());
     }
     if (mark_pos_ > int64_t(n_keep)) mark_pos_ = -1;
+    for (size_t j = from / kB; j < block_states_.size(); ++j) Recycle(&block_states_[j]);
     block_states_.resize(from / kB);
     history_.resize(from);
     CutPlaces(from);

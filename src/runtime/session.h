@@ -208,7 +208,7 @@ class Session {
   Status Context(model::ForwardPool::Lease* borrowed, const model::ForwardPool::Lease** ctx);
   model::Forward::SeqState Seq() {
     return {kv_.get(), recurrent() ? &state_ : nullptr, rope_factors_, lora_.get(),
-            TextPos(history_.size()) - int32_t(history_.size())};
+            TextPos(history_.size()) - int32_t(history_.size()), copies_.data(), int32_t(copies_.size())};
   }
   // M-RoPE models: the rope position of a text token at history index `at` (past every image
   // place's rows; `at` itself where the history has no image).
@@ -250,20 +250,29 @@ class Session {
   // block_keys_ for every full block of the history (recomputed after Truncate/LoadState).
   void SyncBlockKeys();
   // Recurrent models, after the history grew: the state checkpoint of a block boundary it ended
-  // on (an empty one where `take` is false); then older checkpoints thinned (see
-  // kDenseCheckpoints).
-  void KeepCheckpoint(bool take = true);
+  // on; then older checkpoints thinned (see kDenseCheckpoints).
+  void KeepCheckpoint();
+  // Block j's checkpoint (empty: not kept) after the history passed its end, then the thinning.
+  void SetCheckpoint(size_t j, std::vector<float> state);
   void ThinCheckpoints();
+  // Recurrent models, before a step of `rows` rows from n_past(): the checkpoints of the block
+  // boundaries it passes, as buffers its recurrent ops fill (copies_, in Seq()): those
+  // keep[b - first_block] says stay for boundary b's checkpoint (all when keep is empty). The
+  // step need not end on a boundary (one pass over the weights for up to max_batch_ rows).
+  void PlanCopies(size_t rows, const std::vector<bool>& keep, size_t first_block);
+  // After the step: its copies become the checkpoints (SetCheckpoint).
+  void KeepCopies();
+  // A checkpoint buffer of state_.size() floats (a spare one when there is), and where a dropped
+  // one goes (kept as a spare while the spares and the checkpoints fit the byte budget).
+  std::vector<float> SpareState();
+  void Recycle(std::vector<float>* state);
   // The thinning on held[j] (block j has a checkpoint) of n = held->size() blocks, the first
   // `limit` of which may go: clears the entries ThinCheckpoints drops.
   void ThinPlan(std::vector<bool>* held, size_t limit) const;
   // Without a prefix cache: for the block boundaries [first, last) that an Append reaching
   // block `last` passes, whether that block's checkpoint is still held when it returns (the
-  // others, thinned before anyone can read them, need neither a step ending there nor a copy).
+  // others, thinned before anyone can read them, need no copy).
   std::vector<bool> CheckpointsKept(size_t first, size_t last) const;
-  // Tokens the next forward step may take from position n_past(): a recurrent model's steps end
-  // on block boundaries (their states are the checkpoints).
-  int32_t StepLimit(int32_t batch) const;
 
   const model::Model& model_;
   int32_t n_ctx_;
@@ -306,6 +315,12 @@ class Session {
   // out), and the state at mark_pos_ (where the last draft verification started; -1 = none).
   model::RecurrentState state_;
   std::vector<std::vector<float>> block_states_;
+  // The step in flight's state copies (PlanCopies), the checkpoint index each becomes (with its
+  // buffer; an empty one where not kept), and dropped checkpoints' buffers for the next ones (no
+  // fresh pages per checkpoint).
+  std::vector<model::StateCopy> copies_;
+  std::vector<std::pair<size_t, std::vector<float>>> pending_;
+  std::vector<std::vector<float>> spare_states_;
   // Recurrent models: the embedding rows evaluated, for Replay (row 0 at history position pos0).
   struct EmbdSpan {
     size_t pos0 = 0, n = 0;

@@ -135,7 +135,7 @@ Status Session::EvalRows(const float* rows, uint64_t hash, bool bidirectional, b
   if (done < to) ZF_RETURN_IF_ERROR(Context(&borrowed, &ctx));
   while (done < to) {
     if (ConsumeCancel()) return Status(Code::kCancelled, "evaluation cancelled");
-    const size_t chunk = bidirectional ? to - done : std::min<size_t>(size_t(StepLimit(max_batch_)), to - done);
+    const size_t chunk = bidirectional ? to - done : std::min<size_t>(size_t(max_batch_), to - done);
     const bool last = done + chunk == to;
     if (place != nullptr) {
       rope_pos.resize(chunk * 4);
@@ -148,12 +148,13 @@ Status Session::EvalRows(const float* rows, uint64_t hash, bool bidirectional, b
         p4[3] = 0;
       }
     }
+    PlanCopies(chunk, {}, 0);  // recurrent models: the checkpoints of the boundaries it passes
     ctx->forward().RunEmbd(Seq(), rows + done * E, int32_t(chunk), n_past(), bidirectional,
                            last && keep_logits ? logits_.data() : nullptr, place != nullptr ? rope_pos.data() : nullptr);
     ZF_RETURN_IF_ERROR(ctx->backend().TakeError());
     history_.insert(history_.end(), entries.begin() + std::ptrdiff_t(done - from),
                     entries.begin() + std::ptrdiff_t(done - from + chunk));
-    KeepCheckpoint();
+    KeepCopies();
     done += chunk;
     if (place != nullptr) place->n = done;
     if (prefix_cache_ != nullptr) StoreBlocks();

@@ -1159,6 +1159,81 @@ TEST_P(RecurrentSession, LongEvalKeepsTheCheckpointsOfBlockByBlock) {
   EXPECT_EQ(held_two, held_long);
 }
 
+// A step passes block boundaries without ending there (Session::PlanCopies): the recurrent ops
+// copy the state out at each kept boundary inside the step. Those checkpoints must be the bits a
+// step ending on the boundary leaves: a 10-block prompt in one call against block-by-block
+// calls, compared through Truncate to kept boundaries (the restored state, saved) and the next
+// token's logits; and through a prefix cache, which stores every block's state of the one call.
+TEST_P(RecurrentSession, CheckpointsInsideOneStepEqualStepsEndingThere) {
+  std::mt19937 rng(9);
+  std::vector<int32_t> toks;
+  for (int i = 0; i < 10 * 64 + 17; ++i) toks.push_back(3 + int32_t(rng() % 45));
+  rt::SessionOptions so;
+  so.n_ctx = 1024;
+  const auto make = [&] {
+    std::unique_ptr<rt::Session> s;
+    EXPECT_TRUE(rt::Session::Create(*m_, so, &s).ok());
+    return s;
+  };
+  const auto saved = [&](rt::Session* s) {
+    size_t size = 0, written = 0;
+    EXPECT_TRUE(s->StateSize(&size).ok());
+    std::vector<uint8_t> buf(size);
+    EXPECT_TRUE(s->SaveState(buf.data(), buf.size(), &written).ok());
+    buf.resize(written);
+    return buf;
+  };
+  std::vector<float> l_one(n_vocab_), l_blocks(n_vocab_);
+  for (size_t keep : {576u, 384u, 256u}) {  // boundaries whose checkpoint stays (of 10 blocks: the last 4, 4 and 6)
+    std::unique_ptr<rt::Session> one = make(), blocks = make();
+    ASSERT_TRUE(one->Eval(toks.data(), toks.size(), l_one.data()).ok());
+    for (size_t p = 0; p < toks.size(); p += 64) {
+      ASSERT_TRUE(blocks->Eval(toks.data() + p, std::min<size_t>(64, toks.size() - p), l_blocks.data()).ok());
+    }
+    ASSERT_EQ(std::memcmp(l_one.data(), l_blocks.data(), n_vocab_ * sizeof(float)), 0);
+    EXPECT_EQ(one->n_checkpoints(), blocks->n_checkpoints());
+    EXPECT_EQ(saved(one.get()), saved(blocks.get()));
+    ASSERT_TRUE(one->Truncate(keep).ok());
+    ASSERT_TRUE(blocks->Truncate(keep).ok());
+    EXPECT_EQ(saved(one.get()), saved(blocks.get())) << "truncated to " << keep;
+    ASSERT_TRUE(one->Eval(toks.data() + keep, toks.size() - keep, l_one.data()).ok());
+    ASSERT_TRUE(blocks->Eval(toks.data() + keep, toks.size() - keep, l_blocks.data()).ok());
+    EXPECT_EQ(std::memcmp(l_one.data(), l_blocks.data(), n_vocab_ * sizeof(float)), 0) << "truncated to " << keep;
+  }
+  // Every block's state from one call, stored in the cache: a second session takes the 10 blocks
+  // and evaluates the 17 tokens after them to the same logits.
+  rt::PrefixCache cache(64u << 20);
+  std::unique_ptr<rt::Session> first = make(), second = make(), plain = make();
+  first->set_prefix_cache(&cache);
+  second->set_prefix_cache(&cache);
+  ASSERT_TRUE(plain->Eval(toks.data(), toks.size(), l_one.data()).ok());
+  ASSERT_TRUE(first->Eval(toks.data(), toks.size(), l_blocks.data()).ok());
+  EXPECT_EQ(std::memcmp(l_one.data(), l_blocks.data(), n_vocab_ * sizeof(float)), 0);
+  for (size_t to : {size_t(200), toks.size()}) {  // after 3 blocks from the cache, and after all 10
+    std::unique_ptr<rt::Session> fresh = make();
+    std::vector<float> want(n_vocab_);
+    ASSERT_TRUE(fresh->Eval(toks.data(), to, want.data()).ok());
+    ASSERT_TRUE(second->Truncate(0).ok());
+    const uint64_t hits = cache.stats().hit_tokens;
+    ASSERT_TRUE(second->Eval(toks.data(), to, l_blocks.data()).ok());
+    EXPECT_EQ(cache.stats().hit_tokens - hits, to / 64 * 64) << "to " << to;
+    EXPECT_EQ(std::memcmp(want.data(), l_blocks.data(), n_vocab_ * sizeof(float)), 0) << "to " << to;
+  }
+}
+
+// Drafted rows crossing a block boundary leave its checkpoint (copied inside the verification's
+// step): Truncate to that boundary restores it.
+TEST_P(RecurrentSession, VerificationLeavesTheCheckpointItPasses) {
+  std::unique_ptr<rt::Session> s = NewSession();
+  std::vector<float> l(n_vocab_);
+  ASSERT_TRUE(s->Eval(tokens_.data(), 120, l.data()).ok());
+  std::vector<float> every(12 * n_vocab_);
+  ASSERT_TRUE(s->EvalEvery(tokens_.data() + 120, 12, every.data()).ok());
+  EXPECT_EQ(s->n_checkpoints(), 2u);
+  ASSERT_TRUE(s->Truncate(128).ok());
+  ExpectSame(s.get(), 128, tokens_.size(), "truncated to the boundary the verification passed");
+}
+
 TEST_P(RecurrentSession, PrefixCacheCarriesTheStateOfEachBlock) {
   rt::PrefixCache cache(64u << 20);
   std::unique_ptr<rt::Session> first = NewSession(), second = NewSession();

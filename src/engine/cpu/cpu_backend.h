@@ -61,10 +61,11 @@ class CpuBackend final : public Backend {
   void CopyRows(const float* src, int64_t src_stride, int32_t rows, int32_t width, float* dst,
                 int64_t dst_stride) override;
   void ShortConv(const float* bcx, int32_t n_tok, int32_t width, const float* kernel, int32_t l_cache, float* state,
-                 float* y) override;
-  void Mamba2(const float* zxbcdt, int32_t n_tok, const Mamba2Params& p, float* state, float* y) override;
+                 const StateSnapshots& snaps, float* y) override;
+  void Mamba2(const float* zxbcdt, int32_t n_tok, const Mamba2Params& p, float* state, const StateSnapshots& snaps,
+              float* y) override;
   void GatedDeltaNet(const float* qkv, const float* alpha, const float* beta, int32_t n_tok, const DeltaNetParams& p,
-                     float* state, float* y) override;
+                     float* state, const StateSnapshots& snaps, float* y) override;
   void SigmoidGate(float* x, const float* gate, int64_t n) override;
 
  private:

@@ -25,7 +25,7 @@ void L2Normalize(float* x, int32_t n, float eps) {
 }  // namespace
 
 void CpuBackend::GatedDeltaNet(const float* qkv, const float* alpha, const float* beta, int32_t n_tok,
-                               const DeltaNetParams& p, float* state, float* y) {
+                               const DeltaNetParams& p, float* state, const StateSnapshots& snaps, float* y) {
   const int32_t C = p.channels(), d = p.d_conv - 1, dk = p.head_k_dim, dv = p.head_v_dim;
   const size_t W = size_t(C);
   // 1. The causal convolution over the state's rows and the step's, then SiLU; q and k of each
@@ -51,6 +51,10 @@ void CpuBackend::GatedDeltaNet(const float* qkv, const float* alpha, const float
       for (int32_t h = 0; h < 2 * p.n_k_heads; ++h) L2Normalize(out + size_t(h) * size_t(dk), dk, p.eps);
     }
   });
+  // The convolution's state after `rows` positions is the window's d rows from there.
+  for (int32_t k = 0; k < snaps.n; ++k) {
+    std::copy(u + size_t(snaps.at[k].rows) * W, u + size_t(snaps.at[k].rows + d) * W, snaps.at[k].state);
+  }
   std::copy(u + size_t(n_tok) * W, u + size_t(n_tok + d) * W, state);
 
   // 2. The delta rule (engine/cpu/recurrent_kernels.h): per value head and block of value
@@ -88,8 +92,31 @@ void CpuBackend::GatedDeltaNet(const float* qkv, const float* alpha, const float
       a.scale = scale;
       a.o = y + size_t(h) * size_t(dv);
       a.o_stride = size_t(Hv) * size_t(dv);
-      a.n_tok = n_tok;
-      rec::DeltaRule(a, c0, std::min(dv, c0 + block));
+      const int32_t c1 = std::min(dv, c0 + block);
+      // The positions up to each snapshot, the task's columns of the head's state copied out
+      // there, then the rest: positions run in order either way (the same bits as steps
+      // ending at the snapshots).
+      int32_t t0 = 0;
+      for (int32_t k = 0; k <= snaps.n; ++k) {
+        const int32_t t1 = k < snaps.n ? snaps.at[k].rows : n_tok;
+        rec::DeltaRuleArgs seg = a;
+        seg.q += size_t(t0) * seg.qk_stride;
+        seg.k += size_t(t0) * seg.qk_stride;
+        seg.v += size_t(t0) * seg.v_stride;
+        seg.g += t0;
+        seg.b += t0;
+        seg.o += size_t(t0) * seg.o_stride;
+        seg.n_tok = t1 - t0;
+        if (seg.n_tok > 0) rec::DeltaRule(seg, c0, c1);
+        if (k < snaps.n) {
+          float* to = snaps.at[k].state + size_t(d) * W + size_t(h) * size_t(dk) * size_t(dv);
+          for (int32_t i = 0; i < dk; ++i) {
+            const float* row = a.S + size_t(i) * size_t(dv);
+            std::copy(row + c0, row + c1, to + size_t(i) * size_t(dv) + c0);
+          }
+        }
+        t0 = t1;
+      }
     }
   });
 }

@@ -292,7 +292,7 @@ void CpuBackend::Activate(Activation act, float* x, int64_t n) {
 // Small work (3 products per channel and position): the calling thread alone, so a position's
 // result never depends on a split.
 void CpuBackend::ShortConv(const float* bcx, int32_t n_tok, int32_t width, const float* kernel, int32_t l_cache,
-                           float* state, float* y) {
+                           float* state, const StateSnapshots& snaps, float* y) {
   const int32_t d = l_cache - 1;
   const size_t W = size_t(width);
   conv_window_.resize(size_t(d + n_tok) * W);
@@ -313,6 +313,11 @@ void CpuBackend::ShortConv(const float* bcx, int32_t n_tok, int32_t width, const
       for (int32_t j = 0; j < l_cache; ++j) sum += u[size_t(t + j) * W + c] * k[j];
       yt[c] = gate[c] * sum;
     }
+  }
+  // The state after `rows` positions is the window's d rows from there.
+  for (int32_t k = 0; k < snaps.n; ++k) {
+    const StateSnapshot& sn = snaps.at[k];
+    std::copy(u + size_t(sn.rows) * W, u + size_t(sn.rows + d) * W, sn.state);
   }
   std::copy(u + size_t(n_tok) * W, u + size_t(n_tok + d) * W, state);
 }

@@ -30,7 +30,8 @@ const float* CpuBackend::TransposedConv(const float* kernel, size_t channels, in
   return t.data();
 }
 
-void CpuBackend::Mamba2(const float* zxbcdt, int32_t n_tok, const Mamba2Params& p, float* state, float* y) {
+void CpuBackend::Mamba2(const float* zxbcdt, int32_t n_tok, const Mamba2Params& p, float* state,
+                        const StateSnapshots& snaps, float* y) {
   const int64_t C = int64_t{p.d_inner} + 2 * int64_t{p.n_group} * p.d_state;  // conv channels
   const int64_t row = int64_t{p.d_inner} + C + p.n_head;                     // ssm_in's output row
   const int64_t taps = p.d_conv - 1, N = p.d_state, P = p.d_inner / p.n_head;
@@ -72,6 +73,10 @@ void CpuBackend::Mamba2(const float* zxbcdt, int32_t n_tok, const Mamba2Params& 
   } else {
     pool_->ParallelFor(C, [&](int64_t c0, int64_t c1) { conv(c0, c1); });
   }
+  // The conv state after `rows` positions is the window's taps rows from there.
+  for (int32_t k = 0; k < snaps.n; ++k) {
+    std::copy(u + int64_t{snaps.at[k].rows} * C, u + (snaps.at[k].rows + taps) * C, snaps.at[k].state);
+  }
   std::copy(u + int64_t{n_tok} * C, u + (n_tok + taps) * C, conv_state);
 
   // Selective scan (engine/cpu/recurrent_kernels.h), head by head: heads are independent and
@@ -103,8 +108,23 @@ void CpuBackend::Mamba2(const float* zxbcdt, int32_t n_tok, const Mamba2Params& 
       a.D = p.d[h];
       a.y = y + h * P;
       a.y_stride = size_t(p.d_inner);
-      a.n_tok = n_tok;
-      rec::Scan(a);
+      // The positions up to each snapshot, the head's state copied out there, then the rest:
+      // positions run in order either way (the same bits as steps ending at the snapshots).
+      int32_t t0 = 0;
+      for (int32_t k = 0; k <= snaps.n; ++k) {
+        const int32_t t1 = k < snaps.n ? snaps.at[k].rows : n_tok;
+        rec::ScanArgs seg = a;
+        seg.x += size_t(t0) * seg.x_stride;
+        seg.B += size_t(t0) * seg.bc_stride;
+        seg.C += size_t(t0) * seg.bc_stride;
+        seg.dt += t0;
+        seg.dA += t0;
+        seg.y += size_t(t0) * seg.y_stride;
+        seg.n_tok = t1 - t0;
+        if (seg.n_tok > 0) rec::Scan(seg);
+        if (k < snaps.n) std::copy(a.s, a.s + P * N, snaps.at[k].state + taps * C + h * P * N);
+        t0 = t1;
+      }
     }
   });
 

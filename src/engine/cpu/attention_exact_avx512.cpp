@@ -23,9 +23,13 @@ constexpr int kGroup = 4;  // rows sharing each K^T / V load
 
 // Lane j's chains of G rows for 16 keys (kt at the panel's first key): a[g] = sum over d = j,
 // j+16, ... of q[g][d] * K^T[d], fused and in order, from zero (as DecodeScores' accumulators).
-template <int G>
-inline void LaneChains(const float* const* q, const float* kt, int64_t kts, int32_t d_k, int j, __m512* a) {
+// M: d_k / 16 when fixed at compile time (the chains unrolled), 0 for any d_k.
+template <int G, int M>
+[[gnu::always_inline]] inline void LaneChains(const float* const* q, const float* kt, int64_t kts, int32_t d_k, int j,
+                                              __m512* a) {
+  if constexpr (M > 0) d_k = 16 * M;
   for (int g = 0; g < G; ++g) a[g] = _mm512_setzero_ps();
+#pragma GCC unroll 16
   for (int32_t d = j; d < d_k; d += 16) {
     const __m512 kv = _mm512_loadu_ps(kt + d * kts);
 #pragma GCC unroll 4
@@ -35,74 +39,98 @@ inline void LaneChains(const float* const* q, const float* kt, int64_t kts, int3
 
 // ReduceAdd's tree, one level per step: Pairs<W>(i) = the sum of lanes i, i + W, ... as the
 // tree adds them; W = 8 is the first level (lane i + lane i+8).
-template <int G, int W>
-inline void Pairs(const float* const* q, const float* kt, int64_t kts, int32_t d_k, int i, __m512* o) {
+template <int G, int M, int W>
+[[gnu::always_inline]] inline void Pairs(const float* const* q, const float* kt, int64_t kts, int32_t d_k, int i,
+                                         __m512* o) {
   __m512 a[G], b[G];
   if constexpr (W == 8) {
-    LaneChains<G>(q, kt, kts, d_k, i, a);
-    LaneChains<G>(q, kt, kts, d_k, i + 8, b);
+    LaneChains<G, M>(q, kt, kts, d_k, i, a);
+    LaneChains<G, M>(q, kt, kts, d_k, i + 8, b);
   } else {
-    Pairs<G, W * 2>(q, kt, kts, d_k, i, a);
-    Pairs<G, W * 2>(q, kt, kts, d_k, i + W, b);
+    Pairs<G, M, W * 2>(q, kt, kts, d_k, i, a);
+    Pairs<G, M, W * 2>(q, kt, kts, d_k, i + W, b);
   }
   for (int g = 0; g < G; ++g) o[g] = _mm512_add_ps(a[g], b[g]);
 }
 
 // Raw scores of G rows for the 16 keys of one K^T panel into s[g][0..15].
-template <int G>
+template <int G, int M>
 void ScorePanel(const float* const* q, const float* kt, int64_t kts, int32_t d_k, float* const* s) {
   __m512 r[G];
-  Pairs<G, 1>(q, kt, kts, d_k, 0, r);  // (lanes 0, 2 ... ) + (lanes 1, 3 ...): the last pair
+  Pairs<G, M, 1>(q, kt, kts, d_k, 0, r);  // (lanes 0, 2 ... ) + (lanes 1, 3 ...): the last pair
   for (int g = 0; g < G; ++g) _mm512_storeu_ps(s[g], r[g]);
 }
 
-// out[g][e] = inv[g] * sum over keys j in [lo[g], hi[g]] of p[g][j] v_j[e], each chain in key
+// out[g][e0 .. e0 + 16 NC) = inv[g] * sum over keys j in [lo[g], hi[g]] of p[g][j] v_j, each chain in key
 // order from zero (DecodeValues' accumulators; a row takes no step outside its keys, not even
 // with weight 0, which could turn a -0 sum into +0). p[g] indexed by j - base.
-template <int G>
-void ValueRows(const ExactTile& t, const float* const* p, int32_t base, const int32_t* lo, const int32_t* hi,
-               const float* inv, float* const* out) {
+template <int G, int NC>
+void ValueChunk(const ExactTile& t, int32_t e0, const float* const* p, int32_t base, const int32_t* lo,
+                const int32_t* hi, const float* inv, float* const* out) {
   int32_t first = lo[0], last = hi[0], all_lo = lo[0], all_hi = hi[0];  // all rows: [all_lo, all_hi]
   for (int g = 1; g < G; ++g) {
     first = std::min(first, lo[g]), last = std::max(last, hi[g]);
     all_lo = std::max(all_lo, lo[g]), all_hi = std::min(all_hi, hi[g]);
   }
   if (all_lo > all_hi) all_lo = last + 1, all_hi = last;  // no key for all: every step checks
-  for (int32_t e0 = 0; e0 < t.d_v; e0 += 64) {
-    const int32_t nc = std::min(4, (t.d_v - e0) / 16);  // 16-wide chunks in this tile
-    __m512 acc[G][4];
-    for (auto& row : acc) for (__m512& a : row) a = _mm512_setzero_ps();
-    const auto load = [&](int32_t j, __m512* vv) {
-      const float* v = t.v + j * t.v_stride + e0;
-      for (int c = 0; c < 4; ++c) vv[c] = c < nc ? _mm512_loadu_ps(v + 16 * c) : _mm512_setzero_ps();
-    };
-    const auto some = [&](int32_t j) {  // the rows whose keys include j
-      __m512 vv[4];
-      load(j, vv);
-#pragma GCC unroll 4
-      for (int g = 0; g < G; ++g) {
-        if (j < lo[g] || j > hi[g]) continue;
-        const __m512 w = _mm512_set1_ps(p[g][j - base]);
-        for (int c = 0; c < 4; ++c) acc[g][c] = _mm512_fmadd_ps(w, vv[c], acc[g][c]);
-      }
-    };
-    int32_t j = first;
-    for (; j < all_lo; ++j) some(j);
-    for (; j <= all_hi; ++j) {
-      __m512 vv[4];
-      load(j, vv);
-#pragma GCC unroll 4
-      for (int g = 0; g < G; ++g) {
-        const __m512 w = _mm512_set1_ps(p[g][j - base]);
-        for (int c = 0; c < 4; ++c) acc[g][c] = _mm512_fmadd_ps(w, vv[c], acc[g][c]);
-      }
-    }
-    for (; j <= last; ++j) some(j);
+  __m512 acc[G][NC];
+  for (auto& row : acc) for (__m512& a : row) a = _mm512_setzero_ps();
+  const auto load = [&](int32_t j, __m512* vv) {
+    const float* v = t.v + j * t.v_stride + e0;
+    for (int c = 0; c < NC; ++c) vv[c] = _mm512_loadu_ps(v + 16 * c);
+  };
+  const auto some = [&](int32_t j) {  // the rows whose keys include j
+    __m512 vv[NC];
+    load(j, vv);
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
-      const __m512 iv = _mm512_set1_ps(inv[g]);
-      for (int c = 0; c < nc; ++c) _mm512_storeu_ps(out[g] + e0 + 16 * c, _mm512_mul_ps(acc[g][c], iv));
+      if (j < lo[g] || j > hi[g]) continue;
+      const __m512 w = _mm512_set1_ps(p[g][j - base]);
+      for (int c = 0; c < NC; ++c) acc[g][c] = _mm512_fmadd_ps(w, vv[c], acc[g][c]);
     }
+  };
+  int32_t j = first;
+  for (; j < all_lo; ++j) some(j);
+  for (; j <= all_hi; ++j) {
+    __m512 vv[NC];
+    load(j, vv);
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+      const __m512 w = _mm512_set1_ps(p[g][j - base]);
+      for (int c = 0; c < NC; ++c) acc[g][c] = _mm512_fmadd_ps(w, vv[c], acc[g][c]);
+    }
+  }
+  for (; j <= last; ++j) some(j);
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) {
+    const __m512 iv = _mm512_set1_ps(inv[g]);
+    for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out[g] + e0 + 16 * c, _mm512_mul_ps(acc[g][c], iv));
+  }
+}
+
+// ValueChunk over all of d_v: 64 dimensions at a time (the decode kernel's chunks; each output
+// element's chain is the same whatever the chunking), then the 16-wide rest.
+template <int G>
+void ValueRows(const ExactTile& t, const float* const* p, int32_t base, const int32_t* lo, const int32_t* hi,
+               const float* inv, float* const* out) {
+  int32_t e0 = 0;
+  for (; e0 + 64 <= t.d_v; e0 += 64) ValueChunk<G, 4>(t, e0, p, base, lo, hi, inv, out);
+  switch ((t.d_v - e0) / 16) {
+    case 1: ValueChunk<G, 1>(t, e0, p, base, lo, hi, inv, out); break;
+    case 2: ValueChunk<G, 2>(t, e0, p, base, lo, hi, inv, out); break;
+    case 3: ValueChunk<G, 3>(t, e0, p, base, lo, hi, inv, out); break;
+    default: break;
+  }
+}
+
+// Scores of rows [r, r + n) for one panel, d_k's chains unrolled for the common head sizes.
+template <int G>
+void ScoreRows(const float* const* q, const float* kt, int64_t kts, int32_t d_k, float* const* s) {
+  switch (d_k) {
+    case 64: ScorePanel<G, 4>(q, kt, kts, d_k, s); break;
+    case 128: ScorePanel<G, 8>(q, kt, kts, d_k, s); break;
+    case 256: ScorePanel<G, 16>(q, kt, kts, d_k, s); break;
+    default: ScorePanel<G, 0>(q, kt, kts, d_k, s); break;
   }
 }
 
@@ -128,10 +156,10 @@ void RunExactTileAvx512(const ExactTile& t) {
       }
       if (!seen) continue;
       switch (n) {
-        case 1: ScorePanel<1>(q, kt, t.kt_stride, t.d_k, s); break;
-        case 2: ScorePanel<2>(q, kt, t.kt_stride, t.d_k, s); break;
-        case 3: ScorePanel<3>(q, kt, t.kt_stride, t.d_k, s); break;
-        default: ScorePanel<4>(q, kt, t.kt_stride, t.d_k, s); break;
+        case 1: ScoreRows<1>(q, kt, t.kt_stride, t.d_k, s); break;
+        case 2: ScoreRows<2>(q, kt, t.kt_stride, t.d_k, s); break;
+        case 3: ScoreRows<3>(q, kt, t.kt_stride, t.d_k, s); break;
+        default: ScoreRows<4>(q, kt, t.kt_stride, t.d_k, s); break;
       }
     }
   }

@@ -584,7 +584,8 @@ void CpuBackend::AttentionBlocked(const CpuKvCache& cache, int32_t layer, const 
 // in one chunk, in several, or one token at a time. Items are (tile of rows, KV group) pairs;
 // rows split by KV blocks (long depth) go through RunTileGroup, the key block outside and the
 // tile's rows inside, the others one by one through DecodeHeads. With no split row in the call
-// a tile is one row (the most items for the threads).
+// a tile is one row (the most items for the threads), unless the call goes in exact tiles
+// (AttentionExactTiles: AVX-512, F16 cache, kExactTileMinTokens or more).
 void CpuBackend::AttentionRowsExact(const CpuKvCache& kv, int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
                                     const AttentionParams& ap, float* out) {
   const int32_t last = ap.bidirectional_step ? pos0 + n_tok - 1 : -1;  // a bidirectional step's last key

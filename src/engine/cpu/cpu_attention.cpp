@@ -661,7 +661,11 @@ void CpuBackend::AttentionExactTiles(const CpuKvCache& cache, int32_t layer, con
   const int32_t k_width = cache.k_width(), v_width = cache.v_width();
   const int64_t kt_stride = (int64_t{n_pos} + 31) / 16 * 16;  // zeros up to the last key's panel end
   const int64_t ss = (int64_t{n_pos} + 15) / 16 * 16;
-  const int32_t tile = attn::kExactRows / group;  // tokens per item
+  // Tokens per item: as many as kExactRows takes, in whole groups of 4 rows where that is
+  // possible (a group of fewer rows shares each K^T load among fewer FMAs).
+  int32_t tile = attn::kExactRows / group;
+  while (tile > 1 && tile * group % 4 != 0) --tile;
+  if (tile * group % 4 != 0) tile = attn::kExactRows / group;
   const size_t per_thread = size_t(attn::kExactRows) * (size_t(dk) + size_t(ss)) + size_t(kStageRows) * size_t(k_width);
   const size_t nth = size_t(pool_->size());
   if (kt_stage_.size() < size_t(k_width) * size_t(kt_stride)) kt_stage_.resize(size_t(k_width) * size_t(kt_stride));

@@ -21,19 +21,23 @@ namespace {
 
 constexpr int kGroup = 4;  // rows sharing each K^T / V load
 
-// Lane j's chains of G rows for 16 keys (kt at the panel's first key): a[g] = sum over d = j,
-// j+16, ... of q[g][d] * K^T[d], fused and in order, from zero (as DecodeScores' accumulators).
-// M: d_k / 16 when fixed at compile time (the chains unrolled), 0 for any d_k.
+// Lanes j and j+8's chains of G rows for 16 keys (kt at the panel's first key): a[g] = sum over
+// d = j, j+16, ... of q[g][d] * K^T[d], fused and in order, from zero (as DecodeScores'
+// accumulators), b[g] the same from j+8; the two lanes' chains interleaved (2G independent FMA
+// chains in flight). M: d_k / 16 when fixed at compile time (the chains unrolled), 0 for any d_k.
 template <int G, int M>
 [[gnu::always_inline]] inline void LaneChains(const float* const* q, const float* kt, int64_t kts, int32_t d_k, int j,
-                                              __m512* a) {
+                                              __m512* a, __m512* b) {
   if constexpr (M > 0) d_k = 16 * M;
-  for (int g = 0; g < G; ++g) a[g] = _mm512_setzero_ps();
+  for (int g = 0; g < G; ++g) a[g] = b[g] = _mm512_setzero_ps();
 #pragma GCC unroll 16
   for (int32_t d = j; d < d_k; d += 16) {
-    const __m512 kv = _mm512_loadu_ps(kt + d * kts);
+    const __m512 ka = _mm512_loadu_ps(kt + d * kts), kb = _mm512_loadu_ps(kt + (d + 8) * kts);
 #pragma GCC unroll 4
-    for (int g = 0; g < G; ++g) a[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[g][d]), kv, a[g]);
+    for (int g = 0; g < G; ++g) {
+      a[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[g][d]), ka, a[g]);
+      b[g] = _mm512_fmadd_ps(_mm512_set1_ps(q[g][d + 8]), kb, b[g]);
+    }
   }
 }
 
@@ -44,8 +48,7 @@ template <int G, int M, int W>
                                          __m512* o) {
   __m512 a[G], b[G];
   if constexpr (W == 8) {
-    LaneChains<G, M>(q, kt, kts, d_k, i, a);
-    LaneChains<G, M>(q, kt, kts, d_k, i + 8, b);
+    LaneChains<G, M>(q, kt, kts, d_k, i, a, b);
   } else {
     Pairs<G, M, W * 2>(q, kt, kts, d_k, i, a);
     Pairs<G, M, W * 2>(q, kt, kts, d_k, i + W, b);
@@ -65,7 +68,7 @@ void ScorePanel(const float* const* q, const float* kt, int64_t kts, int32_t d_k
 // order from zero (DecodeValues' accumulators; a row takes no step outside its keys, not even
 // with weight 0, which could turn a -0 sum into +0). p[g] indexed by j - base.
 template <int G, int NC>
-void ValueChunk(const ExactTile& t, int32_t e0, const float* const* p, int32_t base, const int32_t* lo,
+[[gnu::noinline]] void ValueChunk(const ExactTile& t, int32_t e0, const float* const* p, int32_t base, const int32_t* lo,
                 const int32_t* hi, const float* inv, float* const* out) {
   int32_t first = lo[0], last = hi[0], all_lo = lo[0], all_hi = hi[0];  // all rows: [all_lo, all_hi]
   for (int g = 1; g < G; ++g) {
@@ -75,11 +78,13 @@ void ValueChunk(const ExactTile& t, int32_t e0, const float* const* p, int32_t b
   if (all_lo > all_hi) all_lo = last + 1, all_hi = last;  // no key for all: every step checks
   __m512 acc[G][NC];
   for (auto& row : acc) for (__m512& a : row) a = _mm512_setzero_ps();
-  const auto load = [&](int32_t j, __m512* vv) {
+  // (Both lambdas always inlined and this function kept out of line: a lambda call or inlining
+  // into the caller made GCC keep the accumulators in memory.)
+  const auto load = [&](int32_t j, __m512* vv) __attribute__((always_inline)) {
     const float* v = t.v + j * t.v_stride + e0;
     for (int c = 0; c < NC; ++c) vv[c] = _mm512_loadu_ps(v + 16 * c);
   };
-  const auto some = [&](int32_t j) {  // the rows whose keys include j
+  const auto some = [&](int32_t j) __attribute__((always_inline)) {  // the rows whose keys include j
     __m512 vv[NC];
     load(j, vv);
 #pragma GCC unroll 4

@@ -162,7 +162,8 @@ TEST(AttentionExactTile, MatchesTheDecodeKernelBitForBit) {
   CheckExactTile(32, 1, 64, 3, 0, 0.0f, true);      // a full tile of one head, keys from 1
 }
 
-// Exact prefill (SetBatchInvariant, F16 cache; exact tiles from 8 tokens where the CPU has them):
+// Exact prefill (SetBatchInvariant, F16 cache; exact tiles from 8 tokens and heads up to 128 where
+// the CPU has them):
 // one call = chunks (of the tile path and of the per-row path) = one token at a time, the same
 // bits, for 1 and 2 threads.
 void CheckExactPrefill(int32_t n_head, int32_t n_kv, int32_t hd, int32_t n_tok, int32_t pos0, int32_t window,
@@ -203,8 +204,9 @@ void CheckExactPrefill(int32_t n_head, int32_t n_kv, int32_t hd, int32_t n_tok, 
 
 TEST(AttentionExactPrefill, OneCallEqualsChunksAndOneTokenAtATime) {
   CheckExactPrefill(9, 3, 64, 45, 0, 0, 0.0f);        // SmolLM2 shape
-  CheckExactPrefill(4, 1, 256, 40, 7, 0, 0.0f);       // Gemma 3 shape, continuing a cache
-  CheckExactPrefill(4, 1, 256, 37, 30, 16, 0.0f);     // a sliding window
+  CheckExactPrefill(4, 1, 256, 40, 7, 0, 0.0f);       // Gemma 3 shape (per row: heads of 256)
+  CheckExactPrefill(4, 1, 128, 40, 7, 0, 0.0f);       // continuing a cache
+  CheckExactPrefill(4, 1, 128, 37, 30, 16, 0.0f);     // a sliding window
   CheckExactPrefill(8, 2, 64, 19, 3, 8, 0.0f, true);  // sinks and a window
   CheckExactPrefill(2, 2, 80, 20, 0, 0, 30.0f);       // softcap, a head size of 5 x 16
   CheckExactPrefill(40, 1, 32, 12, 2, 0, 0.0f);       // a group wider than a tile (the per-row path)

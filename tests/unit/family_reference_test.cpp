@@ -960,9 +960,9 @@ class RecurrentSession : public ::testing::TestWithParam<std::string> {
       one_by_one_.push_back(std::move(l));
     }
   }
-  std::unique_ptr<rt::Session> NewSession() {
+  std::unique_ptr<rt::Session> NewSession(int32_t n_ctx = 256) {
     rt::SessionOptions so;
-    so.n_ctx = 256;
+    so.n_ctx = n_ctx;
     std::unique_ptr<rt::Session> s;
     EXPECT_TRUE(rt::Session::Create(*m_, so, &s).ok());
     return s;
@@ -973,6 +973,23 @@ class RecurrentSession : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(s->Eval(tokens_.data() + from, to - from, l.data()).ok()) << what;
     EXPECT_EQ(std::memcmp(l.data(), one_by_one_[to - 1].data(), n_vocab_ * sizeof(float)), 0)
         << what << ": logits of position " << to - 1 << " differ from the token-by-token evaluation";
+  }
+  // Ten blocks and 17 tokens of random ids, and a session with room for them.
+  static std::vector<int32_t> LongPrompt(uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<int32_t> toks;
+    for (int i = 0; i < 10 * 64 + 17; ++i) toks.push_back(3 + int32_t(rng() % 45));
+    return toks;
+  }
+  std::unique_ptr<rt::Session> LongSession() { return NewSession(1024); }
+  // The session's saved state: its KV rows, history, state and every checkpoint it holds.
+  static std::vector<uint8_t> Saved(rt::Session* s) {
+    size_t size = 0, written = 0;
+    EXPECT_TRUE(s->StateSize(&size).ok());
+    std::vector<uint8_t> buf(size);
+    EXPECT_TRUE(s->SaveState(buf.data(), buf.size(), &written).ok());
+    buf.resize(written);
+    return buf;
   }
   std::string path_;
   std::unique_ptr<Model> m_;
@@ -1121,18 +1138,13 @@ TEST_P(RecurrentSession, ThinnedCheckpointsStayExact) {
   EXPECT_EQ(std::memcmp(l.data(), fresh_logits(301).data(), n_vocab_ * sizeof(float)), 0) << "loaded, kept 300";
 }
 
-// One long Eval stops only on the boundaries whose checkpoint is still held when it returns
-// (Session::Append); the session must end as one fed block by block, which takes every one:
-// the same checkpoints (the saved state holds them all) and the same state.
+// One long Eval copies only the checkpoints still held when it returns (Session::Append); the
+// session must end as one fed block by block, which takes every one: the same checkpoints (the
+// saved state holds them all) and the same state.
 TEST_P(RecurrentSession, LongEvalKeepsTheCheckpointsOfBlockByBlock) {
-  std::mt19937 rng(5);
-  std::vector<int32_t> toks;
-  for (int i = 0; i < 10 * 64 + 17; ++i) toks.push_back(3 + int32_t(rng() % 45));
-  rt::SessionOptions so;
-  so.n_ctx = 1024;
+  const std::vector<int32_t> toks = LongPrompt(5);
   const auto saved = [&](const std::vector<size_t>& cuts, size_t* held) {
-    std::unique_ptr<rt::Session> s;
-    EXPECT_TRUE(rt::Session::Create(*m_, so, &s).ok());
+    std::unique_ptr<rt::Session> s = LongSession();
     std::vector<float> l(n_vocab_);
     size_t from = 0;
     for (size_t to : cuts) {
@@ -1140,12 +1152,7 @@ TEST_P(RecurrentSession, LongEvalKeepsTheCheckpointsOfBlockByBlock) {
       from = to;
     }
     *held = s->n_checkpoints();
-    size_t size = 0, written = 0;
-    EXPECT_TRUE(s->StateSize(&size).ok());
-    std::vector<uint8_t> buf(size);
-    EXPECT_TRUE(s->SaveState(buf.data(), buf.size(), &written).ok());
-    buf.resize(written);
-    return buf;
+    return Saved(s.get());
   };
   std::vector<size_t> blocks;
   for (size_t to = 30; to < toks.size(); to += 64) blocks.push_back(to);  // off the boundaries
@@ -1165,37 +1172,20 @@ TEST_P(RecurrentSession, LongEvalKeepsTheCheckpointsOfBlockByBlock) {
 // calls, compared through Truncate to kept boundaries (the restored state, saved) and the next
 // token's logits; and through a prefix cache, which stores every block's state of the one call.
 TEST_P(RecurrentSession, CheckpointsInsideOneStepEqualStepsEndingThere) {
-  std::mt19937 rng(9);
-  std::vector<int32_t> toks;
-  for (int i = 0; i < 10 * 64 + 17; ++i) toks.push_back(3 + int32_t(rng() % 45));
-  rt::SessionOptions so;
-  so.n_ctx = 1024;
-  const auto make = [&] {
-    std::unique_ptr<rt::Session> s;
-    EXPECT_TRUE(rt::Session::Create(*m_, so, &s).ok());
-    return s;
-  };
-  const auto saved = [&](rt::Session* s) {
-    size_t size = 0, written = 0;
-    EXPECT_TRUE(s->StateSize(&size).ok());
-    std::vector<uint8_t> buf(size);
-    EXPECT_TRUE(s->SaveState(buf.data(), buf.size(), &written).ok());
-    buf.resize(written);
-    return buf;
-  };
+  const std::vector<int32_t> toks = LongPrompt(9);
   std::vector<float> l_one(n_vocab_), l_blocks(n_vocab_);
   for (size_t keep : {576u, 384u, 256u}) {  // boundaries whose checkpoint stays (of 10 blocks: the last 4, 4 and 6)
-    std::unique_ptr<rt::Session> one = make(), blocks = make();
+    std::unique_ptr<rt::Session> one = LongSession(), blocks = LongSession();
     ASSERT_TRUE(one->Eval(toks.data(), toks.size(), l_one.data()).ok());
     for (size_t p = 0; p < toks.size(); p += 64) {
       ASSERT_TRUE(blocks->Eval(toks.data() + p, std::min<size_t>(64, toks.size() - p), l_blocks.data()).ok());
     }
     ASSERT_EQ(std::memcmp(l_one.data(), l_blocks.data(), n_vocab_ * sizeof(float)), 0);
     EXPECT_EQ(one->n_checkpoints(), blocks->n_checkpoints());
-    EXPECT_EQ(saved(one.get()), saved(blocks.get()));
+    EXPECT_EQ(Saved(one.get()), Saved(blocks.get()));
     ASSERT_TRUE(one->Truncate(keep).ok());
     ASSERT_TRUE(blocks->Truncate(keep).ok());
-    EXPECT_EQ(saved(one.get()), saved(blocks.get())) << "truncated to " << keep;
+    EXPECT_EQ(Saved(one.get()), Saved(blocks.get())) << "truncated to " << keep;
     ASSERT_TRUE(one->Eval(toks.data() + keep, toks.size() - keep, l_one.data()).ok());
     ASSERT_TRUE(blocks->Eval(toks.data() + keep, toks.size() - keep, l_blocks.data()).ok());
     EXPECT_EQ(std::memcmp(l_one.data(), l_blocks.data(), n_vocab_ * sizeof(float)), 0) << "truncated to " << keep;
@@ -1203,14 +1193,14 @@ TEST_P(RecurrentSession, CheckpointsInsideOneStepEqualStepsEndingThere) {
   // Every block's state from one call, stored in the cache: a second session takes the 10 blocks
   // and evaluates the 17 tokens after them to the same logits.
   rt::PrefixCache cache(64u << 20);
-  std::unique_ptr<rt::Session> first = make(), second = make(), plain = make();
+  std::unique_ptr<rt::Session> first = LongSession(), second = LongSession(), plain = LongSession();
   first->set_prefix_cache(&cache);
   second->set_prefix_cache(&cache);
   ASSERT_TRUE(plain->Eval(toks.data(), toks.size(), l_one.data()).ok());
   ASSERT_TRUE(first->Eval(toks.data(), toks.size(), l_blocks.data()).ok());
   EXPECT_EQ(std::memcmp(l_one.data(), l_blocks.data(), n_vocab_ * sizeof(float)), 0);
   for (size_t to : {size_t(200), toks.size()}) {  // after 3 blocks from the cache, and after all 10
-    std::unique_ptr<rt::Session> fresh = make();
+    std::unique_ptr<rt::Session> fresh = LongSession();
     std::vector<float> want(n_vocab_);
     ASSERT_TRUE(fresh->Eval(toks.data(), to, want.data()).ok());
     ASSERT_TRUE(second->Truncate(0).ok());

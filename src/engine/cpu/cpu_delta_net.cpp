@@ -93,30 +93,17 @@ void CpuBackend::GatedDeltaNet(const float* qkv, const float* alpha, const float
       a.o = y + size_t(h) * size_t(dv);
       a.o_stride = size_t(Hv) * size_t(dv);
       const int32_t c1 = std::min(dv, c0 + block);
-      // The positions up to each snapshot, the task's columns of the head's state copied out
-      // there, then the rest: positions run in order either way (the same bits as steps
-      // ending at the snapshots).
-      int32_t t0 = 0;
-      for (int32_t k = 0; k <= snaps.n; ++k) {
-        const int32_t t1 = k < snaps.n ? snaps.at[k].rows : n_tok;
-        rec::DeltaRuleArgs seg = a;
-        seg.q += size_t(t0) * seg.qk_stride;
-        seg.k += size_t(t0) * seg.qk_stride;
-        seg.v += size_t(t0) * seg.v_stride;
-        seg.g += t0;
-        seg.b += t0;
-        seg.o += size_t(t0) * seg.o_stride;
-        seg.n_tok = t1 - t0;
-        if (seg.n_tok > 0) rec::DeltaRule(seg, c0, c1);
-        if (k < snaps.n) {
-          float* to = snaps.at[k].state + size_t(d) * W + size_t(h) * size_t(dk) * size_t(dv);
-          for (int32_t i = 0; i < dk; ++i) {
-            const float* row = a.S + size_t(i) * size_t(dv);
-            std::copy(row + c0, row + c1, to + size_t(i) * size_t(dv) + c0);
-          }
-        }
-        t0 = t1;
-      }
+      // The task's columns of the head's state copied out at each snapshot's row
+      // (rec::RunToSnapshots).
+      rec::RunToSnapshots(
+          snaps, n_tok, [&](int32_t t0, int32_t t1) { rec::DeltaRule(rec::Positions(a, t0, t1), c0, c1); },
+          [&](int32_t k) {
+            float* to = snaps.at[k].state + size_t(d) * W + size_t(h) * size_t(dk) * size_t(dv);
+            for (int32_t i = 0; i < dk; ++i) {
+              const float* row = a.S + size_t(i) * size_t(dv);
+              std::copy(row + c0, row + c1, to + size_t(i) * size_t(dv) + c0);
+            }
+          });
     }
   });
 }

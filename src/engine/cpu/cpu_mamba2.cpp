@@ -108,23 +108,10 @@ void CpuBackend::Mamba2(const float* zxbcdt, int32_t n_tok, const Mamba2Params& 
       a.D = p.d[h];
       a.y = y + h * P;
       a.y_stride = size_t(p.d_inner);
-      // The positions up to each snapshot, the head's state copied out there, then the rest:
-      // positions run in order either way (the same bits as steps ending at the snapshots).
-      int32_t t0 = 0;
-      for (int32_t k = 0; k <= snaps.n; ++k) {
-        const int32_t t1 = k < snaps.n ? snaps.at[k].rows : n_tok;
-        rec::ScanArgs seg = a;
-        seg.x += size_t(t0) * seg.x_stride;
-        seg.B += size_t(t0) * seg.bc_stride;
-        seg.C += size_t(t0) * seg.bc_stride;
-        seg.dt += t0;
-        seg.dA += t0;
-        seg.y += size_t(t0) * seg.y_stride;
-        seg.n_tok = t1 - t0;
-        if (seg.n_tok > 0) rec::Scan(seg);
-        if (k < snaps.n) std::copy(a.s, a.s + P * N, snaps.at[k].state + taps * C + h * P * N);
-        t0 = t1;
-      }
+      // The head's state copied out at each snapshot's row (rec::RunToSnapshots).
+      rec::RunToSnapshots(
+          snaps, n_tok, [&](int32_t t0, int32_t t1) { rec::Scan(rec::Positions(a, t0, t1)); },
+          [&](int32_t k) { std::copy(a.s, a.s + P * N, snaps.at[k].state + taps * C + h * P * N); });
     }
   });
 

@@ -9,7 +9,24 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/ops.h"
+
 namespace zf::engine::rec {
+
+// A recurrence over n_tok positions cut at the snapshots' rows (increasing): run(t0, t1) for
+// each non-empty span of positions, in order, and at(k) once the positions before snapshot k
+// ran (the state then is that snapshot's). Positions run in order either way: the cuts change
+// no bit (the same as steps ending there).
+template <typename Run, typename At>
+void RunToSnapshots(const StateSnapshots& snaps, int32_t n_tok, Run&& run, At&& at) {
+  int32_t t0 = 0;
+  for (int32_t k = 0; k <= snaps.n; ++k) {
+    const int32_t t1 = k < snaps.n ? snaps.at[k].rows : n_tok;
+    if (t1 > t0) run(t0, t1);
+    if (k < snaps.n) at(k);
+    t0 = t1;
+  }
+}
 
 // One value head of the gated delta rule over n_tok positions, value columns [c0, c1) of the
 // key-major state S [dk][dv] (row stride dv). Position t reads q_t = q + t * qk_stride and
@@ -35,6 +52,18 @@ struct DeltaRuleArgs {
   size_t o_stride;
   int32_t n_tok;
 };
+
+// a's positions [t0, t1) alone.
+inline DeltaRuleArgs Positions(DeltaRuleArgs a, int32_t t0, int32_t t1) {
+  a.q += size_t(t0) * a.qk_stride;
+  a.k += size_t(t0) * a.qk_stride;
+  a.v += size_t(t0) * a.v_stride;
+  a.g += t0;
+  a.b += t0;
+  a.o += size_t(t0) * a.o_stride;
+  a.n_tok = t1 - t0;
+  return a;
+}
 
 // With the fastest kernel this CPU has.
 void DeltaRule(const DeltaRuleArgs& a, int32_t c0, int32_t c1);
@@ -70,6 +99,18 @@ struct ScanArgs {
   size_t y_stride;
   int32_t n_tok;
 };
+
+// a's positions [t0, t1) alone.
+inline ScanArgs Positions(ScanArgs a, int32_t t0, int32_t t1) {
+  a.x += size_t(t0) * a.x_stride;
+  a.B += size_t(t0) * a.bc_stride;
+  a.C += size_t(t0) * a.bc_stride;
+  a.dt += t0;
+  a.dA += t0;
+  a.y += size_t(t0) * a.y_stride;
+  a.n_tok = t1 - t0;
+  return a;
+}
 
 void Scan(const ScanArgs& a);  // with the fastest kernel this CPU has
 void ScanRef(const ScanArgs& a);

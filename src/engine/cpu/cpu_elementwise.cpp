@@ -5,6 +5,7 @@
 
 #include "engine/cpu/activation_kernels.h"
 #include "engine/cpu/cpu_backend.h"
+#include "engine/cpu/split_work.h"
 #include "quant/quant.h"
 
 namespace zf::engine {
@@ -67,35 +68,7 @@ void CpuBackend::RmsNorm(const float* x, const float* w, int32_t rows, int32_t n
   for (int32_t r = 0; r < rows; ++r) RmsNormRow(x + int64_t{r} * n, w, n, eps, y + int64_t{r} * n);
 }
 
-// The light elementwise ops below run on the calling thread unless large (a prefill step's rows:
-// hundreds of microseconds on one thread while the others wait for the next product); split,
-// every element is computed as on one thread, so the split never changes a bit.
-namespace {
-constexpr int64_t kSplitElements = int64_t{1} << 16;
-// Elementwise chunks of a split, in multiples of kChunk elements (the activations' 256-element
-// blocks stay whole, so a split makes the same kernel calls as one thread).
-constexpr int64_t kChunk = 256;
-
-template <typename F>
-void SplitElements(ThreadPool* pool, int64_t n, F&& f) {
-  if (n < kSplitElements || pool->size() == 1) {
-    f(int64_t{0}, n);
-    return;
-  }
-  pool->ParallelFor((n + kChunk - 1) / kChunk,
-                    [&](int64_t b, int64_t e) { f(b * kChunk, std::min(e * kChunk, n)); });
-}
-
-template <typename F>
-void SplitRows(ThreadPool* pool, int32_t rows, int64_t row_elements, int64_t min_elements, F&& f) {
-  if (rows < 2 || int64_t{rows} * row_elements < min_elements || pool->size() == 1) {
-    f(int64_t{0}, int64_t{rows});
-    return;
-  }
-  pool->ParallelFor(rows, [&](int64_t b, int64_t e) { f(b, e); });
-}
-}  // namespace
-
+// The light elementwise ops below share their work as engine/cpu/split_work.h says.
 void CpuBackend::AddBias(float* x, const float* b, int32_t rows, int32_t n) {
   SplitRows(pool_, rows, n, kSplitElements, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {

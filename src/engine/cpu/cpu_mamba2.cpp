@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/cpu/cpu_backend.h"
+#include "engine/cpu/split_work.h"
 #include "engine/cpu/recurrent_kernels.h"
 
 namespace zf::engine {
@@ -66,13 +67,7 @@ void CpuBackend::Mamba2(const float* zxbcdt, int32_t n_tok, const Mamba2Params& 
     }
   };
   // A decode step's few thousand channels on the caller: less work than a pool round trip.
-  // Every channel is computed by the same code whatever the split.
-  constexpr int64_t kSplitConv = int64_t{1} << 16;
-  if (int64_t{n_tok} * C < kSplitConv) {
-    conv(0, C);
-  } else {
-    pool_->ParallelFor(C, [&](int64_t c0, int64_t c1) { conv(c0, c1); });
-  }
+  SplitRows(pool_, C, n_tok, kSplitElements, conv);
   // The conv state after `rows` positions is the window's taps rows from there.
   for (int32_t k = 0; k < snaps.n; ++k) {
     std::copy(u + int64_t{snaps.at[k].rows} * C, u + (snaps.at[k].rows + taps) * C, snaps.at[k].state);

@@ -81,11 +81,11 @@ void CheckExactTile(int32_t tokens, int32_t n_q, int32_t d, int32_t pos0, int32_
   std::vector<uint16_t> k(kf.size()), v(vf.size());
   for (size_t i = 0; i < k.size(); ++i) k[i] = quant::Fp32ToFp16(kf[i]);
   for (size_t i = 0; i < v.size(); ++i) v[i] = quant::Fp32ToFp16(vf[i]);
-  const int64_t kt_stride = (n_pos + 31) / 16 * 16 + 5;  // any stride with zeros to the last panel's end
-  std::vector<float> kt(size_t(d) * size_t(kt_stride), 0.0f), vs(size_t(n_pos) * size_t(d));
+  const int64_t kt_stride = 16 * int64_t{d} + 48;  // panels of 16 keys, any stride; zero past the last key
+  std::vector<float> kt(size_t((n_pos + 15) / 16) * size_t(kt_stride), 0.0f), vs(size_t(n_pos) * size_t(d));
   for (int32_t j = 0; j < n_pos; ++j) {
     for (int32_t e = 0; e < d; ++e) {
-      kt[size_t(e) * size_t(kt_stride) + size_t(j)] = quant::Fp16ToFp32(k[size_t(j * stride + d + e)]);
+      kt[size_t(j / 16) * size_t(kt_stride) + size_t(e) * 16 + size_t(j % 16)] = quant::Fp16ToFp32(k[size_t(j * stride + d + e)]);
       vs[size_t(j) * size_t(d) + size_t(e)] = quant::Fp16ToFp32(v[size_t(j * stride + d + e)]);
     }
   }
@@ -162,7 +162,7 @@ TEST(AttentionExactTile, MatchesTheDecodeKernelBitForBit) {
   CheckExactTile(32, 1, 64, 3, 0, 0.0f, true);      // a full tile of one head, keys from 1
 }
 
-// Exact prefill (SetBatchInvariant, F16 cache; exact tiles from 8 tokens and heads up to 128 where
+// Exact prefill (SetBatchInvariant, F16 cache; exact tiles from 8 tokens and heads up to 256 where
 // the CPU has them):
 // one call = chunks (of the tile path and of the per-row path) = one token at a time, the same
 // bits, for 1 and 2 threads.
@@ -204,7 +204,7 @@ void CheckExactPrefill(int32_t n_head, int32_t n_kv, int32_t hd, int32_t n_tok, 
 
 TEST(AttentionExactPrefill, OneCallEqualsChunksAndOneTokenAtATime) {
   CheckExactPrefill(9, 3, 64, 45, 0, 0, 0.0f);        // SmolLM2 shape
-  CheckExactPrefill(4, 1, 256, 40, 7, 0, 0.0f);       // Gemma 3 shape (per row: heads of 256)
+  CheckExactPrefill(4, 1, 256, 40, 7, 0, 0.0f);       // Gemma 3 shape
   CheckExactPrefill(4, 1, 128, 40, 7, 0, 0.0f);       // continuing a cache
   CheckExactPrefill(4, 1, 128, 37, 30, 16, 0.0f);     // a sliding window
   CheckExactPrefill(8, 2, 64, 19, 3, 8, 0.0f, true);  // sinks and a window

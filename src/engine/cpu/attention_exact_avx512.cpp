@@ -145,10 +145,10 @@ void RunExactTileAvx512(const ExactTile& t) {
   int32_t first = t.lo[0], last = t.hi[0];
   for (int32_t r = 1; r < t.rows; ++r) first = std::min(first, t.lo[r]), last = std::max(last, t.hi[r]);
   const int32_t base = first & ~15;  // score row r holds key j at j - base
-  // Scores: K^T panels of 16 keys outside (d_k x 16 floats, from L1 for every row group), groups
+  // Scores: K panels of 16 keys outside (d_k x 16 floats, from L1 for every row group), groups
   // of kGroup rows inside; a group skips the panels none of its rows sees.
   for (int32_t j0 = base; j0 <= last; j0 += 16) {
-    const float* kt = t.kt + j0;
+    const float* kt = t.kt + (j0 / 16) * t.kt_stride;  // d_k rows of 16 keys, contiguous
     for (int32_t r = 0; r < t.rows; r += kGroup) {
       const int n = std::min<int32_t>(kGroup, t.rows - r);
       const float* q[kGroup];
@@ -161,10 +161,10 @@ void RunExactTileAvx512(const ExactTile& t) {
       }
       if (!seen) continue;
       switch (n) {
-        case 1: ScoreRows<1>(q, kt, t.kt_stride, t.d_k, s); break;
-        case 2: ScoreRows<2>(q, kt, t.kt_stride, t.d_k, s); break;
-        case 3: ScoreRows<3>(q, kt, t.kt_stride, t.d_k, s); break;
-        default: ScoreRows<4>(q, kt, t.kt_stride, t.d_k, s); break;
+        case 1: ScoreRows<1>(q, kt, 16, t.d_k, s); break;
+        case 2: ScoreRows<2>(q, kt, 16, t.d_k, s); break;
+        case 3: ScoreRows<3>(q, kt, 16, t.d_k, s); break;
+        default: ScoreRows<4>(q, kt, 16, t.d_k, s); break;
       }
     }
   }

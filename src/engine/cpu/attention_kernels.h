@@ -115,8 +115,8 @@ struct ExactTile {
   const float* q;        // [rows][d_k], already rounded to F16 values
   int32_t rows;          // 1..kExactRows
   int32_t d_k, d_v;      // multiples of 16
-  const float* kt;       // kt[d * kt_stride + j] = element d of key j; finite (zero) past the
-  int64_t kt_stride;     // last key up to the next multiple of 16
+  const float* kt;       // K in panels of 16 keys: element d of key j at kt[(j / 16) * kt_stride +
+  int64_t kt_stride;     // d * 16 + j % 16] (a panel contiguous); zero past the last key
   const float* v;        // v[j * v_stride + e] = element e of value j
   int64_t v_stride;
   const int32_t* lo;     // [rows] first key of each row

@@ -173,10 +173,10 @@ constexpr int32_t kExactTileRows = 8;
 // Exact prefill goes in exact tiles (AttentionExactTiles) from this many tokens: staging the
 // layer's K/V costs about one pass over them, which a few rows do not repay.
 constexpr int32_t kExactTileMinTokens = 8;
-// ... and for heads of at most this size: at 256 (Gemma 3) the staged F32 K^T and V (twice the
-// F16 cache's bytes, 1 MiB per KV head at 512 keys) no longer stay in L2 between tiles, and the
-// per-row decode kernel was faster (pp512, one thread: 950 against 1,020 perf samples).
-constexpr int32_t kExactTileMaxHead = 128;
+// ... and for heads of at most this size, the largest measured (Gemma 3): a K panel (16 keys x
+// the head) then takes at most 16 KiB of L1. (With K^T in rows of all keys instead of panels,
+// a panel's 256 lines spread over 132 pages and Gemma's scores ran slower than per row.)
+constexpr int32_t kExactTileMaxHead = 256;
 
 // One row of a tile that goes split by KV blocks: its first key, key count and block count
 // (as DecodeHeads computes them), and the token's query and output rows.
@@ -248,13 +248,14 @@ void RunTileGroup(Grouped gk, const CpuKvCache& cache, int32_t layer, const Atte
 }
 
 // Prefill's staging of one layer's K/V (the blocked and the exact-tile paths): chunk c of
-// kStageRows positions of K goes transposed into kt ([k_width][kt_stride] floats: element i of
-// a K row is head i / head_dim_k, dimension i % head_dim_k) and, with an F16 cache, V into vf
-// as F32 rows; chunk n_chunks zeroes kt's keys from n_pos to kt_stride (read by the key tiles).
-// tmp: kStageRows * k_width floats.
+// kStageRows positions of K goes transposed into kt and, with an F16 cache, V into vf as F32
+// rows. Element i of a K row is head i / head_dim_k, dimension i % head_dim_k; kt holds it at
+// i * kt_stride + position (rows of all positions; chunk n_chunks zeroes the keys from n_pos to
+// kt_stride, read by the key tiles) or, with `panels`, at c * k_width * 16 + i * 16 + position
+// % 16 (each chunk a contiguous panel, zero past n_pos). tmp: kStageRows * k_width floats.
 constexpr int32_t kStageRows = 16;  // K rows converted per step before the transposing scatter
 void StageChunk(const CpuKvCache& cache, int32_t layer, int32_t n_pos, int64_t c, float* kt, int64_t kt_stride,
-                float* vf, float* tmp) {
+                float* vf, float* tmp, bool panels = false) {
   const bool f16 = cache.k_type() == KvType::kF16;  // (else F32/F32)
   const int32_t kw = cache.k_width(), vw = cache.v_width();
   const uint8_t* kdata = cache.Row(false, layer, 0);
@@ -274,8 +275,9 @@ void StageChunk(const CpuKvCache& cache, int32_t layer, int32_t n_pos, int64_t c
     std::memcpy(tmp, kdata + size_t(p0) * size_t(kw) * 4, size_t(n) * size_t(kw) * 4);
   }
   for (int32_t i = 0; i < kw; ++i) {
-    float* dst = kt + size_t(i) * size_t(kt_stride) + size_t(p0);
+    float* dst = panels ? kt + (size_t(c) * size_t(kw) + size_t(i)) * kStageRows : kt + size_t(i) * size_t(kt_stride) + size_t(p0);
     for (int32_t r = 0; r < n; ++r) dst[r] = tmp[size_t(r) * size_t(kw) + size_t(i)];
+    if (panels) std::fill(dst + n, dst + kStageRows, 0.0f);
   }
 }
 
@@ -665,8 +667,8 @@ void CpuBackend::AttentionExactTiles(const CpuKvCache& cache, int32_t layer, con
                                      int32_t pos0, const AttentionParams& ap, float* out) {
   const int32_t n_pos = pos0 + n_tok, group = ap.n_head / ap.n_head_kv, dk = ap.head_dim_k;
   const int32_t k_width = cache.k_width(), v_width = cache.v_width();
-  const int64_t kt_stride = (int64_t{n_pos} + 31) / 16 * 16;  // zeros up to the last key's panel end
-  const int64_t ss = (int64_t{n_pos} + 15) / 16 * 16;
+  const int64_t n_panels = (int64_t{n_pos} + kStageRows - 1) / kStageRows;
+  const int64_t ss = n_panels * kStageRows;
   // Tokens per item: as many as kExactRows takes, in whole groups of 4 rows where that is
   // possible (a group of fewer rows shares each K^T load among fewer FMAs).
   int32_t tile = attn::kExactRows / group;
@@ -674,7 +676,7 @@ void CpuBackend::AttentionExactTiles(const CpuKvCache& cache, int32_t layer, con
   if (tile * group % 4 != 0) tile = attn::kExactRows / group;
   const size_t per_thread = size_t(attn::kExactRows) * (size_t(dk) + size_t(ss)) + size_t(kStageRows) * size_t(k_width);
   const size_t nth = size_t(pool_->size());
-  if (kt_stage_.size() < size_t(k_width) * size_t(kt_stride)) kt_stage_.resize(size_t(k_width) * size_t(kt_stride));
+  if (kt_stage_.size() < size_t(k_width) * size_t(ss)) kt_stage_.resize(size_t(k_width) * size_t(ss));
   if (kv_stage_.size() < size_t(n_pos) * size_t(v_width)) kv_stage_.resize(size_t(cache.n_ctx()) * size_t(v_width));
   if (attn_block_.size() < nth * per_thread) attn_block_.resize(nth * per_thread);
   struct Ctx {
@@ -686,13 +688,12 @@ void CpuBackend::AttentionExactTiles(const CpuKvCache& cache, int32_t layer, con
     float* vf;
     float* blk;
     size_t per_thread;
-    int64_t kt_stride, ss;
+    int64_t ss;
     int32_t layer, n_tok, pos0, n_pos, last, tile;
-    ClaimedWork phase1;         // staging chunks
+    ClaimedWork phase1;         // staging: one K panel (and its V rows) per item
     std::atomic<int64_t> next;  // the next item to take
-  } c{&cache, q, out, &ap, kt_stage_.data(), kv_stage_.data(), attn_block_.data(), per_thread, kt_stride, ss, layer,
-      n_tok, pos0, n_pos, ap.bidirectional_step ? n_pos - 1 : -1, tile,
-      ClaimedWork((n_pos + kStageRows - 1) / kStageRows + 1), {0}};
+  } c{&cache, q, out, &ap, kt_stage_.data(), kv_stage_.data(), attn_block_.data(), per_thread, ss, layer,
+      n_tok, pos0, n_pos, ap.bidirectional_step ? n_pos - 1 : -1, tile, ClaimedWork(n_panels), {0}};
   pool_->Run(
       [](void* p, int32_t ith, int32_t) {
         Ctx& c = *static_cast<Ctx*>(p);
@@ -701,7 +702,7 @@ void CpuBackend::AttentionExactTiles(const CpuKvCache& cache, int32_t layer, con
         float* qb = c.blk + size_t(ith) * c.per_thread;
         float* sb = qb + size_t(attn::kExactRows) * size_t(dk);
         float* tmp = sb + size_t(attn::kExactRows) * size_t(c.ss);
-        c.phase1.Work([&](int64_t i) { StageChunk(*c.cache, c.layer, c.n_pos, i, c.kt, c.kt_stride, c.vf, tmp); });
+        c.phase1.Work([&](int64_t i) { StageChunk(*c.cache, c.layer, c.n_pos, i, c.kt, 0, c.vf, tmp, true); });
         int32_t lo[attn::kExactRows], hi[attn::kExactRows];
         float sink[attn::kExactRows];
         float* outp[attn::kExactRows];
@@ -730,8 +731,8 @@ void CpuBackend::AttentionExactTiles(const CpuKvCache& cache, int32_t layer, con
           et.rows = rows;
           et.d_k = dk;
           et.d_v = dv;
-          et.kt = c.kt + size_t(g) * size_t(dk) * size_t(c.kt_stride);
-          et.kt_stride = c.kt_stride;
+          et.kt = c.kt + size_t(g) * size_t(dk) * kStageRows;  // this KV head's rows of each panel
+          et.kt_stride = int64_t{c.cache->k_width()} * kStageRows;
           et.v = c.vf + size_t(g) * size_t(dv);
           et.v_stride = c.cache->v_width();
           et.lo = lo;

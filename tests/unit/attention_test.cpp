@@ -69,11 +69,14 @@ TEST(AttentionDecode, MatchesReference) {
 
 // The exact tile kernel against the decode kernel, bit for bit: `tokens` consecutive positions
 // from pos0 with n_q heads each (a tile's rows), each over its own keys (causal, a window), on
-// staged K^T / V from an F16 cache, against one RunDecode per token over that cache.
-void CheckExactTile(int32_t tokens, int32_t n_q, int32_t d, int32_t pos0, int32_t window, float softcap, bool sinks) {
+// staged K^T / V from an F16 cache, against one RunDecode per token over that cache. partial: a
+// split decode's block (ExactTile::part against DecodeGroup::part: the max, sum and unnormalized
+// rows), each row's keys from its first key + key0.
+void CheckExactTile(int32_t tokens, int32_t n_q, int32_t d, int32_t pos0, int32_t window, float softcap, bool sinks,
+                    bool partial = false, int32_t key0 = 0) {
   SCOPED_TRACE("tokens " + std::to_string(tokens) + " heads " + std::to_string(n_q) + " d " + std::to_string(d) +
                " pos0 " + std::to_string(pos0) + " window " + std::to_string(window) + " softcap " +
-               std::to_string(softcap) + (sinks ? " sinks" : ""));
+               std::to_string(softcap) + (sinks ? " sinks" : "") + (partial ? " partial from " + std::to_string(key0) : ""));
   const int32_t n_pos = pos0 + tokens, rows = tokens * n_q;
   const int64_t stride = 2 * int64_t{d};  // two KV heads per cache row; the second is used
   const std::vector<float> kf = RandomFloats(size_t(n_pos) * size_t(stride), 21, 2.0f);
@@ -96,8 +99,8 @@ void CheckExactTile(int32_t tokens, int32_t n_q, int32_t d, int32_t pos0, int32_
   std::vector<float> row_sink(static_cast<size_t>(rows));
   for (int32_t r = 0; r < rows; ++r) {
     const int32_t p = pos0 + r / n_q;
-    lo[size_t(r)] = window > 0 ? std::max(0, p - window + 1) : 0;
-    hi[size_t(r)] = p;
+    lo[size_t(r)] = (window > 0 ? std::max(0, p - window + 1) : 0) + key0;
+    hi[size_t(r)] = partial ? std::min(p, lo[size_t(r)] + attn::kSplitKeys - 1) : p;
     row_sink[size_t(r)] = sink[size_t(r % n_q)];
   }
   std::vector<float> out(size_t(rows) * size_t(d), NAN), want(out.size(), NAN);
@@ -119,6 +122,8 @@ void CheckExactTile(int32_t tokens, int32_t n_q, int32_t d, int32_t pos0, int32_
   t.ss = (n_pos + 15) / 16 * 16;
   t.out = op.data();
   if (sinks) t.sink = row_sink.data();
+  std::vector<attn::Partial> part(size_t(rows), attn::Partial{NAN, NAN}), want_part(part);
+  if (partial) t.part = part.data();
   attn::RunExactTile(t);
   std::vector<float> ds(size_t(n_q) * size_t(n_pos));
   for (int32_t tok = 0; tok < tokens; ++tok) {
@@ -137,11 +142,13 @@ void CheckExactTile(int32_t tokens, int32_t n_q, int32_t d, int32_t pos0, int32_
     g.s = ds.data();
     g.out = wp.data() + r0;
     if (sinks) g.sink = sink.data();
+    if (partial) g.part = want_part.data() + r0;
     attn::RunDecode(g);
   }
   for (int32_t r = 0; r < rows; ++r) {
     ASSERT_EQ(std::memcmp(out.data() + size_t(r) * size_t(d), want.data() + size_t(r) * size_t(d), size_t(d) * 4), 0)
         << "row " << r << " (token " << r / n_q << ", head " << r % n_q << ")";
+    ASSERT_EQ(std::memcmp(&part[size_t(r)], &want_part[size_t(r)], sizeof(attn::Partial)), 0) << "partial of row " << r;
   }
 }
 
@@ -160,6 +167,16 @@ TEST(AttentionExactTile, MatchesTheDecodeKernelBitForBit) {
   CheckExactTile(7, 2, 64, 20, 9, 0.0f, true);      // a window shorter than the tile, sinks
   CheckExactTile(5, 3, 64, 200, 0, 50.0f, false);   // softcap
   CheckExactTile(32, 1, 64, 3, 0, 0.0f, true);      // a full tile of one head, keys from 1
+}
+
+// The partial mode (a split decode's KV block, RunSplitBlock's call) against RunDecode with part.
+TEST(AttentionExactTile, PartialMatchesTheSplitDecodeBitForBit) {
+  if (!attn::HasExactTile()) GTEST_SKIP() << "no exact tile kernel on this CPU (AVX-512)";
+  CheckExactTile(16, 2, 128, 1100, 0, 0.0f, true, true, 512);     // Qwen3-1.7B's tile, a middle block (sinks ignored)
+  CheckExactTile(16, 2, 128, 1100, 0, 0.0f, false, true, 1024);   // the last, short block
+  CheckExactTile(8, 4, 64, 1030, 1027, 0.0f, false, true, 768);   // a window: each row's blocks from its own key
+  CheckExactTile(10, 3, 64, 600, 0, 50.0f, false, true, 256);     // softcap
+  CheckExactTile(5, 1, 256, 300, 0, 0.0f, false, true, 0);        // the first block
 }
 
 // Exact prefill (SetBatchInvariant, F16 cache; exact tiles from 8 tokens and heads up to 256 where
@@ -210,6 +227,9 @@ TEST(AttentionExactPrefill, OneCallEqualsChunksAndOneTokenAtATime) {
   CheckExactPrefill(8, 2, 64, 19, 3, 8, 0.0f, true);  // sinks and a window
   CheckExactPrefill(2, 2, 80, 20, 0, 0, 30.0f);       // softcap, a head size of 5 x 16
   CheckExactPrefill(40, 1, 32, 12, 2, 0, 0.0f);       // a group wider than a tile (the per-row path)
+  // Rows split by KV blocks (from kSplitMinKeys keys), mixed with whole rows in a tile.
+  CheckExactPrefill(16, 8, 128, 40, attn::kSplitMinKeys - 20, 0, 0.0f, true);     // Qwen3-1.7B shape, sinks
+  CheckExactPrefill(4, 1, 64, 21, attn::kSplitKeys * 5 - 3, attn::kSplitMinKeys + 9, 0.0f);  // a window
 }
 
 // The prefill path (n_tok > 1) equals one decode-path call per token over the same cache.

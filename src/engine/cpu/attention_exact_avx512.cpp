@@ -168,14 +168,21 @@ void RunExactTileAvx512(const ExactTile& t) {
       }
     }
   }
-  // Softmax per row over its own keys: the decode kernel's function and count.
+  // Softmax per row over its own keys: the decode kernel's function and count (a partial one as
+  // a split decode's block: no sink, the max and sum kept, inv 1).
   float inv[kExactRows];
   const float* p[kExactRows];
   for (int32_t r = 0; r < t.rows; ++r) {
     float mx;
     float* s = t.s + r * t.ss;
     p[r] = s;
-    inv[r] = 1.0f / SoftmaxSumAvx512(s + (t.lo[r] - base), int64_t{t.hi[r]} - t.lo[r] + 1, t.scale, t.softcap,
+    const int64_t n = int64_t{t.hi[r]} - t.lo[r] + 1;
+    if (t.part != nullptr) {
+      t.part[r].sum = SoftmaxSumAvx512(s + (t.lo[r] - base), n, t.scale, t.softcap, -INFINITY, &t.part[r].max);
+      inv[r] = 1.0f;
+      continue;
+    }
+    inv[r] = 1.0f / SoftmaxSumAvx512(s + (t.lo[r] - base), n, t.scale, t.softcap,
                                      t.sink != nullptr ? t.sink[r] : -INFINITY, &mx);
   }
   for (int32_t r = 0; r < t.rows; r += kGroup) {

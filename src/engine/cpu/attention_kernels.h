@@ -124,9 +124,10 @@ struct ExactTile {
   float scale;           // as DecodeGroup
   float softcap;
   float* s;              // scratch: rows * ss floats
-  int64_t ss;            // >= the largest hi + 1 rounded up to 16
+  int64_t ss;            // >= last - (first & ~15) + 1 rounded up to 16 (first, last: the rows' extreme keys)
   float* const* out;     // [rows] output rows of d_v floats
   const float* sink = nullptr;  // [rows] each row's sink logit, or none
+  Partial* part = nullptr;      // [rows] set: partial softmaxes (DecodeGroup::part's), out unnormalized
 };
 
 // True when RunExactTile has a kernel here (the decode kernel it matches is AVX-512's).

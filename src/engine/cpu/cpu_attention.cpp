@@ -590,9 +590,9 @@ void CpuBackend::AttentionBlocked(const CpuKvCache& cache, int32_t layer, const 
 // in one chunk, in several, or one token at a time. Items are (tile of rows, KV group) pairs;
 // rows split by KV blocks (long depth) go through RunTileGroup, the key block outside and the
 // tile's rows inside, the others one by one through DecodeHeads. With no split row in the call
-// a tile is one row (the most items for the threads), unless the call goes in exact tiles
+// a tile is one row (the most items for the threads). Calls that go in exact tiles
 // (AttentionExactTiles: AVX-512, F16 cache, kExactTileMinTokens or more, heads up to
-// kExactTileMaxHead).
+// kExactTileMaxHead) take neither: split rows there run the tile kernel per KV block.
 void CpuBackend::AttentionRowsExact(const CpuKvCache& kv, int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
                                     const AttentionParams& ap, float* out) {
   const int32_t last = ap.bidirectional_step ? pos0 + n_tok - 1 : -1;  // a bidirectional step's last key
@@ -602,10 +602,10 @@ void CpuBackend::AttentionRowsExact(const CpuKvCache& kv, int32_t layer, const f
     RowKeys(ap, pos0 + t, last, &lo, &n_keys);
     max_blocks = std::max(max_blocks, attn::SplitBlocks(n_keys));
   }
-  if (max_blocks == 1 && n_tok >= kExactTileMinTokens && GroupedFor(kv) == Grouped::kF16 && attn::HasExactTile() &&
+  if (n_tok >= kExactTileMinTokens && GroupedFor(kv) == Grouped::kF16 && attn::HasExactTile() &&
       ap.n_head / ap.n_head_kv <= attn::kExactRows && ap.head_dim_k % 16 == 0 && ap.head_dim_v % 16 == 0 &&
       std::max(ap.head_dim_k, ap.head_dim_v) <= kExactTileMaxHead) {
-    AttentionExactTiles(kv, layer, q, n_tok, pos0, ap, out);
+    AttentionExactTiles(kv, layer, q, n_tok, pos0, ap, out, max_blocks);
     return;
   }
   const int32_t tile = max_blocks > 1 ? kExactTileRows : 1;
@@ -659,13 +659,16 @@ void CpuBackend::AttentionRowsExact(const CpuKvCache& kv, int32_t layer, const f
       &c);
 }
 
-// Exact prefill in tiles (attention_kernels.h, ExactTile): the layer's K is staged transposed
-// and V as F32 rows (as AttentionBlocked does), then each item, the rows (token, head) of a few
-// consecutive tokens and one KV group, goes through the exact tile kernel: the bits of
-// DecodeHeads for every row, with the K^T and V loads shared by the tile's rows.
+// Exact prefill in tiles (attention_kernels.h, ExactTile): the layer's K is staged in 16-key
+// panels and V as F32 rows (as AttentionBlocked does), then each item, the rows (token, head) of
+// a few consecutive tokens and one KV group, goes through the exact tile kernel: the bits of
+// DecodeHeads for every row, with the K and V loads shared by the tile's rows. Rows split by KV
+// blocks (long depth) take one partial tile call per block (the block outside, the rows
+// inside: each row's keys in that block, as RunSplitBlock's decode call), folded per head in
+// block order by CombinePartials as CombineSplit does.
 void CpuBackend::AttentionExactTiles(const CpuKvCache& cache, int32_t layer, const float* q, int32_t n_tok,
-                                     int32_t pos0, const AttentionParams& ap, float* out) {
-  const int32_t n_pos = pos0 + n_tok, group = ap.n_head / ap.n_head_kv, dk = ap.head_dim_k;
+                                     int32_t pos0, const AttentionParams& ap, float* out, int32_t max_blocks) {
+  const int32_t n_pos = pos0 + n_tok, group = ap.n_head / ap.n_head_kv, dk = ap.head_dim_k, dv = ap.head_dim_v;
   const int32_t k_width = cache.k_width(), v_width = cache.v_width();
   const int64_t n_panels = (int64_t{n_pos} + kStageRows - 1) / kStageRows;
   const int64_t ss = n_panels * kStageRows;
@@ -674,7 +677,11 @@ void CpuBackend::AttentionExactTiles(const CpuKvCache& cache, int32_t layer, con
   int32_t tile = attn::kExactRows / group;
   while (tile > 1 && tile * group % 4 != 0) --tile;
   if (tile * group % 4 != 0) tile = attn::kExactRows / group;
-  const size_t per_thread = size_t(attn::kExactRows) * (size_t(dk) + size_t(ss)) + size_t(kStageRows) * size_t(k_width);
+  // Per thread: Q, scores, the staging rows, and with split rows their blocks' partials and
+  // unnormalized outputs ([block][row], as CombinePartials reads them).
+  const size_t split_floats = max_blocks > 1 ? size_t(max_blocks) * size_t(attn::kExactRows) * (2 + size_t(dv)) : 0;
+  const size_t per_thread = size_t(attn::kExactRows) * (size_t(dk) + size_t(ss)) + size_t(kStageRows) * size_t(k_width) +
+                            split_floats;
   const size_t nth = size_t(pool_->size());
   if (kt_stage_.size() < size_t(k_width) * size_t(ss)) kt_stage_.resize(size_t(k_width) * size_t(ss));
   if (kv_stage_.size() < size_t(n_pos) * size_t(v_width)) kv_stage_.resize(size_t(cache.n_ctx()) * size_t(v_width));
@@ -689,11 +696,11 @@ void CpuBackend::AttentionExactTiles(const CpuKvCache& cache, int32_t layer, con
     float* blk;
     size_t per_thread;
     int64_t ss;
-    int32_t layer, n_tok, pos0, n_pos, last, tile;
+    int32_t layer, n_tok, pos0, n_pos, last, tile, max_blocks;
     ClaimedWork phase1;         // staging: one K panel (and its V rows) per item
     std::atomic<int64_t> next;  // the next item to take
   } c{&cache, q, out, &ap, kt_stage_.data(), kv_stage_.data(), attn_block_.data(), per_thread, ss, layer,
-      n_tok, pos0, n_pos, ap.bidirectional_step ? n_pos - 1 : -1, tile, ClaimedWork(n_panels), {0}};
+      n_tok, pos0, n_pos, ap.bidirectional_step ? n_pos - 1 : -1, tile, max_blocks, ClaimedWork(n_panels), {0}};
   pool_->Run(
       [](void* p, int32_t ith, int32_t) {
         Ctx& c = *static_cast<Ctx*>(p);
@@ -702,48 +709,99 @@ void CpuBackend::AttentionExactTiles(const CpuKvCache& cache, int32_t layer, con
         float* qb = c.blk + size_t(ith) * c.per_thread;
         float* sb = qb + size_t(attn::kExactRows) * size_t(dk);
         float* tmp = sb + size_t(attn::kExactRows) * size_t(c.ss);
+        auto* parts = reinterpret_cast<attn::Partial*>(tmp + size_t(kStageRows) * size_t(c.cache->k_width()));
+        float* pouts = reinterpret_cast<float*>(parts + size_t(c.max_blocks) * attn::kExactRows);
         c.phase1.Work([&](int64_t i) { StageChunk(*c.cache, c.layer, c.n_pos, i, c.kt, 0, c.vf, tmp, true); });
-        int32_t lo[attn::kExactRows], hi[attn::kExactRows];
+        int32_t lo[attn::kExactRows], hi[attn::kExactRows], n_keys[attn::kExactRows], blocks[attn::kExactRows];
+        int32_t head[attn::kExactRows];
         float sink[attn::kExactRows];
         float* outp[attn::kExactRows];
+        int32_t order[attn::kExactRows];  // the item's tokens by block count (stable)
+        attn::ExactTile et;
+        et.d_k = dk;
+        et.d_v = dv;
+        et.kt_stride = int64_t{c.cache->k_width()} * kStageRows;
+        et.v_stride = c.cache->v_width();
+        et.scale = ap.scale;
+        et.softcap = ap.softcap;
+        et.s = sb;
         // The costliest items (last rows: the most keys) first.
         const int64_t items = int64_t{(c.n_tok + c.tile - 1) / c.tile} * ap.n_head_kv;
         for (int64_t taken = c.next.fetch_add(1, std::memory_order_relaxed); taken < items;
              taken = c.next.fetch_add(1, std::memory_order_relaxed)) {
           const int64_t it = items - 1 - taken;
           const int32_t t0 = int32_t(it / ap.n_head_kv) * c.tile, g = int32_t(it % ap.n_head_kv);
-          const int32_t t1 = std::min(c.n_tok, t0 + c.tile);
-          int32_t rows = 0;
-          for (int32_t t = t0; t < t1; ++t) {
-            int32_t first = 0, n_keys = 0;
-            RowKeys(ap, c.pos0 + t, c.last, &first, &n_keys);
+          const int32_t n_t = std::min(c.n_tok, t0 + c.tile) - t0;
+          int32_t tok_blocks[attn::kExactRows];
+          for (int32_t i = 0; i < n_t; ++i) {
+            int32_t first = 0, n = 0;
+            RowKeys(ap, c.pos0 + t0 + i, c.last, &first, &n);
+            tok_blocks[i] = attn::SplitBlocks(n);
+            int32_t k = i;  // insertion: tokens of fewer blocks first, so each block's rows are a suffix
+            for (; k > 0 && tok_blocks[order[k - 1]] > tok_blocks[i]; --k) order[k] = order[k - 1];
+            order[k] = i;
+          }
+          int32_t rows = 0, n_whole = 0;  // rows [0, n_whole): one softmax over all their keys
+          for (int32_t k = 0; k < n_t; ++k) {
+            const int32_t t = t0 + order[k];
+            int32_t first = 0, n = 0;
+            RowKeys(ap, c.pos0 + t, c.last, &first, &n);
             PrepareQ(Grouped::kF16, c.q + int64_t{t} * ap.n_head * dk, g * group, group, dk, qb + size_t(rows) * size_t(dk),
                      tmp);
             for (int32_t h = g * group; h < (g + 1) * group; ++h, ++rows) {
               lo[rows] = first;
-              hi[rows] = first + n_keys - 1;
+              hi[rows] = first + n - 1;
+              n_keys[rows] = n;
+              blocks[rows] = attn::SplitBlocks(n);
+              head[rows] = h;
               outp[rows] = c.out + (int64_t{t} * ap.n_head + h) * dv;
               if (ap.sinks != nullptr) sink[rows] = ap.sinks[h];
+              if (blocks[rows] == 1) n_whole = rows + 1;
             }
           }
-          attn::ExactTile et;
-          et.q = qb;
-          et.rows = rows;
-          et.d_k = dk;
-          et.d_v = dv;
           et.kt = c.kt + size_t(g) * size_t(dk) * kStageRows;  // this KV head's rows of each panel
-          et.kt_stride = int64_t{c.cache->k_width()} * kStageRows;
           et.v = c.vf + size_t(g) * size_t(dv);
-          et.v_stride = c.cache->v_width();
-          et.lo = lo;
-          et.hi = hi;
-          et.scale = ap.scale;
-          et.softcap = ap.softcap;
-          et.s = sb;
-          et.ss = c.ss;
-          et.out = outp;
-          et.sink = ap.sinks != nullptr ? sink : nullptr;
-          attn::RunExactTile(et);
+          if (n_whole > 0) {
+            et.q = qb;
+            et.rows = n_whole;
+            et.lo = lo;
+            et.hi = hi;
+            et.ss = c.ss;
+            et.out = outp;
+            et.sink = ap.sinks != nullptr ? sink : nullptr;
+            et.part = nullptr;
+            attn::RunExactTile(et);
+          }
+          if (n_whole == rows) continue;
+          // The split rows [n_whole, rows), block b of each: its keys from lo + b * kSplitKeys.
+          int32_t blo[attn::kExactRows], bhi[attn::kExactRows];
+          float* bout[attn::kExactRows];
+          for (int32_t b = 0, r0 = n_whole; b < blocks[rows - 1]; ++b) {
+            while (blocks[r0] <= b) ++r0;  // the rows with a block b (a suffix)
+            int32_t first = INT32_MAX, top = 0;
+            for (int32_t r = r0; r < rows; ++r) {
+              const int32_t k0 = b * attn::kSplitKeys;
+              blo[r - r0] = lo[r] + k0;
+              bhi[r - r0] = lo[r] + std::min(n_keys[r], k0 + attn::kSplitKeys) - 1;
+              bout[r - r0] = pouts + (size_t(b) * attn::kExactRows + size_t(r - n_whole)) * size_t(dv);
+              first = std::min(first, blo[r - r0]);
+              top = std::max(top, bhi[r - r0]);
+            }
+            et.q = qb + size_t(r0) * size_t(dk);
+            et.rows = rows - r0;
+            et.lo = blo;
+            et.hi = bhi;
+            et.ss = (top - (first & ~15) + 16) & ~15;  // the block's scores only
+            et.out = bout;
+            et.sink = nullptr;
+            et.part = parts + size_t(b) * attn::kExactRows + size_t(r0 - n_whole);
+            attn::RunExactTile(et);
+          }
+          for (int32_t r = n_whole; r < rows; ++r) {
+            attn::CombinePartials(parts + (r - n_whole), attn::kExactRows, pouts + size_t(r - n_whole) * size_t(dv),
+                                  int64_t{attn::kExactRows} * dv, blocks[r], dv,
+                                  ap.sinks != nullptr ? ap.sinks[head[r]] : -INFINITY, outp[r]);
+          }
         }
       },
       &c);

@@ -150,9 +150,10 @@ class CpuBackend final : public Backend {
   void AttentionRowsExact(const CpuKvCache& kv, int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
                           const AttentionParams& ap, float* out);
   // Exact prefill in tiles of rows over the staged layer (attention_kernels.h, ExactTile): the
-  // bits of AttentionRowsExact's per-row path (AVX-512, F16 cache, no row split by KV blocks).
+  // bits of AttentionRowsExact's per-row path (AVX-512, F16 cache); max_blocks: the most KV
+  // blocks (attn::SplitBlocks) of the call's rows.
   void AttentionExactTiles(const CpuKvCache& kv, int32_t layer, const float* q, int32_t n_tok, int32_t pos0,
-                           const AttentionParams& ap, float* out);
+                           const AttentionParams& ap, float* out, int32_t max_blocks);
   // last: the last key the row sees when later than pos0 (a bidirectional step), else -1.
   static void DecodeHeads(const CpuKvCache& cache, int32_t layer, const float* q, int32_t pos0,
                           const AttentionParams& ap, float* out, int32_t h0, int32_t h1, float* scratch,
